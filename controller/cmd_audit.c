@@ -1,0 +1,898 @@
+/*
+ * cmd_audit.c: `sandgate audit`: list, summarise, verify and follow the
+ * hash-chained logs the proxy and the controller write (eventlog.h).
+ *
+ *   sandgate audit [FILTERS] [--json]          a table or JSON lines
+ *   sandgate audit summary [FILTERS] [--json]  blocked attempts, counted
+ *   sandgate audit verify [FILES...]           check the hash chain
+ *   sandgate audit tail [-f] [-n N] [FILTERS]  the last events, following
+ *
+ * A log is the current file and its rotated files, read oldest first:
+ * NAME.N ... NAME.1, NAME. Log bytes are untrusted: lines are read with
+ * a bounded reader, and strings are escaped before they reach a terminal.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd.h"
+#include "log.h"
+#include "logverify.h"
+#include "sglimits.h"
+#include "state.h"
+#include "util.h"
+
+#define AUDIT_LOG		"security-events.jsonl"
+#define AUDIT_TAIL_DEFAULT	10
+#define AUDIT_TAIL_MAX		100000
+#define AUDIT_POLL_NS		200000000L	/* tail -f polls 5 times a second */
+#define AUDIT_FILES_MAX		100000
+#define AUDIT_FIELD_SHOW	256		/* table cells are cut past this */
+
+enum audit_mode { AUDIT_LIST, AUDIT_SUMMARY, AUDIT_VERIFY, AUDIT_TAIL };
+
+struct audit_args {
+	enum audit_mode	 mode;
+	const char	*dir;
+	const char	*file;
+	const char	*sandbox;
+	const char	*reason;
+	const char	*host;
+	const char	*event;
+	int64_t		 since;		/* microseconds since the epoch; */
+	int64_t		 until;		/* -1 when not given */
+	int		 json;
+	int		 follow;
+	long long	 lines;
+	char		**paths;	/* verify FILES... */
+	int		 npaths;
+};
+
+/* A bounded line reader over an fd; a line is cut at SG_LOG_LINE_MAX. */
+struct audit_reader {
+	int	 fd;
+	int	 follow;	/* keep a partial last line for later */
+	char	 blk[16384];
+	size_t	 off, end;
+	char	 line[SG_LOG_LINE_MAX + 2];
+	size_t	 n;		/* bytes of the current line kept */
+	int	 inline_;	/* some bytes of a line were consumed */
+};
+
+/* Counters for the summary: key -> count, in a JSON object. */
+struct audit_summary {
+	json_t		*dest, *sandbox, *reason;
+	long long	 total;
+};
+
+struct audit_kv {
+	const char	*key;
+	long long	 n;
+};
+
+/* The last `size` matching events, for tail. */
+struct audit_ring {
+	json_t		**items;
+	size_t		  size;
+	size_t		  count;
+};
+
+static int	audit_exec(int, char **);
+static int	audit_parse(int, char **, struct audit_args *);
+static int	audit_parse_opt(struct audit_args *, int, const char *);
+static int	audit_parse_time(const char *, int64_t *);
+static int	audit_parse_ts(const char *, int64_t *);
+static int	audit_files(const char *, const char *, char ***, int *);
+static void	audit_files_free(char **, int);
+static void	audit_reader_init(struct audit_reader *, int, int);
+static int	audit_next(struct audit_reader *, size_t *);
+static json_t	*audit_load(const char *, size_t);
+static int	audit_match(const struct audit_args *, json_t *);
+static const char *audit_str(json_t *, const char *);
+static void	audit_safe(const char *, char *, size_t);
+static void	audit_print(const struct audit_args *, json_t *);
+static void	audit_print_row(json_t *);
+static int	audit_each(const struct audit_args *, char **, int,
+		    void (*)(const struct audit_args *, json_t *, void *),
+		    void *);
+static void	audit_list_cb(const struct audit_args *, json_t *, void *);
+static void	audit_count(json_t *, const char *);
+static void	audit_summary_cb(const struct audit_args *, json_t *, void *);
+static void	audit_summary_print(const struct audit_args *,
+		    struct audit_summary *);
+static int	audit_cmp_rot(const void *, const void *);
+static int	audit_cmp_count(const void *, const void *);
+static void	audit_summary_section(const char *, json_t *);
+static int	audit_verify(const struct audit_args *, char **, int);
+static int	audit_verify_file(struct logverify *, const char *);
+static void	audit_ring_cb(const struct audit_args *, json_t *, void *);
+static int	audit_tail(const struct audit_args *, char **, int);
+static int	audit_rotated(int, const char *);
+static int	audit_follow(const struct audit_args *, const char *);
+
+const struct cmd_entry cmd_audit = {
+	.name = "audit",
+	.usage = "[summary | verify [FILES...] | tail [-f] [-n N]] "
+	    "[--log-dir DIR] [--file NAME] [--sandbox ID] "
+	    "[--since 2h|TIME] [--until 2h|TIME] [--reason CODE] "
+	    "[--host PATTERN] [--event E] [--json]",
+	.summary = "list, count, verify or follow the security-event log",
+	.exec = audit_exec,
+};
+
+static const struct option audit_longopts[] = {
+	{ "log-dir", required_argument, NULL, 'd' },
+	{ "file", required_argument, NULL, 'F' },
+	{ "sandbox", required_argument, NULL, 's' },
+	{ "since", required_argument, NULL, 'S' },
+	{ "until", required_argument, NULL, 'U' },
+	{ "reason", required_argument, NULL, 'r' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "lines", required_argument, NULL, 'n' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* "2h" (that long ago) or an RFC 3339 time; to microseconds. */
+static int
+audit_parse_time(const char *s, int64_t *us)
+{
+	struct timespec	now;
+	long long	secs;
+
+	if (util_parse_duration(s, &secs) == 0) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (secs > now.tv_sec)
+			secs = now.tv_sec;
+		*us = ((int64_t)now.tv_sec - secs) * 1000000 +
+		    now.tv_nsec / 1000;
+		return 0;
+	}
+	return audit_parse_ts(s, us);
+}
+
+/*
+ * RFC 3339 (and its date-only form): YYYY-MM-DD[(T| )hh:mm[:ss[.frac]]]
+ * [Z|+hh:mm|-hh:mm]; no offset means UTC.
+ */
+static int
+audit_parse_ts(const char *s, int64_t *us)
+{
+	struct tm	 tm;
+	const char	*p;
+	int64_t		 frac = 0, scale = 100000;
+	int		 oh, om, sign;
+
+	memset(&tm, 0, sizeof(tm));
+	if ((p = strptime(s, "%Y-%m-%d", &tm)) == NULL)
+		return -1;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		if ((p = strptime(p + 1, "%H:%M", &tm)) == NULL)
+			return -1;
+		if (*p == ':' && (p = strptime(p + 1, "%S", &tm)) == NULL)
+			return -1;
+		if (*p == '.') {
+			for (p++; *p >= '0' && *p <= '9'; p++) {
+				frac += (*p - '0') * scale;
+				scale /= 10;
+			}
+		}
+	}
+	*us = (int64_t)timegm(&tm) * 1000000 + frac;
+	if (*p == 'Z' || *p == 'z')
+		return p[1] == '\0' ? 0 : -1;
+	if (*p == '\0')
+		return 0;
+	if ((*p != '+' && *p != '-') || sscanf(p + 1, "%2d:%2d", &oh,
+	    &om) != 2 || strlen(p) != 6)
+		return -1;
+	sign = *p == '+' ? 1 : -1;
+	*us -= (int64_t)sign * (oh * 3600 + om * 60) * 1000000;
+	return 0;
+}
+
+/* One option of audit_parse(); 0, or an exit code. */
+static int
+audit_parse_opt(struct audit_args *a, int ch, const char *arg)
+{
+	const char	*errstr;
+
+	switch (ch) {
+	case 'd': a->dir = arg; break;
+	case 'F':
+		if (strchr(arg, '/') != NULL || arg[0] == '.')
+			return cmd_usage_error(&cmd_audit, "--file takes a "
+			    "file name in the log folder, not '%s'", arg);
+		a->file = arg;
+		break;
+	case 's': a->sandbox = arg; break;
+	case 'r': a->reason = arg; break;
+	case 'H': a->host = arg; break;
+	case 'e': a->event = arg; break;
+	case 'j': a->json = 1; break;
+	case 'f': a->follow = 1; break;
+	case 'S':
+	case 'U':
+		if (audit_parse_time(arg, ch == 'S' ? &a->since :
+		    &a->until) == -1)
+			return cmd_usage_error(&cmd_audit, "invalid time '%s' "
+			    "(use 2h, 30m, 7d or 2026-01-31T12:00:00Z)", arg);
+		break;
+	case 'n':
+		if (util_strtonum(arg, 1, AUDIT_TAIL_MAX, &a->lines,
+		    &errstr) == -1)
+			return cmd_usage_error(&cmd_audit, "-n '%s': %s", arg,
+			    errstr);
+		break;
+	}
+	return 0;
+}
+
+/* Parse argv into *a; 0, an exit code, or -1 after --help. */
+static int
+audit_parse(int argc, char **argv, struct audit_args *a)
+{
+	int	ch, rc;
+
+	memset(a, 0, sizeof(*a));
+	a->since = a->until = -1;
+	a->lines = AUDIT_TAIL_DEFAULT;
+	a->dir = state_log_dir();
+	a->file = AUDIT_LOG;
+	if (argc > 1 && strcmp(argv[1], "summary") == 0)
+		a->mode = AUDIT_SUMMARY;
+	else if (argc > 1 && strcmp(argv[1], "verify") == 0)
+		a->mode = AUDIT_VERIFY;
+	else if (argc > 1 && strcmp(argv[1], "tail") == 0)
+		a->mode = AUDIT_TAIL;
+	if (a->mode != AUDIT_LIST) {
+		argc--;
+		argv++;
+	}
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":fn:h", audit_longopts,
+	    NULL)) != -1) {
+		if (ch == 'h')
+			return cmd_help(&cmd_audit) - 1;
+		if (ch == '?')
+			return cmd_usage_error(&cmd_audit, "unknown option "
+			    "'%s'", argv[optind - 1]);
+		if (ch == ':')
+			return cmd_usage_error(&cmd_audit, "option '%s' needs "
+			    "a value", argv[optind - 1]);
+		if ((ch == 'f' || ch == 'n') && a->mode != AUDIT_TAIL)
+			return cmd_usage_error(&cmd_audit, "-f and -n are "
+			    "options of 'audit tail'");
+		if ((rc = audit_parse_opt(a, ch, optarg)) != 0)
+			return rc;
+	}
+	if (optind < argc && a->mode != AUDIT_VERIFY)
+		return cmd_usage_error(&cmd_audit, "unexpected argument '%s'",
+		    argv[optind]);
+	a->paths = argv + optind;
+	a->npaths = argc - optind;
+	return 0;
+}
+
+/* Compare rotation numbers for qsort: highest (oldest) first. */
+static int
+audit_cmp_rot(const void *x, const void *y)
+{
+	long long	a = *(const long long *)x, b = *(const long long *)y;
+
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/*
+ * The files of log dir/name, oldest first: name.N .. name.1, name.
+ * Returns 0 (at least one file) or -1 with a message printed.
+ */
+static int
+audit_files(const char *dir, const char *name, char ***out, int *nout)
+{
+	DIR		*d;
+	struct dirent	*de;
+	long long	*rot = NULL, num;
+	size_t		 nrot = 0, len = strlen(name), i;
+	const char	*errstr;
+	char		**files;
+	struct stat	 st;
+
+	if ((d = opendir(dir)) == NULL) {
+		fprintf(stderr, "sandgate: cannot open '%s': %s\n", dir,
+		    strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL && nrot < AUDIT_FILES_MAX) {
+		if (strncmp(de->d_name, name, len) != 0 ||
+		    de->d_name[len] != '.' || util_strtonum(de->d_name +
+		    len + 1, 1, 1000000, &num, &errstr) == -1)
+			continue;
+		rot = realloc(rot, (nrot + 1) * sizeof(*rot));
+		if (rot == NULL)
+			fatal("realloc");
+		rot[nrot++] = num;
+	}
+	closedir(d);
+	qsort(rot, nrot, sizeof(*rot), audit_cmp_rot);
+	files = util_xcalloc(nrot + 2, sizeof(*files));
+	for (i = 0; i < nrot; i++)
+		util_xasprintf(&files[i], "%s/%s.%lld", dir, name, rot[i]);
+	util_xasprintf(&files[nrot], "%s/%s", dir, name);
+	free(rot);
+	*out = files;
+	*nout = (int)nrot + 1;
+	if (stat(files[nrot], &st) == -1 && nrot == 0) {
+		fprintf(stderr, "sandgate: no log at '%s'\n", files[nrot]);
+		audit_files_free(files, *nout);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+audit_files_free(char **files, int n)
+{
+	int	i;
+
+	for (i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+}
+
+static void
+audit_reader_init(struct audit_reader *r, int fd, int follow)
+{
+	r->fd = fd;
+	r->follow = follow;
+	r->off = r->end = r->n = 0;
+	r->inline_ = 0;
+}
+
+/*
+ * The next line (without its newline) into r->line, NUL-terminated;
+ * *len is its length, or SG_LOG_LINE_MAX + 1 for a longer line. At end of
+ * file a last line without newline is returned, except when following,
+ * where it is kept until the rest arrives. Returns 1, 0 (end) or -1.
+ */
+static int
+audit_next(struct audit_reader *r, size_t *len)
+{
+	const char	*p, *nl;
+	size_t		 take, room;
+	ssize_t		 k;
+
+	for (;;) {
+		if (r->off == r->end) {
+			k = read(r->fd, r->blk, sizeof(r->blk));
+			if (k == -1 && errno == EINTR)
+				continue;
+			if (k == -1)
+				return -1;
+			if (k == 0 && (!r->inline_ || r->follow))
+				return 0;
+			if (k == 0)
+				break;
+			r->off = 0;
+			r->end = (size_t)k;
+		}
+		r->inline_ = 1;
+		p = r->blk + r->off;
+		nl = memchr(p, '\n', r->end - r->off);
+		take = nl ? (size_t)(nl - p) : r->end - r->off;
+		room = SG_LOG_LINE_MAX + 1 - r->n;
+		memcpy(r->line + r->n, p, take < room ? take : room);
+		r->n += take < room ? take : room;
+		r->off += take + (nl ? 1 : 0);
+		if (nl)
+			break;
+	}
+	r->line[r->n] = '\0';
+	*len = r->n;
+	r->n = 0;
+	r->inline_ = 0;
+	return 1;
+}
+
+/* Parse a line for listing; NULL if it is not a JSON object. */
+static json_t *
+audit_load(const char *line, size_t len)
+{
+	json_t		*obj;
+	json_error_t	 err;
+
+	if (len > SG_LOG_LINE_MAX)
+		return NULL;
+	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
+	if (obj != NULL && !json_is_object(obj)) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+/* A string member, or NULL. */
+static const char *
+audit_str(json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+/* Does the event pass every filter given? */
+static int
+audit_match(const struct audit_args *a, json_t *obj)
+{
+	const char	*v;
+	int64_t		 ts;
+
+	if (a->sandbox && ((v = audit_str(obj, "sandbox")) == NULL ||
+	    strcmp(v, a->sandbox) != 0))
+		return 0;
+	if (a->reason && ((v = audit_str(obj, "reason")) == NULL ||
+	    strcmp(v, a->reason) != 0))
+		return 0;
+	if (a->event && ((v = audit_str(obj, "event")) == NULL ||
+	    strcmp(v, a->event) != 0))
+		return 0;
+	if (a->host && ((v = audit_str(obj, "host")) == NULL ||
+	    fnmatch(a->host, v, FNM_CASEFOLD) != 0))
+		return 0;
+	if (a->since != -1 || a->until != -1) {
+		if ((v = audit_str(obj, "ts")) == NULL ||
+		    audit_parse_ts(v, &ts) == -1)
+			return 0;
+		if ((a->since != -1 && ts < a->since) ||
+		    (a->until != -1 && ts > a->until))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Copy s for a terminal: printable ASCII as is, other bytes as \xNN, "-"
+ * for NULL; cut with "..." past AUDIT_FIELD_SHOW.
+ */
+static void
+audit_safe(const char *s, char *out, size_t size)
+{
+	static const char	 hexd[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)(s ? s : "-");
+	size_t			 o = 0;
+
+	for (; *p != '\0' && o + 8 < size; p++) {
+		if (*p >= 0x20 && *p < 0x7f)
+			out[o++] = (char)*p;
+		else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hexd[*p >> 4];
+			out[o++] = hexd[*p & 0xf];
+		}
+	}
+	if (*p != '\0') {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+}
+
+/* One table row: time, event, sandbox, src, destination, reason. */
+static void
+audit_print_row(json_t *obj)
+{
+	char		 ts[64], ev[64], sbx[64], src[80], dst[AUDIT_FIELD_SHOW + 16],
+			 why[AUDIT_FIELD_SHOW], host[AUDIT_FIELD_SHOW];
+	json_t		*port = json_object_get(obj, "port");
+
+	audit_safe(audit_str(obj, "ts"), ts, sizeof(ts));
+	audit_safe(audit_str(obj, "event"), ev, sizeof(ev));
+	audit_safe(audit_str(obj, "sandbox"), sbx, sizeof(sbx));
+	audit_safe(audit_str(obj, "src"), src, sizeof(src));
+	audit_safe(audit_str(obj, "host"), host, sizeof(host));
+	audit_safe(audit_str(obj, "reason"), why, sizeof(why));
+	if (json_is_integer(port))
+		snprintf(dst, sizeof(dst), "%s%s%s:%lld",
+		    strchr(host, ':') ? "[" : "", host,
+		    strchr(host, ':') ? "]" : "",
+		    (long long)json_integer_value(port));
+	else
+		snprintf(dst, sizeof(dst), "%s", host);
+	printf("%-27s  %-15s  %-28s  %-15s  %-40s  %s\n", ts, ev, sbx, src,
+	    dst, why);
+}
+
+/* An event as a table row or as one JSON line (re-encoded, ASCII). */
+static void
+audit_print(const struct audit_args *a, json_t *obj)
+{
+	char	*s;
+
+	if (!a->json) {
+		audit_print_row(obj);
+		return;
+	}
+	s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_ENSURE_ASCII);
+	if (s != NULL) {
+		puts(s);
+		free(s);
+	}
+}
+
+/*
+ * Call cb for every matching event of files, in order. Lines that are not
+ * JSON objects are skipped and counted on stderr. Returns 0 or -1.
+ */
+static int
+audit_each(const struct audit_args *a, char **files, int n,
+    void (*cb)(const struct audit_args *, json_t *, void *), void *arg)
+{
+	struct audit_reader	*r = util_xmalloc(sizeof(*r));
+	json_t			*obj;
+	size_t			 len, skipped = 0;
+	int			 i, fd, got, rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		if ((fd = open(files[i], O_RDONLY | O_CLOEXEC)) == -1) {
+			if (errno == ENOENT)
+				continue;
+			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
+			    files[i], strerror(errno));
+			rc = -1;
+			break;
+		}
+		audit_reader_init(r, fd, 0);
+		while ((got = audit_next(r, &len)) == 1) {
+			if ((obj = audit_load(r->line, len)) == NULL) {
+				skipped++;
+				continue;
+			}
+			if (audit_match(a, obj))
+				cb(a, obj, arg);
+			json_decref(obj);
+		}
+		if (got == -1) {
+			fprintf(stderr, "sandgate: cannot read '%s': %s\n",
+			    files[i], strerror(errno));
+			rc = -1;
+		}
+		close(fd);
+	}
+	if (skipped > 0)
+		fprintf(stderr, "sandgate: %zu line(s) skipped: not JSON "
+		    "(run 'sandgate audit verify')\n", skipped);
+	free(r);
+	return rc;
+}
+
+static void
+audit_list_cb(const struct audit_args *a, json_t *obj, void *arg)
+{
+	audit_print(a, obj);
+}
+
+/* counts[key] += 1 */
+static void
+audit_count(json_t *counts, const char *key)
+{
+	json_t	*v = json_object_get(counts, key);
+
+	if (v != NULL)
+		json_integer_set(v, json_integer_value(v) + 1);
+	else
+		json_object_set_new(counts, key, json_integer(1));
+}
+
+static void
+audit_summary_cb(const struct audit_args *a, json_t *obj, void *arg)
+{
+	struct audit_summary	*s = arg;
+	const char		*ev = audit_str(obj, "event");
+	json_t			*port = json_object_get(obj, "port");
+	char			 dest[SG_LOG_FIELD_MAX + 32];
+	const char		*host = audit_str(obj, "host");
+
+	/* Blocked attempts only, unless --event picked other events. */
+	if (a->event == NULL && (ev == NULL ||
+	    strcmp(ev, "egress.blocked") != 0))
+		return;
+	if (json_is_integer(port))
+		snprintf(dest, sizeof(dest), "%s%s%s:%lld",
+		    host && strchr(host, ':') ? "[" : "", host ? host : "-",
+		    host && strchr(host, ':') ? "]" : "",
+		    (long long)json_integer_value(port));
+	else
+		snprintf(dest, sizeof(dest), "%s", host ? host : "-");
+	audit_count(s->dest, dest);
+	audit_count(s->sandbox, audit_str(obj, "sandbox") ?
+	    audit_str(obj, "sandbox") : "-");
+	audit_count(s->reason, audit_str(obj, "reason") ?
+	    audit_str(obj, "reason") : "-");
+	s->total++;
+}
+
+/* Sort counts highest first, then by key. */
+static int
+audit_cmp_count(const void *x, const void *y)
+{
+	const struct audit_kv	*a = x, *b = y;
+
+	if (a->n != b->n)
+		return a->n < b->n ? 1 : -1;
+	return strcmp(a->key, b->key);
+}
+
+/* Print one "by ..." section of the summary, highest count first. */
+static void
+audit_summary_section(const char *title, json_t *counts)
+{
+	struct audit_kv	*kv;
+	const char	*key;
+	json_t		*v;
+	size_t		 n = json_object_size(counts), i = 0;
+	char		 safe[AUDIT_FIELD_SHOW];
+
+	printf("\nblocked by %s:\n", title);
+	if (n == 0) {
+		printf("  (none)\n");
+		return;
+	}
+	kv = util_xcalloc(n, sizeof(*kv));
+	json_object_foreach(counts, key, v) {
+		kv[i].key = key;
+		kv[i++].n = (long long)json_integer_value(v);
+	}
+	qsort(kv, n, sizeof(*kv), audit_cmp_count);
+	for (i = 0; i < n; i++) {
+		audit_safe(kv[i].key, safe, sizeof(safe));
+		printf("  %8lld  %s\n", kv[i].n, safe);
+	}
+	free(kv);
+}
+
+static void
+audit_summary_print(const struct audit_args *a, struct audit_summary *s)
+{
+	json_t	*out;
+	char	*text;
+
+	if (a->json) {
+		out = json_pack("{s:I,s:O,s:O,s:O}", "total",
+		    (json_int_t)s->total, "by_destination", s->dest,
+		    "by_sandbox", s->sandbox, "by_reason", s->reason);
+		text = out ? json_dumps(out, JSON_COMPACT |
+		    JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
+		if (text != NULL)
+			puts(text);
+		free(text);
+		json_decref(out);
+		return;
+	}
+	printf("%lld blocked attempt(s)\n", s->total);
+	audit_summary_section("destination", s->dest);
+	audit_summary_section("sandbox", s->sandbox);
+	audit_summary_section("reason", s->reason);
+}
+
+/* Feed one file to the verifier; 0, or -1 if it cannot be read. */
+static int
+audit_verify_file(struct logverify *v, const char *path)
+{
+	struct audit_reader	*r;
+	size_t			 len;
+	int			 fd, got;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
+		    strerror(errno));
+		return -1;
+	}
+	r = util_xmalloc(sizeof(*r));
+	audit_reader_init(r, fd, 0);
+	logverify_file(v, path);
+	while ((got = audit_next(r, &len)) == 1) {
+		if (logverify_feed(v, r->line, len) == -1)
+			break;
+	}
+	if (got == -1)
+		fprintf(stderr, "sandgate: cannot read '%s': %s\n", path,
+		    strerror(errno));
+	free(r);
+	close(fd);
+	return got == -1 ? -1 : 0;
+}
+
+/* `audit verify`: the chain across files, oldest first. */
+static int
+audit_verify(const struct audit_args *a, char **files, int n)
+{
+	struct logverify	*v = util_xmalloc(sizeof(*v));
+	struct stat		 st;
+	int			 i, rc = SG_EXIT_OK;
+
+	logverify_init(v);
+	for (i = 0; i < n; i++) {
+		/* The current file may not exist yet right after rotation. */
+		if (a->npaths == 0 && i == n - 1 && n > 1 &&
+		    stat(files[i], &st) == -1 && errno == ENOENT)
+			continue;
+		if (audit_verify_file(v, files[i]) == -1) {
+			free(v);
+			return SG_EXIT_ERROR;
+		}
+	}
+	if (logverify_finish(v) == -1) {
+		printf("%s:%zu: chain broken: %s\n", v->break_file,
+		    v->break_line, v->what);
+		rc = SG_EXIT_FAIL;
+	} else {
+		printf("OK: %zu events, chain intact\n", v->events);
+		if (v->events > 0 && !v->genesis)
+			printf("note: the chain starts at seq %lld; older "
+			    "events were rotated away\n", v->first_seq);
+		if (v->torn > 0)
+			printf("note: %zu torn line(s), the first at %s:%zu: "
+			    "an interrupted write, skipped\n", v->torn,
+			    v->torn_file, v->torn_line);
+	}
+	free(v);
+	return rc;
+}
+
+/* Keep the last a->lines matching events in a ring of JSON objects. */
+static void
+audit_ring_cb(const struct audit_args *a, json_t *obj, void *arg)
+{
+	struct audit_ring	*ring = arg;
+	size_t			 slot = ring->count % ring->size;
+
+	json_decref(ring->items[slot]);
+	ring->items[slot] = json_incref(obj);
+	ring->count++;
+}
+
+/* `audit tail`: the last events, then (-f) the new ones as they come. */
+static int
+audit_tail(const struct audit_args *a, char **files, int n)
+{
+	struct audit_ring	ring;
+	size_t			i, first;
+	int			rc;
+
+	ring.size = (size_t)a->lines;
+	ring.count = 0;
+	ring.items = util_xcalloc(ring.size, sizeof(*ring.items));
+	rc = audit_each(a, files, n, audit_ring_cb, &ring);
+	first = ring.count > ring.size ? ring.count - ring.size : 0;
+	for (i = first; i < ring.count; i++)
+		audit_print(a, ring.items[i % ring.size]);
+	for (i = 0; i < ring.size; i++)
+		json_decref(ring.items[i]);
+	free(ring.items);
+	fflush(stdout);
+	if (rc == -1)
+		return SG_EXIT_ERROR;
+	if (!a->follow)
+		return SG_EXIT_OK;
+	return audit_follow(a, files[n - 1]);
+}
+
+/* Has the file at path been replaced (rotated) or cut since fd opened? */
+static int
+audit_rotated(int fd, const char *path)
+{
+	struct stat	st, cur;
+
+	if (fstat(fd, &st) == -1)
+		return 1;
+	if (stat(path, &cur) == -1)
+		return 0;	/* moved, not yet replaced: keep reading */
+	if (cur.st_dev != st.st_dev || cur.st_ino != st.st_ino)
+		return 1;
+	return lseek(fd, 0, SEEK_CUR) > cur.st_size;
+}
+
+/*
+ * Print events appended to path from now on; a rotated file is read to
+ * its end, then the new file from its start. Runs until killed.
+ */
+static int
+audit_follow(const struct audit_args *a, const char *path)
+{
+	struct timespec		 pause = { 0, AUDIT_POLL_NS };
+	struct audit_reader	*r = util_xmalloc(sizeof(*r));
+	json_t			*obj;
+	size_t			 len;
+	int			 fd, got;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    lseek(fd, 0, SEEK_END) == -1) {
+		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
+		    strerror(errno));
+		free(r);
+		return SG_EXIT_ERROR;
+	}
+	audit_reader_init(r, fd, 1);
+	for (;;) {
+		while ((got = audit_next(r, &len)) == 1) {
+			if ((obj = audit_load(r->line, len)) == NULL)
+				continue;
+			if (audit_match(a, obj))
+				audit_print(a, obj);
+			json_decref(obj);
+		}
+		fflush(stdout);
+		if (got == 0 && audit_rotated(fd, path)) {
+			close(fd);
+			while ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+				nanosleep(&pause, NULL);
+			audit_reader_init(r, fd, 1);
+			continue;
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
+static int
+audit_exec(int argc, char **argv)
+{
+	struct audit_args	 a;
+	struct audit_summary	 s;
+	char			**files = NULL;
+	int			 n, rc;
+
+	if ((rc = audit_parse(argc, argv, &a)) != 0)
+		return rc == -1 ? SG_EXIT_OK : rc;
+	if (a.mode == AUDIT_VERIFY && a.npaths > 0)
+		return audit_verify(&a, a.paths, a.npaths);
+	if (audit_files(a.dir, a.file, &files, &n) == -1)
+		return SG_EXIT_ERROR;
+	switch (a.mode) {
+	case AUDIT_VERIFY:
+		rc = audit_verify(&a, files, n);
+		break;
+	case AUDIT_TAIL:
+		rc = audit_tail(&a, files, n);
+		break;
+	case AUDIT_SUMMARY:
+		s.dest = json_object();
+		s.sandbox = json_object();
+		s.reason = json_object();
+		s.total = 0;
+		rc = audit_each(&a, files, n, audit_summary_cb, &s) == -1 ?
+		    SG_EXIT_ERROR : SG_EXIT_OK;
+		if (rc == SG_EXIT_OK)
+			audit_summary_print(&a, &s);
+		json_decref(s.dest);
+		json_decref(s.sandbox);
+		json_decref(s.reason);
+		break;
+	case AUDIT_LIST:
+	default:
+		if (!a.json)
+			printf("%-27s  %-15s  %-28s  %-15s  %-40s  %s\n", "TIME",
+			    "EVENT", "SANDBOX", "SRC", "DESTINATION",
+			    "REASON");
+		rc = audit_each(&a, files, n, audit_list_cb, NULL) == -1 ?
+		    SG_EXIT_ERROR : SG_EXIT_OK;
+		break;
+	}
+	audit_files_free(files, n);
+	return rc;
+}

@@ -1,0 +1,288 @@
+/* cmd_create.c: `sandgate create DIR`: a new sandbox over a copy of DIR. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd.h"
+#include "disk.h"
+#include "docker.h"
+#include "exec.h"
+#include "probe.h"
+#include "sandbox.h"
+#include "state.h"
+#include "util.h"
+#include "workspace.h"
+
+#define CREATE_EXCLUDES_MAX	256
+#define CREATE_HELP_DONE	(-1)
+
+/* What the command line asked for beyond the meta. */
+struct create_args {
+	const char	*excludes[CREATE_EXCLUDES_MAX];
+	size_t		 nexcludes;
+	int		 exclude_secrets;
+	int		 json;
+};
+
+static int	create_exec(int, char **);
+static int	create_parse(int, char **, struct sandbox_meta *,
+		    struct create_args *);
+static int	create_dirs(const char *, char **);
+static int	create_workspace(const struct sandbox_meta *,
+		    const struct create_args *, char **);
+static int	create_build(struct docker *, struct sandbox_meta *,
+		    const struct create_args *, char **);
+static void	create_print(const struct sandbox_meta *, int);
+
+const struct cmd_entry cmd_create = {
+	.name = "create",
+	.usage = "DIR [--image IMG] [--cpus N] [--memory SIZE] [--pids N] "
+	    "[--disk SIZE] [--tmp-size SIZE] [--timeout S] [--runtime RT] "
+	    "[--network none|proxy] [--allow SET]... [--env K=V]... "
+	    "[--exclude PAT]... [--exclude-secrets] [--json]",
+	.summary = "copy DIR into a new sandbox and start its session "
+	    "container; prints the id",
+	.exec = create_exec,
+};
+
+static const struct option create_longopts[] = {
+	{ "image", required_argument, NULL, 'i' },
+	{ "cpus", required_argument, NULL, 'c' },
+	{ "memory", required_argument, NULL, 'm' },
+	{ "pids", required_argument, NULL, 'p' },
+	{ "disk", required_argument, NULL, 'd' },
+	{ "tmp-size", required_argument, NULL, 's' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "runtime", required_argument, NULL, 'r' },
+	{ "network", required_argument, NULL, 'n' },
+	{ "allow", required_argument, NULL, 'a' },
+	{ "env", required_argument, NULL, 'e' },
+	{ "exclude", required_argument, NULL, 'x' },
+	{ "exclude-secrets", no_argument, NULL, 'S' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* 0, an exit code (usage error) or CREATE_HELP_DONE. */
+static int
+create_parse(int argc, char **argv, struct sandbox_meta *m,
+    struct create_args *a)
+{
+	char	*cause = NULL;
+	int	 ch, idx = 0;
+
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":h", create_longopts,
+	    &idx)) != -1) {
+		if (ch == 'h') {
+			cmd_help(&cmd_create);
+			return CREATE_HELP_DONE;
+		}
+		if (ch == '?')
+			return cmd_usage_error(&cmd_create, "unknown option "
+			    "'%s'", argv[optind - 1]);
+		if (ch == ':')
+			return cmd_usage_error(&cmd_create, "option '%s' needs "
+			    "a value", argv[optind - 1]);
+		if (ch == 'S')
+			a->exclude_secrets = 1;
+		else if (ch == 'j')
+			a->json = 1;
+		else if (ch == 'x') {
+			if (a->nexcludes == CREATE_EXCLUDES_MAX)
+				return cmd_usage_error(&cmd_create, "too many "
+				    "--exclude patterns");
+			a->excludes[a->nexcludes++] = optarg;
+		} else if (sandbox_opt(m, create_longopts[idx].name, optarg,
+		    &cause) == -1) {
+			ch = cmd_usage_error(&cmd_create, "%s", cause);
+			free(cause);
+			return ch;
+		}
+		idx = 0;
+	}
+	return 0;
+}
+
+/* The sandbox folder (0700), its lock file, runs/ and work/. */
+static int
+create_dirs(const char *id, char **cause)
+{
+	char	path[PATH_MAX];
+	int	fd;
+
+	if (state_path(path, sizeof(path), id, NULL) == -1 ||
+	    state_mkdirs(path, 0700) == -1) {
+		util_xasprintf(cause, "cannot create '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	state_path(path, sizeof(path), id, "lock");
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+		util_xasprintf(cause, "cannot create '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	close(fd);
+	state_path(path, sizeof(path), id, "runs");
+	if (mkdir(path, 0700) == -1) {
+		util_xasprintf(cause, "cannot create '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	state_path(path, sizeof(path), id, "work");
+	if (mkdir(path, 0755) == -1) {
+		util_xasprintf(cause, "cannot create '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* disk.img mounted on work/, then the copy of the source. */
+static int
+create_workspace(const struct sandbox_meta *m, const struct create_args *a,
+    char **cause)
+{
+	struct workspace_opts	wo;
+	char			dir[PATH_MAX], img[PATH_MAX], work[PATH_MAX];
+
+	state_path(dir, sizeof(dir), m->id, NULL);
+	state_path(img, sizeof(img), m->id, "disk.img");
+	state_path(work, sizeof(work), m->id, "work");
+	if (disk_image_create(img, m->disk, SANDBOX_UID, SANDBOX_GID,
+	    cause) == -1 || disk_mount(img, work, cause) == -1)
+		return -1;
+	memset(&wo, 0, sizeof(wo));
+	wo.excludes = a->excludes;
+	wo.nexcludes = a->nexcludes;
+	wo.exclude_secrets = a->exclude_secrets;
+	wo.uid = SANDBOX_UID;
+	wo.gid = SANDBOX_GID;
+	return workspace_create(m->source, dir, &wo, cause);
+}
+
+/* Everything after the id exists: folders, disk, copy, container. */
+static int
+create_build(struct docker *d, struct sandbox_meta *m,
+    const struct create_args *a, char **cause)
+{
+	struct sandbox_mounts	mt;
+	char			work[PATH_MAX], *cid = NULL;
+	int			pid;
+
+	if (create_dirs(m->id, cause) == -1 ||
+	    create_workspace(m, a, cause) == -1 ||
+	    sandbox_meta_save(m, cause) == -1)
+		return -1;
+	if (exec_signal_pending()) {
+		util_xasprintf(cause, "interrupted");
+		return -1;
+	}
+	state_path(work, sizeof(work), m->id, "work");
+	memset(&mt, 0, sizeof(mt));
+	mt.work = work;
+	if ((mt.probe = probe_path()) == NULL) {
+		util_xasprintf(cause, "cannot find the sandgate-probe binary "
+		    "(set SANDGATE_PROBE)");
+		return -1;
+	}
+	if (sandbox_container_up(d, m, &mt, "session", &cid, &pid,
+	    cause) == -1)
+		return -1;
+	m->container = cid;
+	if (exec_signal_pending()) {
+		util_xasprintf(cause, "interrupted");
+		return -1;
+	}
+	return sandbox_meta_save(m, cause);
+}
+
+static void
+create_print(const struct sandbox_meta *m, int json)
+{
+	json_t	*o;
+
+	if (!json) {
+		printf("%s\n", m->id);
+		return;
+	}
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "id", m->id,
+	    "source", m->source, "image", m->image, "image_id", m->image_id,
+	    "container", m->container, "created", m->created);
+	if (o != NULL)
+		json_dumpf(o, stdout, JSON_COMPACT);
+	putchar('\n');
+	json_decref(o);
+}
+
+static int
+create_exec(int argc, char **argv)
+{
+	struct sandbox_meta	 m;
+	struct create_args	 a;
+	struct docker		*d = NULL;
+	struct timespec		 now;
+	char			 src[PATH_MAX], ts[UTIL_TS_LEN];
+	char			*cause = NULL, *c2 = NULL;
+	int			 rv;
+	struct stat		 st;
+
+	sandbox_meta_init(&m);
+	memset(&a, 0, sizeof(a));
+	if ((rv = create_parse(argc, argv, &m, &a)) != 0) {
+		sandbox_meta_release(&m);
+		return rv == CREATE_HELP_DONE ? SG_EXIT_OK : rv;
+	}
+	if (argc - optind != 1) {
+		sandbox_meta_release(&m);
+		return cmd_usage_error(&cmd_create, "expected one DIR");
+	}
+	rv = SG_EXIT_ERROR;
+	if (realpath(argv[optind], src) == NULL || stat(src, &st) == -1 ||
+	    !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "sandgate: '%s' is not a folder\n",
+		    argv[optind]);
+		goto out;
+	}
+	sandbox_meta_set(&m.source, src);
+	clock_gettime(CLOCK_REALTIME, &now);
+	util_rfc3339(&now, ts);
+	sandbox_meta_set(&m.created, ts);
+	exec_signals_install();
+	if ((d = sandbox_docker()) == NULL)
+		goto out;
+	if (sandbox_resolve(d, &m, &cause) == -1)
+		goto fail;
+	state_new_id(m.id, "sbx");
+	if (create_build(d, &m, &a, &cause) == -1) {
+		if (sandbox_destroy(d, m.id, &c2) == -1) {
+			fprintf(stderr, "sandgate: cleanup of %s failed: %s\n",
+			    m.id, c2);
+			free(c2);
+		}
+		goto fail;
+	}
+	create_print(&m, a.json);
+	rv = SG_EXIT_OK;
+	goto out;
+fail:
+	fprintf(stderr, "sandgate: %s\n", cause);
+out:
+	free(cause);
+	docker_free(d);
+	sandbox_meta_release(&m);
+	return rv;
+}

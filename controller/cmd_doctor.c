@@ -1,0 +1,611 @@
+/*
+ * cmd_doctor.c: `sandgate doctor`: checks that this host can run sandboxes
+ * with every control in force, one line per check, and says what to do
+ * about each failure. Exit 0 when every required check passes, else 1.
+ *
+ * `--check-probe-json FILE` instead judges a saved sandgate-probe report
+ * against the given limits (what create does after starting a container);
+ * tests and admins use it to see which control a container lacks.
+ */
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <linux/loop.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd.h"
+#include "disk.h"
+#include "docker.h"
+#include "probe.h"
+#include "state.h"
+#include "util.h"
+
+#define DOCTOR_IMAGE	"sandgate/base"
+#define DOCTOR_PROXY	"sandgate-proxy"
+#define DOCTOR_DISK	(16ull << 20)	/* size of the test disk */
+
+enum doctor_level { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
+
+struct doctor {
+	struct docker	*docker;
+	const char	*image;		/* base image, DOCTOR_IMAGE unless set */
+	int		 failed;	/* required checks that failed */
+	int		 have_image;
+};
+
+/* Output captured from the probe exec. */
+struct doctor_buf {
+	char	data[PROBE_OUTPUT_MAX + 1];
+	size_t	len;
+	int	overflow;
+};
+
+static void	doctor_line(struct doctor *, enum doctor_level, const char *,
+		    const char *, ...) __attribute__((format(printf, 4, 5)));
+static void	doctor_docker(struct doctor *);
+static void	doctor_info(struct doctor *);
+static void	doctor_image(struct doctor *);
+static void	doctor_proxy(struct doctor *);
+static void	doctor_state(struct doctor *);
+static void	doctor_loop(struct doctor *);
+static void	doctor_mkfs(struct doctor *);
+static unsigned long long doctor_free(const char *);
+static long long doctor_fill(const char *);
+static int	doctor_disk_cycle(const char *, char *, size_t);
+static void	doctor_disk(struct doctor *);
+static json_t	*doctor_spec(const char *, const char *);
+static int	doctor_collect(void *, int, const unsigned char *, size_t);
+static int	doctor_run_probe(struct doctor *, const char *,
+		    struct doctor_buf *, char **);
+static void	doctor_limits(struct doctor *);
+static int	doctor_check_json(const char *, const struct probe_expect *);
+static int	doctor_expect_opt(int, const char *, struct probe_expect *);
+static int	doctor_exec(int, char **);
+
+const struct cmd_entry cmd_doctor = {
+	.name = "doctor",
+	.usage = "[--image NAME] | [--check-probe-json FILE [--expect-memory SIZE] "
+	    "[--expect-pids N]\n    [--expect-cpus N] [--allow-network] "
+	    "[--no-tmp] [--no-seccomp] [--writable-root]]",
+	.summary = "check that this host can run sandboxes with every "
+	    "control in force",
+	.exec = doctor_exec,
+};
+
+static void
+doctor_line(struct doctor *dr, enum doctor_level lvl, const char *what,
+    const char *fmt, ...)
+{
+	static const char *const tags[] = { "OK  ", "WARN", "FAIL" };
+	va_list	ap;
+
+	printf("%s  %-8s ", tags[lvl], what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (lvl == DOCTOR_FAIL)
+		dr->failed++;
+}
+
+static void
+doctor_docker(struct doctor *dr)
+{
+	char	*cause = NULL;
+
+	dr->docker = docker_new(&cause);
+	if (dr->docker == NULL) {
+		doctor_line(dr, DOCTOR_FAIL, "docker", "%s", cause);
+		free(cause);
+		return;
+	}
+	doctor_line(dr, DOCTOR_OK, "docker", "reachable, API %s",
+	    docker_api_version(dr->docker));
+}
+
+/* What the daemon says about cgroups and runtimes (GET /info). */
+static void
+doctor_info(struct doctor *dr)
+{
+	static const char *const need[] = {
+		"MemoryLimit", "SwapLimit", "PidsLimit", "CpuCfsQuota",
+	};
+	json_t	*info = NULL, *rt;
+	char	*cause = NULL;
+	long	 status = 0;
+	size_t	 i;
+
+	if (docker_call(dr->docker, "GET", "/info", NULL, &status, &info,
+	    &cause) == -1 || status != 200 || !json_is_object(info)) {
+		doctor_line(dr, DOCTOR_FAIL, "cgroups", "cannot read docker "
+		    "info: %s", cause ? cause : "bad answer");
+		goto out;
+	}
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (!json_is_true(json_object_get(info, need[i]))) {
+			doctor_line(dr, DOCTOR_FAIL, "cgroups", "daemon "
+			    "reports %s unsupported; enable the cgroup "
+			    "controller (swapaccount=1 for SwapLimit)",
+			    need[i]);
+			goto runtimes;
+		}
+	}
+	doctor_line(dr, DOCTOR_OK, "cgroups", "memory, swap, pids and cpu "
+	    "limits supported (cgroup %s)", json_string_value(
+	    json_object_get(info, "CgroupVersion")) ?: "?");
+runtimes:
+	rt = json_object_get(json_object_get(info, "Runtimes"), "runsc");
+	if (json_is_object(rt))
+		doctor_line(dr, DOCTOR_OK, "runsc", "gVisor registered as "
+		    "runtime 'runsc'");
+	else
+		doctor_line(dr, DOCTOR_WARN, "runsc", "gVisor not registered: "
+		    "install runsc and run 'runsc install' for a stronger "
+		    "kernel boundary (optional)");
+out:
+	json_decref(info);
+	free(cause);
+}
+
+static void
+doctor_image(struct doctor *dr)
+{
+	char	*id = NULL, *cause = NULL;
+
+	if (docker_image_id(dr->docker, dr->image, &id, &cause) == 0) {
+		doctor_line(dr, DOCTOR_OK, "image", "%s present (%.19s)",
+		    dr->image, id);
+		dr->have_image = 1;
+	} else if (errno == ENOENT)
+		doctor_line(dr, DOCTOR_FAIL, "image", "%s missing; build or "
+		    "load it before creating sandboxes", dr->image);
+	else
+		doctor_line(dr, DOCTOR_FAIL, "image", "%s", cause);
+	free(id);
+	free(cause);
+}
+
+static void
+doctor_proxy(struct doctor *dr)
+{
+	struct docker_cinfo	 ci;
+	char			*cause = NULL;
+
+	if (docker_container_inspect(dr->docker, DOCTOR_PROXY, &ci,
+	    &cause) == -1)
+		doctor_line(dr, DOCTOR_WARN, "proxy", "container "
+		    DOCTOR_PROXY " not found; sandboxes will have no network "
+		    "until it runs");
+	else if (!ci.running)
+		doctor_line(dr, DOCTOR_WARN, "proxy", "container "
+		    DOCTOR_PROXY " is %s; start it", ci.status);
+	else
+		doctor_line(dr, DOCTOR_OK, "proxy", DOCTOR_PROXY " running");
+	free(cause);
+}
+
+/* The state root exists (or can be made) and takes a new file. */
+static void
+doctor_state(struct doctor *dr)
+{
+	char	path[4096];
+	int	fd;
+
+	if (state_mkdirs(state_root(), 0700) == -1 ||
+	    snprintf(path, sizeof(path), "%s/.doctor-XXXXXX", state_root()) >=
+	    (int)sizeof(path) || (fd = mkstemp(path)) == -1) {
+		doctor_line(dr, DOCTOR_FAIL, "state", "'%s' not writable (%s); "
+		    "fix its owner or set SANDGATE_STATE", state_root(),
+		    strerror(errno));
+		return;
+	}
+	close(fd);
+	unlink(path);
+	doctor_line(dr, DOCTOR_OK, "state", "'%s' writable", state_root());
+}
+
+static void
+doctor_loop(struct doctor *dr)
+{
+	int	ctl, n;
+
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl == -1) {
+		doctor_line(dr, DOCTOR_FAIL, "loop", "cannot open "
+		    "/dev/loop-control (%s); run as root with the loop module "
+		    "loaded (modprobe loop)", strerror(errno));
+		return;
+	}
+	n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	if (n < 0)
+		doctor_line(dr, DOCTOR_FAIL, "loop", "no free loop device (%s); "
+		    "raise max_loop or detach unused ones (losetup -D)",
+		    strerror(errno));
+	else
+		doctor_line(dr, DOCTOR_OK, "loop", "loop devices available "
+		    "(next free: loop%d)", n);
+}
+
+static void
+doctor_mkfs(struct doctor *dr)
+{
+	static const char *const paths[] = {
+		"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (access(paths[i], X_OK) == 0) {
+			doctor_line(dr, DOCTOR_OK, "mkfs", "%s present",
+			    paths[i]);
+			return;
+		}
+	}
+	doctor_line(dr, DOCTOR_FAIL, "mkfs", "mkfs.ext4 not found; install "
+	    "e2fsprogs");
+}
+
+/* Free bytes for unprivileged users on the filesystem of path. */
+static unsigned long long
+doctor_free(const char *path)
+{
+	struct statvfs	sv;
+
+	if (statvfs(path, &sv) == -1)
+		return 0;
+	return (unsigned long long)sv.f_bavail * sv.f_frsize;
+}
+
+/* Write a file in dir until the disk is full; bytes written or -1. */
+static long long
+doctor_fill(const char *dir)
+{
+	static char	 block[65536];
+	char		 path[4200];
+	long long	 total = 0;
+	ssize_t		 n;
+	int		 fd;
+
+	snprintf(path, sizeof(path), "%s/fill", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	memset(block, 'x', sizeof(block));
+	while ((n = write(fd, block, sizeof(block))) > 0)
+		total += n;
+	if (n == -1 && errno != ENOSPC)
+		total = -1;
+	if (fsync(fd) == -1 && errno != ENOSPC)
+		total = -1;
+	close(fd);
+	return total;
+}
+
+/*
+ * Create, mount and fill a DOCTOR_DISK image under tmp; the quota holds
+ * when the write stops with ENOSPC, the host lost at most the image's
+ * size and no loop device is left after unmounting. 0, or -1 with msg.
+ */
+static int
+doctor_disk_cycle(const char *tmp, char *msg, size_t size)
+{
+	struct disk_mount_info	*m;
+	unsigned long long	 before, after;
+	char			 img[4200], mnt[4200], *cause = NULL;
+	long long		 wrote;
+	size_t			 n;
+	int			 rc = -1;
+
+	snprintf(img, sizeof(img), "%s/disk.img", tmp);
+	snprintf(mnt, sizeof(mnt), "%s/work", tmp);
+	before = doctor_free(tmp);
+	if (mkdir(mnt, 0700) == -1 ||
+	    disk_image_create(img, DOCTOR_DISK, getuid(), getgid(),
+	    &cause) == -1 || disk_mount(img, mnt, &cause) == -1) {
+		snprintf(msg, size, "%s", cause ? cause : strerror(errno));
+		goto out;
+	}
+	wrote = doctor_fill(mnt);
+	after = doctor_free(tmp);
+	if (disk_umount(mnt, &cause) == -1) {
+		snprintf(msg, size, "%s", cause);
+		goto out;
+	}
+	if (wrote < 0 || (unsigned long long)wrote > DOCTOR_DISK)
+		snprintf(msg, size, "a %llu MiB disk took %lld bytes without "
+		    "ENOSPC", DOCTOR_DISK >> 20, wrote);
+	else if (before > after && before - after > DOCTOR_DISK)
+		snprintf(msg, size, "the host lost %llu MiB for a %llu MiB "
+		    "disk", (before - after) >> 20, DOCTOR_DISK >> 20);
+	else if (disk_list_mounts(tmp, &m, &n, &cause) == -1 || n > 0) {
+		disk_mounts_free(m, n);
+		snprintf(msg, size, "loop device still attached after unmount");
+	} else {
+		snprintf(msg, size, "a %llu MiB disk stopped writes at %lld "
+		    "KiB with ENOSPC and released its loop device",
+		    DOCTOR_DISK >> 20, wrote >> 10);
+		rc = 0;
+	}
+out:
+	disk_umount(mnt, NULL);
+	unlink(img);
+	rmdir(mnt);
+	free(cause);
+	return rc;
+}
+
+/* The workspace quota works end to end (needs root for the mount). */
+static void
+doctor_disk(struct doctor *dr)
+{
+	char	tmp[4200], msg[512];
+
+	if (geteuid() != 0) {
+		doctor_line(dr, DOCTOR_FAIL, "disk", "workspace quotas need "
+		    "loop mounts; run sandgate as root");
+		return;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.doctor-disk-XXXXXX",
+	    state_root()) >= sizeof(tmp) || mkdtemp(tmp) == NULL) {
+		doctor_line(dr, DOCTOR_FAIL, "disk", "cannot make a test "
+		    "folder in '%s'", state_root());
+		return;
+	}
+	if (doctor_disk_cycle(tmp, msg, sizeof(msg)) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "disk", "quota not enforced: %s",
+		    msg);
+	else
+		doctor_line(dr, DOCTOR_OK, "disk", "%s", msg);
+	rmdir(tmp);
+}
+
+/* A throw-away container with every control a sandbox gets, small limits. */
+static json_t *
+doctor_spec(const char *image, const char *probe)
+{
+	char	bind[4200];
+
+	snprintf(bind, sizeof(bind), "%s:" PROBE_CONTAINER_PATH ":ro", probe);
+	return json_pack("{s:s, s:[s], s:[s], s:s, s:b, s:{s:s},"
+	    " s:{s:[s], s:I, s:I, s:I, s:I, s:b, s:[s], s:[s], s:s,"
+	    " s:{s:s}}}",
+	    "Image", image, "Entrypoint", PROBE_CONTAINER_PATH,
+	    "Cmd", "idle", "User", "65534:65534", "NetworkDisabled", 1,
+	    "Labels", "sandgate.doctor", "1",
+	    "HostConfig", "Binds", bind, "Memory", (json_int_t)64 << 20,
+	    "MemorySwap", (json_int_t)64 << 20, "PidsLimit", (json_int_t)32,
+	    "NanoCpus", (json_int_t)500000000, "ReadonlyRootfs", 1,
+	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
+	    "NetworkMode", "none", "Tmpfs", "/tmp", "rw,noexec,nosuid,size=16m");
+}
+
+static int
+doctor_collect(void *arg, int stream, const unsigned char *p, size_t len)
+{
+	struct doctor_buf	*b = arg;
+
+	if (stream != 1)
+		return 0;
+	if (len > PROBE_OUTPUT_MAX - b->len) {
+		b->overflow = 1;
+		return -1;
+	}
+	memcpy(b->data + b->len, p, len);
+	b->len += len;
+	return 0;
+}
+
+/* Create, start, run `probe check` in, and remove the test container. */
+static int
+doctor_run_probe(struct doctor *dr, const char *probe, struct doctor_buf *b,
+    char **cause)
+{
+	struct docker		*d = dr->docker;
+	struct docker_stream_cb	 cb = { doctor_collect, NULL, b };
+	json_t			*spec, *espec;
+	char			*cid = NULL, *eid = NULL, *ignore = NULL;
+	int			 rc = -1;
+
+	spec = doctor_spec(dr->image, probe);
+	espec = json_pack("{s:b, s:b, s:[s, s]}", "AttachStdout", 1,
+	    "AttachStderr", 1, "Cmd", PROBE_CONTAINER_PATH, "check");
+	if (spec == NULL || espec == NULL) {
+		util_xasprintf(cause, "cannot build the container spec");
+		goto out;
+	}
+	if (docker_container_create(d, NULL, spec, &cid, cause) == -1 ||
+	    docker_container_start(d, cid, cause) == -1 ||
+	    docker_exec_create(d, cid, espec, &eid, cause) == -1 ||
+	    docker_exec_start(d, eid, &cb, cause) != 0)
+		goto out;
+	b->data[b->len] = '\0';
+	rc = 0;
+out:
+	if (cid != NULL)
+		docker_container_remove(d, cid, &ignore);
+	free(ignore);
+	free(cid);
+	free(eid);
+	json_decref(spec);
+	json_decref(espec);
+	return rc;
+}
+
+/* The real thing: limits seen from inside a container Docker made. */
+static void
+doctor_limits(struct doctor *dr)
+{
+	static struct doctor_buf	 b;
+	struct probe_expect		 e;
+	const char			*probe;
+	char				*cause = NULL, *failed = NULL;
+
+	if ((probe = probe_path()) == NULL) {
+		doctor_line(dr, DOCTOR_FAIL, "probe", "sandgate-probe not "
+		    "found next to sandgate or in ../libexec/sandgate; "
+		    "reinstall");
+		return;
+	}
+	if (!dr->have_image) {
+		doctor_line(dr, DOCTOR_FAIL, "limits", "not checked: needs the "
+		    "%s image", dr->image);
+		return;
+	}
+	memset(&b, 0, sizeof(b));
+	probe_expect_init(&e);
+	e.memory_bytes = 64ull << 20;
+	e.pids = 32;
+	e.cpus = 0.5;
+	if (doctor_run_probe(dr, probe, &b, &cause) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "limits", "cannot run the probe in "
+		    "a test container: %s", cause ? cause : "output too large");
+	else if (probe_check(b.data, &e, &failed) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "limits", "a test container lacks "
+		    "a control: %s", failed);
+	else
+		doctor_line(dr, DOCTOR_OK, "limits", "memory, swap, pids, cpu, "
+		    "capabilities, read-only root and network apply inside a "
+		    "test container");
+	free(cause);
+	free(failed);
+}
+
+/* Judge a saved probe report; 0 when every control holds, else 1. */
+static int
+doctor_check_json(const char *file, const struct probe_expect *e)
+{
+	static char	 buf[PROBE_OUTPUT_MAX + 2];
+	FILE		*fp;
+	size_t		 n;
+	char		*failed = NULL;
+	int		 rc;
+
+	fp = strcmp(file, "-") == 0 ? stdin : fopen(file, "re");
+	if (fp == NULL) {
+		fprintf(stderr, "sandgate: cannot open '%s': %s\n", file,
+		    strerror(errno));
+		return SG_EXIT_ERROR;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	buf[n] = '\0';
+	if (fp != stdin)
+		fclose(fp);
+	if (memchr(buf, '\0', n) != NULL)
+		buf[0] = '\0';	/* embedded NUL: garbage, fail below */
+	rc = probe_check(buf, e, &failed);
+	if (rc == 0)
+		printf("OK    probe: every control holds\n");
+	else
+		printf("FAIL  probe: %s\n", failed);
+	free(failed);
+	return rc == 0 ? SG_EXIT_OK : SG_EXIT_FAIL;
+}
+
+/* Parse the --expect-* options into e; -1 on a bad value. */
+static int
+doctor_expect_opt(int opt, const char *arg, struct probe_expect *e)
+{
+	const char	*errstr;
+	long long	 n;
+	char		*end;
+
+	switch (opt) {
+	case 'm':
+		return util_parse_size(arg, &e->memory_bytes);
+	case 'p':
+		if (util_strtonum(arg, 1, 4194304, &n, &errstr) == -1)
+			return -1;
+		e->pids = (long)n;
+		return 0;
+	case 'c':
+		errno = 0;
+		e->cpus = strtod(arg, &end);
+		return errno != 0 || end == arg || *end != '\0' ||
+		    !(e->cpus > 0 && e->cpus <= 4096) ? -1 : 0;
+	case 'n':
+		e->network_none = 0;
+		return 0;
+	case 't':
+		e->tmp_noexec = 0;
+		return 0;
+	case 's':
+		e->seccomp_filter = 0;
+		return 0;
+	case 'w':
+		e->readonly_root = 0;
+		return 0;
+	}
+	return -1;
+}
+
+static int
+doctor_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "check-probe-json", required_argument, NULL, 'j' },
+		{ "expect-memory", required_argument, NULL, 'm' },
+		{ "expect-pids", required_argument, NULL, 'p' },
+		{ "expect-cpus", required_argument, NULL, 'c' },
+		{ "allow-network", no_argument, NULL, 'n' },
+		{ "no-tmp", no_argument, NULL, 't' },
+		{ "no-seccomp", no_argument, NULL, 's' },
+		{ "writable-root", no_argument, NULL, 'w' },
+		{ "image", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct probe_expect	 e;
+	struct doctor		 dr;
+	const char		*json = NULL, *image = DOCTOR_IMAGE;
+	int			 opt;
+
+	probe_expect_init(&e);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			return cmd_help(&cmd_doctor);
+		if (opt == 'j')
+			json = optarg;
+		else if (opt == 'i')
+			image = optarg;
+		else if (opt == '?' || doctor_expect_opt(opt, optarg, &e) == -1)
+			return cmd_usage_error(&cmd_doctor, "bad option or "
+			    "value%s%s", optarg ? ": " : "",
+			    optarg ? optarg : "");
+	}
+	if (optind != argc)
+		return cmd_usage_error(&cmd_doctor, "unexpected argument '%s'",
+		    argv[optind]);
+	if (json != NULL)
+		return doctor_check_json(json, &e);
+	memset(&dr, 0, sizeof(dr));
+	dr.image = image;
+	doctor_docker(&dr);
+	if (dr.docker != NULL) {
+		doctor_info(&dr);
+		doctor_image(&dr);
+		doctor_proxy(&dr);
+	}
+	doctor_state(&dr);
+	doctor_loop(&dr);
+	doctor_mkfs(&dr);
+	doctor_disk(&dr);
+	if (dr.docker != NULL)
+		doctor_limits(&dr);
+	docker_free(dr.docker);
+	printf("%s\n", dr.failed ? "some required checks failed" :
+	    "all required checks passed");
+	return dr.failed ? SG_EXIT_FAIL : SG_EXIT_OK;
+}

@@ -1,0 +1,383 @@
+/*
+ * cmd_gc.c: `sandgate gc`: removes what a crash left behind, in order:
+ *   1. containers labelled sandgate.sandbox=<id> whose state folder is gone
+ *   2. state folders (sandboxes/<id>) that no container belongs to: their
+ *      disk is unmounted, then the folder is deleted
+ *   3. loop mounts of images under the state root whose sandbox is gone
+ * A folder whose lock another process holds (a create in progress), or
+ * that has no lock file and changed in the last GC_GRACE_SECS, is left
+ * alone. Idempotent: a second run finds nothing. Docker must answer:
+ * without the container list no folder can be judged orphaned.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd.h"
+#include "disk.h"
+#include "docker.h"
+#include "state.h"
+#include "util.h"
+
+#define GC_LABEL	"sandgate.sandbox"
+#define GC_GRACE_SECS	300	/* lock-less folders younger than this stay */
+#define GC_FTW_FDS	32
+
+struct gc {
+	struct docker	*docker;
+	json_t		*containers;	/* list entries with GC_LABEL */
+	int		 dry;
+	int		 acted;		/* things removed (or that would be) */
+	int		 errors;
+};
+
+static const char	*gc_label(json_t *);
+static int		 gc_has_container(struct gc *, const char *);
+static int		 gc_folder_exists(const char *);
+static void		 gc_containers(struct gc *);
+static int		 gc_in_use(const char *);
+static int		 gc_chmod_cb(const char *, const struct stat *, int,
+			    struct FTW *);
+static int		 gc_rm_cb(const char *, const struct stat *, int,
+			    struct FTW *);
+static int		 gc_rmtree(const char *);
+static int		 gc_umount_under(struct gc *, const char *);
+static void		 gc_folder(struct gc *, const char *);
+static void		 gc_folders(struct gc *);
+static int		 gc_mount_stale(struct gc *, const char *);
+static void		 gc_mounts(struct gc *);
+static int		 gc_exec(int, char **);
+
+const struct cmd_entry cmd_gc = {
+	.name = "gc",
+	.usage = "[--dry-run]",
+	.summary = "remove containers, state folders and disk mounts that a "
+	    "crash left behind",
+	.exec = gc_exec,
+};
+
+/* The sandbox id label of a container list entry, or NULL. */
+static const char *
+gc_label(json_t *c)
+{
+	return json_string_value(json_object_get(json_object_get(c,
+	    "Labels"), GC_LABEL));
+}
+
+static int
+gc_has_container(struct gc *g, const char *id)
+{
+	const char	*v;
+	json_t		*c;
+	size_t		 i;
+
+	json_array_foreach(g->containers, i, c) {
+		if ((v = gc_label(c)) != NULL && strcmp(v, id) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 if sandboxes/<id> exists, 0 if not, -1 if that can't be told. */
+static int
+gc_folder_exists(const char *id)
+{
+	struct stat	st;
+	char		path[4096];
+
+	if (state_path(path, sizeof(path), id, NULL) == -1)
+		return -1;
+	if (lstat(path, &st) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -1;
+}
+
+/* Step 1: containers whose sandbox folder is gone. */
+static void
+gc_containers(struct gc *g)
+{
+	const char	*id, *cid;
+	char		*cause = NULL;
+	json_t		*c;
+	size_t		 i;
+
+	json_array_foreach(g->containers, i, c) {
+		id = gc_label(c);
+		cid = json_string_value(json_object_get(c, "Id"));
+		if (id == NULL || cid == NULL || state_valid_id(id) == -1 ||
+		    gc_folder_exists(id) != 0)
+			continue;
+		g->acted++;
+		if (g->dry) {
+			printf("would remove container %.12s (sandbox %s: "
+			    "state folder gone)\n", cid, id);
+			continue;
+		}
+		if (docker_container_remove(g->docker, cid, &cause) == -1) {
+			fprintf(stderr, "sandgate: cannot remove container "
+			    "%.12s: %s\n", cid, cause);
+			free(cause);
+			cause = NULL;
+			g->errors++;
+			continue;
+		}
+		printf("removed container %.12s (sandbox %s: state folder "
+		    "gone)\n", cid, id);
+	}
+}
+
+/*
+ * 1 when another process may be using the folder: it holds the lock, or
+ * there is no lock file yet and the folder is recent (a create that has
+ * not got that far).
+ */
+static int
+gc_in_use(const char *dir)
+{
+	struct stat	st;
+	char		path[4096];
+	int		fd, busy;
+
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1) {
+		if (lstat(dir, &st) == -1)
+			return 1;
+		return time(NULL) - st.st_mtime < GC_GRACE_SECS;
+	}
+	busy = flock(fd, LOCK_EX | LOCK_NB) == -1;
+	close(fd);
+	return busy;
+}
+
+/* Pre-pass: make every folder writable so a read-only snapshot can go. */
+static int
+gc_chmod_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	if (flag == FTW_D)
+		chmod(path, (st->st_mode & 07777) | S_IRWXU);
+	return 0;
+}
+
+static int
+gc_rm_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	int	rc;
+
+	rc = flag == FTW_DP ? rmdir(path) : unlink(path);
+	if (rc == -1 && errno != ENOENT) {
+		fprintf(stderr, "sandgate: cannot remove '%s': %s\n", path,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* rm -rf that stays on one filesystem and never follows symlinks. */
+static int
+gc_rmtree(const char *dir)
+{
+	int	flags = FTW_PHYS | FTW_MOUNT;
+
+	if (nftw(dir, gc_chmod_cb, GC_FTW_FDS, flags) == -1 && errno != ENOENT)
+		return -1;
+	if (nftw(dir, gc_rm_cb, GC_FTW_FDS, flags | FTW_DEPTH) == -1 &&
+	    errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/* Unmount every sandgate loop mount at or below dir; -1 if one stays. */
+static int
+gc_umount_under(struct gc *g, const char *dir)
+{
+	struct disk_mount_info	*m;
+	size_t			 n, i, len;
+	char			*cause = NULL, real[4096];
+	int			 rc = 0;
+
+	/* Mount points in mountinfo are canonical paths. */
+	if (realpath(dir, real) == NULL)
+		return errno == ENOENT ? 0 : -1;
+	dir = real;
+	len = strlen(dir);
+	if (disk_list_mounts(state_root(), &m, &n, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		return -1;
+	}
+	for (i = n; i-- > 0;) {
+		if (strncmp(m[i].dir, dir, len) != 0 ||
+		    (m[i].dir[len] != '/' && m[i].dir[len] != '\0'))
+			continue;
+		if (disk_umount(m[i].dir, &cause) == -1) {
+			fprintf(stderr, "sandgate: %s\n", cause);
+			free(cause);
+			cause = NULL;
+			rc = -1;
+		}
+	}
+	disk_mounts_free(m, n);
+	return rc;
+}
+
+/* Step 2 for one folder: unmount its disk, delete it. */
+static void
+gc_folder(struct gc *g, const char *id)
+{
+	char	dir[4096];
+
+	if (state_path(dir, sizeof(dir), id, NULL) == -1 || gc_in_use(dir))
+		return;
+	g->acted++;
+	if (g->dry) {
+		printf("would remove sandbox folder %s (no container)\n", id);
+		return;
+	}
+	if (gc_umount_under(g, dir) == -1 || gc_rmtree(dir) == -1) {
+		fprintf(stderr, "sandgate: cannot remove sandbox folder '%s'\n",
+		    dir);
+		g->errors++;
+		return;
+	}
+	printf("removed sandbox folder %s (no container)\n", id);
+}
+
+/* Step 2: every sandbox folder without a container. */
+static void
+gc_folders(struct gc *g)
+{
+	char		 path[4096];
+	struct dirent	*de;
+	DIR		*d;
+
+	snprintf(path, sizeof(path), "%s/sandboxes", state_root());
+	d = opendir(path);
+	if (d == NULL) {
+		if (errno != ENOENT) {
+			fprintf(stderr, "sandgate: cannot read '%s': %s\n",
+			    path, strerror(errno));
+			g->errors++;
+		}
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (state_valid_id(de->d_name) == -1 ||
+		    gc_has_container(g, de->d_name))
+			continue;
+		gc_folder(g, de->d_name);
+	}
+	closedir(d);
+}
+
+/*
+ * A loop mount is stale when its image is not <root>/sandboxes/<id>/...
+ * of a sandbox that still has both its folder and a container.
+ */
+static int
+gc_mount_stale(struct gc *g, const char *backing)
+{
+	char		 prefix[4096], real[4096], id[STATE_ID_LEN + 1];
+	size_t		 len;
+
+	if (realpath(state_root(), real) == NULL)
+		return 0;
+	len = (size_t)snprintf(prefix, sizeof(prefix), "%s/sandboxes/", real);
+	if (len >= sizeof(prefix) || strncmp(backing, prefix, len) != 0)
+		return 1;
+	util_strlcpy(id, backing + len, sizeof(id));
+	if (state_valid_id(id) == -1 || backing[len + STATE_ID_LEN] != '/')
+		return 1;
+	return gc_folder_exists(id) != 1 || !gc_has_container(g, id);
+}
+
+/* Step 3: loop mounts left by a crash between mount and create. */
+static void
+gc_mounts(struct gc *g)
+{
+	struct disk_mount_info	*m;
+	size_t			 n, i;
+	char			*cause = NULL;
+
+	if (disk_list_mounts(state_root(), &m, &n, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		g->errors++;
+		return;
+	}
+	for (i = n; i-- > 0;) {
+		if (!gc_mount_stale(g, m[i].backing))
+			continue;
+		g->acted++;
+		if (g->dry)
+			printf("would unmount %s (%s, image %s)\n", m[i].dir,
+			    m[i].device, m[i].backing);
+		else if (disk_umount(m[i].dir, &cause) == -1) {
+			fprintf(stderr, "sandgate: %s\n", cause);
+			free(cause);
+			cause = NULL;
+			g->errors++;
+		} else
+			printf("unmounted %s (%s, image %s)\n", m[i].dir,
+			    m[i].device, m[i].backing);
+	}
+	disk_mounts_free(m, n);
+}
+
+static int
+gc_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct gc	 g;
+	char		*cause = NULL;
+	int		 opt;
+
+	memset(&g, 0, sizeof(g));
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "hn", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			return cmd_help(&cmd_gc);
+		if (opt == 'n')
+			g.dry = 1;
+		else
+			return cmd_usage_error(&cmd_gc, "unknown option");
+	}
+	if (optind != argc)
+		return cmd_usage_error(&cmd_gc, "unexpected argument '%s'",
+		    argv[optind]);
+	if ((g.docker = docker_new(&cause)) == NULL ||
+	    docker_container_list(g.docker, GC_LABEL, NULL, &g.containers,
+	    &cause) == -1) {
+		fprintf(stderr, "sandgate: gc needs the container list: %s\n",
+		    cause);
+		free(cause);
+		docker_free(g.docker);
+		return SG_EXIT_ERROR;
+	}
+	gc_containers(&g);
+	gc_folders(&g);
+	gc_mounts(&g);
+	if (g.acted == 0)
+		printf("nothing to remove\n");
+	json_decref(g.containers);
+	docker_free(g.docker);
+	return g.errors ? SG_EXIT_ERROR : SG_EXIT_OK;
+}

@@ -1,0 +1,443 @@
+/*
+ * cmd_run.c: `sandgate run -- CMD...`: one fresh container, inputs
+ * read-only at /input, a size-limited /output copied out at the end, and
+ * everything deleted after, also on SIGINT/SIGTERM.
+ *
+ * The run is a short-lived sandbox (meta "ephemeral"), so a crash leaves
+ * something `sandgate gc` recognises: its folder holds disk.img mounted on
+ * work/, with work/scratch at /workspace and work/output at /output, both
+ * under the --disk quota.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd.h"
+#include "disk.h"
+#include "docker.h"
+#include "exec.h"
+#include "probe.h"
+#include "runrec.h"
+#include "sandbox.h"
+#include "sglimits.h"
+#include "state.h"
+#include "util.h"
+
+#define RUN_HELP_DONE	(-1)
+#define RUN_DEPTH_MAX	64
+
+struct run_args {
+	const char	*input;		/* realpath'd */
+	const char	*output;
+	char *const	*cmd;
+	int		 json;
+	char		 inbuf[PATH_MAX];
+};
+
+static int	run_exec(int, char **);
+static int	run_parse(int, char **, struct sandbox_meta *,
+		    struct run_args *);
+static int	run_check_paths(struct run_args *);
+static int	run_prepare(struct sandbox_meta *, char **);
+static int	run_go(struct docker *, struct sandbox_meta *,
+		    const struct run_args *);
+static int	run_copy_file(int, int, const char *, char **);
+static int	run_copy_dir(int, int, int, char **);
+static int	run_copy_out(const char *, const char *, char **);
+static int	run_mkdir_owned(const char *, const char *, char **);
+
+const struct cmd_entry cmd_run = {
+	.name = "run",
+	.usage = "[--input DIR] [--output DIR] [--image IMG] [--cpus N] "
+	    "[--memory SIZE] [--pids N] [--disk SIZE] [--tmp-size SIZE] "
+	    "[--timeout S] [--runtime RT] [--env K=V]... [--json] -- CMD...",
+	.summary = "run CMD once in a fresh container (DIR read-only at "
+	    "/input, /output copied to --output), then delete everything",
+	.exec = run_exec,
+};
+
+static const struct option run_longopts[] = {
+	{ "input", required_argument, NULL, 'I' },
+	{ "output", required_argument, NULL, 'O' },
+	{ "image", required_argument, NULL, 'o' },
+	{ "cpus", required_argument, NULL, 'o' },
+	{ "memory", required_argument, NULL, 'o' },
+	{ "pids", required_argument, NULL, 'o' },
+	{ "disk", required_argument, NULL, 'o' },
+	{ "tmp-size", required_argument, NULL, 'o' },
+	{ "timeout", required_argument, NULL, 'o' },
+	{ "runtime", required_argument, NULL, 'o' },
+	{ "env", required_argument, NULL, 'o' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int
+run_parse(int argc, char **argv, struct sandbox_meta *m, struct run_args *a)
+{
+	char	*cause = NULL;
+	int	 ch, idx = 0, dash, rv;
+
+	for (dash = 1; dash < argc && strcmp(argv[dash], "--") != 0; dash++)
+		;
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(dash, argv, "+:h", run_longopts,
+	    &idx)) != -1) {
+		if (ch == 'h') {
+			cmd_help(&cmd_run);
+			return RUN_HELP_DONE;
+		}
+		if (ch == '?' || ch == ':')
+			return cmd_usage_error(&cmd_run, "%s option '%s'",
+			    ch == '?' ? "unknown" : "missing value for",
+			    argv[optind - 1]);
+		if (ch == 'I')
+			a->input = optarg;
+		else if (ch == 'O')
+			a->output = optarg;
+		else if (ch == 'j')
+			a->json = 1;
+		else if (sandbox_opt(m, run_longopts[idx].name, optarg,
+		    &cause) == -1) {
+			rv = cmd_usage_error(&cmd_run, "%s", cause);
+			free(cause);
+			return rv;
+		}
+		idx = 0;
+	}
+	if (optind != dash)
+		return cmd_usage_error(&cmd_run, "unexpected argument '%s' "
+		    "(the command goes after --)", argv[optind]);
+	if (dash + 1 >= argc)
+		return cmd_usage_error(&cmd_run, "no command after --");
+	a->cmd = argv + dash + 1;
+	return 0;
+}
+
+/* --input must be a folder; --output absent or an empty folder. */
+static int
+run_check_paths(struct run_args *a)
+{
+	struct stat	 st;
+	DIR		*dir;
+	struct dirent	*e;
+	int		 n = 0;
+
+	if (a->input != NULL) {
+		if (realpath(a->input, a->inbuf) == NULL ||
+		    stat(a->inbuf, &st) == -1 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "sandgate: --input '%s' is not a "
+			    "folder\n", a->input);
+			return -1;
+		}
+		a->input = a->inbuf;
+	}
+	if (a->output == NULL || lstat(a->output, &st) == -1)
+		return 0;
+	if (!S_ISDIR(st.st_mode) || (dir = opendir(a->output)) == NULL) {
+		fprintf(stderr, "sandgate: --output '%s' is not a folder\n",
+		    a->output);
+		return -1;
+	}
+	while ((e = readdir(dir)) != NULL)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(dir);
+	if (n > 0) {
+		fprintf(stderr, "sandgate: --output '%s' is not empty\n",
+		    a->output);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+run_mkdir_owned(const char *work, const char *name, char **cause)
+{
+	char	path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/%s", work, name);
+	if (mkdir(path, 0755) == -1 ||
+	    chown(path, SANDBOX_UID, SANDBOX_GID) == -1) {
+		util_xasprintf(cause, "cannot create '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The run's folder, lock, runs/, and its disk with scratch/ and output/. */
+static int
+run_prepare(struct sandbox_meta *m, char **cause)
+{
+	char	dir[PATH_MAX], path[PATH_MAX], work[PATH_MAX];
+	int	fd;
+
+	state_path(dir, sizeof(dir), m->id, NULL);
+	state_path(work, sizeof(work), m->id, "work");
+	if (state_mkdirs(work, 0700) == -1) {
+		util_xasprintf(cause, "cannot create '%s': %s", work,
+		    strerror(errno));
+		return -1;
+	}
+	state_path(path, sizeof(path), m->id, "lock");
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) != -1)
+		close(fd);
+	state_path(path, sizeof(path), m->id, "runs");
+	if (mkdir(path, 0700) == -1 || sandbox_meta_save(m, cause) == -1) {
+		if (*cause == NULL)
+			util_xasprintf(cause, "cannot create '%s': %s", path,
+			    strerror(errno));
+		return -1;
+	}
+	state_path(path, sizeof(path), m->id, "disk.img");
+	if (disk_image_create(path, m->disk, SANDBOX_UID, SANDBOX_GID,
+	    cause) == -1 || disk_mount(path, work, cause) == -1)
+		return -1;
+	if (run_mkdir_owned(work, "scratch", cause) == -1 ||
+	    run_mkdir_owned(work, "output", cause) == -1)
+		return -1;
+	return 0;
+}
+
+/* Copy one regular file (never following links) from dirfd to dstfd. */
+static int
+run_copy_file(int sfd, int dfd, const char *name, char **cause)
+{
+	char	buf[65536];
+	ssize_t	n;
+	int	in, out, rv = -1;
+
+	if ((in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		goto fail;
+	if ((out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1) {
+		close(in);
+		goto fail;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (write(out, buf, (size_t)n) != n)
+			break;
+	}
+	rv = n == 0 ? 0 : -1;
+	close(in);
+	if (close(out) == -1)
+		rv = -1;
+	if (rv == 0)
+		return 0;
+fail:
+	util_xasprintf(cause, "cannot copy '%s' out: %s", name,
+	    strerror(errno));
+	return -1;
+}
+
+/* Copy folder sfd into folder dfd: files and folders only. */
+static int
+run_copy_dir(int sfd, int dfd, int depth, char **cause)
+{
+	DIR		*dir;
+	struct dirent	*e;
+	struct stat	 st;
+	int		 s2, d2, rv = 0;
+
+	if (depth > RUN_DEPTH_MAX || (dir = fdopendir(sfd)) == NULL) {
+		close(sfd);
+		util_xasprintf(cause, "output folders nest too deep");
+		return -1;
+	}
+	while (rv == 0 && (e = readdir(dir)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if (S_ISREG(st.st_mode))
+			rv = run_copy_file(dirfd(dir), dfd, e->d_name, cause);
+		else if (S_ISDIR(st.st_mode)) {
+			if (mkdirat(dfd, e->d_name, 0755) == -1 ||
+			    (d2 = openat(dfd, e->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+				util_xasprintf(cause, "cannot create '%s': %s",
+				    e->d_name, strerror(errno));
+				rv = -1;
+				break;
+			}
+			s2 = openat(dirfd(dir), e->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (s2 == -1) {
+				util_xasprintf(cause, "cannot open '%s': %s",
+				    e->d_name, strerror(errno));
+				rv = -1;
+			} else
+				rv = run_copy_dir(s2, d2, depth + 1, cause);
+			close(d2);
+		} else
+			fprintf(stderr, "sandgate: warning: not copying "
+			    "special file '%s' from /output\n", e->d_name);
+	}
+	closedir(dir);
+	return rv;
+}
+
+static int
+run_copy_out(const char *work, const char *dst, char **cause)
+{
+	char	src[PATH_MAX + 8];
+	int	sfd, dfd, rv;
+
+	snprintf(src, sizeof(src), "%s/output", work);
+	if (mkdir(dst, 0755) == -1 && errno != EEXIST) {
+		util_xasprintf(cause, "cannot create '%s': %s", dst,
+		    strerror(errno));
+		return -1;
+	}
+	if ((dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		util_xasprintf(cause, "cannot open output folders: %s",
+		    strerror(errno));
+		if (dfd != -1)
+			close(dfd);
+		return -1;
+	}
+	rv = run_copy_dir(sfd, dfd, 0, cause);
+	close(dfd);
+	return rv;
+}
+
+static int
+run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
+{
+	struct sandbox_mounts	 mt;
+	struct exec_opts	 o;
+	struct exec_result	 r;
+	struct runrec		 rr;
+	char			 run[STATE_ID_LEN + 1], work[PATH_MAX];
+	char			 scratch[PATH_MAX], out[PATH_MAX];
+	char			*cid = NULL, *cause = NULL, *c2 = NULL;
+	int			 pid, rv = SG_EXIT_ERROR, ran = 0;
+
+	memset(&r, 0, sizeof(r));
+	memset(&o, 0, sizeof(o));
+	state_new_id(run, "run");
+	state_path(work, sizeof(work), m->id, "work");
+	state_path(scratch, sizeof(scratch), m->id, "work/scratch");
+	state_path(out, sizeof(out), m->id, "work/output");
+	memset(&mt, 0, sizeof(mt));
+	mt.work = scratch;
+	mt.input = a->input;
+	mt.output = out;
+	if (run_prepare(m, &cause) == -1)
+		goto done;
+	if ((mt.probe = probe_path()) == NULL) {
+		util_xasprintf(&cause, "cannot find the sandgate-probe binary "
+		    "(set SANDGATE_PROBE)");
+		goto done;
+	}
+	if (exec_signal_pending() == 0 &&
+	    sandbox_container_up(d, m, &mt, "run", &cid, &pid, &cause) == -1)
+		goto done;
+	o.argv = a->cmd;
+	o.env = NULL;
+	o.run_id = run;
+	o.timeout = m->timeout;
+	o.live = !a->json;
+	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
+	if (cid != NULL && exec_run(d, cid, pid, &o, &r, &cause) == 0) {
+		ran = 1;
+		rv = r.exit_code;
+	}
+done:
+	if (cid != NULL)
+		docker_container_remove(d, cid, NULL);
+	if (cause != NULL)
+		fprintf(stderr, "sandgate: %s\n", cause);
+	free(cause);
+	cause = NULL;
+	if (ran) {
+		if (a->json) {
+			json_t *j = exec_result_json(&r, run);
+			json_dumpf(j, stdout, JSON_COMPACT);
+			putchar('\n');
+			json_decref(j);
+		}
+		exec_report(&r, m->timeout, m->memory, m->pids);
+		if (a->output != NULL && r.signal == 0 &&
+		    run_copy_out(work, a->output, &cause) == -1) {
+			fprintf(stderr, "sandgate: %s\n", cause);
+			rv = rv == 0 ? SG_EXIT_ERROR : rv;
+		}
+	}
+	if (sandbox_destroy(d, m->id, &c2) == -1)
+		fprintf(stderr, "sandgate: cleanup of %s failed: %s\n", m->id,
+		    c2);
+	memset(&rr, 0, sizeof(rr));
+	rr.kind = "run";
+	rr.run_id = run;
+	rr.meta = m;
+	rr.argv = a->cmd;
+	rr.timeout = m->timeout;
+	rr.fresh = 1;
+	rr.res = ran ? &r : NULL;
+	rr.cleanup = c2 != NULL ? c2 : "ok";
+	free(cause);
+	cause = NULL;
+	if (runrec_append(&rr, &cause) == -1)
+		fprintf(stderr, "sandgate: warning: run record not written: "
+		    "%s\n", cause);
+	free(cause);
+	free(c2);
+	free(cid);
+	exec_result_release(&r);
+	return rv;
+}
+
+static int
+run_exec(int argc, char **argv)
+{
+	struct sandbox_meta	 m;
+	struct run_args		 a;
+	struct docker		*d = NULL;
+	struct timespec		 now;
+	char			 ts[UTIL_TS_LEN], *cause = NULL;
+	int			 rv;
+
+	sandbox_meta_init(&m);
+	memset(&a, 0, sizeof(a));
+	if ((rv = run_parse(argc, argv, &m, &a)) != 0) {
+		sandbox_meta_release(&m);
+		return rv == RUN_HELP_DONE ? SG_EXIT_OK : rv;
+	}
+	rv = SG_EXIT_ERROR;
+	m.ephemeral = 1;
+	if (run_check_paths(&a) == -1)
+		goto out;
+	sandbox_meta_set(&m.source, a.input);
+	clock_gettime(CLOCK_REALTIME, &now);
+	util_rfc3339(&now, ts);
+	sandbox_meta_set(&m.created, ts);
+	exec_signals_install();
+	if ((d = sandbox_docker()) == NULL)
+		goto out;
+	if (sandbox_resolve(d, &m, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		goto out;
+	}
+	state_new_id(m.id, "sbx");
+	rv = run_go(d, &m, &a);
+out:
+	free(cause);
+	docker_free(d);
+	sandbox_meta_release(&m);
+	return rv;
+}

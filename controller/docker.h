@@ -1,0 +1,159 @@
+/*
+ * docker.h: a small Docker Engine API client over the unix socket.
+ *
+ * One struct docker per process holds one libcurl multi handle and two
+ * easy handles: "ctl" for JSON requests and "stream" for exec output, so a
+ * control request (pause, unpause) can run while an exec streams, and
+ * keep-alive connections are reused. The socket is $DOCKER_HOST
+ * (unix:///path only), else /var/run/docker.sock. docker_new() pings the
+ * daemon and picks the API version: the daemon's, capped to
+ * [DOCKER_API_MIN, DOCKER_API_MAX]; every path is sent as "/v<ver>/...".
+ *
+ * Errors: functions return 0 or -1 and set *cause to a heap string the
+ * caller frees ("docker: no such container ..."); a 404 on removal counts
+ * as success. Responses are capped at SG_DOCKER_RESPONSE_MAX bytes.
+ *
+ * The pure parts (the stream demultiplexer and the JSON extractors) do no
+ * I/O; tests and the fuzzer drive them directly.
+ */
+#ifndef SG_DOCKER_H
+#define SG_DOCKER_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define DOCKER_API_MIN_MINOR	41	/* 1.41: Docker 20.10 */
+#define DOCKER_API_MAX_MINOR	45
+#define DOCKER_TICK_MS		50	/* stream tick interval */
+#define DOCKER_ID_MAX		64	/* full container/exec id, hex */
+
+struct docker;
+
+/*
+ * Connect and negotiate. NULL on failure with *cause set; when the socket
+ * can't be reached the text is exactly "cannot reach Docker at
+ * unix:///PATH (STRERROR); start dockerd or set DOCKER_HOST".
+ */
+struct docker	*docker_new(char **cause);
+void		 docker_free(struct docker *);
+/* "1.41": the version in use. */
+const char	*docker_api_version(const struct docker *);
+
+/*
+ * One JSON request: METHOD /v<ver>PATH with body (may be NULL; borrowed).
+ * *status gets the HTTP status; *resp (may be NULL to discard) a new
+ * reference to the parsed body, or NULL when it is empty or not JSON.
+ * Returns -1 only for transport failures; HTTP errors are the caller's.
+ */
+int	docker_call(struct docker *, const char *method, const char *path,
+	    json_t *body, long *status, json_t **resp, char **cause);
+
+/* What create/exec callers need from GET /containers/{id}/json. */
+struct docker_cinfo {
+	char	id[DOCKER_ID_MAX + 1];
+	char	image[80];		/* "sha256:..." */
+	int	running;
+	int	paused;
+	pid_t	pid;			/* host pid of the init, 0 if none */
+	char	status[32];		/* "running", "exited", ... */
+};
+
+/* What GET /exec/{id}/json reports. */
+struct docker_einfo {
+	int	running;
+	int	exit_code;		/* -1 while running */
+	pid_t	pid;
+};
+
+/* Extractors over parsed responses: 0 or -1 (missing/mistyped field). */
+int	docker_parse_cinfo(json_t *, struct docker_cinfo *);
+int	docker_parse_einfo(json_t *, struct docker_einfo *);
+/* Api-Version "1.NN" -> minor NN; -1 unless it is "1." and 1..3 digits. */
+int	docker_parse_api_version(const char *s, size_t len);
+/* The message of a Docker error body {"message": "..."}, or "". */
+const char *docker_error_message(json_t *);
+
+/* Containers. ids are names or ids; create returns the new id (heap). */
+int	docker_container_create(struct docker *, const char *name,
+	    json_t *spec, char **id, char **cause);
+int	docker_container_start(struct docker *, const char *id, char **cause);
+int	docker_container_inspect(struct docker *, const char *id,
+	    struct docker_cinfo *, char **cause);	/* ENOENT: 404 */
+int	docker_container_remove(struct docker *, const char *id,
+	    char **cause);				/* force, volumes */
+int	docker_container_pause(struct docker *, const char *id, int pause,
+	    char **cause);
+/*
+ * Containers (all states) with label KEY=VALUE: a new array reference of
+ * the list entries (each has "Id", "State", "Labels", ...).
+ */
+int	docker_container_list(struct docker *, const char *key,
+	    const char *value, json_t **list, char **cause);
+
+/* Image id ("sha256:...") of NAME into *id (heap); errno ENOENT if none. */
+int	docker_image_id(struct docker *, const char *name, char **id,
+	    char **cause);
+/* 1 if a network NAME exists, 0 if not, -1 on error. */
+int	docker_network_exists(struct docker *, const char *name,
+	    char **cause);
+
+/* Exec: create (spec as in POST /containers/{id}/exec), inspect. */
+int	docker_exec_create(struct docker *, const char *cid, json_t *spec,
+	    char **id, char **cause);
+int	docker_exec_inspect(struct docker *, const char *id,
+	    struct docker_einfo *, char **cause);
+
+/*
+ * Stream callbacks for docker_exec_start(). data gets demultiplexed
+ * output (stream 1 stdout, 2 stderr; stdin frames count as stdout); tick
+ * runs at least every DOCKER_TICK_MS. Only tick may call docker_call()
+ * and the other requests (never docker_exec_start); data runs inside
+ * libcurl and must not. Returning -1 from either ends the stream early;
+ * docker_exec_start then returns 1.
+ */
+struct docker_stream_cb {
+	int	(*data)(void *arg, int stream, const unsigned char *,
+		    size_t);
+	int	(*tick)(void *arg);
+	void	*arg;
+};
+
+/*
+ * Start exec ID attached and pump its output through cb until it ends.
+ * Returns 0 at a clean end, 1 when a callback stopped it, -1 on error.
+ */
+int	docker_exec_start(struct docker *, const char *id,
+	    const struct docker_stream_cb *, char **cause);
+
+/*
+ * The attach stream demultiplexer, incremental: frames may be split
+ * anywhere across calls. Each frame is an 8-byte header
+ *   [0] stream type: 0 stdin, 1 stdout, 2 stderr
+ *   [1..3] zero
+ *   [4..7] payload length, big-endian uint32
+ * followed by the payload. out() gets every payload piece as it arrives
+ * (stdin pieces as stream 1); returning -1 from it stops the feed.
+ */
+struct docker_demux {
+	unsigned char	hdr[8];
+	size_t		hdrlen;		/* header bytes seen of the frame */
+	uint32_t	left;		/* payload bytes still to come */
+	int		stream;
+	int		bad;		/* set once a header was invalid */
+};
+
+typedef int (*docker_demux_out)(void *arg, int stream,
+    const unsigned char *, size_t);
+
+void	docker_demux_init(struct docker_demux *);
+/* 0, or -1 on a malformed header (sticky) or when out() returned -1. */
+int	docker_demux_feed(struct docker_demux *, const unsigned char *,
+	    size_t, docker_demux_out out, void *arg);
+/* 1 if the stream could end here (between frames), else 0. */
+int	docker_demux_at_boundary(const struct docker_demux *);
+
+#endif

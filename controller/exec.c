@@ -1,0 +1,857 @@
+/* exec.c: one command in a sandbox container, accounted for; see exec.h. */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "docker.h"
+#include "exec.h"
+#include "log.h"
+#include "sandbox.h"
+#include "sglimits.h"
+#include "util.h"
+
+#define EXEC_KILL_GRACE_US	(5ull * 1000 * 1000)	/* after a kill */
+#define EXEC_FILE_MAX		4096	/* a cgroup or /proc file we read */
+
+/* The cgroup folders of one container (v1 hierarchies or v2). */
+struct exec_cg {
+	char	mem[PATH_MAX];
+	char	pids[PATH_MAX];
+	char	cpu[PATH_MAX];
+	int	v2;
+};
+
+/* Counters sampled before and after. */
+struct exec_counters {
+	unsigned long long	oom_kill;
+	unsigned long long	pids_max;
+	unsigned long long	cpu_ns;
+};
+
+/* One stream's sinks. */
+struct exec_sink {
+	struct exec_capture	cap;
+	int			evfd;		/* evidence file or -1 */
+	unsigned long long	evlen;
+	int			livefd;		/* 1, 2 or -1 */
+};
+
+/* State of one exec while its output streams. */
+struct exec_state {
+	struct docker		*d;
+	const char		*cid;
+	int			 pid;
+	const struct exec_opts	*o;
+	struct exec_result	*res;
+	struct exec_cg		 cg;
+	struct exec_sink	 sink[3];	/* [1] stdout, [2] stderr */
+	uint64_t		 t0;
+	uint64_t		 deadline;
+	uint64_t		 grace;		/* 0 until a kill happened */
+};
+
+static volatile sig_atomic_t	exec_sig;
+
+static void	exec_on_signal(int);
+static size_t	exec_utf8_seq(const unsigned char *, size_t);
+static int	exec_read_file(const char *, char *, size_t);
+static int	exec_cg_find(int, struct exec_cg *);
+static void	exec_cg_line(struct exec_cg *, const char *, const char *);
+static void	exec_cg_dir(const char *, const char *, const char *,
+		    char *, size_t);
+static int	exec_read_key(const char *, const char *, const char *,
+		    unsigned long long *);
+static void	exec_counters_read(const struct exec_cg *,
+		    struct exec_counters *);
+static void	exec_cg_write(const char *, const char *, const char *);
+static int	exec_proc_run(int, const char *);
+static int	exec_proc_stat(int, int *, unsigned long long *);
+static int	exec_idle_pid(const int *, size_t, int);
+static int	exec_read_procs(const struct exec_cg *, int **, size_t *);
+static int	exec_data(void *, int, const unsigned char *, size_t);
+static int	exec_tick(void *);
+static void	exec_stop(struct exec_state *, int);
+static json_t	*exec_spec(const struct exec_opts *);
+static void	exec_sink_open(struct exec_sink *, const struct exec_opts *,
+		    int);
+static void	exec_sinks_close(struct exec_state *);
+static void	exec_finish(struct exec_state *, const struct exec_counters *,
+		    int);
+
+void
+exec_capture_init(struct exec_capture *c, size_t cap)
+{
+	memset(c, 0, sizeof(*c));
+	c->half = cap / 2;
+	c->tailsize = cap - c->half;
+}
+
+int
+exec_capture_add(struct exec_capture *c, const unsigned char *p, size_t n)
+{
+	size_t	 take, ncap;
+	void	*np;
+
+	c->total += n;
+	if (c->headlen < c->half) {
+		take = n < c->half - c->headlen ? n : c->half - c->headlen;
+		if (c->headlen + take > c->headcap) {
+			ncap = c->headcap ? c->headcap : 4096;
+			while (ncap < c->headlen + take)
+				ncap *= 2;
+			if (ncap > c->half)
+				ncap = c->half;
+			if ((np = realloc(c->head, ncap)) == NULL)
+				return -1;
+			c->head = np;
+			c->headcap = ncap;
+		}
+		memcpy(c->head + c->headlen, p, take);
+		c->headlen += take;
+		p += take;
+		n -= take;
+	}
+	if (n == 0 || c->tailsize == 0)
+		return 0;
+	if (c->tail == NULL && (c->tail = malloc(c->tailsize)) == NULL)
+		return -1;
+	if (n > c->tailsize) {		/* only the last tailsize bytes stay */
+		p += n - c->tailsize;
+		n = c->tailsize;
+	}
+	while (n > 0) {
+		take = c->tailsize - c->tailpos;
+		if (take > n)
+			take = n;
+		memcpy(c->tail + c->tailpos, p, take);
+		c->tailpos = (c->tailpos + take) % c->tailsize;
+		c->taillen = c->taillen + take > c->tailsize ? c->tailsize :
+		    c->taillen + take;
+		p += take;
+		n -= take;
+	}
+	return 0;
+}
+
+char *
+exec_capture_text(const struct exec_capture *c, size_t *len,
+    unsigned long long *cut)
+{
+	char	 marker[64];
+	size_t	 mlen = 0, start, first;
+	char	*s;
+
+	*cut = c->total - c->headlen - c->taillen;
+	if (*cut > 0)
+		mlen = (size_t)snprintf(marker, sizeof(marker),
+		    "\n[sandgate: %llu bytes cut]\n", *cut);
+	if ((s = malloc(c->headlen + mlen + c->taillen + 1)) == NULL)
+		return NULL;
+	if (c->headlen > 0)
+		memcpy(s, c->head, c->headlen);
+	memcpy(s + c->headlen, marker, mlen);
+	/* the ring's oldest byte is at tailpos once it has wrapped */
+	start = c->taillen == c->tailsize ? c->tailpos : 0;
+	first = c->tailsize - start < c->taillen ? c->tailsize - start :
+	    c->taillen;
+	if (first > 0)
+		memcpy(s + c->headlen + mlen, c->tail + start, first);
+	if (c->taillen > first)
+		memcpy(s + c->headlen + mlen + first, c->tail,
+		    c->taillen - first);
+	*len = c->headlen + mlen + c->taillen;
+	s[*len] = '\0';
+	return s;
+}
+
+void
+exec_capture_release(struct exec_capture *c)
+{
+	free(c->head);
+	free(c->tail);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Length of the valid UTF-8 sequence at p (RFC 3629 table), 0 if none. */
+static size_t
+exec_utf8_seq(const unsigned char *p, size_t n)
+{
+	size_t		need, i;
+	unsigned	lo = 0x80, hi = 0xbf;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		need = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		need = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0;		/* overlong */
+		else if (p[0] == 0xed)
+			hi = 0x9f;		/* surrogates */
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		need = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f;		/* past U+10FFFF */
+	} else
+		return 0;
+	if (n < need || p[1] < lo || p[1] > hi)
+		return 0;
+	for (i = 2; i < need; i++) {
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	}
+	return need;
+}
+
+char *
+exec_utf8_clean(const char *buf, size_t len, size_t *outlen)
+{
+	const unsigned char	*p = (const unsigned char *)buf;
+	char			*s;
+	size_t			 i = 0, o = 0, k;
+
+	if (len > (SIZE_MAX - 1) / 3 || (s = malloc(len * 3 + 1)) == NULL)
+		return NULL;
+	while (i < len) {
+		k = exec_utf8_seq(p + i, len - i);
+		if (k == 0) {
+			memcpy(s + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+			continue;
+		}
+		memcpy(s + o, p + i, k);
+		o += k;
+		i += k;
+	}
+	s[o] = '\0';
+	*outlen = o;
+	return s;
+}
+
+static void
+exec_on_signal(int sig)
+{
+	exec_sig = sig;
+}
+
+void
+exec_signals_install(void)
+{
+	struct sigaction	sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = exec_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+int
+exec_signal_pending(void)
+{
+	return exec_sig;
+}
+
+/* Read a small file into buf (NUL-terminated); bytes read or -1. */
+static int
+exec_read_file(const char *path, char *buf, size_t size)
+{
+	ssize_t	n;
+	size_t	got = 0;
+	int	fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while (got + 1 < size) {
+		n = read(fd, buf + got, size - 1 - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return (int)got;
+}
+
+/* /sys/fs/cgroup/<hier>/<rel> into out. */
+static void
+exec_cg_dir(const char *hier, const char *rel, const char *root, char *out,
+    size_t size)
+{
+	snprintf(out, size, "%s%s%s%s", root, hier[0] ? "/" : "", hier, rel);
+}
+
+/*
+ * Find the container's cgroup folders from /proc/<pid>/cgroup lines
+ * "ID:controllers:/path" (v1) or "0::/path" (v2). 0 or -1.
+ */
+static int
+exec_cg_find(int pid, struct exec_cg *cg)
+{
+	char	path[64], buf[EXEC_FILE_MAX], *line, *next, *c1, *c2;
+
+	memset(cg, 0, sizeof(*cg));
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (exec_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	for (line = buf; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if ((c1 = strchr(line, ':')) == NULL ||
+		    (c2 = strchr(c1 + 1, ':')) == NULL)
+			continue;
+		*c2++ = '\0';
+		c1++;
+		exec_cg_line(cg, c1, c2);
+	}
+	return cg->pids[0] != '\0' || cg->mem[0] != '\0' ? 0 : -1;
+}
+
+/* One "controllers" and "/path" pair of /proc/<pid>/cgroup. */
+static void
+exec_cg_line(struct exec_cg *cg, const char *ctrl, const char *rel)
+{
+	struct stat	st;
+
+	if (*ctrl == '\0') {
+		if (cg->pids[0] != '\0')
+			return;		/* v1 hierarchies take precedence */
+		cg->v2 = 1;
+		exec_cg_dir(stat("/sys/fs/cgroup/cgroup.controllers", &st) ==
+		    0 ? "" : "unified", rel, "/sys/fs/cgroup", cg->pids,
+		    sizeof(cg->pids));
+		util_strlcpy(cg->mem, cg->pids, sizeof(cg->mem));
+		util_strlcpy(cg->cpu, cg->pids, sizeof(cg->cpu));
+		return;
+	}
+	if (cg->v2) {
+		memset(cg, 0, sizeof(*cg));
+		cg->v2 = 0;
+	}
+	if (strstr(ctrl, "memory") != NULL)
+		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->mem,
+		    sizeof(cg->mem));
+	else if (strstr(ctrl, "pids") != NULL)
+		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->pids,
+		    sizeof(cg->pids));
+	else if (strstr(ctrl, "cpuacct") != NULL)
+		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->cpu,
+		    sizeof(cg->cpu));
+}
+
+/*
+ * Value of "KEY N" in dir/file, or the file's only number when key is
+ * NULL. 0 or -1.
+ */
+static int
+exec_read_key(const char *dir, const char *file, const char *key,
+    unsigned long long *out)
+{
+	char	path[PATH_MAX + 64], buf[EXEC_FILE_MAX], *p;
+	size_t	klen;
+
+	if (dir[0] == '\0')
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (exec_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	if (key == NULL) {
+		*out = strtoull(buf, NULL, 10);
+		return 0;
+	}
+	klen = strlen(key);
+	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+			*out = strtoull(p + klen + 1, NULL, 10);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void
+exec_counters_read(const struct exec_cg *cg, struct exec_counters *c)
+{
+	unsigned long long	usec;
+
+	memset(c, 0, sizeof(*c));
+	if (cg->v2) {
+		exec_read_key(cg->mem, "memory.events", "oom_kill",
+		    &c->oom_kill);
+		exec_read_key(cg->pids, "pids.events", "max", &c->pids_max);
+		if (exec_read_key(cg->cpu, "cpu.stat", "usage_usec",
+		    &usec) == 0)
+			c->cpu_ns = usec * 1000;
+		return;
+	}
+	exec_read_key(cg->mem, "memory.oom_control", "oom_kill", &c->oom_kill);
+	exec_read_key(cg->pids, "pids.events", "max", &c->pids_max);
+	exec_read_key(cg->cpu, "cpuacct.usage", NULL, &c->cpu_ns);
+}
+
+static void
+exec_cg_write(const char *dir, const char *file, const char *value)
+{
+	char	path[PATH_MAX + 64];
+	int	fd;
+
+	if (dir[0] == '\0')
+		return;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return;
+	if (write(fd, value, strlen(value)) == -1)
+		(void)0;	/* a peak we cannot reset is only less exact */
+	close(fd);
+}
+
+/*
+ * Which run a process belongs to, from its initial environment:
+ * 1 this run, 0 no SANDGATE_RUN at all, 2 another run, -1 unreadable.
+ */
+static int
+exec_proc_run(int pid, const char *run_id)
+{
+	static char	 env[256 * 1024];
+	char		 path[64], want[64];
+	size_t		 i, wlen;
+	int		 n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	if ((n = exec_read_file(path, env, sizeof(env))) < 0)
+		return -1;
+	wlen = (size_t)snprintf(want, sizeof(want), "SANDGATE_RUN=%s", run_id);
+	for (i = 0; i < (size_t)n; i += strlen(env + i) + 1) {
+		if (strncmp(env + i, "SANDGATE_RUN=", 13) != 0)
+			continue;
+		return strlen(env + i) == wlen &&
+		    memcmp(env + i, want, wlen) == 0 ? 1 : 2;
+	}
+	return 0;
+}
+
+/* ppid and start time (clock ticks) of a process. 0 or -1. */
+static int
+exec_proc_stat(int pid, int *ppid, unsigned long long *start)
+{
+	char	path[64], buf[1024], *p;
+	int	field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (exec_read_file(path, buf, sizeof(buf)) <= 0 ||
+	    (p = strrchr(buf, ')')) == NULL)
+		return -1;
+	/* after "pid (comm)": field 3 is state, 4 ppid, 22 starttime */
+	for (field = 2; p != NULL && field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (p != NULL && field + 1 == 4)
+			*ppid = (int)strtol(p + 1, NULL, 10);
+	}
+	if (p == NULL)
+		return -1;
+	*start = strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+/* The idle probe: the oldest child of the container's init. */
+static int
+exec_idle_pid(const int *pids, size_t n, int init)
+{
+	unsigned long long	start, best = ~0ULL;
+	size_t			i;
+	int			ppid, idle = -1;
+
+	for (i = 0; i < n; i++) {
+		ppid = 0;
+		if (exec_proc_stat(pids[i], &ppid, &start) == -1 ||
+		    ppid != init)
+			continue;
+		if (start < best) {
+			best = start;
+			idle = pids[i];
+		}
+	}
+	return idle;
+}
+
+static int
+exec_read_procs(const struct exec_cg *cg, int **out, size_t *count)
+{
+	char	path[PATH_MAX + 64], *p, *end;
+	char	*buf;
+	size_t	 n = 0, cap = 64;
+	int	*v;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs",
+	    cg->pids[0] ? cg->pids : cg->mem);
+	buf = util_xmalloc(1024 * 1024);
+	if (exec_read_file(path, buf, 1024 * 1024) < 0) {
+		free(buf);
+		return -1;
+	}
+	v = util_xcalloc(cap, sizeof(*v));
+	for (p = buf; *p != '\0'; p = end) {
+		long	pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (n == cap)
+			v = realloc(v, (cap *= 2) * sizeof(*v));
+		if (v == NULL)
+			fatal("realloc");
+		if (pid > 0 && pid <= INT_MAX)
+			v[n++] = (int)pid;
+	}
+	free(buf);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+int
+exec_kill_run(struct docker *d, const char *cid, int pid,
+    const char *run_id, char **cause)
+{
+	struct exec_cg	 cg;
+	int		*procs = NULL, idle, killed = 0, paused, which;
+	size_t		 n = 0, i;
+
+	if (exec_cg_find(pid, &cg) == -1) {
+		util_xasprintf(cause, "cannot find the cgroup of container "
+		    "init %d", pid);
+		return -1;
+	}
+	paused = docker_container_pause(d, cid, 1, cause) == 0;
+	if (!paused)
+		return -1;
+	if (exec_read_procs(&cg, &procs, &n) == -1) {
+		util_xasprintf(cause, "cannot read the container's processes: "
+		    "%s", strerror(errno));
+		killed = -1;
+		goto out;
+	}
+	idle = exec_idle_pid(procs, n, pid);
+	for (i = 0; i < n; i++) {
+		if (procs[i] == pid || procs[i] == idle)
+			continue;
+		which = exec_proc_run(procs[i], run_id);
+		if (which == 1 || which == 0) {
+			if (kill(procs[i], SIGKILL) == 0)
+				killed++;
+		}
+	}
+out:
+	free(procs);
+	if (docker_container_pause(d, cid, 0,
+	    killed == -1 ? NULL : cause) == -1 && killed != -1)
+		killed = -1;
+	return killed;
+}
+
+static json_t *
+exec_spec(const struct exec_opts *o)
+{
+	json_t	*cmd, *env, *v;
+	char	*s, user[32];
+	size_t	 i;
+
+	cmd = json_array();
+	for (i = 0; o->argv[i] != NULL; i++)
+		json_array_append_new(cmd, json_string(o->argv[i]));
+	env = json_array();
+	util_xasprintf(&s, "SANDGATE_RUN=%s", o->run_id);
+	json_array_append_new(env, json_string(s));
+	free(s);
+	if (o->env != NULL) {
+		json_array_foreach(o->env, i, v)
+			json_array_append(env, v);
+	}
+	snprintf(user, sizeof(user), "%d:%d", SANDBOX_UID, SANDBOX_GID);
+	return json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s, s:s, s:b}",
+	    "AttachStdin", 0, "AttachStdout", 1, "AttachStderr", 1,
+	    "Tty", 0, "Cmd", cmd, "Env", env,
+	    "WorkingDir", o->workdir ? o->workdir : SANDBOX_WORKDIR,
+	    "User", user, "Privileged", 0);
+}
+
+static void
+exec_sink_open(struct exec_sink *s, const struct exec_opts *o, int stream)
+{
+	char	path[PATH_MAX];
+
+	exec_capture_init(&s->cap, o->output_cap);
+	s->evfd = -1;
+	s->livefd = o->live ? stream : -1;
+	if (o->evidence_dir == NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.%s", o->evidence_dir, o->run_id,
+	    stream == 1 ? "stdout" : "stderr");
+	s->evfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (s->evfd == -1)
+		log_warn("cannot keep evidence in '%s'", path);
+}
+
+/* Output from the container: live copy, capture, evidence. */
+static int
+exec_data(void *arg, int stream, const unsigned char *p, size_t n)
+{
+	struct exec_state	*st = arg;
+	struct exec_sink	*s = &st->sink[stream == 2 ? 2 : 1];
+	size_t			 off = 0, ev;
+	ssize_t			 w;
+
+	while (s->livefd != -1 && off < n) {
+		w = write(s->livefd, p + off, n - off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			s->livefd = -1;		/* reader went away */
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (exec_capture_add(&s->cap, p, n) == -1)
+		log_warnx("cannot capture output: out of memory");
+	if (s->evfd != -1 && s->evlen < SG_EVIDENCE_CAP_DEFAULT) {
+		ev = SG_EVIDENCE_CAP_DEFAULT - s->evlen < n ?
+		    (size_t)(SG_EVIDENCE_CAP_DEFAULT - s->evlen) : n;
+		if (write(s->evfd, p, ev) != (ssize_t)ev) {
+			close(s->evfd);
+			s->evfd = -1;
+		}
+		s->evlen += ev;
+	}
+	return 0;
+}
+
+/* Kill the run's processes for a timeout (sig 0) or a signal. */
+static void
+exec_stop(struct exec_state *st, int sig)
+{
+	char	*cause = NULL;
+	int	 n;
+
+	if (sig == 0)
+		st->res->timed_out = 1;
+	else
+		st->res->signal = sig;
+	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id, &cause);
+	if (n == -1) {
+		log_warnx("cannot stop the command: %s", cause);
+		st->res->kill_failed = 1;
+		free(cause);
+	} else
+		st->res->killed += n;
+	st->grace = util_now_us() + EXEC_KILL_GRACE_US;
+}
+
+/* Every DOCKER_TICK_MS: deadline, signals, pids sampling. */
+static int
+exec_tick(void *arg)
+{
+	struct exec_state	*st = arg;
+	unsigned long long	 cur;
+	uint64_t		 now = util_now_us();
+
+	if (exec_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
+	    cur > st->res->peak_pids)
+		st->res->peak_pids = cur;
+	if (st->grace != 0)
+		return now > st->grace ? -1 : 0;
+	if (exec_sig != 0)
+		exec_stop(st, exec_sig);
+	else if (now >= st->deadline)
+		exec_stop(st, 0);
+	return 0;
+}
+
+static void
+exec_sinks_close(struct exec_state *st)
+{
+	int	i;
+
+	for (i = 1; i <= 2; i++) {
+		if (st->sink[i].evfd != -1)
+			close(st->sink[i].evfd);
+		st->sink[i].evfd = -1;
+		exec_capture_release(&st->sink[i].cap);
+	}
+}
+
+/* Collect texts and counters and decide sandgate's exit code. */
+static void
+exec_finish(struct exec_state *st, const struct exec_counters *before,
+    int cmd_exit)
+{
+	struct exec_result	*r = st->res;
+	struct exec_counters	 after;
+	unsigned long long	 cut1 = 0, cut2 = 0, peak;
+
+	exec_counters_read(&st->cg, &after);
+	r->cmd_exit = cmd_exit;
+	r->oom_killed = after.oom_kill > before->oom_kill;
+	r->pids_limit_hit = after.pids_max > before->pids_max;
+	r->cpu_ms = after.cpu_ns > before->cpu_ns ?
+	    (after.cpu_ns - before->cpu_ns) / 1000000 : 0;
+	if (exec_read_key(st->cg.mem, st->cg.v2 ? "memory.peak" :
+	    "memory.max_usage_in_bytes", NULL, &peak) == 0)
+		r->peak_memory = peak;
+	r->out = exec_capture_text(&st->sink[1].cap, &r->outlen, &cut1);
+	r->err = exec_capture_text(&st->sink[2].cap, &r->errlen, &cut2);
+	r->output_truncated = cut1 > 0 || cut2 > 0;
+	r->duration_ms = (util_now_us() - st->t0) / 1000;
+	clock_gettime(CLOCK_REALTIME, &r->end);
+	if (r->signal != 0)
+		r->exit_code = 128 + r->signal;
+	else if (r->timed_out)
+		r->exit_code = 124;
+	else if (r->oom_killed)
+		r->exit_code = 137;
+	else
+		r->exit_code = cmd_exit >= 0 ? cmd_exit : 125;
+}
+
+int
+exec_run(struct docker *d, const char *cid, int pid,
+    const struct exec_opts *o, struct exec_result *res, char **cause)
+{
+	struct exec_state	 st;
+	struct exec_counters	 before;
+	struct docker_einfo	 ei;
+	struct docker_stream_cb	 cb = { exec_data, exec_tick, NULL };
+	json_t			*spec;
+	char			*eid = NULL;
+	int			 rv = -1;
+
+	memset(res, 0, sizeof(*res));
+	memset(&st, 0, sizeof(st));
+	st.d = d;
+	st.cid = cid;
+	st.pid = pid;
+	st.o = o;
+	st.res = res;
+	cb.arg = &st;
+	if (exec_cg_find(pid, &st.cg) == -1)
+		log_warnx("cannot find the cgroup of container init %d; "
+		    "limits are not reported", pid);
+	exec_counters_read(&st.cg, &before);
+	if (!st.cg.v2)
+		exec_cg_write(st.cg.mem, "memory.max_usage_in_bytes", "0");
+	exec_sink_open(&st.sink[1], o, 1);
+	exec_sink_open(&st.sink[2], o, 2);
+	clock_gettime(CLOCK_REALTIME, &res->start);
+	st.t0 = util_now_us();
+	st.deadline = st.t0 + (uint64_t)o->timeout * 1000000;
+	spec = exec_spec(o);
+	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
+		goto out;
+	if (docker_exec_start(d, eid, &cb, cause) == -1)
+		goto out;
+	if (docker_exec_inspect(d, eid, &ei, cause) == -1)
+		goto out;
+	exec_finish(&st, &before, ei.running ? -1 : ei.exit_code);
+	rv = 0;
+out:
+	json_decref(spec);
+	free(eid);
+	exec_sinks_close(&st);
+	return rv;
+}
+
+void
+exec_result_release(struct exec_result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+void
+exec_format_size(unsigned long long v, char *buf, size_t size)
+{
+	static const char	*const units[] = { "GiB", "MiB", "KiB" };
+	static const unsigned	 shifts[] = { 30, 20, 10 };
+	size_t			 i;
+
+	for (i = 0; i < 3; i++) {
+		if (v >= (1ULL << shifts[i]) &&
+		    (v & ((1ULL << shifts[i]) - 1)) == 0) {
+			snprintf(buf, size, "%llu %s", v >> shifts[i],
+			    units[i]);
+			return;
+		}
+	}
+	snprintf(buf, size, "%llu bytes", v);
+}
+
+void
+exec_report(const struct exec_result *r, long long timeout,
+    unsigned long long memory, long long pids)
+{
+	char	sz[64];
+
+	if (r->timed_out)
+		fprintf(stderr, "sandgate: command timed out after %lld s "
+		    "(--timeout)\n", timeout);
+	if (r->oom_killed) {
+		exec_format_size(memory, sz, sizeof(sz));
+		fprintf(stderr, "sandgate: command killed: memory limit %s "
+		    "exceeded\n", sz);
+	}
+	if (r->pids_limit_hit)
+		fprintf(stderr, "sandgate: process limit %lld reached\n", pids);
+	if (r->kill_failed)
+		fprintf(stderr, "sandgate: warning: processes of the command "
+		    "may still run in the sandbox\n");
+}
+
+json_t *
+exec_result_json(const struct exec_result *r, const char *run_id)
+{
+	char	*out, *err;
+	size_t	 olen = 0, elen = 0;
+	json_t	*o;
+
+	out = exec_utf8_clean(r->out ? r->out : "", r->out ? r->outlen : 0,
+	    &olen);
+	err = exec_utf8_clean(r->err ? r->err : "", r->err ? r->errlen : 0,
+	    &elen);
+	if (out == NULL || err == NULL)
+		fatal("malloc");
+	o = json_pack("{s:i, s:s%, s:s%, s:I, s:b, s:b, s:b, s:b, s:[], "
+	    "s:s, s:{s:I, s:I, s:I}}",
+	    "exit_code", r->exit_code, "stdout", out, olen, "stderr", err,
+	    elen, "duration_ms", (json_int_t)r->duration_ms,
+	    "timed_out", r->timed_out, "oom_killed", r->oom_killed,
+	    "pids_limit_hit", r->pids_limit_hit,
+	    "output_truncated", r->output_truncated,
+	    "network_blocked", "run_id", run_id, "usage",
+	    "cpu_ms", (json_int_t)r->cpu_ms,
+	    "peak_memory_bytes", (json_int_t)r->peak_memory,
+	    "peak_pids", (json_int_t)r->peak_pids);
+	free(out);
+	free(err);
+	return o;
+}

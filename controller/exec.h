@@ -1,0 +1,123 @@
+/*
+ * exec.h: running one command in a sandbox container and accounting for
+ * it: live output, bounded capture, evidence files, the wall-clock
+ * timeout, SIGINT/SIGTERM, and the memory/pids/cpu counters of the
+ * container's cgroup.
+ *
+ * Killing: on timeout or a signal the container is paused (freezer, so
+ * nothing forks meanwhile), then every process of its cgroup that carries
+ * SANDGATE_RUN=<this run> in its environment, or no SANDGATE_RUN at all,
+ * gets SIGKILL from the host, except the container's init and the idle
+ * probe (init's oldest child); then it is unpaused. Other runs' processes
+ * survive. Needs root (the host's /proc and cgroupfs).
+ *
+ * Memory: captured output is at most output_cap bytes per stream (head
+ * and tail halves, the middle replaced by "[sandgate: N bytes cut]"),
+ * evidence files at most SG_EVIDENCE_CAP_DEFAULT bytes per stream.
+ */
+#ifndef SG_EXEC_H
+#define SG_EXEC_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+struct docker;
+
+/* Bounded head+tail capture of one stream (pure; unit-tested). */
+struct exec_capture {
+	unsigned char		*head;
+	size_t			 headlen;
+	size_t			 headcap;	/* allocated */
+	size_t			 half;		/* head keeps this much */
+	unsigned char		*tail;		/* ring of cap - half bytes */
+	size_t			 tailsize;
+	size_t			 tailpos;	/* next write offset */
+	size_t			 taillen;
+	unsigned long long	 total;
+};
+
+void	exec_capture_init(struct exec_capture *, size_t cap);
+/* 0, or -1 on ENOMEM (the capture keeps what it had). */
+int	exec_capture_add(struct exec_capture *, const unsigned char *, size_t);
+/*
+ * The captured bytes, with "\n[sandgate: N bytes cut]\n" where bytes were
+ * dropped; malloc'd, NUL-terminated, length in *len. *cut gets N.
+ */
+char	*exec_capture_text(const struct exec_capture *, size_t *len,
+	    unsigned long long *cut);
+void	exec_capture_release(struct exec_capture *);
+
+/*
+ * A copy of buf where every byte that is not part of valid UTF-8 (and
+ * every overlong form or surrogate) becomes U+FFFD, so JSON can carry it.
+ * malloc'd, NUL-terminated; length in *outlen. NULL on ENOMEM.
+ */
+char	*exec_utf8_clean(const char *buf, size_t len, size_t *outlen);
+
+struct exec_opts {
+	char *const	*argv;		/* NULL-terminated, argv[0] required */
+	json_t		*env;		/* extra "K=V" (borrowed) or NULL */
+	const char	*workdir;	/* NULL: /workspace */
+	const char	*run_id;	/* "run_<hex>" */
+	long long	 timeout;	/* seconds, > 0 */
+	int		 live;		/* copy output to fds 1 and 2 */
+	size_t		 output_cap;	/* per stream */
+	const char	*evidence_dir;	/* <sbxdir>/runs, NULL: none */
+};
+
+struct exec_result {
+	int			 exit_code;	/* what sandgate exits with */
+	int			 cmd_exit;	/* the command's, -1 unknown */
+	int			 timed_out;
+	int			 oom_killed;
+	int			 pids_limit_hit;
+	int			 output_truncated;
+	int			 signal;	/* SIGINT/SIGTERM that stopped it */
+	int			 killed;	/* processes killed */
+	int			 kill_failed;	/* the kill could not finish */
+	unsigned long long	 duration_ms;
+	unsigned long long	 cpu_ms;
+	unsigned long long	 peak_memory;
+	unsigned long long	 peak_pids;
+	char			*out;		/* captured stdout (text) */
+	size_t			 outlen;
+	char			*err;
+	size_t			 errlen;
+	struct timespec		 start, end;	/* wall clock */
+};
+
+/* SIGINT/SIGTERM set a flag exec_run() acts on; SIGPIPE is ignored. */
+void	exec_signals_install(void);
+/* The signal caught so far, or 0. */
+int	exec_signal_pending(void);
+
+/*
+ * Run opts->argv in container cid (running, init pid `pid`) as user
+ * 1000:1000 and fill *res. Returns 0 when the command ran (whatever its
+ * exit), -1 with *cause when it could not be started or followed.
+ */
+int	exec_run(struct docker *, const char *cid, int pid,
+	    const struct exec_opts *, struct exec_result *, char **cause);
+void	exec_result_release(struct exec_result *);
+
+/*
+ * Kill the run's processes in a container as described above.
+ * Returns the number killed, or -1 with *cause.
+ */
+int	exec_kill_run(struct docker *, const char *cid, int pid,
+	    const char *run_id, char **cause);
+
+/*
+ * Print the limit lines to stderr ("sandgate: command timed out after
+ * 30 s (--timeout)", "sandgate: command killed: memory limit 1 GiB
+ * exceeded", "sandgate: process limit 256 reached").
+ */
+void	exec_report(const struct exec_result *, long long timeout,
+	    unsigned long long memory, long long pids);
+/* The --json object of DESIGN.md (new reference). */
+json_t	*exec_result_json(const struct exec_result *, const char *run_id);
+/* "1 GiB", "64 MiB", "1536 KiB", "100 bytes" into buf. */
+void	exec_format_size(unsigned long long, char *buf, size_t size);
+
+#endif

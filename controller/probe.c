@@ -1,0 +1,362 @@
+/*
+ * probe.c: find the sandgate-probe binary and judge its report; see
+ * probe.h. The report is untrusted: every field is type-checked and a
+ * missing or malformed one fails the check.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "probe.h"
+#include "util.h"
+
+#define PROBE_NAME	"sandgate-probe"
+/* cgroup v1 reports "no limit" as a huge page-aligned number, not "max". */
+#define PROBE_UNLIMITED	(1ull << 60)
+
+static int	 probe_exists(const char *);
+static void	 probe_fmt_bytes(unsigned long long, char *, size_t);
+static int	 probe_fail(char **, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static int	 probe_caps(json_t *, char **);
+static int	 probe_privs(json_t *, const struct probe_expect *, char **);
+static int	 probe_mounts(json_t *, const struct probe_expect *, char **);
+static int	 probe_unlimited(json_t *);
+static int	 probe_memory(json_t *, unsigned long long, char **);
+static int	 probe_swap(json_t *, unsigned long long, char **);
+static int	 probe_pids(json_t *, long, char **);
+static int	 probe_cpus(json_t *, double, char **);
+static int	 probe_net(json_t *, const struct probe_expect *, char **);
+
+void
+probe_expect_init(struct probe_expect *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->readonly_root = 1;
+	e->tmp_noexec = 1;
+	e->network_none = 1;
+	e->seccomp_filter = 1;
+}
+
+static int
+probe_exists(const char *path)
+{
+	struct stat	st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    access(path, X_OK) == 0;
+}
+
+const char *
+probe_path(void)
+{
+	static char	 path[PATH_MAX];
+	char		 self[PATH_MAX], *slash;
+	const char	*env;
+	ssize_t		 n;
+	int		 len;
+
+	if ((env = getenv("SANDGATE_PROBE")) != NULL && *env != '\0') {
+		if (util_strlcpy(path, env, sizeof(path)) >= sizeof(path))
+			return NULL;
+		return probe_exists(path) ? path : NULL;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')) == NULL)
+		return NULL;
+	*slash = '\0';
+	len = snprintf(path, sizeof(path), "%s/" PROBE_NAME, self);
+	if (len > 0 && (size_t)len < sizeof(path) && probe_exists(path))
+		return path;
+	len = snprintf(path, sizeof(path), "%s/../libexec/sandgate/"
+	    PROBE_NAME, self);
+	if (len > 0 && (size_t)len < sizeof(path) && probe_exists(path))
+		return path;
+	return NULL;
+}
+
+/* "128 MiB" when the value is a whole number of MiB, else bytes. */
+static void
+probe_fmt_bytes(unsigned long long v, char *buf, size_t size)
+{
+	if (v >= 1024 * 1024 && v % (1024 * 1024) == 0)
+		snprintf(buf, size, "%llu MiB", v / (1024 * 1024));
+	else
+		snprintf(buf, size, "%llu bytes", v);
+}
+
+static int
+probe_fail(char **failed, const char *fmt, ...)
+{
+	va_list	ap;
+	char	buf[512];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	*failed = util_xstrdup(buf);
+	return -1;
+}
+
+/* A capability mask field: 1-16 hex digits, all zero. */
+static int
+probe_caps(json_t *root, char **failed)
+{
+	static const char *const caps[][3] = {
+		{ "cap_eff", "effective", "CapEff" },
+		{ "cap_prm", "permitted", "CapPrm" },
+		{ "cap_amb", "ambient", "CapAmb" },
+		{ "cap_bnd", "bounding", "CapBnd" },
+	};
+	const char	*s;
+	size_t		 i, j, len;
+	int		 zero;
+
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		s = json_string_value(json_object_get(root, caps[i][0]));
+		len = s ? strlen(s) : 0;
+		if (len == 0 || len > 16 || strspn(s, "0123456789abcdefABCDEF")
+		    != len)
+			return probe_fail(failed, "%s capabilities unreadable "
+			    "inside the sandbox", caps[i][1]);
+		for (j = 0, zero = 1; j < len; j++)
+			zero &= s[j] == '0';
+		if (!zero)
+			return probe_fail(failed, "%s capabilities not empty "
+			    "(%s %s)", caps[i][1], caps[i][2], s);
+	}
+	return 0;
+}
+
+/* Non-root, no_new_privs, seccomp. */
+static int
+probe_privs(json_t *root, const struct probe_expect *e, char **failed)
+{
+	json_t	*v;
+
+	v = json_object_get(root, "uid");
+	if (!json_is_integer(v))
+		return probe_fail(failed, "user id unreadable inside the "
+		    "sandbox");
+	if (json_integer_value(v) == 0)
+		return probe_fail(failed, "sandbox runs as root (uid 0)");
+	v = json_object_get(root, "no_new_privs");
+	if (!json_is_integer(v) || json_integer_value(v) != 1)
+		return probe_fail(failed, "no_new_privs not set (NoNewPrivs "
+		    "%lld)", json_is_integer(v) ?
+		    (long long)json_integer_value(v) : -1LL);
+	v = json_object_get(root, "seccomp");
+	if (e->seccomp_filter && (!json_is_integer(v) ||
+	    json_integer_value(v) != 2))
+		return probe_fail(failed, "seccomp filter not active (Seccomp "
+		    "%lld)", json_is_integer(v) ?
+		    (long long)json_integer_value(v) : -1LL);
+	return 0;
+}
+
+/* Read-only root, unwritable root, /tmp noexec,nosuid. */
+static int
+probe_mounts(json_t *root, const struct probe_expect *e, char **failed)
+{
+	if (e->readonly_root) {
+		if (!json_is_true(json_object_get(root, "root_ro")))
+			return probe_fail(failed, "root filesystem not mounted "
+			    "read-only");
+		if (!json_is_true(json_object_get(root, "root_write_fails")))
+			return probe_fail(failed, "root filesystem accepted a "
+			    "write");
+	}
+	if (e->tmp_noexec) {
+		if (!json_is_true(json_object_get(root, "tmp_mounted")))
+			return probe_fail(failed, "/tmp is not a separate "
+			    "mount (expected a noexec tmpfs)");
+		if (!json_is_true(json_object_get(root, "tmp_noexec")))
+			return probe_fail(failed, "/tmp not mounted noexec");
+		if (!json_is_true(json_object_get(root, "tmp_nosuid")))
+			return probe_fail(failed, "/tmp not mounted nosuid");
+	}
+	return 0;
+}
+
+/* "max", or a v1 number that means the same. */
+static int
+probe_unlimited(json_t *v)
+{
+	if (json_is_string(v))
+		return strcmp(json_string_value(v), "max") == 0;
+	return json_is_integer(v) &&
+	    (unsigned long long)json_integer_value(v) >= PROBE_UNLIMITED;
+}
+
+/* memory_max must equal the expected limit. */
+static int
+probe_memory(json_t *root, unsigned long long want, char **failed)
+{
+	json_t	*v = json_object_get(root, "memory_max");
+	char	 a[64], b[64];
+
+	probe_fmt_bytes(want, b, sizeof(b));
+	if (probe_unlimited(v))
+		return probe_fail(failed, "memory limit not set (unlimited), "
+		    "expected %s", b);
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return probe_fail(failed, "memory limit not visible inside the "
+		    "sandbox, expected %s", b);
+	if ((unsigned long long)json_integer_value(v) != want) {
+		probe_fmt_bytes((unsigned long long)json_integer_value(v), a,
+		    sizeof(a));
+		return probe_fail(failed, "memory limit is %s, expected %s",
+		    a, b);
+	}
+	return probe_swap(root, want, failed);
+}
+
+/*
+ * No swap: v1 memory+swap equal to memory (when swap accounting is on),
+ * v2 swap.max 0 (when the file exists).
+ */
+static int
+probe_swap(json_t *root, unsigned long long want, char **failed)
+{
+	json_t	*sw = json_object_get(root, "memsw_max");
+	json_t	*v2 = json_object_get(root, "swap_max");
+	char	 a[64], b[64];
+
+	if (json_is_string(sw) || (json_is_integer(sw) &&
+	    (unsigned long long)json_integer_value(sw) != want)) {
+		if (probe_unlimited(sw) || json_is_string(sw))
+			snprintf(a, sizeof(a), "unlimited");
+		else
+			probe_fmt_bytes((unsigned long long)
+			    json_integer_value(sw), a, sizeof(a));
+		probe_fmt_bytes(want, b, sizeof(b));
+		return probe_fail(failed, "swap allowed (memory+swap limit "
+		    "%s, memory limit %s)", a, b);
+	}
+	if (!json_is_null(sw) && !json_is_integer(sw))
+		return probe_fail(failed, "memory+swap limit unreadable");
+	if (json_is_string(v2) || (json_is_integer(v2) &&
+	    json_integer_value(v2) != 0))
+		return probe_fail(failed, "swap allowed (memory.swap.max %s)",
+		    json_is_string(v2) ? "max" : "not 0");
+	if (!json_is_null(v2) && !json_is_integer(v2))
+		return probe_fail(failed, "swap limit unreadable");
+	return 0;
+}
+
+static int
+probe_pids(json_t *root, long want, char **failed)
+{
+	json_t	*v = json_object_get(root, "pids_max");
+
+	if (probe_unlimited(v))
+		return probe_fail(failed, "pids limit not set (unlimited), "
+		    "expected %ld", want);
+	if (!json_is_integer(v))
+		return probe_fail(failed, "pids limit not visible inside the "
+		    "sandbox, expected %ld", want);
+	if (json_integer_value(v) != want)
+		return probe_fail(failed, "pids limit is %lld, expected %ld",
+		    (long long)json_integer_value(v), want);
+	return 0;
+}
+
+/* quota / period must be within 1% of the expected cpus. */
+static int
+probe_cpus(json_t *root, double want, char **failed)
+{
+	json_t	*q = json_object_get(root, "cpu_quota_us");
+	json_t	*p = json_object_get(root, "cpu_period_us");
+	double	 got;
+
+	if (json_is_string(q) && strcmp(json_string_value(q), "max") == 0)
+		return probe_fail(failed, "cpu limit not set (no CFS quota), "
+		    "expected %.2f cpus", want);
+	if (!json_is_integer(q) || !json_is_integer(p) ||
+	    json_integer_value(q) <= 0 || json_integer_value(p) <= 0)
+		return probe_fail(failed, "cpu limit not visible inside the "
+		    "sandbox, expected %.2f cpus", want);
+	got = (double)json_integer_value(q) / (double)json_integer_value(p);
+	if (fabs(got - want) > want * 0.01)
+		return probe_fail(failed, "cpu limit is %.2f cpus (quota %lld "
+		    "us per %lld us), expected %.2f", got,
+		    (long long)json_integer_value(q),
+		    (long long)json_integer_value(p), want);
+	return 0;
+}
+
+/* Only lo when network_none; never a Docker socket. */
+static int
+probe_net(json_t *root, const struct probe_expect *e, char **failed)
+{
+	json_t		*ifs = json_object_get(root, "net_ifaces");
+	json_t		*first;
+	const char	*name;
+
+	if (e->network_none) {
+		if (!json_is_array(ifs))
+			return probe_fail(failed, "network interfaces not "
+			    "visible inside the sandbox");
+		if (json_array_size(ifs) > 0) {
+			first = json_array_get(ifs, 0);
+			name = json_is_string(first) ?
+			    json_string_value(first) : "?";
+			return probe_fail(failed, "network interface '%.32s' "
+			    "present (expected none but lo)", name);
+		}
+	}
+	if (!json_is_false(json_object_get(root, "docker_sock")))
+		return probe_fail(failed, "Docker socket reachable inside the "
+		    "sandbox");
+	return 0;
+}
+
+int
+probe_check(const char *json, const struct probe_expect *e, char **failed)
+{
+	json_error_t	 err;
+	json_t		*root;
+	json_t		*ver;
+	size_t		 len;
+	int		 rc = -1;
+
+	*failed = NULL;
+	len = strnlen(json, PROBE_OUTPUT_MAX + 1);
+	if (len > PROBE_OUTPUT_MAX)
+		return probe_fail(failed, "probe output too large");
+	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
+	if (root == NULL)
+		return probe_fail(failed, "probe output is not valid JSON "
+		    "(%.80s)", err.text);
+	ver = json_object_get(root, "probe");
+	if (!json_is_object(root) || !json_is_integer(ver) ||
+	    json_integer_value(ver) != 1) {
+		probe_fail(failed, "probe output is not a version 1 report");
+		goto out;
+	}
+	if (probe_caps(root, failed) == -1 ||
+	    probe_privs(root, e, failed) == -1 ||
+	    probe_mounts(root, e, failed) == -1 ||
+	    (e->memory_bytes > 0 &&
+	    probe_memory(root, e->memory_bytes, failed) == -1) ||
+	    (e->pids > 0 && probe_pids(root, e->pids, failed) == -1) ||
+	    (e->cpus > 0 && probe_cpus(root, e->cpus, failed) == -1) ||
+	    probe_net(root, e, failed) == -1)
+		goto out;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}

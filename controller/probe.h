@@ -1,0 +1,82 @@
+/*
+ * probe.h: the fail-closed check of a sandbox's controls from the inside.
+ *
+ * The static binary sandgate-probe (controller/probe/sandgate-probe.c) is
+ * bind-mounted read-only into every sandbox at PROBE_CONTAINER_PATH. It
+ * has two modes:
+ *   sandgate-probe idle    the session container's PID 1: blocks signals,
+ *                          exits 0 on SIGTERM/SIGINT, otherwise sleeps
+ *   sandgate-probe check   prints one JSON object (below) describing what
+ *                          the process sees from inside, exit 0
+ *
+ * After creating a container the controller runs `check` in it and hands
+ * the output to probe_check(); any control that does not hold refuses the
+ * sandbox. The output comes from inside the sandbox, so it is untrusted:
+ * probe_check() does no I/O, accepts any bytes and fails closed (garbage,
+ * a missing field or a wrong type is a failure, never a pass).
+ *
+ * The JSON object ("probe": 1 is the format version). Integers are JSON
+ * integers; a limit that is set to unlimited is the string "max"; a value
+ * the probe could not read is null.
+ *   "probe": 1,
+ *   "uid": N, "gid": N,
+ *   "cap_eff", "cap_prm", "cap_bnd", "cap_amb": "hex" (from /proc/self/status)
+ *   "no_new_privs": N, "seccomp": N (0 off, 1 strict, 2 filter),
+ *   "root_ro": bool        / is mounted read-only (mountinfo options)
+ *   "root_write_fails": bool  creating a file in / failed
+ *   "tmp_mounted": bool, "tmp_noexec": bool, "tmp_nosuid": bool
+ *   "cgroup": "v1" | "v2" | "none"
+ *   "memory_max": N|"max"|null, "memsw_max": N|"max"|null (v1 mem+swap),
+ *   "swap_max": N|"max"|null (v2 swap alone),
+ *   "pids_max": N|"max"|null,
+ *   "cpu_quota_us": N|"max"|null, "cpu_period_us": N|null,
+ *   "net_ifaces": ["eth0", ...]  (interfaces other than lo; at most 64)
+ *   "docker_sock": bool    /var/run/docker.sock or /run/docker.sock exists
+ */
+#ifndef SG_PROBE_H
+#define SG_PROBE_H
+
+#include <stddef.h>
+
+/* Where the probe is bind-mounted inside every sandbox container. */
+#define PROBE_CONTAINER_PATH	"/.sandgate/probe"
+/* Most bytes of `check` output the controller reads; more is a failure. */
+#define PROBE_OUTPUT_MAX	(64 * 1024)
+
+/*
+ * What a sandbox must show. A zero limit is not checked; every flag set to
+ * 1 is checked. probe_expect_init() gives the strict defaults (every flag
+ * on, no limits): callers then fill in the limits they asked Docker for.
+ * Always checked, whatever the flags: CapEff, CapPrm and CapAmb all zero,
+ * NoNewPrivs 1, uid != 0, no Docker socket.
+ */
+struct probe_expect {
+	unsigned long long	memory_bytes;	/* memory limit (= mem+swap) */
+	long			pids;		/* pids limit */
+	double			cpus;		/* quota / period, within 1% */
+	int			readonly_root;	/* / read-only, write fails */
+	int			tmp_noexec;	/* /tmp a noexec,nosuid mount */
+	int			network_none;	/* no interface but lo */
+	int			seccomp_filter;	/* Seccomp 2 (off for runsc) */
+};
+
+void	probe_expect_init(struct probe_expect *);
+
+/*
+ * Host path of the sandgate-probe binary: the one next to
+ * /proc/self/exe, else ../libexec/sandgate/sandgate-probe relative to it;
+ * $SANDGATE_PROBE overrides both. Static storage; NULL if none exists.
+ */
+const char	*probe_path(void);
+
+/*
+ * Compare the probe's JSON output (a NUL-terminated string of at most
+ * PROBE_OUTPUT_MAX bytes; longer is a failure) with what is expected. Returns 0 when every control holds; -1 with
+ * *failed set to a malloc'd sentence naming the first control that does
+ * not, in an admin's words (e.g. "effective capabilities not empty
+ * (CapEff 00000000a80425fb)"). The caller frees *failed.
+ */
+int	probe_check(const char *json, const struct probe_expect *,
+	    char **failed);
+
+#endif

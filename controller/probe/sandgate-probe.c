@@ -1,0 +1,504 @@
+/*
+ * sandgate-probe: a static helper bind-mounted into every sandbox.
+ *
+ *   sandgate-probe idle    PID 1 of a session container: reaps orphans,
+ *                          exits 0 on SIGTERM or SIGINT, sleeps otherwise
+ *   sandgate-probe check   prints one JSON object with the controls the
+ *                          process sees from inside (format: probe.h)
+ *
+ * Linked statically so that any image can run it; uses nothing from libc
+ * that needs NSS or locale files. It formats its JSON by hand and reads
+ * only small files, each into a fixed buffer.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROBE_FILE_MAX	4096	/* small proc/sys/cgroup files */
+#define PROBE_OUT_MAX	8192	/* the whole JSON object */
+#define PROBE_IFACES	64	/* interfaces reported */
+#define PROBE_LINE_MAX	4096	/* one mountinfo or net/dev line */
+
+struct out {
+	char	buf[PROBE_OUT_MAX];
+	size_t	len;
+	int	overflow;
+};
+
+struct mnt {
+	int	found;
+	int	ro;
+	int	noexec;
+	int	nosuid;
+};
+
+static void	out_printf(struct out *, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static void	out_str(struct out *, const char *);
+static int	read_small(const char *, char *, size_t);
+static void	status_field(const char *, const char *, char *, size_t);
+static int	has_opt(const char *, const char *);
+static void	mount_lookup(const char *, struct mnt *);
+static void	emit_status(struct out *);
+static void	emit_mounts(struct out *);
+static void	emit_limit(struct out *, const char *, const char *);
+static void	emit_cpu_v2(struct out *);
+static void	emit_cgroup(struct out *);
+static void	name_copy(char [64], const char *);
+static int	iface_list_proc(char [][64], int);
+static int	iface_list_sys(char [][64], int);
+static void	emit_net(struct out *);
+static int	probe_check_main(void);
+static void	idle_term(int);
+static void	idle_chld(int);
+static void	probe_idle_main(void) __attribute__((noreturn));
+
+/* Append to the output; past the buffer the output is marked broken. */
+static void
+out_printf(struct out *o, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	if (o->overflow)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, sizeof(o->buf) - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(o->buf) - o->len) {
+		o->overflow = 1;
+		return;
+	}
+	o->len += (size_t)n;
+}
+
+/* A JSON string with everything outside printable ASCII escaped. */
+static void
+out_str(struct out *o, const char *s)
+{
+	const unsigned char	*p;
+
+	out_printf(o, "\"");
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			out_printf(o, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			out_printf(o, "\\u%04x", *p);
+		else
+			out_printf(o, "%c", *p);
+	}
+	out_printf(o, "\"");
+}
+
+/* Read a small file into buf, NUL-terminated; returns 0 or -1. */
+static int
+read_small(const char *path, char *buf, size_t size)
+{
+	ssize_t	n;
+	size_t	len = 0;
+	int	fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	while (len < size - 1) {
+		n = read(fd, buf + len, size - 1 - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return 0;
+}
+
+/* The value of "Name:\tvalue" in /proc/self/status text, or "". */
+static void
+status_field(const char *status, const char *name, char *val, size_t size)
+{
+	const char	*p = status, *end;
+	size_t		 nlen = strlen(name), vlen;
+
+	val[0] = '\0';
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, name, nlen) == 0 && p[nlen] == ':') {
+			p += nlen + 1;
+			while (*p == '\t' || *p == ' ')
+				p++;
+			end = strchr(p, '\n');
+			vlen = end ? (size_t)(end - p) : strlen(p);
+			if (vlen >= size)
+				vlen = size - 1;
+			memcpy(val, p, vlen);
+			val[vlen] = '\0';
+			return;
+		}
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+}
+
+/* 1 if the comma-separated list opts has the option opt. */
+static int
+has_opt(const char *opts, const char *opt)
+{
+	size_t		 olen = strlen(opt);
+	const char	*p = opts;
+
+	while (*p != '\0') {
+		if (strncmp(p, opt, olen) == 0 &&
+		    (p[olen] == ',' || p[olen] == '\0'))
+			return 1;
+		p = strchr(p, ',');
+		if (p == NULL)
+			break;
+		p++;
+	}
+	return 0;
+}
+
+/*
+ * Find the topmost mount on path in /proc/self/mountinfo. A line is
+ * "id parent maj:min root mountpoint options [optional...] - fs src super";
+ * the per-mount flags (ro, noexec, nosuid) are in the sixth field.
+ */
+static void
+mount_lookup(const char *path, struct mnt *m)
+{
+	char	 line[PROBE_LINE_MAX], *f[6], *p;
+	FILE	*fp;
+	int	 i;
+
+	memset(m, 0, sizeof(*m));
+	fp = fopen("/proc/self/mountinfo", "re");
+	if (fp == NULL)
+		return;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		p = line;
+		for (i = 0; i < 6; i++) {
+			f[i] = strsep(&p, " \n");
+			if (f[i] == NULL)
+				break;
+		}
+		if (i < 6 || strcmp(f[4], path) != 0)
+			continue;
+		m->found = 1;
+		m->ro = has_opt(f[5], "ro");
+		m->noexec = has_opt(f[5], "noexec");
+		m->nosuid = has_opt(f[5], "nosuid");
+	}
+	fclose(fp);
+}
+
+/* Identity, capabilities, no_new_privs and seccomp. */
+static void
+emit_status(struct out *o)
+{
+	static const char *const caps[][2] = {
+		{ "cap_eff", "CapEff" }, { "cap_prm", "CapPrm" },
+		{ "cap_bnd", "CapBnd" }, { "cap_amb", "CapAmb" },
+	};
+	char	status[PROBE_FILE_MAX * 2], val[64];
+	size_t	i;
+
+	out_printf(o, "\"uid\":%lu,\"gid\":%lu", (unsigned long)getuid(),
+	    (unsigned long)getgid());
+	if (read_small("/proc/self/status", status, sizeof(status)) == -1)
+		status[0] = '\0';
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		status_field(status, caps[i][1], val, sizeof(val));
+		out_printf(o, ",\"%s\":", caps[i][0]);
+		if (val[0] == '\0')
+			out_printf(o, "null");
+		else
+			out_str(o, val);
+	}
+	status_field(status, "NoNewPrivs", val, sizeof(val));
+	out_printf(o, ",\"no_new_privs\":%s", val[0] ? val : "null");
+	status_field(status, "Seccomp", val, sizeof(val));
+	out_printf(o, ",\"seccomp\":%s", val[0] ? val : "null");
+}
+
+/* Whether / is read-only and unwritable, and how /tmp is mounted. */
+static void
+emit_mounts(struct out *o)
+{
+	struct mnt	 root, tmp;
+	char		 path[64];
+	int		 fd, fails;
+
+	mount_lookup("/", &root);
+	mount_lookup("/tmp", &tmp);
+	snprintf(path, sizeof(path), "/.sandgate-probe-%ld", (long)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fails = fd == -1;
+	if (fd != -1) {
+		close(fd);
+		unlink(path);
+	}
+	out_printf(o, ",\"root_ro\":%s,\"root_write_fails\":%s",
+	    root.found && root.ro ? "true" : "false", fails ? "true" : "false");
+	out_printf(o, ",\"tmp_mounted\":%s,\"tmp_noexec\":%s,"
+	    "\"tmp_nosuid\":%s", tmp.found ? "true" : "false",
+	    tmp.noexec ? "true" : "false", tmp.nosuid ? "true" : "false");
+}
+
+/* "key": the number, "max" or null read from a cgroup file. */
+static void
+emit_limit(struct out *o, const char *key, const char *path)
+{
+	char	 buf[128], *end;
+	long long v;
+
+	out_printf(o, ",\"%s\":", key);
+	if (read_small(path, buf, sizeof(buf)) == -1) {
+		out_printf(o, "null");
+		return;
+	}
+	buf[strcspn(buf, " \n")] = '\0';
+	if (strcmp(buf, "max") == 0) {
+		out_printf(o, "\"max\"");
+		return;
+	}
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (buf[0] == '\0' || *end != '\0' || errno != 0)
+		out_printf(o, "null");
+	else if (v < 0)
+		out_printf(o, "\"max\"");	/* v1 cfs_quota_us -1 */
+	else
+		out_printf(o, "%lld", v);
+}
+
+/* cgroup v2 cpu.max: "QUOTA PERIOD" or "max PERIOD". */
+static void
+emit_cpu_v2(struct out *o)
+{
+	char		 buf[128], *sp, *end;
+	long long	 q, per;
+
+	if (read_small("/sys/fs/cgroup/cpu.max", buf, sizeof(buf)) == -1 ||
+	    (sp = strchr(buf, ' ')) == NULL) {
+		out_printf(o, ",\"cpu_quota_us\":null,\"cpu_period_us\":null");
+		return;
+	}
+	*sp++ = '\0';
+	per = strtoll(sp, &end, 10);
+	if (end == sp || (*end != '\n' && *end != '\0') || per <= 0)
+		per = -1;
+	if (strcmp(buf, "max") == 0)
+		out_printf(o, ",\"cpu_quota_us\":\"max\"");
+	else {
+		q = strtoll(buf, &end, 10);
+		if (end == buf || *end != '\0' || q < 0)
+			out_printf(o, ",\"cpu_quota_us\":null");
+		else
+			out_printf(o, ",\"cpu_quota_us\":%lld", q);
+	}
+	if (per == -1)
+		out_printf(o, ",\"cpu_period_us\":null");
+	else
+		out_printf(o, ",\"cpu_period_us\":%lld", per);
+}
+
+/* The cgroup limits as visible from inside (v1 or v2). */
+static void
+emit_cgroup(struct out *o)
+{
+	struct stat	st;
+
+	if (stat("/sys/fs/cgroup/memory/memory.limit_in_bytes", &st) == 0) {
+		out_printf(o, ",\"cgroup\":\"v1\"");
+		emit_limit(o, "memory_max",
+		    "/sys/fs/cgroup/memory/memory.limit_in_bytes");
+		emit_limit(o, "memsw_max",
+		    "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes");
+		out_printf(o, ",\"swap_max\":null");
+		emit_limit(o, "pids_max", "/sys/fs/cgroup/pids/pids.max");
+		emit_limit(o, "cpu_quota_us",
+		    "/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+		emit_limit(o, "cpu_period_us",
+		    "/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+	} else if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0) {
+		out_printf(o, ",\"cgroup\":\"v2\"");
+		emit_limit(o, "memory_max", "/sys/fs/cgroup/memory.max");
+		out_printf(o, ",\"memsw_max\":null");
+		emit_limit(o, "swap_max", "/sys/fs/cgroup/memory.swap.max");
+		emit_limit(o, "pids_max", "/sys/fs/cgroup/pids.max");
+		emit_cpu_v2(o);
+	} else
+		out_printf(o, ",\"cgroup\":\"none\",\"memory_max\":null,"
+		    "\"memsw_max\":null,\"swap_max\":null,\"pids_max\":null,"
+		    "\"cpu_quota_us\":null,\"cpu_period_us\":null");
+}
+
+/* Copy an interface name, cut to 63 bytes (the kernel allows 15). */
+static void
+name_copy(char dst[64], const char *src)
+{
+	size_t	len = strnlen(src, 63);
+
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+/* Interfaces other than lo from /proc/net/dev ("  eth0: 123 ..."). */
+static int
+iface_list_proc(char names[][64], int max)
+{
+	char	 line[PROBE_LINE_MAX], *p, *colon;
+	FILE	*fp;
+	int	 n = 0;
+
+	fp = fopen("/proc/net/dev", "re");
+	if (fp == NULL)
+		return -1;
+	while (n < max && fgets(line, sizeof(line), fp) != NULL) {
+		colon = strchr(line, ':');
+		if (colon == NULL)
+			continue;	/* the two header lines */
+		*colon = '\0';
+		for (p = line; *p == ' '; p++)
+			;
+		if (*p == '\0' || strcmp(p, "lo") == 0)
+			continue;
+		name_copy(names[n++], p);
+	}
+	fclose(fp);
+	return n;
+}
+
+/* The same from /sys/class/net, when /proc/net is missing. */
+static int
+iface_list_sys(char names[][64], int max)
+{
+	struct dirent	*de;
+	DIR		*d;
+	int		 n = 0;
+
+	d = opendir("/sys/class/net");
+	if (d == NULL)
+		return -1;
+	while (n < max && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "lo") == 0)
+			continue;
+		name_copy(names[n++], de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Network interfaces but lo, and whether a Docker socket is reachable. */
+static void
+emit_net(struct out *o)
+{
+	static char	names[PROBE_IFACES][64];
+	struct stat	st;
+	int		n, i;
+
+	n = iface_list_proc(names, PROBE_IFACES);
+	if (n == -1)
+		n = iface_list_sys(names, PROBE_IFACES);
+	out_printf(o, ",\"net_ifaces\":");
+	if (n == -1)
+		out_printf(o, "null");
+	else {
+		out_printf(o, "[");
+		for (i = 0; i < n; i++) {
+			if (i > 0)
+				out_printf(o, ",");
+			out_str(o, names[i]);
+		}
+		out_printf(o, "]");
+	}
+	out_printf(o, ",\"docker_sock\":%s",
+	    lstat("/var/run/docker.sock", &st) == 0 ||
+	    lstat("/run/docker.sock", &st) == 0 ? "true" : "false");
+}
+
+static int
+probe_check_main(void)
+{
+	static struct out	o;
+
+	out_printf(&o, "{\"probe\":1,");
+	emit_status(&o);
+	emit_mounts(&o);
+	emit_cgroup(&o);
+	emit_net(&o);
+	out_printf(&o, "}\n");
+	if (o.overflow) {
+		fputs("sandgate-probe: output too large\n", stderr);
+		return 1;
+	}
+	if (fwrite(o.buf, 1, o.len, stdout) != o.len || fflush(stdout) != 0)
+		return 1;
+	return 0;
+}
+
+static void
+idle_term(int sig)
+{
+	_exit(0);
+}
+
+/* Reap every exited child: exec'd processes that outlive their parent
+ * are re-parented to us, and zombies would count against pids.max. */
+static void
+idle_chld(int sig)
+{
+	int	saved = errno;
+
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	errno = saved;
+}
+
+static void
+probe_idle_main(void)
+{
+	struct sigaction	sa;
+	sigset_t		all, wait_mask;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sigfillset(&sa.sa_mask);
+	sa.sa_handler = idle_term;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = idle_chld;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
+	/* Sleep with only these three deliverable; every other stays blocked. */
+	sigfillset(&wait_mask);
+	sigdelset(&wait_mask, SIGTERM);
+	sigdelset(&wait_mask, SIGINT);
+	sigdelset(&wait_mask, SIGCHLD);
+	for (;;)
+		sigsuspend(&wait_mask);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "check") == 0)
+		return probe_check_main();
+	if (argc == 2 && strcmp(argv[1], "idle") == 0)
+		probe_idle_main();
+	fputs("usage: sandgate-probe check | idle\n", stderr);
+	return 2;
+}

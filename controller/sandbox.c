@@ -1,0 +1,669 @@
+/* sandbox.c: meta.json, the container spec and teardown; see sandbox.h. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "disk.h"
+#include "docker.h"
+#include "exec.h"
+#include "probe.h"
+#include "sandbox.h"
+#include "state.h"
+#include "util.h"
+
+static int	sandbox_get_str(json_t *, const char *, char **);
+static int	sandbox_get_u64(json_t *, const char *, unsigned long long *);
+static void	sandbox_spec_mount(json_t *, const char *, const char *, int);
+static json_t	*sandbox_spec_env(const struct sandbox_meta *);
+static json_t	*sandbox_spec_host(const struct sandbox_meta *,
+		    const struct sandbox_mounts *);
+static int	sandbox_rm_cb(const char *, const struct stat *, int,
+		    struct FTW *);
+static int	sandbox_remove_containers(struct docker *, const char *,
+		    char **);
+static int	sandbox_env_ok(const char *, char **);
+static int	sandbox_opt_cpus(struct sandbox_meta *, const char *, char **);
+static int	sandbox_opt_size(const char *, const char *,
+		    unsigned long long, unsigned long long *, char **);
+static int	sandbox_opt_str(struct sandbox_meta *, const char *,
+		    const char *, char **);
+static int	sandbox_probe(struct docker *, const struct sandbox_meta *,
+		    const char *, int, char **);
+
+void
+sandbox_meta_init(struct sandbox_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->allow = json_array();
+	m->env = json_array();
+	m->cpus = SANDBOX_DEF_CPUS;
+	m->memory = SANDBOX_DEF_MEMORY;
+	m->pids = SANDBOX_DEF_PIDS;
+	m->disk = SANDBOX_DEF_DISK;
+	m->tmp_size = SANDBOX_DEF_TMP;
+	m->timeout = SANDBOX_DEF_TIMEOUT;
+	m->network = util_xstrdup("none");
+}
+
+void
+sandbox_meta_release(struct sandbox_meta *m)
+{
+	free(m->created);
+	free(m->source);
+	free(m->image);
+	free(m->image_id);
+	free(m->container);
+	free(m->runtime);
+	free(m->network);
+	json_decref(m->allow);
+	json_decref(m->env);
+	memset(m, 0, sizeof(*m));
+}
+
+void
+sandbox_meta_set(char **field, const char *value)
+{
+	free(*field);
+	*field = value != NULL ? util_xstrdup(value) : NULL;
+}
+
+json_t *
+sandbox_meta_to_json(const struct sandbox_meta *m)
+{
+	return json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, "
+	    "s:O, s:O, s:f, s:I, s:I, s:I, s:I, s:I, s:b}",
+	    "id", m->id, "created", m->created, "source", m->source,
+	    "image", m->image, "image_id", m->image_id,
+	    "container", m->container, "runtime", m->runtime,
+	    "network", m->network, "allow", m->allow, "env", m->env,
+	    "cpus", m->cpus, "memory", (json_int_t)m->memory,
+	    "pids", (json_int_t)m->pids, "disk", (json_int_t)m->disk,
+	    "tmp_size", (json_int_t)m->tmp_size,
+	    "timeout", (json_int_t)m->timeout, "ephemeral", m->ephemeral);
+}
+
+/* Optional string member: absent/null gives NULL; other types fail. */
+static int
+sandbox_get_str(json_t *o, const char *key, char **out)
+{
+	json_t	*v = json_object_get(o, key);
+
+	if (v == NULL || json_is_null(v)) {
+		sandbox_meta_set(out, NULL);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return -1;
+	sandbox_meta_set(out, json_string_value(v));
+	return 0;
+}
+
+static int
+sandbox_get_u64(json_t *o, const char *key, unsigned long long *out)
+{
+	json_t	*v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -1;
+	*out = (unsigned long long)json_integer_value(v);
+	return 0;
+}
+
+int
+sandbox_meta_from_json(json_t *o, struct sandbox_meta *m)
+{
+	json_t			*id = json_object_get(o, "id");
+	unsigned long long	 pids, timeout;
+
+	if (!json_is_string(id) || state_valid_id(json_string_value(id)) == -1)
+		return -1;
+	util_strlcpy(m->id, json_string_value(id), sizeof(m->id));
+	if (sandbox_get_str(o, "created", &m->created) == -1 ||
+	    sandbox_get_str(o, "source", &m->source) == -1 ||
+	    sandbox_get_str(o, "image", &m->image) == -1 ||
+	    sandbox_get_str(o, "image_id", &m->image_id) == -1 ||
+	    sandbox_get_str(o, "container", &m->container) == -1 ||
+	    sandbox_get_str(o, "runtime", &m->runtime) == -1 ||
+	    sandbox_get_str(o, "network", &m->network) == -1)
+		return -1;
+	if (m->image == NULL || m->network == NULL ||
+	    !json_is_number(json_object_get(o, "cpus")) ||
+	    sandbox_get_u64(o, "memory", &m->memory) == -1 ||
+	    sandbox_get_u64(o, "pids", &pids) == -1 ||
+	    sandbox_get_u64(o, "disk", &m->disk) == -1 ||
+	    sandbox_get_u64(o, "tmp_size", &m->tmp_size) == -1 ||
+	    sandbox_get_u64(o, "timeout", &timeout) == -1)
+		return -1;
+	m->cpus = json_number_value(json_object_get(o, "cpus"));
+	m->pids = (long long)pids;
+	m->timeout = (long long)timeout;
+	m->ephemeral = json_is_true(json_object_get(o, "ephemeral"));
+	if (json_is_array(json_object_get(o, "allow"))) {
+		json_decref(m->allow);
+		m->allow = json_incref(json_object_get(o, "allow"));
+	}
+	if (json_is_array(json_object_get(o, "env"))) {
+		json_decref(m->env);
+		m->env = json_incref(json_object_get(o, "env"));
+	}
+	return 0;
+}
+
+int
+sandbox_meta_load(const char *id, struct sandbox_meta *m, char **cause)
+{
+	char		 path[4096];
+	json_error_t	 jerr;
+	json_t		*o;
+	int		 rv;
+
+	sandbox_meta_init(m);
+	if (state_valid_id(id) == -1) {
+		util_xasprintf(cause, "'%s' is not a sandbox id", id);
+		errno = EINVAL;
+		return -1;
+	}
+	if (state_path(path, sizeof(path), id, "meta.json") == -1 ||
+	    (o = json_load_file(path, 0, &jerr)) == NULL) {
+		if (access(path, F_OK) == -1) {
+			util_xasprintf(cause, "no sandbox '%s'", id);
+			errno = ENOENT;
+		} else {
+			util_xasprintf(cause, "cannot read '%s': %s", path,
+			    jerr.text);
+			errno = EINVAL;
+		}
+		return -1;
+	}
+	rv = sandbox_meta_from_json(o, m);
+	json_decref(o);
+	if (rv == -1) {
+		util_xasprintf(cause, "'%s' is malformed", path);
+		errno = EINVAL;
+	}
+	return rv;
+}
+
+int
+sandbox_meta_save(const struct sandbox_meta *m, char **cause)
+{
+	char	 path[4096], tmp[4200];
+	json_t	*o;
+	int	 fd, rv = -1;
+
+	if (state_path(path, sizeof(path), m->id, "meta.json") == -1) {
+		util_xasprintf(cause, "state path too long");
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	if ((o = sandbox_meta_to_json(m)) == NULL) {
+		util_xasprintf(cause, "cannot encode meta.json");
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1 || json_dumpfd(o, fd, JSON_INDENT(2)) == -1 ||
+	    write(fd, "\n", 1) != 1 || fsync(fd) == -1) {
+		util_xasprintf(cause, "cannot write '%s': %s", tmp,
+		    strerror(errno));
+		goto out;
+	}
+	if (rename(tmp, path) == -1) {
+		util_xasprintf(cause, "cannot rename '%s': %s", tmp,
+		    strerror(errno));
+		goto out;
+	}
+	rv = 0;
+out:
+	if (fd != -1)
+		close(fd);
+	if (rv == -1)
+		unlink(tmp);
+	json_decref(o);
+	return rv;
+}
+
+static void
+sandbox_spec_mount(json_t *mounts, const char *src, const char *dst, int ro)
+{
+	json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:b, "
+	    "s:{s:s}}", "Type", "bind", "Source", src, "Target", dst,
+	    "ReadOnly", ro, "BindOptions", "Propagation", "rprivate"));
+}
+
+/* Only what sandgate sets, then the sandbox's --env (which may override). */
+static json_t *
+sandbox_spec_env(const struct sandbox_meta *m)
+{
+	json_t	*env, *v;
+	char	*s;
+	size_t	 i;
+
+	env = json_array();
+	json_array_append_new(env, json_string("HOME=" SANDBOX_HOME));
+	json_array_append_new(env, json_string(SANDBOX_PATH_ENV));
+	json_array_append_new(env, json_string("LANG=C.UTF-8"));
+	util_xasprintf(&s, "SANDGATE_SANDBOX=%s", m->id);
+	json_array_append_new(env, json_string(s));
+	free(s);
+	json_array_foreach(m->env, i, v)
+		json_array_append(env, v);
+	return env;
+}
+
+static json_t *
+sandbox_spec_host(const struct sandbox_meta *m,
+    const struct sandbox_mounts *mt)
+{
+	json_t	*host, *mounts;
+	char	 tmp[128], home[160];
+
+	mounts = json_array();
+	sandbox_spec_mount(mounts, mt->work, SANDBOX_WORKDIR, 0);
+	sandbox_spec_mount(mounts, mt->probe, "/.sandgate/probe", 1);
+	if (mt->input != NULL)
+		sandbox_spec_mount(mounts, mt->input, "/input", 1);
+	if (mt->output != NULL)
+		sandbox_spec_mount(mounts, mt->output, "/output", 0);
+	snprintf(tmp, sizeof(tmp), "rw,noexec,nosuid,nodev,size=%llu,"
+	    "mode=1777", m->tmp_size);
+	/* home allows exec: tools install user scripts in ~/.local/bin */
+	snprintf(home, sizeof(home), "rw,exec,nosuid,nodev,size=%llu,"
+	    "mode=0700,uid=%d,gid=%d", SANDBOX_DEF_HOME, SANDBOX_UID,
+	    SANDBOX_GID);
+	host = json_pack("{s:o, s:{s:s, s:s}, s:[s], s:[s], s:b, s:b, "
+	    "s:I, s:I, s:I, s:I, s:s, s:s, s:b, s:{s:s}}",
+	    "Mounts", mounts,
+	    "Tmpfs", "/tmp", tmp, SANDBOX_HOME, home,
+	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
+	    "ReadonlyRootfs", 1, "Init", 1,
+	    "NanoCpus", (json_int_t)(m->cpus * 1e9),
+	    "Memory", (json_int_t)m->memory,
+	    "MemorySwap", (json_int_t)m->memory,
+	    "PidsLimit", (json_int_t)m->pids,
+	    "NetworkMode", strcmp(m->network, "proxy") == 0 ?
+	    SANDBOX_NET_INTERNAL : "none",
+	    "IpcMode", "private", "Privileged", 0,
+	    "RestartPolicy", "Name", "no");
+	if (host != NULL && m->runtime != NULL)
+		json_object_set_new(host, "Runtime", json_string(m->runtime));
+	return host;
+}
+
+json_t *
+sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
+    const char *role)
+{
+	char	user[32];
+
+	snprintf(user, sizeof(user), "%d:%d", SANDBOX_UID, SANDBOX_GID);
+	return json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], s:b, s:b, "
+	    "s:b, s:b, s:{s:s, s:s, s:s}, s:o}",
+	    "Image", m->image_id != NULL ? m->image_id : m->image,
+	    "User", user, "Env", sandbox_spec_env(m),
+	    "WorkingDir", SANDBOX_WORKDIR,
+	    "Cmd", "/.sandgate/probe", "idle", "Entrypoint",
+	    "AttachStdin", 0, "AttachStdout", 0, "AttachStderr", 0,
+	    "NetworkDisabled", strcmp(m->network, "proxy") != 0,
+	    "Labels", SANDBOX_LABEL, m->id, SANDBOX_LABEL_SOURCE,
+	    m->source != NULL ? m->source : "", SANDBOX_LABEL_ROLE, role,
+	    "HostConfig", sandbox_spec_host(m, mt));
+}
+
+static int
+sandbox_rm_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	if (flag == FTW_DP) {
+		if (rmdir(path) == -1 && errno != ENOENT)
+			return -1;
+		return 0;
+	}
+	if (unlink(path) == -1 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+int
+sandbox_rmtree(const char *path)
+{
+	struct stat	st;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	return nftw(path, sandbox_rm_cb, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* Remove every container labelled with the sandbox id. */
+static int
+sandbox_remove_containers(struct docker *d, const char *id, char **cause)
+{
+	json_t	*list = NULL, *c;
+	size_t	 i;
+	int	 rv = 0;
+
+	if (docker_container_list(d, SANDBOX_LABEL, id, &list, cause) == -1)
+		return -1;
+	json_array_foreach(list, i, c) {
+		if (!json_is_string(json_object_get(c, "Id")))
+			continue;
+		if (docker_container_remove(d, json_string_value(
+		    json_object_get(c, "Id")), rv == 0 ? cause : NULL) == -1)
+			rv = -1;
+	}
+	json_decref(list);
+	return rv;
+}
+
+int
+sandbox_destroy(struct docker *d, const char *id, char **cause)
+{
+	char	dir[4096], work[4096];
+
+	if (state_path(dir, sizeof(dir), id, NULL) == -1 ||
+	    state_path(work, sizeof(work), id, "work") == -1) {
+		util_xasprintf(cause, "state path too long");
+		return -1;
+	}
+	if (d != NULL && sandbox_remove_containers(d, id, cause) == -1)
+		return -1;
+	if (disk_is_mounted(work) == 1 && disk_umount(work, cause) == -1)
+		return -1;
+	if (sandbox_rmtree(dir) == -1) {
+		util_xasprintf(cause, "cannot remove '%s': %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
+    struct docker_cinfo *ci, char **cause)
+{
+	char			work[4096], img[4096];
+
+	if (state_path(work, sizeof(work), m->id, "work") == -1 ||
+	    state_path(img, sizeof(img), m->id, "disk.img") == -1) {
+		util_xasprintf(cause, "state path too long");
+		return -1;
+	}
+	if (disk_is_mounted(work) == 0 && disk_mount(img, work, cause) == -1)
+		return -1;
+	if (m->container == NULL) {
+		util_xasprintf(cause, "sandbox '%s' has no session container",
+		    m->id);
+		return -1;
+	}
+	if (docker_container_inspect(d, m->container, ci, cause) == -1)
+		return -1;
+	if (ci->running && !ci->paused)
+		return 0;
+	if (ci->paused &&
+	    docker_container_pause(d, m->container, 0, cause) == -1)
+		return -1;
+	if (!ci->running &&
+	    docker_container_start(d, m->container, cause) == -1)
+		return -1;
+	return docker_container_inspect(d, m->container, ci, cause);
+}
+
+struct docker *
+sandbox_docker(void)
+{
+	struct docker	*d;
+	char		*cause = NULL;
+
+	if ((d = docker_new(&cause)) == NULL) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+	}
+	return d;
+}
+
+/* "K=V" with a sane key that is not sandgate's own. */
+static int
+sandbox_env_ok(const char *kv, char **cause)
+{
+	const char	*eq = strchr(kv, '=');
+	const char	*p;
+
+	if (eq == NULL || eq == kv) {
+		util_xasprintf(cause, "--env '%s' is not KEY=VALUE", kv);
+		return -1;
+	}
+	for (p = kv; p < eq; p++) {
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= 'a' && *p <= 'z') || (p > kv && *p >= '0' &&
+		    *p <= '9'))) {
+			util_xasprintf(cause, "--env '%.*s': not a variable "
+			    "name", (int)(eq - kv), kv);
+			return -1;
+		}
+	}
+	if (strncmp(kv, "SANDGATE_", 9) == 0) {
+		util_xasprintf(cause, "--env '%.*s': SANDGATE_* variables are "
+		    "set by sandgate", (int)(eq - kv), kv);
+		return -1;
+	}
+	return 0;
+}
+
+/* --cpus: a decimal in [0.01, 1024]. */
+static int
+sandbox_opt_cpus(struct sandbox_meta *m, const char *v, char **cause)
+{
+	char	*end;
+	double	 c;
+
+	errno = 0;
+	c = strtod(v, &end);
+	if (errno != 0 || end == v || *end != '\0' || !(c >= 0.01) ||
+	    c > 1024) {
+		util_xasprintf(cause, "--cpus '%s': want a number from 0.01 "
+		    "to 1024", v);
+		return -1;
+	}
+	m->cpus = c;
+	return 1;
+}
+
+/* Sizes: memory >= 6 MiB (Docker's floor), disk and tmp >= 1 MiB. */
+static int
+sandbox_opt_size(const char *name, const char *v, unsigned long long min,
+    unsigned long long *out, char **cause)
+{
+	unsigned long long	b;
+
+	if (util_parse_size(v, &b) == -1 || b < min ||
+	    b > (1ULL << 50)) {
+		util_xasprintf(cause, "--%s '%s': want a size like 512m or "
+		    "2g, at least %llu bytes", name, v, min);
+		return -1;
+	}
+	*out = b;
+	return 1;
+}
+
+/* Settings with a list or a string value. */
+static int
+sandbox_opt_str(struct sandbox_meta *m, const char *name, const char *v,
+    char **cause)
+{
+	if (strcmp(name, "env") == 0) {
+		if (sandbox_env_ok(v, cause) == -1)
+			return -1;
+		json_array_append_new(m->env, json_string(v));
+	} else if (strcmp(name, "allow") == 0)
+		json_array_append_new(m->allow, json_string(v));
+	else if (strcmp(name, "image") == 0)
+		sandbox_meta_set(&m->image, v);
+	else if (strcmp(name, "runtime") == 0)
+		sandbox_meta_set(&m->runtime, v);
+	else if (strcmp(name, "network") == 0) {
+		if (strcmp(v, "none") != 0 && strcmp(v, "proxy") != 0) {
+			util_xasprintf(cause, "--network '%s': want none or "
+			    "proxy", v);
+			return -1;
+		}
+		sandbox_meta_set(&m->network, v);
+	} else
+		return 0;
+	return 1;
+}
+
+int
+sandbox_opt(struct sandbox_meta *m, const char *name, const char *v,
+    char **cause)
+{
+	long long	 n;
+	const char	*err;
+
+	if (strcmp(name, "cpus") == 0)
+		return sandbox_opt_cpus(m, v, cause);
+	if (strcmp(name, "memory") == 0)
+		return sandbox_opt_size(name, v, 6ULL << 20, &m->memory, cause);
+	if (strcmp(name, "disk") == 0)
+		return sandbox_opt_size(name, v, DISK_MIN_BYTES, &m->disk,
+		    cause);
+	if (strcmp(name, "tmp-size") == 0)
+		return sandbox_opt_size(name, v, 1ULL << 20, &m->tmp_size,
+		    cause);
+	if (strcmp(name, "pids") == 0) {
+		if (util_strtonum(v, 8, 4194304, &n, &err) == -1) {
+			util_xasprintf(cause, "--pids '%s': %s (8 to 4194304)",
+			    v, err);
+			return -1;
+		}
+		m->pids = n;
+		return 1;
+	}
+	if (strcmp(name, "timeout") == 0) {
+		if (util_parse_duration(v, &n) == -1 || n < 1 ||
+		    n > 7 * 86400) {
+			util_xasprintf(cause, "--timeout '%s': want seconds "
+			    "(or 30s, 5m, 2h), at most 7d", v);
+			return -1;
+		}
+		m->timeout = n;
+		return 1;
+	}
+	return sandbox_opt_str(m, name, v, cause);
+}
+
+int
+sandbox_resolve(struct docker *d, struct sandbox_meta *m, char **cause)
+{
+	char	*id = NULL, *c = NULL;
+	int	 net;
+
+	if (m->image == NULL)
+		sandbox_meta_set(&m->image, SANDBOX_DEFAULT_IMAGE);
+	if (docker_image_id(d, m->image, &id, &c) == -1) {
+		if (errno == ENOENT) {
+			util_xasprintf(cause, "image '%s' not found; build it "
+			    "or pass --image", m->image);
+			free(c);
+			errno = ENOENT;
+		} else
+			*cause = c;
+		return -1;
+	}
+	free(m->image_id);
+	m->image_id = id;
+	if (strcmp(m->network, "proxy") != 0)
+		return 0;
+	if ((net = docker_network_exists(d, SANDBOX_NET_INTERNAL, cause)) ==
+	    -1)
+		return -1;
+	if (net == 0) {
+		util_xasprintf(cause, "--network proxy needs the Docker network "
+		    "'%s', which does not exist; use --network none",
+		    SANDBOX_NET_INTERNAL);
+		return -1;
+	}
+	return 0;
+}
+
+/* Run the probe in the container and check it against the meta. */
+static int
+sandbox_probe(struct docker *d, const struct sandbox_meta *m,
+    const char *cid, int pid, char **cause)
+{
+	static char *const	 argv[] = { PROBE_CONTAINER_PATH, "check", NULL };
+	struct probe_expect	 pe;
+	struct exec_opts	 o;
+	struct exec_result	 r;
+	char			 run[STATE_ID_LEN + 1], *failed = NULL;
+	int			 rv = -1;
+
+	memset(&o, 0, sizeof(o));
+	state_new_id(run, "run");
+	o.argv = argv;
+	o.run_id = run;
+	o.timeout = 30;
+	o.output_cap = PROBE_OUTPUT_MAX + 1;
+	if (exec_run(d, cid, pid, &o, &r, cause) == -1)
+		return -1;
+	probe_expect_init(&pe);
+	pe.memory_bytes = m->memory;
+	pe.pids = (long)m->pids;
+	pe.cpus = m->cpus;
+	pe.network_none = strcmp(m->network, "none") == 0;
+	pe.seccomp_filter = m->runtime == NULL ||
+	    strcmp(m->runtime, "runsc") != 0;
+	if (r.cmd_exit != 0)
+		util_xasprintf(cause, "sandbox refused: the probe could not "
+		    "run in the container (exit %d): %.200s", r.cmd_exit,
+		    r.err ? r.err : "");
+	else if (probe_check(r.out, &pe, &failed) == -1) {
+		util_xasprintf(cause, "sandbox refused: %s", failed);
+		free(failed);
+	} else
+		rv = 0;
+	exec_result_release(&r);
+	return rv;
+}
+
+int
+sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
+    const struct sandbox_mounts *mt, const char *role, char **cid, int *pid,
+    char **cause)
+{
+	struct docker_cinfo	 ci;
+	json_t			*spec;
+	char			 name[64];
+	int			 rv;
+
+	*cid = NULL;
+	if ((spec = sandbox_spec(m, mt, role)) == NULL) {
+		util_xasprintf(cause, "cannot build the container spec");
+		return -1;
+	}
+	if (strcmp(role, "session") == 0)
+		snprintf(name, sizeof(name), "sandgate-%s", m->id);
+	else
+		snprintf(name, sizeof(name), "sandgate-%s-%s-%08x", m->id, role,
+		    (unsigned)(util_now_us() & 0xffffffff));
+	rv = docker_container_create(d, name, spec, cid, cause);
+	json_decref(spec);
+	if (rv == -1)
+		return -1;
+	if (docker_container_start(d, *cid, cause) == -1 ||
+	    docker_container_inspect(d, *cid, &ci, cause) == -1 ||
+	    sandbox_probe(d, m, *cid, ci.pid, cause) == -1) {
+		docker_container_remove(d, *cid, NULL);
+		free(*cid);
+		*cid = NULL;
+		return -1;
+	}
+	*pid = ci.pid;
+	return 0;
+}

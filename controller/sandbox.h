@@ -1,0 +1,151 @@
+/*
+ * sandbox.h: what create decided about a sandbox (meta.json), the Docker
+ * container spec every container of a sandbox gets, and tearing a sandbox
+ * down.
+ *
+ * meta.json is written once by create (and again when the session
+ * container id is known), atomically (temp file + rename), mode 0600.
+ * Fields: id, created, source, image, image_id, container, runtime,
+ * network, allow[], env[], cpus, memory, pids, disk, tmp_size, timeout,
+ * ephemeral.
+ *
+ * The container spec (sandbox_spec) is the whole hardening contract:
+ * user 1000:1000, CapDrop ALL, no-new-privileges (Docker's default seccomp
+ * profile stays), read-only root, tmpfs /tmp (noexec,nosuid,nodev) and
+ * /home/sandbox, /workspace bound read-write from work/, the probe bound
+ * read-only at /.sandgate/probe, tini as init, cpu/memory (no swap)/pids
+ * limits, no network (or sandgate-internal), no other mounts, only the
+ * environment sandgate sets plus --env.
+ */
+#ifndef SG_SANDBOX_H
+#define SG_SANDBOX_H
+
+#include <jansson.h>
+
+#include "state.h"
+
+struct docker;
+
+#define SANDBOX_UID		1000
+#define SANDBOX_GID		1000
+#define SANDBOX_HOME		"/home/sandbox"
+#define SANDBOX_WORKDIR		"/workspace"
+#define SANDBOX_PATH_ENV	"PATH=/usr/local/sbin:/usr/local/bin:" \
+				    "/usr/sbin:/usr/bin:/sbin:/bin"
+#define SANDBOX_DEFAULT_IMAGE	"sandgate/base"
+#define SANDBOX_NET_INTERNAL	"sandgate-internal"
+#define SANDBOX_LABEL		"sandgate.sandbox"
+#define SANDBOX_LABEL_SOURCE	"sandgate.source"
+#define SANDBOX_LABEL_ROLE	"sandgate.role"	/* session|fresh|run */
+
+/* Defaults of DESIGN.md. */
+#define SANDBOX_DEF_CPUS	1.0
+#define SANDBOX_DEF_MEMORY	(1024ull * 1024 * 1024)
+#define SANDBOX_DEF_PIDS	256
+#define SANDBOX_DEF_DISK	(2048ull * 1024 * 1024)
+#define SANDBOX_DEF_TMP		(256ull * 1024 * 1024)
+#define SANDBOX_DEF_HOME	(256ull * 1024 * 1024)
+#define SANDBOX_DEF_TIMEOUT	600
+
+struct sandbox_meta {
+	char			 id[STATE_ID_LEN + 1];
+	char			*created;	/* RFC 3339 */
+	char			*source;	/* absolute source path */
+	char			*image;		/* as given */
+	char			*image_id;	/* "sha256:..." */
+	char			*container;	/* session container id */
+	char			*runtime;	/* NULL: Docker's default */
+	char			*network;	/* "none" | "proxy" */
+	json_t			*allow;		/* array of set names */
+	json_t			*env;		/* array of "K=V" */
+	double			 cpus;
+	unsigned long long	 memory;
+	long long		 pids;
+	unsigned long long	 disk;
+	unsigned long long	 tmp_size;
+	long long		 timeout;	/* seconds per command */
+	int			 ephemeral;	/* a `sandgate run` sandbox */
+};
+
+/* Defaults, empty strings NULL, empty arrays. */
+void	sandbox_meta_init(struct sandbox_meta *);
+void	sandbox_meta_release(struct sandbox_meta *);
+/* Setters that copy (NULL clears). */
+void	sandbox_meta_set(char **field, const char *value);
+
+/* Read/write <sandbox>/meta.json. 0 or -1 with *cause; load: ENOENT. */
+int	sandbox_meta_load(const char *id, struct sandbox_meta *,
+	    char **cause);
+int	sandbox_meta_save(const struct sandbox_meta *, char **cause);
+/* Parse a meta.json object (pure, for tests). 0 or -1. */
+int	sandbox_meta_from_json(json_t *, struct sandbox_meta *);
+json_t	*sandbox_meta_to_json(const struct sandbox_meta *);
+
+/* Host folders a container of the sandbox gets. */
+struct sandbox_mounts {
+	const char	*work;		/* -> /workspace rw; required */
+	const char	*probe;		/* -> /.sandgate/probe ro; required */
+	const char	*input;		/* -> /input ro; NULL: none */
+	const char	*output;	/* -> /output rw; NULL: none */
+};
+
+/*
+ * The POST /containers/create body for a container of the sandbox with
+ * the given role label ("session", "fresh", "run"). New reference.
+ */
+json_t	*sandbox_spec(const struct sandbox_meta *,
+	    const struct sandbox_mounts *, const char *role);
+
+/*
+ * Tear a sandbox down: remove every container labelled with its id,
+ * unmount work/ and delete its folder. Idempotent: a sandbox that is
+ * already gone (or half-created) is fine. d may be NULL to skip Docker
+ * (only when Docker is known to hold nothing). 0 or -1 with *cause.
+ */
+int	sandbox_destroy(struct docker *, const char *id, char **cause);
+
+/* rm -rf that never follows symlinks or crosses mounts. 0 or -1. */
+int	sandbox_rmtree(const char *path);
+
+/*
+ * Make sure the session container runs and work/ is mounted (after a
+ * host reboot): mounts disk.img again, unpauses or starts the container
+ * if needed and leaves its state in *ci. 0 or -1 with *cause.
+ */
+struct docker_cinfo;
+int	sandbox_ensure_running(struct docker *, const struct sandbox_meta *,
+	    struct docker_cinfo *ci, char **cause);
+
+/*
+ * Connect to Docker for a command: on failure print "sandgate: CAUSE" to
+ * stderr and return NULL (the caller exits SG_EXIT_ERROR).
+ */
+struct docker	*sandbox_docker(void);
+
+/*
+ * Apply one option shared by create and run, by its long name ("cpus",
+ * "memory", "pids", "disk", "tmp-size", "timeout", "runtime", "env",
+ * "image", "network", "allow"). Returns 1 if applied, 0 if the name is
+ * not one of these, -1 with *cause for a bad value.
+ */
+int	sandbox_opt(struct sandbox_meta *, const char *name, const char *value,
+	    char **cause);
+
+/*
+ * Resolve the image (errno ENOENT: missing, with a cause naming it and
+ * --image) and the network mode; fills meta->image_id. 0 or -1.
+ */
+int	sandbox_resolve(struct docker *, struct sandbox_meta *, char **cause);
+
+/*
+ * Create and start one container of the sandbox, then fail closed: run
+ * the probe in it and check every control (probe.h). On any failure the
+ * container is removed and -1 returned with *cause ("sandbox refused:
+ * ..." when a control does not hold; *refused set to 1 then). On success
+ * *cid is its id (heap) and *pid its init's host pid.
+ */
+int	sandbox_container_up(struct docker *, const struct sandbox_meta *,
+	    const struct sandbox_mounts *, const char *role, char **cid,
+	    int *pid, char **cause);
+
+#endif

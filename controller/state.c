@@ -1,0 +1,143 @@
+/* state.c: state and log folders, sandbox ids and locks; see state.h. */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "log.h"
+#include "state.h"
+#include "util.h"
+
+const char *
+state_root(void)
+{
+	static char	 root[4096];
+	const char	*env, *home;
+
+	if (root[0] != '\0')
+		return root;
+	if ((env = getenv("SANDGATE_STATE")) != NULL && *env != '\0')
+		util_strlcpy(root, env, sizeof(root));
+	else if (geteuid() == 0)
+		util_strlcpy(root, "/var/lib/sandgate", sizeof(root));
+	else if ((env = getenv("XDG_STATE_HOME")) != NULL && *env != '\0')
+		snprintf(root, sizeof(root), "%s/sandgate", env);
+	else {
+		home = getenv("HOME");
+		snprintf(root, sizeof(root), "%s/.local/state/sandgate",
+		    home ? home : "/tmp");
+	}
+	return root;
+}
+
+const char *
+state_log_dir(void)
+{
+	const char	*env = getenv("SANDGATE_LOG_DIR");
+
+	return env && *env ? env : SANDGATE_DEFAULT_LOG_DIR;
+}
+
+const char *
+state_policy_dir(void)
+{
+	const char	*env = getenv("SANDGATE_POLICY_DIR");
+
+	return env && *env ? env : SANDGATE_DEFAULT_POLICY_DIR;
+}
+
+int
+state_path(char *buf, size_t size, const char *id, const char *sub)
+{
+	int	n;
+
+	if (sub != NULL)
+		n = snprintf(buf, size, "%s/sandboxes/%s/%s", state_root(), id,
+		    sub);
+	else
+		n = snprintf(buf, size, "%s/sandboxes/%s", state_root(), id);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+void
+state_new_id(char *id, const char *prefix)
+{
+	unsigned char	rnd[12];
+	char		hex[25];
+
+	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+		fatalx("cannot get random bytes for an id");
+	util_hex(rnd, sizeof(rnd), hex);
+	snprintf(id, STATE_ID_LEN + 1, "%s_%s", prefix ? prefix : "sbx", hex);
+}
+
+int
+state_valid_id(const char *id)
+{
+	size_t	i;
+
+	if (strncmp(id, "sbx_", 4) != 0 || strlen(id) != STATE_ID_LEN)
+		return -1;
+	for (i = 4; i < STATE_ID_LEN; i++) {
+		if (!((id[i] >= '0' && id[i] <= '9') ||
+		    (id[i] >= 'a' && id[i] <= 'f')))
+			return -1;
+	}
+	return 0;
+}
+
+int
+state_lock(const char *id, int exclusive)
+{
+	char	path[4096];
+	int	fd;
+
+	if (state_path(path, sizeof(path), id, "lock") == -1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (flock(fd, exclusive ? LOCK_EX : LOCK_SH) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void
+state_unlock(int fd)
+{
+	if (fd != -1)
+		close(fd);
+}
+
+int
+state_mkdirs(const char *path, int mode)
+{
+	char	buf[4096], *p;
+
+	if (util_strlcpy(buf, path, sizeof(buf)) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}

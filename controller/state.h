@@ -1,0 +1,54 @@
+/*
+ * state.h: where the controller keeps its state and logs, and the per-
+ * sandbox lock.
+ *
+ * Layout under state_root():
+ *   sandboxes/<id>/meta.json      what create decided (see sandbox.h)
+ *   sandboxes/<id>/snapshot/      read-only copy of the source at create
+ *   sandboxes/<id>/manifest.json  SHA-256, mode and size of each snapshot file
+ *   sandboxes/<id>/disk.img       the working copy's size-limited filesystem
+ *   sandboxes/<id>/work/          its mount point, bind-mounted at /workspace
+ *   sandboxes/<id>/runs/          evidence: full output of each exec
+ *   sandboxes/<id>/lock           flock(2) target
+ */
+#ifndef SG_STATE_H
+#define SG_STATE_H
+
+#include <stddef.h>
+
+#define STATE_ID_LEN	28	/* "sbx_" + 24 hex digits */
+
+/*
+ * The state root: $SANDGATE_STATE, else /var/lib/sandgate for root, else
+ * $XDG_STATE_HOME/sandgate or ~/.local/state/sandgate. Static storage.
+ */
+const char	*state_root(void);
+/* The log folder: $SANDGATE_LOG_DIR, else the compiled default. */
+const char	*state_log_dir(void);
+/* The policy folder: $SANDGATE_POLICY_DIR, else the compiled default. */
+const char	*state_policy_dir(void);
+
+/* Fill buf with state_root()/sandboxes/<id>[/<sub>]; -1 if it won't fit. */
+int		 state_path(char *buf, size_t size, const char *id,
+		    const char *sub);
+
+/* A new random sandbox id "sbx_<24 hex>" into id[STATE_ID_LEN + 1]. */
+void		 state_new_id(char *id, const char *prefix);
+
+/*
+ * Check an id given by a user: "sbx_" and 24 lowercase hex digits, so that
+ * it can never name a path outside the state root. Returns 0 or -1.
+ */
+int		 state_valid_id(const char *id);
+
+/*
+ * Take the sandbox's lock (exclusive or shared); blocks. Returns an fd to
+ * pass to state_unlock(), or -1 with errno set (ENOENT: no such sandbox).
+ */
+int		 state_lock(const char *id, int exclusive);
+void		 state_unlock(int fd);
+
+/* mkdir -p with the given mode; returns 0 or -1. */
+int		 state_mkdirs(const char *path, int mode);
+
+#endif

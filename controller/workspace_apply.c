@@ -1,0 +1,422 @@
+/*
+ * workspace_apply.c: write one reviewed path from the working copy back
+ * to the source tree, refusing anything that changed on the host since
+ * create and never following a link on either side.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "util.h"
+#include "workspace.h"
+#include "workspace_priv.h"
+
+/* One apply's state: both sides of the path. */
+struct apply {
+	const char	*sbxdir, *rel, *base;
+	struct ws_entry	*e;		/* manifest entry, NULL if none */
+	int		 workdir;	/* folder holding the work file */
+	int		 work;		/* the work file, -1 if deleted */
+	struct stat	 wst;
+	int		 hostroot;
+	int		 hostdir;	/* -1: folders still to be created */
+	int		 written;	/* the applied copy, for the snapshot */
+	uid_t		 owner;		/* owner for the host file (root) */
+	gid_t		 group;
+	char		 sha_work[WORKSPACE_SHA256_HEX];
+	unsigned char	 buf[64 * 1024];
+	char		 **cause;
+};
+
+static enum workspace_apply_result apply_open_work(struct apply *);
+static enum workspace_apply_result apply_open_host(struct apply *, int);
+static enum workspace_apply_result apply_check_host(struct apply *);
+static int	 apply_write(struct apply *, int, int, mode_t, const char *,
+		    char *, int *);
+static int	 apply_tmpname(char *, size_t);
+static int	 apply_copy(struct apply *, int, int, char *);
+static int	 apply_snapshot(struct apply *, int);
+static int	 apply_mkdirs(struct apply *);
+static int	 apply_record(struct apply *, struct workspace_manifest *,
+		    const char *);
+static enum workspace_apply_result apply_do(struct apply *,
+		    struct workspace_manifest *, const char *, int);
+
+/* Open the work side; a missing file (or folder) means deleted. */
+static enum workspace_apply_result
+apply_open_work(struct apply *a)
+{
+	char	path[4096];
+	int	root;
+
+	snprintf(path, sizeof(path), "%s/work", a->sbxdir);
+	if ((root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		ws_cause(a->cause, "cannot open '%s': %s", path,
+		    strerror(errno));
+		return WORKSPACE_APPLY_FAILED;
+	}
+	a->workdir = ws_open_parent(root, a->rel, &a->base);
+	close(root);
+	if (a->workdir == -1) {
+		if (errno == ENOENT)
+			return WORKSPACE_APPLY_DELETED;
+		ws_cause(a->cause, "a folder above it in the working copy is a "
+		    "symlink or not a folder (never followed)");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	if (fstatat(a->workdir, a->base, &a->wst, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? WORKSPACE_APPLY_DELETED : WORKSPACE_APPLY_FAILED;
+	if (!S_ISREG(a->wst.st_mode)) {
+		ws_cause(a->cause, "it is a %s in the working copy (only "
+		    "regular files are applied)", S_ISLNK(a->wst.st_mode) ?
+		    "symlink" : S_ISDIR(a->wst.st_mode) ? "folder" :
+		    "special file");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	a->work = openat(a->workdir, a->base, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
+	if (a->work == -1 || fstat(a->work, &a->wst) == -1 ||
+	    !S_ISREG(a->wst.st_mode) ||
+	    ws_sha_fd(a->work, a->sha_work, a->buf, sizeof(a->buf)) == -1) {
+		ws_cause(a->cause, "cannot read work file: %s", strerror(errno));
+		return WORKSPACE_APPLY_FAILED;
+	}
+	return WORKSPACE_APPLY_APPLIED;
+}
+
+/* Open the host folder holding the path; ENOENT leaves hostdir -1. */
+static enum workspace_apply_result
+apply_open_host(struct apply *a, int src_missing_ok)
+{
+	const char	*base;
+
+	a->hostdir = ws_open_parent(a->hostroot, a->rel, &base);
+	if (a->hostdir != -1)
+		return WORKSPACE_APPLY_APPLIED;
+	if (errno == ENOENT && src_missing_ok)
+		return WORKSPACE_APPLY_APPLIED;
+	if (errno == ELOOP || errno == ENOTDIR) {
+		ws_cause(a->cause, "a folder above it on the host is a symlink "
+		    "or not a folder (never followed)");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	ws_cause(a->cause, "cannot open its host folder: %s", strerror(errno));
+	return errno == ENOENT ? WORKSPACE_APPLY_REFUSED : WORKSPACE_APPLY_FAILED;
+}
+
+/* The host file must be what the snapshot holds (or absent if none). */
+static enum workspace_apply_result
+apply_check_host(struct apply *a)
+{
+	char		sha[WORKSPACE_SHA256_HEX];
+	struct stat	st;
+	int		fd;
+
+	/* a new file belongs to the owner of the source root */
+	if (fstat(a->hostroot, &st) == 0) {
+		a->owner = st.st_uid;
+		a->group = st.st_gid;
+	}
+	if (a->hostdir == -1 || fstatat(a->hostdir, a->base, &st,
+	    AT_SYMLINK_NOFOLLOW) == -1) {
+		if (a->hostdir != -1 && errno != ENOENT)
+			return WORKSPACE_APPLY_FAILED;
+		if (a->e == NULL)
+			return WORKSPACE_APPLY_APPLIED;
+		ws_cause(a->cause, "deleted on the host since the sandbox was "
+		    "created");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ws_cause(a->cause, "the host path is not a regular file");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	a->owner = st.st_uid;
+	a->group = st.st_gid;
+	if (a->e == NULL) {
+		ws_cause(a->cause, "created on the host since the sandbox was "
+		    "created");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	fd = openat(a->hostdir, a->base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	if (fd == -1 || ws_sha_fd(fd, sha, a->buf, sizeof(a->buf)) == -1) {
+		ws_cause(a->cause, "cannot read host file: %s",
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return WORKSPACE_APPLY_FAILED;
+	}
+	close(fd);
+	if (strcmp(sha, a->e->f.sha256) != 0) {
+		ws_cause(a->cause, "changed on the host since the sandbox was "
+		    "created");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	return WORKSPACE_APPLY_APPLIED;
+}
+
+static int
+apply_tmpname(char *buf, size_t size)
+{
+	unsigned char	rnd[8];
+	char		hex[17];
+
+	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+		return -1;
+	util_hex(rnd, sizeof(rnd), hex);
+	snprintf(buf, size, ".sandgate-apply-%s", hex);
+	return 0;
+}
+
+/* Copy the work file into fd, hashing what is written. */
+static int
+apply_copy(struct apply *a, int in, int out, char *sha)
+{
+	EVP_MD_CTX	*h;
+	off_t		 off = 0;
+	ssize_t		 r;
+
+	if ((h = ws_sha_new()) == NULL)
+		return -1;
+	while ((r = pread(in, a->buf, sizeof(a->buf), off)) > 0) {
+		EVP_DigestUpdate(h, a->buf, (size_t)r);
+		if (write(out, a->buf, (size_t)r) != r)
+			break;
+		off += r;
+	}
+	ws_sha_hex(h, sha);
+	return r == 0 ? 0 : -1;
+}
+
+/*
+ * Atomically replace dir/name with a copy of in: temp file in the same
+ * folder, owner (when root), mode, fsync, renameat, fsync of the folder.
+ * sha gets the SHA-256 of what was written; with keep, *keep gets the
+ * new file's fd (the caller closes it).
+ */
+static int
+apply_write(struct apply *a, int dir, int in, mode_t mode, const char *name,
+    char *sha, int *keep)
+{
+	char	tmp[64];
+	int	fd, rc = -1;
+
+	if (apply_tmpname(tmp, sizeof(tmp)) == -1)
+		return -1;
+	fd = openat(dir, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	if (apply_copy(a, in, fd, sha) == 0 &&
+	    (keep == NULL || geteuid() != 0 ||
+	    fchown(fd, a->owner, a->group) == 0) &&
+	    fchmod(fd, mode) == 0 && fsync(fd) == 0 &&
+	    renameat(dir, tmp, dir, name) == 0) {
+		fsync(dir);
+		rc = 0;
+	} else
+		unlinkat(dir, tmp, 0);
+	if (rc == 0 && keep != NULL)
+		*keep = fd;
+	else
+		close(fd);
+	return rc;
+}
+
+/* Create the missing host folders of the path (real folders only). */
+static int
+apply_mkdirs(struct apply *a)
+{
+	char		 comp[256];
+	const char	*c, *e;
+	int		 fd, nfd;
+
+	if ((fd = dup(a->hostroot)) == -1)
+		return -1;
+	for (c = a->rel; (e = strchr(c, '/')) != NULL; c = e + 1) {
+		memcpy(comp, c, (size_t)(e - c));
+		comp[e - c] = '\0';
+		if (mkdirat(fd, comp, 0755) == 0) {
+			if (geteuid() == 0)
+				fchownat(fd, comp, a->owner, a->group,
+				    AT_SYMLINK_NOFOLLOW);
+		} else if (errno != EEXIST)
+			break;
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		if ((fd = nfd) == -1)
+			return -1;
+	}
+	if (e != NULL) {
+		close(fd);
+		return -1;
+	}
+	a->hostdir = fd;
+	return 0;
+}
+
+/* Bring snapshot/<rel> in line with what was applied (write or delete). */
+static int
+apply_snapshot(struct apply *a, int deleted)
+{
+	char		 path[4096], sha[WORKSPACE_SHA256_HEX];
+	const char	*c, *e;
+	int		 root, fd, nfd, rc = -1;
+
+	snprintf(path, sizeof(path), "%s/snapshot", a->sbxdir);
+	if ((root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	fd = root;
+	for (c = a->rel; (e = strchr(c, '/')) != NULL; c = e + 1) {
+		char comp[256];
+
+		memcpy(comp, c, (size_t)(e - c));
+		comp[e - c] = '\0';
+		if (deleted == 0 && fchmod(fd, 0755) == 0 &&
+		    mkdirat(fd, comp, 0555) == -1 && errno != EEXIST) {
+			fchmod(fd, 0555);
+			goto out;
+		}
+		if (deleted == 0)
+			fchmod(fd, 0555);
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		if ((fd = nfd) == -1)
+			return -1;
+	}
+	/* read-only folder: open it up for the change, then close it again */
+	fchmod(fd, 0755);
+	if (deleted)
+		rc = unlinkat(fd, a->base, 0) == -1 && errno != ENOENT ? -1 : 0;
+	else
+		rc = apply_write(a, fd, a->written, 0444, a->base, sha, NULL);
+	fchmod(fd, 0555);
+out:
+	close(fd);
+	return rc;
+}
+
+/* Record the applied file in the manifest (stat check off: rehash). */
+static int
+apply_record(struct apply *a, struct workspace_manifest *m, const char *sha)
+{
+	struct ws_entry	*e = a->e;
+	struct stat	 st;
+
+	if (e == NULL) {
+		if ((e = ws_manifest_add(m, a->rel)) == NULL)
+			return -1;
+		ws_manifest_sort(m);
+		e = ws_manifest_lookup(m, a->rel);
+	}
+	memcpy(e->f.sha256, sha, WORKSPACE_SHA256_HEX);
+	e->f.mode = a->wst.st_mode & 0777;
+	if (fstat(a->written, &st) == -1)
+		return -1;
+	e->f.size = st.st_size;
+	e->stat_ok = 0;
+	return 0;
+}
+
+static enum workspace_apply_result
+apply_do(struct apply *a, struct workspace_manifest *m, const char *src,
+    int dry_run)
+{
+	enum workspace_apply_result	r, hr;
+	char				sha[WORKSPACE_SHA256_HEX];
+	mode_t				mode;
+
+	if ((r = apply_open_work(a)) == WORKSPACE_APPLY_REFUSED ||
+	    r == WORKSPACE_APPLY_FAILED)
+		return r;
+	if (r == WORKSPACE_APPLY_DELETED && a->e == NULL) {
+		ws_cause(a->cause, "no such file in the working copy or the "
+		    "snapshot");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	if (r == WORKSPACE_APPLY_APPLIED && a->e != NULL &&
+	    strcmp(a->sha_work, a->e->f.sha256) == 0 &&
+	    (a->wst.st_mode & 0777) == (a->e->f.mode & 0777))
+		return WORKSPACE_APPLY_UNCHANGED;
+	if ((a->hostroot = open(src, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		ws_cause(a->cause, "cannot open source folder '%s': %s", src,
+		    strerror(errno));
+		return WORKSPACE_APPLY_FAILED;
+	}
+	if ((hr = apply_open_host(a, r == WORKSPACE_APPLY_APPLIED)) !=
+	    WORKSPACE_APPLY_APPLIED || (hr = apply_check_host(a)) !=
+	    WORKSPACE_APPLY_APPLIED)
+		return hr;
+	if (dry_run)
+		return r;
+	if (r == WORKSPACE_APPLY_DELETED) {
+		if (unlinkat(a->hostdir, a->base, 0) == -1 ||
+		    fsync(a->hostdir) == -1 || apply_snapshot(a, 1) == -1)
+			goto fail;
+		ws_manifest_remove(m, a->rel);
+		return r;
+	}
+	mode = a->wst.st_mode & 0777;	/* never setuid, setgid or sticky */
+	if ((a->hostdir == -1 && apply_mkdirs(a) == -1) ||
+	    apply_write(a, a->hostdir, a->work, mode, a->base, sha,
+	    &a->written) == -1 ||
+	    apply_snapshot(a, 0) == -1 || apply_record(a, m, sha) == -1)
+		goto fail;
+	return r;
+fail:
+	ws_cause(a->cause, "cannot write: %s", strerror(errno));
+	return WORKSPACE_APPLY_FAILED;
+}
+
+enum workspace_apply_result
+workspace_apply_path(const char *sbxdir, const char *src,
+    struct workspace_manifest *m, const char *relpath, int dry_run,
+    char **cause)
+{
+	enum workspace_apply_result	 r;
+	struct apply			*a;
+	const char			*why;
+
+	if (workspace_path_valid(relpath, &why) == -1) {
+		ws_cause(cause, "%s", why);
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	if (workspace_manifest_excluded(m, relpath, 0)) {
+		ws_cause(cause, "excluded from the sandbox");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	if ((a = calloc(1, sizeof(*a))) == NULL) {
+		ws_cause(cause, "out of memory");
+		return WORKSPACE_APPLY_FAILED;
+	}
+	a->sbxdir = sbxdir;
+	a->rel = relpath;
+	a->cause = cause;
+	a->workdir = a->work = a->hostroot = a->hostdir = a->written = -1;
+	a->e = ws_manifest_lookup(m, relpath);
+	a->base = strrchr(relpath, '/') ? strrchr(relpath, '/') + 1 : relpath;
+	r = apply_do(a, m, src, dry_run);
+	if (a->workdir != -1)
+		close(a->workdir);
+	if (a->work != -1)
+		close(a->work);
+	if (a->hostroot != -1)
+		close(a->hostroot);
+	if (a->hostdir != -1)
+		close(a->hostdir);
+	if (a->written != -1)
+		close(a->written);
+	free(a);
+	return r;
+}

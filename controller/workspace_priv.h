@@ -1,0 +1,85 @@
+/*
+ * workspace_priv.h: what the workspace_*.c files share; not for other
+ * modules (they use workspace.h).
+ */
+#ifndef SG_WORKSPACE_PRIV_H
+#define SG_WORKSPACE_PRIV_H
+
+#include <sys/stat.h>
+
+#include <openssl/evp.h>
+
+#include "workspace.h"
+
+#define WS_BUF_SIZE	(256 * 1024)	/* read/copy buffer */
+#define WS_SMALL_FILE	(1024 * 1024)	/* copied with one read pass */
+
+/* A manifest entry with the work file's stat recorded at create. */
+struct ws_entry {
+	struct workspace_file	 f;		/* f.path points to path */
+	char			*path;
+	int			 stat_ok;	/* the w* fields are valid */
+	ino_t			 wino;
+	long long		 wmtime;	/* ns since the epoch */
+	long long		 wctime;
+};
+
+struct workspace_manifest {
+	struct ws_entry	*v;
+	size_t		 n, cap;
+	char		**excludes;
+	size_t		 nexcludes;
+	int		 exclude_secrets;
+	long long	 cutoff;	/* ns; work ctimes >= it are racy */
+};
+
+/* Manifest building (workspace.c). */
+struct workspace_manifest *ws_manifest_new(const struct workspace_opts *);
+struct ws_entry	*ws_manifest_add(struct workspace_manifest *,
+		    const char *path);
+void		 ws_manifest_sort(struct workspace_manifest *);
+struct ws_entry	*ws_manifest_lookup(const struct workspace_manifest *,
+		    const char *path);
+int		 ws_manifest_remove(struct workspace_manifest *,
+		    const char *path);
+
+/* Is a folder or file name one of the always-excluded ones? */
+int		 ws_default_excluded(const char *base);
+/* Apply the rules of opts-like fields to relpath/base. */
+int		 ws_pattern_excluded(char *const *pats, size_t npats,
+		    const char *relpath, const char *base);
+/* Is s valid UTF-8 (no NUL)? */
+int		 ws_utf8_valid(const char *s);
+
+/* Hashing. */
+EVP_MD_CTX	*ws_sha_new(void);
+void		 ws_sha_hex(EVP_MD_CTX *, char out[WORKSPACE_SHA256_HEX]);
+/* Hash an open file from offset 0 with pread; 0 or -1 (errno). */
+int		 ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX],
+		    unsigned char *buf, size_t bufsz);
+
+/*
+ * Open relpath under the directory rootfd, each folder with
+ * O_NOFOLLOW|O_DIRECTORY and the last component with flags|O_NOFOLLOW.
+ * Returns an fd or -1 with errno (ELOOP for a symlink, ENOTDIR for a
+ * non-folder on the way).
+ */
+int		 ws_open_beneath(int rootfd, const char *relpath, int flags);
+/*
+ * Open the folder that holds relpath's last component (as above) and
+ * point *base at that component inside relpath. -1 with errno.
+ */
+int		 ws_open_parent(int rootfd, const char *relpath,
+		    const char **base);
+
+/* Does the buffer look binary (a NUL in the first 8000 bytes)? */
+int		 ws_is_binary(const unsigned char *, size_t);
+
+/* Timespec to ns since the epoch. */
+long long	 ws_ns(const struct timespec *);
+
+/* Set *cause to a formatted malloc'ed message; returns -1. */
+int		 ws_cause(char **cause, const char *fmt, ...)
+		    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,373 @@
+/* control.c: the control socket (HTTP+JSON on a unix socket); control.h. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <jansson.h>
+
+#include "control.h"
+#include "conn.h"
+#include "eventlog.h"
+#include "log.h"
+#include "policy.h"
+#include "proxy.h"
+#include "registry.h"
+#include "util.h"
+
+#define CONTROL_BODY_MAX	(64 * 1024)
+#define CONTROL_BLOCKS		8192	/* recent blocks kept for /blocks */
+
+struct control_block {
+	long long	seq;
+	char		sandbox[64];
+	char		host[SG_HOST_MAX + 1];
+	int		port;
+	char		reason[32];
+	char		message[512];
+};
+
+static struct evhttp		*control_http;
+static char			*control_path;
+static struct control_block	*control_ring;
+static size_t			 control_ring_next;
+
+static void	control_reply(struct evhttp_request *, int, json_t *);
+static json_t	*control_body(struct evhttp_request *);
+static void	control_route(struct evhttp_request *, void *);
+static void	control_status(struct proxy *, struct evhttp_request *);
+static void	control_metrics(struct proxy *, struct evhttp_request *);
+static void	control_register(struct proxy *, struct evhttp_request *);
+static void	control_unregister(struct proxy *, struct evhttp_request *);
+static void	control_reload(struct proxy *, struct evhttp_request *);
+static void	control_blocks(struct proxy *, struct evhttp_request *);
+
+/* Send a JSON reply (steals the reference). */
+static void
+control_reply(struct evhttp_request *req, int code, json_t *body)
+{
+	struct evbuffer	*buf = evbuffer_new();
+	char		*text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+	if (buf != NULL && text != NULL) {
+		evbuffer_add(buf, text, strlen(text));
+		evbuffer_add(buf, "\n", 1);
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
+	evhttp_send_reply(req, code, code < 300 ? "OK" : "Error", buf);
+	free(text);
+	json_decref(body);
+	if (buf != NULL)
+		evbuffer_free(buf);
+}
+
+/* The request's JSON object body, or NULL (then a 400 was sent). */
+static json_t *
+control_body(struct evhttp_request *req)
+{
+	struct evbuffer	*in = evhttp_request_get_input_buffer(req);
+	size_t		 len = evbuffer_get_length(in);
+	json_error_t	 err;
+	json_t		*o;
+
+	o = json_loadb((const char *)evbuffer_pullup(in, (ev_ssize_t)len),
+	    len, 0, &err);
+	if (o == NULL || !json_is_object(o)) {
+		json_decref(o);
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "body must be a JSON object"));
+		return NULL;
+	}
+	return o;
+}
+
+static void
+control_route(struct evhttp_request *req, void *arg)
+{
+	struct proxy	*px = arg;
+	const char	*path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(
+			    req));
+	int		 post = evhttp_request_get_command(req) == EVHTTP_REQ_POST;
+
+	if (path == NULL)
+		path = "/";
+	if (!post && strcmp(path, "/status") == 0)
+		control_status(px, req);
+	else if (!post && strcmp(path, "/metrics") == 0)
+		control_metrics(px, req);
+	else if (!post && strcmp(path, "/blocks") == 0)
+		control_blocks(px, req);
+	else if (post && strcmp(path, "/register") == 0)
+		control_register(px, req);
+	else if (post && strcmp(path, "/unregister") == 0)
+		control_unregister(px, req);
+	else if (post && strcmp(path, "/reload") == 0)
+		control_reload(px, req);
+	else
+		control_reply(req, 404, json_pack("{s:s}", "error",
+		    "unknown endpoint"));
+}
+
+static void
+control_status(struct proxy *px, struct evhttp_request *req)
+{
+	unsigned long long	blocked = 0;
+	size_t			i;
+
+	for (i = 0; i < SG_REASON_MAX; i++)
+		blocked += px->stats.requests_blocked[i];
+	control_reply(req, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, "
+	    "s:I, s:I, s:I, s:I, s:I, s:b}",
+	    "health", eventlog_healthy(px->seclog) ? "ok" : "log_unavailable",
+	    "log_error", eventlog_error(px->seclog),
+	    "policy_digest", policy_digest(px->policy->policy),
+	    "log_seq", (json_int_t)eventlog_seq(px->seclog),
+	    "uptime_s", (json_int_t)(time(NULL) - px->started),
+	    "sandboxes", registry_json(px->registry),
+	    "connections_open", (json_int_t)px->stats.conns_open,
+	    "connections_total", (json_int_t)px->stats.conns_total,
+	    "requests_allowed", (json_int_t)px->stats.requests_allowed,
+	    "requests_blocked", (json_int_t)blocked,
+	    "upstream_errors", (json_int_t)px->stats.upstream_errors,
+	    "draining", px->draining));
+}
+
+/* Prometheus text format 0.0.4. */
+static void
+control_metrics(struct proxy *px, struct evhttp_request *req)
+{
+	struct evbuffer	*b = evbuffer_new();
+	size_t		 i;
+
+	if (b == NULL) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	evbuffer_add_printf(b,
+	    "# HELP sandgate_proxy_connections_open Client connections open.\n"
+	    "# TYPE sandgate_proxy_connections_open gauge\n"
+	    "sandgate_proxy_connections_open %llu\n"
+	    "# TYPE sandgate_proxy_connections_total counter\n"
+	    "sandgate_proxy_connections_total %llu\n"
+	    "# TYPE sandgate_proxy_requests_allowed_total counter\n"
+	    "sandgate_proxy_requests_allowed_total %llu\n"
+	    "# TYPE sandgate_proxy_requests_blocked_total counter\n",
+	    px->stats.conns_open, px->stats.conns_total,
+	    px->stats.requests_allowed);
+	for (i = 1; i < SG_REASON_MAX; i++)
+		evbuffer_add_printf(b, "sandgate_proxy_requests_blocked_total"
+		    "{reason=\"%s\"} %llu\n", reason_code((enum sg_reason)i),
+		    px->stats.requests_blocked[i]);
+	evbuffer_add_printf(b,
+	    "# TYPE sandgate_proxy_upstream_errors_total counter\n"
+	    "sandgate_proxy_upstream_errors_total %llu\n"
+	    "# TYPE sandgate_proxy_bytes_total counter\n"
+	    "sandgate_proxy_bytes_total{direction=\"up\"} %llu\n"
+	    "sandgate_proxy_bytes_total{direction=\"down\"} %llu\n"
+	    "# TYPE sandgate_proxy_log_failures_total counter\n"
+	    "sandgate_proxy_log_failures_total %llu\n"
+	    "# TYPE sandgate_proxy_log_healthy gauge\n"
+	    "sandgate_proxy_log_healthy %d\n"
+	    "# TYPE sandgate_proxy_policy_info gauge\n"
+	    "sandgate_proxy_policy_info{digest=\"%s\"} 1\n"
+	    "# TYPE sandgate_proxy_policy_loaded_timestamp_seconds gauge\n"
+	    "sandgate_proxy_policy_loaded_timestamp_seconds %lld\n"
+	    "# TYPE sandgate_proxy_policy_load_seconds gauge\n"
+	    "sandgate_proxy_policy_load_seconds %.6f\n"
+	    "# TYPE sandgate_proxy_sandboxes_registered gauge\n"
+	    "sandgate_proxy_sandboxes_registered %zu\n",
+	    px->stats.upstream_errors, px->stats.bytes_up,
+	    px->stats.bytes_down, px->stats.log_failures,
+	    eventlog_healthy(px->seclog), policy_digest(px->policy->policy),
+	    (long long)px->policy_loaded, px->policy_load_us / 1e6,
+	    registry_count(px->registry));
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; version=0.0.4");
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+static void
+control_register(struct proxy *px, struct evhttp_request *req)
+{
+	json_t		*o = control_body(req);
+	const char	*addr, *sbx, *sets, *cause;
+
+	if (o == NULL)
+		return;
+	addr = json_string_value(json_object_get(o, "address"));
+	sbx = json_string_value(json_object_get(o, "sandbox"));
+	sets = json_string_value(json_object_get(o, "sets"));
+	if (addr == NULL || sbx == NULL) {
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "address and sandbox are required"));
+	} else if (registry_add(px->registry, addr, sbx, sets, &cause) == -1) {
+		control_reply(req, 400, json_pack("{s:s}", "error", cause));
+	} else {
+		log_info("registered %s as %s (sets \"%s\")", addr, sbx,
+		    sets ? sets : "");
+		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
+	}
+	json_decref(o);
+}
+
+static void
+control_unregister(struct proxy *px, struct evhttp_request *req)
+{
+	json_t		*o = control_body(req);
+	const char	*key;
+	size_t		 n;
+
+	if (o == NULL)
+		return;
+	key = json_string_value(json_object_get(o, "sandbox"));
+	if (key == NULL)
+		key = json_string_value(json_object_get(o, "address"));
+	if (key == NULL) {
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "sandbox or address is required"));
+	} else {
+		n = registry_remove(px->registry, key);
+		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
+		    "removed", (json_int_t)n));
+	}
+	json_decref(o);
+}
+
+static void
+control_reload(struct proxy *px, struct evhttp_request *req)
+{
+	json_error_t	 err;
+	char		*errors;
+	json_t		*arr;
+
+	if (proxy_reload(px, &errors) == 0) {
+		control_reply(req, 200, json_pack("{s:b, s:s}", "ok", 1,
+		    "digest", policy_digest(px->policy->policy)));
+		return;
+	}
+	arr = errors ? json_loads(errors, 0, &err) : NULL;
+	free(errors);
+	control_reply(req, 422, json_pack("{s:b, s:o}", "ok", 0, "errors",
+	    arr ? arr : json_array()));
+}
+
+void
+control_note_block(struct proxy *px, long long seq, const char *sandbox,
+    const char *host, int port, const char *reason, const char *message)
+{
+	struct control_block	*b;
+
+	if (control_ring == NULL || sandbox == NULL)
+		return;
+	b = &control_ring[control_ring_next++ % CONTROL_BLOCKS];
+	b->seq = seq;
+	snprintf(b->sandbox, sizeof(b->sandbox), "%s", sandbox);
+	snprintf(b->host, sizeof(b->host), "%s", host ? host : "");
+	b->port = port;
+	snprintf(b->reason, sizeof(b->reason), "%s", reason ? reason : "");
+	snprintf(b->message, sizeof(b->message), "%s", message ? message : "");
+}
+
+/* The blocks of one sandbox after a log seq, oldest first. */
+static void
+control_blocks(struct proxy *px, struct evhttp_request *req)
+{
+	struct evkeyvalq	 q;
+	const char		*sbx, *after_s, *errstr;
+	long long		 after = 0;
+	json_t			*arr = json_array();
+	size_t			 i, start, n;
+	struct control_block	*b;
+
+	evhttp_parse_query_str(evhttp_uri_get_query(
+	    evhttp_request_get_evhttp_uri(req)) ?: "", &q);
+	sbx = evhttp_find_header(&q, "sandbox");
+	after_s = evhttp_find_header(&q, "after");
+	if (after_s != NULL && util_strtonum(after_s, 0, LLONG_MAX, &after,
+	    &errstr) == -1)
+		after = 0;
+	n = control_ring_next < CONTROL_BLOCKS ? control_ring_next :
+	    CONTROL_BLOCKS;
+	start = control_ring_next - n;
+	for (i = start; sbx != NULL && i < control_ring_next; i++) {
+		b = &control_ring[i % CONTROL_BLOCKS];
+		if (b->seq <= after || strcmp(b->sandbox, sbx) != 0)
+			continue;
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:s, "
+		    "s:s}", "seq", (json_int_t)b->seq, "host", b->host,
+		    "port", b->port, "reason", b->reason, "message",
+		    b->message));
+	}
+	evhttp_clear_headers(&q);
+	control_reply(req, 200, json_pack("{s:I, s:o}", "log_seq",
+	    (json_int_t)eventlog_seq(px->seclog), "blocks", arr));
+}
+
+int
+control_listen(struct proxy *px, const char *path, char **cause)
+{
+	struct sockaddr_un	 sun;
+	struct evconnlistener	*l;
+	mode_t			 old;
+
+	*cause = NULL;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		*cause = util_xstrdup("path too long for a unix socket");
+		return -1;
+	}
+	util_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+	if (unlink(path) == -1 && errno != ENOENT) {
+		util_xasprintf(cause, "cannot replace: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0117);
+	l = evconnlistener_new_bind(px->base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
+	    (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (l == NULL) {
+		util_xasprintf(cause, "%s", strerror(errno));
+		return -1;
+	}
+	control_ring = util_xcalloc(CONTROL_BLOCKS, sizeof(*control_ring));
+	if ((control_http = evhttp_new(px->base)) == NULL ||
+	    evhttp_bind_listener(control_http, l) == NULL) {
+		*cause = util_xstrdup("cannot start the HTTP server");
+		return -1;
+	}
+	evhttp_set_max_body_size(control_http, CONTROL_BODY_MAX);
+	evhttp_set_allowed_methods(control_http, EVHTTP_REQ_GET |
+	    EVHTTP_REQ_POST);
+	evhttp_set_gencb(control_http, control_route, px);
+	control_path = util_xstrdup(path);
+	fprintf(stderr, "sandgate-proxy: control socket %s\n", path);
+	return 0;
+}
+
+void
+control_close(struct proxy *px)
+{
+	if (control_http != NULL)
+		evhttp_free(control_http);
+	if (control_path != NULL)
+		unlink(control_path);
+	free(control_path);
+	free(control_ring);
+	control_http = NULL;
+	control_path = NULL;
+	control_ring = NULL;
+}

@@ -1,0 +1,31 @@
+/*
+ * control.h: the proxy's local control socket: plain HTTP with JSON
+ * bodies on a unix socket in a folder the controller mounts.
+ *
+ *   GET  /status                  health, policy digest, sandboxes, counters
+ *   GET  /metrics                 Prometheus text exposition
+ *   POST /register                {"address","sandbox","sets":"a,b"}
+ *   POST /unregister              {"sandbox"} or {"address"}
+ *   POST /reload                  200 {"digest"} or 422 {"errors":[...]}
+ *   GET  /blocks?sandbox=ID&after=SEQ
+ *                                 the blocks of a sandbox after a log seq
+ *                                 (what the agent is told after an exec)
+ *
+ * The socket is created mode 0660: whoever can open it controls the proxy,
+ * so its folder must not be reachable from any sandbox.
+ */
+#ifndef SG_CONTROL_H
+#define SG_CONTROL_H
+
+struct proxy;
+
+/* Listen on path (an existing socket file is replaced). 0 or -1. */
+int	control_listen(struct proxy *, const char *path, char **cause);
+void	control_close(struct proxy *);
+
+/* Remember a block for GET /blocks (a bounded ring of recent blocks). */
+void	control_note_block(struct proxy *, long long seq, const char *sandbox,
+	    const char *host, int port, const char *reason,
+	    const char *message);
+
+#endif

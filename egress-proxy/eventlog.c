@@ -1,0 +1,744 @@
+/* eventlog.c: the hash-chained JSON-lines log writer; see eventlog.h. */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "eventlog.h"
+#include "log.h"
+#include "logverify.h"
+#include "sglimits.h"
+#include "util.h"
+
+#define EVENTLOG_HEX		(LOGVERIFY_HASH_HEX + 1)
+#define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
+#define EVENTLOG_LOCK_TRIES	16		/* renamed under us: reopen */
+#define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
+#define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
+#define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
+				    JSON_ENSURE_ASCII)
+
+static const char eventlog_zeros[EVENTLOG_HEX] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+struct eventlog {
+	char			*dir;
+	char			*name;
+	char			*path;
+	struct eventlog_opts	 opts;
+	int			 fd;
+	long long		 seq;		/* last event written or found */
+	char			 prev[EVENTLOG_HEX];	/* its hash */
+	/* The file state seq/prev were read from (shared mode). */
+	int			 cache_valid;
+	dev_t			 dev;
+	ino_t			 ino;
+	off_t			 size;
+	int			 need_nl;	/* a torn line ends the file */
+	int			 dirty;		/* written since last sync */
+	uint64_t		 last_sync_us;
+	int			 healthy;
+	char			 error[256];
+};
+
+static int	eventlog_fail(struct eventlog *, const char *);
+static int	eventlog_open_fd(struct eventlog *);
+static int	eventlog_scan(int, off_t, struct logverify_line *, int *);
+static int	eventlog_scan_window(int, off_t, off_t,
+		    struct logverify_line *);
+static int	eventlog_ends_torn(int, off_t);
+static int	eventlog_rotated_tail(struct eventlog *,
+		    struct logverify_line *);
+static int	eventlog_load_tail(struct eventlog *);
+static int	eventlog_lock(struct eventlog *);
+static void	eventlog_unlock(struct eventlog *);
+static int	eventlog_build(struct eventlog *, json_t *, char **,
+		    size_t *, char *);
+static int	eventlog_rotate_files(struct eventlog *);
+static int	eventlog_rotate(struct eventlog *);
+static int	eventlog_write(struct eventlog *, const char *, size_t);
+static int	eventlog_sync(struct eventlog *);
+static size_t	eventlog_utf8_len(const unsigned char *);
+static int	eventlog_set_str(json_t *, const char *, const char *);
+
+/* Mark the log unavailable with "what \"path\": strerror"; keeps errno. */
+static int
+eventlog_fail(struct eventlog *log, const char *what)
+{
+	int	saved = errno;
+
+	snprintf(log->error, sizeof(log->error), "%s \"%s\": %s", what,
+	    log->path, strerror(saved));
+	log->healthy = 0;
+	errno = saved;
+	return -1;
+}
+
+/* Open the path for appending and note which file it is. */
+static int
+eventlog_open_fd(struct eventlog *log)
+{
+	struct stat	st;
+
+	log->fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0640);
+	if (log->fd == -1)
+		return -1;
+	if (fstat(log->fd, &st) == -1) {
+		close(log->fd);
+		log->fd = -1;
+		return -1;
+	}
+	log->dev = st.st_dev;
+	log->ino = st.st_ino;
+	log->size = S_ISREG(st.st_mode) ? st.st_size : 0;
+	/* seq and prev in memory were not read from this file. */
+	log->cache_valid = 0;
+	return 0;
+}
+
+/*
+ * Find the last log line in bytes [size - window, size) of fd, skipping
+ * torn lines and lines that are not ours. A line whose hash does not
+ * verify still counts (the chain continues from what it claims, and the
+ * verifier reports the edit). Returns 1 found, 0 none, -1 read error.
+ */
+static int
+eventlog_scan_window(int fd, off_t size, off_t window,
+    struct logverify_line *out)
+{
+	char			*buf, *end, *start;
+	off_t			 off = size - window;
+	ssize_t			 n;
+	enum logverify_status	 st;
+	int			 found = 0;
+
+	if ((buf = malloc((size_t)window)) == NULL)
+		return -1;
+	n = pread(fd, buf, (size_t)window, off);
+	if (n != window) {
+		if (n >= 0)
+			errno = EIO;
+		free(buf);
+		return -1;
+	}
+	end = buf + window;
+	while (end > buf && !found) {
+		start = end;
+		while (start > buf && start[-1] != '\n')
+			start--;
+		/* A line cut by the window's start is not a whole line. */
+		if (start == buf && off > 0)
+			break;
+		st = logverify_line(start, (size_t)(end - start), out);
+		if (st == LOGVERIFY_HASH_MISMATCH)
+			log_warnx("last event in the log does not verify "
+			    "(seq %lld); 'sandgate audit verify' reports it",
+			    out->seq);
+		found = st == LOGVERIFY_OK || st == LOGVERIFY_HASH_MISMATCH;
+		end = start > buf ? start - 1 : buf;
+	}
+	free(buf);
+	return found;
+}
+
+/*
+ * Find the last log line of a file of size bytes: first in its last few
+ * KiB, then in its last SG_LOG_TAIL_SCAN bytes. *all says whether the
+ * whole file was searched. Returns as eventlog_scan_window().
+ */
+static int
+eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all)
+{
+	off_t	window = size < EVENTLOG_FIRST_SCAN ? size : EVENTLOG_FIRST_SCAN;
+	int	r;
+
+	*all = 1;
+	if (size == 0)
+		return 0;
+	r = eventlog_scan_window(fd, size, window, out);
+	if (r != 0 || window == size) {
+		*all = window == size;
+		return r;
+	}
+	window = size < SG_LOG_TAIL_SCAN ? size : SG_LOG_TAIL_SCAN;
+	*all = window == size;
+	return eventlog_scan_window(fd, size, window, out);
+}
+
+/* 1 if a non-empty file does not end in a newline, 0 if it does, -1. */
+static int
+eventlog_ends_torn(int fd, off_t size)
+{
+	char	c;
+
+	if (size == 0)
+		return 0;
+	if (pread(fd, &c, 1, size - 1) != 1)
+		return -1;
+	return c != '\n';
+}
+
+/* The last event of name.1, for a current file with none. 1, 0 or -1. */
+static int
+eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
+{
+	char		 path[4096];
+	struct stat	 st;
+	int		 fd, r, all;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
+	    sizeof(path))
+		return 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	r = eventlog_scan(fd, st.st_size, out, &all);
+	close(fd);
+	return r;
+}
+
+/*
+ * Read seq and prev from the end of the open file (or of name.1 when the
+ * file has no event yet; else keep what is in memory), ending a torn
+ * last line with a newline first. Returns 0, or -1 with errno.
+ */
+static int
+eventlog_load_tail(struct eventlog *log)
+{
+	struct logverify_line	l;
+	struct stat		st;
+	int			r, all, torn;
+
+	if (fstat(log->fd, &st) == -1)
+		return -1;
+	log->dev = st.st_dev;
+	log->ino = st.st_ino;
+	log->size = S_ISREG(st.st_mode) ? st.st_size : 0;
+	log->need_nl = 0;
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
+		return -1;
+	if (torn) {
+		if (write(log->fd, "\n", 1) != 1)
+			return -1;
+		log->size++;
+	}
+	r = eventlog_scan(log->fd, log->size, &l, &all);
+	if (r == 0 && !all) {
+		errno = EILSEQ;
+		return -1;
+	}
+	if (r == 0)
+		r = eventlog_rotated_tail(log, &l);
+	if (r == -1)
+		return -1;
+	if (r == 1) {
+		log->seq = l.seq;
+		memcpy(log->prev, l.hash, sizeof(log->prev));
+	}
+	log->cache_valid = 1;
+	return 0;
+}
+
+/*
+ * Shared mode: lock the file the path names now (another process may
+ * have rotated it) and re-read seq and prev if it changed since we last
+ * wrote. Returns 0 locked, or -1 with errno (unlocked).
+ */
+static int
+eventlog_lock(struct eventlog *log)
+{
+	struct stat	st, cur;
+	int		i;
+
+	for (i = 0; i < EVENTLOG_LOCK_TRIES; i++) {
+		if (log->fd == -1 && eventlog_open_fd(log) == -1)
+			return -1;
+		while (flock(log->fd, LOCK_EX) == -1) {
+			if (errno != EINTR)
+				return -1;
+		}
+		if (fstat(log->fd, &st) == -1) {
+			eventlog_unlock(log);
+			return -1;
+		}
+		if (stat(log->path, &cur) == 0 && cur.st_dev == st.st_dev &&
+		    cur.st_ino == st.st_ino)
+			break;
+		/* Renamed away: closing drops the lock; open the new one. */
+		close(log->fd);
+		log->fd = -1;
+		log->cache_valid = 0;
+	}
+	if (i == EVENTLOG_LOCK_TRIES) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (log->cache_valid && st.st_dev == log->dev &&
+	    st.st_ino == log->ino && st.st_size == log->size)
+		return 0;
+	if (eventlog_load_tail(log) == -1) {
+		eventlog_unlock(log);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+eventlog_unlock(struct eventlog *log)
+{
+	int	saved = errno;
+
+	if (log->fd != -1)
+		(void)flock(log->fd, LOCK_UN);
+	errno = saved;
+}
+
+/*
+ * Make the line for the next event into *line (caller frees): optional
+ * newline ending a torn line, then
+ *   {"ts":"..","seq":N,<fields>,"prev":".."}      (what the hash covers)
+ * with its final "}" replaced by ,"hash":".."} and a newline. The hash hex
+ * goes to hash[65]. Returns 0, or -1 with errno.
+ */
+static int
+eventlog_build(struct eventlog *log, json_t *fields, char **line,
+    size_t *len, char *hash)
+{
+	struct timespec	 now;
+	char		 ts[UTIL_TS_LEN], head[96], *dump, *buf, *p;
+	unsigned char	 md[32];
+	size_t		 hlen, flen, clen, nl = log->need_nl ? 1 : 0;
+
+	if (json_object_get(fields, "ts") || json_object_get(fields, "seq") ||
+	    json_object_get(fields, "prev") ||
+	    json_object_get(fields, "hash")) {
+		errno = EINVAL;
+		return -1;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	util_rfc3339(&now, ts);
+	hlen = (size_t)snprintf(head, sizeof(head), "{\"ts\":\"%s\","
+	    "\"seq\":%lld", ts, log->seq + 1);
+	if ((dump = json_dumps(fields, EVENTLOG_DUMP_FLAGS)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	flen = strlen(dump) - 2;	/* the members, without the braces */
+	clen = hlen + (flen ? 1 + flen : 0) + EVENTLOG_PREV_LEN +
+	    LOGVERIFY_HASH_HEX + 2;
+	*len = nl + clen - 1 + LOGVERIFY_SUFFIX_LEN + 1;
+	if (*len - nl - 1 > SG_LOG_LINE_MAX) {
+		free(dump);
+		errno = EINVAL;
+		return -1;
+	}
+	if ((buf = malloc(*len + 1)) == NULL) {
+		free(dump);
+		errno = ENOMEM;
+		return -1;
+	}
+	p = buf + nl;
+	buf[0] = '\n';
+	snprintf(p, clen + 1, "%s%s%.*s,\"prev\":\"%s\"}", head,
+	    flen ? "," : "", (int)flen, dump + 1, log->prev);
+	free(dump);
+	/* The hash covers the line as it is without its hash member. */
+	if (EVP_Digest(p, clen, md, NULL, EVP_sha256(), NULL) != 1) {
+		free(buf);
+		errno = ENOMEM;
+		return -1;
+	}
+	util_hex(md, sizeof(md), hash);
+	snprintf(p + clen - 1, LOGVERIFY_SUFFIX_LEN + 2, ",\"hash\":\"%s\"}\n",
+	    hash);
+	*line = buf;
+	return 0;
+}
+
+/* name.(keep-1) -> name.keep ... name -> name.1; the oldest is replaced. */
+static int
+eventlog_rotate_files(struct eventlog *log)
+{
+	char		from[4096], to[4096];
+	unsigned	i;
+
+	for (i = log->opts.keep; i >= 2; i--) {
+		snprintf(from, sizeof(from), "%s.%u", log->path, i - 1);
+		snprintf(to, sizeof(to), "%s.%u", log->path, i);
+		if (rename(from, to) == -1 && errno != ENOENT)
+			return -1;
+	}
+	snprintf(to, sizeof(to), "%s.1", log->path);
+	return rename(log->path, to);
+}
+
+/*
+ * Size rotation: sync the full file, rename it away and continue in a
+ * new one. Shared mode re-takes the lock on the new file (and re-reads
+ * the chain, which another process may have continued meanwhile).
+ */
+static int
+eventlog_rotate(struct eventlog *log)
+{
+	if (log->dirty && fdatasync(log->fd) == -1)
+		return -1;
+	log->dirty = 0;
+	if (eventlog_rotate_files(log) == -1)
+		return -1;
+	close(log->fd);		/* drops the lock in shared mode */
+	log->fd = -1;
+	log->need_nl = 0;
+	if (log->opts.shared)
+		return eventlog_lock(log);
+	return eventlog_open_fd(log);
+}
+
+/* One write(2) of the whole line; a short write leaves a torn line. */
+static int
+eventlog_write(struct eventlog *log, const char *line, size_t len)
+{
+	size_t	nl = log->need_nl ? 1 : 0;
+	ssize_t	n;
+
+	n = write(log->fd, line, len);
+	if (n > 0)
+		log->size += n;
+	if (n == (ssize_t)len) {
+		log->need_nl = 0;
+		log->dirty = 1;
+		return 0;
+	}
+	if (n >= 0) {
+		/* Part of the line is in the file; the next write ends it. */
+		if ((size_t)n > nl)
+			log->need_nl = 1;
+		else if ((size_t)n == nl)
+			log->need_nl = 0;
+		log->dirty = 1;
+		errno = ENOSPC;
+	}
+	log->cache_valid = 0;
+	return -1;
+}
+
+static int
+eventlog_sync(struct eventlog *log)
+{
+	if (fdatasync(log->fd) == -1 && errno != EINVAL)
+		return eventlog_fail(log, "cannot sync");
+	log->dirty = 0;
+	log->last_sync_us = util_now_us();
+	return 0;
+}
+
+struct eventlog *
+eventlog_open(const char *dir, const char *filename,
+    const struct eventlog_opts *opts, char **cause)
+{
+	struct eventlog	*log;
+	int		 rc;
+
+	if ((log = calloc(1, sizeof(*log))) == NULL) {
+		util_xasprintf(cause, "out of memory");
+		return NULL;
+	}
+	log->fd = -1;
+	if ((log->dir = strdup(dir)) == NULL ||
+	    (log->name = strdup(filename)) == NULL ||
+	    asprintf(&log->path, "%s/%s", dir, filename) == -1) {
+		log->path = NULL;
+		util_xasprintf(cause, "out of memory");
+		goto fail;
+	}
+	if (opts != NULL)
+		log->opts = *opts;
+	if (log->opts.keep == 0)
+		log->opts.keep = 1;
+	memcpy(log->prev, eventlog_zeros, sizeof(log->prev));
+	log->healthy = 1;
+	log->last_sync_us = util_now_us();
+	if (mkdir(dir, 0750) == -1 && errno != EEXIST) {
+		util_xasprintf(cause, "cannot create \"%s\": %s", dir,
+		    strerror(errno));
+		goto fail;
+	}
+	if (log->opts.shared) {
+		if ((rc = eventlog_lock(log)) == 0)
+			eventlog_unlock(log);
+	} else if ((rc = eventlog_open_fd(log)) == 0)
+		rc = eventlog_load_tail(log);
+	if (rc == -1) {
+		if (errno == EILSEQ)
+			util_xasprintf(cause, "no event found in the last %d "
+			    "bytes of \"%s\"", SG_LOG_TAIL_SCAN, log->path);
+		else
+			util_xasprintf(cause, "cannot open \"%s\": %s",
+			    log->path, strerror(errno));
+		goto fail;
+	}
+	return log;
+fail:
+	eventlog_close(log);
+	return NULL;
+}
+
+int
+eventlog_append(struct eventlog *log, json_t *fields)
+{
+	char	*line = NULL, hash[EVENTLOG_HEX];
+	size_t	 len;
+	int	 rc = -1;
+
+	if (!json_is_object(fields)) {
+		errno = EINVAL;
+		return eventlog_fail(log, "invalid event for");
+	}
+	if (log->opts.shared) {
+		if (eventlog_lock(log) == -1)
+			return eventlog_fail(log, "cannot lock");
+	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
+		return eventlog_fail(log, "cannot open");
+	if (eventlog_build(log, fields, &line, &len, hash) == -1) {
+		eventlog_fail(log, "cannot format an event for");
+		goto out;
+	}
+	if (log->opts.max_size > 0 && log->size > 0 &&
+	    (unsigned long long)log->size + len > log->opts.max_size) {
+		if (eventlog_rotate(log) == -1) {
+			eventlog_fail(log, "cannot rotate");
+			goto out;
+		}
+		free(line);
+		line = NULL;
+		if (eventlog_build(log, fields, &line, &len, hash) == -1) {
+			eventlog_fail(log, "cannot format an event for");
+			goto out;
+		}
+	}
+	if (eventlog_write(log, line, len) == -1) {
+		eventlog_fail(log, "cannot write");
+		goto out;
+	}
+	log->seq++;
+	memcpy(log->prev, hash, sizeof(log->prev));
+	log->healthy = 1;
+	log->error[0] = '\0';
+	rc = 0;
+	if (util_now_us() - log->last_sync_us >= EVENTLOG_SYNC_US)
+		rc = eventlog_sync(log);
+out:
+	if (log->opts.shared)
+		eventlog_unlock(log);
+	free(line);
+	return rc;
+}
+
+int
+eventlog_tick(struct eventlog *log)
+{
+	if (!log->dirty || log->fd == -1)
+		return 0;
+	return eventlog_sync(log);
+}
+
+int
+eventlog_reopen(struct eventlog *log)
+{
+	int	torn;
+
+	if (log->fd != -1) {
+		if (log->dirty)
+			(void)fdatasync(log->fd);
+		log->dirty = 0;
+		close(log->fd);
+		log->fd = -1;
+	}
+	log->cache_valid = 0;
+	if (log->opts.shared)
+		return 0;	/* the next append locks and re-reads */
+	if (eventlog_open_fd(log) == -1)
+		return eventlog_fail(log, "cannot reopen");
+	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
+		return eventlog_fail(log, "cannot read");
+	log->need_nl = torn;
+	return 0;
+}
+
+void
+eventlog_close(struct eventlog *log)
+{
+	if (log == NULL)
+		return;
+	if (log->fd != -1) {
+		if (log->dirty)
+			(void)fdatasync(log->fd);
+		close(log->fd);
+	}
+	free(log->dir);
+	free(log->name);
+	free(log->path);
+	free(log);
+}
+
+int
+eventlog_healthy(const struct eventlog *log)
+{
+	return log->healthy;
+}
+
+const char *
+eventlog_error(const struct eventlog *log)
+{
+	return log->error;
+}
+
+long long
+eventlog_seq(const struct eventlog *log)
+{
+	return log->seq;
+}
+
+const char *
+eventlog_path(const struct eventlog *log)
+{
+	return log->path;
+}
+
+/*
+ * Length of the valid UTF-8 sequence at p (1 to 4), or 0 if p does not
+ * start one (overlong forms, surrogates and code points past U+10FFFF are
+ * invalid, as in jansson). p is NUL-terminated.
+ */
+static size_t
+eventlog_utf8_len(const unsigned char *p)
+{
+	size_t		n, i;
+	uint32_t	cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		cp = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		cp = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		cp = p[0] & 0x07;
+	} else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+json_t *
+eventlog_str(const char *s)
+{
+	static const char	 hexd[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)s;
+	char			*out;
+	size_t			 o = 0, cost = 0, n, c;
+	json_t			*j;
+
+	if (s == NULL)
+		return json_null();
+	/* Output bytes never pass the escaped cost counted below. */
+	if ((out = malloc(SG_LOG_FIELD_MAX + 4)) == NULL)
+		return NULL;
+	for (; *p != '\0'; p += n) {
+		n = eventlog_utf8_len(p);
+		if (n == 0)
+			c = 5;		/* \xNN, its backslash escaped */
+		else if (n == 1)
+			c = *p < 0x20 ? 6 : (*p == '"' || *p == '\\') ? 2 : 1;
+		else
+			c = n == 4 ? 12 : 6;
+		if (cost + c > SG_LOG_FIELD_MAX - 3) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		cost += c;
+		if (n == 0) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hexd[*p >> 4];
+			out[o++] = hexd[*p & 0xf];
+			n = 1;
+		} else {
+			memcpy(out + o, p, n);
+			o += n;
+		}
+	}
+	j = json_stringn(out, o);
+	free(out);
+	return j;
+}
+
+/* Add a sanitized string (or null) member; -1 on ENOMEM. */
+static int
+eventlog_set_str(json_t *obj, const char *key, const char *s)
+{
+	return json_object_set_new(obj, key, eventlog_str(s));
+}
+
+json_t *
+eventlog_security_fields(const struct eventlog_sec *e)
+{
+	json_t	*obj, *sets;
+	size_t	 i;
+	int	 bad = 0;
+
+	if ((obj = json_object()) == NULL)
+		return NULL;
+	bad |= eventlog_set_str(obj, "event", e->event);
+	bad |= eventlog_set_str(obj, "sandbox", e->sandbox);
+	bad |= eventlog_set_str(obj, "src", e->src);
+	bad |= eventlog_set_str(obj, "method", e->method);
+	bad |= eventlog_set_str(obj, "host", e->host);
+	bad |= json_object_set_new(obj, "port", e->port > 0 ?
+	    json_integer(e->port) : json_null());
+	bad |= eventlog_set_str(obj, "sni", e->sni);
+	bad |= eventlog_set_str(obj, "resolved", e->resolved);
+	bad |= eventlog_set_str(obj, "reason", e->reason);
+	bad |= eventlog_set_str(obj, "message", e->message);
+	if (e->policy_sets == NULL)
+		sets = json_null();
+	else if ((sets = json_array()) != NULL) {
+		for (i = 0; e->policy_sets[i] != NULL; i++)
+			bad |= json_array_append_new(sets,
+			    eventlog_str(e->policy_sets[i]));
+	}
+	bad |= json_object_set_new(obj, "policy_sets", sets);
+	bad |= eventlog_set_str(obj, "rule", e->rule);
+	bad |= eventlog_set_str(obj, "policy_digest", e->policy_digest);
+	if (bad) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}

@@ -1,0 +1,141 @@
+/*
+ * eventlog.h: the tamper-evident JSON-lines log writer: the proxy's
+ * security-events.jsonl and the controller's runs.jsonl.
+ *
+ * Each event is one line, written with one write(2) on an O_APPEND fd:
+ *
+ *   {"ts":"<RFC 3339 UTC, microseconds>","seq":N,<fields in the caller's
+ *    order>,"prev":"<64 hex>","hash":"<64 hex>"}
+ *
+ * Lines are compact JSON with every non-ASCII character and control
+ * character escaped (\uXXXX), so a line is printable ASCII. seq starts at
+ * 1 and grows by one without gaps, across restarts and rotations. prev is
+ * the hash of the line before (64 zeros for the first line ever). hash is
+ * the SHA-256 of the line with its hash member removed, i.e. of the bytes
+ * before ,"hash":" followed by "}" (logverify.h checks it; docs/audit.md
+ * shows a third-party check).
+ *
+ * Durability: write(2) has returned before eventlog_append() returns, so
+ * a process crash loses nothing; fdatasync(2) runs at most about a second
+ * after an event (eventlog_tick() from a 1 s timer, and eventlog_append()
+ * itself when the last sync is older than a second), so power loss can
+ * lose up to a second of events.
+ *
+ * Torn lines: a write cut short (disk full) leaves part of a line. The
+ * next successful write first ends it with a newline; the chain continues
+ * from the last whole line and the verifier reports the torn line.
+ *
+ * Failure: eventlog_append() returns -1 with errno set and the log is
+ * "unavailable" (eventlog_healthy() == 0, eventlog_error() says why);
+ * callers that gate traffic on the log fail closed. Every later append
+ * retries, and the first one that succeeds makes the log healthy again.
+ *
+ * Not thread-safe: one struct eventlog per thread (the proxy has one
+ * event loop). Several processes may share one file with opts.shared.
+ */
+#ifndef SG_EVENTLOG_H
+#define SG_EVENTLOG_H
+
+#include <jansson.h>
+
+struct eventlog;
+
+struct eventlog_opts {
+	/*
+	 * Rotate before a write would take the file past max_size bytes
+	 * (a file always takes at least one line); 0 never rotates.
+	 */
+	unsigned long long	max_size;
+	/* Rotated files kept: name.1 (newest) .. name.keep; at least 1. */
+	unsigned		keep;
+	/*
+	 * Several processes append to the file: each append takes
+	 * flock(LOCK_EX), re-reads seq and prev from the file if another
+	 * process wrote since, writes and unlocks. Without it the writer is
+	 * the file's only writer and keeps seq and prev in memory.
+	 */
+	int			shared;
+};
+
+/*
+ * Open (create, mode 0640) dir/filename for appending; dir is created
+ * (mode 0750) if missing, its parents are not. seq and prev continue from
+ * the last complete line of the file, or of filename.1 when the file has
+ * no event yet. opts may be NULL (no rotation, not shared).
+ * Returns NULL with *cause set (caller frees) if the file cannot be opened
+ * or its last event cannot be found in its last SG_LOG_TAIL_SCAN bytes.
+ */
+struct eventlog	*eventlog_open(const char *dir, const char *filename,
+		    const struct eventlog_opts *opts, char **cause);
+
+/*
+ * Append one event. fields is a JSON object, borrowed (not stolen), whose
+ * members follow ts and seq in their insertion order; it must not use the
+ * keys ts, seq, prev or hash. Returns 0, or -1 with errno set (EINVAL:
+ * fields not an object, a reserved key, or a line longer than
+ * SG_LOG_LINE_MAX; else the write, lock, rotation or sync error) and the
+ * log marked unavailable until an append succeeds. A failed fdatasync
+ * also returns -1, after the event was written.
+ */
+int		 eventlog_append(struct eventlog *, json_t *fields);
+
+/*
+ * fdatasync(2) if anything was written since the last sync; for a 1 s
+ * timer and before exit. Returns 0, or -1 (log marked unavailable).
+ */
+int		 eventlog_tick(struct eventlog *);
+
+/*
+ * Reopen the file by name (after logrotate moved it, on SIGUSR1). The
+ * chain continues from the last hash in memory, so the new file's first
+ * line has prev = the old file's last hash. Returns 0, or -1 with errno
+ * (log unavailable; the next append retries the open).
+ */
+int		 eventlog_reopen(struct eventlog *);
+
+/* Sync and close; accepts NULL. */
+void		 eventlog_close(struct eventlog *);
+
+/* 1 while the last operation succeeded, 0 once one failed. */
+int		 eventlog_healthy(const struct eventlog *);
+/* Why the log is unavailable ("" while healthy); owned by the log. */
+const char	*eventlog_error(const struct eventlog *);
+/* seq of the last event written or found at open (0 for a new log). */
+long long	 eventlog_seq(const struct eventlog *);
+/* The file's path; owned by the log. */
+const char	*eventlog_path(const struct eventlog *);
+
+/*
+ * A JSON string from an untrusted C string, safe to log: bytes that are
+ * not valid UTF-8 become the four characters \xNN, and a string whose
+ * escaped JSON form would pass SG_LOG_FIELD_MAX is cut and ends in "...".
+ * NULL gives JSON null. Returns a new reference, or NULL on ENOMEM.
+ */
+json_t		*eventlog_str(const char *);
+
+/* A security event's fields (DESIGN.md); NULL strings become null. */
+struct eventlog_sec {
+	const char		*event;		/* "egress.blocked", ... */
+	const char		*sandbox;	/* sandbox id */
+	const char		*src;		/* client address */
+	const char		*method;	/* "CONNECT", "GET", ... */
+	const char		*host;		/* destination as requested */
+	int			 port;		/* <= 0: null */
+	const char		*sni;
+	const char		*resolved;	/* address checked/connected */
+	const char		*reason;	/* reason_code() */
+	const char		*message;	/* the words the client saw */
+	const char *const	*policy_sets;	/* NULL-terminated; NULL: null */
+	const char		*rule;		/* "file:line" of the entry */
+	const char		*policy_digest;	/* digest of the loaded policy */
+};
+
+/*
+ * The fields of a security event in DESIGN.md's order, every member
+ * present (null when unset), strings made safe with eventlog_str().
+ * Returns a new object to pass to eventlog_append() and then decref, or
+ * NULL on ENOMEM.
+ */
+json_t		*eventlog_security_fields(const struct eventlog_sec *);
+
+#endif

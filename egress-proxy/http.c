@@ -1,0 +1,1411 @@
+/* http.c: HTTP/1.x framing for the egress proxy; see http.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http.h"
+#include "reason.h"
+#include "sglimits.h"
+
+/* Largest chunk size accepted: 2^59 - 1, so size << 4 never overflows. */
+#define CHUNK_SIZE_MAX		((UINT64_C(1) << 59) - 1)
+
+/* Every status a parse error carries. */
+#define ST_BAD			400
+#define ST_URI_LONG		414
+#define ST_FIELDS_LARGE		431
+#define ST_INTERNAL		500
+#define ST_NOT_IMPL		501
+#define ST_BAD_GATEWAY		502
+#define ST_VERSION		505
+
+/* Offsets into the buffer of the parts of a request line. */
+struct reqline {
+	size_t			mlen;		/* method: [0, mlen) */
+	size_t			toff, tlen;	/* request-target */
+	int			minor;
+	enum http_target_form	form;
+	size_t			aoff, alen;	/* authority, if any */
+	size_t			poff, plen;	/* path and query, if any */
+};
+
+/* Offsets of the parts of a status line. */
+struct statline {
+	int	minor;
+	int	status;
+	size_t	roff, rlen;	/* reason phrase */
+};
+
+/* What the fields of a head say about framing and the connection. */
+struct framing {
+	int64_t		content_length;
+	int		chunked;
+	int		te_seen;
+	int		te_other;	/* a coding other than chunked */
+	int		conn_close;
+	int		conn_keep_alive;
+	int		expect_continue;
+	const char	*host;
+};
+
+/* Growable output string of the builders. */
+struct obuf {
+	char	*p;
+	size_t	 len;
+	size_t	 cap;
+	int	 failed;
+};
+
+/* Chunked scanner states. */
+enum {
+	CH_SIZE0,	/* first hex digit of a chunk-size */
+	CH_SIZE,	/* further hex digits */
+	CH_SIZE_BWS,	/* whitespace after the size, before ';' */
+	CH_EXT,		/* chunk extensions up to CR */
+	CH_SIZE_LF,	/* LF ending the chunk-size line */
+	CH_DATA,	/* chunk data */
+	CH_DATA_CR,	/* CR after data */
+	CH_DATA_LF,	/* LF after data */
+	CH_TRAILER0,	/* start of a trailer field or of the final CRLF */
+	CH_TNAME,	/* trailer field name */
+	CH_TVALUE,	/* trailer field value up to CR */
+	CH_TLF,		/* LF ending a trailer field */
+	CH_FINAL_LF,	/* LF of the final CRLF */
+	CH_DONE,
+	CH_ERROR
+};
+
+static int	is_tchar(unsigned char);
+static int	is_vchar(unsigned char);
+static int	is_field_char(unsigned char);
+static int	is_ows(unsigned char);
+static int	hex_value(unsigned char);
+static int	fail(int *, const char **, int, const char *);
+static int	line_find(const char *, size_t, size_t, size_t *);
+static enum http_parse fields_scan(const char *, size_t, size_t, size_t *,
+		    size_t *, int *, const char **);
+static int	version_scan(const char *, size_t, int, int *, int *,
+		    const char **);
+static int	reqline_scan(const char *, size_t, int, struct reqline *,
+		    int *, const char **);
+static int	target_classify(const char *, struct reqline *, int *,
+		    const char **);
+static int	absolute_split(const char *, struct reqline *, int *,
+		    const char **);
+static int	statline_scan(const char *, size_t, int, struct statline *,
+		    const char **);
+static int	fields_copy(const char *, size_t, size_t, size_t, char **,
+		    struct http_header **, int *, const char **);
+static int	field_split(char *, size_t, struct http_header *, int *,
+		    const char **);
+static int	list_next(const char **, const char **, size_t *);
+static int	token_eq(const char *, size_t, const char *);
+static int	framing_scan(const struct http_header *, size_t, int, int,
+		    struct framing *, int *, const char **);
+static int	framing_field(const struct http_header *, int,
+		    struct framing *, int *, const char **);
+static int	content_length_parse(const char *, int64_t *);
+static int	te_scan(const char *, int, struct framing *, int *,
+		    const char **);
+static int	connection_scan(const char *, int, struct framing *, int *,
+		    const char **);
+static int	hop_by_hop(const char *, const struct http_header *, size_t);
+static char	*strndup_checked(const char *, size_t);
+static int	reqline_copy(const char *, const struct reqline *,
+		    struct http_request *);
+static enum http_parse request_line(const char *, size_t, struct reqline *,
+		    size_t *, int *, const char **);
+static enum http_parse status_line(const char *, size_t, struct statline *,
+		    size_t *, const char **);
+static void	obuf_add(struct obuf *, const char *, size_t);
+static void	obuf_str(struct obuf *, const char *);
+static void	obuf_fmt(struct obuf *, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static void	obuf_safe(struct obuf *, const char *, int);
+static char	*obuf_finish(struct obuf *, size_t *);
+static void	fields_forward(struct obuf *, const struct http_header *,
+		    size_t, int);
+static void	proxy_status_add(struct obuf *, const char *, const char *);
+static int	chunked_size_byte(struct http_chunked *, unsigned char,
+		    const char **);
+static int	chunked_bws_byte(struct http_chunked *, unsigned char,
+		    const char **);
+static int	chunked_trailer_byte(struct http_chunked *, unsigned char,
+		    const char **);
+
+/* tchar: "!#$%&'*+-.^_`|~" / DIGIT / ALPHA (RFC 9110 section 5.6.2). */
+static int
+is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int
+is_vchar(unsigned char c)
+{
+	return c >= 0x21 && c <= 0x7e;
+}
+
+/* A byte of a field value: VCHAR, obs-text, SP or HTAB. */
+static int
+is_field_char(unsigned char c)
+{
+	return is_vchar(c) || c >= 0x80 || c == ' ' || c == '\t';
+}
+
+static int
+is_ows(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static int
+hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Set the error outputs; always returns -1. */
+static int
+fail(int *status, const char **cause, int st, const char *why)
+{
+	if (status != NULL)
+		*status = st;
+	*cause = why;
+	return -1;
+}
+
+/*
+ * Find the LF ending the line that starts at off, looking in [off, lim).
+ * Returns 1 with *eol at the CR before it, 0 when there is none yet, -1
+ * for a bare LF (not preceded by CR on the same line).
+ */
+static int
+line_find(const char *buf, size_t off, size_t lim, size_t *eol)
+{
+	const char	*lf;
+	size_t		 pos;
+
+	if (off >= lim)
+		return 0;
+	lf = memchr(buf + off, '\n', lim - off);
+	if (lf == NULL)
+		return 0;
+	pos = (size_t)(lf - buf);
+	if (pos == off || buf[pos - 1] != '\r')
+		return -1;
+	*eol = pos - 1;
+	return 1;
+}
+
+/*
+ * Walk the field lines from off to the empty line ending the head, within
+ * the first SG_HTTP_HEAD_MAX bytes. Counts the fields and refuses bare LF
+ * and too many fields before the head is complete.
+ */
+static enum http_parse
+fields_scan(const char *buf, size_t len, size_t off, size_t *head_len,
+    size_t *nfields, int *status, const char **cause)
+{
+	size_t	lim = len < SG_HTTP_HEAD_MAX ? len : SG_HTTP_HEAD_MAX;
+	size_t	eol, n = 0;
+	int	r;
+
+	for (;;) {
+		r = line_find(buf, off, lim, &eol);
+		if (r < 0) {
+			fail(status, cause, ST_BAD, "bare lf in head");
+			return HTTP_PARSE_ERROR;
+		}
+		if (r == 0) {
+			if (len >= SG_HTTP_HEAD_MAX) {
+				fail(status, cause, ST_FIELDS_LARGE,
+				    "head too large");
+				return HTTP_PARSE_ERROR;
+			}
+			return HTTP_PARSE_MORE;
+		}
+		if (eol == off)
+			break;
+		if (++n > SG_HTTP_HEADERS_MAX) {
+			fail(status, cause, ST_FIELDS_LARGE,
+			    "too many header fields");
+			return HTTP_PARSE_ERROR;
+		}
+		off = eol + 2;
+	}
+	*head_len = eol + 2;
+	*nfields = n;
+	return HTTP_PARSE_OK;
+}
+
+/*
+ * HTTP-version = "HTTP" "/" DIGIT "." DIGIT (case-sensitive). p holds n
+ * bytes of it; with complete == 0 a valid prefix is enough. Returns 0
+ * (minor set when complete), or -1: 400 for bad syntax, 505 for a
+ * well-formed version other than 1.0 and 1.1.
+ */
+static int
+version_scan(const char *p, size_t n, int complete, int *minor,
+    int *status, const char **cause)
+{
+	static const char	pat[] = "HTTP/d.d";
+	size_t			i;
+
+	if (n > 8 || (complete && n < 8))
+		return fail(status, cause, ST_BAD, "invalid http version");
+	for (i = 0; i < n; i++) {
+		if (pat[i] == 'd' ? (p[i] < '0' || p[i] > '9') :
+		    p[i] != pat[i])
+			return fail(status, cause, ST_BAD,
+			    "invalid http version");
+	}
+	if (n < 8)
+		return 0;
+	if (p[5] != '1' || (p[7] != '0' && p[7] != '1'))
+		return fail(status, cause, ST_VERSION,
+		    "http version not supported");
+	*minor = p[7] - '0';
+	return 0;
+}
+
+/*
+ * request-line = method SP request-target SP HTTP-version
+ * method = token; request-target = 1*VCHAR (checked further by
+ * target_classify()); exactly one SP between the parts. p holds the n
+ * bytes of the line without CRLF; with complete == 0 it is what has
+ * arrived so far and a valid prefix is enough.
+ */
+static int
+reqline_scan(const char *p, size_t n, int complete, struct reqline *rl,
+    int *status, const char **cause)
+{
+	size_t	i = 0;
+
+	while (i < n && is_tchar((unsigned char)p[i]))
+		i++;
+	if (i == n)
+		return complete ? fail(status, cause, ST_BAD,
+		    "invalid request line") : 0;
+	if (p[i] != ' ' || i == 0)
+		return fail(status, cause, ST_BAD, "invalid method");
+	rl->mlen = i++;
+	rl->toff = i;
+	while (i < n && is_vchar((unsigned char)p[i]))
+		i++;
+	if (i == n)
+		return complete ? fail(status, cause, ST_BAD,
+		    "invalid request line") : 0;
+	if (p[i] != ' ' || i == rl->toff)
+		return fail(status, cause, ST_BAD, "invalid request-target");
+	rl->tlen = i - rl->toff;
+	if (target_classify(p, rl, status, cause) == -1)
+		return -1;
+	i++;
+	return version_scan(p + i, n - i, complete, &rl->minor, status,
+	    cause);
+}
+
+/*
+ * Decide the form of the request-target (RFC 9112 section 3.2): CONNECT
+ * takes authority-form and only that; '*' only with OPTIONS; '/' starts
+ * origin-form; otherwise it must be an absolute "http://" URI.
+ */
+static int
+target_classify(const char *p, struct reqline *rl, int *status,
+    const char **cause)
+{
+	const char	*t = p + rl->toff;
+	size_t		 tlen = rl->tlen;
+	int		 connect;
+
+	connect = rl->mlen == 7 && memcmp(p, "CONNECT", 7) == 0;
+	if (memchr(t, '#', tlen) != NULL)
+		return fail(status, cause, ST_BAD, "fragment in request-target");
+	if (connect) {
+		if (t[0] == '/' || t[0] == '*' || memchr(t, '/', tlen) ||
+		    memchr(t, '?', tlen))
+			return fail(status, cause, ST_BAD,
+			    "connect needs authority-form");
+		rl->form = HTTP_TARGET_AUTHORITY;
+		rl->aoff = rl->toff;
+		rl->alen = tlen;
+		return 0;
+	}
+	if (tlen == 1 && t[0] == '*') {
+		if (rl->mlen != 7 || memcmp(p, "OPTIONS", 7) != 0)
+			return fail(status, cause, ST_BAD,
+			    "asterisk-form needs options");
+		rl->form = HTTP_TARGET_ASTERISK;
+		rl->poff = rl->toff;
+		rl->plen = 1;
+		return 0;
+	}
+	if (t[0] == '/') {
+		rl->form = HTTP_TARGET_ORIGIN;
+		rl->poff = rl->toff;
+		rl->plen = tlen;
+		return 0;
+	}
+	return absolute_split(p, rl, status, cause);
+}
+
+/*
+ * absolute-form: "http://" authority [ path-abempty ] [ "?" query ]; the
+ * scheme is case-insensitive. Any other scheme (or none) is refused.
+ */
+static int
+absolute_split(const char *p, struct reqline *rl, int *status,
+    const char **cause)
+{
+	const char	*t = p + rl->toff;
+	size_t		 tlen = rl->tlen, i;
+
+	for (i = 0; i < tlen && t[i] != ':' && t[i] != '/'; i++)
+		;
+	if (i == tlen || t[i] != ':')
+		return fail(status, cause, ST_BAD, "invalid request-target");
+	if (tlen < i + 3 || t[i + 1] != '/' || t[i + 2] != '/')
+		return fail(status, cause, ST_BAD,
+		    "authority-form needs connect");
+	if (i != 4 || strncasecmp(t, "http", 4) != 0)
+		return fail(status, cause, ST_BAD, "unsupported uri scheme");
+	for (i = 7; i < tlen && t[i] != '/' && t[i] != '?'; i++)
+		;
+	if (i == 7)
+		return fail(status, cause, ST_BAD, "empty authority");
+	rl->form = HTTP_TARGET_ABSOLUTE;
+	rl->aoff = rl->toff + 7;
+	rl->alen = i - 7;
+	rl->poff = rl->toff + i;
+	rl->plen = tlen - i;
+	return 0;
+}
+
+/*
+ * status-line = HTTP-version SP status-code SP [ reason-phrase ]
+ * status-code = 3DIGIT; reason-phrase = *( HTAB / SP / VCHAR / obs-text ).
+ * Lenient: "HTTP/1.1 200" without the second SP is accepted.
+ */
+static int
+statline_scan(const char *p, size_t n, int complete, struct statline *sl,
+    const char **cause)
+{
+	size_t	i, vn = n < 8 ? n : 8;
+
+	if (version_scan(p, vn, complete || n > 8, &sl->minor, NULL,
+	    cause) == -1)
+		return -1;
+	if (n <= 8)
+		return complete ? fail(NULL, cause, 0, "invalid status line") : 0;
+	if (p[8] != ' ')
+		return fail(NULL, cause, 0, "invalid status line");
+	sl->status = 0;
+	for (i = 9; i < n && i < 12; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return fail(NULL, cause, 0, "invalid status code");
+		sl->status = sl->status * 10 + (p[i] - '0');
+	}
+	if (i < 12)
+		return complete ? fail(NULL, cause, 0, "invalid status code") : 0;
+	if (sl->status < 100)
+		return fail(NULL, cause, 0, "invalid status code");
+	if (n > 12 && p[12] != ' ')
+		return fail(NULL, cause, 0, "invalid status code");
+	sl->roff = n > 12 ? 13 : 12;
+	sl->rlen = n - sl->roff;
+	for (i = sl->roff; i < n; i++) {
+		if (!is_field_char((unsigned char)p[i]))
+			return fail(NULL, cause, 0, "invalid reason phrase");
+	}
+	return 0;
+}
+
+/*
+ * Copy the field lines [off, end) (each ending in CRLF) into a new store
+ * and split them in place into n NUL-terminated name/value pairs.
+ */
+static int
+fields_copy(const char *buf, size_t off, size_t end, size_t n,
+    char **storep, struct http_header **hdrsp, int *status,
+    const char **cause)
+{
+	char			*store, *line, *lf;
+	struct http_header	*hdrs;
+	size_t			 i, len = end - off;
+
+	store = malloc(len + 1);
+	hdrs = calloc(n ? n : 1, sizeof(*hdrs));
+	if (store == NULL || hdrs == NULL) {
+		free(store);
+		free(hdrs);
+		return fail(status, cause, ST_INTERNAL, "out of memory");
+	}
+	memcpy(store, buf + off, len);
+	store[len] = '\0';
+	*storep = store;
+	*hdrsp = hdrs;
+	line = store;
+	for (i = 0; i < n; i++) {
+		/*
+		 * fields_scan() saw n lines, each ending in CRLF; a CR
+		 * inside a line is refused by field_split().
+		 */
+		lf = memchr(line, '\n', len - (size_t)(line - store));
+		if (lf == NULL)
+			return fail(status, cause, ST_BAD, "invalid field line");
+		if (field_split(line, (size_t)(lf - line) - 1, &hdrs[i],
+		    status, cause) == -1)
+			return -1;
+		line = lf + 1;
+	}
+	return 0;
+}
+
+/*
+ * field-line = field-name ":" OWS field-value OWS. The name is a token
+ * with no whitespace before ':'; a line starting with SP or HTAB is
+ * obs-fold. NUL-terminates name and trimmed value inside line.
+ */
+static int
+field_split(char *line, size_t n, struct http_header *h, int *status,
+    const char **cause)
+{
+	size_t	i = 0, v, e;
+
+	if (n > 0 && is_ows((unsigned char)line[0]))
+		return fail(status, cause, ST_BAD, "obsolete line folding");
+	while (i < n && is_tchar((unsigned char)line[i]))
+		i++;
+	if (i == 0 || i == n || line[i] != ':')
+		return fail(status, cause, ST_BAD, "invalid field name");
+	for (v = i + 1; v < n; v++) {
+		if (!is_field_char((unsigned char)line[v]))
+			return fail(status, cause, ST_BAD,
+			    "control character in field value");
+	}
+	line[i] = '\0';
+	for (v = i + 1; v < n && is_ows((unsigned char)line[v]); v++)
+		;
+	for (e = n; e > v && is_ows((unsigned char)line[e - 1]); e--)
+		;
+	line[e] = '\0';
+	h->name = line;
+	h->value = line + v;
+	return 0;
+}
+
+/*
+ * Next element of a comma-separated list (RFC 9110 section 5.6.1) with
+ * OWS trimmed. Returns 1 with *elem and *elen set (possibly empty), 0 at the
+ * end.
+ */
+static int
+list_next(const char **cur, const char **elem, size_t *elen)
+{
+	const char	*p = *cur, *e;
+
+	if (p == NULL)
+		return 0;
+	while (is_ows((unsigned char)*p))
+		p++;
+	e = strchr(p, ',');
+	*cur = e != NULL ? e + 1 : NULL;
+	if (e == NULL)
+		e = p + strlen(p);
+	while (e > p && is_ows((unsigned char)e[-1]))
+		e--;
+	*elem = p;
+	*elen = (size_t)(e - p);
+	return 1;
+}
+
+/* Case-insensitive compare of a counted token with a NUL-terminated one. */
+static int
+token_eq(const char *t, size_t tlen, const char *s)
+{
+	return strlen(s) == tlen && strncasecmp(t, s, tlen) == 0;
+}
+
+/*
+ * Work out framing, Host and connection handling from the fields, and
+ * refuse every ambiguous combination. request selects the rules that
+ * differ between requests and responses.
+ */
+static int
+framing_scan(const struct http_header *h, size_t n, int request, int minor,
+    struct framing *fr, int *status, const char **cause)
+{
+	size_t	i;
+
+	memset(fr, 0, sizeof(*fr));
+	fr->content_length = -1;
+	for (i = 0; i < n; i++) {
+		if (framing_field(&h[i], request, fr, status, cause) == -1)
+			return -1;
+	}
+	if (fr->te_seen && fr->content_length >= 0)
+		return fail(status, cause, ST_BAD,
+		    "both content-length and transfer-encoding");
+	if (fr->te_seen && minor == 0)
+		return fail(status, cause, ST_BAD,
+		    "transfer-encoding in http/1.0");
+	if (request && minor == 1 && fr->host == NULL)
+		return fail(status, cause, ST_BAD, "missing host header");
+	for (i = 0; i < n; i++) {
+		if (strcasecmp(h[i].name, "connection") == 0 &&
+		    connection_scan(h[i].value, request, fr, status,
+		    cause) == -1)
+			return -1;
+	}
+	if (request && fr->te_seen && !fr->chunked)
+		return fail(status, cause, ST_BAD,
+		    "transfer-encoding chunked not last");
+	if (request && fr->te_other)
+		return fail(status, cause, ST_NOT_IMPL,
+		    "unsupported transfer-coding");
+	return 0;
+}
+
+/* Handle one field for framing_scan(). */
+static int
+framing_field(const struct http_header *h, int request, struct framing *fr,
+    int *status, const char **cause)
+{
+	int64_t	cl;
+
+	if (strcasecmp(h->name, "content-length") == 0) {
+		if (content_length_parse(h->value, &cl) == -1)
+			return fail(status, cause, ST_BAD,
+			    "invalid content-length");
+		/* A response may repeat the very same value. */
+		if (fr->content_length >= 0 &&
+		    (request || cl != fr->content_length))
+			return fail(status, cause, ST_BAD,
+			    "duplicate content-length");
+		fr->content_length = cl;
+	} else if (strcasecmp(h->name, "transfer-encoding") == 0) {
+		if (te_scan(h->value, request, fr, status, cause) == -1)
+			return -1;
+	} else if (strcasecmp(h->name, "host") == 0 && request) {
+		if (fr->host != NULL)
+			return fail(status, cause, ST_BAD,
+			    "duplicate host header");
+		fr->host = h->value;
+	} else if (strcasecmp(h->name, "expect") == 0 && request) {
+		if (strcasecmp(h->value, "100-continue") == 0)
+			fr->expect_continue = 1;
+	}
+	return 0;
+}
+
+/* Content-Length = 1*DIGIT, at most INT64_MAX. Returns 0 or -1. */
+static int
+content_length_parse(const char *s, int64_t *out)
+{
+	int64_t	v = 0;
+
+	if (*s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > (INT64_MAX - (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * One Transfer-Encoding field; several fields form one list. chunked
+ * after chunked, or anything after chunked, is refused here; the rest
+ * (chunked missing, other codings) is judged by framing_scan() once every
+ * field is seen. fr->chunked says whether the list so far ends in chunked.
+ */
+static int
+te_scan(const char *v, int request, struct framing *fr, int *status,
+    const char **cause)
+{
+	const char	*cur = v, *e;
+	size_t		 elen;
+
+	while (list_next(&cur, &e, &elen)) {
+		if (elen == 0)
+			return fail(status, cause, ST_BAD,
+			    "invalid transfer-encoding");
+		if (fr->chunked)
+			return fail(status, cause, ST_BAD,
+			    token_eq(e, elen, "chunked") ?
+			    "transfer-encoding chunked twice" :
+			    "transfer-encoding chunked not last");
+		if (token_eq(e, elen, "chunked"))
+			fr->chunked = 1;
+		else
+			fr->te_other = 1;
+		fr->te_seen = 1;
+	}
+	if (!fr->te_seen)
+		return fail(status, cause, ST_BAD, "invalid transfer-encoding");
+	return 0;
+}
+
+/*
+ * Connection = #connection-option (tokens). Notes close and keep-alive,
+ * and refuses naming a framing field or Host, which would strip it from
+ * the forwarded head.
+ */
+static int
+connection_scan(const char *v, int request, struct framing *fr,
+    int *status, const char **cause)
+{
+	const char	*cur = v, *e;
+	size_t		 elen, i;
+
+	while (list_next(&cur, &e, &elen)) {
+		if (elen == 0)
+			continue;
+		for (i = 0; i < elen; i++) {
+			if (!is_tchar((unsigned char)e[i]))
+				return fail(status, cause, ST_BAD,
+				    "invalid connection header");
+		}
+		if (token_eq(e, elen, "close"))
+			fr->conn_close = 1;
+		else if (token_eq(e, elen, "keep-alive"))
+			fr->conn_keep_alive = 1;
+		else if (token_eq(e, elen, "content-length") ||
+		    token_eq(e, elen, "transfer-encoding") ||
+		    token_eq(e, elen, "host"))
+			return fail(status, cause, ST_BAD,
+			    "connection header names a framing field");
+	}
+	return 0;
+}
+
+/* Copy n bytes into a new NUL-terminated string; NULL when out of memory. */
+static char *
+strndup_checked(const char *p, size_t n)
+{
+	char	*s = malloc(n + 1);
+
+	if (s == NULL)
+		return NULL;
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+void
+http_request_init(struct http_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->content_length = -1;
+}
+
+void
+http_request_release(struct http_request *req)
+{
+	if (req == NULL)
+		return;
+	free(req->method);
+	free(req->target);
+	free(req->authority);
+	free(req->path);
+	free(req->headers);
+	free(req->store);
+	http_request_init(req);
+}
+
+/* Copy the request line's parts into req. */
+static int
+reqline_copy(const char *buf, const struct reqline *rl,
+    struct http_request *req)
+{
+	const char	*path = buf + rl->poff;
+
+	req->method = strndup_checked(buf, rl->mlen);
+	req->target = strndup_checked(buf + rl->toff, rl->tlen);
+	if (req->method == NULL || req->target == NULL)
+		return -1;
+	req->form = rl->form;
+	req->version_minor = rl->minor;
+	if (rl->form == HTTP_TARGET_ABSOLUTE ||
+	    rl->form == HTTP_TARGET_AUTHORITY) {
+		req->authority = strndup_checked(buf + rl->aoff, rl->alen);
+		if (req->authority == NULL)
+			return -1;
+	}
+	if (rl->form == HTTP_TARGET_AUTHORITY)
+		return 0;
+	if (rl->plen == 0 || path[0] == '?') {
+		/* "http://h" -> "/", "http://h?q" -> "/?q" */
+		req->path = malloc(rl->plen + 2);
+		if (req->path == NULL)
+			return -1;
+		req->path[0] = '/';
+		memcpy(req->path + 1, path, rl->plen);
+		req->path[rl->plen + 1] = '\0';
+	} else
+		req->path = strndup_checked(path, rl->plen);
+	return req->path == NULL ? -1 : 0;
+}
+
+/*
+ * Check the request line: complete (eol found) or the prefix buffered so
+ * far. Returns HTTP_PARSE_OK once the line is complete and valid.
+ */
+static enum http_parse
+request_line(const char *buf, size_t len, struct reqline *rl, size_t *eolp,
+    int *status, const char **cause)
+{
+	size_t	lim = len < SG_HTTP_LINE_MAX + 2 ? len : SG_HTTP_LINE_MAX + 2;
+	size_t	n;
+	int	r;
+
+	r = line_find(buf, 0, lim, eolp);
+	if (r < 0) {
+		fail(status, cause, ST_BAD, len > 0 && buf[0] == '\n' ?
+		    "empty line before request line" : "bare lf in head");
+		return HTTP_PARSE_ERROR;
+	}
+	if (r == 0) {
+		n = lim;
+		if (n > 0 && buf[n - 1] == '\r')
+			n--;
+		if (reqline_scan(buf, n, 0, rl, status, cause) == -1)
+			return HTTP_PARSE_ERROR;
+		if (lim < SG_HTTP_LINE_MAX + 2)
+			return HTTP_PARSE_MORE;
+		fail(status, cause, ST_URI_LONG, "request line too long");
+		return HTTP_PARSE_ERROR;
+	}
+	if (*eolp == 0) {
+		fail(status, cause, ST_BAD, "empty line before request line");
+		return HTTP_PARSE_ERROR;
+	}
+	if (reqline_scan(buf, *eolp, 1, rl, status, cause) == -1)
+		return HTTP_PARSE_ERROR;
+	if (*eolp > SG_HTTP_LINE_MAX) {
+		fail(status, cause, ST_URI_LONG, "request line too long");
+		return HTTP_PARSE_ERROR;
+	}
+	return HTTP_PARSE_OK;
+}
+
+enum http_parse
+http_request_parse(const char *buf, size_t len, struct http_request *req,
+    int *status, const char **cause)
+{
+	struct reqline	rl;
+	struct framing	fr;
+	size_t		eol, head_len, n;
+	enum http_parse	r;
+
+	http_request_init(req);
+	*status = 0;
+	*cause = NULL;
+	memset(&rl, 0, sizeof(rl));
+	if (len == 0)
+		return HTTP_PARSE_MORE;
+	r = request_line(buf, len, &rl, &eol, status, cause);
+	if (r != HTTP_PARSE_OK)
+		return r;
+	r = fields_scan(buf, len, eol + 2, &head_len, &n, status, cause);
+	if (r != HTTP_PARSE_OK)
+		return r;
+	if (fields_copy(buf, eol + 2, head_len - 2, n, &req->store,
+	    &req->headers, status, cause) == -1)
+		goto fail;
+	req->nheaders = n;
+	if (framing_scan(req->headers, n, 1, rl.minor, &fr, status,
+	    cause) == -1)
+		goto fail;
+	if (reqline_copy(buf, &rl, req) == -1) {
+		fail(status, cause, ST_INTERNAL, "out of memory");
+		goto fail;
+	}
+	req->host = fr.host;
+	req->content_length = fr.content_length;
+	req->chunked = fr.chunked;
+	req->keep_alive = rl.minor == 1 ? !fr.conn_close :
+	    fr.conn_keep_alive && !fr.conn_close;
+	req->expect_100_continue = rl.minor == 1 && fr.expect_continue;
+	req->head_len = head_len;
+	return HTTP_PARSE_OK;
+fail:
+	http_request_release(req);
+	return HTTP_PARSE_ERROR;
+}
+
+enum http_body
+http_request_body(const struct http_request *req)
+{
+	if (req->chunked)
+		return HTTP_BODY_CHUNKED;
+	if (req->content_length > 0)
+		return HTTP_BODY_LENGTH;
+	return HTTP_BODY_NONE;
+}
+
+void
+http_response_init(struct http_response *resp)
+{
+	memset(resp, 0, sizeof(*resp));
+	resp->content_length = -1;
+}
+
+void
+http_response_release(struct http_response *resp)
+{
+	if (resp == NULL)
+		return;
+	free(resp->reason);
+	free(resp->headers);
+	free(resp->store);
+	http_response_init(resp);
+}
+
+/* Check the status line, complete or the prefix buffered so far. */
+static enum http_parse
+status_line(const char *buf, size_t len, struct statline *sl, size_t *eolp,
+    const char **cause)
+{
+	size_t	lim = len < SG_HTTP_LINE_MAX + 2 ? len : SG_HTTP_LINE_MAX + 2;
+	size_t	n;
+	int	r;
+
+	r = line_find(buf, 0, lim, eolp);
+	if (r < 0) {
+		*cause = "bare lf in head";
+		return HTTP_PARSE_ERROR;
+	}
+	if (r == 0) {
+		n = lim;
+		if (n > 0 && buf[n - 1] == '\r')
+			n--;
+		if (statline_scan(buf, n, 0, sl, cause) == -1)
+			return HTTP_PARSE_ERROR;
+		if (lim < SG_HTTP_LINE_MAX + 2)
+			return HTTP_PARSE_MORE;
+		*cause = "status line too long";
+		return HTTP_PARSE_ERROR;
+	}
+	if (statline_scan(buf, *eolp, 1, sl, cause) == -1)
+		return HTTP_PARSE_ERROR;
+	if (*eolp > SG_HTTP_LINE_MAX) {
+		*cause = "status line too long";
+		return HTTP_PARSE_ERROR;
+	}
+	if (sl->status == 101) {
+		*cause = "unexpected switching protocols";
+		return HTTP_PARSE_ERROR;
+	}
+	return HTTP_PARSE_OK;
+}
+
+enum http_parse
+http_response_parse(const char *buf, size_t len, struct http_response *resp,
+    int *status, const char **cause)
+{
+	struct statline	sl;
+	struct framing	fr;
+	size_t		eol, head_len, n;
+	enum http_parse	r;
+
+	http_response_init(resp);
+	*status = 0;
+	*cause = NULL;
+	memset(&sl, 0, sizeof(sl));
+	if (len == 0)
+		return HTTP_PARSE_MORE;
+	r = status_line(buf, len, &sl, &eol, cause);
+	if (r == HTTP_PARSE_OK)
+		r = fields_scan(buf, len, eol + 2, &head_len, &n, NULL,
+		    cause);
+	if (r != HTTP_PARSE_OK)
+		goto out;
+	r = HTTP_PARSE_ERROR;
+	if (fields_copy(buf, eol + 2, head_len - 2, n, &resp->store,
+	    &resp->headers, NULL, cause) == -1)
+		goto out;
+	resp->nheaders = n;
+	if (framing_scan(resp->headers, n, 0, sl.minor, &fr, NULL,
+	    cause) == -1)
+		goto out;
+	resp->reason = strndup_checked(buf + sl.roff, sl.rlen);
+	if (resp->reason == NULL) {
+		*cause = "out of memory";
+		goto out;
+	}
+	resp->version_minor = sl.minor;
+	resp->status = sl.status;
+	resp->content_length = fr.content_length;
+	resp->chunked = fr.chunked;
+	resp->keep_alive = sl.minor == 1 ? !fr.conn_close :
+	    fr.conn_keep_alive && !fr.conn_close;
+	resp->head_len = head_len;
+	return HTTP_PARSE_OK;
+out:
+	if (r == HTTP_PARSE_ERROR) {
+		*status = ST_BAD_GATEWAY;
+		http_response_release(resp);
+	}
+	return r;
+}
+
+enum http_body
+http_response_body(const struct http_response *resp, const char *req_method)
+{
+	if (req_method != NULL && strcmp(req_method, "HEAD") == 0)
+		return HTTP_BODY_NONE;
+	if (resp->status < 200 || resp->status == 204 || resp->status == 304)
+		return HTTP_BODY_NONE;
+	if (req_method != NULL && strcmp(req_method, "CONNECT") == 0 &&
+	    resp->status < 300)
+		return HTTP_BODY_NONE;
+	if (resp->chunked)
+		return HTTP_BODY_CHUNKED;
+	if (resp->content_length >= 0)
+		return HTTP_BODY_LENGTH;
+	return HTTP_BODY_CLOSE;
+}
+
+/* Append n bytes; on allocation failure mark the buffer failed. */
+static void
+obuf_add(struct obuf *b, const char *p, size_t n)
+{
+	size_t	 cap;
+	char	*np;
+
+	if (b->failed)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (np == NULL) {
+			b->failed = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void
+obuf_str(struct obuf *b, const char *s)
+{
+	obuf_add(b, s, strlen(s));
+}
+
+static void
+obuf_fmt(struct obuf *b, const char *fmt, ...)
+{
+	char	tmp[128];
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		b->failed = 1;
+		return;
+	}
+	obuf_add(b, tmp, (size_t)n);
+}
+
+/*
+ * Append s with control bytes replaced by '?'; with quoted, also escape
+ * '"' and '\' for an RFC 9110 quoted-string.
+ */
+static void
+obuf_safe(struct obuf *b, const char *s, int quoted)
+{
+	char	c;
+
+	for (; *s != '\0'; s++) {
+		c = *s;
+		if ((unsigned char)c < 0x20 || c == 0x7f)
+			c = '?';
+		if (quoted && (c == '"' || c == '\\'))
+			obuf_add(b, "\\", 1);
+		obuf_add(b, &c, 1);
+	}
+}
+
+/* Return the built string, or NULL (and free it) if anything failed. */
+static char *
+obuf_finish(struct obuf *b, size_t *lenp)
+{
+	if (b->failed || b->p == NULL) {
+		free(b->p);
+		return NULL;
+	}
+	if (lenp != NULL)
+		*lenp = b->len;
+	return b->p;
+}
+
+/*
+ * Hop-by-hop: the fields RFC 9110 section 7.6.1 lists, every Proxy-*
+ * field, and every field the Connection fields name.
+ */
+static int
+hop_by_hop(const char *name, const struct http_header *h, size_t n)
+{
+	static const char *const fixed[] = {
+		"connection", "keep-alive", "te", "trailer", "upgrade"
+	};
+	const char	*cur, *e;
+	size_t		 i, elen;
+
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		if (strcasecmp(name, fixed[i]) == 0)
+			return 1;
+	}
+	if (strncasecmp(name, "proxy-", 6) == 0)
+		return 1;
+	for (i = 0; i < n; i++) {
+		if (strcasecmp(h[i].name, "connection") != 0)
+			continue;
+		cur = h[i].value;
+		while (list_next(&cur, &e, &elen)) {
+			if (token_eq(e, elen, name))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Append the end-to-end fields, the Connection flag field and the CRLF. */
+static void
+fields_forward(struct obuf *b, const struct http_header *h, size_t n,
+    int flags)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (hop_by_hop(h[i].name, h, n))
+			continue;
+		obuf_str(b, h[i].name);
+		obuf_add(b, ": ", 2);
+		obuf_str(b, h[i].value);
+		obuf_add(b, "\r\n", 2);
+	}
+	if (flags & HTTP_FWD_CLOSE)
+		obuf_str(b, "Connection: close\r\n");
+	else if (flags & HTTP_FWD_KEEP_ALIVE)
+		obuf_str(b, "Connection: keep-alive\r\n");
+	obuf_add(b, "\r\n", 2);
+}
+
+char *
+http_request_forward(const struct http_request *req, int flags,
+    size_t *lenp)
+{
+	struct obuf	b = { NULL, 0, 0, 0 };
+
+	if (req->method == NULL || req->path == NULL)
+		return NULL;
+	obuf_str(&b, req->method);
+	obuf_add(&b, " ", 1);
+	obuf_str(&b, req->path);
+	obuf_fmt(&b, " HTTP/1.%d\r\n", req->version_minor);
+	if (req->host == NULL && req->authority != NULL) {
+		obuf_str(&b, "Host: ");
+		obuf_str(&b, req->authority);
+		obuf_add(&b, "\r\n", 2);
+	}
+	fields_forward(&b, req->headers, req->nheaders, flags);
+	return obuf_finish(&b, lenp);
+}
+
+char *
+http_response_forward(const struct http_response *resp, int flags,
+    size_t *lenp)
+{
+	struct obuf	b = { NULL, 0, 0, 0 };
+
+	obuf_fmt(&b, "HTTP/1.1 %03d ", resp->status);
+	if (resp->reason != NULL)
+		obuf_str(&b, resp->reason);
+	obuf_add(&b, "\r\n", 2);
+	fields_forward(&b, resp->headers, resp->nheaders, flags);
+	return obuf_finish(&b, lenp);
+}
+
+void
+http_chunked_init(struct http_chunked *ch)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->state = CH_SIZE0;
+}
+
+/*
+ * One byte of a chunk-size line:
+ *   chunk-size [ chunk-ext ] CRLF
+ *   chunk-ext = *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] )
+ * Extensions are checked for allowed bytes only; they are forwarded
+ * verbatim and ignored.
+ */
+static int
+chunked_size_byte(struct http_chunked *ch, unsigned char c,
+    const char **cause)
+{
+	int	d;
+
+	if (++ch->line_len > SG_HTTP_CHUNK_LINE_MAX)
+		return fail(NULL, cause, 0, "chunk size line too long");
+	switch (ch->state) {
+	case CH_SIZE0:
+	case CH_SIZE:
+		d = hex_value(c);
+		if (d >= 0) {
+			if (ch->remaining > (CHUNK_SIZE_MAX >> 4))
+				return fail(NULL, cause, 0,
+				    "chunk size too large");
+			ch->remaining = (ch->remaining << 4) | (uint64_t)d;
+			ch->state = CH_SIZE;
+			return 0;
+		}
+		if (ch->state == CH_SIZE0)
+			return fail(NULL, cause, 0, "invalid chunk size");
+		return chunked_bws_byte(ch, c, cause);
+	case CH_SIZE_BWS:
+		return chunked_bws_byte(ch, c, cause);
+	case CH_EXT:
+		if (c == '\r')
+			ch->state = CH_SIZE_LF;
+		else if (!is_field_char(c))
+			return fail(NULL, cause, 0, "invalid chunk extension");
+		return 0;
+	default:	/* CH_SIZE_LF */
+		if (c != '\n')
+			return fail(NULL, cause, 0, "bare cr in chunk size line");
+		ch->line_len = 0;
+		ch->state = ch->remaining == 0 ? CH_TRAILER0 : CH_DATA;
+		return 0;
+	}
+}
+
+/* After the chunk-size digits: BWS, then ';' and extensions, or CR. */
+static int
+chunked_bws_byte(struct http_chunked *ch, unsigned char c,
+    const char **cause)
+{
+	if (c == ';')
+		ch->state = CH_EXT;
+	else if (c == '\r')
+		ch->state = CH_SIZE_LF;
+	else if (is_ows(c))
+		ch->state = CH_SIZE_BWS;
+	else
+		return fail(NULL, cause, 0, "invalid chunk size");
+	return 0;
+}
+
+/*
+ * One byte of the trailer section: *( field-line CRLF ) CRLF. Returns 1
+ * when the final CRLF is complete, 0 to go on, -1 on error.
+ */
+static int
+chunked_trailer_byte(struct http_chunked *ch, unsigned char c,
+    const char **cause)
+{
+	if (++ch->trailer_len > SG_HTTP_HEAD_MAX)
+		return fail(NULL, cause, 0, "trailer section too large");
+	switch (ch->state) {
+	case CH_TRAILER0:
+		if (c == '\r')
+			ch->state = CH_FINAL_LF;
+		else if (is_tchar(c))
+			ch->state = CH_TNAME;
+		else
+			return fail(NULL, cause, 0, "invalid trailer field");
+		return 0;
+	case CH_TNAME:
+		if (c == ':')
+			ch->state = CH_TVALUE;
+		else if (!is_tchar(c))
+			return fail(NULL, cause, 0, "invalid trailer field");
+		return 0;
+	case CH_TVALUE:
+		if (c == '\r')
+			ch->state = CH_TLF;
+		else if (!is_field_char(c))
+			return fail(NULL, cause, 0, "invalid trailer field");
+		return 0;
+	case CH_TLF:
+		if (c != '\n')
+			return fail(NULL, cause, 0, "bare cr in trailer");
+		ch->state = CH_TRAILER0;
+		return 0;
+	default:	/* CH_FINAL_LF */
+		if (c != '\n')
+			return fail(NULL, cause, 0, "bare cr after trailers");
+		ch->state = CH_DONE;
+		return 1;
+	}
+}
+
+enum http_parse
+http_chunked_scan(struct http_chunked *ch, const char *buf, size_t len,
+    size_t *consumed, const char **cause)
+{
+	size_t		i = 0, skip;
+	unsigned char	c;
+	int		r;
+
+	*consumed = 0;
+	*cause = NULL;
+	if (ch->state == CH_DONE)
+		return HTTP_PARSE_OK;
+	while (i < len && ch->state != CH_ERROR) {
+		if (ch->state == CH_DATA) {
+			skip = len - i;
+			if ((uint64_t)skip > ch->remaining)
+				skip = (size_t)ch->remaining;
+			ch->remaining -= skip;
+			i += skip;
+			if (ch->remaining == 0)
+				ch->state = CH_DATA_CR;
+			continue;
+		}
+		c = (unsigned char)buf[i++];
+		r = 0;
+		if (ch->state == CH_DATA_CR || ch->state == CH_DATA_LF) {
+			if (c != (ch->state == CH_DATA_CR ? '\r' : '\n'))
+				r = fail(NULL, cause, 0,
+				    "missing crlf after chunk data");
+			ch->state = ch->state == CH_DATA_CR ? CH_DATA_LF :
+			    CH_SIZE0;
+		} else if (ch->state <= CH_SIZE_LF)
+			r = chunked_size_byte(ch, c, cause);
+		else
+			r = chunked_trailer_byte(ch, c, cause);
+		if (r == -1)
+			ch->state = CH_ERROR;
+		else if (r == 1) {
+			*consumed = i;
+			return HTTP_PARSE_OK;
+		}
+	}
+	if (ch->state == CH_ERROR) {
+		if (*cause == NULL)
+			*cause = "invalid chunked body";
+		return HTTP_PARSE_ERROR;
+	}
+	*consumed = len;
+	return HTTP_PARSE_MORE;
+}
+
+const char *
+http_status_phrase(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 405: return "Method Not Allowed";
+	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 417: return "Expectation Failed";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Unknown";
+	}
+}
+
+/* Proxy-Status: sandgate; error=E[; details="D"] (RFC 9209). */
+static void
+proxy_status_add(struct obuf *b, const char *error, const char *details)
+{
+	obuf_str(b, "Proxy-Status: sandgate; error=");
+	obuf_safe(b, error, 0);
+	if (details != NULL) {
+		obuf_str(b, "; details=\"");
+		obuf_safe(b, details, 1);
+		obuf_add(b, "\"", 1);
+	}
+	obuf_add(b, "\r\n", 2);
+}
+
+char *
+http_block_response(int status, const char *message, enum sg_reason reason,
+    const char *proxy_error, int keep_alive, size_t *lenp)
+{
+	struct obuf	b = { NULL, 0, 0, 0 };
+	struct obuf	body = { NULL, 0, 0, 0 };
+
+	if (status < 100 || status > 999)
+		return NULL;
+	obuf_safe(&body, message, 0);
+	obuf_str(&body, "\n" SG_BLOCK_ADVICE "\n");
+	if (body.failed) {
+		free(body.p);
+		return NULL;
+	}
+	obuf_fmt(&b, "HTTP/1.1 %d ", status);
+	obuf_safe(&b, message, 0);
+	obuf_str(&b, "\r\nContent-Type: text/plain; charset=utf-8\r\n");
+	obuf_fmt(&b, "Content-Length: %zu\r\n", body.len);
+	proxy_status_add(&b, proxy_error, message);
+	obuf_fmt(&b, "X-Sandgate-Reason: %s\r\n", reason_code(reason));
+	obuf_str(&b, keep_alive ? "Connection: keep-alive\r\n\r\n" :
+	    "Connection: close\r\n\r\n");
+	obuf_add(&b, body.p, body.len);
+	free(body.p);
+	return obuf_finish(&b, lenp);
+}
+
+char *
+http_error_response(int status, const char *proxy_error,
+    const char *details, int keep_alive, size_t *lenp)
+{
+	struct obuf	b = { NULL, 0, 0, 0 };
+	struct obuf	body = { NULL, 0, 0, 0 };
+	const char	*phrase = http_status_phrase(status);
+
+	if (status < 100 || status > 999)
+		return NULL;
+	obuf_str(&body, "sandgate: ");
+	obuf_safe(&body, details != NULL ? details : phrase, 0);
+	obuf_add(&body, "\n", 1);
+	obuf_fmt(&b, "HTTP/1.1 %d %s\r\n", status, phrase);
+	obuf_str(&b, "Content-Type: text/plain; charset=utf-8\r\n");
+	obuf_fmt(&b, "Content-Length: %zu\r\n", body.len);
+	proxy_status_add(&b, proxy_error, details);
+	obuf_str(&b, keep_alive ? "Connection: keep-alive\r\n\r\n" :
+	    "Connection: close\r\n\r\n");
+	if (body.failed)
+		b.failed = 1;
+	else
+		obuf_add(&b, body.p, body.len);
+	free(body.p);
+	return obuf_finish(&b, lenp);
+}

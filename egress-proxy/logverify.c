@@ -1,0 +1,326 @@
+/* logverify.c: hash-chain checks of eventlog lines; see logverify.h. */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "logverify.h"
+#include "util.h"
+
+#define LOGVERIFY_HASH_KEY	",\"hash\":\""
+#define LOGVERIFY_HASH_KEYLEN	(sizeof(LOGVERIFY_HASH_KEY) - 1)
+#define LOGVERIFY_HEAD		"{\"ts\":\""	/* how every line starts */
+#define LOGVERIFY_HEAD_LEN	(sizeof(LOGVERIFY_HEAD) - 1)
+
+static int	logverify_is_hex(const char *, size_t);
+static int	logverify_hex_member(json_t *, const char *, char *);
+static int	logverify_suffix(const char *, size_t, char *);
+static enum logverify_status logverify_torn(const char *, size_t);
+static enum logverify_status logverify_members(json_t *, const char *,
+		    size_t, struct logverify_line *);
+static void	logverify_break(struct logverify *, const char *, size_t,
+		    const char *, ...) __attribute__((format(printf, 4, 5)));
+static void	logverify_chain_break(struct logverify *,
+		    const struct logverify_line *);
+static void	logverify_accept(struct logverify *,
+		    const struct logverify_line *);
+
+/* 1 if s[0..len) is lowercase hex digits only. */
+static int
+logverify_is_hex(const char *s, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+/* Copy the 64-hex string member key of obj into out; -1 if not one. */
+static int
+logverify_hex_member(json_t *obj, const char *key, char *out)
+{
+	json_t		*v = json_object_get(obj, key);
+	const char	*s;
+
+	if (!json_is_string(v) || json_string_length(v) != LOGVERIFY_HASH_HEX)
+		return -1;
+	s = json_string_value(v);
+	if (!logverify_is_hex(s, LOGVERIFY_HASH_HEX))
+		return -1;
+	memcpy(out, s, LOGVERIFY_HASH_HEX);
+	out[LOGVERIFY_HASH_HEX] = '\0';
+	return 0;
+}
+
+/*
+ * Check that the line ends in ,"hash":"<64 hex>"} and copy the hex into
+ * hex[65]; -1 if it does not.
+ */
+static int
+logverify_suffix(const char *line, size_t len, char *hex)
+{
+	const char	*p;
+
+	if (len < LOGVERIFY_SUFFIX_LEN + 1)
+		return -1;
+	p = line + len - LOGVERIFY_SUFFIX_LEN;
+	if (memcmp(p, LOGVERIFY_HASH_KEY, LOGVERIFY_HASH_KEYLEN) != 0)
+		return -1;
+	p += LOGVERIFY_HASH_KEYLEN;
+	if (!logverify_is_hex(p, LOGVERIFY_HASH_HEX) ||
+	    memcmp(p + LOGVERIFY_HASH_HEX, "\"}", 2) != 0)
+		return -1;
+	memcpy(hex, p, LOGVERIFY_HASH_HEX);
+	hex[LOGVERIFY_HASH_HEX] = '\0';
+	return 0;
+}
+
+int
+logverify_hash(const char *line, size_t len, char *hex)
+{
+	unsigned char	 md[EVP_MAX_MD_SIZE];
+	unsigned int	 mdlen = 0;
+	char		 claimed[LOGVERIFY_HASH_HEX + 1];
+	EVP_MD_CTX	*ctx;
+	int		 ok;
+
+	if (logverify_suffix(line, len, claimed) == -1)
+		return -1;
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(ctx, line, len - LOGVERIFY_SUFFIX_LEN) == 1 &&
+	    EVP_DigestUpdate(ctx, "}", 1) == 1 &&
+	    EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32;
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return -1;
+	util_hex(md, 32, hex);
+	return 0;
+}
+
+/*
+ * A line that does not parse is torn when it is the start of a line as
+ * the writer makes them: it begins with {"ts":" (or a shorter part of
+ * it) and is not complete JSON (complete JSON with duplicate keys is not).
+ */
+static enum logverify_status
+logverify_torn(const char *line, size_t len)
+{
+	json_t		*obj;
+	json_error_t	 err;
+	size_t		 n = len < LOGVERIFY_HEAD_LEN ? len : LOGVERIFY_HEAD_LEN;
+
+	if (memcmp(line, LOGVERIFY_HEAD, n) != 0)
+		return LOGVERIFY_NOT_LOG;
+	if ((obj = json_loadb(line, len, 0, &err)) != NULL) {
+		json_decref(obj);
+		return LOGVERIFY_NOT_LOG;
+	}
+	return LOGVERIFY_TORN;
+}
+
+/* Check seq, prev and the final hash member of a parsed line. */
+static enum logverify_status
+logverify_members(json_t *obj, const char *line, size_t len,
+    struct logverify_line *out)
+{
+	json_t	*seq = json_object_get(obj, "seq");
+	char	 suffix[LOGVERIFY_HASH_HEX + 1];
+	char	 computed[LOGVERIFY_HASH_HEX + 1];
+
+	if (!json_is_integer(seq) || json_integer_value(seq) < 1)
+		return LOGVERIFY_NOT_LOG;
+	if (logverify_hex_member(obj, "prev", out->prev) == -1 ||
+	    logverify_hex_member(obj, "hash", out->hash) == -1)
+		return LOGVERIFY_NOT_LOG;
+	/* The hash member must be the last one, written as the writer does. */
+	if (logverify_suffix(line, len, suffix) == -1 ||
+	    strcmp(suffix, out->hash) != 0)
+		return LOGVERIFY_NOT_LOG;
+	out->seq = json_integer_value(seq);
+	if (logverify_hash(line, len, computed) == -1)
+		return LOGVERIFY_NOT_LOG;
+	if (strcmp(computed, out->hash) != 0)
+		return LOGVERIFY_HASH_MISMATCH;
+	return LOGVERIFY_OK;
+}
+
+enum logverify_status
+logverify_line(const char *line, size_t len, struct logverify_line *out)
+{
+	json_t			*obj;
+	json_error_t		 err;
+	enum logverify_status	 st;
+
+	memset(out, 0, sizeof(*out));
+	if (len == 0 || len > SG_LOG_LINE_MAX)
+		return LOGVERIFY_NOT_LOG;
+	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
+	if (obj == NULL)
+		return logverify_torn(line, len);
+	if (!json_is_object(obj))
+		st = LOGVERIFY_NOT_LOG;
+	else
+		st = logverify_members(obj, line, len, out);
+	json_decref(obj);
+	return st;
+}
+
+void
+logverify_init(struct logverify *v)
+{
+	memset(v, 0, sizeof(*v));
+}
+
+void
+logverify_file(struct logverify *v, const char *name)
+{
+	util_strlcpy(v->file, name, sizeof(v->file));
+	v->lineno = 0;
+}
+
+/* Record the first break at file:line. */
+static void
+logverify_break(struct logverify *v, const char *file, size_t line,
+    const char *fmt, ...)
+{
+	va_list	ap;
+
+	v->broken = 1;
+	util_strlcpy(v->break_file, file, sizeof(v->break_file));
+	v->break_line = line;
+	va_start(ap, fmt);
+	vsnprintf(v->what, sizeof(v->what), fmt, ap);
+	va_end(ap);
+}
+
+/* Describe why a valid line l does not continue the chain. */
+static void
+logverify_chain_break(struct logverify *v, const struct logverify_line *l)
+{
+	if (v->pending > 0) {
+		logverify_break(v, v->pending_file, v->pending_line,
+		    "line is incomplete and the next event (seq %lld) does not "
+		    "continue the chain from seq %lld: line edited or events "
+		    "removed", l->seq, v->last_seq);
+	} else if (l->seq - v->last_seq > 1) {
+		logverify_break(v, v->file, v->lineno,
+		    "seq %lld follows seq %lld: %lld event(s) removed or "
+		    "lines reordered", l->seq, v->last_seq,
+		    l->seq - v->last_seq - 1);
+	} else if (l->seq <= v->last_seq) {
+		logverify_break(v, v->file, v->lineno,
+		    "seq %lld follows seq %lld: line reordered, duplicated or "
+		    "inserted", l->seq, v->last_seq);
+	} else {
+		logverify_break(v, v->file, v->lineno,
+		    "prev does not match the hash of the event before (seq "
+		    "%lld): line replaced or inserted", v->last_seq);
+	}
+}
+
+/* A valid line continues the chain (or anchors it). */
+static void
+logverify_accept(struct logverify *v, const struct logverify_line *l)
+{
+	static const char	zeros[LOGVERIFY_HASH_HEX + 1] =
+	    "0000000000000000000000000000000000000000000000000000000000000000";
+
+	if (v->pending > 0) {
+		if (v->torn == 0) {
+			util_strlcpy(v->torn_file, v->pending_file,
+			    sizeof(v->torn_file));
+			v->torn_line = v->pending_line;
+		}
+		v->torn += v->pending;
+		v->pending = 0;
+	}
+	if (!v->started) {
+		v->started = 1;
+		v->first_seq = l->seq;
+		v->genesis = strcmp(l->prev, zeros) == 0;
+	}
+	v->last_seq = l->seq;
+	memcpy(v->last_hash, l->hash, sizeof(v->last_hash));
+	v->events++;
+}
+
+int
+logverify_feed(struct logverify *v, const char *line, size_t len)
+{
+	struct logverify_line	l;
+
+	if (v->broken)
+		return -1;
+	v->lineno++;
+	switch (logverify_line(line, len, &l)) {
+	case LOGVERIFY_TORN:
+		if (v->pending == 0) {
+			util_strlcpy(v->pending_file, v->file,
+			    sizeof(v->pending_file));
+			v->pending_line = v->lineno;
+		}
+		v->pending++;
+		return 0;
+	case LOGVERIFY_NOT_LOG:
+		logverify_break(v, v->file, v->lineno, "not a log line "
+		    "(seq, prev or hash missing or malformed): line inserted "
+		    "or edited");
+		return -1;
+	case LOGVERIFY_HASH_MISMATCH:
+		logverify_break(v, v->file, v->lineno, "line edited: hash "
+		    "does not match its content (seq %lld)", l.seq);
+		return -1;
+	case LOGVERIFY_OK:
+		break;
+	}
+	if (v->started && (strcmp(l.prev, v->last_hash) != 0 ||
+	    v->last_seq == LLONG_MAX || l.seq != v->last_seq + 1)) {
+		logverify_chain_break(v, &l);
+		return -1;
+	}
+	logverify_accept(v, &l);
+	return 0;
+}
+
+int
+logverify_buf(struct logverify *v, const char *buf, size_t len)
+{
+	const char	*p = buf, *end = buf + len, *nl;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			nl = end;
+		if (logverify_feed(v, p, (size_t)(nl - p)) == -1)
+			return -1;
+		p = nl + 1;
+	}
+	return v->broken ? -1 : 0;
+}
+
+int
+logverify_finish(struct logverify *v)
+{
+	if (v->broken)
+		return -1;
+	if (v->pending > 0) {
+		/* Torn lines at the very end: nothing was written after. */
+		if (v->torn == 0) {
+			util_strlcpy(v->torn_file, v->pending_file,
+			    sizeof(v->torn_file));
+			v->torn_line = v->pending_line;
+		}
+		v->torn += v->pending;
+		v->pending = 0;
+	}
+	return 0;
+}

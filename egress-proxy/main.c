@@ -1,0 +1,523 @@
+/*
+ * main.c: sandgate-proxy, the filtering HTTP/CONNECT egress proxy that is
+ * the sandboxes' only way out. Options, start-up, signals, the event loop.
+ */
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "addr.h"
+#include "conn.h"
+#include "control.h"
+#include "dns.h"
+#include "eventlog.h"
+#include "log.h"
+#include "policy.h"
+#include "proxy.h"
+#include "registry.h"
+#include "sni.h"
+#include "util.h"
+
+/* Exit codes of sandgate-proxy (docs/proxy.md). */
+enum {
+	PX_EXIT_OK = 0,
+	PX_EXIT_CONFIG = 1,	/* bad policy, log folder, listener ... */
+	PX_EXIT_USAGE = 2
+};
+
+#define MAIN_MAX_LISTEN		16
+#define MAIN_DRAIN_SECS		30
+
+static struct proxy		 main_px;
+static struct evconnlistener	*main_listeners[MAIN_MAX_LISTEN];
+static size_t			 main_nlisteners;
+static struct event		*main_drain_timer;
+static int			 main_sigterms;
+
+static void	main_usage(FILE *);
+static int	main_options(int, char **, struct proxy_config *);
+static int	main_config_file(const char *, struct proxy_config *);
+static int	main_option(int, const char *, struct proxy_config *);
+static int	main_listen(struct proxy *, const char *);
+static void	main_accept(struct evconnlistener *, evutil_socket_t,
+		    struct sockaddr *, int, void *);
+static void	main_accept_error(struct evconnlistener *, void *);
+static void	main_accept_resume(evutil_socket_t, short, void *);
+static void	main_signal(evutil_socket_t, short, void *);
+static void	main_tick(evutil_socket_t, short, void *);
+static void	main_raise_nofile(void);
+
+static const struct option main_longopts[] = {
+	{ "listen",		required_argument, NULL, 'l' },
+	{ "policy-dir",		required_argument, NULL, 'p' },
+	{ "log-dir",		required_argument, NULL, 'L' },
+	{ "sets",		required_argument, NULL, 's' },
+	{ "resolver",		required_argument, NULL, 'r' },
+	{ "hosts",		required_argument, NULL, 'H' },
+	{ "control-socket",	required_argument, NULL, 'c' },
+	{ "config",		required_argument, NULL, 'f' },
+	{ "log-allowed",	no_argument,	   NULL, 'A' },
+	{ "log-max-size",	required_argument, NULL, 'M' },
+	{ "log-keep",		required_argument, NULL, 'K' },
+	{ "max-conns",		required_argument, NULL, 'm' },
+	{ "max-conns-per-client", required_argument, NULL, 'C' },
+	{ "head-timeout",	required_argument, NULL, 'T' },
+	{ "idle-timeout",	required_argument, NULL, 'I' },
+	{ "connect-timeout",	required_argument, NULL, 'X' },
+	{ "check",		no_argument,	   NULL, 'n' },
+	{ "verbose",		no_argument,	   NULL, 'v' },
+	{ "help",		no_argument,	   NULL, 'h' },
+	{ "version",		no_argument,	   NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int	main_check_only;
+
+static void
+main_usage(FILE *f)
+{
+	fputs(
+"usage: sandgate-proxy [OPTIONS]\n"
+"\n"
+"The sandboxes' only way out: an HTTP forward and CONNECT proxy that allows\n"
+"only the destinations of policy.d/ allowlists and logs every block.\n"
+"\n"
+"  --listen ADDR:PORT      listen here (repeatable; [::1]:3128 for IPv6;\n"
+"                          default 0.0.0.0:3128)\n"
+"  --policy-dir DIR        allowlist folder (default: $SANDGATE_POLICY_DIR or\n"
+"                          " SANDGATE_DEFAULT_POLICY_DIR ")\n"
+"  --log-dir DIR           security-event log folder (default:\n"
+"                          $SANDGATE_LOG_DIR or " SANDGATE_DEFAULT_LOG_DIR ")\n"
+"  --sets a,b              sets in force for clients not registered to a\n"
+"                          sandbox (default: none, so everything is blocked)\n"
+"  --resolver IP:PORT      DNS server to ask (default: /etc/resolv.conf)\n"
+"  --hosts FILE            static name map in /etc/hosts format, asked first\n"
+"  --control-socket PATH   unix socket for register/unregister/reload/status\n"
+"                          and /metrics (default: none)\n"
+"  --config FILE           read options from FILE: one \"name value\" a line,\n"
+"                          names as the long options without --\n"
+"  --log-allowed           log allowed connections too (egress.allowed)\n"
+"  --log-max-size SIZE     rotate the log past SIZE (default 100m; 0: never)\n"
+"  --log-keep N            rotated files kept (default 10)\n"
+"  --max-conns N           connections in all (default 16384)\n"
+"  --max-conns-per-client N  per client address (default 1024)\n"
+"  --head-timeout S        seconds to receive a request head (default 10)\n"
+"  --connect-timeout S     seconds to connect upstream (default 10)\n"
+"  --idle-timeout S        seconds a tunnel or response may idle (default 300)\n"
+"  --check                 load the policy and the options, then exit\n"
+"  -v, --verbose           debug trace on stderr\n"
+"  -h, --help              this text\n"
+"\n"
+"Signals: SIGTERM/SIGINT drain then exit (a second one exits at once),\n"
+"SIGHUP reloads the policy, SIGUSR1 reopens the log (logrotate).\n"
+"Exit codes: 0 clean exit, 1 bad configuration or policy, 2 usage error.\n",
+	    f);
+}
+
+/* Apply one option; shared by the command line and --config. */
+static int
+main_option(int ch, const char *arg, struct proxy_config *cfg)
+{
+	long long	 v;
+	const char	*errstr;
+
+	switch (ch) {
+	case 'l':
+		if (cfg->nlisten == MAIN_MAX_LISTEN) {
+			log_warnx("too many --listen (at most %d)",
+			    MAIN_MAX_LISTEN);
+			return -1;
+		}
+		cfg->listen[cfg->nlisten++] = util_xstrdup(arg);
+		return 0;
+	case 'p': cfg->policy_dir = util_xstrdup(arg); return 0;
+	case 'L': cfg->log_dir = util_xstrdup(arg); return 0;
+	case 's': cfg->sets = util_xstrdup(arg); return 0;
+	case 'r': cfg->resolver = util_xstrdup(arg); return 0;
+	case 'H': cfg->hosts = util_xstrdup(arg); return 0;
+	case 'c': cfg->control_socket = util_xstrdup(arg); return 0;
+	case 'A': cfg->log_allowed = 1; return 0;
+	case 'v': cfg->verbose++; return 0;
+	case 'n': main_check_only = 1; return 0;
+	case 'M':
+		if (util_parse_size(arg, &cfg->log_max_size) == -1) {
+			log_warnx("invalid --log-max-size \"%s\"", arg);
+			return -1;
+		}
+		return 0;
+	default:
+		break;
+	}
+	if (util_strtonum(arg, 1, 10000000, &v, &errstr) == -1) {
+		log_warnx("invalid value \"%s\": %s", arg, errstr);
+		return -1;
+	}
+	switch (ch) {
+	case 'K': cfg->log_keep = (unsigned)v; break;
+	case 'm': cfg->max_conns = (unsigned)v; break;
+	case 'C': cfg->max_conns_per_client = (unsigned)v; break;
+	case 'T': cfg->head_timeout_ms = (unsigned)v * 1000; break;
+	case 'I': cfg->idle_timeout_ms = (unsigned)v * 1000; break;
+	case 'X': cfg->connect_timeout_ms = (unsigned)v * 1000; break;
+	default: return -1;
+	}
+	return 0;
+}
+
+/* --config FILE: "name value" lines, '#' comments. */
+static int
+main_config_file(const char *path, struct proxy_config *cfg)
+{
+	const struct option	*o;
+	FILE			*f;
+	char			 line[4096], *name, *val, *end;
+	int			 lineno = 0, rc = 0;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		log_warn("%s", path);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		if ((end = strchr(line, '#')) != NULL)
+			*end = '\0';
+		name = line + strspn(line, " \t");
+		val = name + strcspn(name, " \t\r\n");
+		if (val == name)
+			continue;
+		if (*val != '\0')
+			*val++ = '\0';
+		val += strspn(val, " \t");
+		val[strcspn(val, "\r\n")] = '\0';
+		for (o = main_longopts; o->name != NULL; o++)
+			if (strcmp(o->name, name) == 0)
+				break;
+		if (o->name == NULL || o->val == 'f' || o->val == 'h' ||
+		    o->val == 'V') {
+			log_warnx("%s:%d: unknown setting \"%s\"", path,
+			    lineno, name);
+			rc = -1;
+			continue;
+		}
+		if ((o->has_arg == required_argument) != (*val != '\0')) {
+			log_warnx("%s:%d: setting \"%s\" %s", path, lineno,
+			    name, *val ? "takes no value" : "needs a value");
+			rc = -1;
+			continue;
+		}
+		if (main_option(o->val, val, cfg) == -1) {
+			log_warnx("%s:%d: in setting \"%s\"", path, lineno, name);
+			rc = -1;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Returns -1 to exit with PX_EXIT_USAGE, 1 to exit 0 (help), else 0. */
+static int
+main_options(int argc, char **argv, struct proxy_config *cfg)
+{
+	int	ch;
+
+	cfg->listen = util_xcalloc(MAIN_MAX_LISTEN, sizeof(char *));
+	cfg->head_timeout_ms = PROXY_HEAD_TIMEOUT_MS;
+	cfg->keepalive_timeout_ms = PROXY_KEEPALIVE_TIMEOUT_MS;
+	cfg->dns_timeout_ms = PROXY_DNS_TIMEOUT_MS;
+	cfg->connect_timeout_ms = PROXY_CONNECT_TIMEOUT_MS;
+	cfg->hello_timeout_ms = PROXY_HELLO_TIMEOUT_MS;
+	cfg->idle_timeout_ms = PROXY_IDLE_TIMEOUT_MS;
+	cfg->max_conns = PROXY_MAX_CONNS;
+	cfg->max_conns_per_client = PROXY_MAX_CONNS_PER_CLIENT;
+	cfg->log_max_size = 100ULL << 20;
+	cfg->log_keep = 10;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":vhn", main_longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			main_usage(stdout);
+			return 1;
+		case 'V':
+			printf("sandgate-proxy %s\n", SANDGATE_VERSION);
+			return 1;
+		case 'f':
+			if (main_config_file(optarg, cfg) == -1)
+				return -1;
+			break;
+		case ':':
+			log_warnx("option '%s' needs a value", argv[optind - 1]);
+			return -1;
+		case '?':
+			if (optopt != 0)
+				log_warnx("unknown option '-%c'", optopt);
+			else
+				log_warnx("unknown option '%s'",
+				    argv[optind - 1]);
+			return -1;
+		default:
+			if (main_option(ch, optarg, cfg) == -1)
+				return -1;
+		}
+	}
+	if (optind < argc) {
+		log_warnx("unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	if (cfg->nlisten == 0)
+		cfg->listen[cfg->nlisten++] = util_xstrdup("0.0.0.0:3128");
+	if (cfg->policy_dir == NULL)
+		cfg->policy_dir = getenv("SANDGATE_POLICY_DIR") ?
+		    getenv("SANDGATE_POLICY_DIR") : SANDGATE_DEFAULT_POLICY_DIR;
+	if (cfg->log_dir == NULL)
+		cfg->log_dir = getenv("SANDGATE_LOG_DIR") ?
+		    getenv("SANDGATE_LOG_DIR") : SANDGATE_DEFAULT_LOG_DIR;
+	if (cfg->sets == NULL)
+		cfg->sets = "";
+	return 0;
+}
+
+static int
+main_listen(struct proxy *px, const char *spec)
+{
+	struct sockaddr_storage	 ss;
+	struct evconnlistener	*l;
+	int			 len = sizeof(ss);
+	uint16_t		 port;
+
+	memset(&ss, 0, sizeof(ss));
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len) ==
+	    -1) {
+		log_warnx("invalid --listen \"%s\" (use ADDR:PORT or "
+		    "[IPv6]:PORT)", spec);
+		return -1;
+	}
+	l = evconnlistener_new_bind(px->base, main_accept, px,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	    1024, (struct sockaddr *)&ss, len);
+	if (l == NULL) {
+		log_warn("cannot listen on %s", spec);
+		return -1;
+	}
+	evconnlistener_set_error_cb(l, main_accept_error);
+	main_listeners[main_nlisteners++] = l;
+	port = ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)&ss)->sin_port);
+	px->ports = realloc(px->ports, (px->nports + 1) * sizeof(*px->ports));
+	if (px->ports == NULL)
+		fatal("realloc");
+	px->ports[px->nports++] = port;
+	addr_set_add(px->self, (struct sockaddr *)&ss);
+	fprintf(stderr, "sandgate-proxy: listening on %s\n", spec);
+	return 0;
+}
+
+static void
+main_accept(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int socklen, void *arg)
+{
+	conn_accept(arg, fd, sa, socklen);
+}
+
+static void
+main_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+/* Out of descriptors: pause accepting for a second rather than spin. */
+static void
+main_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct timeval	tv = { 1, 0 };
+	int		err = EVUTIL_SOCKET_ERROR();
+
+	log_warnx("accept: %s", evutil_socket_error_to_string(err));
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM) {
+		evconnlistener_disable(l);
+		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT,
+		    main_accept_resume, l, &tv);
+	}
+}
+
+static void
+main_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct proxy	*px = arg;
+	struct timeval	 tv = { 1, 0 };
+	char		*errors;
+	size_t		 i;
+
+	switch (sig) {
+	case SIGHUP:
+		proxy_reload(px, &errors);
+		free(errors);
+		return;
+	case SIGUSR1:
+		if (eventlog_reopen(px->seclog) == -1)
+			log_warn("reopening the security-event log");
+		return;
+	default:
+		break;
+	}
+	if (++main_sigterms > 1) {
+		log_info("second signal: exiting now");
+		event_base_loopbreak(px->base);
+		return;
+	}
+	log_info("draining: no new connections, exiting within %d s",
+	    MAIN_DRAIN_SECS);
+	px->draining = 1;
+	for (i = 0; i < main_nlisteners; i++)
+		evconnlistener_disable(main_listeners[i]);
+	conn_drain_idle(px);
+	px->drain_deadline = time(NULL) + MAIN_DRAIN_SECS;
+	evtimer_add(main_drain_timer, &tv);
+}
+
+/* Every second: sync the log; while draining, exit once idle. */
+static void
+main_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy	*px = arg;
+	struct timeval	 tv = { 1, 0 };
+
+	if (eventlog_tick(px->seclog) == -1)
+		log_warnx("security-event log: %s", eventlog_error(px->seclog));
+	if (px->draining) {
+		conn_drain_idle(px);
+		if (conn_count(px) == 0 || time(NULL) >= px->drain_deadline) {
+			event_base_loopexit(px->base, NULL);
+			return;
+		}
+	}
+	evtimer_add(main_drain_timer, &tv);
+}
+
+/* Tunnels take two descriptors each: allow as many as the hard limit. */
+static void
+main_raise_nofile(void)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct proxy		*px = &main_px;
+	struct policy_diags	 diags;
+	struct eventlog_opts	 lopts;
+	struct policy		*p;
+	struct event		*sigs[5];
+	const int		 signos[5] = { SIGTERM, SIGINT, SIGHUP,
+				    SIGUSR1, 0 };
+	const char		*errstr;
+	char			*cause;
+	size_t			 i;
+	int			 rc;
+
+	log_init("sandgate-proxy", 0);
+	if ((rc = main_options(argc, argv, &px->cfg)) != 0) {
+		if (rc < 0)
+			fputs("run 'sandgate-proxy --help' for usage\n", stderr);
+		return rc < 0 ? PX_EXIT_USAGE : PX_EXIT_OK;
+	}
+	log_init("sandgate-proxy", px->cfg.verbose);
+	proxy_g = px;
+	if ((p = proxy_load_policy(px->cfg.policy_dir, &diags)) == NULL) {
+		log_warnx("policy in %s has errors; not starting",
+		    px->cfg.policy_dir);
+		return PX_EXIT_CONFIG;
+	}
+	policy_diags_release(&diags);
+	px->policy = util_xcalloc(1, sizeof(*px->policy));
+	px->policy->policy = p;
+	px->policy->refs = 1;
+	if (*px->cfg.sets != '\0' && policy_set_list_parse(px->cfg.sets,
+	    &px->default_sets, &px->ndefault_sets, &errstr) == -1) {
+		log_warnx("invalid --sets \"%s\": %s", px->cfg.sets, errstr);
+		return PX_EXIT_CONFIG;
+	}
+	if (px->default_sets == NULL)
+		px->default_sets = util_xcalloc(1, sizeof(char *));
+	for (i = 0; i < px->ndefault_sets; i++)
+		if (!policy_set_exists(p, px->default_sets[i]))
+			log_warnx("--sets names \"%s\", which is not a set in "
+			    "%s", px->default_sets[i], px->cfg.policy_dir);
+	if (main_check_only) {
+		printf("sandgate-proxy: configuration OK, policy digest %s\n",
+		    policy_digest(p));
+		return PX_EXIT_OK;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	main_raise_nofile();
+	memset(&lopts, 0, sizeof(lopts));
+	lopts.max_size = px->cfg.log_max_size;
+	lopts.keep = px->cfg.log_keep;
+	px->started = time(NULL);
+	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
+	    &lopts, &cause);
+	if (px->seclog == NULL) {
+		log_warnx("cannot open the security-event log in %s: %s",
+		    px->cfg.log_dir, cause ? cause : "unknown error");
+		return PX_EXIT_CONFIG;
+	}
+	if ((px->base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	if ((px->sni_ctx = sni_ctx_new()) == NULL)
+		fatalx("cannot create the TLS context for ClientHello checks");
+	px->dns = dns_new(px->base, px->cfg.resolver, px->cfg.hosts,
+	    px->cfg.dns_timeout_ms, &cause);
+	if (px->dns == NULL) {
+		log_warnx("resolver: %s", cause ? cause : "unknown error");
+		return PX_EXIT_CONFIG;
+	}
+	if ((px->self = addr_set_new()) == NULL ||
+	    addr_set_load_local(px->self) == -1)
+		log_warn("cannot list the local addresses");
+	if ((px->registry = registry_new()) == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < px->cfg.nlisten; i++)
+		if (main_listen(px, px->cfg.listen[i]) == -1)
+			return PX_EXIT_CONFIG;
+	if (px->cfg.control_socket != NULL &&
+	    control_listen(px, px->cfg.control_socket, &cause) == -1) {
+		log_warnx("control socket %s: %s", px->cfg.control_socket,
+		    cause ? cause : "unknown error");
+		return PX_EXIT_CONFIG;
+	}
+	for (i = 0; signos[i] != 0; i++) {
+		sigs[i] = evsignal_new(px->base, signos[i], main_signal, px);
+		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) == -1)
+			fatalx("cannot handle signal %d", signos[i]);
+	}
+	main_drain_timer = evtimer_new(px->base, main_tick, px);
+	main_tick(-1, 0, px);
+	log_info("policy digest %s, default sets \"%s\", log %s",
+	    policy_digest(p), px->cfg.sets, eventlog_path(px->seclog));
+	event_base_dispatch(px->base);
+	eventlog_close(px->seclog);
+	control_close(px);
+	log_info("exited");
+	return PX_EXIT_OK;
+}

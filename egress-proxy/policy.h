@@ -1,0 +1,240 @@
+/*
+ * policy.h: the egress policy engine shared by sandgate-proxy and the
+ * sandgate CLI: loading and validating the YAML files of policy.d (one
+ * named set per file, format in docs/policy.md), and deciding whether a
+ * destination is allowed.
+ *
+ * Ownership: a struct policy owns every string, entry and set reachable
+ * from it; pointers handed out (entries, sets, match fields) live until
+ * policy_free(). A loaded policy is never modified, so the proxy may keep
+ * serving from one while loading the next, and swap pointers once the new
+ * one has loaded without errors. Queries are read-only and safe to run from
+ * several threads at once.
+ *
+ * Limits: SG_POLICY_FILE_MAX bytes per file, SG_POLICY_ENTRIES_MAX entries
+ * in all, SG_POLICY_DIAGS_MAX diagnostics kept (one more says the rest
+ * were dropped). Matching costs one hash lookup for the exact name, one per
+ * label of the name for wildcards, and one per prefix length in use for IP
+ * literals, whatever the number of entries.
+ */
+#ifndef SG_POLICY_H
+#define SG_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "addr.h"
+#include "host.h"
+#include "reason.h"
+
+/* Warnings start this many seconds before an entry expires. */
+#define POLICY_EXPIRY_WARN_SECS	(14 * 24 * 60 * 60)
+
+enum policy_severity {
+	POLICY_ERROR,
+	POLICY_WARNING
+};
+
+/*
+ * One diagnostic. line and col are 1-based positions of the offending
+ * YAML node; 0 when the problem is the whole file (unreadable, bad name).
+ */
+struct policy_diag {
+	char			*file;
+	int			 line;
+	int			 col;
+	enum policy_severity	 severity;
+	char			*message;
+};
+
+struct policy_diags {
+	struct policy_diag	*v;
+	size_t			 n;
+	size_t			 cap;
+	size_t			 nerrors;
+	size_t			 nwarnings;
+	size_t			 dropped;	/* past SG_POLICY_DIAGS_MAX */
+};
+
+void	policy_diags_init(struct policy_diags *);
+/* Free every diagnostic; the struct may be reused after _init. */
+void	policy_diags_release(struct policy_diags *);
+/*
+ * Format one diagnostic as "FILE:LINE:COL: message", or "FILE: message"
+ * when it has no position; warnings read "FILE:LINE:COL: warning: ...".
+ * Returns the length snprintf would have written.
+ */
+int	policy_diag_format(const struct policy_diag *, char *buf,
+	    size_t size);
+
+enum policy_mode {
+	POLICY_ENFORCE,
+	POLICY_REPORT
+};
+
+enum policy_tls {
+	POLICY_TLS_DEFAULT = 0,	/* not written: required on 443 only */
+	POLICY_TLS_REQUIRED,
+	POLICY_TLS_OPTIONAL
+};
+
+enum policy_host_kind {
+	POLICY_HOST_NAME,	/* exact DNS name */
+	POLICY_HOST_WILDCARD,	/* "*.suffix": subdomains, not the suffix */
+	POLICY_HOST_CIDR	/* IP literal (a /32 or /128) or CIDR */
+};
+
+/* One policy file. */
+struct policy_set {
+	const char		*name;		/* file stem */
+	const char		*file;		/* path as shown in diagnostics */
+	const char		*description;	/* "" when not given */
+	const char		*owner;		/* "" when not given */
+	enum policy_mode	 mode;
+	size_t			 first;		/* index of its first entry */
+	size_t			 nentries;
+};
+
+/* One entry of an allow list, as validated and normalized. */
+struct policy_entry {
+	const struct policy_set	*set;
+	int			 line;		/* of the entry's mapping */
+	int			 col;
+	enum policy_host_kind	 kind;
+	/* "pypi.org", "*.pythonhosted.org", "192.0.2.7", "10.0.0.0/8". */
+	const char		*pattern;
+	/* NAME: the name; WILDCARD: the suffix without "*."; CIDR: NULL. */
+	const char		*name;
+	struct addr_cidr	 cidr;		/* CIDR only */
+	const uint16_t		*ports;		/* sorted, no duplicates */
+	size_t			 nports;
+	const char		*rationale;
+	/* First instant it no longer matches (the day after "expires"). */
+	time_t			 expires;	/* 0: never */
+	const char		*expires_text;	/* "2027-06-30" or NULL */
+	const char *const	*methods;	/* NULL when not restricted */
+	size_t			 nmethods;
+	const char *const	*paths;		/* NULL when not restricted */
+	size_t			 npaths;
+	int			 allow_private;
+	enum policy_tls		 tls;		/* as written */
+};
+
+struct policy;
+
+/*
+ * Load every *.yaml file of dir (sorted by name; other files are ignored)
+ * as one policy. Diagnostics, errors and warnings, are appended to *diags
+ * in file and line order; the caller initializes and releases it. Keeps
+ * going after an error so that one run reports them all. now decides
+ * which entries have expired or expire soon (warnings). Returns the new
+ * policy, owned by the caller, or NULL when there was any error.
+ */
+struct policy	*policy_load_dir(const char *dir, time_t now,
+		    struct policy_diags *diags);
+
+/*
+ * Load one set named name from len bytes at buf, as if it were the file
+ * file (shown in diagnostics). Same contract as policy_load_dir.
+ */
+struct policy	*policy_load_buffer(const char *name, const char *file,
+		    const char *buf, size_t len, time_t now,
+		    struct policy_diags *diags);
+
+void		 policy_free(struct policy *);	/* NULL ok */
+
+/*
+ * SHA-256, in hex, over the files in name order: for each, its base name,
+ * a NUL, its length as 8 big-endian bytes, and its bytes. The same files
+ * give the same digest whatever order they were read in.
+ */
+const char	*policy_digest(const struct policy *);
+
+size_t			 policy_nsets(const struct policy *);
+const struct policy_set	*policy_set_at(const struct policy *, size_t);
+/* The set named name, or NULL. */
+const struct policy_set	*policy_set_find(const struct policy *,
+			    const char *name);
+int			 policy_set_exists(const struct policy *,
+			    const char *name);
+/* 1 when the set exists and its mode is report, else 0. */
+int			 policy_set_is_report(const struct policy *,
+			    const char *name);
+/* Entries of all sets, set by set in name order, each in file order. */
+size_t			 policy_nentries(const struct policy *);
+const struct policy_entry *policy_entry_at(const struct policy *, size_t);
+
+/* An entry's TLS rule for a port: as written, else required on 443 only. */
+enum policy_tls	 policy_entry_tls(const struct policy_entry *, uint16_t port);
+/* 1 when the entry is still in force at now. */
+int		 policy_entry_active(const struct policy_entry *, time_t now);
+/* "required" or "optional" ("default" for POLICY_TLS_DEFAULT). */
+const char	*policy_tls_name(enum policy_tls);
+const char	*policy_mode_name(enum policy_mode);
+
+/*
+ * A request to decide. host is normalized (host_normalize). path is the
+ * request target's path for a plain-HTTP request and NULL for CONNECT;
+ * method is ignored for CONNECT. The sets in force are sets[0..nsets-1],
+ * unless all_sets is set; names not in the policy match nothing. now
+ * decides expiry.
+ */
+struct policy_query {
+	const struct host	*host;
+	uint16_t		 port;
+	const char		*method;
+	const char		*path;
+	const char *const	*sets;
+	size_t			 nsets;
+	int			 all_sets;
+	time_t			 now;
+};
+
+/*
+ * The entry that decided. On a block it is the nearest entry (host
+ * matched but not the port, method or path) when there is one; entry is
+ * NULL and the strings are NULL otherwise. Pointers live as long as the
+ * policy.
+ */
+struct policy_match {
+	const struct policy_entry *entry;
+	const char		*set;
+	const char		*file;
+	int			 line;
+	const char		*pattern;
+	const char		*rationale;
+	int			 allow_private;
+	enum policy_tls		 tls;		/* resolved for the port */
+};
+
+/*
+ * Decide a request. Returns SG_REASON_NONE when an entry of a set in force
+ * allows it, else the nearest reason: NOT_ALLOWLISTED (no entry for the
+ * name), IP_LITERAL (an IP address with no address or CIDR entry),
+ * PORT_NOT_ALLOWED (the host matched, the port did not), and for
+ * plain-HTTP requests METHOD_NOT_ALLOWED, PATH_NOT_ALLOWED, or NOT_TLS
+ * (the entry requires TLS for that port). An entry with methods or paths
+ * only ever allows plain-HTTP requests: a CONNECT tunnel hides both, so
+ * CONNECT gets METHOD_NOT_ALLOWED from it. CIDR entries match IP-literal
+ * destinations only; resolved addresses are the caller's to check against
+ * match->allow_private. match may be NULL.
+ */
+enum sg_reason	 policy_decide(const struct policy *,
+		    const struct policy_query *, struct policy_match *);
+
+/*
+ * Parse a comma-separated list of set names ("pypi,github"), as given to
+ * --allow or --sets. Empty items and names outside [a-z0-9_-] are refused;
+ * repeats are dropped. On success *names is a NULL-terminated array the
+ * caller frees with policy_set_list_free() and *n its length. Returns 0,
+ * or -1 with *cause set to a static phrase.
+ */
+int	policy_set_list_parse(const char *s, char ***names, size_t *n,
+	    const char **cause);
+void	policy_set_list_free(char **names);	/* NULL ok */
+
+/* 1 when name is a valid set name ([a-z0-9_-]+, at most 64 chars). */
+int	policy_set_name_valid(const char *name);
+
+#endif

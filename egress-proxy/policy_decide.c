@@ -1,0 +1,276 @@
+/*
+ * policy_decide.c: whether a request is allowed. Candidates are found by
+ * hash lookups only: the exact name, then each proper suffix of the name
+ * among wildcards (most specific first), or for an IP literal each prefix
+ * length in use, longest first. The first candidate of a set in force
+ * that allows the request decides; otherwise the nearest miss names the
+ * reason.
+ */
+#include <sys/socket.h>
+
+#include <string.h>
+#include <strings.h>
+
+#include "policy_int.h"
+
+struct decide {
+	const struct policy		*p;
+	const struct policy_query	*q;
+	const struct pentry		*best;
+	enum sg_reason			 reason;
+	int				 rank;	/* how near best came */
+};
+
+static int	decide_chain(struct decide *, uint32_t);
+static int	decide_entry(struct decide *, const struct pentry *);
+static void	decide_near(struct decide *, int, enum sg_reason,
+		    const struct pentry *);
+static int	decide_in_force(const struct policy_entry *,
+		    const struct policy_query *);
+static int	decide_port(const struct policy_entry *, uint16_t);
+static int	decide_method(const struct policy_entry *, const char *);
+static int	decide_path(const struct policy_entry *, const char *);
+static int	decide_path_safe(const char *);
+static void	decide_ip(struct decide *);
+static void	decide_name(struct decide *);
+static void	decide_fill(struct policy_match *, const struct pentry *,
+		    uint16_t);
+
+enum sg_reason
+policy_decide(const struct policy *p, const struct policy_query *q,
+    struct policy_match *m)
+{
+	struct decide	d;
+
+	memset(&d, 0, sizeof(d));
+	d.p = p;
+	d.q = q;
+	if (q->host->type == HOST_DNS) {
+		d.reason = SG_REASON_NOT_ALLOWLISTED;
+		decide_name(&d);
+	} else {
+		d.reason = SG_REASON_IP_LITERAL;
+		decide_ip(&d);
+	}
+	if (m != NULL)
+		decide_fill(m, d.best, q->port);
+	return d.reason;
+}
+
+static void
+decide_fill(struct policy_match *m, const struct pentry *pe, uint16_t port)
+{
+	memset(m, 0, sizeof(*m));
+	if (pe == NULL)
+		return;
+	m->entry = &pe->pub;
+	m->set = pe->pub.set->name;
+	m->file = pe->pub.set->file;
+	m->line = pe->pub.line;
+	m->pattern = pe->pub.pattern;
+	m->rationale = pe->pub.rationale;
+	m->allow_private = pe->pub.allow_private;
+	m->tls = policy_entry_tls(&pe->pub, port);
+}
+
+/* Exact name, then "*.suffix" for each proper suffix. */
+static void
+decide_name(struct decide *d)
+{
+	const char	*name = d->q->host->name, *s;
+
+	if (decide_chain(d, ptable_get(&d->p->exact, name, strlen(name))))
+		return;
+	for (s = strchr(name, '.'); s != NULL; s = strchr(s + 1, '.')) {
+		if (decide_chain(d, ptable_get(&d->p->wild, s + 1,
+		    strlen(s + 1))))
+			return;
+	}
+}
+
+/* Each prefix length in use, longest first. */
+static void
+decide_ip(struct decide *d)
+{
+	const struct host	*h = d->q->host;
+	uint8_t			 key[PENTRY_CKEY_LEN];
+	int			 family, pl;
+
+	family = h->type == HOST_IPV4 ? AF_INET : AF_INET6;
+	for (pl = family == AF_INET ? 32 : 128; pl >= 0; pl--) {
+		if (!pindex_len_used(d->p, family, (unsigned)pl))
+			continue;
+		pindex_ckey(key, family, (unsigned)pl,
+		    (const uint8_t *)&h->ip);
+		if (decide_chain(d, ptable_get(&d->p->cidr, key, sizeof(key))))
+			return;
+	}
+}
+
+/* Try each entry of a chain; 1 when one allowed the request. */
+static int
+decide_chain(struct decide *d, uint32_t head)
+{
+	const struct pentry	*e;
+	uint32_t		 j;
+
+	for (j = head; j != 0; j = e->next) {
+		e = &d->p->entries[j - 1];
+		if (decide_entry(d, e))
+			return 1;
+	}
+	return 0;
+}
+
+static void
+decide_near(struct decide *d, int rank, enum sg_reason r,
+    const struct pentry *e)
+{
+	if (rank > d->rank) {
+		d->rank = rank;
+		d->reason = r;
+		d->best = e;
+	}
+}
+
+/* One candidate whose host matched. 1 when it allows the request. */
+static int
+decide_entry(struct decide *d, const struct pentry *pe)
+{
+	const struct policy_query	*q = d->q;
+	const struct policy_entry	*e = &pe->pub;
+
+	if (!decide_in_force(e, q))
+		return 0;
+	if (!decide_port(e, q->port)) {
+		decide_near(d, 1, SG_REASON_PORT_NOT_ALLOWED, pe);
+		return 0;
+	}
+	if (q->path == NULL) {
+		/* CONNECT hides method and path: such entries can't allow it. */
+		if (e->methods != NULL || e->paths != NULL) {
+			decide_near(d, 2, SG_REASON_METHOD_NOT_ALLOWED, pe);
+			return 0;
+		}
+	} else if (policy_entry_tls(e, q->port) == POLICY_TLS_REQUIRED) {
+		decide_near(d, 2, SG_REASON_NOT_TLS, pe);
+		return 0;
+	} else if (!decide_method(e, q->method)) {
+		decide_near(d, 2, SG_REASON_METHOD_NOT_ALLOWED, pe);
+		return 0;
+	} else if (!decide_path(e, q->path)) {
+		decide_near(d, 2, SG_REASON_PATH_NOT_ALLOWED, pe);
+		return 0;
+	}
+	d->best = pe;
+	d->reason = SG_REASON_NONE;
+	d->rank = 3;
+	return 1;
+}
+
+static int
+decide_in_force(const struct policy_entry *e, const struct policy_query *q)
+{
+	size_t	i;
+
+	if (!policy_entry_active(e, q->now))
+		return 0;
+	if (q->all_sets)
+		return 1;
+	for (i = 0; i < q->nsets; i++) {
+		if (q->sets[i] != NULL && strcmp(q->sets[i], e->set->name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int
+decide_port(const struct policy_entry *e, uint16_t port)
+{
+	size_t	lo = 0, hi = e->nports, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (e->ports[mid] == port)
+			return 1;
+		if (e->ports[mid] < port)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+static int
+decide_method(const struct policy_entry *e, const char *method)
+{
+	size_t	i;
+
+	if (e->methods == NULL)
+		return 1;
+	if (method == NULL)
+		return 0;
+	for (i = 0; i < e->nmethods; i++) {
+		if (strcmp(e->methods[i], method) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A prefix of the path, when the path has no way around prefixes. */
+static int
+decide_path(const struct policy_entry *e, const char *path)
+{
+	size_t	i;
+
+	if (e->paths == NULL)
+		return 1;
+	if (!decide_path_safe(path))
+		return 0;
+	for (i = 0; i < e->npaths; i++) {
+		if (strncmp(path, e->paths[i], strlen(e->paths[i])) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A path the server could read as another one defeats prefix matching:
+ * refuse "." and ".." segments (also written %2e), encoded slashes and
+ * backslashes, in the part before any '?'.
+ */
+static int
+decide_path_safe(const char *path)
+{
+	const char	*seg, *p;
+	size_t		 dots, other;
+
+	if (path[0] != '/')
+		return 0;
+	for (seg = path + 1;; seg = p + 1) {
+		dots = other = 0;
+		for (p = seg; *p != '\0' && *p != '/' && *p != '?' &&
+		    *p != '#'; p++) {
+			if (*p == '\\')
+				return 0;
+			if (*p == '%' && p[1] != '\0' && p[2] != '\0') {
+				if (strncasecmp(p, "%2f", 3) == 0 ||
+				    strncasecmp(p, "%5c", 3) == 0)
+					return 0;
+				if (strncasecmp(p, "%2e", 3) == 0) {
+					dots++;
+					p += 2;
+					continue;
+				}
+			}
+			if (*p == '.')
+				dots++;
+			else
+				other++;
+		}
+		if (other == 0 && (dots == 1 || dots == 2))
+			return 0;
+		if (*p != '/')
+			return 1;
+	}
+}

@@ -1,0 +1,139 @@
+/*
+ * policy_int.h: what the files of the policy module (policy.c,
+ * policy_load.c, policy_yaml.c, policy_index.c) share with each other and
+ * with nothing else. The public contract is policy.h.
+ */
+#ifndef SG_POLICY_INT_H
+#define SG_POLICY_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "policy.h"
+
+/*
+ * A bump allocator: many small objects freed together. Allocation returns
+ * NULL when memory runs out; parena_free releases every chunk.
+ */
+struct parena_chunk;
+struct parena {
+	struct parena_chunk	*head;
+};
+
+void	*parena_alloc(struct parena *, size_t);
+char	*parena_strndup(struct parena *, const char *, size_t);
+void	 parena_free(struct parena *);
+
+/* An open-addressing table from byte keys to the first entry index + 1. */
+struct pslot {
+	const void	*key;
+	uint32_t	 klen;
+	uint32_t	 head;		/* 0: empty slot */
+};
+
+struct ptable {
+	struct pslot	*slots;
+	size_t		 mask;		/* capacity - 1; capacity 0: empty */
+};
+
+/* Key of a CIDR entry: family byte, prefix length, 16 address bytes. */
+#define PENTRY_CKEY_LEN	18
+
+struct pentry {
+	struct policy_entry	 pub;
+	uint32_t		 setidx;
+	uint32_t		 next;		/* next index + 1, same key */
+	uint8_t			 ckey[PENTRY_CKEY_LEN];
+};
+
+struct policy {
+	struct parena		 arena;
+	struct policy_set	*sets;
+	size_t			 nsets;
+	size_t			 capsets;
+	struct pentry		*entries;
+	size_t			 nentries;
+	size_t			 capentries;
+	struct ptable		 exact;
+	struct ptable		 wild;
+	struct ptable		 cidr;
+	uint64_t		 v4lens;	/* bit L: a /L entry exists */
+	uint64_t		 v6lens[3];	/* bits 0..128 */
+	EVP_MD_CTX		*md;		/* while loading */
+	char			 digest[65];
+};
+
+/* State of one load (directory or buffer). */
+struct ploader {
+	struct policy		*p;
+	struct policy_diags	*diags;
+	time_t			 now;
+	const char		*file;		/* current file, in p->arena */
+	size_t			 errors0;	/* diags->nerrors at start */
+	int			 oom;
+};
+
+/* A node of a parsed YAML document (policy_yaml.c). */
+enum ynode_type {
+	YNODE_SCALAR,
+	YNODE_SEQ,
+	YNODE_MAP
+};
+
+struct ynode {
+	enum ynode_type	 type;
+	int		 line;		/* 1-based */
+	int		 col;
+	int		 plain;		/* scalar written without quotes */
+	const char	*value;		/* scalar, NUL-terminated */
+	size_t		 len;		/* may be < strlen if it has NUL */
+	struct ynode	*first;		/* children; a map alternates k, v */
+	struct ynode	*last;
+	struct ynode	*next;
+	size_t		 n;
+};
+
+struct yerror {
+	int	line;
+	int	col;
+	char	msg[256];
+};
+
+/*
+ * Parse len bytes of UTF-8 YAML into a tree allocated in a. *root is NULL
+ * for a file without a document. Returns 0, or -1 with *err filled (syntax
+ * error, invalid UTF-8, alias, several documents, nesting too deep).
+ */
+int	ytree_parse(struct parena *a, const char *buf, size_t len,
+	    struct ynode **root, struct yerror *err);
+
+/* Add a diagnostic at a position (line 0: the whole file). */
+void	ploader_diag(struct ploader *, enum policy_severity, int line,
+	    int col, const char *fmt, ...)
+	    __attribute__((format(printf, 5, 6)));
+/* Start a new set; returns its index or -1 (out of memory). */
+long	ploader_add_set(struct ploader *, const char *name, const char *file);
+/* Append an entry to the last set; the entry is copied. 0 or -1. */
+int	ploader_add_entry(struct ploader *, const struct pentry *);
+/* Feed one file into the digest. */
+void	ploader_digest_file(struct ploader *, const char *base,
+	    const char *buf, size_t len);
+/* Validate one file into a set (policy_load.c). */
+void	ploader_load_file(struct ploader *, const char *name,
+	    const char *buf, size_t len);
+
+/* Build the lookup tables and run the checks across entries. 0 or -1. */
+int	pindex_build(struct ploader *);
+/* Look key up; returns the first entry index + 1 or 0. */
+uint32_t ptable_get(const struct ptable *, const void *key, size_t klen);
+void	 ptable_free(struct ptable *);
+/* 1 when some entry has a prefix of this length and family. */
+int	 pindex_len_used(const struct policy *, int family, unsigned prefix);
+/* Fill the CIDR key of a prefix. */
+void	 pindex_ckey(uint8_t key[PENTRY_CKEY_LEN], int family,
+	    unsigned prefix, const uint8_t *bytes);
+
+#endif

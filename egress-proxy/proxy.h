@@ -1,0 +1,181 @@
+/*
+ * proxy.h: the state of one sandgate-proxy process, shared by its
+ * listeners and connections: configuration, the policy in force, the
+ * security-event log, the resolver, counters and limits.
+ *
+ * Everything here runs on the one libevent loop thread.
+ */
+#ifndef SG_PROXY_H
+#define SG_PROXY_H
+
+#include <sys/socket.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+#include "reason.h"
+
+struct policy;
+struct eventlog;
+struct dns;
+struct addr_set;
+struct conn;
+struct registry;
+struct registry_entry;
+struct client_count;
+
+/* Defaults of every timeout and limit (docs/proxy.md explains each). */
+#define PROXY_HEAD_TIMEOUT_MS		10000	/* whole request head */
+#define PROXY_KEEPALIVE_TIMEOUT_MS	60000	/* idle client between requests */
+#define PROXY_DNS_TIMEOUT_MS		5000
+#define PROXY_CONNECT_TIMEOUT_MS	10000
+#define PROXY_HELLO_TIMEOUT_MS		10000	/* ClientHello after 200 */
+#define PROXY_IDLE_TIMEOUT_MS		300000	/* tunnel / response idle */
+#define PROXY_MAX_CONNS			16384
+#define PROXY_MAX_CONNS_PER_CLIENT	1024
+#define PROXY_HIGH_WATER		(256 * 1024)	/* back-pressure */
+
+struct proxy_config {
+	char		**listen;		/* "ADDR:PORT" */
+	size_t		  nlisten;
+	const char	 *policy_dir;
+	const char	 *log_dir;
+	const char	 *sets;			/* default sets, "a,b" */
+	const char	 *resolver;
+	const char	 *hosts;
+	const char	 *control_socket;
+	int		  verbose;
+	int		  log_allowed;
+	unsigned long long log_max_size;
+	unsigned	  log_keep;
+	unsigned	  head_timeout_ms;
+	unsigned	  keepalive_timeout_ms;
+	unsigned	  dns_timeout_ms;
+	unsigned	  connect_timeout_ms;
+	unsigned	  hello_timeout_ms;
+	unsigned	  idle_timeout_ms;
+	unsigned	  max_conns;
+	unsigned	  max_conns_per_client;
+};
+
+/* A loaded policy shared by the connections that started under it. */
+struct proxy_policy {
+	struct policy	*policy;
+	unsigned	 refs;
+};
+
+/* Who a client is: the sandbox registered for its address, if any. */
+struct proxy_client {
+	const char		*sandbox;	/* NULL when unregistered */
+	const char *const	*sets;
+	size_t			 nsets;
+	const char		*sets_text;	/* "a,b" for the log */
+	struct registry_entry	*ref;		/* held while in use */
+};
+
+struct proxy_stats {
+	unsigned long long	conns_open;
+	unsigned long long	conns_total;
+	unsigned long long	requests_allowed;
+	unsigned long long	requests_blocked[SG_REASON_MAX];
+	unsigned long long	upstream_errors;
+	unsigned long long	bytes_up;
+	unsigned long long	bytes_down;
+	unsigned long long	log_failures;
+};
+
+struct proxy {
+	struct event_base	*base;
+	struct proxy_config	 cfg;
+	struct proxy_policy	*policy;	/* in force for new requests */
+	char			**default_sets;
+	size_t			 ndefault_sets;
+	struct eventlog		*seclog;
+	struct dns		*dns;
+	SSL_CTX			*sni_ctx;
+	struct addr_set		*self;		/* the proxy's own addresses */
+	uint16_t		*ports;		/* listening ports */
+	size_t			 nports;
+	struct proxy_stats	 stats;
+	struct conn		*conns;		/* every open connection */
+	int			 draining;	/* SIGTERM: no new work */
+	time_t			 drain_deadline;
+	time_t			 started;
+	time_t			 policy_loaded;
+	uint64_t		 policy_load_us;
+	struct client_count	*counts;	/* per-address connection counts */
+	struct registry		*registry;	/* address -> sandbox, sets */
+};
+
+extern struct proxy *proxy_g;
+
+struct policy_diags;
+
+/*
+ * Load and validate the policy folder, printing every diagnostic to
+ * stderr. Returns the policy, or NULL when it has errors.
+ */
+struct policy	*proxy_load_policy(const char *dir, struct policy_diags *);
+
+/*
+ * Reload: load, validate, then swap. On errors the old policy stays in
+ * force, a policy.rejected event is logged and *errors (malloc'd JSON
+ * array of "file:line:col: message") says why; returns -1. On success
+ * logs policy.reloaded, closes tunnels the new policy no longer allows
+ * (egress.revoked) and returns 0 with *errors NULL.
+ */
+int		 proxy_reload(struct proxy *, char **errors);
+
+/* Take and drop a reference to the policy in force. */
+struct proxy_policy	*proxy_policy_ref(struct proxy *);
+void			 proxy_policy_unref(struct proxy_policy *);
+
+/* The sets and sandbox of a client address. */
+void	proxy_client_lookup(struct proxy *, const struct sockaddr *,
+	    struct proxy_client *);
+
+/* Drop the reference proxy_client_lookup() took. */
+void	proxy_client_release(struct proxy_client *);
+
+/* 1 when sa (with its port) is one of the proxy's own listeners. */
+int	proxy_is_self(struct proxy *, const struct sockaddr *, uint16_t port);
+
+/*
+ * Per-client-address connection counting. proxy_client_enter returns 0,
+ * or -1 when the address already has max_conns_per_client connections.
+ */
+int	proxy_client_enter(struct proxy *, const struct sockaddr *);
+void	proxy_client_leave(struct proxy *, const struct sockaddr *);
+
+/* One security event (a block, or an allowed connection when logging). */
+struct proxy_event {
+	const char		*event;		/* "egress.blocked" ... */
+	const struct proxy_client *client;
+	const char		*src;		/* "10.0.0.2:41234" */
+	const char		*method;
+	const char		*host;
+	int			 port;
+	const char		*sni;
+	const char		*resolved;
+	enum sg_reason		 reason;
+	const char		*message;
+	const char		*rule;		/* "file:line" or NULL */
+	const char		*policy_digest;
+	long long		 bytes_up;	/* -1: not set */
+	long long		 bytes_down;
+	long long		 duration_ms;
+};
+
+/*
+ * Append one event to the security-event log. Returns 0, or -1 when the
+ * log cannot be written (the proxy then fails closed).
+ */
+int	proxy_log_event(struct proxy *, const struct proxy_event *);
+/* 1 when the security-event log is writable (else refuse egress). */
+int	proxy_log_healthy(struct proxy *);
+
+#endif

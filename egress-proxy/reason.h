@@ -1,0 +1,56 @@
+/*
+ * reason.h: the stable reason codes of a block (DESIGN.md) and the words a
+ * client sees. Tools and SIEM rules key on the codes: add codes, never
+ * change what one means.
+ */
+#ifndef SG_REASON_H
+#define SG_REASON_H
+
+#include <stddef.h>
+
+enum sg_reason {
+	SG_REASON_NONE = 0,		/* allowed */
+	SG_REASON_NOT_ALLOWLISTED,
+	SG_REASON_PORT_NOT_ALLOWED,
+	SG_REASON_PRIVATE_ADDRESS,
+	SG_REASON_IP_LITERAL,
+	SG_REASON_SNI_MISMATCH,
+	SG_REASON_SNI_MISSING,
+	SG_REASON_NOT_TLS,
+	SG_REASON_ECH,
+	SG_REASON_HOST_MISMATCH,
+	SG_REASON_METHOD_NOT_ALLOWED,
+	SG_REASON_PATH_NOT_ALLOWED,
+	SG_REASON_MALFORMED_REQUEST,
+	SG_REASON_LOG_UNAVAILABLE,
+	SG_REASON_MAX
+};
+
+/* The prefix every block message starts with. */
+#define SG_BLOCK_PREFIX	"network blocked by policy: "
+
+/* The advice line that ends the body of every block response. */
+#define SG_BLOCK_ADVICE \
+	"sandgate: retrying through another proxy, unsetting the proxy " \
+	"variables or connecting to raw IP addresses will not work; an " \
+	"admin must add the destination to policy.d/ with a rationale."
+
+/* "not_allowlisted" etc.; "none" for SG_REASON_NONE; never NULL. */
+const char	*reason_code(enum sg_reason);
+/* Parse a code back; SG_REASON_MAX if unknown. */
+enum sg_reason	 reason_from_code(const char *);
+
+/*
+ * Format the one-line message a client sees, without a trailing newline:
+ *   not_allowlisted:  "network blocked by policy: destination H:P not allowlisted"
+ *   private_address:  "... destination H:P resolves to private address A"
+ *   sni_mismatch:     "... TLS SNI S does not match CONNECT host H"
+ * host, sni and addr may be NULL where a reason does not use them. The
+ * strings must already be safe to show (normalized names, or escaped).
+ * Returns the length snprintf would have written.
+ */
+int		 reason_message(char *buf, size_t size, enum sg_reason,
+		    const char *host, unsigned port, const char *sni,
+		    const char *addr);
+
+#endif

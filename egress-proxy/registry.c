@@ -1,0 +1,185 @@
+/* registry.c: client address -> sandbox and sets; see registry.h. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "policy.h"
+#include "proxy.h"
+#include "registry.h"
+
+struct registry_entry {
+	struct registry_entry	*next;
+	unsigned		 refs;
+	int			 listed;	/* still in the registry */
+	char			 addr[INET6_ADDRSTRLEN];
+	char			*sandbox;
+	char			*sets_text;
+	char			**sets;
+	size_t			 nsets;
+};
+
+struct registry {
+	struct registry_entry	*head;
+	size_t			 n;
+};
+
+static void	registry_entry_unref(struct registry_entry *);
+
+struct registry *
+registry_new(void)
+{
+	return calloc(1, sizeof(struct registry));
+}
+
+static void
+registry_entry_unref(struct registry_entry *e)
+{
+	if (e == NULL || --e->refs > 0)
+		return;
+	free(e->sandbox);
+	free(e->sets_text);
+	policy_set_list_free(e->sets);
+	free(e);
+}
+
+void
+registry_free(struct registry *r)
+{
+	struct registry_entry	*e;
+
+	if (r == NULL)
+		return;
+	while ((e = r->head) != NULL) {
+		r->head = e->next;
+		e->listed = 0;
+		registry_entry_unref(e);
+	}
+	free(r);
+}
+
+int
+registry_add(struct registry *r, const char *addr, const char *sandbox,
+    const char *sets, const char **cause)
+{
+	struct registry_entry	*e;
+	unsigned char		 buf[16];
+
+	if (inet_pton(AF_INET, addr, buf) != 1 &&
+	    inet_pton(AF_INET6, addr, buf) != 1) {
+		*cause = "invalid address";
+		return -1;
+	}
+	if (sandbox == NULL || *sandbox == '\0' || strlen(sandbox) > 64) {
+		*cause = "invalid sandbox id";
+		return -1;
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL) {
+		*cause = "out of memory";
+		return -1;
+	}
+	if (sets == NULL || *sets == '\0') {
+		if ((e->sets = calloc(1, sizeof(*e->sets))) == NULL) {
+			free(e);
+			*cause = "out of memory";
+			return -1;
+		}
+	} else if (policy_set_list_parse(sets, &e->sets, &e->nsets,
+	    cause) == -1) {
+		free(e);
+		return -1;
+	}
+	e->sandbox = strdup(sandbox);
+	e->sets_text = strdup(sets ? sets : "");
+	if (e->sandbox == NULL || e->sets_text == NULL) {
+		e->refs = 1;
+		registry_entry_unref(e);
+		*cause = "out of memory";
+		return -1;
+	}
+	snprintf(e->addr, sizeof(e->addr), "%s", addr);
+	registry_remove(r, addr);
+	e->refs = 1;
+	e->listed = 1;
+	e->next = r->head;
+	r->head = e;
+	r->n++;
+	return 0;
+}
+
+size_t
+registry_remove(struct registry *r, const char *key)
+{
+	struct registry_entry	**pp, *e;
+	size_t			  n = 0;
+
+	for (pp = &r->head; (e = *pp) != NULL;) {
+		if (strcmp(e->addr, key) == 0 || strcmp(e->sandbox, key) == 0) {
+			*pp = e->next;
+			e->listed = 0;
+			registry_entry_unref(e);
+			r->n--;
+			n++;
+		} else
+			pp = &e->next;
+	}
+	return n;
+}
+
+size_t
+registry_count(const struct registry *r)
+{
+	return r->n;
+}
+
+int
+registry_lookup(struct registry *r, const struct sockaddr *sa,
+    struct proxy_client *out)
+{
+	struct registry_entry	*e;
+	char			 a[INET6_ADDRSTRLEN];
+
+	if (r == NULL || r->head == NULL)
+		return -1;
+	addr_to_string(sa, a, sizeof(a));
+	for (e = r->head; e != NULL; e = e->next) {
+		if (strcmp(e->addr, a) != 0)
+			continue;
+		e->refs++;
+		out->sandbox = e->sandbox;
+		out->sets = (const char *const *)e->sets;
+		out->nsets = e->nsets;
+		out->sets_text = e->sets_text;
+		out->ref = e;
+		return 0;
+	}
+	return -1;
+}
+
+void
+registry_client_release(struct proxy_client *pc)
+{
+	registry_entry_unref(pc->ref);
+	pc->ref = NULL;
+}
+
+json_t *
+registry_json(const struct registry *r)
+{
+	struct registry_entry	*e;
+	json_t			*arr = json_array(), *o, *sets;
+	size_t			 i;
+
+	for (e = r->head; arr != NULL && e != NULL; e = e->next) {
+		sets = json_array();
+		for (i = 0; i < e->nsets; i++)
+			json_array_append_new(sets, json_string(e->sets[i]));
+		o = json_pack("{s:s, s:s, s:o}", "address", e->addr,
+		    "sandbox", e->sandbox, "sets", sets);
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}

@@ -1,0 +1,49 @@
+/*
+ * registry.h: which sandbox a client address belongs to, and the policy
+ * sets it may use. The controller registers a sandbox's address on
+ * sandgate-internal at create and unregisters it at discard, through the
+ * proxy's control socket (control.h).
+ *
+ * Entries are reference-counted: a connection keeps the entry it started
+ * with, so an unregister never pulls strings from under it.
+ */
+#ifndef SG_REGISTRY_H
+#define SG_REGISTRY_H
+
+#include <sys/socket.h>
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+struct proxy_client;
+struct registry;
+struct registry_entry;
+
+struct registry	*registry_new(void);
+void		 registry_free(struct registry *);	/* NULL ok */
+
+/*
+ * Register (or replace) addr ("10.0.0.5" or "fd00::5") as sandbox with
+ * the comma-separated sets. Returns 0, or -1 with *cause static.
+ */
+int		 registry_add(struct registry *, const char *addr,
+		    const char *sandbox, const char *sets, const char **cause);
+/* Remove every address of a sandbox id, or one address; how many. */
+size_t		 registry_remove(struct registry *, const char *sandbox_or_addr);
+/* Number of registered addresses. */
+size_t		 registry_count(const struct registry *);
+
+/*
+ * Fill *out for a client address and take a reference that
+ * registry_client_release() drops. Returns 0, or -1 when the address is
+ * not registered (out untouched).
+ */
+int		 registry_lookup(struct registry *, const struct sockaddr *,
+		    struct proxy_client *out);
+void		 registry_client_release(struct proxy_client *);
+
+/* [{"address":..,"sandbox":..,"sets":[..]}...], a new reference. */
+json_t		*registry_json(const struct registry *);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * sglimits.h: every ceiling of the project, named once. A growable buffer
+ * or a count that an untrusted peer can drive has its limit here.
+ */
+#ifndef SG_LIMITS_H
+#define SG_LIMITS_H
+
+/* Host names (RFC 1035: 253 characters in text form, 63 per label). */
+#define SG_HOST_MAX		253
+#define SG_LABEL_MAX		63
+
+/* HTTP request and response heads. */
+#define SG_HTTP_HEAD_MAX	(32 * 1024)	/* whole head; 431 past it */
+#define SG_HTTP_HEADERS_MAX	100		/* header lines; 431 past it */
+#define SG_HTTP_LINE_MAX	(8 * 1024)	/* request line; 414 past it */
+#define SG_HTTP_CHUNK_LINE_MAX	1024		/* chunk-size line + exts */
+
+/* TLS ClientHello peeking before a tunnel is forwarded. */
+#define SG_CLIENTHELLO_MAX	(64 * 1024)
+
+/* Policy files. */
+#define SG_POLICY_FILE_MAX	(16 * 1024 * 1024)
+#define SG_POLICY_ENTRIES_MAX	1000000
+
+/* Security-event log lines. */
+#define SG_LOG_LINE_MAX		(64 * 1024)
+
+/* Controller: captured output per stream handed to the agent. */
+#define SG_OUTPUT_CAP_DEFAULT	(8u * 1024 * 1024)
+/* Controller: output kept as evidence in the sandbox folder per stream. */
+#define SG_EVIDENCE_CAP_DEFAULT	(256ull * 1024 * 1024)
+
+/* Policy diagnostics kept per load, and the length of a set name. */
+#define SG_POLICY_DIAGS_MAX	1000
+#define SG_POLICY_SET_NAME_MAX	64
+
+/* Raw bytes of a host before IDN conversion (UTS #46 drops some code
+   points, so the input may be longer than the name it becomes). */
+#define SG_HOST_INPUT_MAX	1024
+
+/* Addresses in an addr_set (the proxy's own interface addresses). */
+#define SG_ADDR_SET_MAX		4096
+
+/*
+ * Security-event log: one untrusted string field, counted as escaped JSON
+ * (longer strings are cut and end in "...").
+ */
+#define SG_LOG_FIELD_MAX	2048
+/* How far back from the end eventlog_open() looks for the last event. */
+#define SG_LOG_TAIL_SCAN	(4 * SG_LOG_LINE_MAX)
+
+/* Controller: one Docker Engine API JSON response (inspect, lists). */
+#define SG_DOCKER_RESPONSE_MAX	(16u * 1024 * 1024)
+/* Controller: the probe's JSON report read at create. */
+#define SG_PROBE_REPORT_MAX	(64u * 1024)
+
+/* Controller: text of one file's unified diff in `sandgate diff`. */
+#define SG_DIFF_TEXT_MAX	(16u * 1024 * 1024)
+
+#endif

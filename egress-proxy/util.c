@@ -1,0 +1,192 @@
+/* util.c: small shared helpers; see util.h. */
+#include <ctype.h>
+#include <limits.h>
+#include <strings.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+int
+util_strtonum(const char *s, long long min, long long max, long long *out,
+    const char **cause)
+{
+	char		*end;
+	long long	 v;
+	const char	*p = s;
+
+	if (*p == '-' && min < 0)
+		p++;
+	if (!isdigit((unsigned char)*p)) {
+		*cause = "invalid";
+		return -1;
+	}
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end != '\0') {
+		*cause = "invalid";
+		return -1;
+	}
+	if ((errno == ERANGE && v == LLONG_MIN) || v < min) {
+		*cause = "too small";
+		return -1;
+	}
+	if ((errno == ERANGE && v == LLONG_MAX) || v > max) {
+		*cause = "too large";
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+size_t
+util_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t	len = strlen(src);
+
+	if (size > 0) {
+		size_t n = len < size - 1 ? len : size - 1;
+		memcpy(dst, src, n);
+		dst[n] = '\0';
+	}
+	return len;
+}
+
+void *
+util_xmalloc(size_t n)
+{
+	void	*p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		fatal("malloc");
+	return p;
+}
+
+void *
+util_xcalloc(size_t n, size_t size)
+{
+	void	*p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		fatal("calloc");
+	return p;
+}
+
+char *
+util_xstrdup(const char *s)
+{
+	char	*p = strdup(s);
+
+	if (p == NULL)
+		fatal("strdup");
+	return p;
+}
+
+int
+util_xasprintf(char **ret, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vasprintf(ret, fmt, ap);
+	va_end(ap);
+	if (n == -1)
+		fatal("asprintf");
+	return n;
+}
+
+void
+util_hex(const unsigned char *in, size_t len, char *out)
+{
+	static const char	digits[] = "0123456789abcdef";
+	size_t			i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 0xf];
+	}
+	out[2 * len] = '\0';
+}
+
+void
+util_rfc3339(const struct timespec *ts, char out[UTIL_TS_LEN])
+{
+	struct tm	tm;
+	char		buf[128];
+
+	gmtime_r(&ts->tv_sec, &tm);
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (long)(ts->tv_nsec / 1000));
+	util_strlcpy(out, buf, UTIL_TS_LEN);
+}
+
+/* Shared by the duration and size parsers: a number and a unit suffix. */
+static int
+util_parse_scaled(const char *s, unsigned long long *out,
+    const char *const *units, const unsigned long long *scale, size_t nunits)
+{
+	char			*end;
+	unsigned long long	 v;
+	size_t			 i;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -1;
+	if (*end == '\0') {
+		*out = v;
+		return 0;
+	}
+	for (i = 0; i < nunits; i++) {
+		if (strcasecmp(end, units[i]) == 0) {
+			if (v > ~0ULL / scale[i])
+				return -1;
+			*out = v * scale[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int
+util_parse_duration(const char *s, long long *secs)
+{
+	static const char *const units[] = { "s", "m", "h", "d" };
+	static const unsigned long long scale[] = { 1, 60, 3600, 86400 };
+	unsigned long long	v;
+
+	if (util_parse_scaled(s, &v, units, scale, 4) == -1 ||
+	    v > (unsigned long long)LLONG_MAX)
+		return -1;
+	*secs = (long long)v;
+	return 0;
+}
+
+int
+util_parse_size(const char *s, unsigned long long *bytes)
+{
+	static const char *const units[] = { "k", "m", "g", "t", "kib", "mib",
+	    "gib", "tib", "kb", "mb", "gb", "tb" };
+	static const unsigned long long scale[] = { 1ULL << 10, 1ULL << 20,
+	    1ULL << 30, 1ULL << 40, 1ULL << 10, 1ULL << 20, 1ULL << 30,
+	    1ULL << 40, 1ULL << 10, 1ULL << 20, 1ULL << 30, 1ULL << 40 };
+
+	return util_parse_scaled(s, bytes, units, scale, 12);
+}
+
+uint64_t
+util_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}

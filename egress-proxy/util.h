@@ -1,0 +1,53 @@
+/*
+ * util.h: small helpers both programs use: bounded number parsing,
+ * checked allocation for start-up paths, string copies that never
+ * overflow, hex encoding and time formatting.
+ */
+#ifndef SG_UTIL_H
+#define SG_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/*
+ * Parse a decimal integer in [min, max]. The whole string must be digits
+ * (an optional leading '-' where min < 0). Returns 0, or -1 with *cause
+ * set to a static phrase ("invalid", "too small", "too large").
+ */
+int	 util_strtonum(const char *s, long long min, long long max,
+	    long long *out, const char **cause);
+
+/* Copy at most size-1 bytes and NUL-terminate; returns strlen(src). */
+size_t	 util_strlcpy(char *dst, const char *src, size_t size);
+
+/* Allocation that exits on failure: start-up and CLI paths only. */
+void	*util_xmalloc(size_t);
+void	*util_xcalloc(size_t, size_t);
+char	*util_xstrdup(const char *);
+int	 util_xasprintf(char **, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+
+/* Lowercase hex of len bytes into out (2*len+1 bytes). */
+void	 util_hex(const unsigned char *in, size_t len, char *out);
+
+/* RFC 3339 UTC with microseconds: "2026-11-30T07:57:58.123456Z" (28 bytes). */
+#define UTIL_TS_LEN	32
+void	 util_rfc3339(const struct timespec *ts, char out[UTIL_TS_LEN]);
+
+/*
+ * Parse a duration ("90", "30s", "5m", "2h", "7d") into seconds.
+ * Returns 0 or -1.
+ */
+int	 util_parse_duration(const char *s, long long *secs);
+
+/*
+ * Parse a size ("512", "64k", "256m", "2g", "2GiB") into bytes.
+ * Returns 0 or -1.
+ */
+int	 util_parse_size(const char *s, unsigned long long *bytes);
+
+/* Monotonic time in microseconds. */
+uint64_t util_now_us(void);
+
+#endif

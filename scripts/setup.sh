@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# setup.sh: everything a fresh Debian 12 machine needs before sandgate runs,
+# done idempotently: Debian packages, the build, and a running dockerd.
+#
+#   scripts/setup.sh [--no-build] [--no-docker]
+#
+# Sourced by demo.sh and test.sh; safe to run again at any time.
+set -euo pipefail
+
+SG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SG_BUILD=${SG_BUILD:-$SG_ROOT/build}
+
+# Build and run-time dependencies, all from Debian's archive.
+SG_PACKAGES=(
+	build-essential cmake pkg-config clang
+	libevent-dev libssl-dev libc-ares-dev libyaml-dev libcmocka-dev
+	libcurl4-openssl-dev libjansson-dev libidn2-dev libpsl-dev libzip-dev
+	docker.io e2fsprogs busybox-static debootstrap
+	git curl openssl python3 procps iproute2 ca-certificates
+)
+
+sg_log() { printf '[setup] %s\n' "$*" >&2; }
+
+sg_install_packages() {
+	local missing=() p
+	for p in "${SG_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	sg_log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+sg_build() {
+	local dir=${1:-$SG_BUILD}; shift || true
+	cmake -S "$SG_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+	cmake --build "$dir" -j"$(nproc)" >/dev/null
+}
+
+sg_docker_ping() {
+	curl -fsS --max-time 2 --unix-socket /var/run/docker.sock \
+		http://docker/_ping >/dev/null 2>&1
+}
+
+# Start dockerd in the background when none answers (no systemd here).
+sg_start_docker() {
+	sg_docker_ping && return 0
+	[ -n "${DOCKER_HOST:-}" ] && [ "${DOCKER_HOST}" != unix:///var/run/docker.sock ] &&
+		return 0
+	sg_log "starting dockerd"
+	mkdir -p /var/log
+	nohup dockerd >/var/log/sandgate-dockerd.log 2>&1 </dev/null &
+	local i
+	for i in $(seq 1 120); do
+		sg_docker_ping && return 0
+		sleep 0.5
+	done
+	sg_log "dockerd did not answer within 60 s; see /var/log/sandgate-dockerd.log"
+	tail -n 20 /var/log/sandgate-dockerd.log >&2 || true
+	return 1
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	build=1 docker=1
+	for a in "$@"; do
+		case $a in
+		--no-build) build=0 ;;
+		--no-docker) docker=0 ;;
+		-h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+		*) echo "setup.sh: unknown option '$a'" >&2; exit 2 ;;
+		esac
+	done
+	sg_install_packages
+	[ $build = 1 ] && sg_build
+	[ $docker = 1 ] && sg_start_docker
+	exit 0
+fi

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# test.sh: every test, on a fresh Debian 12 machine as root.
+#   1. installs packages, builds, starts dockerd (setup.sh);
+#   2. builds with ASan+UBSan and runs the unit tests under them;
+#   3. builds the fuzz targets and runs each for SANDGATE_FUZZ_SECONDS (60);
+#   4. runs all tests, unit and integration, on the normal build.
+# Exits non-zero when anything fails; the last lines are ctest's summary.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+sg_install_packages
+sg_start_docker
+
+sg_log "sanitizer build (ASan+UBSan) and unit tests"
+sg_build "$SG_ROOT/build-asan" -DCMAKE_BUILD_TYPE=Debug -DSANDGATE_SANITIZE=ON
+ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	ctest --test-dir "$SG_ROOT/build-asan" -L unit --output-on-failure -j2 |
+	tail -n 5
+
+if [ -d "$SG_ROOT/tests/fuzz" ] && ls "$SG_ROOT"/tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
+	sg_log "fuzz targets, ${SANDGATE_FUZZ_SECONDS:-60} s each"
+	bash "$SG_ROOT/tests/fuzz/run.sh" "${SANDGATE_FUZZ_SECONDS:-60}"
+fi
+
+sg_log "build and all tests"
+sg_build "$SG_BUILD"
+ctest --test-dir "$SG_BUILD" --output-on-failure -j1

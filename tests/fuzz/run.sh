@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# run.sh: build every tests/fuzz/fuzz_*.c with clang and libFuzzer, then run
+# each for SECONDS (default 60) on a copy of its seed corpus.
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]
+# A crash fails the run and leaves the input in build-fuzz/findings/.
+# For a long local run: tests/fuzz/run.sh 600 fuzz_http
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+secs=${1:-60}; shift || true
+build=$root/build-fuzz
+cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+	-DSANDGATE_FUZZ=ON -DBUILD_TESTING=ON >/dev/null
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+	for f in "$root"/tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
+fi
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
+mkdir -p "$build/findings"
+fail=0
+for t in "${targets[@]}"; do
+	name=${t#fuzz_}
+	work=$build/corpus/$name
+	mkdir -p "$work"
+	[ -d "$root/tests/fuzz/corpus/$name" ] && cp -r "$root/tests/fuzz/corpus/$name/." "$work/"
+	if "$build/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix="$build/findings/$t-" -print_final_stats=1 "$work" \
+		>"$build/findings/$t.log" 2>&1; then
+		runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/findings/$t.log" | grep -o '[0-9]*$' || echo '?')
+		echo "[fuzz] $t: ok, $runs runs in ${secs}s"
+	else
+		echo "[fuzz] $t: FAILED; see $build/findings/$t.log"
+		tail -n 30 "$build/findings/$t.log"
+		fail=1
+	fi
+done
+exit $fail

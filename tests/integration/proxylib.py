@@ -1,0 +1,663 @@
+"""Harness of the sandgate-proxy integration tests (standard library only).
+
+Pieces:
+  Upstreams   loopback test servers: plain HTTP and TLS (test CA made with the
+              openssl CLI), both echoing the request as JSON, plus a port that
+              refuses connections.
+  Proxy       one sandgate-proxy process with a policy folder generated from
+              tests/data/proxy/policy/*.yaml.in, a hosts file and its own log
+              folder; started and stopped by the tests.
+  RawConn     a client socket that sends exact bytes and parses responses
+              (the tests need malformed requests no client library sends).
+
+Everything listens on loopback only; every name is under .test.
+"""
+
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import socketserver
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+
+SRC = os.environ.get("SANDGATE_SRC") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("SANDGATE_BIN") or os.path.join(SRC, "build", "bin")
+DATA = os.path.join(SRC, "tests", "data", "proxy")
+PROXY_BIN = os.path.join(BIN, "sandgate-proxy")
+
+# Proxy variables would send curl or urllib elsewhere; tests set proxies
+# explicitly.
+PROXY_ENV = ("http_proxy", "https_proxy", "all_proxy", "no_proxy",
+             "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def clean_env(extra=None):
+    """os.environ without proxy variables, plus extra."""
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_ENV}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    """A port nobody listens on right now (bound, then released)."""
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def ipv6_loopback_available():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- upstreams
+
+class Counters:
+    """Thread-safe counters the upstream servers update."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.values = {}
+        self.snis = []
+        self.paths = []
+
+    def saw_path(self, needle):
+        """1 when a request path containing needle reached the server."""
+        with self.lock:
+            return any(needle in p for p in self.paths)
+
+    def bump(self, name):
+        with self.lock:
+            self.values[name] = self.values.get(name, 0) + 1
+
+    def get(self, name):
+        with self.lock:
+            return self.values.get(name, 0)
+
+
+def _read_chunked(rfile):
+    """Decode a chunked request body from rfile; returns the bytes."""
+    body = bytearray()
+    while True:
+        line = rfile.readline(1024)
+        if not line.endswith(b"\r\n"):
+            raise ValueError("bad chunk-size line %r" % line)
+        size = int(line.split(b";", 1)[0].strip(), 16)
+        if size == 0:
+            break
+        body += rfile.read(size)
+        if rfile.read(2) != b"\r\n":
+            raise ValueError("chunk without CRLF")
+    while True:  # trailer section
+        line = rfile.readline(8192)
+        if line in (b"\r\n", b""):
+            break
+    return bytes(body)
+
+
+class EchoHandler(http.server.BaseHTTPRequestHandler):
+    """Echoes method, path, Host, headers and body (length, sha256) as JSON.
+
+    /big?n=BYTES streams BYTES bytes (a repeating pattern) with
+    Content-Length; /close answers then closes the connection.
+    """
+    protocol_version = "HTTP/1.1"
+    server_version = "sandgate-test-upstream"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _body(self):
+        te = self.headers.get("Transfer-Encoding")
+        if te is not None:
+            if te.strip().lower() != "chunked":
+                raise ValueError("unexpected Transfer-Encoding %r" % te)
+            return _read_chunked(self.rfile), "chunked"
+        cl = self.headers.get("Content-Length")
+        if cl is not None:
+            return self.rfile.read(int(cl)), "length"
+        return b"", "none"
+
+    def _handle(self):
+        self.server.counters.bump("requests")
+        with self.server.counters.lock:
+            self.server.counters.paths.append(self.path)
+        url = urllib.parse.urlsplit(self.path)
+        if url.path == "/big":
+            return self._big(int(urllib.parse.parse_qs(url.query)["n"][0]))
+        try:
+            body, framing = self._body()
+        except ValueError as e:
+            self.send_error(400, str(e))
+            return
+        doc = {
+            "method": self.command,
+            "path": self.path,
+            "host": self.headers.get("Host"),
+            "headers": [[k, v] for k, v in self.headers.items()],
+            "body_len": len(body),
+            "body_sha256": hashlib.sha256(body).hexdigest(),
+            "body_framing": framing,
+            "tls": isinstance(self.connection, ssl.SSLSocket),
+        }
+        out = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        if url.path == "/close":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(out)
+
+    def _big(self, n):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        block = big_pattern(65536)
+        left = n
+        try:
+            while left > 0:
+                k = min(left, len(block))
+                self.wfile.write(block[:k])
+                left -= k
+        except OSError:
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = do_OPTIONS = _handle
+
+
+def big_pattern(n):
+    """The bytes /big?n=... sends, repeated in 64 KiB blocks."""
+    unit = bytes(range(256))
+    return (unit * (n // 256 + 1))[:n]
+
+
+def big_digest(n):
+    h = hashlib.sha256()
+    block = big_pattern(65536)
+    left = n
+    while left > 0:
+        k = min(left, len(block))
+        h.update(block[:k])
+        left -= k
+    return h.hexdigest()
+
+
+class CountingServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr, handler, counters):
+        self.counters = counters
+        super().__init__(addr, handler)
+
+    def get_request(self):
+        conn, addr = self.socket.accept()
+        self.counters.bump("accepts")
+        return conn, addr
+
+
+class TLSEchoHandler(EchoHandler):
+    """EchoHandler behind a TLS handshake done in the handler's thread.
+
+    Before the handshake it peeks: a connection whose peer sends any byte
+    counts as "bytes_seen", so a test can tell "the upstream got a
+    ClientHello" apart from "the upstream got a bare TCP connection".
+    """
+
+    def setup(self):
+        raw = self.request
+        raw.settimeout(10)
+        try:
+            first = raw.recv(1, socket.MSG_PEEK)
+        except OSError:
+            first = b""
+        if first:
+            self.server.counters.bump("bytes_seen")
+        self.request = self.server.tls_ctx.wrap_socket(
+            raw, server_side=True, do_handshake_on_connect=False)
+        try:
+            self.request.do_handshake()
+            self.server.counters.bump("handshakes")
+        except (OSError, ssl.SSLError):
+            self.server.counters.bump("handshake_failures")
+            self.request = raw
+            self.handshake_failed = True
+        super().setup()
+
+    def handle(self):
+        if getattr(self, "handshake_failed", False):
+            return
+        super().handle()
+
+
+def make_test_pki(folder):
+    """Test CA and a leaf for allowed.test and other.test, via openssl(1).
+
+    Returns (ca_pem, leaf_pem, leaf_key).
+    """
+    def run(*args):
+        subprocess.run(["openssl"] + list(args), cwd=folder, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+    run("req", "-x509", *ec, "-nodes", "-keyout", "ca.key", "-out",
+        "ca.pem", "-days", "2", "-subj", "/CN=sandgate test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", *ec, "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr",
+        "-subj", "/CN=allowed.test")
+    with open(os.path.join(folder, "leaf.ext"), "w") as f:
+        f.write("basicConstraints=CA:FALSE\n"
+                "keyUsage=critical,digitalSignature\n"
+                "extendedKeyUsage=serverAuth\n"
+                "subjectAltName=DNS:allowed.test,DNS:other.test\n")
+    run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey",
+        "ca.key", "-CAcreateserial", "-out", "leaf.pem", "-days", "2",
+        "-extfile", "leaf.ext")
+    return (os.path.join(folder, "ca.pem"), os.path.join(folder, "leaf.pem"),
+            os.path.join(folder, "leaf.key"))
+
+
+class Upstreams:
+    """The loopback upstream servers. start() then stop()."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.http_counters = Counters()
+        self.tls_counters = Counters()
+        self.servers = []
+
+    def start(self):
+        pki = os.path.join(self.workdir, "pki")
+        os.makedirs(pki, exist_ok=True)
+        self.ca_file, leaf, key = make_test_pki(pki)
+        http_srv = CountingServer(("127.0.0.1", 0), EchoHandler,
+                                  self.http_counters)
+        tls_srv = CountingServer(("127.0.0.1", 0), TLSEchoHandler,
+                                 self.tls_counters)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(leaf, key)
+        counters = self.tls_counters
+
+        def on_sni(sslsock, name, context):
+            with counters.lock:
+                counters.snis.append(name)
+        ctx.sni_callback = on_sni
+        tls_srv.tls_ctx = ctx
+        for srv in (http_srv, tls_srv):
+            t = threading.Thread(target=srv.serve_forever, daemon=True)
+            t.start()
+            self.servers.append(srv)
+        self.http_port = http_srv.server_address[1]
+        self.tls_port = tls_srv.server_address[1]
+        # Allowed by policy, nothing listens: connection refused.
+        self.refused_port = free_port()
+        return self
+
+    def stop(self):
+        for srv in self.servers:
+            srv.shutdown()
+            srv.server_close()
+        self.servers = []
+
+
+# -------------------------------------------------------------------- proxy
+
+def make_policy_dir(dest, ports):
+    """Fill dest with DATA/policy/*.yaml.in, @NAME@ replaced from ports."""
+    os.makedirs(dest, exist_ok=True)
+    src = os.path.join(DATA, "policy")
+    for name in sorted(os.listdir(src)):
+        if not name.endswith(".yaml.in"):
+            continue
+        with open(os.path.join(src, name)) as f:
+            text = f.read()
+        for key, value in ports.items():
+            text = text.replace("@%s@" % key, str(value))
+        left = re.findall(r"@[A-Z_]+@", text)
+        if left:
+            raise ValueError("%s: no value for %s" % (name, left))
+        with open(os.path.join(dest, name[:-len(".in")]), "w") as f:
+            f.write(text)
+    return dest
+
+
+def make_hosts_file(dest):
+    shutil.copyfile(os.path.join(DATA, "hosts"), dest)
+    return dest
+
+
+LISTEN_RE = re.compile(r"sandgate-proxy: listening on (\S+)")
+SANITIZER_RE = re.compile(r"(ERROR: AddressSanitizer|ERROR: LeakSanitizer|"
+                          r"runtime error:|Sanitizer:DEADLYSIGNAL)")
+
+
+class ProxyError(Exception):
+    pass
+
+
+class Proxy:
+    """One sandgate-proxy process.
+
+    listens: list of "ADDR:PORT" strings (default one free 127.0.0.1 port).
+    After start(): .port (the first listener's), .pid, .log_path.
+    """
+
+    def __init__(self, workdir, upstreams, listens=None, sets="test",
+                 extra_args=(), env=None, name="proxy"):
+        self.dir = os.path.join(workdir, name)
+        os.makedirs(self.dir)
+        self.policy_dir = make_policy_dir(
+            os.path.join(self.dir, "policy.d"),
+            {"HTTP_PORT": upstreams.http_port,
+             "TLS_PORT": upstreams.tls_port,
+             "REFUSED_PORT": upstreams.refused_port})
+        self.hosts = make_hosts_file(os.path.join(self.dir, "hosts"))
+        self.log_dir = os.path.join(self.dir, "logs")
+        os.makedirs(self.log_dir)
+        self.log_path = os.path.join(self.log_dir, "security-events.jsonl")
+        self.stderr_path = os.path.join(self.dir, "stderr.txt")
+        if listens is None:
+            listens = ["127.0.0.1:%d" % free_port()]
+        self.listens = listens
+        self.sets = sets
+        self.extra_args = list(extra_args)
+        self.env = clean_env(env)
+        self.proc = None
+
+    def argv(self):
+        args = [PROXY_BIN]
+        for addr in self.listens:
+            args += ["--listen", addr]
+        args += ["--policy-dir", self.policy_dir, "--log-dir", self.log_dir,
+                 "--sets", self.sets, "--hosts", self.hosts]
+        return args + self.extra_args
+
+    def start(self, timeout=15):
+        if not os.access(PROXY_BIN, os.X_OK):
+            raise ProxyError("no executable %s (set SANDGATE_BIN)"
+                             % PROXY_BIN)
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                     stdout=self._stderr,
+                                     stderr=self._stderr, env=self.env)
+        self.pid = self.proc.pid
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = LISTEN_RE.findall(self.stderr())
+            if len(seen) >= len(self.listens):
+                self.listening = seen
+                self.port = int(seen[0].rsplit(":", 1)[1])
+                return self
+            if self.proc.poll() is not None:
+                raise ProxyError("sandgate-proxy exited with %d before "
+                                 "listening; stderr:\n%s"
+                                 % (self.proc.returncode, self.stderr()))
+            time.sleep(0.05)
+        self.kill()
+        raise ProxyError("sandgate-proxy did not print 'listening on' for "
+                         "every --listen within %ds; stderr:\n%s"
+                         % (timeout, self.stderr()))
+
+    def stderr(self):
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=10):
+        """SIGTERM, wait; SIGKILL past timeout. Returns the exit status,
+        or None when it had to be killed."""
+        if self.proc is None:
+            return None
+        status = self.proc.poll()
+        if status is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                status = self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                status = None
+        self._stderr.close()
+        return status
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def sanitizer_report(self):
+        """The stderr text from the first sanitizer report, or None."""
+        text = self.stderr()
+        m = SANITIZER_RE.search(text)
+        return text[max(0, m.start() - 200):] if m else None
+
+    def rss_kib(self):
+        """VmRSS of the process in KiB, from /proc/PID/status."""
+        with open("/proc/%d/status" % self.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise ProxyError("no VmRSS in /proc/%d/status" % self.pid)
+
+    # -- the security-event log
+
+    def log_lines(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        return data.decode("utf-8", "replace").splitlines()
+
+    def events(self):
+        """Every log line parsed; a line that is not JSON raises."""
+        return [json.loads(line) for line in self.log_lines()]
+
+    def blocked_events(self):
+        return [e for e in self.events() if e.get("event") == "egress.blocked"]
+
+    def wait_event(self, pred, start=0, timeout=5.0):
+        """The first event at index >= start that pred accepts, waiting up
+        to timeout seconds for it to be written; None if none came."""
+        deadline = time.monotonic() + timeout
+        while True:
+            evs = self.events()
+            for e in evs[start:]:
+                if pred(e):
+                    return e
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+
+    def mark(self):
+        """The number of log lines now: pass it as start to wait_event."""
+        return len(self.log_lines())
+
+
+# ------------------------------------------------------------- raw clients
+
+class Closed(Exception):
+    """The peer closed (EOF or reset) before a whole response arrived."""
+
+
+class Response:
+    def __init__(self, version, status, reason, headers, body, raw_head):
+        self.version = version
+        self.status = status
+        self.reason = reason
+        self.headers = headers          # list of (name, value)
+        self.body = body
+        self.raw_head = raw_head
+
+    def header(self, name):
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<Response %d %r headers=%r body=%r>" % (
+            self.status, self.reason, self.headers, self.body[:300])
+
+
+class RawConn:
+    """A TCP client connection that sends exact bytes and reads responses.
+
+    read_response() parses one response (Content-Length, chunked, or to
+    EOF) and keeps any bytes after it for the next call.
+    """
+
+    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, port))
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _fill(self):
+        try:
+            data = self.sock.recv(65536)
+        except (ConnectionResetError, BrokenPipeError):
+            data = b""
+        if not data:
+            raise Closed("connection closed with %d bytes pending: %r"
+                         % (len(self.buf), self.buf[:200]))
+        self.buf += data
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read_line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def read_until_close(self, limit=1 << 26):
+        while len(self.buf) < limit:
+            try:
+                self._fill()
+            except Closed:
+                break
+        out, self.buf = self.buf, b""
+        return out
+
+    def read_head(self):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        version, status, reason = (lines[0].split(" ", 2) + [""])[:3]
+        headers = []
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers.append((k.strip(), v.strip()))
+        return version, int(status), reason, headers, head
+
+    def read_response(self, head_only=False, method="GET"):
+        version, status, reason, headers, head = self.read_head()
+        resp = Response(version, status, reason, headers, b"", head)
+        if head_only or method == "HEAD" or status in (204, 304) or \
+                100 <= status < 200 or (method == "CONNECT" and
+                                        200 <= status < 300):
+            return resp
+        te = resp.header("Transfer-Encoding")
+        cl = resp.header("Content-Length")
+        if te and "chunked" in te.lower():
+            resp.body = self._read_chunked()
+        elif cl is not None:
+            resp.body = self.read_exact(int(cl))
+        else:
+            resp.body = self.read_until_close()
+        return resp
+
+    def _read_chunked(self):
+        body = b""
+        while True:
+            size = int(self.read_line().split(b";")[0], 16)
+            if size == 0:
+                while self.read_line() != b"":
+                    pass
+                return body
+            body += self.read_exact(size)
+            self.read_line()
+
+    def outcome(self):
+        """One response, or the string "closed" when the peer closed first.
+
+        A timeout propagates (socket.timeout): a hung connection is neither.
+        """
+        try:
+            return self.read_response()
+        except Closed:
+            return "closed"
+
+
+def raw_request(port, data, host="127.0.0.1", timeout=10.0, method="GET"):
+    """Send data on a new connection and return its first response."""
+    with RawConn(port, host, timeout) as c:
+        c.send(data)
+        return c.read_response(method=method)
+
+
+def get_request(url, host_header, extra=""):
+    """A proxy-form GET request head."""
+    return ("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n"
+            % (url, host_header, extra)).encode()
+
+
+def connect_request(authority, host_header=None):
+    return ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n"
+            % (authority, host_header or authority)).encode()
+
+
+def run(cmd, timeout=30, input=None):
+    """Run cmd (a list) with proxy variables removed; CompletedProcess with
+    text stdout/stderr."""
+    return subprocess.run(cmd, input=input, capture_output=True,
+                          timeout=timeout, env=clean_env(), text=True,
+                          errors="replace",
+                          stdin=None if input is not None
+                          else subprocess.DEVNULL)

@@ -1,0 +1,142 @@
+# common.sh: shared helpers for the integration tests (source it).
+#
+#   sg_require_docker       skip (exit 77) unless Docker answers and we are root
+#   sg_test_image           build sandgate-test/busybox:latest if missing
+#   sg_setup                temp state/log folders ($SG_TMP), $SG (the binary)
+#   sg_run VAR_PREFIX CMD.. run CMD, keep stdout/stderr/rc in
+#                           ${PREFIX}_out, ${PREFIX}_err, ${PREFIX}_rc
+#   ok / fail NAME [WHY]    record one result
+#   assert_eq NAME WANT GOT, assert_contains NAME HAYSTACK NEEDLE,
+#   assert_not_contains NAME HAYSTACK NEEDLE
+#   sg_summary              print "N passed, N failed"; exit 1 on failure
+#
+# Tests never pull: the image is built from Debian's busybox-static.
+
+SG_TEST_IMAGE=${SG_TEST_IMAGE:-sandgate-test/busybox}
+SG_PASSED=0
+SG_FAILED=0
+SG_CLEANUP_CMDS=()
+
+sg_require_docker() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "skip: needs root (loop mounts, cgroups)"
+		exit 77
+	fi
+	if ! docker info >/dev/null 2>&1; then
+		echo "skip: Docker is not reachable"
+		exit 77
+	fi
+}
+
+# A tiny image: /bin/busybox, its applets as symlinks, a sandbox user.
+sg_test_image() {
+	local dir bb
+	if docker image inspect "$SG_TEST_IMAGE:latest" >/dev/null 2>&1; then
+		return 0
+	fi
+	bb=/bin/busybox
+	if [ ! -x "$bb" ] || ! file -L "$bb" 2>/dev/null | grep -q static; then
+		bb=$(command -v busybox || true)
+	fi
+	if [ -z "$bb" ] || [ ! -x "$bb" ]; then
+		echo "cannot build $SG_TEST_IMAGE: install busybox-static" >&2
+		return 1
+	fi
+	dir=$(mktemp -d)
+	mkdir -p "$dir/bin" "$dir/etc" "$dir/tmp" "$dir/home/sandbox" \
+	    "$dir/workspace" "$dir/proc" "$dir/sys" "$dir/dev"
+	cp "$bb" "$dir/bin/busybox"
+	for app in $("$dir/bin/busybox" --list); do
+		[ "$app" = busybox ] || ln -sf busybox "$dir/bin/$app"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000:sandbox:/home/sandbox:/bin/sh\n' \
+	    >"$dir/etc/passwd"
+	printf 'root:x:0:\nsandbox:x:1000:\n' >"$dir/etc/group"
+	chmod 1777 "$dir/tmp"
+	tar -C "$dir" -cf - . | docker import \
+	    -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+	    - "$SG_TEST_IMAGE:latest" >/dev/null
+	local rc=$?
+	rm -rf "$dir"
+	return $rc
+}
+
+# Temp state and logs; the binary under test.
+sg_setup() {
+	SG_BIN=${SANDGATE_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin}
+	SG="$SG_BIN/sandgate"
+	if [ ! -x "$SG" ]; then
+		echo "no sandgate binary at $SG (set SANDGATE_BIN)" >&2
+		exit 1
+	fi
+	if [ -z "${SANDGATE_PROBE:-}" ] && [ -x "$SG_BIN/sandgate-probe" ]; then
+		export SANDGATE_PROBE="$SG_BIN/sandgate-probe"
+	fi
+	SG_TMP=$(mktemp -d /tmp/sandgate-test.XXXXXX)
+	export SANDGATE_STATE="$SG_TMP/state"
+	export SANDGATE_LOG_DIR="$SG_TMP/logs"
+	mkdir -p "$SANDGATE_STATE" "$SANDGATE_LOG_DIR"
+	trap sg_teardown EXIT
+}
+
+# Run at exit: registered cleanups, then the temp folder.
+sg_teardown() {
+	local c
+	for c in "${SG_CLEANUP_CMDS[@]}"; do
+		eval "$c" >/dev/null 2>&1 || true
+	done
+	if [ -n "${SG_TMP:-}" ] && [ -d "$SG_TMP" ]; then
+		# a sandbox left mounted must not be deleted through its mount
+		grep -q " $SG_TMP/" /proc/self/mounts && \
+		    awk -v p="$SG_TMP/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts |
+		    sort -r | xargs -r -n1 umount -l
+		rm -rf "$SG_TMP"
+	fi
+}
+
+sg_on_exit() {
+	SG_CLEANUP_CMDS+=("$1")
+}
+
+# sg_run PREFIX CMD...: capture stdout, stderr and the exit code.
+sg_run() {
+	local p=$1
+	shift
+	"$@" >"$SG_TMP/.out" 2>"$SG_TMP/.err"
+	printf -v "${p}_rc" '%s' "$?"
+	printf -v "${p}_out" '%s' "$(cat "$SG_TMP/.out")"
+	printf -v "${p}_err" '%s' "$(cat "$SG_TMP/.err")"
+}
+
+ok() {
+	SG_PASSED=$((SG_PASSED + 1))
+	echo "ok - $1"
+}
+
+fail() {
+	SG_FAILED=$((SG_FAILED + 1))
+	echo "FAIL - $1${2:+: $2}"
+}
+
+assert_eq() {
+	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1" "want '$2', got '$3'"; fi
+}
+
+assert_contains() {
+	case "$2" in
+	*"$3"*) ok "$1" ;;
+	*) fail "$1" "'$3' not in '$(printf %.400s "$2")'" ;;
+	esac
+}
+
+assert_not_contains() {
+	case "$2" in
+	*"$3"*) fail "$1" "'$3' found in '$(printf %.400s "$2")'" ;;
+	*) ok "$1" ;;
+	esac
+}
+
+sg_summary() {
+	echo "$SG_PASSED passed, $SG_FAILED failed"
+	[ "$SG_FAILED" -eq 0 ]
+}

@@ -1,0 +1,103 @@
+/* test_reason.c: reason codes and the words a blocked client sees. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reason.h"
+
+static void
+test_codes_round_trip(void **state)
+{
+	int	i;
+
+	for (i = 0; i < SG_REASON_MAX; i++)
+		assert_int_equal(reason_from_code(reason_code(i)), i);
+	assert_int_equal(reason_from_code("no_such_code"), SG_REASON_MAX);
+	assert_string_equal(reason_code(SG_REASON_MAX), "unknown");
+}
+
+/* DESIGN.md fixes these codes: tools and SIEM rules key on them. */
+static void
+test_codes_stable(void **state)
+{
+	static const char *const want[] = { "none", "not_allowlisted",
+	    "port_not_allowed", "private_address", "ip_literal",
+	    "sni_mismatch", "sni_missing", "not_tls", "ech", "host_mismatch",
+	    "method_not_allowed", "path_not_allowed", "malformed_request",
+	    "log_unavailable" };
+	size_t	i;
+
+	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
+	for (i = 0; i < SG_REASON_MAX; i++)
+		assert_string_equal(reason_code((enum sg_reason)i), want[i]);
+}
+
+static void
+test_messages(void **state)
+{
+	static const struct {
+		enum sg_reason	 r;
+		const char	*host, *sni, *addr;
+		unsigned	 port;
+		const char	*want;
+	} t[] = {
+	    { SG_REASON_NOT_ALLOWLISTED, "blocked.test", NULL, NULL, 443,
+	      "network blocked by policy: destination blocked.test:443 not "
+	      "allowlisted" },
+	    { SG_REASON_PRIVATE_ADDRESS, "pypi.example", NULL, "10.0.0.5", 443,
+	      "network blocked by policy: destination pypi.example:443 "
+	      "resolves to private address 10.0.0.5" },
+	    { SG_REASON_SNI_MISMATCH, "pypi.org", "evil.test", NULL, 443,
+	      "network blocked by policy: TLS SNI evil.test does not match "
+	      "CONNECT host pypi.org" },
+	    { SG_REASON_NOT_ALLOWLISTED, "2001:db8::1", NULL, NULL, 443,
+	      "network blocked by policy: destination [2001:db8::1]:443 not "
+	      "allowlisted" },
+	    { SG_REASON_LOG_UNAVAILABLE, "a.test", NULL, NULL, 80,
+	      "network blocked by policy: security log unavailable" },
+	};
+	char	buf[512];
+	size_t	i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		reason_message(buf, sizeof(buf), t[i].r, t[i].host, t[i].port,
+		    t[i].sni, t[i].addr);
+		assert_string_equal(buf, t[i].want);
+	}
+}
+
+/* Every message starts with the prefix agents and tests look for. */
+static void
+test_prefix_everywhere(void **state)
+{
+	char	buf[512];
+	int	i;
+
+	for (i = 1; i < SG_REASON_MAX; i++) {
+		reason_message(buf, sizeof(buf), i, "h.test", 443, "s.test",
+		    "10.0.0.1");
+		assert_memory_equal(buf, SG_BLOCK_PREFIX,
+		    strlen(SG_BLOCK_PREFIX));
+	}
+	/* Truncation is safe and reports the full length. */
+	assert_true(reason_message(buf, 8, SG_REASON_NOT_ALLOWLISTED,
+	    "h.test", 443, NULL, NULL) > 8);
+	assert_int_equal(strlen(buf), 7);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_codes_round_trip),
+		cmocka_unit_test(test_codes_stable),
+		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_prefix_everywhere),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

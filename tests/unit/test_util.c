@@ -1,0 +1,79 @@
+/* test_util.c: number, size and duration parsing, time formatting. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static void
+test_strtonum(void **state)
+{
+	long long	 v;
+	const char	*cause;
+
+	assert_int_equal(util_strtonum("42", 0, 100, &v, &cause), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(util_strtonum("-1", 0, 100, &v, &cause), -1);
+	assert_int_equal(util_strtonum("101", 0, 100, &v, &cause), -1);
+	assert_string_equal(cause, "too large");
+	assert_int_equal(util_strtonum("1x", 0, 100, &v, &cause), -1);
+	assert_string_equal(cause, "invalid");
+	assert_int_equal(util_strtonum("", 0, 100, &v, &cause), -1);
+	assert_int_equal(util_strtonum(" 1", 0, 100, &v, &cause), -1);
+	assert_int_equal(util_strtonum("99999999999999999999", 0, 100, &v,
+	    &cause), -1);
+}
+
+static void
+test_sizes(void **state)
+{
+	unsigned long long	b;
+	long long		s;
+
+	assert_int_equal(util_parse_size("2g", &b), 0);
+	assert_true(b == 2ULL << 30);
+	assert_int_equal(util_parse_size("256MiB", &b), 0);
+	assert_true(b == 256ULL << 20);
+	assert_int_equal(util_parse_size("512", &b), 0);
+	assert_true(b == 512);
+	assert_int_equal(util_parse_size("1q", &b), -1);
+	assert_int_equal(util_parse_size("-1", &b), -1);
+	assert_int_equal(util_parse_size("99999999999t", &b), -1);
+	assert_int_equal(util_parse_duration("2h", &s), 0);
+	assert_int_equal(s, 7200);
+	assert_int_equal(util_parse_duration("30", &s), 0);
+	assert_int_equal(s, 30);
+	assert_int_equal(util_parse_duration("h", &s), -1);
+}
+
+static void
+test_time_and_hex(void **state)
+{
+	struct timespec	ts = { 1796025478, 123456789 };
+	char		buf[UTIL_TS_LEN], hex[9];
+	unsigned char	in[4] = { 0xde, 0xad, 0x00, 0x0f };
+
+	util_rfc3339(&ts, buf);
+	assert_string_equal(buf, "2026-11-30T07:57:58.123456Z");
+	util_hex(in, 4, hex);
+	assert_string_equal(hex, "dead000f");
+	assert_int_equal(util_strlcpy(hex, "longer than nine", sizeof(hex)),
+	    16);
+	assert_string_equal(hex, "longer t");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_strtonum),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_time_and_hex),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,554 @@
+/*
+ * test_workspace.c: copy + manifest, refusals, excludes, secrets, odd
+ * names, diff classification and apply's refusals and writes, on
+ * temporary folders.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "workspace.h"
+
+/* SHA-256 of "hello\n". */
+#define HELLO_SHA \
+	"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+
+struct fixture {
+	char	root[64];	/* holds src/ and sbx/ */
+	char	src[128];
+	char	sbx[128];
+};
+
+static void
+putn(const char *dir, const char *rel, const char *content, size_t len,
+    mode_t mode)
+{
+	char	path[1024];
+	int	fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd != -1);
+	assert_int_equal(write(fd, content, len), (ssize_t)len);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void
+put(const char *dir, const char *rel, const char *content, mode_t mode)
+{
+	putn(dir, rel, content, strlen(content), mode);
+}
+
+static char *
+get(const char *dir, const char *rel)
+{
+	static char	buf[4096];
+	char		path[1024];
+	ssize_t		n;
+	int		fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW)) == -1)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n < 0 ? 0 : n] = '\0';
+	return buf;
+}
+
+static void
+mk(const char *dir, const char *rel)
+{
+	char	path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static mode_t
+mode_of(const char *dir, const char *rel)
+{
+	struct stat	st;
+	char		path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	if (lstat(path, &st) == -1)
+		return (mode_t)-1;
+	return st.st_mode & 07777;
+}
+
+static int
+setup(void **state)
+{
+	struct fixture	*f = calloc(1, sizeof(*f));
+
+	snprintf(f->root, sizeof(f->root), "/tmp/sg-ws-test-XXXXXX");
+	if (mkdtemp(f->root) == NULL)
+		return -1;
+	snprintf(f->src, sizeof(f->src), "%s/src", f->root);
+	snprintf(f->sbx, sizeof(f->sbx), "%s/sbx", f->root);
+	mkdir(f->src, 0755);
+	mkdir(f->sbx, 0700);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture	*f = *state;
+	char		 cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s' && rm -rf '%s'",
+	    f->root, f->root);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+/* Create with default options (no chown); returns 0/-1 and the cause. */
+static int
+create(struct fixture *f, const struct workspace_opts *o0, char **cause)
+{
+	struct workspace_opts	o;
+
+	memset(&o, 0, sizeof(o));
+	if (o0 != NULL)
+		o = *o0;
+	o.uid = (uid_t)-1;
+	o.gid = (gid_t)-1;
+	*cause = NULL;
+	return workspace_create(f->src, f->sbx, &o, cause);
+}
+
+static void
+test_copy_manifest(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	const struct workspace_file	*e;
+	char				 snap[256], work[256], *cause;
+
+	put(f->src, "a.txt", "hello\n", 0644);
+	put(f->src, "run.sh", "#!/bin/sh\necho hi\n", 0755);
+	mk(f->src, "dir");
+	mk(f->src, "empty");
+	putn(f->src, "dir/b.bin", "x\001\000y", 4, 0600);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(snap, sizeof(snap), "%s/snapshot", f->sbx);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	assert_int_equal(mode_of(snap, "a.txt"), 0444);
+	assert_int_equal(mode_of(snap, "dir"), 0555);
+	assert_int_equal(mode_of(work, "run.sh"), 0755);
+	assert_int_equal(mode_of(work, "dir/b.bin"), 0600);
+	assert_int_equal(mode_of(work, "empty"), 0755);
+	assert_string_equal(get(work, "a.txt"), "hello\n");
+	assert_string_equal(get(snap, "run.sh"), "#!/bin/sh\necho hi\n");
+	m = workspace_manifest_load(f->sbx, &cause);
+	assert_non_null(m);
+	assert_int_equal(workspace_manifest_count(m), 3);
+	e = workspace_manifest_find(m, "a.txt");
+	assert_non_null(e);
+	assert_string_equal(e->sha256, HELLO_SHA);
+	assert_int_equal(e->size, 6);
+	assert_int_equal(e->mode, 0644);
+	e = workspace_manifest_find(m, "dir/b.bin");
+	assert_non_null(e);
+	assert_int_equal(e->size, 4);
+	assert_int_equal(workspace_manifest_find(m, "run.sh")->mode, 0755);
+	workspace_manifest_free(m);
+}
+
+static void
+test_refuse_symlink(void **state)
+{
+	struct fixture	*f = *state;
+	char		 path[256], *cause;
+
+	mk(f->src, "src");
+	put(f->src, "src/ok.c", "int x;\n", 0644);
+	snprintf(path, sizeof(path), "%s/src/link", f->src);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(create(f, NULL, &cause), -1);
+	assert_non_null(cause);
+	assert_string_equal(cause, "refusing to copy symlink 'src/link' "
+	    "(symlinks are never copied)");
+	free(cause);
+}
+
+static void
+test_refuse_fifo(void **state)
+{
+	struct fixture	*f = *state;
+	char		 path[256], *cause;
+
+	snprintf(path, sizeof(path), "%s/pipe", f->src);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(create(f, NULL, &cause), -1);
+	assert_non_null(strstr(cause, "refusing to copy FIFO 'pipe'"));
+	free(cause);
+}
+
+static void
+test_excludes(void **state)
+{
+	static const char *const pats[] = { "build", "*.log" };
+	struct fixture			*f = *state;
+	struct workspace_opts		 o;
+	struct workspace_manifest	*m;
+	char				 work[256], *cause;
+
+	mk(f->src, ".git");
+	put(f->src, ".git/config", "[core]\n", 0644);
+	mk(f->src, "node_modules");
+	put(f->src, "node_modules/x.js", "x\n", 0644);
+	mk(f->src, "pkg");
+	mk(f->src, "pkg/__pycache__");
+	put(f->src, "pkg/__pycache__/m.pyc", "c\n", 0644);
+	mk(f->src, ".venv");
+	mk(f->src, "build");
+	put(f->src, "build/out.o", "o\n", 0644);
+	put(f->src, "pkg/run.log", "l\n", 0644);
+	put(f->src, "pkg/m.py", "p\n", 0644);
+	memset(&o, 0, sizeof(o));
+	o.excludes = pats;
+	o.nexcludes = 2;
+	assert_int_equal(create(f, &o, &cause), 0);
+	m = workspace_manifest_load(f->sbx, &cause);
+	assert_non_null(m);
+	assert_int_equal(workspace_manifest_count(m), 1);
+	assert_string_equal(workspace_manifest_at(m, 0)->path, "pkg/m.py");
+	assert_true(workspace_manifest_excluded(m, "build/new.o", 0));
+	assert_true(workspace_manifest_excluded(m, "a/node_modules/b", 0));
+	assert_false(workspace_manifest_excluded(m, "src/build.c", 0));
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	assert_int_equal(mode_of(work, ".git"), (mode_t)-1);
+	assert_int_equal(mode_of(work, "build"), (mode_t)-1);
+	workspace_manifest_free(m);
+}
+
+static void
+test_secrets(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_opts		 o;
+	struct workspace_manifest	*m;
+	char				 buf[2048], *cause;
+	FILE				*w;
+	size_t				 n;
+
+	put(f->src, ".env", "TOKEN=1\n", 0600);
+	mk(f->src, ".aws");
+	put(f->src, ".aws/credentials", "k\n", 0600);
+	put(f->src, "server.pem", "pem\n", 0600);
+	put(f->src, "id_ed25519", "key\n", 0600);
+	put(f->src, "main.c", "int main;\n", 0644);
+	memset(&o, 0, sizeof(o));
+	w = tmpfile();
+	o.warnf = w;
+	assert_int_equal(create(f, &o, &cause), 0);
+	rewind(w);
+	n = fread(buf, 1, sizeof(buf) - 1, w);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "'.env'"));
+	assert_non_null(strstr(buf, "'.aws/credentials'"));
+	assert_non_null(strstr(buf, "'server.pem'"));
+	assert_non_null(strstr(buf, "'id_ed25519'"));
+	assert_null(strstr(buf, "main.c"));
+	fclose(w);
+	m = workspace_manifest_load(f->sbx, &cause);
+	assert_int_equal(workspace_manifest_count(m), 5);
+	workspace_manifest_free(m);
+	/* again, leaving them out */
+	assert_int_equal(workspace_remove(f->sbx, &cause), 0);
+	o.exclude_secrets = 1;
+	o.warnf = w = tmpfile();
+	assert_int_equal(create(f, &o, &cause), 0);
+	fclose(w);
+	m = workspace_manifest_load(f->sbx, &cause);
+	assert_int_equal(workspace_manifest_count(m), 1);
+	assert_non_null(workspace_manifest_find(m, "main.c"));
+	workspace_manifest_free(m);
+	assert_true(workspace_is_secret_name(".env.local"));
+	assert_true(workspace_is_secret_name("a/id_rsa.pub"));
+	assert_false(workspace_is_secret_name("environment.c"));
+}
+
+static void
+test_odd_names(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	struct workspace_diff		*d;
+	char				 longname[256], *cause;
+
+	memset(longname, 'n', 255);
+	longname[255] = '\0';
+	put(f->src, "new\nline", "1\n", 0644);
+	put(f->src, longname, "2\n", 0644);
+	put(f->src, "a..b", "3\n", 0644);
+	put(f->src, "quote\"back\\slash", "4\n", 0644);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	m = workspace_manifest_load(f->sbx, &cause);
+	assert_non_null(m);
+	assert_int_equal(workspace_manifest_count(m), 4);
+	assert_non_null(workspace_manifest_find(m, "new\nline"));
+	assert_non_null(workspace_manifest_find(m, longname));
+	assert_non_null(workspace_manifest_find(m, "a..b"));
+	d = workspace_diff(f->sbx, m, &cause);
+	assert_non_null(d);
+	assert_int_equal(d->n, 0);
+	workspace_diff_free(d);
+	workspace_manifest_free(m);
+}
+
+static void
+test_path_valid(void **state)
+{
+	static const char *const bad[] = {
+		"", "/etc/passwd", "../x", "a/../b", "a/./b", "a//b", "a/",
+		".", "..",
+	};
+	const char	*why;
+	size_t		 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(workspace_path_valid(bad[i], &why), -1);
+	assert_int_equal(workspace_path_valid("a..b/c.d", &why), 0);
+	assert_int_equal(workspace_path_valid(".github/x", &why), 0);
+}
+
+/* Find a delta by path. */
+static const struct workspace_delta *
+find_delta(const struct workspace_diff *d, const char *path)
+{
+	size_t	i;
+
+	for (i = 0; i < d->n; i++)
+		if (strcmp(d->v[i].path, path) == 0)
+			return &d->v[i];
+	return NULL;
+}
+
+static void
+test_diff_classify(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	struct workspace_diff		*d;
+	const struct workspace_delta	*x;
+	struct timespec			 ts[2];
+	struct stat			 st;
+	char				 work[256], path[512], *cause, *text;
+
+	put(f->src, "a.txt", "hello\n", 0644);
+	put(f->src, "same.txt", "abcdef\n", 0644);
+	put(f->src, "keep.txt", "keep\n", 0644);
+	mk(f->src, "dir");
+	putn(f->src, "dir/b.bin", "x\001\000y", 4, 0600);
+	mk(f->src, ".github");
+	mk(f->src, ".github/workflows");
+	put(f->src, ".github/workflows/ci.yml", "on: push\n", 0644);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	put(work, "a.txt", "hello\nworld\n", 0644);
+	put(work, "new.txt", "new\n", 0644);
+	snprintf(path, sizeof(path), "%s/dir/b.bin", work);
+	assert_int_equal(unlink(path), 0);
+	put(work, ".github/workflows/ci.yml", "on: [push, pr]\n", 0644);
+	/* same size, mtime put back: must still be seen */
+	snprintf(path, sizeof(path), "%s/same.txt", work);
+	assert_int_equal(stat(path, &st), 0);
+	put(work, "same.txt", "ABCDEF\n", 0644);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	snprintf(path, sizeof(path), "%s/evil", work);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	mk(work, "node_modules");
+	put(work, "node_modules/ignored.js", "x\n", 0644);
+
+	m = workspace_manifest_load(f->sbx, &cause);
+	d = workspace_diff(f->sbx, m, &cause);
+	assert_non_null(d);
+	assert_int_equal(d->n, 6);
+	x = find_delta(d, "a.txt");
+	assert_non_null(x);
+	assert_int_equal(x->change, WORKSPACE_MODIFIED);
+	assert_string_equal(x->sha256_before, HELLO_SHA);
+	assert_false(x->binary);
+	assert_false(x->risky);
+	assert_int_equal(workspace_delta_text(f->sbx, x, &text, &cause), 0);
+	assert_non_null(strstr(text, "--- a/a.txt\n+++ b/a.txt\n"));
+	assert_non_null(strstr(text, "\n+world\n"));
+	assert_null(strstr(text, "snapshot"));
+	free(text);
+	x = find_delta(d, "same.txt");
+	assert_non_null(x);
+	assert_int_equal(x->change, WORKSPACE_MODIFIED);
+	x = find_delta(d, "new.txt");
+	assert_int_equal(x->change, WORKSPACE_ADDED);
+	assert_int_equal(workspace_delta_text(f->sbx, x, &text, &cause), 0);
+	assert_non_null(strstr(text, "--- /dev/null\n+++ b/new.txt\n"));
+	free(text);
+	x = find_delta(d, "dir/b.bin");
+	assert_int_equal(x->change, WORKSPACE_DELETED);
+	assert_true(x->binary);
+	x = find_delta(d, ".github/workflows/ci.yml");
+	assert_true(x->risky);
+	x = find_delta(d, "evil");
+	assert_true(x->special);
+	assert_string_equal(x->special_what, "symlink");
+	assert_null(find_delta(d, "keep.txt"));
+	workspace_diff_free(d);
+	workspace_manifest_free(m);
+}
+
+/* Create a tree, apply paths; host must be exactly as expected. */
+static void
+test_apply(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	struct workspace_diff		*d;
+	char				 work[256], path[512], *cause = NULL;
+
+	put(f->src, "a.txt", "hello\n", 0644);
+	put(f->src, "host.txt", "host\n", 0644);
+	put(f->src, "gone.txt", "gone\n", 0644);
+	put(f->src, "run.sh", "#!/bin/sh\n", 0755);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	put(work, "a.txt", "hello agent\n", 0644);
+	put(work, "host.txt", "agent\n", 0644);
+	put(f->src, "host.txt", "changed on host\n", 0644);
+	put(work, "run.sh", "#!/bin/sh\necho x\n", 04755);
+	snprintf(path, sizeof(path), "%s/gone.txt", work);
+	unlink(path);
+	mk(work, "newdir");
+	put(work, "newdir/n.txt", "n\n", 0640);
+	snprintf(path, sizeof(path), "%s/passwd", work);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	m = workspace_manifest_load(f->sbx, &cause);
+
+#define APPLY(p) workspace_apply_path(f->sbx, f->src, m, (p), 0, &cause)
+	assert_int_equal(APPLY("host.txt"), WORKSPACE_APPLY_REFUSED);
+	assert_non_null(strstr(cause, "changed on the host"));
+	assert_string_equal(get(f->src, "host.txt"), "changed on host\n");
+	assert_int_equal(APPLY("../x"), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(APPLY("/etc/passwd"), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(APPLY("passwd"), WORKSPACE_APPLY_REFUSED);
+	assert_non_null(strstr(cause, "symlink"));
+	assert_null(get(f->src, "passwd"));
+	/* dry run writes nothing */
+	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "a.txt", 1,
+	    &cause), WORKSPACE_APPLY_APPLIED);
+	assert_string_equal(get(f->src, "a.txt"), "hello\n");
+	assert_int_equal(APPLY("a.txt"), WORKSPACE_APPLY_APPLIED);
+	assert_string_equal(get(f->src, "a.txt"), "hello agent\n");
+	assert_int_equal(APPLY("a.txt"), WORKSPACE_APPLY_UNCHANGED);
+	assert_int_equal(APPLY("run.sh"), WORKSPACE_APPLY_APPLIED);
+	assert_int_equal(mode_of(f->src, "run.sh"), 0755);
+	assert_int_equal(APPLY("gone.txt"), WORKSPACE_APPLY_DELETED);
+	assert_null(get(f->src, "gone.txt"));
+	assert_int_equal(APPLY("newdir/n.txt"), WORKSPACE_APPLY_APPLIED);
+	assert_string_equal(get(f->src, "newdir/n.txt"), "n\n");
+	assert_int_equal(mode_of(f->src, "newdir/n.txt"), 0640);
+	assert_int_equal(workspace_manifest_save(m, f->sbx, &cause), 0);
+	workspace_manifest_free(m);
+	/* after apply the applied paths read as unchanged */
+	m = workspace_manifest_load(f->sbx, &cause);
+	d = workspace_diff(f->sbx, m, &cause);
+	assert_non_null(d);
+	assert_null(find_delta(d, "a.txt"));
+	assert_null(find_delta(d, "newdir/n.txt"));
+	assert_null(find_delta(d, "gone.txt"));
+	assert_non_null(find_delta(d, "host.txt"));
+	workspace_diff_free(d);
+	workspace_manifest_free(m);
+	free(cause);
+#undef APPLY
+}
+
+static void
+test_apply_host_checks(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	char				 work[256], path[512], tgt[512];
+	char				*cause = NULL;
+
+	mk(f->src, "sub");
+	put(f->src, "sub/x.txt", "x\n", 0644);
+	put(f->src, "del.txt", "d\n", 0644);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	put(work, "sub/x.txt", "agent\n", 0644);
+	put(work, "created.txt", "agent\n", 0644);
+	snprintf(path, sizeof(path), "%s/del.txt", work);
+	unlink(path);
+	/* host: sub/ replaced by a symlink to elsewhere */
+	snprintf(path, sizeof(path), "%s/sub", f->src);
+	snprintf(tgt, sizeof(tgt), "%s/elsewhere", f->root);
+	assert_int_equal(rename(path, tgt), 0);
+	assert_int_equal(symlink(tgt, path), 0);
+	/* host: a file created where the snapshot had none */
+	put(f->src, "created.txt", "host\n", 0644);
+	/* host: the file to delete was changed */
+	put(f->src, "del.txt", "host edit\n", 0644);
+	m = workspace_manifest_load(f->sbx, &cause);
+	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "sub/x.txt",
+	    0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_string_equal(get(tgt, "x.txt"), "x\n");
+	assert_int_equal(workspace_apply_path(f->sbx, f->src, m,
+	    "created.txt", 0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_non_null(strstr(cause, "created on the host"));
+	assert_string_equal(get(f->src, "created.txt"), "host\n");
+	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "del.txt",
+	    0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_string_equal(get(f->src, "del.txt"), "host edit\n");
+	workspace_manifest_free(m);
+	free(cause);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_copy_manifest, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_symlink, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_fifo, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_excludes, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_secrets, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_odd_names, setup,
+		    teardown),
+		cmocka_unit_test(test_path_valid),
+		cmocka_unit_test_setup_teardown(test_diff_classify, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_host_checks, setup,
+		    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
