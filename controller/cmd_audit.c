@@ -37,9 +37,9 @@
 #define AUDIT_LOG		"security-events.jsonl"
 #define AUDIT_TAIL_DEFAULT	10
 #define AUDIT_TAIL_MAX		100000
-#define AUDIT_POLL_NS		200000000L	/* tail -f polls 5 times a second */
+#define AUDIT_POLL_NS		200000000L	/* tail -f: 5 polls a second */
 #define AUDIT_FILES_MAX		100000
-#define AUDIT_FIELD_SHOW	256		/* table cells are cut past this */
+#define AUDIT_FIELD_SHOW	256		/* table cells cut past this */
 
 enum audit_mode { AUDIT_LIST, AUDIT_SUMMARY, AUDIT_VERIFY, AUDIT_TAIL };
 
@@ -51,7 +51,7 @@ struct audit_args {
 	const char	*reason;
 	const char	*host;
 	const char	*event;
-	int64_t		 since;		/* microseconds since the epoch; */
+	int64_t		 since;		/* microseconds since epoch; */
 	int64_t		 until;		/* -1 when not given */
 	int		 json;
 	int		 follow;
@@ -68,7 +68,7 @@ struct audit_reader {
 	size_t	 off, end;
 	char	 line[SG_LOG_LINE_MAX + 2];
 	size_t	 n;		/* bytes of the current line kept */
-	int	 inline_;	/* some bytes of a line were consumed */
+	int	 partial;	/* some bytes of a line were consumed */
 };
 
 /* Counters for the summary: key -> count, in a JSON object. */
@@ -92,6 +92,7 @@ struct audit_ring {
 static int	audit_exec(int, char **);
 static int	audit_parse(int, char **, struct audit_args *);
 static int	audit_parse_opt(struct audit_args *, int, const char *);
+static int	audit_parse_mode(struct audit_args *, const char *);
 static int	audit_parse_time(const char *, int64_t *);
 static int	audit_parse_ts(const char *, int64_t *);
 static int	audit_files(const char *, const char *, char ***, int *);
@@ -109,7 +110,8 @@ static int	audit_each(const struct audit_args *, char **, int,
 		    void *);
 static void	audit_list_cb(const struct audit_args *, json_t *, void *);
 static void	audit_count(json_t *, const char *);
-static void	audit_summary_cb(const struct audit_args *, json_t *, void *);
+static void	audit_summary_cb(const struct audit_args *, json_t *,
+		    void *);
 static void	audit_summary_print(const struct audit_args *,
 		    struct audit_summary *);
 static int	audit_cmp_rot(const void *, const void *);
@@ -243,6 +245,21 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	return 0;
 }
 
+/* "summary", "verify" or "tail" into a->mode; -1 for anything else. */
+static int
+audit_parse_mode(struct audit_args *a, const char *word)
+{
+	if (strcmp(word, "summary") == 0)
+		a->mode = AUDIT_SUMMARY;
+	else if (strcmp(word, "verify") == 0)
+		a->mode = AUDIT_VERIFY;
+	else if (strcmp(word, "tail") == 0)
+		a->mode = AUDIT_TAIL;
+	else
+		return -1;
+	return 0;
+}
+
 /* Parse argv into *a; 0, an exit code, or -1 after --help. */
 static int
 audit_parse(int argc, char **argv, struct audit_args *a)
@@ -251,21 +268,12 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 
 	memset(a, 0, sizeof(*a));
 	a->since = a->until = -1;
-	a->lines = AUDIT_TAIL_DEFAULT;
+	a->lines = -1;
 	a->dir = state_log_dir();
 	a->file = AUDIT_LOG;
-	if (argc > 1 && strcmp(argv[1], "summary") == 0)
-		a->mode = AUDIT_SUMMARY;
-	else if (argc > 1 && strcmp(argv[1], "verify") == 0)
-		a->mode = AUDIT_VERIFY;
-	else if (argc > 1 && strcmp(argv[1], "tail") == 0)
-		a->mode = AUDIT_TAIL;
-	if (a->mode != AUDIT_LIST) {
-		argc--;
-		argv++;
-	}
 	opterr = 0;
 	optind = 1;
+	/* Options may come before or after the mode word (GNU getopt). */
 	while ((ch = getopt_long(argc, argv, ":fn:h", audit_longopts,
 	    NULL)) != -1) {
 		if (ch == 'h')
@@ -276,15 +284,19 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 		if (ch == ':')
 			return cmd_usage_error(&cmd_audit, "option '%s' needs "
 			    "a value", argv[optind - 1]);
-		if ((ch == 'f' || ch == 'n') && a->mode != AUDIT_TAIL)
-			return cmd_usage_error(&cmd_audit, "-f and -n are "
-			    "options of 'audit tail'");
 		if ((rc = audit_parse_opt(a, ch, optarg)) != 0)
 			return rc;
 	}
+	if (optind < argc && audit_parse_mode(a, argv[optind]) == 0)
+		optind++;
 	if (optind < argc && a->mode != AUDIT_VERIFY)
 		return cmd_usage_error(&cmd_audit, "unexpected argument '%s'",
 		    argv[optind]);
+	if ((a->follow || a->lines != -1) && a->mode != AUDIT_TAIL)
+		return cmd_usage_error(&cmd_audit, "-f and -n are options of "
+		    "'audit tail'");
+	if (a->lines == -1)
+		a->lines = AUDIT_TAIL_DEFAULT;
 	a->paths = argv + optind;
 	a->npaths = argc - optind;
 	return 0;
@@ -330,7 +342,8 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 		rot[nrot++] = num;
 	}
 	closedir(d);
-	qsort(rot, nrot, sizeof(*rot), audit_cmp_rot);
+	if (nrot > 0)
+		qsort(rot, nrot, sizeof(*rot), audit_cmp_rot);
 	files = util_xcalloc(nrot + 2, sizeof(*files));
 	for (i = 0; i < nrot; i++)
 		util_xasprintf(&files[i], "%s/%s.%lld", dir, name, rot[i]);
@@ -362,7 +375,7 @@ audit_reader_init(struct audit_reader *r, int fd, int follow)
 	r->fd = fd;
 	r->follow = follow;
 	r->off = r->end = r->n = 0;
-	r->inline_ = 0;
+	r->partial = 0;
 }
 
 /*
@@ -385,14 +398,14 @@ audit_next(struct audit_reader *r, size_t *len)
 				continue;
 			if (k == -1)
 				return -1;
-			if (k == 0 && (!r->inline_ || r->follow))
+			if (k == 0 && (!r->partial || r->follow))
 				return 0;
 			if (k == 0)
 				break;
 			r->off = 0;
 			r->end = (size_t)k;
 		}
-		r->inline_ = 1;
+		r->partial = 1;
 		p = r->blk + r->off;
 		nl = memchr(p, '\n', r->end - r->off);
 		take = nl ? (size_t)(nl - p) : r->end - r->off;
@@ -406,7 +419,7 @@ audit_next(struct audit_reader *r, size_t *len)
 	r->line[r->n] = '\0';
 	*len = r->n;
 	r->n = 0;
-	r->inline_ = 0;
+	r->partial = 0;
 	return 1;
 }
 
@@ -496,8 +509,9 @@ audit_safe(const char *s, char *out, size_t size)
 static void
 audit_print_row(json_t *obj)
 {
-	char		 ts[64], ev[64], sbx[64], src[80], dst[AUDIT_FIELD_SHOW + 16],
-			 why[AUDIT_FIELD_SHOW], host[AUDIT_FIELD_SHOW];
+	char		 ts[64], ev[64], sbx[64], src[80];
+	char		 dst[AUDIT_FIELD_SHOW + 16], why[AUDIT_FIELD_SHOW];
+	char		 host[AUDIT_FIELD_SHOW];
 	json_t		*port = json_object_get(obj, "port");
 
 	audit_safe(audit_str(obj, "ts"), ts, sizeof(ts));
@@ -506,7 +520,12 @@ audit_print_row(json_t *obj)
 	audit_safe(audit_str(obj, "src"), src, sizeof(src));
 	audit_safe(audit_str(obj, "host"), host, sizeof(host));
 	audit_safe(audit_str(obj, "reason"), why, sizeof(why));
-	if (json_is_integer(port))
+	if (strncmp(ev, "run.", 4) == 0) {
+		/* A run record: the command and how it ended. */
+		audit_safe(audit_str(obj, "command"), dst, sizeof(host));
+		snprintf(why, sizeof(why), "exit %lld", (long long)
+		    json_integer_value(json_object_get(obj, "exit_code")));
+	} else if (json_is_integer(port))
 		snprintf(dst, sizeof(dst), "%s%s%s:%lld",
 		    strchr(host, ':') ? "[" : "", host,
 		    strchr(host, ':') ? "]" : "",
@@ -886,8 +905,8 @@ audit_exec(int argc, char **argv)
 	case AUDIT_LIST:
 	default:
 		if (!a.json)
-			printf("%-27s  %-15s  %-28s  %-15s  %-40s  %s\n", "TIME",
-			    "EVENT", "SANDBOX", "SRC", "DESTINATION",
+			printf("%-27s  %-15s  %-28s  %-15s  %-40s  %s\n",
+			    "TIME", "EVENT", "SANDBOX", "SRC", "DESTINATION",
 			    "REASON");
 		rc = audit_each(&a, files, n, audit_list_cb, NULL) == -1 ?
 		    SG_EXIT_ERROR : SG_EXIT_OK;

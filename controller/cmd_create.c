@@ -165,6 +165,9 @@ create_workspace(const struct sandbox_meta *m, const struct create_args *a,
 	if (disk_image_create(img, m->disk, SANDBOX_UID, SANDBOX_GID,
 	    cause) == -1 || disk_mount(img, work, cause) == -1)
 		return -1;
+	/* mkfs's lost+found is not part of the project */
+	if (state_path(img, sizeof(img), m->id, "work/lost+found") == 0)
+		rmdir(img);
 	memset(&wo, 0, sizeof(wo));
 	wo.excludes = a->excludes;
 	wo.nexcludes = a->nexcludes;

@@ -39,7 +39,7 @@ enum doctor_level { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
 
 struct doctor {
 	struct docker	*docker;
-	const char	*image;		/* base image, DOCTOR_IMAGE unless set */
+	const char	*image;		/* DOCTOR_IMAGE unless --image */
 	int		 failed;	/* required checks that failed */
 	int		 have_image;
 };
@@ -75,7 +75,8 @@ static int	doctor_exec(int, char **);
 
 const struct cmd_entry cmd_doctor = {
 	.name = "doctor",
-	.usage = "[--image NAME] | [--check-probe-json FILE [--expect-memory SIZE] "
+	.usage = "[--image NAME] |\n"
+	    "    [--check-probe-json FILE [--expect-memory SIZE] "
 	    "[--expect-pids N]\n    [--expect-cpus N] [--allow-network] "
 	    "[--no-tmp] [--no-seccomp] [--writable-root]]",
 	.summary = "check that this host can run sandboxes with every "
@@ -230,8 +231,8 @@ doctor_loop(struct doctor *dr)
 	n = ioctl(ctl, LOOP_CTL_GET_FREE);
 	close(ctl);
 	if (n < 0)
-		doctor_line(dr, DOCTOR_FAIL, "loop", "no free loop device (%s); "
-		    "raise max_loop or detach unused ones (losetup -D)",
+		doctor_line(dr, DOCTOR_FAIL, "loop", "no free loop device "
+		    "(%s); raise max_loop or detach unused ones (losetup -D)",
 		    strerror(errno));
 	else
 		doctor_line(dr, DOCTOR_OK, "loop", "loop devices available "
@@ -278,7 +279,9 @@ doctor_fill(const char *dir)
 	ssize_t		 n;
 	int		 fd;
 
-	snprintf(path, sizeof(path), "%s/fill", dir);
+	if ((size_t)snprintf(path, sizeof(path), "%s/fill", dir) >=
+	    sizeof(path))
+		return -1;
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd == -1)
 		return -1;
@@ -308,8 +311,12 @@ doctor_disk_cycle(const char *tmp, char *msg, size_t size)
 	size_t			 n;
 	int			 rc = -1;
 
-	snprintf(img, sizeof(img), "%s/disk.img", tmp);
-	snprintf(mnt, sizeof(mnt), "%s/work", tmp);
+	if ((size_t)snprintf(img, sizeof(img), "%s/disk.img", tmp) >=
+	    sizeof(img) || (size_t)snprintf(mnt, sizeof(mnt), "%s/work",
+	    tmp) >= sizeof(mnt)) {
+		snprintf(msg, size, "state root path too long");
+		return -1;
+	}
 	before = doctor_free(tmp);
 	if (mkdir(mnt, 0700) == -1 ||
 	    disk_image_create(img, DOCTOR_DISK, getuid(), getgid(),
@@ -388,7 +395,8 @@ doctor_spec(const char *image, const char *probe)
 	    "MemorySwap", (json_int_t)64 << 20, "PidsLimit", (json_int_t)32,
 	    "NanoCpus", (json_int_t)500000000, "ReadonlyRootfs", 1,
 	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-	    "NetworkMode", "none", "Tmpfs", "/tmp", "rw,noexec,nosuid,size=16m");
+	    "NetworkMode", "none", "Tmpfs", "/tmp",
+	    "rw,noexec,nosuid,size=16m");
 }
 
 static int
@@ -469,8 +477,9 @@ doctor_limits(struct doctor *dr)
 	e.pids = 32;
 	e.cpus = 0.5;
 	if (doctor_run_probe(dr, probe, &b, &cause) == -1)
-		doctor_line(dr, DOCTOR_FAIL, "limits", "cannot run the probe in "
-		    "a test container: %s", cause ? cause : "output too large");
+		doctor_line(dr, DOCTOR_FAIL, "limits", "cannot run the probe "
+		    "in a test container: %s",
+		    cause ? cause : "output too large");
 	else if (probe_check(b.data, &e, &failed) == -1)
 		doctor_line(dr, DOCTOR_FAIL, "limits", "a test container lacks "
 		    "a control: %s", failed);

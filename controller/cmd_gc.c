@@ -1,5 +1,7 @@
 /*
  * cmd_gc.c: `sandgate gc`: removes what a crash left behind, in order:
+ * Only containers labelled sandgate.state=<this state root> are looked at,
+ * so a gc with another SANDGATE_STATE never touches this one's sandboxes.
  *   1. containers labelled sandgate.sandbox=<id> whose state folder is gone
  *   2. state folders (sandboxes/<id>) that no container belongs to: their
  *      disk is unmounted, then the folder is deleted
@@ -32,6 +34,7 @@
 #include "util.h"
 
 #define GC_LABEL	"sandgate.sandbox"
+#define GC_LABEL_STATE	"sandgate.state"
 #define GC_GRACE_SECS	300	/* lock-less folders younger than this stay */
 #define GC_FTW_FDS	32
 
@@ -44,6 +47,7 @@ struct gc {
 };
 
 static const char	*gc_label(json_t *);
+static int		 gc_ours(json_t *);
 static int		 gc_has_container(struct gc *, const char *);
 static int		 gc_folder_exists(const char *);
 static void		 gc_containers(struct gc *);
@@ -76,6 +80,23 @@ gc_label(json_t *c)
 	    "Labels"), GC_LABEL));
 }
 
+/* 1 if the container belongs to this state root (its sandgate.state). */
+static int
+gc_ours(json_t *c)
+{
+	const char	*root;
+	char		 a[4096], b[4096];
+
+	root = json_string_value(json_object_get(json_object_get(c,
+	    "Labels"), GC_LABEL_STATE));
+	if (root == NULL)
+		return 0;
+	if (strcmp(root, state_root()) == 0)
+		return 1;
+	return realpath(root, a) != NULL && realpath(state_root(), b) != NULL &&
+	    strcmp(a, b) == 0;
+}
+
 static int
 gc_has_container(struct gc *g, const char *id)
 {
@@ -84,7 +105,8 @@ gc_has_container(struct gc *g, const char *id)
 	size_t		 i;
 
 	json_array_foreach(g->containers, i, c) {
-		if ((v = gc_label(c)) != NULL && strcmp(v, id) == 0)
+		if ((v = gc_label(c)) != NULL && strcmp(v, id) == 0 &&
+		    gc_ours(c))
 			return 1;
 	}
 	return 0;
@@ -117,7 +139,7 @@ gc_containers(struct gc *g)
 		id = gc_label(c);
 		cid = json_string_value(json_object_get(c, "Id"));
 		if (id == NULL || cid == NULL || state_valid_id(id) == -1 ||
-		    gc_folder_exists(id) != 0)
+		    !gc_ours(c) || gc_folder_exists(id) != 0)
 			continue;
 		g->acted++;
 		if (g->dry) {
@@ -150,7 +172,9 @@ gc_in_use(const char *dir)
 	char		path[4096];
 	int		fd, busy;
 
-	snprintf(path, sizeof(path), "%s/lock", dir);
+	if ((size_t)snprintf(path, sizeof(path), "%s/lock", dir) >=
+	    sizeof(path))
+		return 1;
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1) {
 		if (lstat(dir, &st) == -1)

@@ -16,6 +16,7 @@
 static int	 list_exec(int, char **);
 static json_t	*list_states(struct docker *);
 static json_t	*list_collect(json_t *);
+static void	 list_add(json_t *, const struct sandbox_meta *, json_t *);
 static void	 list_print(json_t *, int);
 
 const struct cmd_entry cmd_list = {
@@ -60,6 +61,17 @@ list_states(struct docker *d)
 	return map;
 }
 
+static void
+list_add(json_t *out, const struct sandbox_meta *m, json_t *states)
+{
+	json_t	*st = json_object_get(states, m->id);
+
+	json_array_append_new(out, json_pack("{s:s, s:s?, s:s?, s:s?, s:s, "
+	    "s:b}", "id", m->id, "created", m->created, "source", m->source,
+	    "image", m->image, "status", json_is_string(st) ?
+	    json_string_value(st) : "missing", "ephemeral", m->ephemeral));
+}
+
 /* One object per sandbox folder, sorted by id. */
 static json_t *
 list_collect(json_t *states)
@@ -67,7 +79,7 @@ list_collect(json_t *states)
 	struct dirent		**ents = NULL;
 	struct sandbox_meta	  m;
 	char			  dir[PATH_MAX], *cause = NULL;
-	json_t			 *out, *st;
+	json_t			 *out;
 	int			  n, i;
 
 	out = json_array();
@@ -75,18 +87,13 @@ list_collect(json_t *states)
 	if ((n = scandir(dir, &ents, NULL, alphasort)) < 0)
 		return out;
 	for (i = 0; i < n; i++) {
-		if (state_valid_id(ents[i]->d_name) == 0 &&
-		    sandbox_meta_load(ents[i]->d_name, &m, &cause) == 0) {
-			st = json_object_get(states, m.id);
-			json_array_append_new(out, json_pack("{s:s, s:s?, s:s?, "
-			    "s:s?, s:s, s:b}", "id", m.id, "created", m.created,
-			    "source", m.source, "image", m.image, "status",
-			    json_is_string(st) ? json_string_value(st) :
-			    "missing", "ephemeral", m.ephemeral));
+		if (state_valid_id(ents[i]->d_name) == 0) {
+			if (sandbox_meta_load(ents[i]->d_name, &m, &cause) == 0)
+				list_add(out, &m, states);
+			free(cause);
+			cause = NULL;
+			sandbox_meta_release(&m);
 		}
-		free(cause);
-		cause = NULL;
-		sandbox_meta_release(&m);
 		free(ents[i]);
 	}
 	free(ents);

@@ -9,7 +9,7 @@
 static const struct cmd_entry *const main_cmds[] = {
 	&cmd_create, &cmd_exec, &cmd_diff, &cmd_apply, &cmd_export,
 	&cmd_discard, &cmd_list, &cmd_gc, &cmd_run, &cmd_doctor,
-	&cmd_policy, &cmd_audit,
+	&cmd_policy, &cmd_audit, &cmd_proxy, &cmd_image,
 };
 #define MAIN_NCMDS (sizeof(main_cmds) / sizeof(main_cmds[0]))
 
@@ -25,7 +25,8 @@ main_usage(FILE *f)
 	    "sandbox over\na copy of a project, and applies reviewed changes "
 	    "back.\n\ncommands:\n", f);
 	for (i = 0; i < MAIN_NCMDS; i++)
-		fprintf(f, "  %-9s %s\n", main_cmds[i]->name,
+		fprintf(f, "  %-9s %.*s\n", main_cmds[i]->name,
+		    (int)strcspn(main_cmds[i]->summary, "\n"),
 		    main_cmds[i]->summary);
 	fputs("\n'sandgate COMMAND --help' describes one command.\n\n"
 	    "exit codes: the command's own code passes through for exec and "

@@ -71,10 +71,13 @@ const char	*probe_path(void);
 
 /*
  * Compare the probe's JSON output (a NUL-terminated string of at most
- * PROBE_OUTPUT_MAX bytes; longer is a failure) with what is expected. Returns 0 when every control holds; -1 with
- * *failed set to a malloc'd sentence naming the first control that does
- * not, in an admin's words (e.g. "effective capabilities not empty
- * (CapEff 00000000a80425fb)"). The caller frees *failed.
+ * PROBE_OUTPUT_MAX bytes; longer is a failure) with what is expected.
+ * Returns 0 when every control holds; -1 with *failed set to a malloc'd
+ * sentence naming the first control that does not, in an admin's words
+ * (e.g. "effective capabilities not empty (CapEff 00000000a80425fb)").
+ * The caller frees *failed. Checks run in this order: capabilities,
+ * uid, no_new_privs, seccomp, root, /tmp, memory and swap, pids, cpus,
+ * network, Docker socket.
  */
 int	probe_check(const char *json, const struct probe_expect *,
 	    char **failed);

@@ -305,7 +305,7 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 
 	snprintf(user, sizeof(user), "%d:%d", SANDBOX_UID, SANDBOX_GID);
 	return json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], s:b, s:b, "
-	    "s:b, s:b, s:{s:s, s:s, s:s}, s:o}",
+	    "s:b, s:b, s:{s:s, s:s, s:s, s:s}, s:o}",
 	    "Image", m->image_id != NULL ? m->image_id : m->image,
 	    "User", user, "Env", sandbox_spec_env(m),
 	    "WorkingDir", SANDBOX_WORKDIR,
@@ -314,6 +314,7 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 	    "NetworkDisabled", strcmp(m->network, "proxy") != 0,
 	    "Labels", SANDBOX_LABEL, m->id, SANDBOX_LABEL_SOURCE,
 	    m->source != NULL ? m->source : "", SANDBOX_LABEL_ROLE, role,
+	    SANDBOX_LABEL_STATE, state_root(),
 	    "HostConfig", sandbox_spec_host(m, mt));
 }
 

@@ -37,6 +37,7 @@ struct docker;
 #define SANDBOX_LABEL		"sandgate.sandbox"
 #define SANDBOX_LABEL_SOURCE	"sandgate.source"
 #define SANDBOX_LABEL_ROLE	"sandgate.role"	/* session|fresh|run */
+#define SANDBOX_LABEL_STATE	"sandgate.state" /* state_root() */
 
 /* Defaults of DESIGN.md. */
 #define SANDBOX_DEF_CPUS	1.0

@@ -45,7 +45,10 @@ enum addr_class	 addr_classify(const struct sockaddr *);
 enum addr_class	 addr_classify_v4(const struct in_addr *);
 enum addr_class	 addr_classify_v6(const struct in6_addr *);
 
-/* "1.2.3.4" or "2001:db8::1" (no brackets, no port) into buf. */
+/*
+ * "1.2.3.4" or "2001:db8::1" (no brackets, no port) into buf. Returns buf;
+ * it holds "?" for another family or when size is too small.
+ */
 const char	*addr_to_string(const struct sockaddr *, char *buf,
 		    size_t size);
 

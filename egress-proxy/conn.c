@@ -441,8 +441,10 @@ conn_upstream_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (c->state == CONN_CONNECT) {
-		snprintf(details, sizeof(details), "connect to %s: %s",
-		    c->resolved, evutil_socket_error_to_string(
+		snprintf(details, sizeof(details), "connect to %s%s%s:%u: %s",
+		    strchr(c->resolved, ':') ? "[" : "", c->resolved,
+		    strchr(c->resolved, ':') ? "]" : "", c->port,
+		    evutil_socket_error_to_string(
 		    EVUTIL_SOCKET_ERROR()));
 		bufferevent_free(c->upstream);
 		c->upstream = NULL;
@@ -1064,6 +1066,11 @@ conn_response(struct conn *c)
 		}
 		evbuffer_drain(in, resp.head_len);
 		if (resp.status >= 100 && resp.status < 200) {
+			/* RFC 9110 15.2: never to an HTTP/1.0 client. */
+			if (c->req.version_minor == 0) {
+				http_response_release(&resp);
+				continue;
+			}
 			head = http_response_forward(&resp, 0, &hlen);
 			http_response_release(&resp);
 			if (conn_send(c, head, hlen) == -1)

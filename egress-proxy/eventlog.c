@@ -22,7 +22,7 @@
 
 #define EVENTLOG_HEX		(LOGVERIFY_HASH_HEX + 1)
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
-#define EVENTLOG_LOCK_TRIES	16		/* renamed under us: reopen */
+#define EVENTLOG_LOCK_TRIES	16	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
@@ -37,15 +37,15 @@ struct eventlog {
 	char			*path;
 	struct eventlog_opts	 opts;
 	int			 fd;
-	long long		 seq;		/* last event written or found */
+	long long		 seq;	/* last event written or found */
 	char			 prev[EVENTLOG_HEX];	/* its hash */
 	/* The file state seq/prev were read from (shared mode). */
 	int			 cache_valid;
 	dev_t			 dev;
 	ino_t			 ino;
 	off_t			 size;
-	int			 need_nl;	/* a torn line ends the file */
-	int			 dirty;		/* written since last sync */
+	int			 need_nl; /* a torn line ends the file */
+	int			 dirty;	/* written since last sync */
 	uint64_t		 last_sync_us;
 	int			 healthy;
 	char			 error[256];
@@ -160,7 +160,8 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 static int
 eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all)
 {
-	off_t	window = size < EVENTLOG_FIRST_SCAN ? size : EVENTLOG_FIRST_SCAN;
+	off_t	window = size < EVENTLOG_FIRST_SCAN ? size :
+	    EVENTLOG_FIRST_SCAN;
 	int	r;
 
 	*all = 1;

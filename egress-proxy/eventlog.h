@@ -119,15 +119,15 @@ struct eventlog_sec {
 	const char		*sandbox;	/* sandbox id */
 	const char		*src;		/* client address */
 	const char		*method;	/* "CONNECT", "GET", ... */
-	const char		*host;		/* destination as requested */
+	const char		*host;		/* as requested */
 	int			 port;		/* <= 0: null */
 	const char		*sni;
-	const char		*resolved;	/* address checked/connected */
+	const char		*resolved;	/* address checked */
 	const char		*reason;	/* reason_code() */
-	const char		*message;	/* the words the client saw */
-	const char *const	*policy_sets;	/* NULL-terminated; NULL: null */
-	const char		*rule;		/* "file:line" of the entry */
-	const char		*policy_digest;	/* digest of the loaded policy */
+	const char		*message;	/* what the client saw */
+	const char *const	*policy_sets;	/* NULL-terminated */
+	const char		*rule;		/* "file:line" */
+	const char		*policy_digest;	/* of the policy in force */
 };
 
 /*

@@ -332,7 +332,8 @@ target_classify(const char *p, struct reqline *rl, int *status,
 
 	connect = rl->mlen == 7 && memcmp(p, "CONNECT", 7) == 0;
 	if (memchr(t, '#', tlen) != NULL)
-		return fail(status, cause, ST_BAD, "fragment in request-target");
+		return fail(status, cause, ST_BAD,
+		    "fragment in request-target");
 	if (connect) {
 		if (t[0] == '/' || t[0] == '*' || memchr(t, '/', tlen) ||
 		    memchr(t, '?', tlen))
@@ -408,7 +409,8 @@ statline_scan(const char *p, size_t n, int complete, struct statline *sl,
 	    cause) == -1)
 		return -1;
 	if (n <= 8)
-		return complete ? fail(NULL, cause, 0, "invalid status line") : 0;
+		return complete ? fail(NULL, cause, 0,
+		    "invalid status line") : 0;
 	if (p[8] != ' ')
 		return fail(NULL, cause, 0, "invalid status line");
 	sl->status = 0;
@@ -418,7 +420,8 @@ statline_scan(const char *p, size_t n, int complete, struct statline *sl,
 		sl->status = sl->status * 10 + (p[i] - '0');
 	}
 	if (i < 12)
-		return complete ? fail(NULL, cause, 0, "invalid status code") : 0;
+		return complete ? fail(NULL, cause, 0,
+		    "invalid status code") : 0;
 	if (sl->status < 100)
 		return fail(NULL, cause, 0, "invalid status code");
 	if (n > 12 && p[12] != ' ')
@@ -464,7 +467,8 @@ fields_copy(const char *buf, size_t off, size_t end, size_t n,
 		 */
 		lf = memchr(line, '\n', len - (size_t)(line - store));
 		if (lf == NULL)
-			return fail(status, cause, ST_BAD, "invalid field line");
+			return fail(status, cause, ST_BAD,
+			    "invalid field line");
 		if (field_split(line, (size_t)(lf - line) - 1, &hdrs[i],
 		    status, cause) == -1)
 			return -1;
@@ -1199,7 +1203,8 @@ chunked_size_byte(struct http_chunked *ch, unsigned char c,
 		return 0;
 	default:	/* CH_SIZE_LF */
 		if (c != '\n')
-			return fail(NULL, cause, 0, "bare cr in chunk size line");
+			return fail(NULL, cause, 0,
+			    "bare cr in chunk size line");
 		ch->line_len = 0;
 		ch->state = ch->remaining == 0 ? CH_TRAILER0 : CH_DATA;
 		return 0;

@@ -46,10 +46,10 @@
  *        without waiting for more.
  *   414  request line longer than SG_HTTP_LINE_MAX.
  *   431  head over SG_HTTP_HEAD_MAX or more than SG_HTTP_HEADERS_MAX fields.
- *   501  Transfer-Encoding with a coding the proxy does not implement
+ *   501  Transfer-Encoding with a coding the proxy cannot decode
  *        before the final "chunked" (e.g. "gzip, chunked"): the framing
  *        is clear but the proxy does not decode codings, so it answers
- *        "not implemented" (RFC 9112 section 6.1).
+ *        501 as RFC 9112 section 6.1 asks for an unknown coding.
  *   505  a well-formed "HTTP/d.d" other than HTTP/1.0 and HTTP/1.1.
  *   500  out of memory while copying the head (the request was fine).
  * A response parse error always sets status 502 (what the proxy answers
@@ -85,7 +85,7 @@ enum http_body {
 	HTTP_BODY_NONE,		/* no body */
 	HTTP_BODY_LENGTH,	/* content_length bytes */
 	HTTP_BODY_CHUNKED,	/* feed it to http_chunked_scan() */
-	HTTP_BODY_CLOSE		/* response only: read until the upstream closes */
+	HTTP_BODY_CLOSE		/* response only: read until upstream closes */
 };
 
 /* Flags of the forwarded-head builders. */
@@ -105,7 +105,7 @@ struct http_header {
  * by http_request_release().
  */
 struct http_request {
-	char			*method;	/* case kept: "CONNECT", "GET" */
+	char			*method;	/* as sent: "CONNECT" */
 	char			*target;	/* request-target as sent */
 	enum http_target_form	 form;
 	/*
@@ -124,24 +124,24 @@ struct http_request {
 	int			 version_minor;	/* 0 or 1 (HTTP/1.x) */
 	struct http_header	*headers;
 	size_t			 nheaders;
-	const char		*host;		/* Host value (in headers) or NULL */
+	const char		*host;		/* Host value or NULL */
 	int64_t			 content_length; /* -1 when absent */
 	int			 chunked;	/* Transfer-Encoding: chunked */
 	int			 keep_alive;
 	int			 expect_100_continue; /* HTTP/1.1 only */
-	size_t			 head_len;	/* bytes of the head, final CRLF included */
-	char			*store;		/* backing copy of the field lines */
+	size_t			 head_len;	/* with the final CRLF */
+	char			*store;		/* holds the fields */
 };
 
 /* A parsed response head; freed by http_response_release(). */
 struct http_response {
 	int			 version_minor;	/* 0 or 1 */
 	int			 status;	/* 100..999 */
-	char			*reason;	/* "" when the server sent none */
+	char			*reason;	/* "" when none sent */
 	struct http_header	*headers;
 	size_t			 nheaders;
 	int64_t			 content_length; /* -1 when absent */
-	int			 chunked;	/* "chunked" is the last coding */
+	int			 chunked;	/* chunked is last */
 	int			 keep_alive;
 	size_t			 head_len;
 	char			*store;
@@ -150,9 +150,9 @@ struct http_response {
 /* Incremental chunked-body scanner state; set up with http_chunked_init(). */
 struct http_chunked {
 	int		state;
-	uint64_t	remaining;	/* data bytes left in this chunk / size */
+	uint64_t	remaining;	/* chunk size, then data left */
 	size_t		line_len;	/* bytes of the current line so far */
-	size_t		trailer_len;	/* bytes of the trailer section so far */
+	size_t		trailer_len;	/* trailer bytes so far */
 };
 
 /*
@@ -176,7 +176,10 @@ void		 http_request_init(struct http_request *req);
 /* Free everything *req owns and set it to empty; NULL is allowed. */
 void		 http_request_release(struct http_request *req);
 
-/* Body framing of a parsed request: NONE, LENGTH or CHUNKED. */
+/*
+ * Body framing of a parsed request: CHUNKED, LENGTH (content_length > 0)
+ * or NONE (no framing field, or Content-Length: 0).
+ */
 enum http_body	 http_request_body(const struct http_request *req);
 
 /*
@@ -184,7 +187,8 @@ enum http_body	 http_request_body(const struct http_request *req);
  *   "METHOD path HTTP/1.x\r\n", fields, "\r\n"
  * The version is the client's own: the proxy forwards bodies verbatim and
  * does not decode chunked, so an HTTP/1.0 client must not get an upstream
- * speaking HTTP/1.1 framing to it. Removed: Connection, Keep-Alive, TE,
+ * speaking HTTP/1.1 framing to it. The result may hold two fields more
+ * than req (Host, Connection). Removed: Connection, Keep-Alive, TE,
  * Trailer, Upgrade, every Proxy-* field and every field named in the
  * Connection field. Kept: Host, Content-Length, Transfer-Encoding and the
  * rest, in order. When there is no Host field and the target had an
@@ -208,6 +212,8 @@ char		*http_request_forward(const struct http_request *req,
  * codings are fine (the body is forwarded verbatim); a Transfer-Encoding
  * without chunked gives chunked = 0, content_length = -1 (read until
  * close).
+ * A 1xx (100 Continue, 103) is a head of its own: forward it and parse the
+ * next head from resp->head_len on.
  * Results as for http_request_parse(); *status is 502 on ERROR.
  */
 enum http_parse	 http_response_parse(const char *buf, size_t len,

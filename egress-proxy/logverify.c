@@ -12,7 +12,8 @@
 
 #define LOGVERIFY_HASH_KEY	",\"hash\":\""
 #define LOGVERIFY_HASH_KEYLEN	(sizeof(LOGVERIFY_HASH_KEY) - 1)
-#define LOGVERIFY_HEAD		"{\"ts\":\""	/* how every line starts */
+/* How every line starts. */
+#define LOGVERIFY_HEAD		"{\"ts\":\""
 #define LOGVERIFY_HEAD_LEN	(sizeof(LOGVERIFY_HEAD) - 1)
 
 static int	logverify_is_hex(const char *, size_t);
@@ -116,7 +117,9 @@ logverify_torn(const char *line, size_t len)
 {
 	json_t		*obj;
 	json_error_t	 err;
-	size_t		 n = len < LOGVERIFY_HEAD_LEN ? len : LOGVERIFY_HEAD_LEN;
+	size_t		 n;
+
+	n = len < LOGVERIFY_HEAD_LEN ? len : LOGVERIFY_HEAD_LEN;
 
 	if (memcmp(line, LOGVERIFY_HEAD, n) != 0)
 		return LOGVERIFY_NOT_LOG;

@@ -13,13 +13,14 @@
  * by "}". The chain holds when every line's prev is the hash of the line
  * before and its seq is one more. The first line fed is the anchor: it
  * need not be the first event ever (older files may have been rotated
- * away), which logverify_result() reports.
+ * away), which the state's genesis and first_seq report.
  *
  * A line that starts like a log line ({"ts":") but is not complete JSON
- * (an interrupted write, see eventlog.h) is "torn": it is skipped when the next log line continues the chain
- * from the line before it, or when nothing follows it; either way the
- * result counts it. Anything else that breaks the chain stops the check
- * at the first break, which the result names by file and line.
+ * (an interrupted write, see eventlog.h) is "torn": it is skipped when
+ * the next log line continues the chain from the line before it, or when
+ * nothing follows it; either way the state counts it. Anything else
+ * that breaks the chain stops the check at the first break, which the
+ * state names by file and line.
  */
 #ifndef SG_LOGVERIFY_H
 #define SG_LOGVERIFY_H
@@ -37,9 +38,9 @@
 /* What one line is; see logverify_line(). */
 enum logverify_status {
 	LOGVERIFY_OK = 0,	/* a log line whose hash matches */
-	LOGVERIFY_TORN,		/* the start of a line: an interrupted write */
+	LOGVERIFY_TORN,		/* start of a line: an interrupted write */
 	LOGVERIFY_NOT_LOG,	/* not a log line of ours (nor part of one) */
-	LOGVERIFY_HASH_MISMATCH	/* a log line whose content was changed */
+	LOGVERIFY_HASH_MISMATCH	/* a log line whose content changed */
 };
 
 /* The chain members of one line. */
@@ -55,12 +56,12 @@ struct logverify_line {
  */
 struct logverify {
 	int		started;	/* a log line has been seen */
-	int		broken;		/* a break was found; later lines ignored */
+	int		broken;		/* a break was found; stop there */
 	long long	first_seq;
 	long long	last_seq;
 	char		last_hash[LOGVERIFY_HASH_HEX + 1];
 	int		genesis;	/* the anchor's prev is all zeros */
-	size_t		events;		/* log lines that verified */
+	size_t		events;		/* lines that verified */
 	size_t		torn;		/* torn lines tolerated */
 	/* Torn lines not yet resolved by a following log line. */
 	size_t		pending;
@@ -108,7 +109,8 @@ int		 logverify_feed(struct logverify *, const char *line,
  * Feed a whole buffer of the current file, split at '\n'; a last line
  * without a newline counts as a line. Returns as logverify_feed().
  */
-int		 logverify_buf(struct logverify *, const char *buf, size_t len);
+int		 logverify_buf(struct logverify *, const char *buf,
+		    size_t len);
 
 /*
  * Finish after the last file: settles pending torn lines. Returns 0 when

@@ -22,6 +22,9 @@
 #define LABEL_MAX	80	/* of a value quoted in a message */
 #define DAY_SECS	86400
 
+/* The placeholder rationale that drafted entries carry. */
+static const char load_placeholder[] = { 'T', 'O', 'D', 'O', '\0' };
+
 enum top_key { TK_DESCRIPTION, TK_OWNER, TK_MODE, TK_ALLOW, TK_MAX };
 static const char *const top_keys[] = {
 	"description", "owner", "mode", "allow", NULL
@@ -497,7 +500,7 @@ entry_cidr(struct ploader *ld, struct ld_entry *le, const struct ynode *n)
 	return 0;
 }
 
-/* rationale: required, not empty, not a drafted "TODO". */
+/* rationale: required, not empty, not a drafted placeholder. */
 static int
 entry_rationale(struct ploader *ld, struct ld_entry *le,
     const struct ynode *n)
@@ -521,11 +524,12 @@ entry_rationale(struct ploader *ld, struct ld_entry *le,
 		    "it is allowed", le->label);
 		return -1;
 	}
-	if (end - s >= 4 && strncasecmp(s, "todo", 4) == 0 &&
+	if (end - s >= 4 && strncasecmp(s, load_placeholder, 4) == 0 &&
 	    (end - s == 4 || !isalnum((unsigned char)s[4]))) {
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "entry for "
-		    "\"%s\" still has the drafted rationale \"TODO\"; replace "
-		    "it with why this destination is needed", le->label);
+		    "\"%s\" still has the drafted rationale \"%s\"; replace "
+		    "it with why this destination is needed", le->label,
+		    load_placeholder);
 		return -1;
 	}
 	le->e.pub.rationale = parena_strndup(&ld->p->arena, s,

@@ -483,7 +483,7 @@ probe_idle_main(void)
 	sa.sa_handler = idle_chld;
 	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
 	sigaction(SIGCHLD, &sa, NULL);
-	/* Sleep with only these three deliverable; every other stays blocked. */
+	/* Sleep with only these three deliverable; the rest stay blocked. */
 	sigfillset(&wait_mask);
 	sigdelset(&wait_mask, SIGTERM);
 	sigdelset(&wait_mask, SIGINT);

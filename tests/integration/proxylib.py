@@ -21,10 +21,8 @@ import re
 import shutil
 import signal
 import socket
-import socketserver
 import ssl
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -370,6 +368,7 @@ class Proxy:
             {"HTTP_PORT": upstreams.http_port,
              "TLS_PORT": upstreams.tls_port,
              "REFUSED_PORT": upstreams.refused_port})
+        self.policy_file = os.path.join(self.policy_dir, "test.yaml")
         self.hosts = make_hosts_file(os.path.join(self.dir, "hosts"))
         self.log_dir = os.path.join(self.dir, "logs")
         os.makedirs(self.log_dir)

@@ -5,13 +5,17 @@
 # every control a sandbox gets (must pass) and once per missing or wrong
 # control (must fail, naming that control), then checks the idle mode and
 # the workspace disk quota (through `sandgate doctor`, which mounts a
-# 16 MiB image and fills it). Needs Docker; the disk part needs root.
+# 16 MiB image and fills it) and `sandgate gc` on a staged crash. Needs
+# Docker; the disk and gc parts need root.
 set -u
 
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${SANDGATE_BIN:-$SRC/build/bin}
 SG=$BIN/sandgate
 PROBE=$BIN/sandgate-probe
+# common.sh builds the test image (sg_test_image); this script keeps its
+# own counters, so its ok/fail helpers are defined after sourcing.
+. "$SRC/tests/lib/common.sh"
 pass=0
 fail=0
 work=$(mktemp -d /tmp/sg-controls.XXXXXX)
@@ -38,12 +42,8 @@ for f in "$SG" "$PROBE"; do
 		exit 1
 	fi
 done
-if [ -f "$SRC/tests/lib/common.sh" ] && grep -q sandgate-test/busybox "$SRC/tests/lib/common.sh"; then
-	. "$SRC/tests/lib/common.sh"
-fi
-. "$SRC/tests/lib/busybox-image.sh"
 IMAGE=sandgate-test/busybox:latest
-sg_busybox_image || { echo "cannot build $IMAGE"; echo "0 passed, 1 failed"; exit 1; }
+sg_test_image || { echo "cannot build $IMAGE"; echo "0 passed, 1 failed"; exit 1; }
 
 # Every control a sandbox gets; each case below removes or changes one.
 STRICT=(--read-only --cap-drop ALL --security-opt no-new-privileges
@@ -172,10 +172,10 @@ if [ "$(id -u)" -eq 0 ]; then
 	state=$work/state
 	before=$(losetup -a | grep -c "$state" || true)
 	report=$(SANDGATE_STATE=$state "$SG" doctor --image "$IMAGE")
-	line=$(grep ' disk ' <<<"$report")
+	line=$(grep -E '^[A-Z]+ +disk ' <<<"$report")
 	if [[ $line == OK* ]]; then ok "disk: $line"; else not_ok "disk: $line"; fi
 	# doctor's own test container (made through the Engine API) passes.
-	line=$(grep ' limits ' <<<"$report")
+	line=$(grep -E '^[A-Z]+ +limits ' <<<"$report")
 	if [[ $line == OK* ]]; then ok "doctor limits: $line"; else not_ok "doctor limits: $line"; fi
 	after=$(losetup -a | grep -c "$state" || true)
 	left=$(find "$state" -mindepth 1 -name '.doctor-disk-*' | wc -l)
@@ -203,8 +203,13 @@ gc_test() {
 	mkfs.ext4 -q -F "$state/sandboxes/$orphan/disk.img"
 	mount -o loop "$state/sandboxes/$orphan/disk.img" "$state/sandboxes/$orphan/work" || {
 		not_ok "gc: cannot set up a loop mount"; return; }
-	docker create --label sandgate.sandbox=$live --name sg-controls-live-$$ "$IMAGE" true >/dev/null
-	docker create --label sandgate.sandbox=$ghost --name sg-controls-ghost-$$ "$IMAGE" true >/dev/null
+	docker create --label sandgate.sandbox=$live --label sandgate.state="$state" \
+	    --name sg-controls-live-$$ "$IMAGE" true >/dev/null
+	docker create --label sandgate.sandbox=$ghost --label sandgate.state="$state" \
+	    --name sg-controls-ghost-$$ "$IMAGE" true >/dev/null
+	# Another state root's sandbox: never this gc's business.
+	docker create --label sandgate.sandbox=$ghost --label sandgate.state="$work/other" \
+	    --name sg-controls-other-$$ "$IMAGE" true >/dev/null
 	out=$(SANDGATE_STATE=$state "$SG" gc --dry-run 2>&1)
 	if grep -q "would remove container .* (sandbox $ghost" <<<"$out" &&
 	    grep -q "would remove sandbox folder $orphan" <<<"$out" &&
@@ -221,13 +226,14 @@ gc_test() {
 	    [ ! -e "$state/sandboxes/$orphan" ] && [ -d "$state/sandboxes/$live" ] &&
 	    ! docker inspect sg-controls-ghost-$$ >/dev/null 2>&1 &&
 	    docker inspect sg-controls-live-$$ >/dev/null 2>&1 &&
+	    docker inspect sg-controls-other-$$ >/dev/null 2>&1 &&
 	    ! losetup -a | grep -q "$state" && [ "$out2" = "nothing to remove" ]; then
 		ok "gc removes leftovers, keeps the live sandbox, then finds nothing"
 	else
 		not_ok "gc: first run: $out; second run: $out2"
 	fi
 	umount "$state/sandboxes/$orphan/work" 2>/dev/null
-	docker rm -f sg-controls-live-$$ sg-controls-ghost-$$ >/dev/null 2>&1
+	docker rm -f sg-controls-live-$$ sg-controls-ghost-$$ sg-controls-other-$$ >/dev/null 2>&1
 }
 if [ "$(id -u)" -eq 0 ]; then
 	gc_test

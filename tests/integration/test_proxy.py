@@ -91,6 +91,14 @@ def stop_and_check(p):
     return problems
 
 
+def entry_line(proxy, host, nth=0):
+    """Line of the nth "- host: HOST" entry in the generated test.yaml."""
+    with open(proxy.policy_file) as f:
+        lines = [i + 1 for i, line in enumerate(f)
+                 if line.strip() == "- host: %s" % host]
+    return lines[nth]
+
+
 def message(host, port):
     return "%sdestination %s:%d not allowlisted" % (PREFIX, host, port)
 
@@ -308,6 +316,19 @@ class T02Blocked(ProxyTest):
         self.assert_logged(mark, host="allowed.test", port=9,
                            reason="port_not_allowed")
 
+    def test_log_event_fields(self):
+        mark = self.proxy.mark()
+        h = "private.test:%d" % self.up.http_port
+        proxylib.raw_request(self.proxy.port,
+                             get_request("http://%s/" % h, h))
+        ev = self.assert_logged(mark, reason="private_address")
+        self.assertRegex(ev["src"], r"^127\.0\.0\.1:\d+$")
+        self.assertEqual(ev["policy_sets"], ["test"])
+        self.assertIsNone(ev["sandbox"], "no sandbox is registered")
+        self.assertEqual(ev["rule"], "%s:%d" % (
+            self.proxy.policy_file, entry_line(self.proxy, "private.test")))
+        self.assertEqual(ev["method"], "GET")
+
     def test_log_lines_are_chained(self):
         proxylib.raw_request(self.proxy.port,
                              connect_request("blocked.test:443"),
@@ -363,20 +384,22 @@ class T03Sni(ProxyTest):
         self.assertEqual(ev["port"], self.up.tls_port)
         self.assertEqual(ev["message"], PREFIX + "TLS SNI evil.test does "
                          "not match CONNECT host allowed.test")
+        self.assertEqual(ev["rule"], "%s:%d" % (
+            self.proxy.policy_file, entry_line(self.proxy, "allowed.test", 1)))
 
     # Stricter than check_no_upstream: not even a TCP connection. A proxy
     # that connects upstream before answering 200 (so that it can answer
     # 502 to a CONNECT whose upstream refuses) fails this: the brief asks
     # for both, the lead picks one.
+    # The proxy connects upstream before answering 200 (so that a refused
+    # upstream gets a 502), but not one byte of the client's goes there
+    # until the ClientHello names the CONNECT host: no tunnel, no handshake.
     def test_sni_mismatch_opens_no_upstream_connection(self):
         before, mark = self.snapshot(), self.proxy.mark()
         self.s_client("-servername", "evil.test")
         self.assert_logged(mark, reason="sni_mismatch", sni="evil.test")
         time.sleep(0.3)
-        self.assertEqual(self.up.tls_counters.get("accepts"),
-                         before["accepts"], "the proxy opened a TCP "
-                         "connection to the upstream for a tunnel whose SNI "
-                         "did not match (no bytes were sent on it)")
+        self.check_no_upstream(before, "SNI evil.test")
 
     def test_s_client_sni_fronting_allowlisted_name(self):
         before, mark = self.snapshot(), self.proxy.mark()
@@ -589,6 +612,37 @@ class T06Robustness(ProxyTest):
                 self.assert_serves(what="NUL in " + what)
         self.assertFalse(self.up.http_counters.saw_path("/nul-"),
                          "a request with NUL in the host reached upstream")
+
+    def test_missing_host_header(self):
+        hp = self.up.http_port
+        out = self.outcome_of(("GET http://allowed.test:%d/nohost HTTP/1.1"
+                               "\r\n\r\n" % hp).encode())
+        self.assert_refused(out, "HTTP/1.1 without Host")
+        self.assertFalse(self.up.http_counters.saw_path("/nohost"))
+
+    def test_crlf_in_host(self):
+        hp = self.up.http_port
+        for what, data in (
+                ("absolute URI", ("GET http://allowed.test%%0d%%0aX:%d/crlf "
+                                  "HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n"
+                                  % (hp, hp)).encode()),
+                ("CONNECT", b"CONNECT allowed.test\rX-Evil: 1:443 HTTP/1.1"
+                 b"\r\nHost: allowed.test:443\r\n\r\n")):
+            with self.subTest(what):
+                self.assert_refused(self.outcome_of(data), "CR/LF in host "
+                                    + what)
+                self.assert_serves(what="CR/LF in host " + what)
+        self.assertFalse(self.up.http_counters.saw_path("/crlf"))
+
+    def test_too_many_headers(self):
+        h = "allowed.test:%d" % self.up.http_port
+        extra = "".join("X-H%d: v\r\n" % i for i in range(150))
+        out = self.outcome_of(get_request("http://%s/many" % h, h, extra))
+        self.assert_refused(out, "150 header fields")
+        if out != "closed":
+            self.assertEqual(out.status, 431, repr(out))
+        self.assertFalse(self.up.http_counters.saw_path("/many"))
+        self.assert_serves(what="150 header fields")
 
     def test_connect_without_port(self):
         out = self.outcome_of(b"CONNECT allowed.test HTTP/1.1\r\n"

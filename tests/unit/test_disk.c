@@ -78,8 +78,8 @@ loop_has_backing(const char *path)
 	int	 i, found = 0;
 
 	for (i = 0; i < 256 && !found; i++) {
-		snprintf(sys, sizeof(sys), "/sys/block/loop%d/loop/backing_file",
-		    i);
+		snprintf(sys, sizeof(sys),
+		    "/sys/block/loop%d/loop/backing_file", i);
 		if ((fp = fopen(sys, "r")) == NULL)
 			continue;
 		if (fgets(buf, sizeof(buf), fp) != NULL) {

@@ -23,7 +23,8 @@
 #include "sglimits.h"
 #include "util.h"
 
-#define ZEROS	"0000000000000000000000000000000000000000000000000000000000000000"
+#define ZEROS	"00000000000000000000000000000000" \
+		"00000000000000000000000000000000"
 #define NAME	"security-events.jsonl"
 #define MAXLINES 64
 
@@ -144,7 +145,8 @@ sample(int i)
 {
 	static const char *const sets[] = { "pypi", "github", NULL };
 	struct eventlog_sec	e = {
-		.event = "egress.blocked", .sandbox = "sbx_0123456789abcdef01234567",
+		.event = "egress.blocked",
+		.sandbox = "sbx_0123456789abcdef01234567",
 		.src = "172.30.0.5", .method = "CONNECT", .port = 443,
 		.reason = "not_allowlisted", .policy_sets = sets,
 	};
@@ -566,7 +568,8 @@ test_format(void **state)
 	json_t			*f;
 	char			*cause = NULL, *buf, *p;
 	size_t			 len;
-	const char		*want = "\"seq\":1,\"event\":\"egress.blocked\","
+	const char		*want =
+	    "\"seq\":1,\"event\":\"egress.blocked\","
 	    "\"sandbox\":\"sbx_1\",\"src\":\"172.30.0.5\",\"method\":\"GET\","
 	    "\"host\":\"a\\\"b\\\\c\\u0001\\u001B[31m\\u00E9\\\\xff.test\","
 	    "\"port\":80,\"sni\":null,\"resolved\":null,"

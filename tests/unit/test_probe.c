@@ -41,15 +41,19 @@ struct tamper {
 };
 
 static const struct tamper	tampers[] = {
-	{ "\"cap_eff\":\"0000000000000000\"", "\"cap_eff\":\"00000000a80425fb\"",
+	{ "\"cap_eff\":\"0000000000000000\"",
+	    "\"cap_eff\":\"00000000a80425fb\"",
 	    "effective capabilities not empty (CapEff 00000000a80425fb)" },
-	{ "\"cap_prm\":\"0000000000000000\"", "\"cap_prm\":\"0000000000000400\"",
+	{ "\"cap_prm\":\"0000000000000000\"",
+	    "\"cap_prm\":\"0000000000000400\"",
 	    "permitted capabilities not empty" },
-	{ "\"cap_bnd\":\"0000000000000000\"", "\"cap_bnd\":\"000001ffffffffff\"",
+	{ "\"cap_bnd\":\"0000000000000000\"",
+	    "\"cap_bnd\":\"000001ffffffffff\"",
 	    "bounding capabilities not empty" },
 	{ "\"cap_amb\":\"0000000000000000\"", "\"cap_amb\":\"zz\"",
 	    "ambient capabilities unreadable" },
-	{ "\"cap_eff\":\"0000000000000000\"", "\"cap_eff\":0",
+	{ "\"cap_eff\":\"0000000000000000\"",
+	    "\"cap_eff\":0",
 	    "effective capabilities unreadable" },
 	{ "\"uid\":1000", "\"uid\":0", "sandbox runs as root (uid 0)" },
 	{ "\"uid\":1000", "\"uid\":\"1000\"", "user id unreadable" },
@@ -83,7 +87,8 @@ static const struct tamper	tampers[] = {
 	{ "\"memsw_max\":134217728", "\"memsw_max\":\"max\"",
 	    "swap allowed (memory+swap limit unlimited" },
 	{ "\"swap_max\":null", "\"swap_max\":\"max\"", "swap allowed" },
-	{ "\"pids_max\":64", "\"pids_max\":65", "pids limit is 65, expected 64" },
+	{ "\"pids_max\":64", "\"pids_max\":65",
+	    "pids limit is 65, expected 64" },
 	{ "\"pids_max\":64", "\"pids_max\":\"max\"", "pids limit not set" },
 	{ "\"cpu_quota_us\":100000", "\"cpu_quota_us\":\"max\"",
 	    "cpu limit not set" },
@@ -173,7 +178,8 @@ test_relaxed_expectations(void **state)
 	char			*json, *json2, *failed = NULL;
 
 	probe_expect_init(&e);
-	json = replace(good_v1, "\"net_ifaces\":[]", "\"net_ifaces\":[\"eth0\"]");
+	json = replace(good_v1, "\"net_ifaces\":[]",
+	    "\"net_ifaces\":[\"eth0\"]");
 	json2 = replace(json, "\"seccomp\":2", "\"seccomp\":0");
 	assert_int_equal(probe_check(json2, &e, &failed), -1);
 	free(failed);

@@ -1,0 +1,338 @@
+/* proxyctl.c: the proxy's control socket, from the controller; proxyctl.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "docker.h"
+#include "proxyctl.h"
+#include "sglimits.h"
+#include "state.h"
+#include "util.h"
+
+#define PROXYCTL_RESPONSE_MAX	(16u * 1024 * 1024)
+
+struct proxyctl_buf {
+	char	*p;
+	size_t	 len;
+	int	 toobig;
+};
+
+static size_t	proxyctl_write(char *, size_t, size_t, void *);
+static int	proxyctl_raw(const char *method, const char *path,
+		    const char *body, long *status, struct proxyctl_buf *,
+		    char **cause);
+
+const char *
+proxyctl_socket_path(void)
+{
+	static char	path[4096];
+
+	if (path[0] == '\0')
+		snprintf(path, sizeof(path), "%s/proxy/run/control.sock",
+		    state_root());
+	return path;
+}
+
+static size_t
+proxyctl_write(char *data, size_t size, size_t n, void *arg)
+{
+	struct proxyctl_buf	*b = arg;
+	size_t			 len = size * n;
+	char			*p;
+
+	if (b->len + len > PROXYCTL_RESPONSE_MAX) {
+		b->toobig = 1;
+		return 0;
+	}
+	if ((p = realloc(b->p, b->len + len + 1)) == NULL)
+		return 0;
+	memcpy(p + b->len, data, len);
+	b->p = p;
+	b->len += len;
+	b->p[b->len] = '\0';
+	return len;
+}
+
+/* One HTTP request on the control socket; the reply body into *b. */
+static int
+proxyctl_raw(const char *method, const char *path, const char *body,
+    long *status, struct proxyctl_buf *b, char **cause)
+{
+	struct curl_slist	*hdrs = NULL;
+	CURL			*h;
+	CURLcode		 rc;
+	char			 url[512];
+
+	memset(b, 0, sizeof(*b));
+	if ((h = curl_easy_init()) == NULL) {
+		*cause = util_xstrdup("out of memory");
+		return -1;
+	}
+	snprintf(url, sizeof(url), "http://proxy%s", path);
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, proxyctl_socket_path());
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, proxyctl_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	if (body != NULL) {
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	}
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(h);
+	if (rc != CURLE_OK) {
+		util_xasprintf(cause, "cannot reach the proxy's control socket "
+		    "%s (%s); start it with `sandgate proxy start`",
+		    proxyctl_socket_path(), curl_easy_strerror(rc));
+		free(b->p);
+		b->p = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+proxyctl_call(const char *method, const char *path, json_t *body,
+    long *status, json_t **resp, char **cause)
+{
+	struct proxyctl_buf	 b;
+	json_error_t		 err;
+	char			*text = NULL;
+	int			 rc;
+
+	if (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL) {
+		*cause = util_xstrdup("out of memory");
+		return -1;
+	}
+	rc = proxyctl_raw(method, path, text, status, &b, cause);
+	free(text);
+	if (rc == -1)
+		return -1;
+	if (resp != NULL)
+		*resp = b.p ? json_loadb(b.p, b.len, 0, &err) : NULL;
+	free(b.p);
+	return 0;
+}
+
+char *
+proxyctl_metrics(char **cause)
+{
+	struct proxyctl_buf	b;
+	long			status = 0;
+
+	if (proxyctl_raw("GET", "/metrics", NULL, &status, &b, cause) == -1)
+		return NULL;
+	if (status != 200 || b.p == NULL) {
+		free(b.p);
+		util_xasprintf(cause, "the proxy answered %ld to /metrics",
+		    status);
+		return NULL;
+	}
+	return b.p;
+}
+
+/* The IPv4 address of container on network, from its inspect data. */
+static int
+proxyctl_container_ip(struct docker *d, const char *container,
+    const char *network, char *buf, size_t size, char **cause)
+{
+	json_t		*resp = NULL;
+	const char	*ip;
+	char		 path[256];
+	long		 status = 0;
+
+	snprintf(path, sizeof(path), "/containers/%s/json", container);
+	if (docker_call(d, "GET", path, NULL, &status, &resp, cause) == -1)
+		return -1;
+	ip = json_string_value(json_object_get(json_object_get(json_object_get(
+	    json_object_get(resp, "NetworkSettings"), "Networks"), network),
+	    "IPAddress"));
+	if (status != 200 || ip == NULL || *ip == '\0') {
+		util_xasprintf(cause, "container %s has no address on %s%s",
+		    container, network, status == 404 ?
+		    " (it does not exist)" : "");
+		json_decref(resp);
+		return -1;
+	}
+	util_strlcpy(buf, ip, size);
+	json_decref(resp);
+	return 0;
+}
+
+int
+proxyctl_address(struct docker *d, char *buf, size_t size, char **cause)
+{
+	char	*inner = NULL;
+
+	if (proxyctl_container_ip(d, PROXYCTL_CONTAINER, PROXYCTL_NET_INTERNAL,
+	    buf, size, &inner) == 0)
+		return 0;
+	util_xasprintf(cause, "the proxy is not running (%s); start it with "
+	    "`sandgate proxy start`", inner);
+	free(inner);
+	return -1;
+}
+
+int
+proxyctl_register(struct docker *d, const char *container,
+    const char *sandbox, json_t *sets, char **cause)
+{
+	json_t	*body, *resp = NULL;
+	char	 ip[64], *csv = NULL, *tmp;
+	size_t	 i;
+	long	 status = 0;
+	int	 rc;
+
+	if (proxyctl_container_ip(d, container, PROXYCTL_NET_INTERNAL, ip,
+	    sizeof(ip), cause) == -1)
+		return -1;
+	csv = util_xstrdup("");
+	for (i = 0; i < json_array_size(sets); i++) {
+		util_xasprintf(&tmp, "%s%s%s", csv, i ? "," : "",
+		    json_string_value(json_array_get(sets, i)));
+		free(csv);
+		csv = tmp;
+	}
+	body = json_pack("{s:s, s:s, s:s}", "address", ip, "sandbox", sandbox,
+	    "sets", csv);
+	free(csv);
+	rc = proxyctl_call("POST", "/register", body, &status, &resp, cause);
+	json_decref(body);
+	if (rc == 0 && status != 200) {
+		util_xasprintf(cause, "the proxy refused to register %s: %s",
+		    sandbox, json_string_value(json_object_get(resp, "error")) ?
+		    json_string_value(json_object_get(resp, "error")) : "?");
+		rc = -1;
+	}
+	json_decref(resp);
+	return rc;
+}
+
+int
+proxyctl_unregister(const char *sandbox, char **cause)
+{
+	json_t	*body = json_pack("{s:s}", "sandbox", sandbox);
+	long	 status = 0;
+	int	 rc;
+
+	rc = proxyctl_call("POST", "/unregister", body, &status, NULL, cause);
+	json_decref(body);
+	return rc;
+}
+
+int
+proxyctl_log_seq(long long *seq)
+{
+	json_t	*resp = NULL;
+	char	*cause = NULL;
+	long	 status = 0;
+
+	if (proxyctl_call("GET", "/status", NULL, &status, &resp, &cause) ==
+	    -1 || status != 200) {
+		free(cause);
+		json_decref(resp);
+		return -1;
+	}
+	*seq = json_integer_value(json_object_get(resp, "log_seq"));
+	json_decref(resp);
+	return 0;
+}
+
+json_t *
+proxyctl_blocks(const char *sandbox, long long after)
+{
+	json_t		*resp = NULL, *out, *b, *agg, *have;
+	char		 path[256], *cause = NULL, dest[SG_HOST_MAX + 16];
+	const char	*host;
+	size_t		 i;
+	long		 status = 0;
+
+	snprintf(path, sizeof(path), "/blocks?sandbox=%s&after=%lld", sandbox,
+	    after);
+	if (proxyctl_call("GET", path, NULL, &status, &resp, &cause) == -1 ||
+	    status != 200) {
+		free(cause);
+		json_decref(resp);
+		return NULL;
+	}
+	out = json_array();
+	agg = json_object();
+	json_array_foreach(json_object_get(resp, "blocks"), i, b) {
+		host = json_string_value(json_object_get(b, "host"));
+		snprintf(dest, sizeof(dest), strchr(host ? host : "", ':') ?
+		    "[%s]:%lld" : "%s:%lld", host ? host : "-",
+		    (long long)json_integer_value(json_object_get(b, "port")));
+		if ((have = json_object_get(agg, dest)) != NULL) {
+			json_object_set_new(have, "attempts", json_integer(
+			    json_integer_value(json_object_get(have,
+			    "attempts")) + 1));
+			continue;
+		}
+		have = json_pack("{s:s, s:O, s:O, s:i}", "destination", dest,
+		    "reason", json_object_get(b, "reason"), "message",
+		    json_object_get(b, "message"), "attempts", 1);
+		json_object_set(agg, dest, have);
+		json_array_append_new(out, have);
+	}
+	json_decref(agg);
+	json_decref(resp);
+	return out;
+}
+
+static int
+proxyctl_logs_out(void *arg, int stream, const unsigned char *p, size_t n)
+{
+	fwrite(p, 1, n, stream == 2 ? stderr : stdout);
+	return 0;
+}
+
+static size_t
+proxyctl_logs_write(char *data, size_t size, size_t n, void *arg)
+{
+	if (docker_demux_feed(arg, (const unsigned char *)data, size * n,
+	    proxyctl_logs_out, NULL) == -1)
+		return 0;
+	return size * n;
+}
+
+int
+proxyctl_container_logs(const char *api_version, int follow, char **cause)
+{
+	struct docker_demux	 dm;
+	const char		*host = getenv("DOCKER_HOST");
+	char			 url[256];
+	CURL			*h;
+	CURLcode		 rc;
+	long			 status = 0;
+
+	if (host == NULL || strncmp(host, "unix://", 7) != 0)
+		host = "unix:///var/run/docker.sock";
+	if ((h = curl_easy_init()) == NULL) {
+		*cause = util_xstrdup("out of memory");
+		return -1;
+	}
+	docker_demux_init(&dm);
+	snprintf(url, sizeof(url), "http://docker/v%s/containers/%s/logs?"
+	    "stdout=1&stderr=1&tail=200&follow=%d", api_version,
+	    PROXYCTL_CONTAINER, follow);
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, host + 7);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, proxyctl_logs_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &dm);
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	if (rc != CURLE_OK || status != 200) {
+		util_xasprintf(cause, "cannot read the proxy's logs (%s, HTTP "
+		    "%ld)", curl_easy_strerror(rc), status);
+		return -1;
+	}
+	return 0;
+}

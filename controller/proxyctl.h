@@ -1,0 +1,73 @@
+/*
+ * proxyctl.h: the controller's side of the proxy: where its files live,
+ * talking to its control socket (HTTP+JSON over a unix socket, see
+ * docs/proxy.md), and the Docker networks and container that
+ * `sandgate proxy start` sets up.
+ *
+ * Layout under state_root()/proxy/: run/control.sock (the socket; run/ is
+ * mounted read-write into the proxy container and never into a sandbox),
+ * config.json (how the running proxy was started).
+ */
+#ifndef SG_PROXYCTL_H
+#define SG_PROXYCTL_H
+
+#include <jansson.h>
+
+struct docker;
+
+#define PROXYCTL_CONTAINER	"sandgate-proxy"
+#define PROXYCTL_IMAGE		"sandgate/proxy:latest"
+#define PROXYCTL_NET_INTERNAL	"sandgate-internal"
+#define PROXYCTL_NET_EGRESS	"sandgate-egress"
+#define PROXYCTL_SUBNET		"10.213.0.0/24"
+#define PROXYCTL_PORT		3128
+#define PROXYCTL_UID		65532
+
+/* state_root()/proxy/run/control.sock (static storage). */
+const char	*proxyctl_socket_path(void);
+
+/*
+ * One request to the control socket. body may be NULL (borrowed). *status
+ * gets the HTTP status and *resp (may be NULL) the parsed JSON reply.
+ * Returns 0, or -1 when the proxy cannot be reached (*cause says why).
+ */
+int	proxyctl_call(const char *method, const char *path, json_t *body,
+	    long *status, json_t **resp, char **cause);
+
+/* GET /metrics as text (heap) or NULL with *cause. */
+char	*proxyctl_metrics(char **cause);
+
+/*
+ * The proxy's address on sandgate-internal ("10.213.0.2"), read from the
+ * running proxy container, into buf. 0 or -1 with *cause ("the proxy is
+ * not running; start it with `sandgate proxy start`").
+ */
+int	proxyctl_address(struct docker *, char *buf, size_t size,
+	    char **cause);
+
+/*
+ * Register a sandbox's container with the proxy: looks up the container's
+ * address on sandgate-internal and posts it with the sets. 0 or -1.
+ */
+int	proxyctl_register(struct docker *, const char *container,
+	    const char *sandbox, json_t *sets, char **cause);
+/* Forget a sandbox (every address). 0, or -1 if the proxy is away. */
+int	proxyctl_unregister(const char *sandbox, char **cause);
+
+/*
+ * The proxy's log seq now (before an exec), and afterwards the blocks of
+ * a sandbox after that seq, aggregated by destination:
+ * [{"destination":"h:443","reason":..,"message":..,"attempts":N}].
+ * Both return -1 when the proxy can't be asked (then no blocks are known).
+ */
+int	proxyctl_log_seq(long long *seq);
+json_t	*proxyctl_blocks(const char *sandbox, long long after);
+
+/*
+ * Copy the proxy container's output (its stderr: start-up, reloads,
+ * warnings) to stdout/stderr; follow keeps streaming. 0 or -1.
+ */
+int	proxyctl_container_logs(const char *api_version, int follow,
+	    char **cause);
+
+#endif

@@ -1,0 +1,213 @@
+/* test_exec.c: bounded output capture, UTF-8 cleaning, the --json object. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "exec.h"
+
+static void
+test_capture_under_cap(void **state)
+{
+	struct exec_capture	 c;
+	unsigned long long	 cut;
+	size_t			 len;
+	char			*s;
+
+	exec_capture_init(&c, 16);
+	assert_int_equal(exec_capture_add(&c, (const unsigned char *)"hello ",
+	    6), 0);
+	assert_int_equal(exec_capture_add(&c, (const unsigned char *)"world!!!",
+	    8), 0);
+	s = exec_capture_text(&c, &len, &cut);
+	assert_int_equal(cut, 0);
+	assert_int_equal(len, 14);
+	assert_string_equal(s, "hello world!!!");
+	free(s);
+	exec_capture_release(&c);
+}
+
+/* Exactly at the cap nothing is cut; one byte more cuts one byte. */
+static void
+test_capture_at_cap(void **state)
+{
+	struct exec_capture	 c;
+	unsigned long long	 cut;
+	size_t			 len;
+	char			*s;
+
+	exec_capture_init(&c, 10);
+	exec_capture_add(&c, (const unsigned char *)"0123456789", 10);
+	s = exec_capture_text(&c, &len, &cut);
+	assert_int_equal(cut, 0);
+	assert_string_equal(s, "0123456789");
+	free(s);
+	exec_capture_add(&c, (const unsigned char *)"A", 1);
+	s = exec_capture_text(&c, &len, &cut);
+	assert_int_equal(cut, 1);
+	assert_string_equal(s, "01234\n[sandgate: 1 bytes cut]\n6789A");
+	free(s);
+	exec_capture_release(&c);
+}
+
+/* Fed in odd pieces, the head and the last bytes survive. */
+static void
+test_capture_flood(void **state)
+{
+	struct exec_capture	 c;
+	unsigned long long	 cut;
+	unsigned char		 buf[7];
+	size_t			 len, i, j, total = 0;
+	char			*s, want[64];
+
+	exec_capture_init(&c, 20);
+	for (i = 0; i < 1000; i++) {
+		for (j = 0; j < sizeof(buf); j++)
+			buf[j] = (unsigned char)('a' + (total + j) % 26);
+		assert_int_equal(exec_capture_add(&c, buf, 1 + i % 7), 0);
+		total += 1 + i % 7;
+	}
+	s = exec_capture_text(&c, &len, &cut);
+	assert_int_equal(cut, total - 20);
+	assert_memory_equal(s, "abcdefghij", 10);
+	snprintf(want, sizeof(want), "\n[sandgate: %llu bytes cut]\n",
+	    (unsigned long long)(total - 20));
+	assert_memory_equal(s + 10, want, strlen(want));
+	for (j = 0; j < 10; j++)
+		assert_int_equal(s[10 + strlen(want) + j],
+		    'a' + (total - 10 + j) % 26);
+	assert_int_equal(len, 20 + strlen(want));
+	free(s);
+	exec_capture_release(&c);
+}
+
+/* A single write larger than the whole ring. */
+static void
+test_capture_big_write(void **state)
+{
+	struct exec_capture	 c;
+	unsigned long long	 cut;
+	size_t			 len;
+	char			*s;
+	unsigned char		 big[100];
+	size_t			 i;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (unsigned char)('0' + i % 10);
+	exec_capture_init(&c, 8);
+	exec_capture_add(&c, big, sizeof(big));
+	s = exec_capture_text(&c, &len, &cut);
+	assert_int_equal(cut, 92);
+	assert_string_equal(s, "0123\n[sandgate: 92 bytes cut]\n6789");
+	free(s);
+	exec_capture_release(&c);
+}
+
+static void
+test_utf8_clean(void **state)
+{
+	static const struct {
+		const char	*in;
+		size_t		 len;
+		const char	*want;
+	} t[] = {
+		{ "plain", 5, "plain" },
+		{ "caf\xc3\xa9", 5, "caf\xc3\xa9" },
+		{ "\xff", 1, "\xef\xbf\xbd" },
+		{ "\xc3", 1, "\xef\xbf\xbd" },			/* cut */
+		{ "\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd" },	/* overlong */
+		{ "\xed\xa0\x80", 3,
+		    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },	/* surrogate */
+		{ "\xf0\x9f\x98\x80", 4, "\xf0\x9f\x98\x80" },
+		{ "\xf4\x90\x80\x80", 4, "\xef\xbf\xbd\xef\xbf\xbd"
+		    "\xef\xbf\xbd\xef\xbf\xbd" },		/* > U+10FFFF */
+		{ "a\0b", 3, "a" },
+	};
+	size_t	i, olen;
+	char	*s;
+	json_t	*j;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		s = exec_utf8_clean(t[i].in, t[i].len, &olen);
+		assert_non_null(s);
+		assert_string_equal(s, t[i].want);
+		/* jansson accepts every result */
+		j = json_stringn(s, olen);
+		assert_non_null(j);
+		json_decref(j);
+		free(s);
+	}
+}
+
+static void
+test_format_size(void **state)
+{
+	char	buf[32];
+
+	exec_format_size(1ULL << 30, buf, sizeof(buf));
+	assert_string_equal(buf, "1 GiB");
+	exec_format_size(64ULL << 20, buf, sizeof(buf));
+	assert_string_equal(buf, "64 MiB");
+	exec_format_size(1536ULL << 10, buf, sizeof(buf));
+	assert_string_equal(buf, "1536 KiB");
+	exec_format_size(1000, buf, sizeof(buf));
+	assert_string_equal(buf, "1000 bytes");
+}
+
+static void
+test_result_json(void **state)
+{
+	struct exec_result	 r;
+	json_t			*o;
+
+	memset(&r, 0, sizeof(r));
+	r.exit_code = 124;
+	r.timed_out = 1;
+	r.out = strdup("o\xff");
+	r.outlen = 2;
+	r.duration_ms = 2001;
+	r.peak_pids = 3;
+	o = exec_result_json(&r, "run_x");
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(json_object_get(o, "exit_code")),
+	    124);
+	assert_string_equal(json_string_value(json_object_get(o, "stdout")),
+	    "o\xef\xbf\xbd");
+	assert_string_equal(json_string_value(json_object_get(o, "stderr")),
+	    "");
+	assert_true(json_is_true(json_object_get(o, "timed_out")));
+	assert_true(json_is_false(json_object_get(o, "oom_killed")));
+	assert_true(json_is_false(json_object_get(o, "pids_limit_hit")));
+	assert_true(json_is_false(json_object_get(o, "output_truncated")));
+	assert_true(json_is_array(json_object_get(o, "network_blocked")));
+	assert_int_equal(json_integer_value(json_object_get(o,
+	    "duration_ms")), 2001);
+	assert_string_equal(json_string_value(json_object_get(o, "run_id")),
+	    "run_x");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o,
+	    "usage"), "peak_pids")), 3);
+	json_decref(o);
+	exec_result_release(&r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_capture_under_cap),
+		cmocka_unit_test(test_capture_at_cap),
+		cmocka_unit_test(test_capture_flood),
+		cmocka_unit_test(test_capture_big_write),
+		cmocka_unit_test(test_utf8_clean),
+		cmocka_unit_test(test_format_size),
+		cmocka_unit_test(test_result_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
