@@ -68,7 +68,7 @@ static const struct bad_case {
 	    "say why it is allowed" },
 	{ "bad-empty-rationale", "set.yaml:3:16: entry for \"pypi.org\" has "
 	    "an empty rationale" },
-	{ "bad-todo-rationale", "set.yaml:3:16: entry for \"pypi.org\" still "
+	{ "bad-draft-rationale", "set.yaml:3:16: entry for \"pypi.org\" still "
 	    "has the drafted rationale \"T" "ODO\"" },
 	{ "bad-unknown-key", "set.yaml:3:5: unknown key \"rationle\" in an "
 	    "allow entry; did you mean \"rationale\"?" },
@@ -499,7 +499,7 @@ test_digest(void **state)
 	    "    rationale: a\n";
 	static const char	 b[] = "allow:\n  - host: b.example\n"
 	    "    rationale: b\n";
-	char			 d1[32], d2[32], dig[65];
+	char			 d1[32], d2[32], dig[65], cmd[128];
 	struct policy_diags	 d;
 	struct policy		*p1, *p2;
 
@@ -528,8 +528,8 @@ test_digest(void **state)
 	assert_string_equal(policy_set_at(p2, 1)->name, "b");
 	policy_free(p2);
 	policy_diags_release(&d);
-	snprintf(dig, sizeof(dig), "rm -rf '%s' '%s'", d1, d2);
-	assert_int_equal(system(dig), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", d1, d2);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* 100,000 entries load, and each one matches its own host. */
@@ -627,7 +627,7 @@ test_set_list(void **state)
 static void
 test_dir_errors(void **state)
 {
-	char			 dir[32], cmd[64];
+	char			 dir[32], cmd[128];
 	struct policy_diags	 d;
 
 	(void)state;
