@@ -19,6 +19,7 @@
 #include "exec.h"
 #include "probe.h"
 #include "sandbox.h"
+#include "sglimits.h"
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
@@ -43,12 +44,16 @@ static int	create_workspace(const struct sandbox_meta *,
 static int	create_build(struct docker *, struct sandbox_meta *,
 		    const struct create_args *, char **);
 static void	create_print(const struct sandbox_meta *, int);
+static int	create_ca_copy(struct sandbox_meta *, char **);
+static int	create_ca_bundle(struct docker *, const struct sandbox_meta *,
+		    const char *, int, char **);
 
 const struct cmd_entry cmd_create = {
 	.name = "create",
 	.usage = "DIR [--image IMG] [--cpus N] [--memory SIZE] [--pids N] "
 	    "[--disk SIZE] [--tmp-size SIZE] [--timeout S] [--runtime RT] "
-	    "[--network none|proxy] [--allow SET]... [--env K=V]... "
+	    "[--network proxy|none] [--allow SET]... [--ca-cert FILE] "
+	    "[--env K=V]... "
 	    "[--exclude PAT]... [--exclude-secrets] [--json]",
 	.summary = "copy DIR into a new sandbox and start its session "
 	    "container; prints the id",
@@ -66,6 +71,7 @@ static const struct option create_longopts[] = {
 	{ "runtime", required_argument, NULL, 'r' },
 	{ "network", required_argument, NULL, 'n' },
 	{ "allow", required_argument, NULL, 'a' },
+	{ "ca-cert", required_argument, NULL, 'C' },
 	{ "env", required_argument, NULL, 'e' },
 	{ "exclude", required_argument, NULL, 'x' },
 	{ "exclude-secrets", no_argument, NULL, 'S' },
@@ -177,6 +183,103 @@ create_workspace(const struct sandbox_meta *m, const struct create_args *a,
 	return workspace_create(m->source, dir, &wo, cause);
 }
 
+/* --ca-cert: keep a copy in <sandbox>/ca/extra.crt, readable inside. */
+static int
+create_ca_copy(struct sandbox_meta *m, char **cause)
+{
+	char	dir[PATH_MAX], dst[PATH_MAX + 16];
+	FILE	*in, *out;
+	char	buf[8192];
+	size_t	n;
+	int	rv = -1;
+
+	state_path(dir, sizeof(dir), m->id, "ca");
+	snprintf(dst, sizeof(dst), "%s/extra.crt", dir);
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		util_xasprintf(cause, "cannot create '%s': %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	if ((in = fopen(m->ca_cert, "re")) == NULL) {
+		util_xasprintf(cause, "--ca-cert '%s': %s", m->ca_cert,
+		    strerror(errno));
+		return -1;
+	}
+	if ((out = fopen(dst, "we")) == NULL) {
+		util_xasprintf(cause, "cannot write '%s': %s", dst,
+		    strerror(errno));
+		fclose(in);
+		return -1;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (!ferror(in) && fflush(out) == 0 && fchmod(fileno(out), 0644) == 0)
+		rv = 0;
+	else
+		util_xasprintf(cause, "cannot copy the CA to '%s'", dst);
+	fclose(in);
+	fclose(out);
+	sandbox_meta_set(&m->ca_cert, dst);
+	return rv;
+}
+
+/*
+ * <sandbox>/ca/bundle.crt: the image's own CA store (read from inside the
+ * session container) followed by the extra CA; SSL_CERT_FILE and friends
+ * point at it. An image without a store gets the extra CA alone.
+ */
+static int
+create_ca_bundle(struct docker *d, const struct sandbox_meta *m,
+    const char *cid, int pid, char **cause)
+{
+	static char *const	 argv[] = { "cat",
+	    "/etc/ssl/certs/ca-certificates.crt", NULL };
+	struct exec_opts	 o;
+	struct exec_result	 r;
+	char			 run[STATE_ID_LEN + 1], path[PATH_MAX + 16];
+	char			 buf[8192];
+	FILE			*out, *in;
+	size_t			 n;
+	int			 rv = -1;
+
+	memset(&o, 0, sizeof(o));
+	memset(&r, 0, sizeof(r));
+	state_new_id(run, "run");
+	o.argv = argv;
+	o.run_id = run;
+	o.timeout = 30;
+	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
+	if (exec_run(d, cid, pid, &o, &r, cause) == -1) {
+		free(*cause);
+		*cause = NULL;
+	}
+	state_path(path, sizeof(path), m->id, "ca/bundle.crt");
+	if ((out = fopen(path, "we")) == NULL ||
+	    (in = fopen(m->ca_cert, "re")) == NULL) {
+		util_xasprintf(cause, "cannot write '%s': %s", path,
+		    strerror(errno));
+		if (out != NULL)
+			fclose(out);
+		exec_result_release(&r);
+		return -1;
+	}
+	if (r.cmd_exit == 0 && r.out != NULL && !r.output_truncated) {
+		fwrite(r.out, 1, r.outlen, out);
+		if (r.outlen > 0 && r.out[r.outlen - 1] != '\n')
+			fputc('\n', out);
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (fflush(out) == 0 && fchmod(fileno(out), 0644) == 0)
+		rv = 0;
+	else
+		util_xasprintf(cause, "cannot write '%s'", path);
+	fclose(in);
+	fclose(out);
+	exec_result_release(&r);
+	return rv;
+}
+
 /* Everything after the id exists: folders, disk, copy, container. */
 static int
 create_build(struct docker *d, struct sandbox_meta *m,
@@ -202,10 +305,14 @@ create_build(struct docker *d, struct sandbox_meta *m,
 		    "(set SANDGATE_PROBE)");
 		return -1;
 	}
+	if (m->ca_cert != NULL && create_ca_copy(m, cause) == -1)
+		return -1;
 	if (sandbox_container_up(d, m, &mt, "session", &cid, &pid,
 	    cause) == -1)
 		return -1;
 	m->container = cid;
+	if (m->ca_cert != NULL && create_ca_bundle(d, m, cid, pid, cause) == -1)
+		return -1;
 	if (exec_signal_pending()) {
 		util_xasprintf(cause, "interrupted");
 		return -1;

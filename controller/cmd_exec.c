@@ -12,6 +12,7 @@
 #include "docker.h"
 #include "exec.h"
 #include "probe.h"
+#include "proxyctl.h"
 #include "runrec.h"
 #include "sandbox.h"
 #include "sglimits.h"
@@ -186,6 +187,8 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	char			 run[STATE_ID_LEN + 1], runs[PATH_MAX];
 	char			*cid = NULL, *cause = NULL, *clean = NULL;
 	int			 pid = 0, rv = SG_EXIT_ERROR, ran = 0;
+	int			 asked = 0;
+	long long		 seq = 0;
 
 	memset(&o, 0, sizeof(o));
 	memset(&r, 0, sizeof(r));
@@ -201,9 +204,13 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	o.evidence_dir = runs;
 	if (exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1)
 		goto out;
+	if (strcmp(m->network, "proxy") == 0 && proxyctl_log_seq(&seq) == 0)
+		asked = 1;
 	if (exec_run(d, cid, pid, &o, &r, &cause) == -1)
 		goto out;
 	ran = 1;
+	if (asked)
+		r.network_blocked = proxyctl_blocks(m->id, seq);
 	rv = r.exit_code;
 out:
 	if (a->fresh && cid != NULL &&

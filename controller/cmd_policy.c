@@ -250,7 +250,8 @@ policy_explain_sets(const struct psub *s, struct policy *p,
 			fprintf(stderr, "sandgate: no set \"%s\"; the sets "
 			    "are:", (*names)[i]);
 			for (n = 0; n < policy_nsets(p); n++)
-				fprintf(stderr, " %s", policy_set_at(p, n)->name);
+				fprintf(stderr, " %s",
+				    policy_set_at(p, n)->name);
 			fputc('\n', stderr);
 			return SG_EXIT_USAGE;
 		}
@@ -358,7 +359,8 @@ policy_list_text(const struct policy *p, time_t now)
 				printf("%s%s", k ? "," : " methods ",
 				    e->methods[k]);
 			for (k = 0; k < e->npaths; k++)
-				printf("%s%s", k ? "," : " paths ", e->paths[k]);
+				printf("%s%s", k ? "," : " paths ",
+				    e->paths[k]);
 			if (e->allow_private)
 				printf(" allow_private");
 			if (e->tls != POLICY_TLS_DEFAULT)
@@ -526,7 +528,8 @@ policy_diff_sets(const struct policy *a, const struct policy *b)
 			printf("- set %s (%s)\n", s->name, s->file);
 		else if (t->mode != s->mode)
 			printf("~ set %s: mode %s -> %s\n", s->name,
-			    policy_mode_name(s->mode), policy_mode_name(t->mode));
+			    policy_mode_name(s->mode),
+			    policy_mode_name(t->mode));
 		changed |= t == NULL || t->mode != s->mode;
 	}
 	for (i = 0; i < policy_nsets(b); i++) {

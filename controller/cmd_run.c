@@ -56,6 +56,11 @@ static int	run_copy_file(int, int, const char *, char **);
 static int	run_copy_dir(int, int, int, char **);
 static int	run_copy_out(const char *, const char *, char **);
 static int	run_mkdir_owned(const char *, const char *, char **);
+static int	run_finish(const struct sandbox_meta *, const struct run_args *,
+		    const struct exec_result *, const char *, const char *);
+static void	run_record(struct docker *, const struct sandbox_meta *,
+		    const struct run_args *, const struct exec_result *,
+		    const char *);
 
 const struct cmd_entry cmd_run = {
 	.name = "run",
@@ -321,10 +326,9 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	struct sandbox_mounts	 mt;
 	struct exec_opts	 o;
 	struct exec_result	 r;
-	struct runrec		 rr;
 	char			 run[STATE_ID_LEN + 1], work[PATH_MAX];
 	char			 scratch[PATH_MAX], out[PATH_MAX];
-	char			*cid = NULL, *cause = NULL, *c2 = NULL;
+	char			*cid = NULL, *cause = NULL;
 	int			 pid, rv = SG_EXIT_ERROR, ran = 0;
 
 	memset(&r, 0, sizeof(r));
@@ -362,25 +366,50 @@ done:
 		docker_container_remove(d, cid, NULL);
 	if (cause != NULL)
 		fprintf(stderr, "sandgate: %s\n", cause);
+	if (ran && run_finish(m, a, &r, run, work) == -1 && rv == 0)
+		rv = SG_EXIT_ERROR;
+	run_record(d, m, a, ran ? &r : NULL, run);
 	free(cause);
-	cause = NULL;
-	if (ran) {
-		if (a->json) {
-			json_t *j = exec_result_json(&r, run);
-			json_dumpf(j, stdout, JSON_COMPACT);
-			putchar('\n');
-			json_decref(j);
-		}
-		exec_report(&r, m->timeout, m->memory, m->pids);
-		if (a->output != NULL && r.signal == 0 &&
-		    run_copy_out(work, a->output, &cause) == -1) {
-			fprintf(stderr, "sandgate: %s\n", cause);
-			rv = rv == 0 ? SG_EXIT_ERROR : rv;
-		}
+	free(cid);
+	exec_result_release(&r);
+	return rv;
+}
+
+/* Report the result and copy /output out (not after a signal). */
+static int
+run_finish(const struct sandbox_meta *m, const struct run_args *a,
+    const struct exec_result *r, const char *run, const char *work)
+{
+	json_t	*j;
+	char	*cause = NULL;
+	int	 rv = 0;
+
+	if (a->json && (j = exec_result_json(r, run)) != NULL) {
+		json_dumpf(j, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(j);
 	}
-	if (sandbox_destroy(d, m->id, &c2) == -1)
+	exec_report(r, m->timeout, m->memory, m->pids);
+	if (a->output != NULL && r->signal == 0 &&
+	    run_copy_out(work, a->output, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		rv = -1;
+	}
+	free(cause);
+	return rv;
+}
+
+/* Delete the run's sandbox, then append its run record. */
+static void
+run_record(struct docker *d, const struct sandbox_meta *m,
+    const struct run_args *a, const struct exec_result *r, const char *run)
+{
+	struct runrec	 rr;
+	char		*clean = NULL, *cause = NULL;
+
+	if (sandbox_destroy(d, m->id, &clean) == -1)
 		fprintf(stderr, "sandgate: cleanup of %s failed: %s\n", m->id,
-		    c2);
+		    clean);
 	memset(&rr, 0, sizeof(rr));
 	rr.kind = "run";
 	rr.run_id = run;
@@ -388,18 +417,13 @@ done:
 	rr.argv = a->cmd;
 	rr.timeout = m->timeout;
 	rr.fresh = 1;
-	rr.res = ran ? &r : NULL;
-	rr.cleanup = c2 != NULL ? c2 : "ok";
-	free(cause);
-	cause = NULL;
+	rr.res = r;
+	rr.cleanup = clean != NULL ? clean : "ok";
 	if (runrec_append(&rr, &cause) == -1)
 		fprintf(stderr, "sandgate: warning: run record not written: "
 		    "%s\n", cause);
 	free(cause);
-	free(c2);
-	free(cid);
-	exec_result_release(&r);
-	return rv;
+	free(clean);
 }
 
 static int

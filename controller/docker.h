@@ -10,8 +10,8 @@
  * [DOCKER_API_MIN, DOCKER_API_MAX]; every path is sent as "/v<ver>/...".
  *
  * Errors: functions return 0 or -1 and set *cause to a heap string the
- * caller frees ("docker: no such container ..."); a 404 on removal counts
- * as success. Responses are capped at SG_DOCKER_RESPONSE_MAX bytes.
+ * caller frees ("docker: no such container ..."; cause may be NULL when
+ * the caller does not care why); a 404 on removal counts as success. Responses are capped at SG_DOCKER_RESPONSE_MAX bytes.
  *
  * The pure parts (the stream demultiplexer and the JSON extractors) do no
  * I/O; tests and the fuzzer drive them directly.

@@ -785,7 +785,9 @@ exec_result_release(struct exec_result *r)
 {
 	free(r->out);
 	free(r->err);
+	json_decref(r->network_blocked);
 	r->out = r->err = NULL;
+	r->network_blocked = NULL;
 }
 
 void
@@ -806,6 +808,27 @@ exec_format_size(unsigned long long v, char *buf, size_t size)
 	snprintf(buf, size, "%llu bytes", v);
 }
 
+/*
+ * One line per blocked destination: many tools swallow the proxy's 403,
+ * so the agent is told here whatever the tool printed.
+ */
+static void
+exec_report_blocked(json_t *blocked)
+{
+	json_t		*b;
+	const char	*msg;
+	json_int_t	 n;
+	size_t		 i;
+
+	json_array_foreach(blocked, i, b) {
+		msg = json_string_value(json_object_get(b, "message"));
+		n = json_integer_value(json_object_get(b, "attempts"));
+		fprintf(stderr, "sandgate: %s (%lld attempt%s)\n",
+		    msg ? msg : "network blocked by policy", (long long)n,
+		    n == 1 ? "" : "s");
+	}
+}
+
 void
 exec_report(const struct exec_result *r, long long timeout,
     unsigned long long memory, long long pids)
@@ -822,9 +845,21 @@ exec_report(const struct exec_result *r, long long timeout,
 	}
 	if (r->pids_limit_hit)
 		fprintf(stderr, "sandgate: process limit %lld reached\n", pids);
+	exec_report_blocked(r->network_blocked);
 	if (r->kill_failed)
 		fprintf(stderr, "sandgate: warning: processes of the command "
 		    "may still run in the sandbox\n");
+}
+
+/* A shared empty array for "nothing blocked" (s:O takes a reference). */
+static json_t *
+exec_empty_array(void)
+{
+	static json_t	*empty;
+
+	if (empty == NULL)
+		empty = json_array();
+	return empty;
 }
 
 json_t *
@@ -840,14 +875,15 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    &elen);
 	if (out == NULL || err == NULL)
 		fatal("malloc");
-	o = json_pack("{s:i, s:s%, s:s%, s:I, s:b, s:b, s:b, s:b, s:[], "
+	o = json_pack("{s:i, s:s%, s:s%, s:I, s:b, s:b, s:b, s:b, s:O, "
 	    "s:s, s:{s:I, s:I, s:I}}",
 	    "exit_code", r->exit_code, "stdout", out, olen, "stderr", err,
 	    elen, "duration_ms", (json_int_t)r->duration_ms,
 	    "timed_out", r->timed_out, "oom_killed", r->oom_killed,
 	    "pids_limit_hit", r->pids_limit_hit,
 	    "output_truncated", r->output_truncated,
-	    "network_blocked", "run_id", run_id, "usage",
+	    "network_blocked", r->network_blocked ? r->network_blocked :
+	    exec_empty_array(), "run_id", run_id, "usage",
 	    "cpu_ms", (json_int_t)r->cpu_ms,
 	    "peak_memory_bytes", (json_int_t)r->peak_memory,
 	    "peak_pids", (json_int_t)r->peak_pids);

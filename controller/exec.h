@@ -85,6 +85,12 @@ struct exec_result {
 	char			*err;
 	size_t			 errlen;
 	struct timespec		 start, end;	/* wall clock */
+	/*
+	 * What the proxy blocked for this sandbox during the command:
+	 * [{"destination","reason","message","attempts"}], or NULL when the
+	 * sandbox has no network or the proxy could not be asked.
+	 */
+	json_t			*network_blocked;
 };
 
 /* SIGINT/SIGTERM set a flag exec_run() acts on; SIGPIPE is ignored. */

@@ -317,6 +317,11 @@ probe_net(json_t *root, const struct probe_expect *e, char **failed)
 			    "present (expected none but lo)", name);
 		}
 	}
+	if (e->proxy_only) {
+		if (!json_is_array(ifs) || json_array_size(ifs) != 1)
+			return probe_fail(failed, "expected exactly one network "
+			    "interface (sandgate-internal) inside the sandbox");
+	}
 	if (!json_is_false(json_object_get(root, "docker_sock")))
 		return probe_fail(failed, "Docker socket reachable inside the "
 		    "sandbox");

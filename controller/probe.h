@@ -57,6 +57,10 @@ struct probe_expect {
 	int			readonly_root;	/* / read-only, write fails */
 	int			tmp_noexec;	/* /tmp a noexec,nosuid mount */
 	int			network_none;	/* no interface but lo */
+	int			proxy_only;	/* exactly one interface: the
+						   internal network (the
+						   controller checks that
+						   network is internal) */
 	int			seccomp_filter;	/* Seccomp 2 (off for runsc) */
 };
 

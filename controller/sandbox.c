@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "exec.h"
 #include "probe.h"
 #include "sandbox.h"
+#include "proxyctl.h"
 #include "state.h"
 #include "util.h"
 
@@ -50,7 +52,7 @@ sandbox_meta_init(struct sandbox_meta *m)
 	m->disk = SANDBOX_DEF_DISK;
 	m->tmp_size = SANDBOX_DEF_TMP;
 	m->timeout = SANDBOX_DEF_TIMEOUT;
-	m->network = util_xstrdup("none");
+	m->network = util_xstrdup("proxy");
 }
 
 void
@@ -63,6 +65,8 @@ sandbox_meta_release(struct sandbox_meta *m)
 	free(m->container);
 	free(m->runtime);
 	free(m->network);
+	free(m->proxy);
+	free(m->ca_cert);
 	json_decref(m->allow);
 	json_decref(m->env);
 	memset(m, 0, sizeof(*m));
@@ -79,11 +83,12 @@ json_t *
 sandbox_meta_to_json(const struct sandbox_meta *m)
 {
 	return json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, "
-	    "s:O, s:O, s:f, s:I, s:I, s:I, s:I, s:I, s:b}",
+	    "s:s?, s:s?, s:O, s:O, s:f, s:I, s:I, s:I, s:I, s:I, s:b}",
 	    "id", m->id, "created", m->created, "source", m->source,
 	    "image", m->image, "image_id", m->image_id,
 	    "container", m->container, "runtime", m->runtime,
-	    "network", m->network, "allow", m->allow, "env", m->env,
+	    "network", m->network, "proxy", m->proxy, "ca_cert", m->ca_cert,
+	    "allow", m->allow, "env", m->env,
 	    "cpus", m->cpus, "memory", (json_int_t)m->memory,
 	    "pids", (json_int_t)m->pids, "disk", (json_int_t)m->disk,
 	    "tmp_size", (json_int_t)m->tmp_size,
@@ -132,7 +137,9 @@ sandbox_meta_from_json(json_t *o, struct sandbox_meta *m)
 	    sandbox_get_str(o, "image_id", &m->image_id) == -1 ||
 	    sandbox_get_str(o, "container", &m->container) == -1 ||
 	    sandbox_get_str(o, "runtime", &m->runtime) == -1 ||
-	    sandbox_get_str(o, "network", &m->network) == -1)
+	    sandbox_get_str(o, "network", &m->network) == -1 ||
+	    sandbox_get_str(o, "proxy", &m->proxy) == -1 ||
+	    sandbox_get_str(o, "ca_cert", &m->ca_cert) == -1)
 		return -1;
 	if (m->image == NULL || m->network == NULL ||
 	    !json_is_number(json_object_get(o, "cpus")) ||
@@ -238,6 +245,46 @@ sandbox_spec_mount(json_t *mounts, const char *src, const char *dst, int ro)
 	    "ReadOnly", ro, "BindOptions", "Propagation", "rprivate"));
 }
 
+/* Every client's spelling of "use this proxy"; nothing bypasses it. */
+static void
+sandbox_spec_env_proxy(json_t *env, const char *proxy)
+{
+	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY",
+	    "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy" };
+	char	*s;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		util_xasprintf(&s, "%s=http://%s", names[i], proxy);
+		json_array_append_new(env, json_string(s));
+		free(s);
+	}
+	json_array_append_new(env, json_string(
+	    "NO_PROXY=localhost,127.0.0.1,::1"));
+	json_array_append_new(env, json_string(
+	    "no_proxy=localhost,127.0.0.1,::1"));
+}
+
+/* --ca-cert: the image's system store plus one CA, for every client. */
+static void
+sandbox_spec_env_ca(json_t *env)
+{
+	static const char *const bundle[] = { "SSL_CERT_FILE",
+	    "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO",
+	    "CURL_CA_BUNDLE" };
+	char	*s;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(bundle) / sizeof(bundle[0]); i++) {
+		util_xasprintf(&s, "%s=" SANDBOX_CA_DIR "/bundle.crt",
+		    bundle[i]);
+		json_array_append_new(env, json_string(s));
+		free(s);
+	}
+	json_array_append_new(env, json_string("NODE_EXTRA_CA_CERTS="
+	    SANDBOX_CA_DIR "/extra.crt"));
+}
+
 /* Only what sandgate sets, then the sandbox's --env (which may override). */
 static json_t *
 sandbox_spec_env(const struct sandbox_meta *m)
@@ -253,6 +300,10 @@ sandbox_spec_env(const struct sandbox_meta *m)
 	util_xasprintf(&s, "SANDGATE_SANDBOX=%s", m->id);
 	json_array_append_new(env, json_string(s));
 	free(s);
+	if (m->proxy != NULL && strcmp(m->network, "proxy") == 0)
+		sandbox_spec_env_proxy(env, m->proxy);
+	if (m->ca_cert != NULL)
+		sandbox_spec_env_ca(env);
 	json_array_foreach(m->env, i, v)
 		json_array_append(env, v);
 	return env;
@@ -272,6 +323,14 @@ sandbox_spec_host(const struct sandbox_meta *m,
 		sandbox_spec_mount(mounts, mt->input, "/input", 1);
 	if (mt->output != NULL)
 		sandbox_spec_mount(mounts, mt->output, "/output", 0);
+	if (m->ca_cert != NULL) {
+		char	cadir[PATH_MAX], *slash;
+
+		util_strlcpy(cadir, m->ca_cert, sizeof(cadir));
+		if ((slash = strrchr(cadir, '/')) != NULL)
+			*slash = '\0';
+		sandbox_spec_mount(mounts, cadir, SANDBOX_CA_DIR, 1);
+	}
 	snprintf(tmp, sizeof(tmp), "rw,noexec,nosuid,nodev,size=%llu,"
 	    "mode=1777", m->tmp_size);
 	/* home allows exec: tools install user scripts in ~/.local/bin */
@@ -366,7 +425,7 @@ sandbox_remove_containers(struct docker *d, const char *id, char **cause)
 int
 sandbox_destroy(struct docker *d, const char *id, char **cause)
 {
-	char	dir[4096], work[4096];
+	char	dir[4096], work[4096], *ignored = NULL;
 
 	if (state_path(dir, sizeof(dir), id, NULL) == -1 ||
 	    state_path(work, sizeof(work), id, "work") == -1) {
@@ -375,6 +434,10 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 	}
 	if (d != NULL && sandbox_remove_containers(d, id, cause) == -1)
 		return -1;
+	/* Best effort: a proxy that is not running has nothing to forget. */
+	if (access(proxyctl_socket_path(), F_OK) == 0 &&
+	    proxyctl_unregister(id, &ignored) == -1)
+		free(ignored);
 	if (disk_is_mounted(work) == 1 && disk_umount(work, cause) == -1)
 		return -1;
 	if (sandbox_rmtree(dir) == -1) {
@@ -508,6 +571,14 @@ sandbox_opt_str(struct sandbox_meta *m, const char *name, const char *v,
 		sandbox_meta_set(&m->image, v);
 	else if (strcmp(name, "runtime") == 0)
 		sandbox_meta_set(&m->runtime, v);
+	else if (strcmp(name, "ca-cert") == 0) {
+		if (access(v, R_OK) == -1) {
+			util_xasprintf(cause, "--ca-cert '%s': %s", v,
+			    strerror(errno));
+			return -1;
+		}
+		sandbox_meta_set(&m->ca_cert, v);
+	}
 	else if (strcmp(name, "network") == 0) {
 		if (strcmp(v, "none") != 0 && strcmp(v, "proxy") != 0) {
 			util_xasprintf(cause, "--network '%s': want none or "
@@ -559,6 +630,53 @@ sandbox_opt(struct sandbox_meta *m, const char *name, const char *v,
 	return sandbox_opt_str(m, name, v, cause);
 }
 
+/*
+ * Fail closed on the network itself: sandgate-internal must be internal
+ * (no route out) with inhibit_ipv4 (the host has no address on it).
+ */
+static int
+sandbox_check_network(struct docker *d, char **cause)
+{
+	json_t		*n = NULL;
+	const char	*inhibit;
+	long		 status = 0;
+	int		 ok;
+
+	if (docker_call(d, "GET", "/networks/" SANDBOX_NET_INTERNAL, NULL,
+	    &status, &n, cause) == -1)
+		return -1;
+	inhibit = json_string_value(json_object_get(json_object_get(n,
+	    "Options"), "com.docker.network.bridge.inhibit_ipv4"));
+	ok = status == 200 && json_is_true(json_object_get(n, "Internal")) &&
+	    inhibit != NULL && strcmp(inhibit, "true") == 0;
+	json_decref(n);
+	if (!ok) {
+		util_xasprintf(cause, "sandbox refused: network %s is not "
+		    "internal with inhibit_ipv4 (sandboxes could reach a route "
+		    "out or the host); remove it and run `sandgate proxy "
+		    "start`", SANDBOX_NET_INTERNAL);
+		return -1;
+	}
+	return 0;
+}
+
+/* The proxy's address for HTTP(S)_PROXY; the proxy must be running. */
+static int
+sandbox_resolve_proxy(struct docker *d, struct sandbox_meta *m, char **cause)
+{
+	char	ip[64], *hp;
+
+	if (sandbox_check_network(d, cause) == -1)
+		return -1;
+
+	if (proxyctl_address(d, ip, sizeof(ip), cause) == -1)
+		return -1;
+	util_xasprintf(&hp, "%s:%d", ip, PROXYCTL_PORT);
+	free(m->proxy);
+	m->proxy = hp;
+	return 0;
+}
+
 int
 sandbox_resolve(struct docker *d, struct sandbox_meta *m, char **cause)
 {
@@ -586,11 +704,12 @@ sandbox_resolve(struct docker *d, struct sandbox_meta *m, char **cause)
 		return -1;
 	if (net == 0) {
 		util_xasprintf(cause, "--network proxy needs the Docker network "
-		    "'%s', which does not exist; use --network none",
+		    "'%s', which does not exist: start the proxy with "
+		    "`sandgate proxy start`, or use --network none",
 		    SANDBOX_NET_INTERNAL);
 		return -1;
 	}
-	return 0;
+	return sandbox_resolve_proxy(d, m, cause);
 }
 
 /* Run the probe in the container and check it against the meta. */
@@ -618,6 +737,7 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	pe.pids = (long)m->pids;
 	pe.cpus = m->cpus;
 	pe.network_none = strcmp(m->network, "none") == 0;
+	pe.proxy_only = strcmp(m->network, "proxy") == 0;
 	pe.seccomp_filter = m->runtime == NULL ||
 	    strcmp(m->runtime, "runsc") != 0;
 	if (r.cmd_exit != 0)
@@ -659,7 +779,9 @@ sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
 		return -1;
 	if (docker_container_start(d, *cid, cause) == -1 ||
 	    docker_container_inspect(d, *cid, &ci, cause) == -1 ||
-	    sandbox_probe(d, m, *cid, ci.pid, cause) == -1) {
+	    sandbox_probe(d, m, *cid, ci.pid, cause) == -1 ||
+	    (strcmp(m->network, "proxy") == 0 &&
+	    proxyctl_register(d, *cid, m->id, m->allow, cause) == -1)) {
 		docker_container_remove(d, *cid, NULL);
 		free(*cid);
 		*cid = NULL;

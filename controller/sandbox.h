@@ -6,8 +6,8 @@
  * meta.json is written once by create (and again when the session
  * container id is known), atomically (temp file + rename), mode 0600.
  * Fields: id, created, source, image, image_id, container, runtime,
- * network, allow[], env[], cpus, memory, pids, disk, tmp_size, timeout,
- * ephemeral.
+ * network, proxy, ca_cert, allow[], env[], cpus, memory, pids, disk,
+ * tmp_size, timeout, ephemeral.
  *
  * The container spec (sandbox_spec) is the whole hardening contract:
  * user 1000:1000, CapDrop ALL, no-new-privileges (Docker's default seccomp
@@ -34,6 +34,7 @@ struct docker;
 				    "/usr/sbin:/usr/bin:/sbin:/bin"
 #define SANDBOX_DEFAULT_IMAGE	"sandgate/base"
 #define SANDBOX_NET_INTERNAL	"sandgate-internal"
+#define SANDBOX_CA_DIR		"/etc/sandgate/ca"	/* --ca-cert bundle */
 #define SANDBOX_LABEL		"sandgate.sandbox"
 #define SANDBOX_LABEL_SOURCE	"sandgate.source"
 #define SANDBOX_LABEL_ROLE	"sandgate.role"	/* session|fresh|run */
@@ -56,7 +57,9 @@ struct sandbox_meta {
 	char			*image_id;	/* "sha256:..." */
 	char			*container;	/* session container id */
 	char			*runtime;	/* NULL: Docker's default */
-	char			*network;	/* "none" | "proxy" */
+	char			*network;	/* "none" | "proxy" (default) */
+	char			*proxy;		/* "10.213.0.2:3128" when proxy */
+	char			*ca_cert;	/* <sandbox>/ca/extra.crt or NULL */
 	json_t			*allow;		/* array of set names */
 	json_t			*env;		/* array of "K=V" */
 	double			 cpus;

@@ -122,6 +122,11 @@ struct conn {
 	uint64_t		 started_us;
 	unsigned long long	 bytes_up;
 	unsigned long long	 bytes_down;
+	/* --log-allowed: where the current request's counts started. */
+	int			 allowed_open;
+	uint64_t		 req_started_us;
+	unsigned long long	 req_up0;
+	unsigned long long	 req_down0;
 };
 
 static unsigned long long conn_ids;
@@ -165,6 +170,8 @@ static int	conn_block_malformed(struct conn *, int status,
 		    const char *cause);
 static int	conn_forward_head(struct conn *);
 static int	conn_next_request(struct conn *);
+static int	conn_report_only(struct conn *, enum sg_reason);
+static void	conn_log_allowed(struct conn *);
 
 /* Every transition goes through here, so a debug trace reads as a story. */
 static void
@@ -233,6 +240,8 @@ conn_free(struct conn *c, const char *why)
 {
 	struct proxy	*px = c->px;
 
+	if (c->allowed_open && c->state != CONN_HELLO)
+		conn_log_allowed(c);
 	log_debug("conn %llu: close (%s) %s %s up %llu down %llu", c->id,
 	    conn_state_names[c->state], c->src,
 	    c->hostport[0] ? c->hostport : "-", c->bytes_up, c->bytes_down);
@@ -688,7 +697,7 @@ conn_decide(struct conn *c)
 	q.nsets = c->who.nsets;
 	q.now = time(NULL);
 	r = policy_decide(c->pol->policy, &q, &c->match);
-	if (r != SG_REASON_NONE)
+	if (r != SG_REASON_NONE && !conn_report_only(c, r))
 		return conn_block(c, r, NULL, NULL);
 	if (!proxy_log_healthy(c->px))
 		return conn_block(c, SG_REASON_LOG_UNAVAILABLE, NULL, NULL);
@@ -717,6 +726,78 @@ conn_decide(struct conn *c)
 	}
 	c->dnsreq = dns_lookup(c->px->dns, c->host.name, conn_dns_done, c);
 	return 0;
+}
+
+/*
+ * --log-allowed: one egress.allowed event per plain-HTTP request and per
+ * tunnel, with the bytes each way and how long it took.
+ */
+static void
+conn_log_allowed(struct conn *c)
+{
+	struct proxy_event	ev;
+	char			rule[512];
+
+	if (!c->allowed_open)
+		return;
+	c->allowed_open = 0;
+	if (!c->px->cfg.log_allowed)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.event = "egress.allowed";
+	ev.client = &c->who;
+	ev.src = c->src;
+	ev.method = c->method;
+	ev.host = c->host.name;
+	ev.port = c->port;
+	ev.resolved = c->resolved;
+	if (c->match.file != NULL) {
+		snprintf(rule, sizeof(rule), "%s:%d", c->match.file,
+		    c->match.line);
+		ev.rule = rule;
+	}
+	ev.policy_digest = c->pol ? policy_digest(c->pol->policy) : NULL;
+	ev.bytes_up = (long long)(c->bytes_up - c->req_up0);
+	ev.bytes_down = (long long)(c->bytes_down - c->req_down0);
+	ev.duration_ms = (long long)((util_now_us() - c->req_started_us) /
+	    1000);
+	proxy_log_event(c->px, &ev);
+}
+
+/*
+ * A set in force is in report mode (staging): a would-be block is logged
+ * as egress.would_block and let through, so an admin can run a task once
+ * and see what it needs. Returns 1 when the request goes on.
+ */
+static int
+conn_report_only(struct conn *c, enum sg_reason r)
+{
+	struct proxy_event	ev;
+	char			msg[1024];
+	size_t			i;
+
+	for (i = 0; i < c->who.nsets; i++)
+		if (policy_set_is_report(c->pol->policy, c->who.sets[i]))
+			break;
+	if (i == c->who.nsets)
+		return 0;
+	reason_message(msg, sizeof(msg), r, c->host.name, c->port, NULL, NULL);
+	memset(&ev, 0, sizeof(ev));
+	ev.event = "egress.would_block";
+	ev.client = &c->who;
+	ev.src = c->src;
+	ev.method = c->method;
+	ev.host = c->host.name;
+	ev.port = c->port;
+	ev.reason = r;
+	ev.message = msg;
+	ev.policy_digest = policy_digest(c->pol->policy);
+	ev.bytes_up = ev.bytes_down = ev.duration_ms = -1;
+	if (proxy_log_event(c->px, &ev) == -1)
+		return 0;	/* unlogged traffic never passes */
+	memset(&c->match, 0, sizeof(c->match));
+	c->match.tls = POLICY_TLS_OPTIONAL;
+	return 1;
 }
 
 /*
@@ -759,6 +840,7 @@ conn_block(struct conn *c, enum sg_reason r, const char *sni,
 	ev.bytes_up = ev.bytes_down = ev.duration_ms = -1;
 	c->px->stats.requests_blocked[r]++;
 	proxy_log_event(c->px, &ev);
+	c->allowed_open = 0;
 	if (c->state == CONN_HELLO || c->state == CONN_TUNNEL) {
 		bufferevent_write(c->client, alert, sizeof(alert));
 		return conn_finish(c);
@@ -879,6 +961,10 @@ conn_connected(struct conn *c)
 	c->up_port = c->port;
 	c->up_reusable = 0;
 	c->px->stats.requests_allowed++;
+	c->allowed_open = 1;
+	c->req_started_us = util_now_us();
+	c->req_up0 = c->bytes_up;
+	c->req_down0 = c->bytes_down;
 	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
 	if (c->is_connect) {
 		bufferevent_write(c->client, ok, sizeof(ok) - 1);
@@ -1150,6 +1236,7 @@ conn_response_body(struct conn *c)
 static int
 conn_request_complete(struct conn *c)
 {
+	conn_log_allowed(c);
 	if (c->close_after)
 		return conn_finish(c);
 	c->up_reusable = c->resp_keep_alive &&

@@ -399,6 +399,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 
 	if (eventlog_tick(px->seclog) == -1)
 		log_warnx("security-event log: %s", eventlog_error(px->seclog));
+	proxy_log_check_space(px);
 	if (px->draining) {
 		conn_drain_idle(px);
 		if (conn_count(px) == 0 || time(NULL) >= px->drain_deadline) {

@@ -115,7 +115,9 @@ policy_diags_release(struct policy_diags *d)
 int
 policy_diag_format(const struct policy_diag *d, char *buf, size_t size)
 {
-	const char	*sev = d->severity == POLICY_WARNING ? "warning: " : "";
+	const char	*sev;
+
+	sev = d->severity == POLICY_WARNING ? "warning: " : "";
 
 	if (d->line <= 0)
 		return snprintf(buf, size, "%s: %s%s", d->file, sev,
@@ -411,7 +413,8 @@ policy_dir_names(struct ploader *ld, const char *dir, size_t *n)
 		len = strlen(de->d_name);
 		if (de->d_name[0] == '.' || len <= 5 ||
 		    strcmp(de->d_name + len - 5, ".yaml") != 0) {
-			if (len > 4 && strcmp(de->d_name + len - 4, ".yml") == 0)
+			if (len > 4 &&
+			    strcmp(de->d_name + len - 4, ".yml") == 0)
 				ploader_diag(ld, POLICY_WARNING, 0, 0, "\"%s\" "
 				    "is ignored; policy files end in .yaml",
 				    de->d_name);

@@ -88,7 +88,8 @@ enum policy_host_kind {
 /* One policy file. */
 struct policy_set {
 	const char		*name;		/* file stem */
-	const char		*file;		/* path as shown in diagnostics */
+	/* path as shown in diagnostics */
+	const char		*file;
 	const char		*description;	/* "" when not given */
 	const char		*owner;		/* "" when not given */
 	enum policy_mode	 mode;
@@ -166,9 +167,11 @@ size_t			 policy_nentries(const struct policy *);
 const struct policy_entry *policy_entry_at(const struct policy *, size_t);
 
 /* An entry's TLS rule for a port: as written, else required on 443 only. */
-enum policy_tls	 policy_entry_tls(const struct policy_entry *, uint16_t port);
+enum policy_tls	 policy_entry_tls(const struct policy_entry *,
+		    uint16_t port);
 /* 1 when the entry is still in force at now. */
-int		 policy_entry_active(const struct policy_entry *, time_t now);
+int		 policy_entry_active(const struct policy_entry *,
+		    time_t now);
 /* "required" or "optional" ("default" for POLICY_TLS_DEFAULT). */
 const char	*policy_tls_name(enum policy_tls);
 const char	*policy_mode_name(enum policy_mode);

@@ -147,7 +147,7 @@ decide_entry(struct decide *d, const struct pentry *pe)
 		return 0;
 	}
 	if (q->path == NULL) {
-		/* CONNECT hides method and path: such entries can't allow it. */
+		/* CONNECT hides method and path: such entries can't. */
 		if (e->methods != NULL || e->paths != NULL) {
 			decide_near(d, 2, SG_REASON_METHOD_NOT_ALLOWED, pe);
 			return 0;

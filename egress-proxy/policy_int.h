@@ -115,7 +115,8 @@ void	ploader_diag(struct ploader *, enum policy_severity, int line,
 	    int col, const char *fmt, ...)
 	    __attribute__((format(printf, 5, 6)));
 /* Start a new set; returns its index or -1 (out of memory). */
-long	ploader_add_set(struct ploader *, const char *name, const char *file);
+long	ploader_add_set(struct ploader *, const char *name,
+	    const char *file);
 /* Append an entry to the last set; the entry is copied. 0 or -1. */
 int	ploader_add_entry(struct ploader *, const struct pentry *);
 /* Feed one file into the digest. */

@@ -474,7 +474,8 @@ static int
 entry_cidr(struct ploader *ld, struct ld_entry *le, const struct ynode *n)
 {
 	struct policy_entry	*e = &le->e.pub;
-	char			 a[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN + 8];
+	char			 a[INET6_ADDRSTRLEN];
+	char			 buf[INET6_ADDRSTRLEN + 8];
 	const char		*cause;
 
 	if (addr_cidr_parse(n->value, &e->cidr, &cause) == -1) {
@@ -560,8 +561,9 @@ entry_ports(struct ploader *ld, struct ld_entry *le)
 	size_t			 i, j;
 
 	if (n != NULL && (n->type != YNODE_SEQ || n->n == 0)) {
-		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "\"ports\" must "
-		    "be a non-empty list of port numbers, such as [443]");
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col,
+		    "\"ports\" must be a non-empty list of port numbers, "
+		    "such as [443]");
 		return -1;
 	}
 	v = parena_alloc(&ld->p->arena, sizeof(*v) * (n ? n->n : 1));
@@ -730,10 +732,10 @@ entry_methods(struct ploader *ld, struct ld_entry *le)
 		    *p) != NULL); p++)
 			;
 		if (*p != '\0') {
-			ploader_diag(ld, POLICY_ERROR, k->line, k->col, "method "
-			    "\"%.*s\" is not an HTTP method in capitals, such "
-			    "as GET (methods are case-sensitive)", LABEL_MAX,
-			    v[i]);
+			ploader_diag(ld, POLICY_ERROR, k->line, k->col,
+			    "method \"%.*s\" is not an HTTP method in "
+			    "capitals, such as GET (methods are "
+			    "case-sensitive)", LABEL_MAX, v[i]);
 			return -1;
 		}
 	}

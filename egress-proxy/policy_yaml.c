@@ -181,9 +181,10 @@ ytree_syntax_error(const yaml_parser_t *p, const char *buf, size_t len,
 		off = p->problem_offset < len ? p->problem_offset : len;
 		if (strstr(problem, "UTF-8") == NULL) {
 			ytree_offset_pos(buf, len, off, &err->line, &err->col);
-			snprintf(err->msg, sizeof(err->msg), "%s (byte 0x%02x); "
-			    "policy files must be text without control "
-			    "characters", problem, p->problem_value & 0xff);
+			snprintf(err->msg, sizeof(err->msg),
+			    "%s (byte 0x%02x); policy files must be text "
+			    "without control characters", problem,
+			    p->problem_value & 0xff);
 			return;
 		}
 		/* Point at the byte that starts the bad sequence. */

@@ -4,6 +4,7 @@
  * with), per-client accounting, and security events.
  */
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <netinet/in.h>
 
 #include <errno.h>
@@ -202,7 +203,26 @@ out:
 int
 proxy_log_healthy(struct proxy *px)
 {
-	return eventlog_healthy(px->seclog);
+	return px->log_space_ok && eventlog_healthy(px->seclog);
+}
+
+void
+proxy_log_check_space(struct proxy *px)
+{
+	struct statvfs	sv;
+	int		ok;
+
+	if (statvfs(px->cfg.log_dir, &sv) == -1)
+		ok = 0;
+	else
+		ok = !(sv.f_flag & ST_RDONLY) &&
+		    (unsigned long long)sv.f_bavail * sv.f_frsize >=
+		    PROXY_LOG_SPACE_MIN;
+	if (ok != px->log_space_ok)
+		log_warnx("security-event log folder %s: %s", px->cfg.log_dir,
+		    ok ? "writable again, egress resumes" :
+		    "full or read-only, egress refused (fail closed)");
+	px->log_space_ok = ok;
 }
 
 /* Load and validate the policy; print every diagnostic. */

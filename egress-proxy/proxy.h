@@ -38,6 +38,7 @@ struct client_count;
 #define PROXY_MAX_CONNS			16384
 #define PROXY_MAX_CONNS_PER_CLIENT	1024
 #define PROXY_HIGH_WATER		(256 * 1024)	/* back-pressure */
+#define PROXY_LOG_SPACE_MIN		(256 * 1024)	/* free bytes the log needs */
 
 struct proxy_config {
 	char		**listen;		/* "ADDR:PORT" */
@@ -103,6 +104,7 @@ struct proxy {
 	struct proxy_stats	 stats;
 	struct conn		*conns;		/* every open connection */
 	int			 draining;	/* SIGTERM: no new work */
+	int			 log_space_ok;	/* see proxy_log_check_space */
 	time_t			 drain_deadline;
 	time_t			 started;
 	time_t			 policy_loaded;
@@ -175,7 +177,15 @@ struct proxy_event {
  * log cannot be written (the proxy then fails closed).
  */
 int	proxy_log_event(struct proxy *, const struct proxy_event *);
-/* 1 when the security-event log is writable (else refuse egress). */
+/*
+ * 1 when the security-event log is writable (else refuse egress): its
+ * last write succeeded and its folder has room for more events.
+ */
 int	proxy_log_healthy(struct proxy *);
+/*
+ * Check the log folder's free space and read-only flag (every second), so
+ * that a full disk refuses egress before an event is lost to it.
+ */
+void	proxy_log_check_space(struct proxy *);
 
 #endif

@@ -51,8 +51,6 @@
 
 /* Controller: one Docker Engine API JSON response (inspect, lists). */
 #define SG_DOCKER_RESPONSE_MAX	(16u * 1024 * 1024)
-/* Controller: the probe's JSON report read at create. */
-#define SG_PROBE_REPORT_MAX	(64u * 1024)
 
 /* Controller: text of one file's unified diff in `sandgate diff`. */
 #define SG_DIFF_TEXT_MAX	(16u * 1024 * 1024)

@@ -401,6 +401,37 @@ iface_list_sys(char names[][64], int max)
 	return n;
 }
 
+/*
+ * 1 when the routing table has a default route (IPv4 /proc/net/route
+ * destination 00000000, or IPv6 ::/0 in /proc/net/ipv6_route), 0 when it
+ * has none, -1 when neither table can be read.
+ */
+static int
+default_route(void)
+{
+	char	 line[PROBE_LINE_MAX], iface[64], dst[64];
+	FILE	*fp;
+	int	 found = 0, read_any = 0;
+
+	if ((fp = fopen("/proc/net/route", "re")) != NULL) {
+		read_any = 1;
+		while (fgets(line, sizeof(line), fp) != NULL)
+			if (sscanf(line, "%63s %63s", iface, dst) == 2 &&
+			    strcmp(dst, "00000000") == 0)
+				found = 1;
+		fclose(fp);
+	}
+	if ((fp = fopen("/proc/net/ipv6_route", "re")) != NULL) {
+		read_any = 1;
+		while (fgets(line, sizeof(line), fp) != NULL)
+			if (strncmp(line, "00000000000000000000000000000000 00 ",
+			    36) == 0 && strstr(line, " lo\n") == NULL)
+				found = 1;
+		fclose(fp);
+	}
+	return read_any ? found : -1;
+}
+
 /* Network interfaces but lo, and whether a Docker socket is reachable. */
 static void
 emit_net(struct out *o)
@@ -424,6 +455,9 @@ emit_net(struct out *o)
 		}
 		out_printf(o, "]");
 	}
+	n = default_route();
+	out_printf(o, ",\"default_route\":%s", n == -1 ? "null" :
+	    n ? "true" : "false");
 	out_printf(o, ",\"docker_sock\":%s",
 	    lstat("/var/run/docker.sock", &st) == 0 ||
 	    lstat("/run/docker.sock", &st) == 0 ? "true" : "false");

@@ -98,7 +98,8 @@ static const struct bad_case {
 	{ "bad-duplicate-key", "set.yaml:4:5: duplicate key \"host\" (first "
 	    "at line 2)" },
 	{ "bad-utf8", "set.yaml:3:19: invalid UTF-8 at byte 0xe9" },
-	{ "bad-syntax", "set.yaml:" },
+	{ "bad-syntax", "set.yaml:5:1: YAML syntax error: found unexpected "
+	    "end of stream (while scanning a quoted scalar at line 3)" },
 	{ "bad-not-mapping", "set.yaml:1:1: a policy file must be a mapping" },
 	{ "bad-set-name", "Python.yaml: set name \"Python\"" },
 	{ "bad-mode", "set.yaml:1:7: mode \"block\" is not enforce or report" },
@@ -306,10 +307,10 @@ test_match(void **state)
 		r = policy_decide(p, &q, &m);
 		if (r != c->want || (c->pattern == NULL) != (m.pattern == NULL)
 		    || (c->pattern && strcmp(c->pattern, m.pattern) != 0))
-			fail_msg("case %zu %s:%u %s: got %s via %s, want %s via "
-			    "%s", i, c->host, c->port, c->path ? c->path : "",
-			    reason_code(r), m.pattern ? m.pattern : "-",
-			    reason_code(c->want), c->pattern ? c->pattern : "-");
+			fail_msg("case %zu %s:%u: got %s via %s, want %s via "
+			    "%s", i, c->host, c->port, reason_code(r),
+			    m.pattern ? m.pattern : "-", reason_code(c->want),
+			    c->pattern ? c->pattern : "-");
 		if (r == SG_REASON_NONE)
 			assert_non_null(m.rationale);
 	}

@@ -1,0 +1,962 @@
+/*
+ * loadgen.c: a load generator for forward proxies on loopback.
+ *
+ * Modes (--mode):
+ *   http           absolute-URI GETs through the proxy, keep-alive
+ *   connect        one CONNECT tunnel per connection, keep-alive GETs in it
+ *   connect-churn  a new connection and tunnel for every GET
+ *   bulk           GETs of a large file through one tunnel per connection
+ *   idle           --concurrency tunnels opened and held; proxy RSS/tunnel
+ *   blocked        absolute-URI GETs the proxy refuses (403), keep-alive
+ * Without --proxy, http, connect and bulk talk to the target directly.
+ *
+ * Every run prints one JSON object on one line to stdout. Latencies are
+ * kept in a 1 us histogram up to 1 s (one overflow bucket past it). The
+ * proxy's CPU time is utime+stime of /proc/PID/stat (all its threads),
+ * read when the run starts and when its window ends.
+ *
+ * Limits: every run ends after --duration seconds or --requests
+ * requests, and in any case after --max-seconds; a run gives up after
+ * LG_MAX_ERRORS errors. Only addresses given on the command line are
+ * contacted.
+ */
+#define _GNU_SOURCE
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#define LG_HIST_MAX	1000000		/* us; one bucket per us below */
+#define LG_HEAD_MAX	65536		/* response head bytes */
+#define LG_MAX_ERRORS	100000
+#define LG_MAX_CONNS	16384
+#define LG_READ_MAX	(256 * 1024)	/* bytes per read(2) */
+
+enum lg_mode {
+	LG_HTTP,
+	LG_CONNECT,
+	LG_CHURN,
+	LG_BULK,
+	LG_IDLE,
+	LG_BLOCKED
+};
+
+enum lg_state {
+	LG_CONNECTING,
+	LG_TUNNEL,		/* CONNECT sent, waiting for 200 */
+	LG_READY,		/* between requests */
+	LG_HEAD,		/* request sent, reading the response head */
+	LG_BODY,		/* Content-Length body, or until close */
+	LG_CHUNK_SIZE,
+	LG_CHUNK_DATA,
+	LG_CHUNK_CRLF,
+	LG_TRAILER,
+	LG_HELD			/* idle mode: tunnel open, nothing to do */
+};
+
+struct lg;
+
+struct lg_conn {
+	struct lg		*lg;
+	struct bufferevent	*bev;
+	enum lg_state		 state;
+	uint64_t		 t_start;	/* us, request start */
+	int64_t			 body_left;	/* -1: until close */
+	int			 close_after;
+	int			 status;
+};
+
+struct lg {
+	struct event_base	*base;
+	enum lg_mode		 mode;
+	const char		*mode_name;
+	const char		*label;
+	struct sockaddr_in	 proxy;
+	int			 have_proxy;
+	struct sockaddr_in	 target;
+	char			 target_text[64];
+	const char		*path;
+	const char		*blocked_host;
+	const char		*log_file;
+	int			 concurrency;
+	double			 duration;
+	uint64_t		 max_requests;	/* 0: by duration */
+	double			 max_seconds;
+	double			 hold;
+	long			 proxy_pid;
+	struct lg_conn		*conns;
+	char			 req[1024];	/* the request, pre-built */
+	size_t			 reqlen;
+	char			 tunnel_req[256];
+	size_t			 tunnel_reqlen;
+
+	/* counters */
+	uint64_t		 t0, t_end;
+	uint64_t		 issued, done, errors, bytes;
+	uint64_t		 done_window, bytes_window;
+	uint64_t		 established;
+	int			 stopping;	/* window over */
+	int			 draining;	/* let in-flight finish */
+	int			 live;		/* open connections */
+	uint32_t		*hist;
+	uint64_t		 overflow;
+	long			 cpu_start, cpu_end;	/* ticks */
+	struct event		*deadline_ev;
+	struct event		*hard_ev;
+};
+
+static void	 usage(void);
+static uint64_t	 now_us(void);
+static int	 parse_hostport(const char *, struct sockaddr_in *);
+static long	 proc_cpu_ticks(long);
+static long	 proc_rss_kib(long);
+static long	 file_lines(const char *);
+static void	 build_requests(struct lg *);
+static void	 conn_open(struct lg_conn *);
+static void	 conn_close(struct lg_conn *, int);
+static void	 conn_fail(struct lg_conn *);
+static void	 conn_send(struct lg_conn *);
+static void	 conn_done(struct lg_conn *);
+static int	 conn_may_start(struct lg *);
+static int	 head_parse(struct lg_conn *, struct evbuffer *, int *);
+static int	 body_read(struct lg_conn *, struct evbuffer *);
+static int	 chunk_read(struct lg_conn *, struct evbuffer *);
+static void	 read_cb(struct bufferevent *, void *);
+static void	 event_cb(struct bufferevent *, short, void *);
+static void	 deadline_cb(evutil_socket_t, short, void *);
+static void	 hard_cb(evutil_socket_t, short, void *);
+static void	 window_end(struct lg *);
+static void	 maybe_finish(struct lg *);
+static uint64_t	 hist_pct(struct lg *, double);
+static void	 report(struct lg *, long);
+static void	 run_idle(struct lg *);
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: loadgen --mode MODE --target HOST:PORT "
+	    "[--proxy HOST:PORT] [--concurrency N]\n"
+	    "\t[--duration S | --requests N] [--proxy-pid PID] "
+	    "[--label NAME] [--path P]\n"
+	    "\t[--blocked-host H] [--log-file F] [--hold S] "
+	    "[--max-seconds S]\n"
+	    "modes: http connect connect-churn bulk idle blocked\n");
+	exit(2);
+}
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* "127.0.0.1:3128" into a sockaddr; IPv4 literals only. */
+static int
+parse_hostport(const char *s, struct sockaddr_in *sin)
+{
+	char		 host[64];
+	const char	*colon;
+	char		*end;
+	unsigned long	 port;
+
+	colon = strrchr(s, ':');
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, colon - s);
+	host[colon - s] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || port == 0 || port > 65535)
+		return -1;
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+		return -1;
+	return 0;
+}
+
+/* utime+stime of a process, all threads, in clock ticks; -1 on error. */
+static long
+proc_cpu_ticks(long pid)
+{
+	char		 path[64], buf[2048], *p;
+	FILE		*f;
+	size_t		 n;
+	unsigned long	 ut, st;
+
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* comm may hold spaces; fields restart after the last ')'. */
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -1;
+	/* after ") ": state(3) ... utime(14) stime(15) */
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+	    "%lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)(ut + st);
+}
+
+/* VmRSS of a process in KiB; -1 on error. */
+static long
+proc_rss_kib(long pid)
+{
+	char	 path[64], line[256];
+	FILE	*f;
+	long	 kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "VmRSS:", 6) == 0) {
+			kib = strtol(line + 6, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return kib;
+}
+
+/* Number of newlines in a file; 0 when it does not exist. */
+static long
+file_lines(const char *path)
+{
+	FILE	*f;
+	char	 buf[65536];
+	size_t	 n, i;
+	long	 lines = 0;
+
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		for (i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	fclose(f);
+	return lines;
+}
+
+static void
+build_requests(struct lg *lg)
+{
+	int	 n;
+
+	snprintf(lg->target_text, sizeof(lg->target_text), "%s:%u",
+	    inet_ntoa(lg->target.sin_addr), ntohs(lg->target.sin_port));
+	if (lg->mode == LG_BLOCKED)
+		n = snprintf(lg->req, sizeof(lg->req),
+		    "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n"
+		    "User-Agent: sandgate-loadgen\r\n\r\n",
+		    lg->blocked_host, lg->path, lg->blocked_host);
+	else if (lg->mode == LG_HTTP && lg->have_proxy)
+		n = snprintf(lg->req, sizeof(lg->req),
+		    "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n"
+		    "User-Agent: sandgate-loadgen\r\n\r\n",
+		    lg->target_text, lg->path, lg->target_text);
+	else
+		n = snprintf(lg->req, sizeof(lg->req),
+		    "GET %s HTTP/1.1\r\nHost: %s\r\n"
+		    "User-Agent: sandgate-loadgen\r\n%s\r\n", lg->path,
+		    lg->target_text,
+		    lg->mode == LG_CHURN ? "Connection: close\r\n" : "");
+	lg->reqlen = (size_t)n;
+	n = snprintf(lg->tunnel_req, sizeof(lg->tunnel_req),
+	    "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", lg->target_text,
+	    lg->target_text);
+	lg->tunnel_reqlen = (size_t)n;
+}
+
+/* 1 when one more request may start. */
+static int
+conn_may_start(struct lg *lg)
+{
+	if (lg->stopping || lg->errors >= LG_MAX_ERRORS)
+		return 0;
+	if (lg->max_requests != 0 && lg->issued >= lg->max_requests)
+		return 0;
+	return 1;
+}
+
+static void
+conn_open(struct lg_conn *c)
+{
+	struct lg		*lg = c->lg;
+	struct sockaddr_in	*to;
+	int			 one = 1;
+	evutil_socket_t		 fd;
+
+	to = lg->have_proxy ? &lg->proxy : &lg->target;
+	c->bev = bufferevent_socket_new(lg->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		lg->errors++;
+		return;
+	}
+	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
+	bufferevent_set_max_single_read(c->bev, LG_READ_MAX);
+	c->state = LG_CONNECTING;
+	c->t_start = now_us();
+	if (lg->mode == LG_CHURN)
+		lg->issued++;
+	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)to,
+	    sizeof(*to)) == -1) {
+		bufferevent_free(c->bev);
+		c->bev = NULL;
+		lg->errors++;
+		return;
+	}
+	fd = bufferevent_getfd(c->bev);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	lg->live++;
+}
+
+/* Close a connection; reopen it when reopen is set and there is work. */
+static void
+conn_close(struct lg_conn *c, int reopen)
+{
+	struct lg	*lg = c->lg;
+
+	if (c->bev != NULL) {
+		bufferevent_free(c->bev);
+		c->bev = NULL;
+		lg->live--;
+	}
+	if (reopen && conn_may_start(lg) && lg->mode != LG_IDLE)
+		conn_open(c);
+	maybe_finish(lg);
+}
+
+static void
+conn_fail(struct lg_conn *c)
+{
+	struct lg	*lg = c->lg;
+
+	lg->errors++;
+	if (lg->errors == 1 || lg->errors == LG_MAX_ERRORS)
+		fprintf(stderr, "loadgen: %s: error in state %d (errors: "
+		    "%" PRIu64 ")\n", lg->mode_name, c->state, lg->errors);
+	conn_close(c, !lg->draining);
+}
+
+/* Send the next request on an open connection (or tunnel). */
+static void
+conn_send(struct lg_conn *c)
+{
+	struct lg	*lg = c->lg;
+
+	if (lg->mode != LG_CHURN) {
+		if (!conn_may_start(lg)) {
+			conn_close(c, 0);
+			return;
+		}
+		lg->issued++;
+		c->t_start = now_us();
+	}
+	c->state = LG_HEAD;
+	c->close_after = 0;
+	bufferevent_write(c->bev, lg->req, lg->reqlen);
+}
+
+/* A response has been read in full. */
+static void
+conn_done(struct lg_conn *c)
+{
+	struct lg	*lg = c->lg;
+	uint64_t	 dt;
+	int		 ok;
+
+	ok = lg->mode == LG_BLOCKED ? c->status == 403 : c->status == 200;
+	if (!ok) {
+		conn_fail(c);
+		return;
+	}
+	dt = now_us() - c->t_start;
+	lg->done++;
+	if (!lg->stopping) {
+		lg->done_window++;
+		if (dt < LG_HIST_MAX)
+			lg->hist[dt]++;
+		else
+			lg->overflow++;
+	}
+	if (lg->max_requests != 0 && lg->done >= lg->max_requests &&
+	    !lg->stopping)
+		window_end(lg);
+	c->state = LG_READY;
+	if (c->close_after || lg->mode == LG_CHURN) {
+		conn_close(c, !lg->stopping);
+		return;
+	}
+	if (lg->stopping) {
+		conn_close(c, 0);
+		return;
+	}
+	conn_send(c);
+}
+
+/*
+ * Parse a buffered response head: status, Content-Length,
+ * Transfer-Encoding: chunked (sets *chunked), Connection: close. Returns 1
+ * when a head was taken, 0 when more bytes are needed, -1 on a bad head.
+ */
+static int
+head_parse(struct lg_conn *c, struct evbuffer *in, int *chunked)
+{
+	struct evbuffer_ptr	 p;
+	char			 head[LG_HEAD_MAX + 1], *line, *next, *v;
+	size_t			 len;
+	int			 minor, http10;
+
+	*chunked = 0;
+	p = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (p.pos == -1)
+		return evbuffer_get_length(in) > LG_HEAD_MAX ? -1 : 0;
+	len = (size_t)p.pos + 4;
+	if (len > LG_HEAD_MAX)
+		return -1;
+	evbuffer_remove(in, head, len);
+	head[len] = '\0';
+	if (sscanf(head, "HTTP/1.%d %d", &minor, &c->status) != 2)
+		return -1;
+	http10 = minor == 0;
+	c->close_after = http10;
+	c->body_left = -1;
+	for (line = strstr(head, "\r\n") + 2; *line != '\r'; line = next) {
+		next = strstr(line, "\r\n");
+		*next = '\0';
+		next += 2;
+		v = strchr(line, ':');
+		if (v == NULL)
+			continue;
+		*v++ = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (strcasecmp(line, "content-length") == 0)
+			c->body_left = strtoll(v, NULL, 10);
+		else if (strcasecmp(line, "transfer-encoding") == 0 &&
+		    strcasestr(v, "chunked") != NULL)
+			*chunked = 1;
+		else if (strcasecmp(line, "connection") == 0 ||
+		    strcasecmp(line, "proxy-connection") == 0) {
+			if (strcasestr(v, "close") != NULL)
+				c->close_after = 1;
+			else if (strcasestr(v, "keep-alive") != NULL)
+				c->close_after = 0;
+		}
+	}
+	return 1;
+}
+
+/* Consume a Content-Length body. Returns 1 when complete. */
+static int
+body_read(struct lg_conn *c, struct evbuffer *in)
+{
+	struct lg	*lg = c->lg;
+	size_t		 n;
+
+	n = evbuffer_get_length(in);
+	if (c->body_left >= 0 && (int64_t)n > c->body_left)
+		n = (size_t)c->body_left;
+	evbuffer_drain(in, n);
+	lg->bytes += n;
+	if (!lg->stopping)
+		lg->bytes_window += n;
+	if (c->body_left < 0)
+		return 0;
+	c->body_left -= (int64_t)n;
+	return c->body_left == 0;
+}
+
+/* Consume a chunked body. Returns 1 when complete, -1 on error. */
+static int
+chunk_read(struct lg_conn *c, struct evbuffer *in)
+{
+	char	*line;
+	size_t	 n;
+
+	for (;;) {
+		switch (c->state) {
+		case LG_CHUNK_SIZE:
+		case LG_CHUNK_CRLF:
+		case LG_TRAILER:
+			line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
+			if (line == NULL)
+				return evbuffer_get_length(in) > 1024 ? -1 : 0;
+			if (c->state == LG_CHUNK_SIZE) {
+				c->body_left = strtoll(line, NULL, 16);
+				c->state = c->body_left == 0 ? LG_TRAILER :
+				    LG_CHUNK_DATA;
+			} else if (c->state == LG_CHUNK_CRLF)
+				c->state = LG_CHUNK_SIZE;
+			else if (n == 0) {
+				free(line);
+				return 1;
+			}
+			free(line);
+			break;
+		case LG_CHUNK_DATA:
+			if (body_read(c, in) == 0)
+				return 0;
+			c->state = LG_CHUNK_CRLF;
+			break;
+		default:
+			return -1;
+		}
+	}
+}
+
+static void
+read_cb(struct bufferevent *bev, void *arg)
+{
+	struct lg_conn	*c = arg;
+	struct evbuffer	*in = bufferevent_get_input(bev);
+	int		 r, chunked;
+
+	for (;;) {
+		switch (c->state) {
+		case LG_TUNNEL:
+			r = head_parse(c, in, &chunked);
+			if (r <= 0) {
+				if (r < 0)
+					conn_fail(c);
+				return;
+			}
+			if (c->status != 200) {
+				conn_fail(c);
+				return;
+			}
+			c->lg->established++;
+			if (c->lg->mode == LG_IDLE) {
+				c->state = LG_HELD;
+				return;
+			}
+			conn_send(c);
+			if (c->bev == NULL)
+				return;
+			break;
+		case LG_HEAD:
+			r = head_parse(c, in, &chunked);
+			if (r <= 0) {
+				if (r < 0)
+					conn_fail(c);
+				return;
+			}
+			c->state = chunked ? LG_CHUNK_SIZE : LG_BODY;
+			break;
+		case LG_BODY:
+			if (body_read(c, in) == 0)
+				return;
+			conn_done(c);
+			if (c->bev == NULL || c->state != LG_HEAD ||
+			    evbuffer_get_length(bufferevent_get_input(
+			    c->bev)) == 0)
+				return;
+			in = bufferevent_get_input(c->bev);
+			break;
+		case LG_CHUNK_SIZE:
+		case LG_CHUNK_DATA:
+		case LG_CHUNK_CRLF:
+		case LG_TRAILER:
+			r = chunk_read(c, in);
+			if (r < 0)
+				conn_fail(c);
+			if (r <= 0)
+				return;
+			conn_done(c);
+			if (c->bev == NULL || c->state != LG_HEAD)
+				return;
+			in = bufferevent_get_input(c->bev);
+			break;
+		default:
+			/* unexpected bytes: drop them */
+			evbuffer_drain(in, evbuffer_get_length(in));
+			return;
+		}
+	}
+}
+
+static void
+event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct lg_conn	*c = arg;
+	struct lg	*lg = c->lg;
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		if (lg->have_proxy && lg->mode != LG_HTTP &&
+		    lg->mode != LG_BLOCKED) {
+			c->state = LG_TUNNEL;
+			bufferevent_write(c->bev, lg->tunnel_req,
+			    lg->tunnel_reqlen);
+		} else
+			conn_send(c);
+		return;
+	}
+	/* EOF ends a body that runs until close. */
+	if ((what & BEV_EVENT_EOF) && c->state == LG_BODY &&
+	    c->body_left < 0) {
+		c->close_after = 1;
+		conn_done(c);
+		return;
+	}
+	/* A kept-alive connection closed between requests: reconnect. */
+	if ((what & BEV_EVENT_EOF) && c->state == LG_READY) {
+		conn_close(c, 1);
+		return;
+	}
+	if (lg->stopping && !lg->draining) {
+		conn_close(c, 0);
+		return;
+	}
+	conn_fail(c);
+}
+
+static void
+window_end(struct lg *lg)
+{
+	if (lg->stopping)
+		return;
+	lg->stopping = 1;
+	lg->t_end = now_us();
+	lg->cpu_end = proc_cpu_ticks(lg->proxy_pid);
+}
+
+/* The window is over: drain (blocked mode) or close everything. */
+static void
+deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lg	*lg = arg;
+	int		 i;
+
+	(void)fd;
+	(void)what;
+	window_end(lg);
+	if (lg->mode == LG_BLOCKED) {
+		lg->draining = 1;
+		maybe_finish(lg);
+		return;
+	}
+	for (i = 0; i < lg->concurrency; i++)
+		if (lg->conns[i].bev != NULL)
+			conn_close(&lg->conns[i], 0);
+	event_base_loopexit(lg->base, NULL);
+}
+
+static void
+hard_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lg	*lg = arg;
+
+	(void)fd;
+	(void)what;
+	fprintf(stderr, "loadgen: hard time limit reached\n");
+	window_end(lg);
+	event_base_loopexit(lg->base, NULL);
+}
+
+static void
+maybe_finish(struct lg *lg)
+{
+	if (lg->live == 0 && (lg->stopping || !conn_may_start(lg))) {
+		window_end(lg);
+		event_base_loopexit(lg->base, NULL);
+	}
+}
+
+static uint64_t
+hist_pct(struct lg *lg, double pct)
+{
+	uint64_t	 want, seen = 0;
+	uint32_t	 i;
+
+	if (lg->done_window == 0)
+		return 0;
+	want = (uint64_t)(pct / 100.0 * (double)lg->done_window);
+	if (want == 0)
+		want = 1;
+	for (i = 0; i < LG_HIST_MAX; i++) {
+		seen += lg->hist[i];
+		if (seen >= want)
+			return i;
+	}
+	return LG_HIST_MAX;
+}
+
+/* The one output line; log_lines < 0 when no log was watched. */
+static void
+report(struct lg *lg, long log_lines)
+{
+	double	 secs, cpu_us = -1, per;
+	long	 hz = sysconf(_SC_CLK_TCK);
+
+	secs = (double)(lg->t_end - lg->t0) / 1e6;
+	if (lg->cpu_start >= 0 && lg->cpu_end >= 0)
+		cpu_us = (double)(lg->cpu_end - lg->cpu_start) * 1e6 /
+		    (double)hz;
+	printf("{\"mode\":\"%s\",\"proxy\":\"%s\",\"concurrency\":%d,"
+	    "\"requests\":%" PRIu64 ",\"seconds\":%.3f,\"rps\":%.1f,"
+	    "\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 ",\"errors\":%"
+	    PRIu64, lg->mode_name, lg->label, lg->concurrency,
+	    lg->done_window, secs, (double)lg->done_window / secs,
+	    hist_pct(lg, 50), hist_pct(lg, 99), lg->errors);
+	if (cpu_us >= 0) {
+		per = lg->done_window ? cpu_us / (double)lg->done_window : 0;
+		printf(",\"proxy_cpu_s\":%.3f,\"proxy_cpu_us_per_req\":%.2f",
+		    cpu_us / 1e6, per);
+	}
+	if (lg->mode == LG_BULK) {
+		printf(",\"bytes\":%" PRIu64 ",\"mib_s\":%.1f",
+		    lg->bytes_window,
+		    (double)lg->bytes_window / 1048576.0 / secs);
+		if (cpu_us >= 0 && lg->bytes_window > 0)
+			printf(",\"proxy_cpu_ms_per_gib\":%.1f", cpu_us /
+			    1000.0 / ((double)lg->bytes_window /
+			    1073741824.0));
+	}
+	if (lg->mode == LG_BLOCKED)
+		printf(",\"requests_total\":%" PRIu64, lg->done);
+	if (log_lines >= 0)
+		printf(",\"log_lines\":%ld,\"lines_eq_requests\":%s",
+		    log_lines, (uint64_t)log_lines == lg->done ? "true" :
+		    "false");
+	printf("}\n");
+	fflush(stdout);
+}
+
+/* Open --concurrency tunnels, hold them, report the proxy's RSS growth. */
+static void
+run_idle(struct lg *lg)
+{
+	struct timeval	 tv;
+	long		 rss0, rss1;
+	uint64_t	 t;
+	int		 i;
+
+	rss0 = proc_rss_kib(lg->proxy_pid);
+	lg->t0 = now_us();
+	for (i = 0; i < lg->concurrency; i++)
+		conn_open(&lg->conns[i]);
+	/* run the loop in slices until every tunnel is up or time is out */
+	t = now_us();
+	while ((int)lg->established + (int)lg->errors < lg->concurrency &&
+	    now_us() - t < (uint64_t)(lg->max_seconds * 1e6)) {
+		tv.tv_sec = 0;
+		tv.tv_usec = 50000;
+		event_base_loopexit(lg->base, &tv);
+		event_base_dispatch(lg->base);
+	}
+	tv.tv_sec = (time_t)lg->hold;
+	tv.tv_usec = (suseconds_t)((lg->hold - (double)tv.tv_sec) * 1e6);
+	event_base_loopexit(lg->base, &tv);
+	event_base_dispatch(lg->base);
+	rss1 = proc_rss_kib(lg->proxy_pid);
+	printf("{\"mode\":\"idle\",\"proxy\":\"%s\",\"concurrency\":%d,"
+	    "\"tunnels\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"rss_before_kib\""
+	    ":%ld,\"rss_after_kib\":%ld,\"rss_per_tunnel_bytes\":%.0f}\n",
+	    lg->label, lg->concurrency, lg->established, lg->errors, rss0,
+	    rss1, lg->established ? (double)(rss1 - rss0) * 1024.0 /
+	    (double)lg->established : 0.0);
+	for (i = 0; i < lg->concurrency; i++)
+		conn_close(&lg->conns[i], 0);
+}
+
+static const struct {
+	const char	*name;
+	enum lg_mode	 mode;
+} lg_modes[] = {
+	{ "http", LG_HTTP }, { "connect", LG_CONNECT },
+	{ "connect-churn", LG_CHURN }, { "bulk", LG_BULK },
+	{ "idle", LG_IDLE }, { "blocked", LG_BLOCKED }
+};
+
+static double
+arg_num(const char *s, double lo, double hi)
+{
+	char	*end;
+	double	 v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi) {
+		fprintf(stderr, "loadgen: bad number \"%s\"\n", s);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+parse_args(struct lg *lg, int argc, char **argv)
+{
+	const char	*opt, *val;
+	size_t		 i;
+	int		 k, found;
+
+	for (k = 1; k < argc; k += 2) {
+		opt = argv[k];
+		if (k + 1 >= argc)
+			usage();
+		val = argv[k + 1];
+		if (strcmp(opt, "--mode") == 0) {
+			found = 0;
+			for (i = 0; i < sizeof(lg_modes) / sizeof(lg_modes[0]);
+			    i++)
+				if (strcmp(val, lg_modes[i].name) == 0) {
+					lg->mode = lg_modes[i].mode;
+					lg->mode_name = lg_modes[i].name;
+					found = 1;
+				}
+			if (!found)
+				usage();
+		} else if (strcmp(opt, "--proxy") == 0) {
+			if (parse_hostport(val, &lg->proxy) == -1)
+				usage();
+			lg->have_proxy = 1;
+		} else if (strcmp(opt, "--target") == 0) {
+			if (parse_hostport(val, &lg->target) == -1)
+				usage();
+		} else if (strcmp(opt, "--concurrency") == 0)
+			lg->concurrency = (int)arg_num(val, 1, LG_MAX_CONNS);
+		else if (strcmp(opt, "--duration") == 0)
+			lg->duration = arg_num(val, 0.1, 3600);
+		else if (strcmp(opt, "--requests") == 0)
+			lg->max_requests = (uint64_t)arg_num(val, 1, 1e9);
+		else if (strcmp(opt, "--max-seconds") == 0)
+			lg->max_seconds = arg_num(val, 1, 3600);
+		else if (strcmp(opt, "--hold") == 0)
+			lg->hold = arg_num(val, 0, 600);
+		else if (strcmp(opt, "--proxy-pid") == 0)
+			lg->proxy_pid = (long)arg_num(val, 1, INT_MAX);
+		else if (strcmp(opt, "--label") == 0)
+			lg->label = val;
+		else if (strcmp(opt, "--path") == 0)
+			lg->path = val;
+		else if (strcmp(opt, "--blocked-host") == 0)
+			lg->blocked_host = val;
+		else if (strcmp(opt, "--log-file") == 0)
+			lg->log_file = val;
+		else
+			usage();
+	}
+	if (lg->mode_name == NULL || lg->target.sin_family != AF_INET)
+		usage();
+	if (!lg->have_proxy && (lg->mode == LG_CHURN || lg->mode == LG_IDLE ||
+	    lg->mode == LG_BLOCKED)) {
+		fprintf(stderr, "loadgen: mode %s needs --proxy\n",
+		    lg->mode_name);
+		exit(2);
+	}
+}
+
+static void
+raise_nofile(void)
+{
+	struct rlimit	 rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct lg	 lg;
+	struct timeval	 tv;
+	long		 lines0 = 0, lines1;
+	int		 i;
+
+	memset(&lg, 0, sizeof(lg));
+	lg.concurrency = 1;
+	lg.duration = 5;
+	lg.max_seconds = 120;
+	lg.hold = 2;
+	lg.label = "direct";
+	lg.path = NULL;
+	lg.blocked_host = "127.0.0.2";
+	lg.cpu_start = lg.cpu_end = -1;
+	parse_args(&lg, argc, argv);
+	if (lg.path == NULL)
+		lg.path = lg.mode == LG_BULK ? "/big" : "/small";
+	raise_nofile();
+	build_requests(&lg);
+	lg.base = event_base_new();
+	lg.conns = calloc((size_t)lg.concurrency, sizeof(*lg.conns));
+	lg.hist = calloc(LG_HIST_MAX, sizeof(*lg.hist));
+	if (lg.base == NULL || lg.conns == NULL || lg.hist == NULL) {
+		fprintf(stderr, "loadgen: out of memory\n");
+		return 1;
+	}
+	for (i = 0; i < lg.concurrency; i++)
+		lg.conns[i].lg = &lg;
+	if (lg.mode == LG_IDLE) {
+		run_idle(&lg);
+		return lg.errors == 0 ? 0 : 1;
+	}
+	if (lg.log_file != NULL)
+		lines0 = file_lines(lg.log_file);
+	lg.cpu_start = proc_cpu_ticks(lg.proxy_pid);
+	lg.t0 = now_us();
+	if (lg.max_requests == 0) {
+		tv.tv_sec = (time_t)lg.duration;
+		tv.tv_usec = (suseconds_t)((lg.duration -
+		    (double)tv.tv_sec) * 1e6);
+		lg.deadline_ev = evtimer_new(lg.base, deadline_cb, &lg);
+		evtimer_add(lg.deadline_ev, &tv);
+	}
+	tv.tv_sec = (time_t)lg.max_seconds;
+	tv.tv_usec = 0;
+	lg.hard_ev = evtimer_new(lg.base, hard_cb, &lg);
+	evtimer_add(lg.hard_ev, &tv);
+	for (i = 0; i < lg.concurrency && conn_may_start(&lg); i++)
+		conn_open(&lg.conns[i]);
+	event_base_dispatch(lg.base);
+	window_end(&lg);
+	lines1 = -1;
+	if (lg.log_file != NULL) {
+		/* the log is written with one write(2) per event, at once */
+		lines1 = file_lines(lg.log_file) - lines0;
+	}
+	report(&lg, lines1);
+	for (i = 0; i < lg.concurrency; i++)
+		if (lg.conns[i].bev != NULL)
+			bufferevent_free(lg.conns[i].bev);
+	if (lg.deadline_ev != NULL)
+		event_free(lg.deadline_ev);
+	event_free(lg.hard_ev);
+	event_base_free(lg.base);
+	free(lg.conns);
+	free(lg.hist);
+	return 0;
+}
