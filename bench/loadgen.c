@@ -82,6 +82,7 @@ struct lg_conn {
 	int64_t			 body_left;	/* -1: until close */
 	int			 close_after;
 	int			 status;
+	int			 nreq;		/* requests sent on this conn */
 };
 
 struct lg {
@@ -113,6 +114,7 @@ struct lg {
 	uint64_t		 issued, done, errors, bytes;
 	uint64_t		 done_window, bytes_window;
 	uint64_t		 established;
+	uint64_t		 retries;	/* silent keep-alive closes */
 	int			 stopping;	/* window over */
 	int			 draining;	/* let in-flight finish */
 	int			 live;		/* open connections */
@@ -148,6 +150,9 @@ static void	 maybe_finish(struct lg *);
 static uint64_t	 hist_pct(struct lg *, double);
 static void	 report(struct lg *, long);
 static void	 run_idle(struct lg *);
+static double	 arg_num(const char *, double, double);
+static void	 parse_args(struct lg *, int, char **);
+static void	 raise_nofile(void);
 
 static void
 usage(void)
@@ -325,6 +330,7 @@ conn_open(struct lg_conn *c)
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
 	bufferevent_set_max_single_read(c->bev, LG_READ_MAX);
 	c->state = LG_CONNECTING;
+	c->nreq = 0;
 	c->t_start = now_us();
 	if (lg->mode == LG_CHURN)
 		lg->issued++;
@@ -385,6 +391,7 @@ conn_send(struct lg_conn *c)
 	}
 	c->state = LG_HEAD;
 	c->close_after = 0;
+	c->nreq++;
 	bufferevent_write(c->bev, lg->req, lg->reqlen);
 }
 
@@ -635,6 +642,19 @@ event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_close(c, 1);
 		return;
 	}
+	/*
+	 * A reused connection closed before any byte of the answer: the
+	 * server dropped keep-alive without saying so (HTTP clients retry
+	 * such a request on a new connection, RFC 9112 section 9.3.1).
+	 */
+	if ((what & BEV_EVENT_EOF) && c->state == LG_HEAD && c->nreq > 1 &&
+	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+	    !lg->stopping) {
+		lg->issued--;
+		lg->retries++;
+		conn_close(c, 1);
+		return;
+	}
 	if (lg->stopping && !lg->draining) {
 		conn_close(c, 0);
 		return;
@@ -725,15 +745,22 @@ report(struct lg *lg, long log_lines)
 		cpu_us = (double)(lg->cpu_end - lg->cpu_start) * 1e6 /
 		    (double)hz;
 	printf("{\"mode\":\"%s\",\"proxy\":\"%s\",\"concurrency\":%d,"
-	    "\"requests\":%" PRIu64 ",\"seconds\":%.3f,\"rps\":%.1f,"
-	    "\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 ",\"errors\":%"
-	    PRIu64, lg->mode_name, lg->label, lg->concurrency,
-	    lg->done_window, secs, (double)lg->done_window / secs,
-	    hist_pct(lg, 50), hist_pct(lg, 99), lg->errors);
+	    "\"requests\":%" PRIu64 ",\"seconds\":%.3f,\"rps\":%.1f,",
+	    lg->mode_name, lg->label, lg->concurrency, lg->done_window, secs,
+	    (double)lg->done_window / secs);
+	if (lg->done_window > 0)
+		printf("\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 ",",
+		    hist_pct(lg, 50), hist_pct(lg, 99));
+	else
+		printf("\"p50_us\":null,\"p99_us\":null,");
+	printf("\"errors\":%" PRIu64 ",\"retries\":%" PRIu64, lg->errors,
+	    lg->retries);
 	if (cpu_us >= 0) {
-		per = lg->done_window ? cpu_us / (double)lg->done_window : 0;
-		printf(",\"proxy_cpu_s\":%.3f,\"proxy_cpu_us_per_req\":%.2f",
-		    cpu_us / 1e6, per);
+		printf(",\"proxy_cpu_s\":%.3f", cpu_us / 1e6);
+		if (lg->done_window > 0 && lg->mode != LG_BULK) {
+			per = cpu_us / (double)lg->done_window;
+			printf(",\"proxy_cpu_us_per_req\":%.2f", per);
+		}
 	}
 	if (lg->mode == LG_BULK) {
 		printf(",\"bytes\":%" PRIu64 ",\"mib_s\":%.1f",

@@ -436,6 +436,7 @@ proxy_status(struct docker *d)
 	const char	*health;
 	size_t		 i;
 	long		 status = 0;
+	int		 rc;
 
 	if (proxyctl_address(d, ip, sizeof(ip), &cause) == -1 ||
 	    proxyctl_call("GET", "/status", NULL, &status, &st, &cause) == -1) {
@@ -476,9 +477,10 @@ proxy_status(struct docker *d)
 		    json_object_get(s, "address")), sets ? sets : "[]");
 		free(sets);
 	}
-	json_decref(st);
-	return health != NULL && strcmp(health, "ok") == 0 ? SG_EXIT_OK :
+	rc = health != NULL && strcmp(health, "ok") == 0 ? SG_EXIT_OK :
 	    SG_EXIT_FAIL;
+	json_decref(st);
+	return rc;
 }
 
 static int

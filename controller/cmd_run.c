@@ -66,7 +66,8 @@ const struct cmd_entry cmd_run = {
 	.name = "run",
 	.usage = "[--input DIR] [--output DIR] [--image IMG] [--cpus N] "
 	    "[--memory SIZE] [--pids N] [--disk SIZE] [--tmp-size SIZE] "
-	    "[--timeout S] [--runtime RT] [--env K=V]... [--json] -- CMD...",
+	    "[--timeout S] [--runtime RT] [--network proxy|none] "
+	    "[--allow SET]... [--env K=V]... [--json] -- CMD...",
 	.summary = "run CMD once in a fresh container (DIR read-only at "
 	    "/input, /output copied to --output), then delete everything",
 	.exec = run_exec,
@@ -83,6 +84,8 @@ static const struct option run_longopts[] = {
 	{ "tmp-size", required_argument, NULL, 'o' },
 	{ "timeout", required_argument, NULL, 'o' },
 	{ "runtime", required_argument, NULL, 'o' },
+	{ "network", required_argument, NULL, 'o' },
+	{ "allow", required_argument, NULL, 'o' },
 	{ "env", required_argument, NULL, 'o' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },

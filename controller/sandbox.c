@@ -285,6 +285,25 @@ sandbox_spec_env_ca(json_t *env)
 	    SANDBOX_CA_DIR "/extra.crt"));
 }
 
+/*
+ * Docker's embedded resolver answers a sandbox's DNS queries and forwards
+ * the names it does not know. Point its forwarding at the proxy's own
+ * address, where nothing serves DNS, so a query can't carry data out:
+ * names are resolved by the proxy alone.
+ */
+static void
+sandbox_spec_dns(json_t *host, const char *proxy)
+{
+	char	ip[64], *colon;
+
+	util_strlcpy(ip, proxy, sizeof(ip));
+	if ((colon = strrchr(ip, ':')) != NULL)
+		*colon = '\0';
+	json_object_set_new(host, "Dns", json_pack("[s]", ip));
+	json_object_set_new(host, "DnsOptions", json_pack("[s,s]",
+	    "timeout:1", "attempts:1"));
+}
+
 /* Only what sandgate sets, then the sandbox's --env (which may override). */
 static json_t *
 sandbox_spec_env(const struct sandbox_meta *m)
@@ -353,6 +372,9 @@ sandbox_spec_host(const struct sandbox_meta *m,
 	    "RestartPolicy", "Name", "no");
 	if (host != NULL && m->runtime != NULL)
 		json_object_set_new(host, "Runtime", json_string(m->runtime));
+	if (host != NULL && m->proxy != NULL &&
+	    strcmp(m->network, "proxy") == 0)
+		sandbox_spec_dns(host, m->proxy);
 	return host;
 }
 

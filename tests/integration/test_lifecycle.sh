@@ -8,7 +8,7 @@ SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sg_require_docker
 sg_setup
 sg_test_image || { echo "cannot build the test image"; exit 1; }
-IMG=(--image "$SG_TEST_IMAGE")
+IMG=(--image "$SG_TEST_IMAGE" --network none)
 
 mkdir -p "$SG_TMP/src/sub"
 echo hello >"$SG_TMP/src/a.txt"

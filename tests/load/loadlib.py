@@ -23,7 +23,9 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import resource
+import shutil
 import signal
 import socket
 import struct
@@ -154,6 +156,14 @@ class LoadProxy(proxylib.Proxy):
         return (["valgrind", "--log-file=" + self.valgrind_log] +
                 list(self.valgrind) + args)
 
+    def nofile(self):
+        """The proxy's descriptor limit (soft), from /proc/PID/limits."""
+        with open("/proc/%d/limits" % self.pid) as f:
+            for line in f:
+                if line.startswith("Max open files"):
+                    return int(line.split()[3])
+        return 0
+
     def fds(self):
         return len(os.listdir("/proc/%d/fd" % self.pid))
 
@@ -166,6 +176,29 @@ class LoadProxy(proxylib.Proxy):
 
 
 # ------------------------------------------------------------------ sampler
+
+def heap_in_use(proxy, timeout=60):
+    """Bytes the proxy's malloc has handed out and not taken back (glibc
+    malloc_stats(), called in the process through gdb; its report goes
+    to the proxy's stderr). None when gdb or the report is missing (no
+    gdb, no ptrace permission, or a sanitizer's allocator)."""
+    if not shutil.which("gdb"):
+        return None
+    before = proxy.stderr().count("in use bytes")
+    try:
+        subprocess.run(["gdb", "-p", str(proxy.pid), "-batch", "-nx",
+                        "-ex", "call (void)malloc_stats()"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proxy.stderr()
+    if text.count("in use bytes") <= before:
+        return None
+    tail = text[text.rfind("Total (incl. mmap):"):]
+    m = re.search(r"in use bytes\s*=\s*(\d+)", tail)
+    return int(m.group(1)) if m else None
+
 
 class Sampler:
     """Samples the proxy's VmRSS (KiB) and open descriptors as a task."""
@@ -444,11 +477,13 @@ class Result:
         self.errors = 0
         self.p99_ms = None
         self.rss = [0, 0, 0]       # before, peak, after (KiB)
+        self.heap = [None, None]   # malloc'd bytes in use before, after
         self.fds = [0, 0, 0]
         self.events = 0
         self.blocked = 0
         self.failures = []
         self.notes = []
+        self.warnings = []
         self.seconds = 0.0
 
     def check(self, cond, what):
@@ -463,12 +498,15 @@ class Result:
 
 def print_table(results, out=sys.stdout):
     hdr = ("scenario", "requests", "errors", "p99 ms", "RSS MiB before/peak/"
-           "after", "fds before/peak/after", "events/blocked", "secs", "ok")
+           "after", "heap MiB before/after", "fds before/peak/after",
+           "events/blocked", "secs", "ok")
     rows = []
     for r in results:
         rows.append((r.name, str(r.requests), str(r.errors),
                      "-" if r.p99_ms is None else "%.1f" % r.p99_ms,
                      "%.1f / %.1f / %.1f" % tuple(x / 1024.0 for x in r.rss),
+                     "-" if None in r.heap else "%.2f / %.2f" % tuple(
+                         x / 1048576.0 for x in r.heap),
                      "%d / %d / %d" % tuple(r.fds),
                      "%d/%d" % (r.events, r.blocked), "%.0f" % r.seconds,
                      "ok" if r.ok else "FAIL"))
@@ -482,6 +520,8 @@ def print_table(results, out=sys.stdout):
     for r in results:
         for n in r.notes:
             print("  %s: note: %s" % (r.name, n), file=out)
+        for w in r.warnings:
+            print("  %s: WARNING: %s" % (r.name, w), file=out)
         for f in r.failures:
             print("  %s: FAILED: %s" % (r.name, f), file=out)
     out.flush()
