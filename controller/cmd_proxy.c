@@ -248,7 +248,7 @@ static json_t *
 proxy_spec(struct proxy_opts *o, const char *ip)
 {
 	json_t	*cmd, *binds, *spec;
-	char	 listen[64], *b;
+	char	 listen[96], *b;
 
 	snprintf(listen, sizeof(listen), "%s:%d", ip, PROXYCTL_PORT);
 	cmd = json_pack("[s,s,s,s,s,s,s,s]", "--listen", listen,

@@ -135,7 +135,7 @@ static int
 copy_entry(struct copy_ctx *c, struct copy_dirs *d, const char *name)
 {
 	struct stat	st;
-	size_t		old;
+	size_t		old = 0;
 	int		rc = 0, skip;
 
 	if (copy_push(c, name, &old) == -1)

@@ -135,7 +135,7 @@ diff_file(struct diff_ctx *c, int dfd, const char *name,
 	struct workspace_delta	*d;
 	struct ws_entry		*e;
 	char			 sha[WORKSPACE_SHA256_HEX];
-	int			 bin;
+	int			 bin = 0;
 
 	e = ws_manifest_lookup(c->m, c->rel);
 	if (e != NULL) {
@@ -500,7 +500,7 @@ workspace_delta_text(const char *sbxdir, const struct workspace_delta *d,
 {
 	char	 tmp[] = "/tmp/sandgate-diff-XXXXXX", a[64], b[64], dir[4096];
 	char	*raw = NULL;
-	size_t	 rawlen;
+	size_t	 rawlen = 0;
 	int	 rc = -1, root, fd;
 
 	*text = NULL;

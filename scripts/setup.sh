@@ -12,7 +12,7 @@ SG_BUILD=${SG_BUILD:-$SG_ROOT/build}
 
 # Build and run-time dependencies, all from Debian's archive.
 SG_PACKAGES=(
-	build-essential cmake pkg-config clang
+	build-essential cmake pkg-config
 	libevent-dev libssl-dev libc-ares-dev libyaml-dev libcmocka-dev
 	libcurl4-openssl-dev libjansson-dev libidn2-dev libpsl-dev libzip-dev
 	docker.io e2fsprogs busybox-static debootstrap
@@ -21,9 +21,12 @@ SG_PACKAGES=(
 
 sg_log() { printf '[setup] %s\n' "$*" >&2; }
 
+# Only the tests need these: clang for libFuzzer, valgrind for leak checks.
+SG_TEST_PACKAGES=(clang valgrind)
+
 sg_install_packages() {
 	local missing=() p
-	for p in "${SG_PACKAGES[@]}"; do
+	for p in "${SG_PACKAGES[@]}" "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q 'install ok installed' || missing+=("$p")
 	done

@@ -8,7 +8,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-sg_install_packages
+sg_install_packages "${SG_TEST_PACKAGES[@]}"
 sg_start_docker
 
 sg_log "sanitizer build (ASan+UBSan) and unit tests"

@@ -91,10 +91,17 @@ class Bench:
         slack = max(RSS_SLACK_KIB, RSS_SLACK_SHARE * (r.rss[1] - r.rss[0]))
         deadline = time.monotonic() + timeout
         while True:
-            r.rss[2], r.fds[2] = self.proxy.rss_kib(), self.proxy.fds()
+            r.fds[2] = self.proxy.fds()
             left = self.upstream_left(upstream_ports)
-            if (r.fds[2] <= r.fds[0] and r.rss[2] <= r.rss[0] + slack and
-                    not any(left.values())) or time.monotonic() >= deadline:
+            if (r.fds[2] <= r.fds[0] and not any(left.values())) or \
+                    time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.25)
+        # Everything is closed: give RSS a moment more to come down.
+        deadline = min(deadline, time.monotonic() + 3)
+        while True:
+            r.rss[2] = self.proxy.rss_kib()
+            if r.rss[2] <= r.rss[0] + slack or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(0.25)
         r.check(r.fds[2] <= r.fds[0], "open fds %d after the load, %d "
