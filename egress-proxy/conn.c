@@ -172,6 +172,9 @@ static int	conn_forward_head(struct conn *);
 static int	conn_next_request(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
 static void	conn_log_allowed(struct conn *);
+static void	conn_event(struct conn *, struct proxy_event *,
+		    const char *event, enum sg_reason, const char *msg,
+		    char *rule, size_t rulesize);
 
 /* Every transition goes through here, so a debug trace reads as a story. */
 static void
@@ -623,6 +626,32 @@ conn_head(struct conn *c)
 	return c->is_connect ? conn_start_connect(c) : conn_start_http(c);
 }
 
+/*
+ * The fields every event about the current request shares; rule (when
+ * not NULL) receives "file:line" of the entry that matched.
+ */
+static void
+conn_event(struct conn *c, struct proxy_event *ev, const char *event,
+    enum sg_reason r, const char *msg, char *rule, size_t rulesize)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->event = event;
+	ev->client = &c->who;
+	ev->src = c->src;
+	ev->method = c->method[0] != '\0' ? c->method : NULL;
+	ev->host = c->host.name;
+	ev->port = c->port;
+	ev->reason = r;
+	ev->message = msg;
+	if (rule != NULL && c->match.file != NULL) {
+		snprintf(rule, rulesize, "%s:%d", c->match.file,
+		    c->match.line);
+		ev->rule = rule;
+	}
+	ev->policy_digest = c->pol ? policy_digest(c->pol->policy) : NULL;
+	ev->bytes_up = ev->bytes_down = ev->duration_ms = -1;
+}
+
 /* A request the parser refused: log it as a block and answer its status. */
 static int
 conn_block_malformed(struct conn *c, int status, const char *cause)
@@ -632,13 +661,8 @@ conn_block_malformed(struct conn *c, int status, const char *cause)
 
 	snprintf(msg, sizeof(msg), SG_BLOCK_PREFIX "malformed request (%s)",
 	    cause);
-	memset(&ev, 0, sizeof(ev));
-	ev.event = "egress.blocked";
-	ev.client = &c->who;
-	ev.src = c->src;
-	ev.reason = SG_REASON_MALFORMED_REQUEST;
-	ev.message = msg;
-	ev.bytes_up = ev.bytes_down = ev.duration_ms = -1;
+	conn_event(c, &ev, "egress.blocked", SG_REASON_MALFORMED_REQUEST, msg,
+	    NULL, 0);
 	c->px->stats.requests_blocked[SG_REASON_MALFORMED_REQUEST]++;
 	proxy_log_event(c->px, &ev);
 	return conn_reply_error(c, status, "http_protocol_error", msg);
@@ -743,20 +767,9 @@ conn_log_allowed(struct conn *c)
 	c->allowed_open = 0;
 	if (!c->px->cfg.log_allowed)
 		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.event = "egress.allowed";
-	ev.client = &c->who;
-	ev.src = c->src;
-	ev.method = c->method;
-	ev.host = c->host.name;
-	ev.port = c->port;
+	conn_event(c, &ev, "egress.allowed", SG_REASON_NONE, NULL, rule,
+	    sizeof(rule));
 	ev.resolved = c->resolved;
-	if (c->match.file != NULL) {
-		snprintf(rule, sizeof(rule), "%s:%d", c->match.file,
-		    c->match.line);
-		ev.rule = rule;
-	}
-	ev.policy_digest = c->pol ? policy_digest(c->pol->policy) : NULL;
 	ev.bytes_up = (long long)(c->bytes_up - c->req_up0);
 	ev.bytes_down = (long long)(c->bytes_down - c->req_down0);
 	ev.duration_ms = (long long)((util_now_us() - c->req_started_us) /
@@ -782,17 +795,7 @@ conn_report_only(struct conn *c, enum sg_reason r)
 	if (i == c->who.nsets)
 		return 0;
 	reason_message(msg, sizeof(msg), r, c->host.name, c->port, NULL, NULL);
-	memset(&ev, 0, sizeof(ev));
-	ev.event = "egress.would_block";
-	ev.client = &c->who;
-	ev.src = c->src;
-	ev.method = c->method;
-	ev.host = c->host.name;
-	ev.port = c->port;
-	ev.reason = r;
-	ev.message = msg;
-	ev.policy_digest = policy_digest(c->pol->policy);
-	ev.bytes_up = ev.bytes_down = ev.duration_ms = -1;
+	conn_event(c, &ev, "egress.would_block", r, msg, NULL, 0);
 	if (proxy_log_event(c->px, &ev) == -1)
 		return 0;	/* unlogged traffic never passes */
 	memset(&c->match, 0, sizeof(c->match));
@@ -820,24 +823,9 @@ conn_block(struct conn *c, enum sg_reason r, const char *sni,
 	int			 keep;
 
 	reason_message(msg, sizeof(msg), r, c->host.name, c->port, sni, addr);
-	memset(&ev, 0, sizeof(ev));
-	ev.event = "egress.blocked";
-	ev.client = &c->who;
-	ev.src = c->src;
-	ev.method = c->method;
-	ev.host = c->host.name;
-	ev.port = c->port;
+	conn_event(c, &ev, "egress.blocked", r, msg, rule, sizeof(rule));
 	ev.sni = sni;
 	ev.resolved = addr;
-	ev.reason = r;
-	ev.message = msg;
-	if (c->match.file != NULL) {
-		snprintf(rule, sizeof(rule), "%s:%d", c->match.file,
-		    c->match.line);
-		ev.rule = rule;
-	}
-	ev.policy_digest = c->pol ? policy_digest(c->pol->policy) : NULL;
-	ev.bytes_up = ev.bytes_down = ev.duration_ms = -1;
 	c->px->stats.requests_blocked[r]++;
 	proxy_log_event(c->px, &ev);
 	c->allowed_open = 0;
@@ -1271,6 +1259,8 @@ conn_reset_request(struct conn *c)
 	memset(&c->match, 0, sizeof(c->match));
 	c->hostport[0] = '\0';
 	c->host.name[0] = '\0';
+	c->method[0] = '\0';
+	c->port = 0;
 	c->head_started = 0;
 	conn_set_state(c, CONN_HEAD);
 	conn_arm(c, c->px->cfg.keepalive_timeout_ms);
@@ -1326,16 +1316,8 @@ conn_revoke(struct proxy *px)
 			continue;
 		reason_message(msg, sizeof(msg), r, c->host.name, c->port,
 		    NULL, NULL);
-		memset(&ev, 0, sizeof(ev));
-		ev.event = "egress.revoked";
-		ev.client = &c->who;
-		ev.src = c->src;
-		ev.method = c->method;
-		ev.host = c->host.name;
-		ev.port = c->port;
+		conn_event(c, &ev, "egress.revoked", r, msg, NULL, 0);
 		ev.resolved = c->resolved;
-		ev.reason = r;
-		ev.message = msg;
 		ev.policy_digest = policy_digest(px->policy->policy);
 		ev.bytes_up = (long long)c->bytes_up;
 		ev.bytes_down = (long long)c->bytes_down;
