@@ -129,8 +129,9 @@ control_status(struct proxy *px, struct evhttp_request *req)
 		blocked += px->stats.requests_blocked[i];
 	control_reply(req, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, "
 	    "s:I, s:I, s:I, s:I, s:I, s:b}",
-	    "health", eventlog_healthy(px->seclog) ? "ok" : "log_unavailable",
-	    "log_error", eventlog_error(px->seclog),
+	    "health", proxy_log_healthy(px) ? "ok" : "log_unavailable",
+	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
+	    "egress is refused until it has room" : eventlog_error(px->seclog),
 	    "policy_digest", policy_digest(px->policy->policy),
 	    "log_seq", (json_int_t)eventlog_seq(px->seclog),
 	    "uptime_s", (json_int_t)(time(NULL) - px->started),
@@ -189,7 +190,7 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 	    "sandgate_proxy_sandboxes_registered %zu\n",
 	    px->stats.upstream_errors, px->stats.bytes_up,
 	    px->stats.bytes_down, px->stats.log_failures,
-	    eventlog_healthy(px->seclog), policy_digest(px->policy->policy),
+	    proxy_log_healthy(px), policy_digest(px->policy->policy),
 	    (long long)px->policy_loaded, px->policy_load_us / 1e6,
 	    registry_count(px->registry));
 	evhttp_add_header(evhttp_request_get_output_headers(req),

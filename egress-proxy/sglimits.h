@@ -55,4 +55,8 @@
 /* Controller: text of one file's unified diff in `sandgate diff`. */
 #define SG_DIFF_TEXT_MAX	(16u * 1024 * 1024)
 
+/* `sandgate policy suggest`: destination hosts, and ports per host, kept. */
+#define SG_SUGGEST_DESTS_MAX	4096
+#define SG_SUGGEST_PORTS_MAX	64
+
 #endif
