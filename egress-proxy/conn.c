@@ -171,6 +171,8 @@ static int	conn_block_malformed(struct conn *, int status,
 static int	conn_forward_head(struct conn *);
 static int	conn_next_request(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
+static int	conn_report_mode(const struct policy *,
+		    const struct proxy_client *);
 static void	conn_log_allowed(struct conn *);
 static void	conn_event(struct conn *, struct proxy_event *,
 		    const char *event, enum sg_reason, const char *msg,
@@ -787,20 +789,37 @@ conn_report_only(struct conn *c, enum sg_reason r)
 {
 	struct proxy_event	ev;
 	char			msg[1024];
-	size_t			i;
+	int			priv;
 
-	for (i = 0; i < c->who.nsets; i++)
-		if (policy_set_is_report(c->pol->policy, c->who.sets[i]))
-			break;
-	if (i == c->who.nsets)
+	if (!conn_report_mode(c->pol->policy, &c->who))
 		return 0;
 	reason_message(msg, sizeof(msg), r, c->host.name, c->port, NULL, NULL);
 	conn_event(c, &ev, "egress.would_block", r, msg, NULL, 0);
 	if (proxy_log_event(c->px, &ev) == -1)
 		return 0;	/* unlogged traffic never passes */
+	/*
+	 * A nearest entry names this very host (only its port, method or
+	 * path missed), so its allow_private still says whether the host
+	 * may sit on a private address: an internal mirror can be tried out
+	 * in report mode. Without one the address checks stay strict.
+	 */
+	priv = c->match.entry != NULL && c->match.allow_private;
 	memset(&c->match, 0, sizeof(c->match));
 	c->match.tls = POLICY_TLS_OPTIONAL;
+	c->match.allow_private = priv;
 	return 1;
+}
+
+/* 1 when one of the client's sets is in report mode in policy p. */
+static int
+conn_report_mode(const struct policy *p, const struct proxy_client *who)
+{
+	size_t	i;
+
+	for (i = 0; i < who->nsets; i++)
+		if (policy_set_is_report(p, who->sets[i]))
+			return 1;
+	return 0;
 }
 
 /*
@@ -1312,7 +1331,12 @@ conn_revoke(struct proxy *px)
 		q.nsets = c->who.nsets;
 		q.now = time(NULL);
 		r = policy_decide(px->policy->policy, &q, NULL);
-		if (r == SG_REASON_NONE)
+		/*
+		 * A client with a set in report mode would be let through
+		 * again (conn_report_only), so its tunnels stay open.
+		 */
+		if (r == SG_REASON_NONE ||
+		    conn_report_mode(px->policy->policy, &c->who))
 			continue;
 		reason_message(msg, sizeof(msg), r, c->host.name, c->port,
 		    NULL, NULL);

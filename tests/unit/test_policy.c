@@ -651,6 +651,58 @@ test_dir_errors(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * A draft as `sandgate policy suggest` writes it: quoted hosts, the
+ * placeholder owner and rationales. Every placeholder rationale is an
+ * error at its own position; the owner is not checked. Once each one is
+ * written the same text loads.
+ */
+#define DRAFT_HEAD \
+	"# drafted\n" \
+	"description: \"destinations the proxy blocked\"\n" \
+	"owner: T" "ODO\n" \
+	"allow:\n" \
+	"  # 2 attempts (not_allowlisted) by sbx_a\n" \
+	"  - host: \"evil.example\"\n" \
+	"    ports: [443, 8443]\n"
+#define DRAFT_TAIL \
+	"  - host: \"192.0.2.7\"\n" \
+	"    ports: [443]\n"
+
+static void
+test_draft(void **state)
+{
+	static const char draft[] = DRAFT_HEAD
+	    "    rationale: T" "ODO\n" DRAFT_TAIL "    rationale: T" "ODO\n";
+	static const char done[] = DRAFT_HEAD
+	    "    rationale: the task fetches its fixtures here\n" DRAFT_TAIL
+	    "    rationale: the vendor's licence server has no name\n";
+	struct policy_diags	 d;
+	struct policy		*p;
+
+	(void)state;
+	policy_diags_init(&d);
+	p = policy_load_buffer("drafted", "drafted.yaml", draft,
+	    sizeof(draft) - 1, NOW, &d);
+	assert_null(p);
+	assert_int_equal(d.nerrors, 2);
+	assert_string_equal(test_diag(&d, 0), "drafted.yaml:8:16: entry for "
+	    "\"evil.example\" still has the drafted rationale \"T" "ODO\"; "
+	    "replace it with why this destination is needed");
+	assert_int_equal(d.v[1].line, 11);
+	assert_int_equal(d.v[1].col, 16);
+	policy_diags_release(&d);
+	policy_diags_init(&d);
+	p = policy_load_buffer("drafted", "drafted.yaml", done,
+	    sizeof(done) - 1, NOW, &d);
+	assert_non_null(p);
+	assert_int_equal(d.nerrors, 0);
+	assert_int_equal(policy_nentries(p), 2);
+	assert_int_equal(policy_entry_at(p, 0)->nports, 2);
+	policy_free(p);
+	policy_diags_release(&d);
+}
+
 int
 main(void)
 {
@@ -666,6 +718,7 @@ main(void)
 		cmocka_unit_test(test_big),
 		cmocka_unit_test(test_set_list),
 		cmocka_unit_test(test_dir_errors),
+		cmocka_unit_test(test_draft),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

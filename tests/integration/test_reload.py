@@ -1,0 +1,674 @@
+#!/usr/bin/env python3
+"""Integration tests of policy reload, revocation, per-sandbox sets and
+report mode in sandgate-proxy, driven through its control socket and the
+`sandgate proxy reload` command.
+
+Run: python3 tests/integration/test_reload.py [-v] [unittest names...]
+Env: SANDGATE_BIN (folder holding sandgate-proxy and sandgate),
+SANDGATE_SRC (source root); SANDGATE_KEEP=1 keeps the temporary folder.
+
+The contract under test is docs/policy.md ("Reload", "mode") and
+docs/proxy.md ("Control socket"). Every upstream and every name is on
+loopback; clients use 127.0.0.2 and 127.0.0.3 as source addresses to play
+two sandboxes.
+"""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxylib  # noqa: E402
+from proxylib import RawConn, get_request, connect_request  # noqa: E402
+
+SANDGATE = os.path.join(proxylib.BIN, "sandgate")
+NAMES = ("allowed.test", "new.test", "gone.test", "tunnel.test",
+         "kept.test", "shared.test", "stage.test", "evil.test")
+
+W = {}  # the module's fixtures: dir, upstreams, proxy, state, socket
+
+# The baseline policy; every test starts from it (setUp reloads it).
+BASE = {
+    "test.yaml": """\
+description: reload tests (default set)
+owner: sandgate-tests@example.invalid
+allow:
+  - host: allowed.test
+    ports: [{HTTP}]
+    allow_private: true
+    rationale: plain-HTTP test upstream on loopback
+  - host: gone.test
+    ports: [{HTTP}]
+    allow_private: true
+    rationale: removed by the reload tests
+  - host: tunnel.test
+    ports: [{HTTP}]
+    allow_private: true
+    rationale: reached through CONNECT tunnels that a reload revokes
+  - host: kept.test
+    ports: [{HTTP}]
+    allow_private: true
+    rationale: a CONNECT tunnel that survives the reload
+""",
+    "alpha.yaml": """\
+description: sandbox alpha
+allow:
+  - host: shared.test
+    ports: [{HTTP}]
+    allow_private: true
+    rationale: only sandboxes with set alpha reach this one
+""",
+    "beta.yaml": """\
+description: sandbox beta
+allow:
+  - host: allowed.test
+    ports: [{HTTP}]
+    allow_private: true
+    rationale: beta reaches allowed.test but not shared.test
+""",
+    "staging.yaml": """\
+description: a set being tried out
+mode: report
+allow:
+  - host: stage.test
+    ports: [{TLS}]
+    allow_private: true
+    rationale: an internal mirror whose other ports are being found out
+""",
+}
+
+NEW_ENTRY = """\
+  - host: new.test
+    ports: [{HTTP}]
+    allow_private: true
+    rationale: added by a reload
+"""
+
+BROKEN = """\
+allow:
+  - host: broken.test
+    rationle: the key is misspelt
+"""
+
+
+def setUpModule():
+    for k in proxylib.PROXY_ENV:
+        os.environ.pop(k, None)
+    W["dir"] = tempfile.mkdtemp(prefix="sg-reload-")
+    W["state"] = os.path.join(W["dir"], "state")
+    W["sock"] = os.path.join(W["state"], "proxy", "run", "control.sock")
+    os.makedirs(os.path.dirname(W["sock"]))
+    try:
+        W["up"] = proxylib.Upstreams(W["dir"]).start()
+        p = proxylib.Proxy(W["dir"], W["up"], sets="test",
+                           extra_args=["--control-socket", W["sock"]])
+        W["proxy"] = p
+        for name in os.listdir(p.policy_dir):
+            os.unlink(os.path.join(p.policy_dir, name))
+        write_policy(BASE)
+        with open(p.hosts, "w") as f:
+            f.write("127.0.0.1\t%s\n" % " ".join(NAMES))
+        p.start()
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def tearDownModule():
+    problems = []
+    p = W.get("proxy")
+    if p is not None and p.proc is not None:
+        alive = p.alive()
+        status = p.stop()
+        if not alive:
+            problems.append("proxy died during the tests (status %r)"
+                            % p.proc.returncode)
+        elif status is None:
+            problems.append("proxy did not exit within 10 s of SIGTERM")
+        report = p.sanitizer_report()
+        if report:
+            problems.append("sanitizer report:\n%s" % report[:4000])
+    if "up" in W:
+        W["up"].stop()
+    if os.environ.get("SANDGATE_KEEP"):
+        print("kept %s" % W["dir"], file=sys.stderr)
+    elif "dir" in W:
+        shutil.rmtree(W["dir"], ignore_errors=True)
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+def write_policy(files):
+    """Make the policy folder hold exactly files (name -> template)."""
+    pd = W["proxy"].policy_dir
+    for name in os.listdir(pd):
+        if name not in files:
+            os.unlink(os.path.join(pd, name))
+    for name, text in files.items():
+        text = text.replace("{HTTP}", str(W["up"].http_port))
+        text = text.replace("{TLS}", str(W["up"].tls_port))
+        with open(os.path.join(pd, name), "w") as f:
+            f.write(text)
+
+
+# ------------------------------------------------------------ control
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=10):
+        super().__init__("proxy", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def control(method, path, body=None):
+    """(status, parsed JSON body) of one control-socket request."""
+    c = UnixHTTPConnection(W["sock"])
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if data else {}
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        raw = r.read()
+        return r.status, json.loads(raw) if raw.strip() else None
+    finally:
+        c.close()
+
+
+# ------------------------------------------------------------ clients
+
+def bound_conn(src, port):
+    """A RawConn to the proxy whose socket is bound to source address src."""
+    c = RawConn.__new__(RawConn)
+    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.sock.settimeout(10)
+    c.sock.bind((src, 0))
+    c.sock.connect(("127.0.0.1", port))
+    c.buf = b""
+    return c
+
+
+def get_from(src, host, path="/"):
+    """One plain-HTTP GET through the proxy from source address src."""
+    hp = "%s:%d" % (host, W["up"].http_port)
+    with bound_conn(src, W["proxy"].port) as c:
+        c.send(get_request("http://%s%s" % (hp, path), hp,
+                           "Connection: close\r\n"))
+        return c.read_response()
+
+
+def urllib_get(host, path="/"):
+    """Status of a GET through the proxy with python's urllib."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler(
+        {"http": "http://127.0.0.1:%d" % W["proxy"].port}))
+    url = "http://%s:%d%s" % (host, W["up"].http_port, path)
+    try:
+        with opener.open(url, timeout=10) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def open_tunnel(host, src="127.0.0.1"):
+    """A CONNECT tunnel to host:HTTP_PORT with one request answered in it."""
+    c = bound_conn(src, W["proxy"].port)
+    hp = "%s:%d" % (host, W["up"].http_port)
+    c.send(connect_request(hp))
+    resp = c.read_response(method="CONNECT")
+    if resp.status != 200:
+        c.close()
+        raise AssertionError("CONNECT %s: %r" % (hp, resp))
+    tunnel_get(c, host, "/first")
+    return c
+
+
+def tunnel_get(c, host, path):
+    """A GET inside an open tunnel (origin form); the parsed response."""
+    c.send(("GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
+            % (path, host, W["up"].http_port)).encode())
+    resp = c.read_response()
+    if resp.status != 200 or resp.json()["path"] != path:
+        raise AssertionError("GET %s in tunnel to %s: %r" % (path, host, resp))
+    return resp
+
+
+def tunnel_closed(c, timeout=5.0):
+    """True when the proxy closes the tunnel within timeout seconds."""
+    c.sock.settimeout(timeout)
+    try:
+        data = c.sock.recv(4096)
+    except socket.timeout:
+        return False
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    return data == b""
+
+
+def run_cli(*args):
+    env = proxylib.clean_env({"SANDGATE_STATE": W["state"]})
+    return subprocess.run([SANDGATE] + list(args), capture_output=True,
+                          text=True, timeout=30, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+def digest():
+    status, body = control("GET", "/status")
+    assert status == 200, (status, body)
+    return body["policy_digest"]
+
+
+def folder_digest():
+    """The digest `sandgate policy check` computes for the policy folder."""
+    r = run_cli("policy", "check", W["proxy"].policy_dir)
+    if r.returncode != 0:
+        raise AssertionError("policy check: %s" % r.stderr)
+    return r.stdout.strip().rsplit(" ", 1)[1]
+
+
+class ReloadTest(unittest.TestCase):
+    maxDiff = None
+
+    @property
+    def proxy(self):
+        return W["proxy"]
+
+    def setUp(self):
+        write_policy(BASE)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        control("POST", "/unregister", {"address": "127.0.0.2"})
+        control("POST", "/unregister", {"address": "127.0.0.3"})
+        self.base_digest = body["digest"]
+
+    def tearDown(self):
+        self.assertTrue(self.proxy.alive(), "proxy died; stderr:\n%s"
+                        % self.proxy.stderr()[-3000:])
+
+    def wait_reload_event(self, mark, kind):
+        ev = self.proxy.wait_event(
+            lambda e: e.get("event") in ("policy.reloaded",
+                                         "policy.rejected"), mark)
+        self.assertIsNotNone(ev, "no policy.* event after the reload")
+        self.assertEqual(ev["event"], kind, ev)
+        return ev
+
+    def sighup(self, kind):
+        mark = self.proxy.mark()
+        os.kill(self.proxy.pid, signal.SIGHUP)
+        return self.wait_reload_event(mark, kind)
+
+    def assert_get(self, host, status, src="127.0.0.1", what=""):
+        resp = get_from(src, host)
+        self.assertEqual(resp.status, status, "%s %s from %s: %r"
+                         % (what, host, src, resp))
+        return resp
+
+
+# ---------------------------------------------------------- (a) broken
+
+class T1Broken(ReloadTest):
+    def break_policy(self):
+        files = dict(BASE)
+        files["broken.yaml"] = BROKEN
+        write_policy(files)
+        return os.path.join(self.proxy.policy_dir, "broken.yaml")
+
+    def check_still_serving(self):
+        self.assert_get("allowed.test", 200, what="after a rejected reload")
+        self.assertEqual(urllib_get("allowed.test"), 200)
+        self.assert_get("evil.test", 403, what="after a rejected reload")
+        self.assertEqual(digest(), self.base_digest)
+
+    def test_sighup_broken_keeps_old_policy(self):
+        self.assert_get("allowed.test", 200, what="before")
+        path = self.break_policy()
+        ev = self.sighup("policy.rejected")
+        want = "%s:3:5: unknown key \"rationle\"" % path
+        self.assertTrue(any(e.startswith(want) for e in ev["errors"]),
+                        ev["errors"])
+        self.assertEqual(ev["policy_digest"], self.base_digest,
+                         "rejected: the digest of the policy kept in force")
+        self.check_still_serving()
+
+    def test_post_reload_broken_answers_422(self):
+        path = self.break_policy()
+        mark = self.proxy.mark()
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 422, body)
+        self.assertFalse(body["ok"])
+        self.assertEqual(len(body["errors"]), 1, body)
+        self.assertTrue(body["errors"][0].startswith(
+            "%s:3:5: unknown key \"rationle\" in an allow entry" % path),
+            body["errors"])
+        ev = self.wait_reload_event(mark, "policy.rejected")
+        self.assertEqual(ev["errors"], body["errors"])
+        self.check_still_serving()
+
+
+# ---------------------------------------------------------- (b) valid
+
+class T2Valid(ReloadTest):
+    def changed_policy(self):
+        files = dict(BASE)
+        text = files["test.yaml"]
+        # drop gone.test, add new.test
+        start = text.index("  - host: gone.test")
+        end = text.index("  - host: tunnel.test")
+        files["test.yaml"] = text[:start] + NEW_ENTRY + text[end:]
+        write_policy(files)
+
+    def test_reload_without_restart(self):
+        self.assert_get("new.test", 403, what="before")
+        self.assert_get("gone.test", 200, what="before")
+        pid = self.proxy.pid
+        self.changed_policy()
+        ev = self.sighup("policy.reloaded")
+        self.assertEqual(ev["policy_digest"], folder_digest())
+        self.assertNotEqual(ev["policy_digest"], self.base_digest)
+        self.assertEqual(digest(), ev["policy_digest"])
+        self.assert_get("new.test", 200, what="after")
+        resp = self.assert_get("gone.test", 403, what="after")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "not_allowlisted")
+        self.assertEqual(self.proxy.pid, pid)
+        self.assertTrue(self.proxy.alive())
+
+    def test_keep_alive_client_survives_reload(self):
+        with RawConn(self.proxy.port) as c:
+            hp = "allowed.test:%d" % W["up"].http_port
+            c.send(get_request("http://%s/before" % hp, hp))
+            r1 = c.read_response()
+            self.assertEqual(r1.status, 200, r1)
+            self.changed_policy()
+            status, body = control("POST", "/reload")
+            self.assertEqual(status, 200, body)
+            # Same TCP connection: the next requests are decided by the
+            # new policy.
+            hp = "new.test:%d" % W["up"].http_port
+            c.send(get_request("http://%s/after" % hp, hp))
+            r2 = c.read_response()
+            self.assertEqual(r2.status, 200, r2)
+            self.assertEqual(r2.json()["path"], "/after")
+            hp = "gone.test:%d" % W["up"].http_port
+            c.send(get_request("http://%s/gone" % hp, hp))
+            r3 = c.read_response()
+            self.assertEqual(r3.status, 403, r3)
+            hp = "allowed.test:%d" % W["up"].http_port
+            c.send(get_request("http://%s/still" % hp, hp))
+            self.assertEqual(c.read_response().status, 200)
+        ev = self.proxy.wait_event(
+            lambda e: e.get("event") == "egress.blocked" and
+            e.get("host") == "gone.test")
+        self.assertIsNotNone(ev)
+        self.assertEqual(ev["policy_digest"], body["digest"])
+
+
+# ---------------------------------------------------------- (c) revoke
+
+class T3Revoke(ReloadTest):
+    def test_tunnel_to_removed_destination_is_closed(self):
+        gone = open_tunnel("tunnel.test")
+        kept = open_tunnel("kept.test")
+        try:
+            files = dict(BASE)
+            text = files["test.yaml"]
+            start = text.index("  - host: tunnel.test")
+            end = text.index("  - host: kept.test")
+            files["test.yaml"] = text[:start] + text[end:]
+            write_policy(files)
+            mark = self.proxy.mark()
+            status, body = control("POST", "/reload")
+            self.assertEqual(status, 200, body)
+            self.assertTrue(tunnel_closed(gone),
+                            "tunnel to a removed destination still open")
+            ev = self.proxy.wait_event(
+                lambda e: e.get("event") == "egress.revoked", mark)
+            self.assertIsNotNone(ev, "no egress.revoked event")
+            self.assertEqual(ev["host"], "tunnel.test")
+            self.assertEqual(ev["port"], W["up"].http_port)
+            self.assertEqual(ev["reason"], "not_allowlisted")
+            self.assertEqual(ev["policy_digest"], body["digest"])
+            self.assertGreater(ev["bytes_down"], 0)
+            # The tunnel to a destination still allowed goes on.
+            tunnel_get(kept, "kept.test", "/after-reload")
+            revoked = [e for e in self.proxy.events()[mark:]
+                       if e.get("event") == "egress.revoked"]
+            self.assertEqual(len(revoked), 1, revoked)
+        finally:
+            gone.close()
+            kept.close()
+
+    def test_unrelated_reload_keeps_tunnels(self):
+        t = open_tunnel("tunnel.test")
+        try:
+            files = dict(BASE)
+            files["test.yaml"] += NEW_ENTRY
+            write_policy(files)
+            self.sighup("policy.reloaded")
+            tunnel_get(t, "tunnel.test", "/after-reload")
+        finally:
+            t.close()
+
+
+# ---------------------------------------------------- (e) per sandbox
+
+class T4Sandboxes(ReloadTest):
+    def register(self, addr, sbx, sets):
+        status, body = control("POST", "/register", {
+            "address": addr, "sandbox": sbx, "sets": sets})
+        self.assertEqual(status, 200, body)
+
+    def test_sets_per_client_address(self):
+        self.register("127.0.0.2", "sbx_alpha", "alpha")
+        self.register("127.0.0.3", "sbx_beta", "beta")
+        status, body = control("GET", "/status")
+        self.assertEqual(status, 200)
+        listed = {s["address"]: (s["sandbox"], s["sets"])
+                  for s in body["sandboxes"]}
+        self.assertEqual(listed, {"127.0.0.2": ("sbx_alpha", ["alpha"]),
+                                  "127.0.0.3": ("sbx_beta", ["beta"])})
+        mark = self.proxy.mark()
+        self.assert_get("shared.test", 200, src="127.0.0.2")
+        self.assert_get("shared.test", 403, src="127.0.0.3")
+        self.assert_get("shared.test", 403, src="127.0.0.1",
+                        what="unregistered, default sets")
+        # Each sandbox has only its own sets, not the default ones.
+        self.assert_get("allowed.test", 403, src="127.0.0.2")
+        self.assert_get("allowed.test", 200, src="127.0.0.3")
+        ev = self.proxy.wait_event(
+            lambda e: e.get("event") == "egress.blocked" and
+            e.get("host") == "shared.test", mark)
+        self.assertEqual(ev["sandbox"], "sbx_beta")
+        self.assertEqual(ev["policy_sets"], ["beta"])
+        self.assertTrue(ev["src"].startswith("127.0.0.3:"), ev["src"])
+
+        status, body = control("POST", "/unregister", {"sandbox": "sbx_alpha"})
+        self.assertEqual((status, body["removed"]), (200, 1), body)
+        status, body = control("POST", "/unregister",
+                               {"address": "127.0.0.3"})
+        self.assertEqual((status, body["removed"]), (200, 1), body)
+        self.assertEqual(control("GET", "/status")[1]["sandboxes"], [])
+        mark = self.proxy.mark()
+        self.assert_get("shared.test", 403, src="127.0.0.2",
+                        what="after unregister")
+        self.assert_get("allowed.test", 200, src="127.0.0.2",
+                        what="after unregister")
+        self.assert_get("allowed.test", 200, src="127.0.0.3",
+                        what="after unregister")
+        ev = self.proxy.wait_event(
+            lambda e: e.get("event") == "egress.blocked", mark)
+        self.assertIsNone(ev["sandbox"])
+        self.assertEqual(ev["policy_sets"], ["test"])
+
+    def test_register_rejects_bad_input(self):
+        status, _ = control("POST", "/register", {"address": "not-an-ip",
+                                                  "sandbox": "sbx_x"})
+        self.assertEqual(status, 400)
+        status, _ = control("POST", "/register", {"address": "127.0.0.2",
+                                                  "sandbox": "sbx_x",
+                                                  "sets": "Bad Set"})
+        self.assertEqual(status, 400)
+        self.assertEqual(control("GET", "/status")[1]["sandboxes"], [])
+
+
+# ------------------------------------------------------- (f) report
+
+class T5Report(ReloadTest):
+    def setUp(self):
+        super().setUp()
+        status, body = control("POST", "/register", {
+            "address": "127.0.0.2", "sandbox": "sbx_stage",
+            "sets": "staging"})
+        self.assertEqual(status, 200, body)
+
+    def test_report_mode_lets_through_and_logs(self):
+        mark = self.proxy.mark()
+        # port_not_allowed for stage.test: the set is in report mode, so
+        # the request goes through, to the address its entry allows.
+        resp = self.assert_get("stage.test", 200, src="127.0.0.2")
+        self.assertEqual(resp.json()["path"], "/")
+        ev = self.proxy.wait_event(
+            lambda e: e.get("event") == "egress.would_block", mark)
+        self.assertIsNotNone(ev, "no egress.would_block event")
+        self.assertEqual(ev["host"], "stage.test")
+        self.assertEqual(ev["port"], W["up"].http_port)
+        self.assertEqual(ev["reason"], "port_not_allowed")
+        self.assertEqual(ev["sandbox"], "sbx_stage")
+        self.assertEqual(ev["policy_sets"], ["staging"])
+        self.assertEqual(ev["policy_digest"], self.base_digest)
+        blocked = [e for e in self.proxy.events()[mark:]
+                   if e.get("event") == "egress.blocked"]
+        self.assertEqual(blocked, [])
+        # The same request from a client using an enforced set is refused.
+        self.assert_get("stage.test", 403, src="127.0.0.1")
+
+    def test_report_mode_keeps_address_checks(self):
+        # evil.test has no entry at all: report mode lets the policy
+        # decision through, but loopback is still refused without an
+        # entry saying allow_private.
+        mark = self.proxy.mark()
+        resp = self.assert_get("evil.test", 403, src="127.0.0.2")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "private_address")
+        kinds = [(e["event"], e.get("reason"))
+                 for e in self.proxy.events()[mark:]]
+        self.assertEqual(kinds, [("egress.would_block", "not_allowlisted"),
+                                 ("egress.blocked", "private_address")])
+
+    def test_report_mode_tunnel_survives_reload(self):
+        c = bound_conn("127.0.0.2", self.proxy.port)
+        try:
+            hp = "stage.test:%d" % W["up"].http_port
+            c.send(connect_request(hp))
+            resp = c.read_response(method="CONNECT")
+            self.assertEqual(resp.status, 200, resp)
+            tunnel_get(c, "stage.test", "/first")
+            files = dict(BASE)
+            files["test.yaml"] += NEW_ENTRY
+            write_policy(files)
+            mark = self.proxy.mark()
+            self.sighup("policy.reloaded")
+            tunnel_get(c, "stage.test", "/after-reload")
+            revoked = [e for e in self.proxy.events()[mark:]
+                       if e.get("event") == "egress.revoked"]
+            self.assertEqual(revoked, [])
+        finally:
+            c.close()
+
+
+# ------------------------------------------------- (g) sandgate CLI
+
+class T6Cli(ReloadTest):
+    def test_cli_reload_broken_then_good(self):
+        files = dict(BASE)
+        files["broken.yaml"] = BROKEN
+        write_policy(files)
+        r = run_cli("proxy", "reload")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("policy reload rejected", r.stderr)
+        self.assertIn("%s:3:5: unknown key \"rationle\""
+                      % os.path.join(self.proxy.policy_dir, "broken.yaml"),
+                      r.stderr)
+        self.assertEqual(digest(), self.base_digest)
+        self.assert_get("allowed.test", 200)
+
+        files = dict(BASE)
+        files["test.yaml"] += NEW_ENTRY
+        write_policy(files)
+        r = run_cli("proxy", "reload")
+        self.assertEqual(r.returncode, 0, r)
+        want = folder_digest()
+        self.assertEqual(r.stdout.strip(), "policy reloaded: digest %s"
+                         % want)
+        self.assertEqual(digest(), want)
+        self.assert_get("new.test", 200)
+
+    def test_cli_reload_without_proxy(self):
+        env = proxylib.clean_env({"SANDGATE_STATE":
+                                  os.path.join(W["dir"], "no-state")})
+        r = subprocess.run([SANDGATE, "proxy", "reload"], capture_output=True,
+                           text=True, timeout=30, env=env,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 125, r)
+
+
+# ------------------------------------------------ (d) policy_digest
+
+class T9Digests(ReloadTest):
+    def test_every_event_names_the_policy_in_force(self):
+        """Walk the whole log: each event carries the digest of the policy
+        in force when it was written (a reload changes it; a rejected
+        reload does not)."""
+        events = self.proxy.events()
+        self.assertGreater(len(events), 20, "the other tests ran first")
+        first = events[0]
+        self.assertIn("policy_digest", first)
+        current = first["policy_digest"]
+        seen = set()
+        for i, e in enumerate(events):
+            self.assertIn("policy_digest", e, "line %d: %r" % (i + 1, e))
+            if e["event"] == "policy.reloaded":
+                current = e["policy_digest"]
+            self.assertEqual(e["policy_digest"], current,
+                             "line %d: %r" % (i + 1, e))
+            seen.add(e["event"])
+        for kind in ("policy.reloaded", "policy.rejected", "egress.blocked",
+                     "egress.would_block", "egress.revoked"):
+            self.assertIn(kind, seen)
+        self.assertEqual(current, digest())
+
+
+def main():
+    verbosity = 2 if "-v" in sys.argv else 1
+    argv = [a for a in sys.argv[1:] if a != "-v"]
+    loader = unittest.TestLoader()
+    if argv:
+        suite = loader.loadTestsFromNames(argv, sys.modules[__name__])
+    else:
+        suite = loader.loadTestsFromModule(sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
+    failed = len(result.failures) + len(result.errors) + \
+        len(result.unexpectedSuccesses)
+    passed = result.testsRun - len(result.failures) - len(result.errors) - \
+        len(result.skipped) - len(result.unexpectedSuccesses)
+    sys.stderr.flush()
+    if result.skipped:
+        print("%d skipped" % len(result.skipped))
+    print("%d passed, %d failed" % (max(passed, 0), failed))
+    return 0 if failed == 0 and result.testsRun > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
