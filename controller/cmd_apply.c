@@ -29,7 +29,8 @@ static int	cmd_apply_run(const char *, char **, size_t, int, int, int);
 
 const struct cmd_entry cmd_apply = {
 	.name = "apply",
-	.usage = "(--path PATH ... | --all) [--include-risky] [--dry-run] ID",
+	.usage = "(--path PATH [--path PATH]... | --all) [--include-risky] "
+	    "[--dry-run] ID",
 	.summary = "copy reviewed changes from the working copy back to the "
 	    "source folder.\nPATH is relative to the source root. A path is "
 	    "refused (exit 126, host file\nuntouched) if it is absolute, has "
@@ -158,6 +159,7 @@ cmd_apply_exec(int argc, char **argv)
 	if ((paths = calloc((size_t)argc + 1, sizeof(char *))) == NULL)
 		return SG_EXIT_ERROR;
 	optind = 1;
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
@@ -177,7 +179,8 @@ cmd_apply_exec(int argc, char **argv)
 			return cmd_help(&cmd_apply);
 		default:
 			free(paths);
-			return cmd_usage_error(&cmd_apply, "bad option");
+			return cmd_usage_error(&cmd_apply, "unknown option or "
+			    "missing value: '%s'", argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 1 || state_valid_id(argv[optind]) == -1)

@@ -28,6 +28,7 @@
 #include "docker.h"
 #include "exec.h"
 #include "probe.h"
+#include "proxyctl.h"
 #include "runrec.h"
 #include "sandbox.h"
 #include "sglimits.h"
@@ -332,7 +333,8 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	char			 run[STATE_ID_LEN + 1], work[PATH_MAX];
 	char			 scratch[PATH_MAX], out[PATH_MAX];
 	char			*cid = NULL, *cause = NULL;
-	int			 pid, rv = SG_EXIT_ERROR, ran = 0;
+	int			 pid, rv = SG_EXIT_ERROR, ran = 0, asked = 0;
+	long long		 seq = 0;
 
 	memset(&r, 0, sizeof(r));
 	memset(&o, 0, sizeof(o));
@@ -360,9 +362,13 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	o.timeout = m->timeout;
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
+	if (strcmp(m->network, "proxy") == 0 && proxyctl_log_seq(&seq) == 0)
+		asked = 1;
 	if (cid != NULL && exec_run(d, cid, pid, &o, &r, &cause) == 0) {
 		ran = 1;
 		rv = r.exit_code;
+		if (asked)
+			r.network_blocked = proxyctl_blocks(m->id, seq);
 	}
 done:
 	if (cid != NULL)

@@ -845,6 +845,11 @@ exec_report(const struct exec_result *r, long long timeout,
 	}
 	if (r->pids_limit_hit)
 		fprintf(stderr, "sandgate: process limit %lld reached\n", pids);
+	if (r->output_truncated)
+		fprintf(stderr, "sandgate: output longer than the %u MiB "
+		    "capture cap per stream: the result keeps its head and "
+		    "tail; the whole output is in the sandbox's evidence "
+		    "(sandgate export)\n", SG_OUTPUT_CAP_DEFAULT >> 20);
 	exec_report_blocked(r->network_blocked);
 	if (r->kill_failed)
 		fprintf(stderr, "sandgate: warning: processes of the command "

@@ -39,6 +39,7 @@ struct control_block {
 
 static struct evhttp		*control_http;
 static char			*control_path;
+static char			*control_registry_path;	/* registry.json */
 static struct control_block	*control_ring;
 static size_t			 control_ring_next;
 
@@ -51,6 +52,8 @@ static void	control_register(struct proxy *, struct evhttp_request *);
 static void	control_unregister(struct proxy *, struct evhttp_request *);
 static void	control_reload(struct proxy *, struct evhttp_request *);
 static void	control_blocks(struct proxy *, struct evhttp_request *);
+static void	control_registry_save(struct proxy *);
+static void	control_registry_load(struct proxy *);
 
 /* Send a JSON reply (steals the reference). */
 static void
@@ -218,6 +221,7 @@ control_register(struct proxy *px, struct evhttp_request *req)
 	} else {
 		log_info("registered %s as %s (sets \"%s\")", addr, sbx,
 		    sets ? sets : "");
+		control_registry_save(px);
 		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
 	}
 	json_decref(o);
@@ -240,6 +244,7 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		    "sandbox or address is required"));
 	} else {
 		n = registry_remove(px->registry, key);
+		control_registry_save(px);
 		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
 		    "removed", (json_int_t)n));
 	}
@@ -262,6 +267,65 @@ control_reload(struct proxy *px, struct evhttp_request *req)
 	free(errors);
 	control_reply(req, 422, json_pack("{s:b, s:o}", "ok", 0, "errors",
 	    arr ? arr : json_array()));
+}
+
+/*
+ * The registry survives a restart of the proxy (a crash brought back by
+ * the container's restart policy, or `sandgate proxy start` with a new
+ * configuration): it is kept beside the socket, in the folder the
+ * controller owns, and written atomically after every change.
+ */
+static void
+control_registry_save(struct proxy *px)
+{
+	json_t	*arr = registry_json(px->registry);
+	char	*tmp;
+
+	util_xasprintf(&tmp, "%s.tmp", control_registry_path);
+	if (arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) == -1 ||
+	    rename(tmp, control_registry_path) == -1)
+		log_warn("cannot save the sandbox registry %s",
+		    control_registry_path);
+	free(tmp);
+	json_decref(arr);
+}
+
+static void
+control_registry_load(struct proxy *px)
+{
+	json_error_t	 err;
+	json_t		*arr, *e, *sets, *v;
+	const char	*cause;
+	char		*csv, *tmp;
+	size_t		 i, j, n = 0;
+
+	if ((arr = json_load_file(control_registry_path, 0, &err)) == NULL) {
+		if (access(control_registry_path, F_OK) == 0)
+			log_warnx("%s: %s; starting with no sandboxes",
+			    control_registry_path, err.text);
+		return;
+	}
+	json_array_foreach(arr, i, e) {
+		csv = util_xstrdup("");
+		sets = json_object_get(e, "sets");
+		json_array_foreach(sets, j, v) {
+			util_xasprintf(&tmp, "%s%s%s", csv, j ? "," : "",
+			    json_string_value(v) ? json_string_value(v) : "");
+			free(csv);
+			csv = tmp;
+		}
+		if (registry_add(px->registry, json_string_value(
+		    json_object_get(e, "address")) ?: "", json_string_value(
+		    json_object_get(e, "sandbox")), csv, &cause) == 0)
+			n++;
+		else
+			log_warnx("%s: entry %zu: %s", control_registry_path,
+			    i, cause);
+		free(csv);
+	}
+	json_decref(arr);
+	log_info("%zu sandboxes registered again from %s", n,
+	    control_registry_path);
 }
 
 void
@@ -355,6 +419,10 @@ control_listen(struct proxy *px, const char *path, char **cause)
 	    EVHTTP_REQ_POST);
 	evhttp_set_gencb(control_http, control_route, px);
 	control_path = util_xstrdup(path);
+	util_xasprintf(&control_registry_path, "%.*s/registry.json",
+	    strrchr(path, '/') ? (int)(strrchr(path, '/') - path) : 1,
+	    strrchr(path, '/') ? path : ".");
+	control_registry_load(px);
 	fprintf(stderr, "sandgate-proxy: control socket %s\n", path);
 	return 0;
 }
@@ -367,8 +435,10 @@ control_close(struct proxy *px)
 	if (control_path != NULL)
 		unlink(control_path);
 	free(control_path);
+	free(control_registry_path);
 	free(control_ring);
 	control_http = NULL;
 	control_path = NULL;
+	control_registry_path = NULL;
 	control_ring = NULL;
 }

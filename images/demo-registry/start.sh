@@ -30,7 +30,8 @@ cp "$here/serve.py" "$work/serve.py"
 if ! docker network inspect "$net" >/dev/null 2>&1; then
 	docker network create --internal "$net" >/dev/null
 fi
-if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then
+# (Re)start unless it already runs on this network with this folder.
+if [ "$(docker inspect -f "{{.State.Running}} {{with index .NetworkSettings.Networks \"$net\"}}on{{end}} {{range .Mounts}}{{.Source}}{{end}}" "$name" 2>/dev/null)" != "true on $work" ]; then
 	docker rm -f "$name" >/dev/null 2>&1 || true
 	docker run -d --name "$name" --network "$net" --user 1000:1000 --read-only \
 		--cap-drop ALL --security-opt no-new-privileges --memory 256m --pids-limit 64 \

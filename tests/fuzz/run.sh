@@ -16,15 +16,32 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 mkdir -p "$build/findings"
-fail=0
-for t in "${targets[@]}"; do
-	name=${t#fuzz_}
+jobs_max=${SANDGATE_FUZZ_JOBS:-$(nproc)}
+
+# One target: its seeds copied to a scratch corpus, libFuzzer for $secs.
+run_one() {
+	local t=$1 name=${1#fuzz_} work
 	work=$build/corpus/$name
 	mkdir -p "$work"
 	[ -d "$root/tests/fuzz/corpus/$name" ] && cp -r "$root/tests/fuzz/corpus/$name/." "$work/"
 	if "$build/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$build/findings/$t-" -print_final_stats=1 "$work" \
 		>"$build/findings/$t.log" 2>&1; then
+		echo ok >"$build/findings/$t.status"
+	else
+		echo failed >"$build/findings/$t.status"
+	fi
+}
+
+for t in "${targets[@]}"; do
+	rm -f "$build/findings/$t.status"
+	run_one "$t" &
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+done
+wait
+fail=0
+for t in "${targets[@]}"; do
+	if [ "$(cat "$build/findings/$t.status" 2>/dev/null)" = ok ]; then
 		runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/findings/$t.log" | grep -o '[0-9]*$' || echo '?')
 		echo "[fuzz] $t: ok, $runs runs in ${secs}s"
 	else

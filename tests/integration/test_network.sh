@@ -21,14 +21,13 @@ POL=$SG_TMP/policy.d
 	{ cat "$SG_TMP/image.err"; fail "base image builds"; sg_summary; exit 1; }
 bash "$SRC/images/demo-registry/start.sh" "$EGRESS" "$REG" >/dev/null ||
 	{ fail "demo registry starts"; sg_summary; exit 1; }
-sg_on_exit "docker rm -f sandgate-demo-registry; docker network rm $EGRESS"
+sg_on_exit "'$SG' proxy stop; docker rm -f sandgate-demo-registry; docker network rm $EGRESS"
 mkdir -p "$POL"
 cp "$SRC"/policy.d/*.yaml "$SRC"/examples/demo-policy/*.yaml "$POL/"
 sg_run r "$SG" proxy start --egress-network "$EGRESS" --hosts "$REG/hosts" \
 	--policy-dir "$POL" --log-dir "$SANDGATE_LOG_DIR"
 assert_eq "proxy start" 0 "$r_rc"
 [ "$r_rc" = 0 ] || { echo "$r_err"; sg_summary; exit 1; }
-sg_on_exit "'$SG' proxy stop"
 sg_run r "$SG" proxy start --egress-network "$EGRESS" --hosts "$REG/hosts" \
 	--policy-dir "$POL" --log-dir "$SANDGATE_LOG_DIR"
 assert_contains "proxy start is idempotent" "$r_out" "already running"
