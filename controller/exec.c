@@ -29,7 +29,8 @@
 struct exec_cg {
 	char	mem[PATH_MAX];
 	char	pids[PATH_MAX];
-	char	cpu[PATH_MAX];
+	char	cpu[PATH_MAX];		/* cpuacct (usage) */
+	char	cpuctl[PATH_MAX];	/* cpu (CFS quota) */
 	int	v2;
 };
 
@@ -342,6 +343,7 @@ exec_cg_line(struct exec_cg *cg, const char *ctrl, const char *rel)
 		    sizeof(cg->pids));
 		util_strlcpy(cg->mem, cg->pids, sizeof(cg->mem));
 		util_strlcpy(cg->cpu, cg->pids, sizeof(cg->cpu));
+		util_strlcpy(cg->cpuctl, cg->pids, sizeof(cg->cpuctl));
 		return;
 	}
 	if (cg->v2) {
@@ -354,9 +356,12 @@ exec_cg_line(struct exec_cg *cg, const char *ctrl, const char *rel)
 	else if (strstr(ctrl, "pids") != NULL)
 		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->pids,
 		    sizeof(cg->pids));
-	else if (strstr(ctrl, "cpuacct") != NULL)
+	if (strstr(ctrl, "cpuacct") != NULL)
 		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->cpu,
 		    sizeof(cg->cpu));
+	if (strcmp(ctrl, "cpu") == 0 || strncmp(ctrl, "cpu,", 4) == 0)
+		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->cpuctl,
+		    sizeof(cg->cpuctl));
 }
 
 /*
@@ -895,4 +900,50 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	free(out);
 	free(err);
 	return o;
+}
+
+/* A cgroup file's value as JSON: an integer, "max", or null if absent. */
+static json_t *
+exec_cg_value(const char *dir, const char *file, int field)
+{
+	char	path[PATH_MAX + 64], buf[EXEC_FILE_MAX], *p = buf;
+	int	i;
+
+	if (dir[0] == '\0')
+		return json_null();
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (exec_read_file(path, buf, sizeof(buf)) <= 0)
+		return json_null();
+	for (i = 0; i < field && p != NULL; i++)
+		if ((p = strchr(p, ' ')) != NULL)
+			p++;
+	if (p == NULL)
+		return json_null();
+	if (strncmp(p, "max", 3) == 0 || strncmp(p, "-1", 2) == 0)
+		return json_string("max");
+	return json_integer((json_int_t)strtoll(p, NULL, 10));
+}
+
+json_t *
+exec_cgroup_limits(int pid)
+{
+	struct exec_cg	cg;
+
+	if (exec_cg_find(pid, &cg) == -1)
+		return NULL;
+	if (cg.v2)
+		return json_pack("{s:o, s:n, s:o, s:o, s:o, s:o}",
+		    "memory_max", exec_cg_value(cg.mem, "memory.max", 0),
+		    "memsw_max",
+		    "swap_max", exec_cg_value(cg.mem, "memory.swap.max", 0),
+		    "pids_max", exec_cg_value(cg.pids, "pids.max", 0),
+		    "cpu_quota_us", exec_cg_value(cg.cpuctl, "cpu.max", 0),
+		    "cpu_period_us", exec_cg_value(cg.cpuctl, "cpu.max", 1));
+	return json_pack("{s:o, s:o, s:n, s:o, s:o, s:o}",
+	    "memory_max", exec_cg_value(cg.mem, "memory.limit_in_bytes", 0),
+	    "memsw_max", exec_cg_value(cg.mem, "memory.memsw.limit_in_bytes",
+	    0), "swap_max",
+	    "pids_max", exec_cg_value(cg.pids, "pids.max", 0),
+	    "cpu_quota_us", exec_cg_value(cg.cpuctl, "cpu.cfs_quota_us", 0),
+	    "cpu_period_us", exec_cg_value(cg.cpuctl, "cpu.cfs_period_us", 0));
 }

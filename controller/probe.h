@@ -38,6 +38,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 /* Where the probe is bind-mounted inside every sandbox container. */
 #define PROBE_CONTAINER_PATH	"/.sandgate/probe"
 /* Most bytes of `check` output the controller reads; more is a failure. */
@@ -62,6 +64,12 @@ struct probe_expect {
 						   controller checks that
 						   network is internal) */
 	int			seccomp_filter;	/* Seccomp 2 (off for runsc) */
+	/*
+	 * runsc: gVisor's /proc lacks CapAmb and NoNewPrivs and hides the
+	 * cgroup files, so those are not required inside; the limits are
+	 * then checked from the host (probe_check_limits).
+	 */
+	int			gvisor;
 };
 
 void	probe_expect_init(struct probe_expect *);
@@ -84,6 +92,15 @@ const char	*probe_path(void);
  * network, Docker socket.
  */
 int	probe_check(const char *json, const struct probe_expect *,
+	    char **failed);
+
+/*
+ * Check limits given as JSON with the probe's keys (memory_max,
+ * memsw_max, swap_max, pids_max, cpu_quota_us, cpu_period_us), as read
+ * inside by the probe or outside from the host's cgroupfs
+ * (exec_cgroup_limits). Same contract as probe_check.
+ */
+int	probe_check_limits(json_t *limits, const struct probe_expect *,
 	    char **failed);
 
 #endif

@@ -734,6 +734,31 @@ sandbox_resolve(struct docker *d, struct sandbox_meta *m, char **cause)
 	return sandbox_resolve_proxy(d, m, cause);
 }
 
+/*
+ * The same limits read from the host's cgroupfs: what the kernel enforces
+ * whatever the inside shows (gVisor shows nothing). 0 or -1 with *failed.
+ */
+static int
+sandbox_probe_host(int pid, const struct probe_expect *pe, char **failed)
+{
+	json_t	*limits = exec_cgroup_limits(pid);
+	char	*why = NULL;
+	int	 rc;
+
+	if (limits == NULL) {
+		util_xasprintf(failed, "cannot read the container's cgroup on "
+		    "the host (init pid %d)", pid);
+		return -1;
+	}
+	rc = probe_check_limits(limits, pe, &why);
+	if (rc == -1) {
+		util_xasprintf(failed, "host cgroup: %s", why);
+		free(why);
+	}
+	json_decref(limits);
+	return rc;
+}
+
 /* Run the probe in the container and check it against the meta. */
 static int
 sandbox_probe(struct docker *d, const struct sandbox_meta *m,
@@ -760,13 +785,15 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	pe.cpus = m->cpus;
 	pe.network_none = strcmp(m->network, "none") == 0;
 	pe.proxy_only = strcmp(m->network, "proxy") == 0;
-	pe.seccomp_filter = m->runtime == NULL ||
-	    strcmp(m->runtime, "runsc") != 0;
+	pe.gvisor = m->runtime != NULL && strcmp(m->runtime, "runsc") == 0;
+	pe.seccomp_filter = !pe.gvisor;
+	pe.tmp_noexec = !pe.gvisor;	/* gVisor hides mount options */
 	if (r.cmd_exit != 0)
 		util_xasprintf(cause, "sandbox refused: the probe could not "
 		    "run in the container (exit %d): %.200s", r.cmd_exit,
 		    r.err ? r.err : "");
-	else if (probe_check(r.out, &pe, &failed) == -1) {
+	else if (probe_check(r.out, &pe, &failed) == -1 ||
+	    sandbox_probe_host(pid, &pe, &failed) == -1) {
 		util_xasprintf(cause, "sandbox refused: %s", failed);
 		free(failed);
 	} else

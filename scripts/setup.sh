@@ -2,7 +2,7 @@
 # setup.sh: everything a fresh Debian 12 machine needs before sandgate runs,
 # done idempotently: Debian packages, the build, and a running dockerd.
 #
-#   scripts/setup.sh [--no-build] [--no-docker]
+#   scripts/setup.sh [--no-build] [--no-docker] [--with-gvisor]
 #
 # Sourced by demo.sh and test.sh; safe to run again at any time.
 set -euo pipefail
@@ -66,12 +66,41 @@ sg_start_docker() {
 	return 1
 }
 
+# gVisor for `--runtime runsc`: Debian's runsc, registered with dockerd
+# (ptrace platform; "host" networking is the container's own namespace, so
+# it stays on sandgate-internal). Opt-in: scripts/setup.sh --with-gvisor.
+sg_install_gvisor() {
+	local conf=/etc/docker/daemon.json
+	sg_install_packages runsc
+	if ! grep -q '"runsc"' "$conf" 2>/dev/null; then
+		if [ -s "$conf" ]; then
+			sg_log "$conf exists without runsc: add the runtime by hand (docs/controller.md)"
+			return 1
+		fi
+		mkdir -p /etc/docker
+		cat >"$conf" <<'JSON'
+{
+  "runtimes": {
+    "runsc": {
+      "path": "/usr/bin/runsc",
+      "runtimeArgs": ["--platform=ptrace", "--network=host"]
+    }
+  }
+}
+JSON
+		sg_log "registered runsc in $conf"
+		pkill -HUP -x dockerd 2>/dev/null || true
+		sleep 1
+	fi
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-	build=1 docker=1
+	build=1 docker=1 gvisor=0
 	for a in "$@"; do
 		case $a in
 		--no-build) build=0 ;;
 		--no-docker) docker=0 ;;
+		--with-gvisor) gvisor=1 ;;
 		-h|--help) sed -n '2,7p' "$0"; exit 0 ;;
 		*) echo "setup.sh: unknown option '$a'" >&2; exit 2 ;;
 		esac
@@ -79,5 +108,6 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	sg_install_packages
 	[ $build = 1 ] && sg_build
 	[ $docker = 1 ] && sg_start_docker
+	[ $gvisor = 1 ] && sg_install_gvisor
 	exit 0
 fi
