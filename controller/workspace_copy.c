@@ -241,8 +241,10 @@ copy_dir(struct copy_ctx *c, struct copy_dirs *d)
 		return ws_cause(c->cause, "cannot read folder '%s': %s",
 		    c->rellen ? c->rel : ".", strerror(errno));
 	}
-	errno = 0;
-	while (rc == 0 && (de = readdir(dir)) != NULL) {
+	for (;;) {
+		errno = 0;	/* copy_entry may leave errno set */
+		if (rc != 0 || (de = readdir(dir)) == NULL)
+			break;
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;

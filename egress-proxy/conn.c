@@ -39,6 +39,7 @@
 #include "proxy.h"
 #include "reason.h"
 #include "sni.h"
+#include "tunnel.h"
 #include "util.h"
 
 enum conn_state {
@@ -75,6 +76,7 @@ struct conn {
 	struct proxy_client	 who;
 	uint64_t		 last_activity_us;
 	int			 head_started;	/* first byte of a head seen */
+	int			 keepalive_wait; /* idle between requests */
 
 	/* The request being served. */
 	struct proxy_policy	*pol;
@@ -115,6 +117,7 @@ struct conn {
 	/* CONNECT: ClientHello check and half-closes. */
 	struct sni_peek		*hello;
 	size_t			 hello_fed;
+	struct tunnel		*tun;		/* splice data path, or NULL */
 	int			 tls_required;
 	int			 client_eof;
 	int			 upstream_eof;
@@ -169,7 +172,10 @@ static void	conn_tunnel_shutdown(struct conn *);
 static int	conn_block_malformed(struct conn *, int status,
 		    const char *cause);
 static int	conn_forward_head(struct conn *);
+static int	conn_start_splice(struct conn *);
+static void	conn_tunnel_done(void *, const char *);
 static int	conn_next_request(struct conn *);
+static int	conn_client_half_closed(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
 static int	conn_report_mode(const struct policy *,
 		    const struct proxy_client *);
@@ -268,6 +274,7 @@ conn_free(struct conn *c, const char *why)
 	if (c->timer != NULL)
 		event_free(c->timer);
 	sni_peek_free(c->hello);
+	tunnel_free(c->tun);
 	http_request_release(&c->req);
 	proxy_policy_unref(c->pol);
 	proxy_client_release(&c->who);
@@ -407,7 +414,40 @@ conn_client_event(struct bufferevent *bev, short what, void *arg)
 			conn_tunnel_shutdown(c);
 		return;
 	}
+	if ((what & BEV_EVENT_EOF) && conn_client_half_closed(c) == 0)
+		return;
 	conn_free(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
+}
+
+/*
+ * A client that shut its write side after its request still gets the
+ * answer: finish the request (and flush what is queued), then close.
+ * Returns 0 when the connection goes on, -1 when the caller should free.
+ */
+static int
+conn_client_half_closed(struct conn *c)
+{
+	c->client_eof = 1;
+	c->close_after = 1;
+	bufferevent_disable(c->client, EV_READ);
+	switch (c->state) {
+	case CONN_HTTP:
+		return c->req_done ? 0 : -1;
+	case CONN_RESOLVE:
+	case CONN_CONNECT:
+		return !c->is_connect &&
+		    http_request_body(&c->req) == HTTP_BODY_NONE ? 0 : -1;
+	case CONN_HEAD:
+	case CONN_FINISH:
+		if (evbuffer_get_length(bufferevent_get_output(c->client)) > 0) {
+			if (c->state != CONN_FINISH)
+				conn_finish(c);
+			return 0;
+		}
+		return -1;
+	default:
+		return -1;
+	}
 }
 
 static void
@@ -601,7 +641,10 @@ conn_head(struct conn *c)
 		return 0;
 	if (!c->head_started) {
 		c->head_started = 1;
-		conn_arm(c, c->px->cfg.head_timeout_ms);
+		/* A new connection's timer runs since accept: keep it. */
+		if (c->keepalive_wait)
+			conn_arm(c, c->px->cfg.head_timeout_ms);
+		c->keepalive_wait = 0;
 	}
 	if (len > SG_HTTP_HEAD_MAX)
 		len = SG_HTTP_HEAD_MAX;
@@ -949,6 +992,9 @@ conn_connect_next(struct conn *c)
 		if (c->addr_next < c->naddrs)
 			return conn_connect_next(c);
 		c->px->stats.upstream_errors++;
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS)
+			return conn_reply_error(c, 503, "proxy_internal_error",
+			    "the proxy is out of sockets; try again later");
 		return conn_reply_error(c, 502, "connection_refused",
 		    "cannot connect upstream");
 	}
@@ -962,8 +1008,9 @@ conn_connected(struct conn *c)
 	static const char	 ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	int			 one = 1;
 
-	setsockopt(bufferevent_getfd(c->upstream), IPPROTO_TCP, TCP_NODELAY,
-	    &one, sizeof(one));
+	if (c->state == CONN_CONNECT)	/* a new socket, not a kept one */
+		setsockopt(bufferevent_getfd(c->upstream), IPPROTO_TCP,
+		    TCP_NODELAY, &one, sizeof(one));
 	c->up_host = c->host;
 	c->up_port = c->port;
 	c->up_reusable = 0;
@@ -1044,9 +1091,63 @@ tunnel:
 	c->hello = NULL;
 	evtimer_del(c->timer);
 	conn_arm(c, c->px->cfg.idle_timeout_ms);
+	if (conn_start_splice(c) == 0)
+		return 0;
 	bufferevent_enable(c->upstream, EV_READ);
 	bufferevent_enable(c->client, EV_READ);
 	return conn_move(c, c->client, c->upstream, SIZE_MAX);
+}
+
+/*
+ * Hand both sockets to the splice data path (tunnel.c): the bytes of the
+ * tunnel then never pass through the proxy's memory. The ClientHello the
+ * check read is written upstream first. Returns -1 (the bufferevents carry
+ * on) when a side still has buffered output or splice can't be set up.
+ */
+static int
+conn_start_splice(struct conn *c)
+{
+	struct tunnel_stats	 st;
+	struct evbuffer		*in = bufferevent_get_input(c->client);
+	size_t			 len = evbuffer_get_length(in);
+	unsigned char		*pending = NULL;
+
+	/* The "200 Connection established" may still be queued: send it. */
+	while (evbuffer_get_length(bufferevent_get_output(c->client)) > 0 &&
+	    evbuffer_write(bufferevent_get_output(c->client),
+	    bufferevent_getfd(c->client)) > 0)
+		;
+	if (evbuffer_get_length(bufferevent_get_output(c->client)) != 0 ||
+	    evbuffer_get_length(bufferevent_get_output(c->upstream)) != 0 ||
+	    evbuffer_get_length(bufferevent_get_input(c->upstream)) != 0)
+		return -1;
+	if (len > 0 && (pending = evbuffer_pullup(in, (ev_ssize_t)len)) ==
+	    NULL)
+		return -1;
+	st.bytes_up = &c->bytes_up;
+	st.bytes_down = &c->bytes_down;
+	st.total_up = &c->px->stats.bytes_up;
+	st.total_down = &c->px->stats.bytes_down;
+	st.last_activity_us = &c->last_activity_us;
+	c->tun = tunnel_new(c->px->base, bufferevent_getfd(c->client),
+	    bufferevent_getfd(c->upstream), pending, len, &st,
+	    conn_tunnel_done, c);
+	if (c->tun == NULL)
+		return -1;
+	/* The tunnel owns the sockets now. */
+	bufferevent_setfd(c->client, -1);
+	bufferevent_free(c->client);
+	c->client = NULL;
+	bufferevent_setfd(c->upstream, -1);
+	bufferevent_free(c->upstream);
+	c->upstream = NULL;
+	return 0;
+}
+
+static void
+conn_tunnel_done(void *arg, const char *why)
+{
+	conn_free(arg, why);
 }
 
 /* Send the request head upstream and start the body and response. */
@@ -1070,7 +1171,7 @@ conn_forward_head(struct conn *c)
 	c->req_done = c->req_body == HTTP_BODY_NONE ||
 	    (c->req_body == HTTP_BODY_LENGTH && c->req_remaining == 0);
 	c->resp_state = RESP_HEAD;
-	c->close_after = !c->client_keep_alive;
+	c->close_after = !c->client_keep_alive || c->client_eof;
 	conn_set_state(c, CONN_HTTP);
 	conn_arm(c, c->px->cfg.idle_timeout_ms);
 	bufferevent_enable(c->upstream, EV_READ);
@@ -1261,6 +1362,8 @@ conn_request_complete(struct conn *c)
 static int
 conn_next_request(struct conn *c)
 {
+	if (c->client_eof)
+		return conn_finish(c);
 	conn_reset_request(c);
 	if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
 		bufferevent_trigger(c->client, EV_READ,
@@ -1283,7 +1386,9 @@ conn_reset_request(struct conn *c)
 	c->head_started = 0;
 	conn_set_state(c, CONN_HEAD);
 	conn_arm(c, c->px->cfg.keepalive_timeout_ms);
-	bufferevent_enable(c->client, EV_READ);
+	c->keepalive_wait = 1;
+	if (!c->client_eof)
+		bufferevent_enable(c->client, EV_READ);
 	bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
 }
 

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ static struct evconnlistener	*main_listeners[MAIN_MAX_LISTEN];
 static size_t			 main_nlisteners;
 static struct event		*main_drain_timer;
 static int			 main_sigterms;
+static unsigned long long	 main_trimmed_at;
 
 static void	main_usage(FILE *);
 static int	main_options(int, char **, struct proxy_config *);
@@ -400,6 +402,11 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	if (eventlog_tick(px->seclog) == -1)
 		log_warnx("security-event log: %s", eventlog_error(px->seclog));
 	proxy_log_check_space(px);
+	/* After a burst, give freed memory back once nothing is open. */
+	if (conn_count(px) == 0 && px->stats.conns_total != main_trimmed_at) {
+		malloc_trim(0);
+		main_trimmed_at = px->stats.conns_total;
+	}
 	if (px->draining) {
 		conn_drain_idle(px);
 		if (conn_count(px) == 0 || time(NULL) >= px->drain_deadline) {

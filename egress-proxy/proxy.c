@@ -203,6 +203,8 @@ out:
 int
 proxy_log_healthy(struct proxy *px)
 {
+	/* Checked per request: a disk that just filled lets nothing pass. */
+	proxy_log_check_space(px);
 	return px->log_space_ok && eventlog_healthy(px->seclog);
 }
 

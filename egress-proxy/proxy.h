@@ -38,7 +38,7 @@ struct client_count;
 #define PROXY_MAX_CONNS			16384
 #define PROXY_MAX_CONNS_PER_CLIENT	1024
 #define PROXY_HIGH_WATER		(256 * 1024)	/* back-pressure */
-#define PROXY_LOG_SPACE_MIN		(256 * 1024)	/* free bytes the log needs */
+#define PROXY_LOG_SPACE_MIN		(32 * 1024)	/* free bytes the log needs */
 
 struct proxy_config {
 	char		**listen;		/* "ADDR:PORT" */
