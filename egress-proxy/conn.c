@@ -1112,17 +1112,17 @@ conn_start_splice(struct conn *c)
 	size_t			 len = evbuffer_get_length(in);
 	unsigned char		*pending = NULL;
 
-	/* The "200 Connection established" may still be queued: send it. */
-	while (evbuffer_get_length(bufferevent_get_output(c->client)) > 0 &&
-	    evbuffer_write(bufferevent_get_output(c->client),
-	    bufferevent_getfd(c->client)) > 0)
-		;
-	if (evbuffer_get_length(bufferevent_get_output(c->client)) != 0 ||
-	    evbuffer_get_length(bufferevent_get_output(c->upstream)) != 0 ||
+	struct evbuffer		*owed = bufferevent_get_output(c->client);
+	size_t			 nowed = evbuffer_get_length(owed);
+	unsigned char		*down = NULL;
+
+	/* The upstream has said nothing yet (its reading was off). */
+	if (evbuffer_get_length(bufferevent_get_output(c->upstream)) != 0 ||
 	    evbuffer_get_length(bufferevent_get_input(c->upstream)) != 0)
 		return -1;
-	if (len > 0 && (pending = evbuffer_pullup(in, (ev_ssize_t)len)) ==
-	    NULL)
+	if ((len > 0 && (pending = evbuffer_pullup(in, (ev_ssize_t)len)) ==
+	    NULL) || (nowed > 0 && (down = evbuffer_pullup(owed,
+	    (ev_ssize_t)nowed)) == NULL))
 		return -1;
 	st.bytes_up = &c->bytes_up;
 	st.bytes_down = &c->bytes_down;
@@ -1130,10 +1130,12 @@ conn_start_splice(struct conn *c)
 	st.total_down = &c->px->stats.bytes_down;
 	st.last_activity_us = &c->last_activity_us;
 	c->tun = tunnel_new(c->px->base, bufferevent_getfd(c->client),
-	    bufferevent_getfd(c->upstream), pending, len, &st,
+	    bufferevent_getfd(c->upstream), pending, len, down, nowed, &st,
 	    conn_tunnel_done, c);
-	if (c->tun == NULL)
+	if (c->tun == NULL) {
+		log_warn("conn %llu: no splice tunnel", c->id);
 		return -1;
+	}
 	/* The tunnel owns the sockets now. */
 	bufferevent_setfd(c->client, -1);
 	bufferevent_free(c->client);

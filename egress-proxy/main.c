@@ -519,6 +519,7 @@ main(int argc, char **argv)
 		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) == -1)
 			fatalx("cannot handle signal %d", signos[i]);
 	}
+	px->log_space_ok = 1;	/* the first tick says if it is not */
 	main_drain_timer = evtimer_new(px->base, main_tick, px);
 	main_tick(-1, 0, px);
 	log_info("policy digest %s, default sets \"%s\", log %s",

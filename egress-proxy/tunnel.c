@@ -43,6 +43,8 @@ static int	tunnel_flush(struct tunnel_dir *);
 static void	tunnel_end(struct tunnel *, const char *);
 static int	tunnel_dir_init(struct tunnel *, struct tunnel_dir *,
 		    struct event_base *, int from, int to);
+static int	tunnel_dir_pending(struct tunnel_dir *, const void *, size_t);
+static void	tunnel_settle(struct tunnel_dir *);
 
 static int
 tunnel_dir_init(struct tunnel *t, struct tunnel_dir *d,
@@ -64,10 +66,23 @@ tunnel_dir_init(struct tunnel *t, struct tunnel_dir *d,
 	return 0;
 }
 
+/* Keep a copy of bytes to write before the pipe. 0 or -1. */
+static int
+tunnel_dir_pending(struct tunnel_dir *d, const void *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if ((d->pending = malloc(n)) == NULL)
+		return -1;
+	memcpy(d->pending, p, n);
+	d->npending = n;
+	return 0;
+}
+
 struct tunnel *
 tunnel_new(struct event_base *base, int client_fd, int upstream_fd,
-    const void *pending, size_t npending, const struct tunnel_stats *st,
-    tunnel_done_cb done, void *arg)
+    const void *up, size_t nup, const void *down, size_t ndown,
+    const struct tunnel_stats *st, tunnel_done_cb done, void *arg)
 {
 	struct tunnel	*t;
 
@@ -77,12 +92,9 @@ tunnel_new(struct event_base *base, int client_fd, int upstream_fd,
 	if (tunnel_dir_init(t, &t->up, base, client_fd, upstream_fd) == -1 ||
 	    tunnel_dir_init(t, &t->down, base, upstream_fd, client_fd) == -1)
 		goto fail;
-	if (npending > 0) {
-		if ((t->up.pending = malloc(npending)) == NULL)
-			goto fail;
-		memcpy(t->up.pending, pending, npending);
-		t->up.npending = npending;
-	}
+	if (tunnel_dir_pending(&t->up, up, nup) == -1 ||
+	    tunnel_dir_pending(&t->down, down, ndown) == -1)
+		goto fail;
 	t->up.bytes = st->bytes_up;
 	t->up.total = st->total_up;
 	t->down.bytes = st->bytes_down;
@@ -92,7 +104,7 @@ tunnel_new(struct event_base *base, int client_fd, int upstream_fd,
 	t->arg = arg;
 	/* Write the pending bytes first, then read both ways. */
 	event_add(t->up.wev, NULL);
-	event_add(t->down.rev, NULL);
+	event_add(t->down.wev, NULL);
 	return t;
 fail:
 	/* The sockets stay with the caller. */

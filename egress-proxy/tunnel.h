@@ -34,13 +34,14 @@ struct tunnel_stats {
 typedef void	(*tunnel_done_cb)(void *arg, const char *why);
 
 /*
- * Take over two connected non-blocking sockets. pending (may be NULL) are
- * client bytes already read (the ClientHello): they are written upstream
- * first. Returns the tunnel, or NULL (sockets untouched) when out of
- * memory or pipes.
+ * Take over two connected non-blocking sockets. up (nup bytes, may be
+ * NULL) are client bytes already read (the ClientHello): they are written
+ * upstream first; down (ndown bytes) are bytes still owed to the client
+ * (the "200 Connection established"), written to it first. Returns the
+ * tunnel, or NULL (sockets untouched) when out of memory or pipes.
  */
 struct tunnel	*tunnel_new(struct event_base *, int client_fd, int upstream_fd,
-		    const void *pending, size_t npending,
+		    const void *up, size_t nup, const void *down, size_t ndown,
 		    const struct tunnel_stats *, tunnel_done_cb, void *arg);
 
 /* Close both sockets and pipes; accepts NULL. Never calls done. */
