@@ -77,7 +77,20 @@ static int	exec_read_key(const char *, const char *, const char *,
 static void	exec_counters_read(const struct exec_cg *,
 		    struct exec_counters *);
 static void	exec_cg_write(const char *, const char *, const char *);
-static int	exec_proc_run(int, const char *);
+static int	exec_proc_run(int, const char *, char *, size_t);
+static int	exec_run_active(const char *marker);
+static int	exec_leftovers(const struct exec_cg *, int init,
+		    const char *run_id);
+static void	exec_mark_active(const struct exec_opts *, char *, size_t);
+static void	exec_stop_leftovers(struct exec_state *);
+
+/*
+ * The folder where each run in progress has a "<run id>.active" file (the
+ * sandbox's runs/). A process marked with another run is spared by a kill
+ * only while that run is in progress: a command can't shield a child by
+ * writing some other marker into its environment.
+ */
+static const char	*exec_active_dir;
 static int	exec_proc_stat(int, int *, unsigned long long *);
 static int	exec_idle_pid(const int *, size_t, int);
 static int	exec_read_procs(const struct exec_cg *, int **, size_t *);
@@ -437,7 +450,7 @@ exec_cg_write(const char *dir, const char *file, const char *value)
  * 1 this run, 0 no SANDGATE_RUN at all, 2 another run, -1 unreadable.
  */
 static int
-exec_proc_run(int pid, const char *run_id)
+exec_proc_run(int pid, const char *run_id, char *other, size_t othersize)
 {
 	static char	 env[256 * 1024];
 	char		 path[64], want[64];
@@ -451,10 +464,56 @@ exec_proc_run(int pid, const char *run_id)
 	for (i = 0; i < (size_t)n; i += strlen(env + i) + 1) {
 		if (strncmp(env + i, "SANDGATE_RUN=", 13) != 0)
 			continue;
-		return strlen(env + i) == wlen &&
-		    memcmp(env + i, want, wlen) == 0 ? 1 : 2;
+		if (strlen(env + i) == wlen && memcmp(env + i, want, wlen) == 0)
+			return 1;
+		util_strlcpy(other, env + i + 13, othersize);
+		return 2;
 	}
 	return 0;
+}
+
+/* 1 when marker names a run of this sandbox that is still going on. */
+static int
+exec_run_active(const char *marker)
+{
+	char	path[PATH_MAX];
+	size_t	i;
+
+	if (exec_active_dir == NULL || strncmp(marker, "run_", 4) != 0 ||
+	    strlen(marker) != STATE_ID_LEN)
+		return 0;
+	for (i = 4; i < STATE_ID_LEN; i++)
+		if (!((marker[i] >= '0' && marker[i] <= '9') ||
+		    (marker[i] >= 'a' && marker[i] <= 'f')))
+			return 0;
+	snprintf(path, sizeof(path), "%s/%s.active", exec_active_dir, marker);
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * How many processes a kill of run_id would take: the run's own, and the
+ * unmarked or falsely marked ones; the init and the idle probe never.
+ */
+static int
+exec_leftovers(const struct exec_cg *cg, int init, const char *run_id)
+{
+	char	 other[64];
+	int	*procs = NULL, idle, which, n = 0;
+	size_t	 count = 0, i;
+
+	if (exec_read_procs(cg, &procs, &count) == -1)
+		return -1;
+	idle = exec_idle_pid(procs, count, init);
+	for (i = 0; i < count; i++) {
+		if (procs[i] == init || procs[i] == idle)
+			continue;
+		which = exec_proc_run(procs[i], run_id, other, sizeof(other));
+		if (which == 0 || which == 1 ||
+		    (which == 2 && !exec_run_active(other)))
+			n++;
+	}
+	free(procs);
+	return n;
 }
 
 /* ppid and start time (clock ticks) of a process. 0 or -1. */
@@ -540,6 +599,7 @@ exec_kill_run(struct docker *d, const char *cid, int pid,
     const char *run_id, char **cause)
 {
 	struct exec_cg	 cg;
+	char		 other[64];
 	int		*procs = NULL, idle, killed = 0, paused, which;
 	size_t		 n = 0, i;
 
@@ -561,8 +621,9 @@ exec_kill_run(struct docker *d, const char *cid, int pid,
 	for (i = 0; i < n; i++) {
 		if (procs[i] == pid || procs[i] == idle)
 			continue;
-		which = exec_proc_run(procs[i], run_id);
-		if (which == 1 || which == 0) {
+		which = exec_proc_run(procs[i], run_id, other, sizeof(other));
+		if (which == 1 || which == 0 ||
+		    (which == 2 && !exec_run_active(other))) {
 			if (kill(procs[i], SIGKILL) == 0)
 				killed++;
 		}
@@ -649,6 +710,41 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 		s->evlen += ev;
 	}
 	return 0;
+}
+
+/* <runs>/<run id>.active exists while the run goes on (exec_run_active). */
+static void
+exec_mark_active(const struct exec_opts *o, char *path, size_t size)
+{
+	int	fd;
+
+	path[0] = '\0';
+	if (o->evidence_dir == NULL)
+		return;
+	exec_active_dir = o->evidence_dir;
+	snprintf(path, size, "%s/%s.active", o->evidence_dir, o->run_id);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+		path[0] = '\0';
+		return;
+	}
+	close(fd);
+}
+
+/* After a normal end: kill what the command left running. */
+static void
+exec_stop_leftovers(struct exec_state *st)
+{
+	char	*cause = NULL;
+	int	 n;
+
+	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id, &cause);
+	if (n == -1) {
+		log_warnx("cannot stop the command's leftover processes: %s",
+		    cause);
+		st->res->kill_failed = 1;
+		free(cause);
+	} else
+		st->res->killed += n;
 }
 
 /* Kill the run's processes for a timeout (sig 0) or a signal. */
@@ -747,9 +843,10 @@ exec_run(struct docker *d, const char *cid, int pid,
 	struct docker_einfo	 ei;
 	struct docker_stream_cb	 cb = { exec_data, exec_tick, NULL };
 	json_t			*spec;
-	char			*eid = NULL;
+	char			*eid = NULL, active[PATH_MAX];
 	int			 rv = -1;
 
+	active[0] = '\0';
 	memset(res, 0, sizeof(*res));
 	memset(&st, 0, sizeof(st));
 	st.d = d;
@@ -770,15 +867,25 @@ exec_run(struct docker *d, const char *cid, int pid,
 	st.t0 = util_now_us();
 	st.deadline = st.t0 + (uint64_t)o->timeout * 1000000;
 	spec = exec_spec(o);
+	exec_mark_active(o, active, sizeof(active));
 	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
 		goto out;
 	if (docker_exec_start(d, eid, &cb, cause) == -1)
 		goto out;
 	if (docker_exec_inspect(d, eid, &ei, cause) == -1)
 		goto out;
+	/*
+	 * Nothing of a command outlives it: background children it left
+	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
+	 */
+	if (!res->timed_out && res->signal == 0 && st.cg.pids[0] != '\0' &&
+	    exec_leftovers(&st.cg, pid, o->run_id) > 0)
+		exec_stop_leftovers(&st);
 	exec_finish(&st, &before, ei.running ? -1 : ei.exit_code);
 	rv = 0;
 out:
+	if (active[0] != '\0')
+		unlink(active);
 	json_decref(spec);
 	free(eid);
 	exec_sinks_close(&st);

@@ -304,6 +304,66 @@ sandbox_spec_dns(json_t *host, const char *proxy)
 	    "timeout:1", "attempts:1"));
 }
 
+/*
+ * The seccomp profile of runc sandboxes: what Docker's default profile
+ * refuses (kernel modules, mounts, namespaces, keyrings, bpf, clocks,
+ * reboot...) and, beyond it, every way for one process of the sandbox to
+ * read or steer another's memory: ptrace, process_vm_readv/writev,
+ * pidfd_getfd, kcmp. Everything else is allowed, so Python, pip, git and
+ * compilers work unchanged.
+ */
+static void
+sandbox_spec_seccomp(json_t *host)
+{
+	static const char *const deny[] = {
+		"acct", "add_key", "bpf", "clock_adjtime", "clock_settime",
+		"create_module", "delete_module", "finit_module",
+		"get_kernel_syms", "init_module", "ioperm", "iopl", "kcmp",
+		"kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie",
+		"mount", "move_mount", "open_tree", "fsopen", "fsconfig",
+		"fsmount", "fspick", "name_to_handle_at", "nfsservctl",
+		"open_by_handle_at", "perf_event_open", "pivot_root",
+		"process_vm_readv", "process_vm_writev", "process_madvise",
+		"pidfd_getfd", "ptrace", "query_module", "quotactl", "reboot",
+		"request_key", "setns", "settimeofday", "stime", "swapon",
+		"swapoff", "sysfs", "_sysctl", "syslog", "umount", "umount2",
+		"unshare", "uselib", "userfaultfd", "ustat", "vm86",
+		"vm86old", "fanotify_init", "io_uring_setup",
+		"io_uring_enter", "io_uring_register", NULL };
+	/* clone(2) flags that make namespaces. */
+	static const json_int_t ns[] = { 0x00020000, 0x02000000, 0x04000000,
+	    0x08000000, 0x10000000, 0x20000000, 0x40000000 };
+	json_t	*names, *rules, *profile;
+	char	*text, *opt;
+	size_t	 i;
+
+	names = json_array();
+	for (i = 0; deny[i] != NULL; i++)
+		json_array_append_new(names, json_string(deny[i]));
+	rules = json_pack("[{s:o, s:s, s:i}, {s:[s], s:s, s:i}]",
+	    "names", names, "action", "SCMP_ACT_ERRNO", "errnoRet", 1,
+	    "names", "clone3", "action", "SCMP_ACT_ERRNO", "errnoRet", 38);
+	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		json_array_append_new(rules, json_pack("{s:[s], s:s, s:i, "
+		    "s:[{s:i, s:I, s:I, s:s}]}", "names", "clone", "action",
+		    "SCMP_ACT_ERRNO", "errnoRet", 1, "args", "index", 0,
+		    "value", ns[i], "valueTwo", ns[i], "op",
+		    "SCMP_CMP_MASKED_EQ"));
+	profile = json_pack("{s:s, s:[s,s,s,s,s], s:o}", "defaultAction",
+	    "SCMP_ACT_ALLOW", "architectures", "SCMP_ARCH_X86_64",
+	    "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_AARCH64",
+	    "SCMP_ARCH_ARM", "syscalls", rules);
+	text = json_dumps(profile, JSON_COMPACT);
+	json_decref(profile);
+	if (text == NULL)
+		return;
+	util_xasprintf(&opt, "seccomp=%s", text);
+	json_array_append_new(json_object_get(host, "SecurityOpt"),
+	    json_string(opt));
+	free(opt);
+	free(text);
+}
+
 /* Only what sandgate sets, then the sandbox's --env (which may override). */
 static json_t *
 sandbox_spec_env(const struct sandbox_meta *m)
@@ -372,6 +432,9 @@ sandbox_spec_host(const struct sandbox_meta *m,
 	    "RestartPolicy", "Name", "no");
 	if (host != NULL && m->runtime != NULL)
 		json_object_set_new(host, "Runtime", json_string(m->runtime));
+	if (host != NULL && (m->runtime == NULL ||
+	    strcmp(m->runtime, "runsc") != 0))
+		sandbox_spec_seccomp(host);
 	if (host != NULL && m->proxy != NULL &&
 	    strcmp(m->network, "proxy") == 0)
 		sandbox_spec_dns(host, m->proxy);
