@@ -39,7 +39,10 @@ sbx_????????????????????????) ok "create prints an id" ;;
 esac
 sg_on_exit "'$SG' discard '$ID'"
 CNAME="sandgate-$ID"
-hc=$(docker inspect -f '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}} {{.HostConfig.NetworkMode}} {{.HostConfig.Init}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.PidsLimit}}' "$CNAME")
+hc=$(docker inspect -f '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} [{{index .HostConfig.SecurityOpt 0}}] {{.HostConfig.NetworkMode}} {{.HostConfig.Init}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.PidsLimit}}' "$CNAME")
+seccomp=$(docker inspect -f '{{index .HostConfig.SecurityOpt 1}}' "$CNAME")
+assert_contains "seccomp profile refuses ptrace" "$seccomp" '"ptrace"'
+assert_contains "seccomp profile refuses unshare" "$seccomp" '"unshare"'
 assert_eq "session container hardening" \
     "1000:1000 true [ALL] [no-new-privileges] none true 67108864 67108864 64" "$hc"
 assert_not_contains "no docker socket mounted" \
