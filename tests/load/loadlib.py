@@ -156,6 +156,16 @@ class LoadProxy(proxylib.Proxy):
         return (["valgrind", "--log-file=" + self.valgrind_log] +
                 list(self.valgrind) + args)
 
+    def sanitized(self):
+        """1 when the binary is built with AddressSanitizer: its
+        quarantine keeps freed memory on purpose (LeakSanitizer's report
+        at exit is the leak check then)."""
+        try:
+            with open(proxylib.PROXY_BIN, "rb") as f:
+                return b"__asan_init" in f.read()
+        except OSError:
+            return False
+
     def nofile(self):
         """The proxy's descriptor limit (soft), from /proc/PID/limits."""
         with open("/proc/%d/limits" % self.pid) as f:

@@ -7,6 +7,7 @@ loadlib.Result whose failures list the invariants that did not hold.
 
 import asyncio
 import hashlib
+import os
 import time
 
 import loadlib
@@ -17,9 +18,12 @@ from loadlib import LOOP, Result, Sampler, Stats
 RSS_SLACK_KIB = 4096
 RSS_SLACK_SHARE = 0.10
 # Heap bytes in use after a load, over the baseline, that still count as
-# "returned" (caches that fill once: the per-address table, libevent's
-# fd map).
+# "returned": caches that fill once, plus libevent's per-descriptor map
+# (an entry for every descriptor number ever used, about 75 bytes each,
+# kept until the event base is freed; measured stable over repeated
+# 4,000-tunnel rounds).
 HEAP_SLACK = 1 << 20
+HEAP_PER_FD = 96
 # Normal clients wait this long between their requests (about 100
 # requests a second each), so their latency is measured, not the load
 # generator's own saturation.
@@ -110,15 +114,20 @@ class Bench:
             r.check(n == 0, "%d connections to upstream %s still open "
                     "after the load" % (n, name))
         r.heap[1] = loadlib.heap_in_use(self.proxy)
-        heap_ok = None not in r.heap and r.heap[1] <= r.heap[0] + HEAP_SLACK
+        heap_slack = HEAP_SLACK + HEAP_PER_FD * r.fds[1]
+        heap_ok = None not in r.heap and r.heap[1] <= r.heap[0] + heap_slack
         if None not in r.heap:
             r.check(heap_ok, "heap in use %d bytes after the load, %d "
-                    "before" % (r.heap[1], r.heap[0]))
+                    "before (slack %d)" % (r.heap[1], r.heap[0], heap_slack))
         rss_msg = ("RSS %.1f MiB after the load, %.1f MiB before (slack "
                    "%.1f MiB)" % (r.rss[2] / 1024.0, r.rss[0] / 1024.0,
                                   slack / 1024.0))
         if r.rss[2] > r.rss[0] + slack:
-            if heap_ok:
+            if self.proxy.sanitized():
+                r.warnings.append(rss_msg + ": AddressSanitizer's "
+                                  "quarantine (its leak report at exit is "
+                                  "checked instead)")
+            elif heap_ok:
                 r.warnings.append(rss_msg + ": freed memory kept by malloc "
                                   "(heap in use is back at baseline)")
             else:
@@ -160,34 +169,40 @@ def run_bench(bench, body):
 
 # ------------------------------------------------------- idle tunnels
 
+def cpu_seconds(pid):
+    """User plus system CPU time of a process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def idle_tunnels(workdir, up, n=10000, hold=5.0, normal=8, use=100):
     """n CONNECT tunnels to the plain upstream held open while normal
     clients are served, use of them carrying one request, then all
-    closed."""
+    closed.
+
+    Each tunnel is two descriptors in the proxy (client and upstream).
+    When the proxy's descriptor limit has no room for n tunnels plus the
+    normal clients, it holds as many as fit and opens the rest only
+    after the normal clients are done: those past the limit must fail
+    cleanly (502, or not accepted) without the proxy spinning, and the
+    proxy must serve again once tunnels close."""
     bench = Bench(workdir, up, "idle-tunnels-%d" % n,
                   ["--max-conns-per-client", str(n + 1000)])
 
     async def body(b):
         r = b.result
+        reserve = 2 * (normal + 8) + 64
+        room = (b.proxy.nofile() - r.fds[0] - reserve) // 2
+        first = min(n, room)
         res = await loadlib.bounded_gather(
-            n, lambda i: loadlib.open_tunnel(b.port, b.allowed), 256)
+            first, lambda i: loadlib.open_tunnel(b.port, b.allowed), 256)
         ok = [t for t in res if isinstance(t, tuple)]
         bad = [t for t in res if not isinstance(t, tuple)]
-        r.requests += n
+        r.requests += first
         r.errors += len(bad)
-        # Each tunnel is two descriptors in the proxy (client, upstream);
-        # past its limit the rest must fail cleanly (502, or never
-        # accepted), and nothing else may.
-        capacity = (b.proxy.nofile() - r.fds[0]) // 2
-        over = max(0, n - capacity)
-        if over:
-            r.notes.append("descriptor limit %d: room for %d tunnels, so "
-                           "%d of %d cannot open (%d failed: %r)" % (
-                               b.proxy.nofile(), capacity, over, n,
-                               len(bad), sorted({str(x)[:60] for x in bad})[:3]))
-        r.check(len(bad) <= over, "%d of %d tunnels failed (%d expected "
-                "from the descriptor limit): %r" % (len(bad), n, over,
-                                                    bad[:3]))
+        r.check(not bad, "%d of %d tunnels failed: %r" % (
+            len(bad), first, bad[:3]))
         held = b.proxy.fds()
         r.check(held >= r.fds[0] + 2 * len(ok), "only %d fds open while "
                 "holding %d tunnels (baseline %d)" % (held, len(ok), r.fds[0]))
@@ -209,13 +224,59 @@ def idle_tunnels(workdir, up, n=10000, hold=5.0, normal=8, use=100):
         r.check(not failed, "requests through held tunnels failed: %r"
                 % failed[:3])
         b.add(await loadlib.normal_load(b.port, b.http, normal, hold,
-                                             pace=NORMAL_PACE),
-              normal=True)
+                                        pace=NORMAL_PACE), normal=True)
+        if first < n:
+            await over_limit(b, n - first, ok)
         for _, writer in ok:
             writer.close()
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(1.0)
+        after = await loadlib.normal_load(b.port, b.http, 2, 1.0,
+                                          pace=NORMAL_PACE)
+        r.check(after.errors == 0 and after.requests > 0, "after the "
+                "tunnels closed: %d requests, %d errors %s" % (
+                    after.requests, after.errors, after.samples))
+        b.add(after)
         await b.settle(timeout=20, upstream_ports=("http",))
     return run_bench(bench, body)
+
+
+async def over_limit(b, extra, ok):
+    """Open extra more tunnels past the descriptor limit: the ones that
+    fit join ok, the rest must fail cleanly. Then, with every descriptor
+    taken, connections wait in the listen backlog: the proxy must pause
+    accepting, not spin on EMFILE."""
+    r = b.result
+
+    async def one(i):
+        return await asyncio.wait_for(
+            loadlib.open_tunnel(b.port, b.allowed), 5)
+    res = await loadlib.bounded_gather(extra, one, 256)
+    more = [t for t in res if isinstance(t, tuple)]
+    ok += more
+    kinds = {}
+    for x in res:
+        if not isinstance(x, tuple):
+            k = type(x).__name__ + (": " + str(x)[-10:] if str(x) else "")
+            kinds[k] = kinds.get(k, 0) + 1
+    r.requests += extra
+    bare = [w for x in await loadlib.bounded_gather(
+        16, lambda i: loadlib.connect(b.port), 16)
+        if isinstance(x, tuple) for w in x[1:]]
+    await asyncio.sleep(0.5)
+    fds = b.proxy.fds()
+    cpu0, t0 = cpu_seconds(b.proxy.pid), time.monotonic()
+    await asyncio.sleep(3.0)
+    cpu = (cpu_seconds(b.proxy.pid) - cpu0) / (time.monotonic() - t0)
+    for w in bare:
+        w.close()
+    r.notes.append("descriptor limit %d: %d more tunnels asked past the "
+                   "room left for normal clients: %d opened, the rest "
+                   "failed %r; then %d connections waiting at %d open fds: "
+                   "proxy CPU %.0f%% over 3 s" % (
+                       b.proxy.nofile(), extra, len(more), kinds, len(bare),
+                       fds, 100 * cpu))
+    r.check(cpu < 0.25, "the proxy used %.0f%% CPU for 3 s at its "
+            "descriptor limit (spinning on accept?)" % (100 * cpu))
 
 
 # ------------------------------------------------------------ slowloris
@@ -368,6 +429,24 @@ def fault_cases(b, n, idle):
         if got != want:
             raise ValueError("half-closed tunnel got %r" % got[:80])
 
+    async def halfclose_http(i):
+        # A kept-alive GET, then SHUT_WR: the whole response must arrive.
+        size = 100 if i % 2 else 3000000
+        r, w = await loadlib.connect(b.port)
+        w.write(loadlib.get_head(b.allowed, "/big?n=%d" % size))
+        w.write_eof()
+        got = b""
+        while len(got) < size + 4096:
+            data = await asyncio.wait_for(r.read(1 << 20), 10)
+            if not data:
+                break
+            got += data
+        w.close()
+        head, _, body = got.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200") or len(body) != size:
+            raise ValueError("half-closed GET of %d bytes: %r, %d body "
+                             "bytes" % (size, head[:20], len(body)))
+
     async def hang_http(i):
         r, w = await loadlib.connect(b.port)
         w.write(loadlib.get_head(at % ports["hang"]))
@@ -410,6 +489,7 @@ def fault_cases(b, n, idle):
             Case("vanish mid-tunnel", vanish_tunnel, n),
             Case("vanish mid-response", vanish_response, few),
             Case("half-closed tunnel", halfclose_tunnel, n),
+            Case("half-closed GET", halfclose_http, few),
             Case("upstream hangs (GET)", hang_http, few),
             Case("upstream hangs (tunnel)", hang_tunnel, few),
             Case("upstream resets (GET)", reset_http, few),
