@@ -872,8 +872,15 @@ exec_run(struct docker *d, const char *cid, int pid,
 		goto out;
 	if (docker_exec_start(d, eid, &cb, cause) == -1)
 		goto out;
-	if (docker_exec_inspect(d, eid, &ei, cause) == -1)
-		goto out;
+	if (docker_exec_inspect(d, eid, &ei, cause) == -1) {
+		/* gVisor forgets an exec whose process was killed. */
+		if (!res->timed_out && res->signal == 0)
+			goto out;
+		free(*cause);
+		*cause = NULL;
+		ei.running = 0;
+		ei.exit_code = 137;
+	}
 	/*
 	 * Nothing of a command outlives it: background children it left
 	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
@@ -1031,13 +1038,77 @@ exec_cg_value(const char *dir, const char *file, int field)
 	return json_integer((json_int_t)strtoll(p, NULL, 10));
 }
 
+/* v1 cgroupfs paths of a container from its id alone. 0 or -1. */
+static int
+exec_cg_by_id(struct exec_cg *cg, const char *cid)
+{
+	static const char *const cpu[] = { "cpu", "cpu,cpuacct" };
+	size_t	i;
+
+	memset(cg, 0, sizeof(*cg));
+	snprintf(cg->mem, sizeof(cg->mem), "/sys/fs/cgroup/memory/docker/%s",
+	    cid);
+	snprintf(cg->pids, sizeof(cg->pids), "/sys/fs/cgroup/pids/docker/%s",
+	    cid);
+	for (i = 0; i < sizeof(cpu) / sizeof(cpu[0]); i++) {
+		snprintf(cg->cpuctl, sizeof(cg->cpuctl),
+		    "/sys/fs/cgroup/%s/docker/%s", cpu[i], cid);
+		if (access(cg->cpuctl, F_OK) == 0)
+			break;
+	}
+	return access(cg->mem, F_OK) == 0 ? 0 : -1;
+}
+
+/* Append "/docker/<cid>" to dir; 0, or -1 when it does not fit. */
+static int
+strlcat_dir(char *dir, size_t size, const char *cid)
+{
+	size_t	len = strlen(dir);
+	int	n;
+
+	n = snprintf(dir + len, size - len, "/docker/%s", cid);
+	return n < 0 || (size_t)n >= size - len ? -1 : 0;
+}
+
+/*
+ * runsc's sandbox process may sit outside the cgroup its container's
+ * limits are set on: prefer <hierarchy>/docker/<cid> when it exists.
+ */
+static void
+exec_cg_container(struct exec_cg *cg, const char *cid)
+{
+	char	 dir[PATH_MAX];
+	char	*dirs[] = { cg->mem, cg->pids, cg->cpuctl };
+	char	*slash;
+	size_t	 i;
+
+	if (cid == NULL || cg->v2)
+		return;
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (dirs[i][0] == '\0' || strstr(dirs[i], cid) != NULL)
+			continue;
+		/* "/sys/fs/cgroup/<hier>/..." -> "/sys/fs/cgroup/<hier>" */
+		util_strlcpy(dir, dirs[i], sizeof(dir));
+		if ((slash = strchr(dir + strlen("/sys/fs/cgroup/"), '/')) !=
+		    NULL)
+			*slash = '\0';
+		if (strlcat_dir(dir, sizeof(dir), cid) == 0 &&
+		    access(dir, F_OK) == 0)
+			util_strlcpy(dirs[i], dir, PATH_MAX);
+	}
+}
+
 json_t *
-exec_cgroup_limits(int pid)
+exec_cgroup_limits(int pid, const char *cid)
 {
 	struct exec_cg	cg;
 
-	if (exec_cg_find(pid, &cg) == -1)
-		return NULL;
+	if (exec_cg_find(pid, &cg) == -1) {
+		/* The process may be gone (runsc re-executes): by the id. */
+		if (cid == NULL || exec_cg_by_id(&cg, cid) == -1)
+			return NULL;
+	}
+	exec_cg_container(&cg, cid);
 	if (cg.v2)
 		return json_pack("{s:o, s:n, s:o, s:o, s:o, s:o}",
 		    "memory_max", exec_cg_value(cg.mem, "memory.max", 0),

@@ -802,9 +802,10 @@ sandbox_resolve(struct docker *d, struct sandbox_meta *m, char **cause)
  * whatever the inside shows (gVisor shows nothing). 0 or -1 with *failed.
  */
 static int
-sandbox_probe_host(int pid, const struct probe_expect *pe, char **failed)
+sandbox_probe_host(int pid, const char *cid, const struct probe_expect *pe,
+    char **failed)
 {
-	json_t	*limits = exec_cgroup_limits(pid);
+	json_t	*limits = exec_cgroup_limits(pid, cid);
 	char	*why = NULL;
 	int	 rc;
 
@@ -856,7 +857,7 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 		    "run in the container (exit %d): %.200s", r.cmd_exit,
 		    r.err ? r.err : "");
 	else if (probe_check(r.out, &pe, &failed) == -1 ||
-	    sandbox_probe_host(pid, &pe, &failed) == -1) {
+	    sandbox_probe_host(pid, cid, &pe, &failed) == -1) {
 		util_xasprintf(cause, "sandbox refused: %s", failed);
 		free(failed);
 	} else
