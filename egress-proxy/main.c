@@ -30,6 +30,7 @@
 #include "proxy.h"
 #include "registry.h"
 #include "sni.h"
+#include "tunnel.h"
 #include "util.h"
 
 /* Exit codes of sandgate-proxy (docs/proxy.md). */
@@ -404,6 +405,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	proxy_log_check_space(px);
 	/* After a burst, give freed memory back once nothing is open. */
 	if (conn_count(px) == 0 && px->stats.conns_total != main_trimmed_at) {
+		tunnel_pool_release();
 		malloc_trim(0);
 		main_trimmed_at = px->stats.conns_total;
 	}

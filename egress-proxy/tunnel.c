@@ -46,6 +46,48 @@ static int	tunnel_dir_init(struct tunnel *, struct tunnel_dir *,
 static int	tunnel_dir_pending(struct tunnel_dir *, const void *, size_t);
 static void	tunnel_settle(struct tunnel_dir *);
 
+/*
+ * Empty pipes of closed tunnels, kept for the next ones: a tunnel per
+ * request (connect-churn) would otherwise pay pipe2, fcntl and two closes
+ * per direction.
+ */
+#define TUNNEL_POOL_MAX	32
+static int	tunnel_pool[TUNNEL_POOL_MAX][2];
+static size_t	tunnel_npool;
+
+static int
+tunnel_pipe_get(int p[2])
+{
+	if (tunnel_npool > 0) {
+		tunnel_npool--;
+		p[0] = tunnel_pool[tunnel_npool][0];
+		p[1] = tunnel_pool[tunnel_npool][1];
+		return 0;
+	}
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	/* Room for the whole in-flight budget; best effort. */
+	fcntl(p[1], F_SETPIPE_SZ, TUNNEL_PIPE_MAX);
+	return 0;
+}
+
+/* Keep an empty pipe for reuse, else close it. */
+static void
+tunnel_pipe_put(int p[2], size_t inpipe)
+{
+	if (p[0] == -1)
+		return;
+	if (inpipe == 0 && tunnel_npool < TUNNEL_POOL_MAX) {
+		tunnel_pool[tunnel_npool][0] = p[0];
+		tunnel_pool[tunnel_npool][1] = p[1];
+		tunnel_npool++;
+	} else {
+		close(p[0]);
+		close(p[1]);
+	}
+	p[0] = p[1] = -1;
+}
+
 static int
 tunnel_dir_init(struct tunnel *t, struct tunnel_dir *d,
     struct event_base *base, int from, int to)
@@ -53,11 +95,7 @@ tunnel_dir_init(struct tunnel *t, struct tunnel_dir *d,
 	d->t = t;
 	d->from = from;
 	d->to = to;
-	d->pipe[0] = d->pipe[1] = -1;
-	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) == -1)
-		return -1;
-	/* Room for the whole in-flight budget; best effort. */
-	fcntl(d->pipe[1], F_SETPIPE_SZ, TUNNEL_PIPE_MAX);
+	d->pipe[0] = d->pipe[1] = -1;	/* taken while bytes are in flight */
 	d->rev = event_new(base, from, EV_READ | EV_PERSIST, tunnel_read_cb, d);
 	d->wev = event_new(base, to, EV_WRITE | EV_PERSIST, tunnel_write_cb,
 	    d);
@@ -120,13 +158,9 @@ tunnel_dir_free(struct tunnel_dir *d)
 		event_free(d->rev);
 	if (d->wev != NULL)
 		event_free(d->wev);
-	if (d->pipe[0] != -1)
-		close(d->pipe[0]);
-	if (d->pipe[1] != -1)
-		close(d->pipe[1]);
+	tunnel_pipe_put(d->pipe, d->inpipe);
 	free(d->pending);
 	d->rev = d->wev = NULL;
-	d->pipe[0] = d->pipe[1] = -1;
 	d->pending = NULL;
 }
 
@@ -196,6 +230,10 @@ tunnel_settle(struct tunnel_dir *d)
 {
 	struct tunnel	*t = d->t;
 
+	/* An idle direction holds no pipe: idle tunnels cost two fds. */
+	if (d->inpipe == 0)
+		tunnel_pipe_put(d->pipe, 0);
+
 	if (d->eof && !d->shut && d->inpipe == 0 && d->pendoff >= d->npending) {
 		shutdown(d->to, SHUT_WR);
 		d->shut = 1;
@@ -213,6 +251,10 @@ tunnel_read_cb(evutil_socket_t fd, short what, void *arg)
 	int			 rc;
 
 	*d->t->last_activity_us = util_now_us();
+	if (d->pipe[0] == -1 && tunnel_pipe_get(d->pipe) == -1) {
+		tunnel_end(d->t, "out of pipes");
+		return;
+	}
 	n = splice(d->from, NULL, d->pipe[1], NULL, TUNNEL_PIPE_MAX - d->inpipe,
 	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n == -1) {
@@ -256,4 +298,14 @@ tunnel_write_cb(evutil_socket_t fd, short what, void *arg)
 	if (!d->eof)
 		event_add(d->rev, NULL);
 	tunnel_settle(d);
+}
+
+void
+tunnel_pool_release(void)
+{
+	while (tunnel_npool > 0) {
+		tunnel_npool--;
+		close(tunnel_pool[tunnel_npool][0]);
+		close(tunnel_pool[tunnel_npool][1]);
+	}
 }

@@ -47,4 +47,11 @@ struct tunnel	*tunnel_new(struct event_base *, int client_fd, int upstream_fd,
 /* Close both sockets and pipes; accepts NULL. Never calls done. */
 void		 tunnel_free(struct tunnel *);
 
+/*
+ * Pipes are taken from a small pool while bytes are in flight and given
+ * back when a direction drains, so an idle tunnel holds only its two
+ * sockets. Close the pooled pipes (when no connection is open).
+ */
+void		 tunnel_pool_release(void);
+
 #endif
