@@ -141,8 +141,8 @@ tunnel_new(struct event_base *base, int client_fd, int upstream_fd,
 	t->done = done;
 	t->arg = arg;
 	/* Write the pending bytes first, then read both ways. */
-	event_add(t->up.wev, NULL);
-	event_add(t->down.wev, NULL);
+	event_add(t->up.npending > 0 ? t->up.wev : t->up.rev, NULL);
+	event_add(t->down.npending > 0 ? t->down.wev : t->down.rev, NULL);
 	return t;
 fail:
 	/* The sockets stay with the caller. */
