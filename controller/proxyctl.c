@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -190,9 +191,15 @@ proxyctl_register(struct docker *d, const char *container,
 	long	 status = 0;
 	int	 rc;
 
-	if (proxyctl_container_ip(d, container, PROXYCTL_NET_INTERNAL, ip,
-	    sizeof(ip), cause) == -1)
-		return -1;
+	/* gVisor's containers get their address a moment after start. */
+	for (i = 0; proxyctl_container_ip(d, container, PROXYCTL_NET_INTERNAL,
+	    ip, sizeof(ip), cause) == -1; i++) {
+		if (i == 30)
+			return -1;
+		free(*cause);
+		*cause = NULL;
+		usleep(100000);
+	}
 	csv = util_xstrdup("");
 	for (i = 0; i < json_array_size(sets); i++) {
 		util_xasprintf(&tmp, "%s%s%s", csv, i ? "," : "",
