@@ -204,7 +204,7 @@ doctor_state(struct doctor *dr)
 	int	fd;
 
 	if (state_mkdirs(state_root(), 0700) == -1 ||
-	    snprintf(path, sizeof(path), "%s/.doctor-XXXXXX", state_root()) >=
+	    snprintf(path, sizeof(path), "%s/.doctor-" UTIL_MKTEMP_SUFFIX, state_root()) >=
 	    (int)sizeof(path) || (fd = mkstemp(path)) == -1) {
 		doctor_line(dr, DOCTOR_FAIL, "state", "'%s' not writable (%s); "
 		    "fix its owner or set SANDGATE_STATE", state_root(),
@@ -364,7 +364,7 @@ doctor_disk(struct doctor *dr)
 		    "loop mounts; run sandgate as root");
 		return;
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.doctor-disk-XXXXXX",
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.doctor-disk-" UTIL_MKTEMP_SUFFIX,
 	    state_root()) >= sizeof(tmp) || mkdtemp(tmp) == NULL) {
 		doctor_line(dr, DOCTOR_FAIL, "disk", "cannot make a test "
 		    "folder in '%s'", state_root());

@@ -18,6 +18,7 @@
 #include "risky.h"
 #include "sglimits.h"
 #include "workspace.h"
+#include "util.h"
 #include "workspace_priv.h"
 
 struct diff_ctx {
@@ -498,7 +499,8 @@ int
 workspace_delta_text(const char *sbxdir, const struct workspace_delta *d,
     char **text, char **cause)
 {
-	char	 tmp[] = "/tmp/sandgate-diff-XXXXXX", a[64], b[64], dir[4096];
+	char	 tmp[] = "/tmp/sandgate-diff-" UTIL_MKTEMP_SUFFIX;
+	char	 a[64], b[64], dir[4096];
 	char	*raw = NULL;
 	size_t	 rawlen = 0;
 	int	 rc = -1, root, fd;

@@ -8,7 +8,7 @@
  *    order>,"prev":"<64 hex>","hash":"<64 hex>"}
  *
  * Lines are compact JSON with every non-ASCII character and control
- * character escaped (\uXXXX), so a line is printable ASCII. seq starts at
+ * character escaped (\u escapes), so a line is printable ASCII. seq starts at
  * 1 and grows by one without gaps, across restarts and rotations. prev is
  * the hash of the line before (64 zeros for the first line ever). hash is
  * the SHA-256 of the line with its hash member removed, i.e. of the bytes

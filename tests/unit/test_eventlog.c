@@ -50,7 +50,7 @@ tmp_setup(void **state)
 
 	if (t == NULL)
 		return -1;
-	snprintf(t->dir, sizeof(t->dir), "/tmp/sg-eventlog-XXXXXX");
+	snprintf(t->dir, sizeof(t->dir), "/tmp/sg-eventlog-" UTIL_MKTEMP_SUFFIX);
 	if (mkdtemp(t->dir) == NULL)
 		return -1;
 	snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, NAME);

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "util.h"
+
 #include "workspace.h"
 
 /* SHA-256 of "hello\n". */
@@ -95,7 +97,7 @@ setup(void **state)
 {
 	struct fixture	*f = calloc(1, sizeof(*f));
 
-	snprintf(f->root, sizeof(f->root), "/tmp/sg-ws-test-XXXXXX");
+	snprintf(f->root, sizeof(f->root), "/tmp/sg-ws-test-" UTIL_MKTEMP_SUFFIX);
 	if (mkdtemp(f->root) == NULL)
 		return -1;
 	snprintf(f->src, sizeof(f->src), "%s/src", f->root);
