@@ -558,10 +558,21 @@ sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
 	if (ci->paused &&
 	    docker_container_pause(d, m->container, 0, cause) == -1)
 		return -1;
-	if (!ci->running &&
-	    docker_container_start(d, m->container, cause) == -1)
+	if (ci->running)
+		return docker_container_inspect(d, m->container, ci, cause);
+	/*
+	 * Stopped (dockerd or the host restarted): start it again, check it
+	 * again as at create (fail closed), and register its address, which
+	 * may have changed, with the proxy.
+	 */
+	if (docker_container_start(d, m->container, cause) == -1 ||
+	    docker_container_inspect(d, m->container, ci, cause) == -1 ||
+	    sandbox_probe(d, m, m->container, ci->pid, cause) == -1)
 		return -1;
-	return docker_container_inspect(d, m->container, ci, cause);
+	if (strcmp(m->network, "proxy") == 0 &&
+	    proxyctl_register(d, m->container, m->id, m->allow, cause) == -1)
+		return -1;
+	return 0;
 }
 
 struct docker *
