@@ -233,12 +233,30 @@ def other_tables(rows):
     pol = [r for r in rows if r.get("mode") == "policy"]
     if pol:
         print("\n### Policy scaling (policybench)\n")
-        print("| entries | load ms (best of 3) | decide ns, hit | "
-              "decide ns, miss |")
-        print("|--:|--:|--:|--:|")
+        print("| entries | load ms (best of 3) | decide ns, hot hit "
+              "| decide ns, spread hit | decide ns, miss |")
+        print("|--:|--:|--:|--:|--:|")
         for r in pol:
             print(f"| {r['entries']:,} | {r['load_ms']:.1f} | "
-                  f"{r['hit_ns']:.1f} | {r['miss_ns']:.1f} |")
+                  f"{fmt(r.get('hot_ns'), 1)} | {r['hit_ns']:.1f} | "
+                  f"{r['miss_ns']:.1f} |")
+    e2e = [r for r in rows if r.get("mode") == "policy-e2e"]
+    if e2e:
+        print("\n### Policy size end to end (sandgate-proxy, HTTP "
+              "keep-alive, c=64, medians)\n")
+        print("| entries in force | runs | req/s | p99 µs "
+              "| proxy CPU µs/req | CPU ÷ at 10 |")
+        print("|--:|--:|--:|--:|--:|--:|")
+        by = {}
+        for r in e2e:
+            by.setdefault(r["entries"], []).append(r)
+        base = med(by.get(10, []), "proxy_cpu_us_per_req")
+        for n in sorted(by):
+            g = by[n]
+            cpu = med(g, "proxy_cpu_us_per_req")
+            print(f"| {n:,} | {len(g)} | {fmt(med(g, 'rps'))} | "
+                  f"{fmt(med(g, 'p99_us'))} | {fmt(cpu, 2)} | "
+                  f"{fmt(ratio(cpu, base), 3)} |")
     ctl = [r for r in rows if r.get("mode") == "controller"]
     if ctl:
         print("\n### Controller (hyperfine medians)\n")

@@ -20,16 +20,15 @@
 #include <unistd.h>
 
 #include "disk.h"
+#include "sysrun.h"
 #include "util.h"
 
 #define DISK_LOOP_MAJOR		7
 #define DISK_LOOP_TRIES		8	/* races for a free loop device */
-#define DISK_MKFS_ERR_MAX	512	/* bytes of mkfs stderr kept */
 
 static int	 disk_error(char **, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
 static int	 disk_run_mkfs(const char *, uid_t, gid_t, char **);
-static void	 disk_mkfs_child(const char *, const char *, int);
 static int	 disk_loop_open(int, char *, size_t, char **);
 static int	 disk_loop_bind(int, int, const char *);
 static int	 disk_loop_attach(int, const char *, char *, size_t, char **);
@@ -57,67 +56,28 @@ disk_error(char **cause, const char *fmt, ...)
 }
 
 /* In the child: stdout to /dev/null, stderr to the pipe, exec mkfs. */
-static void
-disk_mkfs_child(const char *img, const char *owner, int errfd)
-{
-	static const char *const paths[] = {
-		"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", "mkfs.ext4",
-	};
-	size_t	i;
-	int	null;
-
-	null = open("/dev/null", O_RDWR);
-	if (null != -1) {
-		dup2(null, STDIN_FILENO);
-		dup2(null, STDOUT_FILENO);
-	}
-	dup2(errfd, STDERR_FILENO);
-	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
-		execvp(paths[i], (char *const []){ "mkfs.ext4", "-q", "-F",
-		    "-m", "0", "-O", "^has_journal", "-E", (char *)owner,
-		    (char *)img, NULL });
-	dprintf(errfd, "cannot run mkfs.ext4: %s", strerror(errno));
-	_exit(127);
-}
-
 /* Run mkfs.ext4 on img; its stderr becomes the cause on failure. */
 static int
 disk_run_mkfs(const char *img, uid_t uid, gid_t gid, char **cause)
 {
-	char	owner[96], err[DISK_MKFS_ERR_MAX];
-	size_t	len = 0;
-	ssize_t	n;
-	pid_t	pid;
-	int	pfd[2], status;
+	static const char *const paths[] = {
+		"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", "mkfs.ext4", NULL,
+	};
+	struct sysrun	 r;
+	char		 owner[96], *why = NULL;
+	int		 rc;
 
 	snprintf(owner, sizeof(owner), "root_owner=%lu:%lu,nodiscard",
 	    (unsigned long)uid, (unsigned long)gid);
-	if (pipe2(pfd, O_CLOEXEC) == -1)
-		return disk_error(cause, "pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid == -1) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return disk_error(cause, "fork: %s", strerror(errno));
+	memset(&r, 0, sizeof(r));
+	r.paths = paths;
+	r.argv = (char *const []){ "mkfs.ext4", "-q", "-F", "-m", "0", "-O",
+	    "^has_journal", "-E", owner, (char *)img, NULL };
+	if ((rc = sysrun(&r, &why)) == -1) {
+		disk_error(cause, "mkfs.ext4 on '%s' failed: %s", img, why);
+		free(why);
 	}
-	if (pid == 0)
-		disk_mkfs_child(img, owner, pfd[1]);
-	close(pfd[1]);
-	while ((n = read(pfd[0], err + len, sizeof(err) - 1 - len)) != 0) {
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 || (len += (size_t)n) == sizeof(err) - 1)
-			break;
-	}
-	err[len] = '\0';
-	close(pfd[0]);
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	err[strcspn(err, "\n")] = '\0';
-	return disk_error(cause, "mkfs.ext4 on '%s' failed: %s", img,
-	    err[0] ? err : "no message");
+	return rc;
 }
 
 int

@@ -35,6 +35,8 @@ static int	 probe_memory(json_t *, unsigned long long, char **);
 static int	 probe_swap(json_t *, unsigned long long, char **);
 static int	 probe_pids(json_t *, long, char **);
 static int	 probe_cpus(json_t *, double, char **);
+static int	 probe_refused(const char *);
+static int	 probe_seal(json_t *, char **);
 static int	 probe_net(json_t *, const struct probe_expect *, char **);
 
 void
@@ -303,7 +305,38 @@ probe_cpus(json_t *root, double want, char **failed)
 	return 0;
 }
 
-/* Only lo when network_none; never a Docker socket. */
+/* One answer of the seal check: a refusal of the local firewall. */
+static int
+probe_refused(const char *w)
+{
+	return w != NULL && (strcmp(w, "EPERM") == 0 ||
+	    strcmp(w, "EACCES") == 0 || strcmp(w, "EHOSTUNREACH") == 0 ||
+	    strcmp(w, "ENETUNREACH") == 0);
+}
+
+/* The network seal (netseal.h) refuses Docker's resolver and neighbours. */
+static int
+probe_seal(json_t *seal, char **failed)
+{
+	const char	*dns, *nb;
+
+	if (!json_is_object(seal))
+		return probe_fail(failed, "the network seal was not checked "
+		    "inside the sandbox");
+	dns = json_string_value(json_object_get(seal, "dns"));
+	nb = json_string_value(json_object_get(seal, "neighbour"));
+	if (!probe_refused(dns))
+		return probe_fail(failed, "network seal not in force: Docker's "
+		    "resolver at 127.0.0.11 is reachable (%.32s)",
+		    dns ? dns : "?");
+	if (!probe_refused(nb))
+		return probe_fail(failed, "network seal not in force: a port "
+		    "other than the proxy's is reachable on sandgate-internal "
+		    "(%.32s)", nb ? nb : "?");
+	return 0;
+}
+
+/* Only lo when network_none; the seal when sealed; never a Docker socket. */
 static int
 probe_net(json_t *root, const struct probe_expect *e, char **failed)
 {
@@ -328,6 +361,8 @@ probe_net(json_t *root, const struct probe_expect *e, char **failed)
 			return probe_fail(failed, "expected exactly one network "
 			    "interface (sandgate-internal) inside the sandbox");
 	}
+	if (e->sealed && probe_seal(json_object_get(root, "seal"), failed) == -1)
+		return -1;
 	if (!json_is_false(json_object_get(root, "docker_sock")))
 		return probe_fail(failed, "Docker socket reachable inside the "
 		    "sandbox");

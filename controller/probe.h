@@ -32,6 +32,12 @@
  *   "cpu_quota_us": N|"max"|null, "cpu_period_us": N|null,
  *   "net_ifaces": ["eth0", ...]  (interfaces other than lo; at most 64)
  *   "docker_sock": bool    /var/run/docker.sock or /run/docker.sock exists
+ *   "seal": {"dns": W, "neighbour": W}   only with `check --seal IP:PORT`:
+ *                          what a UDP query to Docker's resolver and a TCP
+ *                          connect to IP:PORT got, W one of "answered",
+ *                          "connected", "silent", "EPERM", "EACCES",
+ *                          "EHOSTUNREACH", "ENETUNREACH", "ECONNREFUSED",
+ *                          "ETIMEDOUT", "error" (netseal.h)
  */
 #ifndef SG_PROBE_H
 #define SG_PROBE_H
@@ -64,6 +70,10 @@ struct probe_expect {
 						   controller checks that
 						   network is internal) */
 	int			seccomp_filter;	/* Seccomp 2 (off for runsc) */
+	int			sealed;		/* "seal": both refused by the
+						   local firewall (EPERM,
+						   EACCES, EHOSTUNREACH,
+						   ENETUNREACH) */
 	/*
 	 * runsc: gVisor's /proc lacks CapAmb and NoNewPrivs and hides the
 	 * cgroup files, so those are not required inside; the limits are
@@ -89,7 +99,7 @@ const char	*probe_path(void);
  * (e.g. "effective capabilities not empty (CapEff 00000000a80425fb)").
  * The caller frees *failed. Checks run in this order: capabilities,
  * uid, no_new_privs, seccomp, root, /tmp, memory and swap, pids, cpus,
- * network, Docker socket.
+ * network, network seal, Docker socket.
  */
 int	probe_check(const char *json, const struct probe_expect *,
 	    char **failed);

@@ -15,6 +15,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "netseal.h"
 #include "probe.h"
 #include "sandbox.h"
 #include "proxyctl.h"
@@ -39,6 +40,9 @@ static int	sandbox_opt_str(struct sandbox_meta *, const char *,
 		    const char *, char **);
 static int	sandbox_probe(struct docker *, const struct sandbox_meta *,
 		    const char *, int, char **);
+static int	sandbox_instance(pid_t, char *, size_t);
+static int	sandbox_checked(const struct sandbox_meta *, pid_t);
+static void	sandbox_checked_save(const struct sandbox_meta *, pid_t);
 
 void
 sandbox_meta_init(struct sandbox_meta *m)
@@ -533,6 +537,81 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 	return 0;
 }
 
+/*
+ * The identity of a container's running instance: its init's pid and start
+ * time (/proc/PID/stat field 22), which no later process shares.
+ */
+static int
+sandbox_instance(pid_t pid, char *buf, size_t len)
+{
+	char		 path[64], stat[1024], *p;
+	unsigned long long start = 0;
+	ssize_t		 n;
+	int		 fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	stat[n] = '\0';
+	/* Fields after the command name, which may hold spaces. */
+	if ((p = strrchr(stat, ')')) == NULL)
+		return -1;
+	for (field = 2; field < 22 && p != NULL; field++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+		return -1;
+	snprintf(buf, len, "%d %llu\n", (int)pid, start);
+	return 0;
+}
+
+/*
+ * <sandbox>/checked names the session container instance that was probed,
+ * sealed and registered. An instance it does not name (started again by
+ * dockerd, the host or `docker restart`) is checked again before use.
+ */
+static int
+sandbox_checked(const struct sandbox_meta *m, pid_t pid)
+{
+	char	path[4096], want[64], have[64];
+	ssize_t	n;
+	int	fd;
+
+	if (sandbox_instance(pid, want, sizeof(want)) == -1 ||
+	    state_path(path, sizeof(path), m->id, "checked") == -1 ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, have, sizeof(have) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	have[n] = '\0';
+	return strcmp(have, want) == 0;
+}
+
+/* Record the instance just checked (best effort: without it, check again). */
+static void
+sandbox_checked_save(const struct sandbox_meta *m, pid_t pid)
+{
+	char	path[4096], tmp[4200], id[64];
+	int	fd, ok;
+
+	if (sandbox_instance(pid, id, sizeof(id)) == -1 ||
+	    state_path(path, sizeof(path), m->id, "checked") == -1)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) == -1)
+		return;
+	ok = write(fd, id, strlen(id)) == (ssize_t)strlen(id);
+	close(fd);
+	if (!ok || rename(tmp, path) == -1)
+		unlink(tmp);
+}
+
 int
 sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
     struct docker_cinfo *ci, char **cause)
@@ -553,25 +632,30 @@ sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
 	}
 	if (docker_container_inspect(d, m->container, ci, cause) == -1)
 		return -1;
-	if (ci->running && !ci->paused)
+	if (ci->running && !ci->paused && sandbox_checked(m, ci->pid))
 		return 0;
 	if (ci->paused &&
 	    docker_container_pause(d, m->container, 0, cause) == -1)
 		return -1;
-	if (ci->running)
-		return docker_container_inspect(d, m->container, ci, cause);
+	if (!ci->running &&
+	    docker_container_start(d, m->container, cause) == -1)
+		return -1;
+	if (docker_container_inspect(d, m->container, ci, cause) == -1)
+		return -1;
+	if (sandbox_checked(m, ci->pid))
+		return 0;
 	/*
-	 * Stopped (dockerd or the host restarted): start it again, check it
-	 * again as at create (fail closed), and register its address, which
-	 * may have changed, with the proxy.
+	 * A new instance (dockerd or the host restarted, or someone ran
+	 * `docker restart`): its network namespace is new and unsealed.
+	 * Check it again as at create (fail closed), seal it, and register
+	 * its address, which may have changed, with the proxy.
 	 */
-	if (docker_container_start(d, m->container, cause) == -1 ||
-	    docker_container_inspect(d, m->container, ci, cause) == -1 ||
-	    sandbox_probe(d, m, m->container, ci->pid, cause) == -1)
+	if (sandbox_probe(d, m, m->container, ci->pid, cause) == -1)
 		return -1;
 	if (strcmp(m->network, "proxy") == 0 &&
 	    proxyctl_register(d, m->container, m->id, m->allow, cause) == -1)
 		return -1;
+	sandbox_checked_save(m, ci->pid);
 	return 0;
 }
 
@@ -834,18 +918,31 @@ sandbox_probe_host(int pid, const char *cid, const struct probe_expect *pe,
 	return rc;
 }
 
-/* Run the probe in the container and check it against the meta. */
+/*
+ * Seal the container's network (netseal.h) when it is on the proxy's
+ * network, run the probe in it and check both against the meta.
+ */
 static int
 sandbox_probe(struct docker *d, const struct sandbox_meta *m,
     const char *cid, int pid, char **cause)
 {
-	static char *const	 argv[] = { PROBE_CONTAINER_PATH, "check", NULL };
+	char			*argv[] = { PROBE_CONTAINER_PATH, "check", NULL,
+				    NULL, NULL };
 	struct probe_expect	 pe;
 	struct exec_opts	 o;
 	struct exec_result	 r;
 	char			 run[STATE_ID_LEN + 1], *failed = NULL;
+	char			 target[80];
 	int			 rv = -1;
 
+	if (strcmp(m->network, "proxy") == 0) {
+		if (netseal_apply(pid, m->proxy, cause) == -1 ||
+		    netseal_probe_target(m->proxy, target,
+		    sizeof(target)) == -1)
+			return -1;
+		argv[2] = (char *)"--seal";
+		argv[3] = target;
+	}
 	memset(&o, 0, sizeof(o));
 	state_new_id(run, "run");
 	o.argv = argv;
@@ -860,6 +957,7 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	pe.cpus = m->cpus;
 	pe.network_none = strcmp(m->network, "none") == 0;
 	pe.proxy_only = strcmp(m->network, "proxy") == 0;
+	pe.sealed = pe.proxy_only;
 	pe.gvisor = m->runtime != NULL && strcmp(m->runtime, "runsc") == 0;
 	pe.seccomp_filter = !pe.gvisor;
 	pe.tmp_noexec = !pe.gvisor;	/* gVisor hides mount options */
@@ -911,6 +1009,8 @@ sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
 		*cid = NULL;
 		return -1;
 	}
+	if (strcmp(role, "session") == 0)
+		sandbox_checked_save(m, ci.pid);
 	*pid = ci.pid;
 	return 0;
 }

@@ -10,12 +10,13 @@
  * tmp_size, timeout, ephemeral.
  *
  * The container spec (sandbox_spec) is the whole hardening contract:
- * user 1000:1000, CapDrop ALL, no-new-privileges (Docker's default seccomp
- * profile stays), read-only root, tmpfs /tmp (noexec,nosuid,nodev) and
+ * user 1000:1000, CapDrop ALL, no-new-privileges, sandgate's seccomp
+ * profile under runc, read-only root, tmpfs /tmp (noexec,nosuid,nodev) and
  * /home/sandbox, /workspace bound read-write from work/, the probe bound
  * read-only at /.sandgate/probe, tini as init, cpu/memory (no swap)/pids
- * limits, no network (or sandgate-internal), no other mounts, only the
- * environment sandgate sets plus --env.
+ * limits, no network (or sandgate-internal, sealed by netseal.h once
+ * started), no other mounts, only the environment sandgate sets plus
+ * --env.
  */
 #ifndef SG_SANDBOX_H
 #define SG_SANDBOX_H

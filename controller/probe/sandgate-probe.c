@@ -3,20 +3,28 @@
  *
  *   sandgate-probe idle    PID 1 of a session container: reaps orphans,
  *                          exits 0 on SIGTERM or SIGINT, sleeps otherwise
- *   sandgate-probe check   prints one JSON object with the controls the
- *                          process sees from inside (format: probe.h)
+ *   sandgate-probe check [--seal IP:PORT]
+ *                          prints one JSON object with the controls the
+ *                          process sees from inside (format: probe.h);
+ *                          with --seal, also whether the network seal
+ *                          refuses Docker's resolver and IP:PORT
  *
  * Linked statically so that any image can run it; uses nothing from libc
  * that needs NSS or locale files. It formats its JSON by hand and reads
  * only small files, each into a fixed buffer.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +36,8 @@
 #define PROBE_OUT_MAX	8192	/* the whole JSON object */
 #define PROBE_IFACES	64	/* interfaces reported */
 #define PROBE_LINE_MAX	4096	/* one mountinfo or net/dev line */
+#define PROBE_NET_WAIT	2000	/* ms for a connect or a DNS answer */
+#define PROBE_DNS_IP	"127.0.0.11"	/* Docker's embedded resolver */
 
 struct out {
 	char	buf[PROBE_OUT_MAX];
@@ -58,7 +68,11 @@ static void	name_copy(char [64], const char *);
 static int	iface_list_proc(char [][64], int);
 static int	iface_list_sys(char [][64], int);
 static void	emit_net(struct out *);
-static int	probe_check_main(void);
+static const char *errno_word(int);
+static const char *seal_dns(void);
+static const char *seal_connect(const char *);
+static void	emit_seal(struct out *, const char *);
+static int	probe_check_main(const char *);
 static void	idle_term(int);
 static void	idle_chld(int);
 static void	probe_idle_main(void) __attribute__((noreturn));
@@ -463,8 +477,120 @@ emit_net(struct out *o)
 	    lstat("/run/docker.sock", &st) == 0 ? "true" : "false");
 }
 
+/* A short name for the errnos a sealed network answers with. */
+static const char *
+errno_word(int e)
+{
+	switch (e) {
+	case EPERM:		return "EPERM";
+	case EACCES:		return "EACCES";
+	case EHOSTUNREACH:	return "EHOSTUNREACH";
+	case ENETUNREACH:	return "ENETUNREACH";
+	case ECONNREFUSED:	return "ECONNREFUSED";
+	case ETIMEDOUT:		return "ETIMEDOUT";
+	default:		return "error";
+	}
+}
+
+/*
+ * Ask Docker's embedded resolver for a name over UDP: "answered", "silent"
+ * (no answer in time) or the errno word of the refusal.
+ */
+static const char *
+seal_dns(void)
+{
+	static const unsigned char query[] = {
+		0x5a, 0x17, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 7, 's', 'a', 'n', 'd', 'g', 'a', 't', 'e', 5, 'p',
+		'r', 'o', 'b', 'e', 0, 0x00, 0x01, 0x00, 0x01,
+	};
+	struct sockaddr_in	 sin;
+	struct pollfd		 pfd;
+	unsigned char		 ans[512];
+	const char		*res;
+	int			 fd;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(53);
+	inet_pton(AF_INET, PROBE_DNS_IP, &sin.sin_addr);
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return errno_word(errno);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    send(fd, query, sizeof(query), 0) == -1) {
+		res = errno_word(errno);
+		close(fd);
+		return res;
+	}
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, PROBE_NET_WAIT) <= 0)
+		res = "silent";
+	else if (recv(fd, ans, sizeof(ans), 0) == -1)
+		res = errno_word(errno);
+	else
+		res = "answered";
+	close(fd);
+	return res;
+}
+
+/* Connect to IP:PORT over TCP: "connected", "silent" or the errno word. */
+static const char *
+seal_connect(const char *target)
+{
+	struct sockaddr_in	 sin;
+	struct pollfd		 pfd;
+	const char		*colon;
+	char			 ip[INET_ADDRSTRLEN];
+	socklen_t		 len = sizeof(int);
+	int			 fd, err = 0;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	if ((colon = strrchr(target, ':')) == NULL ||
+	    (size_t)(colon - target) >= sizeof(ip))
+		return "bad target";
+	memcpy(ip, target, (size_t)(colon - target));
+	ip[colon - target] = '\0';
+	if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
+		return "bad target";
+	sin.sin_port = htons((unsigned short)atoi(colon + 1));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return errno_word(errno);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0) {
+		close(fd);
+		return "connected";
+	}
+	if (errno != EINPROGRESS) {
+		err = errno;
+		close(fd);
+		return errno_word(err);
+	}
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	if (poll(&pfd, 1, PROBE_NET_WAIT) <= 0) {
+		close(fd);
+		return "silent";
+	}
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	close(fd);
+	return err == 0 ? "connected" : errno_word(err);
+}
+
+/* "seal": what Docker's resolver and a neighbour's port answer. */
+static void
+emit_seal(struct out *o, const char *target)
+{
+	out_printf(o, ",\"seal\":{\"dns\":");
+	out_str(o, seal_dns());
+	out_printf(o, ",\"neighbour\":");
+	out_str(o, seal_connect(target));
+	out_printf(o, "}");
+}
+
 static int
-probe_check_main(void)
+probe_check_main(const char *seal)
 {
 	static struct out	o;
 
@@ -473,6 +599,8 @@ probe_check_main(void)
 	emit_mounts(&o);
 	emit_cgroup(&o);
 	emit_net(&o);
+	if (seal != NULL)
+		emit_seal(&o, seal);
 	out_printf(&o, "}\n");
 	if (o.overflow) {
 		fputs("sandgate-probe: output too large\n", stderr);
@@ -530,9 +658,12 @@ int
 main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "check") == 0)
-		return probe_check_main();
+		return probe_check_main(NULL);
+	if (argc == 4 && strcmp(argv[1], "check") == 0 &&
+	    strcmp(argv[2], "--seal") == 0)
+		return probe_check_main(argv[3]);
 	if (argc == 2 && strcmp(argv[1], "idle") == 0)
 		probe_idle_main();
-	fputs("usage: sandgate-probe check | idle\n", stderr);
+	fputs("usage: sandgate-probe check [--seal IP:PORT] | idle\n", stderr);
 	return 2;
 }

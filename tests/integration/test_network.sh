@@ -123,6 +123,36 @@ sg_run r "$SG" exec --timeout 30 "$BB" -- nslookup exfil-data.example.test
 assert_contains "a DNS query for an outside name fails" "$r_rc" "1"
 sg_run r "$SG" exec --timeout 30 "$BB" -- nslookup exfil-data.example.test 127.0.0.11
 assert_eq "a DNS query to Docker's resolver gets no answer" 1 "$r_rc"
+# --- sandboxes are sealed from each other and from Docker's resolver ----------------------
+PY_IP=$(docker inspect -f '{{(index .NetworkSettings.Networks "sandgate-internal").IPAddress}}' "sandgate-$PY")
+"$SG" exec --timeout 15 "$PY" -- python3 -c '
+import socket; s = socket.socket(); s.bind(("0.0.0.0", 8099)); s.listen(4)
+s.settimeout(8)
+try:
+    c, a = s.accept(); print("accepted", a[0])
+except socket.timeout:
+    print("nobody came")' >"$SG_TMP/neighbour.out" 2>&1 &
+NB=$!
+sleep 1
+sg_run r "$SG" exec --timeout 20 "$BB" -- nc -w 3 "$PY_IP" 8099 </dev/null
+assert_eq "another sandbox's listening port is out of reach" 1 "$r_rc"
+assert_contains "the agent is told at once (no route to host)" "$r_err" "No route to host"
+wait "$NB"
+assert_contains "the listener in the other sandbox saw nobody" "$(cat "$SG_TMP/neighbour.out")" "nobody came"
+sg_run r "$SG" exec --timeout 20 "$BB" -- nslookup "sandgate-$PY" 127.0.0.11
+assert_eq "Docker's resolver does not answer another sandbox's name" 1 "$r_rc"
+assert_not_contains "its address is not given" "$r_out" "$PY_IP"
+sg_run r "$SG" exec --timeout 20 "$BB" -- nslookup sandgate-proxy 127.0.0.11
+assert_eq "nor the proxy's name" 1 "$r_rc"
+BB_PID=$(docker inspect -f '{{.State.Pid}}' "sandgate-$BB")
+rules=$(nsenter -t "$BB_PID" -n iptables -S OUTPUT 2>&1)
+assert_contains "the seal is loaded in the sandbox's namespace" "$rules" \
+	"-A OUTPUT -d $PROXY_IP/32 -p tcp -m tcp --dport 3128 -j ACCEPT"
+assert_contains "Docker's resolver refused before loopback is allowed" \
+	"$(printf '%s\n' "$rules" | sed -n 2p)" "127.0.0.11/32"
+docker restart -t 1 "sandgate-$BB" >/dev/null
+sg_run r "$SG" exec "$BB" -- nc -w 3 "$PY_IP" 8099 </dev/null
+assert_contains "a sandbox restarted outside sandgate is sealed again" "$r_err" "No route to host"
 sg_run r "$SG" exec "$BB" -- wget -q -O- "http://$PROXY_IP:3128/"
 assert_contains "a request through the proxy to the proxy is refused" "$r_err" \
 	"network blocked by policy: destination $PROXY_IP:3128 not allowlisted"

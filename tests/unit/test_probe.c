@@ -242,6 +242,61 @@ test_expect_init_is_strict(void **state)
 	assert_true(e.memory_bytes == 0 && e.pids == 0 && e.cpus == 0);
 }
 
+/* A proxy sandbox must show the network seal refusing both targets. */
+static void
+test_seal(void **state)
+{
+	static const struct { const char *seal; const char *words; } cases[] = {
+		{ NULL, "network seal was not checked" },
+		{ "\"seal\":1", "network seal was not checked" },
+		{ "\"seal\":{\"dns\":\"answered\",\"neighbour\":\"EHOSTUNREACH\"}",
+		    "resolver at 127.0.0.11 is reachable (answered)" },
+		{ "\"seal\":{\"dns\":\"silent\",\"neighbour\":\"EHOSTUNREACH\"}",
+		    "resolver at 127.0.0.11 is reachable (silent)" },
+		{ "\"seal\":{\"neighbour\":\"EHOSTUNREACH\"}",
+		    "resolver at 127.0.0.11 is reachable (?)" },
+		{ "\"seal\":{\"dns\":\"EPERM\",\"neighbour\":\"ECONNREFUSED\"}",
+		    "reachable on sandgate-internal (ECONNREFUSED)" },
+		{ "\"seal\":{\"dns\":\"EPERM\",\"neighbour\":\"connected\"}",
+		    "reachable on sandgate-internal (connected)" },
+		{ "\"seal\":{\"dns\":\"EPERM\",\"neighbour\":\"silent\"}",
+		    "reachable on sandgate-internal (silent)" },
+		{ "\"seal\":{\"dns\":\"EPERM\",\"neighbour\":\"EHOSTUNREACH\"}",
+		    NULL },
+		{ "\"seal\":{\"dns\":\"EHOSTUNREACH\",\"neighbour\":\"EPERM\"}",
+		    NULL },
+	};
+	struct probe_expect	 e;
+	char			*base, *json, *failed, tail[256];
+	size_t			 i;
+
+	expect_strict(&e);
+	e.network_none = 0;
+	e.proxy_only = 1;
+	e.sealed = 1;
+	base = replace(good_v1, "\"net_ifaces\":[]",
+	    "\"net_ifaces\":[\"eth0\"]");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(tail, sizeof(tail), "\"docker_sock\":false%s%s",
+		    cases[i].seal ? "," : "", cases[i].seal ? cases[i].seal : "");
+		json = replace(base, "\"docker_sock\":false", tail);
+		failed = NULL;
+		if (cases[i].words == NULL) {
+			if (probe_check(json, &e, &failed) != 0)
+				fail_msg("seal %zu: refused: %s", i, failed);
+		} else if (probe_check(json, &e, &failed) != -1 ||
+		    failed == NULL || strstr(failed, cases[i].words) == NULL)
+			fail_msg("seal %zu: got '%s'", i,
+			    failed ? failed : "(pass)");
+		free(failed);
+		free(json);
+	}
+	/* Not asked for (network none): not checked. */
+	e.sealed = 0;
+	assert_int_equal(probe_check(base, &e, &failed), 0);
+	free(base);
+}
+
 /* $SANDGATE_PROBE wins when it names an executable file. */
 static void
 test_probe_path_env(void **state)
@@ -264,6 +319,7 @@ main(void)
 		cmocka_unit_test(test_relaxed_expectations),
 		cmocka_unit_test(test_garbage_fails_closed),
 		cmocka_unit_test(test_expect_init_is_strict),
+		cmocka_unit_test(test_seal),
 		cmocka_unit_test(test_probe_path_env),
 	};
 

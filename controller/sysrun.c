@@ -1,0 +1,128 @@
+/* sysrun.c: run a system tool and keep its stderr; see sysrun.h. */
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sysrun.h"
+#include "util.h"
+
+static void	sysrun_child(const struct sysrun *, int, int)
+		    __attribute__((noreturn));
+
+/* In the child: join the namespace, wire stdin/stdout/stderr, exec. */
+static void
+sysrun_child(const struct sysrun *r, int infd, int errfd)
+{
+	char	ns[64];
+	size_t	i;
+	int	fd;
+
+	if (r->netns > 0) {
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", r->netns);
+		if ((fd = open(ns, O_RDONLY | O_CLOEXEC)) == -1 ||
+		    setns(fd, CLONE_NEWNET) == -1) {
+			dprintf(errfd, "cannot enter %s: %s", ns,
+			    strerror(errno));
+			_exit(126);
+		}
+		close(fd);
+	}
+	fd = open("/dev/null", O_RDWR);
+	if (infd == -1)
+		infd = fd;
+	if (infd != -1)
+		dup2(infd, STDIN_FILENO);
+	if (fd != -1)
+		dup2(fd, STDOUT_FILENO);
+	dup2(errfd, STDERR_FILENO);
+	for (i = 0; r->paths[i] != NULL; i++)
+		execvp(r->paths[i], r->argv);
+	dprintf(errfd, "cannot run %s: %s", r->argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Write all of s to fd; the tool may exit without reading (EPIPE). */
+static void
+sysrun_feed(int fd, const char *s)
+{
+	size_t	len = strlen(s);
+	ssize_t	n;
+
+	while (len > 0) {
+		n = write(fd, s, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		s += n;
+		len -= (size_t)n;
+	}
+}
+
+int
+sysrun(const struct sysrun *r, char **cause)
+{
+	struct sigaction	 ign, old;
+	char			 err[SYSRUN_ERR_MAX];
+	size_t			 len = 0;
+	ssize_t			 n;
+	pid_t			 pid;
+	int			 efd[2], ifd[2] = { -1, -1 }, status;
+
+	if (pipe2(efd, O_CLOEXEC) == -1 ||
+	    (r->input != NULL && pipe2(ifd, O_CLOEXEC) == -1)) {
+		util_xasprintf(cause, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		util_xasprintf(cause, "fork: %s", strerror(errno));
+		close(efd[0]);
+		close(efd[1]);
+		if (ifd[0] != -1) {
+			close(ifd[0]);
+			close(ifd[1]);
+		}
+		return -1;
+	}
+	if (pid == 0)
+		sysrun_child(r, ifd[0], efd[1]);
+	close(efd[1]);
+	if (ifd[0] != -1) {
+		close(ifd[0]);
+		memset(&ign, 0, sizeof(ign));
+		ign.sa_handler = SIG_IGN;
+		sigaction(SIGPIPE, &ign, &old);
+		sysrun_feed(ifd[1], r->input);
+		close(ifd[1]);
+		sigaction(SIGPIPE, &old, NULL);
+	}
+	while ((n = read(efd[0], err + len, sizeof(err) - 1 - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 || (len += (size_t)n) == sizeof(err) - 1)
+			break;
+	}
+	err[len] = '\0';
+	close(efd[0]);
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR) {
+			util_xasprintf(cause, "waitpid: %s", strerror(errno));
+			return -1;
+		}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	err[strcspn(err, "\n")] = '\0';
+	util_xasprintf(cause, "%s %s %d: %s", r->argv[0],
+	    WIFEXITED(status) ? "exited" : "killed by signal",
+	    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+	    err[0] ? err : "no message");
+	return -1;
+}
