@@ -112,7 +112,7 @@ cmd_apply_run(const char *id, char **paths, size_t npaths, int all,
 	struct apply_tally		 t = { 0, 0, 0 };
 	char				 sbx[4096], *src = NULL, *cause = NULL;
 	size_t				 i;
-	int				 lock, rc = SG_EXIT_ERROR;
+	int				 lock, left, rc = SG_EXIT_ERROR;
 
 	if (state_path(sbx, sizeof(sbx), id, NULL) == -1 ||
 	    (lock = state_lock(id, 1)) == -1) {
@@ -120,14 +120,22 @@ cmd_apply_run(const char *id, char **paths, size_t npaths, int all,
 		return SG_EXIT_ERROR;
 	}
 	if ((src = workspace_meta_source(sbx, &cause)) == NULL ||
-	    (m = workspace_manifest_load(sbx, &cause)) == NULL)
+	    (m = workspace_manifest_load(sbx, &cause)) == NULL ||
+	    workspace_apply_cleanup(sbx, src, &left, &cause) == -1)
 		goto out;
+	if (left > 0)
+		fprintf(stderr, "sandgate: removed %d temporary file%s that an "
+		    "interrupted apply left in %s\n", left, left == 1 ? "" :
+		    "s", src);
 	if (all)
 		cmd_apply_all(sbx, src, m, risky_ok, dry, &t);
 	for (i = 0; i < npaths; i++)
 		cmd_apply_one(sbx, src, m, paths[i], dry, &t);
 	if (!dry && t.changed > 0 &&
 	    workspace_manifest_save(m, sbx, &cause) == -1)
+		goto out;
+	/* every temp file is renamed or removed by now: drop the journal */
+	if (workspace_apply_cleanup(sbx, src, &left, &cause) == -1)
 		goto out;
 	rc = t.failed ? SG_EXIT_ERROR : t.refused ? SG_EXIT_REFUSED :
 	    SG_EXIT_OK;

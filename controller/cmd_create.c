@@ -127,7 +127,6 @@ static int
 create_dirs(const char *id, char **cause)
 {
 	char	path[PATH_MAX];
-	int	fd;
 
 	if (state_path(path, sizeof(path), id, NULL) == -1 ||
 	    state_mkdirs(path, 0700) == -1) {
@@ -135,13 +134,11 @@ create_dirs(const char *id, char **cause)
 		    strerror(errno));
 		return -1;
 	}
-	state_path(path, sizeof(path), id, "lock");
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s", path,
+	if (state_lock_new(id) == -1) {
+		util_xasprintf(cause, "cannot lock '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
-	close(fd);
 	state_path(path, sizeof(path), id, "runs");
 	if (mkdir(path, 0700) == -1) {
 		util_xasprintf(cause, "cannot create '%s': %s", path,

@@ -4,7 +4,11 @@
  * so a gc with another SANDGATE_STATE never touches this one's sandboxes.
  *   1. containers labelled sandgate.sandbox=<id> whose state folder is gone
  *   2. state folders (sandboxes/<id>) that no container belongs to: their
- *      disk is unmounted, then the folder is deleted
+ *      disk is unmounted, then the folder is deleted; a sandbox whose
+ *      create or run was killed (its folder has containers but no
+ *      meta.json, or no session container recorded, or is a run's) is
+ *      removed as discard would; of a live sandbox, the temp files that a
+ *      killed apply left in its source tree are removed
  *   3. loop mounts of images under the state root whose sandbox is gone
  * A folder whose lock another process holds (a create in progress), or
  * that has no lock file and changed in the last GC_GRACE_SECS, is left
@@ -30,8 +34,10 @@
 #include "cmd.h"
 #include "disk.h"
 #include "docker.h"
+#include "sandbox.h"
 #include "state.h"
 #include "util.h"
+#include "workspace.h"
 
 #define GC_LABEL	"sandgate.sandbox"
 #define GC_LABEL_STATE	"sandgate.state"
@@ -59,6 +65,7 @@ static int		 gc_rm_cb(const char *, const struct stat *, int,
 static int		 gc_rmtree(const char *);
 static int		 gc_umount_under(struct gc *, const char *);
 static void		 gc_folder(struct gc *, const char *);
+static void		 gc_sandbox(struct gc *, const char *);
 static void		 gc_folders(struct gc *);
 static int		 gc_mount_stale(struct gc *, const char *);
 static void		 gc_mounts(struct gc *);
@@ -263,13 +270,20 @@ gc_umount_under(struct gc *g, const char *dir)
 static void
 gc_folder(struct gc *g, const char *id)
 {
-	char	dir[4096];
+	char	dir[4096], *cause = NULL;
+	int	left;
 
 	if (state_path(dir, sizeof(dir), id, NULL) == -1 || gc_in_use(dir))
 		return;
 	g->acted++;
 	if (g->dry) {
 		printf("would remove sandbox folder %s (no container)\n", id);
+		return;
+	}
+	if (workspace_apply_cleanup(dir, NULL, &left, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		g->errors++;
 		return;
 	}
 	if (gc_umount_under(g, dir) == -1 || gc_rmtree(dir) == -1) {
@@ -281,7 +295,50 @@ gc_folder(struct gc *g, const char *id)
 	printf("removed sandbox folder %s (no container)\n", id);
 }
 
-/* Step 2: every sandbox folder without a container. */
+/* Step 2 for a folder with containers; see the top of the file. */
+static void
+gc_sandbox(struct gc *g, const char *id)
+{
+	struct sandbox_meta	 m;
+	struct stat		 st;
+	char			 dir[4096], path[4200], *cause = NULL;
+	int			 dead, left;
+
+	if (state_path(dir, sizeof(dir), id, NULL) == -1 || gc_in_use(dir))
+		return;
+	sandbox_meta_init(&m);
+	if (sandbox_meta_load(id, &m, &cause) == -1) {
+		dead = errno == ENOENT;	/* malformed: left for a person */
+		free(cause);
+		cause = NULL;
+	} else
+		dead = m.ephemeral || m.container == NULL;
+	sandbox_meta_release(&m);
+	snprintf(path, sizeof(path), "%s/apply.pending", dir);
+	if (!dead && lstat(path, &st) == -1)
+		return;
+	g->acted++;
+	if (g->dry) {
+		printf(dead ? "would remove sandbox %s (its create or run was "
+		    "interrupted)\n" : "would remove what an interrupted apply "
+		    "of %s left in its source tree\n", id);
+		return;
+	}
+	if (dead ? sandbox_destroy(g->docker, id, &cause) :
+	    workspace_apply_cleanup(dir, NULL, &left, &cause)) {
+		fprintf(stderr, "sandgate: %s: %s\n", id, cause);
+		free(cause);
+		g->errors++;
+	} else if (dead)
+		printf("removed sandbox %s (its create or run was "
+		    "interrupted)\n", id);
+	else
+		printf("removed %d temporary file%s that an interrupted apply "
+		    "of %s left in its source tree\n", left, left == 1 ? "" :
+		    "s", id);
+}
+
+/* Step 2: every sandbox folder. */
 static void
 gc_folders(struct gc *g)
 {
@@ -300,10 +357,12 @@ gc_folders(struct gc *g)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (state_valid_id(de->d_name) == -1 ||
-		    gc_has_container(g, de->d_name))
+		if (state_valid_id(de->d_name) == -1)
 			continue;
-		gc_folder(g, de->d_name);
+		if (gc_has_container(g, de->d_name))
+			gc_sandbox(g, de->d_name);
+		else
+			gc_folder(g, de->d_name);
 	}
 	closedir(d);
 }

@@ -192,7 +192,6 @@ static int
 run_prepare(struct sandbox_meta *m, char **cause)
 {
 	char	dir[PATH_MAX], path[PATH_MAX], work[PATH_MAX];
-	int	fd;
 
 	state_path(dir, sizeof(dir), m->id, NULL);
 	state_path(work, sizeof(work), m->id, "work");
@@ -201,11 +200,9 @@ run_prepare(struct sandbox_meta *m, char **cause)
 		    strerror(errno));
 		return -1;
 	}
-	state_path(path, sizeof(path), m->id, "lock");
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) != -1)
-		close(fd);
 	state_path(path, sizeof(path), m->id, "runs");
-	if (mkdir(path, 0700) == -1 || sandbox_meta_save(m, cause) == -1) {
+	if (state_lock_new(m->id) == -1 || mkdir(path, 0700) == -1 ||
+	    sandbox_meta_save(m, cause) == -1) {
 		if (*cause == NULL)
 			util_xasprintf(cause, "cannot create '%s': %s", path,
 			    strerror(errno));

@@ -21,6 +21,7 @@
 #include "proxyctl.h"
 #include "state.h"
 #include "util.h"
+#include "workspace.h"
 
 static int	sandbox_get_str(json_t *, const char *, char **);
 static int	sandbox_get_u64(json_t *, const char *, unsigned long long *);
@@ -515,6 +516,7 @@ int
 sandbox_destroy(struct docker *d, const char *id, char **cause)
 {
 	char	dir[4096], work[4096], *ignored = NULL;
+	int	left;
 
 	if (state_path(dir, sizeof(dir), id, NULL) == -1 ||
 	    state_path(work, sizeof(work), id, "work") == -1) {
@@ -528,6 +530,9 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 	    proxyctl_unregister(id, &ignored) == -1)
 		free(ignored);
 	if (disk_is_mounted(work) == 1 && disk_umount(work, cause) == -1)
+		return -1;
+	/* what a killed apply left in the source tree goes first */
+	if (workspace_apply_cleanup(dir, NULL, &left, cause) == -1)
 		return -1;
 	if (sandbox_rmtree(dir) == -1) {
 		util_xasprintf(cause, "cannot remove '%s': %s", dir,

@@ -113,6 +113,26 @@ state_lock(const char *id, int exclusive)
 	return fd;
 }
 
+int
+state_lock_new(const char *id)
+{
+	char	path[4096];
+	int	fd;
+
+	if (state_path(path, sizeof(path), id, "lock") == -1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	if (flock(fd, LOCK_EX) == -1) {
+		close(fd);
+		return -1;
+	}
+	return 0;	/* fd stays open: the lock lasts as long as we do */
+}
+
 void
 state_unlock(int fd)
 {

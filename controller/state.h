@@ -42,6 +42,14 @@ void		 state_new_id(char *id, const char *prefix);
 int		 state_valid_id(const char *id);
 
 /*
+ * Create <sandbox>/lock for a sandbox being made (create, run) and hold
+ * it exclusively until this process exits (on purpose: no unlock), so
+ * that gc leaves the folder alone while it is built and may clean it up
+ * as soon as a kill ends the process. 0, or -1 with errno.
+ */
+int		 state_lock_new(const char *id);
+
+/*
  * Take the sandbox's lock (exclusive or shared); blocks. Returns an fd to
  * pass to state_unlock(), or -1 with errno set (ENOENT: no such sandbox).
  */

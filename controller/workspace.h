@@ -184,10 +184,28 @@ enum workspace_apply_result {
  * manifest entry and snapshot file are updated so the path reads as
  * unchanged; the caller saves with workspace_manifest_save(). With
  * dry_run nothing is written; the result says what would happen.
+ *
+ * A host file that already holds exactly the work file's bytes (an apply
+ * killed between its rename and the manifest save) is recorded as
+ * applied without writing it again. Each temp file's name is appended to
+ * <sbxdir>/apply.pending before it is created, so that one a killed apply
+ * leaves in the source tree can be found again.
  */
 enum workspace_apply_result workspace_apply_path(const char *sbxdir,
 	    const char *src, struct workspace_manifest *, const char *relpath,
 	    int dry_run, char **cause);
+
+/*
+ * Remove the temp files that <sbxdir>/apply.pending names and that still
+ * exist in the source tree at src (NULL: the "source" of meta.json; a
+ * source folder that is gone has nothing to clean): regular files named
+ * .sandgate-apply-* only, reached without following links; then the
+ * journal. Run by apply before and after its work, by gc and by discard;
+ * the caller holds the sandbox's lock. 0 (with *removed set) or -1 with
+ * *cause.
+ */
+int	workspace_apply_cleanup(const char *sbxdir, const char *src,
+	    int *removed, char **cause);
 
 /* Write the manifest back to <sbxdir>/manifest.json atomically. 0 or -1. */
 int	workspace_manifest_save(const struct workspace_manifest *,

@@ -18,6 +18,10 @@
 #include "workspace.h"
 #include "workspace_priv.h"
 
+#define APPLY_JOURNAL		"apply.pending"
+#define APPLY_TMP_PREFIX	".sandgate-apply-"
+#define APPLY_JOURNAL_MAX	(64 * 1024 * 1024)	/* bytes read back */
+
 /* One apply's state: both sides of the path. */
 struct apply {
 	const char	*sbxdir, *rel, *base;
@@ -28,6 +32,7 @@ struct apply {
 	int		 hostroot;
 	int		 hostdir;	/* -1: folders still to be created */
 	int		 written;	/* the applied copy, for the snapshot */
+	int		 on_host;	/* the host already holds the work file */
 	uid_t		 owner;		/* owner for the host file (root) */
 	gid_t		 group;
 	char		 sha_work[WORKSPACE_SHA256_HEX];
@@ -41,6 +46,8 @@ static enum workspace_apply_result apply_check_host(struct apply *);
 static int	 apply_write(struct apply *, int, int, mode_t, const char *,
 		    char *, int *);
 static int	 apply_tmpname(char *, size_t);
+static int	 apply_journal(struct apply *, const char *);
+static int	 apply_cleanup_one(int, const char *, const char *);
 static int	 apply_copy(struct apply *, int, int, char *);
 static int	 apply_snapshot(struct apply *, int);
 static int	 apply_mkdirs(struct apply *);
@@ -140,11 +147,6 @@ apply_check_host(struct apply *a)
 	}
 	a->owner = st.st_uid;
 	a->group = st.st_gid;
-	if (a->e == NULL) {
-		ws_cause(a->cause, "created on the host since the sandbox was "
-		    "created");
-		return WORKSPACE_APPLY_REFUSED;
-	}
 	fd = openat(a->hostdir, a->base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC);
 	if (fd == -1 || ws_sha_fd(fd, sha, a->buf, sizeof(a->buf)) == -1) {
@@ -155,6 +157,18 @@ apply_check_host(struct apply *a)
 		return WORKSPACE_APPLY_FAILED;
 	}
 	close(fd);
+	if ((a->e == NULL || strcmp(sha, a->e->f.sha256) != 0) &&
+	    a->work != -1 && strcmp(sha, a->sha_work) == 0 &&
+	    (st.st_mode & 0777) == (a->wst.st_mode & 0777)) {
+		/* an earlier apply wrote it, then was killed before saving */
+		a->on_host = 1;
+		return WORKSPACE_APPLY_APPLIED;
+	}
+	if (a->e == NULL) {
+		ws_cause(a->cause, "created on the host since the sandbox was "
+		    "created");
+		return WORKSPACE_APPLY_REFUSED;
+	}
 	if (strcmp(sha, a->e->f.sha256) != 0) {
 		ws_cause(a->cause, "changed on the host since the sandbox was "
 		    "created");
@@ -172,8 +186,129 @@ apply_tmpname(char *buf, size_t size)
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return -1;
 	util_hex(rnd, sizeof(rnd), hex);
-	snprintf(buf, size, ".sandgate-apply-%s", hex);
+	snprintf(buf, size, APPLY_TMP_PREFIX "%s", hex);
 	return 0;
+}
+
+/* Append "tmp\0rel\0" to the journal, durably, before tmp exists. */
+static int
+apply_journal(struct apply *a, const char *tmp)
+{
+	char	path[4096], rec[4096 + 64];
+	size_t	tl = strlen(tmp), rl = strlen(a->rel);
+	int	fd, rc = -1;
+
+	if (tl + rl + 2 > sizeof(rec))
+		return -1;
+	memcpy(rec, tmp, tl + 1);
+	memcpy(rec + tl + 1, a->rel, rl + 1);
+	snprintf(path, sizeof(path), "%s/" APPLY_JOURNAL, a->sbxdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	if (write(fd, rec, tl + rl + 2) == (ssize_t)(tl + rl + 2) &&
+	    fsync(fd) == 0)
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+/* Remove one journalled temp file if it is still there. 1, 0 or -1. */
+static int
+apply_cleanup_one(int hostroot, const char *tmp, const char *rel)
+{
+	struct stat	 st;
+	const char	*base, *why;
+	int		 dir, rc = 0;
+
+	if (strncmp(tmp, APPLY_TMP_PREFIX, strlen(APPLY_TMP_PREFIX)) != 0 ||
+	    strchr(tmp, '/') != NULL || workspace_path_valid(rel, &why) == -1)
+		return 0;	/* not ours: never touched */
+	if ((dir = ws_open_parent(hostroot, rel, &base)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (fstatat(dir, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode))
+		rc = unlinkat(dir, tmp, 0) == 0 ? 1 : -1;
+	close(dir);
+	return rc;
+}
+
+int
+workspace_apply_cleanup(const char *sbxdir, const char *src, int *removed,
+    char **cause)
+{
+	char	 path[4096], *buf = NULL, *p, *end, *tmp, *rel, *msrc = NULL;
+	size_t	 len = 0, cap = 0;
+	ssize_t	 n;
+	int	 fd, root, r, rc = -1;
+
+	*removed = 0;
+	snprintf(path, sizeof(path), "%s/" APPLY_JOURNAL, sbxdir);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		ws_cause(cause, "cannot read '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (src == NULL && (src = msrc = workspace_meta_source(sbxdir,
+	    cause)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	for (;;) {
+		if (len == cap) {
+			cap = cap ? cap * 2 : 65536;
+			if (cap > APPLY_JOURNAL_MAX ||
+			    (p = realloc(buf, cap + 1)) == NULL)
+				break;
+			buf = p;
+		}
+		if ((n = read(fd, buf + len, cap - len)) <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (buf == NULL || n != 0) {
+		ws_cause(cause, "cannot read '%s'", path);
+		goto out;
+	}
+	buf[len] = '\0';
+	if ((root = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		if (errno != ENOENT) {
+			ws_cause(cause, "cannot open source folder '%s': %s",
+			    src, strerror(errno));
+			goto out;
+		}
+	} else {
+		/* Whole records only: a record cut by a kill is skipped. */
+		for (p = buf, end = buf + len; p < end; p = rel + strlen(rel) + 1) {
+			tmp = p;
+			rel = tmp + strlen(tmp) + 1;
+			if (rel >= end || rel + strlen(rel) >= end)
+				break;
+			if ((r = apply_cleanup_one(root, tmp, rel)) == 1)
+				(*removed)++;
+			else if (r == -1) {
+				ws_cause(cause, "cannot remove '%s' beside "
+				    "'%s' in '%s': %s", tmp, rel, src,
+				    strerror(errno));
+				close(root);
+				goto out;
+			}
+		}
+		close(root);
+	}
+	if (unlink(path) == -1 && errno != ENOENT) {
+		ws_cause(cause, "cannot remove '%s': %s", path,
+		    strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	free(msrc);
+	return rc;
 }
 
 /* Copy the work file into fd, hashing what is written. */
@@ -209,7 +344,8 @@ apply_write(struct apply *a, int dir, int in, mode_t mode, const char *name,
 	char	tmp[64];
 	int	fd, rc = -1;
 
-	if (apply_tmpname(tmp, sizeof(tmp)) == -1)
+	if (apply_tmpname(tmp, sizeof(tmp)) == -1 ||
+	    (keep != NULL && apply_journal(a, tmp) == -1))
 		return -1;
 	fd = openat(dir, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
@@ -365,6 +501,14 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src,
 		    fsync(a->hostdir) == -1 || apply_snapshot(a, 1) == -1)
 			goto fail;
 		ws_manifest_remove(m, a->rel);
+		return r;
+	}
+	if (a->on_host) {
+		if ((a->written = openat(a->hostdir, a->base, O_RDONLY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+		    apply_snapshot(a, 0) == -1 ||
+		    apply_record(a, m, a->sha_work) == -1)
+			goto fail;
 		return r;
 	}
 	mode = a->wst.st_mode & 0777;	/* never setuid, setgid or sticky */

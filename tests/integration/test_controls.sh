@@ -189,15 +189,23 @@ else
 fi
 
 # gc: what a crash leaves (a container without folder, a folder without
-# container with its disk still mounted) goes; a live sandbox stays.
+# container with its disk still mounted, a create killed after its container
+# started) goes; a live sandbox stays.
 gc_test() {
 	local state=$work/gc live=sbx_0123456789abcdef01234567
 	local orphan=sbx_89abcdef0123456789abcdef ghost=sbx_fedcba9876543210fedcba98
+	local half=sbx_aaaaaaaaaaaaaaaaaaaaaaaa
 	local out out2
 	mkdir -p "$state/sandboxes/$live" "$state/sandboxes/$orphan/work" \
-	    "$state/sandboxes/$orphan/snapshot/sub"
+	    "$state/sandboxes/$orphan/snapshot/sub" "$state/sandboxes/$half"
 	touch "$state/sandboxes/$live/lock" "$state/sandboxes/$orphan/lock" \
-	    "$state/sandboxes/$orphan/snapshot/sub/f"
+	    "$state/sandboxes/$orphan/snapshot/sub/f" "$state/sandboxes/$half/lock"
+	cat >"$state/sandboxes/$live/meta.json" <<-EOF
+	{"id": "$live", "created": "2026-11-30T00:00:00Z", "source": "$work",
+	 "image": "$IMAGE", "container": "sg-controls-live-$$", "network": "none",
+	 "cpus": 1.0, "memory": 134217728, "pids": 64, "disk": 16777216,
+	 "tmp_size": 16777216, "timeout": 60}
+	EOF
 	chmod 0555 "$state/sandboxes/$orphan/snapshot/sub" "$state/sandboxes/$orphan/snapshot"
 	truncate -s 16M "$state/sandboxes/$orphan/disk.img"
 	mkfs.ext4 -q -F "$state/sandboxes/$orphan/disk.img"
@@ -207,13 +215,16 @@ gc_test() {
 	    --name sg-controls-live-$$ "$IMAGE" true >/dev/null
 	docker create --label sandgate.sandbox=$ghost --label sandgate.state="$state" \
 	    --name sg-controls-ghost-$$ "$IMAGE" true >/dev/null
+	docker create --label sandgate.sandbox=$half --label sandgate.state="$state" \
+	    --name sg-controls-half-$$ "$IMAGE" true >/dev/null
 	# Another state root's sandbox: never this gc's business.
 	docker create --label sandgate.sandbox=$ghost --label sandgate.state="$work/other" \
 	    --name sg-controls-other-$$ "$IMAGE" true >/dev/null
 	out=$(SANDGATE_STATE=$state "$SG" gc --dry-run 2>&1)
 	if grep -q "would remove container .* (sandbox $ghost" <<<"$out" &&
 	    grep -q "would remove sandbox folder $orphan" <<<"$out" &&
-	    [ -d "$state/sandboxes/$orphan" ] &&
+	    grep -q "would remove sandbox $half (its create or run was interrupted)" <<<"$out" &&
+	    [ -d "$state/sandboxes/$orphan" ] && [ -d "$state/sandboxes/$half" ] &&
 	    docker inspect sg-controls-ghost-$$ >/dev/null 2>&1; then
 		ok "gc --dry-run lists and keeps"
 	else
@@ -223,7 +234,10 @@ gc_test() {
 	out2=$(SANDGATE_STATE=$state "$SG" gc 2>&1)
 	if grep -q "removed container .* (sandbox $ghost" <<<"$out" &&
 	    grep -q "removed sandbox folder $orphan" <<<"$out" &&
+	    grep -q "removed sandbox $half (its create or run was interrupted)" <<<"$out" &&
 	    [ ! -e "$state/sandboxes/$orphan" ] && [ -d "$state/sandboxes/$live" ] &&
+	    [ ! -e "$state/sandboxes/$half" ] &&
+	    ! docker inspect sg-controls-half-$$ >/dev/null 2>&1 &&
 	    ! docker inspect sg-controls-ghost-$$ >/dev/null 2>&1 &&
 	    docker inspect sg-controls-live-$$ >/dev/null 2>&1 &&
 	    docker inspect sg-controls-other-$$ >/dev/null 2>&1 &&
@@ -233,7 +247,8 @@ gc_test() {
 		not_ok "gc: first run: $out; second run: $out2"
 	fi
 	umount "$state/sandboxes/$orphan/work" 2>/dev/null
-	docker rm -f sg-controls-live-$$ sg-controls-ghost-$$ sg-controls-other-$$ >/dev/null 2>&1
+	docker rm -f sg-controls-live-$$ sg-controls-ghost-$$ sg-controls-other-$$ \
+	    sg-controls-half-$$ >/dev/null 2>&1
 }
 if [ "$(id -u)" -eq 0 ]; then
 	gc_test
