@@ -244,6 +244,8 @@ create_ca_bundle(struct docker *d, const struct sandbox_meta *m,
 	state_new_id(run, "run");
 	o.argv = argv;
 	o.run_id = run;
+	o.inside = sandbox_gvisor(m);
+	o.nproc = m->pids;
 	o.timeout = 30;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	if (exec_run(d, cid, pid, &o, &r, cause) == -1) {

@@ -198,6 +198,8 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	o.env = a->env.env;
 	o.workdir = a->workdir;
 	o.run_id = run;
+	o.inside = sandbox_gvisor(m);
+	o.nproc = m->pids;
 	o.timeout = a->timeout > 0 ? a->timeout : m->timeout;
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;

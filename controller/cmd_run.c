@@ -356,6 +356,8 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	o.argv = a->cmd;
 	o.env = NULL;
 	o.run_id = run;
+	o.inside = sandbox_gvisor(m);
+	o.nproc = m->pids;
 	o.timeout = m->timeout;
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;

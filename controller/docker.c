@@ -598,6 +598,20 @@ docker_exec_create(struct docker *d, const char *cid, json_t *spec,
 }
 
 int
+docker_exec_start_detached(struct docker *d, const char *id, char **cause)
+{
+	char	 path[256];
+	json_t	*body;
+	int	 rv;
+
+	snprintf(path, sizeof(path), "/exec/%s/start", id);
+	body = json_pack("{s:b, s:b}", "Detach", 1, "Tty", 0);
+	rv = docker_simple(d, "POST", path, body, 0, NULL, cause);
+	json_decref(body);
+	return rv;
+}
+
+int
 docker_exec_inspect(struct docker *d, const char *id,
     struct docker_einfo *ei, char **cause)
 {
@@ -640,6 +654,7 @@ docker_parse_cinfo(json_t *r, struct docker_cinfo *ci)
 	    sizeof(ci->status));
 	ci->running = json_is_true(json_object_get(st, "Running"));
 	ci->paused = json_is_true(json_object_get(st, "Paused"));
+	ci->oom_killed = json_is_true(json_object_get(st, "OOMKilled"));
 	ci->pid = (pid_t)json_integer_value(pid);
 	return 0;
 }

@@ -59,6 +59,7 @@ struct docker_cinfo {
 	int	running;
 	int	paused;
 	pid_t	pid;			/* host pid of the init, 0 if none */
+	int	oom_killed;		/* State.OOMKilled: the last stop */
 	char	status[32];		/* "running", "exited", ... */
 };
 
@@ -106,6 +107,9 @@ int	docker_exec_create(struct docker *, const char *cid, json_t *spec,
 	    char **id, char **cause);
 int	docker_exec_inspect(struct docker *, const char *id,
 	    struct docker_einfo *, char **cause);
+/* Start exec ID detached (on the control handle: callable from a tick). */
+int	docker_exec_start_detached(struct docker *, const char *id,
+	    char **cause);
 
 /*
  * Stream callbacks for docker_exec_start(). data gets demultiplexed

@@ -18,12 +18,15 @@
 #include "docker.h"
 #include "exec.h"
 #include "log.h"
+#include "probe.h"
 #include "sandbox.h"
 #include "sglimits.h"
 #include "util.h"
 
 #define EXEC_KILL_GRACE_US	(5ull * 1000 * 1000)	/* after a kill */
 #define EXEC_FILE_MAX		4096	/* a cgroup or /proc file we read */
+#define EXEC_REAP_ACTIVE	64	/* other runs' markers passed to reap */
+#define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
 
 /* The cgroup folders of one container (v1 hierarchies or v2). */
 struct exec_cg {
@@ -61,6 +64,7 @@ struct exec_state {
 	uint64_t		 t0;
 	uint64_t		 deadline;
 	uint64_t		 grace;		/* 0 until a kill happened */
+	int			 died;		/* the container's init is gone */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -594,15 +598,82 @@ exec_read_procs(const struct exec_cg *cg, int **out, size_t *count)
 	return 0;
 }
 
+/*
+ * The kill from inside the sandbox: `sandgate-probe reap RUN ACTIVE...`
+ * as a detached exec, waited for (its exit status is the count).
+ */
+static int
+exec_kill_inside(struct docker *d, const char *cid, const char *run_id,
+    char **cause)
+{
+	struct docker_einfo	 ei;
+	struct dirent		*de;
+	DIR			*dir;
+	json_t			*cmd, *spec;
+	char			*eid = NULL, name[STATE_ID_LEN + 1], user[32];
+	size_t			 len;
+	int			 n = 0, waited, rv = -1;
+
+	memset(&ei, 0, sizeof(ei));
+	cmd = json_pack("[s,s,s]", PROBE_CONTAINER_PATH, "reap", run_id);
+	if (exec_active_dir != NULL && (dir = opendir(exec_active_dir)) != NULL) {
+		while ((de = readdir(dir)) != NULL && n < EXEC_REAP_ACTIVE) {
+			len = strlen(de->d_name);
+			if (len != STATE_ID_LEN + 7 ||
+			    strcmp(de->d_name + STATE_ID_LEN, ".active") != 0)
+				continue;
+			memcpy(name, de->d_name, STATE_ID_LEN);
+			name[STATE_ID_LEN] = '\0';
+			if (strcmp(name, run_id) != 0 && exec_run_active(name)) {
+				json_array_append_new(cmd, json_string(name));
+				n++;
+			}
+		}
+		closedir(dir);
+	}
+	snprintf(user, sizeof(user), "%d:%d", SANDBOX_UID, SANDBOX_GID);
+	spec = json_pack("{s:b, s:b, s:b, s:b, s:o, s:s}", "AttachStdin", 0,
+	    "AttachStdout", 0, "AttachStderr", 0, "Tty", 0, "Cmd", cmd,
+	    "User", user);
+	if (docker_exec_create(d, cid, spec, &eid, cause) == -1 ||
+	    docker_exec_start_detached(d, eid, cause) == -1)
+		goto out;
+	for (waited = 0; waited < EXEC_REAP_WAIT_MS; waited += 20) {
+		if (docker_exec_inspect(d, eid, &ei, cause) == -1) {
+			if (errno != ENOENT)
+				goto out;
+			/* gVisor forgets an exec soon after it ends */
+			free(*cause);
+			*cause = NULL;
+			rv = 0;
+			goto out;
+		}
+		if (!ei.running)
+			break;
+		usleep(20 * 1000);
+	}
+	if (ei.running || ei.exit_code < 0 || ei.exit_code > 100)
+		util_xasprintf(cause, "the kill inside the sandbox %s",
+		    ei.running ? "did not finish" : "failed");
+	else
+		rv = ei.exit_code;
+out:
+	json_decref(spec);
+	free(eid);
+	return rv;
+}
+
 int
 exec_kill_run(struct docker *d, const char *cid, int pid,
-    const char *run_id, char **cause)
+    const char *run_id, int inside, char **cause)
 {
 	struct exec_cg	 cg;
 	char		 other[64];
 	int		*procs = NULL, idle, killed = 0, paused, which;
 	size_t		 n = 0, i;
 
+	if (inside)
+		return exec_kill_inside(d, cid, run_id, cause);
 	if (exec_cg_find(pid, &cg) == -1) {
 		util_xasprintf(cause, "cannot find the cgroup of container "
 		    "init %d", pid);
@@ -644,6 +715,18 @@ exec_spec(const struct exec_opts *o)
 	size_t	 i;
 
 	cmd = json_array();
+	/* gVisor gives the container's seccomp filter to its init only */
+	if (o->inside) {
+		json_array_append_new(cmd, json_string(PROBE_CONTAINER_PATH));
+		json_array_append_new(cmd, json_string("run"));
+		if (o->nproc > 0) {
+			util_xasprintf(&s, "%lld", o->nproc);
+			json_array_append_new(cmd, json_string("--nproc"));
+			json_array_append_new(cmd, json_string(s));
+			free(s);
+		}
+		json_array_append_new(cmd, json_string("--"));
+	}
 	for (i = 0; o->argv[i] != NULL; i++)
 		json_array_append_new(cmd, json_string(o->argv[i]));
 	env = json_array();
@@ -737,7 +820,8 @@ exec_stop_leftovers(struct exec_state *st)
 	char	*cause = NULL;
 	int	 n;
 
-	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id, &cause);
+	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id,
+	    st->o->inside, &cause);
 	if (n == -1) {
 		log_warnx("cannot stop the command's leftover processes: %s",
 		    cause);
@@ -758,7 +842,8 @@ exec_stop(struct exec_state *st, int sig)
 		st->res->timed_out = 1;
 	else
 		st->res->signal = sig;
-	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id, &cause);
+	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id,
+	    st->o->inside, &cause);
 	if (n == -1) {
 		log_warnx("cannot stop the command: %s", cause);
 		st->res->kill_failed = 1;
@@ -781,6 +866,15 @@ exec_tick(void *arg)
 		st->res->peak_pids = cur;
 	if (st->grace != 0)
 		return now > st->grace ? -1 : 0;
+	/*
+	 * The whole container stopped under the command (gVisor ends its
+	 * sandbox when the memory cgroup's OOM killer takes its kernel):
+	 * nothing will end the stream, so end it here.
+	 */
+	if (kill(st->pid, 0) == -1 && errno == ESRCH) {
+		st->died = 1;
+		return -1;
+	}
 	if (exec_sig != 0)
 		exec_stop(st, exec_sig);
 	else if (now >= st->deadline)
@@ -801,6 +895,22 @@ exec_sinks_close(struct exec_state *st)
 	}
 }
 
+/* The container died under the command: why, from Docker. */
+static void
+exec_died(struct exec_state *st)
+{
+	struct docker_cinfo	 ci;
+	char			*cause = NULL;
+
+	st->res->container_died = 1;
+	if (docker_container_inspect(st->d, st->cid, &ci, &cause) == -1) {
+		free(cause);
+		return;
+	}
+	if (ci.oom_killed)
+		st->res->oom_killed = 1;
+}
+
 /* Collect texts and counters and decide sandgate's exit code. */
 static void
 exec_finish(struct exec_state *st, const struct exec_counters *before,
@@ -812,7 +922,7 @@ exec_finish(struct exec_state *st, const struct exec_counters *before,
 
 	exec_counters_read(&st->cg, &after);
 	r->cmd_exit = cmd_exit;
-	r->oom_killed = after.oom_kill > before->oom_kill;
+	r->oom_killed |= after.oom_kill > before->oom_kill;
 	r->pids_limit_hit = after.pids_max > before->pids_max;
 	r->cpu_ms = after.cpu_ns > before->cpu_ns ?
 	    (after.cpu_ns - before->cpu_ns) / 1000000 : 0;
@@ -872,6 +982,12 @@ exec_run(struct docker *d, const char *cid, int pid,
 		goto out;
 	if (docker_exec_start(d, eid, &cb, cause) == -1)
 		goto out;
+	if (st.died) {
+		exec_died(&st);
+		exec_finish(&st, &before, 137);
+		rv = 0;
+		goto out;
+	}
 	if (docker_exec_inspect(d, eid, &ei, cause) == -1) {
 		/* gVisor forgets an exec whose process was killed. */
 		if (!res->timed_out && res->signal == 0)
@@ -885,8 +1001,9 @@ exec_run(struct docker *d, const char *cid, int pid,
 	 * Nothing of a command outlives it: background children it left
 	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
 	 */
-	if (!res->timed_out && res->signal == 0 && st.cg.pids[0] != '\0' &&
-	    exec_leftovers(&st.cg, pid, o->run_id) > 0)
+	if (!res->timed_out && res->signal == 0 && (o->inside ||
+	    (st.cg.pids[0] != '\0' && exec_leftovers(&st.cg, pid,
+	    o->run_id) > 0)))
 		exec_stop_leftovers(&st);
 	exec_finish(&st, &before, ei.running ? -1 : ei.exit_code);
 	rv = 0;
@@ -964,6 +1081,11 @@ exec_report(const struct exec_result *r, long long timeout,
 	}
 	if (r->pids_limit_hit)
 		fprintf(stderr, "sandgate: process limit %lld reached\n", pids);
+	if (r->container_died)
+		fprintf(stderr, "sandgate: the sandbox's container stopped "
+		    "under the command%s; the next exec starts it again\n",
+		    r->oom_killed ? " (gVisor ends the whole sandbox at its "
+		    "memory limit)" : "");
 	if (r->output_truncated)
 		fprintf(stderr, "sandgate: output longer than the %u MiB "
 		    "capture cap per stream: the result keeps its head and "

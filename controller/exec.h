@@ -64,6 +64,13 @@ struct exec_opts {
 	int		 live;		/* copy output to fds 1 and 2 */
 	size_t		 output_cap;	/* per stream */
 	const char	*evidence_dir;	/* <sbxdir>/runs, NULL: none */
+	int		 inside;	/* gVisor: the host sees only gVisor's
+					   own processes, so the command starts
+					   through sandgate-probe run and the
+					   kill runs in the sandbox
+					   (sandgate-probe reap) */
+	long long	 nproc;		/* with inside: RLIMIT_NPROC (the pids
+					   limit, counted by gVisor) */
 };
 
 struct exec_result {
@@ -76,6 +83,8 @@ struct exec_result {
 	int			 signal;	/* SIGINT/SIGTERM that stopped it */
 	int			 killed;	/* processes killed */
 	int			 kill_failed;	/* the kill could not finish */
+	int			 container_died; /* the container stopped under
+						    the command */
 	unsigned long long	 duration_ms;
 	unsigned long long	 cpu_ms;
 	unsigned long long	 peak_memory;
@@ -108,11 +117,13 @@ int	exec_run(struct docker *, const char *cid, int pid,
 void	exec_result_release(struct exec_result *);
 
 /*
- * Kill the run's processes in a container as described above.
- * Returns the number killed, or -1 with *cause.
+ * Kill the run's processes in a container as described above: from the
+ * host (freeze, SIGKILL, thaw), or with inside set from within the
+ * sandbox by the probe's reap mode, in rounds (gVisor). Returns the
+ * number killed, or -1 with *cause.
  */
 int	exec_kill_run(struct docker *, const char *cid, int pid,
-	    const char *run_id, char **cause);
+	    const char *run_id, int inside, char **cause);
 
 /*
  * Print the limit lines to stderr ("sandgate: command timed out after

@@ -69,7 +69,8 @@ struct probe_expect {
 						   internal network (the
 						   controller checks that
 						   network is internal) */
-	int			seccomp_filter;	/* Seccomp 2 (off for runsc) */
+	int			seccomp_filter;	/* Seccomp 2 (runsc: installed
+						   by sandgate-probe run) */
 	int			sealed;		/* "seal": both refused by the
 						   local firewall (EPERM,
 						   EACCES, EHOSTUNREACH,

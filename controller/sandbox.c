@@ -18,6 +18,7 @@
 #include "netseal.h"
 #include "probe.h"
 #include "sandbox.h"
+#include "seccomp_deny.h"
 #include "proxyctl.h"
 #include "state.h"
 #include "util.h"
@@ -44,6 +45,18 @@ static int	sandbox_probe(struct docker *, const struct sandbox_meta *,
 static int	sandbox_instance(pid_t, char *, size_t);
 static int	sandbox_checked(const struct sandbox_meta *, pid_t);
 static void	sandbox_checked_save(const struct sandbox_meta *, pid_t);
+
+int
+sandbox_gvisor(const struct sandbox_meta *m)
+{
+	return m->runtime != NULL && strcmp(m->runtime, "runsc") == 0;
+}
+
+long long
+sandbox_host_pids(const struct sandbox_meta *m)
+{
+	return sandbox_gvisor(m) ? m->pids * 10 + 128 : m->pids;
+}
 
 void
 sandbox_meta_init(struct sandbox_meta *m)
@@ -310,34 +323,17 @@ sandbox_spec_dns(json_t *host, const char *proxy)
 }
 
 /*
- * The seccomp profile of runc sandboxes: what Docker's default profile
- * refuses (kernel modules, mounts, namespaces, keyrings, bpf, clocks,
- * reboot...) and, beyond it, every way for one process of the sandbox to
- * read or steer another's memory: ptrace, process_vm_readv/writev,
- * pidfd_getfd, kcmp. Everything else is allowed, so Python, pip, git and
- * compilers work unchanged.
+ * The seccomp profile of sandboxes (seccomp_deny.h) as Docker's JSON.
+ * Everything it does not list is allowed, so Python, pip, git and
+ * compilers work unchanged. runc applies it to every process; gVisor only
+ * to the container's init, so under runsc exec wraps each command in
+ * `sandgate-probe run`, which installs the same filter.
  */
 static void
 sandbox_spec_seccomp(json_t *host)
 {
-	static const char *const deny[] = {
-		"acct", "add_key", "bpf", "clock_adjtime", "clock_settime",
-		"create_module", "delete_module", "finit_module",
-		"get_kernel_syms", "init_module", "ioperm", "iopl", "kcmp",
-		"kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie",
-		"mount", "move_mount", "open_tree", "fsopen", "fsconfig",
-		"fsmount", "fspick", "name_to_handle_at", "nfsservctl",
-		"open_by_handle_at", "perf_event_open", "pivot_root",
-		"process_vm_readv", "process_vm_writev", "process_madvise",
-		"pidfd_getfd", "ptrace", "query_module", "quotactl", "reboot",
-		"request_key", "setns", "settimeofday", "stime", "swapon",
-		"swapoff", "sysfs", "_sysctl", "syslog", "umount", "umount2",
-		"unshare", "uselib", "userfaultfd", "ustat", "vm86",
-		"vm86old", "fanotify_init", "io_uring_setup",
-		"io_uring_enter", "io_uring_register", NULL };
-	/* clone(2) flags that make namespaces. */
-	static const json_int_t ns[] = { 0x00020000, 0x02000000, 0x04000000,
-	    0x08000000, 0x10000000, 0x20000000, 0x40000000 };
+	static const char *const deny[] = { SG_SECCOMP_DENY_NAMES, NULL };
+	static const json_int_t ns[] = { SG_SECCOMP_CLONE_NS };
 	json_t	*names, *rules, *profile;
 	char	*text, *opt;
 	size_t	 i;
@@ -430,15 +426,15 @@ sandbox_spec_host(const struct sandbox_meta *m,
 	    "NanoCpus", (json_int_t)(m->cpus * 1e9),
 	    "Memory", (json_int_t)m->memory,
 	    "MemorySwap", (json_int_t)m->memory,
-	    "PidsLimit", (json_int_t)m->pids,
+	    "PidsLimit", (json_int_t)sandbox_host_pids(m),
 	    "NetworkMode", strcmp(m->network, "proxy") == 0 ?
 	    SANDBOX_NET_INTERNAL : "none",
 	    "IpcMode", "private", "Privileged", 0,
 	    "RestartPolicy", "Name", "no");
 	if (host != NULL && m->runtime != NULL)
 		json_object_set_new(host, "Runtime", json_string(m->runtime));
-	if (host != NULL && (m->runtime == NULL ||
-	    strcmp(m->runtime, "runsc") != 0))
+	/* runsc applies it inside gVisor when registered with --oci-seccomp */
+	if (host != NULL)
 		sandbox_spec_seccomp(host);
 	if (host != NULL && m->proxy != NULL &&
 	    strcmp(m->network, "proxy") == 0)
@@ -952,19 +948,21 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	state_new_id(run, "run");
 	o.argv = argv;
 	o.run_id = run;
+	o.inside = sandbox_gvisor(m);
+	o.nproc = m->pids;
 	o.timeout = 30;
 	o.output_cap = PROBE_OUTPUT_MAX + 1;
 	if (exec_run(d, cid, pid, &o, &r, cause) == -1)
 		return -1;
 	probe_expect_init(&pe);
 	pe.memory_bytes = m->memory;
-	pe.pids = (long)m->pids;
+	pe.pids = (long)sandbox_host_pids(m);
 	pe.cpus = m->cpus;
 	pe.network_none = strcmp(m->network, "none") == 0;
 	pe.proxy_only = strcmp(m->network, "proxy") == 0;
 	pe.sealed = pe.proxy_only;
-	pe.gvisor = m->runtime != NULL && strcmp(m->runtime, "runsc") == 0;
-	pe.seccomp_filter = !pe.gvisor;
+	pe.gvisor = sandbox_gvisor(m);
+	pe.seccomp_filter = 1;	/* under gVisor: sandgate-probe run's */
 	pe.tmp_noexec = !pe.gvisor;	/* gVisor hides mount options */
 	if (r.cmd_exit != 0)
 		util_xasprintf(cause, "sandbox refused: the probe could not "

@@ -72,6 +72,19 @@ struct sandbox_meta {
 	int			 ephemeral;	/* a `sandgate run` sandbox */
 };
 
+/* 1 when the sandbox runs under gVisor (--runtime runsc). */
+int	sandbox_gvisor(const struct sandbox_meta *);
+/*
+ * The pids limit of the container's host cgroup: --pids, or under gVisor
+ * ten times it plus 128, because there the cgroup counts gVisor's own
+ * threads and stub processes (with the ptrace platform about 8.4 host
+ * tasks per sandbox process, measured), and a gVisor kernel that cannot
+ * make one dies with the whole sandbox.
+ * gVisor then holds the sandbox's processes to --pids itself
+ * (RLIMIT_NPROC, set by sandgate-probe run).
+ */
+long long sandbox_host_pids(const struct sandbox_meta *);
+
 /* Defaults, empty strings NULL, empty arrays. */
 void	sandbox_meta_init(struct sandbox_meta *);
 void	sandbox_meta_release(struct sandbox_meta *);

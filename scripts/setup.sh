@@ -15,6 +15,7 @@ SG_PACKAGES=(
 	build-essential cmake pkg-config
 	libevent-dev libssl-dev libc-ares-dev libyaml-dev libcmocka-dev
 	libcurl4-openssl-dev libjansson-dev libidn2-dev libpsl-dev libzip-dev
+	libseccomp-dev
 	docker.io e2fsprogs busybox-static mmdebstrap debootstrap
 	git curl openssl python3 procps iproute2 ca-certificates
 )
@@ -70,28 +71,30 @@ sg_start_docker() {
 # (ptrace platform; "host" networking is the container's own namespace, so
 # it stays on sandgate-internal). Opt-in: scripts/setup.sh --with-gvisor.
 sg_install_gvisor() {
-	local conf=/etc/docker/daemon.json
+	local conf=/etc/docker/daemon.json json old
 	sg_install_packages runsc
-	if ! grep -q '"runsc"' "$conf" 2>/dev/null; then
-		if [ -s "$conf" ]; then
-			sg_log "$conf exists without runsc: add the runtime by hand (docs/controller.md)"
-			return 1
-		fi
-		mkdir -p /etc/docker
-		cat >"$conf" <<'JSON'
-{
+	# --oci-seccomp: gVisor applies the container's seccomp profile to the
+	# sandbox's processes inside its own kernel (sandgate's profile refuses
+	# unshare, ptrace, mount...), which runsc otherwise ignores.
+	json='{
   "runtimes": {
     "runsc": {
       "path": "/usr/bin/runsc",
-      "runtimeArgs": ["--platform=ptrace", "--network=host"]
+      "runtimeArgs": ["--platform=ptrace", "--network=host", "--oci-seccomp"]
     }
   }
-}
-JSON
-		sg_log "registered runsc in $conf"
-		pkill -HUP -x dockerd 2>/dev/null || true
-		sleep 1
+}'
+	old=${json/, \"--oci-seccomp\"/}
+	if [ -s "$conf" ] && [ "$(cat "$conf")" != "$old" ]; then
+		grep -q -- '--oci-seccomp' "$conf" && return 0
+		sg_log "$conf exists: register runsc with runtimeArgs [\"--platform=ptrace\", \"--network=host\", \"--oci-seccomp\"] by hand (docs/controller.md)"
+		return 1
 	fi
+	mkdir -p /etc/docker
+	printf '%s\n' "$json" >"$conf"
+	sg_log "registered runsc in $conf"
+	pkill -HUP -x dockerd 2>/dev/null || true
+	sleep 1
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -8,11 +8,29 @@
  *                          process sees from inside (format: probe.h);
  *                          with --seal, also whether the network seal
  *                          refuses Docker's resolver and IP:PORT
+ *   sandgate-probe run [--nproc N] -- CMD [ARG...]
+ *                          set no_new_privs, install sandgate's seccomp
+ *                          filter (seccomp_deny.h), with --nproc set
+ *                          RLIMIT_NPROC to N, and exec CMD: how a command
+ *                          starts under gVisor, which gives the
+ *                          container's filter to its init only and whose
+ *                          processes the host's pids cgroup cannot count
+ *   sandgate-probe reap RUN [ACTIVE...]
+ *                          SIGKILL every process of run RUN, and every
+ *                          one with no SANDGATE_RUN marker or the marker
+ *                          of a run not in ACTIVE (never PID 1, the idle
+ *                          probe, the oldest child of PID 1, or itself),
+ *                          in rounds until none is left; exits with the
+ *                          number killed (at most 100). The controller's
+ *                          kill under gVisor, whose processes the host
+ *                          cannot see.
  *
  * Linked statically so that any image can run it; uses nothing from libc
  * that needs NSS or locale files. It formats its JSON by hand and reads
  * only small files, each into a fixed buffer.
  */
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -30,7 +48,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <seccomp.h>
+
+#include "../seccomp_deny.h"
 
 #define PROBE_FILE_MAX	4096	/* small proc/sys/cgroup files */
 #define PROBE_OUT_MAX	8192	/* the whole JSON object */
@@ -38,6 +61,9 @@
 #define PROBE_LINE_MAX	4096	/* one mountinfo or net/dev line */
 #define PROBE_NET_WAIT	2000	/* ms for a connect or a DNS answer */
 #define PROBE_DNS_IP	"127.0.0.11"	/* Docker's embedded resolver */
+#define PROBE_ENV_MAX	(256 * 1024)	/* a process's environment read */
+#define REAP_ROUNDS	50		/* kill rounds, 20 ms apart */
+#define REAP_MARK	"SANDGATE_RUN="
 
 struct out {
 	char	buf[PROBE_OUT_MAX];
@@ -73,6 +99,12 @@ static const char *seal_dns(void);
 static const char *seal_connect(const char *);
 static void	emit_seal(struct out *, const char *);
 static int	probe_check_main(const char *);
+static int	reap_spare(const char *, int, char **);
+static int	reap_round(const char *, int, char **, int);
+static int	reap_stat(const char *, int *, unsigned long long *, char *);
+static int	reap_idle(void);
+static int	probe_reap_main(int, char **);
+static int	probe_run_main(long, char **);
 static void	idle_term(int);
 static void	idle_chld(int);
 static void	probe_idle_main(void) __attribute__((noreturn));
@@ -611,6 +643,194 @@ probe_check_main(const char *seal)
 	return 0;
 }
 
+/* State, ppid and start time of /proc/PID/stat. 0 or -1. */
+static int
+reap_stat(const char *pid, int *ppid, unsigned long long *start,
+    char *state)
+{
+	char	path[64], st[1024], *p;
+	int	field;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	if (read_small(path, st, sizeof(st)) == -1 ||
+	    (p = strrchr(st, ')')) == NULL || p[1] != ' ')
+		return -1;
+	*state = p[2];
+	/* after "pid (comm)": field 3 state, 4 ppid, 22 starttime */
+	for (field = 2; p != NULL && field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (p != NULL && field + 1 == 4)
+			*ppid = atoi(p + 1);
+	}
+	if (p == NULL)
+		return -1;
+	*start = strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+/*
+ * The idle probe: the oldest child of PID 1 (tini), as the controller
+ * finds it from the host. Its name proves nothing; its age does.
+ */
+static int
+reap_idle(void)
+{
+	unsigned long long	 start, best = ~0ULL;
+	struct dirent		*de;
+	DIR			*d;
+	char			 state;
+	int			 ppid, idle = -1;
+
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		ppid = 0;
+		if (reap_stat(de->d_name, &ppid, &start, &state) == 0 &&
+		    ppid == 1 && start < best) {
+			best = start;
+			idle = atoi(de->d_name);
+		}
+	}
+	closedir(d);
+	return idle;
+}
+
+/*
+ * 1 when a process must be spared: it carries the marker of a run listed
+ * in active (not this one), or it is a zombie or gone.
+ */
+static int
+reap_spare(const char *pid, int nactive, char **active)
+{
+	static char	 env[PROBE_ENV_MAX];
+	unsigned long long start;
+	char		 path[64], state;
+	ssize_t		 n;
+	size_t		 i;
+	int		 fd, k, ppid;
+
+	if (reap_stat(pid, &ppid, &start, &state) == -1 || state == 'Z')
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 1;
+	n = read(fd, env, sizeof(env) - 1);
+	close(fd);
+	if (n < 0)
+		return 1;
+	env[n] = '\0';
+	for (i = 0; i < (size_t)n; i += strlen(env + i) + 1) {
+		if (strncmp(env + i, REAP_MARK, strlen(REAP_MARK)) != 0)
+			continue;
+		for (k = 0; k < nactive; k++)
+			if (strcmp(env + i + strlen(REAP_MARK), active[k]) == 0)
+				return 1;
+		return 0;
+	}
+	return 0;	/* no marker: nobody's, killed */
+}
+
+/* One pass over /proc; the number of processes signalled. */
+static int
+reap_round(const char *run, int nactive, char **active, int idle)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 self[32], spare[32];
+	int		 n = 0;
+
+	(void)run;	/* its processes are neither spared nor unmarked */
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	snprintf(spare, sizeof(spare), "%d", idle);
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+		    strspn(de->d_name, "0123456789") != strlen(de->d_name) ||
+		    strcmp(de->d_name, "1") == 0 ||
+		    strcmp(de->d_name, self) == 0 ||
+		    strcmp(de->d_name, spare) == 0 ||
+		    reap_spare(de->d_name, nactive, active))
+			continue;
+		if (kill(atoi(de->d_name), SIGKILL) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static int
+probe_reap_main(int argc, char **argv)
+{
+	struct timespec	ts = { 0, 20 * 1000 * 1000 };
+	int		round, n, total = 0, idle = reap_idle();
+
+	for (round = 0; round < REAP_ROUNDS; round++) {
+		if ((n = reap_round(argv[0], argc - 1, argv + 1, idle)) == -1) {
+			fputs("sandgate-probe: cannot read /proc\n", stderr);
+			return 125;
+		}
+		if (n == 0)
+			break;
+		total += n;
+		nanosleep(&ts, NULL);
+	}
+	printf("%d\n", total);
+	return total > 100 ? 100 : total;
+}
+
+/* no_new_privs, the filter of seccomp_deny.h, nproc, then exec argv. */
+static int
+probe_run_main(long nproc, char **argv)
+{
+	struct rlimit	rl;
+
+	static const char *const deny[] = { SG_SECCOMP_DENY_NAMES };
+	static const unsigned long ns[] = { SG_SECCOMP_CLONE_NS };
+	scmp_filter_ctx	ctx;
+	size_t		i;
+	int		nr, rc = 0;
+
+	rl.rlim_cur = rl.rlim_max = (rlim_t)nproc;
+	if (nproc > 0 && setrlimit(RLIMIT_NPROC, &rl) == -1) {
+		fprintf(stderr, "sandgate-probe: cannot limit processes to "
+		    "%ld: %s\n", nproc, strerror(errno));
+		return 126;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+	    (ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+		fputs("sandgate-probe: cannot set up the seccomp filter\n",
+		    stderr);
+		return 126;
+	}
+	for (i = 0; i < sizeof(deny) / sizeof(deny[0]) && rc == 0; i++) {
+		/* names this architecture lacks have nothing to refuse */
+		if ((nr = seccomp_syscall_resolve_name(deny[i])) ==
+		    __NR_SCMP_ERROR || nr < 0)
+			continue;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	}
+	for (i = 0; i < sizeof(ns) / sizeof(ns[0]) && rc == 0; i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, ns[i],
+		    ns[i]));
+	if (rc == 0 && (nr = seccomp_syscall_resolve_name("clone3")) >= 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+	if (rc == 0)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (rc != 0) {
+		fprintf(stderr, "sandgate-probe: cannot load the seccomp "
+		    "filter: %s\n", strerror(-rc));
+		return 126;
+	}
+	execvp(argv[0], argv);
+	fprintf(stderr, "sandgate-probe: %s: %s\n", argv[0], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
 static void
 idle_term(int sig)
 {
@@ -664,6 +884,16 @@ main(int argc, char **argv)
 		return probe_check_main(argv[3]);
 	if (argc == 2 && strcmp(argv[1], "idle") == 0)
 		probe_idle_main();
-	fputs("usage: sandgate-probe check [--seal IP:PORT] | idle\n", stderr);
+	if (argc >= 3 && strcmp(argv[1], "reap") == 0)
+		return probe_reap_main(argc - 2, argv + 2);
+	if (argc >= 4 && strcmp(argv[1], "run") == 0 &&
+	    strcmp(argv[2], "--") == 0)
+		return probe_run_main(0, argv + 3);
+	if (argc >= 6 && strcmp(argv[1], "run") == 0 &&
+	    strcmp(argv[2], "--nproc") == 0 && atol(argv[3]) > 0 &&
+	    strcmp(argv[4], "--") == 0)
+		return probe_run_main(atol(argv[3]), argv + 5);
+	fputs("usage: sandgate-probe check [--seal IP:PORT] | idle | "
+	    "run [--nproc N] -- CMD [ARG...] | reap RUN [ACTIVE...]\n", stderr);
 	return 2;
 }
