@@ -19,6 +19,7 @@
 #include "exec.h"
 #include "log.h"
 #include "probe.h"
+#include "procstat.h"
 #include "sandbox.h"
 #include "sglimits.h"
 #include "util.h"
@@ -95,7 +96,6 @@ static void	exec_stop_leftovers(struct exec_state *);
  * writing some other marker into its environment.
  */
 static const char	*exec_active_dir;
-static int	exec_proc_stat(int, int *, unsigned long long *);
 static int	exec_idle_pid(const int *, size_t, int);
 static int	exec_read_procs(const struct exec_cg *, int **, size_t *);
 static int	exec_data(void *, int, const unsigned char *, size_t);
@@ -520,44 +520,20 @@ exec_leftovers(const struct exec_cg *cg, int init, const char *run_id)
 	return n;
 }
 
-/* ppid and start time (clock ticks) of a process. 0 or -1. */
-static int
-exec_proc_stat(int pid, int *ppid, unsigned long long *start)
-{
-	char	path[64], buf[1024], *p;
-	int	field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (exec_read_file(path, buf, sizeof(buf)) <= 0 ||
-	    (p = strrchr(buf, ')')) == NULL)
-		return -1;
-	/* after "pid (comm)": field 3 is state, 4 ppid, 22 starttime */
-	for (field = 2; p != NULL && field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (p != NULL && field + 1 == 4)
-			*ppid = (int)strtol(p + 1, NULL, 10);
-	}
-	if (p == NULL)
-		return -1;
-	*start = strtoull(p + 1, NULL, 10);
-	return 0;
-}
-
 /* The idle probe: the oldest child of the container's init. */
 static int
 exec_idle_pid(const int *pids, size_t n, int init)
 {
-	unsigned long long	start, best = ~0ULL;
+	struct procstat		ps;
+	unsigned long long	best = ~0ULL;
 	size_t			i;
-	int			ppid, idle = -1;
+	int			idle = -1;
 
 	for (i = 0; i < n; i++) {
-		ppid = 0;
-		if (exec_proc_stat(pids[i], &ppid, &start) == -1 ||
-		    ppid != init)
+		if (procstat_read(pids[i], &ps) == -1 || ps.ppid != init)
 			continue;
-		if (start < best) {
-			best = start;
+		if (ps.start < best) {
+			best = ps.start;
 			idle = pids[i];
 		}
 	}

@@ -17,6 +17,7 @@
 #include "exec.h"
 #include "netseal.h"
 #include "probe.h"
+#include "procstat.h"
 #include "sandbox.h"
 #include "seccomp_deny.h"
 #include "proxyctl.h"
@@ -545,27 +546,11 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 static int
 sandbox_instance(pid_t pid, char *buf, size_t len)
 {
-	char		 path[64], stat[1024], *p;
-	unsigned long long start = 0;
-	ssize_t		 n;
-	int		 fd, field;
+	struct procstat	ps;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (procstat_read((int)pid, &ps) == -1)
 		return -1;
-	n = read(fd, stat, sizeof(stat) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	stat[n] = '\0';
-	/* Fields after the command name, which may hold spaces. */
-	if ((p = strrchr(stat, ')')) == NULL)
-		return -1;
-	for (field = 2; field < 22 && p != NULL; field++)
-		p = strchr(p + 1, ' ');
-	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
-		return -1;
-	snprintf(buf, len, "%d %llu\n", (int)pid, start);
+	snprintf(buf, len, "%d %llu\n", (int)pid, ps.start);
 	return 0;
 }
 

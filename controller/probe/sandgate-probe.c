@@ -53,6 +53,7 @@
 
 #include <seccomp.h>
 
+#include "../procstat.h"
 #include "../seccomp_deny.h"
 
 #define PROBE_FILE_MAX	4096	/* small proc/sys/cgroup files */
@@ -101,7 +102,6 @@ static void	emit_seal(struct out *, const char *);
 static int	probe_check_main(const char *);
 static int	reap_spare(const char *, int, char **);
 static int	reap_round(const char *, int, char **, int);
-static int	reap_stat(const char *, int *, unsigned long long *, char *);
 static int	reap_idle(void);
 static int	probe_reap_main(int, char **);
 static int	probe_run_main(long, char **);
@@ -643,31 +643,6 @@ probe_check_main(const char *seal)
 	return 0;
 }
 
-/* State, ppid and start time of /proc/PID/stat. 0 or -1. */
-static int
-reap_stat(const char *pid, int *ppid, unsigned long long *start,
-    char *state)
-{
-	char	path[64], st[1024], *p;
-	int	field;
-
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
-	if (read_small(path, st, sizeof(st)) == -1 ||
-	    (p = strrchr(st, ')')) == NULL || p[1] != ' ')
-		return -1;
-	*state = p[2];
-	/* after "pid (comm)": field 3 state, 4 ppid, 22 starttime */
-	for (field = 2; p != NULL && field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (p != NULL && field + 1 == 4)
-			*ppid = atoi(p + 1);
-	}
-	if (p == NULL)
-		return -1;
-	*start = strtoull(p + 1, NULL, 10);
-	return 0;
-}
-
 /*
  * The idle probe: the oldest child of PID 1 (tini), as the controller
  * finds it from the host. Its name proves nothing; its age does.
@@ -675,21 +650,20 @@ reap_stat(const char *pid, int *ppid, unsigned long long *start,
 static int
 reap_idle(void)
 {
-	unsigned long long	 start, best = ~0ULL;
+	unsigned long long	 best = ~0ULL;
+	struct procstat		 ps;
 	struct dirent		*de;
 	DIR			*d;
-	char			 state;
-	int			 ppid, idle = -1;
+	int			 idle = -1;
 
 	if ((d = opendir("/proc")) == NULL)
 		return -1;
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
-		ppid = 0;
-		if (reap_stat(de->d_name, &ppid, &start, &state) == 0 &&
-		    ppid == 1 && start < best) {
-			best = start;
+		if (procstat_read(atoi(de->d_name), &ps) == 0 &&
+		    ps.ppid == 1 && ps.start < best) {
+			best = ps.start;
 			idle = atoi(de->d_name);
 		}
 	}
@@ -705,13 +679,13 @@ static int
 reap_spare(const char *pid, int nactive, char **active)
 {
 	static char	 env[PROBE_ENV_MAX];
-	unsigned long long start;
-	char		 path[64], state;
+	struct procstat	 ps;
+	char		 path[64];
 	ssize_t		 n;
 	size_t		 i;
-	int		 fd, k, ppid;
+	int		 fd, k;
 
-	if (reap_stat(pid, &ppid, &start, &state) == -1 || state == 'Z')
+	if (procstat_read(atoi(pid), &ps) == -1 || ps.state == 'Z')
 		return 1;
 	snprintf(path, sizeof(path), "/proc/%s/environ", pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)

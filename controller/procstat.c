@@ -1,0 +1,54 @@
+/* procstat.c: fields of /proc/PID/stat; see procstat.h. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procstat.h"
+
+#define PROCSTAT_MAX	1024	/* the line is far shorter */
+
+int
+procstat_parse(const char *text, struct procstat *ps)
+{
+	const char	*p;
+	char		*end;
+	int		 field;
+
+	memset(ps, 0, sizeof(*ps));
+	if ((p = strrchr(text, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
+		return -1;
+	ps->state = p[2];
+	/* p + 1 is the space before field 3; each space starts a field */
+	for (field = 2; field < 22; field++) {
+		if ((p = strchr(p + 1, ' ')) == NULL)
+			return -1;
+		if (field + 1 == 4)
+			ps->ppid = (int)strtol(p + 1, NULL, 10);
+	}
+	if (p[1] < '0' || p[1] > '9')
+		return -1;
+	ps->start = strtoull(p + 1, &end, 10);
+	return 0;
+}
+
+int
+procstat_read(int pid, struct procstat *ps)
+{
+	char	path[64], buf[PROCSTAT_MAX];
+	ssize_t	n;
+	int	fd;
+
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return procstat_parse(buf, ps);
+}
