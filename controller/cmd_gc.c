@@ -306,8 +306,7 @@ gc_sandbox(struct gc *g, const char *id)
 
 	if (state_path(dir, sizeof(dir), id, NULL) == -1 || gc_in_use(dir))
 		return;
-	sandbox_meta_init(&m);
-	if (sandbox_meta_load(id, &m, &cause) == -1) {
+	if (sandbox_meta_load(id, &m, &cause) == -1) {	/* inits m */
 		dead = errno == ENOENT;	/* malformed: left for a person */
 		free(cause);
 		cause = NULL;

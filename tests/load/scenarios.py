@@ -204,7 +204,9 @@ def idle_tunnels(workdir, up, n=10000, hold=5.0, normal=8, use=100):
         r.check(not bad, "%d of %d tunnels failed: %r" % (
             len(bad), first, bad[:3]))
         held = b.proxy.fds()
-        r.check(held >= r.fds[0] + 2 * len(ok), "only %d fds open while "
+        # Two per tunnel beside the listener; the baseline itself may hold
+        # a warm-up connection or two that have closed since.
+        r.check(held >= 2 * len(ok) + 1, "only %d fds open while "
                 "holding %d tunnels (baseline %d)" % (held, len(ok), r.fds[0]))
         r.notes.append("%d tunnels open, proxy holds %d fds, RSS %.1f MiB"
                        % (len(ok), held, b.proxy.rss_kib() / 1024.0))
