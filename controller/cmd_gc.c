@@ -74,8 +74,8 @@ static int		 gc_exec(int, char **);
 const struct cmd_entry cmd_gc = {
 	.name = "gc",
 	.usage = "[--dry-run]",
-	.summary = "remove containers, state folders and disk mounts that a "
-	    "crash left behind",
+	.summary = "remove containers, state folders, disk mounts and apply "
+	    "temp files that a crash left behind",
 	.exec = gc_exec,
 };
 
