@@ -59,6 +59,8 @@ static void	doctor_image(struct doctor *);
 static void	doctor_proxy(struct doctor *);
 static void	doctor_state(struct doctor *);
 static void	doctor_loop(struct doctor *);
+static void	doctor_tool(struct doctor *, const char *, const char *,
+		    const char *);
 static void	doctor_mkfs(struct doctor *);
 static unsigned long long doctor_free(const char *);
 static long long doctor_fill(const char *);
@@ -239,23 +241,34 @@ doctor_loop(struct doctor *dr)
 		    "(next free: loop%d)", n);
 }
 
+/* A system tool the controller runs (sysrun.h), in /usr/sbin or /sbin. */
 static void
-doctor_mkfs(struct doctor *dr)
+doctor_tool(struct doctor *dr, const char *what, const char *tool,
+    const char *why)
 {
-	static const char *const paths[] = {
-		"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",
-	};
+	static const char *const dirs[] = { "/usr/sbin", "/sbin" };
+	char	path[128];
 	size_t	i;
 
-	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		if (access(paths[i], X_OK) == 0) {
-			doctor_line(dr, DOCTOR_OK, "mkfs", "%s present",
-			    paths[i]);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], tool);
+		if (access(path, X_OK) == 0) {
+			doctor_line(dr, DOCTOR_OK, what, "%s present", path);
 			return;
 		}
 	}
-	doctor_line(dr, DOCTOR_FAIL, "mkfs", "mkfs.ext4 not found; install "
-	    "e2fsprogs");
+	doctor_line(dr, DOCTOR_FAIL, what, "%s not found; %s", tool, why);
+}
+
+static void
+doctor_mkfs(struct doctor *dr)
+{
+	doctor_tool(dr, "mkfs", "mkfs.ext4", "install e2fsprogs (the "
+	    "workspace's size-limited disk)");
+	doctor_tool(dr, "seal", "iptables-restore", "install iptables (the "
+	    "network seal of --network proxy sandboxes)");
+	doctor_tool(dr, "seal6", "ip6tables-restore", "install iptables (the "
+	    "network seal of --network proxy sandboxes)");
 }
 
 /* Free bytes for unprivileged users on the filesystem of path. */
