@@ -1097,12 +1097,13 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    &elen);
 	if (out == NULL || err == NULL)
 		fatal("malloc");
-	o = json_pack("{s:i, s:s%, s:s%, s:I, s:b, s:b, s:b, s:b, s:O, "
+	o = json_pack("{s:i, s:s%, s:s%, s:I, s:b, s:b, s:b, s:b, s:b, s:O, "
 	    "s:s, s:{s:I, s:I, s:I}}",
 	    "exit_code", r->exit_code, "stdout", out, olen, "stderr", err,
 	    elen, "duration_ms", (json_int_t)r->duration_ms,
 	    "timed_out", r->timed_out, "oom_killed", r->oom_killed,
 	    "pids_limit_hit", r->pids_limit_hit,
+	    "container_stopped", r->container_died,
 	    "output_truncated", r->output_truncated,
 	    "network_blocked", r->network_blocked ? r->network_blocked :
 	    exec_empty_array(), "run_id", run_id, "usage",

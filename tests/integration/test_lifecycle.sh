@@ -68,10 +68,10 @@ fields=$(printf '%s' "$r_out" | python3 -c '
 import json, sys
 o = json.load(sys.stdin)
 print(o["exit_code"], repr(o["stdout"]), repr(o["stderr"]), o["timed_out"],
-    o["oom_killed"], o["pids_limit_hit"], o["output_truncated"],
-    o["network_blocked"], isinstance(o["duration_ms"], int),
-    o["run_id"][:4], sorted(o["usage"]))')
-assert_eq "--json fields" "3 'out\n' 'err\n' False False False False [] True run_ ['cpu_ms', 'peak_memory_bytes', 'peak_pids']" "$fields"
+    o["oom_killed"], o["pids_limit_hit"], o["container_stopped"],
+    o["output_truncated"], o["network_blocked"],
+    isinstance(o["duration_ms"], int), o["run_id"][:4], sorted(o["usage"]))')
+assert_eq "--json fields" "3 'out\n' 'err\n' False False False False False [] True run_ ['cpu_ms', 'peak_memory_bytes', 'peak_pids']" "$fields"
 sg_run r "$SG" exec "$ID" --env FOO=bar --workdir /tmp -- sh -c 'echo $FOO; pwd'
 assert_eq "--env and --workdir" "bar
 /tmp" "$r_out"
