@@ -82,10 +82,10 @@ static int	exec_read_key(const char *, const char *, const char *,
 static void	exec_counters_read(const struct exec_cg *,
 		    struct exec_counters *);
 static void	exec_cg_write(const char *, const char *, const char *);
-static int	exec_proc_run(int, const char *, char *, size_t);
 static int	exec_run_active(const char *marker);
-static int	exec_leftovers(const struct exec_cg *, int init,
-		    const char *run_id);
+static int	exec_doomed(const struct exec_cg *, int, const char *, int **,
+		    size_t *);
+static int	exec_has_leftovers(const struct exec_cg *, int, const char *);
 static void	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
 
@@ -449,33 +449,6 @@ exec_cg_write(const char *dir, const char *file, const char *value)
 	close(fd);
 }
 
-/*
- * Which run a process belongs to, from its initial environment:
- * 1 this run, 0 no SANDGATE_RUN at all, 2 another run, -1 unreadable.
- */
-static int
-exec_proc_run(int pid, const char *run_id, char *other, size_t othersize)
-{
-	static char	 env[256 * 1024];
-	char		 path[64], want[64];
-	size_t		 i, wlen;
-	int		 n;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	if ((n = exec_read_file(path, env, sizeof(env))) < 0)
-		return -1;
-	wlen = (size_t)snprintf(want, sizeof(want), "SANDGATE_RUN=%s", run_id);
-	for (i = 0; i < (size_t)n; i += strlen(env + i) + 1) {
-		if (strncmp(env + i, "SANDGATE_RUN=", 13) != 0)
-			continue;
-		if (strlen(env + i) == wlen && memcmp(env + i, want, wlen) == 0)
-			return 1;
-		util_strlcpy(other, env + i + 13, othersize);
-		return 2;
-	}
-	return 0;
-}
-
 /* 1 when marker names a run of this sandbox that is still going on. */
 static int
 exec_run_active(const char *marker)
@@ -495,29 +468,47 @@ exec_run_active(const char *marker)
 }
 
 /*
- * How many processes a kill of run_id would take: the run's own, and the
- * unmarked or falsely marked ones; the init and the idle probe never.
+ * The processes a kill of run_id takes, into *out (malloc'd): the run's
+ * own, the unmarked ones and those marked with a run that is not in
+ * progress (a forged marker shields nothing); never the init or the idle
+ * probe, nor a process whose environment can't be read. -1 on error.
  */
 static int
-exec_leftovers(const struct exec_cg *cg, int init, const char *run_id)
+exec_doomed(const struct exec_cg *cg, int init, const char *run_id,
+    int **out, size_t *count)
 {
-	char	 other[64];
-	int	*procs = NULL, idle, which, n = 0;
-	size_t	 count = 0, i;
+	char	 mark[64];
+	int	*procs = NULL, idle, r;
+	size_t	 n = 0, i;
 
-	if (exec_read_procs(cg, &procs, &count) == -1)
+	if (exec_read_procs(cg, &procs, &n) == -1)
 		return -1;
-	idle = exec_idle_pid(procs, count, init);
-	for (i = 0; i < count; i++) {
-		if (procs[i] == init || procs[i] == idle)
+	idle = exec_idle_pid(procs, n, init);
+	*count = 0;
+	for (i = 0; i < n; i++) {
+		if (procs[i] == init || procs[i] == idle ||
+		    (r = procstat_run_marker(procs[i], mark, sizeof(mark))) ==
+		    -1 || (r == 1 && strcmp(mark, run_id) != 0 &&
+		    exec_run_active(mark)))
 			continue;
-		which = exec_proc_run(procs[i], run_id, other, sizeof(other));
-		if (which == 0 || which == 1 ||
-		    (which == 2 && !exec_run_active(other)))
-			n++;
+		procs[(*count)++] = procs[i];
 	}
+	*out = procs;
+	return 0;
+}
+
+/* 1 when a kill of run_id would take a process (without pausing). */
+static int
+exec_has_leftovers(const struct exec_cg *cg, int init, const char *run_id)
+{
+	int	*procs = NULL;
+	size_t	 n = 0;
+
+	if (cg->pids[0] == '\0' || exec_doomed(cg, init, run_id, &procs,
+	    &n) == -1)
+		return 0;
 	free(procs);
-	return n;
+	return n > 0;
 }
 
 /* The idle probe: the oldest child of the container's init. */
@@ -644,8 +635,7 @@ exec_kill_run(struct docker *d, const char *cid, int pid,
     const char *run_id, int inside, char **cause)
 {
 	struct exec_cg	 cg;
-	char		 other[64];
-	int		*procs = NULL, idle, killed = 0, paused, which;
+	int		*procs = NULL, killed = 0;
 	size_t		 n = 0, i;
 
 	if (inside)
@@ -655,26 +645,17 @@ exec_kill_run(struct docker *d, const char *cid, int pid,
 		    "init %d", pid);
 		return -1;
 	}
-	paused = docker_container_pause(d, cid, 1, cause) == 0;
-	if (!paused)
+	if (docker_container_pause(d, cid, 1, cause) == -1)
 		return -1;
-	if (exec_read_procs(&cg, &procs, &n) == -1) {
+	if (exec_doomed(&cg, pid, run_id, &procs, &n) == -1) {
 		util_xasprintf(cause, "cannot read the container's processes: "
 		    "%s", strerror(errno));
 		killed = -1;
 		goto out;
 	}
-	idle = exec_idle_pid(procs, n, pid);
-	for (i = 0; i < n; i++) {
-		if (procs[i] == pid || procs[i] == idle)
-			continue;
-		which = exec_proc_run(procs[i], run_id, other, sizeof(other));
-		if (which == 1 || which == 0 ||
-		    (which == 2 && !exec_run_active(other))) {
-			if (kill(procs[i], SIGKILL) == 0)
-				killed++;
-		}
-	}
+	for (i = 0; i < n; i++)
+		if (kill(procs[i], SIGKILL) == 0)
+			killed++;
 out:
 	free(procs);
 	if (docker_container_pause(d, cid, 0,
@@ -706,7 +687,7 @@ exec_spec(const struct exec_opts *o)
 	for (i = 0; o->argv[i] != NULL; i++)
 		json_array_append_new(cmd, json_string(o->argv[i]));
 	env = json_array();
-	util_xasprintf(&s, "SANDGATE_RUN=%s", o->run_id);
+	util_xasprintf(&s, PROCSTAT_RUN_VAR "=%s", o->run_id);
 	json_array_append_new(env, json_string(s));
 	free(s);
 	if (o->env != NULL) {
@@ -978,8 +959,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
 	 */
 	if (!res->timed_out && res->signal == 0 && (o->inside ||
-	    (st.cg.pids[0] != '\0' && exec_leftovers(&st.cg, pid,
-	    o->run_id) > 0)))
+	    exec_has_leftovers(&st.cg, pid, o->run_id)))
 		exec_stop_leftovers(&st);
 	exec_finish(&st, &before, ei.running ? -1 : ei.exit_code);
 	rv = 0;

@@ -8,6 +8,7 @@
 #include "procstat.h"
 
 #define PROCSTAT_MAX	1024	/* the line is far shorter */
+#define PROCSTAT_ENV_MAX (256 * 1024)	/* an environment read */
 
 int
 procstat_parse(const char *text, struct procstat *ps)
@@ -51,4 +52,31 @@ procstat_read(int pid, struct procstat *ps)
 		return -1;
 	buf[n] = '\0';
 	return procstat_parse(buf, ps);
+}
+
+int
+procstat_run_marker(int pid, char *out, size_t len)
+{
+	static char	 env[PROCSTAT_ENV_MAX];
+	const char	*key = PROCSTAT_RUN_VAR "=";
+	char		 path[64];
+	size_t		 got = 0, i, klen = strlen(key);
+	ssize_t		 n;
+	int		 fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while (got + 1 < sizeof(env) &&
+	    (n = read(fd, env + got, sizeof(env) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	env[got] = '\0';
+	for (i = 0; i < got; i += strlen(env + i) + 1) {
+		if (strncmp(env + i, key, klen) != 0)
+			continue;
+		snprintf(out, len, "%s", env + i + klen);
+		return 1;
+	}
+	return 0;
 }

@@ -1,13 +1,16 @@
 /*
- * procstat.h: the few fields sandgate reads from /proc/PID/stat, shared
- * by the controller (the host's view of a container) and sandgate-probe
- * (the view from inside). The command name (field 2) is set by the
+ * procstat.h: what sandgate reads of another process in /proc: a few
+ * fields of /proc/PID/stat and the run marker of /proc/PID/environ,
+ * shared by the controller (the host's view of a container) and
+ * sandgate-probe (the view from inside). The command name (field 2) is set by the
  * process itself and may hold spaces and parentheses, so the fields are
  * counted from the last ')'. The parser is pure and fuzzed
  * (tests/fuzz/fuzz_procstat.c).
  */
 #ifndef SG_PROCSTAT_H
 #define SG_PROCSTAT_H
+
+#include <stddef.h>
 
 struct procstat {
 	char			state;	/* field 3: R, S, Z, ... */
@@ -19,5 +22,15 @@ struct procstat {
 int	procstat_parse(const char *text, struct procstat *);
 /* Read and parse /proc/<pid>/stat. 0, or -1 (gone, unreadable). */
 int	procstat_read(int pid, struct procstat *);
+
+/* The variable every exec of a run carries: SANDGATE_RUN=<run id>. */
+#define PROCSTAT_RUN_VAR	"SANDGATE_RUN"
+
+/*
+ * The run marker of pid's initial environment into out (cut to len - 1
+ * bytes, so a longer forged one never equals a run id): 1 found, 0 none,
+ * -1 unreadable (gone, or not ours to read).
+ */
+int	procstat_run_marker(int pid, char *out, size_t len);
 
 #endif

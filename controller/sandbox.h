@@ -77,7 +77,7 @@ int	sandbox_gvisor(const struct sandbox_meta *);
 /*
  * The pids limit of the container's host cgroup: --pids, or under gVisor
  * ten times it plus 128, because there the cgroup counts gVisor's own
- * threads and stub processes (with the ptrace platform about 8.4 host
+ * threads and helper processes (with the ptrace platform about 8.4 host
  * tasks per sandbox process, measured), and a gVisor kernel that cannot
  * make one dies with the whole sandbox.
  * gVisor then holds the sandbox's processes to --pids itself

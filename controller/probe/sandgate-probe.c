@@ -62,9 +62,7 @@
 #define PROBE_LINE_MAX	4096	/* one mountinfo or net/dev line */
 #define PROBE_NET_WAIT	2000	/* ms for a connect or a DNS answer */
 #define PROBE_DNS_IP	"127.0.0.11"	/* Docker's embedded resolver */
-#define PROBE_ENV_MAX	(256 * 1024)	/* a process's environment read */
 #define REAP_ROUNDS	50		/* kill rounds, 20 ms apart */
-#define REAP_MARK	"SANDGATE_RUN="
 
 struct out {
 	char	buf[PROBE_OUT_MAX];
@@ -678,32 +676,17 @@ reap_idle(void)
 static int
 reap_spare(const char *pid, int nactive, char **active)
 {
-	static char	 env[PROBE_ENV_MAX];
 	struct procstat	 ps;
-	char		 path[64];
-	ssize_t		 n;
-	size_t		 i;
-	int		 fd, k;
+	char		 mark[64];
+	int		 k, r;
 
-	if (procstat_read(atoi(pid), &ps) == -1 || ps.state == 'Z')
+	if (procstat_read(atoi(pid), &ps) == -1 || ps.state == 'Z' ||
+	    (r = procstat_run_marker(atoi(pid), mark, sizeof(mark))) == -1)
 		return 1;
-	snprintf(path, sizeof(path), "/proc/%s/environ", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return 1;
-	n = read(fd, env, sizeof(env) - 1);
-	close(fd);
-	if (n < 0)
-		return 1;
-	env[n] = '\0';
-	for (i = 0; i < (size_t)n; i += strlen(env + i) + 1) {
-		if (strncmp(env + i, REAP_MARK, strlen(REAP_MARK)) != 0)
-			continue;
-		for (k = 0; k < nactive; k++)
-			if (strcmp(env + i + strlen(REAP_MARK), active[k]) == 0)
-				return 1;
-		return 0;
-	}
-	return 0;	/* no marker: nobody's, killed */
+	for (k = 0; r == 1 && k < nactive; k++)
+		if (strcmp(mark, active[k]) == 0)
+			return 1;
+	return 0;	/* this run's, nobody's, or a run not in progress */
 }
 
 /* One pass over /proc; the number of processes signalled. */

@@ -3,7 +3,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -64,6 +67,56 @@ test_read_self(void **state)
 	assert_int_equal(procstat_read(0x3fffffff, &ps), -1);
 }
 
+/* Start sh with envp; return once it runs (it says so on a pipe). */
+static pid_t
+spawn_ready(char *const envp[])
+{
+	char *const			argv[] = { "sh", "-c", "echo; sleep 5",
+					    NULL };
+	posix_spawn_file_actions_t	fa;
+	pid_t				pid;
+	char				c;
+	int				p[2];
+
+	assert_int_equal(pipe(p), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, p[0]);
+	assert_int_equal(posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, envp),
+	    0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+/* A process started with and without the marker; a long one is cut. */
+static void
+test_run_marker(void **state)
+{
+	char *const	 marked[] = { "A=1", "SANDGATE_RUN=run_0123abcd", "B=2",
+			    NULL };
+	char *const	 plain[] = { "A=1", "SANDGATE_RUNX=no", NULL };
+	char		 mark[64], small[5];
+	pid_t		 pid;
+
+	pid = spawn_ready(marked);
+	assert_int_equal(procstat_run_marker((int)pid, mark, sizeof(mark)), 1);
+	assert_string_equal(mark, "run_0123abcd");
+	assert_int_equal(procstat_run_marker((int)pid, small, sizeof(small)),
+	    1);
+	assert_string_equal(small, "run_");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	pid = spawn_ready(plain);
+	assert_int_equal(procstat_run_marker((int)pid, mark, sizeof(mark)), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(procstat_run_marker((int)pid, mark, sizeof(mark)),
+	    -1);
+}
+
 int
 main(void)
 {
@@ -71,6 +124,7 @@ main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_read_self),
+		cmocka_unit_test(test_run_marker),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
