@@ -10,6 +10,10 @@
  *      removed as discard would; of a live sandbox, the temp files that a
  *      killed apply left in its source tree are removed
  *   3. loop mounts of images under the state root whose sandbox is gone
+ * dockerd finishes a container create whose client was killed, so a folder
+ * without a container whose create request went out less than
+ * GC_SETTLE_SECS ago is judged only once that container appeared or the
+ * time has passed.
  * A folder whose lock another process holds (a create in progress), or
  * that has no lock file and changed in the last GC_GRACE_SECS, is left
  * alone. Idempotent: a second run finds nothing. Docker must answer:
@@ -42,6 +46,8 @@
 #define GC_LABEL	"sandgate.sandbox"
 #define GC_LABEL_STATE	"sandgate.state"
 #define GC_GRACE_SECS	300	/* lock-less folders younger than this stay */
+#define GC_SETTLE_SECS	15	/* how long dockerd may still finish a create */
+#define GC_POLL_US	200000
 #define GC_FTW_FDS	32
 
 struct gc {
@@ -56,6 +62,7 @@ static const char	*gc_label(json_t *);
 static int		 gc_ours(json_t *);
 static int		 gc_has_container(struct gc *, const char *);
 static int		 gc_folder_exists(const char *);
+static int		 gc_settle(struct gc *, const char *);
 static void		 gc_containers(struct gc *);
 static int		 gc_in_use(const char *);
 static int		 gc_chmod_cb(const char *, const struct stat *, int,
@@ -131,6 +138,53 @@ gc_folder_exists(const char *id)
 	if (lstat(path, &st) == 0)
 		return 1;
 	return errno == ENOENT ? 0 : -1;
+}
+
+/*
+ * A folder without a container whose create request went out less than
+ * GC_SETTLE_SECS ago (SANDBOX_PENDING's time): dockerd finishes a create
+ * whose client was killed, so wait, polling, for that container. 1 when it
+ * appeared (added to g->containers), 0 when none can come any more, -1
+ * when Docker stopped answering.
+ */
+static int
+gc_settle(struct gc *g, const char *id)
+{
+	struct stat	 st;
+	json_t		*list, *c;
+	char		 dir[4096], path[4200], *cause = NULL;
+	size_t		 i;
+	int		 found = 0;
+
+	if (state_path(dir, sizeof(dir), id, NULL) == -1 || gc_in_use(dir))
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, SANDBOX_PENDING);
+	if (lstat(path, &st) == -1 ||
+	    time(NULL) - st.st_mtime >= GC_SETTLE_SECS)
+		return 0;
+	fprintf(stderr, "sandgate: %s: a container create was cut short "
+	    "%lld s ago; waiting up to %d s for dockerd to finish or drop "
+	    "it\n", id, (long long)(time(NULL) - st.st_mtime),
+	    GC_SETTLE_SECS);
+	while (!found && time(NULL) - st.st_mtime < GC_SETTLE_SECS) {
+		usleep(GC_POLL_US);
+		if (docker_container_list(g->docker, GC_LABEL, id, &list,
+		    &cause) == -1) {
+			fprintf(stderr, "sandgate: %s: %s; left alone\n", id,
+			    cause);
+			free(cause);
+			g->errors++;
+			return -1;
+		}
+		json_array_foreach(list, i, c) {
+			if (gc_ours(c)) {
+				json_array_append(g->containers, c);
+				found = 1;
+			}
+		}
+		json_decref(list);
+	}
+	return found;
 }
 
 /* Step 1: containers whose sandbox folder is gone. */
@@ -344,6 +398,7 @@ gc_folders(struct gc *g)
 	char		 path[4096];
 	struct dirent	*de;
 	DIR		*d;
+	int		 late;
 
 	snprintf(path, sizeof(path), "%s/sandboxes", state_root());
 	d = opendir(path);
@@ -360,7 +415,9 @@ gc_folders(struct gc *g)
 			continue;
 		if (gc_has_container(g, de->d_name))
 			gc_sandbox(g, de->d_name);
-		else
+		else if ((late = gc_settle(g, de->d_name)) == 1)
+			gc_sandbox(g, de->d_name);
+		else if (late == 0)
 			gc_folder(g, de->d_name);
 	}
 	closedir(d);

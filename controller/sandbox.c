@@ -970,8 +970,8 @@ sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
 {
 	struct docker_cinfo	 ci;
 	json_t			*spec;
-	char			 name[64];
-	int			 rv;
+	char			 name[64], path[4096] = "";
+	int			 rv, fd = -1;
 
 	*cid = NULL;
 	if ((spec = sandbox_spec(m, mt, role)) == NULL) {
@@ -983,6 +983,22 @@ sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
 	else
 		snprintf(name, sizeof(name), "sandgate-%s-%s-%08x", m->id, role,
 		    (unsigned)(util_now_us() & 0xffffffff));
+	/*
+	 * dockerd finishes a create whose client was killed; the marker's
+	 * time lets gc wait for such a container instead of missing it.
+	 */
+	if (state_path(path, sizeof(path), m->id, SANDBOX_PENDING) == 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		    0600);
+	if (fd == -1 || futimens(fd, NULL) == -1) {
+		util_xasprintf(cause, "cannot write '%s': %s", path,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		json_decref(spec);
+		return -1;
+	}
+	close(fd);
 	rv = docker_container_create(d, name, spec, cid, cause);
 	json_decref(spec);
 	if (rv == -1)

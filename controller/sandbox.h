@@ -40,6 +40,8 @@ struct docker;
 #define SANDBOX_LABEL_SOURCE	"sandgate.source"
 #define SANDBOX_LABEL_ROLE	"sandgate.role"	/* session|fresh|run */
 #define SANDBOX_LABEL_STATE	"sandgate.state" /* state_root() */
+/* In the sandbox folder, touched just before each container create. */
+#define SANDBOX_PENDING		"container.pending"
 
 /* Defaults of DESIGN.md. */
 #define SANDBOX_DEF_CPUS	1.0

@@ -61,6 +61,72 @@ for delay in 0.05 0.2 0.5 1 2 4; do
 done
 [ "$interrupted" -gt 0 ] && ok "some kills landed mid-create ($interrupted of 6; $completed after it finished)" ||
 	fail "some kills landed mid-create" "none of 6 did"
+
+# The kill's worst moment, made certain: dockerd still creating the container
+# when the controller dies and gc runs. A relay in front of dockerd's socket
+# holds the create request 2 s (a loaded dockerd) and forwards it after the
+# kill, while gc runs; dockerd must still create the container (gc may not
+# pull the folder from under it) and gc must remove what appears late.
+DSOCK=${DOCKER_HOST:-}; DSOCK=${DSOCK#unix://}
+[ -S "$DSOCK" ] || DSOCK=/var/run/docker.sock
+cat >"$SG_TMP/slowdocker.py" <<'PY'
+import socket, sys, threading, time
+path, upstream, seen, done = sys.argv[1:5]
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(path)
+srv.listen(16)
+def pipe(a, b, held):
+    data = b""
+    try:
+        while True:
+            last, data = data, a.recv(65536)
+            if not data:
+                return last
+            if held is not None and b"/containers/create" in data:
+                open(seen, "w").close()
+                time.sleep(2)
+                held.append(1)
+            b.sendall(data)
+    except OSError:
+        return data
+def serve(c):
+    u = socket.socket(socket.AF_UNIX)
+    u.connect(upstream)
+    held = []
+    threading.Thread(target=pipe, args=(c, u, held), daemon=True).start()
+    answer = pipe(u, c, None)   # the answer that found the client gone
+    if held:
+        with open(done, "w") as f:
+            f.write(answer.split(b"\r\n")[0].decode())
+    c.close()
+    u.close()
+while True:
+    threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
+PY
+python3 "$SG_TMP/slowdocker.py" "$SG_TMP/slow.sock" "$DSOCK" "$SG_TMP/create.seen" \
+    "$SG_TMP/create.done" &
+RELAY=$!
+sg_on_exit "kill $RELAY"
+for _ in $(seq 1 50); do [ -S "$SG_TMP/slow.sock" ] && break; sleep 0.1; done
+DOCKER_HOST=unix://$SG_TMP/slow.sock "$SG" create "$SG_TMP/big" --image "$IMG" \
+    --network none >"$SG_TMP/create.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do [ -e "$SG_TMP/create.seen" ] && break; sleep 0.05; done
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+left=$(traces)
+sg_run g "$SG" gc
+for _ in $(seq 1 300); do [ -e "$SG_TMP/create.done" ] && break; sleep 0.05; done
+after=$(traces)
+if [ -e "$SG_TMP/create.done" ]; then
+	assert_contains "create killed before dockerd created its container: dockerd still creates it" \
+	    "$(cat "$SG_TMP/create.done")" "201 Created"
+	assert_contains "gc waits for that container" "$g_out" "its create or run was interrupted"
+	assert_eq "and removes it with the folder (before gc: $left)" \
+	    "containers=0 folders=0 mounts=0" "$after"
+else
+	fail "the relay forwarded the container create" "$(cat "$SG_TMP/create.out")"
+fi
 assert_eq "the source tree is untouched" "$before" \
 	"$(cd "$SG_TMP/big" && find . -type f | sort | xargs sha256sum | sha256sum)"
 sg_run g "$SG" gc
