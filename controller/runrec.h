@@ -8,7 +8,8 @@
  * SG_LOG_FIELD_MAX), argv, limits {cpus, memory, pids, disk, tmp_size,
  * timeout}, image, image_id, start, end, duration_ms, exit_code,
  * cmd_exit, flags {fresh, timed_out, oom_killed, pids_limit_hit,
- * output_truncated, signal}, cleanup ("ok" | "failed: ...").
+ * container_stopped, output_truncated, signal}, cleanup ("ok" |
+ * "failed: ...").
  */
 #ifndef SG_RUNREC_H
 #define SG_RUNREC_H
