@@ -66,6 +66,8 @@ struct exec_state {
 	uint64_t		 deadline;
 	uint64_t		 grace;		/* 0 until a kill happened */
 	int			 died;		/* the container's init is gone */
+	unsigned long long	 pids_limit;	/* the cgroup's pids.max, 0: none */
+	unsigned long long	 pids_max_seen;	/* pids.events max, last read */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -821,12 +823,16 @@ exec_tick(void *arg)
 	if (exec_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
 	    cur > st->res->peak_pids)
 		st->res->peak_pids = cur;
+	/* kept: the cgroup goes with a container that dies under the command */
+	if (exec_read_key(st->cg.pids, "pids.events", "max", &cur) == 0)
+		st->pids_max_seen = cur;
 	if (st->grace != 0)
 		return now > st->grace ? -1 : 0;
 	/*
 	 * The whole container stopped under the command (gVisor ends its
-	 * sandbox when the memory cgroup's OOM killer takes its kernel):
-	 * nothing will end the stream, so end it here.
+	 * sandbox when the memory cgroup's OOM killer takes its kernel, or
+	 * when the pids cgroup refuses it a host task): nothing will end the
+	 * stream, so end it here.
 	 */
 	if (kill(st->pid, 0) == -1 && errno == ESRCH) {
 		st->died = 1;
@@ -878,9 +884,17 @@ exec_finish(struct exec_state *st, const struct exec_counters *before,
 	unsigned long long	 cut1 = 0, cut2 = 0, peak;
 
 	exec_counters_read(&st->cg, &after);
+	if (st->pids_max_seen > after.pids_max)
+		after.pids_max = st->pids_max_seen;
 	r->cmd_exit = cmd_exit;
 	r->oom_killed |= after.oom_kill > before->oom_kill;
-	r->pids_limit_hit = after.pids_max > before->pids_max;
+	/*
+	 * A container that died with its cgroup full: gVisor's kernel stops
+	 * when it cannot get a host task (its own tasks grow with process
+	 * churn), often before pids.events is read.
+	 */
+	r->pids_limit_hit = after.pids_max > before->pids_max ||
+	    (st->died && st->pids_limit > 0 && r->peak_pids >= st->pids_limit);
 	r->cpu_ms = after.cpu_ns > before->cpu_ns ?
 	    (after.cpu_ns - before->cpu_ns) / 1000000 : 0;
 	if (exec_read_key(st->cg.mem, st->cg.v2 ? "memory.peak" :
@@ -926,6 +940,9 @@ exec_run(struct docker *d, const char *cid, int pid,
 		log_warnx("cannot find the cgroup of container init %d; "
 		    "limits are not reported", pid);
 	exec_counters_read(&st.cg, &before);
+	st.pids_max_seen = before.pids_max;
+	if (exec_read_key(st.cg.pids, "pids.max", NULL, &st.pids_limit) == -1)
+		st.pids_limit = 0;	/* "max" reads as 0 too */
 	if (!st.cg.v2)
 		exec_cg_write(st.cg.mem, "memory.max_usage_in_bytes", "0");
 	exec_sink_open(&st.sink[1], o, 1);
@@ -1041,7 +1058,8 @@ exec_report(const struct exec_result *r, long long timeout,
 		fprintf(stderr, "sandgate: the sandbox's container stopped "
 		    "under the command%s; the next exec starts it again\n",
 		    r->oom_killed ? " (gVisor ends the whole sandbox at its "
-		    "memory limit)" : "");
+		    "memory limit)" : r->pids_limit_hit ? " (gVisor ends the "
+		    "whole sandbox when its host process limit is full)" : "");
 	if (r->output_truncated)
 		fprintf(stderr, "sandgate: output longer than the %u MiB "
 		    "capture cap per stream: the result keeps its head and "

@@ -5,7 +5,9 @@
 #      integration tests but the attack suite (which runs on the normal
 #      build in step 4; it passes under ASan too, ~2 min more);
 #   3. builds the fuzz targets and runs each for SANDGATE_FUZZ_SECONDS (60);
-#   4. runs all tests, unit and integration, on the normal build.
+#   4. registers gVisor (Debian's runsc) with dockerd and runs all tests,
+#      unit and integration, on the normal build; the attack suite runs
+#      twice, under runc and under runsc.
 # Exits non-zero when anything fails; the last lines are ctest's summary.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -32,4 +34,7 @@ fi
 
 sg_log "build and all tests"
 sg_build "$SG_BUILD"
+# gVisor, so that the attack suite also runs under --runtime runsc
+sg_install_gvisor ||
+	sg_log "runsc is not registered: integration.test_attacks_runsc will skip"
 ctest --test-dir "$SG_BUILD" --output-on-failure -j1

@@ -29,7 +29,7 @@ def lines(path):
 def run_summary(o):
     fl = o.get("flags", {})
     on = [k for k in ("timed_out", "oom_killed", "pids_limit_hit",
-                      "output_truncated") if fl.get(k)]
+                      "container_stopped", "output_truncated") if fl.get(k)]
     if fl.get("signal"):
         on.append("signal=%d" % fl["signal"])
     return "runs.jsonl seq %s exit %s%s" % (o.get("seq"), o.get("exit_code"),
