@@ -27,6 +27,7 @@
 #include "cmd.h"
 #include "disk.h"
 #include "docker.h"
+#include "netseal.h"
 #include "probe.h"
 #include "state.h"
 #include "util.h"
@@ -66,10 +67,18 @@ static unsigned long long doctor_free(const char *);
 static long long doctor_fill(const char *);
 static int	doctor_disk_cycle(const char *, char *, size_t);
 static void	doctor_disk(struct doctor *);
-static json_t	*doctor_spec(const char *, const char *);
+static json_t	*doctor_spec(const char *, const char *, const char *);
 static int	doctor_collect(void *, int, const unsigned char *, size_t);
-static int	doctor_run_probe(struct doctor *, const char *,
+static int	doctor_container(struct doctor *, const char *, const char *,
+		    char **, char **);
+static int	doctor_probe_exec(struct doctor *, const char *, const char *,
 		    struct doctor_buf *, char **);
+static void	doctor_remove(struct doctor *, char *);
+static int	doctor_ip(struct doctor *, const char *, const char *, char *,
+		    size_t, char **);
+static int	doctor_only_unsealed(const char *,
+		    const struct probe_expect *);
+static void	doctor_seal(struct doctor *);
 static void	doctor_limits(struct doctor *);
 static int	doctor_check_json(const char *, const struct probe_expect *);
 static int	doctor_expect_opt(int, const char *, struct probe_expect *);
@@ -391,9 +400,12 @@ doctor_disk(struct doctor *dr)
 	rmdir(tmp);
 }
 
-/* A throw-away container with every control a sandbox gets, small limits. */
+/*
+ * A throw-away container with every control a sandbox gets, small limits;
+ * on network net (NULL: none).
+ */
 static json_t *
-doctor_spec(const char *image, const char *probe)
+doctor_spec(const char *image, const char *probe, const char *net)
 {
 	char	bind[4200];
 
@@ -402,13 +414,13 @@ doctor_spec(const char *image, const char *probe)
 	    " s:{s:[s], s:I, s:I, s:I, s:I, s:b, s:[s], s:[s], s:s,"
 	    " s:{s:s}}}",
 	    "Image", image, "Entrypoint", PROBE_CONTAINER_PATH,
-	    "Cmd", "idle", "User", "65534:65534", "NetworkDisabled", 1,
-	    "Labels", "sandgate.doctor", "1",
+	    "Cmd", "idle", "User", "65534:65534",
+	    "NetworkDisabled", net == NULL, "Labels", "sandgate.doctor", "1",
 	    "HostConfig", "Binds", bind, "Memory", (json_int_t)64 << 20,
 	    "MemorySwap", (json_int_t)64 << 20, "PidsLimit", (json_int_t)32,
 	    "NanoCpus", (json_int_t)500000000, "ReadonlyRootfs", 1,
 	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-	    "NetworkMode", "none", "Tmpfs", "/tmp",
+	    "NetworkMode", net ? net : "none", "Tmpfs", "/tmp",
 	    "rw,noexec,nosuid,size=16m");
 }
 
@@ -428,40 +440,64 @@ doctor_collect(void *arg, int stream, const unsigned char *p, size_t len)
 	return 0;
 }
 
-/* Create, start, run `probe check` in, and remove the test container. */
+/* Create and start a test container on net (NULL: none); *cid is set. */
 static int
-doctor_run_probe(struct doctor *dr, const char *probe, struct doctor_buf *b,
-    char **cause)
+doctor_container(struct doctor *dr, const char *probe, const char *net,
+    char **cid, char **cause)
 {
-	struct docker		*d = dr->docker;
+	json_t	*spec;
+	int	 rc;
+
+	*cid = NULL;
+	if ((spec = doctor_spec(dr->image, probe, net)) == NULL) {
+		util_xasprintf(cause, "cannot build the container spec");
+		return -1;
+	}
+	rc = docker_container_create(dr->docker, NULL, spec, cid, cause);
+	json_decref(spec);
+	if (rc == -1)
+		return -1;
+	return docker_container_start(dr->docker, *cid, cause);
+}
+
+/* Run `probe check [--seal TARGET]` in container cid; output into b. */
+static int
+doctor_probe_exec(struct doctor *dr, const char *cid, const char *seal,
+    struct doctor_buf *b, char **cause)
+{
 	struct docker_stream_cb	 cb = { doctor_collect, NULL, b };
-	json_t			*spec, *espec;
-	char			*cid = NULL, *eid = NULL, *ignore = NULL;
+	json_t			*espec;
+	char			*eid = NULL;
 	int			 rc = -1;
 
-	spec = doctor_spec(dr->image, probe);
-	espec = json_pack("{s:b, s:b, s:[s, s]}", "AttachStdout", 1,
-	    "AttachStderr", 1, "Cmd", PROBE_CONTAINER_PATH, "check");
-	if (spec == NULL || espec == NULL) {
-		util_xasprintf(cause, "cannot build the container spec");
-		goto out;
+	memset(b, 0, sizeof(*b));
+	espec = seal == NULL ? json_pack("{s:b, s:b, s:[s, s]}",
+	    "AttachStdout", 1, "AttachStderr", 1, "Cmd", PROBE_CONTAINER_PATH,
+	    "check") : json_pack("{s:b, s:b, s:[s, s, s, s]}", "AttachStdout",
+	    1, "AttachStderr", 1, "Cmd", PROBE_CONTAINER_PATH, "check",
+	    "--seal", seal);
+	if (espec == NULL)
+		util_xasprintf(cause, "cannot build the exec spec");
+	else if (docker_exec_create(dr->docker, cid, espec, &eid,
+	    cause) == 0 && docker_exec_start(dr->docker, eid, &cb,
+	    cause) == 0 && !b->overflow) {
+		b->data[b->len] = '\0';
+		rc = 0;
 	}
-	if (docker_container_create(d, NULL, spec, &cid, cause) == -1 ||
-	    docker_container_start(d, cid, cause) == -1 ||
-	    docker_exec_create(d, cid, espec, &eid, cause) == -1 ||
-	    docker_exec_start(d, eid, &cb, cause) != 0)
-		goto out;
-	b->data[b->len] = '\0';
-	rc = 0;
-out:
-	if (cid != NULL)
-		docker_container_remove(d, cid, &ignore);
-	free(ignore);
-	free(cid);
 	free(eid);
-	json_decref(spec);
 	json_decref(espec);
 	return rc;
+}
+
+static void
+doctor_remove(struct doctor *dr, char *cid)
+{
+	char	*ignore = NULL;
+
+	if (cid != NULL)
+		docker_container_remove(dr->docker, cid, &ignore);
+	free(ignore);
+	free(cid);
 }
 
 /* The real thing: limits seen from inside a container Docker made. */
@@ -472,6 +508,7 @@ doctor_limits(struct doctor *dr)
 	struct probe_expect		 e;
 	const char			*probe;
 	char				*cause = NULL, *failed = NULL;
+	char				*cid = NULL;
 
 	if ((probe = probe_path()) == NULL) {
 		doctor_line(dr, DOCTOR_FAIL, "probe", "sandgate-probe not "
@@ -489,7 +526,8 @@ doctor_limits(struct doctor *dr)
 	e.memory_bytes = 64ull << 20;
 	e.pids = 32;
 	e.cpus = 0.5;
-	if (doctor_run_probe(dr, probe, &b, &cause) == -1)
+	if (doctor_container(dr, probe, NULL, &cid, &cause) == -1 ||
+	    doctor_probe_exec(dr, cid, NULL, &b, &cause) == -1)
 		doctor_line(dr, DOCTOR_FAIL, "limits", "cannot run the probe "
 		    "in a test container: %s",
 		    cause ? cause : "output too large");
@@ -500,6 +538,137 @@ doctor_limits(struct doctor *dr)
 		doctor_line(dr, DOCTOR_OK, "limits", "memory, swap, pids, cpu, "
 		    "capabilities, read-only root and network apply inside a "
 		    "test container");
+	doctor_remove(dr, cid);
+	free(cause);
+	free(failed);
+}
+
+/* The IPv4 address of container cid on network net, into buf. */
+static int
+doctor_ip(struct doctor *dr, const char *cid, const char *net, char *buf,
+    size_t size, char **cause)
+{
+	const char	*ip;
+	json_t		*resp = NULL;
+	char		 path[128];
+	long		 status = 0;
+	int		 rc = -1;
+
+	snprintf(path, sizeof(path), "/containers/%.64s/json", cid);
+	if (docker_call(dr->docker, "GET", path, NULL, &status, &resp,
+	    cause) == -1)
+		return -1;
+	ip = json_string_value(json_object_get(json_object_get(json_object_get(
+	    json_object_get(resp, "NetworkSettings"), "Networks"), net),
+	    "IPAddress"));
+	if (status != 200 || ip == NULL || *ip == '\0' ||
+	    (size_t)snprintf(buf, size, "%s", ip) >= size)
+		util_xasprintf(cause, "no address on %s (HTTP %ld)", net,
+		    status);
+	else
+		rc = 0;
+	json_decref(resp);
+	return rc;
+}
+
+/* 1 when the report fails the seal check and nothing else. */
+static int
+doctor_only_unsealed(const char *report, const struct probe_expect *e)
+{
+	struct probe_expect	 noseal = *e;
+	char			*failed = NULL;
+	int			 rc;
+
+	rc = probe_check(report, e, &failed) == -1 &&
+	    strstr(failed, "network seal not in force") != NULL;
+	free(failed);
+	noseal.sealed = 0;
+	failed = NULL;
+	rc = rc && probe_check(report, &noseal, &failed) == 0;
+	free(failed);
+	return rc;
+}
+
+/*
+ * The network seal (netseal.h), as create loads it, on a throw-away
+ * internal network: one test container stands in for the proxy, the probe
+ * in a second one must see that container's other port and Docker's
+ * resolver answer before the seal and both refused after it, so the check
+ * is shown to tell the two apart on this host.
+ */
+static void
+doctor_seal(struct doctor *dr)
+{
+	static struct doctor_buf	 b;
+	struct probe_expect		 e;
+	struct docker_cinfo		 ci;
+	const char			*probe;
+	json_t				*spec;
+	char				 net[64], path[96], ip[64];
+	char				 proxy[96], target[96];
+	char				*nb = NULL, *sb = NULL, *cause = NULL;
+	char				*failed = NULL;
+	long				 status = 0;
+
+	if ((probe = probe_path()) == NULL || !dr->have_image)
+		return;		/* doctor_limits said why */
+	snprintf(net, sizeof(net), "sandgate-doctor-%ld", (long)getpid());
+	spec = json_pack("{s:s, s:s, s:b, s:{s:s}, s:{s:s}}", "Name", net,
+	    "Driver", "bridge", "Internal", 1, "Options",
+	    "com.docker.network.bridge.inhibit_ipv4", "true", "Labels",
+	    "sandgate.doctor", "1");
+	if (spec == NULL || docker_call(dr->docker, "POST", "/networks/create",
+	    spec, &status, NULL, &cause) == -1 || status != 201) {
+		doctor_line(dr, DOCTOR_FAIL, "sealed", "cannot create the test "
+		    "network %s: %s", net, cause ? cause : "refused");
+		json_decref(spec);
+		free(cause);
+		return;
+	}
+	json_decref(spec);
+	probe_expect_init(&e);
+	e.memory_bytes = 64ull << 20;
+	e.pids = 32;
+	e.cpus = 0.5;
+	e.network_none = 0;
+	e.proxy_only = 1;
+	e.sealed = 1;
+	if (doctor_container(dr, probe, net, &nb, &cause) == -1 ||
+	    doctor_container(dr, probe, net, &sb, &cause) == -1 ||
+	    doctor_ip(dr, nb, net, ip, sizeof(ip), &cause) == -1 ||
+	    docker_container_inspect(dr->docker, sb, &ci, &cause) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "sealed", "cannot start the test "
+		    "containers: %s", cause);
+	else if (snprintf(proxy, sizeof(proxy), "%s:3128", ip) < 0 ||
+	    netseal_probe_target(proxy, target, sizeof(target)) == -1 ||
+	    doctor_probe_exec(dr, sb, target, &b, &cause) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "sealed", "cannot run the probe: %s",
+		    cause ? cause : "bad address or output too large");
+	else if (!doctor_only_unsealed(b.data, &e))
+		doctor_line(dr, DOCTOR_FAIL, "sealed", "without the seal, the "
+		    "probe's check did not fail on the seal alone: it cannot "
+		    "tell on this host");
+	else if (netseal_apply(ci.pid, proxy, &cause) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "sealed", "%s", cause);
+	else if (doctor_probe_exec(dr, sb, target, &b, &cause) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "sealed", "cannot run the probe: %s",
+		    cause ? cause : "output too large");
+	else if (probe_check(b.data, &e, &failed) == -1)
+		doctor_line(dr, DOCTOR_FAIL, "sealed", "not in force after "
+		    "loading it: %s", failed);
+	else
+		doctor_line(dr, DOCTOR_OK, "sealed", "a test container's "
+		    "namespace: a neighbour's port and Docker's resolver "
+		    "answer without the seal and are refused with it");
+	doctor_remove(dr, sb);
+	doctor_remove(dr, nb);
+	snprintf(path, sizeof(path), "/networks/%s", net);
+	free(cause);
+	cause = NULL;
+	if (docker_call(dr->docker, "DELETE", path, NULL, &status, NULL,
+	    &cause) == -1 || (status != 204 && status != 404))
+		fprintf(stderr, "sandgate: cannot remove the test network %s: "
+		    "%s\n", net, cause ? cause : "refused");
 	free(cause);
 	free(failed);
 }
@@ -624,8 +793,10 @@ doctor_exec(int argc, char **argv)
 	doctor_loop(&dr);
 	doctor_mkfs(&dr);
 	doctor_disk(&dr);
-	if (dr.docker != NULL)
+	if (dr.docker != NULL) {
 		doctor_limits(&dr);
+		doctor_seal(&dr);
+	}
 	docker_free(dr.docker);
 	printf("%s\n", dr.failed ? "some required checks failed" :
 	    "all required checks passed");

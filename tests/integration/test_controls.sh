@@ -177,6 +177,16 @@ if [ "$(id -u)" -eq 0 ]; then
 	# doctor's own test container (made through the Engine API) passes.
 	line=$(grep -E '^[A-Z]+ +limits ' <<<"$report")
 	if [[ $line == OK* ]]; then ok "doctor limits: $line"; else not_ok "doctor limits: $line"; fi
+	# the seal, loaded as create loads it, must be seen to make the difference
+	line=$(grep -E '^[A-Z]+ +sealed ' <<<"$report")
+	if [[ $line == OK* ]]; then ok "doctor seal: $line"; else not_ok "doctor seal: $line"; fi
+	nets=$(docker network ls -q --filter label=sandgate.doctor | wc -l)
+	ctrs=$(docker ps -aq --filter label=sandgate.doctor | wc -l)
+	if [ "$nets" -eq 0 ] && [ "$ctrs" -eq 0 ]; then
+		ok "doctor: no test network or container left behind"
+	else
+		not_ok "doctor: $nets test networks and $ctrs test containers left"
+	fi
 	after=$(losetup -a | grep -c "$state" || true)
 	left=$(find "$state" -mindepth 1 -name '.doctor-disk-*' | wc -l)
 	if [ "$before" -eq 0 ] && [ "$after" -eq 0 ] && [ "$left" -eq 0 ]; then
