@@ -35,6 +35,10 @@
 #define DOCTOR_IMAGE	"sandgate/base"
 #define DOCTOR_PROXY	"sandgate-proxy"
 #define DOCTOR_DISK	(16ull << 20)	/* size of the test disk */
+/* the test containers' limits, as set and as the probe must see them */
+#define DOCTOR_MEMORY	(64ull << 20)
+#define DOCTOR_PIDS	32
+#define DOCTOR_NANOCPUS	500000000LL
 
 enum doctor_level { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
 
@@ -69,13 +73,12 @@ static int	doctor_disk_cycle(const char *, char *, size_t);
 static void	doctor_disk(struct doctor *);
 static json_t	*doctor_spec(const char *, const char *, const char *);
 static int	doctor_collect(void *, int, const unsigned char *, size_t);
+static void	doctor_expect(struct probe_expect *);
 static int	doctor_container(struct doctor *, const char *, const char *,
 		    char **, char **);
 static int	doctor_probe_exec(struct doctor *, const char *, const char *,
 		    struct doctor_buf *, char **);
 static void	doctor_remove(struct doctor *, char *);
-static int	doctor_ip(struct doctor *, const char *, const char *, char *,
-		    size_t, char **);
 static int	doctor_only_unsealed(const char *,
 		    const struct probe_expect *);
 static void	doctor_seal(struct doctor *);
@@ -416,9 +419,10 @@ doctor_spec(const char *image, const char *probe, const char *net)
 	    "Image", image, "Entrypoint", PROBE_CONTAINER_PATH,
 	    "Cmd", "idle", "User", "65534:65534",
 	    "NetworkDisabled", net == NULL, "Labels", "sandgate.doctor", "1",
-	    "HostConfig", "Binds", bind, "Memory", (json_int_t)64 << 20,
-	    "MemorySwap", (json_int_t)64 << 20, "PidsLimit", (json_int_t)32,
-	    "NanoCpus", (json_int_t)500000000, "ReadonlyRootfs", 1,
+	    "HostConfig", "Binds", bind, "Memory", (json_int_t)DOCTOR_MEMORY,
+	    "MemorySwap", (json_int_t)DOCTOR_MEMORY, "PidsLimit",
+	    (json_int_t)DOCTOR_PIDS, "NanoCpus", (json_int_t)DOCTOR_NANOCPUS,
+	    "ReadonlyRootfs", 1,
 	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
 	    "NetworkMode", net ? net : "none", "Tmpfs", "/tmp",
 	    "rw,noexec,nosuid,size=16m");
@@ -438,6 +442,16 @@ doctor_collect(void *arg, int stream, const unsigned char *p, size_t len)
 	memcpy(b->data + b->len, p, len);
 	b->len += len;
 	return 0;
+}
+
+/* What the probe must see in a test container of doctor_spec(). */
+static void
+doctor_expect(struct probe_expect *e)
+{
+	probe_expect_init(e);
+	e->memory_bytes = DOCTOR_MEMORY;
+	e->pids = DOCTOR_PIDS;
+	e->cpus = DOCTOR_NANOCPUS / 1e9;
 }
 
 /* Create and start a test container on net (NULL: none); *cid is set. */
@@ -522,10 +536,7 @@ doctor_limits(struct doctor *dr)
 		return;
 	}
 	memset(&b, 0, sizeof(b));
-	probe_expect_init(&e);
-	e.memory_bytes = 64ull << 20;
-	e.pids = 32;
-	e.cpus = 0.5;
+	doctor_expect(&e);
 	if (doctor_container(dr, probe, NULL, &cid, &cause) == -1 ||
 	    doctor_probe_exec(dr, cid, NULL, &b, &cause) == -1)
 		doctor_line(dr, DOCTOR_FAIL, "limits", "cannot run the probe "
@@ -541,34 +552,6 @@ doctor_limits(struct doctor *dr)
 	doctor_remove(dr, cid);
 	free(cause);
 	free(failed);
-}
-
-/* The IPv4 address of container cid on network net, into buf. */
-static int
-doctor_ip(struct doctor *dr, const char *cid, const char *net, char *buf,
-    size_t size, char **cause)
-{
-	const char	*ip;
-	json_t		*resp = NULL;
-	char		 path[128];
-	long		 status = 0;
-	int		 rc = -1;
-
-	snprintf(path, sizeof(path), "/containers/%.64s/json", cid);
-	if (docker_call(dr->docker, "GET", path, NULL, &status, &resp,
-	    cause) == -1)
-		return -1;
-	ip = json_string_value(json_object_get(json_object_get(json_object_get(
-	    json_object_get(resp, "NetworkSettings"), "Networks"), net),
-	    "IPAddress"));
-	if (status != 200 || ip == NULL || *ip == '\0' ||
-	    (size_t)snprintf(buf, size, "%s", ip) >= size)
-		util_xasprintf(cause, "no address on %s (HTTP %ld)", net,
-		    status);
-	else
-		rc = 0;
-	json_decref(resp);
-	return rc;
 }
 
 /* 1 when the report fails the seal check and nothing else. */
@@ -603,39 +586,28 @@ doctor_seal(struct doctor *dr)
 	struct probe_expect		 e;
 	struct docker_cinfo		 ci;
 	const char			*probe;
-	json_t				*spec;
-	char				 net[64], path[96], ip[64];
-	char				 proxy[96], target[96];
+	char				 net[64], ip[64], proxy[96], target[96];
 	char				*nb = NULL, *sb = NULL, *cause = NULL;
 	char				*failed = NULL;
-	long				 status = 0;
 
 	if ((probe = probe_path()) == NULL || !dr->have_image)
 		return;		/* doctor_limits said why */
 	snprintf(net, sizeof(net), "sandgate-doctor-%ld", (long)getpid());
-	spec = json_pack("{s:s, s:s, s:b, s:{s:s}, s:{s:s}}", "Name", net,
-	    "Driver", "bridge", "Internal", 1, "Options",
-	    "com.docker.network.bridge.inhibit_ipv4", "true", "Labels",
-	    "sandgate.doctor", "1");
-	if (spec == NULL || docker_call(dr->docker, "POST", "/networks/create",
-	    spec, &status, NULL, &cause) == -1 || status != 201) {
+	if (docker_network_create(dr->docker, net, 1, NULL, "sandgate.doctor",
+	    "1", &cause) == -1) {
 		doctor_line(dr, DOCTOR_FAIL, "sealed", "cannot create the test "
-		    "network %s: %s", net, cause ? cause : "refused");
-		json_decref(spec);
+		    "network %s: %s", net, cause);
 		free(cause);
 		return;
 	}
-	json_decref(spec);
-	probe_expect_init(&e);
-	e.memory_bytes = 64ull << 20;
-	e.pids = 32;
-	e.cpus = 0.5;
+	doctor_expect(&e);
 	e.network_none = 0;
 	e.proxy_only = 1;
 	e.sealed = 1;
 	if (doctor_container(dr, probe, net, &nb, &cause) == -1 ||
 	    doctor_container(dr, probe, net, &sb, &cause) == -1 ||
-	    doctor_ip(dr, nb, net, ip, sizeof(ip), &cause) == -1 ||
+	    docker_container_ip(dr->docker, nb, net, ip, sizeof(ip),
+	    &cause) == -1 ||
 	    docker_container_inspect(dr->docker, sb, &ci, &cause) == -1)
 		doctor_line(dr, DOCTOR_FAIL, "sealed", "cannot start the test "
 		    "containers: %s", cause);
@@ -662,13 +634,11 @@ doctor_seal(struct doctor *dr)
 		    "answer without the seal and are refused with it");
 	doctor_remove(dr, sb);
 	doctor_remove(dr, nb);
-	snprintf(path, sizeof(path), "/networks/%s", net);
 	free(cause);
 	cause = NULL;
-	if (docker_call(dr->docker, "DELETE", path, NULL, &status, NULL,
-	    &cause) == -1 || (status != 204 && status != 404))
+	if (docker_network_remove(dr->docker, net, &cause) == -1)
 		fprintf(stderr, "sandgate: cannot remove the test network %s: "
-		    "%s\n", net, cause ? cause : "refused");
+		    "%s\n", net, cause);
 	free(cause);
 	free(failed);
 }

@@ -148,9 +148,7 @@ proxy_subnet_clash(struct docker *d, const char *subnet, char **cause)
 static int
 proxy_ensure_networks(struct docker *d, struct proxy_opts *o, char **cause)
 {
-	json_t	*spec;
-	long	 status = 0;
-	int	 have;
+	int	have;
 
 	if ((have = docker_network_exists(d, PROXYCTL_NET_INTERNAL, cause)) ==
 	    -1)
@@ -158,22 +156,9 @@ proxy_ensure_networks(struct docker *d, struct proxy_opts *o, char **cause)
 	if (!have) {
 		if (proxy_subnet_clash(d, o->subnet, cause) == -1)
 			return -1;
-		spec = json_pack("{s:s, s:s, s:b, s:{s:s}, s:{s:[{s:s}]}, "
-		    "s:{s:s}}", "Name", PROXYCTL_NET_INTERNAL, "Driver",
-		    "bridge", "Internal", 1, "Options",
-		    "com.docker.network.bridge.inhibit_ipv4", "true", "IPAM",
-		    "Config", "Subnet", o->subnet, "Labels", "sandgate.role",
-		    "internal");
-		if (docker_call(d, "POST", "/networks/create", spec, &status,
-		    NULL, cause) == -1 || (status != 201 && status != 409)) {
-			json_decref(spec);
-			if (*cause == NULL)
-				util_xasprintf(cause, "cannot create network "
-				    "%s (HTTP %ld)", PROXYCTL_NET_INTERNAL,
-				    status);
+		if (docker_network_create(d, PROXYCTL_NET_INTERNAL, 1,
+		    o->subnet, "sandgate.role", "internal", cause) == -1)
 			return -1;
-		}
-		json_decref(spec);
 		printf("created network %s (%s, internal, host unreachable)\n",
 		    PROXYCTL_NET_INTERNAL, o->subnet);
 	}
@@ -189,17 +174,9 @@ proxy_ensure_networks(struct docker *d, struct proxy_opts *o, char **cause)
 	o->egress = PROXYCTL_NET_EGRESS;
 	if ((have = docker_network_exists(d, PROXYCTL_NET_EGRESS, cause)) != 0)
 		return have == 1 ? 0 : -1;
-	spec = json_pack("{s:s, s:s, s:{s:s}}", "Name", PROXYCTL_NET_EGRESS,
-	    "Driver", "bridge", "Labels", "sandgate.role", "egress");
-	if (docker_call(d, "POST", "/networks/create", spec, &status, NULL,
-	    cause) == -1 || (status != 201 && status != 409)) {
-		json_decref(spec);
-		if (*cause == NULL)
-			util_xasprintf(cause, "cannot create network %s",
-			    PROXYCTL_NET_EGRESS);
+	if (docker_network_create(d, PROXYCTL_NET_EGRESS, 0, NULL,
+	    "sandgate.role", "egress", cause) == -1)
 		return -1;
-	}
-	json_decref(spec);
 	printf("created network %s\n", PROXYCTL_NET_EGRESS);
 	return 0;
 }

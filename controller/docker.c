@@ -582,6 +582,68 @@ docker_network_exists(struct docker *d, const char *name, char **cause)
 }
 
 int
+docker_network_create(struct docker *d, const char *name, int internal,
+    const char *subnet, const char *label, const char *value, char **cause)
+{
+	json_t	*spec;
+	int	 rv;
+
+	spec = json_pack("{s:s, s:s, s:b, s:{s:s}}", "Name", name, "Driver",
+	    "bridge", "Internal", internal, "Labels", label, value);
+	if (spec == NULL) {
+		docker_err(cause, "docker: cannot build the network spec");
+		return -1;
+	}
+	/* no route to the host either: not even the bridge has an address */
+	if (internal)
+		json_object_set_new(spec, "Options", json_pack("{s:s}",
+		    "com.docker.network.bridge.inhibit_ipv4", "true"));
+	if (subnet != NULL)
+		json_object_set_new(spec, "IPAM", json_pack("{s:[{s:s}]}",
+		    "Config", "Subnet", subnet));
+	rv = docker_simple(d, "POST", "/networks/create", spec, 409, NULL,
+	    cause);
+	json_decref(spec);
+	return rv;
+}
+
+int
+docker_network_remove(struct docker *d, const char *name, char **cause)
+{
+	char	path[512];
+
+	snprintf(path, sizeof(path), "/networks/%s", name);
+	return docker_simple(d, "DELETE", path, NULL, 404, NULL, cause);
+}
+
+int
+docker_container_ip(struct docker *d, const char *container,
+    const char *network, char *buf, size_t size, char **cause)
+{
+	json_t		*resp = NULL;
+	const char	*ip;
+	char		 path[256];
+	long		 status = 0;
+
+	snprintf(path, sizeof(path), "/containers/%s/json", container);
+	if (docker_call(d, "GET", path, NULL, &status, &resp, cause) == -1)
+		return -1;
+	ip = json_string_value(json_object_get(json_object_get(json_object_get(
+	    json_object_get(resp, "NetworkSettings"), "Networks"), network),
+	    "IPAddress"));
+	if (status != 200 || ip == NULL || *ip == '\0') {
+		docker_err(cause, "container %s has no address on %s%s",
+		    container, network, status == 404 ?
+		    " (it does not exist)" : "");
+		json_decref(resp);
+		return -1;
+	}
+	util_strlcpy(buf, ip, size);
+	json_decref(resp);
+	return 0;
+}
+
+int
 docker_exec_create(struct docker *d, const char *cid, json_t *spec,
     char **id, char **cause)
 {

@@ -101,6 +101,20 @@ int	docker_image_id(struct docker *, const char *name, char **id,
 /* 1 if a network NAME exists, 0 if not, -1 on error. */
 int	docker_network_exists(struct docker *, const char *name,
 	    char **cause);
+/*
+ * Create bridge network NAME labelled label=value; internal ones also get
+ * inhibit_ipv4 (no address of the host on them); subnet NULL: Docker's
+ * choice. 0 when created or already there, -1.
+ */
+int	docker_network_create(struct docker *, const char *name,
+	    int internal, const char *subnet, const char *label,
+	    const char *value, char **cause);
+/* Remove network NAME; 0 also when it is gone already. */
+int	docker_network_remove(struct docker *, const char *name,
+	    char **cause);
+/* The IPv4 address of container on network into buf. 0, or -1. */
+int	docker_container_ip(struct docker *, const char *container,
+	    const char *network, char *buf, size_t size, char **cause);
 
 /* Exec: create (spec as in POST /containers/{id}/exec), inspect. */
 int	docker_exec_create(struct docker *, const char *cid, json_t *spec,

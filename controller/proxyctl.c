@@ -139,40 +139,12 @@ proxyctl_metrics(char **cause)
 	return b.p;
 }
 
-/* The IPv4 address of container on network, from its inspect data. */
-static int
-proxyctl_container_ip(struct docker *d, const char *container,
-    const char *network, char *buf, size_t size, char **cause)
-{
-	json_t		*resp = NULL;
-	const char	*ip;
-	char		 path[256];
-	long		 status = 0;
-
-	snprintf(path, sizeof(path), "/containers/%s/json", container);
-	if (docker_call(d, "GET", path, NULL, &status, &resp, cause) == -1)
-		return -1;
-	ip = json_string_value(json_object_get(json_object_get(json_object_get(
-	    json_object_get(resp, "NetworkSettings"), "Networks"), network),
-	    "IPAddress"));
-	if (status != 200 || ip == NULL || *ip == '\0') {
-		util_xasprintf(cause, "container %s has no address on %s%s",
-		    container, network, status == 404 ?
-		    " (it does not exist)" : "");
-		json_decref(resp);
-		return -1;
-	}
-	util_strlcpy(buf, ip, size);
-	json_decref(resp);
-	return 0;
-}
-
 int
 proxyctl_address(struct docker *d, char *buf, size_t size, char **cause)
 {
 	char	*inner = NULL;
 
-	if (proxyctl_container_ip(d, PROXYCTL_CONTAINER, PROXYCTL_NET_INTERNAL,
+	if (docker_container_ip(d, PROXYCTL_CONTAINER, PROXYCTL_NET_INTERNAL,
 	    buf, size, &inner) == 0)
 		return 0;
 	util_xasprintf(cause, "the proxy is not running (%s); start it with "
@@ -192,7 +164,7 @@ proxyctl_register(struct docker *d, const char *container,
 	int	 rc;
 
 	/* gVisor's containers get their address a moment after start. */
-	for (i = 0; proxyctl_container_ip(d, container, PROXYCTL_NET_INTERNAL,
+	for (i = 0; docker_container_ip(d, container, PROXYCTL_NET_INTERNAL,
 	    ip, sizeof(ip), cause) == -1; i++) {
 		if (i == 30)
 			return -1;
