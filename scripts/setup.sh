@@ -22,8 +22,10 @@ SG_PACKAGES=(
 
 sg_log() { printf '[setup] %s\n' "$*" >&2; }
 
-# Only the tests need these: clang for libFuzzer, valgrind for leak checks.
-SG_TEST_PACKAGES=(clang valgrind)
+# Only the tests need these: clang and its compiler-rt runtimes (libFuzzer,
+# ASan, UBSan; Debian's clang only recommends them) for the fuzz targets,
+# valgrind for leak checks.
+SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind)
 
 sg_install_packages() {
 	local missing=() p
