@@ -84,7 +84,7 @@ steps_script() {
 	echo 'for t in gcc cc cmake make docker dockerd; do command -v $t >/dev/null && echo "present before: $t"; done >>/logs/machine.txt'
 	for cmd in "$@"; do
 		i=$((i + 1))
-		printf 'echo "=== %d: %s"; s=$(date +%%s)\n' "$i" "$cmd"
+		printf 'echo %q; s=$(date +%%s)\n' "=== $i: $cmd"
 		printf '( %s ) >/logs/step%d.log 2>&1; rc=$?\n' "$cmd" "$i"
 		printf 'tail -n 25 /logs/step%d.log\n' "$i"
 		printf 'echo "%d|$rc|$(( $(date +%%s) - s ))" >>/logs/steps.txt\n' "$i"
