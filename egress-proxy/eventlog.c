@@ -49,6 +49,8 @@ struct eventlog {
 	uint64_t		 last_sync_us;
 	int			 healthy;
 	char			 error[256];
+	struct eventlog_hook	 hook;
+	int			 in_hook;	/* appending a hook line */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
@@ -325,18 +327,28 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 	char		 ts[UTIL_TS_LEN], head[96], *dump, *buf, *p;
 	unsigned char	 md[32];
 	size_t		 hlen, flen, clen, nl = log->need_nl ? 1 : 0;
+	json_t		*own = NULL;
 
+	clock_gettime(CLOCK_REALTIME, &now);
+	util_rfc3339(&now, ts);
+	/* A hook line's fields depend on the seq, ts and prev it gets. */
+	if (fields == NULL && (fields = own = log->hook.fields(log->hook.arg,
+	    log->seq + 1, ts, log->prev)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
 	if (json_object_get(fields, "ts") || json_object_get(fields, "seq") ||
 	    json_object_get(fields, "prev") ||
 	    json_object_get(fields, "hash")) {
+		json_decref(own);
 		errno = EINVAL;
 		return -1;
 	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	util_rfc3339(&now, ts);
 	hlen = (size_t)snprintf(head, sizeof(head), "{\"ts\":\"%s\","
 	    "\"seq\":%lld", ts, log->seq + 1);
-	if ((dump = json_dumps(fields, EVENTLOG_DUMP_FLAGS)) == NULL) {
+	dump = json_dumps(fields, EVENTLOG_DUMP_FLAGS);
+	json_decref(own);
+	if (dump == NULL) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -506,7 +518,7 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	size_t	 len;
 	int	 rc = -1;
 
-	if (!json_is_object(fields)) {
+	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
 		errno = EINVAL;
 		return eventlog_fail(log, "invalid event for");
 	}
@@ -543,10 +555,38 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	rc = 0;
 	if (util_now_us() - log->last_sync_us >= EVENTLOG_SYNC_US)
 		rc = eventlog_sync(log);
+	/* Still locked: a hook line due now follows this event directly. */
+	if (!log->in_hook && log->hook.due != NULL &&
+	    log->hook.due(log->hook.arg))
+		(void)eventlog_append_hook(log);
 out:
 	if (log->opts.shared)
 		eventlog_unlock(log);
 	free(line);
+	return rc;
+}
+
+void
+eventlog_set_hook(struct eventlog *log, const struct eventlog_hook *hook)
+{
+	if (hook != NULL)
+		log->hook = *hook;
+	else
+		memset(&log->hook, 0, sizeof(log->hook));
+}
+
+int
+eventlog_append_hook(struct eventlog *log)
+{
+	int	rc;
+
+	if (log->hook.fields == NULL || log->in_hook) {
+		errno = EINVAL;
+		return -1;
+	}
+	log->in_hook = 1;
+	rc = eventlog_append(log, NULL);
+	log->in_hook = 0;
 	return rc;
 }
 

@@ -93,6 +93,26 @@ int		 eventlog_tick(struct eventlog *);
  */
 int		 eventlog_reopen(struct eventlog *);
 
+/*
+ * A hook that adds lines of its own to the chain (checkpoint.h). After
+ * each event appended with eventlog_append(), and still holding the lock
+ * in shared mode, due(arg) is asked; when it returns 1 one hook line is
+ * appended at once. A hook line's fields come from fields(arg, seq, ts,
+ * prev): the seq, ts and prev that line gets (a new object, or NULL on
+ * failure). eventlog_set_hook() with NULL removes it.
+ */
+struct eventlog_hook {
+	int	 (*due)(void *arg);
+	json_t	*(*fields)(void *arg, long long seq, const char *ts,
+		    const char *prev);
+	void	*arg;
+};
+void		 eventlog_set_hook(struct eventlog *,
+		    const struct eventlog_hook *);
+
+/* Append one hook line now. Returns as eventlog_append(). */
+int		 eventlog_append_hook(struct eventlog *);
+
 /* Sync and close; accepts NULL. */
 void		 eventlog_close(struct eventlog *);
 
