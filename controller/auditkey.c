@@ -220,17 +220,25 @@ int
 auditkey_command(const char *verb, const char *path, const char *logname,
     long long owner)
 {
-	char	 def[4096], next[4096 + 8], *cause = NULL;
-	uid_t	 uid = owner >= 0 ? (uid_t)owner : auditkey_owner(logname);
-	int	 rc;
+	char		 def[4096], next[4096 + 8], *cause = NULL;
+	struct stat	 st;
+	uid_t		 uid = geteuid();
+	int		 rc;
 
 	if (path == NULL && auditkey_path(logname, def, sizeof(def)) == -1) {
 		fprintf(stderr, "sandgate: no default key for '%s': give the "
 		    "key's path\n", logname);
 		return SG_EXIT_USAGE;
 	}
-	if (path == NULL)
+	/* The writer's uid: the default key's, or the key rotated from. */
+	if (path == NULL) {
 		path = def;
+		uid = auditkey_owner(logname);
+	}
+	if (strcmp(verb, "rotate") == 0 && stat(path, &st) == 0)
+		uid = st.st_uid;
+	if (owner >= 0)
+		uid = (uid_t)owner;
 	if (strcmp(verb, "rotate") == 0)
 		return auditkey_rotate(path, logname, uid);
 	if (strcmp(verb, "show") == 0) {

@@ -63,7 +63,8 @@ void	 auditkey_runs_close(struct checkpoint *);
 
 /*
  * `sandgate audit key VERB [PATH]` for log file logname (whose default key
- * PATH is; owner -1: the default owner):
+ * PATH is). The key's owner is owner, or by default the writer's: the
+ * default key's (auditkey_owner()), the key rotated from, else ours:
  *   create  a new key pair, PATH and PATH.pub
  *   rotate  a new key at PATH.next, which the old key introduces: the
  *           controller does so at once for runs.jsonl, the proxy at its

@@ -786,7 +786,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 	audit_reader_init(r, fd, 0);
 	ckverify_file(v, path);
 	while ((got = audit_next(r, &len)) == 1) {
-		if (ckverify_feed(v, r->line, len) == -1)
+		if (ckverify_feed(v, r->line, len) == -1 && v->chain.broken)
 			break;
 	}
 	if (got == -1)
@@ -901,7 +901,10 @@ audit_verify(const struct audit_args *a, char **files, int n)
 		    v->chain.break_line, v->chain.what);
 		goto out;
 	}
-	printf("OK: %zu events, chain intact\n", v->chain.events);
+	if (r == CKVERIFY_UNTRUSTED)
+		printf("chain intact: %zu events\n", v->chain.events);
+	else
+		printf("OK: %zu events, chain intact\n", v->chain.events);
 	if (v->chain.events > 0 && !v->chain.genesis)
 		printf("note: the chain starts at seq %lld; older events were "
 		    "rotated away\n", v->chain.first_seq);

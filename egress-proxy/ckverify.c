@@ -360,9 +360,8 @@ ckverify_feed(struct ckverify *v, const char *line, size_t len)
 	json_t	*obj;
 	int	 rc;
 
-	if (v->failed)
-		return -1;
-	if (logverify_feed(&v->chain, line, len) == -1)
+	/* After a checkpoint that is not good, the chain is still checked. */
+	if (logverify_feed(&v->chain, line, len) == -1 || v->failed)
 		return -1;
 	if (v->chain.events == before)
 		return 0;	/* a torn line, settled later */
@@ -386,7 +385,8 @@ ckverify_buf(struct ckverify *v, const char *buf, size_t len)
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL)
 			nl = end;
-		if (ckverify_feed(v, p, (size_t)(nl - p)) == -1)
+		if (ckverify_feed(v, p, (size_t)(nl - p)) == -1 &&
+		    v->chain.broken)
 			return -1;
 		p = nl + 1;
 	}

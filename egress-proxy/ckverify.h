@@ -114,7 +114,9 @@ void		 ckverify_file(struct ckverify *, const char *name);
 
 /*
  * Feed the next line (without its newline). Returns 0, or -1 once the
- * chain is broken or a checkpoint is not good (this or an earlier line).
+ * chain is broken or a checkpoint is not good (this or an earlier line);
+ * after a checkpoint that is not good, feed the rest anyway: the chain
+ * check goes on to the end.
  */
 int		 ckverify_feed(struct ckverify *, const char *line,
 		    size_t len);
