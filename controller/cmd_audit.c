@@ -514,6 +514,11 @@ audit_match(const struct audit_args *a, json_t *obj)
 	const char	*v;
 	int64_t		 ts;
 
+	/* Checkpoints are for verify and export, or asked for by name. */
+	if (a->event == NULL && a->mode != AUDIT_EXPORT &&
+	    (v = audit_str(obj, "event")) != NULL &&
+	    strcmp(v, CHECKPOINT_EVENT) == 0)
+		return 0;
 	if (a->sandbox && ((v = audit_str(obj, "sandbox")) == NULL ||
 	    strcmp(v, a->sandbox) != 0))
 		return 0;
