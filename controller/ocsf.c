@@ -72,7 +72,7 @@ static json_t	*ocsf_new(json_t *, const struct ocsf_ctx *,
 		    const struct ocsf_class *, int, const char *, int,
 		    const char *);
 static void	ocsf_status(json_t *, int, const char *, const char *);
-static json_t	*ocsf_ip_port(const char *, int *);
+static json_t	*ocsf_ip_port(const char *, int);
 static json_t	*ocsf_src(json_t *);
 static json_t	*ocsf_dst(json_t *);
 static int	ocsf_method_id(const char *);
@@ -184,32 +184,30 @@ ocsf_status(json_t *o, int status, const char *code, const char *detail)
 }
 
 /*
- * An endpoint from "ADDR:PORT" (the proxy writes IPv6 without brackets)
- * or a bare address: {ip, port}, or NULL when it is not an IP address.
+ * An endpoint {ip[, port]} from "ADDR:PORT" (with_port: the proxy writes
+ * src so, IPv6 without brackets, so the port is after the last colon) or
+ * from a bare address; NULL when it is not an IP address.
  */
 static json_t *
-ocsf_ip_port(const char *s, int *has_port)
+ocsf_ip_port(const char *s, int with_port)
 {
 	unsigned char	 buf[16];
 	char		 ip[64];
 	const char	*colon, *errstr;
 	long long	 port = -1;
 
-	*has_port = 0;
 	if (s == NULL || strlen(s) >= sizeof(ip))
 		return NULL;
 	util_strlcpy(ip, s, sizeof(ip));
-	if (inet_pton(AF_INET, ip, buf) != 1 &&
-	    inet_pton(AF_INET6, ip, buf) != 1) {
+	if (with_port) {
 		if ((colon = strrchr(s, ':')) == NULL ||
 		    util_strtonum(colon + 1, 0, 65535, &port, &errstr) == -1)
 			return NULL;
 		ip[colon - s] = '\0';
-		if (inet_pton(AF_INET, ip, buf) != 1 &&
-		    inet_pton(AF_INET6, ip, buf) != 1)
-			return NULL;
 	}
-	*has_port = port >= 0;
+	if (inet_pton(AF_INET, ip, buf) != 1 &&
+	    inet_pton(AF_INET6, ip, buf) != 1)
+		return NULL;
 	return port >= 0 ? json_pack("{s:s, s:I}", "ip", ip, "port",
 	    (json_int_t)port) : json_pack("{s:s}", "ip", ip);
 }
@@ -220,9 +218,8 @@ ocsf_src(json_t *ev)
 {
 	json_t		*e;
 	const char	*sbx = ocsf_str(ev, "sandbox");
-	int		 has_port;
 
-	e = ocsf_ip_port(ocsf_str(ev, "src"), &has_port);
+	e = ocsf_ip_port(ocsf_str(ev, "src"), 1);
 	if (e == NULL && sbx == NULL)
 		return NULL;
 	if (e == NULL)
@@ -237,9 +234,8 @@ ocsf_dst(json_t *ev)
 {
 	json_t		*e, *ip, *port = json_object_get(ev, "port");
 	const char	*host = ocsf_str(ev, "host");
-	int		 has_port;
 
-	ip = ocsf_ip_port(ocsf_str(ev, "resolved"), &has_port);
+	ip = ocsf_ip_port(ocsf_str(ev, "resolved"), 0);
 	if (host == NULL && ip == NULL)
 		return NULL;
 	e = json_object();
