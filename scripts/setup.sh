@@ -22,8 +22,10 @@ SG_PACKAGES=(
 
 sg_log() { printf '[setup] %s\n' "$*" >&2; }
 
-# Only the tests need these: clang for libFuzzer, valgrind for leak checks.
-SG_TEST_PACKAGES=(clang valgrind)
+# Only the tests need these: clang for libFuzzer, valgrind for leak checks,
+# rsyslog for the log shipper test (run with its own config, never the
+# system's), python3-jsonschema to check the OCSF export against its schema.
+SG_TEST_PACKAGES=(clang valgrind rsyslog python3-jsonschema)
 
 sg_install_packages() {
 	local missing=() p
