@@ -51,6 +51,7 @@ static json_t	*checkpoint_fields(void *, long long, const char *,
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
 static int	checkpoint_lock(struct checkpoint *, int, char **);
 static FILE	*checkpoint_open_key(const char *, int, char **);
+static EVP_PKEY	*checkpoint_read_key(const char *, int, char **);
 static int	checkpoint_write_pem(const char *, EVP_PKEY *, int, uid_t,
 		    gid_t, char **);
 static int	checkpoint_introduce(struct checkpoint *);
@@ -182,23 +183,34 @@ checkpoint_open_key(const char *path, int secret, char **cause)
 	return f;
 }
 
-EVP_PKEY *
-checkpoint_key_load(const char *path, char **cause)
+/*
+ * Read an Ed25519 key from a PEM file: the private key (secret), or the
+ * public key, taken from a private key file too. NULL with *cause.
+ */
+static EVP_PKEY *
+checkpoint_read_key(const char *path, int secret, char **cause)
 {
-	EVP_PKEY	*pkey;
+	const char	*what = secret ? "key" : "public key";
+	EVP_PKEY	*pkey = NULL;
 	FILE		*f;
 
-	if ((f = checkpoint_open_key(path, 1, cause)) == NULL)
+	if ((f = checkpoint_open_key(path, secret, cause)) == NULL)
 		return NULL;
-	pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	if (!secret && (pkey = PEM_read_PUBKEY(f, NULL, NULL, NULL)) == NULL) {
+		ERR_clear_error();
+		rewind(f);
+	}
+	if (pkey == NULL)
+		pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 	fclose(f);
 	if (pkey == NULL) {
-		util_xasprintf(cause, "key \"%s\": %s", path,
+		util_xasprintf(cause, "%s \"%s\": %s", what, path,
 		    checkpoint_ssl_error());
 		return NULL;
 	}
 	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
-		util_xasprintf(cause, "key \"%s\" is not an Ed25519 key", path);
+		util_xasprintf(cause, "%s \"%s\" is not an Ed25519 key", what,
+		    path);
 		EVP_PKEY_free(pkey);
 		return NULL;
 	}
@@ -206,32 +218,15 @@ checkpoint_key_load(const char *path, char **cause)
 }
 
 EVP_PKEY *
+checkpoint_key_load(const char *path, char **cause)
+{
+	return checkpoint_read_key(path, 1, cause);
+}
+
+EVP_PKEY *
 checkpoint_pubkey_load(const char *path, char **cause)
 {
-	EVP_PKEY	*pkey;
-	FILE		*f;
-
-	if ((f = checkpoint_open_key(path, 0, cause)) == NULL)
-		return NULL;
-	pkey = PEM_read_PUBKEY(f, NULL, NULL, NULL);
-	if (pkey == NULL) {
-		ERR_clear_error();
-		rewind(f);
-		pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-	}
-	fclose(f);
-	if (pkey == NULL) {
-		util_xasprintf(cause, "public key \"%s\": %s", path,
-		    checkpoint_ssl_error());
-		return NULL;
-	}
-	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
-		util_xasprintf(cause, "public key \"%s\" is not an Ed25519 key",
-		    path);
-		EVP_PKEY_free(pkey);
-		return NULL;
-	}
-	return pkey;
+	return checkpoint_read_key(path, 0, cause);
 }
 
 /*

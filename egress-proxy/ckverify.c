@@ -39,6 +39,7 @@ static int	ckverify_good(struct ckverify *, struct ckverify_key *,
 		    const struct ckverify_cp *);
 static int	ckverify_one(struct ckverify *, json_t *);
 static void	ckverify_tail(struct ckverify *, int64_t);
+static int	ckverify_feed_line(void *, const char *, size_t);
 
 void
 ckverify_init(struct ckverify *v)
@@ -376,20 +377,19 @@ ckverify_feed(struct ckverify *v, const char *line, size_t len)
 	return rc;
 }
 
+/* ckverify_feed() for logverify_lines(): stops only at a chain break. */
+static int
+ckverify_feed_line(void *arg, const char *line, size_t len)
+{
+	struct ckverify	*v = arg;
+
+	return ckverify_feed(v, line, len) == -1 && v->chain.broken ? -1 : 0;
+}
+
 int
 ckverify_buf(struct ckverify *v, const char *buf, size_t len)
 {
-	const char	*p = buf, *end = buf + len, *nl;
-
-	while (p < end) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (nl == NULL)
-			nl = end;
-		if (ckverify_feed(v, p, (size_t)(nl - p)) == -1 &&
-		    v->chain.broken)
-			return -1;
-		p = nl + 1;
-	}
+	(void)logverify_lines(buf, len, ckverify_feed_line, v);
 	return v->failed || v->chain.broken ? -1 : 0;
 }
 

@@ -26,7 +26,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxylib  # noqa: E402
-from proxylib import RawConn, connect_request, get_request  # noqa: E402
+from proxylib import RawConn, connect_request  # noqa: E402
 
 SANDGATE = os.path.join(proxylib.BIN, "sandgate")
 SCHEMA = os.path.join(proxylib.SRC, "tests", "data", "ocsf",
@@ -59,9 +59,7 @@ W = {}
 
 
 def sandgate(*args):
-    return subprocess.run([SANDGATE] + list(args), capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL,
-                          env=proxylib.clean_env())
+    return proxylib.run([SANDGATE] + list(args), timeout=120)
 
 
 def write(name, text):
@@ -93,10 +91,7 @@ def bound(src):
 
 
 def get(host, port, src="127.0.0.1"):
-    hp = "%s:%d" % (host, port)
-    with bound(src) as c:
-        c.send(get_request("http://%s/" % hp, hp, "Connection: close\r\n"))
-        return c.read_response().status
+    return proxylib.get_status(W["proxy"].port, "%s:%d" % (host, port), src)
 
 
 def tls_through(host, sni):
@@ -167,19 +162,8 @@ def make_events():
 
 
 def sandgate_control(path, body):
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(W["sock"])
-        data = json.dumps(body).encode()
-        s.sendall(b"POST %s HTTP/1.1\r\nHost: proxy\r\nContent-Length: %d"
-                  b"\r\nConnection: close\r\n\r\n%s"
-                  % (path.encode(), len(data), data))
-        resp = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            resp += chunk
-    assert b" 200 " in resp.split(b"\r\n", 1)[0], resp
+    status, reply = proxylib.control_post(W["sock"], path, body)
+    assert status == 200, (status, reply)
 
 
 def check(text):

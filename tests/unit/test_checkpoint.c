@@ -56,6 +56,8 @@ static int64_t	now_us(void);
 static void	append_n(struct eventlog *, int, int);
 static struct eventlog *open_signed(struct tmp *, unsigned long long,
 		    unsigned long long, struct checkpoint **);
+static EVP_PKEY	*signed_log(struct tmp *, unsigned long long, int,
+		    const char *);
 static void	lines_read(struct lines *, const char *);
 static void	lines_write(struct lines *, const char *, size_t, size_t);
 static void	lines_free(struct lines *);
@@ -163,6 +165,27 @@ open_signed(struct tmp *t, unsigned long long every,
 	if (*ck == NULL)
 		fail_msg("checkpoint_new: %s", cause);
 	return log;
+}
+
+/*
+ * A log of an open checkpoint, n events and a `last` checkpoint, written
+ * by the real writer and signer; returns the public key.
+ */
+static EVP_PKEY *
+signed_log(struct tmp *t, unsigned long long every, int n, const char *last)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			 pub[160];
+
+	log = open_signed(t, every, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, n);
+	assert_int_equal(checkpoint_write(ck, last), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	return pubkey(pub);
 }
 
 static void
@@ -448,22 +471,13 @@ static void
 test_rewritten_tail(void **state)
 {
 	struct tmp		*t = *state;
-	struct checkpoint	*ck;
-	struct eventlog		*log;
 	struct ckverify		 v;
 	struct lines		 l, m;
 	EVP_PKEY		*k;
-	char			 pub[160], *p;
+	char			*p;
 	size_t			 i, o;
 
-	log = open_signed(t, 10, 60, &ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
-	append_n(log, 0, 35);
-	assert_int_equal(checkpoint_write(ck, "close"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
-	snprintf(pub, sizeof(pub), "%s.pub", t->key);
-	k = pubkey(pub);
+	k = signed_log(t, 10, 35, "close");
 	/* seq 1 open, count at 12, 23, 34, close at 40 (35 events). */
 	lines_read(&l, t->path);
 	assert_int_equal(l.n, 40);
@@ -741,22 +755,13 @@ test_malformed(void **state)
 		{ "\"ts\":\"", "\"ts\":\"1", "ts is not a time" },
 	};
 	struct tmp		*t = *state;
-	struct checkpoint	*ck;
-	struct eventlog		*log;
 	struct ckverify		 v;
 	struct lines		 l;
 	EVP_PKEY		*k;
-	char			 pub[160], *orig;
+	char			*orig;
 	size_t			 i;
 
-	log = open_signed(t, 0, 60, &ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
-	append_n(log, 0, 2);
-	assert_int_equal(checkpoint_write(ck, "timer"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
-	snprintf(pub, sizeof(pub), "%s.pub", t->key);
-	k = pubkey(pub);
+	k = signed_log(t, 0, 2, "timer");
 	lines_read(&l, t->path);
 	assert_int_equal(l.n, 4);
 	orig = strdup(l.v[3]);
