@@ -146,7 +146,8 @@ enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
  * A signer for log, which must stay open while the signer lives: loads
  * the key and sets the log's hook (eventlog_set_hook()), so that a count
  * checkpoint follows every every_events events appended through any
- * caller. Returns NULL with *cause set.
+ * caller (written before the next event, or by the next eventlog_tick()).
+ * Returns NULL with *cause set.
  */
 struct checkpoint *checkpoint_new(struct eventlog *log,
 		    const struct checkpoint_opts *, char **cause);

@@ -51,6 +51,7 @@ struct eventlog {
 	char			 error[256];
 	struct eventlog_hook	 hook;
 	int			 in_hook;	/* appending a hook line */
+	int			 hook_due;	/* one goes before the next event */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
@@ -522,6 +523,9 @@ eventlog_append(struct eventlog *log, json_t *fields)
 		errno = EINVAL;
 		return eventlog_fail(log, "invalid event for");
 	}
+	/* A hook line due after the last event goes before this one. */
+	if (log->hook_due && !log->in_hook)
+		(void)eventlog_append_hook(log);
 	if (log->opts.shared) {
 		if (eventlog_lock(log) == -1)
 			return eventlog_fail(log, "cannot lock");
@@ -555,10 +559,9 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	rc = 0;
 	if (util_now_us() - log->last_sync_us >= EVENTLOG_SYNC_US)
 		rc = eventlog_sync(log);
-	/* Still locked: a hook line due now follows this event directly. */
 	if (!log->in_hook && log->hook.due != NULL &&
 	    log->hook.due(log->hook.arg))
-		(void)eventlog_append_hook(log);
+		log->hook_due = 1;
 out:
 	if (log->opts.shared)
 		eventlog_unlock(log);
@@ -587,12 +590,16 @@ eventlog_append_hook(struct eventlog *log)
 	log->in_hook = 1;
 	rc = eventlog_append(log, NULL);
 	log->in_hook = 0;
+	if (rc == 0)
+		log->hook_due = 0;
 	return rc;
 }
 
 int
 eventlog_tick(struct eventlog *log)
 {
+	if (log->hook_due)
+		(void)eventlog_append_hook(log);
 	if (!log->dirty || log->fd == -1)
 		return 0;
 	return eventlog_sync(log);

@@ -80,8 +80,9 @@ struct eventlog	*eventlog_open(const char *dir, const char *filename,
 int		 eventlog_append(struct eventlog *, json_t *fields);
 
 /*
- * fdatasync(2) if anything was written since the last sync; for a 1 s
- * timer and before exit. Returns 0, or -1 (log marked unavailable).
+ * Append a hook line that is due, then fdatasync(2) if anything was
+ * written since the last sync; for a 1 s timer and before exit. Returns
+ * 0, or -1 (log marked unavailable).
  */
 int		 eventlog_tick(struct eventlog *);
 
@@ -95,11 +96,12 @@ int		 eventlog_reopen(struct eventlog *);
 
 /*
  * A hook that adds lines of its own to the chain (checkpoint.h). After
- * each event appended with eventlog_append(), and still holding the lock
- * in shared mode, due(arg) is asked; when it returns 1 one hook line is
- * appended at once. A hook line's fields come from fields(arg, seq, ts,
- * prev): the seq, ts and prev that line gets (a new object, or NULL on
- * failure). eventlog_set_hook() with NULL removes it.
+ * each event appended with eventlog_append(), due(arg) is asked; when it
+ * returns 1, one hook line is appended before the next event, or by the
+ * next eventlog_tick() if none comes first (so eventlog_seq() after an
+ * append is still that event's). A hook line's fields come from
+ * fields(arg, seq, ts, prev): the seq, ts and prev that line gets (a new
+ * object, or NULL on failure). eventlog_set_hook() with NULL removes it.
  */
 struct eventlog_hook {
 	int	 (*due)(void *arg);

@@ -466,6 +466,40 @@ test_sign_verify(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * A count checkpoint goes before the next event (or in the next tick), so
+ * eventlog_seq() after an append is that event's: the proxy reports it
+ * as the block's seq.
+ */
+static void
+test_seq_after_append(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+
+	log = open_signed(t, 3, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 3);
+	assert_int_equal(eventlog_seq(log), 4);
+	append_n(log, 3, 1);
+	assert_int_equal(eventlog_seq(log), 6);	/* checkpoint 5 first */
+	append_n(log, 4, 2);
+	assert_int_equal(eventlog_seq(log), 8);
+	assert_int_equal(eventlog_tick(log), 0);	/* due: written now */
+	assert_int_equal(eventlog_seq(log), 9);
+	assert_int_equal(eventlog_tick(log), 0);	/* nothing more */
+	assert_int_equal(eventlog_seq(log), 9);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 9);
+	assert_non_null(strstr(l.v[4], "\"reason\":\"count\""));
+	assert_non_null(strstr(l.v[8], "\"reason\":\"count\""));
+	lines_free(&l);
+}
+
 /* The case: the last events rewritten with fresh hashes. */
 static void
 test_rewritten_tail(void **state)
@@ -847,6 +881,7 @@ main(void)
 		cmocka_unit_test(test_b64_ts),
 		T(test_keys),
 		T(test_sign_verify),
+		T(test_seq_after_append),
 		T(test_rewritten_tail),
 		T(test_cut_tail),
 		T(test_rotation),
