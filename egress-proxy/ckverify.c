@@ -140,16 +140,21 @@ ckverify_fail(struct ckverify *v, const char *fmt, ...)
 }
 
 /*
- * The parsed line when its event is log.checkpoint, else NULL. The chain
- * check has parsed it already; this is the second, cheaper part.
+ * The parsed line when its event is log.checkpoint, else NULL. Only a
+ * line with the member as the writer spells it is parsed (again): one
+ * that spells it otherwise is read as an event, which can only lower
+ * what the log is trusted for.
  */
 static json_t *
 ckverify_checkpoint(const char *line, size_t len)
 {
-	json_t		*obj;
-	json_error_t	 err;
-	const char	*ev;
+	static const char	 mark[] = "\"event\":\"" CHECKPOINT_EVENT "\"";
+	json_t			*obj;
+	json_error_t		 err;
+	const char		*ev;
 
+	if (memmem(line, len, mark, sizeof(mark) - 1) == NULL)
+		return NULL;
 	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
 	if (obj == NULL)
 		return NULL;
