@@ -156,7 +156,7 @@ auditkey_rotate_runs(const char *path)
 	struct eventlog_opts	 lo;
 	struct checkpoint_opts	 o;
 	struct eventlog		*log;
-	struct checkpoint	*ck;
+	struct checkpoint	*ck = NULL;
 	char			*cause = NULL;
 	int			 rc = -1;
 
@@ -168,17 +168,17 @@ auditkey_rotate_runs(const char *path)
 	if ((log = eventlog_open(state_log_dir(), "runs.jsonl", &lo,
 	    &cause)) == NULL || (ck = checkpoint_new(log, &o, &cause)) == NULL) {
 		fprintf(stderr, "sandgate: %s\n", cause);
-		free(cause);
-		eventlog_close(log);
-		return -1;
+		goto out;
 	}
-	if (checkpoint_write(ck, "close") == -1)
+	if (checkpoint_write(ck, "close") == -1) {
 		fprintf(stderr, "sandgate: %s\n", checkpoint_error(ck));
-	else {
-		printf("runs.jsonl: key %s signs from seq %lld on\n",
-		    checkpoint_key(ck), eventlog_seq(log));
-		rc = 0;
+		goto out;
 	}
+	printf("runs.jsonl: key %s signs from seq %lld on\n",
+	    checkpoint_key(ck), eventlog_seq(log));
+	rc = 0;
+out:
+	free(cause);
 	checkpoint_free(ck);
 	eventlog_close(log);
 	return rc;
@@ -189,31 +189,33 @@ static int
 auditkey_rotate(const char *path, const char *logname, uid_t owner)
 {
 	char	*next, *cause = NULL;
-	int	 rc;
+	int	 rc, made;
 
-	util_xasprintf(&next, "%s.next", path);
 	if (access(path, F_OK) == -1) {
 		fprintf(stderr, "sandgate: no key at %s to rotate from; `sandgate "
 		    "audit key create` makes one\n", path);
-		free(next);
 		return SG_EXIT_FAIL;
 	}
-	if ((rc = auditkey_ensure(next, owner, &cause)) == -1) {
+	util_xasprintf(&next, "%s.next", path);
+	if ((made = auditkey_ensure(next, owner, &cause)) == -1) {
 		fprintf(stderr, "sandgate: %s\n", cause);
-		free(cause);
-		free(next);
-		return SG_EXIT_ERROR;
+		rc = SG_EXIT_ERROR;
+		goto out;
 	}
 	printf("%s key %s.pub: keep a copy where the writer cannot write\n",
-	    rc == 1 ? "new" : "waiting", next);
+	    made == 1 ? "new" : "waiting", next);
+	rc = SG_EXIT_OK;
+	if (strcmp(logname, "runs.jsonl") == 0) {
+		if (auditkey_rotate_runs(path) == -1)
+			rc = SG_EXIT_ERROR;
+	} else
+		printf("the writer introduces it with a checkpoint its current "
+		    "key signs, at its next checkpoint (the proxy: within its "
+		    "--checkpoint-interval), then deletes the old key\n");
+out:
+	free(cause);
 	free(next);
-	if (strcmp(logname, "runs.jsonl") == 0)
-		return auditkey_rotate_runs(path) == 0 ? SG_EXIT_OK :
-		    SG_EXIT_ERROR;
-	printf("the writer introduces it with a checkpoint its current key "
-	    "signs, at its next checkpoint (the proxy: within its "
-	    "--checkpoint-interval), then deletes the old key\n");
-	return SG_EXIT_OK;
+	return rc;
 }
 
 int
