@@ -4,7 +4,8 @@
 #   2. builds with ASan+UBSan and runs the unit tests under them, then the
 #      integration tests but the attack suite (which runs on the normal
 #      build in step 4; it passes under ASan too, ~2 min more);
-#   3. builds the fuzz targets and runs each for SANDGATE_FUZZ_SECONDS (60);
+#   3. builds every target with clang (-Werror), then the fuzz targets, and
+#      runs each for SANDGATE_FUZZ_SECONDS (60);
 #   4. registers gVisor (Debian's runsc) with dockerd and runs all tests,
 #      unit and integration, on the normal build; the attack suite runs
 #      twice, under runc and under runsc.
@@ -27,6 +28,9 @@ ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	ctest --test-dir "$SG_ROOT/build-asan" -L integration -E test_attacks \
 	--output-on-failure -j1
+
+sg_log "clang build of every target (warnings are errors there too)"
+sg_build "$SG_ROOT/build-clang" -DCMAKE_C_COMPILER=clang
 
 if [ -d "$SG_ROOT/tests/fuzz" ] && ls "$SG_ROOT"/tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
 	sg_log "fuzz targets, ${SANDGATE_FUZZ_SECONDS:-60} s each"

@@ -4,10 +4,13 @@
 #   row NAME STATUS SAW RECORD EVIDENCE   one line of the result table
 #   verdict NAME COND SAW RECORD EVIDENCE row with STATUS yes when COND (a
 #                                         shell test string) holds, NO if not
-#   raised NAME COND ...                  the same attack with its limit
+#   raised NAME COND SAW REC EVID [BUSY]  the same attack with its limit
 #                                         raised: COND is "the attack got
 #                                         through"; "no (expected)" when it
-#                                         did, UNDETECTED when it did not
+#                                         did, UNDETECTED when it did not,
+#                                         "inconclusive" when it did not and
+#                                         BUSY is 1 (the host left no room
+#                                         to show it; not a failure)
 #   x PREFIX EXEC-ARGS...                 sandgate exec --json EXEC-ARGS:
 #                                         $T/PREFIX.json, .err, ${PREFIX}_rc
 #   j PREFIX EXPR                         a field of $T/PREFIX.json (o = it)
@@ -40,9 +43,17 @@ verdict() {
 raised() {
 	if eval "$2"; then
 		row "$1" "no (expected)" "$3" "$4" "$5"
+	elif [ "${6:-0}" = 1 ]; then
+		row "$1" inconclusive "$3" "$4" "$5 [the host was too busy for the raised limit to show]"
 	else
 		row "$1" UNDETECTED "$3" "$4" "$5 [the check passed without the control: it proves nothing]"
 	fi
+}
+
+# CPU time the whole host has spent busy so far, in ms (from /proc/stat).
+host_busy_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '/^cpu / {
+		print int(($2 + $3 + $4 + $7 + $8 + $9) * 1000 / hz); exit }' /proc/stat
 }
 
 x() {
@@ -115,11 +126,15 @@ for r in rows:
     print(fmt % tuple(r))
 bad = [r[0] for r in rows if r[1] in ("NO", "UNDETECTED")]
 print()
+busy = [r[0] for r in rows if r[1] == "inconclusive"]
 print("%d rows: %d contained, %d shown with the control raised, %d not "
       "contained or undetected%s" % (len(rows),
       sum(r[1] == "yes" for r in rows),
       sum(r[1] == "no (expected)" for r in rows), len(bad),
       (": " + "; ".join(bad)) if bad else ""))
+if busy:
+    print("inconclusive (the host was too busy to show the raised limit): " +
+          "; ".join(busy))
 sys.exit(1 if bad else 0)
 EOF
 }

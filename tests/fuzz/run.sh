@@ -8,6 +8,30 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 secs=${1:-60}; shift || true
 build=$root/build-fuzz
+
+# The toolchain, before any target: clang and the compiler-rt runtimes that
+# libFuzzer, ASan and UBSan link against (Debian's clang only recommends
+# them). Says what is missing in one line rather than a linker error per
+# target.
+fuzz_toolchain() {
+	local major dir lib arch missing=()
+	if ! command -v clang >/dev/null 2>&1; then
+		echo "fuzz: clang is not installed (Debian 12: apt-get install clang libclang-rt-14-dev)" >&2
+		return 1
+	fi
+	major=$(clang -dumpversion | cut -d. -f1)
+	dir=$(clang --print-runtime-dir)
+	arch=$(uname -m)
+	for lib in fuzzer asan ubsan_standalone; do
+		[ -e "$dir/libclang_rt.$lib-$arch.a" ] || [ -e "$dir/libclang_rt.$lib.a" ] ||
+			missing+=("libclang_rt.$lib")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "fuzz: clang $major lacks its compiler-rt runtimes (${missing[*]} not in $dir): install libclang-rt-$major-dev" >&2
+		return 1
+	fi
+}
+fuzz_toolchain || exit 1
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
 	-DSANDGATE_FUZZ=ON -DBUILD_TESTING=ON >/dev/null
 targets=("$@")

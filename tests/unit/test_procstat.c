@@ -41,10 +41,12 @@ test_names(void **state)
 static void
 test_bad(void **state)
 {
+	/* every field present, but the start time is not a number */
+	static const char bad_start[] = "123 (sh) S 7 1 1 0 -1 4194560 100 "
+	    "0 0 0 1 2 0 0 20 0 1 0 x";
 	static const char *const bad[] = {
 		"", "123", "123 (sh", "123 (sh)", "123 (sh) ", "123 (sh)S 7",
-		"123 (sh) S 7 1 1", "123 (sh) S 7 1 1 0 -1 4194560 100 0 0 0 "
-		"1 2 0 0 20 0 1 0 x",
+		"123 (sh) S 7 1 1", bad_start,
 	};
 	struct procstat	ps;
 	size_t		i;
