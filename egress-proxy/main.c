@@ -444,8 +444,9 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * --checkpoint-key: the key must not sit in the log folder; sign the log
- * as found with an "open" checkpoint. -1 if the key cannot be used.
+ * --checkpoint-key: the key must not sit in the log folder; the signer
+ * hooks into the log (its "open" checkpoint comes when the set-up is
+ * done). -1 if the key cannot be used.
  */
 static int
 main_checkpoint_open(struct proxy *px)
@@ -461,8 +462,6 @@ main_checkpoint_open(struct proxy *px)
 		free(cause);
 		return -1;
 	}
-	if (checkpoint_write(main_ckpt, "open") == -1)
-		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	log_info("checkpoints signed by key %s, every %llu events and %llu s",
 	    checkpoint_key(main_ckpt), main_ckpt_opts.every_events,
 	    main_ckpt_opts.every_secs);
@@ -581,6 +580,9 @@ main(int argc, char **argv)
 		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) == -1)
 			fatalx("cannot handle signal %d", signos[i]);
 	}
+	/* Last of the set-up, so a start that fails signs nothing. */
+	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "open") == -1)
+		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	px->log_space_ok = 1;	/* the first tick says if it is not */
 	main_drain_timer = evtimer_new(px->base, main_tick, px);
 	main_tick(-1, 0, px);
