@@ -4,8 +4,14 @@
  *
  *   sandgate audit [FILTERS] [--json]          a table or JSON lines
  *   sandgate audit summary [FILTERS] [--json]  blocked attempts, counted
- *   sandgate audit verify [FILES...]           check the hash chain
+ *   sandgate audit verify [--key PUB] [FILES...]
+ *                                              check the hash chain and,
+ *                                              with keys, the checkpoints
  *   sandgate audit tail [-f] [-n N] [FILTERS]  the last events, following
+ *   sandgate audit export --format ocsf [FILTERS] [FILES...]
+ *                                              OCSF events, one per line
+ *   sandgate audit key create|rotate|show [PATH]
+ *                                              the checkpoint keys
  *
  * A log is the current file and its rotated files, read oldest first:
  * NAME.N ... NAME.1, NAME. Log bytes are untrusted: lines are read with
@@ -26,10 +32,15 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
+#include "auditkey.h"
+#include "checkpoint.h"
+#include "ckverify.h"
 #include "cmd.h"
 #include "log.h"
 #include "logverify.h"
+#include "ocsf.h"
 #include "sglimits.h"
 #include "state.h"
 #include "util.h"
@@ -40,8 +51,10 @@
 #define AUDIT_POLL_NS		200000000L	/* tail -f: 5 polls a second */
 #define AUDIT_FILES_MAX		100000
 #define AUDIT_FIELD_SHOW	256		/* table cells cut past this */
+#define AUDIT_KEYS_MAX		16		/* verify --key, at most */
 
-enum audit_mode { AUDIT_LIST, AUDIT_SUMMARY, AUDIT_VERIFY, AUDIT_TAIL };
+enum audit_mode { AUDIT_LIST, AUDIT_SUMMARY, AUDIT_VERIFY, AUDIT_TAIL,
+    AUDIT_EXPORT, AUDIT_KEY };
 
 struct audit_args {
 	enum audit_mode	 mode;
@@ -56,8 +69,12 @@ struct audit_args {
 	int		 json;
 	int		 follow;
 	long long	 lines;
-	char		**paths;	/* verify FILES... */
+	char		**paths;	/* verify and export FILES... */
 	int		 npaths;
+	const char	*keys[AUDIT_KEYS_MAX];	/* verify --key */
+	int		 nkeys;
+	const char	*format;	/* export --format */
+	const char	*owner;		/* key --owner */
 };
 
 /* A bounded line reader over an fd; a line is cut at SG_LOG_LINE_MAX. */
@@ -108,6 +125,7 @@ static void	audit_print_row(json_t *);
 static int	audit_each(const struct audit_args *, char **, int,
 		    void (*)(const struct audit_args *, json_t *, void *),
 		    void *);
+static const char *audit_base(const char *);
 static void	audit_list_cb(const struct audit_args *, json_t *, void *);
 static void	audit_count(json_t *, const char *);
 static void	audit_summary_cb(const struct audit_args *, json_t *,
@@ -118,7 +136,14 @@ static int	audit_cmp_rot(const void *, const void *);
 static int	audit_cmp_count(const void *, const void *);
 static void	audit_summary_section(const char *, json_t *);
 static int	audit_verify(const struct audit_args *, char **, int);
-static int	audit_verify_file(struct logverify *, const char *);
+static int	audit_verify_keys(const struct audit_args *,
+		    struct ckverify *);
+static int	audit_verify_file(struct ckverify *, const char *);
+static void	audit_verify_report(const struct ckverify *);
+static void	audit_verify_notes(const struct ckverify *);
+static void	audit_export_cb(const struct audit_args *, json_t *, void *);
+static int	audit_export(const struct audit_args *, char **, int);
+static int	audit_key(const struct audit_args *, int, char **);
 static void	audit_ring_cb(const struct audit_args *, json_t *, void *);
 static int	audit_tail(const struct audit_args *, char **, int);
 static int	audit_rotated(int, const char *);
@@ -126,11 +151,14 @@ static int	audit_follow(const struct audit_args *, const char *);
 
 const struct cmd_entry cmd_audit = {
 	.name = "audit",
-	.usage = "[summary | verify [FILES...] | tail [-f] [-n N]] "
+	.usage = "[summary | verify [--key PUB]... [FILES...] | "
+	    "tail [-f] [-n N] | export --format ocsf [FILES...] | "
+	    "key create|rotate|show [PATH] [--owner UID]] "
 	    "[--log-dir DIR] [--file NAME] [--sandbox ID] "
 	    "[--since 2h|TIME] [--until 2h|TIME] [--reason CODE] "
 	    "[--host PATTERN] [--event E] [--json]",
-	.summary = "list, count, verify or follow the security-event log",
+	.summary = "list, count, verify, follow or export the security-event "
+	    "log; manage the keys that sign it",
 	.exec = audit_exec,
 };
 
@@ -146,6 +174,9 @@ static const struct option audit_longopts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "lines", required_argument, NULL, 'n' },
+	{ "key", required_argument, NULL, 'k' },
+	{ "format", required_argument, NULL, 'o' },
+	{ "owner", required_argument, NULL, 'u' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -228,6 +259,14 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	case 'e': a->event = arg; break;
 	case 'j': a->json = 1; break;
 	case 'f': a->follow = 1; break;
+	case 'o': a->format = arg; break;
+	case 'u': a->owner = arg; break;
+	case 'k':
+		if (a->nkeys == AUDIT_KEYS_MAX)
+			return cmd_usage_error(&cmd_audit, "at most %d --key",
+			    AUDIT_KEYS_MAX);
+		a->keys[a->nkeys++] = arg;
+		break;
 	case 'S':
 	case 'U':
 		if (audit_parse_time(arg, ch == 'S' ? &a->since :
@@ -245,19 +284,27 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	return 0;
 }
 
-/* "summary", "verify" or "tail" into a->mode; -1 for anything else. */
+/* The mode word into a->mode; -1 for anything else. */
 static int
 audit_parse_mode(struct audit_args *a, const char *word)
 {
-	if (strcmp(word, "summary") == 0)
-		a->mode = AUDIT_SUMMARY;
-	else if (strcmp(word, "verify") == 0)
-		a->mode = AUDIT_VERIFY;
-	else if (strcmp(word, "tail") == 0)
-		a->mode = AUDIT_TAIL;
-	else
-		return -1;
-	return 0;
+	static const struct {
+		const char	*word;
+		enum audit_mode	 mode;
+	} modes[] = {
+		{ "summary", AUDIT_SUMMARY }, { "verify", AUDIT_VERIFY },
+		{ "tail", AUDIT_TAIL }, { "export", AUDIT_EXPORT },
+		{ "key", AUDIT_KEY },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(word, modes[i].word) == 0) {
+			a->mode = modes[i].mode;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* Parse argv into *a; 0, an exit code, or -1 after --help. */
@@ -289,12 +336,25 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 	}
 	if (optind < argc && audit_parse_mode(a, argv[optind]) == 0)
 		optind++;
-	if (optind < argc && a->mode != AUDIT_VERIFY)
+	if (optind < argc && a->mode != AUDIT_VERIFY &&
+	    a->mode != AUDIT_EXPORT && a->mode != AUDIT_KEY)
 		return cmd_usage_error(&cmd_audit, "unexpected argument '%s'",
 		    argv[optind]);
 	if ((a->follow || a->lines != -1) && a->mode != AUDIT_TAIL)
 		return cmd_usage_error(&cmd_audit, "-f and -n are options of "
 		    "'audit tail'");
+	if (a->nkeys > 0 && a->mode != AUDIT_VERIFY)
+		return cmd_usage_error(&cmd_audit, "--key is an option of "
+		    "'audit verify'");
+	if ((a->format != NULL) != (a->mode == AUDIT_EXPORT))
+		return cmd_usage_error(&cmd_audit, "'audit export' takes "
+		    "--format ocsf, and only it does");
+	if (a->format != NULL && strcmp(a->format, "ocsf") != 0)
+		return cmd_usage_error(&cmd_audit, "unknown --format '%s' "
+		    "(want ocsf)", a->format);
+	if (a->owner != NULL && a->mode != AUDIT_KEY)
+		return cmd_usage_error(&cmd_audit, "--owner is an option of "
+		    "'audit key'");
 	if (a->lines == -1)
 		a->lines = AUDIT_TAIL_DEFAULT;
 	a->paths = argv + optind;
@@ -454,6 +514,11 @@ audit_match(const struct audit_args *a, json_t *obj)
 	const char	*v;
 	int64_t		 ts;
 
+	/* Checkpoints are for verify and export, or asked for by name. */
+	if (a->event == NULL && a->mode != AUDIT_EXPORT &&
+	    (v = audit_str(obj, "event")) != NULL &&
+	    strcmp(v, CHECKPOINT_EVENT) == 0)
+		return 0;
 	if (a->sandbox && ((v = audit_str(obj, "sandbox")) == NULL ||
 	    strcmp(v, a->sandbox) != 0))
 		return 0;
@@ -711,7 +776,7 @@ audit_summary_print(const struct audit_args *a, struct audit_summary *s)
 
 /* Feed one file to the verifier; 0, or -1 if it cannot be read. */
 static int
-audit_verify_file(struct logverify *v, const char *path)
+audit_verify_file(struct ckverify *v, const char *path)
 {
 	struct audit_reader	*r;
 	size_t			 len;
@@ -724,9 +789,9 @@ audit_verify_file(struct logverify *v, const char *path)
 	}
 	r = util_xmalloc(sizeof(*r));
 	audit_reader_init(r, fd, 0);
-	logverify_file(v, path);
+	ckverify_file(v, path);
 	while ((got = audit_next(r, &len)) == 1) {
-		if (logverify_feed(v, r->line, len) == -1)
+		if (ckverify_feed(v, r->line, len) == -1 && v->chain.broken)
 			break;
 	}
 	if (got == -1)
@@ -737,41 +802,193 @@ audit_verify_file(struct logverify *v, const char *path)
 	return got == -1 ? -1 : 0;
 }
 
-/* `audit verify`: the chain across files, oldest first. */
+/* Trust the public keys of --key; -1 after a message if one is not. */
+static int
+audit_verify_keys(const struct audit_args *a, struct ckverify *v)
+{
+	EVP_PKEY	*k;
+	char		*cause = NULL;
+	int		 i;
+
+	for (i = 0; i < a->nkeys; i++) {
+		if ((k = checkpoint_pubkey_load(a->keys[i], &cause)) == NULL) {
+			fprintf(stderr, "sandgate: --key: %s\n", cause);
+			free(cause);
+			return -1;
+		}
+		if (ckverify_add_key(v, k) == -1) {
+			fprintf(stderr, "sandgate: --key '%s': cannot use it\n",
+			    a->keys[i]);
+			EVP_PKEY_free(k);
+			return -1;
+		}
+		EVP_PKEY_free(k);
+	}
+	return 0;
+}
+
+/* Where trust ends, for a log that is not trusted to its end. */
+static void
+audit_verify_report(const struct ckverify *v)
+{
+	printf("%s:%zu: not trusted: %s\n", v->fail_at.file, v->fail_at.line,
+	    v->what);
+	if (v->untrusted.line > 0)
+		printf("first event that can no longer be trusted: seq %lld "
+		    "(%s:%zu)\n", v->untrusted.seq, v->untrusted.file,
+		    v->untrusted.line);
+	else
+		printf("first event that can no longer be trusted: seq %lld "
+		    "(missing from the log)\n", v->untrusted.seq);
+}
+
+/* What an intact log's checkpoints say. */
+static void
+audit_verify_notes(const struct ckverify *v)
+{
+	if (v->nkeys == 0) {
+		if (v->checkpoints > 0)
+			printf("note: %zu checkpoint(s) not checked: give the "
+			    "writer's public key with --key\n", v->checkpoints);
+		return;
+	}
+	if (v->chain.events == 0)
+		return;
+	printf("OK: %zu checkpoint(s) signed by trusted keys; the last at seq "
+	    "%lld (%s, %s)\n", v->good, v->good_at.seq, v->good_reason,
+	    v->good_ts);
+	if (v->after > 0)
+		printf("note: %zu event(s) after it, from seq %lld, are not "
+		    "signed yet: its writer signs every %llu s while it runs\n",
+		    v->after, v->after_at.seq, v->every_secs);
+	if (v->foreign > 0)
+		printf("note: %zu checkpoint(s) signed by keys not given; later "
+		    "checkpoints vouch for them\n", v->foreign);
+	if (v->restarts > 0)
+		printf("note: the writer stopped without closing the log %zu "
+		    "time(s); the first time, seq %lld on were signed only when "
+		    "it started again (%s:%zu)\n", v->restarts, v->restart_from,
+		    v->restart.file, v->restart.line);
+	if (v->reintroduced > 0)
+		printf("note: %zu key hand-over(s) written again by a writer "
+		    "that restarted during a key rotation\n", v->reintroduced);
+	if (strcmp(v->good_key, v->keys[0].id) != 0)
+		printf("note: the log is now signed by key %s\n", v->good_key);
+}
+
+/* `audit verify`: the chain across files, oldest first, and checkpoints. */
 static int
 audit_verify(const struct audit_args *a, char **files, int n)
 {
-	struct logverify	*v = util_xmalloc(sizeof(*v));
+	struct ckverify		*v = util_xmalloc(sizeof(*v));
+	struct timespec		 now;
 	struct stat		 st;
-	int			 i, rc = SG_EXIT_OK;
+	enum ckverify_result	 r;
+	int			 i, rc = SG_EXIT_ERROR;
 
-	logverify_init(v);
+	ckverify_init(v);
+	if (audit_verify_keys(a, v) == -1)
+		goto out;
 	for (i = 0; i < n; i++) {
 		/* The current file may not exist yet right after rotation. */
 		if (a->npaths == 0 && i == n - 1 && n > 1 &&
 		    stat(files[i], &st) == -1 && errno == ENOENT)
 			continue;
-		if (audit_verify_file(v, files[i]) == -1) {
-			free(v);
-			return SG_EXIT_ERROR;
-		}
+		if (audit_verify_file(v, files[i]) == -1)
+			goto out;
 	}
-	if (logverify_finish(v) == -1) {
-		printf("%s:%zu: chain broken: %s\n", v->break_file,
-		    v->break_line, v->what);
-		rc = SG_EXIT_FAIL;
-	} else {
-		printf("OK: %zu events, chain intact\n", v->events);
-		if (v->events > 0 && !v->genesis)
-			printf("note: the chain starts at seq %lld; older "
-			    "events were rotated away\n", v->first_seq);
-		if (v->torn > 0)
-			printf("note: %zu torn line(s), the first at %s:%zu: "
-			    "an interrupted write, skipped\n", v->torn,
-			    v->torn_file, v->torn_line);
+	clock_gettime(CLOCK_REALTIME, &now);
+	r = ckverify_finish(v, (int64_t)now.tv_sec * 1000000 +
+	    now.tv_nsec / 1000);
+	rc = r == CKVERIFY_OK ? SG_EXIT_OK : SG_EXIT_FAIL;
+	if (r == CKVERIFY_CHAIN_BROKEN) {
+		printf("%s:%zu: chain broken: %s\n", v->chain.break_file,
+		    v->chain.break_line, v->chain.what);
+		goto out;
 	}
+	if (r == CKVERIFY_UNTRUSTED)
+		printf("chain intact: %zu events\n", v->chain.events);
+	else
+		printf("OK: %zu events, chain intact\n", v->chain.events);
+	if (v->chain.events > 0 && !v->chain.genesis)
+		printf("note: the chain starts at seq %lld; older events were "
+		    "rotated away\n", v->chain.first_seq);
+	if (v->chain.torn > 0)
+		printf("note: %zu torn line(s), the first at %s:%zu: an "
+		    "interrupted write, skipped\n", v->chain.torn,
+		    v->chain.torn_file, v->chain.torn_line);
+	if (r == CKVERIFY_UNTRUSTED)
+		audit_verify_report(v);
+	else
+		audit_verify_notes(v);
+out:
+	ckverify_release(v);
 	free(v);
 	return rc;
+}
+
+/* The last part of a path. */
+static const char *
+audit_base(const char *path)
+{
+	const char	*slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
+}
+
+/* One OCSF event per line. */
+static void
+audit_export_cb(const struct audit_args *a, json_t *obj, void *arg)
+{
+	json_t	*o;
+	char	*s;
+
+	if ((o = ocsf_event(obj, arg)) == NULL)
+		fatalx("out of memory");
+	if ((s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_ENSURE_ASCII)) == NULL)
+		fatalx("out of memory");
+	puts(s);
+	free(s);
+	json_decref(o);
+}
+
+/* `audit export --format ocsf`: every matching event, file by file. */
+static int
+audit_export(const struct audit_args *a, char **files, int n)
+{
+	struct ocsf_ctx	ctx;
+	char		host[256];
+	int		i;
+
+	if (gethostname(host, sizeof(host)) == -1)
+		util_strlcpy(host, "unknown", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	ctx.hostname = host;
+	for (i = 0; i < n; i++) {
+		ctx.log_name = audit_base(files[i]);
+		if (audit_each(a, files + i, 1, audit_export_cb, &ctx) == -1)
+			return SG_EXIT_ERROR;
+	}
+	return SG_EXIT_OK;
+}
+
+/* `audit key create|rotate|show [PATH]` for the log --file names. */
+static int
+audit_key(const struct audit_args *a, int argc, char **argv)
+{
+	const char	*errstr;
+	long long	 owner = -1;
+
+	if (argc < 1 || argc > 2)
+		return cmd_usage_error(&cmd_audit, "audit key: want create, "
+		    "rotate or show, and at most a key path");
+	if (a->owner != NULL && util_strtonum(a->owner, 0, 0x7fffffff, &owner,
+	    &errstr) == -1)
+		return cmd_usage_error(&cmd_audit, "--owner '%s': %s", a->owner,
+		    errstr);
+	return auditkey_command(argv[0], argc == 2 ? argv[1] : NULL, a->file,
+	    owner);
 }
 
 /* Keep the last a->lines matching events in a ring of JSON objects. */
@@ -878,8 +1095,12 @@ audit_exec(int argc, char **argv)
 
 	if ((rc = audit_parse(argc, argv, &a)) != 0)
 		return rc == -1 ? SG_EXIT_OK : rc;
+	if (a.mode == AUDIT_KEY)
+		return audit_key(&a, a.npaths, a.paths);
 	if (a.mode == AUDIT_VERIFY && a.npaths > 0)
 		return audit_verify(&a, a.paths, a.npaths);
+	if (a.mode == AUDIT_EXPORT && a.npaths > 0)
+		return audit_export(&a, a.paths, a.npaths);
 	if (audit_files(a.dir, a.file, &files, &n) == -1)
 		return SG_EXIT_ERROR;
 	switch (a.mode) {
@@ -888,6 +1109,9 @@ audit_exec(int argc, char **argv)
 		break;
 	case AUDIT_TAIL:
 		rc = audit_tail(&a, files, n);
+		break;
+	case AUDIT_EXPORT:
+		rc = audit_export(&a, files, n);
 		break;
 	case AUDIT_SUMMARY:
 		s.dest = json_object();

@@ -17,12 +17,16 @@
 #include <openssl/evp.h>
 
 #include "addr.h"
+#include "auditkey.h"
 #include "cmd.h"
 #include "docker.h"
 #include "proxyctl.h"
 #include "script.h"
 #include "state.h"
 #include "util.h"
+
+/* docker stop: the proxy drains for up to 30 s, then signs and exits. */
+#define PROXY_STOP_SECS	35
 
 struct proxy_opts {
 	const char	*policy_dir;
@@ -38,6 +42,7 @@ struct proxy_opts {
 
 static int	proxy_start(struct docker *, struct proxy_opts *);
 static int	proxy_stop(struct docker *);
+static int	proxy_stop_signed(struct docker *, char **);
 static int	proxy_status(struct docker *);
 static int	proxy_reload(void);
 static int	proxy_logs(struct docker *, int follow);
@@ -242,6 +247,14 @@ proxy_spec(struct proxy_opts *o, const char *ip)
 	util_xasprintf(&b, "%s/proxy/run:/run/sandgate:rw", state_root());
 	json_array_append_new(binds, json_string(b));
 	free(b);
+	/* Its checkpoint key's folder, the proxy's alone (auditkey.h). */
+	util_xasprintf(&b, "%s/proxy/keys:" AUDITKEY_PROXY_MOUNT ":rw",
+	    state_root());
+	json_array_append_new(binds, json_string(b));
+	free(b);
+	json_array_append_new(cmd, json_string("--checkpoint-key"));
+	json_array_append_new(cmd, json_string(AUDITKEY_PROXY_MOUNT "/"
+	    AUDITKEY_PROXY_NAME));
 	if (o->hosts != NULL) {
 		util_xasprintf(&b, "%s:/etc/sandgate/hosts:ro", o->hosts);
 		json_array_append_new(binds, json_string(b));
@@ -318,7 +331,8 @@ proxy_start(struct docker *d, struct proxy_opts *o)
 	}
 	if (proxy_build_image(&cause) == -1 ||
 	    proxy_ensure_networks(d, o, &cause) == -1 ||
-	    proxy_prepare_dirs(o, &cause) == -1)
+	    proxy_prepare_dirs(o, &cause) == -1 ||
+	    auditkey_prepare_proxy(&cause) == -1)
 		goto out;
 	spec = proxy_spec(o, ip);
 	digest = proxy_config_digest(spec);
@@ -346,7 +360,8 @@ proxy_start(struct docker *d, struct proxy_opts *o)
 			    SG_EXIT_ERROR;
 		}
 		json_decref(full);
-		if (docker_container_remove(d, PROXYCTL_CONTAINER, &cause) ==
+		if (proxy_stop_signed(d, &cause) == -1 ||
+		    docker_container_remove(d, PROXYCTL_CONTAINER, &cause) ==
 		    -1) {
 			json_decref(spec);
 			free(digest);
@@ -391,12 +406,30 @@ out:
 	return rc;
 }
 
+/*
+ * Stop the proxy with SIGTERM (docker stop) so that it drains and signs
+ * its close checkpoint; docker kills it if it takes longer than the drain.
+ */
+static int
+proxy_stop_signed(struct docker *d, char **cause)
+{
+	char	path[256];
+	long	status = 0;
+
+	snprintf(path, sizeof(path), "/containers/%s/stop?t=%d",
+	    PROXYCTL_CONTAINER, PROXY_STOP_SECS);
+	if (docker_call(d, "POST", path, NULL, &status, NULL, cause) == -1)
+		return -1;
+	return 0;	/* 204 stopped, 304 not running, 404 none */
+}
+
 static int
 proxy_stop(struct docker *d)
 {
 	char	*cause = NULL;
 
-	if (docker_container_remove(d, PROXYCTL_CONTAINER, &cause) == -1) {
+	if (proxy_stop_signed(d, &cause) == -1 ||
+	    docker_container_remove(d, PROXYCTL_CONTAINER, &cause) == -1) {
 		fprintf(stderr, "sandgate: %s\n", cause);
 		free(cause);
 		return SG_EXIT_ERROR;

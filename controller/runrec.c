@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "auditkey.h"
 #include "eventlog.h"
 #include "exec.h"
 #include "runrec.h"
@@ -103,6 +104,7 @@ runrec_append(const struct runrec *r, char **cause)
 {
 	struct eventlog_opts	 opts;
 	struct eventlog		*log;
+	struct checkpoint	*ck;
 	json_t			*o;
 	int			 rv;
 
@@ -111,7 +113,9 @@ runrec_append(const struct runrec *r, char **cause)
 	if ((log = eventlog_open(state_log_dir(), "runs.jsonl", &opts,
 	    cause)) == NULL)
 		return -1;
+	ck = auditkey_runs_signer(log);
 	if ((o = runrec_fields(r)) == NULL) {
+		auditkey_runs_close(ck);
 		eventlog_close(log);
 		util_xasprintf(cause, "cannot build the run record");
 		return -1;
@@ -121,6 +125,7 @@ runrec_append(const struct runrec *r, char **cause)
 		util_xasprintf(cause, "cannot append to '%s': %s",
 		    eventlog_path(log), eventlog_error(log));
 	json_decref(o);
+	auditkey_runs_close(ck);
 	eventlog_close(log);
 	return rv;
 }

@@ -9,7 +9,8 @@
  * timeout}, image, image_id, start, end, duration_ms, exit_code,
  * cmd_exit, flags {fresh, timed_out, oom_killed, pids_limit_hit,
  * container_stopped, output_truncated, signal}, cleanup ("ok" |
- * "failed: ...").
+ * "failed: ..."). Each record is followed by a checkpoint signed with
+ * the controller's key (auditkey.h), so runs.jsonl always ends signed.
  */
 #ifndef SG_RUNREC_H
 #define SG_RUNREC_H

@@ -10,6 +10,7 @@
  *   sandboxes/<id>/work/          its mount point, bind-mounted at /workspace
  *   sandboxes/<id>/runs/          evidence: full output of each exec
  *   sandboxes/<id>/lock           flock(2) target
+ *   keys/, proxy/keys/            checkpoint keys of the logs (auditkey.h)
  */
 #ifndef SG_STATE_H
 #define SG_STATE_H

@@ -49,6 +49,9 @@ struct eventlog {
 	uint64_t		 last_sync_us;
 	int			 healthy;
 	char			 error[256];
+	struct eventlog_hook	 hook;
+	int			 in_hook;	/* appending a hook line */
+	int			 hook_due;	/* one goes before the next event */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
@@ -325,18 +328,28 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 	char		 ts[UTIL_TS_LEN], head[96], *dump, *buf, *p;
 	unsigned char	 md[32];
 	size_t		 hlen, flen, clen, nl = log->need_nl ? 1 : 0;
+	json_t		*own = NULL;
 
+	clock_gettime(CLOCK_REALTIME, &now);
+	util_rfc3339(&now, ts);
+	/* A hook line's fields depend on the seq, ts and prev it gets. */
+	if (fields == NULL && (fields = own = log->hook.fields(log->hook.arg,
+	    log->seq + 1, ts, log->prev)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
 	if (json_object_get(fields, "ts") || json_object_get(fields, "seq") ||
 	    json_object_get(fields, "prev") ||
 	    json_object_get(fields, "hash")) {
+		json_decref(own);
 		errno = EINVAL;
 		return -1;
 	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	util_rfc3339(&now, ts);
 	hlen = (size_t)snprintf(head, sizeof(head), "{\"ts\":\"%s\","
 	    "\"seq\":%lld", ts, log->seq + 1);
-	if ((dump = json_dumps(fields, EVENTLOG_DUMP_FLAGS)) == NULL) {
+	dump = json_dumps(fields, EVENTLOG_DUMP_FLAGS);
+	json_decref(own);
+	if (dump == NULL) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -506,10 +519,13 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	size_t	 len;
 	int	 rc = -1;
 
-	if (!json_is_object(fields)) {
+	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
 		errno = EINVAL;
 		return eventlog_fail(log, "invalid event for");
 	}
+	/* A hook line due after the last event goes before this one. */
+	if (log->hook_due && !log->in_hook)
+		(void)eventlog_append_hook(log);
 	if (log->opts.shared) {
 		if (eventlog_lock(log) == -1)
 			return eventlog_fail(log, "cannot lock");
@@ -543,6 +559,9 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	rc = 0;
 	if (util_now_us() - log->last_sync_us >= EVENTLOG_SYNC_US)
 		rc = eventlog_sync(log);
+	if (!log->in_hook && log->hook.due != NULL &&
+	    log->hook.due(log->hook.arg))
+		log->hook_due = 1;
 out:
 	if (log->opts.shared)
 		eventlog_unlock(log);
@@ -550,9 +569,37 @@ out:
 	return rc;
 }
 
+void
+eventlog_set_hook(struct eventlog *log, const struct eventlog_hook *hook)
+{
+	if (hook != NULL)
+		log->hook = *hook;
+	else
+		memset(&log->hook, 0, sizeof(log->hook));
+}
+
+int
+eventlog_append_hook(struct eventlog *log)
+{
+	int	rc;
+
+	if (log->hook.fields == NULL || log->in_hook) {
+		errno = EINVAL;
+		return -1;
+	}
+	log->in_hook = 1;
+	rc = eventlog_append(log, NULL);
+	log->in_hook = 0;
+	if (rc == 0)
+		log->hook_due = 0;
+	return rc;
+}
+
 int
 eventlog_tick(struct eventlog *log)
 {
+	if (log->hook_due)
+		(void)eventlog_append_hook(log);
 	if (!log->dirty || log->fd == -1)
 		return 0;
 	return eventlog_sync(log);

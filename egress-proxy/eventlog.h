@@ -80,8 +80,9 @@ struct eventlog	*eventlog_open(const char *dir, const char *filename,
 int		 eventlog_append(struct eventlog *, json_t *fields);
 
 /*
- * fdatasync(2) if anything was written since the last sync; for a 1 s
- * timer and before exit. Returns 0, or -1 (log marked unavailable).
+ * Append a hook line that is due, then fdatasync(2) if anything was
+ * written since the last sync; for a 1 s timer and before exit. Returns
+ * 0, or -1 (log marked unavailable).
  */
 int		 eventlog_tick(struct eventlog *);
 
@@ -92,6 +93,27 @@ int		 eventlog_tick(struct eventlog *);
  * (log unavailable; the next append retries the open).
  */
 int		 eventlog_reopen(struct eventlog *);
+
+/*
+ * A hook that adds lines of its own to the chain (checkpoint.h). After
+ * each event appended with eventlog_append(), due(arg) is asked; when it
+ * returns 1, one hook line is appended before the next event, or by the
+ * next eventlog_tick() if none comes first (so eventlog_seq() after an
+ * append is still that event's). A hook line's fields come from
+ * fields(arg, seq, ts, prev): the seq, ts and prev that line gets (a new
+ * object, or NULL on failure). eventlog_set_hook() with NULL removes it.
+ */
+struct eventlog_hook {
+	int	 (*due)(void *arg);
+	json_t	*(*fields)(void *arg, long long seq, const char *ts,
+		    const char *prev);
+	void	*arg;
+};
+void		 eventlog_set_hook(struct eventlog *,
+		    const struct eventlog_hook *);
+
+/* Append one hook line now. Returns as eventlog_append(). */
+int		 eventlog_append_hook(struct eventlog *);
 
 /* Sync and close; accepts NULL. */
 void		 eventlog_close(struct eventlog *);

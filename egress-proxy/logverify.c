@@ -28,6 +28,7 @@ static void	logverify_chain_break(struct logverify *,
 		    const struct logverify_line *);
 static void	logverify_accept(struct logverify *,
 		    const struct logverify_line *);
+static int	logverify_feed_line(void *, const char *, size_t);
 
 /* 1 if s[0..len) is lowercase hex digits only. */
 static int
@@ -295,7 +296,8 @@ logverify_feed(struct logverify *v, const char *line, size_t len)
 }
 
 int
-logverify_buf(struct logverify *v, const char *buf, size_t len)
+logverify_lines(const char *buf, size_t len,
+    int (*feed)(void *, const char *, size_t), void *arg)
 {
 	const char	*p = buf, *end = buf + len, *nl;
 
@@ -303,10 +305,25 @@ logverify_buf(struct logverify *v, const char *buf, size_t len)
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL)
 			nl = end;
-		if (logverify_feed(v, p, (size_t)(nl - p)) == -1)
+		if (feed(arg, p, (size_t)(nl - p)) == -1)
 			return -1;
 		p = nl + 1;
 	}
+	return 0;
+}
+
+/* logverify_feed() for logverify_lines(). */
+static int
+logverify_feed_line(void *arg, const char *line, size_t len)
+{
+	return logverify_feed(arg, line, len);
+}
+
+int
+logverify_buf(struct logverify *v, const char *buf, size_t len)
+{
+	if (logverify_lines(buf, len, logverify_feed_line, v) == -1)
+		return -1;
 	return v->broken ? -1 : 0;
 }
 

@@ -113,6 +113,14 @@ int		 logverify_buf(struct logverify *, const char *buf,
 		    size_t len);
 
 /*
+ * Split buf at '\n' (a last line without one counts) and call feed for
+ * each line until it returns -1. Returns 0, or -1 when feed stopped it.
+ */
+int		 logverify_lines(const char *buf, size_t len,
+		    int (*feed)(void *arg, const char *line, size_t len),
+		    void *arg);
+
+/*
  * Finish after the last file: settles pending torn lines. Returns 0 when
  * the chain is intact, -1 when broken (then break_file, break_line and
  * what describe the first break).

@@ -21,6 +21,7 @@
 #include <event2/util.h>
 
 #include "addr.h"
+#include "checkpoint.h"
 #include "conn.h"
 #include "control.h"
 #include "dns.h"
@@ -49,6 +50,12 @@ static size_t			 main_nlisteners;
 static struct event		*main_drain_timer;
 static int			 main_sigterms;
 static unsigned long long	 main_trimmed_at;
+/* Signed checkpoints (checkpoint.h): --checkpoint-key and its rhythm. */
+static struct checkpoint	*main_ckpt;
+static struct checkpoint_opts	 main_ckpt_opts = {
+	.every_events = CHECKPOINT_EVERY_DEFAULT,
+	.every_secs = CHECKPOINT_SECS_DEFAULT,
+};
 
 static void	main_usage(FILE *);
 static int	main_options(int, char **, struct proxy_config *);
@@ -62,6 +69,7 @@ static void	main_accept_resume(evutil_socket_t, short, void *);
 static void	main_signal(evutil_socket_t, short, void *);
 static void	main_tick(evutil_socket_t, short, void *);
 static void	main_raise_nofile(void);
+static int	main_checkpoint_open(struct proxy *);
 
 static const struct option main_longopts[] = {
 	{ "listen",		required_argument, NULL, 'l' },
@@ -75,6 +83,9 @@ static const struct option main_longopts[] = {
 	{ "log-allowed",	no_argument,	   NULL, 'A' },
 	{ "log-max-size",	required_argument, NULL, 'M' },
 	{ "log-keep",		required_argument, NULL, 'K' },
+	{ "checkpoint-key",	required_argument, NULL, 'k' },
+	{ "checkpoint-every",	required_argument, NULL, 'E' },
+	{ "checkpoint-interval", required_argument, NULL, 'i' },
 	{ "max-conns",		required_argument, NULL, 'm' },
 	{ "max-conns-per-client", required_argument, NULL, 'C' },
 	{ "head-timeout",	required_argument, NULL, 'T' },
@@ -115,6 +126,13 @@ main_usage(FILE *f)
 "  --log-allowed           log allowed connections too (egress.allowed)\n"
 "  --log-max-size SIZE     rotate the log past SIZE (default 100m; 0: never)\n"
 "  --log-keep N            rotated files kept (default 10)\n"
+"  --checkpoint-key FILE   sign checkpoints into the log with this Ed25519\n"
+"                          private key (PEM, outside the log folder,\n"
+"                          readable by this user alone); FILE.next, when\n"
+"                          present, is introduced and takes over\n"
+"  --checkpoint-every N    a checkpoint after N events (default 1000;\n"
+"                          0: none by count)\n"
+"  --checkpoint-interval S and every S seconds (default 60)\n"
 "  --max-conns N           connections in all (default 16384)\n"
 "  --max-conns-per-client N  per client address (default 1024)\n"
 "  --head-timeout S        seconds to receive a request head (default 10)\n"
@@ -153,6 +171,7 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'H': cfg->hosts = util_xstrdup(arg); return 0;
 	case 'c': cfg->control_socket = util_xstrdup(arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
+	case 'k': main_ckpt_opts.key_path = util_xstrdup(arg); return 0;
 	case 'v': cfg->verbose++; return 0;
 	case 'n': main_check_only = 1; return 0;
 	case 'M':
@@ -164,7 +183,8 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	default:
 		break;
 	}
-	if (util_strtonum(arg, 1, 10000000, &v, &errstr) == -1) {
+	if (util_strtonum(arg, ch == 'E' ? 0 : 1, 10000000, &v,
+	    &errstr) == -1) {
 		log_warnx("invalid value \"%s\": %s", arg, errstr);
 		return -1;
 	}
@@ -175,6 +195,8 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'T': cfg->head_timeout_ms = (unsigned)v * 1000; break;
 	case 'I': cfg->idle_timeout_ms = (unsigned)v * 1000; break;
 	case 'X': cfg->connect_timeout_ms = (unsigned)v * 1000; break;
+	case 'E': main_ckpt_opts.every_events = (unsigned long long)v; break;
+	case 'i': main_ckpt_opts.every_secs = (unsigned long long)v; break;
 	default: return -1;
 	}
 	return 0;
@@ -400,6 +422,8 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	struct proxy	*px = arg;
 	struct timeval	 tv = { 1, 0 };
 
+	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
+		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	if (eventlog_tick(px->seclog) == -1)
 		log_warnx("security-event log: %s", eventlog_error(px->seclog));
 	proxy_log_check_space(px);
@@ -417,6 +441,31 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 		}
 	}
 	evtimer_add(main_drain_timer, &tv);
+}
+
+/*
+ * --checkpoint-key: the key must not sit in the log folder; the signer
+ * hooks into the log (its "open" checkpoint comes when the set-up is
+ * done). -1 if the key cannot be used.
+ */
+static int
+main_checkpoint_open(struct proxy *px)
+{
+	char	*cause = NULL;
+
+	if (main_ckpt_opts.key_path == NULL)
+		return 0;
+	if (checkpoint_key_outside(main_ckpt_opts.key_path, px->cfg.log_dir,
+	    &cause) == -1 || (main_ckpt = checkpoint_new(px->seclog,
+	    &main_ckpt_opts, &cause)) == NULL) {
+		log_warnx("%s", cause);
+		free(cause);
+		return -1;
+	}
+	log_info("checkpoints signed by key %s, every %llu events and %llu s",
+	    checkpoint_key(main_ckpt), main_ckpt_opts.every_events,
+	    main_ckpt_opts.every_secs);
+	return 0;
 }
 
 /* Tunnels take two descriptors each: allow as many as the hard limit. */
@@ -442,7 +491,7 @@ main(int argc, char **argv)
 	const int		 signos[5] = { SIGTERM, SIGINT, SIGHUP,
 				    SIGUSR1, 0 };
 	const char		*errstr;
-	char			*cause;
+	char			*cause = NULL;
 	size_t			 i;
 	int			 rc;
 
@@ -475,6 +524,14 @@ main(int argc, char **argv)
 			log_warnx("--sets names \"%s\", which is not a set in "
 			    "%s", px->default_sets[i], px->cfg.policy_dir);
 	if (main_check_only) {
+		if (main_ckpt_opts.key_path != NULL) {
+			EVP_PKEY_free(checkpoint_key_load(
+			    main_ckpt_opts.key_path, &cause));
+			if (cause != NULL) {
+				log_warnx("%s", cause);
+				return PX_EXIT_CONFIG;
+			}
+		}
 		printf("sandgate-proxy: configuration OK, policy digest %s\n",
 		    policy_digest(p));
 		return PX_EXIT_OK;
@@ -492,6 +549,8 @@ main(int argc, char **argv)
 		    px->cfg.log_dir, cause ? cause : "unknown error");
 		return PX_EXIT_CONFIG;
 	}
+	if (main_checkpoint_open(px) == -1)
+		return PX_EXIT_CONFIG;
 	if ((px->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
@@ -521,12 +580,18 @@ main(int argc, char **argv)
 		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) == -1)
 			fatalx("cannot handle signal %d", signos[i]);
 	}
+	/* Last of the set-up, so a start that fails signs nothing. */
+	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "open") == -1)
+		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	px->log_space_ok = 1;	/* the first tick says if it is not */
 	main_drain_timer = evtimer_new(px->base, main_tick, px);
 	main_tick(-1, 0, px);
 	log_info("policy digest %s, default sets \"%s\", log %s",
 	    policy_digest(p), px->cfg.sets, eventlog_path(px->seclog));
 	event_base_dispatch(px->base);
+	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1)
+		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
+	checkpoint_free(main_ckpt);
 	eventlog_close(px->seclog);
 	control_close(px);
 	log_info("exited");

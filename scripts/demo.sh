@@ -62,8 +62,10 @@ echo "(exit code $rc: the agent sees the policy's words, and sandgate's own line
 
 step "the security-event log entry for this sandbox"
 show "$SG" audit --sandbox "$id" --log-dir "$SANDGATE_LOG_DIR"
-tail -n 1 "$SANDGATE_LOG_DIR/security-events.jsonl" | python3 -m json.tool
-show "$SG" audit verify --log-dir "$SANDGATE_LOG_DIR"
+grep '"event":"egress.blocked"' "$SANDGATE_LOG_DIR/security-events.jsonl" |
+	tail -n 1 | python3 -m json.tool
+show "$SG" audit verify --log-dir "$SANDGATE_LOG_DIR" \
+	--key "${SANDGATE_STATE:-/var/lib/sandgate}/proxy/keys/checkpoint.key.pub"
 
 step "the same from a bare busybox sandbox: wget and the notice"
 . "$SG_ROOT/tests/lib/common.sh"

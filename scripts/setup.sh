@@ -24,8 +24,10 @@ sg_log() { printf '[setup] %s\n' "$*" >&2; }
 
 # Only the tests need these: clang and its compiler-rt runtimes (libFuzzer,
 # ASan, UBSan; Debian's clang only recommends them) for the fuzz targets,
-# valgrind for leak checks.
-SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind)
+# valgrind for leak checks, rsyslog for the log shipper test (run with its
+# own config, never the system's), python3-jsonschema to check the OCSF
+# export against its schema.
+SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog python3-jsonschema)
 
 sg_install_packages() {
 	local missing=() p

@@ -660,3 +660,67 @@ def run(cmd, timeout=30, input=None):
                           errors="replace",
                           stdin=None if input is not None
                           else subprocess.DEVNULL)
+
+
+def read_until_closed(sock):
+    """Every byte sock sends until the peer closes."""
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def get_status(port, host, src=None, timeout=10.0):
+    """One proxy-form GET of http://host/ on a connection of its own
+    (from source address src if given); the response's status code."""
+    with socket.socket() as s:
+        s.settimeout(timeout)
+        if src is not None:
+            s.bind((src, 0))
+        s.connect(("127.0.0.1", port))
+        s.sendall(get_request("http://%s/" % host, host,
+                              "Connection: close\r\n"))
+        return int(read_until_closed(s).split(b" ", 2)[1])
+
+
+def flood(port, hosts, threads=8, want=403):
+    """get_status() for every name in hosts, from `threads` clients at
+    once; raises AssertionError on any error or other status."""
+    errors, lock = [], threading.Lock()
+    hosts = list(hosts)
+
+    def client(part):
+        for host in part:
+            try:
+                code = get_status(port, host)
+                if code != want:
+                    raise AssertionError("%s: status %d" % (host, code))
+            except Exception as e:  # noqa: BLE001
+                with lock:
+                    errors.append(repr(e))
+    ts = [threading.Thread(target=client, args=(hosts[i::threads],))
+          for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise AssertionError("%d of %d requests failed: %s"
+                             % (len(errors), len(hosts), errors[:5]))
+
+
+def control_post(sock_path, path, body):
+    """POST body as JSON to the proxy's control socket; (status, JSON)."""
+    data = json.dumps(body).encode()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(sock_path)
+        s.sendall(b"POST %s HTTP/1.1\r\nHost: proxy\r\nContent-Length: %d"
+                  b"\r\nConnection: close\r\n\r\n%s"
+                  % (path.encode(), len(data), data))
+        resp = read_until_closed(s)
+    head, _, rest = resp.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, json.loads(rest) if rest.strip() else None

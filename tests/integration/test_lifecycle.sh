@@ -140,7 +140,7 @@ assert_eq "evidence keeps the whole output" 12000000 "$(stat -c %s "$ev")"
 # --- run records -------------------------------------------------------------
 runs="$SANDGATE_LOG_DIR/runs.jsonl"
 [ -s "$runs" ] && ok "runs.jsonl written" || fail "runs.jsonl written"
-last=$(tail -1 "$runs" | python3 -c '
+last=$(grep '"event":"run\.' "$runs" | tail -1 | python3 -c '
 import json, sys
 o = json.load(sys.stdin)
 print(o["sandbox"] == sys.argv[1], o["event"], o["run"][:4],

@@ -1,0 +1,584 @@
+/* ocsf.c: sandgate events as OCSF events; see ocsf.h and docs/audit.md. */
+#include <arpa/inet.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ckverify.h"
+#include "ocsf.h"
+#include "util.h"
+
+/* An OCSF class and the category it belongs to. */
+struct ocsf_class {
+	int		 uid;
+	const char	*name;
+	int		 category;
+	const char	*category_name;
+};
+
+static const struct ocsf_class ocsf_http = {
+	4002, "HTTP Activity", 4, "Network Activity" };
+static const struct ocsf_class ocsf_network = {
+	4001, "Network Activity", 4, "Network Activity" };
+static const struct ocsf_class ocsf_entity = {
+	3004, "Entity Management", 3, "Identity & Access Management" };
+static const struct ocsf_class ocsf_process = {
+	1007, "Process Activity", 1, "System Activity" };
+static const struct ocsf_class ocsf_eventlog = {
+	1008, "Event Log Activity", 1, "System Activity" };
+static const struct ocsf_class ocsf_base = {
+	0, "Base Event", 0, "Uncategorized" };
+
+/* HTTP Activity's activity_id (the index) by method, and its caption. */
+static const struct {
+	const char	*method, *caption;
+} ocsf_methods[] = {
+	{ NULL, NULL }, { "CONNECT", "Connect" }, { "DELETE", "Delete" },
+	{ "GET", "Get" }, { "HEAD", "Head" }, { "OPTIONS", "Options" },
+	{ "POST", "Post" }, { "PUT", "Put" }, { "TRACE", "Trace" },
+	{ "PATCH", "Patch" }
+};
+
+static const char *const ocsf_severities[] = {
+	"Unknown", "Informational", "Low", "Medium", "High", "Critical", "Fatal"
+};
+
+/* Reasons that point at an agent trying to get around the policy. */
+static const char *const ocsf_evasions[] = {
+	"sni_mismatch", "sni_missing", "sni_invalid", "ech", "host_mismatch",
+	"log_unavailable", NULL
+};
+
+/* What one egress event says about the outcome. */
+struct ocsf_verdict {
+	int		 action;	/* action_id */
+	const char	*action_name;
+	int		 disposition;	/* disposition_id */
+	const char	*disposition_name;
+	int		 status;	/* status_id */
+	int		 severity;
+};
+
+static const char *ocsf_str(json_t *, const char *);
+static void	ocsf_set(json_t *, const char *, json_t *);
+static void	ocsf_set_str(json_t *, const char *, const char *);
+static long long ocsf_ms(const char *);
+static json_t	*ocsf_metadata(json_t *, const struct ocsf_ctx *,
+		    const char *);
+static json_t	*ocsf_new(json_t *, const struct ocsf_ctx *,
+		    const struct ocsf_class *, int, const char *, int,
+		    const char *);
+static void	ocsf_status(json_t *, int, const char *, const char *);
+static json_t	*ocsf_ip_port(const char *, int);
+static json_t	*ocsf_src(json_t *);
+static json_t	*ocsf_dst(json_t *);
+static int	ocsf_method_id(const char *);
+static void	ocsf_verdict(json_t *, const char *, struct ocsf_verdict *);
+static json_t	*ocsf_http_request(json_t *, const char *);
+static void	ocsf_egress_extra(json_t *, json_t *);
+static json_t	*ocsf_egress(json_t *, const struct ocsf_ctx *, const char *);
+static json_t	*ocsf_policy(json_t *, const struct ocsf_ctx *, const char *);
+static json_t	*ocsf_device(const struct ocsf_ctx *);
+static json_t	*ocsf_actor(const char *);
+static json_t	*ocsf_run_process(json_t *);
+static json_t	*ocsf_run(json_t *, const struct ocsf_ctx *);
+static json_t	*ocsf_checkpoint(json_t *, const struct ocsf_ctx *);
+
+/* A string member, or NULL. */
+static const char *
+ocsf_str(json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+/* Set a member unless the value is NULL. */
+static void
+ocsf_set(json_t *obj, const char *key, json_t *v)
+{
+	if (v != NULL)
+		json_object_set_new(obj, key, v);
+}
+
+static void
+ocsf_set_str(json_t *obj, const char *key, const char *s)
+{
+	if (s != NULL)
+		json_object_set_new(obj, key, json_string(s));
+}
+
+/* A ts as the log writes it, in milliseconds since the epoch; -1. */
+static long long
+ocsf_ms(const char *ts)
+{
+	int64_t	us;
+
+	if (ts == NULL || ckverify_parse_ts(ts, &us) == -1)
+		return -1;
+	return (long long)(us / 1000);
+}
+
+/* metadata: the product, the OCSF version, and the event's place. */
+static json_t *
+ocsf_metadata(json_t *ev, const struct ocsf_ctx *ctx, const char *profile)
+{
+	json_t	*m, *seq = json_object_get(ev, "seq");
+
+	m = json_pack("{s:s, s:{s:s, s:s, s:s}, s:s}", "version",
+	    OCSF_VERSION, "product", "name", "sandgate", "vendor_name",
+	    "sandgate", "version", SANDGATE_VERSION, "log_provider",
+	    "sandgate");
+	if (m == NULL)
+		return NULL;
+	ocsf_set_str(m, "log_name", ctx->log_name);
+	ocsf_set_str(m, "event_code", ocsf_str(ev, "event"));
+	ocsf_set_str(m, "original_time", ocsf_str(ev, "ts"));
+	ocsf_set_str(m, "uid", ocsf_str(ev, "hash"));
+	if (json_is_integer(seq))
+		ocsf_set(m, "sequence", json_integer(json_integer_value(seq)));
+	if (profile != NULL)
+		ocsf_set(m, "profiles", json_pack("[s]", profile));
+	return m;
+}
+
+/*
+ * The members every class has: classification, time, severity, metadata,
+ * and the sandgate event itself in unmapped.sandgate.
+ */
+static json_t *
+ocsf_new(json_t *ev, const struct ocsf_ctx *ctx, const struct ocsf_class *c,
+    int activity, const char *activity_name, int severity,
+    const char *profile)
+{
+	json_t		*o;
+	char		 type[128];
+	long long	 ms = ocsf_ms(ocsf_str(ev, "ts"));
+
+	snprintf(type, sizeof(type), "%s: %s", c->name, activity_name);
+	o = json_pack("{s:i, s:s, s:i, s:s, s:i, s:s, s:I, s:s, s:i, s:s, "
+	    "s:I}", "activity_id", activity, "activity_name", activity_name,
+	    "category_uid", c->category, "category_name", c->category_name,
+	    "class_uid", c->uid, "class_name", c->name, "type_uid",
+	    (json_int_t)c->uid * 100 + activity, "type_name", type,
+	    "severity_id", severity, "severity", ocsf_severities[severity],
+	    "time", (json_int_t)(ms < 0 ? 0 : ms));
+	if (o == NULL)
+		return NULL;
+	ocsf_set(o, "metadata", ocsf_metadata(ev, ctx, profile));
+	ocsf_set(o, "unmapped", json_pack("{s:O}", "sandgate", ev));
+	return o;
+}
+
+/* status_id with its caption, and the source's code and words. */
+static void
+ocsf_status(json_t *o, int status, const char *code, const char *detail)
+{
+	static const char *const names[] = { "Unknown", "Success", "Failure" };
+
+	ocsf_set(o, "status_id", json_integer(status));
+	ocsf_set_str(o, "status", names[status]);
+	ocsf_set_str(o, "status_code", code);
+	ocsf_set_str(o, "status_detail", detail);
+}
+
+/*
+ * An endpoint {ip[, port]} from "ADDR:PORT" (with_port: the proxy writes
+ * src so, IPv6 without brackets, so the port is after the last colon) or
+ * from a bare address; NULL when it is not an IP address.
+ */
+static json_t *
+ocsf_ip_port(const char *s, int with_port)
+{
+	unsigned char	 buf[16];
+	char		 ip[64];
+	const char	*colon, *errstr;
+	long long	 port = -1;
+
+	if (s == NULL || strlen(s) >= sizeof(ip))
+		return NULL;
+	util_strlcpy(ip, s, sizeof(ip));
+	if (with_port) {
+		if ((colon = strrchr(s, ':')) == NULL ||
+		    util_strtonum(colon + 1, 0, 65535, &port, &errstr) == -1)
+			return NULL;
+		ip[colon - s] = '\0';
+	}
+	if (inet_pton(AF_INET, ip, buf) != 1 &&
+	    inet_pton(AF_INET6, ip, buf) != 1)
+		return NULL;
+	return port >= 0 ? json_pack("{s:s, s:I}", "ip", ip, "port",
+	    (json_int_t)port) : json_pack("{s:s}", "ip", ip);
+}
+
+/* src_endpoint: the client's address and port, the sandbox as its uid. */
+static json_t *
+ocsf_src(json_t *ev)
+{
+	json_t		*e;
+	const char	*sbx = ocsf_str(ev, "sandbox");
+
+	e = ocsf_ip_port(ocsf_str(ev, "src"), 1);
+	if (e == NULL && sbx == NULL)
+		return NULL;
+	if (e == NULL)
+		e = json_object();
+	ocsf_set_str(e, "uid", sbx);
+	return e;
+}
+
+/* dst_endpoint: the host as requested, its port, the address checked. */
+static json_t *
+ocsf_dst(json_t *ev)
+{
+	json_t		*e, *ip, *port = json_object_get(ev, "port");
+	const char	*host = ocsf_str(ev, "host");
+
+	ip = ocsf_ip_port(ocsf_str(ev, "resolved"), 0);
+	if (host == NULL && ip == NULL)
+		return NULL;
+	e = json_object();
+	ocsf_set_str(e, "hostname", host);
+	if (ip != NULL)
+		json_object_set(e, "ip", json_object_get(ip, "ip"));
+	json_decref(ip);
+	if (json_is_integer(port) && json_integer_value(port) >= 0 &&
+	    json_integer_value(port) <= 65535)
+		ocsf_set(e, "port", json_integer(json_integer_value(port)));
+	return e;
+}
+
+/* HTTP Activity's activity_id for a method: 1-9, or 99 (Other). */
+static int
+ocsf_method_id(const char *method)
+{
+	size_t	i;
+
+	for (i = 1; i < sizeof(ocsf_methods) / sizeof(ocsf_methods[0]); i++)
+		if (strcmp(method, ocsf_methods[i].method) == 0)
+			return (int)i;
+	return 99;
+}
+
+/* Action, disposition, status and severity of an egress event. */
+static void
+ocsf_verdict(json_t *ev, const char *name, struct ocsf_verdict *v)
+{
+	const char	*reason = ocsf_str(ev, "reason");
+	size_t		 i;
+
+	memset(v, 0, sizeof(*v));
+	v->action_name = v->disposition_name = "Unknown";
+	if (strcmp(name, "egress.allowed") == 0 ||
+	    strcmp(name, "egress.would_block") == 0) {
+		v->action = 1;
+		v->action_name = "Allowed";
+		v->status = 1;
+		v->severity = reason != NULL ? 2 : 1;
+		v->disposition = reason != NULL ? 17 : 1;
+		v->disposition_name = reason != NULL ? "Logged" : "Allowed";
+		return;
+	}
+	if (reason == NULL && strcmp(name, "egress.blocked") != 0 &&
+	    strcmp(name, "egress.revoked") != 0) {
+		v->severity = 1;
+		return;
+	}
+	v->action = 2;
+	v->action_name = "Denied";
+	v->status = 2;
+	v->severity = strcmp(name, "egress.revoked") == 0 ? 2 : 3;
+	v->disposition = strcmp(name, "egress.revoked") == 0 ? 24 : 2;
+	v->disposition_name = v->disposition == 24 ? "Access Revoked" :
+	    "Blocked";
+	for (i = 0; reason != NULL && ocsf_evasions[i] != NULL; i++)
+		if (strcmp(reason, ocsf_evasions[i]) == 0)
+			v->severity = 4;
+}
+
+/* http_request: the method and, for a known host, the URL asked for. */
+static json_t *
+ocsf_http_request(json_t *ev, const char *method)
+{
+	json_t		*r, *url, *port = json_object_get(ev, "port");
+	const char	*host = ocsf_str(ev, "host");
+	char		*s;
+	int		 v6;
+
+	r = json_pack("{s:s}", "http_method", method);
+	if (r == NULL || host == NULL)
+		return r;
+	v6 = strchr(host, ':') != NULL;
+	if (json_is_integer(port))
+		util_xasprintf(&s, "%s%s%s%s:%lld", strcmp(method, "CONNECT") ?
+		    "http://" : "", v6 ? "[" : "", host, v6 ? "]" : "",
+		    (long long)json_integer_value(port));
+	else
+		util_xasprintf(&s, "%s%s%s%s", strcmp(method, "CONNECT") ?
+		    "http://" : "", v6 ? "[" : "", host, v6 ? "]" : "");
+	url = json_pack("{s:s, s:s}", "url_string", s, "hostname", host);
+	free(s);
+	if (url != NULL && json_is_integer(port))
+		ocsf_set(url, "port", json_integer(json_integer_value(port)));
+	ocsf_set(r, "url", url);
+	return r;
+}
+
+/* Bytes, duration, the rule, the policy and a count, when given. */
+static void
+ocsf_egress_extra(json_t *o, json_t *ev)
+{
+	json_t		*up = json_object_get(ev, "bytes_up");
+	json_t		*down = json_object_get(ev, "bytes_down");
+	json_t		*ms = json_object_get(ev, "duration_ms");
+	json_t		*count = json_object_get(ev, "count");
+	const char	*digest = ocsf_str(ev, "policy_digest");
+
+	if (json_is_integer(up) && json_is_integer(down))
+		ocsf_set(o, "traffic", json_pack("{s:I, s:I, s:I}",
+		    "bytes_out", json_integer_value(up), "bytes_in",
+		    json_integer_value(down), "bytes", json_integer_value(up) +
+		    json_integer_value(down)));
+	if (json_is_integer(ms))
+		ocsf_set(o, "duration", json_integer(json_integer_value(ms)));
+	if (json_is_integer(count))
+		ocsf_set(o, "count", json_integer(json_integer_value(count)));
+	if (ocsf_str(ev, "rule") != NULL)
+		ocsf_set(o, "firewall_rule", json_pack("{s:s}", "name",
+		    ocsf_str(ev, "rule")));
+	if (digest != NULL)
+		ocsf_set(o, "policy", json_pack("{s:s, s:s}", "name",
+		    "sandgate egress policy", "uid", digest));
+}
+
+/* egress.*: HTTP Activity, or Network Activity without a method. */
+static json_t *
+ocsf_egress(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
+{
+	struct ocsf_verdict	 v;
+	const struct ocsf_class	*c = &ocsf_network;
+	const char		*method = ocsf_str(ev, "method"), *an;
+	json_t			*o, *src, *dst;
+	int			 act;
+
+	ocsf_verdict(ev, name, &v);
+	if (strcmp(name, "egress.revoked") == 0) {
+		act = 3;
+		an = "Reset";
+	} else if (method != NULL) {
+		c = &ocsf_http;
+		act = ocsf_method_id(method);
+		an = act == 99 ? "Other" : ocsf_methods[act].caption;
+	} else {
+		act = v.action == 2 ? 5 : v.action == 1 ? 6 : 99;
+		an = act == 5 ? "Refuse" : act == 6 ? "Traffic" : "Other";
+	}
+	if ((o = ocsf_new(ev, ctx, c, act, an, v.severity,
+	    "security_control")) == NULL)
+		return NULL;
+	ocsf_set(o, "action_id", json_integer(v.action));
+	ocsf_set_str(o, "action", v.action_name);
+	ocsf_set(o, "disposition_id", json_integer(v.disposition));
+	ocsf_set_str(o, "disposition", v.disposition_name);
+	if (v.severity >= 4)
+		ocsf_set(o, "is_alert", json_true());
+	ocsf_status(o, v.status, ocsf_str(ev, "reason"),
+	    ocsf_str(ev, "message"));
+	ocsf_set_str(o, "message", ocsf_str(ev, "message") ?
+	    ocsf_str(ev, "message") : name);
+	src = ocsf_src(ev);
+	dst = ocsf_dst(ev);
+	if (src == NULL && dst == NULL)
+		src = json_pack("{s:s}", "name", "unknown");
+	ocsf_set(o, "src_endpoint", src);
+	ocsf_set(o, "dst_endpoint", dst);
+	ocsf_set(o, "connection_info", json_pack("{s:i, s:s, s:s, s:i}",
+	    "direction_id", 2, "direction", "Outbound", "protocol_name", "tcp",
+	    "protocol_num", 6));
+	if (c == &ocsf_http)
+		ocsf_set(o, "http_request", ocsf_http_request(ev, method));
+	ocsf_egress_extra(o, ev);
+	return o;
+}
+
+/* policy.*: Entity Management, an Update of the proxy's policy. */
+static json_t *
+ocsf_policy(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
+{
+	json_t		*o, *errs = json_object_get(ev, "errors"), *e;
+	const char	*digest = ocsf_str(ev, "policy_digest");
+	int		 ok = strcmp(name, "policy.reloaded") == 0;
+	int		 bad = strcmp(name, "policy.rejected") == 0;
+	char		*detail = NULL, *tmp;
+	size_t		 i;
+
+	if ((o = ocsf_new(ev, ctx, &ocsf_entity, ok || bad ? 3 : 99,
+	    ok || bad ? "Update" : "Other", bad ? 3 : 1, NULL)) == NULL)
+		return NULL;
+	ocsf_set(o, "entity", json_pack("{s:s, s:s}", "type", "Policy",
+	    "name", "sandgate egress policy"));
+	ocsf_set_str(json_object_get(o, "entity"), "uid", digest);
+	ocsf_set(o, "actor", ocsf_actor("sandgate-proxy"));
+	json_array_foreach(errs, i, e) {
+		if (!json_is_string(e))
+			continue;
+		util_xasprintf(&tmp, "%s%s%s", detail ? detail : "",
+		    detail ? "; " : "", json_string_value(e));
+		free(detail);
+		detail = tmp;
+	}
+	ocsf_status(o, ok ? 1 : bad ? 2 : 0, NULL, detail);
+	ocsf_set_str(o, "message", ok ? "policy reloaded" : bad ?
+	    "policy reload rejected; the old policy stays in force" : name);
+	free(detail);
+	return o;
+}
+
+/* The host the log comes from (system classes require a device). */
+static json_t *
+ocsf_device(const struct ocsf_ctx *ctx)
+{
+	return json_pack("{s:i, s:s, s:s}", "type_id", 0, "type", "Unknown",
+	    "hostname", ctx->hostname ? ctx->hostname : "unknown");
+}
+
+static json_t *
+ocsf_actor(const char *app)
+{
+	return json_pack("{s:s}", "app_name", app);
+}
+
+/* process: the command line, the run id, the sandbox as its container. */
+static json_t *
+ocsf_run_process(json_t *ev)
+{
+	json_t		*p, *c, *argv0 = json_array_get(json_object_get(ev,
+			    "argv"), 0);
+	const char	*sbx = ocsf_str(ev, "sandbox");
+	long long	 start = ocsf_ms(ocsf_str(ev, "start"));
+
+	p = json_pack("{s:s}", "uid", ocsf_str(ev, "run") ?
+	    ocsf_str(ev, "run") : "unknown");
+	if (p == NULL)
+		return NULL;
+	ocsf_set_str(p, "cmd_line", ocsf_str(ev, "command"));
+	ocsf_set_str(p, "name", json_string_value(argv0));
+	if (start >= 0)
+		ocsf_set(p, "created_time", json_integer(start));
+	if (sbx != NULL && (c = json_pack("{s:s, s:s}", "uid", sbx, "name",
+	    sbx)) != NULL) {
+		if (ocsf_str(ev, "image_id") != NULL)
+			ocsf_set(c, "image", json_pack("{s:s, s:s?}", "uid",
+			    ocsf_str(ev, "image_id"), "name",
+			    ocsf_str(ev, "image")));
+		ocsf_set(p, "container", c);
+	}
+	return p;
+}
+
+/* run.*: Process Activity; the record comes when the command ended. */
+static json_t *
+ocsf_run(json_t *ev, const struct ocsf_ctx *ctx)
+{
+	static const char *const flags[] = { "timed_out", "oom_killed",
+	    "pids_limit_hit", "container_stopped", "output_truncated", NULL };
+	json_t		*o, *fl = json_object_get(ev, "flags");
+	json_t		*code = json_object_get(ev, "exit_code");
+	long long	 start = ocsf_ms(ocsf_str(ev, "start"));
+	long long	 end = ocsf_ms(ocsf_str(ev, "end"));
+	char		 detail[256] = "", scode[32];
+	size_t		 i;
+	int		 sev = 1;
+
+	for (i = 0; flags[i] != NULL; i++) {
+		if (!json_is_true(json_object_get(fl, flags[i])))
+			continue;
+		snprintf(detail + strlen(detail), sizeof(detail) -
+		    strlen(detail), "%s%s", detail[0] ? ", " : "", flags[i]);
+		sev = 2;
+	}
+	if ((o = ocsf_new(ev, ctx, &ocsf_process, start >= 0 ? 2 : 1,
+	    start >= 0 ? "Terminate" : "Launch", sev, "container")) == NULL)
+		return NULL;
+	ocsf_set(o, "process", ocsf_run_process(ev));
+	ocsf_set(o, "actor", ocsf_actor("sandgate"));
+	ocsf_set(o, "device", ocsf_device(ctx));
+	if (json_is_integer(json_object_get(ev, "cmd_exit")))
+		ocsf_set(o, "exit_code", json_integer(json_integer_value(
+		    json_object_get(ev, "cmd_exit"))));
+	if (start >= 0)
+		ocsf_set(o, "start_time", json_integer(start));
+	if (end >= 0)
+		ocsf_set(o, "end_time", json_integer(end));
+	if (json_is_integer(json_object_get(ev, "duration_ms")))
+		ocsf_set(o, "duration", json_integer(json_integer_value(
+		    json_object_get(ev, "duration_ms"))));
+	snprintf(scode, sizeof(scode), "%lld", (long long)
+	    json_integer_value(code));
+	ocsf_status(o, json_is_integer(code) ? (json_integer_value(code) == 0 ?
+	    1 : 2) : 0, json_is_integer(code) ? scode : NULL,
+	    detail[0] ? detail : NULL);
+	ocsf_set_str(o, "message", ocsf_str(ev, "command"));
+	return o;
+}
+
+/* log.checkpoint: Event Log Activity on the log it signs. */
+static json_t *
+ocsf_checkpoint(json_t *ev, const struct ocsf_ctx *ctx)
+{
+	const char	*reason = ocsf_str(ev, "reason");
+	const char	*an = "Checkpoint";
+	json_t		*o;
+	char		*msg;
+	int		 act = 99;
+
+	if (reason != NULL && strcmp(reason, "open") == 0) {
+		act = 6;
+		an = "Start";
+	} else if (reason != NULL && strcmp(reason, "close") == 0) {
+		act = 7;
+		an = "Stop";
+	} else if (reason != NULL && strcmp(reason, "key") == 0)
+		an = "Key Rotation";
+	if ((o = ocsf_new(ev, ctx, &ocsf_eventlog, act, an, 1, NULL)) == NULL)
+		return NULL;
+	ocsf_set(o, "actor", ocsf_actor("sandgate"));
+	ocsf_set(o, "device", ocsf_device(ctx));
+	ocsf_set_str(o, "log_name", ctx->log_name);
+	ocsf_set_str(o, "log_provider", "sandgate");
+	ocsf_set(o, "log_type_id", json_integer(2));
+	ocsf_set_str(o, "log_type", "Application");
+	ocsf_status(o, 1, reason, NULL);
+	util_xasprintf(&msg, "checkpoint (%s) signed by key %s%s%s",
+	    reason ? reason : "?", ocsf_str(ev, "key") ? ocsf_str(ev, "key") :
+	    "?", ocsf_str(ev, "next_key") ? ", handing over to key " : "",
+	    ocsf_str(ev, "next_key") ? ocsf_str(ev, "next_key") : "");
+	ocsf_set_str(o, "message", msg);
+	free(msg);
+	return o;
+}
+
+json_t *
+ocsf_event(json_t *ev, const struct ocsf_ctx *ctx)
+{
+	const char	*name = ocsf_str(ev, "event");
+	json_t		*o;
+	char		*msg;
+
+	if (name != NULL && strncmp(name, "egress.", 7) == 0)
+		return ocsf_egress(ev, ctx, name);
+	if (name != NULL && strncmp(name, "policy.", 7) == 0)
+		return ocsf_policy(ev, ctx, name);
+	if (name != NULL && strncmp(name, "run.", 4) == 0)
+		return ocsf_run(ev, ctx);
+	if (name != NULL && strcmp(name, CHECKPOINT_EVENT) == 0)
+		return ocsf_checkpoint(ev, ctx);
+	if ((o = ocsf_new(ev, ctx, &ocsf_base, name ? 99 : 0, name ? "Other" :
+	    "Unknown", 0, NULL)) == NULL)
+		return NULL;
+	util_xasprintf(&msg, "sandgate event %s", name ? name : "(unnamed)");
+	ocsf_set_str(o, "message", msg);
+	free(msg);
+	return o;
+}

@@ -1,0 +1,178 @@
+/*
+ * checkpoint.h: signed checkpoints in the hash-chained logs (eventlog.h),
+ * and the Ed25519 keys that sign them (OpenSSL 3 EVP).
+ *
+ * The chain shows that no line was edited, removed or inserted between its
+ * first and its last line, but whoever can write the file can rewrite it
+ * from any line on with fresh hashes, or cut its end. A checkpoint is one
+ * more line of the chain, signed by a key that only the writer can read:
+ * its signature covers the hash of the line before it, so it vouches for
+ * every line up to it. ckverify.h checks them with the public key.
+ *
+ * The line (docs/audit.md, "Signed checkpoints"):
+ *
+ *   {"ts":TS,"seq":S,"event":"log.checkpoint","reason":R,"key":K,
+ *    "next_key":N,"every_events":E,"every_secs":T,"sig":G,"prev":P,
+ *    "hash":H}
+ *
+ *   R  why it was written: open (the writer opened the log), count (E
+ *      events since the last one), timer (T seconds since the last one),
+ *      key (it hands over to key N), close (the writer closes the log)
+ *   K  the signing key: base64 of the 32-byte raw Ed25519 public key
+ *   N  null, or with reason key the key that signs from then on
+ *   E  the writer's promise: a checkpoint after at most E events (0: no
+ *      such promise)
+ *   T  and one at least every T seconds while it runs (0: none; such a
+ *      writer signs when it closes the log)
+ *   G  base64 of the 64-byte Ed25519 signature of checkpoint_message():
+ *        "sandgate-checkpoint-v1\nseq=S\nts=TS\nprev=P\nreason=R\nkey=K\n"
+ *        "next_key=N\nevery_events=E\nevery_secs=T\n"   (N empty if null)
+ *
+ * Keys are PEM files (PKCS#8 private, SubjectPublicKeyInfo public), as
+ * `openssl genpkey -algorithm ed25519` writes them. A private key must be
+ * a regular file owned by the process's user and readable by nobody else,
+ * and must not sit in the log folder. Rotation: a new private key placed
+ * at PATH.next is introduced by a checkpoint (reason key) that the old key
+ * signs, then renamed onto PATH, so the old private key no longer exists.
+ */
+#ifndef SG_CHECKPOINT_H
+#define SG_CHECKPOINT_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#define CHECKPOINT_EVENT	"log.checkpoint"
+#define CHECKPOINT_KEY_RAW	32	/* Ed25519 public key */
+#define CHECKPOINT_KEY_B64	44	/* its base64, with padding */
+#define CHECKPOINT_SIG_RAW	64
+#define CHECKPOINT_SIG_B64	88
+/* The longest message checkpoint_message() builds. */
+#define CHECKPOINT_MSG_MAX	512
+/* Defaults of the proxy's --checkpoint-every and --checkpoint-interval. */
+#define CHECKPOINT_EVERY_DEFAULT	1000
+#define CHECKPOINT_SECS_DEFAULT		60
+
+struct eventlog;
+struct checkpoint;
+
+/* The signed members of a checkpoint line, as strings where they are. */
+struct checkpoint_fields {
+	long long		 seq;
+	const char		*ts;
+	const char		*prev;
+	const char		*reason;
+	const char		*key;		/* base64 */
+	const char		*next_key;	/* base64, or NULL */
+	unsigned long long	 every_events;
+	unsigned long long	 every_secs;
+};
+
+/*
+ * Build the signed message of f into buf. Returns its length, or 0 if it
+ * does not fit (size CHECKPOINT_MSG_MAX always fits valid fields).
+ */
+size_t		 checkpoint_message(const struct checkpoint_fields *f,
+		    char *buf, size_t size);
+
+/* 1 if s is a reason a writer puts in a checkpoint. */
+int		 checkpoint_reason_valid(const char *s);
+
+/*
+ * Strict base64 (with padding) of exactly rawlen bytes: decodes s into
+ * raw and returns 0, or -1 when s is not the one encoding of rawlen bytes.
+ */
+int		 checkpoint_b64_decode(const char *s, unsigned char *raw,
+		    size_t rawlen);
+
+/* Base64 of the raw public key of an Ed25519 key into id[45]; 0 or -1. */
+int		 checkpoint_key_id(EVP_PKEY *, char *id);
+
+/*
+ * The Ed25519 key whose raw public key is base64 id; a new reference or
+ * NULL if id is not one.
+ */
+EVP_PKEY	*checkpoint_key_from_id(const char *id);
+
+/*
+ * Load a private key from path: a regular file (no symlink) owned by the
+ * effective uid, no access for group or others, holding an Ed25519 key
+ * in PEM. Returns the key, or NULL with *cause set (caller frees).
+ */
+EVP_PKEY	*checkpoint_key_load(const char *path, char **cause);
+
+/*
+ * Load a public key from a PEM file (a public key, or a private key whose
+ * public half is taken). NULL with *cause set if it is not Ed25519.
+ */
+EVP_PKEY	*checkpoint_pubkey_load(const char *path, char **cause);
+
+/*
+ * Create a new Ed25519 key pair: path (private, mode 0600) and path.pub
+ * (public, 0644), both given to uid/gid unless uid is (uid_t)-1. Never
+ * replaces an existing key: returns 1 if path exists already, 0 when
+ * created, -1 with *cause set.
+ */
+int		 checkpoint_key_create(const char *path, uid_t uid, gid_t gid,
+		    char **cause);
+
+/*
+ * Refuse a key that lives in the log folder: 0 if the folder of keypath
+ * is not logdir and not below it, else -1 with *cause set.
+ */
+int		 checkpoint_key_outside(const char *keypath, const char *logdir,
+		    char **cause);
+
+/* What a signer promises and where its key is. */
+struct checkpoint_opts {
+	const char		*key_path;
+	unsigned long long	 every_events;	/* 0: only open/timer/close */
+	unsigned long long	 every_secs;	/* 0: no timer */
+	/*
+	 * Several processes sign with the key (the controller): hold a
+	 * shared flock(2) on key_path.lock while signing, so that a key
+	 * rotation (which takes it exclusive) never interleaves with them.
+	 * CHECKPOINT_LOCK_EXCLUSIVE is for the rotation itself.
+	 */
+	int			 lock;
+};
+enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
+    CHECKPOINT_LOCK_EXCLUSIVE };
+
+/*
+ * A signer for log, which must stay open while the signer lives: loads
+ * the key and sets the log's hook (eventlog_set_hook()), so that a count
+ * checkpoint follows every every_events events appended through any
+ * caller (written before the next event, or by the next eventlog_tick()).
+ * Returns NULL with *cause set.
+ */
+struct checkpoint *checkpoint_new(struct eventlog *log,
+		    const struct checkpoint_opts *, char **cause);
+
+/*
+ * Write a checkpoint now: "open", "timer" or "close". Before it, a key
+ * waiting at key_path.next is introduced (reason key) and takes over; if
+ * it cannot be, the current key signs on. Returns 0, or -1 if either
+ * failed (checkpoint_error() says why; a failed write also marks the log
+ * unavailable, eventlog.h).
+ */
+int		 checkpoint_write(struct checkpoint *, const char *reason);
+
+/*
+ * For a 1 s timer: a "timer" checkpoint (after introducing a waiting next
+ * key) once every_secs have passed since the last checkpoint of any kind.
+ * 0 or -1 as checkpoint_write().
+ */
+int		 checkpoint_tick(struct checkpoint *);
+
+/* The public key id that signs now (base64); owned by the signer. */
+const char	*checkpoint_key(const struct checkpoint *);
+const char	*checkpoint_error(const struct checkpoint *);
+
+/* Remove the hook from the log and free; accepts NULL. */
+void		 checkpoint_free(struct checkpoint *);
+
+#endif

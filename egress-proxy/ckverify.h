@@ -1,0 +1,139 @@
+/*
+ * ckverify.h: checks the signed checkpoints of a log (checkpoint.h) on top
+ * of its hash chain (logverify.h), with public keys the caller trusts.
+ *
+ * Pure apart from the keys: the caller loads them, feeds every line of
+ * the log in order (rotated files oldest first, as logverify.h says) and
+ * gives the current time to ckverify_finish(). The bytes are untrusted;
+ * the fuzzer drives ckverify_feed() directly.
+ *
+ * A checkpoint is good when its members are well formed and its signature
+ * verifies with a trusted key: one given with ckverify_add_key(), or one
+ * that a good checkpoint (reason key) introduced. A key that introduced
+ * another is retired: a checkpoint it signs later is not good (except one
+ * that introduces the same key again, written by a writer that restarted
+ * in the middle of a rotation; it counts as neither good nor bad). A
+ * checkpoint signed by a key that is not trusted is counted and otherwise
+ * read as an event: only a later good checkpoint vouches for it.
+ *
+ * A good checkpoint vouches for every line before it. With keys given,
+ * the log is trusted up to its last good checkpoint, and the events after
+ * it only while its writer may still be running: it promised a checkpoint
+ * every every_secs seconds and after every_events events, so a log whose
+ * last good checkpoint is older than twice that, or is followed by more
+ * events, or is a close followed by anything, lost lines or was rewritten
+ * after it. A checkpoint that is not good stops the check, as does a break
+ * in the chain; the first event no longer trusted is the one after the
+ * last good checkpoint (or the first of the log when there is none).
+ */
+#ifndef SG_CKVERIFY_H
+#define SG_CKVERIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/evp.h>
+
+#include "checkpoint.h"
+#include "logverify.h"
+#include "util.h"
+
+#define CKVERIFY_KEYS_MAX	64
+#define CKVERIFY_WHAT_MAX	640
+
+/* What ckverify_finish() found. */
+enum ckverify_result {
+	CKVERIFY_OK = 0,	/* chain intact, and anchored when keys given */
+	CKVERIFY_CHAIN_BROKEN,	/* see chain.break_file, break_line, what */
+	CKVERIFY_UNTRUSTED	/* see the untrusted_* and fail_* members */
+};
+
+/* A trusted key. */
+struct ckverify_key {
+	EVP_PKEY	*pkey;
+	char		 id[CHECKPOINT_KEY_B64 + 1];
+	int		 introduced;	/* by a checkpoint, not given */
+	char		 next[CHECKPOINT_KEY_B64 + 1];	/* "" until retired */
+	long long	 handover_seq;
+};
+
+/* A place in the log. */
+struct ckverify_at {
+	long long	seq;
+	char		file[LOGVERIFY_FILE_MAX];
+	size_t		line;		/* 0: not in the log */
+};
+
+/*
+ * State across lines and files. Treat as opaque but for the results
+ * documented here; initialise with ckverify_init(), free the key
+ * references with ckverify_release().
+ */
+struct ckverify {
+	struct logverify	 chain;
+	struct ckverify_key	 keys[CKVERIFY_KEYS_MAX];
+	size_t			 nkeys;
+	/* Counts. */
+	size_t			 checkpoints;	/* lines with event log.checkpoint */
+	size_t			 good;		/* good ones */
+	size_t			 foreign;	/* signed by keys not trusted */
+	size_t			 reintroduced;	/* neither good nor bad */
+	size_t			 restarts;	/* open after a writer that did not close */
+	struct ckverify_at	 restart;	/* the first such open */
+	long long		 restart_from;	/* ...and the events it signed late */
+	/* The last good checkpoint. */
+	int			 have_good;
+	struct ckverify_at	 good_at;
+	char			 good_ts[UTIL_TS_LEN];
+	int64_t			 good_us;
+	char			 good_reason[8];
+	char			 good_key[CHECKPOINT_KEY_B64 + 1];
+	unsigned long long	 every_events;
+	unsigned long long	 every_secs;
+	/* Events after it (since the start while there is none). */
+	size_t			 after;
+	struct ckverify_at	 after_at;	/* the first of them */
+	struct ckverify_at	 first_at;	/* the first event of the log */
+	/* The verdict when not trusted. */
+	int			 failed;
+	struct ckverify_at	 fail_at;	/* the line that showed it */
+	struct ckverify_at	 untrusted;	/* the first event not trusted */
+	char			 what[CKVERIFY_WHAT_MAX];
+};
+
+void		 ckverify_init(struct ckverify *);
+
+/*
+ * Trust pkey (an Ed25519 public key; a reference is taken). Returns 0, or
+ * -1 when it is not Ed25519 or CKVERIFY_KEYS_MAX keys are trusted.
+ */
+int		 ckverify_add_key(struct ckverify *, EVP_PKEY *pkey);
+
+/* Start the next file, as logverify_file(). */
+void		 ckverify_file(struct ckverify *, const char *name);
+
+/*
+ * Feed the next line (without its newline). Returns 0, or -1 once the
+ * chain is broken or a checkpoint is not good (this or an earlier line);
+ * after a checkpoint that is not good, feed the rest anyway: the chain
+ * check goes on to the end.
+ */
+int		 ckverify_feed(struct ckverify *, const char *line,
+		    size_t len);
+
+/* Feed a whole buffer split at '\n', as logverify_buf(). */
+int		 ckverify_buf(struct ckverify *, const char *buf, size_t len);
+
+/*
+ * Finish after the last line; now_us is the time (microseconds since the
+ * epoch) against which a live writer's last checkpoint is judged.
+ */
+enum ckverify_result ckverify_finish(struct ckverify *, int64_t now_us);
+
+/* Parse the ts the writer puts on a line into microseconds; 0 or -1. */
+int		 ckverify_parse_ts(const char *ts, int64_t *us);
+
+/* Drop the key references; the state may be initialised again. */
+void		 ckverify_release(struct ckverify *);
+
+#endif

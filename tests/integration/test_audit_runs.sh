@@ -1,0 +1,139 @@
+#!/bin/bash
+# test_audit_runs.sh: the run records (runs.jsonl) are signed by the
+# controller's key, verify with `audit verify --key`, survive a key
+# rotation, show a rewritten record, and export as valid OCSF (run.exec,
+# run.run, log.checkpoint) against tests/data/ocsf/ with Debian's
+# python3-jsonschema. Real Docker, the real binaries, the test image.
+set -u
+SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$SRC/tests/lib/common.sh"
+
+sg_require_docker
+sg_setup
+sg_test_image || { echo "cannot build the test image"; exit 1; }
+IMG=(--image "$SG_TEST_IMAGE" --network none)
+RUNS=$SANDGATE_LOG_DIR/runs.jsonl
+KEY=$SANDGATE_STATE/keys/runs.key
+TRUST=$SG_TMP/trusted
+mkdir -p "$SG_TMP/src" "$TRUST"
+echo hello >"$SG_TMP/src/a.txt"
+
+# --- records and their checkpoints --------------------------------------------
+sg_run r "$SG" create "$SG_TMP/src" "${IMG[@]}"
+assert_eq "create exits 0" 0 "$r_rc"
+ID=$r_out
+sg_on_exit "'$SG' discard '$ID'"
+sg_run r "$SG" exec "$ID" -- sh -c 'exit 0'
+assert_eq "exec exits 0" 0 "$r_rc"
+assert_eq "the key is made on first use" "600 root 700" \
+    "$(stat -c '%a %U' "$KEY") $(stat -c '%a' "$(dirname "$KEY")")"
+cp "$KEY.pub" "$TRUST/runs.pub"
+sg_run r "$SG" exec "$ID" -- sh -c 'exit 3'
+assert_eq "exec exits 3" 3 "$r_rc"
+"$SG" exec "$ID" -- sh -c 'sleep 1; exit 4' >/dev/null 2>&1 &
+p1=$!
+"$SG" exec "$ID" -- sh -c 'sleep 1; exit 5' >/dev/null 2>&1 &
+p2=$!
+wait "$p1" "$p2"
+sg_run r "$SG" exec "$ID" --timeout 1 -- sleep 30
+assert_eq "timeout exits 124" 124 "$r_rc"
+sg_run r "$SG" run "${IMG[@]}" -- sh -c 'exit 7'
+assert_eq "run exits 7" 7 "$r_rc"
+shape=$(python3 -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+recs = [e for e in ev if e["event"].startswith("run.")]
+closes = [e for e in ev if e["event"] == "log.checkpoint" and
+          e["reason"] == "close" and e["every_events"] == 0 and
+          e["every_secs"] == 0]
+print(len(recs), len(closes), len(ev), ev[-1]["event"])' "$RUNS")
+assert_eq "six records, six close checkpoints, nothing else" \
+    "6 6 12 log.checkpoint" "$shape"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs.pub"
+assert_eq "runs.jsonl verifies with the key" 0 "$r_rc"
+assert_contains "six checkpoints" "$r_out" "OK: 6 checkpoint(s) signed by trusted keys"
+sg_run r "$SG" audit --file runs.jsonl --json
+assert_eq "audit lists the records, not the checkpoints" "6 0" \
+    "$(grep -c '"event":"run\.' <<<"$r_out") $(grep -c 'log.checkpoint' <<<"$r_out")"
+
+# --- OCSF --------------------------------------------------------------------------
+"$SG" audit export --format ocsf --file runs.jsonl >"$SG_TMP/runs.ocsf"
+sg_run r /usr/bin/python3 "$SRC/tests/lib/ocsf_check.py" \
+    "$SRC/tests/data/ocsf/sandgate-ocsf-1.8.0.schema.json" "$SG_TMP/runs.ocsf"
+assert_eq "run records validate as OCSF 1.8.0" 0 "$r_rc"
+assert_contains "run.exec as Process Activity" "$r_out" \
+    '"run.exec": {"class_uid": [1007], "n": 5}'
+assert_contains "run.run as Process Activity" "$r_out" \
+    '"run.run": {"class_uid": [1007], "n": 1}'
+assert_contains "checkpoints as Event Log Activity" "$r_out" \
+    '"log.checkpoint": {"class_uid": [1008], "n": 6}'
+fields=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o["unmapped"]["sandgate"]["event"] == "run.exec" and \
+            o.get("exit_code") == 3:
+        p = o["process"]
+        print(o["activity_name"], o["status"], o["status_code"],
+              p["cmd_line"], p["container"]["uid"] == sys.argv[2],
+              p["uid"] == o["unmapped"]["sandgate"]["run"],
+              o["duration"] >= 0, o["end_time"] >= o["start_time"])' \
+    "$SG_TMP/runs.ocsf" "$ID")
+assert_eq "run.exec mapped field by field" \
+    "Terminate Failure 3 sh -c exit 3 True True True True" "$fields"
+
+# --- a record rewritten with fresh hashes -----------------------------------------
+cp "$RUNS" "$SG_TMP/runs.orig"
+edited=$(python3 - "$RUNS" <<'EOF'
+import hashlib, json, sys
+path = sys.argv[1]
+lines = open(path, "rb").read().splitlines()
+out, prev, start = [], None, None
+for i, line in enumerate(lines):
+    if start is None and b'"exit_code":3,' in line:
+        start = i
+        line = line.replace(b'"exit_code":3,', b'"exit_code":0,')
+        print(json.loads(line)["seq"])
+    if start is not None:
+        cut = line.rfind(b',"prev":"')
+        body = line[:cut] + b',"prev":"' + prev.encode() + b'"}'
+        line = body[:-1] + b',"hash":"' + hashlib.sha256(body).hexdigest().encode() + b'"}'
+    prev = json.loads(line)["hash"]
+    out.append(line)
+open(path, "wb").write(b"".join(x + b"\n" for x in out))
+EOF
+)
+sg_run r "$SG" audit verify --file runs.jsonl
+assert_eq "the rewritten log keeps its chain" 0 "$r_rc"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs.pub"
+assert_eq "the key finds it" 1 "$r_rc"
+assert_contains "and names the edited record" "$r_out" \
+    "first event that can no longer be trusted: seq $edited ("
+cp "$SG_TMP/runs.orig" "$RUNS"
+# The last checkpoint cut: the last record is no longer signed.
+head -n -1 "$SG_TMP/runs.orig" >"$RUNS"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs.pub"
+assert_eq "an unsigned last record is reported" 1 "$r_rc"
+assert_contains "after the writer closed" "$r_out" "had closed the log"
+cp "$SG_TMP/runs.orig" "$RUNS"
+
+# --- key rotation -------------------------------------------------------------------
+sg_run r "$SG" audit key rotate --file runs.jsonl
+assert_eq "rotate exits 0" 0 "$r_rc"
+assert_contains "the controller introduces the key at once" "$r_out" \
+    "runs.jsonl: key "
+cp "$KEY.pub" "$TRUST/runs2.pub"
+[ -e "$KEY.next" ] && fail "the next key took the key's place" || \
+    ok "the next key took the key's place"
+assert_eq "the old public key is not the new one" 1 \
+    "$(cmp -s "$TRUST/runs.pub" "$TRUST/runs2.pub"; echo $?)"
+sg_run r "$SG" exec "$ID" -- true
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs.pub"
+assert_eq "the old public key verifies across the rotation" 0 "$r_rc"
+assert_contains "and says which key signs now" "$r_out" "now signed by key"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
+assert_eq "the new key verifies alone" 0 "$r_rc"
+
+sg_run r "$SG" discard "$ID"
+assert_eq "discard exits 0" 0 "$r_rc"
+sg_summary

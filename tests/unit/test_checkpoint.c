@@ -1,0 +1,895 @@
+/*
+ * test_checkpoint.c: signed checkpoints (checkpoint.c) written through the
+ * real event log, and their checks (ckverify.c): rewritten and cut tails,
+ * key rotation, foreign and retired keys, malformed checkpoint lines.
+ */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include "checkpoint.h"
+#include "ckverify.h"
+#include "eventlog.h"
+#include "logverify.h"
+#include "util.h"
+
+#define NAME		"security-events.jsonl"
+#define MAXLINES	256
+#define HOUR_US		(3600LL * 1000000)
+/* A line ends ,"prev":"<64 hex>","hash":"<64 hex>"} */
+#define PREV_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN - 65)
+#define HASH_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN + 9)
+
+struct tmp {
+	char	dir[64];	/* the log folder */
+	char	keys[80];	/* the key folder, beside it */
+	char	key[128];	/* keys/k.key */
+	char	path[128];	/* the log file */
+};
+
+/* A log read back, one line per entry. */
+struct lines {
+	char	*buf;
+	char	*v[MAXLINES];
+	size_t	 n;
+};
+
+static int	tmp_setup(void **);
+static int	tmp_teardown(void **);
+static void	rm_dir(const char *);
+static int64_t	now_us(void);
+static void	append_n(struct eventlog *, int, int);
+static struct eventlog *open_signed(struct tmp *, unsigned long long,
+		    unsigned long long, struct checkpoint **);
+static EVP_PKEY	*signed_log(struct tmp *, unsigned long long, int,
+		    const char *);
+static void	lines_read(struct lines *, const char *);
+static void	lines_write(struct lines *, const char *, size_t, size_t);
+static void	lines_free(struct lines *);
+static int	is_checkpoint(const char *);
+static void	rechain(struct lines *, size_t);
+static EVP_PKEY	*pubkey(const char *);
+static enum ckverify_result verify(const char *, EVP_PKEY *, EVP_PKEY *,
+		    int64_t, struct ckverify *);
+static void	edit_line(char **, const char *, const char *);
+
+static int
+tmp_setup(void **state)
+{
+	struct tmp	*t = calloc(1, sizeof(*t));
+	char		 base[32];
+
+	if (t == NULL)
+		return -1;
+	snprintf(base, sizeof(base), "/tmp/sg-ckpt-" UTIL_MKTEMP_SUFFIX);
+	if (mkdtemp(base) == NULL)
+		return -1;
+	snprintf(t->dir, sizeof(t->dir), "%s/logs", base);
+	snprintf(t->keys, sizeof(t->keys), "%s/keys", base);
+	snprintf(t->key, sizeof(t->key), "%s/k.key", t->keys);
+	snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, NAME);
+	if (mkdir(t->dir, 0750) == -1 || mkdir(t->keys, 0700) == -1)
+		return -1;
+	*state = t;
+	return 0;
+}
+
+static void
+rm_dir(const char *dir)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 p[512];
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static int
+tmp_teardown(void **state)
+{
+	struct tmp	*t = *state;
+	char		 base[64];
+
+	rm_dir(t->dir);
+	rm_dir(t->keys);
+	snprintf(base, sizeof(base), "%s", t->dir);
+	*strrchr(base, '/') = '\0';
+	rmdir(base);
+	free(t);
+	return 0;
+}
+
+static int64_t
+now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+append_n(struct eventlog *log, int first, int n)
+{
+	json_t	*f;
+	int	 i;
+
+	for (i = 0; i < n; i++) {
+		f = json_pack("{s:s, s:s, s:i}", "event", "egress.blocked",
+		    "host", "h.evil.test", "n", first + i);
+		assert_non_null(f);
+		assert_int_equal(eventlog_append(log, f), 0);
+		json_decref(f);
+	}
+}
+
+/* Open the log with a signer on t->key (made if missing). */
+static struct eventlog *
+open_signed(struct tmp *t, unsigned long long every,
+    unsigned long long secs, struct checkpoint **ck)
+{
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = every, .every_secs = secs };
+	struct eventlog		*log;
+	char			*cause = NULL;
+
+	assert_true(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause) >= 0);
+	log = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log);
+	*ck = checkpoint_new(log, &o, &cause);
+	if (*ck == NULL)
+		fail_msg("checkpoint_new: %s", cause);
+	return log;
+}
+
+/*
+ * A log of an open checkpoint, n events and a `last` checkpoint, written
+ * by the real writer and signer; returns the public key.
+ */
+static EVP_PKEY *
+signed_log(struct tmp *t, unsigned long long every, int n, const char *last)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			 pub[160];
+
+	log = open_signed(t, every, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, n);
+	assert_int_equal(checkpoint_write(ck, last), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	return pubkey(pub);
+}
+
+static void
+lines_read(struct lines *l, const char *path)
+{
+	FILE	*f = fopen(path, "rb");
+	long	 n;
+	char	*p, *nl;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	l->buf = malloc((size_t)n + 1);
+	assert_non_null(l->buf);
+	assert_int_equal(fread(l->buf, 1, (size_t)n, f), (size_t)n);
+	l->buf[n] = '\0';
+	fclose(f);
+	l->n = 0;
+	for (p = l->buf; *p != '\0' && l->n < MAXLINES; p = nl + 1) {
+		nl = strchr(p, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		l->v[l->n++] = strdup(p);
+	}
+}
+
+/* Write lines [from, to) as the file at path. */
+static void
+lines_write(struct lines *l, const char *path, size_t from, size_t to)
+{
+	FILE	*f = fopen(path, "wb");
+	size_t	 i;
+
+	assert_non_null(f);
+	for (i = from; i < to; i++)
+		fprintf(f, "%s\n", l->v[i]);
+	fclose(f);
+}
+
+static void
+lines_free(struct lines *l)
+{
+	size_t	i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->buf);
+}
+
+static int
+is_checkpoint(const char *line)
+{
+	return strstr(line, "\"event\":\"log.checkpoint\"") != NULL;
+}
+
+/*
+ * What whoever can write the file can do: give lines [from, n) fresh
+ * prev and hash values so that the chain holds again.
+ */
+static void
+rechain(struct lines *l, size_t from)
+{
+	char	 hash[LOGVERIFY_HASH_HEX + 1];
+	size_t	 i, len;
+
+	for (i = from; i < l->n; i++) {
+		len = strlen(l->v[i]);
+		if (i > 0)
+			memcpy(l->v[i] + PREV_AT(len), l->v[i - 1] +
+			    HASH_AT(strlen(l->v[i - 1])), LOGVERIFY_HASH_HEX);
+		assert_int_equal(logverify_hash(l->v[i], len, hash), 0);
+		memcpy(l->v[i] + HASH_AT(len), hash, LOGVERIFY_HASH_HEX);
+	}
+}
+
+static EVP_PKEY *
+pubkey(const char *path)
+{
+	EVP_PKEY	*k;
+	char		*cause = NULL;
+
+	if ((k = checkpoint_pubkey_load(path, &cause)) == NULL)
+		fail_msg("%s", cause);
+	return k;
+}
+
+/* ckverify over path with up to two trusted keys. */
+static enum ckverify_result
+verify(const char *path, EVP_PKEY *k1, EVP_PKEY *k2, int64_t now,
+    struct ckverify *v)
+{
+	struct lines		l;
+	enum ckverify_result	r;
+	size_t			i;
+
+	ckverify_init(v);
+	if (k1 != NULL)
+		assert_int_equal(ckverify_add_key(v, k1), 0);
+	if (k2 != NULL)
+		assert_int_equal(ckverify_add_key(v, k2), 0);
+	lines_read(&l, path);
+	ckverify_file(v, path);
+	for (i = 0; i < l.n; i++)
+		ckverify_feed(v, l.v[i], strlen(l.v[i]));
+	r = ckverify_finish(v, now);
+	ckverify_release(v);
+	lines_free(&l);
+	return r;
+}
+
+/* The message format is the documented one, byte for byte. */
+static void
+test_message(void **state)
+{
+	struct checkpoint_fields f = {
+		.seq = 42, .ts = "2026-11-30T07:57:58.123456Z",
+		.prev = "ab", .reason = "timer", .key = "K", .next_key = NULL,
+		.every_events = 1000, .every_secs = 60,
+	};
+	char	buf[CHECKPOINT_MSG_MAX];
+	size_t	n;
+
+	n = checkpoint_message(&f, buf, sizeof(buf));
+	assert_string_equal(buf, "sandgate-checkpoint-v1\nseq=42\n"
+	    "ts=2026-11-30T07:57:58.123456Z\nprev=ab\nreason=timer\nkey=K\n"
+	    "next_key=\nevery_events=1000\nevery_secs=60\n");
+	assert_int_equal(n, strlen(buf));
+	assert_int_equal(checkpoint_message(&f, buf, 20), 0);
+}
+
+static void
+test_b64_ts(void **state)
+{
+	unsigned char	raw[32];
+	int64_t		us;
+
+	memset(raw, 0, sizeof(raw));
+	assert_int_equal(checkpoint_b64_decode(
+	    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", raw, 32), 0);
+	/* Not canonical (unused bits set), wrong length, bad alphabet. */
+	assert_int_equal(checkpoint_b64_decode(
+	    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB=", raw, 32), -1);
+	assert_int_equal(checkpoint_b64_decode("AAAA", raw, 32), -1);
+	assert_int_equal(checkpoint_b64_decode(
+	    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA*=", raw, 32), -1);
+	assert_int_equal(ckverify_parse_ts("2026-01-02T03:04:05.000006Z",
+	    &us), 0);
+	assert_int_equal(us, 1767323045000006LL);
+	assert_int_equal(ckverify_parse_ts("2026-01-02T03:04:05Z", &us), -1);
+	assert_int_equal(ckverify_parse_ts("2026-01-02T03:04:05.000006+01:00",
+	    &us), -1);
+	assert_int_equal(ckverify_parse_ts("2026-13-02T03:04:05.000006Z",
+	    &us), -1);
+	assert_true(checkpoint_reason_valid("close"));
+	assert_false(checkpoint_reason_valid("closed"));
+}
+
+/* Keys: made once, private part closed to others, never replaced. */
+static void
+test_keys(void **state)
+{
+	struct tmp	*t = *state;
+	EVP_PKEY	*k, *p;
+	char		*cause = NULL, pub[160], id1[64], id2[64], link[160];
+	struct stat	 st;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	assert_int_equal(stat(t->key, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	assert_int_equal(stat(pub, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 1);
+	k = checkpoint_key_load(t->key, &cause);
+	assert_non_null(k);
+	p = pubkey(pub);
+	assert_int_equal(checkpoint_key_id(k, id1), 0);
+	assert_int_equal(checkpoint_key_id(p, id2), 0);
+	assert_string_equal(id1, id2);
+	assert_int_equal(strlen(id1), CHECKPOINT_KEY_B64);
+	EVP_PKEY_free(p);
+	/* The private key file also gives the public key. */
+	p = pubkey(t->key);
+	EVP_PKEY_free(p);
+	EVP_PKEY_free(k);
+	/* Readable by the group: refused, and the cause says so. */
+	chmod(t->key, 0640);
+	assert_null(checkpoint_key_load(t->key, &cause));
+	assert_non_null(strstr(cause, "readable by it alone"));
+	free(cause);
+	chmod(t->key, 0600);
+	/* Not ours: refused (only root can hand it to another uid). */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(t->key, 4242, 4242), 0);
+		assert_null(checkpoint_key_load(t->key, &cause));
+		assert_non_null(strstr(cause, "must belong to uid"));
+		free(cause);
+		assert_int_equal(chown(t->key, 0, 0), 0);
+	}
+	/* A symlink to the key: refused. */
+	snprintf(link, sizeof(link), "%s/link.key", t->keys);
+	assert_int_equal(symlink(t->key, link), 0);
+	assert_null(checkpoint_key_load(link, &cause));
+	free(cause);
+	/* Not a key at all. */
+	assert_null(checkpoint_pubkey_load("/etc/hostname", &cause));
+	free(cause);
+	/* Key folder and log folder. */
+	assert_int_equal(checkpoint_key_outside(t->key, t->dir, &cause), 0);
+	snprintf(link, sizeof(link), "%s/k.key", t->dir);
+	assert_int_equal(checkpoint_key_outside(link, t->dir, &cause), -1);
+	assert_non_null(strstr(cause, "is in the log folder"));
+	free(cause);
+}
+
+/*
+ * Count, open, timer and close checkpoints in a log written through the
+ * real writer; the log verifies with the key and not with another.
+ */
+static void
+test_sign_verify(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k, *other;
+	char			 pub[160];
+	size_t			 i, n = 0;
+
+	log = open_signed(t, 5, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 12);
+	assert_int_equal(checkpoint_tick(ck), 0);	/* not due yet */
+	assert_int_equal(checkpoint_write(ck, "timer"), 0);
+	append_n(log, 12, 3);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	/* open, 5 events, count, 5, count, 2, timer, 3, close. */
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 20);
+	for (i = 0; i < l.n; i++)
+		n += is_checkpoint(l.v[i]);
+	assert_int_equal(n, 5);
+	assert_non_null(strstr(l.v[0], "\"reason\":\"open\""));
+	assert_non_null(strstr(l.v[6], "\"reason\":\"count\""));
+	assert_non_null(strstr(l.v[12], "\"reason\":\"count\""));
+	assert_non_null(strstr(l.v[15], "\"reason\":\"timer\""));
+	assert_non_null(strstr(l.v[19], "\"reason\":\"close\""));
+	assert_non_null(strstr(l.v[19], "\"every_events\":5,\"every_secs\":60,"));
+	lines_free(&l);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	/* Long after: a closed log needs no live writer. */
+	assert_int_equal(verify(t->path, k, NULL, now_us() + 24 * HOUR_US, &v),
+	    CKVERIFY_OK);
+	assert_int_equal(v.chain.events, 20);
+	assert_int_equal(v.good, 5);
+	assert_int_equal(v.after, 0);
+	assert_string_equal(v.good_reason, "close");
+	/* Plain check: the chain, the checkpoints only counted. */
+	assert_int_equal(verify(t->path, NULL, NULL, 0, &v), CKVERIFY_OK);
+	assert_int_equal(v.checkpoints, 5);
+	/* Another key: nothing vouches for the log. */
+	other = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	assert_non_null(other);
+	assert_int_equal(verify(t->path, other, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.foreign, 5);
+	assert_int_equal(v.untrusted.seq, 1);
+	assert_non_null(strstr(v.what, "no checkpoint in the log is signed"));
+	EVP_PKEY_free(other);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A count checkpoint goes before the next event (or in the next tick), so
+ * eventlog_seq() after an append is that event's: the proxy reports it
+ * as the block's seq.
+ */
+static void
+test_seq_after_append(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+
+	log = open_signed(t, 3, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 3);
+	assert_int_equal(eventlog_seq(log), 4);
+	append_n(log, 3, 1);
+	assert_int_equal(eventlog_seq(log), 6);	/* checkpoint 5 first */
+	append_n(log, 4, 2);
+	assert_int_equal(eventlog_seq(log), 8);
+	assert_int_equal(eventlog_tick(log), 0);	/* due: written now */
+	assert_int_equal(eventlog_seq(log), 9);
+	assert_int_equal(eventlog_tick(log), 0);	/* nothing more */
+	assert_int_equal(eventlog_seq(log), 9);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 9);
+	assert_non_null(strstr(l.v[4], "\"reason\":\"count\""));
+	assert_non_null(strstr(l.v[8], "\"reason\":\"count\""));
+	lines_free(&l);
+}
+
+/* The case: the last events rewritten with fresh hashes. */
+static void
+test_rewritten_tail(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l, m;
+	EVP_PKEY		*k;
+	char			*p;
+	size_t			 i, o;
+
+	k = signed_log(t, 10, 35, "close");
+	/* seq 1 open, count at 12, 23, 34, close at 40 (35 events). */
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 40);
+	/* Rewrite the last 20 lines: seq 21 on, hashes recomputed. */
+	for (i = 20; i < l.n; i++)
+		if ((p = strstr(l.v[i], "h.evil.test")) != NULL)
+			*p = 'H';
+	rechain(&l, 20);
+	lines_write(&l, t->path, 0, l.n);
+	/* The chain holds, as it must ... */
+	assert_int_equal(verify(t->path, NULL, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	/* ... but checkpoint seq 23 no longer verifies: trust ends at 12. */
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.fail_at.seq, 23);
+	assert_int_equal(v.fail_at.line, 23);
+	assert_int_equal(v.untrusted.seq, 13);
+	assert_int_equal(v.untrusted.line, 13);
+	assert_non_null(strstr(v.what, "does not verify"));
+	/* Without the checkpoints it cannot forge: the tail is unsigned. */
+	m.n = 0;
+	m.buf = NULL;
+	for (i = 0, o = 0; i < l.n; i++) {
+		if (i >= 20 && is_checkpoint(l.v[i]))
+			continue;
+		m.v[o++] = strdup(l.v[i]);
+	}
+	m.n = o;
+	for (i = 20; i < m.n; i++) {
+		/* seq renumbered to close the gaps the removal left. */
+		p = strstr(m.v[i], "\"seq\":");
+		assert_non_null(p);
+		assert_true(i + 1 < 100);
+		p[6] = (char)('0' + (i + 1) / 10);
+		p[7] = (char)('0' + (i + 1) % 10);
+	}
+	rechain(&m, 20);
+	lines_write(&m, t->path, 0, m.n);
+	assert_int_equal(verify(t->path, NULL, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	assert_int_equal(verify(t->path, k, NULL, now_us() + HOUR_US, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 13);
+	assert_non_null(strstr(v.what, "follow the last good checkpoint "
+	    "(seq 12"));
+	/* Even at once: more events unsigned than the writer allows. */
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 13);
+	lines_free(&m);
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
+/* A tail cut after the last checkpoint. */
+static void
+test_cut_tail(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	char			 pub[160];
+	int64_t			 now = now_us();
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 10);
+	assert_int_equal(checkpoint_write(ck, "timer"), 0);
+	append_n(log, 10, 10);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 23);
+	/* The close and 4 events cut: the timer checkpoint is seq 12. */
+	lines_write(&l, t->path, 0, 18);
+	assert_int_equal(verify(t->path, NULL, NULL, now, &v), CKVERIFY_OK);
+	/* Within 2 x 60 s the writer may still be running ... */
+	assert_int_equal(verify(t->path, k, NULL, now, &v), CKVERIFY_OK);
+	assert_int_equal(v.after, 6);
+	/* ... later it must have signed them. */
+	assert_int_equal(verify(t->path, k, NULL, now + 130 * 1000000LL, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 13);
+	assert_int_equal(v.untrusted.line, 13);
+	assert_int_equal(v.fail_at.line, 18);
+	/* Cut right after a checkpoint that is not a close. */
+	lines_write(&l, t->path, 0, 12);
+	assert_int_equal(verify(t->path, k, NULL, now + 130 * 1000000LL, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 13);
+	assert_int_equal(v.untrusted.line, 0);
+	assert_non_null(strstr(v.what, "not with a close"));
+	/* Events added after the close. */
+	lines_write(&l, t->path, 0, 23);
+	assert_int_equal(verify(t->path, k, NULL, now, &v), CKVERIFY_OK);
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	assert_non_null(log);
+	append_n(log, 20, 1);
+	eventlog_close(log);
+	assert_int_equal(verify(t->path, k, NULL, now, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 24);
+	assert_non_null(strstr(v.what, "had closed the log"));
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Rotation: the old key introduces the next one, which signs from then
+ * on and replaces the old key's file; the old key is retired.
+ */
+static void
+test_rotation(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*old, *new, *cur;
+	char			 pub[160], next[160], *cause = NULL;
+	char			 id[64], oldid[64], curid[64];
+	struct stat		 st;
+
+	log = open_signed(t, 0, 60, &ck);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	old = pubkey(pub);
+	assert_int_equal(checkpoint_key_id(old, oldid), 0);
+	assert_string_equal(checkpoint_key(ck), oldid);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 3);
+	snprintf(next, sizeof(next), "%s.next", t->key);
+	assert_int_equal(checkpoint_key_create(next, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	snprintf(pub, sizeof(pub), "%s.next.pub", t->key);
+	new = pubkey(pub);
+	assert_int_equal(checkpoint_key_id(new, id), 0);
+	assert_int_equal(checkpoint_write(ck, "timer"), 0);
+	/* The next key signs now and has taken the old one's place. */
+	assert_string_equal(checkpoint_key(ck), id);
+	assert_int_equal(stat(next, &st), -1);
+	cur = checkpoint_key_load(t->key, &cause);
+	assert_non_null(cur);
+	assert_int_equal(checkpoint_key_id(cur, curid), 0);
+	assert_string_equal(curid, id);
+	EVP_PKEY_free(cur);
+	append_n(log, 3, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	/* open, 3, key (old signs, names the new), timer, 2, close. */
+	assert_int_equal(l.n, 9);
+	assert_non_null(strstr(l.v[4], "\"reason\":\"key\""));
+	assert_non_null(strstr(l.v[4], id));
+	assert_non_null(strstr(l.v[5], "\"reason\":\"timer\""));
+	/* The old key alone suffices: it introduced the new one. */
+	assert_int_equal(verify(t->path, old, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	assert_int_equal(v.good, 4);
+	assert_string_equal(v.good_key, id);
+	/* The new key alone: its checkpoints vouch for everything before. */
+	assert_int_equal(verify(t->path, new, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	assert_int_equal(v.foreign, 2);
+	assert_int_equal(v.good, 2);
+	lines_free(&l);
+	EVP_PKEY_free(new);
+	EVP_PKEY_free(old);
+}
+
+/* A retired key signing on, and a restart in the middle of a rotation. */
+static void
+test_retired_key(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_opts	 o = { .key_path = t->key, .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	EVP_PKEY		*old;
+	char			 pub[160], next[160], keep[160], keepnext[160];
+	char			*cause = NULL, cmd[1024];
+
+	log = open_signed(t, 0, 60, &ck);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	old = pubkey(pub);
+	snprintf(next, sizeof(next), "%s.next", t->key);
+	snprintf(keep, sizeof(keep), "%s/old.copy", t->keys);
+	snprintf(keepnext, sizeof(keepnext), "%s/next.copy", t->keys);
+	snprintf(cmd, sizeof(cmd), "cp -p %s %s", t->key, keep);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(checkpoint_key_create(next, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	snprintf(cmd, sizeof(cmd), "cp -p %s %s", next, keepnext);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);	/* rotates */
+	append_n(log, 0, 2);
+	checkpoint_free(ck);	/* "crash": no close */
+	/* A restart that finds the old key and the next one again. */
+	snprintf(cmd, sizeof(cmd), "cp -p %s %s && cp -p %s %s", keep,
+	    t->key, keepnext, next);
+	assert_int_equal(system(cmd), 0);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 2, 1);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	assert_int_equal(verify(t->path, old, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	assert_int_equal(v.reintroduced, 1);
+	assert_int_equal(v.restarts, 1);
+	assert_int_equal(v.restart_from, 3);
+	/* The old key signing an ordinary checkpoint after the handover. */
+	snprintf(cmd, sizeof(cmd), "cp -p %s %s", keep, t->key);
+	assert_int_equal(system(cmd), 0);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	append_n(log, 3, 1);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	assert_int_equal(verify(t->path, old, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "which handed over to key"));
+	assert_int_equal(v.untrusted.seq, v.fail_at.seq - 1);
+	EVP_PKEY_free(old);
+}
+
+/* Replace the first from in *slot by to. */
+static void
+edit_line(char **slot, const char *from, const char *to)
+{
+	char	*p = strstr(*slot, from), *line;
+	size_t	 n;
+
+	assert_non_null(p);
+	n = strlen(*slot) + strlen(to) + 1;
+	line = malloc(n);
+	assert_non_null(line);
+	snprintf(line, n, "%.*s%s%s", (int)(p - *slot), *slot, to,
+	    p + strlen(from));
+	free(*slot);
+	*slot = line;
+}
+
+/* Checkpoint lines edited with fresh hashes: each is refused as such. */
+static void
+test_malformed(void **state)
+{
+	static const struct {
+		const char	*from, *to, *what;
+	} edits[] = {
+		{ "\"reason\":\"timer\"", "\"reason\":\"later\"",
+		    "unknown reason" },
+		{ "\"every_secs\":60", "\"every_secs\":600",
+		    "does not verify" },
+		{ "\"every_secs\":60", "\"every_secs\":-1",
+		    "not a count" },
+		{ "\"next_key\":null", "\"next_key\":\"x\"",
+		    "next_key is set" },
+		{ "\"event\":\"log.checkpoint\"",
+		    "\"event\":\"log.checkpoint\",\"x\":1",
+		    "members missing or added" },
+		{ "\"sig\":\"", "\"sig\":\"A", "not a base64 Ed25519 sig" },
+		{ "\"key\":\"", "\"key\":\"A", "not a base64 Ed25519 public" },
+		{ "\"ts\":\"", "\"ts\":\"1", "ts is not a time" },
+	};
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	char			*orig;
+	size_t			 i;
+
+	k = signed_log(t, 0, 2, "timer");
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 4);
+	orig = strdup(l.v[3]);
+	for (i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		free(l.v[3]);
+		l.v[3] = strdup(orig);
+		edit_line(&l.v[3], edits[i].from, edits[i].to);
+		rechain(&l, 3);
+		lines_write(&l, t->path, 0, l.n);
+		if (verify(t->path, k, NULL, now_us(), &v) !=
+		    CKVERIFY_UNTRUSTED || strstr(v.what, edits[i].what) == NULL)
+			fail_msg("edit %zu: %s", i, v.what);
+		assert_int_equal(v.untrusted.seq, 2);
+		assert_int_equal(v.fail_at.line, 4);
+	}
+	free(l.v[3]);
+	l.v[3] = orig;
+	lines_write(&l, t->path, 0, l.n);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v), CKVERIFY_OK);
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Shared mode, as the controller writes runs.jsonl: four processes each
+ * append records and close with a checkpoint under the shared key lock.
+ */
+static void
+test_shared(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .shared = 1 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .lock = CHECKPOINT_LOCK_SHARED };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	char			 pub[160], *cause = NULL;
+	pid_t			 pids[4];
+	int			 i, j, status;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	for (i = 0; i < 4; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] != -1);
+		if (pids[i] != 0)
+			continue;
+		for (j = 0; j < 25; j++) {
+			log = eventlog_open(t->dir, NAME, &lo, &cause);
+			ck = log ? checkpoint_new(log, &o, &cause) : NULL;
+			if (ck == NULL)
+				_exit(1);
+			append_n(log, i * 100 + j, 1);
+			if (checkpoint_write(ck, "close") == -1)
+				_exit(2);
+			checkpoint_free(ck);
+			eventlog_close(log);
+		}
+		_exit(0);
+	}
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	if (verify(t->path, k, NULL, now_us(), &v) != CKVERIFY_OK)
+		fail_msg("%s:%zu: %s", v.fail_at.file, v.fail_at.line, v.what);
+	assert_int_equal(v.chain.events, 200);
+	assert_int_equal(v.good, 100);
+	EVP_PKEY_free(k);
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, tmp_setup, tmp_teardown)
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_message),
+		cmocka_unit_test(test_b64_ts),
+		T(test_keys),
+		T(test_sign_verify),
+		T(test_seq_after_append),
+		T(test_rewritten_tail),
+		T(test_cut_tail),
+		T(test_rotation),
+		T(test_retired_key),
+		T(test_malformed),
+		T(test_shared),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

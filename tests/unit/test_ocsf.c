@@ -1,0 +1,261 @@
+/*
+ * test_ocsf.c: the OCSF mapping (ocsf.c), table-driven over the events
+ * the project writes; tests/integration/test_audit_ocsf.py validates the
+ * same output against the JSON Schema.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "exec.h"
+#include "ocsf.h"
+#include "runrec.h"
+#include "sandbox.h"
+
+#define TS	"2026-01-02T03:04:05.678901Z"
+#define TS_MS	1767323045678LL
+#define HASH	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+static const struct ocsf_ctx ctx = { "security-events.jsonl", "host.test" };
+
+/* One event (JSON text) and what its OCSF form must say. */
+struct mapcase {
+	const char	*event;
+	int		 class_uid;
+	int		 activity_id;
+	int		 severity_id;
+	const char	*path;		/* a member, "a.b.c" */
+	const char	*want;		/* its value as compact JSON */
+};
+
+static const struct mapcase cases[] = {
+	{ "{\"event\":\"egress.blocked\",\"sandbox\":\"sbx_1\","
+	  "\"src\":\"172.30.0.5:40112\",\"method\":\"GET\","
+	  "\"host\":\"evil.test\",\"port\":80,\"reason\":\"not_allowlisted\","
+	  "\"message\":\"network blocked\",\"policy_digest\":\"d1\"}",
+	  4002, 3, 3, "src_endpoint", "{\"ip\":\"172.30.0.5\",\"port\":40112,"
+	  "\"uid\":\"sbx_1\"}" },
+	{ "{\"event\":\"egress.blocked\",\"method\":\"GET\",\"host\":\"evil.test\","
+	  "\"port\":80,\"reason\":\"not_allowlisted\"}",
+	  4002, 3, 3, "http_request", "{\"http_method\":\"GET\",\"url\":"
+	  "{\"url_string\":\"http://evil.test:80\",\"hostname\":\"evil.test\","
+	  "\"port\":80}}" },
+	{ "{\"event\":\"egress.blocked\",\"method\":\"CONNECT\",\"host\":\"::1\","
+	  "\"port\":443,\"reason\":\"ip_literal\"}",
+	  4002, 1, 3, "http_request.url.url_string", "\"[::1]:443\"" },
+	{ "{\"event\":\"egress.blocked\",\"method\":\"PROPFIND\",\"host\":\"a\","
+	  "\"port\":80,\"reason\":\"method_not_allowed\"}",
+	  4002, 99, 3, "activity_name", "\"Other\"" },
+	{ "{\"event\":\"egress.blocked\",\"src\":\"::1:5555\",\"method\":null,"
+	  "\"reason\":\"malformed_request\"}",
+	  4001, 5, 3, "src_endpoint", "{\"ip\":\"::1\",\"port\":5555}" },
+	{ "{\"event\":\"egress.blocked\",\"method\":\"CONNECT\",\"host\":\"a\","
+	  "\"port\":443,\"sni\":\"b\",\"reason\":\"sni_mismatch\"}",
+	  4002, 1, 4, "is_alert", "true" },
+	{ "{\"event\":\"egress.blocked\",\"method\":\"GET\",\"host\":\"a\","
+	  "\"resolved\":\"10.0.0.1\",\"port\":80,\"reason\":\"private_address\"}",
+	  4002, 3, 3, "dst_endpoint", "{\"hostname\":\"a\",\"ip\":\"10.0.0.1\","
+	  "\"port\":80}" },
+	{ "{\"event\":\"egress.allowed\",\"method\":\"GET\",\"host\":\"a\","
+	  "\"port\":80,\"bytes_up\":10,\"bytes_down\":32,\"duration_ms\":5,"
+	  "\"rule\":\"test.yaml:4\"}",
+	  4002, 3, 1, "traffic", "{\"bytes_out\":10,\"bytes_in\":32,"
+	  "\"bytes\":42}" },
+	{ "{\"event\":\"egress.allowed\",\"method\":\"GET\",\"host\":\"a\","
+	  "\"rule\":\"test.yaml:4\"}",
+	  4002, 3, 1, "firewall_rule", "{\"name\":\"test.yaml:4\"}" },
+	{ "{\"event\":\"egress.would_block\",\"method\":\"GET\",\"host\":\"a\","
+	  "\"reason\":\"port_not_allowed\"}",
+	  4002, 3, 2, "disposition_id", "17" },
+	{ "{\"event\":\"egress.revoked\",\"method\":\"CONNECT\",\"host\":\"a\","
+	  "\"port\":443,\"reason\":\"not_allowlisted\",\"bytes_up\":1,"
+	  "\"bytes_down\":2,\"duration_ms\":3}",
+	  4001, 3, 2, "disposition", "\"Access Revoked\"" },
+	{ "{\"event\":\"egress.blocked\",\"method\":\"GET\",\"host\":\"a\","
+	  "\"reason\":\"not_allowlisted\",\"count\":40}",
+	  4002, 3, 3, "count", "40" },
+	{ "{\"event\":\"policy.reloaded\",\"policy_digest\":\"d2\"}",
+	  3004, 3, 1, "entity", "{\"type\":\"Policy\",\"name\":"
+	  "\"sandgate egress policy\",\"uid\":\"d2\"}" },
+	{ "{\"event\":\"policy.rejected\",\"errors\":[\"a.yaml:1: x\","
+	  "\"b.yaml:2: y\"],\"policy_digest\":\"d1\"}",
+	  3004, 3, 3, "status_detail", "\"a.yaml:1: x; b.yaml:2: y\"" },
+	{ "{\"event\":\"log.checkpoint\",\"reason\":\"open\",\"key\":\"K\","
+	  "\"next_key\":null}",
+	  1008, 6, 1, "device", "{\"type_id\":0,\"type\":\"Unknown\","
+	  "\"hostname\":\"host.test\"}" },
+	{ "{\"event\":\"log.checkpoint\",\"reason\":\"close\",\"key\":\"K\"}",
+	  1008, 7, 1, "log_name", "\"security-events.jsonl\"" },
+	{ "{\"event\":\"log.checkpoint\",\"reason\":\"key\",\"key\":\"K\","
+	  "\"next_key\":\"N\"}",
+	  1008, 99, 1, "message", "\"checkpoint (key) signed by key K, "
+	  "handing over to key N\"" },
+	{ "{\"event\":\"something.new\"}", 0, 99, 0, "unmapped.sandgate.event",
+	  "\"something.new\"" },
+	{ "{\"no_event\":1}", 0, 0, 0, "activity_name", "\"Unknown\"" },
+};
+
+/* The member at a dotted path, or NULL. */
+static json_t *
+member(json_t *o, const char *path)
+{
+	char	 buf[128], *p, *dot;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf; o != NULL && p != NULL; p = dot) {
+		if ((dot = strchr(p, '.')) != NULL)
+			*dot++ = '\0';
+		o = json_object_get(o, p);
+	}
+	return o;
+}
+
+/* The event with ts, seq, prev and hash added, as the log has it. */
+static json_t *
+logged(const char *text)
+{
+	json_t	*ev = json_loads(text, 0, NULL);
+
+	assert_non_null(ev);
+	json_object_set_new(ev, "ts", json_string(TS));
+	json_object_set_new(ev, "seq", json_integer(7));
+	json_object_set_new(ev, "prev", json_string(HASH));
+	json_object_set_new(ev, "hash", json_string(HASH));
+	return ev;
+}
+
+static void
+test_cases(void **state)
+{
+	const struct mapcase	*c;
+	json_t			*ev, *o, *m;
+	char			*got;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		c = &cases[i];
+		ev = logged(c->event);
+		o = ocsf_event(ev, &ctx);
+		assert_non_null(o);
+		m = member(o, c->path);
+		got = m ? json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY |
+		    JSON_PRESERVE_ORDER) : NULL;
+		if (json_integer_value(json_object_get(o, "class_uid")) !=
+		    c->class_uid || json_integer_value(json_object_get(o,
+		    "activity_id")) != c->activity_id ||
+		    json_integer_value(json_object_get(o, "severity_id")) !=
+		    c->severity_id || got == NULL || strcmp(got, c->want) != 0)
+			fail_msg("case %zu (%s): class %lld activity %lld "
+			    "severity %lld, %s = %s", i, c->event,
+			    (long long)json_integer_value(json_object_get(o,
+			    "class_uid")), (long long)json_integer_value(
+			    json_object_get(o, "activity_id")),
+			    (long long)json_integer_value(json_object_get(o,
+			    "severity_id")), c->path, got ? got : "(none)");
+		/* Every event: the whole sandgate event, time, type_uid. */
+		assert_true(json_equal(member(o, "unmapped.sandgate"), ev));
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "time")), TS_MS);
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "type_uid")), c->class_uid * 100 + c->activity_id);
+		assert_int_equal(json_integer_value(member(o,
+		    "metadata.sequence")), 7);
+		assert_string_equal(json_string_value(member(o,
+		    "metadata.version")), OCSF_VERSION);
+		free(got);
+		json_decref(o);
+		json_decref(ev);
+	}
+}
+
+/* A run record as runrec_fields() makes it: Process Activity. */
+static void
+test_run_record(void **state)
+{
+	struct sandbox_meta	 m;
+	struct exec_result	 x;
+	struct runrec		 r;
+	char			*argv[] = { "pip", "install", "x", NULL };
+	json_t			*ev, *o, *add;
+
+	memset(&m, 0, sizeof(m));
+	snprintf(m.id, sizeof(m.id), "sbx_0123456789abcdef01234567");
+	m.image = "sandgate/base";
+	m.image_id = "sha256:abc";
+	memset(&x, 0, sizeof(x));
+	x.exit_code = 124;
+	x.cmd_exit = -1;
+	x.timed_out = 1;
+	x.duration_ms = 2000;
+	x.start.tv_sec = 1767323045;
+	x.end.tv_sec = 1767323047;
+	memset(&r, 0, sizeof(r));
+	r.kind = "exec";
+	r.run_id = "run_1";
+	r.meta = &m;
+	r.argv = argv;
+	r.res = &x;
+	add = runrec_fields(&r);
+	assert_non_null(add);
+	ev = logged("{}");
+	json_object_update(ev, add);
+	json_decref(add);
+	o = ocsf_event(ev, &ctx);
+	assert_int_equal(json_integer_value(json_object_get(o, "class_uid")),
+	    1007);
+	assert_string_equal(json_string_value(json_object_get(o,
+	    "activity_name")), "Terminate");
+	assert_string_equal(json_string_value(member(o, "process.cmd_line")),
+	    "pip install x");
+	assert_string_equal(json_string_value(member(o, "process.name")),
+	    "pip");
+	assert_string_equal(json_string_value(member(o,
+	    "process.container.uid")), "sbx_0123456789abcdef01234567");
+	assert_string_equal(json_string_value(member(o,
+	    "process.container.image.uid")), "sha256:abc");
+	assert_null(json_object_get(o, "exit_code"));	/* killed, no exit */
+	assert_string_equal(json_string_value(json_object_get(o,
+	    "status_code")), "124");
+	assert_string_equal(json_string_value(json_object_get(o,
+	    "status_detail")), "timed_out");
+	assert_int_equal(json_integer_value(json_object_get(o, "start_time")),
+	    1767323045000LL);
+	assert_int_equal(json_integer_value(json_object_get(o, "duration")),
+	    2000);
+	assert_int_equal(json_integer_value(json_object_get(o,
+	    "severity_id")), 2);
+	json_decref(o);
+	/* Never started: Launch, failed. */
+	r.res = NULL;
+	json_decref(ev);
+	add = runrec_fields(&r);
+	ev = logged("{}");
+	json_object_update(ev, add);
+	json_decref(add);
+	o = ocsf_event(ev, &ctx);
+	assert_int_equal(json_integer_value(json_object_get(o, "activity_id")),
+	    1);
+	assert_int_equal(json_integer_value(json_object_get(o, "status_id")),
+	    2);
+	assert_null(json_object_get(o, "start_time"));
+	json_decref(o);
+	json_decref(ev);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_run_record),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
