@@ -53,6 +53,22 @@ sg_docker_ping() {
 		http://docker/_ping >/dev/null 2>&1
 }
 
+# Start a daemon in the background, in a session of its own, with none of
+# the caller's descriptors but the standard three: a lock the caller holds
+# (flock) must not live on in dockerd and containerd.
+#   sg_daemon LOG COMMAND [ARG...]
+sg_daemon() {
+	local log=$1 fd
+	shift
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			[ "$fd" -gt 2 ] && eval "exec $fd>&-"
+		done
+		exec setsid "$@" >>"$log" 2>&1 </dev/null
+	) &
+}
+
 # Start dockerd in the background when none answers (no systemd here).
 sg_start_docker() {
 	sg_docker_ping && return 0
@@ -60,7 +76,7 @@ sg_start_docker() {
 		return 0
 	sg_log "starting dockerd"
 	mkdir -p /var/log
-	nohup dockerd >/var/log/sandgate-dockerd.log 2>&1 </dev/null &
+	sg_daemon /var/log/sandgate-dockerd.log dockerd
 	local i
 	for i in $(seq 1 120); do
 		sg_docker_ping && return 0

@@ -206,7 +206,15 @@ sg_on_exit "'$SG' discard $NET"
 mapfile -d '' -t DCMD <"/proc/$DPID/cmdline"
 kill -TERM "$DPID"
 for _ in $(seq 1 120); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.5; done
-nohup "${DCMD[@]}" >>/var/log/sandgate-dockerd.log 2>&1 </dev/null &
+# in a session of its own and without this test's descriptors (a lock the
+# test runs under must not live on in the new dockerd)
+(
+	for fd in /proc/$BASHPID/fd/*; do
+		fd=${fd##*/}
+		[ "$fd" -gt 2 ] && eval "exec $fd>&-"
+	done
+	exec setsid "${DCMD[@]}" >>/var/log/sandgate-dockerd.log 2>&1 </dev/null
+) &
 for _ in $(seq 1 120); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
 docker info >/dev/null 2>&1 && ok "dockerd restarted" || { fail "dockerd restarted"; sg_summary; exit 1; }
 for _ in $(seq 1 60); do
