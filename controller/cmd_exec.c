@@ -200,6 +200,7 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	o.run_id = run;
 	o.inside = sandbox_gvisor(m);
 	o.nproc = m->pids;
+	o.uid = m->uid;
 	o.timeout = a->timeout > 0 ? a->timeout : m->timeout;
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
