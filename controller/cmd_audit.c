@@ -568,7 +568,7 @@ audit_each(const struct audit_args *a, char **files, int n,
 	int			 i, fd, got, rc = 0;
 
 	for (i = 0; i < n && rc == 0; i++) {
-		if ((fd = open(files[i], O_RDONLY | O_CLOEXEC)) == -1) {
+		if ((fd = open(files[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 			if (errno == ENOENT)
 				continue;
 			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
@@ -717,7 +717,7 @@ audit_verify_file(struct logverify *v, const char *path)
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
 		    strerror(errno));
 		return -1;
@@ -840,7 +840,7 @@ audit_follow(const struct audit_args *a, const char *path)
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 	    lseek(fd, 0, SEEK_END) == -1) {
 		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
 		    strerror(errno));
@@ -859,7 +859,7 @@ audit_follow(const struct audit_args *a, const char *path)
 		fflush(stdout);
 		if (got == 0 && audit_rotated(fd, path)) {
 			close(fd);
-			while ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			while ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 				nanosleep(&pause, NULL);
 			audit_reader_init(r, fd, 1);
 			continue;

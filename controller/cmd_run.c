@@ -396,6 +396,8 @@ run_finish(const struct sandbox_meta *m, const struct run_args *a,
 	int	 rv = 0;
 
 	if (a->json && (j = exec_result_json(r, run)) != NULL) {
+		json_object_set_new(j, "notices", exec_notices(r, m->timeout,
+		    m->memory, m->pids));
 		json_dumpf(j, stdout, JSON_COMPACT);
 		putchar('\n');
 		json_decref(j);

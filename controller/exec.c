@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,9 @@ static void	exec_live_flush(struct exec_sink *, int);
 static int	exec_ready(void *, int *);
 static void	exec_live_drain(struct exec_state *);
 static void	exec_begin(struct exec_state *, struct exec_counters *);
+static void	exec_notice(json_t *, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static void	exec_notices_blocked(json_t *, json_t *);
 
 /*
  * The folder where each run in progress has a "<run id>.active" file (the
@@ -1363,12 +1367,28 @@ exec_format_size(unsigned long long v, char *buf, size_t size)
 	snprintf(buf, size, "%llu bytes", v);
 }
 
+/* Append one notice (printf-style) to the array. */
+static void
+exec_notice(json_t *a, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		s = NULL;
+	va_end(ap);
+	if (s != NULL)
+		json_array_append_new(a, json_string(s));
+	free(s);
+}
+
 /*
- * One line per blocked destination: many tools swallow the proxy's 403,
- * so the agent is told here whatever the tool printed.
+ * One notice per blocked destination: many tools swallow the proxy's
+ * 403, so the agent is told here whatever the tool printed.
  */
 static void
-exec_report_blocked(json_t *blocked)
+exec_notices_blocked(json_t *a, json_t *blocked)
 {
 	json_t		*b;
 	const char	*msg;
@@ -1378,43 +1398,60 @@ exec_report_blocked(json_t *blocked)
 	json_array_foreach(blocked, i, b) {
 		msg = json_string_value(json_object_get(b, "message"));
 		n = json_integer_value(json_object_get(b, "attempts"));
-		fprintf(stderr, "sandgate: %s (%lld attempt%s)\n",
-		    msg ? msg : "network blocked by policy", (long long)n,
+		exec_notice(a, "%s (%lld attempt%s)", msg ? msg :
+		    "network blocked by policy", (long long)n,
 		    n == 1 ? "" : "s");
 	}
+}
+
+json_t *
+exec_notices(const struct exec_result *r, long long timeout,
+    unsigned long long memory, long long pids)
+{
+	json_t	*a = json_array();
+	char	 sz[64];
+
+	if (r->timed_out)
+		exec_notice(a, "command timed out after %lld s (--timeout)",
+		    timeout);
+	if (r->oom_killed) {
+		exec_format_size(memory, sz, sizeof(sz));
+		exec_notice(a, "command killed: memory limit %s exceeded", sz);
+	}
+	if (r->pids_limit_hit)
+		exec_notice(a, "process limit %lld reached", pids);
+	if (r->container_died)
+		exec_notice(a, "the sandbox's container stopped under the "
+		    "command%s; the next exec starts it again", r->oom_killed ?
+		    " (gVisor ends the whole sandbox at its memory limit)" :
+		    r->pids_limit_hit ? " (gVisor ends the whole sandbox when "
+		    "its host process limit is full)" : "");
+	if (r->output_truncated)
+		exec_notice(a, "output longer than the %u MiB capture cap per "
+		    "stream: the result keeps its head and tail; the whole "
+		    "output is in the sandbox's evidence (sandgate export)",
+		    SG_OUTPUT_CAP_DEFAULT >> 20);
+	if (r->live_dropped > 0)
+		exec_notice(a, "%llu bytes of output were not copied here: the "
+		    "reader did not take them in time (they are in the "
+		    "sandbox's evidence)", r->live_dropped);
+	exec_notices_blocked(a, r->network_blocked);
+	if (r->kill_failed)
+		exec_notice(a, "warning: processes of the command may still "
+		    "run in the sandbox");
+	return a;
 }
 
 void
 exec_report(const struct exec_result *r, long long timeout,
     unsigned long long memory, long long pids)
 {
-	char	sz[64];
+	json_t	*a = exec_notices(r, timeout, memory, pids), *v;
+	size_t	 i;
 
-	if (r->timed_out)
-		fprintf(stderr, "sandgate: command timed out after %lld s "
-		    "(--timeout)\n", timeout);
-	if (r->oom_killed) {
-		exec_format_size(memory, sz, sizeof(sz));
-		fprintf(stderr, "sandgate: command killed: memory limit %s "
-		    "exceeded\n", sz);
-	}
-	if (r->pids_limit_hit)
-		fprintf(stderr, "sandgate: process limit %lld reached\n", pids);
-	if (r->container_died)
-		fprintf(stderr, "sandgate: the sandbox's container stopped "
-		    "under the command%s; the next exec starts it again\n",
-		    r->oom_killed ? " (gVisor ends the whole sandbox at its "
-		    "memory limit)" : r->pids_limit_hit ? " (gVisor ends the "
-		    "whole sandbox when its host process limit is full)" : "");
-	if (r->output_truncated)
-		fprintf(stderr, "sandgate: output longer than the %u MiB "
-		    "capture cap per stream: the result keeps its head and "
-		    "tail; the whole output is in the sandbox's evidence "
-		    "(sandgate export)\n", SG_OUTPUT_CAP_DEFAULT >> 20);
-	exec_report_blocked(r->network_blocked);
-	if (r->kill_failed)
-		fprintf(stderr, "sandgate: warning: processes of the command "
-		    "may still run in the sandbox\n");
+	json_array_foreach(a, i, v)
+		fprintf(stderr, "sandgate: %s\n", json_string_value(v));
+	json_decref(a);
 }
 
 /* A shared empty array for "nothing blocked" (s:O takes a reference). */

@@ -149,6 +149,13 @@ int	exec_active_sweep(const char *runs, int dry);
  */
 void	exec_report(const struct exec_result *, long long timeout,
 	    unsigned long long memory, long long pids);
+/*
+ * The same lines as a JSON array of strings (without "sandgate: "), for
+ * --json's "notices": there they come from sandgate, not from the
+ * command's output, which can print anything. New reference.
+ */
+json_t	*exec_notices(const struct exec_result *, long long timeout,
+	    unsigned long long memory, long long pids);
 /* The --json object of DESIGN.md (new reference). */
 json_t	*exec_result_json(const struct exec_result *, const char *run_id);
 /* "1 GiB", "64 MiB", "1536 KiB", "100 bytes" into buf. */
