@@ -74,6 +74,12 @@ sandbox_host_pids(const struct sandbox_meta *m)
 	return sandbox_gvisor(m) ? m->pids * 10 + 128 : m->pids;
 }
 
+long long
+sandbox_nproc(const struct sandbox_meta *m)
+{
+	return sandbox_host_pids(m) + SANDBOX_NPROC_SLACK;
+}
+
 void
 sandbox_meta_init(struct sandbox_meta *m)
 {
@@ -502,8 +508,8 @@ sandbox_spec_bounds(json_t *host, const struct sandbox_meta *m)
 	    "{s:s, s:I, s:I}, {s:s, s:i, s:i}]",
 	    "Name", "nofile", "Soft", (json_int_t)SANDBOX_NOFILE,
 	    "Hard", (json_int_t)SANDBOX_NOFILE,
-	    "Name", "nproc", "Soft", (json_int_t)m->pids,
-	    "Hard", (json_int_t)m->pids,
+	    "Name", "nproc", "Soft", (json_int_t)sandbox_nproc(m),
+	    "Hard", (json_int_t)sandbox_nproc(m),
 	    "Name", "core", "Soft", 0, "Hard", 0));
 	json_object_set_new(host, "OomScoreAdj",
 	    json_integer(SANDBOX_OOM_SCORE_ADJ));

@@ -52,6 +52,7 @@ struct docker;
 #define SANDBOX_UID_COUNT	65536UL
 #define SANDBOX_UID_DIR		"/var/lib/sandgate-uids"
 #define SANDBOX_NOFILE		4096	/* RLIMIT_NOFILE per process */
+#define SANDBOX_NPROC_SLACK	16	/* RLIMIT_NPROC above the pids limit */
 #define SANDBOX_OOM_SCORE_ADJ	1000	/* the host's OOM killer's first pick */
 #define SANDBOX_HOME		"/home/sandbox"
 #define SANDBOX_WORKDIR		"/workspace"
@@ -111,6 +112,12 @@ int	sandbox_gvisor(const struct sandbox_meta *);
  * (RLIMIT_NPROC, set by sandgate-probe run).
  */
 long long sandbox_host_pids(const struct sandbox_meta *);
+/*
+ * RLIMIT_NPROC of the container (its Ulimits): a bound per uid, which is
+ * the sandbox's own, set SANDBOX_NPROC_SLACK above the pids cgroup's so
+ * that the cgroup, which sandgate reports, stops a fork bomb first.
+ */
+long long sandbox_nproc(const struct sandbox_meta *);
 
 /* Defaults, empty strings NULL, empty arrays. */
 void	sandbox_meta_init(struct sandbox_meta *);

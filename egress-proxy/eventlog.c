@@ -90,8 +90,8 @@ eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
 
-	log->fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC |
-	    O_NOFOLLOW, 0640);
+	log->fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0640);
 	if (log->fd == -1)
 		return -1;
 	if (fstat(log->fd, &st) == -1) {
@@ -201,7 +201,7 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
 		return 0;
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		close(fd);

@@ -58,8 +58,7 @@ struct eventlog_opts {
 };
 
 /*
- * Open (create, mode 0640) dir/filename for appending, never through a
- * symlink (O_NOFOLLOW: a link planted there is an error); dir is created
+ * Open (create, mode 0640) dir/filename for appending; dir is created
  * (mode 0750) if missing, its parents are not. seq and prev continue from
  * the last complete line of the file, or of filename.1 when the file has
  * no event yet. opts may be NULL (no rotation, not shared).
