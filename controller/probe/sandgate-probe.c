@@ -22,8 +22,7 @@
  *                          SIGKILL every process of run RUN, and every
  *                          one with no SANDGATE_RUN marker or the marker
  *                          of a run not in ACTIVE (never itself, nor PID 1
- *                          while it runs this very binary: the idle
- *                          probe sandgate started),
+ *                          while it is the idle probe sandgate started),
  *                          in rounds until none is left; exits with the
  *                          number killed (at most 100). The controller's
  *                          kill under gVisor, whose processes the host
@@ -682,16 +681,26 @@ probe_check_main(const char *seal)
 }
 
 /*
- * 1 when PID 1 runs this very binary (the idle probe sandgate started):
- * known by its executable, never by its place in the process tree.
+ * 1 when PID 1 is the idle probe sandgate started: its command line is
+ * exactly PROBE_CONTAINER_PATH " idle". PID 1 is not dumpable, so no
+ * other process can have changed its memory (the probe's check at create
+ * shows /proc/1/mem refused), and /proc/1/exe is not readable by the
+ * sandbox's user for the same reason; the command line is.
  */
 static int
 reap_init_is_probe(void)
 {
-	struct stat	a, b;
+	static const char	want[] = "/.sandgate/probe\0idle\0";
+	char			buf[sizeof(want) + 1];
+	ssize_t			n;
+	int			fd;
 
-	return stat("/proc/1/exe", &a) == 0 && stat("/proc/self/exe", &b) ==
-	    0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	if ((fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n == (ssize_t)sizeof(want) - 1 &&
+	    memcmp(buf, want, sizeof(want) - 1) == 0;
 }
 
 /*
