@@ -1198,7 +1198,7 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	struct exec_opts	 o;
 	struct exec_result	 r;
 	char			 run[STATE_ID_LEN + 1], *failed = NULL;
-	char			 target[80];
+	char			 target[80], runs[PATH_MAX];
 	int			 rv = -1;
 
 	if (strcmp(m->network, "proxy") == 0) {
@@ -1218,6 +1218,13 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	o.uid = m->uid;
 	o.timeout = 30;
 	o.output_cap = PROBE_OUTPUT_MAX + 1;
+	/*
+	 * The probe may run beside other runs (a sandbox checked again after
+	 * its seal drifted): their markers must be read where they are.
+	 */
+	if (state_path(runs, sizeof(runs), m->id, "runs") == 0 &&
+	    access(runs, F_OK) == 0)
+		o.evidence_dir = runs;
 	if (exec_run(d, cid, pid, &o, &r, cause) == -1)
 		return -1;
 	probe_expect_init(&pe);

@@ -791,11 +791,11 @@ run_filter_rules(scmp_filter_ctx ctx)
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, SG_SECCOMP_CLONE_NS_MASK, 0));
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-		    SCMP_A0(SCMP_CMP_NE, SG_SECCOMP_SOCKET_REFUSED));
+		    SCMP_A0(SCMP_CMP_NE, SG_SECCOMP_SOCKET_REFUSED, 0));
 	for (i = 0; i < sizeof(personas) / sizeof(personas[0]) && rc == 0;
 	    i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality),
-		    1, SCMP_A0(SCMP_CMP_EQ, personas[i]));
+		    1, SCMP_A0(SCMP_CMP_EQ, personas[i], 0));
 	if (rc == 0 && (nr = seccomp_syscall_resolve_name("clone3")) >= 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
 	return rc;
