@@ -7,7 +7,8 @@
  * container id is known), atomically (temp file + rename), mode 0600.
  * Fields: id, created, source, image, image_id, container, runtime,
  * network, proxy, ca_cert, allow[], env[], cpus, memory, pids, disk,
- * tmp_size, timeout, ephemeral.
+ * tmp_size, timeout, ephemeral, uid (absent: SANDBOX_UID, a sandbox from
+ * before uids of their own).
  *
  * The container spec (sandbox_spec) is the whole hardening contract:
  * the sandbox's own uid (below) as user and group, CapDrop ALL,

@@ -8,8 +8,11 @@
  *   sandboxes/<id>/manifest.json  SHA-256, mode and size of each snapshot file
  *   sandboxes/<id>/disk.img       the working copy's size-limited filesystem
  *   sandboxes/<id>/work/          its mount point, bind-mounted at /workspace
- *   sandboxes/<id>/runs/          evidence: full output of each exec
+ *   sandboxes/<id>/runs/          evidence: full output of each exec, and
+ *                                 <run>.active while a run goes on
+ *   sandboxes/<id>/etc/           passwd and group naming the sandbox's uid
  *   sandboxes/<id>/lock           flock(2) target
+ *   records/runs.jsonl            the run records (state_record_dir)
  */
 #ifndef SG_STATE_H
 #define SG_STATE_H
