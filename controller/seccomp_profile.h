@@ -15,6 +15,8 @@
  * only without a namespace flag, clone3 answers ENOSYS (so libc falls back
  * to clone, whose flags a filter can see), socket(2) never AF_VSOCK, and
  * personality(2) only the personas below (READ_IMPLIES_EXEC is refused).
+ * Only the host's native ABI is allowed: 32-bit (int 0x80) and x32
+ * syscalls are refused.
  */
 #ifndef SG_SECCOMP_PROFILE_H
 #define SG_SECCOMP_PROFILE_H
