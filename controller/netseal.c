@@ -1,6 +1,5 @@
 /* netseal.c: firewall a sandbox's network namespace; see netseal.h. */
 #include <sys/socket.h>
-#include <sys/wait.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "netseal.h"
 #include "sysrun.h"
 #include "util.h"
@@ -140,23 +140,40 @@ netseal_refusal(int e)
 	    e == ENETUNREACH;
 }
 
-/* TCP connect to ip:port: 0 when it connected, else the errno. */
+/*
+ * A socket of the namespace nsfd (sockets keep the namespace they were
+ * made in): enter it, make the socket, come back to our own (self). -1
+ * with errno when a step failed; *lost is set when we could not return.
+ */
 static int
-netseal_connect(const char *ip, unsigned port)
+netseal_socket(int nsfd, int self, int type, int *lost)
+{
+	int	fd, saved;
+
+	if (setns(nsfd, CLONE_NEWNET) == -1)
+		return -1;
+	fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	saved = errno;
+	if (setns(self, CLONE_NEWNET) == -1)
+		*lost = 1;
+	errno = saved;
+	return fd;
+}
+
+/* TCP connect from fd to ip:port: 0 when it connected, else the errno. */
+static int
+netseal_connect(int fd, const char *ip, unsigned port)
 {
 	struct sockaddr_in	sin;
 	struct pollfd		pfd;
 	socklen_t		len = sizeof(int);
-	int			fd, err = 0;
+	int			err = 0;
 
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((unsigned short)port);
 	if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
 		return EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return errno;
 	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
 		err = errno;
 		if (err == EINPROGRESS) {
@@ -167,32 +184,27 @@ netseal_connect(const char *ip, unsigned port)
 			    &len) == 0 ? err : ETIMEDOUT;
 		}
 	}
-	close(fd);
 	return err;
 }
 
-/* A UDP datagram to Docker's resolver: 0 when it went out, else errno. */
+/* A UDP datagram from fd to Docker's resolver: 0 when it went out. */
 static int
-netseal_dns(void)
+netseal_dns(int fd)
 {
 	struct sockaddr_in	sin;
-	int			fd, err = 0;
 
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons(53);
 	inet_pton(AF_INET, "127.0.0.11", &sin.sin_addr);
-	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
-		return errno;
-	if (sendto(fd, "", 1, 0, (struct sockaddr *)&sin, sizeof(sin)) == -1)
-		err = errno;
-	close(fd);
-	return err;
+	return sendto(fd, "", 1, 0, (struct sockaddr *)&sin,
+	    sizeof(sin)) == -1 ? errno : 0;
 }
 
-/* The checks, run in the sandbox's namespace; why it drifted into why. */
+/* The three checks on sockets of the sandbox's namespace; why into why. */
 static int
-netseal_check_here(const char *proxy, char *why, size_t len)
+netseal_check_fds(const int fds[3], const char *proxy, char *why,
+    size_t len)
 {
 	char		ip[INET_ADDRSTRLEN], target[80];
 	unsigned	port;
@@ -204,19 +216,20 @@ netseal_check_here(const char *proxy, char *why, size_t len)
 		    proxy ? proxy : "");
 		return -1;
 	}
-	if (!netseal_refusal(e = netseal_connect(ip, port == 1 ? 2 : 1))) {
+	if (!netseal_refusal(e = netseal_connect(fds[0], ip,
+	    port == 1 ? 2 : 1))) {
 		snprintf(why, len, "a connection to %s, which the seal "
 		    "refuses, got %s", target, e == 0 ? "through" :
 		    strerror(e));
 		return -1;
 	}
-	if (!netseal_refusal(e = netseal_dns())) {
+	if (!netseal_refusal(e = netseal_dns(fds[1]))) {
 		snprintf(why, len, "a query to Docker's resolver 127.0.0.11, "
 		    "which the seal refuses, %s", e == 0 ? "went out" :
 		    strerror(e));
 		return -1;
 	}
-	if ((e = netseal_connect(ip, port)) != 0) {
+	if ((e = netseal_connect(fds[2], ip, port)) != 0) {
 		snprintf(why, len, "the proxy at %s does not answer (%s)",
 		    proxy, strerror(e));
 		return -1;
@@ -227,41 +240,37 @@ netseal_check_here(const char *proxy, char *why, size_t len)
 int
 netseal_check(pid_t pid, const char *proxy, char **cause)
 {
+	static const int types[3] = { SOCK_STREAM | SOCK_NONBLOCK,
+	    SOCK_DGRAM, SOCK_STREAM | SOCK_NONBLOCK };
 	char	why[NETSEAL_WHY_MAX], ns[64];
-	ssize_t	n;
-	pid_t	child;
-	int	p[2], fd, status;
+	int	fds[3] = { -1, -1, -1 }, nsfd, self, lost = 0, i, rv = -1;
 
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		util_xasprintf(cause, "pipe: %s", strerror(errno));
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+	if ((self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) == -1 ||
+	    (nsfd = open(ns, O_RDONLY | O_CLOEXEC)) == -1) {
+		util_xasprintf(cause, "cannot open %s: %s", self == -1 ?
+		    "/proc/self/ns/net" : ns, strerror(errno));
+		if (self != -1)
+			close(self);
 		return -1;
 	}
-	if ((child = fork()) == -1) {
-		util_xasprintf(cause, "fork: %s", strerror(errno));
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (child == 0) {
-		close(p[0]);
-		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
-		if ((fd = open(ns, O_RDONLY | O_CLOEXEC)) == -1 ||
-		    setns(fd, CLONE_NEWNET) == -1)
-			snprintf(why, sizeof(why), "cannot enter %s: %s", ns,
-			    strerror(errno));
-		else if (netseal_check_here(proxy, why, sizeof(why)) == 0)
-			_exit(0);
-		n = write(p[1], why, strlen(why));
-		_exit(n > 0 ? 1 : 2);
-	}
-	close(p[1]);
-	n = read(p[0], why, sizeof(why) - 1);
-	close(p[0]);
-	why[n > 0 ? n : 0] = '\0';
-	while (waitpid(child, &status, 0) == -1 && errno == EINTR)
-		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	util_xasprintf(cause, "%s", why[0] ? why : "the check did not finish");
-	return -1;
+	for (i = 0; i < 3 && !lost; i++)
+		if ((fds[i] = netseal_socket(nsfd, self, types[i], &lost)) ==
+		    -1)
+			break;
+	if (lost)
+		fatalx("cannot return to the host's network namespace");
+	if (i < 3)
+		util_xasprintf(cause, "cannot make a socket in %s: %s", ns,
+		    strerror(errno));
+	else if (netseal_check_fds(fds, proxy, why, sizeof(why)) == -1)
+		util_xasprintf(cause, "%s", why);
+	else
+		rv = 0;
+	for (i = 0; i < 3; i++)
+		if (fds[i] != -1)
+			close(fds[i]);
+	close(nsfd);
+	close(self);
+	return rv;
 }
