@@ -316,7 +316,7 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 	memset(a, 0, sizeof(*a));
 	a->since = a->until = -1;
 	a->lines = -1;
-	a->dir = state_log_dir();
+	a->dir = NULL;
 	a->file = AUDIT_LOG;
 	opterr = 0;
 	optind = 1;
@@ -357,6 +357,10 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 		    "'audit key'");
 	if (a->lines == -1)
 		a->lines = AUDIT_TAIL_DEFAULT;
+	/* the run records have a folder of their own (state_record_dir) */
+	if (a->dir == NULL)
+		a->dir = strcmp(a->file, "runs.jsonl") == 0 ?
+		    state_record_dir() : state_log_dir();
 	a->paths = argv + optind;
 	a->npaths = argc - optind;
 	return 0;
@@ -633,7 +637,7 @@ audit_each(const struct audit_args *a, char **files, int n,
 	int			 i, fd, got, rc = 0;
 
 	for (i = 0; i < n && rc == 0; i++) {
-		if ((fd = open(files[i], O_RDONLY | O_CLOEXEC)) == -1) {
+		if ((fd = open(files[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 			if (errno == ENOENT)
 				continue;
 			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
@@ -782,7 +786,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
 		    strerror(errno));
 		return -1;
@@ -1057,7 +1061,7 @@ audit_follow(const struct audit_args *a, const char *path)
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 	    lseek(fd, 0, SEEK_END) == -1) {
 		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
 		    strerror(errno));
@@ -1076,7 +1080,7 @@ audit_follow(const struct audit_args *a, const char *path)
 		fflush(stdout);
 		if (got == 0 && audit_rotated(fd, path)) {
 			close(fd);
-			while ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			while ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 				nanosleep(&pause, NULL);
 			audit_reader_init(r, fd, 1);
 			continue;

@@ -186,15 +186,26 @@ proxy_ensure_networks(struct docker *d, struct proxy_opts *o, char **cause)
 	return 0;
 }
 
-/* Folders the proxy writes: owned by its uid, never shared with sandboxes. */
+/*
+ * Folders the proxy writes: owned by its uid, never shared with sandboxes
+ * nor with the controller's records (state_record_dir), so nothing the
+ * proxy plants there is ever written by root.
+ */
 static int
 proxy_prepare_dirs(struct proxy_opts *o, char **cause)
 {
 	static const char *const logs[] = { "security-events.jsonl", NULL };
-	char		run[PATH_MAX], path[PATH_MAX + 64];
+	char		run[PATH_MAX], path[PATH_MAX + 64], rec[PATH_MAX];
 	size_t		i;
 	int		n;
 
+	if (realpath(state_record_dir(), rec) != NULL &&
+	    strcmp(rec, o->log_dir) == 0) {
+		util_xasprintf(cause, "the proxy's log folder %s is the "
+		    "controller's records folder; give the proxy another "
+		    "(--log-dir, SANDGATE_LOG_DIR)", o->log_dir);
+		return -1;
+	}
 	snprintf(run, sizeof(run), "%s/proxy/run", state_root());
 	if (state_mkdirs(run, 0750) == -1 || state_mkdirs(o->log_dir, 0755) ==
 	    -1) {
@@ -217,7 +228,9 @@ proxy_prepare_dirs(struct proxy_opts *o, char **cause)
 			else
 				snprintf(path, sizeof(path), "%s/%s.%d",
 				    o->log_dir, logs[i], n);
-			if (chown(path, PROXYCTL_UID, PROXYCTL_UID) == -1 &&
+			/* a link planted there is re-owned, not its target */
+			if (fchownat(AT_FDCWD, path, PROXYCTL_UID,
+			    PROXYCTL_UID, AT_SYMLINK_NOFOLLOW) == -1 &&
 			    errno == ENOENT && n > 0)
 				break;
 		}

@@ -12,7 +12,7 @@ sg_require_docker
 sg_setup
 sg_test_image || { echo "cannot build the test image"; exit 1; }
 IMG=(--image "$SG_TEST_IMAGE" --network none)
-RUNS=$SANDGATE_LOG_DIR/runs.jsonl
+RUNS=$SANDGATE_RECORD_DIR/runs.jsonl
 KEY=$SANDGATE_STATE/keys/runs.key
 TRUST=$SG_TMP/trusted
 mkdir -p "$SG_TMP/src" "$TRUST"
