@@ -21,6 +21,7 @@
 #include <event2/util.h>
 
 #include "addr.h"
+#include "blocklog.h"
 #include "conn.h"
 #include "control.h"
 #include "dns.h"
@@ -80,6 +81,9 @@ static const struct option main_longopts[] = {
 	{ "head-timeout",	required_argument, NULL, 'T' },
 	{ "idle-timeout",	required_argument, NULL, 'I' },
 	{ "connect-timeout",	required_argument, NULL, 'X' },
+	{ "block-burst",	required_argument, NULL, 'B' },
+	{ "block-budget",	required_argument, NULL, 'G' },
+	{ "block-window",	required_argument, NULL, 'W' },
 	{ "check",		no_argument,	   NULL, 'n' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "help",		no_argument,	   NULL, 'h' },
@@ -120,6 +124,12 @@ main_usage(FILE *f)
 "  --head-timeout S        seconds to receive a request head (default 10)\n"
 "  --connect-timeout S     seconds to connect upstream (default 10)\n"
 "  --idle-timeout S        seconds a tunnel or response may idle (default 300)\n"
+"  --block-burst N         full egress.blocked lines per client, destination\n"
+"                          and reason in a window; later ones are counted\n"
+"                          into one egress.blocked_summary (default 5)\n"
+"  --block-budget N        full egress.blocked lines per client in a window\n"
+"                          (default 50)\n"
+"  --block-window S        the window, in seconds (default 10)\n"
 "  --check                 load the policy and the options, then exit\n"
 "  -v, --verbose           debug trace on stderr\n"
 "  -h, --help              this text\n"
@@ -175,6 +185,9 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'T': cfg->head_timeout_ms = (unsigned)v * 1000; break;
 	case 'I': cfg->idle_timeout_ms = (unsigned)v * 1000; break;
 	case 'X': cfg->connect_timeout_ms = (unsigned)v * 1000; break;
+	case 'B': cfg->block_burst = (unsigned)v; break;
+	case 'G': cfg->block_budget = (unsigned)v; break;
+	case 'W': cfg->block_window_s = (unsigned)v; break;
 	default: return -1;
 	}
 	return 0;
@@ -247,6 +260,9 @@ main_options(int argc, char **argv, struct proxy_config *cfg)
 	cfg->max_conns_per_client = PROXY_MAX_CONNS_PER_CLIENT;
 	cfg->log_max_size = 100ULL << 20;
 	cfg->log_keep = 10;
+	cfg->block_burst = BLOCKLOG_BURST_DEFAULT;
+	cfg->block_budget = BLOCKLOG_BUDGET_DEFAULT;
+	cfg->block_window_s = BLOCKLOG_WINDOW_DEFAULT;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":vhn", main_longopts,
 	    NULL)) != -1) {
@@ -400,6 +416,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	struct proxy	*px = arg;
 	struct timeval	 tv = { 1, 0 };
 
+	proxy_log_flush_blocks(px, 0);
 	if (eventlog_tick(px->seclog) == -1)
 		log_warnx("security-event log: %s", eventlog_error(px->seclog));
 	proxy_log_check_space(px);
@@ -492,6 +509,8 @@ main(int argc, char **argv)
 		    px->cfg.log_dir, cause ? cause : "unknown error");
 		return PX_EXIT_CONFIG;
 	}
+	if (proxy_log_blocks_init(px) == -1)
+		fatalx("out of memory");
 	if ((px->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
@@ -527,6 +546,7 @@ main(int argc, char **argv)
 	log_info("policy digest %s, default sets \"%s\", log %s",
 	    policy_digest(p), px->cfg.sets, eventlog_path(px->seclog));
 	event_base_dispatch(px->base);
+	proxy_log_flush_blocks(px, 1);	/* counted attempts are not lost */
 	eventlog_close(px->seclog);
 	control_close(px);
 	log_info("exited");
