@@ -1028,13 +1028,16 @@ exec_report_blocked(json_t *blocked)
 	const char	*msg;
 	json_int_t	 n;
 	size_t		 i;
+	char		 safe[1024];
 
 	json_array_foreach(blocked, i, b) {
 		msg = json_string_value(json_object_get(b, "message"));
 		n = json_integer_value(json_object_get(b, "attempts"));
-		fprintf(stderr, "sandgate: %s (%lld attempt%s)\n",
-		    msg ? msg : "network blocked by policy", (long long)n,
-		    n == 1 ? "" : "s");
+		/* The message names what the sandbox sent: escape it. */
+		util_safe(msg ? msg : "network blocked by policy", safe,
+		    sizeof(safe));
+		fprintf(stderr, "sandgate: %s (%lld attempt%s)\n", safe,
+		    (long long)n, n == 1 ? "" : "s");
 	}
 }
 
