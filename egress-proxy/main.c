@@ -76,6 +76,7 @@ static const struct option main_longopts[] = {
 	{ "log-allowed",	no_argument,	   NULL, 'A' },
 	{ "log-max-size",	required_argument, NULL, 'M' },
 	{ "log-keep",		required_argument, NULL, 'K' },
+	{ "log-keep-min-age",	required_argument, NULL, 'Y' },
 	{ "max-conns",		required_argument, NULL, 'm' },
 	{ "max-conns-per-client", required_argument, NULL, 'C' },
 	{ "head-timeout",	required_argument, NULL, 'T' },
@@ -119,6 +120,8 @@ main_usage(FILE *f)
 "  --log-allowed           log allowed connections too (egress.allowed)\n"
 "  --log-max-size SIZE     rotate the log past SIZE (default 100m; 0: never)\n"
 "  --log-keep N            rotated files kept (default 10)\n"
+"  --log-keep-min-age D    never delete a rotated file younger than D (30m,\n"
+"                          2h, 7d), even past --log-keep (default 0: off)\n"
 "  --max-conns N           connections in all (default 16384)\n"
 "  --max-conns-per-client N  per client address (default 1024)\n"
 "  --head-timeout S        seconds to receive a request head (default 10)\n"
@@ -168,6 +171,13 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'M':
 		if (util_parse_size(arg, &cfg->log_max_size) == -1) {
 			log_warnx("invalid --log-max-size \"%s\"", arg);
+			return -1;
+		}
+		return 0;
+	case 'Y':
+		if (util_parse_duration(arg, &cfg->log_keep_min_age) == -1) {
+			log_warnx("invalid --log-keep-min-age \"%s\" (use 30m, "
+			    "2h, 7d)", arg);
 			return -1;
 		}
 		return 0;
@@ -501,6 +511,7 @@ main(int argc, char **argv)
 	memset(&lopts, 0, sizeof(lopts));
 	lopts.max_size = px->cfg.log_max_size;
 	lopts.keep = px->cfg.log_keep;
+	lopts.keep_min_age = px->cfg.log_keep_min_age;
 	px->started = time(NULL);
 	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
 	    &lopts, &cause);

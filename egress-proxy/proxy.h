@@ -64,6 +64,7 @@ struct proxy_config {
 	int		  log_allowed;
 	unsigned long long log_max_size;
 	unsigned	  log_keep;
+	long long	  log_keep_min_age;	/* seconds; eventlog.h */
 	unsigned	  head_timeout_ms;
 	unsigned	  keepalive_timeout_ms;
 	unsigned	  dns_timeout_ms;
