@@ -368,6 +368,10 @@ tlsseq_server(struct tlsseq *ts, const unsigned char *buf, size_t len,
 		s->scan += TLSSEQ_HDR + r.len;
 		s->seen += TLSSEQ_HDR + r.len;
 		if (sh == 1) {
+			/* A ServerHello to no checked ClientHello is forged. */
+			if (ts->hellos == 0)
+				return tlsseq_refuse(ts, SG_REASON_NOT_TLS,
+				    NULL);
 			ts->done = 1;
 			*ok = len;
 			return TLSSEQ_DONE;

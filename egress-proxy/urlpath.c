@@ -174,7 +174,11 @@ urlpath_normalize(const char *in, char *out, size_t size,
 	}
 	if (urlpath_segment(out + seg, o - seg, cause) == -1)
 		return urlpath_fail(out, size, cause, *cause);
-	n = strlen(end);
-	memcpy(out + o, end, n + 1);	/* the query, as it was */
+	/* The query, as it was (a request line holds nothing else). */
+	for (n = 0; end[n] != '\0'; n++)
+		if ((unsigned char)end[n] < 0x21 || (unsigned char)end[n] > 0x7e)
+			return urlpath_fail(out, size, cause, "byte outside "
+			    "ASCII in query");
+	memcpy(out + o, end, n + 1);
 	return 0;
 }

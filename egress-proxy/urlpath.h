@@ -18,7 +18,8 @@
  *     control character (%00-%1F, %7F)
  *   - a "%" not followed by two hex digits
  *   - percent-encoded bytes that are not valid UTF-8 (overlong forms,
- *     surrogates, stray continuation bytes), and raw bytes outside ASCII
+ *     surrogates, stray continuation bytes), and raw bytes outside
+ *     printable ASCII (in the query too; a request line has none)
  *
  * Everything else is normalized: percent-encoded unreserved characters
  * (letters, digits, "-", "_", "~") are decoded, and the hex digits of the
