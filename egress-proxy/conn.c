@@ -462,13 +462,6 @@ conn_client_half_closed(struct conn *c)
 		return !c->r.is_connect &&
 		    http_request_body(&c->r.req) == HTTP_BODY_NONE ? 0 : -1;
 	case CONN_HEAD:
-		/* Pipelined heads still buffered are answered first. */
-		if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
-			bufferevent_trigger(c->client, EV_READ,
-			    BEV_TRIG_IGNORE_WATERMARKS |
-			    BEV_TRIG_DEFER_CALLBACKS);
-			return 0;
-		}
 		if (evbuffer_get_length(bufferevent_get_output(c->client)) > 0) {
 			conn_finish(c);		/* frees it once flushed */
 			return 0;
@@ -880,8 +873,7 @@ conn_block(struct conn *c, enum sg_reason r, const char *sni,
 int
 conn_next_request(struct conn *c)
 {
-	if (c->client_eof &&
-	    evbuffer_get_length(bufferevent_get_input(c->client)) == 0)
+	if (c->client_eof)
 		return conn_finish(c);
 	conn_req_reset(c);
 	c->head_started = 0;
@@ -927,7 +919,7 @@ static int
 conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
     size_t n)
 {
-	memcpy(c->r.addrs, addrs, n * sizeof(*addrs));
+	memcpy(c->addrs, addrs, n * sizeof(*addrs));
 	c->r.naddrs = n;
 	c->r.addr_next = 0;
 	if (conn_check_addrs(c) == -1)
@@ -946,7 +938,7 @@ conn_check_addrs(struct conn *c)
 
 	c->up_private = 0;
 	for (i = 0; i < c->r.naddrs; i++) {
-		sa = (struct sockaddr *)&c->r.addrs[i];
+		sa = (struct sockaddr *)&c->addrs[i];
 		cls = addr_classify(sa);
 		if (proxy_is_self(c->px, sa, c->r.port))
 			cls = ADDR_SELF;
@@ -979,7 +971,7 @@ conn_connect_failed(struct conn *c, const char *details)
 static int
 conn_connect_next(struct conn *c)
 {
-	struct sockaddr	*sa = (struct sockaddr *)&c->r.addrs[c->r.addr_next++];
+	struct sockaddr	*sa = (struct sockaddr *)&c->addrs[c->r.addr_next++];
 	socklen_t	 len = sa->sa_family == AF_INET6 ?
 			    sizeof(struct sockaddr_in6) :
 			    sizeof(struct sockaddr_in);

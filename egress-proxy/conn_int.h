@@ -67,9 +67,8 @@ struct conn_req {
 	int			 keep_alive;	/* the client may send more */
 	char			*path;		/* normalized path (paths) */
 
-	/* Resolution and connect. */
+	/* Resolution and connect (the addresses are in conn.addrs). */
 	struct dns_req		*dnsreq;
-	struct sockaddr_storage	 addrs[DNS_ADDRS_MAX];
 	size_t			 naddrs;
 	size_t			 addr_next;
 	char			 resolved[INET6_ADDRSTRLEN];
@@ -124,6 +123,8 @@ struct conn {
 	unsigned long long	 bytes_down;
 
 	struct conn_req		 r;
+	/* The current request's addresses (r.naddrs of them). */
+	struct sockaddr_storage	 addrs[DNS_ADDRS_MAX];
 
 	/* CONNECT: the tunnel and what it carries. */
 	struct tunnel		*tun;

@@ -20,6 +20,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 
@@ -44,6 +45,7 @@ static int	conn_tunnel_http_head(struct conn *, const unsigned char *,
 		    size_t, size_t *);
 static size_t	conn_tunnel_http_body(struct conn *, const unsigned char *,
 		    size_t, int *);
+static int	conn_tunnel_same_host(struct conn *, const char *);
 static enum tunnel_verdict conn_tunnel_block(struct conn *, enum sg_reason,
 		    const char *sni, int status, const char *cause);
 static void	conn_tunnel_done(void *, const char *, int);
@@ -309,6 +311,26 @@ conn_tunnel_http(struct conn *c, const unsigned char *buf, size_t len,
 }
 
 /*
+ * 1 when an authority a client wrote ("Host: ...", or an absolute URI's)
+ * names the CONNECT host and port: spelled as the CONNECT target or as
+ * its normalized form it does at once, else after normalization (a
+ * missing port is the CONNECT port).
+ */
+static int
+conn_tunnel_same_host(struct conn *c, const char *a)
+{
+	struct host	 h;
+	uint16_t	 port;
+	const char	*cause;
+
+	if (strcasecmp(a, c->r.req.authority) == 0 ||
+	    strcasecmp(a, c->r.hostport) == 0)
+		return 1;
+	return host_parse_authority(a, strlen(a), c->r.port, &h, &port,
+	    &cause) == 0 && host_equal(&h, &c->r.host) && port == c->r.port;
+}
+
+/*
  * One request head at buf: *used is its length once it is complete and
  * passed (0 while incomplete). Returns -1 when it was refused.
  */
@@ -317,8 +339,6 @@ conn_tunnel_http_head(struct conn *c, const unsigned char *buf, size_t len,
     size_t *used)
 {
 	struct http_request	 req;
-	struct host		 h;
-	uint16_t		 port;
 	const char		*cause;
 	int			 status, bad;
 
@@ -337,12 +357,9 @@ conn_tunnel_http_head(struct conn *c, const unsigned char *buf, size_t len,
 	}
 	/* The Host (required), and an absolute URI, name the CONNECT host. */
 	bad = req.host == NULL || req.form == HTTP_TARGET_AUTHORITY ||
-	    host_parse_authority(req.host, strlen(req.host), c->r.port, &h,
-	    &port, &cause) == -1 || !host_equal(&h, &c->r.host) ||
-	    port != c->r.port || (req.form == HTTP_TARGET_ABSOLUTE &&
-	    (host_parse_authority(req.authority, strlen(req.authority),
-	    c->r.port, &h, &port, &cause) == -1 ||
-	    !host_equal(&h, &c->r.host) || port != c->r.port));
+	    !conn_tunnel_same_host(c, req.host) ||
+	    (req.form == HTTP_TARGET_ABSOLUTE &&
+	    !conn_tunnel_same_host(c, req.authority));
 	if (bad) {
 		http_request_release(&req);
 		conn_tunnel_block(c, SG_REASON_HOST_MISMATCH, NULL, 403, NULL);

@@ -284,8 +284,9 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 	control_note_block(px, px->block_serial, pe->client ?
 	    pe->client->sandbox : NULL, pe->host, pe->port,
 	    reason_code(pe->reason), pe->message);
-	/* A flood fills the folder between ticks: look before each line. */
-	proxy_log_check_space(px);
+	/* A flood fills the folder between ticks: look often meanwhile. */
+	if (util_now_us() - px->space_checked_us >= PROXY_SPACE_CHECK_US)
+		proxy_log_check_space(px);
 	if (px->blocks != NULL) {
 		memset(&be, 0, sizeof(be));
 		be.identity = proxy_identity(pe->client, pe->src, ident,
@@ -386,6 +387,7 @@ proxy_log_check_space(struct proxy *px)
 	const char		*top;
 	int			 ok, pressure = 0;
 
+	px->space_checked_us = util_now_us();
 	if (statvfs(px->cfg.log_dir, &sv) == -1)
 		ok = 0;
 	else {

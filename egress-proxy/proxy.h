@@ -48,6 +48,8 @@ struct client_count;
  */
 #define PROXY_LOG_RESERVE_MIN		(256 * 1024)
 #define PROXY_LOG_RESERVE_MAX		(64ULL * 1024 * 1024)
+/* How often blocks look at the log folder's free room (a flood). */
+#define PROXY_SPACE_CHECK_US		10000
 /* Room for a client's identity: a sandbox id or "addr:" and an address. */
 #define PROXY_IDENT_MAX			80
 
@@ -131,6 +133,7 @@ struct proxy {
 	struct blocklog		*blocks;	/* full lines or summaries */
 	unsigned long long	 block_serial;	/* every block attempt */
 	int			 log_pressure;	/* log folder nearly full */
+	uint64_t		 space_checked_us;
 };
 
 extern struct proxy *proxy_g;

@@ -2,25 +2,13 @@
 #include <string.h>
 
 #include "urlpath.h"
+#include "util.h"
 
-static int	urlpath_hex(unsigned char);
 static int	urlpath_unreserved(unsigned char);
 static int	urlpath_decode(const char *, const char *, unsigned char *);
 static int	urlpath_utf8(const char *, const char *, size_t *);
 static int	urlpath_segment(const char *, size_t, const char **);
 static int	urlpath_fail(char *, size_t, const char **, const char *);
-
-static int
-urlpath_hex(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* RFC 3986 2.3 unreserved, without ".": decoded where escaped. */
 static int
@@ -38,8 +26,8 @@ urlpath_decode(const char *p, const char *end, unsigned char *byte)
 
 	if (end - p < 3 || p[0] != '%')
 		return -1;
-	hi = urlpath_hex((unsigned char)p[1]);
-	lo = urlpath_hex((unsigned char)p[2]);
+	hi = util_hexval((unsigned char)p[1]);
+	lo = util_hexval((unsigned char)p[2]);
 	if (hi < 0 || lo < 0)
 		return -1;
 	*byte = (unsigned char)(hi << 4 | lo);

@@ -240,3 +240,15 @@ util_safe(const char *s, char *out, size_t size)
 	}
 	return util_escape(s, out, size);
 }
+
+int
+util_hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

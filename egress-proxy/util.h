@@ -28,6 +28,9 @@ char	*util_xstrdup(const char *);
 int	 util_xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
+/* The value of one hex digit (either case), or -1. */
+int	 util_hexval(unsigned char c);
+
 /* Lowercase hex of len bytes into out (2*len+1 bytes). */
 void	 util_hex(const unsigned char *in, size_t len, char *out);
 

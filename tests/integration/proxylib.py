@@ -518,6 +518,27 @@ class Proxy:
         return len(self.log_lines())
 
 
+def stop_and_check(p):
+    """Stop proxy p once; the problems seen (it died during the tests,
+    did not exit on SIGTERM, or left a sanitizer report)."""
+    if p.proc is None or getattr(p, "checked", False):
+        return []
+    p.checked = True
+    problems = []
+    alive = p.alive()
+    status = p.stop()
+    if not alive:
+        problems.append("%s: died during the tests (status %r); stderr "
+                        "ends:\n%s" % (p.dir, p.proc.returncode,
+                                       p.stderr()[-3000:]))
+    elif status is None:
+        problems.append("%s: did not exit within 10 s of SIGTERM" % p.dir)
+    report = p.sanitizer_report()
+    if report:
+        problems.append("%s: sanitizer report:\n%s" % (p.dir, report[:4000]))
+    return problems
+
+
 # ------------------------------------------------------------- raw clients
 
 class Closed(Exception):

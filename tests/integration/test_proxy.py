@@ -74,21 +74,7 @@ def start_proxy(name, **kw):
 
 def stop_and_check(p):
     """Stop p; return a list of problems (sanitizer reports, no exit)."""
-    if p.proc is None or getattr(p, "checked", False):
-        return []
-    p.checked = True
-    problems = []
-    was_alive = p.alive()
-    status = p.stop()
-    if not was_alive:
-        problems.append("%s: died during the tests (status %r)"
-                        % (p.dir, p.proc.returncode))
-    elif status is None:
-        problems.append("%s: did not exit within 10 s of SIGTERM" % p.dir)
-    report = p.sanitizer_report()
-    if report:
-        problems.append("%s: sanitizer report:\n%s" % (p.dir, report[:4000]))
-    return problems
+    return proxylib.stop_and_check(p)
 
 
 def entry_line(proxy, host, nth=0):

@@ -19,7 +19,6 @@ import os
 import re
 import resource
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -69,24 +68,7 @@ def tearDownModule():
         raise AssertionError("\n".join(problems))
 
 
-def stop_and_check(p):
-    """Stop p; problems (it died, no exit, a sanitizer report)."""
-    if p.proc is None or getattr(p, "checked", False):
-        return []
-    p.checked = True
-    problems = []
-    alive = p.alive()
-    status = p.stop()
-    if not alive:
-        problems.append("%s: died during the tests (status %r); stderr "
-                        "ends:\n%s" % (p.dir, p.proc.returncode,
-                                       p.stderr()[-3000:]))
-    elif status is None:
-        problems.append("%s: did not exit within 10 s of SIGTERM" % p.dir)
-    report = p.sanitizer_report()
-    if report:
-        problems.append("%s: sanitizer report:\n%s" % (p.dir, report[:4000]))
-    return problems
+stop_and_check = proxylib.stop_and_check
 
 
 def sanitized():
@@ -641,6 +623,15 @@ class F05FreedUnderCaller(Case):
     def setUpClass(cls):
         cls.proxy = start_proxy("uaf")
 
+    def assert_502_then_serves(self, host, what):
+        out = self.second_request_fails(host)
+        self.assertIsInstance(out, proxylib.Response, out)
+        self.assertEqual(out.status, 502, repr(out))
+        self.assertIsNone(self.proxy.sanitizer_report(),
+                          self.proxy.sanitizer_report())
+        self.assert_serves(self.proxy, "after a %s that failed at once"
+                           % what)
+
     def second_request_fails(self, host):
         with RawConn(self.proxy.port) as c:
             c.send(self_allowed(self.up))
@@ -651,20 +642,10 @@ class F05FreedUnderCaller(Case):
             return c.outcome()
 
     def test_connect_fails_at_once(self):
-        out = self.second_request_fails("unroutable.test")
-        self.assertIsInstance(out, proxylib.Response, out)
-        self.assertEqual(out.status, 502, repr(out))
-        self.assertIsNone(self.proxy.sanitizer_report(),
-                          self.proxy.sanitizer_report())
-        self.assert_serves(self.proxy, "after a connect that failed at once")
+        self.assert_502_then_serves("unroutable.test", "connect")
 
     def test_lookup_fails_at_once(self):
-        out = self.second_request_fails("abc.onion")
-        self.assertIsInstance(out, proxylib.Response, out)
-        self.assertEqual(out.status, 502, repr(out))
-        self.assertIsNone(self.proxy.sanitizer_report(),
-                          self.proxy.sanitizer_report())
-        self.assert_serves(self.proxy, "after a lookup that failed at once")
+        self.assert_502_then_serves("abc.onion", "lookup")
 
 
 def self_allowed(up):

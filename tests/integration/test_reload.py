@@ -13,8 +13,6 @@ loopback; clients use 127.0.0.2 and 127.0.0.3 as source addresses to play
 two sandboxes.
 """
 
-import http.client
-import json
 import os
 import shutil
 import signal
@@ -22,7 +20,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 import urllib.error
 import urllib.request
@@ -126,18 +123,8 @@ def setUpModule():
 
 def tearDownModule():
     problems = []
-    p = W.get("proxy")
-    if p is not None and p.proc is not None:
-        alive = p.alive()
-        status = p.stop()
-        if not alive:
-            problems.append("proxy died during the tests (status %r)"
-                            % p.proc.returncode)
-        elif status is None:
-            problems.append("proxy did not exit within 10 s of SIGTERM")
-        report = p.sanitizer_report()
-        if report:
-            problems.append("sanitizer report:\n%s" % report[:4000])
+    if W.get("proxy") is not None:
+        problems = proxylib.stop_and_check(W["proxy"])
     if "up" in W:
         W["up"].stop()
     if os.environ.get("SANDGATE_KEEP"):
@@ -163,42 +150,14 @@ def write_policy(files):
 
 # ------------------------------------------------------------ control
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=10):
-        super().__init__("proxy", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
 def control(method, path, body=None):
     """(status, parsed JSON body) of one control-socket request."""
-    c = UnixHTTPConnection(W["sock"])
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if data else {}
-        c.request(method, path, body=data, headers=headers)
-        r = c.getresponse()
-        raw = r.read()
-        return r.status, json.loads(raw) if raw.strip() else None
-    finally:
-        c.close()
+    return proxylib.control(W["sock"], method, path, body)
 
 
 # ------------------------------------------------------------ clients
 
-def bound_conn(src, port):
-    """A RawConn to the proxy whose socket is bound to source address src."""
-    c = RawConn.__new__(RawConn)
-    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    c.sock.settimeout(10)
-    c.sock.bind((src, 0))
-    c.sock.connect(("127.0.0.1", port))
-    c.buf = b""
-    return c
+bound_conn = proxylib.bound_conn
 
 
 def get_from(src, host, path="/"):
