@@ -677,6 +677,44 @@ class RawConn:
             return "closed"
 
 
+def closed_by_peer(c, timeout=5.0):
+    """True when the peer of RawConn c closes (EOF or reset) within
+    timeout seconds; what it sends before that is read and dropped."""
+    c.sock.settimeout(timeout)
+    while True:
+        try:
+            data = c.sock.recv(65536)
+        except socket.timeout:
+            return False
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        if not data:
+            return True
+
+
+def run_tests(module):
+    """Run a test module's tests (names from argv, -v for verbose), print
+    "N passed, N failed"; the exit status."""
+    import sys
+    import unittest
+    verbosity = 2 if "-v" in sys.argv else 1
+    argv = [a for a in sys.argv[1:] if a != "-v"]
+    loader = unittest.TestLoader()
+    if argv:
+        suite = loader.loadTestsFromNames(argv, module)
+    else:
+        suite = loader.loadTestsFromModule(module)
+    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
+    failed = len(result.failures) + len(result.errors) + \
+        len(result.unexpectedSuccesses)
+    passed = result.testsRun - failed - len(result.skipped)
+    sys.stderr.flush()
+    if result.skipped:
+        print("%d skipped" % len(result.skipped))
+    print("%d passed, %d failed" % (max(passed, 0), failed))
+    return 0 if failed == 0 and result.testsRun > 0 else 1
+
+
 def raw_request(port, data, host="127.0.0.1", timeout=10.0, method="GET"):
     """Send data on a new connection and return its first response."""
     with RawConn(port, host, timeout) as c:

@@ -977,23 +977,7 @@ class T99Shutdown(ProxyTest):
 
 
 def main():
-    verbosity = 2 if "-v" in sys.argv else 1
-    argv = [a for a in sys.argv[1:] if a != "-v"]
-    loader = unittest.TestLoader()
-    if argv:
-        suite = loader.loadTestsFromNames(argv, sys.modules[__name__])
-    else:
-        suite = loader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
-    failed = len(result.failures) + len(result.errors) + \
-        len(result.unexpectedSuccesses)
-    passed = result.testsRun - len(result.failures) - len(result.errors) - \
-        len(result.skipped) - len(result.unexpectedSuccesses)
-    sys.stderr.flush()
-    if result.skipped:
-        print("%d skipped" % len(result.skipped))
-    print("%d passed, %d failed" % (max(passed, 0), failed))
-    return 0 if failed == 0 and result.testsRun > 0 else 1
+    return proxylib.run_tests(sys.modules[__name__])
 
 
 if __name__ == "__main__":

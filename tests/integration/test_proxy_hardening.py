@@ -876,23 +876,7 @@ class F10Identity(Case):
         self.assertEqual(r.status, 403, "the old address kept the sets")
 
 
-def tunnel_closed(c, timeout=5.0):
-    """True when the proxy closes the connection within timeout."""
-    c.sock.settimeout(timeout)
-    try:
-        data = c.sock.recv(65536)
-    except socket.timeout:
-        return False
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    while data:
-        try:
-            data = c.sock.recv(65536)
-        except socket.timeout:
-            return False
-        except (ConnectionResetError, BrokenPipeError):
-            return True
-    return True
+tunnel_closed = proxylib.closed_by_peer
 
 
 # 11 -------------------------------------------------------- terminals
@@ -1158,21 +1142,7 @@ class T13Lifecycle(Case):
 
 
 def main():
-    verbosity = 2 if "-v" in sys.argv else 1
-    argv = [a for a in sys.argv[1:] if a != "-v"]
-    loader = unittest.TestLoader()
-    if argv:
-        suite = loader.loadTestsFromNames(argv, sys.modules[__name__])
-    else:
-        suite = loader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    sys.stderr.flush()
-    if result.skipped:
-        print("%d skipped" % len(result.skipped))
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 and result.testsRun > 0 else 1
+    return proxylib.run_tests(sys.modules[__name__])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ two sandboxes.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -205,16 +204,7 @@ def tunnel_get(c, host, path):
     return resp
 
 
-def tunnel_closed(c, timeout=5.0):
-    """True when the proxy closes the tunnel within timeout seconds."""
-    c.sock.settimeout(timeout)
-    try:
-        data = c.sock.recv(4096)
-    except socket.timeout:
-        return False
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    return data == b""
+tunnel_closed = proxylib.closed_by_peer
 
 
 def run_cli(*args):
@@ -610,23 +600,7 @@ class T9Digests(ReloadTest):
 
 
 def main():
-    verbosity = 2 if "-v" in sys.argv else 1
-    argv = [a for a in sys.argv[1:] if a != "-v"]
-    loader = unittest.TestLoader()
-    if argv:
-        suite = loader.loadTestsFromNames(argv, sys.modules[__name__])
-    else:
-        suite = loader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
-    failed = len(result.failures) + len(result.errors) + \
-        len(result.unexpectedSuccesses)
-    passed = result.testsRun - len(result.failures) - len(result.errors) - \
-        len(result.skipped) - len(result.unexpectedSuccesses)
-    sys.stderr.flush()
-    if result.skipped:
-        print("%d skipped" % len(result.skipped))
-    print("%d passed, %d failed" % (max(passed, 0), failed))
-    return 0 if failed == 0 and result.testsRun > 0 else 1
+    return proxylib.run_tests(sys.modules[__name__])
 
 
 if __name__ == "__main__":
