@@ -64,7 +64,7 @@ def make_key(name):
 def start_proxy(name, key, every=EVERY, log_dir=None):
     p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
         "--checkpoint-key", key, "--checkpoint-every", str(every),
-        "--checkpoint-interval", str(INTERVAL)])
+        "--checkpoint-interval", str(INTERVAL)] + proxylib.full_lines_args())
     if log_dir is not None:
         p.log_dir = log_dir
         p.log_path = os.path.join(log_dir, "security-events.jsonl")

@@ -103,7 +103,7 @@ def flood(port, first, n):
 def start_proxy(name, log_dir, max_size):
     p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
         "--checkpoint-key", W["key"], "--log-max-size", str(max_size),
-        "--log-keep", "10"])
+        "--log-keep", "10"] + proxylib.full_lines_args())
     p.log_dir = log_dir
     p.log_path = os.path.join(log_dir, LOG)
     return p.start()
