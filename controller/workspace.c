@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "quote.h"
 #include "util.h"
 #include "workspace.h"
 #include "workspace_priv.h"
@@ -30,6 +31,9 @@ static int	 ws_load_entry(struct workspace_manifest *, json_t *,
 		    char **);
 static json_t	*ws_dump(const struct workspace_manifest *);
 static int	 ws_remove_tree(int dirfd, char **cause);
+static void	 ws_sha_zeros(EVP_MD_CTX *, off_t);
+static int	 ws_copy_range(int, int, EVP_MD_CTX *, off_t, off_t,
+		    unsigned char *, size_t, off_t *);
 
 static const char *const ws_default_names[] = {
 	".git", ".venv", "node_modules", "__pycache__",
@@ -83,35 +87,18 @@ ws_pattern_excluded(char *const *pats, size_t npats, const char *relpath,
 	return 0;
 }
 
-/* Strict UTF-8: no overlongs, no surrogates, nothing past U+10FFFF. */
+/* Strict UTF-8 (quote_utf8_len): no overlongs, no surrogates, no NUL. */
 int
 ws_utf8_valid(const char *str)
 {
 	const unsigned char	*s = (const unsigned char *)str;
-	unsigned int		 c, min;
-	int			 n, i;
+	size_t			 n = strlen(str), i = 0, l;
+	uint32_t		 cp;
 
-	while (*s != '\0') {
-		if (*s < 0x80) {
-			s++;
-			continue;
-		}
-		if ((*s & 0xe0) == 0xc0) {
-			n = 1; c = *s & 0x1f; min = 0x80;
-		} else if ((*s & 0xf0) == 0xe0) {
-			n = 2; c = *s & 0x0f; min = 0x800;
-		} else if ((*s & 0xf8) == 0xf0) {
-			n = 3; c = *s & 0x07; min = 0x10000;
-		} else
+	while (i < n) {
+		if ((l = quote_utf8_len(s + i, n - i, &cp)) == 0)
 			return 0;
-		for (i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			c = (c << 6) | (s[i] & 0x3f);
-		}
-		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-			return 0;
-		s += n + 1;
+		i += l;
 	}
 	return 1;
 }
@@ -202,29 +189,97 @@ ws_sha_hex(EVP_MD_CTX *ctx, char out[WORKSPACE_SHA256_HEX])
 }
 
 int
-ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX], unsigned char *buf,
-    size_t bufsz)
+ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX], off_t max,
+    unsigned char *buf, size_t bufsz)
 {
 	EVP_MD_CTX	*ctx;
-	off_t		 off = 0;
-	ssize_t		 r;
 
 	if ((ctx = ws_sha_new()) == NULL)
 		return (errno = ENOMEM, -1);
-	for (;;) {
-		r = pread(fd, buf, bufsz, off);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
-			EVP_MD_CTX_free(ctx);
-			return -1;
-		}
-		if (r == 0)
-			break;
-		EVP_DigestUpdate(ctx, buf, (size_t)r);
-		off += r;
+	if (ws_sparse_copy(fd, -1, ctx, max, buf, bufsz, NULL) == -1) {
+		EVP_MD_CTX_free(ctx);
+		return -1;
 	}
 	ws_sha_hex(ctx, out);
+	return 0;
+}
+
+/* Feed len zero bytes (a hole) to the hash. */
+static void
+ws_sha_zeros(EVP_MD_CTX *h, off_t len)
+{
+	static const unsigned char	zero[64 * 1024];
+	size_t				n;
+
+	while (len > 0) {
+		n = len < (off_t)sizeof(zero) ? (size_t)len : sizeof(zero);
+		EVP_DigestUpdate(h, zero, n);
+		len -= (off_t)n;
+	}
+}
+
+/* Copy (and hash) in[from, to) to out at the same offsets. */
+static int
+ws_copy_range(int in, int out, EVP_MD_CTX *h, off_t from, off_t to,
+    unsigned char *buf, size_t bufsz, off_t *end)
+{
+	ssize_t	r;
+	size_t	want;
+
+	while (from < to) {
+		want = to - from < (off_t)bufsz ? (size_t)(to - from) : bufsz;
+		r = pread(in, buf, want, from);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return -1;
+		if (r == 0)
+			break;		/* shorter than it was: stop there */
+		if (h != NULL)
+			EVP_DigestUpdate(h, buf, (size_t)r);
+		if (out != -1 && pwrite(out, buf, (size_t)r, from) != r)
+			return (errno = errno ? errno : EIO, -1);
+		from += r;
+	}
+	*end = from;
+	return 0;
+}
+
+int
+ws_sparse_copy(int in, int out, EVP_MD_CTX *h, off_t max,
+    unsigned char *buf, size_t bufsz, off_t *size)
+{
+	struct stat	st;
+	off_t		off = 0, data, hole, end;
+
+	if (fstat(in, &st) == -1)
+		return -1;
+	if (st.st_size > max)
+		return (errno = EFBIG, -1);
+	while (off < st.st_size) {
+		data = lseek(in, off, SEEK_DATA);
+		if (data == -1 && errno == ENXIO)
+			data = st.st_size;		/* a hole to the end */
+		else if (data == -1)
+			data = off;	/* no SEEK_DATA here: all data */
+		if (data > st.st_size)
+			data = st.st_size;
+		hole = data < st.st_size ? lseek(in, data, SEEK_HOLE) : -1;
+		if (hole == -1 || hole > st.st_size)
+			hole = st.st_size;
+		if (h != NULL)
+			ws_sha_zeros(h, data - off);
+		if (ws_copy_range(in, out, h, data, hole, buf, bufsz,
+		    &end) == -1)
+			return -1;
+		off = end;
+		if (end < hole)
+			break;		/* truncated while read */
+	}
+	if (out != -1 && ftruncate(out, off) == -1)
+		return -1;
+	if (size != NULL)
+		*size = off;
 	return 0;
 }
 
@@ -405,27 +460,31 @@ int
 workspace_manifest_excluded(const struct workspace_manifest *m,
     const char *relpath, int isdir)
 {
-	char		 pre[4096];
 	const char	*c, *e;
+	char		*pre;
 	size_t		 len;
+	int		 out = 0;
 
 	/* a path is out if it or any folder above it is out */
 	(void)isdir;
-	if (util_strlcpy(pre, relpath, sizeof(pre)) >= sizeof(pre))
-		return 0;
+	if ((pre = strdup(relpath)) == NULL)
+		return 1;	/* out of memory: leave it out */
 	for (c = relpath; ; c = e + 1) {
 		e = strchr(c, '/');
 		len = e != NULL ? (size_t)(e - relpath) : strlen(relpath);
 		pre[len] = '\0';
 		if (ws_default_excluded(pre + (c - relpath)) ||
 		    ws_pattern_excluded(m->excludes, m->nexcludes, pre,
-		    pre + (c - relpath)))
-			return 1;
+		    pre + (c - relpath))) {
+			out = 1;
+			break;
+		}
 		if (e == NULL)
 			break;
 		pre[len] = '/';
 	}
-	return 0;
+	free(pre);
+	return out;
 }
 
 /* One "files" element: path, sha256, mode (octal string), size, work. */
@@ -691,4 +750,71 @@ workspace_meta_source(const char *sbxdir, char **cause)
 		ws_cause(cause, "out of memory");
 	json_decref(root);
 	return src;
+}
+
+int
+workspace_meta_limits(const char *sbxdir, char **container,
+    unsigned long long *disk, char **cause)
+{
+	json_error_t	 jerr;
+	json_t		*root, *v;
+	char		 path[4096];
+
+	*container = NULL;
+	*disk = 0;
+	snprintf(path, sizeof(path), "%s/meta.json", sbxdir);
+	if ((root = json_load_file(path, 0, &jerr)) == NULL)
+		return ws_cause(cause, "cannot read '%s': %s", path, jerr.text);
+	v = json_object_get(root, "container");
+	if (json_is_string(v) && json_string_length(v) > 0 &&
+	    (*container = strdup(json_string_value(v))) == NULL) {
+		json_decref(root);
+		return ws_cause(cause, "out of memory");
+	}
+	v = json_object_get(root, "disk");
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		*disk = (unsigned long long)json_integer_value(v);
+	json_decref(root);
+	return 0;
+}
+
+const struct workspace_delta *
+workspace_diff_find(const struct workspace_diff *df, const char *path)
+{
+	size_t	lo = 0, hi = df->n, mid;
+	int	c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((c = strcmp(path, df->v[mid].path)) == 0)
+			return &df->v[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+int
+workspace_tmpfile(const char *dir, char **cause)
+{
+	char	path[4096];
+	int	fd;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
+	    errno == EINVAL)) {
+		/* no O_TMPFILE here: a name, unlinked at once */
+		snprintf(path, sizeof(path), "%s/.sandgate-tmp-%ld", dir,
+		    (long)getpid());
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+		if (fd != -1)
+			unlink(path);
+	}
+	if (fd == -1)
+		return ws_cause(cause, "cannot create a temporary file in "
+		    "'%s': %s", dir, strerror(errno));
+	return fd;
 }

@@ -122,6 +122,43 @@ teardown(void **state)
 	return 0;
 }
 
+/* A diff with the texts staged and no size limit beyond 1 GiB. */
+static struct workspace_diff *
+wdiff(struct fixture *f, struct workspace_manifest *m, char **cause)
+{
+	struct workspace_diff_opts	o;
+
+	memset(&o, 0, sizeof(o));
+	o.stage = 1;
+	o.size_max = 1ll << 30;
+	return workspace_diff(f->sbx, m, &o, cause);
+}
+
+/* The text of one delta (escaped); 0 when shown. */
+static int
+dtext(struct fixture *f, const struct workspace_diff *d,
+    const struct workspace_delta *x, char **text, char **cause)
+{
+	size_t	len = 0;
+
+	return workspace_delta_text(f->sbx, d, x, 0, text, &len, NULL,
+	    cause) == WORKSPACE_TEXT_SHOWN ? 0 : -1;
+}
+
+/* Apply one path with a 1 GiB limit. */
+static enum workspace_apply_result
+apply1(struct fixture *f, struct workspace_manifest *m, const char *p,
+    int dry, const struct workspace_delta *expect, char **cause)
+{
+	struct workspace_apply_opts	o;
+
+	memset(&o, 0, sizeof(o));
+	o.dry_run = dry;
+	o.size_max = 1ll << 30;
+	o.expect = expect;
+	return workspace_apply_path(f->sbx, f->src, m, p, &o, cause);
+}
+
 /* Create with default options (no chown); returns 0/-1 and the cause. */
 static int
 create(struct fixture *f, const struct workspace_opts *o0, char **cause)
@@ -311,7 +348,7 @@ test_odd_names(void **state)
 	assert_non_null(workspace_manifest_find(m, "new\nline"));
 	assert_non_null(workspace_manifest_find(m, longname));
 	assert_non_null(workspace_manifest_find(m, "a..b"));
-	d = workspace_diff(f->sbx, m, &cause);
+	d = wdiff(f, m, &cause);
 	assert_non_null(d);
 	assert_int_equal(d->n, 0);
 	workspace_diff_free(d);
@@ -386,7 +423,7 @@ test_diff_classify(void **state)
 	put(work, "node_modules/ignored.js", "x\n", 0644);
 
 	m = workspace_manifest_load(f->sbx, &cause);
-	d = workspace_diff(f->sbx, m, &cause);
+	d = wdiff(f, m, &cause);
 	assert_non_null(d);
 	assert_int_equal(d->n, 6);
 	x = find_delta(d, "a.txt");
@@ -395,7 +432,7 @@ test_diff_classify(void **state)
 	assert_string_equal(x->sha256_before, HELLO_SHA);
 	assert_false(x->binary);
 	assert_false(x->risky);
-	assert_int_equal(workspace_delta_text(f->sbx, x, &text, &cause), 0);
+	assert_int_equal(dtext(f, d, x, &text, &cause), 0);
 	assert_non_null(strstr(text, "--- a/a.txt\n+++ b/a.txt\n"));
 	assert_non_null(strstr(text, "\n+world\n"));
 	assert_null(strstr(text, "snapshot"));
@@ -405,7 +442,7 @@ test_diff_classify(void **state)
 	assert_int_equal(x->change, WORKSPACE_MODIFIED);
 	x = find_delta(d, "new.txt");
 	assert_int_equal(x->change, WORKSPACE_ADDED);
-	assert_int_equal(workspace_delta_text(f->sbx, x, &text, &cause), 0);
+	assert_int_equal(dtext(f, d, x, &text, &cause), 0);
 	assert_non_null(strstr(text, "--- /dev/null\n+++ b/new.txt\n"));
 	free(text);
 	x = find_delta(d, "dir/b.bin");
@@ -448,7 +485,7 @@ test_apply(void **state)
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 	m = workspace_manifest_load(f->sbx, &cause);
 
-#define APPLY(p) workspace_apply_path(f->sbx, f->src, m, (p), 0, &cause)
+#define APPLY(p) apply1(f, m, (p), 0, NULL, &cause)
 	assert_int_equal(APPLY("host.txt"), WORKSPACE_APPLY_REFUSED);
 	assert_non_null(strstr(cause, "changed on the host"));
 	assert_string_equal(get(f->src, "host.txt"), "changed on host\n");
@@ -458,8 +495,8 @@ test_apply(void **state)
 	assert_non_null(strstr(cause, "symlink"));
 	assert_null(get(f->src, "passwd"));
 	/* dry run writes nothing */
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "a.txt", 1,
-	    &cause), WORKSPACE_APPLY_APPLIED);
+	assert_int_equal(apply1(f, m, "a.txt", 1, NULL, &cause),
+	    WORKSPACE_APPLY_APPLIED);
 	assert_string_equal(get(f->src, "a.txt"), "hello\n");
 	assert_int_equal(APPLY("a.txt"), WORKSPACE_APPLY_APPLIED);
 	assert_string_equal(get(f->src, "a.txt"), "hello agent\n");
@@ -475,7 +512,7 @@ test_apply(void **state)
 	workspace_manifest_free(m);
 	/* after apply the applied paths read as unchanged */
 	m = workspace_manifest_load(f->sbx, &cause);
-	d = workspace_diff(f->sbx, m, &cause);
+	d = wdiff(f, m, &cause);
 	assert_non_null(d);
 	assert_null(find_delta(d, "a.txt"));
 	assert_null(find_delta(d, "newdir/n.txt"));
@@ -514,15 +551,15 @@ test_apply_host_checks(void **state)
 	/* host: the file to delete was changed */
 	put(f->src, "del.txt", "host edit\n", 0644);
 	m = workspace_manifest_load(f->sbx, &cause);
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "sub/x.txt",
-	    0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(apply1(f, m, "sub/x.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_REFUSED);
 	assert_string_equal(get(tgt, "x.txt"), "x\n");
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m,
-	    "created.txt", 0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(apply1(f, m, "created.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_REFUSED);
 	assert_non_null(strstr(cause, "created on the host"));
 	assert_string_equal(get(f->src, "created.txt"), "host\n");
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "del.txt",
-	    0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(apply1(f, m, "del.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_REFUSED);
 	assert_string_equal(get(f->src, "del.txt"), "host edit\n");
 	workspace_manifest_free(m);
 	free(cause);
