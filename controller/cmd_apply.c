@@ -26,6 +26,7 @@ struct apply_run {
 	const char			*sbx, *src;
 	struct workspace_manifest	*m;
 	struct workspace_review		*rv;	/* --review, or NULL */
+	const char			*digest; /* its digest */
 	struct workspace_diff		*now;	/* for --all or --review */
 	struct workspace_apply_opts	 o;
 	int				 all, risky_ok;
@@ -207,7 +208,7 @@ cmd_apply_work(struct apply_run *a, struct freeze *fz, char **paths,
 	if (cmd_apply_check(a, paths, npaths) == -1) {
 		fprintf(stderr, "sandgate: the working copy is not what review "
 		    "%s showed: nothing applied (run sandgate diff again)\n",
-		    a->now->review);
+		    a->digest);
 		a->refused++;
 		return 0;
 	}
@@ -238,6 +239,7 @@ cmd_apply_run(const char *id, char **paths, size_t npaths,
 		fprintf(stderr, "sandgate: removed %d temporary file%s that an "
 		    "interrupted apply left in the source folder\n", left,
 		    left == 1 ? "" : "s");
+	a->digest = review;
 	if (review != NULL &&
 	    (a->rv = workspace_review_load(sbx, review, &cause)) == NULL) {
 		rc = errno == ENOENT || errno == EINVAL ? SG_EXIT_REFUSED :
