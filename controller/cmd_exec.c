@@ -204,6 +204,7 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	o.evidence_dir = runs;
+	o.evidence_max = m->disk;
 	if (exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1)
 		goto out;
 	if (strcmp(m->network, "proxy") == 0 && proxyctl_log_seq(&seq) == 0)

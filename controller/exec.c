@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "docker.h"
+#include "evidence.h"
 #include "exec.h"
 #include "log.h"
 #include "probe.h"
@@ -49,7 +50,7 @@ struct exec_counters {
 struct exec_sink {
 	struct exec_capture	cap;
 	int			evfd;		/* evidence file or -1 */
-	unsigned long long	evlen;
+	unsigned long long	evlen, evcap;
 	int			livefd;		/* 1, 2 or -1 */
 };
 
@@ -716,6 +717,7 @@ exec_sink_open(struct exec_sink *s, const struct exec_opts *o, int stream)
 		return;
 	snprintf(path, sizeof(path), "%s/%s.%s", o->evidence_dir, o->run_id,
 	    stream == 1 ? "stdout" : "stderr");
+	s->evcap = evidence_stream_cap(o->evidence_dir, o->evidence_max);
 	s->evfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (s->evfd == -1)
 		log_warn("cannot keep evidence in '%s'", path);
@@ -742,9 +744,9 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 	}
 	if (exec_capture_add(&s->cap, p, n) == -1)
 		log_warnx("cannot capture output: out of memory");
-	if (s->evfd != -1 && s->evlen < SG_EVIDENCE_CAP_DEFAULT) {
-		ev = SG_EVIDENCE_CAP_DEFAULT - s->evlen < n ?
-		    (size_t)(SG_EVIDENCE_CAP_DEFAULT - s->evlen) : n;
+	if (s->evfd != -1 && s->evlen < s->evcap) {
+		ev = s->evcap - s->evlen < n ? (size_t)(s->evcap - s->evlen) :
+		    n;
 		if (write(s->evfd, p, ev) != (ssize_t)ev) {
 			close(s->evfd);
 			s->evfd = -1;

@@ -31,6 +31,7 @@ static int	 ws_load_entry(struct workspace_manifest *, json_t *,
 		    char **);
 static json_t	*ws_dump(const struct workspace_manifest *);
 static int	 ws_remove_tree(int dirfd, char **cause);
+static int	 ws_remove_files(int, char[256]);
 static void	 ws_sha_zeros(EVP_MD_CTX *, off_t);
 static int	 ws_copy_range(int, int, EVP_MD_CTX *, off_t, off_t,
 		    unsigned char *, size_t, off_t *);
@@ -669,38 +670,113 @@ out:
 	return rc;
 }
 
-/* Empty the folder dirfd (closed here), making folders writable first. */
+/* One folder on the way down in ws_remove_tree(): its name, its inode. */
+struct ws_rm_level {
+	char	name[256];
+	dev_t	dev;
+	ino_t	ino;
+};
+
+/*
+ * Unlink every entry of the folder fd that is not a folder, making it
+ * writable first; the name of a remaining subfolder goes to sub ("" if
+ * none). 0 or -1 (errno).
+ */
 static int
-ws_remove_tree(int dirfd, char **cause)
+ws_remove_files(int fd, char sub[256])
 {
 	struct dirent	*de;
 	struct stat	 st;
 	DIR		*d;
-	int		 sub, rc = 0;
+	int		 dfd, rc = 0;
 
-	if ((d = fdopendir(dirfd)) == NULL) {
-		close(dirfd);
-		return ws_cause(cause, "cannot read folder: %s",
-		    strerror(errno));
+	sub[0] = '\0';
+	fchmod(fd, 0700);
+	if ((dfd = dup(fd)) == -1 || (d = fdopendir(dfd)) == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		return -1;
 	}
-	fchmod(dirfd, 0700);
+	rewinddir(d);
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(st.st_mode)) {
-			sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (sub == -1 || ws_remove_tree(sub, cause) == -1 ||
-			    unlinkat(dirfd, de->d_name, AT_REMOVEDIR) == -1)
-				rc = -1;
-		} else if (unlinkat(dirfd, de->d_name, 0) == -1)
+			if (sub[0] == '\0')
+				util_strlcpy(sub, de->d_name, 256);
+		} else if (unlinkat(fd, de->d_name, 0) == -1 &&
+		    errno != ENOENT)
 			rc = -1;
 	}
 	closedir(d);
-	if (rc == -1 && cause != NULL && *cause == NULL)
-		ws_cause(cause, "cannot remove: %s", strerror(errno));
+	return rc;
+}
+
+/*
+ * Empty the folder dirfd (closed here) at any depth with two descriptors
+ * open: go down into the first subfolder left until one is empty, remove
+ * it from its parent (reached by "..", checked to be the folder the walk
+ * came from), and look again. Never follows a link.
+ */
+static int
+ws_remove_tree(int dirfd, char **cause)
+{
+	struct ws_rm_level	*v = NULL, *nv;
+	struct stat		 st;
+	char			 sub[256];
+	size_t			 n = 0, cap = 0;
+	int			 cur = dirfd, up, rc = -1;
+
+	for (;;) {
+		if (ws_remove_files(cur, sub) == -1)
+			goto fail;
+		if (sub[0] != '\0') {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				if ((nv = reallocarray(v, cap,
+				    sizeof(*v))) == NULL)
+					goto fail;
+				v = nv;
+			}
+			if (fstat(cur, &st) == -1)
+				goto fail;
+			util_strlcpy(v[n].name, sub, sizeof(v[n].name));
+			v[n].dev = st.st_dev;
+			v[n].ino = st.st_ino;
+			up = openat(cur, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+			if (up == -1)
+				goto fail;
+			close(cur);
+			cur = up;
+			n++;
+			continue;
+		}
+		if (n == 0)
+			break;
+		n--;
+		up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up == -1 || fstat(up, &st) == -1 ||
+		    st.st_dev != v[n].dev || st.st_ino != v[n].ino) {
+			if (up != -1)
+				close(up);
+			errno = ESTALE;		/* moved while removed */
+			goto fail;
+		}
+		close(cur);
+		cur = up;
+		if (unlinkat(cur, v[n].name, AT_REMOVEDIR) == -1)
+			goto fail;
+	}
+	rc = 0;
+	goto out;
+fail:
+	ws_cause(cause, "cannot remove: %s", strerror(errno));
+out:
+	close(cur);
+	free(v);
 	return rc;
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "quote.h"
+#include "sglimits.h"
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
@@ -37,6 +38,7 @@ struct copy_ctx {
 	int				 have_state, have_sbx;
 	char				 rel[4096];	/* current path */
 	size_t				 rellen;
+	size_t				 depth;		/* folders open */
 	unsigned char			*buf;
 };
 
@@ -189,6 +191,11 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 		    "secret folder '%s'\n", c->rel);
 		return 0;
 	}
+	/* four descriptors a level: stay well inside 1,024 open files */
+	if (c->depth >= SG_COPY_DEPTH_MAX)
+		return ws_cause(c->cause, "refusing to copy folder '%s': folders "
+		    "nest deeper than %d levels there", c->rel,
+		    SG_COPY_DEPTH_MAX);
 	sub.src = openat(d->src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (sub.src == -1) {
@@ -206,8 +213,12 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 		    strerror(errno));
 		goto out;
 	}
-	if (copy_dir(c, &sub) == -1)
+	c->depth++;
+	rc = copy_dir(c, &sub);
+	c->depth--;
+	if (rc == -1)
 		goto out;
+	rc = -1;
 	ts[0] = st->st_atim;
 	ts[1] = st->st_mtim;
 	if (fchmod(sub.snap, 0555) == -1 ||

@@ -60,6 +60,8 @@
  */
 #define SG_DIFF_FILE_MAX	(1024u * 1024)
 #define SG_DIFF_LINES_MAX	65536u
+/* Controller: folders nested in a source tree that create copies. */
+#define SG_COPY_DEPTH_MAX	200
 /* Controller: reviews (`diff`'s digests) kept per sandbox for apply. */
 #define SG_REVIEWS_KEPT		16
 

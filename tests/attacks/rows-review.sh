@@ -59,7 +59,7 @@ tmpsays() {	# tmpsays NAME: what command NAME did to /tmp
 }
 peak() { tail -1 "$T/$1.rss" 2>/dev/null | grep -E '^[0-9]+$' || echo 99999999; }
 
-# 1: a writer left alive in the sandbox changes a file after the reviewer
+# R1: a writer left alive in the sandbox changes a file after the reviewer
 # saw it. apply --review must refuse; the host must never hold content
 # that was not shown. (4a8ec1a has no --review: a harness can only
 # `apply --path`, which writes whatever is there.)
@@ -91,7 +91,7 @@ atk_review_writer() {
 	docker exec "$cid" sh -c 'for p in /proc/[0-9]*; do
 	    grep -q writer.sh "$p/cmdline" 2>/dev/null && kill "${p#/proc/}"; done' \
 	    >/dev/null 2>&1
-	verdict "1r review: a writer left alive changes a file after diff" \
+	verdict "R1 review: a writer left alive changes a file after diff" \
 	    '[ "$rw_apply_rc" = 126 ] && [ "$host1" = "$host0" ] && [ "$shown" = 1 ]' \
 	    "apply exit $rw_apply_rc: $(grep -m1 -e refused -e applied "$T/rw.apply")" \
 	    "$(rec rw)" \
@@ -102,7 +102,7 @@ atk_review_writer() {
 	    >/dev/null 2>&1
 }
 
-# 10 and 9c: 40 text files of 17 MB: memory, no git, no silent cut.
+# R9 and R8: 40 text files of 17 MB: memory, no git, no silent cut.
 atk_review_memory() {
 	local t0 ms
 	x mf "$REV" --timeout 120 -- sh /workspace/.attacks/memfill.sh
@@ -111,13 +111,13 @@ atk_review_memory() {
 	t0=$(date +%s%N)
 	SGREV_TMP=disk SGREV_PATH=/nonexistent sgrev rvt diff "$REV"
 	ms=$((($(date +%s%N) - t0) / 1000000))
-	verdict "10 host memory: diff --json and export of 40 x 17 MB, no git" \
+	verdict "R9 host memory: diff --json and export of 40 x 17 MB, no git" \
 	    '[ "$rvj_rc" = 0 ] && [ "$rve_rc" = 0 ] && [ "$rvt_rc" = 0 ] && [ "$(peak rvj)" -le 24576 ] && [ "$(peak rve)" -le 24576 ] && [ "$(peak rvt)" -le 24576 ]' \
 	    "diff --json exit $rvj_rc, export exit $rve_rc, diff without git on PATH exit $rvt_rc" \
 	    "$(rec mf)" \
 	    "peak RSS: diff --json $(peak rvj) KiB, export $(peak rve) KiB, diff $(peak rvt) KiB (24 MiB asserted); diff $ms ms (not asserted)"
 	SGREV_TMP=disk sgrev rvc diff "$REV"
-	verdict "9c review: a diff too large to show says so" \
+	verdict "R8 review: a diff too large to show says so" \
 	    '[ "$rvc_rc" = 0 ] && grep -q "^Text file mem/f1.txt added: too large to show" "$T/rvc.out" && grep -q "too large to show" "$T/rvc.err"' \
 	    "$(grep -m1 -e 'mem/f1.txt' "$T/rvc.out" | cut -c1-100)" "$(rec mf)" \
 	    "diff exit $rvc_rc, $(wc -c <"$T/rvc.out") bytes for 40 x 17 MB; 4a8ec1a cut each file's diff at 16 MiB with no marker and exit 0"
@@ -125,7 +125,7 @@ atk_review_memory() {
 	rm -f "$T/rev-mem.zip"
 }
 
-# 9a, 9b, 11: encodings, forged names and escapes, modes.
+# R6, R7, R10: encodings, forged names and escapes, modes.
 atk_review_names() {
 	local esc
 	esc=$(printf '\033')
@@ -134,7 +134,7 @@ atk_review_names() {
 	sgrev rnt diff "$REV"
 	sgrev rnj diff --json "$REV"
 	sgrev rne export --output "$T/rev-names.zip" "$REV"
-	verdict "9a review: Latin-1 content in diff, diff --json and export" \
+	verdict "R6 review: Latin-1 content in diff, diff --json and export" \
 	    '[ "$rnt_rc" = 0 ] && [ "$rnj_rc" = 0 ] && [ "$rne_rc" = 0 ] && grep -qF "+caf\\xe9 cr\\xe8me" "$T/rnt.out" && python3 -c "
 import base64, json, sys, zipfile
 d = json.load(open(\"$T/rnj.out\"))
@@ -146,11 +146,11 @@ assert zipfile.ZipFile(\"$T/rev-names.zip\").read(\"work/latin1.txt\")[:4] == b\
 	    "\\xe9 in the text; the bytes in base64 (diff_base64) in --json; the file as it is in the zip"
 	sgrev rna apply --path "$(printf 'x\n\033[2KD README.md  (deleted: harmless)')" \
 	    --path esc.txt --path ww.txt --path wx.sh "$REV"
-	verdict "9b review: forged names and terminal escapes" \
+	verdict "R7 review: forged names and terminal escapes" \
 	    '[ "$rns_rc" = 0 ] && [ "$rnt_rc" = 0 ] && ! grep -q "^D README.md" "$T/rns.out" "$T/rnt.out" "$T/rna.out" && ! grep -q "$esc" "$T/rns.out" "$T/rnt.out" "$T/rna.out" && grep -qF "+\\x1b[2K\\x1b[1A+print" "$T/rnt.out"' \
 	    "$(grep -m1 -F 'README.md' "$T/rns.out" | cut -c1-80)" "$(rec rn)" \
 	    "no line of diff --stat, diff or apply starts with D README.md or holds ESC; esc.txt's ESC shown as \\x1b; apply: $(grep -m1 README "$T/rna.out" | cut -c1-60)"
-	verdict "11 apply: world-writable modes" \
+	verdict "R10 apply: world-writable modes" \
 	    '[ "$(stat -c %a "$T/project/ww.txt" 2>/dev/null)" = 644 ] && [ "$(stat -c %a "$T/project/wx.sh" 2>/dev/null)" = 755 ]' \
 	    "$(grep -e ww.txt -e wx.sh "$T/rna.out" | tr '\n' ';')" "$(rec rn)" \
 	    "0666 and 0777 in the sandbox arrive as $(stat -c %a "$T/project/ww.txt" 2>/dev/null) and $(stat -c %a "$T/project/wx.sh" 2>/dev/null)"
@@ -158,7 +158,7 @@ assert zipfile.ZipFile(\"$T/rev-names.zip\").read(\"work/latin1.txt\")[:4] == b\
 	rm -f "$T/rev-names.zip"
 }
 
-# 3 and 1s: sparse files read (diff) and brought out (apply, run
+# R3 and R2: sparse files read (diff) and brought out (apply, run
 # --output); the container frozen meanwhile.
 atk_review_sparse() {
 	local out=$T/run-out du_half pd pa
@@ -175,12 +175,12 @@ atk_review_sparse() {
 	"$SG" run --disk 16m --network none --output "$out" "${RT[@]}" -- \
 	    sh -c 'truncate -s 1G /output/x.bin; echo small >/output/y.txt' \
 	    >"$T/rsr.out" 2>"$T/rsr.err"
-	verdict "3 sparse files: diff, apply and run --output never expand them" \
+	verdict "R3 sparse files: diff, apply and run --output never expand them" \
 	    '[ "$rsd_rc" = 0 ] && [ "$rst_rc" = 0 ] && [ "$(tmpsays rst)" = untouched ] && [ "$rsh_rc" = 0 ] && [ "${du_half:-999999}" -lt 4096 ] && [ "$rso_rc" = 126 ] && [ ! -e "$T/project/over.bin" ] && [ ! -e "$out/x.bin" ] && [ "$(cat "$out/y.txt" 2>/dev/null)" = small ]' \
 	    "$(grep -m1 over.bin "$T/rso.out" | cut -c1-70); $(grep -m1 -o 'not copying.*' "$T/rsr.err" | cut -c1-40)" \
 	    "$(rec rs)" \
 	    "diff exit $rst_rc, /tmp $(tmpsays rst); half.txt (900 MiB apparent) on the host: ${du_half:-?} KiB allocated; over.bin (3 GiB, --disk 1g): $( [ -e "$T/project/over.bin" ] && echo "ON THE HOST ($(du -k "$T/project/over.bin" | cut -f1) KiB)" || echo refused); run --disk 16m's 1 GiB /output/x.bin: $( [ -e "$out/x.bin" ] && echo "COPIED ($(du -k "$out/x.bin" | cut -f1) KiB)" || echo "not copied")"
-	verdict "1s review: the container is frozen while diff reads and apply copies" \
+	verdict "R2 review: the container is frozen while diff reads and apply copies" \
 	    '[ "$pd" -gt 0 ] && [ "$pa" -gt 0 ] && [ "$(docker inspect -f "{{.State.Paused}}" "sandgate-$REV")" = false ]' \
 	    "samples paused: $pd during diff --stat (exit $rsd_rc), $pa during apply of half.txt (exit $rsh_rc)" \
 	    "$(rec rs)" \
@@ -189,14 +189,14 @@ atk_review_sparse() {
 	rm -rf "$out" "$T/project/half.txt" "$T/project/over.bin"
 }
 
-# 8 and 9: depth past the descriptor limit, a path past PATH_MAX.
+# R4 and R5: depth past the descriptor limit, a path past PATH_MAX.
 atk_review_depth() {
 	local deep long
 	deep=$(printf 'd/%.0s' $(seq 1100))deep.txt
 	x rd "$REV" --timeout 60 -- sh /workspace/.attacks/review.sh deep
 	# as many descriptors as it likes: the depth alone
 	SGREV_NOFILE=65536 sgrev rde export --output "$T/rev-deep.zip" "$REV"
-	verdict "8 export: a tree 1,100 folders deep" \
+	verdict "R4 export: a tree 1,100 folders deep" \
 	    '[ "$rde_rc" = 0 ] && python3 -c "import sys, zipfile; sys.exit(\"work/$deep\" not in zipfile.ZipFile(\"$T/rev-deep.zip\").namelist())"' \
 	    "export exit $rde_rc$( [ "$rde_rc" -gt 128 ] && echo " (signal $((rde_rc - 128)))")" \
 	    "$(rec rd)" \
@@ -207,7 +207,7 @@ atk_review_depth() {
 	sgrev rlj diff --json "$REV"
 	sgrev rla apply --all "$REV"
 	sgrev rle export --output "$T/rev-deep.zip" "$REV"
-	verdict "9 review: depth past the fd limit, a ${long:-?}-byte path" \
+	verdict "R5 review: depth past the fd limit, a ${long:-?}-byte path" \
 	    '[ "$rls_rc" = 0 ] && [ "$rlj_rc" = 0 ] && [ "$rle_rc" = 0 ] && grep -qx "A $deep" "$T/rls.out" && grep -q "^A p000.\{4400\}" "$T/rls.out" && grep -q "^applied $deep$" "$T/rla.out" && grep -q "^applied p000.\{4400\}" "$T/rla.out" && python3 -c "
 import json
 a = {x[\"path\"] for x in json.load(open(\"$T/rlj.out\"))[\"added\"]}
@@ -219,9 +219,30 @@ assert \"$deep\" in a and any(len(p) > 4096 for p in a)"' \
 	rm -f "$T/rev-deep.zip"
 }
 
+# R11: the evidence folder (every exec's full output) of one sandbox
+# stays within its --disk, however many commands print.
+atk_review_evidence() {
+	local evd i used
+	if ! create evd "$T/project" --disk 16m --network none; then
+		row "R11 evidence" NO "$(head -c 100 "$T/create.err")" "create failed" ""
+		return
+	fi
+	for i in 1 2 3; do
+		"$SG" exec "$evd" --timeout 60 -- head -c 12000000 /dev/zero \
+		    >/dev/null 2>&1
+	done
+	x ev "$evd" --timeout 60 -- head -c 12000000 /dev/zero
+	used=$(du -sk "$SANDGATE_STATE/sandboxes/$evd/runs" | cut -f1)
+	verdict "R11 evidence: 4 x 12 MB of output, --disk 16m" \
+	    '[ "$used" -le 16384 ] && [ "$(j ev "o[\"exit_code\"]")" = 0 ]' \
+	    "exit $(j ev 'o["exit_code"]')" "$(rec ev)" \
+	    "runs/ holds $used KiB on the host (the sandbox's --disk: 16384 KiB)"
+	"$SG" discard "$evd" >/dev/null 2>&1
+}
+
 atk_review() {
 	if ! create REV "$T/project" --disk 1g --network none; then
-		row "1r-11 review and bring-out" NO "$(head -c 100 "$T/create.err")" "create failed" ""
+		row "R1-R10 review and bring-out" NO "$(head -c 100 "$T/create.err")" "create failed" ""
 		return
 	fi
 	atk_review_writer
@@ -229,6 +250,7 @@ atk_review() {
 	atk_review_names
 	atk_review_depth
 	atk_review_sparse
+	atk_review_evidence
 	# the project is shared with the other sandboxes' rows: put it back
 	rm -rf "$T/project/d" "$T/project/p000"* "$T/project/ww.txt" \
 	    "$T/project/wx.sh" "$T/project/esc.txt" "$T/project/x"*
