@@ -32,6 +32,7 @@ static int	 ws_load_entry(struct workspace_manifest *, json_t *,
 static json_t	*ws_dump(const struct workspace_manifest *);
 static int	 ws_remove_tree(int dirfd, char **cause);
 static int	 ws_remove_files(int, char[256]);
+static int	 ws_delta_cmp(const void *, const void *);
 static void	 ws_sha_zeros(EVP_MD_CTX *, off_t);
 static int	 ws_copy_range(int, int, EVP_MD_CTX *, off_t, off_t,
 		    unsigned char *, size_t, off_t *);
@@ -854,22 +855,30 @@ workspace_meta_limits(const char *sbxdir, char **container,
 	return 0;
 }
 
+static int
+ws_delta_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct workspace_delta *)a)->path,
+	    ((const struct workspace_delta *)b)->path);
+}
+
 const struct workspace_delta *
 workspace_diff_find(const struct workspace_diff *df, const char *path)
 {
-	size_t	lo = 0, hi = df->n, mid;
-	int	c;
+	struct workspace_delta	key;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if ((c = strcmp(path, df->v[mid].path)) == 0)
-			return &df->v[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	if (df->n == 0)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.path = (char *)(uintptr_t)path;
+	return bsearch(&key, df->v, df->n, sizeof(*df->v), ws_delta_cmp);
+}
+
+void
+workspace_diff_sort(struct workspace_diff *df)
+{
+	if (df->n > 1)
+		qsort(df->v, df->n, sizeof(*df->v), ws_delta_cmp);
 }
 
 int

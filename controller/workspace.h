@@ -220,6 +220,8 @@ void	workspace_diff_free(struct workspace_diff *);
 /* The delta for path, or NULL (binary search). */
 const struct workspace_delta *workspace_diff_find(
 	    const struct workspace_diff *, const char *path);
+/* Sort the deltas by path (strcmp), as workspace_diff_find() needs. */
+void	workspace_diff_sort(struct workspace_diff *);
 
 /* How a text delta is shown. */
 enum workspace_text {

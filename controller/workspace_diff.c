@@ -46,7 +46,6 @@ static struct workspace_delta *diff_add(struct diff_ctx *,
 static int	 diff_snap_binary(struct diff_ctx *, const char *);
 static int	 diff_special(struct diff_ctx *, const char *,
 		    enum workspace_kind, const struct stat *);
-static int	 diff_delta_cmp(const void *, const void *);
 static int	 diff_unchanged_stat(const struct diff_ctx *,
 		    const struct ws_entry *, const struct stat *);
 static int	 diff_deleted(struct diff_ctx *);
@@ -328,13 +327,6 @@ diff_walk(struct diff_ctx *c, int wfd)
 	return r;
 }
 
-static int
-diff_delta_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct workspace_delta *)a)->path,
-	    ((const struct workspace_delta *)b)->path);
-}
-
 /* Manifest entries the walk did not meet are deleted. */
 static int
 diff_deleted(struct diff_ctx *c)
@@ -393,8 +385,7 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 	}
 	if (diff_walk(&c, wfd) == -1 || diff_deleted(&c) == -1)
 		goto out;
-	if (c.out->n > 1)
-		qsort(c.out->v, c.out->n, sizeof(*c.out->v), diff_delta_cmp);
+	workspace_diff_sort(c.out);
 	workspace_review_digest(c.out, c.out->review);
 	rc = 0;
 out:

@@ -38,6 +38,12 @@ struct workspace_review {
 	struct workspace_diff	d;	/* the reviewed deltas */
 };
 
+/* A review file's name and age, for review_prune(). */
+struct review_file {
+	char		name[80];
+	long long	mt;
+};
+
 static const char *const review_kinds[] = {
 	[WORKSPACE_FILE] = "file",
 	[WORKSPACE_SYMLINK] = "symlink",
@@ -52,12 +58,13 @@ static const char *const review_kinds[] = {
 static void	review_line(EVP_MD_CTX *, const struct workspace_delta *);
 static json_t	*review_dump(const struct workspace_diff *);
 static int	review_prune(int, const char *);
+static void	review_drop_oldest(int, struct review_file *, size_t *,
+		    const char *);
 static int	review_parse(json_t *, struct workspace_diff *);
 static int	review_parse_one(json_t *, struct workspace_delta *);
 static int	review_sha(const char *, char *);
 static int	review_mode(const char *, mode_t *);
 static int	review_valid_digest(const char *);
-static int	review_cmp(const void *, const void *);
 
 /* One delta's line of the digest text. */
 static void
@@ -139,16 +146,31 @@ fail:
 	return NULL;
 }
 
+/* Remove the oldest of v[0..*n) (never keep) and drop it from v. */
+static void
+review_drop_oldest(int dfd, struct review_file *v, size_t *n,
+    const char *keep)
+{
+	size_t	i, old = 0;
+
+	for (i = 1; i < *n; i++)
+		if (v[i].mt < v[old].mt)
+			old = i;
+	if (strncmp(v[old].name, keep, 64) != 0)
+		unlinkat(dfd, v[old].name, 0);
+	v[old] = v[--*n];
+}
+
 /* Keep the newest SG_REVIEWS_KEPT reviews in the folder dfd. */
 static int
 review_prune(int dfd, const char *keep)
 {
-	struct { char name[80]; long long mt; } v[SG_REVIEWS_KEPT + 8];
-	struct dirent	*de;
-	struct stat	 st;
-	size_t		 n = 0, i, old;
-	DIR		*d;
-	int		 fd;
+	struct review_file	 v[SG_REVIEWS_KEPT + 8];
+	struct dirent		*de;
+	struct stat		 st;
+	size_t			 n = 0;
+	DIR			*d;
+	int			 fd;
 
 	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
@@ -160,27 +182,14 @@ review_prune(int dfd, const char *keep)
 		    strcmp(de->d_name + 64, ".json") != 0 ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
-		if (n == sizeof(v) / sizeof(v[0])) {
-			/* full: drop the oldest so far (never the new one) */
-			for (old = 0, i = 1; i < n; i++)
-				if (v[i].mt < v[old].mt)
-					old = i;
-			if (strncmp(v[old].name, keep, 64) != 0)
-				unlinkat(dfd, v[old].name, 0);
-			v[old] = v[--n];
-		}
+		if (n == sizeof(v) / sizeof(v[0]))
+			review_drop_oldest(dfd, v, &n, keep);
 		memcpy(v[n].name, de->d_name, 70);	/* 69 bytes and NUL */
 		v[n++].mt = ws_ns(&st.st_mtim);
 	}
 	closedir(d);
-	while (n > SG_REVIEWS_KEPT) {
-		for (old = 0, i = 1; i < n; i++)
-			if (v[i].mt < v[old].mt)
-				old = i;
-		if (strncmp(v[old].name, keep, 64) != 0)
-			unlinkat(dfd, v[old].name, 0);
-		v[old] = v[--n];
-	}
+	while (n > SG_REVIEWS_KEPT)
+		review_drop_oldest(dfd, v, &n, keep);
 	return 0;
 }
 
@@ -303,13 +312,6 @@ review_parse_one(json_t *o, struct workspace_delta *d)
 }
 
 static int
-review_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct workspace_delta *)a)->path,
-	    ((const struct workspace_delta *)b)->path);
-}
-
-static int
 review_parse(json_t *root, struct workspace_diff *df)
 {
 	json_t	*arr = json_object_get(root, "deltas");
@@ -326,8 +328,7 @@ review_parse(json_t *root, struct workspace_diff *df)
 		if (review_parse_one(json_array_get(arr, i), &df->v[i]) == -1)
 			return -1;
 	}
-	if (df->n > 1)
-		qsort(df->v, df->n, sizeof(*df->v), review_cmp);
+	workspace_diff_sort(df);
 	return 0;
 }
 
@@ -408,13 +409,7 @@ workspace_review_at(const struct workspace_review *r, size_t i)
 const struct workspace_delta *
 workspace_review_find(const struct workspace_review *r, const char *path)
 {
-	struct workspace_delta	key;
-
-	if (r->d.n == 0)
-		return NULL;
-	memset(&key, 0, sizeof(key));
-	key.path = (char *)(uintptr_t)path;
-	return bsearch(&key, r->d.v, r->d.n, sizeof(*r->d.v), review_cmp);
+	return workspace_diff_find(&r->d, path);
 }
 
 int

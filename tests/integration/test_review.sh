@@ -26,33 +26,8 @@ if [ "$(id -u)" != 0 ]; then
 	exit 77
 fi
 
-# mksbx ID SRC: a sandbox of SRC laid out as create lays it out
-mksbx() {
-	local sbx=$SANDGATE_STATE/sandboxes/$1
-	mkdir -p "$sbx/runs"
-	cp -a "$2" "$sbx/snapshot"
-	cp -a "$2" "$sbx/work"
-	touch "$sbx/lock"
-	python3 - "$2" "$sbx" "$1" <<-'PY'
-	import hashlib, json, os, sys
-	src, sbx, sid = sys.argv[1:4]
-	files = []
-	for d, _, names in os.walk(src):
-	    for n in names:
-	        p = os.path.join(d, n)
-	        st = os.stat(p)
-	        files.append({"path": os.path.relpath(p, src),
-	            "sha256": hashlib.sha256(open(p, "rb").read()).hexdigest(),
-	            "mode": "%04o" % (st.st_mode & 0o7777), "size": st.st_size})
-	files.sort(key=lambda f: f["path"].encode())
-	json.dump({"version": 1, "excludes": [], "exclude_secrets": False,
-	    "cutoff_ns": 0, "files": files}, open(sbx + "/manifest.json", "w"))
-	json.dump({"id": sid, "source": src, "created": "2026-01-01T00:00:00Z",
-	    "image": "test", "container": "", "disk": 2 << 30},
-	    open(sbx + "/meta.json", "w"))
-	PY
-	chmod -R a-w "$sbx/snapshot"
-}
+. "$(dirname "$0")/../lib/fixture.sh"
+mksbx() { sg_fixture_sandbox "$1" "$2" $((2 << 30)); }
 
 ID=sbx_0123456789abcdef0123abcd
 SBX=$SANDGATE_STATE/sandboxes/$ID
