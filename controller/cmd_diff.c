@@ -15,7 +15,7 @@
 
 static int	cmd_diff_exec(int, char **);
 static void	cmd_diff_stat(const struct workspace_diff *);
-static int	cmd_diff_run(const char *, const char *, int, int);
+static int	cmd_diff_run(const char *, int, int);
 static void	cmd_diff_notes(const struct workspace_write_stats *, int);
 
 const struct cmd_entry cmd_diff = {
@@ -81,7 +81,7 @@ cmd_diff_notes(const struct workspace_write_stats *ws, int raw)
  * runs again while a slow reader pages through it.
  */
 static int
-cmd_diff_run(const char *id, const char *sbx, int mode, int raw)
+cmd_diff_run(const char *sbx, int mode, int raw)
 {
 	struct workspace_write_stats	 ws;
 	struct workspace_diff_opts	 o;
@@ -91,7 +91,6 @@ cmd_diff_run(const char *id, const char *sbx, int mode, int raw)
 	char				*cause = NULL, *tcause = NULL;
 	int				 sig, rc = SG_EXIT_ERROR;
 
-	(void)id;
 	memset(&fz, 0, sizeof(fz));
 	if ((m = workspace_manifest_load(sbx, &cause)) == NULL ||
 	    freeze_begin(&fz, sbx, 1, &cause) == -1)
@@ -126,7 +125,7 @@ cmd_diff_run(const char *id, const char *sbx, int mode, int raw)
 	}
 	/* shown in full: apply --review may now check against it */
 	if (mode != 's') {
-		if (workspace_review_save(sbx, d, &cause) == -1)
+		if (d->n > 0 && workspace_review_save(sbx, d, &cause) == -1)
 			goto out;
 		cmd_diff_notes(&ws, raw);
 	}
@@ -185,7 +184,7 @@ cmd_diff_exec(int argc, char **argv)
 		    strerror(errno));
 		return SG_EXIT_ERROR;
 	}
-	rc = cmd_diff_run(argv[optind], sbx, mode, raw);
+	rc = cmd_diff_run(sbx, mode, raw);
 	state_unlock(lock);
 	return rc;
 }

@@ -261,7 +261,8 @@ struct workspace_write_stats {
  * "Binary file PATH changed: sha256 A -> B" line per binary file; a
  * "Text file PATH changed: too large to show (...): sha256 A -> B" line
  * per text file over the limits; a "Special file PATH ..." line per
- * special file; then "review DIGEST". With WORKSPACE_WRITE_JSON: one
+ * special file; then "review DIGEST" (nothing at all when there is no
+ * change). With WORKSPACE_WRITE_JSON: one
  * object {"review":..., "added":[...], "modified":[...],
  * "deleted":[...]} (docs/controller.md lists the fields; names and texts
  * that are not valid UTF-8 are given in base64 beside a quoted form).
@@ -280,7 +281,7 @@ void	workspace_review_digest(const struct workspace_diff *,
 	    char out[WORKSPACE_SHA256_HEX]);
 
 /*
- * Keep the diff's deltas as review <sbxdir>/reviews/DIGEST.json (mode
+ * Keep the diff's deltas as review <sbxdir>/reviews/DIGEST.review (mode
  * 0600, written atomically), so that `apply --review DIGEST` can check
  * the working copy against exactly what was shown; only the newest
  * SG_REVIEWS_KEPT reviews are kept. 0 or -1 with *cause.

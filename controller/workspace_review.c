@@ -1,6 +1,6 @@
 /*
  * workspace_review.c: the review digest of a diff, the saved reviews
- * (<sbxdir>/reviews/DIGEST.json) and the check apply makes against them.
+ * (<sbxdir>/reviews/DIGEST.review) and the check apply makes against them.
  *
  * The digest is SHA-256 over this text, one line per delta in path
  * order, after the line "sandgate-review 1":
@@ -11,8 +11,10 @@
  * badname, oversize; modes are 4 octal digits, SHA-256 64 hex digits,
  * "-" where a side has none; SIZE the work side's size in bytes; PATH
  * the raw name, LEN its length in bytes, so no name can stand for
- * another. A saved review holds the same fields (the path in base64),
- * and its content must hash to its name when it is loaded.
+ * another. A saved review is the same text with each path in base64
+ * instead of LEN:PATH, written and read one line at a time (memory in
+ * proportion to the number of changes, not their size); its content must
+ * hash to its name when it is loaded.
  */
 #include <sys/stat.h>
 
@@ -25,7 +27,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
 #include <openssl/evp.h>
 
 #include "sglimits.h"
@@ -33,6 +34,7 @@
 #include "workspace_priv.h"
 
 #define REVIEW_DIR	"reviews"
+#define REVIEW_HEAD	"sandgate-review 1\n"
 
 struct workspace_review {
 	struct workspace_diff	d;	/* the reviewed deltas */
@@ -55,13 +57,14 @@ static const char *const review_kinds[] = {
 };
 #define REVIEW_NKINDS	(sizeof(review_kinds) / sizeof(review_kinds[0]))
 
+static int	review_fields(const struct workspace_delta *, char *, size_t);
 static void	review_line(EVP_MD_CTX *, const struct workspace_delta *);
-static json_t	*review_dump(const struct workspace_diff *);
+static int	review_write_line(FILE *, const struct workspace_delta *);
 static int	review_prune(int, const char *);
 static void	review_drop_oldest(int, struct review_file *, size_t *,
 		    const char *);
-static int	review_parse(json_t *, struct workspace_diff *);
-static int	review_parse_one(json_t *, struct workspace_delta *);
+static int	review_read(FILE *, struct workspace_diff *);
+static int	review_parse_line(char *, struct workspace_delta *);
 static int	review_sha(const char *, char *);
 static int	review_mode(const char *, mode_t *);
 static int	review_valid_digest(const char *);
@@ -70,21 +73,12 @@ static int	review_valid_digest(const char *);
 static void
 review_line(EVP_MD_CTX *h, const struct workspace_delta *d)
 {
-	char	mb[8] = "-", ma[8] = "-", line[512];
+	char	line[512];
 	int	n;
 
-	if (d->change != WORKSPACE_ADDED)
-		snprintf(mb, sizeof(mb), "%04o", (unsigned)d->mode_before &
-		    07777);
-	if (d->change != WORKSPACE_DELETED &&
-	    (d->kind == WORKSPACE_FILE || d->kind == WORKSPACE_OVERSIZE))
-		snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after &
-		    07777);
-	n = snprintf(line, sizeof(line), "%c %s %s %s %s %s %lld %zu:",
-	    "AMD"[d->change], review_kinds[d->kind], mb,
-	    d->sha256_before[0] ? d->sha256_before : "-", ma,
-	    d->sha256_after[0] ? d->sha256_after : "-",
-	    (long long)d->size_after, strlen(d->path));
+	n = review_fields(d, line, sizeof(line));
+	n += snprintf(line + n, sizeof(line) - (size_t)n, " %zu:",
+	    strlen(d->path));
 	EVP_DigestUpdate(h, line, (size_t)n);
 	EVP_DigestUpdate(h, d->path, strlen(d->path));
 	EVP_DigestUpdate(h, "\n", 1);
@@ -94,56 +88,53 @@ void
 workspace_review_digest(const struct workspace_diff *df,
     char out[WORKSPACE_SHA256_HEX])
 {
-	static const char	 head[] = "sandgate-review 1\n";
-	EVP_MD_CTX		*h;
-	size_t			 i;
+	EVP_MD_CTX	*h;
+	size_t		 i;
 
 	out[0] = '\0';
 	if ((h = ws_sha_new()) == NULL)
 		return;
-	EVP_DigestUpdate(h, head, sizeof(head) - 1);
+	EVP_DigestUpdate(h, REVIEW_HEAD, sizeof(REVIEW_HEAD) - 1);
 	for (i = 0; i < df->n; i++)
 		review_line(h, &df->v[i]);
 	ws_sha_hex(h, out);
 }
 
-/* The saved form: the digest's fields, the path in base64. */
-static json_t *
-review_dump(const struct workspace_diff *df)
+/* The fields of a delta's line but the path: "A file - - 0644 SHA 12". */
+static int
+review_fields(const struct workspace_delta *d, char *buf, size_t size)
 {
-	const struct workspace_delta	*d;
-	json_t				*root, *arr, *o;
-	char				*b64, mb[8], ma[8];
-	size_t				 i, len;
+	char	mb[8] = "-", ma[8] = "-";
 
-	root = json_pack("{s:i, s:s, s:[]}", "version", 1, "review",
-	    df->review, "deltas");
-	if (root == NULL)
-		return NULL;
-	arr = json_object_get(root, "deltas");
-	for (i = 0; i < df->n; i++) {
-		d = &df->v[i];
-		len = strlen(d->path);
-		if ((b64 = malloc(4 * ((len + 2) / 3) + 1)) == NULL)
-			goto fail;
-		EVP_EncodeBlock((unsigned char *)b64,
-		    (const unsigned char *)d->path, (int)len);
-		snprintf(mb, sizeof(mb), "%04o", (unsigned)d->mode_before);
-		snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after);
-		o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}",
-		    "change", (const char[]){ "AMD"[d->change], '\0' },
-		    "kind", review_kinds[d->kind], "path_base64", b64,
-		    "mode_before", mb, "sha256_before", d->sha256_before,
-		    "mode_after", ma, "sha256_after", d->sha256_after,
-		    "size_after", (json_int_t)d->size_after);
-		free(b64);
-		if (o == NULL || json_array_append_new(arr, o) == -1)
-			goto fail;
-	}
-	return root;
-fail:
-	json_decref(root);
-	return NULL;
+	if (d->change != WORKSPACE_ADDED)
+		snprintf(mb, sizeof(mb), "%04o", (unsigned)d->mode_before &
+		    07777);
+	if (d->change != WORKSPACE_DELETED &&
+	    (d->kind == WORKSPACE_FILE || d->kind == WORKSPACE_OVERSIZE))
+		snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after &
+		    07777);
+	return snprintf(buf, size, "%c %s %s %s %s %s %lld", "AMD"[d->change],
+	    review_kinds[d->kind], mb, d->sha256_before[0] ?
+	    d->sha256_before : "-", ma, d->sha256_after[0] ?
+	    d->sha256_after : "-", (long long)d->size_after);
+}
+
+/* One line of the saved review: the fields, the path in base64. */
+static int
+review_write_line(FILE *f, const struct workspace_delta *d)
+{
+	char	line[512], *b64;
+	size_t	len = strlen(d->path);
+	int	rc;
+
+	review_fields(d, line, sizeof(line));
+	if ((b64 = malloc(4 * ((len + 2) / 3) + 1)) == NULL)
+		return -1;
+	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)d->path,
+	    (int)len);
+	rc = fprintf(f, "%s %s\n", line, b64) < 0 ? -1 : 0;
+	free(b64);
+	return rc;
 }
 
 /* Remove the oldest of v[0..*n) (never keep) and drop it from v. */
@@ -178,13 +169,13 @@ review_prune(int dfd, const char *keep)
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (strlen(de->d_name) != 69 ||
-		    strcmp(de->d_name + 64, ".json") != 0 ||
+		if (strlen(de->d_name) != 71 ||
+		    strcmp(de->d_name + 64, ".review") != 0 ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		if (n == sizeof(v) / sizeof(v[0]))
 			review_drop_oldest(dfd, v, &n, keep);
-		memcpy(v[n].name, de->d_name, 70);	/* 69 bytes and NUL */
+		memcpy(v[n].name, de->d_name, 72);	/* 71 bytes and NUL */
 		v[n++].mt = ws_ns(&st.st_mtim);
 	}
 	closedir(d);
@@ -197,10 +188,10 @@ int
 workspace_review_save(const char *sbxdir, const struct workspace_diff *df,
     char **cause)
 {
-	char	 path[4096], tmp[128], name[80], *text = NULL;
-	json_t	*root;
-	size_t	 len;
-	int	 dfd = -1, fd = -1, rc = -1;
+	char	 path[4096], tmp[128], name[80];
+	size_t	 i;
+	FILE	*f = NULL;
+	int	 dfd = -1, fd, rc = -1;
 
 	snprintf(path, sizeof(path), "%s/" REVIEW_DIR, sbxdir);
 	if ((mkdir(path, 0700) == -1 && errno != EEXIST) ||
@@ -208,31 +199,33 @@ workspace_review_save(const char *sbxdir, const struct workspace_diff *df,
 	    O_CLOEXEC)) == -1)
 		return ws_cause(cause, "cannot create '%s': %s", path,
 		    strerror(errno));
-	if ((root = review_dump(df)) == NULL ||
-	    (text = json_dumps(root, JSON_COMPACT)) == NULL) {
-		ws_cause(cause, "cannot encode the review");
-		goto out;
-	}
-	snprintf(name, sizeof(name), "%s.json", df->review);
+	snprintf(name, sizeof(name), "%s.review", df->review);
 	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
-	len = strlen(text);
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
-	if (fd == -1 || write(fd, text, len) != (ssize_t)len ||
-	    fsync(fd) == -1 || renameat(dfd, tmp, dfd, name) == -1) {
-		ws_cause(cause, "cannot save the review in '%s': %s", path,
-		    strerror(errno));
-		unlinkat(dfd, tmp, 0);
-		goto out;
+	if (fd == -1 || (f = fdopen(fd, "w")) == NULL) {
+		if (fd != -1)
+			close(fd);
+		goto fail;
 	}
+	fprintf(f, "%s", REVIEW_HEAD);
+	for (i = 0; i < df->n; i++)
+		if (review_write_line(f, &df->v[i]) == -1)
+			goto fail;
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) == -1 ||
+	    renameat(dfd, tmp, dfd, name) == -1)
+		goto fail;
 	review_prune(dfd, df->review);
 	rc = 0;
+	goto out;
+fail:
+	ws_cause(cause, "cannot save the review in '%s': %s", path,
+	    strerror(errno ? errno : EIO));
+	unlinkat(dfd, tmp, 0);
 out:
-	if (fd != -1)
-		close(fd);
+	if (f != NULL)
+		fclose(f);
 	close(dfd);
-	free(text);
-	json_decref(root);
 	return rc;
 }
 
@@ -248,11 +241,15 @@ review_valid_digest(const char *s)
 	return s[64] == '\0';
 }
 
-/* "" or 64 lowercase hex digits into out. */
+/* "-" (none) or 64 lowercase hex digits into out. */
 static int
 review_sha(const char *s, char *out)
 {
-	if (*s != '\0' && !review_valid_digest(s))
+	if (strcmp(s, "-") == 0) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (!review_valid_digest(s))
 		return -1;
 	memcpy(out, s, strlen(s) + 1);
 	return 0;
@@ -264,6 +261,10 @@ review_mode(const char *s, mode_t *m)
 	char	*end;
 	long	 v;
 
+	if (strcmp(s, "-") == 0) {
+		*m = 0;
+		return 0;
+	}
 	errno = 0;
 	v = strtol(s, &end, 8);
 	if (errno != 0 || *end != '\0' || end == s || v < 0 || v > 07777)
@@ -272,73 +273,97 @@ review_mode(const char *s, mode_t *m)
 	return 0;
 }
 
+/* One saved line (no newline) into d. 0 or -1. */
 static int
-review_parse_one(json_t *o, struct workspace_delta *d)
+review_parse_line(char *line, struct workspace_delta *d)
 {
-	const char	*ch, *kind, *b64, *mb, *sb, *ma, *sa;
-	json_int_t	 size;
-	size_t		 len, k;
-	int		 n;
+	char	*f[8], *p = line, *end;
+	size_t	 n, len, k;
+	long long size;
+	int	 got;
 
-	if (json_unpack(o, "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}",
-	    "change", &ch, "kind", &kind, "path_base64", &b64,
-	    "mode_before", &mb, "sha256_before", &sb, "mode_after", &ma,
-	    "sha256_after", &sa, "size_after", &size) == -1 ||
-	    strlen(ch) != 1 || strchr("AMD", ch[0]) == NULL)
+	/* eight fields, one space between each, none empty */
+	for (n = 0; n < 8; n++) {
+		f[n] = p;
+		p = strchr(p, ' ');
+		if ((n < 7) != (p != NULL) || (p != NULL ? p : f[n] +
+		    strlen(f[n])) == f[n])
+			return -1;
+		if (p != NULL)
+			*p++ = '\0';
+	}
+	if (strlen(f[0]) != 1 || strchr("AMD", f[0][0]) == NULL)
 		return -1;
-	d->change = (enum workspace_change)(strchr("AMD", ch[0]) - "AMD");
-	for (k = 0; k < REVIEW_NKINDS && strcmp(kind, review_kinds[k]); k++)
+	d->change = (enum workspace_change)(strchr("AMD", f[0][0]) - "AMD");
+	for (k = 0; k < REVIEW_NKINDS && strcmp(f[1], review_kinds[k]); k++)
 		;
 	if (k == REVIEW_NKINDS)
 		return -1;
 	d->kind = (enum workspace_kind)k;
 	d->special = d->kind != WORKSPACE_FILE;
-	len = strlen(b64);
-	if (len == 0 || len % 4 != 0 || (d->path = malloc(len)) == NULL)
-		return -1;
-	n = EVP_DecodeBlock((unsigned char *)d->path,
-	    (const unsigned char *)b64, (int)len);
-	if (n < 0)
-		return -1;
-	n -= (b64[len - 1] == '=') + (b64[len - 2] == '=');
-	d->path[n] = '\0';
-	if (strlen(d->path) != (size_t)n || review_mode(mb, &d->mode_before) ||
-	    review_mode(ma, &d->mode_after) ||
-	    review_sha(sb, d->sha256_before) ||
-	    review_sha(sa, d->sha256_after) || size < 0)
+	errno = 0;
+	size = strtoll(f[6], &end, 10);
+	len = strlen(f[7]);
+	if (errno != 0 || *end != '\0' || size < 0 || len == 0 ||
+	    len % 4 != 0 || review_mode(f[2], &d->mode_before) == -1 ||
+	    review_mode(f[4], &d->mode_after) == -1 ||
+	    review_sha(f[3], d->sha256_before) == -1 ||
+	    review_sha(f[5], d->sha256_after) == -1 ||
+	    (d->path = malloc(len)) == NULL)
 		return -1;
 	d->size_after = (off_t)size;
-	return 0;
+	got = EVP_DecodeBlock((unsigned char *)d->path,
+	    (const unsigned char *)f[7], (int)len);
+	if (got < 0)
+		return -1;
+	got -= (f[7][len - 1] == '=') + (f[7][len - 2] == '=');
+	d->path[got] = '\0';
+	return strlen(d->path) == (size_t)got ? 0 : -1;
 }
 
+/* Every line after the head into df (sorted by path). 0 or -1. */
 static int
-review_parse(json_t *root, struct workspace_diff *df)
+review_read(FILE *in, struct workspace_diff *df)
 {
-	json_t	*arr = json_object_get(root, "deltas");
-	size_t	 i;
+	struct workspace_delta	*nv;
+	char			*line = NULL;
+	size_t			 cap = 0, vcap = 0;
+	ssize_t			 n;
+	int			 rc = -1;
 
-	if (!json_is_array(arr) ||
-	    json_integer_value(json_object_get(root, "version")) != 1)
-		return -1;
-	df->v = calloc(json_array_size(arr) + 1, sizeof(*df->v));
-	if (df->v == NULL)
-		return -1;
-	for (i = 0; i < json_array_size(arr); i++) {
+	if ((n = getline(&line, &cap, in)) == -1 ||
+	    strcmp(line, REVIEW_HEAD) != 0)
+		goto out;
+	while ((n = getline(&line, &cap, in)) > 0) {
+		if (line[n - 1] != '\n')
+			goto out;	/* cut short */
+		line[n - 1] = '\0';
+		if (df->n == vcap) {
+			vcap = vcap ? vcap * 2 : 64;
+			if ((nv = reallocarray(df->v, vcap, sizeof(*nv))) ==
+			    NULL)
+				goto out;
+			df->v = nv;
+		}
+		memset(&df->v[df->n], 0, sizeof(*df->v));
 		df->n++;
-		if (review_parse_one(json_array_get(arr, i), &df->v[i]) == -1)
-			return -1;
+		if (review_parse_line(line, &df->v[df->n - 1]) == -1)
+			goto out;
 	}
 	workspace_diff_sort(df);
-	return 0;
+	rc = ferror(in) ? -1 : 0;
+out:
+	free(line);
+	return rc;
 }
 
 struct workspace_review *
 workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 {
 	struct workspace_review	*r;
-	json_error_t		 jerr;
-	json_t			*root;
 	char			 path[4096];
+	FILE			*in;
+	int			 fd;
 
 	if (!review_valid_digest(digest)) {
 		ws_cause(cause, "'%.80s' is not a review digest (64 hex "
@@ -346,31 +371,30 @@ workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 		errno = EINVAL;
 		return NULL;
 	}
-	snprintf(path, sizeof(path), "%s/" REVIEW_DIR "/%s.json", sbxdir,
+	snprintf(path, sizeof(path), "%s/" REVIEW_DIR "/%s.review", sbxdir,
 	    digest);
-	if ((root = json_load_file(path, JSON_REJECT_DUPLICATES,
-	    &jerr)) == NULL) {
-		if (access(path, F_OK) == -1 && errno == ENOENT) {
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    (in = fdopen(fd, "r")) == NULL) {
+		if (errno == ENOENT)
 			ws_cause(cause, "no review %s in this sandbox (it comes "
 			    "from sandgate diff; only the newest %d are kept)",
 			    digest, SG_REVIEWS_KEPT);
-			errno = ENOENT;
-		} else {
+		else
 			ws_cause(cause, "cannot read '%s': %s", path,
-			    jerr.text);
-			errno = EIO;
-		}
+			    strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return NULL;
 	}
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
-		json_decref(root);
+		fclose(in);
 		ws_cause(cause, "out of memory");
 		return NULL;
 	}
 	r->d.stagefd = -1;
-	if (review_parse(root, &r->d) == 0)
+	if (review_read(in, &r->d) == 0)
 		workspace_review_digest(&r->d, r->d.review);
-	json_decref(root);
+	fclose(in);
 	if (strcmp(r->d.review, digest) != 0) {
 		workspace_review_free(r);
 		ws_cause(cause, "review '%s' is damaged (its content does not "

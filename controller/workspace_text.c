@@ -503,6 +503,7 @@ workspace_diff_write(const char *sbxdir, const struct workspace_diff *df,
 			return -1;
 		}
 	}
-	fprintf(out, "review %s\n", df->review);
+	if (df->n > 0)		/* nothing to review, nothing printed */
+		fprintf(out, "review %s\n", df->review);
 	return ferror(out) ? ws_cause(cause, "cannot write the diff") : 0;
 }

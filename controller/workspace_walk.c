@@ -85,7 +85,7 @@ walk_read(int fd, struct walk_frame *f)
 			continue;
 		l = strlen(de->d_name) + 1;
 		if (len + l > cap) {
-			cap = cap ? cap * 2 : 4096;
+			cap = cap ? cap * 2 : 256;
 			while (cap < len + l)
 				cap *= 2;
 			if ((nb = realloc(f->arena, cap)) == NULL)

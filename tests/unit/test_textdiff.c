@@ -114,7 +114,7 @@ random_text(unsigned *seed, size_t n, unsigned k, size_t *len)
 
 	assert_non_null(s);
 	for (i = 0; i < n; i++)
-		p += sprintf(p, "%u\n", (unsigned)rand_r(seed) % k);
+		p += snprintf(p, 8, "%u\n", (unsigned)rand_r(seed) % k);
 	if (n > 0 && rand_r(seed) % 4 == 0)
 		p--;		/* no newline at the end */
 	*len = (size_t)(p - s);
@@ -155,9 +155,9 @@ test_expensive(void **state)
 	assert_non_null(a);
 	assert_non_null(b);
 	for (i = 0; i < n; i++)
-		alen += (size_t)sprintf(a + alen, "line %zu\n", i);
+		alen += (size_t)snprintf(a + alen, 12, "line %zu\n", i);
 	for (i = 0; i < n; i++)
-		blen += (size_t)sprintf(b + blen, "line %zu\n",
+		blen += (size_t)snprintf(b + blen, 12, "line %zu\n",
 		    (i * 7919) % n);
 	assert_int_equal(tdcheck_run(a, alen, b, blen, 3, &hunks), 0);
 	assert_true(hunks > 0);

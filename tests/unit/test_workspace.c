@@ -617,11 +617,11 @@ test_deep_and_long(void **state)
 	deep = malloc(1100 * 2 + 16);
 	longp = malloc(22 * 201 + 16);
 	for (p = deep, i = 0; i < 1100; i++)
-		p += sprintf(p, "d/");
-	strcpy(p, "deep.txt");
+		p += snprintf(p, 3, "d/");
+	snprintf(p, 9, "deep.txt");
 	for (p = longp, i = 0; i < 22; i++)
-		p += sprintf(p, "%s/", name);
-	strcpy(p, "long.txt");
+		p += snprintf(p, 202, "%s/", name);
+	snprintf(p, 9, "long.txt");
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
 	rl = old;
 	rl.rlim_cur = 64;
@@ -717,7 +717,7 @@ test_review(void **state)
 	    workspace_manifest_find(m, "a.txt"), &why));
 	workspace_diff_free(now);
 	/* a damaged review is refused */
-	snprintf(path, sizeof(path), "%s/reviews/%s.json", f->sbx, digest);
+	snprintf(path, sizeof(path), "%s/reviews/%s.review", f->sbx, digest);
 	assert_non_null(fp = fopen(path, "r+"));
 	fseek(fp, -30, SEEK_END);
 	fputs("AAAA", fp);
