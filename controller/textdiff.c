@@ -54,8 +54,13 @@ static int32_t	tdiff_class_of(struct tdiff_class *, size_t *, int32_t *,
 		    size_t, const char *, size_t);
 static uint32_t	tdiff_hash(const char *, size_t);
 static long	tdiff_cost_limit(size_t);
+struct tdiff_search;
 static void	tdiff_split(struct tdiff *, const struct tdiff_range *,
 		    long *, long *);
+static int	tdiff_forward(struct tdiff *, const struct tdiff_range *,
+		    struct tdiff_search *, long *, long *);
+static int	tdiff_backward(struct tdiff *, const struct tdiff_range *,
+		    struct tdiff_search *, long *, long *);
 static int	tdiff_best(struct tdiff *, const struct tdiff_range *,
 		    long, long, long, long, long *, long *);
 static int	tdiff_push(struct tdiff *, long, long, long, long);
@@ -257,79 +262,115 @@ tdiff_best(struct tdiff *t, const struct tdiff_range *r, long fmin,
 	return 0;
 }
 
+/* The bounds of one middle-snake search (tdiff_split). */
+struct tdiff_search {
+	long	dmin, dmax;		/* diagonals of the range */
+	long	fmin, fmax, bmin, bmax;	/* diagonals reached so far */
+	int	odd;			/* the two ends differ in parity */
+};
+
+/*
+ * One edit step forward on every diagonal reached; 1 with the meeting
+ * point when the forward and backward paths meet, else 0.
+ */
+static int
+tdiff_forward(struct tdiff *t, const struct tdiff_range *r,
+    struct tdiff_search *s, long *xmid, long *ymid)
+{
+	const int32_t	*xv = t->a.cls, *yv = t->b.cls;
+	long		*fd = t->fd, d, x, y, lo, hi;
+
+	if (s->fmin > s->dmin)
+		fd[--s->fmin - 1] = -1;
+	else
+		s->fmin++;
+	if (s->fmax < s->dmax)
+		fd[++s->fmax + 1] = -1;
+	else
+		s->fmax--;
+	for (d = s->fmax; d >= s->fmin; d -= 2) {
+		lo = fd[d - 1];
+		hi = fd[d + 1];
+		x = lo >= hi ? lo + 1 : hi;
+		y = x - d;
+		while (x < r->xlim && y < r->ylim && xv[x] == yv[y]) {
+			x++;
+			y++;
+		}
+		fd[d] = x;
+		if (s->odd && s->bmin <= d && d <= s->bmax && t->bd[d] <= x) {
+			*xmid = x;
+			*ymid = y;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The same step backward from the range's end. */
+static int
+tdiff_backward(struct tdiff *t, const struct tdiff_range *r,
+    struct tdiff_search *s, long *xmid, long *ymid)
+{
+	const int32_t	*xv = t->a.cls, *yv = t->b.cls;
+	long		*bd = t->bd, d, x, y, lo, hi;
+
+	if (s->bmin > s->dmin)
+		bd[--s->bmin - 1] = LONG_MAX;
+	else
+		s->bmin++;
+	if (s->bmax < s->dmax)
+		bd[++s->bmax + 1] = LONG_MAX;
+	else
+		s->bmax--;
+	for (d = s->bmax; d >= s->bmin; d -= 2) {
+		lo = bd[d - 1];
+		hi = bd[d + 1];
+		x = lo < hi ? lo : hi - 1;
+		y = x - d;
+		while (x > r->xoff && y > r->yoff && xv[x - 1] == yv[y - 1]) {
+			x--;
+			y--;
+		}
+		bd[d] = x;
+		if (!s->odd && s->fmin <= d && d <= s->fmax && x <= t->fd[d]) {
+			*xmid = x;
+			*ymid = y;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /*
  * A point (xmid, ymid) on a shortest edit path through the range (whose
  * first and last lines differ), by searching forward from its start and
- * backward from its end until the two meet; xmid == -1 when no useful
- * point was found (the caller then marks the whole range changed).
+ * backward from its end until the two meet; past the cost limit the best
+ * point found so far. xmid == -1 when no useful point was found (the
+ * caller then marks the whole range changed).
  */
 static void
 tdiff_split(struct tdiff *t, const struct tdiff_range *r, long *xmid,
     long *ymid)
 {
-	const int32_t	*xv = t->a.cls, *yv = t->b.cls;
-	long		*fd = t->fd, *bd = t->bd;
-	long		 dmin = r->xoff - r->ylim, dmax = r->xlim - r->yoff;
-	long		 fmid = r->xoff - r->yoff, bmid = r->xlim - r->ylim;
-	long		 fmin = fmid, fmax = fmid, bmin = bmid, bmax = bmid;
-	long		 c, d, x, y, lo, hi;
-	int		 odd = ((fmid - bmid) & 1) != 0;
+	struct tdiff_search	s;
+	long			fmid = r->xoff - r->yoff;
+	long			bmid = r->xlim - r->ylim, c;
 
-	fd[fmid] = r->xoff;
-	bd[bmid] = r->xlim;
+	s.dmin = r->xoff - r->ylim;
+	s.dmax = r->xlim - r->yoff;
+	s.fmin = s.fmax = fmid;
+	s.bmin = s.bmax = bmid;
+	s.odd = ((fmid - bmid) & 1) != 0;
+	t->fd[fmid] = r->xoff;
+	t->bd[bmid] = r->xlim;
 	for (c = 1;; c++) {
-		if (fmin > dmin)
-			fd[--fmin - 1] = -1;
-		else
-			fmin++;
-		if (fmax < dmax)
-			fd[++fmax + 1] = -1;
-		else
-			fmax--;
-		for (d = fmax; d >= fmin; d -= 2) {
-			lo = fd[d - 1];
-			hi = fd[d + 1];
-			x = lo >= hi ? lo + 1 : hi;
-			y = x - d;
-			while (x < r->xlim && y < r->ylim && xv[x] == yv[y]) {
-				x++;
-				y++;
-			}
-			fd[d] = x;
-			if (odd && bmin <= d && d <= bmax && bd[d] <= x) {
-				*xmid = x;
-				*ymid = y;
-				return;
-			}
-		}
-		if (bmin > dmin)
-			bd[--bmin - 1] = LONG_MAX;
-		else
-			bmin++;
-		if (bmax < dmax)
-			bd[++bmax + 1] = LONG_MAX;
-		else
-			bmax--;
-		for (d = bmax; d >= bmin; d -= 2) {
-			lo = bd[d - 1];
-			hi = bd[d + 1];
-			x = lo < hi ? lo : hi - 1;
-			y = x - d;
-			while (x > r->xoff && y > r->yoff &&
-			    xv[x - 1] == yv[y - 1]) {
-				x--;
-				y--;
-			}
-			bd[d] = x;
-			if (!odd && fmin <= d && d <= fmax && x <= fd[d]) {
-				*xmid = x;
-				*ymid = y;
-				return;
-			}
-		}
+		if (tdiff_forward(t, r, &s, xmid, ymid) ||
+		    tdiff_backward(t, r, &s, xmid, ymid))
+			return;
 		if (c >= t->maxcost) {
-			if (tdiff_best(t, r, fmin, fmax, bmin, bmax, xmid,
-			    ymid) == -1)
+			if (tdiff_best(t, r, s.fmin, s.fmax, s.bmin, s.bmax,
+			    xmid, ymid) == -1)
 				*xmid = -1;
 			return;
 		}
