@@ -169,6 +169,18 @@ atk_review_sparse() {
 	paused_start
 	sgrev rsh apply --path half.txt "$REV"
 	pa=$(paused_stop)
+	# SIGINT while frozen: the diff stops, thaws, exits 130
+	local ipid irc i ipaused=0
+	"$SG" diff --stat "$REV" >/dev/null 2>&1 &
+	ipid=$!
+	for i in $(seq 1 100); do
+		[ "$(docker inspect -f '{{.State.Paused}}' "sandgate-$REV")" = true ] &&
+		    { ipaused=1; break; }
+		sleep 0.02
+	done
+	kill -INT "$ipid" 2>/dev/null
+	wait "$ipid"
+	irc=$?
 	sgrev rso apply --path over.bin "$REV"
 	sgrev rst diff "$REV"
 	du_half=$(du -k "$T/project/half.txt" 2>/dev/null | cut -f1)
@@ -181,10 +193,10 @@ atk_review_sparse() {
 	    "$(rec rs)" \
 	    "diff exit $rst_rc, /tmp $(tmpsays rst); half.txt (900 MiB apparent) on the host: ${du_half:-?} KiB allocated; over.bin (3 GiB, --disk 1g): $( [ -e "$T/project/over.bin" ] && echo "ON THE HOST ($(du -k "$T/project/over.bin" | cut -f1) KiB)" || echo refused); run --disk 16m's 1 GiB /output/x.bin: $( [ -e "$out/x.bin" ] && echo "COPIED ($(du -k "$out/x.bin" | cut -f1) KiB)" || echo "not copied")"
 	verdict "R2 review: the container is frozen while diff reads and apply copies" \
-	    '[ "$pd" -gt 0 ] && [ "$pa" -gt 0 ] && [ "$(docker inspect -f "{{.State.Paused}}" "sandgate-$REV")" = false ]' \
-	    "samples paused: $pd during diff --stat (exit $rsd_rc), $pa during apply of half.txt (exit $rsh_rc)" \
+	    '[ "$pd" -gt 0 ] && [ "$pa" -gt 0 ] && [ "$ipaused" = 1 ] && [ "$irc" = 130 ] && [ "$(docker inspect -f "{{.State.Paused}}" "sandgate-$REV")" = false ]' \
+	    "samples paused: $pd during diff --stat (exit $rsd_rc), $pa during apply of half.txt (exit $rsh_rc); SIGINT to a frozen diff: exit $irc" \
 	    "$(rec rs)" \
-	    "docker inspect .State.Paused every 50 ms; after both: $(docker inspect -f '{{.State.Paused}}' "sandgate-$REV")"
+	    "docker inspect .State.Paused every 50 ms; after all three (the last interrupted while paused: $( [ "$ipaused" = 1 ] && echo yes || echo "never seen paused")): $(docker inspect -f '{{.State.Paused}}' "sandgate-$REV")"
 	"$SG" exec "$REV" -- rm -f /workspace/half.txt /workspace/over.bin >/dev/null 2>&1
 	rm -rf "$out" "$T/project/half.txt" "$T/project/over.bin"
 }
