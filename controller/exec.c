@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "docker.h"
+#include "evidence.h"
 #include "exec.h"
 #include "log.h"
 #include "probe.h"
@@ -61,7 +62,7 @@ enum exec_live_mode {
 struct exec_sink {
 	struct exec_capture	cap;
 	int			evfd;		/* evidence file or -1 */
-	unsigned long long	evlen;
+	unsigned long long	evlen, evcap;
 	int			livefd;		/* live copy, or -1 */
 	int			liveown;	/* livefd is ours to close */
 	enum exec_live_mode	livemode;
@@ -1029,6 +1030,7 @@ exec_sink_open(struct exec_sink *s, const struct exec_opts *o, int stream)
 		return;
 	snprintf(path, sizeof(path), "%s.%s", o->run_id,
 	    stream == 1 ? "stdout" : "stderr");
+	s->evcap = evidence_stream_cap(o->evidence_dir, o->evidence_max);
 	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) != -1) {
 		s->evfd = openat(dfd, path, O_WRONLY | O_CREAT | O_EXCL |
@@ -1059,9 +1061,9 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 	}
 	if (exec_capture_add(&s->cap, p, n) == -1)
 		log_warnx("cannot capture output: out of memory");
-	if (s->evfd != -1 && s->evlen < SG_EVIDENCE_CAP_DEFAULT) {
-		ev = SG_EVIDENCE_CAP_DEFAULT - s->evlen < n ?
-		    (size_t)(SG_EVIDENCE_CAP_DEFAULT - s->evlen) : n;
+	if (s->evfd != -1 && s->evlen < s->evcap) {
+		ev = s->evcap - s->evlen < n ? (size_t)(s->evcap - s->evlen) :
+		    n;
 		if (write(s->evfd, p, ev) != (ssize_t)ev) {
 			close(s->evfd);
 			s->evfd = -1;

@@ -814,6 +814,9 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 	/* what a killed apply left in the source tree goes first */
 	if (workspace_apply_cleanup(dir, NULL, &left, cause) == -1)
 		return -1;
+	/* snapshot/ may hold paths past PATH_MAX and any depth (nftw can't) */
+	if (workspace_remove(dir, cause) == -1)
+		return -1;
 	sandbox_uid_release(dir);
 	if (sandbox_rmtree(dir) == -1) {
 		util_xasprintf(cause, "cannot remove '%s': %s", dir,

@@ -54,8 +54,18 @@
 /* Controller: one Docker Engine API JSON response (inspect, lists). */
 #define SG_DOCKER_RESPONSE_MAX	(16u * 1024 * 1024)
 
-/* Controller: text of one file's unified diff in `sandgate diff`. */
-#define SG_DIFF_TEXT_MAX	(16u * 1024 * 1024)
+/*
+ * Controller: a text file is shown as a unified diff in `sandgate diff`
+ * and `export` only when each side has at most this many bytes and lines
+ * (else its sizes and SHA-256 are shown, and the reviewer is told);
+ * bounds the diff's memory to a few MiB.
+ */
+#define SG_DIFF_FILE_MAX	(1024u * 1024)
+#define SG_DIFF_LINES_MAX	65536u
+/* Controller: folders nested in a source tree that create copies. */
+#define SG_COPY_DEPTH_MAX	200
+/* Controller: reviews (`diff`'s digests) kept per sandbox for apply. */
+#define SG_REVIEWS_KEPT		16
 
 /* `sandgate policy suggest`: destination hosts, and ports per host, kept. */
 #define SG_SUGGEST_DESTS_MAX	4096
