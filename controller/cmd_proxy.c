@@ -52,6 +52,7 @@ static int	proxy_ensure_networks(struct docker *, struct proxy_opts *,
 static int	proxy_subnet_clash(struct docker *, const char *subnet,
 		    char **cause);
 static json_t	*proxy_spec(struct proxy_opts *, const char *ip);
+static int	proxy_chown_log(const char *);
 static int	proxy_prepare_dirs(struct proxy_opts *, char **cause);
 static int	proxy_wait_ready(void);
 static char	*proxy_config_digest(json_t *spec);
@@ -186,6 +187,27 @@ proxy_ensure_networks(struct docker *d, struct proxy_opts *o, char **cause)
 	return 0;
 }
 
+/*
+ * Give a log file of the proxy's folder to the proxy's uid: through a
+ * descriptor opened without following a symlink and without blocking,
+ * and only a regular file (that uid can plant anything in its folder).
+ * -1 with errno ENOENT when there is no such file.
+ */
+static int
+proxy_chown_log(const char *path)
+{
+	struct stat	st;
+	int		fd;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		(void)fchown(fd, PROXYCTL_UID, PROXYCTL_UID);
+	close(fd);
+	return 0;
+}
+
 /* Folders the proxy writes: owned by its uid, never shared with sandboxes. */
 static int
 proxy_prepare_dirs(struct proxy_opts *o, char **cause)
@@ -217,8 +239,8 @@ proxy_prepare_dirs(struct proxy_opts *o, char **cause)
 			else
 				snprintf(path, sizeof(path), "%s/%s.%d",
 				    o->log_dir, logs[i], n);
-			if (chown(path, PROXYCTL_UID, PROXYCTL_UID) == -1 &&
-			    errno == ENOENT && n > 0)
+			if (proxy_chown_log(path) == -1 && errno == ENOENT &&
+			    n > 0)
 				break;
 		}
 	}
@@ -331,8 +353,7 @@ proxy_start(struct docker *d, struct proxy_opts *o)
 	}
 	if (proxy_build_image(&cause) == -1 ||
 	    proxy_ensure_networks(d, o, &cause) == -1 ||
-	    proxy_prepare_dirs(o, &cause) == -1 ||
-	    auditkey_prepare_proxy(&cause) == -1)
+	    proxy_prepare_dirs(o, &cause) == -1)
 		goto out;
 	spec = proxy_spec(o, ip);
 	digest = proxy_config_digest(spec);
@@ -611,6 +632,13 @@ cmd_proxy_exec(int argc, char **argv)
 			return SG_EXIT_ERROR;
 		}
 		o.hosts = hosts;
+	}
+	/* The key first: one in the log folder is refused before Docker. */
+	if (strcmp(verb, "start") == 0 &&
+	    auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		return SG_EXIT_ERROR;
 	}
 	if ((d = docker_new(&cause)) == NULL) {
 		fprintf(stderr, "sandgate: %s\n", cause);
