@@ -134,6 +134,81 @@ assert_contains "and says which key signs now" "$r_out" "now signed by key"
 sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
 assert_eq "the new key verifies alone" 0 "$r_rc"
 
+# --- the controller's anchor ----------------------------------------------------------
+# A log cut after an older record: the anchor beside the key names the last
+# close the controller signed, and `audit verify --key` reads it.
+sg_run r "$SG" exec "$ID" -- true
+cp "$RUNS" "$SG_TMP/runs.full"
+head -n -2 "$SG_TMP/runs.full" >"$RUNS"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub" \
+    "$RUNS"
+assert_eq "without the anchor (FILES) the cut is not seen" 0 "$r_rc"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
+assert_eq "a runs.jsonl cut at an older close fails" 1 "$r_rc"
+assert_contains "against the writer's anchor" "$r_out" "its writer's anchor names seq"
+cp "$SG_TMP/runs.full" "$RUNS"
+# Whoever can write runs.jsonl edits it, or whoever can write the log
+# folder (`proxy start` gives it to the proxy's uid, 65532) replaces it;
+# the next exec does not sign over it unseen: it writes log.resume, and
+# verify --key fails.
+chown 65532:65532 "$SANDGATE_LOG_DIR"
+chmod o+x "$SG_TMP"
+forge_runs() {	# MODE: append (a line after the last close, as root) or
+		# replace (as uid 65532)
+	if [ "$1" = append ]; then
+		as=()
+	else
+		as=(setpriv --reuid 65532 --regid 65532 --clear-groups)
+	fi
+	"${as[@]}" /usr/bin/python3 - "$RUNS" "$1" <<'EOF'
+import hashlib, json, os, sys
+path, mode = sys.argv[1], sys.argv[2]
+def line(seq, prev, run, cmd):
+    body = json.dumps({"ts": "2026-12-01T00:00:00.000000Z", "seq": seq,
+                       "event": "run.exec", "run": run, "sandbox": "sbx_x",
+                       "command": cmd, "prev": prev},
+                      separators=(",", ":")).encode()
+    h = hashlib.sha256(body).hexdigest()
+    return body[:-1] + b',"hash":"' + h.encode() + b'"}\n', h
+if mode == "append":
+    last = json.loads(open(path, "rb").read().splitlines()[-1])
+    data, _ = line(last["seq"] + 1, last["hash"], "run_planted", "true")
+    open(path, "ab").write(data)
+else:
+    os.rename(path, path + ".real")
+    a, h = line(1, "0" * 64, "run_forged1", "echo nothing to see")
+    b, _ = line(2, h, "run_forged2", "true")
+    open(path, "wb").write(a + b)
+EOF
+}
+for mode in append replace; do
+	cp "$SG_TMP/runs.full" "$RUNS"
+	rm -f "$RUNS.real"
+	last=$(tail -n 1 "$RUNS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+	forge_runs "$mode" || fail "forge_runs $mode"
+	sg_run r "$SG" exec "$ID" -- echo two
+	assert_eq "exec after the $mode exits 0" 0 "$r_rc"
+	sg_run r "$SG" audit verify --file runs.jsonl
+	assert_eq "$mode: the chain alone holds" 0 "$r_rc"
+	sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
+	assert_eq "$mode: verify --key fails" 1 "$r_rc"
+	if [ "$mode" = append ]; then
+		assert_contains "$mode: the planted line is named" "$r_out" \
+		    "first event that can no longer be trusted: seq $((last + 1)) ("
+		assert_contains "$mode: after the close" "$r_out" "follow the writer's close"
+	else
+		assert_contains "$mode: the whole file is untrusted" "$r_out" \
+		    "first event that can no longer be trusted: seq 1 ("
+		assert_contains "$mode: the controller's records were cut" "$r_out" \
+		    "were cut, or the log was replaced"
+	fi
+	assert_eq "$mode: recorded by the exec" 1 "$(grep -c '"event":"log.resume"' "$RUNS")"
+done
+cp "$SG_TMP/runs.full" "$RUNS"
+rm -f "$RUNS.real"
+chown root:root "$SANDGATE_LOG_DIR"
+chmod o-x "$SG_TMP"
+
 sg_run r "$SG" discard "$ID"
 assert_eq "discard exits 0" 0 "$r_rc"
 sg_summary
