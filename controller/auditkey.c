@@ -124,7 +124,7 @@ auditkey_runs_signer(struct eventlog *log)
 	o.lock = CHECKPOINT_LOCK_SHARED;
 	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1)
 		util_xasprintf(&cause, "state folder path too long");
-	else if (auditkey_ensure(path, geteuid(), state_log_dir(),
+	else if (auditkey_ensure(path, geteuid(), state_record_dir(),
 	    &cause) != -1)
 		ck = checkpoint_new(log, &o, &cause);
 	if (ck == NULL) {
@@ -184,7 +184,7 @@ auditkey_rotate_runs(const char *path)
 	memset(&o, 0, sizeof(o));
 	o.key_path = path;
 	o.lock = CHECKPOINT_LOCK_EXCLUSIVE;
-	if ((log = eventlog_open(state_log_dir(), "runs.jsonl", &lo,
+	if ((log = eventlog_open(state_record_dir(), "runs.jsonl", &lo,
 	    &cause)) == NULL || (ck = checkpoint_new(log, &o, &cause)) == NULL) {
 		fprintf(stderr, "sandgate: %s\n", cause);
 		goto out;

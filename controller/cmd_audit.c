@@ -121,9 +121,10 @@ static int	audit_parse_opt(struct audit_args *, int, const char *);
 static int	audit_parse_mode(struct audit_args *, const char *);
 static int	audit_parse_time(const char *, int64_t *);
 static int	audit_parse_ts(const char *, int64_t *);
+static const char *audit_default_dir(const char *);
 static int	audit_files(const char *, const char *, char ***, int *);
 static void	audit_files_free(char **, int);
-static int	audit_open(const char *, int, long long *);
+static int	audit_open(const char *, long long *);
 static void	audit_reader_init(struct audit_reader *, int, int,
 		    long long);
 static int	audit_is_log_line(json_t *);
@@ -156,7 +157,7 @@ static int	audit_verify_files(const struct audit_args *,
 		    struct ckverify *);
 static int	audit_anchor_of_log(const char *, struct checkpoint_anchor *);
 static int	audit_live_log(const struct audit_args *);
-static int	audit_verify_file(struct ckverify *, const char *, int);
+static int	audit_verify_file(struct ckverify *, const char *);
 static void	audit_verify_report(const struct ckverify *);
 static void	audit_verify_notes(const struct ckverify *, const char *);
 static void	audit_export_cb(const struct audit_args *, json_t *, void *);
@@ -258,6 +259,14 @@ audit_parse_ts(const char *s, int64_t *us)
 	return 0;
 }
 
+/* The folder of log file name: the run records have one of their own. */
+static const char *
+audit_default_dir(const char *name)
+{
+	return strcmp(name, "runs.jsonl") == 0 ? state_record_dir() :
+	    state_log_dir();
+}
+
 /* One option of audit_parse(); 0, or an exit code. */
 static int
 audit_parse_opt(struct audit_args *a, int ch, const char *arg)
@@ -339,7 +348,7 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 	memset(a, 0, sizeof(*a));
 	a->since = a->until = -1;
 	a->lines = -1;
-	a->dir = state_log_dir();
+	a->dir = NULL;
 	a->file = AUDIT_LOG;
 	opterr = 0;
 	optind = 1;
@@ -383,6 +392,8 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 		    "'audit key'");
 	if (a->lines == -1)
 		a->lines = AUDIT_TAIL_DEFAULT;
+	if (a->dir == NULL)
+		a->dir = audit_default_dir(a->file);
 	a->paths = argv + optind;
 	a->npaths = argc - optind;
 	return 0;
@@ -457,18 +468,17 @@ audit_files_free(char **files, int n)
 
 /*
  * Open a log file to read it: a regular file, never a FIFO or device
- * (opened without blocking, then checked), and with nofollow (a file of
- * the log folder) not through a symlink. Returns the fd and its size, or
+ * (opened without blocking, then checked), never through a symlink (a
+ * log folder may belong to another uid). Returns the fd and its size, or
  * -1 after a message on stderr (none for ENOENT).
  */
 static int
-audit_open(const char *path, int nofollow, long long *size)
+audit_open(const char *path, long long *size)
 {
 	struct stat	st;
 	int		fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
-	    (nofollow ? O_NOFOLLOW : 0));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd == -1) {
 		if (errno != ENOENT)
 			fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
@@ -723,7 +733,7 @@ audit_each(const struct audit_args *a, char **files, int n,
 	int			 i, fd, got, rc = 0;
 
 	for (i = 0; i < n && rc == 0; i++) {
-		if ((fd = audit_open(files[i], a->npaths == 0, &size)) == -1) {
+		if ((fd = audit_open(files[i], &size)) == -1) {
 			if (errno == ENOENT)
 				continue;
 			rc = -1;
@@ -871,14 +881,14 @@ audit_summary_print(const struct audit_args *a, struct audit_summary *s)
 
 /* Feed one file to the verifier; 0, or -1 if it cannot be read. */
 static int
-audit_verify_file(struct ckverify *v, const char *path, int nofollow)
+audit_verify_file(struct ckverify *v, const char *path)
 {
 	struct audit_reader	*r;
 	long long		 size;
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = audit_open(path, nofollow, &size)) == -1) {
+	if ((fd = audit_open(path, &size)) == -1) {
 		if (errno == ENOENT)
 			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
 			    path, strerror(errno));
@@ -935,7 +945,7 @@ audit_live_log(const struct audit_args *a)
 	if (!a->dir_given)
 		return 1;
 	return realpath(a->dir, given) != NULL &&
-	    realpath(state_log_dir(), live) != NULL &&
+	    realpath(audit_default_dir(a->file), live) != NULL &&
 	    strcmp(given, live) == 0;
 }
 
@@ -954,7 +964,7 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 	int			 fd, got, found = 0;
 
 	memset(an, 0, sizeof(*an));
-	if ((fd = audit_open(path, 0, &size)) == -1) {
+	if ((fd = audit_open(path, &size)) == -1) {
 		free(r);
 		return -1;
 	}
@@ -1004,7 +1014,7 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 		return 0;
 	if (a->anchor != NULL) {
 		util_strlcpy(path, a->anchor, sizeof(path));
-		if ((fd = audit_open(path, 0, &size)) == -1)
+		if ((fd = audit_open(path, &size)) == -1)
 			return -1;
 		k = read(fd, head, sizeof(head) - 1);
 		close(fd);
@@ -1113,7 +1123,7 @@ audit_verify_files(const struct audit_args *a, struct ckverify *v)
 		if (a->npaths == 0 && i == n - 1 && n > 1 &&
 		    lstat(files[i], &st) == -1 && errno == ENOENT)
 			continue;
-		rc = audit_verify_file(v, files[i], a->npaths == 0);
+		rc = audit_verify_file(v, files[i]);
 	}
 	if (a->npaths == 0)
 		audit_files_free(files, n);
@@ -1298,7 +1308,7 @@ audit_follow(const struct audit_args *a, const char *path)
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = audit_open(path, 1, &size)) == -1 ||
+	if ((fd = audit_open(path, &size)) == -1 ||
 	    lseek(fd, 0, SEEK_END) == -1) {
 		if (errno == ENOENT)
 			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
@@ -1320,7 +1330,7 @@ audit_follow(const struct audit_args *a, const char *path)
 		fflush(stdout);
 		if (got == 0 && audit_rotated(fd, path)) {
 			close(fd);
-			while ((fd = audit_open(path, 1, &size)) == -1) {
+			while ((fd = audit_open(path, &size)) == -1) {
 				if (errno != ENOENT) {
 					free(r);
 					return SG_EXIT_ERROR;

@@ -165,7 +165,7 @@ create_workspace(const struct sandbox_meta *m, const struct create_args *a,
 	state_path(dir, sizeof(dir), m->id, NULL);
 	state_path(img, sizeof(img), m->id, "disk.img");
 	state_path(work, sizeof(work), m->id, "work");
-	if (disk_image_create(img, m->disk, SANDBOX_UID, SANDBOX_GID,
+	if (disk_image_create(img, m->disk, m->uid, m->uid,
 	    cause) == -1 || disk_mount(img, work, cause) == -1)
 		return -1;
 	/* mkfs's lost+found is not part of the project */
@@ -175,8 +175,8 @@ create_workspace(const struct sandbox_meta *m, const struct create_args *a,
 	wo.excludes = a->excludes;
 	wo.nexcludes = a->nexcludes;
 	wo.exclude_secrets = a->exclude_secrets;
-	wo.uid = SANDBOX_UID;
-	wo.gid = SANDBOX_GID;
+	wo.uid = m->uid;
+	wo.gid = m->uid;
 	return workspace_create(m->source, dir, &wo, cause);
 }
 
@@ -246,6 +246,7 @@ create_ca_bundle(struct docker *d, const struct sandbox_meta *m,
 	o.run_id = run;
 	o.inside = sandbox_gvisor(m);
 	o.nproc = m->pids;
+	o.uid = m->uid;
 	o.timeout = 30;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	if (exec_run(d, cid, pid, &o, &r, cause) == -1) {
@@ -289,6 +290,7 @@ create_build(struct docker *d, struct sandbox_meta *m,
 	int			pid;
 
 	if (create_dirs(m->id, cause) == -1 ||
+	    sandbox_identity(m, cause) == -1 ||
 	    create_workspace(m, a, cause) == -1 ||
 	    sandbox_meta_save(m, cause) == -1)
 		return -1;

@@ -29,6 +29,7 @@
 #include "docker.h"
 #include "netseal.h"
 #include "probe.h"
+#include "sandbox.h"
 #include "state.h"
 #include "util.h"
 
@@ -63,6 +64,8 @@ static void	doctor_info(struct doctor *);
 static void	doctor_image(struct doctor *);
 static void	doctor_proxy(struct doctor *);
 static void	doctor_state(struct doctor *);
+static int	doctor_read_line(const char *, char *, size_t);
+static void	doctor_kernel(struct doctor *);
 static void	doctor_loop(struct doctor *);
 static void	doctor_tool(struct doctor *, const char *, const char *,
 		    const char *);
@@ -208,6 +211,73 @@ doctor_proxy(struct doctor *dr)
 	else
 		doctor_line(dr, DOCTOR_OK, "proxy", DOCTOR_PROXY " running");
 	free(cause);
+}
+
+/* The first line of a small /proc or /sys file into buf; 0 or -1. */
+static int
+doctor_read_line(const char *path, char *buf, size_t size)
+{
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/*
+ * The kernel's own guards around sandboxes, reported (none is required:
+ * seccomp, capabilities and namespaces hold without them): AppArmor and
+ * docker-default, Yama's ptrace_scope, and user namespaces.
+ */
+static void
+doctor_kernel(struct doctor *dr)
+{
+	char	buf[4096], max[64], unpriv[64];
+	int	fd, loaded = 0;
+	ssize_t	n;
+
+	if (!sandbox_apparmor_on())
+		doctor_line(dr, DOCTOR_WARN, "apparmor", "not enforced by this "
+		    "kernel: sandboxes get no AppArmor profile (seccomp, no "
+		    "capabilities and namespaces still hold)");
+	else {
+		fd = open("/sys/kernel/security/apparmor/profiles", O_RDONLY |
+		    O_CLOEXEC);
+		while (fd != -1 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+			buf[n] = '\0';
+			loaded |= strstr(buf, "docker-default") != NULL;
+		}
+		if (fd != -1)
+			close(fd);
+		doctor_line(dr, loaded ? DOCTOR_OK : DOCTOR_FAIL, "apparmor",
+		    loaded ? "enforced; sandboxes run under docker-default" :
+		    "enforced, but docker-default is not loaded (dockerd "
+		    "loads it when it starts): sandboxes would not start");
+	}
+	if (doctor_read_line("/proc/sys/kernel/yama/ptrace_scope", buf,
+	    sizeof(buf)) == -1)
+		doctor_line(dr, DOCTOR_WARN, "yama", "not in this kernel: "
+		    "ptrace inside a sandbox is refused by seccomp alone");
+	else
+		doctor_line(dr, DOCTOR_OK, "yama", "ptrace_scope %s (seccomp "
+		    "refuses ptrace in sandboxes anyway)", buf);
+	if (doctor_read_line("/proc/sys/user/max_user_namespaces", max,
+	    sizeof(max)) == -1)
+		snprintf(max, sizeof(max), "?");
+	if (doctor_read_line("/proc/sys/kernel/unprivileged_userns_clone",
+	    unpriv, sizeof(unpriv)) == -1)
+		snprintf(unpriv, sizeof(unpriv), "not limited");
+	doctor_line(dr, DOCTOR_OK, "userns", "user namespaces: at most %s, "
+	    "unprivileged ones %s; sandboxes can make none (seccomp refuses "
+	    "unshare and clone's namespace flags) and each runs as a uid of "
+	    "its own", max, strcmp(unpriv, "0") == 0 ? "off" : unpriv);
 }
 
 /* The state root exists (or can be made) and takes a new file. */
@@ -479,7 +549,7 @@ static int
 doctor_probe_exec(struct doctor *dr, const char *cid, const char *seal,
     struct doctor_buf *b, char **cause)
 {
-	struct docker_stream_cb	 cb = { doctor_collect, NULL, b };
+	struct docker_stream_cb	 cb = { doctor_collect, NULL, b, NULL };
 	json_t			*espec;
 	char			*eid = NULL;
 	int			 rc = -1;
@@ -759,6 +829,7 @@ doctor_exec(int argc, char **argv)
 		doctor_image(&dr);
 		doctor_proxy(&dr);
 	}
+	doctor_kernel(&dr);
 	doctor_state(&dr);
 	doctor_loop(&dr);
 	doctor_mkfs(&dr);

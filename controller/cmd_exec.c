@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "cmd.h"
 #include "docker.h"
 #include "exec.h"
+#include "netseal.h"
 #include "probe.h"
 #include "proxyctl.h"
 #include "runrec.h"
@@ -38,6 +40,7 @@ static int	exec_in_sandbox(struct docker *, struct sandbox_meta *,
 		    const struct exec_args *);
 static int	exec_target(struct docker *, const struct sandbox_meta *,
 		    int, char **, int *, char **);
+static int	exec_seal_holds(const struct sandbox_meta *, int, char **);
 static void	exec_output(const struct exec_result *, const char *,
 		    const struct sandbox_meta *, long long, int);
 
@@ -158,6 +161,35 @@ exec_target(struct docker *d, const struct sandbox_meta *m, int fresh,
 	return sandbox_container_up(d, m, &mt, "fresh", cid, pid, cause);
 }
 
+/*
+ * The seal of a session sandbox, confirmed before every command: when it
+ * drifted (flushed, the proxy gone) nothing runs, the event is recorded,
+ * and the instance is marked unchecked so that the next exec probes and
+ * seals it again from scratch, as after a restart.
+ */
+static int
+exec_seal_holds(const struct sandbox_meta *m, int pid, char **cause)
+{
+	char	*why = NULL, *c2 = NULL, path[PATH_MAX];
+
+	if (strcmp(m->network, "proxy") != 0 ||
+	    netseal_check(pid, m->proxy, &why) == 0)
+		return 0;
+	if (runrec_event("sandbox.seal_drift", m->id, why, &c2) == -1) {
+		fprintf(stderr, "sandgate: warning: event not recorded: %s\n",
+		    c2);
+		free(c2);
+	}
+	if (state_path(path, sizeof(path), m->id, "checked") == 0)
+		unlink(path);
+	util_xasprintf(cause, "refused: the network seal of sandbox %s does "
+	    "not hold (%s); the command did not run. The next exec checks "
+	    "the sandbox again and seals it; if the proxy is gone, start it "
+	    "with `sandgate proxy start`", m->id, why);
+	free(why);
+	return -1;
+}
+
 static void
 exec_output(const struct exec_result *r, const char *run_id,
     const struct sandbox_meta *m, long long timeout, int json)
@@ -169,6 +201,8 @@ exec_output(const struct exec_result *r, const char *run_id,
 		return;
 	}
 	if ((o = exec_result_json(r, run_id)) != NULL) {
+		json_object_set_new(o, "notices", exec_notices(r, timeout,
+		    m->memory, m->pids));
 		json_dumpf(o, stdout, JSON_COMPACT);
 		putchar('\n');
 		fflush(stdout);
@@ -200,11 +234,20 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	o.run_id = run;
 	o.inside = sandbox_gvisor(m);
 	o.nproc = m->pids;
+	o.uid = m->uid;
 	o.timeout = a->timeout > 0 ? a->timeout : m->timeout;
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	o.evidence_dir = runs;
-	if (exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1)
+	if (m->uid == SANDBOX_UID) {
+		util_xasprintf(&cause, "sandbox %s was made by an earlier "
+		    "sandgate (it runs as uid %d, shared with other sandboxes "
+		    "and a host account): discard it and create it again",
+		    m->id, SANDBOX_UID);
+		goto out;
+	}
+	if (exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1 ||
+	    (!a->fresh && exec_seal_holds(m, pid, &cause) == -1))
 		goto out;
 	if (strcmp(m->network, "proxy") == 0 && proxyctl_log_seq(&seq) == 0)
 		asked = 1;

@@ -220,16 +220,21 @@ export_buffer(struct export_ctx *c, const char *name, char *buf, size_t len)
 static int
 export_jsonl(struct export_ctx *c, const char *file, const char *name)
 {
-	char	 path[4096], *line = NULL, *buf = NULL;
+	char	*line = NULL, *buf = NULL;
 	size_t	 cap = 0, len = 0;
 	ssize_t	 n;
 	json_t	*o;
-	FILE	*in, *out;
+	FILE	*in = NULL, *out;
+	int	 fd;
 
-	snprintf(path, sizeof(path), "%s/%s", state_log_dir(), file);
 	if ((out = open_memstream(&buf, &len)) == NULL)
 		return -1;
-	if ((in = fopen(path, "re")) != NULL) {
+	/* runs.jsonl is the controller's; the other log is the proxy's */
+	fd = state_open_in(strcmp(file, "runs.jsonl") == 0 ?
+	    state_record_dir() : state_log_dir(), file, O_RDONLY, 0);
+	if (fd != -1 && (in = fdopen(fd, "r")) == NULL)
+		close(fd);
+	if (in != NULL) {
 		while ((n = getline(&line, &cap, in)) > 0) {
 			o = json_loadb(line, (size_t)n, 0, NULL);
 			if (o != NULL && json_is_string(json_object_get(o,

@@ -10,6 +10,9 @@
  *      removed as discard would; of a live sandbox, the temp files that a
  *      killed apply left in its source tree are removed
  *   3. loop mounts of images under the state root whose sandbox is gone
+ *   4. run markers (runs/<run>.active) of live sandboxes whose sandgate
+ *      process is gone (a killed exec), and uid claims
+ *      (sandbox.h, SANDBOX_UID_DIR) whose sandbox folder is gone
  * dockerd finishes a container create whose client was killed, so a folder
  * without a container whose create request went out less than
  * GC_SETTLE_SECS ago is judged only once that container appeared or the
@@ -38,6 +41,7 @@
 #include "cmd.h"
 #include "disk.h"
 #include "docker.h"
+#include "exec.h"
 #include "sandbox.h"
 #include "state.h"
 #include "util.h"
@@ -76,6 +80,8 @@ static void		 gc_sandbox(struct gc *, const char *);
 static void		 gc_folders(struct gc *);
 static int		 gc_mount_stale(struct gc *, const char *);
 static void		 gc_mounts(struct gc *);
+static void		 gc_markers(struct gc *, const char *);
+static void		 gc_uids(struct gc *);
 static int		 gc_exec(int, char **);
 
 const struct cmd_entry cmd_gc = {
@@ -349,6 +355,40 @@ gc_folder(struct gc *g, const char *id)
 	printf("removed sandbox folder %s (no container)\n", id);
 }
 
+/* Step 4: the run markers of a live sandbox whose owner is gone. */
+static void
+gc_markers(struct gc *g, const char *id)
+{
+	char	runs[4096];
+	int	n;
+
+	if (state_path(runs, sizeof(runs), id, "runs") == -1 ||
+	    (n = exec_active_sweep(runs, g->dry)) <= 0)
+		return;
+	g->acted += n;
+	printf("%s %d run marker%s of %s whose sandgate process is gone\n",
+	    g->dry ? "would remove" : "removed", n, n == 1 ? "" : "s", id);
+}
+
+/* Step 4: uid claims whose sandbox folder is gone (any state root). */
+static void
+gc_uids(struct gc *g)
+{
+	int	n;
+
+	if ((n = sandbox_uid_sweep(g->dry)) == -1) {
+		fprintf(stderr, "sandgate: cannot read the uid claims: %s\n",
+		    strerror(errno));
+		g->errors++;
+		return;
+	}
+	if (n == 0)
+		return;
+	g->acted += n;
+	printf("%s %d uid claim%s whose sandbox is gone\n",
+	    g->dry ? "would remove" : "removed", n, n == 1 ? "" : "s");
+}
+
 /* Step 2 for a folder with containers; see the top of the file. */
 static void
 gc_sandbox(struct gc *g, const char *id)
@@ -413,8 +453,10 @@ gc_folders(struct gc *g)
 	while ((de = readdir(d)) != NULL) {
 		if (state_valid_id(de->d_name) == -1)
 			continue;
-		if (gc_has_container(g, de->d_name))
+		if (gc_has_container(g, de->d_name)) {
+			gc_markers(g, de->d_name);
 			gc_sandbox(g, de->d_name);
+		}
 		else if ((late = gc_settle(g, de->d_name)) == 1)
 			gc_sandbox(g, de->d_name);
 		else if (late == 0)
@@ -514,6 +556,7 @@ gc_exec(int argc, char **argv)
 	gc_containers(&g);
 	gc_folders(&g);
 	gc_mounts(&g);
+	gc_uids(&g);
 	if (g.acted == 0)
 		printf("nothing to remove\n");
 	json_decref(g.containers);

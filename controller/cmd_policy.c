@@ -4,12 +4,14 @@
  * (egress-proxy/policy.h), and draft a set from what the proxy blocked.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -811,9 +813,15 @@ suggest_read_file(struct suggest *sg, const char *path)
 	size_t		 size = SG_LOG_LINE_MAX + 2, len;
 	json_t		*o;
 	json_error_t	 err;
+	int		 fd;
 
-	if ((f = fopen(path, "r")) == NULL)
+	/* the proxy's uid owns the folder: never read through a link */
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return -1;
+	if ((f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		return -1;
+	}
 	buf = util_xmalloc(size);
 	while (suggest_line(f, buf, size, &len) == 1) {
 		if (len >= size - 1 || len == 0)

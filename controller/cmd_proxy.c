@@ -52,7 +52,6 @@ static int	proxy_ensure_networks(struct docker *, struct proxy_opts *,
 static int	proxy_subnet_clash(struct docker *, const char *subnet,
 		    char **cause);
 static json_t	*proxy_spec(struct proxy_opts *, const char *ip);
-static int	proxy_chown_log(const char *);
 static int	proxy_prepare_dirs(struct proxy_opts *, char **cause);
 static int	proxy_wait_ready(void);
 static char	*proxy_config_digest(json_t *spec);
@@ -188,35 +187,25 @@ proxy_ensure_networks(struct docker *d, struct proxy_opts *o, char **cause)
 }
 
 /*
- * Give a log file of the proxy's folder to the proxy's uid: through a
- * descriptor opened without following a symlink and without blocking,
- * and only a regular file (that uid can plant anything in its folder).
- * -1 with errno ENOENT when there is no such file.
+ * Folders the proxy writes: owned by its uid, never shared with sandboxes
+ * nor with the controller's records (state_record_dir), so nothing the
+ * proxy plants there is ever written by root.
  */
-static int
-proxy_chown_log(const char *path)
-{
-	struct stat	st;
-	int		fd;
-
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1)
-		return -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		(void)fchown(fd, PROXYCTL_UID, PROXYCTL_UID);
-	close(fd);
-	return 0;
-}
-
-/* Folders the proxy writes: owned by its uid, never shared with sandboxes. */
 static int
 proxy_prepare_dirs(struct proxy_opts *o, char **cause)
 {
 	static const char *const logs[] = { "security-events.jsonl", NULL };
-	char		run[PATH_MAX], path[PATH_MAX + 64];
+	char		run[PATH_MAX], path[PATH_MAX + 64], rec[PATH_MAX];
 	size_t		i;
 	int		n;
 
+	if (realpath(state_record_dir(), rec) != NULL &&
+	    strcmp(rec, o->log_dir) == 0) {
+		util_xasprintf(cause, "the proxy's log folder %s is the "
+		    "controller's records folder; give the proxy another "
+		    "(--log-dir, SANDGATE_LOG_DIR)", o->log_dir);
+		return -1;
+	}
 	snprintf(run, sizeof(run), "%s/proxy/run", state_root());
 	if (state_mkdirs(run, 0750) == -1 || state_mkdirs(o->log_dir, 0755) ==
 	    -1) {
@@ -239,8 +228,10 @@ proxy_prepare_dirs(struct proxy_opts *o, char **cause)
 			else
 				snprintf(path, sizeof(path), "%s/%s.%d",
 				    o->log_dir, logs[i], n);
-			if (proxy_chown_log(path) == -1 && errno == ENOENT &&
-			    n > 0)
+			/* a link planted there is re-owned, not its target */
+			if (fchownat(AT_FDCWD, path, PROXYCTL_UID,
+			    PROXYCTL_UID, AT_SYMLINK_NOFOLLOW) == -1 &&
+			    errno == ENOENT && n > 0)
 				break;
 		}
 	}

@@ -56,7 +56,8 @@ static int	run_go(struct docker *, struct sandbox_meta *,
 static int	run_copy_file(int, int, const char *, char **);
 static int	run_copy_dir(int, int, int, char **);
 static int	run_copy_out(const char *, const char *, char **);
-static int	run_mkdir_owned(const char *, const char *, char **);
+static int	run_mkdir_owned(const char *, const char *, unsigned long,
+		    char **);
 static int	run_finish(const struct sandbox_meta *, const struct run_args *,
 		    const struct exec_result *, const char *, const char *);
 static void	run_record(struct docker *, const struct sandbox_meta *,
@@ -173,13 +174,13 @@ run_check_paths(struct run_args *a)
 }
 
 static int
-run_mkdir_owned(const char *work, const char *name, char **cause)
+run_mkdir_owned(const char *work, const char *name, unsigned long uid,
+    char **cause)
 {
 	char	path[PATH_MAX + 16];
 
 	snprintf(path, sizeof(path), "%s/%s", work, name);
-	if (mkdir(path, 0755) == -1 ||
-	    chown(path, SANDBOX_UID, SANDBOX_GID) == -1) {
+	if (mkdir(path, 0755) == -1 || chown(path, uid, uid) == -1) {
 		util_xasprintf(cause, "cannot create '%s': %s", path,
 		    strerror(errno));
 		return -1;
@@ -202,6 +203,7 @@ run_prepare(struct sandbox_meta *m, char **cause)
 	}
 	state_path(path, sizeof(path), m->id, "runs");
 	if (state_lock_new(m->id) == -1 || mkdir(path, 0700) == -1 ||
+	    sandbox_identity(m, cause) == -1 ||
 	    sandbox_meta_save(m, cause) == -1) {
 		if (*cause == NULL)
 			util_xasprintf(cause, "cannot create '%s': %s", path,
@@ -209,11 +211,11 @@ run_prepare(struct sandbox_meta *m, char **cause)
 		return -1;
 	}
 	state_path(path, sizeof(path), m->id, "disk.img");
-	if (disk_image_create(path, m->disk, SANDBOX_UID, SANDBOX_GID,
+	if (disk_image_create(path, m->disk, m->uid, m->uid,
 	    cause) == -1 || disk_mount(path, work, cause) == -1)
 		return -1;
-	if (run_mkdir_owned(work, "scratch", cause) == -1 ||
-	    run_mkdir_owned(work, "output", cause) == -1)
+	if (run_mkdir_owned(work, "scratch", m->uid, cause) == -1 ||
+	    run_mkdir_owned(work, "output", m->uid, cause) == -1)
 		return -1;
 	return 0;
 }
@@ -358,6 +360,7 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	o.run_id = run;
 	o.inside = sandbox_gvisor(m);
 	o.nproc = m->pids;
+	o.uid = m->uid;
 	o.timeout = m->timeout;
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
@@ -393,6 +396,8 @@ run_finish(const struct sandbox_meta *m, const struct run_args *a,
 	int	 rv = 0;
 
 	if (a->json && (j = exec_result_json(r, run)) != NULL) {
+		json_object_set_new(j, "notices", exec_notices(r, m->timeout,
+		    m->memory, m->pids));
 		json_dumpf(j, stdout, JSON_COMPACT);
 		putchar('\n');
 		json_decref(j);

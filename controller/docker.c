@@ -46,6 +46,8 @@ struct docker {
 	const struct docker_stream_cb *scb;
 	struct docker_buf	 serr;		/* a non-2xx body */
 	int			 sstop;
+	int			 spaused;	/* held back by scb->ready */
+	int			 swaitfd;	/* what it waits on, or -1 */
 };
 
 static void	docker_err(char **, const char *, ...)
@@ -64,6 +66,7 @@ static void	docker_fail(char **, const char *, const char *, long,
 static int	docker_simple(struct docker *, const char *, const char *,
 		    json_t *, long, json_t **, char **);
 static int	docker_created_id(json_t *, char **, char **);
+static int	docker_stream_resume(struct docker *, struct curl_waitfd *);
 static int	docker_stream_pump(struct docker *);
 static size_t	docker_demux_header(struct docker_demux *,
 		    const unsigned char *, size_t, int *);
@@ -757,6 +760,12 @@ docker_stream_write_cb(char *p, size_t sz, size_t n, void *arg)
 			return 0;
 		return sz * n;
 	}
+	/* the consumer holds back: curl keeps this piece until resumed */
+	if (d->scb->ready != NULL && d->scb->ready(d->scb->arg,
+	    &d->swaitfd) == 0) {
+		d->spaused = 1;
+		return CURL_WRITEFUNC_PAUSE;
+	}
 	if (docker_demux_feed(&d->demux, (const unsigned char *)p, sz * n,
 	    d->scb->data, d->scb->arg) == -1) {
 		d->sstop = 1;
@@ -765,14 +774,38 @@ docker_stream_write_cb(char *p, size_t sz, size_t n, void *arg)
 	return sz * n;
 }
 
+/*
+ * A paused stream goes on once the consumer is ready again; until then
+ * the pump also wakes when the descriptor it waits on can be written.
+ */
+static int
+docker_stream_resume(struct docker *d, struct curl_waitfd *wfd)
+{
+	if (!d->spaused)
+		return 0;
+	if (d->scb->ready(d->scb->arg, &d->swaitfd) == 1) {
+		d->spaused = 0;
+		curl_easy_pause(d->stream, CURLPAUSE_CONT);
+		return 0;
+	}
+	if (d->swaitfd == -1)
+		return 0;
+	wfd->fd = d->swaitfd;
+	wfd->events = CURL_WAIT_POLLOUT;
+	wfd->revents = 0;
+	return 1;
+}
+
 /* Drive the multi until the stream ends or a callback stops it. */
 static int
 docker_stream_pump(struct docker *d)
 {
-	uint64_t	next = util_now_us(), now;
-	int		running;
+	struct curl_waitfd	wfd;
+	uint64_t		next = util_now_us(), now;
+	int			running, nw;
 
 	for (;;) {
+		nw = docker_stream_resume(d, &wfd);
 		curl_multi_perform(d->multi, &running);
 		docker_collect(d);
 		if (d->stream_done || d->sstop)
@@ -787,7 +820,7 @@ docker_stream_pump(struct docker *d)
 			next = now + DOCKER_TICK_MS * 1000;
 			continue;	/* the tick may have run transfers */
 		}
-		curl_multi_poll(d->multi, NULL, 0,
+		curl_multi_poll(d->multi, nw ? &wfd : NULL, (unsigned)nw,
 		    (int)((next - now) / 1000) + 1, NULL);
 	}
 	return d->stream_done && !d->sstop ? 0 : 1;
@@ -811,6 +844,8 @@ docker_exec_start(struct docker *d, const char *id,
 	memset(&d->serr, 0, sizeof(d->serr));
 	d->scb = cb;
 	d->sstop = 0;
+	d->spaused = 0;
+	d->swaitfd = -1;
 	d->stream_done = 0;
 	if (curl_multi_add_handle(d->multi, d->stream) != CURLM_OK) {
 		docker_err(cause, "docker: cannot start a transfer");

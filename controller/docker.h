@@ -131,13 +131,17 @@ int	docker_exec_start_detached(struct docker *, const char *id,
  * runs at least every DOCKER_TICK_MS. Only tick may call docker_call()
  * and the other requests (never docker_exec_start); data runs inside
  * libcurl and must not. Returning -1 from either ends the stream early;
- * docker_exec_start then returns 1.
+ * docker_exec_start then returns 1. ready (may be NULL) is asked before
+ * each piece of output: 0 holds the stream back (curl keeps the piece;
+ * *fd names a descriptor whose writability is worth waiting for, or -1)
+ * until a later call returns 1; ticks go on meanwhile.
  */
 struct docker_stream_cb {
 	int	(*data)(void *arg, int stream, const unsigned char *,
 		    size_t);
 	int	(*tick)(void *arg);
 	void	*arg;
+	int	(*ready)(void *arg, int *fd);
 };
 
 /*

@@ -1,4 +1,5 @@
 /* exec.c: one command in a sandbox container, accounted for; see exec.h. */
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -6,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,8 @@
 #define EXEC_FILE_MAX		4096	/* a cgroup or /proc file we read */
 #define EXEC_REAP_ACTIVE	64	/* other runs' markers passed to reap */
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
+#define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
+#define EXEC_DRAIN_IDLE_MS	10000	/* a reader taking nothing at the end */
 
 /* The cgroup folders of one container (v1 hierarchies or v2). */
 struct exec_cg {
@@ -45,12 +50,34 @@ struct exec_counters {
 	unsigned long long	cpu_ns;
 };
 
+/* How the live copy is written without blocking (exec_live_open). */
+enum exec_live_mode {
+	EXEC_LIVE_PLAIN,	/* non-blocking fd of our own, or a file */
+	EXEC_LIVE_SOCKET,	/* send(MSG_DONTWAIT) */
+	EXEC_LIVE_POLL,		/* poll, then at most PIPE_BUF bytes */
+};
+
 /* One stream's sinks. */
 struct exec_sink {
 	struct exec_capture	cap;
 	int			evfd;		/* evidence file or -1 */
 	unsigned long long	evlen;
-	int			livefd;		/* 1, 2 or -1 */
+	int			livefd;		/* live copy, or -1 */
+	int			liveown;	/* livefd is ours to close */
+	enum exec_live_mode	livemode;
+	unsigned char		*pend;		/* what the reader did not take */
+	size_t			pendlen;
+	size_t			pendcap;
+	unsigned long long	dropped;	/* live bytes given up */
+};
+
+/* The container's init as sandgate started it (exec_init_read). */
+struct exec_init {
+	int			pid;
+	unsigned long long	start;
+	dev_t			dev;
+	ino_t			ino;
+	int			known;
 };
 
 /* State of one exec while its output streams. */
@@ -61,6 +88,7 @@ struct exec_state {
 	const struct exec_opts	*o;
 	struct exec_result	*res;
 	struct exec_cg		 cg;
+	struct exec_init	 init;
 	struct exec_sink	 sink[3];	/* [1] stdout, [2] stderr */
 	uint64_t		 t0;
 	uint64_t		 deadline;
@@ -84,12 +112,32 @@ static int	exec_read_key(const char *, const char *, const char *,
 static void	exec_counters_read(const struct exec_cg *,
 		    struct exec_counters *);
 static void	exec_cg_write(const char *, const char *, const char *);
+static int	exec_active_owner(int, const char *);
+static int	exec_active_name(const char *);
 static int	exec_run_active(const char *marker);
-static int	exec_doomed(const struct exec_cg *, int, const char *, int **,
-		    size_t *);
-static int	exec_has_leftovers(const struct exec_cg *, int, const char *);
+static void	exec_init_read(int, struct exec_init *);
+static int	exec_is_init(const struct exec_init *, int);
+static int	exec_doomed(const struct exec_cg *, const struct exec_init *,
+		    const char *, int **, size_t *);
+static int	exec_has_leftovers(const struct exec_cg *,
+		    const struct exec_init *, const char *);
 static void	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
+static void	exec_user(const struct exec_opts *, char *, size_t);
+static int	exec_kill_inside(struct exec_state *, char **);
+static int	exec_kill(struct exec_state *, char **);
+static void	exec_live_open(struct exec_sink *, int);
+static ssize_t	exec_live_write(struct exec_sink *, const unsigned char *,
+		    size_t);
+static void	exec_live_queue(struct exec_sink *, const unsigned char *,
+		    size_t);
+static void	exec_live_flush(struct exec_sink *, int);
+static int	exec_ready(void *, int *);
+static void	exec_live_drain(struct exec_state *);
+static void	exec_begin(struct exec_state *, struct exec_counters *);
+static void	exec_notice(json_t *, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static void	exec_notices_blocked(json_t *, json_t *);
 
 /*
  * The folder where each run in progress has a "<run id>.active" file (the
@@ -98,7 +146,6 @@ static void	exec_stop_leftovers(struct exec_state *);
  * writing some other marker into its environment.
  */
 static const char	*exec_active_dir;
-static int	exec_idle_pid(const int *, size_t, int);
 static int	exec_read_procs(const struct exec_cg *, int **, size_t *);
 static int	exec_data(void *, int, const unsigned char *, size_t);
 static int	exec_tick(void *);
@@ -451,44 +498,159 @@ exec_cg_write(const char *dir, const char *file, const char *value)
 	close(fd);
 }
 
-/* 1 when marker names a run of this sandbox that is still going on. */
+/*
+ * 1 when the owner written in the marker file name (in the folder dirfd)
+ * still runs: "PID START" of the sandgate process that made it, START
+ * its start time (/proc/PID/stat field 22), so a recycled pid is no owner.
+ */
+static int
+exec_active_owner(int dirfd, const char *name)
+{
+	struct procstat		 ps;
+	unsigned long long	 start;
+	char			 buf[64];
+	ssize_t			 n;
+	int			 fd, pid;
+
+	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%d %llu", &pid, &start) != 2 || pid <= 0)
+		return 0;
+	return procstat_read(pid, &ps) == 0 && ps.start == start;
+}
+
+/* 1 when name is "<run id>.active" (run ids: run_ and 24 hex digits). */
+static int
+exec_active_name(const char *name)
+{
+	size_t	i;
+
+	if (strncmp(name, "run_", 4) != 0 || strlen(name) != STATE_ID_LEN + 7 ||
+	    strcmp(name + STATE_ID_LEN, ".active") != 0)
+		return 0;
+	for (i = 4; i < STATE_ID_LEN; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') ||
+		    (name[i] >= 'a' && name[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/*
+ * 1 when marker names a run of this sandbox that is still going on: its
+ * .active file exists and the sandgate process that wrote it still runs.
+ */
 static int
 exec_run_active(const char *marker)
 {
-	char	path[PATH_MAX];
-	size_t	i;
+	char	name[STATE_ID_LEN + 8];
+	int	dfd, rv;
 
-	if (exec_active_dir == NULL || strncmp(marker, "run_", 4) != 0 ||
-	    strlen(marker) != STATE_ID_LEN)
+	if (exec_active_dir == NULL || strlen(marker) != STATE_ID_LEN)
 		return 0;
-	for (i = 4; i < STATE_ID_LEN; i++)
-		if (!((marker[i] >= '0' && marker[i] <= '9') ||
-		    (marker[i] >= 'a' && marker[i] <= 'f')))
-			return 0;
-	snprintf(path, sizeof(path), "%s/%s.active", exec_active_dir, marker);
-	return access(path, F_OK) == 0;
+	snprintf(name, sizeof(name), "%s.active", marker);
+	if (!exec_active_name(name) || (dfd = open(exec_active_dir,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 0;
+	rv = exec_active_owner(dfd, name);
+	close(dfd);
+	return rv;
+}
+
+int
+exec_active_sweep(const char *runs, int dry)
+{
+	struct dirent	*de;
+	DIR		*d;
+	int		 fd, n = 0;
+
+	if ((fd = open(runs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!exec_active_name(de->d_name) ||
+		    exec_active_owner(fd, de->d_name))
+			continue;
+		if (dry || unlinkat(fd, de->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * What sandgate started as the container's init: its pid, its start
+ * time, and the file mounted at PROBE_CONTAINER_PATH inside (the idle
+ * probe), by device and inode. known is 0 when it could not be read.
+ */
+static void
+exec_init_read(int pid, struct exec_init *in)
+{
+	struct procstat	ps;
+	struct stat	st;
+	char		path[PATH_MAX];
+
+	memset(in, 0, sizeof(*in));
+	in->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid,
+	    PROBE_CONTAINER_PATH);
+	if (procstat_read(pid, &ps) == -1 || stat(path, &st) == -1)
+		return;
+	in->start = ps.start;
+	in->dev = st.st_dev;
+	in->ino = st.st_ino;
+	in->known = 1;
+}
+
+/*
+ * 1 when pid is the init sandgate started: the same pid and start time
+ * as when the exec began, running the idle probe's file. Never judged by
+ * a process's place in the tree: anything else is the command's.
+ */
+static int
+exec_is_init(const struct exec_init *in, int pid)
+{
+	struct procstat	ps;
+	struct stat	st;
+	char		path[64];
+
+	if (!in->known || pid != in->pid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return procstat_read(pid, &ps) == 0 && ps.start == in->start &&
+	    stat(path, &st) == 0 && st.st_dev == in->dev &&
+	    st.st_ino == in->ino;
 }
 
 /*
  * The processes a kill of run_id takes, into *out (malloc'd): the run's
  * own, the unmarked ones and those marked with a run that is not in
- * progress (a forged marker shields nothing); never the init or the idle
- * probe, nor a process whose environment can't be read. -1 on error.
+ * progress (a forged or stale marker shields nothing); never the init
+ * that sandgate started (exec_is_init), nor a process whose environment
+ * can't be read. -1 on error.
  */
 static int
-exec_doomed(const struct exec_cg *cg, int init, const char *run_id,
-    int **out, size_t *count)
+exec_doomed(const struct exec_cg *cg, const struct exec_init *init,
+    const char *run_id, int **out, size_t *count)
 {
 	char	 mark[64];
-	int	*procs = NULL, idle, r;
+	int	*procs = NULL, r;
 	size_t	 n = 0, i;
 
 	if (exec_read_procs(cg, &procs, &n) == -1)
 		return -1;
-	idle = exec_idle_pid(procs, n, init);
 	*count = 0;
 	for (i = 0; i < n; i++) {
-		if (procs[i] == init || procs[i] == idle ||
+		if (exec_is_init(init, procs[i]) ||
 		    (r = procstat_run_marker(procs[i], mark, sizeof(mark))) ==
 		    -1 || (r == 1 && strcmp(mark, run_id) != 0 &&
 		    exec_run_active(mark)))
@@ -501,7 +663,8 @@ exec_doomed(const struct exec_cg *cg, int init, const char *run_id,
 
 /* 1 when a kill of run_id would take a process (without pausing). */
 static int
-exec_has_leftovers(const struct exec_cg *cg, int init, const char *run_id)
+exec_has_leftovers(const struct exec_cg *cg, const struct exec_init *init,
+    const char *run_id)
 {
 	int	*procs = NULL;
 	size_t	 n = 0;
@@ -511,26 +674,6 @@ exec_has_leftovers(const struct exec_cg *cg, int init, const char *run_id)
 		return 0;
 	free(procs);
 	return n > 0;
-}
-
-/* The idle probe: the oldest child of the container's init. */
-static int
-exec_idle_pid(const int *pids, size_t n, int init)
-{
-	struct procstat		ps;
-	unsigned long long	best = ~0ULL;
-	size_t			i;
-	int			idle = -1;
-
-	for (i = 0; i < n; i++) {
-		if (procstat_read(pids[i], &ps) == -1 || ps.ppid != init)
-			continue;
-		if (ps.start < best) {
-			best = ps.start;
-			idle = pids[i];
-		}
-	}
-	return idle;
 }
 
 static int
@@ -567,29 +710,35 @@ exec_read_procs(const struct exec_cg *cg, int **out, size_t *count)
 	return 0;
 }
 
+/* "UID:GID" of the command's user. */
+static void
+exec_user(const struct exec_opts *o, char *buf, size_t size)
+{
+	unsigned long	uid = o->uid != 0 ? o->uid : SANDBOX_UID;
+
+	snprintf(buf, size, "%lu:%lu", uid, uid);
+}
+
 /*
  * The kill from inside the sandbox: `sandgate-probe reap RUN ACTIVE...`
  * as a detached exec, waited for (its exit status is the count).
  */
 static int
-exec_kill_inside(struct docker *d, const char *cid, const char *run_id,
-    char **cause)
+exec_kill_inside(struct exec_state *st, char **cause)
 {
 	struct docker_einfo	 ei;
 	struct dirent		*de;
 	DIR			*dir;
 	json_t			*cmd, *spec;
-	char			*eid = NULL, name[STATE_ID_LEN + 1], user[32];
-	size_t			 len;
+	char			*eid = NULL, name[STATE_ID_LEN + 1], user[48];
+	const char		*run_id = st->o->run_id;
 	int			 n = 0, waited, rv = -1;
 
 	memset(&ei, 0, sizeof(ei));
 	cmd = json_pack("[s,s,s]", PROBE_CONTAINER_PATH, "reap", run_id);
 	if (exec_active_dir != NULL && (dir = opendir(exec_active_dir)) != NULL) {
 		while ((de = readdir(dir)) != NULL && n < EXEC_REAP_ACTIVE) {
-			len = strlen(de->d_name);
-			if (len != STATE_ID_LEN + 7 ||
-			    strcmp(de->d_name + STATE_ID_LEN, ".active") != 0)
+			if (!exec_active_name(de->d_name))
 				continue;
 			memcpy(name, de->d_name, STATE_ID_LEN);
 			name[STATE_ID_LEN] = '\0';
@@ -600,15 +749,15 @@ exec_kill_inside(struct docker *d, const char *cid, const char *run_id,
 		}
 		closedir(dir);
 	}
-	snprintf(user, sizeof(user), "%d:%d", SANDBOX_UID, SANDBOX_GID);
+	exec_user(st->o, user, sizeof(user));
 	spec = json_pack("{s:b, s:b, s:b, s:b, s:o, s:s}", "AttachStdin", 0,
 	    "AttachStdout", 0, "AttachStderr", 0, "Tty", 0, "Cmd", cmd,
 	    "User", user);
-	if (docker_exec_create(d, cid, spec, &eid, cause) == -1 ||
-	    docker_exec_start_detached(d, eid, cause) == -1)
+	if (docker_exec_create(st->d, st->cid, spec, &eid, cause) == -1 ||
+	    docker_exec_start_detached(st->d, eid, cause) == -1)
 		goto out;
 	for (waited = 0; waited < EXEC_REAP_WAIT_MS; waited += 20) {
-		if (docker_exec_inspect(d, eid, &ei, cause) == -1) {
+		if (docker_exec_inspect(st->d, eid, &ei, cause) == -1) {
 			if (errno != ENOENT)
 				goto out;
 			/* gVisor forgets an exec soon after it ends */
@@ -632,24 +781,27 @@ out:
 	return rv;
 }
 
-int
-exec_kill_run(struct docker *d, const char *cid, int pid,
-    const char *run_id, int inside, char **cause)
+/*
+ * Kill the run's processes (exec.h): from the host (freeze, SIGKILL,
+ * thaw), or from inside under gVisor. The number killed, or -1.
+ */
+static int
+exec_kill(struct exec_state *st, char **cause)
 {
-	struct exec_cg	 cg;
-	int		*procs = NULL, killed = 0;
-	size_t		 n = 0, i;
+	int	*procs = NULL, killed = 0;
+	size_t	 n = 0, i;
 
-	if (inside)
-		return exec_kill_inside(d, cid, run_id, cause);
-	if (exec_cg_find(pid, &cg) == -1) {
+	if (st->o->inside)
+		return exec_kill_inside(st, cause);
+	if (st->cg.pids[0] == '\0' && st->cg.mem[0] == '\0') {
 		util_xasprintf(cause, "cannot find the cgroup of container "
-		    "init %d", pid);
+		    "init %d", st->pid);
 		return -1;
 	}
-	if (docker_container_pause(d, cid, 1, cause) == -1)
+	if (docker_container_pause(st->d, st->cid, 1, cause) == -1)
 		return -1;
-	if (exec_doomed(&cg, pid, run_id, &procs, &n) == -1) {
+	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &procs, &n) ==
+	    -1) {
 		util_xasprintf(cause, "cannot read the container's processes: "
 		    "%s", strerror(errno));
 		killed = -1;
@@ -660,7 +812,7 @@ exec_kill_run(struct docker *d, const char *cid, int pid,
 			killed++;
 out:
 	free(procs);
-	if (docker_container_pause(d, cid, 0,
+	if (docker_container_pause(st->d, st->cid, 0,
 	    killed == -1 ? NULL : cause) == -1 && killed != -1)
 		killed = -1;
 	return killed;
@@ -670,7 +822,7 @@ static json_t *
 exec_spec(const struct exec_opts *o)
 {
 	json_t	*cmd, *env, *v;
-	char	*s, user[32];
+	char	*s, user[48];
 	size_t	 i;
 
 	cmd = json_array();
@@ -696,7 +848,7 @@ exec_spec(const struct exec_opts *o)
 		json_array_foreach(o->env, i, v)
 			json_array_append(env, v);
 	}
-	snprintf(user, sizeof(user), "%d:%d", SANDBOX_UID, SANDBOX_GID);
+	exec_user(o, user, sizeof(user));
 	return json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s, s:s, s:b}",
 	    "AttachStdin", 0, "AttachStdout", 1, "AttachStderr", 1,
 	    "Tty", 0, "Cmd", cmd, "Env", env,
@@ -704,21 +856,188 @@ exec_spec(const struct exec_opts *o)
 	    "User", user, "Privileged", 0);
 }
 
+/*
+ * The live copy of a stream never blocks sandgate (the deadline must
+ * fire whatever the reader does): a pipe, FIFO or terminal is opened
+ * again non-blocking (a description of our own, so the caller's stays as
+ * it was), a socket is written with MSG_DONTWAIT, a regular file as is.
+ */
+static void
+exec_live_open(struct exec_sink *s, int stream)
+{
+	struct stat	st;
+	char		path[64];
+	int		fd;
+
+	s->livefd = stream;
+	s->livemode = EXEC_LIVE_PLAIN;
+	if (fstat(stream, &st) == -1) {
+		s->livefd = -1;
+		return;
+	}
+	if (S_ISREG(st.st_mode))
+		return;
+	if (S_ISSOCK(st.st_mode)) {
+		s->livemode = EXEC_LIVE_SOCKET;
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", stream);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd != -1) {
+		s->livefd = fd;
+		s->liveown = 1;
+	} else
+		s->livemode = EXEC_LIVE_POLL;
+}
+
+/* Write what the reader takes now: bytes written, or -1 (reader gone). */
+static ssize_t
+exec_live_write(struct exec_sink *s, const unsigned char *p, size_t n)
+{
+	struct pollfd	pfd;
+	ssize_t		w;
+
+	if (s->livemode == EXEC_LIVE_POLL) {
+		pfd.fd = s->livefd;
+		pfd.events = POLLOUT;
+		if (poll(&pfd, 1, 0) != 1)
+			return 0;
+		if (n > PIPE_BUF)
+			n = PIPE_BUF;
+	}
+	do {
+		if (s->livemode == EXEC_LIVE_SOCKET)
+			w = send(s->livefd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		else
+			w = write(s->livefd, p, n);
+	} while (w == -1 && errno == EINTR);
+	if (w == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return w < 0 ? -1 : w;
+}
+
+/* Queue what the reader did not take (bounded: exec_ready pauses). */
+static void
+exec_live_queue(struct exec_sink *s, const unsigned char *p, size_t n)
+{
+	size_t	 ncap;
+	void	*np;
+
+	if (s->pendlen + n > s->pendcap) {
+		ncap = s->pendcap ? s->pendcap : 65536;
+		while (ncap < s->pendlen + n)
+			ncap *= 2;
+		if ((np = realloc(s->pend, ncap)) == NULL) {
+			s->dropped += n;
+			return;
+		}
+		s->pend = np;
+		s->pendcap = ncap;
+	}
+	memcpy(s->pend + s->pendlen, p, n);
+	s->pendlen += n;
+}
+
+/* Hand queued output to the reader; drop it once the run was killed. */
+static void
+exec_live_flush(struct exec_sink *s, int dropping)
+{
+	ssize_t	w;
+
+	if (s->livefd == -1 || s->pendlen == 0)
+		return;
+	w = exec_live_write(s, s->pend, s->pendlen);
+	if (w < 0) {
+		s->livefd = -1;
+		s->pendlen = 0;
+		return;
+	}
+	memmove(s->pend, s->pend + w, s->pendlen - (size_t)w);
+	s->pendlen -= (size_t)w;
+	if (dropping) {
+		s->dropped += s->pendlen;
+		s->pendlen = 0;
+	}
+}
+
+/*
+ * The stream's back-pressure: 1 when more output may come, 0 when a
+ * reader holds more than EXEC_LIVE_HIGH bytes back (the stream is paused;
+ * *fd is the descriptor to wait on). Once the run is killed nothing is
+ * held back for a reader.
+ */
+static int
+exec_ready(void *arg, int *fd)
+{
+	struct exec_state	*st = arg;
+	int			 i;
+
+	for (i = 1; i <= 2; i++) {
+		exec_live_flush(&st->sink[i], st->grace != 0);
+		if (st->sink[i].pendlen >= EXEC_LIVE_HIGH) {
+			*fd = st->sink[i].livefd;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * After the command: what a slow reader still has to take, waiting while
+ * it makes progress (at most EXEC_DRAIN_IDLE_MS without any), dropping
+ * it at once when the run was killed.
+ */
+static void
+exec_live_drain(struct exec_state *st)
+{
+	struct exec_sink	*s;
+	struct pollfd		 pfd;
+	size_t			 before;
+	int			 i, idle;
+
+	for (i = 1; i <= 2; i++) {
+		s = &st->sink[i];
+		for (idle = 0; s->livefd != -1 && s->pendlen > 0 &&
+		    idle < EXEC_DRAIN_IDLE_MS && st->grace == 0;) {
+			pfd.fd = s->livefd;
+			pfd.events = POLLOUT;
+			if (poll(&pfd, 1, 100) == 0)
+				idle += 100;
+			before = s->pendlen;
+			exec_live_flush(s, 0);
+			if (s->pendlen < before)
+				idle = 0;
+		}
+		s->dropped += s->pendlen;
+		s->pendlen = 0;
+		st->res->live_dropped += s->dropped;
+	}
+}
+
 static void
 exec_sink_open(struct exec_sink *s, const struct exec_opts *o, int stream)
 {
 	char	path[PATH_MAX];
+	int	dfd;
 
 	exec_capture_init(&s->cap, o->output_cap);
 	s->evfd = -1;
-	s->livefd = o->live ? stream : -1;
+	s->livefd = -1;
+	if (o->live)
+		exec_live_open(s, stream);
 	if (o->evidence_dir == NULL)
 		return;
-	snprintf(path, sizeof(path), "%s/%s.%s", o->evidence_dir, o->run_id,
+	snprintf(path, sizeof(path), "%s.%s", o->run_id,
 	    stream == 1 ? "stdout" : "stderr");
-	s->evfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
+		s->evfd = openat(dfd, path, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
+		close(dfd);
+	}
 	if (s->evfd == -1)
-		log_warn("cannot keep evidence in '%s'", path);
+		log_warn("cannot keep evidence in '%s/%s'", o->evidence_dir,
+		    path);
 }
 
 /* Output from the container: live copy, capture, evidence. */
@@ -727,18 +1046,16 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 {
 	struct exec_state	*st = arg;
 	struct exec_sink	*s = &st->sink[stream == 2 ? 2 : 1];
-	size_t			 off = 0, ev;
-	ssize_t			 w;
+	size_t			 ev;
+	ssize_t			 w = 0;
 
-	while (s->livefd != -1 && off < n) {
-		w = write(s->livefd, p + off, n - off);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
+	if (s->livefd != -1) {
+		if (s->pendlen == 0 && (w = exec_live_write(s, p, n)) < 0)
 			s->livefd = -1;		/* reader went away */
-			break;
-		}
-		off += (size_t)w;
+		else if ((size_t)w < n && st->grace != 0)
+			s->dropped += n - (size_t)w;
+		else if ((size_t)w < n)
+			exec_live_queue(s, p + w, n - (size_t)w);
 	}
 	if (exec_capture_add(&s->cap, p, n) == -1)
 		log_warnx("cannot capture output: out of memory");
@@ -754,22 +1071,41 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 	return 0;
 }
 
-/* <runs>/<run id>.active exists while the run goes on (exec_run_active). */
+/*
+ * <runs>/<run id>.active exists while the run goes on (exec_run_active)
+ * and names its owner, this process ("PID START"): a marker whose owner
+ * died (sandgate killed) shields nothing and gc removes it.
+ */
 static void
 exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 {
-	int	fd;
+	struct procstat	 ps;
+	char		 own[64];
+	int		 fd, dfd, len;
 
 	path[0] = '\0';
-	if (o->evidence_dir == NULL)
+	if (o->evidence_dir == NULL ||
+	    procstat_read((int)getpid(), &ps) == -1)
 		return;
 	exec_active_dir = o->evidence_dir;
-	snprintf(path, size, "%s/%s.active", o->evidence_dir, o->run_id);
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+	len = snprintf(own, sizeof(own), "%d %llu\n", (int)getpid(), ps.start);
+	snprintf(path, size, "%s.active", o->run_id);
+	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		path[0] = '\0';
+		return;
+	}
+	fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	close(dfd);
+	if (fd == -1 || write(fd, own, (size_t)len) != len) {
+		if (fd != -1)
+			close(fd);
 		path[0] = '\0';
 		return;
 	}
 	close(fd);
+	snprintf(path, size, "%s/%s.active", o->evidence_dir, o->run_id);
 }
 
 /* After a normal end: kill what the command left running. */
@@ -779,8 +1115,7 @@ exec_stop_leftovers(struct exec_state *st)
 	char	*cause = NULL;
 	int	 n;
 
-	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id,
-	    st->o->inside, &cause);
+	n = exec_kill(st, &cause);
 	if (n == -1) {
 		log_warnx("cannot stop the command's leftover processes: %s",
 		    cause);
@@ -801,8 +1136,7 @@ exec_stop(struct exec_state *st, int sig)
 		st->res->timed_out = 1;
 	else
 		st->res->signal = sig;
-	n = exec_kill_run(st->d, st->cid, st->pid, st->o->run_id,
-	    st->o->inside, &cause);
+	n = exec_kill(st, &cause);
 	if (n == -1) {
 		log_warnx("cannot stop the command: %s", cause);
 		st->res->kill_failed = 1;
@@ -854,6 +1188,11 @@ exec_sinks_close(struct exec_state *st)
 		if (st->sink[i].evfd != -1)
 			close(st->sink[i].evfd);
 		st->sink[i].evfd = -1;
+		if (st->sink[i].liveown && st->sink[i].livefd != -1)
+			close(st->sink[i].livefd);
+		st->sink[i].livefd = -1;
+		free(st->sink[i].pend);
+		st->sink[i].pend = NULL;
 		exec_capture_release(&st->sink[i].cap);
 	}
 }
@@ -915,6 +1254,28 @@ exec_finish(struct exec_state *st, const struct exec_counters *before,
 		r->exit_code = cmd_exit >= 0 ? cmd_exit : 125;
 }
 
+/* Set up the state of one exec: cgroup, counters, sinks, the init. */
+static void
+exec_begin(struct exec_state *st, struct exec_counters *before)
+{
+	if (exec_cg_find(st->pid, &st->cg) == -1)
+		log_warnx("cannot find the cgroup of container init %d; "
+		    "limits are not reported", st->pid);
+	exec_init_read(st->pid, &st->init);
+	exec_counters_read(&st->cg, before);
+	st->pids_max_seen = before->pids_max;
+	if (exec_read_key(st->cg.pids, "pids.max", NULL, &st->pids_limit) ==
+	    -1)
+		st->pids_limit = 0;	/* "max" reads as 0 too */
+	if (!st->cg.v2)
+		exec_cg_write(st->cg.mem, "memory.max_usage_in_bytes", "0");
+	exec_sink_open(&st->sink[1], st->o, 1);
+	exec_sink_open(&st->sink[2], st->o, 2);
+	clock_gettime(CLOCK_REALTIME, &st->res->start);
+	st->t0 = util_now_us();
+	st->deadline = st->t0 + (uint64_t)st->o->timeout * 1000000;
+}
+
 int
 exec_run(struct docker *d, const char *cid, int pid,
     const struct exec_opts *o, struct exec_result *res, char **cause)
@@ -922,7 +1283,8 @@ exec_run(struct docker *d, const char *cid, int pid,
 	struct exec_state	 st;
 	struct exec_counters	 before;
 	struct docker_einfo	 ei;
-	struct docker_stream_cb	 cb = { exec_data, exec_tick, NULL };
+	struct docker_stream_cb	 cb = { exec_data, exec_tick, NULL,
+				    exec_ready };
 	json_t			*spec;
 	char			*eid = NULL, active[PATH_MAX];
 	int			 rv = -1;
@@ -936,20 +1298,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	st.o = o;
 	st.res = res;
 	cb.arg = &st;
-	if (exec_cg_find(pid, &st.cg) == -1)
-		log_warnx("cannot find the cgroup of container init %d; "
-		    "limits are not reported", pid);
-	exec_counters_read(&st.cg, &before);
-	st.pids_max_seen = before.pids_max;
-	if (exec_read_key(st.cg.pids, "pids.max", NULL, &st.pids_limit) == -1)
-		st.pids_limit = 0;	/* "max" reads as 0 too */
-	if (!st.cg.v2)
-		exec_cg_write(st.cg.mem, "memory.max_usage_in_bytes", "0");
-	exec_sink_open(&st.sink[1], o, 1);
-	exec_sink_open(&st.sink[2], o, 2);
-	clock_gettime(CLOCK_REALTIME, &res->start);
-	st.t0 = util_now_us();
-	st.deadline = st.t0 + (uint64_t)o->timeout * 1000000;
+	exec_begin(&st, &before);
 	spec = exec_spec(o);
 	exec_mark_active(o, active, sizeof(active));
 	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
@@ -976,13 +1325,14 @@ exec_run(struct docker *d, const char *cid, int pid,
 	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
 	 */
 	if (!res->timed_out && res->signal == 0 && (o->inside ||
-	    exec_has_leftovers(&st.cg, pid, o->run_id)))
+	    exec_has_leftovers(&st.cg, &st.init, o->run_id)))
 		exec_stop_leftovers(&st);
 	exec_finish(&st, &before, ei.running ? -1 : ei.exit_code);
 	rv = 0;
 out:
 	if (active[0] != '\0')
 		unlink(active);
+	exec_live_drain(&st);
 	json_decref(spec);
 	free(eid);
 	exec_sinks_close(&st);
@@ -1017,12 +1367,28 @@ exec_format_size(unsigned long long v, char *buf, size_t size)
 	snprintf(buf, size, "%llu bytes", v);
 }
 
+/* Append one notice (printf-style) to the array. */
+static void
+exec_notice(json_t *a, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		s = NULL;
+	va_end(ap);
+	if (s != NULL)
+		json_array_append_new(a, json_string(s));
+	free(s);
+}
+
 /*
- * One line per blocked destination: many tools swallow the proxy's 403,
- * so the agent is told here whatever the tool printed.
+ * One notice per blocked destination: many tools swallow the proxy's
+ * 403, so the agent is told here whatever the tool printed.
  */
 static void
-exec_report_blocked(json_t *blocked)
+exec_notices_blocked(json_t *a, json_t *blocked)
 {
 	json_t		*b;
 	const char	*msg;
@@ -1032,43 +1398,60 @@ exec_report_blocked(json_t *blocked)
 	json_array_foreach(blocked, i, b) {
 		msg = json_string_value(json_object_get(b, "message"));
 		n = json_integer_value(json_object_get(b, "attempts"));
-		fprintf(stderr, "sandgate: %s (%lld attempt%s)\n",
-		    msg ? msg : "network blocked by policy", (long long)n,
+		exec_notice(a, "%s (%lld attempt%s)", msg ? msg :
+		    "network blocked by policy", (long long)n,
 		    n == 1 ? "" : "s");
 	}
+}
+
+json_t *
+exec_notices(const struct exec_result *r, long long timeout,
+    unsigned long long memory, long long pids)
+{
+	json_t	*a = json_array();
+	char	 sz[64];
+
+	if (r->timed_out)
+		exec_notice(a, "command timed out after %lld s (--timeout)",
+		    timeout);
+	if (r->oom_killed) {
+		exec_format_size(memory, sz, sizeof(sz));
+		exec_notice(a, "command killed: memory limit %s exceeded", sz);
+	}
+	if (r->pids_limit_hit)
+		exec_notice(a, "process limit %lld reached", pids);
+	if (r->container_died)
+		exec_notice(a, "the sandbox's container stopped under the "
+		    "command%s; the next exec starts it again", r->oom_killed ?
+		    " (gVisor ends the whole sandbox at its memory limit)" :
+		    r->pids_limit_hit ? " (gVisor ends the whole sandbox when "
+		    "its host process limit is full)" : "");
+	if (r->output_truncated)
+		exec_notice(a, "output longer than the %u MiB capture cap per "
+		    "stream: the result keeps its head and tail; the whole "
+		    "output is in the sandbox's evidence (sandgate export)",
+		    SG_OUTPUT_CAP_DEFAULT >> 20);
+	if (r->live_dropped > 0)
+		exec_notice(a, "%llu bytes of output were not copied here: the "
+		    "reader did not take them in time (they are in the "
+		    "sandbox's evidence)", r->live_dropped);
+	exec_notices_blocked(a, r->network_blocked);
+	if (r->kill_failed)
+		exec_notice(a, "warning: processes of the command may still "
+		    "run in the sandbox");
+	return a;
 }
 
 void
 exec_report(const struct exec_result *r, long long timeout,
     unsigned long long memory, long long pids)
 {
-	char	sz[64];
+	json_t	*a = exec_notices(r, timeout, memory, pids), *v;
+	size_t	 i;
 
-	if (r->timed_out)
-		fprintf(stderr, "sandgate: command timed out after %lld s "
-		    "(--timeout)\n", timeout);
-	if (r->oom_killed) {
-		exec_format_size(memory, sz, sizeof(sz));
-		fprintf(stderr, "sandgate: command killed: memory limit %s "
-		    "exceeded\n", sz);
-	}
-	if (r->pids_limit_hit)
-		fprintf(stderr, "sandgate: process limit %lld reached\n", pids);
-	if (r->container_died)
-		fprintf(stderr, "sandgate: the sandbox's container stopped "
-		    "under the command%s; the next exec starts it again\n",
-		    r->oom_killed ? " (gVisor ends the whole sandbox at its "
-		    "memory limit)" : r->pids_limit_hit ? " (gVisor ends the "
-		    "whole sandbox when its host process limit is full)" : "");
-	if (r->output_truncated)
-		fprintf(stderr, "sandgate: output longer than the %u MiB "
-		    "capture cap per stream: the result keeps its head and "
-		    "tail; the whole output is in the sandbox's evidence "
-		    "(sandgate export)\n", SG_OUTPUT_CAP_DEFAULT >> 20);
-	exec_report_blocked(r->network_blocked);
-	if (r->kill_failed)
-		fprintf(stderr, "sandgate: warning: processes of the command "
-		    "may still run in the sandbox\n");
+	json_array_foreach(a, i, v)
+		fprintf(stderr, "sandgate: %s\n", json_string_value(v));
+	json_decref(a);
 }
 
 /* A shared empty array for "nothing blocked" (s:O takes a reference). */

@@ -4,12 +4,27 @@
  * timeout, SIGINT/SIGTERM, and the memory/pids/cpu counters of the
  * container's cgroup.
  *
- * Killing: on timeout or a signal the container is paused (freezer, so
- * nothing forks meanwhile), then every process of its cgroup that carries
+ * Killing: on timeout or a signal, and when the command ends with
+ * processes left behind, the container is paused (freezer, so nothing
+ * forks meanwhile), then every process of its cgroup that carries
  * SANDGATE_RUN=<this run> in its environment, or no SANDGATE_RUN at all,
- * gets SIGKILL from the host, except the container's init and the idle
- * probe (init's oldest child); then it is unpaused. Other runs' processes
- * survive. Needs root (the host's /proc and cgroupfs).
+ * or the marker of a run not in progress, gets SIGKILL from the host;
+ * then it is unpaused. Spared: the container's init only while it is
+ * what sandgate started (the same pid and start time as when the exec
+ * began, running the file mounted at PROBE_CONTAINER_PATH: the idle
+ * probe, which is not dumpable, so no process of the sandbox can have
+ * written its memory), and the processes of other runs in progress. A
+ * run is in progress while <runs>/<run id>.active exists and names a
+ * sandgate process that still runs ("PID START"); gc removes markers
+ * whose owner is gone (exec_active_sweep). Needs root (the host's /proc
+ * and cgroupfs).
+ *
+ * Live output never blocks the deadline: the copy to fds 1 and 2 is
+ * written without blocking; what a slow reader has not taken is held (up
+ * to 256 KiB per stream, then the exec's output stream is paused, which
+ * holds the command back as a pipe would) while the timer keeps running.
+ * After a kill nothing is held for the reader; after a normal end the
+ * reader gets what is held while it takes any of it within 10 s.
  *
  * Memory: captured output is at most output_cap bytes per stream (head
  * and tail halves, the middle replaced by "[sandgate: N bytes cut]"),
@@ -71,6 +86,8 @@ struct exec_opts {
 					   (sandgate-probe reap) */
 	long long	 nproc;		/* with inside: RLIMIT_NPROC (the pids
 					   limit, counted by gVisor) */
+	unsigned long	 uid;		/* user and group of the command
+					   (the sandbox's); 0: SANDBOX_UID */
 };
 
 struct exec_result {
@@ -85,6 +102,9 @@ struct exec_result {
 	int			 kill_failed;	/* the kill could not finish */
 	int			 container_died; /* the container stopped under
 						    the command */
+	unsigned long long	 live_dropped;	/* live output a reader did not
+						   take in time (still in the
+						   capture and evidence) */
 	unsigned long long	 duration_ms;
 	unsigned long long	 cpu_ms;
 	unsigned long long	 peak_memory;
@@ -117,13 +137,10 @@ int	exec_run(struct docker *, const char *cid, int pid,
 void	exec_result_release(struct exec_result *);
 
 /*
- * Kill the run's processes in a container as described above: from the
- * host (freeze, SIGKILL, thaw), or with inside set from within the
- * sandbox by the probe's reap mode, in rounds (gVisor). Returns the
- * number killed, or -1 with *cause.
+ * gc: remove the .active markers in the folder runs whose owner is gone
+ * (with dry, only count them). The number, or -1 when runs can't be read.
  */
-int	exec_kill_run(struct docker *, const char *cid, int pid,
-	    const char *run_id, int inside, char **cause);
+int	exec_active_sweep(const char *runs, int dry);
 
 /*
  * Print the limit lines to stderr ("sandgate: command timed out after
@@ -131,6 +148,13 @@ int	exec_kill_run(struct docker *, const char *cid, int pid,
  * exceeded", "sandgate: process limit 256 reached").
  */
 void	exec_report(const struct exec_result *, long long timeout,
+	    unsigned long long memory, long long pids);
+/*
+ * The same lines as a JSON array of strings (without "sandgate: "), for
+ * --json's "notices": there they come from sandgate, not from the
+ * command's output, which can print anything. New reference.
+ */
+json_t	*exec_notices(const struct exec_result *, long long timeout,
 	    unsigned long long memory, long long pids);
 /* The --json object of DESIGN.md (new reference). */
 json_t	*exec_result_json(const struct exec_result *, const char *run_id);

@@ -1,11 +1,19 @@
 /* netseal.c: firewall a sandbox's network namespace; see netseal.h. */
+#include <sys/socket.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "log.h"
 #include "netseal.h"
 #include "sysrun.h"
 #include "util.h"
@@ -119,4 +127,150 @@ netseal_probe_target(const char *proxy, char *buf, size_t len)
 		return -1;
 	n = snprintf(buf, len, "%s:%d", ip, port == 1 ? 2 : 1);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+#define NETSEAL_CHECK_MS	1000	/* for a connect to be answered */
+#define NETSEAL_WHY_MAX		256
+
+/* 1 when e is the local firewall's refusal (the seal), not an answer. */
+static int
+netseal_refusal(int e)
+{
+	return e == EPERM || e == EACCES || e == EHOSTUNREACH ||
+	    e == ENETUNREACH;
+}
+
+/*
+ * A socket of the namespace nsfd (sockets keep the namespace they were
+ * made in): enter it, make the socket, come back to our own (self). -1
+ * with errno when a step failed; *lost is set when we could not return.
+ */
+static int
+netseal_socket(int nsfd, int self, int type, int *lost)
+{
+	int	fd, saved;
+
+	if (setns(nsfd, CLONE_NEWNET) == -1)
+		return -1;
+	fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	saved = errno;
+	if (setns(self, CLONE_NEWNET) == -1)
+		*lost = 1;
+	errno = saved;
+	return fd;
+}
+
+/* TCP connect from fd to ip:port: 0 when it connected, else the errno. */
+static int
+netseal_connect(int fd, const char *ip, unsigned port)
+{
+	struct sockaddr_in	sin;
+	struct pollfd		pfd;
+	socklen_t		len = sizeof(int);
+	int			err = 0;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((unsigned short)port);
+	if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
+		return EINVAL;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		err = errno;
+		if (err == EINPROGRESS) {
+			pfd.fd = fd;
+			pfd.events = POLLOUT;
+			err = poll(&pfd, 1, NETSEAL_CHECK_MS) == 1 &&
+			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err,
+			    &len) == 0 ? err : ETIMEDOUT;
+		}
+	}
+	return err;
+}
+
+/* A UDP datagram from fd to Docker's resolver: 0 when it went out. */
+static int
+netseal_dns(int fd)
+{
+	struct sockaddr_in	sin;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(53);
+	inet_pton(AF_INET, "127.0.0.11", &sin.sin_addr);
+	return sendto(fd, "", 1, 0, (struct sockaddr *)&sin,
+	    sizeof(sin)) == -1 ? errno : 0;
+}
+
+/* The three checks on sockets of the sandbox's namespace; why into why. */
+static int
+netseal_check_fds(const int fds[3], const char *proxy, char *why,
+    size_t len)
+{
+	char		ip[INET_ADDRSTRLEN], target[80];
+	unsigned	port;
+	int		e;
+
+	if (netseal_split(proxy, ip, sizeof(ip), &port) == -1 ||
+	    netseal_probe_target(proxy, target, sizeof(target)) == -1) {
+		snprintf(why, len, "proxy address '%s' is not IPv4:PORT",
+		    proxy ? proxy : "");
+		return -1;
+	}
+	if (!netseal_refusal(e = netseal_connect(fds[0], ip,
+	    port == 1 ? 2 : 1))) {
+		snprintf(why, len, "a connection to %s, which the seal "
+		    "refuses, got %s", target, e == 0 ? "through" :
+		    strerror(e));
+		return -1;
+	}
+	if (!netseal_refusal(e = netseal_dns(fds[1]))) {
+		snprintf(why, len, "a query to Docker's resolver 127.0.0.11, "
+		    "which the seal refuses, %s", e == 0 ? "went out" :
+		    strerror(e));
+		return -1;
+	}
+	if ((e = netseal_connect(fds[2], ip, port)) != 0) {
+		snprintf(why, len, "the proxy at %s does not answer (%s)",
+		    proxy, strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+int
+netseal_check(pid_t pid, const char *proxy, char **cause)
+{
+	static const int types[3] = { SOCK_STREAM | SOCK_NONBLOCK,
+	    SOCK_DGRAM, SOCK_STREAM | SOCK_NONBLOCK };
+	char	why[NETSEAL_WHY_MAX], ns[64];
+	int	fds[3] = { -1, -1, -1 }, nsfd, self, lost = 0, i, rv = -1;
+
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+	if ((self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) == -1 ||
+	    (nsfd = open(ns, O_RDONLY | O_CLOEXEC)) == -1) {
+		util_xasprintf(cause, "cannot open %s: %s", self == -1 ?
+		    "/proc/self/ns/net" : ns, strerror(errno));
+		if (self != -1)
+			close(self);
+		return -1;
+	}
+	for (i = 0; i < 3 && !lost; i++)
+		if ((fds[i] = netseal_socket(nsfd, self, types[i], &lost)) ==
+		    -1)
+			break;
+	if (lost)
+		fatalx("cannot return to the host's network namespace");
+	if (i < 3)
+		util_xasprintf(cause, "cannot make a socket in %s: %s", ns,
+		    strerror(errno));
+	else if (netseal_check_fds(fds, proxy, why, sizeof(why)) == -1)
+		util_xasprintf(cause, "%s", why);
+	else
+		rv = 0;
+	for (i = 0; i < 3; i++)
+		if (fds[i] != -1)
+			close(fds[i]);
+	close(nsfd);
+	close(self);
+	return rv;
 }

@@ -46,4 +46,14 @@ int	netseal_apply(pid_t pid, const char *proxy, char **cause);
  */
 int	netseal_probe_target(const char *proxy, char *buf, size_t len);
 
+/*
+ * Confirm, from the host and in a few milliseconds, that the seal of
+ * pid's network namespace still holds before a command runs there: a
+ * connection the seal refuses (netseal_probe_target) and a query to
+ * Docker's resolver must be refused by the local firewall, and the
+ * proxy's port must answer. 0, or -1 with *cause saying what drifted
+ * (a flushed seal, a proxy gone). Needs root (setns).
+ */
+int	netseal_check(pid_t pid, const char *proxy, char **cause);
+
 #endif

@@ -37,6 +37,9 @@ static int	 probe_pids(json_t *, long, char **);
 static int	 probe_cpus(json_t *, double, char **);
 static int	 probe_refused(const char *);
 static int	 probe_seal(json_t *, char **);
+static int	 probe_denied(json_t *, const char *);
+static int	 probe_isolation(json_t *, const struct probe_expect *,
+		    char **);
 static int	 probe_net(json_t *, const struct probe_expect *, char **);
 
 void
@@ -171,6 +174,38 @@ probe_privs(json_t *root, const struct probe_expect *e, char **failed)
 		return probe_fail(failed, "seccomp filter not active (Seccomp "
 		    "%lld)", json_is_integer(v) ?
 		    (long long)json_integer_value(v) : -1LL);
+	return 0;
+}
+
+/* A refusal of the kernel: EPERM or EACCES. */
+static int
+probe_denied(json_t *root, const char *key)
+{
+	const char	*w = json_string_value(json_object_get(root, key));
+
+	return w != NULL && (strcmp(w, "EPERM") == 0 ||
+	    strcmp(w, "EACCES") == 0);
+}
+
+/* The init not writable from inside; seccomp's allowlist in force. */
+static int
+probe_isolation(json_t *root, const struct probe_expect *e, char **failed)
+{
+	const char	*w;
+
+	if (e->locked_init && !probe_denied(root, "init_mem")) {
+		w = json_string_value(json_object_get(root, "init_mem"));
+		return probe_fail(failed, "the container's init can be written "
+		    "from inside the sandbox (/proc/1/mem: %.32s)",
+		    w ? w : "not checked");
+	}
+	if (e->seccomp_filter && !probe_denied(root, "personality_rie")) {
+		w = json_string_value(json_object_get(root,
+		    "personality_rie"));
+		return probe_fail(failed, "seccomp profile allows "
+		    "personality(READ_IMPLIES_EXEC) (%.32s)",
+		    w ? w : "not checked");
+	}
 	return 0;
 }
 
@@ -394,6 +429,7 @@ probe_check(const char *json, const struct probe_expect *e, char **failed)
 	}
 	if (probe_caps(root, e, failed) == -1 ||
 	    probe_privs(root, e, failed) == -1 ||
+	    probe_isolation(root, e, failed) == -1 ||
 	    probe_mounts(root, e, failed) == -1 ||
 	    (!e->gvisor && probe_check_limits(root, e, failed) == -1) ||
 	    probe_net(root, e, failed) == -1)

@@ -4,8 +4,9 @@
  * The static binary sandgate-probe (controller/probe/sandgate-probe.c) is
  * bind-mounted read-only into every sandbox at PROBE_CONTAINER_PATH. It
  * has two modes:
- *   sandgate-probe idle    the session container's PID 1: blocks signals,
- *                          exits 0 on SIGTERM/SIGINT, otherwise sleeps
+ *   sandgate-probe idle    every sandbox container's PID 1: not dumpable,
+ *                          reaps orphans, exits 0 on SIGTERM/SIGINT,
+ *                          otherwise sleeps
  *   sandgate-probe check   prints one JSON object (below) describing what
  *                          the process sees from inside, exit 0
  *
@@ -32,6 +33,10 @@
  *   "cpu_quota_us": N|"max"|null, "cpu_period_us": N|null,
  *   "net_ifaces": ["eth0", ...]  (interfaces other than lo; at most 64)
  *   "docker_sock": bool    /var/run/docker.sock or /run/docker.sock exists
+ *   "init_mem": W          opening /proc/1/mem for writing: "opened",
+ *                          "self" (the probe is PID 1) or the errno word
+ *   "personality_rie": W   personality(READ_IMPLIES_EXEC): "allowed" or
+ *                          the errno word
  *   "seal": {"dns": W, "neighbour": W}   only with `check --seal IP:PORT`:
  *                          what a UDP query to Docker's resolver and a TCP
  *                          connect to IP:PORT got, W one of "answered",
@@ -70,7 +75,13 @@ struct probe_expect {
 						   controller checks that
 						   network is internal) */
 	int			seccomp_filter;	/* Seccomp 2 (runsc: installed
-						   by sandgate-probe run) */
+						   by sandgate-probe run), and
+						   personality(READ_IMPLIES_
+						   EXEC) refused */
+	int			locked_init;	/* /proc/1/mem can't be opened
+						   for writing (the idle probe
+						   is PID 1, not dumpable);
+						   off by default */
 	int			sealed;		/* "seal": both refused by the
 						   local firewall (EPERM,
 						   EACCES, EHOSTUNREACH,
@@ -99,7 +110,8 @@ const char	*probe_path(void);
  * sentence naming the first control that does not, in an admin's words
  * (e.g. "effective capabilities not empty (CapEff 00000000a80425fb)").
  * The caller frees *failed. Checks run in this order: capabilities,
- * uid, no_new_privs, seccomp, root, /tmp, memory and swap, pids, cpus,
+ * uid, no_new_privs, seccomp, the init not writable, personality,
+ * root, /tmp, memory and swap, pids, cpus,
  * network, network seal, Docker socket.
  */
 int	probe_check(const char *json, const struct probe_expect *,

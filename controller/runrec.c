@@ -18,6 +18,7 @@
 
 static char	*runrec_command(char *const *);
 static json_t	*runrec_time(const struct timespec *);
+static int	 runrec_write(json_t *, char **);
 
 /* argv joined with spaces, at most SG_LOG_FIELD_MAX bytes. */
 static char *
@@ -99,33 +100,63 @@ runrec_fields(const struct runrec *r)
 	return o;
 }
 
-int
-runrec_append(const struct runrec *r, char **cause)
+/* Append fields (borrowed) to runs.jsonl. 0, or -1 with *cause. */
+static int
+runrec_write(json_t *o, char **cause)
 {
 	struct eventlog_opts	 opts;
 	struct eventlog		*log;
 	struct checkpoint	*ck;
-	json_t			*o;
 	int			 rv;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.shared = 1;
-	if ((log = eventlog_open(state_log_dir(), "runs.jsonl", &opts,
+	if (state_mkdirs(state_record_dir(), 0750) == -1) {
+		util_xasprintf(cause, "cannot create '%s': %s",
+		    state_record_dir(), strerror(errno));
+		return -1;
+	}
+	if ((log = eventlog_open(state_record_dir(), "runs.jsonl", &opts,
 	    cause)) == NULL)
 		return -1;
 	ck = auditkey_runs_signer(log);
-	if ((o = runrec_fields(r)) == NULL) {
-		auditkey_runs_close(ck);
-		eventlog_close(log);
-		util_xasprintf(cause, "cannot build the run record");
-		return -1;
-	}
 	rv = eventlog_append(log, o);
 	if (rv == -1)
 		util_xasprintf(cause, "cannot append to '%s': %s",
 		    eventlog_path(log), eventlog_error(log));
-	json_decref(o);
 	auditkey_runs_close(ck);
 	eventlog_close(log);
+	return rv;
+}
+
+int
+runrec_append(const struct runrec *r, char **cause)
+{
+	json_t	*o;
+	int	 rv;
+
+	if ((o = runrec_fields(r)) == NULL) {
+		util_xasprintf(cause, "cannot build the run record");
+		return -1;
+	}
+	rv = runrec_write(o, cause);
+	json_decref(o);
+	return rv;
+}
+
+int
+runrec_event(const char *event, const char *sandbox, const char *detail,
+    char **cause)
+{
+	json_t	*o;
+	int	 rv;
+
+	if ((o = json_pack("{s:s, s:s, s:o}", "event", event, "sandbox",
+	    sandbox, "detail", eventlog_str(detail))) == NULL) {
+		util_xasprintf(cause, "cannot build the event");
+		return -1;
+	}
+	rv = runrec_write(o, cause);
+	json_decref(o);
 	return rv;
 }

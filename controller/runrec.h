@@ -1,7 +1,9 @@
 /*
  * runrec.h: the run record every exec and run appends to
- * state_log_dir()/runs.jsonl (DESIGN.md), through the hash-chained event
- * log opened shared, so several sandgate processes can append at once.
+ * state_record_dir()/runs.jsonl (the controller's own folder, never the
+ * proxy's), through the hash-chained event log opened shared, so several
+ * sandgate processes can append at once; and the controller's other
+ * events there (a seal that drifted).
  *
  * Fields after ts/seq: event ("run.exec" | "run.run"), run, sandbox,
  * command (the argv joined with spaces, made log-safe and cut at
@@ -39,5 +41,12 @@ json_t	*runrec_fields(const struct runrec *);
  * that ran is not failed because its record could not be written).
  */
 int	 runrec_append(const struct runrec *, char **cause);
+
+/*
+ * Append {"event": event, "sandbox": sandbox, "detail": detail} (detail
+ * made log-safe). 0, or -1 with *cause.
+ */
+int	 runrec_event(const char *event, const char *sandbox,
+	    const char *detail, char **cause);
 
 #endif

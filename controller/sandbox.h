@@ -7,16 +7,36 @@
  * container id is known), atomically (temp file + rename), mode 0600.
  * Fields: id, created, source, image, image_id, container, runtime,
  * network, proxy, ca_cert, allow[], env[], cpus, memory, pids, disk,
- * tmp_size, timeout, ephemeral.
+ * tmp_size, timeout, ephemeral, uid (absent: SANDBOX_UID, a sandbox from
+ * before uids of their own).
  *
  * The container spec (sandbox_spec) is the whole hardening contract:
- * user 1000:1000, CapDrop ALL, no-new-privileges, sandgate's seccomp
- * profile under runc, read-only root, tmpfs /tmp (noexec,nosuid,nodev) and
- * /home/sandbox, /workspace bound read-write from work/, the probe bound
- * read-only at /.sandgate/probe, tini as init, cpu/memory (no swap)/pids
- * limits, no network (or sandgate-internal, sealed by netseal.h once
- * started), no other mounts, only the environment sandgate sets plus
- * --env.
+ * the sandbox's own uid (below) as user and group, CapDrop ALL,
+ * no-new-privileges, sandgate's allowlist seccomp profile
+ * (seccomp_profile.h), AppArmor's docker-default where AppArmor is on,
+ * read-only root, tmpfs /tmp (noexec,nosuid,nodev) and /home/sandbox,
+ * /workspace bound read-write from work/, the probe bound read-only at
+ * /.sandgate/probe and run as the container's init (`probe idle`, not
+ * dumpable: the sandbox's user can neither trace nor write it), a
+ * passwd and group naming the sandbox's uid, cpu/memory (no swap)/pids
+ * limits, per-container ulimits (nofile, nproc, core 0), OomScoreAdj
+ * SANDBOX_OOM_SCORE_ADJ, a private cgroup namespace, no container log
+ * (LogConfig "none": nothing a sandbox writes reaches dockerd's disk), no
+ * network (or sandgate-internal, sealed by netseal.h once started), no
+ * other mounts, only the environment sandgate sets plus --env.
+ *
+ * Each sandbox runs as a uid of its own, claimed at create from
+ * [SANDBOX_UID_BASE, SANDBOX_UID_BASE + SANDBOX_UID_COUNT): a range above
+ * the host's accounts, systemd's dynamic users and container ranges
+ * (which end at 0x6fffffff) and below 2^31; a uid that the host's passwd
+ * or group names is skipped. The claim is a symlink named after the uid
+ * in SANDBOX_UID_DIR ($SANDGATE_UID_DIR overrides) pointing at the
+ * sandbox's folder, made with symlink(2), so two creates never share one,
+ * whatever their state roots; discard removes it, gc removes claims whose
+ * folder is gone. Per-uid kernel limits (RLIMIT_NPROC, inotify instances
+ * and watches) are then per sandbox, and no host user can reach its
+ * processes or files. Sandboxes created before this had uid 1000
+ * (SANDBOX_UID); their meta.json has no "uid" and they keep it.
  */
 #ifndef SG_SANDBOX_H
 #define SG_SANDBOX_H
@@ -27,8 +47,14 @@
 
 struct docker;
 
-#define SANDBOX_UID		1000
+#define SANDBOX_UID		1000	/* sandboxes without a uid of their own */
 #define SANDBOX_GID		1000
+#define SANDBOX_UID_BASE	0x70000000UL	/* 1879048192 */
+#define SANDBOX_UID_COUNT	65536UL
+#define SANDBOX_UID_DIR		"/var/lib/sandgate-uids"
+#define SANDBOX_NOFILE		4096	/* RLIMIT_NOFILE per process */
+#define SANDBOX_NPROC_SLACK	16	/* RLIMIT_NPROC above the pids limit */
+#define SANDBOX_OOM_SCORE_ADJ	1000	/* the host's OOM killer's first pick */
 #define SANDBOX_HOME		"/home/sandbox"
 #define SANDBOX_WORKDIR		"/workspace"
 #define SANDBOX_PATH_ENV	"PATH=/usr/local/sbin:/usr/local/bin:" \
@@ -72,6 +98,7 @@ struct sandbox_meta {
 	unsigned long long	 tmp_size;
 	long long		 timeout;	/* seconds per command */
 	int			 ephemeral;	/* a `sandgate run` sandbox */
+	unsigned long		 uid;		/* user and group inside */
 };
 
 /* 1 when the sandbox runs under gVisor (--runtime runsc). */
@@ -86,6 +113,12 @@ int	sandbox_gvisor(const struct sandbox_meta *);
  * (RLIMIT_NPROC, set by sandgate-probe run).
  */
 long long sandbox_host_pids(const struct sandbox_meta *);
+/*
+ * RLIMIT_NPROC of the container (its Ulimits): a bound per uid, which is
+ * the sandbox's own, set SANDBOX_NPROC_SLACK above the pids cgroup's so
+ * that the cgroup, which sandgate reports, stops a fork bomb first.
+ */
+long long sandbox_nproc(const struct sandbox_meta *);
 
 /* Defaults, empty strings NULL, empty arrays. */
 void	sandbox_meta_init(struct sandbox_meta *);
@@ -100,6 +133,28 @@ int	sandbox_meta_save(const struct sandbox_meta *, char **cause);
 /* Parse a meta.json object (pure, for tests). 0 or -1. */
 int	sandbox_meta_from_json(json_t *, struct sandbox_meta *);
 json_t	*sandbox_meta_to_json(const struct sandbox_meta *);
+
+/*
+ * Claim a uid for the sandbox (into m->uid, see above) and write
+ * <sandbox>/etc/passwd and etc/group naming it "sandbox" (mounted
+ * read-only over the image's). The sandbox folder must exist. 0 or -1.
+ */
+int	sandbox_identity(struct sandbox_meta *, char **cause);
+/* Remove the uid claims that point at the folder dir (discard). */
+void	sandbox_uid_release(const char *dir);
+/*
+ * gc: remove the uid claims whose sandbox folder is gone (or with dry,
+ * count them). The number, or -1 when the claims can't be read.
+ */
+int	sandbox_uid_sweep(int dry);
+/* "UID:GID" of the sandbox's user into buf. */
+void	sandbox_user(const struct sandbox_meta *, char *buf, size_t size);
+
+/* 1 when the host enforces AppArmor (the spec then names docker-default). */
+int	sandbox_apparmor_on(void);
+
+/* The seccomp profile (Docker's JSON form) of every container; new ref. */
+json_t	*sandbox_seccomp_profile(void);
 
 /* Host folders a container of the sandbox gets. */
 struct sandbox_mounts {

@@ -46,6 +46,37 @@ state_log_dir(void)
 }
 
 const char *
+state_record_dir(void)
+{
+	static char	 dir[4096];
+	const char	*env = getenv("SANDGATE_RECORD_DIR");
+
+	if (env != NULL && *env != '\0')
+		return env;
+	if (dir[0] == '\0')
+		snprintf(dir, sizeof(dir), "%s/records", state_root());
+	return dir;
+}
+
+int
+state_open_in(const char *dir, const char *name, int flags, int mode)
+{
+	int	dfd, fd, saved;
+
+	if (strchr(name, '/') != NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	saved = errno;
+	close(dfd);
+	errno = saved;
+	return fd;
+}
+
+const char *
 state_policy_dir(void)
 {
 	const char	*env = getenv("SANDGATE_POLICY_DIR");

@@ -8,8 +8,11 @@
  *   sandboxes/<id>/manifest.json  SHA-256, mode and size of each snapshot file
  *   sandboxes/<id>/disk.img       the working copy's size-limited filesystem
  *   sandboxes/<id>/work/          its mount point, bind-mounted at /workspace
- *   sandboxes/<id>/runs/          evidence: full output of each exec
+ *   sandboxes/<id>/runs/          evidence: full output of each exec, and
+ *                                 <run>.active while a run goes on
+ *   sandboxes/<id>/etc/           passwd and group naming the sandbox's uid
  *   sandboxes/<id>/lock           flock(2) target
+ *   records/runs.jsonl            the run records (state_record_dir)
  *   keys/, proxy/keys/            checkpoint keys of the logs (auditkey.h)
  */
 #ifndef SG_STATE_H
@@ -24,8 +27,24 @@
  * $XDG_STATE_HOME/sandgate or ~/.local/state/sandgate. Static storage.
  */
 const char	*state_root(void);
-/* The log folder: $SANDGATE_LOG_DIR, else the compiled default. */
+/*
+ * The proxy's log folder (security-events.jsonl): $SANDGATE_LOG_DIR, else
+ * the compiled default. `sandgate proxy start` hands it to the proxy's
+ * uid; the controller only reads it, through state_open_in().
+ */
 const char	*state_log_dir(void);
+/*
+ * The controller's records folder (runs.jsonl): $SANDGATE_RECORD_DIR,
+ * else state_root()/records; root's alone (0750), never the proxy's.
+ */
+const char	*state_record_dir(void);
+/*
+ * Open name (one path component) in the folder dir, never through a
+ * symlink (openat with O_NOFOLLOW and O_CLOEXEC added to flags): how the
+ * controller opens files in folders another uid can write. fd or -1.
+ */
+int		 state_open_in(const char *dir, const char *name, int flags,
+		    int mode);
 /* The policy folder: $SANDGATE_POLICY_DIR, else the compiled default. */
 const char	*state_policy_dir(void);
 

@@ -1,8 +1,11 @@
 /*
  * sandgate-probe: a static helper bind-mounted into every sandbox.
  *
- *   sandgate-probe idle    PID 1 of a session container: reaps orphans,
- *                          exits 0 on SIGTERM or SIGINT, sleeps otherwise
+ *   sandgate-probe idle    PID 1 of every sandbox container: makes itself
+ *                          not dumpable (no process of the sandbox may
+ *                          write its memory, read its environment or use
+ *                          its descriptors), reaps orphans, exits 0 on
+ *                          SIGTERM or SIGINT, sleeps otherwise
  *   sandgate-probe check [--seal IP:PORT]
  *                          prints one JSON object with the controls the
  *                          process sees from inside (format: probe.h);
@@ -10,7 +13,7 @@
  *                          refuses Docker's resolver and IP:PORT
  *   sandgate-probe run [--nproc N] -- CMD [ARG...]
  *                          set no_new_privs, install sandgate's seccomp
- *                          filter (seccomp_deny.h), with --nproc set
+ *                          filter (seccomp_profile.h), with --nproc set
  *                          RLIMIT_NPROC to N, and exec CMD: how a command
  *                          starts under gVisor, which gives the
  *                          container's filter to its init only and whose
@@ -18,8 +21,8 @@
  *   sandgate-probe reap RUN [ACTIVE...]
  *                          SIGKILL every process of run RUN, and every
  *                          one with no SANDGATE_RUN marker or the marker
- *                          of a run not in ACTIVE (never PID 1, the idle
- *                          probe, the oldest child of PID 1, or itself),
+ *                          of a run not in ACTIVE (never itself, nor PID 1
+ *                          while it is the idle probe sandgate started),
  *                          in rounds until none is left; exits with the
  *                          number killed (at most 100). The controller's
  *                          kill under gVisor, whose processes the host
@@ -29,6 +32,7 @@
  * that needs NSS or locale files. It formats its JSON by hand and reads
  * only small files, each into a fixed buffer.
  */
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -54,7 +58,7 @@
 #include <seccomp.h>
 
 #include "../procstat.h"
-#include "../seccomp_deny.h"
+#include "../seccomp_profile.h"
 
 #define PROBE_FILE_MAX	4096	/* small proc/sys/cgroup files */
 #define PROBE_OUT_MAX	8192	/* the whole JSON object */
@@ -85,6 +89,7 @@ static void	status_field(const char *, const char *, char *, size_t);
 static int	has_opt(const char *, const char *);
 static void	mount_lookup(const char *, struct mnt *);
 static void	emit_status(struct out *);
+static void	emit_isolation(struct out *);
 static void	emit_mounts(struct out *);
 static void	emit_limit(struct out *, const char *, const char *);
 static void	emit_cpu_v2(struct out *);
@@ -100,8 +105,9 @@ static void	emit_seal(struct out *, const char *);
 static int	probe_check_main(const char *);
 static int	reap_spare(const char *, int, char **);
 static int	reap_round(const char *, int, char **, int);
-static int	reap_idle(void);
+static int	reap_init_is_probe(void);
 static int	probe_reap_main(int, char **);
+static int	run_filter_rules(scmp_filter_ctx);
 static int	probe_run_main(long, char **);
 static void	idle_term(int);
 static void	idle_chld(int);
@@ -619,6 +625,38 @@ emit_seal(struct out *o, const char *target)
 	out_printf(o, "}");
 }
 
+/*
+ * Whether the container's init can be written from here (/proc/1/mem
+ * opened for writing: "opened", else the errno word; "self" when this is
+ * PID 1), and whether seccomp lets personality(READ_IMPLIES_EXEC) through
+ * ("allowed", else the errno word).
+ */
+static void
+emit_isolation(struct out *o)
+{
+	const char	*w;
+	int		 fd, prev;
+
+	if (getpid() == 1)
+		w = "self";
+	else if ((fd = open("/proc/1/mem", O_RDWR | O_CLOEXEC)) == -1)
+		w = errno_word(errno);
+	else {
+		close(fd);
+		w = "opened";
+	}
+	out_printf(o, ",\"init_mem\":");
+	out_str(o, w);
+	if ((prev = personality(SG_SECCOMP_READ_IMPLIES_EXEC)) == -1)
+		w = errno_word(errno);
+	else {
+		personality((unsigned long)prev);
+		w = "allowed";
+	}
+	out_printf(o, ",\"personality_rie\":");
+	out_str(o, w);
+}
+
 static int
 probe_check_main(const char *seal)
 {
@@ -626,6 +664,7 @@ probe_check_main(const char *seal)
 
 	out_printf(&o, "{\"probe\":1,");
 	emit_status(&o);
+	emit_isolation(&o);
 	emit_mounts(&o);
 	emit_cgroup(&o);
 	emit_net(&o);
@@ -642,31 +681,26 @@ probe_check_main(const char *seal)
 }
 
 /*
- * The idle probe: the oldest child of PID 1 (tini), as the controller
- * finds it from the host. Its name proves nothing; its age does.
+ * 1 when PID 1 is the idle probe sandgate started: its command line is
+ * exactly PROBE_CONTAINER_PATH " idle". PID 1 is not dumpable, so no
+ * other process can have changed its memory (the probe's check at create
+ * shows /proc/1/mem refused), and /proc/1/exe is not readable by the
+ * sandbox's user for the same reason; the command line is.
  */
 static int
-reap_idle(void)
+reap_init_is_probe(void)
 {
-	unsigned long long	 best = ~0ULL;
-	struct procstat		 ps;
-	struct dirent		*de;
-	DIR			*d;
-	int			 idle = -1;
+	static const char	want[] = "/.sandgate/probe\0idle\0";
+	char			buf[sizeof(want) + 1];
+	ssize_t			n;
+	int			fd;
 
-	if ((d = opendir("/proc")) == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		if (procstat_read(atoi(de->d_name), &ps) == 0 &&
-		    ps.ppid == 1 && ps.start < best) {
-			best = ps.start;
-			idle = atoi(de->d_name);
-		}
-	}
-	closedir(d);
-	return idle;
+	if ((fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n == (ssize_t)sizeof(want) - 1 &&
+	    memcmp(buf, want, sizeof(want) - 1) == 0;
 }
 
 /*
@@ -691,24 +725,22 @@ reap_spare(const char *pid, int nactive, char **active)
 
 /* One pass over /proc; the number of processes signalled. */
 static int
-reap_round(const char *run, int nactive, char **active, int idle)
+reap_round(const char *run, int nactive, char **active, int init)
 {
 	struct dirent	*de;
 	DIR		*d;
-	char		 self[32], spare[32];
+	char		 self[32];
 	int		 n = 0;
 
 	(void)run;	/* its processes are neither spared nor unmarked */
 	snprintf(self, sizeof(self), "%d", (int)getpid());
-	snprintf(spare, sizeof(spare), "%d", idle);
 	if ((d = opendir("/proc")) == NULL)
 		return -1;
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
 		    strspn(de->d_name, "0123456789") != strlen(de->d_name) ||
-		    strcmp(de->d_name, "1") == 0 ||
+		    (init && strcmp(de->d_name, "1") == 0) ||
 		    strcmp(de->d_name, self) == 0 ||
-		    strcmp(de->d_name, spare) == 0 ||
 		    reap_spare(de->d_name, nactive, active))
 			continue;
 		if (kill(atoi(de->d_name), SIGKILL) == 0)
@@ -722,10 +754,10 @@ static int
 probe_reap_main(int argc, char **argv)
 {
 	struct timespec	ts = { 0, 20 * 1000 * 1000 };
-	int		round, n, total = 0, idle = reap_idle();
+	int		round, n, total = 0, init = reap_init_is_probe();
 
 	for (round = 0; round < REAP_ROUNDS; round++) {
-		if ((n = reap_round(argv[0], argc - 1, argv + 1, idle)) == -1) {
+		if ((n = reap_round(argv[0], argc - 1, argv + 1, init)) == -1) {
 			fputs("sandgate-probe: cannot read /proc\n", stderr);
 			return 125;
 		}
@@ -738,17 +770,44 @@ probe_reap_main(int argc, char **argv)
 	return total > 100 ? 100 : total;
 }
 
-/* no_new_privs, the filter of seccomp_deny.h, nproc, then exec argv. */
+/* The allowlist of seccomp_profile.h into ctx (default: EPERM). */
+static int
+run_filter_rules(scmp_filter_ctx ctx)
+{
+	static const char *const allow[] = { SG_SECCOMP_ALLOW_NAMES };
+	static const unsigned long personas[] = { SG_SECCOMP_PERSONAS };
+	size_t	i;
+	int	nr, rc = 0;
+
+	for (i = 0; i < sizeof(allow) / sizeof(allow[0]) && rc == 0; i++) {
+		/* names this architecture lacks have nothing to allow */
+		if ((nr = seccomp_syscall_resolve_name(allow[i])) ==
+		    __NR_SCMP_ERROR || nr < 0)
+			continue;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+	}
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, SG_SECCOMP_CLONE_NS_MASK, 0));
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+		    SCMP_A0(SCMP_CMP_NE, SG_SECCOMP_SOCKET_REFUSED, 0));
+	for (i = 0; i < sizeof(personas) / sizeof(personas[0]) && rc == 0;
+	    i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality),
+		    1, SCMP_A0(SCMP_CMP_EQ, personas[i], 0));
+	if (rc == 0 && (nr = seccomp_syscall_resolve_name("clone3")) >= 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+	return rc;
+}
+
+/* no_new_privs, the filter of seccomp_profile.h, nproc, then exec argv. */
 static int
 probe_run_main(long nproc, char **argv)
 {
 	struct rlimit	rl;
-
-	static const char *const deny[] = { SG_SECCOMP_DENY_NAMES };
-	static const unsigned long ns[] = { SG_SECCOMP_CLONE_NS };
 	scmp_filter_ctx	ctx;
-	size_t		i;
-	int		nr, rc = 0;
+	int		rc;
 
 	rl.rlim_cur = rl.rlim_max = (rlim_t)nproc;
 	if (nproc > 0 && setrlimit(RLIMIT_NPROC, &rl) == -1) {
@@ -757,24 +816,12 @@ probe_run_main(long nproc, char **argv)
 		return 126;
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
-	    (ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+	    (ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM))) == NULL) {
 		fputs("sandgate-probe: cannot set up the seccomp filter\n",
 		    stderr);
 		return 126;
 	}
-	for (i = 0; i < sizeof(deny) / sizeof(deny[0]) && rc == 0; i++) {
-		/* names this architecture lacks have nothing to refuse */
-		if ((nr = seccomp_syscall_resolve_name(deny[i])) ==
-		    __NR_SCMP_ERROR || nr < 0)
-			continue;
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-	}
-	for (i = 0; i < sizeof(ns) / sizeof(ns[0]) && rc == 0; i++)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
-		    SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, ns[i],
-		    ns[i]));
-	if (rc == 0 && (nr = seccomp_syscall_resolve_name("clone3")) >= 0)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+	rc = run_filter_rules(ctx);
 	if (rc == 0)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);
@@ -812,6 +859,12 @@ probe_idle_main(void)
 	struct sigaction	sa;
 	sigset_t		all, wait_mask;
 
+	/*
+	 * Not dumpable: /proc/1/mem, environ, fd/ and ptrace of this
+	 * process need CAP_SYS_PTRACE, which no sandbox process has.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		_exit(126);
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
 	memset(&sa, 0, sizeof(sa));

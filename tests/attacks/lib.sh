@@ -73,7 +73,7 @@ j() {
 rec() {
 	local run
 	run=$(j "$1" 'o["run_id"]')
-	python3 "$HERE/jf.py" run "$SANDGATE_LOG_DIR/runs.jsonl" "$run" ||
+	python3 "$HERE/jf.py" run "$SANDGATE_RECORD_DIR/runs.jsonl" "$run" ||
 	    echo "NO RUN RECORD"
 }
 

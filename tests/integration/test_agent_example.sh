@@ -67,7 +67,7 @@ assert_eq "nothing else in the project changed" 0 "$r_rc"
 sg_run r "$SG" list --json
 assert_eq "the example discarded its sandbox" "[]" "$r_out"
 assert_contains "its execs left run records" \
-	"$(cat "$SANDGATE_LOG_DIR/runs.jsonl" 2>/dev/null)" '"event":"run.exec"'
+	"$(cat "$SANDGATE_RECORD_DIR/runs.jsonl" 2>/dev/null)" '"event":"run.exec"'
 sg_run r "$SG" audit --json --reason not_allowlisted --log-dir "$SANDGATE_LOG_DIR"
 assert_contains "the blocked install is in the security-event log" "$r_out" \
 	'"host":"pypi.blocked.test"'

@@ -12,7 +12,7 @@ sg_require_docker
 sg_setup
 sg_test_image || { echo "cannot build the test image"; exit 1; }
 IMG=(--image "$SG_TEST_IMAGE" --network none)
-RUNS=$SANDGATE_LOG_DIR/runs.jsonl
+RUNS=$SANDGATE_RECORD_DIR/runs.jsonl
 KEY=$SANDGATE_STATE/keys/runs.key
 TRUST=$SG_TMP/trusted
 mkdir -p "$SG_TMP/src" "$TRUST"
@@ -147,11 +147,11 @@ sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
 assert_eq "a runs.jsonl cut at an older close fails" 1 "$r_rc"
 assert_contains "against the writer's anchor" "$r_out" "its writer's anchor names seq"
 cp "$SG_TMP/runs.full" "$RUNS"
-# Whoever can write runs.jsonl edits it, or whoever can write the log
-# folder (`proxy start` gives it to the proxy's uid, 65532) replaces it;
-# the next exec does not sign over it unseen: it writes log.resume, and
-# verify --key fails.
-chown 65532:65532 "$SANDGATE_LOG_DIR"
+# Whoever can write runs.jsonl edits it, or whoever can write its folder
+# (here uid 65532, the proxy's, as when the records shared the proxy's log
+# folder) replaces it; the next exec does not sign over it unseen: it
+# writes log.resume, and verify --key fails.
+chown 65532:65532 "$SANDGATE_RECORD_DIR"
 chmod o+x "$SG_TMP"
 forge_runs() {	# MODE: append (a line after the last close, as root) or
 		# replace (as uid 65532)
@@ -206,7 +206,7 @@ for mode in append replace; do
 done
 cp "$SG_TMP/runs.full" "$RUNS"
 rm -f "$RUNS.real"
-chown root:root "$SANDGATE_LOG_DIR"
+chown root:root "$SANDGATE_RECORD_DIR"
 chmod o-x "$SG_TMP"
 
 sg_run r "$SG" discard "$ID"

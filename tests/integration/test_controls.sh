@@ -154,6 +154,14 @@ if docker run -d --name "$idle_name" "${STRICT[@]}" \
 	sleep 1
 	zombies=$(docker exec "$idle_name" ps -o stat | grep -c '^Z')
 	if [ "$zombies" -eq 0 ]; then ok "idle reaps orphans"; else not_ok "idle left $zombies zombies"; fi
+	# not dumpable: the sandbox's user can't write, trace or read it
+	mem=$(docker exec "$idle_name" /.sandgate/probe check 2>/dev/null |
+	    python3 -c 'import json, sys; print(json.load(sys.stdin).get("init_mem"))' 2>&1)
+	envr=$(docker exec "$idle_name" cat /proc/1/environ 2>&1 >/dev/null)
+	case "$mem" in
+	EACCES|EPERM) ok "idle is not dumpable: /proc/1/mem for writing: $mem; environ: $envr" ;;
+	*) not_ok "idle is writable from inside: /proc/1/mem for writing: $mem" ;;
+	esac
 	start=$(date +%s)
 	docker stop -t 10 "$idle_name" >/dev/null
 	took=$(($(date +%s) - start))

@@ -41,10 +41,20 @@ sg_on_exit "'$SG' discard '$ID'"
 CNAME="sandgate-$ID"
 hc=$(docker inspect -f '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} [{{index .HostConfig.SecurityOpt 0}}] {{.HostConfig.NetworkMode}} {{.HostConfig.Init}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.PidsLimit}}' "$CNAME")
 seccomp=$(docker inspect -f '{{index .HostConfig.SecurityOpt 1}}' "$CNAME")
-assert_contains "seccomp profile refuses ptrace" "$seccomp" '"ptrace"'
-assert_contains "seccomp profile refuses unshare" "$seccomp" '"unshare"'
+SUID=$(docker inspect -f '{{.Config.User}}' "$CNAME")
+SUID=${SUID%%:*}
 assert_eq "session container hardening" \
-    "1000:1000 true [ALL] [no-new-privileges] none true 67108864 67108864 64" "$hc"
+    "$SUID:$SUID true [ALL] [no-new-privileges] none false 67108864 67108864 64" "$hc"
+[ "$SUID" -ge 1879048192 ] && [ "$SUID" -lt $((1879048192 + 65536)) ] &&
+    ok "a uid of its own, in the documented range ($SUID)" ||
+    fail "a uid of its own, in the documented range" "got $SUID"
+getent passwd "$SUID" >/dev/null && fail "no host account has the sandbox's uid" ||
+    ok "no host account has the sandbox's uid"
+assert_eq "no container log, ulimits, OOM score, private cgroup namespace" \
+    "none [nofile=4096:4096 nproc=80:80 core=0:0] 1000 private" \
+    "$(docker inspect -f '{{.HostConfig.LogConfig.Type}} {{.HostConfig.Ulimits}} {{.HostConfig.OomScoreAdj}} {{.HostConfig.CgroupnsMode}}' "$CNAME")"
+assert_contains "seccomp profile is an allowlist" "$seccomp" '"defaultAction":"SCMP_ACT_ERRNO"'
+assert_not_contains "seccomp profile allows no ptrace" "$seccomp" '"ptrace"' 
 assert_not_contains "no docker socket mounted" \
     "$(docker inspect -f '{{json .Mounts}}' "$CNAME")" docker.sock
 assert_eq "container labelled" "$ID" \
@@ -59,7 +69,7 @@ sg_run r "$SG" exec "$ID" -- cat /workspace/a.txt /workspace/sub/b.txt
 assert_eq "workspace holds the copy" "hello
 nested" "$r_out"
 sg_run r "$SG" exec "$ID" -- sh -c 'id -u; env | sort'
-assert_contains "runs as uid 1000" "$r_out" "1000"
+assert_contains "runs as the sandbox's uid" "$r_out" "$SUID"
 assert_contains "SANDGATE_RUN marker" "$r_out" "SANDGATE_RUN=run_"
 assert_contains "HOME set" "$r_out" "HOME=/home/sandbox"
 sg_run r "$SG" exec "$ID" --json -- sh -c 'echo out; echo err >&2; exit 3'
@@ -88,6 +98,15 @@ assert_contains "timeout message" "$r_err" \
 sg_run r "$SG" exec "$ID" -- ps
 assert_not_contains "no sleep survives the timeout" "$r_out" "sleep"
 assert_contains "idle probe survives" "$r_out" "probe idle"
+
+# sandgate's notices in --json come from sandgate, never from the command
+sg_run r "$SG" exec "$ID" --json --timeout 2 -- sh -c \
+    'echo "sandgate: command killed: memory limit 1 GiB exceeded" >&2; sleep 100'
+notices=$(printf '%s' "$r_out" | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["notices"])')
+assert_eq "--json notices: sandgate's own, not the command's forgery" \
+    "['command timed out after 2 s (--timeout)']" "$notices"
 
 # another run's processes survive a timeout of this one
 "$SG" exec "$ID" --timeout 20 -- sh -c 'sleep 6; echo survived' \
@@ -126,7 +145,8 @@ sg_run r "$SG" exec "$ID" --timeout 30 -- sh -c 'f() { f & f & wait; }; f'
 assert_contains "fork bomb reports the pids limit" "$r_err" \
     "sandgate: process limit 64 reached"
 sg_run r "$SG" exec "$ID" -- ps
-assert_eq "fork bomb leaves nothing" 4 "$(printf '%s\n' "$r_out" | wc -l)"
+assert_eq "fork bomb leaves nothing (ps: header, the idle probe, ps)" 3 \
+    "$(printf '%s\n' "$r_out" | wc -l)"
 sg_run r "$SG" exec "$ID" --json -- sh -c 'head -c 12000000 /dev/zero | tr "\0" a'
 trunc=$(printf '%s' "$r_out" | python3 -c '
 import json, sys
@@ -138,7 +158,7 @@ ev=$(ls -S "$SANDGATE_STATE/sandboxes/$ID/runs/"*.stdout | head -1)
 assert_eq "evidence keeps the whole output" 12000000 "$(stat -c %s "$ev")"
 
 # --- run records -------------------------------------------------------------
-runs="$SANDGATE_LOG_DIR/runs.jsonl"
+runs="$SANDGATE_RECORD_DIR/runs.jsonl"
 [ -s "$runs" ] && ok "runs.jsonl written" || fail "runs.jsonl written"
 last=$(grep '"event":"run\.' "$runs" | tail -1 | python3 -c '
 import json, sys

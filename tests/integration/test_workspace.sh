@@ -6,7 +6,7 @@
 set -u
 BIN=${SANDGATE_BIN:?}/sandgate
 T=$(mktemp -d /tmp/sg-ws-int-XXXXXX)
-export SANDGATE_STATE=$T/state SANDGATE_LOG_DIR=$T/logs
+export SANDGATE_STATE=$T/state SANDGATE_LOG_DIR=$T/logs SANDGATE_RECORD_DIR=$T/records
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok: $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
@@ -17,7 +17,7 @@ trap cleanup EXIT
 ID=sbx_0123456789abcdef01234567
 SBX=$SANDGATE_STATE/sandboxes/$ID
 SRC=$T/src
-mkdir -p "$SRC/lib" "$SRC/.github/workflows" "$SBX/runs/run1" "$SANDGATE_LOG_DIR"
+mkdir -p "$SRC/lib" "$SRC/.github/workflows" "$SBX/runs/run1" "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
 printf 'hello\n' > "$SRC/a.txt"
 printf 'keep\n' > "$SRC/lib/keep.txt"
 printf 'gone\n' > "$SRC/gone.txt"
@@ -44,7 +44,7 @@ json.dump({"version": 1, "excludes": [], "exclude_secrets": False,
 json.dump({"id": sid, "source": src, "created": "2026-01-01T00:00:00Z",
            "image": "test", "container": ""}, open(sbx + "/meta.json", "w"))
 PY
-printf '{"sandbox":"%s","run":"r1"}\n{"sandbox":"sbx_ffffffffffffffffffffffff","run":"r2"}\n' "$ID" > "$SANDGATE_LOG_DIR/runs.jsonl"
+printf '{"sandbox":"%s","run":"r1"}\n{"sandbox":"sbx_ffffffffffffffffffffffff","run":"r2"}\n' "$ID" > "$SANDGATE_RECORD_DIR/runs.jsonl"
 printf '{"sandbox":"%s","event":"egress.blocked"}\n' "$ID" > "$SANDGATE_LOG_DIR/security-events.jsonl"
 printf 'out\n' > "$SBX/runs/run1/stdout"
 chmod -R a-w "$SBX/snapshot"

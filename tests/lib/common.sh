@@ -2,7 +2,8 @@
 #
 #   sg_require_docker       skip (exit 77) unless Docker answers and we are root
 #   sg_test_image           build sandgate-test/busybox:latest if missing
-#   sg_setup                temp state/log folders ($SG_TMP), $SG (the binary)
+#   sg_setup                temp state/log/record folders ($SG_TMP), $SG
+#                           (the binary)
 #   sg_run VAR_PREFIX CMD.. run CMD, keep stdout/stderr/rc in
 #                           ${PREFIX}_out, ${PREFIX}_err, ${PREFIX}_rc
 #   ok / fail NAME [WHY]    record one result
@@ -75,7 +76,8 @@ sg_setup() {
 	SG_TMP=$(mktemp -d /tmp/sandgate-test.XXXXXX)
 	export SANDGATE_STATE="$SG_TMP/state"
 	export SANDGATE_LOG_DIR="$SG_TMP/logs"
-	mkdir -p "$SANDGATE_STATE" "$SANDGATE_LOG_DIR"
+	export SANDGATE_RECORD_DIR="$SG_TMP/records"
+	mkdir -p "$SANDGATE_STATE" "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
 	trap sg_teardown EXIT
 }
 

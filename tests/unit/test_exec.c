@@ -7,10 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
+#include <unistd.h>
+
 #include <cmocka.h>
 #include <jansson.h>
 
 #include "exec.h"
+#include "procstat.h"
 
 static void
 test_capture_under_cap(void **state)
@@ -196,6 +201,72 @@ test_result_json(void **state)
 	exec_result_release(&r);
 }
 
+/* Write a marker file dir/name holding text. */
+static void
+marker(const char *dir, const char *name, const char *text)
+{
+	char	 path[512];
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+static int
+exists(const char *dir, const char *name)
+{
+	char		path[512];
+	struct stat	st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/*
+ * A run marker shields only while its owner runs: ours (this process,
+ * its start time) stays; a dead pid, a recycled pid (wrong start time),
+ * garbage and a link are stale; other names are left alone.
+ */
+static void
+test_active_sweep(void **state)
+{
+	struct procstat	ps;
+	char		dir[] = "/tmp/sg-test-runs-XXXXXX", mine[64], path[600];
+	const char	*live = "run_000000000000000000000001.active";
+	const char	*dead = "run_000000000000000000000002.active";
+	const char	*reused = "run_000000000000000000000003.active";
+	const char	*junk = "run_000000000000000000000004.active";
+	const char	*link = "run_000000000000000000000005.active";
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(procstat_read((int)getpid(), &ps), 0);
+	snprintf(mine, sizeof(mine), "%d %llu\n", (int)getpid(), ps.start);
+	marker(dir, live, mine);
+	marker(dir, dead, "2147483646 1\n");
+	snprintf(mine, sizeof(mine), "%d %llu\n", (int)getpid(), ps.start + 1);
+	marker(dir, reused, mine);
+	marker(dir, junk, "not a marker");
+	snprintf(path, sizeof(path), "%s/%s", dir, live);
+	snprintf(mine, sizeof(mine), "%s/%s", dir, link);
+	assert_int_equal(symlink(path, mine), 0);
+	marker(dir, "run_x.stdout", "output");
+	assert_int_equal(exec_active_sweep(dir, 1), 4);
+	assert_true(exists(dir, dead));
+	assert_int_equal(exec_active_sweep(dir, 0), 4);
+	assert_true(exists(dir, live));
+	assert_false(exists(dir, dead));
+	assert_false(exists(dir, reused));
+	assert_false(exists(dir, junk));
+	assert_false(exists(dir, link));
+	assert_true(exists(dir, "run_x.stdout"));
+	assert_int_equal(exec_active_sweep(dir, 0), 0);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int
 main(void)
 {
@@ -207,6 +278,7 @@ main(void)
 		cmocka_unit_test(test_utf8_clean),
 		cmocka_unit_test(test_format_size),
 		cmocka_unit_test(test_result_json),
+		cmocka_unit_test(test_active_sweep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

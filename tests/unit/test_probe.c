@@ -16,7 +16,8 @@ static const char	good_v1[] =
     "{\"probe\":1,\"uid\":1000,\"gid\":1000,"
     "\"cap_eff\":\"0000000000000000\",\"cap_prm\":\"0000000000000000\","
     "\"cap_bnd\":\"0000000000000000\",\"cap_amb\":\"0000000000000000\","
-    "\"no_new_privs\":1,\"seccomp\":2,\"root_ro\":true,"
+    "\"no_new_privs\":1,\"seccomp\":2,\"init_mem\":\"EACCES\","
+    "\"personality_rie\":\"EPERM\",\"root_ro\":true,"
     "\"root_write_fails\":true,\"tmp_mounted\":true,\"tmp_noexec\":true,"
     "\"tmp_nosuid\":true,\"cgroup\":\"v1\",\"memory_max\":134217728,"
     "\"memsw_max\":134217728,\"swap_max\":null,\"pids_max\":64,"
@@ -26,7 +27,8 @@ static const char	good_v1[] =
 static const char	good_v2[] =
     "{\"probe\":1,\"uid\":1000,\"gid\":1000,"
     "\"cap_eff\":\"0\",\"cap_prm\":\"0\",\"cap_bnd\":\"0\",\"cap_amb\":\"0\","
-    "\"no_new_privs\":1,\"seccomp\":2,\"root_ro\":true,"
+    "\"no_new_privs\":1,\"seccomp\":2,\"init_mem\":\"EACCES\","
+    "\"personality_rie\":\"EPERM\",\"root_ro\":true,"
     "\"root_write_fails\":true,\"tmp_mounted\":true,\"tmp_noexec\":true,"
     "\"tmp_nosuid\":true,\"cgroup\":\"v2\",\"memory_max\":134217728,"
     "\"memsw_max\":null,\"swap_max\":0,\"pids_max\":64,"
@@ -60,6 +62,14 @@ static const struct tamper	tampers[] = {
 	{ "\"no_new_privs\":1", "\"no_new_privs\":0",
 	    "no_new_privs not set (NoNewPrivs 0)" },
 	{ "\"seccomp\":2", "\"seccomp\":0", "seccomp filter not active" },
+	{ "\"init_mem\":\"EACCES\"", "\"init_mem\":\"opened\"",
+	    "the container's init can be written from inside the sandbox "
+	    "(/proc/1/mem: opened)" },
+	{ "\"init_mem\":\"EACCES\"", "\"init_mem\":null",
+	    "the container's init can be written from inside the sandbox "
+	    "(/proc/1/mem: not checked)" },
+	{ "\"personality_rie\":\"EPERM\"", "\"personality_rie\":\"allowed\"",
+	    "seccomp profile allows personality(READ_IMPLIES_EXEC) (allowed)" },
 	{ "\"root_ro\":true", "\"root_ro\":false",
 	    "root filesystem not mounted read-only" },
 	{ "\"root_ro\":true", "\"root_ro\":1",
@@ -118,6 +128,7 @@ expect_strict(struct probe_expect *e)
 	e->memory_bytes = 128ull << 20;
 	e->pids = 64;
 	e->cpus = 1.0;
+	e->locked_init = 1;
 }
 
 static char *

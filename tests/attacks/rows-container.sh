@@ -1,0 +1,185 @@
+# rows-container.sh: attack rows for what a sandbox can do to its own
+# long-lived process, the host's disk, users and kernel limits, the
+# controller's records, its deadlines and its markers, and for the container
+# spec and the network seal while the sandbox lives (issue 16, findings 1,
+# 2, 4, 5, 6, 7, 12 and the seal re-check). Sourced by tests/attacks/run
+# after lib.sh; each atk_* function adds its rows. Needs $SG, $T, $MAIN,
+# $RAISED, $SANDGATE_STATE, $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR,
+# $PROXY_IP, $HERE and the create helper of run.
+
+# --- 1. /proc/PID/mem injection into the long-lived process ------------------
+atk_inject() {
+	local ticks0 ticks1 f
+	if ! create INJ "$T/project" --network none; then
+		row "1c inject into the idle process" NO "create failed" "" ""
+		return
+	fi
+	f=$SANDGATE_STATE/sandboxes/$INJ/work/.injected
+	x inj "$INJ" --timeout 5 -- python3 /workspace/.attacks/inject.py
+	# the leftover kill ran when the command ended; now a timeout
+	x inj2 "$INJ" --timeout 2 -- sleep 30
+	sleep 2
+	ticks0=$(wc -l <"$f" 2>/dev/null || echo 0)
+	sleep 2.5
+	ticks1=$(wc -l <"$f" 2>/dev/null || echo 0)
+	verdict "1c inject into the idle process (/proc/PID/mem)" \
+	    '! grep -q INJECTED <<<"$(j inj "o[\"stdout\"]")" && [ "$ticks1" = 0 ]' \
+	    "$(j inj 'o["stdout"].strip()' | cut -c1-100)" "$(rec inj)" \
+	    "payload lines after the command, a timeout and 2 s: $ticks0 -> $ticks1 (the idle probe is PID 1 and not dumpable)"
+	"$SG" discard "$INJ" >/dev/null 2>&1
+}
+
+# --- 2. the container's log fills the host's disk -------------------------------
+atk_logfill() {
+	local lp s0 s1 type
+	type=$(docker inspect -f '{{.HostConfig.LogConfig.Type}}' "sandgate-$MAIN")
+	lp=$(docker inspect -f '{{.LogPath}}' "sandgate-$MAIN")
+	s0=$(stat -c %s "$lp" 2>/dev/null || echo 0)
+	x lf "$MAIN" --timeout 60 -- sh /workspace/.attacks/logfill.sh 20
+	s1=$(stat -c %s "$lp" 2>/dev/null || echo 0)
+	verdict "2 write into the container's log (20 MiB)" \
+	    '[ $((s1 - s0)) -lt 1048576 ]' \
+	    "$(j lf 'o["stdout"].strip().splitlines()[-1]')" "$(rec lf)" \
+	    "log driver ${type}; ${lp:-no log file}: $s0 -> $s1 bytes"
+}
+
+# --- 4. a uid of its own: other sandboxes and host users ------------------------
+atk_uids() {
+	local um ur lim pid secret out1 out2 out3 bg host1000 own
+	um=$(docker inspect -f '{{.Config.User}}' "sandgate-$MAIN")
+	ur=$(docker inspect -f '{{.Config.User}}' "sandgate-$RAISED")
+	verdict "4 two sandboxes, two uids, no host account" \
+	    '[ "$um" != "$ur" ] && ! getent passwd "${um%%:*}" >/dev/null && ! getent passwd "${ur%%:*}" >/dev/null' \
+	    "users $um and $ur" "docker inspect" \
+	    "host passwd: ${um%%:*} $(getent passwd "${um%%:*}" >/dev/null && echo PRESENT || echo absent), ${ur%%:*} $(getent passwd "${ur%%:*}" >/dev/null && echo PRESENT || echo absent)"
+	# sandbox A holds all but 2 of the per-uid inotify instances
+	lim=$(cat /proc/sys/fs/inotify/max_user_instances)
+	"$SG" exec "$RAISED" --timeout 30 -- python3 /workspace/.attacks/inotify.py \
+	    $((lim - 2)) 8 >"$T/ino-a.out" 2>&1 &
+	bg=$!
+	sleep 3
+	x ino "$MAIN" --timeout 20 -- python3 /workspace/.attacks/inotify.py 8 0
+	wait "$bg"
+	verdict "4b per-uid kernel limit: inotify held by another sandbox" \
+	    '[ "$ino_rc" = 0 ]' "$(j ino 'o["stdout"].strip()')" "$(rec ino)" \
+	    "other sandbox: $(tr '\n' ' ' <"$T/ino-a.out") (max_user_instances $lim)"
+	# a host user with the old shared uid, and one with the sandbox's own
+	secret=sgsecret-$$
+	"$SG" exec "$MAIN" --env SANDGATE_T_SECRET="$secret" --timeout 20 -- sleep 12 \
+	    >/dev/null 2>&1 &
+	bg=$!
+	sleep 2
+	out1=""
+	for pid in $(docker top "sandgate-$MAIN" -eo pid 2>/dev/null | tail -n +2); do
+		out1+=$(setpriv --reuid=1000 --regid=1000 --clear-groups \
+		    cat "/proc/$pid/environ" 2>/dev/null | tr '\0' '\n' |
+		    grep -c "$secret")
+	done
+	pid=$(docker inspect -f '{{.State.Pid}}' "sandgate-$MAIN")
+	out2=$(setpriv --reuid=1000 --regid=1000 --clear-groups sh -c \
+	    "echo 'print(\"host\")' > /proc/$pid/root/workspace/src/app.py" 2>&1 &&
+	    echo WRITTEN)
+	own=${um%%:*}
+	out3=$(setpriv --reuid="$own" --regid="$own" --clear-groups \
+	    cat "/proc/$pid/environ" 2>&1 >/dev/null && echo READ)
+	kill -INT "$bg" 2>/dev/null
+	wait "$bg" 2>/dev/null
+	host1000=$(getent passwd 1000 | cut -d: -f1)
+	verdict "4c host users: environ and workspace of a sandbox" \
+	    '! grep -q "[1-9]" <<<"$out1" && [[ $out2 != *WRITTEN* ]] && [[ $out3 != *READ* ]]' \
+	    "uid 1000 (${host1000:-no account}): secret found in environ $(grep -o '[1-9]' <<<"$out1" | wc -l) times; workspace write: $(tail -1 <<<"$out2" | cut -c1-60)" \
+	    "setpriv on the host" \
+	    "uid $own (the sandbox's own) reading /proc/$pid/environ: $(tail -1 <<<"$out3" | cut -c1-60)"
+}
+
+# --- 5. a compromised proxy plants links for root ----------------------------
+atk_proxylog() {
+	local victim=/root/.sgatk-victim-$$ v2=/root/.sgatk-victim2-$$ before after
+	local own2
+	: >"$victim"
+	printf 'root only %s\n' "$$" >"$v2"
+	chmod 600 "$victim" "$v2"
+	sg_on_exit "rm -f $victim $v2"
+	before=$(sha256sum "$victim")
+	# links as the proxy's uid (65532, which owns the folder) plants them
+	ln -sf "$victim" "$SANDGATE_LOG_DIR/runs.jsonl" 2>"$T/pl.err"
+	ln -sf "$v2" "$SANDGATE_LOG_DIR/security-events.jsonl.7" 2>>"$T/pl.err"
+	chown -h 65532:65532 "$SANDGATE_LOG_DIR/runs.jsonl" \
+	    "$SANDGATE_LOG_DIR/security-events.jsonl.7" 2>>"$T/pl.err"
+	x pl "$MAIN" --timeout 20 -- true
+	"$SG" proxy start --egress-network "$EGRESS" --hosts "$T/hosts" \
+	    --policy-dir "$T/policy.d" --log-dir "$SANDGATE_LOG_DIR" \
+	    >"$T/pl-proxy.out" 2>&1
+	after=$(sha256sum "$victim")
+	own2=$(stat -c %u "$v2")
+	rm -f "$SANDGATE_LOG_DIR/runs.jsonl" "$SANDGATE_LOG_DIR/security-events.jsonl.7"
+	verdict "5 the proxy's uid plants links in its log folder" \
+	    '[ "$before" = "$after" ] && [ "$own2" = 0 ]' \
+	    "exec exit $pl_rc; proxy start: $(head -c 60 "$T/pl-proxy.out")" "$(rec pl)" \
+	    "root-only file behind runs.jsonl $( [ "$before" = "$after" ] && echo unchanged || echo APPENDED TO); behind security-events.jsonl.7 owned by uid $own2 after proxy start"
+}
+
+# --- 6. a deadline under back-pressure -----------------------------------------
+atk_backpressure() {
+	local f=$SANDGATE_STATE/sandboxes/$MAIN/work/.ticks span rc
+	rm -f "$f"
+	"$SG" exec "$MAIN" --timeout 3 -- sh -c \
+	    '(while :; do date +%s >> /workspace/.ticks; sleep 0.2; done) & yes | head -c 50000000' \
+	    2>"$T/bp.err" | (sleep 8; cat >/dev/null)
+	rc=${PIPESTATUS[0]}
+	span=$(awk 'NR == 1 { a = $1 } { b = $1 } END { print b - a }' "$f" 2>/dev/null)
+	"$SG" exec "$MAIN" -- rm -f /workspace/.ticks >/dev/null 2>&1
+	verdict "6 --timeout 3 with a reader that waits 8 s" \
+	    '[ "$rc" = 124 ] && [ "${span:-99}" -le 5 ]' \
+	    "exit $rc; $(grep -m1 'timed out' "$T/bp.err")" "stdout piped" \
+	    "the command's own clock ran ${span:-?} s (a ticker in the background, independent of stdout)"
+}
+
+# --- 7. a stale .active marker shields a forged one -------------------------------
+atk_stale() {
+	local pid run left marker
+	"$SG" exec "$MAIN" -- sleep 3071 >/dev/null 2>&1 &
+	pid=$!
+	sleep 2
+	marker=$(ls "$SANDGATE_STATE/sandboxes/$MAIN/runs/"*.active 2>/dev/null | head -1)
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	run=$(basename "${marker:-none}" .active)
+	x st "$MAIN" --timeout 10 -- sh -c "env SANDGATE_RUN=$run sh -c 'sleep 3072' >/dev/null 2>&1 & sleep 1"
+	sleep 1
+	left=$(inproc "$MAIN" 'sleep 307[12]')
+	"$SG" gc >"$T/st-gc.out" 2>&1
+	verdict "7 SIGKILLed exec: its marker shields a forged child" \
+	    '[ -z "$left" ] && [ ! -e "$marker" ]' \
+	    "exit $st_rc" "$(rec st)" \
+	    "after the next exec: $( [ -z "$left" ] && echo 'no process left' || echo "SURVIVED: $(tr '\n' ' ' <<<"$left")"); marker after gc: $( [ -e "$marker" ] && echo KEPT || echo removed) ($(grep -m1 marker "$T/st-gc.out"))"
+	"$SG" exec "$MAIN" -- sh -c 'pkill -KILL -f "sleep 307" || true' >/dev/null 2>&1
+}
+
+# --- 12. the container spec ---------------------------------------------------
+atk_spec() {
+	local spec
+	spec=$(docker inspect -f 'log={{.HostConfig.LogConfig.Type}} ulimits={{.HostConfig.Ulimits}} oom={{.HostConfig.OomScoreAdj}} cgroupns={{.HostConfig.CgroupnsMode}} init={{.HostConfig.Init}}' "sandgate-$MAIN")
+	x pe "$MAIN" --timeout 20 -- python3 /workspace/.attacks/personality.py
+	verdict "12 container spec: log, ulimits, OOM score, cgroupns, seccomp allowlist" \
+	    '[[ $spec == *log=none* ]] && [[ $spec == *nofile=* ]] && [[ $spec == *nproc=* ]] && [[ $spec == *oom=1000* ]] && [[ $spec == *cgroupns=private* ]] && grep -q "READ_IMPLIES_EXEC): refused" <<<"$(j pe "o[\"stdout\"]")" && docker inspect -f "{{index .HostConfig.SecurityOpt 1}}" "sandgate-$MAIN" | grep -q "\"defaultAction\":\"SCMP_ACT_ERRNO\""' \
+	    "$(j pe 'o["stdout"].strip().splitlines()[0]')" "$(rec pe)" \
+	    "$spec; seccomp default $(docker inspect -f '{{index .HostConfig.SecurityOpt 1}}' "sandgate-$MAIN" | grep -o '"defaultAction":"[A-Z_]*"')"
+}
+
+# --- the seal, re-checked while the sandbox lives --------------------------------
+atk_sealdrift() {
+	local mpid saved ev
+	mpid=$(docker inspect -f '{{.State.Pid}}' "sandgate-$MAIN")
+	saved=$(nsenter -t "$mpid" -n iptables-save -t filter)
+	nsenter -t "$mpid" -n iptables -F
+	x sd "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" 1
+	ev=$(grep -h '"sandbox.seal_drift"' "$SANDGATE_RECORD_DIR/runs.jsonl" 2>/dev/null | grep -c "$MAIN")
+	[ "$sd_rc" = 125 ] || printf '%s\n' "$saved" | nsenter -t "$mpid" -n iptables-restore
+	x sd2 "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" 1
+	verdict "seal flushed from the host: the next exec refuses" \
+	    '[ "$sd_rc" = 125 ] && grep -q "network seal" "$T/sd.err" && [ "${ev:-0}" -ge 1 ] && [ "$sd2_rc" != 0 ]' \
+	    "exit $sd_rc; $(grep -m1 -o 'sandgate: refused: the network seal[^(]*([^)]*)' "$T/sd.err")" \
+	    "sandbox.seal_drift events: ${ev:-0}" \
+	    "the exec after: $(j sd2 'o["stdout"].strip()') (probed and sealed again)"
+}
