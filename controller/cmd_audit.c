@@ -582,19 +582,16 @@ audit_is_log_line(json_t *obj)
 	static const char *const hexes[] = { "prev", "hash" };
 	json_t		*seq = json_object_get(obj, "seq");
 	const char	*h;
-	size_t		 i, j;
+	size_t		 i;
 
 	if (!json_is_string(json_object_get(obj, "ts")) ||
 	    !json_is_integer(seq) || json_integer_value(seq) < 1)
 		return 0;
 	for (i = 0; i < 2; i++) {
 		h = json_string_value(json_object_get(obj, hexes[i]));
-		if (h == NULL || strlen(h) != LOGVERIFY_HASH_HEX)
+		if (h == NULL || strlen(h) != LOGVERIFY_HASH_HEX ||
+		    !logverify_is_hex(h, LOGVERIFY_HASH_HEX))
 			return 0;
-		for (j = 0; h[j] != '\0'; j++)
-			if (!((h[j] >= '0' && h[j] <= '9') ||
-			    (h[j] >= 'a' && h[j] <= 'f')))
-				return 0;
 	}
 	return 1;
 }

@@ -21,6 +21,7 @@
 #include "ckverify.h"
 #include "eventlog.h"
 #include "log.h"
+#include "logverify.h"
 #include "util.h"
 
 #define CHECKPOINT_MSG_HEAD	"sandgate-checkpoint-v1\n"
@@ -144,7 +145,6 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	const char	*p = line, *errstr;
 	long long	 n;
 	int64_t		 us;
-	size_t		 i;
 
 	memset(a, 0, sizeof(*a));
 	*what = "not a sandgate anchor line";
@@ -174,11 +174,8 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 		return -1;
 	a->seq = n;
 	*what = "hash is not 64 lowercase hex digits";
-	for (i = 0; a->hash[i] != '\0'; i++)
-		if (!((a->hash[i] >= '0' && a->hash[i] <= '9') ||
-		    (a->hash[i] >= 'a' && a->hash[i] <= 'f')))
-			return -1;
-	if (i != CHECKPOINT_HEX)
+	if (strlen(a->hash) != CHECKPOINT_HEX ||
+	    !logverify_is_hex(a->hash, CHECKPOINT_HEX))
 		return -1;
 	*what = "unknown reason";
 	if (!checkpoint_reason_valid(a->reason))
@@ -513,7 +510,8 @@ out:
 static int
 checkpoint_resolve(const char *path, char *out)
 {
-	char	 rest[PATH_MAX] = "", tmp[PATH_MAX], *copy, *up, *tail;
+	char	 rest[PATH_MAX] = "", tmp[2 * PATH_MAX + 2], *copy, *up;
+	char	*tail;
 	int	 rc = -1;
 
 	copy = util_xstrdup(path);
@@ -521,7 +519,9 @@ checkpoint_resolve(const char *path, char *out)
 	while (realpath(up, out) == NULL && strcmp(up, "/") != 0 &&
 	    strcmp(up, ".") != 0) {
 		tail = strrchr(up, '/');
-		snprintf(tmp, sizeof(tmp), "/%s%s", tail ? tail + 1 : up, rest);
+		if ((size_t)snprintf(tmp, sizeof(tmp), "/%s%s", tail ? tail +
+		    1 : up, rest) >= sizeof(rest))
+			goto out;
 		util_strlcpy(rest, tmp, sizeof(rest));
 		if (tail == NULL)
 			up = ".";

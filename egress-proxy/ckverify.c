@@ -206,13 +206,8 @@ ckverify_named(const char *line, size_t len, const char *event)
 static int
 ckverify_is_hex(const char *s)
 {
-	size_t	i;
-
-	for (i = 0; s[i] != '\0'; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return i == LOGVERIFY_HASH_HEX;
+	return strlen(s) == LOGVERIFY_HASH_HEX &&
+	    logverify_is_hex(s, LOGVERIFY_HASH_HEX);
 }
 
 /* A string member without NUL bytes, or NULL. */

@@ -59,7 +59,7 @@ struct eventlog {
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
-static int	eventlog_open_ro(const char *);
+static int	eventlog_open_reg(const char *, int, struct stat *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *);
@@ -94,64 +94,49 @@ eventlog_fail(struct eventlog *log, const char *what)
 }
 
 /*
- * Open the path for appending and note which file it is: never through a
- * symlink, never a FIFO or device (O_NONBLOCK, so opening one cannot
- * block; then S_ISREG).
+ * Open a log file with flags (and O_CREAT's mode 0640), never through a
+ * symlink and without blocking on a FIFO, and require a regular file. fd
+ * with *st filled, or -1 with errno (ELOOP: a symlink; EINVAL: not a
+ * regular file).
  */
+static int
+eventlog_open_reg(const char *path, int flags, struct stat *st)
+{
+	int	fd, saved;
+
+	fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0640);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, st) == -1)
+		saved = errno;
+	else if (!S_ISREG(st->st_mode))
+		saved = EINVAL;
+	else
+		return fd;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+/* Open the path for appending and note which file it is. */
 static int
 eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
-	int		saved;
 
-	log->not_reg = 0;
-	log->fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC |
-	    O_NOFOLLOW | O_NONBLOCK, 0640);
+	log->fd = eventlog_open_reg(log->path, O_RDWR | O_APPEND | O_CREAT,
+	    &st);
 	if (log->fd == -1) {
-		log->not_reg = errno == ELOOP;
+		log->not_reg = errno == ELOOP || errno == EINVAL;
 		return -1;
 	}
-	if (fstat(log->fd, &st) == -1)
-		goto fail;
-	if (!S_ISREG(st.st_mode)) {
-		log->not_reg = 1;
-		errno = EINVAL;
-		goto fail;
-	}
+	log->not_reg = 0;
 	log->dev = st.st_dev;
 	log->ino = st.st_ino;
 	log->size = st.st_size;
 	/* seq and prev in memory were not read from this file. */
 	log->cache_valid = 0;
 	return 0;
-fail:
-	saved = errno;
-	close(log->fd);
-	log->fd = -1;
-	errno = saved;
-	return -1;
-}
-
-/*
- * Open a log file for reading: a regular file, not through a symlink,
- * without blocking on a FIFO. fd, or -1 with errno (EINVAL: not a
- * regular file).
- */
-static int
-eventlog_open_ro(const char *path)
-{
-	struct stat	st;
-	int		fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd == -1)
-		return -1;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-	return fd;
 }
 
 /*
@@ -252,15 +237,11 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
 		return 0;
-	if ((fd = eventlog_open_ro(path)) == -1) {
+	if ((fd = eventlog_open_reg(path, O_RDONLY, &st)) == -1) {
 		if (errno == ELOOP || errno == EINVAL)
 			log_warnx("not reading \"%s\": not a regular file", path);
 		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?
 		    0 : -1;
-	}
-	if (fstat(fd, &st) == -1) {
-		close(fd);
-		return -1;
 	}
 	r = eventlog_scan(fd, st.st_size, out, &all);
 	close(fd);

@@ -16,7 +16,6 @@
 #define LOGVERIFY_HEAD		"{\"ts\":\""
 #define LOGVERIFY_HEAD_LEN	(sizeof(LOGVERIFY_HEAD) - 1)
 
-static int	logverify_is_hex(const char *, size_t);
 static int	logverify_hex_member(json_t *, const char *, char *);
 static int	logverify_suffix(const char *, size_t, char *);
 static enum logverify_status logverify_torn(const char *, size_t);
@@ -30,8 +29,7 @@ static void	logverify_accept(struct logverify *,
 		    const struct logverify_line *);
 static int	logverify_feed_line(void *, const char *, size_t);
 
-/* 1 if s[0..len) is lowercase hex digits only. */
-static int
+int
 logverify_is_hex(const char *s, size_t len)
 {
 	size_t	i;

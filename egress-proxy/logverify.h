@@ -88,6 +88,9 @@ struct logverify {
 enum logverify_status logverify_line(const char *line, size_t len,
 		    struct logverify_line *out);
 
+/* 1 if s[0..len) is lowercase hex digits only. */
+int		 logverify_is_hex(const char *s, size_t len);
+
 /* Compute the hash a line should carry into hex[65]; -1 if no suffix. */
 int		 logverify_hash(const char *line, size_t len, char *hex);
 

@@ -3,7 +3,10 @@
 # controller's key, verify with `audit verify --key`, survive a key
 # rotation, show a rewritten record, and export as valid OCSF (run.exec,
 # run.run, log.checkpoint) against tests/data/ocsf/ with Debian's
-# python3-jsonschema. Real Docker, the real binaries, the test image.
+# python3-jsonschema. The writers' anchors: runs.jsonl cut at an older
+# close, edited or replaced before an exec; the proxy, in its container,
+# started again after a line was planted behind its close. Real Docker,
+# the real binaries, the test image.
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/lib/common.sh"
@@ -208,6 +211,50 @@ cp "$SG_TMP/runs.full" "$RUNS"
 rm -f "$RUNS.real"
 chown root:root "$SANDGATE_RECORD_DIR"
 chmod o-x "$SG_TMP"
+
+# --- the proxy in its container: its anchor and log.resume ----------------------------
+SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+export SANDGATE_DATA_DIR=$SRC
+EGRESS=sgtest-egress-$$
+docker network create --internal "$EGRESS" >/dev/null || fail "egress network"
+sg_on_exit "'$SG' proxy stop; docker network rm $EGRESS"
+POL=$SG_TMP/policy.d
+mkdir -p "$POL"
+cp "$SRC"/policy.d/*.yaml "$POL/"
+PKEY=$SANDGATE_STATE/proxy/keys/checkpoint.key
+PLOG=$SANDGATE_LOG_DIR/security-events.jsonl
+proxy_cycle() {
+	sg_run r "$SG" proxy start --egress-network "$EGRESS" --policy-dir "$POL" \
+	    --log-dir "$SANDGATE_LOG_DIR"
+	assert_eq "proxy start ($1)" 0 "$r_rc"
+	sg_run r "$SG" proxy stop
+	assert_eq "proxy stop ($1)" 0 "$r_rc"
+}
+proxy_cycle first
+cp "$PKEY.pub" "$TRUST/proxy.pub"
+assert_eq "the proxy's anchor is its uid's alone" "600 65532" \
+    "$(stat -c '%a %u' "$PKEY.anchor")"
+sg_run r "$SG" audit verify --key "$TRUST/proxy.pub"
+assert_eq "the proxy's log verifies" 0 "$r_rc"
+assert_contains "against the anchor beside its key" "$r_out" \
+    "checked against the anchor $PKEY.anchor"
+close=$(tail -n 1 "$PLOG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+python3 - "$PLOG" <<'EOF'
+import hashlib, json, sys
+path = sys.argv[1]
+last = json.loads(open(path, "rb").read().splitlines()[-1])
+body = json.dumps({"ts": "2026-12-01T00:00:00.000000Z", "seq": last["seq"] + 1,
+                   "event": "egress.allowed", "host": "planted.example.invalid",
+                   "prev": last["hash"]}, separators=(",", ":")).encode()
+line = body[:-1] + b',"hash":"' + hashlib.sha256(body).hexdigest().encode() + b'"}\n'
+open(path, "ab").write(line)
+EOF
+proxy_cycle "after a planted line"
+sg_run r "$SG" audit verify --key "$TRUST/proxy.pub"
+assert_eq "a line planted after the proxy's close fails verify" 1 "$r_rc"
+assert_contains "the proxy recorded it" "$r_out" "follow the writer's close at seq $close"
+assert_contains "and it is named" "$r_out" \
+    "first event that can no longer be trusted: seq $((close + 1)) ("
 
 sg_run r "$SG" discard "$ID"
 assert_eq "discard exits 0" 0 "$r_rc"

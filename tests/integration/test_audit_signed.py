@@ -81,6 +81,21 @@ def start_proxy(name, key, every=EVERY, log_dir=None):
     return p.start()
 
 
+def rotate_key(test, key, name):
+    """`audit key rotate` while the proxy runs; waits until the proxy took
+    the next key. Returns a copy of its public half, kept apart."""
+    r = sandgate("audit", "key", "rotate", key)
+    test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    new_pub = os.path.join(W["dir"], name)
+    shutil.copyfile(key + ".next.pub", new_pub)
+    deadline = time.monotonic() + 10
+    while os.path.exists(key + ".next") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    test.assertFalse(os.path.exists(key + ".next"),
+                     "the proxy did not take the next key")
+    return new_pub
+
+
 def stop_proxy(p):
     status = p.stop()
     if status != 0:
@@ -389,15 +404,7 @@ class T2Rotation(unittest.TestCase):
         shutil.copy2(key, stolen)      # what a thief of the old key holds
         p = start_proxy("rot", key, every=1000)
         flood(p.port, 100, "before")
-        r = sandgate("audit", "key", "rotate", key)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        new_pub = os.path.join(W["dir"], "rot-new.pub")
-        shutil.copyfile(key + ".next.pub", new_pub)
-        deadline = time.monotonic() + 10
-        while os.path.exists(key + ".next") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertFalse(os.path.exists(key + ".next"),
-                         "the proxy did not take the next key")
+        new_pub = rotate_key(self, key, "rot-new.pub")
         flood(p.port, 100, "after")
         stop_proxy(p)
         events = p.events()
@@ -476,7 +483,6 @@ class T4Anchor(unittest.TestCase):
         stop_proxy(p)
         cls.log_dir = p.log_dir
         cls.lines = read_lines(p.log_path)
-        cls.n = 0
 
     def clone(self, name):
         """A copy of the session's log folder and key folder (with the
@@ -673,13 +679,7 @@ class T4Anchor(unittest.TestCase):
         shutil.copy2(key, stolen)
         p = start_proxy("t4-m3", key)
         flood(p.port, 60, "before")
-        r = sandgate("audit", "key", "rotate", key)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        new_pub = os.path.join(W["dir"], "m3-new.pub")
-        shutil.copyfile(key + ".next.pub", new_pub)
-        deadline = time.monotonic() + 10
-        while os.path.exists(key + ".next") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        new_pub = rotate_key(self, key, "m3-new.pub")
         flood(p.port, 20, "after")
         stop_proxy(p)
         lines = read_lines(p.log_path)
