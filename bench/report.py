@@ -10,7 +10,7 @@ import json
 import statistics
 import sys
 
-PROXIES = ["sandgate", "squid", "tinyproxy", "direct"]
+PROXIES = ["sandgate", "baseline", "squid", "tinyproxy", "direct"]
 MODES = ["http", "connect", "connect-churn", "bulk", "blocked"]
 
 
@@ -68,7 +68,8 @@ def cells(rows):
             "cpu_gib": med(g, "proxy_cpu_ms_per_gib"),
             "errors": sum(r.get("errors", 0) for r in g),
             "log_ok": all(r.get("lines_eq_requests") is True for r in g),
-            "log_lines": sum(r.get("log_lines", 0) for r in g),
+            "log_attempts": sum(r.get("log_attempts",
+                                      r.get("log_lines", 0)) for r in g),
             "req_total": sum(r.get("requests_total", 0) for r in g),
         }
     return out
@@ -105,6 +106,37 @@ def main_table(c):
                       f"{fmt(ratio(rate, srate), 2)} | "
                       f"{fmt(ratio(cpu, cpu_s), 2)} | "
                       f"{fmt(ratio(rate, drate), 2)} |")
+
+
+def baseline_table(c):
+    """This build against --baseline's, row by row: CPU per request
+    (bulk: per GiB) and rate, and their ratios. Returns the worst CPU
+    ratio, or None without a baseline."""
+    if not any(k[1] == "baseline" for k in c):
+        return None
+    print("| mode | c | CPU this build | CPU baseline | CPU ÷ baseline "
+          "| rate this build | rate baseline | rate ÷ baseline | runs |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    worst = None
+    concs = sorted({k[2] for k in c})
+    for mode in MODES:
+        for conc in concs:
+            a, b = c.get((mode, "sandgate", conc)), c.get((mode, "baseline",
+                                                          conc))
+            if a is None or b is None:
+                continue
+            bulk = mode == "bulk"
+            ca, cb = (a["cpu_gib"], b["cpu_gib"]) if bulk else (a["cpu"],
+                                                               b["cpu"])
+            ra, rb = (a["mib_s"], b["mib_s"]) if bulk else (a["rps"],
+                                                           b["rps"])
+            r = ratio(ca, cb)
+            if r is not None and (worst is None or r > worst[0]):
+                worst = (r, mode, conc)
+            print(f"| {mode} | {conc} | {fmt(ca, 1)} | {fmt(cb, 1)} | "
+                  f"{fmt(r, 3)} | {fmt(ra)} | {fmt(rb)} | "
+                  f"{fmt(ratio(ra, rb), 3)} | {a['runs']} |")
+    return worst
 
 
 def get(c, mode, p, conc, key):
@@ -174,8 +206,9 @@ def targets(c, rows):
     if v:
         add("blocked: every block logged, ≥ 20,000 blocks/s (c=64)",
             v["log_ok"] and v["rps"] >= 20000,
-            f"{fmt(v['rps'])} blocks/s, {v['log_lines']} log lines for "
-            f"{v['req_total']} blocked requests")
+            f"{fmt(v['rps'])} blocks/s, {v['log_attempts']} attempts "
+            f"logged (lines and summary counts) for {v['req_total']} "
+            f"blocked requests")
     else:
         add("blocked: every block logged, ≥ 20,000 blocks/s", None, "")
     pol = {r["entries"]: r for r in rows if r.get("mode") == "policy"}
@@ -320,8 +353,17 @@ def main():
         print("## Proxies (median of runs)\n")
         main_table(c)
         print()
+    worst = None
+    if any(k[1] == "baseline" for k in c):
+        print("## This build and the baseline (same run, same load)\n")
+        worst = baseline_table(c)
+        print()
     print("## Targets\n")
     targets(c, rows)
+    if worst is not None:
+        print(f"| CPU per request within 5 % of the baseline on every row "
+              f"| {verdict(worst[0] <= 1.05)} | worst {worst[0]:.3f} "
+              f"({worst[1]}, c={worst[2]}) |")
     other_tables(rows)
     cpu_dat(c, sys.argv[3])
 

@@ -140,7 +140,7 @@ static int	audit_each(const struct audit_args *, char **, int,
 		    void *);
 static const char *audit_base(const char *);
 static void	audit_list_cb(const struct audit_args *, json_t *, void *);
-static void	audit_count(json_t *, const char *);
+static void	audit_count(json_t *, const char *, json_int_t);
 static void	audit_summary_cb(const struct audit_args *, json_t *,
 		    void *);
 static void	audit_summary_print(const struct audit_args *,
@@ -773,16 +773,16 @@ audit_list_cb(const struct audit_args *a, json_t *obj, void *arg)
 	audit_print(a, obj);
 }
 
-/* counts[key] += 1 */
+/* counts[key] += n */
 static void
-audit_count(json_t *counts, const char *key)
+audit_count(json_t *counts, const char *key, json_int_t n)
 {
 	json_t	*v = json_object_get(counts, key);
 
 	if (v != NULL)
-		json_integer_set(v, json_integer_value(v) + 1);
+		json_integer_set(v, json_integer_value(v) + n);
 	else
-		json_object_set_new(counts, key, json_integer(1));
+		json_object_set_new(counts, key, json_integer(n));
 }
 
 static void
@@ -793,11 +793,17 @@ audit_summary_cb(const struct audit_args *a, json_t *obj, void *arg)
 	json_t			*port = json_object_get(obj, "port");
 	char			 dest[SG_LOG_FIELD_MAX + 32];
 	const char		*host = audit_str(obj, "host");
+	json_int_t		 n = 1;
 
 	/* Blocked attempts only, unless --event picked other events. */
 	if (a->event == NULL && (ev == NULL ||
-	    strcmp(ev, "egress.blocked") != 0))
+	    (strcmp(ev, "egress.blocked") != 0 &&
+	    strcmp(ev, "egress.blocked_summary") != 0)))
 		return;
+	/* A summary line stands for count attempts (docs/audit.md). */
+	if (ev != NULL && strcmp(ev, "egress.blocked_summary") == 0 &&
+	    json_integer_value(json_object_get(obj, "count")) > 0)
+		n = json_integer_value(json_object_get(obj, "count"));
 	if (json_is_integer(port))
 		snprintf(dest, sizeof(dest), "%s%s%s:%lld",
 		    host && strchr(host, ':') ? "[" : "", host ? host : "-",
@@ -805,12 +811,12 @@ audit_summary_cb(const struct audit_args *a, json_t *obj, void *arg)
 		    (long long)json_integer_value(port));
 	else
 		snprintf(dest, sizeof(dest), "%s", host ? host : "-");
-	audit_count(s->dest, dest);
+	audit_count(s->dest, dest, n);
 	audit_count(s->sandbox, audit_str(obj, "sandbox") ?
-	    audit_str(obj, "sandbox") : "-");
+	    audit_str(obj, "sandbox") : "-", n);
 	audit_count(s->reason, audit_str(obj, "reason") ?
-	    audit_str(obj, "reason") : "-");
-	s->total++;
+	    audit_str(obj, "reason") : "-", n);
+	s->total += n;
 }
 
 /* Sort counts highest first, then by key. */

@@ -854,6 +854,7 @@ suggest_event(struct suggest *sg, json_t *o)
 
 	ev = json_string_value(json_object_get(o, "event"));
 	if (ev == NULL || (strcmp(ev, "egress.blocked") != 0 &&
+	    strcmp(ev, "egress.blocked_summary") != 0 &&
 	    strcmp(ev, "egress.would_block") != 0))
 		return;
 	v = json_string_value(json_object_get(o, "sandbox"));

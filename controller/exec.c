@@ -1394,12 +1394,15 @@ exec_notices_blocked(json_t *a, json_t *blocked)
 	const char	*msg;
 	json_int_t	 n;
 	size_t		 i;
+	char		 safe[1024];
 
 	json_array_foreach(blocked, i, b) {
 		msg = json_string_value(json_object_get(b, "message"));
 		n = json_integer_value(json_object_get(b, "attempts"));
-		exec_notice(a, "%s (%lld attempt%s)", msg ? msg :
-		    "network blocked by policy", (long long)n,
+		/* The message names what the sandbox sent: escape it. */
+		util_safe(msg ? msg : "network blocked by policy", safe,
+		    sizeof(safe));
+		exec_notice(a, "%s (%lld attempt%s)", safe, (long long)n,
 		    n == 1 ? "" : "s");
 	}
 }

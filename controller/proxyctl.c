@@ -219,7 +219,10 @@ proxyctl_log_seq(long long *seq)
 		json_decref(resp);
 		return -1;
 	}
-	*seq = json_integer_value(json_object_get(resp, "log_seq"));
+	/* The proxy's block cursor; an older proxy only has log_seq. */
+	*seq = json_integer_value(json_object_get(resp, "blocks_seq") ?
+	    json_object_get(resp, "blocks_seq") :
+	    json_object_get(resp, "log_seq"));
 	json_decref(resp);
 	return 0;
 }
@@ -232,6 +235,7 @@ proxyctl_blocks(const char *sandbox, long long after)
 	const char	*host;
 	size_t		 i;
 	long		 status = 0;
+	json_int_t	 n;
 
 	snprintf(path, sizeof(path), "/blocks?sandbox=%s&after=%lld", sandbox,
 	    after);
@@ -248,15 +252,19 @@ proxyctl_blocks(const char *sandbox, long long after)
 		snprintf(dest, sizeof(dest), strchr(host ? host : "", ':') ?
 		    "[%s]:%lld" : "%s:%lld", host ? host : "-",
 		    (long long)json_integer_value(json_object_get(b, "port")));
+		/* One record may stand for several attempts. */
+		n = json_integer_value(json_object_get(b, "attempts"));
+		if (n < 1)
+			n = 1;
 		if ((have = json_object_get(agg, dest)) != NULL) {
 			json_object_set_new(have, "attempts", json_integer(
 			    json_integer_value(json_object_get(have,
-			    "attempts")) + 1));
+			    "attempts")) + n));
 			continue;
 		}
-		have = json_pack("{s:s, s:O, s:O, s:i}", "destination", dest,
+		have = json_pack("{s:s, s:O, s:O, s:I}", "destination", dest,
 		    "reason", json_object_get(b, "reason"), "message",
-		    json_object_get(b, "message"), "attempts", 1);
+		    json_object_get(b, "message"), "attempts", n);
 		json_object_set(agg, dest, have);
 		json_array_append_new(out, have);
 	}

@@ -55,8 +55,9 @@ int	proxyctl_register(struct docker *, const char *container,
 int	proxyctl_unregister(const char *sandbox, char **cause);
 
 /*
- * The proxy's log seq now (before an exec), and afterwards the blocks of
- * a sandbox after that seq, aggregated by destination:
+ * The proxy's block cursor now (before an exec; blocks_seq of /status),
+ * and afterwards the blocks of a sandbox after it, aggregated by
+ * destination:
  * [{"destination":"h:443","reason":..,"message":..,"attempts":N}].
  * Both return -1 when the proxy can't be asked (then no blocks are known).
  */

@@ -18,6 +18,7 @@
 
 #include "control.h"
 #include "conn.h"
+#include "blocklog.h"
 #include "eventlog.h"
 #include "log.h"
 #include "policy.h"
@@ -26,22 +27,41 @@
 #include "util.h"
 
 #define CONTROL_BODY_MAX	(64 * 1024)
-#define CONTROL_BLOCKS		8192	/* recent blocks kept for /blocks */
+#define CONTROL_BLOCKS		64	/* block records kept per sandbox */
+#define CONTROL_SANDBOXES	4096	/* sandboxes with records kept */
 
+/*
+ * Blocks of one destination and reason, from block serial first to last
+ * (proxy.block_serial counts every block attempt). A record takes more
+ * attempts only while no cursor handed out by GET /status lies within
+ * it, so "the blocks after cursor N" is always a set of whole records.
+ */
 struct control_block {
-	long long	seq;
-	char		sandbox[64];
-	char		host[SG_HOST_MAX + 1];
-	int		port;
-	char		reason[32];
-	char		message[512];
+	unsigned long long	 first;
+	unsigned long long	 last;
+	unsigned long long	 count;
+	char			 host[SG_HOST_MAX + 1];
+	int			 port;
+	char			 reason[32];
+	char			 message[512];
+};
+
+/* The recent blocks of one sandbox: its own ring, so none crowds out. */
+struct control_sbx {
+	struct control_sbx	*next;
+	char			 sandbox[65];
+	struct control_block	 ring[CONTROL_BLOCKS];
+	size_t			 n;		/* records ever added */
+	unsigned long long	 used;		/* block serial of last use */
 };
 
 static struct evhttp		*control_http;
 static char			*control_path;
 static char			*control_registry_path;	/* registry.json */
-static struct control_block	*control_ring;
-static size_t			 control_ring_next;
+static struct control_sbx	*control_sbxs;
+static size_t			 control_nsbxs;
+static unsigned long long	 control_cursor;	/* last one handed out */
+static int			 control_up;
 
 static void	control_reply(struct evhttp_request *, int, json_t *);
 static json_t	*control_body(struct evhttp_request *);
@@ -54,6 +74,9 @@ static void	control_reload(struct proxy *, struct evhttp_request *);
 static void	control_blocks(struct proxy *, struct evhttp_request *);
 static void	control_registry_save(struct proxy *);
 static void	control_registry_load(struct proxy *);
+static struct control_sbx *control_sbx_get(const char *, int);
+static void	control_sbx_drop(const char *);
+static void	control_identities(struct proxy *, const char *);
 
 /* Send a JSON reply (steals the reference). */
 static void
@@ -130,13 +153,17 @@ control_status(struct proxy *px, struct evhttp_request *req)
 
 	for (i = 0; i < SG_REASON_MAX; i++)
 		blocked += px->stats.requests_blocked[i];
-	control_reply(req, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, "
-	    "s:I, s:I, s:I, s:I, s:I, s:b}",
-	    "health", proxy_log_healthy(px) ? "ok" : "log_unavailable",
+	/* Blocks after this cursor are reported apart from those before. */
+	control_cursor = px->block_serial;
+	control_reply(req, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, "
+	    "s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
+	    "health", proxy_log_healthy(px, NULL, NULL) ? "ok" :
+	    "log_unavailable",
 	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
 	    "egress is refused until it has room" : eventlog_error(px->seclog),
 	    "policy_digest", policy_digest(px->policy->policy),
 	    "log_seq", (json_int_t)eventlog_seq(px->seclog),
+	    "blocks_seq", (json_int_t)px->block_serial,
 	    "uptime_s", (json_int_t)(time(NULL) - px->started),
 	    "sandboxes", registry_json(px->registry),
 	    "connections_open", (json_int_t)px->stats.conns_open,
@@ -144,7 +171,7 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	    "requests_allowed", (json_int_t)px->stats.requests_allowed,
 	    "requests_blocked", (json_int_t)blocked,
 	    "upstream_errors", (json_int_t)px->stats.upstream_errors,
-	    "draining", px->draining));
+	    "draining", px->draining, "log_pressure", px->log_pressure));
 }
 
 /* Prometheus text format 0.0.4. */
@@ -174,6 +201,24 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 		    "{reason=\"%s\"} %llu\n", reason_code((enum sg_reason)i),
 		    px->stats.requests_blocked[i]);
 	evbuffer_add_printf(b,
+	    "# TYPE sandgate_proxy_connections_closed_total counter\n");
+	for (i = 0; i < CONN_CLOSE_MAX; i++)
+		evbuffer_add_printf(b, "sandgate_proxy_connections_closed_total"
+		    "{reason=\"%s\"} %llu\n", conn_close_name((enum conn_close)i),
+		    px->stats.conns_closed[i]);
+	evbuffer_add_printf(b,
+	    "# HELP sandgate_proxy_blocks_summarized_total Blocked attempts "
+	    "counted into egress.blocked_summary lines.\n"
+	    "# TYPE sandgate_proxy_blocks_summarized_total counter\n"
+	    "sandgate_proxy_blocks_summarized_total %llu\n"
+	    "# TYPE sandgate_proxy_block_summaries_total counter\n"
+	    "sandgate_proxy_block_summaries_total %llu\n"
+	    "# TYPE sandgate_proxy_log_pressure gauge\n"
+	    "sandgate_proxy_log_pressure %d\n",
+	    px->blocks ? blocklog_counted(px->blocks) : 0,
+	    px->blocks ? blocklog_summaries(px->blocks) : 0,
+	    px->log_pressure);
+	evbuffer_add_printf(b,
 	    "# TYPE sandgate_proxy_upstream_errors_total counter\n"
 	    "sandgate_proxy_upstream_errors_total %llu\n"
 	    "# TYPE sandgate_proxy_bytes_total counter\n"
@@ -193,7 +238,8 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 	    "sandgate_proxy_sandboxes_registered %zu\n",
 	    px->stats.upstream_errors, px->stats.bytes_up,
 	    px->stats.bytes_down, px->stats.log_failures,
-	    proxy_log_healthy(px), policy_digest(px->policy->policy),
+	    proxy_log_healthy(px, NULL, NULL),
+	    policy_digest(px->policy->policy),
 	    (long long)px->policy_loaded, px->policy_load_us / 1e6,
 	    registry_count(px->registry));
 	evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -222,6 +268,7 @@ control_register(struct proxy *px, struct evhttp_request *req)
 		log_info("registered %s as %s (sets \"%s\")", addr, sbx,
 		    sets ? sets : "");
 		control_registry_save(px);
+		control_identities(px, NULL);
 		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
 	}
 	json_decref(o);
@@ -245,6 +292,8 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 	} else {
 		n = registry_remove(px->registry, key);
 		control_registry_save(px);
+		control_identities(px, json_string_value(json_object_get(o,
+		    "sandbox")));
 		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
 		    "removed", (json_int_t)n));
 	}
@@ -328,24 +377,105 @@ control_registry_load(struct proxy *px)
 	    control_registry_path);
 }
 
-void
-control_note_block(struct proxy *px, long long seq, const char *sandbox,
-    const char *host, int port, const char *reason, const char *message)
+/*
+ * The registry changed: connections whose address now means another
+ * sandbox (or none) are closed with egress.revoked, and the block records
+ * of an unregistered sandbox are dropped.
+ */
+static void
+control_identities(struct proxy *px, const char *gone)
 {
-	struct control_block	*b;
+	unsigned	n;
 
-	if (control_ring == NULL || sandbox == NULL)
-		return;
-	b = &control_ring[control_ring_next++ % CONTROL_BLOCKS];
-	b->seq = seq;
-	snprintf(b->sandbox, sizeof(b->sandbox), "%s", sandbox);
-	snprintf(b->host, sizeof(b->host), "%s", host ? host : "");
-	b->port = port;
-	snprintf(b->reason, sizeof(b->reason), "%s", reason ? reason : "");
-	snprintf(b->message, sizeof(b->message), "%s", message ? message : "");
+	n = conn_revoke_identity(px);
+	if (n > 0)
+		log_info("%u connections closed: their sandbox registration "
+		    "changed", n);
+	if (gone != NULL)
+		control_sbx_drop(gone);
 }
 
-/* The blocks of one sandbox after a log seq, oldest first. */
+/* The records of a sandbox, made (evicting the least used) with create. */
+static struct control_sbx *
+control_sbx_get(const char *sandbox, int create)
+{
+	struct control_sbx	*s, **pp, **old = NULL;
+
+	for (pp = &control_sbxs; (s = *pp) != NULL; pp = &s->next) {
+		if (strcmp(s->sandbox, sandbox) == 0)
+			return s;
+		if (old == NULL || s->used < (*old)->used)
+			old = pp;
+	}
+	if (!create)
+		return NULL;
+	if (control_nsbxs >= CONTROL_SANDBOXES && old != NULL) {
+		s = *old;
+		*old = s->next;
+		control_nsbxs--;
+		memset(s, 0, sizeof(*s));
+	} else if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	snprintf(s->sandbox, sizeof(s->sandbox), "%s", sandbox);
+	s->next = control_sbxs;
+	control_sbxs = s;
+	control_nsbxs++;
+	return s;
+}
+
+static void
+control_sbx_drop(const char *sandbox)
+{
+	struct control_sbx	*s, **pp;
+
+	for (pp = &control_sbxs; (s = *pp) != NULL; pp = &s->next)
+		if (strcmp(s->sandbox, sandbox) == 0) {
+			*pp = s->next;
+			control_nsbxs--;
+			free(s);
+			return;
+		}
+}
+
+void
+control_note_block(struct proxy *px, unsigned long long serial,
+    const char *sandbox, const char *host, int port, const char *reason,
+    const char *message)
+{
+	struct control_sbx	*s;
+	struct control_block	*b;
+	size_t			 i, k;
+
+	if (!control_up || sandbox == NULL ||
+	    (s = control_sbx_get(sandbox, 1)) == NULL)
+		return;
+	s->used = serial;
+	/* The same destination and reason since the last cursor: count. */
+	for (i = 0; i < s->n && i < CONTROL_BLOCKS; i++) {
+		b = &s->ring[(s->n - 1 - i) % CONTROL_BLOCKS];
+		if (b->first <= control_cursor)
+			break;
+		if (b->port == port && strcmp(b->reason, reason ? reason :
+		    "") == 0 && strcmp(b->host, host ? host : "") == 0) {
+			b->last = serial;
+			b->count++;
+			return;
+		}
+	}
+	k = s->n++ % CONTROL_BLOCKS;
+	b = &s->ring[k];
+	b->first = b->last = serial;
+	b->count = 1;
+	util_safe(host ? host : "", b->host, sizeof(b->host));
+	b->port = port;
+	snprintf(b->reason, sizeof(b->reason), "%s", reason ? reason : "");
+	util_safe(message ? message : "", b->message, sizeof(b->message));
+}
+
+/*
+ * The blocks of one sandbox after a cursor (blocks_seq of GET /status),
+ * oldest first, one entry per record with its attempts.
+ */
 static void
 control_blocks(struct proxy *px, struct evhttp_request *req)
 {
@@ -353,7 +483,8 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	const char		*sbx, *after_s, *errstr;
 	long long		 after = 0;
 	json_t			*arr = json_array();
-	size_t			 i, start, n;
+	size_t			 i, n;
+	struct control_sbx	*s;
 	struct control_block	*b;
 
 	evhttp_parse_query_str(evhttp_uri_get_query(
@@ -363,21 +494,21 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	if (after_s != NULL && util_strtonum(after_s, 0, LLONG_MAX, &after,
 	    &errstr) == -1)
 		after = 0;
-	n = control_ring_next < CONTROL_BLOCKS ? control_ring_next :
-	    CONTROL_BLOCKS;
-	start = control_ring_next - n;
-	for (i = start; sbx != NULL && i < control_ring_next; i++) {
-		b = &control_ring[i % CONTROL_BLOCKS];
-		if (b->seq <= after || strcmp(b->sandbox, sbx) != 0)
+	s = sbx != NULL ? control_sbx_get(sbx, 0) : NULL;
+	n = s == NULL ? 0 : s->n < CONTROL_BLOCKS ? s->n : CONTROL_BLOCKS;
+	for (i = 0; i < n; i++) {
+		b = &s->ring[(s->n - n + i) % CONTROL_BLOCKS];
+		if (b->last <= (unsigned long long)after)
 			continue;
 		json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:s, "
-		    "s:s}", "seq", (json_int_t)b->seq, "host", b->host,
+		    "s:s, s:I}", "seq", (json_int_t)b->last, "host", b->host,
 		    "port", b->port, "reason", b->reason, "message",
-		    b->message));
+		    b->message, "attempts", (json_int_t)b->count));
 	}
 	evhttp_clear_headers(&q);
-	control_reply(req, 200, json_pack("{s:I, s:o}", "log_seq",
-	    (json_int_t)eventlog_seq(px->seclog), "blocks", arr));
+	control_reply(req, 200, json_pack("{s:I, s:I, s:o}", "log_seq",
+	    (json_int_t)eventlog_seq(px->seclog), "blocks_seq",
+	    (json_int_t)px->block_serial, "blocks", arr));
 }
 
 int
@@ -408,7 +539,7 @@ control_listen(struct proxy *px, const char *path, char **cause)
 		util_xasprintf(cause, "%s", strerror(errno));
 		return -1;
 	}
-	control_ring = util_xcalloc(CONTROL_BLOCKS, sizeof(*control_ring));
+	control_up = 1;
 	if ((control_http = evhttp_new(px->base)) == NULL ||
 	    evhttp_bind_listener(control_http, l) == NULL) {
 		*cause = util_xstrdup("cannot start the HTTP server");
@@ -436,9 +567,15 @@ control_close(struct proxy *px)
 		unlink(control_path);
 	free(control_path);
 	free(control_registry_path);
-	free(control_ring);
+	while (control_sbxs != NULL) {
+		struct control_sbx	*s = control_sbxs;
+
+		control_sbxs = s->next;
+		free(s);
+	}
+	control_nsbxs = 0;
+	control_up = 0;
 	control_http = NULL;
 	control_path = NULL;
 	control_registry_path = NULL;
-	control_ring = NULL;
 }

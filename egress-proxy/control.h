@@ -7,9 +7,10 @@
  *   POST /register                {"address","sandbox","sets":"a,b"}
  *   POST /unregister              {"sandbox"} or {"address"}
  *   POST /reload                  200 {"digest"} or 422 {"errors":[...]}
- *   GET  /blocks?sandbox=ID&after=SEQ
- *                                 the blocks of a sandbox after a log seq
- *                                 (what the agent is told after an exec)
+ *   GET  /blocks?sandbox=ID&after=N
+ *                                 the blocks of a sandbox after cursor N
+ *                                 (blocks_seq of /status): what the agent
+ *                                 is told after an exec
  *
  * The socket is created mode 0660: whoever can open it controls the proxy,
  * so its folder must not be reachable from any sandbox.
@@ -23,9 +24,14 @@ struct proxy;
 int	control_listen(struct proxy *, const char *path, char **cause);
 void	control_close(struct proxy *);
 
-/* Remember a block for GET /blocks (a bounded ring of recent blocks). */
-void	control_note_block(struct proxy *, long long seq, const char *sandbox,
-	    const char *host, int port, const char *reason,
-	    const char *message);
+/*
+ * Remember a block (serial: proxy.block_serial of this attempt) for GET
+ * /blocks, in the sandbox's own bounded ring: one sandbox's blocks never
+ * push out another's. Host and message are kept escaped (printable
+ * ASCII). Blocks of unregistered clients are not kept.
+ */
+void	control_note_block(struct proxy *, unsigned long long serial,
+	    const char *sandbox, const char *host, int port,
+	    const char *reason, const char *message);
 
 #endif

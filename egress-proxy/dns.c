@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "dns.h"
 #include "hostsfile.h"
 #include "log.h"
+#include "sglimits.h"
 
 /* One watched c-ares socket. */
 struct dns_sock {
@@ -25,15 +27,27 @@ struct dns {
 	struct hostsfile	*hosts;
 	struct dns_sock		*socks;
 	struct event		*timer;
+	struct dns_req		*reqs;		/* every live request */
 };
 
+/*
+ * One lookup. It is on the dns's list until freed; in_ares while c-ares
+ * still holds it (its dns_done has not run), pending while its result
+ * waits on the loop for delivery.
+ */
 struct dns_req {
-	struct dns	*dns;
-	dns_cb		 cb;
-	void		*arg;
-	int		 cancelled;
-	int		 starting;	/* inside ares_getaddrinfo() */
-	int		 finished;	/* completed while starting */
+	struct dns_req		*next;
+	struct dns_req		*prev;
+	struct dns		*dns;
+	dns_cb			 cb;
+	void			*arg;
+	struct event		*ev;		/* delivers the result */
+	int			 cancelled;
+	int			 in_ares;
+	int			 err;
+	const char		*errstr;
+	size_t			 n;
+	struct sockaddr_storage	 addrs[DNS_ADDRS_MAX];
 };
 
 static void	dns_sock_state(void *, ares_socket_t, int, int);
@@ -41,6 +55,9 @@ static void	dns_sock_event(evutil_socket_t, short, void *);
 static void	dns_timer_event(evutil_socket_t, short, void *);
 static void	dns_arm_timer(struct dns *);
 static void	dns_done(void *, int, int, struct ares_addrinfo *);
+static void	dns_deliver(evutil_socket_t, short, void *);
+static void	dns_req_free(struct dns_req *);
+static void	dns_req_fail(struct dns_req *, int, const char *);
 
 /* c-ares tells us which sockets to watch; mirror that in libevent. */
 static void
@@ -141,8 +158,12 @@ dns_new(struct event_base *base, const char *resolver, const char *hosts,
 	opts.timeout = (int)(timeout_ms / 2 ? timeout_ms / 2 : 1);
 	opts.tries = 2;
 	opts.lookups = (char *)"b";	/* DNS only: never the host's files */
+	/* Never a search list (names are also asked with a trailing dot). */
+	opts.flags = ARES_FLAG_NOSEARCH;
+	opts.ndots = 1;
 	rc = ares_init_options(&dns->channel, &opts, ARES_OPT_SOCK_STATE_CB |
-	    ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_LOOKUPS);
+	    ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_LOOKUPS |
+	    ARES_OPT_FLAGS | ARES_OPT_NDOTS);
 	if (rc != ARES_SUCCESS) {
 		if (asprintf(cause, "c-ares: %s", ares_strerror(rc)) == -1)
 			*cause = NULL;
@@ -174,7 +195,9 @@ dns_free(struct dns *dns)
 	if (dns == NULL)
 		return;
 	if (dns->channel != NULL)
-		ares_destroy(dns->channel);	/* runs callbacks: cancelled */
+		ares_destroy(dns->channel);	/* runs dns_done for each */
+	while (dns->reqs != NULL)
+		dns_req_free(dns->reqs);
 	while ((s = dns->socks) != NULL) {
 		dns->socks = s->next;
 		event_free(s->ev);
@@ -186,77 +209,134 @@ dns_free(struct dns *dns)
 	free(dns);
 }
 
-/* c-ares finished one lookup: hand the addresses over unless cancelled. */
+/* Unlink and free a request (its result is not delivered). */
+static void
+dns_req_free(struct dns_req *req)
+{
+	struct dns	*dns = req->dns;
+
+	if (req->prev != NULL)
+		req->prev->next = req->next;
+	else
+		dns->reqs = req->next;
+	if (req->next != NULL)
+		req->next->prev = req->prev;
+	if (req->ev != NULL)
+		event_free(req->ev);
+	free(req);
+}
+
+/* Deliver an error from the loop. */
+static void
+dns_req_fail(struct dns_req *req, int err, const char *errstr)
+{
+	req->err = err;
+	req->errstr = errstr;
+	req->n = 0;
+	event_active(req->ev, EV_TIMEOUT, 0);
+}
+
+/* The loop delivers a result: the callback, then the request is gone. */
+static void
+dns_deliver(evutil_socket_t fd, short what, void *arg)
+{
+	struct dns_req	*req = arg;
+	dns_cb		 cb = req->cb;
+	void		*cbarg = req->arg;
+	struct sockaddr_storage addrs[DNS_ADDRS_MAX];
+	const char	*errstr = req->errstr;
+	size_t		 n = req->n;
+	int		 err = req->err;
+
+	memcpy(addrs, req->addrs, n * sizeof(addrs[0]));
+	dns_req_free(req);
+	cb(cbarg, err, errstr, n > 0 ? addrs : NULL, n);
+}
+
+/*
+ * c-ares finished one lookup (possibly inside ares_getaddrinfo, or from
+ * ares_destroy): keep the addresses and deliver them from the loop,
+ * unless the request was cancelled meanwhile.
+ */
 static void
 dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
 	struct dns_req		*req = arg;
-	struct sockaddr_storage	 addrs[DNS_ADDRS_MAX];
 	struct ares_addrinfo_node *n;
 	size_t			 na = 0;
 
-	if (!req->cancelled && status == ARES_SUCCESS && res != NULL) {
+	req->in_ares = 0;
+	if (req->cancelled || status == ARES_EDESTRUCTION) {
+		if (res != NULL)
+			ares_freeaddrinfo(res);
+		dns_req_free(req);
+		return;
+	}
+	if (status == ARES_SUCCESS && res != NULL) {
 		for (n = res->nodes; n != NULL && na < DNS_ADDRS_MAX;
 		    n = n->ai_next) {
-			if (n->ai_addrlen > sizeof(addrs[0]) ||
+			if (n->ai_addrlen > sizeof(req->addrs[0]) ||
 			    (n->ai_family != AF_INET &&
 			    n->ai_family != AF_INET6))
 				continue;
-			memset(&addrs[na], 0, sizeof(addrs[na]));
-			memcpy(&addrs[na], n->ai_addr, n->ai_addrlen);
+			memset(&req->addrs[na], 0, sizeof(req->addrs[na]));
+			memcpy(&req->addrs[na], n->ai_addr, n->ai_addrlen);
 			na++;
 		}
 	}
 	if (res != NULL)
 		ares_freeaddrinfo(res);
-	if (!req->cancelled) {
-		req->cancelled = 1;
-		if (status == ARES_SUCCESS && na == 0)
-			req->cb(req->arg, ARES_ENODATA, "no address",
-			    NULL, 0);
-		else if (status != ARES_SUCCESS)
-			req->cb(req->arg, status, status == ARES_ETIMEOUT ?
-			    "timed out" : status == ARES_ENOTFOUND ?
-			    "no such name" : ares_strerror(status), NULL, 0);
-		else
-			req->cb(req->arg, 0, NULL, addrs, na);
+	if (status == ARES_SUCCESS && na == 0)
+		dns_req_fail(req, ARES_ENODATA, "no address");
+	else if (status != ARES_SUCCESS)
+		dns_req_fail(req, status, status == ARES_ETIMEOUT ?
+		    "timed out" : status == ARES_ENOTFOUND ? "no such name" :
+		    ares_strerror(status));
+	else {
+		req->err = 0;
+		req->errstr = NULL;
+		req->n = na;
+		event_active(req->ev, EV_TIMEOUT, 0);
 	}
-	if (req->starting)
-		req->finished = 1;	/* dns_lookup() frees it */
-	else
-		free(req);
 }
 
 struct dns_req *
 dns_lookup(struct dns *dns, const char *name, dns_cb cb, void *arg)
 {
-	struct sockaddr_storage	 addrs[DNS_ADDRS_MAX];
 	struct ares_addrinfo_hints hints;
 	struct dns_req		*req;
-	size_t			 n;
+	char			 fqdn[SG_HOST_MAX + 2];
 
-	if (dns->hosts != NULL &&
-	    (n = hostsfile_lookup(dns->hosts, name, addrs, DNS_ADDRS_MAX)) > 0) {
-		cb(arg, 0, NULL, addrs, n);
+	if ((req = calloc(1, sizeof(*req))) == NULL)
 		return NULL;
-	}
-	if ((req = calloc(1, sizeof(*req))) == NULL) {
-		cb(arg, ARES_ENOMEM, "out of memory", NULL, 0);
+	if ((req->ev = event_new(dns->base, -1, 0, dns_deliver, req)) ==
+	    NULL) {
+		free(req);
 		return NULL;
 	}
 	req->dns = dns;
 	req->cb = cb;
 	req->arg = arg;
-	req->starting = 1;
+	req->next = dns->reqs;
+	if (dns->reqs != NULL)
+		dns->reqs->prev = req;
+	dns->reqs = req;
+	if (dns->hosts != NULL && (req->n = hostsfile_lookup(dns->hosts,
+	    name, req->addrs, DNS_ADDRS_MAX)) > 0) {
+		event_active(req->ev, EV_TIMEOUT, 0);
+		return req;
+	}
+	/* An absolute name: no search list, whatever resolv.conf says. */
+	if ((size_t)snprintf(fqdn, sizeof(fqdn), "%s.", name) >=
+	    sizeof(fqdn)) {
+		dns_req_fail(req, ARES_EBADNAME, "name too long");
+		return req;
+	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	ares_getaddrinfo(dns->channel, name, NULL, &hints, dns_done, req);
-	req->starting = 0;
-	if (req->finished) {
-		free(req);
-		return NULL;
-	}
+	req->in_ares = 1;
+	ares_getaddrinfo(dns->channel, fqdn, NULL, &hints, dns_done, req);
 	dns_arm_timer(dns);
 	return req;
 }
@@ -264,6 +344,10 @@ dns_lookup(struct dns *dns, const char *name, dns_cb cb, void *arg)
 void
 dns_cancel(struct dns_req *req)
 {
-	if (req != NULL)
-		req->cancelled = 1;
+	if (req == NULL)
+		return;
+	req->cancelled = 1;
+	/* c-ares still holds it: dns_done frees it when c-ares lets go. */
+	if (!req->in_ares)
+		dns_req_free(req);
 }

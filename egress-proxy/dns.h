@@ -6,6 +6,15 @@
  * from libevent through ARES_OPT_SOCK_STATE_CB and ares_process_fd(), so
  * callbacks run on the loop thread. The proxy connects to exactly the
  * addresses handed to the callback (no second lookup).
+ *
+ * The name asked is exactly the name checked: it goes to c-ares as an
+ * absolute name (with a trailing dot), so resolv.conf's search list and
+ * ndots never turn "x.example" into "x.example.corp.internal".
+ *
+ * Every result, even one known at once (a hosts-map hit, a name c-ares
+ * refuses without asking, out of memory), is delivered from the event
+ * loop, never from inside dns_lookup(): the caller's state is settled
+ * before its callback runs.
  */
 #ifndef SG_DNS_H
 #define SG_DNS_H
@@ -41,14 +50,18 @@ void		 dns_free(struct dns *);	/* NULL ok; pending lookups are
 						   cancelled without callback */
 
 /*
- * Look up a normalized name. The callback may run before dns_lookup
- * returns (names from the hosts map) — callers must be ready for that.
- * Returns the request (for dns_cancel) or NULL when it completed at once
- * or could not start (then the callback has run with the error).
+ * Look up a normalized name (no trailing dot). The callback runs later,
+ * from the event loop, exactly once unless the request is cancelled.
+ * Returns the request (for dns_cancel), or NULL when out of memory (then
+ * no callback runs). The request belongs to the module: it is freed after
+ * the callback returns, or by dns_cancel.
  */
 struct dns_req	*dns_lookup(struct dns *, const char *name, dns_cb cb,
 		    void *arg);
-/* The callback will not run; the request is freed when c-ares is done. */
+/*
+ * The callback will not run (NULL ok). A lookup c-ares still works on is
+ * freed when c-ares lets go of it; its late answer is dropped.
+ */
 void		 dns_cancel(struct dns_req *);
 
 #endif

@@ -74,6 +74,7 @@ static void	eventlog_unlock(struct eventlog *);
 static int	eventlog_build(struct eventlog *, json_t *, char **,
 		    size_t *, char *);
 static int	eventlog_rotate_files(struct eventlog *);
+static unsigned	eventlog_rotated_top(const struct eventlog *);
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
 static int	eventlog_sync(struct eventlog *);
@@ -419,21 +420,57 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 	return 0;
 }
 
-/* name.(keep-1) -> name.keep ... name -> name.1; the oldest is replaced. */
+/* The highest N with name.1 .. name.N all present (0: none). */
+static unsigned
+eventlog_rotated_top(const struct eventlog *log)
+{
+	char		p[4096];
+	struct stat	st;
+	unsigned	n;
+
+	for (n = 0; n < SG_LOG_ROTATED_MAX; n++) {
+		snprintf(p, sizeof(p), "%s.%u", log->path, n + 1);
+		if (stat(p, &st) == -1)
+			break;
+	}
+	return n;
+}
+
+/*
+ * name.N -> name.(N+1) ... name -> name.1, then the files past keep are
+ * deleted, oldest first, but none younger than keep_min_age: that many
+ * seconds of history stay whatever the volume of events.
+ */
 static int
 eventlog_rotate_files(struct eventlog *log)
 {
 	char		from[4096], to[4096];
-	unsigned	i;
+	struct stat	st;
+	unsigned	i, top = eventlog_rotated_top(log);
+	time_t		now = time(NULL);
 
-	for (i = log->opts.keep; i >= 2; i--) {
-		snprintf(from, sizeof(from), "%s.%u", log->path, i - 1);
-		snprintf(to, sizeof(to), "%s.%u", log->path, i);
+	if (top == SG_LOG_ROTATED_MAX) {
+		errno = ENOSPC;		/* that many young files: stop here */
+		return -1;
+	}
+	for (i = top; i >= 1; i--) {
+		snprintf(from, sizeof(from), "%s.%u", log->path, i);
+		snprintf(to, sizeof(to), "%s.%u", log->path, i + 1);
 		if (rename(from, to) == -1 && errno != ENOENT)
 			return -1;
 	}
 	snprintf(to, sizeof(to), "%s.1", log->path);
-	return rename(log->path, to);
+	if (rename(log->path, to) == -1)
+		return -1;
+	for (i = top + 1; i > log->opts.keep; i--) {
+		snprintf(from, sizeof(from), "%s.%u", log->path, i);
+		if (log->opts.keep_min_age > 0 && stat(from, &st) == 0 &&
+		    (long long)(now - st.st_mtime) < log->opts.keep_min_age)
+			break;
+		if (unlink(from) == -1 && errno != ENOENT)
+			return -1;
+	}
+	return 0;
 }
 
 /*

@@ -49,6 +49,12 @@ struct eventlog_opts {
 	/* Rotated files kept: name.1 (newest) .. name.keep; at least 1. */
 	unsigned		keep;
 	/*
+	 * Seconds: a rotated file younger than this is never deleted, even
+	 * past keep (the folder grows instead), so a burst of events cannot
+	 * rotate away the history an operator asked for. 0: keep decides.
+	 */
+	long long		keep_min_age;
+	/*
 	 * Several processes append to the file: each append takes
 	 * flock(LOCK_EX), re-reads seq and prev from the file if another
 	 * process wrote since, writes and unlocks. Without it the writer is

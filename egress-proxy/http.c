@@ -8,6 +8,7 @@
 #include "http.h"
 #include "reason.h"
 #include "sglimits.h"
+#include "util.h"
 
 /* Largest chunk size accepted: 2^59 - 1, so size << 4 never overflows. */
 #define CHUNK_SIZE_MAX		((UINT64_C(1) << 59) - 1)
@@ -81,7 +82,6 @@ static int	is_tchar(unsigned char);
 static int	is_vchar(unsigned char);
 static int	is_field_char(unsigned char);
 static int	is_ows(unsigned char);
-static int	hex_value(unsigned char);
 static int	fail(int *, const char **, int, const char *);
 static int	line_find(const char *, size_t, size_t, size_t *);
 static enum http_parse fields_scan(const char *, size_t, size_t, size_t *,
@@ -113,6 +113,7 @@ static int	connection_scan(const char *, int, struct framing *, int *,
 		    const char **);
 static int	hop_by_hop(const char *, const struct http_header *, size_t);
 static char	*strndup_checked(const char *, size_t);
+static char	*line_put(char **, const char *, size_t);
 static int	reqline_copy(const char *, const struct reqline *,
 		    struct http_request *);
 static enum http_parse request_line(const char *, size_t, struct reqline *,
@@ -162,18 +163,6 @@ static int
 is_ows(unsigned char c)
 {
 	return c == ' ' || c == '\t';
-}
-
-static int
-hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Set the error outputs; always returns -1. */
@@ -724,47 +713,58 @@ http_request_release(struct http_request *req)
 {
 	if (req == NULL)
 		return;
-	free(req->method);
-	free(req->target);
-	free(req->authority);
-	free(req->path);
+	free(req->line);
 	free(req->headers);
 	free(req->store);
 	http_request_init(req);
 }
 
-/* Copy the request line's parts into req. */
+/* Copy n bytes to *p as a C string and move *p past it; returns it. */
+static char *
+line_put(char **p, const char *s, size_t n)
+{
+	char	*d = *p;
+
+	memcpy(d, s, n);
+	d[n] = '\0';
+	*p += n + 1;
+	return d;
+}
+
+/*
+ * Copy the request line's parts into req, all in one allocation (a
+ * request costs one malloc here, not four).
+ */
 static int
 reqline_copy(const char *buf, const struct reqline *rl,
     struct http_request *req)
 {
 	const char	*path = buf + rl->poff;
+	int		 auth = rl->form == HTTP_TARGET_ABSOLUTE ||
+			    rl->form == HTTP_TARGET_AUTHORITY;
+	char		*p;
 
-	req->method = strndup_checked(buf, rl->mlen);
-	req->target = strndup_checked(buf + rl->toff, rl->tlen);
-	if (req->method == NULL || req->target == NULL)
+	if ((req->line = malloc(rl->mlen + rl->tlen + rl->alen + rl->plen +
+	    5)) == NULL)
 		return -1;
+	p = req->line;
+	req->method = line_put(&p, buf, rl->mlen);
+	req->target = line_put(&p, buf + rl->toff, rl->tlen);
 	req->form = rl->form;
 	req->version_minor = rl->minor;
-	if (rl->form == HTTP_TARGET_ABSOLUTE ||
-	    rl->form == HTTP_TARGET_AUTHORITY) {
-		req->authority = strndup_checked(buf + rl->aoff, rl->alen);
-		if (req->authority == NULL)
-			return -1;
-	}
+	if (auth)
+		req->authority = line_put(&p, buf + rl->aoff, rl->alen);
 	if (rl->form == HTTP_TARGET_AUTHORITY)
 		return 0;
 	if (rl->plen == 0 || path[0] == '?') {
 		/* "http://h" -> "/", "http://h?q" -> "/?q" */
-		req->path = malloc(rl->plen + 2);
-		if (req->path == NULL)
-			return -1;
-		req->path[0] = '/';
-		memcpy(req->path + 1, path, rl->plen);
-		req->path[rl->plen + 1] = '\0';
+		req->path = p;
+		p[0] = '/';
+		memcpy(p + 1, path, rl->plen);
+		p[rl->plen + 1] = '\0';
 	} else
-		req->path = strndup_checked(path, rl->plen);
-	return req->path == NULL ? -1 : 0;
+		req->path = line_put(&p, path, rl->plen);
+	return 0;
 }
 
 /*
@@ -1181,7 +1181,7 @@ chunked_size_byte(struct http_chunked *ch, unsigned char c,
 	switch (ch->state) {
 	case CH_SIZE0:
 	case CH_SIZE:
-		d = hex_value(c);
+		d = util_hexval(c);
 		if (d >= 0) {
 			if (ch->remaining > (CHUNK_SIZE_MAX >> 4))
 				return fail(NULL, cause, 0,

@@ -131,6 +131,7 @@ struct http_request {
 	int			 expect_100_continue; /* HTTP/1.1 only */
 	size_t			 head_len;	/* with the final CRLF */
 	char			*store;		/* holds the fields */
+	char			*line;		/* holds method ... path */
 };
 
 /* A parsed response head; freed by http_response_release(). */

@@ -22,6 +22,7 @@
 
 #include "addr.h"
 #include "checkpoint.h"
+#include "blocklog.h"
 #include "conn.h"
 #include "control.h"
 #include "dns.h"
@@ -87,11 +88,15 @@ static const struct option main_longopts[] = {
 	{ "checkpoint-key",	required_argument, NULL, 'k' },
 	{ "checkpoint-every",	required_argument, NULL, 'E' },
 	{ "checkpoint-interval", required_argument, NULL, 'i' },
+	{ "log-keep-min-age",	required_argument, NULL, 'Y' },
 	{ "max-conns",		required_argument, NULL, 'm' },
 	{ "max-conns-per-client", required_argument, NULL, 'C' },
 	{ "head-timeout",	required_argument, NULL, 'T' },
 	{ "idle-timeout",	required_argument, NULL, 'I' },
 	{ "connect-timeout",	required_argument, NULL, 'X' },
+	{ "block-burst",	required_argument, NULL, 'B' },
+	{ "block-budget",	required_argument, NULL, 'G' },
+	{ "block-window",	required_argument, NULL, 'W' },
 	{ "check",		no_argument,	   NULL, 'n' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "help",		no_argument,	   NULL, 'h' },
@@ -134,11 +139,19 @@ main_usage(FILE *f)
 "  --checkpoint-every N    a checkpoint after N events (default 1000;\n"
 "                          0: none by count)\n"
 "  --checkpoint-interval S and every S seconds (default 60)\n"
+"  --log-keep-min-age D    never delete a rotated file younger than D (30m,\n"
+"                          2h, 7d), even past --log-keep (default 0: off)\n"
 "  --max-conns N           connections in all (default 16384)\n"
 "  --max-conns-per-client N  per client address (default 1024)\n"
 "  --head-timeout S        seconds to receive a request head (default 10)\n"
 "  --connect-timeout S     seconds to connect upstream (default 10)\n"
 "  --idle-timeout S        seconds a tunnel or response may idle (default 300)\n"
+"  --block-burst N         full egress.blocked lines per client, destination\n"
+"                          and reason in a window; later ones are counted\n"
+"                          into one egress.blocked_summary (default 5)\n"
+"  --block-budget N        full egress.blocked lines per client in a window\n"
+"                          (default 50)\n"
+"  --block-window S        the window, in seconds (default 10)\n"
 "  --check                 load the policy and the options, then exit\n"
 "  -v, --verbose           debug trace on stderr\n"
 "  -h, --help              this text\n"
@@ -181,6 +194,13 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 			return -1;
 		}
 		return 0;
+	case 'Y':
+		if (util_parse_duration(arg, &cfg->log_keep_min_age) == -1) {
+			log_warnx("invalid --log-keep-min-age \"%s\" (use 30m, "
+			    "2h, 7d)", arg);
+			return -1;
+		}
+		return 0;
 	default:
 		break;
 	}
@@ -198,6 +218,9 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'X': cfg->connect_timeout_ms = (unsigned)v * 1000; break;
 	case 'E': main_ckpt_opts.every_events = (unsigned long long)v; break;
 	case 'i': main_ckpt_opts.every_secs = (unsigned long long)v; break;
+	case 'B': cfg->block_burst = (unsigned)v; break;
+	case 'G': cfg->block_budget = (unsigned)v; break;
+	case 'W': cfg->block_window_s = (unsigned)v; break;
 	default: return -1;
 	}
 	return 0;
@@ -270,6 +293,9 @@ main_options(int argc, char **argv, struct proxy_config *cfg)
 	cfg->max_conns_per_client = PROXY_MAX_CONNS_PER_CLIENT;
 	cfg->log_max_size = 100ULL << 20;
 	cfg->log_keep = 10;
+	cfg->block_burst = BLOCKLOG_BURST_DEFAULT;
+	cfg->block_budget = BLOCKLOG_BUDGET_DEFAULT;
+	cfg->block_window_s = BLOCKLOG_WINDOW_DEFAULT;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":vhn", main_longopts,
 	    NULL)) != -1) {
@@ -423,6 +449,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	struct proxy	*px = arg;
 	struct timeval	 tv = { 1, 0 };
 
+	proxy_log_flush_blocks(px, 0);
 	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	if (eventlog_tick(px->seclog) == -1)
@@ -557,6 +584,7 @@ main(int argc, char **argv)
 	memset(&lopts, 0, sizeof(lopts));
 	lopts.max_size = px->cfg.log_max_size;
 	lopts.keep = px->cfg.log_keep;
+	lopts.keep_min_age = px->cfg.log_keep_min_age;
 	px->started = time(NULL);
 	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
 	    &lopts, &cause);
@@ -567,6 +595,8 @@ main(int argc, char **argv)
 	}
 	if (main_checkpoint_open(px) == -1)
 		return PX_EXIT_CONFIG;
+	if (proxy_log_blocks_init(px) == -1)
+		fatalx("out of memory");
 	if ((px->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
@@ -605,6 +635,7 @@ main(int argc, char **argv)
 	log_info("policy digest %s, default sets \"%s\", log %s",
 	    policy_digest(p), px->cfg.sets, eventlog_path(px->seclog));
 	event_base_dispatch(px->base);
+	proxy_log_flush_blocks(px, 1);	/* counted attempts are not lost */
 	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	checkpoint_free(main_ckpt);

@@ -178,7 +178,9 @@ const char	*policy_mode_name(enum policy_mode);
 
 /*
  * A request to decide. host is normalized (host_normalize). path is the
- * request target's path for a plain-HTTP request and NULL for CONNECT;
+ * request target's path for a plain-HTTP request and NULL for CONNECT
+ * (entries with `paths` decide on its urlpath_normalize() form, and no
+ * ambiguous path matches them);
  * method is ignored for CONNECT. The sets in force are sets[0..nsets-1],
  * unless all_sets is set; names not in the policy match nothing. now
  * decides expiry.

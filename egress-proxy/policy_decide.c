@@ -9,9 +9,9 @@
 #include <sys/socket.h>
 
 #include <string.h>
-#include <strings.h>
 
 #include "policy_int.h"
+#include "urlpath.h"
 
 struct decide {
 	const struct policy		*p;
@@ -19,6 +19,9 @@ struct decide {
 	const struct pentry		*best;
 	enum sg_reason			 reason;
 	int				 rank;	/* how near best came */
+	/* The normalized path, made for the first entry with paths. */
+	int				 norm;	/* 0 not yet, 1 made, -1 bad */
+	char				 path[SG_HTTP_LINE_MAX + 1];
 };
 
 static int	decide_chain(struct decide *, uint32_t);
@@ -29,8 +32,7 @@ static int	decide_in_force(const struct policy_entry *,
 		    const struct policy_query *);
 static int	decide_port(const struct policy_entry *, uint16_t);
 static int	decide_method(const struct policy_entry *, const char *);
-static int	decide_path(const struct policy_entry *, const char *);
-static int	decide_path_safe(const char *);
+static int	decide_path(struct decide *, const struct policy_entry *);
 static void	decide_ip(struct decide *);
 static void	decide_name(struct decide *);
 static void	decide_fill(struct policy_match *, const struct pentry *,
@@ -42,9 +44,13 @@ policy_decide(const struct policy *p, const struct policy_query *q,
 {
 	struct decide	d;
 
-	memset(&d, 0, sizeof(d));
+	/* Not memset: the path buffer is filled only when an entry needs it. */
 	d.p = p;
 	d.q = q;
+	d.best = NULL;
+	d.reason = SG_REASON_NONE;
+	d.rank = 0;
+	d.norm = 0;
 	if (q->host->type == HOST_DNS) {
 		d.reason = SG_REASON_NOT_ALLOWLISTED;
 		decide_name(&d);
@@ -158,7 +164,7 @@ decide_entry(struct decide *d, const struct pentry *pe)
 	} else if (!decide_method(e, q->method)) {
 		decide_near(d, 2, SG_REASON_METHOD_NOT_ALLOWED, pe);
 		return 0;
-	} else if (!decide_path(e, q->path)) {
+	} else if (!decide_path(d, e)) {
 		decide_near(d, 2, SG_REASON_PATH_NOT_ALLOWED, pe);
 		return 0;
 	}
@@ -217,60 +223,26 @@ decide_method(const struct policy_entry *e, const char *method)
 	return 0;
 }
 
-/* A prefix of the path, when the path has no way around prefixes. */
+/*
+ * A prefix of the normalized path (urlpath.h); a path a server could read
+ * as another one matches no prefix.
+ */
 static int
-decide_path(const struct policy_entry *e, const char *path)
+decide_path(struct decide *d, const struct policy_entry *e)
 {
-	size_t	i;
+	const char	*cause;
+	size_t		 i;
 
 	if (e->paths == NULL)
 		return 1;
-	if (!decide_path_safe(path))
+	if (d->norm == 0)
+		d->norm = urlpath_normalize(d->q->path, d->path,
+		    sizeof(d->path), &cause) == 0 ? 1 : -1;
+	if (d->norm == -1)
 		return 0;
 	for (i = 0; i < e->npaths; i++) {
-		if (strncmp(path, e->paths[i], strlen(e->paths[i])) == 0)
+		if (strncmp(d->path, e->paths[i], strlen(e->paths[i])) == 0)
 			return 1;
 	}
 	return 0;
-}
-
-/*
- * A path the server could read as another one defeats prefix matching:
- * refuse "." and ".." segments (also written %2e), encoded slashes and
- * backslashes, in the part before any '?'.
- */
-static int
-decide_path_safe(const char *path)
-{
-	const char	*seg, *p;
-	size_t		 dots, other;
-
-	if (path[0] != '/')
-		return 0;
-	for (seg = path + 1;; seg = p + 1) {
-		dots = other = 0;
-		for (p = seg; *p != '\0' && *p != '/' && *p != '?' &&
-		    *p != '#'; p++) {
-			if (*p == '\\')
-				return 0;
-			if (*p == '%' && p[1] != '\0' && p[2] != '\0') {
-				if (strncasecmp(p, "%2f", 3) == 0 ||
-				    strncasecmp(p, "%5c", 3) == 0)
-					return 0;
-				if (strncasecmp(p, "%2e", 3) == 0) {
-					dots++;
-					p += 2;
-					continue;
-				}
-			}
-			if (*p == '.')
-				dots++;
-			else
-				other++;
-		}
-		if (other == 0 && (dots == 1 || dots == 2))
-			return 0;
-		if (*p != '/')
-			return 1;
-	}
 }

@@ -137,4 +137,12 @@ int	 pindex_len_used(const struct policy *, int family, unsigned prefix);
 void	 pindex_ckey(uint8_t key[PENTRY_CKEY_LEN], int family,
 	    unsigned prefix, const uint8_t *bytes);
 
+/*
+ * A public suffix rule under name (a normalized DNS name), as written in
+ * the list ("s3.amazonaws.com", "*.compute.amazonaws.com"), or NULL when
+ * the list has none under it. *missing is set when the list's text could
+ * not be read (then nothing can be said). policy_psl.c.
+ */
+const char	*ppsl_inner(const char *name, int *missing);
+
 #endif

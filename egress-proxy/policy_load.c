@@ -61,6 +61,8 @@ static void	load_label(char *, const char *, size_t);
 static int	entry_host(struct ploader *, struct ld_entry *);
 static int	entry_wildcard(struct ploader *, struct ld_entry *,
 		    const struct ynode *);
+static int	entry_wildcard_inner(struct ploader *, struct ld_entry *,
+		    const struct ynode *, const char *);
 static int	entry_cidr(struct ploader *, struct ld_entry *,
 		    const struct ynode *);
 static int	entry_rationale(struct ploader *, struct ld_entry *,
@@ -410,6 +412,36 @@ oom:
 	return -1;
 }
 
+/*
+ * A wildcard over a name with public suffixes under it covers names
+ * strangers register ("*.amazonaws.com": anyone's bucket at
+ * bucket.s3.amazonaws.com). 0, or -1 after the diagnostic.
+ */
+static int
+entry_wildcard_inner(struct ploader *ld, struct ld_entry *le,
+    const struct ynode *n, const char *base)
+{
+	const char	*inner;
+	int		 missing;
+
+	inner = ppsl_inner(base, &missing);
+	if (missing) {
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "wildcard "
+		    "\"%s\" cannot be checked: the public suffix list's text "
+		    "(%s, Debian package publicsuffix) cannot be read; list "
+		    "exact names instead", le->label, PSL_FILE);
+		return -1;
+	}
+	if (inner != NULL) {
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "wildcard "
+		    "\"%s\" covers public suffixes under it, such as \"%s\", "
+		    "where anyone can register names; list the names you "
+		    "need instead", le->label, inner);
+		return -1;
+	}
+	return 0;
+}
+
 /* "*.suffix": subdomains of a name that is not a public suffix. */
 static int
 entry_wildcard(struct ploader *ld, struct ld_entry *le,
@@ -455,6 +487,8 @@ entry_wildcard(struct ploader *ld, struct ld_entry *le,
 		    h.name);
 		return -1;
 	}
+	if (entry_wildcard_inner(ld, le, n, h.name) == -1)
+		return -1;
 	if (asprintf(&pat, "*.%s", h.name) == -1)
 		goto oom;
 	e->pattern = parena_strndup(&ld->p->arena, pat, strlen(pat));

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "blocklog.h"
 #include "eventlog.h"
 #include "log.h"
 #include "policy.h"
@@ -34,8 +35,13 @@ struct client_count {
 };
 
 static size_t	proxy_count_key(const struct sockaddr *, unsigned char *);
+static size_t	proxy_count_home(const unsigned char *);
 static struct client_count *proxy_count_slot(struct proxy *,
 		    const unsigned char *, int create);
+static void	proxy_count_remove(struct proxy *, struct client_count *);
+static int	proxy_emit_summary(void *, const struct blocklog_event *);
+static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
+		    const struct proxy_event *);
 
 struct proxy_policy *
 proxy_policy_ref(struct proxy *px)
@@ -98,15 +104,24 @@ proxy_count_key(const struct sockaddr *sa, unsigned char *key)
 	return 17;
 }
 
+/* The slot an address hashes to (FNV-1a). */
+static size_t
+proxy_count_home(const unsigned char *key)
+{
+	unsigned	h = 2166136261u;
+	size_t		i;
+
+	for (i = 0; i < 17; i++)
+		h = (h ^ key[i]) * 16777619u;
+	return h % COUNT_SLOTS;
+}
+
 /* Find (or claim) the slot of an address by linear probing. */
 static struct client_count *
 proxy_count_slot(struct proxy *px, const unsigned char *key, int create)
 {
-	unsigned	h = 2166136261u;
-	size_t		i, j;
+	size_t	h = proxy_count_home(key), i, j;
 
-	for (i = 0; i < 17; i++)
-		h = (h ^ key[i]) * 16777619u;
 	for (i = 0; i < COUNT_SLOTS; i++) {
 		j = (h + i) % COUNT_SLOTS;
 		if (memcmp(px->counts[j].key, key, 17) == 0)
@@ -116,10 +131,36 @@ proxy_count_slot(struct proxy *px, const unsigned char *key, int create)
 				return NULL;
 			memcpy(px->counts[j].key, key, 17);
 			px->counts[j].n = 0;
+			px->ncounts++;
 			return &px->counts[j];
 		}
 	}
 	return NULL;
+}
+
+/*
+ * Give a slot back once its address has no connection (backward-shift
+ * deletion: later entries of the probe run move up, so that lookups
+ * still find them without tombstones).
+ */
+static void
+proxy_count_remove(struct proxy *px, struct client_count *cc)
+{
+	size_t	hole = (size_t)(cc - px->counts), j, home;
+
+	memset(&px->counts[hole], 0, sizeof(px->counts[hole]));
+	px->ncounts--;
+	for (j = (hole + 1) % COUNT_SLOTS; px->counts[j].key[0] != 0;
+	    j = (j + 1) % COUNT_SLOTS) {
+		home = proxy_count_home(px->counts[j].key);
+		/* Stays when its home lies cyclically in (hole, j]. */
+		if ((hole < j && home > hole && home <= j) ||
+		    (hole > j && (home > hole || home <= j)))
+			continue;
+		px->counts[hole] = px->counts[j];
+		memset(&px->counts[j], 0, sizeof(px->counts[j]));
+		hole = j;
+	}
 }
 
 int
@@ -133,7 +174,7 @@ proxy_client_enter(struct proxy *px, const struct sockaddr *sa)
 		return -1;
 	proxy_count_key(sa, key);
 	if ((cc = proxy_count_slot(px, key, 1)) == NULL)
-		return -1;	/* table full: that many distinct clients */
+		return -1;	/* table full: that many clients at once */
 	if (cc->n >= px->cfg.max_conns_per_client)
 		return -1;
 	cc->n++;
@@ -149,8 +190,53 @@ proxy_client_leave(struct proxy *px, const struct sockaddr *sa)
 	if (px->counts == NULL)
 		return;
 	proxy_count_key(sa, key);
-	if ((cc = proxy_count_slot(px, key, 0)) != NULL && cc->n > 0)
-		cc->n--;	/* slots stay claimed: probing needs them */
+	if ((cc = proxy_count_slot(px, key, 0)) == NULL)
+		return;
+	if (cc->n > 0)
+		cc->n--;
+	if (cc->n == 0)
+		proxy_count_remove(px, cc);
+}
+
+char *
+proxy_identity(const struct proxy_client *who, const char *src, char *buf,
+    size_t size)
+{
+	const char	*colon;
+	size_t		 n;
+
+	if (who != NULL && who->sandbox != NULL) {
+		snprintf(buf, size, "%s", who->sandbox);
+		return buf;
+	}
+	src = src != NULL ? src : "-";
+	colon = strrchr(src, ':');
+	n = colon != NULL ? (size_t)(colon - src) : strlen(src);
+	snprintf(buf, size, "addr:%.*s", (int)n, src);
+	return buf;
+}
+
+/* The fields of a security event as eventlog.c takes them. */
+static void
+proxy_sec_fields(struct proxy *px, struct eventlog_sec *sec,
+    const struct proxy_event *pe)
+{
+	memset(sec, 0, sizeof(*sec));
+	sec->event = pe->event;
+	sec->sandbox = pe->client ? pe->client->sandbox : NULL;
+	sec->src = pe->src;
+	sec->method = pe->method;
+	sec->host = pe->host && *pe->host ? pe->host : NULL;
+	sec->port = pe->port;
+	sec->sni = pe->sni;
+	sec->resolved = pe->resolved && *pe->resolved ? pe->resolved : NULL;
+	sec->reason = pe->reason != SG_REASON_NONE ? reason_code(pe->reason) :
+	    NULL;
+	sec->message = pe->message;
+	sec->policy_sets = pe->client ? pe->client->sets : NULL;
+	sec->rule = pe->rule;
+	sec->policy_digest = pe->policy_digest ? pe->policy_digest :
+	    policy_digest(px->policy->policy);
 }
 
 int
@@ -158,24 +244,10 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 {
 	struct eventlog_sec	 sec;
 	json_t			*fields;
+	char			 ident[PROXY_IDENT_MAX];
 	int			 rc = -1;
 
-	memset(&sec, 0, sizeof(sec));
-	sec.event = pe->event;
-	sec.sandbox = pe->client ? pe->client->sandbox : NULL;
-	sec.src = pe->src;
-	sec.method = pe->method;
-	sec.host = pe->host && *pe->host ? pe->host : NULL;
-	sec.port = pe->port;
-	sec.sni = pe->sni;
-	sec.resolved = pe->resolved && *pe->resolved ? pe->resolved : NULL;
-	sec.reason = pe->reason != SG_REASON_NONE ? reason_code(pe->reason) :
-	    NULL;
-	sec.message = pe->message;
-	sec.policy_sets = pe->client ? pe->client->sets : NULL;
-	sec.rule = pe->rule;
-	sec.policy_digest = pe->policy_digest ? pe->policy_digest :
-	    policy_digest(px->policy->policy);
+	proxy_sec_fields(px, &sec, pe);
 	if ((fields = eventlog_security_fields(&sec)) == NULL)
 		goto out;
 	if (pe->bytes_up >= 0) {
@@ -188,9 +260,9 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	}
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);
-	if (rc == 0 && strcmp(pe->event, "egress.blocked") == 0)
-		control_note_block(px, eventlog_seq(px->seclog), sec.sandbox,
-		    sec.host, pe->port, sec.reason, pe->message);
+	if (rc == 0 && pe->client != NULL && px->blocks != NULL)
+		blocklog_wrote(px->blocks, proxy_identity(pe->client, pe->src,
+		    ident, sizeof(ident)), util_now_us());
 out:
 	if (rc == -1) {
 		px->stats.log_failures++;
@@ -201,30 +273,150 @@ out:
 }
 
 int
-proxy_log_healthy(struct proxy *px)
+proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 {
+	struct blocklog_event	 be;
+	struct timespec		 now;
+	char			 ident[PROXY_IDENT_MAX];
+	int			 full = 1;
+
+	px->block_serial++;
+	control_note_block(px, px->block_serial, pe->client ?
+	    pe->client->sandbox : NULL, pe->host, pe->port,
+	    reason_code(pe->reason), pe->message);
+	/* A flood fills the folder between ticks: look often meanwhile. */
+	if (util_now_us() - px->space_checked_us >= PROXY_SPACE_CHECK_US)
+		proxy_log_check_space(px);
+	if (px->blocks != NULL) {
+		memset(&be, 0, sizeof(be));
+		be.identity = proxy_identity(pe->client, pe->src, ident,
+		    sizeof(ident));
+		be.sandbox = pe->client ? pe->client->sandbox : NULL;
+		be.src = pe->src;
+		be.method = pe->method;
+		be.host = pe->host && *pe->host ? pe->host : NULL;
+		be.port = pe->port;
+		be.reason = pe->reason;
+		be.message = pe->message;
+		be.sets = pe->client ? pe->client->sets : NULL;
+		be.rule = pe->rule;
+		be.policy_digest = pe->policy_digest;
+		clock_gettime(CLOCK_REALTIME, &now);
+		full = blocklog_note(px->blocks, &be, util_now_us(), &now);
+	}
+	return full ? proxy_log_event(px, pe) : 0;
+}
+
+/* The summary of attempts counted for one key (blocklog.h). */
+static int
+proxy_emit_summary(void *arg, const struct blocklog_event *be)
+{
+	struct proxy		*px = arg;
+	struct eventlog_sec	 sec;
+	json_t			*fields;
+	char			 first[UTIL_TS_LEN], last[UTIL_TS_LEN];
+	int			 rc;
+
+	memset(&sec, 0, sizeof(sec));
+	sec.event = "egress.blocked_summary";
+	sec.sandbox = be->sandbox;
+	sec.src = be->src;
+	sec.method = be->method;
+	sec.host = be->host;
+	sec.port = be->port;
+	sec.reason = reason_code(be->reason);
+	sec.message = be->message;
+	sec.policy_sets = be->sets;
+	sec.rule = be->rule;
+	sec.policy_digest = be->policy_digest ? be->policy_digest :
+	    policy_digest(px->policy->policy);
+	if ((fields = eventlog_security_fields(&sec)) == NULL)
+		return -1;
+	util_rfc3339(&be->first, first);
+	util_rfc3339(&be->last, last);
+	json_object_set_new(fields, "count", json_integer((json_int_t)
+	    be->count));
+	json_object_set_new(fields, "first", json_string(first));
+	json_object_set_new(fields, "last", json_string(last));
+	rc = eventlog_append(px->seclog, fields);
+	json_decref(fields);
+	if (rc == -1)
+		px->stats.log_failures++;
+	return rc;
+}
+
+int
+proxy_log_blocks_init(struct proxy *px)
+{
+	struct blocklog_opts	o;
+
+	o.burst = px->cfg.block_burst;
+	o.budget = px->cfg.block_budget;
+	o.window_s = px->cfg.block_window_s;
+	px->blocks = blocklog_new(&o, proxy_emit_summary, px);
+	return px->blocks == NULL ? -1 : 0;
+}
+
+void
+proxy_log_flush_blocks(struct proxy *px, int all)
+{
+	if (px->blocks != NULL)
+		blocklog_flush(px->blocks, util_now_us(), all);
+}
+
+int
+proxy_log_healthy(struct proxy *px, const struct proxy_client *who,
+    const char *src)
+{
+	char	ident[PROXY_IDENT_MAX];
+
 	/* Checked per request: a disk that just filled lets nothing pass. */
 	proxy_log_check_space(px);
-	return px->log_space_ok && eventlog_healthy(px->seclog);
+	if (!px->log_space_ok || !eventlog_healthy(px->seclog))
+		return 0;
+	return !(px->log_pressure && src != NULL && px->blocks != NULL &&
+	    blocklog_stopped(px->blocks, proxy_identity(who, src, ident,
+	    sizeof(ident))));
 }
 
 void
 proxy_log_check_space(struct proxy *px)
 {
-	struct statvfs	sv;
-	int		ok;
+	struct statvfs		 sv;
+	unsigned long long	 avail, reserve;
+	const char		*top;
+	int			 ok, pressure = 0;
 
+	px->space_checked_us = util_now_us();
 	if (statvfs(px->cfg.log_dir, &sv) == -1)
 		ok = 0;
-	else
-		ok = !(sv.f_flag & ST_RDONLY) &&
-		    (unsigned long long)sv.f_bavail * sv.f_frsize >=
-		    PROXY_LOG_SPACE_MIN;
+	else {
+		avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+		reserve = (unsigned long long)sv.f_blocks * sv.f_frsize / 8;
+		if (reserve < PROXY_LOG_RESERVE_MIN)
+			reserve = PROXY_LOG_RESERVE_MIN;
+		if (reserve > PROXY_LOG_RESERVE_MAX)
+			reserve = PROXY_LOG_RESERVE_MAX;
+		ok = !(sv.f_flag & ST_RDONLY) && avail >= PROXY_LOG_SPACE_MIN;
+		pressure = ok && avail < reserve;
+	}
 	if (ok != px->log_space_ok)
 		log_warnx("security-event log folder %s: %s", px->cfg.log_dir,
 		    ok ? "writable again, egress resumes" :
 		    "full or read-only, egress refused (fail closed)");
 	px->log_space_ok = ok;
+	if (pressure && px->blocks != NULL &&
+	    (top = blocklog_stop_top(px->blocks, util_now_us())) != NULL)
+		log_warnx("security-event log folder %s is nearly full; %s "
+		    "wrote most of the recent events and is stopped (its "
+		    "egress refused) until there is room", px->cfg.log_dir,
+		    top);
+	if (!pressure && px->log_pressure && px->blocks != NULL) {
+		blocklog_resume_all(px->blocks);
+		log_warnx("security-event log folder %s has room again; "
+		    "stopped clients resume", px->cfg.log_dir);
+	}
+	px->log_pressure = pressure;
 }
 
 /* Load and validate the policy; print every diagnostic. */

@@ -17,9 +17,11 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
+#include "conn.h"
 #include "reason.h"
 
 struct policy;
+struct blocklog;
 struct eventlog;
 struct dns;
 struct addr_set;
@@ -39,6 +41,17 @@ struct client_count;
 #define PROXY_MAX_CONNS_PER_CLIENT	1024
 #define PROXY_HIGH_WATER		(256 * 1024)	/* back-pressure */
 #define PROXY_LOG_SPACE_MIN		(32 * 1024)	/* free bytes the log needs */
+/*
+ * Below this much free room in the log folder (an eighth of the volume,
+ * within these bounds) the one client that wrote most of the log lately
+ * is stopped, before the volume is full and every client must be.
+ */
+#define PROXY_LOG_RESERVE_MIN		(256 * 1024)
+#define PROXY_LOG_RESERVE_MAX		(64ULL * 1024 * 1024)
+/* How often blocks look at the log folder's free room (a flood). */
+#define PROXY_SPACE_CHECK_US		10000
+/* Room for a client's identity: a sandbox id or "addr:" and an address. */
+#define PROXY_IDENT_MAX			80
 
 struct proxy_config {
 	char		**listen;		/* "ADDR:PORT" */
@@ -53,6 +66,7 @@ struct proxy_config {
 	int		  log_allowed;
 	unsigned long long log_max_size;
 	unsigned	  log_keep;
+	long long	  log_keep_min_age;	/* seconds; eventlog.h */
 	unsigned	  head_timeout_ms;
 	unsigned	  keepalive_timeout_ms;
 	unsigned	  dns_timeout_ms;
@@ -61,6 +75,9 @@ struct proxy_config {
 	unsigned	  idle_timeout_ms;
 	unsigned	  max_conns;
 	unsigned	  max_conns_per_client;
+	unsigned	  block_burst;		/* blocklog.h */
+	unsigned	  block_budget;
+	unsigned	  block_window_s;
 };
 
 /* A loaded policy shared by the connections that started under it. */
@@ -87,6 +104,7 @@ struct proxy_stats {
 	unsigned long long	bytes_up;
 	unsigned long long	bytes_down;
 	unsigned long long	log_failures;
+	unsigned long long	conns_closed[CONN_CLOSE_MAX];
 };
 
 struct proxy {
@@ -110,7 +128,12 @@ struct proxy {
 	time_t			 policy_loaded;
 	uint64_t		 policy_load_us;
 	struct client_count	*counts;	/* per-address connection counts */
+	size_t			 ncounts;	/* addresses with a slot */
 	struct registry		*registry;	/* address -> sandbox, sets */
+	struct blocklog		*blocks;	/* full lines or summaries */
+	unsigned long long	 block_serial;	/* every block attempt */
+	int			 log_pressure;	/* log folder nearly full */
+	uint64_t		 space_checked_us;
 };
 
 extern struct proxy *proxy_g;
@@ -153,6 +176,13 @@ int	proxy_is_self(struct proxy *, const struct sockaddr *, uint16_t port);
 int	proxy_client_enter(struct proxy *, const struct sockaddr *);
 void	proxy_client_leave(struct proxy *, const struct sockaddr *);
 
+/*
+ * Who a client is for the block log: its sandbox id, else "addr:" and its
+ * address (src without the port). Returns buf.
+ */
+char	*proxy_identity(const struct proxy_client *, const char *src,
+	    char *buf, size_t size);
+
 /* One security event (a block, or an allowed connection when logging). */
 struct proxy_event {
 	const char		*event;		/* "egress.blocked" ... */
@@ -178,13 +208,29 @@ struct proxy_event {
  */
 int	proxy_log_event(struct proxy *, const struct proxy_event *);
 /*
- * 1 when the security-event log is writable (else refuse egress): its
- * last write succeeded and its folder has room for more events.
+ * An egress.blocked event: written in full, or counted into a summary
+ * (blocklog.h); either way it is counted for GET /blocks. Returns 0, or
+ * -1 when a full line could not be written.
  */
-int	proxy_log_healthy(struct proxy *);
+int	proxy_log_block(struct proxy *, const struct proxy_event *);
+/* Set up the block log (blocklog.h) from the configuration. 0 or -1. */
+int	proxy_log_blocks_init(struct proxy *);
+/* Write the block summaries that are due (all of them with all set). */
+void	proxy_log_flush_blocks(struct proxy *, int all);
+/*
+ * 1 when the security-event log can take this client's events (else
+ * refuse its egress): the last write succeeded, the log folder has room,
+ * and the client is not the one stopped for filling it (who may be NULL:
+ * the log as a whole).
+ */
+int	proxy_log_healthy(struct proxy *, const struct proxy_client *who,
+	    const char *src);
 /*
  * Check the log folder's free space and read-only flag (every second), so
- * that a full disk refuses egress before an event is lost to it.
+ * that a full disk refuses egress before an event is lost to it. Below
+ * the reserve (PROXY_LOG_RESERVE_*) the client that wrote at least half
+ * of the recent lines is stopped (its egress refused, its blocks only
+ * counted); below PROXY_LOG_SPACE_MIN every client is.
  */
 void	proxy_log_check_space(struct proxy *);
 

@@ -3,6 +3,10 @@
 #include <string.h>
 
 #include "reason.h"
+#include "util.h"
+
+/* An escaped SNI in a message: 255 bytes, each at most 4 when escaped. */
+#define REASON_SNI_SHOWN	(4 * 255 + 4)
 
 static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_NONE] = "none",
@@ -19,6 +23,9 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_PATH_NOT_ALLOWED] = "path_not_allowed",
 	[SG_REASON_MALFORMED_REQUEST] = "malformed_request",
 	[SG_REASON_LOG_UNAVAILABLE] = "log_unavailable",
+	[SG_REASON_SNI_INVALID] = "sni_invalid",
+	[SG_REASON_IDENTITY_CHANGED] = "identity_changed",
+	[SG_REASON_PROXY_UNAVAILABLE] = "proxy_unavailable",
 };
 
 const char *
@@ -43,12 +50,14 @@ reason_from_code(const char *code)
 
 int
 reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
-    unsigned port, const char *sni, const char *addr)
+    unsigned port, const char *sni_raw, const char *addr)
 {
 	const char	*h = host ? host : "-";
 	const char	*colon = strchr(h, ':') ? "]" : "";
 	const char	*open = *colon ? "[" : "";
+	char		 sni[REASON_SNI_SHOWN];
 
+	util_escape(sni_raw ? sni_raw : "-", sni, sizeof(sni));
 	switch (r) {
 	case SG_REASON_PORT_NOT_ALLOWED:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
@@ -64,7 +73,21 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 		    "be allowlisted by address)", open, h, colon, port);
 	case SG_REASON_SNI_MISMATCH:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS SNI %s does "
-		    "not match CONNECT host %s", sni ? sni : "-", h);
+		    "not match CONNECT host %s", sni, h);
+	case SG_REASON_SNI_INVALID:
+		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS ClientHello "
+		    "for %s%s%s:%u has an invalid server name%s%s%s (an ASCII "
+		    "host name is required)", open, h, colon, port,
+		    sni_raw ? " \"" : "", sni_raw ? sni : "",
+		    sni_raw ? "\"" : "");
+	case SG_REASON_IDENTITY_CHANGED:
+		return snprintf(buf, size, SG_BLOCK_PREFIX "the sandbox "
+		    "registration of this client changed; connection to "
+		    "%s%s%s:%u closed", open, h, colon, port);
+	case SG_REASON_PROXY_UNAVAILABLE:
+		return snprintf(buf, size, "sandgate-proxy cannot open a "
+		    "tunnel to %s%s%s:%u now (out of memory or pipes); try "
+		    "again later", open, h, colon, port);
 	case SG_REASON_SNI_MISSING:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS ClientHello "
 		    "for %s%s%s:%u has no SNI", open, h, colon, port);

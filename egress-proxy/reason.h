@@ -23,6 +23,9 @@ enum sg_reason {
 	SG_REASON_PATH_NOT_ALLOWED,
 	SG_REASON_MALFORMED_REQUEST,
 	SG_REASON_LOG_UNAVAILABLE,
+	SG_REASON_SNI_INVALID,		/* not an ASCII host name, or malformed */
+	SG_REASON_IDENTITY_CHANGED,	/* the client's registration changed */
+	SG_REASON_PROXY_UNAVAILABLE,	/* no tunnel can be set up now */
 	SG_REASON_MAX
 };
 
@@ -45,8 +48,11 @@ enum sg_reason	 reason_from_code(const char *);
  *   not_allowlisted:  "network blocked by policy: destination H:P not allowlisted"
  *   private_address:  "... destination H:P resolves to private address A"
  *   sni_mismatch:     "... TLS SNI S does not match CONNECT host H"
- * host, sni and addr may be NULL where a reason does not use them. The
- * strings must already be safe to show (normalized names, or escaped).
+ * host, sni and addr may be NULL where a reason does not use them. sni
+ * comes from the client: it is shown with every byte outside printable
+ * ASCII (and the backslash) escaped as \xNN, so the message is printable
+ * ASCII whatever the client sent. host and addr must already be safe
+ * (normalized names and addresses).
  * Returns the length snprintf would have written.
  */
 int		 reason_message(char *buf, size_t size, enum sg_reason,

@@ -28,6 +28,9 @@ struct registry {
 };
 
 static void	registry_entry_unref(struct registry_entry *);
+static int	registry_same(const struct registry *,
+		    const struct registry_entry *);
+static void	registry_canon6(const unsigned char *, char *, size_t);
 
 struct registry *
 registry_new(void)
@@ -61,18 +64,53 @@ registry_free(struct registry *r)
 	free(r);
 }
 
+/*
+ * The text an IPv6 address is looked up by; an IPv4-mapped one
+ * (::ffff:a.b.c.d) is the IPv4 address, as the proxy sees such clients.
+ */
+static void
+registry_canon6(const unsigned char *a, char *out, size_t size)
+{
+	static const unsigned char	mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+	};
+
+	if (memcmp(a, mapped, sizeof(mapped)) == 0)
+		inet_ntop(AF_INET, a + 12, out, (socklen_t)size);
+	else
+		inet_ntop(AF_INET6, a, out, (socklen_t)size);
+}
+
+/* 1 when the registry holds e's address with e's sandbox and sets. */
+static int
+registry_same(const struct registry *r, const struct registry_entry *e)
+{
+	const struct registry_entry	*o;
+
+	for (o = r->head; o != NULL; o = o->next)
+		if (strcmp(o->addr, e->addr) == 0)
+			return strcmp(o->sandbox, e->sandbox) == 0 &&
+			    strcmp(o->sets_text, e->sets_text) == 0;
+	return 0;
+}
+
 int
 registry_add(struct registry *r, const char *addr, const char *sandbox,
     const char *sets, const char **cause)
 {
 	struct registry_entry	*e;
 	unsigned char		 buf[16];
+	char			 canon[INET6_ADDRSTRLEN];
 
-	if (inet_pton(AF_INET, addr, buf) != 1 &&
-	    inet_pton(AF_INET6, addr, buf) != 1) {
+	if (inet_pton(AF_INET, addr, buf) == 1)
+		inet_ntop(AF_INET, buf, canon, sizeof(canon));
+	else if (inet_pton(AF_INET6, addr, buf) == 1)
+		registry_canon6(buf, canon, sizeof(canon));
+	else {
 		*cause = "invalid address";
 		return -1;
 	}
+	addr = canon;
 	if (sandbox == NULL || *sandbox == '\0' || strlen(sandbox) > 64) {
 		*cause = "invalid sandbox id";
 		return -1;
@@ -101,7 +139,15 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 		return -1;
 	}
 	snprintf(e->addr, sizeof(e->addr), "%s", addr);
+	if (registry_same(r, e)) {
+		/* Registered again as it is: connections keep their entry. */
+		e->refs = 1;
+		registry_entry_unref(e);
+		return 0;
+	}
+	/* One address per sandbox: a restarted sandbox's old one goes. */
 	registry_remove(r, addr);
+	registry_remove(r, e->sandbox);
 	e->refs = 1;
 	e->listed = 1;
 	e->next = r->head;

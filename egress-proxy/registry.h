@@ -24,8 +24,12 @@ struct registry	*registry_new(void);
 void		 registry_free(struct registry *);	/* NULL ok */
 
 /*
- * Register (or replace) addr ("10.0.0.5" or "fd00::5") as sandbox with
- * the comma-separated sets. Returns 0, or -1 with *cause static.
+ * Register addr ("10.0.0.5", "fd00::5"; an IPv4-mapped IPv6 address is
+ * taken as the IPv4 one) as sandbox with the comma-separated sets. A
+ * sandbox has one address: its earlier address (a restarted sandbox) is
+ * removed, as is another sandbox's entry for addr. Registering what is
+ * registered already changes nothing. Returns 0, or -1 with *cause
+ * static.
  */
 int		 registry_add(struct registry *, const char *addr,
 		    const char *sandbox, const char *sets, const char **cause);

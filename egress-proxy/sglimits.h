@@ -46,6 +46,8 @@
  * (longer strings are cut and end in "...").
  */
 #define SG_LOG_FIELD_MAX	2048
+/* Rotated files of one log (name.1 .. name.N) an eventlog looks for. */
+#define SG_LOG_ROTATED_MAX	100000
 /* How far back from the end eventlog_open() looks for the last event. */
 #define SG_LOG_TAIL_SCAN	(4 * SG_LOG_LINE_MAX)
 

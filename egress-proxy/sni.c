@@ -48,6 +48,7 @@ static int	sni_cur_take(struct sni_cursor *, size_t,
 static int	sni_parse_server_name(struct sni_peek *,
 		    const unsigned char *, size_t);
 static int	sni_find_ech(SSL *);
+static int	sni_ech_ext(int);
 static void	sni_peek_finish(struct sni_peek *, enum sni_result);
 static void	sni_drain(struct sni_peek *);
 
@@ -136,7 +137,15 @@ sni_parse_server_name(struct sni_peek *sp, const unsigned char *ext,
 	return 0;
 }
 
-/* 1 when the ClientHello carries the ECH extension. */
+/* 1 when ext is one of the extensions that hide the server name. */
+static int
+sni_ech_ext(int ext)
+{
+	return ext == SNI_EXT_ECH || ext == SNI_EXT_ESNI ||
+	    (ext >= SNI_EXT_ECH_DRAFT_FIRST && ext <= SNI_EXT_ECH_DRAFT_LAST);
+}
+
+/* 1 when the ClientHello carries ECH, a draft of it, or ESNI. */
 static int
 sni_find_ech(SSL *ssl)
 {
@@ -147,7 +156,7 @@ sni_find_ech(SSL *ssl)
 	if (SSL_client_hello_get1_extensions_present(ssl, &exts, &n) != 1)
 		return -1;
 	for (i = 0; i < n; i++)
-		if (exts[i] == SNI_EXT_ECH)
+		if (sni_ech_ext(exts[i]))
 			found = 1;
 	OPENSSL_free(exts);
 	return found;
@@ -180,25 +189,30 @@ sni_client_hello_cb(SSL *ssl, int *alert, void *arg)
 /*
  * OpenSSL drops extensions it does not know before the ClientHello
  * callback runs: neither SSL_client_hello_get1_extensions_present() nor
- * SSL_client_hello_get0_ext() sees them. So ECH is registered as a custom
- * extension (no callbacks: nothing is parsed or sent back), unless this
- * OpenSSL knows it natively, in which case it is listed anyway.
+ * SSL_client_hello_get0_ext() sees them. So every extension that hides
+ * the server name is registered as a custom extension (no callbacks:
+ * nothing is parsed or sent back), unless this OpenSSL knows it natively,
+ * in which case it is listed anyway.
  */
 SSL_CTX *
 sni_ctx_new(void)
 {
-	SSL_CTX	*ctx;
+	SSL_CTX		*ctx;
+	unsigned	 ext;
 
 	ctx = SSL_CTX_new(TLS_server_method());
 	if (ctx == NULL)
 		return NULL;
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_client_hello_cb(ctx, sni_client_hello_cb, NULL);
-	if (!SSL_extension_supported(SNI_EXT_ECH) &&
-	    SSL_CTX_add_custom_ext(ctx, SNI_EXT_ECH, SSL_EXT_CLIENT_HELLO,
-	    NULL, NULL, NULL, NULL, NULL) != 1) {
-		SSL_CTX_free(ctx);
-		return NULL;
+	for (ext = SNI_EXT_ECH_DRAFT_FIRST; ext <= SNI_EXT_ESNI; ext++) {
+		if (!sni_ech_ext((int)ext) || SSL_extension_supported(ext))
+			continue;
+		if (SSL_CTX_add_custom_ext(ctx, ext, SSL_EXT_CLIENT_HELLO,
+		    NULL, NULL, NULL, NULL, NULL) != 1) {
+			SSL_CTX_free(ctx);
+			return NULL;
+		}
 	}
 	return ctx;
 }

@@ -22,8 +22,16 @@
 
 #include "sglimits.h"
 
-/* The extension number ECH uses (draft-ietf-tls-esni). */
-#define SNI_EXT_ECH	0xfe0d
+/*
+ * Extension numbers that hide the real server name: ECH as published
+ * (0xfe0d), the ECH drafts that had their own numbers (0xfe08 to 0xfe0c,
+ * draft-ietf-tls-esni-08 to -12), and the older encrypted_server_name
+ * (0xffce, draft-ietf-tls-esni-00 to -06). Any of them is refused.
+ */
+#define SNI_EXT_ECH		0xfe0d
+#define SNI_EXT_ECH_DRAFT_FIRST	0xfe08
+#define SNI_EXT_ECH_DRAFT_LAST	0xfe0c
+#define SNI_EXT_ESNI		0xffce
 
 enum sni_result {
 	SNI_MORE,	/* need more bytes */
@@ -64,7 +72,10 @@ enum sni_result	 sni_peek_feed(struct sni_peek *,
  */
 const char	*sni_peek_name(const struct sni_peek *);
 
-/* After SNI_DONE: 1 when the ClientHello has the ECH extension, else 0. */
+/*
+ * After SNI_DONE: 1 when the ClientHello has an extension that hides the
+ * server name (ECH, a draft of it, or ESNI; see above), else 0.
+ */
 int		 sni_peek_ech(const struct sni_peek *);
 
 /* NULL ok. */

@@ -190,3 +190,65 @@ util_now_us(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
+
+char *
+util_escape(const char *s, char *out, size_t size)
+{
+	static const char	 hexd[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)(s ? s : "-");
+	size_t			 o = 0, need;
+
+	for (; *p != '\0'; p++) {
+		need = *p >= 0x20 && *p < 0x7f && *p != '\\' ? 1 : 4;
+		/* Keep room for "..." and the NUL in case more follows. */
+		if (o + need + (p[1] != '\0' ? 4 : 1) > size)
+			break;
+		if (need == 1)
+			out[o++] = (char)*p;
+		else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hexd[*p >> 4];
+			out[o++] = hexd[*p & 0xf];
+		}
+	}
+	if (*p != '\0') {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+int
+util_printable(const char *s)
+{
+	const unsigned char	*p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			return 0;
+	return 1;
+}
+
+char *
+util_safe(const char *s, char *out, size_t size)
+{
+	if (s != NULL && util_printable(s) && strlen(s) < size) {
+		memcpy(out, s, strlen(s) + 1);
+		return out;
+	}
+	return util_escape(s, out, size);
+}
+
+int
+util_hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

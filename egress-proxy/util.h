@@ -28,6 +28,9 @@ char	*util_xstrdup(const char *);
 int	 util_xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
+/* The value of one hex digit (either case), or -1. */
+int	 util_hexval(unsigned char c);
+
 /* Lowercase hex of len bytes into out (2*len+1 bytes). */
 void	 util_hex(const unsigned char *in, size_t len, char *out);
 
@@ -49,6 +52,23 @@ int	 util_parse_size(const char *s, unsigned long long *bytes);
 
 /* The six template characters mkstemp(3) and mkdtemp(3) replace. */
 #define UTIL_MKTEMP_SUFFIX	"XX" "XX" "XX"
+
+/*
+ * Copy untrusted text (a host, an SNI, a path, a method) for a terminal
+ * or a control-socket reply: printable ASCII is kept, every other byte
+ * and the backslash become the four characters \xNN. A result that does
+ * not fit in size bytes is cut and ends in "..."; size must be at least
+ * 8. NULL gives "-". Returns out.
+ */
+char	*util_escape(const char *s, char *out, size_t size);
+/* 1 when s is printable ASCII only (safe for a terminal as it is). */
+int	 util_printable(const char *s);
+/*
+ * s as it is when util_printable(), else util_escape()d: for text the
+ * proxy built itself, which is printable already, so that its own
+ * escapes are not escaped twice. Returns out.
+ */
+char	*util_safe(const char *s, char *out, size_t size);
 
 /* Monotonic time in microseconds. */
 uint64_t util_now_us(void);

@@ -15,6 +15,7 @@ SG_PACKAGES=(
 	build-essential cmake pkg-config
 	libevent-dev libssl-dev libc-ares-dev libyaml-dev libcmocka-dev
 	libcurl4-openssl-dev libjansson-dev libidn2-dev libpsl-dev libzip-dev
+	publicsuffix
 	libseccomp-dev
 	docker.io e2fsprogs busybox-static mmdebstrap debootstrap
 	git curl openssl python3 procps iproute2 ca-certificates

@@ -37,6 +37,10 @@ while read -r lib; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done
+# The public suffix list's text: the policy validator reads it to refuse
+# wildcards with public suffixes under them (egress-proxy/policy_psl.c).
+psl=/usr/share/publicsuffix/public_suffix_list.dat
+[ -f "$psl" ] && install -D -m 0644 "$psl" "$root$psl"
 printf 'root:x:0:0::/:/nonexistent\nsandgate-proxy:x:65532:65532::/:/nonexistent\n' > "$root/etc/passwd"
 printf 'root:x:0:\nsandgate-proxy:x:65532:\n' > "$root/etc/group"
 printf 'hosts: files dns\n' > "$root/etc/nsswitch.conf"

@@ -14,6 +14,7 @@ Everything listens on loopback only; every name is under .test.
 """
 
 import hashlib
+import http.client
 import http.server
 import json
 import os
@@ -22,6 +23,7 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -352,6 +354,22 @@ class ProxyError(Exception):
     pass
 
 
+def blocked_attempts(events, pred=None):
+    """Blocked attempts the events stand for: one per egress.blocked line,
+    `count` per egress.blocked_summary line (the proxy writes a burst of
+    full lines per client, destination and reason, then counts the rest;
+    docs/audit.md). pred, when given, picks the events counted."""
+    n = 0
+    for e in events:
+        if pred is not None and not pred(e):
+            continue
+        if e.get("event") == "egress.blocked":
+            n += 1
+        elif e.get("event") == "egress.blocked_summary":
+            n += e["count"]
+    return n
+
+
 class Proxy:
     """One sandgate-proxy process.
 
@@ -478,6 +496,10 @@ class Proxy:
     def blocked_events(self):
         return [e for e in self.events() if e.get("event") == "egress.blocked"]
 
+    def blocked_attempts(self, start=0, pred=None):
+        """blocked_attempts() of the events from index start on."""
+        return blocked_attempts(self.events()[start:], pred)
+
     def wait_event(self, pred, start=0, timeout=5.0):
         """The first event at index >= start that pred accepts, waiting up
         to timeout seconds for it to be written; None if none came."""
@@ -494,6 +516,27 @@ class Proxy:
     def mark(self):
         """The number of log lines now: pass it as start to wait_event."""
         return len(self.log_lines())
+
+
+def stop_and_check(p):
+    """Stop proxy p once; the problems seen (it died during the tests,
+    did not exit on SIGTERM, or left a sanitizer report)."""
+    if p.proc is None or getattr(p, "checked", False):
+        return []
+    p.checked = True
+    problems = []
+    alive = p.alive()
+    status = p.stop()
+    if not alive:
+        problems.append("%s: died during the tests (status %r); stderr "
+                        "ends:\n%s" % (p.dir, p.proc.returncode,
+                                       p.stderr()[-3000:]))
+    elif status is None:
+        problems.append("%s: did not exit within 10 s of SIGTERM" % p.dir)
+    report = p.sanitizer_report()
+    if report:
+        problems.append("%s: sanitizer report:\n%s" % (p.dir, report[:4000]))
+    return problems
 
 
 # ------------------------------------------------------------- raw clients
@@ -634,6 +677,44 @@ class RawConn:
             return "closed"
 
 
+def closed_by_peer(c, timeout=5.0):
+    """True when the peer of RawConn c closes (EOF or reset) within
+    timeout seconds; what it sends before that is read and dropped."""
+    c.sock.settimeout(timeout)
+    while True:
+        try:
+            data = c.sock.recv(65536)
+        except socket.timeout:
+            return False
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        if not data:
+            return True
+
+
+def run_tests(module):
+    """Run a test module's tests (names from argv, -v for verbose), print
+    "N passed, N failed"; the exit status."""
+    import sys
+    import unittest
+    verbosity = 2 if "-v" in sys.argv else 1
+    argv = [a for a in sys.argv[1:] if a != "-v"]
+    loader = unittest.TestLoader()
+    if argv:
+        suite = loader.loadTestsFromNames(argv, module)
+    else:
+        suite = loader.loadTestsFromModule(module)
+    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
+    failed = len(result.failures) + len(result.errors) + \
+        len(result.unexpectedSuccesses)
+    passed = result.testsRun - failed - len(result.skipped)
+    sys.stderr.flush()
+    if result.skipped:
+        print("%d skipped" % len(result.skipped))
+    print("%d passed, %d failed" % (max(passed, 0), failed))
+    return 0 if failed == 0 and result.testsRun > 0 else 1
+
+
 def raw_request(port, data, host="127.0.0.1", timeout=10.0, method="GET"):
     """Send data on a new connection and return its first response."""
     with RawConn(port, host, timeout) as c:
@@ -660,6 +741,246 @@ def run(cmd, timeout=30, input=None):
                           errors="replace",
                           stdin=None if input is not None
                           else subprocess.DEVNULL)
+
+
+# --------------------------------------------------------- control socket
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a unix socket (the proxy's control socket)."""
+
+    def __init__(self, path, timeout=10):
+        super().__init__("proxy", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+def control(sock_path, method, path, body=None):
+    """(status, parsed JSON body) of one control-socket request."""
+    c = UnixHTTPConnection(sock_path)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if data else {}
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        raw = r.read()
+        return r.status, json.loads(raw) if raw.strip() else None
+    finally:
+        c.close()
+
+
+def bound_socket(src, port, dst="127.0.0.1", timeout=10.0):
+    """A TCP socket from source address src to dst:port."""
+    family = socket.AF_INET6 if ":" in dst else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    if src is not None:
+        s.bind((src, 0))
+    s.connect((dst, port))
+    return s
+
+
+def bound_conn(src, port, dst="127.0.0.1", timeout=10.0):
+    """A RawConn whose socket is bound to source address src."""
+    c = RawConn.__new__(RawConn)
+    c.sock = bound_socket(src, port, dst, timeout)
+    c.buf = b""
+    return c
+
+
+# ------------------------------------------------------------ DNS server
+
+class DnsServer:
+    """A loopback DNS server (UDP) for the proxy's --resolver.
+
+    records: {name: "a.b.c.d"} answered with one A record (AAAA: none);
+    every other name gets NXDOMAIN. delays: {name: seconds}: answers to
+    that name are sent that long after its first query. .queries lists
+    (name, qtype) as they came.
+    """
+
+    def __init__(self, records=None, delays=None):
+        self.records = dict(records or {})
+        self.delays = dict(delays or {})
+        self.queries = []
+        self.first = {}
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
+
+    def asked(self, name):
+        with self.lock:
+            return [q for q in self.queries if q[0] == name]
+
+    @staticmethod
+    def _name(data, off):
+        labels = []
+        while data[off] != 0:
+            n = data[off]
+            labels.append(data[off + 1:off + 1 + n].decode("latin-1"))
+            off += 1 + n
+        return ".".join(labels).lower(), off + 1
+
+    def _answer(self, data, addr, name, qtype, qend):
+        qid = data[:2]
+        question = data[12:qend + 4]
+        ip = self.records.get(name)
+        if ip is None:
+            out = qid + struct.pack(">HHHHH", 0x8183, 1, 0, 0, 0) + question
+        elif qtype == 1:
+            out = (qid + struct.pack(">HHHHH", 0x8180, 1, 1, 0, 0) + question
+                   + b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4)
+                   + socket.inet_aton(ip))
+        else:
+            out = qid + struct.pack(">HHHHH", 0x8180, 1, 0, 0, 0) + question
+        try:
+            self.sock.sendto(out, addr)
+        except OSError:
+            pass
+
+    def _serve(self):
+        while not self.stopped:
+            try:
+                data, addr = self.sock.recvfrom(4096)
+            except OSError:
+                return
+            try:
+                name, qend = self._name(data, 12)
+                qtype = struct.unpack(">H", data[qend:qend + 2])[0]
+            except (IndexError, struct.error):
+                continue
+            with self.lock:
+                self.queries.append((name, qtype))
+                t0 = self.first.setdefault(name, time.monotonic())
+            delay = self.delays.get(name)
+            if delay is None:
+                self._answer(data, addr, name, qtype, qend)
+                continue
+            wait = max(0.0, t0 + delay - time.monotonic())
+            threading.Timer(wait, self._answer,
+                            (data, addr, name, qtype, qend)).start()
+
+
+# ------------------------------------------------------- TLS ClientHello
+
+P256_GENERATOR = bytes.fromhex(
+    "04"
+    "6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296"
+    "4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5")
+X25519_BASE = bytes([9]) + bytes(31)
+GROUP_P256, GROUP_X25519 = 0x0017, 0x001d
+HRR_RANDOM = bytes.fromhex(
+    "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+
+
+def tls_ext(ext_type, data):
+    return struct.pack(">HH", ext_type, len(data)) + data
+
+
+def client_hello(names=(), share=(GROUP_P256, P256_GENERATOR),
+                 groups=(GROUP_P256, GROUP_X25519), extra=(), cookie=None,
+                 random=None, session_id=None, record_size=16384,
+                 raw_sni=None, suites=(0x1301,)):
+    """The records of a TLS 1.3 ClientHello, built byte by byte.
+
+    names: server_name host names (bytes or str; several make an invalid
+    list); share: the one key share (group, key); extra: (type, data)
+    extensions added at the end; raw_sni: a whole server_name extension
+    body used as is.
+    """
+    names = [n.encode() if isinstance(n, str) else n for n in names]
+    exts = b""
+    if raw_sni is not None:
+        exts += tls_ext(0, raw_sni)
+    elif names:
+        lst = b"".join(b"\x00" + struct.pack(">H", len(n)) + n for n in names)
+        exts += tls_ext(0, struct.pack(">H", len(lst)) + lst)
+    g = b"".join(struct.pack(">H", x) for x in groups)
+    exts += tls_ext(10, struct.pack(">H", len(g)) + g)
+    sa = b"".join(struct.pack(">H", x) for x in (0x0403, 0x0804, 0x0401))
+    exts += tls_ext(13, struct.pack(">H", len(sa)) + sa)
+    exts += tls_ext(43, b"\x02\x03\x04")
+    ks = struct.pack(">HH", share[0], len(share[1])) + share[1]
+    exts += tls_ext(51, struct.pack(">H", len(ks)) + ks)
+    exts += tls_ext(45, b"\x01\x01")
+    if cookie is not None:
+        exts += tls_ext(44, struct.pack(">H", len(cookie)) + cookie)
+    for t, d in extra:
+        exts += tls_ext(t, d)
+    cs = b"".join(struct.pack(">H", x) for x in suites)
+    body = (b"\x03\x03" + (random or os.urandom(32)) + b"\x20"
+            + (session_id or os.urandom(32)) + struct.pack(">H", len(cs))
+            + cs + b"\x01\x00" + struct.pack(">H", len(exts)) + exts)
+    hs = b"\x01" + len(body).to_bytes(3, "big") + body
+    out = b""
+    for i in range(0, len(hs), record_size):
+        chunk = hs[i:i + record_size]
+        out += b"\x16\x03\x01" + struct.pack(">H", len(chunk)) + chunk
+    return out
+
+
+def read_record(sock):
+    """One TLS record (type, payload) from sock; None at EOF."""
+    head = b""
+    while len(head) < 5:
+        data = sock.recv(5 - len(head))
+        if not data:
+            return None
+        head += data
+    n = struct.unpack(">H", head[3:5])[0]
+    body = b""
+    while len(body) < n:
+        data = sock.recv(n - len(body))
+        if not data:
+            return None
+        body += data
+    return head[0], body
+
+
+def server_hello(sock):
+    """Read records until the server's first handshake message: returns
+    ("hello", random, extensions) for a ServerHello, ("retry", random,
+    extensions) for a HelloRetryRequest, ("alert", payload) or ("closed",).
+    """
+    while True:
+        try:
+            rec = read_record(sock)
+        except (ConnectionResetError, socket.timeout):
+            rec = None
+        if rec is None:
+            return ("closed",)
+        ctype, body = rec
+        if ctype == 21:
+            return ("alert", body)
+        if ctype != 22:
+            continue
+        if body[0] != 2:
+            return ("other", body[0])
+        rnd = body[6:38]
+        off = 38
+        sid_len = body[off]
+        off += 1 + sid_len + 2 + 1
+        ext_len = struct.unpack(">H", body[off:off + 2])[0]
+        exts, p = {}, off + 2
+        while p < off + 2 + ext_len:
+            t, n = struct.unpack(">HH", body[p:p + 4])
+            exts[t] = body[p + 4:p + 4 + n]
+            p += 4 + n
+        return ("retry" if rnd == HRR_RANDOM else "hello", rnd, exts)
 
 
 def read_until_closed(sock):
@@ -713,14 +1034,14 @@ def flood(port, hosts, threads=8, want=403):
 
 def control_post(sock_path, path, body):
     """POST body as JSON to the proxy's control socket; (status, JSON)."""
-    data = json.dumps(body).encode()
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(10)
-        s.connect(sock_path)
-        s.sendall(b"POST %s HTTP/1.1\r\nHost: proxy\r\nContent-Length: %d"
-                  b"\r\nConnection: close\r\n\r\n%s"
-                  % (path.encode(), len(data), data))
-        resp = read_until_closed(s)
-    head, _, rest = resp.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    return status, json.loads(rest) if rest.strip() else None
+    return control(sock_path, "POST", path, body)
+
+
+def full_lines_args():
+    """Options that give every blocked attempt a line of its own (no block
+    summaries), for tests that count lines; [] for a proxy without them."""
+    r = subprocess.run([PROXY_BIN, "--help"], capture_output=True,
+                       text=True, timeout=10)
+    if "--block-burst" not in r.stdout:
+        return []
+    return ["--block-burst", "10000000", "--block-budget", "10000000"]

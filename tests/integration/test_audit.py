@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 import urllib.request
 
@@ -50,8 +51,11 @@ class AuditTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="sg-audit-")
         cls.up = proxylib.Upstreams(cls.tmp).start()
         cls.ctl = os.path.join(cls.tmp, "control.sock")
+        # Every block its own line: the tamper cases need hundreds of
+        # lines (test_3 covers the summaries a default proxy writes).
         cls.proxy = proxylib.Proxy(cls.tmp, cls.up, extra_args=[
-            "--control-socket", cls.ctl]).start()
+            "--control-socket", cls.ctl, "--block-burst", "10000000",
+            "--block-budget", "10000000"]).start()
         cls.log_dir = cls.proxy.log_dir
 
     @classmethod
@@ -163,6 +167,41 @@ class AuditTest(unittest.TestCase):
         self.assertRegex(r.stdout, r"\b3\s+sbx_bbbbbbbbbbbbbbbbbbbbbbbb\b")
         self.assertRegex(r.stdout, r"\b7\s+a\.invalid:80\b")
         self.assertRegex(r.stdout, r"\b3\s+b\.invalid:80\b")
+
+
+    def test_3_summaries_count_every_attempt(self):
+        """A default proxy summarizes a flood; `audit summary` counts the
+        attempts its summary lines stand for."""
+        p = proxylib.Proxy(self.tmp, self.up, name="summaries", extra_args=[
+            "--block-window", "1"]).start()
+        try:
+            for _ in range(60):
+                self.assertEqual(blocked_request(p.port, "sum.invalid"), 403)
+            deadline = time.monotonic() + 10
+            while (time.monotonic() < deadline and
+                   p.blocked_attempts() < 60):
+                time.sleep(0.2)
+            events = p.events()
+            full = [e for e in events if e["event"] == "egress.blocked"]
+            summ = [e for e in events
+                    if e["event"] == "egress.blocked_summary"]
+            self.assertEqual(proxylib.blocked_attempts(events), 60)
+            self.assertLess(len(full), 60, "nothing was summarized")
+            self.assertGreater(len(summ), 0)
+            for e in summ:
+                self.assertEqual(e["host"], "sum.invalid")
+                self.assertEqual(e["reason"], "not_allowlisted")
+                self.assertGreater(e["count"], 0)
+                self.assertLessEqual(e["first"], e["last"])
+            r = audit("summary", "--json", "--log-dir", p.log_dir)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            doc = json.loads(r.stdout)
+            self.assertEqual(doc["total"], 60, r.stdout)
+            self.assertEqual(doc["by_destination"]["sum.invalid:80"], 60)
+            r = audit("verify", "--log-dir", p.log_dir)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            p.stop()
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def make_key(name):
 def start_proxy(name, key, every=EVERY, log_dir=None):
     p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
         "--checkpoint-key", key, "--checkpoint-every", str(every),
-        "--checkpoint-interval", str(INTERVAL)])
+        "--checkpoint-interval", str(INTERVAL)] + proxylib.full_lines_args())
     if log_dir is not None:
         p.log_dir = log_dir
         p.log_path = os.path.join(log_dir, "security-events.jsonl")
@@ -654,7 +654,7 @@ class T4Anchor(unittest.TestCase):
         p = proxylib.Proxy(W["dir"], W["up"], name="t4-m2rot", extra_args=[
             "--checkpoint-key", key, "--checkpoint-every", str(EVERY),
             "--checkpoint-interval", str(INTERVAL), "--log-max-size", "16k",
-            "--log-keep", "2"]).start()
+            "--log-keep", "2"] + proxylib.full_lines_args()).start()
         flood(p.port, 300, "rot")
         stop_proxy(p)
         files = sorted(f for f in os.listdir(p.log_dir)

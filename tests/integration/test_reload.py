@@ -13,16 +13,12 @@ loopback; clients use 127.0.0.2 and 127.0.0.3 as source addresses to play
 two sandboxes.
 """
 
-import http.client
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 import urllib.error
 import urllib.request
@@ -126,18 +122,8 @@ def setUpModule():
 
 def tearDownModule():
     problems = []
-    p = W.get("proxy")
-    if p is not None and p.proc is not None:
-        alive = p.alive()
-        status = p.stop()
-        if not alive:
-            problems.append("proxy died during the tests (status %r)"
-                            % p.proc.returncode)
-        elif status is None:
-            problems.append("proxy did not exit within 10 s of SIGTERM")
-        report = p.sanitizer_report()
-        if report:
-            problems.append("sanitizer report:\n%s" % report[:4000])
+    if W.get("proxy") is not None:
+        problems = proxylib.stop_and_check(W["proxy"])
     if "up" in W:
         W["up"].stop()
     if os.environ.get("SANDGATE_KEEP"):
@@ -163,42 +149,14 @@ def write_policy(files):
 
 # ------------------------------------------------------------ control
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=10):
-        super().__init__("proxy", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
 def control(method, path, body=None):
     """(status, parsed JSON body) of one control-socket request."""
-    c = UnixHTTPConnection(W["sock"])
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if data else {}
-        c.request(method, path, body=data, headers=headers)
-        r = c.getresponse()
-        raw = r.read()
-        return r.status, json.loads(raw) if raw.strip() else None
-    finally:
-        c.close()
+    return proxylib.control(W["sock"], method, path, body)
 
 
 # ------------------------------------------------------------ clients
 
-def bound_conn(src, port):
-    """A RawConn to the proxy whose socket is bound to source address src."""
-    c = RawConn.__new__(RawConn)
-    c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    c.sock.settimeout(10)
-    c.sock.bind((src, 0))
-    c.sock.connect(("127.0.0.1", port))
-    c.buf = b""
-    return c
+bound_conn = proxylib.bound_conn
 
 
 def get_from(src, host, path="/"):
@@ -246,16 +204,7 @@ def tunnel_get(c, host, path):
     return resp
 
 
-def tunnel_closed(c, timeout=5.0):
-    """True when the proxy closes the tunnel within timeout seconds."""
-    c.sock.settimeout(timeout)
-    try:
-        data = c.sock.recv(4096)
-    except socket.timeout:
-        return False
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    return data == b""
+tunnel_closed = proxylib.closed_by_peer
 
 
 def run_cli(*args):
@@ -651,23 +600,7 @@ class T9Digests(ReloadTest):
 
 
 def main():
-    verbosity = 2 if "-v" in sys.argv else 1
-    argv = [a for a in sys.argv[1:] if a != "-v"]
-    loader = unittest.TestLoader()
-    if argv:
-        suite = loader.loadTestsFromNames(argv, sys.modules[__name__])
-    else:
-        suite = loader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
-    failed = len(result.failures) + len(result.errors) + \
-        len(result.unexpectedSuccesses)
-    passed = result.testsRun - len(result.failures) - len(result.errors) - \
-        len(result.skipped) - len(result.unexpectedSuccesses)
-    sys.stderr.flush()
-    if result.skipped:
-        print("%d skipped" % len(result.skipped))
-    print("%d passed, %d failed" % (max(passed, 0), failed))
-    return 0 if failed == 0 and result.testsRun > 0 else 1
+    return proxylib.run_tests(sys.modules[__name__])
 
 
 if __name__ == "__main__":

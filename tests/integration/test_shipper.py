@@ -118,7 +118,7 @@ def log_key(log_dir):
 def start_proxy(name, log_dir, max_size):
     p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
         "--checkpoint-key", log_key(log_dir), "--log-max-size",
-        str(max_size), "--log-keep", "10"])
+        str(max_size), "--log-keep", "10"] + proxylib.full_lines_args())
     p.log_dir = log_dir
     p.log_path = os.path.join(log_dir, LOG)
     return p.start()

@@ -22,6 +22,8 @@ import loadlib    # noqa: E402
 import scenarios  # noqa: E402
 
 FAIL_CLOSED = "network blocked by policy: security log unavailable"
+# Options that give every blocked attempt its own line (no summaries).
+FULL_LINES = ("--block-burst", "10000000", "--block-budget", "10000000")
 # The log folder's file system. It must be larger than the free space the
 # proxy requires of it (PROXY_LOG_SPACE_MIN, 256 KiB), or the proxy
 # refuses egress even while the folder is empty.
@@ -90,7 +92,10 @@ def kill_rounds(work, up, rounds, report):
     path = os.path.join(logs, "security-events.jsonl")
     seen = 0
     for i in range(rounds):
-        proxy = loadlib.LoadProxy(work, up, name="kill%d" % i, log_dir=logs)
+        # Every block in full: counts held for a summary are what a
+        # SIGKILL loses (docs/audit.md), and this check is about lines.
+        proxy = loadlib.LoadProxy(work, up, name="kill%d" % i, log_dir=logs,
+                                  extra_args=FULL_LINES)
         proxy.start()
         got = asyncio.run(flood_until_killed(proxy, 1.0 + 0.37 * i))
         seen += got

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -324,21 +325,68 @@ test_rotation(void **state)
 	assert_int_equal(verify_log(t->dir, NAME, &v), 0);
 	assert_int_equal(v.events, 100);
 	assert_int_equal(v.genesis, 1);
-	/* keep = 2: older files go, the rest still verifies. */
+	/* keep = 2: older files go (those of keep = 50 too). */
 	o.keep = 2;
 	log = eventlog_open(t->dir, NAME, &o, &cause);
 	assert_non_null(log);
 	append_n(log, 100, 100);
 	eventlog_close(log);
+	snprintf(p, sizeof(p), "%s.2", t->path);
+	assert_int_equal(stat(p, &st), 0);
 	snprintf(p, sizeof(p), "%s.3", t->path);
-	assert_int_equal(unlink(p), 0);	/* left from keep = 50 */
-	for (n = 4; n <= 50; n++) {
-		snprintf(p, sizeof(p), "%s.%d", t->path, n);
-		unlink(p);
-	}
+	assert_int_equal(stat(p, &st), -1);
 	assert_int_equal(verify_log(t->dir, NAME, &v), 0);
 	assert_int_equal(v.genesis, 0);
 	assert_int_equal(v.last_seq, 200);
+}
+
+/*
+ * keep_min_age: a burst that would rotate every kept file away keeps
+ * them all (the folder grows instead); once they are old, the files past
+ * keep go at the next rotation (issue 15: rotation that keeps the
+ * history an operator configured under flood).
+ */
+static void
+test_rotation_min_age(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 o = { .max_size = 4096, .keep = 1,
+				    .keep_min_age = 3600 };
+	struct eventlog		*log;
+	struct logverify	 v;
+	struct stat		 st;
+	struct timespec		 old[2];
+	char			*cause = NULL, p[512];
+	int			 n, files;
+
+	log = eventlog_open(t->dir, NAME, &o, &cause);
+	assert_non_null(log);
+	append_n(log, 0, 100);
+	for (files = 0; files < 100; files++) {
+		snprintf(p, sizeof(p), "%s.%d", t->path, files + 1);
+		if (stat(p, &st) == -1)
+			break;
+	}
+	assert_true(files > 5);
+	/* Nothing was deleted: the chain starts at the first event. */
+	assert_int_equal(verify_log(t->dir, NAME, &v), 0);
+	assert_int_equal(v.genesis, 1);
+	assert_int_equal(v.events, 100);
+	/* Two hours later the files past keep are deleted at a rotation. */
+	old[0].tv_sec = old[1].tv_sec = time(NULL) - 7200;
+	old[0].tv_nsec = old[1].tv_nsec = 0;
+	for (n = 1; n <= files; n++) {
+		snprintf(p, sizeof(p), "%s.%d", t->path, n);
+		assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	}
+	append_n(log, 100, 30);
+	eventlog_close(log);
+	snprintf(p, sizeof(p), "%s.1", t->path);
+	assert_int_equal(stat(p, &st), 0);
+	snprintf(p, sizeof(p), "%s.%d", t->path, files);
+	assert_int_equal(stat(p, &st), -1);
+	assert_int_equal(verify_log(t->dir, NAME, &v), 0);
+	assert_int_equal(v.last_seq, 130);
 }
 
 static void
@@ -697,6 +745,7 @@ main(void)
 		T(test_tamper),
 		T(test_restart),
 		T(test_rotation),
+		T(test_rotation_min_age),
 		T(test_rotation_empty_current),
 		T(test_reopen),
 		T(test_torn_tail),

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
 
@@ -267,6 +268,52 @@ test_active_sweep(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/*
+ * The block report prints what the proxy says the sandbox tried, which
+ * holds text the sandbox chose (an SNI): it must reach the terminal as
+ * printable ASCII, so no escape sequence or forged "sandgate:" line gets
+ * through (issue 15, finding 11).
+ */
+static void
+test_report_blocked_escaped(void **state)
+{
+	struct exec_result	 r;
+	char			 out[4096];
+	FILE			*f;
+	size_t			 n, i;
+	int			 saved;
+
+	memset(&r, 0, sizeof(r));
+	r.network_blocked = json_pack("[{s:s, s:s, s:s, s:i}]",
+	    "destination", "pypi.org:443", "reason", "sni_mismatch",
+	    "message", "network blocked by policy: TLS SNI x\x1b]0;owned\x07"
+	    "\x1b[2K\r\nsandgate: all good.test does not match CONNECT host "
+	    "pypi.org", "attempts", 2);
+	assert_non_null(r.network_blocked);
+	f = tmpfile();
+	assert_non_null(f);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(fileno(f), 2);
+	exec_report(&r, 30, 1ULL << 30, 256);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	fclose(f);
+	out[n] = '\0';
+	assert_true(n > 0);
+	/* One line, ending in the one newline; nothing else unprintable. */
+	for (i = 0; i + 1 < n; i++)
+		assert_true(out[i] >= 0x20 && out[i] < 0x7f);
+	assert_int_equal(out[n - 1], '\n');
+	assert_non_null(strstr(out, "x\\x1b]0;owned\\x07\\x1b[2K\\x0d\\x0a"
+	    "sandgate: all good.test"));
+	assert_non_null(strstr(out, "(2 attempts)"));
+	json_decref(r.network_blocked);
+}
+
 int
 main(void)
 {
@@ -279,6 +326,7 @@ main(void)
 		cmocka_unit_test(test_format_size),
 		cmocka_unit_test(test_result_json),
 		cmocka_unit_test(test_active_sweep),
+		cmocka_unit_test(test_report_blocked_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,6 +88,9 @@ static const struct bad_case {
 	    "the whole public suffix \"co.uk\"" },
 	{ "bad-wildcard-githubio", "set.yaml:2:11: wildcard \"*.github.io\" "
 	    "covers the whole public suffix \"github.io\"" },
+	/* Issue 15, finding 12: suffixes under it (s3.amazonaws.com). */
+	{ "bad-wildcard-inner", "set.yaml:3:11: wildcard \"*.amazonaws.com\" "
+	    "covers public suffixes under it, such as" },
 	{ "bad-wildcard-middle", "set.yaml:2:11: host "
 	    "\"files.*.example.com\": a wildcard may only be a whole leading "
 	    "label" },

@@ -28,7 +28,8 @@ test_codes_stable(void **state)
 	    "port_not_allowed", "private_address", "ip_literal",
 	    "sni_mismatch", "sni_missing", "not_tls", "ech", "host_mismatch",
 	    "method_not_allowed", "path_not_allowed", "malformed_request",
-	    "log_unavailable" };
+	    "log_unavailable", "sni_invalid", "identity_changed",
+	    "proxy_unavailable" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
@@ -59,6 +60,10 @@ test_messages(void **state)
 	      "allowlisted" },
 	    { SG_REASON_LOG_UNAVAILABLE, "a.test", NULL, NULL, 80,
 	      "network blocked by policy: security log unavailable" },
+	    { SG_REASON_SNI_INVALID, "a.test", "a.t\xef\xbd\x85st", NULL,
+	      443, "network blocked by policy: TLS ClientHello for "
+	      "a.test:443 has an invalid server name \"a.t\\xef\\xbd\\x85st\" "
+	      "(an ASCII host name is required)" },
 	};
 	char	buf[512];
 	size_t	i;
@@ -78,6 +83,9 @@ test_prefix_everywhere(void **state)
 	int	i;
 
 	for (i = 1; i < SG_REASON_MAX; i++) {
+		/* A tunnel the proxy cannot set up is no policy block. */
+		if (i == SG_REASON_PROXY_UNAVAILABLE)
+			continue;
 		reason_message(buf, sizeof(buf), i, "h.test", 443, "s.test",
 		    "10.0.0.1");
 		assert_memory_equal(buf, SG_BLOCK_PREFIX,
@@ -89,6 +97,38 @@ test_prefix_everywhere(void **state)
 	assert_int_equal(strlen(buf), 7);
 }
 
+/*
+ * The SNI comes from the client: a message naming it is printable ASCII
+ * whatever it holds, so no terminal that shows it can be driven by it
+ * (issue 15, finding 11).
+ */
+static void
+test_sni_escaped(void **state)
+{
+	static const char	 sni[] = "x\x1b]0;owned\x07\x1b[2K\r\n"
+	    "sandgate: ok\\.test";
+	char			 buf[4096];
+	const unsigned char	*p;
+
+	reason_message(buf, sizeof(buf), SG_REASON_SNI_MISMATCH, "pypi.org",
+	    443, sni, NULL);
+	for (p = (const unsigned char *)buf; *p != '\0'; p++)
+		assert_true(*p >= 0x20 && *p < 0x7f);
+	assert_non_null(strstr(buf, "x\\x1b]0;owned\\x07\\x1b[2K\\x0d"
+	    "\\x0asandgate: ok\\x5c.test"));
+	/* A very long name is cut, not overflowing. */
+	{
+		char	big[70000];
+
+		memset(big, 0x1b, sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		reason_message(buf, sizeof(buf), SG_REASON_SNI_MISMATCH,
+		    "pypi.org", 443, big, NULL);
+		assert_true(strlen(buf) < sizeof(buf));
+		assert_non_null(strstr(buf, "..."));
+	}
+}
+
 int
 main(void)
 {
@@ -97,6 +137,7 @@ main(void)
 		cmocka_unit_test(test_codes_stable),
 		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_prefix_everywhere),
+		cmocka_unit_test(test_sni_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,532 @@
+/* blocklog.c: full lines or counted summaries for blocks; see blocklog.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "blocklog.h"
+
+#define BL_BUCKETS	4096		/* hash chains, keys and identities */
+
+/* Who made attempts: a sandbox, or an unregistered client address. */
+struct bl_ident {
+	struct bl_ident		*hnext;
+	struct bl_ident		*prev;
+	struct bl_ident		*next;
+	char			*name;
+	uint64_t		 win_start;
+	unsigned		 written;	/* full lines this window */
+	unsigned		 nkeys;
+	unsigned long long	 lines[2];	/* this half, the one before */
+	uint64_t		 half_start;
+	uint64_t		 last_us;
+	int			 stopped;
+};
+
+/* One identity, destination and reason, with what it counted. */
+struct bl_key {
+	struct bl_key		*hnext;
+	struct bl_key		*prev;
+	struct bl_key		*next;
+	struct bl_ident		*id;		/* NULL: the global overflow */
+	char			*host;		/* NULL: other destinations */
+	int			 port;
+	enum sg_reason		 reason;
+	uint64_t		 win_start;
+	unsigned		 written;
+	uint64_t		 last_us;
+	unsigned long long	 count;
+	struct timespec		 first;
+	struct timespec		 last;
+	/* The first counted attempt of the window stands for them all. */
+	char			*sandbox;
+	char			*src;
+	char			*method;
+	char			*message;
+	char			*rule;
+	char			*digest;
+	char			**sets;
+};
+
+struct blocklog {
+	struct blocklog_opts	 opts;
+	blocklog_emit_cb	 emit;
+	void			*arg;
+	struct bl_key		*keys[BL_BUCKETS];
+	struct bl_ident		*idents[BL_BUCKETS];
+	struct bl_key		*klist;
+	struct bl_ident		*ilist;
+	size_t			 nkeys;
+	size_t			 nidents;
+	struct bl_key		*overflow[SG_REASON_MAX];
+	unsigned long long	 counted;
+	unsigned long long	 summaries;
+};
+
+static uint32_t	bl_hash(const char *, const char *, int, int);
+static struct bl_ident *bl_ident_get(struct blocklog *, const char *,
+		    uint64_t, int);
+static void	bl_ident_free(struct blocklog *, struct bl_ident *);
+static void	bl_ident_age(struct blocklog *, struct bl_ident *, uint64_t);
+static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
+		    const char *, int, enum sg_reason, uint64_t);
+static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
+		    const char *, int, enum sg_reason, uint64_t);
+static void	bl_key_clear(struct bl_key *);
+static void	bl_key_free(struct blocklog *, struct bl_key *);
+static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
+static void	bl_summarize(struct blocklog *, struct bl_key *);
+static int	bl_streq(const char *, const char *);
+static char	*bl_strdup(const char *, int *);
+
+/* FNV-1a over identity, host, port and reason. */
+static uint32_t
+bl_hash(const char *ident, const char *host, int port, int reason)
+{
+	uint32_t		 h = 2166136261u;
+	const unsigned char	*p;
+
+	for (p = (const unsigned char *)(ident ? ident : ""); *p; p++)
+		h = (h ^ *p) * 16777619u;
+	h = (h ^ 0xff) * 16777619u;
+	for (p = (const unsigned char *)(host ? host : ""); *p; p++)
+		h = (h ^ *p) * 16777619u;
+	h = (h ^ (uint32_t)port) * 16777619u;
+	h = (h ^ (uint32_t)reason) * 16777619u;
+	return h;
+}
+
+static int
+bl_streq(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+/* strdup that takes NULL; *bad is set when out of memory. */
+static char *
+bl_strdup(const char *s, int *bad)
+{
+	char	*d;
+
+	if (s == NULL)
+		return NULL;
+	if ((d = strdup(s)) == NULL)
+		*bad = 1;
+	return d;
+}
+
+struct blocklog *
+blocklog_new(const struct blocklog_opts *opts, blocklog_emit_cb emit,
+    void *arg)
+{
+	struct blocklog	*bl;
+
+	if ((bl = calloc(1, sizeof(*bl))) == NULL)
+		return NULL;
+	if (opts != NULL)
+		bl->opts = *opts;
+	if (bl->opts.burst == 0)
+		bl->opts.burst = BLOCKLOG_BURST_DEFAULT;
+	if (bl->opts.budget == 0)
+		bl->opts.budget = BLOCKLOG_BUDGET_DEFAULT;
+	if (bl->opts.window_s == 0)
+		bl->opts.window_s = BLOCKLOG_WINDOW_DEFAULT;
+	bl->emit = emit;
+	bl->arg = arg;
+	return bl;
+}
+
+void
+blocklog_free(struct blocklog *bl)
+{
+	size_t	i;
+
+	if (bl == NULL)
+		return;
+	while (bl->klist != NULL)
+		bl_key_free(bl, bl->klist);
+	while (bl->ilist != NULL)
+		bl_ident_free(bl, bl->ilist);
+	for (i = 0; i < SG_REASON_MAX; i++)
+		if (bl->overflow[i] != NULL) {
+			bl_key_clear(bl->overflow[i]);
+			free(bl->overflow[i]);
+		}
+	free(bl);
+}
+
+/* Move the recent-lines halves on to now. */
+static void
+bl_ident_age(struct blocklog *bl, struct bl_ident *id, uint64_t now)
+{
+	const uint64_t	half = (uint64_t)BLOCKLOG_RECENT_S / 2 * 1000000;
+
+	if (now - id->half_start < half)
+		return;
+	if (now - id->half_start >= 2 * half)
+		id->lines[0] = id->lines[1] = 0;
+	else {
+		id->lines[1] = id->lines[0];
+		id->lines[0] = 0;
+	}
+	id->half_start = now;
+}
+
+/* The identity named name, created when create is set (NULL: full). */
+static struct bl_ident *
+bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
+{
+	uint32_t	 h = bl_hash(name, NULL, 0, 0) % BL_BUCKETS;
+	struct bl_ident	*id;
+
+	for (id = bl->idents[h]; id != NULL; id = id->hnext)
+		if (strcmp(id->name, name) == 0)
+			return id;
+	if (!create || bl->nidents >= BLOCKLOG_IDENTS_MAX)
+		return NULL;
+	if ((id = calloc(1, sizeof(*id))) == NULL)
+		return NULL;
+	if ((id->name = strdup(name)) == NULL) {
+		free(id);
+		return NULL;
+	}
+	id->win_start = id->half_start = id->last_us = now;
+	id->hnext = bl->idents[h];
+	bl->idents[h] = id;
+	id->next = bl->ilist;
+	if (bl->ilist != NULL)
+		bl->ilist->prev = id;
+	bl->ilist = id;
+	bl->nidents++;
+	return id;
+}
+
+static void
+bl_ident_free(struct blocklog *bl, struct bl_ident *id)
+{
+	uint32_t	  h = bl_hash(id->name, NULL, 0, 0) % BL_BUCKETS;
+	struct bl_ident	**pp;
+
+	for (pp = &bl->idents[h]; *pp != NULL; pp = &(*pp)->hnext)
+		if (*pp == id) {
+			*pp = id->hnext;
+			break;
+		}
+	if (id->prev != NULL)
+		id->prev->next = id->next;
+	else
+		bl->ilist = id->next;
+	if (id->next != NULL)
+		id->next->prev = id->prev;
+	bl->nidents--;
+	free(id->name);
+	free(id);
+}
+
+static void
+bl_key_clear(struct bl_key *k)
+{
+	size_t	i;
+
+	free(k->sandbox);
+	free(k->src);
+	free(k->method);
+	free(k->message);
+	free(k->rule);
+	free(k->digest);
+	for (i = 0; k->sets != NULL && k->sets[i] != NULL; i++)
+		free(k->sets[i]);
+	free(k->sets);
+	k->sandbox = k->src = k->method = k->message = k->rule = NULL;
+	k->digest = NULL;
+	k->sets = NULL;
+}
+
+static void
+bl_key_free(struct blocklog *bl, struct bl_key *k)
+{
+	uint32_t	 h = bl_hash(k->id->name, k->host, k->port,
+			    (int)k->reason) % BL_BUCKETS;
+	struct bl_key	**pp;
+
+	for (pp = &bl->keys[h]; *pp != NULL; pp = &(*pp)->hnext)
+		if (*pp == k) {
+			*pp = k->hnext;
+			break;
+		}
+	if (k->prev != NULL)
+		k->prev->next = k->next;
+	else
+		bl->klist = k->next;
+	if (k->next != NULL)
+		k->next->prev = k->prev;
+	bl->nkeys--;
+	k->id->nkeys--;
+	bl_key_clear(k);
+	free(k->host);
+	free(k);
+}
+
+static struct bl_key *
+bl_key_new(struct blocklog *bl, struct bl_ident *id, const char *host,
+    int port, enum sg_reason reason, uint64_t now)
+{
+	uint32_t	 h = bl_hash(id->name, host, port, (int)reason) %
+			    BL_BUCKETS;
+	struct bl_key	*k;
+
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return NULL;
+	if (host != NULL && (k->host = strdup(host)) == NULL) {
+		free(k);
+		return NULL;
+	}
+	k->id = id;
+	k->port = port;
+	k->reason = reason;
+	k->win_start = k->last_us = now;
+	k->hnext = bl->keys[h];
+	bl->keys[h] = k;
+	k->next = bl->klist;
+	if (bl->klist != NULL)
+		bl->klist->prev = k;
+	bl->klist = k;
+	bl->nkeys++;
+	id->nkeys++;
+	return k;
+}
+
+/*
+ * The key of an attempt: its own, else (the identity at its cap) the
+ * identity's "other destinations" key for the reason, else (every table
+ * full, or no identity) the global overflow key of the reason.
+ */
+static struct bl_key *
+bl_key_get(struct blocklog *bl, struct bl_ident *id, const char *host,
+    int port, enum sg_reason reason, uint64_t now)
+{
+	struct bl_key	*k = NULL;
+	uint32_t	 h;
+	int		 i;
+
+	for (i = 0; id != NULL && i < 2; i++) {
+		if (i == 1) {		/* the identity's other-destinations */
+			host = NULL;
+			port = 0;
+		}
+		h = bl_hash(id->name, host, port, (int)reason) % BL_BUCKETS;
+		for (k = bl->keys[h]; k != NULL; k = k->hnext)
+			if (k->id == id && k->port == port &&
+			    k->reason == reason && bl_streq(k->host, host))
+				return k;
+		if ((i == 1 || id->nkeys < BLOCKLOG_KEYS_PER_IDENT) &&
+		    bl->nkeys < BLOCKLOG_KEYS_MAX &&
+		    (k = bl_key_new(bl, id, host, port, reason, now)) != NULL)
+			return k;
+	}
+	if ((unsigned)reason >= SG_REASON_MAX)
+		reason = SG_REASON_NONE;
+	if (bl->overflow[reason] == NULL &&
+	    (bl->overflow[reason] = calloc(1, sizeof(*k))) != NULL) {
+		bl->overflow[reason]->reason = reason;
+		bl->overflow[reason]->win_start = now;
+	}
+	return bl->overflow[reason];
+}
+
+/* Keep what the first counted attempt of a window says. 0 or -1. */
+static int
+bl_key_keep(struct bl_key *k, const struct blocklog_event *ev)
+{
+	size_t	n = 0, i;
+	int	bad = 0;
+
+	bl_key_clear(k);
+	k->sandbox = bl_strdup(ev->sandbox, &bad);
+	k->src = bl_strdup(ev->src, &bad);
+	k->method = bl_strdup(ev->method, &bad);
+	k->message = bl_strdup(ev->message, &bad);
+	k->rule = bl_strdup(ev->rule, &bad);
+	k->digest = bl_strdup(ev->policy_digest, &bad);
+	while (ev->sets != NULL && ev->sets[n] != NULL)
+		n++;
+	if (ev->sets != NULL && (k->sets = calloc(n + 1, sizeof(char *))) !=
+	    NULL)
+		for (i = 0; i < n; i++)
+			k->sets[i] = bl_strdup(ev->sets[i], &bad);
+	else if (ev->sets != NULL)
+		bad = 1;
+	return bad ? -1 : 0;
+}
+
+/* Write a key's summary if it counted anything; keep it on failure. */
+static void
+bl_summarize(struct blocklog *bl, struct bl_key *k)
+{
+	struct blocklog_event	ev;
+
+	if (k->count == 0)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.identity = k->id != NULL ? k->id->name : "";
+	ev.sandbox = k->sandbox;
+	ev.src = k->src;
+	ev.method = k->method;
+	ev.host = k->host;
+	ev.port = k->port;
+	ev.reason = k->reason;
+	ev.message = k->message;
+	ev.sets = (const char *const *)k->sets;
+	ev.rule = k->rule;
+	ev.policy_digest = k->digest;
+	ev.count = k->count;
+	ev.first = k->first;
+	ev.last = k->last;
+	if (bl->emit(bl->arg, &ev) == -1)
+		return;
+	bl->summaries++;
+	if (k->id != NULL)
+		k->id->lines[0]++;
+	k->count = 0;
+}
+
+int
+blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
+    uint64_t now_us, const struct timespec *now)
+{
+	const uint64_t	 win = (uint64_t)bl->opts.window_s * 1000000;
+	struct bl_ident	*id;
+	struct bl_key	*k;
+
+	id = bl_ident_get(bl, ev->identity, now_us, 1);
+	if (id != NULL) {
+		id->last_us = now_us;
+		if (now_us - id->win_start >= win) {
+			id->win_start = now_us;
+			id->written = 0;
+		}
+	}
+	k = bl_key_get(bl, id, ev->host, ev->port, ev->reason, now_us);
+	if (k == NULL)
+		return 1;	/* out of memory: a full line is never wrong */
+	if (now_us - k->win_start >= win) {
+		bl_summarize(bl, k);
+		k->win_start = now_us;
+		k->written = 0;
+	}
+	k->last_us = now_us;
+	if (id != NULL && !id->stopped && id->written < bl->opts.budget &&
+	    (k->host == NULL || k->written < bl->opts.burst)) {
+		k->written++;
+		id->written++;
+		return 1;
+	}
+	if (k->count == 0) {
+		k->first = *now;
+		if (bl_key_keep(k, ev) == -1) {
+			bl_key_clear(k);
+			return 1;
+		}
+	}
+	k->count++;
+	k->last = *now;
+	bl->counted++;
+	return 0;
+}
+
+void
+blocklog_wrote(struct blocklog *bl, const char *identity, uint64_t now_us)
+{
+	struct bl_ident	*id;
+
+	if ((id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
+		return;
+	bl_ident_age(bl, id, now_us);
+	id->lines[0]++;
+	id->last_us = now_us;
+}
+
+void
+blocklog_flush(struct blocklog *bl, uint64_t now_us, int all)
+{
+	const uint64_t	 win = (uint64_t)bl->opts.window_s * 1000000;
+	struct bl_key	*k, *knext;
+	struct bl_ident	*id, *inext;
+	size_t		 i;
+
+	for (k = bl->klist; k != NULL; k = knext) {
+		knext = k->next;
+		if (all || now_us - k->win_start >= win)
+			bl_summarize(bl, k);
+		if (k->count == 0 && now_us - k->last_us >= 2 * win)
+			bl_key_free(bl, k);
+	}
+	for (i = 0; i < SG_REASON_MAX; i++) {
+		k = bl->overflow[i];
+		if (k != NULL && (all || now_us - k->win_start >= win)) {
+			bl_summarize(bl, k);
+			k->win_start = now_us;
+		}
+	}
+	for (id = bl->ilist; id != NULL; id = inext) {
+		inext = id->next;
+		bl_ident_age(bl, id, now_us);
+		if (id->nkeys == 0 && !id->stopped && id->lines[0] == 0 &&
+		    id->lines[1] == 0 && now_us - id->last_us >= 2 * win)
+			bl_ident_free(bl, id);
+	}
+}
+
+const char *
+blocklog_stop_top(struct blocklog *bl, uint64_t now_us)
+{
+	struct bl_ident		*id, *top = NULL;
+	unsigned long long	 total = 0, n, best = 0;
+
+	for (id = bl->ilist; id != NULL; id = id->next) {
+		bl_ident_age(bl, id, now_us);
+		n = id->lines[0] + id->lines[1];
+		total += n;
+		if (!id->stopped && n > best) {
+			best = n;
+			top = id;
+		}
+	}
+	if (top == NULL || best * 2 < total)
+		return NULL;
+	top->stopped = 1;
+	return top->name;
+}
+
+int
+blocklog_stopped(const struct blocklog *bl, const char *identity)
+{
+	uint32_t		 h = bl_hash(identity, NULL, 0, 0) % BL_BUCKETS;
+	const struct bl_ident	*id;
+
+	for (id = bl->idents[h]; id != NULL; id = id->hnext)
+		if (strcmp(id->name, identity) == 0)
+			return id->stopped;
+	return 0;
+}
+
+void
+blocklog_resume_all(struct blocklog *bl)
+{
+	struct bl_ident	*id;
+
+	for (id = bl->ilist; id != NULL; id = id->next)
+		id->stopped = 0;
+}
+
+unsigned long long
+blocklog_counted(const struct blocklog *bl)
+{
+	return bl->counted;
+}
+
+unsigned long long
+blocklog_summaries(const struct blocklog *bl)
+{
+	return bl->summaries;
+}

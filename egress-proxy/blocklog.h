@@ -1,0 +1,122 @@
+/*
+ * blocklog.h: which blocked attempts get a full egress.blocked line in
+ * the security-event log, and which are counted into a summary, so that
+ * one sandbox cannot flood the log, rotate away the history of the
+ * others, or crowd them out.
+ *
+ * An attempt is keyed by who made it (the identity: a sandbox id, or the
+ * client address of an unregistered client), its destination (host and
+ * port) and its reason. Per window (opts.window_s):
+ *
+ *   - each key gets opts.burst full lines, and each identity at most
+ *     opts.budget full lines whatever its keys;
+ *   - every later attempt of the key is counted, and when the key's window
+ *     ends one egress.blocked_summary line carries the count and the
+ *     times of the first and the last of them;
+ *   - an identity holding BLOCKLOG_KEYS_PER_IDENT keys counts attempts to
+ *     further destinations into one key per reason with no host;
+ *     BLOCKLOG_KEYS_MAX keys in all, past which attempts are counted into
+ *     a key with neither identity nor host.
+ *
+ * So every attempt is either its own line or counted in exactly one
+ * summary line, and one identity adds at most budget + (its keys) lines
+ * per window. A summary not written yet (the log unavailable) is kept
+ * and tried again. Counts still held when the process is killed (at most
+ * one window's) are lost; blocklog_flush(all) writes them at exit.
+ *
+ * The module also counts the lines written for each identity over the
+ * last BLOCKLOG_RECENT_S seconds, so that a full log volume can stop the
+ * identity that filled it (blocklog_stop_top).
+ *
+ * Pure: no I/O; times are passed in. Not thread-safe (the proxy's loop).
+ */
+#ifndef SG_BLOCKLOG_H
+#define SG_BLOCKLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "reason.h"
+
+#define BLOCKLOG_BURST_DEFAULT		5
+#define BLOCKLOG_BUDGET_DEFAULT		50
+#define BLOCKLOG_WINDOW_DEFAULT		10	/* seconds */
+#define BLOCKLOG_KEYS_PER_IDENT		64
+#define BLOCKLOG_KEYS_MAX		8192
+#define BLOCKLOG_IDENTS_MAX		16384
+#define BLOCKLOG_RECENT_S		600	/* lines counted this far back */
+
+struct blocklog_opts {
+	unsigned	burst;		/* full lines per key per window */
+	unsigned	budget;		/* full lines per identity per window */
+	unsigned	window_s;
+};
+
+/*
+ * One blocked attempt, or (for the emit callback) one summary. Strings
+ * are borrowed for the call. sets is NULL-terminated (or NULL).
+ */
+struct blocklog_event {
+	const char		*identity;	/* never NULL */
+	const char		*sandbox;
+	const char		*src;
+	const char		*method;
+	const char		*host;
+	int			 port;
+	enum sg_reason		 reason;
+	const char		*message;
+	const char *const	*sets;
+	const char		*rule;
+	const char		*policy_digest;
+	/* Summaries only: attempts counted, and when the first and last. */
+	unsigned long long	 count;
+	struct timespec		 first;
+	struct timespec		 last;
+};
+
+/* Write one summary line; 0, or -1 to keep its count for a later try. */
+typedef int	(*blocklog_emit_cb)(void *arg, const struct blocklog_event *);
+
+struct blocklog;
+
+/* NULL when out of memory. Zero options take the defaults. */
+struct blocklog	*blocklog_new(const struct blocklog_opts *, blocklog_emit_cb,
+		    void *arg);
+void		 blocklog_free(struct blocklog *);	/* NULL ok */
+
+/*
+ * An attempt at now_us (monotonic) and now (wall clock, for summaries).
+ * Returns 1 when it gets a full line (the caller writes it and then calls
+ * blocklog_wrote), 0 when it was counted into a summary. A key whose
+ * window ended is summarized (emit) first.
+ */
+int		 blocklog_note(struct blocklog *, const struct blocklog_event *,
+		    uint64_t now_us, const struct timespec *now);
+
+/* A line was written for identity (any event, full block or not). */
+void		 blocklog_wrote(struct blocklog *, const char *identity,
+		    uint64_t now_us);
+
+/*
+ * Emit the summaries of keys whose window ended (every summary with all
+ * set), and forget idle keys and identities. For a 1 s timer and exit.
+ */
+void		 blocklog_flush(struct blocklog *, uint64_t now_us, int all);
+
+/*
+ * The log volume is nearly full: stop the identity that wrote at least
+ * half of the lines of the last BLOCKLOG_RECENT_S seconds, if one did.
+ * Returns its name (owned by the module), or NULL. Stopped identities stay
+ * stopped until blocklog_resume_all().
+ */
+const char	*blocklog_stop_top(struct blocklog *, uint64_t now_us);
+/* 1 when identity is stopped. */
+int		 blocklog_stopped(const struct blocklog *, const char *identity);
+void		 blocklog_resume_all(struct blocklog *);
+
+/* Attempts counted into summaries so far, and summary lines written. */
+unsigned long long blocklog_counted(const struct blocklog *);
+unsigned long long blocklog_summaries(const struct blocklog *);
+
+#endif

@@ -1,0 +1,365 @@
+/*
+ * conn_http.c: forwarding one plain-HTTP request (absolute-form, through
+ * the proxy) and its response: the head the proxy rebuilds, the body as
+ * framed and not a byte past it, 1xx heads, and the response as framed.
+ * Bytes move between the two bufferevents with watermarks, so a slow
+ * reader stops its peer instead of filling memory; that holds for the 1xx
+ * heads the proxy forwards one by one too.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "conn_int.h"
+#include "urlpath.h"
+#include "util.h"
+
+static int	conn_http_move(struct conn *, struct bufferevent *from,
+		    struct bufferevent *to, size_t max);
+static int	conn_http_response_head(struct conn *, int *more);
+static int	conn_http_response_body(struct conn *);
+static int	conn_http_complete(struct conn *);
+static int	conn_http_client_full(struct conn *);
+static int	conn_http_path(struct conn *);
+
+/*
+ * Move up to max bytes from one side's input to the other's output, and
+ * stop reading the source while the destination is over the watermark.
+ */
+static int
+conn_http_move(struct conn *c, struct bufferevent *from,
+    struct bufferevent *to, size_t max)
+{
+	struct evbuffer	*in = bufferevent_get_input(from);
+	struct evbuffer	*out = bufferevent_get_output(to);
+	size_t		 n = evbuffer_get_length(in);
+
+	if (n > max)
+		n = max;
+	if (n > 0) {
+		evbuffer_remove_buffer(in, out, n);
+		if (from == c->client) {
+			c->r.bytes_up += n;
+			c->px->stats.bytes_up += n;
+		} else {
+			c->r.bytes_down += n;
+			c->px->stats.bytes_down += n;
+			c->r.replied = 1;
+		}
+	}
+	if (evbuffer_get_length(out) >= PROXY_HIGH_WATER) {
+		bufferevent_disable(from, EV_READ);
+		bufferevent_setwatermark(to, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
+		if (to == c->client)
+			c->out_paused = 1;
+	}
+	return 0;
+}
+
+/* 1 when the client's output is over the high-water mark. */
+static int
+conn_http_client_full(struct conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->client)) >=
+	    PROXY_HIGH_WATER;
+}
+
+/*
+ * An entry with paths was decided on the normalized path: that is the
+ * path sent (the one the decision saw). 0, or -1 when freed.
+ */
+static int
+conn_http_path(struct conn *c)
+{
+	struct conn_req	*r = &c->r;
+	const char	*cause;
+	size_t		 n;
+
+	if (r->match.entry == NULL || r->match.entry->paths == NULL)
+		return 0;
+	n = strlen(r->req.path) + 1;
+	if ((r->path = malloc(n)) == NULL) {
+		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+		return -1;
+	}
+	if (urlpath_normalize(r->req.path, r->path, n, &cause) == -1) {
+		/* The decision passed on this very path: cannot happen. */
+		free(r->path);
+		r->path = NULL;
+		conn_free(c, CONN_CLOSE_CLIENT_ERROR, cause);
+		return -1;
+	}
+	return 0;
+}
+
+/* Send the request head upstream and start the body and response. */
+int
+conn_http_start(struct conn *c)
+{
+	struct conn_req	*r = &c->r;
+	char		*head, *orig = NULL;
+	size_t		 len;
+
+	if (conn_http_path(c) == -1)
+		return -1;
+	if (r->path != NULL) {
+		orig = r->req.path;
+		r->req.path = r->path;
+	}
+	head = http_request_forward(&r->req, 0, &len);
+	if (orig != NULL)
+		r->req.path = orig;
+	if (head == NULL) {
+		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+		return -1;
+	}
+	bufferevent_write(c->upstream, head, len);
+	free(head);
+	r->body = http_request_body(&r->req);
+	r->body_left = r->req.content_length > 0 ?
+	    (uint64_t)r->req.content_length : 0;
+	http_chunked_init(&r->body_chunked);
+	r->body_done = r->body == HTTP_BODY_NONE ||
+	    (r->body == HTTP_BODY_LENGTH && r->body_left == 0);
+	r->resp = CONN_RESP_HEAD;
+	c->close_after = !r->keep_alive || c->client_eof;
+	conn_set_state(c, CONN_HTTP);
+	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+	if (!r->body_done)
+		return conn_http_body(c);
+	return 0;
+}
+
+/* Forward the request body, as framed, and no byte past it. */
+int
+conn_http_body(struct conn *c)
+{
+	struct conn_req	*r = &c->r;
+	struct evbuffer	*in = bufferevent_get_input(c->client);
+	size_t		 len = evbuffer_get_length(in), n;
+	const char	*cause;
+	unsigned char	*p;
+
+	if (len == 0 || r->body_done)
+		return 0;
+	if (r->body == HTTP_BODY_LENGTH) {
+		n = len < r->body_left ? len : (size_t)r->body_left;
+		r->body_left -= n;
+		r->body_done = r->body_left == 0;
+	} else {
+		if ((p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL) {
+			conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+			return -1;
+		}
+		switch (http_chunked_scan(&r->body_chunked, (const char *)p,
+		    len, &n, &cause)) {
+		case HTTP_PARSE_MORE:
+			break;
+		case HTTP_PARSE_OK:
+			r->body_done = 1;
+			break;
+		case HTTP_PARSE_ERROR:
+			c->close_after = 1;
+			return conn_finish(c);
+		}
+	}
+	conn_http_move(c, c->client, c->upstream, n);
+	if (r->body_done) {
+		conn_client_reading(c);
+		if (r->resp == CONN_RESP_DONE)
+			return conn_http_complete(c);
+	}
+	return 0;
+}
+
+/*
+ * One response head from the upstream: a 1xx is forwarded on its own
+ * (and *more says another head follows), the final one starts the body.
+ * Returns 0, or -1 when the connection was freed.
+ */
+static int
+conn_http_response_head(struct conn *c, int *more)
+{
+	struct conn_req		*r = &c->r;
+	struct evbuffer		*in = bufferevent_get_input(c->upstream);
+	struct http_response	 resp;
+	const char		*cause;
+	unsigned char		*p;
+	size_t			 len = evbuffer_get_length(in), hlen;
+	char			*head;
+	int			 status, flags;
+
+	*more = 0;
+	if (len > SG_HTTP_HEAD_MAX)
+		len = SG_HTTP_HEAD_MAX;
+	if ((p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL) {
+		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+		return -1;
+	}
+	http_response_init(&resp);
+	switch (http_response_parse((const char *)p, len, &resp, &status,
+	    &cause)) {
+	case HTTP_PARSE_MORE:
+		return 0;
+	case HTTP_PARSE_ERROR:
+		c->px->stats.upstream_errors++;
+		return conn_reply_error(c, 502, "http_response_incomplete",
+		    cause);
+	case HTTP_PARSE_OK:
+		break;
+	}
+	evbuffer_drain(in, resp.head_len);
+	if (resp.status >= 100 && resp.status < 200) {
+		*more = 1;
+		/* RFC 9110 15.2: never to an HTTP/1.0 client. */
+		if (r->req.version_minor == 0) {
+			http_response_release(&resp);
+			return 0;
+		}
+		head = http_response_forward(&resp, 0, &hlen);
+		http_response_release(&resp);
+		return conn_send(c, head, hlen);
+	}
+	r->resp_body = http_response_body(&resp, r->req.method);
+	r->resp_keep_alive = resp.keep_alive &&
+	    r->resp_body != HTTP_BODY_CLOSE;
+	r->resp_left = resp.content_length > 0 ?
+	    (uint64_t)resp.content_length : 0;
+	http_chunked_init(&r->resp_chunked);
+	if (r->resp_body == HTTP_BODY_CLOSE)
+		c->close_after = 1;
+	flags = c->close_after ? HTTP_FWD_CLOSE :
+	    r->req.version_minor == 0 ? HTTP_FWD_KEEP_ALIVE : 0;
+	head = http_response_forward(&resp, flags, &hlen);
+	http_response_release(&resp);
+	if (conn_send(c, head, hlen) == -1)
+		return -1;
+	r->resp = CONN_RESP_BODY;
+	if (r->resp_body == HTTP_BODY_NONE ||
+	    (r->resp_body == HTTP_BODY_LENGTH && r->resp_left == 0))
+		r->resp = CONN_RESP_DONE;
+	return 0;
+}
+
+/*
+ * Bytes from the upstream while serving a plain-HTTP request. While the
+ * client's output is full (an upstream sending 1xx heads to a client that
+ * does not read) the upstream is not read: conn_http_resume() goes on.
+ */
+int
+conn_http_response(struct conn *c)
+{
+	struct conn_req	*r = &c->r;
+	int		 more = 1;
+
+	while (r->resp == CONN_RESP_HEAD && more) {
+		if (conn_http_client_full(c)) {
+			bufferevent_disable(c->upstream, EV_READ);
+			return 0;
+		}
+		if (evbuffer_get_length(bufferevent_get_input(c->upstream)) ==
+		    0)
+			return 0;
+		if (conn_http_response_head(c, &more) == -1)
+			return -1;
+	}
+	if (r->resp == CONN_RESP_BODY && conn_http_response_body(c) == -1)
+		return -1;
+	if (r->resp == CONN_RESP_DONE) {
+		if (!r->body_done) {
+			/* Answered before the body was sent: don't reuse. */
+			c->close_after = 1;
+			return conn_finish(c);
+		}
+		return conn_http_complete(c);
+	}
+	return 0;
+}
+
+static int
+conn_http_response_body(struct conn *c)
+{
+	struct conn_req	*r = &c->r;
+	struct evbuffer	*in = bufferevent_get_input(c->upstream);
+	size_t		 len = evbuffer_get_length(in), n = len;
+	const char	*cause;
+	unsigned char	*p;
+
+	if (len == 0)
+		return 0;
+	if (r->resp_body == HTTP_BODY_LENGTH) {
+		n = len < r->resp_left ? len : (size_t)r->resp_left;
+		r->resp_left -= n;
+		if (r->resp_left == 0)
+			r->resp = CONN_RESP_DONE;
+	} else if (r->resp_body == HTTP_BODY_CHUNKED) {
+		if ((p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL) {
+			conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+			return -1;
+		}
+		switch (http_chunked_scan(&r->resp_chunked, (const char *)p,
+		    len, &n, &cause)) {
+		case HTTP_PARSE_MORE:
+			break;
+		case HTTP_PARSE_OK:
+			r->resp = CONN_RESP_DONE;
+			break;
+		case HTTP_PARSE_ERROR:
+			c->close_after = 1;
+			return conn_finish(c);
+		}
+	}
+	return conn_http_move(c, c->upstream, c->client, n);
+}
+
+/* Request and response are both done: next request, or close. */
+static int
+conn_http_complete(struct conn *c)
+{
+	conn_log_allowed(c);
+	if (c->close_after)
+		return conn_finish(c);
+	c->up_reusable = c->r.resp_keep_alive &&
+	    evbuffer_get_length(bufferevent_get_input(c->upstream)) == 0;
+	if (!c->up_reusable)
+		conn_drop_upstream(c);
+	return conn_next_request(c);
+}
+
+/* The client drained: read the upstream again, and what it left. */
+void
+conn_http_resume(struct conn *c)
+{
+	if (c->upstream == NULL)
+		return;
+	bufferevent_enable(c->upstream, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0)
+		bufferevent_trigger(c->upstream, EV_READ,
+		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* The upstream closed or failed while a request was being served. */
+void
+conn_http_upstream_event(struct conn *c, short what)
+{
+	struct conn_req	*r = &c->r;
+
+	if ((what & BEV_EVENT_EOF) && r->resp == CONN_RESP_BODY &&
+	    r->resp_body == HTTP_BODY_CLOSE) {
+		conn_http_move(c, c->upstream, c->client, SIZE_MAX);
+		c->close_after = 1;
+		r->resp = CONN_RESP_DONE;
+		conn_http_complete(c);
+		return;
+	}
+	if (r->resp == CONN_RESP_HEAD && !r->replied) {
+		c->px->stats.upstream_errors++;
+		conn_reply_error(c, 502, "connection_terminated",
+		    "upstream closed before answering");
+		return;
+	}
+	c->close_after = 1;
+	conn_finish(c);
+}

@@ -1,0 +1,175 @@
+/*
+ * conn_int.h: what the files of the connection module (conn.c: the life
+ * of a connection, its requests' decisions, DNS and connect; conn_http.c:
+ * forwarding a plain-HTTP request and its response; conn_tunnel.c: a
+ * CONNECT tunnel and its checks) share with each other and with nothing
+ * else. The public contract is conn.h.
+ */
+#ifndef SG_CONN_INT_H
+#define SG_CONN_INT_H
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <stdint.h>
+
+#include <event2/bufferevent.h>
+
+#include "conn.h"
+#include "dns.h"
+#include "host.h"
+#include "http.h"
+#include "policy.h"
+#include "proxy.h"
+#include "reason.h"
+
+/*
+ *   HEAD ──CONNECT──> RESOLVE ─> CONNECT ─> TUNNEL (200, then every
+ *     │                                      ClientHello or request checked)
+ *     └──GET http://…─> RESOLVE ─> CONNECT ─> HTTP ─> HEAD (keep-alive)
+ *   any ─> FINISH (flush what the client is owed, then close)
+ */
+enum conn_state {
+	CONN_HEAD,		/* reading a request head */
+	CONN_RESOLVE,		/* DNS lookup in flight */
+	CONN_CONNECT,		/* upstream connect in flight */
+	CONN_HTTP,		/* request forwarded; body and response flow */
+	CONN_TUNNEL,		/* the tunnel module owns both sockets */
+	CONN_FINISH		/* flushing the last bytes to the client */
+};
+
+enum conn_resp {
+	CONN_RESP_HEAD,		/* waiting for a response head */
+	CONN_RESP_BODY,
+	CONN_RESP_DONE
+};
+
+/* What a tunnel carries, as its first bytes told. */
+enum conn_tmode {
+	CONN_TMODE_FIRST,	/* nothing read from the client yet */
+	CONN_TMODE_TLS,		/* checking ClientHellos until ServerHello */
+	CONN_TMODE_HTTP,	/* plain HTTP: each request's Host checked */
+	CONN_TMODE_SPLICED	/* TLS past the ServerHello: no more looks */
+};
+
+/*
+ * The request being served: everything here is reset in one place,
+ * conn_req_reset(), between requests of a kept-alive connection.
+ */
+struct conn_req {
+	struct proxy_policy	*pol;
+	struct policy_match	 match;
+	struct http_request	 req;
+	int			 is_connect;
+	struct host		 host;
+	uint16_t		 port;
+	char			 hostport[SG_HOST_MAX + 16];
+	int			 keep_alive;	/* the client may send more */
+	char			*path;		/* normalized path (paths) */
+
+	/* Resolution and connect (the addresses are in conn.addrs). */
+	struct dns_req		*dnsreq;
+	size_t			 naddrs;
+	size_t			 addr_next;
+	char			 resolved[INET6_ADDRSTRLEN];
+
+	/* Plain HTTP: request body and response. */
+	enum http_body		 body;
+	uint64_t		 body_left;
+	struct http_chunked	 body_chunked;
+	int			 body_done;
+	enum conn_resp		 resp;
+	enum http_body		 resp_body;
+	uint64_t		 resp_left;
+	struct http_chunked	 resp_chunked;
+	int			 resp_keep_alive;
+
+	/* This request's accounting. */
+	uint64_t		 started_us;
+	unsigned long long	 bytes_up;
+	unsigned long long	 bytes_down;
+	int			 replied;	/* a byte of its answer queued */
+	int			 allowed_open;	/* egress.allowed owed */
+};
+
+struct conn {
+	struct conn		*next;
+	struct conn		*prev;
+	struct proxy		*px;
+	unsigned long long	 id;
+	enum conn_state		 state;
+	struct bufferevent	*client;
+	struct bufferevent	*upstream;
+	struct event		*timer;
+	struct sockaddr_storage	 client_addr;	/* IPv4-mapped made IPv4 */
+	char			 src[INET6_ADDRSTRLEN + 8];
+	struct proxy_client	 who;
+	uint64_t		 started_us;
+	uint64_t		 last_activity_us;
+	int			 head_started;	/* first byte of a head seen */
+	int			 keepalive_wait; /* idle between requests */
+	int			 close_after;	/* close after this request */
+	int			 client_eof;
+	int			 out_paused;	/* reading stopped: output full */
+
+	/* The upstream kept between requests, and what it was opened for. */
+	struct host		 up_host;
+	uint16_t		 up_port;
+	int			 up_private;	/* its address is not public */
+	int			 up_reusable;
+
+	/* Bytes of the requests before the current one. */
+	unsigned long long	 bytes_up;
+	unsigned long long	 bytes_down;
+
+	struct conn_req		 r;
+	/* The current request's addresses (r.naddrs of them). */
+	struct sockaddr_storage	 addrs[DNS_ADDRS_MAX];
+
+	/* CONNECT: the tunnel and what it carries. */
+	struct tunnel		*tun;
+	struct tlsseq		*tls;
+	enum conn_tmode		 tmode;
+	int			 tls_required;
+	int			 refusing;	/* a refusal is being delivered */
+	uint64_t		 tun_started_us;
+	/* A plain-HTTP request body inside the tunnel. */
+	enum http_body		 tbody;
+	uint64_t		 tbody_left;
+	struct http_chunked	 tbody_chunked;
+};
+
+/* conn.c */
+void	conn_set_state(struct conn *, enum conn_state);
+void	conn_free(struct conn *, enum conn_close, const char *detail);
+int	conn_finish(struct conn *);
+void	conn_arm(struct conn *, unsigned ms);
+void	conn_client_reading(struct conn *);
+int	conn_send(struct conn *, char *buf, size_t len);
+int	conn_reply_error(struct conn *, int status, const char *proxy_error,
+	    const char *details);
+int	conn_block(struct conn *, enum sg_reason, const char *sni,
+	    const char *addr);
+int	conn_next_request(struct conn *);
+void	conn_drop_upstream(struct conn *);
+void	conn_log_allowed(struct conn *);
+void	conn_event(struct conn *, struct proxy_event *, const char *event,
+	    enum sg_reason, const char *msg, char *rule, size_t rulesize);
+void	conn_upstream_read(struct bufferevent *, void *);
+void	conn_upstream_write(struct bufferevent *, void *);
+void	conn_upstream_event(struct bufferevent *, short, void *);
+
+/* conn_http.c */
+int	conn_http_start(struct conn *);
+int	conn_http_body(struct conn *);
+int	conn_http_response(struct conn *);
+void	conn_http_upstream_event(struct conn *, short what);
+void	conn_http_resume(struct conn *);
+
+/* conn_tunnel.c */
+int	conn_tunnel_start(struct conn *);
+void	conn_tunnel_timer(struct conn *);
+void	conn_tunnel_release(struct conn *);
+enum sg_reason conn_tunnel_recheck(struct conn *, const struct policy_match *);
+
+#endif

@@ -1,0 +1,172 @@
+/* urlpath.c: request paths for `paths` rules; see urlpath.h. */
+#include <string.h>
+
+#include "urlpath.h"
+#include "util.h"
+
+static int	urlpath_unreserved(unsigned char);
+static int	urlpath_decode(const char *, const char *, unsigned char *);
+static int	urlpath_utf8(const char *, const char *, size_t *);
+static int	urlpath_segment(const char *, size_t, const char **);
+static int	urlpath_fail(char *, size_t, const char **, const char *);
+
+/* RFC 3986 2.3 unreserved, without ".": decoded where escaped. */
+static int
+urlpath_unreserved(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '~';
+}
+
+/* The byte of "%XX" at p (p < end); -1 when it is not one. */
+static int
+urlpath_decode(const char *p, const char *end, unsigned char *byte)
+{
+	int	hi, lo;
+
+	if (end - p < 3 || p[0] != '%')
+		return -1;
+	hi = util_hexval((unsigned char)p[1]);
+	lo = util_hexval((unsigned char)p[2]);
+	if (hi < 0 || lo < 0)
+		return -1;
+	*byte = (unsigned char)(hi << 4 | lo);
+	return 0;
+}
+
+/*
+ * A run of escapes at p starting with a byte >= 0x80 must be one valid
+ * UTF-8 sequence: *n is its length in bytes of text. 0 or -1.
+ */
+static int
+urlpath_utf8(const char *p, const char *end, size_t *n)
+{
+	unsigned char	b[4];
+	size_t		len, i;
+	unsigned long	cp;
+
+	if (urlpath_decode(p, end, &b[0]) == -1)
+		return -1;
+	if (b[0] >= 0xc2 && b[0] <= 0xdf)
+		len = 2;
+	else if (b[0] >= 0xe0 && b[0] <= 0xef)
+		len = 3;
+	else if (b[0] >= 0xf0 && b[0] <= 0xf4)
+		len = 4;
+	else
+		return -1;	/* continuation byte, or overlong 0xc0/0xc1 */
+	cp = b[0] & (0x7f >> len);
+	for (i = 1; i < len; i++) {
+		if (urlpath_decode(p + 3 * i, end, &b[i]) == -1 ||
+		    (b[i] & 0xc0) != 0x80)
+			return -1;
+		cp = cp << 6 | (b[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return -1;
+	*n = 3 * len;
+	return 0;
+}
+
+/* A segment (between slashes) of the normalized path. 0 or -1. */
+static int
+urlpath_segment(const char *seg, size_t len, const char **cause)
+{
+	if ((len == 1 && seg[0] == '.') ||
+	    (len == 2 && seg[0] == '.' && seg[1] == '.')) {
+		*cause = "dot segment in path";
+		return -1;
+	}
+	return 0;
+}
+
+static int
+urlpath_fail(char *out, size_t size, const char **cause, const char *why)
+{
+	if (size > 0)
+		out[0] = '\0';
+	*cause = why;
+	return -1;
+}
+
+int
+urlpath_normalize(const char *in, char *out, size_t size,
+    const char **cause)
+{
+	static const char	 hexd[] = "0123456789ABCDEF";
+	const char		*p = in, *end, *q;
+	size_t			 o = 0, seg = 0, n;
+	unsigned char		 b;
+
+	q = strchr(in, '?');
+	end = q != NULL ? q : in + strlen(in);
+	if (size < strlen(in) + 1)
+		return urlpath_fail(out, size, cause, "path too long");
+	if (*p != '/')
+		return urlpath_fail(out, size, cause, "path does not start "
+		    "with /");
+	while (p < end) {
+		b = (unsigned char)*p;
+		if (b == '/') {
+			if (urlpath_segment(out + seg, o - seg, cause) == -1)
+				return urlpath_fail(out, size, cause, *cause);
+			out[o++] = '/';
+			seg = o;
+			p++;
+			continue;
+		}
+		if (b == ';')
+			return urlpath_fail(out, size, cause, "';' in path");
+		if (b == '\\')
+			return urlpath_fail(out, size, cause, "backslash in "
+			    "path");
+		if (b < 0x21 || b > 0x7e)
+			return urlpath_fail(out, size, cause, "byte outside "
+			    "ASCII in path");
+		if (b != '%') {
+			out[o++] = (char)b;
+			p++;
+			continue;
+		}
+		if (urlpath_decode(p, end, &b) == -1)
+			return urlpath_fail(out, size, cause, "invalid "
+			    "percent-encoding in path");
+		if (b == '.' || b == '/' || b == '\\' || b == ';' ||
+		    b == '%')
+			return urlpath_fail(out, size, cause, "percent-encoded "
+			    "'.', '/', '\\', ';' or '%' in path");
+		if (b < 0x20 || b == 0x7f)
+			return urlpath_fail(out, size, cause, "percent-encoded "
+			    "control character in path");
+		if (b >= 0x80) {
+			if (urlpath_utf8(p, end, &n) == -1)
+				return urlpath_fail(out, size, cause,
+				    "overlong or invalid UTF-8 in path");
+			for (; n > 0; n -= 3, p += 3) {
+				urlpath_decode(p, end, &b);
+				out[o++] = '%';
+				out[o++] = hexd[b >> 4];
+				out[o++] = hexd[b & 0xf];
+			}
+			continue;
+		}
+		if (urlpath_unreserved(b))
+			out[o++] = (char)b;
+		else {
+			out[o++] = '%';
+			out[o++] = hexd[b >> 4];
+			out[o++] = hexd[b & 0xf];
+		}
+		p += 3;
+	}
+	if (urlpath_segment(out + seg, o - seg, cause) == -1)
+		return urlpath_fail(out, size, cause, *cause);
+	/* The query, as it was (a request line holds nothing else). */
+	for (n = 0; end[n] != '\0'; n++)
+		if ((unsigned char)end[n] < 0x21 || (unsigned char)end[n] > 0x7e)
+			return urlpath_fail(out, size, cause, "byte outside "
+			    "ASCII in query");
+	memcpy(out + o, end, n + 1);
+	return 0;
+}

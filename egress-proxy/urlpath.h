@@ -1,0 +1,44 @@
+/*
+ * urlpath.h: the one reading of a request path that a `paths` rule is
+ * decided on, and that the proxy then forwards.
+ *
+ * A prefix rule such as `/simple/` is only as good as the agreement
+ * between the proxy and the server on what a path means. Servers differ:
+ * Tomcat and Jetty drop ";params" from segments (so "/simple/..;/admin"
+ * is "/admin"), some decode "%2e%2e" to ".." or "%2f" to "/" before
+ * routing, some decode twice ("%252e"), some accept overlong UTF-8
+ * ("%c0%ae" for "."), some take "\" for "/". So a path any of them could
+ * read as another path is refused rather than guessed at:
+ *
+ *   - not starting with "/" ("*", an empty path)
+ *   - "." or ".." segments
+ *   - ";" anywhere in the path
+ *   - "\" anywhere in the path, raw or as %5C
+ *   - a percent-encoded ".", "/", ";" or "%" (%2E %2F %3B %25), or a
+ *     control character (%00-%1F, %7F)
+ *   - a "%" not followed by two hex digits
+ *   - percent-encoded bytes that are not valid UTF-8 (overlong forms,
+ *     surrogates, stray continuation bytes), and raw bytes outside
+ *     printable ASCII (in the query too; a request line has none)
+ *
+ * Everything else is normalized: percent-encoded unreserved characters
+ * (letters, digits, "-", "_", "~") are decoded, and the hex digits of the
+ * escapes that stay are made uppercase. The query ("?..."), which a path
+ * rule does not look at, is kept as it is. Pure; the fuzz target
+ * tests/fuzz/fuzz_urlpath.c drives it.
+ */
+#ifndef SG_URLPATH_H
+#define SG_URLPATH_H
+
+#include <stddef.h>
+
+/*
+ * Normalize the request path in (NUL-terminated: path and query as the
+ * request line had them) into out, which must hold strlen(in) + 1 bytes
+ * (the result is never longer). Returns 0, or -1 with *cause set to a
+ * static phrase ("dot segment in path", ...) and out empty.
+ */
+int	urlpath_normalize(const char *in, char *out, size_t size,
+	    const char **cause);
+
+#endif

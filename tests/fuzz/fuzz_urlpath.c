@@ -1,0 +1,80 @@
+/*
+ * fuzz_urlpath.c: urlpath_normalize() on arbitrary bytes (cut at the
+ * first NUL). Invariants: a result fits the input's length, is printable
+ * ASCII, starts with '/', holds no ';', '\' or dot segment and no escape
+ * of '.', '/', '\', ';' or '%' in its path part, and normalizes to
+ * itself; a refusal leaves the output empty and says why.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "urlpath.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+static void	check_path(const char *, size_t);
+
+/* The path part of a normalized result holds nothing ambiguous. */
+static void
+check_path(const char *s, size_t n)
+{
+	static const char *const bad[] = {
+		"%2e", "%2f", "%5c", "%3b", "%25", "/./", "/../"
+	};
+	char	seg[8];
+	size_t	i, j;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == ';' || s[i] == '\\')
+			abort();
+		for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++)
+			if (n - i >= strlen(bad[j]) &&
+			    strncasecmp(s + i, bad[j], strlen(bad[j])) == 0)
+				abort();
+	}
+	for (j = 0; j < 2; j++) {
+		snprintf(seg, sizeof(seg), j ? "/.." : "/.");
+		if (n >= strlen(seg) && strncmp(s + n - strlen(seg), seg,
+		    strlen(seg)) == 0)
+			abort();
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char		*in, *out, *again;
+	const char	*cause = NULL, *q;
+	size_t		 len, i;
+
+	if ((in = malloc(size + 1)) == NULL)
+		return 0;
+	memcpy(in, data, size);
+	in[size] = '\0';
+	len = strlen(in);
+	out = malloc(len + 1);
+	again = malloc(len + 1);
+	if (out == NULL || again == NULL)
+		abort();
+	if (urlpath_normalize(in, out, len + 1, &cause) == 0) {
+		if (strlen(out) > len || out[0] != '/')
+			abort();
+		for (i = 0; out[i] != '\0'; i++)
+			if ((unsigned char)out[i] < 0x20 ||
+			    (unsigned char)out[i] > 0x7e)
+				abort();
+		q = strchr(out, '?');
+		check_path(out, q != NULL ? (size_t)(q - out) : strlen(out));
+		if (urlpath_normalize(out, again, len + 1, &cause) != 0 ||
+		    strcmp(out, again) != 0)
+			abort();
+	} else if (cause == NULL || out[0] != '\0')
+		abort();
+	free(in);
+	free(out);
+	free(again);
+	return 0;
+}

@@ -1,0 +1,210 @@
+/*
+ * test_blocklog.c: which blocked attempts get a line and which are
+ * counted into summaries (blocklog.h): bursts, budgets, windows, caps,
+ * a failed write, and the client stopped for filling the log. The
+ * invariant throughout: full lines plus summary counts equal attempts.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "blocklog.h"
+
+#define SEC	1000000ULL
+
+/* What the emit callback saw. */
+struct sink {
+	unsigned long long	 counted;	/* sum of summary counts */
+	unsigned		 summaries;
+	unsigned		 nohost;	/* summaries with no host */
+	int			 fail;		/* make the next emits fail */
+	char			 last_host[64];
+	unsigned long long	 last_count;
+	struct timespec		 first, last;
+};
+
+static int
+emit(void *arg, const struct blocklog_event *ev)
+{
+	struct sink	*s = arg;
+
+	if (s->fail)
+		return -1;
+	s->summaries++;
+	s->counted += ev->count;
+	s->nohost += ev->host == NULL;
+	snprintf(s->last_host, sizeof(s->last_host), "%s",
+	    ev->host ? ev->host : "-");
+	s->last_count = ev->count;
+	s->first = ev->first;
+	s->last = ev->last;
+	assert_true(ev->count > 0);
+	return 0;
+}
+
+/* One attempt at t seconds; returns 1 when it got a full line. */
+static int
+attempt(struct blocklog *bl, const char *who, const char *host, double t)
+{
+	struct blocklog_event	ev;
+	struct timespec		now;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.identity = who;
+	ev.sandbox = who;
+	ev.host = host;
+	ev.port = 443;
+	ev.reason = SG_REASON_NOT_ALLOWLISTED;
+	ev.message = "network blocked by policy: x";
+	now.tv_sec = 1000 + (time_t)t;
+	now.tv_nsec = 0;
+	return blocklog_note(bl, &ev, (uint64_t)(t * SEC) + SEC, &now);
+}
+
+/* A burst of lines per key and window, then counted, then summarized. */
+static void
+test_burst_then_summary(void **state)
+{
+	struct blocklog_opts	 o = { 3, 100, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_non_null(bl);
+	for (i = 0; i < 1000; i++)
+		full += attempt(bl, "sbx_a", "evil.test", i * 0.001);
+	assert_int_equal(full, 3);
+	assert_int_equal(s.summaries, 0);
+	blocklog_flush(bl, 5 * SEC, 0);		/* window not over yet */
+	assert_int_equal(s.summaries, 0);
+	blocklog_flush(bl, 12 * SEC, 0);
+	assert_int_equal(s.summaries, 1);
+	assert_int_equal(s.counted, 997);
+	assert_string_equal(s.last_host, "evil.test");
+	assert_true(s.first.tv_sec <= s.last.tv_sec);
+	assert_int_equal(blocklog_counted(bl), 997);
+	/* A new window gets a new burst. */
+	assert_int_equal(attempt(bl, "sbx_a", "evil.test", 30), 1);
+	blocklog_free(bl);
+}
+
+/* One identity's budget spans its keys; another identity is unaffected. */
+static void
+test_budget_per_identity(void **state)
+{
+	struct blocklog_opts	 o = { 5, 20, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 host[64];
+	int			 i, full = 0, other = 0;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 5000; i++) {
+		snprintf(host, sizeof(host), "h%d.invalid", i % 40);
+		full += attempt(bl, "sbx_flood", host, i * 0.0001);
+	}
+	assert_int_equal(full, 20);
+	for (i = 0; i < 5; i++)
+		other += attempt(bl, "sbx_quiet", "a.invalid", 0.6);
+	assert_int_equal(other, 5);
+	blocklog_flush(bl, 60 * SEC, 1);
+	assert_int_equal(s.counted + (unsigned long long)full, 5000);
+	blocklog_free(bl);
+}
+
+/* Past its key cap an identity counts into one key per reason. */
+static void
+test_key_cap(void **state)
+{
+	struct blocklog_opts	 o = { 1, 1, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 host[64];
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < BLOCKLOG_KEYS_PER_IDENT * 4; i++) {
+		snprintf(host, sizeof(host), "k%d.invalid", i);
+		full += attempt(bl, "sbx_keys", host, 0.5);
+	}
+	blocklog_flush(bl, 60 * SEC, 1);
+	assert_int_equal(full, 1);
+	assert_int_equal(s.counted + 1, BLOCKLOG_KEYS_PER_IDENT * 4);
+	assert_int_equal(s.nohost, 1);
+	assert_int_equal(s.summaries, BLOCKLOG_KEYS_PER_IDENT);
+	blocklog_free(bl);
+}
+
+/* A summary that cannot be written is kept and written later. */
+static void
+test_emit_failure_keeps_count(void **state)
+{
+	struct blocklog_opts	 o = { 1, 100, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 10; i++)
+		attempt(bl, "sbx_a", "x.invalid", 1);
+	s.fail = 1;
+	blocklog_flush(bl, 20 * SEC, 0);
+	assert_int_equal(s.summaries, 0);
+	s.fail = 0;
+	blocklog_flush(bl, 21 * SEC, 0);
+	assert_int_equal(s.summaries, 1);
+	assert_int_equal(s.counted, 9);
+	blocklog_free(bl);
+}
+
+/* The identity that wrote most of the log is stopped, then resumes. */
+static void
+test_stop_top(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 90; i++)
+		blocklog_wrote(bl, "sbx_loud", SEC);
+	for (i = 0; i < 10; i++)
+		blocklog_wrote(bl, "sbx_quiet", SEC);
+	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_loud");
+	assert_true(blocklog_stopped(bl, "sbx_loud"));
+	assert_false(blocklog_stopped(bl, "sbx_quiet"));
+	/* A stopped identity gets no full lines; its attempts count. */
+	assert_int_equal(attempt(bl, "sbx_loud", "a.invalid", 2), 0);
+	assert_int_equal(attempt(bl, "sbx_quiet", "a.invalid", 2), 1);
+	/* Nobody else wrote half: nobody else is stopped. */
+	assert_null(blocklog_stop_top(bl, 2 * SEC));
+	blocklog_resume_all(bl);
+	assert_false(blocklog_stopped(bl, "sbx_loud"));
+	blocklog_free(bl);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_burst_then_summary),
+		cmocka_unit_test(test_budget_per_identity),
+		cmocka_unit_test(test_key_cap),
+		cmocka_unit_test(test_emit_failure_keeps_count),
+		cmocka_unit_test(test_stop_top),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

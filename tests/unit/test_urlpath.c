@@ -1,0 +1,107 @@
+/*
+ * test_urlpath.c: the one reading of a request path that `paths` rules
+ * are decided on (urlpath.h): what is refused, what is normalized, and
+ * that a normalized path reads the same when normalized again.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "urlpath.h"
+
+/* Refused: every spelling a server could read as another path. */
+static void
+test_ambiguous(void **state)
+{
+	static const char *const bad[] = {
+		/* issue 15, finding 9 */
+		"/simple/..;/admin", "/simple/%2e%2e;/admin",
+		"/simple/..%3b/admin", "/simple/%252e%252e/admin",
+		"/simple/%c0%ae%c0%ae/admin",
+		/* dot segments, raw or encoded */
+		"/simple/../admin", "/simple/./x", "/simple/..", "/.",
+		"/simple/%2e%2e/admin", "/simple/%2E/x", "/simple/.%2e/x",
+		/* separators and escapes of them */
+		"/simple\\admin", "/simple/%5c../admin", "/simple%2fadmin",
+		"/simple/%3badmin", "/a;b", "/%25", "/%",  "/%2", "/%zz",
+		"/%00x", "/a%0d%0ab", "/%7f",
+		/* bad UTF-8: overlong, stray continuation, surrogate */
+		"/%c1%bf", "/%80", "/%e0%80%af", "/%ed%a0%80", "/%f5%80%80%80",
+		"/%c3", "/%c3%28",
+		/* not a path */
+		"*", "", "simple/x", "/\xc3\xa9",
+	};
+	char		out[256];
+	const char	*cause;
+	size_t		i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cause = NULL;
+		if (urlpath_normalize(bad[i], out, sizeof(out), &cause) != -1)
+			fail_msg("\"%s\" was taken as \"%s\"", bad[i], out);
+		assert_non_null(cause);
+		assert_string_equal(out, "");
+	}
+}
+
+/* Normalized: unreserved escapes decoded, hex uppercase, query kept. */
+static void
+test_normalized(void **state)
+{
+	static const struct {
+		const char	*in;
+		const char	*want;
+	} t[] = {
+		{ "/simple/pkg/", "/simple/pkg/" },
+		{ "/", "/" },
+		{ "/simple/%7epkg/%41%2d%5f", "/simple/~pkg/A-_" },
+		{ "/a%20b", "/a%20b" },
+		{ "/a%2a%3a", "/a%2A%3A" },
+		{ "/caf%c3%a9", "/caf%C3%A9" },
+		{ "/%f0%9f%98%80", "/%F0%9F%98%80" },
+		{ "/simple//x", "/simple//x" },
+		{ "/simple/pkg?x=/../admin;%2e", "/simple/pkg?x=/../admin;%2e" },
+		{ "/a.b/..c/c..", "/a.b/..c/c.." },
+	};
+	char		out[256], again[256];
+	const char	*cause;
+	size_t		i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (urlpath_normalize(t[i].in, out, sizeof(out), &cause) != 0)
+			fail_msg("\"%s\" refused: %s", t[i].in, cause);
+		assert_string_equal(out, t[i].want);
+		assert_true(strlen(out) <= strlen(t[i].in));
+		assert_int_equal(urlpath_normalize(out, again, sizeof(again),
+		    &cause), 0);
+		assert_string_equal(again, out);
+	}
+}
+
+/* The output buffer must hold the input: a short one is refused. */
+static void
+test_short_buffer(void **state)
+{
+	char		out[4];
+	const char	*cause;
+
+	assert_int_equal(urlpath_normalize("/abcdef", out, sizeof(out),
+	    &cause), -1);
+	assert_string_equal(out, "");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ambiguous),
+		cmocka_unit_test(test_normalized),
+		cmocka_unit_test(test_short_buffer),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
