@@ -41,6 +41,7 @@
 #include "checkpoint.h"
 #include "ckverify.h"
 #include "cmd.h"
+#include "eventlog.h"
 #include "log.h"
 #include "logverify.h"
 #include "ocsf.h"
@@ -478,18 +479,13 @@ audit_open(const char *path, long long *size)
 	struct stat	st;
 	int		fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-	if (fd == -1) {
-		if (errno != ENOENT)
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1) {
+		if (errno == EINVAL)
+			fprintf(stderr, "sandgate: '%s' is not a regular file: "
+			    "not reading it\n", path);
+		else if (errno != ENOENT)
 			fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
 			    errno == ELOOP ? "it is a symlink" : strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "sandgate: '%s' is not a regular file: not "
-		    "reading it\n", path);
-		close(fd);
-		errno = EINVAL;
 		return -1;
 	}
 	*size = (long long)st.st_size;

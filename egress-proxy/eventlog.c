@@ -59,7 +59,6 @@ struct eventlog {
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
-static int	eventlog_open_reg(const char *, int, struct stat *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *);
@@ -94,14 +93,8 @@ eventlog_fail(struct eventlog *log, const char *what)
 	return -1;
 }
 
-/*
- * Open a log file with flags (and O_CREAT's mode 0640), never through a
- * symlink and without blocking on a FIFO, and require a regular file. fd
- * with *st filled, or -1 with errno (ELOOP: a symlink; EINVAL: not a
- * regular file).
- */
-static int
-eventlog_open_reg(const char *path, int flags, struct stat *st)
+int
+eventlog_open_file(const char *path, int flags, struct stat *st)
 {
 	int	fd, saved;
 
@@ -125,7 +118,7 @@ eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
 
-	log->fd = eventlog_open_reg(log->path, O_RDWR | O_APPEND | O_CREAT,
+	log->fd = eventlog_open_file(log->path, O_RDWR | O_APPEND | O_CREAT,
 	    &st);
 	if (log->fd == -1) {
 		log->not_reg = errno == ELOOP || errno == EINVAL;
@@ -238,7 +231,7 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
 		return 0;
-	if ((fd = eventlog_open_reg(path, O_RDONLY, &st)) == -1) {
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1) {
 		if (errno == ELOOP || errno == EINVAL)
 			log_warnx("not reading \"%s\": not a regular file", path);
 		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?

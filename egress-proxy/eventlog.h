@@ -36,6 +36,8 @@
 #ifndef SG_EVENTLOG_H
 #define SG_EVENTLOG_H
 
+#include <sys/stat.h>
+
 #include <jansson.h>
 
 struct eventlog;
@@ -76,6 +78,16 @@ struct eventlog_opts {
  */
 struct eventlog	*eventlog_open(const char *dir, const char *filename,
 		    const struct eventlog_opts *opts, char **cause);
+
+/*
+ * Open a log file (or one of its rotations) with flags, O_CREAT's mode
+ * 0640: never through a symlink (O_NOFOLLOW), never blocking on a FIFO
+ * (O_NONBLOCK), and only a regular file. How the writers and every reader
+ * of the logs open them. Returns the fd with *st filled, or -1 with errno
+ * (ELOOP: a symlink; EINVAL: not a regular file).
+ */
+int		 eventlog_open_file(const char *path, int flags,
+		    struct stat *st);
 
 /*
  * Append one event. fields is a JSON object, borrowed (not stolen), whose
