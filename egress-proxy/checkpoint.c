@@ -300,7 +300,8 @@ checkpoint_open_key(const char *path, int secret, char **cause)
 	FILE		*f;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1) {
 		util_xasprintf(cause, "cannot open key \"%s\": %s", path,
 		    strerror(errno));
 		return NULL;

@@ -795,6 +795,12 @@ class T4Anchor(unittest.TestCase):
             self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
             self.assertIn("is not a regular file", r.stderr)
         os.unlink(rot)
+        fifo_key = os.path.join(W["dir"], "t4-m6-key.pub")
+        os.mkfifo(fifo_key)
+        r = sandgate_env(None, "audit", "verify", "--key", fifo_key,
+                         "--log-dir", logs, timeout=15)
+        self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+        self.assertIn("is not a regular file", r.stderr)
         os.symlink("/dev/zero", rot)
         r = sandgate_env(None, "audit", "verify", "--key", self.pub,
                          "--log-dir", logs, timeout=15)
