@@ -14,9 +14,12 @@
 #include <zip.h>
 
 #include "cmd.h"
+#include "eventlog.h"
 #include "quote.h"
 #include "sandbox.h"
+#include "sglimits.h"
 #include "state.h"
+#include "util.h"
 #include "workspace.h"
 #include "workspace_priv.h"
 
@@ -57,6 +60,7 @@ static int		 export_tree(struct export_ctx *, int, const char *);
 static int		 export_stream(struct export_ctx *, const char *,
 			    FILE *);
 static FILE		*export_tmp(struct export_ctx *);
+static size_t		 export_line(FILE *, char *);
 static int		 export_jsonl(struct export_ctx *, const char *,
 			    const char *);
 static int		 export_diff(struct export_ctx *);
@@ -275,31 +279,62 @@ export_tmp(struct export_ctx *c)
 	return f;
 }
 
-/* The lines of log_dir/file whose "sandbox" is this sandbox. */
+/*
+ * The next line of in, newline included, into line (its first
+ * SG_LOG_LINE_MAX + 1 bytes). Returns its length (more than that when it
+ * is longer, the rest skipped), or 0 at the end of the file.
+ */
+static size_t
+export_line(FILE *in, char *line)
+{
+	size_t	n = 0;
+	int	ch;
+
+	while ((ch = getc(in)) != EOF) {
+		if (n <= SG_LOG_LINE_MAX)
+			line[n] = (char)ch;
+		if (n <= SG_LOG_LINE_MAX + 1)
+			n++;
+		if (ch == '\n')
+			break;
+	}
+	return n;
+}
+
+/*
+ * The lines of log_dir/file whose "sandbox" is this sandbox. The file is
+ * read as the log readers read it (eventlog_open_file()); lines longer
+ * than a log line are skipped.
+ */
 static int
 export_jsonl(struct export_ctx *c, const char *file, const char *name)
 {
-	char	*line = NULL;
-	size_t	 cap = 0;
-	ssize_t	 n;
-	json_t	*o;
-	FILE	*in = NULL, *out;
-	int	 fd;
+	char		*line, *path;
+	size_t		 n;
+	struct stat	 st;
+	json_t		*o;
+	FILE		*in = NULL, *out;
+	int		 fd;
 
 	if ((out = export_tmp(c)) == NULL)
 		return -1;
 	/* runs.jsonl is the controller's; the other log is the proxy's */
-	fd = state_open_in(strcmp(file, "runs.jsonl") == 0 ?
-	    state_record_dir() : state_log_dir(), file, O_RDONLY, 0);
+	util_xasprintf(&path, "%s/%s", strcmp(file, "runs.jsonl") == 0 ?
+	    state_record_dir() : state_log_dir(), file);
+	fd = eventlog_open_file(path, O_RDONLY, &st);
+	free(path);
 	if (fd != -1 && (in = fdopen(fd, "r")) == NULL)
 		close(fd);
+	line = util_xmalloc(SG_LOG_LINE_MAX + 1);
 	if (in != NULL) {
-		while ((n = getline(&line, &cap, in)) > 0) {
-			o = json_loadb(line, (size_t)n, 0, NULL);
+		while ((n = export_line(in, line)) != 0) {
+			if (n > SG_LOG_LINE_MAX + 1)
+				continue;	/* longer than a log line */
+			o = json_loadb(line, n, 0, NULL);
 			if (o != NULL && json_is_string(json_object_get(o,
 			    "sandbox")) && strcmp(json_string_value(
 			    json_object_get(o, "sandbox")), c->id) == 0)
-				fwrite(line, 1, (size_t)n, out);
+				fwrite(line, 1, n, out);
 			json_decref(o);
 		}
 		fclose(in);

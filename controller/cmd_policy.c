@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "eventlog.h"
 #include "host.h"
 #include "log.h"
 #include "policy.h"
@@ -811,12 +812,13 @@ suggest_read_file(struct suggest *sg, const char *path)
 	FILE		*f;
 	char		*buf;
 	size_t		 size = SG_LOG_LINE_MAX + 2, len;
+	struct stat	 st;
 	json_t		*o;
 	json_error_t	 err;
 	int		 fd;
 
-	/* the proxy's uid owns the folder: never read through a link */
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	/* the proxy's uid owns the folder: a regular file, not through a link */
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
 		return -1;
 	if ((f = fdopen(fd, "r")) == NULL) {
 		close(fd);

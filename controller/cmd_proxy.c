@@ -344,8 +344,7 @@ proxy_start(struct docker *d, struct proxy_opts *o)
 	}
 	if (proxy_build_image(&cause) == -1 ||
 	    proxy_ensure_networks(d, o, &cause) == -1 ||
-	    proxy_prepare_dirs(o, &cause) == -1 ||
-	    auditkey_prepare_proxy(&cause) == -1)
+	    proxy_prepare_dirs(o, &cause) == -1)
 		goto out;
 	spec = proxy_spec(o, ip);
 	digest = proxy_config_digest(spec);
@@ -624,6 +623,13 @@ cmd_proxy_exec(int argc, char **argv)
 			return SG_EXIT_ERROR;
 		}
 		o.hosts = hosts;
+	}
+	/* The key first: one in the log folder is refused before Docker. */
+	if (strcmp(verb, "start") == 0 &&
+	    auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		return SG_EXIT_ERROR;
 	}
 	if ((d = docker_new(&cause)) == NULL) {
 		fprintf(stderr, "sandgate: %s\n", cause);

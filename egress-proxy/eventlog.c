@@ -52,10 +52,15 @@ struct eventlog {
 	struct eventlog_hook	 hook;
 	int			 in_hook;	/* appending a hook line */
 	int			 hook_due;	/* one goes before the next event */
+	int			 in_first;	/* writing a file's first hook line */
+	int			 held;		/* shared: locked until released */
+	int			 not_reg;	/* the path is not a regular file */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
+static int	eventlog_put(struct eventlog *, json_t *);
+static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *);
 static int	eventlog_scan_window(int, off_t, off_t,
 		    struct logverify_line *);
@@ -88,24 +93,41 @@ eventlog_fail(struct eventlog *log, const char *what)
 	return -1;
 }
 
+int
+eventlog_open_file(const char *path, int flags, struct stat *st)
+{
+	int	fd, saved;
+
+	fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0640);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, st) == -1)
+		saved = errno;
+	else if (!S_ISREG(st->st_mode))
+		saved = EINVAL;
+	else
+		return fd;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
 /* Open the path for appending and note which file it is. */
 static int
 eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
 
-	log->fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0640);
-	if (log->fd == -1)
-		return -1;
-	if (fstat(log->fd, &st) == -1) {
-		close(log->fd);
-		log->fd = -1;
+	log->fd = eventlog_open_file(log->path, O_RDWR | O_APPEND | O_CREAT,
+	    &st);
+	if (log->fd == -1) {
+		log->not_reg = errno == ELOOP || errno == EINVAL;
 		return -1;
 	}
+	log->not_reg = 0;
 	log->dev = st.st_dev;
 	log->ino = st.st_ino;
-	log->size = S_ISREG(st.st_mode) ? st.st_size : 0;
+	log->size = st.st_size;
 	/* seq and prev in memory were not read from this file. */
 	log->cache_valid = 0;
 	return 0;
@@ -194,7 +216,11 @@ eventlog_ends_torn(int fd, off_t size)
 	return c != '\n';
 }
 
-/* The last event of name.1, for a current file with none. 1, 0 or -1. */
+/*
+ * The last event of name.1, for a current file with none. 1, 0 or -1.
+ * A name.1 that is a symlink, FIFO or device is not read: the chain then
+ * starts again, which the signer's anchor shows (checkpoint.h).
+ */
 static int
 eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 {
@@ -205,11 +231,11 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
 		return 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return 0;
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1) {
+		if (errno == ELOOP || errno == EINVAL)
+			log_warnx("not reading \"%s\": not a regular file", path);
+		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?
+		    0 : -1;
 	}
 	r = eventlog_scan(fd, st.st_size, out, &all);
 	close(fd);
@@ -232,10 +258,8 @@ eventlog_load_tail(struct eventlog *log)
 		return -1;
 	log->dev = st.st_dev;
 	log->ino = st.st_ino;
-	log->size = S_ISREG(st.st_mode) ? st.st_size : 0;
+	log->size = st.st_size;
 	log->need_nl = 0;
-	if (!S_ISREG(st.st_mode))
-		return 0;
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return -1;
 	if (torn) {
@@ -271,6 +295,9 @@ eventlog_lock(struct eventlog *log)
 	struct stat	st, cur;
 	int		i;
 
+	/* Held (eventlog_hold()): no one else wrote, nothing to re-read. */
+	if (log->held && log->fd != -1)
+		return 0;
 	for (i = 0; i < EVENTLOG_LOCK_TRIES; i++) {
 		if (log->fd == -1 && eventlog_open_fd(log) == -1)
 			return -1;
@@ -309,7 +336,7 @@ eventlog_unlock(struct eventlog *log)
 {
 	int	saved = errno;
 
-	if (log->fd != -1)
+	if (log->fd != -1 && !log->held)
 		(void)flock(log->fd, LOCK_UN);
 	errno = saved;
 }
@@ -538,6 +565,10 @@ eventlog_open(const char *dir, const char *filename,
 		if (errno == EILSEQ)
 			util_xasprintf(cause, "no event found in the last %d "
 			    "bytes of \"%s\"", SG_LOG_TAIL_SCAN, log->path);
+		else if (log->not_reg)
+			util_xasprintf(cause, "\"%s\" is not a regular file (a "
+			    "symlink, FIFO or device): not writing to it",
+			    log->path);
 		else
 			util_xasprintf(cause, "cannot open \"%s\": %s",
 			    log->path, strerror(errno));
@@ -549,37 +580,53 @@ fail:
 	return NULL;
 }
 
-int
-eventlog_append(struct eventlog *log, json_t *fields)
+/*
+ * The first line of a file that continues a chain (after a rotation, a
+ * reopen, or a start with an empty file while name.1 holds the chain) is
+ * a hook line that the hook's rotated() prepares: a signed rotation
+ * checkpoint (checkpoint.h), so that every file starts with one.
+ */
+static int
+eventlog_first_line(struct eventlog *log)
+{
+	int	rc;
+
+	if (log->hook.rotated == NULL || log->in_first || log->size > 0 ||
+	    log->seq == 0)
+		return 0;
+	log->hook.rotated(log->hook.arg);
+	log->in_first = 1;
+	rc = eventlog_put(log, NULL);
+	log->in_first = 0;
+	return rc;
+}
+
+/*
+ * Build and write the line of fields (NULL: a hook line) and move the
+ * chain on, rotating first when the line would take the file past its
+ * size. The caller holds the lock. 0, or -1 (log marked unavailable).
+ */
+static int
+eventlog_put(struct eventlog *log, json_t *fields)
 {
 	char	*line = NULL, hash[EVENTLOG_HEX];
 	size_t	 len;
 	int	 rc = -1;
 
-	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
-		errno = EINVAL;
-		return eventlog_fail(log, "invalid event for");
-	}
-	/* A hook line due after the last event goes before this one. */
-	if (log->hook_due && !log->in_hook)
-		(void)eventlog_append_hook(log);
-	if (log->opts.shared) {
-		if (eventlog_lock(log) == -1)
-			return eventlog_fail(log, "cannot lock");
-	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
-		return eventlog_fail(log, "cannot open");
-	if (eventlog_build(log, fields, &line, &len, hash) == -1) {
-		eventlog_fail(log, "cannot format an event for");
-		goto out;
-	}
+	if (eventlog_first_line(log) == -1)
+		return -1;
+	if (eventlog_build(log, fields, &line, &len, hash) == -1)
+		return eventlog_fail(log, "cannot format an event for");
 	if (log->opts.max_size > 0 && log->size > 0 &&
 	    (unsigned long long)log->size + len > log->opts.max_size) {
+		free(line);
+		line = NULL;
 		if (eventlog_rotate(log) == -1) {
 			eventlog_fail(log, "cannot rotate");
 			goto out;
 		}
-		free(line);
-		line = NULL;
+		if (eventlog_first_line(log) == -1)
+			goto out;
 		if (eventlog_build(log, fields, &line, &len, hash) == -1) {
 			eventlog_fail(log, "cannot format an event for");
 			goto out;
@@ -593,6 +640,33 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	memcpy(log->prev, hash, sizeof(log->prev));
 	log->healthy = 1;
 	log->error[0] = '\0';
+	if (fields == NULL && log->hook.written != NULL)
+		log->hook.written(log->hook.arg, log->seq, log->prev);
+	rc = 0;
+out:
+	free(line);
+	return rc;
+}
+
+int
+eventlog_append(struct eventlog *log, json_t *fields)
+{
+	int	rc = -1;
+
+	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
+		errno = EINVAL;
+		return eventlog_fail(log, "invalid event for");
+	}
+	/* A hook line due after the last event goes before this one. */
+	if (log->hook_due && !log->in_hook)
+		(void)eventlog_append_hook(log);
+	if (log->opts.shared) {
+		if (eventlog_lock(log) == -1)
+			return eventlog_fail(log, "cannot lock");
+	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
+		return eventlog_fail(log, "cannot open");
+	if (eventlog_put(log, fields) == -1)
+		goto out;
 	rc = 0;
 	if (util_now_us() - log->last_sync_us >= EVENTLOG_SYNC_US)
 		rc = eventlog_sync(log);
@@ -602,8 +676,27 @@ eventlog_append(struct eventlog *log, json_t *fields)
 out:
 	if (log->opts.shared)
 		eventlog_unlock(log);
-	free(line);
 	return rc;
+}
+
+int
+eventlog_hold(struct eventlog *log)
+{
+	if (!log->opts.shared || log->held)
+		return 0;
+	if (eventlog_lock(log) == -1)
+		return eventlog_fail(log, "cannot lock");
+	log->held = 1;
+	return 0;
+}
+
+void
+eventlog_release(struct eventlog *log)
+{
+	if (!log->held)
+		return;
+	log->held = 0;
+	eventlog_unlock(log);
 }
 
 void
@@ -697,6 +790,12 @@ long long
 eventlog_seq(const struct eventlog *log)
 {
 	return log->seq;
+}
+
+const char *
+eventlog_hash(const struct eventlog *log)
+{
+	return log->prev;
 }
 
 const char *

@@ -16,7 +16,6 @@
 #define LOGVERIFY_HEAD		"{\"ts\":\""
 #define LOGVERIFY_HEAD_LEN	(sizeof(LOGVERIFY_HEAD) - 1)
 
-static int	logverify_is_hex(const char *, size_t);
 static int	logverify_hex_member(json_t *, const char *, char *);
 static int	logverify_suffix(const char *, size_t, char *);
 static enum logverify_status logverify_torn(const char *, size_t);
@@ -30,8 +29,7 @@ static void	logverify_accept(struct logverify *,
 		    const struct logverify_line *);
 static int	logverify_feed_line(void *, const char *, size_t);
 
-/* 1 if s[0..len) is lowercase hex digits only. */
-static int
+int
 logverify_is_hex(const char *s, size_t len)
 {
 	size_t	i;
@@ -111,18 +109,24 @@ logverify_hash(const char *line, size_t len, char *hex)
 /*
  * A line that does not parse is torn when it is the start of a line as
  * the writer makes them: it begins with {"ts":" (or a shorter part of
- * it) and is not complete JSON (complete JSON with duplicate keys is not).
+ * it), is not complete JSON (complete JSON with duplicate keys is not),
+ * and does not end as a whole line ends, in ,"hash":"<64 hex>"}: a line
+ * that does was written whole, and one that jansson refuses (a \u0000, an
+ * integer past 64 bits, a lone surrogate, bytes that are not UTF-8) is
+ * not one the writer made.
  */
 static enum logverify_status
 logverify_torn(const char *line, size_t len)
 {
 	json_t		*obj;
 	json_error_t	 err;
+	char		 hex[LOGVERIFY_HASH_HEX + 1];
 	size_t		 n;
 
 	n = len < LOGVERIFY_HEAD_LEN ? len : LOGVERIFY_HEAD_LEN;
 
-	if (memcmp(line, LOGVERIFY_HEAD, n) != 0)
+	if (memcmp(line, LOGVERIFY_HEAD, n) != 0 ||
+	    logverify_suffix(line, len, hex) == 0)
 		return LOGVERIFY_NOT_LOG;
 	if ((obj = json_loadb(line, len, 0, &err)) != NULL) {
 		json_decref(obj);

@@ -71,6 +71,7 @@ static void	main_signal(evutil_socket_t, short, void *);
 static void	main_tick(evutil_socket_t, short, void *);
 static void	main_raise_nofile(void);
 static int	main_checkpoint_open(struct proxy *);
+static void	main_check_key(const char *, char **);
 
 static const struct option main_longopts[] = {
 	{ "listen",		required_argument, NULL, 'l' },
@@ -495,6 +496,21 @@ main_checkpoint_open(struct proxy *px)
 	return 0;
 }
 
+/* --check: the key loads, and its anchor, if any, is well formed. */
+static void
+main_check_key(const char *path, char **cause)
+{
+	struct checkpoint_anchor	 an;
+	char				*anchor;
+
+	EVP_PKEY_free(checkpoint_key_load(path, cause));
+	if (*cause != NULL)
+		return;
+	util_xasprintf(&anchor, "%s.anchor", path);
+	(void)checkpoint_anchor_read(anchor, &an, cause);
+	free(anchor);
+}
+
 /* Tunnels take two descriptors each: allow as many as the hard limit. */
 static void
 main_raise_nofile(void)
@@ -551,13 +567,13 @@ main(int argc, char **argv)
 			log_warnx("--sets names \"%s\", which is not a set in "
 			    "%s", px->default_sets[i], px->cfg.policy_dir);
 	if (main_check_only) {
-		if (main_ckpt_opts.key_path != NULL) {
-			EVP_PKEY_free(checkpoint_key_load(
-			    main_ckpt_opts.key_path, &cause));
-			if (cause != NULL) {
-				log_warnx("%s", cause);
-				return PX_EXIT_CONFIG;
-			}
+		if (main_ckpt_opts.key_path != NULL &&
+		    checkpoint_key_outside(main_ckpt_opts.key_path,
+		    px->cfg.log_dir, &cause) == 0)
+			main_check_key(main_ckpt_opts.key_path, &cause);
+		if (cause != NULL) {
+			log_warnx("%s", cause);
+			return PX_EXIT_CONFIG;
 		}
 		printf("sandgate-proxy: configuration OK, policy digest %s\n",
 		    policy_digest(p));

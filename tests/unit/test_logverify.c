@@ -125,6 +125,22 @@ test_line_table(void **state)
 		/* well-formed, but the hash is wrong */
 		{ "{\"seq\":1,\"prev\":\"" ZEROS "\",\"hash\":\"" ZEROS "\"}",
 		    LOGVERIFY_HASH_MISMATCH },
+		/*
+		 * Whole lines (ending as a line ends) that the parser refuses
+		 * are not torn: the writer never writes them.
+		 */
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\u0000\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":99999999999999999999999,"
+		    "\"prev\":\"" ZEROS "\",\"hash\":\"" ZEROS "\"}",
+		    LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\ud800\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\xff\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		/* ... but the same cut short is */
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\u0000\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS, LOGVERIFY_TORN },
 	};
 	struct logverify_line	l;
 	size_t			i;
