@@ -546,12 +546,13 @@ main(int argc, char **argv)
 	}
 	log_init("sandgate-proxy", px->cfg.verbose);
 	proxy_g = px;
-	if ((p = proxy_load_policy(px->cfg.policy_dir, &diags)) == NULL) {
+	p = proxy_load_policy(px->cfg.policy_dir, &diags);
+	policy_diags_release(&diags);
+	if (p == NULL) {
 		log_warnx("policy in %s has errors; not starting",
 		    px->cfg.policy_dir);
 		return PX_EXIT_CONFIG;
 	}
-	policy_diags_release(&diags);
 	px->policy = util_xcalloc(1, sizeof(*px->policy));
 	px->policy->policy = p;
 	px->policy->refs = 1;
