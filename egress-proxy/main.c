@@ -574,6 +574,7 @@ main(int argc, char **argv)
 			main_check_key(main_ckpt_opts.key_path, &cause);
 		if (cause != NULL) {
 			log_warnx("%s", cause);
+			free(cause);
 			return PX_EXIT_CONFIG;
 		}
 		printf("sandgate-proxy: configuration OK, policy digest %s\n",
@@ -592,6 +593,7 @@ main(int argc, char **argv)
 	if (px->seclog == NULL) {
 		log_warnx("cannot open the security-event log in %s: %s",
 		    px->cfg.log_dir, cause ? cause : "unknown error");
+		free(cause);
 		return PX_EXIT_CONFIG;
 	}
 	if (main_checkpoint_open(px) == -1)
