@@ -133,7 +133,6 @@ static int	audit_next(struct audit_reader *, size_t *);
 static json_t	*audit_load(const char *, size_t);
 static int	audit_match(const struct audit_args *, json_t *);
 static const char *audit_str(json_t *, const char *);
-static void	audit_safe(const char *, char *, size_t);
 static void	audit_print(const struct audit_args *, json_t *);
 static void	audit_print_row(json_t *);
 static int	audit_each(const struct audit_args *, char **, int,
@@ -634,34 +633,6 @@ audit_match(const struct audit_args *a, json_t *obj)
 	return 1;
 }
 
-/*
- * Copy s for a terminal: printable ASCII as is, other bytes as \xNN, "-"
- * for NULL; cut with "..." past AUDIT_FIELD_SHOW.
- */
-static void
-audit_safe(const char *s, char *out, size_t size)
-{
-	static const char	 hexd[] = "0123456789abcdef";
-	const unsigned char	*p = (const unsigned char *)(s ? s : "-");
-	size_t			 o = 0;
-
-	for (; *p != '\0' && o + 8 < size; p++) {
-		if (*p >= 0x20 && *p < 0x7f)
-			out[o++] = (char)*p;
-		else {
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hexd[*p >> 4];
-			out[o++] = hexd[*p & 0xf];
-		}
-	}
-	if (*p != '\0') {
-		memcpy(out + o, "...", 3);
-		o += 3;
-	}
-	out[o] = '\0';
-}
-
 /* One table row: time, event, sandbox, src, destination, reason. */
 static void
 audit_print_row(json_t *obj)
@@ -671,15 +642,15 @@ audit_print_row(json_t *obj)
 	char		 host[AUDIT_FIELD_SHOW];
 	json_t		*port = json_object_get(obj, "port");
 
-	audit_safe(audit_str(obj, "ts"), ts, sizeof(ts));
-	audit_safe(audit_str(obj, "event"), ev, sizeof(ev));
-	audit_safe(audit_str(obj, "sandbox"), sbx, sizeof(sbx));
-	audit_safe(audit_str(obj, "src"), src, sizeof(src));
-	audit_safe(audit_str(obj, "host"), host, sizeof(host));
-	audit_safe(audit_str(obj, "reason"), why, sizeof(why));
+	util_escape(audit_str(obj, "ts"), ts, sizeof(ts));
+	util_escape(audit_str(obj, "event"), ev, sizeof(ev));
+	util_escape(audit_str(obj, "sandbox"), sbx, sizeof(sbx));
+	util_escape(audit_str(obj, "src"), src, sizeof(src));
+	util_escape(audit_str(obj, "host"), host, sizeof(host));
+	util_escape(audit_str(obj, "reason"), why, sizeof(why));
 	if (strncmp(ev, "run.", 4) == 0) {
 		/* A run record: the command and how it ended. */
-		audit_safe(audit_str(obj, "command"), dst, sizeof(host));
+		util_escape(audit_str(obj, "command"), dst, sizeof(host));
 		snprintf(why, sizeof(why), "exit %lld", (long long)
 		    json_integer_value(json_object_get(obj, "exit_code")));
 	} else if (json_is_integer(port))
@@ -848,7 +819,7 @@ audit_summary_section(const char *title, json_t *counts)
 	}
 	qsort(kv, n, sizeof(*kv), audit_cmp_count);
 	for (i = 0; i < n; i++) {
-		audit_safe(kv[i].key, safe, sizeof(safe));
+		util_escape(kv[i].key, safe, sizeof(safe));
 		printf("  %8lld  %s\n", kv[i].n, safe);
 	}
 	free(kv);
