@@ -97,6 +97,10 @@ static int	conn_report_mode(const struct policy *,
 static void	conn_revoked(struct conn *, enum sg_reason);
 static void	conn_addr_normalize(const struct sockaddr *, int,
 		    struct sockaddr_storage *);
+static void	conn_budget_cb(struct evbuffer *,
+		    const struct evbuffer_cb_info *, void *);
+static void	conn_budget_add(struct conn *, size_t added, size_t deleted);
+static void	conn_slot_resume(evutil_socket_t, short, void *);
 
 const char *
 conn_close_name(enum conn_close why)
@@ -164,7 +168,7 @@ conn_client_reading(struct conn *c)
 
 	if (c->client == NULL)
 		return;
-	want = !c->client_eof && !c->out_paused &&
+	want = !c->client_eof && !c->out_paused && !c->slot->over &&
 	    (c->state == CONN_HEAD || (c->state == CONN_HTTP &&
 	    !c->r.body_done && (c->upstream == NULL ||
 	    evbuffer_get_length(bufferevent_get_output(c->upstream)) <
@@ -173,6 +177,108 @@ conn_client_reading(struct conn *c)
 		bufferevent_enable(c->client, EV_READ);
 	else
 		bufferevent_disable(c->client, EV_READ);
+}
+
+/* 1 when nothing more should be queued for the client for now. */
+int
+conn_client_full(struct conn *c)
+{
+	return c->slot->over ||
+	    evbuffer_get_length(bufferevent_get_output(c->client)) >=
+	    PROXY_HIGH_WATER;
+}
+
+int
+conn_over_budget(const struct conn *c)
+{
+	return c->slot->over;
+}
+
+/*
+ * The bytes one client address's connections hold are kept exact by a
+ * callback on each of their buffers (client and upstream, input and
+ * output). Past max_buffer_per_client none of them is read (from the
+ * client, nor from an upstream whose bytes go to it); once under half,
+ * the slot's resume event lets them all go on. Stopping and resuming
+ * run from that event, never inside the buffer operation.
+ */
+static void
+conn_budget_add(struct conn *c, size_t added, size_t deleted)
+{
+	struct client_slot	*cs = c->slot;
+	unsigned long long	 max = c->px->cfg.max_buffer_per_client;
+
+	cs->held += added;
+	cs->held = cs->held > deleted ? cs->held - deleted : 0;
+	if (!cs->over && cs->held > max) {
+		cs->over = 1;
+		c->px->stats.clients_over_budget++;
+		event_active(cs->resume, 0, 0);
+	} else if (cs->over && cs->held <= max / 2) {
+		cs->over = 0;
+		event_active(cs->resume, 0, 0);
+	}
+}
+
+static void
+conn_budget_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	if (info->n_added != 0 || info->n_deleted != 0)
+		conn_budget_add(arg, info->n_added, info->n_deleted);
+}
+
+/* Count a new bufferevent's buffers against the client's budget. */
+void
+conn_bev_watch(struct conn *c, struct bufferevent *bev)
+{
+	evbuffer_add_cb(bufferevent_get_input(bev), conn_budget_cb, c);
+	evbuffer_add_cb(bufferevent_get_output(bev), conn_budget_cb, c);
+}
+
+/* Free a bufferevent (NULL is fine), giving back what it held. */
+void
+conn_bev_free(struct conn *c, struct bufferevent *bev)
+{
+	struct evbuffer	*b;
+	int		 i;
+
+	if (bev == NULL)
+		return;
+	for (i = 0; i < 2; i++) {
+		b = i == 0 ? bufferevent_get_input(bev) :
+		    bufferevent_get_output(bev);
+		/* Only what was counted (the callback may be missing). */
+		if (evbuffer_remove_cb(b, conn_budget_cb, c) == 0)
+			conn_budget_add(c, 0, evbuffer_get_length(b));
+	}
+	bufferevent_free(bev);
+}
+
+/*
+ * The client's budget was crossed: apply it to every connection of the
+ * address. Under it again, each goes on where it stopped: its upstream
+ * read again, its buffered pipelined heads parsed (deferred).
+ */
+static void
+conn_slot_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct client_slot	*cs = arg;
+	struct conn		*c;
+
+	for (c = cs->conns; c != NULL; c = c->slot_next) {
+		conn_client_reading(c);
+		if (cs->over || c->out_paused || c->client == NULL)
+			continue;
+		if (c->state == CONN_HTTP)
+			conn_http_resume(c);
+		else if (c->read_wait && c->state == CONN_HEAD &&
+		    evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
+			bufferevent_trigger(c->client, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+		c->read_wait = 0;
+	}
 }
 
 /* Forget the current request; the one place its state is reset. */
@@ -218,19 +324,26 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	struct sockaddr_storage	 ss;
 	struct sockaddr		*cs = (struct sockaddr *)&ss;
 	struct conn		*c;
-	int			 one = 1;
+	struct client_slot	*slot;
+	int			 one = 1, sz = PROXY_SOCKBUF;
 
 	conn_addr_normalize(sa, socklen, &ss);
 	if (px->draining || conn_count(px) >= px->cfg.max_conns ||
-	    proxy_client_enter(px, cs) == -1) {
+	    (slot = proxy_client_enter(px, cs)) == NULL) {
 		evutil_closesocket(fd);
 		return;
 	}
+	/* The kernel's buffers count too: capped, not autotuned to MiBs. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (slot->resume == NULL)
+		slot->resume = event_new(px->base, -1, 0, conn_slot_resume,
+		    slot);
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		goto fail;
 	c->client = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(px->base, conn_timer_cb, c);
-	if (c->client == NULL || c->timer == NULL) {
+	if (c->client == NULL || c->timer == NULL || slot->resume == NULL) {
 		/* Not counted as open yet: undo only what was done. */
 		if (c->client != NULL)
 			bufferevent_free(c->client);	/* closes fd */
@@ -240,11 +353,17 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 			event_free(c->timer);
 		free(c);
 		px->stats.conns_closed[CONN_CLOSE_OUT_OF_MEMORY]++;
-		proxy_client_leave(px, cs);
+		proxy_client_leave(px, slot);
 		log_warnx("out of memory accepting a connection");
 		return;
 	}
 	c->px = px;
+	c->slot = slot;
+	c->slot_next = slot->conns;
+	if (slot->conns != NULL)
+		slot->conns->slot_prev = c;
+	slot->conns = c;
+	conn_bev_watch(c, c->client);
 	c->id = ++conn_ids;
 	c->client_addr = ss;
 	addr_to_string(cs, c->src, sizeof(c->src));
@@ -269,7 +388,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	conn_set_state(c, CONN_HEAD);
 	return;
 fail:
-	proxy_client_leave(px, cs);
+	proxy_client_leave(px, slot);
 	evutil_closesocket(fd);
 }
 
@@ -294,12 +413,18 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	px->stats.conns_open--;
-	proxy_client_leave(px, (struct sockaddr *)&c->client_addr);
 	conn_tunnel_release(c);
-	if (c->client != NULL)
-		bufferevent_free(c->client);
-	if (c->upstream != NULL)
-		bufferevent_free(c->upstream);
+	conn_bev_free(c, c->client);
+	c->client = NULL;
+	conn_bev_free(c, c->upstream);
+	c->upstream = NULL;
+	if (c->slot_prev != NULL)
+		c->slot_prev->slot_next = c->slot_next;
+	else
+		c->slot->conns = c->slot_next;
+	if (c->slot_next != NULL)
+		c->slot_next->slot_prev = c->slot_prev;
+	proxy_client_leave(px, c->slot);
 	event_free(c->timer);
 	conn_req_reset(c);
 	proxy_client_release(&c->who);
@@ -387,6 +512,12 @@ conn_client_read(struct bufferevent *bev, void *arg)
 	c->last_activity_us = util_now_us();
 	switch (c->state) {
 	case CONN_HEAD:
+		if (c->slot->over) {
+			/* Over budget: parse it once under again. */
+			c->read_wait = 1;
+			conn_client_reading(c);
+			return;
+		}
 		conn_head(c);
 		return;
 	case CONN_HTTP:
@@ -427,9 +558,14 @@ conn_client_write(struct bufferevent *bev, void *arg)
 	if (c->state == CONN_HTTP)
 		conn_http_resume(c);
 	else if (paused && c->state == CONN_HEAD &&
-	    evbuffer_get_length(bufferevent_get_input(bev)) > 0)
-		bufferevent_trigger(bev, EV_READ,
-		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	    evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+		if (c->slot->over)
+			c->read_wait = 1;
+		else
+			bufferevent_trigger(bev, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+	}
 }
 
 static void
@@ -515,7 +651,7 @@ conn_upstream_event(struct bufferevent *bev, short what, void *arg)
 		    strchr(c->r.resolved, ':') ? "[" : "", c->r.resolved,
 		    strchr(c->r.resolved, ':') ? "]" : "", c->r.port,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-		bufferevent_free(c->upstream);
+		conn_bev_free(c, c->upstream);
 		c->upstream = NULL;
 		conn_connect_failed(c, details);
 		return;
@@ -879,8 +1015,12 @@ conn_next_request(struct conn *c)
 	c->head_started = 0;
 	c->keepalive_wait = 1;
 	conn_set_state(c, CONN_HEAD);
-	if (!c->out_paused &&
-	    evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
+	if (c->out_paused ||
+	    evbuffer_get_length(bufferevent_get_input(c->client)) == 0)
+		return 0;
+	if (c->slot->over)
+		c->read_wait = 1;	/* conn_slot_resume() goes on */
+	else
 		bufferevent_trigger(c->client, EV_READ,
 		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 	return 0;
@@ -987,13 +1127,14 @@ conn_connect_next(struct conn *c)
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
+	conn_bev_watch(c, c->upstream);
 	bufferevent_setcb(c->upstream, conn_upstream_read, conn_upstream_write,
 	    conn_upstream_event, c);
 	bufferevent_setwatermark(c->upstream, EV_READ, 0, PROXY_HIGH_WATER);
 	conn_arm(c, c->px->cfg.connect_timeout_ms);
 	if (bufferevent_socket_connect(c->upstream, sa, (int)len) == -1) {
 		/* Immediate failure: the event callback has not run. */
-		bufferevent_free(c->upstream);
+		conn_bev_free(c, c->upstream);
 		c->upstream = NULL;
 		return conn_connect_failed(c, "cannot connect upstream");
 	}
@@ -1022,10 +1163,8 @@ conn_connected(struct conn *c)
 void
 conn_drop_upstream(struct conn *c)
 {
-	if (c->upstream != NULL) {
-		bufferevent_free(c->upstream);
-		c->upstream = NULL;
-	}
+	conn_bev_free(c, c->upstream);
+	c->upstream = NULL;
 	c->up_reusable = 0;
 }
 

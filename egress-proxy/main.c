@@ -91,6 +91,7 @@ static const struct option main_longopts[] = {
 	{ "log-keep-min-age",	required_argument, NULL, 'Y' },
 	{ "max-conns",		required_argument, NULL, 'm' },
 	{ "max-conns-per-client", required_argument, NULL, 'C' },
+	{ "max-buffer-per-client", required_argument, NULL, 'U' },
 	{ "head-timeout",	required_argument, NULL, 'T' },
 	{ "idle-timeout",	required_argument, NULL, 'I' },
 	{ "connect-timeout",	required_argument, NULL, 'X' },
@@ -142,7 +143,10 @@ main_usage(FILE *f)
 "  --log-keep-min-age D    never delete a rotated file younger than D (30m,\n"
 "                          2h, 7d), even past --log-keep (default 0: off)\n"
 "  --max-conns N           connections in all (default 16384)\n"
-"  --max-conns-per-client N  per client address (default 1024)\n"
+"  --max-conns-per-client N  per client address (default 256)\n"
+"  --max-buffer-per-client SIZE  bytes buffered for one client address\n"
+"                          over all its connections; past it none is read\n"
+"                          until half has drained (default 16m)\n"
 "  --head-timeout S        seconds to receive a request head (default 10)\n"
 "  --connect-timeout S     seconds to connect upstream (default 10)\n"
 "  --idle-timeout S        seconds a tunnel or response may idle (default 300)\n"
@@ -191,6 +195,14 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'M':
 		if (util_parse_size(arg, &cfg->log_max_size) == -1) {
 			log_warnx("invalid --log-max-size \"%s\"", arg);
+			return -1;
+		}
+		return 0;
+	case 'U':
+		if (util_parse_size(arg, &cfg->max_buffer_per_client) == -1 ||
+		    cfg->max_buffer_per_client < PROXY_HIGH_WATER) {
+			log_warnx("invalid --max-buffer-per-client \"%s\" (a "
+			    "size of at least 256k, such as 16m)", arg);
 			return -1;
 		}
 		return 0;
@@ -291,6 +303,7 @@ main_options(int argc, char **argv, struct proxy_config *cfg)
 	cfg->idle_timeout_ms = PROXY_IDLE_TIMEOUT_MS;
 	cfg->max_conns = PROXY_MAX_CONNS;
 	cfg->max_conns_per_client = PROXY_MAX_CONNS_PER_CLIENT;
+	cfg->max_buffer_per_client = PROXY_MAX_BUFFER_PER_CLIENT;
 	cfg->log_max_size = 100ULL << 20;
 	cfg->log_keep = 10;
 	cfg->block_burst = BLOCKLOG_BURST_DEFAULT;

@@ -27,18 +27,14 @@
 
 struct proxy	*proxy_g;
 
-/* Open-addressed counts of connections per client address. */
+/* Open-addressed slots of client addresses (pointers: slots stay put). */
 #define COUNT_SLOTS	8192
-struct client_count {
-	unsigned char	key[17];	/* family byte + address */
-	unsigned	n;
-};
 
 static size_t	proxy_count_key(const struct sockaddr *, unsigned char *);
 static size_t	proxy_count_home(const unsigned char *);
-static struct client_count *proxy_count_slot(struct proxy *,
-		    const unsigned char *, int create);
-static void	proxy_count_remove(struct proxy *, struct client_count *);
+static struct client_slot **proxy_count_slot(struct proxy *,
+		    const unsigned char *);
+static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
 static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
 		    const struct proxy_event *);
@@ -116,86 +112,86 @@ proxy_count_home(const unsigned char *key)
 	return h % COUNT_SLOTS;
 }
 
-/* Find (or claim) the slot of an address by linear probing. */
-static struct client_count *
-proxy_count_slot(struct proxy *px, const unsigned char *key, int create)
+/*
+ * The place of an address by linear probing: its slot, or the empty place
+ * where it would go (NULL when the table is full).
+ */
+static struct client_slot **
+proxy_count_slot(struct proxy *px, const unsigned char *key)
 {
 	size_t	h = proxy_count_home(key), i, j;
 
 	for (i = 0; i < COUNT_SLOTS; i++) {
 		j = (h + i) % COUNT_SLOTS;
-		if (memcmp(px->counts[j].key, key, 17) == 0)
-			return &px->counts[j];
-		if (px->counts[j].key[0] == 0) {
-			if (!create)
-				return NULL;
-			memcpy(px->counts[j].key, key, 17);
-			px->counts[j].n = 0;
-			px->ncounts++;
-			return &px->counts[j];
-		}
+		if (px->slots[j] == NULL ||
+		    memcmp(px->slots[j]->key, key, 17) == 0)
+			return &px->slots[j];
 	}
 	return NULL;
 }
 
 /*
- * Give a slot back once its address has no connection (backward-shift
+ * Give a place back once its address has no connection (backward-shift
  * deletion: later entries of the probe run move up, so that lookups
  * still find them without tombstones).
  */
 static void
-proxy_count_remove(struct proxy *px, struct client_count *cc)
+proxy_count_remove(struct proxy *px, struct client_slot **pp)
 {
-	size_t	hole = (size_t)(cc - px->counts), j, home;
+	size_t	hole = (size_t)(pp - px->slots), j, home;
 
-	memset(&px->counts[hole], 0, sizeof(px->counts[hole]));
-	px->ncounts--;
-	for (j = (hole + 1) % COUNT_SLOTS; px->counts[j].key[0] != 0;
+	px->slots[hole] = NULL;
+	px->nslots--;
+	for (j = (hole + 1) % COUNT_SLOTS; px->slots[j] != NULL;
 	    j = (j + 1) % COUNT_SLOTS) {
-		home = proxy_count_home(px->counts[j].key);
+		home = proxy_count_home(px->slots[j]->key);
 		/* Stays when its home lies cyclically in (hole, j]. */
 		if ((hole < j && home > hole && home <= j) ||
 		    (hole > j && (home > hole || home <= j)))
 			continue;
-		px->counts[hole] = px->counts[j];
-		memset(&px->counts[j], 0, sizeof(px->counts[j]));
+		px->slots[hole] = px->slots[j];
+		px->slots[j] = NULL;
 		hole = j;
 	}
 }
 
-int
+struct client_slot *
 proxy_client_enter(struct proxy *px, const struct sockaddr *sa)
 {
-	unsigned char		 key[17];
-	struct client_count	*cc;
+	unsigned char		  key[17];
+	struct client_slot	**pp, *cs;
 
-	if (px->counts == NULL &&
-	    (px->counts = calloc(COUNT_SLOTS, sizeof(*px->counts))) == NULL)
-		return -1;
+	if (px->slots == NULL &&
+	    (px->slots = calloc(COUNT_SLOTS, sizeof(*px->slots))) == NULL)
+		return NULL;
 	proxy_count_key(sa, key);
-	if ((cc = proxy_count_slot(px, key, 1)) == NULL)
-		return -1;	/* table full: that many clients at once */
-	if (cc->n >= px->cfg.max_conns_per_client)
-		return -1;
-	cc->n++;
-	return 0;
+	if ((pp = proxy_count_slot(px, key)) == NULL)
+		return NULL;	/* table full: that many clients at once */
+	if ((cs = *pp) == NULL) {
+		if ((cs = calloc(1, sizeof(*cs))) == NULL)
+			return NULL;
+		memcpy(cs->key, key, 17);
+		*pp = cs;
+		px->nslots++;
+	}
+	if (cs->n >= px->cfg.max_conns_per_client)
+		return NULL;
+	cs->n++;
+	return cs;
 }
 
 void
-proxy_client_leave(struct proxy *px, const struct sockaddr *sa)
+proxy_client_leave(struct proxy *px, struct client_slot *cs)
 {
-	unsigned char		 key[17];
-	struct client_count	*cc;
+	struct client_slot	**pp;
 
-	if (px->counts == NULL)
+	if (cs == NULL || (cs->n > 0 && --cs->n > 0))
 		return;
-	proxy_count_key(sa, key);
-	if ((cc = proxy_count_slot(px, key, 0)) == NULL)
-		return;
-	if (cc->n > 0)
-		cc->n--;
-	if (cc->n == 0)
-		proxy_count_remove(px, cc);
+	if ((pp = proxy_count_slot(px, cs->key)) != NULL && *pp == cs)
+		proxy_count_remove(px, pp);
+	if (cs->resume != NULL)
+		event_free(cs->resume);
+	free(cs);
 }
 
 char *

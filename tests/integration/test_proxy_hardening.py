@@ -1039,7 +1039,8 @@ class F12Smaller(Case):
 
     def test_stalled_clienthellos_hold_little(self):
         """A stalled ClientHello held 100-160 KiB in the proxy."""
-        p = start_proxy("stalled-hello")
+        p = start_proxy("stalled-hello",
+                        extra_args=["--max-conns-per-client", "400"])
         hello = client_hello(["allowed.test"])
         socks = []
         base = rss_kib(p.pid)
@@ -1057,6 +1058,97 @@ class F12Smaller(Case):
         if not sanitized():
             self.assertLess(per, 32, "%.1f KiB per stalled ClientHello"
                             % per)
+
+
+# ------------------------------- round 3: what a second attack broke
+
+def proxy_socket_kib(port):
+    """Kernel memory of the proxy's accepted sockets (receive + send
+    queues, ss -m), in KiB."""
+    out = subprocess.run(["ss", "-tmnH", "state", "established",
+                          "( sport = :%d )" % port],
+                         capture_output=True, text=True).stdout
+    total = 0
+    for m in re.finditer(r"skmem:\(r(\d+),rb\d+,t(\d+),tb\d+,f\d+,w(\d+)",
+                         out):
+        total += int(m.group(1)) + int(m.group(3))
+    return total // 1024
+
+
+class A01ClientBudget(Case):
+    """Back-pressure per connection still let one sandbox pin ~512 KiB
+    on each of 1024 connections (RSS 7 -> 327-539 MiB, plus MiBs of
+    socket buffers); two sandboxes got the proxy OOM-killed in a 1 GiB
+    container. Now one budget per client address covers all its
+    connections, and the kernel's socket buffers are capped."""
+
+    REQ = F01BackPressure.REQ
+    CONNS = 1024
+    SECS = 8
+
+    def flood(self, port, src, out):
+        socks = []
+        for _ in range(self.CONNS):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.bind((src, 0))
+            s.settimeout(2)
+            try:
+                s.connect(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                break
+            s.setblocking(False)
+            socks.append(s)
+        out.extend(socks)
+        chunk = self.REQ * (65536 // len(self.REQ))
+        end = time.monotonic() + self.SECS
+        while time.monotonic() < end:
+            progress = False
+            for s in socks:
+                try:
+                    s.send(chunk)
+                    progress = True
+                except OSError:
+                    pass
+            if not progress:
+                time.sleep(0.2)
+
+    def test_two_sources_of_never_reading_pipelines(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard < 3 * self.CONNS + 100:
+            self.skipTest("needs %d file descriptors" % (3 * self.CONNS))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        p = start_proxy("client-budget")
+        base = rss_kib(p.pid)
+        held = []
+        ts = [threading.Thread(target=self.flood, args=(p.port, src, held))
+              for src in ("127.0.0.2", "127.0.0.3")]
+        for t in ts:
+            t.start()
+        peak_rss, peak_sock = base, 0
+        while any(t.is_alive() for t in ts):
+            time.sleep(0.5)
+            peak_rss = max(peak_rss, rss_kib(p.pid))
+            peak_sock = max(peak_sock, proxy_socket_kib(p.port))
+        for t in ts:
+            t.join()
+        time.sleep(1)
+        peak_rss = max(peak_rss, rss_kib(p.pid))
+        peak_sock = max(peak_sock, proxy_socket_kib(p.port))
+        self.assert_serves(p, "while two sources pipeline and never read")
+        for s in held:
+            s.close()
+        grew = (peak_rss - base) / 1024.0
+        print("\n  2 sources x %d never-reading pipelines: proxy RSS %d -> "
+              "%d KiB, its sockets' kernel memory %d KiB" % (
+                  self.CONNS, base, peak_rss, peak_sock), file=sys.stderr)
+        # Two budgets (16 MiB) and their overshoot, then the kernel's
+        # buffers: 256 connections a source, 32 KiB doubled each way.
+        self.assertLess(peak_sock, 2 * 256 * 160, "socket memory %d KiB"
+                        % peak_sock)
+        if not sanitized():
+            self.assertLess(grew, 80, "RSS grew by %.1f MiB" % grew)
 
 
 FAIL_EVENT_NEW = r"""
