@@ -860,10 +860,14 @@ conn_decide(struct conn *c)
 	q.nsets = c->who.nsets;
 	q.now = time(NULL);
 	r = policy_decide(c->r.pol->policy, &q, &c->r.match);
-	if (r != SG_REASON_NONE && !conn_report_only(c, r))
+	if (r != SG_REASON_NONE && !conn_report_mode(c->r.pol->policy,
+	    &c->who))
 		return conn_block(c, r, NULL, NULL);
+	/* A stopped client writes no egress.would_block line either. */
 	if (!proxy_log_healthy(c->px, &c->who, c->src))
 		return conn_block(c, SG_REASON_LOG_UNAVAILABLE, NULL, NULL);
+	if (r != SG_REASON_NONE && !conn_report_only(c, r))
+		return conn_block(c, r, NULL, NULL);
 	c->tls_required = c->r.match.tls == POLICY_TLS_REQUIRED;
 	/* Reuse the kept upstream for the same destination and rules. */
 	if (!c->r.is_connect && c->upstream != NULL && c->up_reusable &&
@@ -918,8 +922,9 @@ conn_log_allowed(struct conn *c)
 
 /*
  * A set in force is in report mode (staging): a would-be block is logged
- * as egress.would_block and let through, so an admin can run a task once
- * and see what it needs. Returns 1 when the request goes on.
+ * as egress.would_block (under the block log's burst and budget, and
+ * not for a stopped client) and let through, so an admin can run a task
+ * once and see what it needs. Returns 1 when the request goes on.
  */
 static int
 conn_report_only(struct conn *c, enum sg_reason r)
@@ -933,7 +938,8 @@ conn_report_only(struct conn *c, enum sg_reason r)
 	reason_message(msg, sizeof(msg), r, c->r.host.name, c->r.port, NULL,
 	    NULL);
 	conn_event(c, &ev, "egress.would_block", r, msg, NULL, 0);
-	if (proxy_log_event(c->px, &ev) == -1)
+	/* A line, or counted into a summary, as blocks are (blocklog.h). */
+	if (proxy_log_block(c->px, &ev) == -1)
 		return 0;	/* unlogged traffic never passes */
 	/*
 	 * A nearest entry names this very host (only its port, method or

@@ -37,7 +37,9 @@ static struct client_slot **proxy_count_slot(struct proxy *,
 static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
 static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
-		    const struct proxy_event *);
+		    const struct proxy_event *, char *method);
+static const char *proxy_cut(const char *, char *buf);
+static void	proxy_log_warn(struct proxy *);
 
 struct proxy_policy *
 proxy_policy_ref(struct proxy *px)
@@ -212,16 +214,34 @@ proxy_identity(const struct proxy_client *who, const char *src, char *buf,
 	return buf;
 }
 
-/* The fields of a security event as eventlog.c takes them. */
+/*
+ * A client-chosen field (the method) as logged: its first
+ * PROXY_LOG_FIELD_CUT bytes and "...", so that a line's size is not the
+ * client's to choose. buf holds PROXY_LOG_FIELD_CUT + 4 bytes.
+ */
+static const char *
+proxy_cut(const char *s, char *buf)
+{
+	if (s == NULL || strlen(s) <= PROXY_LOG_FIELD_CUT)
+		return s;
+	memcpy(buf, s, PROXY_LOG_FIELD_CUT);
+	memcpy(buf + PROXY_LOG_FIELD_CUT, "...", 4);
+	return buf;
+}
+
+/*
+ * The fields of a security event as eventlog.c takes them; method holds
+ * PROXY_LOG_FIELD_CUT + 4 bytes for the cut method.
+ */
 static void
 proxy_sec_fields(struct proxy *px, struct eventlog_sec *sec,
-    const struct proxy_event *pe)
+    const struct proxy_event *pe, char *method)
 {
 	memset(sec, 0, sizeof(*sec));
 	sec->event = pe->event;
 	sec->sandbox = pe->client ? pe->client->sandbox : NULL;
 	sec->src = pe->src;
-	sec->method = pe->method;
+	sec->method = proxy_cut(pe->method, method);
 	sec->host = pe->host && *pe->host ? pe->host : NULL;
 	sec->port = pe->port;
 	sec->sni = pe->sni;
@@ -241,9 +261,10 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	struct eventlog_sec	 sec;
 	json_t			*fields;
 	char			 ident[PROXY_IDENT_MAX];
+	char			 method[PROXY_LOG_FIELD_CUT + 4];
 	int			 rc = -1;
 
-	proxy_sec_fields(px, &sec, pe);
+	proxy_sec_fields(px, &sec, pe, method);
 	if ((fields = eventlog_security_fields(&sec)) == NULL)
 		goto out;
 	if (pe->bytes_up >= 0) {
@@ -260,12 +281,32 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 		blocklog_wrote(px->blocks, proxy_identity(pe->client, pe->src,
 		    ident, sizeof(ident)), util_now_us());
 out:
-	if (rc == -1) {
-		px->stats.log_failures++;
-		log_warn("security-event log %s unavailable: %s",
-		    eventlog_path(px->seclog), eventlog_error(px->seclog));
-	}
+	if (rc == -1)
+		proxy_log_warn(px);
 	return rc;
+}
+
+/*
+ * A write failed: counted, and said on stderr at most once a second
+ * (with how many failed meanwhile), however fast clients cause them.
+ */
+static void
+proxy_log_warn(struct proxy *px)
+{
+	static uint64_t			last_us;
+	static unsigned long long	quiet;
+	uint64_t			now = util_now_us();
+
+	px->stats.log_failures++;
+	if (last_us != 0 && now - last_us < 1000000) {
+		quiet++;
+		return;
+	}
+	log_warnx("security-event log %s unavailable: %s (%llu more failed "
+	    "writes in the last second)", eventlog_path(px->seclog),
+	    eventlog_error(px->seclog), quiet);
+	last_us = now;
+	quiet = 0;
 }
 
 int
@@ -274,12 +315,16 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 	struct blocklog_event	 be;
 	struct timespec		 now;
 	char			 ident[PROXY_IDENT_MAX];
-	int			 full = 1;
+	char			 method[PROXY_LOG_FIELD_CUT + 4];
+	int			 full = 1, report;
 
-	px->block_serial++;
-	control_note_block(px, px->block_serial, pe->client ?
-	    pe->client->sandbox : NULL, pe->host, pe->port,
-	    reason_code(pe->reason), pe->message);
+	report = strcmp(pe->event, "egress.would_block") == 0;
+	if (!report) {
+		px->block_serial++;
+		control_note_block(px, px->block_serial, pe->client ?
+		    pe->client->sandbox : NULL, pe->host, pe->port,
+		    reason_code(pe->reason), pe->message);
+	}
 	/* A flood fills the folder between ticks: look often meanwhile. */
 	if (util_now_us() - px->space_checked_us >= PROXY_SPACE_CHECK_US)
 		proxy_log_check_space(px);
@@ -289,10 +334,11 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 		    sizeof(ident));
 		be.sandbox = pe->client ? pe->client->sandbox : NULL;
 		be.src = pe->src;
-		be.method = pe->method;
+		be.method = proxy_cut(pe->method, method);
 		be.host = pe->host && *pe->host ? pe->host : NULL;
 		be.port = pe->port;
 		be.reason = pe->reason;
+		be.report = report;
 		be.message = pe->message;
 		be.sets = pe->client ? pe->client->sets : NULL;
 		be.rule = pe->rule;
@@ -314,7 +360,8 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	int			 rc;
 
 	memset(&sec, 0, sizeof(sec));
-	sec.event = "egress.blocked_summary";
+	sec.event = be->report ? "egress.would_block_summary" :
+	    "egress.blocked_summary";
 	sec.sandbox = be->sandbox;
 	sec.src = be->src;
 	sec.method = be->method;
@@ -337,7 +384,7 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);
 	if (rc == -1)
-		px->stats.log_failures++;
+		proxy_log_warn(px);
 	return rc;
 }
 

@@ -51,6 +51,8 @@ struct registry_entry;
  * tcp_wmem (MiBs) for a client that does not read.
  */
 #define PROXY_SOCKBUF			(32 * 1024)
+/* Client-chosen fields (the method) are cut to this in log lines. */
+#define PROXY_LOG_FIELD_CUT		64
 #define PROXY_LOG_SPACE_MIN		(32 * 1024)	/* free bytes the log needs */
 /*
  * Below this much free room in the log folder (an eighth of the volume,
@@ -241,9 +243,9 @@ struct proxy_event {
  */
 int	proxy_log_event(struct proxy *, const struct proxy_event *);
 /*
- * An egress.blocked event: written in full, or counted into a summary
- * (blocklog.h); either way it is counted for GET /blocks. Returns 0, or
- * -1 when a full line could not be written.
+ * An egress.blocked (or egress.would_block) event: written in full, or
+ * counted into a summary (blocklog.h); a block is counted for GET
+ * /blocks too. Returns 0, or -1 when a full line could not be written.
  */
 int	proxy_log_block(struct proxy *, const struct proxy_event *);
 /* Set up the block log (blocklog.h) from the configuration. 0 or -1. */

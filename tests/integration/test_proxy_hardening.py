@@ -1151,6 +1151,154 @@ class A01ClientBudget(Case):
             self.assertLess(grew, 80, "RSS grew by %.1f MiB" % grew)
 
 
+REPORT_POLICY = """\
+description: a set in report mode (staging)
+mode: report
+allow:
+  - host: reported.test
+    ports: [443]
+    rationale: trying out
+"""
+
+
+def all_events(log_dir):
+    """Every event of the log folder's files, oldest file first."""
+    files = sorted((f for f in os.listdir(log_dir)
+                    if f.startswith("security-events.jsonl")),
+                   key=lambda f: -int(f.rsplit(".", 1)[1])
+                   if f[-1].isdigit() else 0)
+    events, total = [], 0
+    for f in files:
+        path = os.path.join(log_dir, f)
+        total += os.path.getsize(path)
+        with open(path) as fh:
+            events += [json.loads(line) for line in fh]
+    return events, total
+
+
+class A02ReportModeFlood(Case):
+    """A sandbox whose set is in report mode wrote an egress.would_block
+    line per request, outside every budget (6.4 MiB/s): the other
+    sandboxes' history was rotated away in 3 s, and a stopped sandbox kept
+    writing them."""
+
+    def test_would_block_flood_is_budgeted(self):
+        p = control_proxy("report-flood", extra_args=[
+            "--log-max-size", "1m", "--log-keep", "2"])
+        with open(os.path.join(p.policy_dir, "rep.yaml"), "w") as f:
+            f.write(REPORT_POLICY)
+        status, body = proxylib.control(p.ctl, "POST", "/reload")
+        self.assertEqual(status, 200, body)
+        register(p, "127.0.0.2", SBX_A, sets="rep")
+        register(p, "127.0.0.3", SBX_B)
+        for i in range(3):
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(get_request("http://b-dest.invalid/%d" % i,
+                               "b-dest.invalid", "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+            c.close()
+        size0 = os.path.getsize(p.log_path)
+        # Let through by report mode, then refused for its address.
+        n = F02BlockLog.flood(self, p, "127.0.0.2", 10,
+                              hosts=("127.0.0.1:1",))
+        p.stop()
+        p.checked = True
+        events, total = all_events(p.log_dir)
+        a = lambda e: e.get("sandbox") == SBX_A  # noqa: E731
+        would = proxylib.would_block_attempts(events, a)
+        blocked = proxylib.blocked_attempts(events, a)
+        b = [e for e in events if e.get("sandbox") == SBX_B and
+             e.get("host") == "b-dest.invalid"]
+        print("\n  %d report-mode requests in 10 s: %d would_block "
+              "attempts and %d blocks counted, %d lines; log %d -> %d bytes"
+              % (n, would, blocked, sum(1 for e in events if a(e)), size0,
+                 total), file=sys.stderr)
+        self.assertGreater(n, 1000, "the flood did not happen")
+        self.assertEqual(len(b), 3, "the other sandbox's earlier events "
+                         "are gone")
+        self.assertEqual(would, n, "every would-be block is counted")
+        self.assertEqual(blocked, n, "every block is counted")
+        self.assertLess(total - size0, 2 << 20, "the log grew by %d bytes"
+                        % (total - size0))
+        r = subprocess.run([os.path.join(proxylib.BIN, "sandgate"), "audit",
+                            "verify", "--log-dir", p.log_dir],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+class A03StoppedSandbox(Case):
+    """Once stopped for filling the log volume, a sandbox still got one
+    summary per destination and reason per window (about 21 KiB/s with
+    long methods): the volume filled anyway and every sandbox's egress
+    was refused."""
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_stopped_sandbox_writes_one_summary_a_window(self):
+        logs = tempfile.mkdtemp(prefix="sg-smalllog-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
+                        logs], check=True)
+        try:
+            p = control_proxy("stopped", extra_args=[
+                "--log-dir", logs, "--block-window", "1"] +
+                proxylib.full_lines_args())
+            p.log_dir = logs
+            p.log_path = os.path.join(logs, "security-events.jsonl")
+            register(p, "127.0.0.2", SBX_A)
+            register(p, "127.0.0.3", SBX_B)
+            hosts = ["f%d.invalid" % i for i in range(1000)]
+            before = 0
+            for _ in range(60):
+                before += F02BlockLog.flood(self, p, "127.0.0.2", 0.5,
+                                            hosts=hosts)
+                status, st = proxylib.control(p.ctl, "GET", "/status")
+                if st.get("log_pressure"):
+                    break
+            self.assertTrue(st.get("log_pressure"), "never stopped")
+            # Every block of the stopped sandbox's last window is due.
+            time.sleep(2.5)
+            size0 = os.path.getsize(p.log_path)
+            # Many destinations and reasons, each blocked request with a
+            # long method, for 8 windows.
+            long = "X" * 7000
+            n = 0
+            deadline = time.monotonic() + 8
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            while time.monotonic() < deadline:
+                reqs = [get_request("http://%s/" % h, h)
+                        for h in hosts[n % 900:n % 900 + 40]]
+                reqs.append(("%s http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n"
+                             % (long, hosts[0], hosts[0])).encode())
+                c.send(b"".join(reqs))
+                for _ in reqs:
+                    self.assertEqual(c.read_response().status, 403)
+                n += len(reqs)
+            c.close()
+            time.sleep(2.5)
+            grew = os.path.getsize(p.log_path) - size0
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(self.allowed_get("/b", close=True))
+            r = c.read_response()
+            c.close()
+            print("\n  stopped sandbox: %d blocked requests in 8 s added "
+                  "%d bytes to the log" % (n, grew), file=sys.stderr)
+            self.assertEqual(r.status, 200, "the other sandbox was stopped "
+                             "too: %r" % r)
+            # One aggregate summary a window (about 700 bytes each).
+            self.assertLess(grew, 16 << 10, "a stopped sandbox still "
+                            "wrote %d bytes" % grew)
+            p.stop()
+            p.checked = True
+            events, _ = all_events(logs)
+            self.assertEqual(proxylib.blocked_attempts(
+                events, lambda e: e.get("sandbox") == SBX_A), before + n,
+                "not every attempt counted")
+        finally:
+            subprocess.run(["umount", "-l", logs])
+            os.rmdir(logs)
+
+
+
 FAIL_EVENT_NEW = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
