@@ -95,6 +95,7 @@ static int	conn_report_only(struct conn *, enum sg_reason);
 static int	conn_report_mode(const struct policy *,
 		    const struct proxy_client *);
 static void	conn_revoked(struct conn *, enum sg_reason);
+static unsigned	conn_redecide(struct proxy *, struct conn *);
 static void	conn_addr_normalize(const struct sockaddr *, int,
 		    struct sockaddr_storage *);
 static void	conn_budget_cb(struct evbuffer *,
@@ -1207,6 +1208,49 @@ conn_revoked(struct conn *c, enum sg_reason r)
 	conn_free(c, CONN_CLOSE_REVOKED, reason_code(r));
 }
 
+/*
+ * A request still resolving or connecting when the policy changed is
+ * decided again under the new one, as if its head came now: refused
+ * (403, egress.blocked) when it no longer passes, else it goes on with
+ * the new entry's rules (tls, allow_private, paths). Returns 1 when
+ * refused. A client with a set in report mode goes on as it was.
+ */
+static unsigned
+conn_redecide(struct proxy *px, struct conn *c)
+{
+	struct policy_query	q;
+	struct policy_match	m;
+	enum sg_reason		r;
+
+	memset(&q, 0, sizeof(q));
+	q.host = &c->r.host;
+	q.port = c->r.port;
+	q.method = c->r.req.method;
+	q.path = c->r.is_connect ? NULL : c->r.req.path;
+	q.sets = c->who.sets;
+	q.nsets = c->who.nsets;
+	q.now = time(NULL);
+	r = policy_decide(px->policy->policy, &q, &m);
+	/* In CONNECT, the addresses were checked under the old entry. */
+	if (r == SG_REASON_NONE && c->state == CONN_CONNECT &&
+	    c->up_private && !m.allow_private)
+		r = SG_REASON_PRIVATE_ADDRESS;
+	if (r != SG_REASON_NONE && conn_report_mode(px->policy->policy,
+	    &c->who))
+		return 0;
+	/* The match points into its policy: both change together. */
+	proxy_policy_unref(c->r.pol);
+	c->r.pol = proxy_policy_ref(px);
+	c->r.match = m;
+	if (r == SG_REASON_NONE) {
+		c->tls_required = m.tls == POLICY_TLS_REQUIRED;
+		return 0;
+	}
+	conn_drop_upstream(c);		/* a connect in flight ends here */
+	conn_block(c, r, NULL, NULL);
+	return 1;
+}
+
 unsigned
 conn_revoke(struct proxy *px)
 {
@@ -1218,6 +1262,10 @@ conn_revoke(struct proxy *px)
 
 	for (c = px->conns; c != NULL; c = next) {
 		next = c->next;
+		if (c->state == CONN_RESOLVE || c->state == CONN_CONNECT) {
+			n += conn_redecide(px, c);
+			continue;
+		}
 		if (c->state != CONN_TUNNEL || c->refusing)
 			continue;
 		memset(&q, 0, sizeof(q));

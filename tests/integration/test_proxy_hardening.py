@@ -1298,6 +1298,74 @@ class A03StoppedSandbox(Case):
             os.rmdir(logs)
 
 
+class A05RevokePending(Case):
+    """A CONNECT still resolving when a reload removed its entry opened
+    its tunnel anyway (200, then requests inside) and was never revoked:
+    conn_revoke() looked only at open tunnels."""
+
+    def reload_during_lookup(self, name, policy):
+        dns = proxylib.DnsServer({"slow.test": "127.0.0.1"},
+                                 delays={"slow.test": 2.0})
+        dns.start()
+        W["helpers"].append(dns.stop)
+        p = control_proxy(name, extra_args=[
+            "--resolver", "127.0.0.1:%d" % dns.port])
+        mark = p.mark()
+        c = RawConn(p.port)
+        c.send(connect_request("slow.test:%d" % self.up.http_port))
+        time.sleep(0.5)
+        text = policy.replace("{HTTP}", str(self.up.http_port))
+        text = text.replace("{S_SERVER}", str(self.up.refused_port))
+        text = text.replace("{FLOOD}", str(self.up.refused_port))
+        with open(os.path.join(p.policy_dir, "extra.yaml"), "w") as f:
+            f.write(text)
+        status, body = proxylib.control(p.ctl, "POST", "/reload")
+        self.assertEqual(status, 200, body)
+        self.assertTrue(dns.asked("slow.test"))
+        return p, c, mark
+
+    def test_removed_entry(self):
+        policy = re.sub(r"  - host: slow\.test\n(    .*\n)+", "",
+                        EXTRA_POLICY)
+        self.assertNotIn("slow.test", policy)
+        p, c, mark = self.reload_during_lookup("revoke-resolve", policy)
+        c.sock.settimeout(10)
+        resp = c.read_response(method="CONNECT")
+        c.close()
+        self.assertEqual(resp.status, 403, "the tunnel opened under the "
+                         "old policy: %r" % resp)
+        self.wait_logged(p, mark, event="egress.blocked", host="slow.test",
+                         reason="not_allowlisted")
+        self.assert_serves(p, "after a pending CONNECT was refused")
+
+    def test_entry_now_tls_required(self):
+        policy = EXTRA_POLICY.replace(
+            "rationale: the test's DNS server answers it late",
+            "tls: required\n    rationale: the test's DNS server answers "
+            "it late")
+        p, c, mark = self.reload_during_lookup("revoke-tls", policy)
+        c.sock.settimeout(10)
+        resp = c.read_response(method="CONNECT")
+        self.assertEqual(resp.status, 200, repr(resp))
+        h = "slow.test:%d" % self.up.http_port
+        c.send(b"GET /in-tunnel HTTP/1.1\r\nHost: %s\r\n\r\n" % h.encode())
+        c.sock.settimeout(3)
+        data = c.buf
+        try:
+            while True:
+                chunk = c.sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+        c.close()
+        self.assertNotIn(b"HTTP/1.1 200", data, "plain HTTP passed a "
+                         "tunnel whose entry now says tls: required")
+        self.assertFalse(self.up.http_counters.saw_path("/in-tunnel"))
+        self.wait_logged(p, mark, event="egress.blocked", host="slow.test",
+                         reason="not_tls")
+
 
 FAIL_EVENT_NEW = r"""
 #define _GNU_SOURCE
