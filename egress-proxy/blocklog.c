@@ -467,6 +467,19 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 }
 
 void
+blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
+    const struct timespec *now)
+{
+	struct bl_ident	*id = bl_ident_get(bl, ev->identity, 0, 0);
+	struct bl_key	*k;
+
+	k = bl_key_get(bl, id, ev->host, ev->port,
+	    BL_RK(ev->reason, ev->report), id != NULL ? id->last_us : 0);
+	if (k != NULL)
+		bl_count(bl, k, ev, now);
+}
+
+void
 blocklog_wrote(struct blocklog *bl, const char *identity, uint64_t now_us)
 {
 	struct bl_ident	*id;

@@ -104,6 +104,13 @@ void		 blocklog_free(struct blocklog *);	/* NULL ok */
 int		 blocklog_note(struct blocklog *, const struct blocklog_event *,
 		    uint64_t now_us, const struct timespec *now);
 
+/*
+ * The full line blocklog_note granted could not be written: count the
+ * attempt into its key's summary instead (written once the log can be).
+ */
+void		 blocklog_unwritten(struct blocklog *,
+		    const struct blocklog_event *, const struct timespec *now);
+
 /* A line was written for identity (any event, full block or not). */
 void		 blocklog_wrote(struct blocklog *, const char *identity,
 		    uint64_t now_us);

@@ -346,7 +346,12 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 		clock_gettime(CLOCK_REALTIME, &now);
 		full = blocklog_note(px->blocks, &be, util_now_us(), &now);
 	}
-	return full ? proxy_log_event(px, pe) : 0;
+	if (!full || proxy_log_event(px, pe) == 0)
+		return 0;
+	/* Not written: counted into a summary, written once it can be. */
+	if (px->blocks != NULL)
+		blocklog_unwritten(px->blocks, &be, &now);
+	return -1;
 }
 
 /* The summary of attempts counted for one key (blocklog.h). */

@@ -245,7 +245,9 @@ int	proxy_log_event(struct proxy *, const struct proxy_event *);
 /*
  * An egress.blocked (or egress.would_block) event: written in full, or
  * counted into a summary (blocklog.h); a block is counted for GET
- * /blocks too. Returns 0, or -1 when a full line could not be written.
+ * /blocks too. Returns 0, or -1 when a full line could not be written
+ * (the attempt is then counted into a summary, written once the log can
+ * be, or at exit).
  */
 int	proxy_log_block(struct proxy *, const struct proxy_event *);
 /* Set up the block log (blocklog.h) from the configuration. 0 or -1. */

@@ -250,6 +250,31 @@ test_report_keyed_apart(void **state)
 	blocklog_free(bl);
 }
 
+/* A full line that could not be written is counted into a summary. */
+static void
+test_unwritten_counted(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_event	 ev;
+	struct timespec		 now = { 1000, 0 };
+	struct sink		 s;
+	struct blocklog		*bl;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	memset(&ev, 0, sizeof(ev));
+	ev.identity = "sbx_a";
+	ev.host = "a.invalid";
+	ev.port = 443;
+	ev.reason = SG_REASON_NOT_ALLOWLISTED;
+	assert_int_equal(blocklog_note(bl, &ev, SEC, &now), 1);
+	blocklog_unwritten(bl, &ev, &now);
+	blocklog_flush(bl, SEC, 1);
+	assert_int_equal(s.summaries, 1);
+	assert_int_equal(s.counted, 1);
+	blocklog_free(bl);
+}
+
 int
 main(void)
 {
@@ -261,6 +286,7 @@ main(void)
 		cmocka_unit_test(test_stop_top),
 		cmocka_unit_test(test_stopped_one_aggregate),
 		cmocka_unit_test(test_report_keyed_apart),
+		cmocka_unit_test(test_unwritten_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
