@@ -1431,6 +1431,29 @@ class A06UnwrittenBlocks(Case):
             os.rmdir(logs)
 
 
+class A08PipelinedRefusal(Case):
+    """A ClientHello sent with its CONNECT in one send and refused lost
+    the "200 Connection established": the refusal replaced the bytes
+    still waiting to go to the client."""
+
+    def test_200_then_alert(self):
+        p = start_proxy("pipelined-refusal")
+        mark = p.mark()
+        c = RawConn(p.port)
+        c.send(connect_request("allowed.test:%d" % self.up.tls_port) +
+               client_hello(["other.test"]))
+        c.sock.settimeout(10)
+        data = c.read_until_close()
+        c.close()
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), "no 200 first: "
+                        "%r" % data[:80])
+        self.assertTrue(rest.startswith(b"\x15\x03"), "no TLS alert after "
+                        "the 200: %r" % data[:80])
+        self.wait_logged(p, mark, event="egress.blocked",
+                         reason="sni_mismatch")
+
+
 FAIL_EVENT_NEW = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
