@@ -106,6 +106,7 @@ static const struct option main_longopts[] = {
 };
 
 static int	main_check_only;
+static void	main_serial_base(struct proxy *);
 
 static void
 main_usage(FILE *f)
@@ -164,6 +165,22 @@ main_usage(FILE *f)
 "SIGHUP reloads the policy, SIGUSR1 reopens the log (logrotate).\n"
 "Exit codes: 0 clean exit, 1 bad configuration or policy, 2 usage error.\n",
 	    f);
+}
+
+/*
+ * Block serials start at the wall clock in microseconds, not at 0: a
+ * cursor handed out before a restart (blocks_seq of GET /status) is then
+ * below every serial after it, unless the clock went back or a run
+ * averaged more than one block a microsecond.
+ */
+static void
+main_serial_base(struct proxy *px)
+{
+	struct timespec	ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && ts.tv_sec > 0)
+		px->block_serial = (unsigned long long)ts.tv_sec * 1000000 +
+		    (unsigned long long)ts.tv_nsec / 1000;
 }
 
 /* Apply one option; shared by the command line and --config. */
@@ -601,6 +618,7 @@ main(int argc, char **argv)
 	lopts.keep = px->cfg.log_keep;
 	lopts.keep_min_age = px->cfg.log_keep_min_age;
 	px->started = time(NULL);
+	main_serial_base(px);
 	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
 	    &lopts, &cause);
 	if (px->seclog == NULL) {

@@ -1454,6 +1454,38 @@ class A08PipelinedRefusal(Case):
                          reason="sni_mismatch")
 
 
+class A07CursorAcrossRestart(Case):
+    """Block serials restarted at 0 with the proxy: the controller's
+    cursor from before the exec was above every new serial, and the
+    agent's block report came back empty."""
+
+    def blocks(self, p, n, host):
+        for i in range(n):
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            c.send(get_request("http://%s/%d" % (host, i), host,
+                               "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+            c.close()
+
+    def test_cursor_survives_a_restart(self):
+        p = control_proxy("cursor-restart")
+        register(p, "127.0.0.2", SBX_A)
+        self.blocks(p, 3, "before.invalid")
+        status, st = proxylib.control(p.ctl, "GET", "/status")
+        cursor = st["blocks_seq"]
+        p.stop()
+        p.start()
+        register(p, "127.0.0.2", SBX_A)
+        self.blocks(p, 2, "after.invalid")
+        status, body = proxylib.control(
+            p.ctl, "GET", "/blocks?sandbox=%s&after=%d" % (SBX_A, cursor))
+        self.assertEqual(status, 200, body)
+        got = sum(b.get("attempts", 1) for b in body["blocks"]
+                  if b["host"] == "after.invalid")
+        self.assertEqual(got, 2, "blocks after a restart missing from a "
+                         "cursor taken before it: %r" % body)
+
+
 FAIL_EVENT_NEW = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
