@@ -107,6 +107,7 @@ static const struct option main_longopts[] = {
 
 static int	main_check_only;
 static void	main_serial_base(struct proxy *);
+static void	main_set_str(const char **, const char *);
 
 static void
 main_usage(FILE *f)
@@ -183,6 +184,18 @@ main_serial_base(struct proxy *px)
 		    (unsigned long long)ts.tv_nsec / 1000;
 }
 
+/*
+ * A string option: a later one (the command line after --config, or a
+ * repeated option) replaces the earlier, which is freed. Defaults are set
+ * after parsing, so every earlier value here is one of ours.
+ */
+static void
+main_set_str(const char **dst, const char *arg)
+{
+	free((char *)*dst);
+	*dst = util_xstrdup(arg);
+}
+
 /* Apply one option; shared by the command line and --config. */
 static int
 main_option(int ch, const char *arg, struct proxy_config *cfg)
@@ -199,14 +212,14 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 		}
 		cfg->listen[cfg->nlisten++] = util_xstrdup(arg);
 		return 0;
-	case 'p': cfg->policy_dir = util_xstrdup(arg); return 0;
-	case 'L': cfg->log_dir = util_xstrdup(arg); return 0;
-	case 's': cfg->sets = util_xstrdup(arg); return 0;
-	case 'r': cfg->resolver = util_xstrdup(arg); return 0;
-	case 'H': cfg->hosts = util_xstrdup(arg); return 0;
-	case 'c': cfg->control_socket = util_xstrdup(arg); return 0;
+	case 'p': main_set_str(&cfg->policy_dir, arg); return 0;
+	case 'L': main_set_str(&cfg->log_dir, arg); return 0;
+	case 's': main_set_str(&cfg->sets, arg); return 0;
+	case 'r': main_set_str(&cfg->resolver, arg); return 0;
+	case 'H': main_set_str(&cfg->hosts, arg); return 0;
+	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
-	case 'k': main_ckpt_opts.key_path = util_xstrdup(arg); return 0;
+	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
 	case 'v': cfg->verbose++; return 0;
 	case 'n': main_check_only = 1; return 0;
 	case 'M':
