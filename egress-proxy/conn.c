@@ -96,6 +96,7 @@ static int	conn_report_mode(const struct policy *,
 		    const struct proxy_client *);
 static void	conn_revoked(struct conn *, enum sg_reason);
 static unsigned	conn_redecide(struct proxy *, struct conn *);
+static void	conn_query(const struct conn *, struct policy_query *);
 static void	conn_addr_normalize(const struct sockaddr *, int,
 		    struct sockaddr_storage *);
 static void	conn_budget_cb(struct evbuffer *,
@@ -842,6 +843,20 @@ conn_start_http(struct conn *c)
 	return conn_decide(c);
 }
 
+/* What the policy decides on for the current request (or tunnel). */
+static void
+conn_query(const struct conn *c, struct policy_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->host = &c->r.host;
+	q->port = c->r.port;
+	q->method = c->r.req.method;
+	q->path = c->r.is_connect ? NULL : c->r.req.path;
+	q->sets = c->who.sets;
+	q->nsets = c->who.nsets;
+	q->now = time(NULL);
+}
+
 /* The policy decision for the current request, then DNS. */
 static int
 conn_decide(struct conn *c)
@@ -852,14 +867,7 @@ conn_decide(struct conn *c)
 
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
-	memset(&q, 0, sizeof(q));
-	q.host = &c->r.host;
-	q.port = c->r.port;
-	q.method = c->r.req.method;
-	q.path = c->r.is_connect ? NULL : c->r.req.path;
-	q.sets = c->who.sets;
-	q.nsets = c->who.nsets;
-	q.now = time(NULL);
+	conn_query(c, &q);
 	r = policy_decide(c->r.pol->policy, &q, &c->r.match);
 	if (r != SG_REASON_NONE && !conn_report_mode(c->r.pol->policy,
 	    &c->who))
@@ -1222,14 +1230,7 @@ conn_redecide(struct proxy *px, struct conn *c)
 	struct policy_match	m;
 	enum sg_reason		r;
 
-	memset(&q, 0, sizeof(q));
-	q.host = &c->r.host;
-	q.port = c->r.port;
-	q.method = c->r.req.method;
-	q.path = c->r.is_connect ? NULL : c->r.req.path;
-	q.sets = c->who.sets;
-	q.nsets = c->who.nsets;
-	q.now = time(NULL);
+	conn_query(c, &q);
 	r = policy_decide(px->policy->policy, &q, &m);
 	/* In CONNECT, the addresses were checked under the old entry. */
 	if (r == SG_REASON_NONE && c->state == CONN_CONNECT &&
@@ -1268,13 +1269,7 @@ conn_revoke(struct proxy *px)
 		}
 		if (c->state != CONN_TUNNEL || c->refusing)
 			continue;
-		memset(&q, 0, sizeof(q));
-		q.host = &c->r.host;
-		q.port = c->r.port;
-		q.method = c->r.req.method;
-		q.sets = c->who.sets;
-		q.nsets = c->who.nsets;
-		q.now = time(NULL);
+		conn_query(c, &q);
 		r = policy_decide(px->policy->policy, &q, &m);
 		if (r == SG_REASON_NONE)
 			r = conn_tunnel_recheck(c, &m);

@@ -152,6 +152,10 @@ def control_proxy(name, **kw):
     args = list(kw.pop("extra_args", ())) + ["--control-socket", ctl]
     p = start_proxy(name, extra_args=args, **kw)
     p.ctl = ctl
+    # "listening on" comes before the control socket is bound.
+    deadline = time.monotonic() + 10
+    while not os.path.exists(ctl) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return p
 
 
@@ -175,6 +179,13 @@ class Case(unittest.TestCase):
     @property
     def up(self):
         return W["up"]
+
+    def assert_verifies(self, log_dir):
+        """sandgate audit verify says OK on the log folder."""
+        r = subprocess.run([os.path.join(proxylib.BIN, "sandgate"), "audit",
+                            "verify", "--log-dir", log_dir],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def allowed_get(self, path="/x", close=False):
         h = "allowed.test:%d" % self.up.http_port
@@ -387,17 +398,7 @@ class F02BlockLog(Case):
         n = self.flood(p, "127.0.0.2", 10)
         p.stop()  # SIGTERM writes the summaries still due
         p.checked = True
-        events = []
-        files = sorted((f for f in os.listdir(p.log_dir)
-                        if f.startswith("security-events.jsonl")),
-                       key=lambda f: -int(f.rsplit(".", 1)[1])
-                       if f[-1].isdigit() else 0)
-        total = 0
-        for f in files:
-            path = os.path.join(p.log_dir, f)
-            total += os.path.getsize(path)
-            with open(path) as fh:
-                events += [json.loads(line) for line in fh]
+        events, total = all_events(p.log_dir)
         a = proxylib.blocked_attempts(
             events, lambda e: e.get("sandbox") == SBX_A)
         b = [e for e in events if e.get("sandbox") == SBX_B and
@@ -415,10 +416,7 @@ class F02BlockLog(Case):
         self.assertEqual(a, n, "every blocked attempt is counted")
         self.assertLess(total - size0, 2 << 20, "the log grew by %d bytes"
                         % (total - size0))
-        r = subprocess.run([os.path.join(proxylib.BIN, "sandgate"), "audit",
-                            "verify", "--log-dir", p.log_dir],
-                           capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assert_verifies(p.log_dir)
 
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
@@ -1232,10 +1230,7 @@ class A02ReportModeFlood(Case):
         self.assertEqual(blocked, n, "every block is counted")
         self.assertLess(total - size0, 2 << 20, "the log grew by %d bytes"
                         % (total - size0))
-        r = subprocess.run([os.path.join(proxylib.BIN, "sandgate"), "audit",
-                            "verify", "--log-dir", p.log_dir],
-                           capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assert_verifies(p.log_dir)
 
 
 class A03StoppedSandbox(Case):
