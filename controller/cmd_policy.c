@@ -857,7 +857,8 @@ suggest_event(struct suggest *sg, json_t *o)
 	ev = json_string_value(json_object_get(o, "event"));
 	if (ev == NULL || (strcmp(ev, "egress.blocked") != 0 &&
 	    strcmp(ev, "egress.blocked_summary") != 0 &&
-	    strcmp(ev, "egress.would_block") != 0))
+	    strcmp(ev, "egress.would_block") != 0 &&
+	    strcmp(ev, "egress.would_block_summary") != 0))
 		return;
 	v = json_string_value(json_object_get(o, "sandbox"));
 	if (sg->sandbox != NULL && (v == NULL || strcmp(v, sg->sandbox) != 0))

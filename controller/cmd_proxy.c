@@ -268,6 +268,13 @@ proxy_spec(struct proxy_opts *o, const char *ip)
 	json_array_append_new(cmd, json_string("--checkpoint-key"));
 	json_array_append_new(cmd, json_string(AUDITKEY_PROXY_MOUNT "/"
 	    AUDITKEY_PROXY_NAME));
+	/*
+	 * A week of rotated logs is never deleted, whatever one sandbox
+	 * writes: under a flood the folder grows instead, and the sandbox
+	 * that fills it is stopped (docs/audit.md, "A full log volume").
+	 */
+	json_array_append_new(cmd, json_string("--log-keep-min-age"));
+	json_array_append_new(cmd, json_string(PROXYCTL_LOG_KEEP_MIN_AGE));
 	if (o->hosts != NULL) {
 		util_xasprintf(&b, "%s:/etc/sandgate/hosts:ro", o->hosts);
 		json_array_append_new(binds, json_string(b));

@@ -91,6 +91,7 @@ static const struct option main_longopts[] = {
 	{ "log-keep-min-age",	required_argument, NULL, 'Y' },
 	{ "max-conns",		required_argument, NULL, 'm' },
 	{ "max-conns-per-client", required_argument, NULL, 'C' },
+	{ "max-buffer-per-client", required_argument, NULL, 'U' },
 	{ "head-timeout",	required_argument, NULL, 'T' },
 	{ "idle-timeout",	required_argument, NULL, 'I' },
 	{ "connect-timeout",	required_argument, NULL, 'X' },
@@ -105,6 +106,8 @@ static const struct option main_longopts[] = {
 };
 
 static int	main_check_only;
+static void	main_serial_base(struct proxy *);
+static void	main_set_str(const char **, const char *);
 
 static void
 main_usage(FILE *f)
@@ -142,7 +145,10 @@ main_usage(FILE *f)
 "  --log-keep-min-age D    never delete a rotated file younger than D (30m,\n"
 "                          2h, 7d), even past --log-keep (default 0: off)\n"
 "  --max-conns N           connections in all (default 16384)\n"
-"  --max-conns-per-client N  per client address (default 1024)\n"
+"  --max-conns-per-client N  per client address (default 256)\n"
+"  --max-buffer-per-client SIZE  bytes buffered for one client address\n"
+"                          over all its connections; past it none is read\n"
+"                          until half has drained (default 16m)\n"
 "  --head-timeout S        seconds to receive a request head (default 10)\n"
 "  --connect-timeout S     seconds to connect upstream (default 10)\n"
 "  --idle-timeout S        seconds a tunnel or response may idle (default 300)\n"
@@ -162,6 +168,34 @@ main_usage(FILE *f)
 	    f);
 }
 
+/*
+ * Block serials start at the wall clock in microseconds, not at 0: a
+ * cursor handed out before a restart (blocks_seq of GET /status) is then
+ * below every serial after it, unless the clock went back or a run
+ * averaged more than one block a microsecond.
+ */
+static void
+main_serial_base(struct proxy *px)
+{
+	struct timespec	ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && ts.tv_sec > 0)
+		px->block_serial = (unsigned long long)ts.tv_sec * 1000000 +
+		    (unsigned long long)ts.tv_nsec / 1000;
+}
+
+/*
+ * A string option: a later one (the command line after --config, or a
+ * repeated option) replaces the earlier, which is freed. Defaults are set
+ * after parsing, so every earlier value here is one of ours.
+ */
+static void
+main_set_str(const char **dst, const char *arg)
+{
+	free((char *)*dst);
+	*dst = util_xstrdup(arg);
+}
+
 /* Apply one option; shared by the command line and --config. */
 static int
 main_option(int ch, const char *arg, struct proxy_config *cfg)
@@ -178,19 +212,27 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 		}
 		cfg->listen[cfg->nlisten++] = util_xstrdup(arg);
 		return 0;
-	case 'p': cfg->policy_dir = util_xstrdup(arg); return 0;
-	case 'L': cfg->log_dir = util_xstrdup(arg); return 0;
-	case 's': cfg->sets = util_xstrdup(arg); return 0;
-	case 'r': cfg->resolver = util_xstrdup(arg); return 0;
-	case 'H': cfg->hosts = util_xstrdup(arg); return 0;
-	case 'c': cfg->control_socket = util_xstrdup(arg); return 0;
+	case 'p': main_set_str(&cfg->policy_dir, arg); return 0;
+	case 'L': main_set_str(&cfg->log_dir, arg); return 0;
+	case 's': main_set_str(&cfg->sets, arg); return 0;
+	case 'r': main_set_str(&cfg->resolver, arg); return 0;
+	case 'H': main_set_str(&cfg->hosts, arg); return 0;
+	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
-	case 'k': main_ckpt_opts.key_path = util_xstrdup(arg); return 0;
+	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
 	case 'v': cfg->verbose++; return 0;
 	case 'n': main_check_only = 1; return 0;
 	case 'M':
 		if (util_parse_size(arg, &cfg->log_max_size) == -1) {
 			log_warnx("invalid --log-max-size \"%s\"", arg);
+			return -1;
+		}
+		return 0;
+	case 'U':
+		if (util_parse_size(arg, &cfg->max_buffer_per_client) == -1 ||
+		    cfg->max_buffer_per_client < PROXY_HIGH_WATER) {
+			log_warnx("invalid --max-buffer-per-client \"%s\" (a "
+			    "size of at least 256k, such as 16m)", arg);
 			return -1;
 		}
 		return 0;
@@ -291,6 +333,7 @@ main_options(int argc, char **argv, struct proxy_config *cfg)
 	cfg->idle_timeout_ms = PROXY_IDLE_TIMEOUT_MS;
 	cfg->max_conns = PROXY_MAX_CONNS;
 	cfg->max_conns_per_client = PROXY_MAX_CONNS_PER_CLIENT;
+	cfg->max_buffer_per_client = PROXY_MAX_BUFFER_PER_CLIENT;
 	cfg->log_max_size = 100ULL << 20;
 	cfg->log_keep = 10;
 	cfg->block_burst = BLOCKLOG_BURST_DEFAULT;
@@ -588,6 +631,7 @@ main(int argc, char **argv)
 	lopts.keep = px->cfg.log_keep;
 	lopts.keep_min_age = px->cfg.log_keep_min_age;
 	px->started = time(NULL);
+	main_serial_base(px);
 	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
 	    &lopts, &cause);
 	if (px->seclog == NULL) {
