@@ -366,6 +366,8 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 	    sizeof(v->good_key));
 	v->every_events = f->every_events;
 	v->every_secs = f->every_secs;
+	if (strcmp(f->reason, "close") == 0)
+		v->last_close = f->seq;
 	v->after = 0;
 	return 0;
 }
@@ -544,6 +546,16 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		    r.found_seq - r.anchor_seq, r.anchor_seq + 1, r.found_seq,
 		    r.anchor_seq, seq);
 		ckverify_untrusted_at(v, r.anchor_seq);
+		return -1;
+	}
+	if (v->last_close > r.anchor_seq && v->last_close <= r.found_seq) {
+		ckverify_fail(v, "the writer closed the log at seq %lld, after "
+		    "the checkpoint its anchor names (seq %lld, %s): %lld "
+		    "line(s) (seq %lld to %lld) follow that close, so someone "
+		    "else wrote them (log.resume, seq %lld)", v->last_close,
+		    r.anchor_seq, r.anchor_reason, r.found_seq - v->last_close,
+		    v->last_close + 1, r.found_seq, seq);
+		ckverify_untrusted_at(v, v->last_close);
 		return -1;
 	}
 	if (v->crashes++ == 0)

@@ -372,7 +372,8 @@ proxy_log_healthy(struct proxy *px, const struct proxy_client *who,
 
 	/* Checked per request: a disk that just filled lets nothing pass. */
 	proxy_log_check_space(px);
-	if (!px->log_space_ok || !eventlog_healthy(px->seclog))
+	if (!px->log_space_ok || !px->log_anchor_ok ||
+	    !eventlog_healthy(px->seclog))
 		return 0;
 	return !(px->log_pressure && src != NULL && px->blocks != NULL &&
 	    blocklog_stopped(px->blocks, proxy_identity(who, src, ident,

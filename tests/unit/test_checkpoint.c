@@ -1241,6 +1241,99 @@ test_keys_and_empty(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * A close after the checkpoint the anchor names (the anchor could not be
+ * rewritten: a full volume) and lines planted after that close: the
+ * writer that opens the log records them against its stale anchor, and
+ * verify refuses them, the close being the writer's own.
+ */
+static void
+test_resume_stale_anchor(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l, a;
+	char			 anchor[160], pub[160];
+	EVP_PKEY		*k;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);	/* seq 1 */
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	lines_read(&a, anchor);
+	append_n(log, 0, 5);					/* 2 to 6 */
+	assert_int_equal(checkpoint_write(ck, "close"), 0);	/* 7 */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_write(&a, anchor, 0, a.n);	/* names the open again */
+	lines_free(&a);
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	append_n(log, 50, 2);					/* 8, 9 */
+	eventlog_close(log);
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 12);
+	assert_non_null(strstr(l.v[9], "\"event\":\"log.resume\","
+	    "\"anchor_seq\":1,"));
+	lines_free(&l);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "closed the log at seq 7"));
+	assert_int_equal(v.untrusted.seq, 8);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A writer that cannot take the room for its anchor writes no checkpoint
+ * (no close above all): the log never ends with a close its anchor does
+ * not name. Once it can, it closes and the anchor names the close.
+ */
+static void
+test_anchor_room(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 tmp[192], inner[224];
+	size_t			 i;
+
+	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(inner, sizeof(inner), "%s/x", tmp);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	assert_int_equal(mkdir(inner, 0700), 0);	/* nothing removes it */
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	append_n(log, 0, 3);
+	assert_int_equal(checkpoint_write(ck, "close"), -1);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n; i++)
+		if (is_checkpoint(l.v[i]))
+			fail_msg("line %zu: a checkpoint no anchor names: %s",
+			    i + 1, l.v[i]);
+	lines_free(&l);
+	assert_int_equal(rmdir(inner), 0);
+	assert_int_equal(rmdir(tmp), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	lines_read(&l, t->path);
+	assert_int_equal(a.seq, (long long)l.n);
+	assert_string_equal(a.reason, "close");
+	assert_non_null(strstr(l.v[l.n - 1], "\"reason\":\"close\""));
+	lines_free(&l);
+	assert_int_equal(access(tmp, F_OK), -1);
+}
+
 int
 main(void)
 {
@@ -1264,6 +1357,8 @@ main(void)
 		T(test_resume_shared),
 		T(test_rotate_first_line),
 		T(test_keys_and_empty),
+		T(test_resume_stale_anchor),
+		T(test_anchor_room),
 	};
 #undef T
 
