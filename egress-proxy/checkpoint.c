@@ -809,7 +809,8 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	util_strlcpy(ck->found_hash, eventlog_hash(ck->log),
 	    sizeof(ck->found_hash));
 	ck->resume_due = ck->found_seq != ck->anchor.seq ||
-	    strcmp(ck->found_hash, ck->anchor.hash) != 0;
+	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
+	    eventlog_foreign(ck->log);
 	return 0;
 }
 

@@ -55,15 +55,17 @@ struct eventlog {
 	int			 in_first;	/* writing a file's first hook line */
 	int			 held;		/* shared: locked until released */
 	int			 not_reg;	/* the path is not a regular file */
+	int			 foreign;	/* not-log lines end the file */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
-static int	eventlog_scan(int, off_t, struct logverify_line *, int *);
+static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
+		    int *);
 static int	eventlog_scan_window(int, off_t, off_t,
-		    struct logverify_line *);
+		    struct logverify_line *, int *);
 static int	eventlog_ends_torn(int, off_t);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *);
@@ -135,13 +137,15 @@ eventlog_open_fd(struct eventlog *log)
 
 /*
  * Find the last log line in bytes [size - window, size) of fd, skipping
- * torn lines and lines that are not ours. A line whose hash does not
- * verify still counts (the chain continues from what it claims, and the
- * verifier reports the edit). Returns 1 found, 0 none, -1 read error.
+ * torn lines and lines that are not ours; *foreign says whether a line
+ * that is neither torn nor ours (nor empty) follows it: the writer did
+ * not leave the file so. A line whose hash does not verify still counts
+ * (the chain continues from what it claims, and the verifier reports the
+ * edit). Returns 1 found, 0 none, -1 read error.
  */
 static int
 eventlog_scan_window(int fd, off_t size, off_t window,
-    struct logverify_line *out)
+    struct logverify_line *out, int *foreign)
 {
 	char			*buf, *end, *start;
 	off_t			 off = size - window;
@@ -167,6 +171,8 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		if (start == buf && off > 0)
 			break;
 		st = logverify_line(start, (size_t)(end - start), out);
+		if (st == LOGVERIFY_NOT_LOG && end > start)
+			*foreign = 1;
 		if (st == LOGVERIFY_HASH_MISMATCH)
 			log_warnx("last event in the log does not verify "
 			    "(seq %lld); 'sandgate audit verify' reports it",
@@ -184,23 +190,26 @@ eventlog_scan_window(int fd, off_t size, off_t window,
  * whole file was searched. Returns as eventlog_scan_window().
  */
 static int
-eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all)
+eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
+    int *foreign)
 {
 	off_t	window = size < EVENTLOG_FIRST_SCAN ? size :
 	    EVENTLOG_FIRST_SCAN;
 	int	r;
 
 	*all = 1;
+	*foreign = 0;
 	if (size == 0)
 		return 0;
-	r = eventlog_scan_window(fd, size, window, out);
+	r = eventlog_scan_window(fd, size, window, out, foreign);
 	if (r != 0 || window == size) {
 		*all = window == size;
 		return r;
 	}
 	window = size < SG_LOG_TAIL_SCAN ? size : SG_LOG_TAIL_SCAN;
 	*all = window == size;
-	return eventlog_scan_window(fd, size, window, out);
+	*foreign = 0;
+	return eventlog_scan_window(fd, size, window, out, foreign);
 }
 
 /* 1 if a non-empty file does not end in a newline, 0 if it does, -1. */
@@ -226,7 +235,7 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 {
 	char		 path[4096];
 	struct stat	 st;
-	int		 fd, r, all;
+	int		 fd, r, all, foreign;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
@@ -237,7 +246,8 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?
 		    0 : -1;
 	}
-	r = eventlog_scan(fd, st.st_size, out, &all);
+	r = eventlog_scan(fd, st.st_size, out, &all, &foreign);
+	log->foreign |= foreign;
 	close(fd);
 	return r;
 }
@@ -267,7 +277,7 @@ eventlog_load_tail(struct eventlog *log)
 			return -1;
 		log->size++;
 	}
-	r = eventlog_scan(log->fd, log->size, &l, &all);
+	r = eventlog_scan(log->fd, log->size, &l, &all, &log->foreign);
 	if (r == 0 && !all) {
 		errno = EILSEQ;
 		return -1;
@@ -796,6 +806,12 @@ const char *
 eventlog_hash(const struct eventlog *log)
 {
 	return log->prev;
+}
+
+int
+eventlog_foreign(const struct eventlog *log)
+{
+	return log->foreign;
 }
 
 const char *

@@ -165,6 +165,13 @@ const char	*eventlog_error(const struct eventlog *);
 long long	 eventlog_seq(const struct eventlog *);
 /* Its hash (64 hex; 64 zeros for a new log); owned by the log. */
 const char	*eventlog_hash(const struct eventlog *);
+/*
+ * 1 if, when the end of the log was last read, lines that are neither log
+ * lines nor torn ones (checkpoint.h: a log.resume is due) followed its
+ * last event: the writer never leaves such lines, so it continues from
+ * that event and the verifier breaks the chain there.
+ */
+int		 eventlog_foreign(const struct eventlog *);
 /* The file's path; owned by the log. */
 const char	*eventlog_path(const struct eventlog *);
 

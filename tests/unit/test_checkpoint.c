@@ -36,6 +36,8 @@
 /* A line ends ,"prev":"<64 hex>","hash":"<64 hex>"} */
 #define PREV_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN - 65)
 #define HASH_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN + 9)
+#define Z64		"00000000000000000000000000000000" \
+			"00000000000000000000000000000000"
 
 struct tmp {
 	char	dir[64];	/* the log folder */
@@ -1334,6 +1336,85 @@ test_anchor_room(void **state)
 	assert_int_equal(access(tmp, F_OK), -1);
 }
 
+/*
+ * Append a line made of head (up to its prev) to the log at t->path with
+ * the prev and hash that continue the chain, then tail (blanks after the
+ * line): what whoever can write the file can add.
+ */
+static void
+plant(struct tmp *t, const char *head, const char *tail)
+{
+	struct lines	 l;
+	char		*line;
+
+	lines_read(&l, t->path);
+	assert_true(l.n < MAXLINES);
+	util_xasprintf(&line, "%s,\"prev\":\"" Z64 "\",\"hash\":\"" Z64
+	    "\"}", head);
+	l.v[l.n++] = line;
+	rechain(&l, l.n - 1);
+	util_xasprintf(&l.v[l.n - 1], "%s%s", line, tail);
+	free(line);
+	lines_write(&l, t->path, 0, l.n);
+	lines_free(&l);
+}
+
+/* The writer opens the log again, signs open and close. */
+static void
+reopen_and_close(struct tmp *t)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 70, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+}
+
+/*
+ * A whole line that jansson refuses (a \u0000) with a blank after it, as
+ * other JSON parsers read it whole: not a torn line. verify breaks the
+ * chain there, with and without keys, and the writer that opens the log
+ * does not take it for its own end: it records a log.resume.
+ */
+static void
+test_not_torn_with_blank(void **state)
+{
+	static const char *const blanks[] = { " ", "\r", "\t" };
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	char			 anchor[160];
+	size_t			 i;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	for (i = 0; i < 3; i++) {
+		unlink(t->path);
+		unlink(anchor);
+		k = signed_log(t, 100, 3, "close");	/* close at 5 */
+		plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":6,"
+		    "\"event\":\"egress.allowed\",\"host\":\"exfil.invalid\","
+		    "\"note\":\"\\u0000\"", blanks[i]);
+		assert_int_equal(verify(t->path, NULL, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		assert_int_equal(v.chain.break_line, 6);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_non_null(strstr(l.v[6], "\"event\":\"log.resume\""));
+		lines_free(&l);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		assert_int_equal(v.chain.break_line, 6);
+		EVP_PKEY_free(k);
+	}
+}
+
 int
 main(void)
 {
@@ -1359,6 +1440,7 @@ main(void)
 		T(test_keys_and_empty),
 		T(test_resume_stale_anchor),
 		T(test_anchor_room),
+		T(test_not_torn_with_blank),
 	};
 #undef T
 
