@@ -383,6 +383,11 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 		errno = EINVAL;
 		return -1;
 	}
+	if (log->seq >= SG_LOG_SEQ_MAX) {
+		json_decref(own);
+		errno = EOVERFLOW;
+		return -1;
+	}
 	hlen = (size_t)snprintf(head, sizeof(head), "{\"ts\":\"%s\","
 	    "\"seq\":%lld", ts, log->seq + 1);
 	dump = json_dumps(fields, EVENTLOG_DUMP_FLAGS);

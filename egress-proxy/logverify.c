@@ -149,7 +149,8 @@ logverify_members(json_t *obj, const char *line, size_t len,
 	char	 suffix[LOGVERIFY_HASH_HEX + 1];
 	char	 computed[LOGVERIFY_HASH_HEX + 1];
 
-	if (!json_is_integer(seq) || json_integer_value(seq) < 1)
+	if (!json_is_integer(seq) || json_integer_value(seq) < 1 ||
+	    json_integer_value(seq) > SG_LOG_SEQ_MAX)
 		return LOGVERIFY_NOT_LOG;
 	if (logverify_hex_member(obj, "prev", out->prev) == -1 ||
 	    logverify_hex_member(obj, "hash", out->hash) == -1)

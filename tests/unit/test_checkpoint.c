@@ -1415,6 +1415,60 @@ test_not_torn_with_blank(void **state)
 	}
 }
 
+/*
+ * A line planted with seq 2^63 - 1: not a log line (past 2^53 - 1). The
+ * writer continues from the line before it, records a log.resume, never
+ * overflows, and writes an anchor it can read back; at 2^53 - 1 it stops.
+ */
+static void
+test_seq_overflow(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	json_t			*f;
+	size_t			 i;
+	long long		 seq;
+
+	k = signed_log(t, 100, 3, "close");	/* close at 5 */
+	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
+	    "9223372036854775807,\"event\":\"egress.blocked\"", "");
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 11);
+	assert_non_null(strstr(l.v[6], "\"event\":\"log.resume\""));
+	for (i = 0; i < l.n; i++) {
+		if (i == 5)
+			continue;
+		seq = strtoll(strstr(l.v[i], "\"seq\":") + 6, NULL, 10);
+		assert_int_equal(seq, (long long)i + (i > 5 ? 0 : 1));
+	}
+	lines_free(&l);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 10);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_CHAIN_BROKEN);
+	assert_int_equal(v.chain.break_line, 6);
+	/* A log at 2^53 - 1 (a log line): the writer adds nothing more. */
+	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
+	    "9007199254740991,\"event\":\"egress.blocked\"", "");
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	assert_non_null(log);
+	assert_int_equal(eventlog_seq(log), 9007199254740991LL);
+	f = json_pack("{s:s}", "event", "egress.blocked");
+	assert_int_equal(eventlog_append(log, f), -1);
+	assert_int_equal(errno, EOVERFLOW);
+	json_decref(f);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 12);
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
 int
 main(void)
 {
@@ -1441,6 +1495,7 @@ main(void)
 		T(test_resume_stale_anchor),
 		T(test_anchor_room),
 		T(test_not_torn_with_blank),
+		T(test_seq_overflow),
 	};
 #undef T
 

@@ -157,6 +157,13 @@ test_line_table(void **state)
 		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"a\\u00", LOGVERIFY_TORN },
 		{ "{\"ts\":\"x\",\"seq\":1,\"n\":{\"a\":1}", LOGVERIFY_TORN },
 		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"a ", LOGVERIFY_TORN },
+		/* F3: a seq past 2^53 - 1 is not a log line */
+		{ "{\"seq\":9007199254740992,\"prev\":\"" ZEROS "\",\"hash\":\""
+		    ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"seq\":9223372036854775807,\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"seq\":9007199254740991,\"prev\":\"" ZEROS "\",\"hash\":\""
+		    ZEROS "\"}", LOGVERIFY_HASH_MISMATCH },
 	};
 	struct logverify_line	l;
 	size_t			i;
