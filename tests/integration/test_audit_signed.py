@@ -822,7 +822,8 @@ class T4Anchor(unittest.TestCase):
 
 
 class T5Round2(unittest.TestCase):
-    """Second round: a full volume and the anchor (F1)."""
+    """Second round: a full volume and the anchor (F1), files named to
+    verify without an anchor (F5)."""
 
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
                          "needs root to mount a small tmpfs")
@@ -889,6 +890,22 @@ class T5Round2(unittest.TestCase):
                 q.kill()
             subprocess.run(["umount", vol], timeout=30)
 
+    def test_f5_files_are_not_checked_against_an_anchor(self):
+        """F5: verify --key of named files or another folder says that no
+        writer's anchor was used."""
+        key, pub = make_key("f5")
+        p = start_proxy("f5", key)
+        flood(p.port, 5, "f5")
+        stop_proxy(p)
+        for args in ((p.log_path,), ("--log-dir", p.log_dir)):
+            r = sandgate("audit", "verify", "--key", pub, *args)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("note: not checked against a writer's anchor",
+                          r.stdout)
+        r = sandgate("audit", "verify", "--key", pub, "--anchor",
+                     key + ".anchor", p.log_path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("not checked against", r.stdout)
 
 
 if __name__ == "__main__":
