@@ -22,6 +22,7 @@
 #include "eventlog.h"
 #include "log.h"
 #include "logverify.h"
+#include "sglimits.h"
 #include "util.h"
 
 #define CHECKPOINT_MSG_HEAD	"sandgate-checkpoint-v1\n"
@@ -145,13 +146,14 @@ int
 checkpoint_anchor_parse(const char *buf, size_t len,
     struct checkpoint_anchor *a, const char **what)
 {
-	char		 line[CHECKPOINT_ANCHOR_MAX + 1], seq[24];
+	char		 line[CHECKPOINT_ANCHOR_MAX + 1], seq[24], first[24];
 	unsigned char	 raw[CHECKPOINT_KEY_RAW];
 	const char	*p = line, *errstr;
 	long long	 n;
 	int64_t		 us;
 
 	memset(a, 0, sizeof(*a));
+	first[0] = '\0';
 	*what = "not a sandgate anchor line";
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
@@ -172,7 +174,12 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	    sizeof(a->reason)) == -1 ||
 	    checkpoint_anchor_field(&p, "ts", a->ts, sizeof(a->ts)) == -1 ||
 	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1 ||
-	    *p != '\0')
+	    (*p != '\0' && (checkpoint_anchor_field(&p, "first", first,
+	    sizeof(first)) == -1 || *p != '\0')))
+		return -1;
+	*what = "first is not a count";
+	if (first[0] != '\0' && util_strtonum(first, 1, SG_LOG_SEQ_MAX,
+	    &a->first, &errstr) == -1)
 		return -1;
 	*what = "seq is not a count";
 	if (util_strtonum(seq, 1, LLONG_MAX, &n, &errstr) == -1)
@@ -746,12 +753,15 @@ checkpoint_anchor_unreserve(struct checkpoint *ck)
 static int
 checkpoint_anchor_write(struct checkpoint *ck)
 {
-	char	 line[CHECKPOINT_ANCHOR_MAX + 1];
+	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[32] = "";
 	int	 fd, n, ok;
 
+	if (eventlog_first(ck->log) > 0)
+		snprintf(first, sizeof(first), " first=%lld",
+		    eventlog_first(ck->log));
 	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
-	    "hash=%s reason=%s ts=%s key=%s\n", ck->last.seq, ck->last.hash,
-	    ck->last.reason, ck->last.ts, ck->last.key);
+	    "hash=%s reason=%s ts=%s key=%s%s\n", ck->last.seq,
+	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key, first);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return checkpoint_fail(ck, "anchor line too long");
 	if (checkpoint_anchor_reserve(ck) == -1)
@@ -805,6 +815,9 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	ck->have_anchor = r == 1;
 	if (!ck->have_anchor)
 		return 0;
+	/* Files removed while the writer was stopped stay missing. */
+	if (ck->anchor.first > 0)
+		eventlog_keep_from(ck->log, ck->anchor.first);
 	ck->found_seq = eventlog_seq(ck->log);
 	util_strlcpy(ck->found_hash, eventlog_hash(ck->log),
 	    sizeof(ck->found_hash));

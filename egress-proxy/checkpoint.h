@@ -41,7 +41,10 @@
  * PATH.anchor, the last checkpoint it wrote (one line, CHECKPOINT_ANCHOR_MAX
  * bytes at most):
  *
- *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K
+ *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K first=F
+ *
+ * (first=F, the first seq of the files the writer keeps, eventlog.h, is
+ * left out while it is not known, and by anchors written before it.)
  *
  * It is rewritten (temporary file, fsync, rename) after the log has been
  * synced, so it never names a line the log on disk lacks. The temporary
@@ -119,6 +122,7 @@ struct checkpoint_anchor {
 	char		reason[8];
 	char		ts[32];
 	char		key[CHECKPOINT_KEY_B64 + 1];
+	long long	first;	/* first seq the writer keeps; 0: not said */
 };
 
 /*

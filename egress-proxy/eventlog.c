@@ -56,6 +56,7 @@ struct eventlog {
 	int			 held;		/* shared: locked until released */
 	int			 not_reg;	/* the path is not a regular file */
 	int			 foreign;	/* not-log lines end the file */
+	long long		 first;	/* first seq of the files it keeps */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
@@ -75,6 +76,8 @@ static void	eventlog_unlock(struct eventlog *);
 static int	eventlog_build(struct eventlog *, json_t *, char **,
 		    size_t *, char *);
 static int	eventlog_rotate_files(struct eventlog *);
+static long long eventlog_first_of(const char *);
+static void	eventlog_find_first(struct eventlog *);
 static unsigned	eventlog_rotated_top(const struct eventlog *);
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
@@ -444,6 +447,49 @@ eventlog_rotated_top(const struct eventlog *log)
 	return n;
 }
 
+/* The seq of the first log line of the file at path, or 0. */
+static long long
+eventlog_first_of(const char *path)
+{
+	struct logverify_line	 l;
+	struct stat		 st;
+	char			*buf, *nl;
+	ssize_t			 n;
+	long long		 seq = 0;
+	int			 fd;
+
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
+		return 0;
+	if ((buf = malloc(SG_LOG_LINE_MAX + 1)) != NULL &&
+	    (n = pread(fd, buf, SG_LOG_LINE_MAX + 1, 0)) > 0 &&
+	    (nl = memchr(buf, '\n', (size_t)n)) != NULL &&
+	    logverify_line(buf, (size_t)(nl - buf), &l) == LOGVERIFY_OK)
+		seq = l.seq;
+	free(buf);
+	close(fd);
+	return seq;
+}
+
+/*
+ * The first seq of the files the writer keeps: of the oldest of name.N
+ * ... name.1 that holds a log line first, else of the current file.
+ */
+static void
+eventlog_find_first(struct eventlog *log)
+{
+	char		p[4096];
+	unsigned	n;
+	long long	seq = 0;
+
+	for (n = eventlog_rotated_top(log); n >= 1 && seq == 0; n--) {
+		snprintf(p, sizeof(p), "%s.%u", log->path, n);
+		seq = eventlog_first_of(p);
+	}
+	if (seq == 0)
+		seq = eventlog_first_of(log->path);
+	log->first = seq;
+}
+
 /*
  * name.N -> name.(N+1) ... name -> name.1, then the files past keep are
  * deleted, oldest first, but none younger than keep_min_age: that many
@@ -477,6 +523,9 @@ eventlog_rotate_files(struct eventlog *log)
 			break;
 		if (unlink(from) == -1 && errno != ENOENT)
 			return -1;
+		/* It keeps the files before this one: name.(i-1) first. */
+		snprintf(from, sizeof(from), "%s.%u", log->path, i - 1);
+		log->first = eventlog_first_of(from);
 	}
 	return 0;
 }
@@ -576,6 +625,8 @@ eventlog_open(const char *dir, const char *filename,
 			eventlog_unlock(log);
 	} else if ((rc = eventlog_open_fd(log)) == 0)
 		rc = eventlog_load_tail(log);
+	if (rc == 0)
+		eventlog_find_first(log);
 	if (rc == -1) {
 		if (errno == EILSEQ)
 			util_xasprintf(cause, "no event found in the last %d "
@@ -652,6 +703,8 @@ eventlog_put(struct eventlog *log, json_t *fields)
 		goto out;
 	}
 	log->seq++;
+	if (log->first == 0)
+		log->first = log->seq;	/* the first line of a new log */
 	memcpy(log->prev, hash, sizeof(log->prev));
 	log->healthy = 1;
 	log->error[0] = '\0';
@@ -767,6 +820,7 @@ eventlog_reopen(struct eventlog *log)
 		return 0;	/* the next append locks and re-reads */
 	if (eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot reopen");
+	eventlog_find_first(log);	/* rotated by others: their choice */
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return eventlog_fail(log, "cannot read");
 	log->need_nl = torn;
@@ -811,6 +865,19 @@ const char *
 eventlog_hash(const struct eventlog *log)
 {
 	return log->prev;
+}
+
+long long
+eventlog_first(const struct eventlog *log)
+{
+	return log->first;
+}
+
+void
+eventlog_keep_from(struct eventlog *log, long long seq)
+{
+	if (log->first == 0 || seq < log->first)
+		log->first = seq;
 }
 
 int

@@ -930,6 +930,12 @@ test_anchor_parse(void **state)
 		    " key=" A_KEY " ",
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY " more=1",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=0",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=9007199254740992",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 first=4",
 		"sandgate-anchor-v1 hash=" A_HASH " seq=7 reason=close ts=" A_TS
 		    " key=" A_KEY,
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
@@ -946,6 +952,11 @@ test_anchor_parse(void **state)
 	assert_string_equal(a.reason, "close");
 	assert_string_equal(a.ts, A_TS);
 	assert_string_equal(a.key, A_KEY);
+	assert_int_equal(a.first, 0);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3",
+	    strlen(good) + 7, &a, &what), 0);
+	assert_int_equal(a.first, 3);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (checkpoint_anchor_parse(bad[i], strlen(bad[i]), &a,
 		    &what) != -1 || what == NULL)
@@ -1469,6 +1480,97 @@ test_seq_overflow(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * Rotated files deleted by someone else, even while fewer than keep
+ * exist, look like files rotated away; the anchor says from which seq the
+ * writer keeps the log, also across a restart. Files the writer deletes
+ * itself (past keep) move that seq on.
+ */
+static void
+test_rotated_files_removed(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 rot[10][160], pub[160], *cause = NULL;
+	const char		*paths[11], *const *left;
+	EVP_PKEY		*k;
+	size_t			 n, i;
+	int			 round;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	for (i = 0; i < 10; i++)
+		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
+	for (round = 0; round < 2; round++) {
+		log = eventlog_open(t->dir, NAME, &lo, &cause);
+		assert_non_null(log);
+		ck = checkpoint_new(log, &o, &cause);
+		assert_non_null(ck);
+		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		if (round == 0)
+			append_n(log, 0, 60);
+		assert_int_equal(checkpoint_write(ck, "close"), 0);
+		checkpoint_free(ck);
+		eventlog_close(log);
+		anchor_of(t, &a);
+		assert_int_equal(a.first, 1);
+		/* The files, oldest first: name.N ... name.1, name. */
+		for (n = 0; n < 10 && access(rot[n], F_OK) == 0; n++)
+			;
+		assert_true(n >= 2 && n < 10);
+		for (i = 0; i < n; i++)
+			paths[i] = rot[n - 1 - i];
+		paths[n] = t->path;
+		left = paths;
+		if (round == 0) {
+			if (verify_with(paths, n + 1, k, &a, &v) !=
+			    CKVERIFY_OK)
+				fail_msg("%s", v.what);
+			assert_int_equal(unlink(paths[0]), 0);
+			left = paths + 1;	/* the oldest removed */
+			n--;
+		}
+		assert_int_equal(verify_with(left, n + 1, k, NULL, &v),
+		    CKVERIFY_OK);
+		assert_int_equal(verify_with(left, n + 1, k, &a, &v),
+		    CKVERIFY_UNTRUSTED);
+		if (strstr(v.what, "says it keeps the log from seq 1") == NULL)
+			fail_msg("round %d: %s", round, v.what);
+		assert_int_equal(v.untrusted.seq, 1);
+	}
+	/* The writer deletes past keep itself: the anchor moves on. */
+	for (i = 0; i < 10; i++)
+		unlink(rot[i]);
+	unlink(t->path);
+	snprintf(pub, sizeof(pub), "%s.anchor", t->key);
+	unlink(pub);
+	lo.keep = 1;
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 60);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_true(a.first > 1);
+	assert_int_equal(access(rot[1], F_OK), -1);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	if (verify_with(paths, 2, k, &a, &v) != CKVERIFY_OK)
+		fail_msg("%s", v.what);
+	EVP_PKEY_free(k);
+}
+
 int
 main(void)
 {
@@ -1496,6 +1598,7 @@ main(void)
 		T(test_anchor_room),
 		T(test_not_torn_with_blank),
 		T(test_seq_overflow),
+		T(test_rotated_files_removed),
 	};
 #undef T
 
