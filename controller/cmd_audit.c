@@ -967,7 +967,7 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
  * FILE (an anchor file, or a log copy whose last line is one), or for the
  * live log the writer's own beside its key, read before the log files
  * are listed (the log can only grow after it). A note for the report
- * goes to note. 0, or -1 after a message.
+ * goes to note, also when no anchor is used. 0, or -1 after a message.
  */
 static int
 audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
@@ -995,8 +995,13 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 				return -1;
 			goto set;
 		}
-	} else if (!audit_live_log(a) ||
-	    auditkey_path(a->file, key, sizeof(key)) == -1)
+	} else if (!audit_live_log(a)) {
+		util_xasprintf(note, "note: not checked against a writer's "
+		    "anchor (FILES or another --log-dir): a log cut at an "
+		    "earlier checkpoint, even at an old close, is found only "
+		    "with --anchor\n");
+		return 0;
+	} else if (auditkey_path(a->file, key, sizeof(key)) == -1)
 		return 0;
 	else
 		snprintf(path, sizeof(path), "%s.anchor", key);

@@ -22,6 +22,7 @@
 #include "eventlog.h"
 #include "log.h"
 #include "logverify.h"
+#include "sglimits.h"
 #include "util.h"
 
 #define CHECKPOINT_MSG_HEAD	"sandgate-checkpoint-v1\n"
@@ -38,6 +39,9 @@ struct checkpoint {
 	char			*key_path;
 	char			*next_path;
 	char			*anchor_path;
+	char			*anchor_tmp;	/* its next version */
+	int			 anchor_fd;	/* anchor_tmp, room reserved */
+	int			 anchor_failed;	/* the last try failed */
 	int			 lock_fd;
 	int			 held;		/* the log, eventlog_hold() */
 	unsigned long long	 every_events;
@@ -70,6 +74,8 @@ static void	checkpoint_written(void *, long long, const char *);
 static void	checkpoint_rotated(void *);
 static int	checkpoint_anchor_field(const char **, const char *, char *,
 		    size_t);
+static int	checkpoint_anchor_reserve(struct checkpoint *);
+static void	checkpoint_anchor_unreserve(struct checkpoint *);
 static int	checkpoint_anchor_write(struct checkpoint *);
 static int	checkpoint_anchor_update(struct checkpoint *);
 static int	checkpoint_start(struct checkpoint *, char **);
@@ -140,13 +146,14 @@ int
 checkpoint_anchor_parse(const char *buf, size_t len,
     struct checkpoint_anchor *a, const char **what)
 {
-	char		 line[CHECKPOINT_ANCHOR_MAX + 1], seq[24];
+	char		 line[CHECKPOINT_ANCHOR_MAX + 1], seq[24], first[24];
 	unsigned char	 raw[CHECKPOINT_KEY_RAW];
 	const char	*p = line, *errstr;
 	long long	 n;
 	int64_t		 us;
 
 	memset(a, 0, sizeof(*a));
+	first[0] = '\0';
 	*what = "not a sandgate anchor line";
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
@@ -167,7 +174,12 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	    sizeof(a->reason)) == -1 ||
 	    checkpoint_anchor_field(&p, "ts", a->ts, sizeof(a->ts)) == -1 ||
 	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1 ||
-	    *p != '\0')
+	    (*p != '\0' && (checkpoint_anchor_field(&p, "first", first,
+	    sizeof(first)) == -1 || *p != '\0')))
+		return -1;
+	*what = "first is not a count";
+	if (first[0] != '\0' && util_strtonum(first, 1, SG_LOG_SEQ_MAX,
+	    &a->first, &errstr) == -1)
 		return -1;
 	*what = "seq is not a count";
 	if (util_strtonum(seq, 1, LLONG_MAX, &n, &errstr) == -1)
@@ -687,34 +699,83 @@ checkpoint_rotated(void *arg)
 }
 
 /*
- * Replace key_path.anchor with the last checkpoint written: a temporary
- * file beside it, synced, renamed onto it. 0, or -1 with the error set.
+ * Take the room of the anchor's next version before a checkpoint it must
+ * name is written: key_path.anchor.tmp, CHECKPOINT_ANCHOR_MAX bytes,
+ * synced. The anchor is then rewritten in room already held, so a volume
+ * that fills up meanwhile cannot leave a checkpoint in the log, a close
+ * above all, that the anchor does not name. 0, or -1 with the error set.
+ */
+static int
+checkpoint_anchor_reserve(struct checkpoint *ck)
+{
+	char	pad[CHECKPOINT_ANCHOR_MAX];
+	int	fd, saved;
+
+	if (ck->anchor_fd != -1)
+		return 0;
+	ck->anchor_failed = 1;
+	(void)unlink(ck->anchor_tmp);
+	fd = open(ck->anchor_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd == -1)
+		return checkpoint_fail(ck, "cannot create \"%s\": %s",
+		    ck->anchor_tmp, strerror(errno));
+	memset(pad, '\n', sizeof(pad));
+	if (write(fd, pad, sizeof(pad)) != (ssize_t)sizeof(pad) ||
+	    fsync(fd) == -1) {
+		saved = errno;
+		close(fd);
+		(void)unlink(ck->anchor_tmp);
+		return checkpoint_fail(ck, "cannot write the anchor \"%s\": %s",
+		    ck->anchor_tmp, strerror(saved ? saved : ENOSPC));
+	}
+	ck->anchor_fd = fd;
+	ck->anchor_failed = 0;
+	return 0;
+}
+
+/* Give the reserved room back (the writer is done). */
+static void
+checkpoint_anchor_unreserve(struct checkpoint *ck)
+{
+	if (ck->anchor_fd == -1)
+		return;
+	close(ck->anchor_fd);
+	ck->anchor_fd = -1;
+	(void)unlink(ck->anchor_tmp);
+}
+
+/*
+ * Replace key_path.anchor with the last checkpoint written: written into
+ * the reserved temporary file, cut to its length, synced, renamed onto
+ * it. 0, or -1 with the error set.
  */
 static int
 checkpoint_anchor_write(struct checkpoint *ck)
 {
-	char	 line[CHECKPOINT_ANCHOR_MAX + 1], tmp[PATH_MAX];
+	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[32] = "";
 	int	 fd, n, ok;
 
+	if (eventlog_first(ck->log) > 0)
+		snprintf(first, sizeof(first), " first=%lld",
+		    eventlog_first(ck->log));
 	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
-	    "hash=%s reason=%s ts=%s key=%s\n", ck->last.seq, ck->last.hash,
-	    ck->last.reason, ck->last.ts, ck->last.key);
-	if (n < 0 || (size_t)n >= sizeof(line) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", ck->anchor_path) >=
-	    sizeof(tmp))
+	    "hash=%s reason=%s ts=%s key=%s%s\n", ck->last.seq,
+	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key, first);
+	if (n < 0 || (size_t)n >= sizeof(line))
 		return checkpoint_fail(ck, "anchor line too long");
-	(void)unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (fd == -1)
-		return checkpoint_fail(ck, "cannot create \"%s\": %s", tmp,
-		    strerror(errno));
-	ok = write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+	if (checkpoint_anchor_reserve(ck) == -1)
+		return -1;
+	fd = ck->anchor_fd;
+	ck->anchor_fd = -1;
+	ok = pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0 &&
+	    fsync(fd) == 0;
 	ok = close(fd) == 0 && ok;
-	if (!ok || rename(tmp, ck->anchor_path) == -1) {
+	if (!ok || rename(ck->anchor_tmp, ck->anchor_path) == -1) {
+		ck->anchor_failed = 1;
 		checkpoint_fail(ck, "cannot write the anchor \"%s\": %s",
 		    ck->anchor_path, strerror(errno));
-		(void)unlink(tmp);
+		(void)unlink(ck->anchor_tmp);
 		return -1;
 	}
 	return 0;
@@ -722,20 +783,21 @@ checkpoint_anchor_write(struct checkpoint *ck)
 
 /*
  * The anchor, if a checkpoint was written since it was: the log synced
- * first, so the anchor never names a line the disk may lose.
+ * first, so the anchor never names a line the disk may lose. Then the
+ * room for the next one is taken. 0, or -1 with the error set.
  */
 static int
 checkpoint_anchor_update(struct checkpoint *ck)
 {
-	if (!ck->anchor_dirty)
-		return 0;
-	if (eventlog_tick(ck->log) == -1)
-		return checkpoint_fail(ck, "cannot sync the log: %s",
-		    eventlog_error(ck->log));
-	if (checkpoint_anchor_write(ck) == -1)
-		return -1;
-	ck->anchor_dirty = 0;
-	return 0;
+	if (ck->anchor_dirty) {
+		if (eventlog_tick(ck->log) == -1)
+			return checkpoint_fail(ck, "cannot sync the log: %s",
+			    eventlog_error(ck->log));
+		if (checkpoint_anchor_write(ck) == -1)
+			return -1;
+		ck->anchor_dirty = 0;
+	}
+	return checkpoint_anchor_reserve(ck);
 }
 
 /*
@@ -753,11 +815,15 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	ck->have_anchor = r == 1;
 	if (!ck->have_anchor)
 		return 0;
+	/* Files removed while the writer was stopped stay missing. */
+	if (ck->anchor.first > 0)
+		eventlog_keep_from(ck->log, ck->anchor.first);
 	ck->found_seq = eventlog_seq(ck->log);
 	util_strlcpy(ck->found_hash, eventlog_hash(ck->log),
 	    sizeof(ck->found_hash));
 	ck->resume_due = ck->found_seq != ck->anchor.seq ||
-	    strcmp(ck->found_hash, ck->anchor.hash) != 0;
+	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
+	    eventlog_foreign(ck->log);
 	return 0;
 }
 
@@ -833,6 +899,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	ck->key_path = util_xstrdup(o->key_path);
 	util_xasprintf(&ck->next_path, "%s.next", o->key_path);
 	util_xasprintf(&ck->anchor_path, "%s.anchor", o->key_path);
+	util_xasprintf(&ck->anchor_tmp, "%s.tmp", ck->anchor_path);
+	ck->anchor_fd = -1;
 	ck->every_events = o->every_events;
 	ck->every_secs = o->every_secs;
 	ck->last_us = util_now_us();
@@ -856,6 +924,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	}
 	if (checkpoint_start(ck, cause) == -1)
 		goto fail;
+	if (checkpoint_anchor_reserve(ck) == -1)
+		log_warnx("checkpoint: %s", ck->error);
 	memset(&hook, 0, sizeof(hook));
 	hook.due = checkpoint_due;
 	hook.fields = checkpoint_fields;
@@ -924,11 +994,18 @@ checkpoint_introduce(struct checkpoint *ck)
 int
 checkpoint_write(struct checkpoint *ck, const char *reason)
 {
+	char	why[sizeof(ck->error)];
 	int	rc, intro;
 
 	ck->error[0] = '\0';
 	if (checkpoint_resume(ck) == -1)
 		return -1;
+	/* No checkpoint the anchor could not name (a close above all). */
+	if (checkpoint_anchor_reserve(ck) == -1) {
+		util_strlcpy(why, ck->error, sizeof(why));
+		return checkpoint_fail(ck, "no %s checkpoint written: %s",
+		    reason, why);
+	}
 	intro = checkpoint_introduce(ck);
 	ck->reason = reason;
 	rc = eventlog_append_hook(ck->log);
@@ -958,6 +1035,12 @@ checkpoint_key(const struct checkpoint *ck)
 	return ck->key_id;
 }
 
+int
+checkpoint_anchored(const struct checkpoint *ck)
+{
+	return !ck->anchor_failed;
+}
+
 const char *
 checkpoint_error(const struct checkpoint *ck)
 {
@@ -971,6 +1054,7 @@ checkpoint_free(struct checkpoint *ck)
 		return;
 	if (ck->anchor_dirty && checkpoint_anchor_update(ck) == -1)
 		log_warnx("checkpoint: %s", ck->error);
+	checkpoint_anchor_unreserve(ck);
 	if (ck->log != NULL && ck->key != NULL)
 		eventlog_set_hook(ck->log, NULL);
 	if (ck->held)
@@ -982,5 +1066,6 @@ checkpoint_free(struct checkpoint *ck)
 	free(ck->key_path);
 	free(ck->next_path);
 	free(ck->anchor_path);
+	free(ck->anchor_tmp);
 	free(ck);
 }

@@ -41,10 +41,18 @@
  * PATH.anchor, the last checkpoint it wrote (one line, CHECKPOINT_ANCHOR_MAX
  * bytes at most):
  *
- *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K
+ *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K first=F
+ *
+ * (first=F, the first seq of the files the writer keeps, eventlog.h, is
+ * left out while it is not known, and by anchors written before it.)
  *
  * It is rewritten (temporary file, fsync, rename) after the log has been
- * synced, so it never names a line the log on disk lacks: at once after
+ * synced, so it never names a line the log on disk lacks. The temporary
+ * file, PATH.anchor.tmp, is made at its full size before the checkpoint
+ * it will name is written (and kept ready while the writer runs): a
+ * writer that cannot take that room writes no checkpoint, so a volume
+ * that fills up never leaves a close the anchor does not name; the anchor
+ * is rewritten at once after
  * an open, key, timer or close checkpoint and after any checkpoint of a
  * writer that shares the log, else by the next checkpoint_tick(). A
  * writer that opens a log whose last line is not its anchor does not sign
@@ -114,6 +122,7 @@ struct checkpoint_anchor {
 	char		reason[8];
 	char		ts[32];
 	char		key[CHECKPOINT_KEY_B64 + 1];
+	long long	first;	/* first seq the writer keeps; 0: not said */
 };
 
 /*
@@ -230,7 +239,8 @@ int		 checkpoint_resume(struct checkpoint *);
  * Write a checkpoint now: "open", "timer" or "close". Before it, a due
  * log.resume line is written and a key waiting at key_path.next is
  * introduced (reason key) and takes over; if it cannot be, the current
- * key signs on. The anchor follows. Returns 0, or -1 if any of it failed
+ * key signs on. The anchor follows. No checkpoint is written when the
+ * room for the anchor cannot be taken. Returns 0, or -1 if any of it failed
  * (checkpoint_error() says why; a failed write also marks the log
  * unavailable, eventlog.h).
  */
@@ -243,6 +253,14 @@ int		 checkpoint_write(struct checkpoint *, const char *reason);
  * kind. 0 or -1 as checkpoint_write().
  */
 int		 checkpoint_tick(struct checkpoint *);
+
+/*
+ * 0 while the anchor cannot be kept (it could not be rewritten, or the
+ * room for its next version could not be taken): treat it like a log
+ * that cannot be written (the proxy lets nothing pass). checkpoint_tick()
+ * tries again. 1 otherwise.
+ */
+int		 checkpoint_anchored(const struct checkpoint *);
 
 /* The public key id that signs now (base64); owned by the signer. */
 const char	*checkpoint_key(const struct checkpoint *);

@@ -63,6 +63,7 @@ static int	ckverify_line(struct ckverify *, const char *, size_t);
 static int	ckverify_start(struct ckverify *);
 static int	ckverify_anchor_pass(struct ckverify *);
 static void	ckverify_anchor_end(struct ckverify *);
+static void	ckverify_anchor_first(struct ckverify *);
 static void	ckverify_keys_used(struct ckverify *);
 static void	ckverify_tail(struct ckverify *, int64_t);
 static int	ckverify_feed_line(void *, const char *, size_t);
@@ -366,6 +367,8 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 	    sizeof(v->good_key));
 	v->every_events = f->every_events;
 	v->every_secs = f->every_secs;
+	if (strcmp(f->reason, "close") == 0)
+		v->last_close = f->seq;
 	v->after = 0;
 	return 0;
 }
@@ -546,6 +549,16 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.anchor_seq);
 		return -1;
 	}
+	if (v->last_close > r.anchor_seq && v->last_close <= r.found_seq) {
+		ckverify_fail(v, "the writer closed the log at seq %lld, after "
+		    "the checkpoint its anchor names (seq %lld, %s): %lld "
+		    "line(s) (seq %lld to %lld) follow that close, so someone "
+		    "else wrote them (log.resume, seq %lld)", v->last_close,
+		    r.anchor_seq, r.anchor_reason, r.found_seq - v->last_close,
+		    v->last_close + 1, r.found_seq, seq);
+		ckverify_untrusted_at(v, v->last_close);
+		return -1;
+	}
 	if (v->crashes++ == 0)
 		ckverify_at(v, &v->crash);
 	ckverify_event(v);
@@ -708,6 +721,26 @@ ckverify_anchor_end(struct ckverify *v)
 }
 
 /*
+ * The anchor says from which seq on its writer keeps the log: a chain
+ * that starts later lost files the writer kept (rotated files deleted by
+ * someone else look like files rotated away: each starts with a rotate
+ * checkpoint).
+ */
+static void
+ckverify_anchor_first(struct ckverify *v)
+{
+	if (!v->have_anchor || v->anchor.first == 0 || v->failed ||
+	    !v->chain.started || v->chain.first_seq <= v->anchor.first)
+		return;
+	ckverify_fail(v, "the log starts at seq %lld, but its writer's anchor "
+	    "says it keeps the log from seq %lld: seq %lld to %lld (rotated "
+	    "files it kept) were removed", v->chain.first_seq,
+	    v->anchor.first, v->anchor.first, v->chain.first_seq - 1);
+	v->untrusted.seq = v->anchor.first;
+	v->untrusted.line = 0;
+}
+
+/*
  * Every key given must sign a good checkpoint: a log that should hold a
  * key's checkpoints and has none was cut or rewritten before that key
  * took over, perhaps with a retired key that a thief kept.
@@ -754,5 +787,6 @@ ckverify_finish(struct ckverify *v, int64_t now_us)
 	if (!v->failed)
 		ckverify_tail(v, now_us);
 	ckverify_anchor_end(v);
+	ckverify_anchor_first(v);
 	return v->failed ? CKVERIFY_UNTRUSTED : CKVERIFY_OK;
 }

@@ -39,8 +39,11 @@
  * - a log.resume line (checkpoint.h) is judged: the writer's anchored
  *   checkpoint must be in the log as it wrote it (one of the last
  *   CKVERIFY_RING good checkpoints), the log must not have ended before
- *   it, and nothing may follow an anchored close; only a writer that
- *   stopped without closing leaves lines after its anchor (a note);
+ *   it, and nothing may follow an anchored close, nor a good close
+ *   between the anchored checkpoint and the last line the writer found
+ *   (a writer whose anchor write failed never closes: checkpoint.h);
+ *   only a writer that stopped without closing leaves lines after its
+ *   anchor (a note);
  * - with ckverify_set_anchor(), the writer's anchor (the last checkpoint
  *   it wrote) must be in the log with its hash: a log cut at an older
  *   checkpoint, or at an old close, is found.
@@ -120,6 +123,7 @@ struct ckverify {
 	char			 good_key[CHECKPOINT_KEY_B64 + 1];
 	unsigned long long	 every_events;
 	unsigned long long	 every_secs;
+	long long		 last_close;	/* seq of the last good close */
 	/* Events after it (since the start while there is none). */
 	size_t			 after;
 	struct ckverify_at	 after_at;	/* the first of them */

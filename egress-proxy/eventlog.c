@@ -55,15 +55,18 @@ struct eventlog {
 	int			 in_first;	/* writing a file's first hook line */
 	int			 held;		/* shared: locked until released */
 	int			 not_reg;	/* the path is not a regular file */
+	int			 foreign;	/* not-log lines end the file */
+	long long		 first;	/* first seq of the files it keeps */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
-static int	eventlog_scan(int, off_t, struct logverify_line *, int *);
+static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
+		    int *);
 static int	eventlog_scan_window(int, off_t, off_t,
-		    struct logverify_line *);
+		    struct logverify_line *, int *);
 static int	eventlog_ends_torn(int, off_t);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *);
@@ -73,6 +76,8 @@ static void	eventlog_unlock(struct eventlog *);
 static int	eventlog_build(struct eventlog *, json_t *, char **,
 		    size_t *, char *);
 static int	eventlog_rotate_files(struct eventlog *);
+static long long eventlog_first_of(const char *);
+static void	eventlog_find_first(struct eventlog *);
 static unsigned	eventlog_rotated_top(const struct eventlog *);
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
@@ -135,13 +140,15 @@ eventlog_open_fd(struct eventlog *log)
 
 /*
  * Find the last log line in bytes [size - window, size) of fd, skipping
- * torn lines and lines that are not ours. A line whose hash does not
- * verify still counts (the chain continues from what it claims, and the
- * verifier reports the edit). Returns 1 found, 0 none, -1 read error.
+ * torn lines and lines that are not ours; *foreign says whether a line
+ * that is neither torn nor ours (nor empty) follows it: the writer did
+ * not leave the file so. A line whose hash does not verify still counts
+ * (the chain continues from what it claims, and the verifier reports the
+ * edit). Returns 1 found, 0 none, -1 read error.
  */
 static int
 eventlog_scan_window(int fd, off_t size, off_t window,
-    struct logverify_line *out)
+    struct logverify_line *out, int *foreign)
 {
 	char			*buf, *end, *start;
 	off_t			 off = size - window;
@@ -167,6 +174,8 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		if (start == buf && off > 0)
 			break;
 		st = logverify_line(start, (size_t)(end - start), out);
+		if (st == LOGVERIFY_NOT_LOG && end > start)
+			*foreign = 1;
 		if (st == LOGVERIFY_HASH_MISMATCH)
 			log_warnx("last event in the log does not verify "
 			    "(seq %lld); 'sandgate audit verify' reports it",
@@ -184,23 +193,26 @@ eventlog_scan_window(int fd, off_t size, off_t window,
  * whole file was searched. Returns as eventlog_scan_window().
  */
 static int
-eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all)
+eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
+    int *foreign)
 {
 	off_t	window = size < EVENTLOG_FIRST_SCAN ? size :
 	    EVENTLOG_FIRST_SCAN;
 	int	r;
 
 	*all = 1;
+	*foreign = 0;
 	if (size == 0)
 		return 0;
-	r = eventlog_scan_window(fd, size, window, out);
+	r = eventlog_scan_window(fd, size, window, out, foreign);
 	if (r != 0 || window == size) {
 		*all = window == size;
 		return r;
 	}
 	window = size < SG_LOG_TAIL_SCAN ? size : SG_LOG_TAIL_SCAN;
 	*all = window == size;
-	return eventlog_scan_window(fd, size, window, out);
+	*foreign = 0;
+	return eventlog_scan_window(fd, size, window, out, foreign);
 }
 
 /* 1 if a non-empty file does not end in a newline, 0 if it does, -1. */
@@ -226,7 +238,7 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 {
 	char		 path[4096];
 	struct stat	 st;
-	int		 fd, r, all;
+	int		 fd, r, all, foreign;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
@@ -237,7 +249,8 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?
 		    0 : -1;
 	}
-	r = eventlog_scan(fd, st.st_size, out, &all);
+	r = eventlog_scan(fd, st.st_size, out, &all, &foreign);
+	log->foreign |= foreign;
 	close(fd);
 	return r;
 }
@@ -267,7 +280,7 @@ eventlog_load_tail(struct eventlog *log)
 			return -1;
 		log->size++;
 	}
-	r = eventlog_scan(log->fd, log->size, &l, &all);
+	r = eventlog_scan(log->fd, log->size, &l, &all, &log->foreign);
 	if (r == 0 && !all) {
 		errno = EILSEQ;
 		return -1;
@@ -373,6 +386,11 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 		errno = EINVAL;
 		return -1;
 	}
+	if (log->seq >= SG_LOG_SEQ_MAX) {
+		json_decref(own);
+		errno = EOVERFLOW;
+		return -1;
+	}
 	hlen = (size_t)snprintf(head, sizeof(head), "{\"ts\":\"%s\","
 	    "\"seq\":%lld", ts, log->seq + 1);
 	dump = json_dumps(fields, EVENTLOG_DUMP_FLAGS);
@@ -429,6 +447,49 @@ eventlog_rotated_top(const struct eventlog *log)
 	return n;
 }
 
+/* The seq of the first log line of the file at path, or 0. */
+static long long
+eventlog_first_of(const char *path)
+{
+	struct logverify_line	 l;
+	struct stat		 st;
+	char			*buf, *nl;
+	ssize_t			 n;
+	long long		 seq = 0;
+	int			 fd;
+
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
+		return 0;
+	if ((buf = malloc(SG_LOG_LINE_MAX + 1)) != NULL &&
+	    (n = pread(fd, buf, SG_LOG_LINE_MAX + 1, 0)) > 0 &&
+	    (nl = memchr(buf, '\n', (size_t)n)) != NULL &&
+	    logverify_line(buf, (size_t)(nl - buf), &l) == LOGVERIFY_OK)
+		seq = l.seq;
+	free(buf);
+	close(fd);
+	return seq;
+}
+
+/*
+ * The first seq of the files the writer keeps: of the oldest of name.N
+ * ... name.1 that holds a log line first, else of the current file.
+ */
+static void
+eventlog_find_first(struct eventlog *log)
+{
+	char		p[4096];
+	unsigned	n;
+	long long	seq = 0;
+
+	for (n = eventlog_rotated_top(log); n >= 1 && seq == 0; n--) {
+		snprintf(p, sizeof(p), "%s.%u", log->path, n);
+		seq = eventlog_first_of(p);
+	}
+	if (seq == 0)
+		seq = eventlog_first_of(log->path);
+	log->first = seq;
+}
+
 /*
  * name.N -> name.(N+1) ... name -> name.1, then the files past keep are
  * deleted, oldest first, but none younger than keep_min_age: that many
@@ -462,6 +523,9 @@ eventlog_rotate_files(struct eventlog *log)
 			break;
 		if (unlink(from) == -1 && errno != ENOENT)
 			return -1;
+		/* It keeps the files before this one: name.(i-1) first. */
+		snprintf(from, sizeof(from), "%s.%u", log->path, i - 1);
+		log->first = eventlog_first_of(from);
 	}
 	return 0;
 }
@@ -561,6 +625,8 @@ eventlog_open(const char *dir, const char *filename,
 			eventlog_unlock(log);
 	} else if ((rc = eventlog_open_fd(log)) == 0)
 		rc = eventlog_load_tail(log);
+	if (rc == 0)
+		eventlog_find_first(log);
 	if (rc == -1) {
 		if (errno == EILSEQ)
 			util_xasprintf(cause, "no event found in the last %d "
@@ -637,6 +703,8 @@ eventlog_put(struct eventlog *log, json_t *fields)
 		goto out;
 	}
 	log->seq++;
+	if (log->first == 0)
+		log->first = log->seq;	/* the first line of a new log */
 	memcpy(log->prev, hash, sizeof(log->prev));
 	log->healthy = 1;
 	log->error[0] = '\0';
@@ -752,6 +820,7 @@ eventlog_reopen(struct eventlog *log)
 		return 0;	/* the next append locks and re-reads */
 	if (eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot reopen");
+	eventlog_find_first(log);	/* rotated by others: their choice */
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return eventlog_fail(log, "cannot read");
 	log->need_nl = torn;
@@ -796,6 +865,25 @@ const char *
 eventlog_hash(const struct eventlog *log)
 {
 	return log->prev;
+}
+
+long long
+eventlog_first(const struct eventlog *log)
+{
+	return log->first;
+}
+
+void
+eventlog_keep_from(struct eventlog *log, long long seq)
+{
+	if (log->first == 0 || seq < log->first)
+		log->first = seq;
+}
+
+int
+eventlog_foreign(const struct eventlog *log)
+{
+	return log->foreign;
 }
 
 const char *

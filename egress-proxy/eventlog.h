@@ -165,6 +165,23 @@ const char	*eventlog_error(const struct eventlog *);
 long long	 eventlog_seq(const struct eventlog *);
 /* Its hash (64 hex; 64 zeros for a new log); owned by the log. */
 const char	*eventlog_hash(const struct eventlog *);
+/*
+ * 1 if, when the end of the log was last read, lines that are neither log
+ * lines nor torn ones (checkpoint.h: a log.resume is due) followed its
+ * last event: the writer never leaves such lines, so it continues from
+ * that event and the verifier breaks the chain there.
+ */
+int		 eventlog_foreign(const struct eventlog *);
+/*
+ * The first seq of the files the writer keeps (0: not known): of the
+ * oldest rotated file when the log was opened or reopened (SIGUSR1: the
+ * files another rotated are theirs to delete), then moved on only when
+ * the writer itself deletes a file past opts.keep. The signer writes it
+ * into its anchor (checkpoint.h), so files deleted by anyone else show.
+ */
+long long	 eventlog_first(const struct eventlog *);
+/* The files kept start at seq (if earlier): what the anchor said. */
+void		 eventlog_keep_from(struct eventlog *, long long seq);
 /* The file's path; owned by the log. */
 const char	*eventlog_path(const struct eventlog *);
 

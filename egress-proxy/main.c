@@ -38,7 +38,7 @@
 /* Exit codes of sandgate-proxy (docs/proxy.md). */
 enum {
 	PX_EXIT_OK = 0,
-	PX_EXIT_CONFIG = 1,	/* bad policy, log folder, listener ... */
+	PX_EXIT_CONFIG = 1,	/* bad policy, log folder, listener, log not closed */
 	PX_EXIT_USAGE = 2
 };
 
@@ -164,7 +164,8 @@ main_usage(FILE *f)
 "\n"
 "Signals: SIGTERM/SIGINT drain then exit (a second one exits at once),\n"
 "SIGHUP reloads the policy, SIGUSR1 reopens the log (logrotate).\n"
-"Exit codes: 0 clean exit, 1 bad configuration or policy, 2 usage error.\n",
+"Exit codes: 0 clean exit, 1 bad configuration or policy, or the log could\n"
+"not be closed with a signed checkpoint its anchor names, 2 usage error.\n",
 	    f);
 }
 
@@ -495,6 +496,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	proxy_log_flush_blocks(px, 0);
 	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
+	px->log_anchor_ok = main_ckpt == NULL || checkpoint_anchored(main_ckpt);
 	if (eventlog_tick(px->seclog) == -1)
 		log_warnx("security-event log: %s", eventlog_error(px->seclog));
 	proxy_log_check_space(px);
@@ -677,17 +679,22 @@ main(int argc, char **argv)
 	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "open") == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	px->log_space_ok = 1;	/* the first tick says if it is not */
+	px->log_anchor_ok = 1;
 	main_drain_timer = evtimer_new(px->base, main_tick, px);
 	main_tick(-1, 0, px);
 	log_info("policy digest %s, default sets \"%s\", log %s",
 	    policy_digest(p), px->cfg.sets, eventlog_path(px->seclog));
+	rc = PX_EXIT_OK;
 	event_base_dispatch(px->base);
 	proxy_log_flush_blocks(px, 1);	/* counted attempts are not lost */
-	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1)
-		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
+	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1) {
+		log_warnx("checkpoint: %s; the log is not closed",
+		    checkpoint_error(main_ckpt));
+		rc = PX_EXIT_CONFIG;
+	}
 	checkpoint_free(main_ckpt);
 	eventlog_close(px->seclog);
 	control_close(px);
 	log_info("exited");
-	return PX_EXIT_OK;
+	return rc;
 }

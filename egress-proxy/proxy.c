@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "reason.h"
+#include "sglimits.h"
 #include "registry.h"
 #include "conn.h"
 #include "control.h"
@@ -30,12 +32,16 @@ struct proxy	*proxy_g;
 /* Open-addressed slots of client addresses (pointers: slots stay put). */
 #define COUNT_SLOTS	8192
 
+/* A policy.rejected line's errors, in bytes of JSON at most. */
+#define PROXY_REJECTED_MAX	(SG_LOG_LINE_MAX - 4096)
+
 static size_t	proxy_count_key(const struct sockaddr *, unsigned char *);
 static size_t	proxy_count_home(const unsigned char *);
 static struct client_slot **proxy_count_slot(struct proxy *,
 		    const unsigned char *);
 static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
+static json_t	*proxy_rejected_errors(json_t *);
 static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
 		    const struct proxy_event *, char *method);
 static const char *proxy_cut(const char *, char *buf);
@@ -420,7 +426,8 @@ proxy_log_healthy(struct proxy *px, const struct proxy_client *who,
 
 	/* Checked per request: a disk that just filled lets nothing pass. */
 	proxy_log_check_space(px);
-	if (!px->log_space_ok || !eventlog_healthy(px->seclog))
+	if (!px->log_space_ok || !px->log_anchor_ok ||
+	    !eventlog_healthy(px->seclog))
 		return 0;
 	return !(px->log_pressure && src != NULL && px->blocks != NULL &&
 	    blocklog_stopped(px->blocks, proxy_identity(who, src, ident,
@@ -489,6 +496,41 @@ proxy_load_policy(const char *dir, struct policy_diags *diags)
 	return p;
 }
 
+/*
+ * The errors of a policy.rejected line (errs, made log-safe): as many as
+ * fit in PROXY_REJECTED_MAX bytes of JSON, then one that counts the rest
+ * (stderr has them all), so the line stays under SG_LOG_LINE_MAX.
+ */
+static json_t *
+proxy_rejected_errors(json_t *errs)
+{
+	json_t	*out, *s;
+	char	*dump, more[96];
+	size_t	 i, used = 0, len;
+
+	if ((out = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < json_array_size(errs); i++) {
+		s = json_incref(json_array_get(errs, i));
+		dump = json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+		len = dump != NULL ? strlen(dump) + 1 : SIZE_MAX;
+		free(dump);
+		if (len > PROXY_REJECTED_MAX - used) {
+			json_decref(s);
+			break;
+		}
+		used += len;
+		json_array_append_new(out, s);
+	}
+	if (i < json_array_size(errs)) {
+		snprintf(more, sizeof(more), "... and %zu more error(s), not "
+		    "logged here (the line would pass 64 KiB)",
+		    json_array_size(errs) - i);
+		json_array_append_new(out, json_string(more));
+	}
+	return out;
+}
+
 /* Reload the policy: load, validate, then swap; keep the old on error. */
 int
 proxy_reload(struct proxy *px, char **errors)
@@ -508,14 +550,17 @@ proxy_reload(struct proxy *px, char **errors)
 		if (diags.v[i].severity != POLICY_ERROR)
 			continue;
 		policy_diag_format(&diags.v[i], line, sizeof(line));
-		json_array_append_new(errs, json_string(line));
+		json_array_append_new(errs, eventlog_str(line));
 	}
 	if (p == NULL) {
 		*errors = json_dumps(errs, JSON_COMPACT);
-		fields = json_pack("{s:s, s:O, s:s}", "event",
-		    "policy.rejected", "errors", errs, "policy_digest",
-		    policy_digest(px->policy->policy));
-		eventlog_append(px->seclog, fields);
+		fields = json_pack("{s:s, s:o?, s:s}", "event",
+		    "policy.rejected", "errors", proxy_rejected_errors(errs),
+		    "policy_digest", policy_digest(px->policy->policy));
+		if (fields == NULL || eventlog_append(px->seclog, fields) == -1)
+			log_warnx("policy.rejected not logged: %s", fields ==
+			    NULL ? "out of memory" :
+			    eventlog_error(px->seclog));
 		json_decref(fields);
 		json_decref(errs);
 		policy_diags_release(&diags);

@@ -156,6 +156,7 @@ struct proxy {
 	struct conn		*conns;		/* every open connection */
 	int			 draining;	/* SIGTERM: no new work */
 	int			 log_space_ok;	/* see proxy_log_check_space */
+	int			 log_anchor_ok;	/* checkpoint_anchored() */
 	time_t			 drain_deadline;
 	time_t			 started;
 	time_t			 policy_loaded;

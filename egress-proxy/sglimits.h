@@ -24,6 +24,12 @@
 
 /* Security-event log lines. */
 #define SG_LOG_LINE_MAX		(64 * 1024)
+/*
+ * A log line's seq, at most: 2^53 - 1, the largest integer every JSON
+ * parser holds exactly; a line past it is not a log line, and a writer
+ * there stops rather than overflow.
+ */
+#define SG_LOG_SEQ_MAX		9007199254740991LL
 
 /* Controller: captured output per stream handed to the agent. */
 #define SG_OUTPUT_CAP_DEFAULT	(8u * 1024 * 1024)

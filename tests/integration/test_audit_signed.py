@@ -821,6 +821,93 @@ class T4Anchor(unittest.TestCase):
         os.unlink(rot)
 
 
+class T5Round2(unittest.TestCase):
+    """Second round: a full volume and the anchor (F1), files named to
+    verify without an anchor (F5)."""
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_f1_full_volume_leaves_no_close_unanchored(self):
+        """F1: the log folder and the key folder on one small volume,
+        which whoever writes the log folder fills up before the proxy
+        stops: a close in the log is one the anchor names (else the proxy
+        wrote none and says so, exit 1), and lines planted after that
+        close fail verify --key once the proxy restarted."""
+        vol = tempfile.mkdtemp(prefix="f1-vol-", dir=W["dir"])
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs",
+                        vol], check=True, timeout=30)
+        procs = []
+        try:
+            keys = os.path.join(vol, "keys")
+            logs = os.path.join(vol, "logs")
+            os.mkdir(keys, 0o700)
+            os.mkdir(logs)
+            key = os.path.join(keys, "checkpoint.key")
+            r = sandgate("audit", "key", "create", key)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            pub = os.path.join(W["dir"], "f1.pub")
+            shutil.copyfile(key + ".pub", pub)
+            p = start_proxy("f1", key, log_dir=logs)
+            procs.append(p)
+            flood(p.port, 10, "real")
+            time.sleep(1.5)
+            fd = os.open(os.path.join(logs, "filler"),
+                         os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                while os.write(fd, b"\0" * 4096) > 0:
+                    pass
+            except OSError:
+                pass
+            os.close(fd)
+            time.sleep(1.2)
+            status = p.stop()
+            os.unlink(os.path.join(logs, "filler"))
+            lines = read_lines(p.log_path)
+            last = json.loads(lines[-1])
+            with open(key + ".anchor") as f:
+                anchor = f.read()
+            if last.get("reason") != "close":
+                self.assertEqual(status, 1, p.stderr())
+                self.assertIn("the log is not closed", p.stderr())
+                return
+            self.assertIn(" seq=%d hash=%s reason=close " % (
+                last["seq"], last["hash"]), anchor)
+            for i in range(2):
+                lines.append(forged_event(last["seq"] + 1 + i,
+                                          last_hash(lines),
+                                          "planted-%d.invalid" % i))
+            write_lines(p.log_path, lines)
+            again = start_proxy("f1-again", key, log_dir=logs)
+            procs.append(again)
+            stop_proxy(again)
+            r = sandgate("audit", "verify", "--log-dir", logs, "--key", pub,
+                         "--anchor", key + ".anchor")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("follow the writer's close at seq %d"
+                          % last["seq"], r.stdout)
+        finally:
+            for q in procs:
+                q.kill()
+            subprocess.run(["umount", vol], timeout=30)
+
+    def test_f5_files_are_not_checked_against_an_anchor(self):
+        """F5: verify --key of named files or another folder says that no
+        writer's anchor was used."""
+        key, pub = make_key("f5")
+        p = start_proxy("f5", key)
+        flood(p.port, 5, "f5")
+        stop_proxy(p)
+        for args in ((p.log_path,), ("--log-dir", p.log_dir)):
+            r = sandgate("audit", "verify", "--key", pub, *args)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("note: not checked against a writer's anchor",
+                          r.stdout)
+        r = sandgate("audit", "verify", "--key", pub, "--anchor",
+                     key + ".anchor", p.log_path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("not checked against", r.stdout)
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     failed = len(result.failures) + len(result.errors)

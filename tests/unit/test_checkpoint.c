@@ -36,6 +36,8 @@
 /* A line ends ,"prev":"<64 hex>","hash":"<64 hex>"} */
 #define PREV_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN - 65)
 #define HASH_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN + 9)
+#define Z64		"00000000000000000000000000000000" \
+			"00000000000000000000000000000000"
 
 struct tmp {
 	char	dir[64];	/* the log folder */
@@ -928,6 +930,12 @@ test_anchor_parse(void **state)
 		    " key=" A_KEY " ",
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY " more=1",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=0",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=9007199254740992",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 first=4",
 		"sandgate-anchor-v1 hash=" A_HASH " seq=7 reason=close ts=" A_TS
 		    " key=" A_KEY,
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
@@ -944,6 +952,11 @@ test_anchor_parse(void **state)
 	assert_string_equal(a.reason, "close");
 	assert_string_equal(a.ts, A_TS);
 	assert_string_equal(a.key, A_KEY);
+	assert_int_equal(a.first, 0);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3",
+	    strlen(good) + 7, &a, &what), 0);
+	assert_int_equal(a.first, 3);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (checkpoint_anchor_parse(bad[i], strlen(bad[i]), &a,
 		    &what) != -1 || what == NULL)
@@ -1241,6 +1254,323 @@ test_keys_and_empty(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * A close after the checkpoint the anchor names (the anchor could not be
+ * rewritten: a full volume) and lines planted after that close: the
+ * writer that opens the log records them against its stale anchor, and
+ * verify refuses them, the close being the writer's own.
+ */
+static void
+test_resume_stale_anchor(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l, a;
+	char			 anchor[160], pub[160];
+	EVP_PKEY		*k;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);	/* seq 1 */
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	lines_read(&a, anchor);
+	append_n(log, 0, 5);					/* 2 to 6 */
+	assert_int_equal(checkpoint_write(ck, "close"), 0);	/* 7 */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_write(&a, anchor, 0, a.n);	/* names the open again */
+	lines_free(&a);
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	append_n(log, 50, 2);					/* 8, 9 */
+	eventlog_close(log);
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 12);
+	assert_non_null(strstr(l.v[9], "\"event\":\"log.resume\","
+	    "\"anchor_seq\":1,"));
+	lines_free(&l);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "closed the log at seq 7"));
+	assert_int_equal(v.untrusted.seq, 8);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A writer that cannot take the room for its anchor writes no checkpoint
+ * (no close above all): the log never ends with a close its anchor does
+ * not name. Once it can, it closes and the anchor names the close.
+ */
+static void
+test_anchor_room(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 tmp[192], inner[224];
+	size_t			 i;
+
+	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(inner, sizeof(inner), "%s/x", tmp);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	assert_int_equal(mkdir(inner, 0700), 0);	/* nothing removes it */
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	append_n(log, 0, 3);
+	assert_int_equal(checkpoint_write(ck, "close"), -1);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n; i++)
+		if (is_checkpoint(l.v[i]))
+			fail_msg("line %zu: a checkpoint no anchor names: %s",
+			    i + 1, l.v[i]);
+	lines_free(&l);
+	assert_int_equal(rmdir(inner), 0);
+	assert_int_equal(rmdir(tmp), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	lines_read(&l, t->path);
+	assert_int_equal(a.seq, (long long)l.n);
+	assert_string_equal(a.reason, "close");
+	assert_non_null(strstr(l.v[l.n - 1], "\"reason\":\"close\""));
+	lines_free(&l);
+	assert_int_equal(access(tmp, F_OK), -1);
+}
+
+/*
+ * Append a line made of head (up to its prev) to the log at t->path with
+ * the prev and hash that continue the chain, then tail (blanks after the
+ * line): what whoever can write the file can add.
+ */
+static void
+plant(struct tmp *t, const char *head, const char *tail)
+{
+	struct lines	 l;
+	char		*line;
+
+	lines_read(&l, t->path);
+	assert_true(l.n < MAXLINES);
+	util_xasprintf(&line, "%s,\"prev\":\"" Z64 "\",\"hash\":\"" Z64
+	    "\"}", head);
+	l.v[l.n++] = line;
+	rechain(&l, l.n - 1);
+	util_xasprintf(&l.v[l.n - 1], "%s%s", line, tail);
+	free(line);
+	lines_write(&l, t->path, 0, l.n);
+	lines_free(&l);
+}
+
+/* The writer opens the log again, signs open and close. */
+static void
+reopen_and_close(struct tmp *t)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 70, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+}
+
+/*
+ * A whole line that jansson refuses (a \u0000) with a blank after it, as
+ * other JSON parsers read it whole: not a torn line. verify breaks the
+ * chain there, with and without keys, and the writer that opens the log
+ * does not take it for its own end: it records a log.resume.
+ */
+static void
+test_not_torn_with_blank(void **state)
+{
+	static const char *const blanks[] = { " ", "\r", "\t" };
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	char			 anchor[160];
+	size_t			 i;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	for (i = 0; i < 3; i++) {
+		unlink(t->path);
+		unlink(anchor);
+		k = signed_log(t, 100, 3, "close");	/* close at 5 */
+		plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":6,"
+		    "\"event\":\"egress.allowed\",\"host\":\"exfil.invalid\","
+		    "\"note\":\"\\u0000\"", blanks[i]);
+		assert_int_equal(verify(t->path, NULL, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		assert_int_equal(v.chain.break_line, 6);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_non_null(strstr(l.v[6], "\"event\":\"log.resume\""));
+		lines_free(&l);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		assert_int_equal(v.chain.break_line, 6);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
+ * A line planted with seq 2^63 - 1: not a log line (past 2^53 - 1). The
+ * writer continues from the line before it, records a log.resume, never
+ * overflows, and writes an anchor it can read back; at 2^53 - 1 it stops.
+ */
+static void
+test_seq_overflow(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	json_t			*f;
+	size_t			 i;
+	long long		 seq;
+
+	k = signed_log(t, 100, 3, "close");	/* close at 5 */
+	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
+	    "9223372036854775807,\"event\":\"egress.blocked\"", "");
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 11);
+	assert_non_null(strstr(l.v[6], "\"event\":\"log.resume\""));
+	for (i = 0; i < l.n; i++) {
+		if (i == 5)
+			continue;
+		seq = strtoll(strstr(l.v[i], "\"seq\":") + 6, NULL, 10);
+		assert_int_equal(seq, (long long)i + (i > 5 ? 0 : 1));
+	}
+	lines_free(&l);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 10);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_CHAIN_BROKEN);
+	assert_int_equal(v.chain.break_line, 6);
+	/* A log at 2^53 - 1 (a log line): the writer adds nothing more. */
+	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
+	    "9007199254740991,\"event\":\"egress.blocked\"", "");
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	assert_non_null(log);
+	assert_int_equal(eventlog_seq(log), 9007199254740991LL);
+	f = json_pack("{s:s}", "event", "egress.blocked");
+	assert_int_equal(eventlog_append(log, f), -1);
+	assert_int_equal(errno, EOVERFLOW);
+	json_decref(f);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 12);
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Rotated files deleted by someone else, even while fewer than keep
+ * exist, look like files rotated away; the anchor says from which seq the
+ * writer keeps the log, also across a restart. Files the writer deletes
+ * itself (past keep) move that seq on.
+ */
+static void
+test_rotated_files_removed(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 rot[10][160], pub[160], *cause = NULL;
+	const char		*paths[11], *const *left;
+	EVP_PKEY		*k;
+	size_t			 n, i;
+	int			 round;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	for (i = 0; i < 10; i++)
+		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
+	for (round = 0; round < 2; round++) {
+		log = eventlog_open(t->dir, NAME, &lo, &cause);
+		assert_non_null(log);
+		ck = checkpoint_new(log, &o, &cause);
+		assert_non_null(ck);
+		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		if (round == 0)
+			append_n(log, 0, 60);
+		assert_int_equal(checkpoint_write(ck, "close"), 0);
+		checkpoint_free(ck);
+		eventlog_close(log);
+		anchor_of(t, &a);
+		assert_int_equal(a.first, 1);
+		/* The files, oldest first: name.N ... name.1, name. */
+		for (n = 0; n < 10 && access(rot[n], F_OK) == 0; n++)
+			;
+		assert_true(n >= 2 && n < 10);
+		for (i = 0; i < n; i++)
+			paths[i] = rot[n - 1 - i];
+		paths[n] = t->path;
+		left = paths;
+		if (round == 0) {
+			if (verify_with(paths, n + 1, k, &a, &v) !=
+			    CKVERIFY_OK)
+				fail_msg("%s", v.what);
+			assert_int_equal(unlink(paths[0]), 0);
+			left = paths + 1;	/* the oldest removed */
+			n--;
+		}
+		assert_int_equal(verify_with(left, n + 1, k, NULL, &v),
+		    CKVERIFY_OK);
+		assert_int_equal(verify_with(left, n + 1, k, &a, &v),
+		    CKVERIFY_UNTRUSTED);
+		if (strstr(v.what, "says it keeps the log from seq 1") == NULL)
+			fail_msg("round %d: %s", round, v.what);
+		assert_int_equal(v.untrusted.seq, 1);
+	}
+	/* The writer deletes past keep itself: the anchor moves on. */
+	for (i = 0; i < 10; i++)
+		unlink(rot[i]);
+	unlink(t->path);
+	snprintf(pub, sizeof(pub), "%s.anchor", t->key);
+	unlink(pub);
+	lo.keep = 1;
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 60);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_true(a.first > 1);
+	assert_int_equal(access(rot[1], F_OK), -1);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	if (verify_with(paths, 2, k, &a, &v) != CKVERIFY_OK)
+		fail_msg("%s", v.what);
+	EVP_PKEY_free(k);
+}
+
 int
 main(void)
 {
@@ -1264,6 +1594,11 @@ main(void)
 		T(test_resume_shared),
 		T(test_rotate_first_line),
 		T(test_keys_and_empty),
+		T(test_resume_stale_anchor),
+		T(test_anchor_room),
+		T(test_not_torn_with_blank),
+		T(test_seq_overflow),
+		T(test_rotated_files_removed),
 	};
 #undef T
 
