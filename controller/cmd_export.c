@@ -56,6 +56,7 @@ static int		 export_file(struct export_ctx *, int,
 static int		 export_skip(struct export_ctx *, const char *,
 			    const char *);
 static int		 export_name(char **, const char *, const char *);
+static int		 export_name_fits(const char *, int);
 static int		 export_tree(struct export_ctx *, int, const char *);
 static int		 export_stream(struct export_ctx *, const char *,
 			    FILE *);
@@ -203,6 +204,21 @@ export_skip(struct export_ctx *c, const char *name, const char *why)
 	return 0;
 }
 
+/*
+ * A zip entry name holds at most 65,535 bytes (a 16-bit length; a folder
+ * takes one more for its '/'): libzip would store a longer name cut at
+ * its length mod 65,536, which may be another path of the tree. Such a
+ * path is left out and listed in skipped.txt, never stored under another
+ * name.
+ */
+#define EXPORT_NAME_MAX	65535
+
+static int
+export_name_fits(const char *name, int dir)
+{
+	return strlen(name) + (dir ? 1 : 0) <= EXPORT_NAME_MAX;
+}
+
 /* Add the tree under rootfd as prefix/...: folders and regular files. */
 static int
 export_tree(struct export_ctx *c, int rootfd, const char *prefix)
@@ -220,7 +236,12 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 			name = NULL;
 			goto out;
 		}
-		if (S_ISDIR(e.st.st_mode)) {
+		if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
+		    !export_name_fits(name, S_ISDIR(e.st.st_mode))) {
+			if (export_skip(c, name, "name longer than a zip "
+			    "entry name can hold (65,535 bytes)") == -1)
+				goto out;
+		} else if (S_ISDIR(e.st.st_mode)) {
 			if (zip_dir_add(c->za, name, EXPORT_ENC(name)) == -1 &&
 			    export_skip(c, name, zip_strerror(c->za)) == -1)
 				goto out;

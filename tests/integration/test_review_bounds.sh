@@ -1,0 +1,72 @@
+#!/bin/bash
+# test_review_bounds.sh: what a sandbox can put in its working copy to make
+# what is brought out differ from what it holds, or cost the host more
+# than the sandbox's --disk: a path longer than a zip entry name holds
+# (export), a host file chmod-ed after create (apply), hard links (apply,
+# and the copy-out code of `run --output`), paths kept whole in memory and
+# in the review file, and names that differ from another one only by
+# invisible characters or Unicode normalisation. The sandbox folders are
+# laid out in the documented format (tests/lib/fixture.sh): no Docker.
+set -u
+BIN=${SANDGATE_BIN:?}/sandgate
+T=$(mktemp -d /var/tmp/sg-bounds-XXXXXX)
+export SANDGATE_STATE=$T/state SANDGATE_LOG_DIR=$T/logs SANDGATE_RECORD_DIR=$T/records
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
+check() { if eval "$2"; then ok "$1"; else ko "$1"; return 1; fi; }
+cleanup() { [ -n "${KEEP:-}" ] && return; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+. "$(dirname "$0")/../lib/fixture.sh"
+mkdir -p "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
+sg() { "$BIN" "$@" >"$T/out" 2>"$T/err"; }
+
+# --- export: a path longer than a zip entry name -----------------------------
+# src/app.py is deleted by the agent; a file whose "work/" + path is
+# 65,551 bytes (15 mod 65,536) would be stored by libzip as
+# "work/src/app.py" with the agent's content.
+ID=sbx_0123456789abcdef0123bd01
+mkdir -p "$T/s1/src"
+printf 'print("hello")\n' >"$T/s1/src/app.py"
+sg_fixture_sandbox "$ID" "$T/s1"
+python3 - "$SANDGATE_STATE/sandboxes/$ID/work" <<'PY'
+import os, sys
+w = sys.argv[1]
+os.unlink(w + "/src/app.py")
+plen = 65536 + len("work/src/app.py") - 5
+comps = ["src", "app.py" + "Z" * 249]
+cur = len("src/") + 255
+while plen - cur - 1 > 255:
+    comps.append("Y" * 255)
+    cur += 256
+comps.append("L" * (plen - cur - 1))
+fd = os.open(w, os.O_RDONLY)
+for c in comps[:-1]:
+    try:
+        os.mkdir(c, dir_fd=fd)
+    except FileExistsError:
+        pass
+    n = os.open(c, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+f = os.open(comps[-1], os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+os.write(f, b"print('totally benign')\n")
+os.close(f)
+PY
+sg export --output "$T/e1.zip" "$ID"; rc=$?
+check "export of a 65,546-byte path: exit 0, skipped and named" '[ $rc -eq 0 ] && grep -q "name longer than a zip entry name can hold" "$T/err"'
+check "export: no entry under a name that is not its full path" 'python3 - "$T/e1.zip" <<-"PY"
+	import sys, zipfile
+	z = zipfile.ZipFile(sys.argv[1])
+	n = z.namelist()
+	assert "work/src/app.py" not in n, "forged work/src/app.py"
+	for x in n:	# only the folders of the chain, each its full name
+	    if x.startswith("work/src/app.py") and not x.endswith("/"):
+	        raise SystemExit("a file under a cut name: %d bytes" % len(x))
+	s = z.read("skipped.txt").decode()
+	assert "name longer than a zip entry name can hold" in s
+	assert len(s) > 65536, len(s)
+	PY'
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
