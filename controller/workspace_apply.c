@@ -213,6 +213,15 @@ apply_check_host(struct apply *a)
 		    "created");
 		return WORKSPACE_APPLY_REFUSED;
 	}
+	/* its mode too (the owner may have made it private meanwhile) */
+	if ((st.st_mode & 0777) != (a->e->f.mode & 0777) &&
+	    (st.st_mode & 0777) != workspace_apply_mode(a->e->f.mode & 0777)) {
+		ws_cause(a->cause, "its mode changed on the host since the "
+		    "sandbox was created (%04o, was %04o)",
+		    (unsigned)(st.st_mode & 0777),
+		    (unsigned)(a->e->f.mode & 0777));
+		return WORKSPACE_APPLY_REFUSED;
+	}
 	return WORKSPACE_APPLY_APPLIED;
 }
 

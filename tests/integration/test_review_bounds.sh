@@ -68,5 +68,24 @@ check "export: no entry under a name that is not its full path" 'python3 - "$T/e
 	assert len(s) > 65536, len(s)
 	PY'
 
+# --- apply: a host file made private after create ------------------------------
+ID=sbx_0123456789abcdef0123bd03
+mkdir -p "$T/s3"
+printf 'TOKEN=abc\n' >"$T/s3/settings.py"
+chmod 644 "$T/s3/settings.py"
+sg_fixture_sandbox "$ID" "$T/s3"
+chmod 600 "$T/s3/settings.py"
+W=$SANDGATE_STATE/sandboxes/$ID/work
+chmod u+w "$W/settings.py"
+printf 'TOKEN=abc\nDEBUG=1\n' >"$W/settings.py"
+sg diff "$ID"
+REVIEW=$(tail -1 "$T/out" | cut -d" " -f2)
+sg apply --review "$REVIEW" --path settings.py "$ID"; rc=$?
+check "apply of a file chmod 600 on the host after create: refused (126)" '[ $rc -eq 126 ] && grep -q "^refused settings.py (its mode changed on the host since the sandbox was created (0600, was 0644))" "$T/out"'
+check "apply: the host file keeps its mode and content" '[ "$(stat -c %a "$T/s3/settings.py")" = 600 ] && [ "$(cat "$T/s3/settings.py")" = TOKEN=abc ]'
+chmod 644 "$T/s3/settings.py"
+sg apply --review "$REVIEW" --path settings.py "$ID"; rc=$?
+check "apply once the host mode is back: applied" '[ $rc -eq 0 ] && grep -q "^applied settings.py$" "$T/out"'
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
