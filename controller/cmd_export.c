@@ -45,6 +45,7 @@ struct export_ctx {
 	char		 sbx[4096];
 	int		 fds[2];	/* work/ and runs/ roots */
 	off_t		 size_max;	/* the sandbox's --disk */
+	off_t		 budget;	/* what the tree may still add */
 	FILE		*skipped;	/* names left out, or NULL */
 };
 
@@ -228,6 +229,7 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 	char				*name = NULL, *cause = NULL;
 	int				 r, rc = -1;
 
+	c->budget = c->size_max;
 	if ((w = workspace_walk_new(rootfd, &cause)) == NULL)
 		goto out;
 	while ((r = workspace_walk_next(w, &e, &cause)) == 1) {
@@ -248,6 +250,12 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 		} else if (S_ISREG(e.st.st_mode) && e.st.st_size > c->size_max) {
 			if (export_skip(c, name, "larger than the sandbox's "
 			    "--disk") == -1)
+				goto out;
+		} else if (S_ISREG(e.st.st_mode) &&
+		    workspace_budget_take(&c->budget, &e.st) == -1) {
+			if (export_skip(c, name, "the sandbox's --disk has been "
+			    "exported: a hard-linked file is copied once per "
+			    "name") == -1)
 				goto out;
 		} else if (S_ISREG(e.st.st_mode) &&
 		    export_file(c, rootfd, &e, name) == -1)

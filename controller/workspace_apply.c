@@ -130,6 +130,17 @@ apply_expected(struct apply *a, enum workspace_apply_result r)
 	return WORKSPACE_APPLY_REFUSED;
 }
 
+int
+workspace_budget_take(off_t *left, const struct stat *st)
+{
+	off_t	cost = (off_t)st->st_blocks * 512;
+
+	if (cost > *left)
+		return -1;
+	*left -= cost;
+	return 0;
+}
+
 mode_t
 workspace_apply_mode(mode_t m)
 {
@@ -549,6 +560,14 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src)
 	    WORKSPACE_APPLY_APPLIED || (hr = apply_check_host(a)) !=
 	    WORKSPACE_APPLY_APPLIED)
 		return hr;
+	if (r == WORKSPACE_APPLY_APPLIED && !a->on_host &&
+	    a->o->budget != NULL &&
+	    workspace_budget_take(a->o->budget, &a->wst) == -1) {
+		ws_cause(a->cause, "this apply has written the sandbox's "
+		    "--disk to the host: a hard-linked file is copied once "
+		    "per name");
+		return WORKSPACE_APPLY_REFUSED;
+	}
 	if (a->o->dry_run)
 		return r;
 	if (r == WORKSPACE_APPLY_DELETED) {

@@ -68,6 +68,22 @@ check "export: no entry under a name that is not its full path" 'python3 - "$T/e
 	assert len(s) > 65536, len(s)
 	PY'
 
+# --- apply: hard links ---------------------------------------------------------
+# 10 MB of data and 20 more names for it in a 16 MiB sandbox: apply --all
+# must not write 210 MB to the host.
+ID=sbx_0123456789abcdef0123bd02
+mkdir -p "$T/s2"
+printf 'keep\n' >"$T/s2/README.md"
+sg_fixture_sandbox "$ID" "$T/s2" $((16 << 20))
+W=$SANDGATE_STATE/sandboxes/$ID/work
+head -c 10000000 /dev/urandom >"$W/big.bin"
+for i in $(seq -w 1 20); do ln "$W/big.bin" "$W/l$i"; done
+sg apply --all "$ID"; rc=$?
+check "apply --all of a file with 20 hard links: host gets at most --disk ($(du -sk "$T/s2" | cut -f1) KiB)" '[ "$(du -sk "$T/s2" | cut -f1)" -le 16384 ]'
+check "apply: the names past --disk refused and said why (126)" '[ $rc -eq 126 ] && grep -q "^refused l[0-9]* (this apply has written the sandbox.s --disk to the host: a hard-linked file is copied once per name)" "$T/out" && grep -q "^applied big.bin$" "$T/out"'
+sg export --output "$T/e2.zip" "$ID"; rc=$?
+check "export of the same: the zip holds at most --disk of work/ ($(stat -c %s "$T/e2.zip") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/e2.zip")" -le $((20 << 20)) ] && grep -q "a hard-linked file is copied once per name" "$T/err"'
+
 # --- apply: a host file made private after create ------------------------------
 ID=sbx_0123456789abcdef0123bd03
 mkdir -p "$T/s3"
