@@ -46,6 +46,7 @@ struct export_ctx {
 	int		 fds[2];	/* work/ and runs/ roots */
 	off_t		 size_max;	/* the sandbox's --disk */
 	off_t		 budget;	/* what the tree may still add */
+	size_t		 names;		/* bytes of entry names added */
 	FILE		*skipped;	/* names left out, or NULL */
 };
 
@@ -243,7 +244,13 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 			if (export_skip(c, name, "name longer than a zip "
 			    "entry name can hold (65,535 bytes)") == -1)
 				goto out;
+		} else if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
+		    strlen(name) + 1 > SG_EXPORT_NAMES_MAX - c->names) {
+			if (export_skip(c, name, "the export's names reached "
+			    "4 MiB") == -1)
+				goto out;
 		} else if (S_ISDIR(e.st.st_mode)) {
+			c->names += strlen(name) + 1;
 			if (zip_dir_add(c->za, name, EXPORT_ENC(name)) == -1 &&
 			    export_skip(c, name, zip_strerror(c->za)) == -1)
 				goto out;
@@ -258,7 +265,8 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 			    "name") == -1)
 				goto out;
 		} else if (S_ISREG(e.st.st_mode) &&
-		    export_file(c, rootfd, &e, name) == -1)
+		    (c->names += strlen(name) + 1,
+		    export_file(c, rootfd, &e, name) == -1))
 			goto out;
 	}
 	rc = r;
@@ -387,9 +395,17 @@ export_diff(struct export_ctx *c)
 	memset(&o, 0, sizeof(o));
 	o.stage = 1;
 	o.size_max = c->size_max;
-	if ((m = workspace_manifest_load(c->sbx, &cause)) == NULL ||
-	    (d = workspace_diff(c->sbx, m, &o, &cause)) == NULL)
+	if ((m = workspace_manifest_load(c->sbx, &cause)) == NULL)
 		goto out;
+	if ((d = workspace_diff(c->sbx, m, &o, &cause)) == NULL) {
+		/* more than a diff lists: the rest of the evidence still */
+		if (errno == E2BIG) {
+			rc = export_skip(c, "diff.patch", cause);
+			free(cause);
+			cause = NULL;
+		}
+		goto out;
+	}
 	for (i = 0; i < 2; i++) {
 		if ((f = export_tmp(c)) == NULL)
 			goto out;

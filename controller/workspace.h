@@ -222,7 +222,8 @@ struct workspace_diff_opts {
  * of create, so no later write can share it) is unchanged without being
  * read; every other file is hashed (holes as zeros, never expanded).
  * Sets the review digest. Returns a diff the caller frees with
- * workspace_diff_free(), or NULL with *cause set.
+ * workspace_diff_free(), or NULL with *cause set (errno E2BIG: more than
+ * SG_DIFF_PATHS_MAX changed paths or SG_DIFF_NAMES_MAX bytes of names).
  */
 struct workspace_diff *workspace_diff(const char *sbxdir,
 	    const struct workspace_manifest *,
