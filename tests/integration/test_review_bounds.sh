@@ -153,5 +153,28 @@ rm -rf "$SBX/work/many"
 sgrss diff --stat "$ID"; rc=$?
 check "and once they are gone, diff works again" '[ $rc -eq 0 ]'
 
+# --- names that look like other names ----------------------------------------
+# a zero-width space in a name, bidi and invisible characters in content,
+# and cafe + U+0301 beside the café.py of the source
+ID=sbx_0123456789abcdef0123bd05
+mkdir -p "$T/s5"
+printf 'print("caf\xc3\xa9")\n' >"$T/s5/caf$(printf '\xc3\xa9').py"
+sg_fixture_sandbox "$ID" "$T/s5"
+W=$SANDGATE_STATE/sandboxes/$ID/work
+python3 - "$W" <<'PY'
+import sys
+w = sys.argv[1]
+open(w + "/x\u200by", "w").write("ok\n")
+open(w + "/inv.txt", "w").write("b\u061c evil \u2028x\u2029y \ufeffz \u200bq\n")
+open(w + "/cafe\u0301.py", "w").write("import os; os.system('id')\n")
+PY
+sg diff --stat "$ID"; rc=$?
+check "diff --stat: a zero-width space in a name is quoted" '[ $rc -eq 0 ] && grep -qF "A \"x\\342\\200\\213y\"" "$T/out"'
+check "diff --stat: a decomposed name beside its composed twin is flagged" 'grep -F "cafe" "$T/out" | grep -q "combining character"'
+sg diff "$ID"
+check "diff: U+061C, U+2028, U+2029, U+FEFF, U+200B in content shown as \\xHH" 'grep -qF "+b\\xd8\\x9c evil \\xe2\\x80\\xa8x\\xe2\\x80\\xa9y \\xef\\xbb\\xbfz \\xe2\\x80\\x8bq" "$T/out"'
+sg apply --all "$ID"; rc=$?
+check "apply --all leaves the decomposed name out (126)" '[ $rc -eq 126 ] && [ ! -e "$T/s5/cafe$(printf "\xcc\x81").py" ] && [ "$(ls "$T/s5" | grep -c "^caf")" = 1 ]'
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
