@@ -241,12 +241,22 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 		}
 		if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
 		    !export_name_fits(name, S_ISDIR(e.st.st_mode))) {
-			if (export_skip(c, name, "name longer than a zip "
-			    "entry name can hold (65,535 bytes)") == -1)
+			/* nothing under a folder fits either: one line */
+			if (S_ISDIR(e.st.st_mode))
+				workspace_walk_prune(w);
+			if (export_skip(c, name, S_ISDIR(e.st.st_mode) ?
+			    "name longer than a zip entry name can hold "
+			    "(65,535 bytes), and everything under it" :
+			    "name longer than a zip entry name can hold "
+			    "(65,535 bytes)") == -1)
 				goto out;
 		} else if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
 		    strlen(name) + 1 > SG_EXPORT_NAMES_MAX - c->names) {
-			if (export_skip(c, name, "the export's names reached "
+			if (S_ISDIR(e.st.st_mode))
+				workspace_walk_prune(w);
+			if (export_skip(c, name, S_ISDIR(e.st.st_mode) ?
+			    "the export's names reached 4 MiB; everything "
+			    "under it too" : "the export's names reached "
 			    "4 MiB") == -1)
 				goto out;
 		} else if (S_ISDIR(e.st.st_mode)) {
