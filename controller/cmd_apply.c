@@ -29,6 +29,7 @@ struct apply_run {
 	const char			*digest; /* its digest */
 	struct workspace_diff		*now;	/* for --all or --review */
 	struct workspace_apply_opts	 o;
+	off_t				 budget; /* what may still be written */
 	int				 all, risky_ok;
 	int				 refused, failed, changed;
 };
@@ -197,6 +198,8 @@ cmd_apply_work(struct apply_run *a, struct freeze *fz, char **paths,
 	struct workspace_diff_opts	do_;
 
 	a->o.size_max = (off_t)fz->disk;
+	a->budget = a->o.size_max;
+	a->o.budget = &a->budget;
 	if (a->all || a->rv != NULL) {
 		memset(&do_, 0, sizeof(do_));
 		do_.size_max = a->o.size_max;

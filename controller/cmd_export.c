@@ -45,6 +45,8 @@ struct export_ctx {
 	char		 sbx[4096];
 	int		 fds[2];	/* work/ and runs/ roots */
 	off_t		 size_max;	/* the sandbox's --disk */
+	off_t		 budget;	/* what the tree may still add */
+	size_t		 names;		/* bytes of entry names added */
 	FILE		*skipped;	/* names left out, or NULL */
 };
 
@@ -56,6 +58,7 @@ static int		 export_file(struct export_ctx *, int,
 static int		 export_skip(struct export_ctx *, const char *,
 			    const char *);
 static int		 export_name(char **, const char *, const char *);
+static int		 export_name_fits(const char *, int);
 static int		 export_tree(struct export_ctx *, int, const char *);
 static int		 export_stream(struct export_ctx *, const char *,
 			    FILE *);
@@ -203,6 +206,21 @@ export_skip(struct export_ctx *c, const char *name, const char *why)
 	return 0;
 }
 
+/*
+ * A zip entry name holds at most 65,535 bytes (a 16-bit length; a folder
+ * takes one more for its '/'): libzip would store a longer name cut at
+ * its length mod 65,536, which may be another path of the tree. Such a
+ * path is left out and listed in skipped.txt, never stored under another
+ * name.
+ */
+#define EXPORT_NAME_MAX	65535
+
+static int
+export_name_fits(const char *name, int dir)
+{
+	return strlen(name) + (dir ? 1 : 0) <= EXPORT_NAME_MAX;
+}
+
 /* Add the tree under rootfd as prefix/...: folders and regular files. */
 static int
 export_tree(struct export_ctx *c, int rootfd, const char *prefix)
@@ -212,6 +230,7 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 	char				*name = NULL, *cause = NULL;
 	int				 r, rc = -1;
 
+	c->budget = c->size_max;
 	if ((w = workspace_walk_new(rootfd, &cause)) == NULL)
 		goto out;
 	while ((r = workspace_walk_next(w, &e, &cause)) == 1) {
@@ -220,7 +239,28 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 			name = NULL;
 			goto out;
 		}
-		if (S_ISDIR(e.st.st_mode)) {
+		if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
+		    !export_name_fits(name, S_ISDIR(e.st.st_mode))) {
+			/* nothing under a folder fits either: one line */
+			if (S_ISDIR(e.st.st_mode))
+				workspace_walk_prune(w);
+			if (export_skip(c, name, S_ISDIR(e.st.st_mode) ?
+			    "name longer than a zip entry name can hold "
+			    "(65,535 bytes), and everything under it" :
+			    "name longer than a zip entry name can hold "
+			    "(65,535 bytes)") == -1)
+				goto out;
+		} else if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
+		    strlen(name) + 1 > SG_EXPORT_NAMES_MAX - c->names) {
+			if (S_ISDIR(e.st.st_mode))
+				workspace_walk_prune(w);
+			if (export_skip(c, name, S_ISDIR(e.st.st_mode) ?
+			    "the export's names reached 4 MiB; everything "
+			    "under it too" : "the export's names reached "
+			    "4 MiB") == -1)
+				goto out;
+		} else if (S_ISDIR(e.st.st_mode)) {
+			c->names += strlen(name) + 1;
 			if (zip_dir_add(c->za, name, EXPORT_ENC(name)) == -1 &&
 			    export_skip(c, name, zip_strerror(c->za)) == -1)
 				goto out;
@@ -229,7 +269,14 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 			    "--disk") == -1)
 				goto out;
 		} else if (S_ISREG(e.st.st_mode) &&
-		    export_file(c, rootfd, &e, name) == -1)
+		    workspace_budget_take(&c->budget, &e.st) == -1) {
+			if (export_skip(c, name, "the sandbox's --disk has been "
+			    "exported: a hard-linked file is copied once per "
+			    "name") == -1)
+				goto out;
+		} else if (S_ISREG(e.st.st_mode) &&
+		    (c->names += strlen(name) + 1,
+		    export_file(c, rootfd, &e, name) == -1))
 			goto out;
 	}
 	rc = r;
@@ -358,9 +405,17 @@ export_diff(struct export_ctx *c)
 	memset(&o, 0, sizeof(o));
 	o.stage = 1;
 	o.size_max = c->size_max;
-	if ((m = workspace_manifest_load(c->sbx, &cause)) == NULL ||
-	    (d = workspace_diff(c->sbx, m, &o, &cause)) == NULL)
+	if ((m = workspace_manifest_load(c->sbx, &cause)) == NULL)
 		goto out;
+	if ((d = workspace_diff(c->sbx, m, &o, &cause)) == NULL) {
+		/* more than a diff lists: the rest of the evidence still */
+		if (errno == E2BIG) {
+			rc = export_skip(c, "diff.patch", cause);
+			free(cause);
+			cause = NULL;
+		}
+		goto out;
+	}
 	for (i = 0; i < 2; i++) {
 		if ((f = export_tmp(c)) == NULL)
 			goto out;

@@ -594,15 +594,24 @@ docker_unlock(struct docker *d)
 static int
 docker_pause_call(struct docker *d, const char *id, int pause, char **cause)
 {
-	json_t	*r = NULL;
-	char	 path[256];
-	long	 status = 0;
+	struct docker_cinfo	 ci;
+	json_t			*r = NULL;
+	char			 path[256];
+	long			 status = 0;
 
 	snprintf(path, sizeof(path), "/containers/%s/%s", id,
 	    pause ? "pause" : "unpause");
 	if (docker_call(d, "POST", path, NULL, &status, &r, cause) == -1)
 		return -1;
-	if ((status >= 200 && status < 300) || status == 409) {
+	/*
+	 * Docker 20.10 answers 500, not 409, to a pause of a paused or an
+	 * unpause of a running container (an exec that found the container
+	 * paused by a diff, and waited for its thaw): what counts is that
+	 * the container is now as asked.
+	 */
+	if ((status >= 200 && status < 300) || status == 409 ||
+	    (status != 404 && docker_container_inspect(d, id, &ci,
+	    NULL) == 0 && ci.running && ci.paused == (pause != 0))) {
 		json_decref(r);
 		return 0;
 	}

@@ -93,7 +93,9 @@ int	docker_container_remove(struct docker *, const char *id,
  * pauses and unpauses by different sandgate processes never interleave:
  * one waits for the other's unpause. An unpause without a pause first
  * (a container found paused) takes the lock for its call. Docker's 409
- * (already paused, not paused, not running) counts as success. One
+ * (already paused, not paused, not running) counts as success, and so
+ * does any other refusal (Docker 20.10's 500) when an inspect then finds
+ * the container running and paused (or not) as asked. One
  * container at a time per struct docker.
  */
 int	docker_container_pause(struct docker *, const char *id, int pause,

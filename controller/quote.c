@@ -42,12 +42,37 @@ quote_utf8_len(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
+/* Characters that show nothing, or move what follows (see quote.h). */
+static const uint32_t quote_invisible[][2] = {
+	{ 0x00ad, 0x00ad },	/* soft hyphen */
+	{ 0x034f, 0x034f },	/* combining grapheme joiner */
+	{ 0x061c, 0x061c },	/* Arabic letter mark (bidi) */
+	{ 0x115f, 0x1160 },	/* Hangul fillers */
+	{ 0x180e, 0x180e },	/* Mongolian vowel separator */
+	{ 0x200b, 0x200f },	/* zero-width space, (non-)joiner, LRM, RLM */
+	{ 0x2028, 0x202e },	/* line, paragraph separators; embeddings */
+	{ 0x2060, 0x206f },	/* word joiner, invisible operators, isolates */
+	{ 0x3164, 0x3164 },	/* Hangul filler */
+	{ 0xfe00, 0xfe0f },	/* variation selectors */
+	{ 0xfeff, 0xfeff },	/* zero-width no-break space (BOM) */
+	{ 0xffa0, 0xffa0 },	/* halfwidth Hangul filler */
+	{ 0xfff9, 0xfffb },	/* interlinear annotation */
+	{ 0xe0000, 0xe0fff },	/* tags, variation selectors supplement */
+};
+
 int
 quote_unsafe_cp(uint32_t cp)
 {
-	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
-	    cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-	    (cp >= 0x2066 && cp <= 0x2069);
+	size_t	i;
+
+	if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))
+		return 1;
+	for (i = 0; i < sizeof(quote_invisible) / sizeof(quote_invisible[0]);
+	    i++) {
+		if (cp >= quote_invisible[i][0] && cp <= quote_invisible[i][1])
+			return 1;
+	}
+	return 0;
 }
 
 /*

@@ -4,9 +4,12 @@
  *
  * A byte sequence is "unsafe" for a terminal when it is a C0 control
  * (0x00-0x1f) or DEL (0x7f), a C1 control (U+0080-U+009F, as one byte or
- * UTF-8 encoded), a bidirectional formatting character (U+200E, U+200F,
- * U+202A-U+202E, U+2066-U+2069, which reorder what is shown), or a byte
- * that is not part of valid UTF-8. Everything else (printable ASCII and
+ * UTF-8 encoded), a bidirectional formatting character (U+061C, U+200E,
+ * U+200F, U+202A-U+202E, U+2066-U+2069, which reorder what is shown), a
+ * character that shows nothing or breaks the line (zero-width U+200B-
+ * U+200D, U+2060-U+2064, U+FEFF, U+2028, U+2029, soft hyphen, variation
+ * selectors, Hangul fillers, tags: a name holding one looks like another
+ * name), or a byte that is not part of valid UTF-8. Everything else (printable ASCII and
  * well-formed UTF-8) is shown as it is.
  *
  * Names are quoted the way git quotes them (core.quotePath=false): a
@@ -36,7 +39,7 @@
  */
 size_t	quote_utf8_len(const unsigned char *s, size_t n, uint32_t *cp);
 
-/* Is the code point one of the unsafe ones above (C0, DEL, C1, bidi)? */
+/* Is the code point one of the unsafe ones above (C0, DEL, C1, bidi, invisible)? */
 int	quote_unsafe_cp(uint32_t cp);
 
 /* 1 if name (len bytes) must be quoted, else 0. */

@@ -61,11 +61,22 @@ int	workspace_create(const char *src, const char *sbxdir,
 	    const struct workspace_opts *, char **cause);
 
 /*
+ * What one copy out (apply, run --output, export) may write to the host:
+ * at most the sandbox's --disk of regular files in all, each counted by
+ * the blocks it holds in the sandbox. A hard-linked file is copied out
+ * once per name, so it counts once per name: links cannot multiply what
+ * leaves the sandbox. Takes st's blocks from *left and returns 0, or
+ * returns -1 (*left unchanged) when they do not fit.
+ */
+int	workspace_budget_take(off_t *left, const struct stat *st);
+
+/*
  * Copy the tree under the folder srcfd into the (empty) folder dstfd:
  * folders and regular files only, never following a link, at any depth,
  * sparse-aware (holes stay holes); a file larger than size_max bytes
- * (holes counted) and special files are left out with a warning line on
- * warnf. Names are kept byte for byte. 0 or -1 with *cause.
+ * (holes counted), files past size_max bytes of blocks copied in all
+ * (workspace_budget_take()) and special files are left out with a warning
+ * line on warnf. Names are kept byte for byte. 0 or -1 with *cause.
  */
 int	workspace_copy_tree(int srcfd, int dstfd, off_t size_max,
 	    FILE *warnf, char **cause);
@@ -211,7 +222,8 @@ struct workspace_diff_opts {
  * of create, so no later write can share it) is unchanged without being
  * read; every other file is hashed (holes as zeros, never expanded).
  * Sets the review digest. Returns a diff the caller frees with
- * workspace_diff_free(), or NULL with *cause set.
+ * workspace_diff_free(), or NULL with *cause set (errno E2BIG: more than
+ * SG_DIFF_PATHS_MAX changed paths or SG_DIFF_NAMES_MAX bytes of names).
  */
 struct workspace_diff *workspace_diff(const char *sbxdir,
 	    const struct workspace_manifest *,
@@ -348,6 +360,11 @@ struct workspace_apply_opts {
 	 * reads it.
 	 */
 	const struct workspace_delta	*expect;
+	/*
+	 * What this apply may still write to the host
+	 * (workspace_budget_take()), or NULL: no bound.
+	 */
+	off_t				*budget;
 };
 
 /*

@@ -130,6 +130,17 @@ apply_expected(struct apply *a, enum workspace_apply_result r)
 	return WORKSPACE_APPLY_REFUSED;
 }
 
+int
+workspace_budget_take(off_t *left, const struct stat *st)
+{
+	off_t	cost = (off_t)st->st_blocks * 512;
+
+	if (cost > *left)
+		return -1;
+	*left -= cost;
+	return 0;
+}
+
 mode_t
 workspace_apply_mode(mode_t m)
 {
@@ -211,6 +222,15 @@ apply_check_host(struct apply *a)
 	if (strcmp(sha, a->e->f.sha256) != 0) {
 		ws_cause(a->cause, "changed on the host since the sandbox was "
 		    "created");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	/* its mode too (the owner may have made it private meanwhile) */
+	if ((st.st_mode & 0777) != (a->e->f.mode & 0777) &&
+	    (st.st_mode & 0777) != workspace_apply_mode(a->e->f.mode & 0777)) {
+		ws_cause(a->cause, "its mode changed on the host since the "
+		    "sandbox was created (%04o, was %04o)",
+		    (unsigned)(st.st_mode & 0777),
+		    (unsigned)(a->e->f.mode & 0777));
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	return WORKSPACE_APPLY_APPLIED;
@@ -540,6 +560,14 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src)
 	    WORKSPACE_APPLY_APPLIED || (hr = apply_check_host(a)) !=
 	    WORKSPACE_APPLY_APPLIED)
 		return hr;
+	if (r == WORKSPACE_APPLY_APPLIED && !a->on_host &&
+	    a->o->budget != NULL &&
+	    workspace_budget_take(a->o->budget, &a->wst) == -1) {
+		ws_cause(a->cause, "this apply has written the sandbox's "
+		    "--disk to the host: a hard-linked file is copied once "
+		    "per name");
+		return WORKSPACE_APPLY_REFUSED;
+	}
 	if (a->o->dry_run)
 		return r;
 	if (r == WORKSPACE_APPLY_DELETED) {

@@ -561,6 +561,7 @@ workspace_copy_tree(int srcfd, int dstfd, off_t size_max, FILE *warnf,
 	struct workspace_walk		*w;
 	struct workspace_walk_entry	 e;
 	unsigned char			*buf;
+	off_t				 left = size_max;
 	int				 r;
 
 	if ((buf = malloc(WS_BUF_SIZE)) == NULL)
@@ -576,6 +577,13 @@ workspace_copy_tree(int srcfd, int dstfd, off_t size_max, FILE *warnf,
 			fprintf(warnf, " (%lld bytes, holes counted, is more "
 			    "than the sandbox's --disk)\n",
 			    (long long)e.st.st_size);
+		} else if (S_ISREG(e.st.st_mode) &&
+		    workspace_budget_take(&left, &e.st) == -1) {
+			fputs("sandgate: warning: not copying ", warnf);
+			quote_path(warnf, e.path, e.pathlen);
+			fputs(" (the sandbox's --disk has been copied out: a "
+			    "hard-linked file is copied once per name)\n",
+			    warnf);
 		} else if (S_ISREG(e.st.st_mode) || S_ISDIR(e.st.st_mode)) {
 			if ((r = copy_tree_entry(dstfd, &e, size_max, buf,
 			    cause)) == -1)

@@ -23,6 +23,7 @@ struct diff_ctx {
 	const struct workspace_diff_opts *o;
 	struct workspace_diff		*out;
 	size_t				 cap;
+	size_t				 names;		/* bytes of paths */
 	unsigned char			*seen;		/* per manifest entry */
 	char				**cause;
 	int				 snapfd;
@@ -64,19 +65,34 @@ static struct workspace_delta *
 diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 {
 	struct workspace_delta	*nv, *d;
-	size_t			 ncap;
+	size_t			 ncap, len = strlen(path) + 1;
 
+	if (c->out->n >= SG_DIFF_PATHS_MAX ||
+	    len > SG_DIFF_NAMES_MAX - c->names) {
+		ws_cause(c->cause, "the working copy changes more than %u "
+		    "paths, or more than %u bytes of their names: sandgate "
+		    "does not review that much (remove what need not be "
+		    "reviewed, or discard the sandbox)", SG_DIFF_PATHS_MAX,
+		    SG_DIFF_NAMES_MAX);
+		errno = E2BIG;
+		return NULL;
+	}
 	if (c->out->n == c->cap) {
 		ncap = c->cap ? c->cap * 2 : 32;
-		if ((nv = reallocarray(c->out->v, ncap, sizeof(*nv))) == NULL)
+		if ((nv = reallocarray(c->out->v, ncap, sizeof(*nv))) == NULL) {
+			ws_cause(c->cause, "out of memory");
 			return NULL;
+		}
 		c->out->v = nv;
 		c->cap = ncap;
 	}
 	d = &c->out->v[c->out->n];
 	memset(d, 0, sizeof(*d));
-	if ((d->path = strdup(path)) == NULL)
+	if ((d->path = strdup(path)) == NULL) {
+		ws_cause(c->cause, "out of memory");
 		return NULL;
+	}
+	c->names += len;
 	d->change = ch;
 	d->kind = WORKSPACE_FILE;
 	d->risky = risky_path(path, NULL);
@@ -228,7 +244,7 @@ diff_file(struct diff_ctx *c, const struct workspace_walk_entry *we)
 	d = diff_add(c, e != NULL ? WORKSPACE_MODIFIED : WORKSPACE_ADDED,
 	    we->path);
 	if (d == NULL) {
-		rc = ws_cause(c->cause, "out of memory");
+		rc = -1;
 		goto out;
 	}
 	memcpy(d->sha256_after, sha, sizeof(sha));
@@ -263,7 +279,7 @@ diff_special(struct diff_ctx *c, const char *path, enum workspace_kind kind,
 	d = diff_add(c, e != NULL ? WORKSPACE_MODIFIED : WORKSPACE_ADDED,
 	    path);
 	if (d == NULL)
-		return ws_cause(c->cause, "out of memory");
+		return -1;
 	d->special = 1;
 	d->kind = kind;
 	d->special_what = diff_kind_what[kind];
@@ -340,7 +356,7 @@ diff_deleted(struct diff_ctx *c)
 			continue;
 		e = &c->m->v[i];
 		if ((d = diff_add(c, WORKSPACE_DELETED, e->path)) == NULL)
-			return ws_cause(c->cause, "out of memory");
+			return -1;
 		memcpy(d->sha256_before, e->f.sha256, WORKSPACE_SHA256_HEX);
 		d->mode_before = e->f.mode;
 		d->size_before = e->f.size;
@@ -355,7 +371,7 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 {
 	struct diff_ctx	 c;
 	char		 path[4096];
-	int		 wfd = -1, rc = -1;
+	int		 wfd = -1, rc = -1, saved;
 
 	memset(&c, 0, sizeof(c));
 	c.m = m;
@@ -389,6 +405,7 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 	workspace_review_digest(c.out, c.out->review);
 	rc = 0;
 out:
+	saved = errno;
 	if (c.snapfd != -1)
 		close(c.snapfd);
 	if (wfd != -1)
@@ -398,6 +415,7 @@ out:
 	free(c.file);
 	if (rc == -1) {
 		workspace_diff_free(c.out);
+		errno = saved;
 		return NULL;
 	}
 	return c.out;

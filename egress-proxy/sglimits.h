@@ -70,6 +70,21 @@
 #define SG_DIFF_LINES_MAX	65536u
 /* Controller: folders nested in a source tree that create copies. */
 #define SG_COPY_DEPTH_MAX	200
+/*
+ * Controller: what one diff lists (`diff`, `apply --all` and `--review`,
+ * export's diff.patch): at most this many changed paths and this many
+ * bytes of their names in all; past either the diff is refused, naming
+ * the bound. Bounds the diff's memory (each path is kept whole) and the
+ * saved review (about 15 MiB at most).
+ */
+#define SG_DIFF_PATHS_MAX	32768u
+#define SG_DIFF_NAMES_MAX	(4u * 1024 * 1024)
+/*
+ * Controller: bytes of entry names an export's work/ and runs/ trees add
+ * to the zip (libzip keeps every name in memory until the zip is
+ * written); the entries past it are left out and listed in skipped.txt.
+ */
+#define SG_EXPORT_NAMES_MAX	(4u * 1024 * 1024)
 /* Controller: reviews (`diff`'s digests) kept per sandbox for apply. */
 #define SG_REVIEWS_KEPT		16
 

@@ -270,3 +270,31 @@ atk_review() {
 	    "$T/project/x"*
 	"$SG" discard "$REV" >/dev/null 2>&1
 }
+
+# R12: an exec started while a diff holds the container frozen waits for
+# the thaw and runs. The diff's freeze is made by hand (its lock held, the
+# container paused), so that the exec surely starts inside it; Docker
+# 20.10 answers the exec's unpause of the thawed container with a 500.
+atk_freezewait() {
+	local cid lock fd pid rc paused
+	cid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["container"])' \
+	    "$SANDGATE_STATE/sandboxes/$SPARE/meta.json")
+	lock=$SANDGATE_STATE/freeze/$cid
+	mkdir -p "$SANDGATE_STATE/freeze"
+	exec {fd}>>"$lock"
+	flock "$fd"
+	docker pause "$cid" >/dev/null
+	"$SG" exec "$SPARE" -- echo exec-after-thaw >"$T/fw.out" 2>"$T/fw.err" &
+	pid=$!
+	sleep 2
+	paused=$(docker inspect -f '{{.State.Paused}}' "$cid")
+	docker unpause "$cid" >/dev/null
+	flock -u "$fd"
+	exec {fd}>&-
+	wait "$pid"
+	rc=$?
+	verdict "R12 review: an exec during a diff's freeze runs after the thaw" \
+	    '[ "$rc" = 0 ] && [ "$(cat "$T/fw.out")" = exec-after-thaw ] && [ "$paused" = true ]' \
+	    "exit $rc; $(head -c 150 "$T/fw.err")" "" \
+	    "container paused while the exec waited: $paused; output: $(head -c 40 "$T/fw.out")"
+}

@@ -133,6 +133,15 @@ test_utf8(void **state)
 	assert_true(quote_unsafe_cp(0x202e));
 	assert_true(quote_unsafe_cp(0x9b));
 	assert_false(quote_unsafe_cp(0xe9));
+	/* bidi and invisible characters a name could hide behind */
+	assert_true(quote_unsafe_cp(0x061c));
+	assert_true(quote_unsafe_cp(0x200b));
+	assert_true(quote_unsafe_cp(0xfeff));
+	assert_true(quote_unsafe_cp(0x2028));
+	assert_true(quote_unsafe_cp(0x2029));
+	assert_true(quote_unsafe_cp(0x2060));
+	assert_false(quote_unsafe_cp(0x2030));
+	assert_false(quote_unsafe_cp(0x4e2d));
 }
 
 int

@@ -838,6 +838,60 @@ test_copy_tree(void **state)
 	free(cause);
 }
 
+/*
+ * Hard links: each name is copied out as a whole file, so what one copy
+ * out writes is bounded by size_max in all (1 MiB of data and 20 links,
+ * 4 MiB allowed: at most 4 copies).
+ */
+static void
+test_copy_tree_links(void **state)
+{
+	struct fixture	*f = *state;
+	struct stat	 st;
+	char		 path[512], lnk[512], *cause = NULL, *wbuf = NULL;
+	char		*data;
+	size_t		 wlen = 0;
+	long long	 blocks = 0;
+	int		 s, d, i, copies = 0;
+	FILE		*warn;
+
+	data = malloc(1 << 20);
+	assert_non_null(data);
+	for (i = 0; i < 1 << 20; i++)
+		data[i] = (char)(i * 7 + i / 251);
+	putn(f->src, "a.bin", data, 1 << 20, 0644);
+	free(data);
+	snprintf(path, sizeof(path), "%s/a.bin", f->src);
+	for (i = 0; i < 20; i++) {
+		snprintf(lnk, sizeof(lnk), "%s/l%02d", f->src, i);
+		assert_int_equal(link(path, lnk), 0);
+	}
+	s = open(f->src, O_RDONLY | O_DIRECTORY);
+	d = open(f->sbx, O_RDONLY | O_DIRECTORY);
+	warn = open_memstream(&wbuf, &wlen);
+	assert_int_equal(workspace_copy_tree(s, d, 4ll << 20, warn, &cause),
+	    0);
+	fclose(warn);
+	close(s);
+	close(d);
+	for (i = -1; i < 20; i++) {
+		if (i == -1)
+			snprintf(path, sizeof(path), "%s/a.bin", f->sbx);
+		else
+			snprintf(path, sizeof(path), "%s/l%02d", f->sbx, i);
+		if (stat(path, &st) == 0) {
+			copies++;
+			blocks += st.st_blocks;
+		}
+	}
+	assert_true(copies >= 1 && copies <= 4);
+	assert_true(blocks * 512 <= 4ll << 20);
+	assert_non_null(strstr(wbuf, "a hard-linked file is copied once per "
+	    "name"));
+	free(wbuf);
+	free(cause);
+}
+
 int
 main(void)
 {
@@ -868,6 +922,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_create_too_deep, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_copy_tree, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_copy_tree_links, setup,
 		    teardown),
 	};
 
