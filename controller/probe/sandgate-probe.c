@@ -20,11 +20,13 @@
  *                          processes the host's pids cgroup cannot count
  *   sandgate-probe reap RUN [ACTIVE...]
  *                          SIGKILL every process of run RUN, and every
- *                          one with no SANDGATE_RUN marker or the marker
- *                          of a run not in ACTIVE (never itself, nor PID 1
- *                          while it is the idle probe sandgate started),
- *                          in rounds until none is left; exits with the
- *                          number killed (at most 100). The controller's
+ *                          one with no SANDGATE_RUN marker, a marker that
+ *                          can't be read or the marker of a run not in
+ *                          ACTIVE (never itself, nor PID 1 while it is
+ *                          the idle probe sandgate started), in rounds
+ *                          until none is left; exits with the number
+ *                          killed (at most 100), or 101 when the last
+ *                          round still found some. The controller's
  *                          kill under gVisor, whose processes the host
  *                          cannot see.
  *
@@ -705,7 +707,9 @@ reap_init_is_probe(void)
 
 /*
  * 1 when a process must be spared: it carries the marker of a run listed
- * in active (not this one), or it is a zombie or gone.
+ * in active (not this one), or it is gone or dead (a zombie with no live
+ * thread; a leader that exited while a thread runs is alive). A process
+ * whose marker can't be read is not spared.
  */
 static int
 reap_spare(const char *pid, int nactive, char **active)
@@ -714,13 +718,13 @@ reap_spare(const char *pid, int nactive, char **active)
 	char		 mark[64];
 	int		 k, r;
 
-	if (procstat_read(atoi(pid), &ps) == -1 || ps.state == 'Z' ||
-	    (r = procstat_run_marker(atoi(pid), mark, sizeof(mark))) == -1)
+	if (procstat_read(atoi(pid), &ps) == -1 || procstat_dead(&ps))
 		return 1;
+	r = procstat_run_marker(atoi(pid), mark, sizeof(mark));
 	for (k = 0; r == 1 && k < nactive; k++)
 		if (strcmp(mark, active[k]) == 0)
 			return 1;
-	return 0;	/* this run's, nobody's, or a run not in progress */
+	return 0;	/* this run's, nobody's, unreadable, or not in progress */
 }
 
 /* One pass over /proc; the number of processes signalled. */
@@ -767,6 +771,11 @@ probe_reap_main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	printf("%d\n", total);
+	if (n != 0) {
+		fputs("sandgate-probe: processes still run after every kill "
+		    "round\n", stderr);
+		return 101;
+	}
 	return total > 100 ? 100 : total;
 }
 

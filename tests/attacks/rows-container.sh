@@ -2,8 +2,8 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check). Sourced by tests/attacks/run
-# after lib.sh; each atk_* function adds its rows. Needs $SG, $T, $MAIN,
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d). Sourced by
+# tests/attacks/run after lib.sh; each atk_* function adds its rows. Needs $SG, $T, $MAIN,
 # $RAISED, $SANDGATE_STATE, $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR,
 # $PROXY_IP, $HERE and the create helper of run.
 
@@ -27,6 +27,50 @@ atk_inject() {
 	    "$(j inj 'o["stdout"].strip()' | cut -c1-100)" "$(rec inj)" \
 	    "payload lines after the command, a timeout and 2 s: $ticks0 -> $ticks1 (the idle probe is PID 1 and not dumpable)"
 	"$SG" discard "$INJ" >/dev/null 2>&1
+}
+
+# --- 1d. a process whose main thread exited while a thread lives on ------------
+# The leader's /proc/PID/environ can't be read and its stat says Z: the kill
+# must take it anyway (after a timeout, a normal end and a SIGINT), and the
+# record may say "cleanup: ok" only when nothing of the command is left.
+zl_ticks() {
+	wc -l <"$SANDGATE_STATE/sandboxes/$ZL/work/.zbeat" 2>/dev/null || echo 0
+}
+zl_after() {
+	local a b
+	sleep 1.5
+	a=$(zl_ticks)
+	sleep 2.5
+	b=$(zl_ticks)
+	printf '%s' $((b - a))
+}
+atk_zleader() {
+	local uid tasks d1 d2 d3 pid rc3
+	if ! create ZL "$T/project" --network none; then
+		row "1d leader exited, a thread lives on" NO "create failed" "" ""
+		return
+	fi
+	x zl1 "$ZL" --timeout 3 -- sh -c 'python3 /workspace/.attacks/zleader.py; sleep 60'
+	d1=$(zl_after)
+	x zl2 "$ZL" --timeout 20 -- python3 /workspace/.attacks/zleader.py
+	d2=$(zl_after)
+	"$SG" exec "$ZL" -- sh -c 'python3 /workspace/.attacks/zleader.py; sleep 60' \
+	    >/dev/null 2>"$T/zl3.err" &
+	pid=$!
+	sleep 3
+	kill -INT "$pid"
+	wait "$pid"
+	rc3=$?
+	d3=$(zl_after)
+	uid=$(docker inspect -f '{{.Config.User}}' "sandgate-$ZL")
+	uid=${uid%%:*}
+	tasks=$(ps -eLo uid= | awk -v u="$uid" '$1 == u' | wc -l)
+	verdict "1d leader exited, a thread lives on (timeout, end, SIGINT)" \
+	    '[ "$zl1_rc" = 124 ] && [ "$zl2_rc" = 0 ] && [ "$rc3" = 130 ] && [ "$d1" = 0 ] && [ "$d2" = 0 ] && [ "$d3" = 0 ]' \
+	    "exit $zl1_rc, $zl2_rc, $rc3; $(j zl2 'o["stdout"].strip()')" \
+	    "$(rec zl1); $(rec zl2)" \
+	    "heartbeats in the 2.5 s after each: $d1, $d2, $d3; host tasks of uid $uid: $tasks (the init's included)"
+	"$SG" discard "$ZL" >/dev/null 2>&1
 }
 
 # --- 2. the container's log fills the host's disk -------------------------------
