@@ -785,6 +785,7 @@ run_filter_rules(scmp_filter_ctx ctx)
 {
 	static const char *const allow[] = { SG_SECCOMP_ALLOW_NAMES };
 	static const unsigned long personas[] = { SG_SECCOMP_PERSONAS };
+	static const unsigned long families[] = { SG_SECCOMP_SOCKET_ABOVE };
 	size_t	i;
 	int	nr, rc = 0;
 
@@ -800,7 +801,11 @@ run_filter_rules(scmp_filter_ctx ctx)
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, SG_SECCOMP_CLONE_NS_MASK, 0));
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-		    SCMP_A0(SCMP_CMP_NE, SG_SECCOMP_SOCKET_REFUSED, 0));
+		    SCMP_A0(SCMP_CMP_LT, SG_SECCOMP_SOCKET_REFUSED, 0));
+	for (i = 0; i < sizeof(families) / sizeof(families[0]) && rc == 0;
+	    i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+		    SCMP_A0(SCMP_CMP_EQ, families[i], 0));
 	for (i = 0; i < sizeof(personas) / sizeof(personas[0]) && rc == 0;
 	    i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality),

@@ -2,10 +2,10 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d). Sourced by
-# tests/attacks/run after lib.sh; each atk_* function adds its rows. Needs $SG, $T, $MAIN,
-# $RAISED, $SANDGATE_STATE, $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR,
-# $PROXY_IP, $HERE and the create helper of run.
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d and 12b). Sourced by
+# tests/attacks/run after lib.sh; each atk_* function adds its rows. Needs
+# $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE, $SANDGATE_LOG_DIR,
+# $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create helper of run.
 
 # --- 1. /proc/PID/mem injection into the long-lived process ------------------
 atk_inject() {
@@ -209,6 +209,19 @@ atk_spec() {
 	    '[[ $spec == *log=none* ]] && [[ $spec == *nofile=* ]] && [[ $spec == *nproc=* ]] && [[ $spec == *oom=1000* ]] && [[ $spec == *cgroupns=private* ]] && grep -q "READ_IMPLIES_EXEC): refused" <<<"$(j pe "o[\"stdout\"]")" && docker inspect -f "{{index .HostConfig.SecurityOpt 1}}" "sandgate-$MAIN" | grep -q "\"defaultAction\":\"SCMP_ACT_ERRNO\""' \
 	    "$(j pe 'o["stdout"].strip().splitlines()[0]')" "$(rec pe)" \
 	    "$spec; seccomp default $(docker inspect -f '{{index .HostConfig.SecurityOpt 1}}' "sandgate-$MAIN" | grep -o '"defaultAction":"[A-Z_]*"')"
+}
+
+# --- 12b. AF_VSOCK with bits above the int the kernel takes --------------------
+# seccomp compares the whole 64-bit register; socket(2) takes an int: the
+# family rule must not let (1 << 32) | AF_VSOCK through.
+atk_vsock() {
+	local out
+	x vs "$MAIN" --timeout 20 -- python3 /workspace/.attacks/vsock.py
+	out=$(j vs 'o["stdout"]')
+	verdict "12b AF_VSOCK socket, high bits in the family" \
+	    '[ "$vs_rc" = 0 ] && ! grep -q OPENED <<<"$out" && grep -q "AF_UNIX): opened" <<<"$out" && grep -q "AF_INET6): opened" <<<"$out"' \
+	    "$(grep -m1 '1<<32' <<<"$out")" "$(rec vs)" \
+	    "$(tr '\n' ';' <<<"$out" | cut -c1-190)"
 }
 
 # --- the seal, re-checked while the sandbox lives --------------------------------
