@@ -2,10 +2,11 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d and 12b). Sourced by
-# tests/attacks/run after lib.sh; each atk_* function adds its rows. Needs
-# $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE, $SANDGATE_LOG_DIR,
-# $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create helper of run.
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 12b and a seal rule
+# added). Sourced by tests/attacks/run after lib.sh; each atk_* function
+# adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
+# $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create
+# helper of run.
 
 # --- 1. /proc/PID/mem injection into the long-lived process ------------------
 atk_inject() {
@@ -225,18 +226,49 @@ atk_vsock() {
 }
 
 # --- the seal, re-checked while the sandbox lives --------------------------------
+# seal_tamper PFX PORT EVWORD CHANGE...: run CHANGE (iptables arguments,
+# one call per ";"-separated group) in $MAIN's namespace as root on the
+# host, then exec connect.py to PORT of the proxy's address twice
+# ($T/PFX.json, then PFX2); the rules are put back if the first exec ran.
+# Sets seal_ev (seal_drift events of $MAIN holding EVWORD) and seal_mpid.
+seal_tamper() {
+	local pfx=$1 port=$2 word=$3 saved rc
+	shift 3
+	seal_mpid=$(docker inspect -f '{{.State.Pid}}' "sandgate-$MAIN")
+	saved=$(nsenter -t "$seal_mpid" -n iptables-save -t filter)
+	while [ $# -gt 0 ]; do
+		local args=()
+		while [ $# -gt 0 ] && [ "$1" != ";" ]; do args+=("$1"); shift; done
+		[ $# -gt 0 ] && shift
+		nsenter -t "$seal_mpid" -n iptables "${args[@]}"
+	done
+	x "$pfx" "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" "$port"
+	seal_ev=$(grep -h '"sandbox.seal_drift"' "$SANDGATE_RECORD_DIR/runs.jsonl" 2>/dev/null | grep "$MAIN" | grep -c -- "$word")
+	rc=${pfx}_rc
+	[ "${!rc}" = 125 ] || printf '%s\n' "$saved" | nsenter -t "$seal_mpid" -n iptables-restore
+	x "${pfx}2" "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" "$port"
+}
+
 atk_sealdrift() {
-	local mpid saved ev
-	mpid=$(docker inspect -f '{{.State.Pid}}' "sandgate-$MAIN")
-	saved=$(nsenter -t "$mpid" -n iptables-save -t filter)
-	nsenter -t "$mpid" -n iptables -F
-	x sd "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" 1
-	ev=$(grep -h '"sandbox.seal_drift"' "$SANDGATE_RECORD_DIR/runs.jsonl" 2>/dev/null | grep -c "$MAIN")
-	[ "$sd_rc" = 125 ] || printf '%s\n' "$saved" | nsenter -t "$mpid" -n iptables-restore
-	x sd2 "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" 1
+	seal_tamper sd 1 "$MAIN" -F
 	verdict "seal flushed from the host: the next exec refuses" \
-	    '[ "$sd_rc" = 125 ] && grep -q "network seal" "$T/sd.err" && [ "${ev:-0}" -ge 1 ] && [ "$sd2_rc" != 0 ]' \
+	    '[ "$sd_rc" = 125 ] && grep -q "network seal" "$T/sd.err" && [ "${seal_ev:-0}" -ge 1 ] && [ "$sd2_rc" != 0 ]' \
 	    "exit $sd_rc; $(grep -m1 -o 'sandgate: refused: the network seal[^(]*([^)]*)' "$T/sd.err")" \
-	    "sandbox.seal_drift events: ${ev:-0}" \
+	    "sandbox.seal_drift events: ${seal_ev:-0}" \
 	    "the exec after: $(j sd2 'o["stdout"].strip()') (probed and sealed again)"
+}
+
+# One ACCEPT more, for ports 8000-9000 of the proxy's address (in and out):
+# the behaviour probes (port 1 refused, the resolver refused, the proxy's
+# port answers) all still pass, so only the comparison of the rules in
+# force with the seal's catches it.
+atk_sealmore() {
+	seal_tamper sm 8080 8000:9000 \
+	    -I OUTPUT 1 -d "$PROXY_IP/32" -p tcp -m tcp --dport 8000:9000 -j ACCEPT \; \
+	    -I INPUT 1 -s "$PROXY_IP/32" -p tcp -m tcp --sport 8000:9000 -j ACCEPT
+	verdict "seal: one more rule lets ports 8000-9000 through" \
+	    '[ "$sm_rc" = 125 ] && grep -q "network seal" "$T/sm.err" && [ "${seal_ev:-0}" -ge 1 ] && [ "$sm2_rc" != 0 ] && ! nsenter -t "$seal_mpid" -n iptables-save -t filter | grep -q 8000:9000' \
+	    "exit $sm_rc; $(grep -m1 -o 'sandgate: refused: the network seal.*' "$T/sm.err" | cut -c1-160)" \
+	    "sandbox.seal_drift events naming the rule: ${seal_ev:-0}" \
+	    "the command: $(j sm 'o["stdout"].strip()' || echo 'did not run'); the exec after: $(j sm2 'o["stdout"].strip()') (sealed again)"
 }
