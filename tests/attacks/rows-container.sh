@@ -2,8 +2,8 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 12b and a seal rule
-# added). Sourced by tests/attacks/run after lib.sh; each atk_* function
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 6c, 12b and a seal
+# rule added). Sourced by tests/attacks/run after lib.sh; each atk_* function
 # adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
 # $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create
 # helper of run.
@@ -178,6 +178,33 @@ atk_backpressure() {
 	    '[ "$rc" = 124 ] && [ "${span:-99}" -le 5 ]' \
 	    "exit $rc; $(grep -m1 'timed out' "$T/bp.err")" "stdout piped" \
 	    "the command's own clock ran ${span:-?} s (a ticker in the background, independent of stdout)"
+}
+
+# --- 6c. a freeze refused: tasks in uninterruptible sleep -----------------------
+# Writers with fsync keep tasks in D state, and the freezer may give up
+# ("unable to freeze"); the kill must then work without it: the ticker the
+# command started stops at the deadline, and nothing of the run is left.
+dw_ticks() {
+	wc -l <"$SANDGATE_STATE/sandboxes/$DW/work/.dtick" 2>/dev/null || echo 0
+}
+atk_dstate() {
+	local a b left frz
+	if ! create DW "$T/project" --network none; then
+		row "6c freeze refused by I/O in D state" NO "create failed" "" ""
+		return
+	fi
+	x dw "$DW" --timeout 4 -- sh /workspace/.attacks/dwriters.sh 48
+	sleep 2
+	a=$(dw_ticks)
+	sleep 3
+	b=$(dw_ticks)
+	left=$(inproc "$DW" 'dd if=|dwriters' | wc -l)
+	frz=$(grep -c 'freeze' "$T/dw.err")
+	verdict "6c freeze refused by I/O in D state (--timeout 4)" \
+	    '[ "$dw_rc" = 124 ] && [ $((b - a)) = 0 ] && [ "$left" = 0 ]' \
+	    "exit $dw_rc; $(notice dw command)" "$(rec dw)" \
+	    "ticks 2-5 s after the exec returned: $((b - a)); processes of the command left: $left; notices about the freeze: $frz (it may or may not fail on a given run)"
+	"$SG" discard "$DW" >/dev/null 2>&1
 }
 
 # --- 7. a stale .active marker shields a forged one -------------------------------
