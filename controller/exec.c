@@ -34,6 +34,7 @@
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
 #define EXEC_SETTLE_ROUNDS	100	/* kill rounds after the first ... */
 #define EXEC_SETTLE_MS		30	/* ... this far apart */
+#define EXEC_GONE_MS		500	/* for the init after an exit 137 */
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
 #define EXEC_DRAIN_IDLE_MS	10000	/* a reader taking nothing at the end */
 
@@ -104,6 +105,7 @@ struct exec_state {
 static volatile sig_atomic_t	exec_sig;
 
 static void	exec_on_signal(int);
+static int	exec_init_gone(const struct exec_state *);
 static size_t	exec_utf8_seq(const unsigned char *, size_t);
 static int	exec_read_file(const char *, char *, size_t);
 static int	exec_cg_find(int, struct exec_cg *);
@@ -1278,6 +1280,26 @@ exec_sinks_close(struct exec_state *st)
 	}
 }
 
+/*
+ * 1 when the container's init is gone or going (exited, a zombie, or its
+ * pid now another process's), waiting up to EXEC_GONE_MS for it: a
+ * command that ended by SIGKILL may have gone with its container.
+ */
+static int
+exec_init_gone(const struct exec_state *st)
+{
+	struct procstat	ps;
+	int		waited;
+
+	for (waited = 0; waited < EXEC_GONE_MS; waited += 50) {
+		if (procstat_read(st->pid, &ps) == -1 || ps.state == 'Z' ||
+		    (st->init.known && ps.start != st->init.start))
+			return 1;
+		usleep(50 * 1000);
+	}
+	return 0;
+}
+
 /* The container died under the command: why, from Docker. */
 static void
 exec_died(struct exec_state *st)
@@ -1400,6 +1422,14 @@ exec_run(struct docker *d, const char *cid, int pid,
 		*cause = NULL;
 		ei.running = 0;
 		ei.exit_code = 137;
+	}
+	/* killed with the container (its init gone): the record says so */
+	if (!ei.running && ei.exit_code == 137 && !res->timed_out &&
+	    res->signal == 0 && exec_init_gone(&st)) {
+		exec_died(&st);
+		exec_finish(&st, &before, 137);
+		rv = 0;
+		goto out;
 	}
 	/*
 	 * Nothing of a command outlives it: background children it left

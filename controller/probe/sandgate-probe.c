@@ -5,7 +5,9 @@
  *                          not dumpable (no process of the sandbox may
  *                          write its memory, read its environment or use
  *                          its descriptors), reaps orphans, exits 0 on
- *                          SIGTERM or SIGINT, sleeps otherwise
+ *                          SIGTERM or SIGINT from outside the container
+ *                          (ignored from its own processes), sleeps
+ *                          otherwise
  *   sandgate-probe check [--seal IP:PORT]
  *                          prints one JSON object with the controls the
  *                          process sees from inside (format: probe.h);
@@ -111,7 +113,7 @@ static int	reap_init_is_probe(void);
 static int	probe_reap_main(int, char **);
 static int	run_filter_rules(scmp_filter_ctx);
 static int	probe_run_main(long, char **);
-static void	idle_term(int);
+static void	idle_term(int, siginfo_t *, void *);
 static void	idle_chld(int);
 static void	probe_idle_main(void) __attribute__((noreturn));
 
@@ -849,10 +851,20 @@ probe_run_main(long nproc, char **argv)
 	return errno == ENOENT ? 127 : 126;
 }
 
+/*
+ * SIGTERM or SIGINT from outside the container (docker stop: the sender
+ * is not in this pid namespace, so si_pid is 0) ends the idle probe, and
+ * with it the container; the same signal from a process of the sandbox
+ * (si_pid its pid here) is ignored, so no command can stop the container
+ * under the other execs.
+ */
 static void
-idle_term(int sig)
+idle_term(int sig, siginfo_t *si, void *ctx)
 {
-	_exit(0);
+	(void)sig;
+	(void)ctx;
+	if (si == NULL || si->si_pid == 0)
+		_exit(0);
 }
 
 /* Reap every exited child: exec'd processes that outlive their parent
@@ -883,7 +895,8 @@ probe_idle_main(void)
 	sigprocmask(SIG_BLOCK, &all, NULL);
 	memset(&sa, 0, sizeof(sa));
 	sigfillset(&sa.sa_mask);
-	sa.sa_handler = idle_term;
+	sa.sa_sigaction = idle_term;
+	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = idle_chld;

@@ -2,9 +2,9 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 6c, 12b and a seal
-# rule added). Sourced by tests/attacks/run after lib.sh; each atk_* function
-# adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 6c, 12b and a
+# seal rule added). Sourced by tests/attacks/run after lib.sh; each atk_*
+# function adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
 # $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create
 # helper of run.
 
@@ -72,6 +72,24 @@ atk_zleader() {
 	    "$(rec zl1); $(rec zl2)" \
 	    "heartbeats in the 2.5 s after each: $d1, $d2, $d3; host tasks of uid $uid: $tasks (the init's included)"
 	"$SG" discard "$ZL" >/dev/null 2>&1
+}
+
+# --- 1e. a command signals the container's init ---------------------------------
+# The init accepts SIGTERM/SIGINT only from outside (docker stop): a command
+# that sends them must not stop the container under the other execs.
+atk_killinit() {
+	local state
+	if ! create KI "$T/project" --network none; then
+		row "1e kill -TERM 1 from a command" NO "create failed" "" ""
+		return
+	fi
+	x ki "$KI" --timeout 20 -- sh -c 'kill -TERM 1; echo sent $?; kill -INT 1; sleep 2; echo still here'
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$KI")
+	verdict "1e kill -TERM 1 and kill -INT 1 from a command" \
+	    '[ "$ki_rc" = 0 ] && grep -q "still here" <<<"$(j ki "o[\"stdout\"]")" && [ "$state" = running ]' \
+	    "exit $ki_rc; $(j ki 'o["stdout"].strip()' | tr '\n' ' ')" "$(rec ki)" \
+	    "container after the command: $state"
+	"$SG" discard "$KI" >/dev/null 2>&1
 }
 
 # --- 2. the container's log fills the host's disk -------------------------------
