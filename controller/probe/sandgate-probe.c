@@ -3,8 +3,9 @@
  *
  *   sandgate-probe idle    PID 1 of every sandbox container: makes itself
  *                          not dumpable (no process of the sandbox may
- *                          write its memory, read its environment or use
- *                          its descriptors), reaps orphans, exits 0 on
+ *                          write its memory; under runc none may read its
+ *                          environment or use its descriptors either,
+ *                          gVisor lets them), reaps orphans, exits 0 on
  *                          SIGTERM or SIGINT from outside the container
  *                          (ignored from its own processes), sleeps
  *                          otherwise
