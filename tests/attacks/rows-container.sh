@@ -20,9 +20,9 @@ atk_inject() {
 	# the leftover kill ran when the command ended; now a timeout
 	x inj2 "$INJ" --timeout 2 -- sleep 30
 	sleep 2
-	ticks0=$(wc -l <"$f" 2>/dev/null || echo 0)
+	ticks0=$({ wc -l <"$f"; } 2>/dev/null || echo 0)
 	sleep 2.5
-	ticks1=$(wc -l <"$f" 2>/dev/null || echo 0)
+	ticks1=$({ wc -l <"$f"; } 2>/dev/null || echo 0)
 	verdict "1c inject into the idle process (/proc/PID/mem)" \
 	    '! grep -q INJECTED <<<"$(j inj "o[\"stdout\"]")" && [ "$ticks1" = 0 ]' \
 	    "$(j inj 'o["stdout"].strip()' | cut -c1-100)" "$(rec inj)" \
@@ -35,7 +35,7 @@ atk_inject() {
 # must take it anyway (after a timeout, a normal end and a SIGINT), and the
 # record may say "cleanup: ok" only when nothing of the command is left.
 zl_ticks() {
-	wc -l <"$SANDGATE_STATE/sandboxes/$ZL/work/.zbeat" 2>/dev/null || echo 0
+	{ wc -l <"$SANDGATE_STATE/sandboxes/$ZL/work/.zbeat"; } 2>/dev/null || echo 0
 }
 zl_after() {
 	local a b

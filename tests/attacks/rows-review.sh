@@ -276,15 +276,18 @@ atk_review() {
 # container paused), so that the exec surely starts inside it; Docker
 # 20.10 answers the exec's unpause of the thawed container with a 500.
 atk_freezewait() {
-	local cid lock fd pid rc paused
+	local cid lock fd pid rc paused FW
+	# a sandbox of its own: the rows before may have discarded theirs
+	create FW "$T/project" --network none || return
+	"$SG" exec "$FW" -- true >/dev/null 2>&1
 	cid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["container"])' \
-	    "$SANDGATE_STATE/sandboxes/$SPARE/meta.json")
+	    "$SANDGATE_STATE/sandboxes/$FW/meta.json")
 	lock=$SANDGATE_STATE/freeze/$cid
 	mkdir -p "$SANDGATE_STATE/freeze"
 	exec {fd}>>"$lock"
 	flock "$fd"
 	docker pause "$cid" >/dev/null
-	"$SG" exec "$SPARE" -- echo exec-after-thaw >"$T/fw.out" 2>"$T/fw.err" &
+	"$SG" exec "$FW" -- echo exec-after-thaw >"$T/fw.out" 2>"$T/fw.err" &
 	pid=$!
 	sleep 2
 	paused=$(docker inspect -f '{{.State.Paused}}' "$cid")
