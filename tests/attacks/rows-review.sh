@@ -300,4 +300,5 @@ atk_freezewait() {
 	    '[ "$rc" = 0 ] && [ "$(cat "$T/fw.out")" = exec-after-thaw ] && [ "$paused" = true ]' \
 	    "exit $rc; $(head -c 150 "$T/fw.err")" "" \
 	    "container paused while the exec waited: $paused; output: $(head -c 40 "$T/fw.out")"
+	"$SG" discard "$FW" >/dev/null 2>&1
 }
