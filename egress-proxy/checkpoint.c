@@ -388,8 +388,8 @@ checkpoint_pubkey_load(const char *path, char **cause)
 }
 
 /*
- * Create a temporary file in the folder dirfd, named base.tmpXXXXXX
- * (random), never through a symlink; its name goes to tmp. fd or -1.
+ * Create a temporary file in the folder dirfd, named base.tmp and eight
+ * random hex digits, never through a symlink; its name goes to tmp. fd or -1.
  */
 static int
 checkpoint_tmp_open(int dirfd, const char *base, char *tmp, size_t size)
