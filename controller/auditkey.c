@@ -53,9 +53,10 @@ int
 auditkey_ensure(const char *path, uid_t owner, const char *logdir,
     char **cause)
 {
-	char	*copy = util_xstrdup(path), *dir = dirname(copy);
-	char	*bcopy = util_xstrdup(path);
-	int	 dfd = -1, rc = -1;
+	struct stat	 st;
+	char		*copy = util_xstrdup(path), *dir = dirname(copy);
+	char		*bcopy = util_xstrdup(path);
+	int		 dfd = -1, rc = -1;
 
 	if (logdir != NULL && checkpoint_key_outside(path, logdir, cause) == -1)
 		goto out;
@@ -77,6 +78,12 @@ auditkey_ensure(const char *path, uid_t owner, const char *logdir,
 	    fchown(dfd, owner, owner) == -1)) {
 		util_xasprintf(cause, "cannot give \"%s\" to uid %u: %s", dir,
 		    (unsigned)owner, strerror(errno));
+		goto out;
+	}
+	/* A key in place is the common case: no key made to be thrown away. */
+	if (fstatat(dfd, basename(bcopy), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		rc = 0;
 		goto out;
 	}
 	rc = checkpoint_key_create_at(dfd, basename(bcopy), path,
