@@ -18,6 +18,9 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
   log fails against a shipped copy; keys are refused in the log folder
   and never handled through a symlink; FIFOs and symlinks among the log
   files are refused at once by verify, export and the proxy.
+- Planted files (T6): empty files among the rotated names neither move
+  the writer's first= nor get its files deleted; a planted seq just under
+  2^53 does not stop the proxy.
 
 Real proxy on loopback, real clients, the real `sandgate` binary; forged
 checkpoints are signed with the openssl CLI, as anyone holding a key can.
