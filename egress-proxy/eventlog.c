@@ -58,6 +58,7 @@ struct eventlog {
 	int			 foreign;	/* not-log lines end the file */
 	long long		 first;	/* first seq of the files it keeps */
 	int			 blocked; /* a file not its own in the way */
+	uint64_t		 blocked_us;	/* when that was seen */
 };
 
 struct eventlog_found;
@@ -80,7 +81,8 @@ static int	eventlog_lock(struct eventlog *);
 static void	eventlog_unlock(struct eventlog *);
 static int	eventlog_build(struct eventlog *, json_t *, char **,
 		    size_t *, char *);
-static int	eventlog_rotate_files(struct eventlog *);
+static int	eventlog_rotation_blocked(struct eventlog *, unsigned *);
+static int	eventlog_rotate_files(struct eventlog *, unsigned);
 static long long eventlog_first_of(const char *);
 static long long eventlog_last_of(const char *);
 static int	eventlog_drop(struct eventlog *, unsigned);
@@ -624,37 +626,55 @@ eventlog_drop(struct eventlog *log, unsigned i)
 }
 
 /*
- * name.N -> name.(N+1) ... name -> name.1, then the files past keep are
- * deleted, oldest first, but none younger than keep_min_age: that many
- * seconds of history stay whatever the volume of events. A name.(N+1)
- * that is not one of the log's files is in the way: nothing is moved
- * and the file grows on (said once on stderr), so what a writer of the
- * folder plants there can neither be taken for the log nor make the
- * writer delete any of it. 0 rotated, 1 not, -1 with errno.
+ * Whether the rotation is in the way of a file that is not the log's: a
+ * name.(top+1), where name.top would move, that the count of its rotated
+ * files stopped at (planted, or empty). Then the file grows on instead,
+ * said once on stderr and looked at again at most once a second, so
+ * what a writer of the folder plants there can neither be taken for the
+ * log nor make the writer delete any of it. *top: the count.
  */
 static int
-eventlog_rotate_files(struct eventlog *log)
+eventlog_rotation_blocked(struct eventlog *log, unsigned *top)
+{
+	char		p[4096];
+	struct stat	st;
+	uint64_t	now = util_now_us();
+
+	if (log->blocked && now - log->blocked_us < EVENTLOG_SYNC_US)
+		return 1;
+	*top = eventlog_rotated_top(log);
+	snprintf(p, sizeof(p), "%s.%u", log->path, *top + 1);
+	if (*top == SG_LOG_ROTATED_MAX || lstat(p, &st) == -1) {
+		log->blocked = 0;
+		return 0;
+	}
+	if (!log->blocked)
+		log_warnx("not rotating \"%s\": \"%s\" is not one of its "
+		    "rotated files (its first line is not a log line); the log "
+		    "grows past its size until that file is moved away",
+		    log->path, p);
+	log->blocked = 1;
+	log->blocked_us = now;
+	return 1;
+}
+
+/*
+ * name.top -> name.(top+1) ... name -> name.1, then the files past keep
+ * are deleted, oldest first, but none younger than keep_min_age: that
+ * many seconds of history stay whatever the volume of events.
+ */
+static int
+eventlog_rotate_files(struct eventlog *log, unsigned top)
 {
 	char		from[4096], to[4096];
 	struct stat	st;
-	unsigned	i, top = eventlog_rotated_top(log);
+	unsigned	i;
 	time_t		now = time(NULL);
 
 	if (top == SG_LOG_ROTATED_MAX) {
 		errno = ENOSPC;		/* that many young files: stop here */
 		return -1;
 	}
-	snprintf(to, sizeof(to), "%s.%u", log->path, top + 1);
-	if (lstat(to, &st) == 0) {
-		if (!log->blocked)
-			log_warnx("not rotating \"%s\": \"%s\" is not one of "
-			    "its rotated files (its first line is not a log "
-			    "line); the log grows past its size until that "
-			    "file is moved away", log->path, to);
-		log->blocked = 1;
-		return 1;
-	}
-	log->blocked = 0;
 	for (i = top; i >= 1; i--) {
 		snprintf(from, sizeof(from), "%s.%u", log->path, i);
 		snprintf(to, sizeof(to), "%s.%u", log->path, i + 1);
@@ -677,19 +697,22 @@ eventlog_rotate_files(struct eventlog *log)
 
 /*
  * Size rotation: sync the full file, rename it away and continue in a
- * new one. Shared mode re-takes the lock on the new file (and re-reads
- * the chain, which another process may have continued meanwhile).
+ * new one (or write on in it while the rotation is blocked). Shared mode
+ * re-takes the lock on the new file (and re-reads the chain, which
+ * another process may have continued meanwhile).
  */
 static int
 eventlog_rotate(struct eventlog *log)
 {
-	int	r;
+	unsigned	top;
 
+	if (eventlog_rotation_blocked(log, &top))
+		return 0;
 	if (log->dirty && fdatasync(log->fd) == -1)
 		return -1;
 	log->dirty = 0;
-	if ((r = eventlog_rotate_files(log)) != 0)
-		return r == 1 ? 0 : -1;
+	if (eventlog_rotate_files(log, top) == -1)
+		return -1;
 	close(log->fd);		/* drops the lock in shared mode */
 	log->fd = -1;
 	log->need_nl = 0;
