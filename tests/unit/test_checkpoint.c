@@ -1552,6 +1552,50 @@ test_seq_planted_near_bound(void **state)
 	EVP_PKEY_free(k);
 }
 
+/* A new key (its public half returned) and the names name.1 .. name.n. */
+static EVP_PKEY *
+rotating_key(struct tmp *t, char (*rot)[160], size_t n)
+{
+	char	pub[160], *cause = NULL;
+	size_t	i;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	for (i = 0; i < n; i++)
+		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
+	return pubkey(pub);
+}
+
+/* The log opened with lo, a signer on t->key, its open checkpoint. */
+static struct eventlog *
+rotating_open(struct tmp *t, const struct eventlog_opts *lo,
+    struct checkpoint **ck)
+{
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct eventlog		*log;
+	char			*cause = NULL;
+
+	log = eventlog_open(t->dir, NAME, lo, &cause);
+	assert_non_null(log);
+	*ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(*ck);
+	assert_int_equal(checkpoint_write(*ck, "open"), 0);
+	return log;
+}
+
+/* The close checkpoint, the log closed, and the anchor it left in *a. */
+static void
+rotating_close(struct tmp *t, struct eventlog *log, struct checkpoint *ck,
+    struct checkpoint_anchor *a)
+{
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, a);
+}
+
 /*
  * Rotated files deleted by someone else, even while fewer than keep
  * exist, look like files rotated away; the anchor says from which seq the
@@ -1563,36 +1607,22 @@ test_rotated_files_removed(void **state)
 {
 	struct tmp		*t = *state;
 	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
-	struct checkpoint_opts	 o = { .key_path = t->key,
-				    .every_events = 100, .every_secs = 60 };
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
 	struct ckverify		 v;
-	char			 rot[10][160], pub[160], *cause = NULL;
+	char			 rot[10][160], pub[160];
 	const char		*paths[11], *const *left;
 	EVP_PKEY		*k;
 	size_t			 n, i;
 	int			 round;
 
-	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
-	    &cause), 0);
-	snprintf(pub, sizeof(pub), "%s.pub", t->key);
-	k = pubkey(pub);
-	for (i = 0; i < 10; i++)
-		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
+	k = rotating_key(t, rot, 10);
 	for (round = 0; round < 2; round++) {
-		log = eventlog_open(t->dir, NAME, &lo, &cause);
-		assert_non_null(log);
-		ck = checkpoint_new(log, &o, &cause);
-		assert_non_null(ck);
-		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		log = rotating_open(t, &lo, &ck);
 		if (round == 0)
 			append_n(log, 0, 60);
-		assert_int_equal(checkpoint_write(ck, "close"), 0);
-		checkpoint_free(ck);
-		eventlog_close(log);
-		anchor_of(t, &a);
+		rotating_close(t, log, ck, &a);
 		assert_int_equal(a.first, 1);
 		/* The files, oldest first: name.N ... name.1, name. */
 		for (n = 0; n < 10 && access(rot[n], F_OK) == 0; n++)
@@ -1625,15 +1655,9 @@ test_rotated_files_removed(void **state)
 	snprintf(pub, sizeof(pub), "%s.anchor", t->key);
 	unlink(pub);
 	lo.keep = 1;
-	log = eventlog_open(t->dir, NAME, &lo, &cause);
-	ck = checkpoint_new(log, &o, &cause);
-	assert_non_null(ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	log = rotating_open(t, &lo, &ck);
 	append_n(log, 0, 60);
-	assert_int_equal(checkpoint_write(ck, "close"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
-	anchor_of(t, &a);
+	rotating_close(t, log, ck, &a);
 	assert_true(a.first > 1);
 	assert_int_equal(access(rot[1], F_OK), -1);
 	paths[0] = rot[0];
@@ -1655,31 +1679,20 @@ test_rotated_files_planted(void **state)
 {
 	struct tmp		*t = *state;
 	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
-	struct checkpoint_opts	 o = { .key_path = t->key,
-				    .every_events = 100, .every_secs = 60 };
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
 	struct ckverify		 v;
 	struct stat		 st1, st2;
-	char			 rot[11][160], pub[160], *cause = NULL;
+	char			 rot[11][160];
 	const char		*paths[1];
 	EVP_PKEY		*k;
 	FILE			*f;
 	size_t			 i;
 	int			 n;
 
-	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
-	    &cause), 0);
-	snprintf(pub, sizeof(pub), "%s.pub", t->key);
-	k = pubkey(pub);
-	for (i = 0; i < 11; i++)
-		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
-	log = eventlog_open(t->dir, NAME, &lo, &cause);
-	assert_non_null(log);
-	ck = checkpoint_new(log, &o, &cause);
-	assert_non_null(ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	k = rotating_key(t, rot, 11);
+	log = rotating_open(t, &lo, &ck);
 	for (n = 0; n < 100 && access(rot[0], F_OK) == -1; n++)
 		append_n(log, n, 1);
 	assert_int_equal(access(rot[1], F_OK), -1);
@@ -1693,16 +1706,13 @@ test_rotated_files_planted(void **state)
 	}
 	assert_int_equal(stat(rot[0], &st1), 0);
 	append_n(log, 100, 60);
-	assert_int_equal(checkpoint_write(ck, "close"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.first, 1);
 	assert_int_equal(stat(rot[0], &st2), 0);
 	assert_true(st1.st_ino == st2.st_ino && st1.st_size == st2.st_size);
 	assert_int_equal(stat(rot[1], &st2), 0);
 	assert_int_equal(st2.st_size, 15);
 	assert_int_equal(access(rot[10], F_OK), -1);
-	anchor_of(t, &a);
-	assert_int_equal(a.first, 1);
 	for (i = 0; i < 10; i++)
 		assert_int_equal(unlink(rot[i]), 0);
 	paths[0] = t->path;
