@@ -69,6 +69,8 @@ static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
 		    int *);
+static size_t	eventlog_collect(const char *, size_t, int,
+		    struct eventlog_found *, size_t, size_t *);
 static size_t	eventlog_chain_end(const struct eventlog_found *, size_t,
 		    int *);
 static int	eventlog_scan_window(int, off_t, off_t,
@@ -184,6 +186,42 @@ eventlog_chain_end(const struct eventlog_found *f, size_t n, int *skipped)
 }
 
 /*
+ * The log lines among the whole lines of buf[0, len), oldest first, into
+ * f (at most cap); a first line cut by the window's start (cut) is not
+ * whole. *last_foreign: where the last line that is neither a log line,
+ * torn nor empty ends (0: none). Returns how many were found.
+ */
+static size_t
+eventlog_collect(const char *buf, size_t len, int cut,
+    struct eventlog_found *f, size_t cap, size_t *last_foreign)
+{
+	const char		*start = buf, *end;
+	enum logverify_status	 st;
+	size_t			 n = 0;
+
+	*last_foreign = 0;
+	if (cut) {
+		while (start < buf + len && *start != '\n')
+			start++;
+		if (start < buf + len)
+			start++;
+	}
+	for (; start < buf + len && n < cap; start = end + 1) {
+		if ((end = memchr(start, '\n', (size_t)(buf + len - start))) ==
+		    NULL)
+			end = buf + len;
+		st = logverify_line(start, (size_t)(end - start), &f[n].l);
+		if (st == LOGVERIFY_NOT_LOG && end > start)
+			*last_foreign = (size_t)(end - buf) + 1;
+		if (st != LOGVERIFY_OK && st != LOGVERIFY_HASH_MISMATCH)
+			continue;
+		f[n].mismatch = st == LOGVERIFY_HASH_MISMATCH;
+		f[n++].end = (size_t)(end - buf) + 1;
+	}
+	return n;
+}
+
+/*
  * Find the line the log ends with in bytes [size - window, size) of fd
  * (eventlog_chain_end() over its log lines), skipping torn lines and
  * lines that are not ours; *foreign says whether a line that is neither
@@ -200,11 +238,10 @@ eventlog_scan_window(int fd, off_t size, off_t window,
     struct logverify_line *out, int *foreign, int *near)
 {
 	struct eventlog_found	*f = NULL;
-	char			*buf, *end, *start;
+	char			*buf;
 	off_t			 off = size - window;
-	size_t			 n = 0, cap, e, last_foreign = 0;
+	size_t			 n, cap, e, last_foreign;
 	ssize_t			 got;
-	enum logverify_status	 st;
 	int			 skipped, rc = -1;
 
 	*near = 0;
@@ -219,26 +256,8 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 			errno = EIO;
 		goto out;
 	}
-	/* Whole lines, oldest first: one cut by the window's start is not. */
-	start = buf;
-	if (off > 0) {
-		while (start < buf + window && *start != '\n')
-			start++;
-		if (start < buf + window)
-			start++;
-	}
-	for (; start < buf + window && n < cap; start = end + 1) {
-		if ((end = memchr(start, '\n', (size_t)(buf + window -
-		    start))) == NULL)
-			end = buf + window;
-		st = logverify_line(start, (size_t)(end - start), &f[n].l);
-		if (st == LOGVERIFY_NOT_LOG && end > start)
-			last_foreign = (size_t)(end - buf) + 1;
-		if (st != LOGVERIFY_OK && st != LOGVERIFY_HASH_MISMATCH)
-			continue;
-		f[n].mismatch = st == LOGVERIFY_HASH_MISMATCH;
-		f[n++].end = (size_t)(end - buf) + 1;
-	}
+	n = eventlog_collect(buf, (size_t)window, off > 0, f, cap,
+	    &last_foreign);
 	rc = 0;
 	if (n == 0) {
 		*foreign = last_foreign > 0;
