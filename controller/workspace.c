@@ -22,7 +22,7 @@
 #include "quote.h"
 #include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 static int	 ws_entry_cmp(const void *, const void *);
 static int	 ws_load_files(struct workspace_manifest *, json_t *,

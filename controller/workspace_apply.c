@@ -16,7 +16,7 @@
 
 #include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 #define APPLY_JOURNAL		"apply.pending"
 #define APPLY_TMP_PREFIX	".sandgate-apply-"

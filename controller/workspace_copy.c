@@ -26,7 +26,7 @@
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 struct copy_ctx {
 	const struct workspace_opts	*o;

@@ -16,7 +16,7 @@
 #include "sglimits.h"
 #include "workspace.h"
 #include "util.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 struct diff_ctx {
 	const struct workspace_manifest	*m;

@@ -31,7 +31,7 @@
 
 #include "sglimits.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 #define REVIEW_DIR	"reviews"
 #define REVIEW_HEAD	"sandgate-review 1\n"

@@ -25,7 +25,7 @@
 #include "sglimits.h"
 #include "textdiff.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 /* One delta's text being written to a stream. */
 struct text_out {

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 /* One folder on the way down: its sorted names and where we are. */
 struct walk_frame {

@@ -1,9 +1,9 @@
 /*
- * workspace_priv.h: what the workspace_*.c files share; not for other
+ * workspace_int.h: what the workspace_*.c files share; not for other
  * modules (they use workspace.h).
  */
-#ifndef SG_WORKSPACE_PRIV_H
-#define SG_WORKSPACE_PRIV_H
+#ifndef SG_WORKSPACE_INT_H
+#define SG_WORKSPACE_INT_H
 
 #include <sys/stat.h>
 
