@@ -272,7 +272,7 @@ suggest_print_header(FILE *f, const struct suggest *sg,
 		suggest_safe(o->sandbox, txt, sizeof(txt));
 		fprintf(f, ",\n# sandbox %s", txt);
 	}
-	if (sg->since != -1) {
+	if (sg->since != -1 && o->since != NULL) {
 		suggest_safe(o->since, txt, sizeof(txt));
 		fprintf(f, ", since %s", txt);
 	}
