@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "cspec.h"
 #include "probe.h"
 #include "util.h"
 
@@ -451,4 +452,29 @@ probe_check_limits(json_t *limits, const struct probe_expect *e,
 	    (e->cpus > 0 && probe_cpus(limits, e->cpus, failed) == -1))
 		return -1;
 	return 0;
+}
+
+/*
+ * A throw-away container with every control a sandbox gets (the base of
+ * cspec.h, seccomp profile included), small limits; on network net (NULL:
+ * none).
+ */
+json_t *
+probe_check_spec(const char *image, const char *probe, const char *net)
+{
+	char	bind[4200];
+
+	snprintf(bind, sizeof(bind), "%s:" PROBE_CONTAINER_PATH ":ro", probe);
+	return cspec_new(json_pack("{s:s, s:[s], s:[s], s:s, s:b, s:{s:s},"
+	    " s:{s:[s], s:I, s:I, s:I, s:I, s:s, s:{s:s}}}",
+	    "Image", image, "Entrypoint", PROBE_CONTAINER_PATH,
+	    "Cmd", "idle", "User", "65534:65534",
+	    "NetworkDisabled", net == NULL, "Labels", "sandgate.doctor", "1",
+	    "HostConfig", "Binds", bind,
+	    "Memory", (json_int_t)PROBE_CHECK_MEMORY,
+	    "MemorySwap", (json_int_t)PROBE_CHECK_MEMORY,
+	    "PidsLimit", (json_int_t)PROBE_CHECK_PIDS,
+	    "NanoCpus", (json_int_t)PROBE_CHECK_NANOCPUS,
+	    "NetworkMode", net ? net : "none", "Tmpfs", "/tmp",
+	    "rw,noexec,nosuid,size=16m"));
 }

@@ -126,4 +126,17 @@ int	probe_check(const char *json, const struct probe_expect *,
 int	probe_check_limits(json_t *limits, const struct probe_expect *,
 	    char **failed);
 
+/* The limits of doctor's test container (probe_check_spec). */
+#define PROBE_CHECK_MEMORY	(64ull << 20)
+#define PROBE_CHECK_PIDS	32
+#define PROBE_CHECK_NANOCPUS	500000000LL
+
+/*
+ * The spec of doctor's test container: image, running the probe at path
+ * probe (bind-mounted read-only) as its idle init, on network net (NULL:
+ * none), derived from the base of cspec.h. A new reference, or NULL.
+ */
+json_t	*probe_check_spec(const char *image, const char *probe,
+	    const char *net);
+
 #endif

@@ -18,6 +18,7 @@
 
 #include "addr.h"
 #include "auditkey.h"
+#include "cspec.h"
 #include "docker.h"
 #include "proxyctl.h"
 #include "script.h"
@@ -205,7 +206,10 @@ proxyctl_prepare_dirs(struct proxyctl_opts *o, char **cause)
 	return 0;
 }
 
-/* The container: non-root, no capabilities, read-only, restarts itself. */
+/*
+ * The container: the base of cspec.h (no capabilities, seccomp, read-only
+ * root), non-root, restarts itself.
+ */
 json_t *
 proxyctl_spec(const struct proxyctl_opts *o, const char *ip)
 {
@@ -259,16 +263,16 @@ proxyctl_spec(const struct proxyctl_opts *o, const char *ip)
 	}
 	if (o->log_allowed)
 		json_array_append_new(cmd, json_string("--log-allowed"));
-	spec = json_pack("{s:s, s:o, s:s, s:{s:s, s:s}, s:{s:o, s:[s], "
-	    "s:[s], s:b, s:{s:s}, s:s, s:I, s:I}, s:{s:{s:{s:{s:s}}}}}",
+	/* The base's controls (cspec.h), then the proxy's own. */
+	spec = cspec_new(json_pack("{s:s, s:o, s:s, s:{s:s, s:s}, s:{s:o, "
+	    "s:{s:s}, s:s, s:I, s:I}, s:{s:{s:{s:{s:s}}}}}",
 	    "Image", PROXYCTL_IMAGE, "Cmd", cmd, "User", "65532:65532",
 	    "Labels", "sandgate.role", "proxy", "sandgate.egress", o->egress,
-	    "HostConfig", "Binds", binds, "CapDrop", "ALL", "SecurityOpt",
-	    "no-new-privileges", "ReadonlyRootfs", 1, "RestartPolicy", "Name",
+	    "HostConfig", "Binds", binds, "RestartPolicy", "Name",
 	    "unless-stopped", "NetworkMode", PROXYCTL_NET_INTERNAL,
 	    "Memory", (json_int_t)(1024LL << 20), "PidsLimit", (json_int_t)64,
 	    "NetworkingConfig", "EndpointsConfig", PROXYCTL_NET_INTERNAL,
-	    "IPAMConfig", "IPv4Address", ip);
+	    "IPAMConfig", "IPv4Address", ip));
 	return spec;
 }
 
@@ -409,7 +413,10 @@ proxyctl_start(struct docker *d, struct proxyctl_opts *o, char **cause)
 	    proxyctl_ensure_networks(d, o, cause) == -1 ||
 	    proxyctl_prepare_dirs(o, cause) == -1)
 		return PROXYCTL_START_FAILED;
-	spec = proxyctl_spec(o, ip);
+	if ((spec = proxyctl_spec(o, ip)) == NULL) {
+		util_cause(cause, "cannot build the proxy's container spec");
+		return PROXYCTL_START_FAILED;
+	}
 	digest = proxyctl_config_digest(spec);
 	json_object_set_new(json_object_get(spec, "Labels"), "sandgate.config",
 	    json_string(digest));

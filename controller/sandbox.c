@@ -22,8 +22,8 @@
 #include "netseal.h"
 #include "probe.h"
 #include "procstat.h"
+#include "cspec.h"
 #include "sandbox.h"
-#include "seccomp_profile.h"
 #include "proxyctl.h"
 #include "state.h"
 #include "util.h"
@@ -38,9 +38,6 @@ static json_t	*sandbox_spec_host(const struct sandbox_meta *,
 static json_t	*sandbox_spec_mounts(const struct sandbox_meta *,
 		    const struct sandbox_mounts *);
 static void	sandbox_spec_bounds(json_t *, const struct sandbox_meta *);
-static json_t	*sandbox_seccomp_rule(json_t *, int, json_int_t, json_int_t,
-		    const char *);
-static void	sandbox_spec_seccomp(json_t *);
 static const char *sandbox_uid_dir(void);
 static int	sandbox_uid_taken(unsigned long);
 static int	sandbox_uid_claim(const char *, unsigned long *, char **);
@@ -352,83 +349,6 @@ sandbox_spec_dns(json_t *host, const char *proxy)
 	    "timeout:1", "attempts:1"));
 }
 
-/* One allow rule of the profile: names, and one argument condition. */
-static json_t *
-sandbox_seccomp_rule(json_t *names, int arg, json_int_t value, json_int_t two,
-    const char *op)
-{
-	json_t	*r;
-
-	r = json_pack("{s:o, s:s}", "names", names, "action", "SCMP_ACT_ALLOW");
-	if (r != NULL && op != NULL)
-		json_object_set_new(r, "args", json_pack("[{s:i, s:I, s:I, "
-		    "s:s}]", "index", arg, "value", value, "valueTwo", two,
-		    "op", op));
-	return r;
-}
-
-/*
- * The seccomp profile of sandboxes (seccomp_profile.h) as Docker's JSON:
- * an allowlist, everything else EPERM. runc applies it to every process;
- * gVisor only to the container's init, so under runsc exec wraps each
- * command in `sandgate-probe run`, which installs the same filter.
- */
-json_t *
-sandbox_seccomp_profile(void)
-{
-	static const char *const allow[] = { SG_SECCOMP_ALLOW_NAMES, NULL };
-	static const json_int_t personas[] = { SG_SECCOMP_PERSONAS };
-	static const json_int_t families[] = { SG_SECCOMP_SOCKET_ABOVE };
-	json_t	*names, *rules;
-	size_t	 i;
-
-	names = json_array();
-	for (i = 0; allow[i] != NULL; i++)
-		json_array_append_new(names, json_string(allow[i]));
-	rules = json_array();
-	json_array_append_new(rules, sandbox_seccomp_rule(names, 0, 0, 0,
-	    NULL));
-	json_array_append_new(rules, sandbox_seccomp_rule(json_pack("[s]",
-	    "clone"), 0, SG_SECCOMP_CLONE_NS_MASK, 0, "SCMP_CMP_MASKED_EQ"));
-	json_array_append_new(rules, sandbox_seccomp_rule(json_pack("[s]",
-	    "socket"), 0, SG_SECCOMP_SOCKET_REFUSED, 0, "SCMP_CMP_LT"));
-	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		json_array_append_new(rules, sandbox_seccomp_rule(json_pack(
-		    "[s]", "socket"), 0, families[i], 0, "SCMP_CMP_EQ"));
-	for (i = 0; i < sizeof(personas) / sizeof(personas[0]); i++)
-		json_array_append_new(rules, sandbox_seccomp_rule(json_pack(
-		    "[s]", "personality"), 0, personas[i], 0, "SCMP_CMP_EQ"));
-	json_array_append_new(rules, json_pack("{s:[s], s:s, s:i}", "names",
-	    "clone3", "action", "SCMP_ACT_ERRNO", "errnoRet", 38));
-	/*
-	 * No "architectures": the host's native ABI only, so 32-bit (int
-	 * 0x80) and x32 syscalls are refused; and runc builds the filter for
-	 * one ABI at each exec, not five (measured: 101 ms against 166 ms
-	 * per docker exec, as fast as the old denylist's 106 ms).
-	 */
-	return json_pack("{s:s, s:i, s:o}", "defaultAction", "SCMP_ACT_ERRNO",
-	    "defaultErrnoRet", 1, "syscalls", rules);
-}
-
-static void
-sandbox_spec_seccomp(json_t *host)
-{
-	json_t	*profile;
-	char	*text, *opt;
-
-	if ((profile = sandbox_seccomp_profile()) == NULL)
-		return;
-	text = json_dumps(profile, JSON_COMPACT);
-	json_decref(profile);
-	if (text == NULL)
-		return;
-	util_xasprintf(&opt, "seccomp=%s", text);
-	json_array_append_new(json_object_get(host, "SecurityOpt"),
-	    json_string(opt));
-	free(opt);
-	free(text);
-}
-
 /* Only what sandgate sets, then the sandbox's --env (which may override). */
 static json_t *
 sandbox_spec_env(const struct sandbox_meta *m)
@@ -539,12 +459,11 @@ sandbox_spec_host(const struct sandbox_meta *m,
 	/* home allows exec: tools install user scripts in ~/.local/bin */
 	snprintf(home, sizeof(home), "rw,exec,nosuid,nodev,size=%llu,"
 	    "mode=0700,uid=%lu,gid=%lu", SANDBOX_DEF_HOME, m->uid, m->uid);
-	host = json_pack("{s:o, s:{s:s, s:s}, s:[s], s:[s], s:b, s:b, "
+	host = json_pack("{s:o, s:{s:s, s:s}, s:[], s:b, "
 	    "s:I, s:I, s:I, s:I, s:s, s:s, s:b, s:{s:s}}",
 	    "Mounts", sandbox_spec_mounts(m, mt),
 	    "Tmpfs", "/tmp", tmp, SANDBOX_HOME, home,
-	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-	    "ReadonlyRootfs", 1, "Init", 0,
+	    "SecurityOpt", "Init", 0,
 	    "NanoCpus", (json_int_t)(m->cpus * 1e9),
 	    "Memory", (json_int_t)m->memory,
 	    "MemorySwap", (json_int_t)m->memory,
@@ -557,8 +476,6 @@ sandbox_spec_host(const struct sandbox_meta *m,
 		return NULL;
 	if (m->runtime != NULL)
 		json_object_set_new(host, "Runtime", json_string(m->runtime));
-	/* runsc applies it inside gVisor when registered with --oci-seccomp */
-	sandbox_spec_seccomp(host);
 	sandbox_spec_bounds(host, m);
 	if (m->proxy != NULL && strcmp(m->network, "proxy") == 0)
 		sandbox_spec_dns(host, m->proxy);
@@ -584,8 +501,10 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 	char	user[32];
 
 	sandbox_user(m, user, sizeof(user));
-	return json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], s:b, s:b, "
-	    "s:b, s:b, s:{s:s, s:s, s:s, s:s}, s:o}",
+	/* runsc applies the base's seccomp profile inside gVisor when
+	 * registered with --oci-seccomp */
+	return cspec_new(json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], "
+	    "s:b, s:b, s:b, s:b, s:{s:s, s:s, s:s, s:s}, s:o}",
 	    "Image", m->image_id != NULL ? m->image_id : m->image,
 	    "User", user, "Env", sandbox_spec_env(m),
 	    "WorkingDir", SANDBOX_WORKDIR,
@@ -595,7 +514,7 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 	    "Labels", SANDBOX_LABEL, m->id, SANDBOX_LABEL_SOURCE,
 	    m->source != NULL ? m->source : "", SANDBOX_LABEL_ROLE, role,
 	    SANDBOX_LABEL_STATE, state_root(),
-	    "HostConfig", sandbox_spec_host(m, mt));
+	    "HostConfig", sandbox_spec_host(m, mt)));
 }
 
 /* The claims folder: $SANDGATE_UID_DIR or SANDBOX_UID_DIR. */
