@@ -121,7 +121,7 @@ int	probe_check(const char *json, const struct probe_expect *,
  * Check limits given as JSON with the probe's keys (memory_max,
  * memsw_max, swap_max, pids_max, cpu_quota_us, cpu_period_us), as read
  * inside by the probe or outside from the host's cgroupfs
- * (exec_cgroup_limits). Same contract as probe_check.
+ * (cgroup_limits). Same contract as probe_check.
  */
 int	probe_check_limits(json_t *limits, const struct probe_expect *,
 	    char **failed);

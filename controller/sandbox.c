@@ -22,6 +22,7 @@
 #include "netseal.h"
 #include "probe.h"
 #include "procstat.h"
+#include "cgroup.h"
 #include "cspec.h"
 #include "sandbox.h"
 #include "proxyctl.h"
@@ -1096,7 +1097,7 @@ static int
 sandbox_probe_host(int pid, const char *cid, const struct probe_expect *pe,
     char **failed)
 {
-	json_t	*limits = exec_cgroup_limits(pid, cid);
+	json_t	*limits = cgroup_limits(pid, cid);
 	char	*why = NULL;
 	int	 rc;
 
