@@ -505,7 +505,7 @@ doctor_container(struct doctor *dr, const char *probe, const char *net,
 
 	*cid = NULL;
 	if ((spec = probe_check_spec(dr->image, probe, net)) == NULL) {
-		util_xasprintf(cause, "cannot build the container spec");
+		util_cause(cause, "cannot build the container spec");
 		return -1;
 	}
 	rc = docker_container_create(dr->docker, NULL, spec, cid, cause);
@@ -532,7 +532,7 @@ doctor_probe_exec(struct doctor *dr, const char *cid, const char *seal,
 	    1, "AttachStderr", 1, "Cmd", PROBE_CONTAINER_PATH, "check",
 	    "--seal", seal);
 	if (espec == NULL)
-		util_xasprintf(cause, "cannot build the exec spec");
+		util_cause(cause, "cannot build the exec spec");
 	else if (docker_exec_create(dr->docker, cid, espec, &eid,
 	    cause) == 0 && docker_exec_start(dr->docker, eid, &cb,
 	    cause) == 0 && !b->overflow) {

@@ -63,7 +63,7 @@ proxyctl_build_image(char **cause)
 
 	snprintf(bin, sizeof(bin), "%s/sandgate-proxy", script_bin_dir());
 	if (access(bin, X_OK) == -1) {
-		util_xasprintf(cause, "cannot build the proxy image: %s: %s",
+		util_cause(cause, "cannot build the proxy image: %s: %s",
 		    bin, strerror(errno));
 		return -1;
 	}
@@ -82,7 +82,7 @@ proxyctl_subnet_clash(struct docker *d, const char *subnet, char **cause)
 	int			 rc = 0;
 
 	if (addr_cidr_parse(subnet, &mine, &err) == -1) {
-		util_xasprintf(cause, "--subnet \"%s\": %s", subnet, err);
+		util_cause(cause, "--subnet \"%s\": %s", subnet, err);
 		return -1;
 	}
 	if (docker_call(d, "GET", "/networks", NULL, &status, &nets, cause) ==
@@ -100,7 +100,7 @@ proxyctl_subnet_clash(struct docker *d, const char *subnet, char **cause)
 				continue;
 			if (addr_cidr_covers(&mine, &other) ||
 			    addr_cidr_covers(&other, &mine)) {
-				util_xasprintf(cause, "subnet %s clashes with "
+				util_cause(cause, "subnet %s clashes with "
 				    "network %s (%s); choose another with "
 				    "--subnet", subnet, name, s);
 				rc = -1;
@@ -138,7 +138,7 @@ proxyctl_ensure_networks(struct docker *d, struct proxyctl_opts *o, char **cause
 	if (o->egress != NULL) {
 		if ((have = docker_network_exists(d, o->egress, cause)) != 1) {
 			if (have == 0)
-				util_xasprintf(cause, "--egress-network %s does "
+				util_cause(cause, "--egress-network %s does "
 				    "not exist", o->egress);
 			return -1;
 		}
@@ -169,7 +169,7 @@ proxyctl_prepare_dirs(struct proxyctl_opts *o, char **cause)
 
 	if (realpath(state_record_dir(), rec) != NULL &&
 	    strcmp(rec, o->log_dir) == 0) {
-		util_xasprintf(cause, "the proxy's log folder %s is the "
+		util_cause(cause, "the proxy's log folder %s is the "
 		    "controller's records folder; give the proxy another "
 		    "(--log-dir, SANDGATE_LOG_DIR)", o->log_dir);
 		return -1;
@@ -177,13 +177,13 @@ proxyctl_prepare_dirs(struct proxyctl_opts *o, char **cause)
 	snprintf(run, sizeof(run), "%s/proxy/run", state_root());
 	if (state_mkdirs(run, 0750) == -1 || state_mkdirs(o->log_dir, 0755) ==
 	    -1) {
-		util_xasprintf(cause, "cannot create %s or %s: %s", run,
+		util_cause(cause, "cannot create %s or %s: %s", run,
 		    o->log_dir, strerror(errno));
 		return -1;
 	}
 	if (chown(run, PROXYCTL_UID, PROXYCTL_UID) == -1 ||
 	    chown(o->log_dir, PROXYCTL_UID, PROXYCTL_UID) == -1) {
-		util_xasprintf(cause, "cannot hand %s and %s to uid %d: %s",
+		util_cause(cause, "cannot hand %s and %s to uid %d: %s",
 		    run, o->log_dir, PROXYCTL_UID, strerror(errno));
 		return -1;
 	}

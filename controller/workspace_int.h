@@ -94,8 +94,5 @@ int		 ws_is_binary(const unsigned char *, size_t);
 /* Timespec to ns since the epoch. */
 long long	 ws_ns(const struct timespec *);
 
-/* Set *cause to a formatted malloc'ed message; returns -1. */
-int		 ws_cause(char **cause, const char *fmt, ...)
-		    __attribute__((format(printf, 2, 3)));
 
 #endif
