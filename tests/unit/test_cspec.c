@@ -126,8 +126,8 @@ test_sandbox(void **state)
 	(void)state;
 	sandbox_meta_init(&m);
 	snprintf(m.id, sizeof(m.id), "sbx_test");
-	m.image = strdup("debian:12");
-	m.network = strdup("none");
+	sandbox_meta_set(&m.image, "debian:12");
+	sandbox_meta_set(&m.network, "none");
 	m.tmp_size = 1 << 20;
 	m.cpus = 1;
 	m.memory = 1 << 28;
