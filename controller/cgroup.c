@@ -161,7 +161,8 @@ cgroup_counters_read(const struct cgroup *cg, struct cgroup_counters *c)
 			c->cpu_ns = usec * 1000;
 		return;
 	}
-	cgroup_read_key(cg->mem, "memory.oom_control", "oom_kill", &c->oom_kill);
+	cgroup_read_key(cg->mem, "memory.oom_control", "oom_kill",
+	    &c->oom_kill);
 	cgroup_read_key(cg->pids, "pids.events", "max", &c->pids_max);
 	cgroup_read_key(cg->cpu, "cpuacct.usage", NULL, &c->cpu_ns);
 }

@@ -73,7 +73,8 @@ static int	cmd_policy_opts(const struct psub *, int, char **,
 static struct policy *cmd_policy_load(const char *, int);
 static int	cmd_policy_check(const struct psub *, int, char **);
 static int	cmd_policy_explain(const struct psub *, int, char **);
-static int	cmd_policy_explain_host(const char *, struct host *, uint16_t *);
+static int	cmd_policy_explain_host(const char *, struct host *,
+		    uint16_t *);
 static int	cmd_policy_explain_sets(const struct psub *, struct policy *,
 		    const char *, struct policy_query *, char ***);
 static int	cmd_policy_list(const struct psub *, int, char **);
@@ -107,7 +108,8 @@ static const struct psub cmd_policy_subs[] = {
 	{ "list", "list [--policy-dir DIR] [--json]", cmd_policy_list },
 	{ "diff", "diff OLD_DIR NEW_DIR", cmd_policy_diff },
 	{ "suggest", "suggest [--policy-dir DIR] [--log-dir DIR] "
-	    "[--sandbox ID] [--since 2h|TIME] [--set NAME]", cmd_policy_suggest },
+	    "[--sandbox ID] [--since 2h|TIME] [--set NAME]",
+	    cmd_policy_suggest },
 };
 
 static int
@@ -119,9 +121,11 @@ cmd_policy_exec(int argc, char **argv)
 		return cmd_usage_error(&cmd_policy, "missing subcommand");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return cmd_help(&cmd_policy);
-	for (i = 0; i < sizeof(cmd_policy_subs) / sizeof(cmd_policy_subs[0]); i++) {
+	for (i = 0; i < sizeof(cmd_policy_subs) / sizeof(cmd_policy_subs[0]);
+	    i++) {
 		if (strcmp(argv[1], cmd_policy_subs[i].name) == 0)
-			return cmd_policy_subs[i].fn(&cmd_policy_subs[i], argc - 1,
+			return cmd_policy_subs[i].fn(&cmd_policy_subs[i],
+			    argc - 1,
 			    argv + 1);
 	}
 	return cmd_usage_error(&cmd_policy, "unknown policy subcommand '%s'",
@@ -186,13 +190,15 @@ cmd_policy_opts(const struct psub *s, int argc, char **argv, struct popts *o,
 	}
 	if ((o->sets || o->method || o->path) &&
 	    strcmp(s->name, "explain") != 0)
-		return cmd_policy_sub_usage(s, "--sets, --method and --path are "
+		return cmd_policy_sub_usage(s,
+		    "--sets, --method and --path are "
 		    "for explain");
 	if (o->json && strcmp(s->name, "list") != 0)
 		return cmd_policy_sub_usage(s, "--json is for list");
 	if ((o->log_dir || o->sandbox || o->since || o->set_name) &&
 	    strcmp(s->name, "suggest") != 0)
-		return cmd_policy_sub_usage(s, "--log-dir, --sandbox, --since and "
+		return cmd_policy_sub_usage(s,
+		    "--log-dir, --sandbox, --since and "
 		    "--set are for suggest");
 	*first = optind;
 	return 0;
@@ -509,7 +515,8 @@ cmd_policy_dests(const struct policy *p, time_t now, size_t *n)
 			continue;
 		for (k = 0; k < e->nports; k++, (*n)++) {
 			v[*n].e = e;
-			cmd_policy_dest_attrs(e, e->ports[k], attrs, sizeof(attrs));
+			cmd_policy_dest_attrs(e, e->ports[k], attrs,
+			    sizeof(attrs));
 			if (asprintf(&v[*n].key, strchr(e->pattern, ':') ?
 			    "%s [%s]:%u" : "%s %s:%u", e->set->name,
 			    e->pattern, e->ports[k]) == -1)

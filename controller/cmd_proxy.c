@@ -203,8 +203,9 @@ cmd_proxy_logs(struct docker *d, int follow)
 static int
 cmd_proxy_paths(struct proxy_opts *o, char *pol, char *logd, char *hosts)
 {
-	const char	*dir = o->policy_dir ? o->policy_dir : state_policy_dir();
+	const char	*dir;
 
+	dir = o->policy_dir ? o->policy_dir : state_policy_dir();
 	if (realpath(dir, pol) == NULL) {
 		fprintf(stderr, "sandgate: policy folder %s: %s\n", dir,
 		    strerror(errno));

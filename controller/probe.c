@@ -379,7 +379,8 @@ probe_net(json_t *root, const struct probe_expect *e, char **failed)
 	}
 	if (e->proxy_only) {
 		if (!json_is_array(ifs) || json_array_size(ifs) != 1)
-			return util_cause(failed, "expected exactly one network "
+			return util_cause(failed,
+			    "expected exactly one network "
 			    "interface (sandgate-internal) inside the sandbox");
 	}
 	if (e->sealed && probe_seal(json_object_get(root, "seal"), failed) == -1)

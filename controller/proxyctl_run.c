@@ -95,7 +95,8 @@ proxyctl_subnet_clash(struct docker *d, const char *subnet, char **cause)
 		json_array_foreach(json_object_get(json_object_get(n, "IPAM"),
 		    "Config"), j, cfg) {
 			s = json_string_value(json_object_get(cfg, "Subnet"));
-			if (s == NULL || addr_cidr_parse(s, &other, &err) == -1 ||
+			if (s == NULL || addr_cidr_parse(s, &other,
+			    &err) == -1 ||
 			    other.family != mine.family)
 				continue;
 			if (addr_cidr_covers(&mine, &other) ||
@@ -119,7 +120,8 @@ proxyctl_subnet_clash(struct docker *d, const char *subnet, char **cause)
  * (or the network named by --egress-network).
  */
 static int
-proxyctl_ensure_networks(struct docker *d, struct proxyctl_opts *o, char **cause)
+proxyctl_ensure_networks(struct docker *d, struct proxyctl_opts *o,
+    char **cause)
 {
 	int	have;
 

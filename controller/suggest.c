@@ -284,9 +284,11 @@ suggest_print_header(FILE *f, const struct suggest *sg,
 	    "# Save it as %s/%s.yaml, then run: sandgate policy check\n",
 	    suggest_placeholder, dir, o->set_name);
 	if (p != NULL && (s = policy_set_find(p, o->set_name)) != NULL)
-		fprintf(f, "# Set \"%s\" already exists: merge these entries into "
+		fprintf(f,
+		    "# Set \"%s\" already exists: merge these entries into "
 		    "it.\n", s->name);
-	fprintf(f, "description: \"destinations the proxy blocked, drafted from "
+	fprintf(f,
+	    "description: \"destinations the proxy blocked, drafted from "
 	    "the security-event log\"\nowner: %s\nallow:\n",
 	    suggest_placeholder);
 }
@@ -318,7 +320,8 @@ suggest_print_entry(FILE *f, const struct suggest_dest *d,
 		    "  # or paths there may be enough\n", d->rule);
 	}
 	if (d->ports_dropped)
-		fprintf(f, "  # more than %d ports were tried; only the first are "
+		fprintf(f,
+		    "  # more than %d ports were tried; only the first are "
 		    "listed\n", SG_SUGGEST_PORTS_MAX);
 	fprintf(f, "  - host: \"%s\"\n    ports: [", d->host.name);
 	for (i = 0; i < n; i++) {

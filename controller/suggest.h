@@ -51,12 +51,13 @@ struct suggest_dest {
 struct suggest {
 	const char		*sandbox;	/* filter, or NULL */
 	int64_t			 since;		/* us; -1: no filter */
-	struct suggest_dest	*v;		/* at most SG_SUGGEST_DESTS_MAX */
+	struct suggest_dest	*v;		/* SG_SUGGEST_DESTS_MAX */
 	size_t			 n;
 	size_t			 cap;
 	long long		 used;		/* events drafted */
 	long long		 other;		/* blocks no entry fixes */
-	long long		 dropped;	/* bad host or port, past limit */
+	long long		 dropped;	/* bad host or port,
+	    past limit */
 	int			 files;		/* log files read */
 };
 

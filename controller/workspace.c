@@ -631,7 +631,8 @@ workspace_manifest_save(const struct workspace_manifest *m,
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 	    0644);
 	if (fd == -1) {
-		util_cause(cause, "cannot create '%s': %s", tmp, strerror(errno));
+		util_cause(cause, "cannot create '%s': %s", tmp,
+		    strerror(errno));
 		goto out;
 	}
 	/* one buffer and one write: json_dumpfd writes token by token */
@@ -643,7 +644,8 @@ workspace_manifest_save(const struct workspace_manifest *m,
 	text[len] = '\n';	/* replaces the NUL; len + 1 bytes written */
 	if (write(fd, text, len + 1) != (ssize_t)(len + 1) || fsync(fd) == -1 ||
 	    rename(tmp, path) == -1) {
-		util_cause(cause, "cannot write '%s': %s", path, strerror(errno));
+		util_cause(cause, "cannot write '%s': %s", path,
+		    strerror(errno));
 		unlink(tmp);
 		goto out;
 	}
@@ -826,7 +828,8 @@ workspace_meta_limits(const char *sbxdir, char **container,
 	*disk = 0;
 	snprintf(path, sizeof(path), "%s/meta.json", sbxdir);
 	if ((root = json_load_file(path, 0, &jerr)) == NULL)
-		return util_cause(cause, "cannot read '%s': %s", path, jerr.text);
+		return util_cause(cause, "cannot read '%s': %s", path,
+		    jerr.text);
 	v = json_object_get(root, "container");
 	if (json_is_string(v) && json_string_length(v) > 0 &&
 	    (*container = strdup(json_string_value(v))) == NULL) {

@@ -76,7 +76,8 @@ apply_open_work(struct apply *a)
 	if (a->workdir == -1) {
 		if (errno == ENOENT)
 			return WORKSPACE_APPLY_DELETED;
-		util_cause(a->cause, "a folder above it in the working copy is a "
+		util_cause(a->cause,
+		    "a folder above it in the working copy is a "
 		    "symlink or not a folder (never followed)");
 		return WORKSPACE_APPLY_REFUSED;
 	}
@@ -93,7 +94,8 @@ apply_open_work(struct apply *a)
 	    O_NONBLOCK | O_CLOEXEC);
 	if (a->work == -1 || fstat(a->work, &a->wst) == -1 ||
 	    !S_ISREG(a->wst.st_mode)) {
-		util_cause(a->cause, "cannot read work file: %s", strerror(errno));
+		util_cause(a->cause, "cannot read work file: %s",
+		    strerror(errno));
 		return WORKSPACE_APPLY_FAILED;
 	}
 	if (ws_sha_fd(a->work, a->sha_work, a->o->size_max, a->buf,
@@ -159,11 +161,13 @@ apply_open_host(struct apply *a, int src_missing_ok)
 	if (errno == ENOENT && src_missing_ok)
 		return WORKSPACE_APPLY_APPLIED;
 	if (errno == ELOOP || errno == ENOTDIR) {
-		util_cause(a->cause, "a folder above it on the host is a symlink "
+		util_cause(a->cause,
+		    "a folder above it on the host is a symlink "
 		    "or not a folder (never followed)");
 		return WORKSPACE_APPLY_REFUSED;
 	}
-	util_cause(a->cause, "cannot open its host folder: %s", strerror(errno));
+	util_cause(a->cause, "cannot open its host folder: %s",
+	    strerror(errno));
 	return errno == ENOENT ? WORKSPACE_APPLY_REFUSED : WORKSPACE_APPLY_FAILED;
 }
 
@@ -186,7 +190,8 @@ apply_check_host(struct apply *a)
 			return WORKSPACE_APPLY_FAILED;
 		if (a->e == NULL)
 			return WORKSPACE_APPLY_APPLIED;
-		util_cause(a->cause, "deleted on the host since the sandbox was "
+		util_cause(a->cause,
+		    "deleted on the host since the sandbox was "
 		    "created");
 		return WORKSPACE_APPLY_REFUSED;
 	}
@@ -215,12 +220,14 @@ apply_check_host(struct apply *a)
 		return WORKSPACE_APPLY_APPLIED;
 	}
 	if (a->e == NULL) {
-		util_cause(a->cause, "created on the host since the sandbox was "
+		util_cause(a->cause,
+		    "created on the host since the sandbox was "
 		    "created");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	if (strcmp(sha, a->e->f.sha256) != 0) {
-		util_cause(a->cause, "changed on the host since the sandbox was "
+		util_cause(a->cause,
+		    "changed on the host since the sandbox was "
 		    "created");
 		return WORKSPACE_APPLY_REFUSED;
 	}
@@ -308,7 +315,8 @@ workspace_apply_cleanup(const char *sbxdir, const char *src, int *removed,
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		if (errno == ENOENT)
 			return 0;
-		util_cause(cause, "cannot read '%s': %s", path, strerror(errno));
+		util_cause(cause, "cannot read '%s': %s", path,
+		    strerror(errno));
 		return -1;
 	}
 	if (src == NULL && (src = msrc = workspace_meta_source(sbxdir,

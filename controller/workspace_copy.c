@@ -193,7 +193,8 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 	}
 	/* four descriptors a level: stay well inside 1,024 open files */
 	if (c->depth >= SG_COPY_DEPTH_MAX)
-		return util_cause(c->cause, "refusing to copy folder '%s': folders "
+		return util_cause(c->cause,
+		    "refusing to copy folder '%s': folders "
 		    "nest deeper than %d levels there", c->rel,
 		    SG_COPY_DEPTH_MAX);
 	sub.src = openat(d->src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -404,7 +405,8 @@ copy_roots(struct copy_ctx *c, const char *src, const char *sbxdir,
 	int	sbx, n;
 
 	if ((d->src = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return util_cause(c->cause, "cannot open source folder '%s': %s",
+		return util_cause(c->cause,
+		    "cannot open source folder '%s': %s",
 		    src, strerror(errno));
 	if ((sbx = open(sbxdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return util_cause(c->cause, "cannot open '%s': %s", sbxdir,
@@ -489,7 +491,8 @@ workspace_create(const char *src, const char *sbxdir,
 	 * ctimes before it prove a file untouched (see workspace_diff()).
 	 */
 	if (fstat(d.work, &st) == -1) {
-		util_cause(cause, "cannot stat work folder: %s", strerror(errno));
+		util_cause(cause, "cannot stat work folder: %s",
+		    strerror(errno));
 		goto out;
 	}
 	c.m->cutoff = ws_ns(&st.st_ctim);

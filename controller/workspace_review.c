@@ -377,7 +377,8 @@ workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 	    (in = fdopen(fd, "r")) == NULL) {
 		if (errno == ENOENT)
-			util_cause(cause, "no review %s in this sandbox (it comes "
+			util_cause(cause,
+			    "no review %s in this sandbox (it comes "
 			    "from sandgate diff; only the newest %d are kept)",
 			    digest, SG_REVIEWS_KEPT);
 		else
@@ -398,7 +399,8 @@ workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 	fclose(in);
 	if (strcmp(r->d.review, digest) != 0) {
 		workspace_review_free(r);
-		util_cause(cause, "review '%s' is damaged (its content does not "
+		util_cause(cause,
+		    "review '%s' is damaged (its content does not "
 		    "hash to its name)", path);
 		errno = EIO;
 		return NULL;

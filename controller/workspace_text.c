@@ -184,7 +184,8 @@ text_load_stage(const struct workspace_diff *df,
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return util_cause(cause, "cannot read the staged copy of "
+			return util_cause(cause,
+			    "cannot read the staged copy of "
 			    "'%s'", d->path);
 		off += (size_t)r;
 	}
@@ -477,7 +478,8 @@ text_write_json(const char *sbxdir, const struct workspace_diff *df,
 			if (json_dumpf(o, out, JSON_COMPACT | JSON_SORT_KEYS) ==
 			    -1) {
 				json_decref(o);
-				return util_cause(cause, "cannot write the diff");
+				return util_cause(cause,
+				    "cannot write the diff");
 			}
 			json_decref(o);
 		}

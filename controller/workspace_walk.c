@@ -191,7 +191,8 @@ walk_descend(struct workspace_walk *w, char **cause)
 	if (fstat(fd, &st) == -1 || st.st_dev != w->pst.st_dev ||
 	    st.st_ino != w->pst.st_ino) {
 		close(fd);
-		return util_cause(cause, "folder '%s' was replaced while it was "
+		return util_cause(cause,
+		    "folder '%s' was replaced while it was "
 		    "read", w->path);
 	}
 	return walk_push(w, fd, &st, w->plen, cause);
@@ -222,7 +223,8 @@ walk_up(struct workspace_walk *w, char **cause)
 		    st.st_ino != p->ino) {
 			if (fd != -1)
 				close(fd);
-			return util_cause(cause, "folder '%s' was moved while it "
+			return util_cause(cause,
+			    "folder '%s' was moved while it "
 			    "was read", p->pathlen ? w->path : ".");
 		}
 	}

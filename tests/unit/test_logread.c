@@ -229,7 +229,8 @@ test_each(void **state)
 	big[SG_LOG_LINE_MAX + 63] = '\0';
 	put("e.jsonl.2", "{\"v\":\"a\"}\nnot json\n[1]\n");
 	put("e.jsonl.1", big);
-	put("e.jsonl", "{\"v\":\"b\"}\n\n{\"v\":\"c\",\"v\":\"d\"}\n{\"v\":\"e\"}");
+	put("e.jsonl",
+	    "{\"v\":\"b\"}\n\n{\"v\":\"c\",\"v\":\"d\"}\n{\"v\":\"e\"}");
 	free(big);
 	assert_int_equal(logread_files(dir, "e.jsonl", &files, &n, &cause),
 	    0);

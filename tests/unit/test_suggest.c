@@ -77,11 +77,13 @@ test_entries(void **state)
 		BLOCK("192.0.2.7", 443, "ip_literal", "sbx_a",
 		    "2026-01-31T11:50:00Z"),
 		"{\"event\":\"egress.would_block\",\"host\":\"mirror.test\","
-		"\"port\":80,\"reason\":\"not_allowlisted\",\"method\":\"GET\"}",
+		"\"port\":80,\"reason\":\"not_allowlisted\","
+		"\"method\":\"GET\"}",
 		BLOCK("sni.test", 443, "sni_mismatch", "sbx_a", "x"),
 		BLOCK("Bad.Host", 443, "not_allowlisted", "sbx_a", "x"),
 		BLOCK("port0.test", 0, "not_allowlisted", "sbx_a", "x"),
-		"{\"event\":\"egress.allowed\",\"host\":\"ok.test\",\"port\":443}",
+		"{\"event\":\"egress.allowed\",\"host\":\"ok.test\","
+		"\"port\":443}",
 		NULL,
 	};
 	struct suggest	 sg;
