@@ -232,5 +232,11 @@ assert_contains "suggest --since: an event logged with an offset, after it" "$s_
 assert_not_contains "suggest --since: 11:59:59Z is before 14:00+02:00" "$s_out" "before.test"
 sg_run s "$SG" audit --log-dir "$O" --since 2026-01-31T14:00:00+02:00 --json
 assert_eq "audit --since reads the same times" 1 "$(printf '%s\n' "$s_out" | grep -c after.test)"
+for bad in 2026-01-31T12:00:00+2:000 2026-01-31T12:00:00+-1:00 2026-02-30 2026-01-31T12:00:00.Z; do
+	sg_run s "$SG" audit --log-dir "$O" --since "$bad"
+	assert_eq "audit --since $bad: a usage error" 2 "$s_rc"
+	sg_run s "$SG" policy suggest --log-dir "$O" --since "$bad"
+	assert_eq "suggest --since $bad: a usage error" 2 "$s_rc"
+done
 
 sg_summary
