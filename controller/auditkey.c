@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,8 @@
 
 static int	auditkey_show(const char *);
 static int	auditkey_rotate_runs(const char *);
-static int	auditkey_rotate(const char *, const char *, uid_t);
+static int	auditkey_rotate(const char *, const char *, const char *,
+		    uid_t);
 
 int
 auditkey_path(const char *logname, char *buf, size_t size)
@@ -48,34 +50,50 @@ auditkey_owner(const char *logname)
 }
 
 int
-auditkey_ensure(const char *path, uid_t owner, char **cause)
+auditkey_ensure(const char *path, uid_t owner, const char *logdir,
+    char **cause)
 {
 	char	*copy = util_xstrdup(path), *dir = dirname(copy);
-	int	 rc = -1;
+	char	*bcopy = util_xstrdup(path);
+	int	 dfd = -1, rc = -1;
 
+	if (logdir != NULL && checkpoint_key_outside(path, logdir, cause) == -1)
+		goto out;
 	if (state_mkdirs(dir, 0700) == -1) {
 		util_xasprintf(cause, "cannot create \"%s\": %s", dir,
 		    strerror(errno));
 		goto out;
 	}
+	/* Through a descriptor: a symlink planted there is not followed. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd == -1) {
+		util_xasprintf(cause, "cannot open the key folder \"%s\": %s",
+		    dir, errno == ELOOP || errno == ENOTDIR ? "not a folder "
+		    "(a symlink?)" : strerror(errno));
+		goto out;
+	}
 	/* The folder is the writer's alone, whoever made it first. */
-	if (chmod(dir, 0700) == -1 || (owner != geteuid() &&
-	    chown(dir, owner, owner) == -1)) {
+	if (fchmod(dfd, 0700) == -1 || (owner != geteuid() &&
+	    fchown(dfd, owner, owner) == -1)) {
 		util_xasprintf(cause, "cannot give \"%s\" to uid %u: %s", dir,
 		    (unsigned)owner, strerror(errno));
 		goto out;
 	}
-	rc = checkpoint_key_create(path, owner == geteuid() ? (uid_t)-1 :
-	    owner, owner == geteuid() ? (gid_t)-1 : (gid_t)owner, cause);
+	rc = checkpoint_key_create_at(dfd, basename(bcopy), path,
+	    owner == geteuid() ? (uid_t)-1 : owner, owner == geteuid() ?
+	    (gid_t)-1 : (gid_t)owner, cause);
 	if (rc != -1)
 		rc = rc == 0 ? 1 : 0;
 out:
+	if (dfd != -1)
+		close(dfd);
 	free(copy);
+	free(bcopy);
 	return rc;
 }
 
 int
-auditkey_prepare_proxy(char **cause)
+auditkey_prepare_proxy(const char *logdir, char **cause)
 {
 	const char	*log = "security-events.jsonl";
 	char		 path[4096];
@@ -85,7 +103,8 @@ auditkey_prepare_proxy(char **cause)
 		util_xasprintf(cause, "state folder path too long");
 		return -1;
 	}
-	if ((rc = auditkey_ensure(path, auditkey_owner(log), cause)) == 1)
+	if ((rc = auditkey_ensure(path, auditkey_owner(log), logdir,
+	    cause)) == 1)
 		printf("created the proxy's checkpoint key %s\n"
 		    "its public key is %s.pub: keep a copy where the proxy "
 		    "cannot write, for `sandgate audit verify --key`\n", path,
@@ -105,8 +124,8 @@ auditkey_runs_signer(struct eventlog *log)
 	o.lock = CHECKPOINT_LOCK_SHARED;
 	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1)
 		util_xasprintf(&cause, "state folder path too long");
-	else if (auditkey_ensure(path, geteuid(), &cause) != -1 &&
-	    checkpoint_key_outside(path, state_record_dir(), &cause) != -1)
+	else if (auditkey_ensure(path, geteuid(), state_record_dir(),
+	    &cause) != -1)
 		ck = checkpoint_new(log, &o, &cause);
 	if (ck == NULL) {
 		log_warnx("run records are not signed: %s", cause);
@@ -186,7 +205,8 @@ out:
 
 /* `audit key rotate`: the next key, and for runs.jsonl its introduction. */
 static int
-auditkey_rotate(const char *path, const char *logname, uid_t owner)
+auditkey_rotate(const char *path, const char *logname, const char *logdir,
+    uid_t owner)
 {
 	char	*next, *cause = NULL;
 	int	 rc, made;
@@ -197,7 +217,7 @@ auditkey_rotate(const char *path, const char *logname, uid_t owner)
 		return SG_EXIT_FAIL;
 	}
 	util_xasprintf(&next, "%s.next", path);
-	if ((made = auditkey_ensure(next, owner, &cause)) == -1) {
+	if ((made = auditkey_ensure(next, owner, logdir, &cause)) == -1) {
 		fprintf(stderr, "sandgate: %s\n", cause);
 		rc = SG_EXIT_ERROR;
 		goto out;
@@ -220,7 +240,7 @@ out:
 
 int
 auditkey_command(const char *verb, const char *path, const char *logname,
-    long long owner)
+    const char *logdir, long long owner)
 {
 	char		 def[4096], next[4096 + 8], *cause = NULL;
 	struct stat	 st;
@@ -242,7 +262,7 @@ auditkey_command(const char *verb, const char *path, const char *logname,
 	if (owner >= 0)
 		uid = (uid_t)owner;
 	if (strcmp(verb, "rotate") == 0)
-		return auditkey_rotate(path, logname, uid);
+		return auditkey_rotate(path, logname, logdir, uid);
 	if (strcmp(verb, "show") == 0) {
 		if (auditkey_show(path) == -1)
 			return SG_EXIT_ERROR;
@@ -259,7 +279,7 @@ auditkey_command(const char *verb, const char *path, const char *logname,
 		    "create, rotate or show)\n", verb);
 		return SG_EXIT_USAGE;
 	}
-	if ((rc = auditkey_ensure(path, uid, &cause)) == -1) {
+	if ((rc = auditkey_ensure(path, uid, logdir, &cause)) == -1) {
 		fprintf(stderr, "sandgate: %s\n", cause);
 		free(cause);
 		return SG_EXIT_ERROR;

@@ -40,15 +40,20 @@ uid_t	 auditkey_owner(const char *logname);
 
 /*
  * Make the key's folder (0700, owner) and a key pair if there is none.
- * Returns 1 when a key was made, 0 when one existed, -1 with *cause.
+ * Refuses a key folder in logdir (unless NULL) or below it, and a key
+ * folder that is a symlink: the folder is opened with O_NOFOLLOW and
+ * its mode, owner and files are set through that descriptor. Returns 1
+ * when a key was made, 0 when one existed, -1 with *cause.
  */
-int	 auditkey_ensure(const char *path, uid_t owner, char **cause);
+int	 auditkey_ensure(const char *path, uid_t owner, const char *logdir,
+	    char **cause);
 
 /*
  * `sandgate proxy start`: make the proxy's key (folder and key owned by
- * its uid) if it has none, and say where its public key is. 0 or -1.
+ * its uid) if it has none, refusing a key folder in the proxy's log
+ * folder logdir, and say where its public key is. 0 or -1.
  */
-int	 auditkey_prepare_proxy(char **cause);
+int	 auditkey_prepare_proxy(const char *logdir, char **cause);
 
 /*
  * The controller's signer for runs.jsonl (opened shared): makes the key
@@ -63,7 +68,8 @@ void	 auditkey_runs_close(struct checkpoint *);
 
 /*
  * `sandgate audit key VERB [PATH]` for log file logname (whose default key
- * PATH is). The key's owner is owner, or by default the writer's: the
+ * PATH is) in the log folder logdir, where no key may be. The key's
+ * owner is owner, or by default the writer's: the
  * default key's (auditkey_owner()), the key rotated from, else ours:
  *   create  a new key pair, PATH and PATH.pub
  *   rotate  a new key at PATH.next, which the old key introduces: the
@@ -73,6 +79,6 @@ void	 auditkey_runs_close(struct checkpoint *);
  * Prints what it did and returns an exit code (cmd.h).
  */
 int	 auditkey_command(const char *verb, const char *path,
-	    const char *logname, long long owner);
+	    const char *logname, const char *logdir, long long owner);
 
 #endif

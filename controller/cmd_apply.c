@@ -1,6 +1,12 @@
 /*
- * cmd_apply.c: `sandgate apply ID (--path P... | --all) [--include-risky]
- * [--dry-run]`.
+ * cmd_apply.c: `sandgate apply ID (--path P... | --all) [--review DIGEST]
+ * [--include-risky] [--dry-run]`.
+ *
+ * The sandbox's container is frozen from before apply looks at the
+ * working copy until the last file is copied out. With --review, every
+ * path applied must still be what that review (a `sandgate diff`) showed,
+ * checked for all of them before the first is written, and each file's
+ * bytes are checked again as they are copied.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -9,142 +15,265 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "freeze.h"
+#include "quote.h"
 #include "risky.h"
 #include "state.h"
 #include "workspace.h"
 
-/* What one run of apply saw, for the exit code. */
-struct apply_tally {
-	int	refused, failed, changed;
+/* One run of apply: what it works on and what it saw. */
+struct apply_run {
+	const char			*sbx, *src;
+	struct workspace_manifest	*m;
+	struct workspace_review		*rv;	/* --review, or NULL */
+	const char			*digest; /* its digest */
+	struct workspace_diff		*now;	/* for --all or --review */
+	struct workspace_apply_opts	 o;
+	off_t				 budget; /* what may still be written */
+	int				 all, risky_ok;
+	int				 refused, failed, changed;
 };
 
 static int	cmd_apply_exec(int, char **);
-static void	cmd_apply_one(const char *, const char *,
-		    struct workspace_manifest *, const char *, int,
-		    struct apply_tally *);
-static void	cmd_apply_all(const char *, const char *,
-		    struct workspace_manifest *, int, int,
-		    struct apply_tally *);
-static int	cmd_apply_run(const char *, char **, size_t, int, int, int);
+static void	cmd_apply_line(const char *, const char *, const char *,
+		    const char *);
+static void	cmd_apply_one(struct apply_run *, const char *);
+static int	cmd_apply_check(struct apply_run *, char **, size_t);
+static int	cmd_apply_check_one(struct apply_run *, const char *);
+static void	cmd_apply_paths(struct apply_run *, char **, size_t);
+static int	cmd_apply_work(struct apply_run *, struct freeze *, char **,
+		    size_t, char **);
+static int	cmd_apply_run(const char *, char **, size_t,
+		    struct apply_run *, const char *);
 
 const struct cmd_entry cmd_apply = {
 	.name = "apply",
-	.usage = "(--path PATH [--path PATH]... | --all) [--include-risky] "
-	    "[--dry-run] ID",
+	.usage = "(--path PATH [--path PATH]... | --all) [--review DIGEST] "
+	    "[--include-risky] [--dry-run] ID",
 	.summary = "copy reviewed changes from the working copy back to the "
-	    "source folder.\nPATH is relative to the source root. A path is "
-	    "refused (exit 126, host file\nuntouched) if it is absolute, has "
-	    "a '..' component, is a symlink or special\nfile in the working "
-	    "copy, or changed on the host since create. Writes are\natomic "
-	    "and keep the file mode without setuid/setgid. --all leaves out "
-	    "risky\npaths (CI, build files, git hooks) unless "
-	    "--include-risky. One line per\npath: applied, deleted, "
+	    "source folder.\nPATH is relative to the source root. With "
+	    "--review DIGEST (from `sandgate diff`)\nevery path must still "
+	    "be what that diff showed, else nothing is applied (exit\n126). "
+	    "A path is refused (exit 126, host file untouched) if it is "
+	    "absolute, has\na '..' component, is a symlink or special file "
+	    "in the working copy, is larger\nthan the sandbox's --disk, or "
+	    "changed on the host since create. The sandbox is\nfrozen while "
+	    "apply works. Writes are atomic and sparse-aware and keep the "
+	    "file\nmode without setuid/setgid and group/other write. --all "
+	    "leaves out risky paths\n(CI, build files, git hooks) unless "
+	    "--include-risky. One line per path:\napplied, deleted, "
 	    "unchanged or refused (reason).",
 	.exec = cmd_apply_exec,
 };
 
+/* "WORD PATH" or "WORD PATH (why)", the path quoted, why escaped. */
 static void
-cmd_apply_one(const char *sbx, const char *src, struct workspace_manifest *m,
-    const char *path, int dry, struct apply_tally *t)
+cmd_apply_line(const char *pre, const char *word, const char *path,
+    const char *why)
+{
+	printf("%s%s ", pre, word);
+	quote_path(stdout, path, strlen(path));
+	if (why != NULL) {
+		fputs(" (", stdout);
+		quote_text(stdout, why, strlen(why), NULL);
+		putchar(')');
+	}
+	putchar('\n');
+}
+
+static void
+cmd_apply_one(struct apply_run *a, const char *path)
 {
 	enum workspace_apply_result	 r;
 	char				*cause = NULL;
-	const char			*pre = dry ? "would be " : "";
+	const char			*pre = a->o.dry_run ? "would be " : "";
 
-	r = workspace_apply_path(sbx, src, m, path, dry, &cause);
+	a->o.expect = a->rv != NULL ? workspace_review_find(a->rv, path) :
+	    NULL;
+	r = workspace_apply_path(a->sbx, a->src, a->m, path, &a->o, &cause);
 	switch (r) {
 	case WORKSPACE_APPLY_APPLIED:
-		printf("%sapplied %s\n", pre, path);
-		t->changed++;
+		cmd_apply_line(pre, "applied", path, NULL);
+		a->changed++;
 		break;
 	case WORKSPACE_APPLY_DELETED:
-		printf("%sdeleted %s\n", pre, path);
-		t->changed++;
+		cmd_apply_line(pre, "deleted", path, NULL);
+		a->changed++;
 		break;
 	case WORKSPACE_APPLY_UNCHANGED:
-		printf("unchanged %s\n", path);
+		cmd_apply_line("", "unchanged", path, NULL);
 		break;
 	case WORKSPACE_APPLY_REFUSED:
-		printf("refused %s (%s)\n", path, cause ? cause : "refused");
-		t->refused++;
+		cmd_apply_line("", "refused", path, cause ? cause : "refused");
+		a->refused++;
 		break;
 	case WORKSPACE_APPLY_FAILED:
-		printf("failed %s (%s)\n", path, cause ? cause : "error");
-		t->failed++;
+		cmd_apply_line("", "failed", path, cause ? cause : "error");
+		a->failed++;
 		break;
 	}
 	free(cause);
 }
 
-/* Every change of the diff; risky ones only with --include-risky. */
-static void
-cmd_apply_all(const char *sbx, const char *src, struct workspace_manifest *m,
-    int risky_ok, int dry, struct apply_tally *t)
+/* Is path, now, what the review showed? Prints why not. 0 or -1. */
+static int
+cmd_apply_check_one(struct apply_run *a, const char *path)
 {
-	struct workspace_diff	*d;
-	const char		*why;
-	char			*cause = NULL;
-	size_t			 i;
+	const struct workspace_delta	*rv;
+	const char			*why;
 
-	if ((d = workspace_diff(sbx, m, &cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
-		free(cause);
-		t->failed++;
-		return;
+	if ((rv = workspace_review_find(a->rv, path)) == NULL) {
+		cmd_apply_line("", "refused", path, "not in the review");
+		return -1;
 	}
-	for (i = 0; i < d->n; i++) {
-		if (!risky_ok && risky_path(d->v[i].path, &why)) {
-			printf("refused %s (risky: %s; review it and use "
-			    "--include-risky or --path)\n", d->v[i].path, why);
-			t->refused++;
+	if (!workspace_review_matches(rv, workspace_diff_find(a->now, path),
+	    workspace_manifest_find(a->m, path), &why)) {
+		cmd_apply_line("", "refused", path, why);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * With --review: every path to apply must match the review, and with
+ * --all every change in the working copy must be in it. 0, or -1 when
+ * anything differs (nothing is applied then).
+ */
+static int
+cmd_apply_check(struct apply_run *a, char **paths, size_t npaths)
+{
+	size_t	i;
+	int	bad = 0;
+
+	if (a->rv == NULL)
+		return 0;
+	for (i = 0; i < npaths; i++)
+		bad |= cmd_apply_check_one(a, paths[i]);
+	if (!a->all)
+		return bad ? -1 : 0;
+	for (i = 0; i < workspace_review_count(a->rv); i++)
+		bad |= cmd_apply_check_one(a,
+		    workspace_review_at(a->rv, i)->path);
+	for (i = 0; i < a->now->n; i++)
+		if (workspace_review_find(a->rv, a->now->v[i].path) == NULL)
+			bad |= cmd_apply_check_one(a, a->now->v[i].path);
+	return bad ? -1 : 0;
+}
+
+/* --all (the review's paths, or the diff's), then each --path. */
+static void
+cmd_apply_paths(struct apply_run *a, char **paths, size_t npaths)
+{
+	const struct workspace_delta	*d;
+	const char			*why;
+	char				*msg;
+	size_t				 i, n = 0;
+
+	if (a->all)
+		n = a->rv != NULL ? workspace_review_count(a->rv) : a->now->n;
+	for (i = 0; i < n && !freeze_interrupted(); i++) {
+		d = a->rv != NULL ? workspace_review_at(a->rv, i) :
+		    &a->now->v[i];
+		if (!a->risky_ok && risky_path(d->path, &why)) {
+			if (asprintf(&msg, "risky: %s; review it and use "
+			    "--include-risky or --path", why) == -1)
+				msg = NULL;
+			cmd_apply_line("", "refused", d->path,
+			    msg != NULL ? msg : "risky");
+			free(msg);
+			a->refused++;
 			continue;
 		}
-		cmd_apply_one(sbx, src, m, d->v[i].path, dry, t);
+		cmd_apply_one(a, d->path);
 	}
-	workspace_diff_free(d);
+	for (i = 0; i < npaths && !freeze_interrupted(); i++)
+		cmd_apply_one(a, paths[i]);
+}
+
+/* Frozen: look at the working copy, check, copy. */
+static int
+cmd_apply_work(struct apply_run *a, struct freeze *fz, char **paths,
+    size_t npaths, char **cause)
+{
+	struct workspace_diff_opts	do_;
+
+	a->o.size_max = (off_t)fz->disk;
+	a->budget = a->o.size_max;
+	a->o.budget = &a->budget;
+	if (a->all || a->rv != NULL) {
+		memset(&do_, 0, sizeof(do_));
+		do_.size_max = a->o.size_max;
+		do_.interrupted = freeze_interrupted;
+		if ((a->now = workspace_diff(a->sbx, a->m, &do_, cause)) ==
+		    NULL)
+			return -1;
+	}
+	if (cmd_apply_check(a, paths, npaths) == -1) {
+		fprintf(stderr, "sandgate: the working copy is not what review "
+		    "%s showed: nothing applied (run sandgate diff again)\n",
+		    a->digest);
+		a->refused++;
+		return 0;
+	}
+	cmd_apply_paths(a, paths, npaths);
+	return 0;
 }
 
 static int
-cmd_apply_run(const char *id, char **paths, size_t npaths, int all,
-    int risky_ok, int dry)
+cmd_apply_run(const char *id, char **paths, size_t npaths,
+    struct apply_run *a, const char *review)
 {
-	struct workspace_manifest	*m = NULL;
-	struct apply_tally		 t = { 0, 0, 0 };
-	char				 sbx[4096], *src = NULL, *cause = NULL;
-	size_t				 i;
-	int				 lock, left, rc = SG_EXIT_ERROR;
+	struct freeze	 fz;
+	char		 sbx[4096], *src = NULL, *cause = NULL;
+	int		 lock, left, sig, rc = SG_EXIT_ERROR;
 
+	memset(&fz, 0, sizeof(fz));
 	if (state_path(sbx, sizeof(sbx), id, NULL) == -1 ||
 	    (lock = state_lock(id, 1)) == -1) {
 		fprintf(stderr, "sandgate: no sandbox '%s'\n", id);
 		return SG_EXIT_ERROR;
 	}
-	if ((src = workspace_meta_source(sbx, &cause)) == NULL ||
-	    (m = workspace_manifest_load(sbx, &cause)) == NULL ||
+	a->sbx = sbx;
+	if ((a->src = src = workspace_meta_source(sbx, &cause)) == NULL ||
+	    (a->m = workspace_manifest_load(sbx, &cause)) == NULL ||
 	    workspace_apply_cleanup(sbx, src, &left, &cause) == -1)
 		goto out;
 	if (left > 0)
 		fprintf(stderr, "sandgate: removed %d temporary file%s that an "
-		    "interrupted apply left in %s\n", left, left == 1 ? "" :
-		    "s", src);
-	if (all)
-		cmd_apply_all(sbx, src, m, risky_ok, dry, &t);
-	for (i = 0; i < npaths; i++)
-		cmd_apply_one(sbx, src, m, paths[i], dry, &t);
-	if (!dry && t.changed > 0 &&
-	    workspace_manifest_save(m, sbx, &cause) == -1)
+		    "interrupted apply left in the source folder\n", left,
+		    left == 1 ? "" : "s");
+	a->digest = review;
+	if (review != NULL &&
+	    (a->rv = workspace_review_load(sbx, review, &cause)) == NULL) {
+		rc = errno == ENOENT || errno == EINVAL ? SG_EXIT_REFUSED :
+		    SG_EXIT_ERROR;
+		goto out;
+	}
+	if (freeze_begin(&fz, sbx, 1, &cause) == -1 ||
+	    cmd_apply_work(a, &fz, paths, npaths, &cause) == -1)
+		goto out;
+	if (!a->o.dry_run && a->changed > 0 &&
+	    workspace_manifest_save(a->m, sbx, &cause) == -1)
 		goto out;
 	/* every temp file is renamed or removed by now: drop the journal */
 	if (workspace_apply_cleanup(sbx, src, &left, &cause) == -1)
 		goto out;
-	rc = t.failed ? SG_EXIT_ERROR : t.refused ? SG_EXIT_REFUSED :
+	rc = a->failed ? SG_EXIT_ERROR : a->refused ? SG_EXIT_REFUSED :
 	    SG_EXIT_OK;
 out:
+	sig = freeze_interrupted();
+	if (freeze_end(&fz, cause == NULL ? &cause : NULL) == -1 &&
+	    rc == SG_EXIT_OK)
+		rc = SG_EXIT_ERROR;
+	if (sig != 0)
+		rc = 128 + sig;
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		quote_notice(stderr, cause);
 	free(cause);
 	free(src);
-	workspace_manifest_free(m);
+	workspace_diff_free(a->now);
+	workspace_review_free(a->rv);
+	workspace_manifest_free(a->m);
 	state_unlock(lock);
 	return rc;
 }
@@ -155,17 +284,21 @@ cmd_apply_exec(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "path", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "review", required_argument, NULL, 'R' },
 		{ "include-risky", no_argument, NULL, 'r' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char	**paths;
-	size_t	  npaths = 0;
-	int	  ch, all = 0, risky = 0, dry = 0, rc;
+	struct apply_run	  a;
+	const char		 *review = NULL;
+	char			**paths;
+	size_t			  npaths = 0;
+	int			  ch, rc;
 
 	if ((paths = calloc((size_t)argc + 1, sizeof(char *))) == NULL)
 		return SG_EXIT_ERROR;
+	memset(&a, 0, sizeof(a));
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -174,13 +307,16 @@ cmd_apply_exec(int argc, char **argv)
 			paths[npaths++] = optarg;
 			break;
 		case 'a':
-			all = 1;
+			a.all = 1;
+			break;
+		case 'R':
+			review = optarg;
 			break;
 		case 'r':
-			risky = 1;
+			a.risky_ok = 1;
 			break;
 		case 'n':
-			dry = 1;
+			a.o.dry_run = 1;
 			break;
 		case 'h':
 			free(paths);
@@ -194,12 +330,11 @@ cmd_apply_exec(int argc, char **argv)
 	if (argc - optind != 1 || state_valid_id(argv[optind]) == -1)
 		rc = cmd_usage_error(&cmd_apply, "one valid sandbox id "
 		    "expected");
-	else if ((npaths == 0) == (all == 0))
+	else if ((npaths == 0) == (a.all == 0))
 		rc = cmd_usage_error(&cmd_apply, "give --path PATH ... or "
 		    "--all");
 	else
-		rc = cmd_apply_run(argv[optind], paths, npaths, all, risky,
-		    dry);
+		rc = cmd_apply_run(argv[optind], paths, npaths, &a, review);
 	free(paths);
 	return rc;
 }

@@ -4,9 +4,10 @@
  *
  *   sandgate audit [FILTERS] [--json]          a table or JSON lines
  *   sandgate audit summary [FILTERS] [--json]  blocked attempts, counted
- *   sandgate audit verify [--key PUB] [FILES...]
+ *   sandgate audit verify [--key PUB]... [--anchor FILE] [FILES...]
  *                                              check the hash chain and,
  *                                              with keys, the checkpoints
+ *                                              and the writer's anchor
  *   sandgate audit tail [-f] [-n N] [FILTERS]  the last events, following
  *   sandgate audit export --format ocsf [FILTERS] [FILES...]
  *                                              OCSF events, one per line
@@ -14,8 +15,10 @@
  *                                              the checkpoint keys
  *
  * A log is the current file and its rotated files, read oldest first:
- * NAME.N ... NAME.1, NAME. Log bytes are untrusted: lines are read with
- * a bounded reader, and strings are escaped before they reach a terminal.
+ * NAME.N ... NAME.1, NAME. Log bytes are untrusted: a file is read only
+ * if it is a regular file (opened without blocking, and in the log folder
+ * not through a symlink), up to the size it had when opened, with a
+ * bounded line reader; strings are escaped before they reach a terminal.
  */
 #include <sys/stat.h>
 
@@ -38,6 +41,7 @@
 #include "checkpoint.h"
 #include "ckverify.h"
 #include "cmd.h"
+#include "eventlog.h"
 #include "log.h"
 #include "logverify.h"
 #include "ocsf.h"
@@ -73,14 +77,20 @@ struct audit_args {
 	int		 npaths;
 	const char	*keys[AUDIT_KEYS_MAX];	/* verify --key */
 	int		 nkeys;
+	const char	*anchor;	/* verify --anchor */
+	int		 dir_given;	/* --log-dir */
 	const char	*format;	/* export --format */
 	const char	*owner;		/* key --owner */
 };
 
-/* A bounded line reader over an fd; a line is cut at SG_LOG_LINE_MAX. */
+/*
+ * A bounded line reader over an fd; a line is cut at SG_LOG_LINE_MAX, and
+ * no more than `left` bytes are read (the file's size when opened).
+ */
 struct audit_reader {
 	int	 fd;
 	int	 follow;	/* keep a partial last line for later */
+	long long left;		/* bytes still to read; -1: no end */
 	char	 blk[16384];
 	size_t	 off, end;
 	char	 line[SG_LOG_LINE_MAX + 2];
@@ -112,14 +122,17 @@ static int	audit_parse_opt(struct audit_args *, int, const char *);
 static int	audit_parse_mode(struct audit_args *, const char *);
 static int	audit_parse_time(const char *, int64_t *);
 static int	audit_parse_ts(const char *, int64_t *);
+static const char *audit_default_dir(const char *);
 static int	audit_files(const char *, const char *, char ***, int *);
 static void	audit_files_free(char **, int);
-static void	audit_reader_init(struct audit_reader *, int, int);
+static int	audit_open(const char *, long long *);
+static void	audit_reader_init(struct audit_reader *, int, int,
+		    long long);
+static int	audit_is_log_line(json_t *);
 static int	audit_next(struct audit_reader *, size_t *);
 static json_t	*audit_load(const char *, size_t);
 static int	audit_match(const struct audit_args *, json_t *);
 static const char *audit_str(json_t *, const char *);
-static void	audit_safe(const char *, char *, size_t);
 static void	audit_print(const struct audit_args *, json_t *);
 static void	audit_print_row(json_t *);
 static int	audit_each(const struct audit_args *, char **, int,
@@ -135,12 +148,18 @@ static void	audit_summary_print(const struct audit_args *,
 static int	audit_cmp_rot(const void *, const void *);
 static int	audit_cmp_count(const void *, const void *);
 static void	audit_summary_section(const char *, json_t *);
-static int	audit_verify(const struct audit_args *, char **, int);
+static int	audit_verify(const struct audit_args *);
 static int	audit_verify_keys(const struct audit_args *,
 		    struct ckverify *);
+static int	audit_verify_anchor(const struct audit_args *,
+		    struct ckverify *, char **);
+static int	audit_verify_files(const struct audit_args *,
+		    struct ckverify *);
+static int	audit_anchor_of_log(const char *, struct checkpoint_anchor *);
+static int	audit_live_log(const struct audit_args *);
 static int	audit_verify_file(struct ckverify *, const char *);
 static void	audit_verify_report(const struct ckverify *);
-static void	audit_verify_notes(const struct ckverify *);
+static void	audit_verify_notes(const struct ckverify *, const char *);
 static void	audit_export_cb(const struct audit_args *, json_t *, void *);
 static int	audit_export(const struct audit_args *, char **, int);
 static int	audit_key(const struct audit_args *, int, char **);
@@ -151,7 +170,7 @@ static int	audit_follow(const struct audit_args *, const char *);
 
 const struct cmd_entry cmd_audit = {
 	.name = "audit",
-	.usage = "[summary | verify [--key PUB]... [FILES...] | "
+	.usage = "[summary | verify [--key PUB]... [--anchor FILE] [FILES...] | "
 	    "tail [-f] [-n N] | export --format ocsf [FILES...] | "
 	    "key create|rotate|show [PATH] [--owner UID]] "
 	    "[--log-dir DIR] [--file NAME] [--sandbox ID] "
@@ -175,6 +194,7 @@ static const struct option audit_longopts[] = {
 	{ "follow", no_argument, NULL, 'f' },
 	{ "lines", required_argument, NULL, 'n' },
 	{ "key", required_argument, NULL, 'k' },
+	{ "anchor", required_argument, NULL, 'a' },
 	{ "format", required_argument, NULL, 'o' },
 	{ "owner", required_argument, NULL, 'u' },
 	{ "help", no_argument, NULL, 'h' },
@@ -239,6 +259,14 @@ audit_parse_ts(const char *s, int64_t *us)
 	return 0;
 }
 
+/* The folder of log file name: the run records have one of their own. */
+static const char *
+audit_default_dir(const char *name)
+{
+	return strcmp(name, "runs.jsonl") == 0 ? state_record_dir() :
+	    state_log_dir();
+}
+
 /* One option of audit_parse(); 0, or an exit code. */
 static int
 audit_parse_opt(struct audit_args *a, int ch, const char *arg)
@@ -246,7 +274,11 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	const char	*errstr;
 
 	switch (ch) {
-	case 'd': a->dir = arg; break;
+	case 'd':
+		a->dir = arg;
+		a->dir_given = 1;
+		break;
+	case 'a': a->anchor = arg; break;
 	case 'F':
 		if (strchr(arg, '/') != NULL || arg[0] == '.')
 			return cmd_usage_error(&cmd_audit, "--file takes a "
@@ -346,6 +378,9 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 	if (a->nkeys > 0 && a->mode != AUDIT_VERIFY)
 		return cmd_usage_error(&cmd_audit, "--key is an option of "
 		    "'audit verify'");
+	if (a->anchor != NULL && (a->mode != AUDIT_VERIFY || a->nkeys == 0))
+		return cmd_usage_error(&cmd_audit, "--anchor is an option of "
+		    "'audit verify --key'");
 	if ((a->format != NULL) != (a->mode == AUDIT_EXPORT))
 		return cmd_usage_error(&cmd_audit, "'audit export' takes "
 		    "--format ocsf, and only it does");
@@ -357,10 +392,8 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 		    "'audit key'");
 	if (a->lines == -1)
 		a->lines = AUDIT_TAIL_DEFAULT;
-	/* the run records have a folder of their own (state_record_dir) */
 	if (a->dir == NULL)
-		a->dir = strcmp(a->file, "runs.jsonl") == 0 ?
-		    state_record_dir() : state_log_dir();
+		a->dir = audit_default_dir(a->file);
 	a->paths = argv + optind;
 	a->npaths = argc - optind;
 	return 0;
@@ -415,7 +448,7 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 	free(rot);
 	*out = files;
 	*nout = (int)nrot + 1;
-	if (stat(files[nrot], &st) == -1 && nrot == 0) {
+	if (lstat(files[nrot], &st) == -1 && nrot == 0) {
 		fprintf(stderr, "sandgate: no log at '%s'\n", files[nrot]);
 		audit_files_free(files, *nout);
 		return -1;
@@ -433,11 +466,37 @@ audit_files_free(char **files, int n)
 	free(files);
 }
 
+/*
+ * Open a log file to read it: a regular file, never a FIFO or device
+ * (opened without blocking, then checked), never through a symlink (a
+ * log folder may belong to another uid). Returns the fd and its size, or
+ * -1 after a message on stderr (none for ENOENT).
+ */
+static int
+audit_open(const char *path, long long *size)
+{
+	struct stat	st;
+	int		fd;
+
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1) {
+		if (errno == EINVAL)
+			fprintf(stderr, "sandgate: '%s' is not a regular file: "
+			    "not reading it\n", path);
+		else if (errno != ENOENT)
+			fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
+			    errno == ELOOP ? "it is a symlink" : strerror(errno));
+		return -1;
+	}
+	*size = (long long)st.st_size;
+	return fd;
+}
+
 static void
-audit_reader_init(struct audit_reader *r, int fd, int follow)
+audit_reader_init(struct audit_reader *r, int fd, int follow, long long left)
 {
 	r->fd = fd;
 	r->follow = follow;
+	r->left = left;
 	r->off = r->end = r->n = 0;
 	r->partial = 0;
 }
@@ -457,11 +516,15 @@ audit_next(struct audit_reader *r, size_t *len)
 
 	for (;;) {
 		if (r->off == r->end) {
-			k = read(r->fd, r->blk, sizeof(r->blk));
+			k = r->left == 0 ? 0 : read(r->fd, r->blk,
+			    r->left > 0 && r->left < (long long)sizeof(r->blk) ?
+			    (size_t)r->left : sizeof(r->blk));
 			if (k == -1 && errno == EINTR)
 				continue;
 			if (k == -1)
 				return -1;
+			if (r->left > 0)
+				r->left -= k;
 			if (k == 0 && (!r->partial || r->follow))
 				return 0;
 			if (k == 0)
@@ -502,6 +565,30 @@ audit_load(const char *line, size_t len)
 		return NULL;
 	}
 	return obj;
+}
+
+/*
+ * 1 if obj has the members every log line has, as the writer writes them:
+ * ts a string, seq a count, prev and hash 64 lowercase hex digits.
+ */
+static int
+audit_is_log_line(json_t *obj)
+{
+	static const char *const hexes[] = { "prev", "hash" };
+	json_t		*seq = json_object_get(obj, "seq");
+	const char	*h;
+	size_t		 i;
+
+	if (!json_is_string(json_object_get(obj, "ts")) ||
+	    !json_is_integer(seq) || json_integer_value(seq) < 1)
+		return 0;
+	for (i = 0; i < 2; i++) {
+		h = json_string_value(json_object_get(obj, hexes[i]));
+		if (h == NULL || strlen(h) != LOGVERIFY_HASH_HEX ||
+		    !logverify_is_hex(h, LOGVERIFY_HASH_HEX))
+			return 0;
+	}
+	return 1;
 }
 
 /* A string member, or NULL. */
@@ -546,34 +633,6 @@ audit_match(const struct audit_args *a, json_t *obj)
 	return 1;
 }
 
-/*
- * Copy s for a terminal: printable ASCII as is, other bytes as \xNN, "-"
- * for NULL; cut with "..." past AUDIT_FIELD_SHOW.
- */
-static void
-audit_safe(const char *s, char *out, size_t size)
-{
-	static const char	 hexd[] = "0123456789abcdef";
-	const unsigned char	*p = (const unsigned char *)(s ? s : "-");
-	size_t			 o = 0;
-
-	for (; *p != '\0' && o + 8 < size; p++) {
-		if (*p >= 0x20 && *p < 0x7f)
-			out[o++] = (char)*p;
-		else {
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hexd[*p >> 4];
-			out[o++] = hexd[*p & 0xf];
-		}
-	}
-	if (*p != '\0') {
-		memcpy(out + o, "...", 3);
-		o += 3;
-	}
-	out[o] = '\0';
-}
-
 /* One table row: time, event, sandbox, src, destination, reason. */
 static void
 audit_print_row(json_t *obj)
@@ -583,15 +642,15 @@ audit_print_row(json_t *obj)
 	char		 host[AUDIT_FIELD_SHOW];
 	json_t		*port = json_object_get(obj, "port");
 
-	audit_safe(audit_str(obj, "ts"), ts, sizeof(ts));
-	audit_safe(audit_str(obj, "event"), ev, sizeof(ev));
-	audit_safe(audit_str(obj, "sandbox"), sbx, sizeof(sbx));
-	audit_safe(audit_str(obj, "src"), src, sizeof(src));
-	audit_safe(audit_str(obj, "host"), host, sizeof(host));
-	audit_safe(audit_str(obj, "reason"), why, sizeof(why));
+	util_escape(audit_str(obj, "ts"), ts, sizeof(ts));
+	util_escape(audit_str(obj, "event"), ev, sizeof(ev));
+	util_escape(audit_str(obj, "sandbox"), sbx, sizeof(sbx));
+	util_escape(audit_str(obj, "src"), src, sizeof(src));
+	util_escape(audit_str(obj, "host"), host, sizeof(host));
+	util_escape(audit_str(obj, "reason"), why, sizeof(why));
 	if (strncmp(ev, "run.", 4) == 0) {
 		/* A run record: the command and how it ended. */
-		audit_safe(audit_str(obj, "command"), dst, sizeof(host));
+		util_escape(audit_str(obj, "command"), dst, sizeof(host));
 		snprintf(why, sizeof(why), "exit %lld", (long long)
 		    json_integer_value(json_object_get(obj, "exit_code")));
 	} else if (json_is_integer(port))
@@ -633,25 +692,27 @@ audit_each(const struct audit_args *a, char **files, int n,
 {
 	struct audit_reader	*r = util_xmalloc(sizeof(*r));
 	json_t			*obj;
-	size_t			 len, skipped = 0;
+	long long		 size;
+	size_t			 len, skipped = 0, notlog = 0;
 	int			 i, fd, got, rc = 0;
 
 	for (i = 0; i < n && rc == 0; i++) {
-		if ((fd = open(files[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		if ((fd = audit_open(files[i], &size)) == -1) {
 			if (errno == ENOENT)
 				continue;
-			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
-			    files[i], strerror(errno));
 			rc = -1;
 			break;
 		}
-		audit_reader_init(r, fd, 0);
+		audit_reader_init(r, fd, 0, size);
 		while ((got = audit_next(r, &len)) == 1) {
 			if ((obj = audit_load(r->line, len)) == NULL) {
 				skipped++;
 				continue;
 			}
-			if (audit_match(a, obj))
+			/* An export holds log lines only (the schema asks). */
+			if (a->mode == AUDIT_EXPORT && !audit_is_log_line(obj))
+				notlog++;
+			else if (audit_match(a, obj))
 				cb(a, obj, arg);
 			json_decref(obj);
 		}
@@ -665,6 +726,10 @@ audit_each(const struct audit_args *a, char **files, int n,
 	if (skipped > 0)
 		fprintf(stderr, "sandgate: %zu line(s) skipped: not JSON "
 		    "(run 'sandgate audit verify')\n", skipped);
+	if (notlog > 0)
+		fprintf(stderr, "sandgate: %zu line(s) not exported: not log "
+		    "lines (ts, seq, prev or hash missing or malformed; run "
+		    "'sandgate audit verify')\n", notlog);
 	free(r);
 	return rc;
 }
@@ -754,7 +819,7 @@ audit_summary_section(const char *title, json_t *counts)
 	}
 	qsort(kv, n, sizeof(*kv), audit_cmp_count);
 	for (i = 0; i < n; i++) {
-		audit_safe(kv[i].key, safe, sizeof(safe));
+		util_escape(kv[i].key, safe, sizeof(safe));
 		printf("  %8lld  %s\n", kv[i].n, safe);
 	}
 	free(kv);
@@ -789,16 +854,18 @@ static int
 audit_verify_file(struct ckverify *v, const char *path)
 {
 	struct audit_reader	*r;
+	long long		 size;
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
-		    strerror(errno));
+	if ((fd = audit_open(path, &size)) == -1) {
+		if (errno == ENOENT)
+			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
+			    path, strerror(errno));
 		return -1;
 	}
 	r = util_xmalloc(sizeof(*r));
-	audit_reader_init(r, fd, 0);
+	audit_reader_init(r, fd, 0, size);
 	ckverify_file(v, path);
 	while ((got = audit_next(r, &len)) == 1) {
 		if (ckverify_feed(v, r->line, len) == -1 && v->chain.broken)
@@ -837,6 +904,128 @@ audit_verify_keys(const struct audit_args *a, struct ckverify *v)
 	return 0;
 }
 
+/* 1 if the log verified is the live one: the log folder, no FILES. */
+static int
+audit_live_log(const struct audit_args *a)
+{
+	char	given[PATH_MAX], live[PATH_MAX];
+
+	if (a->npaths > 0)
+		return 0;
+	if (!a->dir_given)
+		return 1;
+	return realpath(a->dir, given) != NULL &&
+	    realpath(audit_default_dir(a->file), live) != NULL &&
+	    strcmp(given, live) == 0;
+}
+
+/*
+ * --anchor FILE that is a log (a copy shipped elsewhere): its last log
+ * line is the anchor. 0, or -1 after a message.
+ */
+static int
+audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
+{
+	struct audit_reader	*r = util_xmalloc(sizeof(*r));
+	struct logverify_line	 l;
+	json_t			*obj;
+	long long		 size;
+	size_t			 len;
+	int			 fd, got, found = 0;
+
+	memset(an, 0, sizeof(*an));
+	if ((fd = audit_open(path, &size)) == -1) {
+		free(r);
+		return -1;
+	}
+	audit_reader_init(r, fd, 0, size);
+	while ((got = audit_next(r, &len)) == 1) {
+		if (logverify_line(r->line, len, &l) != LOGVERIFY_OK)
+			continue;
+		an->seq = l.seq;
+		util_strlcpy(an->hash, l.hash, sizeof(an->hash));
+		util_strlcpy(an->reason, "copy", sizeof(an->reason));
+		obj = audit_load(r->line, len);
+		util_strlcpy(an->ts, audit_str(obj, "ts") ? audit_str(obj,
+		    "ts") : "", sizeof(an->ts));
+		json_decref(obj);
+		found = 1;
+	}
+	close(fd);
+	free(r);
+	if (got == -1 || !found) {
+		fprintf(stderr, "sandgate: --anchor '%s': %s\n", path, got ==
+		    -1 ? strerror(errno) : "neither an anchor nor a log with "
+		    "a log line");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The writer's anchor the log is checked against (keys only): --anchor
+ * FILE (an anchor file, or a log copy whose last line is one), or for the
+ * live log the writer's own beside its key, read before the log files
+ * are listed (the log can only grow after it). A note for the report
+ * goes to note, also when no anchor is used. 0, or -1 after a message.
+ */
+static int
+audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
+    char **note)
+{
+	struct checkpoint_anchor	 an;
+	char				 key[4096], path[4096 + 8], head[32];
+	char				*cause = NULL;
+	int				 fd, r;
+	ssize_t				 k;
+	long long			 size;
+
+	if (a->nkeys == 0)
+		return 0;
+	if (a->anchor != NULL) {
+		util_strlcpy(path, a->anchor, sizeof(path));
+		if ((fd = audit_open(path, &size)) == -1)
+			return -1;
+		k = read(fd, head, sizeof(head) - 1);
+		close(fd);
+		head[k > 0 ? k : 0] = '\0';
+		if (strncmp(head, CHECKPOINT_ANCHOR_HEAD " ",
+		    sizeof(CHECKPOINT_ANCHOR_HEAD)) != 0) {
+			if (audit_anchor_of_log(path, &an) == -1)
+				return -1;
+			goto set;
+		}
+	} else if (!audit_live_log(a)) {
+		util_xasprintf(note, "note: not checked against a writer's "
+		    "anchor (FILES or another --log-dir): a log cut at an "
+		    "earlier checkpoint, even at an old close, is found only "
+		    "with --anchor\n");
+		return 0;
+	} else if (auditkey_path(a->file, key, sizeof(key)) == -1)
+		return 0;
+	else
+		snprintf(path, sizeof(path), "%s.anchor", key);
+	if (a->anchor == NULL && access(path, R_OK) == -1) {
+		util_xasprintf(note, "note: %s the writer's anchor %s (%s): a "
+		    "log cut at an earlier checkpoint is found only with "
+		    "--anchor\n", errno == ENOENT ? "no" : "cannot read", path,
+		    strerror(errno));
+		return 0;
+	}
+	if ((r = checkpoint_anchor_read(path, &an, &cause)) != 1) {
+		fprintf(stderr, "sandgate: %s\n", r == 0 ? "--anchor: no such "
+		    "file" : cause);
+		free(cause);
+		return -1;
+	}
+set:
+	ckverify_set_anchor(v, &an);
+	util_xasprintf(note, "note: checked against the anchor %s: seq %lld "
+	    "(%s, %s) is in the log as written\n", path, an.seq, an.reason,
+	    an.ts);
+	return 0;
+}
+
 /* Where trust ends, for a log that is not trusted to its end. */
 static void
 audit_verify_report(const struct ckverify *v)
@@ -852,21 +1041,24 @@ audit_verify_report(const struct ckverify *v)
 		    "(missing from the log)\n", v->untrusted.seq);
 }
 
-/* What an intact log's checkpoints say. */
+/* What an intact log's checkpoints say; anchor: the anchor's note. */
 static void
-audit_verify_notes(const struct ckverify *v)
+audit_verify_notes(const struct ckverify *v, const char *anchor)
 {
 	if (v->nkeys == 0) {
 		if (v->checkpoints > 0)
 			printf("note: %zu checkpoint(s) not checked: give the "
 			    "writer's public key with --key\n", v->checkpoints);
+		if (v->resumes > 0)
+			printf("note: %zu log.resume line(s) not judged: give "
+			    "the writer's public key with --key\n", v->resumes);
 		return;
 	}
-	if (v->chain.events == 0)
-		return;
 	printf("OK: %zu checkpoint(s) signed by trusted keys; the last at seq "
 	    "%lld (%s, %s)\n", v->good, v->good_at.seq, v->good_reason,
 	    v->good_ts);
+	if (anchor != NULL)
+		fputs(anchor, stdout);
 	if (v->after > 0)
 		printf("note: %zu event(s) after it, from seq %lld, are not "
 		    "signed yet: its writer signs every %llu s while it runs\n",
@@ -879,6 +1071,11 @@ audit_verify_notes(const struct ckverify *v)
 		    "time(s); the first time, seq %lld on were signed only when "
 		    "it started again (%s:%zu)\n", v->restarts, v->restart_from,
 		    v->restart.file, v->restart.line);
+	if (v->crashes > 0)
+		printf("note: %zu time(s) the writer found lines after the "
+		    "checkpoint it had signed last, having stopped without "
+		    "closing the log, and recorded it (log.resume, first at "
+		    "%s:%zu)\n", v->crashes, v->crash.file, v->crash.line);
 	if (v->reintroduced > 0)
 		printf("note: %zu key hand-over(s) written again by a writer "
 		    "that restarted during a key rotation\n", v->reintroduced);
@@ -886,27 +1083,43 @@ audit_verify_notes(const struct ckverify *v)
 		printf("note: the log is now signed by key %s\n", v->good_key);
 }
 
+/* The chain of files (FILES, else the log folder's), fed in order. */
+static int
+audit_verify_files(const struct audit_args *a, struct ckverify *v)
+{
+	struct stat	  st;
+	char		**files = a->paths;
+	int		  i, n = a->npaths, rc = 0;
+
+	if (n == 0 && audit_files(a->dir, a->file, &files, &n) == -1)
+		return -1;
+	for (i = 0; i < n && rc == 0; i++) {
+		/* The current file may not exist yet right after rotation. */
+		if (a->npaths == 0 && i == n - 1 && n > 1 &&
+		    lstat(files[i], &st) == -1 && errno == ENOENT)
+			continue;
+		rc = audit_verify_file(v, files[i]);
+	}
+	if (a->npaths == 0)
+		audit_files_free(files, n);
+	return rc;
+}
+
 /* `audit verify`: the chain across files, oldest first, and checkpoints. */
 static int
-audit_verify(const struct audit_args *a, char **files, int n)
+audit_verify(const struct audit_args *a)
 {
 	struct ckverify		*v = util_xmalloc(sizeof(*v));
 	struct timespec		 now;
-	struct stat		 st;
 	enum ckverify_result	 r;
-	int			 i, rc = SG_EXIT_ERROR;
+	char			*anchor = NULL;
+	int			 rc = SG_EXIT_ERROR;
 
 	ckverify_init(v);
-	if (audit_verify_keys(a, v) == -1)
+	if (audit_verify_keys(a, v) == -1 ||
+	    audit_verify_anchor(a, v, &anchor) == -1 ||
+	    audit_verify_files(a, v) == -1)
 		goto out;
-	for (i = 0; i < n; i++) {
-		/* The current file may not exist yet right after rotation. */
-		if (a->npaths == 0 && i == n - 1 && n > 1 &&
-		    stat(files[i], &st) == -1 && errno == ENOENT)
-			continue;
-		if (audit_verify_file(v, files[i]) == -1)
-			goto out;
-	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	r = ckverify_finish(v, (int64_t)now.tv_sec * 1000000 +
 	    now.tv_nsec / 1000);
@@ -922,7 +1135,8 @@ audit_verify(const struct audit_args *a, char **files, int n)
 		printf("OK: %zu events, chain intact\n", v->chain.events);
 	if (v->chain.events > 0 && !v->chain.genesis)
 		printf("note: the chain starts at seq %lld; older events were "
-		    "rotated away\n", v->chain.first_seq);
+		    "rotated away%s\n", v->chain.first_seq, v->nkeys > 0 ? "" :
+		    " (or cut: --key tells)");
 	if (v->chain.torn > 0)
 		printf("note: %zu torn line(s), the first at %s:%zu: an "
 		    "interrupted write, skipped\n", v->chain.torn,
@@ -930,8 +1144,9 @@ audit_verify(const struct audit_args *a, char **files, int n)
 	if (r == CKVERIFY_UNTRUSTED)
 		audit_verify_report(v);
 	else
-		audit_verify_notes(v);
+		audit_verify_notes(v, anchor);
 out:
+	free(anchor);
 	ckverify_release(v);
 	free(v);
 	return rc;
@@ -998,7 +1213,7 @@ audit_key(const struct audit_args *a, int argc, char **argv)
 		return cmd_usage_error(&cmd_audit, "--owner '%s': %s", a->owner,
 		    errstr);
 	return auditkey_command(argv[0], argc == 2 ? argv[1] : NULL, a->file,
-	    owner);
+	    a->dir, owner);
 }
 
 /* Keep the last a->lines matching events in a ring of JSON objects. */
@@ -1047,7 +1262,7 @@ audit_rotated(int fd, const char *path)
 
 	if (fstat(fd, &st) == -1)
 		return 1;
-	if (stat(path, &cur) == -1)
+	if (lstat(path, &cur) == -1)
 		return 0;	/* moved, not yet replaced: keep reading */
 	if (cur.st_dev != st.st_dev || cur.st_ino != st.st_ino)
 		return 1;
@@ -1064,17 +1279,21 @@ audit_follow(const struct audit_args *a, const char *path)
 	struct timespec		 pause = { 0, AUDIT_POLL_NS };
 	struct audit_reader	*r = util_xmalloc(sizeof(*r));
 	json_t			*obj;
+	long long		 size;
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	if ((fd = audit_open(path, &size)) == -1 ||
 	    lseek(fd, 0, SEEK_END) == -1) {
-		fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
-		    strerror(errno));
+		if (errno == ENOENT)
+			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
+			    path, strerror(errno));
+		if (fd != -1)
+			close(fd);
 		free(r);
 		return SG_EXIT_ERROR;
 	}
-	audit_reader_init(r, fd, 1);
+	audit_reader_init(r, fd, 1, -1);
 	for (;;) {
 		while ((got = audit_next(r, &len)) == 1) {
 			if ((obj = audit_load(r->line, len)) == NULL)
@@ -1086,9 +1305,14 @@ audit_follow(const struct audit_args *a, const char *path)
 		fflush(stdout);
 		if (got == 0 && audit_rotated(fd, path)) {
 			close(fd);
-			while ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+			while ((fd = audit_open(path, &size)) == -1) {
+				if (errno != ENOENT) {
+					free(r);
+					return SG_EXIT_ERROR;
+				}
 				nanosleep(&pause, NULL);
-			audit_reader_init(r, fd, 1);
+			}
+			audit_reader_init(r, fd, 1, -1);
 			continue;
 		}
 		nanosleep(&pause, NULL);
@@ -1107,16 +1331,13 @@ audit_exec(int argc, char **argv)
 		return rc == -1 ? SG_EXIT_OK : rc;
 	if (a.mode == AUDIT_KEY)
 		return audit_key(&a, a.npaths, a.paths);
-	if (a.mode == AUDIT_VERIFY && a.npaths > 0)
-		return audit_verify(&a, a.paths, a.npaths);
+	if (a.mode == AUDIT_VERIFY)
+		return audit_verify(&a);
 	if (a.mode == AUDIT_EXPORT && a.npaths > 0)
 		return audit_export(&a, a.paths, a.npaths);
 	if (audit_files(a.dir, a.file, &files, &n) == -1)
 		return SG_EXIT_ERROR;
 	switch (a.mode) {
-	case AUDIT_VERIFY:
-		rc = audit_verify(&a, files, n);
-		break;
 	case AUDIT_TAIL:
 		rc = audit_tail(&a, files, n);
 		break;

@@ -1,4 +1,4 @@
-/* cmd_diff.c: `sandgate diff ID [--stat] [--json]`. */
+/* cmd_diff.c: `sandgate diff ID [--stat] [--json] [--raw]`. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -6,25 +6,34 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "freeze.h"
+#include "quote.h"
 #include "risky.h"
+#include "sglimits.h"
 #include "state.h"
 #include "workspace.h"
 
 static int	cmd_diff_exec(int, char **);
 static void	cmd_diff_stat(const struct workspace_diff *);
+static int	cmd_diff_run(const char *, int, int);
+static void	cmd_diff_notes(const struct workspace_write_stats *, int);
 
 const struct cmd_entry cmd_diff = {
 	.name = "diff",
-	.usage = "[--stat] [--json] ID",
+	.usage = "[--stat] [--json] [--raw] ID",
 	.summary = "show what the sandbox changed in its working copy: "
 	    "added, modified and\ndeleted files, a unified diff for text "
-	    "files, SHA-256 before and after for\nbinary files; risky paths "
-	    "(CI, build files, git hooks, shell rc files) are\nflagged. "
-	    "--stat prints one line per file, --json one object.",
+	    "files (control characters shown as\n\\xHH unless --raw), "
+	    "sizes and SHA-256 for binary files and for text files\ntoo "
+	    "large to show; risky paths (CI, build files, git hooks, shell "
+	    "rc files)\nare flagged. Ends with the review digest (\"review "
+	    "DIGEST\"; \"review\" in\n--json) that `sandgate apply --review "
+	    "DIGEST` checks against. The sandbox is\nfrozen while its files "
+	    "are read. --stat prints one line per file, --json one\nobject.",
 	.exec = cmd_diff_exec,
 };
 
-/* "A path", "M path", "D path", a risky mark, then the counts. */
+/* "A path", "M path", "D path" (quoted), a risky mark, then the counts. */
 static void
 cmd_diff_stat(const struct workspace_diff *d)
 {
@@ -34,7 +43,8 @@ cmd_diff_stat(const struct workspace_diff *d)
 
 	for (i = 0; i < d->n; i++) {
 		n[d->v[i].change]++;
-		printf("%c %s", mark[d->v[i].change], d->v[i].path);
+		printf("%c ", mark[d->v[i].change]);
+		quote_path(stdout, d->v[i].path, strlen(d->v[i].path));
 		if (d->v[i].special)
 			printf("  (%s, never applied)", d->v[i].special_what);
 		if (risky_path(d->v[i].path, &why)) {
@@ -47,28 +57,115 @@ cmd_diff_stat(const struct workspace_diff *d)
 	    n[1], n[2], risky);
 }
 
+/* What the reviewer should know about what was not shown as it is. */
+static void
+cmd_diff_notes(const struct workspace_write_stats *ws, int raw)
+{
+	if (ws->too_large > 0)
+		fprintf(stderr, "sandgate: note: %zu text file%s too large to "
+		    "show (over %u bytes or %u lines): only %s sizes and "
+		    "SHA-256 are listed\n", ws->too_large,
+		    ws->too_large == 1 ? " is" : "s are", SG_DIFF_FILE_MAX,
+		    SG_DIFF_LINES_MAX, ws->too_large == 1 ? "its" : "their");
+	if (ws->escaped > 0 && !raw)
+		fprintf(stderr, "sandgate: note: %zu byte%s of control "
+		    "characters or invalid UTF-8 in the diff %s shown as \\xHH "
+		    "(--raw shows them as they are)\n", ws->escaped,
+		    ws->escaped == 1 ? "" : "s", ws->escaped == 1 ? "is" :
+		    "are");
+}
+
+/*
+ * Freeze, read and hash the working copy (keeping the text files' bytes),
+ * thaw, then write: the text is made from the kept bytes, so the sandbox
+ * runs again while a slow reader pages through it.
+ */
+static int
+cmd_diff_run(const char *sbx, int mode, int raw)
+{
+	struct workspace_write_stats	 ws;
+	struct workspace_diff_opts	 o;
+	struct workspace_manifest	*m = NULL;
+	struct workspace_diff		*d = NULL;
+	struct freeze			 fz;
+	char				*cause = NULL, *tcause = NULL;
+	int				 sig, rc = SG_EXIT_ERROR;
+
+	memset(&fz, 0, sizeof(fz));
+	if ((m = workspace_manifest_load(sbx, &cause)) == NULL ||
+	    freeze_begin(&fz, sbx, 1, &cause) == -1)
+		goto out;
+	memset(&o, 0, sizeof(o));
+	o.stage = mode != 's';
+	o.size_max = (off_t)fz.disk;
+	o.interrupted = freeze_interrupted;
+	d = workspace_diff(sbx, m, &o, &cause);
+	sig = freeze_interrupted();
+	if (freeze_end(&fz, &tcause) == -1 && d != NULL) {
+		workspace_diff_free(d);
+		d = NULL;
+		cause = tcause;
+		tcause = NULL;
+	}
+	if (sig != 0) {
+		rc = 128 + sig;
+		goto out;
+	}
+	if (d == NULL)
+		goto out;
+	if (mode == 's')
+		cmd_diff_stat(d);
+	else if (workspace_diff_write(sbx, d, (mode == 'j' ?
+	    WORKSPACE_WRITE_JSON : 0) | (raw ? WORKSPACE_WRITE_RAW : 0),
+	    stdout, &ws, &cause) == -1)
+		goto out;
+	if (fflush(stdout) != 0) {
+		cause = strdup("cannot write the diff");
+		goto out;
+	}
+	/* shown in full: apply --review may now check against it */
+	if (mode != 's') {
+		if (d->n > 0 && workspace_review_save(sbx, d, &cause) == -1)
+			goto out;
+		cmd_diff_notes(&ws, raw);
+	}
+	rc = SG_EXIT_OK;
+out:
+	freeze_end(&fz, NULL);
+	if (cause != NULL)
+		quote_notice(stderr, cause);
+	free(cause);
+	free(tcause);
+	workspace_diff_free(d);
+	workspace_manifest_free(m);
+	return rc;
+}
+
 static int
 cmd_diff_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "stat", no_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "raw", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct workspace_manifest	*m = NULL;
-	struct workspace_diff		*d = NULL;
-	char				 sbx[4096], *cause = NULL;
-	int				 ch, stat = 0, json = 0, lock, rc;
+	char	sbx[4096];
+	int	ch, mode = 't', raw = 0, lock, rc;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
-			stat = 1;
-			break;
 		case 'j':
-			json = 1;
+			if (mode != 't' && mode != ch)
+				return cmd_usage_error(&cmd_diff, "--stat and "
+				    "--json exclude each other");
+			mode = ch;
+			break;
+		case 'r':
+			raw = 1;
 			break;
 		case 'h':
 			return cmd_help(&cmd_diff);
@@ -79,11 +176,7 @@ cmd_diff_exec(int argc, char **argv)
 	if (argc - optind != 1)
 		return cmd_usage_error(&cmd_diff, "one sandbox id expected");
 	if (state_valid_id(argv[optind]) == -1)
-		return cmd_usage_error(&cmd_diff, "invalid sandbox id '%s'",
-		    argv[optind]);
-	if (stat && json)
-		return cmd_usage_error(&cmd_diff, "--stat and --json "
-		    "exclude each other");
+		return cmd_usage_error(&cmd_diff, "invalid sandbox id");
 	if (state_path(sbx, sizeof(sbx), argv[optind], NULL) == -1 ||
 	    (lock = state_lock(argv[optind], 0)) == -1) {
 		fprintf(stderr, "sandgate: no sandbox '%s'%s%s\n", argv[optind],
@@ -91,21 +184,7 @@ cmd_diff_exec(int argc, char **argv)
 		    strerror(errno));
 		return SG_EXIT_ERROR;
 	}
-	rc = SG_EXIT_ERROR;
-	if ((m = workspace_manifest_load(sbx, &cause)) == NULL ||
-	    (d = workspace_diff(sbx, m, &cause)) == NULL)
-		goto out;
-	if (stat)
-		cmd_diff_stat(d);
-	else if (workspace_diff_write(sbx, d, json, stdout, &cause) == -1)
-		goto out;
-	rc = fflush(stdout) == 0 ? SG_EXIT_OK : SG_EXIT_ERROR;
-out:
-	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
-	free(cause);
-	workspace_diff_free(d);
-	workspace_manifest_free(m);
+	rc = cmd_diff_run(sbx, mode, raw);
 	state_unlock(lock);
 	return rc;
 }

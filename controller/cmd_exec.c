@@ -246,6 +246,7 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 		    m->id, SANDBOX_UID);
 		goto out;
 	}
+	o.evidence_max = m->disk;
 	if (exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1 ||
 	    (!a->fresh && exec_seal_holds(m, pid, &cause) == -1))
 		goto out;

@@ -14,20 +14,28 @@
 #include <zip.h>
 
 #include "cmd.h"
+#include "eventlog.h"
+#include "quote.h"
+#include "sandbox.h"
+#include "sglimits.h"
 #include "state.h"
+#include "util.h"
 #include "workspace.h"
 #include "workspace_priv.h"
 
 /*
  * A file of the working copy or the evidence folder, opened only when
  * libzip reads it, through its root without following links (the agent
- * may swap a file for a symlink at any time).
+ * may swap a file for a symlink at any time), and read no further than
+ * the size it had when it was listed (a file made sparse and huge
+ * meanwhile is cut there).
  */
 struct export_src {
 	int		 rootfd;	/* not owned */
 	char		*rel;
 	int		 fd;
 	time_t		 mtime;
+	off_t		 size, done;
 	zip_error_t	 err;
 };
 
@@ -36,17 +44,26 @@ struct export_ctx {
 	const char	*id;
 	char		 sbx[4096];
 	int		 fds[2];	/* work/ and runs/ roots */
+	off_t		 size_max;	/* the sandbox's --disk */
+	off_t		 budget;	/* what the tree may still add */
+	size_t		 names;		/* bytes of entry names added */
+	FILE		*skipped;	/* names left out, or NULL */
 };
 
 static int		 cmd_export_exec(int, char **);
 static zip_int64_t	 export_src_cb(void *, void *, zip_uint64_t,
 			    zip_source_cmd_t);
-static int		 export_file(struct export_ctx *, int, const char *,
-			    const char *, const struct stat *);
-static int		 export_tree(struct export_ctx *, int, int,
-			    const char *, char *, size_t);
-static int		 export_buffer(struct export_ctx *, const char *,
-			    char *, size_t);
+static int		 export_file(struct export_ctx *, int,
+			    const struct workspace_walk_entry *, const char *);
+static int		 export_skip(struct export_ctx *, const char *,
+			    const char *);
+static int		 export_name(char **, const char *, const char *);
+static int		 export_name_fits(const char *, int);
+static int		 export_tree(struct export_ctx *, int, const char *);
+static int		 export_stream(struct export_ctx *, const char *,
+			    FILE *);
+static FILE		*export_tmp(struct export_ctx *);
+static size_t		 export_line(FILE *, char *);
 static int		 export_jsonl(struct export_ctx *, const char *,
 			    const char *);
 static int		 export_diff(struct export_ctx *);
@@ -59,7 +76,9 @@ const struct cmd_entry cmd_export = {
 	    "manifest.json, the\ndiff (diff.patch, diff.json), its run "
 	    "records (runs.jsonl), its security\nevents "
 	    "(security-events.jsonl), the evidence folder runs/ and the "
-	    "working\ncopy under work/ (regular files only).",
+	    "working\ncopy under work/ (regular files only; names that are "
+	    "not UTF-8 as raw bytes;\nfiles larger than the sandbox's "
+	    "--disk are left out and listed in skipped.txt).",
 	.exec = cmd_export_exec,
 };
 
@@ -81,12 +100,18 @@ export_src_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
 			    ELOOP);
 			return -1;
 		}
+		s->done = 0;
 		return 0;
 	case ZIP_SOURCE_READ:
+		if ((off_t)len > s->size - s->done)
+			len = (zip_uint64_t)(s->size - s->done);
+		if (len == 0)
+			return 0;
 		if ((r = read(s->fd, data, len)) == -1) {
 			zip_error_set(&s->err, ZIP_ER_READ, errno);
 			return -1;
 		}
+		s->done += r;
 		return r;
 	case ZIP_SOURCE_CLOSE:
 		if (s->fd != -1)
@@ -118,94 +143,161 @@ export_src_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
 	}
 }
 
+/* "prefix/rel" into *name (malloc'ed). */
 static int
-export_file(struct export_ctx *c, int rootfd, const char *rel,
-    const char *name, const struct stat *sb)
+export_name(char **name, const char *prefix, const char *rel)
+{
+	return asprintf(name, "%s/%s", prefix, rel) == -1 ? -1 : 0;
+}
+
+/*
+ * The zip name's encoding: UTF-8 when it is UTF-8 without a control
+ * character (libzip refuses those as UTF-8), else its raw bytes.
+ */
+#define EXPORT_ENC(n)	(quote_path_needed((n), strlen(n)) ? \
+			    ZIP_FL_ENC_RAW : ZIP_FL_ENC_UTF_8)
+
+static int
+export_file(struct export_ctx *c, int rootfd,
+    const struct workspace_walk_entry *e, const char *name)
 {
 	struct export_src	*s;
 	zip_source_t		*zs;
 	zip_int64_t		 idx;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->rel = strdup(rel)) == NULL) {
+	    (s->rel = strdup(e->path)) == NULL) {
 		free(s);
 		return -1;
 	}
 	s->rootfd = rootfd;
 	s->fd = -1;
-	s->mtime = sb->st_mtime;
+	s->mtime = e->st.st_mtime;
+	s->size = e->st.st_size;
 	zip_error_init(&s->err);
 	if ((zs = zip_source_function(c->za, export_src_cb, s)) == NULL) {
 		free(s->rel);
 		free(s);
 		return -1;
 	}
-	idx = zip_file_add(c->za, name, zs, ZIP_FL_ENC_UTF_8 |
+	idx = zip_file_add(c->za, name, zs, EXPORT_ENC(name) |
 	    ZIP_FL_OVERWRITE);
 	if (idx == -1) {
 		zip_source_free(zs);
-		return -1;
+		return export_skip(c, name, zip_strerror(c->za));
 	}
 	zip_file_set_external_attributes(c->za, (zip_uint64_t)idx, 0,
-	    ZIP_OPSYS_UNIX, (zip_uint32_t)(S_IFREG | (sb->st_mode & 0777))
+	    ZIP_OPSYS_UNIX, (zip_uint32_t)(S_IFREG | (e->st.st_mode & 0777))
 	    << 16);
 	return 0;
 }
 
-/* Add the tree under dfd (owned) as prefix/...; rel is its path. */
+/* Note a file left out, in skipped.txt and on stderr. */
 static int
-export_tree(struct export_ctx *c, int rootfd, int dfd, const char *prefix,
-    char *rel, size_t rellen)
+export_skip(struct export_ctx *c, const char *name, const char *why)
 {
-	struct dirent	*de;
-	struct stat	 sb;
-	char		 name[8192];
-	DIR		*dir;
-	size_t		 n;
-	int		 sub, rc = 0;
-
-	if ((dir = fdopendir(dfd)) == NULL) {
-		close(dfd);
+	if (c->skipped == NULL && (c->skipped = export_tmp(c)) == NULL)
 		return -1;
+	quote_path(c->skipped, name, strlen(name));
+	fprintf(c->skipped, ": %s\n", why);
+	fputs("sandgate: warning: not exported: ", stderr);
+	quote_path(stderr, name, strlen(name));
+	fprintf(stderr, " (%s)\n", why);
+	return 0;
+}
+
+/*
+ * A zip entry name holds at most 65,535 bytes (a 16-bit length; a folder
+ * takes one more for its '/'): libzip would store a longer name cut at
+ * its length mod 65,536, which may be another path of the tree. Such a
+ * path is left out and listed in skipped.txt, never stored under another
+ * name.
+ */
+#define EXPORT_NAME_MAX	65535
+
+static int
+export_name_fits(const char *name, int dir)
+{
+	return strlen(name) + (dir ? 1 : 0) <= EXPORT_NAME_MAX;
+}
+
+/* Add the tree under rootfd as prefix/...: folders and regular files. */
+static int
+export_tree(struct export_ctx *c, int rootfd, const char *prefix)
+{
+	struct workspace_walk		*w;
+	struct workspace_walk_entry	 e;
+	char				*name = NULL, *cause = NULL;
+	int				 r, rc = -1;
+
+	c->budget = c->size_max;
+	if ((w = workspace_walk_new(rootfd, &cause)) == NULL)
+		goto out;
+	while ((r = workspace_walk_next(w, &e, &cause)) == 1) {
+		free(name);
+		if (export_name(&name, prefix, e.path) == -1) {
+			name = NULL;
+			goto out;
+		}
+		if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
+		    !export_name_fits(name, S_ISDIR(e.st.st_mode))) {
+			/* nothing under a folder fits either: one line */
+			if (S_ISDIR(e.st.st_mode))
+				workspace_walk_prune(w);
+			if (export_skip(c, name, S_ISDIR(e.st.st_mode) ?
+			    "name longer than a zip entry name can hold "
+			    "(65,535 bytes), and everything under it" :
+			    "name longer than a zip entry name can hold "
+			    "(65,535 bytes)") == -1)
+				goto out;
+		} else if ((S_ISDIR(e.st.st_mode) || S_ISREG(e.st.st_mode)) &&
+		    strlen(name) + 1 > SG_EXPORT_NAMES_MAX - c->names) {
+			if (S_ISDIR(e.st.st_mode))
+				workspace_walk_prune(w);
+			if (export_skip(c, name, S_ISDIR(e.st.st_mode) ?
+			    "the export's names reached 4 MiB; everything "
+			    "under it too" : "the export's names reached "
+			    "4 MiB") == -1)
+				goto out;
+		} else if (S_ISDIR(e.st.st_mode)) {
+			c->names += strlen(name) + 1;
+			if (zip_dir_add(c->za, name, EXPORT_ENC(name)) == -1 &&
+			    export_skip(c, name, zip_strerror(c->za)) == -1)
+				goto out;
+		} else if (S_ISREG(e.st.st_mode) && e.st.st_size > c->size_max) {
+			if (export_skip(c, name, "larger than the sandbox's "
+			    "--disk") == -1)
+				goto out;
+		} else if (S_ISREG(e.st.st_mode) &&
+		    workspace_budget_take(&c->budget, &e.st) == -1) {
+			if (export_skip(c, name, "the sandbox's --disk has been "
+			    "exported: a hard-linked file is copied once per "
+			    "name") == -1)
+				goto out;
+		} else if (S_ISREG(e.st.st_mode) &&
+		    (c->names += strlen(name) + 1,
+		    export_file(c, rootfd, &e, name) == -1))
+			goto out;
 	}
-	while (rc == 0 && (de = readdir(dir)) != NULL) {
-		n = strlen(de->d_name);
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0 || rellen + n + 2 > 4096)
-			continue;
-		snprintf(rel + rellen, 4096 - rellen, "%s%s",
-		    rellen ? "/" : "", de->d_name);
-		if (!ws_utf8_valid(rel) ||
-		    fstatat(dirfd(dir), de->d_name, &sb,
-		    AT_SYMLINK_NOFOLLOW) == -1)
-			continue;
-		snprintf(name, sizeof(name), "%s/%s", prefix, rel);
-		if (S_ISDIR(sb.st_mode)) {
-			sub = openat(dirfd(dir), de->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub != -1 && zip_dir_add(c->za, name,
-			    ZIP_FL_ENC_UTF_8) >= 0)
-				rc = export_tree(c, rootfd, sub, prefix, rel,
-				    strlen(rel));
-			else if (sub != -1)
-				close(sub);
-		} else if (S_ISREG(sb.st_mode))
-			rc = export_file(c, rootfd, rel, name, &sb);
-		rel[rellen] = '\0';
-	}
-	rel[rellen] = '\0';
-	closedir(dir);
+	rc = r;
+out:
+	if (cause != NULL)
+		quote_notice(stderr, cause);
+	free(cause);
+	free(name);
+	workspace_walk_free(w);
 	return rc;
 }
 
-/* Add a malloc'ed buffer as name; the archive takes it. */
+/* Add the temp file f (rewound; the archive takes it) as name. */
 static int
-export_buffer(struct export_ctx *c, const char *name, char *buf, size_t len)
+export_stream(struct export_ctx *c, const char *name, FILE *f)
 {
 	zip_source_t	*zs;
 
-	if ((zs = zip_source_buffer(c->za, buf, len, 1)) == NULL) {
-		free(buf);
+	if (fflush(f) != 0 || fseeko(f, 0, SEEK_SET) != 0 ||
+	    (zs = zip_source_filep(c->za, f, 0, -1)) == NULL) {
+		fclose(f);
 		return -1;
 	}
 	if (zip_file_add(c->za, name, zs, ZIP_FL_ENC_UTF_8 |
@@ -216,75 +308,130 @@ export_buffer(struct export_ctx *c, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-/* The lines of log_dir/file whose "sandbox" is this sandbox. */
+/* A temp file in the sandbox folder (never the host's /tmp). */
+static FILE *
+export_tmp(struct export_ctx *c)
+{
+	char	*cause = NULL;
+	FILE	*f;
+	int	 fd;
+
+	if ((fd = workspace_tmpfile(c->sbx, &cause)) == -1) {
+		quote_notice(stderr, cause);
+		free(cause);
+		return NULL;
+	}
+	if ((f = fdopen(fd, "w+")) == NULL)
+		close(fd);
+	return f;
+}
+
+/*
+ * The next line of in, newline included, into line (its first
+ * SG_LOG_LINE_MAX + 1 bytes). Returns its length (more than that when it
+ * is longer, the rest skipped), or 0 at the end of the file.
+ */
+static size_t
+export_line(FILE *in, char *line)
+{
+	size_t	n = 0;
+	int	ch;
+
+	while ((ch = getc(in)) != EOF) {
+		if (n <= SG_LOG_LINE_MAX)
+			line[n] = (char)ch;
+		if (n <= SG_LOG_LINE_MAX + 1)
+			n++;
+		if (ch == '\n')
+			break;
+	}
+	return n;
+}
+
+/*
+ * The lines of log_dir/file whose "sandbox" is this sandbox. The file is
+ * read as the log readers read it (eventlog_open_file()); lines longer
+ * than a log line are skipped.
+ */
 static int
 export_jsonl(struct export_ctx *c, const char *file, const char *name)
 {
-	char	*line = NULL, *buf = NULL;
-	size_t	 cap = 0, len = 0;
-	ssize_t	 n;
-	json_t	*o;
-	FILE	*in = NULL, *out;
-	int	 fd;
+	char		*line, *path;
+	size_t		 n;
+	struct stat	 st;
+	json_t		*o;
+	FILE		*in = NULL, *out;
+	int		 fd;
 
-	if ((out = open_memstream(&buf, &len)) == NULL)
+	if ((out = export_tmp(c)) == NULL)
 		return -1;
 	/* runs.jsonl is the controller's; the other log is the proxy's */
-	fd = state_open_in(strcmp(file, "runs.jsonl") == 0 ?
-	    state_record_dir() : state_log_dir(), file, O_RDONLY, 0);
+	util_xasprintf(&path, "%s/%s", strcmp(file, "runs.jsonl") == 0 ?
+	    state_record_dir() : state_log_dir(), file);
+	fd = eventlog_open_file(path, O_RDONLY, &st);
+	free(path);
 	if (fd != -1 && (in = fdopen(fd, "r")) == NULL)
 		close(fd);
+	line = util_xmalloc(SG_LOG_LINE_MAX + 1);
 	if (in != NULL) {
-		while ((n = getline(&line, &cap, in)) > 0) {
-			o = json_loadb(line, (size_t)n, 0, NULL);
+		while ((n = export_line(in, line)) != 0) {
+			if (n > SG_LOG_LINE_MAX + 1)
+				continue;	/* longer than a log line */
+			o = json_loadb(line, n, 0, NULL);
 			if (o != NULL && json_is_string(json_object_get(o,
 			    "sandbox")) && strcmp(json_string_value(
 			    json_object_get(o, "sandbox")), c->id) == 0)
-				fwrite(line, 1, (size_t)n, out);
+				fwrite(line, 1, n, out);
 			json_decref(o);
 		}
 		fclose(in);
 	}
 	free(line);
-	if (fclose(out) != 0)
-		return -1;
-	return export_buffer(c, name, buf, len);
+	return export_stream(c, name, out);
 }
 
+/* diff.patch and diff.json, each streamed into a temp file. */
 static int
 export_diff(struct export_ctx *c)
 {
+	struct workspace_write_stats	 ws;
+	struct workspace_diff_opts	 o;
 	struct workspace_manifest	*m;
 	struct workspace_diff		*d = NULL;
-	char				*cause = NULL, *b[2] = { NULL, NULL };
-	size_t				 len[2];
+	char				*cause = NULL;
 	FILE				*f;
 	int				 i, rc = -1;
 
-	if ((m = workspace_manifest_load(c->sbx, &cause)) == NULL ||
-	    (d = workspace_diff(c->sbx, m, &cause)) == NULL)
+	memset(&o, 0, sizeof(o));
+	o.stage = 1;
+	o.size_max = c->size_max;
+	if ((m = workspace_manifest_load(c->sbx, &cause)) == NULL)
 		goto out;
+	if ((d = workspace_diff(c->sbx, m, &o, &cause)) == NULL) {
+		/* more than a diff lists: the rest of the evidence still */
+		if (errno == E2BIG) {
+			rc = export_skip(c, "diff.patch", cause);
+			free(cause);
+			cause = NULL;
+		}
+		goto out;
+	}
 	for (i = 0; i < 2; i++) {
-		if ((f = open_memstream(&b[i], &len[i])) == NULL)
+		if ((f = export_tmp(c)) == NULL)
 			goto out;
-		if (workspace_diff_write(c->sbx, d, i, f, &cause) == -1) {
+		if (workspace_diff_write(c->sbx, d, i ? WORKSPACE_WRITE_JSON :
+		    0, f, &ws, &cause) == -1) {
 			fclose(f);
 			goto out;
 		}
-		if (fclose(f) != 0)
+		if (export_stream(c, i ? "diff.json" : "diff.patch", f) == -1)
 			goto out;
 	}
-	rc = export_buffer(c, "diff.patch", b[0], len[0]);
-	b[0] = NULL;
-	if (rc == 0)
-		rc = export_buffer(c, "diff.json", b[1], len[1]);
-	b[1] = NULL;
+	rc = 0;
 out:
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		quote_notice(stderr, cause);
 	free(cause);
-	free(b[0]);
-	free(b[1]);
 	workspace_diff_free(d);
 	workspace_manifest_free(m);
 	return rc;
@@ -296,9 +443,9 @@ export_run(struct export_ctx *c, const char *output)
 	static const char *const meta[] = { "meta.json", "manifest.json" };
 	static const char *const trees[] = { "work", "runs" };
 	zip_source_t	*zs;
-	char		 path[8192], rel[4096];
+	char		 path[8192];
 	size_t		 i;
-	int		 err, dfd;
+	int		 err;
 
 	if ((c->za = zip_open(output, ZIP_CREATE | ZIP_TRUNCATE,
 	    &err)) == NULL) {
@@ -322,11 +469,16 @@ export_run(struct export_ctx *c, const char *output)
 		    O_CLOEXEC);
 		if (c->fds[i] == -1)
 			continue;	/* no evidence yet */
-		rel[0] = '\0';
-		if ((dfd = dup(c->fds[i])) == -1 || zip_dir_add(c->za,
-		    trees[i], ZIP_FL_ENC_UTF_8) == -1 ||
-		    export_tree(c, c->fds[i], dfd, trees[i], rel, 0) == -1)
+		if (zip_dir_add(c->za, trees[i], ZIP_FL_ENC_UTF_8) == -1 ||
+		    export_tree(c, c->fds[i], trees[i]) == -1)
 			goto fail;
+	}
+	if (c->skipped != NULL) {
+		if (export_stream(c, "skipped.txt", c->skipped) == -1) {
+			c->skipped = NULL;
+			goto fail;
+		}
+		c->skipped = NULL;
 	}
 	if (zip_close(c->za) == -1) {
 		fprintf(stderr, "sandgate: cannot write '%s': %s\n", output,
@@ -352,6 +504,8 @@ cmd_export_exec(int argc, char **argv)
 	};
 	struct export_ctx	 c;
 	const char		*output = NULL;
+	char			*container = NULL, *cause = NULL;
+	unsigned long long	 disk = 0;
 	int			 ch, lock, rc;
 
 	optind = 1;
@@ -380,7 +534,17 @@ cmd_export_exec(int argc, char **argv)
 		fprintf(stderr, "sandgate: no sandbox '%s'\n", c.id);
 		return SG_EXIT_ERROR;
 	}
-	rc = export_run(&c, output) == 0 ? SG_EXIT_OK : SG_EXIT_ERROR;
+	rc = SG_EXIT_ERROR;
+	if (workspace_meta_limits(c.sbx, &container, &disk, &cause) == -1)
+		quote_notice(stderr, cause);
+	else {
+		c.size_max = (off_t)(disk ? disk : SANDBOX_DEF_DISK);
+		rc = export_run(&c, output) == 0 ? SG_EXIT_OK : SG_EXIT_ERROR;
+	}
+	free(container);
+	free(cause);
+	if (c.skipped != NULL)
+		fclose(c.skipped);
 	if (c.fds[0] != -1)
 		close(c.fds[0]);
 	if (c.fds[1] != -1)

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "eventlog.h"
 #include "host.h"
 #include "log.h"
 #include "policy.h"
@@ -811,12 +812,13 @@ suggest_read_file(struct suggest *sg, const char *path)
 	FILE		*f;
 	char		*buf;
 	size_t		 size = SG_LOG_LINE_MAX + 2, len;
+	struct stat	 st;
 	json_t		*o;
 	json_error_t	 err;
 	int		 fd;
 
-	/* the proxy's uid owns the folder: never read through a link */
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	/* the proxy's uid owns the folder: a regular file, not through a link */
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
 		return -1;
 	if ((f = fdopen(fd, "r")) == NULL) {
 		close(fd);
@@ -855,7 +857,8 @@ suggest_event(struct suggest *sg, json_t *o)
 	ev = json_string_value(json_object_get(o, "event"));
 	if (ev == NULL || (strcmp(ev, "egress.blocked") != 0 &&
 	    strcmp(ev, "egress.blocked_summary") != 0 &&
-	    strcmp(ev, "egress.would_block") != 0))
+	    strcmp(ev, "egress.would_block") != 0 &&
+	    strcmp(ev, "egress.would_block_summary") != 0))
 		return;
 	v = json_string_value(json_object_get(o, "sandbox"));
 	if (sg->sandbox != NULL && (v == NULL || strcmp(v, sg->sandbox) != 0))

@@ -268,6 +268,13 @@ proxy_spec(struct proxy_opts *o, const char *ip)
 	json_array_append_new(cmd, json_string("--checkpoint-key"));
 	json_array_append_new(cmd, json_string(AUDITKEY_PROXY_MOUNT "/"
 	    AUDITKEY_PROXY_NAME));
+	/*
+	 * A week of rotated logs is never deleted, whatever one sandbox
+	 * writes: under a flood the folder grows instead, and the sandbox
+	 * that fills it is stopped (docs/audit.md, "A full log volume").
+	 */
+	json_array_append_new(cmd, json_string("--log-keep-min-age"));
+	json_array_append_new(cmd, json_string(PROXYCTL_LOG_KEEP_MIN_AGE));
 	if (o->hosts != NULL) {
 		util_xasprintf(&b, "%s:/etc/sandgate/hosts:ro", o->hosts);
 		json_array_append_new(binds, json_string(b));
@@ -344,8 +351,7 @@ proxy_start(struct docker *d, struct proxy_opts *o)
 	}
 	if (proxy_build_image(&cause) == -1 ||
 	    proxy_ensure_networks(d, o, &cause) == -1 ||
-	    proxy_prepare_dirs(o, &cause) == -1 ||
-	    auditkey_prepare_proxy(&cause) == -1)
+	    proxy_prepare_dirs(o, &cause) == -1)
 		goto out;
 	spec = proxy_spec(o, ip);
 	digest = proxy_config_digest(spec);
@@ -624,6 +630,13 @@ cmd_proxy_exec(int argc, char **argv)
 			return SG_EXIT_ERROR;
 		}
 		o.hosts = hosts;
+	}
+	/* The key first: one in the log folder is refused before Docker. */
+	if (strcmp(verb, "start") == 0 &&
+	    auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		return SG_EXIT_ERROR;
 	}
 	if ((d = docker_new(&cause)) == NULL) {
 		fprintf(stderr, "sandgate: %s\n", cause);

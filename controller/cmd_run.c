@@ -29,14 +29,15 @@
 #include "exec.h"
 #include "probe.h"
 #include "proxyctl.h"
+#include "quote.h"
 #include "runrec.h"
 #include "sandbox.h"
 #include "sglimits.h"
 #include "state.h"
 #include "util.h"
+#include "workspace.h"
 
 #define RUN_HELP_DONE	(-1)
-#define RUN_DEPTH_MAX	64
 
 struct run_args {
 	const char	*input;		/* realpath'd */
@@ -53,9 +54,8 @@ static int	run_check_paths(struct run_args *);
 static int	run_prepare(struct sandbox_meta *, char **);
 static int	run_go(struct docker *, struct sandbox_meta *,
 		    const struct run_args *);
-static int	run_copy_file(int, int, const char *, char **);
-static int	run_copy_dir(int, int, int, char **);
-static int	run_copy_out(const char *, const char *, char **);
+static int	run_copy_out(const char *, const char *, unsigned long long,
+		    char **);
 static int	run_mkdir_owned(const char *, const char *, unsigned long,
 		    char **);
 static int	run_finish(const struct sandbox_meta *, const struct run_args *,
@@ -220,88 +220,13 @@ run_prepare(struct sandbox_meta *m, char **cause)
 	return 0;
 }
 
-/* Copy one regular file (never following links) from dirfd to dstfd. */
+/* /output to dst: sparse-aware, at most --disk per file, any depth. */
 static int
-run_copy_file(int sfd, int dfd, const char *name, char **cause)
-{
-	char	buf[65536];
-	ssize_t	n;
-	int	in, out, rv = -1;
-
-	if ((in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		goto fail;
-	if ((out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644)) == -1) {
-		close(in);
-		goto fail;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0) {
-		if (write(out, buf, (size_t)n) != n)
-			break;
-	}
-	rv = n == 0 ? 0 : -1;
-	close(in);
-	if (close(out) == -1)
-		rv = -1;
-	if (rv == 0)
-		return 0;
-fail:
-	util_xasprintf(cause, "cannot copy '%s' out: %s", name,
-	    strerror(errno));
-	return -1;
-}
-
-/* Copy folder sfd into folder dfd: files and folders only. */
-static int
-run_copy_dir(int sfd, int dfd, int depth, char **cause)
-{
-	DIR		*dir;
-	struct dirent	*e;
-	struct stat	 st;
-	int		 s2, d2, rv = 0;
-
-	if (depth > RUN_DEPTH_MAX || (dir = fdopendir(sfd)) == NULL) {
-		close(sfd);
-		util_xasprintf(cause, "output folders nest too deep");
-		return -1;
-	}
-	while (rv == 0 && (e = readdir(dir)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-		    fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-			continue;
-		if (S_ISREG(st.st_mode))
-			rv = run_copy_file(dirfd(dir), dfd, e->d_name, cause);
-		else if (S_ISDIR(st.st_mode)) {
-			if (mkdirat(dfd, e->d_name, 0755) == -1 ||
-			    (d2 = openat(dfd, e->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-				util_xasprintf(cause, "cannot create '%s': %s",
-				    e->d_name, strerror(errno));
-				rv = -1;
-				break;
-			}
-			s2 = openat(dirfd(dir), e->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (s2 == -1) {
-				util_xasprintf(cause, "cannot open '%s': %s",
-				    e->d_name, strerror(errno));
-				rv = -1;
-			} else
-				rv = run_copy_dir(s2, d2, depth + 1, cause);
-			close(d2);
-		} else
-			fprintf(stderr, "sandgate: warning: not copying "
-			    "special file '%s' from /output\n", e->d_name);
-	}
-	closedir(dir);
-	return rv;
-}
-
-static int
-run_copy_out(const char *work, const char *dst, char **cause)
+run_copy_out(const char *work, const char *dst, unsigned long long disk,
+    char **cause)
 {
 	char	src[PATH_MAX + 8];
-	int	sfd, dfd, rv;
+	int	sfd = -1, dfd = -1, rv;
 
 	snprintf(src, sizeof(src), "%s/output", work);
 	if (mkdir(dst, 0755) == -1 && errno != EEXIST) {
@@ -318,7 +243,8 @@ run_copy_out(const char *work, const char *dst, char **cause)
 			close(dfd);
 		return -1;
 	}
-	rv = run_copy_dir(sfd, dfd, 0, cause);
+	rv = workspace_copy_tree(sfd, dfd, (off_t)disk, stderr, cause);
+	close(sfd);
 	close(dfd);
 	return rv;
 }
@@ -404,8 +330,8 @@ run_finish(const struct sandbox_meta *m, const struct run_args *a,
 	}
 	exec_report(r, m->timeout, m->memory, m->pids);
 	if (a->output != NULL && r->signal == 0 &&
-	    run_copy_out(work, a->output, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+	    run_copy_out(work, a->output, m->disk, &cause) == -1) {
+		quote_notice(stderr, cause);
 		rv = -1;
 	}
 	free(cause);

@@ -1,8 +1,12 @@
 /* docker.c: Docker Engine API client over the unix socket; see docker.h. */
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include "docker.h"
 #include "log.h"
 #include "sglimits.h"
+#include "state.h"
 #include "util.h"
 
 #define DOCKER_DEFAULT_SOCK	"/var/run/docker.sock"
@@ -48,7 +53,17 @@ struct docker {
 	int			 sstop;
 	int			 spaused;	/* held back by scb->ready */
 	int			 swaitfd;	/* what it waits on, or -1 */
+	/* the freeze lock held between a pause and its unpause */
+	int			 lockfd;
+	char			 lockid[DOCKER_ID_MAX + 1];
+	char			 lockpath[4096];
+	/* docker_freeze(): the container it paused, the old handlers */
+	char			 frozen[DOCKER_ID_MAX + 1];
+	struct sigaction	 oldsa[3];
 };
+
+static volatile sig_atomic_t	docker_sig;
+static const int		docker_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 
 static void	docker_err(char **, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
@@ -70,6 +85,11 @@ static int	docker_stream_resume(struct docker *, struct curl_waitfd *);
 static int	docker_stream_pump(struct docker *);
 static size_t	docker_demux_header(struct docker_demux *,
 		    const unsigned char *, size_t, int *);
+static int	docker_lock(struct docker *, const char *, char **);
+static void	docker_unlock(struct docker *);
+static int	docker_pause_call(struct docker *, const char *, int,
+		    char **);
+static void	docker_on_signal(int);
 
 /* Set *cause unless the caller passed NULL (does not care why). */
 static void
@@ -114,6 +134,7 @@ docker_new(char **cause)
 	size_t		 i;
 
 	d = util_xcalloc(1, sizeof(*d));
+	d->lockfd = -1;
 	if (docker_sock_path(d->sock, sizeof(d->sock), cause) == -1)
 		goto fail;
 	d->multi = curl_multi_init();
@@ -157,6 +178,9 @@ docker_free(struct docker *d)
 {
 	if (d == NULL)
 		return;
+	if (d->frozen[0] != '\0')
+		docker_thaw(d, NULL);
+	docker_unlock(d);
 	if (d->ctl != NULL)
 		curl_easy_cleanup(d->ctl);
 	if (d->stream != NULL)
@@ -505,15 +529,179 @@ docker_container_remove(struct docker *d, const char *id, char **cause)
 	return docker_simple(d, "DELETE", path, NULL, 404, NULL, cause);
 }
 
+/*
+ * The container's freeze lock: <state root>/freeze/<id>, flock'ed, so a
+ * pause and its unpause by one sandgate process are never interleaved
+ * with another's (a diff's freeze and an exec's kill). The file is
+ * removed on release; a waiter that got the lock on a removed file
+ * tries again.
+ */
+static int
+docker_lock(struct docker *d, const char *id, char **cause)
+{
+	struct stat	a, b;
+	char		dir[4096];
+	int		fd;
+
+	snprintf(dir, sizeof(dir), "%s/freeze", state_root());
+	if (strlen(id) > DOCKER_ID_MAX || strchr(id, '/') != NULL ||
+	    (size_t)snprintf(d->lockpath, sizeof(d->lockpath), "%s/%s", dir,
+	    id) >= sizeof(d->lockpath)) {
+		docker_err(cause, "docker: bad container id '%.80s'", id);
+		return -1;
+	}
+	if (state_mkdirs(dir, 0700) == -1) {
+		docker_err(cause, "cannot create '%s': %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		fd = open(d->lockpath, O_RDWR | O_CREAT | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+		if (fd == -1) {
+			docker_err(cause, "cannot open '%s': %s", d->lockpath,
+			    strerror(errno));
+			return -1;
+		}
+		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+			;
+		if (fstat(fd, &a) == 0 && stat(d->lockpath, &b) == 0 &&
+		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			break;
+		close(fd);	/* released and removed meanwhile */
+	}
+	d->lockfd = fd;
+	util_strlcpy(d->lockid, id, sizeof(d->lockid));
+	return 0;
+}
+
+static void
+docker_unlock(struct docker *d)
+{
+	if (d->lockfd == -1)
+		return;
+	unlink(d->lockpath);
+	close(d->lockfd);
+	d->lockfd = -1;
+	d->lockid[0] = '\0';
+}
+
+/*
+ * POST pause or unpause; Docker's 409 for "already paused" or "not
+ * paused" is success (a sandgate killed while it held a freeze leaves
+ * its container paused; whoever comes next takes it over).
+ */
+static int
+docker_pause_call(struct docker *d, const char *id, int pause, char **cause)
+{
+	struct docker_cinfo	 ci;
+	json_t			*r = NULL;
+	char			 path[256];
+	long			 status = 0;
+
+	snprintf(path, sizeof(path), "/containers/%s/%s", id,
+	    pause ? "pause" : "unpause");
+	if (docker_call(d, "POST", path, NULL, &status, &r, cause) == -1)
+		return -1;
+	/*
+	 * Docker 20.10 answers 500, not 409, to a pause of a paused or an
+	 * unpause of a running container (an exec that found the container
+	 * paused by a diff, and waited for its thaw): what counts is that
+	 * the container is now as asked.
+	 */
+	if ((status >= 200 && status < 300) || status == 409 ||
+	    (status != 404 && docker_container_inspect(d, id, &ci,
+	    NULL) == 0 && ci.running && ci.paused == (pause != 0))) {
+		json_decref(r);
+		return 0;
+	}
+	docker_fail(cause, "POST", path, status, r);
+	json_decref(r);
+	errno = status == 404 ? ENOENT : EIO;
+	return -1;
+}
+
 int
 docker_container_pause(struct docker *d, const char *id, int pause,
     char **cause)
 {
-	char	path[256];
+	int	held = d->lockfd != -1 && strcmp(d->lockid, id) == 0, rv;
 
-	snprintf(path, sizeof(path), "/containers/%s/%s", id,
-	    pause ? "pause" : "unpause");
-	return docker_simple(d, "POST", path, NULL, 0, NULL, cause);
+	if (!held && d->lockfd != -1) {
+		docker_err(cause, "docker: container %.12s is frozen by this "
+		    "process; cannot pause %.12s too", d->lockid, id);
+		return -1;
+	}
+	if (pause && held)
+		return 0;	/* paused already, by us */
+	if (!held && docker_lock(d, id, cause) == -1)
+		return -1;
+	rv = docker_pause_call(d, id, pause, cause);
+	/* the lock stays with a pause until its unpause */
+	if (!pause || rv == -1)
+		docker_unlock(d);
+	return rv;
+}
+
+static void
+docker_on_signal(int sig)
+{
+	docker_sig = sig;
+}
+
+int
+docker_freeze(struct docker *d, const char *id, char **cause)
+{
+	struct sigaction	sa;
+	size_t			i;
+
+	if (d->frozen[0] != '\0') {
+		docker_err(cause, "docker: already freezing container %.12s",
+		    d->frozen);
+		return -1;
+	}
+	docker_sig = 0;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = docker_on_signal;
+	sa.sa_flags = SA_RESTART;
+	for (i = 0; i < 3; i++)
+		sigaction(docker_sigs[i], &sa, &d->oldsa[i]);
+	util_strlcpy(d->frozen, id, sizeof(d->frozen));
+	if (docker_container_pause(d, id, 1, cause) == -1) {
+		if (errno != ENOENT) {
+			docker_thaw(d, NULL);
+			return -1;
+		}
+		/* no such container: nothing runs that could write */
+		if (cause != NULL) {
+			free(*cause);
+			*cause = NULL;
+		}
+	}
+	return 0;
+}
+
+int
+docker_thaw(struct docker *d, char **cause)
+{
+	size_t	i;
+	int	rv = 0;
+
+	if (d->frozen[0] == '\0')
+		return 0;
+	if (d->lockfd != -1 && strcmp(d->lockid, d->frozen) == 0)
+		rv = docker_container_pause(d, d->frozen, 0, cause);
+	d->frozen[0] = '\0';
+	for (i = 0; i < 3; i++)
+		sigaction(docker_sigs[i], &d->oldsa[i], NULL);
+	return rv;
+}
+
+int
+docker_freeze_signal(void)
+{
+	return docker_sig;
 }
 
 int

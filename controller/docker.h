@@ -86,8 +86,32 @@ int	docker_container_inspect(struct docker *, const char *id,
 	    struct docker_cinfo *, char **cause);	/* ENOENT: 404 */
 int	docker_container_remove(struct docker *, const char *id,
 	    char **cause);				/* force, volumes */
+/*
+ * Pause (freezer) or unpause container id (its full id). A pause takes
+ * the container's freeze lock (<state root>/freeze/<id>, flock) and
+ * holds it until this process unpauses the container (or exits), so
+ * pauses and unpauses by different sandgate processes never interleave:
+ * one waits for the other's unpause. An unpause without a pause first
+ * (a container found paused) takes the lock for its call. Docker's 409
+ * (already paused, not paused, not running) counts as success, and so
+ * does any other refusal (Docker 20.10's 500) when an inspect then finds
+ * the container running and paused (or not) as asked. One
+ * container at a time per struct docker.
+ */
 int	docker_container_pause(struct docker *, const char *id, int pause,
 	    char **cause);
+/*
+ * Freeze container id for a critical section (diff reading the working
+ * copy, apply copying it out): pause it as above, with SIGINT, SIGTERM
+ * and SIGHUP caught meanwhile (docker_freeze_signal() says which came,
+ * 0 if none), until docker_thaw() unpauses it and restores the signal
+ * handlers. A container that does not exist needs no freeze (0). A
+ * SIGKILL leaves the container paused: the next exec, diff or apply
+ * unpauses it. 0 or -1 with *cause.
+ */
+int	docker_freeze(struct docker *, const char *id, char **cause);
+int	docker_thaw(struct docker *, char **cause);
+int	docker_freeze_signal(void);
 /*
  * Containers (all states) with label KEY=VALUE: a new array reference of
  * the list entries (each has "Id", "State", "Labels", ...).

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "docker.h"
+#include "evidence.h"
 #include "exec.h"
 #include "log.h"
 #include "probe.h"
@@ -31,6 +32,9 @@
 #define EXEC_FILE_MAX		4096	/* a cgroup or /proc file we read */
 #define EXEC_REAP_ACTIVE	64	/* other runs' markers passed to reap */
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
+#define EXEC_SETTLE_ROUNDS	100	/* kill rounds after the first ... */
+#define EXEC_SETTLE_MS		30	/* ... this far apart */
+#define EXEC_GONE_MS		500	/* for the init after an exit 137 */
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
 #define EXEC_DRAIN_IDLE_MS	10000	/* a reader taking nothing at the end */
 
@@ -61,7 +65,7 @@ enum exec_live_mode {
 struct exec_sink {
 	struct exec_capture	cap;
 	int			evfd;		/* evidence file or -1 */
-	unsigned long long	evlen;
+	unsigned long long	evlen, evcap;
 	int			livefd;		/* live copy, or -1 */
 	int			liveown;	/* livefd is ours to close */
 	enum exec_live_mode	livemode;
@@ -101,6 +105,7 @@ struct exec_state {
 static volatile sig_atomic_t	exec_sig;
 
 static void	exec_on_signal(int);
+static int	exec_init_gone(const struct exec_state *);
 static size_t	exec_utf8_seq(const unsigned char *, size_t);
 static int	exec_read_file(const char *, char *, size_t);
 static int	exec_cg_find(int, struct exec_cg *);
@@ -125,6 +130,9 @@ static void	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
 static void	exec_user(const struct exec_opts *, char *, size_t);
 static int	exec_kill_inside(struct exec_state *, char **);
+static int	exec_kill_round(struct exec_state *, const int *, size_t,
+		    size_t *, char **);
+static int	exec_kill_settle(struct exec_state *, int *, char **);
 static int	exec_kill(struct exec_state *, char **);
 static void	exec_live_open(struct exec_sink *, int);
 static ssize_t	exec_live_write(struct exec_sink *, const unsigned char *,
@@ -632,28 +640,34 @@ exec_is_init(const struct exec_init *in, int pid)
 }
 
 /*
- * The processes a kill of run_id takes, into *out (malloc'd): the run's
- * own, the unmarked ones and those marked with a run that is not in
- * progress (a forged or stale marker shields nothing); never the init
- * that sandgate started (exec_is_init), nor a process whose environment
- * can't be read. -1 on error.
+ * The processes a kill of run_id takes, into *out (malloc'd): every live
+ * one that is not proven spared. Spared are only the init that sandgate
+ * started (exec_is_init) and a process marked with another run that is
+ * in progress; the run's own, the unmarked ones, those marked with a run
+ * that is not in progress (a forged or stale marker shields nothing) and
+ * those whose marker can't be read are taken. A zombie with no live
+ * thread is dead already (procstat_dead); a leader that exited while a
+ * thread runs is not. -1 on error.
  */
 static int
 exec_doomed(const struct exec_cg *cg, const struct exec_init *init,
     const char *run_id, int **out, size_t *count)
 {
-	char	 mark[64];
-	int	*procs = NULL, r;
-	size_t	 n = 0, i;
+	struct procstat	 ps;
+	char		 mark[64];
+	int		*procs = NULL, r;
+	size_t		 n = 0, i;
 
 	if (exec_read_procs(cg, &procs, &n) == -1)
 		return -1;
 	*count = 0;
 	for (i = 0; i < n; i++) {
-		if (exec_is_init(init, procs[i]) ||
-		    (r = procstat_run_marker(procs[i], mark, sizeof(mark))) ==
-		    -1 || (r == 1 && strcmp(mark, run_id) != 0 &&
-		    exec_run_active(mark)))
+		if (procstat_read(procs[i], &ps) == -1 || procstat_dead(&ps) ||
+		    exec_is_init(init, procs[i]))
+			continue;
+		r = procstat_run_marker(procs[i], mark, sizeof(mark));
+		if (r == 1 && strcmp(mark, run_id) != 0 &&
+		    exec_run_active(mark))
 			continue;
 		procs[(*count)++] = procs[i];
 	}
@@ -782,14 +796,83 @@ out:
 }
 
 /*
+ * SIGKILL to what exec_doomed lists now; pids in seen (n_seen of them)
+ * were counted before. The number of new processes signalled, or -1.
+ */
+static int
+exec_kill_round(struct exec_state *st, const int *seen, size_t n_seen,
+    size_t *left, char **cause)
+{
+	int	*procs = NULL, killed = 0;
+	size_t	 n = 0, i, k;
+
+	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &procs, &n) ==
+	    -1) {
+		util_xasprintf(cause, "cannot read the container's processes: "
+		    "%s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (kill(procs[i], SIGKILL) != 0)
+			continue;
+		for (k = 0; k < n_seen && seen[k] != procs[i]; k++)
+			;
+		if (k == n_seen)
+			killed++;
+	}
+	*left = n;
+	free(procs);
+	return killed;
+}
+
+/*
+ * After the kill, until nothing that exec_doomed lists is left (the
+ * killed die, what forked meanwhile is killed again): 0, or -1 with a
+ * cause naming how many still run. *killed grows by the new ones.
+ */
+static int
+exec_kill_settle(struct exec_state *st, int *killed, char **cause)
+{
+	int	*first = NULL, n = 0;
+	size_t	 nfirst = 0, left = 0;
+	int	 round;
+
+	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &first,
+	    &nfirst) == -1)
+		nfirst = 0;
+	for (round = 0; round < EXEC_SETTLE_ROUNDS; round++) {
+		if ((n = exec_kill_round(st, first, nfirst, &left, cause)) ==
+		    -1)
+			break;
+		*killed += n;
+		if (left == 0)
+			break;
+		usleep(EXEC_SETTLE_MS * 1000);
+	}
+	free(first);
+	if (n == -1)
+		return -1;
+	if (left > 0) {
+		util_xasprintf(cause, "%zu of the command's processes still "
+		    "run after %d kill rounds", left, EXEC_SETTLE_ROUNDS);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Kill the run's processes (exec.h): from the host (freeze, SIGKILL,
- * thaw), or from inside under gVisor. The number killed, or -1.
+ * thaw, then SIGKILL rounds until none is left), or from inside under
+ * gVisor. When the freeze is refused (tasks in uninterruptible sleep
+ * keep the freezer from finishing), the rounds run without it. The
+ * number killed, or -1 when something of the run may still be running.
  */
 static int
 exec_kill(struct exec_state *st, char **cause)
 {
-	int	*procs = NULL, killed = 0;
-	size_t	 n = 0, i;
+	char	*why = NULL;
+	int	 killed = 0, frozen, n;
+	size_t	 left;
 
 	if (st->o->inside)
 		return exec_kill_inside(st, cause);
@@ -798,23 +881,22 @@ exec_kill(struct exec_state *st, char **cause)
 		    "init %d", st->pid);
 		return -1;
 	}
-	if (docker_container_pause(st->d, st->cid, 1, cause) == -1)
-		return -1;
-	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &procs, &n) ==
-	    -1) {
-		util_xasprintf(cause, "cannot read the container's processes: "
-		    "%s", strerror(errno));
-		killed = -1;
-		goto out;
+	frozen = docker_container_pause(st->d, st->cid, 1, &why) == 0;
+	if (!frozen) {
+		log_warnx("cannot freeze the container for the kill (%s): "
+		    "killing without the freeze", why);
+		free(why);
+		why = NULL;
 	}
-	for (i = 0; i < n; i++)
-		if (kill(procs[i], SIGKILL) == 0)
-			killed++;
-out:
-	free(procs);
-	if (docker_container_pause(st->d, st->cid, 0,
-	    killed == -1 ? NULL : cause) == -1 && killed != -1)
-		killed = -1;
+	n = exec_kill_round(st, NULL, 0, &left, cause);
+	if (frozen && docker_container_pause(st->d, st->cid, 0,
+	    n == -1 ? NULL : cause) == -1 && n != -1)
+		return -1;
+	if (n == -1)
+		return -1;
+	killed = n;
+	if (exec_kill_settle(st, &killed, cause) == -1)
+		return -1;
 	return killed;
 }
 
@@ -1029,6 +1111,7 @@ exec_sink_open(struct exec_sink *s, const struct exec_opts *o, int stream)
 		return;
 	snprintf(path, sizeof(path), "%s.%s", o->run_id,
 	    stream == 1 ? "stdout" : "stderr");
+	s->evcap = evidence_stream_cap(o->evidence_dir, o->evidence_max);
 	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) != -1) {
 		s->evfd = openat(dfd, path, O_WRONLY | O_CREAT | O_EXCL |
@@ -1059,9 +1142,9 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 	}
 	if (exec_capture_add(&s->cap, p, n) == -1)
 		log_warnx("cannot capture output: out of memory");
-	if (s->evfd != -1 && s->evlen < SG_EVIDENCE_CAP_DEFAULT) {
-		ev = SG_EVIDENCE_CAP_DEFAULT - s->evlen < n ?
-		    (size_t)(SG_EVIDENCE_CAP_DEFAULT - s->evlen) : n;
+	if (s->evfd != -1 && s->evlen < s->evcap) {
+		ev = s->evcap - s->evlen < n ? (size_t)(s->evcap - s->evlen) :
+		    n;
 		if (write(s->evfd, p, ev) != (ssize_t)ev) {
 			close(s->evfd);
 			s->evfd = -1;
@@ -1197,6 +1280,26 @@ exec_sinks_close(struct exec_state *st)
 	}
 }
 
+/*
+ * 1 when the container's init is gone or going (exited, a zombie, or its
+ * pid now another process's), waiting up to EXEC_GONE_MS for it: a
+ * command that ended by SIGKILL may have gone with its container.
+ */
+static int
+exec_init_gone(const struct exec_state *st)
+{
+	struct procstat	ps;
+	int		waited;
+
+	for (waited = 0; waited < EXEC_GONE_MS; waited += 50) {
+		if (procstat_read(st->pid, &ps) == -1 || ps.state == 'Z' ||
+		    (st->init.known && ps.start != st->init.start))
+			return 1;
+		usleep(50 * 1000);
+	}
+	return 0;
+}
+
 /* The container died under the command: why, from Docker. */
 static void
 exec_died(struct exec_state *st)
@@ -1319,6 +1422,14 @@ exec_run(struct docker *d, const char *cid, int pid,
 		*cause = NULL;
 		ei.running = 0;
 		ei.exit_code = 137;
+	}
+	/* killed with the container (its init gone): the record says so */
+	if (!ei.running && ei.exit_code == 137 && !res->timed_out &&
+	    res->signal == 0 && exec_init_gone(&st)) {
+		exec_died(&st);
+		exec_finish(&st, &before, 137);
+		rv = 0;
+		goto out;
 	}
 	/*
 	 * Nothing of a command outlives it: background children it left

@@ -79,6 +79,8 @@ struct exec_opts {
 	int		 live;		/* copy output to fds 1 and 2 */
 	size_t		 output_cap;	/* per stream */
 	const char	*evidence_dir;	/* <sbxdir>/runs, NULL: none */
+	/* all of evidence_dir at most (the sandbox's --disk); 0: no cap */
+	unsigned long long evidence_max;
 	int		 inside;	/* gVisor: the host sees only gVisor's
 					   own processes, so the command starts
 					   through sandgate-probe run and the

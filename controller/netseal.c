@@ -57,10 +57,10 @@ netseal_rules(int family, const char *proxy, char *buf, size_t len)
 		    "*filter\n"
 		    ":INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n"
 		    ":OUTPUT ACCEPT [0:0]\n"
-		    "-A OUTPUT -o lo -j ACCEPT\n"
-		    "-A OUTPUT -j REJECT --reject-with adm-prohibited\n"
 		    "-A INPUT -i lo -j ACCEPT\n"
 		    "-A INPUT -j DROP\n"
+		    "-A OUTPUT -o lo -j ACCEPT\n"
+		    "-A OUTPUT -j REJECT --reject-with icmp6-adm-prohibited\n"
 		    "COMMIT\n");
 	else {
 		if (netseal_split(proxy, ip, sizeof(ip), &port) == -1)
@@ -69,13 +69,13 @@ netseal_rules(int family, const char *proxy, char *buf, size_t len)
 		    "*filter\n"
 		    ":INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n"
 		    ":OUTPUT ACCEPT [0:0]\n"
+		    "-A INPUT -i lo -j ACCEPT\n"
+		    "-A INPUT -s %s/32 -p tcp -m tcp --sport %u -j ACCEPT\n"
+		    "-A INPUT -j DROP\n"
 		    "-A OUTPUT -d " NETSEAL_DNS " " NETSEAL_REJECT "\n"
 		    "-A OUTPUT -o lo -j ACCEPT\n"
 		    "-A OUTPUT -d %s/32 -p tcp -m tcp --dport %u -j ACCEPT\n"
 		    "-A OUTPUT " NETSEAL_REJECT "\n"
-		    "-A INPUT -i lo -j ACCEPT\n"
-		    "-A INPUT -s %s/32 -p tcp -m tcp --sport %u -j ACCEPT\n"
-		    "-A INPUT -j DROP\n"
 		    "COMMIT\n", ip, port, ip, port);
 	}
 	return n < 0 || (size_t)n >= len ? -1 : 0;
@@ -130,7 +130,8 @@ netseal_probe_target(const char *proxy, char *buf, size_t len)
 }
 
 #define NETSEAL_CHECK_MS	1000	/* for a connect to be answered */
-#define NETSEAL_WHY_MAX		256
+#define NETSEAL_WHY_MAX		512
+#define NETSEAL_SAVE_MAX	(64 * 1024)	/* of iptables-save output */
 
 /* 1 when e is the local firewall's refusal (the seal), not an answer. */
 static int
@@ -238,6 +239,137 @@ netseal_check_fds(const int fds[3], const char *proxy, char *why,
 }
 
 int
+netseal_normal(const char *in, char *out, size_t len)
+{
+	const char	*nl, *end;
+	size_t		 n, used = 0;
+
+	for (; *in != '\0'; in = *nl ? nl + 1 : nl) {
+		nl = in + strcspn(in, "\n");
+		end = nl;
+		while (end > in && (end[-1] == ' ' || end[-1] == '\r'))
+			end--;
+		if (end == in || *in == '#')
+			continue;
+		/* ":CHAIN POLICY [packets:bytes]": the counters go */
+		if (*in == ':' && (n = strcspn(in, "[\n")) < (size_t)(end - in))
+			end = in + n;
+		while (end > in && end[-1] == ' ')
+			end--;
+		n = (size_t)(end - in);
+		if (used + n + 2 > len)
+			return -1;
+		memcpy(out + used, in, n);
+		used += n;
+		out[used++] = '\n';
+	}
+	if (len == 0)
+		return -1;
+	out[used] = '\0';
+	return 0;
+}
+
+/*
+ * The first line where the rules in force (got) and the seal's (want)
+ * differ, both normalised, into why; 0 when they are the same.
+ */
+static int
+netseal_rules_differ(const char *got, const char *want, int family,
+    char *why, size_t len)
+{
+	size_t	 a, b;
+
+	while (*got != '\0' || *want != '\0') {
+		a = strcspn(got, "\n");
+		b = strcspn(want, "\n");
+		if (a != b || memcmp(got, want, a) != 0) {
+			if (b == 0)
+				snprintf(why, len, "the IPv%d filter of its "
+				    "namespace has '%.*s' after the seal's "
+				    "rules", family, (int)(a > 120 ? 120 : a),
+				    got);
+			else if (a == 0)
+				snprintf(why, len, "the IPv%d filter of its "
+				    "namespace lacks the seal's '%.*s'",
+				    family, (int)(b > 120 ? 120 : b), want);
+			else
+				snprintf(why, len, "the IPv%d filter of its "
+				    "namespace has '%.*s' where the seal has "
+				    "'%.*s'", family, (int)(a > 120 ? 120 : a),
+				    got, (int)(b > 120 ? 120 : b), want);
+			return 1;
+		}
+		got += a + (got[a] == '\n');
+		want += b + (want[b] == '\n');
+	}
+	return 0;
+}
+
+/*
+ * The filter tables of pid's namespace (iptables-save, ip6tables-save)
+ * against the rules netseal_rules makes: any rule added, removed or
+ * changed is drift. 0, or -1 with why.
+ */
+static int
+netseal_rules_hold(pid_t pid, const char *proxy, char *why, size_t len)
+{
+	static const char *const v4[] = { "/usr/sbin/iptables-save",
+	    "/sbin/iptables-save", "iptables-save", NULL };
+	static const char *const v6[] = { "/usr/sbin/ip6tables-save",
+	    "/sbin/ip6tables-save", "ip6tables-save", NULL };
+	struct sysrun	 r[2];
+	char		 want[NETSEAL_RULES_MAX], normal[NETSEAL_RULES_MAX];
+	char		*got, *err = NULL;
+	int		 i, started[2] = { 0, 0 }, rv = 0;
+
+	got = util_xmalloc(NETSEAL_SAVE_MAX);
+	/* both at once: each is a few milliseconds of every exec */
+	for (i = 0; i < 2; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].paths = i == 0 ? v4 : v6;
+		r[i].argv = (char *const []){ i == 0 ? "iptables-save" :
+		    "ip6tables-save", "-t", "filter", NULL };
+		r[i].netns = pid;
+		r[i].output = util_xmalloc(NETSEAL_SAVE_MAX);
+		r[i].outlen = NETSEAL_SAVE_MAX;
+		if (rv == 0 && sysrun_start(&r[i], &err) == 0)
+			started[i] = 1;
+		else if (rv == 0) {
+			snprintf(why, len, "cannot read its rules: %s", err);
+			rv = -1;
+		}
+		free(err);
+		err = NULL;
+	}
+	for (i = 0; i < 2; i++) {
+		if (started[i] && sysrun_finish(&r[i], &err) == -1 &&
+		    rv == 0) {
+			snprintf(why, len, "cannot read its rules: %s", err);
+			rv = -1;
+		}
+		free(err);
+		err = NULL;
+		if (rv != 0)
+			continue;
+		if (r[i].outcut || netseal_normal(r[i].output, got,
+		    NETSEAL_SAVE_MAX) == -1) {
+			snprintf(why, len, "the IPv%d filter of its namespace "
+			    "holds more than %d bytes of rules", i ? 6 : 4,
+			    NETSEAL_SAVE_MAX);
+			rv = -1;
+		} else if (netseal_rules(i ? 6 : 4, proxy, want,
+		    sizeof(want)) == -1 || netseal_normal(want, normal,
+		    sizeof(normal)) == -1 || netseal_rules_differ(got, normal,
+		    i ? 6 : 4, why, len))
+			rv = -1;
+	}
+	for (i = 0; i < 2; i++)
+		free(r[i].output);
+	free(got);
+	return rv;
+}
+
+int
 netseal_check(pid_t pid, const char *proxy, char **cause)
 {
 	static const int types[3] = { SOCK_STREAM | SOCK_NONBLOCK,
@@ -263,7 +395,8 @@ netseal_check(pid_t pid, const char *proxy, char **cause)
 	if (i < 3)
 		util_xasprintf(cause, "cannot make a socket in %s: %s", ns,
 		    strerror(errno));
-	else if (netseal_check_fds(fds, proxy, why, sizeof(why)) == -1)
+	else if (netseal_check_fds(fds, proxy, why, sizeof(why)) == -1 ||
+	    netseal_rules_hold(pid, proxy, why, sizeof(why)) == -1)
 		util_xasprintf(cause, "%s", why);
 	else
 		rv = 0;

@@ -35,6 +35,13 @@
  */
 int	netseal_rules(int family, const char *proxy, char *buf, size_t len);
 
+/*
+ * The text of iptables-save (or netseal_rules) with what differs between
+ * two saves of the same rules taken out: comment lines, blank lines and
+ * the counters of chain lines. Into out; 0, or -1 when it does not fit.
+ */
+int	netseal_normal(const char *in, char *out, size_t len);
+
 /* Load both into the network namespace of pid. 0, or -1 with *cause. */
 int	netseal_apply(pid_t pid, const char *proxy, char **cause);
 
@@ -50,9 +57,12 @@ int	netseal_probe_target(const char *proxy, char *buf, size_t len);
  * Confirm, from the host and in a few milliseconds, that the seal of
  * pid's network namespace still holds before a command runs there: a
  * connection the seal refuses (netseal_probe_target) and a query to
- * Docker's resolver must be refused by the local firewall, and the
- * proxy's port must answer. 0, or -1 with *cause saying what drifted
- * (a flushed seal, a proxy gone). Needs root (setns).
+ * Docker's resolver must be refused by the local firewall, the proxy's
+ * port must answer, and the filter tables in force (iptables-save and
+ * ip6tables-save in the namespace, netseal_normal) must be exactly the
+ * seal's rules: a rule added for one more address, a rule removed or
+ * changed is drift. 0, or -1 with *cause saying what drifted (a flushed
+ * seal, a proxy gone, the first rule that differs). Needs root (setns).
  */
 int	netseal_check(pid_t pid, const char *proxy, char **cause);
 

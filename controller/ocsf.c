@@ -73,6 +73,10 @@ static json_t	*ocsf_new(json_t *, const struct ocsf_ctx *,
 		    const char *);
 static void	ocsf_status(json_t *, int, const char *, const char *);
 static json_t	*ocsf_ip_port(const char *, int);
+static long long ocsf_port(json_t *);
+static long long ocsf_count(json_t *, const char *);
+static json_t	*ocsf_traffic(json_t *);
+static json_t	*ocsf_resume(json_t *, const struct ocsf_ctx *);
 static json_t	*ocsf_src(json_t *);
 static json_t	*ocsf_dst(json_t *);
 static int	ocsf_method_id(const char *);
@@ -85,6 +89,7 @@ static json_t	*ocsf_device(const struct ocsf_ctx *);
 static json_t	*ocsf_actor(const char *);
 static json_t	*ocsf_run_process(json_t *);
 static json_t	*ocsf_run(json_t *, const struct ocsf_ctx *);
+static void	ocsf_eventlog_common(json_t *, const struct ocsf_ctx *);
 static json_t	*ocsf_checkpoint(json_t *, const struct ocsf_ctx *);
 
 /* A string member, or NULL. */
@@ -186,15 +191,17 @@ ocsf_status(json_t *o, int status, const char *code, const char *detail)
 /*
  * An endpoint {ip[, port]} from "ADDR:PORT" (with_port: the proxy writes
  * src so, IPv6 without brackets, so the port is after the last colon) or
- * from a bare address; NULL when it is not an IP address.
+ * from a bare address; NULL when it is not an IP address. The address is
+ * written back in its canonical form (at most 39 characters).
  */
 static json_t *
 ocsf_ip_port(const char *s, int with_port)
 {
 	unsigned char	 buf[16];
-	char		 ip[64];
+	char		 ip[64], text[INET6_ADDRSTRLEN];
 	const char	*colon, *errstr;
 	long long	 port = -1;
+	int		 af = AF_INET;
 
 	if (s == NULL || strlen(s) >= sizeof(ip))
 		return NULL;
@@ -205,11 +212,38 @@ ocsf_ip_port(const char *s, int with_port)
 			return NULL;
 		ip[colon - s] = '\0';
 	}
-	if (inet_pton(AF_INET, ip, buf) != 1 &&
-	    inet_pton(AF_INET6, ip, buf) != 1)
+	if (inet_pton(AF_INET, ip, buf) != 1) {
+		af = AF_INET6;
+		if (inet_pton(AF_INET6, ip, buf) != 1)
+			return NULL;
+	}
+	if (inet_ntop(af, buf, text, sizeof(text)) == NULL)
 		return NULL;
-	return port >= 0 ? json_pack("{s:s, s:I}", "ip", ip, "port",
-	    (json_int_t)port) : json_pack("{s:s}", "ip", ip);
+	return port >= 0 ? json_pack("{s:s, s:I}", "ip", text, "port",
+	    (json_int_t)port) : json_pack("{s:s}", "ip", text);
+}
+
+/* A port member in 0..65535, or -1. */
+static long long
+ocsf_port(json_t *ev)
+{
+	json_t	*port = json_object_get(ev, "port");
+
+	if (!json_is_integer(port) || json_integer_value(port) < 0 ||
+	    json_integer_value(port) > 65535)
+		return -1;
+	return (long long)json_integer_value(port);
+}
+
+/* A member that is a count (an integer >= 0), or -1. */
+static long long
+ocsf_count(json_t *ev, const char *key)
+{
+	json_t	*v = json_object_get(ev, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -1;
+	return (long long)json_integer_value(v);
 }
 
 /* src_endpoint: the client's address and port, the sandbox as its uid. */
@@ -232,8 +266,9 @@ ocsf_src(json_t *ev)
 static json_t *
 ocsf_dst(json_t *ev)
 {
-	json_t		*e, *ip, *port = json_object_get(ev, "port");
+	json_t		*e, *ip;
 	const char	*host = ocsf_str(ev, "host");
+	long long	 port = ocsf_port(ev);
 
 	ip = ocsf_ip_port(ocsf_str(ev, "resolved"), 0);
 	if (host == NULL && ip == NULL)
@@ -243,9 +278,8 @@ ocsf_dst(json_t *ev)
 	if (ip != NULL)
 		json_object_set(e, "ip", json_object_get(ip, "ip"));
 	json_decref(ip);
-	if (json_is_integer(port) && json_integer_value(port) >= 0 &&
-	    json_integer_value(port) <= 65535)
-		ocsf_set(e, "port", json_integer(json_integer_value(port)));
+	if (port >= 0)
+		ocsf_set(e, "port", json_integer(port));
 	return e;
 }
 
@@ -271,7 +305,8 @@ ocsf_verdict(json_t *ev, const char *name, struct ocsf_verdict *v)
 	memset(v, 0, sizeof(*v));
 	v->action_name = v->disposition_name = "Unknown";
 	if (strcmp(name, "egress.allowed") == 0 ||
-	    strcmp(name, "egress.would_block") == 0) {
+	    strcmp(name, "egress.would_block") == 0 ||
+	    strcmp(name, "egress.would_block_summary") == 0) {
 		v->action = 1;
 		v->action_name = "Allowed";
 		v->status = 1;
@@ -301,49 +336,66 @@ ocsf_verdict(json_t *ev, const char *name, struct ocsf_verdict *v)
 static json_t *
 ocsf_http_request(json_t *ev, const char *method)
 {
-	json_t		*r, *url, *port = json_object_get(ev, "port");
+	json_t		*r, *url;
 	const char	*host = ocsf_str(ev, "host");
-	char		*s;
+	long long	 port = ocsf_port(ev);
+	char		*s, pnum[24] = "";
 	int		 v6;
 
 	r = json_pack("{s:s}", "http_method", method);
 	if (r == NULL || host == NULL)
 		return r;
 	v6 = strchr(host, ':') != NULL;
-	if (json_is_integer(port))
-		util_xasprintf(&s, "%s%s%s%s:%lld", strcmp(method, "CONNECT") ?
-		    "http://" : "", v6 ? "[" : "", host, v6 ? "]" : "",
-		    (long long)json_integer_value(port));
-	else
-		util_xasprintf(&s, "%s%s%s%s", strcmp(method, "CONNECT") ?
-		    "http://" : "", v6 ? "[" : "", host, v6 ? "]" : "");
+	if (port >= 0)
+		snprintf(pnum, sizeof(pnum), ":%lld", port);
+	util_xasprintf(&s, "%s%s%s%s%s", strcmp(method, "CONNECT") ?
+	    "http://" : "", v6 ? "[" : "", host, v6 ? "]" : "", pnum);
 	url = json_pack("{s:s, s:s}", "url_string", s, "hostname", host);
 	free(s);
-	if (url != NULL && json_is_integer(port))
-		ocsf_set(url, "port", json_integer(json_integer_value(port)));
+	if (url != NULL && port >= 0)
+		ocsf_set(url, "port", json_integer(port));
 	ocsf_set(r, "url", url);
 	return r;
+}
+
+/*
+ * traffic: bytes_up as bytes_out, bytes_down as bytes_in, their sum as
+ * bytes; each only when a count (and the sum when it fits). NULL: none.
+ */
+static json_t *
+ocsf_traffic(json_t *ev)
+{
+	long long	 up = ocsf_count(ev, "bytes_up");
+	long long	 down = ocsf_count(ev, "bytes_down");
+	long long	 sum;
+	json_t		*t;
+
+	if (up < 0 && down < 0)
+		return NULL;
+	if ((t = json_object()) == NULL)
+		return NULL;
+	if (up >= 0)
+		ocsf_set(t, "bytes_out", json_integer(up));
+	if (down >= 0)
+		ocsf_set(t, "bytes_in", json_integer(down));
+	if (up >= 0 && down >= 0 && !__builtin_add_overflow(up, down, &sum))
+		ocsf_set(t, "bytes", json_integer(sum));
+	return t;
 }
 
 /* Bytes, duration, the rule, the policy and a count, when given. */
 static void
 ocsf_egress_extra(json_t *o, json_t *ev)
 {
-	json_t		*up = json_object_get(ev, "bytes_up");
-	json_t		*down = json_object_get(ev, "bytes_down");
 	json_t		*ms = json_object_get(ev, "duration_ms");
-	json_t		*count = json_object_get(ev, "count");
+	long long	 count = ocsf_count(ev, "count");
 	const char	*digest = ocsf_str(ev, "policy_digest");
 
-	if (json_is_integer(up) && json_is_integer(down))
-		ocsf_set(o, "traffic", json_pack("{s:I, s:I, s:I}",
-		    "bytes_out", json_integer_value(up), "bytes_in",
-		    json_integer_value(down), "bytes", json_integer_value(up) +
-		    json_integer_value(down)));
+	ocsf_set(o, "traffic", ocsf_traffic(ev));
 	if (json_is_integer(ms))
 		ocsf_set(o, "duration", json_integer(json_integer_value(ms)));
-	if (json_is_integer(count))
-		ocsf_set(o, "count", json_integer(json_integer_value(count)));
+	if (count >= 0)
+		ocsf_set(o, "count", json_integer(count));
 	if (ocsf_str(ev, "rule") != NULL)
 		ocsf_set(o, "firewall_rule", json_pack("{s:s}", "name",
 		    ocsf_str(ev, "rule")));
@@ -453,8 +505,8 @@ ocsf_actor(const char *app)
 static json_t *
 ocsf_run_process(json_t *ev)
 {
-	json_t		*p, *c, *argv0 = json_array_get(json_object_get(ev,
-			    "argv"), 0);
+	json_t		*p, *c, *img, *argv0 = json_array_get(
+			    json_object_get(ev, "argv"), 0);
 	const char	*sbx = ocsf_str(ev, "sandbox");
 	long long	 start = ocsf_ms(ocsf_str(ev, "start"));
 
@@ -468,10 +520,12 @@ ocsf_run_process(json_t *ev)
 		ocsf_set(p, "created_time", json_integer(start));
 	if (sbx != NULL && (c = json_pack("{s:s, s:s}", "uid", sbx, "name",
 	    sbx)) != NULL) {
-		if (ocsf_str(ev, "image_id") != NULL)
-			ocsf_set(c, "image", json_pack("{s:s, s:s?}", "uid",
-			    ocsf_str(ev, "image_id"), "name",
-			    ocsf_str(ev, "image")));
+		if (ocsf_str(ev, "image_id") != NULL &&
+		    (img = json_pack("{s:s}", "uid", ocsf_str(ev,
+		    "image_id"))) != NULL) {
+			ocsf_set_str(img, "name", ocsf_str(ev, "image"));
+			ocsf_set(c, "image", img);
+		}
 		ocsf_set(p, "container", c);
 	}
 	return p;
@@ -523,7 +577,26 @@ ocsf_run(json_t *ev, const struct ocsf_ctx *ctx)
 	return o;
 }
 
-/* log.checkpoint: Event Log Activity on the log it signs. */
+/*
+ * The members Event Log Activity events of a log have: the log, the
+ * actor, the device.
+ */
+static void
+ocsf_eventlog_common(json_t *o, const struct ocsf_ctx *ctx)
+{
+	ocsf_set(o, "actor", ocsf_actor("sandgate"));
+	ocsf_set(o, "device", ocsf_device(ctx));
+	ocsf_set_str(o, "log_name", ctx->log_name);
+	ocsf_set_str(o, "log_provider", "sandgate");
+	ocsf_set(o, "log_type_id", json_integer(2));
+	ocsf_set_str(o, "log_type", "Application");
+}
+
+/*
+ * log.checkpoint: Event Log Activity on the log it signs. The export
+ * does not check signatures: the status is Unknown and the message says
+ * so (`sandgate audit verify --key` checks them).
+ */
 static json_t *
 ocsf_checkpoint(json_t *ev, const struct ocsf_ctx *ctx)
 {
@@ -543,17 +616,38 @@ ocsf_checkpoint(json_t *ev, const struct ocsf_ctx *ctx)
 		an = "Key Rotation";
 	if ((o = ocsf_new(ev, ctx, &ocsf_eventlog, act, an, 1, NULL)) == NULL)
 		return NULL;
-	ocsf_set(o, "actor", ocsf_actor("sandgate"));
-	ocsf_set(o, "device", ocsf_device(ctx));
-	ocsf_set_str(o, "log_name", ctx->log_name);
-	ocsf_set_str(o, "log_provider", "sandgate");
-	ocsf_set(o, "log_type_id", json_integer(2));
-	ocsf_set_str(o, "log_type", "Application");
-	ocsf_status(o, 1, reason, NULL);
-	util_xasprintf(&msg, "checkpoint (%s) signed by key %s%s%s",
-	    reason ? reason : "?", ocsf_str(ev, "key") ? ocsf_str(ev, "key") :
-	    "?", ocsf_str(ev, "next_key") ? ", handing over to key " : "",
-	    ocsf_str(ev, "next_key") ? ocsf_str(ev, "next_key") : "");
+	ocsf_eventlog_common(o, ctx);
+	ocsf_status(o, 0, reason, "signature not checked by the export");
+	util_xasprintf(&msg, "checkpoint (%s) naming key %s%s%s; its "
+	    "signature is not checked here: sandgate audit verify --key "
+	    "checks it", reason ? reason : "?", ocsf_str(ev, "key") ?
+	    ocsf_str(ev, "key") : "?", ocsf_str(ev, "next_key") ?
+	    ", handing over to key " : "", ocsf_str(ev, "next_key") ?
+	    ocsf_str(ev, "next_key") : "");
+	ocsf_set_str(o, "message", msg);
+	free(msg);
+	return o;
+}
+
+/*
+ * log.resume: the writer found its log not ending with the checkpoint it
+ * had signed last (checkpoint.h); Event Log Activity, Medium.
+ */
+static json_t *
+ocsf_resume(json_t *ev, const struct ocsf_ctx *ctx)
+{
+	json_t	*o;
+	char	*msg;
+
+	if ((o = ocsf_new(ev, ctx, &ocsf_eventlog, 99, "Resume", 3,
+	    NULL)) == NULL)
+		return NULL;
+	ocsf_eventlog_common(o, ctx);
+	ocsf_status(o, 0, NULL, NULL);
+	util_xasprintf(&msg, "the writer found the log ending at seq %lld, "
+	    "not at the checkpoint it had signed last (seq %lld): sandgate "
+	    "audit verify --key judges it", ocsf_count(ev, "found_seq"),
+	    ocsf_count(ev, "anchor_seq"));
 	ocsf_set_str(o, "message", msg);
 	free(msg);
 	return o;
@@ -574,6 +668,8 @@ ocsf_event(json_t *ev, const struct ocsf_ctx *ctx)
 		return ocsf_run(ev, ctx);
 	if (name != NULL && strcmp(name, CHECKPOINT_EVENT) == 0)
 		return ocsf_checkpoint(ev, ctx);
+	if (name != NULL && strcmp(name, CHECKPOINT_RESUME) == 0)
+		return ocsf_resume(ev, ctx);
 	if ((o = ocsf_new(ev, ctx, &ocsf_base, name ? 99 : 0, name ? "Other" :
 	    "Unknown", 0, NULL)) == NULL)
 		return NULL;

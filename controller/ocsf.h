@@ -10,7 +10,14 @@
  *   run.*                    Process Activity (1007), Terminate (Launch
  *                            when the command never started)
  *   log.checkpoint           Event Log Activity (1008), Start / Stop / Other
+ *                            (status Unknown: the export checks no
+ *                            signature)
+ *   log.resume               Event Log Activity (1008), Other ("Resume")
  *   anything else            Base Event (0)
+ *
+ * Any object in gives an event that the schema accepts: members of the
+ * wrong type or out of range (ports, counts, addresses) are left out,
+ * never passed on.
  *
  * Every OCSF event keeps the whole sandgate event, seq, prev and hash
  * included, in unmapped.sandgate, so a SIEM holds what the chain and the

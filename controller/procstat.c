@@ -1,4 +1,5 @@
 /* procstat.c: fields of /proc/PID/stat; see procstat.h. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,8 @@ procstat_parse(const char *text, struct procstat *ps)
 			return -1;
 		if (field + 1 == 4)
 			ps->ppid = (int)strtol(p + 1, NULL, 10);
+		else if (field + 1 == 20)
+			ps->threads = strtol(p + 1, NULL, 10);
 	}
 	if (p[1] < '0' || p[1] > '9')
 		return -1;
@@ -55,17 +58,22 @@ procstat_read(int pid, struct procstat *ps)
 }
 
 int
-procstat_run_marker(int pid, char *out, size_t len)
+procstat_dead(const struct procstat *ps)
+{
+	return ps->state == 'Z' && ps->threads <= 1;
+}
+
+/* The run marker in the environment file at path (procstat_run_marker). */
+static int
+procstat_env_marker(const char *path, char *out, size_t len)
 {
 	static char	 env[PROCSTAT_ENV_MAX];
 	const char	*key = PROCSTAT_RUN_VAR "=";
-	char		 path[64];
 	size_t		 got = 0, i, klen = strlen(key);
 	ssize_t		 n;
 	int		 fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
 	while (got + 1 < sizeof(env) &&
 	    (n = read(fd, env + got, sizeof(env) - 1 - got)) > 0)
@@ -79,4 +87,33 @@ procstat_run_marker(int pid, char *out, size_t len)
 		return 1;
 	}
 	return 0;
+}
+
+int
+procstat_run_marker(int pid, char *out, size_t len)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[320];	/* d_name is at most 255 bytes */
+	int		 r;
+
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	if ((r = procstat_env_marker(path, out, len)) != -1)
+		return r;
+	/* the leader exited: any live thread shares its environment */
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while (r == -1 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+		    strlen(de->d_name) > 16)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/environ", pid,
+		    de->d_name);
+		r = procstat_env_marker(path, out, len);
+	}
+	closedir(d);
+	return r;
 }

@@ -15,6 +15,7 @@
 struct procstat {
 	char			state;	/* field 3: R, S, Z, ... */
 	int			ppid;	/* field 4 */
+	long			threads; /* field 20: live threads + a Z leader */
 	unsigned long long	start;	/* field 22: start time, clock ticks */
 };
 
@@ -27,9 +28,18 @@ int	procstat_read(int pid, struct procstat *);
 #define PROCSTAT_RUN_VAR	"SANDGATE_RUN"
 
 /*
+ * 1 when the process is dead for good: a zombie with no live thread. A
+ * leader that exited while other threads run also shows state Z; it is
+ * alive (threads > 1) and a kill of its pid takes the whole group.
+ */
+int	procstat_dead(const struct procstat *);
+
+/*
  * The run marker of pid's initial environment into out (cut to len - 1
  * bytes, so a longer forged one never equals a run id): 1 found, 0 none,
- * -1 unreadable (gone, or not ours to read).
+ * -1 unreadable (gone, or not ours to read). When the leader has exited
+ * (its environ gives ESRCH), the environment is read through a live
+ * thread, /proc/PID/task/TID/environ.
  */
 int	procstat_run_marker(int pid, char *out, size_t len);
 

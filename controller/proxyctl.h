@@ -21,6 +21,8 @@ struct docker;
 #define PROXYCTL_NET_EGRESS	"sandgate-egress"
 #define PROXYCTL_SUBNET		"10.213.0.0/24"
 #define PROXYCTL_PORT		3128
+/* --log-keep-min-age of the proxy that `sandgate proxy start` runs. */
+#define PROXYCTL_LOG_KEEP_MIN_AGE	"7d"
 #define PROXYCTL_UID		65532
 
 /* state_root()/proxy/run/control.sock (static storage). */

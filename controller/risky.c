@@ -1,8 +1,10 @@
 /* risky.c: the risky-path rules; see risky.h. */
 #include <fnmatch.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "quote.h"
 #include "risky.h"
 
 /*
@@ -54,12 +56,52 @@ static const struct risky_rule risky_rules[] = {
 };
 #define RISKY_NRULES (sizeof(risky_rules) / sizeof(risky_rules[0]))
 
+/*
+ * Combining characters that Unicode normalisation composes with the
+ * letter before them (and conjoining Hangul jamo): a name holding one
+ * (cafe + U+0301) shows as another name (café) that may exist beside it.
+ */
+static const uint32_t risky_combining[][2] = {
+	{ 0x0300, 0x036f }, { 0x1100, 0x11ff }, { 0x1ab0, 0x1aff },
+	{ 0x1dc0, 0x1dff }, { 0x20d0, 0x20ff }, { 0x3099, 0x309a },
+	{ 0xfe20, 0xfe2f },
+};
+
+static int
+risky_decomposed(const char *relpath)
+{
+	const unsigned char	*s = (const unsigned char *)relpath;
+	size_t			 n = strlen(relpath), l, i;
+	uint32_t		 cp;
+
+	while (n > 0) {
+		if ((l = quote_utf8_len(s, n, &cp)) == 0)
+			l = 1;
+		else
+			for (i = 0; i < sizeof(risky_combining) /
+			    sizeof(risky_combining[0]); i++)
+				if (cp >= risky_combining[i][0] &&
+				    cp <= risky_combining[i][1])
+					return 1;
+		s += l;
+		n -= l;
+	}
+	return 0;
+}
+
 int
 risky_path(const char *relpath, const char **why)
 {
 	const struct risky_rule	*r;
 	const char		*base;
 	size_t			 i;
+
+	if (risky_decomposed(relpath)) {
+		if (why != NULL)
+			*why = "name with a combining character: it may look "
+			    "like another name";
+		return 1;
+	}
 
 	base = strrchr(relpath, '/');
 	base = base != NULL ? base + 1 : relpath;

@@ -1,8 +1,9 @@
 /*
  * risky.h: which changed paths could run code on the host or in CI once
  * applied (build files, CI workflows, shell rc files, git hooks, editor
- * tasks). `sandgate diff` flags them and `sandgate apply --all` leaves
- * them out unless --include-risky is given.
+ * tasks), and names holding a combining character (a decomposed name
+ * looks like its composed twin). `sandgate diff` flags them and
+ * `sandgate apply --all` leaves them out unless --include-risky is given.
  */
 #ifndef SG_RISKY_H
 #define SG_RISKY_H

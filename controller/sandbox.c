@@ -378,6 +378,7 @@ sandbox_seccomp_profile(void)
 {
 	static const char *const allow[] = { SG_SECCOMP_ALLOW_NAMES, NULL };
 	static const json_int_t personas[] = { SG_SECCOMP_PERSONAS };
+	static const json_int_t families[] = { SG_SECCOMP_SOCKET_ABOVE };
 	json_t	*names, *rules;
 	size_t	 i;
 
@@ -390,7 +391,10 @@ sandbox_seccomp_profile(void)
 	json_array_append_new(rules, sandbox_seccomp_rule(json_pack("[s]",
 	    "clone"), 0, SG_SECCOMP_CLONE_NS_MASK, 0, "SCMP_CMP_MASKED_EQ"));
 	json_array_append_new(rules, sandbox_seccomp_rule(json_pack("[s]",
-	    "socket"), 0, SG_SECCOMP_SOCKET_REFUSED, 0, "SCMP_CMP_NE"));
+	    "socket"), 0, SG_SECCOMP_SOCKET_REFUSED, 0, "SCMP_CMP_LT"));
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		json_array_append_new(rules, sandbox_seccomp_rule(json_pack(
+		    "[s]", "socket"), 0, families[i], 0, "SCMP_CMP_EQ"));
 	for (i = 0; i < sizeof(personas) / sizeof(personas[0]); i++)
 		json_array_append_new(rules, sandbox_seccomp_rule(json_pack(
 		    "[s]", "personality"), 0, personas[i], 0, "SCMP_CMP_EQ"));
@@ -813,6 +817,9 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 		return -1;
 	/* what a killed apply left in the source tree goes first */
 	if (workspace_apply_cleanup(dir, NULL, &left, cause) == -1)
+		return -1;
+	/* snapshot/ may hold paths past PATH_MAX and any depth (nftw can't) */
+	if (workspace_remove(dir, cause) == -1)
 		return -1;
 	sandbox_uid_release(dir);
 	if (sandbox_rmtree(dir) == -1) {

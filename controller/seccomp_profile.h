@@ -120,10 +120,24 @@
 #define SG_SECCOMP_PERSONAS	0x0, 0x8, 0x20000, 0x20008, 0xffffffff
 #define SG_SECCOMP_READ_IMPLIES_EXEC	0x0400000
 
-/* socket(2) of this family is refused (AF_VSOCK). */
+/*
+ * socket(2) of this family is refused (AF_VSOCK). The kernel takes the
+ * family as an int, but seccomp compares the whole 64-bit register: a
+ * rule "family != 40" lets (1 << 32) | 40 through, and the kernel makes
+ * an AF_VSOCK socket of it. So socket is allowed only for a family below
+ * 40 or equal to one of SG_SECCOMP_SOCKET_ABOVE (the families up to
+ * AF_MAX, 46 in Linux 6.x: AF_KCM, AF_QIPCRTR, AF_SMC, AF_XDP, AF_MCTP),
+ * each compared on all 64 bits, so any high bit set means EPERM.
+ */
 #define SG_SECCOMP_SOCKET_REFUSED	40
+#define SG_SECCOMP_SOCKET_ABOVE		41, 42, 43, 44, 45
 
-/* clone(2) flags that make namespaces: clone only when none is set. */
+/*
+ * clone(2) flags that make namespaces: clone only when none is set. The
+ * kernel reads the low 32 bits of the flags, and the mask lies in them.
+ * personality(2) takes an unsigned int too; its values are compared
+ * exactly, so a high bit set makes the call refused.
+ */
 #define SG_SECCOMP_CLONE_NS_MASK	0x7e020000
 
 #endif

@@ -13,12 +13,13 @@
 #include "sysrun.h"
 #include "util.h"
 
-static void	sysrun_child(const struct sysrun *, int, int)
+static void	sysrun_child(const struct sysrun *, int, int, int)
 		    __attribute__((noreturn));
+static void	sysrun_collect(struct sysrun *, int);
 
 /* In the child: join the namespace, wire stdin/stdout/stderr, exec. */
 static void
-sysrun_child(const struct sysrun *r, int infd, int errfd)
+sysrun_child(const struct sysrun *r, int infd, int outfd, int errfd)
 {
 	char	ns[64];
 	size_t	i;
@@ -39,8 +40,10 @@ sysrun_child(const struct sysrun *r, int infd, int errfd)
 		infd = fd;
 	if (infd != -1)
 		dup2(infd, STDIN_FILENO);
-	if (fd != -1)
-		dup2(fd, STDOUT_FILENO);
+	if (outfd == -1)
+		outfd = fd;
+	if (outfd != -1)
+		dup2(outfd, STDOUT_FILENO);
 	dup2(errfd, STDERR_FILENO);
 	for (i = 0; r->paths[i] != NULL; i++)
 		execvp(r->paths[i], r->argv);
@@ -66,53 +69,109 @@ sysrun_feed(int fd, const char *s)
 	}
 }
 
+/* Read the tool's stdout from fd to its end; what does not fit is cut. */
+static void
+sysrun_collect(struct sysrun *r, int fd)
+{
+	char	sink[4096];
+	size_t	len = 0;
+	ssize_t	n;
+
+	r->outcut = 0;
+	for (;;) {
+		if (len + 1 < r->outlen)
+			n = read(fd, r->output + len, r->outlen - 1 - len);
+		else
+			n = read(fd, sink, sizeof(sink));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (len + 1 < r->outlen)
+			len += (size_t)n;
+		else
+			r->outcut = 1;
+	}
+	r->output[len] = '\0';
+	close(fd);
+}
+
 int
-sysrun(const struct sysrun *r, char **cause)
+sysrun_start(struct sysrun *r, char **cause)
+{
+	int	efd[2], ifd[2] = { -1, -1 }, ofd[2] = { -1, -1 };
+
+	r->pid = -1;
+	if (r->output != NULL && r->outlen == 0)
+		r->output = NULL;
+	if (pipe2(efd, O_CLOEXEC) == -1) {
+		util_xasprintf(cause, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if ((r->input != NULL && pipe2(ifd, O_CLOEXEC) == -1) ||
+	    (r->output != NULL && pipe2(ofd, O_CLOEXEC) == -1)) {
+		util_xasprintf(cause, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	fflush(NULL);
+	if ((r->pid = fork()) == -1) {
+		util_xasprintf(cause, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (r->pid == 0)
+		sysrun_child(r, ifd[0], ofd[1], efd[1]);
+	close(efd[1]);
+	if (ofd[1] != -1)
+		close(ofd[1]);
+	if (ifd[0] != -1)
+		close(ifd[0]);
+	r->errfd = efd[0];
+	r->infd = ifd[1];
+	r->outfd = ofd[0];
+	return 0;
+fail:
+	close(efd[0]);
+	close(efd[1]);
+	if (ifd[0] != -1) {
+		close(ifd[0]);
+		close(ifd[1]);
+	}
+	if (ofd[0] != -1) {
+		close(ofd[0]);
+		close(ofd[1]);
+	}
+	return -1;
+}
+
+int
+sysrun_finish(struct sysrun *r, char **cause)
 {
 	struct sigaction	 ign, old;
 	char			 err[SYSRUN_ERR_MAX];
 	size_t			 len = 0;
 	ssize_t			 n;
-	pid_t			 pid;
-	int			 efd[2], ifd[2] = { -1, -1 }, status;
+	int			 status;
 
-	if (pipe2(efd, O_CLOEXEC) == -1 ||
-	    (r->input != NULL && pipe2(ifd, O_CLOEXEC) == -1)) {
-		util_xasprintf(cause, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	fflush(NULL);
-	if ((pid = fork()) == -1) {
-		util_xasprintf(cause, "fork: %s", strerror(errno));
-		close(efd[0]);
-		close(efd[1]);
-		if (ifd[0] != -1) {
-			close(ifd[0]);
-			close(ifd[1]);
-		}
-		return -1;
-	}
-	if (pid == 0)
-		sysrun_child(r, ifd[0], efd[1]);
-	close(efd[1]);
-	if (ifd[0] != -1) {
-		close(ifd[0]);
+	if (r->infd != -1) {
 		memset(&ign, 0, sizeof(ign));
 		ign.sa_handler = SIG_IGN;
 		sigaction(SIGPIPE, &ign, &old);
-		sysrun_feed(ifd[1], r->input);
-		close(ifd[1]);
+		sysrun_feed(r->infd, r->input);
+		close(r->infd);
 		sigaction(SIGPIPE, &old, NULL);
 	}
-	while ((n = read(efd[0], err + len, sizeof(err) - 1 - len)) != 0) {
+	/* stdout first, to its end: the tool's stderr is short */
+	if (r->outfd != -1)
+		sysrun_collect(r, r->outfd);
+	while ((n = read(r->errfd, err + len, sizeof(err) - 1 - len)) != 0) {
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 || (len += (size_t)n) == sizeof(err) - 1)
 			break;
 	}
 	err[len] = '\0';
-	close(efd[0]);
-	while (waitpid(pid, &status, 0) == -1)
+	close(r->errfd);
+	while (waitpid(r->pid, &status, 0) == -1)
 		if (errno != EINTR) {
 			util_xasprintf(cause, "waitpid: %s", strerror(errno));
 			return -1;
@@ -125,4 +184,12 @@ sysrun(const struct sysrun *r, char **cause)
 	    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
 	    err[0] ? err : "no message");
 	return -1;
+}
+
+int
+sysrun(struct sysrun *r, char **cause)
+{
+	if (sysrun_start(r, cause) == -1)
+		return -1;
+	return sysrun_finish(r, cause);
 }

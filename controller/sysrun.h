@@ -16,12 +16,28 @@ struct sysrun {
 	const char		*input;	/* written to its stdin (< 4 KiB), or NULL */
 	int			 netns;	/* pid whose network namespace the tool
 					   joins first, or 0 */
+	char			*output; /* its stdout, NUL-terminated, or NULL
+					   (then stdout is /dev/null) */
+	size_t			 outlen; /* size of output */
+	int			 outcut; /* set: stdout was longer (cut) */
+	/* set by sysrun_start for sysrun_finish */
+	int			 pid, infd, outfd, errfd;
 };
 
 /*
  * Run it and wait. 0 when it exits 0; -1 otherwise with *cause naming the
- * tool, how it ended and the first line of its stderr.
+ * tool, how it ended and the first line of its stderr. With output set,
+ * its stdout is read into output (outcut set when it did not fit).
  */
-int	sysrun(const struct sysrun *, char **cause);
+int	sysrun(struct sysrun *, char **cause);
+
+/*
+ * sysrun in two halves, so that tools can run at the same time: start
+ * (0, or -1 with *cause and nothing left open), then finish, which must
+ * follow every start that returned 0 (feeds input, reads the output,
+ * waits; its result is sysrun's).
+ */
+int	sysrun_start(struct sysrun *, char **cause);
+int	sysrun_finish(struct sysrun *, char **cause);
 
 #endif

@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "quote.h"
 #include "util.h"
 #include "workspace.h"
 #include "workspace_priv.h"
@@ -30,6 +31,11 @@ static int	 ws_load_entry(struct workspace_manifest *, json_t *,
 		    char **);
 static json_t	*ws_dump(const struct workspace_manifest *);
 static int	 ws_remove_tree(int dirfd, char **cause);
+static int	 ws_remove_files(int, char[256]);
+static int	 ws_delta_cmp(const void *, const void *);
+static void	 ws_sha_zeros(EVP_MD_CTX *, off_t);
+static int	 ws_copy_range(int, int, EVP_MD_CTX *, off_t, off_t,
+		    unsigned char *, size_t, off_t *);
 
 static const char *const ws_default_names[] = {
 	".git", ".venv", "node_modules", "__pycache__",
@@ -83,35 +89,18 @@ ws_pattern_excluded(char *const *pats, size_t npats, const char *relpath,
 	return 0;
 }
 
-/* Strict UTF-8: no overlongs, no surrogates, nothing past U+10FFFF. */
+/* Strict UTF-8 (quote_utf8_len): no overlongs, no surrogates, no NUL. */
 int
 ws_utf8_valid(const char *str)
 {
 	const unsigned char	*s = (const unsigned char *)str;
-	unsigned int		 c, min;
-	int			 n, i;
+	size_t			 n = strlen(str), i = 0, l;
+	uint32_t		 cp;
 
-	while (*s != '\0') {
-		if (*s < 0x80) {
-			s++;
-			continue;
-		}
-		if ((*s & 0xe0) == 0xc0) {
-			n = 1; c = *s & 0x1f; min = 0x80;
-		} else if ((*s & 0xf0) == 0xe0) {
-			n = 2; c = *s & 0x0f; min = 0x800;
-		} else if ((*s & 0xf8) == 0xf0) {
-			n = 3; c = *s & 0x07; min = 0x10000;
-		} else
+	while (i < n) {
+		if ((l = quote_utf8_len(s + i, n - i, &cp)) == 0)
 			return 0;
-		for (i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			c = (c << 6) | (s[i] & 0x3f);
-		}
-		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-			return 0;
-		s += n + 1;
+		i += l;
 	}
 	return 1;
 }
@@ -202,29 +191,97 @@ ws_sha_hex(EVP_MD_CTX *ctx, char out[WORKSPACE_SHA256_HEX])
 }
 
 int
-ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX], unsigned char *buf,
-    size_t bufsz)
+ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX], off_t max,
+    unsigned char *buf, size_t bufsz)
 {
 	EVP_MD_CTX	*ctx;
-	off_t		 off = 0;
-	ssize_t		 r;
 
 	if ((ctx = ws_sha_new()) == NULL)
 		return (errno = ENOMEM, -1);
-	for (;;) {
-		r = pread(fd, buf, bufsz, off);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
-			EVP_MD_CTX_free(ctx);
-			return -1;
-		}
-		if (r == 0)
-			break;
-		EVP_DigestUpdate(ctx, buf, (size_t)r);
-		off += r;
+	if (ws_sparse_copy(fd, -1, ctx, max, buf, bufsz, NULL) == -1) {
+		EVP_MD_CTX_free(ctx);
+		return -1;
 	}
 	ws_sha_hex(ctx, out);
+	return 0;
+}
+
+/* Feed len zero bytes (a hole) to the hash. */
+static void
+ws_sha_zeros(EVP_MD_CTX *h, off_t len)
+{
+	static const unsigned char	zero[64 * 1024];
+	size_t				n;
+
+	while (len > 0) {
+		n = len < (off_t)sizeof(zero) ? (size_t)len : sizeof(zero);
+		EVP_DigestUpdate(h, zero, n);
+		len -= (off_t)n;
+	}
+}
+
+/* Copy (and hash) in[from, to) to out at the same offsets. */
+static int
+ws_copy_range(int in, int out, EVP_MD_CTX *h, off_t from, off_t to,
+    unsigned char *buf, size_t bufsz, off_t *end)
+{
+	ssize_t	r;
+	size_t	want;
+
+	while (from < to) {
+		want = to - from < (off_t)bufsz ? (size_t)(to - from) : bufsz;
+		r = pread(in, buf, want, from);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return -1;
+		if (r == 0)
+			break;		/* shorter than it was: stop there */
+		if (h != NULL)
+			EVP_DigestUpdate(h, buf, (size_t)r);
+		if (out != -1 && pwrite(out, buf, (size_t)r, from) != r)
+			return (errno = errno ? errno : EIO, -1);
+		from += r;
+	}
+	*end = from;
+	return 0;
+}
+
+int
+ws_sparse_copy(int in, int out, EVP_MD_CTX *h, off_t max,
+    unsigned char *buf, size_t bufsz, off_t *size)
+{
+	struct stat	st;
+	off_t		off = 0, data, hole, end;
+
+	if (fstat(in, &st) == -1)
+		return -1;
+	if (st.st_size > max)
+		return (errno = EFBIG, -1);
+	while (off < st.st_size) {
+		data = lseek(in, off, SEEK_DATA);
+		if (data == -1 && errno == ENXIO)
+			data = st.st_size;		/* a hole to the end */
+		else if (data == -1)
+			data = off;	/* no SEEK_DATA here: all data */
+		if (data > st.st_size)
+			data = st.st_size;
+		hole = data < st.st_size ? lseek(in, data, SEEK_HOLE) : -1;
+		if (hole == -1 || hole > st.st_size)
+			hole = st.st_size;
+		if (h != NULL)
+			ws_sha_zeros(h, data - off);
+		if (ws_copy_range(in, out, h, data, hole, buf, bufsz,
+		    &end) == -1)
+			return -1;
+		off = end;
+		if (end < hole)
+			break;		/* truncated while read */
+	}
+	if (out != -1 && ftruncate(out, off) == -1)
+		return -1;
+	if (size != NULL)
+		*size = off;
 	return 0;
 }
 
@@ -405,27 +462,31 @@ int
 workspace_manifest_excluded(const struct workspace_manifest *m,
     const char *relpath, int isdir)
 {
-	char		 pre[4096];
 	const char	*c, *e;
+	char		*pre;
 	size_t		 len;
+	int		 out = 0;
 
 	/* a path is out if it or any folder above it is out */
 	(void)isdir;
-	if (util_strlcpy(pre, relpath, sizeof(pre)) >= sizeof(pre))
-		return 0;
+	if ((pre = strdup(relpath)) == NULL)
+		return 1;	/* out of memory: leave it out */
 	for (c = relpath; ; c = e + 1) {
 		e = strchr(c, '/');
 		len = e != NULL ? (size_t)(e - relpath) : strlen(relpath);
 		pre[len] = '\0';
 		if (ws_default_excluded(pre + (c - relpath)) ||
 		    ws_pattern_excluded(m->excludes, m->nexcludes, pre,
-		    pre + (c - relpath)))
-			return 1;
+		    pre + (c - relpath))) {
+			out = 1;
+			break;
+		}
 		if (e == NULL)
 			break;
 		pre[len] = '/';
 	}
-	return 0;
+	free(pre);
+	return out;
 }
 
 /* One "files" element: path, sha256, mode (octal string), size, work. */
@@ -610,38 +671,113 @@ out:
 	return rc;
 }
 
-/* Empty the folder dirfd (closed here), making folders writable first. */
+/* One folder on the way down in ws_remove_tree(): its name, its inode. */
+struct ws_rm_level {
+	char	name[256];
+	dev_t	dev;
+	ino_t	ino;
+};
+
+/*
+ * Unlink every entry of the folder fd that is not a folder, making it
+ * writable first; the name of a remaining subfolder goes to sub ("" if
+ * none). 0 or -1 (errno).
+ */
 static int
-ws_remove_tree(int dirfd, char **cause)
+ws_remove_files(int fd, char sub[256])
 {
 	struct dirent	*de;
 	struct stat	 st;
 	DIR		*d;
-	int		 sub, rc = 0;
+	int		 dfd, rc = 0;
 
-	if ((d = fdopendir(dirfd)) == NULL) {
-		close(dirfd);
-		return ws_cause(cause, "cannot read folder: %s",
-		    strerror(errno));
+	sub[0] = '\0';
+	fchmod(fd, 0700);
+	if ((dfd = dup(fd)) == -1 || (d = fdopendir(dfd)) == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		return -1;
 	}
-	fchmod(dirfd, 0700);
+	rewinddir(d);
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(st.st_mode)) {
-			sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (sub == -1 || ws_remove_tree(sub, cause) == -1 ||
-			    unlinkat(dirfd, de->d_name, AT_REMOVEDIR) == -1)
-				rc = -1;
-		} else if (unlinkat(dirfd, de->d_name, 0) == -1)
+			if (sub[0] == '\0')
+				util_strlcpy(sub, de->d_name, 256);
+		} else if (unlinkat(fd, de->d_name, 0) == -1 &&
+		    errno != ENOENT)
 			rc = -1;
 	}
 	closedir(d);
-	if (rc == -1 && cause != NULL && *cause == NULL)
-		ws_cause(cause, "cannot remove: %s", strerror(errno));
+	return rc;
+}
+
+/*
+ * Empty the folder dirfd (closed here) at any depth with two descriptors
+ * open: go down into the first subfolder left until one is empty, remove
+ * it from its parent (reached by "..", checked to be the folder the walk
+ * came from), and look again. Never follows a link.
+ */
+static int
+ws_remove_tree(int dirfd, char **cause)
+{
+	struct ws_rm_level	*v = NULL, *nv;
+	struct stat		 st;
+	char			 sub[256];
+	size_t			 n = 0, cap = 0;
+	int			 cur = dirfd, up, rc = -1;
+
+	for (;;) {
+		if (ws_remove_files(cur, sub) == -1)
+			goto fail;
+		if (sub[0] != '\0') {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				if ((nv = reallocarray(v, cap,
+				    sizeof(*v))) == NULL)
+					goto fail;
+				v = nv;
+			}
+			if (fstat(cur, &st) == -1)
+				goto fail;
+			util_strlcpy(v[n].name, sub, sizeof(v[n].name));
+			v[n].dev = st.st_dev;
+			v[n].ino = st.st_ino;
+			up = openat(cur, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+			if (up == -1)
+				goto fail;
+			close(cur);
+			cur = up;
+			n++;
+			continue;
+		}
+		if (n == 0)
+			break;
+		n--;
+		up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up == -1 || fstat(up, &st) == -1 ||
+		    st.st_dev != v[n].dev || st.st_ino != v[n].ino) {
+			if (up != -1)
+				close(up);
+			errno = ESTALE;		/* moved while removed */
+			goto fail;
+		}
+		close(cur);
+		cur = up;
+		if (unlinkat(cur, v[n].name, AT_REMOVEDIR) == -1)
+			goto fail;
+	}
+	rc = 0;
+	goto out;
+fail:
+	ws_cause(cause, "cannot remove: %s", strerror(errno));
+out:
+	close(cur);
+	free(v);
 	return rc;
 }
 
@@ -691,4 +827,79 @@ workspace_meta_source(const char *sbxdir, char **cause)
 		ws_cause(cause, "out of memory");
 	json_decref(root);
 	return src;
+}
+
+int
+workspace_meta_limits(const char *sbxdir, char **container,
+    unsigned long long *disk, char **cause)
+{
+	json_error_t	 jerr;
+	json_t		*root, *v;
+	char		 path[4096];
+
+	*container = NULL;
+	*disk = 0;
+	snprintf(path, sizeof(path), "%s/meta.json", sbxdir);
+	if ((root = json_load_file(path, 0, &jerr)) == NULL)
+		return ws_cause(cause, "cannot read '%s': %s", path, jerr.text);
+	v = json_object_get(root, "container");
+	if (json_is_string(v) && json_string_length(v) > 0 &&
+	    (*container = strdup(json_string_value(v))) == NULL) {
+		json_decref(root);
+		return ws_cause(cause, "out of memory");
+	}
+	v = json_object_get(root, "disk");
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		*disk = (unsigned long long)json_integer_value(v);
+	json_decref(root);
+	return 0;
+}
+
+static int
+ws_delta_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct workspace_delta *)a)->path,
+	    ((const struct workspace_delta *)b)->path);
+}
+
+const struct workspace_delta *
+workspace_diff_find(const struct workspace_diff *df, const char *path)
+{
+	struct workspace_delta	key;
+
+	if (df->n == 0)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.path = (char *)(uintptr_t)path;
+	return bsearch(&key, df->v, df->n, sizeof(*df->v), ws_delta_cmp);
+}
+
+void
+workspace_diff_sort(struct workspace_diff *df)
+{
+	if (df->n > 1)
+		qsort(df->v, df->n, sizeof(*df->v), ws_delta_cmp);
+}
+
+int
+workspace_tmpfile(const char *dir, char **cause)
+{
+	char	path[4096];
+	int	fd;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
+	    errno == EINVAL)) {
+		/* no O_TMPFILE here: a name, unlinked at once */
+		snprintf(path, sizeof(path), "%s/.sandgate-tmp-%ld", dir,
+		    (long)getpid());
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+		if (fd != -1)
+			unlink(path);
+	}
+	if (fd == -1)
+		return ws_cause(cause, "cannot create a temporary file in "
+		    "'%s': %s", dir, strerror(errno));
+	return fd;
 }

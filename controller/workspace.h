@@ -18,6 +18,7 @@
 #ifndef SG_WORKSPACE_H
 #define SG_WORKSPACE_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <stddef.h>
@@ -60,6 +61,27 @@ int	workspace_create(const char *src, const char *sbxdir,
 	    const struct workspace_opts *, char **cause);
 
 /*
+ * What one copy out (apply, run --output, export) may write to the host:
+ * at most the sandbox's --disk of regular files in all, each counted by
+ * the blocks it holds in the sandbox. A hard-linked file is copied out
+ * once per name, so it counts once per name: links cannot multiply what
+ * leaves the sandbox. Takes st's blocks from *left and returns 0, or
+ * returns -1 (*left unchanged) when they do not fit.
+ */
+int	workspace_budget_take(off_t *left, const struct stat *st);
+
+/*
+ * Copy the tree under the folder srcfd into the (empty) folder dstfd:
+ * folders and regular files only, never following a link, at any depth,
+ * sparse-aware (holes stay holes); a file larger than size_max bytes
+ * (holes counted), files past size_max bytes of blocks copied in all
+ * (workspace_budget_take()) and special files are left out with a warning
+ * line on warnf. Names are kept byte for byte. 0 or -1 with *cause.
+ */
+int	workspace_copy_tree(int srcfd, int dstfd, off_t size_max,
+	    FILE *warnf, char **cause);
+
+/*
  * Remove <sbxdir>/snapshot and the content of <sbxdir>/work (not work
  * itself, which may be a mount point), making read-only folders writable
  * first. Returns 0 or -1 with *cause set.
@@ -99,6 +121,38 @@ const struct workspace_file *workspace_manifest_find(
 int	workspace_manifest_excluded(const struct workspace_manifest *,
 	    const char *relpath, int isdir);
 
+/*
+ * A walk of the folder tree under a folder descriptor, in pre-order with
+ * the names of each folder sorted (strcmp), never following a link, at
+ * any depth and path length with two descriptors open (the folder being
+ * read and a copy of the root). A folder's names are read when it is
+ * entered; one moved or replaced while it is read stops the walk with an
+ * error (never a walk outside the root); an entry removed meanwhile is
+ * skipped.
+ */
+struct workspace_walk;
+
+struct workspace_walk_entry {
+	const char	*path;		/* relative path; until the next call */
+	size_t		 pathlen;
+	const char	*name;		/* last component */
+	struct stat	 st;		/* fstatat(AT_SYMLINK_NOFOLLOW) */
+	size_t		 depth;		/* 1 for the root's own entries */
+	int		 dirfd;		/* the folder holding it; not owned */
+};
+
+/* Walk the tree under rootfd (duplicated). NULL with *cause set. */
+struct workspace_walk *workspace_walk_new(int rootfd, char **cause);
+/*
+ * The next entry: 1 with *e set, 0 at the end, -1 with *cause. A folder
+ * is entered on the following call unless workspace_walk_prune() is
+ * called first.
+ */
+int	workspace_walk_next(struct workspace_walk *,
+	    struct workspace_walk_entry *e, char **cause);
+void	workspace_walk_prune(struct workspace_walk *);
+void	workspace_walk_free(struct workspace_walk *);
+
 /* One difference between the snapshot and the work tree. */
 enum workspace_change {
 	WORKSPACE_ADDED,
@@ -106,25 +160,59 @@ enum workspace_change {
 	WORKSPACE_DELETED
 };
 
+/* What the work side of a delta is (the snapshot side is a file). */
+enum workspace_kind {
+	WORKSPACE_FILE,		/* a regular file (or none: deleted) */
+	WORKSPACE_SYMLINK,
+	WORKSPACE_FIFO,
+	WORKSPACE_SOCKET,
+	WORKSPACE_DEVICE,
+	WORKSPACE_BADNAME,	/* a name that is not valid UTF-8 */
+	WORKSPACE_OVERSIZE	/* a file larger than the sandbox's --disk */
+};
+
 struct workspace_delta {
 	enum workspace_change	 change;
-	char			*path;
+	enum workspace_kind	 kind;
+	char			*path;		/* as in work/, any bytes */
 	int			 risky;		/* risky_path(path) */
 	int			 binary;	/* either side is not text */
 	/*
-	 * Not a regular file in work/ (symlink, FIFO, ...; never applied)
-	 * or a name that is not valid UTF-8 (path then shows U+FFFD).
+	 * Never applied: not a regular file in work/, a name that is not
+	 * valid UTF-8, a file larger than the sandbox's --disk.
 	 */
 	int			 special;
 	const char		*special_what;	/* "symlink", ... (static) */
 	char			 sha256_before[WORKSPACE_SHA256_HEX]; /* "" if none */
 	char			 sha256_after[WORKSPACE_SHA256_HEX];  /* "" if none */
 	mode_t			 mode_before, mode_after;
+	off_t			 size_before, size_after;
+	/* the work file's bytes as hashed, kept for the text (diff only) */
+	int			 staged;
+	off_t			 stage_off;
+	size_t			 stage_len;
 };
 
 struct workspace_diff {
 	struct workspace_delta	*v;	/* sorted by path */
 	size_t			 n;
+	/* the review digest over every delta (workspace_review_digest) */
+	char			 review[WORKSPACE_SHA256_HEX];
+	int			 stagefd;	/* -1 unless staged */
+};
+
+struct workspace_diff_opts {
+	/*
+	 * Keep the bytes of each changed text file of at most
+	 * SG_DIFF_FILE_MAX bytes as they were hashed (in an unlinked file
+	 * in the sandbox folder), so that the text shown later is exactly
+	 * what the digest covers, whatever changes in work/ meanwhile.
+	 */
+	int	  stage;
+	/* A file above this many bytes (its size, holes counted) is not read: a WORKSPACE_OVERSIZE delta. */
+	off_t	  size_max;
+	/* Polled between entries; non-zero stops the diff ("interrupted"). */
+	int	(*interrupted)(void);
 };
 
 /*
@@ -132,38 +220,125 @@ struct workspace_diff {
  * exclude stay out. A work file whose inode, size, mtime and ctime still
  * match those recorded at create (and whose ctime is older than the end
  * of create, so no later write can share it) is unchanged without being
- * read; every other file of the manifest's size is hashed.
- * Returns a diff the caller frees with workspace_diff_free(), or NULL
- * with *cause set.
+ * read; every other file is hashed (holes as zeros, never expanded).
+ * Sets the review digest. Returns a diff the caller frees with
+ * workspace_diff_free(), or NULL with *cause set (errno E2BIG: more than
+ * SG_DIFF_PATHS_MAX changed paths or SG_DIFF_NAMES_MAX bytes of names).
  */
 struct workspace_diff *workspace_diff(const char *sbxdir,
-	    const struct workspace_manifest *, char **cause);
+	    const struct workspace_manifest *,
+	    const struct workspace_diff_opts *, char **cause);
 void	workspace_diff_free(struct workspace_diff *);
+/* The delta for path, or NULL (binary search). */
+const struct workspace_delta *workspace_diff_find(
+	    const struct workspace_diff *, const char *path);
+/* Sort the deltas by path (strcmp), as workspace_diff_find() needs. */
+void	workspace_diff_sort(struct workspace_diff *);
+
+/* How a text delta is shown. */
+enum workspace_text {
+	WORKSPACE_TEXT_SHOWN,		/* *text holds the unified diff */
+	WORKSPACE_TEXT_NONE,		/* binary or special: no text */
+	WORKSPACE_TEXT_TOO_LARGE	/* a side over SG_DIFF_FILE_MAX bytes
+					   or SG_DIFF_LINES_MAX lines */
+};
 
 /*
- * The unified diff of one text delta, from `git diff --no-index` on the
- * snapshot and work files with the labels rewritten to a/PATH and b/PATH.
- * *text is malloc'ed ("" for binary or special deltas). 0 or -1.
+ * The unified diff of one delta (git's format: "diff --git" header, mode
+ * lines, ---/+++ labels with the path quoted as git quotes it, hunks
+ * with 3 lines of context), the work side from the staged bytes, the
+ * snapshot side checked against the manifest's SHA-256. Control
+ * characters and invalid UTF-8 in the lines are shown as \xHH unless
+ * raw (*escaped counts them). *text is malloc'ed, *len its length (it
+ * may hold any byte with raw). Returns the enum, or -1 with *cause.
  */
-int	workspace_delta_text(const char *sbxdir,
-	    const struct workspace_delta *, char **text, char **cause);
+int	workspace_delta_text(const char *sbxdir, const struct workspace_diff *,
+	    const struct workspace_delta *, int raw, char **text, size_t *len,
+	    size_t *escaped, char **cause);
+
+enum workspace_write_flags {
+	WORKSPACE_WRITE_JSON = 1 << 0,
+	WORKSPACE_WRITE_RAW = 1 << 1	/* control characters as they are */
+};
+
+/* What workspace_diff_write() showed, for the notes after it. */
+struct workspace_write_stats {
+	size_t	escaped;	/* bytes shown as \xHH */
+	size_t	too_large;	/* text files summarised */
+};
 
 /*
- * Write the whole diff to out: as a patch (git's unified text per text
- * file; a "Binary file PATH changed: sha256 A -> B" line per binary file;
- * a "Special file PATH ..." line for special files), or with json as one
- * object {"added":[...],"modified":[...],"deleted":[...]}, each element
- * with path, risky, risky_reason, binary, special, sha256_before,
- * sha256_after, mode_before, mode_after and diff (the text). 0 or -1.
+ * Write the whole diff to out, one delta at a time (memory is bounded by
+ * one file's text). As a patch: the unified text per text file; a
+ * "Binary file PATH changed: sha256 A -> B" line per binary file; a
+ * "Text file PATH changed: too large to show (...): sha256 A -> B" line
+ * per text file over the limits; a "Special file PATH ..." line per
+ * special file; then "review DIGEST" (nothing at all when there is no
+ * change). With WORKSPACE_WRITE_JSON: one
+ * object {"review":..., "added":[...], "modified":[...],
+ * "deleted":[...]} (docs/controller.md lists the fields; names and texts
+ * that are not valid UTF-8 are given in base64 beside a quoted form).
+ * 0 or -1 with *cause.
  */
 int	workspace_diff_write(const char *sbxdir, const struct workspace_diff *,
-	    int json, FILE *out, char **cause);
+	    int flags, FILE *out, struct workspace_write_stats *,
+	    char **cause);
+
+/*
+ * The review digest: SHA-256 over a canonical list of every delta
+ * (change, kind, modes, SHA-256 before and after, size after, the path
+ * with its length) in path order; 64 hex digits.
+ */
+void	workspace_review_digest(const struct workspace_diff *,
+	    char out[WORKSPACE_SHA256_HEX]);
+
+/*
+ * Keep the diff's deltas as review <sbxdir>/reviews/DIGEST.review (mode
+ * 0600, written atomically), so that `apply --review DIGEST` can check
+ * the working copy against exactly what was shown; only the newest
+ * SG_REVIEWS_KEPT reviews are kept. 0 or -1 with *cause.
+ */
+int	workspace_review_save(const char *sbxdir, const struct workspace_diff *,
+	    char **cause);
+
+/* A saved review: what was shown for each path. */
+struct workspace_review;
+
+/*
+ * Load review DIGEST of the sandbox (64 hex digits; its content must
+ * hash to it). NULL with *cause set and errno ENOENT when there is no
+ * such review.
+ */
+struct workspace_review *workspace_review_load(const char *sbxdir,
+	    const char *digest, char **cause);
+void	workspace_review_free(struct workspace_review *);
+size_t	workspace_review_count(const struct workspace_review *);
+/* Delta i (path order) or the one for path; NULL if none. */
+const struct workspace_delta *workspace_review_at(
+	    const struct workspace_review *, size_t i);
+const struct workspace_delta *workspace_review_find(
+	    const struct workspace_review *, const char *path);
+/*
+ * Does the current state of a path match what the review showed for
+ * it? now is the path's delta in a diff taken now (NULL: unchanged), e
+ * the manifest entry (NULL: none). 1 yes, 0 no (*why set to a static
+ * phrase).
+ */
+int	workspace_review_matches(const struct workspace_delta *reviewed,
+	    const struct workspace_delta *now,
+	    const struct workspace_file *e, const char **why);
 
 /*
  * The "source" of <sbxdir>/meta.json (malloc'ed), or NULL with *cause
  * set.
  */
 char	*workspace_meta_source(const char *sbxdir, char **cause);
+/*
+ * The session container (malloc'ed; NULL when meta.json has none) and
+ * the --disk size (0 when meta.json has none) of a sandbox. 0 or -1.
+ */
+int	workspace_meta_limits(const char *sbxdir, char **container,
+	    unsigned long long *disk, char **cause);
 
 /* What happened to one path in an apply. */
 enum workspace_apply_result {
@@ -174,16 +349,39 @@ enum workspace_apply_result {
 	WORKSPACE_APPLY_FAILED		/* I/O error; *cause says what */
 };
 
+/* How one path is applied. */
+struct workspace_apply_opts {
+	int				 dry_run;	/* say what, write nothing */
+	/* Refuse a work file larger than this (the sandbox's --disk). */
+	off_t				 size_max;
+	/*
+	 * What the path must hold: its delta in a review (the bytes'
+	 * SHA-256, the mode, or deleted). NULL: what work/ holds when apply
+	 * reads it.
+	 */
+	const struct workspace_delta	*expect;
+	/*
+	 * What this apply may still write to the host
+	 * (workspace_budget_take()), or NULL: no bound.
+	 */
+	off_t				*budget;
+};
+
 /*
  * Apply one relative path from <sbxdir>/work to the source tree at src
  * (the "source" of meta.json): refuses malformed paths, special files in
- * work/, host files changed since create (or created on the host where
- * the snapshot had none) and host folders that are not real directories.
- * Writes are atomic (temp file, fsync, renameat) and keep the work file's
- * permission bits minus setuid/setgid/sticky. After a write or delete the
- * manifest entry and snapshot file are updated so the path reads as
- * unchanged; the caller saves with workspace_manifest_save(). With
- * dry_run nothing is written; the result says what would happen.
+ * work/, files larger than size_max, host files changed since create (or
+ * created on the host where the snapshot had none) and host folders that
+ * are not real directories. Writes are atomic (temp file, fsync, renameat),
+ * sparse-aware (holes stay holes) and take the work file's permission
+ * bits without setuid/setgid/sticky and without group or other write.
+ * The bytes are hashed as they are written and the rename happens only if
+ * they are the expected ones (the review's, or those apply hashed when it
+ * opened the work file): a file changed meanwhile is refused, the host
+ * untouched. After a write or delete the manifest entry and snapshot
+ * file are updated so the path reads as unchanged; the caller saves with
+ * workspace_manifest_save(). With dry_run nothing is written; the result
+ * says what would happen.
  *
  * A host file that already holds exactly the work file's bytes (an apply
  * killed between its rename and the manifest save) is recorded as
@@ -193,7 +391,10 @@ enum workspace_apply_result {
  */
 enum workspace_apply_result workspace_apply_path(const char *sbxdir,
 	    const char *src, struct workspace_manifest *, const char *relpath,
-	    int dry_run, char **cause);
+	    const struct workspace_apply_opts *, char **cause);
+
+/* The mode apply gives a host file for a work file's mode. */
+mode_t	workspace_apply_mode(mode_t work_mode);
 
 /*
  * Remove the temp files that <sbxdir>/apply.pending names and that still
@@ -206,6 +407,13 @@ enum workspace_apply_result workspace_apply_path(const char *sbxdir,
  */
 int	workspace_apply_cleanup(const char *sbxdir, const char *src,
 	    int *removed, char **cause);
+
+/*
+ * An unlinked read-write file in folder dir (O_TMPFILE), for what a
+ * command keeps while it works (never the host's /tmp: the sandbox
+ * folder). An fd, or -1 with *cause.
+ */
+int	workspace_tmpfile(const char *dir, char **cause);
 
 /* Write the manifest back to <sbxdir>/manifest.json atomically. 0 or -1. */
 int	workspace_manifest_save(const struct workspace_manifest *,

@@ -36,6 +36,7 @@ struct apply {
 	uid_t		 owner;		/* owner for the host file (root) */
 	gid_t		 group;
 	char		 sha_work[WORKSPACE_SHA256_HEX];
+	const struct workspace_apply_opts *o;
 	unsigned char	 buf[64 * 1024];
 	char		 **cause;
 };
@@ -44,17 +45,18 @@ static enum workspace_apply_result apply_open_work(struct apply *);
 static enum workspace_apply_result apply_open_host(struct apply *, int);
 static enum workspace_apply_result apply_check_host(struct apply *);
 static int	 apply_write(struct apply *, int, int, mode_t, const char *,
-		    char *, int *);
+		    int *);
 static int	 apply_tmpname(char *, size_t);
 static int	 apply_journal(struct apply *, const char *);
 static int	 apply_cleanup_one(int, const char *, const char *);
-static int	 apply_copy(struct apply *, int, int, char *);
+static int	 apply_copy(struct apply *, int, int);
+static enum workspace_apply_result apply_expected(struct apply *,
+		    enum workspace_apply_result);
 static int	 apply_snapshot(struct apply *, int);
 static int	 apply_mkdirs(struct apply *);
-static int	 apply_record(struct apply *, struct workspace_manifest *,
-		    const char *);
+static int	 apply_record(struct apply *, struct workspace_manifest *);
 static enum workspace_apply_result apply_do(struct apply *,
-		    struct workspace_manifest *, const char *, int);
+		    struct workspace_manifest *, const char *);
 
 /* Open the work side; a missing file (or folder) means deleted. */
 static enum workspace_apply_result
@@ -90,12 +92,59 @@ apply_open_work(struct apply *a)
 	a->work = openat(a->workdir, a->base, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC);
 	if (a->work == -1 || fstat(a->work, &a->wst) == -1 ||
-	    !S_ISREG(a->wst.st_mode) ||
-	    ws_sha_fd(a->work, a->sha_work, a->buf, sizeof(a->buf)) == -1) {
+	    !S_ISREG(a->wst.st_mode)) {
 		ws_cause(a->cause, "cannot read work file: %s", strerror(errno));
 		return WORKSPACE_APPLY_FAILED;
 	}
+	if (ws_sha_fd(a->work, a->sha_work, a->o->size_max, a->buf,
+	    sizeof(a->buf)) == -1) {
+		if (errno != EFBIG) {
+			ws_cause(a->cause, "cannot read work file: %s",
+			    strerror(errno));
+			return WORKSPACE_APPLY_FAILED;
+		}
+		ws_cause(a->cause, "it is larger than the sandbox's --disk "
+		    "(%lld bytes, holes counted)", (long long)a->wst.st_size);
+		return WORKSPACE_APPLY_REFUSED;
+	}
 	return WORKSPACE_APPLY_APPLIED;
+}
+
+/*
+ * With a review: the work side must be what the review showed (deleted,
+ * or these bytes with this mode); r is what apply_open_work() found.
+ */
+static enum workspace_apply_result
+apply_expected(struct apply *a, enum workspace_apply_result r)
+{
+	const struct workspace_delta	*x = a->o->expect;
+
+	if (x == NULL)
+		return r;
+	if (x->change == WORKSPACE_DELETED ? r == WORKSPACE_APPLY_DELETED :
+	    r == WORKSPACE_APPLY_APPLIED && x->kind == WORKSPACE_FILE &&
+	    strcmp(a->sha_work, x->sha256_after) == 0 &&
+	    (a->wst.st_mode & 07777) == (x->mode_after & 07777))
+		return r;
+	ws_cause(a->cause, "changed since the review");
+	return WORKSPACE_APPLY_REFUSED;
+}
+
+int
+workspace_budget_take(off_t *left, const struct stat *st)
+{
+	off_t	cost = (off_t)st->st_blocks * 512;
+
+	if (cost > *left)
+		return -1;
+	*left -= cost;
+	return 0;
+}
+
+mode_t
+workspace_apply_mode(mode_t m)
+{
+	return m & 0755;	/* no setuid, setgid, sticky, group/other write */
 }
 
 /* Open the host folder holding the path; ENOENT leaves hostdir -1. */
@@ -149,7 +198,8 @@ apply_check_host(struct apply *a)
 	a->group = st.st_gid;
 	fd = openat(a->hostdir, a->base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC);
-	if (fd == -1 || ws_sha_fd(fd, sha, a->buf, sizeof(a->buf)) == -1) {
+	if (fd == -1 || ws_sha_fd(fd, sha, WS_NO_LIMIT, a->buf,
+	    sizeof(a->buf)) == -1) {
 		ws_cause(a->cause, "cannot read host file: %s",
 		    strerror(errno));
 		if (fd != -1)
@@ -159,7 +209,7 @@ apply_check_host(struct apply *a)
 	close(fd);
 	if ((a->e == NULL || strcmp(sha, a->e->f.sha256) != 0) &&
 	    a->work != -1 && strcmp(sha, a->sha_work) == 0 &&
-	    (st.st_mode & 0777) == (a->wst.st_mode & 0777)) {
+	    (st.st_mode & 07777) == workspace_apply_mode(a->wst.st_mode)) {
 		/* an earlier apply wrote it, then was killed before saving */
 		a->on_host = 1;
 		return WORKSPACE_APPLY_APPLIED;
@@ -172,6 +222,15 @@ apply_check_host(struct apply *a)
 	if (strcmp(sha, a->e->f.sha256) != 0) {
 		ws_cause(a->cause, "changed on the host since the sandbox was "
 		    "created");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	/* its mode too (the owner may have made it private meanwhile) */
+	if ((st.st_mode & 0777) != (a->e->f.mode & 0777) &&
+	    (st.st_mode & 0777) != workspace_apply_mode(a->e->f.mode & 0777)) {
+		ws_cause(a->cause, "its mode changed on the host since the "
+		    "sandbox was created (%04o, was %04o)",
+		    (unsigned)(st.st_mode & 0777),
+		    (unsigned)(a->e->f.mode & 0777));
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	return WORKSPACE_APPLY_APPLIED;
@@ -194,23 +253,24 @@ apply_tmpname(char *buf, size_t size)
 static int
 apply_journal(struct apply *a, const char *tmp)
 {
-	char	path[4096], rec[4096 + 64];
+	char	path[4096], *rec;
 	size_t	tl = strlen(tmp), rl = strlen(a->rel);
 	int	fd, rc = -1;
 
-	if (tl + rl + 2 > sizeof(rec))
+	if ((rec = malloc(tl + rl + 2)) == NULL)
 		return -1;
 	memcpy(rec, tmp, tl + 1);
 	memcpy(rec + tl + 1, a->rel, rl + 1);
 	snprintf(path, sizeof(path), "%s/" APPLY_JOURNAL, a->sbxdir);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
-	if (fd == -1)
-		return -1;
-	if (write(fd, rec, tl + rl + 2) == (ssize_t)(tl + rl + 2) &&
-	    fsync(fd) == 0)
-		rc = 0;
-	close(fd);
+	if (fd != -1) {
+		if (write(fd, rec, tl + rl + 2) == (ssize_t)(tl + rl + 2) &&
+		    fsync(fd) == 0)
+			rc = 0;
+		close(fd);
+	}
+	free(rec);
 	return rc;
 }
 
@@ -311,38 +371,42 @@ out:
 	return rc;
 }
 
-/* Copy the work file into fd, hashing what is written. */
+/*
+ * Copy in to the new file out, sparse-aware, and check that the bytes
+ * written are the ones apply hashed when it opened the work file (and
+ * that the review showed): a file changed in between is refused.
+ */
 static int
-apply_copy(struct apply *a, int in, int out, char *sha)
+apply_copy(struct apply *a, int in, int out)
 {
+	char		 sha[WORKSPACE_SHA256_HEX];
 	EVP_MD_CTX	*h;
-	off_t		 off = 0;
-	ssize_t		 r;
 
 	if ((h = ws_sha_new()) == NULL)
+		return (errno = ENOMEM, -1);
+	if (ws_sparse_copy(in, out, h, a->o->size_max, a->buf, sizeof(a->buf),
+	    NULL) == -1) {
+		EVP_MD_CTX_free(h);
 		return -1;
-	while ((r = pread(in, a->buf, sizeof(a->buf), off)) > 0) {
-		EVP_DigestUpdate(h, a->buf, (size_t)r);
-		if (write(out, a->buf, (size_t)r) != r)
-			break;
-		off += r;
 	}
 	ws_sha_hex(h, sha);
-	return r == 0 ? 0 : -1;
+	if (strcmp(sha, a->sha_work) != 0)
+		return (errno = ESTALE, -1);
+	return 0;
 }
 
 /*
  * Atomically replace dir/name with a copy of in: temp file in the same
  * folder, owner (when root), mode, fsync, renameat, fsync of the folder.
- * sha gets the SHA-256 of what was written; with keep, *keep gets the
- * new file's fd (the caller closes it).
+ * With keep, *keep gets the new file's fd (the caller closes it).
+ * errno ESTALE: in did not hold the expected bytes (nothing renamed).
  */
 static int
 apply_write(struct apply *a, int dir, int in, mode_t mode, const char *name,
-    char *sha, int *keep)
+    int *keep)
 {
 	char	tmp[64];
-	int	fd, rc = -1;
+	int	fd, rc = -1, saved;
 
 	if (apply_tmpname(tmp, sizeof(tmp)) == -1 ||
 	    (keep != NULL && apply_journal(a, tmp) == -1))
@@ -351,15 +415,18 @@ apply_write(struct apply *a, int dir, int in, mode_t mode, const char *name,
 	    O_CLOEXEC, 0600);
 	if (fd == -1)
 		return -1;
-	if (apply_copy(a, in, fd, sha) == 0 &&
+	if (apply_copy(a, in, fd) == 0 &&
 	    (keep == NULL || geteuid() != 0 ||
 	    fchown(fd, a->owner, a->group) == 0) &&
 	    fchmod(fd, mode) == 0 && fsync(fd) == 0 &&
 	    renameat(dir, tmp, dir, name) == 0) {
 		fsync(dir);
 		rc = 0;
-	} else
+	} else {
+		saved = errno;
 		unlinkat(dir, tmp, 0);
+		errno = saved;
+	}
 	if (rc == 0 && keep != NULL)
 		*keep = fd;
 	else
@@ -404,7 +471,7 @@ apply_mkdirs(struct apply *a)
 static int
 apply_snapshot(struct apply *a, int deleted)
 {
-	char		 path[4096], sha[WORKSPACE_SHA256_HEX];
+	char		 path[4096];
 	const char	*c, *e;
 	int		 root, fd, nfd, rc = -1;
 
@@ -435,7 +502,7 @@ apply_snapshot(struct apply *a, int deleted)
 	if (deleted)
 		rc = unlinkat(fd, a->base, 0) == -1 && errno != ENOENT ? -1 : 0;
 	else
-		rc = apply_write(a, fd, a->written, 0444, a->base, sha, NULL);
+		rc = apply_write(a, fd, a->written, 0444, a->base, NULL);
 	fchmod(fd, 0555);
 out:
 	close(fd);
@@ -444,7 +511,7 @@ out:
 
 /* Record the applied file in the manifest (stat check off: rehash). */
 static int
-apply_record(struct apply *a, struct workspace_manifest *m, const char *sha)
+apply_record(struct apply *a, struct workspace_manifest *m)
 {
 	struct ws_entry	*e = a->e;
 	struct stat	 st;
@@ -455,7 +522,7 @@ apply_record(struct apply *a, struct workspace_manifest *m, const char *sha)
 		ws_manifest_sort(m);
 		e = ws_manifest_lookup(m, a->rel);
 	}
-	memcpy(e->f.sha256, sha, WORKSPACE_SHA256_HEX);
+	memcpy(e->f.sha256, a->sha_work, WORKSPACE_SHA256_HEX);
 	e->f.mode = a->wst.st_mode & 0777;
 	if (fstat(a->written, &st) == -1)
 		return -1;
@@ -465,12 +532,9 @@ apply_record(struct apply *a, struct workspace_manifest *m, const char *sha)
 }
 
 static enum workspace_apply_result
-apply_do(struct apply *a, struct workspace_manifest *m, const char *src,
-    int dry_run)
+apply_do(struct apply *a, struct workspace_manifest *m, const char *src)
 {
 	enum workspace_apply_result	r, hr;
-	char				sha[WORKSPACE_SHA256_HEX];
-	mode_t				mode;
 
 	if ((r = apply_open_work(a)) == WORKSPACE_APPLY_REFUSED ||
 	    r == WORKSPACE_APPLY_FAILED)
@@ -484,6 +548,8 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src,
 	    strcmp(a->sha_work, a->e->f.sha256) == 0 &&
 	    (a->wst.st_mode & 0777) == (a->e->f.mode & 0777))
 		return WORKSPACE_APPLY_UNCHANGED;
+	if ((r = apply_expected(a, r)) == WORKSPACE_APPLY_REFUSED)
+		return r;
 	if ((a->hostroot = open(src, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		ws_cause(a->cause, "cannot open source folder '%s': %s", src,
@@ -494,7 +560,15 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src,
 	    WORKSPACE_APPLY_APPLIED || (hr = apply_check_host(a)) !=
 	    WORKSPACE_APPLY_APPLIED)
 		return hr;
-	if (dry_run)
+	if (r == WORKSPACE_APPLY_APPLIED && !a->on_host &&
+	    a->o->budget != NULL &&
+	    workspace_budget_take(a->o->budget, &a->wst) == -1) {
+		ws_cause(a->cause, "this apply has written the sandbox's "
+		    "--disk to the host: a hard-linked file is copied once "
+		    "per name");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	if (a->o->dry_run)
 		return r;
 	if (r == WORKSPACE_APPLY_DELETED) {
 		if (unlinkat(a->hostdir, a->base, 0) == -1 ||
@@ -506,27 +580,32 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src,
 	if (a->on_host) {
 		if ((a->written = openat(a->hostdir, a->base, O_RDONLY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
-		    apply_snapshot(a, 0) == -1 ||
-		    apply_record(a, m, a->sha_work) == -1)
+		    apply_snapshot(a, 0) == -1 || apply_record(a, m) == -1)
 			goto fail;
 		return r;
 	}
-	mode = a->wst.st_mode & 0777;	/* never setuid, setgid or sticky */
 	if ((a->hostdir == -1 && apply_mkdirs(a) == -1) ||
-	    apply_write(a, a->hostdir, a->work, mode, a->base, sha,
-	    &a->written) == -1 ||
-	    apply_snapshot(a, 0) == -1 || apply_record(a, m, sha) == -1)
+	    apply_write(a, a->hostdir, a->work,
+	    workspace_apply_mode(a->wst.st_mode), a->base, &a->written) == -1)
+		goto fail;
+	if (apply_snapshot(a, 0) == -1 || apply_record(a, m) == -1)
 		goto fail;
 	return r;
 fail:
-	ws_cause(a->cause, "cannot write: %s", strerror(errno));
+	if (errno == ESTALE) {
+		ws_cause(a->cause, "it changed in the working copy while it "
+		    "was applied (host untouched)");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	ws_cause(a->cause, "cannot write: %s", errno == EFBIG ?
+	    "it grew past the sandbox's --disk" : strerror(errno));
 	return WORKSPACE_APPLY_FAILED;
 }
 
 enum workspace_apply_result
 workspace_apply_path(const char *sbxdir, const char *src,
-    struct workspace_manifest *m, const char *relpath, int dry_run,
-    char **cause)
+    struct workspace_manifest *m, const char *relpath,
+    const struct workspace_apply_opts *o, char **cause)
 {
 	enum workspace_apply_result	 r;
 	struct apply			*a;
@@ -547,10 +626,11 @@ workspace_apply_path(const char *sbxdir, const char *src,
 	a->sbxdir = sbxdir;
 	a->rel = relpath;
 	a->cause = cause;
+	a->o = o;
 	a->workdir = a->work = a->hostroot = a->hostdir = a->written = -1;
 	a->e = ws_manifest_lookup(m, relpath);
 	a->base = strrchr(relpath, '/') ? strrchr(relpath, '/') + 1 : relpath;
-	r = apply_do(a, m, src, dry_run);
+	r = apply_do(a, m, src);
 	if (a->workdir != -1)
 		close(a->workdir);
 	if (a->work != -1)

@@ -3,8 +3,8 @@
  * read-only snapshot and the working copy, hashing as it goes.
  *
  * Small files are read once: each chunk is hashed and written to both
- * copies. Larger ones are cloned (FICLONE) or copied in the kernel
- * (copy_file_range) into the snapshot, which is then hashed, so the
+ * copies. Larger ones are cloned (FICLONE) or copied sparse-aware
+ * (holes stay holes) into the snapshot, which is then hashed, so the
  * manifest always describes the bytes the snapshot holds even if the
  * source changes during the copy.
  */
@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "quote.h"
+#include "sglimits.h"
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
@@ -36,6 +38,7 @@ struct copy_ctx {
 	int				 have_state, have_sbx;
 	char				 rel[4096];	/* current path */
 	size_t				 rellen;
+	size_t				 depth;		/* folders open */
 	unsigned char			*buf;
 };
 
@@ -55,7 +58,7 @@ static int	 copy_small(struct copy_ctx *, int, int, int, EVP_MD_CTX *,
 		    off_t *);
 static int	 copy_big(struct copy_ctx *, int, int, int,
 		    char[WORKSPACE_SHA256_HEX]);
-static int	 copy_fd_range(int, int);
+static int	 copy_fd_range(struct copy_ctx *, int, int);
 static int	 copy_finish_work(struct copy_ctx *, int, mode_t,
 		    const struct stat *, struct ws_entry *);
 static int	 copy_skip(struct copy_ctx *, const char *,
@@ -65,6 +68,8 @@ static const char *copy_type_name(mode_t);
 static int	 copy_push(struct copy_ctx *, const char *, size_t *);
 static int	 copy_roots(struct copy_ctx *, const char *, const char *,
 		    struct copy_dirs *);
+static int	 copy_tree_entry(int, const struct workspace_walk_entry *,
+		    off_t, unsigned char *, char **);
 
 static const char *
 copy_type_name(mode_t m)
@@ -186,6 +191,11 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 		    "secret folder '%s'\n", c->rel);
 		return 0;
 	}
+	/* four descriptors a level: stay well inside 1,024 open files */
+	if (c->depth >= SG_COPY_DEPTH_MAX)
+		return ws_cause(c->cause, "refusing to copy folder '%s': folders "
+		    "nest deeper than %d levels there", c->rel,
+		    SG_COPY_DEPTH_MAX);
 	sub.src = openat(d->src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (sub.src == -1) {
@@ -203,8 +213,12 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 		    strerror(errno));
 		goto out;
 	}
-	if (copy_dir(c, &sub) == -1)
+	c->depth++;
+	rc = copy_dir(c, &sub);
+	c->depth--;
+	if (rc == -1)
 		goto out;
+	rc = -1;
 	ts[0] = st->st_atim;
 	ts[1] = st->st_mtim;
 	if (fchmod(sub.snap, 0555) == -1 ||
@@ -281,38 +295,14 @@ copy_small(struct copy_ctx *c, int in, int snap, int work, EVP_MD_CTX *h,
 	}
 }
 
-/* Clone or kernel-copy in to out from offset 0; 0 or -1 (errno). */
+/* Clone, or copy sparse-aware, in to out from offset 0; 0 or -1 (errno). */
 static int
-copy_fd_range(int in, int out)
+copy_fd_range(struct copy_ctx *c, int in, int out)
 {
-	ssize_t	n;
-	loff_t	off_in = 0, off_out = 0;
-
 	if (ioctl(out, FICLONE, in) == 0)
 		return 0;
-	for (;;) {
-		n = copy_file_range(in, &off_in, out, &off_out, 1 << 30, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			break;
-		if (n == 0)
-			return 0;
-	}
-	/* EXDEV, EOPNOTSUPP, EINVAL...: copy through user space */
-	for (;;) {
-		unsigned char	b[64 * 1024];
-		ssize_t		r = pread(in, b, sizeof(b), off_in);
-
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r == 0 ? 0 : -1;
-		if (pwrite(out, b, (size_t)r, off_out) != r)
-			return -1;
-		off_in += r;
-		off_out += r;
-	}
+	return ws_sparse_copy(in, out, NULL, WS_NO_LIMIT, c->buf, WS_BUF_SIZE,
+	    NULL);
 }
 
 /* Large file: snapshot by clone/copy, hash the snapshot, then work. */
@@ -320,9 +310,9 @@ static int
 copy_big(struct copy_ctx *c, int in, int snap, int work,
     char sha[WORKSPACE_SHA256_HEX])
 {
-	if (copy_fd_range(in, snap) == -1 ||
-	    ws_sha_fd(snap, sha, c->buf, WS_BUF_SIZE) == -1 ||
-	    copy_fd_range(snap, work) == -1)
+	if (copy_fd_range(c, in, snap) == -1 ||
+	    ws_sha_fd(snap, sha, WS_NO_LIMIT, c->buf, WS_BUF_SIZE) == -1 ||
+	    copy_fd_range(c, snap, work) == -1)
 		return -1;
 	return 0;
 }
@@ -515,4 +505,97 @@ out:
 	free(c.buf);
 	workspace_manifest_free(c.m);
 	return rc;
+}
+
+/* One entry of workspace_copy_tree(): a folder or a regular file. */
+static int
+copy_tree_entry(int dstfd, const struct workspace_walk_entry *e,
+    off_t size_max, unsigned char *buf, char **cause)
+{
+	const char	*base;
+	struct stat	 st;
+	int		 dir, in = -1, out = -1, rc = -1;
+
+	if ((dir = ws_open_parent(dstfd, e->path, &base)) == -1)
+		return ws_cause(cause, "cannot open the folder of '%s': %s",
+		    e->path, strerror(errno));
+	if (S_ISDIR(e->st.st_mode)) {
+		if (mkdirat(dir, base, 0755) == -1)
+			ws_cause(cause, "cannot create '%s': %s", e->path,
+			    strerror(errno));
+		else
+			rc = 0;
+		goto out;
+	}
+	in = openat(e->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	if (in == -1 || fstat(in, &st) == -1 || st.st_ino != e->st.st_ino ||
+	    !S_ISREG(st.st_mode)) {
+		ws_cause(cause, "cannot open '%s': %s", e->path, in == -1 ?
+		    strerror(errno) : "it was replaced");
+		goto out;
+	}
+	out = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+	if (out == -1 || ws_sparse_copy(in, out, NULL, size_max, buf,
+	    WS_BUF_SIZE, NULL) == -1) {
+		ws_cause(cause, "cannot copy '%s' out: %s", e->path,
+		    errno == EFBIG ? "it grew past the sandbox's --disk" :
+		    strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (in != -1)
+		close(in);
+	if (out != -1)
+		close(out);
+	close(dir);
+	return rc;
+}
+
+int
+workspace_copy_tree(int srcfd, int dstfd, off_t size_max, FILE *warnf,
+    char **cause)
+{
+	struct workspace_walk		*w;
+	struct workspace_walk_entry	 e;
+	unsigned char			*buf;
+	off_t				 left = size_max;
+	int				 r;
+
+	if ((buf = malloc(WS_BUF_SIZE)) == NULL)
+		return ws_cause(cause, "out of memory");
+	if ((w = workspace_walk_new(srcfd, cause)) == NULL) {
+		free(buf);
+		return -1;
+	}
+	while ((r = workspace_walk_next(w, &e, cause)) == 1) {
+		if (S_ISREG(e.st.st_mode) && e.st.st_size > size_max) {
+			fputs("sandgate: warning: not copying ", warnf);
+			quote_path(warnf, e.path, e.pathlen);
+			fprintf(warnf, " (%lld bytes, holes counted, is more "
+			    "than the sandbox's --disk)\n",
+			    (long long)e.st.st_size);
+		} else if (S_ISREG(e.st.st_mode) &&
+		    workspace_budget_take(&left, &e.st) == -1) {
+			fputs("sandgate: warning: not copying ", warnf);
+			quote_path(warnf, e.path, e.pathlen);
+			fputs(" (the sandbox's --disk has been copied out: a "
+			    "hard-linked file is copied once per name)\n",
+			    warnf);
+		} else if (S_ISREG(e.st.st_mode) || S_ISDIR(e.st.st_mode)) {
+			if ((r = copy_tree_entry(dstfd, &e, size_max, buf,
+			    cause)) == -1)
+				break;
+		} else {
+			fputs("sandgate: warning: not copying special file ",
+			    warnf);
+			quote_path(warnf, e.path, e.pathlen);
+			fputc('\n', warnf);
+		}
+	}
+	workspace_walk_free(w);
+	free(buf);
+	return r;
 }

@@ -1,19 +1,16 @@
 /*
- * workspace_diff.c: compare the working copy with the manifest, and the
- * unified text of one change from `git diff --no-index`.
+ * workspace_diff.c: compare the working copy with the manifest (one walk,
+ * every changed file read once), keeping the bytes of changed text files
+ * for the text that workspace_text.c writes later.
  */
 #include <sys/stat.h>
-#include <sys/wait.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <jansson.h>
 
 #include "risky.h"
 #include "sglimits.h"
@@ -23,83 +20,84 @@
 
 struct diff_ctx {
 	const struct workspace_manifest	*m;
+	const struct workspace_diff_opts *o;
 	struct workspace_diff		*out;
 	size_t				 cap;
+	size_t				 names;		/* bytes of paths */
 	unsigned char			*seen;		/* per manifest entry */
 	char				**cause;
 	int				 snapfd;
-	unsigned char			*buf;
-	char				 rel[4096];
-	size_t				 rellen;
+	unsigned char			*buf;		/* WS_BUF_SIZE */
+	char				*file;		/* SG_DIFF_FILE_MAX + 1 */
+	off_t				 stage_end;
 };
 
-static int	 diff_dir(struct diff_ctx *, int);
-static int	 diff_entry(struct diff_ctx *, int, const char *);
-static int	 diff_file(struct diff_ctx *, int, const char *,
-		    const struct stat *);
+static int	 diff_walk(struct diff_ctx *, int);
+static int	 diff_entry(struct diff_ctx *, struct workspace_walk *,
+		    const struct workspace_walk_entry *);
+static int	 diff_file(struct diff_ctx *,
+		    const struct workspace_walk_entry *);
+static int	 diff_read(struct diff_ctx *, int, const struct stat *,
+		    char *, int *, size_t *);
+static int	 diff_stage(struct diff_ctx *, struct workspace_delta *,
+		    size_t);
+static int	 diff_stage_open(struct diff_ctx *, const char *);
 static struct workspace_delta *diff_add(struct diff_ctx *,
 		    enum workspace_change, const char *);
-static int	 diff_hash(struct diff_ctx *, int, const char *,
-		    char *, int *);
 static int	 diff_snap_binary(struct diff_ctx *, const char *);
-static int	 diff_special(struct diff_ctx *, const char *, const char *);
-static int	 diff_delta_cmp(const void *, const void *);
+static int	 diff_special(struct diff_ctx *, const char *,
+		    enum workspace_kind, const struct stat *);
 static int	 diff_unchanged_stat(const struct diff_ctx *,
 		    const struct ws_entry *, const struct stat *);
-static int	 text_copy(int, const char *, const char *, mode_t);
-static int	 text_run_git(const char *, const char *, const char *,
-		    char **, size_t *, char **);
-static int	 text_rewrite(const char *, size_t, const struct
-		    workspace_delta *, char **);
-static void	 text_label(FILE *, const char *, const char *);
-static json_t	*diff_json_delta(const char *, const struct workspace_delta *,
-		    char **);
-static int	 diff_write_json(const char *, const struct workspace_diff *,
-		    FILE *, char **);
 static int	 diff_deleted(struct diff_ctx *);
+
+static const char *const diff_kind_what[] = {
+	[WORKSPACE_FILE] = "file",
+	[WORKSPACE_SYMLINK] = "symlink",
+	[WORKSPACE_FIFO] = "FIFO",
+	[WORKSPACE_SOCKET] = "socket",
+	[WORKSPACE_DEVICE] = "device file",
+	[WORKSPACE_BADNAME] = "name that is not valid UTF-8",
+	[WORKSPACE_OVERSIZE] = "file larger than the sandbox's --disk",
+};
 
 static struct workspace_delta *
 diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 {
 	struct workspace_delta	*nv, *d;
-	size_t			 ncap;
+	size_t			 ncap, len = strlen(path) + 1;
 
+	if (c->out->n >= SG_DIFF_PATHS_MAX ||
+	    len > SG_DIFF_NAMES_MAX - c->names) {
+		ws_cause(c->cause, "the working copy changes more than %u "
+		    "paths, or more than %u bytes of their names: sandgate "
+		    "does not review that much (remove what need not be "
+		    "reviewed, or discard the sandbox)", SG_DIFF_PATHS_MAX,
+		    SG_DIFF_NAMES_MAX);
+		errno = E2BIG;
+		return NULL;
+	}
 	if (c->out->n == c->cap) {
 		ncap = c->cap ? c->cap * 2 : 32;
-		if ((nv = reallocarray(c->out->v, ncap, sizeof(*nv))) == NULL)
+		if ((nv = reallocarray(c->out->v, ncap, sizeof(*nv))) == NULL) {
+			ws_cause(c->cause, "out of memory");
 			return NULL;
+		}
 		c->out->v = nv;
 		c->cap = ncap;
 	}
 	d = &c->out->v[c->out->n];
 	memset(d, 0, sizeof(*d));
-	if ((d->path = strdup(path)) == NULL)
+	if ((d->path = strdup(path)) == NULL) {
+		ws_cause(c->cause, "out of memory");
 		return NULL;
+	}
+	c->names += len;
 	d->change = ch;
+	d->kind = WORKSPACE_FILE;
 	d->risky = risky_path(path, NULL);
 	c->out->n++;
 	return d;
-}
-
-/* Hash a work file opened from dfd; *bin from its first bytes. */
-static int
-diff_hash(struct diff_ctx *c, int dfd, const char *name, char *sha, int *bin)
-{
-	ssize_t	r;
-	int	fd, rc;
-
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1)
-		return ws_cause(c->cause, "cannot open work file '%s': %s",
-		    c->rel, strerror(errno));
-	r = pread(fd, c->buf, 8000, 0);
-	*bin = r > 0 && ws_is_binary(c->buf, (size_t)r);
-	rc = ws_sha_fd(fd, sha, c->buf, WS_BUF_SIZE);
-	if (rc == -1)
-		ws_cause(c->cause, "cannot read work file '%s': %s", c->rel,
-		    strerror(errno));
-	close(fd);
-	return rc;
 }
 
 static int
@@ -129,45 +127,148 @@ diff_unchanged_stat(const struct diff_ctx *c, const struct ws_entry *e,
 	    ws_ns(&st->st_ctim) == e->wctime && e->wctime < c->m->cutoff;
 }
 
+/*
+ * Read a work file once: a small one whole into c->file (*len bytes,
+ * hashed from there), a larger one hashed as it streams past. *bin from
+ * its first bytes.
+ */
 static int
-diff_file(struct diff_ctx *c, int dfd, const char *name,
-    const struct stat *st)
+diff_read(struct diff_ctx *c, int fd, const struct stat *st, char *sha,
+    int *bin, size_t *len)
+{
+	EVP_MD_CTX	*h;
+	ssize_t		 r;
+	size_t		 n = 0;
+
+	*len = (size_t)-1;
+	if (st->st_size > SG_DIFF_FILE_MAX) {
+		r = pread(fd, c->buf, 8000, 0);
+		*bin = r > 0 && ws_is_binary(c->buf, (size_t)r);
+		return ws_sha_fd(fd, sha, c->o->size_max, c->buf, WS_BUF_SIZE);
+	}
+	while (n <= SG_DIFF_FILE_MAX) {
+		r = read(fd, c->file + n, SG_DIFF_FILE_MAX + 1 - n);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return -1;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > SG_DIFF_FILE_MAX) {
+		/* it grew while read: hash it again as a large one */
+		r = pread(fd, c->buf, 8000, 0);
+		*bin = r > 0 && ws_is_binary(c->buf, (size_t)r);
+		return ws_sha_fd(fd, sha, c->o->size_max, c->buf, WS_BUF_SIZE);
+	}
+	if ((h = ws_sha_new()) == NULL)
+		return (errno = ENOMEM, -1);
+	EVP_DigestUpdate(h, c->file, n);
+	ws_sha_hex(h, sha);
+	*bin = n > 0 && ws_is_binary((unsigned char *)c->file, n);
+	*len = n;
+	return 0;
+}
+
+/* The staging file: unlinked, in the sandbox folder (never /tmp). */
+static int
+diff_stage_open(struct diff_ctx *c, const char *sbxdir)
+{
+	if ((c->out->stagefd = workspace_tmpfile(sbxdir, c->cause)) == -1)
+		return -1;
+	return 0;
+}
+
+/* Keep the len bytes in c->file as the delta's work side. */
+static int
+diff_stage(struct diff_ctx *c, struct workspace_delta *d, size_t len)
+{
+	size_t	off = 0;
+	ssize_t	w;
+
+	while (off < len) {
+		w = pwrite(c->out->stagefd, c->file + off, len - off,
+		    c->stage_end + (off_t)off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return ws_cause(c->cause, "cannot stage '%s' for the "
+			    "diff: %s", d->path, strerror(errno ? errno : EIO));
+		off += (size_t)w;
+	}
+	d->staged = 1;
+	d->stage_off = c->stage_end;
+	d->stage_len = len;
+	c->stage_end += (off_t)len;
+	return 0;
+}
+
+static int
+diff_file(struct diff_ctx *c, const struct workspace_walk_entry *we)
 {
 	struct workspace_delta	*d;
 	struct ws_entry		*e;
+	struct stat		 st;
 	char			 sha[WORKSPACE_SHA256_HEX];
-	int			 bin = 0;
+	size_t			 len;
+	int			 bin = 0, fd, rc = -1;
 
-	e = ws_manifest_lookup(c->m, c->rel);
+	e = ws_manifest_lookup(c->m, we->path);
 	if (e != NULL) {
 		c->seen[e - c->m->v] = 1;
-		if (diff_unchanged_stat(c, e, st))
+		if (diff_unchanged_stat(c, e, &we->st))
 			return 0;
 	}
-	if (diff_hash(c, dfd, name, sha, &bin) == -1)
-		return -1;
+	if (we->st.st_size > c->o->size_max)
+		return diff_special(c, we->path, WORKSPACE_OVERSIZE, &we->st);
+	fd = openat(we->dirfd, we->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_ino != we->st.st_ino) {
+		if (fd != -1)
+			close(fd);
+		return ws_cause(c->cause, "cannot open work file '%s': %s",
+		    we->path, fd == -1 ? strerror(errno) : "it was replaced");
+	}
+	if (diff_read(c, fd, &st, sha, &bin, &len) == -1) {
+		ws_cause(c->cause, "cannot read work file '%s': %s", we->path,
+		    errno == EFBIG ? "it grew past the sandbox's --disk" :
+		    strerror(errno));
+		goto out;
+	}
+	rc = 0;
 	if (e != NULL && strcmp(sha, e->f.sha256) == 0 &&
-	    (st->st_mode & 0777) == (e->f.mode & 0777))
-		return 0;
+	    (st.st_mode & 0777) == (e->f.mode & 0777))
+		goto out;
 	d = diff_add(c, e != NULL ? WORKSPACE_MODIFIED : WORKSPACE_ADDED,
-	    c->rel);
-	if (d == NULL)
-		return ws_cause(c->cause, "out of memory");
+	    we->path);
+	if (d == NULL) {
+		rc = -1;
+		goto out;
+	}
 	memcpy(d->sha256_after, sha, sizeof(sha));
-	d->mode_after = st->st_mode & 07777;
+	d->mode_after = st.st_mode & 07777;
+	d->size_after = len != (size_t)-1 ? (off_t)len : st.st_size;
 	d->binary = bin;
 	if (e != NULL) {
 		memcpy(d->sha256_before, e->f.sha256, sizeof(sha));
 		d->mode_before = e->f.mode;
+		d->size_before = e->f.size;
 		if (!bin)
-			d->binary = diff_snap_binary(c, c->rel);
+			d->binary = diff_snap_binary(c, we->path);
 	}
-	return 0;
+	if (c->o->stage && !d->binary && len != (size_t)-1)
+		rc = diff_stage(c, d, len);
+out:
+	close(fd);
+	return rc;
 }
 
-/* A work entry that is not a regular file or has an odd name. */
+/* A work entry that is not a regular file we read, or has an odd name. */
 static int
-diff_special(struct diff_ctx *c, const char *path, const char *what)
+diff_special(struct diff_ctx *c, const char *path, enum workspace_kind kind,
+    const struct stat *st)
 {
 	struct workspace_delta	*d;
 	struct ws_entry		*e;
@@ -178,92 +279,68 @@ diff_special(struct diff_ctx *c, const char *path, const char *what)
 	d = diff_add(c, e != NULL ? WORKSPACE_MODIFIED : WORKSPACE_ADDED,
 	    path);
 	if (d == NULL)
-		return ws_cause(c->cause, "out of memory");
+		return -1;
 	d->special = 1;
-	d->special_what = what;
+	d->kind = kind;
+	d->special_what = diff_kind_what[kind];
+	d->binary = 1;
+	if (kind == WORKSPACE_OVERSIZE) {
+		d->mode_after = st->st_mode & 07777;
+		d->size_after = st->st_size;
+	}
 	if (e != NULL) {
 		memcpy(d->sha256_before, e->f.sha256, WORKSPACE_SHA256_HEX);
 		d->mode_before = e->f.mode;
+		d->size_before = e->f.size;
 	}
 	return 0;
 }
 
 static int
-diff_entry(struct diff_ctx *c, int dfd, const char *name)
+diff_entry(struct diff_ctx *c, struct workspace_walk *w,
+    const struct workspace_walk_entry *e)
 {
-	struct stat	st;
-	size_t		old = c->rellen, n = strlen(name), i;
-	int		rc = 0, sub;
+	mode_t	m = e->st.st_mode;
 
-	if (old + 1 + n >= sizeof(c->rel))
-		return ws_cause(c->cause, "path too long under '%s'", c->rel);
-	if (old > 0)
-		c->rel[c->rellen++] = '/';
-	memcpy(c->rel + c->rellen, name, n + 1);
-	c->rellen += n;
-	if (ws_default_excluded(name) || ws_pattern_excluded(c->m->excludes,
-	    c->m->nexcludes, c->rel, name))
-		goto out;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		if (errno != ENOENT)	/* removed while we looked: gone */
-			rc = ws_cause(c->cause, "cannot stat work file "
-			    "'%s': %s", c->rel, strerror(errno));
-		goto out;
+	if (ws_default_excluded(e->name) || ws_pattern_excluded(
+	    c->m->excludes, c->m->nexcludes, e->path, e->name)) {
+		workspace_walk_prune(w);
+		return 0;
 	}
-	if (!ws_utf8_valid(c->rel)) {
-		for (i = 0; i < c->rellen; i++)
-			if ((unsigned char)c->rel[i] >= 0x80)
-				c->rel[i] = '?';
-		rc = diff_special(c, c->rel, "name that is not UTF-8");
-	} else if (S_ISDIR(st.st_mode)) {
-		sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-		if (sub == -1)
-			rc = diff_special(c, c->rel, "folder that cannot be "
-			    "opened");
-		else
-			rc = diff_dir(c, sub);
-	} else if (S_ISREG(st.st_mode))
-		rc = diff_file(c, dfd, name, &st);
-	else
-		rc = diff_special(c, c->rel, S_ISLNK(st.st_mode) ? "symlink" :
-		    S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ?
-		    "socket" : "device file");
-out:
-	c->rellen = old;
-	c->rel[old] = '\0';
-	return rc;
+	if (!ws_utf8_valid(e->path)) {
+		workspace_walk_prune(w);
+		/* a folder's own entry stands for everything below it */
+		return diff_special(c, e->path, WORKSPACE_BADNAME, &e->st);
+	}
+	if (S_ISDIR(m))
+		return 0;
+	if (S_ISREG(m))
+		return diff_file(c, e);
+	return diff_special(c, e->path, S_ISLNK(m) ? WORKSPACE_SYMLINK :
+	    S_ISFIFO(m) ? WORKSPACE_FIFO : S_ISSOCK(m) ? WORKSPACE_SOCKET :
+	    WORKSPACE_DEVICE, &e->st);
 }
 
-/* Walk one work folder; takes ownership of dfd. */
+/* Walk work/ (wfd, not owned). */
 static int
-diff_dir(struct diff_ctx *c, int dfd)
+diff_walk(struct diff_ctx *c, int wfd)
 {
-	struct dirent	*de;
-	DIR		*dir;
-	int		 rc = 0;
+	struct workspace_walk		*w;
+	struct workspace_walk_entry	 e;
+	int				 r;
 
-	if ((dir = fdopendir(dfd)) == NULL) {
-		close(dfd);
-		return ws_cause(c->cause, "cannot read work folder '%s': %s",
-		    c->rel, strerror(errno));
+	if ((w = workspace_walk_new(wfd, c->cause)) == NULL)
+		return -1;
+	while ((r = workspace_walk_next(w, &e, c->cause)) == 1) {
+		if (c->o->interrupted != NULL && c->o->interrupted()) {
+			r = ws_cause(c->cause, "interrupted");
+			break;
+		}
+		if ((r = diff_entry(c, w, &e)) == -1)
+			break;
 	}
-	while (rc == 0 && (de = readdir(dir)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		/* dirfd(dir) stays valid while the stream is open */
-		rc = diff_entry(c, dirfd(dir), de->d_name);
-	}
-	closedir(dir);
-	return rc;
-}
-
-static int
-diff_delta_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct workspace_delta *)a)->path,
-	    ((const struct workspace_delta *)b)->path);
+	workspace_walk_free(w);
+	return r;
 }
 
 /* Manifest entries the walk did not meet are deleted. */
@@ -279,9 +356,10 @@ diff_deleted(struct diff_ctx *c)
 			continue;
 		e = &c->m->v[i];
 		if ((d = diff_add(c, WORKSPACE_DELETED, e->path)) == NULL)
-			return ws_cause(c->cause, "out of memory");
+			return -1;
 		memcpy(d->sha256_before, e->f.sha256, WORKSPACE_SHA256_HEX);
 		d->mode_before = e->f.mode;
+		d->size_before = e->f.size;
 		d->binary = diff_snap_binary(c, e->path);
 	}
 	return 0;
@@ -289,23 +367,29 @@ diff_deleted(struct diff_ctx *c)
 
 struct workspace_diff *
 workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
-    char **cause)
+    const struct workspace_diff_opts *o, char **cause)
 {
 	struct diff_ctx	 c;
 	char		 path[4096];
-	int		 wfd = -1, rc = -1;
+	int		 wfd = -1, rc = -1, saved;
 
 	memset(&c, 0, sizeof(c));
 	c.m = m;
+	c.o = o;
 	c.cause = cause;
 	c.snapfd = -1;
 	c.out = calloc(1, sizeof(*c.out));
 	c.seen = calloc(m->n + 1, 1);
 	c.buf = malloc(WS_BUF_SIZE);
-	if (c.out == NULL || c.seen == NULL || c.buf == NULL) {
+	c.file = malloc(SG_DIFF_FILE_MAX + 1);
+	if (c.out == NULL || c.seen == NULL || c.buf == NULL ||
+	    c.file == NULL) {
 		ws_cause(cause, "out of memory");
 		goto out;
 	}
+	c.out->stagefd = -1;
+	if (o->stage && diff_stage_open(&c, sbxdir) == -1)
+		goto out;
 	snprintf(path, sizeof(path), "%s/snapshot", sbxdir);
 	c.snapfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	snprintf(path, sizeof(path), "%s/work", sbxdir);
@@ -315,18 +399,23 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 		    "'%s': %s", sbxdir, strerror(errno));
 		goto out;
 	}
-	if (diff_dir(&c, wfd) == -1 || diff_deleted(&c) == -1)
+	if (diff_walk(&c, wfd) == -1 || diff_deleted(&c) == -1)
 		goto out;
-	if (c.out->n > 1)
-		qsort(c.out->v, c.out->n, sizeof(*c.out->v), diff_delta_cmp);
+	workspace_diff_sort(c.out);
+	workspace_review_digest(c.out, c.out->review);
 	rc = 0;
 out:
+	saved = errno;
 	if (c.snapfd != -1)
 		close(c.snapfd);
+	if (wfd != -1)
+		close(wfd);
 	free(c.seen);
 	free(c.buf);
+	free(c.file);
 	if (rc == -1) {
 		workspace_diff_free(c.out);
+		errno = saved;
 		return NULL;
 	}
 	return c.out;
@@ -342,316 +431,7 @@ workspace_diff_free(struct workspace_diff *d)
 	for (i = 0; i < d->n; i++)
 		free(d->v[i].path);
 	free(d->v);
+	if (d->stagefd != -1)
+		close(d->stagefd);
 	free(d);
-}
-
-/* Copy an open file to a new file path with the given mode. */
-static int
-text_copy(int in, const char *to, const char *unused, mode_t mode)
-{
-	unsigned char	b[64 * 1024];
-	ssize_t		r;
-	off_t		off = 0;
-	int		out, rc = 0;
-
-	(void)unused;
-	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (out == -1)
-		return -1;
-	while ((r = pread(in, b, sizeof(b), off)) > 0) {
-		if (write(out, b, (size_t)r) != r) {
-			rc = -1;
-			break;
-		}
-		off += r;
-	}
-	if (r == -1 || fchmod(out, mode & 0777) == -1)
-		rc = -1;
-	close(out);
-	return rc;
-}
-
-/*
- * Run git diff --no-index in dir on a and b (either may be /dev/null) with
- * no user or system configuration, so no external diff driver runs.
- * Output is capped at SG_DIFF_TEXT_MAX.
- */
-static int
-text_run_git(const char *dir, const char *a, const char *b, char **out,
-    size_t *outlen, char **cause)
-{
-	char	*buf = NULL;
-	size_t	 len = 0;
-	ssize_t	 r;
-	pid_t	 pid;
-	int	 p[2], st;
-
-	if (pipe2(p, O_CLOEXEC) == -1)
-		return ws_cause(cause, "pipe: %s", strerror(errno));
-	if ((pid = fork()) == -1) {
-		close(p[0]);
-		close(p[1]);
-		return ws_cause(cause, "fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		if (dup2(p[1], STDOUT_FILENO) == -1 || chdir(dir) == -1)
-			_exit(127);
-		setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-		setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-		execlp("git", "git", "-c", "core.quotePath=false", "diff",
-		    "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
-		    "--", a, b, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	if ((buf = malloc(SG_DIFF_TEXT_MAX + 1)) != NULL) {
-		while (len < SG_DIFF_TEXT_MAX && ((r = read(p[0], buf + len,
-		    SG_DIFF_TEXT_MAX - len)) > 0 || (r == -1 && errno == EINTR)))
-			len += r > 0 ? (size_t)r : 0;
-		buf[len] = '\0';
-	}
-	close(p[0]);
-	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
-		;
-	if (buf == NULL)
-		return ws_cause(cause, "out of memory");
-	if (len < SG_DIFF_TEXT_MAX && (!WIFEXITED(st) ||
-	    WEXITSTATUS(st) > 1)) {
-		free(buf);
-		return ws_cause(cause, "git diff failed (is git installed?)");
-	}
-	*out = buf;
-	*outlen = len;
-	return 0;
-}
-
-/* "a/PATH" as git prints it: C-quoted if it holds control characters. */
-static void
-text_label(FILE *f, const char *prefix, const char *path)
-{
-	const unsigned char	*s;
-
-	if (strpbrk(path, "\"\\") == NULL) {
-		for (s = (const unsigned char *)path; *s >= 0x20 && *s != 0x7f;
-		    s++)
-			;
-		if (*s == '\0') {
-			fprintf(f, "%s%s", prefix, path);
-			return;
-		}
-	}
-	fprintf(f, "\"%s", prefix);
-	for (s = (const unsigned char *)path; *s != '\0'; s++) {
-		if (*s == '\n')
-			fputs("\\n", f);
-		else if (*s == '\t')
-			fputs("\\t", f);
-		else if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if (*s < 0x20 || *s == 0x7f)
-			fprintf(f, "\\%03o", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-/* Replace git's header labels (temp names) with the relative path. */
-static int
-text_rewrite(const char *in, size_t len, const struct workspace_delta *d,
-    char **out)
-{
-	const char	*p = in, *e, *end = in + len;
-	size_t		 olen;
-	FILE		*f;
-	int		 body = 0;
-
-	if ((f = open_memstream(out, &olen)) == NULL)
-		return -1;
-	for (; p < end; p = e) {
-		e = memchr(p, '\n', (size_t)(end - p));
-		e = e != NULL ? e + 1 : end;
-		if (!body && strncmp(p, "@@", 2) == 0)
-			body = 1;
-		if (!body && strncmp(p, "diff --git ", 11) == 0) {
-			fputs("diff --git ", f);
-			text_label(f, "a/", d->path);
-			fputc(' ', f);
-			text_label(f, "b/", d->path);
-			fputc('\n', f);
-		} else if (!body && (strncmp(p, "--- ", 4) == 0 ||
-		    strncmp(p, "+++ ", 4) == 0)) {
-			fwrite(p, 1, 4, f);
-			if (strncmp(p + 4, "/dev/null", 9) == 0)
-				fputs("/dev/null", f);
-			else
-				text_label(f, p[0] == '-' ? "a/" : "b/",
-				    d->path);
-			fputc('\n', f);
-		} else
-			fwrite(p, 1, (size_t)(e - p), f);
-	}
-	return fclose(f) == 0 ? 0 : -1;
-}
-
-int
-workspace_delta_text(const char *sbxdir, const struct workspace_delta *d,
-    char **text, char **cause)
-{
-	char	 tmp[] = "/tmp/sandgate-diff-" UTIL_MKTEMP_SUFFIX;
-	char	 a[64], b[64], dir[4096];
-	char	*raw = NULL;
-	size_t	 rawlen = 0;
-	int	 rc = -1, root, fd;
-
-	*text = NULL;
-	if (d->binary || d->special)
-		return (*text = strdup("")) == NULL ? -1 : 0;
-	if (mkdtemp(tmp) == NULL)
-		return ws_cause(cause, "mkdtemp: %s", strerror(errno));
-	snprintf(a, sizeof(a), "%s/a", tmp);
-	snprintf(b, sizeof(b), "%s/b", tmp);
-	/* copies opened without following links, so git sees only them */
-	if (d->change != WORKSPACE_ADDED) {
-		snprintf(dir, sizeof(dir), "%s/snapshot", sbxdir);
-		root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		fd = root == -1 ? -1 : ws_open_beneath(root, d->path, O_RDONLY);
-		if (root != -1)
-			close(root);
-		if (fd == -1 || text_copy(fd, a, NULL, d->mode_before) == -1) {
-			if (fd != -1)
-				close(fd);
-			ws_cause(cause, "cannot read snapshot of '%s'", d->path);
-			goto out;
-		}
-		close(fd);
-	}
-	if (d->change != WORKSPACE_DELETED) {
-		snprintf(dir, sizeof(dir), "%s/work", sbxdir);
-		root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		fd = root == -1 ? -1 : ws_open_beneath(root, d->path,
-		    O_RDONLY | O_NONBLOCK);
-		if (root != -1)
-			close(root);
-		if (fd == -1 || text_copy(fd, b, NULL, d->mode_after) == -1) {
-			if (fd != -1)
-				close(fd);
-			ws_cause(cause, "cannot read work file '%s'", d->path);
-			goto out;
-		}
-		close(fd);
-	}
-	if (text_run_git(tmp, d->change == WORKSPACE_ADDED ? "/dev/null" : "a",
-	    d->change == WORKSPACE_DELETED ? "/dev/null" : "b", &raw, &rawlen,
-	    cause) == -1)
-		goto out;
-	if (text_rewrite(raw, rawlen, d, text) == -1) {
-		ws_cause(cause, "out of memory");
-		goto out;
-	}
-	rc = 0;
-out:
-	free(raw);
-	unlink(a);
-	unlink(b);
-	rmdir(tmp);
-	return rc;
-}
-
-/* One delta as a JSON object (text diff included). */
-static json_t *
-diff_json_delta(const char *sbxdir, const struct workspace_delta *d,
-    char **cause)
-{
-	const char	*why = NULL;
-	char		*text = NULL, mb[8], ma[8];
-	json_t		*o;
-
-	if (workspace_delta_text(sbxdir, d, &text, cause) == -1)
-		return NULL;
-	risky_path(d->path, &why);
-	snprintf(mb, sizeof(mb), "%04o", (unsigned)d->mode_before);
-	snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after);
-	o = json_pack("{s:s, s:b, s:s?, s:b, s:b, s:s?, s:s?, s:s?, s:s?, "
-	    "s:s?, s:s}", "path", d->path, "risky", d->risky, "risky_reason",
-	    d->risky ? why : NULL, "binary", d->binary, "special", d->special,
-	    "type", d->special ? d->special_what : NULL,
-	    "sha256_before", d->sha256_before[0] ? d->sha256_before : NULL,
-	    "sha256_after", d->sha256_after[0] ? d->sha256_after : NULL,
-	    "mode_before", d->change != WORKSPACE_ADDED ? mb : NULL,
-	    "mode_after", d->change != WORKSPACE_DELETED && !d->special ?
-	    ma : NULL, "diff", text);
-	free(text);
-	if (o == NULL)
-		ws_cause(cause, "cannot encode the diff of '%s'", d->path);
-	return o;
-}
-
-static int
-diff_write_json(const char *sbxdir, const struct workspace_diff *df,
-    FILE *out, char **cause)
-{
-	static const char *const keys[] = { "added", "modified", "deleted" };
-	json_t	*root, *o;
-	size_t	 i;
-	int	 rc = -1;
-
-	root = json_pack("{s:[], s:[], s:[]}", "added", "modified",
-	    "deleted");
-	if (root == NULL)
-		return ws_cause(cause, "out of memory");
-	for (i = 0; i < df->n; i++) {
-		if ((o = diff_json_delta(sbxdir, &df->v[i], cause)) == NULL)
-			goto out;
-		json_array_append_new(json_object_get(root,
-		    keys[df->v[i].change]), o);
-	}
-	if (json_dumpf(root, out, JSON_INDENT(2)) == -1) {
-		ws_cause(cause, "cannot write the diff");
-		goto out;
-	}
-	fputc('\n', out);
-	rc = 0;
-out:
-	json_decref(root);
-	return rc;
-}
-
-int
-workspace_diff_write(const char *sbxdir, const struct workspace_diff *df,
-    int json, FILE *out, char **cause)
-{
-	const struct workspace_delta	*d;
-	char				*text;
-	size_t				 i;
-
-	if (json)
-		return diff_write_json(sbxdir, df, out, cause);
-	for (i = 0; i < df->n; i++) {
-		d = &df->v[i];
-		if (d->special) {
-			fputs("Special file ", out);
-			text_label(out, "", d->path);
-			fprintf(out, " in the working copy: %s (never "
-			    "applied)\n", d->special_what);
-			continue;
-		}
-		if (d->binary) {
-			fputs("Binary file ", out);
-			text_label(out, "", d->path);
-			fprintf(out, " %s: sha256 %s -> %s\n",
-			    d->change == WORKSPACE_ADDED ? "added" :
-			    d->change == WORKSPACE_DELETED ? "deleted" :
-			    "changed", d->sha256_before[0] ? d->sha256_before :
-			    "none", d->sha256_after[0] ? d->sha256_after :
-			    "none");
-			continue;
-		}
-		if (workspace_delta_text(sbxdir, d, &text, cause) == -1)
-			return -1;
-		fputs(text, out);
-		free(text);
-	}
-	return ferror(out) ? ws_cause(cause, "cannot write the diff") : 0;
 }

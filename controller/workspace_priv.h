@@ -13,6 +13,7 @@
 
 #define WS_BUF_SIZE	(256 * 1024)	/* read/copy buffer */
 #define WS_SMALL_FILE	(1024 * 1024)	/* copied with one read pass */
+#define WS_NO_LIMIT	((off_t)(~0ull >> 1))	/* no size limit */
 
 /* A manifest entry with the work file's stat recorded at create. */
 struct ws_entry {
@@ -54,9 +55,24 @@ int		 ws_utf8_valid(const char *s);
 /* Hashing. */
 EVP_MD_CTX	*ws_sha_new(void);
 void		 ws_sha_hex(EVP_MD_CTX *, char out[WORKSPACE_SHA256_HEX]);
-/* Hash an open file from offset 0 with pread; 0 or -1 (errno). */
-int		 ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX],
+/*
+ * Hash an open regular file from offset 0 (ws_sparse_copy without an
+ * output); 0 or -1 (errno; EFBIG past max bytes).
+ */
+int		 ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX], off_t max,
 		    unsigned char *buf, size_t bufsz);
+/*
+ * Read the regular file in from offset 0 to the size it has now, its
+ * holes (SEEK_HOLE) as zeros: every byte into h (may be NULL) and, with
+ * out != -1, the data to out at the same offsets with the holes left
+ * unwritten, then out truncated to the size read; so a sparse file stays
+ * sparse and costs its data, not its size. A file larger than max bytes
+ * is refused before anything is read (errno EFBIG); one that shrinks
+ * meanwhile ends where it ends. *size (may be NULL) gets the bytes read.
+ * 0 or -1 (errno).
+ */
+int		 ws_sparse_copy(int in, int out, EVP_MD_CTX *h, off_t max,
+		    unsigned char *buf, size_t bufsz, off_t *size);
 
 /*
  * Open relpath under the directory rootfd, each folder with

@@ -5,6 +5,8 @@
 #include "blocklog.h"
 
 #define BL_BUCKETS	4096		/* hash chains, keys and identities */
+/* A key's reason and report flag as one int ("rk"). */
+#define BL_RK(reason, report)	((int)(reason) | ((report) ? 0x100 : 0))
 
 /* Who made attempts: a sandbox, or an unregistered client address. */
 struct bl_ident {
@@ -30,6 +32,7 @@ struct bl_key {
 	char			*host;		/* NULL: other destinations */
 	int			 port;
 	enum sg_reason		 reason;
+	int			 report;	/* would_block attempts */
 	uint64_t		 win_start;
 	unsigned		 written;
 	uint64_t		 last_us;
@@ -56,7 +59,7 @@ struct blocklog {
 	struct bl_ident		*ilist;
 	size_t			 nkeys;
 	size_t			 nidents;
-	struct bl_key		*overflow[SG_REASON_MAX];
+	struct bl_key		*overflow[2][SG_REASON_MAX];
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
 };
@@ -67,9 +70,11 @@ static struct bl_ident *bl_ident_get(struct blocklog *, const char *,
 static void	bl_ident_free(struct blocklog *, struct bl_ident *);
 static void	bl_ident_age(struct blocklog *, struct bl_ident *, uint64_t);
 static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
-		    const char *, int, enum sg_reason, uint64_t);
+		    const char *, int, int, uint64_t);
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
-		    const char *, int, enum sg_reason, uint64_t);
+		    const char *, int, int, uint64_t);
+static void	bl_count(struct blocklog *, struct bl_key *,
+		    const struct blocklog_event *, const struct timespec *);
 static void	bl_key_clear(struct bl_key *);
 static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
@@ -147,10 +152,11 @@ blocklog_free(struct blocklog *bl)
 		bl_key_free(bl, bl->klist);
 	while (bl->ilist != NULL)
 		bl_ident_free(bl, bl->ilist);
-	for (i = 0; i < SG_REASON_MAX; i++)
-		if (bl->overflow[i] != NULL) {
-			bl_key_clear(bl->overflow[i]);
-			free(bl->overflow[i]);
+	for (i = 0; i < 2 * SG_REASON_MAX; i++)
+		if (bl->overflow[i / SG_REASON_MAX][i % SG_REASON_MAX] != NULL) {
+			bl_key_clear(bl->overflow[i / SG_REASON_MAX]
+			    [i % SG_REASON_MAX]);
+			free(bl->overflow[i / SG_REASON_MAX][i % SG_REASON_MAX]);
 		}
 	free(bl);
 }
@@ -246,7 +252,7 @@ static void
 bl_key_free(struct blocklog *bl, struct bl_key *k)
 {
 	uint32_t	 h = bl_hash(k->id->name, k->host, k->port,
-			    (int)k->reason) % BL_BUCKETS;
+			    BL_RK(k->reason, k->report)) % BL_BUCKETS;
 	struct bl_key	**pp;
 
 	for (pp = &bl->keys[h]; *pp != NULL; pp = &(*pp)->hnext)
@@ -269,10 +275,9 @@ bl_key_free(struct blocklog *bl, struct bl_key *k)
 
 static struct bl_key *
 bl_key_new(struct blocklog *bl, struct bl_ident *id, const char *host,
-    int port, enum sg_reason reason, uint64_t now)
+    int port, int rk, uint64_t now)
 {
-	uint32_t	 h = bl_hash(id->name, host, port, (int)reason) %
-			    BL_BUCKETS;
+	uint32_t	 h = bl_hash(id->name, host, port, rk) % BL_BUCKETS;
 	struct bl_key	*k;
 
 	if ((k = calloc(1, sizeof(*k))) == NULL)
@@ -283,7 +288,8 @@ bl_key_new(struct blocklog *bl, struct bl_ident *id, const char *host,
 	}
 	k->id = id;
 	k->port = port;
-	k->reason = reason;
+	k->reason = (enum sg_reason)(rk & 0xff);
+	k->report = (rk & 0x100) != 0;
 	k->win_start = k->last_us = now;
 	k->hnext = bl->keys[h];
 	bl->keys[h] = k;
@@ -303,35 +309,39 @@ bl_key_new(struct blocklog *bl, struct bl_ident *id, const char *host,
  */
 static struct bl_key *
 bl_key_get(struct blocklog *bl, struct bl_ident *id, const char *host,
-    int port, enum sg_reason reason, uint64_t now)
+    int port, int rk, uint64_t now)
 {
-	struct bl_key	*k = NULL;
+	struct bl_key	*k = NULL, **o;
 	uint32_t	 h;
 	int		 i;
+	unsigned	 reason;
 
 	for (i = 0; id != NULL && i < 2; i++) {
 		if (i == 1) {		/* the identity's other-destinations */
 			host = NULL;
 			port = 0;
 		}
-		h = bl_hash(id->name, host, port, (int)reason) % BL_BUCKETS;
+		h = bl_hash(id->name, host, port, rk) % BL_BUCKETS;
 		for (k = bl->keys[h]; k != NULL; k = k->hnext)
 			if (k->id == id && k->port == port &&
-			    k->reason == reason && bl_streq(k->host, host))
+			    BL_RK(k->reason, k->report) == rk &&
+			    bl_streq(k->host, host))
 				return k;
 		if ((i == 1 || id->nkeys < BLOCKLOG_KEYS_PER_IDENT) &&
 		    bl->nkeys < BLOCKLOG_KEYS_MAX &&
-		    (k = bl_key_new(bl, id, host, port, reason, now)) != NULL)
+		    (k = bl_key_new(bl, id, host, port, rk, now)) != NULL)
 			return k;
 	}
-	if ((unsigned)reason >= SG_REASON_MAX)
+	reason = (unsigned)(rk & 0xff);
+	if (reason >= SG_REASON_MAX)
 		reason = SG_REASON_NONE;
-	if (bl->overflow[reason] == NULL &&
-	    (bl->overflow[reason] = calloc(1, sizeof(*k))) != NULL) {
-		bl->overflow[reason]->reason = reason;
-		bl->overflow[reason]->win_start = now;
+	o = &bl->overflow[(rk & 0x100) != 0][reason];
+	if (*o == NULL && (*o = calloc(1, sizeof(*k))) != NULL) {
+		(*o)->reason = (enum sg_reason)reason;
+		(*o)->report = (rk & 0x100) != 0;
+		(*o)->win_start = now;
 	}
-	return bl->overflow[reason];
+	return *o;
 }
 
 /* Keep what the first counted attempt of a window says. 0 or -1. */
@@ -379,6 +389,7 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.sets = (const char *const *)k->sets;
 	ev.rule = k->rule;
 	ev.policy_digest = k->digest;
+	ev.report = k->report;
 	ev.count = k->count;
 	ev.first = k->first;
 	ev.last = k->last;
@@ -390,13 +401,30 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	k->count = 0;
 }
 
+/* Count an attempt into k's summary (the first one's fields kept). */
+static void
+bl_count(struct blocklog *bl, struct bl_key *k,
+    const struct blocklog_event *ev, const struct timespec *now)
+{
+	if (k->count == 0) {
+		k->first = *now;
+		/* Out of memory: the summary goes out with fewer fields. */
+		if (bl_key_keep(k, ev) == -1)
+			bl_key_clear(k);
+	}
+	k->count++;
+	k->last = *now;
+	bl->counted++;
+}
+
 int
 blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
     uint64_t now_us, const struct timespec *now)
 {
-	const uint64_t	 win = (uint64_t)bl->opts.window_s * 1000000;
-	struct bl_ident	*id;
-	struct bl_key	*k;
+	const uint64_t		 win = (uint64_t)bl->opts.window_s * 1000000;
+	struct blocklog_event	 st;
+	struct bl_ident		*id;
+	struct bl_key		*k;
 
 	id = bl_ident_get(bl, ev->identity, now_us, 1);
 	if (id != NULL) {
@@ -405,8 +433,21 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 			id->win_start = now_us;
 			id->written = 0;
 		}
+		if (id->stopped) {
+			/* One aggregate for everything it still tries. */
+			st = *ev;
+			st.host = NULL;
+			st.port = 0;
+			st.reason = SG_REASON_LOG_UNAVAILABLE;
+			st.report = 0;
+			st.message = "stopped: this client wrote most of the "
+			    "recent events of a nearly full log volume; "
+			    "its attempts are only counted";
+			ev = &st;
+		}
 	}
-	k = bl_key_get(bl, id, ev->host, ev->port, ev->reason, now_us);
+	k = bl_key_get(bl, id, ev->host, ev->port,
+	    BL_RK(ev->reason, ev->report), now_us);
 	if (k == NULL)
 		return 1;	/* out of memory: a full line is never wrong */
 	if (now_us - k->win_start >= win) {
@@ -421,17 +462,21 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		id->written++;
 		return 1;
 	}
-	if (k->count == 0) {
-		k->first = *now;
-		if (bl_key_keep(k, ev) == -1) {
-			bl_key_clear(k);
-			return 1;
-		}
-	}
-	k->count++;
-	k->last = *now;
-	bl->counted++;
+	bl_count(bl, k, ev, now);
 	return 0;
+}
+
+void
+blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
+    const struct timespec *now)
+{
+	struct bl_ident	*id = bl_ident_get(bl, ev->identity, 0, 0);
+	struct bl_key	*k;
+
+	k = bl_key_get(bl, id, ev->host, ev->port,
+	    BL_RK(ev->reason, ev->report), id != NULL ? id->last_us : 0);
+	if (k != NULL)
+		bl_count(bl, k, ev, now);
 }
 
 void
@@ -461,8 +506,8 @@ blocklog_flush(struct blocklog *bl, uint64_t now_us, int all)
 		if (k->count == 0 && now_us - k->last_us >= 2 * win)
 			bl_key_free(bl, k);
 	}
-	for (i = 0; i < SG_REASON_MAX; i++) {
-		k = bl->overflow[i];
+	for (i = 0; i < 2 * SG_REASON_MAX; i++) {
+		k = bl->overflow[i / SG_REASON_MAX][i % SG_REASON_MAX];
 		if (k != NULL && (all || now_us - k->win_start >= win)) {
 			bl_summarize(bl, k);
 			k->win_start = now_us;

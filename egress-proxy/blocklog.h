@@ -18,9 +18,18 @@
  *     BLOCKLOG_KEYS_MAX keys in all, past which attempts are counted into
  *     a key with neither identity nor host.
  *
+ * An attempt let through by a set in report mode (egress.would_block)
+ * is keyed apart from the blocks (report set) and summarized as
+ * egress.would_block_summary, under the same burst and budget.
+ *
+ * A stopped identity (blocklog_stop_top) gets no full line: all its
+ * attempts, whatever their destination and reason, are counted into one
+ * key (reason log_unavailable, no host), so it adds at most one summary
+ * line per window.
+ *
  * So every attempt is either its own line or counted in exactly one
  * summary line, and one identity adds at most budget + (its keys) lines
- * per window. A summary not written yet (the log unavailable) is kept
+ * per window, one once stopped. A summary not written yet (the log unavailable) is kept
  * and tried again. Counts still held when the process is killed (at most
  * one window's) are lost; blocklog_flush(all) writes them at exit.
  *
@@ -69,6 +78,7 @@ struct blocklog_event {
 	const char *const	*sets;
 	const char		*rule;
 	const char		*policy_digest;
+	int			 report;	/* would_block, not a block */
 	/* Summaries only: attempts counted, and when the first and last. */
 	unsigned long long	 count;
 	struct timespec		 first;
@@ -93,6 +103,13 @@ void		 blocklog_free(struct blocklog *);	/* NULL ok */
  */
 int		 blocklog_note(struct blocklog *, const struct blocklog_event *,
 		    uint64_t now_us, const struct timespec *now);
+
+/*
+ * The full line blocklog_note granted could not be written: count the
+ * attempt into its key's summary instead (written once the log can be).
+ */
+void		 blocklog_unwritten(struct blocklog *,
+		    const struct blocklog_event *, const struct timespec *now);
 
 /* A line was written for identity (any event, full block or not). */
 void		 blocklog_wrote(struct blocklog *, const char *identity,

@@ -18,11 +18,17 @@
 #include <openssl/pem.h>
 
 #include "checkpoint.h"
+#include "ckverify.h"
 #include "eventlog.h"
+#include "log.h"
+#include "logverify.h"
+#include "sglimits.h"
 #include "util.h"
 
 #define CHECKPOINT_MSG_HEAD	"sandgate-checkpoint-v1\n"
 #define CHECKPOINT_KEY_MAX	(16 * 1024)	/* a PEM key file */
+#define CHECKPOINT_HEX		64
+#define CHECKPOINT_TMP_TRIES	16
 
 struct checkpoint {
 	struct eventlog		*log;
@@ -32,28 +38,55 @@ struct checkpoint {
 	char			 next_id[CHECKPOINT_KEY_B64 + 1];
 	char			*key_path;
 	char			*next_path;
+	char			*anchor_path;
+	char			*anchor_tmp;	/* its next version */
+	int			 anchor_fd;	/* anchor_tmp, room reserved */
+	int			 anchor_failed;	/* the last try failed */
 	int			 lock_fd;
+	int			 held;		/* the log, eventlog_hold() */
 	unsigned long long	 every_events;
 	unsigned long long	 every_secs;
 	unsigned long long	 since;		/* events since the last one */
 	uint64_t		 last_us;	/* monotonic, the last one */
 	const char		*reason;	/* of the line being made */
+	int			 rotating;	/* the next line: reason rotate */
+	/* The anchor as read at start; the log's end then, if it differs. */
+	int			 have_anchor;
+	struct checkpoint_anchor anchor;
+	int			 resume_due;
+	long long		 found_seq;
+	char			 found_hash[CHECKPOINT_HEX + 1];
+	/* The checkpoint being made, then the last one written. */
+	struct checkpoint_anchor making;
+	struct checkpoint_anchor last;
+	int			 anchor_dirty;	/* last is newer than the file */
 	char			 error[256];
 };
 
 static const char *const checkpoint_reasons[] = {
-	"open", "count", "timer", "key", "close", NULL
+	"open", "count", "timer", "key", "rotate", "close", NULL
 };
 
 static int	checkpoint_due(void *);
 static json_t	*checkpoint_fields(void *, long long, const char *,
 		    const char *);
+static void	checkpoint_written(void *, long long, const char *);
+static void	checkpoint_rotated(void *);
+static int	checkpoint_anchor_field(const char **, const char *, char *,
+		    size_t);
+static int	checkpoint_anchor_reserve(struct checkpoint *);
+static void	checkpoint_anchor_unreserve(struct checkpoint *);
+static int	checkpoint_anchor_write(struct checkpoint *);
+static int	checkpoint_anchor_update(struct checkpoint *);
+static int	checkpoint_start(struct checkpoint *, char **);
+static int	checkpoint_tmp_open(int, const char *, char *, size_t);
+static int	checkpoint_resolve(const char *, char *);
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
 static int	checkpoint_lock(struct checkpoint *, int, char **);
 static FILE	*checkpoint_open_key(const char *, int, char **);
 static EVP_PKEY	*checkpoint_read_key(const char *, int, char **);
-static int	checkpoint_write_pem(const char *, EVP_PKEY *, int, uid_t,
-		    gid_t, char **);
+static int	checkpoint_write_pem(int, const char *, const char *,
+		    EVP_PKEY *, int, uid_t, gid_t, char **);
 static int	checkpoint_introduce(struct checkpoint *);
 static int	checkpoint_fail(struct checkpoint *, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
@@ -83,6 +116,130 @@ checkpoint_reason_valid(const char *s)
 		if (strcmp(s, checkpoint_reasons[i]) == 0)
 			return 1;
 	return 0;
+}
+
+/*
+ * One member name=value of an anchor line at *p, up to the next space or
+ * the end, into out (size bytes); *p moves past it. 0, or -1.
+ */
+static int
+checkpoint_anchor_field(const char **p, const char *name, char *out,
+    size_t size)
+{
+	size_t		 n = strlen(name), len;
+	const char	*v, *sp;
+
+	if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')
+		return -1;
+	v = *p + n + 1;
+	sp = strchr(v, ' ');
+	len = sp != NULL ? (size_t)(sp - v) : strlen(v);
+	if (len == 0 || len >= size)
+		return -1;
+	memcpy(out, v, len);
+	out[len] = '\0';
+	*p = sp != NULL ? sp + 1 : v + len;
+	return 0;
+}
+
+int
+checkpoint_anchor_parse(const char *buf, size_t len,
+    struct checkpoint_anchor *a, const char **what)
+{
+	char		 line[CHECKPOINT_ANCHOR_MAX + 1], seq[24], first[24];
+	unsigned char	 raw[CHECKPOINT_KEY_RAW];
+	const char	*p = line, *errstr;
+	long long	 n;
+	int64_t		 us;
+
+	memset(a, 0, sizeof(*a));
+	first[0] = '\0';
+	*what = "not a sandgate anchor line";
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len == 0 || len > CHECKPOINT_ANCHOR_MAX ||
+	    memchr(buf, '\n', len) != NULL || memchr(buf, '\0', len) != NULL)
+		return -1;
+	memcpy(line, buf, len);
+	line[len] = '\0';
+	if (strncmp(p, CHECKPOINT_ANCHOR_HEAD " ",
+	    sizeof(CHECKPOINT_ANCHOR_HEAD)) != 0)
+		return -1;
+	p += sizeof(CHECKPOINT_ANCHOR_HEAD);
+	*what = "members missing, added or out of order";
+	if (line[len - 1] == ' ' ||
+	    checkpoint_anchor_field(&p, "seq", seq, sizeof(seq)) == -1 ||
+	    checkpoint_anchor_field(&p, "hash", a->hash, sizeof(a->hash)) ==
+	    -1 || checkpoint_anchor_field(&p, "reason", a->reason,
+	    sizeof(a->reason)) == -1 ||
+	    checkpoint_anchor_field(&p, "ts", a->ts, sizeof(a->ts)) == -1 ||
+	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1 ||
+	    (*p != '\0' && (checkpoint_anchor_field(&p, "first", first,
+	    sizeof(first)) == -1 || *p != '\0')))
+		return -1;
+	*what = "first is not a count";
+	if (first[0] != '\0' && util_strtonum(first, 1, SG_LOG_SEQ_MAX,
+	    &a->first, &errstr) == -1)
+		return -1;
+	*what = "seq is not a count";
+	if (util_strtonum(seq, 1, LLONG_MAX, &n, &errstr) == -1)
+		return -1;
+	a->seq = n;
+	*what = "hash is not 64 lowercase hex digits";
+	if (strlen(a->hash) != CHECKPOINT_HEX ||
+	    !logverify_is_hex(a->hash, CHECKPOINT_HEX))
+		return -1;
+	*what = "unknown reason";
+	if (!checkpoint_reason_valid(a->reason))
+		return -1;
+	*what = "ts is not a time as the writer writes it";
+	if (ckverify_parse_ts(a->ts, &us) == -1)
+		return -1;
+	*what = "key is not a base64 Ed25519 public key";
+	if (checkpoint_b64_decode(a->key, raw, sizeof(raw)) == -1)
+		return -1;
+	*what = NULL;
+	return 0;
+}
+
+int
+checkpoint_anchor_read(const char *path, struct checkpoint_anchor *a,
+    char **cause)
+{
+	char		 buf[CHECKPOINT_ANCHOR_MAX + 1];
+	const char	*what;
+	struct stat	 st;
+	ssize_t		 n;
+	int		 fd;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1 && errno == ENOENT)
+		return 0;
+	if (fd == -1) {
+		util_xasprintf(cause, "cannot open the anchor \"%s\": %s", path,
+		    errno == ELOOP ? "a symlink" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > CHECKPOINT_ANCHOR_MAX) {
+		util_xasprintf(cause, "the anchor \"%s\" is not a regular file "
+		    "of at most %d bytes", path, CHECKPOINT_ANCHOR_MAX);
+		close(fd);
+		return -1;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0) {
+		util_xasprintf(cause, "cannot read the anchor \"%s\": %s",
+		    path, strerror(errno));
+		return -1;
+	}
+	if (checkpoint_anchor_parse(buf, (size_t)n, a, &what) == -1) {
+		util_xasprintf(cause, "the anchor \"%s\" is malformed: %s", path,
+		    what);
+		return -1;
+	}
+	return 1;
 }
 
 int
@@ -155,7 +312,8 @@ checkpoint_open_key(const char *path, int secret, char **cause)
 	FILE		*f;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1) {
 		util_xasprintf(cause, "cannot open key \"%s\": %s", path,
 		    strerror(errno));
 		return NULL;
@@ -230,40 +388,67 @@ checkpoint_pubkey_load(const char *path, char **cause)
 }
 
 /*
- * Write pkey (its private part if secret) to a new file at path: first to
- * a temporary name, then link(2)ed into place, so a key appears whole or
- * not at all and an existing one is never replaced. 1 if path exists.
+ * Create a temporary file in the folder dirfd, named base.tmp and eight
+ * random hex digits, never through a symlink; its name goes to tmp. fd or -1.
  */
 static int
-checkpoint_write_pem(const char *path, EVP_PKEY *pkey, int secret,
-    uid_t uid, gid_t gid, char **cause)
+checkpoint_tmp_open(int dirfd, const char *base, char *tmp, size_t size)
 {
-	char	*tmp;
+	unsigned char	rnd[4];
+	char		hex[9];
+	int		i, fd = -1;
+
+	for (i = 0; i < CHECKPOINT_TMP_TRIES && fd == -1; i++) {
+		if (getentropy(rnd, sizeof(rnd)) == -1)
+			return -1;
+		util_hex(rnd, sizeof(rnd), hex);
+		if ((size_t)snprintf(tmp, size, "%s.tmp%s", base, hex) >=
+		    size) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd == -1 && errno != EEXIST)
+			return -1;
+	}
+	return fd;
+}
+
+/*
+ * Write pkey (its private part if secret) to a new file name in the
+ * folder dirfd: first to a temporary name, then linked into place, so a
+ * key appears whole or not at all and an existing one is never replaced.
+ * 1 if name exists. path names it in messages.
+ */
+static int
+checkpoint_write_pem(int dirfd, const char *name, const char *path,
+    EVP_PKEY *pkey, int secret, uid_t uid, gid_t gid, char **cause)
+{
+	char	 tmp[NAME_MAX + 1];
 	FILE	*f = NULL;
 	int	 fd, ok, rc = -1;
 
-	util_xasprintf(&tmp, "%s.tmp" UTIL_MKTEMP_SUFFIX, path);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		util_xasprintf(cause, "cannot create \"%s\": %s", tmp,
-		    strerror(errno));
-		free(tmp);
+	if ((fd = checkpoint_tmp_open(dirfd, name, tmp, sizeof(tmp))) == -1) {
+		util_xasprintf(cause, "cannot create a file beside \"%s\": %s",
+		    path, strerror(errno));
 		return -1;
 	}
 	if (fchmod(fd, secret ? 0600 : 0644) == -1 ||
 	    (uid != (uid_t)-1 && fchown(fd, uid, gid) == -1) ||
 	    (f = fdopen(fd, "w")) == NULL) {
-		util_xasprintf(cause, "cannot prepare \"%s\": %s", tmp,
-		    strerror(errno));
+		util_xasprintf(cause, "cannot prepare a file beside \"%s\": %s",
+		    path, strerror(errno));
 		close(fd);
 		goto out;
 	}
 	ok = secret ? PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL,
 	    NULL) : PEM_write_PUBKEY(f, pkey);
 	if (!ok || fflush(f) != 0 || fsync(fileno(f)) == -1) {
-		util_xasprintf(cause, "cannot write \"%s\"", tmp);
+		util_xasprintf(cause, "cannot write a file beside \"%s\"", path);
 		goto out;
 	}
-	if (link(tmp, path) == -1) {
+	if (linkat(dirfd, tmp, dirfd, name, 0) == -1) {
 		if (errno == EEXIST)
 			rc = 1;
 		else
@@ -275,16 +460,16 @@ checkpoint_write_pem(const char *path, EVP_PKEY *pkey, int secret,
 out:
 	if (f != NULL)
 		fclose(f);
-	unlink(tmp);
-	free(tmp);
+	(void)unlinkat(dirfd, tmp, 0);
 	return rc;
 }
 
 int
-checkpoint_key_create(const char *path, uid_t uid, gid_t gid, char **cause)
+checkpoint_key_create_at(int dirfd, const char *name, const char *path,
+    uid_t uid, gid_t gid, char **cause)
 {
 	EVP_PKEY	*pkey;
-	char		*pub;
+	char		*pub, *pubpath;
 	int		 rc;
 
 	if ((pkey = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519")) == NULL) {
@@ -292,15 +477,81 @@ checkpoint_key_create(const char *path, uid_t uid, gid_t gid, char **cause)
 		    checkpoint_ssl_error());
 		return -1;
 	}
-	rc = checkpoint_write_pem(path, pkey, 1, uid, gid, cause);
+	rc = checkpoint_write_pem(dirfd, name, path, pkey, 1, uid, gid, cause);
 	if (rc == 0) {
-		util_xasprintf(&pub, "%s.pub", path);
-		(void)unlink(pub);	/* the public half of an old key */
-		if (checkpoint_write_pem(pub, pkey, 0, uid, gid, cause) != 0)
+		util_xasprintf(&pub, "%s.pub", name);
+		util_xasprintf(&pubpath, "%s.pub", path);
+		(void)unlinkat(dirfd, pub, 0);	/* an old key's public half */
+		if (checkpoint_write_pem(dirfd, pub, pubpath, pkey, 0, uid, gid,
+		    cause) != 0)
 			rc = -1;
 		free(pub);
+		free(pubpath);
 	}
 	EVP_PKEY_free(pkey);
+	return rc;
+}
+
+int
+checkpoint_key_create(const char *path, uid_t uid, gid_t gid, char **cause)
+{
+	char	*dcopy = util_xstrdup(path), *bcopy = util_xstrdup(path);
+	int	 dirfd, rc = -1;
+
+	dirfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (dirfd == -1) {
+		util_xasprintf(cause, "cannot open the folder of \"%s\": %s",
+		    path, errno == ELOOP || errno == ENOTDIR ?
+		    "not a folder (a symlink?)" : strerror(errno));
+		goto out;
+	}
+	rc = checkpoint_key_create_at(dirfd, basename(bcopy), path, uid, gid,
+	    cause);
+	close(dirfd);
+out:
+	free(dcopy);
+	free(bcopy);
+	return rc;
+}
+
+/*
+ * path with symlinks resolved, for a path that may not exist yet: the
+ * deepest folder that exists, resolved, then the components still to be
+ * made (which, not existing, hold no symlink). 0, or -1.
+ */
+static int
+checkpoint_resolve(const char *path, char *out)
+{
+	char	 rest[PATH_MAX] = "", tmp[2 * PATH_MAX + 2], *copy, *up;
+	char	*tail;
+	int	 rc = -1;
+
+	copy = util_xstrdup(path);
+	up = copy;
+	while (realpath(up, out) == NULL && strcmp(up, "/") != 0 &&
+	    strcmp(up, ".") != 0) {
+		tail = strrchr(up, '/');
+		if ((size_t)snprintf(tmp, sizeof(tmp), "/%s%s", tail ? tail +
+		    1 : up, rest) >= sizeof(rest))
+			goto out;
+		util_strlcpy(rest, tmp, sizeof(rest));
+		if (tail == NULL)
+			up = ".";
+		else if (tail == up)
+			up = "/";
+		else
+			*tail = '\0';
+	}
+	if (realpath(up, out) == NULL)
+		goto out;
+	if (rest[0] != '\0' && strcmp(out, "/") == 0)
+		out[0] = '\0';
+	if (util_strlcpy(out + strlen(out), rest, PATH_MAX - strlen(out)) <
+	    PATH_MAX - strlen(out))
+		rc = 0;
+out:
+	free(copy);
 	return rc;
 }
 
@@ -313,11 +564,14 @@ checkpoint_key_outside(const char *keypath, const char *logdir,
 	int	 ok;
 
 	copy = util_xstrdup(keypath);
-	ok = realpath(dirname(copy), dir) != NULL &&
-	    realpath(logdir, log) != NULL;
+	ok = checkpoint_resolve(dirname(copy), dir) == 0 &&
+	    checkpoint_resolve(logdir, log) == 0;
 	free(copy);
-	if (!ok)
-		return 0;	/* a folder not made yet holds no key */
+	if (!ok) {
+		util_xasprintf(cause, "cannot tell whether the checkpoint key "
+		    "\"%s\" is in the log folder \"%s\"", keypath, logdir);
+		return -1;
+	}
 	n = strlen(log);
 	if (strncmp(dir, log, n) == 0 && (dir[n] == '\0' || dir[n] == '/' ||
 	    strcmp(log, "/") == 0)) {
@@ -374,7 +628,11 @@ checkpoint_due(void *arg)
 	return ck->every_events > 0 && ck->since >= ck->every_events;
 }
 
-/* The log's hook: the checkpoint line for this seq, ts and prev. */
+/*
+ * The log's hook: the checkpoint line for this seq, ts and prev. None
+ * but a file's first (rotate) line while a log.resume line is due: no
+ * signature covers what the writer found before that line records it.
+ */
 static json_t *
 checkpoint_fields(void *arg, long long seq, const char *ts,
     const char *prev)
@@ -389,11 +647,18 @@ checkpoint_fields(void *arg, long long seq, const char *ts,
 	f.seq = seq;
 	f.ts = ts;
 	f.prev = prev;
-	f.reason = ck->reason != NULL ? ck->reason : "count";
+	f.reason = ck->rotating ? "rotate" : ck->reason != NULL ? ck->reason :
+	    "count";
+	ck->rotating = 0;
 	f.key = ck->key_id;
-	f.next_key = ck->next != NULL ? ck->next_id : NULL;
+	f.next_key = ck->next != NULL && strcmp(f.reason, "key") == 0 ?
+	    ck->next_id : NULL;
 	f.every_events = ck->every_events;
 	f.every_secs = ck->every_secs;
+	if (ck->resume_due && strcmp(f.reason, "rotate") != 0) {
+		checkpoint_fail(ck, "not signing before the log.resume line");
+		return NULL;
+	}
 	if ((len = checkpoint_message(&f, msg, sizeof(msg))) == 0 ||
 	    checkpoint_sign(ck->key, msg, len, sig) == -1) {
 		checkpoint_fail(ck, "cannot sign a checkpoint");
@@ -401,10 +666,194 @@ checkpoint_fields(void *arg, long long seq, const char *ts,
 	}
 	ck->since = 0;
 	ck->last_us = util_now_us();
+	ck->making.seq = seq;
+	util_strlcpy(ck->making.reason, f.reason, sizeof(ck->making.reason));
+	util_strlcpy(ck->making.ts, ts, sizeof(ck->making.ts));
+	util_strlcpy(ck->making.key, ck->key_id, sizeof(ck->making.key));
 	return json_pack("{s:s, s:s, s:s, s:s?, s:I, s:I, s:s}", "event",
 	    CHECKPOINT_EVENT, "reason", f.reason, "key", f.key, "next_key",
 	    f.next_key, "every_events", (json_int_t)f.every_events,
 	    "every_secs", (json_int_t)f.every_secs, "sig", sig);
+}
+
+/* The log's hook: a checkpoint is in the file; the anchor is behind. */
+static void
+checkpoint_written(void *arg, long long seq, const char *hash)
+{
+	struct checkpoint	*ck = arg;
+
+	if (seq != ck->making.seq)
+		return;
+	ck->last = ck->making;
+	util_strlcpy(ck->last.hash, hash, sizeof(ck->last.hash));
+	ck->anchor_dirty = 1;
+}
+
+/* The log's hook: the next line starts a file; sign it as rotate. */
+static void
+checkpoint_rotated(void *arg)
+{
+	struct checkpoint	*ck = arg;
+
+	ck->rotating = 1;
+}
+
+/*
+ * Take the room of the anchor's next version before a checkpoint it must
+ * name is written: key_path.anchor.tmp, CHECKPOINT_ANCHOR_MAX bytes,
+ * synced. The anchor is then rewritten in room already held, so a volume
+ * that fills up meanwhile cannot leave a checkpoint in the log, a close
+ * above all, that the anchor does not name. 0, or -1 with the error set.
+ */
+static int
+checkpoint_anchor_reserve(struct checkpoint *ck)
+{
+	char	pad[CHECKPOINT_ANCHOR_MAX];
+	int	fd, saved;
+
+	if (ck->anchor_fd != -1)
+		return 0;
+	ck->anchor_failed = 1;
+	(void)unlink(ck->anchor_tmp);
+	fd = open(ck->anchor_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd == -1)
+		return checkpoint_fail(ck, "cannot create \"%s\": %s",
+		    ck->anchor_tmp, strerror(errno));
+	memset(pad, '\n', sizeof(pad));
+	if (write(fd, pad, sizeof(pad)) != (ssize_t)sizeof(pad) ||
+	    fsync(fd) == -1) {
+		saved = errno;
+		close(fd);
+		(void)unlink(ck->anchor_tmp);
+		return checkpoint_fail(ck, "cannot write the anchor \"%s\": %s",
+		    ck->anchor_tmp, strerror(saved ? saved : ENOSPC));
+	}
+	ck->anchor_fd = fd;
+	ck->anchor_failed = 0;
+	return 0;
+}
+
+/* Give the reserved room back (the writer is done). */
+static void
+checkpoint_anchor_unreserve(struct checkpoint *ck)
+{
+	if (ck->anchor_fd == -1)
+		return;
+	close(ck->anchor_fd);
+	ck->anchor_fd = -1;
+	(void)unlink(ck->anchor_tmp);
+}
+
+/*
+ * Replace key_path.anchor with the last checkpoint written: written into
+ * the reserved temporary file, cut to its length, synced, renamed onto
+ * it. 0, or -1 with the error set.
+ */
+static int
+checkpoint_anchor_write(struct checkpoint *ck)
+{
+	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[32] = "";
+	int	 fd, n, ok;
+
+	if (eventlog_first(ck->log) > 0)
+		snprintf(first, sizeof(first), " first=%lld",
+		    eventlog_first(ck->log));
+	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
+	    "hash=%s reason=%s ts=%s key=%s%s\n", ck->last.seq,
+	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key, first);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return checkpoint_fail(ck, "anchor line too long");
+	if (checkpoint_anchor_reserve(ck) == -1)
+		return -1;
+	fd = ck->anchor_fd;
+	ck->anchor_fd = -1;
+	ok = pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0 &&
+	    fsync(fd) == 0;
+	ok = close(fd) == 0 && ok;
+	if (!ok || rename(ck->anchor_tmp, ck->anchor_path) == -1) {
+		ck->anchor_failed = 1;
+		checkpoint_fail(ck, "cannot write the anchor \"%s\": %s",
+		    ck->anchor_path, strerror(errno));
+		(void)unlink(ck->anchor_tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The anchor, if a checkpoint was written since it was: the log synced
+ * first, so the anchor never names a line the disk may lose. Then the
+ * room for the next one is taken. 0, or -1 with the error set.
+ */
+static int
+checkpoint_anchor_update(struct checkpoint *ck)
+{
+	if (ck->anchor_dirty) {
+		if (eventlog_tick(ck->log) == -1)
+			return checkpoint_fail(ck, "cannot sync the log: %s",
+			    eventlog_error(ck->log));
+		if (checkpoint_anchor_write(ck) == -1)
+			return -1;
+		ck->anchor_dirty = 0;
+	}
+	return checkpoint_anchor_reserve(ck);
+}
+
+/*
+ * Read the anchor and compare it with the end of the log: a log.resume
+ * line is due when the log does not end with the anchored checkpoint.
+ */
+static int
+checkpoint_start(struct checkpoint *ck, char **cause)
+{
+	int	r;
+
+	r = checkpoint_anchor_read(ck->anchor_path, &ck->anchor, cause);
+	if (r == -1)
+		return -1;
+	ck->have_anchor = r == 1;
+	if (!ck->have_anchor)
+		return 0;
+	/* Files removed while the writer was stopped stay missing. */
+	if (ck->anchor.first > 0)
+		eventlog_keep_from(ck->log, ck->anchor.first);
+	ck->found_seq = eventlog_seq(ck->log);
+	util_strlcpy(ck->found_hash, eventlog_hash(ck->log),
+	    sizeof(ck->found_hash));
+	ck->resume_due = ck->found_seq != ck->anchor.seq ||
+	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
+	    eventlog_foreign(ck->log);
+	return 0;
+}
+
+int
+checkpoint_resume(struct checkpoint *ck)
+{
+	json_t	*f;
+	int	 rc;
+
+	if (!ck->resume_due)
+		return 0;
+	f = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I, s:s}", "event",
+	    CHECKPOINT_RESUME, "anchor_seq", (json_int_t)ck->anchor.seq,
+	    "anchor_hash", ck->anchor.hash, "anchor_reason", ck->anchor.reason,
+	    "anchor_ts", ck->anchor.ts, "found_seq", (json_int_t)ck->found_seq,
+	    "found_hash", ck->found_hash);
+	if (f == NULL)
+		return checkpoint_fail(ck, "out of memory");
+	rc = eventlog_append(ck->log, f);
+	json_decref(f);
+	if (rc == -1)
+		return checkpoint_fail(ck, "cannot write the log.resume line: "
+		    "%s", eventlog_error(ck->log));
+	ck->resume_due = 0;
+	log_warnx("%s does not end with the checkpoint this writer signed "
+	    "last (seq %lld, %s, %s) but at seq %lld: recorded at seq %lld "
+	    "(log.resume); 'sandgate audit verify --key' judges it",
+	    eventlog_path(ck->log), ck->anchor.seq, ck->anchor.reason,
+	    ck->anchor.ts, ck->found_seq, eventlog_seq(ck->log));
+	return 0;
 }
 
 /* Take key_path.lock (made if missing) shared or exclusive. */
@@ -449,6 +898,9 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	ck->log = log;
 	ck->key_path = util_xstrdup(o->key_path);
 	util_xasprintf(&ck->next_path, "%s.next", o->key_path);
+	util_xasprintf(&ck->anchor_path, "%s.anchor", o->key_path);
+	util_xasprintf(&ck->anchor_tmp, "%s.tmp", ck->anchor_path);
+	ck->anchor_fd = -1;
 	ck->every_events = o->every_events;
 	ck->every_secs = o->every_secs;
 	ck->last_us = util_now_us();
@@ -462,10 +914,29 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 		    ck->key_path);
 		goto fail;
 	}
+	/* Writers that share the log: nobody else writes until free. */
+	if (o->lock != CHECKPOINT_LOCK_NONE) {
+		if (eventlog_hold(log) == -1) {
+			util_xasprintf(cause, "%s", eventlog_error(log));
+			goto fail;
+		}
+		ck->held = 1;
+	}
+	if (checkpoint_start(ck, cause) == -1)
+		goto fail;
+	if (checkpoint_anchor_reserve(ck) == -1)
+		log_warnx("checkpoint: %s", ck->error);
+	memset(&hook, 0, sizeof(hook));
 	hook.due = checkpoint_due;
 	hook.fields = checkpoint_fields;
+	hook.written = checkpoint_written;
+	hook.rotated = checkpoint_rotated;
 	hook.arg = ck;
 	eventlog_set_hook(log, &hook);
+	if (ck->held && checkpoint_resume(ck) == -1) {
+		util_xasprintf(cause, "%s", ck->error);
+		goto fail;
+	}
 	return ck;
 fail:
 	checkpoint_free(ck);
@@ -523,9 +994,18 @@ checkpoint_introduce(struct checkpoint *ck)
 int
 checkpoint_write(struct checkpoint *ck, const char *reason)
 {
+	char	why[sizeof(ck->error)];
 	int	rc, intro;
 
 	ck->error[0] = '\0';
+	if (checkpoint_resume(ck) == -1)
+		return -1;
+	/* No checkpoint the anchor could not name (a close above all). */
+	if (checkpoint_anchor_reserve(ck) == -1) {
+		util_strlcpy(why, ck->error, sizeof(why));
+		return checkpoint_fail(ck, "no %s checkpoint written: %s",
+		    reason, why);
+	}
 	intro = checkpoint_introduce(ck);
 	ck->reason = reason;
 	rc = eventlog_append_hook(ck->log);
@@ -533,12 +1013,16 @@ checkpoint_write(struct checkpoint *ck, const char *reason)
 	if (rc == -1 && ck->error[0] == '\0')
 		checkpoint_fail(ck, "cannot write the checkpoint: %s",
 		    eventlog_error(ck->log));
+	if (rc == 0 && checkpoint_anchor_update(ck) == -1)
+		rc = -1;
 	return rc == -1 || intro == -1 ? -1 : 0;
 }
 
 int
 checkpoint_tick(struct checkpoint *ck)
 {
+	if (checkpoint_anchor_update(ck) == -1)
+		return -1;
 	if (ck->every_secs == 0 ||
 	    util_now_us() - ck->last_us < ck->every_secs * 1000000ull)
 		return 0;
@@ -549,6 +1033,12 @@ const char *
 checkpoint_key(const struct checkpoint *ck)
 {
 	return ck->key_id;
+}
+
+int
+checkpoint_anchored(const struct checkpoint *ck)
+{
+	return !ck->anchor_failed;
 }
 
 const char *
@@ -562,13 +1052,20 @@ checkpoint_free(struct checkpoint *ck)
 {
 	if (ck == NULL)
 		return;
+	if (ck->anchor_dirty && checkpoint_anchor_update(ck) == -1)
+		log_warnx("checkpoint: %s", ck->error);
+	checkpoint_anchor_unreserve(ck);
 	if (ck->log != NULL && ck->key != NULL)
 		eventlog_set_hook(ck->log, NULL);
+	if (ck->held)
+		eventlog_release(ck->log);
 	EVP_PKEY_free(ck->key);
 	EVP_PKEY_free(ck->next);
 	if (ck->lock_fd != -1)
 		close(ck->lock_fd);
 	free(ck->key_path);
 	free(ck->next_path);
+	free(ck->anchor_path);
+	free(ck->anchor_tmp);
 	free(ck);
 }

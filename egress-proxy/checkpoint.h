@@ -17,7 +17,9 @@
  *
  *   R  why it was written: open (the writer opened the log), count (E
  *      events since the last one), timer (T seconds since the last one),
- *      key (it hands over to key N), close (the writer closes the log)
+ *      key (it hands over to key N), rotate (the first line of a file
+ *      that continues the chain: a log whose oldest lines are gone must
+ *      start with one), close (the writer closes the log)
  *   K  the signing key: base64 of the 32-byte raw Ed25519 public key
  *   N  null, or with reason key the key that signs from then on
  *   E  the writer's promise: a checkpoint after at most E events (0: no
@@ -34,6 +36,35 @@
  * and must not sit in the log folder. Rotation: a new private key placed
  * at PATH.next is introduced by a checkpoint (reason key) that the old key
  * signs, then renamed onto PATH, so the old private key no longer exists.
+ *
+ * The anchor: beside the key, outside the log folder, the writer keeps
+ * PATH.anchor, the last checkpoint it wrote (one line, CHECKPOINT_ANCHOR_MAX
+ * bytes at most):
+ *
+ *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K first=F
+ *
+ * (first=F, the first seq of the files the writer keeps, eventlog.h, is
+ * left out while it is not known, and by anchors written before it.)
+ *
+ * It is rewritten (temporary file, fsync, rename) after the log has been
+ * synced, so it never names a line the log on disk lacks. The temporary
+ * file, PATH.anchor.tmp, is made at its full size before the checkpoint
+ * it will name is written (and kept ready while the writer runs): a
+ * writer that cannot take that room writes no checkpoint, so a volume
+ * that fills up never leaves a close the anchor does not name; the anchor
+ * is rewritten at once after
+ * an open, key, timer or close checkpoint and after any checkpoint of a
+ * writer that shares the log, else by the next checkpoint_tick(). A
+ * writer that opens a log whose last line is not its anchor does not sign
+ * over it silently: it first writes a log.resume line,
+ *
+ *   {"ts":..,"seq":..,"event":"log.resume","anchor_seq":S,
+ *    "anchor_hash":H,"anchor_reason":R,"anchor_ts":TS,"found_seq":F,
+ *    "found_hash":FH,"prev":..,"hash":..}
+ *
+ * (F and FH: the last line it found, before anything it wrote), which its
+ * next checkpoint signs; ckverify.h judges it. audit verify also reads the
+ * anchor to find a log cut at an old checkpoint (docs/audit.md).
  */
 #ifndef SG_CHECKPOINT_H
 #define SG_CHECKPOINT_H
@@ -46,6 +77,9 @@
 #include <openssl/evp.h>
 
 #define CHECKPOINT_EVENT	"log.checkpoint"
+#define CHECKPOINT_RESUME	"log.resume"
+#define CHECKPOINT_ANCHOR_HEAD	"sandgate-anchor-v1"
+#define CHECKPOINT_ANCHOR_MAX	512	/* an anchor file's bytes, at most */
 #define CHECKPOINT_KEY_RAW	32	/* Ed25519 public key */
 #define CHECKPOINT_KEY_B64	44	/* its base64, with padding */
 #define CHECKPOINT_SIG_RAW	64
@@ -81,6 +115,32 @@ size_t		 checkpoint_message(const struct checkpoint_fields *f,
 /* 1 if s is a reason a writer puts in a checkpoint. */
 int		 checkpoint_reason_valid(const char *s);
 
+/* A writer's anchor: the last checkpoint it wrote. */
+struct checkpoint_anchor {
+	long long	seq;
+	char		hash[64 + 1];
+	char		reason[8];
+	char		ts[32];
+	char		key[CHECKPOINT_KEY_B64 + 1];
+	long long	first;	/* first seq the writer keeps; 0: not said */
+};
+
+/*
+ * Parse an anchor (len bytes, untrusted): exactly the line above, with a
+ * ts as the writer writes it, a valid reason and key. 0, or -1 with
+ * *what set to what is wrong (static text).
+ */
+int		 checkpoint_anchor_parse(const char *buf, size_t len,
+		    struct checkpoint_anchor *, const char **what);
+
+/*
+ * Read the anchor file at path: a regular file (no symlink, FIFO or
+ * device) of at most CHECKPOINT_ANCHOR_MAX bytes. Returns 1 and fills
+ * *a, 0 if there is no such file, or -1 with *cause set (caller frees).
+ */
+int		 checkpoint_anchor_read(const char *path,
+		    struct checkpoint_anchor *a, char **cause);
+
 /*
  * Strict base64 (with padding) of exactly rawlen bytes: decodes s into
  * raw and returns 0, or -1 when s is not the one encoding of rawlen bytes.
@@ -114,14 +174,26 @@ EVP_PKEY	*checkpoint_pubkey_load(const char *path, char **cause);
  * Create a new Ed25519 key pair: path (private, mode 0600) and path.pub
  * (public, 0644), both given to uid/gid unless uid is (uid_t)-1. Never
  * replaces an existing key: returns 1 if path exists already, 0 when
- * created, -1 with *cause set.
+ * created, -1 with *cause set. The folder of path is opened without
+ * following a symlink, and the files are made in it through that
+ * descriptor.
  */
 int		 checkpoint_key_create(const char *path, uid_t uid, gid_t gid,
 		    char **cause);
 
 /*
+ * The same in the folder open at dirfd (the caller opened it, e.g. with
+ * O_DIRECTORY | O_NOFOLLOW); name is one path component; path is only
+ * for messages.
+ */
+int		 checkpoint_key_create_at(int dirfd, const char *name,
+		    const char *path, uid_t uid, gid_t gid, char **cause);
+
+/*
  * Refuse a key that lives in the log folder: 0 if the folder of keypath
- * is not logdir and not below it, else -1 with *cause set.
+ * is not logdir and not below it, else -1 with *cause set. Paths that do
+ * not exist yet are judged by their deepest folder that does (symlinks
+ * resolved) and the components still to be made.
  */
 int		 checkpoint_key_outside(const char *keypath, const char *logdir,
 		    char **cause);
@@ -144,35 +216,60 @@ enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
 
 /*
  * A signer for log, which must stay open while the signer lives: loads
- * the key and sets the log's hook (eventlog_set_hook()), so that a count
+ * the key and its anchor (key_path.anchor; a malformed one is refused)
+ * and sets the log's hook (eventlog_set_hook()), so that a count
  * checkpoint follows every every_events events appended through any
- * caller (written before the next event, or by the next eventlog_tick()).
- * Returns NULL with *cause set.
+ * caller (written before the next event, or by the next eventlog_tick())
+ * and a rotate checkpoint starts every new file. With opts.lock (several
+ * writers share the log) it holds the log (eventlog_hold()) until
+ * checkpoint_free(), and writes the log.resume line at once if the log
+ * does not end with its anchor; otherwise that line goes before the
+ * first checkpoint_write(). Returns NULL with *cause set.
  */
 struct checkpoint *checkpoint_new(struct eventlog *log,
 		    const struct checkpoint_opts *, char **cause);
 
 /*
- * Write a checkpoint now: "open", "timer" or "close". Before it, a key
- * waiting at key_path.next is introduced (reason key) and takes over; if
- * it cannot be, the current key signs on. Returns 0, or -1 if either
- * failed (checkpoint_error() says why; a failed write also marks the log
+ * Write the log.resume line now if one is due (checkpoint.h, above). 0,
+ * or -1 (checkpoint_error() says why).
+ */
+int		 checkpoint_resume(struct checkpoint *);
+
+/*
+ * Write a checkpoint now: "open", "timer" or "close". Before it, a due
+ * log.resume line is written and a key waiting at key_path.next is
+ * introduced (reason key) and takes over; if it cannot be, the current
+ * key signs on. The anchor follows. No checkpoint is written when the
+ * room for the anchor cannot be taken. Returns 0, or -1 if any of it failed
+ * (checkpoint_error() says why; a failed write also marks the log
  * unavailable, eventlog.h).
  */
 int		 checkpoint_write(struct checkpoint *, const char *reason);
 
 /*
- * For a 1 s timer: a "timer" checkpoint (after introducing a waiting next
- * key) once every_secs have passed since the last checkpoint of any kind.
- * 0 or -1 as checkpoint_write().
+ * For a 1 s timer: the anchor if a checkpoint was written since it was
+ * last rewritten, and a "timer" checkpoint (after introducing a waiting
+ * next key) once every_secs have passed since the last checkpoint of any
+ * kind. 0 or -1 as checkpoint_write().
  */
 int		 checkpoint_tick(struct checkpoint *);
+
+/*
+ * 0 while the anchor cannot be kept (it could not be rewritten, or the
+ * room for its next version could not be taken): treat it like a log
+ * that cannot be written (the proxy lets nothing pass). checkpoint_tick()
+ * tries again. 1 otherwise.
+ */
+int		 checkpoint_anchored(const struct checkpoint *);
 
 /* The public key id that signs now (base64); owned by the signer. */
 const char	*checkpoint_key(const struct checkpoint *);
 const char	*checkpoint_error(const struct checkpoint *);
 
-/* Remove the hook from the log and free; accepts NULL. */
+/*
+ * Rewrite an anchor still pending, release the log, remove the hook and
+ * free; accepts NULL.
+ */
 void		 checkpoint_free(struct checkpoint *);
 
 #endif

@@ -17,6 +17,8 @@
 #define CKVERIFY_TS_FORMAT	"dddd-dd-ddTdd:dd:dd.ddddddZ"
 /* The members of a checkpoint line: ts, seq, 7 signed ones, prev, hash. */
 #define CKVERIFY_MEMBERS	11
+/* ...and of a log.resume line: ts, seq, event, 6 of its own, prev, hash. */
+#define CKVERIFY_RESUME_MEMBERS	11
 #define CKVERIFY_NUM_MAX	1000000000000LL
 
 /* A checkpoint line's members, parsed. */
@@ -25,10 +27,22 @@ struct ckverify_cp {
 	unsigned char		 sig[CHECKPOINT_SIG_RAW];
 };
 
+/* A log.resume line's members, parsed (strings borrowed). */
+struct ckverify_resume {
+	long long	 anchor_seq;
+	const char	*anchor_hash;
+	const char	*anchor_reason;
+	const char	*anchor_ts;
+	long long	 found_seq;
+	const char	*found_hash;
+	const char	*prev;
+};
+
 static void	ckverify_at(struct ckverify *, struct ckverify_at *);
 static int	ckverify_fail(struct ckverify *, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
-static json_t	*ckverify_checkpoint(const char *, size_t);
+static json_t	*ckverify_named(const char *, size_t, const char *);
+static int	ckverify_is_hex(const char *);
 static const char *ckverify_str(json_t *, const char *);
 static int	ckverify_num(json_t *, const char *, unsigned long long *);
 static const char *ckverify_parse(json_t *, struct ckverify_cp *);
@@ -38,6 +52,19 @@ static void	ckverify_event(struct ckverify *);
 static int	ckverify_good(struct ckverify *, struct ckverify_key *,
 		    const struct ckverify_cp *);
 static int	ckverify_one(struct ckverify *, json_t *);
+static void	ckverify_mark(struct ckverify *);
+static const struct ckverify_mark *ckverify_mark_find(
+		    const struct ckverify *, long long);
+static const char *ckverify_resume_parse(json_t *,
+		    struct ckverify_resume *);
+static void	ckverify_untrusted_at(struct ckverify *, long long);
+static int	ckverify_resume(struct ckverify *, json_t *);
+static int	ckverify_line(struct ckverify *, const char *, size_t);
+static int	ckverify_start(struct ckverify *);
+static int	ckverify_anchor_pass(struct ckverify *);
+static void	ckverify_anchor_end(struct ckverify *);
+static void	ckverify_anchor_first(struct ckverify *);
+static void	ckverify_keys_used(struct ckverify *);
 static void	ckverify_tail(struct ckverify *, int64_t);
 static int	ckverify_feed_line(void *, const char *, size_t);
 
@@ -65,6 +92,13 @@ ckverify_add_key(struct ckverify *v, EVP_PKEY *pkey)
 	k->pkey = pkey;
 	memcpy(k->id, id, sizeof(k->id));
 	return 0;
+}
+
+void
+ckverify_set_anchor(struct ckverify *v, const struct checkpoint_anchor *a)
+{
+	v->have_anchor = 1;
+	v->anchor = *a;
 }
 
 void
@@ -140,30 +174,41 @@ ckverify_fail(struct ckverify *v, const char *fmt, ...)
 }
 
 /*
- * The parsed line when its event is log.checkpoint, else NULL. Only a
- * line with the member as the writer spells it is parsed (again): one
- * that spells it otherwise is read as an event, which can only lower
- * what the log is trusted for.
+ * The parsed line when its event is `event` (log.checkpoint or
+ * log.resume), else NULL. Only a line with the member as the writer
+ * spells it is parsed (again): one that spells it otherwise is read as an
+ * event, which can only lower what the log is trusted for.
  */
 static json_t *
-ckverify_checkpoint(const char *line, size_t len)
+ckverify_named(const char *line, size_t len, const char *event)
 {
-	static const char	 mark[] = "\"event\":\"" CHECKPOINT_EVENT "\"";
-	json_t			*obj;
-	json_error_t		 err;
-	const char		*ev;
+	char		 mark[64];
+	json_t		*obj;
+	json_error_t	 err;
+	const char	*ev;
+	int		 n;
 
-	if (memmem(line, len, mark, sizeof(mark) - 1) == NULL)
+	n = snprintf(mark, sizeof(mark), "\"event\":\"%s\"", event);
+	if (n < 0 || (size_t)n >= sizeof(mark) ||
+	    memmem(line, len, mark, (size_t)n) == NULL)
 		return NULL;
 	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
 	if (obj == NULL)
 		return NULL;
 	ev = json_string_value(json_object_get(obj, "event"));
-	if (ev == NULL || strcmp(ev, CHECKPOINT_EVENT) != 0) {
+	if (ev == NULL || strcmp(ev, event) != 0) {
 		json_decref(obj);
 		return NULL;
 	}
 	return obj;
+}
+
+/* 1 if s is 64 lowercase hex digits. */
+static int
+ckverify_is_hex(const char *s)
+{
+	return strlen(s) == LOGVERIFY_HASH_HEX &&
+	    logverify_is_hex(s, LOGVERIFY_HASH_HEX);
 }
 
 /* A string member without NUL bytes, or NULL. */
@@ -306,9 +351,15 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 		util_strlcpy(k->next, f->next_key, sizeof(k->next));
 		k->handover_seq = f->seq;
 	}
+	k->signs++;
 	v->good++;
+	v->prev_have_good = v->have_good;
+	v->prev_good_at = v->good_at;
+	v->prev_after = v->after;
+	v->prev_after_at = v->after_at;
 	v->have_good = 1;
 	ckverify_at(v, &v->good_at);
+	ckverify_mark(v);
 	util_strlcpy(v->good_ts, f->ts, sizeof(v->good_ts));
 	(void)ckverify_parse_ts(f->ts, &v->good_us);
 	util_strlcpy(v->good_reason, f->reason, sizeof(v->good_reason));
@@ -316,6 +367,8 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 	    sizeof(v->good_key));
 	v->every_events = f->every_events;
 	v->every_secs = f->every_secs;
+	if (strcmp(f->reason, "close") == 0)
+		v->last_close = f->seq;
 	v->after = 0;
 	return 0;
 }
@@ -359,12 +412,224 @@ ckverify_one(struct ckverify *v, json_t *obj)
 	return ckverify_good(v, k, &cp);
 }
 
+/* Keep the last good checkpoint's seq and hash in the ring. */
+static void
+ckverify_mark(struct ckverify *v)
+{
+	struct ckverify_mark	*m = &v->ring[v->nring++ % CKVERIFY_RING];
+
+	m->seq = v->chain.last_seq;
+	util_strlcpy(m->hash, v->chain.last_hash, sizeof(m->hash));
+}
+
+/* The good checkpoint seq among the last CKVERIFY_RING, or NULL. */
+static const struct ckverify_mark *
+ckverify_mark_find(const struct ckverify *v, long long seq)
+{
+	size_t	i, n = v->nring < CKVERIFY_RING ? v->nring : CKVERIFY_RING;
+
+	for (i = 0; i < n; i++)
+		if (v->ring[i].seq == seq)
+			return &v->ring[i];
+	return NULL;
+}
+
+/* Check a log.resume line's members into *r. NULL, or what is wrong. */
+static const char *
+ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
+{
+	json_t	*as = json_object_get(obj, "anchor_seq");
+	json_t	*fs = json_object_get(obj, "found_seq");
+	int64_t	 us;
+
+	memset(r, 0, sizeof(*r));
+	if (json_object_size(obj) != CKVERIFY_RESUME_MEMBERS)
+		return "members missing or added";
+	if (!json_is_integer(as) || json_integer_value(as) < 1 ||
+	    !json_is_integer(fs) || json_integer_value(fs) < 0)
+		return "anchor_seq or found_seq is not a count";
+	r->anchor_seq = json_integer_value(as);
+	r->found_seq = json_integer_value(fs);
+	if ((r->anchor_hash = ckverify_str(obj, "anchor_hash")) == NULL ||
+	    !ckverify_is_hex(r->anchor_hash) ||
+	    (r->found_hash = ckverify_str(obj, "found_hash")) == NULL ||
+	    !ckverify_is_hex(r->found_hash))
+		return "anchor_hash or found_hash is not 64 hex digits";
+	if ((r->anchor_reason = ckverify_str(obj, "anchor_reason")) == NULL ||
+	    !checkpoint_reason_valid(r->anchor_reason))
+		return "unknown anchor_reason";
+	if ((r->anchor_ts = ckverify_str(obj, "anchor_ts")) == NULL ||
+	    ckverify_parse_ts(r->anchor_ts, &us) == -1)
+		return "anchor_ts is not a time as the writer writes it";
+	r->prev = ckverify_str(obj, "prev");
+	return NULL;
+}
+
+/*
+ * After ckverify_fail(): the first event not trusted is the one after the
+ * last good checkpoint at or before seq `upto` (a rotation checkpoint the
+ * writer put first in a new file after it found the log does not vouch
+ * for what it found); when no line follows that checkpoint, the lines
+ * after it are missing.
+ */
+static void
+ckverify_untrusted_at(struct ckverify *v, long long upto)
+{
+	int			 have = v->have_good;
+	struct ckverify_at	 good = v->good_at, after_at = v->after_at;
+	size_t			 after = v->after;
+
+	if (have && good.seq > upto) {
+		have = v->prev_have_good && v->prev_good_at.seq <= upto;
+		good = v->prev_good_at;
+		after = v->prev_after;
+		after_at = v->prev_after_at;
+	}
+	if (!have)
+		v->untrusted = v->first_at;
+	else if (after > 0)
+		v->untrusted = after_at;
+	else {
+		v->untrusted.seq = good.seq + 1;
+		v->untrusted.line = 0;
+	}
+}
+
+/*
+ * A log.resume line: the writer found the log not ending with the
+ * checkpoint it had signed last (its anchor). Fine only when that
+ * checkpoint is in the log as it wrote it, was not a close, and the log
+ * went on after it: a writer that stopped without closing.
+ */
+static int
+ckverify_resume(struct ckverify *v, json_t *obj)
+{
+	struct ckverify_resume		 r;
+	const struct ckverify_mark	*m;
+	const char			*bad;
+	long long			 seq = v->chain.last_seq;
+
+	v->resumes++;
+	if (v->nkeys == 0) {
+		ckverify_event(v);
+		return 0;
+	}
+	if ((bad = ckverify_resume_parse(obj, &r)) != NULL)
+		return ckverify_fail(v, "log.resume (seq %lld) is malformed: %s",
+		    seq, bad);
+	if (r.found_seq >= seq || (r.found_seq == seq - 1 &&
+	    (r.prev == NULL || strcmp(r.prev, r.found_hash) != 0)))
+		return ckverify_fail(v, "log.resume (seq %lld) names a last "
+		    "line (seq %lld) that is not before it", seq, r.found_seq);
+	m = ckverify_mark_find(v, r.anchor_seq);
+	if (r.anchor_seq > r.found_seq) {
+		ckverify_fail(v, "the writer found the log ending at seq %lld, "
+		    "but it had signed up to seq %lld (%s, %s): seq %lld to "
+		    "%lld were cut, or the log was replaced (log.resume, seq "
+		    "%lld)", r.found_seq, r.anchor_seq, r.anchor_reason,
+		    r.anchor_ts, r.found_seq + 1, r.anchor_seq, seq);
+		ckverify_untrusted_at(v, r.found_seq);
+		return -1;
+	}
+	if (m == NULL || strcmp(m->hash, r.anchor_hash) != 0) {
+		ckverify_fail(v, "the checkpoint the writer had signed last "
+		    "(seq %lld, %s, %s) is not in the log as it wrote it: the "
+		    "log was rewritten or replaced before the writer found it "
+		    "ending at seq %lld (log.resume, seq %lld)", r.anchor_seq,
+		    r.anchor_reason, r.anchor_ts, r.found_seq, seq);
+		ckverify_untrusted_at(v, r.found_seq);
+		return -1;
+	}
+	if (strcmp(r.anchor_reason, "close") == 0) {
+		ckverify_fail(v, "%lld line(s) (seq %lld to %lld) follow the "
+		    "writer's close at seq %lld: it had closed the log, so "
+		    "someone else wrote them (log.resume, seq %lld)",
+		    r.found_seq - r.anchor_seq, r.anchor_seq + 1, r.found_seq,
+		    r.anchor_seq, seq);
+		ckverify_untrusted_at(v, r.anchor_seq);
+		return -1;
+	}
+	if (v->last_close > r.anchor_seq && v->last_close <= r.found_seq) {
+		ckverify_fail(v, "the writer closed the log at seq %lld, after "
+		    "the checkpoint its anchor names (seq %lld, %s): %lld "
+		    "line(s) (seq %lld to %lld) follow that close, so someone "
+		    "else wrote them (log.resume, seq %lld)", v->last_close,
+		    r.anchor_seq, r.anchor_reason, r.found_seq - v->last_close,
+		    v->last_close + 1, r.found_seq, seq);
+		ckverify_untrusted_at(v, v->last_close);
+		return -1;
+	}
+	if (v->crashes++ == 0)
+		ckverify_at(v, &v->crash);
+	ckverify_event(v);
+	return 0;
+}
+
+/* A line that continued the chain: a checkpoint, a resume, an event. */
+static int
+ckverify_line(struct ckverify *v, const char *line, size_t len)
+{
+	json_t	*obj;
+	int	 rc;
+
+	if ((obj = ckverify_named(line, len, CHECKPOINT_EVENT)) != NULL) {
+		rc = ckverify_one(v, obj);
+		json_decref(obj);
+		return rc;
+	}
+	if ((obj = ckverify_named(line, len, CHECKPOINT_RESUME)) != NULL) {
+		rc = ckverify_resume(v, obj);
+		json_decref(obj);
+		return rc;
+	}
+	ckverify_event(v);
+	return 0;
+}
+
+/*
+ * The first line: a chain that does not start at the first event ever
+ * must start with a good rotation checkpoint, which a writer puts first
+ * in every new file; else lines were cut from the front of a file.
+ */
+static int
+ckverify_start(struct ckverify *v)
+{
+	if (v->nkeys == 0 || v->chain.genesis)
+		return 0;
+	if (v->have_good && v->good_at.seq == v->chain.last_seq &&
+	    strcmp(v->good_reason, "rotate") == 0)
+		return 0;
+	ckverify_fail(v, "the chain starts at seq %lld, not with the first "
+	    "event ever nor with a rotation checkpoint of a trusted key (the "
+	    "first line of every file a writer starts): lines before it were "
+	    "cut from the file, not rotated away", v->chain.last_seq);
+	v->untrusted.seq = v->chain.last_seq - 1;
+	v->untrusted.line = 0;
+	return -1;
+}
+
+/* The writer's anchored line, when the chain gets to its seq. */
+static int
+ckverify_anchor_pass(struct ckverify *v)
+{
+	if (!v->have_anchor || v->nkeys == 0 || v->anchor_seen ||
+	    v->chain.last_seq != v->anchor.seq)
+		return 0;
+	if (strcmp(v->chain.last_hash, v->anchor.hash) == 0) {
+		v->anchor_seen = 1;
+		return 0;
+	}
+	return ckverify_fail(v, "seq %lld is not the line its writer signed "
+	    "(its anchor: %s, %s, hash %.16s...): the log was rewritten at or "
+	    "before it", v->anchor.seq, v->anchor.reason, v->anchor.ts,
+	    v->anchor.hash);
+}
+
 int
 ckverify_feed(struct ckverify *v, const char *line, size_t len)
 {
-	size_t	 before = v->chain.events;
-	json_t	*obj;
-	int	 rc;
+	size_t	before = v->chain.events;
+	int	rc;
 
 	/* After a checkpoint that is not good, the chain is still checked. */
 	if (logverify_feed(&v->chain, line, len) == -1 || v->failed)
@@ -373,12 +638,11 @@ ckverify_feed(struct ckverify *v, const char *line, size_t len)
 		return 0;	/* a torn line, settled later */
 	if (before == 0)
 		ckverify_at(v, &v->first_at);
-	if ((obj = ckverify_checkpoint(line, len)) == NULL) {
-		ckverify_event(v);
-		return 0;
-	}
-	rc = ckverify_one(v, obj);
-	json_decref(obj);
+	rc = ckverify_line(v, line, len);
+	if (rc == 0 && before == 0)
+		rc = ckverify_start(v);
+	if (rc == 0)
+		rc = ckverify_anchor_pass(v);
 	return rc;
 }
 
@@ -435,6 +699,68 @@ ckverify_tail(struct ckverify *v, int64_t now_us)
 	    closed ? " (the writer had closed the log)" : "", v->good_at.seq);
 }
 
+/* The end of the log: did the chain hold the writer's anchored line? */
+static void
+ckverify_anchor_end(struct ckverify *v)
+{
+	if (!v->have_anchor || v->anchor_seen || v->failed)
+		return;
+	if (v->chain.last_seq < v->anchor.seq) {
+		ckverify_fail(v, "the log ends at seq %lld, but its writer's "
+		    "anchor names seq %lld (%s, %s), the last checkpoint it "
+		    "wrote: seq %lld to %lld were cut", v->chain.last_seq,
+		    v->anchor.seq, v->anchor.reason, v->anchor.ts,
+		    v->chain.last_seq + 1, v->anchor.seq);
+		ckverify_untrusted_at(v, v->chain.last_seq);
+		return;
+	}
+	ckverify_fail(v, "the log does not hold seq %lld, which its writer's "
+	    "anchor names (%s, %s)", v->anchor.seq, v->anchor.reason,
+	    v->anchor.ts);
+	v->untrusted = v->first_at;
+}
+
+/*
+ * The anchor says from which seq on its writer keeps the log: a chain
+ * that starts later lost files the writer kept (rotated files deleted by
+ * someone else look like files rotated away: each starts with a rotate
+ * checkpoint).
+ */
+static void
+ckverify_anchor_first(struct ckverify *v)
+{
+	if (!v->have_anchor || v->anchor.first == 0 || v->failed ||
+	    !v->chain.started || v->chain.first_seq <= v->anchor.first)
+		return;
+	ckverify_fail(v, "the log starts at seq %lld, but its writer's anchor "
+	    "says it keeps the log from seq %lld: seq %lld to %lld (rotated "
+	    "files it kept) were removed", v->chain.first_seq,
+	    v->anchor.first, v->anchor.first, v->chain.first_seq - 1);
+	v->untrusted.seq = v->anchor.first;
+	v->untrusted.line = 0;
+}
+
+/*
+ * Every key given must sign a good checkpoint: a log that should hold a
+ * key's checkpoints and has none was cut or rewritten before that key
+ * took over, perhaps with a retired key that a thief kept.
+ */
+static void
+ckverify_keys_used(struct ckverify *v)
+{
+	size_t	i;
+
+	for (i = 0; i < v->nkeys && !v->failed; i++) {
+		if (v->keys[i].introduced || v->keys[i].signs > 0)
+			continue;
+		ckverify_fail(v, "key %s, given as trusted, signs no checkpoint "
+		    "of the log: the log was cut or rewritten before that key "
+		    "took over, or give only the keys whose checkpoints these "
+		    "files hold", v->keys[i].id);
+		v->untrusted = v->first_at;
+	}
+}
+
 enum ckverify_result
 ckverify_finish(struct ckverify *v, int64_t now_us)
 {
@@ -442,14 +768,25 @@ ckverify_finish(struct ckverify *v, int64_t now_us)
 		return CKVERIFY_CHAIN_BROKEN;
 	if (v->failed)
 		return CKVERIFY_UNTRUSTED;
-	if (v->nkeys == 0 || v->chain.events == 0)
+	if (v->nkeys == 0)
 		return CKVERIFY_OK;
+	if (v->chain.events == 0) {
+		ckverify_fail(v, "the log holds no event: its writer signs "
+		    "every log it opens, so it was emptied or replaced");
+		v->untrusted.seq = 1;
+		v->untrusted.line = 0;
+		return CKVERIFY_UNTRUSTED;
+	}
 	if (!v->have_good) {
 		ckverify_fail(v, "no checkpoint in the log is signed by a "
 		    "trusted key (%zu checkpoint(s), %zu signed by other "
 		    "keys)", v->checkpoints, v->foreign);
 		return CKVERIFY_UNTRUSTED;
 	}
-	ckverify_tail(v, now_us);
+	ckverify_keys_used(v);
+	if (!v->failed)
+		ckverify_tail(v, now_us);
+	ckverify_anchor_end(v);
+	ckverify_anchor_first(v);
 	return v->failed ? CKVERIFY_UNTRUSTED : CKVERIFY_OK;
 }

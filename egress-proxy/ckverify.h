@@ -25,6 +25,28 @@
  * after it. A checkpoint that is not good stops the check, as does a break
  * in the chain; the first event no longer trusted is the one after the
  * last good checkpoint (or the first of the log when there is none).
+ *
+ * With keys given, also:
+ * - a log with no event fails, as does one with no good checkpoint;
+ * - a chain that does not start at the first event ever (prev all zeros)
+ *   must start with a good checkpoint of reason rotate, the line a writer
+ *   puts first in every new file: older files were rotated away, not
+ *   lines cut from a file;
+ * - every key given with ckverify_add_key() must sign at least one good
+ *   checkpoint: a log that should hold a key's checkpoints and does not
+ *   was cut or rewritten before that key took over (a retired key's
+ *   thief could otherwise sign a rewrite the older key still vouches for);
+ * - a log.resume line (checkpoint.h) is judged: the writer's anchored
+ *   checkpoint must be in the log as it wrote it (one of the last
+ *   CKVERIFY_RING good checkpoints), the log must not have ended before
+ *   it, and nothing may follow an anchored close, nor a good close
+ *   between the anchored checkpoint and the last line the writer found
+ *   (a writer whose anchor write failed never closes: checkpoint.h);
+ *   only a writer that stopped without closing leaves lines after its
+ *   anchor (a note);
+ * - with ckverify_set_anchor(), the writer's anchor (the last checkpoint
+ *   it wrote) must be in the log with its hash: a log cut at an older
+ *   checkpoint, or at an old close, is found.
  */
 #ifndef SG_CKVERIFY_H
 #define SG_CKVERIFY_H
@@ -40,6 +62,7 @@
 
 #define CKVERIFY_KEYS_MAX	64
 #define CKVERIFY_WHAT_MAX	640
+#define CKVERIFY_RING		256	/* good checkpoints kept for resumes */
 
 /* What ckverify_finish() found. */
 enum ckverify_result {
@@ -55,6 +78,13 @@ struct ckverify_key {
 	int		 introduced;	/* by a checkpoint, not given */
 	char		 next[CHECKPOINT_KEY_B64 + 1];	/* "" until retired */
 	long long	 handover_seq;
+	size_t		 signs;		/* good checkpoints it signed */
+};
+
+/* A good checkpoint: its seq and hash. */
+struct ckverify_mark {
+	long long	seq;
+	char		hash[LOGVERIFY_HASH_HEX + 1];
 };
 
 /* A place in the log. */
@@ -81,6 +111,9 @@ struct ckverify {
 	size_t			 restarts;	/* open after a writer that did not close */
 	struct ckverify_at	 restart;	/* the first such open */
 	long long		 restart_from;	/* ...and the events it signed late */
+	size_t			 resumes;	/* log.resume lines (all) */
+	size_t			 crashes;	/* ...of a writer that had not closed */
+	struct ckverify_at	 crash;		/* the first of those */
 	/* The last good checkpoint. */
 	int			 have_good;
 	struct ckverify_at	 good_at;
@@ -90,10 +123,23 @@ struct ckverify {
 	char			 good_key[CHECKPOINT_KEY_B64 + 1];
 	unsigned long long	 every_events;
 	unsigned long long	 every_secs;
+	long long		 last_close;	/* seq of the last good close */
 	/* Events after it (since the start while there is none). */
 	size_t			 after;
 	struct ckverify_at	 after_at;	/* the first of them */
 	struct ckverify_at	 first_at;	/* the first event of the log */
+	/* The same at the good checkpoint before the last one. */
+	int			 prev_have_good;
+	struct ckverify_at	 prev_good_at;
+	size_t			 prev_after;
+	struct ckverify_at	 prev_after_at;
+	/* The last good checkpoints, for log.resume lines. */
+	struct ckverify_mark	 ring[CKVERIFY_RING];
+	size_t			 nring;		/* added in all */
+	/* The writer's anchor, if given, and whether the log holds it. */
+	int			 have_anchor;
+	struct checkpoint_anchor anchor;
+	int			 anchor_seen;
 	/* The verdict when not trusted. */
 	int			 failed;
 	struct ckverify_at	 fail_at;	/* the line that showed it */
@@ -108,6 +154,13 @@ void		 ckverify_init(struct ckverify *);
  * -1 when it is not Ed25519 or CKVERIFY_KEYS_MAX keys are trusted.
  */
 int		 ckverify_add_key(struct ckverify *, EVP_PKEY *pkey);
+
+/*
+ * Check the log against its writer's anchor (checkpoint.h): the line
+ * a->seq must be in the log with hash a->hash. Only with keys.
+ */
+void		 ckverify_set_anchor(struct ckverify *,
+		    const struct checkpoint_anchor *a);
 
 /* Start the next file, as logverify_file(). */
 void		 ckverify_file(struct ckverify *, const char *name);

@@ -95,8 +95,14 @@ static int	conn_report_only(struct conn *, enum sg_reason);
 static int	conn_report_mode(const struct policy *,
 		    const struct proxy_client *);
 static void	conn_revoked(struct conn *, enum sg_reason);
+static unsigned	conn_redecide(struct proxy *, struct conn *);
+static void	conn_query(const struct conn *, struct policy_query *);
 static void	conn_addr_normalize(const struct sockaddr *, int,
 		    struct sockaddr_storage *);
+static void	conn_budget_cb(struct evbuffer *,
+		    const struct evbuffer_cb_info *, void *);
+static void	conn_budget_add(struct conn *, size_t added, size_t deleted);
+static void	conn_slot_resume(evutil_socket_t, short, void *);
 
 const char *
 conn_close_name(enum conn_close why)
@@ -164,7 +170,7 @@ conn_client_reading(struct conn *c)
 
 	if (c->client == NULL)
 		return;
-	want = !c->client_eof && !c->out_paused &&
+	want = !c->client_eof && !c->out_paused && !c->slot->over &&
 	    (c->state == CONN_HEAD || (c->state == CONN_HTTP &&
 	    !c->r.body_done && (c->upstream == NULL ||
 	    evbuffer_get_length(bufferevent_get_output(c->upstream)) <
@@ -173,6 +179,108 @@ conn_client_reading(struct conn *c)
 		bufferevent_enable(c->client, EV_READ);
 	else
 		bufferevent_disable(c->client, EV_READ);
+}
+
+/* 1 when nothing more should be queued for the client for now. */
+int
+conn_client_full(struct conn *c)
+{
+	return c->slot->over ||
+	    evbuffer_get_length(bufferevent_get_output(c->client)) >=
+	    PROXY_HIGH_WATER;
+}
+
+int
+conn_over_budget(const struct conn *c)
+{
+	return c->slot->over;
+}
+
+/*
+ * The bytes one client address's connections hold are kept exact by a
+ * callback on each of their buffers (client and upstream, input and
+ * output). Past max_buffer_per_client none of them is read (from the
+ * client, nor from an upstream whose bytes go to it); once under half,
+ * the slot's resume event lets them all go on. Stopping and resuming
+ * run from that event, never inside the buffer operation.
+ */
+static void
+conn_budget_add(struct conn *c, size_t added, size_t deleted)
+{
+	struct client_slot	*cs = c->slot;
+	unsigned long long	 max = c->px->cfg.max_buffer_per_client;
+
+	cs->held += added;
+	cs->held = cs->held > deleted ? cs->held - deleted : 0;
+	if (!cs->over && cs->held > max) {
+		cs->over = 1;
+		c->px->stats.clients_over_budget++;
+		event_active(cs->resume, 0, 0);
+	} else if (cs->over && cs->held <= max / 2) {
+		cs->over = 0;
+		event_active(cs->resume, 0, 0);
+	}
+}
+
+static void
+conn_budget_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	if (info->n_added != 0 || info->n_deleted != 0)
+		conn_budget_add(arg, info->n_added, info->n_deleted);
+}
+
+/* Count a new bufferevent's buffers against the client's budget. */
+void
+conn_bev_watch(struct conn *c, struct bufferevent *bev)
+{
+	evbuffer_add_cb(bufferevent_get_input(bev), conn_budget_cb, c);
+	evbuffer_add_cb(bufferevent_get_output(bev), conn_budget_cb, c);
+}
+
+/* Free a bufferevent (NULL is fine), giving back what it held. */
+void
+conn_bev_free(struct conn *c, struct bufferevent *bev)
+{
+	struct evbuffer	*b;
+	int		 i;
+
+	if (bev == NULL)
+		return;
+	for (i = 0; i < 2; i++) {
+		b = i == 0 ? bufferevent_get_input(bev) :
+		    bufferevent_get_output(bev);
+		/* Only what was counted (the callback may be missing). */
+		if (evbuffer_remove_cb(b, conn_budget_cb, c) == 0)
+			conn_budget_add(c, 0, evbuffer_get_length(b));
+	}
+	bufferevent_free(bev);
+}
+
+/*
+ * The client's budget was crossed: apply it to every connection of the
+ * address. Under it again, each goes on where it stopped: its upstream
+ * read again, its buffered pipelined heads parsed (deferred).
+ */
+static void
+conn_slot_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct client_slot	*cs = arg;
+	struct conn		*c;
+
+	for (c = cs->conns; c != NULL; c = c->slot_next) {
+		conn_client_reading(c);
+		if (cs->over || c->out_paused || c->client == NULL)
+			continue;
+		if (c->state == CONN_HTTP)
+			conn_http_resume(c);
+		else if (c->read_wait && c->state == CONN_HEAD &&
+		    evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
+			bufferevent_trigger(c->client, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+		c->read_wait = 0;
+	}
 }
 
 /* Forget the current request; the one place its state is reset. */
@@ -218,19 +326,26 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	struct sockaddr_storage	 ss;
 	struct sockaddr		*cs = (struct sockaddr *)&ss;
 	struct conn		*c;
-	int			 one = 1;
+	struct client_slot	*slot;
+	int			 one = 1, sz = PROXY_SOCKBUF;
 
 	conn_addr_normalize(sa, socklen, &ss);
 	if (px->draining || conn_count(px) >= px->cfg.max_conns ||
-	    proxy_client_enter(px, cs) == -1) {
+	    (slot = proxy_client_enter(px, cs)) == NULL) {
 		evutil_closesocket(fd);
 		return;
 	}
+	/* The kernel's buffers count too: capped, not autotuned to MiBs. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (slot->resume == NULL)
+		slot->resume = event_new(px->base, -1, 0, conn_slot_resume,
+		    slot);
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		goto fail;
 	c->client = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(px->base, conn_timer_cb, c);
-	if (c->client == NULL || c->timer == NULL) {
+	if (c->client == NULL || c->timer == NULL || slot->resume == NULL) {
 		/* Not counted as open yet: undo only what was done. */
 		if (c->client != NULL)
 			bufferevent_free(c->client);	/* closes fd */
@@ -240,11 +355,17 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 			event_free(c->timer);
 		free(c);
 		px->stats.conns_closed[CONN_CLOSE_OUT_OF_MEMORY]++;
-		proxy_client_leave(px, cs);
+		proxy_client_leave(px, slot);
 		log_warnx("out of memory accepting a connection");
 		return;
 	}
 	c->px = px;
+	c->slot = slot;
+	c->slot_next = slot->conns;
+	if (slot->conns != NULL)
+		slot->conns->slot_prev = c;
+	slot->conns = c;
+	conn_bev_watch(c, c->client);
 	c->id = ++conn_ids;
 	c->client_addr = ss;
 	addr_to_string(cs, c->src, sizeof(c->src));
@@ -269,7 +390,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	conn_set_state(c, CONN_HEAD);
 	return;
 fail:
-	proxy_client_leave(px, cs);
+	proxy_client_leave(px, slot);
 	evutil_closesocket(fd);
 }
 
@@ -294,12 +415,18 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	px->stats.conns_open--;
-	proxy_client_leave(px, (struct sockaddr *)&c->client_addr);
 	conn_tunnel_release(c);
-	if (c->client != NULL)
-		bufferevent_free(c->client);
-	if (c->upstream != NULL)
-		bufferevent_free(c->upstream);
+	conn_bev_free(c, c->client);
+	c->client = NULL;
+	conn_bev_free(c, c->upstream);
+	c->upstream = NULL;
+	if (c->slot_prev != NULL)
+		c->slot_prev->slot_next = c->slot_next;
+	else
+		c->slot->conns = c->slot_next;
+	if (c->slot_next != NULL)
+		c->slot_next->slot_prev = c->slot_prev;
+	proxy_client_leave(px, c->slot);
 	event_free(c->timer);
 	conn_req_reset(c);
 	proxy_client_release(&c->who);
@@ -387,6 +514,12 @@ conn_client_read(struct bufferevent *bev, void *arg)
 	c->last_activity_us = util_now_us();
 	switch (c->state) {
 	case CONN_HEAD:
+		if (c->slot->over) {
+			/* Over budget: parse it once under again. */
+			c->read_wait = 1;
+			conn_client_reading(c);
+			return;
+		}
 		conn_head(c);
 		return;
 	case CONN_HTTP:
@@ -427,9 +560,14 @@ conn_client_write(struct bufferevent *bev, void *arg)
 	if (c->state == CONN_HTTP)
 		conn_http_resume(c);
 	else if (paused && c->state == CONN_HEAD &&
-	    evbuffer_get_length(bufferevent_get_input(bev)) > 0)
-		bufferevent_trigger(bev, EV_READ,
-		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	    evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+		if (c->slot->over)
+			c->read_wait = 1;
+		else
+			bufferevent_trigger(bev, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+	}
 }
 
 static void
@@ -515,7 +653,7 @@ conn_upstream_event(struct bufferevent *bev, short what, void *arg)
 		    strchr(c->r.resolved, ':') ? "[" : "", c->r.resolved,
 		    strchr(c->r.resolved, ':') ? "]" : "", c->r.port,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-		bufferevent_free(c->upstream);
+		conn_bev_free(c, c->upstream);
 		c->upstream = NULL;
 		conn_connect_failed(c, details);
 		return;
@@ -705,6 +843,20 @@ conn_start_http(struct conn *c)
 	return conn_decide(c);
 }
 
+/* What the policy decides on for the current request (or tunnel). */
+static void
+conn_query(const struct conn *c, struct policy_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->host = &c->r.host;
+	q->port = c->r.port;
+	q->method = c->r.req.method;
+	q->path = c->r.is_connect ? NULL : c->r.req.path;
+	q->sets = c->who.sets;
+	q->nsets = c->who.nsets;
+	q->now = time(NULL);
+}
+
 /* The policy decision for the current request, then DNS. */
 static int
 conn_decide(struct conn *c)
@@ -715,19 +867,16 @@ conn_decide(struct conn *c)
 
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
-	memset(&q, 0, sizeof(q));
-	q.host = &c->r.host;
-	q.port = c->r.port;
-	q.method = c->r.req.method;
-	q.path = c->r.is_connect ? NULL : c->r.req.path;
-	q.sets = c->who.sets;
-	q.nsets = c->who.nsets;
-	q.now = time(NULL);
+	conn_query(c, &q);
 	r = policy_decide(c->r.pol->policy, &q, &c->r.match);
-	if (r != SG_REASON_NONE && !conn_report_only(c, r))
+	if (r != SG_REASON_NONE && !conn_report_mode(c->r.pol->policy,
+	    &c->who))
 		return conn_block(c, r, NULL, NULL);
+	/* A stopped client writes no egress.would_block line either. */
 	if (!proxy_log_healthy(c->px, &c->who, c->src))
 		return conn_block(c, SG_REASON_LOG_UNAVAILABLE, NULL, NULL);
+	if (r != SG_REASON_NONE && !conn_report_only(c, r))
+		return conn_block(c, r, NULL, NULL);
 	c->tls_required = c->r.match.tls == POLICY_TLS_REQUIRED;
 	/* Reuse the kept upstream for the same destination and rules. */
 	if (!c->r.is_connect && c->upstream != NULL && c->up_reusable &&
@@ -782,8 +931,9 @@ conn_log_allowed(struct conn *c)
 
 /*
  * A set in force is in report mode (staging): a would-be block is logged
- * as egress.would_block and let through, so an admin can run a task once
- * and see what it needs. Returns 1 when the request goes on.
+ * as egress.would_block (under the block log's burst and budget, and
+ * not for a stopped client) and let through, so an admin can run a task
+ * once and see what it needs. Returns 1 when the request goes on.
  */
 static int
 conn_report_only(struct conn *c, enum sg_reason r)
@@ -797,7 +947,8 @@ conn_report_only(struct conn *c, enum sg_reason r)
 	reason_message(msg, sizeof(msg), r, c->r.host.name, c->r.port, NULL,
 	    NULL);
 	conn_event(c, &ev, "egress.would_block", r, msg, NULL, 0);
-	if (proxy_log_event(c->px, &ev) == -1)
+	/* A line, or counted into a summary, as blocks are (blocklog.h). */
+	if (proxy_log_block(c->px, &ev) == -1)
 		return 0;	/* unlogged traffic never passes */
 	/*
 	 * A nearest entry names this very host (only its port, method or
@@ -879,8 +1030,12 @@ conn_next_request(struct conn *c)
 	c->head_started = 0;
 	c->keepalive_wait = 1;
 	conn_set_state(c, CONN_HEAD);
-	if (!c->out_paused &&
-	    evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
+	if (c->out_paused ||
+	    evbuffer_get_length(bufferevent_get_input(c->client)) == 0)
+		return 0;
+	if (c->slot->over)
+		c->read_wait = 1;	/* conn_slot_resume() goes on */
+	else
 		bufferevent_trigger(c->client, EV_READ,
 		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 	return 0;
@@ -987,13 +1142,14 @@ conn_connect_next(struct conn *c)
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
+	conn_bev_watch(c, c->upstream);
 	bufferevent_setcb(c->upstream, conn_upstream_read, conn_upstream_write,
 	    conn_upstream_event, c);
 	bufferevent_setwatermark(c->upstream, EV_READ, 0, PROXY_HIGH_WATER);
 	conn_arm(c, c->px->cfg.connect_timeout_ms);
 	if (bufferevent_socket_connect(c->upstream, sa, (int)len) == -1) {
 		/* Immediate failure: the event callback has not run. */
-		bufferevent_free(c->upstream);
+		conn_bev_free(c, c->upstream);
 		c->upstream = NULL;
 		return conn_connect_failed(c, "cannot connect upstream");
 	}
@@ -1022,10 +1178,8 @@ conn_connected(struct conn *c)
 void
 conn_drop_upstream(struct conn *c)
 {
-	if (c->upstream != NULL) {
-		bufferevent_free(c->upstream);
-		c->upstream = NULL;
-	}
+	conn_bev_free(c, c->upstream);
+	c->upstream = NULL;
 	c->up_reusable = 0;
 }
 
@@ -1062,6 +1216,42 @@ conn_revoked(struct conn *c, enum sg_reason r)
 	conn_free(c, CONN_CLOSE_REVOKED, reason_code(r));
 }
 
+/*
+ * A request still resolving or connecting when the policy changed is
+ * decided again under the new one, as if its head came now: refused
+ * (403, egress.blocked) when it no longer passes, else it goes on with
+ * the new entry's rules (tls, allow_private, paths). Returns 1 when
+ * refused. A client with a set in report mode goes on as it was.
+ */
+static unsigned
+conn_redecide(struct proxy *px, struct conn *c)
+{
+	struct policy_query	q;
+	struct policy_match	m;
+	enum sg_reason		r;
+
+	conn_query(c, &q);
+	r = policy_decide(px->policy->policy, &q, &m);
+	/* In CONNECT, the addresses were checked under the old entry. */
+	if (r == SG_REASON_NONE && c->state == CONN_CONNECT &&
+	    c->up_private && !m.allow_private)
+		r = SG_REASON_PRIVATE_ADDRESS;
+	if (r != SG_REASON_NONE && conn_report_mode(px->policy->policy,
+	    &c->who))
+		return 0;
+	/* The match points into its policy: both change together. */
+	proxy_policy_unref(c->r.pol);
+	c->r.pol = proxy_policy_ref(px);
+	c->r.match = m;
+	if (r == SG_REASON_NONE) {
+		c->tls_required = m.tls == POLICY_TLS_REQUIRED;
+		return 0;
+	}
+	conn_drop_upstream(c);		/* a connect in flight ends here */
+	conn_block(c, r, NULL, NULL);
+	return 1;
+}
+
 unsigned
 conn_revoke(struct proxy *px)
 {
@@ -1073,15 +1263,13 @@ conn_revoke(struct proxy *px)
 
 	for (c = px->conns; c != NULL; c = next) {
 		next = c->next;
+		if (c->state == CONN_RESOLVE || c->state == CONN_CONNECT) {
+			n += conn_redecide(px, c);
+			continue;
+		}
 		if (c->state != CONN_TUNNEL || c->refusing)
 			continue;
-		memset(&q, 0, sizeof(q));
-		q.host = &c->r.host;
-		q.port = c->r.port;
-		q.method = c->r.req.method;
-		q.sets = c->who.sets;
-		q.nsets = c->who.nsets;
-		q.now = time(NULL);
+		conn_query(c, &q);
 		r = policy_decide(px->policy->policy, &q, &m);
 		if (r == SG_REASON_NONE)
 			r = conn_tunnel_recheck(c, &m);

@@ -23,7 +23,6 @@ static int	conn_http_move(struct conn *, struct bufferevent *from,
 static int	conn_http_response_head(struct conn *, int *more);
 static int	conn_http_response_body(struct conn *);
 static int	conn_http_complete(struct conn *);
-static int	conn_http_client_full(struct conn *);
 static int	conn_http_path(struct conn *);
 static void	conn_http_send_head(struct conn *, const char *, size_t);
 
@@ -57,16 +56,9 @@ conn_http_move(struct conn *c, struct bufferevent *from,
 		bufferevent_setwatermark(to, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
 		if (to == c->client)
 			c->out_paused = 1;
-	}
+	} else if (to == c->client && conn_over_budget(c))
+		bufferevent_disable(from, EV_READ);	/* conn_http_resume */
 	return 0;
-}
-
-/* 1 when the client's output is over the high-water mark. */
-static int
-conn_http_client_full(struct conn *c)
-{
-	return evbuffer_get_length(bufferevent_get_output(c->client)) >=
-	    PROXY_HIGH_WATER;
 }
 
 /*
@@ -285,7 +277,7 @@ conn_http_response(struct conn *c)
 	int		 more = 1;
 
 	while (r->resp == CONN_RESP_HEAD && more) {
-		if (conn_http_client_full(c)) {
+		if (conn_client_full(c)) {
 			bufferevent_disable(c->upstream, EV_READ);
 			return 0;
 		}

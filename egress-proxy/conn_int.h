@@ -104,6 +104,9 @@ struct conn {
 	struct sockaddr_storage	 client_addr;	/* IPv4-mapped made IPv4 */
 	char			 src[INET6_ADDRSTRLEN + 8];
 	struct proxy_client	 who;
+	struct client_slot	*slot;		/* its address's, with budget */
+	struct conn		*slot_next;	/* the slot's connections */
+	struct conn		*slot_prev;
 	uint64_t		 started_us;
 	uint64_t		 last_activity_us;
 	int			 head_started;	/* first byte of a head seen */
@@ -111,6 +114,7 @@ struct conn {
 	int			 close_after;	/* close after this request */
 	int			 client_eof;
 	int			 out_paused;	/* reading stopped: output full */
+	int			 read_wait;	/* input left unparsed: paused */
 
 	/* The upstream kept between requests, and what it was opened for. */
 	struct host		 up_host;
@@ -145,6 +149,10 @@ void	conn_free(struct conn *, enum conn_close, const char *detail);
 int	conn_finish(struct conn *);
 void	conn_arm(struct conn *, unsigned ms);
 void	conn_client_reading(struct conn *);
+int	conn_client_full(struct conn *);
+int	conn_over_budget(const struct conn *);
+void	conn_bev_watch(struct conn *, struct bufferevent *);
+void	conn_bev_free(struct conn *, struct bufferevent *);
 int	conn_send(struct conn *, char *buf, size_t len);
 int	conn_reply_error(struct conn *, int status, const char *proxy_error,
 	    const char *details);

@@ -88,10 +88,10 @@ conn_tunnel_start(struct conn *c)
 	c->tmode = CONN_TMODE_FIRST;
 	/* The tunnel owns the sockets now. */
 	bufferevent_setfd(c->client, -1);
-	bufferevent_free(c->client);
+	conn_bev_free(c, c->client);
 	c->client = NULL;
 	bufferevent_setfd(c->upstream, -1);
-	bufferevent_free(c->upstream);
+	conn_bev_free(c, c->upstream);
 	c->upstream = NULL;
 	conn_set_state(c, CONN_TUNNEL);
 	return 0;

@@ -201,6 +201,12 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 		    "{reason=\"%s\"} %llu\n", reason_code((enum sg_reason)i),
 		    px->stats.requests_blocked[i]);
 	evbuffer_add_printf(b,
+	    "# HELP sandgate_proxy_client_budget_stops_total Times a client "
+	    "address went over --max-buffer-per-client and was not read.\n"
+	    "# TYPE sandgate_proxy_client_budget_stops_total counter\n"
+	    "sandgate_proxy_client_budget_stops_total %llu\n",
+	    px->stats.clients_over_budget);
+	evbuffer_add_printf(b,
 	    "# TYPE sandgate_proxy_connections_closed_total counter\n");
 	for (i = 0; i < CONN_CLOSE_MAX; i++)
 		evbuffer_add_printf(b, "sandgate_proxy_connections_closed_total"

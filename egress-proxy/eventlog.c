@@ -52,13 +52,21 @@ struct eventlog {
 	struct eventlog_hook	 hook;
 	int			 in_hook;	/* appending a hook line */
 	int			 hook_due;	/* one goes before the next event */
+	int			 in_first;	/* writing a file's first hook line */
+	int			 held;		/* shared: locked until released */
+	int			 not_reg;	/* the path is not a regular file */
+	int			 foreign;	/* not-log lines end the file */
+	long long		 first;	/* first seq of the files it keeps */
 };
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
-static int	eventlog_scan(int, off_t, struct logverify_line *, int *);
+static int	eventlog_put(struct eventlog *, json_t *);
+static int	eventlog_first_line(struct eventlog *);
+static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
+		    int *);
 static int	eventlog_scan_window(int, off_t, off_t,
-		    struct logverify_line *);
+		    struct logverify_line *, int *);
 static int	eventlog_ends_torn(int, off_t);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *);
@@ -68,6 +76,8 @@ static void	eventlog_unlock(struct eventlog *);
 static int	eventlog_build(struct eventlog *, json_t *, char **,
 		    size_t *, char *);
 static int	eventlog_rotate_files(struct eventlog *);
+static long long eventlog_first_of(const char *);
+static void	eventlog_find_first(struct eventlog *);
 static unsigned	eventlog_rotated_top(const struct eventlog *);
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
@@ -88,24 +98,41 @@ eventlog_fail(struct eventlog *log, const char *what)
 	return -1;
 }
 
+int
+eventlog_open_file(const char *path, int flags, struct stat *st)
+{
+	int	fd, saved;
+
+	fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0640);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, st) == -1)
+		saved = errno;
+	else if (!S_ISREG(st->st_mode))
+		saved = EINVAL;
+	else
+		return fd;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
 /* Open the path for appending and note which file it is. */
 static int
 eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
 
-	log->fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0640);
-	if (log->fd == -1)
-		return -1;
-	if (fstat(log->fd, &st) == -1) {
-		close(log->fd);
-		log->fd = -1;
+	log->fd = eventlog_open_file(log->path, O_RDWR | O_APPEND | O_CREAT,
+	    &st);
+	if (log->fd == -1) {
+		log->not_reg = errno == ELOOP || errno == EINVAL;
 		return -1;
 	}
+	log->not_reg = 0;
 	log->dev = st.st_dev;
 	log->ino = st.st_ino;
-	log->size = S_ISREG(st.st_mode) ? st.st_size : 0;
+	log->size = st.st_size;
 	/* seq and prev in memory were not read from this file. */
 	log->cache_valid = 0;
 	return 0;
@@ -113,13 +140,15 @@ eventlog_open_fd(struct eventlog *log)
 
 /*
  * Find the last log line in bytes [size - window, size) of fd, skipping
- * torn lines and lines that are not ours. A line whose hash does not
- * verify still counts (the chain continues from what it claims, and the
- * verifier reports the edit). Returns 1 found, 0 none, -1 read error.
+ * torn lines and lines that are not ours; *foreign says whether a line
+ * that is neither torn nor ours (nor empty) follows it: the writer did
+ * not leave the file so. A line whose hash does not verify still counts
+ * (the chain continues from what it claims, and the verifier reports the
+ * edit). Returns 1 found, 0 none, -1 read error.
  */
 static int
 eventlog_scan_window(int fd, off_t size, off_t window,
-    struct logverify_line *out)
+    struct logverify_line *out, int *foreign)
 {
 	char			*buf, *end, *start;
 	off_t			 off = size - window;
@@ -145,6 +174,8 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		if (start == buf && off > 0)
 			break;
 		st = logverify_line(start, (size_t)(end - start), out);
+		if (st == LOGVERIFY_NOT_LOG && end > start)
+			*foreign = 1;
 		if (st == LOGVERIFY_HASH_MISMATCH)
 			log_warnx("last event in the log does not verify "
 			    "(seq %lld); 'sandgate audit verify' reports it",
@@ -162,23 +193,26 @@ eventlog_scan_window(int fd, off_t size, off_t window,
  * whole file was searched. Returns as eventlog_scan_window().
  */
 static int
-eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all)
+eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
+    int *foreign)
 {
 	off_t	window = size < EVENTLOG_FIRST_SCAN ? size :
 	    EVENTLOG_FIRST_SCAN;
 	int	r;
 
 	*all = 1;
+	*foreign = 0;
 	if (size == 0)
 		return 0;
-	r = eventlog_scan_window(fd, size, window, out);
+	r = eventlog_scan_window(fd, size, window, out, foreign);
 	if (r != 0 || window == size) {
 		*all = window == size;
 		return r;
 	}
 	window = size < SG_LOG_TAIL_SCAN ? size : SG_LOG_TAIL_SCAN;
 	*all = window == size;
-	return eventlog_scan_window(fd, size, window, out);
+	*foreign = 0;
+	return eventlog_scan_window(fd, size, window, out, foreign);
 }
 
 /* 1 if a non-empty file does not end in a newline, 0 if it does, -1. */
@@ -194,24 +228,29 @@ eventlog_ends_torn(int fd, off_t size)
 	return c != '\n';
 }
 
-/* The last event of name.1, for a current file with none. 1, 0 or -1. */
+/*
+ * The last event of name.1, for a current file with none. 1, 0 or -1.
+ * A name.1 that is a symlink, FIFO or device is not read: the chain then
+ * starts again, which the signer's anchor shows (checkpoint.h).
+ */
 static int
 eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 {
 	char		 path[4096];
 	struct stat	 st;
-	int		 fd, r, all;
+	int		 fd, r, all, foreign;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
 		return 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return 0;
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1) {
+		if (errno == ELOOP || errno == EINVAL)
+			log_warnx("not reading \"%s\": not a regular file", path);
+		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?
+		    0 : -1;
 	}
-	r = eventlog_scan(fd, st.st_size, out, &all);
+	r = eventlog_scan(fd, st.st_size, out, &all, &foreign);
+	log->foreign |= foreign;
 	close(fd);
 	return r;
 }
@@ -232,10 +271,8 @@ eventlog_load_tail(struct eventlog *log)
 		return -1;
 	log->dev = st.st_dev;
 	log->ino = st.st_ino;
-	log->size = S_ISREG(st.st_mode) ? st.st_size : 0;
+	log->size = st.st_size;
 	log->need_nl = 0;
-	if (!S_ISREG(st.st_mode))
-		return 0;
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return -1;
 	if (torn) {
@@ -243,7 +280,7 @@ eventlog_load_tail(struct eventlog *log)
 			return -1;
 		log->size++;
 	}
-	r = eventlog_scan(log->fd, log->size, &l, &all);
+	r = eventlog_scan(log->fd, log->size, &l, &all, &log->foreign);
 	if (r == 0 && !all) {
 		errno = EILSEQ;
 		return -1;
@@ -271,6 +308,9 @@ eventlog_lock(struct eventlog *log)
 	struct stat	st, cur;
 	int		i;
 
+	/* Held (eventlog_hold()): no one else wrote, nothing to re-read. */
+	if (log->held && log->fd != -1)
+		return 0;
 	for (i = 0; i < EVENTLOG_LOCK_TRIES; i++) {
 		if (log->fd == -1 && eventlog_open_fd(log) == -1)
 			return -1;
@@ -309,7 +349,7 @@ eventlog_unlock(struct eventlog *log)
 {
 	int	saved = errno;
 
-	if (log->fd != -1)
+	if (log->fd != -1 && !log->held)
 		(void)flock(log->fd, LOCK_UN);
 	errno = saved;
 }
@@ -344,6 +384,11 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 	    json_object_get(fields, "hash")) {
 		json_decref(own);
 		errno = EINVAL;
+		return -1;
+	}
+	if (log->seq >= SG_LOG_SEQ_MAX) {
+		json_decref(own);
+		errno = EOVERFLOW;
 		return -1;
 	}
 	hlen = (size_t)snprintf(head, sizeof(head), "{\"ts\":\"%s\","
@@ -402,6 +447,49 @@ eventlog_rotated_top(const struct eventlog *log)
 	return n;
 }
 
+/* The seq of the first log line of the file at path, or 0. */
+static long long
+eventlog_first_of(const char *path)
+{
+	struct logverify_line	 l;
+	struct stat		 st;
+	char			*buf, *nl;
+	ssize_t			 n;
+	long long		 seq = 0;
+	int			 fd;
+
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
+		return 0;
+	if ((buf = malloc(SG_LOG_LINE_MAX + 1)) != NULL &&
+	    (n = pread(fd, buf, SG_LOG_LINE_MAX + 1, 0)) > 0 &&
+	    (nl = memchr(buf, '\n', (size_t)n)) != NULL &&
+	    logverify_line(buf, (size_t)(nl - buf), &l) == LOGVERIFY_OK)
+		seq = l.seq;
+	free(buf);
+	close(fd);
+	return seq;
+}
+
+/*
+ * The first seq of the files the writer keeps: of the oldest of name.N
+ * ... name.1 that holds a log line first, else of the current file.
+ */
+static void
+eventlog_find_first(struct eventlog *log)
+{
+	char		p[4096];
+	unsigned	n;
+	long long	seq = 0;
+
+	for (n = eventlog_rotated_top(log); n >= 1 && seq == 0; n--) {
+		snprintf(p, sizeof(p), "%s.%u", log->path, n);
+		seq = eventlog_first_of(p);
+	}
+	if (seq == 0)
+		seq = eventlog_first_of(log->path);
+	log->first = seq;
+}
+
 /*
  * name.N -> name.(N+1) ... name -> name.1, then the files past keep are
  * deleted, oldest first, but none younger than keep_min_age: that many
@@ -435,6 +523,9 @@ eventlog_rotate_files(struct eventlog *log)
 			break;
 		if (unlink(from) == -1 && errno != ENOENT)
 			return -1;
+		/* It keeps the files before this one: name.(i-1) first. */
+		snprintf(from, sizeof(from), "%s.%u", log->path, i - 1);
+		log->first = eventlog_first_of(from);
 	}
 	return 0;
 }
@@ -534,10 +625,16 @@ eventlog_open(const char *dir, const char *filename,
 			eventlog_unlock(log);
 	} else if ((rc = eventlog_open_fd(log)) == 0)
 		rc = eventlog_load_tail(log);
+	if (rc == 0)
+		eventlog_find_first(log);
 	if (rc == -1) {
 		if (errno == EILSEQ)
 			util_xasprintf(cause, "no event found in the last %d "
 			    "bytes of \"%s\"", SG_LOG_TAIL_SCAN, log->path);
+		else if (log->not_reg)
+			util_xasprintf(cause, "\"%s\" is not a regular file (a "
+			    "symlink, FIFO or device): not writing to it",
+			    log->path);
 		else
 			util_xasprintf(cause, "cannot open \"%s\": %s",
 			    log->path, strerror(errno));
@@ -549,12 +646,80 @@ fail:
 	return NULL;
 }
 
-int
-eventlog_append(struct eventlog *log, json_t *fields)
+/*
+ * The first line of a file that continues a chain (after a rotation, a
+ * reopen, or a start with an empty file while name.1 holds the chain) is
+ * a hook line that the hook's rotated() prepares: a signed rotation
+ * checkpoint (checkpoint.h), so that every file starts with one.
+ */
+static int
+eventlog_first_line(struct eventlog *log)
+{
+	int	rc;
+
+	if (log->hook.rotated == NULL || log->in_first || log->size > 0 ||
+	    log->seq == 0)
+		return 0;
+	log->hook.rotated(log->hook.arg);
+	log->in_first = 1;
+	rc = eventlog_put(log, NULL);
+	log->in_first = 0;
+	return rc;
+}
+
+/*
+ * Build and write the line of fields (NULL: a hook line) and move the
+ * chain on, rotating first when the line would take the file past its
+ * size. The caller holds the lock. 0, or -1 (log marked unavailable).
+ */
+static int
+eventlog_put(struct eventlog *log, json_t *fields)
 {
 	char	*line = NULL, hash[EVENTLOG_HEX];
 	size_t	 len;
 	int	 rc = -1;
+
+	if (eventlog_first_line(log) == -1)
+		return -1;
+	if (eventlog_build(log, fields, &line, &len, hash) == -1)
+		return eventlog_fail(log, "cannot format an event for");
+	if (log->opts.max_size > 0 && log->size > 0 &&
+	    (unsigned long long)log->size + len > log->opts.max_size) {
+		free(line);
+		line = NULL;
+		if (eventlog_rotate(log) == -1) {
+			eventlog_fail(log, "cannot rotate");
+			goto out;
+		}
+		if (eventlog_first_line(log) == -1)
+			goto out;
+		if (eventlog_build(log, fields, &line, &len, hash) == -1) {
+			eventlog_fail(log, "cannot format an event for");
+			goto out;
+		}
+	}
+	if (eventlog_write(log, line, len) == -1) {
+		eventlog_fail(log, "cannot write");
+		goto out;
+	}
+	log->seq++;
+	if (log->first == 0)
+		log->first = log->seq;	/* the first line of a new log */
+	memcpy(log->prev, hash, sizeof(log->prev));
+	log->healthy = 1;
+	log->error[0] = '\0';
+	if (fields == NULL && log->hook.written != NULL)
+		log->hook.written(log->hook.arg, log->seq, log->prev);
+	rc = 0;
+out:
+	free(line);
+	return rc;
+}
+
+int
+eventlog_append(struct eventlog *log, json_t *fields)
+{
+	int	rc = -1;
 
 	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
 		errno = EINVAL;
@@ -568,31 +733,8 @@ eventlog_append(struct eventlog *log, json_t *fields)
 			return eventlog_fail(log, "cannot lock");
 	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot open");
-	if (eventlog_build(log, fields, &line, &len, hash) == -1) {
-		eventlog_fail(log, "cannot format an event for");
+	if (eventlog_put(log, fields) == -1)
 		goto out;
-	}
-	if (log->opts.max_size > 0 && log->size > 0 &&
-	    (unsigned long long)log->size + len > log->opts.max_size) {
-		if (eventlog_rotate(log) == -1) {
-			eventlog_fail(log, "cannot rotate");
-			goto out;
-		}
-		free(line);
-		line = NULL;
-		if (eventlog_build(log, fields, &line, &len, hash) == -1) {
-			eventlog_fail(log, "cannot format an event for");
-			goto out;
-		}
-	}
-	if (eventlog_write(log, line, len) == -1) {
-		eventlog_fail(log, "cannot write");
-		goto out;
-	}
-	log->seq++;
-	memcpy(log->prev, hash, sizeof(log->prev));
-	log->healthy = 1;
-	log->error[0] = '\0';
 	rc = 0;
 	if (util_now_us() - log->last_sync_us >= EVENTLOG_SYNC_US)
 		rc = eventlog_sync(log);
@@ -602,8 +744,27 @@ eventlog_append(struct eventlog *log, json_t *fields)
 out:
 	if (log->opts.shared)
 		eventlog_unlock(log);
-	free(line);
 	return rc;
+}
+
+int
+eventlog_hold(struct eventlog *log)
+{
+	if (!log->opts.shared || log->held)
+		return 0;
+	if (eventlog_lock(log) == -1)
+		return eventlog_fail(log, "cannot lock");
+	log->held = 1;
+	return 0;
+}
+
+void
+eventlog_release(struct eventlog *log)
+{
+	if (!log->held)
+		return;
+	log->held = 0;
+	eventlog_unlock(log);
 }
 
 void
@@ -659,6 +820,7 @@ eventlog_reopen(struct eventlog *log)
 		return 0;	/* the next append locks and re-reads */
 	if (eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot reopen");
+	eventlog_find_first(log);	/* rotated by others: their choice */
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return eventlog_fail(log, "cannot read");
 	log->need_nl = torn;
@@ -697,6 +859,31 @@ long long
 eventlog_seq(const struct eventlog *log)
 {
 	return log->seq;
+}
+
+const char *
+eventlog_hash(const struct eventlog *log)
+{
+	return log->prev;
+}
+
+long long
+eventlog_first(const struct eventlog *log)
+{
+	return log->first;
+}
+
+void
+eventlog_keep_from(struct eventlog *log, long long seq)
+{
+	if (log->first == 0 || seq < log->first)
+		log->first = seq;
+}
+
+int
+eventlog_foreign(const struct eventlog *log)
+{
+	return log->foreign;
 }
 
 const char *

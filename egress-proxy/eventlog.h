@@ -36,6 +36,8 @@
 #ifndef SG_EVENTLOG_H
 #define SG_EVENTLOG_H
 
+#include <sys/stat.h>
+
 #include <jansson.h>
 
 struct eventlog;
@@ -65,14 +67,27 @@ struct eventlog_opts {
 
 /*
  * Open (create, mode 0640) dir/filename for appending; dir is created
- * (mode 0750) if missing, its parents are not. seq and prev continue from
- * the last complete line of the file, or of filename.1 when the file has
- * no event yet. opts may be NULL (no rotation, not shared).
+ * (mode 0750) if missing, its parents are not. The file must be a regular
+ * file, never reached through a symlink (O_NOFOLLOW; a FIFO or device is
+ * refused without blocking). seq and prev continue from the last complete
+ * line of the file, or of filename.1 when the file has no event yet (a
+ * filename.1 that is not a regular file is not read). opts may be NULL
+ * (no rotation, not shared).
  * Returns NULL with *cause set (caller frees) if the file cannot be opened
  * or its last event cannot be found in its last SG_LOG_TAIL_SCAN bytes.
  */
 struct eventlog	*eventlog_open(const char *dir, const char *filename,
 		    const struct eventlog_opts *opts, char **cause);
+
+/*
+ * Open a log file (or one of its rotations) with flags, O_CREAT's mode
+ * 0640: never through a symlink (O_NOFOLLOW), never blocking on a FIFO
+ * (O_NONBLOCK), and only a regular file. How the writers and every reader
+ * of the logs open them. Returns the fd with *st filled, or -1 with errno
+ * (ELOOP: a symlink; EINVAL: not a regular file).
+ */
+int		 eventlog_open_file(const char *path, int flags,
+		    struct stat *st);
 
 /*
  * Append one event. fields is a JSON object, borrowed (not stolen), whose
@@ -101,18 +116,36 @@ int		 eventlog_tick(struct eventlog *);
 int		 eventlog_reopen(struct eventlog *);
 
 /*
+ * Shared mode: take the lock now (re-reading seq and prev if another
+ * process wrote since) and keep it across appends until
+ * eventlog_release(), so that nobody who respects the lock writes in
+ * between and seq and prev are never re-read meanwhile. A no-op without
+ * opts.shared. Returns 0, or -1 (log marked unavailable).
+ */
+int		 eventlog_hold(struct eventlog *);
+void		 eventlog_release(struct eventlog *);
+
+/*
  * A hook that adds lines of its own to the chain (checkpoint.h). After
  * each event appended with eventlog_append(), due(arg) is asked; when it
  * returns 1, one hook line is appended before the next event, or by the
  * next eventlog_tick() if none comes first (so eventlog_seq() after an
  * append is still that event's). A hook line's fields come from
  * fields(arg, seq, ts, prev): the seq, ts and prev that line gets (a new
- * object, or NULL on failure). eventlog_set_hook() with NULL removes it.
+ * object, or NULL on failure). written(arg, seq, hash), if set, is told
+ * of every hook line once it is in the file. rotated(arg), if set, is
+ * called before the first line of a file that continues the chain (after
+ * a rotation, a reopen, or an open that found the file empty and the
+ * chain in filename.1): a hook line is then written first, so every file
+ * but the first starts with one. eventlog_set_hook() with NULL removes
+ * the hook.
  */
 struct eventlog_hook {
 	int	 (*due)(void *arg);
 	json_t	*(*fields)(void *arg, long long seq, const char *ts,
 		    const char *prev);
+	void	 (*written)(void *arg, long long seq, const char *hash);
+	void	 (*rotated)(void *arg);
 	void	*arg;
 };
 void		 eventlog_set_hook(struct eventlog *,
@@ -130,6 +163,25 @@ int		 eventlog_healthy(const struct eventlog *);
 const char	*eventlog_error(const struct eventlog *);
 /* seq of the last event written or found at open (0 for a new log). */
 long long	 eventlog_seq(const struct eventlog *);
+/* Its hash (64 hex; 64 zeros for a new log); owned by the log. */
+const char	*eventlog_hash(const struct eventlog *);
+/*
+ * 1 if, when the end of the log was last read, lines that are neither log
+ * lines nor torn ones (checkpoint.h: a log.resume is due) followed its
+ * last event: the writer never leaves such lines, so it continues from
+ * that event and the verifier breaks the chain there.
+ */
+int		 eventlog_foreign(const struct eventlog *);
+/*
+ * The first seq of the files the writer keeps (0: not known): of the
+ * oldest rotated file when the log was opened or reopened (SIGUSR1: the
+ * files another rotated are theirs to delete), then moved on only when
+ * the writer itself deletes a file past opts.keep. The signer writes it
+ * into its anchor (checkpoint.h), so files deleted by anyone else show.
+ */
+long long	 eventlog_first(const struct eventlog *);
+/* The files kept start at seq (if earlier): what the anchor said. */
+void		 eventlog_keep_from(struct eventlog *, long long seq);
 /* The file's path; owned by the log. */
 const char	*eventlog_path(const struct eventlog *);
 

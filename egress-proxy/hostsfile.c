@@ -151,7 +151,8 @@ hostsfile_parse(const char *text, size_t len, const char *file, char **cause)
 	}
 	free(copy);
 	/* qsort with the address tiebreak keeps file order stable. */
-	qsort(hf->v, hf->n, sizeof(*hf->v), hostsfile_cmp);
+	if (hf->n > 1)		/* an empty map has no array at all */
+		qsort(hf->v, hf->n, sizeof(*hf->v), hostsfile_cmp);
 	return hf;
 fail:
 	if (asprintf(cause, "%s:%d: %s", file, lineno, err) == -1)

@@ -16,10 +16,10 @@
 #define LOGVERIFY_HEAD		"{\"ts\":\""
 #define LOGVERIFY_HEAD_LEN	(sizeof(LOGVERIFY_HEAD) - 1)
 
-static int	logverify_is_hex(const char *, size_t);
 static int	logverify_hex_member(json_t *, const char *, char *);
 static int	logverify_suffix(const char *, size_t, char *);
-static enum logverify_status logverify_torn(const char *, size_t);
+static enum logverify_status logverify_torn(const char *, size_t,
+		    const json_error_t *);
 static enum logverify_status logverify_members(json_t *, const char *,
 		    size_t, struct logverify_line *);
 static void	logverify_break(struct logverify *, const char *, size_t,
@@ -30,8 +30,7 @@ static void	logverify_accept(struct logverify *,
 		    const struct logverify_line *);
 static int	logverify_feed_line(void *, const char *, size_t);
 
-/* 1 if s[0..len) is lowercase hex digits only. */
-static int
+int
 logverify_is_hex(const char *s, size_t len)
 {
 	size_t	i;
@@ -109,25 +108,35 @@ logverify_hash(const char *line, size_t len, char *hex)
 }
 
 /*
- * A line that does not parse is torn when it is the start of a line as
+ * A line that jansson refuses is torn when it is the start of a line as
  * the writer makes them: it begins with {"ts":" (or a shorter part of
- * it) and is not complete JSON (complete JSON with duplicate keys is not).
+ * it), holds only printable ASCII and DEL (what the writer writes), does not end
+ * as a whole line ends (,"hash":"<64 hex>"}), and jansson found nothing
+ * wrong before the end of the input: it ran out of bytes in the middle of
+ * a token or a value. A line with anything jansson refuses before its end
+ * (a \u0000, an integer past 64 bits, a lone surrogate, a duplicate key),
+ * or that is complete JSON followed by anything, is not a line the writer
+ * started: other JSON parsers may read it whole.
  */
 static enum logverify_status
-logverify_torn(const char *line, size_t len)
+logverify_torn(const char *line, size_t len, const json_error_t *err)
 {
-	json_t		*obj;
-	json_error_t	 err;
-	size_t		 n;
+	enum json_error_code	 code = json_error_code(err);
+	char			 hex[LOGVERIFY_HASH_HEX + 1];
+	size_t			 i, n;
 
 	n = len < LOGVERIFY_HEAD_LEN ? len : LOGVERIFY_HEAD_LEN;
-
-	if (memcmp(line, LOGVERIFY_HEAD, n) != 0)
+	if (memcmp(line, LOGVERIFY_HEAD, n) != 0 ||
+	    logverify_suffix(line, len, hex) == 0)
 		return LOGVERIFY_NOT_LOG;
-	if ((obj = json_loadb(line, len, 0, &err)) != NULL) {
-		json_decref(obj);
+	for (i = 0; i < len; i++)
+		if ((unsigned char)line[i] < 0x20 ||
+		    (unsigned char)line[i] > 0x7f)
+			return LOGVERIFY_NOT_LOG;
+	if (err->position < 0 || (size_t)err->position != len ||
+	    (code != json_error_premature_end_of_input &&
+	    code != json_error_invalid_syntax))
 		return LOGVERIFY_NOT_LOG;
-	}
 	return LOGVERIFY_TORN;
 }
 
@@ -140,7 +149,8 @@ logverify_members(json_t *obj, const char *line, size_t len,
 	char	 suffix[LOGVERIFY_HASH_HEX + 1];
 	char	 computed[LOGVERIFY_HASH_HEX + 1];
 
-	if (!json_is_integer(seq) || json_integer_value(seq) < 1)
+	if (!json_is_integer(seq) || json_integer_value(seq) < 1 ||
+	    json_integer_value(seq) > SG_LOG_SEQ_MAX)
 		return LOGVERIFY_NOT_LOG;
 	if (logverify_hex_member(obj, "prev", out->prev) == -1 ||
 	    logverify_hex_member(obj, "hash", out->hash) == -1)
@@ -169,7 +179,7 @@ logverify_line(const char *line, size_t len, struct logverify_line *out)
 		return LOGVERIFY_NOT_LOG;
 	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
 	if (obj == NULL)
-		return logverify_torn(line, len);
+		return logverify_torn(line, len, &err);
 	if (!json_is_object(obj))
 		st = LOGVERIFY_NOT_LOG;
 	else

@@ -16,7 +16,8 @@
  * away), which the state's genesis and first_seq report.
  *
  * A line that starts like a log line ({"ts":") but is not complete JSON
- * (an interrupted write, see eventlog.h) is "torn": it is skipped when
+ * and does not end like a whole line (,"hash":"<64 hex>"}) is "torn" (an
+ * interrupted write, see eventlog.h): it is skipped when
  * the next log line continues the chain from the line before it, or when
  * nothing follows it; either way the state counts it. Anything else
  * that breaks the chain stops the check at the first break, which the
@@ -86,6 +87,9 @@ struct logverify {
  */
 enum logverify_status logverify_line(const char *line, size_t len,
 		    struct logverify_line *out);
+
+/* 1 if s[0..len) is lowercase hex digits only. */
+int		 logverify_is_hex(const char *s, size_t len);
 
 /* Compute the hash a line should carry into hex[65]; -1 if no suffix. */
 int		 logverify_hash(const char *line, size_t len, char *hex);

@@ -38,7 +38,7 @@
 /* Exit codes of sandgate-proxy (docs/proxy.md). */
 enum {
 	PX_EXIT_OK = 0,
-	PX_EXIT_CONFIG = 1,	/* bad policy, log folder, listener ... */
+	PX_EXIT_CONFIG = 1,	/* bad policy, log folder, listener, log not closed */
 	PX_EXIT_USAGE = 2
 };
 
@@ -71,6 +71,7 @@ static void	main_signal(evutil_socket_t, short, void *);
 static void	main_tick(evutil_socket_t, short, void *);
 static void	main_raise_nofile(void);
 static int	main_checkpoint_open(struct proxy *);
+static void	main_check_key(const char *, char **);
 
 static const struct option main_longopts[] = {
 	{ "listen",		required_argument, NULL, 'l' },
@@ -90,6 +91,7 @@ static const struct option main_longopts[] = {
 	{ "log-keep-min-age",	required_argument, NULL, 'Y' },
 	{ "max-conns",		required_argument, NULL, 'm' },
 	{ "max-conns-per-client", required_argument, NULL, 'C' },
+	{ "max-buffer-per-client", required_argument, NULL, 'U' },
 	{ "head-timeout",	required_argument, NULL, 'T' },
 	{ "idle-timeout",	required_argument, NULL, 'I' },
 	{ "connect-timeout",	required_argument, NULL, 'X' },
@@ -104,6 +106,8 @@ static const struct option main_longopts[] = {
 };
 
 static int	main_check_only;
+static void	main_serial_base(struct proxy *);
+static void	main_set_str(const char **, const char *);
 
 static void
 main_usage(FILE *f)
@@ -141,7 +145,10 @@ main_usage(FILE *f)
 "  --log-keep-min-age D    never delete a rotated file younger than D (30m,\n"
 "                          2h, 7d), even past --log-keep (default 0: off)\n"
 "  --max-conns N           connections in all (default 16384)\n"
-"  --max-conns-per-client N  per client address (default 1024)\n"
+"  --max-conns-per-client N  per client address (default 256)\n"
+"  --max-buffer-per-client SIZE  bytes buffered for one client address\n"
+"                          over all its connections; past it none is read\n"
+"                          until half has drained (default 16m)\n"
 "  --head-timeout S        seconds to receive a request head (default 10)\n"
 "  --connect-timeout S     seconds to connect upstream (default 10)\n"
 "  --idle-timeout S        seconds a tunnel or response may idle (default 300)\n"
@@ -157,8 +164,37 @@ main_usage(FILE *f)
 "\n"
 "Signals: SIGTERM/SIGINT drain then exit (a second one exits at once),\n"
 "SIGHUP reloads the policy, SIGUSR1 reopens the log (logrotate).\n"
-"Exit codes: 0 clean exit, 1 bad configuration or policy, 2 usage error.\n",
+"Exit codes: 0 clean exit, 1 bad configuration or policy, or the log could\n"
+"not be closed with a signed checkpoint its anchor names, 2 usage error.\n",
 	    f);
+}
+
+/*
+ * Block serials start at the wall clock in microseconds, not at 0: a
+ * cursor handed out before a restart (blocks_seq of GET /status) is then
+ * below every serial after it, unless the clock went back or a run
+ * averaged more than one block a microsecond.
+ */
+static void
+main_serial_base(struct proxy *px)
+{
+	struct timespec	ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && ts.tv_sec > 0)
+		px->block_serial = (unsigned long long)ts.tv_sec * 1000000 +
+		    (unsigned long long)ts.tv_nsec / 1000;
+}
+
+/*
+ * A string option: a later one (the command line after --config, or a
+ * repeated option) replaces the earlier, which is freed. Defaults are set
+ * after parsing, so every earlier value here is one of ours.
+ */
+static void
+main_set_str(const char **dst, const char *arg)
+{
+	free((char *)*dst);
+	*dst = util_xstrdup(arg);
 }
 
 /* Apply one option; shared by the command line and --config. */
@@ -177,19 +213,27 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 		}
 		cfg->listen[cfg->nlisten++] = util_xstrdup(arg);
 		return 0;
-	case 'p': cfg->policy_dir = util_xstrdup(arg); return 0;
-	case 'L': cfg->log_dir = util_xstrdup(arg); return 0;
-	case 's': cfg->sets = util_xstrdup(arg); return 0;
-	case 'r': cfg->resolver = util_xstrdup(arg); return 0;
-	case 'H': cfg->hosts = util_xstrdup(arg); return 0;
-	case 'c': cfg->control_socket = util_xstrdup(arg); return 0;
+	case 'p': main_set_str(&cfg->policy_dir, arg); return 0;
+	case 'L': main_set_str(&cfg->log_dir, arg); return 0;
+	case 's': main_set_str(&cfg->sets, arg); return 0;
+	case 'r': main_set_str(&cfg->resolver, arg); return 0;
+	case 'H': main_set_str(&cfg->hosts, arg); return 0;
+	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
-	case 'k': main_ckpt_opts.key_path = util_xstrdup(arg); return 0;
+	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
 	case 'v': cfg->verbose++; return 0;
 	case 'n': main_check_only = 1; return 0;
 	case 'M':
 		if (util_parse_size(arg, &cfg->log_max_size) == -1) {
 			log_warnx("invalid --log-max-size \"%s\"", arg);
+			return -1;
+		}
+		return 0;
+	case 'U':
+		if (util_parse_size(arg, &cfg->max_buffer_per_client) == -1 ||
+		    cfg->max_buffer_per_client < PROXY_HIGH_WATER) {
+			log_warnx("invalid --max-buffer-per-client \"%s\" (a "
+			    "size of at least 256k, such as 16m)", arg);
 			return -1;
 		}
 		return 0;
@@ -290,6 +334,7 @@ main_options(int argc, char **argv, struct proxy_config *cfg)
 	cfg->idle_timeout_ms = PROXY_IDLE_TIMEOUT_MS;
 	cfg->max_conns = PROXY_MAX_CONNS;
 	cfg->max_conns_per_client = PROXY_MAX_CONNS_PER_CLIENT;
+	cfg->max_buffer_per_client = PROXY_MAX_BUFFER_PER_CLIENT;
 	cfg->log_max_size = 100ULL << 20;
 	cfg->log_keep = 10;
 	cfg->block_burst = BLOCKLOG_BURST_DEFAULT;
@@ -451,6 +496,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	proxy_log_flush_blocks(px, 0);
 	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
+	px->log_anchor_ok = main_ckpt == NULL || checkpoint_anchored(main_ckpt);
 	if (eventlog_tick(px->seclog) == -1)
 		log_warnx("security-event log: %s", eventlog_error(px->seclog));
 	proxy_log_check_space(px);
@@ -495,6 +541,21 @@ main_checkpoint_open(struct proxy *px)
 	return 0;
 }
 
+/* --check: the key loads, and its anchor, if any, is well formed. */
+static void
+main_check_key(const char *path, char **cause)
+{
+	struct checkpoint_anchor	 an;
+	char				*anchor;
+
+	EVP_PKEY_free(checkpoint_key_load(path, cause));
+	if (*cause != NULL)
+		return;
+	util_xasprintf(&anchor, "%s.anchor", path);
+	(void)checkpoint_anchor_read(anchor, &an, cause);
+	free(anchor);
+}
+
 /* Tunnels take two descriptors each: allow as many as the hard limit. */
 static void
 main_raise_nofile(void)
@@ -530,12 +591,13 @@ main(int argc, char **argv)
 	}
 	log_init("sandgate-proxy", px->cfg.verbose);
 	proxy_g = px;
-	if ((p = proxy_load_policy(px->cfg.policy_dir, &diags)) == NULL) {
+	p = proxy_load_policy(px->cfg.policy_dir, &diags);
+	policy_diags_release(&diags);
+	if (p == NULL) {
 		log_warnx("policy in %s has errors; not starting",
 		    px->cfg.policy_dir);
 		return PX_EXIT_CONFIG;
 	}
-	policy_diags_release(&diags);
 	px->policy = util_xcalloc(1, sizeof(*px->policy));
 	px->policy->policy = p;
 	px->policy->refs = 1;
@@ -551,13 +613,14 @@ main(int argc, char **argv)
 			log_warnx("--sets names \"%s\", which is not a set in "
 			    "%s", px->default_sets[i], px->cfg.policy_dir);
 	if (main_check_only) {
-		if (main_ckpt_opts.key_path != NULL) {
-			EVP_PKEY_free(checkpoint_key_load(
-			    main_ckpt_opts.key_path, &cause));
-			if (cause != NULL) {
-				log_warnx("%s", cause);
-				return PX_EXIT_CONFIG;
-			}
+		if (main_ckpt_opts.key_path != NULL &&
+		    checkpoint_key_outside(main_ckpt_opts.key_path,
+		    px->cfg.log_dir, &cause) == 0)
+			main_check_key(main_ckpt_opts.key_path, &cause);
+		if (cause != NULL) {
+			log_warnx("%s", cause);
+			free(cause);
+			return PX_EXIT_CONFIG;
 		}
 		printf("sandgate-proxy: configuration OK, policy digest %s\n",
 		    policy_digest(p));
@@ -570,11 +633,13 @@ main(int argc, char **argv)
 	lopts.keep = px->cfg.log_keep;
 	lopts.keep_min_age = px->cfg.log_keep_min_age;
 	px->started = time(NULL);
+	main_serial_base(px);
 	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
 	    &lopts, &cause);
 	if (px->seclog == NULL) {
 		log_warnx("cannot open the security-event log in %s: %s",
 		    px->cfg.log_dir, cause ? cause : "unknown error");
+		free(cause);
 		return PX_EXIT_CONFIG;
 	}
 	if (main_checkpoint_open(px) == -1)
@@ -614,17 +679,22 @@ main(int argc, char **argv)
 	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "open") == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	px->log_space_ok = 1;	/* the first tick says if it is not */
+	px->log_anchor_ok = 1;
 	main_drain_timer = evtimer_new(px->base, main_tick, px);
 	main_tick(-1, 0, px);
 	log_info("policy digest %s, default sets \"%s\", log %s",
 	    policy_digest(p), px->cfg.sets, eventlog_path(px->seclog));
+	rc = PX_EXIT_OK;
 	event_base_dispatch(px->base);
 	proxy_log_flush_blocks(px, 1);	/* counted attempts are not lost */
-	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1)
-		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
+	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1) {
+		log_warnx("checkpoint: %s; the log is not closed",
+		    checkpoint_error(main_ckpt));
+		rc = PX_EXIT_CONFIG;
+	}
 	checkpoint_free(main_ckpt);
 	eventlog_close(px->seclog);
 	control_close(px);
 	log_info("exited");
-	return PX_EXIT_OK;
+	return rc;
 }

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "reason.h"
+#include "sglimits.h"
 #include "registry.h"
 #include "conn.h"
 #include "control.h"
@@ -27,21 +29,23 @@
 
 struct proxy	*proxy_g;
 
-/* Open-addressed counts of connections per client address. */
+/* Open-addressed slots of client addresses (pointers: slots stay put). */
 #define COUNT_SLOTS	8192
-struct client_count {
-	unsigned char	key[17];	/* family byte + address */
-	unsigned	n;
-};
+
+/* A policy.rejected line's errors, in bytes of JSON at most. */
+#define PROXY_REJECTED_MAX	(SG_LOG_LINE_MAX - 4096)
 
 static size_t	proxy_count_key(const struct sockaddr *, unsigned char *);
 static size_t	proxy_count_home(const unsigned char *);
-static struct client_count *proxy_count_slot(struct proxy *,
-		    const unsigned char *, int create);
-static void	proxy_count_remove(struct proxy *, struct client_count *);
+static struct client_slot **proxy_count_slot(struct proxy *,
+		    const unsigned char *);
+static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
+static json_t	*proxy_rejected_errors(json_t *);
 static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
-		    const struct proxy_event *);
+		    const struct proxy_event *, char *method);
+static const char *proxy_cut(const char *, char *buf);
+static void	proxy_log_warn(struct proxy *);
 
 struct proxy_policy *
 proxy_policy_ref(struct proxy *px)
@@ -116,86 +120,86 @@ proxy_count_home(const unsigned char *key)
 	return h % COUNT_SLOTS;
 }
 
-/* Find (or claim) the slot of an address by linear probing. */
-static struct client_count *
-proxy_count_slot(struct proxy *px, const unsigned char *key, int create)
+/*
+ * The place of an address by linear probing: its slot, or the empty place
+ * where it would go (NULL when the table is full).
+ */
+static struct client_slot **
+proxy_count_slot(struct proxy *px, const unsigned char *key)
 {
 	size_t	h = proxy_count_home(key), i, j;
 
 	for (i = 0; i < COUNT_SLOTS; i++) {
 		j = (h + i) % COUNT_SLOTS;
-		if (memcmp(px->counts[j].key, key, 17) == 0)
-			return &px->counts[j];
-		if (px->counts[j].key[0] == 0) {
-			if (!create)
-				return NULL;
-			memcpy(px->counts[j].key, key, 17);
-			px->counts[j].n = 0;
-			px->ncounts++;
-			return &px->counts[j];
-		}
+		if (px->slots[j] == NULL ||
+		    memcmp(px->slots[j]->key, key, 17) == 0)
+			return &px->slots[j];
 	}
 	return NULL;
 }
 
 /*
- * Give a slot back once its address has no connection (backward-shift
+ * Give a place back once its address has no connection (backward-shift
  * deletion: later entries of the probe run move up, so that lookups
  * still find them without tombstones).
  */
 static void
-proxy_count_remove(struct proxy *px, struct client_count *cc)
+proxy_count_remove(struct proxy *px, struct client_slot **pp)
 {
-	size_t	hole = (size_t)(cc - px->counts), j, home;
+	size_t	hole = (size_t)(pp - px->slots), j, home;
 
-	memset(&px->counts[hole], 0, sizeof(px->counts[hole]));
-	px->ncounts--;
-	for (j = (hole + 1) % COUNT_SLOTS; px->counts[j].key[0] != 0;
+	px->slots[hole] = NULL;
+	px->nslots--;
+	for (j = (hole + 1) % COUNT_SLOTS; px->slots[j] != NULL;
 	    j = (j + 1) % COUNT_SLOTS) {
-		home = proxy_count_home(px->counts[j].key);
+		home = proxy_count_home(px->slots[j]->key);
 		/* Stays when its home lies cyclically in (hole, j]. */
 		if ((hole < j && home > hole && home <= j) ||
 		    (hole > j && (home > hole || home <= j)))
 			continue;
-		px->counts[hole] = px->counts[j];
-		memset(&px->counts[j], 0, sizeof(px->counts[j]));
+		px->slots[hole] = px->slots[j];
+		px->slots[j] = NULL;
 		hole = j;
 	}
 }
 
-int
+struct client_slot *
 proxy_client_enter(struct proxy *px, const struct sockaddr *sa)
 {
-	unsigned char		 key[17];
-	struct client_count	*cc;
+	unsigned char		  key[17];
+	struct client_slot	**pp, *cs;
 
-	if (px->counts == NULL &&
-	    (px->counts = calloc(COUNT_SLOTS, sizeof(*px->counts))) == NULL)
-		return -1;
+	if (px->slots == NULL &&
+	    (px->slots = calloc(COUNT_SLOTS, sizeof(*px->slots))) == NULL)
+		return NULL;
 	proxy_count_key(sa, key);
-	if ((cc = proxy_count_slot(px, key, 1)) == NULL)
-		return -1;	/* table full: that many clients at once */
-	if (cc->n >= px->cfg.max_conns_per_client)
-		return -1;
-	cc->n++;
-	return 0;
+	if ((pp = proxy_count_slot(px, key)) == NULL)
+		return NULL;	/* table full: that many clients at once */
+	if ((cs = *pp) == NULL) {
+		if ((cs = calloc(1, sizeof(*cs))) == NULL)
+			return NULL;
+		memcpy(cs->key, key, 17);
+		*pp = cs;
+		px->nslots++;
+	}
+	if (cs->n >= px->cfg.max_conns_per_client)
+		return NULL;
+	cs->n++;
+	return cs;
 }
 
 void
-proxy_client_leave(struct proxy *px, const struct sockaddr *sa)
+proxy_client_leave(struct proxy *px, struct client_slot *cs)
 {
-	unsigned char		 key[17];
-	struct client_count	*cc;
+	struct client_slot	**pp;
 
-	if (px->counts == NULL)
+	if (cs == NULL || (cs->n > 0 && --cs->n > 0))
 		return;
-	proxy_count_key(sa, key);
-	if ((cc = proxy_count_slot(px, key, 0)) == NULL)
-		return;
-	if (cc->n > 0)
-		cc->n--;
-	if (cc->n == 0)
-		proxy_count_remove(px, cc);
+	if ((pp = proxy_count_slot(px, cs->key)) != NULL && *pp == cs)
+		proxy_count_remove(px, pp);
+	if (cs->resume != NULL)
+		event_free(cs->resume);
+	free(cs);
 }
 
 char *
@@ -216,16 +220,34 @@ proxy_identity(const struct proxy_client *who, const char *src, char *buf,
 	return buf;
 }
 
-/* The fields of a security event as eventlog.c takes them. */
+/*
+ * A client-chosen field (the method) as logged: its first
+ * PROXY_LOG_FIELD_CUT bytes and "...", so that a line's size is not the
+ * client's to choose. buf holds PROXY_LOG_FIELD_CUT + 4 bytes.
+ */
+static const char *
+proxy_cut(const char *s, char *buf)
+{
+	if (s == NULL || strlen(s) <= PROXY_LOG_FIELD_CUT)
+		return s;
+	memcpy(buf, s, PROXY_LOG_FIELD_CUT);
+	memcpy(buf + PROXY_LOG_FIELD_CUT, "...", 4);
+	return buf;
+}
+
+/*
+ * The fields of a security event as eventlog.c takes them; method holds
+ * PROXY_LOG_FIELD_CUT + 4 bytes for the cut method.
+ */
 static void
 proxy_sec_fields(struct proxy *px, struct eventlog_sec *sec,
-    const struct proxy_event *pe)
+    const struct proxy_event *pe, char *method)
 {
 	memset(sec, 0, sizeof(*sec));
 	sec->event = pe->event;
 	sec->sandbox = pe->client ? pe->client->sandbox : NULL;
 	sec->src = pe->src;
-	sec->method = pe->method;
+	sec->method = proxy_cut(pe->method, method);
 	sec->host = pe->host && *pe->host ? pe->host : NULL;
 	sec->port = pe->port;
 	sec->sni = pe->sni;
@@ -245,9 +267,10 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	struct eventlog_sec	 sec;
 	json_t			*fields;
 	char			 ident[PROXY_IDENT_MAX];
+	char			 method[PROXY_LOG_FIELD_CUT + 4];
 	int			 rc = -1;
 
-	proxy_sec_fields(px, &sec, pe);
+	proxy_sec_fields(px, &sec, pe, method);
 	if ((fields = eventlog_security_fields(&sec)) == NULL)
 		goto out;
 	if (pe->bytes_up >= 0) {
@@ -264,12 +287,32 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 		blocklog_wrote(px->blocks, proxy_identity(pe->client, pe->src,
 		    ident, sizeof(ident)), util_now_us());
 out:
-	if (rc == -1) {
-		px->stats.log_failures++;
-		log_warn("security-event log %s unavailable: %s",
-		    eventlog_path(px->seclog), eventlog_error(px->seclog));
-	}
+	if (rc == -1)
+		proxy_log_warn(px);
 	return rc;
+}
+
+/*
+ * A write failed: counted, and said on stderr at most once a second
+ * (with how many failed meanwhile), however fast clients cause them.
+ */
+static void
+proxy_log_warn(struct proxy *px)
+{
+	static uint64_t			last_us;
+	static unsigned long long	quiet;
+	uint64_t			now = util_now_us();
+
+	px->stats.log_failures++;
+	if (last_us != 0 && now - last_us < 1000000) {
+		quiet++;
+		return;
+	}
+	log_warnx("security-event log %s unavailable: %s (%llu more failed "
+	    "writes in the last second)", eventlog_path(px->seclog),
+	    eventlog_error(px->seclog), quiet);
+	last_us = now;
+	quiet = 0;
 }
 
 int
@@ -278,12 +321,16 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 	struct blocklog_event	 be;
 	struct timespec		 now;
 	char			 ident[PROXY_IDENT_MAX];
-	int			 full = 1;
+	char			 method[PROXY_LOG_FIELD_CUT + 4];
+	int			 full = 1, report;
 
-	px->block_serial++;
-	control_note_block(px, px->block_serial, pe->client ?
-	    pe->client->sandbox : NULL, pe->host, pe->port,
-	    reason_code(pe->reason), pe->message);
+	report = strcmp(pe->event, "egress.would_block") == 0;
+	if (!report) {
+		px->block_serial++;
+		control_note_block(px, px->block_serial, pe->client ?
+		    pe->client->sandbox : NULL, pe->host, pe->port,
+		    reason_code(pe->reason), pe->message);
+	}
 	/* A flood fills the folder between ticks: look often meanwhile. */
 	if (util_now_us() - px->space_checked_us >= PROXY_SPACE_CHECK_US)
 		proxy_log_check_space(px);
@@ -293,10 +340,11 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 		    sizeof(ident));
 		be.sandbox = pe->client ? pe->client->sandbox : NULL;
 		be.src = pe->src;
-		be.method = pe->method;
+		be.method = proxy_cut(pe->method, method);
 		be.host = pe->host && *pe->host ? pe->host : NULL;
 		be.port = pe->port;
 		be.reason = pe->reason;
+		be.report = report;
 		be.message = pe->message;
 		be.sets = pe->client ? pe->client->sets : NULL;
 		be.rule = pe->rule;
@@ -304,7 +352,12 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 		clock_gettime(CLOCK_REALTIME, &now);
 		full = blocklog_note(px->blocks, &be, util_now_us(), &now);
 	}
-	return full ? proxy_log_event(px, pe) : 0;
+	if (!full || proxy_log_event(px, pe) == 0)
+		return 0;
+	/* Not written: counted into a summary, written once it can be. */
+	if (px->blocks != NULL)
+		blocklog_unwritten(px->blocks, &be, &now);
+	return -1;
 }
 
 /* The summary of attempts counted for one key (blocklog.h). */
@@ -318,7 +371,8 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	int			 rc;
 
 	memset(&sec, 0, sizeof(sec));
-	sec.event = "egress.blocked_summary";
+	sec.event = be->report ? "egress.would_block_summary" :
+	    "egress.blocked_summary";
 	sec.sandbox = be->sandbox;
 	sec.src = be->src;
 	sec.method = be->method;
@@ -341,7 +395,7 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);
 	if (rc == -1)
-		px->stats.log_failures++;
+		proxy_log_warn(px);
 	return rc;
 }
 
@@ -372,7 +426,8 @@ proxy_log_healthy(struct proxy *px, const struct proxy_client *who,
 
 	/* Checked per request: a disk that just filled lets nothing pass. */
 	proxy_log_check_space(px);
-	if (!px->log_space_ok || !eventlog_healthy(px->seclog))
+	if (!px->log_space_ok || !px->log_anchor_ok ||
+	    !eventlog_healthy(px->seclog))
 		return 0;
 	return !(px->log_pressure && src != NULL && px->blocks != NULL &&
 	    blocklog_stopped(px->blocks, proxy_identity(who, src, ident,
@@ -441,6 +496,41 @@ proxy_load_policy(const char *dir, struct policy_diags *diags)
 	return p;
 }
 
+/*
+ * The errors of a policy.rejected line (errs, made log-safe): as many as
+ * fit in PROXY_REJECTED_MAX bytes of JSON, then one that counts the rest
+ * (stderr has them all), so the line stays under SG_LOG_LINE_MAX.
+ */
+static json_t *
+proxy_rejected_errors(json_t *errs)
+{
+	json_t	*out, *s;
+	char	*dump, more[96];
+	size_t	 i, used = 0, len;
+
+	if ((out = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < json_array_size(errs); i++) {
+		s = json_incref(json_array_get(errs, i));
+		dump = json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+		len = dump != NULL ? strlen(dump) + 1 : SIZE_MAX;
+		free(dump);
+		if (len > PROXY_REJECTED_MAX - used) {
+			json_decref(s);
+			break;
+		}
+		used += len;
+		json_array_append_new(out, s);
+	}
+	if (i < json_array_size(errs)) {
+		snprintf(more, sizeof(more), "... and %zu more error(s), not "
+		    "logged here (the line would pass 64 KiB)",
+		    json_array_size(errs) - i);
+		json_array_append_new(out, json_string(more));
+	}
+	return out;
+}
+
 /* Reload the policy: load, validate, then swap; keep the old on error. */
 int
 proxy_reload(struct proxy *px, char **errors)
@@ -460,14 +550,17 @@ proxy_reload(struct proxy *px, char **errors)
 		if (diags.v[i].severity != POLICY_ERROR)
 			continue;
 		policy_diag_format(&diags.v[i], line, sizeof(line));
-		json_array_append_new(errs, json_string(line));
+		json_array_append_new(errs, eventlog_str(line));
 	}
 	if (p == NULL) {
 		*errors = json_dumps(errs, JSON_COMPACT);
-		fields = json_pack("{s:s, s:O, s:s}", "event",
-		    "policy.rejected", "errors", errs, "policy_digest",
-		    policy_digest(px->policy->policy));
-		eventlog_append(px->seclog, fields);
+		fields = json_pack("{s:s, s:o?, s:s}", "event",
+		    "policy.rejected", "errors", proxy_rejected_errors(errs),
+		    "policy_digest", policy_digest(px->policy->policy));
+		if (fields == NULL || eventlog_append(px->seclog, fields) == -1)
+			log_warnx("policy.rejected not logged: %s", fields ==
+			    NULL ? "out of memory" :
+			    eventlog_error(px->seclog));
 		json_decref(fields);
 		json_decref(errs);
 		policy_diags_release(&diags);

@@ -28,7 +28,6 @@ struct addr_set;
 struct conn;
 struct registry;
 struct registry_entry;
-struct client_count;
 
 /* Defaults of every timeout and limit (docs/proxy.md explains each). */
 #define PROXY_HEAD_TIMEOUT_MS		10000	/* whole request head */
@@ -38,8 +37,24 @@ struct client_count;
 #define PROXY_HELLO_TIMEOUT_MS		10000	/* ClientHello after 200 */
 #define PROXY_IDLE_TIMEOUT_MS		300000	/* tunnel / response idle */
 #define PROXY_MAX_CONNS			16384
-#define PROXY_MAX_CONNS_PER_CLIENT	1024
+#define PROXY_MAX_CONNS_PER_CLIENT	256
 #define PROXY_HIGH_WATER		(256 * 1024)	/* back-pressure */
+/*
+ * What the proxy buffers for one client address over all its
+ * connections (--max-buffer-per-client); past it none of them is read
+ * until half of it has drained.
+ */
+#define PROXY_MAX_BUFFER_PER_CLIENT	(16ULL * 1024 * 1024)
+/*
+ * The kernel's buffers of every accepted socket (SO_RCVBUF, SO_SNDBUF;
+ * the kernel doubles them): without a cap they grow to tcp_rmem and
+ * tcp_wmem (MiBs) for a client that does not read. Not smaller: at 32
+ * KiB a loopback segment (64 KiB) fills the buffer and every write waits
+ * for a delayed ACK (bulk tunnels ran at 3 MiB/s instead of 400).
+ */
+#define PROXY_SOCKBUF			(128 * 1024)
+/* Client-chosen fields (the method) are cut to this in log lines. */
+#define PROXY_LOG_FIELD_CUT		64
 #define PROXY_LOG_SPACE_MIN		(32 * 1024)	/* free bytes the log needs */
 /*
  * Below this much free room in the log folder (an eighth of the volume,
@@ -75,6 +90,7 @@ struct proxy_config {
 	unsigned	  idle_timeout_ms;
 	unsigned	  max_conns;
 	unsigned	  max_conns_per_client;
+	unsigned long long max_buffer_per_client;
 	unsigned	  block_burst;		/* blocklog.h */
 	unsigned	  block_budget;
 	unsigned	  block_window_s;
@@ -95,9 +111,26 @@ struct proxy_client {
 	struct registry_entry	*ref;		/* held while in use */
 };
 
+/*
+ * One client address: its open connections (at most
+ * max_conns_per_client) and the bytes the proxy holds for all of them
+ * (their input and output buffers, and a plain-HTTP request's upstream
+ * buffers) against max_buffer_per_client. proxy.c keeps the table,
+ * conn.c the list and the budget (conn.h).
+ */
+struct client_slot {
+	unsigned char		 key[17];	/* family byte + address */
+	unsigned		 n;		/* open connections */
+	unsigned long long	 held;		/* bytes held for them */
+	int			 over;		/* over budget: none is read */
+	struct conn		*conns;		/* its connections */
+	struct event		*resume;	/* under half: read again */
+};
+
 struct proxy_stats {
 	unsigned long long	conns_open;
 	unsigned long long	conns_total;
+	unsigned long long	clients_over_budget;	/* times stopped */
 	unsigned long long	requests_allowed;
 	unsigned long long	requests_blocked[SG_REASON_MAX];
 	unsigned long long	upstream_errors;
@@ -123,12 +156,13 @@ struct proxy {
 	struct conn		*conns;		/* every open connection */
 	int			 draining;	/* SIGTERM: no new work */
 	int			 log_space_ok;	/* see proxy_log_check_space */
+	int			 log_anchor_ok;	/* checkpoint_anchored() */
 	time_t			 drain_deadline;
 	time_t			 started;
 	time_t			 policy_loaded;
 	uint64_t		 policy_load_us;
-	struct client_count	*counts;	/* per-address connection counts */
-	size_t			 ncounts;	/* addresses with a slot */
+	struct client_slot	**slots;	/* per client address */
+	size_t			 nslots;	/* addresses with a slot */
 	struct registry		*registry;	/* address -> sandbox, sets */
 	struct blocklog		*blocks;	/* full lines or summaries */
 	unsigned long long	 block_serial;	/* every block attempt */
@@ -170,11 +204,15 @@ void	proxy_client_release(struct proxy_client *);
 int	proxy_is_self(struct proxy *, const struct sockaddr *, uint16_t port);
 
 /*
- * Per-client-address connection counting. proxy_client_enter returns 0,
- * or -1 when the address already has max_conns_per_client connections.
+ * Per-client-address slots. proxy_client_enter counts one more
+ * connection of sa and returns its slot, or NULL when the address
+ * already has max_conns_per_client connections (or out of memory).
+ * proxy_client_leave counts one less and frees the slot with its last
+ * connection.
  */
-int	proxy_client_enter(struct proxy *, const struct sockaddr *);
-void	proxy_client_leave(struct proxy *, const struct sockaddr *);
+struct client_slot *proxy_client_enter(struct proxy *,
+		    const struct sockaddr *);
+void	proxy_client_leave(struct proxy *, struct client_slot *);
 
 /*
  * Who a client is for the block log: its sandbox id, else "addr:" and its
@@ -208,9 +246,11 @@ struct proxy_event {
  */
 int	proxy_log_event(struct proxy *, const struct proxy_event *);
 /*
- * An egress.blocked event: written in full, or counted into a summary
- * (blocklog.h); either way it is counted for GET /blocks. Returns 0, or
- * -1 when a full line could not be written.
+ * An egress.blocked (or egress.would_block) event: written in full, or
+ * counted into a summary (blocklog.h); a block is counted for GET
+ * /blocks too. Returns 0, or -1 when a full line could not be written
+ * (the attempt is then counted into a summary, written once the log can
+ * be, or at exit).
  */
 int	proxy_log_block(struct proxy *, const struct proxy_event *);
 /* Set up the block log (blocklog.h) from the configuration. 0 or -1. */

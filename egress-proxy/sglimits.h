@@ -24,6 +24,12 @@
 
 /* Security-event log lines. */
 #define SG_LOG_LINE_MAX		(64 * 1024)
+/*
+ * A log line's seq, at most: 2^53 - 1, the largest integer every JSON
+ * parser holds exactly; a line past it is not a log line, and a writer
+ * there stops rather than overflow.
+ */
+#define SG_LOG_SEQ_MAX		9007199254740991LL
 
 /* Controller: captured output per stream handed to the agent. */
 #define SG_OUTPUT_CAP_DEFAULT	(8u * 1024 * 1024)
@@ -54,8 +60,33 @@
 /* Controller: one Docker Engine API JSON response (inspect, lists). */
 #define SG_DOCKER_RESPONSE_MAX	(16u * 1024 * 1024)
 
-/* Controller: text of one file's unified diff in `sandgate diff`. */
-#define SG_DIFF_TEXT_MAX	(16u * 1024 * 1024)
+/*
+ * Controller: a text file is shown as a unified diff in `sandgate diff`
+ * and `export` only when each side has at most this many bytes and lines
+ * (else its sizes and SHA-256 are shown, and the reviewer is told);
+ * bounds the diff's memory to a few MiB.
+ */
+#define SG_DIFF_FILE_MAX	(1024u * 1024)
+#define SG_DIFF_LINES_MAX	65536u
+/* Controller: folders nested in a source tree that create copies. */
+#define SG_COPY_DEPTH_MAX	200
+/*
+ * Controller: what one diff lists (`diff`, `apply --all` and `--review`,
+ * export's diff.patch): at most this many changed paths and this many
+ * bytes of their names in all; past either the diff is refused, naming
+ * the bound. Bounds the diff's memory (each path is kept whole) and the
+ * saved review (about 15 MiB at most).
+ */
+#define SG_DIFF_PATHS_MAX	32768u
+#define SG_DIFF_NAMES_MAX	(4u * 1024 * 1024)
+/*
+ * Controller: bytes of entry names an export's work/ and runs/ trees add
+ * to the zip (libzip keeps every name in memory until the zip is
+ * written); the entries past it are left out and listed in skipped.txt.
+ */
+#define SG_EXPORT_NAMES_MAX	(4u * 1024 * 1024)
+/* Controller: reviews (`diff`'s digests) kept per sandbox for apply. */
+#define SG_REVIEWS_KEPT		16
 
 /* `sandgate policy suggest`: destination hosts, and ports per host, kept. */
 #define SG_SUGGEST_DESTS_MAX	4096

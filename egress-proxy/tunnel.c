@@ -32,6 +32,8 @@ struct tunnel_dir {
 	int			 shut;		/* EOF passed on to `to` */
 	int			 last;		/* buf holds the refusal's bytes */
 	int			 fresh;		/* bytes the filter has not seen */
+	size_t			 owed;		/* the proxy's own bytes (the
+						   200) at buf's head, unsent */
 	struct event		*rev;		/* from readable */
 	struct event		*wev;		/* to writable */
 	int			 rev_on;	/* rev is registered */
@@ -212,6 +214,7 @@ tunnel_new(struct event_base *base, int client_fd, int upstream_fd,
 			goto fail;
 		memcpy(t->down.buf, down, ndown);
 		t->down.cap = t->down.len = t->down.ok = ndown;
+		t->down.owed = ndown;
 	}
 	if (nup > 0) {
 		if (nup > TUNNEL_FILTER_MAX ||
@@ -307,6 +310,7 @@ tunnel_write_buf(struct tunnel_dir *d)
 		memmove(d->buf, d->buf + n, d->len - (size_t)n);
 		d->len -= (size_t)n;
 		d->ok -= (size_t)n;
+		d->owed -= d->owed < (size_t)n ? d->owed : (size_t)n;
 		if (!d->last) {
 			*d->bytes += (unsigned long long)n;
 			*d->total += (unsigned long long)n;
@@ -352,7 +356,22 @@ static void
 tunnel_deliver_last(struct tunnel_dir *d)
 {
 	struct tunnel	*t = d->t;
+	unsigned char	*both;
 
+	/*
+	 * The proxy's own bytes not sent yet (the 200 of a CONNECT whose
+	 * ClientHello came in the same send) go first: the client reads
+	 * the 200, then the refusal.
+	 */
+	if (d->owed > 0 && t->nlast > 0 &&
+	    (both = malloc(d->owed + t->nlast)) != NULL) {
+		memcpy(both, d->buf, d->owed);
+		memcpy(both + d->owed, t->last, t->nlast);
+		free(t->last);
+		t->last = both;
+		t->nlast += d->owed;
+	}
+	d->owed = 0;
 	free(d->buf);
 	d->buf = t->last;
 	d->cap = d->len = d->ok = t->nlast;

@@ -8,7 +8,8 @@ Drives one real sandbox through what an agent does in a session:
   3. install from another index (blocked): read network_blocked;
   4. edit a file with a command, as an agent's tool would;
   5. review the change with `diff --json`;
-  6. apply the reviewed file back to the project;
+  6. apply the reviewed file back to the project (--review: only if it
+     is still what the diff showed);
   7. discard the sandbox.
 
 Standard library only. Exits 0 when every step did what it should, 1 when
@@ -184,7 +185,9 @@ def agent_work(sg, sandbox, project):
           "the diff does not show the edit: %r" % f["diff"])
 
     step("apply the reviewed file to the project")
-    rc, out, err = sg.call("apply", "--path", "app.py", sandbox)
+    # --review: only if app.py is still what the diff above showed
+    rc, out, err = sg.call("apply", "--review", d["review"], "--path",
+                           "app.py", sandbox)
     print("   " + out.strip())
     check(rc == 0 and out.strip() == "applied app.py",
           "apply failed (%d): %s%s" % (rc, out, err))

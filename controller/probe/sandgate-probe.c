@@ -3,9 +3,12 @@
  *
  *   sandgate-probe idle    PID 1 of every sandbox container: makes itself
  *                          not dumpable (no process of the sandbox may
- *                          write its memory, read its environment or use
- *                          its descriptors), reaps orphans, exits 0 on
- *                          SIGTERM or SIGINT, sleeps otherwise
+ *                          write its memory; under runc none may read its
+ *                          environment or use its descriptors either,
+ *                          gVisor lets them), reaps orphans, exits 0 on
+ *                          SIGTERM or SIGINT from outside the container
+ *                          (ignored from its own processes), sleeps
+ *                          otherwise
  *   sandgate-probe check [--seal IP:PORT]
  *                          prints one JSON object with the controls the
  *                          process sees from inside (format: probe.h);
@@ -20,11 +23,13 @@
  *                          processes the host's pids cgroup cannot count
  *   sandgate-probe reap RUN [ACTIVE...]
  *                          SIGKILL every process of run RUN, and every
- *                          one with no SANDGATE_RUN marker or the marker
- *                          of a run not in ACTIVE (never itself, nor PID 1
- *                          while it is the idle probe sandgate started),
- *                          in rounds until none is left; exits with the
- *                          number killed (at most 100). The controller's
+ *                          one with no SANDGATE_RUN marker, a marker that
+ *                          can't be read or the marker of a run not in
+ *                          ACTIVE (never itself, nor PID 1 while it is
+ *                          the idle probe sandgate started), in rounds
+ *                          until none is left; exits with the number
+ *                          killed (at most 100), or 101 when the last
+ *                          round still found some. The controller's
  *                          kill under gVisor, whose processes the host
  *                          cannot see.
  *
@@ -109,7 +114,7 @@ static int	reap_init_is_probe(void);
 static int	probe_reap_main(int, char **);
 static int	run_filter_rules(scmp_filter_ctx);
 static int	probe_run_main(long, char **);
-static void	idle_term(int);
+static void	idle_term(int, siginfo_t *, void *);
 static void	idle_chld(int);
 static void	probe_idle_main(void) __attribute__((noreturn));
 
@@ -705,7 +710,9 @@ reap_init_is_probe(void)
 
 /*
  * 1 when a process must be spared: it carries the marker of a run listed
- * in active (not this one), or it is a zombie or gone.
+ * in active (not this one), or it is gone or dead (a zombie with no live
+ * thread; a leader that exited while a thread runs is alive). A process
+ * whose marker can't be read is not spared.
  */
 static int
 reap_spare(const char *pid, int nactive, char **active)
@@ -714,13 +721,13 @@ reap_spare(const char *pid, int nactive, char **active)
 	char		 mark[64];
 	int		 k, r;
 
-	if (procstat_read(atoi(pid), &ps) == -1 || ps.state == 'Z' ||
-	    (r = procstat_run_marker(atoi(pid), mark, sizeof(mark))) == -1)
+	if (procstat_read(atoi(pid), &ps) == -1 || procstat_dead(&ps))
 		return 1;
+	r = procstat_run_marker(atoi(pid), mark, sizeof(mark));
 	for (k = 0; r == 1 && k < nactive; k++)
 		if (strcmp(mark, active[k]) == 0)
 			return 1;
-	return 0;	/* this run's, nobody's, or a run not in progress */
+	return 0;	/* this run's, nobody's, unreadable, or not in progress */
 }
 
 /* One pass over /proc; the number of processes signalled. */
@@ -767,6 +774,11 @@ probe_reap_main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	printf("%d\n", total);
+	if (n != 0) {
+		fputs("sandgate-probe: processes still run after every kill "
+		    "round\n", stderr);
+		return 101;
+	}
 	return total > 100 ? 100 : total;
 }
 
@@ -776,6 +788,7 @@ run_filter_rules(scmp_filter_ctx ctx)
 {
 	static const char *const allow[] = { SG_SECCOMP_ALLOW_NAMES };
 	static const unsigned long personas[] = { SG_SECCOMP_PERSONAS };
+	static const unsigned long families[] = { SG_SECCOMP_SOCKET_ABOVE };
 	size_t	i;
 	int	nr, rc = 0;
 
@@ -791,7 +804,11 @@ run_filter_rules(scmp_filter_ctx ctx)
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, SG_SECCOMP_CLONE_NS_MASK, 0));
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-		    SCMP_A0(SCMP_CMP_NE, SG_SECCOMP_SOCKET_REFUSED, 0));
+		    SCMP_A0(SCMP_CMP_LT, SG_SECCOMP_SOCKET_REFUSED, 0));
+	for (i = 0; i < sizeof(families) / sizeof(families[0]) && rc == 0;
+	    i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+		    SCMP_A0(SCMP_CMP_EQ, families[i], 0));
 	for (i = 0; i < sizeof(personas) / sizeof(personas[0]) && rc == 0;
 	    i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality),
@@ -835,10 +852,20 @@ probe_run_main(long nproc, char **argv)
 	return errno == ENOENT ? 127 : 126;
 }
 
+/*
+ * SIGTERM or SIGINT from outside the container (docker stop: the sender
+ * is not in this pid namespace, so si_pid is 0) ends the idle probe, and
+ * with it the container; the same signal from a process of the sandbox
+ * (si_pid its pid here) is ignored, so no command can stop the container
+ * under the other execs.
+ */
 static void
-idle_term(int sig)
+idle_term(int sig, siginfo_t *si, void *ctx)
 {
-	_exit(0);
+	(void)sig;
+	(void)ctx;
+	if (si == NULL || si->si_pid == 0)
+		_exit(0);
 }
 
 /* Reap every exited child: exec'd processes that outlive their parent
@@ -869,7 +896,8 @@ probe_idle_main(void)
 	sigprocmask(SIG_BLOCK, &all, NULL);
 	memset(&sa, 0, sizeof(sa));
 	sigfillset(&sa.sa_mask);
-	sa.sa_handler = idle_term;
+	sa.sa_sigaction = idle_term;
+	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = idle_chld;

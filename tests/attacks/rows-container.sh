@@ -2,10 +2,11 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check). Sourced by tests/attacks/run
-# after lib.sh; each atk_* function adds its rows. Needs $SG, $T, $MAIN,
-# $RAISED, $SANDGATE_STATE, $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR,
-# $PROXY_IP, $HERE and the create helper of run.
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 6c, 12b and a
+# seal rule added). Sourced by tests/attacks/run after lib.sh; each atk_*
+# function adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
+# $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create
+# helper of run.
 
 # --- 1. /proc/PID/mem injection into the long-lived process ------------------
 atk_inject() {
@@ -19,14 +20,76 @@ atk_inject() {
 	# the leftover kill ran when the command ended; now a timeout
 	x inj2 "$INJ" --timeout 2 -- sleep 30
 	sleep 2
-	ticks0=$(wc -l <"$f" 2>/dev/null || echo 0)
+	ticks0=$({ wc -l <"$f"; } 2>/dev/null || echo 0)
 	sleep 2.5
-	ticks1=$(wc -l <"$f" 2>/dev/null || echo 0)
+	ticks1=$({ wc -l <"$f"; } 2>/dev/null || echo 0)
 	verdict "1c inject into the idle process (/proc/PID/mem)" \
 	    '! grep -q INJECTED <<<"$(j inj "o[\"stdout\"]")" && [ "$ticks1" = 0 ]' \
 	    "$(j inj 'o["stdout"].strip()' | cut -c1-100)" "$(rec inj)" \
 	    "payload lines after the command, a timeout and 2 s: $ticks0 -> $ticks1 (the idle probe is PID 1 and not dumpable)"
 	"$SG" discard "$INJ" >/dev/null 2>&1
+}
+
+# --- 1d. a process whose main thread exited while a thread lives on ------------
+# The leader's /proc/PID/environ can't be read and its stat says Z: the kill
+# must take it anyway (after a timeout, a normal end and a SIGINT), and the
+# record may say "cleanup: ok" only when nothing of the command is left.
+zl_ticks() {
+	{ wc -l <"$SANDGATE_STATE/sandboxes/$ZL/work/.zbeat"; } 2>/dev/null || echo 0
+}
+zl_after() {
+	local a b
+	sleep 1.5
+	a=$(zl_ticks)
+	sleep 2.5
+	b=$(zl_ticks)
+	printf '%s' $((b - a))
+}
+atk_zleader() {
+	local uid tasks d1 d2 d3 pid rc3
+	if ! create ZL "$T/project" --network none; then
+		row "1d leader exited, a thread lives on" NO "create failed" "" ""
+		return
+	fi
+	x zl1 "$ZL" --timeout 3 -- sh -c 'python3 /workspace/.attacks/zleader.py; sleep 60'
+	d1=$(zl_after)
+	x zl2 "$ZL" --timeout 20 -- python3 /workspace/.attacks/zleader.py
+	d2=$(zl_after)
+	"$SG" exec "$ZL" -- sh -c 'python3 /workspace/.attacks/zleader.py; sleep 60' \
+	    >/dev/null 2>"$T/zl3.err" &
+	pid=$!
+	sleep 3
+	kill -INT "$pid"
+	wait "$pid"
+	rc3=$?
+	d3=$(zl_after)
+	uid=$(docker inspect -f '{{.Config.User}}' "sandgate-$ZL")
+	uid=${uid%%:*}
+	tasks=$(ps -eLo uid= | awk -v u="$uid" '$1 == u' | wc -l)
+	verdict "1d leader exited, a thread lives on (timeout, end, SIGINT)" \
+	    '[ "$zl1_rc" = 124 ] && [ "$zl2_rc" = 0 ] && [ "$rc3" = 130 ] && [ "$d1" = 0 ] && [ "$d2" = 0 ] && [ "$d3" = 0 ]' \
+	    "exit $zl1_rc, $zl2_rc, $rc3; $(j zl2 'o["stdout"].strip()')" \
+	    "$(rec zl1); $(rec zl2)" \
+	    "heartbeats in the 2.5 s after each: $d1, $d2, $d3; host tasks of uid $uid: $tasks (the init's included)"
+	"$SG" discard "$ZL" >/dev/null 2>&1
+}
+
+# --- 1e. a command signals the container's init ---------------------------------
+# The init accepts SIGTERM/SIGINT only from outside (docker stop): a command
+# that sends them must not stop the container under the other execs.
+atk_killinit() {
+	local state
+	if ! create KI "$T/project" --network none; then
+		row "1e kill -TERM 1 from a command" NO "create failed" "" ""
+		return
+	fi
+	x ki "$KI" --timeout 20 -- sh -c 'kill -TERM 1; echo sent $?; kill -INT 1; sleep 2; echo still here'
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$KI")
+	verdict "1e kill -TERM 1 and kill -INT 1 from a command" \
+	    '[ "$ki_rc" = 0 ] && grep -q "still here" <<<"$(j ki "o[\"stdout\"]")" && [ "$state" = running ]' \
+	    "exit $ki_rc; $(j ki 'o["stdout"].strip()' | tr '\n' ' ')" "$(rec ki)" \
+	    "container after the command: $state"
+	"$SG" discard "$KI" >/dev/null 2>&1
 }
 
 # --- 2. the container's log fills the host's disk -------------------------------
@@ -135,6 +198,33 @@ atk_backpressure() {
 	    "the command's own clock ran ${span:-?} s (a ticker in the background, independent of stdout)"
 }
 
+# --- 6c. a freeze refused: tasks in uninterruptible sleep -----------------------
+# Writers with fsync keep tasks in D state, and the freezer may give up
+# ("unable to freeze"); the kill must then work without it: the ticker the
+# command started stops at the deadline, and nothing of the run is left.
+dw_ticks() {
+	wc -l <"$SANDGATE_STATE/sandboxes/$DW/work/.dtick" 2>/dev/null || echo 0
+}
+atk_dstate() {
+	local a b left frz
+	if ! create DW "$T/project" --network none; then
+		row "6c freeze refused by I/O in D state" NO "create failed" "" ""
+		return
+	fi
+	x dw "$DW" --timeout 4 -- sh /workspace/.attacks/dwriters.sh 48
+	sleep 2
+	a=$(dw_ticks)
+	sleep 3
+	b=$(dw_ticks)
+	left=$(inproc "$DW" 'dd if=|dwriters' | wc -l)
+	frz=$(grep -c 'freeze' "$T/dw.err")
+	verdict "6c freeze refused by I/O in D state (--timeout 4)" \
+	    '[ "$dw_rc" = 124 ] && [ $((b - a)) = 0 ] && [ "$left" = 0 ]' \
+	    "exit $dw_rc; $(notice dw command)" "$(rec dw)" \
+	    "ticks 2-5 s after the exec returned: $((b - a)); processes of the command left: $left; notices about the freeze: $frz (it may or may not fail on a given run)"
+	"$SG" discard "$DW" >/dev/null 2>&1
+}
+
 # --- 7. a stale .active marker shields a forged one -------------------------------
 atk_stale() {
 	local pid run left marker
@@ -167,19 +257,63 @@ atk_spec() {
 	    "$spec; seccomp default $(docker inspect -f '{{index .HostConfig.SecurityOpt 1}}' "sandgate-$MAIN" | grep -o '"defaultAction":"[A-Z_]*"')"
 }
 
+# --- 12b. AF_VSOCK with bits above the int the kernel takes --------------------
+# seccomp compares the whole 64-bit register; socket(2) takes an int: the
+# family rule must not let (1 << 32) | AF_VSOCK through.
+atk_vsock() {
+	local out
+	x vs "$MAIN" --timeout 20 -- python3 /workspace/.attacks/vsock.py
+	out=$(j vs 'o["stdout"]')
+	verdict "12b AF_VSOCK socket, high bits in the family" \
+	    '[ "$vs_rc" = 0 ] && ! grep -q OPENED <<<"$out" && grep -q "AF_UNIX): opened" <<<"$out" && grep -q "AF_INET6): opened" <<<"$out"' \
+	    "$(grep -m1 '1<<32' <<<"$out")" "$(rec vs)" \
+	    "$(tr '\n' ';' <<<"$out" | cut -c1-190)"
+}
+
 # --- the seal, re-checked while the sandbox lives --------------------------------
+# seal_tamper PFX PORT EVWORD CHANGE...: run CHANGE (iptables arguments,
+# one call per ";"-separated group) in $MAIN's namespace as root on the
+# host, then exec connect.py to PORT of the proxy's address twice
+# ($T/PFX.json, then PFX2); the rules are put back if the first exec ran.
+# Sets seal_ev (seal_drift events of $MAIN holding EVWORD) and seal_mpid.
+seal_tamper() {
+	local pfx=$1 port=$2 word=$3 saved rc
+	shift 3
+	seal_mpid=$(docker inspect -f '{{.State.Pid}}' "sandgate-$MAIN")
+	saved=$(nsenter -t "$seal_mpid" -n iptables-save -t filter)
+	while [ $# -gt 0 ]; do
+		local args=()
+		while [ $# -gt 0 ] && [ "$1" != ";" ]; do args+=("$1"); shift; done
+		[ $# -gt 0 ] && shift
+		nsenter -t "$seal_mpid" -n iptables "${args[@]}"
+	done
+	x "$pfx" "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" "$port"
+	seal_ev=$(grep -h '"sandbox.seal_drift"' "$SANDGATE_RECORD_DIR/runs.jsonl" 2>/dev/null | grep "$MAIN" | grep -c -- "$word")
+	rc=${pfx}_rc
+	[ "${!rc}" = 125 ] || printf '%s\n' "$saved" | nsenter -t "$seal_mpid" -n iptables-restore
+	x "${pfx}2" "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" "$port"
+}
+
 atk_sealdrift() {
-	local mpid saved ev
-	mpid=$(docker inspect -f '{{.State.Pid}}' "sandgate-$MAIN")
-	saved=$(nsenter -t "$mpid" -n iptables-save -t filter)
-	nsenter -t "$mpid" -n iptables -F
-	x sd "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" 1
-	ev=$(grep -h '"sandbox.seal_drift"' "$SANDGATE_RECORD_DIR/runs.jsonl" 2>/dev/null | grep -c "$MAIN")
-	[ "$sd_rc" = 125 ] || printf '%s\n' "$saved" | nsenter -t "$mpid" -n iptables-restore
-	x sd2 "$MAIN" --timeout 20 -- python3 /workspace/.attacks/connect.py "$PROXY_IP" 1
+	seal_tamper sd 1 "$MAIN" -F
 	verdict "seal flushed from the host: the next exec refuses" \
-	    '[ "$sd_rc" = 125 ] && grep -q "network seal" "$T/sd.err" && [ "${ev:-0}" -ge 1 ] && [ "$sd2_rc" != 0 ]' \
+	    '[ "$sd_rc" = 125 ] && grep -q "network seal" "$T/sd.err" && [ "${seal_ev:-0}" -ge 1 ] && [ "$sd2_rc" != 0 ]' \
 	    "exit $sd_rc; $(grep -m1 -o 'sandgate: refused: the network seal[^(]*([^)]*)' "$T/sd.err")" \
-	    "sandbox.seal_drift events: ${ev:-0}" \
+	    "sandbox.seal_drift events: ${seal_ev:-0}" \
 	    "the exec after: $(j sd2 'o["stdout"].strip()') (probed and sealed again)"
+}
+
+# One ACCEPT more, for ports 8000-9000 of the proxy's address (in and out):
+# the behaviour probes (port 1 refused, the resolver refused, the proxy's
+# port answers) all still pass, so only the comparison of the rules in
+# force with the seal's catches it.
+atk_sealmore() {
+	seal_tamper sm 8080 8000:9000 \
+	    -I OUTPUT 1 -d "$PROXY_IP/32" -p tcp -m tcp --dport 8000:9000 -j ACCEPT \; \
+	    -I INPUT 1 -s "$PROXY_IP/32" -p tcp -m tcp --sport 8000:9000 -j ACCEPT
+	verdict "seal: one more rule lets ports 8000-9000 through" \
+	    '[ "$sm_rc" = 125 ] && grep -q "network seal" "$T/sm.err" && [ "${seal_ev:-0}" -ge 1 ] && [ "$sm2_rc" != 0 ] && ! nsenter -t "$seal_mpid" -n iptables-save -t filter | grep -q 8000:9000' \
+	    "exit $sm_rc; $(grep -m1 -o 'sandgate: refused: the network seal.*' "$T/sm.err" | cut -c1-160)" \
+	    "sandbox.seal_drift events naming the rule: ${seal_ev:-0}" \
+	    "the command: $(j sm 'o["stdout"].strip()' || echo 'did not run'); the exec after: $(j sm2 'o["stdout"].strip()') (sealed again)"
 }

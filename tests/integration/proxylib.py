@@ -370,6 +370,19 @@ def blocked_attempts(events, pred=None):
     return n
 
 
+def would_block_attempts(events, pred=None):
+    """The same for egress.would_block lines and their summaries."""
+    n = 0
+    for e in events:
+        if pred is not None and not pred(e):
+            continue
+        if e.get("event") == "egress.would_block":
+            n += 1
+        elif e.get("event") == "egress.would_block_summary":
+            n += e["count"]
+    return n
+
+
 class Proxy:
     """One sandgate-proxy process.
 

@@ -11,7 +11,14 @@ removes an open tunnel's destination), policy.reloaded, policy.rejected,
 log.checkpoint (open, count, timer, key, close). The run records
 (run.exec, run.run) need Docker: test_audit_runs.sh exports and checks
 them the same way.
+
+Hostile lines (test_7): thousands of log lines whose members have the
+wrong types or values out of range still export as valid OCSF, and lines
+that are not log lines are left out (and counted). Checkpoints are
+exported as not checked (test_8): the export verifies no signature.
 """
+import hashlib
+import random
 import json
 import os
 import shutil
@@ -340,6 +347,87 @@ class OcsfTest(unittest.TestCase):
         r = sandgate("audit", "export", "--format", "cef")
         self.assertEqual(r.returncode, 2)
         self.assertIn("unknown --format 'cef'", r.stderr)
+
+    def test_7_hostile_lines_validate(self):
+        """L1: whatever a log line holds, its OCSF event validates."""
+        rnd = random.Random(20)
+        values = [None, True, 0, -1, 1, 65535, 65536, 99999, 2 ** 63 - 1,
+                  -2 ** 63, 1.5, "", "x", "GET", "CONNECT", "1.2.3.4",
+                  "1.2.3.4:80", "::1", "::1:80", "[::1]:80",
+                  "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
+                  "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255:80",
+                  "2026-12-01T00:00:00.000000Z",
+                  "1900-01-01T00:00:00.000000Z",
+                  "9999-12-31T23:59:59.999999Z", [], ["a"], [1], {},
+                  {"a": 1}, "\u0001\u007f"]
+        events = ["egress.blocked", "egress.allowed", "egress.would_block",
+                  "egress.revoked", "egress.x", "policy.reloaded",
+                  "policy.rejected", "policy.x", "run.exec", "run.run",
+                  "log.checkpoint", "log.resume", "other", None, 5]
+        fields = ["sandbox", "src", "method", "host", "port", "sni",
+                  "resolved", "reason", "message", "policy_sets", "rule",
+                  "policy_digest", "bytes_up", "bytes_down", "duration_ms",
+                  "count", "errors", "run", "command", "argv", "image",
+                  "image_id", "start", "end", "exit_code", "cmd_exit",
+                  "flags", "key", "next_key", "anchor_seq", "found_seq"]
+        lines, logged = [], 0
+        for i in range(3000):
+            e = {"ts": rnd.choice(["2026-12-01T00:00:00.000000Z", "bad",
+                                   "1960-01-01T00:00:00.000000Z"]),
+                 "seq": i + 1}
+            ev = rnd.choice(events)
+            if ev is not None:
+                e["event"] = ev
+            for f in rnd.sample(fields, rnd.randint(0, 14)):
+                e[f] = rnd.choice(values)
+            if rnd.random() < 0.3:
+                e["flags"] = {k: rnd.choice([True, False, 1, None])
+                              for k in ("timed_out", "oom_killed")}
+            e["prev"] = hashlib.sha256(b"%d" % i).hexdigest()
+            e["hash"] = hashlib.sha256(b"h%d" % i).hexdigest()
+            if i % 50 == 0:     # not a log line: left out
+                del e[rnd.choice(["ts", "seq", "prev", "hash"])]
+            else:
+                logged += 1
+            lines.append(json.dumps(e, separators=(",", ":")))
+        lines += ["{}", '{"event":"egress.blocked","host":"x.test"}']
+        path = os.path.join(W["dir"], "hostile.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        r = sandgate("audit", "export", "--format", "ocsf", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rc, summary, err = check(r.stdout)
+        self.assertEqual(rc, 0, "%s of %s exported events invalid%s" % (
+            summary.get("invalid"), summary.get("events"), err))
+        self.assertEqual(summary["events"], logged)
+        self.assertIn("%d line(s) not exported: not log lines"
+                      % (len(lines) - logged), r.stderr)
+
+    def test_8_checkpoints_not_checked(self):
+        """L2: the export checks no signature, so no checkpoint (not even
+        one whose signature is bad) is exported as a success."""
+        with open(W["proxy"].log_path, "rb") as f:
+            lines = f.read().splitlines()
+        last = json.loads(lines[-1])
+        self.assertEqual(last["event"], "log.checkpoint")
+        bad = lines[-1].replace(last["sig"].encode(),
+                                last["sig"][::-1].encode())
+        body = bad[:bad.rfind(b',"hash":"')] + b"}"
+        bad = body[:-1] + b',"hash":"' + hashlib.sha256(
+            body).hexdigest().encode() + b'"}'
+        path = os.path.join(W["dir"], "badsig.jsonl")
+        with open(path, "wb") as f:
+            f.write(b"".join(x + b"\n" for x in lines[:-1] + [bad]))
+        r = sandgate("audit", "export", "--format", "ocsf", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cps = [json.loads(x) for x in r.stdout.splitlines()
+               if '"event":"log.checkpoint"' in x]
+        self.assertTrue(cps)
+        for e in cps:
+            self.assertEqual((e["status_id"], e["status"]), (0, "Unknown"))
+            self.assertIn("not checked", e["message"])
+            self.assertNotIn("signed by", e["message"])
+        self.assertEqual(check(r.stdout)[0], 0)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 # controller's key, verify with `audit verify --key`, survive a key
 # rotation, show a rewritten record, and export as valid OCSF (run.exec,
 # run.run, log.checkpoint) against tests/data/ocsf/ with Debian's
-# python3-jsonschema. Real Docker, the real binaries, the test image.
+# python3-jsonschema. The writers' anchors: runs.jsonl cut at an older
+# close, edited or replaced before an exec; the proxy, in its container,
+# started again after a line was planted behind its close. Real Docker,
+# the real binaries, the test image.
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/lib/common.sh"
@@ -133,6 +136,125 @@ assert_eq "the old public key verifies across the rotation" 0 "$r_rc"
 assert_contains "and says which key signs now" "$r_out" "now signed by key"
 sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
 assert_eq "the new key verifies alone" 0 "$r_rc"
+
+# --- the controller's anchor ----------------------------------------------------------
+# A log cut after an older record: the anchor beside the key names the last
+# close the controller signed, and `audit verify --key` reads it.
+sg_run r "$SG" exec "$ID" -- true
+cp "$RUNS" "$SG_TMP/runs.full"
+head -n -2 "$SG_TMP/runs.full" >"$RUNS"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub" \
+    "$RUNS"
+assert_eq "without the anchor (FILES) the cut is not seen" 0 "$r_rc"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
+assert_eq "a runs.jsonl cut at an older close fails" 1 "$r_rc"
+assert_contains "against the writer's anchor" "$r_out" "its writer's anchor names seq"
+cp "$SG_TMP/runs.full" "$RUNS"
+# Whoever can write runs.jsonl edits it, or whoever can write its folder
+# (here uid 65532, the proxy's, as when the records shared the proxy's log
+# folder) replaces it; the next exec does not sign over it unseen: it
+# writes log.resume, and verify --key fails.
+chown 65532:65532 "$SANDGATE_RECORD_DIR"
+chmod o+x "$SG_TMP"
+forge_runs() {	# MODE: append (a line after the last close, as root) or
+		# replace (as uid 65532)
+	if [ "$1" = append ]; then
+		as=()
+	else
+		as=(setpriv --reuid 65532 --regid 65532 --clear-groups)
+	fi
+	"${as[@]}" /usr/bin/python3 - "$RUNS" "$1" <<'EOF'
+import hashlib, json, os, sys
+path, mode = sys.argv[1], sys.argv[2]
+def line(seq, prev, run, cmd):
+    body = json.dumps({"ts": "2026-12-01T00:00:00.000000Z", "seq": seq,
+                       "event": "run.exec", "run": run, "sandbox": "sbx_x",
+                       "command": cmd, "prev": prev},
+                      separators=(",", ":")).encode()
+    h = hashlib.sha256(body).hexdigest()
+    return body[:-1] + b',"hash":"' + h.encode() + b'"}\n', h
+if mode == "append":
+    last = json.loads(open(path, "rb").read().splitlines()[-1])
+    data, _ = line(last["seq"] + 1, last["hash"], "run_planted", "true")
+    open(path, "ab").write(data)
+else:
+    os.rename(path, path + ".real")
+    a, h = line(1, "0" * 64, "run_forged1", "echo nothing to see")
+    b, _ = line(2, h, "run_forged2", "true")
+    open(path, "wb").write(a + b)
+EOF
+}
+for mode in append replace; do
+	cp "$SG_TMP/runs.full" "$RUNS"
+	rm -f "$RUNS.real"
+	last=$(tail -n 1 "$RUNS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+	forge_runs "$mode" || fail "forge_runs $mode"
+	sg_run r "$SG" exec "$ID" -- echo two
+	assert_eq "exec after the $mode exits 0" 0 "$r_rc"
+	sg_run r "$SG" audit verify --file runs.jsonl
+	assert_eq "$mode: the chain alone holds" 0 "$r_rc"
+	sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
+	assert_eq "$mode: verify --key fails" 1 "$r_rc"
+	if [ "$mode" = append ]; then
+		assert_contains "$mode: the planted line is named" "$r_out" \
+		    "first event that can no longer be trusted: seq $((last + 1)) ("
+		assert_contains "$mode: after the close" "$r_out" "follow the writer's close"
+	else
+		assert_contains "$mode: the whole file is untrusted" "$r_out" \
+		    "first event that can no longer be trusted: seq 1 ("
+		assert_contains "$mode: the controller's records were cut" "$r_out" \
+		    "were cut, or the log was replaced"
+	fi
+	assert_eq "$mode: recorded by the exec" 1 "$(grep -c '"event":"log.resume"' "$RUNS")"
+done
+cp "$SG_TMP/runs.full" "$RUNS"
+rm -f "$RUNS.real"
+chown root:root "$SANDGATE_RECORD_DIR"
+chmod o-x "$SG_TMP"
+
+# --- the proxy in its container: its anchor and log.resume ----------------------------
+SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+export SANDGATE_DATA_DIR=$SRC
+EGRESS=sgtest-egress-$$
+docker network create --internal "$EGRESS" >/dev/null || fail "egress network"
+sg_on_exit "'$SG' proxy stop; docker network rm $EGRESS"
+POL=$SG_TMP/policy.d
+mkdir -p "$POL"
+cp "$SRC"/policy.d/*.yaml "$POL/"
+PKEY=$SANDGATE_STATE/proxy/keys/checkpoint.key
+PLOG=$SANDGATE_LOG_DIR/security-events.jsonl
+proxy_cycle() {
+	sg_run r "$SG" proxy start --egress-network "$EGRESS" --policy-dir "$POL" \
+	    --log-dir "$SANDGATE_LOG_DIR"
+	assert_eq "proxy start ($1)" 0 "$r_rc"
+	sg_run r "$SG" proxy stop
+	assert_eq "proxy stop ($1)" 0 "$r_rc"
+}
+proxy_cycle first
+cp "$PKEY.pub" "$TRUST/proxy.pub"
+assert_eq "the proxy's anchor is its uid's alone" "600 65532" \
+    "$(stat -c '%a %u' "$PKEY.anchor")"
+sg_run r "$SG" audit verify --key "$TRUST/proxy.pub"
+assert_eq "the proxy's log verifies" 0 "$r_rc"
+assert_contains "against the anchor beside its key" "$r_out" \
+    "checked against the anchor $PKEY.anchor"
+close=$(tail -n 1 "$PLOG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+python3 - "$PLOG" <<'EOF'
+import hashlib, json, sys
+path = sys.argv[1]
+last = json.loads(open(path, "rb").read().splitlines()[-1])
+body = json.dumps({"ts": "2026-12-01T00:00:00.000000Z", "seq": last["seq"] + 1,
+                   "event": "egress.allowed", "host": "planted.example.invalid",
+                   "prev": last["hash"]}, separators=(",", ":")).encode()
+line = body[:-1] + b',"hash":"' + hashlib.sha256(body).hexdigest().encode() + b'"}\n'
+open(path, "ab").write(line)
+EOF
+proxy_cycle "after a planted line"
+sg_run r "$SG" audit verify --key "$TRUST/proxy.pub"
+assert_eq "a line planted after the proxy's close fails verify" 1 "$r_rc"
+assert_contains "the proxy recorded it" "$r_out" "follow the writer's close at seq $close"
+assert_contains "and it is named" "$r_out" \
+    "first event that can no longer be trusted: seq $((close + 1)) ("
 
 sg_run r "$SG" discard "$ID"
 assert_eq "discard exits 0" 0 "$r_rc"

@@ -10,9 +10,19 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
   is gone, and a writer still signing with a copy of it is refused.
 - A checkpoint verifies with nothing but openssl and the documented
   message (docs/audit.md).
+- The writer's anchor (T4): lines planted after a close, or a whole log
+  replaced, are recorded by the restarted proxy (log.resume) and fail
+  verify; a log cut at an older close fails against the anchor; an empty
+  log, a complete line jansson refuses, a log cut at its front, a thief's
+  rewrite with a retired key all fail; a compromised proxy's re-signed
+  log fails against a shipped copy; keys are refused in the log folder
+  and never handled through a symlink; FIFOs and symlinks among the log
+  files are refused at once by verify, export and the proxy.
 
-Real proxy on loopback, real clients, the real `sandgate` binary.
+Real proxy on loopback, real clients, the real `sandgate` binary; forged
+checkpoints are signed with the openssl CLI, as anyone holding a key can.
 """
+import datetime
 import base64
 import hashlib
 import json
@@ -71,6 +81,21 @@ def start_proxy(name, key, every=EVERY, log_dir=None):
     return p.start()
 
 
+def rotate_key(test, key, name):
+    """`audit key rotate` while the proxy runs; waits until the proxy took
+    the next key. Returns a copy of its public half, kept apart."""
+    r = sandgate("audit", "key", "rotate", key)
+    test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    new_pub = os.path.join(W["dir"], name)
+    shutil.copyfile(key + ".next.pub", new_pub)
+    deadline = time.monotonic() + 10
+    while os.path.exists(key + ".next") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    test.assertFalse(os.path.exists(key + ".next"),
+                     "the proxy did not take the next key")
+    return new_pub
+
+
 def stop_proxy(p):
     status = p.stop()
     if status != 0:
@@ -105,6 +130,87 @@ def write_log(name, lines):
 
 def is_checkpoint(line):
     return json.loads(line).get("event") == "log.checkpoint"
+
+
+def sandgate_env(env, *args, timeout=60):
+    """sandgate with extra environment variables."""
+    full = proxylib.clean_env(env)
+    return subprocess.run([SANDGATE] + list(args), capture_output=True,
+                          text=True, errors="replace", timeout=timeout,
+                          env=full, stdin=subprocess.DEVNULL)
+
+
+def now_ts():
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def forge(seq, prev, fields):
+    """A line as the writer makes it (compact JSON, ASCII, hash last) with
+    the given fields: what anyone who can write the log can add."""
+    obj = {"ts": now_ts(), "seq": seq}
+    obj.update(fields)
+    obj["prev"] = prev
+    body = json.dumps(obj, separators=(",", ":")).encode()
+    return body[:-1] + b',"hash":"' + hashlib.sha256(
+        body).hexdigest().encode() + b'"}'
+
+
+def forged_event(seq, prev, host, event="egress.allowed"):
+    return forge(seq, prev, {"event": event, "sandbox": None,
+                             "src": "127.0.0.1:1", "method": "CONNECT",
+                             "host": host, "port": 443, "sni": None,
+                             "resolved": None, "reason": None,
+                             "message": None, "policy_sets": [],
+                             "rule": None, "policy_digest": "00"})
+
+
+def key_id(key):
+    """The base64 raw public key of a PEM private key (openssl CLI)."""
+    der = subprocess.run(["openssl", "pkey", "-in", key, "-pubout",
+                          "-outform", "DER"], capture_output=True,
+                         check=True, timeout=30).stdout
+    return base64.b64encode(der[-32:]).decode()
+
+
+def forged_checkpoint(key, seq, prev, reason, next_key=None, every=EVERY):
+    """A checkpoint signed with key, as its holder can make one."""
+    ts = now_ts()
+    kid = key_id(key)
+    msg = ("sandgate-checkpoint-v1\nseq=%d\nts=%s\nprev=%s\nreason=%s\n"
+           "key=%s\nnext_key=%s\nevery_events=%d\nevery_secs=%d\n" % (
+               seq, ts, prev, reason, kid, next_key or "", every,
+               INTERVAL))
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "msg"), "w") as f:
+            f.write(msg)
+        subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", key,
+                        "-rawin", "-in", os.path.join(d, "msg"), "-out",
+                        os.path.join(d, "sig")], check=True, timeout=30,
+                       capture_output=True)
+        with open(os.path.join(d, "sig"), "rb") as f:
+            sig = base64.b64encode(f.read()).decode()
+    obj = {"ts": ts, "seq": seq, "event": "log.checkpoint",
+           "reason": reason, "key": kid, "next_key": next_key,
+           "every_events": every, "every_secs": INTERVAL, "sig": sig,
+           "prev": prev}
+    body = json.dumps(obj, separators=(",", ":")).encode()
+    return body[:-1] + b',"hash":"' + hashlib.sha256(
+        body).hexdigest().encode() + b'"}'
+
+
+def last_hash(lines):
+    return json.loads(lines[-1])["hash"] if lines else "0" * 64
+
+
+def read_lines(path):
+    with open(path, "rb") as f:
+        return f.read().splitlines()
+
+
+def write_lines(path, lines):
+    with open(path, "wb") as f:
+        f.write(b"".join(x + b"\n" for x in lines))
 
 
 def setUpModule():
@@ -298,15 +404,7 @@ class T2Rotation(unittest.TestCase):
         shutil.copy2(key, stolen)      # what a thief of the old key holds
         p = start_proxy("rot", key, every=1000)
         flood(p.port, 100, "before")
-        r = sandgate("audit", "key", "rotate", key)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        new_pub = os.path.join(W["dir"], "rot-new.pub")
-        shutil.copyfile(key + ".next.pub", new_pub)
-        deadline = time.monotonic() + 10
-        while os.path.exists(key + ".next") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertFalse(os.path.exists(key + ".next"),
-                         "the proxy did not take the next key")
+        new_pub = rotate_key(self, key, "rot-new.pub")
         flood(p.port, 100, "after")
         stop_proxy(p)
         events = p.events()
@@ -370,6 +468,444 @@ class T3KeyPlaces(unittest.TestCase):
         r = sandgate("audit", "key", "create", key)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("a key exists at %s already" % key, r.stderr)
+
+
+class T4Anchor(unittest.TestCase):
+    """What the hash chain and the checkpoints alone could not show: one
+    real proxy session (its log ends with a close, its anchor names it),
+    copied with its key folder for each case."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.key, cls.pub = make_key("anc")
+        p = start_proxy("anc1", cls.key)
+        flood(p.port, 120, "base")
+        stop_proxy(p)
+        cls.log_dir = p.log_dir
+        cls.lines = read_lines(p.log_path)
+
+    def clone(self, name):
+        """A copy of the session's log folder and key folder (with the
+        anchor): (log folder, log path, key path)."""
+        d = os.path.join(W["dir"], "t4-" + name)
+        shutil.copytree(self.log_dir, os.path.join(d, "logs"))
+        shutil.copytree(os.path.dirname(self.key), os.path.join(d, "keys"))
+        logs = os.path.join(d, "logs")
+        return (logs, os.path.join(logs, "security-events.jsonl"),
+                os.path.join(d, "keys", "checkpoint.key"))
+
+    def run_proxy(self, name, key, logs, n=0):
+        """Start the proxy on the log, send n blocked requests, stop it."""
+        p = start_proxy("t4-" + name + "-run", key, log_dir=logs)
+        if n:
+            flood(p.port, n, name)
+        stop_proxy(p)
+        return p
+
+    def verify(self, *args, **kw):
+        return sandgate_env(kw.get("env"), "audit", "verify", *args)
+
+    def untrusted(self, r):
+        m = UNTRUSTED_RE.search(r.stdout)
+        self.assertIsNotNone(m, r.stdout + r.stderr)
+        return int(m.group(1)), m.group(2)
+
+    def test_h2_planted_after_close(self):
+        """H2: two lines planted after the close, then the proxy restarts:
+        it records that its log does not end where it left it."""
+        logs, path, key = self.clone("h2a")
+        close = json.loads(self.lines[-1])["seq"]
+        lines = list(self.lines)
+        for i in range(2):
+            lines.append(forged_event(close + 1 + i, last_hash(lines),
+                                      "planted-allowed.example.invalid"))
+        write_lines(path, lines)
+        self.run_proxy("h2a", key, logs)
+        events = [json.loads(x) for x in read_lines(path)]
+        resume = [e for e in events if e["event"] == "log.resume"]
+        self.assertEqual(len(resume), 1, events[-3:])
+        self.assertEqual((resume[0]["anchor_seq"], resume[0]["found_seq"]),
+                         (close, close + 2))
+        r = self.verify("--log-dir", logs)
+        self.assertEqual(r.returncode, 0, r.stdout)   # the chain holds
+        r = self.verify("--log-dir", logs, "--key", self.pub)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("follow the writer's close at seq %d" % close,
+                      r.stdout)
+        self.assertEqual(self.untrusted(r), (close + 1, path))
+
+    def test_h2_log_replaced(self):
+        """H2: the whole log replaced by three forged lines from the
+        first seq, then the proxy restarts."""
+        logs, path, key = self.clone("h2b")
+        lines = []
+        for i in range(3):
+            lines.append(forge(i + 1, last_hash(lines), {
+                "event": "policy.reloaded", "policy_digest": "00"}))
+        write_lines(path, lines)
+        self.run_proxy("h2b", key, logs)
+        r = self.verify("--log-dir", logs, "--key", self.pub)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("were cut, or the log was replaced", r.stdout)
+        self.assertEqual(self.untrusted(r)[0], 1)
+
+    def test_h3_cut_at_an_old_close(self):
+        """H3: a second session, then the log cut at the first one's
+        close: the writer's anchor names the second close."""
+        logs, path, key = self.clone("h3")
+        self.run_proxy("h3", key, logs, 30)
+        close1 = json.loads(self.lines[-1])["seq"]
+        write_lines(path, read_lines(path)[:len(self.lines)])
+        r = self.verify("--log-dir", logs, "--key", self.pub)
+        self.assertEqual(r.returncode, 0, "without the anchor nothing "
+                         "shows the cut: " + r.stdout)
+        r = self.verify("--log-dir", logs, "--key", self.pub, "--anchor",
+                        key + ".anchor")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("the log ends at seq %d, but its writer's anchor"
+                      % close1, r.stdout)
+        self.assertEqual(self.untrusted(r), (close1 + 1, None))
+
+    def test_h3_default_anchor(self):
+        """H3: `audit verify --key` of the live log reads the writer's
+        anchor beside its key by itself."""
+        state = os.path.join(W["dir"], "t4-state")
+        env = {"SANDGATE_STATE": state}
+        r = sandgate_env(env, "audit", "key", "create", "--owner", "0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        key = os.path.join(state, "proxy", "keys", "checkpoint.key")
+        pub = os.path.join(W["dir"], "t4-state.pub")
+        shutil.copyfile(key + ".pub", pub)
+        p = start_proxy("t4-def1", key)
+        flood(p.port, 20, "one")
+        stop_proxy(p)
+        env["SANDGATE_LOG_DIR"] = p.log_dir
+        first = read_lines(p.log_path)
+        self.run_proxy("def2", key, p.log_dir, 20)
+        r = self.verify("--key", pub, env=env)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("checked against the anchor %s.anchor" % key,
+                      r.stdout)
+        write_lines(p.log_path, first)
+        r = self.verify("--key", pub, env=env)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("its writer's anchor names seq", r.stdout)
+        self.assertEqual(self.untrusted(r)[0],
+                         json.loads(first[-1])["seq"] + 1)
+
+    def test_h4_empty_log(self):
+        """H4: an empty log, or one of nothing but a torn line."""
+        for name, data in (("empty", b""), ("torn", b'{"ts":"2026-12')):
+            d = os.path.join(W["dir"], "t4-h4-" + name)
+            os.makedirs(d)
+            with open(os.path.join(d, "security-events.jsonl"), "wb") as f:
+                f.write(data)
+            r = self.verify("--log-dir", d, "--key", self.pub)
+            self.assertEqual(r.returncode, 1, name + ": " + r.stdout)
+            self.assertIn("the log holds no event", r.stdout)
+
+    def test_m1_complete_lines_are_never_torn(self):
+        """M1: a complete line that jansson refuses (a \\u0000, an integer
+        past 64 bits) is not a torn line: after the close, or anywhere."""
+        close = json.loads(self.lines[-1])["seq"]
+        line = forged_event(close + 1, last_hash(self.lines),
+                            "exfil.example.invalid")
+        line = line.replace(b'"policy_digest":"00"',
+                            b'"policy_digest":"00","note":"\\u0000"')
+        body = line[:line.rfind(b',"hash":"')] + b"}"
+        line = body[:-1] + b',"hash":"' + hashlib.sha256(
+            body).hexdigest().encode() + b'"}'
+        d = write_log("t4-m1-nul", self.lines + [line])
+        for keys in ((), ("--key", self.pub)):
+            r = self.verify("--log-dir", d, *keys)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("not a log line", r.stdout)
+        mid = self.lines[60].replace(b'"port":80', b'"port":' +
+                                     b"9" * 24, 1)
+        self.assertNotEqual(mid, self.lines[60])
+        d = write_log("t4-m1-big", self.lines[:61] + [mid] +
+                      self.lines[61:])
+        r = self.verify("--log-dir", d, "--key", self.pub)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("%s/security-events.jsonl:62: chain broken: not a "
+                      "log line" % d, r.stdout)
+
+    def test_m2_front_cut(self):
+        """M2: the oldest lines cut from a file, even right at a
+        checkpoint, are not "rotated away"."""
+        first_count = next(i for i, x in enumerate(self.lines)
+                           if is_checkpoint(x) and
+                           json.loads(x)["reason"] == "count")
+        for name, lines in (("at-count", self.lines[first_count:]),
+                            ("mid", self.lines[first_count + 5:]),
+                            ("only-close", self.lines[-1:])):
+            d = write_log("t4-m2-" + name, lines)
+            r = self.verify("--log-dir", d)
+            self.assertEqual(r.returncode, 0, r.stdout)
+            r = self.verify("--log-dir", d, "--key", self.pub)
+            self.assertEqual(r.returncode, 1, name + ": " + r.stdout)
+            self.assertIn("lines before it were cut from the file",
+                          r.stdout)
+
+    def test_m2_rotated_files(self):
+        """M2: rotation keeps a log verifiable after its oldest files are
+        deleted: every file starts with a rotation checkpoint."""
+        key, pub = make_key("m2rot")
+        p = proxylib.Proxy(W["dir"], W["up"], name="t4-m2rot", extra_args=[
+            "--checkpoint-key", key, "--checkpoint-every", str(EVERY),
+            "--checkpoint-interval", str(INTERVAL), "--log-max-size", "16k",
+            "--log-keep", "2"] + proxylib.full_lines_args()).start()
+        flood(p.port, 300, "rot")
+        stop_proxy(p)
+        files = sorted(f for f in os.listdir(p.log_dir)
+                       if f.startswith("security-events.jsonl."))
+        self.assertEqual(files, ["security-events.jsonl.1",
+                                 "security-events.jsonl.2"])
+        for f in files + ["security-events.jsonl"]:
+            first = json.loads(read_lines(os.path.join(p.log_dir, f))[0])
+            self.assertEqual((first["event"], first.get("reason")),
+                             ("log.checkpoint", "rotate"), f)
+        r = self.verify("--log-dir", p.log_dir, "--key", pub)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("older events were rotated away", r.stdout)
+
+    def test_m3_stolen_retired_key(self):
+        """M3: a thief of the old key rewrites the log from before the
+        hand-over and signs with it (or hands over to a key of its own):
+        given both public keys, verify fails; the live log fails against
+        the writer's anchor even with the old key alone."""
+        key, old_pub = make_key("m3")
+        stolen = os.path.join(W["dir"], "m3-stolen.key")
+        shutil.copy2(key, stolen)
+        p = start_proxy("t4-m3", key)
+        flood(p.port, 60, "before")
+        new_pub = rotate_key(self, key, "m3-new.pub")
+        flood(p.port, 20, "after")
+        stop_proxy(p)
+        lines = read_lines(p.log_path)
+        cut = next(i for i, x in enumerate(lines) if is_checkpoint(x) and
+                   json.loads(x)["reason"] == "count") + 1
+        seq = cut + 1
+        rewrite = lines[:cut]
+        for i in range(2):
+            rewrite.append(forged_event(seq + i, last_hash(rewrite),
+                                        "innocent%d.test" % i))
+        rewrite.append(forged_checkpoint(stolen, seq + 2,
+                                         last_hash(rewrite), "close"))
+        own = os.path.join(W["dir"], "m3-own.key")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519",
+                        "-out", own], check=True, timeout=30)
+        handover = lines[:cut]
+        handover.append(forged_event(seq, last_hash(handover), "a.test"))
+        handover.append(forged_checkpoint(stolen, seq + 1,
+                                          last_hash(handover), "key",
+                                          next_key=key_id(own)))
+        handover.append(forged_checkpoint(own, seq + 2, last_hash(handover),
+                                          "close"))
+        for name, forged in (("rewrite", rewrite), ("handover", handover)):
+            d = write_log("t4-m3-" + name, forged)
+            r = self.verify("--log-dir", d, "--key", old_pub, "--key",
+                            new_pub)
+            self.assertEqual(r.returncode, 1, name + ": " + r.stdout)
+            self.assertIn("given as trusted, signs no checkpoint",
+                          r.stdout)
+        write_lines(p.log_path, rewrite)
+        r = self.verify("--log-dir", p.log_dir, "--key", old_pub,
+                        "--anchor", key + ".anchor")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("its writer's anchor names seq", r.stdout)
+
+    def test_m4_resigned_by_the_writer(self):
+        """M4: whoever holds the proxy's key and anchor (a compromised
+        proxy) can rewrite and re-sign its whole log; the copy shipped
+        before is the witness that shows it."""
+        logs, path, key = self.clone("m4")
+        shipped = os.path.join(W["dir"], "t4-m4-shipped.jsonl")
+        shutil.copyfile(path, shipped)
+        lines = []
+        for i in range(3):
+            lines.append(forge(i + 1, last_hash(lines), {
+                "event": "policy.reloaded", "policy_digest": "00"}))
+        lines.append(forged_checkpoint(key, 4, last_hash(lines), "close"))
+        write_lines(path, lines)
+        close = json.loads(lines[-1])
+        with open(key + ".anchor", "w") as f:
+            f.write("sandgate-anchor-v1 seq=4 hash=%s reason=close ts=%s "
+                    "key=%s\n" % (close["hash"], close["ts"], close["key"]))
+        r = self.verify("--log-dir", logs, "--key", self.pub, "--anchor",
+                        key + ".anchor")
+        self.assertEqual(r.returncode, 0, "the writer's own key and anchor "
+                         "vouch for what it rewrote: " + r.stdout)
+        r = self.verify("--log-dir", logs, "--key", self.pub, "--anchor",
+                        shipped)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("its writer's anchor names seq %d (copy, "
+                      % json.loads(self.lines[-1])["seq"], r.stdout)
+
+    def test_m5_key_places(self):
+        """M5: a key folder in the log folder is refused (host paths), and
+        a key folder that is a symlink is never chmod-ed or chown-ed."""
+        state = os.path.join(W["dir"], "t4-m5")
+        env = {"SANDGATE_STATE": state,
+               "SANDGATE_LOG_DIR": os.path.join(state, "proxy")}
+        r = sandgate_env(env, "audit", "key", "create")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("is in the log folder", r.stderr)
+        # `proxy start` refuses it before it talks to Docker (here an
+        # address with no daemon, so nothing is started either way).
+        p = proxylib.Proxy(W["dir"], W["up"], name="t4-m5-start")
+        env["DOCKER_HOST"] = "unix://" + os.path.join(state, "no.sock")
+        r = sandgate_env(env, "proxy", "start", "--policy-dir",
+                         p.policy_dir)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("is in the log folder", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(
+            state, "proxy", "keys", "checkpoint.key")))
+        victim = os.path.join(W["dir"], "t4-m5-victim")
+        os.makedirs(victim)
+        os.chmod(victim, 0o755)
+        state2 = os.path.join(W["dir"], "t4-m5b")
+        os.makedirs(os.path.join(state2, "proxy"))
+        os.symlink(victim, os.path.join(state2, "proxy", "keys"))
+        env = {"SANDGATE_STATE": state2,
+               "SANDGATE_LOG_DIR": os.path.join(W["dir"], "t4-m5b-logs")}
+        r = sandgate_env(env, "audit", "key", "create")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        st = os.stat(victim)
+        self.assertEqual((stat.S_IMODE(st.st_mode), st.st_uid),
+                         (0o755, 0), "the symlink's target was changed")
+        self.assertEqual(os.listdir(victim), [])
+        p = proxylib.Proxy(W["dir"], W["up"], name="t4-m5-check")
+        inlog = os.path.join(p.log_dir, "checkpoint.key")
+        shutil.copy2(self.key, inlog)
+        r = proxylib.run(p.argv() + ["--checkpoint-key", inlog, "--check"])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("is in the log folder", r.stderr)
+
+    def test_m6_fifo_and_links(self):
+        """M6: a FIFO or a symlink to a device among the rotated files:
+        verify and export refuse it at once, and the proxy starts."""
+        logs, path, key = self.clone("m6")
+        rot = path + ".1"
+        os.mkfifo(rot)
+        for args in (("verify", "--key", self.pub),
+                     ("export", "--format", "ocsf")):
+            r = sandgate_env(None, "audit", *args, "--log-dir", logs,
+                             timeout=15)
+            self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+            self.assertIn("is not a regular file", r.stderr)
+        os.unlink(rot)
+        fifo_key = os.path.join(W["dir"], "t4-m6-key.pub")
+        os.mkfifo(fifo_key)
+        r = sandgate_env(None, "audit", "verify", "--key", fifo_key,
+                         "--log-dir", logs, timeout=15)
+        self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+        self.assertIn("is not a regular file", r.stderr)
+        os.symlink("/dev/zero", rot)
+        r = sandgate_env(None, "audit", "verify", "--key", self.pub,
+                         "--log-dir", logs, timeout=15)
+        self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+        self.assertIn("it is a symlink", r.stderr)
+        os.unlink(rot)
+        os.rename(path, path + ".away")
+        os.mkfifo(rot)
+        with open(path, "wb"):
+            pass
+        p = start_proxy("t4-m6-run", key, log_dir=logs)
+        flood(p.port, 5, "fifo")
+        stop_proxy(p)
+        self.assertIn("not a regular file", p.stderr())
+        r = self.verify("--key", self.pub, path)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("were cut, or the log was replaced", r.stdout)
+        os.unlink(rot)
+
+
+class T5Round2(unittest.TestCase):
+    """Second round: a full volume and the anchor (F1), files named to
+    verify without an anchor (F5)."""
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_f1_full_volume_leaves_no_close_unanchored(self):
+        """F1: the log folder and the key folder on one small volume,
+        which whoever writes the log folder fills up before the proxy
+        stops: a close in the log is one the anchor names (else the proxy
+        wrote none and says so, exit 1), and lines planted after that
+        close fail verify --key once the proxy restarted."""
+        vol = tempfile.mkdtemp(prefix="f1-vol-", dir=W["dir"])
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs",
+                        vol], check=True, timeout=30)
+        procs = []
+        try:
+            keys = os.path.join(vol, "keys")
+            logs = os.path.join(vol, "logs")
+            os.mkdir(keys, 0o700)
+            os.mkdir(logs)
+            key = os.path.join(keys, "checkpoint.key")
+            r = sandgate("audit", "key", "create", key)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            pub = os.path.join(W["dir"], "f1.pub")
+            shutil.copyfile(key + ".pub", pub)
+            p = start_proxy("f1", key, log_dir=logs)
+            procs.append(p)
+            flood(p.port, 10, "real")
+            time.sleep(1.5)
+            fd = os.open(os.path.join(logs, "filler"),
+                         os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                while os.write(fd, b"\0" * 4096) > 0:
+                    pass
+            except OSError:
+                pass
+            os.close(fd)
+            time.sleep(1.2)
+            status = p.stop()
+            os.unlink(os.path.join(logs, "filler"))
+            lines = read_lines(p.log_path)
+            last = json.loads(lines[-1])
+            with open(key + ".anchor") as f:
+                anchor = f.read()
+            if last.get("reason") != "close":
+                self.assertEqual(status, 1, p.stderr())
+                self.assertIn("the log is not closed", p.stderr())
+                return
+            self.assertIn(" seq=%d hash=%s reason=close " % (
+                last["seq"], last["hash"]), anchor)
+            for i in range(2):
+                lines.append(forged_event(last["seq"] + 1 + i,
+                                          last_hash(lines),
+                                          "planted-%d.invalid" % i))
+            write_lines(p.log_path, lines)
+            again = start_proxy("f1-again", key, log_dir=logs)
+            procs.append(again)
+            stop_proxy(again)
+            r = sandgate("audit", "verify", "--log-dir", logs, "--key", pub,
+                         "--anchor", key + ".anchor")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("follow the writer's close at seq %d"
+                          % last["seq"], r.stdout)
+        finally:
+            for q in procs:
+                q.kill()
+            subprocess.run(["umount", vol], timeout=30)
+
+    def test_f5_files_are_not_checked_against_an_anchor(self):
+        """F5: verify --key of named files or another folder says that no
+        writer's anchor was used."""
+        key, pub = make_key("f5")
+        p = start_proxy("f5", key)
+        flood(p.port, 5, "f5")
+        stop_proxy(p)
+        for args in ((p.log_path,), ("--log-dir", p.log_dir)):
+            r = sandgate("audit", "verify", "--key", pub, *args)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("note: not checked against a writer's anchor",
+                          r.stdout)
+        r = sandgate("audit", "verify", "--key", pub, "--anchor",
+                     key + ".anchor", p.log_path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("not checked against", r.stdout)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,10 @@ def control_proxy(name, **kw):
     args = list(kw.pop("extra_args", ())) + ["--control-socket", ctl]
     p = start_proxy(name, extra_args=args, **kw)
     p.ctl = ctl
+    # "listening on" comes before the control socket is bound.
+    deadline = time.monotonic() + 10
+    while not os.path.exists(ctl) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return p
 
 
@@ -175,6 +179,13 @@ class Case(unittest.TestCase):
     @property
     def up(self):
         return W["up"]
+
+    def assert_verifies(self, log_dir):
+        """sandgate audit verify says OK on the log folder."""
+        r = subprocess.run([os.path.join(proxylib.BIN, "sandgate"), "audit",
+                            "verify", "--log-dir", log_dir],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def allowed_get(self, path="/x", close=False):
         h = "allowed.test:%d" % self.up.http_port
@@ -387,17 +398,7 @@ class F02BlockLog(Case):
         n = self.flood(p, "127.0.0.2", 10)
         p.stop()  # SIGTERM writes the summaries still due
         p.checked = True
-        events = []
-        files = sorted((f for f in os.listdir(p.log_dir)
-                        if f.startswith("security-events.jsonl")),
-                       key=lambda f: -int(f.rsplit(".", 1)[1])
-                       if f[-1].isdigit() else 0)
-        total = 0
-        for f in files:
-            path = os.path.join(p.log_dir, f)
-            total += os.path.getsize(path)
-            with open(path) as fh:
-                events += [json.loads(line) for line in fh]
+        events, total = all_events(p.log_dir)
         a = proxylib.blocked_attempts(
             events, lambda e: e.get("sandbox") == SBX_A)
         b = [e for e in events if e.get("sandbox") == SBX_B and
@@ -415,10 +416,7 @@ class F02BlockLog(Case):
         self.assertEqual(a, n, "every blocked attempt is counted")
         self.assertLess(total - size0, 2 << 20, "the log grew by %d bytes"
                         % (total - size0))
-        r = subprocess.run([os.path.join(proxylib.BIN, "sandgate"), "audit",
-                            "verify", "--log-dir", p.log_dir],
-                           capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assert_verifies(p.log_dir)
 
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
@@ -1039,7 +1037,8 @@ class F12Smaller(Case):
 
     def test_stalled_clienthellos_hold_little(self):
         """A stalled ClientHello held 100-160 KiB in the proxy."""
-        p = start_proxy("stalled-hello")
+        p = start_proxy("stalled-hello",
+                        extra_args=["--max-conns-per-client", "400"])
         hello = client_hello(["allowed.test"])
         socks = []
         base = rss_kib(p.pid)
@@ -1057,6 +1056,430 @@ class F12Smaller(Case):
         if not sanitized():
             self.assertLess(per, 32, "%.1f KiB per stalled ClientHello"
                             % per)
+
+
+# ------------------------------- round 3: what a second attack broke
+
+def proxy_socket_kib(port):
+    """Kernel memory of the proxy's accepted sockets (receive + send
+    queues, ss -m), in KiB."""
+    out = subprocess.run(["ss", "-tmnH", "state", "established",
+                          "( sport = :%d )" % port],
+                         capture_output=True, text=True).stdout
+    total = 0
+    for m in re.finditer(r"skmem:\(r(\d+),rb\d+,t(\d+),tb\d+,f\d+,w(\d+)",
+                         out):
+        total += int(m.group(1)) + int(m.group(3))
+    return total // 1024
+
+
+class A01ClientBudget(Case):
+    """Back-pressure per connection still let one sandbox pin ~512 KiB
+    on each of 1024 connections (RSS 7 -> 327-539 MiB, plus MiBs of
+    socket buffers); two sandboxes got the proxy OOM-killed in a 1 GiB
+    container. Now one budget per client address covers all its
+    connections, and the kernel's socket buffers are capped."""
+
+    REQ = F01BackPressure.REQ
+    CONNS = 1024
+    SECS = 8
+
+    def flood(self, port, src, out):
+        socks = []
+        for _ in range(self.CONNS):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.bind((src, 0))
+            s.settimeout(2)
+            try:
+                s.connect(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                break
+            s.setblocking(False)
+            socks.append(s)
+        out.extend(socks)
+        chunk = self.REQ * (65536 // len(self.REQ))
+        end = time.monotonic() + self.SECS
+        while time.monotonic() < end:
+            progress = False
+            for s in socks:
+                try:
+                    s.send(chunk)
+                    progress = True
+                except OSError:
+                    pass
+            if not progress:
+                time.sleep(0.2)
+
+    def test_two_sources_of_never_reading_pipelines(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard < 3 * self.CONNS + 100:
+            self.skipTest("needs %d file descriptors" % (3 * self.CONNS))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        p = start_proxy("client-budget")
+        base = rss_kib(p.pid)
+        held = []
+        ts = [threading.Thread(target=self.flood, args=(p.port, src, held))
+              for src in ("127.0.0.2", "127.0.0.3")]
+        for t in ts:
+            t.start()
+        peak_rss, peak_sock = base, 0
+        while any(t.is_alive() for t in ts):
+            time.sleep(0.5)
+            peak_rss = max(peak_rss, rss_kib(p.pid))
+            peak_sock = max(peak_sock, proxy_socket_kib(p.port))
+        for t in ts:
+            t.join()
+        time.sleep(1)
+        peak_rss = max(peak_rss, rss_kib(p.pid))
+        peak_sock = max(peak_sock, proxy_socket_kib(p.port))
+        self.assert_serves(p, "while two sources pipeline and never read")
+        for s in held:
+            s.close()
+        grew = (peak_rss - base) / 1024.0
+        print("\n  2 sources x %d never-reading pipelines: proxy RSS %d -> "
+              "%d KiB, its sockets' kernel memory %d KiB" % (
+                  self.CONNS, base, peak_rss, peak_sock), file=sys.stderr)
+        # Two budgets (16 MiB) and their overshoot, then the kernel's
+        # buffers: 256 connections a source, 128 KiB doubled each way
+        # (about 256 KiB of it filled; 4a8ec1a: 361 MiB in all).
+        self.assertLess(peak_sock, 2 * 256 * 384, "socket memory %d KiB"
+                        % peak_sock)
+        if not sanitized():
+            self.assertLess(grew, 80, "RSS grew by %.1f MiB" % grew)
+
+
+REPORT_POLICY = """\
+description: a set in report mode (staging)
+mode: report
+allow:
+  - host: reported.test
+    ports: [443]
+    rationale: trying out
+"""
+
+
+def parse_lines(fh):
+    """The events of a log file; a torn line (a write cut short by a
+    full volume, ended by the writer's next newline) is not one."""
+    out = []
+    for line in fh:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def all_events(log_dir):
+    """Every event of the log folder's files, oldest file first."""
+    files = sorted((f for f in os.listdir(log_dir)
+                    if f.startswith("security-events.jsonl")),
+                   key=lambda f: -int(f.rsplit(".", 1)[1])
+                   if f[-1].isdigit() else 0)
+    events, total = [], 0
+    for f in files:
+        path = os.path.join(log_dir, f)
+        total += os.path.getsize(path)
+        with open(path, errors="replace") as fh:
+            events += parse_lines(fh)
+    return events, total
+
+
+class A02ReportModeFlood(Case):
+    """A sandbox whose set is in report mode wrote an egress.would_block
+    line per request, outside every budget (6.4 MiB/s): the other
+    sandboxes' history was rotated away in 3 s, and a stopped sandbox kept
+    writing them."""
+
+    def test_would_block_flood_is_budgeted(self):
+        p = control_proxy("report-flood", extra_args=[
+            "--log-max-size", "1m", "--log-keep", "2"])
+        with open(os.path.join(p.policy_dir, "rep.yaml"), "w") as f:
+            f.write(REPORT_POLICY)
+        status, body = proxylib.control(p.ctl, "POST", "/reload")
+        self.assertEqual(status, 200, body)
+        register(p, "127.0.0.2", SBX_A, sets="rep")
+        register(p, "127.0.0.3", SBX_B)
+        for i in range(3):
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(get_request("http://b-dest.invalid/%d" % i,
+                               "b-dest.invalid", "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+            c.close()
+        size0 = os.path.getsize(p.log_path)
+        # Let through by report mode, then refused for its address.
+        n = F02BlockLog.flood(self, p, "127.0.0.2", 10,
+                              hosts=("127.0.0.1:1",))
+        p.stop()
+        p.checked = True
+        events, total = all_events(p.log_dir)
+        a = lambda e: e.get("sandbox") == SBX_A  # noqa: E731
+        would = proxylib.would_block_attempts(events, a)
+        blocked = proxylib.blocked_attempts(events, a)
+        b = [e for e in events if e.get("sandbox") == SBX_B and
+             e.get("host") == "b-dest.invalid"]
+        print("\n  %d report-mode requests in 10 s: %d would_block "
+              "attempts and %d blocks counted, %d lines; log %d -> %d bytes"
+              % (n, would, blocked, sum(1 for e in events if a(e)), size0,
+                 total), file=sys.stderr)
+        self.assertGreater(n, 1000, "the flood did not happen")
+        self.assertEqual(len(b), 3, "the other sandbox's earlier events "
+                         "are gone")
+        self.assertEqual(would, n, "every would-be block is counted")
+        self.assertEqual(blocked, n, "every block is counted")
+        self.assertLess(total - size0, 2 << 20, "the log grew by %d bytes"
+                        % (total - size0))
+        self.assert_verifies(p.log_dir)
+
+
+class A03StoppedSandbox(Case):
+    """Once stopped for filling the log volume, a sandbox still got one
+    summary per destination and reason per window (about 21 KiB/s with
+    long methods): the volume filled anyway and every sandbox's egress
+    was refused."""
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_stopped_sandbox_writes_one_summary_a_window(self):
+        logs = tempfile.mkdtemp(prefix="sg-smalllog-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
+                        logs], check=True)
+        try:
+            p = control_proxy("stopped", extra_args=[
+                "--log-dir", logs, "--block-window", "1"] +
+                proxylib.full_lines_args())
+            p.log_dir = logs
+            p.log_path = os.path.join(logs, "security-events.jsonl")
+            register(p, "127.0.0.2", SBX_A)
+            register(p, "127.0.0.3", SBX_B)
+            hosts = ["f%d.invalid" % i for i in range(1000)]
+            before = 0
+            for _ in range(60):
+                before += F02BlockLog.flood(self, p, "127.0.0.2", 0.5,
+                                            hosts=hosts)
+                status, st = proxylib.control(p.ctl, "GET", "/status")
+                if st.get("log_pressure"):
+                    break
+            self.assertTrue(st.get("log_pressure"), "never stopped")
+            # Every block of the stopped sandbox's last window is due.
+            time.sleep(2.5)
+            size0 = os.path.getsize(p.log_path)
+            # Many destinations and reasons, each blocked request with a
+            # long method, for 8 windows.
+            long = "X" * 7000
+            n = 0
+            deadline = time.monotonic() + 8
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            while time.monotonic() < deadline:
+                reqs = [get_request("http://%s/" % h, h)
+                        for h in hosts[n % 900:n % 900 + 40]]
+                reqs.append(("%s http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n"
+                             % (long, hosts[0], hosts[0])).encode())
+                c.send(b"".join(reqs))
+                for _ in reqs:
+                    self.assertEqual(c.read_response().status, 403)
+                n += len(reqs)
+            c.close()
+            time.sleep(2.5)
+            grew = os.path.getsize(p.log_path) - size0
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(self.allowed_get("/b", close=True))
+            r = c.read_response()
+            c.close()
+            print("\n  stopped sandbox: %d blocked requests in 8 s added "
+                  "%d bytes to the log" % (n, grew), file=sys.stderr)
+            self.assertEqual(r.status, 200, "the other sandbox was stopped "
+                             "too: %r" % r)
+            # One aggregate summary a window (about 700 bytes each).
+            self.assertLess(grew, 16 << 10, "a stopped sandbox still "
+                            "wrote %d bytes" % grew)
+            p.stop()
+            p.checked = True
+            events, _ = all_events(logs)
+            self.assertEqual(proxylib.blocked_attempts(
+                events, lambda e: e.get("sandbox") == SBX_A), before + n,
+                "not every attempt counted")
+        finally:
+            subprocess.run(["umount", "-l", logs])
+            os.rmdir(logs)
+
+
+class A05RevokePending(Case):
+    """A CONNECT still resolving when a reload removed its entry opened
+    its tunnel anyway (200, then requests inside) and was never revoked:
+    conn_revoke() looked only at open tunnels."""
+
+    def reload_during_lookup(self, name, policy):
+        dns = proxylib.DnsServer({"slow.test": "127.0.0.1"},
+                                 delays={"slow.test": 2.0})
+        dns.start()
+        W["helpers"].append(dns.stop)
+        p = control_proxy(name, extra_args=[
+            "--resolver", "127.0.0.1:%d" % dns.port])
+        mark = p.mark()
+        c = RawConn(p.port)
+        c.send(connect_request("slow.test:%d" % self.up.http_port))
+        time.sleep(0.5)
+        text = policy.replace("{HTTP}", str(self.up.http_port))
+        text = text.replace("{S_SERVER}", str(self.up.refused_port))
+        text = text.replace("{FLOOD}", str(self.up.refused_port))
+        with open(os.path.join(p.policy_dir, "extra.yaml"), "w") as f:
+            f.write(text)
+        status, body = proxylib.control(p.ctl, "POST", "/reload")
+        self.assertEqual(status, 200, body)
+        self.assertTrue(dns.asked("slow.test"))
+        return p, c, mark
+
+    def test_removed_entry(self):
+        policy = re.sub(r"  - host: slow\.test\n(    .*\n)+", "",
+                        EXTRA_POLICY)
+        self.assertNotIn("slow.test", policy)
+        p, c, mark = self.reload_during_lookup("revoke-resolve", policy)
+        c.sock.settimeout(10)
+        resp = c.read_response(method="CONNECT")
+        c.close()
+        self.assertEqual(resp.status, 403, "the tunnel opened under the "
+                         "old policy: %r" % resp)
+        self.wait_logged(p, mark, event="egress.blocked", host="slow.test",
+                         reason="not_allowlisted")
+        self.assert_serves(p, "after a pending CONNECT was refused")
+
+    def test_entry_now_tls_required(self):
+        policy = EXTRA_POLICY.replace(
+            "rationale: the test's DNS server answers it late",
+            "tls: required\n    rationale: the test's DNS server answers "
+            "it late")
+        p, c, mark = self.reload_during_lookup("revoke-tls", policy)
+        c.sock.settimeout(10)
+        resp = c.read_response(method="CONNECT")
+        self.assertEqual(resp.status, 200, repr(resp))
+        h = "slow.test:%d" % self.up.http_port
+        c.send(b"GET /in-tunnel HTTP/1.1\r\nHost: %s\r\n\r\n" % h.encode())
+        c.sock.settimeout(3)
+        data = c.buf
+        try:
+            while True:
+                chunk = c.sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+        c.close()
+        self.assertNotIn(b"HTTP/1.1 200", data, "plain HTTP passed a "
+                         "tunnel whose entry now says tls: required")
+        self.assertFalse(self.up.http_counters.saw_path("/in-tunnel"))
+        self.wait_logged(p, mark, event="egress.blocked", host="slow.test",
+                         reason="not_tls")
+
+
+class A06UnwrittenBlocks(Case):
+    """An attempt granted a full line whose write failed (the log volume
+    full) was neither written nor counted into a summary: 32 answered
+    403s, 8 in the log."""
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_failed_lines_are_counted(self):
+        logs = tempfile.mkdtemp(prefix="sg-unwritten-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs",
+                        logs], check=True)
+        try:
+            p = control_proxy("unwritten", extra_args=["--log-dir", logs])
+            p.log_dir = logs
+            p.log_path = os.path.join(logs, "security-events.jsonl")
+
+            def blocked(host):
+                c = RawConn(p.port)
+                c.send(get_request("http://%s/" % host, host,
+                                   "Connection: close\r\n"))
+                r = c.read_response()
+                c.close()
+                self.assertEqual(r.status, 403, repr(r))
+            blocked("before.invalid")
+            fill = os.path.join(logs, "fill")
+            with open(fill, "wb", buffering=0) as f:
+                for size in (65536, 1):
+                    try:
+                        while True:
+                            f.write(b"\0" * size)
+                    except OSError:
+                        pass
+            for i in range(30):
+                blocked("during%d.invalid" % i)
+            os.remove(fill)
+            blocked("after.invalid")
+            p.stop()
+            p.checked = True
+            events, _ = all_events(logs)
+            full = sum(1 for e in events if e["event"] == "egress.blocked")
+            print("\n  32 blocked requests, 30 while the log volume was "
+                  "full: %d full lines, %d counted in summaries" % (
+                      full, proxylib.blocked_attempts(events) - full),
+                  file=sys.stderr)
+            self.assertEqual(proxylib.blocked_attempts(events), 32,
+                             "blocked attempts lost while the log could "
+                             "not be written")
+        finally:
+            subprocess.run(["umount", "-l", logs])
+            os.rmdir(logs)
+
+
+class A08PipelinedRefusal(Case):
+    """A ClientHello sent with its CONNECT in one send and refused lost
+    the "200 Connection established": the refusal replaced the bytes
+    still waiting to go to the client."""
+
+    def test_200_then_alert(self):
+        p = start_proxy("pipelined-refusal")
+        mark = p.mark()
+        c = RawConn(p.port)
+        c.send(connect_request("allowed.test:%d" % self.up.tls_port) +
+               client_hello(["other.test"]))
+        c.sock.settimeout(10)
+        data = c.read_until_close()
+        c.close()
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), "no 200 first: "
+                        "%r" % data[:80])
+        self.assertTrue(rest.startswith(b"\x15\x03"), "no TLS alert after "
+                        "the 200: %r" % data[:80])
+        self.wait_logged(p, mark, event="egress.blocked",
+                         reason="sni_mismatch")
+
+
+class A07CursorAcrossRestart(Case):
+    """Block serials restarted at 0 with the proxy: the controller's
+    cursor from before the exec was above every new serial, and the
+    agent's block report came back empty."""
+
+    def blocks(self, p, n, host):
+        for i in range(n):
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            c.send(get_request("http://%s/%d" % (host, i), host,
+                               "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+            c.close()
+
+    def test_cursor_survives_a_restart(self):
+        p = control_proxy("cursor-restart")
+        register(p, "127.0.0.2", SBX_A)
+        self.blocks(p, 3, "before.invalid")
+        status, st = proxylib.control(p.ctl, "GET", "/status")
+        cursor = st["blocks_seq"]
+        p.stop()
+        p.start()
+        register(p, "127.0.0.2", SBX_A)
+        self.blocks(p, 2, "after.invalid")
+        status, body = proxylib.control(
+            p.ctl, "GET", "/blocks?sandbox=%s&after=%d" % (SBX_A, cursor))
+        self.assertEqual(status, 200, body)
+        got = sum(b.get("attempts", 1) for b in body["blocks"]
+                  if b["host"] == "after.invalid")
+        self.assertEqual(got, 2, "blocks after a restart missing from a "
+                         "cursor taken before it: %r" % body)
 
 
 FAIL_EVENT_NEW = r"""

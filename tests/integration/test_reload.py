@@ -14,6 +14,7 @@ two sandboxes.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -291,6 +292,31 @@ class T1Broken(ReloadTest):
                         ev["errors"])
         self.assertEqual(ev["policy_digest"], self.base_digest,
                          "rejected: the digest of the policy kept in force")
+        self.check_still_serving()
+
+    def test_rejected_errors_past_64k_are_cut_not_dropped(self):
+        """A reload whose errors would make a policy.rejected line pass
+        64 KiB still writes one (those that fit, then a count of the
+        rest), and the log's chain holds."""
+        files = dict(BASE)
+        name = "zz-a-much-longer-file-name-for-every-error-line.yaml"
+        files[name] = ("description: bad\nowner: x@example.org\n"
+                       "mode: enforce\nallow:\n" + "".join(
+                           '  - host: "bad host %d!!"\n    ports: [99999]\n'
+                           '    rationale: x\n' % i for i in range(300)))
+        write_policy(files)
+        ev = self.sighup("policy.rejected")
+        self.assertEqual(ev["policy_digest"], self.base_digest)
+        errors = ev["errors"]
+        self.assertGreater(len(errors), 100, errors[:3])
+        m = re.match(r"\.\.\. and (\d+) more error\(s\), not logged "
+                     r"here", errors[-1])
+        self.assertIsNotNone(m, errors[-1])
+        self.assertEqual(len(errors) - 1 + int(m.group(1)), 600)
+        for line in self.proxy.log_lines():
+            self.assertLessEqual(len(line), 64 * 1024)
+        r = run_cli("audit", "verify", "--log-dir", self.proxy.log_dir)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.check_still_serving()
 
     def test_post_reload_broken_answers_422(self):

@@ -3,8 +3,9 @@ rsyslog (imfile tailing the rotating security-event log, omfwd over TCP)
 forwards to a second rsyslogd playing the SIEM (imtcp, omfile).
 
 The proxy writes 10,000 blocked-request events across two rotations
-while the shipper runs; the shipper is restarted once and the proxy once
-on the way. The sink must hold every line, in order, exactly once (its
+while the shipper runs, and a policy.rejected line of more than 8 KiB
+(rsyslog's default limit); the shipper is restarted once and the proxy
+once on the way. The sink must hold every line, in order, exactly once (its
 file is byte for byte the rotated files and the current one, oldest
 first), and `sandgate audit verify --key` passes on the sink's copy.
 
@@ -12,7 +13,9 @@ Both rsyslogd run in the foreground with their own configuration, pid
 file and work folder under a temporary folder, listening on loopback
 only; the system's /etc/rsyslog.conf and /dev/log are not touched. The
 configuration blocks are read from docs/audit.md (marked
-"shipper-config"), so the documented configuration is the tested one.
+"shipper-config") and used as they are, only paths and the port changed
+and rsyslog's work folder put before them, so the documented
+configuration is the tested one.
 """
 import json
 import os
@@ -56,7 +59,7 @@ class Rsyslogd:
         os.makedirs(os.path.join(folder, "work"), exist_ok=True)
         self.conf = os.path.join(folder, "rsyslog.conf")
         with open(self.conf, "w") as f:
-            f.write('global(workDirectory="%s" maxMessageSize="128k")\n'
+            f.write('global(workDirectory="%s")\n'
                     % os.path.join(folder, "work"))
             f.write(config)
         self.pidfile = os.path.join(folder, "rsyslogd.pid")
@@ -100,10 +103,22 @@ def flood(port, first, n):
                                                               first + n)])
 
 
+def log_key(log_dir):
+    """The key of the log in log_dir, made on first use: a key and its
+    anchor belong to one log (docs/audit.md)."""
+    key = log_dir + "-keys/checkpoint.key"
+    if not os.path.exists(key):
+        r = subprocess.run([SANDGATE, "audit", "key", "create", key],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise AssertionError("audit key create: %r" % (r,))
+    return key
+
+
 def start_proxy(name, log_dir, max_size):
     p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
-        "--checkpoint-key", W["key"], "--log-max-size", str(max_size),
-        "--log-keep", "10"] + proxylib.full_lines_args())
+        "--checkpoint-key", log_key(log_dir), "--log-max-size",
+        str(max_size), "--log-keep", "10"] + proxylib.full_lines_args())
     p.log_dir = log_dir
     p.log_path = os.path.join(log_dir, LOG)
     return p.start()
@@ -115,6 +130,26 @@ def stop_proxy(p):
         raise AssertionError("proxy exit %r:\n%s" % (status, p.stderr()))
     if p.sanitizer_report():
         raise AssertionError(p.sanitizer_report()[:4000])
+
+
+def long_line(p):
+    """A policy.rejected event of more than 8 KiB: a reload of a policy
+    with 80 errors, each naming a 200-character host. Returns its line."""
+    bad = os.path.join(p.policy_dir, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write("allow:\n" + "".join(
+            "  - host: %s%d.test\n    port: 80\n    rationale: x\n"
+            % ("a" * 200, i) for i in range(40)))
+    mark = p.mark()
+    os.kill(p.pid, signal.SIGHUP)
+    ev = p.wait_event(lambda e: e.get("event") == "policy.rejected", mark)
+    os.unlink(bad)
+    if ev is None:
+        raise AssertionError("no policy.rejected: " + p.stderr())
+    for line in reversed(read_all([p.log_path]).splitlines()):
+        if json.loads(line).get("seq") == ev["seq"]:
+            return line
+    raise AssertionError("policy.rejected not in the log")
 
 
 def line_size():
@@ -157,11 +192,6 @@ class ShipperTest(unittest.TestCase):
             os.environ.pop(k, None)
         W["dir"] = tempfile.mkdtemp(prefix="sg-shipper-")
         W["up"] = proxylib.Upstreams(W["dir"]).start()
-        W["key"] = os.path.join(W["dir"], "keys", "checkpoint.key")
-        r = subprocess.run([SANDGATE, "audit", "key", "create", W["key"]],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            raise AssertionError("audit key create: %r" % (r,))
 
     @classmethod
     def tearDownClass(cls):
@@ -194,11 +224,16 @@ class ShipperTest(unittest.TestCase):
         W["shipper"] = Rsyslogd(os.path.join(W["dir"], "rs-ship"),
                                 sender).start()
         p = start_proxy("ship1", logs, max_size)
-        flood(p.port, 0, 4000)
-        # The shipper restarts: it goes on from its state file.
+        flood(p.port, 0, 1500)
+        big = long_line(p)
+        self.assertGreater(len(big), 8192)
+        flood(p.port, 1500, 500)
+        # The shipper restarts (far from a rotation, which it would miss
+        # while down: test_rotation_while_the_shipper_is_down): it goes
+        # on from its state file.
         W["shipper"].stop()
         W["shipper"].start()
-        flood(p.port, 4000, 3000)
+        flood(p.port, 2000, 5000)
         # The proxy restarts: a close and an open checkpoint.
         stop_proxy(p)
         p = start_proxy("ship2", logs, max_size)
@@ -227,13 +262,16 @@ class ShipperTest(unittest.TestCase):
         seqs = [e["seq"] for e in events]
         self.assertEqual(seqs, list(range(1, len(events) + 1)),
                          "in order, none lost, none twice")
+        self.assertIn(big, got.splitlines(), "the line of more than 8 KiB "
+                      "arrived whole")
         self.assertEqual(got, want, "the sink holds the log byte for byte")
         reasons = [e["reason"] for e in events
                    if e["event"] == "log.checkpoint"]
         self.assertEqual(reasons.count("close"), 2)
         self.assertEqual(reasons.count("open"), 2)
         r = subprocess.run([SANDGATE, "audit", "verify", "--key",
-                            W["key"] + ".pub", sink], capture_output=True,
+                            log_key(logs) + ".pub", sink],
+                           capture_output=True,
                            text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("OK: %d events, chain intact" % len(events), r.stdout)

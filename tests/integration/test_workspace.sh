@@ -17,37 +17,19 @@ trap cleanup EXIT
 ID=sbx_0123456789abcdef01234567
 SBX=$SANDGATE_STATE/sandboxes/$ID
 SRC=$T/src
-mkdir -p "$SRC/lib" "$SRC/.github/workflows" "$SBX/runs/run1" "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
+mkdir -p "$SRC/lib" "$SRC/.github/workflows" "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
 printf 'hello\n' > "$SRC/a.txt"
 printf 'keep\n' > "$SRC/lib/keep.txt"
 printf 'gone\n' > "$SRC/gone.txt"
 printf 'host\n' > "$SRC/host.txt"
 printf 'on: push\n' > "$SRC/.github/workflows/ci.yml"
 printf 'x\000y' > "$SRC/blob.bin"
-cp -a "$SRC" "$SBX/snapshot"
-cp -a "$SRC" "$SBX/work"
-touch "$SBX/lock"
-python3 - "$SRC" "$SBX" "$ID" <<'PY'
-import hashlib, json, os, sys
-src, sbx, sid = sys.argv[1:4]
-files = []
-for d, _, names in os.walk(src):
-    for n in names:
-        p = os.path.join(d, n)
-        st = os.stat(p)
-        files.append({"path": os.path.relpath(p, src),
-                      "sha256": hashlib.sha256(open(p, "rb").read()).hexdigest(),
-                      "mode": "%04o" % (st.st_mode & 0o7777), "size": st.st_size})
-files.sort(key=lambda f: f["path"].encode())
-json.dump({"version": 1, "excludes": [], "exclude_secrets": False,
-           "cutoff_ns": 0, "files": files}, open(sbx + "/manifest.json", "w"))
-json.dump({"id": sid, "source": src, "created": "2026-01-01T00:00:00Z",
-           "image": "test", "container": ""}, open(sbx + "/meta.json", "w"))
-PY
+. "$(dirname "$0")/../lib/fixture.sh"
+sg_fixture_sandbox "$ID" "$SRC"
 printf '{"sandbox":"%s","run":"r1"}\n{"sandbox":"sbx_ffffffffffffffffffffffff","run":"r2"}\n' "$ID" > "$SANDGATE_RECORD_DIR/runs.jsonl"
 printf '{"sandbox":"%s","event":"egress.blocked"}\n' "$ID" > "$SANDGATE_LOG_DIR/security-events.jsonl"
+mkdir -p "$SBX/runs/run1"
 printf 'out\n' > "$SBX/runs/run1/stdout"
-chmod -R a-w "$SBX/snapshot"
 
 # the agent's changes
 W=$SBX/work

@@ -75,7 +75,8 @@ def main(argv):
         else:
             problems = [e.message[:300] for e in
                         validator.iter_errors(ev)] + extra_problems(ev)
-        name = ev.get("unmapped", {}).get("sandgate", {}).get("event", "?")
+        name = str(ev.get("unmapped", {}).get("sandgate", {}).get("event",
+                                                                  "?"))
         entry = summary["by_event"].setdefault(name, {"class_uid": [],
                                                       "n": 0})
         entry["n"] += 1

@@ -195,6 +195,86 @@ test_stop_top(void **state)
 	blocklog_free(bl);
 }
 
+/* A stopped identity adds one summary a window, whatever it tries. */
+static void
+test_stopped_one_aggregate(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 host[32];
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 10; i++)
+		blocklog_wrote(bl, "sbx_loud", SEC);
+	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_loud");
+	for (i = 0; i < 500; i++) {
+		snprintf(host, sizeof(host), "h%d.invalid", i);
+		assert_int_equal(attempt(bl, "sbx_loud", host, 2), 0);
+	}
+	blocklog_flush(bl, 13 * SEC, 0);
+	assert_int_equal(s.summaries, 1);
+	assert_int_equal(s.nohost, 1);
+	assert_int_equal(s.counted, 500);
+	blocklog_free(bl);
+}
+
+/* would_block attempts are keyed apart and summarized as such. */
+static void
+test_report_keyed_apart(void **state)
+{
+	struct blocklog_opts	 o = { 1, 50, 10 };
+	struct blocklog_event	 ev;
+	struct timespec		 now = { 1000, 0 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	memset(&ev, 0, sizeof(ev));
+	ev.identity = "sbx_a";
+	ev.host = "a.invalid";
+	ev.port = 443;
+	ev.reason = SG_REASON_NOT_ALLOWLISTED;
+	for (i = 0; i < 4; i++) {
+		ev.report = i % 2;
+		full += blocklog_note(bl, &ev, SEC, &now);
+	}
+	assert_int_equal(full, 2);	/* a burst of 1 for each key */
+	blocklog_flush(bl, SEC, 1);
+	assert_int_equal(s.summaries, 2);
+	assert_int_equal(s.counted, 2);
+	blocklog_free(bl);
+}
+
+/* A full line that could not be written is counted into a summary. */
+static void
+test_unwritten_counted(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_event	 ev;
+	struct timespec		 now = { 1000, 0 };
+	struct sink		 s;
+	struct blocklog		*bl;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	memset(&ev, 0, sizeof(ev));
+	ev.identity = "sbx_a";
+	ev.host = "a.invalid";
+	ev.port = 443;
+	ev.reason = SG_REASON_NOT_ALLOWLISTED;
+	assert_int_equal(blocklog_note(bl, &ev, SEC, &now), 1);
+	blocklog_unwritten(bl, &ev, &now);
+	blocklog_flush(bl, SEC, 1);
+	assert_int_equal(s.summaries, 1);
+	assert_int_equal(s.counted, 1);
+	blocklog_free(bl);
+}
+
 int
 main(void)
 {
@@ -204,6 +284,9 @@ main(void)
 		cmocka_unit_test(test_key_cap),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
+		cmocka_unit_test(test_stopped_one_aggregate),
+		cmocka_unit_test(test_report_keyed_apart),
+		cmocka_unit_test(test_unwritten_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

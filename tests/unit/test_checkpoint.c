@@ -1,7 +1,9 @@
 /*
  * test_checkpoint.c: signed checkpoints (checkpoint.c) written through the
  * real event log, and their checks (ckverify.c): rewritten and cut tails,
- * key rotation, foreign and retired keys, malformed checkpoint lines.
+ * key rotation, foreign and retired keys, malformed checkpoint lines; the
+ * writer's anchor and log.resume (planted lines, crash, cut, shared
+ * writers), rotation checkpoints, keys that sign nothing, empty logs.
  */
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,6 +36,8 @@
 /* A line ends ,"prev":"<64 hex>","hash":"<64 hex>"} */
 #define PREV_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN - 65)
 #define HASH_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN + 9)
+#define Z64		"00000000000000000000000000000000" \
+			"00000000000000000000000000000000"
 
 struct tmp {
 	char	dir[64];	/* the log folder */
@@ -67,6 +71,11 @@ static EVP_PKEY	*pubkey(const char *);
 static enum ckverify_result verify(const char *, EVP_PKEY *, EVP_PKEY *,
 		    int64_t, struct ckverify *);
 static void	edit_line(char **, const char *, const char *);
+static enum ckverify_result verify_with(const char *const *, size_t,
+		    EVP_PKEY *, const struct checkpoint_anchor *,
+		    struct ckverify *);
+static void	anchor_of(struct tmp *, struct checkpoint_anchor *);
+static int	shared_record(struct tmp *, int);
 
 static int
 tmp_setup(void **state)
@@ -823,15 +832,40 @@ test_malformed(void **state)
  * Shared mode, as the controller writes runs.jsonl: four processes each
  * append records and close with a checkpoint under the shared key lock.
  */
-static void
-test_shared(void **state)
+/*
+ * What one sandgate exec does to runs.jsonl: open it shared, sign (the
+ * signer holds the log), append record n, close with a checkpoint. 0 or
+ * -1.
+ */
+static int
+shared_record(struct tmp *t, int n)
 {
-	struct tmp		*t = *state;
 	struct eventlog_opts	 lo = { .shared = 1 };
 	struct checkpoint_opts	 o = { .key_path = t->key,
 				    .lock = CHECKPOINT_LOCK_SHARED };
 	struct checkpoint	*ck;
 	struct eventlog		*log;
+	char			*cause = NULL;
+	int			 rc;
+
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	ck = log ? checkpoint_new(log, &o, &cause) : NULL;
+	free(cause);
+	if (ck == NULL) {
+		eventlog_close(log);
+		return -1;
+	}
+	append_n(log, n, 1);
+	rc = checkpoint_write(ck, "close");
+	checkpoint_free(ck);
+	eventlog_close(log);
+	return rc;
+}
+
+static void
+test_shared(void **state)
+{
+	struct tmp		*t = *state;
 	struct ckverify		 v;
 	EVP_PKEY		*k;
 	char			 pub[160], *cause = NULL;
@@ -845,17 +879,9 @@ test_shared(void **state)
 		assert_true(pids[i] != -1);
 		if (pids[i] != 0)
 			continue;
-		for (j = 0; j < 25; j++) {
-			log = eventlog_open(t->dir, NAME, &lo, &cause);
-			ck = log ? checkpoint_new(log, &o, &cause) : NULL;
-			if (ck == NULL)
+		for (j = 0; j < 25; j++)
+			if (shared_record(t, i * 100 + j) == -1)
 				_exit(1);
-			append_n(log, i * 100 + j, 1);
-			if (checkpoint_write(ck, "close") == -1)
-				_exit(2);
-			checkpoint_free(ck);
-			eventlog_close(log);
-		}
 		_exit(0);
 	}
 	for (i = 0; i < 4; i++) {
@@ -869,6 +895,679 @@ test_shared(void **state)
 		fail_msg("%s:%zu: %s", v.fail_at.file, v.fail_at.line, v.what);
 	assert_int_equal(v.chain.events, 200);
 	assert_int_equal(v.good, 100);
+	EVP_PKEY_free(k);
+}
+
+/* The anchor line as the writer writes it, and what the parser refuses. */
+static void
+test_anchor_parse(void **state)
+{
+#define A_HASH	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define A_KEY	"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+#define A_TS	"2026-01-02T03:04:05.678901Z"
+	static const char good[] = "sandgate-anchor-v1 seq=7 hash=" A_HASH
+	    " reason=close ts=" A_TS " key=" A_KEY "\n";
+	static const char *const bad[] = {
+		"",
+		"sandgate-anchor-v1",
+		"sandgate-anchor-v2 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY,
+		"sandgate-anchor-v1 seq=0 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY,
+		"sandgate-anchor-v1 seq=-1 hash=" A_HASH " reason=close ts="
+		    A_TS " key=" A_KEY,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH "a reason=close ts="
+		    A_TS " key=" A_KEY,
+		"sandgate-anchor-v1 seq=7 hash=A" A_HASH " reason=close ts="
+		    A_TS " key=" A_KEY,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=shut ts=" A_TS
+		    " key=" A_KEY,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close "
+		    "ts=2026-01-02 key=" A_KEY,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=AAAA",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " ",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " more=1",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=0",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=9007199254740992",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 first=4",
+		"sandgate-anchor-v1 hash=" A_HASH " seq=7 reason=close ts=" A_TS
+		    " key=" A_KEY,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY "\nsandgate-anchor-v1",
+	};
+	struct checkpoint_anchor	 a;
+	const char			*what;
+	size_t				 i;
+
+	assert_int_equal(checkpoint_anchor_parse(good, strlen(good), &a,
+	    &what), 0);
+	assert_int_equal(a.seq, 7);
+	assert_string_equal(a.hash, A_HASH);
+	assert_string_equal(a.reason, "close");
+	assert_string_equal(a.ts, A_TS);
+	assert_string_equal(a.key, A_KEY);
+	assert_int_equal(a.first, 0);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3",
+	    strlen(good) + 7, &a, &what), 0);
+	assert_int_equal(a.first, 3);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (checkpoint_anchor_parse(bad[i], strlen(bad[i]), &a,
+		    &what) != -1 || what == NULL)
+			fail_msg("bad anchor %zu accepted: %s", i, bad[i]);
+	/* A NUL byte inside. */
+	assert_int_equal(checkpoint_anchor_parse(good, sizeof(good), &a,
+	    &what), -1);
+#undef A_HASH
+#undef A_KEY
+#undef A_TS
+}
+
+/* ckverify over files (oldest first) with one key and an anchor. */
+static enum ckverify_result
+verify_with(const char *const *paths, size_t n, EVP_PKEY *k,
+    const struct checkpoint_anchor *anchor, struct ckverify *v)
+{
+	struct lines		l;
+	enum ckverify_result	r;
+	size_t			i, j;
+
+	ckverify_init(v);
+	if (k != NULL)
+		assert_int_equal(ckverify_add_key(v, k), 0);
+	if (anchor != NULL)
+		ckverify_set_anchor(v, anchor);
+	for (j = 0; j < n; j++) {
+		lines_read(&l, paths[j]);
+		ckverify_file(v, paths[j]);
+		for (i = 0; i < l.n; i++)
+			ckverify_feed(v, l.v[i], strlen(l.v[i]));
+		lines_free(&l);
+	}
+	r = ckverify_finish(v, now_us());
+	ckverify_release(v);
+	return r;
+}
+
+/* The writer's anchor as it is on disk. */
+static void
+anchor_of(struct tmp *t, struct checkpoint_anchor *a)
+{
+	char	path[160], *cause = NULL;
+
+	snprintf(path, sizeof(path), "%s.anchor", t->key);
+	if (checkpoint_anchor_read(path, a, &cause) != 1)
+		fail_msg("anchor: %s", cause ? cause : "none");
+}
+
+/*
+ * Lines planted after the writer's close: the writer that opens the log
+ * again records them (log.resume) before it signs; verify names the first.
+ */
+static void
+test_resume_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 5, "close");	/* open 1, 5 events, close 7 */
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 7);
+	assert_string_equal(a.reason, "close");
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	append_n(log, 50, 2);			/* seq 8, 9 */
+	eventlog_close(log);
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 12);
+	assert_non_null(strstr(l.v[9], "\"event\":\"log.resume\","
+	    "\"anchor_seq\":7,"));
+	assert_non_null(strstr(l.v[9], "\"found_seq\":9,"));
+	assert_non_null(strstr(l.v[10], "\"reason\":\"open\""));
+	lines_free(&l);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 8);
+	assert_int_equal(v.untrusted.line, 8);
+	assert_non_null(strstr(v.what, "follow the writer's close"));
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A writer that stopped without closing: the next one records where its
+ * anchored checkpoint was, and verify takes it for what it is (a note).
+ */
+static void
+test_resume_after_crash(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	char			 pub[160];
+	pid_t			 pid;
+	int			 status;
+
+	if ((pid = fork()) == 0) {
+		log = open_signed(t, 100, 60, &ck);
+		if (checkpoint_write(ck, "open") == -1)
+			_exit(1);
+		append_n(log, 0, 3);
+		if (checkpoint_write(ck, "timer") == -1)
+			_exit(2);
+		append_n(log, 3, 2);
+		_exit(0);			/* no close: a crash */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	if (verify(t->path, k, NULL, now_us(), &v) != CKVERIFY_OK)
+		fail_msg("%s", v.what);
+	assert_int_equal(v.crashes, 1);
+	assert_int_equal(v.crash.line, 8);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A log cut at an older close: the anchor tells; the writer that opens it
+ * records it too.
+ */
+static void
+test_resume_cut(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	const char		*paths[1] = { t->path };
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 5, "close");	/* close at 7 */
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 10, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);	/* 11 */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 11);
+	assert_int_equal(verify_with(paths, 1, k, &a, &v), CKVERIFY_OK);
+	lines_read(&l, t->path);
+	lines_write(&l, t->path, 0, 7);
+	lines_free(&l);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v), CKVERIFY_OK);
+	assert_int_equal(verify_with(paths, 1, k, &a, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 8);
+	assert_int_equal(v.untrusted.line, 0);
+	assert_non_null(strstr(v.what, "were cut"));
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 8);
+	assert_non_null(strstr(v.what, "seq 8 to 11 were cut"));
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Shared writers (runs.jsonl): the file replaced behind their back; the
+ * next one records it before its record, holding the log meanwhile.
+ */
+static void
+test_resume_shared(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	char			 pub[160], *cause = NULL;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	assert_int_equal(shared_record(t, 0), 0);
+	assert_int_equal(shared_record(t, 1), 0);
+	/* Replaced by a chain of its own. */
+	unlink(t->path);
+	log = eventlog_open(t->dir, NAME, NULL, &cause);
+	append_n(log, 90, 2);
+	eventlog_close(log);
+	assert_int_equal(shared_record(t, 2), 0);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 5);
+	assert_non_null(strstr(l.v[2], "\"event\":\"log.resume\","
+	    "\"anchor_seq\":4,"));
+	assert_non_null(strstr(l.v[2], "\"found_seq\":2,"));
+	lines_free(&l);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_int_equal(v.untrusted.seq, 1);
+	assert_non_null(strstr(v.what, "or the log was replaced"));
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Every file a writer starts begins with a rotate checkpoint: the oldest
+ * kept file verifies on its own, a file cut at its front does not.
+ */
+static void
+test_rotate_first_line(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 2 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	char			 p2[160], p1[160], pub[160], *cause = NULL;
+	const char		*paths[3] = { p2, p1, t->path };
+	EVP_PKEY		*k;
+	size_t			 i;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 60);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(p2, sizeof(p2), "%s.2", t->path);
+	snprintf(p1, sizeof(p1), "%s.1", t->path);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	for (i = 0; i < 3; i++) {
+		lines_read(&l, paths[i]);
+		assert_non_null(strstr(l.v[0], "\"reason\":\"rotate\""));
+		lines_free(&l);
+	}
+	if (verify_with(paths, 3, k, NULL, &v) != CKVERIFY_OK)
+		fail_msg("%s", v.what);
+	assert_false(v.chain.genesis);
+	lines_read(&l, p2);
+	lines_write(&l, p2, 1, l.n);
+	lines_free(&l);
+	assert_int_equal(verify_with(paths, 3, k, NULL, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "cut from the file"));
+	EVP_PKEY_free(k);
+}
+
+/* Every key given must sign; an empty log is not a trusted one. */
+static void
+test_keys_and_empty(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	EVP_PKEY		*k, *other;
+	FILE			*f;
+
+	k = signed_log(t, 100, 3, "close");
+	other = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	assert_non_null(other);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v), CKVERIFY_OK);
+	assert_int_equal(verify(t->path, k, other, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "signs no checkpoint"));
+	f = fopen(t->path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(verify(t->path, NULL, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "holds no event"));
+	EVP_PKEY_free(other);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A close after the checkpoint the anchor names (the anchor could not be
+ * rewritten: a full volume) and lines planted after that close: the
+ * writer that opens the log records them against its stale anchor, and
+ * verify refuses them, the close being the writer's own.
+ */
+static void
+test_resume_stale_anchor(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l, a;
+	char			 anchor[160], pub[160];
+	EVP_PKEY		*k;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);	/* seq 1 */
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	lines_read(&a, anchor);
+	append_n(log, 0, 5);					/* 2 to 6 */
+	assert_int_equal(checkpoint_write(ck, "close"), 0);	/* 7 */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_write(&a, anchor, 0, a.n);	/* names the open again */
+	lines_free(&a);
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	append_n(log, 50, 2);					/* 8, 9 */
+	eventlog_close(log);
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 12);
+	assert_non_null(strstr(l.v[9], "\"event\":\"log.resume\","
+	    "\"anchor_seq\":1,"));
+	lines_free(&l);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "closed the log at seq 7"));
+	assert_int_equal(v.untrusted.seq, 8);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A writer that cannot take the room for its anchor writes no checkpoint
+ * (no close above all): the log never ends with a close its anchor does
+ * not name. Once it can, it closes and the anchor names the close.
+ */
+static void
+test_anchor_room(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 tmp[192], inner[224];
+	size_t			 i;
+
+	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(inner, sizeof(inner), "%s/x", tmp);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	assert_int_equal(mkdir(inner, 0700), 0);	/* nothing removes it */
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	append_n(log, 0, 3);
+	assert_int_equal(checkpoint_write(ck, "close"), -1);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n; i++)
+		if (is_checkpoint(l.v[i]))
+			fail_msg("line %zu: a checkpoint no anchor names: %s",
+			    i + 1, l.v[i]);
+	lines_free(&l);
+	assert_int_equal(rmdir(inner), 0);
+	assert_int_equal(rmdir(tmp), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	lines_read(&l, t->path);
+	assert_int_equal(a.seq, (long long)l.n);
+	assert_string_equal(a.reason, "close");
+	assert_non_null(strstr(l.v[l.n - 1], "\"reason\":\"close\""));
+	lines_free(&l);
+	assert_int_equal(access(tmp, F_OK), -1);
+}
+
+/*
+ * Append a line made of head (up to its prev) to the log at t->path with
+ * the prev and hash that continue the chain, then tail (blanks after the
+ * line): what whoever can write the file can add.
+ */
+static void
+plant(struct tmp *t, const char *head, const char *tail)
+{
+	struct lines	 l;
+	char		*line;
+
+	lines_read(&l, t->path);
+	assert_true(l.n < MAXLINES);
+	util_xasprintf(&line, "%s,\"prev\":\"" Z64 "\",\"hash\":\"" Z64
+	    "\"}", head);
+	l.v[l.n++] = line;
+	rechain(&l, l.n - 1);
+	util_xasprintf(&l.v[l.n - 1], "%s%s", line, tail);
+	free(line);
+	lines_write(&l, t->path, 0, l.n);
+	lines_free(&l);
+}
+
+/* The writer opens the log again, signs open and close. */
+static void
+reopen_and_close(struct tmp *t)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 70, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+}
+
+/*
+ * A whole line that jansson refuses (a \u0000) with a blank after it, as
+ * other JSON parsers read it whole: not a torn line. verify breaks the
+ * chain there, with and without keys, and the writer that opens the log
+ * does not take it for its own end: it records a log.resume.
+ */
+static void
+test_not_torn_with_blank(void **state)
+{
+	static const char *const blanks[] = { " ", "\r", "\t" };
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	char			 anchor[160];
+	size_t			 i;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	for (i = 0; i < 3; i++) {
+		unlink(t->path);
+		unlink(anchor);
+		k = signed_log(t, 100, 3, "close");	/* close at 5 */
+		plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":6,"
+		    "\"event\":\"egress.allowed\",\"host\":\"exfil.invalid\","
+		    "\"note\":\"\\u0000\"", blanks[i]);
+		assert_int_equal(verify(t->path, NULL, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		assert_int_equal(v.chain.break_line, 6);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_non_null(strstr(l.v[6], "\"event\":\"log.resume\""));
+		lines_free(&l);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		assert_int_equal(v.chain.break_line, 6);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
+ * A line planted with seq 2^63 - 1: not a log line (past 2^53 - 1). The
+ * writer continues from the line before it, records a log.resume, never
+ * overflows, and writes an anchor it can read back; at 2^53 - 1 it stops.
+ */
+static void
+test_seq_overflow(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	json_t			*f;
+	size_t			 i;
+	long long		 seq;
+
+	k = signed_log(t, 100, 3, "close");	/* close at 5 */
+	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
+	    "9223372036854775807,\"event\":\"egress.blocked\"", "");
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 11);
+	assert_non_null(strstr(l.v[6], "\"event\":\"log.resume\""));
+	for (i = 0; i < l.n; i++) {
+		if (i == 5)
+			continue;
+		seq = strtoll(strstr(l.v[i], "\"seq\":") + 6, NULL, 10);
+		assert_int_equal(seq, (long long)i + (i > 5 ? 0 : 1));
+	}
+	lines_free(&l);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 10);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_CHAIN_BROKEN);
+	assert_int_equal(v.chain.break_line, 6);
+	/* A log at 2^53 - 1 (a log line): the writer adds nothing more. */
+	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
+	    "9007199254740991,\"event\":\"egress.blocked\"", "");
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	assert_non_null(log);
+	assert_int_equal(eventlog_seq(log), 9007199254740991LL);
+	f = json_pack("{s:s}", "event", "egress.blocked");
+	assert_int_equal(eventlog_append(log, f), -1);
+	assert_int_equal(errno, EOVERFLOW);
+	json_decref(f);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 12);
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Rotated files deleted by someone else, even while fewer than keep
+ * exist, look like files rotated away; the anchor says from which seq the
+ * writer keeps the log, also across a restart. Files the writer deletes
+ * itself (past keep) move that seq on.
+ */
+static void
+test_rotated_files_removed(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 rot[10][160], pub[160], *cause = NULL;
+	const char		*paths[11], *const *left;
+	EVP_PKEY		*k;
+	size_t			 n, i;
+	int			 round;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	for (i = 0; i < 10; i++)
+		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
+	for (round = 0; round < 2; round++) {
+		log = eventlog_open(t->dir, NAME, &lo, &cause);
+		assert_non_null(log);
+		ck = checkpoint_new(log, &o, &cause);
+		assert_non_null(ck);
+		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		if (round == 0)
+			append_n(log, 0, 60);
+		assert_int_equal(checkpoint_write(ck, "close"), 0);
+		checkpoint_free(ck);
+		eventlog_close(log);
+		anchor_of(t, &a);
+		assert_int_equal(a.first, 1);
+		/* The files, oldest first: name.N ... name.1, name. */
+		for (n = 0; n < 10 && access(rot[n], F_OK) == 0; n++)
+			;
+		assert_true(n >= 2 && n < 10);
+		for (i = 0; i < n; i++)
+			paths[i] = rot[n - 1 - i];
+		paths[n] = t->path;
+		left = paths;
+		if (round == 0) {
+			if (verify_with(paths, n + 1, k, &a, &v) !=
+			    CKVERIFY_OK)
+				fail_msg("%s", v.what);
+			assert_int_equal(unlink(paths[0]), 0);
+			left = paths + 1;	/* the oldest removed */
+			n--;
+		}
+		assert_int_equal(verify_with(left, n + 1, k, NULL, &v),
+		    CKVERIFY_OK);
+		assert_int_equal(verify_with(left, n + 1, k, &a, &v),
+		    CKVERIFY_UNTRUSTED);
+		if (strstr(v.what, "says it keeps the log from seq 1") == NULL)
+			fail_msg("round %d: %s", round, v.what);
+		assert_int_equal(v.untrusted.seq, 1);
+	}
+	/* The writer deletes past keep itself: the anchor moves on. */
+	for (i = 0; i < 10; i++)
+		unlink(rot[i]);
+	unlink(t->path);
+	snprintf(pub, sizeof(pub), "%s.anchor", t->key);
+	unlink(pub);
+	lo.keep = 1;
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 60);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_true(a.first > 1);
+	assert_int_equal(access(rot[1], F_OK), -1);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	if (verify_with(paths, 2, k, &a, &v) != CKVERIFY_OK)
+		fail_msg("%s", v.what);
 	EVP_PKEY_free(k);
 }
 
@@ -888,6 +1587,18 @@ main(void)
 		T(test_retired_key),
 		T(test_malformed),
 		T(test_shared),
+		cmocka_unit_test(test_anchor_parse),
+		T(test_resume_after_close),
+		T(test_resume_after_crash),
+		T(test_resume_cut),
+		T(test_resume_shared),
+		T(test_rotate_first_line),
+		T(test_keys_and_empty),
+		T(test_resume_stale_anchor),
+		T(test_anchor_room),
+		T(test_not_torn_with_blank),
+		T(test_seq_overflow),
+		T(test_rotated_files_removed),
 	};
 #undef T
 

@@ -17,6 +17,7 @@
 
 #include "exec.h"
 #include "procstat.h"
+#include "util.h"
 
 static void
 test_capture_under_cap(void **state)
@@ -234,7 +235,7 @@ static void
 test_active_sweep(void **state)
 {
 	struct procstat	ps;
-	char		dir[] = "/tmp/sg-test-runs-XXXXXX", mine[64], path[600];
+	char		dir[32], mine[96], path[600];
 	const char	*live = "run_000000000000000000000001.active";
 	const char	*dead = "run_000000000000000000000002.active";
 	const char	*reused = "run_000000000000000000000003.active";
@@ -242,6 +243,7 @@ test_active_sweep(void **state)
 	const char	*link = "run_000000000000000000000005.active";
 
 	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/sg-test-runs-" UTIL_MKTEMP_SUFFIX);
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(procstat_read((int)getpid(), &ps), 0);
 	snprintf(mine, sizeof(mine), "%d %llu\n", (int)getpid(), ps.start);

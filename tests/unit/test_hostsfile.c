@@ -42,6 +42,25 @@ test_lookup(void **state)
 	hostsfile_free(hf);
 }
 
+/* A file of nothing, or of comments only: an empty map (UBSan-clean). */
+static void
+test_empty(void **state)
+{
+	static const char *const texts[] = { "", "# none\n\n" };
+	struct sockaddr_storage	 out[1];
+	struct hostsfile	*hf;
+	char			*cause = NULL;
+	size_t			 i;
+
+	for (i = 0; i < 2; i++) {
+		hf = hostsfile_parse(texts[i], strlen(texts[i]), "hosts",
+		    &cause);
+		assert_non_null(hf);
+		assert_int_equal(hostsfile_lookup(hf, "a.test", out, 1), 0);
+		hostsfile_free(hf);
+	}
+}
+
 static void
 test_errors(void **state)
 {
@@ -75,6 +94,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

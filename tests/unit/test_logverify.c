@@ -101,7 +101,8 @@ test_line_table(void **state)
 		{ "{\"ts\":\"2026-01-01\",\"seq\":1", LOGVERIFY_TORN },
 		{ "not json", LOGVERIFY_NOT_LOG },
 		{ "{\"a\":1} trailing", LOGVERIFY_NOT_LOG },
-		{ "{\"ts\":\"x\"} trailing", LOGVERIFY_TORN },
+		/* complete JSON and more is no prefix of a line (F2) */
+		{ "{\"ts\":\"x\"} trailing", LOGVERIFY_NOT_LOG },
 		{ "{\"ts\":\"x\",\"ts\":\"y\"}", LOGVERIFY_NOT_LOG },
 		{ "[1,2]", LOGVERIFY_NOT_LOG },
 		{ "{\"a\":1}", LOGVERIFY_NOT_LOG },
@@ -125,6 +126,44 @@ test_line_table(void **state)
 		/* well-formed, but the hash is wrong */
 		{ "{\"seq\":1,\"prev\":\"" ZEROS "\",\"hash\":\"" ZEROS "\"}",
 		    LOGVERIFY_HASH_MISMATCH },
+		/*
+		 * Whole lines (ending as a line ends) that the parser refuses
+		 * are not torn: the writer never writes them.
+		 */
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\u0000\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":99999999999999999999999,"
+		    "\"prev\":\"" ZEROS "\",\"hash\":\"" ZEROS "\"}",
+		    LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\ud800\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\xff\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		/*
+		 * ... nor with whitespace after them (F2: other parsers read
+		 * them whole), nor cut short: the writer never wrote a \u0000
+		 */
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\u0000\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"} ", LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\u0000\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}\r", LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\u0000\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}\t", LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"\\u0000\",\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS, LOGVERIFY_NOT_LOG },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":1}  ", LOGVERIFY_NOT_LOG },
+		/* a prefix of a line the writer makes is torn, wherever cut */
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":nu", LOGVERIFY_TORN },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"a\\u00", LOGVERIFY_TORN },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":{\"a\":1}", LOGVERIFY_TORN },
+		{ "{\"ts\":\"x\",\"seq\":1,\"n\":\"a ", LOGVERIFY_TORN },
+		/* F3: a seq past 2^53 - 1 is not a log line */
+		{ "{\"seq\":9007199254740992,\"prev\":\"" ZEROS "\",\"hash\":\""
+		    ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"seq\":9223372036854775807,\"prev\":\"" ZEROS
+		    "\",\"hash\":\"" ZEROS "\"}", LOGVERIFY_NOT_LOG },
+		{ "{\"seq\":9007199254740991,\"prev\":\"" ZEROS "\",\"hash\":\""
+		    ZEROS "\"}", LOGVERIFY_HASH_MISMATCH },
 	};
 	struct logverify_line	l;
 	size_t			i;

@@ -3,10 +3,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -35,7 +39,27 @@ test_names(void **state)
 		assert_int_equal(ps.state, 'S');
 		assert_int_equal(ps.ppid, 7);
 		assert_true(ps.start == 4242);
+		assert_int_equal(ps.threads, 1);
 	}
+}
+
+/* A zombie is dead; a Z leader whose threads still run is not. */
+static void
+test_dead(void **state)
+{
+	static const char zombie[] = "9 (z) Z 7 1 1 0 -1 4194560 100 0 0 0 "
+	    "1 2 0 0 20 0 1 0 4242";
+	static const char leader[] = "9 (z) Z 7 1 1 0 -1 4194560 100 0 0 0 "
+	    "1 2 0 0 20 0 3 0 4242";
+	struct procstat	ps;
+
+	assert_int_equal(procstat_parse(zombie, &ps), 0);
+	assert_true(procstat_dead(&ps));
+	assert_int_equal(procstat_parse(leader, &ps), 0);
+	assert_int_equal(ps.threads, 3);
+	assert_false(procstat_dead(&ps));
+	assert_int_equal(procstat_parse("9 (s)" TAIL, &ps), 0);
+	assert_false(procstat_dead(&ps));
 }
 
 static void
@@ -119,15 +143,83 @@ test_run_marker(void **state)
 	    -1);
 }
 
+static void *
+zleader_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* The child of test_zleader: the main thread exits, one thread stays. */
+static int
+zleader_main(void)
+{
+	pthread_t	t;
+
+	if (pthread_create(&t, NULL, zleader_thread, NULL) != 0)
+		return 1;
+	if (write(STDOUT_FILENO, "\n", 1) != 1)
+		return 1;
+	syscall(SYS_exit, 0);
+	return 1;
+}
+
+/*
+ * A process whose main thread exited while a thread runs: its environ
+ * can't be read (ESRCH), its marker still is (through the thread), and
+ * it is not dead.
+ */
+static void
+test_zleader(void **state)
+{
+	char *const	 envp[] = { "SANDGATE_RUN=run_00ddba11", NULL };
+	char *const	 argv[] = { "test_procstat", "zleader", NULL };
+	struct timespec	 ts = { 0, 20 * 1000 * 1000 };
+	struct procstat	 ps;
+	char		 mark[64], c;
+	pid_t		 pid;
+	int		 p[2], i;
+
+	assert_int_equal(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		dup2(p[1], STDOUT_FILENO);
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	for (i = 0; i < 100; i++) {
+		assert_int_equal(procstat_read((int)pid, &ps), 0);
+		if (ps.state == 'Z')
+			break;
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(ps.state, 'Z');
+	assert_true(ps.threads > 1);
+	assert_false(procstat_dead(&ps));
+	assert_int_equal(procstat_run_marker((int)pid, mark, sizeof(mark)), 1);
+	assert_string_equal(mark, "run_00ddba11");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_read_self),
 		cmocka_unit_test(test_run_marker),
+		cmocka_unit_test(test_dead),
+		cmocka_unit_test(test_zleader),
 	};
+
+	if (argc == 2 && strcmp(argv[1], "zleader") == 0)
+		return zleader_main();
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

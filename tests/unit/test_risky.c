@@ -48,6 +48,9 @@ static const struct risky_case risky_cases[] = {
 	{ "README.md", 0 },
 	{ "docs/Makefile.txt", 0 },
 	{ "a..b", 0 },
+	{ "caf\xc3\xa9.py", 0 },		/* NFC */
+	{ "cafe\xcc\x81.py", 1 },		/* NFD: e + U+0301 */
+	{ "src/\xe1\x84\x92\xe1\x85\xa1.txt", 1 },	/* Hangul jamo */
 };
 
 static void

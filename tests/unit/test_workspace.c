@@ -3,6 +3,7 @@
  * names, diff classification and apply's refusals and writes, on
  * temporary folders.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -120,6 +121,43 @@ teardown(void **state)
 		return -1;
 	free(f);
 	return 0;
+}
+
+/* A diff with the texts staged and no size limit beyond 1 GiB. */
+static struct workspace_diff *
+wdiff(struct fixture *f, struct workspace_manifest *m, char **cause)
+{
+	struct workspace_diff_opts	o;
+
+	memset(&o, 0, sizeof(o));
+	o.stage = 1;
+	o.size_max = 1ll << 30;
+	return workspace_diff(f->sbx, m, &o, cause);
+}
+
+/* The text of one delta (escaped); 0 when shown. */
+static int
+dtext(struct fixture *f, const struct workspace_diff *d,
+    const struct workspace_delta *x, char **text, char **cause)
+{
+	size_t	len = 0;
+
+	return workspace_delta_text(f->sbx, d, x, 0, text, &len, NULL,
+	    cause) == WORKSPACE_TEXT_SHOWN ? 0 : -1;
+}
+
+/* Apply one path with a 1 GiB limit. */
+static enum workspace_apply_result
+apply1(struct fixture *f, struct workspace_manifest *m, const char *p,
+    int dry, const struct workspace_delta *expect, char **cause)
+{
+	struct workspace_apply_opts	o;
+
+	memset(&o, 0, sizeof(o));
+	o.dry_run = dry;
+	o.size_max = 1ll << 30;
+	o.expect = expect;
+	return workspace_apply_path(f->sbx, f->src, m, p, &o, cause);
 }
 
 /* Create with default options (no chown); returns 0/-1 and the cause. */
@@ -311,7 +349,7 @@ test_odd_names(void **state)
 	assert_non_null(workspace_manifest_find(m, "new\nline"));
 	assert_non_null(workspace_manifest_find(m, longname));
 	assert_non_null(workspace_manifest_find(m, "a..b"));
-	d = workspace_diff(f->sbx, m, &cause);
+	d = wdiff(f, m, &cause);
 	assert_non_null(d);
 	assert_int_equal(d->n, 0);
 	workspace_diff_free(d);
@@ -386,7 +424,7 @@ test_diff_classify(void **state)
 	put(work, "node_modules/ignored.js", "x\n", 0644);
 
 	m = workspace_manifest_load(f->sbx, &cause);
-	d = workspace_diff(f->sbx, m, &cause);
+	d = wdiff(f, m, &cause);
 	assert_non_null(d);
 	assert_int_equal(d->n, 6);
 	x = find_delta(d, "a.txt");
@@ -395,7 +433,7 @@ test_diff_classify(void **state)
 	assert_string_equal(x->sha256_before, HELLO_SHA);
 	assert_false(x->binary);
 	assert_false(x->risky);
-	assert_int_equal(workspace_delta_text(f->sbx, x, &text, &cause), 0);
+	assert_int_equal(dtext(f, d, x, &text, &cause), 0);
 	assert_non_null(strstr(text, "--- a/a.txt\n+++ b/a.txt\n"));
 	assert_non_null(strstr(text, "\n+world\n"));
 	assert_null(strstr(text, "snapshot"));
@@ -405,7 +443,7 @@ test_diff_classify(void **state)
 	assert_int_equal(x->change, WORKSPACE_MODIFIED);
 	x = find_delta(d, "new.txt");
 	assert_int_equal(x->change, WORKSPACE_ADDED);
-	assert_int_equal(workspace_delta_text(f->sbx, x, &text, &cause), 0);
+	assert_int_equal(dtext(f, d, x, &text, &cause), 0);
 	assert_non_null(strstr(text, "--- /dev/null\n+++ b/new.txt\n"));
 	free(text);
 	x = find_delta(d, "dir/b.bin");
@@ -448,7 +486,7 @@ test_apply(void **state)
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 	m = workspace_manifest_load(f->sbx, &cause);
 
-#define APPLY(p) workspace_apply_path(f->sbx, f->src, m, (p), 0, &cause)
+#define APPLY(p) apply1(f, m, (p), 0, NULL, &cause)
 	assert_int_equal(APPLY("host.txt"), WORKSPACE_APPLY_REFUSED);
 	assert_non_null(strstr(cause, "changed on the host"));
 	assert_string_equal(get(f->src, "host.txt"), "changed on host\n");
@@ -458,8 +496,8 @@ test_apply(void **state)
 	assert_non_null(strstr(cause, "symlink"));
 	assert_null(get(f->src, "passwd"));
 	/* dry run writes nothing */
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "a.txt", 1,
-	    &cause), WORKSPACE_APPLY_APPLIED);
+	assert_int_equal(apply1(f, m, "a.txt", 1, NULL, &cause),
+	    WORKSPACE_APPLY_APPLIED);
 	assert_string_equal(get(f->src, "a.txt"), "hello\n");
 	assert_int_equal(APPLY("a.txt"), WORKSPACE_APPLY_APPLIED);
 	assert_string_equal(get(f->src, "a.txt"), "hello agent\n");
@@ -475,7 +513,7 @@ test_apply(void **state)
 	workspace_manifest_free(m);
 	/* after apply the applied paths read as unchanged */
 	m = workspace_manifest_load(f->sbx, &cause);
-	d = workspace_diff(f->sbx, m, &cause);
+	d = wdiff(f, m, &cause);
 	assert_non_null(d);
 	assert_null(find_delta(d, "a.txt"));
 	assert_null(find_delta(d, "newdir/n.txt"));
@@ -514,17 +552,343 @@ test_apply_host_checks(void **state)
 	/* host: the file to delete was changed */
 	put(f->src, "del.txt", "host edit\n", 0644);
 	m = workspace_manifest_load(f->sbx, &cause);
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "sub/x.txt",
-	    0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(apply1(f, m, "sub/x.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_REFUSED);
 	assert_string_equal(get(tgt, "x.txt"), "x\n");
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m,
-	    "created.txt", 0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(apply1(f, m, "created.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_REFUSED);
 	assert_non_null(strstr(cause, "created on the host"));
 	assert_string_equal(get(f->src, "created.txt"), "host\n");
-	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "del.txt",
-	    0, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_int_equal(apply1(f, m, "del.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_REFUSED);
 	assert_string_equal(get(f->src, "del.txt"), "host edit\n");
 	workspace_manifest_free(m);
+	free(cause);
+}
+
+
+/* mkdir name n times, one inside the other, under dir; a file at the end. */
+static void
+mk_deep(const char *dir, const char *name, int n, const char *file)
+{
+	int	fd, nfd, i;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd != -1);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(mkdirat(fd, name, 0755), 0);
+		nfd = openat(fd, name, O_RDONLY | O_DIRECTORY);
+		assert_true(nfd != -1);
+		close(fd);
+		fd = nfd;
+	}
+	nfd = openat(fd, file, O_WRONLY | O_CREAT, 0644);
+	assert_true(nfd != -1);
+	assert_int_equal(write(nfd, "bottom\n", 7), 7);
+	close(nfd);
+	close(fd);
+}
+
+/*
+ * A tree 1,100 deep and a path of 22 x 200 bytes, walked, diffed, applied
+ * and removed with 64 descriptors at most.
+ */
+static void
+test_deep_and_long(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	struct workspace_diff		*d;
+	struct workspace_walk		*w;
+	struct workspace_walk_entry	 e;
+	struct rlimit			 rl, old;
+	char				 work[256], name[201], *deep, *longp;
+	char				*cause = NULL, *p;
+	size_t				 i, n = 0, maxdepth = 0;
+	int				 fd, r;
+
+	put(f->src, "a.txt", "a\n", 0644);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	mk_deep(work, "d", 1100, "deep.txt");
+	memset(name, 'x', 200);
+	name[200] = '\0';
+	mk_deep(work, name, 22, "long.txt");
+	deep = malloc(1100 * 2 + 16);
+	longp = malloc(22 * 201 + 16);
+	for (p = deep, i = 0; i < 1100; i++)
+		p += snprintf(p, 3, "d/");
+	snprintf(p, 9, "deep.txt");
+	for (p = longp, i = 0; i < 22; i++)
+		p += snprintf(p, 202, "%s/", name);
+	snprintf(p, 9, "long.txt");
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	rl = old;
+	rl.rlim_cur = 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	fd = open(work, O_RDONLY | O_DIRECTORY);
+	w = workspace_walk_new(fd, &cause);
+	assert_non_null(w);
+	while ((r = workspace_walk_next(w, &e, &cause)) == 1) {
+		n++;
+		if (e.depth > maxdepth)
+			maxdepth = e.depth;
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(maxdepth, 1101);
+	assert_int_equal(n, 1100 + 1 + 22 + 1 + 1);
+	workspace_walk_free(w);
+	close(fd);
+	m = workspace_manifest_load(f->sbx, &cause);
+	d = wdiff(f, m, &cause);
+	assert_non_null(d);
+	assert_non_null(workspace_diff_find(d, deep));
+	assert_non_null(workspace_diff_find(d, longp));
+	assert_int_equal(apply1(f, m, deep, 0, NULL, &cause),
+	    WORKSPACE_APPLY_APPLIED);
+	assert_int_equal(apply1(f, m, longp, 0, NULL, &cause),
+	    WORKSPACE_APPLY_APPLIED);
+	assert_int_equal(workspace_manifest_save(m, f->sbx, &cause), 0);
+	/* the snapshot now holds both: removable at any depth and length */
+	assert_int_equal(workspace_remove(f->sbx, &cause), 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(mode_of(f->sbx, "snapshot"), (mode_t)-1);
+	workspace_diff_free(d);
+	workspace_manifest_free(m);
+	free(deep);
+	free(longp);
+	free(cause);
+}
+
+/* A review saved, loaded, matched; a change after it refused. */
+static void
+test_review(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	struct workspace_diff		*d, *now;
+	struct workspace_review		*rv;
+	const struct workspace_delta	*x;
+	char				 work[256], path[512], digest[65];
+	char				*cause = NULL;
+	const char			*why;
+	FILE				*fp;
+
+	put(f->src, "a.txt", "hello\n", 0644);
+	put(f->src, "b.txt", "b\n", 0644);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	put(work, "a.txt", "hello agent\n", 0644);
+	put(work, "new\nname", "n\n", 0644);
+	m = workspace_manifest_load(f->sbx, &cause);
+	d = wdiff(f, m, &cause);
+	assert_non_null(d);
+	assert_int_equal(strlen(d->review), 64);
+	memcpy(digest, d->review, sizeof(digest));
+	assert_int_equal(workspace_review_save(f->sbx, d, &cause), 0);
+	rv = workspace_review_load(f->sbx, digest, &cause);
+	assert_non_null(rv);
+	assert_int_equal(workspace_review_count(rv), 2);
+	x = workspace_review_find(rv, "new\nname");
+	assert_non_null(x);
+	assert_true(workspace_review_matches(x, workspace_diff_find(d, x->path),
+	    workspace_manifest_find(m, x->path), &why));
+	/* the same content gives the same digest */
+	now = wdiff(f, m, &cause);
+	assert_string_equal(now->review, digest);
+	workspace_diff_free(now);
+	/* changed after the review: no match, and apply refuses */
+	put(work, "a.txt", "something else\n", 0644);
+	now = wdiff(f, m, &cause);
+	assert_string_not_equal(now->review, digest);
+	x = workspace_review_find(rv, "a.txt");
+	assert_false(workspace_review_matches(x, workspace_diff_find(now,
+	    "a.txt"), workspace_manifest_find(m, "a.txt"), &why));
+	assert_int_equal(apply1(f, m, "a.txt", 0, x, &cause),
+	    WORKSPACE_APPLY_REFUSED);
+	assert_non_null(strstr(cause, "changed since the review"));
+	assert_string_equal(get(f->src, "a.txt"), "hello\n");
+	/* back as reviewed: applied, then "unchanged" matches the review */
+	put(work, "a.txt", "hello agent\n", 0644);
+	assert_int_equal(apply1(f, m, "a.txt", 0, x, &cause),
+	    WORKSPACE_APPLY_APPLIED);
+	assert_string_equal(get(f->src, "a.txt"), "hello agent\n");
+	assert_true(workspace_review_matches(x, NULL,
+	    workspace_manifest_find(m, "a.txt"), &why));
+	workspace_diff_free(now);
+	/* a damaged review is refused */
+	snprintf(path, sizeof(path), "%s/reviews/%s.review", f->sbx, digest);
+	assert_non_null(fp = fopen(path, "r+"));
+	fseek(fp, -30, SEEK_END);
+	fputs("AAAA", fp);
+	fclose(fp);
+	workspace_review_free(rv);
+	assert_null(workspace_review_load(f->sbx, digest, &cause));
+	assert_null(workspace_review_load(f->sbx, "nothex", &cause));
+	workspace_diff_free(d);
+	workspace_manifest_free(m);
+	free(cause);
+}
+
+/* Sparse files stay sparse; larger than the limit: refused; modes. */
+static void
+test_apply_sparse_modes(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	struct workspace_apply_opts	 o;
+	struct stat			 st;
+	char				 work[256], path[512], *cause = NULL;
+	int				 fd;
+
+	put(f->src, "a.txt", "a\n", 0644);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	snprintf(path, sizeof(path), "%s/sparse.bin", work);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	assert_int_equal(write(fd, "head", 4), 4);
+	assert_int_equal(ftruncate(fd, 512ll << 20), 0);
+	assert_int_equal(pwrite(fd, "tail", 4, (512ll << 20) - 4), 4);
+	close(fd);
+	put(work, "ww.txt", "ww\n", 0666);
+	put(work, "wx.sh", "wx\n", 0777);
+	m = workspace_manifest_load(f->sbx, &cause);
+	memset(&o, 0, sizeof(o));
+	o.size_max = 256ll << 20;
+	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "sparse.bin",
+	    &o, &cause), WORKSPACE_APPLY_REFUSED);
+	assert_non_null(strstr(cause, "larger than the sandbox's --disk"));
+	assert_null(get(f->src, "sparse.bin"));
+	o.size_max = 1ll << 30;
+	assert_int_equal(workspace_apply_path(f->sbx, f->src, m, "sparse.bin",
+	    &o, &cause), WORKSPACE_APPLY_APPLIED);
+	snprintf(path, sizeof(path), "%s/sparse.bin", f->src);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 512ll << 20);
+	assert_true(st.st_blocks * 512 < (1 << 20));	/* not expanded */
+	assert_int_equal(apply1(f, m, "ww.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_APPLIED);
+	assert_int_equal(apply1(f, m, "wx.sh", 0, NULL, &cause),
+	    WORKSPACE_APPLY_APPLIED);
+	assert_int_equal(mode_of(f->src, "ww.txt"), 0644);
+	assert_int_equal(mode_of(f->src, "wx.sh"), 0755);
+	assert_int_equal(workspace_apply_mode(06777), 0755);
+	/* applied again: the host's 0644 is what apply would write */
+	assert_int_equal(apply1(f, m, "ww.txt", 0, NULL, &cause),
+	    WORKSPACE_APPLY_UNCHANGED);
+	workspace_manifest_free(m);
+	free(cause);
+}
+
+/* create refuses a source tree nested deeper than it copies, clearly. */
+static void
+test_create_too_deep(void **state)
+{
+	struct fixture	*f = *state;
+	char		*cause = NULL;
+
+	mk_deep(f->src, "d", 250, "x.txt");
+	assert_int_equal(create(f, NULL, &cause), -1);
+	assert_non_null(strstr(cause, "deeper than 200 levels"));
+	free(cause);
+}
+
+/* run --output's copy: sparse, over the limit left out, specials out. */
+static void
+test_copy_tree(void **state)
+{
+	struct fixture	*f = *state;
+	struct stat	 st;
+	char		 path[512], *cause = NULL;
+	int		 s, d, fd;
+	FILE		*warn;
+	char		*wbuf = NULL;
+	size_t		 wlen = 0;
+
+	mk(f->src, "sub");
+	put(f->src, "sub/a.txt", "a\n", 0644);
+	snprintf(path, sizeof(path), "%s/holes.bin", f->src);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	assert_int_equal(ftruncate(fd, 64ll << 20), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/big.bin", f->src);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	assert_int_equal(ftruncate(fd, 2ll << 30), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/link", f->src);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	s = open(f->src, O_RDONLY | O_DIRECTORY);
+	d = open(f->sbx, O_RDONLY | O_DIRECTORY);
+	warn = open_memstream(&wbuf, &wlen);
+	assert_int_equal(workspace_copy_tree(s, d, 1ll << 30, warn, &cause),
+	    0);
+	fclose(warn);
+	close(s);
+	close(d);
+	assert_string_equal(get(f->sbx, "sub/a.txt"), "a\n");
+	snprintf(path, sizeof(path), "%s/holes.bin", f->sbx);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 64ll << 20);
+	assert_true(st.st_blocks < 64);
+	assert_int_equal(mode_of(f->sbx, "big.bin"), (mode_t)-1);
+	assert_int_equal(mode_of(f->sbx, "link"), (mode_t)-1);
+	assert_non_null(strstr(wbuf, "not copying big.bin"));
+	assert_non_null(strstr(wbuf, "special file link"));
+	free(wbuf);
+	free(cause);
+}
+
+/*
+ * Hard links: each name is copied out as a whole file, so what one copy
+ * out writes is bounded by size_max in all (1 MiB of data and 20 links,
+ * 4 MiB allowed: at most 4 copies).
+ */
+static void
+test_copy_tree_links(void **state)
+{
+	struct fixture	*f = *state;
+	struct stat	 st;
+	char		 path[512], lnk[512], *cause = NULL, *wbuf = NULL;
+	char		*data;
+	size_t		 wlen = 0;
+	long long	 blocks = 0;
+	int		 s, d, i, copies = 0;
+	FILE		*warn;
+
+	data = malloc(1 << 20);
+	assert_non_null(data);
+	for (i = 0; i < 1 << 20; i++)
+		data[i] = (char)(i * 7 + i / 251);
+	putn(f->src, "a.bin", data, 1 << 20, 0644);
+	free(data);
+	snprintf(path, sizeof(path), "%s/a.bin", f->src);
+	for (i = 0; i < 20; i++) {
+		snprintf(lnk, sizeof(lnk), "%s/l%02d", f->src, i);
+		assert_int_equal(link(path, lnk), 0);
+	}
+	s = open(f->src, O_RDONLY | O_DIRECTORY);
+	d = open(f->sbx, O_RDONLY | O_DIRECTORY);
+	warn = open_memstream(&wbuf, &wlen);
+	assert_int_equal(workspace_copy_tree(s, d, 4ll << 20, warn, &cause),
+	    0);
+	fclose(warn);
+	close(s);
+	close(d);
+	for (i = -1; i < 20; i++) {
+		if (i == -1)
+			snprintf(path, sizeof(path), "%s/a.bin", f->sbx);
+		else
+			snprintf(path, sizeof(path), "%s/l%02d", f->sbx, i);
+		if (stat(path, &st) == 0) {
+			copies++;
+			blocks += st.st_blocks;
+		}
+	}
+	assert_true(copies >= 1 && copies <= 4);
+	assert_true(blocks * 512 <= 4ll << 20);
+	assert_non_null(strstr(wbuf, "a hard-linked file is copied once per "
+	    "name"));
+	free(wbuf);
 	free(cause);
 }
 
@@ -549,6 +913,17 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_host_checks, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_deep_and_long, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_review, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_sparse_modes, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_create_too_deep, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_copy_tree, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_copy_tree_links, setup,
 		    teardown),
 	};
 

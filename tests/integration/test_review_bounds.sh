@@ -1,0 +1,178 @@
+#!/bin/bash
+# test_review_bounds.sh: what a sandbox can put in its working copy to make
+# what is brought out differ from what it holds, or cost the host more
+# than the sandbox's --disk: a path longer than a zip entry name holds
+# (export), a host file chmod-ed after create (apply), hard links (apply,
+# and the copy-out code of `run --output`), paths kept whole in memory and
+# in the review file, and names that differ from another one only by
+# invisible characters or Unicode normalisation. The sandbox folders are
+# laid out in the documented format (tests/lib/fixture.sh): no Docker.
+set -u
+BIN=${SANDGATE_BIN:?}/sandgate
+T=$(mktemp -d /var/tmp/sg-bounds-XXXXXX)
+export SANDGATE_STATE=$T/state SANDGATE_LOG_DIR=$T/logs SANDGATE_RECORD_DIR=$T/records
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
+check() { if eval "$2"; then ok "$1"; else ko "$1"; return 1; fi; }
+cleanup() { [ -n "${KEEP:-}" ] && return; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+. "$(dirname "$0")/../lib/fixture.sh"
+mkdir -p "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
+sg() { "$BIN" "$@" >"$T/out" 2>"$T/err"; }
+
+# --- export: a path longer than a zip entry name -----------------------------
+# src/app.py is deleted by the agent; a file whose "work/" + path is
+# 65,551 bytes (15 mod 65,536) would be stored by libzip as
+# "work/src/app.py" with the agent's content.
+ID=sbx_0123456789abcdef0123bd01
+mkdir -p "$T/s1/src"
+printf 'print("hello")\n' >"$T/s1/src/app.py"
+sg_fixture_sandbox "$ID" "$T/s1"
+python3 - "$SANDGATE_STATE/sandboxes/$ID/work" <<'PY'
+import os, sys
+w = sys.argv[1]
+os.unlink(w + "/src/app.py")
+plen = 65536 + len("work/src/app.py") - 5
+comps = ["src", "app.py" + "Z" * 249]
+cur = len("src/") + 255
+while plen - cur - 1 > 255:
+    comps.append("Y" * 255)
+    cur += 256
+comps.append("L" * (plen - cur - 1))
+fd = os.open(w, os.O_RDONLY)
+for c in comps[:-1]:
+    try:
+        os.mkdir(c, dir_fd=fd)
+    except FileExistsError:
+        pass
+    n = os.open(c, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+f = os.open(comps[-1], os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+os.write(f, b"print('totally benign')\n")
+os.close(f)
+PY
+sg export --output "$T/e1.zip" "$ID"; rc=$?
+check "export of a 65,546-byte path: exit 0, skipped and named" '[ $rc -eq 0 ] && grep -q "not exported: work/src/app.pyZZZ.*(\(name longer than a zip entry name can hold\|the export.s names reached 4 MiB\)" "$T/err"'
+check "export: no entry under a name that is not its full path" 'python3 - "$T/e1.zip" <<-"PY"
+	import sys, zipfile
+	z = zipfile.ZipFile(sys.argv[1])
+	n = z.namelist()
+	assert "work/src/app.py" not in n, "forged work/src/app.py"
+	for x in n:	# only the folders of the chain, each its full name
+	    if x.startswith("work/src/app.py") and not x.endswith("/"):
+	        raise SystemExit("a file under a cut name: %d bytes" % len(x))
+	assert "work/src/app.pyZZZ" in z.read("skipped.txt").decode()
+	PY'
+
+# --- apply: hard links ---------------------------------------------------------
+# 10 MB of data and 20 more names for it in a 16 MiB sandbox: apply --all
+# must not write 210 MB to the host.
+ID=sbx_0123456789abcdef0123bd02
+mkdir -p "$T/s2"
+printf 'keep\n' >"$T/s2/README.md"
+sg_fixture_sandbox "$ID" "$T/s2" $((16 << 20))
+W=$SANDGATE_STATE/sandboxes/$ID/work
+head -c 10000000 /dev/urandom >"$W/big.bin"
+for i in $(seq -w 1 20); do ln "$W/big.bin" "$W/l$i"; done
+sg apply --all "$ID"; rc=$?
+check "apply --all of a file with 20 hard links: host gets at most --disk ($(du -sk "$T/s2" | cut -f1) KiB)" '[ "$(du -sk "$T/s2" | cut -f1)" -le 16384 ]'
+check "apply: the names past --disk refused and said why (126)" '[ $rc -eq 126 ] && grep -q "^refused l[0-9]* (this apply has written the sandbox.s --disk to the host: a hard-linked file is copied once per name)" "$T/out" && grep -q "^applied big.bin$" "$T/out"'
+sg export --output "$T/e2.zip" "$ID"; rc=$?
+check "export of the same: the zip holds at most --disk of work/ ($(stat -c %s "$T/e2.zip") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/e2.zip")" -le $((20 << 20)) ] && grep -q "a hard-linked file is copied once per name" "$T/err"'
+
+# --- apply: a host file made private after create ------------------------------
+ID=sbx_0123456789abcdef0123bd03
+mkdir -p "$T/s3"
+printf 'TOKEN=abc\n' >"$T/s3/settings.py"
+chmod 644 "$T/s3/settings.py"
+sg_fixture_sandbox "$ID" "$T/s3"
+chmod 600 "$T/s3/settings.py"
+W=$SANDGATE_STATE/sandboxes/$ID/work
+chmod u+w "$W/settings.py"
+printf 'TOKEN=abc\nDEBUG=1\n' >"$W/settings.py"
+sg diff "$ID"
+REVIEW=$(tail -1 "$T/out" | cut -d" " -f2)
+sg apply --review "$REVIEW" --path settings.py "$ID"; rc=$?
+check "apply of a file chmod 600 on the host after create: refused (126)" '[ $rc -eq 126 ] && grep -q "^refused settings.py (its mode changed on the host since the sandbox was created (0600, was 0644))" "$T/out"'
+check "apply: the host file keeps its mode and content" '[ "$(stat -c %a "$T/s3/settings.py")" = 600 ] && [ "$(cat "$T/s3/settings.py")" = TOKEN=abc ]'
+chmod 644 "$T/s3/settings.py"
+sg apply --review "$REVIEW" --path settings.py "$ID"; rc=$?
+check "apply once the host mode is back: applied" '[ $rc -eq 0 ] && grep -q "^applied settings.py$" "$T/out"'
+
+# --- paths kept whole: more names than a diff lists -----------------------------
+# 40 files at the bottom of a chain 520 folders deep (each path 133 KB,
+# 5.3 MB of names), then 33,000 empty files: diff, diff --json, apply --all
+# refuse naming the bound, with bounded memory and no review file;
+# export writes the rest of the evidence.
+ID=sbx_0123456789abcdef0123bd04
+SBX=$SANDGATE_STATE/sandboxes/$ID
+mkdir -p "$T/s4"
+printf 'keep\n' >"$T/s4/README.md"
+sg_fixture_sandbox "$ID" "$T/s4"
+python3 - "$SBX/work" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+for i in range(520):
+    os.mkdir("d" * 250, dir_fd=fd)
+    n = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = n
+for i in range(40):
+    f = os.open("f%03d" % i, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+    os.write(f, b"x\n")
+    os.close(f)
+PY
+# the memory bound, but for a sanitizer build (its shadow and quarantine)
+RSSMAX=24576
+if ldd "$BIN" 2>/dev/null | grep -q libasan; then
+	RSSMAX=99999999
+	echo "note: a sanitizer build: peak RSS is printed, not asserted"
+fi
+sgrss() { /usr/bin/time -f %M -o "$T/rss" "$BIN" "$@" >"$T/out" 2>"$T/err"; }
+for v in "diff --stat" "diff" "diff --json" "apply --all --dry-run"; do
+	sgrss $v "$ID"; rc=$?
+	check "$v of 5.3 MB of changed names: refused naming the bound ($rc, $(tail -1 "$T/rss") KiB, $(stat -c %s "$T/out") bytes out)" '[ $rc -ne 0 ] && grep -q "does not review that much" "$T/err" && [ "$(tail -1 "$T/rss")" -le $RSSMAX ] && [ "$(stat -c %s "$T/out")" -le 65536 ]'
+done
+check "no review file saved" '[ -z "$(ls "$SBX/reviews" 2>/dev/null)" ]'
+sgrss export --output "$T/e4.zip" "$ID"; rc=$?
+check "export: exit 0, the diff left out and named ($(tail -1 "$T/rss") KiB)" '[ $rc -eq 0 ] && [ "$(tail -1 "$T/rss")" -le $RSSMAX ] && python3 -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); assert \"does not review that much\" in z.read(\"skipped.txt\").decode(); assert \"diff.patch\" not in z.namelist()" "$T/e4.zip"'
+chmod -R u+w "$SBX/work" && rm -rf "$SBX/work/dddd"*
+python3 - "$SBX/work" <<'PY'
+import os, sys
+os.mkdir(sys.argv[1] + "/many")
+for i in range(33000):
+    open(sys.argv[1] + "/many/%05d" % i, "w").close()
+PY
+sgrss diff --stat "$ID"; rc=$?
+check "diff --stat of 33,000 added files: refused naming the bound ($rc, $(tail -1 "$T/rss") KiB)" '[ $rc -ne 0 ] && grep -q "changes more than 32768 paths" "$T/err" && [ "$(tail -1 "$T/rss")" -le $RSSMAX ]'
+rm -rf "$SBX/work/many"
+sgrss diff --stat "$ID"; rc=$?
+check "and once they are gone, diff works again" '[ $rc -eq 0 ]'
+
+# --- names that look like other names ----------------------------------------
+# a zero-width space in a name, bidi and invisible characters in content,
+# and cafe + U+0301 beside the café.py of the source
+ID=sbx_0123456789abcdef0123bd05
+mkdir -p "$T/s5"
+printf 'print("caf\xc3\xa9")\n' >"$T/s5/caf$(printf '\xc3\xa9').py"
+sg_fixture_sandbox "$ID" "$T/s5"
+W=$SANDGATE_STATE/sandboxes/$ID/work
+python3 - "$W" <<'PY'
+import sys
+w = sys.argv[1]
+open(w + "/x\u200by", "w").write("ok\n")
+open(w + "/inv.txt", "w").write("b\u061c evil \u2028x\u2029y \ufeffz \u200bq\n")
+open(w + "/cafe\u0301.py", "w").write("import os; os.system('id')\n")
+PY
+sg diff --stat "$ID"; rc=$?
+check "diff --stat: a zero-width space in a name is quoted" '[ $rc -eq 0 ] && grep -qF "A \"x\\342\\200\\213y\"" "$T/out"'
+check "diff --stat: a decomposed name beside its composed twin is flagged" 'grep -F "cafe" "$T/out" | grep -q "combining character"'
+sg diff "$ID"
+check "diff: U+061C, U+2028, U+2029, U+FEFF, U+200B in content shown as \\xHH" 'grep -qF "+b\\xd8\\x9c evil \\xe2\\x80\\xa8x\\xe2\\x80\\xa9y \\xef\\xbb\\xbfz \\xe2\\x80\\x8bq" "$T/out"'
+sg apply --all "$ID"; rc=$?
+check "apply --all leaves the decomposed name out (126)" '[ $rc -eq 126 ] && [ ! -e "$T/s5/cafe$(printf "\xcc\x81").py" ] && [ "$(ls "$T/s5" | grep -c "^caf")" = 1 ]'
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,157 @@
+/*
+ * test_quote.c: names quoted as git quotes them, text with control
+ * characters, invalid UTF-8 and bidi controls escaped, and the UTF-8
+ * decoder under both.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "quote.h"
+
+struct qcase {
+	const char	*in;
+	size_t		 len;
+	const char	*want;
+};
+
+#define Q(s, w)	{ s, sizeof(s) - 1, w }
+
+static const struct qcase path_cases[] = {
+	Q("src/app.py", "src/app.py"),
+	Q("caf\xc3\xa9.txt", "caf\xc3\xa9.txt"),
+	Q("new\nline", "\"new\\nline\""),
+	Q("x\nD README.md  (deleted: harmless)",
+	    "\"x\\nD README.md  (deleted: harmless)\""),
+	Q("\x1b[2Kevil", "\"\\033[2Kevil\""),
+	Q("tab\there", "\"tab\\there\""),
+	Q("q\"b\\s", "\"q\\\"b\\\\s\""),
+	Q("lat\xe9n1", "\"lat\\351n1\""),
+	Q("c1\xc2\x9b", "\"c1\\302\\233\""),
+	Q("rtl\xe2\x80\xaegpj.exe", "\"rtl\\342\\200\\256gpj.exe\""),
+	Q("del\x7f", "\"del\\177\""),
+	Q("\xf0\x9f\x98\x80.md", "\xf0\x9f\x98\x80.md"),
+	Q("over\xc0\xaflong", "\"over\\300\\257long\""),
+	Q("cut\xe2\x82", "\"cut\\342\\202\""),
+};
+
+static const struct qcase text_cases[] = {
+	Q("plain text", "plain text"),
+	Q("\tindented", "\tindented"),
+	Q("crlf\r", "crlf\r"),
+	Q("over\rwrite", "over\\x0dwrite"),
+	Q("\x1b[2K\x1b[1Afake", "\\x1b[2K\\x1b[1Afake"),
+	Q("lat\xe9n", "lat\\xe9n"),
+	Q("caf\xc3\xa9", "caf\xc3\xa9"),
+	Q("bell\a", "bell\\x07"),
+	Q("nul\0x", "nul\\x00x"),
+	Q("csi\xc2\x9b" "31m", "csi\\xc2\\x9b31m"),
+	Q("bidi\xe2\x81\xa6x", "bidi\\xe2\\x81\\xa6x"),
+};
+
+static char *
+run_path(const struct qcase *c)
+{
+	char	*s = NULL;
+	size_t	 n = 0;
+	FILE	*f = open_memstream(&s, &n);
+
+	assert_non_null(f);
+	assert_int_equal(quote_path(f, c->in, c->len), 0);
+	fclose(f);
+	return s;
+}
+
+static void
+test_path(void **state)
+{
+	size_t	i;
+	char	*s;
+
+	(void)state;
+	for (i = 0; i < sizeof(path_cases) / sizeof(path_cases[0]); i++) {
+		s = run_path(&path_cases[i]);
+		assert_string_equal(s, path_cases[i].want);
+		assert_int_equal(quote_path_needed(path_cases[i].in,
+		    path_cases[i].len), s[0] == '"');
+		free(s);
+	}
+	s = quote_path_dup("a\nb");
+	assert_string_equal(s, "\"a\\nb\"");
+	free(s);
+}
+
+static void
+test_text(void **state)
+{
+	size_t	i, esc;
+	char	*s;
+	FILE	*f;
+	size_t	 n;
+
+	(void)state;
+	for (i = 0; i < sizeof(text_cases) / sizeof(text_cases[0]); i++) {
+		s = NULL;
+		esc = 0;
+		f = open_memstream(&s, &n);
+		assert_non_null(f);
+		assert_int_equal(quote_text(f, text_cases[i].in,
+		    text_cases[i].len, &esc), 0);
+		fclose(f);
+		assert_memory_equal(s, text_cases[i].want,
+		    strlen(text_cases[i].want) + 1);
+		assert_int_equal(esc != 0,
+		    strcmp(text_cases[i].in, text_cases[i].want) != 0 ||
+		    text_cases[i].len != strlen(text_cases[i].want));
+		free(s);
+	}
+}
+
+static void
+test_utf8(void **state)
+{
+	uint32_t	cp = 0;
+
+	(void)state;
+	assert_int_equal(quote_utf8_len((const unsigned char *)"a", 1, &cp),
+	    1);
+	assert_int_equal(quote_utf8_len((const unsigned char *)"\xc3\xa9", 2,
+	    &cp), 2);
+	assert_int_equal(cp, 0xe9);
+	assert_int_equal(quote_utf8_len((const unsigned char *)"\xed\xa0\x80",
+	    3, &cp), 0);	/* a surrogate */
+	assert_int_equal(quote_utf8_len((const unsigned char *)
+	    "\xf4\x90\x80\x80", 4, &cp), 0);	/* past U+10FFFF */
+	assert_int_equal(quote_utf8_len((const unsigned char *)"\xe0\x80\x80",
+	    3, &cp), 0);	/* overlong */
+	assert_true(quote_unsafe_cp(0x202e));
+	assert_true(quote_unsafe_cp(0x9b));
+	assert_false(quote_unsafe_cp(0xe9));
+	/* bidi and invisible characters a name could hide behind */
+	assert_true(quote_unsafe_cp(0x061c));
+	assert_true(quote_unsafe_cp(0x200b));
+	assert_true(quote_unsafe_cp(0xfeff));
+	assert_true(quote_unsafe_cp(0x2028));
+	assert_true(quote_unsafe_cp(0x2029));
+	assert_true(quote_unsafe_cp(0x2060));
+	assert_false(quote_unsafe_cp(0x2030));
+	assert_false(quote_unsafe_cp(0x4e2d));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_path),
+		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_utf8),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
