@@ -146,8 +146,8 @@ static int	connection_scan(const struct field *, struct framing *,
 		    int *, const char **);
 static enum http_body body_framing(int, int64_t);
 static int	framing_keep_alive(int, const struct framing *);
-static int	hop_by_hop(const struct http_header *, size_t,
-		    const struct http_header *);
+static int	hop_by_hop(const struct http_header *, const size_t *,
+		    size_t, const struct http_header *);
 static char	*line_put(char **, const char *, size_t);
 static void	reqline_copy(const char *, const struct reqline *, char *,
 		    struct http_request *);
@@ -1248,10 +1248,11 @@ obuf_finish(struct obuf *b, size_t *lenp)
 
 /*
  * Hop-by-hop: the fields RFC 9110 section 7.6.1 lists, every Proxy-*
- * field, and every field the Connection fields (of h, n fields) name.
+ * field, and every field the Connection fields name (h[conn[0..nconn)]).
  */
 static int
-hop_by_hop(const struct http_header *h, size_t n, const struct http_header *f)
+hop_by_hop(const struct http_header *h, const size_t *conn, size_t nconn,
+    const struct http_header *f)
 {
 	const char	*name = f->name, *cur, *end, *e;
 	size_t		 nlen = f->name_len, i, elen;
@@ -1262,11 +1263,9 @@ hop_by_hop(const struct http_header *h, size_t n, const struct http_header *f)
 		return 1;
 	if (nlen >= 6 && IEQ(name, 6, "proxy-"))
 		return 1;
-	for (i = 0; i < n; i++) {
-		if (!IEQ(h[i].name, h[i].name_len, "connection"))
-			continue;
-		cur = h[i].value;
-		end = cur + h[i].value_len;
+	for (i = 0; i < nconn; i++) {
+		cur = h[conn[i]].value;
+		end = cur + h[conn[i]].value_len;
 		while (list_next(&cur, end, &e, &elen)) {
 			if (elen == nlen && strncasecmp(e, name, nlen) == 0)
 				return 1;
@@ -1292,6 +1291,7 @@ head_forward(const struct part *parts, size_t nparts, const char *host,
 	const char		*conn = NULL;
 	size_t			 i, size = 2 + 2 + 1, hlen = 0, clen = 0;
 	unsigned char		 drop[SG_HTTP_HEADERS_MAX];
+	size_t			 cf[SG_HTTP_HEADERS_MAX], ncf = 0;
 	char			*out, *p;
 
 	if (n > SG_HTTP_HEADERS_MAX)
@@ -1307,8 +1307,12 @@ head_forward(const struct part *parts, size_t nparts, const char *host,
 		hlen = strlen(host);
 		size += 6 + hlen + 2;
 	}
+	/* The Connection fields, found once (the list each field is held to). */
+	for (i = 0; i < n; i++)
+		if (IEQ(h[i].name, h[i].name_len, "connection"))
+			cf[ncf++] = i;
 	for (i = 0; i < n; i++) {
-		drop[i] = (unsigned char)hop_by_hop(h, n, &h[i]);
+		drop[i] = (unsigned char)hop_by_hop(h, cf, ncf, &h[i]);
 		if (!drop[i])
 			size += h[i].name_len + 2 + h[i].value_len + 2;
 	}
