@@ -201,8 +201,9 @@ struct http_request_view {
 /*
  * http_request_parse() without the copies: the same code checks the same
  * rules and returns the same result, status and cause (never 500: it
- * allocates nothing), but *v points into buf (valid while buf is). For a caller that checks a head and passes the
- * bytes on as they are (a plain-HTTP request inside a CONNECT tunnel).
+ * allocates nothing), but *v points into buf (valid while buf is). For
+ * a caller that checks a head and passes the bytes on as they are (a
+ * plain-HTTP request inside a CONNECT tunnel).
  */
 enum http_parse	 http_request_scan(const char *buf, size_t len,
 		    struct http_request_view *v, int *status,
