@@ -2,7 +2,7 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 6c, 12b and a
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 1e', 6c, 12b and a
 # seal rule added). Sourced by tests/attacks/run after lib.sh; each atk_*
 # function adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
 # $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create
@@ -90,6 +90,32 @@ atk_killinit() {
 	    "exit $ki_rc; $(j ki 'o["stdout"].strip()' | tr '\n' ' ')" "$(rec ki)" \
 	    "container after the command: $state"
 	"$SG" discard "$KI" >/dev/null 2>&1
+}
+
+# --- 1e'. a command forges the "from outside" signal ------------------------------
+# rt_sigqueueinfo, rt_tgsigqueueinfo and pidfd_send_signal let a command
+# send SIGTERM/SIGINT to the init with si_pid 0 (what a sender outside the
+# pid namespace shows) and a negative si_code: the init must ignore them,
+# and an exec running meanwhile must end normally.
+atk_forgeinit() {
+	local state bg
+	if ! create FI "$T/project" --network none; then
+		row "1e' forged docker stop from a command" NO "create failed" "" ""
+		return
+	fi
+	x fia "$FI" --timeout 40 -- sh -c 'sleep 12; echo long-running-exec done' &
+	bg=$!
+	sleep 3
+	x fi "$FI" --timeout 30 -- python3 /workspace/.attacks/sigforge.py 2
+	wait "$bg"
+	fia_rc=$(j fia 'o["exit_code"]')
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$FI")
+	verdict "1e' forged docker stop (rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal, si_pid 0)" \
+	    '[ "$fi_rc" = 0 ] && grep -q "still here" <<<"$(j fi "o[\"stdout\"]")" && [ "$fia_rc" = 0 ] && grep -q "exec done" <<<"$(j fia "o[\"stdout\"]")" && [ "$(j fia "o.get(\"container_stopped\")")" != true ] && [ "$state" = running ]' \
+	    "exit $fi_rc; $(j fi 'o["stdout"].strip()' | sed -n '1p;$p' | tr '\n' ' ')" \
+	    "$(rec fi); concurrent: $(rec fia)" \
+	    "concurrent exec: exit $fia_rc; container after both: $state"
+	"$SG" discard "$FI" >/dev/null 2>&1
 }
 
 # --- 2. the container's log fills the host's disk -------------------------------
