@@ -228,9 +228,10 @@ atk_backpressure() {
 # Self-healing pid-hopping chains (inside/hydra.c, built static here) fill
 # the process limit with exited, unreaped processes. Under gVisor the kill
 # at the deadline (the reaper's docker exec) then takes the whole sandbox
-# down: the exec must still return within the deadline, the reaper's bound
-# (10 s) and the kill grace (5 s), and its record must say whether the
-# container stopped, as docker inspect sees it.
+# down (or gVisor ends it before the deadline: exit 137): the exec must
+# still return within the deadline, the reaper's bound (10 s) and the kill
+# grace (5 s), and its record must say whether the container stopped, as
+# docker inspect sees it.
 atk_pidsfull() {
 	local t0 wall state stopped
 	if ! gcc -O2 -static -o "$T/hydra" "$HERE/inside/hydra.c" 2>"$T/hydra.err"; then
@@ -248,7 +249,7 @@ atk_pidsfull() {
 	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$PF")
 	stopped=$(j pf 'o["container_stopped"]')
 	verdict "6d process limit full at the timeout (--timeout 4)" \
-	    '[ "$pf_rc" = 124 ] && [ "$wall" -le 21000 ] && { { [ "$state" = running ] && [ "$stopped" = false ]; } || { [ "$state" != running ] && [ "$stopped" = true ] && grep -q "container stopped under the command" "$T/pf.err"; }; } && ! grep -q "may still run" "$T/pf.err"' \
+	    '{ [ "$pf_rc" = 124 ] || { [ "$pf_rc" = 137 ] && [ "$stopped" = true ]; }; } && [ "$wall" -le 21000 ] && { { [ "$state" = running ] && [ "$stopped" = false ]; } || { [ "$state" != running ] && [ "$stopped" = true ] && grep -q "container stopped under the command" "$T/pf.err"; }; } && ! grep -q "may still run" "$T/pf.err"' \
 	    "exit $pf_rc; $(notice pf command) $(notice pf "the sandbox")" "$(rec pf)" \
 	    "exec wall $wall ms (bound 21000: 4 s + the reaper's 10 s + the 5 s grace + 2 s); container after: $state; record container_stopped: $stopped"
 	"$SG" discard "$PF" >/dev/null 2>&1
