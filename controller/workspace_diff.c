@@ -469,7 +469,7 @@ diff_twins(struct diff_ctx *c)
 	rv = 0;
 out:
 	if (rv == -1)
-		ws_cause(c->cause, "out of memory");
+		(void)util_cause(c->cause, "out of memory");
 	for (k = 0; nfc != NULL && k < n; k++)
 		free(nfc[k]);
 	free(nfc);
