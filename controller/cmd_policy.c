@@ -1,7 +1,7 @@
 /*
  * cmd_policy.c: `sandgate policy check|explain|list|diff|suggest`: review
  * the egress policy with the same engine the proxy runs
- * (egress-proxy/policy.h), and draft a set from what the proxy blocked.
+ * (egress-proxy/core/policy.h), and draft a set from what the proxy blocked.
  */
 #include <getopt.h>
 #include <stdint.h>
