@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +49,7 @@ struct export_ctx {
 	FILE		*skipped;	/* names left out, or NULL */
 };
 
-static int		 cmd_export_exec(int, char **);
+static int		 cmd_export_exec(struct cmd_args *);
 static zip_int64_t	 export_src_cb(void *, void *, zip_uint64_t,
 			    zip_source_cmd_t);
 static int		 export_file(struct export_ctx *, int,
@@ -69,16 +68,27 @@ static int		 export_jsonl(struct export_ctx *, const char *,
 static int		 export_diff(struct export_ctx *);
 static int		 export_run(struct export_ctx *, const char *);
 
+static const struct option cmd_export_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_export = {
 	.name = "export",
 	.usage = "--output FILE.zip ID",
-	.summary = "write a zip with everything about a sandbox: meta.json, "
-	    "manifest.json, the\ndiff (diff.patch, diff.json), its run "
-	    "records (runs.jsonl), its security\nevents "
+	.summary = "write a zip with everything about a sandbox",
+	.help = "The zip holds meta.json, manifest.json, the diff "
+	    "(diff.patch, diff.json), its run records (runs.jsonl), its security\nevents "
 	    "(security-events.jsonl), the evidence folder runs/ and the "
 	    "working\ncopy under work/ (regular files only; names that are "
 	    "not UTF-8 as raw bytes;\nfiles larger than the sandbox's "
 	    "--disk are left out and listed in skipped.txt).",
+	.options = cmd_export_options,
+	.shortopts = "o:",
+	.required = "o",
+	.args_min = 1,
+	.args_max = 1,
+	.flags = CMD_ID,
 	.exec = cmd_export_exec,
 };
 
@@ -495,39 +505,19 @@ fail:
 }
 
 static int
-cmd_export_exec(int argc, char **argv)
+cmd_export_exec(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	const struct cmd_opt	*o;
 	struct export_ctx	 c;
 	const char		*output = NULL;
 	char			*container = NULL, *cause = NULL;
 	unsigned long long	 disk = 0;
-	int			 ch, lock, rc;
+	int			 lock, rc;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			return cmd_help(&cmd_export);
-		default:
-			return cmd_usage_error(&cmd_export, "bad option");
-		}
-	}
-	if (argc - optind != 1 || state_valid_id(argv[optind]) == -1)
-		return cmd_usage_error(&cmd_export, "one valid sandbox id "
-		    "expected");
-	if (output == NULL)
-		return cmd_usage_error(&cmd_export, "--output FILE.zip is "
-		    "required");
+	while ((o = cmd_args_next(args)) != NULL)
+		output = o->arg;	/* --output, required */
 	memset(&c, 0, sizeof(c));
-	c.id = argv[optind];
+	c.id = args->argv[0];
 	c.fds[0] = c.fds[1] = -1;
 	if (state_path(c.sbx, sizeof(c.sbx), c.id, NULL) == -1 ||
 	    (lock = state_lock(c.id, 0)) == -1) {

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,14 +81,24 @@ static int		 gc_mount_stale(struct gc *, const char *);
 static void		 gc_mounts(struct gc *);
 static void		 gc_markers(struct gc *, const char *);
 static void		 gc_uids(struct gc *);
-static int		 gc_exec(int, char **);
+static int		 cmd_gc_exec(struct cmd_args *);
+
+static const struct option cmd_gc_options[] = {
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ NULL, 0, NULL, 0 }
+};
 
 const struct cmd_entry cmd_gc = {
 	.name = "gc",
 	.usage = "[--dry-run]",
-	.summary = "remove containers, state folders, disk mounts and apply "
-	    "temp files that a crash left behind",
-	.exec = gc_exec,
+	.summary = "remove what a crash left behind",
+	.help = "Removes the containers, state folders, disk mounts and apply "
+	    "temporary files that a crash left behind (--dry-run: only lists "
+	    "them).",
+	.options = cmd_gc_options,
+	.shortopts = "n",
+	.args_max = 0,
+	.exec = cmd_gc_exec,
 };
 
 /* The sandbox id label of a container list entry, or NULL. */
@@ -520,30 +529,13 @@ gc_mounts(struct gc *g)
 }
 
 static int
-gc_exec(int argc, char **argv)
+cmd_gc_exec(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct gc	 g;
 	char		*cause = NULL;
-	int		 opt;
 
 	memset(&g, 0, sizeof(g));
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "hn", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			return cmd_help(&cmd_gc);
-		if (opt == 'n')
-			g.dry = 1;
-		else
-			return cmd_usage_error(&cmd_gc, "unknown option");
-	}
-	if (optind != argc)
-		return cmd_usage_error(&cmd_gc, "unexpected argument '%s'",
-		    argv[optind]);
+	g.dry = args->nopts > 0;	/* --dry-run */
 	if ((g.docker = docker_new(&cause)) == NULL ||
 	    docker_container_list(g.docker, GC_LABEL, NULL, &g.containers,
 	    &cause) == -1) {

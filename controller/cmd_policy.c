@@ -5,7 +5,6 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,27 +23,6 @@
 #include "sglimits.h"
 #include "state.h"
 #include "util.h"
-
-#define POLICY_USAGE \
-	"check|explain|list|diff|suggest [--policy-dir DIR] [ARGS]\n" \
-	"  check [DIR]                     validate; exit 1 listing every " \
-	"error\n" \
-	"  explain HOST[:PORT] [--sets a,b] [--method M --path P]\n" \
-	"                                  show the decision for a " \
-	"destination\n" \
-	"  list [--json]                   every set and entry\n" \
-	"  diff OLD_DIR NEW_DIR            destinations newly allowed (+) " \
-	"or no longer (-)\n" \
-	"  suggest [--sandbox ID] [--since 2h|TIME] [--log-dir DIR] " \
-	"[--set NAME]\n" \
-	"                                  draft a set from blocked " \
-	"destinations"
-
-struct psub {
-	const char	*name;
-	const char	*usage;
-	int		(*fn)(const struct psub *, int, char **);
-};
 
 /* Options shared by the subcommands. */
 struct popts {
@@ -113,21 +91,18 @@ struct suggest {
 /* The placeholder the loader refuses as a rationale (policy_load.c). */
 static const char suggest_placeholder[] = { 'T', 'O', 'D', 'O', '\0' };
 
-static int	policy_exec(int, char **);
-static int	policy_sub_usage(const struct psub *, const char *);
-static int	policy_opts(const struct psub *, int, char **,
-		    struct popts *, int *);
+static void	policy_opts(struct cmd_args *, struct popts *);
 static struct policy *policy_cli_load(const char *, int);
-static int	policy_check(const struct psub *, int, char **);
-static int	policy_explain(const struct psub *, int, char **);
+static int	cmd_policy_check_exec(struct cmd_args *);
+static int	cmd_policy_explain_exec(struct cmd_args *);
 static int	policy_explain_host(const char *, struct host *, uint16_t *);
-static int	policy_explain_sets(const struct psub *, struct policy *,
-		    const char *, struct policy_query *, char ***);
-static int	policy_list(const struct psub *, int, char **);
+static int	policy_explain_sets(struct policy *, const char *,
+		    struct policy_query *, char ***);
+static int	cmd_policy_list_exec(struct cmd_args *);
 static void	policy_list_text(const struct policy *, time_t);
 static int	policy_list_json(const struct policy *, time_t);
 static json_t	*policy_entry_json(const struct policy_entry *, time_t);
-static int	policy_diff(const struct psub *, int, char **);
+static int	cmd_policy_diff_exec(struct cmd_args *);
 static struct pdest *policy_dests(const struct policy *, time_t, size_t *);
 static void	policy_dests_free(struct pdest *, size_t);
 static int	policy_dest_cmp(const void *, const void *);
@@ -136,7 +111,7 @@ static int	policy_diff_sets(const struct policy *,
 static void	policy_print_dest(char, const struct pdest *);
 static void	policy_dest_attrs(const struct policy_entry *, uint16_t,
 		    char *, size_t);
-static int	policy_suggest(const struct psub *, int, char **);
+static int	cmd_policy_suggest_exec(struct cmd_args *);
 static int	suggest_parse_time(const char *, time_t *);
 static int	suggest_parse_ts(const char *, time_t *);
 static int	suggest_cmp_rot(const void *, const void *);
@@ -161,110 +136,107 @@ static int	suggest_print(const struct suggest *, const struct popts *,
 		    const struct policy *);
 static struct policy *suggest_policy(const char *);
 
+static const struct option cmd_policy_options[] = {
+	{ "policy-dir", required_argument, NULL, 'd' },
+	{ "sets", required_argument, NULL, 's' },
+	{ "method", required_argument, NULL, 'm' },
+	{ "path", required_argument, NULL, 'p' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "log-dir", required_argument, NULL, 'l' },
+	{ "sandbox", required_argument, NULL, 'b' },
+	{ "since", required_argument, NULL, 'S' },
+	{ "set", required_argument, NULL, 'n' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct cmd_entry cmd_policy_check = {
+	.name = "check",
+	.usage = "[--policy-dir DIR] [DIR]",
+	.summary = "validate the policy folder; exit 1 listing every error",
+	.parent = &cmd_policy,
+	.accepts = "d",
+	.args_max = 1,
+	.exec = cmd_policy_check_exec,
+};
+
+static const struct cmd_entry cmd_policy_explain = {
+	.name = "explain",
+	.usage = "[--policy-dir DIR] [--sets a,b] [--method M --path P] "
+	    "HOST[:PORT]",
+	.summary = "show the decision for a destination",
+	.parent = &cmd_policy,
+	.accepts = "dsmp",
+	.args_min = 1,
+	.args_max = 1,
+	.exec = cmd_policy_explain_exec,
+};
+
+static const struct cmd_entry cmd_policy_list = {
+	.name = "list",
+	.usage = "[--policy-dir DIR] [--json]",
+	.summary = "every set and entry",
+	.parent = &cmd_policy,
+	.accepts = "dj",
+	.args_max = 0,
+	.exec = cmd_policy_list_exec,
+};
+
+static const struct cmd_entry cmd_policy_diff = {
+	.name = "diff",
+	.usage = "OLD_DIR NEW_DIR",
+	.summary = "destinations newly allowed (+) or no longer (-)",
+	.parent = &cmd_policy,
+	.accepts = "d",
+	.args_min = 2,
+	.args_max = 2,
+	.exec = cmd_policy_diff_exec,
+};
+
+static const struct cmd_entry cmd_policy_suggest = {
+	.name = "suggest",
+	.usage = "[--policy-dir DIR] [--log-dir DIR] [--sandbox ID] "
+	    "[--since 2h|TIME] [--set NAME]",
+	.summary = "draft a set from blocked destinations",
+	.parent = &cmd_policy,
+	.accepts = "dlbSn",
+	.args_max = 0,
+	.exec = cmd_policy_suggest_exec,
+};
+
+static const struct cmd_entry *const cmd_policy_verbs[] = {
+	&cmd_policy_check, &cmd_policy_explain, &cmd_policy_list,
+	&cmd_policy_diff, &cmd_policy_suggest, NULL
+};
+
 const struct cmd_entry cmd_policy = {
 	.name = "policy",
-	.usage = POLICY_USAGE,
-	.summary = "check, explain, list, compare and draft the egress policy "
-	    "(policy.d)",
-	.exec = policy_exec,
+	.usage = "check|explain|list|diff|suggest [--policy-dir DIR] [ARGS]",
+	.summary = "check, explain, list, compare and draft the egress policy",
+	.options = cmd_policy_options,
+	.verbs = cmd_policy_verbs,
 };
 
-static const struct psub policy_subs[] = {
-	{ "check", "check [--policy-dir DIR] [DIR]", policy_check },
-	{ "explain", "explain [--policy-dir DIR] [--sets a,b] "
-	    "[--method M] [--path P] HOST[:PORT]", policy_explain },
-	{ "list", "list [--policy-dir DIR] [--json]", policy_list },
-	{ "diff", "diff OLD_DIR NEW_DIR", policy_diff },
-	{ "suggest", "suggest [--policy-dir DIR] [--log-dir DIR] "
-	    "[--sandbox ID] [--since 2h|TIME] [--set NAME]", policy_suggest },
-};
-
-static int
-policy_exec(int argc, char **argv)
+/* The options given, into o. */
+static void
+policy_opts(struct cmd_args *args, struct popts *o)
 {
-	size_t	i;
-
-	if (argc < 2)
-		return cmd_usage_error(&cmd_policy, "missing subcommand");
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-		return cmd_help(&cmd_policy);
-	for (i = 0; i < sizeof(policy_subs) / sizeof(policy_subs[0]); i++) {
-		if (strcmp(argv[1], policy_subs[i].name) == 0)
-			return policy_subs[i].fn(&policy_subs[i], argc - 1,
-			    argv + 1);
-	}
-	return cmd_usage_error(&cmd_policy, "unknown policy subcommand '%s'",
-	    argv[1]);
-}
-
-static int
-policy_sub_usage(const struct psub *s, const char *msg)
-{
-	fprintf(stderr, "sandgate: %s\nusage: sandgate policy %s\n", msg,
-	    s->usage);
-	return SG_EXIT_USAGE;
-}
-
-/*
- * Parse the options of a subcommand; *first is the index of the first
- * operand. Returns -1 after --help (printed), SG_EXIT_USAGE on a bad
- * option, else 0.
- */
-static int
-policy_opts(const struct psub *s, int argc, char **argv, struct popts *o,
-    int *first)
-{
-	static const struct option longopts[] = {
-		{ "policy-dir", required_argument, NULL, 'd' },
-		{ "sets", required_argument, NULL, 's' },
-		{ "method", required_argument, NULL, 'm' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "log-dir", required_argument, NULL, 'l' },
-		{ "sandbox", required_argument, NULL, 'b' },
-		{ "since", required_argument, NULL, 'S' },
-		{ "set", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int	c;
+	const struct cmd_opt	*opt;
 
 	memset(o, 0, sizeof(*o));
 	o->dir = state_policy_dir();
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:s:m:p:jl:b:S:n:h", longopts,
-	    NULL)) != -1) {
-		switch (c) {
-		case 'd': o->dir = optarg; break;
-		case 's': o->sets = optarg; break;
-		case 'm': o->method = optarg; break;
-		case 'p': o->path = optarg; break;
+	while ((opt = cmd_args_next(args)) != NULL) {
+		switch (opt->ch) {
+		case 'd': o->dir = opt->arg; break;
+		case 's': o->sets = opt->arg; break;
+		case 'm': o->method = opt->arg; break;
+		case 'p': o->path = opt->arg; break;
 		case 'j': o->json = 1; break;
-		case 'l': o->log_dir = optarg; break;
-		case 'b': o->sandbox = optarg; break;
-		case 'S': o->since = optarg; break;
-		case 'n': o->set_name = optarg; break;
-		case 'h':
-			printf("usage: sandgate policy %s\n", s->usage);
-			return -1;
-		default:
-			return policy_sub_usage(s, "unknown or incomplete "
-			    "option");
+		case 'l': o->log_dir = opt->arg; break;
+		case 'b': o->sandbox = opt->arg; break;
+		case 'S': o->since = opt->arg; break;
+		case 'n': o->set_name = opt->arg; break;
 		}
 	}
-	if ((o->sets || o->method || o->path) &&
-	    strcmp(s->name, "explain") != 0)
-		return policy_sub_usage(s, "--sets, --method and --path are "
-		    "for explain");
-	if (o->json && strcmp(s->name, "list") != 0)
-		return policy_sub_usage(s, "--json is for list");
-	if ((o->log_dir || o->sandbox || o->since || o->set_name) &&
-	    strcmp(s->name, "suggest") != 0)
-		return policy_sub_usage(s, "--log-dir, --sandbox, --since and "
-		    "--set are for suggest");
-	*first = optind;
-	return 0;
 }
 
 /* Load dir, print diagnostics (warnings too when verbose) to stderr. */
@@ -295,19 +267,14 @@ policy_cli_load(const char *dir, int warnings)
 }
 
 static int
-policy_check(const struct psub *s, int argc, char **argv)
+cmd_policy_check_exec(struct cmd_args *args)
 {
 	struct popts	 o;
 	struct policy	*p;
-	int		 first, rc;
 
-	rc = policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc - first > 1)
-		return policy_sub_usage(s, "too many arguments");
-	if (argc - first == 1)
-		o.dir = argv[first];
+	policy_opts(args, &o);
+	if (args->argc == 1)
+		o.dir = args->argv[0];
 	p = policy_cli_load(o.dir, 1);
 	if (p == NULL)
 		return SG_EXIT_FAIL;
@@ -332,8 +299,8 @@ policy_explain_host(const char *arg, struct host *h, uint16_t *port)
 
 /* --sets into the query; every name must exist. */
 static int
-policy_explain_sets(const struct psub *s, struct policy *p,
-    const char *list, struct policy_query *q, char ***names)
+policy_explain_sets(struct policy *p, const char *list,
+    struct policy_query *q, char ***names)
 {
 	const char	*cause;
 	size_t		 i, n;
@@ -364,7 +331,7 @@ policy_explain_sets(const struct psub *s, struct policy *p,
 }
 
 static int
-policy_explain(const struct psub *s, int argc, char **argv)
+cmd_policy_explain_exec(struct cmd_args *args)
 {
 	struct popts		 o;
 	struct policy		*p;
@@ -374,20 +341,16 @@ policy_explain(const struct psub *s, int argc, char **argv)
 	enum sg_reason		 r;
 	char			 msg[1024], **names = NULL;
 	uint16_t		 port;
-	int			 first, rc;
+	int			 rc;
 
-	rc = policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc - first != 1)
-		return policy_sub_usage(s, "give one HOST[:PORT]");
-	if (policy_explain_host(argv[first], &h, &port) == -1)
-		return policy_sub_usage(s, "not a valid HOST[:PORT]");
+	policy_opts(args, &o);
+	if (policy_explain_host(args->argv[0], &h, &port) == -1)
+		return cmd_usage_error(args->entry, "not a valid HOST[:PORT]");
 	p = policy_cli_load(o.dir, 0);
 	if (p == NULL)
 		return SG_EXIT_ERROR;
 	memset(&q, 0, sizeof(q));
-	rc = policy_explain_sets(s, p, o.sets, &q, &names);
+	rc = policy_explain_sets(p, o.sets, &q, &names);
 	if (rc != 0)
 		goto out;
 	q.host = &h;
@@ -417,17 +380,13 @@ out:
 }
 
 static int
-policy_list(const struct psub *s, int argc, char **argv)
+cmd_policy_list_exec(struct cmd_args *args)
 {
 	struct popts	 o;
 	struct policy	*p;
-	int		 first, rc;
+	int		 rc = SG_EXIT_OK;
 
-	rc = policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc != first)
-		return policy_sub_usage(s, "too many arguments");
+	policy_opts(args, &o);
 	p = policy_cli_load(o.dir, 0);
 	if (p == NULL)
 		return SG_EXIT_ERROR;
@@ -645,22 +604,16 @@ policy_diff_sets(const struct policy *a, const struct policy *b)
 }
 
 static int
-policy_diff(const struct psub *s, int argc, char **argv)
+cmd_policy_diff_exec(struct cmd_args *args)
 {
-	struct popts	 o;
 	struct policy	*a = NULL, *b = NULL;
 	struct pdest	*va = NULL, *vb = NULL;
 	size_t		 na = 0, nb = 0, i = 0, j = 0;
-	int		 first, rc, c, changed;
+	int		 rc, c, changed;
 	time_t		 now = time(NULL);
 
-	rc = policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc - first != 2)
-		return policy_sub_usage(s, "give OLD_DIR and NEW_DIR");
-	a = policy_cli_load(argv[first], 0);
-	b = policy_cli_load(argv[first + 1], 0);
+	a = policy_cli_load(args->argv[0], 0);
+	b = policy_cli_load(args->argv[1], 0);
 	rc = SG_EXIT_ERROR;
 	if (a == NULL || b == NULL)
 		goto out;
@@ -1182,28 +1135,24 @@ suggest_read_log(struct suggest *sg, const char *dir)
  * person has reviewed and explained each entry.
  */
 static int
-policy_suggest(const struct psub *s, int argc, char **argv)
+cmd_policy_suggest_exec(struct cmd_args *args)
 {
 	struct popts	 o;
 	struct suggest	 sg;
 	struct policy	*p = NULL;
-	int		 first, rc;
+	int		 rc;
 
-	rc = policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc != first)
-		return policy_sub_usage(s, "too many arguments");
+	policy_opts(args, &o);
 	memset(&sg, 0, sizeof(sg));
 	sg.since = -1;
 	sg.sandbox = o.sandbox;
 	if (o.since != NULL && suggest_parse_time(o.since, &sg.since) == -1)
-		return policy_sub_usage(s, "--since takes 2h, 30m, 7d or a UTC "
+		return cmd_usage_error(args->entry, "--since takes 2h, 30m, 7d or a UTC "
 		    "time like 2026-01-31T12:00:00Z");
 	if (o.set_name == NULL)
 		o.set_name = "suggested";
 	if (!policy_set_name_valid(o.set_name))
-		return policy_sub_usage(s, "--set takes a set name: a-z, 0-9, "
+		return cmd_usage_error(args->entry, "--set takes a set name: a-z, 0-9, "
 		    "'_' and '-'");
 	if (o.log_dir == NULL)
 		o.log_dir = state_log_dir();

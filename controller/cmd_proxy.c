@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,19 +55,95 @@ static int	proxy_prepare_dirs(struct proxy_opts *, char **cause);
 static int	proxy_wait_ready(void);
 static char	*proxy_config_digest(json_t *spec);
 
-static const char proxy_usage[] =
-    "start|stop|status|reload|logs [--policy-dir DIR] [--log-dir DIR] "
-    "[--egress-network NAME] [--subnet CIDR] [--hosts FILE] "
-    "[--resolver IP:PORT] [--sets a,b] [--log-allowed] [-f]";
+static int	cmd_proxy_start_exec(struct cmd_args *);
+static int	cmd_proxy_stop_exec(struct cmd_args *);
+static int	cmd_proxy_status_exec(struct cmd_args *);
+static int	cmd_proxy_reload_exec(struct cmd_args *);
+static int	cmd_proxy_logs_exec(struct cmd_args *);
+static int	proxy_opts(struct cmd_args *, struct proxy_opts *);
+static struct docker *proxy_docker(void);
 
-static int	cmd_proxy_exec(int, char **);
+const struct cmd_entry cmd_proxy;
+
+static const struct option cmd_proxy_options[] = {
+	{ "policy-dir", required_argument, NULL, 'p' },
+	{ "log-dir", required_argument, NULL, 'L' },
+	{ "egress-network", required_argument, NULL, 'e' },
+	{ "subnet", required_argument, NULL, 's' },
+	{ "hosts", required_argument, NULL, 'H' },
+	{ "resolver", required_argument, NULL, 'r' },
+	{ "sets", required_argument, NULL, 'S' },
+	{ "log-allowed", no_argument, NULL, 'A' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct cmd_entry cmd_proxy_start = {
+	.name = "start",
+	.usage = "[--policy-dir DIR] [--log-dir DIR] [--egress-network NAME] "
+	    "[--subnet CIDR] [--hosts FILE] [--resolver IP:PORT] [--sets a,b] "
+	    "[--log-allowed]",
+	.summary = "create the networks and start the proxy container "
+	    "(idempotent)",
+	.parent = &cmd_proxy,
+	.accepts = "pLesHrSA",
+	.args_max = 0,
+	.exec = cmd_proxy_start_exec,
+};
+
+static const struct cmd_entry cmd_proxy_stop = {
+	.name = "stop",
+	.usage = "",
+	.summary = "stop the proxy (it drains, then signs its log) and remove "
+	    "it",
+	.parent = &cmd_proxy,
+	.accepts = "",
+	.args_max = 0,
+	.exec = cmd_proxy_stop_exec,
+};
+
+static const struct cmd_entry cmd_proxy_status = {
+	.name = "status",
+	.usage = "",
+	.summary = "health, policy, counters, sandboxes; exit 1 if unhealthy",
+	.parent = &cmd_proxy,
+	.accepts = "",
+	.args_max = 0,
+	.exec = cmd_proxy_status_exec,
+};
+
+static const struct cmd_entry cmd_proxy_reload = {
+	.name = "reload",
+	.usage = "",
+	.summary = "load the policy folder again; a bad one is refused (exit 1)",
+	.parent = &cmd_proxy,
+	.accepts = "",
+	.args_max = 0,
+	.exec = cmd_proxy_reload_exec,
+};
+
+static const struct cmd_entry cmd_proxy_logs = {
+	.name = "logs",
+	.usage = "[-f]",
+	.summary = "the proxy container's own stderr (-f: follow it)",
+	.parent = &cmd_proxy,
+	.accepts = "f",
+	.args_max = 0,
+	.exec = cmd_proxy_logs_exec,
+};
+
+static const struct cmd_entry *const cmd_proxy_verbs[] = {
+	&cmd_proxy_start, &cmd_proxy_stop, &cmd_proxy_status,
+	&cmd_proxy_reload, &cmd_proxy_logs, NULL
+};
 
 const struct cmd_entry cmd_proxy = {
 	.name = "proxy",
-	.usage = proxy_usage,
-	.summary = "run the egress proxy container and its networks "
-	    "(start, stop, status, reload, logs)",
-	.exec = cmd_proxy_exec,
+	.usage = "start|stop|status|reload|logs [OPTIONS]",
+	.summary = "run the egress proxy container and its networks",
+	.options = cmd_proxy_options,
+	.shortopts = "f",
+	.verbs = cmd_proxy_verbs,
 };
 
 /* The address the proxy gets on sandgate-internal: the subnet's .2. */
@@ -555,104 +630,137 @@ proxy_logs(struct docker *d, int follow)
 	return SG_EXIT_OK;
 }
 
-static int
-cmd_proxy_exec(int argc, char **argv)
+/* Docker, or NULL after a message. */
+static struct docker *
+proxy_docker(void)
 {
-	static const struct option longopts[] = {
-		{ "policy-dir", required_argument, NULL, 'p' },
-		{ "log-dir", required_argument, NULL, 'L' },
-		{ "egress-network", required_argument, NULL, 'e' },
-		{ "subnet", required_argument, NULL, 's' },
-		{ "hosts", required_argument, NULL, 'H' },
-		{ "resolver", required_argument, NULL, 'r' },
-		{ "sets", required_argument, NULL, 'S' },
-		{ "log-allowed", no_argument, NULL, 'A' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct proxy_opts	 o;
-	struct docker		*d;
-	const char		*verb;
-	char			*cause = NULL, pol[PATH_MAX], logd[PATH_MAX];
-	char			 hosts[PATH_MAX];
-	int			 ch, rc;
+	struct docker	*d;
+	char		*cause = NULL;
 
-	memset(&o, 0, sizeof(o));
-	o.subnet = PROXYCTL_SUBNET;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":fh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'p': o.policy_dir = optarg; break;
-		case 'L': o.log_dir = optarg; break;
-		case 'e': o.egress = optarg; break;
-		case 's': o.subnet = optarg; break;
-		case 'H': o.hosts = optarg; break;
-		case 'r': o.resolver = optarg; break;
-		case 'S': o.sets = optarg; break;
-		case 'A': o.log_allowed = 1; break;
-		case 'f': o.follow = 1; break;
-		case 'h': return cmd_help(&cmd_proxy);
-		case ':':
-			return cmd_usage_error(&cmd_proxy, "option '%s' needs "
-			    "a value", argv[optind - 1]);
-		default:
-			return cmd_usage_error(&cmd_proxy, "unknown option "
-			    "'%s'", argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
-		return cmd_usage_error(&cmd_proxy, "want one of start, stop, "
-		    "status, reload, logs");
-	verb = argv[optind];
-	if (strcmp(verb, "reload") == 0)
-		return proxy_reload();
-	/* Bind mounts need absolute, existing paths. */
-	if (realpath(o.policy_dir ? o.policy_dir : state_policy_dir(), pol) ==
-	    NULL) {
-		fprintf(stderr, "sandgate: policy folder %s: %s\n",
-		    o.policy_dir ? o.policy_dir : state_policy_dir(),
-		    strerror(errno));
-		return SG_EXIT_ERROR;
-	}
-	o.policy_dir = pol;
-	state_mkdirs(o.log_dir ? o.log_dir : state_log_dir(), 0755);
-	if (realpath(o.log_dir ? o.log_dir : state_log_dir(), logd) == NULL) {
-		fprintf(stderr, "sandgate: log folder: %s\n", strerror(errno));
-		return SG_EXIT_ERROR;
-	}
-	o.log_dir = logd;
-	if (o.hosts != NULL) {
-		if (realpath(o.hosts, hosts) == NULL) {
-			fprintf(stderr, "sandgate: --hosts %s: %s\n", o.hosts,
-			    strerror(errno));
-			return SG_EXIT_ERROR;
-		}
-		o.hosts = hosts;
-	}
-	/* The key first: one in the log folder is refused before Docker. */
-	if (strcmp(verb, "start") == 0 &&
-	    auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
-		free(cause);
-		return SG_EXIT_ERROR;
-	}
 	if ((d = docker_new(&cause)) == NULL) {
 		fprintf(stderr, "sandgate: %s\n", cause);
 		free(cause);
+	}
+	return d;
+}
+
+/*
+ * The options of start into o, its folders made absolute and existing
+ * (bind mounts need that); 0, or an exit code after a message.
+ */
+static int
+proxy_opts(struct cmd_args *args, struct proxy_opts *o)
+{
+	static char		 pol[PATH_MAX], logd[PATH_MAX], hosts[PATH_MAX];
+	const struct cmd_opt	*opt;
+
+	memset(o, 0, sizeof(*o));
+	o->subnet = PROXYCTL_SUBNET;
+	while ((opt = cmd_args_next(args)) != NULL) {
+		switch (opt->ch) {
+		case 'p': o->policy_dir = opt->arg; break;
+		case 'L': o->log_dir = opt->arg; break;
+		case 'e': o->egress = opt->arg; break;
+		case 's': o->subnet = opt->arg; break;
+		case 'H': o->hosts = opt->arg; break;
+		case 'r': o->resolver = opt->arg; break;
+		case 'S': o->sets = opt->arg; break;
+		case 'A': o->log_allowed = 1; break;
+		}
+	}
+	if (realpath(o->policy_dir ? o->policy_dir : state_policy_dir(),
+	    pol) == NULL) {
+		fprintf(stderr, "sandgate: policy folder %s: %s\n",
+		    o->policy_dir ? o->policy_dir : state_policy_dir(),
+		    strerror(errno));
 		return SG_EXIT_ERROR;
 	}
-	if (strcmp(verb, "start") == 0)
-		rc = proxy_start(d, &o);
-	else if (strcmp(verb, "stop") == 0)
-		rc = proxy_stop(d);
-	else if (strcmp(verb, "status") == 0)
-		rc = proxy_status(d);
-	else if (strcmp(verb, "logs") == 0)
-		rc = proxy_logs(d, o.follow);
-	else
-		rc = cmd_usage_error(&cmd_proxy, "unknown action '%s'", verb);
+	o->policy_dir = pol;
+	state_mkdirs(o->log_dir ? o->log_dir : state_log_dir(), 0755);
+	if (realpath(o->log_dir ? o->log_dir : state_log_dir(), logd) ==
+	    NULL) {
+		fprintf(stderr, "sandgate: log folder: %s\n", strerror(errno));
+		return SG_EXIT_ERROR;
+	}
+	o->log_dir = logd;
+	if (o->hosts != NULL) {
+		if (realpath(o->hosts, hosts) == NULL) {
+			fprintf(stderr, "sandgate: --hosts %s: %s\n", o->hosts,
+			    strerror(errno));
+			return SG_EXIT_ERROR;
+		}
+		o->hosts = hosts;
+	}
+	return 0;
+}
+
+static int
+cmd_proxy_start_exec(struct cmd_args *args)
+{
+	struct proxy_opts	 o;
+	struct docker		*d;
+	char			*cause = NULL;
+	int			 rc;
+
+	if ((rc = proxy_opts(args, &o)) != 0)
+		return rc;
+	/* The key first: one in the log folder is refused before Docker. */
+	if (auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		return SG_EXIT_ERROR;
+	}
+	if ((d = proxy_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	rc = proxy_start(d, &o);
+	docker_free(d);
+	return rc;
+}
+
+static int
+cmd_proxy_stop_exec(struct cmd_args *args)
+{
+	struct docker	*d;
+	int		 rc;
+
+	(void)args;
+	if ((d = proxy_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	rc = proxy_stop(d);
+	docker_free(d);
+	return rc;
+}
+
+static int
+cmd_proxy_status_exec(struct cmd_args *args)
+{
+	struct docker	*d;
+	int		 rc;
+
+	(void)args;
+	if ((d = proxy_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	rc = proxy_status(d);
+	docker_free(d);
+	return rc;
+}
+
+static int
+cmd_proxy_reload_exec(struct cmd_args *args)
+{
+	(void)args;
+	return proxy_reload();
+}
+
+static int
+cmd_proxy_logs_exec(struct cmd_args *args)
+{
+	struct docker	*d;
+	int		 rc;
+
+	if ((d = proxy_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	rc = proxy_logs(d, args->nopts > 0);	/* -f */
 	docker_free(d);
 	return rc;
 }

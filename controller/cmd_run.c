@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +36,6 @@
 #include "util.h"
 #include "workspace.h"
 
-#define RUN_HELP_DONE	(-1)
 
 struct run_args {
 	const char	*input;		/* realpath'd */
@@ -47,8 +45,8 @@ struct run_args {
 	char		 inbuf[PATH_MAX];
 };
 
-static int	run_exec(int, char **);
-static int	run_parse(int, char **, struct sandbox_meta *,
+static int	cmd_run_exec(struct cmd_args *);
+static int	run_parse(struct cmd_args *, struct sandbox_meta *,
 		    struct run_args *);
 static int	run_check_paths(struct run_args *);
 static int	run_prepare(struct sandbox_meta *, char **);
@@ -64,76 +62,50 @@ static void	run_record(struct docker *, const struct sandbox_meta *,
 		    const struct run_args *, const struct exec_result *,
 		    const char *);
 
+/* The options of run beyond those of every sandbox (cmd.h). */
+static const struct option cmd_run_options[] = {
+	{ "input", required_argument, NULL, 'I' },
+	{ "output", required_argument, NULL, 'O' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_run = {
 	.name = "run",
 	.usage = "[--input DIR] [--output DIR] [--image IMG] [--cpus N] "
 	    "[--memory SIZE] [--pids N] [--disk SIZE] [--tmp-size SIZE] "
 	    "[--timeout S] [--runtime RT] [--network proxy|none] "
 	    "[--allow SET]... [--env K=V]... [--json] -- CMD...",
-	.summary = "run CMD once in a fresh container (DIR read-only at "
-	    "/input, /output copied to --output), then delete everything",
-	.exec = run_exec,
-};
-
-static const struct option run_longopts[] = {
-	{ "input", required_argument, NULL, 'I' },
-	{ "output", required_argument, NULL, 'O' },
-	{ "image", required_argument, NULL, 'o' },
-	{ "cpus", required_argument, NULL, 'o' },
-	{ "memory", required_argument, NULL, 'o' },
-	{ "pids", required_argument, NULL, 'o' },
-	{ "disk", required_argument, NULL, 'o' },
-	{ "tmp-size", required_argument, NULL, 'o' },
-	{ "timeout", required_argument, NULL, 'o' },
-	{ "runtime", required_argument, NULL, 'o' },
-	{ "network", required_argument, NULL, 'o' },
-	{ "allow", required_argument, NULL, 'o' },
-	{ "env", required_argument, NULL, 'o' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
+	.summary = "run CMD once in a fresh sandbox, then delete everything",
+	.help = "The --input DIR is mounted read-only at /input; what CMD "
+	    "leaves in /output is copied to the --output DIR.",
+	.options = cmd_run_options,
+	.options_more = cmd_sandbox_options,
+	.args_max = 0,
+	.flags = CMD_DASH,
+	.exec = cmd_run_exec,
 };
 
 static int
-run_parse(int argc, char **argv, struct sandbox_meta *m, struct run_args *a)
+run_parse(struct cmd_args *args, struct sandbox_meta *m, struct run_args *a)
 {
-	char	*cause = NULL;
-	int	 ch, idx = 0, dash, rv;
+	const struct cmd_opt	*o;
+	char			*cause = NULL;
+	int			 rv;
 
-	for (dash = 1; dash < argc && strcmp(argv[dash], "--") != 0; dash++)
-		;
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long(dash, argv, "+:h", run_longopts,
-	    &idx)) != -1) {
-		if (ch == 'h') {
-			cmd_help(&cmd_run);
-			return RUN_HELP_DONE;
-		}
-		if (ch == '?' || ch == ':')
-			return cmd_usage_error(&cmd_run, "%s option '%s'",
-			    ch == '?' ? "unknown" : "missing value for",
-			    argv[optind - 1]);
-		if (ch == 'I')
-			a->input = optarg;
-		else if (ch == 'O')
-			a->output = optarg;
-		else if (ch == 'j')
+	while ((o = cmd_args_next(args)) != NULL) {
+		if (o->ch == 'I')
+			a->input = o->arg;
+		else if (o->ch == 'O')
+			a->output = o->arg;
+		else if (o->ch == 'j')
 			a->json = 1;
-		else if (sandbox_opt(m, run_longopts[idx].name, optarg,
-		    &cause) == -1) {
+		else if (sandbox_opt(m, o->name, o->arg, &cause) == -1) {
 			rv = cmd_usage_error(&cmd_run, "%s", cause);
 			free(cause);
 			return rv;
 		}
-		idx = 0;
 	}
-	if (optind != dash)
-		return cmd_usage_error(&cmd_run, "unexpected argument '%s' "
-		    "(the command goes after --)", argv[optind]);
-	if (dash + 1 >= argc)
-		return cmd_usage_error(&cmd_run, "no command after --");
-	a->cmd = argv + dash + 1;
+	a->cmd = args->cmd;
 	return 0;
 }
 
@@ -366,7 +338,7 @@ run_record(struct docker *d, const struct sandbox_meta *m,
 }
 
 static int
-run_exec(int argc, char **argv)
+cmd_run_exec(struct cmd_args *args)
 {
 	struct sandbox_meta	 m;
 	struct run_args		 a;
@@ -377,9 +349,9 @@ run_exec(int argc, char **argv)
 
 	sandbox_meta_init(&m);
 	memset(&a, 0, sizeof(a));
-	if ((rv = run_parse(argc, argv, &m, &a)) != 0) {
+	if ((rv = run_parse(args, &m, &a)) != 0) {
 		sandbox_meta_release(&m);
-		return rv == RUN_HELP_DONE ? SG_EXIT_OK : rv;
+		return rv;
 	}
 	rv = SG_EXIT_ERROR;
 	m.ephemeral = 1;
