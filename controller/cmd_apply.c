@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "freeze.h"
+#include "log.h"
 #include "quote.h"
 #include "risky.h"
 #include "state.h"
@@ -222,8 +223,8 @@ cmd_apply_work(struct apply_run *a, struct freeze *fz, char **paths,
 			return -1;
 	}
 	if (cmd_apply_check(a, paths, npaths) == -1) {
-		fprintf(stderr, "sandgate: the working copy is not what review "
-		    "%s showed: nothing applied (run sandgate diff again)\n",
+		log_warnx("the working copy is not what review "
+		    "%s showed: nothing applied (run sandgate diff again)",
 		    a->digest);
 		a->refused++;
 		return 0;
@@ -243,7 +244,7 @@ cmd_apply_run(const char *id, char **paths, size_t npaths,
 	memset(&fz, 0, sizeof(fz));
 	if (state_path(sbx, sizeof(sbx), id, NULL) == -1 ||
 	    (lock = state_lock(id, 1)) == -1) {
-		fprintf(stderr, "sandgate: no sandbox '%s'\n", id);
+		log_warnx("no sandbox '%s'", id);
 		return SG_EXIT_ERROR;
 	}
 	a->sbx = sbx;
@@ -252,8 +253,8 @@ cmd_apply_run(const char *id, char **paths, size_t npaths,
 	    workspace_apply_cleanup(sbx, src, &left, &cause) == -1)
 		goto out;
 	if (left > 0)
-		fprintf(stderr, "sandgate: removed %d temporary file%s that an "
-		    "interrupted apply left in the source folder\n", left,
+		log_warnx("removed %d temporary file%s that an "
+		    "interrupted apply left in the source folder", left,
 		    left == 1 ? "" : "s");
 	a->digest = review;
 	if (review != NULL &&

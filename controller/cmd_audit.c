@@ -456,7 +456,7 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 	struct stat	 st;
 
 	if ((d = opendir(dir)) == NULL) {
-		fprintf(stderr, "sandgate: cannot open '%s': %s\n", dir,
+		log_warnx("cannot open '%s': %s", dir,
 		    strerror(errno));
 		return -1;
 	}
@@ -481,7 +481,7 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 	*out = files;
 	*nout = (int)nrot + 1;
 	if (lstat(files[nrot], &st) == -1 && nrot == 0) {
-		fprintf(stderr, "sandgate: no log at '%s'\n", files[nrot]);
+		log_warnx("no log at '%s'", files[nrot]);
 		audit_files_free(files, *nout);
 		return -1;
 	}
@@ -512,10 +512,10 @@ audit_open(const char *path, long long *size)
 
 	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1) {
 		if (errno == EINVAL)
-			fprintf(stderr, "sandgate: '%s' is not a regular file: "
-			    "not reading it\n", path);
+			log_warnx("'%s' is not a regular file: "
+			    "not reading it", path);
 		else if (errno != ENOENT)
-			fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
+			log_warnx("cannot open '%s': %s", path,
 			    errno == ELOOP ? "it is a symlink" : strerror(errno));
 		return -1;
 	}
@@ -749,19 +749,19 @@ audit_each(const struct audit_args *a, char **files, int n,
 			json_decref(obj);
 		}
 		if (got == -1) {
-			fprintf(stderr, "sandgate: cannot read '%s': %s\n",
+			log_warnx("cannot read '%s': %s",
 			    files[i], strerror(errno));
 			rc = -1;
 		}
 		close(fd);
 	}
 	if (skipped > 0)
-		fprintf(stderr, "sandgate: %zu line(s) skipped: not JSON "
-		    "(run 'sandgate audit verify')\n", skipped);
+		log_warnx("%zu line(s) skipped: not JSON "
+		    "(run 'sandgate audit verify')", skipped);
 	if (notlog > 0)
-		fprintf(stderr, "sandgate: %zu line(s) not exported: not log "
+		log_warnx("%zu line(s) not exported: not log "
 		    "lines (ts, seq, prev or hash missing or malformed; run "
-		    "'sandgate audit verify')\n", notlog);
+		    "'sandgate audit verify')", notlog);
 	free(r);
 	return rc;
 }
@@ -892,7 +892,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 
 	if ((fd = audit_open(path, &size)) == -1) {
 		if (errno == ENOENT)
-			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
+			log_warnx("cannot open '%s': %s",
 			    path, strerror(errno));
 		return -1;
 	}
@@ -904,7 +904,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 			break;
 	}
 	if (got == -1)
-		fprintf(stderr, "sandgate: cannot read '%s': %s\n", path,
+		log_warnx("cannot read '%s': %s", path,
 		    strerror(errno));
 	free(r);
 	close(fd);
@@ -921,12 +921,12 @@ audit_verify_keys(const struct audit_args *a, struct ckverify *v)
 
 	for (i = 0; i < a->nkeys; i++) {
 		if ((k = checkpoint_pubkey_load(a->keys[i], &cause)) == NULL) {
-			fprintf(stderr, "sandgate: --key: %s\n", cause);
+			log_warnx("--key: %s", cause);
 			free(cause);
 			return -1;
 		}
 		if (ckverify_add_key(v, k) == -1) {
-			fprintf(stderr, "sandgate: --key '%s': cannot use it\n",
+			log_warnx("--key '%s': cannot use it",
 			    a->keys[i]);
 			EVP_PKEY_free(k);
 			return -1;
@@ -986,7 +986,7 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 	close(fd);
 	free(r);
 	if (got == -1 || !found) {
-		fprintf(stderr, "sandgate: --anchor '%s': %s\n", path, got ==
+		log_warnx("--anchor '%s': %s", path, got ==
 		    -1 ? strerror(errno) : "neither an anchor nor a log with "
 		    "a log line");
 		return -1;
@@ -1045,7 +1045,7 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 		return 0;
 	}
 	if ((r = checkpoint_anchor_read(path, &an, &cause)) != 1) {
-		fprintf(stderr, "sandgate: %s\n", r == 0 ? "--anchor: no such "
+		log_warnx("%s", r == 0 ? "--anchor: no such "
 		    "file" : cause);
 		free(cause);
 		return -1;
@@ -1318,7 +1318,7 @@ audit_follow(const struct audit_args *a, const char *path)
 	if ((fd = audit_open(path, &size)) == -1 ||
 	    lseek(fd, 0, SEEK_END) == -1) {
 		if (errno == ENOENT)
-			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
+			log_warnx("cannot open '%s': %s",
 			    path, strerror(errno));
 		if (fd != -1)
 			close(fd);

@@ -16,6 +16,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "probe.h"
 #include "sandbox.h"
 #include "sglimits.h"
@@ -338,7 +339,7 @@ cmd_create_exec(struct cmd_args *args)
 	rv = SG_EXIT_ERROR;
 	if (realpath(args->argv[0], src) == NULL || stat(src, &st) == -1 ||
 	    !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "sandgate: '%s' is not a folder\n",
+		log_warnx("'%s' is not a folder",
 		    args->argv[0]);
 		goto out;
 	}
@@ -354,7 +355,7 @@ cmd_create_exec(struct cmd_args *args)
 	state_new_id(m.id, "sbx");
 	if (create_build(d, &m, &a, &cause) == -1) {
 		if (sandbox_destroy(d, m.id, &c2) == -1) {
-			fprintf(stderr, "sandgate: cleanup of %s failed: %s\n",
+			log_warnx("cleanup of %s failed: %s",
 			    m.id, c2);
 			free(c2);
 		}
@@ -364,7 +365,7 @@ cmd_create_exec(struct cmd_args *args)
 	rv = SG_EXIT_OK;
 	goto out;
 fail:
-	fprintf(stderr, "sandgate: %s\n", cause);
+	log_warnx("%s", cause);
 out:
 	free(cause);
 	docker_free(d);

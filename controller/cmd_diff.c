@@ -73,15 +73,15 @@ static void
 cmd_diff_notes(const struct workspace_write_stats *ws, int raw)
 {
 	if (ws->too_large > 0)
-		fprintf(stderr, "sandgate: note: %zu text file%s too large to "
+		log_warnx("note: %zu text file%s too large to "
 		    "show (over %u bytes or %u lines): only %s sizes and "
-		    "SHA-256 are listed\n", ws->too_large,
+		    "SHA-256 are listed", ws->too_large,
 		    ws->too_large == 1 ? " is" : "s are", SG_DIFF_FILE_MAX,
 		    SG_DIFF_LINES_MAX, ws->too_large == 1 ? "its" : "their");
 	if (ws->escaped > 0 && !raw)
-		fprintf(stderr, "sandgate: note: %zu byte%s of control "
+		log_warnx("note: %zu byte%s of control "
 		    "characters or invalid UTF-8 in the diff %s shown as \\xHH "
-		    "(--raw shows them as they are)\n", ws->escaped,
+		    "(--raw shows them as they are)", ws->escaped,
 		    ws->escaped == 1 ? "" : "s", ws->escaped == 1 ? "is" :
 		    "are");
 }

@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "docker.h"
+#include "log.h"
 #include "sandbox.h"
 #include "state.h"
 
@@ -37,10 +38,10 @@ cmd_discard_exec(struct cmd_args *args)
 		/* exclusive: waits for running execs; a missing lock is fine */
 		lock = state_lock(args->argv[i], 1);
 		if (lock == -1 && errno != ENOENT)
-			fprintf(stderr, "sandgate: warning: cannot lock %s: "
-			    "%s\n", args->argv[i], strerror(errno));
+			log_warnx("warning: cannot lock %s: "
+			    "%s", args->argv[i], strerror(errno));
 		if (sandbox_destroy(d, args->argv[i], &cause) == -1) {
-			fprintf(stderr, "sandgate: cannot discard %s: %s\n",
+			log_warnx("cannot discard %s: %s",
 			    args->argv[i], cause);
 			free(cause);
 			cause = NULL;

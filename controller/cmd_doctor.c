@@ -26,6 +26,7 @@
 #include "cmd.h"
 #include "disk.h"
 #include "docker.h"
+#include "log.h"
 #include "netseal.h"
 #include "probe.h"
 #include "sandbox.h"
@@ -721,8 +722,8 @@ doctor_seal(struct doctor *dr)
 	free(cause);
 	cause = NULL;
 	if (docker_network_remove(dr->docker, net, &cause) == -1)
-		fprintf(stderr, "sandgate: cannot remove the test network %s: "
-		    "%s\n", net, cause);
+		log_warnx("cannot remove the test network %s: "
+		    "%s", net, cause);
 	free(cause);
 	free(failed);
 }
@@ -739,7 +740,7 @@ doctor_check_json(const char *file, const struct probe_expect *e)
 
 	fp = strcmp(file, "-") == 0 ? stdin : fopen(file, "re");
 	if (fp == NULL) {
-		fprintf(stderr, "sandgate: cannot open '%s': %s\n", file,
+		log_warnx("cannot open '%s': %s", file,
 		    strerror(errno));
 		return SG_EXIT_ERROR;
 	}

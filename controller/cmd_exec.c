@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "netseal.h"
 #include "probe.h"
 #include "proxyctl.h"
@@ -154,7 +155,7 @@ exec_seal_holds(const struct sandbox_meta *m, int pid, char **cause)
 	    netseal_check(pid, m->proxy, &why) == 0)
 		return 0;
 	if (runrec_event("sandbox.seal_drift", m->id, why, &c2) == -1) {
-		fprintf(stderr, "sandgate: warning: event not recorded: %s\n",
+		log_warnx("warning: event not recorded: %s",
 		    c2);
 		free(c2);
 	}
@@ -239,10 +240,10 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 out:
 	if (a->fresh && cid != NULL &&
 	    docker_container_remove(d, cid, &clean) == -1)
-		fprintf(stderr, "sandgate: cannot remove container %s: %s\n",
+		log_warnx("cannot remove container %s: %s",
 		    cid, clean);
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	if (ran)
 		exec_output(&r, run, m, o.timeout, a->json);
 	memset(&rr, 0, sizeof(rr));
@@ -258,8 +259,8 @@ out:
 	free(cause);
 	cause = NULL;
 	if (runrec_append(&rr, &cause) == -1) {
-		fprintf(stderr, "sandgate: warning: run record not written: "
-		    "%s\n", cause);
+		log_warnx("warning: run record not written: "
+		    "%s", cause);
 		free(cause);
 	}
 	free(clean);
@@ -286,14 +287,14 @@ cmd_exec_exec(struct cmd_args *args)
 	sandbox_meta_init(&m);
 	rv = SG_EXIT_ERROR;
 	if ((lock = state_lock(a.id, 0)) == -1) {
-		fprintf(stderr, "sandgate: no sandbox '%s'%s%s\n", a.id,
+		log_warnx("no sandbox '%s'%s%s", a.id,
 		    errno == ENOENT ? "" : ": ",
 		    errno == ENOENT ? "" : strerror(errno));
 		goto out;
 	}
 	sandbox_meta_release(&m);
 	if (sandbox_meta_load(a.id, &m, &cause) == -1)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	else if ((d = sandbox_docker()) != NULL) {
 		exec_signals_install();
 		rv = exec_in_sandbox(d, &m, &a);

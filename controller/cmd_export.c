@@ -14,6 +14,7 @@
 
 #include "cmd.h"
 #include "eventlog.h"
+#include "log.h"
 #include "quote.h"
 #include "sandbox.h"
 #include "sglimits.h"
@@ -206,13 +207,15 @@ export_file(struct export_ctx *c, int rootfd,
 static int
 export_skip(struct export_ctx *c, const char *name, const char *why)
 {
+	char	*q;
+
 	if (c->skipped == NULL && (c->skipped = export_tmp(c)) == NULL)
 		return -1;
 	quote_path(c->skipped, name, strlen(name));
 	fprintf(c->skipped, ": %s\n", why);
-	fputs("sandgate: warning: not exported: ", stderr);
-	quote_path(stderr, name, strlen(name));
-	fprintf(stderr, " (%s)\n", why);
+	q = quote_path_dup(name);
+	log_warnx("warning: not exported: %s (%s)", q != NULL ? q : "?", why);
+	free(q);
 	return 0;
 }
 
@@ -459,7 +462,7 @@ export_run(struct export_ctx *c, const char *output)
 
 	if ((c->za = zip_open(output, ZIP_CREATE | ZIP_TRUNCATE,
 	    &err)) == NULL) {
-		fprintf(stderr, "sandgate: cannot create '%s'\n", output);
+		log_warnx("cannot create '%s'", output);
 		return -1;
 	}
 	for (i = 0; i < 2; i++) {
@@ -491,14 +494,14 @@ export_run(struct export_ctx *c, const char *output)
 		c->skipped = NULL;
 	}
 	if (zip_close(c->za) == -1) {
-		fprintf(stderr, "sandgate: cannot write '%s': %s\n", output,
+		log_warnx("cannot write '%s': %s", output,
 		    zip_strerror(c->za));
 		zip_discard(c->za);
 		return -1;
 	}
 	return 0;
 fail:
-	fprintf(stderr, "sandgate: cannot build '%s': %s\n", output,
+	log_warnx("cannot build '%s': %s", output,
 	    zip_strerror(c->za));
 	zip_discard(c->za);
 	return -1;
@@ -521,7 +524,7 @@ cmd_export_exec(struct cmd_args *args)
 	c.fds[0] = c.fds[1] = -1;
 	if (state_path(c.sbx, sizeof(c.sbx), c.id, NULL) == -1 ||
 	    (lock = state_lock(c.id, 0)) == -1) {
-		fprintf(stderr, "sandgate: no sandbox '%s'\n", c.id);
+		log_warnx("no sandbox '%s'", c.id);
 		return SG_EXIT_ERROR;
 	}
 	rc = SG_EXIT_ERROR;

@@ -41,6 +41,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "sandbox.h"
 #include "state.h"
 #include "util.h"
@@ -177,15 +178,15 @@ gc_settle(struct gc *g, const char *id)
 	if (lstat(path, &st) == -1 ||
 	    time(NULL) - st.st_mtime >= GC_SETTLE_SECS)
 		return 0;
-	fprintf(stderr, "sandgate: %s: a container create was cut short "
+	log_warnx("%s: a container create was cut short "
 	    "%lld s ago; waiting up to %d s for dockerd to finish or drop "
-	    "it\n", id, (long long)(time(NULL) - st.st_mtime),
+	    "it", id, (long long)(time(NULL) - st.st_mtime),
 	    GC_SETTLE_SECS);
 	while (!found && time(NULL) - st.st_mtime < GC_SETTLE_SECS) {
 		usleep(GC_POLL_US);
 		if (docker_container_list(g->docker, GC_LABEL, id, &list,
 		    &cause) == -1) {
-			fprintf(stderr, "sandgate: %s: %s; left alone\n", id,
+			log_warnx("%s: %s; left alone", id,
 			    cause);
 			free(cause);
 			g->errors++;
@@ -224,8 +225,8 @@ gc_containers(struct gc *g)
 			continue;
 		}
 		if (docker_container_remove(g->docker, cid, &cause) == -1) {
-			fprintf(stderr, "sandgate: cannot remove container "
-			    "%.12s: %s\n", cid, cause);
+			log_warnx("cannot remove container "
+			    "%.12s: %s", cid, cause);
 			free(cause);
 			cause = NULL;
 			g->errors++;
@@ -280,7 +281,7 @@ gc_rm_cb(const char *path, const struct stat *st, int flag,
 
 	rc = flag == FTW_DP ? rmdir(path) : unlink(path);
 	if (rc == -1 && errno != ENOENT) {
-		fprintf(stderr, "sandgate: cannot remove '%s': %s\n", path,
+		log_warnx("cannot remove '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
@@ -316,7 +317,7 @@ gc_umount_under(struct gc *g, const char *dir)
 	dir = real;
 	len = strlen(dir);
 	if (disk_list_mounts(state_root(), &m, &n, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return -1;
 	}
@@ -325,7 +326,7 @@ gc_umount_under(struct gc *g, const char *dir)
 		    (m[i].dir[len] != '/' && m[i].dir[len] != '\0'))
 			continue;
 		if (disk_umount(m[i].dir, &cause) == -1) {
-			fprintf(stderr, "sandgate: %s\n", cause);
+			log_warnx("%s", cause);
 			free(cause);
 			cause = NULL;
 			rc = -1;
@@ -350,13 +351,13 @@ gc_folder(struct gc *g, const char *id)
 		return;
 	}
 	if (workspace_apply_cleanup(dir, NULL, &left, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		g->errors++;
 		return;
 	}
 	if (gc_umount_under(g, dir) == -1 || gc_rmtree(dir) == -1) {
-		fprintf(stderr, "sandgate: cannot remove sandbox folder '%s'\n",
+		log_warnx("cannot remove sandbox folder '%s'",
 		    dir);
 		g->errors++;
 		return;
@@ -386,7 +387,7 @@ gc_uids(struct gc *g)
 	int	n;
 
 	if ((n = sandbox_uid_sweep(g->dry)) == -1) {
-		fprintf(stderr, "sandgate: cannot read the uid claims: %s\n",
+		log_warnx("cannot read the uid claims: %s",
 		    strerror(errno));
 		g->errors++;
 		return;
@@ -428,7 +429,7 @@ gc_sandbox(struct gc *g, const char *id)
 	}
 	if (dead ? sandbox_destroy(g->docker, id, &cause) :
 	    workspace_apply_cleanup(dir, NULL, &left, &cause)) {
-		fprintf(stderr, "sandgate: %s: %s\n", id, cause);
+		log_warnx("%s: %s", id, cause);
 		free(cause);
 		g->errors++;
 	} else if (dead)
@@ -453,7 +454,7 @@ gc_folders(struct gc *g)
 	d = opendir(path);
 	if (d == NULL) {
 		if (errno != ENOENT) {
-			fprintf(stderr, "sandgate: cannot read '%s': %s\n",
+			log_warnx("cannot read '%s': %s",
 			    path, strerror(errno));
 			g->errors++;
 		}
@@ -504,7 +505,7 @@ gc_mounts(struct gc *g)
 	char			*cause = NULL;
 
 	if (disk_list_mounts(state_root(), &m, &n, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		g->errors++;
 		return;
@@ -517,7 +518,7 @@ gc_mounts(struct gc *g)
 			printf("would unmount %s (%s, image %s)\n", m[i].dir,
 			    m[i].device, m[i].backing);
 		else if (disk_umount(m[i].dir, &cause) == -1) {
-			fprintf(stderr, "sandgate: %s\n", cause);
+			log_warnx("%s", cause);
 			free(cause);
 			cause = NULL;
 			g->errors++;
@@ -539,7 +540,7 @@ cmd_gc_exec(struct cmd_args *args)
 	if ((g.docker = docker_new(&cause)) == NULL ||
 	    docker_container_list(g.docker, GC_LABEL, NULL, &g.containers,
 	    &cause) == -1) {
-		fprintf(stderr, "sandgate: gc needs the container list: %s\n",
+		log_warnx("gc needs the container list: %s",
 		    cause);
 		free(cause);
 		docker_free(g.docker);

@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "docker.h"
+#include "log.h"
 #include "script.h"
 #include "state.h"
 #include "util.h"
@@ -84,7 +85,7 @@ image_status(const char *tag)
 	int		 rc = SG_EXIT_OK;
 
 	if ((d = docker_new(&cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -141,7 +142,7 @@ cmd_image_build_exec(struct cmd_args *args)
 	image_manifest_path(tag, manifest, sizeof(manifest));
 	snprintf(dir, sizeof(dir), "%s/images", state_root());
 	if (state_mkdirs(dir, 0755) == -1) {
-		fprintf(stderr, "sandgate: %s: %s\n", dir, strerror(errno));
+		log_warnx("%s: %s", dir, strerror(errno));
 		return SG_EXIT_ERROR;
 	}
 	argv[n++] = (char *)"--tag";
@@ -156,7 +157,7 @@ cmd_image_build_exec(struct cmd_args *args)
 		argv[n++] = (char *)"--force";
 	argv[n] = NULL;
 	if (script_run("images/base/build.sh", argv, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "docker.h"
+#include "log.h"
 #include "sandbox.h"
 #include "state.h"
 
@@ -44,7 +45,7 @@ list_states(struct docker *d)
 	map = json_object();
 	if (docker_container_list(d, SANDBOX_LABEL, NULL, &list,
 	    &cause) == -1) {
-		fprintf(stderr, "sandgate: warning: %s\n", cause);
+		log_warnx("warning: %s", cause);
 		free(cause);
 		return map;
 	}

@@ -260,7 +260,7 @@ policy_cli_load(const char *dir, int warnings)
 		fprintf(stderr, "%s: %zu more diagnostics not shown\n", dir,
 		    d.dropped);
 	if (p == NULL)
-		fprintf(stderr, "sandgate: policy in %s has %zu error%s\n",
+		log_warnx("policy in %s has %zu error%s",
 		    dir, d.nerrors, d.nerrors == 1 ? "" : "s");
 	policy_diags_release(&d);
 	return p;
@@ -303,7 +303,8 @@ policy_explain_sets(struct policy *p, const char *list,
     struct policy_query *q, char ***names)
 {
 	const char	*cause;
-	size_t		 i, n;
+	char		 sets[1024] = "";
+	size_t		 i, n, len;
 
 	*names = NULL;
 	if (list == NULL) {
@@ -311,17 +312,18 @@ policy_explain_sets(struct policy *p, const char *list,
 		return 0;
 	}
 	if (policy_set_list_parse(list, names, &n, &cause) == -1) {
-		fprintf(stderr, "sandgate: --sets \"%s\": %s\n", list, cause);
+		log_warnx("--sets \"%s\": %s", list, cause);
 		return SG_EXIT_USAGE;
 	}
 	for (i = 0; i < n; i++) {
 		if (!policy_set_exists(p, (*names)[i])) {
-			fprintf(stderr, "sandgate: no set \"%s\"; the sets "
-			    "are:", (*names)[i]);
-			for (n = 0; n < policy_nsets(p); n++)
-				fprintf(stderr, " %s",
+			for (n = 0, len = 0; n < policy_nsets(p) &&
+			    len < sizeof(sets); n++)
+				len += (size_t)snprintf(sets + len,
+				    sizeof(sets) - len, " %s",
 				    policy_set_at(p, n)->name);
-			fputc('\n', stderr);
+			log_warnx("no set \"%s\"; the sets are:%s", (*names)[i],
+			    sets);
 			return SG_EXIT_USAGE;
 		}
 	}
@@ -1097,9 +1099,9 @@ suggest_policy(const char *dir)
 	policy_diags_init(&d);
 	p = policy_load_dir(dir, time(NULL), &d);
 	if (p == NULL)
-		fprintf(stderr, "sandgate: policy in %s has %zu error%s (see "
+		log_warnx("policy in %s has %zu error%s (see "
 		    "`sandgate policy check`); destinations it allows are not "
-		    "left out\n", dir, d.nerrors, d.nerrors == 1 ? "" : "s");
+		    "left out", dir, d.nerrors, d.nerrors == 1 ? "" : "s");
 	policy_diags_release(&d);
 	return p;
 }
@@ -1112,7 +1114,7 @@ suggest_read_log(struct suggest *sg, const char *dir)
 	int	  nfiles, i, nread = 0;
 
 	if ((files = suggest_files(dir, &nfiles)) == NULL) {
-		fprintf(stderr, "sandgate: cannot read the log folder %s\n",
+		log_warnx("cannot read the log folder %s",
 		    dir);
 		return -1;
 	}
@@ -1122,7 +1124,7 @@ suggest_read_log(struct suggest *sg, const char *dir)
 	}
 	free(files);
 	if (nread == 0) {
-		fprintf(stderr, "sandgate: no log at %s/%s\n", dir,
+		log_warnx("no log at %s/%s", dir,
 		    SUGGEST_LOG);
 		return -1;
 	}
@@ -1159,15 +1161,15 @@ cmd_policy_suggest_exec(struct cmd_args *args)
 	if (suggest_read_log(&sg, o.log_dir) == -1)
 		return SG_EXIT_ERROR;
 	if (sg.dropped > 0)
-		fprintf(stderr, "sandgate: %lld blocked event%s left out (not "
-		    "a valid host and port, or past %d hosts)\n", sg.dropped,
+		log_warnx("%lld blocked event%s left out (not "
+		    "a valid host and port, or past %d hosts)", sg.dropped,
 		    sg.dropped == 1 ? "" : "s", SG_SUGGEST_DESTS_MAX);
 	if (sg.n > 0)
 		qsort(sg.v, sg.n, sizeof(*sg.v), suggest_cmp_dest);
 	p = suggest_policy(o.dir);
 	rc = SG_EXIT_OK;
 	if (suggest_print(&sg, &o, p) == 0) {
-		fprintf(stderr, "sandgate: nothing to suggest: %s\n", sg.n ?
+		log_warnx("nothing to suggest: %s", sg.n ?
 		    "the policy already allows every blocked destination" :
 		    "no blocked destination in the log");
 		rc = SG_EXIT_FAIL;

@@ -19,6 +19,7 @@
 #include "auditkey.h"
 #include "cmd.h"
 #include "docker.h"
+#include "log.h"
 #include "proxyctl.h"
 #include "script.h"
 #include "state.h"
@@ -420,8 +421,8 @@ proxy_start(struct docker *d, struct proxy_opts *o)
 	int			 rc = SG_EXIT_ERROR;
 
 	if (proxy_subnet_ip(o->subnet, ip, sizeof(ip)) == -1) {
-		fprintf(stderr, "sandgate: --subnet \"%s\": want an IPv4 "
-		    "CIDR of /29 or larger\n", o->subnet);
+		log_warnx("--subnet \"%s\": want an IPv4 "
+		    "CIDR of /29 or larger", o->subnet);
 		return SG_EXIT_USAGE;
 	}
 	if (proxy_build_image(&cause) == -1 ||
@@ -494,7 +495,7 @@ proxy_start(struct docker *d, struct proxy_opts *o)
 	rc = SG_EXIT_OK;
 out:
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	free(cause);
 	free(id);
 	return rc;
@@ -524,7 +525,7 @@ proxy_stop(struct docker *d)
 
 	if (proxy_stop_signed(d, &cause) == -1 ||
 	    docker_container_remove(d, PROXYCTL_CONTAINER, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -544,7 +545,7 @@ proxy_status(struct docker *d)
 
 	if (proxyctl_address(d, ip, sizeof(ip), &cause) == -1 ||
 	    proxyctl_call("GET", "/status", NULL, &status, &st, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_FAIL;
 	}
@@ -597,7 +598,7 @@ proxy_reload(void)
 
 	if (proxyctl_call("POST", "/reload", NULL, &status, &resp, &cause) ==
 	    -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -607,8 +608,8 @@ proxy_reload(void)
 		json_decref(resp);
 		return SG_EXIT_OK;
 	}
-	fprintf(stderr, "sandgate: policy reload rejected; the old policy "
-	    "stays in force:\n");
+	log_warnx("policy reload rejected; the old policy "
+	    "stays in force:");
 	json_array_foreach(json_object_get(resp, "errors"), i, e)
 		fprintf(stderr, "  %s\n", json_string_value(e));
 	json_decref(resp);
@@ -623,7 +624,7 @@ proxy_logs(struct docker *d, int follow)
 
 	if (proxyctl_container_logs(docker_api_version(d), follow, &cause) ==
 	    -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -638,7 +639,7 @@ proxy_docker(void)
 	char		*cause = NULL;
 
 	if ((d = docker_new(&cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 	}
 	return d;
@@ -670,7 +671,7 @@ proxy_opts(struct cmd_args *args, struct proxy_opts *o)
 	}
 	if (realpath(o->policy_dir ? o->policy_dir : state_policy_dir(),
 	    pol) == NULL) {
-		fprintf(stderr, "sandgate: policy folder %s: %s\n",
+		log_warnx("policy folder %s: %s",
 		    o->policy_dir ? o->policy_dir : state_policy_dir(),
 		    strerror(errno));
 		return SG_EXIT_ERROR;
@@ -679,13 +680,13 @@ proxy_opts(struct cmd_args *args, struct proxy_opts *o)
 	state_mkdirs(o->log_dir ? o->log_dir : state_log_dir(), 0755);
 	if (realpath(o->log_dir ? o->log_dir : state_log_dir(), logd) ==
 	    NULL) {
-		fprintf(stderr, "sandgate: log folder: %s\n", strerror(errno));
+		log_warnx("log folder: %s", strerror(errno));
 		return SG_EXIT_ERROR;
 	}
 	o->log_dir = logd;
 	if (o->hosts != NULL) {
 		if (realpath(o->hosts, hosts) == NULL) {
-			fprintf(stderr, "sandgate: --hosts %s: %s\n", o->hosts,
+			log_warnx("--hosts %s: %s", o->hosts,
 			    strerror(errno));
 			return SG_EXIT_ERROR;
 		}
@@ -706,7 +707,7 @@ cmd_proxy_start_exec(struct cmd_args *args)
 		return rc;
 	/* The key first: one in the log folder is refused before Docker. */
 	if (auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}

@@ -26,6 +26,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "probe.h"
 #include "proxyctl.h"
 #include "quote.h"
@@ -121,8 +122,8 @@ run_check_paths(struct run_args *a)
 	if (a->input != NULL) {
 		if (realpath(a->input, a->inbuf) == NULL ||
 		    stat(a->inbuf, &st) == -1 || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "sandgate: --input '%s' is not a "
-			    "folder\n", a->input);
+			log_warnx("--input '%s' is not a "
+			    "folder", a->input);
 			return -1;
 		}
 		a->input = a->inbuf;
@@ -130,7 +131,7 @@ run_check_paths(struct run_args *a)
 	if (a->output == NULL || lstat(a->output, &st) == -1)
 		return 0;
 	if (!S_ISDIR(st.st_mode) || (dir = opendir(a->output)) == NULL) {
-		fprintf(stderr, "sandgate: --output '%s' is not a folder\n",
+		log_warnx("--output '%s' is not a folder",
 		    a->output);
 		return -1;
 	}
@@ -138,7 +139,7 @@ run_check_paths(struct run_args *a)
 		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
 	closedir(dir);
 	if (n > 0) {
-		fprintf(stderr, "sandgate: --output '%s' is not empty\n",
+		log_warnx("--output '%s' is not empty",
 		    a->output);
 		return -1;
 	}
@@ -274,7 +275,7 @@ done:
 	if (cid != NULL)
 		docker_container_remove(d, cid, NULL);
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	if (ran && run_finish(m, a, &r, run, work) == -1 && rv == 0)
 		rv = SG_EXIT_ERROR;
 	run_record(d, m, a, ran ? &r : NULL, run);
@@ -319,7 +320,7 @@ run_record(struct docker *d, const struct sandbox_meta *m,
 	char		*clean = NULL, *cause = NULL;
 
 	if (sandbox_destroy(d, m->id, &clean) == -1)
-		fprintf(stderr, "sandgate: cleanup of %s failed: %s\n", m->id,
+		log_warnx("cleanup of %s failed: %s", m->id,
 		    clean);
 	memset(&rr, 0, sizeof(rr));
 	rr.kind = "run";
@@ -331,8 +332,8 @@ run_record(struct docker *d, const struct sandbox_meta *m,
 	rr.res = r;
 	rr.cleanup = clean != NULL ? clean : "ok";
 	if (runrec_append(&rr, &cause) == -1)
-		fprintf(stderr, "sandgate: warning: run record not written: "
-		    "%s\n", cause);
+		log_warnx("warning: run record not written: "
+		    "%s", cause);
 	free(cause);
 	free(clean);
 }
@@ -365,7 +366,7 @@ cmd_run_exec(struct cmd_args *args)
 	if ((d = sandbox_docker()) == NULL)
 		goto out;
 	if (sandbox_resolve(d, &m, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		goto out;
 	}
 	state_new_id(m.id, "sbx");
