@@ -34,7 +34,7 @@ const struct option cmd_sandbox_options[] = {
 static void	cmd_table(const struct cmd_entry *, struct option *, char *,
 		    size_t);
 static const char *cmd_long_name(const struct option *, int);
-static int	cmd_bad_option(const struct cmd_entry *, int, char **);
+static int	cmd_bad_option(const struct cmd_entry *, int, int, char **);
 static int	cmd_parse(const struct cmd_entry *, int, char **,
 		    struct cmd_args *, int *);
 static const struct cmd_entry *cmd_verb_find(const struct cmd_entry *,
@@ -78,12 +78,27 @@ cmd_long_name(const struct option *opts, int ch)
 	return NULL;
 }
 
-/* The one message for an option getopt_long refused. */
+/*
+ * The one message for an option getopt_long refused, with the usage of
+ * the verb named on the line if there is one.
+ */
 static int
-cmd_bad_option(const struct cmd_entry *c, int ch, char **argv)
+cmd_bad_option(const struct cmd_entry *c, int ch, int argc, char **argv)
 {
 	const char	*given = argv[optind - 1];
 	char		 shortopt[3] = { '-', (char)optopt, '\0' };
+	int		 i, j;
+
+	for (i = 1; c->verbs != NULL && i < argc; i++) {
+		for (j = 0; c->verbs[j] != NULL; j++) {
+			if (strcmp(argv[i], c->verbs[j]->name) == 0) {
+				c = c->verbs[j];
+				break;
+			}
+		}
+		if (c->parent != NULL)
+			break;
+	}
 
 	if (strncmp(given, "--", 2) != 0 && optopt > 0 && optopt < 128)
 		given = shortopt;
@@ -115,7 +130,7 @@ cmd_parse(const struct cmd_entry *c, int argc, char **argv,
 	/* GNU getopt permutes: options may come before or after operands */
 	while ((ch = getopt_long(end, argv, letters, opts, &idx)) != -1) {
 		if (ch == '?' || ch == ':')
-			return cmd_bad_option(c, ch, argv);
+			return cmd_bad_option(c, ch, end, argv);
 		if (ch == 'h')
 			*help = 1;
 		else if (a->nopts == CMD_ARGS_MAX)
