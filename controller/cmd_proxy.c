@@ -21,6 +21,7 @@
 #include "docker.h"
 #include "log.h"
 #include "proxyctl.h"
+#include "sandbox.h"
 #include "script.h"
 #include "state.h"
 #include "util.h"
@@ -62,7 +63,6 @@ static int	cmd_proxy_status_exec(struct cmd_args *);
 static int	cmd_proxy_reload_exec(struct cmd_args *);
 static int	cmd_proxy_logs_exec(struct cmd_args *);
 static int	proxy_opts(struct cmd_args *, struct proxy_opts *);
-static struct docker *proxy_docker(void);
 
 const struct cmd_entry cmd_proxy;
 
@@ -631,20 +631,6 @@ proxy_logs(struct docker *d, int follow)
 	return SG_EXIT_OK;
 }
 
-/* Docker, or NULL after a message. */
-static struct docker *
-proxy_docker(void)
-{
-	struct docker	*d;
-	char		*cause = NULL;
-
-	if ((d = docker_new(&cause)) == NULL) {
-		log_warnx("%s", cause);
-		free(cause);
-	}
-	return d;
-}
-
 /*
  * The options of start into o, its folders made absolute and existing
  * (bind mounts need that); 0, or an exit code after a message.
@@ -711,7 +697,7 @@ cmd_proxy_start_exec(struct cmd_args *args)
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
-	if ((d = proxy_docker()) == NULL)
+	if ((d = sandbox_docker()) == NULL)
 		return SG_EXIT_ERROR;
 	rc = proxy_start(d, &o);
 	docker_free(d);
@@ -725,7 +711,7 @@ cmd_proxy_stop_exec(struct cmd_args *args)
 	int		 rc;
 
 	(void)args;
-	if ((d = proxy_docker()) == NULL)
+	if ((d = sandbox_docker()) == NULL)
 		return SG_EXIT_ERROR;
 	rc = proxy_stop(d);
 	docker_free(d);
@@ -739,7 +725,7 @@ cmd_proxy_status_exec(struct cmd_args *args)
 	int		 rc;
 
 	(void)args;
-	if ((d = proxy_docker()) == NULL)
+	if ((d = sandbox_docker()) == NULL)
 		return SG_EXIT_ERROR;
 	rc = proxy_status(d);
 	docker_free(d);
@@ -759,7 +745,7 @@ cmd_proxy_logs_exec(struct cmd_args *args)
 	struct docker	*d;
 	int		 rc;
 
-	if ((d = proxy_docker()) == NULL)
+	if ((d = sandbox_docker()) == NULL)
 		return SG_EXIT_ERROR;
 	rc = proxy_logs(d, args->nopts > 0);	/* -f */
 	docker_free(d);
