@@ -45,6 +45,10 @@ static int	cmd_check(const struct cmd_entry *, const struct cmd_args *);
 static int	cmd_resolve(const struct cmd_entry *, const struct cmd_args *);
 static int	cmd_help(const struct cmd_entry *);
 static void	cmd_usage_line(FILE *, const struct cmd_entry *);
+static void	cmd_name(FILE *, const struct cmd_entry *);
+static const struct cmd_entry *cmd_root(const struct cmd_entry *);
+static const struct cmd_entry *cmd_verb_run(const struct cmd_entry *,
+		    struct cmd_args *, int);
 static void	cmd_wrap(FILE *, const char *);
 
 /* c's options, the shared ones and --help into opts; getopt letters in s. */
@@ -96,8 +100,6 @@ cmd_bad_option(const struct cmd_entry *c, int ch, int argc, char **argv)
 				break;
 			}
 		}
-		if (c->parent != NULL)
-			break;
 	}
 
 	if (strncmp(given, "--", 2) != 0 && optopt > 0 && optopt < 128)
@@ -178,7 +180,7 @@ cmd_verb_error(const struct cmd_entry *c, const struct cmd_args *a)
 	for (i = 0; c->verbs[i] != NULL && len < sizeof(want); i++)
 		len += (size_t)snprintf(want + len, sizeof(want) - len, "%s%s",
 		    i > 0 ? ", " : "", c->verbs[i]->name);
-	if (a->argc == 0)
+	if (a->argc == 0 || a->argv[0][0] == '\0')
 		return cmd_usage_error(c, "missing subcommand (want %s)", want);
 	return cmd_usage_error(c, "unknown subcommand '%s' (want %s)",
 	    a->argv[0], want);
@@ -188,14 +190,15 @@ cmd_verb_error(const struct cmd_entry *c, const struct cmd_args *a)
 static int
 cmd_check(const struct cmd_entry *c, const struct cmd_args *a)
 {
+	char	full[128];
 	size_t	i, j;
 
 	for (i = 0; c->accepts != NULL && i < a->nopts; i++) {
 		if (a->opts[i].ch > 0 && a->opts[i].ch < 128 &&
 		    strchr(c->accepts, a->opts[i].ch) != NULL)
 			continue;
-		return cmd_usage_error(c, "'%s %s' takes no --%s",
-		    c->parent->name, c->name, a->opts[i].name);
+		return cmd_usage_error(c, "'%s' takes no --%s", cmd_full(c,
+		    full, sizeof(full)), a->opts[i].name);
 	}
 	for (i = 0; c->required != NULL && c->required[i] != '\0'; i++) {
 		for (j = 0; j < a->nopts; j++)
@@ -203,8 +206,7 @@ cmd_check(const struct cmd_entry *c, const struct cmd_args *a)
 				break;
 		if (j == a->nopts)
 			return cmd_usage_error(c, "--%s is required",
-			    cmd_long_name(c->parent != NULL ?
-			    c->parent->options : c->options, c->required[i]));
+			    cmd_long_name(cmd_root(c)->options, c->required[i]));
 	}
 	if (a->argc < c->args_min)
 		return cmd_usage_error(c, "missing argument");
@@ -243,13 +245,46 @@ cmd_resolve(const struct cmd_entry *c, const struct cmd_args *a)
 	return 0;
 }
 
-/* "sandgate [PARENT] NAME USAGE" */
+/* The command a verb belongs to, at the top. */
+static const struct cmd_entry *
+cmd_root(const struct cmd_entry *c)
+{
+	while (c->parent != NULL)
+		c = c->parent;
+	return c;
+}
+
+/* "COMMAND [VERB...]" */
+static void
+cmd_name(FILE *f, const struct cmd_entry *c)
+{
+	if (c->parent != NULL) {
+		cmd_name(f, c->parent);
+		fputc(' ', f);
+	}
+	fputs(c->name, f);
+}
+
+/* "sandgate COMMAND [VERB...] USAGE" */
 static void
 cmd_usage_line(FILE *f, const struct cmd_entry *c)
 {
-	fprintf(f, "usage: sandgate %s%s%s %s\n", c->parent != NULL ?
-	    c->parent->name : "", c->parent != NULL ? " " : "", c->name,
-	    c->usage);
+	fputs("usage: sandgate ", f);
+	cmd_name(f, c);
+	fprintf(f, " %s\n", c->usage);
+}
+
+const char *
+cmd_full(const struct cmd_entry *c, char *buf, size_t size)
+{
+	FILE	*f;
+
+	buf[0] = '\0';
+	if ((f = fmemopen(buf, size, "w")) != NULL) {
+		cmd_name(f, c);
+		fclose(f);
+	}
+	return buf;
 }
 
 /*
@@ -302,8 +337,9 @@ cmd_help(const struct cmd_entry *c)
 	if (c->verbs != NULL) {
 		printf("\nsubcommands:\n");
 		cmd_list_print(stdout, c->verbs);
-		printf("\n'sandgate %s SUBCOMMAND --help' describes one.\n",
-		    c->name);
+		fputs("\n'sandgate ", stdout);
+		cmd_name(stdout, c);
+		fputs(" SUBCOMMAND --help' describes one.\n", stdout);
 	}
 	return SG_EXIT_OK;
 }
@@ -337,6 +373,31 @@ cmd_args_next(struct cmd_args *a)
 	return &a->opts[a->next++];
 }
 
+/*
+ * The verb (of a verb...) the operands name, taken off them; with help,
+ * the deepest one named. NULL after --help or a usage error, printed.
+ */
+static const struct cmd_entry *
+cmd_verb_run(const struct cmd_entry *c, struct cmd_args *a, int help)
+{
+	const struct cmd_entry	*v;
+
+	while (c->verbs != NULL) {
+		if ((v = cmd_verb_find(c, a)) == NULL)
+			v = help ? NULL : c->verb_default;
+		if (v == NULL && help) {
+			cmd_help(c);
+			return NULL;
+		}
+		if (v == NULL) {
+			cmd_verb_error(c, a);
+			return NULL;
+		}
+		c = v;
+	}
+	return c;
+}
+
 int
 cmd_dispatch(const struct cmd_entry *c, int argc, char **argv)
 {
@@ -347,12 +408,10 @@ cmd_dispatch(const struct cmd_entry *c, int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	if ((rc = cmd_parse(c, argc, argv, &a, &help)) != 0)
 		return rc;
-	if (c->verbs != NULL)
-		run = cmd_verb_find(c, &a);
+	if (c->verbs != NULL && (run = cmd_verb_run(c, &a, help)) == NULL)
+		return help ? SG_EXIT_OK : SG_EXIT_USAGE;
 	if (help)
-		return cmd_help(run != NULL ? run : c);
-	if (run == NULL && (run = c->verb_default) == NULL)
-		return cmd_verb_error(c, &a);
+		return cmd_help(run);
 	a.entry = run;
 	if ((rc = cmd_check(run, &a)) != 0 || (rc = cmd_resolve(run,
 	    &a)) != 0)

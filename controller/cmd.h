@@ -81,7 +81,7 @@ struct cmd_entry {
 	int			  flags;	/* enum cmd_flags */
 	const struct cmd_entry	*const *verbs;	/* NULL-terminated, or NULL */
 	const struct cmd_entry	 *verb_default;	/* when no verb is named */
-	const struct cmd_entry	 *parent;	/* set on verbs */
+	const struct cmd_entry	 *parent;	/* set on verbs (of verbs) */
 	int			(*exec)(struct cmd_args *);
 };
 
@@ -100,6 +100,9 @@ const struct cmd_opt *cmd_args_next(struct cmd_args *);
  */
 int	cmd_usage_error(const struct cmd_entry *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+
+/* "COMMAND VERB..." of c into buf (size bytes); returns buf. */
+const char *cmd_full(const struct cmd_entry *c, char *buf, size_t size);
 
 /* Print every command's name and summary (sandgate --help). */
 void	cmd_list_print(FILE *, const struct cmd_entry *const *);

@@ -124,7 +124,8 @@ static int	cmd_audit_key_exec(struct cmd_args *);
 static int	audit_parse(struct cmd_args *, enum audit_mode,
 		    struct audit_args *);
 static int	audit_run(struct audit_args *);
-static int	audit_parse_opt(struct audit_args *, int, const char *);
+static int	audit_parse_opt(const struct cmd_entry *, struct audit_args *,
+		    int, const char *);
 static int	audit_parse_time(const char *, int64_t *);
 static int	audit_parse_ts(const char *, int64_t *);
 static const char *audit_default_dir(const char *);
@@ -167,7 +168,8 @@ static void	audit_verify_report(const struct ckverify *);
 static void	audit_verify_notes(const struct ckverify *, const char *);
 static void	audit_export_cb(const struct audit_args *, json_t *, void *);
 static int	audit_export(const struct audit_args *, char **, int);
-static int	audit_key(const struct audit_args *, int, char **);
+static int	audit_key(const struct audit_args *, const struct cmd_entry *,
+		    int, char **);
 static void	audit_ring_cb(const struct audit_args *, json_t *, void *);
 static int	audit_tail(const struct audit_args *, char **, int);
 static int	audit_rotated(int, const char *);
@@ -253,16 +255,50 @@ static const struct cmd_entry cmd_audit_export = {
 	.exec = cmd_audit_export_exec,
 };
 
+static const struct cmd_entry cmd_audit_key;
+
+static const struct cmd_entry cmd_audit_key_create = {
+	.name = "create",
+	.usage = "[PATH] [--owner UID] [--file NAME] [--log-dir DIR]",
+	.summary = "make the key (PATH: the default key of --file's log)",
+	.parent = &cmd_audit_key,
+	.accepts = AUDIT_ACCEPTS "u",
+	.args_max = 1,
+	.exec = cmd_audit_key_exec,
+};
+
+static const struct cmd_entry cmd_audit_key_rotate = {
+	.name = "rotate",
+	.usage = "[PATH] [--owner UID] [--file NAME] [--log-dir DIR]",
+	.summary = "make the next key; the current one introduces it",
+	.parent = &cmd_audit_key,
+	.accepts = AUDIT_ACCEPTS "u",
+	.args_max = 1,
+	.exec = cmd_audit_key_exec,
+};
+
+static const struct cmd_entry cmd_audit_key_show = {
+	.name = "show",
+	.usage = "[PATH] [--file NAME] [--log-dir DIR]",
+	.summary = "print the public key (and the next one, if waiting)",
+	.parent = &cmd_audit_key,
+	.accepts = AUDIT_ACCEPTS,
+	.args_max = 1,
+	.exec = cmd_audit_key_exec,
+};
+
+static const struct cmd_entry *const cmd_audit_key_verbs[] = {
+	&cmd_audit_key_create, &cmd_audit_key_rotate, &cmd_audit_key_show,
+	NULL
+};
+
 static const struct cmd_entry cmd_audit_key = {
 	.name = "key",
 	.usage = "create|rotate|show [PATH] [--owner UID] [--file NAME] "
 	    "[--log-dir DIR]",
 	.summary = "make, rotate or show the key that signs a log",
 	.parent = &cmd_audit,
-	.accepts = AUDIT_ACCEPTS "u",
-	.args_min = 1,
-	.args_max = 2,
-	.exec = cmd_audit_key_exec,
+	.verbs = cmd_audit_key_verbs,
 };
 
 static const struct cmd_entry *const cmd_audit_verbs[] = {
@@ -353,7 +389,8 @@ audit_default_dir(const char *name)
 
 /* One option of audit_parse(); 0, or an exit code. */
 static int
-audit_parse_opt(struct audit_args *a, int ch, const char *arg)
+audit_parse_opt(const struct cmd_entry *e, struct audit_args *a, int ch,
+    const char *arg)
 {
 	const char	*errstr;
 
@@ -365,7 +402,7 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	case 'a': a->anchor = arg; break;
 	case 'F':
 		if (strchr(arg, '/') != NULL || arg[0] == '.')
-			return cmd_usage_error(&cmd_audit, "--file takes a "
+			return cmd_usage_error(e, "--file takes a "
 			    "file name in the log folder, not '%s'", arg);
 		a->file = arg;
 		break;
@@ -379,7 +416,7 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	case 'u': a->owner = arg; break;
 	case 'k':
 		if (a->nkeys == AUDIT_KEYS_MAX)
-			return cmd_usage_error(&cmd_audit, "at most %d --key",
+			return cmd_usage_error(e, "at most %d --key",
 			    AUDIT_KEYS_MAX);
 		a->keys[a->nkeys++] = arg;
 		break;
@@ -387,13 +424,13 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	case 'U':
 		if (audit_parse_time(arg, ch == 'S' ? &a->since :
 		    &a->until) == -1)
-			return cmd_usage_error(&cmd_audit, "invalid time '%s' "
+			return cmd_usage_error(e, "invalid time '%s' "
 			    "(use 2h, 30m, 7d or 2026-01-31T12:00:00Z)", arg);
 		break;
 	case 'n':
 		if (util_strtonum(arg, 1, AUDIT_TAIL_MAX, &a->lines,
 		    &errstr) == -1)
-			return cmd_usage_error(&cmd_audit, "-n '%s': %s", arg,
+			return cmd_usage_error(e, "-n '%s': %s", arg,
 			    errstr);
 		break;
 	}
@@ -414,7 +451,7 @@ audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 	a->dir = NULL;
 	a->file = AUDIT_LOG;
 	while ((o = cmd_args_next(args)) != NULL)
-		if ((rc = audit_parse_opt(a, o->ch, o->arg)) != 0)
+		if ((rc = audit_parse_opt(args->entry, a, o->ch, o->arg)) != 0)
 			return rc;
 	if (a->anchor != NULL && a->nkeys == 0)
 		return cmd_usage_error(args->entry, "--anchor is an option of "
@@ -1232,19 +1269,17 @@ audit_export(const struct audit_args *a, char **files, int n)
 
 /* `audit key create|rotate|show [PATH]` for the log --file names. */
 static int
-audit_key(const struct audit_args *a, int argc, char **argv)
+audit_key(const struct audit_args *a, const struct cmd_entry *verb,
+    int argc, char **argv)
 {
 	const char	*errstr;
 	long long	 owner = -1;
 
-	if (argc < 1 || argc > 2)
-		return cmd_usage_error(&cmd_audit, "audit key: want create, "
-		    "rotate or show, and at most a key path");
 	if (a->owner != NULL && util_strtonum(a->owner, 0, 0x7fffffff, &owner,
 	    &errstr) == -1)
-		return cmd_usage_error(&cmd_audit, "--owner '%s': %s", a->owner,
+		return cmd_usage_error(verb, "--owner '%s': %s", a->owner,
 		    errstr);
-	return auditkey_command(argv[0], argc == 2 ? argv[1] : NULL, a->file,
+	return auditkey_command(verb->name, argc == 1 ? argv[0] : NULL, a->file,
 	    a->dir, owner);
 }
 
@@ -1405,7 +1440,7 @@ cmd_audit_key_exec(struct cmd_args *args)
 	struct audit_args	a;
 
 	return audit_parse(args, AUDIT_KEY, &a) != 0 ? SG_EXIT_USAGE :
-	    audit_key(&a, a.npaths, a.paths);
+	    audit_key(&a, args->entry, a.npaths, a.paths);
 }
 
 /* list, summary, tail and export over the files of the log. */

@@ -17,13 +17,15 @@ set -u
 sg_setup
 export DOCKER_HOST=unix:///nonexistent.sock
 
-# Every command, then "command verb" for the commands that have verbs.
+# Every command, then every subcommand as COMMAND/VERB[/VERB].
 COMMANDS="create exec diff apply export discard list gc run doctor policy
     audit proxy image"
-VERBS="policy:check policy:explain policy:list policy:diff policy:suggest
-    audit:list audit:summary audit:verify audit:tail audit:export audit:key
-    proxy:start proxy:stop proxy:status proxy:reload proxy:logs
-    image:build image:status"
+VERBS="policy/check policy/explain policy/list policy/diff policy/suggest
+    audit/list audit/summary audit/verify audit/tail audit/export audit/key
+    audit/key/create audit/key/rotate audit/key/show
+    proxy/start proxy/stop proxy/status proxy/reload proxy/logs
+    image/build image/status"
+HAS_VERBS="policy audit audit/key proxy image"
 BAD_ID=sbx_nope
 GONE_ID=sbx_000000000000000000000000
 
@@ -49,13 +51,18 @@ assert_eq "every command is walked here" \
 long=$(printf '%s\n' "$TOP" | awk 'length > 79')
 assert_eq "sandgate --help lines fit 79 columns" "" "$long"
 
-for c in policy audit proxy image; do
-	sg_run r "$SG" "$c" --help
-	got=$("$SG" "$c" --help | listing "subcommands:" | awk '{ print $1 }' |
-	    sort | tr '\n' ' ')
-	want=$(printf '%s\n' $VERBS | awk -F: -v c="$c" '$1 == c { print $2 }' |
-	    sort | tr '\n' ' ')
-	assert_eq "$c: every subcommand is walked here" "$want" "$got"
+# "a/b/c" -> "a b c"
+words() {
+	printf '%s' "$1" | tr '/' ' '
+}
+
+for c in $HAS_VERBS; do
+	got=$("$SG" $(words "$c") --help | listing "subcommands:" |
+	    awk '{ print $1 }' | sort | tr '\n' ' ')
+	want=$(printf '%s\n' $VERBS | awk -v c="$c/" \
+	    'index($0, c) == 1 && index(substr($0, length(c) + 1), "/") == 0 {
+	    print substr($0, length(c) + 1) }' | sort | tr '\n' ' ')
+	assert_eq "$(words "$c"): every subcommand is walked here" "$want" "$got"
 done
 
 # ------------------------------------------------------------------- --help
@@ -87,10 +94,9 @@ for c in $COMMANDS; do
 	check_help "$c" "$s"
 done
 for v in $VERBS; do
-	c=${v%%:*}
-	s=$("$SG" "$c" --help | listing "subcommands:" |
-	    awk -v c="${v#*:}" '$1 == c { sub(/^ *[^ ]+ +/, ""); print }')
-	check_help "$c ${v#*:}" "$s"
+	s=$("$SG" $(words "${v%/*}") --help | listing "subcommands:" |
+	    awk -v c="${v##*/}" '$1 == c { sub(/^ *[^ ]+ +/, ""); print }')
+	check_help "$(words "$v")" "$s"
 done
 
 # --------------------------------------------------------------- bad options
@@ -117,7 +123,7 @@ for BADOPT in --no-such-option -Z; do
 		esac
 	done
 	for v in $VERBS; do
-		check_bad "${v%%:*} ${v#*:}" "$BADOPT"
+		check_bad "$(words "$v")" "$BADOPT"
 	done
 done
 
