@@ -351,6 +351,16 @@ cmd_list_print(FILE *f, const struct cmd_entry *const *v)
 		fprintf(f, "  %-9s %s\n", (*v)->name, (*v)->summary);
 }
 
+void
+cmd_warn_text(const char *msg)
+{
+	char	*q;
+
+	q = quote_text_dup(msg);
+	log_warnx("%s", q != NULL ? q : "(out of memory)");
+	free(q);
+}
+
 int
 cmd_usage_error(const struct cmd_entry *c, const char *fmt, ...)
 {

@@ -104,6 +104,12 @@ int	cmd_usage_error(const struct cmd_entry *, const char *fmt, ...)
 /* "COMMAND VERB..." of c into buf (size bytes); returns buf. */
 const char *cmd_full(const struct cmd_entry *c, char *buf, size_t size);
 
+/*
+ * Log msg, text a sandbox may have written (a path in a cause), with its
+ * unsafe bytes escaped (quote_text_dup()): "sandgate: MSG".
+ */
+void	cmd_warn_text(const char *msg);
+
 /* Print every command's name and summary (sandgate --help). */
 void	cmd_list_print(FILE *, const struct cmd_entry *const *);
 

@@ -282,7 +282,7 @@ out:
 	if (sig != 0)
 		rc = 128 + sig;
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	free(src);
 	workspace_diff_free(a->now);

@@ -144,7 +144,7 @@ cmd_diff_run(const char *sbx, int mode, int raw)
 out:
 	freeze_end(&fz, NULL);
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	free(tcause);
 	workspace_diff_free(d);

@@ -295,7 +295,7 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 	rc = r;
 out:
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	free(name);
 	workspace_walk_free(w);
@@ -330,7 +330,7 @@ export_tmp(struct export_ctx *c)
 	int	 fd;
 
 	if ((fd = workspace_tmpfile(c->sbx, &cause)) == -1) {
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 		free(cause);
 		return NULL;
 	}
@@ -443,7 +443,7 @@ export_diff(struct export_ctx *c)
 	rc = 0;
 out:
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	workspace_diff_free(d);
 	workspace_manifest_free(m);
@@ -529,7 +529,7 @@ cmd_export_exec(struct cmd_args *args)
 	}
 	rc = SG_EXIT_ERROR;
 	if (workspace_meta_limits(c.sbx, &container, &disk, &cause) == -1)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	else {
 		c.size_max = (off_t)(disk ? disk : SANDBOX_DEF_DISK);
 		rc = export_run(&c, output) == 0 ? SG_EXIT_OK : SG_EXIT_ERROR;

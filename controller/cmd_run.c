@@ -304,7 +304,7 @@ run_finish(const struct sandbox_meta *m, const struct run_args *a,
 	exec_report(r, m->timeout, m->memory, m->pids);
 	if (a->output != NULL && r->signal == 0 &&
 	    run_copy_out(work, a->output, m->disk, &cause) == -1) {
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 		rv = -1;
 	}
 	free(cause);
