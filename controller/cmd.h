@@ -11,7 +11,8 @@
  * SG_EXIT_NO_SANDBOX, whatever the command) and only then calls the
  * entry's exec with what it found. Notices go through log.h.
  *
- * Entry points are named <file>_exec: cmd_diff_exec, cmd_proxy_start_exec.
+ * Entry points are named cmd_<command>[_<verb>]_exec: cmd_diff_exec,
+ * cmd_proxy_start_exec.
  */
 #ifndef SG_CMD_H
 #define SG_CMD_H

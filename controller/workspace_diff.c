@@ -16,7 +16,7 @@
 #include "sglimits.h"
 #include "workspace.h"
 #include "util.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 struct diff_ctx {
 	const struct workspace_manifest	*m;
@@ -69,7 +69,7 @@ diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 
 	if (c->out->n >= SG_DIFF_PATHS_MAX ||
 	    len > SG_DIFF_NAMES_MAX - c->names) {
-		ws_cause(c->cause, "the working copy changes more than %u "
+		util_cause(c->cause, "the working copy changes more than %u "
 		    "paths, or more than %u bytes of their names: sandgate "
 		    "does not review that much (remove what need not be "
 		    "reviewed, or discard the sandbox)", SG_DIFF_PATHS_MAX,
@@ -80,7 +80,7 @@ diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 	if (c->out->n == c->cap) {
 		ncap = c->cap ? c->cap * 2 : 32;
 		if ((nv = reallocarray(c->out->v, ncap, sizeof(*nv))) == NULL) {
-			ws_cause(c->cause, "out of memory");
+			util_cause(c->cause, "out of memory");
 			return NULL;
 		}
 		c->out->v = nv;
@@ -89,7 +89,7 @@ diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 	d = &c->out->v[c->out->n];
 	memset(d, 0, sizeof(*d));
 	if ((d->path = strdup(path)) == NULL) {
-		ws_cause(c->cause, "out of memory");
+		util_cause(c->cause, "out of memory");
 		return NULL;
 	}
 	c->names += len;
@@ -193,7 +193,7 @@ diff_stage(struct diff_ctx *c, struct workspace_delta *d, size_t len)
 		if (w == -1 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return ws_cause(c->cause, "cannot stage '%s' for the "
+			return util_cause(c->cause, "cannot stage '%s' for the "
 			    "diff: %s", d->path, strerror(errno ? errno : EIO));
 		off += (size_t)w;
 	}
@@ -228,11 +228,11 @@ diff_file(struct diff_ctx *c, const struct workspace_walk_entry *we)
 	    st.st_ino != we->st.st_ino) {
 		if (fd != -1)
 			close(fd);
-		return ws_cause(c->cause, "cannot open work file '%s': %s",
+		return util_cause(c->cause, "cannot open work file '%s': %s",
 		    we->path, fd == -1 ? strerror(errno) : "it was replaced");
 	}
 	if (diff_read(c, fd, &st, sha, &bin, &len) == -1) {
-		ws_cause(c->cause, "cannot read work file '%s': %s", we->path,
+		util_cause(c->cause, "cannot read work file '%s': %s", we->path,
 		    errno == EFBIG ? "it grew past the sandbox's --disk" :
 		    strerror(errno));
 		goto out;
@@ -333,7 +333,7 @@ diff_walk(struct diff_ctx *c, int wfd)
 		return -1;
 	while ((r = workspace_walk_next(w, &e, c->cause)) == 1) {
 		if (c->o->interrupted != NULL && c->o->interrupted()) {
-			r = ws_cause(c->cause, "interrupted");
+			r = util_cause(c->cause, "interrupted");
 			break;
 		}
 		if ((r = diff_entry(c, w, &e)) == -1)
@@ -384,7 +384,7 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 	c.file = malloc(SG_DIFF_FILE_MAX + 1);
 	if (c.out == NULL || c.seen == NULL || c.buf == NULL ||
 	    c.file == NULL) {
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		goto out;
 	}
 	c.out->stagefd = -1;
@@ -395,7 +395,7 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 	snprintf(path, sizeof(path), "%s/work", sbxdir);
 	wfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (c.snapfd == -1 || wfd == -1) {
-		ws_cause(cause, "cannot open snapshot or work folder in "
+		util_cause(cause, "cannot open snapshot or work folder in "
 		    "'%s': %s", sbxdir, strerror(errno));
 		goto out;
 	}

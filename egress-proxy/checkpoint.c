@@ -77,7 +77,7 @@ static int	checkpoint_anchor_field(const char **, const char *, char *,
 static int	checkpoint_anchor_reserve(struct checkpoint *);
 static void	checkpoint_anchor_unreserve(struct checkpoint *);
 static int	checkpoint_anchor_write(struct checkpoint *);
-static int	checkpoint_anchor_update(struct checkpoint *);
+static int	checkpoint_anchor_update(struct checkpoint *, int);
 static int	checkpoint_start(struct checkpoint *, char **);
 static int	checkpoint_tmp_open(int, const char *, char *, size_t);
 static int	checkpoint_resolve(const char *, char *);
@@ -783,11 +783,12 @@ checkpoint_anchor_write(struct checkpoint *ck)
 
 /*
  * The anchor, if a checkpoint was written since it was: the log synced
- * first, so the anchor never names a line the disk may lose. Then the
- * room for the next one is taken. 0, or -1 with the error set.
+ * first, so the anchor never names a line the disk may lose. Then, if the
+ * writer goes on (again), the room for the next one is taken; a writer
+ * that is closing needs none. 0, or -1 with the error set.
  */
 static int
-checkpoint_anchor_update(struct checkpoint *ck)
+checkpoint_anchor_update(struct checkpoint *ck, int again)
 {
 	if (ck->anchor_dirty) {
 		if (eventlog_tick(ck->log) == -1)
@@ -797,7 +798,7 @@ checkpoint_anchor_update(struct checkpoint *ck)
 			return -1;
 		ck->anchor_dirty = 0;
 	}
-	return checkpoint_anchor_reserve(ck);
+	return again ? checkpoint_anchor_reserve(ck) : 0;
 }
 
 /*
@@ -1013,7 +1014,8 @@ checkpoint_write(struct checkpoint *ck, const char *reason)
 	if (rc == -1 && ck->error[0] == '\0')
 		checkpoint_fail(ck, "cannot write the checkpoint: %s",
 		    eventlog_error(ck->log));
-	if (rc == 0 && checkpoint_anchor_update(ck) == -1)
+	if (rc == 0 && checkpoint_anchor_update(ck,
+	    strcmp(reason, "close") != 0) == -1)
 		rc = -1;
 	return rc == -1 || intro == -1 ? -1 : 0;
 }
@@ -1021,7 +1023,7 @@ checkpoint_write(struct checkpoint *ck, const char *reason)
 int
 checkpoint_tick(struct checkpoint *ck)
 {
-	if (checkpoint_anchor_update(ck) == -1)
+	if (checkpoint_anchor_update(ck, 1) == -1)
 		return -1;
 	if (ck->every_secs == 0 ||
 	    util_now_us() - ck->last_us < ck->every_secs * 1000000ull)
@@ -1052,7 +1054,7 @@ checkpoint_free(struct checkpoint *ck)
 {
 	if (ck == NULL)
 		return;
-	if (ck->anchor_dirty && checkpoint_anchor_update(ck) == -1)
+	if (ck->anchor_dirty && checkpoint_anchor_update(ck, 0) == -1)
 		log_warnx("checkpoint: %s", ck->error);
 	checkpoint_anchor_unreserve(ck);
 	if (ck->log != NULL && ck->key != NULL)
