@@ -224,10 +224,23 @@ quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
 	return fwrite(s + start, 1, len - start, f) == len - start ? 0 : -1;
 }
 
-void
-quote_notice(FILE *f, const char *msg)
+char *
+quote_text_dup(const char *msg)
 {
-	fputs("sandgate: ", f);
-	quote_text(f, msg, strlen(msg), NULL);
-	fputc('\n', f);
+	FILE	*f;
+	char	*buf = NULL;
+	size_t	 len = 0;
+
+	if ((f = open_memstream(&buf, &len)) == NULL)
+		return NULL;
+	if (quote_text(f, msg, strlen(msg), NULL) == -1) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }

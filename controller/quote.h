@@ -71,9 +71,10 @@ char	*quote_path_dup(const char *name);
 int	quote_text(FILE *, const char *line, size_t len, size_t *escaped);
 
 /*
- * Print "sandgate: MSG" and a newline to f with MSG shown as text (so a
- * name inside an error message can't reach the terminal raw).
+ * msg shown as text (unsafe bytes as \xHH, so a name inside an error
+ * message can't reach the terminal raw), malloc'ed; NULL when out of
+ * memory.
  */
-void	quote_notice(FILE *, const char *msg);
+char	*quote_text_dup(const char *msg);
 
 #endif

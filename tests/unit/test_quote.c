@@ -111,6 +111,11 @@ test_text(void **state)
 		    text_cases[i].len != strlen(text_cases[i].want));
 		free(s);
 	}
+	/* a cause holding a name the sandbox chose, as cmd_warn_text shows it */
+	s = quote_text_dup("cannot read 'a\033[2Jb': bad\r\n");
+	assert_non_null(s);
+	assert_string_equal(s, "cannot read 'a\\x1b[2Jb': bad\\x0d\\x0a");
+	free(s);
 }
 
 static void
