@@ -22,7 +22,7 @@
 #include "util.h"
 
 
-struct exec_args {
+struct cmd_exec_args {
 	const char	*id;
 	char *const	*cmd;		/* after "--" */
 	int		 fresh;
@@ -33,14 +33,14 @@ struct exec_args {
 };
 
 static int	cmd_exec_exec(struct cmd_args *);
-static int	exec_parse(struct cmd_args *, struct exec_args *);
-static int	exec_parse_opt(struct exec_args *, int, const char *);
-static int	exec_in_sandbox(struct docker *, struct sandbox_meta *,
-		    const struct exec_args *);
-static int	exec_target(struct docker *, const struct sandbox_meta *,
+static int	cmd_exec_parse(struct cmd_args *, struct cmd_exec_args *);
+static int	cmd_exec_parse_opt(struct cmd_exec_args *, int, const char *);
+static int	cmd_exec_in_sandbox(struct docker *, struct sandbox_meta *,
+		    const struct cmd_exec_args *);
+static int	cmd_exec_target(struct docker *, const struct sandbox_meta *,
 		    int, char **, int *, char **);
-static int	exec_seal_holds(const struct sandbox_meta *, int, char **);
-static void	exec_output(const struct exec_result *, const char *,
+static int	cmd_exec_seal_holds(const struct sandbox_meta *, int, char **);
+static void	cmd_exec_output(const struct exec_result *, const char *,
 		    const struct sandbox_meta *, long long, int);
 
 static const struct option cmd_exec_options[] = {
@@ -68,7 +68,7 @@ const struct cmd_entry cmd_exec = {
 };
 
 static int
-exec_parse_opt(struct exec_args *a, int ch, const char *arg)
+cmd_exec_parse_opt(struct cmd_exec_args *a, int ch, const char *arg)
 {
 	struct sandbox_meta	 tmp;
 	char			*cause = NULL;
@@ -98,13 +98,13 @@ exec_parse_opt(struct exec_args *a, int ch, const char *arg)
 
 /* The options into a; the ID and the command after "--". */
 static int
-exec_parse(struct cmd_args *args, struct exec_args *a)
+cmd_exec_parse(struct cmd_args *args, struct cmd_exec_args *a)
 {
 	const struct cmd_opt	*o;
 	int			 rv;
 
 	while ((o = cmd_args_next(args)) != NULL)
-		if ((rv = exec_parse_opt(a, o->ch, o->arg)) != 0)
+		if ((rv = cmd_exec_parse_opt(a, o->ch, o->arg)) != 0)
 			return rv;
 	a->id = args->argv[0];
 	a->cmd = args->cmd;
@@ -113,7 +113,7 @@ exec_parse(struct cmd_args *args, struct exec_args *a)
 
 /* The container to run in: the session one, or a fresh one. */
 static int
-exec_target(struct docker *d, const struct sandbox_meta *m, int fresh,
+cmd_exec_target(struct docker *d, const struct sandbox_meta *m, int fresh,
     char **cid, int *pid, char **cause)
 {
 	struct docker_cinfo	ci;
@@ -147,7 +147,7 @@ exec_target(struct docker *d, const struct sandbox_meta *m, int fresh,
  * seals it again from scratch, as after a restart.
  */
 static int
-exec_seal_holds(const struct sandbox_meta *m, int pid, char **cause)
+cmd_exec_seal_holds(const struct sandbox_meta *m, int pid, char **cause)
 {
 	char	*why = NULL, *c2 = NULL, path[PATH_MAX];
 
@@ -170,7 +170,7 @@ exec_seal_holds(const struct sandbox_meta *m, int pid, char **cause)
 }
 
 static void
-exec_output(const struct exec_result *r, const char *run_id,
+cmd_exec_output(const struct exec_result *r, const char *run_id,
     const struct sandbox_meta *m, long long timeout, int json)
 {
 	json_t	*o;
@@ -191,8 +191,8 @@ exec_output(const struct exec_result *r, const char *run_id,
 }
 
 static int
-exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
-    const struct exec_args *a)
+cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
+    const struct cmd_exec_args *a)
 {
 	struct exec_opts	 o;
 	struct exec_result	 r;
@@ -226,8 +226,8 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 		goto out;
 	}
 	o.evidence_max = m->disk;
-	if (exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1 ||
-	    (!a->fresh && exec_seal_holds(m, pid, &cause) == -1))
+	if (cmd_exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1 ||
+	    (!a->fresh && cmd_exec_seal_holds(m, pid, &cause) == -1))
 		goto out;
 	if (strcmp(m->network, "proxy") == 0 && proxyctl_log_seq(&seq) == 0)
 		asked = 1;
@@ -245,7 +245,7 @@ out:
 	if (cause != NULL)
 		log_warnx("%s", cause);
 	if (ran)
-		exec_output(&r, run, m, o.timeout, a->json);
+		cmd_exec_output(&r, run, m, o.timeout, a->json);
 	memset(&rr, 0, sizeof(rr));
 	rr.kind = "exec";
 	rr.run_id = run;
@@ -272,7 +272,7 @@ out:
 static int
 cmd_exec_exec(struct cmd_args *args)
 {
-	struct exec_args	 a;
+	struct cmd_exec_args	 a;
 	struct sandbox_meta	 m;
 	struct docker		*d = NULL;
 	char			*cause = NULL;
@@ -280,7 +280,7 @@ cmd_exec_exec(struct cmd_args *args)
 
 	memset(&a, 0, sizeof(a));
 	sandbox_meta_init(&a.env);
-	if ((rv = exec_parse(args, &a)) != 0) {
+	if ((rv = cmd_exec_parse(args, &a)) != 0) {
 		sandbox_meta_release(&a.env);
 		return rv;
 	}
@@ -297,7 +297,7 @@ cmd_exec_exec(struct cmd_args *args)
 		log_warnx("%s", cause);
 	else if ((d = sandbox_docker()) != NULL) {
 		exec_signals_install();
-		rv = exec_in_sandbox(d, &m, &a);
+		rv = cmd_exec_in_sandbox(d, &m, &a);
 	}
 	state_unlock(lock);
 out:

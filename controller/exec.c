@@ -572,7 +572,7 @@ exec_kill_inside(struct exec_state *st, char **cause)
 		usleep(20 * 1000);
 	}
 	if (ei.running || ei.exit_code < 0 || ei.exit_code > 100)
-		util_xasprintf(cause, "the kill inside the sandbox %s",
+		util_cause(cause, "the kill inside the sandbox %s",
 		    ei.running ? "did not finish" : "failed");
 	else
 		rv = ei.exit_code;
@@ -595,7 +595,7 @@ exec_kill_round(struct exec_state *st, const int *seen, size_t n_seen,
 
 	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &procs, &n) ==
 	    -1) {
-		util_xasprintf(cause, "cannot read the container's processes: "
+		util_cause(cause, "cannot read the container's processes: "
 		    "%s", strerror(errno));
 		return -1;
 	}
@@ -640,7 +640,7 @@ exec_kill_settle(struct exec_state *st, int *killed, char **cause)
 	if (n == -1)
 		return -1;
 	if (left > 0) {
-		util_xasprintf(cause, "%zu of the command's processes still "
+		util_cause(cause, "%zu of the command's processes still "
 		    "run after %d kill rounds", left, EXEC_SETTLE_ROUNDS);
 		return -1;
 	}
@@ -664,7 +664,7 @@ exec_kill(struct exec_state *st, char **cause)
 	if (st->o->inside)
 		return exec_kill_inside(st, cause);
 	if (st->cg.pids[0] == '\0' && st->cg.mem[0] == '\0') {
-		util_xasprintf(cause, "cannot find the cgroup of container "
+		util_cause(cause, "cannot find the cgroup of container "
 		    "init %d", st->pid);
 		return -1;
 	}
@@ -1362,7 +1362,7 @@ exec_report(const struct exec_result *r, long long timeout,
 	size_t	 i;
 
 	json_array_foreach(a, i, v)
-		fprintf(stderr, "sandgate: %s\n", json_string_value(v));
+		log_warnx("%s", json_string_value(v));
 	json_decref(a);
 }
 
