@@ -1122,6 +1122,26 @@ conn_connect_failed(struct conn *c, const char *details)
 	return conn_reply_error(c, 502, "connection_refused", details);
 }
 
+/*
+ * A non-blocking socket for an upstream, its kernel buffers capped like
+ * an accepted socket's before connect(2), which also turns the kernel's
+ * autotuning off: a stalled download would otherwise let its receive
+ * queue grow to tcp_rmem's maximum (MiBs per tunnel, outside any budget).
+ */
+static evutil_socket_t
+conn_upstream_socket(int family)
+{
+	evutil_socket_t	fd;
+	int		sz = PROXY_SOCKBUF;
+
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	return fd;
+}
+
 /* Connect to the next resolved address. */
 static int
 conn_connect_next(struct conn *c)
@@ -1130,15 +1150,19 @@ conn_connect_next(struct conn *c)
 	socklen_t	 len = sa->sa_family == AF_INET6 ?
 			    sizeof(struct sockaddr_in6) :
 			    sizeof(struct sockaddr_in);
+	evutil_socket_t	 fd;
 
 	if (sa->sa_family == AF_INET6)
 		((struct sockaddr_in6 *)sa)->sin6_port = htons(c->r.port);
 	else
 		((struct sockaddr_in *)sa)->sin_port = htons(c->r.port);
 	addr_to_string(sa, c->r.resolved, sizeof(c->r.resolved));
-	c->upstream = bufferevent_socket_new(c->px->base, -1,
+	if ((fd = conn_upstream_socket(sa->sa_family)) == -1)
+		return conn_connect_failed(c, "cannot open a socket");
+	c->upstream = bufferevent_socket_new(c->px->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (c->upstream == NULL) {
+		evutil_closesocket(fd);
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}

@@ -1150,6 +1150,64 @@ class A01ClientBudget(Case):
             self.assertLess(grew, 80, "RSS grew by %.1f MiB" % grew)
 
 
+def proxy_upstream_kib(port):
+    """Kernel memory queued on the proxy's sockets to upstream port
+    (receive + send queues, ss -m), in KiB, and the largest rcvbuf."""
+    out = subprocess.run(["ss", "-tmnH", "state", "established",
+                          "( dport = :%d )" % port],
+                         capture_output=True, text=True).stdout
+    total = rbmax = 0
+    for m in re.finditer(r"skmem:\(r(\d+),rb(\d+),t(\d+),tb\d+,f\d+,"
+                         r"w(\d+)", out):
+        total += int(m.group(1)) + int(m.group(4))
+        rbmax = max(rbmax, int(m.group(2)))
+    return total // 1024, rbmax // 1024
+
+
+class B01UpstreamSocketMemory(Case):
+    """Upstream sockets kept the kernel's receive-buffer autotuning: a
+    download read fast, then stalled, left MiBs in the proxy's upstream
+    receive queue per tunnel (1 GiB for one sandbox's 256 tunnels),
+    outside the per-client budget. Now they are capped like accepted
+    sockets, before connect."""
+
+    TUNNELS = 48
+    READ = 6 << 20
+
+    def test_stalled_downloads_hold_capped_kernel_memory(self):
+        p = start_proxy("upstream-sockmem")
+        auth = "allowed.test:%d" % self.up.http_port
+        held = []
+        try:
+            for _ in range(self.TUNNELS):
+                c = proxylib.bound_conn("127.0.0.2", p.port)
+                c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                                  262144)
+                c.send(connect_request(auth))
+                resp = c.read_response(method="CONNECT")
+                self.assertEqual(resp.status, 200, repr(resp))
+                c.send(get_request("/big?n=%d" % (1 << 30), auth))
+                got = len(c.buf)
+                c.buf = b""
+                while got < self.READ:
+                    x = c.sock.recv(1 << 20)
+                    self.assertTrue(x, "closed after %d bytes" % got)
+                    got += len(x)
+                held.append(c)
+            time.sleep(2)
+            up, rbmax = proxy_upstream_kib(self.up.http_port)
+            self.assert_serves(p, "while downloads are stalled")
+        finally:
+            for c in held:
+                c.close()
+        print("\n  %d stalled tunnels: proxy's upstream sockets hold %d KiB,"
+              " largest rcvbuf %d KiB" % (self.TUNNELS, up, rbmax),
+              file=sys.stderr)
+        # 128 KiB doubled by the kernel: at most 256 KiB queued each.
+        self.assertLessEqual(rbmax, 2 * 128 + 16, "rcvbuf %d KiB" % rbmax)
+        self.assertLess(up, self.TUNNELS * 320, "%d KiB queued" % up)
+
+
 REPORT_POLICY = """\
 description: a set in report mode (staging)
 mode: report
