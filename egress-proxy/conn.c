@@ -1291,12 +1291,20 @@ conn_revoke(struct proxy *px)
 			n += conn_redecide(px, c);
 			continue;
 		}
-		if (c->state != CONN_TUNNEL || c->refusing)
+		/*
+		 * Forwarded requests (an upload or answer still streaming)
+		 * and tunnels: closed when the new policy refuses them.
+		 */
+		if ((c->state != CONN_TUNNEL && c->state != CONN_HTTP) ||
+		    c->refusing)
 			continue;
 		conn_query(c, &q);
 		r = policy_decide(px->policy->policy, &q, &m);
-		if (r == SG_REASON_NONE)
+		if (r == SG_REASON_NONE && c->state == CONN_TUNNEL)
 			r = conn_tunnel_recheck(c, &m);
+		else if (r == SG_REASON_NONE && c->up_private &&
+		    !m.allow_private)
+			r = SG_REASON_PRIVATE_ADDRESS;
 		/*
 		 * A client with a set in report mode would be let through
 		 * again (conn_report_only), so its tunnels stay open.

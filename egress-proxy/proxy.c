@@ -584,7 +584,7 @@ proxy_reload(struct proxy *px, char **errors)
 	eventlog_append(px->seclog, fields);
 	json_decref(fields);
 	revoked = conn_revoke(px);
-	log_info("policy reloaded: digest %s, %u tunnels revoked",
+	log_info("policy reloaded: digest %s, %u connections revoked",
 	    policy_digest(p), revoked);
 	return 0;
 }

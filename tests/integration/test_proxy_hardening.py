@@ -1208,6 +1208,51 @@ class B01UpstreamSocketMemory(Case):
         self.assertLess(up, self.TUNNELS * 320, "%d KiB queued" % up)
 
 
+class B02RevokeForwarded(Case):
+    """A reload did not stop a plain-HTTP request already forwarded
+    (conn_revoke() skipped CONN_HTTP): an upload to an entry the new
+    policy removed went on for as long as the client kept sending."""
+
+    def test_upload_in_progress_is_revoked(self):
+        p = control_proxy("revoke-forwarded")
+        auth = "paths.test:%d" % self.up.http_port
+        mark = p.mark()
+        c = RawConn(p.port)
+        c.send(b"POST http://%s/simple/upload HTTP/1.1\r\nHost: %s\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n"
+               % (auth.encode(), auth.encode()))
+        for _ in range(3):
+            c.send(b"400\r\n" + b"S" * 1024 + b"\r\n")
+            time.sleep(0.1)
+        policy = re.sub(r"  - host: paths\.test\n(    .*\n)+", "",
+                        EXTRA_POLICY)
+        self.assertNotIn("paths.test", policy)
+        text = policy.replace("{HTTP}", str(self.up.http_port))
+        text = text.replace("{S_SERVER}", str(self.up.refused_port))
+        text = text.replace("{FLOOD}", str(self.up.refused_port))
+        with open(os.path.join(p.policy_dir, "extra.yaml"), "w") as f:
+            f.write(text)
+        status, body = proxylib.control(p.ctl, "POST", "/reload")
+        self.assertEqual(status, 200, body)
+        ev = p.wait_event(lambda e: e.get("event") == "egress.revoked",
+                          start=mark)
+        # The rest of the upload, then its end: nothing may answer it.
+        answer = b""
+        try:
+            c.send(b"400\r\n" + b"T" * 1024 + b"\r\n0\r\n\r\n")
+            c.sock.settimeout(5)
+            answer = c.read_until_close()
+        except OSError:
+            pass
+        c.close()
+        self.assertIsNotNone(ev, "no egress.revoked after the reload")
+        self.assertEqual(ev.get("host"), "paths.test")
+        self.assertEqual(ev.get("reason"), "not_allowlisted")
+        self.assertNotIn(b" 200 ", answer[:64], "the upload was answered "
+                         "after its entry was removed: %r" % answer[:200])
+        self.assert_serves(p, "after a forwarded request was revoked")
+
+
 REPORT_POLICY = """\
 description: a set in report mode (staging)
 mode: report
