@@ -831,6 +831,11 @@ conn_start_http(struct conn *c)
 	if (q->form != HTTP_TARGET_ABSOLUTE)
 		return conn_block_malformed(c, 400,
 		    "not a proxy request (absolute URI required)");
+	/* Forwarded as sent: UTS #46 would check another name. */
+	if (!host_is_ascii(q->authority) ||
+	    (q->host != NULL && !host_is_ascii(q->host)))
+		return conn_block_malformed(c, 400,
+		    "host name is not ASCII (send its A-label form)");
 	if (host_parse_authority(q->authority, strlen(q->authority), 80,
 	    &c->r.host, &c->r.port, &cause) == -1)
 		return conn_block_malformed(c, 400, cause);

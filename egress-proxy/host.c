@@ -473,6 +473,17 @@ host_parse_authority(const char *in, size_t len, uint16_t default_port,
 }
 
 int
+host_is_ascii(const char *s)
+{
+	const unsigned char	*p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			return 0;
+	return 1;
+}
+
+int
 host_equal(const struct host *a, const struct host *b)
 {
 	return a->type == b->type && strcmp(a->name, b->name) == 0;

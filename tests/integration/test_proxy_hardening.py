@@ -1253,6 +1253,49 @@ class B02RevokeForwarded(Case):
         self.assert_serves(p, "after a forwarded request was revoked")
 
 
+class B06NonAsciiHost(Case):
+    """A non-ASCII Host passed after UTS #46 mapping and reached the
+    upstream raw (fullwidth letters, an ideographic full stop), on the
+    forward path and in a tls: optional tunnel: the upstream routed on
+    a name the proxy never checked."""
+
+    NAMES = ["\uff41\uff4c\uff4c\uff4f\uff57\uff45\uff44.test",
+             "allowed\u3002test"]
+
+    def outcome(self, c):
+        c.sock.settimeout(10)
+        try:
+            resp = c.read_response()
+        except (proxylib.Closed, OSError):
+            return None
+        return resp
+
+    def test_forward_path(self):
+        p = start_proxy("host-ascii-forward")
+        port = self.up.http_port
+        for name in self.NAMES:
+            auth = ("%s:%d" % (name, port)).encode()
+            ok = ("allowed.test:%d" % port).encode()
+            for uri, host in ((ok, auth), (auth, ok), (auth, auth)):
+                with RawConn(p.port) as c:
+                    c.send(b"GET http://" + uri + b"/x HTTP/1.1\r\nHost: " +
+                           host + b"\r\n\r\n")
+                    resp = self.outcome(c)
+                self.assertTrue(resp is None or resp.status in (400, 403),
+                                "Host %r, URI %r: %r" % (host, uri, resp))
+
+    def test_tls_optional_tunnel(self):
+        p = start_proxy("host-ascii-tunnel")
+        auth = "allowed.test:%d" % self.up.http_port
+        for name in self.NAMES:
+            host = ("%s:%d" % (name, self.up.http_port)).encode()
+            with self.tunnel(p, auth) as c:
+                c.send(b"GET /x HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+                resp = self.outcome(c)
+            self.assertTrue(resp is None or resp.status in (400, 403),
+                            "Host %r: %r" % (host, resp))
+
+
 REPORT_POLICY = """\
 description: a set in report mode (staging)
 mode: report
