@@ -1,4 +1,5 @@
 /* blocklog.c: full lines or counted summaries for blocks; see blocklog.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -351,11 +352,22 @@ bl_key_keep(struct bl_key *k, const struct blocklog_event *ev)
 	size_t	n = 0, i;
 	int	bad = 0;
 
+	char	msg[160];
+
 	bl_key_clear(k);
 	k->sandbox = bl_strdup(ev->sandbox, &bad);
 	k->src = bl_strdup(ev->src, &bad);
 	k->method = bl_strdup(ev->method, &bad);
-	k->message = bl_strdup(ev->message, &bad);
+	/*
+	 * A key without a destination counts attempts to many: its message
+	 * names none of them (the client would choose which one).
+	 */
+	if (k->host == NULL && ev->host != NULL) {
+		snprintf(msg, sizeof(msg), SG_BLOCK_PREFIX "attempts to "
+		    "other destinations (%s), counted", reason_code(k->reason));
+		k->message = bl_strdup(msg, &bad);
+	} else
+		k->message = bl_strdup(ev->message, &bad);
 	k->rule = bl_strdup(ev->rule, &bad);
 	k->digest = bl_strdup(ev->policy_digest, &bad);
 	while (ev->sets != NULL && ev->sets[n] != NULL)

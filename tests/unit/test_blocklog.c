@@ -24,6 +24,7 @@ struct sink {
 	unsigned		 nohost;	/* summaries with no host */
 	int			 fail;		/* make the next emits fail */
 	char			 last_host[64];
+	char			 nohost_msg[256];	/* its message */
 	unsigned long long	 last_count;
 	struct timespec		 first, last;
 };
@@ -38,6 +39,9 @@ emit(void *arg, const struct blocklog_event *ev)
 	s->summaries++;
 	s->counted += ev->count;
 	s->nohost += ev->host == NULL;
+	if (ev->host == NULL)
+		snprintf(s->nohost_msg, sizeof(s->nohost_msg), "%s",
+		    ev->message ? ev->message : "");
 	snprintf(s->last_host, sizeof(s->last_host), "%s",
 	    ev->host ? ev->host : "-");
 	s->last_count = ev->count;
@@ -141,6 +145,43 @@ test_key_cap(void **state)
 	assert_int_equal(s.counted + 1, BLOCKLOG_KEYS_PER_IDENT * 4);
 	assert_int_equal(s.nohost, 1);
 	assert_int_equal(s.summaries, BLOCKLOG_KEYS_PER_IDENT);
+	blocklog_free(bl);
+}
+
+/*
+ * The "other destinations" summary counts attempts to many hosts: its
+ * message names none of them (the first one's would be the client's
+ * choice).
+ */
+static void
+test_other_destinations_message(void **state)
+{
+	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10 };
+	struct blocklog_event	 ev;
+	struct timespec		 now = { 1000, 0 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 host[64], msg[128];
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < BLOCKLOG_KEYS_PER_IDENT + 10; i++) {
+		memset(&ev, 0, sizeof(ev));
+		snprintf(host, sizeof(host), "decoy%d.invalid", i);
+		snprintf(msg, sizeof(msg), "network blocked by policy: "
+		    "destination %s:443 not allowlisted", host);
+		ev.identity = ev.sandbox = "sbx_a";
+		ev.host = host;
+		ev.port = 443;
+		ev.reason = SG_REASON_NOT_ALLOWLISTED;
+		ev.message = msg;
+		blocklog_note(bl, &ev, SEC, &now);
+	}
+	blocklog_flush(bl, 60 * SEC, 1);
+	assert_int_equal(s.nohost, 1);
+	assert_null(strstr(s.nohost_msg, ".invalid"));
+	assert_non_null(strstr(s.nohost_msg, "not_allowlisted"));
 	blocklog_free(bl);
 }
 
@@ -282,6 +323,7 @@ main(void)
 		cmocka_unit_test(test_burst_then_summary),
 		cmocka_unit_test(test_budget_per_identity),
 		cmocka_unit_test(test_key_cap),
+		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
 		cmocka_unit_test(test_stopped_one_aggregate),
