@@ -1296,6 +1296,53 @@ class B06NonAsciiHost(Case):
                             "Host %r: %r" % (host, resp))
 
 
+class B05LineSize(Case):
+    """The SNI was cut only at 2 KiB of escaped JSON in the sni field,
+    and again at 1 KiB (each backslash doubled) in the message: one
+    sni_invalid block line was 3.8 KB, so a budgeted one-minute flood
+    wrote half a megabyte. Every client-chosen field is now cut near a
+    host name's length."""
+
+    LAB = b"b" * 63
+    NAMES = [b"\xff" * 2000, b"\x01\\" * 600,
+             b".".join([LAB, LAB, LAB, b"c" * 61])]
+
+    def test_largest_block_lines(self):
+        p = start_proxy("line-size")
+        auth = "allowed.test:%d" % self.up.tls_port
+        mark = len(p.log_lines())
+        for name in self.NAMES:
+            with self.tunnel(p, auth) as c:
+                c.send(client_hello([name]))
+                c.sock.settimeout(10)
+                try:
+                    c.read_until_close()
+                except OSError:
+                    pass
+        with RawConn(p.port) as c:
+            h = "x.%s.%s.%s.test" % ("d" * 63, "e" * 63, "f" * 60)
+            c.send(("%s http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n"
+                    % ("M" * 100, h, h)).encode())
+            c.read_response()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            lines = [ln for ln in p.log_lines()[mark:]
+                     if '"egress.blocked"' in ln]
+            if len(lines) >= len(self.NAMES) + 1:
+                break
+            time.sleep(0.1)
+        self.assertEqual(len(lines), len(self.NAMES) + 1, lines)
+        sizes = sorted(len(ln.encode()) for ln in lines)
+        print("\n  largest block lines: %s bytes" % sizes, file=sys.stderr)
+        for ln in lines:
+            ev = json.loads(ln)
+            self.assertLessEqual(len((ev.get("sni") or "").encode()), 257,
+                                 ln[:300])
+        # About 400 bytes of fixed fields, a host name twice (field and
+        # message), the SNI twice, each cut to about 260 bytes escaped.
+        self.assertLess(sizes[-1], 1800, "a %d-byte line" % sizes[-1])
+
+
 REPORT_POLICY = """\
 description: a set in report mode (staging)
 mode: report
