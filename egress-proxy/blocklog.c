@@ -362,11 +362,12 @@ bl_key_keep(struct bl_key *k, const struct blocklog_event *ev)
 	 * A key without a destination counts attempts to many: its message
 	 * names none of them (the client would choose which one).
 	 */
-	if (k->host == NULL && ev->host != NULL) {
+	if (k->host == NULL && ev->host != NULL &&
+	    ev->reason != SG_REASON_NONE) {
 		snprintf(msg, sizeof(msg), SG_BLOCK_PREFIX "attempts to "
 		    "other destinations (%s), counted", reason_code(k->reason));
 		k->message = bl_strdup(msg, &bad);
-	} else
+	} else if (k->host != NULL || ev->host == NULL)
 		k->message = bl_strdup(ev->message, &bad);
 	k->rule = bl_strdup(ev->rule, &bad);
 	k->digest = bl_strdup(ev->policy_digest, &bad);

@@ -63,7 +63,9 @@ struct blocklog_opts {
 };
 
 /*
- * One blocked attempt, or (for the emit callback) one summary. Strings
+ * One blocked attempt (or an allowed connection's line, reason
+ * SG_REASON_NONE: the same budget), or (for the emit callback) one
+ * summary. Strings
  * are borrowed for the call. sets is NULL-terminated (or NULL).
  */
 struct blocklog_event {
@@ -73,7 +75,7 @@ struct blocklog_event {
 	const char		*method;
 	const char		*host;
 	int			 port;
-	enum sg_reason		 reason;
+	enum sg_reason		 reason;	/* NONE: an allowed one */
 	const char		*message;
 	const char *const	*sets;
 	const char		*rule;

@@ -931,7 +931,8 @@ conn_log_allowed(struct conn *c)
 	ev.bytes_down = (long long)c->r.bytes_down;
 	ev.duration_ms = (long long)((util_now_us() - c->r.started_us) /
 	    1000);
-	proxy_log_event(c->px, &ev);
+	/* One line per connection: under the client's budget, as blocks. */
+	proxy_log_block(c->px, &ev);
 }
 
 /*

@@ -335,7 +335,7 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 	int			 full = 1, report;
 
 	report = strcmp(pe->event, "egress.would_block") == 0;
-	if (!report) {
+	if (!report && pe->reason != SG_REASON_NONE) {
 		px->block_serial++;
 		control_note_block(px, px->block_serial, pe->client ?
 		    pe->client->sandbox : NULL, pe->host, pe->port,
@@ -382,13 +382,15 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 
 	memset(&sec, 0, sizeof(sec));
 	sec.event = be->report ? "egress.would_block_summary" :
+	    be->reason == SG_REASON_NONE ? "egress.allowed_summary" :
 	    "egress.blocked_summary";
 	sec.sandbox = be->sandbox;
 	sec.src = be->src;
 	sec.method = be->method;
 	sec.host = be->host;
 	sec.port = be->port;
-	sec.reason = reason_code(be->reason);
+	sec.reason = be->reason != SG_REASON_NONE ? reason_code(be->reason) :
+	    NULL;
 	sec.message = be->message;
 	sec.policy_sets = be->sets;
 	sec.rule = be->rule;

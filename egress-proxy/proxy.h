@@ -246,9 +246,9 @@ struct proxy_event {
  */
 int	proxy_log_event(struct proxy *, const struct proxy_event *);
 /*
- * An egress.blocked (or egress.would_block) event: written in full, or
- * counted into a summary (blocklog.h); a block is counted for GET
- * /blocks too. Returns 0, or -1 when a full line could not be written
+ * An egress.blocked, egress.would_block or egress.allowed event: written
+ * in full, or counted into a summary under the client's budget
+ * (blocklog.h); a block is counted for GET /blocks too. Returns 0, or -1 when a full line could not be written
  * (the attempt is then counted into a summary, written once the log can
  * be, or at exit).
  */
