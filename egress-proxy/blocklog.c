@@ -63,6 +63,7 @@ struct blocklog {
 	struct bl_key		*overflow[2][SG_REASON_MAX];
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
+	int			 held;		/* under pressure: no aging */
 };
 
 static uint32_t	bl_hash(const char *, const char *, int, int);
@@ -168,7 +169,8 @@ bl_ident_age(struct blocklog *bl, struct bl_ident *id, uint64_t now)
 {
 	const uint64_t	half = (uint64_t)BLOCKLOG_RECENT_S / 2 * 1000000;
 
-	if (now - id->half_start < half)
+	/* Under pressure what each wrote stays counted until it ends. */
+	if (bl->held || now - id->half_start < half)
 		return;
 	if (now - id->half_start >= 2 * half)
 		id->lines[0] = id->lines[1] = 0;
@@ -550,7 +552,8 @@ blocklog_stop_top(struct blocklog *bl, uint64_t now_us)
 			top = id;
 		}
 	}
-	if (top == NULL || best * 2 < total)
+	bl->held = 1;
+	if (top == NULL || best * 2 < total || best < BLOCKLOG_STOP_MIN)
 		return NULL;
 	top->stopped = 1;
 	return top->name;
@@ -575,6 +578,7 @@ blocklog_resume_all(struct blocklog *bl)
 
 	for (id = bl->ilist; id != NULL; id = id->next)
 		id->stopped = 0;
+	bl->held = 0;
 }
 
 unsigned long long

@@ -236,6 +236,42 @@ test_stop_top(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * Once the flooder is stopped, its lines keep their weight while the
+ * pressure lasts: a sandbox that writes a few lines after the flood has
+ * aged out of BLOCKLOG_RECENT_S is not stopped for being the only one
+ * left writing; nor is one that wrote fewer than BLOCKLOG_STOP_MIN.
+ */
+static void
+test_stop_not_the_last_one_left(void **state)
+{
+	const uint64_t		 later = (BLOCKLOG_RECENT_S + 100) * SEC;
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 5000; i++)
+		blocklog_wrote(bl, "sbx_flood", SEC);
+	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_flood");
+	blocklog_flush(bl, later, 0);
+	for (i = 0; i < 3; i++)
+		blocklog_wrote(bl, "sbx_victim", later);
+	assert_null(blocklog_stop_top(bl, later));
+	assert_null(blocklog_stop_top(bl, 3 * later));
+	assert_false(blocklog_stopped(bl, "sbx_victim"));
+	/* The room came back, then a new pressure: a few lines are not
+	 * enough to be stopped, even as the only writer. */
+	blocklog_resume_all(bl);
+	blocklog_flush(bl, 5 * later, 0);
+	for (i = 0; i < 10; i++)
+		blocklog_wrote(bl, "sbx_victim", 5 * later);
+	assert_null(blocklog_stop_top(bl, 5 * later));
+	blocklog_free(bl);
+}
+
 /* A stopped identity adds one summary a window, whatever it tries. */
 static void
 test_stopped_one_aggregate(void **state)
@@ -248,7 +284,7 @@ test_stopped_one_aggregate(void **state)
 
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
-	for (i = 0; i < 10; i++)
+	for (i = 0; i < BLOCKLOG_STOP_MIN; i++)
 		blocklog_wrote(bl, "sbx_loud", SEC);
 	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_loud");
 	for (i = 0; i < 500; i++) {
@@ -326,6 +362,7 @@ main(void)
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
+		cmocka_unit_test(test_stop_not_the_last_one_left),
 		cmocka_unit_test(test_stopped_one_aggregate),
 		cmocka_unit_test(test_report_keyed_apart),
 		cmocka_unit_test(test_unwritten_counted),
