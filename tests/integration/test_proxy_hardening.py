@@ -209,6 +209,17 @@ class Case(unittest.TestCase):
                                   p.events()[mark:][-20:])))
         return ev
 
+    def reload_extra(self, p, policy):
+        """Replace set "extra" of control proxy p with policy (an
+        EXTRA_POLICY variant) and reload it."""
+        text = policy.replace("{HTTP}", str(self.up.http_port))
+        text = text.replace("{S_SERVER}", str(self.up.refused_port))
+        text = text.replace("{FLOOD}", str(self.up.refused_port))
+        with open(os.path.join(p.policy_dir, "extra.yaml"), "w") as f:
+            f.write(text)
+        status, body = proxylib.control(p.ctl, "POST", "/reload")
+        self.assertEqual(status, 200, body)
+
     def tunnel(self, p, authority, src=None):
         """A socket through which CONNECT authority got 200."""
         c = proxylib.bound_conn(src, p.port)
@@ -1227,13 +1238,7 @@ class B02RevokeForwarded(Case):
         policy = re.sub(r"  - host: paths\.test\n(    .*\n)+", "",
                         EXTRA_POLICY)
         self.assertNotIn("paths.test", policy)
-        text = policy.replace("{HTTP}", str(self.up.http_port))
-        text = text.replace("{S_SERVER}", str(self.up.refused_port))
-        text = text.replace("{FLOOD}", str(self.up.refused_port))
-        with open(os.path.join(p.policy_dir, "extra.yaml"), "w") as f:
-            f.write(text)
-        status, body = proxylib.control(p.ctl, "POST", "/reload")
-        self.assertEqual(status, 200, body)
+        self.reload_extra(p, policy)
         ev = p.wait_event(lambda e: e.get("event") == "egress.revoked",
                           start=mark)
         # The rest of the upload, then its end: nothing may answer it.
@@ -1556,13 +1561,7 @@ class A05RevokePending(Case):
         c = RawConn(p.port)
         c.send(connect_request("slow.test:%d" % self.up.http_port))
         time.sleep(0.5)
-        text = policy.replace("{HTTP}", str(self.up.http_port))
-        text = text.replace("{S_SERVER}", str(self.up.refused_port))
-        text = text.replace("{FLOOD}", str(self.up.refused_port))
-        with open(os.path.join(p.policy_dir, "extra.yaml"), "w") as f:
-            f.write(text)
-        status, body = proxylib.control(p.ctl, "POST", "/reload")
-        self.assertEqual(status, 200, body)
+        self.reload_extra(p, policy)
         self.assertTrue(dns.asked("slow.test"))
         return p, c, mark
 
