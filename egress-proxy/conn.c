@@ -832,8 +832,8 @@ conn_start_http(struct conn *c)
 		return conn_block_malformed(c, 400,
 		    "not a proxy request (absolute URI required)");
 	/* Forwarded as sent: UTS #46 would check another name. */
-	if (!host_is_ascii(q->authority) ||
-	    (q->host != NULL && !host_is_ascii(q->host)))
+	if (!host_is_ascii(q->authority, strlen(q->authority)) ||
+	    (q->host != NULL && !host_is_ascii(q->host, strlen(q->host))))
 		return conn_block_malformed(c, 400,
 		    "host name is not ASCII (send its A-label form)");
 	if (host_parse_authority(q->authority, strlen(q->authority), 80,

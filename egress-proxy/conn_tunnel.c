@@ -323,7 +323,7 @@ conn_tunnel_same_host(struct conn *c, const char *a)
 	uint16_t	 port;
 	const char	*cause;
 
-	if (!host_is_ascii(a))		/* the upstream gets it raw */
+	if (!host_is_ascii(a, strlen(a)))		/* the upstream gets it raw */
 		return 0;
 	if (strcasecmp(a, c->r.req.authority) == 0 ||
 	    strcasecmp(a, c->r.hostport) == 0)

@@ -473,12 +473,13 @@ host_parse_authority(const char *in, size_t len, uint16_t default_port,
 }
 
 int
-host_is_ascii(const char *s)
+host_is_ascii(const char *s, size_t len)
 {
-	const unsigned char	*p;
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 i;
 
-	for (p = (const unsigned char *)s; *p != '\0'; p++)
-		if (*p <= 0x20 || *p >= 0x7f)
+	for (i = 0; i < len; i++)
+		if (p[i] <= 0x20 || p[i] >= 0x7f)
 			return 0;
 	return 1;
 }

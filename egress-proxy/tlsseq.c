@@ -193,7 +193,7 @@ tlsseq_check_name(const struct tlsseq *ts, const char *name)
 		return ts->expected.type == HOST_DNS ?
 		    SG_REASON_SNI_MISSING : SG_REASON_NONE;
 	/* RFC 6066 3: ASCII; UTS #46 would map what the server gets raw. */
-	if (!host_is_ascii(name))
+	if (!host_is_ascii(name, strlen(name)))
 		return SG_REASON_SNI_INVALID;
 	if (host_normalize(name, strlen(name), &sni, &cause) == -1)
 		return SG_REASON_SNI_INVALID;
