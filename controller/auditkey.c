@@ -61,14 +61,14 @@ auditkey_ensure(const char *path, uid_t owner, const char *logdir,
 	if (logdir != NULL && checkpoint_key_outside(path, logdir, cause) == -1)
 		goto out;
 	if (state_mkdirs(dir, 0700) == -1) {
-		util_xasprintf(cause, "cannot create \"%s\": %s", dir,
+		util_cause(cause, "cannot create \"%s\": %s", dir,
 		    strerror(errno));
 		goto out;
 	}
 	/* Through a descriptor: a symlink planted there is not followed. */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd == -1) {
-		util_xasprintf(cause, "cannot open the key folder \"%s\": %s",
+		util_cause(cause, "cannot open the key folder \"%s\": %s",
 		    dir, errno == ELOOP || errno == ENOTDIR ? "not a folder "
 		    "(a symlink?)" : strerror(errno));
 		goto out;
@@ -76,7 +76,7 @@ auditkey_ensure(const char *path, uid_t owner, const char *logdir,
 	/* The folder is the writer's alone, whoever made it first. */
 	if (fchmod(dfd, 0700) == -1 || (owner != geteuid() &&
 	    fchown(dfd, owner, owner) == -1)) {
-		util_xasprintf(cause, "cannot give \"%s\" to uid %u: %s", dir,
+		util_cause(cause, "cannot give \"%s\" to uid %u: %s", dir,
 		    (unsigned)owner, strerror(errno));
 		goto out;
 	}
@@ -107,7 +107,7 @@ auditkey_prepare_proxy(const char *logdir, char **cause)
 	int		 rc;
 
 	if (auditkey_path(log, path, sizeof(path)) == -1) {
-		util_xasprintf(cause, "state folder path too long");
+		util_cause(cause, "state folder path too long");
 		return -1;
 	}
 	if ((rc = auditkey_ensure(path, auditkey_owner(log), logdir,
@@ -130,7 +130,7 @@ auditkey_runs_signer(struct eventlog *log)
 	o.key_path = path;
 	o.lock = CHECKPOINT_LOCK_SHARED;
 	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1)
-		util_xasprintf(&cause, "state folder path too long");
+		util_cause(&cause, "state folder path too long");
 	else if (auditkey_ensure(path, geteuid(), state_record_dir(),
 	    &cause) != -1)
 		ck = checkpoint_new(log, &o, &cause);

@@ -160,6 +160,26 @@ cmd_apply_check(struct apply_run *a, char **paths, size_t npaths)
 	return bad ? -1 : 0;
 }
 
+/*
+ * Risky by name (risky_path), or, as the diff made now says, an NFC twin
+ * of another path.
+ */
+static int
+cmd_apply_risky(const struct apply_run *a, const struct workspace_delta *d,
+    const char **why)
+{
+	const struct workspace_delta	*now;
+
+	if (risky_path(d->path, why))
+		return 1;
+	now = d->risky ? d : workspace_diff_find(a->now, d->path);
+	if (now != NULL && now->risky) {
+		*why = now->risky_why != NULL ? now->risky_why : "risky";
+		return 1;
+	}
+	return 0;
+}
+
 /* --all (the review's paths, or the diff's), then each --path. */
 static void
 cmd_apply_paths(struct apply_run *a, char **paths, size_t npaths)
@@ -174,7 +194,7 @@ cmd_apply_paths(struct apply_run *a, char **paths, size_t npaths)
 	for (i = 0; i < n && !freeze_interrupted(); i++) {
 		d = a->rv != NULL ? workspace_review_at(a->rv, i) :
 		    &a->now->v[i];
-		if (!a->risky_ok && risky_path(d->path, &why)) {
+		if (!a->risky_ok && cmd_apply_risky(a, d, &why)) {
 			if (asprintf(&msg, "risky: %s; review it and use "
 			    "--include-risky or --path", why) == -1)
 				msg = NULL;

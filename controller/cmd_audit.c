@@ -14,15 +14,11 @@
  *   sandgate audit key create|rotate|show [PATH]
  *                                              the checkpoint keys
  *
- * A log is the current file and its rotated files, read oldest first:
- * NAME.N ... NAME.1, NAME. Log bytes are untrusted: a file is read only
- * if it is a regular file (opened without blocking, and in the log folder
- * not through a symlink), up to the size it had when opened, with a
- * bounded line reader; strings are escaped before they reach a terminal.
+ * The log files are found and read by logread.h; strings are escaped
+ * before they reach a terminal.
  */
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -43,6 +39,7 @@
 #include "cmd.h"
 #include "eventlog.h"
 #include "log.h"
+#include "logread.h"
 #include "logverify.h"
 #include "ocsf.h"
 #include "sglimits.h"
@@ -53,7 +50,6 @@
 #define AUDIT_TAIL_DEFAULT	10
 #define AUDIT_TAIL_MAX		100000
 #define AUDIT_POLL_NS		200000000L	/* tail -f: 5 polls a second */
-#define AUDIT_FILES_MAX		100000
 #define AUDIT_FIELD_SHOW	256		/* table cells cut past this */
 #define AUDIT_KEYS_MAX		16		/* verify --key, at most */
 
@@ -83,21 +79,6 @@ struct audit_args {
 	const char	*owner;		/* key --owner */
 };
 
-/*
- * A bounded line reader over an fd; a line is cut at SG_LOG_LINE_MAX, and
- * no more than `left` bytes are read (the file's size when opened).
- */
-struct audit_reader {
-	int	 fd;
-	int	 follow;	/* keep a partial last line for later */
-	long long left;		/* bytes still to read; -1: no end */
-	char	 blk[16384];
-	size_t	 off, end;
-	char	 line[SG_LOG_LINE_MAX + 2];
-	size_t	 n;		/* bytes of the current line kept */
-	int	 partial;	/* some bytes of a line were consumed */
-};
-
 /* Counters for the summary: key -> count, in a JSON object. */
 struct audit_summary {
 	json_t		*dest, *sandbox, *reason;
@@ -121,16 +102,11 @@ static int	audit_parse(int, char **, struct audit_args *);
 static int	audit_parse_opt(struct audit_args *, int, const char *);
 static int	audit_parse_mode(struct audit_args *, const char *);
 static int	audit_parse_time(const char *, int64_t *);
-static int	audit_parse_ts(const char *, int64_t *);
 static const char *audit_default_dir(const char *);
 static int	audit_files(const char *, const char *, char ***, int *);
-static void	audit_files_free(char **, int);
 static int	audit_open(const char *, long long *);
-static void	audit_reader_init(struct audit_reader *, int, int,
-		    long long);
 static int	audit_is_log_line(json_t *);
-static int	audit_next(struct audit_reader *, size_t *);
-static json_t	*audit_load(const char *, size_t);
+static void	audit_each_cb(json_t *, void *);
 static int	audit_match(const struct audit_args *, json_t *);
 static const char *audit_str(json_t *, const char *);
 static void	audit_print(const struct audit_args *, json_t *);
@@ -145,7 +121,6 @@ static void	audit_summary_cb(const struct audit_args *, json_t *,
 		    void *);
 static void	audit_summary_print(const struct audit_args *,
 		    struct audit_summary *);
-static int	audit_cmp_rot(const void *, const void *);
 static int	audit_cmp_count(const void *, const void *);
 static void	audit_summary_section(const char *, json_t *);
 static int	audit_verify(const struct audit_args *);
@@ -205,58 +180,7 @@ static const struct option audit_longopts[] = {
 static int
 audit_parse_time(const char *s, int64_t *us)
 {
-	struct timespec	now;
-	long long	secs;
-
-	if (util_parse_duration(s, &secs) == 0) {
-		clock_gettime(CLOCK_REALTIME, &now);
-		if (secs > now.tv_sec)
-			secs = now.tv_sec;
-		*us = ((int64_t)now.tv_sec - secs) * 1000000 +
-		    now.tv_nsec / 1000;
-		return 0;
-	}
-	return audit_parse_ts(s, us);
-}
-
-/*
- * RFC 3339 (and its date-only form): YYYY-MM-DD[(T| )hh:mm[:ss[.frac]]]
- * [Z|+hh:mm|-hh:mm]; no offset means UTC.
- */
-static int
-audit_parse_ts(const char *s, int64_t *us)
-{
-	struct tm	 tm;
-	const char	*p;
-	int64_t		 frac = 0, scale = 100000;
-	int		 oh, om, sign;
-
-	memset(&tm, 0, sizeof(tm));
-	if ((p = strptime(s, "%Y-%m-%d", &tm)) == NULL)
-		return -1;
-	if (*p == 'T' || *p == 't' || *p == ' ') {
-		if ((p = strptime(p + 1, "%H:%M", &tm)) == NULL)
-			return -1;
-		if (*p == ':' && (p = strptime(p + 1, "%S", &tm)) == NULL)
-			return -1;
-		if (*p == '.') {
-			for (p++; *p >= '0' && *p <= '9'; p++) {
-				frac += (*p - '0') * scale;
-				scale /= 10;
-			}
-		}
-	}
-	*us = (int64_t)timegm(&tm) * 1000000 + frac;
-	if (*p == 'Z' || *p == 'z')
-		return p[1] == '\0' ? 0 : -1;
-	if (*p == '\0')
-		return 0;
-	if ((*p != '+' && *p != '-') || sscanf(p + 1, "%2d:%2d", &oh,
-	    &om) != 2 || strlen(p) != 6)
-		return -1;
-	sign = *p == '+' ? 1 : -1;
-	*us -= (int64_t)sign * (oh * 3600 + om * 60) * 1000000;
-	return 0;
+	return logread_parse_time(s, logread_now(), us);
 }
 
 /* The folder of log file name: the run records have one of their own. */
@@ -399,172 +323,35 @@ audit_parse(int argc, char **argv, struct audit_args *a)
 	return 0;
 }
 
-/* Compare rotation numbers for qsort: highest (oldest) first. */
-static int
-audit_cmp_rot(const void *x, const void *y)
-{
-	long long	a = *(const long long *)x, b = *(const long long *)y;
-
-	return a < b ? 1 : a > b ? -1 : 0;
-}
-
-/*
- * The files of log dir/name, oldest first: name.N .. name.1, name.
- * Returns 0 (at least one file) or -1 with a message printed.
- */
+/* The files of log dir/name, oldest first; 0, or -1 after a message. */
 static int
 audit_files(const char *dir, const char *name, char ***out, int *nout)
 {
-	DIR		*d;
-	struct dirent	*de;
-	long long	*rot = NULL, num;
-	size_t		 nrot = 0, len = strlen(name), i;
-	const char	*errstr;
-	char		**files;
-	struct stat	 st;
+	char	*cause = NULL;
 
-	if ((d = opendir(dir)) == NULL) {
-		fprintf(stderr, "sandgate: cannot open '%s': %s\n", dir,
-		    strerror(errno));
-		return -1;
-	}
-	while ((de = readdir(d)) != NULL && nrot < AUDIT_FILES_MAX) {
-		if (strncmp(de->d_name, name, len) != 0 ||
-		    de->d_name[len] != '.' || util_strtonum(de->d_name +
-		    len + 1, 1, 1000000, &num, &errstr) == -1)
-			continue;
-		rot = realloc(rot, (nrot + 1) * sizeof(*rot));
-		if (rot == NULL)
-			fatal("realloc");
-		rot[nrot++] = num;
-	}
-	closedir(d);
-	if (nrot > 0)
-		qsort(rot, nrot, sizeof(*rot), audit_cmp_rot);
-	files = util_xcalloc(nrot + 2, sizeof(*files));
-	for (i = 0; i < nrot; i++)
-		util_xasprintf(&files[i], "%s/%s.%lld", dir, name, rot[i]);
-	util_xasprintf(&files[nrot], "%s/%s", dir, name);
-	free(rot);
-	*out = files;
-	*nout = (int)nrot + 1;
-	if (lstat(files[nrot], &st) == -1 && nrot == 0) {
-		fprintf(stderr, "sandgate: no log at '%s'\n", files[nrot]);
-		audit_files_free(files, *nout);
+	if (logread_files(dir, name, out, nout, &cause) == -1) {
+		fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
 		return -1;
 	}
 	return 0;
 }
 
-static void
-audit_files_free(char **files, int n)
-{
-	int	i;
-
-	for (i = 0; i < n; i++)
-		free(files[i]);
-	free(files);
-}
-
-/*
- * Open a log file to read it: a regular file, never a FIFO or device
- * (opened without blocking, then checked), never through a symlink (a
- * log folder may belong to another uid). Returns the fd and its size, or
- * -1 after a message on stderr (none for ENOENT).
- */
+/* logread_open(), the cause on stderr; -1 with errno kept. */
 static int
 audit_open(const char *path, long long *size)
 {
-	struct stat	st;
-	int		fd;
+	char	*cause = NULL;
+	int	 fd, saved;
 
-	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1) {
-		if (errno == EINVAL)
-			fprintf(stderr, "sandgate: '%s' is not a regular file: "
-			    "not reading it\n", path);
-		else if (errno != ENOENT)
-			fprintf(stderr, "sandgate: cannot open '%s': %s\n", path,
-			    errno == ELOOP ? "it is a symlink" : strerror(errno));
-		return -1;
+	if ((fd = logread_open(path, size, &cause)) == -1) {
+		saved = errno;
+		if (cause != NULL)
+			fprintf(stderr, "sandgate: %s\n", cause);
+		free(cause);
+		errno = saved;
 	}
-	*size = (long long)st.st_size;
 	return fd;
-}
-
-static void
-audit_reader_init(struct audit_reader *r, int fd, int follow, long long left)
-{
-	r->fd = fd;
-	r->follow = follow;
-	r->left = left;
-	r->off = r->end = r->n = 0;
-	r->partial = 0;
-}
-
-/*
- * The next line (without its newline) into r->line, NUL-terminated;
- * *len is its length, or SG_LOG_LINE_MAX + 1 for a longer line. At end of
- * file a last line without newline is returned, except when following,
- * where it is kept until the rest arrives. Returns 1, 0 (end) or -1.
- */
-static int
-audit_next(struct audit_reader *r, size_t *len)
-{
-	const char	*p, *nl;
-	size_t		 take, room;
-	ssize_t		 k;
-
-	for (;;) {
-		if (r->off == r->end) {
-			k = r->left == 0 ? 0 : read(r->fd, r->blk,
-			    r->left > 0 && r->left < (long long)sizeof(r->blk) ?
-			    (size_t)r->left : sizeof(r->blk));
-			if (k == -1 && errno == EINTR)
-				continue;
-			if (k == -1)
-				return -1;
-			if (r->left > 0)
-				r->left -= k;
-			if (k == 0 && (!r->partial || r->follow))
-				return 0;
-			if (k == 0)
-				break;
-			r->off = 0;
-			r->end = (size_t)k;
-		}
-		r->partial = 1;
-		p = r->blk + r->off;
-		nl = memchr(p, '\n', r->end - r->off);
-		take = nl ? (size_t)(nl - p) : r->end - r->off;
-		room = SG_LOG_LINE_MAX + 1 - r->n;
-		memcpy(r->line + r->n, p, take < room ? take : room);
-		r->n += take < room ? take : room;
-		r->off += take + (nl ? 1 : 0);
-		if (nl)
-			break;
-	}
-	r->line[r->n] = '\0';
-	*len = r->n;
-	r->n = 0;
-	r->partial = 0;
-	return 1;
-}
-
-/* Parse a line for listing; NULL if it is not a JSON object. */
-static json_t *
-audit_load(const char *line, size_t len)
-{
-	json_t		*obj;
-	json_error_t	 err;
-
-	if (len > SG_LOG_LINE_MAX)
-		return NULL;
-	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
-	if (obj != NULL && !json_is_object(obj)) {
-		json_decref(obj);
-		return NULL;
-	}
-	return obj;
 }
 
 /*
@@ -624,7 +411,7 @@ audit_match(const struct audit_args *a, json_t *obj)
 		return 0;
 	if (a->since != -1 || a->until != -1) {
 		if ((v = audit_str(obj, "ts")) == NULL ||
-		    audit_parse_ts(v, &ts) == -1)
+		    logread_parse_ts(v, &ts) == -1)
 			return 0;
 		if ((a->since != -1 && ts < a->since) ||
 		    (a->until != -1 && ts > a->until))
@@ -682,6 +469,28 @@ audit_print(const struct audit_args *a, json_t *obj)
 	}
 }
 
+/* What audit_each() hands to logread_each(). */
+struct audit_each_ctx {
+	const struct audit_args	*a;
+	void			(*cb)(const struct audit_args *, json_t *,
+				    void *);
+	void			*arg;
+	size_t			 notlog;
+};
+
+/* One object of the log: filtered, then to the caller's callback. */
+static void
+audit_each_cb(json_t *obj, void *arg)
+{
+	struct audit_each_ctx	*c = arg;
+
+	/* An export holds log lines only (the schema asks). */
+	if (c->a->mode == AUDIT_EXPORT && !audit_is_log_line(obj))
+		c->notlog++;
+	else if (audit_match(c->a, obj))
+		c->cb(c->a, obj, c->arg);
+}
+
 /*
  * Call cb for every matching event of files, in order. Lines that are not
  * JSON objects are skipped and counted on stderr. Returns 0 or -1.
@@ -690,47 +499,22 @@ static int
 audit_each(const struct audit_args *a, char **files, int n,
     void (*cb)(const struct audit_args *, json_t *, void *), void *arg)
 {
-	struct audit_reader	*r = util_xmalloc(sizeof(*r));
-	json_t			*obj;
-	long long		 size;
-	size_t			 len, skipped = 0, notlog = 0;
-	int			 i, fd, got, rc = 0;
+	struct audit_each_ctx	c = { a, cb, arg, 0 };
+	struct logread_stats	st = { 0, 0 };
+	char			*cause = NULL;
+	int			 rc;
 
-	for (i = 0; i < n && rc == 0; i++) {
-		if ((fd = audit_open(files[i], &size)) == -1) {
-			if (errno == ENOENT)
-				continue;
-			rc = -1;
-			break;
-		}
-		audit_reader_init(r, fd, 0, size);
-		while ((got = audit_next(r, &len)) == 1) {
-			if ((obj = audit_load(r->line, len)) == NULL) {
-				skipped++;
-				continue;
-			}
-			/* An export holds log lines only (the schema asks). */
-			if (a->mode == AUDIT_EXPORT && !audit_is_log_line(obj))
-				notlog++;
-			else if (audit_match(a, obj))
-				cb(a, obj, arg);
-			json_decref(obj);
-		}
-		if (got == -1) {
-			fprintf(stderr, "sandgate: cannot read '%s': %s\n",
-			    files[i], strerror(errno));
-			rc = -1;
-		}
-		close(fd);
-	}
-	if (skipped > 0)
+	rc = logread_each(files, n, audit_each_cb, &c, &st, &cause);
+	if (cause != NULL)
+		fprintf(stderr, "sandgate: %s\n", cause);
+	free(cause);
+	if (st.skipped > 0)
 		fprintf(stderr, "sandgate: %zu line(s) skipped: not JSON "
-		    "(run 'sandgate audit verify')\n", skipped);
-	if (notlog > 0)
+		    "(run 'sandgate audit verify')\n", st.skipped);
+	if (c.notlog > 0)
 		fprintf(stderr, "sandgate: %zu line(s) not exported: not log "
 		    "lines (ts, seq, prev or hash missing or malformed; run "
-		    "'sandgate audit verify')\n", notlog);
-	free(r);
+		    "'sandgate audit verify')\n", c.notlog);
 	return rc;
 }
 
@@ -853,7 +637,7 @@ audit_summary_print(const struct audit_args *a, struct audit_summary *s)
 static int
 audit_verify_file(struct ckverify *v, const char *path)
 {
-	struct audit_reader	*r;
+	struct logread	*r;
 	long long		 size;
 	size_t			 len;
 	int			 fd, got;
@@ -865,9 +649,9 @@ audit_verify_file(struct ckverify *v, const char *path)
 		return -1;
 	}
 	r = util_xmalloc(sizeof(*r));
-	audit_reader_init(r, fd, 0, size);
+	logread_init(r, fd, 0, size);
 	ckverify_file(v, path);
-	while ((got = audit_next(r, &len)) == 1) {
+	while ((got = logread_next(r, &len)) == 1) {
 		if (ckverify_feed(v, r->line, len) == -1 && v->chain.broken)
 			break;
 	}
@@ -926,7 +710,7 @@ audit_live_log(const struct audit_args *a)
 static int
 audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 {
-	struct audit_reader	*r = util_xmalloc(sizeof(*r));
+	struct logread	*r = util_xmalloc(sizeof(*r));
 	struct logverify_line	 l;
 	json_t			*obj;
 	long long		 size;
@@ -938,14 +722,14 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 		free(r);
 		return -1;
 	}
-	audit_reader_init(r, fd, 0, size);
-	while ((got = audit_next(r, &len)) == 1) {
+	logread_init(r, fd, 0, size);
+	while ((got = logread_next(r, &len)) == 1) {
 		if (logverify_line(r->line, len, &l) != LOGVERIFY_OK)
 			continue;
 		an->seq = l.seq;
 		util_strlcpy(an->hash, l.hash, sizeof(an->hash));
 		util_strlcpy(an->reason, "copy", sizeof(an->reason));
-		obj = audit_load(r->line, len);
+		obj = logread_object(r->line, len);
 		util_strlcpy(an->ts, audit_str(obj, "ts") ? audit_str(obj,
 		    "ts") : "", sizeof(an->ts));
 		json_decref(obj);
@@ -1101,7 +885,7 @@ audit_verify_files(const struct audit_args *a, struct ckverify *v)
 		rc = audit_verify_file(v, files[i]);
 	}
 	if (a->npaths == 0)
-		audit_files_free(files, n);
+		logread_files_free(files, n);
 	return rc;
 }
 
@@ -1277,7 +1061,7 @@ static int
 audit_follow(const struct audit_args *a, const char *path)
 {
 	struct timespec		 pause = { 0, AUDIT_POLL_NS };
-	struct audit_reader	*r = util_xmalloc(sizeof(*r));
+	struct logread	*r = util_xmalloc(sizeof(*r));
 	json_t			*obj;
 	long long		 size;
 	size_t			 len;
@@ -1293,10 +1077,10 @@ audit_follow(const struct audit_args *a, const char *path)
 		free(r);
 		return SG_EXIT_ERROR;
 	}
-	audit_reader_init(r, fd, 1, -1);
+	logread_init(r, fd, 1, -1);
 	for (;;) {
-		while ((got = audit_next(r, &len)) == 1) {
-			if ((obj = audit_load(r->line, len)) == NULL)
+		while ((got = logread_next(r, &len)) == 1) {
+			if ((obj = logread_object(r->line, len)) == NULL)
 				continue;
 			if (audit_match(a, obj))
 				audit_print(a, obj);
@@ -1312,7 +1096,7 @@ audit_follow(const struct audit_args *a, const char *path)
 				}
 				nanosleep(&pause, NULL);
 			}
-			audit_reader_init(r, fd, 1, -1);
+			logread_init(r, fd, 1, -1);
 			continue;
 		}
 		nanosleep(&pause, NULL);
@@ -1367,6 +1151,6 @@ audit_exec(int argc, char **argv)
 		    SG_EXIT_ERROR : SG_EXIT_OK;
 		break;
 	}
-	audit_files_free(files, n);
+	logread_files_free(files, n);
 	return rc;
 }

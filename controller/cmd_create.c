@@ -130,24 +130,24 @@ create_dirs(const char *id, char **cause)
 
 	if (state_path(path, sizeof(path), id, NULL) == -1 ||
 	    state_mkdirs(path, 0700) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s", path,
+		util_cause(cause, "cannot create '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
 	if (state_lock_new(id) == -1) {
-		util_xasprintf(cause, "cannot lock '%s': %s", path,
+		util_cause(cause, "cannot lock '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
 	state_path(path, sizeof(path), id, "runs");
 	if (mkdir(path, 0700) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s", path,
+		util_cause(cause, "cannot create '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
 	state_path(path, sizeof(path), id, "work");
 	if (mkdir(path, 0755) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s", path,
+		util_cause(cause, "cannot create '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
@@ -193,17 +193,17 @@ create_ca_copy(struct sandbox_meta *m, char **cause)
 	state_path(dir, sizeof(dir), m->id, "ca");
 	snprintf(dst, sizeof(dst), "%s/extra.crt", dir);
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
-		util_xasprintf(cause, "cannot create '%s': %s", dir,
+		util_cause(cause, "cannot create '%s': %s", dir,
 		    strerror(errno));
 		return -1;
 	}
 	if ((in = fopen(m->ca_cert, "re")) == NULL) {
-		util_xasprintf(cause, "--ca-cert '%s': %s", m->ca_cert,
+		util_cause(cause, "--ca-cert '%s': %s", m->ca_cert,
 		    strerror(errno));
 		return -1;
 	}
 	if ((out = fopen(dst, "we")) == NULL) {
-		util_xasprintf(cause, "cannot write '%s': %s", dst,
+		util_cause(cause, "cannot write '%s': %s", dst,
 		    strerror(errno));
 		fclose(in);
 		return -1;
@@ -213,7 +213,7 @@ create_ca_copy(struct sandbox_meta *m, char **cause)
 	if (!ferror(in) && fflush(out) == 0 && fchmod(fileno(out), 0644) == 0)
 		rv = 0;
 	else
-		util_xasprintf(cause, "cannot copy the CA to '%s'", dst);
+		util_cause(cause, "cannot copy the CA to '%s'", dst);
 	fclose(in);
 	fclose(out);
 	sandbox_meta_set(&m->ca_cert, dst);
@@ -256,7 +256,7 @@ create_ca_bundle(struct docker *d, const struct sandbox_meta *m,
 	state_path(path, sizeof(path), m->id, "ca/bundle.crt");
 	if ((out = fopen(path, "we")) == NULL ||
 	    (in = fopen(m->ca_cert, "re")) == NULL) {
-		util_xasprintf(cause, "cannot write '%s': %s", path,
+		util_cause(cause, "cannot write '%s': %s", path,
 		    strerror(errno));
 		if (out != NULL)
 			fclose(out);
@@ -273,7 +273,7 @@ create_ca_bundle(struct docker *d, const struct sandbox_meta *m,
 	if (fflush(out) == 0 && fchmod(fileno(out), 0644) == 0)
 		rv = 0;
 	else
-		util_xasprintf(cause, "cannot write '%s'", path);
+		util_cause(cause, "cannot write '%s'", path);
 	fclose(in);
 	fclose(out);
 	exec_result_release(&r);
@@ -295,14 +295,14 @@ create_build(struct docker *d, struct sandbox_meta *m,
 	    sandbox_meta_save(m, cause) == -1)
 		return -1;
 	if (exec_signal_pending()) {
-		util_xasprintf(cause, "interrupted");
+		util_cause(cause, "interrupted");
 		return -1;
 	}
 	state_path(work, sizeof(work), m->id, "work");
 	memset(&mt, 0, sizeof(mt));
 	mt.work = work;
 	if ((mt.probe = probe_path()) == NULL) {
-		util_xasprintf(cause, "cannot find the sandgate-probe binary "
+		util_cause(cause, "cannot find the sandgate-probe binary "
 		    "(set SANDGATE_PROBE)");
 		return -1;
 	}
@@ -315,7 +315,7 @@ create_build(struct docker *d, struct sandbox_meta *m,
 	if (m->ca_cert != NULL && create_ca_bundle(d, m, cid, pid, cause) == -1)
 		return -1;
 	if (exec_signal_pending()) {
-		util_xasprintf(cause, "interrupted");
+		util_cause(cause, "interrupted");
 		return -1;
 	}
 	return sandbox_meta_save(m, cause);

@@ -38,7 +38,6 @@ static void
 cmd_diff_stat(const struct workspace_diff *d)
 {
 	static const char	 mark[] = { 'A', 'M', 'D' };
-	const char		*why;
 	size_t			 i, n[3] = { 0, 0, 0 }, risky = 0;
 
 	for (i = 0; i < d->n; i++) {
@@ -47,8 +46,8 @@ cmd_diff_stat(const struct workspace_diff *d)
 		quote_path(stdout, d->v[i].path, strlen(d->v[i].path));
 		if (d->v[i].special)
 			printf("  (%s, never applied)", d->v[i].special_what);
-		if (risky_path(d->v[i].path, &why)) {
-			printf("  [risky: %s]", why);
+		if (d->v[i].risky) {
+			printf("  [risky: %s]", d->v[i].risky_why);
 			risky++;
 		}
 		putchar('\n');

@@ -37,9 +37,6 @@
 #define DOCTOR_PROXY	"sandgate-proxy"
 #define DOCTOR_DISK	(16ull << 20)	/* size of the test disk */
 /* the test containers' limits, as set and as the probe must see them */
-#define DOCTOR_MEMORY	(64ull << 20)
-#define DOCTOR_PIDS	32
-#define DOCTOR_NANOCPUS	500000000LL
 
 enum doctor_level { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
 
@@ -74,7 +71,6 @@ static unsigned long long doctor_free(const char *);
 static long long doctor_fill(const char *);
 static int	doctor_disk_cycle(const char *, char *, size_t);
 static void	doctor_disk(struct doctor *);
-static json_t	*doctor_spec(const char *, const char *, const char *);
 static int	doctor_collect(void *, int, const unsigned char *, size_t);
 static void	doctor_expect(struct probe_expect *);
 static int	doctor_container(struct doctor *, const char *, const char *,
@@ -473,31 +469,6 @@ doctor_disk(struct doctor *dr)
 	rmdir(tmp);
 }
 
-/*
- * A throw-away container with every control a sandbox gets, small limits;
- * on network net (NULL: none).
- */
-static json_t *
-doctor_spec(const char *image, const char *probe, const char *net)
-{
-	char	bind[4200];
-
-	snprintf(bind, sizeof(bind), "%s:" PROBE_CONTAINER_PATH ":ro", probe);
-	return json_pack("{s:s, s:[s], s:[s], s:s, s:b, s:{s:s},"
-	    " s:{s:[s], s:I, s:I, s:I, s:I, s:b, s:[s], s:[s], s:s,"
-	    " s:{s:s}}}",
-	    "Image", image, "Entrypoint", PROBE_CONTAINER_PATH,
-	    "Cmd", "idle", "User", "65534:65534",
-	    "NetworkDisabled", net == NULL, "Labels", "sandgate.doctor", "1",
-	    "HostConfig", "Binds", bind, "Memory", (json_int_t)DOCTOR_MEMORY,
-	    "MemorySwap", (json_int_t)DOCTOR_MEMORY, "PidsLimit",
-	    (json_int_t)DOCTOR_PIDS, "NanoCpus", (json_int_t)DOCTOR_NANOCPUS,
-	    "ReadonlyRootfs", 1,
-	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-	    "NetworkMode", net ? net : "none", "Tmpfs", "/tmp",
-	    "rw,noexec,nosuid,size=16m");
-}
-
 static int
 doctor_collect(void *arg, int stream, const unsigned char *p, size_t len)
 {
@@ -514,14 +485,14 @@ doctor_collect(void *arg, int stream, const unsigned char *p, size_t len)
 	return 0;
 }
 
-/* What the probe must see in a test container of doctor_spec(). */
+/* What the probe must see in a test container of probe_check_spec(). */
 static void
 doctor_expect(struct probe_expect *e)
 {
 	probe_expect_init(e);
-	e->memory_bytes = DOCTOR_MEMORY;
-	e->pids = DOCTOR_PIDS;
-	e->cpus = DOCTOR_NANOCPUS / 1e9;
+	e->memory_bytes = PROBE_CHECK_MEMORY;
+	e->pids = PROBE_CHECK_PIDS;
+	e->cpus = PROBE_CHECK_NANOCPUS / 1e9;
 }
 
 /* Create and start a test container on net (NULL: none); *cid is set. */
@@ -533,8 +504,8 @@ doctor_container(struct doctor *dr, const char *probe, const char *net,
 	int	 rc;
 
 	*cid = NULL;
-	if ((spec = doctor_spec(dr->image, probe, net)) == NULL) {
-		util_xasprintf(cause, "cannot build the container spec");
+	if ((spec = probe_check_spec(dr->image, probe, net)) == NULL) {
+		util_cause(cause, "cannot build the container spec");
 		return -1;
 	}
 	rc = docker_container_create(dr->docker, NULL, spec, cid, cause);
@@ -561,7 +532,7 @@ doctor_probe_exec(struct doctor *dr, const char *cid, const char *seal,
 	    1, "AttachStderr", 1, "Cmd", PROBE_CONTAINER_PATH, "check",
 	    "--seal", seal);
 	if (espec == NULL)
-		util_xasprintf(cause, "cannot build the exec spec");
+		util_cause(cause, "cannot build the exec spec");
 	else if (docker_exec_create(dr->docker, cid, espec, &eid,
 	    cause) == 0 && docker_exec_start(dr->docker, eid, &cb,
 	    cause) == 0 && !b->overflow) {

@@ -152,7 +152,7 @@ exec_target(struct docker *d, const struct sandbox_meta *m, int fresh,
 	memset(&mt, 0, sizeof(mt));
 	mt.work = work;
 	if ((mt.probe = probe_path()) == NULL) {
-		util_xasprintf(cause, "cannot find the sandgate-probe binary "
+		util_cause(cause, "cannot find the sandgate-probe binary "
 		    "(set SANDGATE_PROBE)");
 		return -1;
 	}
@@ -182,7 +182,7 @@ exec_seal_holds(const struct sandbox_meta *m, int pid, char **cause)
 	}
 	if (state_path(path, sizeof(path), m->id, "checked") == 0)
 		unlink(path);
-	util_xasprintf(cause, "refused: the network seal of sandbox %s does "
+	util_cause(cause, "refused: the network seal of sandbox %s does "
 	    "not hold (%s); the command did not run. The next exec checks "
 	    "the sandbox again and seals it; if the proxy is gone, start it "
 	    "with `sandgate proxy start`", m->id, why);
@@ -240,7 +240,7 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	o.evidence_dir = runs;
 	if (m->uid == SANDBOX_UID) {
-		util_xasprintf(&cause, "sandbox %s was made by an earlier "
+		util_cause(&cause, "sandbox %s was made by an earlier "
 		    "sandgate (it runs as uid %d, shared with other sandboxes "
 		    "and a host account): discard it and create it again",
 		    m->id, SANDBOX_UID);

@@ -21,7 +21,7 @@
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 /*
  * A file of the working copy or the evidence folder, opened only when

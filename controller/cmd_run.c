@@ -181,7 +181,7 @@ run_mkdir_owned(const char *work, const char *name, unsigned long uid,
 
 	snprintf(path, sizeof(path), "%s/%s", work, name);
 	if (mkdir(path, 0755) == -1 || chown(path, uid, uid) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s", path,
+		util_cause(cause, "cannot create '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
@@ -197,7 +197,7 @@ run_prepare(struct sandbox_meta *m, char **cause)
 	state_path(dir, sizeof(dir), m->id, NULL);
 	state_path(work, sizeof(work), m->id, "work");
 	if (state_mkdirs(work, 0700) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s", work,
+		util_cause(cause, "cannot create '%s': %s", work,
 		    strerror(errno));
 		return -1;
 	}
@@ -206,7 +206,7 @@ run_prepare(struct sandbox_meta *m, char **cause)
 	    sandbox_identity(m, cause) == -1 ||
 	    sandbox_meta_save(m, cause) == -1) {
 		if (*cause == NULL)
-			util_xasprintf(cause, "cannot create '%s': %s", path,
+			util_cause(cause, "cannot create '%s': %s", path,
 			    strerror(errno));
 		return -1;
 	}
@@ -230,14 +230,14 @@ run_copy_out(const char *work, const char *dst, unsigned long long disk,
 
 	snprintf(src, sizeof(src), "%s/output", work);
 	if (mkdir(dst, 0755) == -1 && errno != EEXIST) {
-		util_xasprintf(cause, "cannot create '%s': %s", dst,
+		util_cause(cause, "cannot create '%s': %s", dst,
 		    strerror(errno));
 		return -1;
 	}
 	if ((dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    (sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
-		util_xasprintf(cause, "cannot open output folders: %s",
+		util_cause(cause, "cannot open output folders: %s",
 		    strerror(errno));
 		if (dfd != -1)
 			close(dfd);
@@ -274,7 +274,7 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	if (run_prepare(m, &cause) == -1)
 		goto done;
 	if ((mt.probe = probe_path()) == NULL) {
-		util_xasprintf(&cause, "cannot find the sandgate-probe binary "
+		util_cause(&cause, "cannot find the sandgate-probe binary "
 		    "(set SANDGATE_PROBE)");
 		goto done;
 	}

@@ -26,8 +26,6 @@
 #define DISK_LOOP_MAJOR		7
 #define DISK_LOOP_TRIES		8	/* races for a free loop device */
 
-static int	 disk_error(char **, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
 static int	 disk_run_mkfs(const char *, uid_t, gid_t, char **);
 static int	 disk_loop_open(int, char *, size_t, char **);
 static int	 disk_loop_bind(int, int, const char *);
@@ -38,22 +36,6 @@ static int	 disk_loop_backing(const char *, char *, size_t);
 static int	 disk_under(const char *, const char *);
 static int	 disk_add(struct disk_mount_info **, size_t *, const char *,
 		    const char *, const char *);
-
-/* Set *cause (when wanted) to a formatted message; returns -1. */
-static int
-disk_error(char **cause, const char *fmt, ...)
-{
-	va_list	ap;
-	char	buf[1024];
-
-	if (cause == NULL)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	*cause = util_xstrdup(buf);
-	return -1;
-}
 
 /* In the child: stdout to /dev/null, stderr to the pipe, exec mkfs. */
 /* Run mkfs.ext4 on img; its stderr becomes the cause on failure. */
@@ -74,7 +56,7 @@ disk_run_mkfs(const char *img, uid_t uid, gid_t gid, char **cause)
 	r.argv = (char *const []){ "mkfs.ext4", "-q", "-F", "-m", "0", "-O",
 	    "^has_journal", "-E", owner, (char *)img, NULL };
 	if ((rc = sysrun(&r, &why)) == -1) {
-		disk_error(cause, "mkfs.ext4 on '%s' failed: %s", img, why);
+		util_cause(cause, "mkfs.ext4 on '%s' failed: %s", img, why);
 		free(why);
 	}
 	return rc;
@@ -88,16 +70,16 @@ disk_image_create(const char *img, unsigned long long bytes, uid_t uid,
 
 	bytes &= ~4095ull;
 	if (bytes < DISK_MIN_BYTES)
-		return disk_error(cause, "disk size %llu too small (minimum "
+		return util_cause(cause, "disk size %llu too small (minimum "
 		    "%llu bytes)", bytes, DISK_MIN_BYTES);
 	if (bytes > (unsigned long long)LLONG_MAX)
-		return disk_error(cause, "disk size %llu too large", bytes);
+		return util_cause(cause, "disk size %llu too large", bytes);
 	fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd == -1)
-		return disk_error(cause, "cannot create '%s': %s", img,
+		return util_cause(cause, "cannot create '%s': %s", img,
 		    strerror(errno));
 	if (ftruncate(fd, (off_t)bytes) == -1) {
-		disk_error(cause, "cannot size '%s': %s", img,
+		util_cause(cause, "cannot size '%s': %s", img,
 		    strerror(errno));
 		close(fd);
 		goto fail;
@@ -122,16 +104,16 @@ disk_loop_open(int ctl, char *dev, size_t size, char **cause)
 
 	n = ioctl(ctl, LOOP_CTL_GET_FREE);
 	if (n < 0)
-		return disk_error(cause, "no free loop device: %s",
+		return util_cause(cause, "no free loop device: %s",
 		    strerror(errno));
 	snprintf(dev, size, "/dev/loop%d", n);
 	if (mknod(dev, S_IFBLK | 0660, makedev(DISK_LOOP_MAJOR, n)) == -1 &&
 	    errno != EEXIST)
-		return disk_error(cause, "cannot create '%s': %s", dev,
+		return util_cause(cause, "cannot create '%s': %s", dev,
 		    strerror(errno));
 	fd = open(dev, O_RDWR | O_CLOEXEC);
 	if (fd == -1)
-		return disk_error(cause, "cannot open '%s': %s", dev,
+		return util_cause(cause, "cannot open '%s': %s", dev,
 		    strerror(errno));
 	return fd;
 }
@@ -173,7 +155,7 @@ disk_loop_attach(int ifd, const char *img, char *dev, size_t size,
 
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl == -1)
-		return disk_error(cause, "cannot open /dev/loop-control: %s",
+		return util_cause(cause, "cannot open /dev/loop-control: %s",
 		    strerror(errno));
 	for (i = 0; i < DISK_LOOP_TRIES; i++) {
 		lfd = disk_loop_open(ctl, dev, size, cause);
@@ -185,13 +167,13 @@ disk_loop_attach(int ifd, const char *img, char *dev, size_t size,
 		lfd = -1;
 		/* EBUSY: another process took the device first; retry. */
 		if (errno != EBUSY) {
-			disk_error(cause, "cannot attach '%s' to '%s': %s",
+			util_cause(cause, "cannot attach '%s' to '%s': %s",
 			    img, dev, strerror(errno));
 			break;
 		}
 	}
 	if (lfd == -1 && i == DISK_LOOP_TRIES)
-		disk_error(cause, "cannot attach '%s': loop devices busy", img);
+		util_cause(cause, "cannot attach '%s': loop devices busy", img);
 	close(ctl);
 	return lfd;
 }
@@ -204,13 +186,13 @@ disk_mount(const char *img, const char *dir, char **cause)
 
 	ifd = open(img, O_RDWR | O_CLOEXEC);
 	if (ifd == -1)
-		return disk_error(cause, "cannot open '%s': %s", img,
+		return util_cause(cause, "cannot open '%s': %s", img,
 		    strerror(errno));
 	lfd = disk_loop_attach(ifd, img, dev, sizeof(dev), cause);
 	if (lfd == -1)
 		goto out;
 	if (mount(dev, dir, "ext4", MS_NOSUID | MS_NODEV, NULL) == -1) {
-		disk_error(cause, "cannot mount '%s' on '%s': %s", img, dir,
+		util_cause(cause, "cannot mount '%s' on '%s': %s", img, dir,
 		    strerror(errno));
 		goto out;
 	}
@@ -237,7 +219,7 @@ disk_umount(const char *dir, char **cause)
 		return 0;
 	if (errno == EBUSY && umount2(dir, MNT_DETACH) == 0)
 		return 0;
-	return disk_error(cause, "cannot unmount '%s': %s", dir,
+	return util_cause(cause, "cannot unmount '%s': %s", dir,
 	    strerror(errno));
 }
 
@@ -381,11 +363,11 @@ disk_list_mounts(const char *root, struct disk_mount_info **out,
 	*out = NULL;
 	*count = 0;
 	if (realpath(root, real) == NULL)
-		return errno == ENOENT ? 0 : disk_error(cause,
+		return errno == ENOENT ? 0 : util_cause(cause,
 		    "cannot resolve '%s': %s", root, strerror(errno));
 	fp = fopen("/proc/self/mountinfo", "re");
 	if (fp == NULL)
-		return disk_error(cause, "cannot read /proc/self/mountinfo: "
+		return util_cause(cause, "cannot read /proc/self/mountinfo: "
 		    "%s", strerror(errno));
 	while (getline(&line, &cap, fp) != -1) {
 		if (disk_mountinfo_split(line, &mnt, &fs, &src) == -1 ||
@@ -393,7 +375,7 @@ disk_list_mounts(const char *root, struct disk_mount_info **out,
 		    !disk_under(backing, real))
 			continue;
 		if (disk_add(out, count, mnt, src, backing) == -1) {
-			disk_error(cause, "out of memory");
+			util_cause(cause, "out of memory");
 			goto out;
 		}
 	}

@@ -65,8 +65,6 @@ struct docker {
 static volatile sig_atomic_t	docker_sig;
 static const int		docker_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 
-static void	docker_err(char **, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
 static int	docker_sock_path(char *, size_t, char **);
 static void	docker_unreachable(struct docker *, CURLcode, char **);
 static int	docker_negotiate(struct docker *, char **);
@@ -91,20 +89,6 @@ static int	docker_pause_call(struct docker *, const char *, int,
 		    char **);
 static void	docker_on_signal(int);
 
-/* Set *cause unless the caller passed NULL (does not care why). */
-static void
-docker_err(char **cause, const char *fmt, ...)
-{
-	va_list	ap;
-
-	if (cause == NULL)
-		return;
-	va_start(ap, fmt);
-	if (vasprintf(cause, fmt, ap) == -1)
-		fatal("vasprintf");
-	va_end(ap);
-}
-
 /* The socket path from DOCKER_HOST ("unix:///path"), else the default. */
 static int
 docker_sock_path(char *buf, size_t size, char **cause)
@@ -114,12 +98,12 @@ docker_sock_path(char *buf, size_t size, char **cause)
 	if (env == NULL || *env == '\0')
 		env = "unix://" DOCKER_DEFAULT_SOCK;
 	if (strncmp(env, "unix://", 7) != 0) {
-		docker_err(cause, "DOCKER_HOST '%s' is not supported: only "
+		util_cause(cause, "DOCKER_HOST '%s' is not supported: only "
 		    "unix:// sockets are", env);
 		return -1;
 	}
 	if (env[7] != '/' || util_strlcpy(buf, env + 7, size) >= size) {
-		docker_err(cause, "DOCKER_HOST '%s' is not a usable socket "
+		util_cause(cause, "DOCKER_HOST '%s' is not a usable socket "
 		    "path", env);
 		return -1;
 	}
@@ -146,7 +130,7 @@ docker_new(char **cause)
 		d->hdrs = curl_slist_append(d->hdrs, "Expect:");
 	if (d->multi == NULL || d->ctl == NULL || d->stream == NULL ||
 	    d->hdrs == NULL) {
-		docker_err(cause, "cannot initialise libcurl");
+		util_cause(cause, "cannot initialise libcurl");
 		goto fail;
 	}
 	h[0] = d->ctl;
@@ -206,7 +190,7 @@ docker_unreachable(struct docker *d, CURLcode rc, char **cause)
 	long	oserr = 0;
 
 	curl_easy_getinfo(d->ctl, CURLINFO_OS_ERRNO, &oserr);
-	docker_err(cause, "cannot reach Docker at unix://%s (%s); start "
+	util_cause(cause, "cannot reach Docker at unix://%s (%s); start "
 	    "dockerd or set DOCKER_HOST", d->sock,
 	    oserr != 0 ? strerror((int)oserr) : curl_easy_strerror(rc));
 }
@@ -246,7 +230,7 @@ docker_negotiate(struct docker *d, char **cause)
 		json_decref(v);
 	}
 	if (minor < DOCKER_API_MIN_MINOR) {
-		docker_err(cause, "docker API version %s is too old (need "
+		util_cause(cause, "docker API version %s is too old (need "
 		    "1.%d or later)", d->apihdr[0] ? d->apihdr : "unknown",
 		    DOCKER_API_MIN_MINOR);
 		return -1;
@@ -383,7 +367,7 @@ docker_call(struct docker *d, const char *method, const char *path,
 		*resp = NULL;
 	if ((size_t)snprintf(url, sizeof(url), "http://docker/v%s%s", d->ver,
 	    path) >= sizeof(url)) {
-		docker_err(cause, "docker: request path too long");
+		util_cause(cause, "docker: request path too long");
 		return -1;
 	}
 	curl_easy_setopt(d->ctl, CURLOPT_URL, url);
@@ -405,7 +389,7 @@ docker_call(struct docker *d, const char *method, const char *path,
 		if (rc == CURLE_COULDNT_CONNECT)
 			docker_unreachable(d, rc, cause);
 		else
-			docker_err(cause, "docker: %s %s: %s%s", method,
+			util_cause(cause, "docker: %s %s: %s%s", method,
 			    path, curl_easy_strerror(rc), d->resp.overflow ?
 			    " (response too large)" : "");
 		return -1;
@@ -429,7 +413,7 @@ static void
 docker_fail(char **cause, const char *method, const char *path,
     long status, json_t *resp)
 {
-	docker_err(cause, "docker: %s %s: %ld %s", method, path, status,
+	util_cause(cause, "docker: %s %s: %ld %s", method, path, status,
 	    docker_error_message(resp));
 }
 
@@ -467,7 +451,7 @@ docker_created_id(json_t *r, char **id, char **cause)
 	json_t	*v = json_object_get(r, "Id");
 
 	if (!json_is_string(v) || json_string_length(v) > DOCKER_ID_MAX) {
-		docker_err(cause, "docker: create answered without an id");
+		util_cause(cause, "docker: create answered without an id");
 		return -1;
 	}
 	*id = util_xstrdup(json_string_value(v));
@@ -512,7 +496,7 @@ docker_container_inspect(struct docker *d, const char *id,
 	if (docker_simple(d, "GET", path, NULL, 0, &r, cause) == -1)
 		return -1;
 	if (docker_parse_cinfo(r, ci) == -1) {
-		docker_err(cause, "docker: unexpected inspect answer for "
+		util_cause(cause, "docker: unexpected inspect answer for "
 		    "container '%s'", id);
 		rv = -1;
 	}
@@ -547,11 +531,11 @@ docker_lock(struct docker *d, const char *id, char **cause)
 	if (strlen(id) > DOCKER_ID_MAX || strchr(id, '/') != NULL ||
 	    (size_t)snprintf(d->lockpath, sizeof(d->lockpath), "%s/%s", dir,
 	    id) >= sizeof(d->lockpath)) {
-		docker_err(cause, "docker: bad container id '%.80s'", id);
+		util_cause(cause, "docker: bad container id '%.80s'", id);
 		return -1;
 	}
 	if (state_mkdirs(dir, 0700) == -1) {
-		docker_err(cause, "cannot create '%s': %s", dir,
+		util_cause(cause, "cannot create '%s': %s", dir,
 		    strerror(errno));
 		return -1;
 	}
@@ -559,7 +543,7 @@ docker_lock(struct docker *d, const char *id, char **cause)
 		fd = open(d->lockpath, O_RDWR | O_CREAT | O_NOFOLLOW |
 		    O_CLOEXEC, 0600);
 		if (fd == -1) {
-			docker_err(cause, "cannot open '%s': %s", d->lockpath,
+			util_cause(cause, "cannot open '%s': %s", d->lockpath,
 			    strerror(errno));
 			return -1;
 		}
@@ -628,7 +612,7 @@ docker_container_pause(struct docker *d, const char *id, int pause,
 	int	held = d->lockfd != -1 && strcmp(d->lockid, id) == 0, rv;
 
 	if (!held && d->lockfd != -1) {
-		docker_err(cause, "docker: container %.12s is frozen by this "
+		util_cause(cause, "docker: container %.12s is frozen by this "
 		    "process; cannot pause %.12s too", d->lockid, id);
 		return -1;
 	}
@@ -656,7 +640,7 @@ docker_freeze(struct docker *d, const char *id, char **cause)
 	size_t			i;
 
 	if (d->frozen[0] != '\0') {
-		docker_err(cause, "docker: already freezing container %.12s",
+		util_cause(cause, "docker: already freezing container %.12s",
 		    d->frozen);
 		return -1;
 	}
@@ -714,7 +698,7 @@ docker_container_list(struct docker *d, const char *key, const char *value,
 	snprintf(filt, sizeof(filt), "{\"label\":[\"%s%s%s\"]}", key,
 	    value ? "=" : "", value ? value : "");
 	if ((esc = curl_easy_escape(d->ctl, filt, 0)) == NULL) {
-		docker_err(cause, "docker: cannot encode a filter");
+		util_cause(cause, "docker: cannot encode a filter");
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s",
@@ -724,7 +708,7 @@ docker_container_list(struct docker *d, const char *key, const char *value,
 		return -1;
 	if (!json_is_array(r)) {
 		json_decref(r);
-		docker_err(cause, "docker: container list is not an array");
+		util_cause(cause, "docker: container list is not an array");
 		return -1;
 	}
 	*list = r;
@@ -739,7 +723,7 @@ docker_image_id(struct docker *d, const char *name, char **id, char **cause)
 	int	 rv = 0;
 
 	if ((esc = curl_easy_escape(d->ctl, name, 0)) == NULL) {
-		docker_err(cause, "docker: cannot encode image name");
+		util_cause(cause, "docker: cannot encode image name");
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/images/%s/json", esc);
@@ -747,7 +731,7 @@ docker_image_id(struct docker *d, const char *name, char **id, char **cause)
 	if (docker_simple(d, "GET", path, NULL, 0, &r, cause) == -1)
 		return -1;
 	if (!json_is_string(json_object_get(r, "Id"))) {
-		docker_err(cause, "docker: image '%s' has no id", name);
+		util_cause(cause, "docker: image '%s' has no id", name);
 		rv = -1;
 	} else
 		*id = util_xstrdup(json_string_value(json_object_get(r, "Id")));
@@ -782,7 +766,7 @@ docker_network_create(struct docker *d, const char *name, int internal,
 	spec = json_pack("{s:s, s:s, s:b, s:{s:s}}", "Name", name, "Driver",
 	    "bridge", "Internal", internal, "Labels", label, value);
 	if (spec == NULL) {
-		docker_err(cause, "docker: cannot build the network spec");
+		util_cause(cause, "docker: cannot build the network spec");
 		return -1;
 	}
 	/* no route to the host either: not even the bridge has an address */
@@ -823,7 +807,7 @@ docker_container_ip(struct docker *d, const char *container,
 	    json_object_get(resp, "NetworkSettings"), "Networks"), network),
 	    "IPAddress"));
 	if (status != 200 || ip == NULL || *ip == '\0') {
-		docker_err(cause, "container %s has no address on %s%s",
+		util_cause(cause, "container %s has no address on %s%s",
 		    container, network, status == 404 ?
 		    " (it does not exist)" : "");
 		json_decref(resp);
@@ -851,7 +835,8 @@ docker_exec_create(struct docker *d, const char *cid, json_t *spec,
 }
 
 int
-docker_exec_start_detached(struct docker *d, const char *id, char **cause)
+docker_exec_start_detached(struct docker *d, const char *id, long timeout_ms,
+    char **cause)
 {
 	char	 path[256];
 	json_t	*body;
@@ -859,7 +844,11 @@ docker_exec_start_detached(struct docker *d, const char *id, char **cause)
 
 	snprintf(path, sizeof(path), "/exec/%s/start", id);
 	body = json_pack("{s:b, s:b}", "Detach", 1, "Tty", 0);
+	/* the start waits for the runtime, which may hang (gVisor at its
+	 * host process limit): bounded by the caller */
+	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT_MS, timeout_ms);
 	rv = docker_simple(d, "POST", path, body, 0, NULL, cause);
+	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT, DOCKER_CTL_TIMEOUT);
 	json_decref(body);
 	return rv;
 }
@@ -876,7 +865,7 @@ docker_exec_inspect(struct docker *d, const char *id,
 	if (docker_simple(d, "GET", path, NULL, 0, &r, cause) == -1)
 		return -1;
 	if (docker_parse_einfo(r, ei) == -1) {
-		docker_err(cause, "docker: unexpected exec inspect answer");
+		util_cause(cause, "docker: unexpected exec inspect answer");
 		rv = -1;
 	}
 	json_decref(r);
@@ -1036,25 +1025,25 @@ docker_exec_start(struct docker *d, const char *id,
 	d->swaitfd = -1;
 	d->stream_done = 0;
 	if (curl_multi_add_handle(d->multi, d->stream) != CURLM_OK) {
-		docker_err(cause, "docker: cannot start a transfer");
+		util_cause(cause, "docker: cannot start a transfer");
 		return -1;
 	}
 	rv = docker_stream_pump(d);
 	curl_multi_remove_handle(d->multi, d->stream);
 	curl_easy_getinfo(d->stream, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200 && status != 101 && status != 0) {
-		docker_err(cause, "docker: exec start: %ld %.*s", status,
+		util_cause(cause, "docker: exec start: %ld %.*s", status,
 		    (int)(d->serr.len > 200 ? 200 : d->serr.len),
 		    d->serr.data ? d->serr.data : "");
 		return -1;
 	}
 	if (rv == 1 && d->demux.bad) {
-		docker_err(cause, "docker: malformed exec output stream");
+		util_cause(cause, "docker: malformed exec output stream");
 		return -1;
 	}
 	if (rv == 0 && d->stream_result != CURLE_OK &&
 	    d->stream_result != CURLE_PARTIAL_FILE) {
-		docker_err(cause, "docker: exec stream: %s",
+		util_cause(cause, "docker: exec stream: %s",
 		    curl_easy_strerror(d->stream_result));
 		return -1;
 	}

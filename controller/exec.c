@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "docker.h"
+#include "cgroup.h"
 #include "evidence.h"
 #include "exec.h"
 #include "log.h"
@@ -29,7 +30,6 @@
 #include "util.h"
 
 #define EXEC_KILL_GRACE_US	(5ull * 1000 * 1000)	/* after a kill */
-#define EXEC_FILE_MAX		4096	/* a cgroup or /proc file we read */
 #define EXEC_REAP_ACTIVE	64	/* other runs' markers passed to reap */
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
 #define EXEC_SETTLE_ROUNDS	100	/* kill rounds after the first ... */
@@ -37,22 +37,6 @@
 #define EXEC_GONE_MS		500	/* for the init after an exit 137 */
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
 #define EXEC_DRAIN_IDLE_MS	10000	/* a reader taking nothing at the end */
-
-/* The cgroup folders of one container (v1 hierarchies or v2). */
-struct exec_cg {
-	char	mem[PATH_MAX];
-	char	pids[PATH_MAX];
-	char	cpu[PATH_MAX];		/* cpuacct (usage) */
-	char	cpuctl[PATH_MAX];	/* cpu (CFS quota) */
-	int	v2;
-};
-
-/* Counters sampled before and after. */
-struct exec_counters {
-	unsigned long long	oom_kill;
-	unsigned long long	pids_max;
-	unsigned long long	cpu_ns;
-};
 
 /* How the live copy is written without blocking (exec_live_open). */
 enum exec_live_mode {
@@ -91,7 +75,7 @@ struct exec_state {
 	int			 pid;
 	const struct exec_opts	*o;
 	struct exec_result	*res;
-	struct exec_cg		 cg;
+	struct cgroup		 cg;
 	struct exec_init	 init;
 	struct exec_sink	 sink[3];	/* [1] stdout, [2] stderr */
 	uint64_t		 t0;
@@ -105,26 +89,16 @@ struct exec_state {
 static volatile sig_atomic_t	exec_sig;
 
 static void	exec_on_signal(int);
-static int	exec_init_gone(const struct exec_state *);
+static int	exec_init_gone(const struct exec_state *, int);
 static size_t	exec_utf8_seq(const unsigned char *, size_t);
-static int	exec_read_file(const char *, char *, size_t);
-static int	exec_cg_find(int, struct exec_cg *);
-static void	exec_cg_line(struct exec_cg *, const char *, const char *);
-static void	exec_cg_dir(const char *, const char *, const char *,
-		    char *, size_t);
-static int	exec_read_key(const char *, const char *, const char *,
-		    unsigned long long *);
-static void	exec_counters_read(const struct exec_cg *,
-		    struct exec_counters *);
-static void	exec_cg_write(const char *, const char *, const char *);
 static int	exec_active_owner(int, const char *);
 static int	exec_active_name(const char *);
 static int	exec_run_active(const char *marker);
 static void	exec_init_read(int, struct exec_init *);
 static int	exec_is_init(const struct exec_init *, int);
-static int	exec_doomed(const struct exec_cg *, const struct exec_init *,
+static int	exec_doomed(const struct cgroup *, const struct exec_init *,
 		    const char *, int **, size_t *);
-static int	exec_has_leftovers(const struct exec_cg *,
+static int	exec_has_leftovers(const struct cgroup *,
 		    const struct exec_init *, const char *);
 static void	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
@@ -142,7 +116,7 @@ static void	exec_live_queue(struct exec_sink *, const unsigned char *,
 static void	exec_live_flush(struct exec_sink *, int);
 static int	exec_ready(void *, int *);
 static void	exec_live_drain(struct exec_state *);
-static void	exec_begin(struct exec_state *, struct exec_counters *);
+static void	exec_begin(struct exec_state *, struct cgroup_counters *);
 static void	exec_notice(json_t *, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
 static void	exec_notices_blocked(json_t *, json_t *);
@@ -154,7 +128,6 @@ static void	exec_notices_blocked(json_t *, json_t *);
  * writing some other marker into its environment.
  */
 static const char	*exec_active_dir;
-static int	exec_read_procs(const struct exec_cg *, int **, size_t *);
 static int	exec_data(void *, int, const unsigned char *, size_t);
 static int	exec_tick(void *);
 static void	exec_stop(struct exec_state *, int);
@@ -162,7 +135,7 @@ static json_t	*exec_spec(const struct exec_opts *);
 static void	exec_sink_open(struct exec_sink *, const struct exec_opts *,
 		    int);
 static void	exec_sinks_close(struct exec_state *);
-static void	exec_finish(struct exec_state *, const struct exec_counters *,
+static void	exec_finish(struct exec_state *, const struct cgroup_counters *,
 		    int);
 
 void
@@ -345,167 +318,6 @@ exec_signal_pending(void)
 	return exec_sig;
 }
 
-/* Read a small file into buf (NUL-terminated); bytes read or -1. */
-static int
-exec_read_file(const char *path, char *buf, size_t size)
-{
-	ssize_t	n;
-	size_t	got = 0;
-	int	fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	while (got + 1 < size) {
-		n = read(fd, buf + got, size - 1 - got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = '\0';
-	return (int)got;
-}
-
-/* /sys/fs/cgroup/<hier>/<rel> into out. */
-static void
-exec_cg_dir(const char *hier, const char *rel, const char *root, char *out,
-    size_t size)
-{
-	snprintf(out, size, "%s%s%s%s", root, hier[0] ? "/" : "", hier, rel);
-}
-
-/*
- * Find the container's cgroup folders from /proc/<pid>/cgroup lines
- * "ID:controllers:/path" (v1) or "0::/path" (v2). 0 or -1.
- */
-static int
-exec_cg_find(int pid, struct exec_cg *cg)
-{
-	char	path[64], buf[EXEC_FILE_MAX], *line, *next, *c1, *c2;
-
-	memset(cg, 0, sizeof(*cg));
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	if (exec_read_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	for (line = buf; line != NULL && *line != '\0'; line = next) {
-		if ((next = strchr(line, '\n')) != NULL)
-			*next++ = '\0';
-		if ((c1 = strchr(line, ':')) == NULL ||
-		    (c2 = strchr(c1 + 1, ':')) == NULL)
-			continue;
-		*c2++ = '\0';
-		c1++;
-		exec_cg_line(cg, c1, c2);
-	}
-	return cg->pids[0] != '\0' || cg->mem[0] != '\0' ? 0 : -1;
-}
-
-/* One "controllers" and "/path" pair of /proc/<pid>/cgroup. */
-static void
-exec_cg_line(struct exec_cg *cg, const char *ctrl, const char *rel)
-{
-	struct stat	st;
-
-	if (*ctrl == '\0') {
-		if (cg->pids[0] != '\0')
-			return;		/* v1 hierarchies take precedence */
-		cg->v2 = 1;
-		exec_cg_dir(stat("/sys/fs/cgroup/cgroup.controllers", &st) ==
-		    0 ? "" : "unified", rel, "/sys/fs/cgroup", cg->pids,
-		    sizeof(cg->pids));
-		util_strlcpy(cg->mem, cg->pids, sizeof(cg->mem));
-		util_strlcpy(cg->cpu, cg->pids, sizeof(cg->cpu));
-		util_strlcpy(cg->cpuctl, cg->pids, sizeof(cg->cpuctl));
-		return;
-	}
-	if (cg->v2) {
-		memset(cg, 0, sizeof(*cg));
-		cg->v2 = 0;
-	}
-	if (strstr(ctrl, "memory") != NULL)
-		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->mem,
-		    sizeof(cg->mem));
-	else if (strstr(ctrl, "pids") != NULL)
-		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->pids,
-		    sizeof(cg->pids));
-	if (strstr(ctrl, "cpuacct") != NULL)
-		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->cpu,
-		    sizeof(cg->cpu));
-	if (strcmp(ctrl, "cpu") == 0 || strncmp(ctrl, "cpu,", 4) == 0)
-		exec_cg_dir(ctrl, rel, "/sys/fs/cgroup", cg->cpuctl,
-		    sizeof(cg->cpuctl));
-}
-
-/*
- * Value of "KEY N" in dir/file, or the file's only number when key is
- * NULL. 0 or -1.
- */
-static int
-exec_read_key(const char *dir, const char *file, const char *key,
-    unsigned long long *out)
-{
-	char	path[PATH_MAX + 64], buf[EXEC_FILE_MAX], *p;
-	size_t	klen;
-
-	if (dir[0] == '\0')
-		return -1;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if (exec_read_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	if (key == NULL) {
-		*out = strtoull(buf, NULL, 10);
-		return 0;
-	}
-	klen = strlen(key);
-	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n')) {
-		if (*p == '\n')
-			p++;
-		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
-			*out = strtoull(p + klen + 1, NULL, 10);
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static void
-exec_counters_read(const struct exec_cg *cg, struct exec_counters *c)
-{
-	unsigned long long	usec;
-
-	memset(c, 0, sizeof(*c));
-	if (cg->v2) {
-		exec_read_key(cg->mem, "memory.events", "oom_kill",
-		    &c->oom_kill);
-		exec_read_key(cg->pids, "pids.events", "max", &c->pids_max);
-		if (exec_read_key(cg->cpu, "cpu.stat", "usage_usec",
-		    &usec) == 0)
-			c->cpu_ns = usec * 1000;
-		return;
-	}
-	exec_read_key(cg->mem, "memory.oom_control", "oom_kill", &c->oom_kill);
-	exec_read_key(cg->pids, "pids.events", "max", &c->pids_max);
-	exec_read_key(cg->cpu, "cpuacct.usage", NULL, &c->cpu_ns);
-}
-
-static void
-exec_cg_write(const char *dir, const char *file, const char *value)
-{
-	char	path[PATH_MAX + 64];
-	int	fd;
-
-	if (dir[0] == '\0')
-		return;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return;
-	if (write(fd, value, strlen(value)) == -1)
-		(void)0;	/* a peak we cannot reset is only less exact */
-	close(fd);
-}
-
 /*
  * 1 when the owner written in the marker file name (in the folder dirfd)
  * still runs: "PID START" of the sandgate process that made it, START
@@ -650,7 +462,7 @@ exec_is_init(const struct exec_init *in, int pid)
  * thread runs is not. -1 on error.
  */
 static int
-exec_doomed(const struct exec_cg *cg, const struct exec_init *init,
+exec_doomed(const struct cgroup *cg, const struct exec_init *init,
     const char *run_id, int **out, size_t *count)
 {
 	struct procstat	 ps;
@@ -658,7 +470,7 @@ exec_doomed(const struct exec_cg *cg, const struct exec_init *init,
 	int		*procs = NULL, r;
 	size_t		 n = 0, i;
 
-	if (exec_read_procs(cg, &procs, &n) == -1)
+	if (cgroup_procs(cg, &procs, &n) == -1)
 		return -1;
 	*count = 0;
 	for (i = 0; i < n; i++) {
@@ -677,7 +489,7 @@ exec_doomed(const struct exec_cg *cg, const struct exec_init *init,
 
 /* 1 when a kill of run_id would take a process (without pausing). */
 static int
-exec_has_leftovers(const struct exec_cg *cg, const struct exec_init *init,
+exec_has_leftovers(const struct cgroup *cg, const struct exec_init *init,
     const char *run_id)
 {
 	int	*procs = NULL;
@@ -688,40 +500,6 @@ exec_has_leftovers(const struct exec_cg *cg, const struct exec_init *init,
 		return 0;
 	free(procs);
 	return n > 0;
-}
-
-static int
-exec_read_procs(const struct exec_cg *cg, int **out, size_t *count)
-{
-	char	path[PATH_MAX + 64], *p, *end;
-	char	*buf;
-	size_t	 n = 0, cap = 64;
-	int	*v;
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs",
-	    cg->pids[0] ? cg->pids : cg->mem);
-	buf = util_xmalloc(1024 * 1024);
-	if (exec_read_file(path, buf, 1024 * 1024) < 0) {
-		free(buf);
-		return -1;
-	}
-	v = util_xcalloc(cap, sizeof(*v));
-	for (p = buf; *p != '\0'; p = end) {
-		long	pid = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (n == cap)
-			v = realloc(v, (cap *= 2) * sizeof(*v));
-		if (v == NULL)
-			fatal("realloc");
-		if (pid > 0 && pid <= INT_MAX)
-			v[n++] = (int)pid;
-	}
-	free(buf);
-	*out = v;
-	*count = n;
-	return 0;
 }
 
 /* "UID:GID" of the command's user. */
@@ -735,7 +513,10 @@ exec_user(const struct exec_opts *o, char *buf, size_t size)
 
 /*
  * The kill from inside the sandbox: `sandgate-probe reap RUN ACTIVE...`
- * as a detached exec, waited for (its exit status is the count).
+ * as a detached exec, started and waited for within EXEC_REAP_WAIT_MS
+ * (its exit status is the count). A container that stops meanwhile
+ * (gVisor ends its sandbox when its host process limit is full) leaves
+ * nothing to kill: 0, and exec_run records the stop.
  */
 static int
 exec_kill_inside(struct exec_state *st, char **cause)
@@ -746,7 +527,8 @@ exec_kill_inside(struct exec_state *st, char **cause)
 	json_t			*cmd, *spec;
 	char			*eid = NULL, name[STATE_ID_LEN + 1], user[48];
 	const char		*run_id = st->o->run_id;
-	int			 n = 0, waited, rv = -1;
+	uint64_t		 end = util_now_us() + EXEC_REAP_WAIT_MS * 1000ull;
+	int			 n = 0, rv = -1;
 
 	memset(&ei, 0, sizeof(ei));
 	cmd = json_pack("[s,s,s]", PROBE_CONTAINER_PATH, "reap", run_id);
@@ -768,9 +550,14 @@ exec_kill_inside(struct exec_state *st, char **cause)
 	    "AttachStdout", 0, "AttachStderr", 0, "Tty", 0, "Cmd", cmd,
 	    "User", user);
 	if (docker_exec_create(st->d, st->cid, spec, &eid, cause) == -1 ||
-	    docker_exec_start_detached(st->d, eid, cause) == -1)
+	    docker_exec_start_detached(st->d, eid, EXEC_REAP_WAIT_MS,
+	    cause) == -1)
 		goto out;
-	for (waited = 0; waited < EXEC_REAP_WAIT_MS; waited += 20) {
+	while (util_now_us() < end) {
+		if (kill(st->pid, 0) == -1 && errno == ESRCH) {
+			rv = 0;		/* the container stopped */
+			goto out;
+		}
 		if (docker_exec_inspect(st->d, eid, &ei, cause) == -1) {
 			if (errno != ENOENT)
 				goto out;
@@ -1237,11 +1024,11 @@ exec_tick(void *arg)
 	unsigned long long	 cur;
 	uint64_t		 now = util_now_us();
 
-	if (exec_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
+	if (cgroup_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
 	    cur > st->res->peak_pids)
 		st->res->peak_pids = cur;
 	/* kept: the cgroup goes with a container that dies under the command */
-	if (exec_read_key(st->cg.pids, "pids.events", "max", &cur) == 0)
+	if (cgroup_read_key(st->cg.pids, "pids.events", "max", &cur) == 0)
 		st->pids_max_seen = cur;
 	if (st->grace != 0)
 		return now > st->grace ? -1 : 0;
@@ -1282,22 +1069,23 @@ exec_sinks_close(struct exec_state *st)
 
 /*
  * 1 when the container's init is gone or going (exited, a zombie, or its
- * pid now another process's), waiting up to EXEC_GONE_MS for it: a
- * command that ended by SIGKILL may have gone with its container.
+ * pid now another process's), waiting up to wait_ms for it: a command
+ * that ended by SIGKILL may have gone with its container.
  */
 static int
-exec_init_gone(const struct exec_state *st)
+exec_init_gone(const struct exec_state *st, int wait_ms)
 {
 	struct procstat	ps;
 	int		waited;
 
-	for (waited = 0; waited < EXEC_GONE_MS; waited += 50) {
+	for (waited = 0;; waited += 50) {
 		if (procstat_read(st->pid, &ps) == -1 || ps.state == 'Z' ||
 		    (st->init.known && ps.start != st->init.start))
 			return 1;
+		if (waited >= wait_ms)
+			return 0;
 		usleep(50 * 1000);
 	}
-	return 0;
 }
 
 /* The container died under the command: why, from Docker. */
@@ -1318,14 +1106,14 @@ exec_died(struct exec_state *st)
 
 /* Collect texts and counters and decide sandgate's exit code. */
 static void
-exec_finish(struct exec_state *st, const struct exec_counters *before,
+exec_finish(struct exec_state *st, const struct cgroup_counters *before,
     int cmd_exit)
 {
 	struct exec_result	*r = st->res;
-	struct exec_counters	 after;
+	struct cgroup_counters	 after;
 	unsigned long long	 cut1 = 0, cut2 = 0, peak;
 
-	exec_counters_read(&st->cg, &after);
+	cgroup_counters_read(&st->cg, &after);
 	if (st->pids_max_seen > after.pids_max)
 		after.pids_max = st->pids_max_seen;
 	r->cmd_exit = cmd_exit;
@@ -1339,7 +1127,7 @@ exec_finish(struct exec_state *st, const struct exec_counters *before,
 	    (st->died && st->pids_limit > 0 && r->peak_pids >= st->pids_limit);
 	r->cpu_ms = after.cpu_ns > before->cpu_ns ?
 	    (after.cpu_ns - before->cpu_ns) / 1000000 : 0;
-	if (exec_read_key(st->cg.mem, st->cg.v2 ? "memory.peak" :
+	if (cgroup_read_key(st->cg.mem, st->cg.v2 ? "memory.peak" :
 	    "memory.max_usage_in_bytes", NULL, &peak) == 0)
 		r->peak_memory = peak;
 	r->out = exec_capture_text(&st->sink[1].cap, &r->outlen, &cut1);
@@ -1359,19 +1147,19 @@ exec_finish(struct exec_state *st, const struct exec_counters *before,
 
 /* Set up the state of one exec: cgroup, counters, sinks, the init. */
 static void
-exec_begin(struct exec_state *st, struct exec_counters *before)
+exec_begin(struct exec_state *st, struct cgroup_counters *before)
 {
-	if (exec_cg_find(st->pid, &st->cg) == -1)
+	if (cgroup_find(st->pid, &st->cg) == -1)
 		log_warnx("cannot find the cgroup of container init %d; "
 		    "limits are not reported", st->pid);
 	exec_init_read(st->pid, &st->init);
-	exec_counters_read(&st->cg, before);
+	cgroup_counters_read(&st->cg, before);
 	st->pids_max_seen = before->pids_max;
-	if (exec_read_key(st->cg.pids, "pids.max", NULL, &st->pids_limit) ==
+	if (cgroup_read_key(st->cg.pids, "pids.max", NULL, &st->pids_limit) ==
 	    -1)
 		st->pids_limit = 0;	/* "max" reads as 0 too */
 	if (!st->cg.v2)
-		exec_cg_write(st->cg.mem, "memory.max_usage_in_bytes", "0");
+		cgroup_write(st->cg.mem, "memory.max_usage_in_bytes", "0");
 	exec_sink_open(&st->sink[1], st->o, 1);
 	exec_sink_open(&st->sink[2], st->o, 2);
 	clock_gettime(CLOCK_REALTIME, &st->res->start);
@@ -1384,7 +1172,7 @@ exec_run(struct docker *d, const char *cid, int pid,
     const struct exec_opts *o, struct exec_result *res, char **cause)
 {
 	struct exec_state	 st;
-	struct exec_counters	 before;
+	struct cgroup_counters	 before;
 	struct docker_einfo	 ei;
 	struct docker_stream_cb	 cb = { exec_data, exec_tick, NULL,
 				    exec_ready };
@@ -1425,11 +1213,21 @@ exec_run(struct docker *d, const char *cid, int pid,
 	}
 	/* killed with the container (its init gone): the record says so */
 	if (!ei.running && ei.exit_code == 137 && !res->timed_out &&
-	    res->signal == 0 && exec_init_gone(&st)) {
+	    res->signal == 0 && exec_init_gone(&st, EXEC_GONE_MS)) {
 		exec_died(&st);
 		exec_finish(&st, &before, 137);
 		rv = 0;
 		goto out;
+	}
+	/*
+	 * Stopped by sandgate (timeout, signal): the container may have gone
+	 * meanwhile (gVisor's sandbox during the kill); then nothing of the
+	 * command is left, and the record says the container stopped.
+	 */
+	if ((res->timed_out || res->signal != 0) &&
+	    exec_init_gone(&st, res->kill_failed ? EXEC_GONE_MS : 0)) {
+		exec_died(&st);
+		res->kill_failed = 0;
 	}
 	/*
 	 * Nothing of a command outlives it: background children it left
@@ -1610,112 +1408,4 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	return o;
 }
 
-/* A cgroup file's value as JSON: an integer, "max", or null if absent. */
-static json_t *
-exec_cg_value(const char *dir, const char *file, int field)
-{
-	char	path[PATH_MAX + 64], buf[EXEC_FILE_MAX], *p = buf;
-	int	i;
 
-	if (dir[0] == '\0')
-		return json_null();
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if (exec_read_file(path, buf, sizeof(buf)) <= 0)
-		return json_null();
-	for (i = 0; i < field && p != NULL; i++)
-		if ((p = strchr(p, ' ')) != NULL)
-			p++;
-	if (p == NULL)
-		return json_null();
-	if (strncmp(p, "max", 3) == 0 || strncmp(p, "-1", 2) == 0)
-		return json_string("max");
-	return json_integer((json_int_t)strtoll(p, NULL, 10));
-}
-
-/* v1 cgroupfs paths of a container from its id alone. 0 or -1. */
-static int
-exec_cg_by_id(struct exec_cg *cg, const char *cid)
-{
-	static const char *const cpu[] = { "cpu", "cpu,cpuacct" };
-	size_t	i;
-
-	memset(cg, 0, sizeof(*cg));
-	snprintf(cg->mem, sizeof(cg->mem), "/sys/fs/cgroup/memory/docker/%s",
-	    cid);
-	snprintf(cg->pids, sizeof(cg->pids), "/sys/fs/cgroup/pids/docker/%s",
-	    cid);
-	for (i = 0; i < sizeof(cpu) / sizeof(cpu[0]); i++) {
-		snprintf(cg->cpuctl, sizeof(cg->cpuctl),
-		    "/sys/fs/cgroup/%s/docker/%s", cpu[i], cid);
-		if (access(cg->cpuctl, F_OK) == 0)
-			break;
-	}
-	return access(cg->mem, F_OK) == 0 ? 0 : -1;
-}
-
-/* Append "/docker/<cid>" to dir; 0, or -1 when it does not fit. */
-static int
-strlcat_dir(char *dir, size_t size, const char *cid)
-{
-	size_t	len = strlen(dir);
-	int	n;
-
-	n = snprintf(dir + len, size - len, "/docker/%s", cid);
-	return n < 0 || (size_t)n >= size - len ? -1 : 0;
-}
-
-/*
- * runsc's sandbox process may sit outside the cgroup its container's
- * limits are set on: prefer <hierarchy>/docker/<cid> when it exists.
- */
-static void
-exec_cg_container(struct exec_cg *cg, const char *cid)
-{
-	char	 dir[PATH_MAX];
-	char	*dirs[] = { cg->mem, cg->pids, cg->cpuctl };
-	char	*slash;
-	size_t	 i;
-
-	if (cid == NULL || cg->v2)
-		return;
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		if (dirs[i][0] == '\0' || strstr(dirs[i], cid) != NULL)
-			continue;
-		/* "/sys/fs/cgroup/<hier>/..." -> "/sys/fs/cgroup/<hier>" */
-		util_strlcpy(dir, dirs[i], sizeof(dir));
-		if ((slash = strchr(dir + strlen("/sys/fs/cgroup/"), '/')) !=
-		    NULL)
-			*slash = '\0';
-		if (strlcat_dir(dir, sizeof(dir), cid) == 0 &&
-		    access(dir, F_OK) == 0)
-			util_strlcpy(dirs[i], dir, PATH_MAX);
-	}
-}
-
-json_t *
-exec_cgroup_limits(int pid, const char *cid)
-{
-	struct exec_cg	cg;
-
-	if (exec_cg_find(pid, &cg) == -1) {
-		/* The process may be gone (runsc re-executes): by the id. */
-		if (cid == NULL || exec_cg_by_id(&cg, cid) == -1)
-			return NULL;
-	}
-	exec_cg_container(&cg, cid);
-	if (cg.v2)
-		return json_pack("{s:o, s:n, s:o, s:o, s:o, s:o}",
-		    "memory_max", exec_cg_value(cg.mem, "memory.max", 0),
-		    "memsw_max",
-		    "swap_max", exec_cg_value(cg.mem, "memory.swap.max", 0),
-		    "pids_max", exec_cg_value(cg.pids, "pids.max", 0),
-		    "cpu_quota_us", exec_cg_value(cg.cpuctl, "cpu.max", 0),
-		    "cpu_period_us", exec_cg_value(cg.cpuctl, "cpu.max", 1));
-	return json_pack("{s:o, s:o, s:n, s:o, s:o, s:o}",
-	    "memory_max", exec_cg_value(cg.mem, "memory.limit_in_bytes", 0),
-	    "memsw_max", exec_cg_value(cg.mem, "memory.memsw.limit_in_bytes",
-	    0), "swap_max",
-	    "pids_max", exec_cg_value(cg.pids, "pids.max", 0),
-	    "cpu_quota_us", exec_cg_value(cg.cpuctl, "cpu.cfs_quota_us", 0),
-	    "cpu_period_us", exec_cg_value(cg.cpuctl, "cpu.cfs_period_us", 0));
-}

@@ -163,14 +163,4 @@ json_t	*exec_result_json(const struct exec_result *, const char *run_id);
 /* "1 GiB", "64 MiB", "1536 KiB", "100 bytes" into buf. */
 void	exec_format_size(unsigned long long, char *buf, size_t size);
 
-/*
- * The limits the host kernel enforces on the cgroup of process pid (a
- * container's init; cid, the full container id, finds the container's own
- * cgroup when the runtime keeps that process elsewhere), read from the host's cgroupfs as a JSON object with
- * the probe's keys: memory_max, memsw_max, swap_max, pids_max,
- * cpu_quota_us, cpu_period_us (integers, "max", or null when a file is
- * absent). New reference, or NULL when the cgroup cannot be found.
- */
-json_t	*exec_cgroup_limits(int pid, const char *cid);
-
 #endif

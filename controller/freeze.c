@@ -24,7 +24,7 @@ freeze_begin(struct freeze *fz, const char *sbxdir, int do_freeze,
 		return 0;
 	if ((fz->d = docker_new(&why)) == NULL ||
 	    docker_freeze(fz->d, fz->container, &why) == -1) {
-		util_xasprintf(cause, "cannot freeze the sandbox's container "
+		util_cause(cause, "cannot freeze the sandbox's container "
 		    "while its files are read: %s", why);
 		free(why);
 		docker_free(fz->d);
@@ -47,7 +47,7 @@ freeze_end(struct freeze *fz, char **cause)
 	int	 rv = 0;
 
 	if (fz->d != NULL && docker_thaw(fz->d, &why) == -1) {
-		util_xasprintf(cause, "cannot unpause the sandbox's container "
+		util_cause(cause, "cannot unpause the sandbox's container "
 		    "(the next exec unpauses it): %s", why);
 		rv = -1;
 	}

@@ -94,7 +94,7 @@ netseal_apply(pid_t pid, const char *proxy, char **cause)
 
 	for (family = 4; family <= 6; family += 2) {
 		if (netseal_rules(family, proxy, rules, sizeof(rules)) == -1) {
-			util_xasprintf(cause, "cannot seal the sandbox's "
+			util_cause(cause, "cannot seal the sandbox's "
 			    "network: proxy address '%s' is not IPv4:PORT",
 			    proxy ? proxy : "");
 			return -1;
@@ -106,7 +106,7 @@ netseal_apply(pid_t pid, const char *proxy, char **cause)
 		r.input = rules;
 		r.netns = pid;
 		if (sysrun(&r, &why) == -1) {
-			util_xasprintf(cause, "cannot seal the sandbox's "
+			util_cause(cause, "cannot seal the sandbox's "
 			    "network (needs root and iptables on the host): %s",
 			    why);
 			free(why);
@@ -380,7 +380,7 @@ netseal_check(pid_t pid, const char *proxy, char **cause)
 	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
 	if ((self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) == -1 ||
 	    (nsfd = open(ns, O_RDONLY | O_CLOEXEC)) == -1) {
-		util_xasprintf(cause, "cannot open %s: %s", self == -1 ?
+		util_cause(cause, "cannot open %s: %s", self == -1 ?
 		    "/proc/self/ns/net" : ns, strerror(errno));
 		if (self != -1)
 			close(self);
@@ -393,11 +393,11 @@ netseal_check(pid_t pid, const char *proxy, char **cause)
 	if (lost)
 		fatalx("cannot return to the host's network namespace");
 	if (i < 3)
-		util_xasprintf(cause, "cannot make a socket in %s: %s", ns,
+		util_cause(cause, "cannot make a socket in %s: %s", ns,
 		    strerror(errno));
 	else if (netseal_check_fds(fds, proxy, why, sizeof(why)) == -1 ||
 	    netseal_rules_hold(pid, proxy, why, sizeof(why)) == -1)
-		util_xasprintf(cause, "%s", why);
+		util_cause(cause, "%s", why);
 	else
 		rv = 0;
 	for (i = 0; i < 3; i++)

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "cspec.h"
 #include "probe.h"
 #include "util.h"
 
@@ -25,8 +26,6 @@
 
 static int	 probe_exists(const char *);
 static void	 probe_fmt_bytes(unsigned long long, char *, size_t);
-static int	 probe_fail(char **, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
 static int	 probe_caps(json_t *, const struct probe_expect *, char **);
 static int	 probe_privs(json_t *, const struct probe_expect *, char **);
 static int	 probe_mounts(json_t *, const struct probe_expect *, char **);
@@ -102,19 +101,6 @@ probe_fmt_bytes(unsigned long long v, char *buf, size_t size)
 		snprintf(buf, size, "%llu bytes", v);
 }
 
-static int
-probe_fail(char **failed, const char *fmt, ...)
-{
-	va_list	ap;
-	char	buf[512];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	*failed = util_xstrdup(buf);
-	return -1;
-}
-
 /* A capability mask field: 1-16 hex digits, all zero. */
 static int
 probe_caps(json_t *root, const struct probe_expect *e, char **failed)
@@ -137,12 +123,12 @@ probe_caps(json_t *root, const struct probe_expect *e, char **failed)
 		len = s ? strlen(s) : 0;
 		if (len == 0 || len > 16 || strspn(s, "0123456789abcdefABCDEF")
 		    != len)
-			return probe_fail(failed, "%s capabilities unreadable "
+			return util_cause(failed, "%s capabilities unreadable "
 			    "inside the sandbox", caps[i][1]);
 		for (j = 0, zero = 1; j < len; j++)
 			zero &= s[j] == '0';
 		if (!zero)
-			return probe_fail(failed, "%s capabilities not empty "
+			return util_cause(failed, "%s capabilities not empty "
 			    "(%s %s)", caps[i][1], caps[i][2], s);
 	}
 	return 0;
@@ -156,22 +142,22 @@ probe_privs(json_t *root, const struct probe_expect *e, char **failed)
 
 	v = json_object_get(root, "uid");
 	if (!json_is_integer(v))
-		return probe_fail(failed, "user id unreadable inside the "
+		return util_cause(failed, "user id unreadable inside the "
 		    "sandbox");
 	if (json_integer_value(v) == 0)
-		return probe_fail(failed, "sandbox runs as root (uid 0)");
+		return util_cause(failed, "sandbox runs as root (uid 0)");
 	v = json_object_get(root, "no_new_privs");
 	/* gVisor reports no NoNewPrivs line; runsc sets it on its sentry. */
 	if (e->gvisor && json_is_null(v))
 		;
 	else if (!json_is_integer(v) || json_integer_value(v) != 1)
-		return probe_fail(failed, "no_new_privs not set (NoNewPrivs "
+		return util_cause(failed, "no_new_privs not set (NoNewPrivs "
 		    "%lld)", json_is_integer(v) ?
 		    (long long)json_integer_value(v) : -1LL);
 	v = json_object_get(root, "seccomp");
 	if (e->seccomp_filter && (!json_is_integer(v) ||
 	    json_integer_value(v) != 2))
-		return probe_fail(failed, "seccomp filter not active (Seccomp "
+		return util_cause(failed, "seccomp filter not active (Seccomp "
 		    "%lld)", json_is_integer(v) ?
 		    (long long)json_integer_value(v) : -1LL);
 	return 0;
@@ -195,14 +181,14 @@ probe_isolation(json_t *root, const struct probe_expect *e, char **failed)
 
 	if (e->locked_init && !probe_denied(root, "init_mem")) {
 		w = json_string_value(json_object_get(root, "init_mem"));
-		return probe_fail(failed, "the container's init can be written "
+		return util_cause(failed, "the container's init can be written "
 		    "from inside the sandbox (/proc/1/mem: %.32s)",
 		    w ? w : "not checked");
 	}
 	if (e->seccomp_filter && !probe_denied(root, "personality_rie")) {
 		w = json_string_value(json_object_get(root,
 		    "personality_rie"));
-		return probe_fail(failed, "seccomp profile allows "
+		return util_cause(failed, "seccomp profile allows "
 		    "personality(READ_IMPLIES_EXEC) (%.32s)",
 		    w ? w : "not checked");
 	}
@@ -215,20 +201,20 @@ probe_mounts(json_t *root, const struct probe_expect *e, char **failed)
 {
 	if (e->readonly_root) {
 		if (!json_is_true(json_object_get(root, "root_ro")))
-			return probe_fail(failed, "root filesystem not mounted "
+			return util_cause(failed, "root filesystem not mounted "
 			    "read-only");
 		if (!json_is_true(json_object_get(root, "root_write_fails")))
-			return probe_fail(failed, "root filesystem accepted a "
+			return util_cause(failed, "root filesystem accepted a "
 			    "write");
 	}
 	if (e->tmp_noexec) {
 		if (!json_is_true(json_object_get(root, "tmp_mounted")))
-			return probe_fail(failed, "/tmp is not a separate "
+			return util_cause(failed, "/tmp is not a separate "
 			    "mount (expected a noexec tmpfs)");
 		if (!json_is_true(json_object_get(root, "tmp_noexec")))
-			return probe_fail(failed, "/tmp not mounted noexec");
+			return util_cause(failed, "/tmp not mounted noexec");
 		if (!json_is_true(json_object_get(root, "tmp_nosuid")))
-			return probe_fail(failed, "/tmp not mounted nosuid");
+			return util_cause(failed, "/tmp not mounted nosuid");
 	}
 	return 0;
 }
@@ -252,15 +238,15 @@ probe_memory(json_t *root, unsigned long long want, char **failed)
 
 	probe_fmt_bytes(want, b, sizeof(b));
 	if (probe_unlimited(v))
-		return probe_fail(failed, "memory limit not set (unlimited), "
+		return util_cause(failed, "memory limit not set (unlimited), "
 		    "expected %s", b);
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return probe_fail(failed, "memory limit not visible inside the "
+		return util_cause(failed, "memory limit not visible inside the "
 		    "sandbox, expected %s", b);
 	if ((unsigned long long)json_integer_value(v) != want) {
 		probe_fmt_bytes((unsigned long long)json_integer_value(v), a,
 		    sizeof(a));
-		return probe_fail(failed, "memory limit is %s, expected %s",
+		return util_cause(failed, "memory limit is %s, expected %s",
 		    a, b);
 	}
 	return probe_swap(root, want, failed);
@@ -285,17 +271,17 @@ probe_swap(json_t *root, unsigned long long want, char **failed)
 			probe_fmt_bytes((unsigned long long)
 			    json_integer_value(sw), a, sizeof(a));
 		probe_fmt_bytes(want, b, sizeof(b));
-		return probe_fail(failed, "swap allowed (memory+swap limit "
+		return util_cause(failed, "swap allowed (memory+swap limit "
 		    "%s, memory limit %s)", a, b);
 	}
 	if (!json_is_null(sw) && !json_is_integer(sw))
-		return probe_fail(failed, "memory+swap limit unreadable");
+		return util_cause(failed, "memory+swap limit unreadable");
 	if (json_is_string(v2) || (json_is_integer(v2) &&
 	    json_integer_value(v2) != 0))
-		return probe_fail(failed, "swap allowed (memory.swap.max %s)",
+		return util_cause(failed, "swap allowed (memory.swap.max %s)",
 		    json_is_string(v2) ? "max" : "not 0");
 	if (!json_is_null(v2) && !json_is_integer(v2))
-		return probe_fail(failed, "swap limit unreadable");
+		return util_cause(failed, "swap limit unreadable");
 	return 0;
 }
 
@@ -305,13 +291,13 @@ probe_pids(json_t *root, long want, char **failed)
 	json_t	*v = json_object_get(root, "pids_max");
 
 	if (probe_unlimited(v))
-		return probe_fail(failed, "pids limit not set (unlimited), "
+		return util_cause(failed, "pids limit not set (unlimited), "
 		    "expected %ld", want);
 	if (!json_is_integer(v))
-		return probe_fail(failed, "pids limit not visible inside the "
+		return util_cause(failed, "pids limit not visible inside the "
 		    "sandbox, expected %ld", want);
 	if (json_integer_value(v) != want)
-		return probe_fail(failed, "pids limit is %lld, expected %ld",
+		return util_cause(failed, "pids limit is %lld, expected %ld",
 		    (long long)json_integer_value(v), want);
 	return 0;
 }
@@ -325,15 +311,15 @@ probe_cpus(json_t *root, double want, char **failed)
 	double	 got;
 
 	if (json_is_string(q) && strcmp(json_string_value(q), "max") == 0)
-		return probe_fail(failed, "cpu limit not set (no CFS quota), "
+		return util_cause(failed, "cpu limit not set (no CFS quota), "
 		    "expected %.2f cpus", want);
 	if (!json_is_integer(q) || !json_is_integer(p) ||
 	    json_integer_value(q) <= 0 || json_integer_value(p) <= 0)
-		return probe_fail(failed, "cpu limit not visible inside the "
+		return util_cause(failed, "cpu limit not visible inside the "
 		    "sandbox, expected %.2f cpus", want);
 	got = (double)json_integer_value(q) / (double)json_integer_value(p);
 	if (fabs(got - want) > want * 0.01)
-		return probe_fail(failed, "cpu limit is %.2f cpus (quota %lld "
+		return util_cause(failed, "cpu limit is %.2f cpus (quota %lld "
 		    "us per %lld us), expected %.2f", got,
 		    (long long)json_integer_value(q),
 		    (long long)json_integer_value(p), want);
@@ -356,16 +342,16 @@ probe_seal(json_t *seal, char **failed)
 	const char	*dns, *nb;
 
 	if (!json_is_object(seal))
-		return probe_fail(failed, "the network seal was not checked "
+		return util_cause(failed, "the network seal was not checked "
 		    "inside the sandbox");
 	dns = json_string_value(json_object_get(seal, "dns"));
 	nb = json_string_value(json_object_get(seal, "neighbour"));
 	if (!probe_refused(dns))
-		return probe_fail(failed, "network seal not in force: Docker's "
+		return util_cause(failed, "network seal not in force: Docker's "
 		    "resolver at 127.0.0.11 is reachable (%.32s)",
 		    dns ? dns : "?");
 	if (!probe_refused(nb))
-		return probe_fail(failed, "network seal not in force: a port "
+		return util_cause(failed, "network seal not in force: a port "
 		    "other than the proxy's is reachable on sandgate-internal "
 		    "(%.32s)", nb ? nb : "?");
 	return 0;
@@ -381,25 +367,26 @@ probe_net(json_t *root, const struct probe_expect *e, char **failed)
 
 	if (e->network_none) {
 		if (!json_is_array(ifs))
-			return probe_fail(failed, "network interfaces not "
+			return util_cause(failed, "network interfaces not "
 			    "visible inside the sandbox");
 		if (json_array_size(ifs) > 0) {
 			first = json_array_get(ifs, 0);
 			name = json_is_string(first) ?
 			    json_string_value(first) : "?";
-			return probe_fail(failed, "network interface '%.32s' "
+			return util_cause(failed, "network interface '%.32s' "
 			    "present (expected none but lo)", name);
 		}
 	}
 	if (e->proxy_only) {
 		if (!json_is_array(ifs) || json_array_size(ifs) != 1)
-			return probe_fail(failed, "expected exactly one network "
+			return util_cause(failed,
+			    "expected exactly one network "
 			    "interface (sandgate-internal) inside the sandbox");
 	}
 	if (e->sealed && probe_seal(json_object_get(root, "seal"), failed) == -1)
 		return -1;
 	if (!json_is_false(json_object_get(root, "docker_sock")))
-		return probe_fail(failed, "Docker socket reachable inside the "
+		return util_cause(failed, "Docker socket reachable inside the "
 		    "sandbox");
 	return 0;
 }
@@ -416,15 +403,15 @@ probe_check(const char *json, const struct probe_expect *e, char **failed)
 	*failed = NULL;
 	len = strnlen(json, PROBE_OUTPUT_MAX + 1);
 	if (len > PROBE_OUTPUT_MAX)
-		return probe_fail(failed, "probe output too large");
+		return util_cause(failed, "probe output too large");
 	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
 	if (root == NULL)
-		return probe_fail(failed, "probe output is not valid JSON "
+		return util_cause(failed, "probe output is not valid JSON "
 		    "(%.80s)", err.text);
 	ver = json_object_get(root, "probe");
 	if (!json_is_object(root) || !json_is_integer(ver) ||
 	    json_integer_value(ver) != 1) {
-		probe_fail(failed, "probe output is not a version 1 report");
+		util_cause(failed, "probe output is not a version 1 report");
 		goto out;
 	}
 	if (probe_caps(root, e, failed) == -1 ||
@@ -451,4 +438,29 @@ probe_check_limits(json_t *limits, const struct probe_expect *e,
 	    (e->cpus > 0 && probe_cpus(limits, e->cpus, failed) == -1))
 		return -1;
 	return 0;
+}
+
+/*
+ * A throw-away container with every control a sandbox gets (the base of
+ * cspec.h, seccomp profile included), small limits; on network net (NULL:
+ * none).
+ */
+json_t *
+probe_check_spec(const char *image, const char *probe, const char *net)
+{
+	char	bind[4200];
+
+	snprintf(bind, sizeof(bind), "%s:" PROBE_CONTAINER_PATH ":ro", probe);
+	return cspec_new(json_pack("{s:s, s:[s], s:[s], s:s, s:b, s:{s:s},"
+	    " s:{s:[s], s:I, s:I, s:I, s:I, s:s, s:{s:s}}}",
+	    "Image", image, "Entrypoint", PROBE_CONTAINER_PATH,
+	    "Cmd", "idle", "User", "65534:65534",
+	    "NetworkDisabled", net == NULL, "Labels", "sandgate.doctor", "1",
+	    "HostConfig", "Binds", bind,
+	    "Memory", (json_int_t)PROBE_CHECK_MEMORY,
+	    "MemorySwap", (json_int_t)PROBE_CHECK_MEMORY,
+	    "PidsLimit", (json_int_t)PROBE_CHECK_PIDS,
+	    "NanoCpus", (json_int_t)PROBE_CHECK_NANOCPUS,
+	    "NetworkMode", net ? net : "none", "Tmpfs", "/tmp",
+	    "rw,noexec,nosuid,size=16m"));
 }

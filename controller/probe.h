@@ -121,9 +121,22 @@ int	probe_check(const char *json, const struct probe_expect *,
  * Check limits given as JSON with the probe's keys (memory_max,
  * memsw_max, swap_max, pids_max, cpu_quota_us, cpu_period_us), as read
  * inside by the probe or outside from the host's cgroupfs
- * (exec_cgroup_limits). Same contract as probe_check.
+ * (cgroup_limits). Same contract as probe_check.
  */
 int	probe_check_limits(json_t *limits, const struct probe_expect *,
 	    char **failed);
+
+/* The limits of doctor's test container (probe_check_spec). */
+#define PROBE_CHECK_MEMORY	(64ull << 20)
+#define PROBE_CHECK_PIDS	32
+#define PROBE_CHECK_NANOCPUS	500000000LL
+
+/*
+ * The spec of doctor's test container: image, running the probe at path
+ * probe (bind-mounted read-only) as its idle init, on network net (NULL:
+ * none), derived from the base of cspec.h. A new reference, or NULL.
+ */
+json_t	*probe_check_spec(const char *image, const char *probe,
+	    const char *net);
 
 #endif

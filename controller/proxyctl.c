@@ -89,7 +89,7 @@ proxyctl_raw(const char *method, const char *path, const char *body,
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(h);
 	if (rc != CURLE_OK) {
-		util_xasprintf(cause, "cannot reach the proxy's control socket "
+		util_cause(cause, "cannot reach the proxy's control socket "
 		    "%s (%s); start it with `sandgate proxy start`",
 		    proxyctl_socket_path(), curl_easy_strerror(rc));
 		free(b->p);
@@ -132,7 +132,7 @@ proxyctl_metrics(char **cause)
 		return NULL;
 	if (status != 200 || b.p == NULL) {
 		free(b.p);
-		util_xasprintf(cause, "the proxy answered %ld to /metrics",
+		util_cause(cause, "the proxy answered %ld to /metrics",
 		    status);
 		return NULL;
 	}
@@ -147,7 +147,7 @@ proxyctl_address(struct docker *d, char *buf, size_t size, char **cause)
 	if (docker_container_ip(d, PROXYCTL_CONTAINER, PROXYCTL_NET_INTERNAL,
 	    buf, size, &inner) == 0)
 		return 0;
-	util_xasprintf(cause, "the proxy is not running (%s); start it with "
+	util_cause(cause, "the proxy is not running (%s); start it with "
 	    "`sandgate proxy start`", inner);
 	free(inner);
 	return -1;
@@ -185,7 +185,7 @@ proxyctl_register(struct docker *d, const char *container,
 	rc = proxyctl_call("POST", "/register", body, &status, &resp, cause);
 	json_decref(body);
 	if (rc == 0 && status != 200) {
-		util_xasprintf(cause, "the proxy refused to register %s: %s",
+		util_cause(cause, "the proxy refused to register %s: %s",
 		    sandbox, json_string_value(json_object_get(resp, "error")) ?
 		    json_string_value(json_object_get(resp, "error")) : "?");
 		rc = -1;
@@ -317,7 +317,7 @@ proxyctl_container_logs(const char *api_version, int follow, char **cause)
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(h);
 	if (rc != CURLE_OK || status != 200) {
-		util_xasprintf(cause, "cannot read the proxy's logs (%s, HTTP "
+		util_cause(cause, "cannot read the proxy's logs (%s, HTTP "
 		    "%ld)", curl_easy_strerror(rc), status);
 		return -1;
 	}

@@ -73,4 +73,56 @@ json_t	*proxyctl_blocks(const char *sandbox, long long after);
 int	proxyctl_container_logs(const char *api_version, int follow,
 	    char **cause);
 
+/* How `sandgate proxy start` runs the proxy: absolute, existing paths. */
+struct proxyctl_opts {
+	const char	*policy_dir;
+	const char	*log_dir;
+	const char	*egress;	/* existing network, or NULL */
+	const char	*subnet;	/* of sandgate-internal */
+	const char	*hosts;		/* a hosts file, or NULL */
+	const char	*resolver;	/* IP:PORT, or NULL */
+	const char	*sets;		/* --sets, or NULL */
+	int		 log_allowed;
+};
+
+enum proxyctl_started {
+	PROXYCTL_START_FAILED = -1,
+	PROXYCTL_STARTED,		/* a new container */
+	PROXYCTL_RUNNING		/* the same spec ran already: kept */
+};
+
+/*
+ * The proxy's address on sandgate-internal for subnet: its .2, into buf.
+ * 0, or -1 unless subnet is an IPv4 CIDR of /29 or larger.
+ */
+int	proxyctl_subnet_ip(const char *subnet, char *buf, size_t size);
+
+/*
+ * The proxy container's spec (derived from cspec_new(), cspec.h) for
+ * o, listening on ip. The caller owns it.
+ */
+json_t	*proxyctl_spec(const struct proxyctl_opts *o, const char *ip);
+
+/*
+ * Start the proxy: its image (built from the sandgate-proxy beside the
+ * controller), the networks (sandgate-internal: internal, the host
+ * unreachable; o->egress or sandgate-egress, created when missing, named
+ * on stdout), the folders it writes (handed to PROXYCTL_UID), then the
+ * container, unless one with the same spec runs already; either way it
+ * returns once the control socket answers. o->egress is set to the
+ * network used. PROXYCTL_START_FAILED comes with *cause.
+ */
+enum proxyctl_started proxyctl_start(struct docker *,
+	    struct proxyctl_opts *o, char **cause);
+
+/*
+ * Stop the proxy with SIGTERM (docker stop) so that it drains and signs
+ * its close checkpoint (docker kills it after PROXYCTL_STOP_SECS). 0
+ * (also when none runs), or -1 with *cause.
+ */
+int	proxyctl_stop_signed(struct docker *, char **cause);
+
+/* proxyctl_stop_signed(), then the container removed. 0 or -1. */
+int	proxyctl_stop(struct docker *, char **cause);
+
 #endif

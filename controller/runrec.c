@@ -112,7 +112,7 @@ runrec_write(json_t *o, char **cause)
 	memset(&opts, 0, sizeof(opts));
 	opts.shared = 1;
 	if (state_mkdirs(state_record_dir(), 0750) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s",
+		util_cause(cause, "cannot create '%s': %s",
 		    state_record_dir(), strerror(errno));
 		return -1;
 	}
@@ -122,7 +122,7 @@ runrec_write(json_t *o, char **cause)
 	ck = auditkey_runs_signer(log);
 	rv = eventlog_append(log, o);
 	if (rv == -1)
-		util_xasprintf(cause, "cannot append to '%s': %s",
+		util_cause(cause, "cannot append to '%s': %s",
 		    eventlog_path(log), eventlog_error(log));
 	auditkey_runs_close(ck);
 	eventlog_close(log);
@@ -136,7 +136,7 @@ runrec_append(const struct runrec *r, char **cause)
 	int	 rv;
 
 	if ((o = runrec_fields(r)) == NULL) {
-		util_xasprintf(cause, "cannot build the run record");
+		util_cause(cause, "cannot build the run record");
 		return -1;
 	}
 	rv = runrec_write(o, cause);
@@ -153,7 +153,7 @@ runrec_event(const char *event, const char *sandbox, const char *detail,
 
 	if ((o = json_pack("{s:s, s:s, s:o}", "event", event, "sandbox",
 	    sandbox, "detail", eventlog_str(detail))) == NULL) {
-		util_xasprintf(cause, "cannot build the event");
+		util_cause(cause, "cannot build the event");
 		return -1;
 	}
 	rv = runrec_write(o, cause);

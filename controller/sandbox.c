@@ -22,8 +22,9 @@
 #include "netseal.h"
 #include "probe.h"
 #include "procstat.h"
+#include "cgroup.h"
+#include "cspec.h"
 #include "sandbox.h"
-#include "seccomp_profile.h"
 #include "proxyctl.h"
 #include "state.h"
 #include "util.h"
@@ -38,9 +39,6 @@ static json_t	*sandbox_spec_host(const struct sandbox_meta *,
 static json_t	*sandbox_spec_mounts(const struct sandbox_meta *,
 		    const struct sandbox_mounts *);
 static void	sandbox_spec_bounds(json_t *, const struct sandbox_meta *);
-static json_t	*sandbox_seccomp_rule(json_t *, int, json_int_t, json_int_t,
-		    const char *);
-static void	sandbox_spec_seccomp(json_t *);
 static const char *sandbox_uid_dir(void);
 static int	sandbox_uid_taken(unsigned long);
 static int	sandbox_uid_claim(const char *, unsigned long *, char **);
@@ -222,17 +220,17 @@ sandbox_meta_load(const char *id, struct sandbox_meta *m, char **cause)
 
 	sandbox_meta_init(m);
 	if (state_valid_id(id) == -1) {
-		util_xasprintf(cause, "'%s' is not a sandbox id", id);
+		util_cause(cause, "'%s' is not a sandbox id", id);
 		errno = EINVAL;
 		return -1;
 	}
 	if (state_path(path, sizeof(path), id, "meta.json") == -1 ||
 	    (o = json_load_file(path, 0, &jerr)) == NULL) {
 		if (access(path, F_OK) == -1) {
-			util_xasprintf(cause, "no sandbox '%s'", id);
+			util_cause(cause, "no sandbox '%s'", id);
 			errno = ENOENT;
 		} else {
-			util_xasprintf(cause, "cannot read '%s': %s", path,
+			util_cause(cause, "cannot read '%s': %s", path,
 			    jerr.text);
 			errno = EINVAL;
 		}
@@ -241,7 +239,7 @@ sandbox_meta_load(const char *id, struct sandbox_meta *m, char **cause)
 	rv = sandbox_meta_from_json(o, m);
 	json_decref(o);
 	if (rv == -1) {
-		util_xasprintf(cause, "'%s' is malformed", path);
+		util_cause(cause, "'%s' is malformed", path);
 		errno = EINVAL;
 	}
 	return rv;
@@ -255,23 +253,23 @@ sandbox_meta_save(const struct sandbox_meta *m, char **cause)
 	int	 fd, rv = -1;
 
 	if (state_path(path, sizeof(path), m->id, "meta.json") == -1) {
-		util_xasprintf(cause, "state path too long");
+		util_cause(cause, "state path too long");
 		return -1;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	if ((o = sandbox_meta_to_json(m)) == NULL) {
-		util_xasprintf(cause, "cannot encode meta.json");
+		util_cause(cause, "cannot encode meta.json");
 		return -1;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd == -1 || json_dumpfd(o, fd, JSON_INDENT(2)) == -1 ||
 	    write(fd, "\n", 1) != 1 || fsync(fd) == -1) {
-		util_xasprintf(cause, "cannot write '%s': %s", tmp,
+		util_cause(cause, "cannot write '%s': %s", tmp,
 		    strerror(errno));
 		goto out;
 	}
 	if (rename(tmp, path) == -1) {
-		util_xasprintf(cause, "cannot rename '%s': %s", tmp,
+		util_cause(cause, "cannot rename '%s': %s", tmp,
 		    strerror(errno));
 		goto out;
 	}
@@ -350,83 +348,6 @@ sandbox_spec_dns(json_t *host, const char *proxy)
 	json_object_set_new(host, "Dns", json_pack("[s]", ip));
 	json_object_set_new(host, "DnsOptions", json_pack("[s,s]",
 	    "timeout:1", "attempts:1"));
-}
-
-/* One allow rule of the profile: names, and one argument condition. */
-static json_t *
-sandbox_seccomp_rule(json_t *names, int arg, json_int_t value, json_int_t two,
-    const char *op)
-{
-	json_t	*r;
-
-	r = json_pack("{s:o, s:s}", "names", names, "action", "SCMP_ACT_ALLOW");
-	if (r != NULL && op != NULL)
-		json_object_set_new(r, "args", json_pack("[{s:i, s:I, s:I, "
-		    "s:s}]", "index", arg, "value", value, "valueTwo", two,
-		    "op", op));
-	return r;
-}
-
-/*
- * The seccomp profile of sandboxes (seccomp_profile.h) as Docker's JSON:
- * an allowlist, everything else EPERM. runc applies it to every process;
- * gVisor only to the container's init, so under runsc exec wraps each
- * command in `sandgate-probe run`, which installs the same filter.
- */
-json_t *
-sandbox_seccomp_profile(void)
-{
-	static const char *const allow[] = { SG_SECCOMP_ALLOW_NAMES, NULL };
-	static const json_int_t personas[] = { SG_SECCOMP_PERSONAS };
-	static const json_int_t families[] = { SG_SECCOMP_SOCKET_ABOVE };
-	json_t	*names, *rules;
-	size_t	 i;
-
-	names = json_array();
-	for (i = 0; allow[i] != NULL; i++)
-		json_array_append_new(names, json_string(allow[i]));
-	rules = json_array();
-	json_array_append_new(rules, sandbox_seccomp_rule(names, 0, 0, 0,
-	    NULL));
-	json_array_append_new(rules, sandbox_seccomp_rule(json_pack("[s]",
-	    "clone"), 0, SG_SECCOMP_CLONE_NS_MASK, 0, "SCMP_CMP_MASKED_EQ"));
-	json_array_append_new(rules, sandbox_seccomp_rule(json_pack("[s]",
-	    "socket"), 0, SG_SECCOMP_SOCKET_REFUSED, 0, "SCMP_CMP_LT"));
-	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		json_array_append_new(rules, sandbox_seccomp_rule(json_pack(
-		    "[s]", "socket"), 0, families[i], 0, "SCMP_CMP_EQ"));
-	for (i = 0; i < sizeof(personas) / sizeof(personas[0]); i++)
-		json_array_append_new(rules, sandbox_seccomp_rule(json_pack(
-		    "[s]", "personality"), 0, personas[i], 0, "SCMP_CMP_EQ"));
-	json_array_append_new(rules, json_pack("{s:[s], s:s, s:i}", "names",
-	    "clone3", "action", "SCMP_ACT_ERRNO", "errnoRet", 38));
-	/*
-	 * No "architectures": the host's native ABI only, so 32-bit (int
-	 * 0x80) and x32 syscalls are refused; and runc builds the filter for
-	 * one ABI at each exec, not five (measured: 101 ms against 166 ms
-	 * per docker exec, as fast as the old denylist's 106 ms).
-	 */
-	return json_pack("{s:s, s:i, s:o}", "defaultAction", "SCMP_ACT_ERRNO",
-	    "defaultErrnoRet", 1, "syscalls", rules);
-}
-
-static void
-sandbox_spec_seccomp(json_t *host)
-{
-	json_t	*profile;
-	char	*text, *opt;
-
-	if ((profile = sandbox_seccomp_profile()) == NULL)
-		return;
-	text = json_dumps(profile, JSON_COMPACT);
-	json_decref(profile);
-	if (text == NULL)
-		return;
-	util_xasprintf(&opt, "seccomp=%s", text);
-	json_array_append_new(json_object_get(host, "SecurityOpt"),
-	    json_string(opt));
-	free(opt);
-	free(text);
 }
 
 /* Only what sandgate sets, then the sandbox's --env (which may override). */
@@ -539,12 +460,11 @@ sandbox_spec_host(const struct sandbox_meta *m,
 	/* home allows exec: tools install user scripts in ~/.local/bin */
 	snprintf(home, sizeof(home), "rw,exec,nosuid,nodev,size=%llu,"
 	    "mode=0700,uid=%lu,gid=%lu", SANDBOX_DEF_HOME, m->uid, m->uid);
-	host = json_pack("{s:o, s:{s:s, s:s}, s:[s], s:[s], s:b, s:b, "
+	host = json_pack("{s:o, s:{s:s, s:s}, s:[], s:b, "
 	    "s:I, s:I, s:I, s:I, s:s, s:s, s:b, s:{s:s}}",
 	    "Mounts", sandbox_spec_mounts(m, mt),
 	    "Tmpfs", "/tmp", tmp, SANDBOX_HOME, home,
-	    "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-	    "ReadonlyRootfs", 1, "Init", 0,
+	    "SecurityOpt", "Init", 0,
 	    "NanoCpus", (json_int_t)(m->cpus * 1e9),
 	    "Memory", (json_int_t)m->memory,
 	    "MemorySwap", (json_int_t)m->memory,
@@ -557,8 +477,6 @@ sandbox_spec_host(const struct sandbox_meta *m,
 		return NULL;
 	if (m->runtime != NULL)
 		json_object_set_new(host, "Runtime", json_string(m->runtime));
-	/* runsc applies it inside gVisor when registered with --oci-seccomp */
-	sandbox_spec_seccomp(host);
 	sandbox_spec_bounds(host, m);
 	if (m->proxy != NULL && strcmp(m->network, "proxy") == 0)
 		sandbox_spec_dns(host, m->proxy);
@@ -584,8 +502,10 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 	char	user[32];
 
 	sandbox_user(m, user, sizeof(user));
-	return json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], s:b, s:b, "
-	    "s:b, s:b, s:{s:s, s:s, s:s, s:s}, s:o}",
+	/* runsc applies the base's seccomp profile inside gVisor when
+	 * registered with --oci-seccomp */
+	return cspec_new(json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], "
+	    "s:b, s:b, s:b, s:b, s:{s:s, s:s, s:s, s:s}, s:o}",
 	    "Image", m->image_id != NULL ? m->image_id : m->image,
 	    "User", user, "Env", sandbox_spec_env(m),
 	    "WorkingDir", SANDBOX_WORKDIR,
@@ -595,7 +515,7 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 	    "Labels", SANDBOX_LABEL, m->id, SANDBOX_LABEL_SOURCE,
 	    m->source != NULL ? m->source : "", SANDBOX_LABEL_ROLE, role,
 	    SANDBOX_LABEL_STATE, state_root(),
-	    "HostConfig", sandbox_spec_host(m, mt));
+	    "HostConfig", sandbox_spec_host(m, mt)));
 }
 
 /* The claims folder: $SANDGATE_UID_DIR or SANDBOX_UID_DIR. */
@@ -623,7 +543,7 @@ sandbox_uid_claim(const char *dir, unsigned long *uid, char **cause)
 	unsigned long	start, i, u;
 
 	if (state_mkdirs(sandbox_uid_dir(), 0700) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s",
+		util_cause(cause, "cannot create '%s': %s",
 		    sandbox_uid_dir(), strerror(errno));
 		return -1;
 	}
@@ -640,12 +560,12 @@ sandbox_uid_claim(const char *dir, unsigned long *uid, char **cause)
 			return 0;
 		}
 		if (errno != EEXIST) {
-			util_xasprintf(cause, "cannot claim uid %lu in '%s': "
+			util_cause(cause, "cannot claim uid %lu in '%s': "
 			    "%s", u, sandbox_uid_dir(), strerror(errno));
 			return -1;
 		}
 	}
-	util_xasprintf(cause, "no free uid in %lu..%lu (%s)", SANDBOX_UID_BASE,
+	util_cause(cause, "no free uid in %lu..%lu (%s)", SANDBOX_UID_BASE,
 	    SANDBOX_UID_BASE + SANDBOX_UID_COUNT - 1, sandbox_uid_dir());
 	return -1;
 }
@@ -680,7 +600,7 @@ sandbox_identity(struct sandbox_meta *m, char **cause)
 	if ((mkdir(etc, 0755) == -1 && errno != EEXIST) ||
 	    (fd = open(etc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
-		util_xasprintf(cause, "cannot create '%s': %s", etc,
+		util_cause(cause, "cannot create '%s': %s", etc,
 		    strerror(errno));
 		return -1;
 	}
@@ -692,7 +612,7 @@ sandbox_identity(struct sandbox_meta *m, char **cause)
 	    m->uid);
 	if (sandbox_write_at(fd, "passwd", pw) == -1 ||
 	    sandbox_write_at(fd, "group", gr) == -1)
-		util_xasprintf(cause, "cannot write '%s/passwd': %s", etc,
+		util_cause(cause, "cannot write '%s/passwd': %s", etc,
 		    strerror(errno));
 	else
 		rv = 0;
@@ -804,7 +724,7 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 
 	if (state_path(dir, sizeof(dir), id, NULL) == -1 ||
 	    state_path(work, sizeof(work), id, "work") == -1) {
-		util_xasprintf(cause, "state path too long");
+		util_cause(cause, "state path too long");
 		return -1;
 	}
 	if (d != NULL && sandbox_remove_containers(d, id, cause) == -1)
@@ -823,7 +743,7 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 		return -1;
 	sandbox_uid_release(dir);
 	if (sandbox_rmtree(dir) == -1) {
-		util_xasprintf(cause, "cannot remove '%s': %s", dir,
+		util_cause(cause, "cannot remove '%s': %s", dir,
 		    strerror(errno));
 		return -1;
 	}
@@ -897,13 +817,13 @@ sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
 
 	if (state_path(work, sizeof(work), m->id, "work") == -1 ||
 	    state_path(img, sizeof(img), m->id, "disk.img") == -1) {
-		util_xasprintf(cause, "state path too long");
+		util_cause(cause, "state path too long");
 		return -1;
 	}
 	if (disk_is_mounted(work) == 0 && disk_mount(img, work, cause) == -1)
 		return -1;
 	if (m->container == NULL) {
-		util_xasprintf(cause, "sandbox '%s' has no session container",
+		util_cause(cause, "sandbox '%s' has no session container",
 		    m->id);
 		return -1;
 	}
@@ -957,20 +877,20 @@ sandbox_env_ok(const char *kv, char **cause)
 	const char	*p;
 
 	if (eq == NULL || eq == kv) {
-		util_xasprintf(cause, "--env '%s' is not KEY=VALUE", kv);
+		util_cause(cause, "--env '%s' is not KEY=VALUE", kv);
 		return -1;
 	}
 	for (p = kv; p < eq; p++) {
 		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') ||
 		    (*p >= 'a' && *p <= 'z') || (p > kv && *p >= '0' &&
 		    *p <= '9'))) {
-			util_xasprintf(cause, "--env '%.*s': not a variable "
+			util_cause(cause, "--env '%.*s': not a variable "
 			    "name", (int)(eq - kv), kv);
 			return -1;
 		}
 	}
 	if (strncmp(kv, "SANDGATE_", 9) == 0) {
-		util_xasprintf(cause, "--env '%.*s': SANDGATE_* variables are "
+		util_cause(cause, "--env '%.*s': SANDGATE_* variables are "
 		    "set by sandgate", (int)(eq - kv), kv);
 		return -1;
 	}
@@ -988,7 +908,7 @@ sandbox_opt_cpus(struct sandbox_meta *m, const char *v, char **cause)
 	c = strtod(v, &end);
 	if (errno != 0 || end == v || *end != '\0' || !(c >= 0.01) ||
 	    c > 1024) {
-		util_xasprintf(cause, "--cpus '%s': want a number from 0.01 "
+		util_cause(cause, "--cpus '%s': want a number from 0.01 "
 		    "to 1024", v);
 		return -1;
 	}
@@ -1005,7 +925,7 @@ sandbox_opt_size(const char *name, const char *v, unsigned long long min,
 
 	if (util_parse_size(v, &b) == -1 || b < min ||
 	    b > (1ULL << 50)) {
-		util_xasprintf(cause, "--%s '%s': want a size like 512m or "
+		util_cause(cause, "--%s '%s': want a size like 512m or "
 		    "2g, at least %llu bytes", name, v, min);
 		return -1;
 	}
@@ -1030,7 +950,7 @@ sandbox_opt_str(struct sandbox_meta *m, const char *name, const char *v,
 		sandbox_meta_set(&m->runtime, v);
 	else if (strcmp(name, "ca-cert") == 0) {
 		if (access(v, R_OK) == -1) {
-			util_xasprintf(cause, "--ca-cert '%s': %s", v,
+			util_cause(cause, "--ca-cert '%s': %s", v,
 			    strerror(errno));
 			return -1;
 		}
@@ -1038,7 +958,7 @@ sandbox_opt_str(struct sandbox_meta *m, const char *name, const char *v,
 	}
 	else if (strcmp(name, "network") == 0) {
 		if (strcmp(v, "none") != 0 && strcmp(v, "proxy") != 0) {
-			util_xasprintf(cause, "--network '%s': want none or "
+			util_cause(cause, "--network '%s': want none or "
 			    "proxy", v);
 			return -1;
 		}
@@ -1067,7 +987,7 @@ sandbox_opt(struct sandbox_meta *m, const char *name, const char *v,
 		    cause);
 	if (strcmp(name, "pids") == 0) {
 		if (util_strtonum(v, 8, 4194304, &n, &err) == -1) {
-			util_xasprintf(cause, "--pids '%s': %s (8 to 4194304)",
+			util_cause(cause, "--pids '%s': %s (8 to 4194304)",
 			    v, err);
 			return -1;
 		}
@@ -1077,7 +997,7 @@ sandbox_opt(struct sandbox_meta *m, const char *name, const char *v,
 	if (strcmp(name, "timeout") == 0) {
 		if (util_parse_duration(v, &n) == -1 || n < 1 ||
 		    n > 7 * 86400) {
-			util_xasprintf(cause, "--timeout '%s': want seconds "
+			util_cause(cause, "--timeout '%s': want seconds "
 			    "(or 30s, 5m, 2h), at most 7d", v);
 			return -1;
 		}
@@ -1108,7 +1028,7 @@ sandbox_check_network(struct docker *d, char **cause)
 	    inhibit != NULL && strcmp(inhibit, "true") == 0;
 	json_decref(n);
 	if (!ok) {
-		util_xasprintf(cause, "sandbox refused: network %s is not "
+		util_cause(cause, "sandbox refused: network %s is not "
 		    "internal with inhibit_ipv4 (sandboxes could reach a route "
 		    "out or the host); remove it and run `sandgate proxy "
 		    "start`", SANDBOX_NET_INTERNAL);
@@ -1144,7 +1064,7 @@ sandbox_resolve(struct docker *d, struct sandbox_meta *m, char **cause)
 		sandbox_meta_set(&m->image, SANDBOX_DEFAULT_IMAGE);
 	if (docker_image_id(d, m->image, &id, &c) == -1) {
 		if (errno == ENOENT) {
-			util_xasprintf(cause, "image '%s' not found; build it "
+			util_cause(cause, "image '%s' not found; build it "
 			    "or pass --image", m->image);
 			free(c);
 			errno = ENOENT;
@@ -1160,7 +1080,7 @@ sandbox_resolve(struct docker *d, struct sandbox_meta *m, char **cause)
 	    -1)
 		return -1;
 	if (net == 0) {
-		util_xasprintf(cause, "--network proxy needs the Docker network "
+		util_cause(cause, "--network proxy needs the Docker network "
 		    "'%s', which does not exist: start the proxy with "
 		    "`sandgate proxy start`, or use --network none",
 		    SANDBOX_NET_INTERNAL);
@@ -1177,7 +1097,7 @@ static int
 sandbox_probe_host(int pid, const char *cid, const struct probe_expect *pe,
     char **failed)
 {
-	json_t	*limits = exec_cgroup_limits(pid, cid);
+	json_t	*limits = cgroup_limits(pid, cid);
 	char	*why = NULL;
 	int	 rc;
 
@@ -1250,12 +1170,12 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	pe.locked_init = 1;
 	pe.tmp_noexec = !pe.gvisor;	/* gVisor hides mount options */
 	if (r.cmd_exit != 0)
-		util_xasprintf(cause, "sandbox refused: the probe could not "
+		util_cause(cause, "sandbox refused: the probe could not "
 		    "run in the container (exit %d): %.200s", r.cmd_exit,
 		    r.err ? r.err : "");
 	else if (probe_check(r.out, &pe, &failed) == -1 ||
 	    sandbox_probe_host(pid, cid, &pe, &failed) == -1) {
-		util_xasprintf(cause, "sandbox refused: %s", failed);
+		util_cause(cause, "sandbox refused: %s", failed);
 		free(failed);
 	} else
 		rv = 0;
@@ -1275,7 +1195,7 @@ sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
 
 	*cid = NULL;
 	if ((spec = sandbox_spec(m, mt, role)) == NULL) {
-		util_xasprintf(cause, "cannot build the container spec");
+		util_cause(cause, "cannot build the container spec");
 		return -1;
 	}
 	if (strcmp(role, "session") == 0)
@@ -1291,7 +1211,7 @@ sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
 		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 		    0600);
 	if (fd == -1 || futimens(fd, NULL) == -1) {
-		util_xasprintf(cause, "cannot write '%s': %s", path,
+		util_cause(cause, "cannot write '%s': %s", path,
 		    strerror(errno));
 		if (fd != -1)
 			close(fd);

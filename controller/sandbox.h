@@ -153,8 +153,6 @@ void	sandbox_user(const struct sandbox_meta *, char *buf, size_t size);
 /* 1 when the host enforces AppArmor (the spec then names docker-default). */
 int	sandbox_apparmor_on(void);
 
-/* The seccomp profile (Docker's JSON form) of every container; new ref. */
-json_t	*sandbox_seccomp_profile(void);
 
 /* Host folders a container of the sandbox gets. */
 struct sandbox_mounts {

@@ -50,7 +50,7 @@ script_run(const char *relpath, char *const args[], char **cause)
 
 	snprintf(script, sizeof(script), "%s/%s", script_data_dir(), relpath);
 	if (access(script, R_OK) == -1) {
-		util_xasprintf(cause, "%s: %s (set SANDGATE_DATA_DIR to the "
+		util_cause(cause, "%s: %s (set SANDGATE_DATA_DIR to the "
 		    "folder holding images/)", script, strerror(errno));
 		return -1;
 	}
@@ -61,7 +61,7 @@ script_run(const char *relpath, char *const args[], char **cause)
 	argv[i + 2] = NULL;
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
-		util_xasprintf(cause, "fork: %s", strerror(errno));
+		util_cause(cause, "fork: %s", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
@@ -71,11 +71,11 @@ script_run(const char *relpath, char *const args[], char **cause)
 	}
 	while (waitpid(pid, &st, 0) == -1)
 		if (errno != EINTR) {
-			util_xasprintf(cause, "waitpid: %s", strerror(errno));
+			util_cause(cause, "waitpid: %s", strerror(errno));
 			return -1;
 		}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		util_xasprintf(cause, "%s failed (exit %d)", script,
+		util_cause(cause, "%s failed (exit %d)", script,
 		    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 		return -1;
 	}

@@ -105,17 +105,17 @@ sysrun_start(struct sysrun *r, char **cause)
 	if (r->output != NULL && r->outlen == 0)
 		r->output = NULL;
 	if (pipe2(efd, O_CLOEXEC) == -1) {
-		util_xasprintf(cause, "pipe: %s", strerror(errno));
+		util_cause(cause, "pipe: %s", strerror(errno));
 		return -1;
 	}
 	if ((r->input != NULL && pipe2(ifd, O_CLOEXEC) == -1) ||
 	    (r->output != NULL && pipe2(ofd, O_CLOEXEC) == -1)) {
-		util_xasprintf(cause, "pipe: %s", strerror(errno));
+		util_cause(cause, "pipe: %s", strerror(errno));
 		goto fail;
 	}
 	fflush(NULL);
 	if ((r->pid = fork()) == -1) {
-		util_xasprintf(cause, "fork: %s", strerror(errno));
+		util_cause(cause, "fork: %s", strerror(errno));
 		goto fail;
 	}
 	if (r->pid == 0)
@@ -173,13 +173,13 @@ sysrun_finish(struct sysrun *r, char **cause)
 	close(r->errfd);
 	while (waitpid(r->pid, &status, 0) == -1)
 		if (errno != EINTR) {
-			util_xasprintf(cause, "waitpid: %s", strerror(errno));
+			util_cause(cause, "waitpid: %s", strerror(errno));
 			return -1;
 		}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	err[strcspn(err, "\n")] = '\0';
-	util_xasprintf(cause, "%s %s %d: %s", r->argv[0],
+	util_cause(cause, "%s %s %d: %s", r->argv[0],
 	    WIFEXITED(status) ? "exited" : "killed by signal",
 	    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
 	    err[0] ? err : "no message");

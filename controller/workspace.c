@@ -22,7 +22,7 @@
 #include "quote.h"
 #include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 static int	 ws_entry_cmp(const void *, const void *);
 static int	 ws_load_files(struct workspace_manifest *, json_t *,
@@ -40,21 +40,6 @@ static int	 ws_copy_range(int, int, EVP_MD_CTX *, off_t, off_t,
 static const char *const ws_default_names[] = {
 	".git", ".venv", "node_modules", "__pycache__",
 };
-
-int
-ws_cause(char **cause, const char *fmt, ...)
-{
-	va_list	ap;
-
-	if (cause == NULL)
-		return -1;
-	free(*cause);
-	va_start(ap, fmt);
-	if (vasprintf(cause, fmt, ap) == -1)
-		*cause = NULL;
-	va_end(ap);
-	return -1;
-}
 
 long long
 ws_ns(const struct timespec *ts)
@@ -503,15 +488,15 @@ ws_load_entry(struct workspace_manifest *m, json_t *o, char **cause)
 	if (json_unpack(o, "{s:s, s:s, s:s, s:I}", "path", &path, "sha256",
 	    &sha, "mode", &mode, "size", &size) == -1 ||
 	    strlen(sha) != 64 || size < 0)
-		return ws_cause(cause, "malformed manifest entry");
+		return util_cause(cause, "malformed manifest entry");
 	if (workspace_path_valid(path, &why) == -1)
-		return ws_cause(cause, "manifest path '%s': %s", path, why);
+		return util_cause(cause, "manifest path '%s': %s", path, why);
 	errno = 0;
 	mv = strtol(mode, &end, 8);
 	if (errno != 0 || *end != '\0' || mv < 0 || mv > 07777)
-		return ws_cause(cause, "manifest mode '%s' malformed", mode);
+		return util_cause(cause, "manifest mode '%s' malformed", mode);
 	if ((e = ws_manifest_add(m, path)) == NULL)
-		return ws_cause(cause, "out of memory");
+		return util_cause(cause, "out of memory");
 	memcpy(e->f.sha256, sha, WORKSPACE_SHA256_HEX);
 	e->f.mode = (mode_t)mv;
 	e->f.size = (off_t)size;
@@ -534,17 +519,17 @@ ws_load_files(struct workspace_manifest *m, json_t *root, char **cause)
 	files = json_object_get(root, "files");
 	ex = json_object_get(root, "excludes");
 	if (!json_is_array(files) || (ex != NULL && !json_is_array(ex)))
-		return ws_cause(cause, "manifest has no files array");
+		return util_cause(cause, "manifest has no files array");
 	if (ex != NULL && json_array_size(ex) > 0) {
 		m->excludes = calloc(json_array_size(ex), sizeof(char *));
 		if (m->excludes == NULL)
-			return ws_cause(cause, "out of memory");
+			return util_cause(cause, "out of memory");
 		json_array_foreach(ex, i, v) {
 			if (!json_is_string(v))
-				return ws_cause(cause, "malformed exclude");
+				return util_cause(cause, "malformed exclude");
 			m->excludes[i] = strdup(json_string_value(v));
 			if (m->excludes[i] == NULL)
-				return ws_cause(cause, "out of memory");
+				return util_cause(cause, "out of memory");
 			m->nexcludes++;
 		}
 	}
@@ -569,16 +554,16 @@ workspace_manifest_load(const char *sbxdir, char **cause)
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/manifest.json",
 	    sbxdir) >= sizeof(path)) {
-		ws_cause(cause, "sandbox folder name too long");
+		util_cause(cause, "sandbox folder name too long");
 		return NULL;
 	}
 	if ((root = json_load_file(path, JSON_REJECT_DUPLICATES,
 	    &jerr)) == NULL) {
-		ws_cause(cause, "cannot read '%s': %s", path, jerr.text);
+		util_cause(cause, "cannot read '%s': %s", path, jerr.text);
 		return NULL;
 	}
 	if ((m = calloc(1, sizeof(*m))) == NULL) {
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		goto out;
 	}
 	if (ws_load_files(m, root, cause) == -1) {
@@ -640,25 +625,27 @@ workspace_manifest_save(const struct workspace_manifest *m,
 	if ((size_t)snprintf(path, sizeof(path), "%s/manifest.json",
 	    sbxdir) >= sizeof(path) || (size_t)snprintf(tmp, sizeof(tmp),
 	    "%s/.manifest.json.tmp", sbxdir) >= sizeof(tmp))
-		return ws_cause(cause, "sandbox folder name too long");
+		return util_cause(cause, "sandbox folder name too long");
 	if ((root = ws_dump(m)) == NULL)
-		return ws_cause(cause, "cannot encode the manifest");
+		return util_cause(cause, "cannot encode the manifest");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 	    0644);
 	if (fd == -1) {
-		ws_cause(cause, "cannot create '%s': %s", tmp, strerror(errno));
+		util_cause(cause, "cannot create '%s': %s", tmp,
+		    strerror(errno));
 		goto out;
 	}
 	/* one buffer and one write: json_dumpfd writes token by token */
 	if ((text = json_dumps(root, JSON_COMPACT)) == NULL) {
-		ws_cause(cause, "cannot encode the manifest");
+		util_cause(cause, "cannot encode the manifest");
 		goto out;
 	}
 	len = strlen(text);
 	text[len] = '\n';	/* replaces the NUL; len + 1 bytes written */
 	if (write(fd, text, len + 1) != (ssize_t)(len + 1) || fsync(fd) == -1 ||
 	    rename(tmp, path) == -1) {
-		ws_cause(cause, "cannot write '%s': %s", path, strerror(errno));
+		util_cause(cause, "cannot write '%s': %s", path,
+		    strerror(errno));
 		unlink(tmp);
 		goto out;
 	}
@@ -774,7 +761,7 @@ ws_remove_tree(int dirfd, char **cause)
 	rc = 0;
 	goto out;
 fail:
-	ws_cause(cause, "cannot remove: %s", strerror(errno));
+	util_cause(cause, "cannot remove: %s", strerror(errno));
 out:
 	close(cur);
 	free(v);
@@ -796,13 +783,13 @@ workspace_remove(const char *sbxdir, char **cause)
 		if (fd == -1) {
 			if (errno == ENOENT)
 				continue;
-			return ws_cause(cause, "cannot open '%s': %s", path,
+			return util_cause(cause, "cannot open '%s': %s", path,
 			    strerror(errno));
 		}
 		if (ws_remove_tree(fd, cause) == -1)
 			rc = -1;
 		if (i == 0 && rmdir(path) == -1 && rc == 0)
-			rc = ws_cause(cause, "cannot remove '%s': %s", path,
+			rc = util_cause(cause, "cannot remove '%s': %s", path,
 			    strerror(errno));
 	}
 	return rc;
@@ -817,14 +804,14 @@ workspace_meta_source(const char *sbxdir, char **cause)
 
 	snprintf(path, sizeof(path), "%s/meta.json", sbxdir);
 	if ((root = json_load_file(path, 0, &jerr)) == NULL) {
-		ws_cause(cause, "cannot read '%s': %s", path, jerr.text);
+		util_cause(cause, "cannot read '%s': %s", path, jerr.text);
 		return NULL;
 	}
 	v = json_object_get(root, "source");
 	if (!json_is_string(v) || json_string_value(v)[0] != '/')
-		ws_cause(cause, "'%s' has no absolute \"source\"", path);
+		util_cause(cause, "'%s' has no absolute \"source\"", path);
 	else if ((src = strdup(json_string_value(v))) == NULL)
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 	json_decref(root);
 	return src;
 }
@@ -841,12 +828,13 @@ workspace_meta_limits(const char *sbxdir, char **container,
 	*disk = 0;
 	snprintf(path, sizeof(path), "%s/meta.json", sbxdir);
 	if ((root = json_load_file(path, 0, &jerr)) == NULL)
-		return ws_cause(cause, "cannot read '%s': %s", path, jerr.text);
+		return util_cause(cause, "cannot read '%s': %s", path,
+		    jerr.text);
 	v = json_object_get(root, "container");
 	if (json_is_string(v) && json_string_length(v) > 0 &&
 	    (*container = strdup(json_string_value(v))) == NULL) {
 		json_decref(root);
-		return ws_cause(cause, "out of memory");
+		return util_cause(cause, "out of memory");
 	}
 	v = json_object_get(root, "disk");
 	if (json_is_integer(v) && json_integer_value(v) > 0)
@@ -899,7 +887,7 @@ workspace_tmpfile(const char *dir, char **cause)
 			unlink(path);
 	}
 	if (fd == -1)
-		return ws_cause(cause, "cannot create a temporary file in "
+		return util_cause(cause, "cannot create a temporary file in "
 		    "'%s': %s", dir, strerror(errno));
 	return fd;
 }

@@ -16,7 +16,7 @@
 
 #include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 #define APPLY_JOURNAL		"apply.pending"
 #define APPLY_TMP_PREFIX	".sandgate-apply-"
@@ -67,7 +67,7 @@ apply_open_work(struct apply *a)
 
 	snprintf(path, sizeof(path), "%s/work", a->sbxdir);
 	if ((root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
-		ws_cause(a->cause, "cannot open '%s': %s", path,
+		util_cause(a->cause, "cannot open '%s': %s", path,
 		    strerror(errno));
 		return WORKSPACE_APPLY_FAILED;
 	}
@@ -76,14 +76,15 @@ apply_open_work(struct apply *a)
 	if (a->workdir == -1) {
 		if (errno == ENOENT)
 			return WORKSPACE_APPLY_DELETED;
-		ws_cause(a->cause, "a folder above it in the working copy is a "
+		util_cause(a->cause,
+		    "a folder above it in the working copy is a "
 		    "symlink or not a folder (never followed)");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	if (fstatat(a->workdir, a->base, &a->wst, AT_SYMLINK_NOFOLLOW) == -1)
 		return errno == ENOENT ? WORKSPACE_APPLY_DELETED : WORKSPACE_APPLY_FAILED;
 	if (!S_ISREG(a->wst.st_mode)) {
-		ws_cause(a->cause, "it is a %s in the working copy (only "
+		util_cause(a->cause, "it is a %s in the working copy (only "
 		    "regular files are applied)", S_ISLNK(a->wst.st_mode) ?
 		    "symlink" : S_ISDIR(a->wst.st_mode) ? "folder" :
 		    "special file");
@@ -93,17 +94,18 @@ apply_open_work(struct apply *a)
 	    O_NONBLOCK | O_CLOEXEC);
 	if (a->work == -1 || fstat(a->work, &a->wst) == -1 ||
 	    !S_ISREG(a->wst.st_mode)) {
-		ws_cause(a->cause, "cannot read work file: %s", strerror(errno));
+		util_cause(a->cause, "cannot read work file: %s",
+		    strerror(errno));
 		return WORKSPACE_APPLY_FAILED;
 	}
 	if (ws_sha_fd(a->work, a->sha_work, a->o->size_max, a->buf,
 	    sizeof(a->buf)) == -1) {
 		if (errno != EFBIG) {
-			ws_cause(a->cause, "cannot read work file: %s",
+			util_cause(a->cause, "cannot read work file: %s",
 			    strerror(errno));
 			return WORKSPACE_APPLY_FAILED;
 		}
-		ws_cause(a->cause, "it is larger than the sandbox's --disk "
+		util_cause(a->cause, "it is larger than the sandbox's --disk "
 		    "(%lld bytes, holes counted)", (long long)a->wst.st_size);
 		return WORKSPACE_APPLY_REFUSED;
 	}
@@ -126,7 +128,7 @@ apply_expected(struct apply *a, enum workspace_apply_result r)
 	    strcmp(a->sha_work, x->sha256_after) == 0 &&
 	    (a->wst.st_mode & 07777) == (x->mode_after & 07777))
 		return r;
-	ws_cause(a->cause, "changed since the review");
+	util_cause(a->cause, "changed since the review");
 	return WORKSPACE_APPLY_REFUSED;
 }
 
@@ -159,11 +161,13 @@ apply_open_host(struct apply *a, int src_missing_ok)
 	if (errno == ENOENT && src_missing_ok)
 		return WORKSPACE_APPLY_APPLIED;
 	if (errno == ELOOP || errno == ENOTDIR) {
-		ws_cause(a->cause, "a folder above it on the host is a symlink "
+		util_cause(a->cause,
+		    "a folder above it on the host is a symlink "
 		    "or not a folder (never followed)");
 		return WORKSPACE_APPLY_REFUSED;
 	}
-	ws_cause(a->cause, "cannot open its host folder: %s", strerror(errno));
+	util_cause(a->cause, "cannot open its host folder: %s",
+	    strerror(errno));
 	return errno == ENOENT ? WORKSPACE_APPLY_REFUSED : WORKSPACE_APPLY_FAILED;
 }
 
@@ -186,12 +190,13 @@ apply_check_host(struct apply *a)
 			return WORKSPACE_APPLY_FAILED;
 		if (a->e == NULL)
 			return WORKSPACE_APPLY_APPLIED;
-		ws_cause(a->cause, "deleted on the host since the sandbox was "
+		util_cause(a->cause,
+		    "deleted on the host since the sandbox was "
 		    "created");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		ws_cause(a->cause, "the host path is not a regular file");
+		util_cause(a->cause, "the host path is not a regular file");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	a->owner = st.st_uid;
@@ -200,7 +205,7 @@ apply_check_host(struct apply *a)
 	    O_CLOEXEC);
 	if (fd == -1 || ws_sha_fd(fd, sha, WS_NO_LIMIT, a->buf,
 	    sizeof(a->buf)) == -1) {
-		ws_cause(a->cause, "cannot read host file: %s",
+		util_cause(a->cause, "cannot read host file: %s",
 		    strerror(errno));
 		if (fd != -1)
 			close(fd);
@@ -215,19 +220,21 @@ apply_check_host(struct apply *a)
 		return WORKSPACE_APPLY_APPLIED;
 	}
 	if (a->e == NULL) {
-		ws_cause(a->cause, "created on the host since the sandbox was "
+		util_cause(a->cause,
+		    "created on the host since the sandbox was "
 		    "created");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	if (strcmp(sha, a->e->f.sha256) != 0) {
-		ws_cause(a->cause, "changed on the host since the sandbox was "
+		util_cause(a->cause,
+		    "changed on the host since the sandbox was "
 		    "created");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	/* its mode too (the owner may have made it private meanwhile) */
 	if ((st.st_mode & 0777) != (a->e->f.mode & 0777) &&
 	    (st.st_mode & 0777) != workspace_apply_mode(a->e->f.mode & 0777)) {
-		ws_cause(a->cause, "its mode changed on the host since the "
+		util_cause(a->cause, "its mode changed on the host since the "
 		    "sandbox was created (%04o, was %04o)",
 		    (unsigned)(st.st_mode & 0777),
 		    (unsigned)(a->e->f.mode & 0777));
@@ -308,7 +315,8 @@ workspace_apply_cleanup(const char *sbxdir, const char *src, int *removed,
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		if (errno == ENOENT)
 			return 0;
-		ws_cause(cause, "cannot read '%s': %s", path, strerror(errno));
+		util_cause(cause, "cannot read '%s': %s", path,
+		    strerror(errno));
 		return -1;
 	}
 	if (src == NULL && (src = msrc = workspace_meta_source(sbxdir,
@@ -330,13 +338,13 @@ workspace_apply_cleanup(const char *sbxdir, const char *src, int *removed,
 	}
 	close(fd);
 	if (buf == NULL || n != 0) {
-		ws_cause(cause, "cannot read '%s'", path);
+		util_cause(cause, "cannot read '%s'", path);
 		goto out;
 	}
 	buf[len] = '\0';
 	if ((root = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		if (errno != ENOENT) {
-			ws_cause(cause, "cannot open source folder '%s': %s",
+			util_cause(cause, "cannot open source folder '%s': %s",
 			    src, strerror(errno));
 			goto out;
 		}
@@ -350,7 +358,7 @@ workspace_apply_cleanup(const char *sbxdir, const char *src, int *removed,
 			if ((r = apply_cleanup_one(root, tmp, rel)) == 1)
 				(*removed)++;
 			else if (r == -1) {
-				ws_cause(cause, "cannot remove '%s' beside "
+				util_cause(cause, "cannot remove '%s' beside "
 				    "'%s' in '%s': %s", tmp, rel, src,
 				    strerror(errno));
 				close(root);
@@ -360,7 +368,7 @@ workspace_apply_cleanup(const char *sbxdir, const char *src, int *removed,
 		close(root);
 	}
 	if (unlink(path) == -1 && errno != ENOENT) {
-		ws_cause(cause, "cannot remove '%s': %s", path,
+		util_cause(cause, "cannot remove '%s': %s", path,
 		    strerror(errno));
 		goto out;
 	}
@@ -540,7 +548,7 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src)
 	    r == WORKSPACE_APPLY_FAILED)
 		return r;
 	if (r == WORKSPACE_APPLY_DELETED && a->e == NULL) {
-		ws_cause(a->cause, "no such file in the working copy or the "
+		util_cause(a->cause, "no such file in the working copy or the "
 		    "snapshot");
 		return WORKSPACE_APPLY_REFUSED;
 	}
@@ -552,7 +560,7 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src)
 		return r;
 	if ((a->hostroot = open(src, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
-		ws_cause(a->cause, "cannot open source folder '%s': %s", src,
+		util_cause(a->cause, "cannot open source folder '%s': %s", src,
 		    strerror(errno));
 		return WORKSPACE_APPLY_FAILED;
 	}
@@ -563,7 +571,7 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src)
 	if (r == WORKSPACE_APPLY_APPLIED && !a->on_host &&
 	    a->o->budget != NULL &&
 	    workspace_budget_take(a->o->budget, &a->wst) == -1) {
-		ws_cause(a->cause, "this apply has written the sandbox's "
+		util_cause(a->cause, "this apply has written the sandbox's "
 		    "--disk to the host: a hard-linked file is copied once "
 		    "per name");
 		return WORKSPACE_APPLY_REFUSED;
@@ -593,11 +601,11 @@ apply_do(struct apply *a, struct workspace_manifest *m, const char *src)
 	return r;
 fail:
 	if (errno == ESTALE) {
-		ws_cause(a->cause, "it changed in the working copy while it "
+		util_cause(a->cause, "it changed in the working copy while it "
 		    "was applied (host untouched)");
 		return WORKSPACE_APPLY_REFUSED;
 	}
-	ws_cause(a->cause, "cannot write: %s", errno == EFBIG ?
+	util_cause(a->cause, "cannot write: %s", errno == EFBIG ?
 	    "it grew past the sandbox's --disk" : strerror(errno));
 	return WORKSPACE_APPLY_FAILED;
 }
@@ -612,15 +620,15 @@ workspace_apply_path(const char *sbxdir, const char *src,
 	const char			*why;
 
 	if (workspace_path_valid(relpath, &why) == -1) {
-		ws_cause(cause, "%s", why);
+		util_cause(cause, "%s", why);
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	if (workspace_manifest_excluded(m, relpath, 0)) {
-		ws_cause(cause, "excluded from the sandbox");
+		util_cause(cause, "excluded from the sandbox");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	if ((a = calloc(1, sizeof(*a))) == NULL) {
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		return WORKSPACE_APPLY_FAILED;
 	}
 	a->sbxdir = sbxdir;

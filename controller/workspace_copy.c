@@ -26,7 +26,7 @@
 #include "state.h"
 #include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 struct copy_ctx {
 	const struct workspace_opts	*o;
@@ -94,7 +94,7 @@ copy_push(struct copy_ctx *c, const char *name, size_t *old)
 	size_t	n = strlen(name), need = c->rellen + (c->rellen ? 1 : 0) + n;
 
 	if (need >= sizeof(c->rel))
-		return ws_cause(c->cause, "path too long under '%s'", c->rel);
+		return util_cause(c->cause, "path too long under '%s'", c->rel);
 	*old = c->rellen;
 	if (c->rellen > 0)
 		c->rel[c->rellen++] = '/';
@@ -146,19 +146,19 @@ copy_entry(struct copy_ctx *c, struct copy_dirs *d, const char *name)
 	if (copy_push(c, name, &old) == -1)
 		return -1;
 	if (fstatat(d->src, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		rc = ws_cause(c->cause, "cannot stat '%s': %s", c->rel,
+		rc = util_cause(c->cause, "cannot stat '%s': %s", c->rel,
 		    strerror(errno));
 		goto out;
 	}
 	if (copy_skip(c, name, &st))
 		goto out;
 	if (!ws_utf8_valid(c->rel)) {
-		rc = ws_cause(c->cause, "refusing to copy a file whose name "
+		rc = util_cause(c->cause, "refusing to copy a file whose name "
 		    "is not valid UTF-8 in folder '%.*s'", (int)old, c->rel);
 		goto out;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		rc = ws_cause(c->cause, "refusing to copy symlink '%s' "
+		rc = util_cause(c->cause, "refusing to copy symlink '%s' "
 		    "(symlinks are never copied)", c->rel);
 		goto out;
 	}
@@ -169,7 +169,7 @@ copy_entry(struct copy_ctx *c, struct copy_dirs *d, const char *name)
 		if (!skip)
 			rc = copy_file(c, d, name, &st);
 	} else
-		rc = ws_cause(c->cause, "refusing to copy %s '%s' (only "
+		rc = util_cause(c->cause, "refusing to copy %s '%s' (only "
 		    "regular files and folders are copied)",
 		    copy_type_name(st.st_mode), c->rel);
 out:
@@ -193,13 +193,14 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 	}
 	/* four descriptors a level: stay well inside 1,024 open files */
 	if (c->depth >= SG_COPY_DEPTH_MAX)
-		return ws_cause(c->cause, "refusing to copy folder '%s': folders "
+		return util_cause(c->cause,
+		    "refusing to copy folder '%s': folders "
 		    "nest deeper than %d levels there", c->rel,
 		    SG_COPY_DEPTH_MAX);
 	sub.src = openat(d->src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (sub.src == -1) {
-		ws_cause(c->cause, "cannot open '%s': %s", c->rel,
+		util_cause(c->cause, "cannot open '%s': %s", c->rel,
 		    errno == ELOOP ? "it became a symlink" : strerror(errno));
 		goto out;
 	}
@@ -209,7 +210,7 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 	    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 	    (sub.work = openat(d->work, name, O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		ws_cause(c->cause, "cannot create folder '%s': %s", c->rel,
+		util_cause(c->cause, "cannot create folder '%s': %s", c->rel,
 		    strerror(errno));
 		goto out;
 	}
@@ -226,7 +227,7 @@ copy_subdir(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 	    fchown(sub.work, c->o->uid, c->o->gid) == -1) ||
 	    fchmod(sub.work, st->st_mode & 01777) == -1 ||
 	    futimens(sub.work, ts) == -1) {
-		ws_cause(c->cause, "cannot set owner or mode of '%s': %s",
+		util_cause(c->cause, "cannot set owner or mode of '%s': %s",
 		    c->rel, strerror(errno));
 		goto out;
 	}
@@ -252,7 +253,7 @@ copy_dir(struct copy_ctx *c, struct copy_dirs *d)
 	if ((fd = dup(d->src)) == -1 || (dir = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);
-		return ws_cause(c->cause, "cannot read folder '%s': %s",
+		return util_cause(c->cause, "cannot read folder '%s': %s",
 		    c->rellen ? c->rel : ".", strerror(errno));
 	}
 	for (;;) {
@@ -265,7 +266,7 @@ copy_dir(struct copy_ctx *c, struct copy_dirs *d)
 		rc = copy_entry(c, d, de->d_name);
 	}
 	if (rc == 0 && errno != 0)
-		rc = ws_cause(c->cause, "cannot read folder '%s': %s",
+		rc = util_cause(c->cause, "cannot read folder '%s': %s",
 		    c->rellen ? c->rel : ".", strerror(errno));
 	closedir(dir);
 	return rc;
@@ -352,7 +353,7 @@ copy_file(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 	in = openat(d->src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC);
 	if (in == -1 || fstat(in, &st) == -1 || !S_ISREG(st.st_mode)) {
-		ws_cause(c->cause, "cannot open '%s': %s", c->rel,
+		util_cause(c->cause, "cannot open '%s': %s", c->rel,
 		    in == -1 ? strerror(errno) : "it is no longer a file");
 		goto out;
 	}
@@ -384,7 +385,7 @@ copy_file(struct copy_ctx *c, struct copy_dirs *d, const char *name,
 	rc = 0;
 	goto out;
 fail:
-	ws_cause(c->cause, "cannot copy '%s': %s", c->rel, strerror(errno));
+	util_cause(c->cause, "cannot copy '%s': %s", c->rel, strerror(errno));
 out:
 	EVP_MD_CTX_free(h);
 	if (in != -1)
@@ -404,10 +405,11 @@ copy_roots(struct copy_ctx *c, const char *src, const char *sbxdir,
 	int	sbx, n;
 
 	if ((d->src = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return ws_cause(c->cause, "cannot open source folder '%s': %s",
+		return util_cause(c->cause,
+		    "cannot open source folder '%s': %s",
 		    src, strerror(errno));
 	if ((sbx = open(sbxdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return ws_cause(c->cause, "cannot open '%s': %s", sbxdir,
+		return util_cause(c->cause, "cannot open '%s': %s", sbxdir,
 		    strerror(errno));
 	if (mkdirat(sbx, "snapshot", 0700) == -1 ||
 	    (mkdirat(sbx, "work", 0700) == -1 && errno != EEXIST) ||
@@ -417,7 +419,7 @@ copy_roots(struct copy_ctx *c, const char *src, const char *sbxdir,
 	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		n = errno;
 		close(sbx);
-		return ws_cause(c->cause, "cannot create snapshot and work "
+		return util_cause(c->cause, "cannot create snapshot and work "
 		    "folders in '%s': %s", sbxdir, strerror(n));
 	}
 	close(sbx);
@@ -437,14 +439,14 @@ copy_work_empty(int workfd, char **cause)
 	if ((fd = dup(workfd)) == -1 || (dir = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);
-		return ws_cause(cause, "cannot read work folder: %s",
+		return util_cause(cause, "cannot read work folder: %s",
 		    strerror(errno));
 	}
 	while ((de = readdir(dir)) != NULL) {
 		if (strcmp(de->d_name, ".") != 0 &&
 		    strcmp(de->d_name, "..") != 0 &&
 		    strcmp(de->d_name, "lost+found") != 0) {
-			rc = ws_cause(cause, "work folder is not empty");
+			rc = util_cause(cause, "work folder is not empty");
 			break;
 		}
 	}
@@ -469,7 +471,7 @@ workspace_create(const char *src, const char *sbxdir,
 	c.have_sbx = stat(sbxdir, &c.sbx_st) == 0;
 	if ((c.m = ws_manifest_new(o)) == NULL ||
 	    (c.buf = malloc(WS_BUF_SIZE)) == NULL) {
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		goto out;
 	}
 	if (copy_roots(&c, src, sbxdir, &d) == -1 ||
@@ -479,7 +481,7 @@ workspace_create(const char *src, const char *sbxdir,
 	    ((o->uid != (uid_t)-1 || o->gid != (gid_t)-1) &&
 	    fchown(d.work, o->uid, o->gid) == -1) ||
 	    fchmod(d.work, st.st_mode & 01777) == -1) {
-		ws_cause(cause, "cannot set mode of '%s': %s", sbxdir,
+		util_cause(cause, "cannot set mode of '%s': %s", sbxdir,
 		    strerror(errno));
 		goto out;
 	}
@@ -489,7 +491,8 @@ workspace_create(const char *src, const char *sbxdir,
 	 * ctimes before it prove a file untouched (see workspace_diff()).
 	 */
 	if (fstat(d.work, &st) == -1) {
-		ws_cause(cause, "cannot stat work folder: %s", strerror(errno));
+		util_cause(cause, "cannot stat work folder: %s",
+		    strerror(errno));
 		goto out;
 	}
 	c.m->cutoff = ws_ns(&st.st_ctim);
@@ -517,11 +520,11 @@ copy_tree_entry(int dstfd, const struct workspace_walk_entry *e,
 	int		 dir, in = -1, out = -1, rc = -1;
 
 	if ((dir = ws_open_parent(dstfd, e->path, &base)) == -1)
-		return ws_cause(cause, "cannot open the folder of '%s': %s",
+		return util_cause(cause, "cannot open the folder of '%s': %s",
 		    e->path, strerror(errno));
 	if (S_ISDIR(e->st.st_mode)) {
 		if (mkdirat(dir, base, 0755) == -1)
-			ws_cause(cause, "cannot create '%s': %s", e->path,
+			util_cause(cause, "cannot create '%s': %s", e->path,
 			    strerror(errno));
 		else
 			rc = 0;
@@ -531,7 +534,7 @@ copy_tree_entry(int dstfd, const struct workspace_walk_entry *e,
 	    O_CLOEXEC);
 	if (in == -1 || fstat(in, &st) == -1 || st.st_ino != e->st.st_ino ||
 	    !S_ISREG(st.st_mode)) {
-		ws_cause(cause, "cannot open '%s': %s", e->path, in == -1 ?
+		util_cause(cause, "cannot open '%s': %s", e->path, in == -1 ?
 		    strerror(errno) : "it was replaced");
 		goto out;
 	}
@@ -539,7 +542,7 @@ copy_tree_entry(int dstfd, const struct workspace_walk_entry *e,
 	    O_CLOEXEC, 0644);
 	if (out == -1 || ws_sparse_copy(in, out, NULL, size_max, buf,
 	    WS_BUF_SIZE, NULL) == -1) {
-		ws_cause(cause, "cannot copy '%s' out: %s", e->path,
+		util_cause(cause, "cannot copy '%s' out: %s", e->path,
 		    errno == EFBIG ? "it grew past the sandbox's --disk" :
 		    strerror(errno));
 		goto out;
@@ -565,7 +568,7 @@ workspace_copy_tree(int srcfd, int dstfd, off_t size_max, FILE *warnf,
 	int				 r;
 
 	if ((buf = malloc(WS_BUF_SIZE)) == NULL)
-		return ws_cause(cause, "out of memory");
+		return util_cause(cause, "out of memory");
 	if ((w = workspace_walk_new(srcfd, cause)) == NULL) {
 		free(buf);
 		return -1;

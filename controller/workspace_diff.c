@@ -16,7 +16,7 @@
 #include "sglimits.h"
 #include "workspace.h"
 #include "util.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 struct diff_ctx {
 	const struct workspace_manifest	*m;
@@ -44,6 +44,7 @@ static int	 diff_stage(struct diff_ctx *, struct workspace_delta *,
 static int	 diff_stage_open(struct diff_ctx *, const char *);
 static struct workspace_delta *diff_add(struct diff_ctx *,
 		    enum workspace_change, const char *);
+static int	 diff_twins(struct diff_ctx *);
 static int	 diff_snap_binary(struct diff_ctx *, const char *);
 static int	 diff_special(struct diff_ctx *, const char *,
 		    enum workspace_kind, const struct stat *);
@@ -69,7 +70,7 @@ diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 
 	if (c->out->n >= SG_DIFF_PATHS_MAX ||
 	    len > SG_DIFF_NAMES_MAX - c->names) {
-		ws_cause(c->cause, "the working copy changes more than %u "
+		util_cause(c->cause, "the working copy changes more than %u "
 		    "paths, or more than %u bytes of their names: sandgate "
 		    "does not review that much (remove what need not be "
 		    "reviewed, or discard the sandbox)", SG_DIFF_PATHS_MAX,
@@ -80,7 +81,7 @@ diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 	if (c->out->n == c->cap) {
 		ncap = c->cap ? c->cap * 2 : 32;
 		if ((nv = reallocarray(c->out->v, ncap, sizeof(*nv))) == NULL) {
-			ws_cause(c->cause, "out of memory");
+			util_cause(c->cause, "out of memory");
 			return NULL;
 		}
 		c->out->v = nv;
@@ -89,13 +90,13 @@ diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 	d = &c->out->v[c->out->n];
 	memset(d, 0, sizeof(*d));
 	if ((d->path = strdup(path)) == NULL) {
-		ws_cause(c->cause, "out of memory");
+		util_cause(c->cause, "out of memory");
 		return NULL;
 	}
 	c->names += len;
 	d->change = ch;
 	d->kind = WORKSPACE_FILE;
-	d->risky = risky_path(path, NULL);
+	d->risky = risky_path(path, &d->risky_why);
 	c->out->n++;
 	return d;
 }
@@ -193,7 +194,7 @@ diff_stage(struct diff_ctx *c, struct workspace_delta *d, size_t len)
 		if (w == -1 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return ws_cause(c->cause, "cannot stage '%s' for the "
+			return util_cause(c->cause, "cannot stage '%s' for the "
 			    "diff: %s", d->path, strerror(errno ? errno : EIO));
 		off += (size_t)w;
 	}
@@ -228,11 +229,11 @@ diff_file(struct diff_ctx *c, const struct workspace_walk_entry *we)
 	    st.st_ino != we->st.st_ino) {
 		if (fd != -1)
 			close(fd);
-		return ws_cause(c->cause, "cannot open work file '%s': %s",
+		return util_cause(c->cause, "cannot open work file '%s': %s",
 		    we->path, fd == -1 ? strerror(errno) : "it was replaced");
 	}
 	if (diff_read(c, fd, &st, sha, &bin, &len) == -1) {
-		ws_cause(c->cause, "cannot read work file '%s': %s", we->path,
+		util_cause(c->cause, "cannot read work file '%s': %s", we->path,
 		    errno == EFBIG ? "it grew past the sandbox's --disk" :
 		    strerror(errno));
 		goto out;
@@ -333,7 +334,7 @@ diff_walk(struct diff_ctx *c, int wfd)
 		return -1;
 	while ((r = workspace_walk_next(w, &e, c->cause)) == 1) {
 		if (c->o->interrupted != NULL && c->o->interrupted()) {
-			r = ws_cause(c->cause, "interrupted");
+			r = util_cause(c->cause, "interrupted");
 			break;
 		}
 		if ((r = diff_entry(c, w, &e)) == -1)
@@ -384,7 +385,7 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 	c.file = malloc(SG_DIFF_FILE_MAX + 1);
 	if (c.out == NULL || c.seen == NULL || c.buf == NULL ||
 	    c.file == NULL) {
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		goto out;
 	}
 	c.out->stagefd = -1;
@@ -395,11 +396,12 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 	snprintf(path, sizeof(path), "%s/work", sbxdir);
 	wfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (c.snapfd == -1 || wfd == -1) {
-		ws_cause(cause, "cannot open snapshot or work folder in "
+		util_cause(cause, "cannot open snapshot or work folder in "
 		    "'%s': %s", sbxdir, strerror(errno));
 		goto out;
 	}
-	if (diff_walk(&c, wfd) == -1 || diff_deleted(&c) == -1)
+	if (diff_walk(&c, wfd) == -1 || diff_deleted(&c) == -1 ||
+	    diff_twins(&c) == -1)
 		goto out;
 	workspace_diff_sort(c.out);
 	workspace_review_digest(c.out, c.out->review);
@@ -419,6 +421,60 @@ out:
 		return NULL;
 	}
 	return c.out;
+}
+
+/*
+ * Two names with one NFC form look alike: every changed path whose NFC
+ * form is that of another path (of the diff, or of the snapshot: the host
+ * at create) is risky. Only names not in NFC can be another's twin, and
+ * they are rare, so: collect their NFC forms, then compare each changed
+ * path's NFC form with them.
+ */
+static int
+diff_twins(struct diff_ctx *c)
+{
+	struct workspace_diff	*d = c->out;
+	const char		**orig = NULL;
+	char			**nfc = NULL, *mine;
+	size_t			 n = 0, cap, i, k;
+	int			 rv = -1;
+
+	cap = c->m->n + d->n;
+	if (cap == 0)
+		return 0;
+	if ((orig = calloc(cap, sizeof(*orig))) == NULL ||
+	    (nfc = calloc(cap, sizeof(*nfc))) == NULL)
+		goto out;
+	for (i = 0; i < cap; i++) {
+		orig[n] = i < c->m->n ? c->m->v[i].path : d->v[i - c->m->n].path;
+		if (!risky_not_nfc(orig[n]))
+			continue;
+		if ((nfc[n] = risky_nfc_dup(orig[n])) == NULL)
+			goto out;
+		n++;
+	}
+	for (i = 0; n > 0 && i < d->n; i++) {
+		if ((mine = risky_nfc_dup(d->v[i].path)) == NULL)
+			continue;	/* not UTF-8: never applied */
+		for (k = 0; k < n; k++)
+			if (strcmp(orig[k], d->v[i].path) != 0 &&
+			    strcmp(nfc[k], mine) == 0)
+				break;
+		free(mine);
+		if (k < n && !d->v[i].risky) {
+			d->v[i].risky = 1;
+			d->v[i].risky_why = RISKY_WHY_TWIN;
+		}
+	}
+	rv = 0;
+out:
+	if (rv == -1)
+		ws_cause(c->cause, "out of memory");
+	for (k = 0; nfc != NULL && k < n; k++)
+		free(nfc[k]);
+	free(nfc);
+	free(orig);
+	return rv;
 }
 
 void

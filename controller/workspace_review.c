@@ -30,8 +30,9 @@
 #include <openssl/evp.h>
 
 #include "sglimits.h"
+#include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 #define REVIEW_DIR	"reviews"
 #define REVIEW_HEAD	"sandgate-review 1\n"
@@ -197,7 +198,7 @@ workspace_review_save(const char *sbxdir, const struct workspace_diff *df,
 	if ((mkdir(path, 0700) == -1 && errno != EEXIST) ||
 	    (dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
-		return ws_cause(cause, "cannot create '%s': %s", path,
+		return util_cause(cause, "cannot create '%s': %s", path,
 		    strerror(errno));
 	snprintf(name, sizeof(name), "%s.review", df->review);
 	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
@@ -219,7 +220,7 @@ workspace_review_save(const char *sbxdir, const struct workspace_diff *df,
 	rc = 0;
 	goto out;
 fail:
-	ws_cause(cause, "cannot save the review in '%s': %s", path,
+	util_cause(cause, "cannot save the review in '%s': %s", path,
 	    strerror(errno ? errno : EIO));
 	unlinkat(dfd, tmp, 0);
 out:
@@ -366,7 +367,7 @@ workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 	int			 fd;
 
 	if (!review_valid_digest(digest)) {
-		ws_cause(cause, "'%.80s' is not a review digest (64 hex "
+		util_cause(cause, "'%.80s' is not a review digest (64 hex "
 		    "digits from sandgate diff)", digest);
 		errno = EINVAL;
 		return NULL;
@@ -376,11 +377,12 @@ workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 	    (in = fdopen(fd, "r")) == NULL) {
 		if (errno == ENOENT)
-			ws_cause(cause, "no review %s in this sandbox (it comes "
+			util_cause(cause,
+			    "no review %s in this sandbox (it comes "
 			    "from sandgate diff; only the newest %d are kept)",
 			    digest, SG_REVIEWS_KEPT);
 		else
-			ws_cause(cause, "cannot read '%s': %s", path,
+			util_cause(cause, "cannot read '%s': %s", path,
 			    strerror(errno));
 		if (fd != -1)
 			close(fd);
@@ -388,7 +390,7 @@ workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 	}
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
 		fclose(in);
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		return NULL;
 	}
 	r->d.stagefd = -1;
@@ -397,7 +399,8 @@ workspace_review_load(const char *sbxdir, const char *digest, char **cause)
 	fclose(in);
 	if (strcmp(r->d.review, digest) != 0) {
 		workspace_review_free(r);
-		ws_cause(cause, "review '%s' is damaged (its content does not "
+		util_cause(cause,
+		    "review '%s' is damaged (its content does not "
 		    "hash to its name)", path);
 		errno = EIO;
 		return NULL;

@@ -24,8 +24,9 @@
 #include "risky.h"
 #include "sglimits.h"
 #include "textdiff.h"
+#include "util.h"
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "workspace_int.h"
 
 /* One delta's text being written to a stream. */
 struct text_out {
@@ -138,7 +139,7 @@ text_load_snap(const char *sbxdir, const struct workspace_delta *d,
 	if (fd == -1 || fstat(fd, &st) == -1) {
 		if (fd != -1)
 			close(fd);
-		return ws_cause(cause, "cannot read the snapshot of '%s': %s",
+		return util_cause(cause, "cannot read the snapshot of '%s': %s",
 		    d->path, strerror(errno));
 	}
 	if (st.st_size > SG_DIFF_FILE_MAX) {
@@ -147,18 +148,18 @@ text_load_snap(const char *sbxdir, const struct workspace_delta *d,
 	}
 	if ((*buf = malloc((size_t)st.st_size + 1)) == NULL) {
 		close(fd);
-		return ws_cause(cause, "out of memory");
+		return util_cause(cause, "out of memory");
 	}
 	while (*len < (size_t)st.st_size && ((r = read(fd, *buf + *len,
 	    (size_t)st.st_size - *len)) > 0 || (r == -1 && errno == EINTR)))
 		*len += r > 0 ? (size_t)r : 0;
 	close(fd);
 	if ((h = ws_sha_new()) == NULL)
-		return ws_cause(cause, "out of memory");
+		return util_cause(cause, "out of memory");
 	EVP_DigestUpdate(h, *buf, *len);
 	ws_sha_hex(h, sha);
 	if (strcmp(sha, d->sha256_before) != 0)
-		return ws_cause(cause, "the snapshot of '%s' does not match "
+		return util_cause(cause, "the snapshot of '%s' does not match "
 		    "its manifest entry", d->path);
 	return 0;
 }
@@ -176,14 +177,15 @@ text_load_stage(const struct workspace_diff *df,
 	if (!d->staged)
 		return 0;
 	if ((*buf = malloc(d->stage_len + 1)) == NULL)
-		return ws_cause(cause, "out of memory");
+		return util_cause(cause, "out of memory");
 	while (off < d->stage_len) {
 		r = pread(df->stagefd, *buf + off, d->stage_len - off,
 		    d->stage_off + (off_t)off);
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return ws_cause(cause, "cannot read the staged copy of "
+			return util_cause(cause,
+			    "cannot read the staged copy of "
 			    "'%s'", d->path);
 		off += (size_t)r;
 	}
@@ -335,14 +337,14 @@ workspace_delta_text(const char *sbxdir, const struct workspace_diff *df,
 		goto out;
 	}
 	if ((f = open_memstream(text, len)) == NULL) {
-		rc = ws_cause(cause, "out of memory");
+		rc = util_cause(cause, "out of memory");
 		goto out;
 	}
 	r = text_write(f, d, &s, raw, escaped);
 	if (fclose(f) != 0 || r == -1) {
 		free(*text);
 		*text = NULL;
-		rc = ws_cause(cause, "out of memory");
+		rc = util_cause(cause, "out of memory");
 		goto out;
 	}
 	rc = WORKSPACE_TEXT_SHOWN;
@@ -414,7 +416,6 @@ text_json_delta(const char *sbxdir, const struct workspace_diff *df,
     const struct workspace_delta *d, struct workspace_write_stats *ws,
     char **cause)
 {
-	const char	*why = NULL;
 	char		*text = NULL, mb[8], ma[8];
 	size_t		 len = 0;
 	json_t		*o;
@@ -425,12 +426,12 @@ text_json_delta(const char *sbxdir, const struct workspace_diff *df,
 		return NULL;
 	if (r == WORKSPACE_TEXT_TOO_LARGE)
 		ws->too_large++;
-	risky_path(d->path, &why);
 	snprintf(mb, sizeof(mb), "%04o", (unsigned)d->mode_before);
 	snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after);
 	o = json_pack("{s:b, s:s?, s:b, s:b, s:s?, s:s?, s:s?, s:s?, s:s?, "
 	    "s:I, s:I, s:b}", "risky", d->risky, "risky_reason",
-	    d->risky ? why : NULL, "binary", d->binary, "special", d->special,
+	    d->risky ? d->risky_why : NULL, "binary", d->binary, "special",
+	    d->special,
 	    "type", d->special ? d->special_what : NULL,
 	    "sha256_before", d->sha256_before[0] ? d->sha256_before : NULL,
 	    "sha256_after", d->sha256_after[0] ? d->sha256_after : NULL,
@@ -448,7 +449,7 @@ text_json_delta(const char *sbxdir, const struct workspace_diff *df,
 	    json_string("") : json_null()) == -1)) {
 		json_decref(o);
 		o = NULL;
-		ws_cause(cause, "cannot encode the diff of '%s'", d->path);
+		util_cause(cause, "cannot encode the diff of '%s'", d->path);
 	}
 	free(text);
 	return o;
@@ -476,14 +477,15 @@ text_write_json(const char *sbxdir, const struct workspace_diff *df,
 			if (json_dumpf(o, out, JSON_COMPACT | JSON_SORT_KEYS) ==
 			    -1) {
 				json_decref(o);
-				return ws_cause(cause, "cannot write the diff");
+				return util_cause(cause,
+				    "cannot write the diff");
 			}
 			json_decref(o);
 		}
 		fprintf(out, "%s]%s\n", n ? "\n  " : "", k < 2 ? "," : "");
 	}
 	fputs("}\n", out);
-	return ferror(out) ? ws_cause(cause, "cannot write the diff") : 0;
+	return ferror(out) ? util_cause(cause, "cannot write the diff") : 0;
 }
 
 int
@@ -499,11 +501,11 @@ workspace_diff_write(const char *sbxdir, const struct workspace_diff *df,
 		if (text_write_delta(sbxdir, df, &df->v[i], flags, out, ws,
 		    cause) == -1) {
 			if (cause != NULL && *cause == NULL)
-				ws_cause(cause, "cannot write the diff");
+				util_cause(cause, "cannot write the diff");
 			return -1;
 		}
 	}
 	if (df->n > 0)		/* nothing to review, nothing printed */
 		fprintf(out, "review %s\n", df->review);
-	return ferror(out) ? ws_cause(cause, "cannot write the diff") : 0;
+	return ferror(out) ? util_cause(cause, "cannot write the diff") : 0;
 }

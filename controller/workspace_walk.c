@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #include "workspace.h"
-#include "workspace_priv.h"
+#include "util.h"
+#include "workspace_int.h"
 
 /* One folder on the way down: its sorted names and where we are. */
 struct walk_frame {
@@ -129,7 +130,7 @@ walk_push(struct workspace_walk *w, int fd, const struct stat *st,
 	if (w->nfr == w->capfr) {
 		ncap = w->capfr ? w->capfr * 2 : 32;
 		if ((nv = reallocarray(w->fr, ncap, sizeof(*nv))) == NULL)
-			return ws_cause(cause, "out of memory");
+			return util_cause(cause, "out of memory");
 		w->fr = nv;
 		w->capfr = ncap;
 	}
@@ -140,7 +141,7 @@ walk_push(struct workspace_walk *w, int fd, const struct stat *st,
 	f->pathlen = pathlen;
 	if (walk_read(fd, f) == -1) {
 		walk_frame_free(f);
-		return ws_cause(cause, "cannot read folder '%s': %s",
+		return util_cause(cause, "cannot read folder '%s': %s",
 		    pathlen ? w->path : ".", strerror(errno));
 	}
 	w->nfr++;
@@ -183,14 +184,15 @@ walk_descend(struct workspace_walk *w, char **cause)
 	if (fd == -1) {
 		if (errno == ENOENT)
 			return 0;	/* gone since it was listed */
-		return ws_cause(cause, "cannot open folder '%s': %s",
+		return util_cause(cause, "cannot open folder '%s': %s",
 		    w->path, errno == ELOOP || errno == ENOTDIR ?
 		    "it was replaced while it was read" : strerror(errno));
 	}
 	if (fstat(fd, &st) == -1 || st.st_dev != w->pst.st_dev ||
 	    st.st_ino != w->pst.st_ino) {
 		close(fd);
-		return ws_cause(cause, "folder '%s' was replaced while it was "
+		return util_cause(cause,
+		    "folder '%s' was replaced while it was "
 		    "read", w->path);
 	}
 	return walk_push(w, fd, &st, w->plen, cause);
@@ -221,7 +223,8 @@ walk_up(struct workspace_walk *w, char **cause)
 		    st.st_ino != p->ino) {
 			if (fd != -1)
 				close(fd);
-			return ws_cause(cause, "folder '%s' was moved while it "
+			return util_cause(cause,
+			    "folder '%s' was moved while it "
 			    "was read", p->pathlen ? w->path : ".");
 		}
 	}
@@ -238,20 +241,20 @@ workspace_walk_new(int rootfd, char **cause)
 	int			 fd;
 
 	if ((w = calloc(1, sizeof(*w))) == NULL) {
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		return NULL;
 	}
 	w->fd = w->rootfd = -1;
 	if ((w->path = malloc(256)) == NULL) {
 		free(w);
-		ws_cause(cause, "out of memory");
+		util_cause(cause, "out of memory");
 		return NULL;
 	}
 	w->pathcap = 256;
 	w->path[0] = '\0';
 	if ((w->rootfd = dup(rootfd)) == -1 ||
 	    (fd = dup(rootfd)) == -1 || fstat(fd, &st) == -1) {
-		ws_cause(cause, "cannot open the folder to walk: %s",
+		util_cause(cause, "cannot open the folder to walk: %s",
 		    strerror(errno));
 		workspace_walk_free(w);
 		return NULL;
@@ -311,11 +314,11 @@ workspace_walk_next(struct workspace_walk *w, struct workspace_walk_entry *e,
 		}
 		name = f->names[f->next++];
 		if (walk_path(w, f->pathlen, name) == -1)
-			return ws_cause(cause, "out of memory");
+			return util_cause(cause, "out of memory");
 		if (fstatat(w->fd, name, &e->st, AT_SYMLINK_NOFOLLOW) == -1) {
 			if (errno == ENOENT)
 				continue;	/* removed meanwhile */
-			return ws_cause(cause, "cannot stat '%s': %s",
+			return util_cause(cause, "cannot stat '%s': %s",
 			    w->path, strerror(errno));
 		}
 		e->path = w->path;

@@ -175,6 +175,13 @@ conn_client_reading(struct conn *c)
 	    !c->r.body_done && (c->upstream == NULL ||
 	    evbuffer_get_length(bufferevent_get_output(c->upstream)) <
 	    PROXY_HIGH_WATER)));
+	/*
+	 * This runs several times per request; enabling reading that is
+	 * already on would add its event again for nothing (no timeouts are
+	 * set on these bufferevents, so nothing else changes).
+	 */
+	if (want == ((bufferevent_get_enabled(c->client) & EV_READ) != 0))
+		return;
 	if (want)
 		bufferevent_enable(c->client, EV_READ);
 	else
@@ -841,7 +848,12 @@ conn_start_http(struct conn *c)
 		return conn_block_malformed(c, 400, cause);
 	host_format(&c->r.host, c->r.port, c->r.hostport,
 	    sizeof(c->r.hostport));
-	if (q->host != NULL && (host_parse_authority(q->host,
+	/*
+	 * A Host spelled byte for byte as the URI's authority (what clients
+	 * send) names the same host: the parse is a function of the bytes.
+	 */
+	if (q->host != NULL && strcmp(q->host, q->authority) != 0 &&
+	    (host_parse_authority(q->host,
 	    strlen(q->host), 80, &hh, &hport, &cause) == -1 ||
 	    !host_equal(&hh, &c->r.host) || hport != c->r.port))
 		return conn_block(c, SG_REASON_HOST_MISMATCH, NULL, NULL);

@@ -6,6 +6,8 @@
  * reader stops its peer instead of filling memory; that holds for the 1xx
  * heads the proxy forwards one by one too.
  */
+#include <sys/socket.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +24,7 @@ static int	conn_http_response_head(struct conn *, int *more);
 static int	conn_http_response_body(struct conn *);
 static int	conn_http_complete(struct conn *);
 static int	conn_http_path(struct conn *);
+static void	conn_http_send_head(struct conn *, const char *, size_t);
 
 /*
  * Move up to max bytes from one side's input to the other's output, and
@@ -86,6 +89,27 @@ conn_http_path(struct conn *c)
 	return 0;
 }
 
+/*
+ * The request head goes upstream. With nothing queued before it (the
+ * usual case) it is written at once: queued, it would cost the upstream's
+ * write event armed, an epoll_wait to find the socket writable and the
+ * event disarmed again, per request. What the socket does not take, or
+ * all of it after an error (which the bufferevent then meets and reports
+ * as it would have), is queued as before.
+ */
+static void
+conn_http_send_head(struct conn *c, const char *head, size_t len)
+{
+	ssize_t	n = 0;
+
+	if (evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0 &&
+	    (n = send(bufferevent_getfd(c->upstream), head, len,
+	    MSG_NOSIGNAL | MSG_DONTWAIT)) < 0)
+		n = 0;
+	if ((size_t)n < len)
+		bufferevent_write(c->upstream, head + n, len - (size_t)n);
+}
+
 /* Send the request head upstream and start the body and response. */
 int
 conn_http_start(struct conn *c)
@@ -107,7 +131,7 @@ conn_http_start(struct conn *c)
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
-	bufferevent_write(c->upstream, head, len);
+	conn_http_send_head(c, head, len);
 	free(head);
 	r->body = http_request_body(&r->req);
 	r->body_left = r->req.content_length > 0 ?
@@ -118,7 +142,13 @@ conn_http_start(struct conn *c)
 	r->resp = CONN_RESP_HEAD;
 	c->close_after = !r->keep_alive || c->client_eof;
 	conn_set_state(c, CONN_HTTP);
-	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+	/*
+	 * Writing is enabled from the start (libevent's default for a
+	 * socket bufferevent, never turned off here): the write event is
+	 * armed whenever bytes are queued. Enabling it again would arm it
+	 * now, with nothing to write.
+	 */
+	bufferevent_enable(c->upstream, EV_READ);
 	if (!r->body_done)
 		return conn_http_body(c);
 	return 0;

@@ -45,7 +45,7 @@ static int	conn_tunnel_http_head(struct conn *, const unsigned char *,
 		    size_t, size_t *);
 static size_t	conn_tunnel_http_body(struct conn *, const unsigned char *,
 		    size_t, int *);
-static int	conn_tunnel_same_host(struct conn *, const char *);
+static int	conn_tunnel_same_host(struct conn *, const char *, size_t);
 static enum tunnel_verdict conn_tunnel_block(struct conn *, enum sg_reason,
 		    const char *sni, int status, const char *cause);
 static void	conn_tunnel_done(void *, const char *, int);
@@ -311,42 +311,45 @@ conn_tunnel_http(struct conn *c, const unsigned char *buf, size_t len,
 }
 
 /*
- * 1 when an authority a client wrote ("Host: ...", or an absolute URI's)
- * names the CONNECT host and port: spelled as the CONNECT target or as
- * its normalized form it does at once, else after normalization (a
- * missing port is the CONNECT port).
+ * 1 when an authority a client wrote ("Host: ...", or an absolute URI's;
+ * len bytes at a) names the CONNECT host and port: spelled as the CONNECT
+ * target or as its normalized form it does at once, else after
+ * normalization (a missing port is the CONNECT port).
  */
 static int
-conn_tunnel_same_host(struct conn *c, const char *a)
+conn_tunnel_same_host(struct conn *c, const char *a, size_t len)
 {
 	struct host	 h;
 	uint16_t	 port;
 	const char	*cause;
 
-	if (!host_is_ascii(a, strlen(a)))		/* the upstream gets it raw */
+	if (!host_is_ascii(a, len))		/* the upstream gets it raw */
 		return 0;
-	if (strcasecmp(a, c->r.req.authority) == 0 ||
-	    strcasecmp(a, c->r.hostport) == 0)
+	if ((len == strlen(c->r.req.authority) &&
+	    strncasecmp(a, c->r.req.authority, len) == 0) ||
+	    (len == strlen(c->r.hostport) &&
+	    strncasecmp(a, c->r.hostport, len) == 0))
 		return 1;
-	return host_parse_authority(a, strlen(a), c->r.port, &h, &port,
+	return host_parse_authority(a, len, c->r.port, &h, &port,
 	    &cause) == 0 && host_equal(&h, &c->r.host) && port == c->r.port;
 }
 
 /*
  * One request head at buf: *used is its length once it is complete and
- * passed (0 while incomplete). Returns -1 when it was refused.
+ * passed (0 while incomplete). Returns -1 when it was refused. The head
+ * is checked where it lies (http_request_scan(): every rule of
+ * http_request_parse(), nothing copied), since its bytes go on as sent.
  */
 static int
 conn_tunnel_http_head(struct conn *c, const unsigned char *buf, size_t len,
     size_t *used)
 {
-	struct http_request	 req;
-	const char		*cause;
-	int			 status, bad;
+	struct http_request_view	 req;
+	const char			*cause;
+	int				 status, bad;
 
 	*used = 0;
-	http_request_init(&req);
-	switch (http_request_parse((const char *)buf, len, &req, &status,
+	switch (http_request_scan((const char *)buf, len, &req, &status,
 	    &cause)) {
 	case HTTP_PARSE_MORE:
 		return 0;
@@ -359,20 +362,18 @@ conn_tunnel_http_head(struct conn *c, const unsigned char *buf, size_t len,
 	}
 	/* The Host (required), and an absolute URI, name the CONNECT host. */
 	bad = req.host == NULL || req.form == HTTP_TARGET_AUTHORITY ||
-	    !conn_tunnel_same_host(c, req.host) ||
+	    !conn_tunnel_same_host(c, req.host, req.host_len) ||
 	    (req.form == HTTP_TARGET_ABSOLUTE &&
-	    !conn_tunnel_same_host(c, req.authority));
+	    !conn_tunnel_same_host(c, req.authority, req.authority_len));
 	if (bad) {
-		http_request_release(&req);
 		conn_tunnel_block(c, SG_REASON_HOST_MISMATCH, NULL, 403, NULL);
 		return -1;
 	}
-	c->tbody = http_request_body(&req);
+	c->tbody = http_request_view_body(&req);
 	c->tbody_left = req.content_length > 0 ?
 	    (uint64_t)req.content_length : 0;
 	http_chunked_init(&c->tbody_chunked);
 	*used = req.head_len;
-	http_request_release(&req);
 	return 0;
 }
 

@@ -57,7 +57,11 @@ struct eventlog {
 	int			 not_reg;	/* the path is not a regular file */
 	int			 foreign;	/* not-log lines end the file */
 	long long		 first;	/* first seq of the files it keeps */
+	int			 blocked; /* a file not its own in the way */
+	uint64_t		 blocked_us;	/* when that was seen */
 };
+
+struct eventlog_found;
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
@@ -65,8 +69,12 @@ static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
 		    int *);
+static size_t	eventlog_collect(const char *, size_t, int,
+		    struct eventlog_found *, size_t, size_t *);
+static size_t	eventlog_chain_end(const struct eventlog_found *, size_t,
+		    int *);
 static int	eventlog_scan_window(int, off_t, off_t,
-		    struct logverify_line *, int *);
+		    struct logverify_line *, int *, int *);
 static int	eventlog_ends_torn(int, off_t);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *);
@@ -75,8 +83,11 @@ static int	eventlog_lock(struct eventlog *);
 static void	eventlog_unlock(struct eventlog *);
 static int	eventlog_build(struct eventlog *, json_t *, char **,
 		    size_t *, char *);
-static int	eventlog_rotate_files(struct eventlog *);
+static int	eventlog_rotation_blocked(struct eventlog *, unsigned *);
+static int	eventlog_rotate_files(struct eventlog *, unsigned);
 static long long eventlog_first_of(const char *);
+static long long eventlog_last_of(const char *);
+static int	eventlog_drop(struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *);
 static unsigned	eventlog_rotated_top(const struct eventlog *);
 static int	eventlog_rotate(struct eventlog *);
@@ -138,59 +149,148 @@ eventlog_open_fd(struct eventlog *log)
 	return 0;
 }
 
-/*
- * Find the last log line in bytes [size - window, size) of fd, skipping
- * torn lines and lines that are not ours; *foreign says whether a line
- * that is neither torn nor ours (nor empty) follows it: the writer did
- * not leave the file so. A line whose hash does not verify still counts
- * (the chain continues from what it claims, and the verifier reports the
- * edit). Returns 1 found, 0 none, -1 read error.
- */
-static int
-eventlog_scan_window(int fd, off_t size, off_t window,
-    struct logverify_line *out, int *foreign)
-{
-	char			*buf, *end, *start;
-	off_t			 off = size - window;
-	ssize_t			 n;
-	enum logverify_status	 st;
-	int			 found = 0;
+/* One log line found by the tail scan, and where it ends in the window. */
+struct eventlog_found {
+	struct logverify_line	l;
+	size_t			end;
+	int			mismatch;
+};
 
-	if ((buf = malloc((size_t)window)) == NULL)
-		return -1;
-	n = pread(fd, buf, (size_t)window, off);
-	if (n != window) {
-		if (n >= 0)
-			errno = EIO;
-		free(buf);
-		return -1;
+/*
+ * The index of the line the log ends with among the n log lines found,
+ * in file order: the last one, unless the run of consecutive seqs it
+ * ends starts with a line that follows neither the line before it nor
+ * any earlier line by seq and hash (planted: the writer never makes a
+ * seq jump); then the end is sought again before that run. *skipped
+ * says whether a run was passed over.
+ */
+static size_t
+eventlog_chain_end(const struct eventlog_found *f, size_t n, int *skipped)
+{
+	size_t	e = n - 1, b, j;
+
+	*skipped = 0;
+	for (;;) {
+		for (b = e; b > 0 && f[b - 1].l.seq + 1 == f[b].l.seq; b--)
+			;
+		if (b == 0)
+			return e;
+		for (j = b; j > 0; j--) {
+			if (f[j - 1].l.seq + 1 == f[b].l.seq &&
+			    strcmp(f[j - 1].l.hash, f[b].l.prev) == 0)
+				return e;
+		}
+		*skipped = 1;
+		e = b - 1;
 	}
-	end = buf + window;
-	while (end > buf && !found) {
-		start = end;
-		while (start > buf && start[-1] != '\n')
-			start--;
-		/* A line cut by the window's start is not a whole line. */
-		if (start == buf && off > 0)
-			break;
-		st = logverify_line(start, (size_t)(end - start), out);
-		if (st == LOGVERIFY_NOT_LOG && end > start)
-			*foreign = 1;
-		if (st == LOGVERIFY_HASH_MISMATCH)
-			log_warnx("last event in the log does not verify "
-			    "(seq %lld); 'sandgate audit verify' reports it",
-			    out->seq);
-		found = st == LOGVERIFY_OK || st == LOGVERIFY_HASH_MISMATCH;
-		end = start > buf ? start - 1 : buf;
-	}
-	free(buf);
-	return found;
 }
 
 /*
- * Find the last log line of a file of size bytes: first in its last few
- * KiB, then in its last SG_LOG_TAIL_SCAN bytes. *all says whether the
- * whole file was searched. Returns as eventlog_scan_window().
+ * The log lines among the whole lines of buf[0, len), oldest first, into
+ * f (at most cap); a first line cut by the window's start (cut) is not
+ * whole. *last_foreign: where the last line that is neither a log line,
+ * torn nor empty ends (0: none). Returns how many were found.
+ */
+static size_t
+eventlog_collect(const char *buf, size_t len, int cut,
+    struct eventlog_found *f, size_t cap, size_t *last_foreign)
+{
+	const char		*start = buf, *end;
+	enum logverify_status	 st;
+	size_t			 n = 0;
+
+	*last_foreign = 0;
+	if (cut) {
+		while (start < buf + len && *start != '\n')
+			start++;
+		if (start < buf + len)
+			start++;
+	}
+	for (; start < buf + len && n < cap; start = end + 1) {
+		if ((end = memchr(start, '\n', (size_t)(buf + len - start))) ==
+		    NULL)
+			end = buf + len;
+		st = logverify_line(start, (size_t)(end - start), &f[n].l);
+		if (st == LOGVERIFY_NOT_LOG && end > start)
+			*last_foreign = (size_t)(end - buf) + 1;
+		if (st != LOGVERIFY_OK && st != LOGVERIFY_HASH_MISMATCH)
+			continue;
+		f[n].mismatch = st == LOGVERIFY_HASH_MISMATCH;
+		f[n++].end = (size_t)(end - buf) + 1;
+	}
+	return n;
+}
+
+/*
+ * Find the line the log ends with in bytes [size - window, size) of fd
+ * (eventlog_chain_end() over its log lines), skipping torn lines and
+ * lines that are not ours; *foreign says whether a line that is neither
+ * torn nor empty follows it: a line that is not ours, or a log line the
+ * writer does not continue from. A line whose hash does not verify still
+ * counts (the chain continues from what it claims, and the verifier
+ * reports the edit). *near says whether the end's run reaches back to
+ * the window's start with a seq within SG_LOG_SEQ_ROOM of the bound: a
+ * larger window may show that run is planted. Returns 1 found, 0 none,
+ * -1 read error.
+ */
+static int
+eventlog_scan_window(int fd, off_t size, off_t window,
+    struct logverify_line *out, int *foreign, int *near)
+{
+	struct eventlog_found	*f = NULL;
+	char			*buf;
+	off_t			 off = size - window;
+	size_t			 n, cap, e, last_foreign;
+	ssize_t			 got;
+	int			 skipped, rc = -1;
+
+	*near = 0;
+	/* A log line holds two hashes: at most window / 128 of them. */
+	cap = (size_t)window / (2 * LOGVERIFY_HASH_HEX) + 1;
+	if ((buf = malloc((size_t)window)) == NULL ||
+	    (f = calloc(cap, sizeof(*f))) == NULL)
+		goto out;
+	got = pread(fd, buf, (size_t)window, off);
+	if (got != window) {
+		if (got >= 0)
+			errno = EIO;
+		goto out;
+	}
+	n = eventlog_collect(buf, (size_t)window, off > 0, f, cap,
+	    &last_foreign);
+	rc = 0;
+	if (n == 0) {
+		*foreign = last_foreign > 0;
+		goto out;
+	}
+	e = eventlog_chain_end(f, n, &skipped);
+	*out = f[e].l;
+	*foreign = skipped || last_foreign > f[e].end;
+	if (skipped)
+		log_warnx("the log line with seq %lld after seq %lld does not "
+		    "follow the chain: continuing from seq %lld; 'sandgate "
+		    "audit verify' reports it", f[e + 1].l.seq, f[e].l.seq,
+		    f[e].l.seq);
+	if (f[e].mismatch)
+		log_warnx("last event in the log does not verify "
+		    "(seq %lld); 'sandgate audit verify' reports it",
+		    out->seq);
+	for (; e > 0 && f[e - 1].l.seq + 1 == f[e].l.seq; e--)
+		;
+	*near = off > 0 && e == 0 &&
+	    out->seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM;
+	rc = 1;
+out:
+	free(f);
+	free(buf);
+	return rc;
+}
+
+/*
+ * Find the line the log ends with in a file of size bytes: first in its
+ * last few KiB, then in its last SG_LOG_TAIL_SCAN bytes when there is
+ * none there or its run may be planted. *all says whether the whole file
+ * was searched. Returns as eventlog_scan_window().
  */
 static int
 eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
@@ -198,21 +298,21 @@ eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
 {
 	off_t	window = size < EVENTLOG_FIRST_SCAN ? size :
 	    EVENTLOG_FIRST_SCAN;
-	int	r;
+	int	r, near;
 
 	*all = 1;
 	*foreign = 0;
 	if (size == 0)
 		return 0;
-	r = eventlog_scan_window(fd, size, window, out, foreign);
-	if (r != 0 || window == size) {
+	r = eventlog_scan_window(fd, size, window, out, foreign, &near);
+	if ((r != 0 && !near) || r == -1 || window == size) {
 		*all = window == size;
 		return r;
 	}
 	window = size < SG_LOG_TAIL_SCAN ? size : SG_LOG_TAIL_SCAN;
 	*all = window == size;
 	*foreign = 0;
-	return eventlog_scan_window(fd, size, window, out, foreign);
+	return eventlog_scan_window(fd, size, window, out, foreign, &near);
 }
 
 /* 1 if a non-empty file does not end in a newline, 0 if it does, -1. */
@@ -431,17 +531,21 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 	return 0;
 }
 
-/* The highest N with name.1 .. name.N all present (0: none). */
+/*
+ * The highest N with name.1 .. name.N all this log's rotated files (0:
+ * none): each one's first line a log line. A file there that is not
+ * (planted, or empty) ends the count: it is never shifted or deleted,
+ * and no first seq is taken from it.
+ */
 static unsigned
 eventlog_rotated_top(const struct eventlog *log)
 {
 	char		p[4096];
-	struct stat	st;
 	unsigned	n;
 
 	for (n = 0; n < SG_LOG_ROTATED_MAX; n++) {
 		snprintf(p, sizeof(p), "%s.%u", log->path, n + 1);
-		if (stat(p, &st) == -1)
+		if (eventlog_first_of(p) == 0)
 			break;
 	}
 	return n;
@@ -453,19 +557,41 @@ eventlog_first_of(const char *path)
 {
 	struct logverify_line	 l;
 	struct stat		 st;
-	char			*buf, *nl;
-	ssize_t			 n;
+	char			*buf, *nl = NULL;
+	ssize_t			 n = 0;
 	long long		 seq = 0;
 	int			 fd;
 
 	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
 		return 0;
+	/* A line is short: its first KiB first, all it may hold if not. */
 	if ((buf = malloc(SG_LOG_LINE_MAX + 1)) != NULL &&
-	    (n = pread(fd, buf, SG_LOG_LINE_MAX + 1, 0)) > 0 &&
-	    (nl = memchr(buf, '\n', (size_t)n)) != NULL &&
+	    (n = pread(fd, buf, EVENTLOG_FIRST_SCAN, 0)) > 0 &&
+	    (nl = memchr(buf, '\n', (size_t)n)) == NULL &&
+	    n == EVENTLOG_FIRST_SCAN &&
+	    (n = pread(fd, buf, SG_LOG_LINE_MAX + 1, 0)) > 0)
+		nl = memchr(buf, '\n', (size_t)n);
+	if (nl != NULL &&
 	    logverify_line(buf, (size_t)(nl - buf), &l) == LOGVERIFY_OK)
 		seq = l.seq;
 	free(buf);
+	close(fd);
+	return seq;
+}
+
+/* The seq of the line the file at path ends with, or 0. */
+static long long
+eventlog_last_of(const char *path)
+{
+	struct logverify_line	 l;
+	struct stat		 st;
+	int			 fd, all, foreign;
+	long long		 seq = 0;
+
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
+		return 0;
+	if (eventlog_scan(fd, st.st_size, &l, &all, &foreign) == 1)
+		seq = l.seq;
 	close(fd);
 	return seq;
 }
@@ -491,16 +617,77 @@ eventlog_find_first(struct eventlog *log)
 }
 
 /*
- * name.N -> name.(N+1) ... name -> name.1, then the files past keep are
- * deleted, oldest first, but none younger than keep_min_age: that many
- * seconds of history stay whatever the volume of events.
+ * Delete name.i, a rotated file past keep, and move first on past the
+ * events it held: only when it starts at or before first (the oldest
+ * file the writer keeps), and never past its last event nor past the
+ * first of name.(i-1), the file it keeps next. 0, or -1 with errno.
  */
 static int
-eventlog_rotate_files(struct eventlog *log)
+eventlog_drop(struct eventlog *log, unsigned i)
+{
+	char		p[4096];
+	long long	from, to, next;
+
+	snprintf(p, sizeof(p), "%s.%u", log->path, i);
+	from = eventlog_first_of(p);
+	to = eventlog_last_of(p);
+	if (unlink(p) == -1)
+		return errno == ENOENT ? 0 : -1;
+	snprintf(p, sizeof(p), "%s.%u", log->path, i - 1);
+	next = eventlog_first_of(p);
+	if (from == 0 || to < from || (log->first > 0 && from > log->first))
+		return 0;
+	if (next == 0 || next > to + 1)
+		next = to + 1;
+	if (next > log->first)
+		log->first = next;
+	return 0;
+}
+
+/*
+ * Whether the rotation is in the way of a file that is not the log's: a
+ * name.(top+1), where name.top would move, that the count of its rotated
+ * files stopped at (planted, or empty). Then the file grows on instead,
+ * said once on stderr and looked at again at most once a second, so
+ * what a writer of the folder plants there can neither be taken for the
+ * log nor make the writer delete any of it. *top: the count.
+ */
+static int
+eventlog_rotation_blocked(struct eventlog *log, unsigned *top)
+{
+	char		p[4096];
+	struct stat	st;
+	uint64_t	now = util_now_us();
+
+	if (log->blocked && now - log->blocked_us < EVENTLOG_SYNC_US)
+		return 1;
+	*top = eventlog_rotated_top(log);
+	snprintf(p, sizeof(p), "%s.%u", log->path, *top + 1);
+	if (*top == SG_LOG_ROTATED_MAX || lstat(p, &st) == -1) {
+		log->blocked = 0;
+		return 0;
+	}
+	if (!log->blocked)
+		log_warnx("not rotating \"%s\": \"%s\" is not one of its "
+		    "rotated files (its first line is not a log line); the log "
+		    "grows past its size until that file is moved away",
+		    log->path, p);
+	log->blocked = 1;
+	log->blocked_us = now;
+	return 1;
+}
+
+/*
+ * name.top -> name.(top+1) ... name -> name.1, then the files past keep
+ * are deleted, oldest first, but none younger than keep_min_age: that
+ * many seconds of history stay whatever the volume of events.
+ */
+static int
+eventlog_rotate_files(struct eventlog *log, unsigned top)
 {
 	char		from[4096], to[4096];
 	struct stat	st;
-	unsigned	i, top = eventlog_rotated_top(log);
+	unsigned	i;
 	time_t		now = time(NULL);
 
 	if (top == SG_LOG_ROTATED_MAX) {
@@ -521,27 +708,29 @@ eventlog_rotate_files(struct eventlog *log)
 		if (log->opts.keep_min_age > 0 && stat(from, &st) == 0 &&
 		    (long long)(now - st.st_mtime) < log->opts.keep_min_age)
 			break;
-		if (unlink(from) == -1 && errno != ENOENT)
+		if (eventlog_drop(log, i) == -1)
 			return -1;
-		/* It keeps the files before this one: name.(i-1) first. */
-		snprintf(from, sizeof(from), "%s.%u", log->path, i - 1);
-		log->first = eventlog_first_of(from);
 	}
 	return 0;
 }
 
 /*
  * Size rotation: sync the full file, rename it away and continue in a
- * new one. Shared mode re-takes the lock on the new file (and re-reads
- * the chain, which another process may have continued meanwhile).
+ * new one (or write on in it while the rotation is blocked). Shared mode
+ * re-takes the lock on the new file (and re-reads the chain, which
+ * another process may have continued meanwhile).
  */
 static int
 eventlog_rotate(struct eventlog *log)
 {
+	unsigned	top;
+
+	if (eventlog_rotation_blocked(log, &top))
+		return 0;
 	if (log->dirty && fdatasync(log->fd) == -1)
 		return -1;
 	log->dirty = 0;
-	if (eventlog_rotate_files(log) == -1)
+	if (eventlog_rotate_files(log, top) == -1)
 		return -1;
 	close(log->fd);		/* drops the lock in shared mode */
 	log->fd = -1;

@@ -176,8 +176,12 @@ int		 eventlog_foreign(const struct eventlog *);
  * The first seq of the files the writer keeps (0: not known): of the
  * oldest rotated file when the log was opened or reopened (SIGUSR1: the
  * files another rotated are theirs to delete), then moved on only when
- * the writer itself deletes a file past opts.keep. The signer writes it
- * into its anchor (checkpoint.h), so files deleted by anyone else show.
+ * the writer itself deletes a file past opts.keep that starts at or
+ * before it, to no later than that file's last seq + 1 and the first seq
+ * of the file kept next. Rotated files are only name.1 .. name.N whose
+ * first line is a log line; another file at name.(N+1) stops rotation
+ * (the file grows on). The signer writes it into its anchor
+ * (checkpoint.h), so files deleted by anyone else show.
  */
 long long	 eventlog_first(const struct eventlog *);
 /* The files kept start at seq (if earlier): what the anchor said. */

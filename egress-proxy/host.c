@@ -34,6 +34,8 @@ static int	host_parse_v4(const char *, size_t, struct in_addr *);
 static int	host_check_labels(const char *, size_t, const char **);
 static int	host_parse_port(const char *, size_t, uint16_t *,
 		    const char **);
+static char	*host_put_uint(char *, unsigned);
+static void	host_v4_name(const struct in_addr *, char *);
 
 /* Refuse bytes that never belong in a host, before any conversion. */
 static int
@@ -357,7 +359,7 @@ host_finish_ascii(char *s, struct host *out, const char **cause)
 			*cause = "host name looks like an invalid IPv4 address";
 			return -1;
 		}
-		inet_ntop(AF_INET, &out->ip.v4, out->name, sizeof(out->name));
+		host_v4_name(&out->ip.v4, out->name);
 		out->type = HOST_IPV4;
 		return 0;
 	}
@@ -490,10 +492,65 @@ host_equal(const struct host *a, const struct host *b)
 	return a->type == b->type && strcmp(a->name, b->name) == 0;
 }
 
+/*
+ * "[name]:port" for IPv6, "name:port" otherwise, as snprintf would write
+ * it (cut to size, the full length returned), without its format
+ * parsing: this runs for every request.
+ */
 int
 host_format(const struct host *h, uint16_t port, char *buf, size_t size)
 {
+	char	out[SG_HOST_MAX + 10], *p = out;
+	size_t	n = strlen(h->name), len;
+
 	if (h->type == HOST_IPV6)
-		return snprintf(buf, size, "[%s]:%u", h->name, (unsigned)port);
-	return snprintf(buf, size, "%s:%u", h->name, (unsigned)port);
+		*p++ = '[';
+	memcpy(p, h->name, n);
+	p += n;
+	if (h->type == HOST_IPV6)
+		*p++ = ']';
+	*p++ = ':';
+	p = host_put_uint(p, port);
+	len = (size_t)(p - out);
+	if (size > 0) {
+		n = len < size - 1 ? len : size - 1;
+		memcpy(buf, out, n);
+		buf[n] = '\0';
+	}
+	return (int)len;
+}
+
+/* The decimal digits of v at p; returns the end. */
+static char *
+host_put_uint(char *p, unsigned v)
+{
+	char	d[10];
+	size_t	n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	while (n > 0)
+		*p++ = d[--n];
+	return p;
+}
+
+/*
+ * The dotted quad of a (network order) into name, as inet_ntop(AF_INET)
+ * writes it: four decimal numbers without leading zeros.
+ */
+static void
+host_v4_name(const struct in_addr *a, char *name)
+{
+	const unsigned char	*b = (const unsigned char *)&a->s_addr;
+	char			*p = name;
+	int			 i;
+
+	for (i = 0; i < 4; i++) {
+		if (i > 0)
+			*p++ = '.';
+		p = host_put_uint(p, b[i]);
+	}
+	*p = '\0';
 }

@@ -39,6 +39,23 @@ struct statline {
 	size_t	roff, rlen;	/* reason phrase */
 };
 
+/*
+ * One field line of a head, where it lies in the buffer being parsed:
+ * the name, and the value trimmed of OWS (neither NUL-terminated).
+ */
+struct field {
+	const char	*name;
+	size_t		 nlen;
+	const char	*value;
+	size_t		 vlen;
+};
+
+/* The field lines of one head (fields_scan(), then fields_split()). */
+struct fields {
+	size_t		n;
+	struct field	f[SG_HTTP_HEADERS_MAX];
+};
+
 /* What the fields of a head say about framing and the connection. */
 struct framing {
 	int64_t		content_length;
@@ -48,7 +65,21 @@ struct framing {
 	int		conn_close;
 	int		conn_keep_alive;
 	int		expect_continue;
-	const char	*host;
+	const struct field *host;
+};
+
+/* A request head checked in place: everything but the copies. */
+struct reqhead {
+	struct reqline			rl;
+	struct fields			fl;
+	struct framing			fr;
+	struct http_request_view	v;
+};
+
+/* One piece of a start line the forwarded-head builder joins. */
+struct part {
+	const char	*p;
+	size_t		 n;
 };
 
 /* Growable output string of the builders. */
@@ -82,10 +113,11 @@ static int	is_tchar(unsigned char);
 static int	is_vchar(unsigned char);
 static int	is_field_char(unsigned char);
 static int	is_ows(unsigned char);
+static int	ieq(const char *, size_t, const char *, size_t);
 static int	fail(int *, const char **, int, const char *);
 static int	line_find(const char *, size_t, size_t, size_t *);
 static enum http_parse fields_scan(const char *, size_t, size_t, size_t *,
-		    size_t *, int *, const char **);
+		    struct fields *, int *, const char **);
 static int	version_scan(const char *, size_t, int, int *, int *,
 		    const char **);
 static int	reqline_scan(const char *, size_t, int, struct reqline *,
@@ -96,28 +128,33 @@ static int	absolute_split(const char *, struct reqline *, int *,
 		    const char **);
 static int	statline_scan(const char *, size_t, int, struct statline *,
 		    const char **);
-static int	fields_copy(const char *, size_t, size_t, size_t, char **,
-		    struct http_header **, int *, const char **);
-static int	field_split(char *, size_t, struct http_header *, int *,
-		    const char **);
-static int	list_next(const char **, const char **, size_t *);
-static int	token_eq(const char *, size_t, const char *);
-static int	framing_scan(const struct http_header *, size_t, int, int,
+static int	fields_split(struct fields *, int *, const char **);
+static int	field_split(struct field *, int *, const char **);
+static int	field_value_ok(const char *, size_t);
+static char	*fields_copy(const struct fields *, size_t,
+		    struct http_header **, char **);
+static int	list_next(const char **, const char *, const char **,
+		    size_t *);
+static int	framing_scan(const struct fields *, int, int,
 		    struct framing *, int *, const char **);
-static int	framing_field(const struct http_header *, int,
-		    struct framing *, int *, const char **);
-static int	content_length_parse(const char *, int64_t *);
-static int	te_scan(const char *, int, struct framing *, int *,
+static int	framing_field(const struct field *, int, struct framing *,
+		    int *, const char **);
+static int	content_length_parse(const char *, size_t, int64_t *);
+static int	te_scan(const struct field *, struct framing *, int *,
 		    const char **);
-static int	connection_scan(const char *, int, struct framing *, int *,
-		    const char **);
-static int	hop_by_hop(const char *, const struct http_header *, size_t);
-static char	*strndup_checked(const char *, size_t);
+static int	connection_scan(const struct field *, struct framing *,
+		    int *, const char **);
+static enum http_body body_framing(int, int64_t);
+static int	framing_keep_alive(int, const struct framing *);
+static int	hop_by_hop(const struct http_header *, const size_t *,
+		    size_t, const struct http_header *);
 static char	*line_put(char **, const char *, size_t);
-static int	reqline_copy(const char *, const struct reqline *,
+static void	reqline_copy(const char *, const struct reqline *, char *,
 		    struct http_request *);
 static enum http_parse request_line(const char *, size_t, struct reqline *,
 		    size_t *, int *, const char **);
+static enum http_parse request_scan(const char *, size_t, struct reqhead *,
+		    int *, const char **);
 static enum http_parse status_line(const char *, size_t, struct statline *,
 		    size_t *, const char **);
 static void	obuf_add(struct obuf *, const char *, size_t);
@@ -126,8 +163,9 @@ static void	obuf_fmt(struct obuf *, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
 static void	obuf_safe(struct obuf *, const char *, int);
 static char	*obuf_finish(struct obuf *, size_t *);
-static void	fields_forward(struct obuf *, const struct http_header *,
-		    size_t, int);
+static char	*head_forward(const struct part *, size_t, const char *,
+		    const struct http_header *, size_t, int, size_t *);
+static char	*mem_put(char *, const void *, size_t);
 static void	proxy_status_add(struct obuf *, const char *, const char *);
 static int	chunked_size_byte(struct http_chunked *, unsigned char,
 		    const char **);
@@ -136,27 +174,52 @@ static int	chunked_bws_byte(struct http_chunked *, unsigned char,
 static int	chunked_trailer_byte(struct http_chunked *, unsigned char,
 		    const char **);
 
-/* tchar: "!#$%&'*+-.^_`|~" / DIGIT / ALPHA (RFC 9110 section 5.6.2). */
+/*
+ * Byte classes of the grammar, one table lookup each (the parsers look
+ * at every byte of a head):
+ *   CT_TCHAR  tchar: "!#$%&'*+-.^_`|~" / DIGIT / ALPHA (RFC 9110 5.6.2)
+ *   CT_VCHAR  VCHAR: 0x21..0x7e
+ *   CT_FIELD  a byte of a field value: VCHAR, obs-text (0x80..0xff), SP,
+ *             HTAB
+ */
+#define CT_TCHAR	0x01
+#define CT_VCHAR	0x02
+#define CT_FIELD	0x04
+static const unsigned char http_ctype[256] = {
+	/* 00 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0,
+	/* 10 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	/* 20 */ 4, 7, 6, 7, 7, 7, 7, 7, 6, 6, 7, 7, 6, 7, 7, 6,
+	/* 30 */ 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6,
+	/* 40 */ 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	/* 50 */ 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 7, 7,
+	/* 60 */ 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	/* 70 */ 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 7, 6, 7, 0,
+	/* 80 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	/* 90 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	/* a0 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	/* b0 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	/* c0 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	/* d0 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	/* e0 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	/* f0 */ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+};
+
 static int
 is_tchar(unsigned char c)
 {
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return http_ctype[c] & CT_TCHAR;
 }
 
 static int
 is_vchar(unsigned char c)
 {
-	return c >= 0x21 && c <= 0x7e;
+	return http_ctype[c] & CT_VCHAR;
 }
 
-/* A byte of a field value: VCHAR, obs-text, SP or HTAB. */
 static int
 is_field_char(unsigned char c)
 {
-	return is_vchar(c) || c >= 0x80 || c == ' ' || c == '\t';
+	return http_ctype[c] & CT_FIELD;
 }
 
 static int
@@ -164,6 +227,32 @@ is_ows(unsigned char c)
 {
 	return c == ' ' || c == '\t';
 }
+
+/*
+ * Case-insensitive (ASCII) equality of a counted string with a lowercase
+ * one: the names of fields and tokens the parser knows.
+ */
+static int
+ieq(const char *s, size_t n, const char *lower, size_t ln)
+{
+	size_t	i;
+	char	c;
+
+	if (n != ln)
+		return 0;
+	for (i = 0; i < n; i++) {
+		c = s[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c != lower[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* ieq() with a string literal; the lengths are compared first. */
+#define IEQ(s, n, lit)	((n) == sizeof(lit) - 1 && \
+			    ieq((s), (n), (lit), sizeof(lit) - 1))
 
 /* Set the error outputs; always returns -1. */
 static int
@@ -201,11 +290,13 @@ line_find(const char *buf, size_t off, size_t lim, size_t *eol)
 /*
  * Walk the field lines from off to the empty line ending the head, within
  * the first SG_HTTP_HEAD_MAX bytes. Counts the fields and refuses bare LF
- * and too many fields before the head is complete.
+ * and too many fields before the head is complete. Each line found is
+ * noted in fl (name = the line, nlen = its length without CRLF) for
+ * fields_split().
  */
 static enum http_parse
 fields_scan(const char *buf, size_t len, size_t off, size_t *head_len,
-    size_t *nfields, int *status, const char **cause)
+    struct fields *fl, int *status, const char **cause)
 {
 	size_t	lim = len < SG_HTTP_HEAD_MAX ? len : SG_HTTP_HEAD_MAX;
 	size_t	eol, n = 0;
@@ -227,15 +318,18 @@ fields_scan(const char *buf, size_t len, size_t off, size_t *head_len,
 		}
 		if (eol == off)
 			break;
-		if (++n > SG_HTTP_HEADERS_MAX) {
+		if (n == SG_HTTP_HEADERS_MAX) {
 			fail(status, cause, ST_FIELDS_LARGE,
 			    "too many header fields");
 			return HTTP_PARSE_ERROR;
 		}
+		fl->f[n].name = buf + off;
+		fl->f[n].nlen = eol - off;
+		n++;
 		off = eol + 2;
 	}
 	*head_len = eol + 2;
-	*nfields = n;
+	fl->n = n;
 	return HTTP_PARSE_OK;
 }
 
@@ -252,6 +346,12 @@ version_scan(const char *p, size_t n, int complete, int *minor,
 	static const char	pat[] = "HTTP/d.d";
 	size_t			i;
 
+	/* What nearly every head says, decided at once. */
+	if (n == 8 && memcmp(p, "HTTP/1.", 7) == 0 &&
+	    (p[7] == '0' || p[7] == '1')) {
+		*minor = p[7] - '0';
+		return 0;
+	}
 	if (n > 8 || (complete && n < 8))
 		return fail(status, cause, ST_BAD, "invalid http version");
 	for (i = 0; i < n; i++) {
@@ -425,43 +525,17 @@ statline_scan(const char *p, size_t n, int complete, struct statline *sl,
 }
 
 /*
- * Copy the field lines [off, end) (each ending in CRLF) into a new store
- * and split them in place into n NUL-terminated name/value pairs.
+ * Check each field line fields_scan() found and split it into name and
+ * value, in place.
  */
 static int
-fields_copy(const char *buf, size_t off, size_t end, size_t n,
-    char **storep, struct http_header **hdrsp, int *status,
-    const char **cause)
+fields_split(struct fields *fl, int *status, const char **cause)
 {
-	char			*store, *line, *lf;
-	struct http_header	*hdrs;
-	size_t			 i, len = end - off;
+	size_t	i;
 
-	store = malloc(len + 1);
-	hdrs = calloc(n ? n : 1, sizeof(*hdrs));
-	if (store == NULL || hdrs == NULL) {
-		free(store);
-		free(hdrs);
-		return fail(status, cause, ST_INTERNAL, "out of memory");
-	}
-	memcpy(store, buf + off, len);
-	store[len] = '\0';
-	*storep = store;
-	*hdrsp = hdrs;
-	line = store;
-	for (i = 0; i < n; i++) {
-		/*
-		 * fields_scan() saw n lines, each ending in CRLF; a CR
-		 * inside a line is refused by field_split().
-		 */
-		lf = memchr(line, '\n', len - (size_t)(line - store));
-		if (lf == NULL)
-			return fail(status, cause, ST_BAD,
-			    "invalid field line");
-		if (field_split(line, (size_t)(lf - line) - 1, &hdrs[i],
-		    status, cause) == -1)
+	for (i = 0; i < fl->n; i++) {
+		if (field_split(&fl->f[i], status, cause) == -1)
 			return -1;
-		line = lf + 1;
 	}
 	return 0;
 }
@@ -469,13 +543,14 @@ fields_copy(const char *buf, size_t off, size_t end, size_t n,
 /*
  * field-line = field-name ":" OWS field-value OWS. The name is a token
  * with no whitespace before ':'; a line starting with SP or HTAB is
- * obs-fold. NUL-terminates name and trimmed value inside line.
+ * obs-fold. f holds the whole line (without CRLF) on entry, the name and
+ * the trimmed value on return.
  */
 static int
-field_split(char *line, size_t n, struct http_header *h, int *status,
-    const char **cause)
+field_split(struct field *f, int *status, const char **cause)
 {
-	size_t	i = 0, v, e;
+	const char	*line = f->name;
+	size_t		 n = f->nlen, i = 0, v, e;
 
 	if (n > 0 && is_ows((unsigned char)line[0]))
 		return fail(status, cause, ST_BAD, "obsolete line folding");
@@ -483,52 +558,105 @@ field_split(char *line, size_t n, struct http_header *h, int *status,
 		i++;
 	if (i == 0 || i == n || line[i] != ':')
 		return fail(status, cause, ST_BAD, "invalid field name");
-	for (v = i + 1; v < n; v++) {
-		if (!is_field_char((unsigned char)line[v]))
-			return fail(status, cause, ST_BAD,
-			    "control character in field value");
-	}
-	line[i] = '\0';
+	if (!field_value_ok(line + i + 1, n - i - 1))
+		return fail(status, cause, ST_BAD,
+		    "control character in field value");
 	for (v = i + 1; v < n && is_ows((unsigned char)line[v]); v++)
 		;
 	for (e = n; e > v && is_ows((unsigned char)line[e - 1]); e--)
 		;
-	line[e] = '\0';
-	h->name = line;
-	h->value = line + v;
+	f->nlen = i;
+	f->value = line + v;
+	f->vlen = e - v;
 	return 0;
 }
 
 /*
- * Next element of a comma-separated list (RFC 9110 section 5.6.1) with
- * OWS trimmed. Returns 1 with *elem and *elen set (possibly empty), 0 at the
- * end.
+ * 1 when each of the n bytes at p may be in a field value. Eight bytes
+ * at a time: a word without a byte below 0x20 and without 0x7f holds
+ * none that is_field_char() refuses (the two tests are exact, see "Bit
+ * Twiddling Hacks", hasless() and haszero()); a word that has one (often
+ * just an HTAB) is looked at byte by byte.
  */
 static int
-list_next(const char **cur, const char **elem, size_t *elen)
+field_value_ok(const char *p, size_t n)
+{
+	const uint64_t	ones = UINT64_C(0x0101010101010101);
+	const uint64_t	highs = UINT64_C(0x8080808080808080);
+	uint64_t	w, d;
+	size_t		i = 0, k;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		d = w ^ (ones * 0x7f);
+		if ((((w - ones * 0x20) & ~w) | ((d - ones) & ~d)) & highs) {
+			for (k = 0; k < 8; k++)
+				if (!is_field_char((unsigned char)p[i + k]))
+					return 0;
+		}
+	}
+	for (; i < n; i++)
+		if (!is_field_char((unsigned char)p[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * Copy the fields into one allocation: the array of n headers, each name
+ * and value NUL-terminated, then extra bytes for the caller at *tail.
+ * Returns the allocation (free it alone), or NULL when out of memory.
+ */
+static char *
+fields_copy(const struct fields *fl, size_t extra,
+    struct http_header **hdrsp, char **tail)
+{
+	struct http_header	*h;
+	const struct field	*f;
+	size_t			 i, size = fl->n * sizeof(*h) + extra;
+	char			*store, *p;
+
+	for (i = 0; i < fl->n; i++)
+		size += fl->f[i].nlen + fl->f[i].vlen + 2;
+	if ((store = malloc(size > 0 ? size : 1)) == NULL)
+		return NULL;
+	h = (struct http_header *)(void *)store;
+	p = store + fl->n * sizeof(*h);
+	for (i = 0; i < fl->n; i++) {
+		f = &fl->f[i];
+		h[i].name_len = f->nlen;
+		h[i].value_len = f->vlen;
+		h[i].name = line_put(&p, f->name, f->nlen);
+		h[i].value = line_put(&p, f->value, f->vlen);
+	}
+	*hdrsp = h;
+	*tail = p;
+	return store;
+}
+
+/*
+ * Next element of a comma-separated list (RFC 9110 section 5.6.1) in
+ * [*cur, end) with OWS trimmed. Returns 1 with *elem and *elen set
+ * (possibly empty), 0 at the end.
+ */
+static int
+list_next(const char **cur, const char *end, const char **elem,
+    size_t *elen)
 {
 	const char	*p = *cur, *e;
 
 	if (p == NULL)
 		return 0;
-	while (is_ows((unsigned char)*p))
+	while (p < end && is_ows((unsigned char)*p))
 		p++;
-	e = strchr(p, ',');
+	e = p < end ? memchr(p, ',', (size_t)(end - p)) : NULL;
 	*cur = e != NULL ? e + 1 : NULL;
 	if (e == NULL)
-		e = p + strlen(p);
+		e = end;
 	while (e > p && is_ows((unsigned char)e[-1]))
 		e--;
 	*elem = p;
 	*elen = (size_t)(e - p);
 	return 1;
-}
-
-/* Case-insensitive compare of a counted token with a NUL-terminated one. */
-static int
-token_eq(const char *t, size_t tlen, const char *s)
-{
-	return strlen(s) == tlen && strncasecmp(t, s, tlen) == 0;
 }
 
 /*
@@ -537,15 +665,16 @@ token_eq(const char *t, size_t tlen, const char *s)
  * differ between requests and responses.
  */
 static int
-framing_scan(const struct http_header *h, size_t n, int request, int minor,
+framing_scan(const struct fields *fl, int request, int minor,
     struct framing *fr, int *status, const char **cause)
 {
-	size_t	i;
+	const struct field	*f;
+	size_t			 i;
 
 	memset(fr, 0, sizeof(*fr));
 	fr->content_length = -1;
-	for (i = 0; i < n; i++) {
-		if (framing_field(&h[i], request, fr, status, cause) == -1)
+	for (i = 0; i < fl->n; i++) {
+		if (framing_field(&fl->f[i], request, fr, status, cause) == -1)
 			return -1;
 	}
 	if (fr->te_seen && fr->content_length >= 0)
@@ -556,10 +685,10 @@ framing_scan(const struct http_header *h, size_t n, int request, int minor,
 		    "transfer-encoding in http/1.0");
 	if (request && minor == 1 && fr->host == NULL)
 		return fail(status, cause, ST_BAD, "missing host header");
-	for (i = 0; i < n; i++) {
-		if (strcasecmp(h[i].name, "connection") == 0 &&
-		    connection_scan(h[i].value, request, fr, status,
-		    cause) == -1)
+	for (i = 0; i < fl->n; i++) {
+		f = &fl->f[i];
+		if (IEQ(f->name, f->nlen, "connection") &&
+		    connection_scan(f, fr, status, cause) == -1)
 			return -1;
 	}
 	if (request && fr->te_seen && !fr->chunked)
@@ -573,13 +702,13 @@ framing_scan(const struct http_header *h, size_t n, int request, int minor,
 
 /* Handle one field for framing_scan(). */
 static int
-framing_field(const struct http_header *h, int request, struct framing *fr,
+framing_field(const struct field *f, int request, struct framing *fr,
     int *status, const char **cause)
 {
 	int64_t	cl;
 
-	if (strcasecmp(h->name, "content-length") == 0) {
-		if (content_length_parse(h->value, &cl) == -1)
+	if (IEQ(f->name, f->nlen, "content-length")) {
+		if (content_length_parse(f->value, f->vlen, &cl) == -1)
 			return fail(status, cause, ST_BAD,
 			    "invalid content-length");
 		/* A response may repeat the very same value. */
@@ -588,16 +717,16 @@ framing_field(const struct http_header *h, int request, struct framing *fr,
 			return fail(status, cause, ST_BAD,
 			    "duplicate content-length");
 		fr->content_length = cl;
-	} else if (strcasecmp(h->name, "transfer-encoding") == 0) {
-		if (te_scan(h->value, request, fr, status, cause) == -1)
+	} else if (IEQ(f->name, f->nlen, "transfer-encoding")) {
+		if (te_scan(f, fr, status, cause) == -1)
 			return -1;
-	} else if (strcasecmp(h->name, "host") == 0 && request) {
+	} else if (request && IEQ(f->name, f->nlen, "host")) {
 		if (fr->host != NULL)
 			return fail(status, cause, ST_BAD,
 			    "duplicate host header");
-		fr->host = h->value;
-	} else if (strcasecmp(h->name, "expect") == 0 && request) {
-		if (strcasecmp(h->value, "100-continue") == 0)
+		fr->host = f;
+	} else if (request && IEQ(f->name, f->nlen, "expect")) {
+		if (IEQ(f->value, f->vlen, "100-continue"))
 			fr->expect_continue = 1;
 	}
 	return 0;
@@ -605,18 +734,19 @@ framing_field(const struct http_header *h, int request, struct framing *fr,
 
 /* Content-Length = 1*DIGIT, at most INT64_MAX. Returns 0 or -1. */
 static int
-content_length_parse(const char *s, int64_t *out)
+content_length_parse(const char *s, size_t n, int64_t *out)
 {
 	int64_t	v = 0;
+	size_t	i;
 
-	if (*s == '\0')
+	if (n == 0)
 		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
 			return -1;
-		if (v > (INT64_MAX - (*s - '0')) / 10)
+		if (v > (INT64_MAX - (s[i] - '0')) / 10)
 			return -1;
-		v = v * 10 + (*s - '0');
+		v = v * 10 + (s[i] - '0');
 	}
 	*out = v;
 	return 0;
@@ -629,22 +759,22 @@ content_length_parse(const char *s, int64_t *out)
  * field is seen. fr->chunked says whether the list so far ends in chunked.
  */
 static int
-te_scan(const char *v, int request, struct framing *fr, int *status,
+te_scan(const struct field *f, struct framing *fr, int *status,
     const char **cause)
 {
-	const char	*cur = v, *e;
+	const char	*cur = f->value, *end = f->value + f->vlen, *e;
 	size_t		 elen;
 
-	while (list_next(&cur, &e, &elen)) {
+	while (list_next(&cur, end, &e, &elen)) {
 		if (elen == 0)
 			return fail(status, cause, ST_BAD,
 			    "invalid transfer-encoding");
 		if (fr->chunked)
 			return fail(status, cause, ST_BAD,
-			    token_eq(e, elen, "chunked") ?
+			    IEQ(e, elen, "chunked") ?
 			    "transfer-encoding chunked twice" :
 			    "transfer-encoding chunked not last");
-		if (token_eq(e, elen, "chunked"))
+		if (IEQ(e, elen, "chunked"))
 			fr->chunked = 1;
 		else
 			fr->te_other = 1;
@@ -661,13 +791,13 @@ te_scan(const char *v, int request, struct framing *fr, int *status,
  * the forwarded head.
  */
 static int
-connection_scan(const char *v, int request, struct framing *fr,
-    int *status, const char **cause)
+connection_scan(const struct field *f, struct framing *fr, int *status,
+    const char **cause)
 {
-	const char	*cur = v, *e;
+	const char	*cur = f->value, *end = f->value + f->vlen, *e;
 	size_t		 elen, i;
 
-	while (list_next(&cur, &e, &elen)) {
+	while (list_next(&cur, end, &e, &elen)) {
 		if (elen == 0)
 			continue;
 		for (i = 0; i < elen; i++) {
@@ -675,30 +805,17 @@ connection_scan(const char *v, int request, struct framing *fr,
 				return fail(status, cause, ST_BAD,
 				    "invalid connection header");
 		}
-		if (token_eq(e, elen, "close"))
+		if (IEQ(e, elen, "close"))
 			fr->conn_close = 1;
-		else if (token_eq(e, elen, "keep-alive"))
+		else if (IEQ(e, elen, "keep-alive"))
 			fr->conn_keep_alive = 1;
-		else if (token_eq(e, elen, "content-length") ||
-		    token_eq(e, elen, "transfer-encoding") ||
-		    token_eq(e, elen, "host"))
+		else if (IEQ(e, elen, "content-length") ||
+		    IEQ(e, elen, "transfer-encoding") ||
+		    IEQ(e, elen, "host"))
 			return fail(status, cause, ST_BAD,
 			    "connection header names a framing field");
 	}
 	return 0;
-}
-
-/* Copy n bytes into a new NUL-terminated string; NULL when out of memory. */
-static char *
-strndup_checked(const char *p, size_t n)
-{
-	char	*s = malloc(n + 1);
-
-	if (s == NULL)
-		return NULL;
-	memcpy(s, p, n);
-	s[n] = '\0';
-	return s;
 }
 
 void
@@ -713,8 +830,6 @@ http_request_release(struct http_request *req)
 {
 	if (req == NULL)
 		return;
-	free(req->line);
-	free(req->headers);
 	free(req->store);
 	http_request_init(req);
 }
@@ -731,23 +846,22 @@ line_put(char **p, const char *s, size_t n)
 	return d;
 }
 
+/* The bytes reqline_copy() needs. */
+#define REQLINE_SIZE(rl)	((rl)->mlen + (rl)->tlen + (rl)->alen + \
+				    (rl)->plen + 5)
+
 /*
- * Copy the request line's parts into req, all in one allocation (a
- * request costs one malloc here, not four).
+ * Copy the request line's parts into req, at p (REQLINE_SIZE bytes of the
+ * request's one allocation).
  */
-static int
-reqline_copy(const char *buf, const struct reqline *rl,
+static void
+reqline_copy(const char *buf, const struct reqline *rl, char *p,
     struct http_request *req)
 {
 	const char	*path = buf + rl->poff;
 	int		 auth = rl->form == HTTP_TARGET_ABSOLUTE ||
 			    rl->form == HTTP_TARGET_AUTHORITY;
-	char		*p;
 
-	if ((req->line = malloc(rl->mlen + rl->tlen + rl->alen + rl->plen +
-	    5)) == NULL)
-		return -1;
-	p = req->line;
 	req->method = line_put(&p, buf, rl->mlen);
 	req->target = line_put(&p, buf + rl->toff, rl->tlen);
 	req->form = rl->form;
@@ -755,7 +869,7 @@ reqline_copy(const char *buf, const struct reqline *rl,
 	if (auth)
 		req->authority = line_put(&p, buf + rl->aoff, rl->alen);
 	if (rl->form == HTTP_TARGET_AUTHORITY)
-		return 0;
+		return;
 	if (rl->plen == 0 || path[0] == '?') {
 		/* "http://h" -> "/", "http://h?q" -> "/?q" */
 		req->path = p;
@@ -764,7 +878,6 @@ reqline_copy(const char *buf, const struct reqline *rl,
 		p[rl->plen + 1] = '\0';
 	} else
 		req->path = line_put(&p, path, rl->plen);
-	return 0;
 }
 
 /*
@@ -809,59 +922,125 @@ request_line(const char *buf, size_t len, struct reqline *rl, size_t *eolp,
 	return HTTP_PARSE_OK;
 }
 
+/* Whether the connection stays open after this message. */
+static int
+framing_keep_alive(int minor, const struct framing *fr)
+{
+	return minor == 1 ? !fr->conn_close :
+	    fr->conn_keep_alive && !fr->conn_close;
+}
+
+/*
+ * Every check of a request head, on the bytes where they lie: the request
+ * line, the field lines, the framing. Nothing is copied; h->v says what
+ * was found (empty unless the result is OK).
+ */
+static enum http_parse
+request_scan(const char *buf, size_t len, struct reqhead *h, int *status,
+    const char **cause)
+{
+	struct http_request_view	*v = &h->v;
+	size_t				 eol, head_len;
+	enum http_parse			 r;
+
+	*status = 0;
+	*cause = NULL;
+	memset(&h->rl, 0, sizeof(h->rl));
+	memset(v, 0, sizeof(*v));
+	v->content_length = -1;
+	h->fl.n = 0;
+	if (len == 0)
+		return HTTP_PARSE_MORE;
+	r = request_line(buf, len, &h->rl, &eol, status, cause);
+	if (r != HTTP_PARSE_OK)
+		return r;
+	r = fields_scan(buf, len, eol + 2, &head_len, &h->fl, status, cause);
+	if (r != HTTP_PARSE_OK)
+		return r;
+	if (fields_split(&h->fl, status, cause) == -1 ||
+	    framing_scan(&h->fl, 1, h->rl.minor, &h->fr, status, cause) == -1)
+		return HTTP_PARSE_ERROR;
+	v->form = h->rl.form;
+	v->version_minor = h->rl.minor;
+	if (h->rl.form == HTTP_TARGET_ABSOLUTE ||
+	    h->rl.form == HTTP_TARGET_AUTHORITY) {
+		v->authority = buf + h->rl.aoff;
+		v->authority_len = h->rl.alen;
+	}
+	if (h->fr.host != NULL) {
+		v->host = h->fr.host->value;
+		v->host_len = h->fr.host->vlen;
+	}
+	v->content_length = h->fr.content_length;
+	v->chunked = h->fr.chunked;
+	v->keep_alive = framing_keep_alive(h->rl.minor, &h->fr);
+	v->expect_100_continue = h->rl.minor == 1 && h->fr.expect_continue;
+	v->head_len = head_len;
+	return HTTP_PARSE_OK;
+}
+
+enum http_parse
+http_request_scan(const char *buf, size_t len, struct http_request_view *v,
+    int *status, const char **cause)
+{
+	struct reqhead	h;
+	enum http_parse	r;
+
+	r = request_scan(buf, len, &h, status, cause);
+	*v = h.v;
+	return r;
+}
+
 enum http_parse
 http_request_parse(const char *buf, size_t len, struct http_request *req,
     int *status, const char **cause)
 {
-	struct reqline	rl;
-	struct framing	fr;
-	size_t		eol, head_len, n;
+	struct reqhead	h;
 	enum http_parse	r;
+	char		*tail;
 
 	http_request_init(req);
-	*status = 0;
-	*cause = NULL;
-	memset(&rl, 0, sizeof(rl));
-	if (len == 0)
-		return HTTP_PARSE_MORE;
-	r = request_line(buf, len, &rl, &eol, status, cause);
-	if (r != HTTP_PARSE_OK)
+	if ((r = request_scan(buf, len, &h, status, cause)) != HTTP_PARSE_OK)
 		return r;
-	r = fields_scan(buf, len, eol + 2, &head_len, &n, status, cause);
-	if (r != HTTP_PARSE_OK)
-		return r;
-	if (fields_copy(buf, eol + 2, head_len - 2, n, &req->store,
-	    &req->headers, status, cause) == -1)
-		goto fail;
-	req->nheaders = n;
-	if (framing_scan(req->headers, n, 1, rl.minor, &fr, status,
-	    cause) == -1)
-		goto fail;
-	if (reqline_copy(buf, &rl, req) == -1) {
+	req->store = fields_copy(&h.fl, REQLINE_SIZE(&h.rl), &req->headers,
+	    &tail);
+	if (req->store == NULL) {
 		fail(status, cause, ST_INTERNAL, "out of memory");
-		goto fail;
+		return HTTP_PARSE_ERROR;
 	}
-	req->host = fr.host;
-	req->content_length = fr.content_length;
-	req->chunked = fr.chunked;
-	req->keep_alive = rl.minor == 1 ? !fr.conn_close :
-	    fr.conn_keep_alive && !fr.conn_close;
-	req->expect_100_continue = rl.minor == 1 && fr.expect_continue;
-	req->head_len = head_len;
+	req->nheaders = h.fl.n;
+	reqline_copy(buf, &h.rl, tail, req);
+	if (h.fr.host != NULL)
+		req->host = req->headers[h.fr.host - h.fl.f].value;
+	req->content_length = h.v.content_length;
+	req->chunked = h.v.chunked;
+	req->keep_alive = h.v.keep_alive;
+	req->expect_100_continue = h.v.expect_100_continue;
+	req->head_len = h.v.head_len;
 	return HTTP_PARSE_OK;
-fail:
-	http_request_release(req);
-	return HTTP_PARSE_ERROR;
+}
+
+/* Body framing from a head's chunked flag and Content-Length. */
+static enum http_body
+body_framing(int chunked, int64_t content_length)
+{
+	if (chunked)
+		return HTTP_BODY_CHUNKED;
+	if (content_length > 0)
+		return HTTP_BODY_LENGTH;
+	return HTTP_BODY_NONE;
 }
 
 enum http_body
 http_request_body(const struct http_request *req)
 {
-	if (req->chunked)
-		return HTTP_BODY_CHUNKED;
-	if (req->content_length > 0)
-		return HTTP_BODY_LENGTH;
-	return HTTP_BODY_NONE;
+	return body_framing(req->chunked, req->content_length);
+}
+
+enum http_body
+http_request_view_body(const struct http_request_view *v)
+{
+	return body_framing(v->chunked, v->content_length);
 }
 
 void
@@ -876,8 +1055,6 @@ http_response_release(struct http_response *resp)
 {
 	if (resp == NULL)
 		return;
-	free(resp->reason);
-	free(resp->headers);
 	free(resp->store);
 	http_response_init(resp);
 }
@@ -926,40 +1103,41 @@ http_response_parse(const char *buf, size_t len, struct http_response *resp,
 {
 	struct statline	sl;
 	struct framing	fr;
-	size_t		eol, head_len, n;
+	struct fields	fl;
+	size_t		eol, head_len;
 	enum http_parse	r;
+	char		*tail;
 
 	http_response_init(resp);
 	*status = 0;
 	*cause = NULL;
 	memset(&sl, 0, sizeof(sl));
+	fl.n = 0;
 	if (len == 0)
 		return HTTP_PARSE_MORE;
 	r = status_line(buf, len, &sl, &eol, cause);
 	if (r == HTTP_PARSE_OK)
-		r = fields_scan(buf, len, eol + 2, &head_len, &n, NULL,
+		r = fields_scan(buf, len, eol + 2, &head_len, &fl, NULL,
 		    cause);
 	if (r != HTTP_PARSE_OK)
 		goto out;
 	r = HTTP_PARSE_ERROR;
-	if (fields_copy(buf, eol + 2, head_len - 2, n, &resp->store,
-	    &resp->headers, NULL, cause) == -1)
+	if (fields_split(&fl, NULL, cause) == -1 ||
+	    framing_scan(&fl, 0, sl.minor, &fr, NULL, cause) == -1)
 		goto out;
-	resp->nheaders = n;
-	if (framing_scan(resp->headers, n, 0, sl.minor, &fr, NULL,
-	    cause) == -1)
-		goto out;
-	resp->reason = strndup_checked(buf + sl.roff, sl.rlen);
-	if (resp->reason == NULL) {
+	resp->store = fields_copy(&fl, sl.rlen + 1, &resp->headers, &tail);
+	if (resp->store == NULL) {
 		*cause = "out of memory";
 		goto out;
 	}
+	resp->nheaders = fl.n;
+	resp->reason = line_put(&tail, buf + sl.roff, sl.rlen);
+	resp->reason_len = sl.rlen;
 	resp->version_minor = sl.minor;
 	resp->status = sl.status;
 	resp->content_length = fr.content_length;
 	resp->chunked = fr.chunked;
-	resp->keep_alive = sl.minor == 1 ? !fr.conn_close :
-	    fr.conn_keep_alive && !fr.conn_close;
+	resp->keep_alive = framing_keep_alive(sl.minor, &fr);
 	resp->head_len = head_len;
 	return HTTP_PARSE_OK;
 out:
@@ -1070,90 +1248,161 @@ obuf_finish(struct obuf *b, size_t *lenp)
 
 /*
  * Hop-by-hop: the fields RFC 9110 section 7.6.1 lists, every Proxy-*
- * field, and every field the Connection fields name.
+ * field, and every field the Connection fields name (h[conn[0..nconn)]).
  */
 static int
-hop_by_hop(const char *name, const struct http_header *h, size_t n)
+hop_by_hop(const struct http_header *h, const size_t *conn, size_t nconn,
+    const struct http_header *f)
 {
-	static const char *const fixed[] = {
-		"connection", "keep-alive", "te", "trailer", "upgrade"
-	};
-	const char	*cur, *e;
-	size_t		 i, elen;
+	const char	*name = f->name, *cur, *end, *e;
+	size_t		 nlen = f->name_len, i, elen;
 
-	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		if (strcasecmp(name, fixed[i]) == 0)
-			return 1;
-	}
-	if (strncasecmp(name, "proxy-", 6) == 0)
+	if (IEQ(name, nlen, "connection") || IEQ(name, nlen, "keep-alive") ||
+	    IEQ(name, nlen, "te") || IEQ(name, nlen, "trailer") ||
+	    IEQ(name, nlen, "upgrade"))
 		return 1;
-	for (i = 0; i < n; i++) {
-		if (strcasecmp(h[i].name, "connection") != 0)
-			continue;
-		cur = h[i].value;
-		while (list_next(&cur, &e, &elen)) {
-			if (token_eq(e, elen, name))
+	if (nlen >= 6 && IEQ(name, 6, "proxy-"))
+		return 1;
+	for (i = 0; i < nconn; i++) {
+		cur = h[conn[i]].value;
+		end = cur + h[conn[i]].value_len;
+		while (list_next(&cur, end, &e, &elen)) {
+			if (elen == nlen && strncasecmp(e, name, nlen) == 0)
 				return 1;
 		}
 	}
 	return 0;
 }
 
-/* Append the end-to-end fields, the Connection flag field and the CRLF. */
-static void
-fields_forward(struct obuf *b, const struct http_header *h, size_t n,
-    int flags)
+/*
+ * A forwarded head, built in one allocation of its exact size:
+ *   the start line (nparts parts) "\r\n"
+ *   ["Host: " host "\r\n"]	(host not NULL)
+ *   the end-to-end fields of h, each "name: value\r\n"
+ *   ["Connection: close\r\n" or "Connection: keep-alive\r\n"] (flags)
+ *   "\r\n"
+ */
+static char *
+head_forward(const struct part *parts, size_t nparts, const char *host,
+    const struct http_header *h, size_t n, int flags, size_t *lenp)
 {
-	size_t	i;
+	static const char	close_f[] = "Connection: close\r\n";
+	static const char	keep_f[] = "Connection: keep-alive\r\n";
+	const char		*conn = NULL;
+	size_t			 i, size = 2 + 2 + 1, hlen = 0, clen = 0;
+	unsigned char		 drop[SG_HTTP_HEADERS_MAX];
+	size_t			 cf[SG_HTTP_HEADERS_MAX], ncf = 0;
+	char			*out, *p;
 
-	for (i = 0; i < n; i++) {
-		if (hop_by_hop(h[i].name, h, n))
-			continue;
-		obuf_str(b, h[i].name);
-		obuf_add(b, ": ", 2);
-		obuf_str(b, h[i].value);
-		obuf_add(b, "\r\n", 2);
-	}
+	if (n > SG_HTTP_HEADERS_MAX)
+		return NULL;
 	if (flags & HTTP_FWD_CLOSE)
-		obuf_str(b, "Connection: close\r\n");
+		conn = close_f, clen = sizeof(close_f) - 1;
 	else if (flags & HTTP_FWD_KEEP_ALIVE)
-		obuf_str(b, "Connection: keep-alive\r\n");
-	obuf_add(b, "\r\n", 2);
+		conn = keep_f, clen = sizeof(keep_f) - 1;
+	size += clen;
+	for (i = 0; i < nparts; i++)
+		size += parts[i].n;
+	if (host != NULL) {
+		hlen = strlen(host);
+		size += 6 + hlen + 2;
+	}
+	/* The Connection fields, found once (the list each field is held to). */
+	for (i = 0; i < n; i++)
+		if (IEQ(h[i].name, h[i].name_len, "connection"))
+			cf[ncf++] = i;
+	for (i = 0; i < n; i++) {
+		drop[i] = (unsigned char)hop_by_hop(h, cf, ncf, &h[i]);
+		if (!drop[i])
+			size += h[i].name_len + 2 + h[i].value_len + 2;
+	}
+	if ((out = malloc(size)) == NULL)
+		return NULL;
+	p = out;
+	for (i = 0; i < nparts; i++)
+		p = mem_put(p, parts[i].p, parts[i].n);
+	p = mem_put(p, "\r\n", 2);
+	if (host != NULL) {
+		p = mem_put(p, "Host: ", 6);
+		p = mem_put(p, host, hlen);
+		p = mem_put(p, "\r\n", 2);
+	}
+	for (i = 0; i < n; i++) {
+		if (drop[i])
+			continue;
+		p = mem_put(p, h[i].name, h[i].name_len);
+		p = mem_put(p, ": ", 2);
+		p = mem_put(p, h[i].value, h[i].value_len);
+		p = mem_put(p, "\r\n", 2);
+	}
+	p = mem_put(p, conn, clen);
+	p = mem_put(p, "\r\n", 2);
+	*p = '\0';
+	if (lenp != NULL)
+		*lenp = (size_t)(p - out);
+	return out;
+}
+
+/* Copy n bytes to p; returns the end. */
+static char *
+mem_put(char *p, const void *s, size_t n)
+{
+	if (n > 0)
+		memcpy(p, s, n);
+	return p + n;
 }
 
 char *
 http_request_forward(const struct http_request *req, int flags,
     size_t *lenp)
 {
-	struct obuf	b = { NULL, 0, 0, 0 };
+	struct part	parts[4];
+	char		ver[32];
 
 	if (req->method == NULL || req->path == NULL)
 		return NULL;
-	obuf_str(&b, req->method);
-	obuf_add(&b, " ", 1);
-	obuf_str(&b, req->path);
-	obuf_fmt(&b, " HTTP/1.%d\r\n", req->version_minor);
-	if (req->host == NULL && req->authority != NULL) {
-		obuf_str(&b, "Host: ");
-		obuf_str(&b, req->authority);
-		obuf_add(&b, "\r\n", 2);
+	parts[0].p = req->method;
+	parts[0].n = strlen(req->method);
+	parts[1].p = " ";
+	parts[1].n = 1;
+	parts[2].p = req->path;
+	parts[2].n = strlen(req->path);
+	if (req->version_minor == 0 || req->version_minor == 1)
+		parts[3].p = req->version_minor == 0 ? " HTTP/1.0" :
+		    " HTTP/1.1";
+	else {
+		snprintf(ver, sizeof(ver), " HTTP/1.%d", req->version_minor);
+		parts[3].p = ver;
 	}
-	fields_forward(&b, req->headers, req->nheaders, flags);
-	return obuf_finish(&b, lenp);
+	parts[3].n = strlen(parts[3].p);
+	return head_forward(parts, 4, req->host == NULL ? req->authority :
+	    NULL, req->headers, req->nheaders, flags, lenp);
 }
 
 char *
 http_response_forward(const struct http_response *resp, int flags,
     size_t *lenp)
 {
-	struct obuf	b = { NULL, 0, 0, 0 };
+	struct part	parts[4];
+	char		code[16];
 
-	obuf_fmt(&b, "HTTP/1.1 %03d ", resp->status);
-	if (resp->reason != NULL)
-		obuf_str(&b, resp->reason);
-	obuf_add(&b, "\r\n", 2);
-	fields_forward(&b, resp->headers, resp->nheaders, flags);
-	return obuf_finish(&b, lenp);
+	if (resp->status >= 100 && resp->status <= 999) {
+		code[0] = (char)('0' + resp->status / 100);
+		code[1] = (char)('0' + resp->status / 10 % 10);
+		code[2] = (char)('0' + resp->status % 10);
+		code[3] = '\0';
+	} else
+		snprintf(code, sizeof(code), "%03d", resp->status);
+	parts[0].p = "HTTP/1.1 ";
+	parts[0].n = 9;
+	parts[1].p = code;
+	parts[1].n = strlen(code);
+	parts[2].p = " ";
+	parts[2].n = 1;
+	parts[3].p = resp->reason != NULL ? resp->reason : "";
+	parts[3].n = strlen(parts[3].p);
+	return head_forward(parts, 4, NULL, resp->headers, resp->nheaders,
+	    flags, lenp);
 }
 
 void

@@ -56,7 +56,9 @@
  * the client when its upstream misbehaves).
  *
  * Cost: a parse call is O(buffered bytes) and keeps no state between
- * calls; call it again when more bytes have arrived.
+ * calls; call it again when more bytes have arrived. A parsed head is
+ * one allocation (http_request_scan(): none); a forwarded head is built
+ * in one allocation of its exact size.
  */
 #ifndef SG_HTTP_H
 #define SG_HTTP_H
@@ -94,10 +96,15 @@ enum http_fwd_flags {
 	HTTP_FWD_KEEP_ALIVE = 1 << 1	/* append "Connection: keep-alive" */
 };
 
-/* One field line: NUL-terminated copies, value trimmed of SP/HTAB. */
+/*
+ * One field line: NUL-terminated copies, value trimmed of SP/HTAB, with
+ * their lengths.
+ */
 struct http_header {
 	char	*name;
 	char	*value;
+	size_t	 name_len;
+	size_t	 value_len;
 };
 
 /*
@@ -130,8 +137,8 @@ struct http_request {
 	int			 keep_alive;
 	int			 expect_100_continue; /* HTTP/1.1 only */
 	size_t			 head_len;	/* with the final CRLF */
-	char			*store;		/* holds the fields */
-	char			*line;		/* holds method ... path */
+	/* One allocation: the headers array, the fields, method ... path. */
+	char			*store;
 };
 
 /* A parsed response head; freed by http_response_release(). */
@@ -139,13 +146,14 @@ struct http_response {
 	int			 version_minor;	/* 0 or 1 */
 	int			 status;	/* 100..999 */
 	char			*reason;	/* "" when none sent */
+	size_t			 reason_len;
 	struct http_header	*headers;
 	size_t			 nheaders;
 	int64_t			 content_length; /* -1 when absent */
 	int			 chunked;	/* chunked is last */
 	int			 keep_alive;
 	size_t			 head_len;
-	char			*store;
+	char			*store;		/* one allocation: all of it */
 };
 
 /* Incremental chunked-body scanner state; set up with http_chunked_init(). */
@@ -172,6 +180,38 @@ enum http_parse	 http_request_parse(const char *buf, size_t len,
 		    struct http_request *req, int *status,
 		    const char **cause);
 
+/*
+ * A request head checked where it lies (http_request_scan()): pointers
+ * into the caller's buffer, not NUL-terminated.
+ */
+struct http_request_view {
+	enum http_target_form	 form;
+	int			 version_minor;
+	const char		*authority;	/* as http_request.authority */
+	size_t			 authority_len;
+	const char		*host;		/* Host value or NULL */
+	size_t			 host_len;
+	int64_t			 content_length; /* -1 when absent */
+	int			 chunked;
+	int			 keep_alive;
+	int			 expect_100_continue;
+	size_t			 head_len;
+};
+
+/*
+ * http_request_parse() without the copies: the same code checks the same
+ * rules and returns the same result, status and cause (never 500: it
+ * allocates nothing), but *v points into buf (valid while buf is). For
+ * a caller that checks a head and passes the bytes on as they are (a
+ * plain-HTTP request inside a CONNECT tunnel).
+ */
+enum http_parse	 http_request_scan(const char *buf, size_t len,
+		    struct http_request_view *v, int *status,
+		    const char **cause);
+
+/* http_request_body() of a view. */
+enum http_body	 http_request_view_body(const struct http_request_view *v);
+
 /* Set *req to empty (every pointer NULL, content_length -1). */
 void		 http_request_init(struct http_request *req);
 /* Free everything *req owns and set it to empty; NULL is allowed. */
@@ -195,8 +235,9 @@ enum http_body	 http_request_body(const struct http_request *req);
  * rest, in order. When there is no Host field and the target had an
  * authority, "Host: <authority>" is added. Flags append a Connection
  * field. Returns a malloc'd NUL-terminated string (length in *lenp when
- * not NULL) the caller frees, or NULL when out of memory or when req has
- * no path (authority-form).
+ * not NULL) the caller frees, or NULL when out of memory, when req has
+ * no path (authority-form), or when it has more than SG_HTTP_HEADERS_MAX
+ * fields (a parsed head never has).
  */
 char		*http_request_forward(const struct http_request *req,
 		    int flags, size_t *lenp);
@@ -236,7 +277,8 @@ enum http_body	 http_response_body(const struct http_response *resp,
  * Build the response head to forward to the client: "HTTP/1.1 NNN
  * reason\r\n", fields minus the hop-by-hop ones (as for requests), flags
  * append a Connection field, "\r\n". Returns a malloc'd string (length
- * in *lenp) or NULL when out of memory.
+ * in *lenp) or NULL when out of memory or with more than
+ * SG_HTTP_HEADERS_MAX fields.
  */
 char		*http_response_forward(const struct http_response *resp,
 		    int flags, size_t *lenp);

@@ -30,6 +30,12 @@
  * there stops rather than overflow.
  */
 #define SG_LOG_SEQ_MAX		9007199254740991LL
+/*
+ * A log that ends this close to SG_LOG_SEQ_MAX in a run of lines that
+ * fills the first tail window is read further back (eventlog.c): a
+ * planted run there would leave the writer no room to write.
+ */
+#define SG_LOG_SEQ_ROOM		(1LL << 20)
 
 /* Controller: captured output per stream handed to the agent. */
 #define SG_OUTPUT_CAP_DEFAULT	(8u * 1024 * 1024)

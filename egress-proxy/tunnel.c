@@ -36,6 +36,8 @@ struct tunnel_dir {
 						   200) at buf's head, unsent */
 	struct event		*rev;		/* from readable */
 	struct event		*wev;		/* to writable */
+	int			 rev_on;	/* rev is registered */
+	int			 wev_on;	/* wev is registered */
 	unsigned long long	*bytes;
 	unsigned long long	*total;
 };
@@ -71,6 +73,9 @@ static int	tunnel_read_spliced(struct tunnel_dir *);
 static int	tunnel_judge(struct tunnel_dir *);
 static void	tunnel_deliver_last(struct tunnel_dir *);
 static void	tunnel_refusal(struct tunnel *);
+static void	tunnel_ev(struct event *, int *, int);
+static void	tunnel_rev(struct tunnel_dir *, int);
+static void	tunnel_wev(struct tunnel_dir *, int);
 
 /*
  * Empty pipes of closed tunnels, kept for the next ones: a tunnel per
@@ -112,6 +117,38 @@ tunnel_pipe_put(int p[2], size_t inpipe)
 		close(p[1]);
 	}
 	p[0] = p[1] = -1;
+}
+
+/*
+ * Register (on) or drop an event, only when that changes something (*reg
+ * says whether it is registered): these run for every chunk a tunnel
+ * moves, and an event_add() of an event already registered is work for
+ * nothing.
+ */
+static void
+tunnel_ev(struct event *ev, int *reg, int on)
+{
+	if (*reg == on)
+		return;
+	*reg = on;
+	if (on)
+		event_add(ev, NULL);
+	else
+		event_del(ev);
+}
+
+/* A direction's read event (from readable) on or off. */
+static void
+tunnel_rev(struct tunnel_dir *d, int on)
+{
+	tunnel_ev(d->rev, &d->rev_on, on);
+}
+
+/* A direction's write event (to writable) on or off. */
+static void
+tunnel_wev(struct tunnel_dir *d, int on)
+{
+	tunnel_ev(d->wev, &d->wev_on, on);
 }
 
 static int
@@ -200,8 +237,11 @@ tunnel_new(struct event_base *base, int client_fd, int upstream_fd,
 	if (filter == NULL)
 		t->up.ok = t->up.len;
 	/* Owed bytes first; the upstream is read once they are out. */
-	event_add(t->up.rev, NULL);
-	event_add(t->down.ok > 0 ? t->down.wev : t->down.rev, NULL);
+	tunnel_rev(&t->up, 1);
+	if (t->down.ok > 0)
+		tunnel_wev(&t->down, 1);
+	else
+		tunnel_rev(&t->down, 1);
 	/* Early client bytes are judged from the loop, not from here. */
 	if (t->up.fresh)
 		event_active(t->up.rev, EV_READ, 0);
@@ -250,10 +290,10 @@ tunnel_end(struct tunnel *t, const char *why, int error)
 	if (t->finished)
 		return;
 	t->finished = 1;
-	event_del(t->up.rev);
-	event_del(t->up.wev);
-	event_del(t->down.rev);
-	event_del(t->down.wev);
+	tunnel_rev(&t->up, 0);
+	tunnel_wev(&t->up, 0);
+	tunnel_rev(&t->down, 0);
+	tunnel_wev(&t->down, 0);
 	t->done(t->arg, why, error);
 }
 
@@ -339,8 +379,8 @@ tunnel_deliver_last(struct tunnel_dir *d)
 	t->nlast = 0;
 	d->last = 1;
 	d->filtered = 0;
-	event_del(d->rev);
-	event_add(d->wev, NULL);
+	tunnel_rev(d, 0);
+	tunnel_wev(d, 1);
 }
 
 /* After a flush: pass an EOF on, or end when both ways are done. */
@@ -409,7 +449,7 @@ tunnel_read_filtered(struct tunnel_dir *d)
 
 	if (tunnel_dir_grow(d) == -1) {
 		/* Full of bytes the filter will not clear yet: wait. */
-		event_del(d->rev);
+		tunnel_rev(d, 0);
 		return 0;
 	}
 	n = read(d->from, d->buf + d->len, d->cap - d->len);
@@ -426,7 +466,7 @@ tunnel_read_filtered(struct tunnel_dir *d)
 	if (n == 0) {
 		d->eof = 1;
 		d->len = d->ok;		/* what no filter cleared stays here */
-		event_del(d->rev);
+		tunnel_rev(d, 0);
 		return 1;
 	}
 	d->len += (size_t)n;
@@ -453,7 +493,7 @@ tunnel_read_spliced(struct tunnel_dir *d)
 	}
 	if (n == 0) {
 		d->eof = 1;
-		event_del(d->rev);
+		tunnel_rev(d, 0);
 	} else
 		d->inpipe += (size_t)n;
 	return 1;
@@ -474,14 +514,14 @@ tunnel_after_flush(struct tunnel_dir *d, int from_write)
 	}
 	if (rc == 0) {
 		/* Back-pressure: wait until `to` drains. */
-		event_del(d->rev);
-		event_add(d->wev, NULL);
+		tunnel_rev(d, 0);
+		tunnel_wev(d, 1);
 		return;
 	}
 	if (from_write)
-		event_del(d->wev);
+		tunnel_wev(d, 0);
 	if (!d->eof && !d->last)
-		event_add(d->rev, NULL);
+		tunnel_rev(d, 1);
 	tunnel_settle(d);
 }
 
@@ -521,9 +561,9 @@ tunnel_splice(struct tunnel *t, enum tunnel_way way)
 	d->filtered = 0;
 	d->ok = d->len;
 	if (d->ok > 0)
-		event_add(d->wev, NULL);
+		tunnel_wev(d, 1);
 	else if (!d->eof)
-		event_add(d->rev, NULL);
+		tunnel_rev(d, 1);
 }
 
 int
@@ -550,13 +590,13 @@ static void
 tunnel_refusal(struct tunnel *t)
 {
 	/* The client is heard no more; what no filter cleared is dropped. */
-	event_del(t->up.rev);
+	tunnel_rev(&t->up, 0);
 	t->up.eof = 1;
 	t->up.len = t->up.ok;
 	t->up.filtered = t->down.filtered = 0;
 	if (!t->drain) {
 		t->up.len = t->up.ok = 0;
-		event_del(t->up.wev);
+		tunnel_wev(&t->up, 0);
 		tunnel_pipe_put(t->up.pipe, t->up.inpipe);
 		t->up.inpipe = 0;
 		tunnel_pipe_put(t->down.pipe, t->down.inpipe);
@@ -566,11 +606,11 @@ tunnel_refusal(struct tunnel *t)
 	}
 	/* Drain: deliver what was cleared, then shut the upstream's input. */
 	t->down.ok = t->down.len;
-	event_add(t->up.wev, NULL);
+	tunnel_wev(&t->up, 1);
 	if (!t->down.eof)
-		event_add(t->down.rev, NULL);
+		tunnel_rev(&t->down, 1);
 	else
-		event_add(t->down.wev, NULL);
+		tunnel_wev(&t->down, 1);
 }
 
 void

@@ -100,6 +100,23 @@ util_xasprintf(char **ret, const char *fmt, ...)
 	return n;
 }
 
+int
+util_cause(char **cause, const char *fmt, ...)
+{
+	va_list	ap;
+	char	*msg;
+
+	if (cause == NULL)
+		return -1;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatal("asprintf");
+	va_end(ap);
+	free(*cause);
+	*cause = msg;
+	return -1;
+}
+
 void
 util_hex(const unsigned char *in, size_t len, char *out)
 {

@@ -28,6 +28,18 @@ char	*util_xstrdup(const char *);
 int	 util_xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
+/*
+ * The one way a function says why it failed through a `char **cause`
+ * argument. When cause is NULL the caller does not want to know and
+ * nothing happens. Otherwise *cause becomes a heap message (the caller
+ * frees it); one set earlier is freed first, so *cause must be NULL or a
+ * heap string (the last failure is the one reported). Exits when memory
+ * runs out, like util_xasprintf: start-up and CLI paths only. Always
+ * returns -1, so a failing function can `return util_cause(cause, ...)`.
+ */
+int	 util_cause(char **cause, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+
 /* The value of one hex digit (either case), or -1. */
 int	 util_hexval(unsigned char c);
 

@@ -2,7 +2,8 @@
  * fuzz_http.c: libFuzzer target for egress-proxy/http.c. The first byte
  * picks the parser (request head, response head, chunked body), the rest
  * is the input. Besides the sanitizers, it checks the framing invariants
- * the proxy relies on.
+ * the proxy relies on, and that http_request_scan() decides every request
+ * head as http_request_parse() does.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static void	check_fail(int, const char *);
 static void	fuzz_request(const char *, size_t);
+static void	fuzz_request_scan(const char *, size_t, enum http_parse, int,
+		    const char *, const struct http_request *);
 static void	fuzz_request_forward(const struct http_request *);
 static void	fuzz_response(const char *, size_t);
 static void	fuzz_chunked(const char *, size_t, unsigned);
@@ -66,6 +69,41 @@ fuzz_request_forward(const struct http_request *req)
 	free(out);
 }
 
+/*
+ * http_request_scan() (the check in place a CONNECT tunnel uses) decides
+ * exactly as http_request_parse() did on the same bytes: result, status,
+ * cause, framing, and the Host and authority it points at.
+ */
+static void
+fuzz_request_scan(const char *buf, size_t len, enum http_parse r, int st,
+    const char *cause, const struct http_request *req)
+{
+	struct http_request_view	 v;
+	const char			*vcause;
+	int				 vst;
+
+	check(http_request_scan(buf, len, &v, &vst, &vcause) == r);
+	check(vst == st);
+	check((vcause == NULL) == (cause == NULL));
+	check(cause == NULL || strcmp(vcause, cause) == 0);
+	if (r != HTTP_PARSE_OK) {
+		check(v.host == NULL && v.authority == NULL);
+		return;
+	}
+	check(v.form == req->form && v.version_minor == req->version_minor);
+	check(v.head_len == req->head_len);
+	check(v.content_length == req->content_length);
+	check(v.chunked == req->chunked && v.keep_alive == req->keep_alive);
+	check(v.expect_100_continue == req->expect_100_continue);
+	check((v.host == NULL) == (req->host == NULL));
+	check(v.host == NULL || (v.host_len == strlen(req->host) &&
+	    memcmp(v.host, req->host, v.host_len) == 0));
+	check((v.authority == NULL) == (req->authority == NULL));
+	check(v.authority == NULL ||
+	    (v.authority_len == strlen(req->authority) &&
+	    memcmp(v.authority, req->authority, v.authority_len) == 0));
+}
+
 static void
 fuzz_request(const char *buf, size_t len)
 {
@@ -75,6 +113,7 @@ fuzz_request(const char *buf, size_t len)
 	int			 st;
 
 	r = http_request_parse(buf, len, &req, &st, &cause);
+	fuzz_request_scan(buf, len, r, st, cause, &req);
 	if (r == HTTP_PARSE_MORE) {
 		check(len < SG_HTTP_HEAD_MAX);
 		check(req.method == NULL);

@@ -18,6 +18,9 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
   log fails against a shipped copy; keys are refused in the log folder
   and never handled through a symlink; FIFOs and symlinks among the log
   files are refused at once by verify, export and the proxy.
+- Planted files (T6): empty files among the rotated names neither move
+  the writer's first= nor get its files deleted; a planted seq just under
+  2^53 does not stop the proxy.
 
 Real proxy on loopback, real clients, the real `sandgate` binary; forged
 checkpoints are signed with the openssl CLI, as anyone holding a key can.
@@ -906,6 +909,104 @@ class T5Round2(unittest.TestCase):
                      key + ".anchor", p.log_path)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertNotIn("not checked against", r.stdout)
+
+
+class T6Round3(unittest.TestCase):
+    """Third round: files planted among the rotated names (G1), a planted
+    seq just under 2^53 at the end of the log (G2)."""
+
+    def test_g1_planted_rotated_files(self):
+        """G1: empty files planted as NAME.2 .. NAME.10 before a rotation
+        neither move the writer's first= nor get its files deleted; the
+        real rotated files deleted afterwards fail verify --key."""
+        key, pub = make_key("g1")
+        p = proxylib.Proxy(W["dir"], W["up"], name="t6-g1", extra_args=[
+            "--checkpoint-key", key, "--checkpoint-every", str(EVERY),
+            "--checkpoint-interval", str(INTERVAL), "--log-max-size", "16k",
+            "--log-keep", "10"] + proxylib.full_lines_args()).start()
+        try:
+            base = p.log_path + "."
+            for i in range(6):
+                flood(p.port, 50, "g1a%d-" % i)
+                if os.path.exists(base + "1"):
+                    break
+            self.assertTrue(os.path.exists(base + "1"))
+            n = 1
+            while os.path.exists(base + str(n + 1)):
+                n += 1
+            planted = [base + str(i) for i in range(n + 1, 11)]
+            for f in planted:
+                open(f, "w").close()
+            kept = {f: os.stat(base + str(f)).st_ino
+                    for f in range(1, n + 1)}
+            for i in range(6):
+                flood(p.port, 50, "g1b%d-" % i)
+            time.sleep(1.5)
+        finally:
+            stop_proxy(p)
+        inodes = {f: os.stat(base + str(f)).st_ino for f in kept}
+        sizes = [os.path.getsize(f) for f in planted]
+        with open(key + ".anchor") as f:
+            anchor = f.read()
+        # Whoever writes the folder removes its empty files, then every
+        # rotated file left: the writer's anchor still says seq 1.
+        rotated = [os.path.join(p.log_dir, f) for f in os.listdir(p.log_dir)
+                   if f.startswith("security-events.jsonl.")]
+        for f in rotated:
+            os.unlink(f)
+        r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
+                     "--anchor", key + ".anchor")
+        self.assertEqual(r.returncode, 1, anchor + r.stdout + r.stderr)
+        self.assertIn("says it keeps the log from seq 1", r.stdout)
+        self.assertIn(" first=1\n", anchor)
+        self.assertEqual(inodes, kept)
+        self.assertEqual(sizes, [0] * len(planted))
+        self.assertIn("not rotating", p.stderr())
+
+    def test_g2_seq_near_the_bound(self):
+        """G2: one line planted after the close with seq 2^53 - 1 or
+        2^53 - 3: the proxy continues from its close (log.resume), logs
+        the next requests and closes its log, at this start and the next;
+        verify reports the planted line."""
+        key0, pub = make_key("g2")
+        p = start_proxy("t6-g2", key0)
+        flood(p.port, 20, "g2base")
+        stop_proxy(p)
+        for seq in (2 ** 53 - 1, 2 ** 53 - 3):
+            d = os.path.join(W["dir"], "t6-g2-%d" % seq)
+            logs = os.path.join(d, "logs")
+            shutil.copytree(p.log_dir, logs)
+            shutil.copytree(os.path.dirname(key0), os.path.join(d, "keys"))
+            key = os.path.join(d, "keys", "checkpoint.key")
+            path = os.path.join(logs, "security-events.jsonl")
+            lines = read_lines(path)
+            close = json.loads(lines[-1])["seq"]
+            lines.append(forged_event(seq, last_hash(lines), "ovf.invalid"))
+            write_lines(path, lines)
+            for run in range(2):
+                q = start_proxy("t6-g2-%d-%d" % (seq, run), key, log_dir=logs)
+                flood(q.port, 3, "g2r%d-" % run, threads=1)
+                stop_proxy(q)
+                self.assertNotIn("unavailable", q.stderr())
+            after = [json.loads(x) for x in read_lines(path)[len(lines):]]
+            self.assertEqual(after[0]["event"], "log.resume", after[0])
+            self.assertEqual(after[0]["found_seq"], close)
+            self.assertEqual([x["seq"] for x in after],
+                             list(range(close + 1, close + 1 + len(after))))
+            hosts = [x.get("host") for x in after]
+            for run in range(2):
+                self.assertIn("g2r%d-0.invalid" % run, hosts)
+            self.assertEqual((after[-1]["event"], after[-1]["reason"]),
+                             ("log.checkpoint", "close"))
+            self.assertEqual(sum(x["event"] == "log.resume" for x in after),
+                             1)
+            with open(key + ".anchor") as f:
+                self.assertIn(" seq=%d " % after[-1]["seq"], f.read())
+            r = sandgate("audit", "verify", "--log-dir", logs, "--key", pub,
+                         "--anchor", key + ".anchor")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("seq %d follows seq %d" % (seq, close),
+                          r.stdout + r.stderr)
 
 
 if __name__ == "__main__":

@@ -219,5 +219,24 @@ sg_run s "$SG" policy suggest --log-dir "$SG_TMP/no-such-dir"
 assert_eq "suggest without a log: exit 125" 125 "$s_rc"
 sg_run s "$SG" policy suggest --log-dir "$L" --since yesterday
 assert_eq "suggest with a bad --since: exit 2" 2 "$s_rc"
+# --since reads times as audit does: one reader (logread.h), offsets too.
+O="$SG_TMP/suggest-offsets"
+mkdir -p "$O"
+{
+	ev 2026-01-31T11:59:59.000000Z sbx_a egress.blocked before.test 443 CONNECT not_allowlisted
+	ev 2026-01-31T07:00:01.000000-05:00 sbx_a egress.blocked after.test 443 CONNECT not_allowlisted
+} >"$O/security-events.jsonl"
+sg_run s "$SG" policy suggest --log-dir "$O" --since 2026-01-31T14:00:00+02:00
+assert_eq "suggest --since with an offset: exit 0" 0 "$s_rc"
+assert_contains "suggest --since: an event logged with an offset, after it" "$s_out" '- host: "after.test"'
+assert_not_contains "suggest --since: 11:59:59Z is before 14:00+02:00" "$s_out" "before.test"
+sg_run s "$SG" audit --log-dir "$O" --since 2026-01-31T14:00:00+02:00 --json
+assert_eq "audit --since reads the same times" 1 "$(printf '%s\n' "$s_out" | grep -c after.test)"
+for bad in 2026-01-31T12:00:00+2:000 2026-01-31T12:00:00+-1:00 2026-02-30 2026-01-31T12:00:00.Z; do
+	sg_run s "$SG" audit --log-dir "$O" --since "$bad"
+	assert_eq "audit --since $bad: a usage error" 2 "$s_rc"
+	sg_run s "$SG" policy suggest --log-dir "$O" --since "$bad"
+	assert_eq "suggest --since $bad: a usage error" 2 "$s_rc"
+done
 
 sg_summary

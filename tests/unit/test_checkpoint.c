@@ -1463,7 +1463,10 @@ test_seq_overflow(void **state)
 	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
 	    CKVERIFY_CHAIN_BROKEN);
 	assert_int_equal(v.chain.break_line, 6);
-	/* A log at 2^53 - 1 (a log line): the writer adds nothing more. */
+	/* A log whose chain reaches 2^53 - 1: the writer adds nothing more. */
+	assert_int_equal(truncate(t->path, 0), 0);
+	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
+	    "9007199254740990,\"event\":\"egress.blocked\"", "");
 	plant(t, "{\"ts\":\"2026-12-01T00:00:00.000000Z\",\"seq\":"
 	    "9007199254740991,\"event\":\"egress.blocked\"", "");
 	log = eventlog_open(t->dir, NAME, NULL, NULL);
@@ -1475,9 +1478,122 @@ test_seq_overflow(void **state)
 	json_decref(f);
 	eventlog_close(log);
 	lines_read(&l, t->path);
-	assert_int_equal(l.n, 12);
+	assert_int_equal(l.n, 2);
 	lines_free(&l);
 	EVP_PKEY_free(k);
+}
+
+/* The seq of line i of l. */
+static long long
+seq_of(const struct lines *l, size_t i)
+{
+	return strtoll(strstr(l->v[i], "\"seq\":") + 6, NULL, 10);
+}
+
+/*
+ * Lines planted at the end of a closed log with seqs just under 2^53
+ * that do not follow its last line (one line, or a run longer than the
+ * first tail window): the writer does not take them for its end. It
+ * continues from the close (log.resume), keeps writing and closes; on
+ * its next start it continues from its own close. verify reports them.
+ */
+static void
+test_seq_planted_near_bound(void **state)
+{
+	static const long long	 from[] = { 9007199254740991LL,
+				    9007199254740989LL, 9007199254740952LL };
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k = NULL;
+	char			 head[160];
+	size_t			 c, i, n;
+	long long		 s;
+
+	for (c = 0; c < sizeof(from) / sizeof(from[0]); c++) {
+		if (c > 0) {
+			unlink(t->path);
+			snprintf(head, sizeof(head), "%s.anchor", t->key);
+			unlink(head);
+			EVP_PKEY_free(k);
+		}
+		k = signed_log(t, 100, 3, "close");	/* close at 5 */
+		for (s = from[c]; s <= SG_LOG_SEQ_MAX; s++) {
+			snprintf(head, sizeof(head), "{\"ts\":\"2026-12-01T"
+			    "00:00:00.000000Z\",\"seq\":%lld,\"event\":"
+			    "\"egress.allowed\",\"host\":\"ovf.invalid\"", s);
+			plant(t, head, "");
+		}
+		n = (size_t)(SG_LOG_SEQ_MAX - from[c] + 1);
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_int_equal(l.n, 5 + n + 5);
+		assert_non_null(strstr(l.v[5 + n], "\"event\":\"log.resume\""));
+		assert_non_null(strstr(l.v[5 + n], "\"found_seq\":5,"));
+		for (i = 0; i < 5; i++)
+			assert_int_equal(seq_of(&l, 5 + n + i), 6 + (long long)i);
+		lines_free(&l);
+		anchor_of(t, &a);
+		assert_int_equal(a.seq, 10);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_CHAIN_BROKEN);
+		assert_int_equal(v.chain.break_line, 6);
+		/* Started again: its own close is its end, nothing skipped. */
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_int_equal(l.n, 5 + n + 9);
+		assert_int_equal(seq_of(&l, l.n - 1), 14);
+		assert_null(strstr(l.v[l.n - 4], "log.resume"));
+		lines_free(&l);
+		anchor_of(t, &a);
+		assert_int_equal(a.seq, 14);
+	}
+	EVP_PKEY_free(k);
+}
+
+/* A new key (its public half returned) and the names name.1 .. name.n. */
+static EVP_PKEY *
+rotating_key(struct tmp *t, char (*rot)[160], size_t n)
+{
+	char	pub[160], *cause = NULL;
+	size_t	i;
+
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	for (i = 0; i < n; i++)
+		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
+	return pubkey(pub);
+}
+
+/* The log opened with lo, a signer on t->key, its open checkpoint. */
+static struct eventlog *
+rotating_open(struct tmp *t, const struct eventlog_opts *lo,
+    struct checkpoint **ck)
+{
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct eventlog		*log;
+	char			*cause = NULL;
+
+	log = eventlog_open(t->dir, NAME, lo, &cause);
+	assert_non_null(log);
+	*ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(*ck);
+	assert_int_equal(checkpoint_write(*ck, "open"), 0);
+	return log;
+}
+
+/* The close checkpoint, the log closed, and the anchor it left in *a. */
+static void
+rotating_close(struct tmp *t, struct eventlog *log, struct checkpoint *ck,
+    struct checkpoint_anchor *a)
+{
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, a);
 }
 
 /*
@@ -1491,36 +1607,22 @@ test_rotated_files_removed(void **state)
 {
 	struct tmp		*t = *state;
 	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
-	struct checkpoint_opts	 o = { .key_path = t->key,
-				    .every_events = 100, .every_secs = 60 };
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
 	struct ckverify		 v;
-	char			 rot[10][160], pub[160], *cause = NULL;
+	char			 rot[10][160], pub[160];
 	const char		*paths[11], *const *left;
 	EVP_PKEY		*k;
 	size_t			 n, i;
 	int			 round;
 
-	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
-	    &cause), 0);
-	snprintf(pub, sizeof(pub), "%s.pub", t->key);
-	k = pubkey(pub);
-	for (i = 0; i < 10; i++)
-		snprintf(rot[i], sizeof(rot[i]), "%s.%zu", t->path, i + 1);
+	k = rotating_key(t, rot, 10);
 	for (round = 0; round < 2; round++) {
-		log = eventlog_open(t->dir, NAME, &lo, &cause);
-		assert_non_null(log);
-		ck = checkpoint_new(log, &o, &cause);
-		assert_non_null(ck);
-		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		log = rotating_open(t, &lo, &ck);
 		if (round == 0)
 			append_n(log, 0, 60);
-		assert_int_equal(checkpoint_write(ck, "close"), 0);
-		checkpoint_free(ck);
-		eventlog_close(log);
-		anchor_of(t, &a);
+		rotating_close(t, log, ck, &a);
 		assert_int_equal(a.first, 1);
 		/* The files, oldest first: name.N ... name.1, name. */
 		for (n = 0; n < 10 && access(rot[n], F_OK) == 0; n++)
@@ -1553,20 +1655,70 @@ test_rotated_files_removed(void **state)
 	snprintf(pub, sizeof(pub), "%s.anchor", t->key);
 	unlink(pub);
 	lo.keep = 1;
-	log = eventlog_open(t->dir, NAME, &lo, &cause);
-	ck = checkpoint_new(log, &o, &cause);
-	assert_non_null(ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	log = rotating_open(t, &lo, &ck);
 	append_n(log, 0, 60);
-	assert_int_equal(checkpoint_write(ck, "close"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
-	anchor_of(t, &a);
+	rotating_close(t, log, ck, &a);
 	assert_true(a.first > 1);
 	assert_int_equal(access(rot[1], F_OK), -1);
 	paths[0] = rot[0];
 	paths[1] = t->path;
 	if (verify_with(paths, 2, k, &a, &v) != CKVERIFY_OK)
+		fail_msg("%s", v.what);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Files planted among the rotated names, empty or not a log, are not the
+ * log's: the writer does not rotate onto them, delete them or take its
+ * first seq from them (it writes on in its file). Its anchor still says
+ * it keeps the log from seq 1, so deleting its real rotated file after
+ * the planted ones fails verify --key.
+ */
+static void
+test_rotated_files_planted(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct stat		 st1, st2;
+	char			 rot[11][160];
+	const char		*paths[1];
+	EVP_PKEY		*k;
+	FILE			*f;
+	size_t			 i;
+	int			 n;
+
+	k = rotating_key(t, rot, 11);
+	log = rotating_open(t, &lo, &ck);
+	for (n = 0; n < 100 && access(rot[0], F_OK) == -1; n++)
+		append_n(log, n, 1);
+	assert_int_equal(access(rot[1], F_OK), -1);
+	/* Whoever writes the folder: a non-log file, then empty ones. */
+	assert_non_null(f = fopen(rot[1], "w"));
+	fputs("not a log line\n", f);
+	fclose(f);
+	for (i = 2; i < 10; i++) {
+		assert_non_null(f = fopen(rot[i], "w"));
+		fclose(f);
+	}
+	assert_int_equal(stat(rot[0], &st1), 0);
+	append_n(log, 100, 60);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.first, 1);
+	assert_int_equal(stat(rot[0], &st2), 0);
+	assert_true(st1.st_ino == st2.st_ino && st1.st_size == st2.st_size);
+	assert_int_equal(stat(rot[1], &st2), 0);
+	assert_int_equal(st2.st_size, 15);
+	assert_int_equal(access(rot[10], F_OK), -1);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(unlink(rot[i]), 0);
+	paths[0] = t->path;
+	assert_int_equal(verify_with(paths, 1, k, &a, &v),
+	    CKVERIFY_UNTRUSTED);
+	if (strstr(v.what, "says it keeps the log from seq 1") == NULL)
 		fail_msg("%s", v.what);
 	EVP_PKEY_free(k);
 }
@@ -1598,7 +1750,9 @@ main(void)
 		T(test_anchor_room),
 		T(test_not_torn_with_blank),
 		T(test_seq_overflow),
+		T(test_seq_planted_near_bound),
 		T(test_rotated_files_removed),
+		T(test_rotated_files_planted),
 	};
 #undef T
 

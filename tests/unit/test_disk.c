@@ -135,6 +135,7 @@ test_image_create_sparse(void **state)
 	    &cause), -1);
 	assert_non_null(strstr(cause, "cannot create"));
 	free(cause);
+	cause = NULL;
 	assert_int_equal(stat(f->img, &st), 0);
 }
 
@@ -147,10 +148,12 @@ test_image_create_errors(void **state)
 	assert_int_equal(disk_image_create(f->img, 4096, 0, 0, &cause), -1);
 	assert_non_null(strstr(cause, "too small"));
 	free(cause);
+	cause = NULL;
 	assert_int_equal(access(f->img, F_OK), -1);
 	assert_int_equal(disk_image_create("/nonexistent/d.img", 16ull << 20,
 	    0, 0, &cause), -1);
 	free(cause);
+	cause = NULL;
 	/* NULL cause is allowed. */
 	assert_int_equal(disk_image_create(f->img, 1, 0, 0, NULL), -1);
 }
@@ -244,6 +247,7 @@ test_mount_errors(void **state)
 	assert_int_equal(disk_mount("/nonexistent/d.img", f->dir, &cause), -1);
 	assert_non_null(strstr(cause, "cannot open"));
 	free(cause);
+	cause = NULL;
 	if (!can_mount())
 		skip();
 	/* Not a filesystem: mount fails and the loop device goes away. */
@@ -254,6 +258,7 @@ test_mount_errors(void **state)
 	assert_int_equal(disk_mount(f->img, f->dir, &cause), -1);
 	assert_non_null(strstr(cause, "cannot mount"));
 	free(cause);
+	cause = NULL;
 	assert_int_equal(loop_has_backing(f->img), 0);
 }
 

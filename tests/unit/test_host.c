@@ -372,6 +372,58 @@ test_equal_format(void **state)
 	assert_string_equal(small, "other.e");
 }
 
+/*
+ * Dotted quads and host_format() are written without printf: the same
+ * text as inet_ntop() and snprintf("%s:%u") give, for addresses with
+ * every digit count in each octet, every port length, and every
+ * truncation size.
+ */
+static void
+test_format_as_printf(void **state)
+{
+	static const unsigned char	oct[] = { 0, 1, 9, 10, 99, 100, 199,
+					    200, 255 };
+	static const uint16_t		ports[] = { 1, 9, 10, 80, 443, 8080,
+					    10000, 65535 };
+	struct host			h;
+	struct in_addr			a;
+	unsigned char			*b = (unsigned char *)&a.s_addr;
+	const char			*cause;
+	char				in[32], want[64], got[64], ntop[32];
+	size_t				i, j, k, size;
+	int				n;
+
+	(void)state;
+	for (i = 0; i < sizeof(oct); i++) {
+		for (j = 0; j < sizeof(oct); j++) {
+			b[0] = oct[i];
+			b[1] = oct[j];
+			b[2] = oct[(i + j) % sizeof(oct)];
+			b[3] = oct[(i * 3 + j) % sizeof(oct)];
+			inet_ntop(AF_INET, &a, ntop, sizeof(ntop));
+			snprintf(in, sizeof(in), "%u.%u.%u.%u", b[0], b[1],
+			    b[2], b[3]);
+			assert_int_equal(host_normalize(in, strlen(in), &h,
+			    &cause), 0);
+			assert_int_equal(h.type, HOST_IPV4);
+			assert_string_equal(h.name, ntop);
+			k = (i + j) % (sizeof(ports) / sizeof(ports[0]));
+			for (size = 0; size <= 24; size++) {
+				n = snprintf(want, size, "%s:%u", ntop,
+				    (unsigned)ports[k]);
+				memset(got, 'x', sizeof(got));
+				assert_int_equal(host_format(&h, ports[k],
+				    size ? got : NULL, size), n);
+				if (size > 0)
+					assert_string_equal(got, want);
+			}
+		}
+	}
+	assert_int_equal(host_normalize("[2001:DB8::1]", 13, &h, &cause), 0);
+	assert_int_equal(host_format(&h, 443, got, sizeof(got)), 17);
+	assert_string_equal(got, "[2001:db8::1]:443");
+}
+
 int
 main(void)
 {
@@ -383,6 +435,7 @@ main(void)
 		cmocka_unit_test(test_authority_table),
 		cmocka_unit_test(test_authority_nul),
 		cmocka_unit_test(test_equal_format),
+		cmocka_unit_test(test_format_as_printf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

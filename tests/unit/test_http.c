@@ -267,6 +267,58 @@ static const struct req_err req_early_cases[] = {
 	{ "GET / HTTP/1.1\r\nHost: a\nX", 400, "bare lf in head" },
 };
 
+/*
+ * http_request_scan() is http_request_parse() without the copies: the
+ * same result, status, cause and framing, and spans over the very bytes
+ * the copies hold. Checked on every head the tests below parse.
+ */
+static void
+scan_agrees(const char *in, size_t len)
+{
+	struct http_request		 req;
+	struct http_request_view	 v;
+	const char			*c1, *c2;
+	enum http_parse			 r1, r2;
+	int				 s1, s2;
+
+	r1 = http_request_parse(in, len, &req, &s1, &c1);
+	r2 = http_request_scan(in, len, &v, &s2, &c2);
+	assert_int_equal(r2, r1);
+	assert_int_equal(s2, s1);
+	if (c1 == NULL)
+		assert_null(c2);
+	else
+		assert_string_equal(c2, c1);
+	if (r1 != HTTP_PARSE_OK) {
+		assert_null(v.host);
+		assert_null(v.authority);
+		return;
+	}
+	assert_int_equal(v.form, req.form);
+	assert_int_equal(v.version_minor, req.version_minor);
+	assert_int_equal(v.head_len, req.head_len);
+	assert_int_equal(v.content_length, req.content_length);
+	assert_int_equal(v.chunked, req.chunked);
+	assert_int_equal(v.keep_alive, req.keep_alive);
+	assert_int_equal(v.expect_100_continue, req.expect_100_continue);
+	assert_int_equal(http_request_view_body(&v), http_request_body(&req));
+	if (req.host == NULL)
+		assert_null(v.host);
+	else {
+		assert_int_equal(v.host_len, strlen(req.host));
+		assert_memory_equal(v.host, req.host, v.host_len);
+		assert_true(v.host >= in && v.host + v.host_len <= in + len);
+	}
+	if (req.authority == NULL)
+		assert_null(v.authority);
+	else {
+		assert_int_equal(v.authority_len, strlen(req.authority));
+		assert_memory_equal(v.authority, req.authority,
+		    v.authority_len);
+	}
+	http_request_release(&req);
+}
+
 static void
 test_request_ok(void **state)
 {
@@ -278,6 +330,7 @@ test_request_ok(void **state)
 
 	for (i = 0; i < NELEM(req_ok_cases); i++) {
 		c = &req_ok_cases[i];
+		scan_agrees(c->in, strlen(c->in));
 		assert_int_equal(http_request_parse(c->in, strlen(c->in), &req,
 		    &st, &cause), HTTP_PARSE_OK);
 		assert_int_equal(req.head_len, strlen(c->in));
@@ -340,6 +393,7 @@ test_request_errors(void **state)
 
 	for (i = 0; i < NELEM(req_err_cases); i++) {
 		c = &req_err_cases[i];
+		scan_agrees(c->in, strlen(c->in));
 		assert_int_equal(http_request_parse(c->in, strlen(c->in),
 		    &req, &st, &cause), HTTP_PARSE_ERROR);
 		assert_int_equal(st, c->status);
@@ -366,6 +420,10 @@ test_request_nul(void **state)
 	const char		*cause;
 	int			 st;
 
+	scan_agrees(a, sizeof(a) - 1);
+	scan_agrees(b, sizeof(b) - 1);
+	scan_agrees(c, sizeof(c) - 1);
+	scan_agrees(d, sizeof(d) - 1);
 	assert_int_equal(http_request_parse(a, sizeof(a) - 1, &req, &st,
 	    &cause), HTTP_PARSE_ERROR);
 	assert_string_equal(cause, "control character in field value");
@@ -391,6 +449,7 @@ test_request_more(void **state)
 	assert_int_equal(http_request_parse("", 0, &req, &st, &cause),
 	    HTTP_PARSE_MORE);
 	for (i = 0; i < NELEM(req_more_cases); i++) {
+		scan_agrees(req_more_cases[i], strlen(req_more_cases[i]));
 		assert_int_equal(http_request_parse(req_more_cases[i],
 		    strlen(req_more_cases[i]), &req, &st, &cause),
 		    HTTP_PARSE_MORE);
@@ -410,11 +469,75 @@ test_request_early(void **state)
 	for (i = 0; i < NELEM(req_early_cases); i++) {
 		c = &req_early_cases[i];
 		len = c->in[0] == '\0' ? 1 : strlen(c->in);
+		scan_agrees(c->in, len);
 		assert_int_equal(http_request_parse(c->in, len, &req, &st,
 		    &cause), HTTP_PARSE_ERROR);
 		assert_int_equal(st, c->status);
 		if (c->cause != NULL)
 			assert_string_equal(cause, c->cause);
+	}
+}
+
+/*
+ * Every byte value, in a field name and at each position of a field value
+ * (the value check looks at eight bytes at a time, so each lane of a word
+ * and the tail after the last whole word are tried): accepted exactly
+ * when RFC 9110 allows it (tchar in a name; VCHAR, obs-text, SP and HTAB
+ * inside a value).
+ */
+static int
+byte_is_tchar(unsigned c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || (c != 0 &&
+	    strchr("!#$%&'*+-.^_`|~", (int)c) != NULL);
+}
+
+static void
+test_byte_classes(void **state)
+{
+	static const char	pre[] = "GET http://a.test/ HTTP/1.1\r\n"
+	    "Host: a.test\r\n";
+	struct http_request	req;
+	const char		*cause;
+	char			 buf[256];
+	size_t			 len, pos, vlen;
+	unsigned		 c;
+	int			 st, ok;
+
+	for (c = 0; c < 256; c++) {
+		if (c == '\r' || c == '\n' || c == ':')
+			continue;	/* they end the line or the name */
+		len = (size_t)snprintf(buf, sizeof(buf), "%sX", pre);
+		buf[len++] = (char)c;
+		memcpy(buf + len, "Y: v\r\n\r\n", 8);
+		len += 8;
+		ok = byte_is_tchar(c);
+		scan_agrees(buf, len);
+		assert_int_equal(http_request_parse(buf, len, &req, &st,
+		    &cause), ok ? HTTP_PARSE_OK : HTTP_PARSE_ERROR);
+		http_request_release(&req);
+		for (vlen = 1; vlen <= 19; vlen++) {
+			for (pos = 0; pos < vlen; pos++) {
+				/* OWS at either end is trimmed, not refused */
+				ok = (c >= 0x20 && c != 0x7f) || c == '\t';
+				len = (size_t)snprintf(buf, sizeof(buf),
+				    "%sX: <", pre);
+				memset(buf + len, 'v', vlen);
+				buf[len + pos] = (char)c;
+				len += vlen;
+				memcpy(buf + len, ">\r\n\r\n", 5);
+				len += 5;
+				scan_agrees(buf, len);
+				assert_int_equal(http_request_parse(buf, len,
+				    &req, &st, &cause), ok ? HTTP_PARSE_OK :
+				    HTTP_PARSE_ERROR);
+				if (!ok)
+					assert_string_equal(cause,
+					    "control character in field value");
+				http_request_release(&req);
+			}
+		}
 	}
 }
 
@@ -459,21 +582,25 @@ test_limit_line(void **state)
 	assert_non_null(buf);
 	/* Exactly SG_HTTP_LINE_MAX: fine. */
 	len = long_line(buf, SG_HTTP_LINE_MAX, 1);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_OK);
 	http_request_release(&req);
 	/* One more: 414. */
 	len = long_line(buf, SG_HTTP_LINE_MAX + 1, 1);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_ERROR);
 	assert_int_equal(st, 414);
 	/* Unterminated and already too long: 414 without waiting. */
 	len = long_line(buf, SG_HTTP_LINE_MAX + 2, 0);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_ERROR);
 	assert_int_equal(st, 414);
 	/* Unterminated but still possible: more. */
 	len = long_line(buf, SG_HTTP_LINE_MAX - 20, 0);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_MORE);
 	free(buf);
@@ -521,6 +648,7 @@ test_limit_head(void **state)
 	assert_non_null(buf);
 	/* A head of exactly SG_HTTP_HEAD_MAX bytes is fine. */
 	len = fields_head(buf, cap, 1, SG_HTTP_HEAD_MAX, 1);
+	scan_agrees(buf, len);
 	assert_int_equal(len, SG_HTTP_HEAD_MAX);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_OK);
@@ -528,17 +656,20 @@ test_limit_head(void **state)
 	http_request_release(&req);
 	/* One byte more: 431. */
 	len = fields_head(buf, cap, 1, SG_HTTP_HEAD_MAX + 1, 1);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_ERROR);
 	assert_int_equal(st, 431);
 	/* Incomplete head at the limit: 431 before the end arrives. */
 	len = fields_head(buf, cap, 1, SG_HTTP_HEAD_MAX, 0);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_ERROR);
 	assert_int_equal(st, 431);
 	assert_string_equal(cause, "head too large");
 	/* Incomplete head below the limit: more. */
 	len = fields_head(buf, cap, 1, SG_HTTP_HEAD_MAX - 100, 0);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_MORE);
 	free(buf);
@@ -556,17 +687,20 @@ test_limit_count(void **state)
 	buf = malloc(cap);
 	assert_non_null(buf);
 	len = fields_head(buf, cap, SG_HTTP_HEADERS_MAX, 0, 1);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_OK);
 	assert_int_equal(req.nheaders, SG_HTTP_HEADERS_MAX);
 	http_request_release(&req);
 	len = fields_head(buf, cap, SG_HTTP_HEADERS_MAX + 1, 0, 1);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_ERROR);
 	assert_int_equal(st, 431);
 	assert_string_equal(cause, "too many header fields");
 	/* Counted before the head is complete. */
 	len = fields_head(buf, cap, SG_HTTP_HEADERS_MAX + 1, 0, 0);
+	scan_agrees(buf, len);
 	assert_int_equal(http_request_parse(buf, len, &req, &st, &cause),
 	    HTTP_PARSE_ERROR);
 	assert_int_equal(st, 431);
@@ -612,6 +746,8 @@ test_byte_at_a_time(void **state)
 	size_t			 n, head = sizeof(in) - 1 - 4;
 	int			 st;
 
+	for (n = 0; n <= sizeof(in) - 1; n++)
+		scan_agrees(in, n);
 	for (n = 0; n < head; n++) {
 		assert_int_equal(http_request_parse(in, n, &req, &st, &cause),
 		    HTTP_PARSE_MORE);
@@ -1163,6 +1299,7 @@ main(void)
 		cmocka_unit_test(test_request_nul),
 		cmocka_unit_test(test_request_more),
 		cmocka_unit_test(test_request_early),
+		cmocka_unit_test(test_byte_classes),
 		cmocka_unit_test(test_limit_line),
 		cmocka_unit_test(test_limit_head),
 		cmocka_unit_test(test_limit_count),

@@ -177,6 +177,7 @@ test_each_tamper_fails_with_words(void **state)
 			fail_msg("tamper %zu (%s): got '%s'", i, tampers[i].to,
 			    failed ? failed : "(pass)");
 		free(failed);
+		failed = NULL;
 		free(json);
 	}
 }
@@ -194,6 +195,7 @@ test_relaxed_expectations(void **state)
 	json2 = replace(json, "\"seccomp\":2", "\"seccomp\":0");
 	assert_int_equal(probe_check(json2, &e, &failed), -1);
 	free(failed);
+	failed = NULL;
 	e.network_none = 0;
 	e.seccomp_filter = 0;
 	assert_int_equal(probe_check(json2, &e, &failed), 0);
@@ -207,6 +209,7 @@ test_relaxed_expectations(void **state)
 	json = replace(good_v1, "\"no_new_privs\":1", "\"no_new_privs\":0");
 	assert_int_equal(probe_check(json, &e, &failed), -1);
 	free(failed);
+	failed = NULL;
 	free(json);
 }
 
@@ -228,6 +231,7 @@ test_garbage_fails_closed(void **state)
 		assert_int_equal(probe_check(bad[i], &e, &failed), -1);
 		assert_non_null(failed);
 		free(failed);
+		failed = NULL;
 	}
 	big = malloc(PROBE_OUTPUT_MAX + 2);
 	assert_non_null(big);
@@ -236,6 +240,7 @@ test_garbage_fails_closed(void **state)
 	assert_int_equal(probe_check(big, &e, &failed), -1);
 	assert_string_equal(failed, "probe output too large");
 	free(failed);
+	failed = NULL;
 	free(big);
 }
 
@@ -300,6 +305,7 @@ test_seal(void **state)
 			fail_msg("seal %zu: got '%s'", i,
 			    failed ? failed : "(pass)");
 		free(failed);
+		failed = NULL;
 		free(json);
 	}
 	/* Not asked for (network none): not checked. */

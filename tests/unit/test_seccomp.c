@@ -1,6 +1,6 @@
 /*
  * test_seccomp.c: the seccomp profile every sandbox container gets
- * (sandbox_seccomp_profile, from seccomp_profile.h) is an allowlist:
+ * (cspec_seccomp_profile, from seccomp_profile.h) is an allowlist:
  * unknown syscalls refused, nothing sandgate refuses on the list, the
  * argument checks in place.
  */
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "cspec.h"
 #include "sandbox.h"
 #include "seccomp_profile.h"
 
@@ -58,7 +59,7 @@ persona_allowed(json_t *profile, json_int_t v)
 static void
 test_default_refuses(void **state)
 {
-	json_t	*p = sandbox_seccomp_profile();
+	json_t	*p = cspec_seccomp_profile();
 
 	(void)state;
 	assert_non_null(p);
@@ -79,7 +80,7 @@ test_refused_not_listed(void **state)
 	    "userfaultfd", "kexec_load", "init_module", "perf_event_open",
 	    "clone", "clone3", "socket", "personality", "kcmp",
 	    "pidfd_getfd", "process_madvise", NULL };
-	json_t	*p = sandbox_seccomp_profile();
+	json_t	*p = cspec_seccomp_profile();
 	size_t	 i;
 
 	(void)state;
@@ -97,7 +98,7 @@ test_refused_not_listed(void **state)
 static void
 test_argument_rules(void **state)
 {
-	json_t	*p = sandbox_seccomp_profile(), *r;
+	json_t	*p = cspec_seccomp_profile(), *r;
 	size_t	 i;
 	int	 clone_ok = 0, clone3 = 0, sock = 0;
 	const char	*op;

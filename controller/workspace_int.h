@@ -1,9 +1,9 @@
 /*
- * workspace_priv.h: what the workspace_*.c files share; not for other
+ * workspace_int.h: what the workspace_*.c files share; not for other
  * modules (they use workspace.h).
  */
-#ifndef SG_WORKSPACE_PRIV_H
-#define SG_WORKSPACE_PRIV_H
+#ifndef SG_WORKSPACE_INT_H
+#define SG_WORKSPACE_INT_H
 
 #include <sys/stat.h>
 
@@ -94,8 +94,5 @@ int		 ws_is_binary(const unsigned char *, size_t);
 /* Timespec to ns since the epoch. */
 long long	 ws_ns(const struct timespec *);
 
-/* Set *cause to a formatted malloc'ed message; returns -1. */
-int		 ws_cause(char **cause, const char *fmt, ...)
-		    __attribute__((format(printf, 2, 3)));
 
 #endif

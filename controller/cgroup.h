@@ -1,0 +1,80 @@
+/*
+ * cgroup.h: a container's cgroups on the host (v1 hierarchies or v2),
+ * read from and written to cgroupfs: where they are, the counters an
+ * exec reports (OOM kills, pids refused, CPU time), the processes in them
+ * and the limits in force. Paths are the host's /sys/fs/cgroup.
+ */
+#ifndef SG_CGROUP_H
+#define SG_CGROUP_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#define CGROUP_FILE_MAX		4096	/* a cgroup or /proc file we read */
+
+/* The cgroup folders of one container (v1 hierarchies or v2). */
+struct cgroup {
+	char	mem[PATH_MAX];
+	char	pids[PATH_MAX];
+	char	cpu[PATH_MAX];		/* cpuacct (usage) */
+	char	cpuctl[PATH_MAX];	/* cpu (CFS quota) */
+	int	v2;
+};
+
+/* Counters sampled before and after. */
+struct cgroup_counters {
+	unsigned long long	oom_kill;
+	unsigned long long	pids_max;
+	unsigned long long	cpu_ns;
+};
+
+/* Read a small file into buf (NUL-terminated); bytes read or -1. */
+int	cgroup_read_file(const char *path, char *buf, size_t size);
+
+/*
+ * The cgroup folders of process pid, from /proc/<pid>/cgroup. 0, or -1
+ * when none is found.
+ */
+int	cgroup_find(int pid, struct cgroup *);
+
+/* The v1 folders of container cid (full id) from its id alone. 0 or -1. */
+int	cgroup_by_id(struct cgroup *, const char *cid);
+
+/*
+ * runsc's sandbox process may sit outside the cgroup its container's
+ * limits are set on: prefer <hierarchy>/docker/<cid> when it exists (v1).
+ */
+void	cgroup_prefer_container(struct cgroup *, const char *cid);
+
+/*
+ * The value of "KEY N" in dir/file, or the file's only number when key
+ * is NULL, into *out. 0, or -1 (no such folder, file or key).
+ */
+int	cgroup_read_key(const char *dir, const char *file, const char *key,
+	    unsigned long long *out);
+
+/* The counters now (a counter that cannot be read stays 0). */
+void	cgroup_counters_read(const struct cgroup *, struct cgroup_counters *);
+
+/* Write value to dir/file; a failure is ignored (best effort). */
+void	cgroup_write(const char *dir, const char *file, const char *value);
+
+/*
+ * The pids in the cgroup (its cgroup.procs: the pids folder's, else the
+ * memory one's) into *out (heap, *count of them). 0 or -1.
+ */
+int	cgroup_procs(const struct cgroup *, int **out, size_t *count);
+
+/*
+ * The limits the host kernel enforces on the cgroup of process pid (a
+ * container's init; cid, the full container id, finds the container's own
+ * cgroup when the runtime keeps that process elsewhere), as a JSON object
+ * with the probe's keys: memory_max, memsw_max, swap_max, pids_max,
+ * cpu_quota_us, cpu_period_us (integers, "max", or null when a file is
+ * absent). New reference, or NULL when the cgroup cannot be found.
+ */
+json_t	*cgroup_limits(int pid, const char *cid);
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * test_logread.c: the one log reader of audit and policy suggest: RFC
+ * 3339 times (Z, +hh:mm, -hh:mm, fractions, bad offsets and fields),
+ * durations, rotated files in order, and the line reader.
+ */
+#include <sys/stat.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "logread.h"
+#include "util.h"
+
+#define T0	1769860800LL	/* 2026-01-31T12:00:00Z */
+#define S	1000000LL
+
+struct tcase {
+	const char	*in;
+	int64_t		 want;	/* microseconds */
+};
+
+static const struct tcase good[] = {
+	{ "2026-01-31T12:00:00Z", T0 * S },
+	{ "2026-01-31t12:00:00z", T0 * S },
+	{ "2026-01-31 12:00:00Z", T0 * S },
+	{ "2026-01-31T12:00:00", T0 * S },
+	{ "2026-01-31T12:00Z", T0 * S },
+	{ "2026-01-31", (T0 - 12 * 3600) * S },
+	{ "2026-01-31T12:00:00+00:00", T0 * S },
+	{ "2026-01-31T12:00:00-00:00", T0 * S },
+	{ "2026-01-31T14:00:00+02:00", T0 * S },
+	{ "2026-01-31T06:30:00-05:30", T0 * S },
+	{ "2026-02-01T01:45:00+13:45", T0 * S },
+	{ "2026-01-31T12:00+01:00", (T0 - 3600) * S },
+	{ "2026-01-31T12:00:00.5Z", T0 * S + 500000 },
+	{ "2026-01-31T12:00:00.000001Z", T0 * S + 1 },
+	{ "2026-01-31T12:00:00.123456789Z", T0 * S + 123456 },
+	{ "2026-01-31T12:00:00.25+01:00", (T0 - 3600) * S + 250000 },
+	{ "2024-02-29T00:00:00Z", 1709164800LL * S },
+	{ "1970-01-01T00:00:00Z", 0 },
+};
+
+static const char *const bad[] = {
+	"", "yesterday", "2026-01-31T", "2026-1-31", "2026-01-31T1:00",
+	"2026-01-31T12:00:00+2:00", "2026-01-31T12:00:00+02", "2026-01-31T"
+	"12:00:00+0200", "2026-01-31T12:00:00+02:0", "2026-01-31T12:00:00"
+	"+24:00", "2026-01-31T12:00:00+02:60", "2026-01-31T12:00:00+-1:00",
+	"2026-01-31T12:00:00+02:00x", "2026-01-31T12:00:00Zx",
+	"2026-01-31T12:00:00 +02:00", "2026-01-31T12:00:00.Z",
+	"2026-01-31T12:00:00.+01:00", "2026-02-30", "2026-13-01",
+	"2026-00-10", "2026-01-00", "2026-01-31T24:00", "2026-01-31T12:60",
+	"2026-01-31T12:00:61Z", "2026-01-31T12:00:00UTC", "1969-12-31",
+};
+
+static void
+test_parse_ts_good(void **state)
+{
+	size_t	i;
+	int64_t	us;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		us = -1;
+		if (logread_parse_ts(good[i].in, &us) != 0)
+			fail_msg("refused '%s'", good[i].in);
+		if (us != good[i].want)
+			fail_msg("'%s': %lld, want %lld", good[i].in,
+			    (long long)us, (long long)good[i].want);
+	}
+}
+
+static void
+test_parse_ts_bad(void **state)
+{
+	size_t	i;
+	int64_t	us;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (logread_parse_ts(bad[i], &us) != -1)
+			fail_msg("accepted '%s'", bad[i]);
+}
+
+static void
+test_parse_time(void **state)
+{
+	int64_t	us;
+
+	(void)state;
+	assert_int_equal(logread_parse_time("2h", T0 * S + 7, &us), 0);
+	assert_int_equal(us, (T0 - 7200) * S + 7);
+	assert_int_equal(logread_parse_time("30m", T0 * S, &us), 0);
+	assert_int_equal(us, (T0 - 1800) * S);
+	/* never before the epoch */
+	assert_int_equal(logread_parse_time("7d", 3600 * S, &us), 0);
+	assert_int_equal(us, 0);
+	assert_int_equal(logread_parse_time("2026-01-31T14:00:00+02:00", 0,
+	    &us), 0);
+	assert_int_equal(us, T0 * S);
+	assert_int_equal(logread_parse_time("2 hours", T0 * S, &us), -1);
+}
+
+static char	dir[64];
+
+static void
+put(const char *name, const char *text)
+{
+	char	 path[128];
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int
+setup_dir(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test_logread." UTIL_MKTEMP_SUFFIX);
+	return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+static int
+teardown_dir(void **state)
+{
+	char	cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* name.10 is older than name.2: numbers, not text, order the files. */
+static void
+test_files_order(void **state)
+{
+	char	**files, *cause = NULL, want[128];
+	int	  n;
+
+	(void)state;
+	put("ev.jsonl", "");
+	put("ev.jsonl.1", "");
+	put("ev.jsonl.2", "");
+	put("ev.jsonl.10", "");
+	put("ev.jsonl.0", "");
+	put("ev.jsonl.x", "");
+	put("ev.jsonl.3.gz", "");
+	put("other.jsonl.4", "");
+	assert_int_equal(logread_files(dir, "ev.jsonl", &files, &n, &cause),
+	    0);
+	assert_int_equal(n, 4);
+	snprintf(want, sizeof(want), "%s/ev.jsonl.10", dir);
+	assert_string_equal(files[0], want);
+	snprintf(want, sizeof(want), "%s/ev.jsonl.2", dir);
+	assert_string_equal(files[1], want);
+	snprintf(want, sizeof(want), "%s/ev.jsonl.1", dir);
+	assert_string_equal(files[2], want);
+	snprintf(want, sizeof(want), "%s/ev.jsonl", dir);
+	assert_string_equal(files[3], want);
+	logread_files_free(files, n);
+	assert_null(cause);
+}
+
+static void
+test_files_missing(void **state)
+{
+	char	**files = NULL, *cause = NULL, path[128];
+	int	  n;
+
+	(void)state;
+	assert_int_equal(logread_files(dir, "none.jsonl", &files, &n, &cause),
+	    -1);
+	assert_non_null(strstr(cause, "no log at"));
+	snprintf(path, sizeof(path), "%s/no-such-dir", dir);
+	assert_int_equal(logread_files(path, "ev.jsonl", &files, &n, &cause),
+	    -1);
+	assert_non_null(strstr(cause, "cannot open"));
+	free(cause);
+	/* right after a rotation: only name.1, the current is listed */
+	put("rot.jsonl.1", "");
+	cause = NULL;
+	assert_int_equal(logread_files(dir, "rot.jsonl", &files, &n, &cause),
+	    0);
+	assert_int_equal(n, 2);
+	logread_files_free(files, n);
+}
+
+struct seen {
+	char	text[512];
+	int	n;
+};
+
+static void
+collect(json_t *o, void *arg)
+{
+	struct seen	*s = arg;
+	const char	*v = json_string_value(json_object_get(o, "v"));
+
+	s->n++;
+	strncat(s->text, v ? v : "?", sizeof(s->text) - strlen(s->text) - 1);
+}
+
+/* Rotated files oldest first; junk counted; a last line without \n. */
+static void
+test_each(void **state)
+{
+	struct logread_stats	  st = { 0, 0 };
+	struct seen		  s;
+	char			**files, *cause = NULL, *big;
+	int			  n;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	big = util_xmalloc(SG_LOG_LINE_MAX + 64);
+	memset(big, ' ', SG_LOG_LINE_MAX + 62);
+	memcpy(big, "{\"v\":\"L\"}", 9);
+	big[SG_LOG_LINE_MAX + 62] = '\n';
+	big[SG_LOG_LINE_MAX + 63] = '\0';
+	put("e.jsonl.2", "{\"v\":\"a\"}\nnot json\n[1]\n");
+	put("e.jsonl.1", big);
+	put("e.jsonl",
+	    "{\"v\":\"b\"}\n\n{\"v\":\"c\",\"v\":\"d\"}\n{\"v\":\"e\"}");
+	free(big);
+	assert_int_equal(logread_files(dir, "e.jsonl", &files, &n, &cause),
+	    0);
+	assert_int_equal(logread_each(files, n, collect, &s, &st, &cause), 0);
+	assert_string_equal(s.text, "abe");
+	/* not json, [1], the cut line, the empty one, the duplicate key */
+	assert_int_equal(st.skipped, 5);
+	assert_int_equal(st.files, 3);
+	logread_files_free(files, n);
+	assert_null(cause);
+}
+
+/* A FIFO or a symlink in the log folder is not read. */
+static void
+test_open_refuses(void **state)
+{
+	char		path[128], link[128], *cause = NULL;
+	long long	size;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(logread_open(path, &size, &cause), -1);
+	assert_non_null(strstr(cause, "not a regular file"));
+	put("target", "{}\n");
+	snprintf(path, sizeof(path), "%s/target", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(logread_open(link, &size, &cause), -1);
+	assert_non_null(strstr(cause, "symlink"));
+	free(cause);
+	cause = NULL;
+	snprintf(path, sizeof(path), "%s/absent", dir);
+	assert_int_equal(logread_open(path, &size, &cause), -1);
+	assert_null(cause);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_ts_good),
+		cmocka_unit_test(test_parse_ts_bad),
+		cmocka_unit_test(test_parse_time),
+		cmocka_unit_test(test_files_order),
+		cmocka_unit_test(test_files_missing),
+		cmocka_unit_test(test_each),
+		cmocka_unit_test(test_open_refuses),
+	};
+
+	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
