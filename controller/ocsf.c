@@ -305,6 +305,7 @@ ocsf_verdict(json_t *ev, const char *name, struct ocsf_verdict *v)
 	memset(v, 0, sizeof(*v));
 	v->action_name = v->disposition_name = "Unknown";
 	if (strcmp(name, "egress.allowed") == 0 ||
+	    strcmp(name, "egress.allowed_summary") == 0 ||
 	    strcmp(name, "egress.would_block") == 0 ||
 	    strcmp(name, "egress.would_block_summary") == 0) {
 		v->action = 1;

@@ -1,4 +1,5 @@
 /* blocklog.c: full lines or counted summaries for blocks; see blocklog.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,7 @@ struct blocklog {
 	struct bl_key		*overflow[2][SG_REASON_MAX];
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
+	int			 held;		/* under pressure: no aging */
 };
 
 static uint32_t	bl_hash(const char *, const char *, int, int);
@@ -167,7 +169,8 @@ bl_ident_age(struct blocklog *bl, struct bl_ident *id, uint64_t now)
 {
 	const uint64_t	half = (uint64_t)BLOCKLOG_RECENT_S / 2 * 1000000;
 
-	if (now - id->half_start < half)
+	/* Under pressure what each wrote stays counted until it ends. */
+	if (bl->held || now - id->half_start < half)
 		return;
 	if (now - id->half_start >= 2 * half)
 		id->lines[0] = id->lines[1] = 0;
@@ -351,11 +354,23 @@ bl_key_keep(struct bl_key *k, const struct blocklog_event *ev)
 	size_t	n = 0, i;
 	int	bad = 0;
 
+	char	msg[160];
+
 	bl_key_clear(k);
 	k->sandbox = bl_strdup(ev->sandbox, &bad);
 	k->src = bl_strdup(ev->src, &bad);
 	k->method = bl_strdup(ev->method, &bad);
-	k->message = bl_strdup(ev->message, &bad);
+	/*
+	 * A key without a destination counts attempts to many: its message
+	 * names none of them (the client would choose which one).
+	 */
+	if (k->host == NULL && ev->host != NULL &&
+	    ev->reason != SG_REASON_NONE) {
+		snprintf(msg, sizeof(msg), SG_BLOCK_PREFIX "attempts to "
+		    "other destinations (%s), counted", reason_code(k->reason));
+		k->message = bl_strdup(msg, &bad);
+	} else if (k->host != NULL || ev->host == NULL)
+		k->message = bl_strdup(ev->message, &bad);
 	k->rule = bl_strdup(ev->rule, &bad);
 	k->digest = bl_strdup(ev->policy_digest, &bad);
 	while (ev->sets != NULL && ev->sets[n] != NULL)
@@ -537,7 +552,8 @@ blocklog_stop_top(struct blocklog *bl, uint64_t now_us)
 			top = id;
 		}
 	}
-	if (top == NULL || best * 2 < total)
+	bl->held = 1;
+	if (top == NULL || best * 2 < total || best < BLOCKLOG_STOP_MIN)
 		return NULL;
 	top->stopped = 1;
 	return top->name;
@@ -562,6 +578,7 @@ blocklog_resume_all(struct blocklog *bl)
 
 	for (id = bl->ilist; id != NULL; id = id->next)
 		id->stopped = 0;
+	bl->held = 0;
 }
 
 unsigned long long

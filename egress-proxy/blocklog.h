@@ -55,6 +55,7 @@
 #define BLOCKLOG_KEYS_MAX		8192
 #define BLOCKLOG_IDENTS_MAX		16384
 #define BLOCKLOG_RECENT_S		600	/* lines counted this far back */
+#define BLOCKLOG_STOP_MIN		64	/* lines, to be stopped */
 
 struct blocklog_opts {
 	unsigned	burst;		/* full lines per key per window */
@@ -63,7 +64,9 @@ struct blocklog_opts {
 };
 
 /*
- * One blocked attempt, or (for the emit callback) one summary. Strings
+ * One blocked attempt (or an allowed connection's line, reason
+ * SG_REASON_NONE: the same budget), or (for the emit callback) one
+ * summary. Strings
  * are borrowed for the call. sets is NULL-terminated (or NULL).
  */
 struct blocklog_event {
@@ -73,7 +76,7 @@ struct blocklog_event {
 	const char		*method;
 	const char		*host;
 	int			 port;
-	enum sg_reason		 reason;
+	enum sg_reason		 reason;	/* NONE: an allowed one */
 	const char		*message;
 	const char *const	*sets;
 	const char		*rule;
@@ -123,7 +126,12 @@ void		 blocklog_flush(struct blocklog *, uint64_t now_us, int all);
 
 /*
  * The log volume is nearly full: stop the identity that wrote at least
- * half of the lines of the last BLOCKLOG_RECENT_S seconds, if one did.
+ * half of the lines counted (those of the BLOCKLOG_RECENT_S seconds before
+ * the pressure began, and every one since), and at least
+ * BLOCKLOG_STOP_MIN of them, if one did. From the first call until
+ * blocklog_resume_all() the counts do not age: a flooder's lines keep
+ * their weight for as long as the pressure lasts, so the next identity to
+ * write a line is not stopped merely for being the only one left writing.
  * Returns its name (owned by the module), or NULL. Stopped identities stay
  * stopped until blocklog_resume_all().
  */

@@ -838,6 +838,11 @@ conn_start_http(struct conn *c)
 	if (q->form != HTTP_TARGET_ABSOLUTE)
 		return conn_block_malformed(c, 400,
 		    "not a proxy request (absolute URI required)");
+	/* Forwarded as sent: UTS #46 would check another name. */
+	if (!host_is_ascii(q->authority, strlen(q->authority)) ||
+	    (q->host != NULL && !host_is_ascii(q->host, strlen(q->host))))
+		return conn_block_malformed(c, 400,
+		    "host name is not ASCII (send its A-label form)");
 	if (host_parse_authority(q->authority, strlen(q->authority), 80,
 	    &c->r.host, &c->r.port, &cause) == -1)
 		return conn_block_malformed(c, 400, cause);
@@ -938,7 +943,8 @@ conn_log_allowed(struct conn *c)
 	ev.bytes_down = (long long)c->r.bytes_down;
 	ev.duration_ms = (long long)((util_now_us() - c->r.started_us) /
 	    1000);
-	proxy_log_event(c->px, &ev);
+	/* One line per connection: under the client's budget, as blocks. */
+	proxy_log_block(c->px, &ev);
 }
 
 /*
@@ -1134,6 +1140,26 @@ conn_connect_failed(struct conn *c, const char *details)
 	return conn_reply_error(c, 502, "connection_refused", details);
 }
 
+/*
+ * A non-blocking socket for an upstream, its kernel buffers capped like
+ * an accepted socket's before connect(2), which also turns the kernel's
+ * autotuning off: a stalled download would otherwise let its receive
+ * queue grow to tcp_rmem's maximum (MiBs per tunnel, outside any budget).
+ */
+static evutil_socket_t
+conn_upstream_socket(int family)
+{
+	evutil_socket_t	fd;
+	int		sz = PROXY_SOCKBUF;
+
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	return fd;
+}
+
 /* Connect to the next resolved address. */
 static int
 conn_connect_next(struct conn *c)
@@ -1142,15 +1168,19 @@ conn_connect_next(struct conn *c)
 	socklen_t	 len = sa->sa_family == AF_INET6 ?
 			    sizeof(struct sockaddr_in6) :
 			    sizeof(struct sockaddr_in);
+	evutil_socket_t	 fd;
 
 	if (sa->sa_family == AF_INET6)
 		((struct sockaddr_in6 *)sa)->sin6_port = htons(c->r.port);
 	else
 		((struct sockaddr_in *)sa)->sin_port = htons(c->r.port);
 	addr_to_string(sa, c->r.resolved, sizeof(c->r.resolved));
-	c->upstream = bufferevent_socket_new(c->px->base, -1,
+	if ((fd = conn_upstream_socket(sa->sa_family)) == -1)
+		return conn_connect_failed(c, "cannot open a socket");
+	c->upstream = bufferevent_socket_new(c->px->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (c->upstream == NULL) {
+		evutil_closesocket(fd);
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
@@ -1279,12 +1309,20 @@ conn_revoke(struct proxy *px)
 			n += conn_redecide(px, c);
 			continue;
 		}
-		if (c->state != CONN_TUNNEL || c->refusing)
+		/*
+		 * Forwarded requests (an upload or answer still streaming)
+		 * and tunnels: closed when the new policy refuses them.
+		 */
+		if ((c->state != CONN_TUNNEL && c->state != CONN_HTTP) ||
+		    c->refusing)
 			continue;
 		conn_query(c, &q);
 		r = policy_decide(px->policy->policy, &q, &m);
-		if (r == SG_REASON_NONE)
+		if (r == SG_REASON_NONE && c->state == CONN_TUNNEL)
 			r = conn_tunnel_recheck(c, &m);
+		else if (r == SG_REASON_NONE && c->up_private &&
+		    !m.allow_private)
+			r = SG_REASON_PRIVATE_ADDRESS;
 		/*
 		 * A client with a set in report mode would be let through
 		 * again (conn_report_only), so its tunnels stay open.

@@ -323,6 +323,8 @@ conn_tunnel_same_host(struct conn *c, const char *a, size_t len)
 	uint16_t	 port;
 	const char	*cause;
 
+	if (!host_is_ascii(a, len))		/* the upstream gets it raw */
+		return 0;
 	if ((len == strlen(c->r.req.authority) &&
 	    strncasecmp(a, c->r.req.authority, len) == 0) ||
 	    (len == strlen(c->r.hostport) &&

@@ -42,8 +42,14 @@ static struct client_slot **proxy_count_slot(struct proxy *,
 static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
 static json_t	*proxy_rejected_errors(json_t *);
+/* Cut copies of the client-chosen fields of one log line. */
+struct proxy_cuts {
+	char	method[PROXY_LOG_FIELD_CUT + 4];
+	char	sni[SG_HOST_MAX + 4];
+};
+
 static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
-		    const struct proxy_event *, char *method);
+		    const struct proxy_event *, struct proxy_cuts *);
 static const char *proxy_cut(const char *, char *buf);
 static void	proxy_log_warn(struct proxy *);
 
@@ -236,21 +242,25 @@ proxy_cut(const char *s, char *buf)
 }
 
 /*
- * The fields of a security event as eventlog.c takes them; method holds
- * PROXY_LOG_FIELD_CUT + 4 bytes for the cut method.
+ * The fields of a security event as eventlog.c takes them, the
+ * client-chosen ones cut into cuts: the method to PROXY_LOG_FIELD_CUT
+ * bytes, the SNI escaped to printable ASCII and cut to a host name's
+ * length (the message carries it the same way, reason_message). The host
+ * is a normalized name, at most SG_HOST_MAX bytes.
  */
 static void
 proxy_sec_fields(struct proxy *px, struct eventlog_sec *sec,
-    const struct proxy_event *pe, char *method)
+    const struct proxy_event *pe, struct proxy_cuts *cuts)
 {
 	memset(sec, 0, sizeof(*sec));
 	sec->event = pe->event;
 	sec->sandbox = pe->client ? pe->client->sandbox : NULL;
 	sec->src = pe->src;
-	sec->method = proxy_cut(pe->method, method);
+	sec->method = proxy_cut(pe->method, cuts->method);
 	sec->host = pe->host && *pe->host ? pe->host : NULL;
 	sec->port = pe->port;
-	sec->sni = pe->sni;
+	sec->sni = pe->sni != NULL ? util_escape(pe->sni, cuts->sni,
+	    sizeof(cuts->sni)) : NULL;
 	sec->resolved = pe->resolved && *pe->resolved ? pe->resolved : NULL;
 	sec->reason = pe->reason != SG_REASON_NONE ? reason_code(pe->reason) :
 	    NULL;
@@ -267,10 +277,10 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	struct eventlog_sec	 sec;
 	json_t			*fields;
 	char			 ident[PROXY_IDENT_MAX];
-	char			 method[PROXY_LOG_FIELD_CUT + 4];
+	struct proxy_cuts	 cuts;
 	int			 rc = -1;
 
-	proxy_sec_fields(px, &sec, pe, method);
+	proxy_sec_fields(px, &sec, pe, &cuts);
 	if ((fields = eventlog_security_fields(&sec)) == NULL)
 		goto out;
 	if (pe->bytes_up >= 0) {
@@ -325,7 +335,7 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 	int			 full = 1, report;
 
 	report = strcmp(pe->event, "egress.would_block") == 0;
-	if (!report) {
+	if (!report && pe->reason != SG_REASON_NONE) {
 		px->block_serial++;
 		control_note_block(px, px->block_serial, pe->client ?
 		    pe->client->sandbox : NULL, pe->host, pe->port,
@@ -372,13 +382,15 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 
 	memset(&sec, 0, sizeof(sec));
 	sec.event = be->report ? "egress.would_block_summary" :
+	    be->reason == SG_REASON_NONE ? "egress.allowed_summary" :
 	    "egress.blocked_summary";
 	sec.sandbox = be->sandbox;
 	sec.src = be->src;
 	sec.method = be->method;
 	sec.host = be->host;
 	sec.port = be->port;
-	sec.reason = reason_code(be->reason);
+	sec.reason = be->reason != SG_REASON_NONE ? reason_code(be->reason) :
+	    NULL;
 	sec.message = be->message;
 	sec.policy_sets = be->sets;
 	sec.rule = be->rule;
@@ -584,7 +596,7 @@ proxy_reload(struct proxy *px, char **errors)
 	eventlog_append(px->seclog, fields);
 	json_decref(fields);
 	revoked = conn_revoke(px);
-	log_info("policy reloaded: digest %s, %u tunnels revoked",
+	log_info("policy reloaded: digest %s, %u connections revoked",
 	    policy_digest(p), revoked);
 	return 0;
 }

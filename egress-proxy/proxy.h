@@ -46,9 +46,10 @@ struct registry_entry;
  */
 #define PROXY_MAX_BUFFER_PER_CLIENT	(16ULL * 1024 * 1024)
 /*
- * The kernel's buffers of every accepted socket (SO_RCVBUF, SO_SNDBUF;
- * the kernel doubles them): without a cap they grow to tcp_rmem and
- * tcp_wmem (MiBs) for a client that does not read. Not smaller: at 32
+ * The kernel's buffers of every accepted and every upstream socket
+ * (SO_RCVBUF, SO_SNDBUF; the kernel doubles them): without a cap they
+ * grow to tcp_rmem and tcp_wmem (MiBs) for a client that does not read,
+ * or on the upstream side of a tunnel whose client stopped reading. Not smaller: at 32
  * KiB a loopback segment (64 KiB) fills the buffer and every write waits
  * for a delayed ACK (bulk tunnels ran at 3 MiB/s instead of 400).
  */
@@ -246,9 +247,9 @@ struct proxy_event {
  */
 int	proxy_log_event(struct proxy *, const struct proxy_event *);
 /*
- * An egress.blocked (or egress.would_block) event: written in full, or
- * counted into a summary (blocklog.h); a block is counted for GET
- * /blocks too. Returns 0, or -1 when a full line could not be written
+ * An egress.blocked, egress.would_block or egress.allowed event: written
+ * in full, or counted into a summary under the client's budget
+ * (blocklog.h); a block is counted for GET /blocks too. Returns 0, or -1 when a full line could not be written
  * (the attempt is then counted into a summary, written once the log can
  * be, or at exit).
  */

@@ -188,15 +188,13 @@ tlsseq_check_name(const struct tlsseq *ts, const char *name)
 {
 	struct host		 sni;
 	const char		*cause;
-	const unsigned char	*p;
 
 	if (name == NULL)	/* clients send no SNI for IP addresses */
 		return ts->expected.type == HOST_DNS ?
 		    SG_REASON_SNI_MISSING : SG_REASON_NONE;
 	/* RFC 6066 3: ASCII; UTS #46 would map what the server gets raw. */
-	for (p = (const unsigned char *)name; *p != '\0'; p++)
-		if (*p <= 0x20 || *p >= 0x7f)
-			return SG_REASON_SNI_INVALID;
+	if (!host_is_ascii(name, strlen(name)))
+		return SG_REASON_SNI_INVALID;
 	if (host_normalize(name, strlen(name), &sni, &cause) == -1)
 		return SG_REASON_SNI_INVALID;
 	return host_equal(&sni, &ts->expected) ? SG_REASON_NONE :

@@ -475,6 +475,18 @@ host_parse_authority(const char *in, size_t len, uint16_t default_port,
 }
 
 int
+host_is_ascii(const char *s, size_t len)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] <= 0x20 || p[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
+int
 host_equal(const struct host *a, const struct host *b)
 {
 	return a->type == b->type && strcmp(a->name, b->name) == 0;

@@ -61,6 +61,12 @@ int	host_parse_authority(const char *in, size_t len,
 
 /* 1 when both are the same normalized host, else 0. */
 int	host_equal(const struct host *, const struct host *);
+/*
+ * 1 when each of the len bytes at s is printable ASCII: a name as a
+ * client sends it to a server (an A-label, not the Unicode UTS #46 would
+ * map), 0 if not.
+ */
+int	host_is_ascii(const char *s, size_t len);
 
 /*
  * Write "name:port", bracketing IPv6 ("[::1]:443"), into buf. Returns the

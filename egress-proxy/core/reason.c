@@ -3,10 +3,12 @@
 #include <string.h>
 
 #include "reason.h"
+#include "sglimits.h"
 #include "util.h"
 
 /* An escaped SNI in a message: 255 bytes, each at most 4 when escaped. */
-#define REASON_SNI_SHOWN	(4 * 255 + 4)
+/* The SNI as a message shows it: escaped, cut to a host name's length. */
+#define REASON_SNI_SHOWN	(SG_HOST_MAX + 4)
 
 static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_NONE] = "none",

@@ -24,6 +24,7 @@ struct sink {
 	unsigned		 nohost;	/* summaries with no host */
 	int			 fail;		/* make the next emits fail */
 	char			 last_host[64];
+	char			 nohost_msg[256];	/* its message */
 	unsigned long long	 last_count;
 	struct timespec		 first, last;
 };
@@ -38,6 +39,9 @@ emit(void *arg, const struct blocklog_event *ev)
 	s->summaries++;
 	s->counted += ev->count;
 	s->nohost += ev->host == NULL;
+	if (ev->host == NULL)
+		snprintf(s->nohost_msg, sizeof(s->nohost_msg), "%s",
+		    ev->message ? ev->message : "");
 	snprintf(s->last_host, sizeof(s->last_host), "%s",
 	    ev->host ? ev->host : "-");
 	s->last_count = ev->count;
@@ -144,6 +148,43 @@ test_key_cap(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * The "other destinations" summary counts attempts to many hosts: its
+ * message names none of them (the first one's would be the client's
+ * choice).
+ */
+static void
+test_other_destinations_message(void **state)
+{
+	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10 };
+	struct blocklog_event	 ev;
+	struct timespec		 now = { 1000, 0 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 host[64], msg[128];
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < BLOCKLOG_KEYS_PER_IDENT + 10; i++) {
+		memset(&ev, 0, sizeof(ev));
+		snprintf(host, sizeof(host), "decoy%d.invalid", i);
+		snprintf(msg, sizeof(msg), "network blocked by policy: "
+		    "destination %s:443 not allowlisted", host);
+		ev.identity = ev.sandbox = "sbx_a";
+		ev.host = host;
+		ev.port = 443;
+		ev.reason = SG_REASON_NOT_ALLOWLISTED;
+		ev.message = msg;
+		blocklog_note(bl, &ev, SEC, &now);
+	}
+	blocklog_flush(bl, 60 * SEC, 1);
+	assert_int_equal(s.nohost, 1);
+	assert_null(strstr(s.nohost_msg, ".invalid"));
+	assert_non_null(strstr(s.nohost_msg, "not_allowlisted"));
+	blocklog_free(bl);
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
@@ -195,6 +236,42 @@ test_stop_top(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * Once the flooder is stopped, its lines keep their weight while the
+ * pressure lasts: a sandbox that writes a few lines after the flood has
+ * aged out of BLOCKLOG_RECENT_S is not stopped for being the only one
+ * left writing; nor is one that wrote fewer than BLOCKLOG_STOP_MIN.
+ */
+static void
+test_stop_not_the_last_one_left(void **state)
+{
+	const uint64_t		 later = (BLOCKLOG_RECENT_S + 100) * SEC;
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 5000; i++)
+		blocklog_wrote(bl, "sbx_flood", SEC);
+	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_flood");
+	blocklog_flush(bl, later, 0);
+	for (i = 0; i < 3; i++)
+		blocklog_wrote(bl, "sbx_victim", later);
+	assert_null(blocklog_stop_top(bl, later));
+	assert_null(blocklog_stop_top(bl, 3 * later));
+	assert_false(blocklog_stopped(bl, "sbx_victim"));
+	/* The room came back, then a new pressure: a few lines are not
+	 * enough to be stopped, even as the only writer. */
+	blocklog_resume_all(bl);
+	blocklog_flush(bl, 5 * later, 0);
+	for (i = 0; i < 10; i++)
+		blocklog_wrote(bl, "sbx_victim", 5 * later);
+	assert_null(blocklog_stop_top(bl, 5 * later));
+	blocklog_free(bl);
+}
+
 /* A stopped identity adds one summary a window, whatever it tries. */
 static void
 test_stopped_one_aggregate(void **state)
@@ -207,7 +284,7 @@ test_stopped_one_aggregate(void **state)
 
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
-	for (i = 0; i < 10; i++)
+	for (i = 0; i < BLOCKLOG_STOP_MIN; i++)
 		blocklog_wrote(bl, "sbx_loud", SEC);
 	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_loud");
 	for (i = 0; i < 500; i++) {
@@ -282,8 +359,10 @@ main(void)
 		cmocka_unit_test(test_burst_then_summary),
 		cmocka_unit_test(test_budget_per_identity),
 		cmocka_unit_test(test_key_cap),
+		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
+		cmocka_unit_test(test_stop_not_the_last_one_left),
 		cmocka_unit_test(test_stopped_one_aggregate),
 		cmocka_unit_test(test_report_keyed_apart),
 		cmocka_unit_test(test_unwritten_counted),
