@@ -22,8 +22,6 @@
  * LG_MAX_ERRORS errors. Only addresses given on the command line are
  * contacted.
  */
-#define _GNU_SOURCE
-
 #include <sys/resource.h>
 #include <sys/socket.h>
 

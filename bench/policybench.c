@@ -17,8 +17,6 @@
  * Limits: N at most SG_POLICY_ENTRIES_MAX; the file must stay under
  * SG_POLICY_FILE_MAX bytes (about 70 bytes an entry). Writes only DIR.
  */
-#define _POSIX_C_SOURCE 200809L
-
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

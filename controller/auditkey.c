@@ -159,7 +159,7 @@ auditkey_show(const char *path)
 	char		*cause = NULL, id[CHECKPOINT_KEY_B64 + 1];
 
 	if ((k = checkpoint_pubkey_load(path, &cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return -1;
 	}
@@ -193,11 +193,11 @@ auditkey_rotate_runs(const char *path)
 	o.lock = CHECKPOINT_LOCK_EXCLUSIVE;
 	if ((log = eventlog_open(state_record_dir(), "runs.jsonl", &lo,
 	    &cause)) == NULL || (ck = checkpoint_new(log, &o, &cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		goto out;
 	}
 	if (checkpoint_write(ck, "close") == -1) {
-		fprintf(stderr, "sandgate: %s\n", checkpoint_error(ck));
+		log_warnx("%s", checkpoint_error(ck));
 		goto out;
 	}
 	printf("runs.jsonl: key %s signs from seq %lld on\n",
@@ -219,13 +219,13 @@ auditkey_rotate(const char *path, const char *logname, const char *logdir,
 	int	 rc, made;
 
 	if (access(path, F_OK) == -1) {
-		fprintf(stderr, "sandgate: no key at %s to rotate from; `sandgate "
-		    "audit key create` makes one\n", path);
+		log_warnx("no key at %s to rotate from; `sandgate "
+		    "audit key create` makes one", path);
 		return SG_EXIT_FAIL;
 	}
 	util_xasprintf(&next, "%s.next", path);
 	if ((made = auditkey_ensure(next, owner, logdir, &cause)) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		rc = SG_EXIT_ERROR;
 		goto out;
 	}
@@ -255,8 +255,8 @@ auditkey_command(const char *verb, const char *path, const char *logname,
 	int		 rc;
 
 	if (path == NULL && auditkey_path(logname, def, sizeof(def)) == -1) {
-		fprintf(stderr, "sandgate: no default key for '%s': give the "
-		    "key's path\n", logname);
+		log_warnx("no default key for '%s': give the "
+		    "key's path", logname);
 		return SG_EXIT_USAGE;
 	}
 	/* The writer's uid: the default key's, or the key rotated from. */
@@ -282,18 +282,18 @@ auditkey_command(const char *verb, const char *path, const char *logname,
 		return SG_EXIT_OK;
 	}
 	if (strcmp(verb, "create") != 0) {
-		fprintf(stderr, "sandgate: audit key: unknown verb '%s' (want "
-		    "create, rotate or show)\n", verb);
+		log_warnx("audit key: unknown verb '%s' (want "
+		    "create, rotate or show)", verb);
 		return SG_EXIT_USAGE;
 	}
 	if ((rc = auditkey_ensure(path, uid, logdir, &cause)) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
 	if (rc == 0) {
-		fprintf(stderr, "sandgate: a key exists at %s already; `sandgate "
-		    "audit key rotate` replaces it\n", path);
+		log_warnx("a key exists at %s already; `sandgate "
+		    "audit key rotate` replaces it", path);
 		return SG_EXIT_FAIL;
 	}
 	printf("new key %s (uid %u, mode 0600)\npublic key %s.pub: keep a "

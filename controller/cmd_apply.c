@@ -9,13 +9,13 @@
  * bytes are checked again as they are copied.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "freeze.h"
+#include "log.h"
 #include "quote.h"
 #include "risky.h"
 #include "state.h"
@@ -34,7 +34,7 @@ struct apply_run {
 	int				 refused, failed, changed;
 };
 
-static int	cmd_apply_exec(int, char **);
+static int	cmd_apply_exec(struct cmd_args *);
 static void	cmd_apply_line(const char *, const char *, const char *,
 		    const char *);
 static void	cmd_apply_one(struct apply_run *, const char *);
@@ -46,12 +46,22 @@ static int	cmd_apply_work(struct apply_run *, struct freeze *, char **,
 static int	cmd_apply_run(const char *, char **, size_t,
 		    struct apply_run *, const char *);
 
+static const struct option cmd_apply_options[] = {
+	{ "path", required_argument, NULL, 'p' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "review", required_argument, NULL, 'R' },
+	{ "include-risky", no_argument, NULL, 'r' },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_apply = {
 	.name = "apply",
 	.usage = "(--path PATH [--path PATH]... | --all) [--review DIGEST] "
 	    "[--include-risky] [--dry-run] ID",
 	.summary = "copy reviewed changes from the working copy back to the "
-	    "source folder.\nPATH is relative to the source root. With "
+	    "source",
+	.help = "PATH is relative to the source root. With "
 	    "--review DIGEST (from `sandgate diff`)\nevery path must still "
 	    "be what that diff showed, else nothing is applied (exit\n126). "
 	    "A path is refused (exit 126, host file untouched) if it is "
@@ -63,6 +73,10 @@ const struct cmd_entry cmd_apply = {
 	    "leaves out risky paths\n(CI, build files, git hooks) unless "
 	    "--include-risky. One line per path:\napplied, deleted, "
 	    "unchanged or refused (reason).",
+	.options = cmd_apply_options,
+	.args_min = 1,
+	.args_max = 1,
+	.flags = CMD_ID,
 	.exec = cmd_apply_exec,
 };
 
@@ -160,6 +174,26 @@ cmd_apply_check(struct apply_run *a, char **paths, size_t npaths)
 	return bad ? -1 : 0;
 }
 
+/*
+ * Risky by name (risky_path), or, as the diff made now says, an NFC twin
+ * of another path.
+ */
+static int
+cmd_apply_risky(const struct apply_run *a, const struct workspace_delta *d,
+    const char **why)
+{
+	const struct workspace_delta	*now;
+
+	if (risky_path(d->path, why))
+		return 1;
+	now = d->risky ? d : workspace_diff_find(a->now, d->path);
+	if (now != NULL && now->risky) {
+		*why = now->risky_why != NULL ? now->risky_why : "risky";
+		return 1;
+	}
+	return 0;
+}
+
 /* --all (the review's paths, or the diff's), then each --path. */
 static void
 cmd_apply_paths(struct apply_run *a, char **paths, size_t npaths)
@@ -174,7 +208,7 @@ cmd_apply_paths(struct apply_run *a, char **paths, size_t npaths)
 	for (i = 0; i < n && !freeze_interrupted(); i++) {
 		d = a->rv != NULL ? workspace_review_at(a->rv, i) :
 		    &a->now->v[i];
-		if (!a->risky_ok && risky_path(d->path, &why)) {
+		if (!a->risky_ok && cmd_apply_risky(a, d, &why)) {
 			if (asprintf(&msg, "risky: %s; review it and use "
 			    "--include-risky or --path", why) == -1)
 				msg = NULL;
@@ -209,8 +243,8 @@ cmd_apply_work(struct apply_run *a, struct freeze *fz, char **paths,
 			return -1;
 	}
 	if (cmd_apply_check(a, paths, npaths) == -1) {
-		fprintf(stderr, "sandgate: the working copy is not what review "
-		    "%s showed: nothing applied (run sandgate diff again)\n",
+		log_warnx("the working copy is not what review "
+		    "%s showed: nothing applied (run sandgate diff again)",
 		    a->digest);
 		a->refused++;
 		return 0;
@@ -230,7 +264,7 @@ cmd_apply_run(const char *id, char **paths, size_t npaths,
 	memset(&fz, 0, sizeof(fz));
 	if (state_path(sbx, sizeof(sbx), id, NULL) == -1 ||
 	    (lock = state_lock(id, 1)) == -1) {
-		fprintf(stderr, "sandgate: no sandbox '%s'\n", id);
+		log_warnx("no sandbox '%s'", id);
 		return SG_EXIT_ERROR;
 	}
 	a->sbx = sbx;
@@ -239,8 +273,8 @@ cmd_apply_run(const char *id, char **paths, size_t npaths,
 	    workspace_apply_cleanup(sbx, src, &left, &cause) == -1)
 		goto out;
 	if (left > 0)
-		fprintf(stderr, "sandgate: removed %d temporary file%s that an "
-		    "interrupted apply left in the source folder\n", left,
+		log_warnx("removed %d temporary file%s that an "
+		    "interrupted apply left in the source folder", left,
 		    left == 1 ? "" : "s");
 	a->digest = review;
 	if (review != NULL &&
@@ -268,7 +302,7 @@ out:
 	if (sig != 0)
 		rc = 128 + sig;
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	free(src);
 	workspace_diff_free(a->now);
@@ -279,38 +313,28 @@ out:
 }
 
 static int
-cmd_apply_exec(int argc, char **argv)
+cmd_apply_exec(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "path", required_argument, NULL, 'p' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "review", required_argument, NULL, 'R' },
-		{ "include-risky", no_argument, NULL, 'r' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	const struct cmd_opt	 *o;
 	struct apply_run	  a;
 	const char		 *review = NULL;
 	char			**paths;
 	size_t			  npaths = 0;
-	int			  ch, rc;
+	int			  rc;
 
-	if ((paths = calloc((size_t)argc + 1, sizeof(char *))) == NULL)
+	if ((paths = calloc(args->nopts + 1, sizeof(char *))) == NULL)
 		return SG_EXIT_ERROR;
 	memset(&a, 0, sizeof(a));
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (ch) {
+	while ((o = cmd_args_next(args)) != NULL) {
+		switch (o->ch) {
 		case 'p':
-			paths[npaths++] = optarg;
+			paths[npaths++] = (char *)o->arg;
 			break;
 		case 'a':
 			a.all = 1;
 			break;
 		case 'R':
-			review = optarg;
+			review = o->arg;
 			break;
 		case 'r':
 			a.risky_ok = 1;
@@ -318,23 +342,13 @@ cmd_apply_exec(int argc, char **argv)
 		case 'n':
 			a.o.dry_run = 1;
 			break;
-		case 'h':
-			free(paths);
-			return cmd_help(&cmd_apply);
-		default:
-			free(paths);
-			return cmd_usage_error(&cmd_apply, "unknown option or "
-			    "missing value: '%s'", argv[optind - 1]);
 		}
 	}
-	if (argc - optind != 1 || state_valid_id(argv[optind]) == -1)
-		rc = cmd_usage_error(&cmd_apply, "one valid sandbox id "
-		    "expected");
-	else if ((npaths == 0) == (a.all == 0))
+	if ((npaths == 0) == (a.all == 0))
 		rc = cmd_usage_error(&cmd_apply, "give --path PATH ... or "
 		    "--all");
 	else
-		rc = cmd_apply_run(argv[optind], paths, npaths, &a, review);
+		rc = cmd_apply_run(args->argv[0], paths, npaths, &a, review);
 	free(paths);
 	return rc;
 }

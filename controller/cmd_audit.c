@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +96,17 @@ struct audit_ring {
 	size_t		  count;
 };
 
-static int	audit_exec(int, char **);
-static int	audit_parse(int, char **, struct audit_args *);
-static int	audit_parse_opt(struct audit_args *, int, const char *);
-static int	audit_parse_mode(struct audit_args *, const char *);
+static int	cmd_audit_list_exec(struct cmd_args *);
+static int	cmd_audit_summary_exec(struct cmd_args *);
+static int	cmd_audit_verify_exec(struct cmd_args *);
+static int	cmd_audit_tail_exec(struct cmd_args *);
+static int	cmd_audit_export_exec(struct cmd_args *);
+static int	cmd_audit_key_exec(struct cmd_args *);
+static int	audit_parse(struct cmd_args *, enum audit_mode,
+		    struct audit_args *);
+static int	audit_run(struct audit_args *);
+static int	audit_parse_opt(const struct cmd_entry *, struct audit_args *,
+		    int, const char *);
 static int	audit_parse_time(const char *, int64_t *);
 static const char *audit_default_dir(const char *);
 static int	audit_files(const char *, const char *, char ***, int *);
@@ -137,26 +143,16 @@ static void	audit_verify_report(const struct ckverify *);
 static void	audit_verify_notes(const struct ckverify *, const char *);
 static void	audit_export_cb(const struct audit_args *, json_t *, void *);
 static int	audit_export(const struct audit_args *, char **, int);
-static int	audit_key(const struct audit_args *, int, char **);
+static int	audit_key(const struct audit_args *, const struct cmd_entry *,
+		    int, char **);
 static void	audit_ring_cb(const struct audit_args *, json_t *, void *);
 static int	audit_tail(const struct audit_args *, char **, int);
 static int	audit_rotated(int, const char *);
 static int	audit_follow(const struct audit_args *, const char *);
 
-const struct cmd_entry cmd_audit = {
-	.name = "audit",
-	.usage = "[summary | verify [--key PUB]... [--anchor FILE] [FILES...] | "
-	    "tail [-f] [-n N] | export --format ocsf [FILES...] | "
-	    "key create|rotate|show [PATH] [--owner UID]] "
-	    "[--log-dir DIR] [--file NAME] [--sandbox ID] "
-	    "[--since 2h|TIME] [--until 2h|TIME] [--reason CODE] "
-	    "[--host PATTERN] [--event E] [--json]",
-	.summary = "list, count, verify, follow or export the security-event "
-	    "log; manage the keys that sign it",
-	.exec = audit_exec,
-};
+const struct cmd_entry cmd_audit;
 
-static const struct option audit_longopts[] = {
+static const struct option cmd_audit_options[] = {
 	{ "log-dir", required_argument, NULL, 'd' },
 	{ "file", required_argument, NULL, 'F' },
 	{ "sandbox", required_argument, NULL, 's' },
@@ -172,8 +168,132 @@ static const struct option audit_longopts[] = {
 	{ "anchor", required_argument, NULL, 'a' },
 	{ "format", required_argument, NULL, 'o' },
 	{ "owner", required_argument, NULL, 'u' },
-	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
+};
+
+/* The options every verb takes: the log, its filters, --json. */
+#define AUDIT_ACCEPTS	"dFsSUrHej"
+
+static const struct cmd_entry cmd_audit_list = {
+	.name = "list",
+	.usage = "[--log-dir DIR] [--file NAME] [FILTERS] [--json]",
+	.summary = "the events that match the filters (the default)",
+	.parent = &cmd_audit,
+	.accepts = AUDIT_ACCEPTS,
+	.args_max = 0,
+	.exec = cmd_audit_list_exec,
+};
+
+static const struct cmd_entry cmd_audit_summary = {
+	.name = "summary",
+	.usage = "[--log-dir DIR] [--file NAME] [FILTERS] [--json]",
+	.summary = "blocked attempts counted by destination, sandbox and "
+	    "reason",
+	.parent = &cmd_audit,
+	.accepts = AUDIT_ACCEPTS,
+	.args_max = 0,
+	.exec = cmd_audit_summary_exec,
+};
+
+static const struct cmd_entry cmd_audit_verify = {
+	.name = "verify",
+	.usage = "[--key PUB]... [--anchor FILE] [--log-dir DIR] "
+	    "[--file NAME] [FILES...]",
+	.summary = "check the hash chain and signed checkpoints; exit 1 if "
+	    "broken",
+	.parent = &cmd_audit,
+	.accepts = AUDIT_ACCEPTS "ka",
+	.args_max = -1,
+	.exec = cmd_audit_verify_exec,
+};
+
+static const struct cmd_entry cmd_audit_tail = {
+	.name = "tail",
+	.usage = "[-f] [-n N] [--log-dir DIR] [--file NAME] [FILTERS] "
+	    "[--json]",
+	.summary = "the last N events (-f: then follow the log)",
+	.parent = &cmd_audit,
+	.accepts = AUDIT_ACCEPTS "fn",
+	.args_max = 0,
+	.exec = cmd_audit_tail_exec,
+};
+
+static const struct cmd_entry cmd_audit_export = {
+	.name = "export",
+	.usage = "--format ocsf [--log-dir DIR] [--file NAME] [FILTERS] "
+	    "[FILES...]",
+	.summary = "the events as OCSF JSON lines",
+	.parent = &cmd_audit,
+	.accepts = AUDIT_ACCEPTS "o",
+	.required = "o",
+	.args_max = -1,
+	.exec = cmd_audit_export_exec,
+};
+
+static const struct cmd_entry cmd_audit_key;
+
+static const struct cmd_entry cmd_audit_key_create = {
+	.name = "create",
+	.usage = "[PATH] [--owner UID] [--file NAME] [--log-dir DIR]",
+	.summary = "make the key (PATH: the default key of --file's log)",
+	.parent = &cmd_audit_key,
+	.accepts = AUDIT_ACCEPTS "u",
+	.args_max = 1,
+	.exec = cmd_audit_key_exec,
+};
+
+static const struct cmd_entry cmd_audit_key_rotate = {
+	.name = "rotate",
+	.usage = "[PATH] [--owner UID] [--file NAME] [--log-dir DIR]",
+	.summary = "make the next key; the current one introduces it",
+	.parent = &cmd_audit_key,
+	.accepts = AUDIT_ACCEPTS "u",
+	.args_max = 1,
+	.exec = cmd_audit_key_exec,
+};
+
+static const struct cmd_entry cmd_audit_key_show = {
+	.name = "show",
+	.usage = "[PATH] [--file NAME] [--log-dir DIR]",
+	.summary = "print the public key (and the next one, if waiting)",
+	.parent = &cmd_audit_key,
+	.accepts = AUDIT_ACCEPTS,
+	.args_max = 1,
+	.exec = cmd_audit_key_exec,
+};
+
+static const struct cmd_entry *const cmd_audit_key_verbs[] = {
+	&cmd_audit_key_create, &cmd_audit_key_rotate, &cmd_audit_key_show,
+	NULL
+};
+
+static const struct cmd_entry cmd_audit_key = {
+	.name = "key",
+	.usage = "create|rotate|show [PATH] [--owner UID] [--file NAME] "
+	    "[--log-dir DIR]",
+	.summary = "make, rotate or show the key that signs a log",
+	.parent = &cmd_audit,
+	.verbs = cmd_audit_key_verbs,
+};
+
+static const struct cmd_entry *const cmd_audit_verbs[] = {
+	&cmd_audit_list, &cmd_audit_summary, &cmd_audit_verify,
+	&cmd_audit_tail, &cmd_audit_export, &cmd_audit_key, NULL
+};
+
+const struct cmd_entry cmd_audit = {
+	.name = "audit",
+	.usage = "[list|summary|verify|tail|export|key] [OPTIONS] [ARGS]",
+	.summary = "list, count, verify, follow or export the security-event "
+	    "log",
+	.help = "FILTERS: --sandbox ID, --since 2h|TIME, --until 2h|TIME, "
+	    "--reason CODE,\n--host PATTERN, --event E. TIME is RFC 3339 "
+	    "(2026-01-31T12:00:00Z, +hh:mm offsets\ntoo). --file NAME reads "
+	    "another log of the folder (runs.jsonl: the run records).",
+	.options = cmd_audit_options,
+	.shortopts = "fn:",
+	.verbs = cmd_audit_verbs,
+	.verb_default = &cmd_audit_list,
 };
 
 /* "2h" (that long ago) or an RFC 3339 time; to microseconds. */
@@ -193,7 +313,8 @@ audit_default_dir(const char *name)
 
 /* One option of audit_parse(); 0, or an exit code. */
 static int
-audit_parse_opt(struct audit_args *a, int ch, const char *arg)
+audit_parse_opt(const struct cmd_entry *e, struct audit_args *a, int ch,
+    const char *arg)
 {
 	const char	*errstr;
 
@@ -205,7 +326,7 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	case 'a': a->anchor = arg; break;
 	case 'F':
 		if (strchr(arg, '/') != NULL || arg[0] == '.')
-			return cmd_usage_error(&cmd_audit, "--file takes a "
+			return cmd_usage_error(e, "--file takes a "
 			    "file name in the log folder, not '%s'", arg);
 		a->file = arg;
 		break;
@@ -219,7 +340,7 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	case 'u': a->owner = arg; break;
 	case 'k':
 		if (a->nkeys == AUDIT_KEYS_MAX)
-			return cmd_usage_error(&cmd_audit, "at most %d --key",
+			return cmd_usage_error(e, "at most %d --key",
 			    AUDIT_KEYS_MAX);
 		a->keys[a->nkeys++] = arg;
 		break;
@@ -227,99 +348,47 @@ audit_parse_opt(struct audit_args *a, int ch, const char *arg)
 	case 'U':
 		if (audit_parse_time(arg, ch == 'S' ? &a->since :
 		    &a->until) == -1)
-			return cmd_usage_error(&cmd_audit, "invalid time '%s' "
+			return cmd_usage_error(e, "invalid time '%s' "
 			    "(use 2h, 30m, 7d or 2026-01-31T12:00:00Z)", arg);
 		break;
 	case 'n':
 		if (util_strtonum(arg, 1, AUDIT_TAIL_MAX, &a->lines,
 		    &errstr) == -1)
-			return cmd_usage_error(&cmd_audit, "-n '%s': %s", arg,
+			return cmd_usage_error(e, "-n '%s': %s", arg,
 			    errstr);
 		break;
 	}
 	return 0;
 }
 
-/* The mode word into a->mode; -1 for anything else. */
+/* The options into *a for mode; 0, or an exit code after a message. */
 static int
-audit_parse_mode(struct audit_args *a, const char *word)
+audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 {
-	static const struct {
-		const char	*word;
-		enum audit_mode	 mode;
-	} modes[] = {
-		{ "summary", AUDIT_SUMMARY }, { "verify", AUDIT_VERIFY },
-		{ "tail", AUDIT_TAIL }, { "export", AUDIT_EXPORT },
-		{ "key", AUDIT_KEY },
-	};
-	size_t	i;
-
-	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		if (strcmp(word, modes[i].word) == 0) {
-			a->mode = modes[i].mode;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* Parse argv into *a; 0, an exit code, or -1 after --help. */
-static int
-audit_parse(int argc, char **argv, struct audit_args *a)
-{
-	int	ch, rc;
+	const struct cmd_opt	*o;
+	int			 rc;
 
 	memset(a, 0, sizeof(*a));
+	a->mode = mode;
 	a->since = a->until = -1;
 	a->lines = -1;
 	a->dir = NULL;
 	a->file = AUDIT_LOG;
-	opterr = 0;
-	optind = 1;
-	/* Options may come before or after the mode word (GNU getopt). */
-	while ((ch = getopt_long(argc, argv, ":fn:h", audit_longopts,
-	    NULL)) != -1) {
-		if (ch == 'h')
-			return cmd_help(&cmd_audit) - 1;
-		if (ch == '?')
-			return cmd_usage_error(&cmd_audit, "unknown option "
-			    "'%s'", argv[optind - 1]);
-		if (ch == ':')
-			return cmd_usage_error(&cmd_audit, "option '%s' needs "
-			    "a value", argv[optind - 1]);
-		if ((rc = audit_parse_opt(a, ch, optarg)) != 0)
+	while ((o = cmd_args_next(args)) != NULL)
+		if ((rc = audit_parse_opt(args->entry, a, o->ch, o->arg)) != 0)
 			return rc;
-	}
-	if (optind < argc && audit_parse_mode(a, argv[optind]) == 0)
-		optind++;
-	if (optind < argc && a->mode != AUDIT_VERIFY &&
-	    a->mode != AUDIT_EXPORT && a->mode != AUDIT_KEY)
-		return cmd_usage_error(&cmd_audit, "unexpected argument '%s'",
-		    argv[optind]);
-	if ((a->follow || a->lines != -1) && a->mode != AUDIT_TAIL)
-		return cmd_usage_error(&cmd_audit, "-f and -n are options of "
-		    "'audit tail'");
-	if (a->nkeys > 0 && a->mode != AUDIT_VERIFY)
-		return cmd_usage_error(&cmd_audit, "--key is an option of "
-		    "'audit verify'");
-	if (a->anchor != NULL && (a->mode != AUDIT_VERIFY || a->nkeys == 0))
-		return cmd_usage_error(&cmd_audit, "--anchor is an option of "
+	if (a->anchor != NULL && a->nkeys == 0)
+		return cmd_usage_error(args->entry, "--anchor is an option of "
 		    "'audit verify --key'");
-	if ((a->format != NULL) != (a->mode == AUDIT_EXPORT))
-		return cmd_usage_error(&cmd_audit, "'audit export' takes "
-		    "--format ocsf, and only it does");
 	if (a->format != NULL && strcmp(a->format, "ocsf") != 0)
-		return cmd_usage_error(&cmd_audit, "unknown --format '%s' "
+		return cmd_usage_error(args->entry, "unknown --format '%s' "
 		    "(want ocsf)", a->format);
-	if (a->owner != NULL && a->mode != AUDIT_KEY)
-		return cmd_usage_error(&cmd_audit, "--owner is an option of "
-		    "'audit key'");
 	if (a->lines == -1)
 		a->lines = AUDIT_TAIL_DEFAULT;
 	if (a->dir == NULL)
 		a->dir = audit_default_dir(a->file);
-	a->paths = argv + optind;
-	a->npaths = argc - optind;
+	a->paths = args->argv;
+	a->npaths = args->argc;
 	return 0;
 }
 
@@ -330,7 +399,7 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 	char	*cause = NULL;
 
 	if (logread_files(dir, name, out, nout, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return -1;
 	}
@@ -347,7 +416,7 @@ audit_open(const char *path, long long *size)
 	if ((fd = logread_open(path, size, &cause)) == -1) {
 		saved = errno;
 		if (cause != NULL)
-			fprintf(stderr, "sandgate: %s\n", cause);
+			log_warnx("%s", cause);
 		free(cause);
 		errno = saved;
 	}
@@ -506,15 +575,15 @@ audit_each(const struct audit_args *a, char **files, int n,
 
 	rc = logread_each(files, n, audit_each_cb, &c, &st, &cause);
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	free(cause);
 	if (st.skipped > 0)
-		fprintf(stderr, "sandgate: %zu line(s) skipped: not JSON "
-		    "(run 'sandgate audit verify')\n", st.skipped);
+		log_warnx("%zu line(s) skipped: not JSON "
+		    "(run 'sandgate audit verify')", st.skipped);
 	if (c.notlog > 0)
-		fprintf(stderr, "sandgate: %zu line(s) not exported: not log "
+		log_warnx("%zu line(s) not exported: not log "
 		    "lines (ts, seq, prev or hash missing or malformed; run "
-		    "'sandgate audit verify')\n", c.notlog);
+		    "'sandgate audit verify')", c.notlog);
 	return rc;
 }
 
@@ -644,7 +713,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 
 	if ((fd = audit_open(path, &size)) == -1) {
 		if (errno == ENOENT)
-			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
+			log_warnx("cannot open '%s': %s",
 			    path, strerror(errno));
 		return -1;
 	}
@@ -656,7 +725,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 			break;
 	}
 	if (got == -1)
-		fprintf(stderr, "sandgate: cannot read '%s': %s\n", path,
+		log_warnx("cannot read '%s': %s", path,
 		    strerror(errno));
 	free(r);
 	close(fd);
@@ -673,12 +742,12 @@ audit_verify_keys(const struct audit_args *a, struct ckverify *v)
 
 	for (i = 0; i < a->nkeys; i++) {
 		if ((k = checkpoint_pubkey_load(a->keys[i], &cause)) == NULL) {
-			fprintf(stderr, "sandgate: --key: %s\n", cause);
+			log_warnx("--key: %s", cause);
 			free(cause);
 			return -1;
 		}
 		if (ckverify_add_key(v, k) == -1) {
-			fprintf(stderr, "sandgate: --key '%s': cannot use it\n",
+			log_warnx("--key '%s': cannot use it",
 			    a->keys[i]);
 			EVP_PKEY_free(k);
 			return -1;
@@ -738,7 +807,7 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 	close(fd);
 	free(r);
 	if (got == -1 || !found) {
-		fprintf(stderr, "sandgate: --anchor '%s': %s\n", path, got ==
+		log_warnx("--anchor '%s': %s", path, got ==
 		    -1 ? strerror(errno) : "neither an anchor nor a log with "
 		    "a log line");
 		return -1;
@@ -797,7 +866,7 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 		return 0;
 	}
 	if ((r = checkpoint_anchor_read(path, &an, &cause)) != 1) {
-		fprintf(stderr, "sandgate: %s\n", r == 0 ? "--anchor: no such "
+		log_warnx("%s", r == 0 ? "--anchor: no such "
 		    "file" : cause);
 		free(cause);
 		return -1;
@@ -984,19 +1053,17 @@ audit_export(const struct audit_args *a, char **files, int n)
 
 /* `audit key create|rotate|show [PATH]` for the log --file names. */
 static int
-audit_key(const struct audit_args *a, int argc, char **argv)
+audit_key(const struct audit_args *a, const struct cmd_entry *verb,
+    int argc, char **argv)
 {
 	const char	*errstr;
 	long long	 owner = -1;
 
-	if (argc < 1 || argc > 2)
-		return cmd_usage_error(&cmd_audit, "audit key: want create, "
-		    "rotate or show, and at most a key path");
 	if (a->owner != NULL && util_strtonum(a->owner, 0, 0x7fffffff, &owner,
 	    &errstr) == -1)
-		return cmd_usage_error(&cmd_audit, "--owner '%s': %s", a->owner,
+		return cmd_usage_error(verb, "--owner '%s': %s", a->owner,
 		    errstr);
-	return auditkey_command(argv[0], argc == 2 ? argv[1] : NULL, a->file,
+	return auditkey_command(verb->name, argc == 1 ? argv[0] : NULL, a->file,
 	    a->dir, owner);
 }
 
@@ -1070,7 +1137,7 @@ audit_follow(const struct audit_args *a, const char *path)
 	if ((fd = audit_open(path, &size)) == -1 ||
 	    lseek(fd, 0, SEEK_END) == -1) {
 		if (errno == ENOENT)
-			fprintf(stderr, "sandgate: cannot open '%s': %s\n",
+			log_warnx("cannot open '%s': %s",
 			    path, strerror(errno));
 		if (fd != -1)
 			close(fd);
@@ -1104,50 +1171,99 @@ audit_follow(const struct audit_args *a, const char *path)
 }
 
 static int
-audit_exec(int argc, char **argv)
+cmd_audit_list_exec(struct cmd_args *args)
 {
-	struct audit_args	 a;
+	struct audit_args	a;
+
+	return audit_parse(args, AUDIT_LIST, &a) != 0 ? SG_EXIT_USAGE :
+	    audit_run(&a);
+}
+
+static int
+cmd_audit_summary_exec(struct cmd_args *args)
+{
+	struct audit_args	a;
+
+	return audit_parse(args, AUDIT_SUMMARY, &a) != 0 ? SG_EXIT_USAGE :
+	    audit_run(&a);
+}
+
+static int
+cmd_audit_verify_exec(struct cmd_args *args)
+{
+	struct audit_args	a;
+
+	return audit_parse(args, AUDIT_VERIFY, &a) != 0 ? SG_EXIT_USAGE :
+	    audit_verify(&a);
+}
+
+static int
+cmd_audit_tail_exec(struct cmd_args *args)
+{
+	struct audit_args	a;
+
+	return audit_parse(args, AUDIT_TAIL, &a) != 0 ? SG_EXIT_USAGE :
+	    audit_run(&a);
+}
+
+static int
+cmd_audit_export_exec(struct cmd_args *args)
+{
+	struct audit_args	a;
+
+	if (audit_parse(args, AUDIT_EXPORT, &a) != 0)
+		return SG_EXIT_USAGE;
+	if (a.npaths > 0)
+		return audit_export(&a, a.paths, a.npaths);
+	return audit_run(&a);
+}
+
+static int
+cmd_audit_key_exec(struct cmd_args *args)
+{
+	struct audit_args	a;
+
+	return audit_parse(args, AUDIT_KEY, &a) != 0 ? SG_EXIT_USAGE :
+	    audit_key(&a, args->entry, a.npaths, a.paths);
+}
+
+/* list, summary, tail and export over the files of the log. */
+static int
+audit_run(struct audit_args *a)
+{
 	struct audit_summary	 s;
 	char			**files = NULL;
 	int			 n, rc;
 
-	if ((rc = audit_parse(argc, argv, &a)) != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (a.mode == AUDIT_KEY)
-		return audit_key(&a, a.npaths, a.paths);
-	if (a.mode == AUDIT_VERIFY)
-		return audit_verify(&a);
-	if (a.mode == AUDIT_EXPORT && a.npaths > 0)
-		return audit_export(&a, a.paths, a.npaths);
-	if (audit_files(a.dir, a.file, &files, &n) == -1)
+	if (audit_files(a->dir, a->file, &files, &n) == -1)
 		return SG_EXIT_ERROR;
-	switch (a.mode) {
+	switch (a->mode) {
 	case AUDIT_TAIL:
-		rc = audit_tail(&a, files, n);
+		rc = audit_tail(a, files, n);
 		break;
 	case AUDIT_EXPORT:
-		rc = audit_export(&a, files, n);
+		rc = audit_export(a, files, n);
 		break;
 	case AUDIT_SUMMARY:
 		s.dest = json_object();
 		s.sandbox = json_object();
 		s.reason = json_object();
 		s.total = 0;
-		rc = audit_each(&a, files, n, audit_summary_cb, &s) == -1 ?
+		rc = audit_each(a, files, n, audit_summary_cb, &s) == -1 ?
 		    SG_EXIT_ERROR : SG_EXIT_OK;
 		if (rc == SG_EXIT_OK)
-			audit_summary_print(&a, &s);
+			audit_summary_print(a, &s);
 		json_decref(s.dest);
 		json_decref(s.sandbox);
 		json_decref(s.reason);
 		break;
 	case AUDIT_LIST:
 	default:
-		if (!a.json)
+		if (!a->json)
 			printf("%-27s  %-15s  %-28s  %-15s  %-40s  %s\n",
 			    "TIME", "EVENT", "SANDBOX", "SRC", "DESTINATION",
 			    "REASON");
-		rc = audit_each(&a, files, n, audit_list_cb, NULL) == -1 ?
+		rc = audit_each(a, files, n, audit_list_cb, NULL) == -1 ?
 		    SG_EXIT_ERROR : SG_EXIT_OK;
 		break;
 	}

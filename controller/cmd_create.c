@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "probe.h"
 #include "sandbox.h"
 #include "sglimits.h"
@@ -25,7 +25,6 @@
 #include "workspace.h"
 
 #define CREATE_EXCLUDES_MAX	256
-#define CREATE_HELP_DONE	(-1)
 
 /* What the command line asked for beyond the meta. */
 struct create_args {
@@ -35,8 +34,8 @@ struct create_args {
 	int		 json;
 };
 
-static int	create_exec(int, char **);
-static int	create_parse(int, char **, struct sandbox_meta *,
+static int	cmd_create_exec(struct cmd_args *);
+static int	create_parse(struct cmd_args *, struct sandbox_meta *,
 		    struct create_args *);
 static int	create_dirs(const char *, char **);
 static int	create_workspace(const struct sandbox_meta *,
@@ -48,6 +47,14 @@ static int	create_ca_copy(struct sandbox_meta *, char **);
 static int	create_ca_bundle(struct docker *, const struct sandbox_meta *,
 		    const char *, int, char **);
 
+/* The options of create beyond those of every sandbox (cmd.h). */
+static const struct option cmd_create_options[] = {
+	{ "ca-cert", required_argument, NULL, CMD_SANDBOX_OPT },
+	{ "exclude", required_argument, NULL, 'x' },
+	{ "exclude-secrets", no_argument, NULL, 'S' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_create = {
 	.name = "create",
 	.usage = "DIR [--image IMG] [--cpus N] [--memory SIZE] [--pids N] "
@@ -55,69 +62,41 @@ const struct cmd_entry cmd_create = {
 	    "[--network proxy|none] [--allow SET]... [--ca-cert FILE] "
 	    "[--env K=V]... "
 	    "[--exclude PAT]... [--exclude-secrets] [--json]",
-	.summary = "copy DIR into a new sandbox and start its session "
-	    "container; prints the id",
-	.exec = create_exec,
+	.summary = "copy DIR into a new sandbox and start it; prints the id",
+	.help = "Copies DIR into the sandbox's snapshot and working copy and "
+	    "starts its session container with every control in force, then "
+	    "prints the new sandbox's id (--json: one object).",
+	.options = cmd_create_options,
+	.options_more = cmd_sandbox_options,
+	.args_min = 1,
+	.args_max = 1,
+	.exec = cmd_create_exec,
 };
 
-static const struct option create_longopts[] = {
-	{ "image", required_argument, NULL, 'i' },
-	{ "cpus", required_argument, NULL, 'c' },
-	{ "memory", required_argument, NULL, 'm' },
-	{ "pids", required_argument, NULL, 'p' },
-	{ "disk", required_argument, NULL, 'd' },
-	{ "tmp-size", required_argument, NULL, 's' },
-	{ "timeout", required_argument, NULL, 't' },
-	{ "runtime", required_argument, NULL, 'r' },
-	{ "network", required_argument, NULL, 'n' },
-	{ "allow", required_argument, NULL, 'a' },
-	{ "ca-cert", required_argument, NULL, 'C' },
-	{ "env", required_argument, NULL, 'e' },
-	{ "exclude", required_argument, NULL, 'x' },
-	{ "exclude-secrets", no_argument, NULL, 'S' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
-};
-
-/* 0, an exit code (usage error) or CREATE_HELP_DONE. */
+/* 0, or an exit code (usage error). */
 static int
-create_parse(int argc, char **argv, struct sandbox_meta *m,
+create_parse(struct cmd_args *args, struct sandbox_meta *m,
     struct create_args *a)
 {
-	char	*cause = NULL;
-	int	 ch, idx = 0;
+	const struct cmd_opt	*o;
+	char			*cause = NULL;
+	int			 rv;
 
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":h", create_longopts,
-	    &idx)) != -1) {
-		if (ch == 'h') {
-			cmd_help(&cmd_create);
-			return CREATE_HELP_DONE;
-		}
-		if (ch == '?')
-			return cmd_usage_error(&cmd_create, "unknown option "
-			    "'%s'", argv[optind - 1]);
-		if (ch == ':')
-			return cmd_usage_error(&cmd_create, "option '%s' needs "
-			    "a value", argv[optind - 1]);
-		if (ch == 'S')
+	while ((o = cmd_args_next(args)) != NULL) {
+		if (o->ch == 'S')
 			a->exclude_secrets = 1;
-		else if (ch == 'j')
+		else if (o->ch == 'j')
 			a->json = 1;
-		else if (ch == 'x') {
+		else if (o->ch == 'x') {
 			if (a->nexcludes == CREATE_EXCLUDES_MAX)
 				return cmd_usage_error(&cmd_create, "too many "
 				    "--exclude patterns");
-			a->excludes[a->nexcludes++] = optarg;
-		} else if (sandbox_opt(m, create_longopts[idx].name, optarg,
-		    &cause) == -1) {
-			ch = cmd_usage_error(&cmd_create, "%s", cause);
+			a->excludes[a->nexcludes++] = o->arg;
+		} else if (sandbox_opt(m, o->name, o->arg, &cause) == -1) {
+			rv = cmd_usage_error(&cmd_create, "%s", cause);
 			free(cause);
-			return ch;
+			return rv;
 		}
-		idx = 0;
 	}
 	return 0;
 }
@@ -340,7 +319,7 @@ create_print(const struct sandbox_meta *m, int json)
 }
 
 static int
-create_exec(int argc, char **argv)
+cmd_create_exec(struct cmd_args *args)
 {
 	struct sandbox_meta	 m;
 	struct create_args	 a;
@@ -353,19 +332,15 @@ create_exec(int argc, char **argv)
 
 	sandbox_meta_init(&m);
 	memset(&a, 0, sizeof(a));
-	if ((rv = create_parse(argc, argv, &m, &a)) != 0) {
+	if ((rv = create_parse(args, &m, &a)) != 0) {
 		sandbox_meta_release(&m);
-		return rv == CREATE_HELP_DONE ? SG_EXIT_OK : rv;
-	}
-	if (argc - optind != 1) {
-		sandbox_meta_release(&m);
-		return cmd_usage_error(&cmd_create, "expected one DIR");
+		return rv;
 	}
 	rv = SG_EXIT_ERROR;
-	if (realpath(argv[optind], src) == NULL || stat(src, &st) == -1 ||
+	if (realpath(args->argv[0], src) == NULL || stat(src, &st) == -1 ||
 	    !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "sandgate: '%s' is not a folder\n",
-		    argv[optind]);
+		log_warnx("'%s' is not a folder",
+		    args->argv[0]);
 		goto out;
 	}
 	sandbox_meta_set(&m.source, src);
@@ -380,7 +355,7 @@ create_exec(int argc, char **argv)
 	state_new_id(m.id, "sbx");
 	if (create_build(d, &m, &a, &cause) == -1) {
 		if (sandbox_destroy(d, m.id, &c2) == -1) {
-			fprintf(stderr, "sandgate: cleanup of %s failed: %s\n",
+			log_warnx("cleanup of %s failed: %s",
 			    m.id, c2);
 			free(c2);
 		}
@@ -390,7 +365,7 @@ create_exec(int argc, char **argv)
 	rv = SG_EXIT_OK;
 	goto out;
 fail:
-	fprintf(stderr, "sandgate: %s\n", cause);
+	log_warnx("%s", cause);
 out:
 	free(cause);
 	docker_free(d);

@@ -1,35 +1,46 @@
 /* cmd_diff.c: `sandgate diff ID [--stat] [--json] [--raw]`. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "freeze.h"
+#include "log.h"
 #include "quote.h"
 #include "risky.h"
 #include "sglimits.h"
 #include "state.h"
 #include "workspace.h"
 
-static int	cmd_diff_exec(int, char **);
+static int	cmd_diff_exec(struct cmd_args *);
 static void	cmd_diff_stat(const struct workspace_diff *);
 static int	cmd_diff_run(const char *, int, int);
 static void	cmd_diff_notes(const struct workspace_write_stats *, int);
 
+static const struct option cmd_diff_options[] = {
+	{ "stat", no_argument, NULL, 's' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "raw", no_argument, NULL, 'r' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_diff = {
 	.name = "diff",
 	.usage = "[--stat] [--json] [--raw] ID",
-	.summary = "show what the sandbox changed in its working copy: "
-	    "added, modified and\ndeleted files, a unified diff for text "
-	    "files (control characters shown as\n\\xHH unless --raw), "
+	.summary = "show what the sandbox changed in its working copy",
+	.help = "Lists added, modified and deleted files, a unified diff for "
+	    "text files (control\ncharacters shown as \\xHH unless --raw), "
 	    "sizes and SHA-256 for binary files and for text files\ntoo "
 	    "large to show; risky paths (CI, build files, git hooks, shell "
 	    "rc files)\nare flagged. Ends with the review digest (\"review "
 	    "DIGEST\"; \"review\" in\n--json) that `sandgate apply --review "
 	    "DIGEST` checks against. The sandbox is\nfrozen while its files "
 	    "are read. --stat prints one line per file, --json one\nobject.",
+	.options = cmd_diff_options,
+	.args_min = 1,
+	.args_max = 1,
+	.flags = CMD_ID,
 	.exec = cmd_diff_exec,
 };
 
@@ -38,7 +49,6 @@ static void
 cmd_diff_stat(const struct workspace_diff *d)
 {
 	static const char	 mark[] = { 'A', 'M', 'D' };
-	const char		*why;
 	size_t			 i, n[3] = { 0, 0, 0 }, risky = 0;
 
 	for (i = 0; i < d->n; i++) {
@@ -47,8 +57,8 @@ cmd_diff_stat(const struct workspace_diff *d)
 		quote_path(stdout, d->v[i].path, strlen(d->v[i].path));
 		if (d->v[i].special)
 			printf("  (%s, never applied)", d->v[i].special_what);
-		if (risky_path(d->v[i].path, &why)) {
-			printf("  [risky: %s]", why);
+		if (d->v[i].risky) {
+			printf("  [risky: %s]", d->v[i].risky_why);
 			risky++;
 		}
 		putchar('\n');
@@ -62,15 +72,15 @@ static void
 cmd_diff_notes(const struct workspace_write_stats *ws, int raw)
 {
 	if (ws->too_large > 0)
-		fprintf(stderr, "sandgate: note: %zu text file%s too large to "
+		log_warnx("note: %zu text file%s too large to "
 		    "show (over %u bytes or %u lines): only %s sizes and "
-		    "SHA-256 are listed\n", ws->too_large,
+		    "SHA-256 are listed", ws->too_large,
 		    ws->too_large == 1 ? " is" : "s are", SG_DIFF_FILE_MAX,
 		    SG_DIFF_LINES_MAX, ws->too_large == 1 ? "its" : "their");
 	if (ws->escaped > 0 && !raw)
-		fprintf(stderr, "sandgate: note: %zu byte%s of control "
+		log_warnx("note: %zu byte%s of control "
 		    "characters or invalid UTF-8 in the diff %s shown as \\xHH "
-		    "(--raw shows them as they are)\n", ws->escaped,
+		    "(--raw shows them as they are)", ws->escaped,
 		    ws->escaped == 1 ? "" : "s", ws->escaped == 1 ? "is" :
 		    "are");
 }
@@ -133,7 +143,7 @@ cmd_diff_run(const char *sbx, int mode, int raw)
 out:
 	freeze_end(&fz, NULL);
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	free(tcause);
 	workspace_diff_free(d);
@@ -142,47 +152,27 @@ out:
 }
 
 static int
-cmd_diff_exec(int argc, char **argv)
+cmd_diff_exec(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "stat", no_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "raw", no_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	char	sbx[4096];
-	int	ch, mode = 't', raw = 0, lock, rc;
+	const struct cmd_opt	*o;
+	const char		*id = args->argv[0];
+	char			 sbx[4096];
+	int			 mode = 't', raw = 0, lock, rc;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-		case 'j':
-			if (mode != 't' && mode != ch)
-				return cmd_usage_error(&cmd_diff, "--stat and "
-				    "--json exclude each other");
-			mode = ch;
-			break;
-		case 'r':
+	while ((o = cmd_args_next(args)) != NULL) {
+		if (o->ch == 'r')
 			raw = 1;
-			break;
-		case 'h':
-			return cmd_help(&cmd_diff);
-		default:
-			return cmd_usage_error(&cmd_diff, "bad option");
-		}
+		else if (mode != 't' && mode != o->ch)
+			return cmd_usage_error(&cmd_diff, "--stat and --json "
+			    "exclude each other");
+		else
+			mode = o->ch;
 	}
-	if (argc - optind != 1)
-		return cmd_usage_error(&cmd_diff, "one sandbox id expected");
-	if (state_valid_id(argv[optind]) == -1)
-		return cmd_usage_error(&cmd_diff, "invalid sandbox id");
-	if (state_path(sbx, sizeof(sbx), argv[optind], NULL) == -1 ||
-	    (lock = state_lock(argv[optind], 0)) == -1) {
-		fprintf(stderr, "sandgate: no sandbox '%s'%s%s\n", argv[optind],
-		    errno == ENOENT ? "" : ": ", errno == ENOENT ? "" :
-		    strerror(errno));
-		return SG_EXIT_ERROR;
+	if (state_path(sbx, sizeof(sbx), id, NULL) == -1 ||
+	    (lock = state_lock(id, 0)) == -1) {
+		log_warnx("no sandbox '%s'%s%s", id, errno == ENOENT ? "" :
+		    ": ", errno == ENOENT ? "" : strerror(errno));
+		return SG_EXIT_NO_SANDBOX;
 	}
 	rc = cmd_diff_run(sbx, mode, raw);
 	state_unlock(lock);

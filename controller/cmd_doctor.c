@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include "cmd.h"
 #include "disk.h"
 #include "docker.h"
+#include "log.h"
 #include "netseal.h"
 #include "probe.h"
 #include "sandbox.h"
@@ -84,17 +84,32 @@ static void	doctor_seal(struct doctor *);
 static void	doctor_limits(struct doctor *);
 static int	doctor_check_json(const char *, const struct probe_expect *);
 static int	doctor_expect_opt(int, const char *, struct probe_expect *);
-static int	doctor_exec(int, char **);
+static int	cmd_doctor_exec(struct cmd_args *);
+
+static const struct option cmd_doctor_options[] = {
+	{ "check-probe-json", required_argument, NULL, 'j' },
+	{ "expect-memory", required_argument, NULL, 'm' },
+	{ "expect-pids", required_argument, NULL, 'p' },
+	{ "expect-cpus", required_argument, NULL, 'c' },
+	{ "allow-network", no_argument, NULL, 'n' },
+	{ "no-tmp", no_argument, NULL, 't' },
+	{ "no-seccomp", no_argument, NULL, 's' },
+	{ "writable-root", no_argument, NULL, 'w' },
+	{ "image", required_argument, NULL, 'i' },
+	{ NULL, 0, NULL, 0 }
+};
 
 const struct cmd_entry cmd_doctor = {
 	.name = "doctor",
 	.usage = "[--image NAME] |\n"
 	    "    [--check-probe-json FILE [--expect-memory SIZE] "
 	    "[--expect-pids N]\n    [--expect-cpus N] [--allow-network] "
-	    "[--no-tmp] [--no-seccomp] [--writable-root]]",
+	    "[--no-tmp] [--no-seccomp]\n    [--writable-root]]",
 	.summary = "check that this host can run sandboxes with every "
 	    "control in force",
-	.exec = doctor_exec,
+	.options = cmd_doctor_options,
+	.args_max = 0,
+	.exec = cmd_doctor_exec,
 };
 
 static void
@@ -678,8 +693,8 @@ doctor_seal(struct doctor *dr)
 	free(cause);
 	cause = NULL;
 	if (docker_network_remove(dr->docker, net, &cause) == -1)
-		fprintf(stderr, "sandgate: cannot remove the test network %s: "
-		    "%s\n", net, cause);
+		log_warnx("cannot remove the test network %s: "
+		    "%s", net, cause);
 	free(cause);
 	free(failed);
 }
@@ -696,7 +711,7 @@ doctor_check_json(const char *file, const struct probe_expect *e)
 
 	fp = strcmp(file, "-") == 0 ? stdin : fopen(file, "re");
 	if (fp == NULL) {
-		fprintf(stderr, "sandgate: cannot open '%s': %s\n", file,
+		log_warnx("cannot open '%s': %s", file,
 		    strerror(errno));
 		return SG_EXIT_ERROR;
 	}
@@ -753,43 +768,23 @@ doctor_expect_opt(int opt, const char *arg, struct probe_expect *e)
 }
 
 static int
-doctor_exec(int argc, char **argv)
+cmd_doctor_exec(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "check-probe-json", required_argument, NULL, 'j' },
-		{ "expect-memory", required_argument, NULL, 'm' },
-		{ "expect-pids", required_argument, NULL, 'p' },
-		{ "expect-cpus", required_argument, NULL, 'c' },
-		{ "allow-network", no_argument, NULL, 'n' },
-		{ "no-tmp", no_argument, NULL, 't' },
-		{ "no-seccomp", no_argument, NULL, 's' },
-		{ "writable-root", no_argument, NULL, 'w' },
-		{ "image", required_argument, NULL, 'i' },
-		{ NULL, 0, NULL, 0 }
-	};
+	const struct cmd_opt	*o;
 	struct probe_expect	 e;
 	struct doctor		 dr;
 	const char		*json = NULL, *image = DOCTOR_IMAGE;
-	int			 opt;
 
 	probe_expect_init(&e);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			return cmd_help(&cmd_doctor);
-		if (opt == 'j')
-			json = optarg;
-		else if (opt == 'i')
-			image = optarg;
-		else if (opt == '?' || doctor_expect_opt(opt, optarg, &e) == -1)
-			return cmd_usage_error(&cmd_doctor, "bad option or "
-			    "value%s%s", optarg ? ": " : "",
-			    optarg ? optarg : "");
+	while ((o = cmd_args_next(args)) != NULL) {
+		if (o->ch == 'j')
+			json = o->arg;
+		else if (o->ch == 'i')
+			image = o->arg;
+		else if (doctor_expect_opt(o->ch, o->arg, &e) == -1)
+			return cmd_usage_error(&cmd_doctor, "--%s: bad value "
+			    "'%s'", o->name, o->arg);
 	}
-	if (optind != argc)
-		return cmd_usage_error(&cmd_doctor, "unexpected argument '%s'",
-		    argv[optind]);
 	if (json != NULL)
 		return doctor_check_json(json, &e);
 	memset(&dr, 0, sizeof(dr));

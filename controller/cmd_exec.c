@@ -1,6 +1,5 @@
 /* cmd_exec.c: `sandgate exec ID -- CMD...`: one command in a sandbox. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include "cmd.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "netseal.h"
 #include "probe.h"
 #include "proxyctl.h"
@@ -21,7 +21,6 @@
 #include "state.h"
 #include "util.h"
 
-#define EXEC_HELP_DONE	(-1)
 
 struct exec_args {
 	const char	*id;
@@ -33,8 +32,8 @@ struct exec_args {
 	struct sandbox_meta env;	/* only .env is used */
 };
 
-static int	exec_cmd_exec(int, char **);
-static int	exec_parse(int, char **, struct exec_args *);
+static int	cmd_exec_exec(struct cmd_args *);
+static int	exec_parse(struct cmd_args *, struct exec_args *);
 static int	exec_parse_opt(struct exec_args *, int, const char *);
 static int	exec_in_sandbox(struct docker *, struct sandbox_meta *,
 		    const struct exec_args *);
@@ -44,23 +43,28 @@ static int	exec_seal_holds(const struct sandbox_meta *, int, char **);
 static void	exec_output(const struct exec_result *, const char *,
 		    const struct sandbox_meta *, long long, int);
 
-const struct cmd_entry cmd_exec = {
-	.name = "exec",
-	.usage = "ID [--fresh] [--timeout S] [--json] [--env K=V]... "
-	    "[--workdir D] -- CMD...",
-	.summary = "run CMD in the sandbox (--fresh: in a new container over "
-	    "the same workspace); its exit code passes through",
-	.exec = exec_cmd_exec,
-};
-
-static const struct option exec_longopts[] = {
+static const struct option cmd_exec_options[] = {
 	{ "fresh", no_argument, NULL, 'f' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "env", required_argument, NULL, 'e' },
 	{ "workdir", required_argument, NULL, 'w' },
-	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
+};
+
+const struct cmd_entry cmd_exec = {
+	.name = "exec",
+	.usage = "ID [--fresh] [--timeout S] [--json] [--env K=V]... "
+	    "[--workdir D] -- CMD...",
+	.summary = "run CMD in the sandbox; its exit code passes through",
+	.help = "CMD runs in the sandbox's session container, or with --fresh "
+	    "in a new container over the same workspace. Its output and exit "
+	    "code pass through; --json prints one object instead.",
+	.options = cmd_exec_options,
+	.args_min = 1,
+	.args_max = 1,
+	.flags = CMD_ID | CMD_DASH,
+	.exec = cmd_exec_exec,
 };
 
 static int
@@ -92,43 +96,18 @@ exec_parse_opt(struct exec_args *a, int ch, const char *arg)
 	return rv;
 }
 
-/* Options before "--", then ID; the command after it. */
+/* The options into a; the ID and the command after "--". */
 static int
-exec_parse(int argc, char **argv, struct exec_args *a)
+exec_parse(struct cmd_args *args, struct exec_args *a)
 {
-	int	ch, dash, rv;
+	const struct cmd_opt	*o;
+	int			 rv;
 
-	for (dash = 1; dash < argc && strcmp(argv[dash], "--") != 0; dash++)
-		;
-	opterr = 0;
-	optind = 1;
-	while (optind < dash) {
-		/* the ID may come before, between or after the options */
-		if (argv[optind][0] != '-' && a->id == NULL) {
-			a->id = argv[optind++];
-			continue;
-		}
-		if ((ch = getopt_long(dash, argv, "+:h", exec_longopts,
-		    NULL)) == -1)
-			break;
-		if (ch == 'h') {
-			cmd_help(&cmd_exec);
-			return EXEC_HELP_DONE;
-		}
-		if (ch == '?' || ch == ':')
-			return cmd_usage_error(&cmd_exec, "%s option '%s'",
-			    ch == '?' ? "unknown" : "missing value for",
-			    argv[optind - 1]);
-		if ((rv = exec_parse_opt(a, ch, optarg)) != 0)
+	while ((o = cmd_args_next(args)) != NULL)
+		if ((rv = exec_parse_opt(a, o->ch, o->arg)) != 0)
 			return rv;
-	}
-	if (optind < dash && a->id == NULL)
-		a->id = argv[optind++];
-	if (a->id == NULL || optind != dash)
-		return cmd_usage_error(&cmd_exec, "expected ID then -- CMD");
-	if (dash + 1 >= argc)
-		return cmd_usage_error(&cmd_exec, "no command after --");
-	a->cmd = argv + dash + 1;
+	a->id = args->argv[0];
+	a->cmd = args->cmd;
 	return 0;
 }
 
@@ -176,7 +155,7 @@ exec_seal_holds(const struct sandbox_meta *m, int pid, char **cause)
 	    netseal_check(pid, m->proxy, &why) == 0)
 		return 0;
 	if (runrec_event("sandbox.seal_drift", m->id, why, &c2) == -1) {
-		fprintf(stderr, "sandgate: warning: event not recorded: %s\n",
+		log_warnx("warning: event not recorded: %s",
 		    c2);
 		free(c2);
 	}
@@ -261,10 +240,10 @@ exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 out:
 	if (a->fresh && cid != NULL &&
 	    docker_container_remove(d, cid, &clean) == -1)
-		fprintf(stderr, "sandgate: cannot remove container %s: %s\n",
+		log_warnx("cannot remove container %s: %s",
 		    cid, clean);
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	if (ran)
 		exec_output(&r, run, m, o.timeout, a->json);
 	memset(&rr, 0, sizeof(rr));
@@ -280,8 +259,8 @@ out:
 	free(cause);
 	cause = NULL;
 	if (runrec_append(&rr, &cause) == -1) {
-		fprintf(stderr, "sandgate: warning: run record not written: "
-		    "%s\n", cause);
+		log_warnx("warning: run record not written: "
+		    "%s", cause);
 		free(cause);
 	}
 	free(clean);
@@ -291,7 +270,7 @@ out:
 }
 
 static int
-exec_cmd_exec(int argc, char **argv)
+cmd_exec_exec(struct cmd_args *args)
 {
 	struct exec_args	 a;
 	struct sandbox_meta	 m;
@@ -301,25 +280,21 @@ exec_cmd_exec(int argc, char **argv)
 
 	memset(&a, 0, sizeof(a));
 	sandbox_meta_init(&a.env);
-	if ((rv = exec_parse(argc, argv, &a)) != 0) {
+	if ((rv = exec_parse(args, &a)) != 0) {
 		sandbox_meta_release(&a.env);
-		return rv == EXEC_HELP_DONE ? SG_EXIT_OK : rv;
+		return rv;
 	}
 	sandbox_meta_init(&m);
 	rv = SG_EXIT_ERROR;
-	if (state_valid_id(a.id) == -1) {
-		fprintf(stderr, "sandgate: '%s' is not a sandbox id\n", a.id);
-		goto out;
-	}
 	if ((lock = state_lock(a.id, 0)) == -1) {
-		fprintf(stderr, "sandgate: no sandbox '%s'%s%s\n", a.id,
+		log_warnx("no sandbox '%s'%s%s", a.id,
 		    errno == ENOENT ? "" : ": ",
 		    errno == ENOENT ? "" : strerror(errno));
 		goto out;
 	}
 	sandbox_meta_release(&m);
 	if (sandbox_meta_load(a.id, &m, &cause) == -1)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	else if ((d = sandbox_docker()) != NULL) {
 		exec_signals_install();
 		rv = exec_in_sandbox(d, &m, &a);

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 
 #include "cmd.h"
 #include "eventlog.h"
+#include "log.h"
 #include "quote.h"
 #include "sandbox.h"
 #include "sglimits.h"
@@ -50,7 +50,7 @@ struct export_ctx {
 	FILE		*skipped;	/* names left out, or NULL */
 };
 
-static int		 cmd_export_exec(int, char **);
+static int		 cmd_export_exec(struct cmd_args *);
 static zip_int64_t	 export_src_cb(void *, void *, zip_uint64_t,
 			    zip_source_cmd_t);
 static int		 export_file(struct export_ctx *, int,
@@ -69,16 +69,27 @@ static int		 export_jsonl(struct export_ctx *, const char *,
 static int		 export_diff(struct export_ctx *);
 static int		 export_run(struct export_ctx *, const char *);
 
+static const struct option cmd_export_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_export = {
 	.name = "export",
 	.usage = "--output FILE.zip ID",
-	.summary = "write a zip with everything about a sandbox: meta.json, "
-	    "manifest.json, the\ndiff (diff.patch, diff.json), its run "
-	    "records (runs.jsonl), its security\nevents "
+	.summary = "write a zip with everything about a sandbox",
+	.help = "The zip holds meta.json, manifest.json, the diff "
+	    "(diff.patch, diff.json), its run records (runs.jsonl), its security\nevents "
 	    "(security-events.jsonl), the evidence folder runs/ and the "
 	    "working\ncopy under work/ (regular files only; names that are "
 	    "not UTF-8 as raw bytes;\nfiles larger than the sandbox's "
 	    "--disk are left out and listed in skipped.txt).",
+	.options = cmd_export_options,
+	.shortopts = "o:",
+	.required = "o",
+	.args_min = 1,
+	.args_max = 1,
+	.flags = CMD_ID,
 	.exec = cmd_export_exec,
 };
 
@@ -196,13 +207,15 @@ export_file(struct export_ctx *c, int rootfd,
 static int
 export_skip(struct export_ctx *c, const char *name, const char *why)
 {
+	char	*q;
+
 	if (c->skipped == NULL && (c->skipped = export_tmp(c)) == NULL)
 		return -1;
 	quote_path(c->skipped, name, strlen(name));
 	fprintf(c->skipped, ": %s\n", why);
-	fputs("sandgate: warning: not exported: ", stderr);
-	quote_path(stderr, name, strlen(name));
-	fprintf(stderr, " (%s)\n", why);
+	q = quote_path_dup(name);
+	log_warnx("warning: not exported: %s (%s)", q != NULL ? q : "?", why);
+	free(q);
 	return 0;
 }
 
@@ -282,7 +295,7 @@ export_tree(struct export_ctx *c, int rootfd, const char *prefix)
 	rc = r;
 out:
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	free(name);
 	workspace_walk_free(w);
@@ -317,7 +330,7 @@ export_tmp(struct export_ctx *c)
 	int	 fd;
 
 	if ((fd = workspace_tmpfile(c->sbx, &cause)) == -1) {
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 		free(cause);
 		return NULL;
 	}
@@ -430,7 +443,7 @@ export_diff(struct export_ctx *c)
 	rc = 0;
 out:
 	if (cause != NULL)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	free(cause);
 	workspace_diff_free(d);
 	workspace_manifest_free(m);
@@ -449,7 +462,7 @@ export_run(struct export_ctx *c, const char *output)
 
 	if ((c->za = zip_open(output, ZIP_CREATE | ZIP_TRUNCATE,
 	    &err)) == NULL) {
-		fprintf(stderr, "sandgate: cannot create '%s'\n", output);
+		log_warnx("cannot create '%s'", output);
 		return -1;
 	}
 	for (i = 0; i < 2; i++) {
@@ -481,62 +494,42 @@ export_run(struct export_ctx *c, const char *output)
 		c->skipped = NULL;
 	}
 	if (zip_close(c->za) == -1) {
-		fprintf(stderr, "sandgate: cannot write '%s': %s\n", output,
+		log_warnx("cannot write '%s': %s", output,
 		    zip_strerror(c->za));
 		zip_discard(c->za);
 		return -1;
 	}
 	return 0;
 fail:
-	fprintf(stderr, "sandgate: cannot build '%s': %s\n", output,
+	log_warnx("cannot build '%s': %s", output,
 	    zip_strerror(c->za));
 	zip_discard(c->za);
 	return -1;
 }
 
 static int
-cmd_export_exec(int argc, char **argv)
+cmd_export_exec(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	const struct cmd_opt	*o;
 	struct export_ctx	 c;
 	const char		*output = NULL;
 	char			*container = NULL, *cause = NULL;
 	unsigned long long	 disk = 0;
-	int			 ch, lock, rc;
+	int			 lock, rc;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			return cmd_help(&cmd_export);
-		default:
-			return cmd_usage_error(&cmd_export, "bad option");
-		}
-	}
-	if (argc - optind != 1 || state_valid_id(argv[optind]) == -1)
-		return cmd_usage_error(&cmd_export, "one valid sandbox id "
-		    "expected");
-	if (output == NULL)
-		return cmd_usage_error(&cmd_export, "--output FILE.zip is "
-		    "required");
+	while ((o = cmd_args_next(args)) != NULL)
+		output = o->arg;	/* --output, required */
 	memset(&c, 0, sizeof(c));
-	c.id = argv[optind];
+	c.id = args->argv[0];
 	c.fds[0] = c.fds[1] = -1;
 	if (state_path(c.sbx, sizeof(c.sbx), c.id, NULL) == -1 ||
 	    (lock = state_lock(c.id, 0)) == -1) {
-		fprintf(stderr, "sandgate: no sandbox '%s'\n", c.id);
+		log_warnx("no sandbox '%s'", c.id);
 		return SG_EXIT_ERROR;
 	}
 	rc = SG_EXIT_ERROR;
 	if (workspace_meta_limits(c.sbx, &container, &disk, &cause) == -1)
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 	else {
 		c.size_max = (off_t)(disk ? disk : SANDBOX_DEF_DISK);
 		rc = export_run(&c, output) == 0 ? SG_EXIT_OK : SG_EXIT_ERROR;

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +41,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "sandbox.h"
 #include "state.h"
 #include "util.h"
@@ -82,14 +82,24 @@ static int		 gc_mount_stale(struct gc *, const char *);
 static void		 gc_mounts(struct gc *);
 static void		 gc_markers(struct gc *, const char *);
 static void		 gc_uids(struct gc *);
-static int		 gc_exec(int, char **);
+static int		 cmd_gc_exec(struct cmd_args *);
+
+static const struct option cmd_gc_options[] = {
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ NULL, 0, NULL, 0 }
+};
 
 const struct cmd_entry cmd_gc = {
 	.name = "gc",
 	.usage = "[--dry-run]",
-	.summary = "remove containers, state folders, disk mounts and apply "
-	    "temp files that a crash left behind",
-	.exec = gc_exec,
+	.summary = "remove what a crash left behind",
+	.help = "Removes the containers, state folders, disk mounts and apply "
+	    "temporary files that a crash left behind (--dry-run: only lists "
+	    "them).",
+	.options = cmd_gc_options,
+	.shortopts = "n",
+	.args_max = 0,
+	.exec = cmd_gc_exec,
 };
 
 /* The sandbox id label of a container list entry, or NULL. */
@@ -168,15 +178,15 @@ gc_settle(struct gc *g, const char *id)
 	if (lstat(path, &st) == -1 ||
 	    time(NULL) - st.st_mtime >= GC_SETTLE_SECS)
 		return 0;
-	fprintf(stderr, "sandgate: %s: a container create was cut short "
+	log_warnx("%s: a container create was cut short "
 	    "%lld s ago; waiting up to %d s for dockerd to finish or drop "
-	    "it\n", id, (long long)(time(NULL) - st.st_mtime),
+	    "it", id, (long long)(time(NULL) - st.st_mtime),
 	    GC_SETTLE_SECS);
 	while (!found && time(NULL) - st.st_mtime < GC_SETTLE_SECS) {
 		usleep(GC_POLL_US);
 		if (docker_container_list(g->docker, GC_LABEL, id, &list,
 		    &cause) == -1) {
-			fprintf(stderr, "sandgate: %s: %s; left alone\n", id,
+			log_warnx("%s: %s; left alone", id,
 			    cause);
 			free(cause);
 			g->errors++;
@@ -215,8 +225,8 @@ gc_containers(struct gc *g)
 			continue;
 		}
 		if (docker_container_remove(g->docker, cid, &cause) == -1) {
-			fprintf(stderr, "sandgate: cannot remove container "
-			    "%.12s: %s\n", cid, cause);
+			log_warnx("cannot remove container "
+			    "%.12s: %s", cid, cause);
 			free(cause);
 			cause = NULL;
 			g->errors++;
@@ -271,7 +281,7 @@ gc_rm_cb(const char *path, const struct stat *st, int flag,
 
 	rc = flag == FTW_DP ? rmdir(path) : unlink(path);
 	if (rc == -1 && errno != ENOENT) {
-		fprintf(stderr, "sandgate: cannot remove '%s': %s\n", path,
+		log_warnx("cannot remove '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
@@ -307,7 +317,7 @@ gc_umount_under(struct gc *g, const char *dir)
 	dir = real;
 	len = strlen(dir);
 	if (disk_list_mounts(state_root(), &m, &n, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return -1;
 	}
@@ -316,7 +326,7 @@ gc_umount_under(struct gc *g, const char *dir)
 		    (m[i].dir[len] != '/' && m[i].dir[len] != '\0'))
 			continue;
 		if (disk_umount(m[i].dir, &cause) == -1) {
-			fprintf(stderr, "sandgate: %s\n", cause);
+			log_warnx("%s", cause);
 			free(cause);
 			cause = NULL;
 			rc = -1;
@@ -341,13 +351,13 @@ gc_folder(struct gc *g, const char *id)
 		return;
 	}
 	if (workspace_apply_cleanup(dir, NULL, &left, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		g->errors++;
 		return;
 	}
 	if (gc_umount_under(g, dir) == -1 || gc_rmtree(dir) == -1) {
-		fprintf(stderr, "sandgate: cannot remove sandbox folder '%s'\n",
+		log_warnx("cannot remove sandbox folder '%s'",
 		    dir);
 		g->errors++;
 		return;
@@ -377,7 +387,7 @@ gc_uids(struct gc *g)
 	int	n;
 
 	if ((n = sandbox_uid_sweep(g->dry)) == -1) {
-		fprintf(stderr, "sandgate: cannot read the uid claims: %s\n",
+		log_warnx("cannot read the uid claims: %s",
 		    strerror(errno));
 		g->errors++;
 		return;
@@ -419,7 +429,7 @@ gc_sandbox(struct gc *g, const char *id)
 	}
 	if (dead ? sandbox_destroy(g->docker, id, &cause) :
 	    workspace_apply_cleanup(dir, NULL, &left, &cause)) {
-		fprintf(stderr, "sandgate: %s: %s\n", id, cause);
+		log_warnx("%s: %s", id, cause);
 		free(cause);
 		g->errors++;
 	} else if (dead)
@@ -444,7 +454,7 @@ gc_folders(struct gc *g)
 	d = opendir(path);
 	if (d == NULL) {
 		if (errno != ENOENT) {
-			fprintf(stderr, "sandgate: cannot read '%s': %s\n",
+			log_warnx("cannot read '%s': %s",
 			    path, strerror(errno));
 			g->errors++;
 		}
@@ -495,7 +505,7 @@ gc_mounts(struct gc *g)
 	char			*cause = NULL;
 
 	if (disk_list_mounts(state_root(), &m, &n, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		g->errors++;
 		return;
@@ -508,7 +518,7 @@ gc_mounts(struct gc *g)
 			printf("would unmount %s (%s, image %s)\n", m[i].dir,
 			    m[i].device, m[i].backing);
 		else if (disk_umount(m[i].dir, &cause) == -1) {
-			fprintf(stderr, "sandgate: %s\n", cause);
+			log_warnx("%s", cause);
 			free(cause);
 			cause = NULL;
 			g->errors++;
@@ -520,34 +530,17 @@ gc_mounts(struct gc *g)
 }
 
 static int
-gc_exec(int argc, char **argv)
+cmd_gc_exec(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct gc	 g;
 	char		*cause = NULL;
-	int		 opt;
 
 	memset(&g, 0, sizeof(g));
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "hn", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			return cmd_help(&cmd_gc);
-		if (opt == 'n')
-			g.dry = 1;
-		else
-			return cmd_usage_error(&cmd_gc, "unknown option");
-	}
-	if (optind != argc)
-		return cmd_usage_error(&cmd_gc, "unexpected argument '%s'",
-		    argv[optind]);
+	g.dry = args->nopts > 0;	/* --dry-run */
 	if ((g.docker = docker_new(&cause)) == NULL ||
 	    docker_container_list(g.docker, GC_LABEL, NULL, &g.containers,
 	    &cause) == -1) {
-		fprintf(stderr, "sandgate: gc needs the container list: %s\n",
+		log_warnx("gc needs the container list: %s",
 		    cause);
 		free(cause);
 		docker_free(g.docker);

@@ -3,7 +3,6 @@
  * sandgate/base, built from Debian's packages (images/base/build.sh).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,18 +10,58 @@
 
 #include "cmd.h"
 #include "docker.h"
+#include "log.h"
 #include "script.h"
 #include "state.h"
 #include "util.h"
 
-static int	cmd_image_exec(int, char **);
+static int	cmd_image_build_exec(struct cmd_args *);
+static int	cmd_image_status_exec(struct cmd_args *);
+static int	image_status(const char *);
+static const char *image_tag(struct cmd_args *);
+
+const struct cmd_entry cmd_image;
+
+static const struct option cmd_image_options[] = {
+	{ "with", required_argument, NULL, 'w' },
+	{ "tag", required_argument, NULL, 't' },
+	{ "force", no_argument, NULL, 'f' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct cmd_entry cmd_image_build = {
+	.name = "build",
+	.usage = "[--with node] [--tag NAME] [--force]",
+	.summary = "build the image (--with node adds node)",
+	.parent = &cmd_image,
+	.accepts = "wtf",
+	.args_max = 0,
+	.exec = cmd_image_build_exec,
+};
+
+static const struct cmd_entry cmd_image_status = {
+	.name = "status",
+	.usage = "[--tag NAME]",
+	.summary = "print the image's id and manifest, or exit 1 if it is not "
+	    "built",
+	.parent = &cmd_image,
+	.accepts = "t",
+	.args_max = 0,
+	.exec = cmd_image_status_exec,
+};
+
+static const struct cmd_entry *const cmd_image_verbs[] = {
+	&cmd_image_build, &cmd_image_status, NULL
+};
 
 const struct cmd_entry cmd_image = {
 	.name = "image",
 	.usage = "build|status [--with node] [--tag NAME] [--force]",
-	.summary = "build the default sandbox image sandgate/base from "
-	    "Debian's packages (python3, pip, venv, git, curl)",
-	.exec = cmd_image_exec,
+	.summary = "build the default sandbox image from Debian's packages",
+	.help = "The image is sandgate/base (python3, pip, venv, git, curl; "
+	    "--with node adds node), built by images/base/build.sh.",
+	.options = cmd_image_options,
+	.verbs = cmd_image_verbs,
 };
 
 /* state_root()/images/<tag with '/' and ':' as '_'>.manifest */
@@ -46,7 +85,7 @@ image_status(const char *tag)
 	int		 rc = SG_EXIT_OK;
 
 	if ((d = docker_new(&cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -62,68 +101,63 @@ image_status(const char *tag)
 	return rc;
 }
 
-static int
-cmd_image_exec(int argc, char **argv)
+/* The --tag given, or the default. */
+static const char *
+image_tag(struct cmd_args *args)
 {
-	static const struct option longopts[] = {
-		{ "with", required_argument, NULL, 'w' },
-		{ "tag", required_argument, NULL, 't' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char	*tag = "sandgate/base:latest", *with = NULL;
-	char		 manifest[PATH_MAX], dir[PATH_MAX + 16];
-	char		*args[10], *cause = NULL;
-	int		 ch, force = 0, n = 0;
+	const struct cmd_opt	*o;
+	const char		*tag = "sandgate/base:latest";
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'w':
-			if (strcmp(optarg, "node") != 0)
-				return cmd_usage_error(&cmd_image, "--with "
-				    "takes 'node'");
-			with = optarg;
-			break;
-		case 't': tag = optarg; break;
-		case 'f': force = 1; break;
-		case 'h': return cmd_help(&cmd_image);
-		case ':':
-			return cmd_usage_error(&cmd_image, "option '%s' needs "
-			    "a value", argv[optind - 1]);
-		default:
-			return cmd_usage_error(&cmd_image, "unknown option "
-			    "'%s'", argv[optind - 1]);
-		}
+	while ((o = cmd_args_next(args)) != NULL)
+		if (o->ch == 't')
+			tag = o->arg;
+	args->next = 0;
+	return tag;
+}
+
+static int
+cmd_image_status_exec(struct cmd_args *args)
+{
+	return image_status(image_tag(args));
+}
+
+static int
+cmd_image_build_exec(struct cmd_args *args)
+{
+	const struct cmd_opt	*o;
+	const char		*tag = image_tag(args), *with = NULL;
+	char			 manifest[PATH_MAX], dir[PATH_MAX + 16];
+	char			*argv[10], *cause = NULL;
+	int			 force = 0, n = 0;
+
+	while ((o = cmd_args_next(args)) != NULL) {
+		if (o->ch == 'f')
+			force = 1;
+		else if (o->ch == 'w' && strcmp(o->arg, "node") != 0)
+			return cmd_usage_error(&cmd_image_build, "--with takes "
+			    "'node'");
+		else if (o->ch == 'w')
+			with = o->arg;
 	}
-	if (optind != argc - 1)
-		return cmd_usage_error(&cmd_image, "want build or status");
-	if (strcmp(argv[optind], "status") == 0)
-		return image_status(tag);
-	if (strcmp(argv[optind], "build") != 0)
-		return cmd_usage_error(&cmd_image, "unknown action '%s'",
-		    argv[optind]);
 	image_manifest_path(tag, manifest, sizeof(manifest));
 	snprintf(dir, sizeof(dir), "%s/images", state_root());
 	if (state_mkdirs(dir, 0755) == -1) {
-		fprintf(stderr, "sandgate: %s: %s\n", dir, strerror(errno));
+		log_warnx("%s: %s", dir, strerror(errno));
 		return SG_EXIT_ERROR;
 	}
-	args[n++] = (char *)"--tag";
-	args[n++] = (char *)tag;
-	args[n++] = (char *)"--manifest-out";
-	args[n++] = manifest;
+	argv[n++] = (char *)"--tag";
+	argv[n++] = (char *)tag;
+	argv[n++] = (char *)"--manifest-out";
+	argv[n++] = manifest;
 	if (with != NULL) {
-		args[n++] = (char *)"--with";
-		args[n++] = (char *)with;
+		argv[n++] = (char *)"--with";
+		argv[n++] = (char *)with;
 	}
 	if (force)
-		args[n++] = (char *)"--force";
-	args[n] = NULL;
-	if (script_run("images/base/build.sh", args, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		argv[n++] = (char *)"--force";
+	argv[n] = NULL;
+	if (script_run("images/base/build.sh", argv, &cause) == -1) {
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}

@@ -1,6 +1,5 @@
 /* cmd_list.c: `sandgate list`: the sandboxes and their container state. */
 #include <dirent.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,26 +9,28 @@
 
 #include "cmd.h"
 #include "docker.h"
+#include "log.h"
 #include "sandbox.h"
 #include "state.h"
 
-static int	 list_exec(int, char **);
+static int	 cmd_list_exec(struct cmd_args *);
 static json_t	*list_states(struct docker *);
 static json_t	*list_collect(json_t *);
 static void	 list_add(json_t *, const struct sandbox_meta *, json_t *);
 static void	 list_print(json_t *, int);
 
+static const struct option cmd_list_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_list = {
 	.name = "list",
 	.usage = "[--json]",
 	.summary = "list sandboxes: id, created, source, image, status",
-	.exec = list_exec,
-};
-
-static const struct option list_longopts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
+	.options = cmd_list_options,
+	.args_max = 0,
+	.exec = cmd_list_exec,
 };
 
 /* sandbox id -> State of its session container, from one list call. */
@@ -44,7 +45,7 @@ list_states(struct docker *d)
 	map = json_object();
 	if (docker_container_list(d, SANDBOX_LABEL, NULL, &list,
 	    &cause) == -1) {
-		fprintf(stderr, "sandgate: warning: %s\n", cause);
+		log_warnx("warning: %s", cause);
 		free(cause);
 		return map;
 	}
@@ -127,26 +128,12 @@ list_print(json_t *list, int json)
 }
 
 static int
-list_exec(int argc, char **argv)
+cmd_list_exec(struct cmd_args *args)
 {
 	struct docker	*d;
 	json_t		*states, *list;
-	int		 ch, json = 0;
+	int		 json = args->nopts > 0;	/* --json */
 
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":h", list_longopts,
-	    NULL)) != -1) {
-		if (ch == 'h')
-			return cmd_help(&cmd_list);
-		if (ch != 'j')
-			return cmd_usage_error(&cmd_list, "unknown option "
-			    "'%s'", argv[optind - 1]);
-		json = 1;
-	}
-	if (optind != argc)
-		return cmd_usage_error(&cmd_list, "unexpected argument '%s'",
-		    argv[optind]);
 	if ((d = sandbox_docker()) == NULL)
 		return SG_EXIT_ERROR;
 	states = list_states(d);

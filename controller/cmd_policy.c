@@ -1,9 +1,8 @@
 /*
  * cmd_policy.c: `sandgate policy check|explain|list|diff|suggest`: review
  * the egress policy with the same engine the proxy runs
- * (egress-proxy/policy.h), and draft a set from what the proxy blocked.
+ * (egress-proxy/core/policy.h), and draft a set from what the proxy blocked.
  */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,27 +22,6 @@
 #include "state.h"
 #include "suggest.h"
 #include "util.h"
-
-#define POLICY_USAGE \
-	"check|explain|list|diff|suggest [--policy-dir DIR] [ARGS]\n" \
-	"  check [DIR]                     validate; exit 1 listing every " \
-	"error\n" \
-	"  explain HOST[:PORT] [--sets a,b] [--method M --path P]\n" \
-	"                                  show the decision for a " \
-	"destination\n" \
-	"  list [--json]                   every set and entry\n" \
-	"  diff OLD_DIR NEW_DIR            destinations newly allowed (+) " \
-	"or no longer (-)\n" \
-	"  suggest [--sandbox ID] [--since 2h|TIME] [--log-dir DIR] " \
-	"[--set NAME]\n" \
-	"                                  draft a set from blocked " \
-	"destinations"
-
-struct psub {
-	const char	*name;
-	const char	*usage;
-	int		(*fn)(const struct psub *, int, char **);
-};
 
 /* Options shared by the subcommands. */
 struct popts {
@@ -66,23 +44,21 @@ struct pdest {
 	const struct policy_entry	*e;
 };
 
-static int	cmd_policy_exec(int, char **);
-static int	cmd_policy_sub_usage(const struct psub *, const char *);
-static int	cmd_policy_opts(const struct psub *, int, char **,
-		    struct popts *, int *);
+static void	cmd_policy_opts(struct cmd_args *, struct popts *);
 static struct policy *cmd_policy_load(const char *, int);
-static int	cmd_policy_check(const struct psub *, int, char **);
-static int	cmd_policy_explain(const struct psub *, int, char **);
+static int	cmd_policy_check_exec(struct cmd_args *);
+static int	cmd_policy_explain_exec(struct cmd_args *);
 static int	cmd_policy_explain_host(const char *, struct host *,
 		    uint16_t *);
-static int	cmd_policy_explain_sets(const struct psub *, struct policy *,
-		    const char *, struct policy_query *, char ***);
-static int	cmd_policy_list(const struct psub *, int, char **);
+static int	cmd_policy_explain_sets(struct policy *, const char *,
+		    struct policy_query *, char ***);
+static int	cmd_policy_list_exec(struct cmd_args *);
 static void	cmd_policy_list_text(const struct policy *, time_t);
 static int	cmd_policy_list_json(const struct policy *, time_t);
 static json_t	*cmd_policy_entry_json(const struct policy_entry *, time_t);
-static int	cmd_policy_diff(const struct psub *, int, char **);
-static struct pdest *cmd_policy_dests(const struct policy *, time_t, size_t *);
+static int	cmd_policy_diff_exec(struct cmd_args *);
+static struct pdest *cmd_policy_dests(const struct policy *, time_t,
+		    size_t *);
 static void	cmd_policy_dests_free(struct pdest *, size_t);
 static int	cmd_policy_dest_cmp(const void *, const void *);
 static int	cmd_policy_diff_sets(const struct policy *,
@@ -90,118 +66,110 @@ static int	cmd_policy_diff_sets(const struct policy *,
 static void	cmd_policy_print_dest(char, const struct pdest *);
 static void	cmd_policy_dest_attrs(const struct policy_entry *, uint16_t,
 		    char *, size_t);
-static int	cmd_policy_suggest(const struct psub *, int, char **);
+static int	cmd_policy_suggest_exec(struct cmd_args *);
 static struct policy *cmd_policy_load_quiet(const char *);
+
+static const struct option cmd_policy_options[] = {
+	{ "policy-dir", required_argument, NULL, 'd' },
+	{ "sets", required_argument, NULL, 's' },
+	{ "method", required_argument, NULL, 'm' },
+	{ "path", required_argument, NULL, 'p' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "log-dir", required_argument, NULL, 'l' },
+	{ "sandbox", required_argument, NULL, 'b' },
+	{ "since", required_argument, NULL, 'S' },
+	{ "set", required_argument, NULL, 'n' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct cmd_entry cmd_policy_check = {
+	.name = "check",
+	.usage = "[--policy-dir DIR] [DIR]",
+	.summary = "validate the policy folder; exit 1 listing every error",
+	.parent = &cmd_policy,
+	.accepts = "d",
+	.args_max = 1,
+	.exec = cmd_policy_check_exec,
+};
+
+static const struct cmd_entry cmd_policy_explain = {
+	.name = "explain",
+	.usage = "[--policy-dir DIR] [--sets a,b] [--method M --path P] "
+	    "HOST[:PORT]",
+	.summary = "show the decision for a destination",
+	.parent = &cmd_policy,
+	.accepts = "dsmp",
+	.args_min = 1,
+	.args_max = 1,
+	.exec = cmd_policy_explain_exec,
+};
+
+static const struct cmd_entry cmd_policy_list = {
+	.name = "list",
+	.usage = "[--policy-dir DIR] [--json]",
+	.summary = "every set and entry",
+	.parent = &cmd_policy,
+	.accepts = "dj",
+	.args_max = 0,
+	.exec = cmd_policy_list_exec,
+};
+
+static const struct cmd_entry cmd_policy_diff = {
+	.name = "diff",
+	.usage = "OLD_DIR NEW_DIR",
+	.summary = "destinations newly allowed (+) or no longer (-)",
+	.parent = &cmd_policy,
+	.accepts = "d",
+	.args_min = 2,
+	.args_max = 2,
+	.exec = cmd_policy_diff_exec,
+};
+
+static const struct cmd_entry cmd_policy_suggest = {
+	.name = "suggest",
+	.usage = "[--policy-dir DIR] [--log-dir DIR] [--sandbox ID] "
+	    "[--since 2h|TIME] [--set NAME]",
+	.summary = "draft a set from blocked destinations",
+	.parent = &cmd_policy,
+	.accepts = "dlbSn",
+	.args_max = 0,
+	.exec = cmd_policy_suggest_exec,
+};
+
+static const struct cmd_entry *const cmd_policy_verbs[] = {
+	&cmd_policy_check, &cmd_policy_explain, &cmd_policy_list,
+	&cmd_policy_diff, &cmd_policy_suggest, NULL
+};
 
 const struct cmd_entry cmd_policy = {
 	.name = "policy",
-	.usage = POLICY_USAGE,
-	.summary = "check, explain, list, compare and draft the egress policy "
-	    "(policy.d)",
-	.exec = cmd_policy_exec,
+	.usage = "check|explain|list|diff|suggest [--policy-dir DIR] [ARGS]",
+	.summary = "check, explain, list, compare and draft the egress policy",
+	.options = cmd_policy_options,
+	.verbs = cmd_policy_verbs,
 };
 
-static const struct psub cmd_policy_subs[] = {
-	{ "check", "check [--policy-dir DIR] [DIR]", cmd_policy_check },
-	{ "explain", "explain [--policy-dir DIR] [--sets a,b] "
-	    "[--method M] [--path P] HOST[:PORT]", cmd_policy_explain },
-	{ "list", "list [--policy-dir DIR] [--json]", cmd_policy_list },
-	{ "diff", "diff OLD_DIR NEW_DIR", cmd_policy_diff },
-	{ "suggest", "suggest [--policy-dir DIR] [--log-dir DIR] "
-	    "[--sandbox ID] [--since 2h|TIME] [--set NAME]",
-	    cmd_policy_suggest },
-};
-
-static int
-cmd_policy_exec(int argc, char **argv)
+/* The options given, into o. */
+static void
+cmd_policy_opts(struct cmd_args *args, struct popts *o)
 {
-	size_t	i;
-
-	if (argc < 2)
-		return cmd_usage_error(&cmd_policy, "missing subcommand");
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-		return cmd_help(&cmd_policy);
-	for (i = 0; i < sizeof(cmd_policy_subs) / sizeof(cmd_policy_subs[0]);
-	    i++) {
-		if (strcmp(argv[1], cmd_policy_subs[i].name) == 0)
-			return cmd_policy_subs[i].fn(&cmd_policy_subs[i],
-			    argc - 1,
-			    argv + 1);
-	}
-	return cmd_usage_error(&cmd_policy, "unknown policy subcommand '%s'",
-	    argv[1]);
-}
-
-static int
-cmd_policy_sub_usage(const struct psub *s, const char *msg)
-{
-	fprintf(stderr, "sandgate: %s\nusage: sandgate policy %s\n", msg,
-	    s->usage);
-	return SG_EXIT_USAGE;
-}
-
-/*
- * Parse the options of a subcommand; *first is the index of the first
- * operand. Returns -1 after --help (printed), SG_EXIT_USAGE on a bad
- * option, else 0.
- */
-static int
-cmd_policy_opts(const struct psub *s, int argc, char **argv, struct popts *o,
-    int *first)
-{
-	static const struct option longopts[] = {
-		{ "policy-dir", required_argument, NULL, 'd' },
-		{ "sets", required_argument, NULL, 's' },
-		{ "method", required_argument, NULL, 'm' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "log-dir", required_argument, NULL, 'l' },
-		{ "sandbox", required_argument, NULL, 'b' },
-		{ "since", required_argument, NULL, 'S' },
-		{ "set", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int	c;
+	const struct cmd_opt	*opt;
 
 	memset(o, 0, sizeof(*o));
 	o->dir = state_policy_dir();
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:s:m:p:jl:b:S:n:h", longopts,
-	    NULL)) != -1) {
-		switch (c) {
-		case 'd': o->dir = optarg; break;
-		case 's': o->sets = optarg; break;
-		case 'm': o->method = optarg; break;
-		case 'p': o->path = optarg; break;
+	while ((opt = cmd_args_next(args)) != NULL) {
+		switch (opt->ch) {
+		case 'd': o->dir = opt->arg; break;
+		case 's': o->sets = opt->arg; break;
+		case 'm': o->method = opt->arg; break;
+		case 'p': o->path = opt->arg; break;
 		case 'j': o->json = 1; break;
-		case 'l': o->log_dir = optarg; break;
-		case 'b': o->sandbox = optarg; break;
-		case 'S': o->since = optarg; break;
-		case 'n': o->set_name = optarg; break;
-		case 'h':
-			printf("usage: sandgate policy %s\n", s->usage);
-			return -1;
-		default:
-			return cmd_policy_sub_usage(s, "unknown or incomplete "
-			    "option");
+		case 'l': o->log_dir = opt->arg; break;
+		case 'b': o->sandbox = opt->arg; break;
+		case 'S': o->since = opt->arg; break;
+		case 'n': o->set_name = opt->arg; break;
 		}
 	}
-	if ((o->sets || o->method || o->path) &&
-	    strcmp(s->name, "explain") != 0)
-		return cmd_policy_sub_usage(s,
-		    "--sets, --method and --path are "
-		    "for explain");
-	if (o->json && strcmp(s->name, "list") != 0)
-		return cmd_policy_sub_usage(s, "--json is for list");
-	if ((o->log_dir || o->sandbox || o->since || o->set_name) &&
-	    strcmp(s->name, "suggest") != 0)
-		return cmd_policy_sub_usage(s,
-		    "--log-dir, --sandbox, --since and "
-		    "--set are for suggest");
-	*first = optind;
-	return 0;
 }
 
 /* Load dir, print diagnostics (warnings too when verbose) to stderr. */
@@ -225,26 +193,21 @@ cmd_policy_load(const char *dir, int warnings)
 		fprintf(stderr, "%s: %zu more diagnostics not shown\n", dir,
 		    d.dropped);
 	if (p == NULL)
-		fprintf(stderr, "sandgate: policy in %s has %zu error%s\n",
-		    dir, d.nerrors, d.nerrors == 1 ? "" : "s");
+		log_warnx("policy in %s has %zu error%s", dir, d.nerrors,
+		    d.nerrors == 1 ? "" : "s");
 	policy_diags_release(&d);
 	return p;
 }
 
 static int
-cmd_policy_check(const struct psub *s, int argc, char **argv)
+cmd_policy_check_exec(struct cmd_args *args)
 {
 	struct popts	 o;
 	struct policy	*p;
-	int		 first, rc;
 
-	rc = cmd_policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc - first > 1)
-		return cmd_policy_sub_usage(s, "too many arguments");
-	if (argc - first == 1)
-		o.dir = argv[first];
+	cmd_policy_opts(args, &o);
+	if (args->argc == 1)
+		o.dir = args->argv[0];
 	p = cmd_policy_load(o.dir, 1);
 	if (p == NULL)
 		return SG_EXIT_FAIL;
@@ -269,11 +232,12 @@ cmd_policy_explain_host(const char *arg, struct host *h, uint16_t *port)
 
 /* --sets into the query; every name must exist. */
 static int
-cmd_policy_explain_sets(const struct psub *s, struct policy *p,
-    const char *list, struct policy_query *q, char ***names)
+cmd_policy_explain_sets(struct policy *p, const char *list,
+    struct policy_query *q, char ***names)
 {
 	const char	*cause;
-	size_t		 i, n;
+	char		 sets[1024] = "";
+	size_t		 i, n, len;
 
 	*names = NULL;
 	if (list == NULL) {
@@ -281,17 +245,18 @@ cmd_policy_explain_sets(const struct psub *s, struct policy *p,
 		return 0;
 	}
 	if (policy_set_list_parse(list, names, &n, &cause) == -1) {
-		fprintf(stderr, "sandgate: --sets \"%s\": %s\n", list, cause);
+		log_warnx("--sets \"%s\": %s", list, cause);
 		return SG_EXIT_USAGE;
 	}
 	for (i = 0; i < n; i++) {
 		if (!policy_set_exists(p, (*names)[i])) {
-			fprintf(stderr, "sandgate: no set \"%s\"; the sets "
-			    "are:", (*names)[i]);
-			for (n = 0; n < policy_nsets(p); n++)
-				fprintf(stderr, " %s",
+			for (n = 0, len = 0; n < policy_nsets(p) &&
+			    len < sizeof(sets); n++)
+				len += (size_t)snprintf(sets + len,
+				    sizeof(sets) - len, " %s",
 				    policy_set_at(p, n)->name);
-			fputc('\n', stderr);
+			log_warnx("no set \"%s\"; the sets are:%s", (*names)[i],
+			    sets);
 			return SG_EXIT_USAGE;
 		}
 	}
@@ -301,7 +266,7 @@ cmd_policy_explain_sets(const struct psub *s, struct policy *p,
 }
 
 static int
-cmd_policy_explain(const struct psub *s, int argc, char **argv)
+cmd_policy_explain_exec(struct cmd_args *args)
 {
 	struct popts		 o;
 	struct policy		*p;
@@ -311,20 +276,16 @@ cmd_policy_explain(const struct psub *s, int argc, char **argv)
 	enum sg_reason		 r;
 	char			 msg[1024], **names = NULL;
 	uint16_t		 port;
-	int			 first, rc;
+	int			 rc;
 
-	rc = cmd_policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc - first != 1)
-		return cmd_policy_sub_usage(s, "give one HOST[:PORT]");
-	if (cmd_policy_explain_host(argv[first], &h, &port) == -1)
-		return cmd_policy_sub_usage(s, "not a valid HOST[:PORT]");
+	cmd_policy_opts(args, &o);
+	if (cmd_policy_explain_host(args->argv[0], &h, &port) == -1)
+		return cmd_usage_error(args->entry, "not a valid HOST[:PORT]");
 	p = cmd_policy_load(o.dir, 0);
 	if (p == NULL)
 		return SG_EXIT_ERROR;
 	memset(&q, 0, sizeof(q));
-	rc = cmd_policy_explain_sets(s, p, o.sets, &q, &names);
+	rc = cmd_policy_explain_sets(p, o.sets, &q, &names);
 	if (rc != 0)
 		goto out;
 	q.host = &h;
@@ -354,17 +315,13 @@ out:
 }
 
 static int
-cmd_policy_list(const struct psub *s, int argc, char **argv)
+cmd_policy_list_exec(struct cmd_args *args)
 {
 	struct popts	 o;
 	struct policy	*p;
-	int		 first, rc;
+	int		 rc = SG_EXIT_OK;
 
-	rc = cmd_policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc != first)
-		return cmd_policy_sub_usage(s, "too many arguments");
+	cmd_policy_opts(args, &o);
 	p = cmd_policy_load(o.dir, 0);
 	if (p == NULL)
 		return SG_EXIT_ERROR;
@@ -583,22 +540,16 @@ cmd_policy_diff_sets(const struct policy *a, const struct policy *b)
 }
 
 static int
-cmd_policy_diff(const struct psub *s, int argc, char **argv)
+cmd_policy_diff_exec(struct cmd_args *args)
 {
-	struct popts	 o;
 	struct policy	*a = NULL, *b = NULL;
 	struct pdest	*va = NULL, *vb = NULL;
 	size_t		 na = 0, nb = 0, i = 0, j = 0;
-	int		 first, rc, c, changed;
+	int		 rc, c, changed;
 	time_t		 now = time(NULL);
 
-	rc = cmd_policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc - first != 2)
-		return cmd_policy_sub_usage(s, "give OLD_DIR and NEW_DIR");
-	a = cmd_policy_load(argv[first], 0);
-	b = cmd_policy_load(argv[first + 1], 0);
+	a = cmd_policy_load(args->argv[0], 0);
+	b = cmd_policy_load(args->argv[1], 0);
 	rc = SG_EXIT_ERROR;
 	if (a == NULL || b == NULL)
 		goto out;
@@ -632,7 +583,6 @@ out:
 	return rc;
 }
 
-
 /* The policy in force, quietly: suggest leaves out what it allows. */
 static struct policy *
 cmd_policy_load_quiet(const char *dir)
@@ -643,13 +593,12 @@ cmd_policy_load_quiet(const char *dir)
 	policy_diags_init(&d);
 	p = policy_load_dir(dir, time(NULL), &d);
 	if (p == NULL)
-		fprintf(stderr, "sandgate: policy in %s has %zu error%s (see "
-		    "`sandgate policy check`); destinations it allows are not "
-		    "left out\n", dir, d.nerrors, d.nerrors == 1 ? "" : "s");
+		log_warnx("policy in %s has %zu error%s (see `sandgate policy "
+		    "check`); destinations it allows are not left out", dir,
+		    d.nerrors, d.nerrors == 1 ? "" : "s");
 	policy_diags_release(&d);
 	return p;
 }
-
 
 /*
  * Draft a set from the blocked destinations in the security-event log
@@ -657,7 +606,7 @@ cmd_policy_load_quiet(const char *dir)
  * draft until a person has reviewed and explained each entry.
  */
 static int
-cmd_policy_suggest(const struct psub *s, int argc, char **argv)
+cmd_policy_suggest_exec(struct cmd_args *args)
 {
 	struct popts		 o;
 	struct suggest		 sg;
@@ -665,41 +614,37 @@ cmd_policy_suggest(const struct psub *s, int argc, char **argv)
 	struct policy		*p = NULL;
 	int64_t			 since = -1;
 	char			*cause = NULL;
-	int			 first, rc;
+	int			 rc;
 
-	rc = cmd_policy_opts(s, argc, argv, &o, &first);
-	if (rc != 0)
-		return rc == -1 ? SG_EXIT_OK : rc;
-	if (argc != first)
-		return cmd_policy_sub_usage(s, "too many arguments");
+	cmd_policy_opts(args, &o);
 	if (o.since != NULL && logread_parse_time(o.since, logread_now(),
 	    &since) == -1)
-		return cmd_policy_sub_usage(s, "--since takes 2h, 30m, 7d or "
-		    "an RFC 3339 time like 2026-01-31T12:00:00Z");
+		return cmd_usage_error(args->entry, "--since takes 2h, 30m, "
+		    "7d or an RFC 3339 time like 2026-01-31T12:00:00Z");
 	if (o.set_name == NULL)
 		o.set_name = "suggested";
 	if (!policy_set_name_valid(o.set_name))
-		return cmd_policy_sub_usage(s, "--set takes a set name: a-z, "
-		    "0-9, '_' and '-'");
+		return cmd_usage_error(args->entry, "--set takes a set name: "
+		    "a-z, 0-9, '_' and '-'");
 	if (o.log_dir == NULL)
 		o.log_dir = state_log_dir();
 	suggest_init(&sg, o.sandbox, since);
 	if (suggest_read_log(&sg, o.log_dir, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		suggest_release(&sg);
 		return SG_EXIT_ERROR;
 	}
 	if (sg.dropped > 0)
-		fprintf(stderr, "sandgate: %lld blocked event%s left out (not "
-		    "a valid host and port, or past %d hosts)\n", sg.dropped,
+		log_warnx("%lld blocked event%s left out (not a valid host "
+		    "and port, or past %d hosts)", sg.dropped,
 		    sg.dropped == 1 ? "" : "s", SG_SUGGEST_DESTS_MAX);
 	p = cmd_policy_load_quiet(o.dir);
 	dr = (struct suggest_draft){ o.log_dir, o.dir, o.sandbox, o.since,
 	    o.set_name };
 	rc = SG_EXIT_OK;
 	if (suggest_print(&sg, &dr, p, stdout, stderr) == 0) {
-		fprintf(stderr, "sandgate: nothing to suggest: %s\n", sg.n ?
+		log_warnx("nothing to suggest: %s", sg.n ?
 		    "the policy already allows every blocked destination" :
 		    "no blocked destination in the log");
 		rc = SG_EXIT_FAIL;

@@ -5,7 +5,6 @@
  */
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,61 +16,188 @@
 #include "auditkey.h"
 #include "cmd.h"
 #include "docker.h"
+#include "log.h"
 #include "proxyctl.h"
+#include "sandbox.h"
 #include "state.h"
 #include "util.h"
 
-struct proxy_opts {
-	const char	*policy_dir;
-	const char	*log_dir;
-	const char	*egress;	/* existing network, or NULL */
-	const char	*subnet;
-	const char	*hosts;
-	const char	*resolver;
-	const char	*sets;
-	int		 log_allowed;
-	int		 follow;
+static int	cmd_proxy_start_exec(struct cmd_args *);
+static int	cmd_proxy_stop_exec(struct cmd_args *);
+static int	cmd_proxy_status_exec(struct cmd_args *);
+static int	cmd_proxy_reload_exec(struct cmd_args *);
+static int	cmd_proxy_logs_exec(struct cmd_args *);
+static void	cmd_proxy_opts(struct cmd_args *, struct proxyctl_opts *);
+static int	cmd_proxy_paths(struct proxyctl_opts *, char *, char *,
+		    char *);
+
+const struct cmd_entry cmd_proxy;
+
+static const struct option cmd_proxy_options[] = {
+	{ "policy-dir", required_argument, NULL, 'p' },
+	{ "log-dir", required_argument, NULL, 'L' },
+	{ "egress-network", required_argument, NULL, 'e' },
+	{ "subnet", required_argument, NULL, 's' },
+	{ "hosts", required_argument, NULL, 'H' },
+	{ "resolver", required_argument, NULL, 'r' },
+	{ "sets", required_argument, NULL, 'S' },
+	{ "log-allowed", no_argument, NULL, 'A' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ NULL, 0, NULL, 0 }
 };
 
-static int	cmd_proxy_start(struct docker *, const struct proxy_opts *);
-static int	cmd_proxy_stop(struct docker *);
-static int	cmd_proxy_status(struct docker *);
-static int	cmd_proxy_reload(void);
-static int	cmd_proxy_logs(struct docker *, int follow);
-static int	cmd_proxy_paths(struct proxy_opts *, char *, char *, char *);
+static const struct cmd_entry cmd_proxy_start = {
+	.name = "start",
+	.usage = "[--policy-dir DIR] [--log-dir DIR] [--egress-network NAME] "
+	    "[--subnet CIDR] [--hosts FILE] [--resolver IP:PORT] [--sets a,b] "
+	    "[--log-allowed]",
+	.summary = "create the networks and start the proxy container "
+	    "(idempotent)",
+	.parent = &cmd_proxy,
+	.accepts = "pLesHrSA",
+	.args_max = 0,
+	.exec = cmd_proxy_start_exec,
+};
 
-static const char proxy_usage[] =
-    "start|stop|status|reload|logs [--policy-dir DIR] [--log-dir DIR] "
-    "[--egress-network NAME] [--subnet CIDR] [--hosts FILE] "
-    "[--resolver IP:PORT] [--sets a,b] [--log-allowed] [-f]";
+static const struct cmd_entry cmd_proxy_stop = {
+	.name = "stop",
+	.usage = "",
+	.summary = "stop the proxy (it drains, then signs its log) and remove "
+	    "it",
+	.parent = &cmd_proxy,
+	.accepts = "",
+	.args_max = 0,
+	.exec = cmd_proxy_stop_exec,
+};
 
-static int	cmd_proxy_exec(int, char **);
+static const struct cmd_entry cmd_proxy_status = {
+	.name = "status",
+	.usage = "",
+	.summary = "health, policy, counters, sandboxes; exit 1 if unhealthy",
+	.parent = &cmd_proxy,
+	.accepts = "",
+	.args_max = 0,
+	.exec = cmd_proxy_status_exec,
+};
+
+static const struct cmd_entry cmd_proxy_reload = {
+	.name = "reload",
+	.usage = "",
+	.summary = "load the policy folder again; a bad one is refused (exit 1)",
+	.parent = &cmd_proxy,
+	.accepts = "",
+	.args_max = 0,
+	.exec = cmd_proxy_reload_exec,
+};
+
+static const struct cmd_entry cmd_proxy_logs = {
+	.name = "logs",
+	.usage = "[-f]",
+	.summary = "the proxy container's own stderr (-f: follow it)",
+	.parent = &cmd_proxy,
+	.accepts = "f",
+	.args_max = 0,
+	.exec = cmd_proxy_logs_exec,
+};
+
+static const struct cmd_entry *const cmd_proxy_verbs[] = {
+	&cmd_proxy_start, &cmd_proxy_stop, &cmd_proxy_status,
+	&cmd_proxy_reload, &cmd_proxy_logs, NULL
+};
 
 const struct cmd_entry cmd_proxy = {
 	.name = "proxy",
-	.usage = proxy_usage,
-	.summary = "run the egress proxy container and its networks "
-	    "(start, stop, status, reload, logs)",
-	.exec = cmd_proxy_exec,
+	.usage = "start|stop|status|reload|logs [OPTIONS]",
+	.summary = "run the egress proxy container and its networks",
+	.options = cmd_proxy_options,
+	.shortopts = "f",
+	.verbs = cmd_proxy_verbs,
 };
+
+/* The options of start into o. */
+static void
+cmd_proxy_opts(struct cmd_args *args, struct proxyctl_opts *o)
+{
+	const struct cmd_opt	*opt;
+
+	memset(o, 0, sizeof(*o));
+	o->subnet = PROXYCTL_SUBNET;
+	while ((opt = cmd_args_next(args)) != NULL) {
+		switch (opt->ch) {
+		case 'p': o->policy_dir = opt->arg; break;
+		case 'L': o->log_dir = opt->arg; break;
+		case 'e': o->egress = opt->arg; break;
+		case 's': o->subnet = opt->arg; break;
+		case 'H': o->hosts = opt->arg; break;
+		case 'r': o->resolver = opt->arg; break;
+		case 'S': o->sets = opt->arg; break;
+		case 'A': o->log_allowed = 1; break;
+		}
+	}
+}
+
+/*
+ * Bind mounts need absolute, existing paths: the policy folder, the log
+ * folder (made when missing) and --hosts into the PATH_MAX buffers given.
+ * 0, or -1 after a message.
+ */
+static int
+cmd_proxy_paths(struct proxyctl_opts *o, char *pol, char *logd, char *hosts)
+{
+	const char	*dir;
+
+	dir = o->policy_dir ? o->policy_dir : state_policy_dir();
+	if (realpath(dir, pol) == NULL) {
+		log_warnx("policy folder %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	o->policy_dir = pol;
+	state_mkdirs(o->log_dir ? o->log_dir : state_log_dir(), 0755);
+	if (realpath(o->log_dir ? o->log_dir : state_log_dir(), logd) == NULL) {
+		log_warnx("log folder: %s", strerror(errno));
+		return -1;
+	}
+	o->log_dir = logd;
+	if (o->hosts != NULL) {
+		if (realpath(o->hosts, hosts) == NULL) {
+			log_warnx("--hosts %s: %s", o->hosts, strerror(errno));
+			return -1;
+		}
+		o->hosts = hosts;
+	}
+	return 0;
+}
 
 /* `proxy start`: the container, its networks and folders (proxyctl.h). */
 static int
-cmd_proxy_start(struct docker *d, const struct proxy_opts *po)
+cmd_proxy_start_exec(struct cmd_args *args)
 {
-	struct proxyctl_opts	 o = { po->policy_dir, po->log_dir, po->egress,
-				    po->subnet, po->hosts, po->resolver,
-				    po->sets, po->log_allowed };
+	struct proxyctl_opts	 o;
+	struct docker		*d;
 	enum proxyctl_started	 r;
+	char			 pol[PATH_MAX], logd[PATH_MAX], hosts[PATH_MAX];
 	char			 ip[64], *cause = NULL;
 
+	cmd_proxy_opts(args, &o);
+	if (cmd_proxy_paths(&o, pol, logd, hosts) == -1)
+		return SG_EXIT_ERROR;
+	/* The key first: one in the log folder is refused before Docker. */
+	if (auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		return SG_EXIT_ERROR;
+	}
 	if (proxyctl_subnet_ip(o.subnet, ip, sizeof(ip)) == -1) {
-		fprintf(stderr, "sandgate: --subnet \"%s\": want an IPv4 "
-		    "CIDR of /29 or larger\n", o.subnet);
+		log_warnx("--subnet \"%s\": want an IPv4 CIDR of /29 or larger",
+		    o.subnet);
 		return SG_EXIT_USAGE;
 	}
-	if ((r = proxyctl_start(d, &o, &cause)) == PROXYCTL_START_FAILED) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+	if ((d = sandbox_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	r = proxyctl_start(d, &o, &cause);
+	docker_free(d);
+	if (r == PROXYCTL_START_FAILED) {
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -83,13 +209,21 @@ cmd_proxy_start(struct docker *d, const struct proxy_opts *po)
 	return SG_EXIT_OK;
 }
 
+/* `proxy stop`: no option, and no folder either (the policy's may be gone). */
 static int
-cmd_proxy_stop(struct docker *d)
+cmd_proxy_stop_exec(struct cmd_args *args)
 {
-	char	*cause = NULL;
+	struct docker	*d;
+	char		*cause = NULL;
+	int		 rc;
 
-	if (proxyctl_stop(d, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+	(void)args;
+	if ((d = sandbox_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	rc = proxyctl_stop(d, &cause);
+	docker_free(d);
+	if (rc == -1) {
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -98,8 +232,9 @@ cmd_proxy_stop(struct docker *d)
 }
 
 static int
-cmd_proxy_status(struct docker *d)
+cmd_proxy_status_exec(struct cmd_args *args)
 {
+	struct docker	*d;
 	json_t		*st = NULL, *s;
 	char		*cause = NULL, ip[64];
 	const char	*health;
@@ -107,9 +242,14 @@ cmd_proxy_status(struct docker *d)
 	long		 status = 0;
 	int		 rc;
 
-	if (proxyctl_address(d, ip, sizeof(ip), &cause) == -1 ||
-	    proxyctl_call("GET", "/status", NULL, &status, &st, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+	(void)args;
+	if ((d = sandbox_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	rc = proxyctl_address(d, ip, sizeof(ip), &cause);
+	docker_free(d);
+	if (rc == -1 || proxyctl_call("GET", "/status", NULL, &status, &st,
+	    &cause) == -1) {
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_FAIL;
 	}
@@ -153,16 +293,17 @@ cmd_proxy_status(struct docker *d)
 }
 
 static int
-cmd_proxy_reload(void)
+cmd_proxy_reload_exec(struct cmd_args *args)
 {
 	json_t	*resp = NULL, *e;
 	char	*cause = NULL;
 	size_t	 i;
 	long	 status = 0;
 
+	(void)args;
 	if (proxyctl_call("POST", "/reload", NULL, &status, &resp, &cause) ==
 	    -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
@@ -172,8 +313,7 @@ cmd_proxy_reload(void)
 		json_decref(resp);
 		return SG_EXIT_OK;
 	}
-	fprintf(stderr, "sandgate: policy reload rejected; the old policy "
-	    "stays in force:\n");
+	log_warnx("policy reload rejected; the old policy stays in force:");
 	json_array_foreach(json_object_get(resp, "errors"), i, e)
 		fprintf(stderr, "  %s\n", json_string_value(e));
 	json_decref(resp);
@@ -182,130 +322,21 @@ cmd_proxy_reload(void)
 
 /* The proxy container's own stderr (start-up, reloads, warnings). */
 static int
-cmd_proxy_logs(struct docker *d, int follow)
+cmd_proxy_logs_exec(struct cmd_args *args)
 {
-	char	*cause = NULL;
+	struct docker	*d;
+	char		*cause = NULL;
+	int		 rc;
 
-	if (proxyctl_container_logs(docker_api_version(d), follow, &cause) ==
-	    -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+	if ((d = sandbox_docker()) == NULL)
+		return SG_EXIT_ERROR;
+	rc = proxyctl_container_logs(docker_api_version(d),
+	    args->nopts > 0, &cause);	/* -f, its one option */
+	docker_free(d);
+	if (rc == -1) {
+		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
 	return SG_EXIT_OK;
-}
-
-/*
- * Bind mounts need absolute, existing paths: the policy folder, the log
- * folder (made when missing) and --hosts into the PATH_MAX buffers given.
- * 0, or -1 after a message.
- */
-static int
-cmd_proxy_paths(struct proxy_opts *o, char *pol, char *logd, char *hosts)
-{
-	const char	*dir;
-
-	dir = o->policy_dir ? o->policy_dir : state_policy_dir();
-	if (realpath(dir, pol) == NULL) {
-		fprintf(stderr, "sandgate: policy folder %s: %s\n", dir,
-		    strerror(errno));
-		return -1;
-	}
-	o->policy_dir = pol;
-	state_mkdirs(o->log_dir ? o->log_dir : state_log_dir(), 0755);
-	if (realpath(o->log_dir ? o->log_dir : state_log_dir(), logd) == NULL) {
-		fprintf(stderr, "sandgate: log folder: %s\n", strerror(errno));
-		return -1;
-	}
-	o->log_dir = logd;
-	if (o->hosts != NULL) {
-		if (realpath(o->hosts, hosts) == NULL) {
-			fprintf(stderr, "sandgate: --hosts %s: %s\n", o->hosts,
-			    strerror(errno));
-			return -1;
-		}
-		o->hosts = hosts;
-	}
-	return 0;
-}
-
-static int
-cmd_proxy_exec(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "policy-dir", required_argument, NULL, 'p' },
-		{ "log-dir", required_argument, NULL, 'L' },
-		{ "egress-network", required_argument, NULL, 'e' },
-		{ "subnet", required_argument, NULL, 's' },
-		{ "hosts", required_argument, NULL, 'H' },
-		{ "resolver", required_argument, NULL, 'r' },
-		{ "sets", required_argument, NULL, 'S' },
-		{ "log-allowed", no_argument, NULL, 'A' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct proxy_opts	 o;
-	struct docker		*d;
-	const char		*verb;
-	char			*cause = NULL, pol[PATH_MAX], logd[PATH_MAX];
-	char			 hosts[PATH_MAX];
-	int			 ch, rc;
-
-	memset(&o, 0, sizeof(o));
-	o.subnet = PROXYCTL_SUBNET;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":fh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'p': o.policy_dir = optarg; break;
-		case 'L': o.log_dir = optarg; break;
-		case 'e': o.egress = optarg; break;
-		case 's': o.subnet = optarg; break;
-		case 'H': o.hosts = optarg; break;
-		case 'r': o.resolver = optarg; break;
-		case 'S': o.sets = optarg; break;
-		case 'A': o.log_allowed = 1; break;
-		case 'f': o.follow = 1; break;
-		case 'h': return cmd_help(&cmd_proxy);
-		case ':':
-			return cmd_usage_error(&cmd_proxy, "option '%s' needs "
-			    "a value", argv[optind - 1]);
-		default:
-			return cmd_usage_error(&cmd_proxy, "unknown option "
-			    "'%s'", argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
-		return cmd_usage_error(&cmd_proxy, "want one of start, stop, "
-		    "status, reload, logs");
-	verb = argv[optind];
-	if (strcmp(verb, "reload") == 0)
-		return cmd_proxy_reload();
-	if (cmd_proxy_paths(&o, pol, logd, hosts) == -1)
-		return SG_EXIT_ERROR;
-	/* The key first: one in the log folder is refused before Docker. */
-	if (strcmp(verb, "start") == 0 &&
-	    auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
-		free(cause);
-		return SG_EXIT_ERROR;
-	}
-	if ((d = docker_new(&cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
-		free(cause);
-		return SG_EXIT_ERROR;
-	}
-	if (strcmp(verb, "start") == 0)
-		rc = cmd_proxy_start(d, &o);
-	else if (strcmp(verb, "stop") == 0)
-		rc = cmd_proxy_stop(d);
-	else if (strcmp(verb, "status") == 0)
-		rc = cmd_proxy_status(d);
-	else if (strcmp(verb, "logs") == 0)
-		rc = cmd_proxy_logs(d, o.follow);
-	else
-		rc = cmd_usage_error(&cmd_proxy, "unknown action '%s'", verb);
-	docker_free(d);
-	return rc;
 }

@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "probe.h"
 #include "proxyctl.h"
 #include "quote.h"
@@ -37,7 +37,6 @@
 #include "util.h"
 #include "workspace.h"
 
-#define RUN_HELP_DONE	(-1)
 
 struct run_args {
 	const char	*input;		/* realpath'd */
@@ -47,8 +46,8 @@ struct run_args {
 	char		 inbuf[PATH_MAX];
 };
 
-static int	run_exec(int, char **);
-static int	run_parse(int, char **, struct sandbox_meta *,
+static int	cmd_run_exec(struct cmd_args *);
+static int	run_parse(struct cmd_args *, struct sandbox_meta *,
 		    struct run_args *);
 static int	run_check_paths(struct run_args *);
 static int	run_prepare(struct sandbox_meta *, char **);
@@ -64,76 +63,50 @@ static void	run_record(struct docker *, const struct sandbox_meta *,
 		    const struct run_args *, const struct exec_result *,
 		    const char *);
 
+/* The options of run beyond those of every sandbox (cmd.h). */
+static const struct option cmd_run_options[] = {
+	{ "input", required_argument, NULL, 'I' },
+	{ "output", required_argument, NULL, 'O' },
+	{ NULL, 0, NULL, 0 }
+};
+
 const struct cmd_entry cmd_run = {
 	.name = "run",
 	.usage = "[--input DIR] [--output DIR] [--image IMG] [--cpus N] "
 	    "[--memory SIZE] [--pids N] [--disk SIZE] [--tmp-size SIZE] "
 	    "[--timeout S] [--runtime RT] [--network proxy|none] "
 	    "[--allow SET]... [--env K=V]... [--json] -- CMD...",
-	.summary = "run CMD once in a fresh container (DIR read-only at "
-	    "/input, /output copied to --output), then delete everything",
-	.exec = run_exec,
-};
-
-static const struct option run_longopts[] = {
-	{ "input", required_argument, NULL, 'I' },
-	{ "output", required_argument, NULL, 'O' },
-	{ "image", required_argument, NULL, 'o' },
-	{ "cpus", required_argument, NULL, 'o' },
-	{ "memory", required_argument, NULL, 'o' },
-	{ "pids", required_argument, NULL, 'o' },
-	{ "disk", required_argument, NULL, 'o' },
-	{ "tmp-size", required_argument, NULL, 'o' },
-	{ "timeout", required_argument, NULL, 'o' },
-	{ "runtime", required_argument, NULL, 'o' },
-	{ "network", required_argument, NULL, 'o' },
-	{ "allow", required_argument, NULL, 'o' },
-	{ "env", required_argument, NULL, 'o' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
+	.summary = "run CMD once in a fresh sandbox, then delete everything",
+	.help = "The --input DIR is mounted read-only at /input; what CMD "
+	    "leaves in /output is copied to the --output DIR.",
+	.options = cmd_run_options,
+	.options_more = cmd_sandbox_options,
+	.args_max = 0,
+	.flags = CMD_DASH,
+	.exec = cmd_run_exec,
 };
 
 static int
-run_parse(int argc, char **argv, struct sandbox_meta *m, struct run_args *a)
+run_parse(struct cmd_args *args, struct sandbox_meta *m, struct run_args *a)
 {
-	char	*cause = NULL;
-	int	 ch, idx = 0, dash, rv;
+	const struct cmd_opt	*o;
+	char			*cause = NULL;
+	int			 rv;
 
-	for (dash = 1; dash < argc && strcmp(argv[dash], "--") != 0; dash++)
-		;
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long(dash, argv, "+:h", run_longopts,
-	    &idx)) != -1) {
-		if (ch == 'h') {
-			cmd_help(&cmd_run);
-			return RUN_HELP_DONE;
-		}
-		if (ch == '?' || ch == ':')
-			return cmd_usage_error(&cmd_run, "%s option '%s'",
-			    ch == '?' ? "unknown" : "missing value for",
-			    argv[optind - 1]);
-		if (ch == 'I')
-			a->input = optarg;
-		else if (ch == 'O')
-			a->output = optarg;
-		else if (ch == 'j')
+	while ((o = cmd_args_next(args)) != NULL) {
+		if (o->ch == 'I')
+			a->input = o->arg;
+		else if (o->ch == 'O')
+			a->output = o->arg;
+		else if (o->ch == 'j')
 			a->json = 1;
-		else if (sandbox_opt(m, run_longopts[idx].name, optarg,
-		    &cause) == -1) {
+		else if (sandbox_opt(m, o->name, o->arg, &cause) == -1) {
 			rv = cmd_usage_error(&cmd_run, "%s", cause);
 			free(cause);
 			return rv;
 		}
-		idx = 0;
 	}
-	if (optind != dash)
-		return cmd_usage_error(&cmd_run, "unexpected argument '%s' "
-		    "(the command goes after --)", argv[optind]);
-	if (dash + 1 >= argc)
-		return cmd_usage_error(&cmd_run, "no command after --");
-	a->cmd = argv + dash + 1;
+	a->cmd = args->cmd;
 	return 0;
 }
 
@@ -149,8 +122,8 @@ run_check_paths(struct run_args *a)
 	if (a->input != NULL) {
 		if (realpath(a->input, a->inbuf) == NULL ||
 		    stat(a->inbuf, &st) == -1 || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "sandgate: --input '%s' is not a "
-			    "folder\n", a->input);
+			log_warnx("--input '%s' is not a "
+			    "folder", a->input);
 			return -1;
 		}
 		a->input = a->inbuf;
@@ -158,7 +131,7 @@ run_check_paths(struct run_args *a)
 	if (a->output == NULL || lstat(a->output, &st) == -1)
 		return 0;
 	if (!S_ISDIR(st.st_mode) || (dir = opendir(a->output)) == NULL) {
-		fprintf(stderr, "sandgate: --output '%s' is not a folder\n",
+		log_warnx("--output '%s' is not a folder",
 		    a->output);
 		return -1;
 	}
@@ -166,7 +139,7 @@ run_check_paths(struct run_args *a)
 		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
 	closedir(dir);
 	if (n > 0) {
-		fprintf(stderr, "sandgate: --output '%s' is not empty\n",
+		log_warnx("--output '%s' is not empty",
 		    a->output);
 		return -1;
 	}
@@ -302,7 +275,7 @@ done:
 	if (cid != NULL)
 		docker_container_remove(d, cid, NULL);
 	if (cause != NULL)
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 	if (ran && run_finish(m, a, &r, run, work) == -1 && rv == 0)
 		rv = SG_EXIT_ERROR;
 	run_record(d, m, a, ran ? &r : NULL, run);
@@ -331,7 +304,7 @@ run_finish(const struct sandbox_meta *m, const struct run_args *a,
 	exec_report(r, m->timeout, m->memory, m->pids);
 	if (a->output != NULL && r->signal == 0 &&
 	    run_copy_out(work, a->output, m->disk, &cause) == -1) {
-		quote_notice(stderr, cause);
+		cmd_warn_text(cause);
 		rv = -1;
 	}
 	free(cause);
@@ -347,7 +320,7 @@ run_record(struct docker *d, const struct sandbox_meta *m,
 	char		*clean = NULL, *cause = NULL;
 
 	if (sandbox_destroy(d, m->id, &clean) == -1)
-		fprintf(stderr, "sandgate: cleanup of %s failed: %s\n", m->id,
+		log_warnx("cleanup of %s failed: %s", m->id,
 		    clean);
 	memset(&rr, 0, sizeof(rr));
 	rr.kind = "run";
@@ -359,14 +332,14 @@ run_record(struct docker *d, const struct sandbox_meta *m,
 	rr.res = r;
 	rr.cleanup = clean != NULL ? clean : "ok";
 	if (runrec_append(&rr, &cause) == -1)
-		fprintf(stderr, "sandgate: warning: run record not written: "
-		    "%s\n", cause);
+		log_warnx("warning: run record not written: "
+		    "%s", cause);
 	free(cause);
 	free(clean);
 }
 
 static int
-run_exec(int argc, char **argv)
+cmd_run_exec(struct cmd_args *args)
 {
 	struct sandbox_meta	 m;
 	struct run_args		 a;
@@ -377,9 +350,9 @@ run_exec(int argc, char **argv)
 
 	sandbox_meta_init(&m);
 	memset(&a, 0, sizeof(a));
-	if ((rv = run_parse(argc, argv, &m, &a)) != 0) {
+	if ((rv = run_parse(args, &m, &a)) != 0) {
 		sandbox_meta_release(&m);
-		return rv == RUN_HELP_DONE ? SG_EXIT_OK : rv;
+		return rv;
 	}
 	rv = SG_EXIT_ERROR;
 	m.ephemeral = 1;
@@ -393,7 +366,7 @@ run_exec(int argc, char **argv)
 	if ((d = sandbox_docker()) == NULL)
 		goto out;
 	if (sandbox_resolve(d, &m, &cause) == -1) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		goto out;
 	}
 	state_new_id(m.id, "sbx");

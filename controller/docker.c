@@ -835,7 +835,8 @@ docker_exec_create(struct docker *d, const char *cid, json_t *spec,
 }
 
 int
-docker_exec_start_detached(struct docker *d, const char *id, char **cause)
+docker_exec_start_detached(struct docker *d, const char *id, long timeout_ms,
+    char **cause)
 {
 	char	 path[256];
 	json_t	*body;
@@ -843,7 +844,11 @@ docker_exec_start_detached(struct docker *d, const char *id, char **cause)
 
 	snprintf(path, sizeof(path), "/exec/%s/start", id);
 	body = json_pack("{s:b, s:b}", "Detach", 1, "Tty", 0);
+	/* the start waits for the runtime, which may hang (gVisor at its
+	 * host process limit): bounded by the caller */
+	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT_MS, timeout_ms);
 	rv = docker_simple(d, "POST", path, body, 0, NULL, cause);
+	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT, DOCKER_CTL_TIMEOUT);
 	json_decref(body);
 	return rv;
 }

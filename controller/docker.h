@@ -145,9 +145,10 @@ int	docker_exec_create(struct docker *, const char *cid, json_t *spec,
 	    char **id, char **cause);
 int	docker_exec_inspect(struct docker *, const char *id,
 	    struct docker_einfo *, char **cause);
-/* Start exec ID detached (on the control handle: callable from a tick). */
+/* Start exec ID detached (on the control handle: callable from a tick),
+ * giving up after timeout_ms. */
 int	docker_exec_start_detached(struct docker *, const char *id,
-	    char **cause);
+	    long timeout_ms, char **cause);
 
 /*
  * Stream callbacks for docker_exec_start(). data gets demultiplexed

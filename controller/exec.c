@@ -89,7 +89,7 @@ struct exec_state {
 static volatile sig_atomic_t	exec_sig;
 
 static void	exec_on_signal(int);
-static int	exec_init_gone(const struct exec_state *);
+static int	exec_init_gone(const struct exec_state *, int);
 static size_t	exec_utf8_seq(const unsigned char *, size_t);
 static int	exec_active_owner(int, const char *);
 static int	exec_active_name(const char *);
@@ -513,7 +513,10 @@ exec_user(const struct exec_opts *o, char *buf, size_t size)
 
 /*
  * The kill from inside the sandbox: `sandgate-probe reap RUN ACTIVE...`
- * as a detached exec, waited for (its exit status is the count).
+ * as a detached exec, started and waited for within EXEC_REAP_WAIT_MS
+ * (its exit status is the count). A container that stops meanwhile
+ * (gVisor ends its sandbox when its host process limit is full) leaves
+ * nothing to kill: 0, and exec_run records the stop.
  */
 static int
 exec_kill_inside(struct exec_state *st, char **cause)
@@ -524,7 +527,8 @@ exec_kill_inside(struct exec_state *st, char **cause)
 	json_t			*cmd, *spec;
 	char			*eid = NULL, name[STATE_ID_LEN + 1], user[48];
 	const char		*run_id = st->o->run_id;
-	int			 n = 0, waited, rv = -1;
+	uint64_t		 end = util_now_us() + EXEC_REAP_WAIT_MS * 1000ull;
+	int			 n = 0, rv = -1;
 
 	memset(&ei, 0, sizeof(ei));
 	cmd = json_pack("[s,s,s]", PROBE_CONTAINER_PATH, "reap", run_id);
@@ -546,9 +550,14 @@ exec_kill_inside(struct exec_state *st, char **cause)
 	    "AttachStdout", 0, "AttachStderr", 0, "Tty", 0, "Cmd", cmd,
 	    "User", user);
 	if (docker_exec_create(st->d, st->cid, spec, &eid, cause) == -1 ||
-	    docker_exec_start_detached(st->d, eid, cause) == -1)
+	    docker_exec_start_detached(st->d, eid, EXEC_REAP_WAIT_MS,
+	    cause) == -1)
 		goto out;
-	for (waited = 0; waited < EXEC_REAP_WAIT_MS; waited += 20) {
+	while (util_now_us() < end) {
+		if (kill(st->pid, 0) == -1 && errno == ESRCH) {
+			rv = 0;		/* the container stopped */
+			goto out;
+		}
 		if (docker_exec_inspect(st->d, eid, &ei, cause) == -1) {
 			if (errno != ENOENT)
 				goto out;
@@ -1060,22 +1069,23 @@ exec_sinks_close(struct exec_state *st)
 
 /*
  * 1 when the container's init is gone or going (exited, a zombie, or its
- * pid now another process's), waiting up to EXEC_GONE_MS for it: a
- * command that ended by SIGKILL may have gone with its container.
+ * pid now another process's), waiting up to wait_ms for it: a command
+ * that ended by SIGKILL may have gone with its container.
  */
 static int
-exec_init_gone(const struct exec_state *st)
+exec_init_gone(const struct exec_state *st, int wait_ms)
 {
 	struct procstat	ps;
 	int		waited;
 
-	for (waited = 0; waited < EXEC_GONE_MS; waited += 50) {
+	for (waited = 0;; waited += 50) {
 		if (procstat_read(st->pid, &ps) == -1 || ps.state == 'Z' ||
 		    (st->init.known && ps.start != st->init.start))
 			return 1;
+		if (waited >= wait_ms)
+			return 0;
 		usleep(50 * 1000);
 	}
-	return 0;
 }
 
 /* The container died under the command: why, from Docker. */
@@ -1203,11 +1213,21 @@ exec_run(struct docker *d, const char *cid, int pid,
 	}
 	/* killed with the container (its init gone): the record says so */
 	if (!ei.running && ei.exit_code == 137 && !res->timed_out &&
-	    res->signal == 0 && exec_init_gone(&st)) {
+	    res->signal == 0 && exec_init_gone(&st, EXEC_GONE_MS)) {
 		exec_died(&st);
 		exec_finish(&st, &before, 137);
 		rv = 0;
 		goto out;
+	}
+	/*
+	 * Stopped by sandgate (timeout, signal): the container may have gone
+	 * meanwhile (gVisor's sandbox during the kill); then nothing of the
+	 * command is left, and the record says the container stopped.
+	 */
+	if ((res->timed_out || res->signal != 0) &&
+	    exec_init_gone(&st, res->kill_failed ? EXEC_GONE_MS : 0)) {
+		exec_died(&st);
+		res->kill_failed = 0;
 	}
 	/*
 	 * Nothing of a command outlives it: background children it left

@@ -158,7 +158,7 @@ void	exec_report(const struct exec_result *, long long timeout,
  */
 json_t	*exec_notices(const struct exec_result *, long long timeout,
 	    unsigned long long memory, long long pids);
-/* The --json object of DESIGN.md (new reference). */
+/* exec's --json object, docs/agents.md (new reference). */
 json_t	*exec_result_json(const struct exec_result *, const char *run_id);
 /* "1 GiB", "64 MiB", "1536 KiB", "100 bytes" into buf. */
 void	exec_format_size(unsigned long long, char *buf, size_t size);

@@ -1,5 +1,4 @@
 /* main.c: the sandgate CLI: global options, then dispatch to a subcommand. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,53 +8,27 @@
 static const struct cmd_entry *const main_cmds[] = {
 	&cmd_create, &cmd_exec, &cmd_diff, &cmd_apply, &cmd_export,
 	&cmd_discard, &cmd_list, &cmd_gc, &cmd_run, &cmd_doctor,
-	&cmd_policy, &cmd_audit, &cmd_proxy, &cmd_image,
+	&cmd_policy, &cmd_audit, &cmd_proxy, &cmd_image, NULL
 };
-#define MAIN_NCMDS (sizeof(main_cmds) / sizeof(main_cmds[0]))
 
 static void	main_usage(FILE *);
 
 static void
 main_usage(FILE *f)
 {
-	size_t	i;
-
 	fputs("usage: sandgate COMMAND [OPTIONS] [ARGS]\n\n"
 	    "Runs an agent's commands in a hardened, network-filtered Docker "
 	    "sandbox over\na copy of a project, and applies reviewed changes "
 	    "back.\n\ncommands:\n", f);
-	for (i = 0; i < MAIN_NCMDS; i++)
-		fprintf(f, "  %-9s %.*s\n", main_cmds[i]->name,
-		    (int)strcspn(main_cmds[i]->summary, "\n"),
-		    main_cmds[i]->summary);
+	cmd_list_print(f, main_cmds);
 	fputs("\n'sandgate COMMAND --help' describes one command.\n\n"
 	    "exit codes: the command's own code passes through for exec and "
 	    "run;\n  0 success, 1 a check failed, 2 usage error, 124 timed "
-	    "out,\n  125 sandgate or Docker error, 126 refused by policy, "
-	    "137 killed by a limit\n\n"
-	    "environment: SANDGATE_STATE (state folder), SANDGATE_LOG_DIR, "
-	    "SANDGATE_POLICY_DIR,\n  DOCKER_HOST (default "
+	    "out,\n  125 sandgate or Docker error (and an id that names no "
+	    "sandbox),\n  126 refused by policy, 137 killed by a limit\n\n"
+	    "environment: SANDGATE_STATE (state folder), SANDGATE_LOG_DIR,\n"
+	    "  SANDGATE_POLICY_DIR, DOCKER_HOST (default "
 	    "unix:///var/run/docker.sock)\n", f);
-}
-
-int
-cmd_usage_error(const struct cmd_entry *c, const char *fmt, ...)
-{
-	va_list	ap;
-
-	fputs("sandgate: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: sandgate %s %s\n", c->name, c->usage);
-	return SG_EXIT_USAGE;
-}
-
-int
-cmd_help(const struct cmd_entry *c)
-{
-	printf("usage: sandgate %s %s\n\n%s\n", c->name, c->usage, c->summary);
-	return SG_EXIT_OK;
 }
 
 int
@@ -78,14 +51,12 @@ main(int argc, char **argv)
 		printf("sandgate %s\n", SANDGATE_VERSION);
 		return SG_EXIT_OK;
 	}
-	for (i = 0; i < MAIN_NCMDS; i++) {
+	for (i = 0; main_cmds[i] != NULL; i++) {
 		if (strcmp(argv[1], main_cmds[i]->name) == 0)
-			return main_cmds[i]->exec(argc - 1, argv + 1);
+			return cmd_dispatch(main_cmds[i], argc - 1, argv + 1);
 	}
-	if (argv[1][0] == '-')
-		fprintf(stderr, "sandgate: unknown option '%s'\n", argv[1]);
-	else
-		fprintf(stderr, "sandgate: unknown command '%s'\n", argv[1]);
+	log_warnx("unknown %s '%s'", argv[1][0] == '-' ? "option" : "command",
+	    argv[1]);
 	fputs("run 'sandgate --help' for the list of commands\n", stderr);
 	return SG_EXIT_USAGE;
 }

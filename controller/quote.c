@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unictype.h>
+
 #include "quote.h"
 
-static size_t	quote_unsafe_len(const unsigned char *, size_t);
+static size_t	quote_unsafe_len(const unsigned char *, size_t, int);
 static int	quote_c_escape(FILE *, unsigned char);
 
 size_t
@@ -76,19 +78,35 @@ quote_unsafe_cp(uint32_t cp)
 }
 
 /*
+ * By Unicode property (libunistring): white space and space separators
+ * other than U+0020 (U+00A0, U+2000-U+200A, U+3000, ...), default-
+ * ignorable code points (they render as nothing), and U+2800 BRAILLE
+ * PATTERN BLANK, a symbol that renders as a blank cell.
+ */
+int
+quote_blank_cp(uint32_t cp)
+{
+	if (cp == ' ')
+		return 0;
+	return cp == 0x2800 || uc_is_property_white_space(cp) ||
+	    uc_is_general_category(cp, UC_SPACE_SEPARATOR) ||
+	    uc_is_property_default_ignorable_code_point(cp);
+}
+
+/*
  * How many bytes at s form one unsafe unit (a control, a bidi character,
- * or a single byte that is not valid UTF-8); 0 if s starts a safe
- * character.
+ * or a single byte that is not valid UTF-8; in a name, also a character
+ * that renders blank); 0 if s starts a safe character.
  */
 static size_t
-quote_unsafe_len(const unsigned char *s, size_t n)
+quote_unsafe_len(const unsigned char *s, size_t n, int name)
 {
 	uint32_t	cp = 0;
 	size_t		len;
 
 	if ((len = quote_utf8_len(s, n, &cp)) == 0)
 		return 1;
-	return quote_unsafe_cp(cp) ? len : 0;
+	return quote_unsafe_cp(cp) || (name && quote_blank_cp(cp)) ? len : 0;
 }
 
 int
@@ -100,7 +118,10 @@ quote_path_needed(const char *name, size_t len)
 
 	while (i < len) {
 		if (s[i] == '"' || s[i] == '\\' ||
-		    quote_unsafe_len(s + i, len - i) > 0)
+		    quote_unsafe_len(s + i, len - i, 1) > 0)
+			return 1;
+		/* a name (or a folder in it) that ends in a space */
+		if (s[i] == ' ' && (i + 1 == len || s[i + 1] == '/'))
 			return 1;
 		l = quote_utf8_len(s + i, len - i, &cp);
 		i += l > 0 ? l : 1;
@@ -136,7 +157,7 @@ quote_path(FILE *f, const char *name, size_t len)
 		if (s[i] == '"' || s[i] == '\\')
 			u = 1;
 		else
-			u = quote_unsafe_len(s + i, len - i);
+			u = quote_unsafe_len(s + i, len - i, 1);
 		if (u > 0) {
 			for (k = 0; k < u; k++)
 				if (quote_c_escape(f, s[i + k]) == -1)
@@ -180,7 +201,7 @@ quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
 	size_t			 i = 0, start = 0, u, k;
 
 	while (i < len) {
-		u = quote_unsafe_len(s + i, len - i);
+		u = quote_unsafe_len(s + i, len - i, 0);
 		/* a tab, and the CR of a CRLF line end, are harmless */
 		if (u == 1 && (s[i] == '\t' || (s[i] == '\r' && i + 1 == len)))
 			u = 0;
@@ -203,10 +224,23 @@ quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
 	return fwrite(s + start, 1, len - start, f) == len - start ? 0 : -1;
 }
 
-void
-quote_notice(FILE *f, const char *msg)
+char *
+quote_text_dup(const char *msg)
 {
-	fputs("sandgate: ", f);
-	quote_text(f, msg, strlen(msg), NULL);
-	fputc('\n', f);
+	FILE	*f;
+	char	*buf = NULL;
+	size_t	 len = 0;
+
+	if ((f = open_memstream(&buf, &len)) == NULL)
+		return NULL;
+	if (quote_text(f, msg, strlen(msg), NULL) == -1) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }

@@ -12,11 +12,14 @@
  * name), or a byte that is not part of valid UTF-8. Everything else (printable ASCII and
  * well-formed UTF-8) is shown as it is.
  *
+ * In a name, a character that renders blank is unsafe too (quote_blank_cp,
+ * by Unicode property: "build.sh" + U+00A0 must not pass for build.sh).
+ *
  * Names are quoted the way git quotes them (core.quotePath=false): a
- * name with an unsafe byte, '"' or '\\' is printed between double quotes
- * with C escapes (\a \b \t \n \v \f \r \" \\, and \ooo, three octal
- * digits, for every other unsafe byte). Any other name is printed as it
- * is. So a listing line is always one line and a name can never pose as
+ * name with an unsafe byte, '"' or '\\', or whose last character (or a
+ * folder's) is a space, is printed between double quotes with C escapes
+ * (\a \b \t \n \v \f \r \" \\, and \ooo, three octal digits, for every
+ * other unsafe byte). Any other name is printed as it is. So a listing line is always one line and a name can never pose as
  * another line or erase one.
  *
  * Text (one line of a file, without its newline) is shown with every
@@ -42,6 +45,12 @@ size_t	quote_utf8_len(const unsigned char *s, size_t n, uint32_t *cp);
 /* Is the code point one of the unsafe ones above (C0, DEL, C1, bidi, invisible)? */
 int	quote_unsafe_cp(uint32_t cp);
 
+/*
+ * Does the code point render blank or as space (White_Space, a space
+ * separator, Default_Ignorable_Code_Point, U+2800), other than U+0020?
+ */
+int	quote_blank_cp(uint32_t cp);
+
 /* 1 if name (len bytes) must be quoted, else 0. */
 int	quote_path_needed(const char *name, size_t len);
 
@@ -62,9 +71,10 @@ char	*quote_path_dup(const char *name);
 int	quote_text(FILE *, const char *line, size_t len, size_t *escaped);
 
 /*
- * Print "sandgate: MSG" and a newline to f with MSG shown as text (so a
- * name inside an error message can't reach the terminal raw).
+ * msg shown as text (unsafe bytes as \xHH, so a name inside an error
+ * message can't reach the terminal raw), malloc'ed; NULL when out of
+ * memory.
  */
-void	quote_notice(FILE *, const char *msg);
+char	*quote_text_dup(const char *msg);
 
 #endif

@@ -2,9 +2,12 @@
 #include <fnmatch.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "quote.h"
+#include <uninorm.h>
+#include <unistr.h>
+
 #include "risky.h"
 
 /*
@@ -56,37 +59,43 @@ static const struct risky_rule risky_rules[] = {
 };
 #define RISKY_NRULES (sizeof(risky_rules) / sizeof(risky_rules[0]))
 
-/*
- * Combining characters that Unicode normalisation composes with the
- * letter before them (and conjoining Hangul jamo): a name holding one
- * (cafe + U+0301) shows as another name (café) that may exist beside it.
- */
-static const uint32_t risky_combining[][2] = {
-	{ 0x0300, 0x036f }, { 0x1100, 0x11ff }, { 0x1ab0, 0x1aff },
-	{ 0x1dc0, 0x1dff }, { 0x20d0, 0x20ff }, { 0x3099, 0x309a },
-	{ 0xfe20, 0xfe2f },
-};
+char *
+risky_nfc_dup(const char *relpath)
+{
+	size_t	 len = 0;
+	uint8_t	*n;
+	char	*z;
 
-static int
-risky_decomposed(const char *relpath)
+	if (u8_check((const uint8_t *)relpath, strlen(relpath)) != NULL)
+		return NULL;		/* not UTF-8 */
+	n = u8_normalize(UNINORM_NFC, (const uint8_t *)relpath,
+	    strlen(relpath), NULL, &len);
+	if (n == NULL)
+		return NULL;
+	if ((z = realloc(n, len + 1)) == NULL) {
+		free(n);
+		return NULL;
+	}
+	z[len] = '\0';
+	return z;
+}
+
+int
+risky_not_nfc(const char *relpath)
 {
 	const unsigned char	*s = (const unsigned char *)relpath;
-	size_t			 n = strlen(relpath), l, i;
-	uint32_t		 cp;
+	char			*n;
+	int			 differs;
 
-	while (n > 0) {
-		if ((l = quote_utf8_len(s, n, &cp)) == 0)
-			l = 1;
-		else
-			for (i = 0; i < sizeof(risky_combining) /
-			    sizeof(risky_combining[0]); i++)
-				if (cp >= risky_combining[i][0] &&
-				    cp <= risky_combining[i][1])
-					return 1;
-		s += l;
-		n -= l;
-	}
-	return 0;
+	while (*s != '\0' && *s < 0x80)
+		s++;
+	if (*s == '\0')
+		return 0;		/* ASCII is NFC */
+	if ((n = risky_nfc_dup(relpath)) == NULL)
+		return 0;	/* not UTF-8: never applied anyway */
+	differs = strcmp(n, relpath) != 0;
+	free(n);
+	return differs;
 }
 
 int
@@ -96,10 +105,9 @@ risky_path(const char *relpath, const char **why)
 	const char		*base;
 	size_t			 i;
 
-	if (risky_decomposed(relpath)) {
+	if (risky_not_nfc(relpath)) {
 		if (why != NULL)
-			*why = "name with a combining character: it may look "
-			    "like another name";
+			*why = RISKY_WHY_NFC;
 		return 1;
 	}
 

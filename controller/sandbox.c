@@ -19,6 +19,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "log.h"
 #include "netseal.h"
 #include "probe.h"
 #include "procstat.h"
@@ -863,7 +864,7 @@ sandbox_docker(void)
 	char		*cause = NULL;
 
 	if ((d = docker_new(&cause)) == NULL) {
-		fprintf(stderr, "sandgate: %s\n", cause);
+		log_warnx("%s", cause);
 		free(cause);
 	}
 	return d;

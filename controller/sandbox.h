@@ -69,7 +69,7 @@ struct docker;
 /* In the sandbox folder, touched just before each container create. */
 #define SANDBOX_PENDING		"container.pending"
 
-/* Defaults of DESIGN.md. */
+/* Defaults (docs/controller.md, "Defaults and limits"). */
 #define SANDBOX_DEF_CPUS	1.0
 #define SANDBOX_DEF_MEMORY	(1024ull * 1024 * 1024)
 #define SANDBOX_DEF_PIDS	256

@@ -175,7 +175,9 @@ struct workspace_delta {
 	enum workspace_change	 change;
 	enum workspace_kind	 kind;
 	char			*path;		/* as in work/, any bytes */
-	int			 risky;		/* risky_path(path) */
+	/* risky_path(path), or an NFC twin of another path (workspace_diff) */
+	int			 risky;
+	const char		*risky_why;	/* static, or NULL */
 	int			 binary;	/* either side is not text */
 	/*
 	 * Never applied: not a regular file in work/, a name that is not

@@ -44,6 +44,7 @@ static int	 diff_stage(struct diff_ctx *, struct workspace_delta *,
 static int	 diff_stage_open(struct diff_ctx *, const char *);
 static struct workspace_delta *diff_add(struct diff_ctx *,
 		    enum workspace_change, const char *);
+static int	 diff_twins(struct diff_ctx *);
 static int	 diff_snap_binary(struct diff_ctx *, const char *);
 static int	 diff_special(struct diff_ctx *, const char *,
 		    enum workspace_kind, const struct stat *);
@@ -95,7 +96,7 @@ diff_add(struct diff_ctx *c, enum workspace_change ch, const char *path)
 	c->names += len;
 	d->change = ch;
 	d->kind = WORKSPACE_FILE;
-	d->risky = risky_path(path, NULL);
+	d->risky = risky_path(path, &d->risky_why);
 	c->out->n++;
 	return d;
 }
@@ -399,7 +400,8 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 		    "'%s': %s", sbxdir, strerror(errno));
 		goto out;
 	}
-	if (diff_walk(&c, wfd) == -1 || diff_deleted(&c) == -1)
+	if (diff_walk(&c, wfd) == -1 || diff_deleted(&c) == -1 ||
+	    diff_twins(&c) == -1)
 		goto out;
 	workspace_diff_sort(c.out);
 	workspace_review_digest(c.out, c.out->review);
@@ -419,6 +421,60 @@ out:
 		return NULL;
 	}
 	return c.out;
+}
+
+/*
+ * Two names with one NFC form look alike: every changed path whose NFC
+ * form is that of another path (of the diff, or of the snapshot: the host
+ * at create) is risky. Only names not in NFC can be another's twin, and
+ * they are rare, so: collect their NFC forms, then compare each changed
+ * path's NFC form with them.
+ */
+static int
+diff_twins(struct diff_ctx *c)
+{
+	struct workspace_diff	*d = c->out;
+	const char		**orig = NULL;
+	char			**nfc = NULL, *mine;
+	size_t			 n = 0, cap, i, k;
+	int			 rv = -1;
+
+	cap = c->m->n + d->n;
+	if (cap == 0)
+		return 0;
+	if ((orig = calloc(cap, sizeof(*orig))) == NULL ||
+	    (nfc = calloc(cap, sizeof(*nfc))) == NULL)
+		goto out;
+	for (i = 0; i < cap; i++) {
+		orig[n] = i < c->m->n ? c->m->v[i].path : d->v[i - c->m->n].path;
+		if (!risky_not_nfc(orig[n]))
+			continue;
+		if ((nfc[n] = risky_nfc_dup(orig[n])) == NULL)
+			goto out;
+		n++;
+	}
+	for (i = 0; n > 0 && i < d->n; i++) {
+		if ((mine = risky_nfc_dup(d->v[i].path)) == NULL)
+			continue;	/* not UTF-8: never applied */
+		for (k = 0; k < n; k++)
+			if (strcmp(orig[k], d->v[i].path) != 0 &&
+			    strcmp(nfc[k], mine) == 0)
+				break;
+		free(mine);
+		if (k < n && !d->v[i].risky) {
+			d->v[i].risky = 1;
+			d->v[i].risky_why = RISKY_WHY_TWIN;
+		}
+	}
+	rv = 0;
+out:
+	if (rv == -1)
+		(void)util_cause(c->cause, "out of memory");
+	for (k = 0; nfc != NULL && k < n; k++)
+		free(nfc[k]);
+	free(nfc);
+	free(orig);
+	return rv;
 }
 
 void

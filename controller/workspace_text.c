@@ -416,7 +416,6 @@ text_json_delta(const char *sbxdir, const struct workspace_diff *df,
     const struct workspace_delta *d, struct workspace_write_stats *ws,
     char **cause)
 {
-	const char	*why = NULL;
 	char		*text = NULL, mb[8], ma[8];
 	size_t		 len = 0;
 	json_t		*o;
@@ -427,12 +426,12 @@ text_json_delta(const char *sbxdir, const struct workspace_diff *df,
 		return NULL;
 	if (r == WORKSPACE_TEXT_TOO_LARGE)
 		ws->too_large++;
-	risky_path(d->path, &why);
 	snprintf(mb, sizeof(mb), "%04o", (unsigned)d->mode_before);
 	snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after);
 	o = json_pack("{s:b, s:s?, s:b, s:b, s:s?, s:s?, s:s?, s:s?, s:s?, "
 	    "s:I, s:I, s:b}", "risky", d->risky, "risky_reason",
-	    d->risky ? why : NULL, "binary", d->binary, "special", d->special,
+	    d->risky ? d->risky_why : NULL, "binary", d->binary, "special",
+	    d->special,
 	    "type", d->special ? d->special_what : NULL,
 	    "sha256_before", d->sha256_before[0] ? d->sha256_before : NULL,
 	    "sha256_after", d->sha256_after[0] ? d->sha256_after : NULL,

@@ -72,6 +72,12 @@ static void	main_tick(evutil_socket_t, short, void *);
 static void	main_raise_nofile(void);
 static int	main_checkpoint_open(struct proxy *);
 static void	main_check_key(const char *, char **);
+static int	main_policy(struct proxy *);
+static int	main_check(struct proxy *);
+static int	main_log_open(struct proxy *);
+static int	main_loop_new(struct proxy *);
+static void	main_signals(struct proxy *);
+static int	main_run(struct proxy *);
 
 static const struct option main_longopts[] = {
 	{ "listen",		required_argument, NULL, 'l' },
@@ -568,35 +574,24 @@ main_raise_nofile(void)
 	}
 }
 
-int
-main(int argc, char **argv)
+/*
+ * The policy in force at start and the sets of --sets; -1 (said) if the
+ * policy has errors or --sets does not parse.
+ */
+static int
+main_policy(struct proxy *px)
 {
-	struct proxy		*px = &main_px;
 	struct policy_diags	 diags;
-	struct eventlog_opts	 lopts;
 	struct policy		*p;
-	struct event		*sigs[5];
-	const int		 signos[5] = { SIGTERM, SIGINT, SIGHUP,
-				    SIGUSR1, 0 };
 	const char		*errstr;
-	char			*cause = NULL;
 	size_t			 i;
-	int			 rc;
 
-	log_init("sandgate-proxy", 0);
-	if ((rc = main_options(argc, argv, &px->cfg)) != 0) {
-		if (rc < 0)
-			fputs("run 'sandgate-proxy --help' for usage\n", stderr);
-		return rc < 0 ? PX_EXIT_USAGE : PX_EXIT_OK;
-	}
-	log_init("sandgate-proxy", px->cfg.verbose);
-	proxy_g = px;
 	p = proxy_load_policy(px->cfg.policy_dir, &diags);
 	policy_diags_release(&diags);
 	if (p == NULL) {
 		log_warnx("policy in %s has errors; not starting",
 		    px->cfg.policy_dir);
-		return PX_EXIT_CONFIG;
+		return -1;
 	}
 	px->policy = util_xcalloc(1, sizeof(*px->policy));
 	px->policy->policy = p;
@@ -604,7 +599,7 @@ main(int argc, char **argv)
 	if (*px->cfg.sets != '\0' && policy_set_list_parse(px->cfg.sets,
 	    &px->default_sets, &px->ndefault_sets, &errstr) == -1) {
 		log_warnx("invalid --sets \"%s\": %s", px->cfg.sets, errstr);
-		return PX_EXIT_CONFIG;
+		return -1;
 	}
 	if (px->default_sets == NULL)
 		px->default_sets = util_xcalloc(1, sizeof(char *));
@@ -612,22 +607,39 @@ main(int argc, char **argv)
 		if (!policy_set_exists(p, px->default_sets[i]))
 			log_warnx("--sets names \"%s\", which is not a set in "
 			    "%s", px->default_sets[i], px->cfg.policy_dir);
-	if (main_check_only) {
-		if (main_ckpt_opts.key_path != NULL &&
-		    checkpoint_key_outside(main_ckpt_opts.key_path,
-		    px->cfg.log_dir, &cause) == 0)
-			main_check_key(main_ckpt_opts.key_path, &cause);
-		if (cause != NULL) {
-			log_warnx("%s", cause);
-			free(cause);
-			return PX_EXIT_CONFIG;
-		}
-		printf("sandgate-proxy: configuration OK, policy digest %s\n",
-		    policy_digest(p));
-		return PX_EXIT_OK;
+	return 0;
+}
+
+/* --check: the policy loaded; the checkpoint key, if any, must load too. */
+static int
+main_check(struct proxy *px)
+{
+	char	*cause = NULL;
+
+	if (main_ckpt_opts.key_path != NULL &&
+	    checkpoint_key_outside(main_ckpt_opts.key_path, px->cfg.log_dir,
+	    &cause) == 0)
+		main_check_key(main_ckpt_opts.key_path, &cause);
+	if (cause != NULL) {
+		log_warnx("%s", cause);
+		free(cause);
+		return PX_EXIT_CONFIG;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	main_raise_nofile();
+	printf("sandgate-proxy: configuration OK, policy digest %s\n",
+	    policy_digest(px->policy->policy));
+	return PX_EXIT_OK;
+}
+
+/*
+ * The security-event log, its checkpoint signer and the block counters;
+ * -1 (said) if the log cannot be opened or the key cannot be used.
+ */
+static int
+main_log_open(struct proxy *px)
+{
+	struct eventlog_opts	 lopts;
+	char			*cause = NULL;
+
 	memset(&lopts, 0, sizeof(lopts));
 	lopts.max_size = px->cfg.log_max_size;
 	lopts.keep = px->cfg.log_keep;
@@ -640,12 +652,26 @@ main(int argc, char **argv)
 		log_warnx("cannot open the security-event log in %s: %s",
 		    px->cfg.log_dir, cause ? cause : "unknown error");
 		free(cause);
-		return PX_EXIT_CONFIG;
+		return -1;
 	}
 	if (main_checkpoint_open(px) == -1)
-		return PX_EXIT_CONFIG;
+		return -1;
 	if (proxy_log_blocks_init(px) == -1)
 		fatalx("out of memory");
+	return 0;
+}
+
+/*
+ * The event loop and what runs on it: the ClientHello checker, the
+ * resolver, the registry, the listeners, the control socket and the
+ * signals. -1 (said) if a resolver, listener or socket cannot be set up.
+ */
+static int
+main_loop_new(struct proxy *px)
+{
+	char	*cause = NULL;
+	size_t	 i;
+
 	if ((px->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
@@ -654,7 +680,7 @@ main(int argc, char **argv)
 	    px->cfg.dns_timeout_ms, &cause);
 	if (px->dns == NULL) {
 		log_warnx("resolver: %s", cause ? cause : "unknown error");
-		return PX_EXIT_CONFIG;
+		return -1;
 	}
 	if ((px->self = addr_set_new()) == NULL ||
 	    addr_set_load_local(px->self) == -1)
@@ -663,18 +689,42 @@ main(int argc, char **argv)
 		fatalx("out of memory");
 	for (i = 0; i < px->cfg.nlisten; i++)
 		if (main_listen(px, px->cfg.listen[i]) == -1)
-			return PX_EXIT_CONFIG;
+			return -1;
 	if (px->cfg.control_socket != NULL &&
 	    control_listen(px, px->cfg.control_socket, &cause) == -1) {
 		log_warnx("control socket %s: %s", px->cfg.control_socket,
 		    cause ? cause : "unknown error");
-		return PX_EXIT_CONFIG;
+		return -1;
 	}
-	for (i = 0; signos[i] != 0; i++) {
-		sigs[i] = evsignal_new(px->base, signos[i], main_signal, px);
-		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) == -1)
+	main_signals(px);
+	return 0;
+}
+
+/* SIGTERM, SIGINT, SIGHUP and SIGUSR1 on the loop (main_signal). */
+static void
+main_signals(struct proxy *px)
+{
+	const int	 signos[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+	struct event	*ev;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
+		ev = evsignal_new(px->base, signos[i], main_signal, px);
+		if (ev == NULL || evsignal_add(ev, NULL) == -1)
 			fatalx("cannot handle signal %d", signos[i]);
 	}
+}
+
+/*
+ * Serve until drained or stopped, then flush the counted blocks, sign the
+ * log's "close" checkpoint and close it: PX_EXIT_CONFIG if the log could
+ * not be closed with that checkpoint.
+ */
+static int
+main_run(struct proxy *px)
+{
+	int	rc = PX_EXIT_OK;
+
 	/* Last of the set-up, so a start that fails signs nothing. */
 	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "open") == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
@@ -683,8 +733,8 @@ main(int argc, char **argv)
 	main_drain_timer = evtimer_new(px->base, main_tick, px);
 	main_tick(-1, 0, px);
 	log_info("policy digest %s, default sets \"%s\", log %s",
-	    policy_digest(p), px->cfg.sets, eventlog_path(px->seclog));
-	rc = PX_EXIT_OK;
+	    policy_digest(px->policy->policy), px->cfg.sets,
+	    eventlog_path(px->seclog));
 	event_base_dispatch(px->base);
 	proxy_log_flush_blocks(px, 1);	/* counted attempts are not lost */
 	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1) {
@@ -697,4 +747,29 @@ main(int argc, char **argv)
 	control_close(px);
 	log_info("exited");
 	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct proxy	*px = &main_px;
+	int		 rc;
+
+	log_init("sandgate-proxy", 0);
+	if ((rc = main_options(argc, argv, &px->cfg)) != 0) {
+		if (rc < 0)
+			fputs("run 'sandgate-proxy --help' for usage\n", stderr);
+		return rc < 0 ? PX_EXIT_USAGE : PX_EXIT_OK;
+	}
+	log_init("sandgate-proxy", px->cfg.verbose);
+	proxy_g = px;
+	if (main_policy(px) == -1)
+		return PX_EXIT_CONFIG;
+	if (main_check_only)
+		return main_check(px);
+	signal(SIGPIPE, SIG_IGN);
+	main_raise_nofile();
+	if (main_log_open(px) == -1 || main_loop_new(px) == -1)
+		return PX_EXIT_CONFIG;
+	return main_run(px);
 }

@@ -34,7 +34,7 @@ struct sni_peek {
 	char		*name;	/* host_name as sent, or NULL */
 };
 
-/* A bounded cursor over extension bytes (STYLE.md rule 24). */
+/* A bounded cursor over extension bytes: each fetch checks what is left. */
 struct sni_cursor {
 	const unsigned char	*p;
 	size_t			 left;

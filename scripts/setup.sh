@@ -16,7 +16,7 @@ SG_PACKAGES=(
 	libevent-dev libssl-dev libc-ares-dev libyaml-dev libcmocka-dev
 	libcurl4-openssl-dev libjansson-dev libidn2-dev libpsl-dev libzip-dev
 	publicsuffix
-	libseccomp-dev
+	libseccomp-dev libunistring-dev
 	docker.io e2fsprogs busybox-static mmdebstrap debootstrap
 	git curl openssl python3 procps iproute2 ca-certificates
 )

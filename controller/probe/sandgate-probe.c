@@ -853,18 +853,24 @@ probe_run_main(long nproc, char **argv)
 }
 
 /*
- * SIGTERM or SIGINT from outside the container (docker stop: the sender
- * is not in this pid namespace, so si_pid is 0) ends the idle probe, and
- * with it the container; the same signal from a process of the sandbox
- * (si_pid its pid here) is ignored, so no command can stop the container
- * under the other execs.
+ * SIGTERM or SIGINT from outside the container ends the idle probe, and
+ * with it the container: docker stop's kill(2) (runc), or gVisor's own
+ * delivery (runsc), arrives with si_code SI_USER and si_pid 0 (the sender
+ * is not in this pid namespace); SI_KERNEL is the kernel's. A process of
+ * the sandbox can't forge either: its kill(2) carries its pid here, and
+ * rt_sigqueueinfo(2), rt_tgsigqueueinfo(2) and pidfd_send_signal(2) to
+ * another process refuse si_code >= 0 (EPERM), so what they send has a
+ * negative si_code (SI_QUEUE, ...), whatever si_pid it claims. F_SETSIG
+ * (fcntl) signals carry a POLL_* code. All those are ignored, so no
+ * command can stop the container under the other execs.
  */
 static void
 idle_term(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig;
 	(void)ctx;
-	if (si == NULL || si->si_pid == 0)
+	if (si == NULL || (si->si_pid == 0 && (si->si_code == SI_USER ||
+	    si->si_code == SI_KERNEL)))
 		_exit(0);
 }
 

@@ -38,7 +38,7 @@ while read -r lib; do
 	cp -L "$lib" "$root$lib"
 done
 # The public suffix list's text: the policy validator reads it to refuse
-# wildcards with public suffixes under them (egress-proxy/policy_psl.c).
+# wildcards with public suffixes under them (egress-proxy/core/policy_psl.c).
 psl=/usr/share/publicsuffix/public_suffix_list.dat
 [ -f "$psl" ] && install -D -m 0644 "$psl" "$root$psl"
 printf 'root:x:0:0::/:/nonexistent\nsandgate-proxy:x:65532:65532::/:/nonexistent\n' > "$root/etc/passwd"

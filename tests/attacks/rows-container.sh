@@ -2,7 +2,7 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 6c, 12b and a
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 1e', 6c, 6d, 12b and a
 # seal rule added). Sourced by tests/attacks/run after lib.sh; each atk_*
 # function adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
 # $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create
@@ -90,6 +90,32 @@ atk_killinit() {
 	    "exit $ki_rc; $(j ki 'o["stdout"].strip()' | tr '\n' ' ')" "$(rec ki)" \
 	    "container after the command: $state"
 	"$SG" discard "$KI" >/dev/null 2>&1
+}
+
+# --- 1e'. a command forges the "from outside" signal ------------------------------
+# rt_sigqueueinfo, rt_tgsigqueueinfo and pidfd_send_signal let a command
+# send SIGTERM/SIGINT to the init with si_pid 0 (what a sender outside the
+# pid namespace shows) and a negative si_code: the init must ignore them,
+# and an exec running meanwhile must end normally.
+atk_forgeinit() {
+	local state bg
+	if ! create FI "$T/project" --network none; then
+		row "1e' forged docker stop from a command" NO "create failed" "" ""
+		return
+	fi
+	x fia "$FI" --timeout 40 -- sh -c 'sleep 12; echo long-running-exec done' &
+	bg=$!
+	sleep 3
+	x fi "$FI" --timeout 30 -- python3 /workspace/.attacks/sigforge.py 2
+	wait "$bg"
+	fia_rc=$(j fia 'o["exit_code"]')
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$FI")
+	verdict "1e' forged docker stop (rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal, si_pid 0)" \
+	    '[ "$fi_rc" = 0 ] && grep -q "still here" <<<"$(j fi "o[\"stdout\"]")" && [ "$fia_rc" = 0 ] && grep -q "exec done" <<<"$(j fia "o[\"stdout\"]")" && [ "$(j fia "o.get(\"container_stopped\")")" != true ] && [ "$state" = running ]' \
+	    "exit $fi_rc; $(j fi 'o["stdout"].strip()' | sed -n '1p;$p' | tr '\n' ' ')" \
+	    "$(rec fi); concurrent: $(rec fia)" \
+	    "concurrent exec: exit $fia_rc; container after both: $state"
+	"$SG" discard "$FI" >/dev/null 2>&1
 }
 
 # --- 2. the container's log fills the host's disk -------------------------------
@@ -196,6 +222,37 @@ atk_backpressure() {
 	    '[ "$rc" = 124 ] && [ "${span:-99}" -le 5 ]' \
 	    "exit $rc; $(grep -m1 'timed out' "$T/bp.err")" "stdout piped" \
 	    "the command's own clock ran ${span:-?} s (a ticker in the background, independent of stdout)"
+}
+
+# --- 6d. the process limit full at the timeout ---------------------------------
+# Self-healing pid-hopping chains (inside/hydra.c, built static here) fill
+# the process limit with exited, unreaped processes. Under gVisor the kill
+# at the deadline (the reaper's docker exec) then takes the whole sandbox
+# down (or gVisor ends it before the deadline: exit 137): the exec must
+# still return within the deadline, the reaper's bound (10 s) and the kill
+# grace (5 s), and its record must say whether the container stopped, as
+# docker inspect sees it.
+atk_pidsfull() {
+	local t0 wall state stopped
+	if ! gcc -O2 -static -o "$T/hydra" "$HERE/inside/hydra.c" 2>"$T/hydra.err"; then
+		row "6d process limit full at the timeout" NO "cannot build hydra.c: $(head -c 200 "$T/hydra.err")" "" ""
+		return
+	fi
+	if ! create PF "$T/project" --network none; then
+		row "6d process limit full at the timeout" NO "create failed" "" ""
+		return
+	fi
+	install -m 0755 "$T/hydra" "$SANDGATE_STATE/sandboxes/$PF/work/.hydra"
+	t0=$(date +%s%N)
+	x pf "$PF" --timeout 4 -- sh -c '/workspace/.hydra 24; sleep 60'
+	wall=$((($(date +%s%N) - t0) / 1000000))
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$PF")
+	stopped=$(j pf 'o["container_stopped"]')
+	verdict "6d process limit full at the timeout (--timeout 4)" \
+	    '{ [ "$pf_rc" = 124 ] || { [ "$pf_rc" = 137 ] && [ "$stopped" = true ]; }; } && [ "$wall" -le 21000 ] && { { [ "$state" = running ] && [ "$stopped" = false ]; } || { [ "$state" != running ] && [ "$stopped" = true ] && grep -q "container stopped under the command" "$T/pf.err"; }; } && ! grep -q "may still run" "$T/pf.err"' \
+	    "exit $pf_rc; $(notice pf command) $(notice pf "the sandbox")" "$(rec pf)" \
+	    "exec wall $wall ms (bound 21000: 4 s + the reaper's 10 s + the 5 s grace + 2 s); container after: $state; record container_stopped: $stopped"
+	"$SG" discard "$PF" >/dev/null 2>&1
 }
 
 # --- 6c. a freeze refused: tasks in uninterruptible sleep -----------------------

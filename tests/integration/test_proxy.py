@@ -5,8 +5,8 @@ Run: python3 tests/integration/test_proxy.py [-v] [unittest names...]
 Env: SANDGATE_BIN (folder holding sandgate-proxy), SANDGATE_SRC (source
 root); SANDGATE_KEEP=1 keeps the temporary folder (logs, stderr, policy).
 
-The contract under test is DESIGN.md, "Blocked requests" and
-"Security-event log". Every upstream and every name is on loopback.
+The contract under test is docs/proxy.md, "What a blocked client sees",
+and docs/audit.md, "Security events". Every upstream and every name is on loopback.
 """
 
 import hashlib
@@ -126,7 +126,7 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(resp.json()["path"], "/alive")
 
     def assert_block(self, resp, code, msg=None, status=403):
-        """resp is the block response DESIGN.md describes."""
+        """resp is the block response docs/proxy.md describes."""
         self.assertIsInstance(resp, proxylib.Response,
                               "expected a %d response, got %r" % (status, resp))
         self.assertEqual(resp.status, status, repr(resp))
@@ -408,7 +408,7 @@ class T03Sni(ProxyTest):
         self.assert_logged(mark, reason="sni_missing", host="allowed.test",
                            port=self.up.tls_port)
 
-    # DESIGN.md: an SNI mismatch closes the tunnel with a TLS alert.
+    # docs/proxy.md: an SNI mismatch closes the tunnel with a TLS alert.
     def test_sni_mismatch_ends_with_tls_alert(self):
         c = self.tunnel("allowed.test:%d" % self.up.tls_port)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

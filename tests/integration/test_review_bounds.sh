@@ -168,11 +168,46 @@ open(w + "/cafe\u0301.py", "w").write("import os; os.system('id')\n")
 PY
 sg diff --stat "$ID"; rc=$?
 check "diff --stat: a zero-width space in a name is quoted" '[ $rc -eq 0 ] && grep -qF "A \"x\\342\\200\\213y\"" "$T/out"'
-check "diff --stat: a decomposed name beside its composed twin is flagged" 'grep -F "cafe" "$T/out" | grep -q "combining character"'
+check "diff --stat: a decomposed name beside its composed twin is flagged" 'grep -F "cafe" "$T/out" | grep -q "not in Unicode NFC"'
 sg diff "$ID"
 check "diff: U+061C, U+2028, U+2029, U+FEFF, U+200B in content shown as \\xHH" 'grep -qF "+b\\xd8\\x9c evil \\xe2\\x80\\xa8x\\xe2\\x80\\xa9y \\xef\\xbb\\xbfz \\xe2\\x80\\x8bq" "$T/out"'
 sg apply --all "$ID"; rc=$?
 check "apply --all leaves the decomposed name out (126)" '[ $rc -eq 126 ] && [ ! -e "$T/s5/cafe$(printf "\xcc\x81").py" ] && [ "$(ls "$T/s5" | grep -c "^caf")" = 1 ]'
+
+# --- names that look like other names, by Unicode property ---------------------
+# Normalisation twins outside any list of combining ranges (U+212B, U+212A,
+# Arabic alef + U+0653/U+0654), a composed name beside a decomposed one of
+# the host, and names holding characters that render blank or ending in a
+# space, each next to the name it imitates.
+ID=sbx_0123456789abcdef0123bd06
+mkdir -p "$T/s6"
+python3 - "$T/s6" <<'PY'
+import sys
+for n in ["\u0622.py", "\u00c5ngstrom.py", "\u0623mn.py", "Kconfig", "build.sh",
+          "note\u0301.txt"]:
+    open(sys.argv[1] + "/" + n, "w").write("ok = 1\n")
+PY
+sg_fixture_sandbox "$ID" "$T/s6"
+W=$SANDGATE_STATE/sandboxes/$ID/work
+python3 - "$W" <<'PY'
+import sys
+for n in ["\u0627\u0653.py", "\u212bngstrom.py", "\u0627\u0654mn.py", "\u212aconfig",
+          "not\u00e9.txt", "build.sh\u2800", "build\u2800.sh", "build.sh\u00a0",
+          "build.sh\u3000", "build.sh\u2009", "build.sh ", "plain\u00e9.txt"]:
+    open(sys.argv[1] + "/" + n, "w").write('import os; os.system("id")\n')
+PY
+sg diff --stat "$ID"; rc=$?
+twins() { grep -F -e "$(printf '\u0627\u0653')" -e "$(printf '\u212b')" -e "$(printf '\u0627\u0654')" -e "$(printf '\u212a')" "$T/out"; }
+check "diff --stat: U+212B, U+212A, alef + U+0653/U+0654 names flagged (not NFC)" '[ $rc -eq 0 ] && [ "$(twins | grep -c "risky: name not in Unicode NFC")" = 4 ]'
+check "diff --stat: a composed name beside a decomposed host name flagged (NFC twin)" 'grep -F "$(printf "not\xc3\xa9.txt")" "$T/out" | grep -q "NFC form is another path"'
+check "diff --stat: an NFC name without a twin is not flagged" 'grep -F "$(printf "plain\xc3\xa9.txt")" "$T/out" | grep -vq risky'
+check "diff --stat: blank-rendering characters and a trailing space are quoted" '[ "$(grep -c "^A \"build" "$T/out")" = 6 ] && grep -qF "A \"build.sh\\342\\240\\200\"" "$T/out" && grep -qF "A \"build.sh\\302\\240\"" "$T/out" && grep -qF "A \"build.sh \"" "$T/out"'
+sg diff --json "$ID"
+check "diff --json: the twins have risky true" '[ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for k in (\"added\", \"modified\") for f in d.get(k, []) if f[\"risky\"]))" "$T/out")" = 5 ]'
+sg diff "$ID"
+REV=$(awk '/^review /{print $2}' "$T/out")
+sg apply --all --review "$REV" "$ID"; rc=$?
+check "apply --all: the five twins refused (126), the host keeps one of each" '[ $rc -eq 126 ] && [ "$(grep -c "^refused.*NFC" "$T/out")" = 5 ] && [ "$(ls "$T/s6" | python3 -c "import sys,unicodedata; n=sys.stdin.read().split(chr(10)); print(sum(1 for x in n if unicodedata.normalize(\"NFC\", x) in (\"\u0622.py\", \"\u00c5ngstrom.py\", \"\u0623mn.py\", \"Kconfig\", \"not\u00e9.txt\")))")" = 5 ]'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

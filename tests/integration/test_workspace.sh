@@ -97,7 +97,7 @@ assert \"r1\" in r and \"r2\" not in r
 "$BIN" export "$ID" >/dev/null 2>&1; rc=$?
 check "export without --output is a usage error" '[ $rc -eq 2 ]'
 "$BIN" diff sbx_nope >/dev/null 2>&1; rc=$?
-check "bad id is a usage error" '[ $rc -eq 2 ]'
+check "an id that names no sandbox exits 125" '[ $rc -eq 125 ]'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

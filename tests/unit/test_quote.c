@@ -111,6 +111,11 @@ test_text(void **state)
 		    text_cases[i].len != strlen(text_cases[i].want));
 		free(s);
 	}
+	/* a cause holding a name the sandbox chose, as cmd_warn_text shows it */
+	s = quote_text_dup("cannot read 'a\033[2Jb': bad\r\n");
+	assert_non_null(s);
+	assert_string_equal(s, "cannot read 'a\\x1b[2Jb': bad\\x0d\\x0a");
+	free(s);
 }
 
 static void
@@ -144,6 +149,33 @@ test_utf8(void **state)
 	assert_false(quote_unsafe_cp(0x4e2d));
 }
 
+/* Characters that render blank, by Unicode property, make a name quoted. */
+static void
+test_blank(void **state)
+{
+	static const uint32_t	blank[] = { 0x00a0, 0x1680, 0x2000, 0x2009,
+	    0x200a, 0x202f, 0x205f, 0x3000, 0x2800, 0x3164, 0x115f, 0x00ad,
+	    0x200b, 0xfe0f, 0x85 };
+	static const uint32_t	shown[] = { ' ', 'a', 0xe9, 0x4e2d, 0x2801,
+	    0x0622, 0x212b, 0x0301 };
+	size_t	i;
+
+	(void)state;
+	for (i = 0; i < sizeof(blank) / sizeof(blank[0]); i++)
+		if (!quote_blank_cp(blank[i]))
+			fail_msg("U+%04X should count as blank", blank[i]);
+	for (i = 0; i < sizeof(shown) / sizeof(shown[0]); i++)
+		if (quote_blank_cp(shown[i]))
+			fail_msg("U+%04X should not count as blank", shown[i]);
+	assert_int_equal(quote_path_needed("build.sh\xe2\xa0\x80", 11), 1);
+	assert_int_equal(quote_path_needed("build.sh\xc2\xa0", 10), 1);
+	assert_int_equal(quote_path_needed("build.sh\xe3\x80\x80", 11), 1);
+	assert_int_equal(quote_path_needed("build.sh ", 9), 1);
+	assert_int_equal(quote_path_needed("dir /x", 6), 1);
+	assert_int_equal(quote_path_needed("a b.txt", 7), 0);
+	assert_int_equal(quote_path_needed("caf\xc3\xa9", 5), 0);
+}
+
 int
 main(void)
 {
@@ -151,6 +183,7 @@ main(void)
 		cmocka_unit_test(test_path),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_blank),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

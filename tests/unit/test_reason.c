@@ -20,7 +20,7 @@ test_codes_round_trip(void **state)
 	assert_string_equal(reason_code(SG_REASON_MAX), "unknown");
 }
 
-/* DESIGN.md fixes these codes: tools and SIEM rules key on them. */
+/* docs/audit.md fixes these codes: tools and SIEM rules key on them. */
 static void
 test_codes_stable(void **state)
 {

@@ -25,20 +25,33 @@ log_set_fatal_exit(int code)
 	log_fatal_code = code;
 }
 
-/* One line: "prog: message[: strerror]" written with a single fputs. */
+/*
+ * One line: "prog: message[: strerror]" written with a single fputs. A
+ * message too long for the buffer on the stack (a long path) is formatted
+ * again on the heap rather than cut; without memory, it is cut.
+ */
 static void
 log_vprint(int with_errno, const char *fmt, va_list ap)
 {
-	char	msg[2048], line[2304];
-	int	saved = errno;
+	char	 msg[2048], line[2304], *big = NULL, *text;
+	va_list	 again;
+	int	 saved = errno, n;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (with_errno)
-		snprintf(line, sizeof(line), "%s: %s: %s\n", log_progname, msg,
-		    strerror(saved));
-	else
-		snprintf(line, sizeof(line), "%s: %s\n", log_progname, msg);
-	fputs(line, stderr);
+	va_copy(again, ap);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n >= (int)sizeof(msg) && vasprintf(&big, fmt, again) == -1)
+		big = NULL;
+	va_end(again);
+	if (big != NULL && asprintf(&text, "%s: %s%s%s\n", log_progname, big,
+	    with_errno ? ": " : "", with_errno ? strerror(saved) : "") != -1) {
+		fputs(text, stderr);
+		free(text);
+	} else {
+		snprintf(line, sizeof(line), "%s: %s%s%s\n", log_progname, msg,
+		    with_errno ? ": " : "", with_errno ? strerror(saved) : "");
+		fputs(line, stderr);
+	}
+	free(big);
 	errno = saved;
 }
 

@@ -1,5 +1,5 @@
 /*
- * reason.h: the stable reason codes of a block (DESIGN.md) and the words a
+ * reason.h: the stable reason codes of a block (docs/audit.md) and the words a
  * client sees. Tools and SIEM rules key on the codes: add codes, never
  * change what one means.
  */

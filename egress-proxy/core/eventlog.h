@@ -197,7 +197,7 @@ const char	*eventlog_path(const struct eventlog *);
  */
 json_t		*eventlog_str(const char *);
 
-/* A security event's fields (DESIGN.md); NULL strings become null. */
+/* A security event's fields (docs/audit.md); NULL strings become null. */
 struct eventlog_sec {
 	const char		*event;		/* "egress.blocked", ... */
 	const char		*sandbox;	/* sandbox id */
@@ -215,7 +215,7 @@ struct eventlog_sec {
 };
 
 /*
- * The fields of a security event in DESIGN.md's order, every member
+ * The fields of a security event in docs/audit.md's order, every member
  * present (null when unset), strings made safe with eventlog_str().
  * Returns a new object to pass to eventlog_append() and then decref, or
  * NULL on ENOMEM.

@@ -1,0 +1,4 @@
+/* Includes a proxy header: compiles only in egress-proxy/. */
+#include "conn.h"
+
+typedef int	layer_probe;
