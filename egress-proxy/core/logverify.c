@@ -26,6 +26,7 @@ static void	logverify_break(struct logverify *, const char *, size_t,
 		    const char *, ...) __attribute__((format(printf, 4, 5)));
 static void	logverify_chain_break(struct logverify *,
 		    const struct logverify_line *);
+static void	logverify_settle(struct logverify *);
 static void	logverify_accept(struct logverify *,
 		    const struct logverify_line *);
 static int	logverify_feed_line(void *, const char *, size_t);
@@ -242,21 +243,31 @@ logverify_chain_break(struct logverify *v, const struct logverify_line *l)
 }
 
 /* A valid line continues the chain (or anchors it). */
+/*
+ * The lines held pending are torn (a line that follows them, or the end,
+ * shows they were never finished): counted, the first one remembered.
+ */
+static void
+logverify_settle(struct logverify *v)
+{
+	if (v->pending == 0)
+		return;
+	if (v->torn == 0) {
+		util_strlcpy(v->torn_file, v->pending_file,
+		    sizeof(v->torn_file));
+		v->torn_line = v->pending_line;
+	}
+	v->torn += v->pending;
+	v->pending = 0;
+}
+
 static void
 logverify_accept(struct logverify *v, const struct logverify_line *l)
 {
 	static const char	zeros[LOGVERIFY_HASH_HEX + 1] =
 	    "0000000000000000000000000000000000000000000000000000000000000000";
 
-	if (v->pending > 0) {
-		if (v->torn == 0) {
-			util_strlcpy(v->torn_file, v->pending_file,
-			    sizeof(v->torn_file));
-			v->torn_line = v->pending_line;
-		}
-		v->torn += v->pending;
-		v->pending = 0;
-	}
+	logverify_settle(v);
 	if (!v->started) {
 		v->started = 1;
 		v->first_seq = l->seq;
@@ -342,15 +353,7 @@ logverify_finish(struct logverify *v)
 {
 	if (v->broken)
 		return -1;
-	if (v->pending > 0) {
-		/* Torn lines at the very end: nothing was written after. */
-		if (v->torn == 0) {
-			util_strlcpy(v->torn_file, v->pending_file,
-			    sizeof(v->torn_file));
-			v->torn_line = v->pending_line;
-		}
-		v->torn += v->pending;
-		v->pending = 0;
-	}
+	/* Torn lines at the very end: nothing was written after. */
+	logverify_settle(v);
 	return 0;
 }
