@@ -197,7 +197,8 @@ for n in ["\u0627\u0653.py", "\u212bngstrom.py", "\u0627\u0654mn.py", "\u212acon
     open(sys.argv[1] + "/" + n, "w").write('import os; os.system("id")\n')
 PY
 sg diff --stat "$ID"; rc=$?
-twins() { grep -F -e "$(printf '\u0627\u0653')" -e "$(printf '\u212b')" -e "$(printf '\u0627\u0654')" -e "$(printf '\u212a')" "$T/out"; }
+# (bytes, not \u escapes: bash's printf writes those only in a UTF-8 locale)
+twins() { grep -F -e "$(printf '\xd8\xa7\xd9\x93')" -e "$(printf '\xe2\x84\xab')" -e "$(printf '\xd8\xa7\xd9\x94')" -e "$(printf '\xe2\x84\xaa')" "$T/out"; }
 check "diff --stat: U+212B, U+212A, alef + U+0653/U+0654 names flagged (not NFC)" '[ $rc -eq 0 ] && [ "$(twins | grep -c "risky: name not in Unicode NFC")" = 4 ]'
 check "diff --stat: a composed name beside a decomposed host name flagged (NFC twin)" 'grep -F "$(printf "not\xc3\xa9.txt")" "$T/out" | grep -q "NFC form is another path"'
 check "diff --stat: an NFC name without a twin is not flagged" 'grep -F "$(printf "plain\xc3\xa9.txt")" "$T/out" | grep -vq risky'
