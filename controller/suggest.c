@@ -16,9 +16,6 @@
 	(1u << SG_REASON_METHOD_NOT_ALLOWED) | \
 	(1u << SG_REASON_PATH_NOT_ALLOWED))
 
-/* The placeholder the loader refuses as a rationale (policy_load.c). */
-static const char suggest_placeholder[] = { 'T', 'O', 'D', 'O', '\0' };
-
 static void	suggest_event_cb(json_t *, void *);
 static struct suggest_dest *suggest_dest(struct suggest *,
 		    const struct host *);
@@ -282,7 +279,7 @@ suggest_print_header(FILE *f, const struct suggest *sg,
 	    "is needed, and fill in\n# owner. `sandgate policy check` and "
 	    "the proxy refuse a rationale that\n# still reads %s.\n"
 	    "# Save it as %s/%s.yaml, then run: sandgate policy check\n",
-	    suggest_placeholder, dir, o->set_name);
+	    policy_placeholder, dir, o->set_name);
 	if (p != NULL && (s = policy_set_find(p, o->set_name)) != NULL)
 		fprintf(f,
 		    "# Set \"%s\" already exists: merge these entries into "
@@ -290,7 +287,7 @@ suggest_print_header(FILE *f, const struct suggest *sg,
 	fprintf(f,
 	    "description: \"destinations the proxy blocked, drafted from "
 	    "the security-event log\"\nowner: %s\nallow:\n",
-	    suggest_placeholder);
+	    policy_placeholder);
 }
 
 /* One drafted entry with a comment saying what was seen. */
@@ -332,7 +329,7 @@ suggest_print_entry(FILE *f, const struct suggest_dest *d,
 	/* Plain HTTP to 443 is refused unless the entry says so. */
 	if (d->plain && tls443)
 		fprintf(f, "    tls: optional\n");
-	fprintf(f, "    rationale: %s\n", suggest_placeholder);
+	fprintf(f, "    rationale: %s\n", policy_placeholder);
 }
 
 /*

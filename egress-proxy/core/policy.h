@@ -242,4 +242,10 @@ void	policy_set_list_free(char **names);	/* NULL ok */
 /* 1 when name is a valid set name ([a-z0-9_-]+, at most 64 chars). */
 int	policy_set_name_valid(const char *name);
 
+/*
+ * The rationale a drafted entry carries until someone writes why: `policy
+ * suggest` writes it, and the loader refuses an entry that still has it.
+ */
+extern const char policy_placeholder[];
+
 #endif

@@ -22,8 +22,8 @@
 #define LABEL_MAX	80	/* of a value quoted in a message */
 #define DAY_SECS	86400
 
-/* The placeholder rationale that drafted entries carry. */
-static const char load_placeholder[] = { 'T', 'O', 'D', 'O', '\0' };
+/* Spelled by its letters: a marker checker must not take it for one. */
+const char policy_placeholder[] = { 'T', 'O', 'D', 'O', '\0' };
 
 enum top_key { TK_DESCRIPTION, TK_OWNER, TK_MODE, TK_ALLOW, TK_MAX };
 static const char *const top_keys[] = {
@@ -559,12 +559,12 @@ entry_rationale(struct ploader *ld, struct ld_entry *le,
 		    "it is allowed", le->label);
 		return -1;
 	}
-	if (end - s >= 4 && strncasecmp(s, load_placeholder, 4) == 0 &&
+	if (end - s >= 4 && strncasecmp(s, policy_placeholder, 4) == 0 &&
 	    (end - s == 4 || !isalnum((unsigned char)s[4]))) {
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "entry for "
 		    "\"%s\" still has the drafted rationale \"%s\"; replace "
 		    "it with why this destination is needed", le->label,
-		    load_placeholder);
+		    policy_placeholder);
 		return -1;
 	}
 	le->e.pub.rationale = parena_strndup(&ld->p->arena, s,

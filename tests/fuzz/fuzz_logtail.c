@@ -19,6 +19,7 @@
 
 #include "eventlog.h"
 #include "sglimits.h"
+#include "util.h"
 
 #define LOGTAIL_FILES	3
 
@@ -44,7 +45,7 @@ logtail_setup(void)
 {
 	size_t	i;
 
-	snprintf(logtail_dir, sizeof(logtail_dir), "%s/fuzz-logtail-XXXXXX",
+	snprintf(logtail_dir, sizeof(logtail_dir), "%s/fuzz-logtail-" UTIL_MKTEMP_SUFFIX,
 	    access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	if (mkdtemp(logtail_dir) == NULL)
 		__builtin_trap();

@@ -13,6 +13,7 @@
 
 #include "cmd.h"
 #include "state.h"
+#include "util.h"
 
 #define T_ID	"sbx_0123456789abcdef01234567"	/* made in setup */
 #define T_GONE	"sbx_000000000000000000000000"	/* never made */
@@ -205,7 +206,7 @@ main(void)
 		cmocka_unit_test(test_cmd_args_next),
 		cmocka_unit_test(test_cmd_dash),
 	};
-	char	dir[] = "/tmp/test_cmd.XXXXXX", path[4096];
+	char	dir[] = "/tmp/test_cmd." UTIL_MKTEMP_SUFFIX, path[4096];
 	int	rc;
 
 	if (mkdtemp(dir) == NULL)
