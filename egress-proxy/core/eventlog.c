@@ -259,7 +259,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	struct eventlog_found	*f = NULL;
 	char			*buf;
 	off_t			 off = size - window;
-	size_t			 n, cap, e, last_foreign;
+	size_t			 n, cap, e, b, last_foreign;
 	ssize_t			 got;
 	int			 skipped, rc = -1;
 
@@ -285,6 +285,13 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	e = eventlog_chain_end(f, n, &skipped);
 	*out = f[e].l;
 	*foreign = skipped || last_foreign > f[e].end;
+	for (b = e; b > 0 && f[b - 1].l.seq + 1 == f[b].l.seq; b--)
+		;
+	*near = off > 0 && b == 0 &&
+	    out->seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM;
+	rc = 1;
+	if (*near)
+		goto out;	/* a larger window is read: said there */
 	if (skipped)
 		log_warnx("the log line with seq %lld after seq %lld does not "
 		    "follow the chain: continuing from seq %lld; 'sandgate "
@@ -294,11 +301,6 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		log_warnx("last event in the log does not verify "
 		    "(seq %lld); 'sandgate audit verify' reports it",
 		    out->seq);
-	for (; e > 0 && f[e - 1].l.seq + 1 == f[e].l.seq; e--)
-		;
-	*near = off > 0 && e == 0 &&
-	    out->seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM;
-	rc = 1;
 out:
 	free(f);
 	free(buf);
