@@ -25,6 +25,7 @@
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
 #define EVENTLOG_LOCK_TRIES	16	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
+#define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
 				    JSON_ENSURE_ASCII)
@@ -36,6 +37,7 @@ static const char eventlog_zeros[EVENTLOG_HEX] =
 struct eventlog_own {
 	long long	seq;
 	char		hash[EVENTLOG_HEX];
+	int		vouched;	/* first may move on to it */
 };
 
 struct eventlog {
@@ -103,6 +105,8 @@ static int	eventlog_drop(struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *);
 static int	eventlog_own_push(struct eventlog *, const struct eventlog_own *,
 		    int);
+static int	eventlog_own_digest(const struct eventlog_own *,
+		    const struct eventlog_own *, unsigned, char *);
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
 static int	eventlog_sync(struct eventlog *);
@@ -160,6 +164,7 @@ eventlog_open_fd(struct eventlog *log)
 	/* seq and prev in memory were not read from this file. */
 	log->cache_valid = 0;
 	(void)eventlog_first_of(log->path, &log->cur);
+	log->cur.vouched = 1;
 	return 0;
 }
 
@@ -651,8 +656,10 @@ eventlog_find_first(struct eventlog *log)
 	log->n_own = 0;
 	while (log->n_own < SG_LOG_ROTATED_MAX) {
 		snprintf(p, sizeof(p), "%s.%u", log->path, log->n_own + 1);
-		if (eventlog_first_of(p, &o) == 0 || o.seq >= bound ||
-		    eventlog_own_push(log, &o, 0) == -1)
+		if (eventlog_first_of(p, &o) == 0 || o.seq >= bound)
+			break;
+		o.vouched = 1;
+		if (eventlog_own_push(log, &o, 0) == -1)
 			break;
 		bound = o.seq;
 	}
@@ -677,7 +684,7 @@ eventlog_drop(struct eventlog *log, unsigned i)
 	if (eventlog_is_own(p, &log->own[i - 1])) {
 		if (unlink(p) == -1 && errno != ENOENT)
 			return -1;
-		if (log->own[i - 2].seq > log->first)
+		if (log->own[i - 2].vouched && log->own[i - 2].seq > log->first)
 			log->first = log->own[i - 2].seq;
 	}
 	log->n_own = i - 1;
@@ -747,6 +754,7 @@ eventlog_rotate_files(struct eventlog *log, unsigned top)
 		return -1;
 	}
 	memset(&log->cur, 0, sizeof(log->cur));
+	log->cur.vouched = 1;
 	for (i = log->n_own; i > log->opts.keep; i--) {
 		snprintf(from, sizeof(from), "%s.%u", log->path, i);
 		if (log->opts.keep_min_age > 0 && stat(from, &st) == 0 &&
@@ -940,6 +948,7 @@ eventlog_put(struct eventlog *log, json_t *fields)
 		log->first = log->seq;	/* the first line of a new log */
 	memcpy(log->prev, hash, sizeof(log->prev));
 	if (log->cur.seq == 0) {	/* the first it writes in this file */
+		log->cur.vouched = 1;
 		log->cur.seq = log->seq;
 		memcpy(log->cur.hash, hash, sizeof(log->cur.hash));
 	}
@@ -1109,6 +1118,66 @@ long long
 eventlog_first(const struct eventlog *log)
 {
 	return log->first;
+}
+
+/*
+ * SHA-256 hex (into hex[65]) of the current file's first line c and
+ * those of the rotated files o[0 .. n): "seq hash\n" each. 0, or -1.
+ */
+static int
+eventlog_own_digest(const struct eventlog_own *c, const struct eventlog_own *o,
+    unsigned n, char *hex)
+{
+	unsigned char	 md[EVP_MAX_MD_SIZE];
+	unsigned int	 mdlen;
+	EVP_MD_CTX	*ctx;
+	char		 one[EVENTLOG_HEX + 32];
+	unsigned	 i;
+	int		 ok, len;
+
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+	for (i = 0; ok && i <= n; i++) {
+		len = snprintf(one, sizeof(one), "%lld %s\n",
+		    i == 0 ? c->seq : o[i - 1].seq,
+		    i == 0 ? c->hash : o[i - 1].hash);
+		ok = EVP_DigestUpdate(ctx, one, (size_t)len) == 1;
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1;
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return -1;
+	util_hex(md, mdlen, hex);
+	return 0;
+}
+
+int
+eventlog_files(const struct eventlog *log, unsigned *n, char *hex)
+{
+	*n = log->n_own;
+	return eventlog_own_digest(&log->cur, log->own, log->n_own, hex);
+}
+
+void
+eventlog_vouch(struct eventlog *log, unsigned n, const char *hex)
+{
+	char		d[EVENTLOG_HEX];
+	unsigned	k, i;
+
+	/* As the anchor lists them, or k rotations later. */
+	for (k = 0; k <= EVENTLOG_VOUCH_SHIFT && k + n <= log->n_own; k++) {
+		if (eventlog_own_digest(k == 0 ? &log->cur : &log->own[k - 1],
+		    log->own + k, n, d) == 0 && strcmp(d, hex) == 0) {
+			log->n_own = k + n;	/* more are not its own */
+			log->first = log->n_own > 0 ?
+			    log->own[log->n_own - 1].seq : log->cur.seq;
+			return;
+		}
+	}
+	log->cur.vouched = 0;
+	for (i = 0; i < log->n_own; i++)
+		log->own[i].vouched = 0;
 }
 
 void

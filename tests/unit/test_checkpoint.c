@@ -1947,6 +1947,61 @@ test_rotated_files_linked(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * While the writer is stopped, its rotated files replaced by files whose
+ * first lines have falling seqs just under its close, and its current
+ * file's first line by one of seq close - 1: they do not match what its
+ * anchor lists (files=), so deleting them past keep does not move the
+ * anchor's first on, which stays 1.
+ */
+static void
+test_rotated_files_restart(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 3 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 rot[4][160], *v[1];
+	struct stat		 st, now;
+	EVP_PKEY		*k;
+	size_t			 i;
+	int			 n;
+
+	k = rotating_key(t, rot, 4);
+	log = rotating_open(t, &lo, &ck);
+	for (n = 0; n < 200 && access(rot[2], F_OK) == -1; n++)
+		append_n(log, n, 1);
+	assert_int_equal(access(rot[3], F_OK), -1);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.first, 1);
+	assert_true(a.have_files);
+	assert_int_equal(a.files, 3);
+	lines_read(&l, t->path);
+	free(l.v[0]);
+	l.v[0] = forged(a.seq - 1, Z64);
+	lines_write(&l, t->path, 0, l.n);
+	lines_free(&l);
+	for (i = 0; i < 3; i++) {
+		v[0] = forged(a.seq - 2 - (long long)i, Z64);
+		write_lines(rot[i], v, 1);
+		free(v[0]);
+	}
+	assert_int_equal(stat(t->path, &st), 0);
+	log = rotating_open(t, &lo, &ck);
+	/* One rotation: the oldest file, past keep, deleted. */
+	for (n = 0; n < 200 && stat(t->path, &now) == 0 &&
+	    now.st_ino == st.st_ino; n++)
+		append_n(log, n, 1);
+	assert_true(n < 200);
+	assert_int_equal(access(rot[3], F_OK), -1);
+	rotating_close(t, log, ck, &a);
+	if (a.first != 1)
+		fail_msg("the anchor says first=%lld", a.first);
+	EVP_PKEY_free(k);
+}
+
 int
 main(void)
 {
@@ -1980,6 +2035,7 @@ main(void)
 		T(test_seq_planted_linked),
 		T(test_rotated_files_copied),
 		T(test_rotated_files_linked),
+		T(test_rotated_files_restart),
 	};
 #undef T
 
