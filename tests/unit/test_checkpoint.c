@@ -936,6 +936,18 @@ test_anchor_parse(void **state)
 		    " key=" A_KEY " first=9007199254740992",
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY " first=3 first=4",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " files=2:" A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=2",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=2:xyz",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=100001:" A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=-1:" A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=1:" A_HASH " files=1:" A_HASH,
 		"sandgate-anchor-v1 hash=" A_HASH " seq=7 reason=close ts=" A_TS
 		    " key=" A_KEY,
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
@@ -957,6 +969,13 @@ test_anchor_parse(void **state)
 	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3",
 	    strlen(good) + 7, &a, &what), 0);
 	assert_int_equal(a.first, 3);
+	assert_false(a.have_files);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3 "
+	    "files=12:" A_HASH, strlen(good) + 7 + 74, &a, &what), 0);
+	assert_true(a.have_files);
+	assert_int_equal(a.files, 12);
+	assert_string_equal(a.files_hash, A_HASH);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (checkpoint_anchor_parse(bad[i], strlen(bad[i]), &a,
 		    &what) != -1 || what == NULL)
