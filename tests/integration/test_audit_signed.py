@@ -219,6 +219,30 @@ def write_lines(path, lines):
         f.write(b"".join(x + b"\n" for x in lines))
 
 
+def resumed_twice(test, name, key, logs, planted, close):
+    """Start the proxy on logs twice (3 requests, SIGTERM each time): it
+    continues from close after the planted lines (one log.resume), logs
+    both runs' requests and closes. Returns the lines after planted."""
+    path = os.path.join(logs, "security-events.jsonl")
+    for run in range(2):
+        q = start_proxy("%s-%d" % (name, run), key, log_dir=logs)
+        flood(q.port, 3, "%sr%d-" % (name, run), threads=1)
+        stop_proxy(q)
+        test.assertNotIn("unavailable", q.stderr())
+    after = [json.loads(x) for x in read_lines(path)[len(planted):]]
+    test.assertTrue(after, "nothing logged after the planted lines")
+    test.assertEqual(after[0]["event"], "log.resume", after[0])
+    test.assertEqual(after[0]["found_seq"], close)
+    test.assertEqual([x["seq"] for x in after],
+                     list(range(close + 1, close + 1 + len(after))))
+    hosts = [x.get("host") for x in after]
+    for run in range(2):
+        test.assertIn("%sr%d-0.invalid" % (name, run), hosts)
+    test.assertEqual((after[-1]["event"], after[-1]["reason"]),
+                     ("log.checkpoint", "close"))
+    return after
+
+
 def setUpModule():
     for k in proxylib.PROXY_ENV:
         os.environ.pop(k, None)
@@ -986,21 +1010,8 @@ class T6Round3(unittest.TestCase):
             close = json.loads(lines[-1])["seq"]
             lines.append(forged_event(seq, last_hash(lines), "ovf.invalid"))
             write_lines(path, lines)
-            for run in range(2):
-                q = start_proxy("t6-g2-%d-%d" % (seq, run), key, log_dir=logs)
-                flood(q.port, 3, "g2r%d-" % run, threads=1)
-                stop_proxy(q)
-                self.assertNotIn("unavailable", q.stderr())
-            after = [json.loads(x) for x in read_lines(path)[len(lines):]]
-            self.assertEqual(after[0]["event"], "log.resume", after[0])
-            self.assertEqual(after[0]["found_seq"], close)
-            self.assertEqual([x["seq"] for x in after],
-                             list(range(close + 1, close + 1 + len(after))))
-            hosts = [x.get("host") for x in after]
-            for run in range(2):
-                self.assertIn("g2r%d-0.invalid" % run, hosts)
-            self.assertEqual((after[-1]["event"], after[-1]["reason"]),
-                             ("log.checkpoint", "close"))
+            after = resumed_twice(self, "t6-g2-%d" % seq, key, logs, lines,
+                                  close)
             self.assertEqual(sum(x["event"] == "log.resume" for x in after),
                              1)
             with open(key + ".anchor") as f:
@@ -1099,22 +1110,7 @@ class T7Round4(unittest.TestCase):
         p2 = forged_event(2 ** 53 - 1, last_hash([p1]), "ovf.invalid")
         lines += [p1, lines[-1], p2]
         write_lines(path, lines)
-        for run in range(2):
-            q = start_proxy("t7-f2-%d" % run, key0, log_dir=p.log_dir)
-            flood(q.port, 3, "f2r%d-" % run, threads=1)
-            stop_proxy(q)
-            self.assertNotIn("unavailable", q.stderr())
-        after = [json.loads(x) for x in read_lines(path)[len(lines):]]
-        self.assertTrue(after, "nothing logged after the planted lines")
-        self.assertEqual(after[0]["event"], "log.resume", after[0])
-        self.assertEqual(after[0]["found_seq"], close)
-        self.assertEqual([x["seq"] for x in after],
-                         list(range(close + 1, close + 1 + len(after))))
-        hosts = [x.get("host") for x in after]
-        for run in range(2):
-            self.assertIn("f2r%d-0.invalid" % run, hosts)
-        self.assertEqual((after[-1]["event"], after[-1]["reason"]),
-                         ("log.checkpoint", "close"))
+        resumed_twice(self, "t7-f2", key0, p.log_dir, lines, close)
         r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
                      "--anchor", key0 + ".anchor")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)

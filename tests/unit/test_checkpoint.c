@@ -1586,6 +1586,17 @@ rotating_key(struct tmp *t, char (*rot)[160], size_t n)
 	return pubkey(pub);
 }
 
+/* Events appended one at a time until path exists (at most 200). */
+static void
+append_until(struct eventlog *log, const char *path)
+{
+	int	n;
+
+	for (n = 0; n < 200 && access(path, F_OK) == -1; n++)
+		append_n(log, n, 1);
+	assert_int_equal(access(path, F_OK), 0);
+}
+
 /* The log opened with lo, a signer on t->key, its open checkpoint. */
 static struct eventlog *
 rotating_open(struct tmp *t, const struct eventlog_opts *lo,
@@ -1708,12 +1719,10 @@ test_rotated_files_planted(void **state)
 	EVP_PKEY		*k;
 	FILE			*f;
 	size_t			 i;
-	int			 n;
 
 	k = rotating_key(t, rot, 11);
 	log = rotating_open(t, &lo, &ck);
-	for (n = 0; n < 100 && access(rot[0], F_OK) == -1; n++)
-		append_n(log, n, 1);
+	append_until(log, rot[0]);
 	assert_int_equal(access(rot[1], F_OK), -1);
 	/* Whoever writes the folder: a non-log file, then empty ones. */
 	assert_non_null(f = fopen(rot[1], "w"));
@@ -1868,12 +1877,11 @@ test_rotated_files_copied(void **state)
 	const char		*paths[1];
 	EVP_PKEY		*k;
 	size_t			 i;
-	int			 n, round;
+	int			 round;
 
 	k = rotating_key(t, rot, 11);
 	log = rotating_open(t, &lo, &ck);
-	for (n = 0; n < 100 && access(rot[0], F_OK) == -1; n++)
-		append_n(log, n, 1);
+	append_until(log, rot[0]);
 	lines_read(&l, rot[0]);
 	assert_int_equal(seq_of(&l, 0), 1);
 	memset(xs, 'x', 100);
@@ -1935,12 +1943,11 @@ test_rotated_files_linked(void **state)
 	char			 rot[1][160], seed[2][160], p[200];
 	EVP_PKEY		*k;
 	unsigned		 i;
-	int			 n, round;
+	int			 round;
 
 	k = rotating_key(t, rot, 1);
 	log = rotating_open(t, &lo, &ck);
-	for (n = 0; n < 100 && access(rot[0], F_OK) == -1; n++)
-		append_n(log, n, 1);
+	append_until(log, rot[0]);
 	lines_read(&l, rot[0]);
 	for (i = 0; i < 2; i++) {	/* ext4: 65000 links a file */
 		snprintf(seed[i], sizeof(seed[i]), "%s/seed%u", t->keys, i);
@@ -1990,8 +1997,7 @@ test_rotated_files_restart(void **state)
 
 	k = rotating_key(t, rot, 4);
 	log = rotating_open(t, &lo, &ck);
-	for (n = 0; n < 200 && access(rot[2], F_OK) == -1; n++)
-		append_n(log, n, 1);
+	append_until(log, rot[2]);
 	assert_int_equal(access(rot[3], F_OK), -1);
 	rotating_close(t, log, ck, &a);
 	assert_int_equal(a.first, 1);
