@@ -147,6 +147,7 @@ checkpoint_anchor_parse(const char *buf, size_t len,
     struct checkpoint_anchor *a, const char **what)
 {
 	char		 line[CHECKPOINT_ANCHOR_MAX + 1], seq[24], first[24];
+	char		 files[CHECKPOINT_HEX + 16], *colon;
 	unsigned char	 raw[CHECKPOINT_KEY_RAW];
 	const char	*p = line, *errstr;
 	long long	 n;
@@ -154,6 +155,7 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 
 	memset(a, 0, sizeof(*a));
 	first[0] = '\0';
+	files[0] = '\0';
 	*what = "not a sandgate anchor line";
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
@@ -174,13 +176,29 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	    sizeof(a->reason)) == -1 ||
 	    checkpoint_anchor_field(&p, "ts", a->ts, sizeof(a->ts)) == -1 ||
 	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1 ||
-	    (*p != '\0' && (checkpoint_anchor_field(&p, "first", first,
-	    sizeof(first)) == -1 || *p != '\0')))
+	    (*p != '\0' && checkpoint_anchor_field(&p, "first", first,
+	    sizeof(first)) == -1) ||
+	    (*p != '\0' && (checkpoint_anchor_field(&p, "files", files,
+	    sizeof(files)) == -1 || *p != '\0')))
 		return -1;
 	*what = "first is not a count";
 	if (first[0] != '\0' && util_strtonum(first, 1, SG_LOG_SEQ_MAX,
 	    &a->first, &errstr) == -1)
 		return -1;
+	*what = "files is not a count, a colon and 64 lowercase hex digits";
+	if (files[0] != '\0') {
+		if ((colon = strchr(files, ':')) == NULL ||
+		    strlen(colon + 1) != CHECKPOINT_HEX ||
+		    !logverify_is_hex(colon + 1, CHECKPOINT_HEX))
+			return -1;
+		*colon = '\0';
+		if (util_strtonum(files, 0, SG_LOG_ROTATED_MAX, &n,
+		    &errstr) == -1)
+			return -1;
+		a->files = (unsigned)n;
+		memcpy(a->files_hash, colon + 1, sizeof(a->files_hash));
+		a->have_files = 1;
+	}
 	*what = "seq is not a count";
 	if (util_strtonum(seq, 1, LLONG_MAX, &n, &errstr) == -1)
 		return -1;
@@ -753,10 +771,16 @@ checkpoint_anchor_unreserve(struct checkpoint *ck)
 static int
 checkpoint_anchor_write(struct checkpoint *ck)
 {
-	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[32] = "";
+	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[128] = "";
+	char	 hex[CHECKPOINT_HEX + 1];
+	unsigned files;
 	int	 fd, n, ok;
 
-	if (eventlog_first(ck->log) > 0)
+	if (eventlog_first(ck->log) > 0 &&
+	    eventlog_files(ck->log, &files, hex) == 0)
+		snprintf(first, sizeof(first), " first=%lld files=%u:%s",
+		    eventlog_first(ck->log), files, hex);
+	else if (eventlog_first(ck->log) > 0)
 		snprintf(first, sizeof(first), " first=%lld",
 		    eventlog_first(ck->log));
 	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
@@ -817,6 +841,9 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	if (!ck->have_anchor)
 		return 0;
 	/* Files removed while the writer was stopped stay missing. */
+	if (ck->anchor.have_files)
+		eventlog_vouch(ck->log, ck->anchor.files,
+		    ck->anchor.files_hash);
 	if (ck->anchor.first > 0)
 		eventlog_keep_from(ck->log, ck->anchor.first);
 	ck->found_seq = eventlog_seq(ck->log);

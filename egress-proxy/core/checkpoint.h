@@ -41,10 +41,14 @@
  * PATH.anchor, the last checkpoint it wrote (one line, CHECKPOINT_ANCHOR_MAX
  * bytes at most):
  *
- *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K first=F
+ *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K first=F files=N:D
  *
  * (first=F, the first seq of the files the writer keeps, eventlog.h, is
- * left out while it is not known, and by anchors written before it.)
+ * left out while it is not known, and by anchors written before it;
+ * files=N:D, how many rotated files the writer keeps and the digest of
+ * their first lines, eventlog_files(), only with first, and is left out
+ * by anchors written before it: at start the files there are then the
+ * writer's only if they match, eventlog_vouch().)
  *
  * It is rewritten (temporary file, fsync, rename) after the log has been
  * synced, so it never names a line the log on disk lacks. The temporary
@@ -123,6 +127,9 @@ struct checkpoint_anchor {
 	char		ts[32];
 	char		key[CHECKPOINT_KEY_B64 + 1];
 	long long	first;	/* first seq the writer keeps; 0: not said */
+	int		have_files;	/* files=N:H said */
+	unsigned	files;	/* rotated files the writer keeps */
+	char		files_hash[64 + 1];	/* eventlog_files() */
 };
 
 /*

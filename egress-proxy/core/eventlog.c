@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +25,20 @@
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
 #define EVENTLOG_LOCK_TRIES	16	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
+#define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
 				    JSON_ENSURE_ASCII)
 
 static const char eventlog_zeros[EVENTLOG_HEX] =
     "0000000000000000000000000000000000000000000000000000000000000000";
+
+/* A file's first log line: seq (0: none) and hash. */
+struct eventlog_own {
+	long long	seq;
+	char		hash[EVENTLOG_HEX];
+	int		vouched;	/* first may move on to it */
+};
 
 struct eventlog {
 	char			*dir;
@@ -57,6 +66,11 @@ struct eventlog {
 	int			 not_reg;	/* the path is not a regular file */
 	int			 foreign;	/* not-log lines end the file */
 	long long		 first;	/* first seq of the files it keeps */
+	struct eventlog_own	 cur;	/* the current file's first line */
+	/* own[i - 1]: the first line of name.i as the writer rotated it. */
+	struct eventlog_own	*own;
+	unsigned		 n_own;
+	unsigned		 own_cap;
 	int			 blocked; /* a file not its own in the way */
 	uint64_t		 blocked_us;	/* when that was seen */
 };
@@ -71,7 +85,7 @@ static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
 		    int *);
 static size_t	eventlog_collect(const char *, size_t, int,
 		    struct eventlog_found *, size_t, size_t *);
-static size_t	eventlog_chain_end(const struct eventlog_found *, size_t,
+static size_t	eventlog_chain_end(struct eventlog_found *, size_t,
 		    int *);
 static int	eventlog_scan_window(int, off_t, off_t,
 		    struct logverify_line *, int *, int *);
@@ -85,11 +99,14 @@ static int	eventlog_build(struct eventlog *, json_t *, char **,
 		    size_t *, char *);
 static int	eventlog_rotation_blocked(struct eventlog *, unsigned *);
 static int	eventlog_rotate_files(struct eventlog *, unsigned);
-static long long eventlog_first_of(const char *);
-static long long eventlog_last_of(const char *);
+static long long eventlog_first_of(const char *, struct eventlog_own *);
+static int	eventlog_is_own(const char *, const struct eventlog_own *);
 static int	eventlog_drop(struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *);
-static unsigned	eventlog_rotated_top(const struct eventlog *);
+static int	eventlog_own_push(struct eventlog *, const struct eventlog_own *,
+		    int);
+static int	eventlog_own_digest(const struct eventlog_own *,
+		    const struct eventlog_own *, unsigned, char *);
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
 static int	eventlog_sync(struct eventlog *);
@@ -146,6 +163,8 @@ eventlog_open_fd(struct eventlog *log)
 	log->size = st.st_size;
 	/* seq and prev in memory were not read from this file. */
 	log->cache_valid = 0;
+	(void)eventlog_first_of(log->path, &log->cur);
+	log->cur.vouched = 1;
 	return 0;
 }
 
@@ -154,35 +173,40 @@ struct eventlog_found {
 	struct logverify_line	l;
 	size_t			end;
 	int			mismatch;
+	int			linked;	/* reached from the first run */
 };
 
 /*
  * The index of the line the log ends with among the n log lines found,
- * in file order: the last one, unless the run of consecutive seqs it
- * ends starts with a line that follows neither the line before it nor
- * any earlier line by seq and hash (planted: the writer never makes a
- * seq jump); then the end is sought again before that run. *skipped
- * says whether a run was passed over.
+ * in file order: the last line of the last run of consecutive seqs that
+ * is linked to the first run (the window's start): the first run is,
+ * and a later run is when its first line follows a linked line before
+ * it by seq and hash. A run that follows none of them (planted: the
+ * writer never makes a seq jump), or only a line that is itself
+ * planted, is passed over. *skipped says whether a run was.
  */
 static size_t
-eventlog_chain_end(const struct eventlog_found *f, size_t n, int *skipped)
+eventlog_chain_end(struct eventlog_found *f, size_t n, int *skipped)
 {
-	size_t	e = n - 1, b, j;
+	size_t	b, j, end, e = 0;
+	int	linked;
 
-	*skipped = 0;
-	for (;;) {
-		for (b = e; b > 0 && f[b - 1].l.seq + 1 == f[b].l.seq; b--)
+	for (b = 0; b < n; b = end) {
+		for (end = b + 1; end < n &&
+		    f[end - 1].l.seq + 1 == f[end].l.seq; end++)
 			;
-		if (b == 0)
-			return e;
-		for (j = b; j > 0; j--) {
-			if (f[j - 1].l.seq + 1 == f[b].l.seq &&
-			    strcmp(f[j - 1].l.hash, f[b].l.prev) == 0)
-				return e;
-		}
-		*skipped = 1;
-		e = b - 1;
+		linked = b == 0;
+		for (j = b; !linked && j > 0; j--)
+			linked = f[j - 1].linked &&
+			    f[j - 1].l.seq + 1 == f[b].l.seq &&
+			    strcmp(f[j - 1].l.hash, f[b].l.prev) == 0;
+		for (j = b; j < end; j++)
+			f[j].linked = linked;
+		if (linked)
+			e = end - 1;
 	}
+	*skipped = e != n - 1;
+	return e;
 }
 
 /*
@@ -240,7 +264,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	struct eventlog_found	*f = NULL;
 	char			*buf;
 	off_t			 off = size - window;
-	size_t			 n, cap, e, last_foreign;
+	size_t			 n, cap, e, b, last_foreign;
 	ssize_t			 got;
 	int			 skipped, rc = -1;
 
@@ -266,6 +290,13 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	e = eventlog_chain_end(f, n, &skipped);
 	*out = f[e].l;
 	*foreign = skipped || last_foreign > f[e].end;
+	for (b = e; b > 0 && f[b - 1].l.seq + 1 == f[b].l.seq; b--)
+		;
+	*near = off > 0 && b == 0 &&
+	    out->seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM;
+	rc = 1;
+	if (*near)
+		goto out;	/* a larger window is read: said there */
 	if (skipped)
 		log_warnx("the log line with seq %lld after seq %lld does not "
 		    "follow the chain: continuing from seq %lld; 'sandgate "
@@ -275,11 +306,6 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		log_warnx("last event in the log does not verify "
 		    "(seq %lld); 'sandgate audit verify' reports it",
 		    out->seq);
-	for (; e > 0 && f[e - 1].l.seq + 1 == f[e].l.seq; e--)
-		;
-	*near = off > 0 && e == 0 &&
-	    out->seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM;
-	rc = 1;
 out:
 	free(f);
 	free(buf);
@@ -532,28 +558,43 @@ eventlog_build(struct eventlog *log, json_t *fields, char **line,
 }
 
 /*
- * The highest N with name.1 .. name.N all this log's rotated files (0:
- * none): each one's first line a log line. A file there that is not
- * (planted, or empty) ends the count: it is never shifted or deleted,
- * and no first seq is taken from it.
+ * Note o as the first line of name.1 (front) or of the oldest file yet
+ * (not front). 0, or -1 with errno.
  */
-static unsigned
-eventlog_rotated_top(const struct eventlog *log)
+static int
+eventlog_own_push(struct eventlog *log, const struct eventlog_own *o,
+    int front)
 {
-	char		p[4096];
-	unsigned	n;
+	struct eventlog_own	*n;
+	unsigned		 cap;
 
-	for (n = 0; n < SG_LOG_ROTATED_MAX; n++) {
-		snprintf(p, sizeof(p), "%s.%u", log->path, n + 1);
-		if (eventlog_first_of(p) == 0)
-			break;
+	if (log->n_own == log->own_cap) {
+		cap = log->own_cap == 0 ? 16 : log->own_cap * 2;
+		if (cap > SG_LOG_ROTATED_MAX)
+			cap = SG_LOG_ROTATED_MAX;
+		if (cap == log->own_cap ||
+		    (n = reallocarray(log->own, cap, sizeof(*n))) == NULL) {
+			errno = ENOSPC;
+			return -1;
+		}
+		log->own = n;
+		log->own_cap = cap;
 	}
-	return n;
+	if (front) {
+		memmove(log->own + 1, log->own, log->n_own * sizeof(*o));
+		log->own[0] = *o;
+	} else
+		log->own[log->n_own] = *o;
+	log->n_own++;
+	return 0;
 }
 
-/* The seq of the first log line of the file at path, or 0. */
+/*
+ * The seq of the first log line of the file at path, or 0; its seq and
+ * hash into *o when o is not NULL.
+ */
 static long long
-eventlog_first_of(const char *path)
+eventlog_first_of(const char *path, struct eventlog_own *o)
 {
 	struct logverify_line	 l;
 	struct stat		 st;
@@ -562,6 +603,8 @@ eventlog_first_of(const char *path)
 	long long		 seq = 0;
 	int			 fd;
 
+	if (o != NULL)
+		memset(o, 0, sizeof(*o));
 	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
 		return 0;
 	/* A line is short: its first KiB first, all it may hold if not. */
@@ -572,85 +615,90 @@ eventlog_first_of(const char *path)
 	    (n = pread(fd, buf, SG_LOG_LINE_MAX + 1, 0)) > 0)
 		nl = memchr(buf, '\n', (size_t)n);
 	if (nl != NULL &&
-	    logverify_line(buf, (size_t)(nl - buf), &l) == LOGVERIFY_OK)
+	    logverify_line(buf, (size_t)(nl - buf), &l) == LOGVERIFY_OK) {
 		seq = l.seq;
+		if (o != NULL) {
+			o->seq = l.seq;
+			memcpy(o->hash, l.hash, sizeof(o->hash));
+		}
+	}
 	free(buf);
 	close(fd);
 	return seq;
 }
 
-/* The seq of the line the file at path ends with, or 0. */
-static long long
-eventlog_last_of(const char *path)
+/* 1 if the file at path starts with the line o names, else 0. */
+static int
+eventlog_is_own(const char *path, const struct eventlog_own *o)
 {
-	struct logverify_line	 l;
-	struct stat		 st;
-	int			 fd, all, foreign;
-	long long		 seq = 0;
+	struct eventlog_own	f;
 
-	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
-		return 0;
-	if (eventlog_scan(fd, st.st_size, &l, &all, &foreign) == 1)
-		seq = l.seq;
-	close(fd);
-	return seq;
+	return eventlog_first_of(path, &f) > 0 && f.seq == o->seq &&
+	    strcmp(f.hash, o->hash) == 0;
 }
 
 /*
- * The first seq of the files the writer keeps: of the oldest of name.N
- * ... name.1 that holds a log line first, else of the current file.
+ * What the writer keeps, from the files there when it opens (or
+ * reopens) the log: the current file's first line, and name.1 ... name.N
+ * as its rotated files while each one starts with a log line whose seq
+ * is below that of the file after it. A file that does not (planted,
+ * empty, a copy of a later line) ends the list: it is never moved,
+ * deleted or read for first. first: the oldest one's first seq.
  */
 static void
 eventlog_find_first(struct eventlog *log)
 {
-	char		p[4096];
-	unsigned	n;
-	long long	seq = 0;
+	struct eventlog_own	o;
+	char			p[4096];
+	long long		bound;
 
-	for (n = eventlog_rotated_top(log); n >= 1 && seq == 0; n--) {
-		snprintf(p, sizeof(p), "%s.%u", log->path, n);
-		seq = eventlog_first_of(p);
+	bound = log->cur.seq > 0 ? log->cur.seq : LLONG_MAX;
+	log->n_own = 0;
+	while (log->n_own < SG_LOG_ROTATED_MAX) {
+		snprintf(p, sizeof(p), "%s.%u", log->path, log->n_own + 1);
+		if (eventlog_first_of(p, &o) == 0 || o.seq >= bound)
+			break;
+		o.vouched = 1;
+		if (eventlog_own_push(log, &o, 0) == -1)
+			break;
+		bound = o.seq;
 	}
-	if (seq == 0)
-		seq = eventlog_first_of(log->path);
-	log->first = seq;
+	log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
+	    log->cur.seq;
 }
 
 /*
- * Delete name.i, a rotated file past keep, and move first on past the
- * events it held: only when it starts at or before first (the oldest
- * file the writer keeps), and never past its last event nor past the
- * first of name.(i-1), the file it keeps next. 0, or -1 with errno.
+ * Delete name.i, the oldest rotated file the writer keeps and past keep,
+ * if it still starts with the line the writer noted for it: then first
+ * moves on to the first seq noted for name.(i-1), the file it keeps
+ * next. A file there that does not (put in its place by someone else) is
+ * left and first stays: the events the writer kept there are missing,
+ * which its anchor then shows. 0, or -1 with errno.
  */
 static int
 eventlog_drop(struct eventlog *log, unsigned i)
 {
-	char		p[4096];
-	long long	from, to, next;
+	char	p[4096];
 
 	snprintf(p, sizeof(p), "%s.%u", log->path, i);
-	from = eventlog_first_of(p);
-	to = eventlog_last_of(p);
-	if (unlink(p) == -1)
-		return errno == ENOENT ? 0 : -1;
-	snprintf(p, sizeof(p), "%s.%u", log->path, i - 1);
-	next = eventlog_first_of(p);
-	if (from == 0 || to < from || (log->first > 0 && from > log->first))
-		return 0;
-	if (next == 0 || next > to + 1)
-		next = to + 1;
-	if (next > log->first)
-		log->first = next;
+	if (eventlog_is_own(p, &log->own[i - 1])) {
+		if (unlink(p) == -1 && errno != ENOENT)
+			return -1;
+		if (log->own[i - 2].vouched && log->own[i - 2].seq > log->first)
+			log->first = log->own[i - 2].seq;
+	}
+	log->n_own = i - 1;
 	return 0;
 }
 
 /*
- * Whether the rotation is in the way of a file that is not the log's: a
- * name.(top+1), where name.top would move, that the count of its rotated
- * files stopped at (planted, or empty). Then the file grows on instead,
- * said once on stderr and looked at again at most once a second, so
- * what a writer of the folder plants there can neither be taken for the
- * log nor make the writer delete any of it. *top: the count.
+ * Whether the rotation is in the way of a file that is not the log's:
+ * a name.(N+1), where the oldest rotated file the writer keeps would
+ * move (planted, or one it left), or as many rotated files as it may
+ * keep. Then the file grows on instead, said once on stderr and looked
+ * at again at most once a second, so what a writer of the folder plants
+ * there can neither be taken for the log, nor make the writer delete any
+ * of it, nor cost it more than one lstat(2) a second. *top: N.
  */
 static int
 eventlog_rotation_blocked(struct eventlog *log, unsigned *top)
@@ -661,26 +709,27 @@ eventlog_rotation_blocked(struct eventlog *log, unsigned *top)
 
 	if (log->blocked && now - log->blocked_us < EVENTLOG_SYNC_US)
 		return 1;
-	*top = eventlog_rotated_top(log);
+	*top = log->n_own;
 	snprintf(p, sizeof(p), "%s.%u", log->path, *top + 1);
-	if (*top == SG_LOG_ROTATED_MAX || lstat(p, &st) == -1) {
+	if (*top < SG_LOG_ROTATED_MAX && lstat(p, &st) == -1) {
 		log->blocked = 0;
 		return 0;
 	}
 	if (!log->blocked)
 		log_warnx("not rotating \"%s\": \"%s\" is not one of its "
-		    "rotated files (its first line is not a log line); the log "
-		    "grows past its size until that file is moved away",
-		    log->path, p);
+		    "rotated files; the log grows past its size until that "
+		    "file is moved away", log->path, p);
 	log->blocked = 1;
 	log->blocked_us = now;
 	return 1;
 }
 
 /*
- * name.top -> name.(top+1) ... name -> name.1, then the files past keep
- * are deleted, oldest first, but none younger than keep_min_age: that
- * many seconds of history stay whatever the volume of events.
+ * name.top -> name.(top+1) ... name -> name.1 (top: the rotated files the
+ * writer keeps; name.(top+1) is free), then the files past keep are
+ * deleted, oldest first (eventlog_drop()), but none younger than
+ * keep_min_age: that many seconds of history stay whatever the volume
+ * of events.
  */
 static int
 eventlog_rotate_files(struct eventlog *log, unsigned top)
@@ -690,20 +739,23 @@ eventlog_rotate_files(struct eventlog *log, unsigned top)
 	unsigned	i;
 	time_t		now = time(NULL);
 
-	if (top == SG_LOG_ROTATED_MAX) {
-		errno = ENOSPC;		/* that many young files: stop here */
-		return -1;
-	}
 	for (i = top; i >= 1; i--) {
 		snprintf(from, sizeof(from), "%s.%u", log->path, i);
 		snprintf(to, sizeof(to), "%s.%u", log->path, i + 1);
 		if (rename(from, to) == -1 && errno != ENOENT)
 			return -1;
 	}
-	snprintf(to, sizeof(to), "%s.1", log->path);
-	if (rename(log->path, to) == -1)
+	if (eventlog_own_push(log, &log->cur, 1) == -1)
 		return -1;
-	for (i = top + 1; i > log->opts.keep; i--) {
+	snprintf(to, sizeof(to), "%s.1", log->path);
+	if (rename(log->path, to) == -1) {
+		memmove(log->own, log->own + 1, --log->n_own *
+		    sizeof(*log->own));
+		return -1;
+	}
+	memset(&log->cur, 0, sizeof(log->cur));
+	log->cur.vouched = 1;
+	for (i = log->n_own; i > log->opts.keep; i--) {
 		snprintf(from, sizeof(from), "%s.%u", log->path, i);
 		if (log->opts.keep_min_age > 0 && stat(from, &st) == 0 &&
 		    (long long)(now - st.st_mtime) < log->opts.keep_min_age)
@@ -895,6 +947,11 @@ eventlog_put(struct eventlog *log, json_t *fields)
 	if (log->first == 0)
 		log->first = log->seq;	/* the first line of a new log */
 	memcpy(log->prev, hash, sizeof(log->prev));
+	if (log->cur.seq == 0) {	/* the first it writes in this file */
+		log->cur.vouched = 1;
+		log->cur.seq = log->seq;
+		memcpy(log->cur.hash, hash, sizeof(log->cur.hash));
+	}
 	log->healthy = 1;
 	log->error[0] = '\0';
 	if (fields == NULL && log->hook.written != NULL)
@@ -1029,6 +1086,7 @@ eventlog_close(struct eventlog *log)
 	free(log->dir);
 	free(log->name);
 	free(log->path);
+	free(log->own);
 	free(log);
 }
 
@@ -1060,6 +1118,66 @@ long long
 eventlog_first(const struct eventlog *log)
 {
 	return log->first;
+}
+
+/*
+ * SHA-256 hex (into hex[65]) of the current file's first line c and
+ * those of the rotated files o[0 .. n): "seq hash\n" each. 0, or -1.
+ */
+static int
+eventlog_own_digest(const struct eventlog_own *c, const struct eventlog_own *o,
+    unsigned n, char *hex)
+{
+	unsigned char	 md[EVP_MAX_MD_SIZE];
+	unsigned int	 mdlen;
+	EVP_MD_CTX	*ctx;
+	char		 one[EVENTLOG_HEX + 32];
+	unsigned	 i;
+	int		 ok, len;
+
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+	for (i = 0; ok && i <= n; i++) {
+		len = snprintf(one, sizeof(one), "%lld %s\n",
+		    i == 0 ? c->seq : o[i - 1].seq,
+		    i == 0 ? c->hash : o[i - 1].hash);
+		ok = EVP_DigestUpdate(ctx, one, (size_t)len) == 1;
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1;
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return -1;
+	util_hex(md, mdlen, hex);
+	return 0;
+}
+
+int
+eventlog_files(const struct eventlog *log, unsigned *n, char *hex)
+{
+	*n = log->n_own;
+	return eventlog_own_digest(&log->cur, log->own, log->n_own, hex);
+}
+
+void
+eventlog_vouch(struct eventlog *log, unsigned n, const char *hex)
+{
+	char		d[EVENTLOG_HEX];
+	unsigned	k, i;
+
+	/* As the anchor lists them, or k rotations later. */
+	for (k = 0; k <= EVENTLOG_VOUCH_SHIFT && k + n <= log->n_own; k++) {
+		if (eventlog_own_digest(k == 0 ? &log->cur : &log->own[k - 1],
+		    log->own + k, n, d) == 0 && strcmp(d, hex) == 0) {
+			log->n_own = k + n;	/* more are not its own */
+			log->first = log->n_own > 0 ?
+			    log->own[log->n_own - 1].seq : log->cur.seq;
+			return;
+		}
+	}
+	log->cur.vouched = 0;
+	for (i = 0; i < log->n_own; i++)
+		log->own[i].vouched = 0;
 }
 
 void

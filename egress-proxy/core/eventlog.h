@@ -176,14 +176,29 @@ int		 eventlog_foreign(const struct eventlog *);
  * The first seq of the files the writer keeps (0: not known): of the
  * oldest rotated file when the log was opened or reopened (SIGUSR1: the
  * files another rotated are theirs to delete), then moved on only when
- * the writer itself deletes a file past opts.keep that starts at or
- * before it, to no later than that file's last seq + 1 and the first seq
- * of the file kept next. Rotated files are only name.1 .. name.N whose
- * first line is a log line; another file at name.(N+1) stops rotation
- * (the file grows on). The signer writes it into its anchor
+ * the writer itself deletes a file past opts.keep that still starts
+ * with the line it noted for it, to the first seq it noted for the file
+ * it keeps next. Rotated files are name.1 .. name.N as the writer
+ * rotated them (at open: while each starts with a log line whose seq is
+ * below that of the file after it); another file at name.(N+1) stops
+ * rotation (the file grows on). The signer writes it into its anchor
  * (checkpoint.h), so files deleted by anyone else show.
  */
 long long	 eventlog_first(const struct eventlog *);
+/*
+ * The rotated files the writer keeps (*n) and the SHA-256 hex (hex[65])
+ * of their first lines' seq and hash, the current file's first: what
+ * its anchor carries (checkpoint.h). 0, or -1 (no memory).
+ */
+int		 eventlog_files(const struct eventlog *, unsigned *n, char *hex);
+/*
+ * At start, what the previous anchor said of them: the files counted at
+ * open are the writer's when their first lines match (as listed, or up
+ * to a few rotations later: those past them are not its own); if they
+ * do not, first moves on to none of them when the writer deletes one,
+ * only to files it rotates from now on.
+ */
+void		 eventlog_vouch(struct eventlog *, unsigned n, const char *hex);
 /* The files kept start at seq (if earlier): what the anchor said. */
 void		 eventlog_keep_from(struct eventlog *, long long seq);
 /* The file's path; owned by the log. */

@@ -21,6 +21,9 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
 - Planted files (T6): empty files among the rotated names neither move
   the writer's first= nor get its files deleted; a planted seq just under
   2^53 does not stop the proxy.
+- Fourth round (T7): copies of the writer's first line or hard links at
+  the rotated names are not its files (first= stays, none deleted, the
+  log goes on); a run linked only to a planted line is not the end.
 
 Real proxy on loopback, real clients, the real `sandgate` binary; forged
 checkpoints are signed with the openssl CLI, as anyone holding a key can.
@@ -214,6 +217,30 @@ def read_lines(path):
 def write_lines(path, lines):
     with open(path, "wb") as f:
         f.write(b"".join(x + b"\n" for x in lines))
+
+
+def resumed_twice(test, name, key, logs, planted, close):
+    """Start the proxy on logs twice (3 requests, SIGTERM each time): it
+    continues from close after the planted lines (one log.resume), logs
+    both runs' requests and closes. Returns the lines after planted."""
+    path = os.path.join(logs, "security-events.jsonl")
+    for run in range(2):
+        q = start_proxy("%s-%d" % (name, run), key, log_dir=logs)
+        flood(q.port, 3, "%sr%d-" % (name, run), threads=1)
+        stop_proxy(q)
+        test.assertNotIn("unavailable", q.stderr())
+    after = [json.loads(x) for x in read_lines(path)[len(planted):]]
+    test.assertTrue(after, "nothing logged after the planted lines")
+    test.assertEqual(after[0]["event"], "log.resume", after[0])
+    test.assertEqual(after[0]["found_seq"], close)
+    test.assertEqual([x["seq"] for x in after],
+                     list(range(close + 1, close + 1 + len(after))))
+    hosts = [x.get("host") for x in after]
+    for run in range(2):
+        test.assertIn("%sr%d-0.invalid" % (name, run), hosts)
+    test.assertEqual((after[-1]["event"], after[-1]["reason"]),
+                     ("log.checkpoint", "close"))
+    return after
 
 
 def setUpModule():
@@ -958,7 +985,7 @@ class T6Round3(unittest.TestCase):
                      "--anchor", key + ".anchor")
         self.assertEqual(r.returncode, 1, anchor + r.stdout + r.stderr)
         self.assertIn("says it keeps the log from seq 1", r.stdout)
-        self.assertIn(" first=1\n", anchor)
+        self.assertRegex(anchor, r" first=1( |\n)")
         self.assertEqual(inodes, kept)
         self.assertEqual(sizes, [0] * len(planted))
         self.assertIn("not rotating", p.stderr())
@@ -983,21 +1010,8 @@ class T6Round3(unittest.TestCase):
             close = json.loads(lines[-1])["seq"]
             lines.append(forged_event(seq, last_hash(lines), "ovf.invalid"))
             write_lines(path, lines)
-            for run in range(2):
-                q = start_proxy("t6-g2-%d-%d" % (seq, run), key, log_dir=logs)
-                flood(q.port, 3, "g2r%d-" % run, threads=1)
-                stop_proxy(q)
-                self.assertNotIn("unavailable", q.stderr())
-            after = [json.loads(x) for x in read_lines(path)[len(lines):]]
-            self.assertEqual(after[0]["event"], "log.resume", after[0])
-            self.assertEqual(after[0]["found_seq"], close)
-            self.assertEqual([x["seq"] for x in after],
-                             list(range(close + 1, close + 1 + len(after))))
-            hosts = [x.get("host") for x in after]
-            for run in range(2):
-                self.assertIn("g2r%d-0.invalid" % run, hosts)
-            self.assertEqual((after[-1]["event"], after[-1]["reason"]),
-                             ("log.checkpoint", "close"))
+            after = resumed_twice(self, "t6-g2-%d" % seq, key, logs, lines,
+                                  close)
             self.assertEqual(sum(x["event"] == "log.resume" for x in after),
                              1)
             with open(key + ".anchor") as f:
@@ -1007,6 +1021,140 @@ class T6Round3(unittest.TestCase):
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertIn("seq %d follows seq %d" % (seq, close),
                           r.stdout + r.stderr)
+
+
+class T7Round4(unittest.TestCase):
+    """Fourth round: rotated names planted with copies of the writer's
+    own first line (F1) or as many hard links as it may keep (F3), a
+    planted run linked only to a planted line at the end of the log
+    (F2)."""
+
+    def rotating_proxy(self, name, key):
+        return proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
+            "--checkpoint-key", key, "--checkpoint-every", str(EVERY),
+            "--checkpoint-interval", str(INTERVAL), "--log-max-size", "16k",
+            "--log-keep", "10"] + proxylib.full_lines_args()).start()
+
+    def first_rotation(self, p, tag):
+        base = p.log_path + "."
+        for i in range(6):
+            flood(p.port, 50, "%s%d-" % (tag, i))
+            if os.path.exists(base + "1"):
+                break
+        self.assertTrue(os.path.exists(base + "1"))
+        n = 1
+        while os.path.exists(base + str(n + 1)):
+            n += 1
+        return base, n
+
+    def test_f1_copied_first_lines(self):
+        """F1: NAME.(N+1) .. NAME.10 planted with a copy of the writer's
+        first line (the oldest past 8 KiB, ending with seq 10^12; one
+        starting with seq 2^53 - 100): the writer rotates onto none of
+        them and its anchor keeps first=1, at this start and the next;
+        every rotated file deleted fails verify --key."""
+        key, pub = make_key("f1r4")
+        p = self.rotating_proxy("t7-f1", key)
+        try:
+            base, n = self.first_rotation(p, "f1a")
+            self.assertLessEqual(n, 8)
+            own = read_lines(base + str(n))[0]
+            planted = [base + str(i) for i in range(n + 1, 11)]
+            for f in planted[:-2]:
+                write_lines(f, [own])
+            write_lines(planted[-2], [forged_event(2 ** 53 - 100, "0" * 64,
+                                                   "f1.invalid")])
+            write_lines(planted[-1], [own] + [b"x" * 100] * 100 +
+                        [forged_event(10 ** 12, "0" * 64, "f1.invalid")])
+            kept = {f: os.stat(base + str(f)).st_ino
+                    for f in range(1, n + 1)}
+            for i in range(6):
+                flood(p.port, 50, "f1b%d-" % i)
+            time.sleep(1.5)
+        finally:
+            stop_proxy(p)
+        with open(key + ".anchor") as f:
+            anchor = f.read()
+        self.assertRegex(anchor, r" first=1( |\n)")
+        q = start_proxy("t7-f1-again", key, log_dir=p.log_dir)
+        flood(q.port, 60, "f1c")
+        stop_proxy(q)
+        with open(key + ".anchor") as f:
+            anchor2 = f.read()
+        self.assertRegex(anchor2, r" first=1( |\n)")
+        self.assertEqual({f: os.stat(base + str(f)).st_ino for f in kept},
+                         kept)
+        for f in planted:
+            self.assertTrue(os.path.exists(f), f)
+        for f in os.listdir(p.log_dir):
+            if f.startswith("security-events.jsonl."):
+                os.unlink(os.path.join(p.log_dir, f))
+        r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
+                     "--anchor", key + ".anchor")
+        self.assertEqual(r.returncode, 1, anchor2 + r.stdout + r.stderr)
+        self.assertIn("says it keeps the log from seq 1", r.stdout)
+
+    def test_f2_run_linked_to_a_planted_line(self):
+        """F2: [seq 2^53 - 2][a copy of the close][seq 2^53 - 1, prev the
+        hash of the first] planted after the close: the proxy continues
+        from its close (log.resume), logs and closes, at this start and
+        the next; verify reports the planted lines."""
+        key0, pub = make_key("f2r4")
+        p = start_proxy("t7-f2", key0)
+        flood(p.port, 20, "f2base")
+        stop_proxy(p)
+        path = p.log_path
+        lines = read_lines(path)
+        close = json.loads(lines[-1])["seq"]
+        p1 = forged_event(2 ** 53 - 2, last_hash(lines), "ovf.invalid")
+        p2 = forged_event(2 ** 53 - 1, last_hash([p1]), "ovf.invalid")
+        lines += [p1, lines[-1], p2]
+        write_lines(path, lines)
+        resumed_twice(self, "t7-f2", key0, p.log_dir, lines, close)
+        r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
+                     "--anchor", key0 + ".anchor")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("seq %d follows seq %d" % (2 ** 53 - 2, close),
+                      r.stdout + r.stderr)
+
+    def test_f3_hard_links(self):
+        """F3: NAME.2 .. NAME.100000 hard links to a copy of the writer's
+        first line: the proxy keeps logging in its file, deletes none of
+        them, and closes its log on SIGTERM within the drain time."""
+        key, pub = make_key("f3r4")
+        p = self.rotating_proxy("t7-f3", key)
+        try:
+            base, n = self.first_rotation(p, "f3a")
+            self.assertEqual(n, 1)
+            seeds = [os.path.join(W["dir"], "f3seed%d" % i) for i in (0, 1)]
+            for s in seeds:   # ext4: 65000 links a file
+                write_lines(s, read_lines(base + "1")[:1])
+            for i in range(2, 100001):
+                os.link(seeds[i % 2], base + str(i))
+            size = os.path.getsize(p.log_path)
+            flood(p.port, 20, "f3b", threads=4)
+            time.sleep(1.5)
+            hosts = [json.loads(x).get("host")
+                     for x in read_lines(p.log_path)]
+            status = p.stop(timeout=35)
+            links = [os.stat(s).st_nlink for s in seeds]
+        finally:
+            p.kill()
+            for i in range(2, 100001):
+                try:
+                    os.unlink(base + str(i))
+                except FileNotFoundError:
+                    pass
+        self.assertEqual(status, 0, p.stderr()[-2000:])
+        self.assertIsNone(p.sanitizer_report())
+        self.assertNotIn("unavailable", p.stderr())
+        self.assertGreater(os.path.getsize(p.log_path), size)
+        for i in range(4):
+            self.assertIn("f3b%d.invalid" % i, hosts)
+        self.assertEqual(links, [50001, 50000])
+        last = json.loads(read_lines(p.log_path)[-1])
+        self.assertEqual((last["event"], last["reason"]),
+                         ("log.checkpoint", "close"))
 
 
 if __name__ == "__main__":

@@ -936,6 +936,18 @@ test_anchor_parse(void **state)
 		    " key=" A_KEY " first=9007199254740992",
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY " first=3 first=4",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " files=2:" A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=2",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=2:xyz",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=100001:" A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=-1:" A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 files=1:" A_HASH " files=1:" A_HASH,
 		"sandgate-anchor-v1 hash=" A_HASH " seq=7 reason=close ts=" A_TS
 		    " key=" A_KEY,
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
@@ -957,6 +969,13 @@ test_anchor_parse(void **state)
 	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3",
 	    strlen(good) + 7, &a, &what), 0);
 	assert_int_equal(a.first, 3);
+	assert_false(a.have_files);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3 "
+	    "files=12:" A_HASH, strlen(good) + 7 + 74, &a, &what), 0);
+	assert_true(a.have_files);
+	assert_int_equal(a.files, 12);
+	assert_string_equal(a.files_hash, A_HASH);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (checkpoint_anchor_parse(bad[i], strlen(bad[i]), &a,
 		    &what) != -1 || what == NULL)
@@ -1567,6 +1586,17 @@ rotating_key(struct tmp *t, char (*rot)[160], size_t n)
 	return pubkey(pub);
 }
 
+/* Events appended one at a time until path exists (at most 200). */
+static void
+append_until(struct eventlog *log, const char *path)
+{
+	int	n;
+
+	for (n = 0; n < 200 && access(path, F_OK) == -1; n++)
+		append_n(log, n, 1);
+	assert_int_equal(access(path, F_OK), 0);
+}
+
 /* The log opened with lo, a signer on t->key, its open checkpoint. */
 static struct eventlog *
 rotating_open(struct tmp *t, const struct eventlog_opts *lo,
@@ -1689,12 +1719,10 @@ test_rotated_files_planted(void **state)
 	EVP_PKEY		*k;
 	FILE			*f;
 	size_t			 i;
-	int			 n;
 
 	k = rotating_key(t, rot, 11);
 	log = rotating_open(t, &lo, &ck);
-	for (n = 0; n < 100 && access(rot[0], F_OK) == -1; n++)
-		append_n(log, n, 1);
+	append_until(log, rot[0]);
 	assert_int_equal(access(rot[1], F_OK), -1);
 	/* Whoever writes the folder: a non-log file, then empty ones. */
 	assert_non_null(f = fopen(rot[1], "w"));
@@ -1720,6 +1748,282 @@ test_rotated_files_planted(void **state)
 	    CKVERIFY_UNTRUSTED);
 	if (strstr(v.what, "says it keeps the log from seq 1") == NULL)
 		fail_msg("%s", v.what);
+	EVP_PKEY_free(k);
+}
+
+/* A log line of seq with prev and its hash computed (caller frees). */
+static char *
+forged(long long seq, const char *prev)
+{
+	char	*line, hash[LOGVERIFY_HASH_HEX + 1];
+	size_t	 len;
+
+	util_xasprintf(&line, "{\"ts\":\"2026-12-01T00:00:00.000000Z\","
+	    "\"seq\":%lld,\"event\":\"egress.blocked\",\"host\":"
+	    "\"f.invalid\",\"prev\":\"%.64s\",\"hash\":\"" Z64 "\"}", seq,
+	    prev);
+	len = strlen(line);
+	assert_int_equal(logverify_hash(line, len, hash), 0);
+	memcpy(line + HASH_AT(len), hash, LOGVERIFY_HASH_HEX);
+	return line;
+}
+
+/* Write the lines v[0 .. n) to path. */
+static void
+write_lines(const char *path, char *const *v, size_t n)
+{
+	FILE	*f = fopen(path, "wb");
+	size_t	 i;
+
+	assert_non_null(f);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s\n", v[i]);
+	fclose(f);
+}
+
+/*
+ * Three lines planted at the end of a closed log: P1 (seq 2^53 - 2,
+ * following the close), a copy of the close or a line whose hash does
+ * not verify, and P2 (seq 2^53 - 1, prev the hash of P1), also with the
+ * file past the first tail window. P2 follows only P1, which follows
+ * nothing the writer wrote: the writer continues from its close
+ * (log.resume), keeps writing and closes.
+ */
+static void
+test_seq_planted_linked(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct lines		 l;
+	EVP_PKEY		*k = NULL;
+	char			*p1, *mid, *p2, *pad, anchor[160];
+	int			 c;
+	size_t			 base;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	for (c = 0; c < 3; c++) {
+		if (c > 0) {
+			unlink(t->path);
+			unlink(anchor);
+			EVP_PKEY_free(k);
+		}
+		k = signed_log(t, 100, 3, "close");	/* close at 5 */
+		lines_read(&l, t->path);
+		assert_int_equal(l.n, 5);
+		p1 = forged(SG_LOG_SEQ_MAX - 1, l.v[4] + HASH_AT(strlen(
+		    l.v[4])));
+		if (c == 1)
+			mid = forged(5, Z64);		/* does not verify */
+		else
+			mid = strdup(l.v[4]);		/* the close, copied */
+		assert_non_null(mid);
+		if (c == 1)
+			memset(mid + HASH_AT(strlen(mid)), 'a', 8);
+		p2 = forged(SG_LOG_SEQ_MAX, p1 + HASH_AT(strlen(p1)));
+		pad = malloc(9000);
+		assert_non_null(pad);
+		memset(pad, 'x', 8999);
+		pad[8999] = '\0';
+		l.v[5] = p1;
+		l.v[6] = mid;
+		l.v[7] = c == 2 ? pad : p2;
+		l.v[8] = p2;
+		l.n = c == 2 ? 9 : 8;
+		write_lines(t->path, l.v, l.n);
+		if (c != 2)
+			free(pad);
+		lines_free(&l);
+		base = c == 2 ? 9 : 8;
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_int_equal(l.n, base + 5);
+		assert_non_null(strstr(l.v[base], "\"event\":\"log.resume\""));
+		assert_non_null(strstr(l.v[base], "\"found_seq\":5,"));
+		assert_int_equal(seq_of(&l, base), 6);
+		assert_int_equal(seq_of(&l, l.n - 1), 10);
+		lines_free(&l);
+		anchor_of(t, &a);
+		assert_int_equal(a.seq, 10);
+		/* Started again: it continues from its own close. */
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_int_equal(seq_of(&l, l.n - 1), 14);
+		lines_free(&l);
+	}
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Files planted at the rotated names that start with a copy of the
+ * writer's own first line (the oldest one past the first tail window
+ * and ending with a line of seq 10^12), and one that starts with a line
+ * of seq 2^53 - 100: none of them is the writer's. It neither rotates
+ * onto them nor deletes them, and its anchor still says it keeps the log
+ * from seq 1, also after a restart with them there; deleting its real
+ * rotated file with them fails verify --key.
+ */
+static void
+test_rotated_files_copied(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	struct stat		 st1, st2;
+	char			 rot[11][160], *v10[102], xs[101];
+	const char		*paths[1];
+	EVP_PKEY		*k;
+	size_t			 i;
+	int			 round;
+
+	k = rotating_key(t, rot, 11);
+	log = rotating_open(t, &lo, &ck);
+	append_until(log, rot[0]);
+	lines_read(&l, rot[0]);
+	assert_int_equal(seq_of(&l, 0), 1);
+	memset(xs, 'x', 100);
+	xs[100] = '\0';
+	v10[0] = l.v[0];
+	for (i = 1; i <= 100; i++)
+		v10[i] = xs;
+	v10[101] = forged(1000000000000LL, Z64);
+	write_lines(rot[9], v10, 102);
+	free(v10[101]);
+	v10[1] = forged(SG_LOG_SEQ_MAX - 100, Z64);
+	write_lines(rot[8], v10 + 1, 1);
+	free(v10[1]);
+	for (i = 1; i < 8; i++)
+		write_lines(rot[i], l.v, 1);
+	lines_free(&l);
+	assert_int_equal(stat(rot[0], &st1), 0);
+	for (round = 0; round < 2; round++) {
+		if (round == 1)
+			log = rotating_open(t, &lo, &ck);
+		append_n(log, 100, 60);
+		rotating_close(t, log, ck, &a);
+		if (a.first != 1)
+			fail_msg("round %d: the anchor says first=%lld", round,
+			    a.first);
+		assert_int_equal(stat(rot[0], &st2), 0);
+		assert_true(st1.st_ino == st2.st_ino &&
+		    st1.st_size == st2.st_size);
+		for (i = 1; i < 10; i++)
+			assert_int_equal(access(rot[i], F_OK), 0);
+		assert_int_equal(access(rot[10], F_OK), -1);
+	}
+	for (i = 0; i < 10; i++)
+		assert_int_equal(unlink(rot[i]), 0);
+	paths[0] = t->path;
+	assert_int_equal(verify_with(paths, 1, k, &a, &v),
+	    CKVERIFY_UNTRUSTED);
+	if (strstr(v.what, "says it keeps the log from seq 1") == NULL)
+		fail_msg("%s", v.what);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Hard links to a copy of the writer's first line at name.2 ..
+ * name.SG_LOG_ROTATED_MAX: the writer keeps logging in its file (the
+ * rotation is in the way of files not its own), deletes none of them,
+ * and opens the log again with them there.
+ */
+static void
+test_rotated_files_linked(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 10 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct stat		 st;
+	char			 rot[1][160], seed[2][160], p[200];
+	EVP_PKEY		*k;
+	unsigned		 i;
+	int			 round;
+
+	k = rotating_key(t, rot, 1);
+	log = rotating_open(t, &lo, &ck);
+	append_until(log, rot[0]);
+	lines_read(&l, rot[0]);
+	for (i = 0; i < 2; i++) {	/* ext4: 65000 links a file */
+		snprintf(seed[i], sizeof(seed[i]), "%s/seed%u", t->keys, i);
+		write_lines(seed[i], l.v, 1);
+	}
+	lines_free(&l);
+	for (i = 2; i <= SG_LOG_ROTATED_MAX; i++) {
+		snprintf(p, sizeof(p), "%s.%u", t->path, i);
+		assert_int_equal(link(seed[i % 2], p), 0);
+	}
+	for (round = 0; round < 2; round++) {
+		if (round == 1)
+			log = rotating_open(t, &lo, &ck);
+		append_n(log, 100, 60);
+		assert_true(eventlog_healthy(log));
+		rotating_close(t, log, ck, &a);
+		assert_int_equal(a.first, 1);
+		assert_int_equal(stat(seed[0], &st), 0);
+		assert_int_equal(st.st_nlink, 1 + SG_LOG_ROTATED_MAX / 2);
+		assert_int_equal(stat(seed[1], &st), 0);
+		assert_int_equal(st.st_nlink, SG_LOG_ROTATED_MAX / 2);
+	}
+	EVP_PKEY_free(k);
+}
+
+/*
+ * While the writer is stopped, its rotated files replaced by files whose
+ * first lines have falling seqs just under its close, and its current
+ * file's first line by one of seq close - 1: they do not match what its
+ * anchor lists (files=), so deleting them past keep does not move the
+ * anchor's first on, which stays 1.
+ */
+static void
+test_rotated_files_restart(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 3 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 rot[4][160], *v[1];
+	struct stat		 st, now;
+	EVP_PKEY		*k;
+	size_t			 i;
+	int			 n;
+
+	k = rotating_key(t, rot, 4);
+	log = rotating_open(t, &lo, &ck);
+	append_until(log, rot[2]);
+	assert_int_equal(access(rot[3], F_OK), -1);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.first, 1);
+	assert_true(a.have_files);
+	assert_int_equal(a.files, 3);
+	lines_read(&l, t->path);
+	free(l.v[0]);
+	l.v[0] = forged(a.seq - 1, Z64);
+	lines_write(&l, t->path, 0, l.n);
+	lines_free(&l);
+	for (i = 0; i < 3; i++) {
+		v[0] = forged(a.seq - 2 - (long long)i, Z64);
+		write_lines(rot[i], v, 1);
+		free(v[0]);
+	}
+	assert_int_equal(stat(t->path, &st), 0);
+	log = rotating_open(t, &lo, &ck);
+	/* One rotation: the oldest file, past keep, deleted. */
+	for (n = 0; n < 200 && stat(t->path, &now) == 0 &&
+	    now.st_ino == st.st_ino; n++)
+		append_n(log, n, 1);
+	assert_true(n < 200);
+	assert_int_equal(access(rot[3], F_OK), -1);
+	rotating_close(t, log, ck, &a);
+	if (a.first != 1)
+		fail_msg("the anchor says first=%lld", a.first);
 	EVP_PKEY_free(k);
 }
 
@@ -1753,6 +2057,10 @@ main(void)
 		T(test_seq_planted_near_bound),
 		T(test_rotated_files_removed),
 		T(test_rotated_files_planted),
+		T(test_seq_planted_linked),
+		T(test_rotated_files_copied),
+		T(test_rotated_files_linked),
+		T(test_rotated_files_restart),
 	};
 #undef T
 
