@@ -738,14 +738,25 @@ checkpoint_anchor_reserve(struct checkpoint *ck)
 	if (fd == -1)
 		return checkpoint_fail(ck, "cannot create \"%s\": %s",
 		    ck->anchor_tmp, strerror(errno));
-	memset(pad, '\n', sizeof(pad));
-	if (write(fd, pad, sizeof(pad)) != (ssize_t)sizeof(pad) ||
-	    fsync(fd) == -1) {
+	/*
+	 * fallocate gives the blocks at once, without writing or syncing
+	 * them; where the file system has no fallocate, written and synced.
+	 */
+	if (fallocate(fd, 0, 0, sizeof(pad)) == 0)
+		saved = 0;
+	else if (errno != EOPNOTSUPP && errno != ENOSYS)
 		saved = errno;
+	else {
+		memset(pad, '\n', sizeof(pad));
+		errno = 0;
+		saved = write(fd, pad, sizeof(pad)) != (ssize_t)sizeof(pad) ||
+		    fsync(fd) == -1 ? (errno ? errno : ENOSPC) : 0;
+	}
+	if (saved != 0) {
 		close(fd);
 		(void)unlink(ck->anchor_tmp);
 		return checkpoint_fail(ck, "cannot write the anchor \"%s\": %s",
-		    ck->anchor_tmp, strerror(saved ? saved : ENOSPC));
+		    ck->anchor_tmp, strerror(saved));
 	}
 	ck->anchor_fd = fd;
 	ck->anchor_failed = 0;
