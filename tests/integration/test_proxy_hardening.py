@@ -493,6 +493,81 @@ class F02BlockLog(Case):
             subprocess.run(["umount", "-l", logs])
             os.rmdir(logs)
 
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_flood_into_nearly_spent_reserve_stops_only_the_flooder(self):
+        """The volume is already under the reserve (older logs) with room
+        for the flooder's 64 lines and a few more above the floor. The
+        flooder is stopped at its 64th line, however fast it writes, and
+        the other sandbox goes on. 4a8ec1a (and e8859ad) looked at the
+        free space every 10 ms only: a flood that went from the reserve
+        to the floor in between stopped nobody and refused everybody."""
+        logs = tempfile.mkdtemp(prefix="sg-nearfull-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
+                        logs], check=True)
+        try:
+            p = control_proxy("nearfull", extra_args=[
+                "--log-dir", logs] + proxylib.full_lines_args())
+            p.log_dir = logs
+            p.log_path = os.path.join(logs, "security-events.jsonl")
+            register(p, "127.0.0.2", SBX_A)
+            register(p, "127.0.0.3", SBX_B)
+            hosts = ["fl%04d.invalid" % i for i in range(1000)]
+            # One line of the flood's size: how much room to leave.
+            size0 = os.path.getsize(p.log_path)
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            c.send(get_request("http://%s/" % hosts[0], hosts[0],
+                               "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+            c.close()
+            line = os.path.getsize(p.log_path) - size0 + 16
+            # Floor (32 KiB) + the flooder's 64 lines + 12 KiB for B.
+            target = 32 * 1024 + 64 * line + 12 * 1024
+            st = os.statvfs(logs)
+            fill = (st.f_bavail * st.f_frsize - target) // 4096 * 4096
+            os.mkdir(os.path.join(logs, "older"))
+            with open(os.path.join(logs, "older", "fill"), "wb") as f:
+                f.write(b"\0" * fill)
+            st = os.statvfs(logs)
+            self.assertLess(st.f_bavail * st.f_frsize, 256 * 1024)
+            sent = 1 + self.flood(p, "127.0.0.2", 0.5, hosts=hosts)
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(self.allowed_get("/b", close=True))
+            r = c.read_response()
+            c.close()
+            st = os.statvfs(logs)
+            self.assertEqual(r.status, 200, "the other sandbox was refused "
+                             "with %d KiB free: %r; stderr:\n%s"
+                             % (st.f_bavail * st.f_frsize // 1024, r,
+                                p.stderr()[-1500:]))
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            c.send(self.allowed_get("/a", close=True))
+            r = c.read_response()
+            c.close()
+            self.assertEqual(r.header("X-Sandgate-Reason"), "log_unavailable",
+                             "the flooder was not stopped: %r" % r)
+            self.assertIn("%s wrote most of the recent events and is "
+                          "stopped" % SBX_A, p.stderr())
+            self.assertGreaterEqual(st.f_bavail * st.f_frsize, 32 * 1024)
+            self.assertEqual(stop_and_check(p), [])
+            # Every attempt of the flooder is a line or counted.
+            lines = counted = 0
+            with open(p.log_path) as f:
+                for raw in f:
+                    e = json.loads(raw)
+                    if e.get("sandbox") != SBX_A:
+                        continue
+                    if e["event"] == "egress.blocked":
+                        lines += 1
+                    elif e["event"] == "egress.blocked_summary":
+                        counted += e["count"]
+            self.assertEqual(lines, 64, "lines of the flooder")
+            self.assertEqual(lines + counted, sent + 1,
+                             "%d lines + %d counted" % (lines, counted))
+        finally:
+            subprocess.run(["umount", "-l", logs])
+            os.rmdir(logs)
+
 
 # 3 ------------------------------------------- HelloRetryRequest and SNI
 
