@@ -152,10 +152,18 @@ def control_proxy(name, **kw):
     args = list(kw.pop("extra_args", ())) + ["--control-socket", ctl]
     p = start_proxy(name, extra_args=args, **kw)
     p.ctl = ctl
-    # "listening on" comes before the control socket is bound.
+    # "listening on" comes before the control socket is bound, and its
+    # name exists (bind) before it accepts (listen): wait for a connect.
     deadline = time.monotonic() + 10
-    while not os.path.exists(ctl) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while time.monotonic() < deadline:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(ctl)
+            break
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            s.close()
     return p
 
 
@@ -514,13 +522,14 @@ class F02BlockLog(Case):
             register(p, "127.0.0.3", SBX_B)
             hosts = ["fl%04d.invalid" % i for i in range(1000)]
             # One line of the flood's size: how much room to leave.
-            size0 = os.path.getsize(p.log_path)
             c = proxylib.bound_conn("127.0.0.2", p.port)
             c.send(get_request("http://%s/" % hosts[0], hosts[0],
                                "Connection: close\r\n"))
             self.assertEqual(c.read_response().status, 403)
             c.close()
-            line = os.path.getsize(p.log_path) - size0 + 16
+            e = self.wait_logged(p, 0, event="egress.blocked",
+                                 host=hosts[0])
+            line = len(json.dumps(e, separators=(",", ":"))) + 64
             # Floor (32 KiB) + the flooder's 64 lines + 12 KiB for B.
             target = 32 * 1024 + 64 * line + 12 * 1024
             st = os.statvfs(logs)
