@@ -14,6 +14,7 @@ Clients play sandboxes from 127.0.0.2 and 127.0.0.3. The root-only case
 (a log folder on a small tmpfs) is skipped without root.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -460,21 +461,31 @@ class F02BlockLog(Case):
                          "the other sandbox's blocks were pushed out: %r"
                          % body)
 
-    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
-                         "needs root to mount a small tmpfs")
-    def test_full_log_volume_stops_the_sandbox_that_filled_it(self):
+    @contextlib.contextmanager
+    def small_log_proxy(self, name):
+        """A control proxy logging to a 2 MiB tmpfs (removed after),
+        127.0.0.2 registered as SBX_A and 127.0.0.3 as SBX_B."""
         logs = tempfile.mkdtemp(prefix="sg-smalllog-")
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
                         logs], check=True)
         try:
             # Every block its own line, so the flood fills the folder fast
             # (4a8ec1a has no such options, and writes every line anyway).
-            p = control_proxy("fill", extra_args=[
+            p = control_proxy(name, extra_args=[
                 "--log-dir", logs] + proxylib.full_lines_args())
             p.log_dir = logs
             p.log_path = os.path.join(logs, "security-events.jsonl")
             register(p, "127.0.0.2", SBX_A)
             register(p, "127.0.0.3", SBX_B)
+            yield p
+        finally:
+            subprocess.run(["umount", "-l", logs])
+            os.rmdir(logs)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_full_log_volume_stops_the_sandbox_that_filled_it(self):
+        with self.small_log_proxy("fill") as p:
             stopped = False
             for _ in range(60):
                 self.flood(p, "127.0.0.2", 0.5, hosts=[
@@ -497,9 +508,6 @@ class F02BlockLog(Case):
             status, st = proxylib.control(p.ctl, "GET", "/status")
             self.assertTrue(st.get("log_pressure"), st)
             stop_and_check(p)
-        finally:
-            subprocess.run(["umount", "-l", logs])
-            os.rmdir(logs)
 
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
                          "needs root to mount a small tmpfs")
@@ -510,16 +518,8 @@ class F02BlockLog(Case):
         the other sandbox goes on. 4a8ec1a (and e8859ad) looked at the
         free space every 10 ms only: a flood that went from the reserve
         to the floor in between stopped nobody and refused everybody."""
-        logs = tempfile.mkdtemp(prefix="sg-nearfull-")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
-                        logs], check=True)
-        try:
-            p = control_proxy("nearfull", extra_args=[
-                "--log-dir", logs] + proxylib.full_lines_args())
-            p.log_dir = logs
-            p.log_path = os.path.join(logs, "security-events.jsonl")
-            register(p, "127.0.0.2", SBX_A)
-            register(p, "127.0.0.3", SBX_B)
+        with self.small_log_proxy("nearfull") as p:
+            logs = p.log_dir
             hosts = ["fl%04d.invalid" % i for i in range(1000)]
             # One line of the flood's size: how much room to leave.
             c = proxylib.bound_conn("127.0.0.2", p.port)
@@ -570,12 +570,10 @@ class F02BlockLog(Case):
                         lines += 1
                     elif e["event"] == "egress.blocked_summary":
                         counted += e["count"]
-            self.assertEqual(lines, 64, "lines of the flooder")
+            self.assertEqual(lines, 64, "lines of the flooder; stderr:\n"
+                             + p.stderr()[-1500:])
             self.assertEqual(lines + counted, sent + 1,
                              "%d lines + %d counted" % (lines, counted))
-        finally:
-            subprocess.run(["umount", "-l", logs])
-            os.rmdir(logs)
 
 
 # 3 ------------------------------------------- HelloRetryRequest and SNI
