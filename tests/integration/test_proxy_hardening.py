@@ -515,9 +515,10 @@ class F02BlockLog(Case):
         """The volume is already under the reserve (older logs) with room
         for the flooder's 64 lines and a few more above the floor. The
         flooder is stopped at its 64th line, however fast it writes, and
-        the other sandbox goes on. 4a8ec1a (and e8859ad) looked at the
-        free space every 10 ms only: a flood that went from the reserve
-        to the floor in between stopped nobody and refused everybody."""
+        the other sandbox goes on. e8859ad looked at the free space every
+        10 ms only: a flood that went from the reserve to the floor in
+        between stopped nobody and refused everybody (4a8ec1a stopped
+        nobody before the volume was full)."""
         with self.small_log_proxy("nearfull") as p:
             logs = p.log_dir
             hosts = ["fl%04d.invalid" % i for i in range(1000)]
@@ -539,6 +540,13 @@ class F02BlockLog(Case):
                 f.write(b"\0" * fill)
             st = os.statvfs(logs)
             self.assertLess(st.f_bavail * st.f_frsize, 256 * 1024)
+            # The older logs appeared at once, not line by line as the
+            # proxy's own: let it look (/status does) before the flood.
+            # Twice: e8859ad's /status read log_pressure before it looked
+            # (4a8ec1a has none: it stops nobody before the volume is full).
+            proxylib.control(p.ctl, "GET", "/status")
+            status, st = proxylib.control(p.ctl, "GET", "/status")
+            self.assertTrue(st.get("log_pressure", True), st)
             sent = 1 + self.flood(p, "127.0.0.2", 0.5, hosts=hosts)
             c = proxylib.bound_conn("127.0.0.3", p.port)
             c.send(self.allowed_get("/b", close=True))
