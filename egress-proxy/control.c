@@ -150,6 +150,8 @@ control_status(struct proxy *px, struct evhttp_request *req)
 {
 	unsigned long long	blocked = 0;
 	size_t			i;
+	/* First: it looks at the folder, which log_pressure then says. */
+	int			healthy = proxy_log_healthy(px, NULL, NULL);
 
 	for (i = 0; i < SG_REASON_MAX; i++)
 		blocked += px->stats.requests_blocked[i];
@@ -157,8 +159,7 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	control_cursor = px->block_serial;
 	control_reply(req, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, "
 	    "s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
-	    "health", proxy_log_healthy(px, NULL, NULL) ? "ok" :
-	    "log_unavailable",
+	    "health", healthy ? "ok" : "log_unavailable",
 	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
 	    "egress is refused until it has room" : eventlog_error(px->seclog),
 	    "policy_digest", policy_digest(px->policy->policy),

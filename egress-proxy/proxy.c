@@ -52,6 +52,7 @@ static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
 		    const struct proxy_event *, struct proxy_cuts *);
 static const char *proxy_cut(const char *, char *buf);
 static void	proxy_log_warn(struct proxy *);
+static int	proxy_log_space_due(const struct proxy *);
 
 struct proxy_policy *
 proxy_policy_ref(struct proxy *px)
@@ -342,7 +343,7 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 		    reason_code(pe->reason), pe->message);
 	}
 	/* A flood fills the folder between ticks: look often meanwhile. */
-	if (util_now_us() - px->space_checked_us >= PROXY_SPACE_CHECK_US)
+	if (proxy_log_space_due(px))
 		proxy_log_check_space(px);
 	if (px->blocks != NULL) {
 		memset(&be, 0, sizeof(be));
@@ -446,6 +447,24 @@ proxy_log_healthy(struct proxy *px, const struct proxy_client *who,
 	    sizeof(ident))));
 }
 
+/*
+ * 1 when the log folder is due a look (PROXY_SPACE_CHECK_US): 10 ms since
+ * the last, or the lines written since then may have used all the room
+ * that was left above the reserve (none under it: any line).
+ */
+static int
+proxy_log_space_due(const struct proxy *px)
+{
+	unsigned long long	w;
+
+	if (util_now_us() - px->space_checked_us >= PROXY_SPACE_CHECK_US)
+		return 1;
+	if (px->seclog == NULL)
+		return 0;
+	w = eventlog_written(px->seclog) - px->space_written;
+	return w > 0 && w >= px->space_room;
+}
+
 void
 proxy_log_check_space(struct proxy *px)
 {
@@ -455,6 +474,9 @@ proxy_log_check_space(struct proxy *px)
 	int			 ok, pressure = 0;
 
 	px->space_checked_us = util_now_us();
+	px->space_written = px->seclog != NULL ?
+	    eventlog_written(px->seclog) : 0;
+	px->space_room = 0;
 	if (statvfs(px->cfg.log_dir, &sv) == -1)
 		ok = 0;
 	else {
@@ -465,7 +487,14 @@ proxy_log_check_space(struct proxy *px)
 		if (reserve > PROXY_LOG_RESERVE_MAX)
 			reserve = PROXY_LOG_RESERVE_MAX;
 		ok = !(sv.f_flag & ST_RDONLY) && avail >= PROXY_LOG_SPACE_MIN;
-		pressure = ok && avail < reserve;
+		/*
+		 * Also under the floor: the client that wrote the volume
+		 * full is stopped there too, and its blocks only counted,
+		 * so that the last room is not its to use up either.
+		 */
+		pressure = !(sv.f_flag & ST_RDONLY) && avail < reserve;
+		if (avail > reserve)
+			px->space_room = avail - reserve;
 	}
 	if (ok != px->log_space_ok)
 		log_warnx("security-event log folder %s: %s", px->cfg.log_dir,

@@ -64,7 +64,13 @@ struct registry_entry;
  */
 #define PROXY_LOG_RESERVE_MIN		(256 * 1024)
 #define PROXY_LOG_RESERVE_MAX		(64ULL * 1024 * 1024)
-/* How often blocks look at the log folder's free room (a flood). */
+/*
+ * How often blocks look at the log folder's free room: every 10 ms, and
+ * as soon as the lines written since the last look could have used the
+ * room that was left above the reserve; under the reserve, after every
+ * line (proxy_log_space_due), so that however fast a client writes, its
+ * lines never carry the volume past the reserve unseen.
+ */
 #define PROXY_SPACE_CHECK_US		10000
 /* Room for a client's identity: a sandbox id or "addr:" and an address. */
 #define PROXY_IDENT_MAX			80
@@ -169,6 +175,9 @@ struct proxy {
 	unsigned long long	 block_serial;	/* every block attempt */
 	int			 log_pressure;	/* log folder nearly full */
 	uint64_t		 space_checked_us;
+	/* At that check: eventlog_written(), and room above the reserve. */
+	unsigned long long	 space_written;
+	unsigned long long	 space_room;
 };
 
 extern struct proxy *proxy_g;
@@ -267,11 +276,12 @@ void	proxy_log_flush_blocks(struct proxy *, int all);
 int	proxy_log_healthy(struct proxy *, const struct proxy_client *who,
 	    const char *src);
 /*
- * Check the log folder's free space and read-only flag (every second), so
- * that a full disk refuses egress before an event is lost to it. Below
- * the reserve (PROXY_LOG_RESERVE_*) the client that wrote at least half
- * of the recent lines is stopped (its egress refused, its blocks only
- * counted); below PROXY_LOG_SPACE_MIN every client is.
+ * Check the log folder's free space and read-only flag (every second, and
+ * as PROXY_SPACE_CHECK_US says), so that a full disk refuses egress before
+ * an event is lost to it. Below the reserve (PROXY_LOG_RESERVE_*) the
+ * client that wrote at least half of the recent lines, and at least
+ * BLOCKLOG_STOP_MIN of them, is stopped (its egress refused, its blocks
+ * only counted); below PROXY_LOG_SPACE_MIN every client is.
  */
 void	proxy_log_check_space(struct proxy *);
 

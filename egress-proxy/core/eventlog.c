@@ -53,6 +53,7 @@ struct eventlog {
 	dev_t			 dev;
 	ino_t			 ino;
 	off_t			 size;
+	unsigned long long	 written; /* bytes this process appended */
 	int			 need_nl; /* a torn line ends the file */
 	int			 dirty;	/* written since last sync */
 	uint64_t		 last_sync_us;
@@ -800,8 +801,10 @@ eventlog_write(struct eventlog *log, const char *line, size_t len)
 	ssize_t	n;
 
 	n = write(log->fd, line, len);
-	if (n > 0)
+	if (n > 0) {
 		log->size += n;
+		log->written += (unsigned long long)n;
+	}
 	if (n == (ssize_t)len) {
 		log->need_nl = 0;
 		log->dirty = 1;
@@ -1106,6 +1109,12 @@ long long
 eventlog_seq(const struct eventlog *log)
 {
 	return log->seq;
+}
+
+unsigned long long
+eventlog_written(const struct eventlog *log)
+{
+	return log->written;
 }
 
 const char *

@@ -163,6 +163,8 @@ int		 eventlog_healthy(const struct eventlog *);
 const char	*eventlog_error(const struct eventlog *);
 /* seq of the last event written or found at open (0 for a new log). */
 long long	 eventlog_seq(const struct eventlog *);
+/* Bytes appended since it was opened, across rotations (free-space use). */
+unsigned long long eventlog_written(const struct eventlog *);
 /* Its hash (64 hex; 64 zeros for a new log); owned by the log. */
 const char	*eventlog_hash(const struct eventlog *);
 /*

@@ -14,6 +14,7 @@ Clients play sandboxes from 127.0.0.2 and 127.0.0.3. The root-only case
 (a log folder on a small tmpfs) is skipped without root.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -152,10 +153,18 @@ def control_proxy(name, **kw):
     args = list(kw.pop("extra_args", ())) + ["--control-socket", ctl]
     p = start_proxy(name, extra_args=args, **kw)
     p.ctl = ctl
-    # "listening on" comes before the control socket is bound.
+    # "listening on" comes before the control socket is bound, and its
+    # name exists (bind) before it accepts (listen): wait for a connect.
     deadline = time.monotonic() + 10
-    while not os.path.exists(ctl) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while time.monotonic() < deadline:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(ctl)
+            break
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            s.close()
     return p
 
 
@@ -452,21 +461,31 @@ class F02BlockLog(Case):
                          "the other sandbox's blocks were pushed out: %r"
                          % body)
 
-    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
-                         "needs root to mount a small tmpfs")
-    def test_full_log_volume_stops_the_sandbox_that_filled_it(self):
+    @contextlib.contextmanager
+    def small_log_proxy(self, name):
+        """A control proxy logging to a 2 MiB tmpfs (removed after),
+        127.0.0.2 registered as SBX_A and 127.0.0.3 as SBX_B."""
         logs = tempfile.mkdtemp(prefix="sg-smalllog-")
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
                         logs], check=True)
         try:
             # Every block its own line, so the flood fills the folder fast
             # (4a8ec1a has no such options, and writes every line anyway).
-            p = control_proxy("fill", extra_args=[
+            p = control_proxy(name, extra_args=[
                 "--log-dir", logs] + proxylib.full_lines_args())
             p.log_dir = logs
             p.log_path = os.path.join(logs, "security-events.jsonl")
             register(p, "127.0.0.2", SBX_A)
             register(p, "127.0.0.3", SBX_B)
+            yield p
+        finally:
+            subprocess.run(["umount", "-l", logs])
+            os.rmdir(logs)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_full_log_volume_stops_the_sandbox_that_filled_it(self):
+        with self.small_log_proxy("fill") as p:
             stopped = False
             for _ in range(60):
                 self.flood(p, "127.0.0.2", 0.5, hosts=[
@@ -489,9 +508,80 @@ class F02BlockLog(Case):
             status, st = proxylib.control(p.ctl, "GET", "/status")
             self.assertTrue(st.get("log_pressure"), st)
             stop_and_check(p)
-        finally:
-            subprocess.run(["umount", "-l", logs])
-            os.rmdir(logs)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_flood_into_nearly_spent_reserve_stops_only_the_flooder(self):
+        """The volume is already under the reserve (older logs) with room
+        for the flooder's 64 lines and a few more above the floor. The
+        flooder is stopped at its 64th line, however fast it writes, and
+        the other sandbox goes on. e8859ad looked at the free space every
+        10 ms only: a flood that went from the reserve to the floor in
+        between stopped nobody and refused everybody (4a8ec1a stopped
+        nobody before the volume was full)."""
+        with self.small_log_proxy("nearfull") as p:
+            logs = p.log_dir
+            hosts = ["fl%04d.invalid" % i for i in range(1000)]
+            # One line of the flood's size: how much room to leave.
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            c.send(get_request("http://%s/" % hosts[0], hosts[0],
+                               "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+            c.close()
+            e = self.wait_logged(p, 0, event="egress.blocked",
+                                 host=hosts[0])
+            line = len(json.dumps(e, separators=(",", ":"))) + 64
+            # Floor (32 KiB) + the flooder's 64 lines + 12 KiB for B.
+            target = 32 * 1024 + 64 * line + 12 * 1024
+            st = os.statvfs(logs)
+            fill = (st.f_bavail * st.f_frsize - target) // 4096 * 4096
+            os.mkdir(os.path.join(logs, "older"))
+            with open(os.path.join(logs, "older", "fill"), "wb") as f:
+                f.write(b"\0" * fill)
+            st = os.statvfs(logs)
+            self.assertLess(st.f_bavail * st.f_frsize, 256 * 1024)
+            # The older logs appeared at once, not line by line as the
+            # proxy's own: let it look (/status does) before the flood.
+            # Twice: e8859ad's /status read log_pressure before it looked
+            # (4a8ec1a has none: it stops nobody before the volume is full).
+            proxylib.control(p.ctl, "GET", "/status")
+            status, st = proxylib.control(p.ctl, "GET", "/status")
+            self.assertTrue(st.get("log_pressure", True), st)
+            sent = 1 + self.flood(p, "127.0.0.2", 0.5, hosts=hosts)
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(self.allowed_get("/b", close=True))
+            r = c.read_response()
+            c.close()
+            st = os.statvfs(logs)
+            self.assertEqual(r.status, 200, "the other sandbox was refused "
+                             "with %d KiB free: %r; stderr:\n%s"
+                             % (st.f_bavail * st.f_frsize // 1024, r,
+                                p.stderr()[-1500:]))
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            c.send(self.allowed_get("/a", close=True))
+            r = c.read_response()
+            c.close()
+            self.assertEqual(r.header("X-Sandgate-Reason"), "log_unavailable",
+                             "the flooder was not stopped: %r" % r)
+            self.assertIn("%s wrote most of the recent events and is "
+                          "stopped" % SBX_A, p.stderr())
+            self.assertGreaterEqual(st.f_bavail * st.f_frsize, 32 * 1024)
+            self.assertEqual(stop_and_check(p), [])
+            # Every attempt of the flooder is a line or counted.
+            lines = counted = 0
+            with open(p.log_path) as f:
+                for raw in f:
+                    e = json.loads(raw)
+                    if e.get("sandbox") != SBX_A:
+                        continue
+                    if e["event"] == "egress.blocked":
+                        lines += 1
+                    elif e["event"] == "egress.blocked_summary":
+                        counted += e["count"]
+            self.assertEqual(lines, 64, "lines of the flooder; stderr:\n"
+                             + p.stderr()[-1500:])
+            self.assertEqual(lines + counted, sent + 1,
+                             "%d lines + %d counted" % (lines, counted))
 
 
 # 3 ------------------------------------------- HelloRetryRequest and SNI

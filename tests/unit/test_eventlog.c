@@ -246,16 +246,21 @@ test_write_verify(void **state)
 	struct tmp		*t = *state;
 	struct eventlog		*log;
 	struct logverify	 v;
+	struct stat		 st;
 	char			*cause = NULL;
 
 	log = eventlog_open(t->dir, NAME, NULL, &cause);
 	assert_non_null(log);
 	assert_int_equal(eventlog_seq(log), 0);
+	assert_int_equal(eventlog_written(log), 0);
 	append_n(log, 0, 200);
 	assert_int_equal(eventlog_seq(log), 200);
 	assert_int_equal(eventlog_healthy(log), 1);
 	assert_string_equal(eventlog_error(log), "");
 	assert_int_equal(eventlog_tick(log), 0);
+	/* Every byte it appended is counted (the free-space looks). */
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(eventlog_written(log), st.st_size);
 	eventlog_close(log);
 	assert_int_equal(verify_log(t->dir, NAME, &v), 0);
 	assert_int_equal(v.events, 200);
