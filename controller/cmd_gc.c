@@ -16,7 +16,10 @@
  * dockerd finishes a container create whose client was killed, so a folder
  * without a container whose create request went out less than
  * GC_SETTLE_SECS ago is judged only once that container appeared or the
- * time has passed.
+ * time has passed. dockerd lists a container before its create has
+ * finished (inspect and remove find it only at the end, a remove before
+ * then answers 404 and the create completes after it), so a dead
+ * sandbox's containers are removed only once inspect finds every one.
  * A folder whose lock another process holds (a create in progress), or
  * that has no lock file and changed in the last GC_GRACE_SECS, is left
  * alone. Idempotent: a second run finds nothing. Docker must answer:
@@ -67,6 +70,8 @@ static int		 gc_ours(json_t *);
 static int		 gc_has_container(struct gc *, const char *);
 static int		 gc_folder_exists(const char *);
 static int		 gc_settle(struct gc *, const char *);
+static int		 gc_created_once(struct gc *, const char *);
+static int		 gc_created(struct gc *, const char *);
 static void		 gc_containers(struct gc *);
 static int		 gc_in_use(const char *);
 static int		 gc_chmod_cb(const char *, const struct stat *, int,
@@ -201,6 +206,62 @@ gc_settle(struct gc *g, const char *id)
 		json_decref(list);
 	}
 	return found;
+}
+
+/*
+ * One look at sandbox id's containers: 1 when inspect finds every one that
+ * dockerd lists (or it lists none), 0 when one can't be inspected yet, -1
+ * when Docker stopped answering (said).
+ */
+static int
+gc_created_once(struct gc *g, const char *id)
+{
+	struct docker_cinfo	 ci;
+	json_t			*list, *c;
+	const char		*cid;
+	char			*cause = NULL;
+	size_t			 i;
+	int			 rv = 1;
+
+	if (docker_container_list(g->docker, GC_LABEL, id, &list,
+	    &cause) == -1)
+		rv = -1;
+	else {
+		json_array_foreach(list, i, c) {
+			cid = json_string_value(json_object_get(c, "Id"));
+			if (rv != 1 || cid == NULL || !gc_ours(c) ||
+			    docker_container_inspect(g->docker, cid, &ci,
+			    &cause) == 0)
+				continue;
+			rv = errno == ENOENT ? 0 : -1;
+		}
+		json_decref(list);
+	}
+	if (rv == -1) {
+		log_warnx("%s: %s; left alone", id, cause);
+		g->errors++;
+	}
+	free(cause);
+	return rv;
+}
+
+/*
+ * 1 when no create of a container of sandbox id is still under way, so
+ * that a remove is final: dockerd writes a container to its list
+ * mid-create, and takes it into the store that inspect and remove read
+ * only at the end; until then a remove answers 404 and the create still
+ * completes. Polls for GC_SETTLE_SECS at most: 0 when a listed container
+ * still can't be inspected then, -1 when Docker stopped answering.
+ */
+static int
+gc_created(struct gc *g, const char *id)
+{
+	time_t	end = time(NULL) + GC_SETTLE_SECS;
+	int	rv;
+
+	while ((rv = gc_created_once(g, id)) == 0 && time(NULL) < end)
+		usleep(GC_POLL_US);
+	return rv;
 }
 
 /* Step 1: containers whose sandbox folder is gone. */
@@ -406,7 +467,7 @@ gc_sandbox(struct gc *g, const char *id)
 	struct sandbox_meta	 m;
 	struct stat		 st;
 	char			 dir[4096], path[4200], *cause = NULL;
-	int			 dead, left;
+	int			 dead, left, ok;
 
 	if (state_path(dir, sizeof(dir), id, NULL) == -1 || gc_in_use(dir))
 		return;
@@ -420,6 +481,15 @@ gc_sandbox(struct gc *g, const char *id)
 	snprintf(path, sizeof(path), "%s/apply.pending", dir);
 	if (!dead && lstat(path, &st) == -1)
 		return;
+	if (dead && !g->dry && (ok = gc_created(g, id)) != 1) {
+		if (ok == 0) {
+			log_warnx("%s: dockerd is still creating a container of "
+			    "it after %d s; left alone, run gc again", id,
+			    GC_SETTLE_SECS);
+			g->errors++;
+		}
+		return;
+	}
 	g->acted++;
 	if (g->dry) {
 		printf(dead ? "would remove sandbox %s (its create or run was "

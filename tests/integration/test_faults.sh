@@ -64,14 +64,17 @@ done
 
 # The kill's worst moment, made certain: dockerd still creating the container
 # when the controller dies and gc runs. A relay in front of dockerd's socket
-# holds the create request 2 s (a loaded dockerd) and forwards it after the
-# kill, while gc runs; dockerd must still create the container (gc may not
-# pull the folder from under it) and gc must remove what appears late.
+# holds the create request (a loaded dockerd) until gc says it is waiting for
+# that container, and forwards it then, after the kill; dockerd must still
+# create the container (gc may not pull the folder from under it) and gc
+# must remove what appears late. Every step waits on its event (the request
+# seen, gc's notice, the answer), bounded, never on a guessed time: the
+# relay's hold is not taken from gc's window, however slow the machine.
 DSOCK=${DOCKER_HOST:-}; DSOCK=${DSOCK#unix://}
 [ -S "$DSOCK" ] || DSOCK=/var/run/docker.sock
 cat >"$SG_TMP/slowdocker.py" <<'PY'
 import socket, sys, threading, time
-path, upstream, seen, done = sys.argv[1:5]
+path, upstream, seen, release, done = sys.argv[1:6]
 srv = socket.socket(socket.AF_UNIX)
 srv.bind(path)
 srv.listen(16)
@@ -84,7 +87,12 @@ def pipe(a, b, held):
                 return last
             if held is not None and b"/containers/create" in data:
                 open(seen, "w").close()
-                time.sleep(2)
+                for _ in range(1200):   # 120 s at most
+                    try:
+                        open(release).close()
+                        break
+                    except OSError:
+                        time.sleep(0.1)
                 held.append(1)
             b.sendall(data)
     except OSError:
@@ -104,20 +112,42 @@ while True:
     threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
 PY
 python3 "$SG_TMP/slowdocker.py" "$SG_TMP/slow.sock" "$DSOCK" "$SG_TMP/create.seen" \
-    "$SG_TMP/create.done" &
+    "$SG_TMP/create.release" "$SG_TMP/create.done" &
 RELAY=$!
 sg_on_exit "kill $RELAY"
 for _ in $(seq 1 50); do [ -S "$SG_TMP/slow.sock" ] && break; sleep 0.1; done
 DOCKER_HOST=unix://$SG_TMP/slow.sock "$SG" create "$SG_TMP/big" --image "$IMG" \
     --network none >"$SG_TMP/create.out" 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do [ -e "$SG_TMP/create.seen" ] && break; sleep 0.05; done
+# wait_for FILE SECS [PID]: until FILE exists (or PID has ended), bounded
+wait_for() {
+	local i
+	for i in $(seq 1 $(($2 * 20))); do
+		[ -e "$1" ] && return 0
+		[ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
+		sleep 0.05
+	done
+	return 1
+}
+wait_for "$SG_TMP/create.seen" 120 "$pid"
 kill -KILL "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 left=$(traces)
-sg_run g "$SG" gc
-for _ in $(seq 1 300); do [ -e "$SG_TMP/create.done" ] && break; sleep 0.05; done
+"$SG" gc >"$SG_TMP/gc.out" 2>"$SG_TMP/gc.err" &
+gcpid=$!
+# the create goes on to dockerd once gc waits for it (or gc has ended)
+for _ in $(seq 1 1200); do
+	grep -q "waiting up to" "$SG_TMP/gc.err" 2>/dev/null && break
+	kill -0 "$gcpid" 2>/dev/null || break
+	sleep 0.05
+done
+: >"$SG_TMP/create.release"
+wait "$gcpid"
+g_out=$(cat "$SG_TMP/gc.out")
+wait_for "$SG_TMP/create.done" 120
 after=$(traces)
+assert_contains "gc said it waits for the cut-short create" \
+    "$(cat "$SG_TMP/gc.err")" "waiting up to"
 if [ -e "$SG_TMP/create.done" ]; then
 	assert_contains "create killed before dockerd created its container: dockerd still creates it" \
 	    "$(cat "$SG_TMP/create.done")" "201 Created"
