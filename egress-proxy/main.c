@@ -424,7 +424,6 @@ main_listen(struct proxy *px, const char *spec)
 		fatal("realloc");
 	px->ports[px->nports++] = port;
 	addr_set_add(px->self, (struct sockaddr *)&ss);
-	fprintf(stderr, "sandgate-proxy: listening on %s\n", spec);
 	return 0;
 }
 
@@ -697,6 +696,10 @@ main_loop_new(struct proxy *px)
 		return -1;
 	}
 	main_signals(px);
+	/* Said only now: whoever waits for it finds the proxy wholly set up. */
+	for (i = 0; i < px->cfg.nlisten; i++)
+		fprintf(stderr, "sandgate-proxy: listening on %s\n",
+		    px->cfg.listen[i]);
 	return 0;
 }
 
