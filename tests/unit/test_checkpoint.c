@@ -1783,6 +1783,35 @@ write_lines(const char *path, char *const *v, size_t n)
 }
 
 /*
+ * A log closed at seq 5 whose base lines end with lines planted after
+ * the close: the writer continues from its close (a log.resume as line
+ * base, found_seq 5), writes and closes at seq 10, and at its next start
+ * continues from its own close.
+ */
+static void
+resumed_from_close(struct tmp *t, size_t base)
+{
+	struct checkpoint_anchor a;
+	struct lines		 l;
+
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, base + 5);
+	assert_non_null(strstr(l.v[base], "\"event\":\"log.resume\""));
+	assert_non_null(strstr(l.v[base], "\"found_seq\":5,"));
+	assert_int_equal(seq_of(&l, base), 6);
+	assert_int_equal(seq_of(&l, l.n - 1), 10);
+	lines_free(&l);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 10);
+	/* Started again: it continues from its own close. */
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_int_equal(seq_of(&l, l.n - 1), 14);
+	lines_free(&l);
+}
+
+/*
  * Three lines planted at the end of a closed log: P1 (seq 2^53 - 2,
  * following the close), a copy of the close or a line whose hash does
  * not verify, and P2 (seq 2^53 - 1, prev the hash of P1), also with the
@@ -1794,12 +1823,10 @@ static void
 test_seq_planted_linked(void **state)
 {
 	struct tmp		*t = *state;
-	struct checkpoint_anchor a;
 	struct lines		 l;
 	EVP_PKEY		*k = NULL;
 	char			*p1, *mid, *p2, *pad, anchor[160];
 	int			 c;
-	size_t			 base;
 
 	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
 	for (c = 0; c < 3; c++) {
@@ -1834,22 +1861,7 @@ test_seq_planted_linked(void **state)
 		if (c != 2)
 			free(pad);
 		lines_free(&l);
-		base = c == 2 ? 9 : 8;
-		reopen_and_close(t);
-		lines_read(&l, t->path);
-		assert_int_equal(l.n, base + 5);
-		assert_non_null(strstr(l.v[base], "\"event\":\"log.resume\""));
-		assert_non_null(strstr(l.v[base], "\"found_seq\":5,"));
-		assert_int_equal(seq_of(&l, base), 6);
-		assert_int_equal(seq_of(&l, l.n - 1), 10);
-		lines_free(&l);
-		anchor_of(t, &a);
-		assert_int_equal(a.seq, 10);
-		/* Started again: it continues from its own close. */
-		reopen_and_close(t);
-		lines_read(&l, t->path);
-		assert_int_equal(seq_of(&l, l.n - 1), 14);
-		lines_free(&l);
+		resumed_from_close(t, c == 2 ? 9 : 8);
 	}
 	EVP_PKEY_free(k);
 }
@@ -2318,11 +2330,10 @@ static void
 test_seq_planted_split(void **state)
 {
 	struct tmp		*t = *state;
-	struct checkpoint_anchor a;
 	struct lines		 l;
 	EVP_PKEY		*k;
 	char			*w[MAXLINES], *p1, *p2, xs[100];
-	size_t			 i, n, base;
+	size_t			 i, n;
 
 	k = signed_log(t, 100, 3, "close");	/* close at 5 */
 	lines_read(&l, t->path);
@@ -2342,20 +2353,7 @@ test_seq_planted_split(void **state)
 	free(p1);
 	free(p2);
 	lines_free(&l);
-	base = n;
-	reopen_and_close(t);
-	lines_read(&l, t->path);
-	assert_int_equal(l.n, base + 5);
-	assert_non_null(strstr(l.v[base], "\"event\":\"log.resume\""));
-	assert_int_equal(seq_of(&l, base), 6);
-	assert_int_equal(seq_of(&l, l.n - 1), 10);
-	lines_free(&l);
-	anchor_of(t, &a);
-	assert_int_equal(a.seq, 10);
-	reopen_and_close(t);
-	lines_read(&l, t->path);
-	assert_int_equal(seq_of(&l, l.n - 1), 14);
-	lines_free(&l);
+	resumed_from_close(t, n);
 	EVP_PKEY_free(k);
 }
 
