@@ -38,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -1228,6 +1229,39 @@ class T8Round5(unittest.TestCase):
         r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
                      "--anchor", key + ".anchor")
         self.assertEqual(r.returncode, 1, anchor + r.stdout + r.stderr)
+
+    def test_f2_reopen_name_taken(self):
+        """F2 (the SIGUSR1 window): the log moved to NAME.1 as logrotate
+        does and a file starting with seq 10^12 put at NAME before the
+        proxy's SIGUSR1: the proxy moves it aside (stderr says so) and
+        logs in a file it made, which starts with its rotate checkpoint;
+        its anchor's first never takes 10^12."""
+        key, pub = make_key("f2r5")
+        p = self.rotating("t8-f2", key)
+        try:
+            flood(p.port, 10, "f2r5a")
+            os.rename(p.log_path, p.log_path + ".1")
+            planted = forged_event(10 ** 12, "0" * 64, "f2.invalid")
+            write_lines(p.log_path, [planted])
+            p.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+            flood(p.port, 10, "f2r5b")
+            for i in range(6):
+                flood(p.port, 50, "f2r5c%d-" % i)
+            time.sleep(1.2)
+        finally:
+            stop_proxy(p)
+        self.assertIn("did not create", p.stderr())
+        aside = [f for f in os.listdir(p.log_dir) if ".foreign." in f]
+        self.assertEqual(len(aside), 1, os.listdir(p.log_dir))
+        self.assertEqual(read_lines(os.path.join(p.log_dir, aside[0])),
+                         [planted])
+        for f in [p.log_path] + [p.log_path + ".%d" % i for i in (1, 2)]:
+            head = json.loads(read_lines(f)[0])
+            self.assertEqual(head["event"], "log.checkpoint", f)
+        with open(key + ".anchor") as f:
+            anchor = f.read()
+        self.assertNotIn("first=%d" % 10 ** 12, anchor)
 
     def test_f3_split_run_behind_junk(self):
         """F3: 8 KiB of junk, then [seq 2^53 - 2][a copy of the close]
