@@ -75,7 +75,9 @@ struct eventlog_opts {
  * (no rotation, not shared). The files it continues in after a rotation
  * or a reopen it makes itself (O_EXCL): a file someone else put at the
  * name (a symlink or FIFO included) is moved aside to
- * filename.foreign.SEQ.I, never written to, and stderr says so.
+ * filename.foreign.SEQ.I, never written to, and stderr says so. One
+ * missing name among the rotated files (a rotation cut short by a
+ * crash) is closed at open by moving the files after it down one name.
  * Returns NULL with *cause set (caller frees) if the file cannot be opened
  * or its last event cannot be found in its last SG_LOG_TAIL_SCAN bytes.
  */
