@@ -1161,6 +1161,19 @@ class T7Round4(unittest.TestCase):
                          ("log.checkpoint", "close"))
 
 
+def rounds_then_stop(p, tag, key):
+    """Six rounds of 50 blocked requests, a checkpoint interval, SIGTERM;
+    returns the anchor the proxy left beside key."""
+    try:
+        for i in range(6):
+            flood(p.port, 50, "%s%d-" % (tag, i))
+        time.sleep(1.2)
+    finally:
+        stop_proxy(p)
+    with open(key + ".anchor") as f:
+        return f.read()
+
+
 class T8Round5(unittest.TestCase):
     """Fifth round: the names shifted up one and a current file planted
     while the writer is stopped after its close (F1), a split planted run
@@ -1209,14 +1222,7 @@ class T8Round5(unittest.TestCase):
             with open(base + "1", "rb") as g:
                 f.write(g.read())
         q = self.rotating("t8-f1-again", key, log_dir=p.log_dir)
-        try:
-            for i in range(6):
-                flood(q.port, 50, "f1r5b%d-" % i)
-            time.sleep(1.2)
-        finally:
-            stop_proxy(q)
-        with open(key + ".anchor") as f:
-            anchor = f.read()
+        anchor = rounds_then_stop(q, "f1r5b", key)
         first = int(re.search(r" first=(\d+)", anchor).group(1))
         for f in [p.log_path] + [base + str(i) for i in range(1, 20)]:
             if os.path.exists(f):
@@ -1245,12 +1251,10 @@ class T8Round5(unittest.TestCase):
             write_lines(p.log_path, [planted])
             p.proc.send_signal(signal.SIGUSR1)
             time.sleep(0.5)
-            flood(p.port, 10, "f2r5b")
-            for i in range(6):
-                flood(p.port, 50, "f2r5c%d-" % i)
-            time.sleep(1.2)
-        finally:
+        except BaseException:
             stop_proxy(p)
+            raise
+        anchor = rounds_then_stop(p, "f2r5c", key)
         self.assertIn("did not create", p.stderr())
         aside = [f for f in os.listdir(p.log_dir) if ".foreign." in f]
         self.assertEqual(len(aside), 1, os.listdir(p.log_dir))
@@ -1259,8 +1263,6 @@ class T8Round5(unittest.TestCase):
         for f in [p.log_path] + [p.log_path + ".%d" % i for i in (1, 2)]:
             head = json.loads(read_lines(f)[0])
             self.assertEqual(head["event"], "log.checkpoint", f)
-        with open(key + ".anchor") as f:
-            anchor = f.read()
         self.assertNotIn("first=%d" % 10 ** 12, anchor)
 
     def test_f3_split_run_behind_junk(self):
