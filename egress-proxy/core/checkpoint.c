@@ -854,12 +854,22 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	/* Files removed while the writer was stopped stay missing. */
 	if (ck->anchor.have_files)
 		eventlog_vouch(ck->log, ck->anchor.files,
-		    ck->anchor.files_hash);
+		    ck->anchor.files_hash, strcmp(ck->anchor.reason,
+		    "close") == 0);
 	if (ck->anchor.first > 0)
 		eventlog_keep_from(ck->log, ck->anchor.first);
 	ck->found_seq = eventlog_seq(ck->log);
 	util_strlcpy(ck->found_hash, eventlog_hash(ck->log),
 	    sizeof(ck->found_hash));
+	/*
+	 * No writer gets within SG_LOG_SEQ_ROOM of the bound: such an end
+	 * is planted, whatever precedes or splits it; the writer continues
+	 * from its own last line.
+	 */
+	if (ck->found_seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM &&
+	    ck->anchor.seq < ck->found_seq)
+		eventlog_continue_from(ck->log, ck->anchor.seq,
+		    ck->anchor.hash);
 	ck->resume_due = ck->found_seq != ck->anchor.seq ||
 	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
 	    eventlog_foreign(ck->log);

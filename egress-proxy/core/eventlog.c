@@ -26,6 +26,8 @@
 #define EVENTLOG_LOCK_TRIES	16	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
+#define EVENTLOG_CREATE_TRIES	4	/* a name taken again and again */
+#define EVENTLOG_ASIDE_MAX	64	/* name.foreign.SEQ.I, I below it */
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
 				    JSON_ENSURE_ASCII)
@@ -37,7 +39,11 @@ static const char eventlog_zeros[EVENTLOG_HEX] =
 struct eventlog_own {
 	long long	seq;
 	char		hash[EVENTLOG_HEX];
-	int		vouched;	/* first may move on to it */
+	/*
+	 * The writer wrote it as the file's first line (or its anchor
+	 * lists it so): first may move on to it.
+	 */
+	int		vouched;
 };
 
 struct eventlog {
@@ -65,6 +71,9 @@ struct eventlog {
 	int			 in_first;	/* writing a file's first hook line */
 	int			 held;		/* shared: locked until released */
 	int			 not_reg;	/* the path is not a regular file */
+	/* The next open makes the file (O_EXCL): after a rotation, a reopen. */
+	int			 must_create;
+	int			 may_keep;	/* ... or keeps the file it had */
 	int			 foreign;	/* not-log lines end the file */
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
@@ -80,6 +89,8 @@ struct eventlog_found;
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_open_fd(struct eventlog *);
+static int	eventlog_create(struct eventlog *);
+static int	eventlog_move_aside(struct eventlog *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
@@ -87,7 +98,7 @@ static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
 static size_t	eventlog_collect(const char *, size_t, int,
 		    struct eventlog_found *, size_t, size_t *);
 static size_t	eventlog_chain_end(struct eventlog_found *, size_t,
-		    int *);
+		    int *, int);
 static int	eventlog_scan_window(int, off_t, off_t,
 		    struct logverify_line *, int *, int *);
 static int	eventlog_ends_torn(int, off_t);
@@ -103,7 +114,12 @@ static int	eventlog_rotate_files(struct eventlog *, unsigned);
 static long long eventlog_first_of(const char *, struct eventlog_own *);
 static int	eventlog_is_own(const char *, const struct eventlog_own *);
 static int	eventlog_drop(struct eventlog *, unsigned);
-static void	eventlog_find_first(struct eventlog *);
+static void	eventlog_find_first(struct eventlog *,
+		    const struct eventlog_own *);
+static int	eventlog_noted(const struct eventlog_own *,
+		    const struct eventlog_own *, unsigned,
+		    const struct eventlog_own *);
+static int	eventlog_close_gap(struct eventlog *, unsigned, long long);
 static int	eventlog_own_push(struct eventlog *, const struct eventlog_own *,
 		    int);
 static int	eventlog_own_digest(const struct eventlog_own *,
@@ -146,12 +162,19 @@ eventlog_open_file(const char *path, int flags, struct stat *st)
 	return -1;
 }
 
-/* Open the path for appending and note which file it is. */
+/*
+ * Open the path for appending and note which file it is: at start (and
+ * in shared mode) the file there, its first line noted as found (the
+ * anchor says whether it is the writer's, eventlog_vouch()); after a
+ * rotation or a reopen a file the writer makes (eventlog_create()).
+ */
 static int
 eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
 
+	if (log->must_create)
+		return eventlog_create(log);
 	log->fd = eventlog_open_file(log->path, O_RDWR | O_APPEND | O_CREAT,
 	    &st);
 	if (log->fd == -1) {
@@ -169,6 +192,86 @@ eventlog_open_fd(struct eventlog *log)
 	return 0;
 }
 
+/*
+ * Make a new file at the path (O_EXCL: never one that someone else put
+ * there, a symlink or a FIFO included); its first line will be the
+ * writer's own. A file at the name is moved aside (eventlog_move_aside())
+ * and the writer tries again, a few times; on a reopen the file it had
+ * is kept if it is still there (nobody rotated it). 0, or -1 with errno.
+ */
+static int
+eventlog_create(struct eventlog *log)
+{
+	struct stat	st;
+	unsigned	i;
+	int		fd;
+
+	for (i = 0; i < EVENTLOG_CREATE_TRIES; i++) {
+		fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+		if (fd != -1) {
+			memset(&log->cur, 0, sizeof(log->cur));
+			break;
+		}
+		if (errno != EEXIST)
+			return -1;
+		if (log->may_keep && (fd = eventlog_open_file(log->path,
+		    O_RDWR | O_APPEND, &st)) != -1) {
+			if (st.st_dev == log->dev && st.st_ino == log->ino)
+				break;
+			close(fd);
+			fd = -1;
+		}
+		if (eventlog_move_aside(log) == -1)
+			return -1;
+	}
+	if (fd == -1) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return -1;
+	}
+	log->fd = fd;
+	log->must_create = log->may_keep = log->not_reg = 0;
+	log->dev = st.st_dev;
+	log->ino = st.st_ino;
+	log->size = st.st_size;
+	log->cache_valid = 0;
+	return 0;
+}
+
+/*
+ * Move the file at the path, which the writer did not make, to
+ * name.foreign.SEQ.I (never over another file; SEQ the writer's last)
+ * and say so on stderr. 0 (also when it is gone), or -1 with errno.
+ */
+static int
+eventlog_move_aside(struct eventlog *log)
+{
+	char		to[4096];
+	unsigned	i;
+
+	for (i = 0; i < EVENTLOG_ASIDE_MAX; i++) {
+		snprintf(to, sizeof(to), "%s.foreign.%lld.%u", log->path,
+		    log->seq, i);
+		if (renameat2(AT_FDCWD, log->path, AT_FDCWD, to,
+		    RENAME_NOREPLACE) == 0) {
+			log_warnx("not writing to \"%s\": the writer did not "
+			    "create that file; moved to \"%s\", writing in a "
+			    "new one", log->path, to);
+			return 0;
+		}
+		if (errno == ENOENT)
+			return 0;
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
 /* One log line found by the tail scan, and where it ends in the window. */
 struct eventlog_found {
 	struct logverify_line	l;
@@ -184,18 +287,28 @@ struct eventlog_found {
  * and a later run is when its first line follows a linked line before
  * it by seq and hash. A run that follows none of them (planted: the
  * writer never makes a seq jump), or only a line that is itself
- * planted, is passed over. *skipped says whether a run was.
+ * planted, is passed over. strict: neither is a run that ends within
+ * SG_LOG_SEQ_ROOM of the bound (no writer gets there: planted, whatever
+ * precedes or splits it), and n is returned when no run is linked.
+ * *skipped says whether a run was passed over.
  */
 static size_t
-eventlog_chain_end(struct eventlog_found *f, size_t n, int *skipped)
+eventlog_chain_end(struct eventlog_found *f, size_t n, int *skipped,
+    int strict)
 {
-	size_t	b, j, end, e = 0;
+	size_t	b, j, end, e = strict ? n : 0;
 	int	linked;
 
 	for (b = 0; b < n; b = end) {
 		for (end = b + 1; end < n &&
 		    f[end - 1].l.seq + 1 == f[end].l.seq; end++)
 			;
+		if (strict && f[end - 1].l.seq > SG_LOG_SEQ_MAX -
+		    SG_LOG_SEQ_ROOM) {
+			for (j = b; j < end; j++)
+				f[j].linked = 0;
+			continue;
+		}
 		linked = b == 0;
 		for (j = b; !linked && j > 0; j--)
 			linked = f[j - 1].linked &&
@@ -253,10 +366,10 @@ eventlog_collect(const char *buf, size_t len, int cut,
  * torn nor empty follows it: a line that is not ours, or a log line the
  * writer does not continue from. A line whose hash does not verify still
  * counts (the chain continues from what it claims, and the verifier
- * reports the edit). *near says whether the end's run reaches back to
- * the window's start with a seq within SG_LOG_SEQ_ROOM of the bound: a
- * larger window may show that run is planted. Returns 1 found, 0 none,
- * -1 read error.
+ * reports the edit). *near says whether every run the window shows ends
+ * within SG_LOG_SEQ_ROOM of the bound (then the end is taken from them
+ * as before): a larger window may show the writer's own end before
+ * them. Returns 1 found, 0 none, -1 read error.
  */
 static int
 eventlog_scan_window(int fd, off_t size, off_t window,
@@ -265,7 +378,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	struct eventlog_found	*f = NULL;
 	char			*buf;
 	off_t			 off = size - window;
-	size_t			 n, cap, e, b, last_foreign;
+	size_t			 n, cap, e, last_foreign;
 	ssize_t			 got;
 	int			 skipped, rc = -1;
 
@@ -288,13 +401,13 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		*foreign = last_foreign > 0;
 		goto out;
 	}
-	e = eventlog_chain_end(f, n, &skipped);
+	/* Only runs near the bound: a larger window, or take them. */
+	if ((e = eventlog_chain_end(f, n, &skipped, 1)) == n) {
+		*near = off > 0;
+		e = eventlog_chain_end(f, n, &skipped, 0);
+	}
 	*out = f[e].l;
 	*foreign = skipped || last_foreign > f[e].end;
-	for (b = e; b > 0 && f[b - 1].l.seq + 1 == f[b].l.seq; b--)
-		;
-	*near = off > 0 && b == 0 &&
-	    out->seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM;
 	rc = 1;
 	if (*near)
 		goto out;	/* a larger window is read: said there */
@@ -638,32 +751,94 @@ eventlog_is_own(const char *path, const struct eventlog_own *o)
 	    strcmp(f.hash, o->hash) == 0;
 }
 
+/* 1 if o is a first line the writer vouched for: was or one of own. */
+static int
+eventlog_noted(const struct eventlog_own *was, const struct eventlog_own *own,
+    unsigned n, const struct eventlog_own *o)
+{
+	const struct eventlog_own	*e;
+	unsigned			 i;
+
+	for (i = 0; i <= n; i++) {
+		e = i < n ? &own[i] : was;
+		if (e->vouched && e->seq == o->seq &&
+		    strcmp(e->hash, o->hash) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A rotation cut short (a crash between name.i -> name.(i+1) and
+ * name -> name.1) leaves a gap at name.i: name.(i+1) ... move down one
+ * name, which undoes it, when name.(i+1) starts with a log line below
+ * bound. Said on stderr. 1 done, 0 not a gap.
+ */
+static int
+eventlog_close_gap(struct eventlog *log, unsigned i, long long bound)
+{
+	struct eventlog_own	o;
+	struct stat		st;
+	char			from[4096], to[4096];
+	unsigned		j;
+
+	snprintf(to, sizeof(to), "%s.%u", log->path, i);
+	snprintf(from, sizeof(from), "%s.%u", log->path, i + 1);
+	if (lstat(to, &st) == 0 || errno != ENOENT ||
+	    eventlog_first_of(from, &o) == 0 || o.seq >= bound)
+		return 0;
+	for (j = i + 1; j <= SG_LOG_ROTATED_MAX; j++) {
+		snprintf(from, sizeof(from), "%s.%u", log->path, j);
+		snprintf(to, sizeof(to), "%s.%u", log->path, j - 1);
+		if (renameat2(AT_FDCWD, from, AT_FDCWD, to,
+		    RENAME_NOREPLACE) == -1)
+			break;
+	}
+	log_warnx("\"%s.%u\" was missing (a rotation cut short): moved "
+	    "\"%s.%u\" ... \"%s.%u\" down one name", log->path, i,
+	    log->path, i + 1, log->path, j - 1);
+	return 1;
+}
+
 /*
  * What the writer keeps, from the files there when it opens (or
  * reopens) the log: the current file's first line, and name.1 ... name.N
  * as its rotated files while each one starts with a log line whose seq
  * is below that of the file after it. A file that does not (planted,
  * empty, a copy of a later line) ends the list: it is never moved,
- * deleted or read for first. first: the oldest one's first seq.
+ * deleted or read for first; at open one gap (a rotation cut short) is
+ * closed first. first: the oldest one's first seq. was: on a reopen the
+ * note of the file the writer had; then only the first lines it noted
+ * before (was, own) are vouched for, at open all are, until the anchor
+ * says (eventlog_vouch()).
  */
 static void
-eventlog_find_first(struct eventlog *log)
+eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 {
-	struct eventlog_own	o;
+	struct eventlog_own	o, *old = log->own;
+	unsigned		n_old = log->n_own;
 	char			p[4096];
 	long long		bound;
+	int			gap = was == NULL;
 
 	bound = log->cur.seq > 0 ? log->cur.seq : LLONG_MAX;
-	log->n_own = 0;
+	log->own = NULL;
+	log->n_own = log->own_cap = 0;
 	while (log->n_own < SG_LOG_ROTATED_MAX) {
 		snprintf(p, sizeof(p), "%s.%u", log->path, log->n_own + 1);
-		if (eventlog_first_of(p, &o) == 0 || o.seq >= bound)
+		if (eventlog_first_of(p, &o) == 0 && gap &&
+		    eventlog_close_gap(log, log->n_own + 1, bound)) {
+			gap = 0;
+			(void)eventlog_first_of(p, &o);
+		}
+		if (o.seq == 0 || o.seq >= bound)
 			break;
-		o.vouched = 1;
+		o.vouched = was == NULL || eventlog_noted(was, old, n_old, &o);
 		if (eventlog_own_push(log, &o, 0) == -1)
 			break;
 		bound = o.seq;
 	}
+	free(old);
 	log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
 	    log->cur.seq;
 }
@@ -790,6 +965,8 @@ eventlog_rotate(struct eventlog *log)
 	log->need_nl = 0;
 	if (log->opts.shared)
 		return eventlog_lock(log);
+	log->must_create = 1;
+	log->may_keep = 0;
 	return eventlog_open_fd(log);
 }
 
@@ -870,7 +1047,7 @@ eventlog_open(const char *dir, const char *filename,
 	} else if ((rc = eventlog_open_fd(log)) == 0)
 		rc = eventlog_load_tail(log);
 	if (rc == 0)
-		eventlog_find_first(log);
+		eventlog_find_first(log, NULL);
 	if (rc == -1) {
 		if (errno == EILSEQ)
 			util_xasprintf(cause, "no event found in the last %d "
@@ -921,6 +1098,7 @@ eventlog_put(struct eventlog *log, json_t *fields)
 {
 	char	*line = NULL, hash[EVENTLOG_HEX];
 	size_t	 len;
+	off_t	 at;
 	int	 rc = -1;
 
 	if (eventlog_first_line(log) == -1)
@@ -942,6 +1120,7 @@ eventlog_put(struct eventlog *log, json_t *fields)
 			goto out;
 		}
 	}
+	at = log->size;
 	if (eventlog_write(log, line, len) == -1) {
 		eventlog_fail(log, "cannot write");
 		goto out;
@@ -951,7 +1130,7 @@ eventlog_put(struct eventlog *log, json_t *fields)
 		log->first = log->seq;	/* the first line of a new log */
 	memcpy(log->prev, hash, sizeof(log->prev));
 	if (log->cur.seq == 0) {	/* the first it writes in this file */
-		log->cur.vouched = 1;
+		log->cur.vouched = at == 0;	/* and the file's first line */
 		log->cur.seq = log->seq;
 		memcpy(log->cur.hash, hash, sizeof(log->cur.hash));
 	}
@@ -1055,7 +1234,8 @@ eventlog_tick(struct eventlog *log)
 int
 eventlog_reopen(struct eventlog *log)
 {
-	int	torn;
+	struct eventlog_own	was;
+	int			torn;
 
 	if (log->fd != -1) {
 		if (log->dirty)
@@ -1067,9 +1247,13 @@ eventlog_reopen(struct eventlog *log)
 	log->cache_valid = 0;
 	if (log->opts.shared)
 		return 0;	/* the next append locks and re-reads */
+	was = log->cur;
+	/* Its own file if nobody moved it, else one it makes. */
+	log->must_create = log->may_keep = 1;
 	if (eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot reopen");
-	eventlog_find_first(log);	/* rotated by others: their choice */
+	/* Rotated by others: their choice; vouched only as it noted them. */
+	eventlog_find_first(log, &was);
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return eventlog_fail(log, "cannot read");
 	log->need_nl = torn;
@@ -1131,7 +1315,9 @@ eventlog_first(const struct eventlog *log)
 
 /*
  * SHA-256 hex (into hex[65]) of the current file's first line c and
- * those of the rotated files o[0 .. n): "seq hash\n" each. 0, or -1.
+ * those of the rotated files o[0 .. n): "seq hash\n" each, "seq hash ?\n"
+ * for one not vouched for: an anchor that lists such a note never
+ * matches the files there at the next start (eventlog_vouch()). 0, or -1.
  */
 static int
 eventlog_own_digest(const struct eventlog_own *c, const struct eventlog_own *o,
@@ -1140,6 +1326,7 @@ eventlog_own_digest(const struct eventlog_own *c, const struct eventlog_own *o,
 	unsigned char	 md[EVP_MAX_MD_SIZE];
 	unsigned int	 mdlen;
 	EVP_MD_CTX	*ctx;
+	const struct eventlog_own *e;
 	char		 one[EVENTLOG_HEX + 32];
 	unsigned	 i;
 	int		 ok, len;
@@ -1148,9 +1335,9 @@ eventlog_own_digest(const struct eventlog_own *c, const struct eventlog_own *o,
 		return -1;
 	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
 	for (i = 0; ok && i <= n; i++) {
-		len = snprintf(one, sizeof(one), "%lld %s\n",
-		    i == 0 ? c->seq : o[i - 1].seq,
-		    i == 0 ? c->hash : o[i - 1].hash);
+		e = i == 0 ? c : &o[i - 1];
+		len = snprintf(one, sizeof(one), "%lld %s%s\n", e->seq,
+		    e->hash, e->vouched ? "" : " ?");
 		ok = EVP_DigestUpdate(ctx, one, (size_t)len) == 1;
 	}
 	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1;
@@ -1169,24 +1356,41 @@ eventlog_files(const struct eventlog *log, unsigned *n, char *hex)
 }
 
 void
-eventlog_vouch(struct eventlog *log, unsigned n, const char *hex)
+eventlog_vouch(struct eventlog *log, unsigned n, const char *hex,
+    int closed)
 {
 	char		d[EVENTLOG_HEX];
-	unsigned	k, i;
+	unsigned	k, i, shift = closed ? 0 : EVENTLOG_VOUCH_SHIFT;
 
 	/* As the anchor lists them, or k rotations later. */
-	for (k = 0; k <= EVENTLOG_VOUCH_SHIFT && k + n <= log->n_own; k++) {
+	for (k = 0; k <= shift && k + n <= log->n_own; k++) {
 		if (eventlog_own_digest(k == 0 ? &log->cur : &log->own[k - 1],
-		    log->own + k, n, d) == 0 && strcmp(d, hex) == 0) {
-			log->n_own = k + n;	/* more are not its own */
-			log->first = log->n_own > 0 ?
-			    log->own[log->n_own - 1].seq : log->cur.seq;
-			return;
-		}
+		    log->own + k, n, d) == 0 && strcmp(d, hex) == 0)
+			break;
 	}
-	log->cur.vouched = 0;
-	for (i = 0; i < log->n_own; i++)
+	if (k > shift || k + n > log->n_own) {
+		/* None of them is the writer's for sure. */
+		log->cur.vouched = 0;
+		for (i = 0; i < log->n_own; i++)
+			log->own[i].vouched = 0;
+		return;
+	}
+	log->n_own = k + n;	/* more are not its own */
+	/* Files made after its anchor: it lists none of them. */
+	if (k > 0)
+		log->cur.vouched = 0;
+	for (i = 0; i + 1 < k; i++)
 		log->own[i].vouched = 0;
+	log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
+	    log->cur.seq;
+}
+
+void
+eventlog_continue_from(struct eventlog *log, long long seq, const char *hash)
+{
+	log->seq = seq;
+	util_strlcpy(log->prev, hash, sizeof(log->prev));
+	log->foreign = 1;
 }
 
 void

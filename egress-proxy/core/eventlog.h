@@ -72,7 +72,12 @@ struct eventlog_opts {
  * refused without blocking). seq and prev continue from the last complete
  * line of the file, or of filename.1 when the file has no event yet (a
  * filename.1 that is not a regular file is not read). opts may be NULL
- * (no rotation, not shared).
+ * (no rotation, not shared). The files it continues in after a rotation
+ * or a reopen it makes itself (O_EXCL): a file someone else put at the
+ * name (a symlink or FIFO included) is moved aside to
+ * filename.foreign.SEQ.I, never written to, and stderr says so. One
+ * missing name among the rotated files (a rotation cut short by a
+ * crash) is closed at open by moving the files after it down one name.
  * Returns NULL with *cause set (caller frees) if the file cannot be opened
  * or its last event cannot be found in its last SG_LOG_TAIL_SCAN bytes.
  */
@@ -108,10 +113,12 @@ int		 eventlog_append(struct eventlog *, json_t *fields);
 int		 eventlog_tick(struct eventlog *);
 
 /*
- * Reopen the file by name (after logrotate moved it, on SIGUSR1). The
- * chain continues from the last hash in memory, so the new file's first
- * line has prev = the old file's last hash. Returns 0, or -1 with errno
- * (log unavailable; the next append retries the open).
+ * Reopen the file by name (after logrotate moved it, on SIGUSR1): in a
+ * file the writer makes (as after a rotation), or in the file it had if
+ * that is still at the name. The chain continues from the last hash in
+ * memory, so the new file's first line has prev = the old file's last
+ * hash. Returns 0, or -1 with errno (log unavailable; the next append
+ * retries the open).
  */
 int		 eventlog_reopen(struct eventlog *);
 
@@ -180,7 +187,9 @@ int		 eventlog_foreign(const struct eventlog *);
  * files another rotated are theirs to delete), then moved on only when
  * the writer itself deletes a file past opts.keep that still starts
  * with the line it noted for it, to the first seq it noted for the file
- * it keeps next. Rotated files are name.1 .. name.N as the writer
+ * it keeps next, if that note is vouched for: a line the writer wrote
+ * as the first line of a file it made, or one its anchor lists
+ * (eventlog_vouch(); on a reopen, one it noted before). Rotated files are name.1 .. name.N as the writer
  * rotated them (at open: while each starts with a log line whose seq is
  * below that of the file after it); another file at name.(N+1) stops
  * rotation (the file grows on). The signer writes it into its anchor
@@ -195,12 +204,22 @@ long long	 eventlog_first(const struct eventlog *);
 int		 eventlog_files(const struct eventlog *, unsigned *n, char *hex);
 /*
  * At start, what the previous anchor said of them: the files counted at
- * open are the writer's when their first lines match (as listed, or up
- * to a few rotations later: those past them are not its own); if they
- * do not, first moves on to none of them when the writer deletes one,
- * only to files it rotates from now on.
+ * open are the writer's when their first lines match (as listed, or,
+ * unless the anchor is a close (closed), up to a few rotations later:
+ * those past them are not its own, and the files made after the anchor,
+ * which it does not list, are not vouched for); if they do not, first
+ * moves on to none of them when the writer deletes one, only to files
+ * it makes from now on.
  */
-void		 eventlog_vouch(struct eventlog *, unsigned n, const char *hex);
+void		 eventlog_vouch(struct eventlog *, unsigned n, const char *hex,
+		    int closed);
+/*
+ * At start, continue the chain from seq and hash (the writer's last
+ * anchored checkpoint) instead of the end found in the file, which is
+ * then foreign (eventlog_foreign()): lines planted near the seq bound.
+ */
+void		 eventlog_continue_from(struct eventlog *, long long seq,
+		    const char *hash);
 /* The files kept start at seq (if earlier): what the anchor said. */
 void		 eventlog_keep_from(struct eventlog *, long long seq);
 /* The file's path; owned by the log. */

@@ -24,6 +24,9 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
 - Fourth round (T7): copies of the writer's first line or hard links at
   the rotated names are not its files (first= stays, none deleted, the
   log goes on); a run linked only to a planted line is not the end.
+- Fifth round (T8): names shifted up one and a current file planted
+  after a close do not move first=; a split run near 2^53 behind 8 KiB
+  of junk is not the end; a rotation cut short does not stop rotation.
 
 Real proxy on loopback, real clients, the real `sandgate` binary; forged
 checkpoints are signed with the openssl CLI, as anyone holding a key can.
@@ -35,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -1155,6 +1159,151 @@ class T7Round4(unittest.TestCase):
         last = json.loads(read_lines(p.log_path)[-1])
         self.assertEqual((last["event"], last["reason"]),
                          ("log.checkpoint", "close"))
+
+
+def rounds_then_stop(p, tag, key):
+    """Six rounds of 50 blocked requests, a checkpoint interval, SIGTERM;
+    returns the anchor the proxy left beside key."""
+    try:
+        for i in range(6):
+            flood(p.port, 50, "%s%d-" % (tag, i))
+        time.sleep(1.2)
+    finally:
+        stop_proxy(p)
+    with open(key + ".anchor") as f:
+        return f.read()
+
+
+class T8Round5(unittest.TestCase):
+    """Fifth round: the names shifted up one and a current file planted
+    while the writer is stopped after its close (F1), a split planted run
+    near 2^53 behind 8 KiB of junk (F3), a rotation cut short (F4)."""
+
+    def rotating(self, name, key, log_dir=None):
+        p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
+            "--checkpoint-key", key, "--checkpoint-every", str(EVERY),
+            "--checkpoint-interval", str(INTERVAL), "--log-max-size", "16k",
+            "--log-keep", "4"] + proxylib.full_lines_args())
+        if log_dir is not None:
+            p.log_dir = log_dir
+            p.log_path = os.path.join(log_dir, "security-events.jsonl")
+        return p.start()
+
+    def rotated(self, p, tag, files):
+        """Blocked requests until NAME.files exists."""
+        for i in range(12):
+            if os.path.exists("%s.%d" % (p.log_path, files)):
+                return
+            flood(p.port, 50, "%s%d-" % (tag, i))
+        self.fail("no %s.%d" % (p.log_path, files))
+
+    def test_f1_names_shifted_after_close(self):
+        """F1: after the close, NAME.i -> NAME.(i+1), NAME -> NAME.1, and
+        a new NAME: a line of seq 10^12, 9000 newlines, a copy of the
+        real current file. The restarted proxy's anchor never says a
+        first past the files it wrote; the rotated files deleted fail
+        verify --key."""
+        key, pub = make_key("f1r5")
+        p = self.rotating("t8-f1", key)
+        try:
+            self.rotated(p, "f1r5a", 2)
+        finally:
+            stop_proxy(p)
+        base = p.log_path + "."
+        n = 2
+        while os.path.exists(base + str(n + 1)):
+            n += 1
+        for i in range(n, 0, -1):
+            os.rename(base + str(i), base + str(i + 1))
+        os.rename(p.log_path, base + "1")
+        with open(p.log_path, "wb") as f:
+            f.write(forged_event(10 ** 12, "0" * 64, "f1.invalid") + b"\n")
+            f.write(b"\n" * 9000)
+            with open(base + "1", "rb") as g:
+                f.write(g.read())
+        q = self.rotating("t8-f1-again", key, log_dir=p.log_dir)
+        anchor = rounds_then_stop(q, "f1r5b", key)
+        first = int(re.search(r" first=(\d+)", anchor).group(1))
+        for f in [p.log_path] + [base + str(i) for i in range(1, 20)]:
+            if os.path.exists(f):
+                head = json.loads(read_lines(f)[0])
+                self.assertEqual(head["event"], "log.checkpoint", f)
+                self.assertLessEqual(first, head["seq"], anchor)
+        for i in range(2, 20):
+            if os.path.exists(base + str(i)):
+                os.unlink(base + str(i))
+        r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
+                     "--anchor", key + ".anchor")
+        self.assertEqual(r.returncode, 1, anchor + r.stdout + r.stderr)
+
+    def test_f2_reopen_name_taken(self):
+        """F2 (the SIGUSR1 window): the log moved to NAME.1 as logrotate
+        does and a file starting with seq 10^12 put at NAME before the
+        proxy's SIGUSR1: the proxy moves it aside (stderr says so) and
+        logs in a file it made, which starts with its rotate checkpoint;
+        its anchor's first never takes 10^12."""
+        key, pub = make_key("f2r5")
+        p = self.rotating("t8-f2", key)
+        try:
+            flood(p.port, 10, "f2r5a")
+            os.rename(p.log_path, p.log_path + ".1")
+            planted = forged_event(10 ** 12, "0" * 64, "f2.invalid")
+            write_lines(p.log_path, [planted])
+            p.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+        except BaseException:
+            stop_proxy(p)
+            raise
+        anchor = rounds_then_stop(p, "f2r5c", key)
+        self.assertIn("did not create", p.stderr())
+        aside = [f for f in os.listdir(p.log_dir) if ".foreign." in f]
+        self.assertEqual(len(aside), 1, os.listdir(p.log_dir))
+        self.assertEqual(read_lines(os.path.join(p.log_dir, aside[0])),
+                         [planted])
+        for f in [p.log_path] + [p.log_path + ".%d" % i for i in (1, 2)]:
+            head = json.loads(read_lines(f)[0])
+            self.assertEqual(head["event"], "log.checkpoint", f)
+        self.assertNotIn("first=%d" % 10 ** 12, anchor)
+
+    def test_f3_split_run_behind_junk(self):
+        """F3: 8 KiB of junk, then [seq 2^53 - 2][a copy of the close]
+        [seq 2^53 - 1, prev the hash of the first] after the close, so
+        that the first is the first log line the writer's first window
+        shows: the proxy continues from its close (log.resume), logs and
+        closes, at this start and the next."""
+        key, pub = make_key("f3r5")
+        p = start_proxy("t8-f3", key)
+        flood(p.port, 20, "f3r5base")
+        stop_proxy(p)
+        lines = read_lines(p.log_path)
+        close = json.loads(lines[-1])["seq"]
+        p1 = forged_event(2 ** 53 - 2, last_hash(lines), "ovf.invalid")
+        p2 = forged_event(2 ** 53 - 1, last_hash([p1]), "ovf.invalid")
+        lines += [b"x" * 99] * 82 + [p1, lines[-1], p2]
+        write_lines(p.log_path, lines)
+        resumed_twice(self, "t8-f3", key, p.log_dir, lines, close)
+
+    def test_f4_rotation_cut_short(self):
+        """F4: a crash between the renames of a rotation (NAME.1 moved to
+        NAME.2, NAME not yet to NAME.1): the restarted proxy rotates on
+        and its file stays within --log-max-size."""
+        key, pub = make_key("f4r5")
+        p = self.rotating("t8-f4", key)
+        try:
+            self.rotated(p, "f4r5a", 1)
+        finally:
+            p.kill()
+        base = p.log_path + "."
+        os.rename(base + "1", base + "2")
+        q = self.rotating("t8-f4-again", key, log_dir=p.log_dir)
+        try:
+            for i in range(6):
+                flood(q.port, 50, "f4r5b%d-" % i)
+        finally:
+            stop_proxy(q)
+        self.assertNotIn("not rotating", q.stderr())
+        self.assertLessEqual(os.path.getsize(p.log_path), 16 * 1024)
+        self.assertTrue(os.path.exists(base + "3"))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1782,6 +1783,35 @@ write_lines(const char *path, char *const *v, size_t n)
 }
 
 /*
+ * A log closed at seq 5 whose base lines end with lines planted after
+ * the close: the writer continues from its close (a log.resume as line
+ * base, found_seq 5), writes and closes at seq 10, and at its next start
+ * continues from its own close.
+ */
+static void
+resumed_from_close(struct tmp *t, size_t base)
+{
+	struct checkpoint_anchor a;
+	struct lines		 l;
+
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, base + 5);
+	assert_non_null(strstr(l.v[base], "\"event\":\"log.resume\""));
+	assert_non_null(strstr(l.v[base], "\"found_seq\":5,"));
+	assert_int_equal(seq_of(&l, base), 6);
+	assert_int_equal(seq_of(&l, l.n - 1), 10);
+	lines_free(&l);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 10);
+	/* Started again: it continues from its own close. */
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_int_equal(seq_of(&l, l.n - 1), 14);
+	lines_free(&l);
+}
+
+/*
  * Three lines planted at the end of a closed log: P1 (seq 2^53 - 2,
  * following the close), a copy of the close or a line whose hash does
  * not verify, and P2 (seq 2^53 - 1, prev the hash of P1), also with the
@@ -1793,12 +1823,10 @@ static void
 test_seq_planted_linked(void **state)
 {
 	struct tmp		*t = *state;
-	struct checkpoint_anchor a;
 	struct lines		 l;
 	EVP_PKEY		*k = NULL;
 	char			*p1, *mid, *p2, *pad, anchor[160];
 	int			 c;
-	size_t			 base;
 
 	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
 	for (c = 0; c < 3; c++) {
@@ -1833,22 +1861,7 @@ test_seq_planted_linked(void **state)
 		if (c != 2)
 			free(pad);
 		lines_free(&l);
-		base = c == 2 ? 9 : 8;
-		reopen_and_close(t);
-		lines_read(&l, t->path);
-		assert_int_equal(l.n, base + 5);
-		assert_non_null(strstr(l.v[base], "\"event\":\"log.resume\""));
-		assert_non_null(strstr(l.v[base], "\"found_seq\":5,"));
-		assert_int_equal(seq_of(&l, base), 6);
-		assert_int_equal(seq_of(&l, l.n - 1), 10);
-		lines_free(&l);
-		anchor_of(t, &a);
-		assert_int_equal(a.seq, 10);
-		/* Started again: it continues from its own close. */
-		reopen_and_close(t);
-		lines_read(&l, t->path);
-		assert_int_equal(seq_of(&l, l.n - 1), 14);
-		lines_free(&l);
+		resumed_from_close(t, c == 2 ? 9 : 8);
 	}
 	EVP_PKEY_free(k);
 }
@@ -2027,6 +2040,360 @@ test_rotated_files_restart(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * While the writer is stopped after its close, its files shifted up one
+ * name (name -> name.1, name.i -> name.(i+1)) and a new current file
+ * planted: a line of seq 10^12, more than the first tail window, then a
+ * copy of the real current file ending with the close. The anchor lists
+ * the real files (files=), but a shift after a close is no rotation of
+ * the writer's: none of the files there is taken as its own, and its
+ * first never moves to a seq it did not write as a file's first line,
+ * also when it deletes them past keep; deleting the rotated files then
+ * fails verify --key.
+ */
+static void
+test_rotated_files_shifted(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 4 };
+	struct checkpoint_anchor a, b;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	char			 rot[8][160], *w[MAXLINES + 100], xs[101];
+	const char		*paths[2];
+	EVP_PKEY		*k;
+	size_t			 i, n;
+
+	k = rotating_key(t, rot, 8);
+	log = rotating_open(t, &lo, &ck);
+	append_until(log, rot[1]);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.first, 1);
+	assert_int_equal(a.files, 2);
+	assert_int_equal(rename(rot[1], rot[2]), 0);
+	assert_int_equal(rename(rot[0], rot[1]), 0);
+	assert_int_equal(rename(t->path, rot[0]), 0);
+	lines_read(&l, rot[0]);
+	memset(xs, 'x', 100);
+	xs[100] = '\0';
+	n = 0;
+	w[n++] = forged(1000000000000LL, Z64);
+	for (i = 0; i < 90; i++)
+		w[n++] = xs;
+	for (i = 0; i < l.n; i++)
+		w[n++] = l.v[i];
+	write_lines(t->path, w, n);
+	free(w[0]);
+	lines_free(&l);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 100);
+	rotating_close(t, log, ck, &b);
+	/* The files kept are the writer's: first is not past theirs. */
+	for (i = 0; i <= 8; i++) {
+		if (access(i < 8 ? rot[i] : t->path, F_OK) == -1)
+			continue;
+		lines_read(&l, i < 8 ? rot[i] : t->path);
+		if (!is_checkpoint(l.v[0]) || b.first > seq_of(&l, 0))
+			fail_msg("the anchor says first=%lld; %s starts at "
+			    "seq %lld", b.first, i < 8 ? rot[i] : t->path,
+			    seq_of(&l, 0));
+		lines_free(&l);
+	}
+	for (i = 1; i < 8; i++)
+		(void)unlink(rot[i]);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	assert_int_equal(verify_with(paths, 2, k, &b, &v),
+	    CKVERIFY_UNTRUSTED);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * rename(2) of plant_from plants plant_line at that name right after (a
+ * FIFO when plant_line is NULL).
+ */
+static const char	*plant_from;
+static const char	*plant_line;
+
+int
+rename(const char *from, const char *to)
+{
+	static int	(*real)(const char *, const char *);
+	FILE		*f;
+	int		 rc;
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "rename");
+	rc = real(from, to);
+	if (rc == 0 && plant_from != NULL && strcmp(from, plant_from) == 0) {
+		plant_from = NULL;
+		if (plant_line == NULL)
+			(void)mkfifo(from, 0666);
+		else if ((f = fopen(from, "w")) != NULL) {
+			fprintf(f, "%s\n", plant_line);
+			fclose(f);
+		}
+	}
+	return rc;
+}
+
+/* Run f(arg) with stderr in a file; what it wrote (caller frees). */
+static char *
+stderr_of(void (*f)(void *), void *arg)
+{
+	char	 path[] = "/tmp/sg-ckpt-err-XXXXXX", *s;
+	FILE	*r;
+	long	 n;
+	int	 fd, saved;
+
+	assert_true((fd = mkstemp(path)) != -1);
+	fflush(stderr);
+	saved = dup(2);
+	assert_int_equal(dup2(fd, 2), 2);
+	f(arg);
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	close(fd);
+	assert_non_null(r = fopen(path, "rb"));
+	fseek(r, 0, SEEK_END);
+	n = ftell(r);
+	rewind(r);
+	assert_non_null(s = calloc(1, (size_t)n + 1));
+	assert_int_equal(fread(s, 1, (size_t)n, r), (size_t)n);
+	fclose(r);
+	unlink(path);
+	return s;
+}
+
+/* For stderr_of(): one event at a time until rot (char *) exists. */
+static struct eventlog	*racing_log;
+
+static void
+racing_append(void *rot)
+{
+	append_until(racing_log, rot);
+}
+
+/*
+ * A file put at the log's name between the writer's rename of its file
+ * to name.1 and its making a new one, starting with a line of seq
+ * 10^12: the writer does not take it for its file (it made none of it).
+ * It moves it aside, says so on stderr and writes in a file it made,
+ * which starts with its rotate checkpoint; its first never takes that
+ * line's seq, also after it deleted its files past keep.
+ */
+static void
+test_rotation_name_taken(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 2 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct dirent		*de;
+	DIR			*d;
+	char			 rot[3][160], *line, *err, p[512];
+	struct stat		 st;
+	EVP_PKEY		*k;
+	size_t			 i;
+	int			 aside = 0;
+
+	k = rotating_key(t, rot, 3);
+	log = rotating_open(t, &lo, &ck);
+	append_until(log, rot[0]);
+	line = forged(1000000000000LL, Z64);
+	plant_line = line;
+	plant_from = t->path;
+	racing_log = log;
+	err = stderr_of(racing_append, rot[1]);
+	plant_from = NULL;
+	lines_read(&l, t->path);
+	if (!is_checkpoint(l.v[0]))
+		fail_msg("the current file starts with %.60s", l.v[0]);
+	lines_free(&l);
+	/* A FIFO there: moved aside too, nothing blocks or fails. */
+	plant_line = NULL;
+	plant_from = t->path;
+	assert_int_equal(unlink(rot[1]), 0);
+	append_until(log, rot[1]);
+	plant_from = NULL;
+	assert_true(eventlog_healthy(log));
+	append_n(log, 0, 100);
+	rotating_close(t, log, ck, &a);
+	if (a.first >= 1000000000000LL)
+		fail_msg("the anchor says first=%lld", a.first);
+	for (i = 0; i < 2; i++) {
+		lines_read(&l, rot[i]);
+		assert_true(is_checkpoint(l.v[0]));
+		lines_free(&l);
+	}
+	if (strstr(err, "did not create") == NULL)
+		fail_msg("stderr: %s", err);
+	free(err);
+	assert_non_null(d = opendir(t->dir));
+	while ((de = readdir(d)) != NULL) {
+		if (strstr(de->d_name, ".foreign.") == NULL)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", t->dir, de->d_name);
+		assert_int_equal(lstat(p, &st), 0);
+		aside++;
+		if (S_ISFIFO(st.st_mode))
+			continue;
+		lines_read(&l, p);
+		assert_string_equal(l.v[0], line);
+		lines_free(&l);
+	}
+	closedir(d);
+	assert_int_equal(aside, 2);
+	free(line);
+	EVP_PKEY_free(k);
+}
+
+/* For stderr_of(): SIGUSR1's reopen. */
+static void
+reopen_log(void *log)
+{
+	assert_int_equal(eventlog_reopen(log), 0);
+}
+
+/*
+ * SIGUSR1 after logrotate moved the file to name.1, with a file put at
+ * the name meanwhile that starts with a line of seq 10^12: the writer
+ * moves it aside (stderr says so) and writes in a file it made, which
+ * starts with its rotate checkpoint; its first never takes that seq. A
+ * SIGUSR1 with nothing moved keeps the writer's own file.
+ */
+static void
+test_reopen_name_taken(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 2 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct stat		 st1, st2;
+	char			 rot[3][160], *w[1], *err;
+	EVP_PKEY		*k;
+	size_t			 i;
+
+	k = rotating_key(t, rot, 3);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 3);
+	assert_int_equal(rename(t->path, rot[0]), 0);
+	w[0] = forged(1000000000000LL, Z64);
+	write_lines(t->path, w, 1);
+	free(w[0]);
+	err = stderr_of(reopen_log, log);
+	append_n(log, 3, 1);
+	lines_read(&l, t->path);
+	if (!is_checkpoint(l.v[0]))
+		fail_msg("the current file starts with %.60s", l.v[0]);
+	lines_free(&l);
+	if (strstr(err, "did not create") == NULL)
+		fail_msg("stderr: %s", err);
+	free(err);
+	assert_int_equal(stat(t->path, &st1), 0);
+	err = stderr_of(reopen_log, log);
+	assert_null(strstr(err, "did not create"));
+	free(err);
+	append_n(log, 4, 1);
+	assert_int_equal(stat(t->path, &st2), 0);
+	assert_true(st1.st_ino == st2.st_ino && st2.st_size > st1.st_size);
+	append_n(log, 5, 100);
+	rotating_close(t, log, ck, &a);
+	for (i = 0; i <= 2; i++) {
+		if (access(i < 2 ? rot[i] : t->path, F_OK) == -1)
+			continue;
+		lines_read(&l, i < 2 ? rot[i] : t->path);
+		if (!is_checkpoint(l.v[0]) || a.first > seq_of(&l, 0))
+			fail_msg("the anchor says first=%lld; file %zu starts "
+			    "at seq %lld", a.first, i, seq_of(&l, 0));
+		lines_free(&l);
+	}
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Planted at the end of a closed log: 8 KiB of junk, then P1 (seq
+ * 2^53 - 2, following the close), a copy of the close and P2 (seq
+ * 2^53 - 1, prev the hash of P1), so that P1 is the first log line of
+ * the first tail window and the copy splits P1 from P2. The writer
+ * continues from its own close (log.resume), keeps writing and closes,
+ * and does so again at its next start.
+ */
+static void
+test_seq_planted_split(void **state)
+{
+	struct tmp		*t = *state;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	char			*w[MAXLINES], *p1, *p2, xs[100];
+	size_t			 i, n;
+
+	k = signed_log(t, 100, 3, "close");	/* close at 5 */
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 5);
+	memset(xs, 'x', 99);
+	xs[99] = '\0';
+	n = 0;
+	for (i = 0; i < 5; i++)
+		w[n++] = l.v[i];
+	for (i = 0; i < 82; i++)
+		w[n++] = xs;
+	w[n++] = p1 = forged(SG_LOG_SEQ_MAX - 1, l.v[4] +
+	    HASH_AT(strlen(l.v[4])));
+	w[n++] = l.v[4];
+	w[n++] = p2 = forged(SG_LOG_SEQ_MAX, p1 + HASH_AT(strlen(p1)));
+	write_lines(t->path, w, n);
+	free(p1);
+	free(p2);
+	lines_free(&l);
+	resumed_from_close(t, n);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A crash between the two steps of a rotation leaves a gap at name.1
+ * (name.1 already moved to name.2, name not yet to name.1). At its next
+ * start the writer takes the gap for its own: it rotates on, its file
+ * stays within its size, and it keeps no more than keep rotated files.
+ */
+static void
+test_rotation_gap(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 3 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct stat		 st;
+	char			 rot[5][160];
+	EVP_PKEY		*k;
+
+	k = rotating_key(t, rot, 5);
+	log = rotating_open(t, &lo, &ck);
+	append_until(log, rot[1]);
+	checkpoint_free(ck);	/* a crash: no close */
+	eventlog_close(log);
+	assert_int_equal(rename(rot[1], rot[2]), 0);
+	assert_int_equal(rename(rot[0], rot[1]), 0);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 100);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(stat(t->path, &st), 0);
+	if (st.st_size > (off_t)lo.max_size)
+		fail_msg("the current file grew to %lld bytes",
+		    (long long)st.st_size);
+	assert_int_equal(access(rot[2], F_OK), 0);
+	assert_int_equal(access(rot[3], F_OK), -1);
+	EVP_PKEY_free(k);
+}
+
 int
 main(void)
 {
@@ -2061,6 +2428,11 @@ main(void)
 		T(test_rotated_files_copied),
 		T(test_rotated_files_linked),
 		T(test_rotated_files_restart),
+		T(test_rotated_files_shifted),
+		T(test_rotation_name_taken),
+		T(test_reopen_name_taken),
+		T(test_seq_planted_split),
+		T(test_rotation_gap),
 	};
 #undef T
 
