@@ -129,7 +129,12 @@ netseal_probe_target(const char *proxy, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-#define NETSEAL_CHECK_MS	1000	/* for a connect to be answered */
+/*
+ * How long the proxy has to answer the seal check's connect: a loaded host
+ * or a proxy whose backlog is briefly full still answers within it. Only a
+ * failing check waits that long; the refusals are REJECTs, answered at once.
+ */
+#define NETSEAL_CHECK_MS	5000
 #define NETSEAL_WHY_MAX		512
 #define NETSEAL_SAVE_MAX	(64 * 1024)	/* of iptables-save output */
 
