@@ -1919,6 +1919,71 @@ class G1OrphanedSendQueues(Case):
         self.assertEqual(p.stderr().count("client socket kept until"), 2,
                          p.stderr()[-3000:])
 
+class G2AllowedVolume(Case):
+    """Allowed-connection lines share the per-destination burst, and past
+    it were counted into egress.allowed_summary with no byte count: five
+    tiny uploads closed first, then a 50 MiB one to the same destination
+    in the same window, left that sandbox's log accounting for 330 bytes
+    up. Summaries now carry the bytes they counted, and a large transfer
+    gets a line of its own whatever the budget."""
+
+    BIG = 20 << 20
+
+    def upload(self, p, n):
+        h = "allowed.test:%d" % self.up.http_port
+        c = proxylib.bound_conn("127.0.0.2", p.port, timeout=60)
+        c.send(("POST http://%s/up HTTP/1.1\r\nHost: %s\r\n"
+                "Content-Length: %d\r\nConnection: close\r\n\r\n"
+                % (h, h, n)).encode())
+        block = b"u" * 65536
+        left = n
+        while left > 0:
+            c.sock.sendall(block[:min(left, len(block))])
+            left -= min(left, len(block))
+        resp = c.read_response()
+        c.close()
+        self.assertEqual(resp.status, 200, repr(resp)[:300])
+        self.assertEqual(json.loads(resp.body)["body_len"], n)
+
+    def test_large_upload_after_small_ones_keeps_its_bytes(self):
+        p = control_proxy("allowed-volume", extra_args=["--log-allowed"])
+        register(p, "127.0.0.2", SBX_A)
+        for _ in range(5):
+            self.upload(p, 2)
+        self.upload(p, self.BIG)
+        self.assertEqual(stop_and_check(p), [])  # summaries written
+        evs = [e for e in p.events() if e.get("sandbox") == SBX_A and
+               e.get("event") in ("egress.allowed",
+                                  "egress.allowed_summary")]
+        up = sum(e.get("bytes_up", 0) for e in evs)
+        own = [e for e in evs if e["event"] == "egress.allowed" and
+               e["bytes_up"] >= self.BIG]
+        print("\n  five 2-byte uploads, then %d bytes: %d lines, bytes_up "
+              "%d in all, %d line(s) of its own" % (
+                  self.BIG, len(evs), up, len(own)), file=sys.stderr)
+        self.assertGreaterEqual(up, self.BIG, json.dumps(evs)[-2000:])
+        self.assertEqual(len(own), 1, json.dumps(evs)[-2000:])
+        for e in evs:
+            if e["event"] == "egress.allowed_summary":
+                self.assertIn("bytes_up", e)
+                self.assertIn("bytes_down", e)
+
+    def test_summaries_carry_the_bytes_they_counted(self):
+        p = control_proxy("allowed-sums", extra_args=["--log-allowed"])
+        register(p, "127.0.0.2", SBX_A)
+        sizes = [2] * 5 + [300 << 10] * 4
+        for n in sizes:
+            self.upload(p, n)
+        self.assertEqual(stop_and_check(p), [])
+        evs = [e for e in p.events() if e.get("sandbox") == SBX_A and
+               e.get("event") in ("egress.allowed",
+                                  "egress.allowed_summary")]
+        summ = [e for e in evs if e["event"] == "egress.allowed_summary"]
+        self.assertEqual(sum(e["count"] for e in summ), 4, evs)
+        self.assertEqual(sum(e.get("bytes_up", 0) for e in evs),
+                         sum(sizes), json.dumps(summ))
+        self.assertGreater(sum(e.get("bytes_down", 0) for e in summ), 0)
+
 
 def main():
     return proxylib.run_tests(sys.modules[__name__])
