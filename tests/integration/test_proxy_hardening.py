@@ -1813,9 +1813,10 @@ class G1OrphanedSendQueues(Case):
     as an orphaned socket (about 185 KiB each, alive for minutes while
     the client kept its socket and did not read): a client that
     half-closed during an unfinished request body made 2,500 of them
-    (459 MiB) with no connection open. Now such a socket is reset, and a
-    graceful close keeps its socket, counted as a connection of the
-    client, until the client took the last bytes."""
+    (459 MiB) with no connection open; upstream sockets of uploads to a
+    server that stopped reading did the same. Now such a socket is
+    reset, and a graceful close keeps its socket, counted as a
+    connection of the client, until the client took the last bytes."""
 
     CONNS = 1000
     BATCH = 40
@@ -1918,6 +1919,55 @@ class G1OrphanedSendQueues(Case):
         # Both answers ended in a kept socket (the path under test).
         self.assertEqual(p.stderr().count("client socket kept until"), 2,
                          p.stderr()[-3000:])
+    def test_upstream_that_stopped_reading_leaves_no_orphan(self):
+        """The upstream direction: tunnels uploading to a server that
+        accepts and never reads, ended by a reload that removes their
+        entry."""
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(64)
+        port = lsock.getsockname()[1]
+        accepted, held = [], []
+
+        def server():
+            while True:
+                try:
+                    accepted.append(lsock.accept()[0])
+                except OSError:
+                    return
+        threading.Thread(target=server, daemon=True).start()
+        p = control_proxy("orphans-upstream", flood=port)
+        try:
+            for _ in range(8):
+                c = self.tunnel(p, "flood.test:%d" % port, src="127.0.0.2")
+                c.send(("POST / HTTP/1.1\r\nHost: flood.test:%d\r\n"
+                        "Content-Length: %d\r\n\r\n" % (port, 1 << 30)
+                        ).encode())
+                c.sock.setblocking(False)
+                try:
+                    while True:
+                        c.sock.send(b"x" * 65536)
+                except OSError:
+                    pass
+                held.append(c)
+            time.sleep(0.5)
+            self.reload_extra(p, EXTRA_POLICY[:EXTRA_POLICY.index(
+                "  - host: flood.test")])
+            time.sleep(1)
+            out = subprocess.run(["ss", "-tmnpH", "( dport = :%d )" % port],
+                                 capture_output=True, text=True).stdout
+            orphans = [b for b in re.split(r"\n(?=\S)", out)
+                       if b.strip() and "users:" not in b]
+            self.assert_serves(p, "after the stalled uploads")
+        finally:
+            lsock.close()
+            for a in accepted + held:
+                a.close()
+        print("\n  8 uploads to a server that stopped reading, revoked: "
+              "%d orphaned upstream sockets" % len(orphans),
+              file=sys.stderr)
+        self.assertEqual(orphans, [], out)
+
 
 class G2AllowedVolume(Case):
     """Allowed-connection lines share the per-destination burst, and past

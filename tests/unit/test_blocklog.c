@@ -61,9 +61,13 @@ emit(void *arg, const struct blocklog_event *ev)
 	return 0;
 }
 
-/* One attempt at t seconds; returns 1 when it got a full line. */
+/*
+ * One attempt (reason NONE: an allowed connection, with its bytes) at t
+ * seconds; returns 1 when it got a full line.
+ */
 static int
-attempt(struct blocklog *bl, const char *who, const char *host, double t)
+note(struct blocklog *bl, const char *who, const char *host,
+    enum sg_reason reason, unsigned long long up, double t)
 {
 	struct blocklog_event	ev;
 	struct timespec		now;
@@ -73,11 +77,29 @@ attempt(struct blocklog *bl, const char *who, const char *host, double t)
 	ev.sandbox = who;
 	ev.host = host;
 	ev.port = 443;
-	ev.reason = SG_REASON_NOT_ALLOWLISTED;
-	ev.message = "network blocked by policy: x";
+	ev.reason = reason;
+	if (reason != SG_REASON_NONE)
+		ev.message = "network blocked by policy: x";
+	else {
+		ev.bytes_up = up;
+		ev.bytes_down = 7;
+	}
 	now.tv_sec = 1000 + (time_t)t;
 	now.tv_nsec = 0;
 	return blocklog_note(bl, &ev, (uint64_t)(t * SEC) + SEC, &now);
+}
+
+static int
+attempt(struct blocklog *bl, const char *who, const char *host, double t)
+{
+	return note(bl, who, host, SG_REASON_NOT_ALLOWLISTED, 0, t);
+}
+
+static int
+allowed(struct blocklog *bl, const char *who, const char *host,
+    unsigned long long up, double t)
+{
+	return note(bl, who, host, SG_REASON_NONE, up, t);
 }
 
 /* A burst of lines per key and window, then counted, then summarized. */
@@ -338,27 +360,6 @@ test_report_keyed_apart(void **state)
 }
 
 /* A full line that could not be written is counted into a summary. */
-/* An allowed connection that moved bytes up and down, at t seconds. */
-static int
-allowed(struct blocklog *bl, const char *who, const char *host,
-    unsigned long long up, double t)
-{
-	struct blocklog_event	ev;
-	struct timespec		now;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.identity = who;
-	ev.sandbox = who;
-	ev.host = host;
-	ev.port = 443;
-	ev.reason = SG_REASON_NONE;
-	ev.bytes_up = up;
-	ev.bytes_down = 7;
-	now.tv_sec = 1000 + (time_t)t;
-	now.tv_nsec = 0;
-	return blocklog_note(bl, &ev, (uint64_t)(t * SEC) + SEC, &now);
-}
-
 /*
  * Allowed summaries carry the bytes they counted, and a large transfer
  * gets its own line whatever the burst and budget: the sandbox cannot
