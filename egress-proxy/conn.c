@@ -1407,6 +1407,15 @@ conn_connected(struct conn *c)
 void
 conn_drop_upstream(struct conn *c)
 {
+	evutil_socket_t	fd;
+
+	/* Request bytes the upstream did not take are not wanted now. */
+	if (c->upstream != NULL && (fd = bufferevent_getfd(c->upstream)) !=
+	    -1 && conn_sock_queued(fd) > 0) {
+		log_debug("conn %llu: upstream socket reset, %d bytes queued",
+		    c->id, conn_sock_queued(fd));
+		conn_sock_reset(fd);
+	}
 	conn_bev_free(c, c->upstream);
 	c->upstream = NULL;
 	c->up_reusable = 0;
