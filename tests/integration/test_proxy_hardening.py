@@ -152,10 +152,16 @@ def control_proxy(name, **kw):
     args = list(kw.pop("extra_args", ())) + ["--control-socket", ctl]
     p = start_proxy(name, extra_args=args, **kw)
     p.ctl = ctl
-    # "listening on" comes before the control socket is bound.
+    # "listening on" comes before the control socket is bound, and its
+    # file before it listens: wait until it takes a connection.
     deadline = time.monotonic() + 10
-    while not os.path.exists(ctl) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while time.monotonic() < deadline:
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(ctl)
+            break
+        except OSError:
+            time.sleep(0.05)
     return p
 
 
