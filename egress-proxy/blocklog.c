@@ -38,6 +38,11 @@ struct bl_key {
 	unsigned		 written;
 	uint64_t		 last_us;
 	unsigned long long	 count;
+	unsigned long long	 bytes_up;	/* sums of what was counted */
+	unsigned long long	 bytes_down;
+	uint32_t		*dests;		/* no host: destinations seen */
+	unsigned		 ndests;
+	int			 dests_more;
 	struct timespec		 first;
 	struct timespec		 last;
 	/* The first counted attempt of the window stands for them all. */
@@ -78,6 +83,7 @@ static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
 static void	bl_count(struct blocklog *, struct bl_key *,
 		    const struct blocklog_event *, const struct timespec *);
 static void	bl_key_clear(struct bl_key *);
+static void	bl_count_dest(struct bl_key *, const struct blocklog_event *);
 static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
@@ -246,6 +252,10 @@ bl_key_clear(struct bl_key *k)
 	for (i = 0; k->sets != NULL && k->sets[i] != NULL; i++)
 		free(k->sets[i]);
 	free(k->sets);
+	free(k->dests);
+	k->dests = NULL;
+	k->ndests = 0;
+	k->dests_more = 0;
 	k->sandbox = k->src = k->method = k->message = k->rule = NULL;
 	k->digest = NULL;
 	k->sets = NULL;
@@ -406,6 +416,10 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.policy_digest = k->digest;
 	ev.report = k->report;
 	ev.count = k->count;
+	ev.bytes_up = k->bytes_up;
+	ev.bytes_down = k->bytes_down;
+	ev.dests = k->ndests;
+	ev.dests_more = k->dests_more;
 	ev.first = k->first;
 	ev.last = k->last;
 	if (bl->emit(bl->arg, &ev) == -1)
@@ -413,7 +427,30 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	bl->summaries++;
 	if (k->id != NULL)
 		k->id->lines[0]++;
-	k->count = 0;
+	k->count = k->bytes_up = k->bytes_down = 0;
+	k->ndests = 0;
+	k->dests_more = 0;
+}
+
+/* Note the destination of an attempt counted into a key with no host. */
+static void
+bl_count_dest(struct bl_key *k, const struct blocklog_event *ev)
+{
+	uint32_t	h = bl_hash(NULL, ev->host, ev->port, 0);
+	unsigned	i;
+
+	for (i = 0; i < k->ndests; i++)
+		if (k->dests[i] == h)
+			return;
+	if (k->dests == NULL && (k->dests = calloc(BLOCKLOG_DESTS_TOLD,
+	    sizeof(*k->dests))) == NULL) {
+		k->dests_more = 1;	/* out of memory: not told apart */
+		return;
+	}
+	if (k->ndests == BLOCKLOG_DESTS_TOLD)
+		k->dests_more = 1;
+	else
+		k->dests[k->ndests++] = h;
 }
 
 /* Count an attempt into k's summary (the first one's fields kept). */
@@ -427,7 +464,11 @@ bl_count(struct blocklog *bl, struct bl_key *k,
 		if (bl_key_keep(k, ev) == -1)
 			bl_key_clear(k);
 	}
+	if (k->host == NULL && ev->host != NULL)
+		bl_count_dest(k, ev);
 	k->count++;
+	k->bytes_up += ev->bytes_up;
+	k->bytes_down += ev->bytes_down;
 	k->last = *now;
 	bl->counted++;
 }
@@ -471,6 +512,11 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		k->written = 0;
 	}
 	k->last_us = now_us;
+	/* A large transfer is told on its own line, past any budget. */
+	if (ev->reason == SG_REASON_NONE && !ev->report && (id == NULL ||
+	    !id->stopped) && ev->bytes_up + ev->bytes_down >=
+	    BLOCKLOG_LARGE_BYTES)
+		return 1;
 	if (id != NULL && !id->stopped && id->written < bl->opts.budget &&
 	    (k->host == NULL || k->written < bl->opts.burst)) {
 		k->written++;

@@ -27,6 +27,14 @@
  * key (reason log_unavailable, no host), so it adds at most one summary
  * line per window.
  *
+ * An allowed connection (reason SG_REASON_NONE) carries its bytes each
+ * way: a summary of allowed ones carries their sums, and one that moved
+ * BLOCKLOG_LARGE_BYTES or more gets a full line whatever the burst and
+ * budget say (not when its identity is stopped), so which connection's
+ * volume is only summed is not the sandbox's choice of order. That adds
+ * at most one line per BLOCKLOG_LARGE_BYTES moved. A summary without a
+ * host says how many distinct destinations it counted.
+ *
  * So every attempt is either its own line or counted in exactly one
  * summary line, and one identity adds at most budget + (its keys) lines
  * per window, one once stopped. A summary not written yet (the log unavailable) is kept
@@ -56,6 +64,8 @@
 #define BLOCKLOG_IDENTS_MAX		16384
 #define BLOCKLOG_RECENT_S		600	/* lines counted this far back */
 #define BLOCKLOG_STOP_MIN		64	/* lines, to be stopped */
+#define BLOCKLOG_LARGE_BYTES		(1ULL << 20)	/* own line, allowed */
+#define BLOCKLOG_DESTS_TOLD		128	/* told apart per summary */
 
 struct blocklog_opts {
 	unsigned	burst;		/* full lines per key per window */
@@ -82,6 +92,16 @@ struct blocklog_event {
 	const char		*rule;
 	const char		*policy_digest;
 	int			 report;	/* would_block, not a block */
+	/*
+	 * A summary with no host: the distinct destinations (host and
+	 * port) it counted, up to BLOCKLOG_DESTS_TOLD; dests_more when
+	 * there were more.
+	 */
+	unsigned		 dests;
+	int			 dests_more;
+	/* An allowed connection's bytes; for a summary, their sums. */
+	unsigned long long	 bytes_up;
+	unsigned long long	 bytes_down;
 	/* Summaries only: attempts counted, and when the first and last. */
 	unsigned long long	 count;
 	struct timespec		 first;

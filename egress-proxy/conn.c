@@ -20,12 +20,22 @@
  *     own 403s and errors included: a client whose output is over
  *     PROXY_HIGH_WATER is not read until it drains.
  *   - conn_free() is the one exit; its reason is counted in /metrics.
+ *   - No socket outlives its connection holding bytes for a peer that does
+ *     not take them (an orphan the kernel keeps for minutes, outside every
+ *     per-client limit): a socket with bytes still in its kernel send
+ *     queue is reset, unless the close is graceful (everything owed was
+ *     handed to the kernel), when it is kept (struct conn_linger, counted
+ *     as a connection of the client) until its peer has taken them, for
+ *     at most CONN_FLUSH_TIMEOUT_MS.
  */
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +77,30 @@ static const char *const conn_close_names[CONN_CLOSE_MAX] = {
 
 /* How long the client has to read the last answer before a close. */
 #define CONN_FLUSH_TIMEOUT_MS	10000
+/* How often a kept socket's send queue is looked at: doubling, up to. */
+#define CONN_LINGER_FIRST_MS	10
+#define CONN_LINGER_MAX_MS	1000
+
+/*
+ * A socket of a connection that closed gracefully with bytes still in
+ * its kernel send queue (the end of an answer): kept, shut for writing
+ * and counted in its client's slot, until the peer acknowledged them or
+ * the flush timeout ends it with a reset.
+ */
+struct conn_linger {
+	struct conn_linger	*next;
+	struct conn_linger	*prev;
+	struct proxy		*px;
+	struct client_slot	*slot;
+	struct event		*timer;
+	evutil_socket_t		 fd;
+	uint64_t		 deadline_us;
+	unsigned		 wait_ms;
+};
 
 static unsigned long long conn_ids;
+static struct conn_linger *conn_lingers;
+static unsigned		conn_nlingers;
 
 static void	conn_req_reset(struct conn *);
 static void	conn_timer_cb(evutil_socket_t, short, void *);
@@ -103,6 +135,12 @@ static void	conn_budget_cb(struct evbuffer *,
 		    const struct evbuffer_cb_info *, void *);
 static void	conn_budget_add(struct conn *, size_t added, size_t deleted);
 static void	conn_slot_resume(evutil_socket_t, short, void *);
+static void	conn_sockets_end(struct conn *, int graceful, int *kept);
+static int	conn_linger_start(struct conn *, evutil_socket_t, int *kept);
+static void	conn_linger_cb(evutil_socket_t, short, void *);
+static void	conn_linger_end(struct conn_linger *);
+static int	conn_sock_queued(evutil_socket_t);
+static void	conn_sock_reset(evutil_socket_t);
 
 const char *
 conn_close_name(enum conn_close why)
@@ -406,6 +444,7 @@ void
 conn_free(struct conn *c, enum conn_close why, const char *detail)
 {
 	struct proxy	*px = c->px;
+	int		 kept = 0;
 
 	if (c->r.allowed_open)
 		conn_log_allowed(c);
@@ -422,6 +461,10 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	px->stats.conns_open--;
+	/* Everything owed was handed to the kernel: the peer may take it. */
+	conn_sockets_end(c, why == CONN_CLOSE_FINISHED ||
+	    why == CONN_CLOSE_TUNNEL_CLOSED ||
+	    why == CONN_CLOSE_TUNNEL_REFUSED, &kept);
 	conn_tunnel_release(c);
 	conn_bev_free(c, c->client);
 	c->client = NULL;
@@ -433,11 +476,155 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 		c->slot->conns = c->slot_next;
 	if (c->slot_next != NULL)
 		c->slot_next->slot_prev = c->slot_prev;
-	proxy_client_leave(px, c->slot);
+	if (!kept)		/* else a kept socket holds the slot */
+		proxy_client_leave(px, c->slot);
 	event_free(c->timer);
 	conn_req_reset(c);
 	proxy_client_release(&c->who);
 	free(c);
+}
+
+/* Bytes in the kernel send queue of fd (0 when unknown). */
+static int
+conn_sock_queued(evutil_socket_t fd)
+{
+	int	n = 0;
+
+	if (ioctl(fd, SIOCOUTQ, &n) == -1)
+		return 0;
+	return n;
+}
+
+/* Make the coming close of fd a reset: the kernel drops its queues. */
+static void
+conn_sock_reset(evutil_socket_t fd)
+{
+	struct linger	l = { 1, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+}
+
+/*
+ * Before a connection's sockets are closed (by their bufferevents or the
+ * tunnel): one whose kernel send queue is not empty is kept (graceful,
+ * nothing left in the proxy's buffer) or reset, never orphaned. *kept is
+ * set when a kept socket took over the connection's slot.
+ */
+static void
+conn_sockets_end(struct conn *c, int graceful, int *kept)
+{
+	struct bufferevent	*bev;
+	evutil_socket_t		 fd;
+	size_t			 unsent;
+	int			 i, queued;
+
+	for (i = 0; i < 2; i++) {
+		bev = i == 0 ? c->client : c->upstream;
+		unsent = 0;
+		if (bev != NULL) {
+			fd = bufferevent_getfd(bev);
+			unsent = evbuffer_get_length(
+			    bufferevent_get_output(bev));
+		} else if (c->tun != NULL)
+			fd = tunnel_to_fd(c->tun, i == 0 ? TUNNEL_DOWN :
+			    TUNNEL_UP);
+		else
+			continue;
+		if (fd == -1 || (queued = conn_sock_queued(fd)) == 0)
+			continue;
+		if (graceful && unsent == 0 &&
+		    conn_linger_start(c, fd, kept) == 0) {
+			log_debug("conn %llu: %s socket kept until its %d "
+			    "queued bytes are taken", c->id, i == 0 ?
+			    "client" : "upstream", queued);
+			continue;
+		}
+		log_debug("conn %llu: %s socket reset, %d bytes queued",
+		    c->id, i == 0 ? "client" : "upstream", queued);
+		conn_sock_reset(fd);
+	}
+}
+
+/*
+ * Keep a duplicate of fd, shut for writing, until its send queue is
+ * empty. The first kept socket of a connection takes over its slot; a
+ * second one needs a slot place of its own. 0, or -1 (reset it).
+ */
+static int
+conn_linger_start(struct conn *c, evutil_socket_t fd, int *kept)
+{
+	struct proxy		*px = c->px;
+	struct client_slot	*slot = c->slot;
+	struct conn_linger	*l;
+	struct timeval		 tv = { 0, CONN_LINGER_FIRST_MS * 1000 };
+
+	if (*kept && (slot = proxy_client_enter(px,
+	    (const struct sockaddr *)&c->client_addr)) == NULL)
+		return -1;
+	if ((l = calloc(1, sizeof(*l))) != NULL) {
+		l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		l->timer = evtimer_new(px->base, conn_linger_cb, l);
+	}
+	if (l == NULL || l->fd == -1 || l->timer == NULL) {
+		if (l != NULL && l->fd != -1)
+			close(l->fd);
+		if (l != NULL && l->timer != NULL)
+			event_free(l->timer);
+		free(l);
+		if (*kept)
+			proxy_client_leave(px, slot);
+		return -1;
+	}
+	shutdown(l->fd, SHUT_WR);
+	l->px = px;
+	l->slot = slot;
+	l->deadline_us = util_now_us() + CONN_FLUSH_TIMEOUT_MS * 1000ULL;
+	l->wait_ms = CONN_LINGER_FIRST_MS;
+	l->next = conn_lingers;
+	if (conn_lingers != NULL)
+		conn_lingers->prev = l;
+	conn_lingers = l;
+	conn_nlingers++;
+	evtimer_add(l->timer, &tv);
+	*kept = 1;
+	return 0;
+}
+
+/* A kept socket: its peer took everything, or its time is up. */
+static void
+conn_linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn_linger	*l = arg;
+	struct timeval		 tv;
+
+	if (conn_sock_queued(l->fd) > 0) {
+		if (util_now_us() < l->deadline_us) {
+			l->wait_ms = l->wait_ms * 2 > CONN_LINGER_MAX_MS ?
+			    CONN_LINGER_MAX_MS : l->wait_ms * 2;
+			tv.tv_sec = l->wait_ms / 1000;
+			tv.tv_usec = (l->wait_ms % 1000) * 1000;
+			evtimer_add(l->timer, &tv);
+			return;
+		}
+		conn_sock_reset(l->fd);
+	}
+	conn_linger_end(l);
+}
+
+static void
+conn_linger_end(struct conn_linger *l)
+{
+	if (l->prev != NULL)
+		l->prev->next = l->next;
+	else
+		conn_lingers = l->next;
+	if (l->next != NULL)
+		l->next->prev = l->prev;
+	conn_nlingers--;
+	close(l->fd);
+	event_free(l->timer);
+	proxy_client_leave(l->px, l->slot);
+	free(l);
 }
 
 /* Stop reading, flush what the client is owed, then free. */
@@ -1220,6 +1407,15 @@ conn_connected(struct conn *c)
 void
 conn_drop_upstream(struct conn *c)
 {
+	evutil_socket_t	fd;
+
+	/* Request bytes the upstream did not take are not wanted now. */
+	if (c->upstream != NULL && (fd = bufferevent_getfd(c->upstream)) !=
+	    -1 && conn_sock_queued(fd) > 0) {
+		log_debug("conn %llu: upstream socket reset, %d bytes queued",
+		    c->id, conn_sock_queued(fd));
+		conn_sock_reset(fd);
+	}
 	conn_bev_free(c, c->upstream);
 	c->upstream = NULL;
 	c->up_reusable = 0;
@@ -1361,5 +1557,6 @@ conn_revoke_identity(struct proxy *px)
 unsigned
 conn_count(const struct proxy *px)
 {
-	return (unsigned)px->stats.conns_open;
+	/* Kept sockets count: they hold kernel memory and a slot place. */
+	return (unsigned)px->stats.conns_open + conn_nlingers;
 }

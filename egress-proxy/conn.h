@@ -66,7 +66,7 @@ unsigned conn_revoke(struct proxy *);
  */
 unsigned conn_revoke_identity(struct proxy *);
 
-/* Number of open connections. */
+/* Number of open connections, and of sockets kept to finish a close. */
 unsigned conn_count(const struct proxy *);
 
 #endif

@@ -360,6 +360,10 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 		be.sets = pe->client ? pe->client->sets : NULL;
 		be.rule = pe->rule;
 		be.policy_digest = pe->policy_digest;
+		be.bytes_up = pe->bytes_up > 0 ? (unsigned long long)
+		    pe->bytes_up : 0;
+		be.bytes_down = pe->bytes_down > 0 ? (unsigned long long)
+		    pe->bytes_down : 0;
 		clock_gettime(CLOCK_REALTIME, &now);
 		full = blocklog_note(px->blocks, &be, util_now_us(), &now);
 	}
@@ -405,6 +409,22 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	    be->count));
 	json_object_set_new(fields, "first", json_string(first));
 	json_object_set_new(fields, "last", json_string(last));
+	if (be->host == NULL) {
+		json_object_set_new(fields, "destinations", json_integer(
+		    (json_int_t)be->dests));
+		if (be->dests_more)
+			json_object_set_new(fields, "destinations_more",
+			    json_true());
+	}
+	/* What the counted connections moved (an allowed one's, or a
+	 * stopped client's that were let through before it was). */
+	if ((be->reason == SG_REASON_NONE && !be->report) ||
+	    be->bytes_up + be->bytes_down > 0) {
+		json_object_set_new(fields, "bytes_up", json_integer(
+		    (json_int_t)be->bytes_up));
+		json_object_set_new(fields, "bytes_down", json_integer(
+		    (json_int_t)be->bytes_down));
+	}
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);
 	if (rc == -1)

@@ -268,6 +268,12 @@ tunnel_dir_free(struct tunnel_dir *d)
 	d->cap = d->len = d->ok = 0;
 }
 
+int
+tunnel_to_fd(const struct tunnel *t, enum tunnel_way way)
+{
+	return way == TUNNEL_UP ? t->up.to : t->down.to;
+}
+
 void
 tunnel_free(struct tunnel *t)
 {

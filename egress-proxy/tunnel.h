@@ -111,6 +111,9 @@ void		 tunnel_splice(struct tunnel *, enum tunnel_way);
 int		 tunnel_refuse(struct tunnel *, const void *last, size_t n,
 		    int drain);
 
+/* The socket a direction writes to (TUNNEL_DOWN: the client's). */
+int		 tunnel_to_fd(const struct tunnel *, enum tunnel_way);
+
 /* Close both sockets and pipes; accepts NULL. Never calls done. */
 void		 tunnel_free(struct tunnel *);
 

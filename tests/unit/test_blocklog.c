@@ -26,6 +26,10 @@ struct sink {
 	char			 last_host[64];
 	char			 nohost_msg[256];	/* its message */
 	unsigned long long	 last_count;
+	unsigned long long	 bytes_up;	/* sums over summaries */
+	unsigned long long	 bytes_down;
+	unsigned		 nohost_dests;	/* and whether more */
+	int			 nohost_more;
 	struct timespec		 first, last;
 };
 
@@ -38,7 +42,13 @@ emit(void *arg, const struct blocklog_event *ev)
 		return -1;
 	s->summaries++;
 	s->counted += ev->count;
+	s->bytes_up += ev->bytes_up;
+	s->bytes_down += ev->bytes_down;
 	s->nohost += ev->host == NULL;
+	if (ev->host == NULL) {
+		s->nohost_dests += ev->dests;
+		s->nohost_more |= ev->dests_more;
+	}
 	if (ev->host == NULL)
 		snprintf(s->nohost_msg, sizeof(s->nohost_msg), "%s",
 		    ev->message ? ev->message : "");
@@ -51,9 +61,13 @@ emit(void *arg, const struct blocklog_event *ev)
 	return 0;
 }
 
-/* One attempt at t seconds; returns 1 when it got a full line. */
+/*
+ * One attempt (reason NONE: an allowed connection, with its bytes) at t
+ * seconds; returns 1 when it got a full line.
+ */
 static int
-attempt(struct blocklog *bl, const char *who, const char *host, double t)
+note(struct blocklog *bl, const char *who, const char *host,
+    enum sg_reason reason, unsigned long long up, double t)
 {
 	struct blocklog_event	ev;
 	struct timespec		now;
@@ -63,11 +77,29 @@ attempt(struct blocklog *bl, const char *who, const char *host, double t)
 	ev.sandbox = who;
 	ev.host = host;
 	ev.port = 443;
-	ev.reason = SG_REASON_NOT_ALLOWLISTED;
-	ev.message = "network blocked by policy: x";
+	ev.reason = reason;
+	if (reason != SG_REASON_NONE)
+		ev.message = "network blocked by policy: x";
+	else {
+		ev.bytes_up = up;
+		ev.bytes_down = 7;
+	}
 	now.tv_sec = 1000 + (time_t)t;
 	now.tv_nsec = 0;
 	return blocklog_note(bl, &ev, (uint64_t)(t * SEC) + SEC, &now);
+}
+
+static int
+attempt(struct blocklog *bl, const char *who, const char *host, double t)
+{
+	return note(bl, who, host, SG_REASON_NOT_ALLOWLISTED, 0, t);
+}
+
+static int
+allowed(struct blocklog *bl, const char *who, const char *host,
+    unsigned long long up, double t)
+{
+	return note(bl, who, host, SG_REASON_NONE, up, t);
 }
 
 /* A burst of lines per key and window, then counted, then summarized. */
@@ -328,6 +360,68 @@ test_report_keyed_apart(void **state)
 }
 
 /* A full line that could not be written is counted into a summary. */
+/*
+ * Allowed summaries carry the bytes they counted, and a large transfer
+ * gets its own line whatever the burst and budget: the sandbox cannot
+ * choose which connection's volume leaves the log.
+ */
+static void
+test_allowed_bytes(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned long long	 up = 0;
+	char			 host[32];
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(allowed(bl, "sbx_q", "sink.test", 2, 0.1), 1);
+	/* Past the burst: small ones are counted, with their bytes. */
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(allowed(bl, "sbx_q", "sink.test", 1000 + i,
+		    0.2), 0);
+		up += 1000 + i;
+	}
+	assert_int_equal(allowed(bl, "sbx_q", "sink.test",
+	    BLOCKLOG_LARGE_BYTES - 8, 0.3), 0);
+	up += BLOCKLOG_LARGE_BYTES - 8;
+	/* Up and down together reach the threshold: a line of its own. */
+	assert_int_equal(allowed(bl, "sbx_q", "sink.test",
+	    BLOCKLOG_LARGE_BYTES - 7, 0.4), 1);
+	assert_int_equal(allowed(bl, "sbx_q", "sink.test", 50 << 20, 0.5),
+	    1);
+	/* Past the identity's budget and key cap too (64 keys). */
+	for (i = 0; i < 150; i++) {
+		snprintf(host, sizeof(host), "h%d.test", i);
+		if (allowed(bl, "sbx_q", host, 3, 1) == 0)
+			up += 3;
+		if (i >= 63 && allowed(bl, "sbx_q", host, 3, 1) == 0)
+			up += 3;
+	}
+	assert_int_equal(allowed(bl, "sbx_q", "zz.test", 20 << 20, 2), 1);
+	blocklog_flush(bl, 60 * SEC, 1);
+	assert_true(s.summaries > 1);
+	/* Every byte counted into a summary is in the sums. */
+	assert_int_equal(s.bytes_up, up);
+	assert_int_equal(s.bytes_down, s.counted * 7);
+	/* h63.test to h149.test, twice each: told apart, counted once. */
+	assert_int_equal(s.nohost_dests, 87);
+	assert_int_equal(s.nohost_more, 0);
+	/* More than BLOCKLOG_DESTS_TOLD: told as many, and "more". */
+	memset(&s, 0, sizeof(s));
+	for (i = 0; i < 64 + BLOCKLOG_DESTS_TOLD + 10; i++) {
+		snprintf(host, sizeof(host), "m%d.test", i);
+		allowed(bl, "sbx_m", host, 3, 100);
+	}
+	blocklog_flush(bl, 200 * SEC, 1);
+	assert_int_equal(s.nohost_dests, BLOCKLOG_DESTS_TOLD);
+	assert_int_equal(s.nohost_more, 1);
+	blocklog_free(bl);
+}
+
 static void
 test_unwritten_counted(void **state)
 {
@@ -366,6 +460,7 @@ main(void)
 		cmocka_unit_test(test_stopped_one_aggregate),
 		cmocka_unit_test(test_report_keyed_apart),
 		cmocka_unit_test(test_unwritten_counted),
+		cmocka_unit_test(test_allowed_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
