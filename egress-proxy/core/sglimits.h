@@ -21,6 +21,8 @@
 /* Policy files. */
 #define SG_POLICY_FILE_MAX	(16 * 1024 * 1024)
 #define SG_POLICY_ENTRIES_MAX	1000000
+/* A tls: terminate entry's ca_file. */
+#define SG_POLICY_CA_FILE_MAX	(1024 * 1024)
 
 /* Security-event log lines. */
 #define SG_LOG_LINE_MAX		(64 * 1024)
