@@ -326,31 +326,12 @@ checkpoint_ssl_error(void)
 static FILE *
 checkpoint_open_key(const char *path, int secret, char **cause)
 {
-	struct stat	 st;
-	FILE		*f;
-	int		 fd;
+	FILE	*f;
+	int	 fd;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1) {
-		util_xasprintf(cause, "cannot open key \"%s\": %s", path,
-		    strerror(errno));
+	if ((fd = util_open_private(path, "key", CHECKPOINT_KEY_MAX, secret,
+	    cause)) == -1)
 		return NULL;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size > CHECKPOINT_KEY_MAX) {
-		util_xasprintf(cause, "key \"%s\" is not a regular file of at "
-		    "most %d bytes", path, CHECKPOINT_KEY_MAX);
-		close(fd);
-		return NULL;
-	}
-	if (secret && (st.st_uid != geteuid() || (st.st_mode & 077) != 0)) {
-		util_xasprintf(cause, "private key \"%s\" must belong to uid %u "
-		    "and be readable by it alone (it has uid %u, mode %04o)",
-		    path, (unsigned)geteuid(), (unsigned)st.st_uid,
-		    (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return NULL;
-	}
 	if ((f = fdopen(fd, "r")) == NULL) {
 		util_xasprintf(cause, "cannot read key \"%s\": %s", path,
 		    strerror(errno));
