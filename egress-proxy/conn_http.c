@@ -102,7 +102,8 @@ conn_http_send_head(struct conn *c, const char *head, size_t len)
 {
 	ssize_t	n = 0;
 
-	if (evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0 &&
+	if (!c->up_tls &&
+	    evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0 &&
 	    (n = send(bufferevent_getfd(c->upstream), head, len,
 	    MSG_NOSIGNAL | MSG_DONTWAIT)) < 0)
 		n = 0;
@@ -244,6 +245,7 @@ conn_http_response_head(struct conn *c, int *more)
 		http_response_release(&resp);
 		return conn_send(c, head, hlen);
 	}
+	r->status = resp.status;
 	r->resp_body = http_response_body(&resp, r->req.method);
 	r->resp_keep_alive = resp.keep_alive &&
 	    r->resp_body != HTTP_BODY_CLOSE;

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "policy.h"
 #include "proxy.h"
+#include "tlsterm.h"
 #include "reason.h"
 #include "sglimits.h"
 #include "registry.h"
@@ -277,12 +278,19 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	struct eventlog_sec	 sec;
 	json_t			*fields;
 	char			 ident[PROXY_IDENT_MAX];
+	char			 path[PROXY_LOG_PATH_CUT];
 	struct proxy_cuts	 cuts;
 	int			 rc = -1;
 
 	proxy_sec_fields(px, &sec, pe, &cuts);
 	if ((fields = eventlog_security_fields(&sec)) == NULL)
 		goto out;
+	/* A terminated request's path (escaped, cut) and status. */
+	if (pe->path != NULL)
+		json_object_set_new(fields, "path", json_string(util_escape(
+		    pe->path, path, sizeof(path))));
+	if (pe->status > 0)
+		json_object_set_new(fields, "status", json_integer(pe->status));
 	if (pe->bytes_up >= 0) {
 		json_object_set_new(fields, "bytes_up",
 		    json_integer(pe->bytes_up));
@@ -595,6 +603,8 @@ proxy_reload(struct proxy *px, char **errors)
 	    "policy_digest", policy_digest(p));
 	eventlog_append(px->seclog, fields);
 	json_decref(fields);
+	if (px->term != NULL)
+		tlsterm_flush(px->term);	/* a ca_file may have changed */
 	revoked = conn_revoke(px);
 	log_info("policy reloaded: digest %s, %u connections revoked",
 	    policy_digest(p), revoked);

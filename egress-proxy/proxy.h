@@ -28,6 +28,8 @@ struct addr_set;
 struct conn;
 struct registry;
 struct registry_entry;
+struct tlsca;
+struct tlsterm;
 
 /* Defaults of every timeout and limit (docs/proxy.md explains each). */
 #define PROXY_HEAD_TIMEOUT_MS		10000	/* whole request head */
@@ -56,6 +58,7 @@ struct registry_entry;
 #define PROXY_SOCKBUF			(128 * 1024)
 /* Client-chosen fields (the method) are cut to this in log lines. */
 #define PROXY_LOG_FIELD_CUT		64
+#define PROXY_LOG_PATH_CUT		256	/* escaped, as logged */
 #define PROXY_LOG_SPACE_MIN		(32 * 1024)	/* free bytes the log needs */
 /*
  * Below this much free room in the log folder (an eighth of the volume,
@@ -78,6 +81,8 @@ struct proxy_config {
 	const char	 *resolver;
 	const char	 *hosts;
 	const char	 *control_socket;
+	const char	 *ca_cert;		/* tls: terminate */
+	const char	 *ca_key;
 	int		  verbose;
 	int		  log_allowed;
 	unsigned long long log_max_size;
@@ -150,6 +155,8 @@ struct proxy {
 	struct eventlog		*seclog;
 	struct dns		*dns;
 	SSL_CTX			*sni_ctx;
+	struct tlsca		*ca;		/* NULL: no termination */
+	struct tlsterm		*term;
 	struct addr_set		*self;		/* the proxy's own addresses */
 	uint16_t		*ports;		/* listening ports */
 	size_t			 nports;
@@ -236,6 +243,8 @@ struct proxy_event {
 	const char		*message;
 	const char		*rule;		/* "file:line" or NULL */
 	const char		*policy_digest;
+	const char		*path;		/* terminated requests only */
+	int			 status;	/* their answer's; 0: none */
 	long long		 bytes_up;	/* -1: not set */
 	long long		 bytes_down;
 	long long		 duration_ms;

@@ -42,9 +42,7 @@ struct tlsca {
 	unsigned long long	 hits;
 };
 
-static const char *tlsca_ssl_error(void);
-static EVP_PKEY	*tlsca_read_key(const char *, char **);
-static X509	*tlsca_read_cert(const char *, char **);
+static void	*tlsca_read_pem(const char *, int, char **);
 static int	 tlsca_write_pem(const char *, EVP_PKEY *, X509 *, uid_t,
 		    gid_t, char **);
 static int	 tlsca_ext(X509 *, X509 *, int, const char *);
@@ -57,20 +55,6 @@ static void	 tlsca_lru_front(struct tlsca *, struct tlsca_leaf *);
 static void	 tlsca_evict(struct tlsca *, struct tlsca_leaf *);
 static struct tlsca_leaf *tlsca_store(struct tlsca *, const char *, X509 *,
 		    time_t);
-
-/* The oldest OpenSSL error as text (and the queue cleared). */
-static const char *
-tlsca_ssl_error(void)
-{
-	static char	buf[256];
-	unsigned long	e = ERR_get_error();
-
-	ERR_clear_error();
-	if (e == 0)
-		return "not in PEM form";
-	ERR_error_string_n(e, buf, sizeof(buf));
-	return buf;
-}
 
 /* Add one X.509v3 extension in OpenSSL's config syntax. 0 or -1. */
 static int
@@ -200,7 +184,7 @@ tlsca_create(const char *certpath, const char *keypath, const char *cn,
 	if ((key = EVP_EC_gen("P-256")) == NULL ||
 	    (cert = tlsca_self_signed(key, cn)) == NULL) {
 		util_xasprintf(cause, "cannot make the CA: %s",
-		    tlsca_ssl_error());
+		    util_ssl_error("not in PEM form"));
 		goto out;
 	}
 	if ((rc = tlsca_write_pem(keypath, key, NULL, uid, gid, cause)) != 0)
@@ -216,14 +200,19 @@ out:
 	return rc;
 }
 
-static EVP_PKEY *
-tlsca_read_key(const char *path, char **cause)
+/*
+ * Read the CA's key (secret: owned by us, closed to others) or its
+ * certificate from a PEM file. NULL with *cause set.
+ */
+static void *
+tlsca_read_pem(const char *path, int secret, char **cause)
 {
-	EVP_PKEY	*k;
+	const char	*what = secret ? "CA key" : "CA certificate";
+	void		*obj;
 	FILE		*f;
 	int		 fd;
 
-	if ((fd = util_open_private(path, "CA key", TLSCA_FILE_MAX, 1,
+	if ((fd = util_open_private(path, what, TLSCA_FILE_MAX, secret,
 	    cause)) == -1)
 		return NULL;
 	if ((f = fdopen(fd, "r")) == NULL) {
@@ -231,35 +220,13 @@ tlsca_read_key(const char *path, char **cause)
 		util_xasprintf(cause, "cannot read \"%s\"", path);
 		return NULL;
 	}
-	k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	obj = secret ? (void *)PEM_read_PrivateKey(f, NULL, NULL, NULL) :
+	    (void *)PEM_read_X509(f, NULL, NULL, NULL);
 	fclose(f);
-	if (k == NULL)
-		util_xasprintf(cause, "CA key \"%s\": %s", path,
-		    tlsca_ssl_error());
-	return k;
-}
-
-static X509 *
-tlsca_read_cert(const char *path, char **cause)
-{
-	X509	*x;
-	FILE	*f;
-	int	 fd;
-
-	if ((fd = util_open_private(path, "CA certificate", TLSCA_FILE_MAX, 0,
-	    cause)) == -1)
-		return NULL;
-	if ((f = fdopen(fd, "r")) == NULL) {
-		close(fd);
-		util_xasprintf(cause, "cannot read \"%s\"", path);
-		return NULL;
-	}
-	x = PEM_read_X509(f, NULL, NULL, NULL);
-	fclose(f);
-	if (x == NULL)
-		util_xasprintf(cause, "CA certificate \"%s\": %s", path,
-		    tlsca_ssl_error());
-	return x;
+	if (obj == NULL)
+		util_xasprintf(cause, "%s \"%s\": %s", what, path,
+		    util_ssl_error("not in PEM form"));
+	return obj;
 }
 
 struct tlsca *
@@ -267,8 +234,8 @@ tlsca_load(const char *certpath, const char *keypath, char **cause)
 {
 	struct tlsca	*ca = util_xcalloc(1, sizeof(*ca));
 
-	if ((ca->key = tlsca_read_key(keypath, cause)) == NULL ||
-	    (ca->cert = tlsca_read_cert(certpath, cause)) == NULL)
+	if ((ca->key = tlsca_read_pem(keypath, 1, cause)) == NULL ||
+	    (ca->cert = tlsca_read_pem(certpath, 0, cause)) == NULL)
 		goto fail;
 	if (X509_check_private_key(ca->cert, ca->key) != 1 ||
 	    X509_check_ca(ca->cert) == 0) {
@@ -279,7 +246,7 @@ tlsca_load(const char *certpath, const char *keypath, char **cause)
 	}
 	if ((ca->leaf_key = EVP_EC_gen("P-256")) == NULL) {
 		util_xasprintf(cause, "cannot make the leaf key: %s",
-		    tlsca_ssl_error());
+		    util_ssl_error("not in PEM form"));
 		goto fail;
 	}
 	return ca;
@@ -372,11 +339,7 @@ tlsca_mint(struct tlsca *ca, const char *name, size_t len, time_t now,
 static unsigned
 tlsca_hash(const char *s)
 {
-	unsigned	h = 2166136261u;
-
-	while (*s != '\0')
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h % TLSCA_BUCKETS;
+	return util_hash_str(s) % TLSCA_BUCKETS;
 }
 
 static struct tlsca_leaf *

@@ -35,6 +35,7 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_UPSTREAM_TLS] = "upstream_tls_failed",
 	[SG_REASON_UPSTREAM_UNREACHABLE] = "upstream_unreachable",
 	[SG_REASON_CREDENTIAL_MISSING] = "credential_missing",
+	[SG_REASON_TERMINATION_UNAVAILABLE] = "termination_unavailable",
 };
 
 static int	reason_upstream(char *, size_t, enum sg_reason, const char *,
@@ -58,6 +59,13 @@ reason_from_code(const char *code)
 			return (enum sg_reason)i;
 	}
 	return SG_REASON_MAX;
+}
+
+int
+reason_is_upstream_tls(enum sg_reason r)
+{
+	return r >= SG_REASON_UPSTREAM_SELF_SIGNED &&
+	    r <= SG_REASON_UPSTREAM_TLS;
 }
 
 int
@@ -168,6 +176,10 @@ reason_upstream(char *buf, size_t size, enum sg_reason r, const char *open,
 		return snprintf(buf, size, "sandgate-proxy: the credential for "
 		    "%s%s%s:%u is not set; an admin must run `sandgate secret "
 		    "set %s`", open, h, colon, port, detail);
+	case SG_REASON_TERMINATION_UNAVAILABLE:
+		return snprintf(buf, size, "sandgate-proxy cannot terminate "
+		    "TLS for %s%s%s:%u: it was started without a CA "
+		    "(--ca-cert, --ca-key)", open, h, colon, port);
 	default:
 		what = "failed the TLS handshake";
 		break;

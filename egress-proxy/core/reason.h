@@ -34,6 +34,7 @@ enum sg_reason {
 	SG_REASON_UPSTREAM_TLS,		/* any other handshake failure */
 	SG_REASON_UPSTREAM_UNREACHABLE,	/* no answer, refused, no address */
 	SG_REASON_CREDENTIAL_MISSING,	/* the entry's secret is not set */
+	SG_REASON_TERMINATION_UNAVAILABLE, /* tls: terminate, but no CA */
 	SG_REASON_MAX
 };
 
@@ -48,6 +49,11 @@ enum sg_reason {
 
 /* "not_allowlisted" etc.; "none" for SG_REASON_NONE; never NULL. */
 const char	*reason_code(enum sg_reason);
+/*
+ * 1 for the reasons of a failed TLS handshake with an upstream the proxy
+ * terminates for (self-signed, untrusted, expired, name, other).
+ */
+int		 reason_is_upstream_tls(enum sg_reason);
 /* Parse a code back; SG_REASON_MAX if unknown. */
 enum sg_reason	 reason_from_code(const char *);
 

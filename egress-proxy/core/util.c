@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+
 #include "log.h"
 #include "util.h"
 
@@ -303,4 +305,27 @@ util_open_private(const char *path, const char *what, long long max,
 		return -1;
 	}
 	return fd;
+}
+
+const char *
+util_ssl_error(const char *none)
+{
+	static char	buf[256];
+	unsigned long	e = ERR_get_error();
+
+	ERR_clear_error();
+	if (e == 0)
+		return none;
+	ERR_error_string_n(e, buf, sizeof(buf));
+	return buf;
+}
+
+uint32_t
+util_hash_str(const char *s)
+{
+	uint32_t	h = 2166136261u;
+
+	while (*s != '\0')
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
 }

@@ -95,4 +95,13 @@ uint64_t util_now_us(void);
 int	 util_open_private(const char *path, const char *what, long long max,
 	    int secret, char **cause);
 
+/*
+ * The oldest OpenSSL error as text, the queue cleared; none when the
+ * queue was empty. A static buffer: use it before the next call.
+ */
+const char *util_ssl_error(const char *none);
+
+/* FNV-1a of a string, for hash tables (not for anything adversarial). */
+uint32_t util_hash_str(const char *s);
+
 #endif

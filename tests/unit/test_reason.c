@@ -32,7 +32,8 @@ test_codes_stable(void **state)
 	    "proxy_unavailable", "upstream_cert_self_signed",
 	    "upstream_cert_untrusted", "upstream_cert_expired",
 	    "upstream_cert_name_mismatch", "upstream_tls_failed",
-	    "upstream_unreachable", "credential_missing" };
+	    "upstream_unreachable", "credential_missing",
+	    "termination_unavailable" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
@@ -78,6 +79,9 @@ test_messages(void **state)
 	    { SG_REASON_CREDENTIAL_MISSING, "reg.test", NULL, "reg-token",
 	      443, "sandgate-proxy: the credential for reg.test:443 is not "
 	      "set; an admin must run `sandgate secret set reg-token`" },
+	    { SG_REASON_TERMINATION_UNAVAILABLE, "reg.test", NULL, NULL,
+	      443, "sandgate-proxy cannot terminate TLS for reg.test:443: it "
+	      "was started without a CA (--ca-cert, --ca-key)" },
 	};
 	char	buf[512];
 	size_t	i;
@@ -103,7 +107,8 @@ test_prefix_everywhere(void **state)
 		 */
 		if (i == SG_REASON_PROXY_UNAVAILABLE ||
 		    i == SG_REASON_UPSTREAM_UNREACHABLE ||
-		    i == SG_REASON_CREDENTIAL_MISSING)
+		    i == SG_REASON_CREDENTIAL_MISSING ||
+		    i == SG_REASON_TERMINATION_UNAVAILABLE)
 			continue;
 		reason_message(buf, sizeof(buf), i, "h.test", 443, "s.test",
 		    "10.0.0.1");
