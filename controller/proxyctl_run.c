@@ -21,6 +21,7 @@
 #include "cspec.h"
 #include "docker.h"
 #include "proxyctl.h"
+#include "secretdir.h"
 #include "script.h"
 #include "state.h"
 #include "util.h"
@@ -189,6 +190,8 @@ proxyctl_prepare_dirs(struct proxyctl_opts *o, char **cause)
 		    run, o->log_dir, PROXYCTL_UID, strerror(errno));
 		return -1;
 	}
+	if (secretdir_prepare(cause) == -1)
+		return -1;
 	/* The log and its rotations, if an earlier proxy wrote them. */
 	for (i = 0; logs[i] != NULL; i++) {
 		for (n = 0; n <= 100; n++) {
@@ -238,6 +241,13 @@ proxyctl_spec(const struct proxyctl_opts *o, const char *ip)
 	    state_root());
 	json_array_append_new(binds, json_string(b));
 	free(b);
+	/* The credentials' values, read-only, the proxy's alone. */
+	util_xasprintf(&b, "%s/proxy/secrets:" SECRETDIR_MOUNT ":ro",
+	    state_root());
+	json_array_append_new(binds, json_string(b));
+	free(b);
+	json_array_append_new(cmd, json_string("--secrets-dir"));
+	json_array_append_new(cmd, json_string(SECRETDIR_MOUNT));
 	json_array_append_new(cmd, json_string("--checkpoint-key"));
 	json_array_append_new(cmd, json_string(AUDITKEY_PROXY_MOUNT "/"
 	    AUDITKEY_PROXY_NAME));

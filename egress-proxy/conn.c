@@ -961,6 +961,9 @@ conn_decide(struct conn *c)
 	c->tls_required = c->r.match.tls == POLICY_TLS_REQUIRED;
 	if (c->r.is_connect && c->r.match.tls == POLICY_TLS_TERMINATE)
 		return conn_term_start(c);
+	if (c->term && conn_term_credential(c, NULL) == -1)
+		return conn_block(c, SG_REASON_CREDENTIAL_MISSING, NULL,
+		    c->r.match.entry->cred_secret);
 	/* Reuse the kept upstream for the same destination and rules. */
 	if (!c->r.is_connect && c->upstream != NULL && c->up_reusable &&
 	    host_equal(&c->up_host, &c->r.host) && c->up_port == c->r.port &&
@@ -1086,7 +1089,8 @@ conn_block(struct conn *c, enum sg_reason r, const char *sni,
 	perr = r == SG_REASON_PRIVATE_ADDRESS ? "destination_ip_prohibited" :
 	    "http_request_denied";
 	if (r == SG_REASON_PROXY_UNAVAILABLE ||
-	    r == SG_REASON_TERMINATION_UNAVAILABLE) {
+	    r == SG_REASON_TERMINATION_UNAVAILABLE ||
+	    r == SG_REASON_CREDENTIAL_MISSING) {
 		status = 503;
 		perr = "proxy_internal_error";
 	} else if (r == SG_REASON_UPSTREAM_UNREACHABLE) {

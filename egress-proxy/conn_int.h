@@ -202,6 +202,7 @@ int	conn_term_request(struct conn *);
 int	conn_term_upstream(struct conn *);
 int	conn_term_upstream_failed(struct conn *);
 void	conn_term_release(struct conn *);
+int	conn_term_credential(struct conn *, struct http_header *);
 
 /* conn_tunnel.c */
 int	conn_tunnel_start(struct conn *);

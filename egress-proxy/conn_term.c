@@ -22,6 +22,7 @@
 
 #include "conn_int.h"
 #include "log.h"
+#include "secret.h"
 #include "tlsca.h"
 #include "tlsterm.h"
 #include "util.h"
@@ -205,6 +206,34 @@ conn_term_upstream_failed(struct conn *c)
 	conn_drop_upstream(c);
 	c->px->stats.upstream_errors++;
 	return conn_block(c, r, NULL, detail);
+}
+
+/*
+ * The header the current request's entry sets from a secret, into set
+ * when not NULL (pointing into the policy and the store: use it before
+ * either changes). 0 when there is one or none is asked for (set->name
+ * is then NULL), -1 when the entry names a secret the proxy does not
+ * hold.
+ */
+int
+conn_term_credential(struct conn *c, struct http_header *set)
+{
+	const struct policy_entry	*e = c->r.match.entry;
+	const char			*v;
+
+	if (set != NULL)
+		memset(set, 0, sizeof(*set));
+	if (e == NULL || e->cred_header == NULL)
+		return 0;
+	if ((v = secret_get(c->px->secrets, e->cred_secret)) == NULL)
+		return -1;
+	if (set != NULL) {
+		set->name = (char *)e->cred_header;
+		set->name_len = strlen(e->cred_header);
+		set->value = (char *)v;
+		set->value_len = strlen(v);
+	}
+	return 0;
 }
 
 /* Free what a terminated session holds besides its bufferevents. */

@@ -92,6 +92,7 @@ static const struct option main_longopts[] = {
 	{ "control-socket",	required_argument, NULL, 'c' },
 	{ "ca-cert",		required_argument, NULL, 'a' },
 	{ "ca-key",		required_argument, NULL, 'y' },
+	{ "secrets-dir",	required_argument, NULL, 'Z' },
 	{ "config",		required_argument, NULL, 'f' },
 	{ "log-allowed",	no_argument,	   NULL, 'A' },
 	{ "log-max-size",	required_argument, NULL, 'M' },
@@ -144,6 +145,8 @@ main_usage(FILE *f)
 "  --ca-cert FILE          the sandgate CA's certificate (PEM), for entries\n"
 "                          with tls: terminate (without it they are refused)\n"
 "  --ca-key FILE           its private key (PEM, readable by this user alone)\n"
+"  --secrets-dir DIR       values of the credentials terminated entries name\n"
+"                          (one file per secret, readable by this user alone)\n"
 "  --config FILE           read options from FILE: one \"name value\" a line,\n"
 "                          names as the long options without --\n"
 "  --log-allowed           log allowed connections too (egress.allowed)\n"
@@ -235,6 +238,7 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
 	case 'a': main_set_str(&cfg->ca_cert, arg); return 0;
 	case 'y': main_set_str(&cfg->ca_key, arg); return 0;
+	case 'Z': main_set_str(&cfg->secrets_dir, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
 	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
 	case 'v': cfg->verbose++; return 0;
@@ -712,7 +716,8 @@ main_loop_new(struct proxy *px)
 		fatalx("cannot create the event loop");
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
 		fatalx("cannot create the TLS context for ClientHello checks");
-	if (main_ca_load(px) == -1)
+	if (main_ca_load(px) == -1 || (px->cfg.secrets_dir != NULL &&
+	    proxy_secrets_load(px) == -1))
 		return -1;
 	px->dns = dns_new(px->base, px->cfg.resolver, px->cfg.hosts,
 	    px->cfg.dns_timeout_ms, &cause);

@@ -30,6 +30,7 @@ struct registry;
 struct registry_entry;
 struct tlsca;
 struct tlsterm;
+struct secretstore;
 
 /* Defaults of every timeout and limit (docs/proxy.md explains each). */
 #define PROXY_HEAD_TIMEOUT_MS		10000	/* whole request head */
@@ -83,6 +84,7 @@ struct proxy_config {
 	const char	 *control_socket;
 	const char	 *ca_cert;		/* tls: terminate */
 	const char	 *ca_key;
+	const char	 *secrets_dir;		/* credentials' values */
 	int		  verbose;
 	int		  log_allowed;
 	unsigned long long log_max_size;
@@ -157,6 +159,7 @@ struct proxy {
 	SSL_CTX			*sni_ctx;
 	struct tlsca		*ca;		/* NULL: no termination */
 	struct tlsterm		*term;
+	struct secretstore	*secrets;	/* NULL: no --secrets-dir */
 	struct addr_set		*self;		/* the proxy's own addresses */
 	uint16_t		*ports;		/* listening ports */
 	size_t			 nports;
@@ -179,6 +182,9 @@ struct proxy {
 };
 
 extern struct proxy *proxy_g;
+
+/* Load or reload --secrets-dir (secret.h). 0, or -1 (said). */
+int	proxy_secrets_load(struct proxy *);
 
 struct policy_diags;
 

@@ -262,6 +262,12 @@ void	policy_set_list_free(char **names);	/* NULL ok */
 
 /* 1 when name is a valid set name ([a-z0-9_-]+, at most 64 chars). */
 int	policy_set_name_valid(const char *name);
+/*
+ * 1 when len bytes may be a secret's value, which becomes a header value:
+ * 1 to SG_SECRET_VALUE_MAX bytes, no control byte but tab, no DEL.
+ * Secrets are named as sets are (policy_set_name_valid()).
+ */
+int	policy_secret_value_valid(const char *value, size_t len);
 
 /*
  * The rationale a drafted entry carries until someone writes why: `policy

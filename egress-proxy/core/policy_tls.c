@@ -110,3 +110,17 @@ out:
 	close(fd);
 	return rc;
 }
+
+int
+policy_secret_value_valid(const char *value, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || len > SG_SECRET_VALUE_MAX)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (((unsigned char)value[i] < 0x20 && value[i] != '\t') ||
+		    (unsigned char)value[i] == 0x7f)
+			return 0;
+	return 1;
+}

@@ -124,10 +124,26 @@ allow:
     allow_private: true
     tls: terminate
     rationale: nothing listens there
+  - host: cred.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    credentials: {header: Authorization, secret: reg-token}
+    rationale: a registry that wants a token the sandbox never holds
+  - host: nocred.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    credentials: {header: X-Registry-Token, secret: not-set}
+    rationale: a credential whose secret is not set
 """
 
+TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
+
 HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
-         "untrusted.test down.test\n")
+         "untrusted.test down.test cred.test nocred.test\n")
 
 
 def setUpModule():
@@ -141,7 +157,7 @@ def setUpModule():
     W["upca"] = make_ca(pki, "upca", "sandgate test upstream CA")
     W["sgca"] = make_ca(pki, "sgca", "sandgate test CA")
     W["sgkey"] = os.path.join(pki, "sgca.key")
-    reg = make_leaf(pki, "reg", "reg.test")
+    reg = make_leaf(pki, "reg", "reg.test,DNS:cred.test,DNS:nocred.test")
     W["reg_port"], W["reg_counters"] = tls_server(*reg)
     W["self_port"], _ = tls_server(*make_leaf(pki, "self", "self.test",
                                               self_signed=True))
@@ -175,8 +191,22 @@ def start_proxy(name, with_ca=True):
              "--block-budget", "1000"]
     if with_ca:
         extra += ["--ca-cert", W["sgca"], "--ca-key", W["sgkey"]]
+    secrets = os.path.join(W["dir"], name + "-secrets")
+    os.makedirs(secrets, mode=0o700)
+    fd = os.open(os.path.join(secrets, "reg-token"),
+                 os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (TOKEN + "\n").encode())
+    os.close(fd)
+    extra += ["--secrets-dir", secrets]
     p = proxylib.Proxy(W["dir"], W["up"], name=name, sets="test,term",
                        extra_args=extra)
+    write_policy(p)
+    W["proxies"].append(p)
+    return p.start()
+
+
+def write_policy(p):
+    """The terminated entries (set "term"), their ca_file and names."""
     text = POLICY
     for k, v in (("REG", W["reg_port"]), ("SELF", W["self_port"]),
                  ("EXPIRED", W["expired_port"]),
@@ -189,8 +219,6 @@ def start_proxy(name, with_ca=True):
         f.write(text)
     with open(p.hosts, "a") as f:
         f.write(HOSTS)
-    W["proxies"].append(p)
-    return p.start()
 
 
 def curl(p, url, *args):
@@ -374,6 +402,129 @@ class T03Upstream(Case):
     def test_unreachable(self):
         self.check_502("down.test", W["down_port"], "upstream_unreachable",
                        "is unreachable", "connection_refused")
+
+
+class T05Credentials(Case):
+    def cred_url(self, path):
+        return self.url("cred.test", W["reg_port"], path)
+
+    def test_header_set_and_the_sandbox_one_replaced(self):
+        for extra in ([], ["-H", "Authorization: Bearer from-the-sandbox",
+                           "-H", "authorization: Basic again"]):
+            rc, status, headers, body, err = curl(
+                self.p, self.cred_url("/simple/pkg/"), *extra)
+            self.assertEqual(status, 200, headers + body)
+            got = [v for k, v in json.loads(body)["headers"]
+                   if k.lower() == "authorization"]
+            self.assertEqual(got, [TOKEN])
+
+    def test_every_request_of_a_kept_session(self):
+        rc, status, headers, body, err = curl(
+            self.p, self.cred_url("/a"), "--next", "--proxy",
+            "http://127.0.0.1:%d" % self.p.port, "--cacert", W["sgca"],
+            self.cred_url("/b"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(body.count(TOKEN), 2, body)
+
+    def test_secret_not_set(self):
+        rc, status, headers, body, err = curl(
+            self.p, self.url("nocred.test", W["reg_port"], "/"))
+        self.assertEqual(status, 503, headers + body)
+        self.assertIn("sandgate secret set not-set", body)
+        self.last_block("credential_missing")
+
+    def test_token_nowhere_in_the_proxy_output(self):
+        curl(self.p, self.cred_url("/simple/"))
+        curl(self.p, self.cred_url("/refused"), "-X", "DELETE")
+        for where, text in (("log", "\n".join(self.p.log_lines())),
+                            ("stderr", self.p.stderr())):
+            self.assertNotIn("sg-test-token", text, where)
+
+
+PROXY_UID = 65532
+
+
+class UidProxy(proxylib.Proxy):
+    """The proxy as the uid `sandgate proxy start` gives it (root can)."""
+
+    def argv(self):
+        return ["setpriv", "--reuid=%d" % PROXY_UID,
+                "--regid=%d" % PROXY_UID, "--clear-groups"] + \
+            super().argv()
+
+
+def sandgate(state, *args, stdin=None):
+    return subprocess.run(
+        [os.path.join(proxylib.BIN, "sandgate")] + list(args),
+        input=stdin, capture_output=True, text=True, timeout=60,
+        env=proxylib.clean_env({"SANDGATE_STATE": state}))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root (the proxy's uid)")
+class T06SecretCommand(unittest.TestCase):
+    """`sandgate secret set` writes what the proxy (as its own uid) reads;
+    a running proxy picks a new value up at once (set reloads it)."""
+
+    def test_set_list_rm_through_the_proxy(self):
+        top = tempfile.mkdtemp(prefix="sg-secret-")
+        os.chmod(top, 0o755)
+        state = os.path.join(top, "state")
+        tok1, tok2 = "Bearer sg-cli-token-one", "Bearer sg-cli-token-two"
+        try:
+            r = sandgate(state, "secret", "set", "reg-token",
+                         stdin=tok1 + "\n")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            sdir = os.path.join(state, "proxy", "secrets")
+            st = os.stat(sdir)
+            self.assertEqual((st.st_uid, st.st_mode & 0o777),
+                             (PROXY_UID, 0o700))
+            st = os.stat(os.path.join(sdir, "reg-token"))
+            self.assertEqual((st.st_uid, st.st_mode & 0o777),
+                             (PROXY_UID, 0o600))
+            r = sandgate(state, "secret", "list")
+            self.assertEqual(r.stdout, "reg-token\n")
+            run = os.path.join(state, "proxy", "run")
+            os.makedirs(run)
+            p = UidProxy(top, W["up"], name="uid", sets="test,term",
+                         extra_args=[
+                             "--ca-cert", os.path.join(top, "ca.pem"),
+                             "--ca-key", os.path.join(top, "ca.key"),
+                             "--secrets-dir", sdir,
+                             "--control-socket",
+                             os.path.join(run, "control.sock")])
+            write_policy(p)
+            shutil.copy(W["sgca"], os.path.join(top, "ca.pem"))
+            shutil.copy(W["sgkey"], os.path.join(top, "ca.key"))
+            for d, _, files in os.walk(top):
+                for n in [d] + [os.path.join(d, f) for f in files]:
+                    if not n.startswith(sdir):
+                        os.chown(n, PROXY_UID, PROXY_UID)
+            W["proxies"].append(p)
+            p.start()
+            url = "https://cred.test:%d/simple/" % W["reg_port"]
+            rc, status, headers, body, err = curl(p, url)
+            self.assertEqual(status, 200, headers + body + p.stderr())
+            self.assertIn(tok1, body)
+            r = sandgate(state, "secret", "set", "reg-token", stdin=tok2)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("the proxy reloaded", r.stdout)
+            rc, status, headers, body, err = curl(p, url)
+            self.assertIn(tok2, body)
+            self.assertNotIn(tok1, body)
+            r = sandgate(state, "secret", "rm", "reg-token")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rc, status, headers, body, err = curl(p, url)
+            self.assertEqual(status, 503, headers + body)
+            self.assertIn("credential_missing", headers)
+            for where, text in (("log", "\n".join(p.log_lines())),
+                                ("stderr", p.stderr())):
+                self.assertNotIn("sg-cli-token", text, where)
+            self.assertEqual(proxylib.stop_and_check(p), [])
+        finally:
+            for p in W["proxies"]:
+                if p.dir.startswith(top):
+                    proxylib.stop_and_check(p)
+            shutil.rmtree(top, ignore_errors=True)
 
 
 class T04NoCA(unittest.TestCase):
