@@ -92,6 +92,7 @@ static const struct option main_longopts[] = {
 	{ "control-socket",	required_argument, NULL, 'c' },
 	{ "ca-cert",		required_argument, NULL, 'a' },
 	{ "ca-key",		required_argument, NULL, 'y' },
+	{ "ca-create",		no_argument,	   NULL, 'j' },
 	{ "secrets-dir",	required_argument, NULL, 'Z' },
 	{ "config",		required_argument, NULL, 'f' },
 	{ "log-allowed",	no_argument,	   NULL, 'A' },
@@ -145,6 +146,7 @@ main_usage(FILE *f)
 "  --ca-cert FILE          the sandgate CA's certificate (PEM), for entries\n"
 "                          with tls: terminate (without it they are refused)\n"
 "  --ca-key FILE           its private key (PEM, readable by this user alone)\n"
+"  --ca-create             make that CA first when --ca-key does not exist\n"
 "  --secrets-dir DIR       values of the credentials terminated entries name\n"
 "                          (one file per secret, readable by this user alone)\n"
 "  --config FILE           read options from FILE: one \"name value\" a line,\n"
@@ -238,6 +240,7 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
 	case 'a': main_set_str(&cfg->ca_cert, arg); return 0;
 	case 'y': main_set_str(&cfg->ca_key, arg); return 0;
+	case 'j': cfg->ca_create = 1; return 0;
 	case 'Z': main_set_str(&cfg->secrets_dir, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
 	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
@@ -689,6 +692,14 @@ main_ca_load(struct proxy *px)
 		return 0;
 	if (px->cfg.ca_cert == NULL || px->cfg.ca_key == NULL) {
 		log_warnx("--ca-cert and --ca-key go together");
+		return -1;
+	}
+	if (px->cfg.ca_create && tlsca_create(px->cfg.ca_cert,
+	    px->cfg.ca_key, "sandgate CA", (uid_t)-1, (gid_t)-1, &cause) ==
+	    -1) {
+		log_warnx("cannot make the CA: %s", cause ? cause :
+		    "unknown error");
+		free(cause);
 		return -1;
 	}
 	if ((px->ca = tlsca_load(px->cfg.ca_cert, px->cfg.ca_key,

@@ -84,6 +84,7 @@ struct proxy_config {
 	const char	 *control_socket;
 	const char	 *ca_cert;		/* tls: terminate */
 	const char	 *ca_key;
+	int		  ca_create;		/* make it when missing */
 	const char	 *secrets_dir;		/* credentials' values */
 	int		  verbose;
 	int		  log_allowed;

@@ -527,6 +527,54 @@ class T06SecretCommand(unittest.TestCase):
             shutil.rmtree(top, ignore_errors=True)
 
 
+class T08CaCreate(unittest.TestCase):
+    def test_made_once_and_used(self):
+        d = tempfile.mkdtemp(prefix="ca-", dir=W["dir"])
+        cert, key = os.path.join(d, "ca.crt"), os.path.join(d, "ca.key")
+        p = proxylib.Proxy(W["dir"], W["up"], name="cacreate",
+                           sets="test,term", extra_args=[
+                               "--ca-cert", cert, "--ca-key", key,
+                               "--ca-create"])
+        write_policy(p)
+        W["proxies"].append(p)
+        p.start()
+        st = os.stat(key)
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (os.geteuid(),
+                                                            0o600))
+        text = subprocess.run(["openssl", "x509", "-in", cert, "-noout",
+                               "-text"], capture_output=True,
+                              text=True).stdout
+        self.assertIn("CA:TRUE, pathlen:0", text)
+        r = subprocess.run(
+            ["curl", "-sS", "--proxy", "http://127.0.0.1:%d" % p.port,
+             "--cacert", cert, "https://reg.test:%d/ok" % W["reg_port"]],
+            capture_output=True, text=True, env=proxylib.clean_env())
+        self.assertIn('"path": "/ok"', r.stdout, r.stderr)
+        with open(key, "rb") as f:
+            before = f.read()
+        self.assertEqual(proxylib.stop_and_check(p), [])
+        p2 = proxylib.Proxy(W["dir"], W["up"], name="cacreate2",
+                            sets="test,term", extra_args=[
+                                "--ca-cert", cert, "--ca-key", key,
+                                "--ca-create"])
+        write_policy(p2)
+        W["proxies"].append(p2)
+        p2.start()
+        with open(key, "rb") as f:
+            self.assertEqual(f.read(), before, "an existing key is kept")
+
+
+class T07ShippedExamples(unittest.TestCase):
+    def test_examples_validate(self):
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "policy", "check",
+             "--policy-dir", os.path.join(proxylib.SRC, "examples",
+                                          "terminate-policy")],
+            capture_output=True, text=True, env=proxylib.clean_env())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("3 sets", r.stdout)
+
+
 class T04NoCA(unittest.TestCase):
     def test_refused_in_words(self):
         p = start_proxy("noca", with_ca=False)
