@@ -138,12 +138,22 @@ allow:
     ca_file: ca/upca.pem
     credentials: {header: X-Registry-Token, secret: not-set}
     rationale: a credential whose secret is not set
+  - host: git.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    methods: [GET, POST]
+    paths:
+      - /repo.git/info/refs?service=git-upload-pack
+      - /repo.git/git-upload-pack
+    rationale: git fetch, never push (a prefix with a query)
 """
 
 TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
 
 HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
-         "untrusted.test down.test cred.test nocred.test\n")
+         "untrusted.test down.test cred.test nocred.test git.test\n")
 
 
 def setUpModule():
@@ -157,7 +167,8 @@ def setUpModule():
     W["upca"] = make_ca(pki, "upca", "sandgate test upstream CA")
     W["sgca"] = make_ca(pki, "sgca", "sandgate test CA")
     W["sgkey"] = os.path.join(pki, "sgca.key")
-    reg = make_leaf(pki, "reg", "reg.test,DNS:cred.test,DNS:nocred.test")
+    reg = make_leaf(pki, "reg",
+                    "reg.test,DNS:cred.test,DNS:nocred.test,DNS:git.test")
     W["reg_port"], W["reg_counters"] = tls_server(*reg)
     W["self_port"], _ = tls_server(*make_leaf(pki, "self", "self.test",
                                               self_signed=True))
@@ -562,6 +573,29 @@ class T08CaCreate(unittest.TestCase):
         p2.start()
         with open(key, "rb") as f:
             self.assertEqual(f.read(), before, "an existing key is kept")
+
+
+class T09QueryPrefix(Case):
+    """A prefix with '?' matches the query too: git's fetch, not push."""
+
+    def git(self, path, *args):
+        return curl(self.p, self.url("git.test", W["reg_port"], path), *args)
+
+    def test_fetch_allowed_push_refused(self):
+        rc, status, headers, body, err = self.git(
+            "/repo.git/info/refs?service=git-upload-pack")
+        self.assertEqual(status, 200, headers + body)
+        rc, status, headers, body, err = self.git(
+            "/repo.git/git-upload-pack", "-X", "POST", "--data", "x")
+        self.assertEqual(status, 200, headers + body)
+        rc, status, headers, body, err = self.git(
+            "/repo.git/info/refs?service=git-receive-pack")
+        self.assertEqual(status, 403, headers + body)
+        self.assertIn("Content-Type: text/plain", headers)
+        self.assertIn(PREFIX, body)
+        rc, status, headers, body, err = self.git(
+            "/repo.git/git-receive-pack", "-X", "POST", "--data", "x")
+        self.assertEqual(status, 403, headers + body)
 
 
 class T07ShippedExamples(unittest.TestCase):
