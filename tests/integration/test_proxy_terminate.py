@@ -608,6 +608,27 @@ class T07ShippedExamples(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("3 sets", r.stdout)
 
+    def test_explain_a_terminated_entry(self):
+        p = proxylib.Proxy(W["dir"], W["up"], name="explain")
+        write_policy(p)
+
+        def explain(*args):
+            return subprocess.run(
+                [os.path.join(proxylib.BIN, "sandgate"), "policy",
+                 "explain", "--policy-dir", p.policy_dir, "--sets", "term"]
+                + list(args), capture_output=True, text=True,
+                env=proxylib.clean_env())
+        r = explain("--method", "GET", "--path", "/simple/x",
+                    "cred.test:%d" % W["reg_port"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("the proxy sets Authorization from secret reg-token",
+                      r.stdout)
+        self.assertNotIn("sg-test-token", r.stdout)
+        r = explain("--method", "DELETE", "--path", "/simple/x",
+                    "reg.test:%d" % W["reg_port"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("BLOCK method_not_allowed", r.stdout)
+
 
 class T04NoCA(unittest.TestCase):
     def test_refused_in_words(self):
