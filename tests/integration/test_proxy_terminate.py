@@ -287,6 +287,12 @@ class T01Allowed(Case):
         self.assertEqual(ev["host"], "reg.test")
         self.assertEqual(ev["status"], 200)
         self.assertGreater(ev["bytes_down"], len(body))
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "audit", "--log-dir",
+             self.p.log_dir], capture_output=True, text=True,
+            env=proxylib.clean_env())
+        self.assertRegex(r.stdout, r"egress\.allowed .*reg\.test:%d GET "
+                         r"/simple/x +- \(status 200\)" % W["reg_port"])
 
     def test_long_path_logged_cut(self):
         path = "/simple/" + "a" * 600
