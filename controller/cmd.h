@@ -131,6 +131,7 @@ extern const struct cmd_entry cmd_doctor;
 extern const struct cmd_entry cmd_policy;
 extern const struct cmd_entry cmd_audit;
 extern const struct cmd_entry cmd_proxy;
+extern const struct cmd_entry cmd_secret;
 extern const struct cmd_entry cmd_image;
 
 #endif

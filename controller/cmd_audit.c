@@ -489,6 +489,8 @@ audit_match(const struct audit_args *a, json_t *obj)
 	return 1;
 }
 
+static void	audit_row_request(json_t *, char *, size_t, char *, size_t);
+
 /* One table row: time, event, sandbox, src, destination, reason. */
 static void
 audit_print_row(json_t *obj)
@@ -516,8 +518,37 @@ audit_print_row(json_t *obj)
 		    (long long)json_integer_value(port));
 	else
 		snprintf(dst, sizeof(dst), "%s", host);
+	audit_row_request(obj, dst, sizeof(dst), why, sizeof(why));
 	printf("%-27s  %-15s  %-28s  %-15s  %-40s  %s\n", ts, ev, sbx, src,
 	    dst, why);
+}
+
+/*
+ * A request inside a terminated session (tls: terminate): its method and
+ * path after the destination, its status after the reason.
+ */
+static void
+audit_row_request(json_t *obj, char *dst, size_t dsize, char *why,
+    size_t wsize)
+{
+	char	method[64], path[AUDIT_FIELD_SHOW];
+	json_t	*status = json_object_get(obj, "status");
+	size_t	n;
+
+	if (!json_is_string(json_object_get(obj, "path")))
+		return;
+	util_escape(audit_str(obj, "method"), method, sizeof(method));
+	util_escape(audit_str(obj, "path"), path, sizeof(path));
+	/* Cut at the cell's size, as every cell is. */
+	n = strlen(dst);
+	if (snprintf(dst + n, dsize - n, " %s %s", method, path) < 0)
+		dst[n] = '\0';
+	if (json_is_integer(status)) {
+		n = strlen(why);
+		if (snprintf(why + n, wsize - n, " (status %lld)",
+		    (long long)json_integer_value(status)) < 0)
+			why[n] = '\0';
+	}
 }
 
 /* An event as a table row or as one JSON line (re-encoded, ASCII). */

@@ -18,6 +18,7 @@
 #include "exec.h"
 #include "log.h"
 #include "probe.h"
+#include "proxyctl.h"
 #include "sandbox.h"
 #include "sglimits.h"
 #include "state.h"
@@ -43,7 +44,7 @@ static int	create_workspace(const struct sandbox_meta *,
 static int	create_build(struct docker *, struct sandbox_meta *,
 		    const struct create_args *, char **);
 static void	create_print(const struct sandbox_meta *, int);
-static int	create_ca_copy(struct sandbox_meta *, char **);
+static int	create_ca_copy(struct sandbox_meta *, const char *, char **);
 static int	create_ca_bundle(struct docker *, const struct sandbox_meta *,
 		    const char *, int, char **);
 
@@ -159,9 +160,12 @@ create_workspace(const struct sandbox_meta *m, const struct create_args *a,
 	return workspace_create(m->source, dir, &wo, cause);
 }
 
-/* --ca-cert: keep a copy in <sandbox>/ca/extra.crt, readable inside. */
+/*
+ * --ca-cert, and the sandgate CA (also, when not NULL): a copy in
+ * <sandbox>/ca/extra.crt, readable inside.
+ */
 static int
-create_ca_copy(struct sandbox_meta *m, char **cause)
+create_ca_copy(struct sandbox_meta *m, const char *also, char **cause)
 {
 	char	dir[PATH_MAX], dst[PATH_MAX + 16];
 	FILE	*in, *out;
@@ -189,6 +193,18 @@ create_ca_copy(struct sandbox_meta *m, char **cause)
 	}
 	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
 		fwrite(buf, 1, n, out);
+	if (also != NULL && !ferror(in)) {
+		fclose(in);
+		if ((in = fopen(also, "re")) == NULL) {
+			util_cause(cause, "the sandgate CA '%s': %s", also,
+			    strerror(errno));
+			fclose(out);
+			return -1;
+		}
+		fputc('\n', out);
+		while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+			fwrite(buf, 1, n, out);
+	}
 	if (!ferror(in) && fflush(out) == 0 && fchmod(fileno(out), 0644) == 0)
 		rv = 0;
 	else
@@ -266,6 +282,7 @@ create_build(struct docker *d, struct sandbox_meta *m,
 {
 	struct sandbox_mounts	mt;
 	char			work[PATH_MAX], *cid = NULL;
+	const char		*sgca = NULL;
 	int			pid;
 
 	if (create_dirs(m->id, cause) == -1 ||
@@ -285,7 +302,16 @@ create_build(struct docker *d, struct sandbox_meta *m,
 		    "(set SANDGATE_PROBE)");
 		return -1;
 	}
-	if (m->ca_cert != NULL && create_ca_copy(m, cause) == -1)
+	/*
+	 * A sandbox behind the proxy trusts the sandgate CA, which the
+	 * proxy's tls: terminate entries mint with, besides --ca-cert.
+	 */
+	if (strcmp(m->network, "proxy") == 0 &&
+	    (sgca = proxyctl_ca_cert()) != NULL && m->ca_cert == NULL) {
+		sandbox_meta_set(&m->ca_cert, sgca);
+		sgca = NULL;
+	}
+	if (m->ca_cert != NULL && create_ca_copy(m, sgca, cause) == -1)
 		return -1;
 	if (sandbox_container_up(d, m, &mt, "session", &cid, &pid,
 	    cause) == -1)

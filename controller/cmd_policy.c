@@ -53,6 +53,7 @@ static int	cmd_policy_explain_host(const char *, struct host *,
 static int	cmd_policy_explain_sets(struct policy *, const char *,
 		    struct policy_query *, char ***);
 static int	cmd_policy_list_exec(struct cmd_args *);
+static void	cmd_policy_explain_term(const struct policy_entry *);
 static void	cmd_policy_list_text(const struct policy *, time_t);
 static int	cmd_policy_list_json(const struct policy *, time_t);
 static json_t	*cmd_policy_entry_json(const struct policy_entry *, time_t);
@@ -296,9 +297,19 @@ cmd_policy_explain_exec(struct cmd_args *args)
 		q.path = o.path ? o.path : "/";
 	}
 	r = policy_decide(p, &q, &m);
+	/*
+	 * A request to a tls: terminate entry is one inside the session the
+	 * proxy terminates (HTTPS): decide it as such.
+	 */
+	if (r == SG_REASON_NOT_TLS && m.tls == POLICY_TLS_TERMINATE) {
+		q.terminated = 1;
+		r = policy_decide(p, &q, &m);
+	}
 	if (r == SG_REASON_NONE) {
 		printf("ALLOW via set %s (%s:%d): %s\n", m.set, m.file, m.line,
 		    m.rationale);
+		if (m.tls == POLICY_TLS_TERMINATE)
+			cmd_policy_explain_term(m.entry);
 		rc = SG_EXIT_OK;
 	} else {
 		reason_message(msg, sizeof(msg), r, h.name, port, NULL, NULL);
@@ -312,6 +323,21 @@ out:
 	policy_set_list_free(names);
 	policy_free(p);
 	return rc;
+}
+
+/*
+ * What the proxy does for a tls: terminate entry: the names of its CA
+ * file and of its credential's secret, never a value.
+ */
+static void
+cmd_policy_explain_term(const struct policy_entry *e)
+{
+	printf("  TLS terminated by the proxy (sandgate CA); upstream "
+	    "verified against the system store%s%s\n",
+	    e->ca_file ? " and " : "", e->ca_file ? e->ca_file : "");
+	if (e->cred_header != NULL)
+		printf("  the proxy sets %s from secret %s\n", e->cred_header,
+		    e->cred_secret);
 }
 
 static int

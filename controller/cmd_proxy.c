@@ -27,6 +27,7 @@ static int	cmd_proxy_stop_exec(struct cmd_args *);
 static int	cmd_proxy_status_exec(struct cmd_args *);
 static int	cmd_proxy_reload_exec(struct cmd_args *);
 static int	cmd_proxy_logs_exec(struct cmd_args *);
+static int	cmd_proxy_rotate_ca_exec(struct cmd_args *);
 static void	cmd_proxy_opts(struct cmd_args *, struct proxyctl_opts *);
 static int	cmd_proxy_paths(struct proxyctl_opts *, char *, char *,
 		    char *);
@@ -100,14 +101,28 @@ static const struct cmd_entry cmd_proxy_logs = {
 	.exec = cmd_proxy_logs_exec,
 };
 
+static const struct cmd_entry cmd_proxy_rotate_ca = {
+	.name = "rotate-ca",
+	.usage = "",
+	.summary = "remove the sandgate CA; the next proxy start makes a new "
+	    "one",
+	.help = "The running proxy keeps minting with the old CA until it "
+	    "is stopped;\nsandboxes made before trust the old one alone: "
+	    "re-create them.\n",
+	.parent = &cmd_proxy,
+	.accepts = "",
+	.args_max = 0,
+	.exec = cmd_proxy_rotate_ca_exec,
+};
+
 static const struct cmd_entry *const cmd_proxy_verbs[] = {
 	&cmd_proxy_start, &cmd_proxy_stop, &cmd_proxy_status,
-	&cmd_proxy_reload, &cmd_proxy_logs, NULL
+	&cmd_proxy_reload, &cmd_proxy_logs, &cmd_proxy_rotate_ca, NULL
 };
 
 const struct cmd_entry cmd_proxy = {
 	.name = "proxy",
-	.usage = "start|stop|status|reload|logs [OPTIONS]",
+	.usage = "start|stop|status|reload|logs|rotate-ca [OPTIONS]",
 	.summary = "run the egress proxy container and its networks",
 	.options = cmd_proxy_options,
 	.shortopts = "f",
@@ -338,5 +353,27 @@ cmd_proxy_logs_exec(struct cmd_args *args)
 		free(cause);
 		return SG_EXIT_ERROR;
 	}
+	return SG_EXIT_OK;
+}
+
+/* `proxy rotate-ca`: the CA goes; `proxy start` makes the next one. */
+static int
+cmd_proxy_rotate_ca_exec(struct cmd_args *args)
+{
+	char	*cause = NULL;
+
+	(void)args;
+	switch (proxyctl_ca_remove(&cause)) {
+	case -1:
+		log_warnx("%s", cause);
+		free(cause);
+		return SG_EXIT_ERROR;
+	case 1:
+		printf("no sandgate CA to rotate; proxy start makes one\n");
+		return SG_EXIT_OK;
+	}
+	printf("sandgate CA removed: `sandgate proxy stop` then `sandgate "
+	    "proxy start` makes a new one; re-create the sandboxes made "
+	    "before\n");
 	return SG_EXIT_OK;
 }

@@ -24,6 +24,10 @@ struct docker;
 /* --log-keep-min-age of the proxy that `sandgate proxy start` runs. */
 #define PROXYCTL_LOG_KEEP_MIN_AGE	"7d"
 #define PROXYCTL_UID		65532
+/* The sandgate CA: state_root()/proxy/ca/, mounted into the proxy only. */
+#define PROXYCTL_CA_MOUNT	"/etc/sandgate/ca"
+#define PROXYCTL_CA_CERT	"ca.crt"
+#define PROXYCTL_CA_KEY		"ca.key"
 
 /* state_root()/proxy/run/control.sock (static storage). */
 const char	*proxyctl_socket_path(void);
@@ -33,6 +37,18 @@ const char	*proxyctl_socket_path(void);
  * gets the HTTP status and *resp (may be NULL) the parsed JSON reply.
  * Returns 0, or -1 when the proxy cannot be reached (*cause says why).
  */
+/*
+ * The sandgate CA's certificate on the host when `proxy start` has made
+ * one (state_root()/proxy/ca/ca.crt), else NULL. A static buffer.
+ */
+const char *proxyctl_ca_cert(void);
+
+/*
+ * Rotation: remove the CA (key and certificate) so that the next start
+ * of the proxy makes a new one. 0, 1 when there was none, -1 with *cause.
+ */
+int	proxyctl_ca_remove(char **cause);
+
 int	proxyctl_call(const char *method, const char *path, json_t *body,
 	    long *status, json_t **resp, char **cause);
 

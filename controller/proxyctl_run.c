@@ -21,6 +21,7 @@
 #include "cspec.h"
 #include "docker.h"
 #include "proxyctl.h"
+#include "secretdir.h"
 #include "script.h"
 #include "state.h"
 #include "util.h"
@@ -189,6 +190,17 @@ proxyctl_prepare_dirs(struct proxyctl_opts *o, char **cause)
 		    run, o->log_dir, PROXYCTL_UID, strerror(errno));
 		return -1;
 	}
+	if (secretdir_prepare(cause) == -1)
+		return -1;
+	/* The CA's folder: the proxy makes its key there, 0600 (--ca-create). */
+	snprintf(path, sizeof(path), "%s/proxy/ca", state_root());
+	if ((mkdir(path, 0700) == -1 && errno != EEXIST) ||
+	    chown(path, PROXYCTL_UID, PROXYCTL_UID) == -1 ||
+	    chmod(path, 0700) == -1) {
+		util_cause(cause, "cannot make %s the proxy's alone: %s", path,
+		    strerror(errno));
+		return -1;
+	}
 	/* The log and its rotations, if an earlier proxy wrote them. */
 	for (i = 0; logs[i] != NULL; i++) {
 		for (n = 0; n <= 100; n++) {
@@ -238,6 +250,29 @@ proxyctl_spec(const struct proxyctl_opts *o, const char *ip)
 	    state_root());
 	json_array_append_new(binds, json_string(b));
 	free(b);
+	/*
+	 * The sandgate CA of tls: terminate entries, made by the proxy at
+	 * its first start; its key never leaves this folder (sandboxes get
+	 * the certificate alone, copied by create).
+	 */
+	util_xasprintf(&b, "%s/proxy/ca:" PROXYCTL_CA_MOUNT ":rw",
+	    state_root());
+	json_array_append_new(binds, json_string(b));
+	free(b);
+	json_array_append_new(cmd, json_string("--ca-cert"));
+	json_array_append_new(cmd, json_string(PROXYCTL_CA_MOUNT "/"
+	    PROXYCTL_CA_CERT));
+	json_array_append_new(cmd, json_string("--ca-key"));
+	json_array_append_new(cmd, json_string(PROXYCTL_CA_MOUNT "/"
+	    PROXYCTL_CA_KEY));
+	json_array_append_new(cmd, json_string("--ca-create"));
+	/* The credentials' values, read-only, the proxy's alone. */
+	util_xasprintf(&b, "%s/proxy/secrets:" SECRETDIR_MOUNT ":ro",
+	    state_root());
+	json_array_append_new(binds, json_string(b));
+	free(b);
+	json_array_append_new(cmd, json_string("--secrets-dir"));
+	json_array_append_new(cmd, json_string(SECRETDIR_MOUNT));
 	json_array_append_new(cmd, json_string("--checkpoint-key"));
 	json_array_append_new(cmd, json_string(AUDITKEY_PROXY_MOUNT "/"
 	    AUDITKEY_PROXY_NAME));
@@ -442,4 +477,33 @@ proxyctl_stop(struct docker *d, char **cause)
 	    docker_container_remove(d, PROXYCTL_CONTAINER, cause) == -1)
 		return -1;
 	return 0;
+}
+
+const char *
+proxyctl_ca_cert(void)
+{
+	static char	path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/proxy/ca/" PROXYCTL_CA_CERT,
+	    state_root());
+	return access(path, R_OK) == 0 ? path : NULL;
+}
+
+int
+proxyctl_ca_remove(char **cause)
+{
+	char	path[PATH_MAX];
+	int	i, gone = 0;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/proxy/ca/%s", state_root(),
+		    i == 0 ? PROXYCTL_CA_KEY : PROXYCTL_CA_CERT);
+		if (unlink(path) == 0)
+			continue;
+		if (errno != ENOENT)
+			return util_cause(cause, "cannot remove %s: %s", path,
+			    strerror(errno));
+		gone++;
+	}
+	return gone == 2 ? 1 : 0;
 }

@@ -97,6 +97,7 @@ struct conn_linger {
 	uint64_t		 deadline_us;
 	unsigned		 wait_ms;
 };
+#define CONN_TERM_FLUSH_POLL_MS	10	/* conn_timer_finish, under TLS */
 
 static unsigned long long conn_ids;
 static struct conn_linger *conn_lingers;
@@ -110,11 +111,11 @@ static void	conn_client_write(struct bufferevent *, void *);
 static void	conn_client_event(struct bufferevent *, short, void *);
 static int	conn_client_half_closed(struct conn *);
 static int	conn_head(struct conn *);
+static size_t	conn_client_pending(struct conn *);
+static size_t	conn_bev_pending(struct bufferevent *);
+static void	conn_timer_finish(struct conn *);
 static int	conn_start_connect(struct conn *);
 static int	conn_start_http(struct conn *);
-static int	conn_decide(struct conn *);
-static int	conn_block_malformed(struct conn *, int status,
-		    const char *cause);
 static void	conn_dns_done(void *, int, const char *,
 		    const struct sockaddr_storage *, size_t);
 static int	conn_resolved(struct conn *, const struct sockaddr_storage *,
@@ -283,15 +284,13 @@ conn_bev_watch(struct conn *c, struct bufferevent *bev)
 	evbuffer_add_cb(bufferevent_get_output(bev), conn_budget_cb, c);
 }
 
-/* Free a bufferevent (NULL is fine), giving back what it held. */
+/* Stop counting a bufferevent's buffers, giving back what they held. */
 void
-conn_bev_free(struct conn *c, struct bufferevent *bev)
+conn_bev_unwatch(struct conn *c, struct bufferevent *bev)
 {
 	struct evbuffer	*b;
 	int		 i;
 
-	if (bev == NULL)
-		return;
 	for (i = 0; i < 2; i++) {
 		b = i == 0 ? bufferevent_get_input(bev) :
 		    bufferevent_get_output(bev);
@@ -299,6 +298,15 @@ conn_bev_free(struct conn *c, struct bufferevent *bev)
 		if (evbuffer_remove_cb(b, conn_budget_cb, c) == 0)
 			conn_budget_add(c, 0, evbuffer_get_length(b));
 	}
+}
+
+/* Free a bufferevent (NULL is fine), giving back what it held. */
+void
+conn_bev_free(struct conn *c, struct bufferevent *bev)
+{
+	if (bev == NULL)
+		return;
+	conn_bev_unwatch(c, bev);
 	bufferevent_free(bev);
 }
 
@@ -428,15 +436,22 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	px->conns = c;
 	px->stats.conns_open++;
 	px->stats.conns_total++;
-	bufferevent_setcb(c->client, conn_client_read, conn_client_write,
-	    conn_client_event, c);
-	bufferevent_setwatermark(c->client, EV_READ, 0, PROXY_HIGH_WATER);
-	bufferevent_enable(c->client, EV_WRITE);
+	conn_client_attach(c);
 	conn_set_state(c, CONN_HEAD);
 	return;
 fail:
 	proxy_client_leave(px, slot);
 	evutil_closesocket(fd);
+}
+
+/* The client's bufferevent (a new one, or its TLS filter) on our side. */
+void
+conn_client_attach(struct conn *c)
+{
+	bufferevent_setcb(c->client, conn_client_read, conn_client_write,
+	    conn_client_event, c);
+	bufferevent_setwatermark(c->client, EV_READ, 0, PROXY_HIGH_WATER);
+	bufferevent_enable(c->client, EV_WRITE);
 }
 
 /* Free everything; the one exit of a connection. */
@@ -480,6 +495,7 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 		proxy_client_leave(px, c->slot);
 	event_free(c->timer);
 	conn_req_reset(c);
+	conn_term_release(c);
 	proxy_client_release(&c->who);
 	free(c);
 }
@@ -523,8 +539,7 @@ conn_sockets_end(struct conn *c, int graceful, int *kept)
 		unsent = 0;
 		if (bev != NULL) {
 			fd = bufferevent_getfd(bev);
-			unsent = evbuffer_get_length(
-			    bufferevent_get_output(bev));
+			unsent = conn_bev_pending(bev);
 		} else if (c->tun != NULL)
 			fd = tunnel_to_fd(c->tun, i == 0 ? TUNNEL_DOWN :
 			    TUNNEL_UP);
@@ -627,17 +642,58 @@ conn_linger_end(struct conn_linger *l)
 	free(l);
 }
 
+/*
+ * Bytes queued for the client that the kernel has not taken yet. Under a
+ * TLS filter (a terminated session) they sit in the socket bufferevent
+ * below it, whose draining calls no callback of ours: a finishing
+ * terminated session checks it from its timer (conn_timer_finish).
+ */
+static size_t
+conn_client_pending(struct conn *c)
+{
+	return c->client == NULL ? 0 : conn_bev_pending(c->client);
+}
+
+/* Bytes bev and the bufferevent under it (a TLS filter's) have not sent. */
+static size_t
+conn_bev_pending(struct bufferevent *bev)
+{
+	struct bufferevent	*u;
+	size_t			 n;
+
+	n = evbuffer_get_length(bufferevent_get_output(bev));
+	if ((u = bufferevent_get_underlying(bev)) != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(u));
+	return n;
+}
+
 /* Stop reading, flush what the client is owed, then free. */
 int
 conn_finish(struct conn *c)
 {
 	conn_set_state(c, CONN_FINISH);
-	if (c->client == NULL ||
-	    evbuffer_get_length(bufferevent_get_output(c->client)) == 0) {
+	if (conn_client_pending(c) == 0) {
 		conn_free(c, CONN_CLOSE_FINISHED, NULL);
 		return -1;
 	}
+	c->finish_deadline_us = util_now_us() +
+	    (uint64_t)CONN_FLUSH_TIMEOUT_MS * 1000;
+	if (c->term)
+		conn_arm(c, CONN_TERM_FLUSH_POLL_MS);
 	return 0;
+}
+
+/* A finishing connection: freed once flushed or past its deadline. */
+static void
+conn_timer_finish(struct conn *c)
+{
+	if (c->term && conn_client_pending(c) > 0 &&
+	    util_now_us() < c->finish_deadline_us) {
+		conn_arm(c, CONN_TERM_FLUSH_POLL_MS);
+		return;
+	}
+	conn_free(c, conn_client_pending(c) == 0 ? CONN_CLOSE_FINISHED :
+	    CONN_CLOSE_FLUSH_TIMEOUT, NULL);
 }
 
 void
@@ -695,7 +751,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 			conn_free(c, CONN_CLOSE_IDLE_TIMEOUT, NULL);
 		return;
 	case CONN_FINISH:
-		conn_free(c, CONN_CLOSE_FLUSH_TIMEOUT, NULL);
+		conn_timer_finish(c);
 		return;
 	}
 }
@@ -741,7 +797,7 @@ conn_client_write(struct bufferevent *bev, void *arg)
 	int		 paused = c->out_paused;
 
 	if (c->state == CONN_FINISH) {
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		if (conn_client_pending(c) == 0)
 			conn_free(c, CONN_CLOSE_FINISHED, NULL);
 		return;
 	}
@@ -769,6 +825,11 @@ conn_client_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*c = arg;
 
+	if (c->term) {
+		conn_term_client_done(c, what);
+		if (what & BEV_EVENT_CONNECTED)
+			return;
+	}
 	if ((what & BEV_EVENT_EOF) && conn_client_half_closed(c) == 0)
 		return;
 	conn_free(c, (what & BEV_EVENT_EOF) ? CONN_CLOSE_CLIENT_CLOSED :
@@ -794,14 +855,13 @@ conn_client_half_closed(struct conn *c)
 		return !c->r.is_connect &&
 		    http_request_body(&c->r.req) == HTTP_BODY_NONE ? 0 : -1;
 	case CONN_HEAD:
-		if (evbuffer_get_length(bufferevent_get_output(c->client)) > 0) {
+		if (conn_client_pending(c) > 0) {
 			conn_finish(c);		/* frees it once flushed */
 			return 0;
 		}
 		return -1;
 	case CONN_FINISH:
-		return evbuffer_get_length(bufferevent_get_output(c->client)) >
-		    0 ? 0 : -1;
+		return conn_client_pending(c) > 0 ? 0 : -1;
 	default:
 		return -1;
 	}
@@ -843,6 +903,10 @@ conn_upstream_event(struct bufferevent *bev, short what, void *arg)
 	}
 	switch (c->state) {
 	case CONN_CONNECT:
+		if (c->up_tls) {
+			conn_term_upstream_failed(c);
+			return;
+		}
 		snprintf(details, sizeof(details), "connect to %s%s%s:%u: %s",
 		    strchr(c->r.resolved, ':') ? "[" : "", c->r.resolved,
 		    strchr(c->r.resolved, ':') ? "]" : "", c->r.port,
@@ -953,6 +1017,8 @@ conn_head(struct conn *c)
 	c->r.started_us = util_now_us();
 	c->r.is_connect = c->r.req.form == HTTP_TARGET_AUTHORITY;
 	c->r.keep_alive = c->r.req.keep_alive;
+	if (c->term)
+		return conn_term_request(c);
 	return c->r.is_connect ? conn_start_connect(c) : conn_start_http(c);
 }
 
@@ -980,10 +1046,12 @@ conn_event(struct conn *c, struct proxy_event *ev, const char *event,
 	}
 	ev->policy_digest = c->r.pol ? policy_digest(c->r.pol->policy) : NULL;
 	ev->bytes_up = ev->bytes_down = ev->duration_ms = -1;
+	if (c->term)
+		ev->path = c->r.req.path;
 }
 
 /* A request the parser refused: log it as a block and answer its status. */
-static int
+int
 conn_block_malformed(struct conn *c, int status, const char *cause)
 {
 	struct proxy_event	ev;
@@ -1056,13 +1124,14 @@ conn_query(const struct conn *c, struct policy_query *q)
 	q->port = c->r.port;
 	q->method = c->r.req.method;
 	q->path = c->r.is_connect ? NULL : c->r.req.path;
+	q->terminated = c->term;
 	q->sets = c->who.sets;
 	q->nsets = c->who.nsets;
 	q->now = time(NULL);
 }
 
 /* The policy decision for the current request, then DNS. */
-static int
+int
 conn_decide(struct conn *c)
 {
 	struct policy_query	q;
@@ -1082,6 +1151,11 @@ conn_decide(struct conn *c)
 	if (r != SG_REASON_NONE && !conn_report_only(c, r))
 		return conn_block(c, r, NULL, NULL);
 	c->tls_required = c->r.match.tls == POLICY_TLS_REQUIRED;
+	if (c->r.is_connect && c->r.match.tls == POLICY_TLS_TERMINATE)
+		return conn_term_start(c);
+	if (c->term && conn_term_credential(c, NULL) == -1)
+		return conn_block(c, SG_REASON_CREDENTIAL_MISSING, NULL,
+		    c->r.match.entry->cred_secret);
 	/* Reuse the kept upstream for the same destination and rules. */
 	if (!c->r.is_connect && c->upstream != NULL && c->up_reusable &&
 	    host_equal(&c->up_host, &c->r.host) && c->up_port == c->r.port &&
@@ -1126,6 +1200,8 @@ conn_log_allowed(struct conn *c)
 	conn_event(c, &ev, "egress.allowed", SG_REASON_NONE, NULL, rule,
 	    sizeof(rule));
 	ev.resolved = c->r.resolved;
+	if (c->term)
+		ev.status = c->r.status;
 	ev.bytes_up = (long long)c->r.bytes_up;
 	ev.bytes_down = (long long)c->r.bytes_down;
 	ev.duration_ms = (long long)((util_now_us() - c->r.started_us) /
@@ -1201,15 +1277,28 @@ conn_block(struct conn *c, enum sg_reason r, const char *sni,
 	conn_event(c, &ev, "egress.blocked", r, msg, rule, sizeof(rule));
 	ev.sni = sni;
 	ev.resolved = addr;
-	c->px->stats.requests_blocked[r]++;
-	proxy_log_block(c->px, &ev);
 	c->r.allowed_open = 0;
 	perr = r == SG_REASON_PRIVATE_ADDRESS ? "destination_ip_prohibited" :
 	    "http_request_denied";
-	if (r == SG_REASON_PROXY_UNAVAILABLE) {
+	if (r == SG_REASON_PROXY_UNAVAILABLE ||
+	    r == SG_REASON_TERMINATION_UNAVAILABLE ||
+	    r == SG_REASON_CREDENTIAL_MISSING) {
 		status = 503;
 		perr = "proxy_internal_error";
+	} else if (r == SG_REASON_UPSTREAM_UNREACHABLE) {
+		status = 502;
+		perr = "connection_refused";
+		ev.resolved = c->r.resolved[0] ? c->r.resolved : NULL;
+	} else if (reason_is_upstream_tls(r)) {
+		status = 502;
+		perr = r == SG_REASON_UPSTREAM_TLS ? "tls_protocol_error" :
+		    "tls_certificate_error";
+		ev.resolved = c->r.resolved;
 	}
+	if (c->term)
+		ev.status = status;
+	c->px->stats.requests_blocked[r]++;
+	proxy_log_block(c->px, &ev);
 	keep = !c->r.is_connect && c->r.keep_alive && !c->close_after &&
 	    http_request_body(&c->r.req) == HTTP_BODY_NONE;
 	buf = http_block_response(status, msg, r, perr, keep, &len);
@@ -1265,6 +1354,11 @@ conn_dns_done(void *arg, int err, const char *errstr,
 		snprintf(details, sizeof(details), "cannot resolve %s: %s",
 		    c->r.host.name, errstr);
 		c->px->stats.upstream_errors++;
+		if (c->term) {
+			conn_block(c, SG_REASON_UPSTREAM_UNREACHABLE, NULL,
+			    details);
+			return;
+		}
 		conn_reply_error(c, 502, "dns_error", details);
 		return;
 	}
@@ -1324,6 +1418,9 @@ conn_connect_failed(struct conn *c, const char *details)
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS)
 		return conn_reply_error(c, 503, "proxy_internal_error",
 		    "the proxy is out of sockets; try again later");
+	if (c->term)
+		return conn_block(c, SG_REASON_UPSTREAM_UNREACHABLE, NULL,
+		    details);
 	return conn_reply_error(c, 502, "connection_refused", details);
 }
 
@@ -1391,9 +1488,12 @@ conn_connected(struct conn *c)
 {
 	int	one = 1;
 
-	if (c->state == CONN_CONNECT)	/* a new socket, not a kept one */
+	if (c->state == CONN_CONNECT && !c->up_tls) {	/* a new socket */
 		setsockopt(bufferevent_getfd(c->upstream), IPPROTO_TCP,
 		    TCP_NODELAY, &one, sizeof(one));
+		if (c->term)
+			return conn_term_upstream(c);
+	}
 	c->up_host = c->r.host;
 	c->up_port = c->r.port;
 	c->up_reusable = 0;
@@ -1419,6 +1519,7 @@ conn_drop_upstream(struct conn *c)
 	conn_bev_free(c, c->upstream);
 	c->upstream = NULL;
 	c->up_reusable = 0;
+	c->up_tls = 0;
 }
 
 void

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
@@ -102,7 +104,8 @@ conn_http_send_head(struct conn *c, const char *head, size_t len)
 {
 	ssize_t	n = 0;
 
-	if (evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0 &&
+	if (!c->up_tls &&
+	    evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0 &&
 	    (n = send(bufferevent_getfd(c->upstream), head, len,
 	    MSG_NOSIGNAL | MSG_DONTWAIT)) < 0)
 		n = 0;
@@ -114,9 +117,10 @@ conn_http_send_head(struct conn *c, const char *head, size_t len)
 int
 conn_http_start(struct conn *c)
 {
-	struct conn_req	*r = &c->r;
-	char		*head, *orig = NULL;
-	size_t		 len;
+	struct conn_req		*r = &c->r;
+	struct http_header	 set;
+	char			*head, *orig = NULL;
+	size_t			 len;
 
 	if (conn_http_path(c) == -1)
 		return -1;
@@ -124,7 +128,12 @@ conn_http_start(struct conn *c)
 		orig = r->req.path;
 		r->req.path = r->path;
 	}
-	head = http_request_forward(&r->req, 0, &len);
+	/* A terminated entry's credential replaces what the client sent. */
+	memset(&set, 0, sizeof(set));
+	if (c->term)
+		(void)conn_term_credential(c, &set);
+	head = http_request_forward_set(&r->req, 0, set.name != NULL ? &set :
+	    NULL, &len);
 	if (orig != NULL)
 		r->req.path = orig;
 	if (head == NULL) {
@@ -132,6 +141,8 @@ conn_http_start(struct conn *c)
 		return -1;
 	}
 	conn_http_send_head(c, head, len);
+	if (set.name != NULL)
+		OPENSSL_cleanse(head, len);
 	free(head);
 	r->body = http_request_body(&r->req);
 	r->body_left = r->req.content_length > 0 ?
@@ -244,6 +255,7 @@ conn_http_response_head(struct conn *c, int *more)
 		http_response_release(&resp);
 		return conn_send(c, head, hlen);
 	}
+	r->status = resp.status;
 	r->resp_body = http_response_body(&resp, r->req.method);
 	r->resp_keep_alive = resp.keep_alive &&
 	    r->resp_body != HTTP_BODY_CLOSE;

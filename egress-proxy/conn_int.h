@@ -22,10 +22,13 @@
 #include "policy.h"
 #include "proxy.h"
 #include "reason.h"
+#include "tlsterm.h"
 
 /*
  *   HEAD ──CONNECT──> RESOLVE ─> CONNECT ─> TUNNEL (200, then every
  *     │                                      ClientHello or request checked)
+ *     ├──CONNECT to a tls: terminate entry─> 200, TLS ─> HEAD (each request
+ *     │                                      inside decided as plain HTTP)
  *     └──GET http://…─> RESOLVE ─> CONNECT ─> HTTP ─> HEAD (keep-alive)
  *   any ─> FINISH (flush what the client is owed, then close)
  */
@@ -83,6 +86,7 @@ struct conn_req {
 	uint64_t		 resp_left;
 	struct http_chunked	 resp_chunked;
 	int			 resp_keep_alive;
+	int			 status;	/* the final response's */
 
 	/* This request's accounting. */
 	uint64_t		 started_us;
@@ -141,6 +145,19 @@ struct conn {
 	enum http_body		 tbody;
 	uint64_t		 tbody_left;
 	struct http_chunked	 tbody_chunked;
+
+	/*
+	 * A terminated session (tls: terminate, conn_term.c): the client
+	 * bufferevent is a TLS filter and every request inside names
+	 * term_host:term_port; the upstream is TLS too (up_tls).
+	 */
+	int			 term;
+	int			 term_ready;	/* client handshake done */
+	int			 up_tls;	/* upstream is a TLS filter */
+	struct host		 term_host;
+	uint16_t		 term_port;
+	struct tlsterm_hello	 term_hello;
+	uint64_t		 finish_deadline_us;	/* CONN_FINISH */
 };
 
 /* conn.c */
@@ -152,7 +169,11 @@ void	conn_client_reading(struct conn *);
 int	conn_client_full(struct conn *);
 int	conn_over_budget(const struct conn *);
 void	conn_bev_watch(struct conn *, struct bufferevent *);
+void	conn_bev_unwatch(struct conn *, struct bufferevent *);
 void	conn_bev_free(struct conn *, struct bufferevent *);
+void	conn_client_attach(struct conn *);
+int	conn_decide(struct conn *);
+int	conn_block_malformed(struct conn *, int status, const char *cause);
 int	conn_send(struct conn *, char *buf, size_t len);
 int	conn_reply_error(struct conn *, int status, const char *proxy_error,
 	    const char *details);
@@ -173,6 +194,15 @@ int	conn_http_body(struct conn *);
 int	conn_http_response(struct conn *);
 void	conn_http_upstream_event(struct conn *, short what);
 void	conn_http_resume(struct conn *);
+
+/* conn_term.c */
+int	conn_term_start(struct conn *);
+void	conn_term_client_done(struct conn *, short what);
+int	conn_term_request(struct conn *);
+int	conn_term_upstream(struct conn *);
+int	conn_term_upstream_failed(struct conn *);
+void	conn_term_release(struct conn *);
+int	conn_term_credential(struct conn *, struct http_header *);
 
 /* conn_tunnel.c */
 int	conn_tunnel_start(struct conn *);

@@ -164,7 +164,8 @@ static void	obuf_fmt(struct obuf *, const char *, ...)
 static void	obuf_safe(struct obuf *, const char *, int);
 static char	*obuf_finish(struct obuf *, size_t *);
 static char	*head_forward(const struct part *, size_t, const char *,
-		    const struct http_header *, size_t, int, size_t *);
+		    const struct http_header *, size_t,
+		    const struct http_header *, int, size_t *);
 static char	*mem_put(char *, const void *, size_t);
 static void	proxy_status_add(struct obuf *, const char *, const char *);
 static int	chunked_size_byte(struct http_chunked *, unsigned char,
@@ -1278,13 +1279,16 @@ hop_by_hop(const struct http_header *h, const size_t *conn, size_t nconn,
  * A forwarded head, built in one allocation of its exact size:
  *   the start line (nparts parts) "\r\n"
  *   ["Host: " host "\r\n"]	(host not NULL)
- *   the end-to-end fields of h, each "name: value\r\n"
+ *   the end-to-end fields of h, each "name: value\r\n", but those named
+ *   as set is
+ *   [set's "name: value\r\n"]	(set not NULL)
  *   ["Connection: close\r\n" or "Connection: keep-alive\r\n"] (flags)
  *   "\r\n"
  */
 static char *
 head_forward(const struct part *parts, size_t nparts, const char *host,
-    const struct http_header *h, size_t n, int flags, size_t *lenp)
+    const struct http_header *h, size_t n, const struct http_header *set,
+    int flags, size_t *lenp)
 {
 	static const char	close_f[] = "Connection: close\r\n";
 	static const char	keep_f[] = "Connection: keep-alive\r\n";
@@ -1312,10 +1316,14 @@ head_forward(const struct part *parts, size_t nparts, const char *host,
 		if (IEQ(h[i].name, h[i].name_len, "connection"))
 			cf[ncf++] = i;
 	for (i = 0; i < n; i++) {
-		drop[i] = (unsigned char)hop_by_hop(h, cf, ncf, &h[i]);
+		drop[i] = (unsigned char)(hop_by_hop(h, cf, ncf, &h[i]) ||
+		    (set != NULL && h[i].name_len == set->name_len &&
+		    strncasecmp(h[i].name, set->name, set->name_len) == 0));
 		if (!drop[i])
 			size += h[i].name_len + 2 + h[i].value_len + 2;
 	}
+	if (set != NULL)
+		size += set->name_len + 2 + set->value_len + 2;
 	if ((out = malloc(size)) == NULL)
 		return NULL;
 	p = out;
@@ -1333,6 +1341,12 @@ head_forward(const struct part *parts, size_t nparts, const char *host,
 		p = mem_put(p, h[i].name, h[i].name_len);
 		p = mem_put(p, ": ", 2);
 		p = mem_put(p, h[i].value, h[i].value_len);
+		p = mem_put(p, "\r\n", 2);
+	}
+	if (set != NULL) {
+		p = mem_put(p, set->name, set->name_len);
+		p = mem_put(p, ": ", 2);
+		p = mem_put(p, set->value, set->value_len);
 		p = mem_put(p, "\r\n", 2);
 	}
 	p = mem_put(p, conn, clen);
@@ -1356,6 +1370,13 @@ char *
 http_request_forward(const struct http_request *req, int flags,
     size_t *lenp)
 {
+	return http_request_forward_set(req, flags, NULL, lenp);
+}
+
+char *
+http_request_forward_set(const struct http_request *req, int flags,
+    const struct http_header *set, size_t *lenp)
+{
 	struct part	parts[4];
 	char		ver[32];
 
@@ -1376,7 +1397,7 @@ http_request_forward(const struct http_request *req, int flags,
 	}
 	parts[3].n = strlen(parts[3].p);
 	return head_forward(parts, 4, req->host == NULL ? req->authority :
-	    NULL, req->headers, req->nheaders, flags, lenp);
+	    NULL, req->headers, req->nheaders, set, flags, lenp);
 }
 
 char *
@@ -1402,7 +1423,7 @@ http_response_forward(const struct http_response *resp, int flags,
 	parts[3].p = resp->reason != NULL ? resp->reason : "";
 	parts[3].n = strlen(parts[3].p);
 	return head_forward(parts, 4, NULL, resp->headers, resp->nheaders,
-	    flags, lenp);
+	    NULL, flags, lenp);
 }
 
 void

@@ -241,6 +241,14 @@ enum http_body	 http_request_body(const struct http_request *req);
  */
 char		*http_request_forward(const struct http_request *req,
 		    int flags, size_t *lenp);
+/*
+ * The same, with every field named as set is (case-insensitive) left out
+ * and set added once instead: a header the proxy sets itself (a
+ * terminated entry's credentials). set's name and value must be valid
+ * field bytes (the policy and the secret store check them).
+ */
+char		*http_request_forward_set(const struct http_request *req,
+		    int flags, const struct http_header *set, size_t *lenp);
 
 /*
  * Parse a response head ("HTTP/1.x NNN reason", fields, CRLF) with the

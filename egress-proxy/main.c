@@ -32,6 +32,8 @@
 #include "proxy.h"
 #include "registry.h"
 #include "sni.h"
+#include "tlsca.h"
+#include "tlsterm.h"
 #include "tunnel.h"
 #include "util.h"
 
@@ -76,6 +78,7 @@ static int	main_policy(struct proxy *);
 static int	main_check(struct proxy *);
 static int	main_log_open(struct proxy *);
 static int	main_loop_new(struct proxy *);
+static int	main_ca_load(struct proxy *);
 static void	main_signals(struct proxy *);
 static int	main_run(struct proxy *);
 
@@ -87,6 +90,10 @@ static const struct option main_longopts[] = {
 	{ "resolver",		required_argument, NULL, 'r' },
 	{ "hosts",		required_argument, NULL, 'H' },
 	{ "control-socket",	required_argument, NULL, 'c' },
+	{ "ca-cert",		required_argument, NULL, 'a' },
+	{ "ca-key",		required_argument, NULL, 'y' },
+	{ "ca-create",		no_argument,	   NULL, 'j' },
+	{ "secrets-dir",	required_argument, NULL, 'Z' },
 	{ "config",		required_argument, NULL, 'f' },
 	{ "log-allowed",	no_argument,	   NULL, 'A' },
 	{ "log-max-size",	required_argument, NULL, 'M' },
@@ -136,6 +143,12 @@ main_usage(FILE *f)
 "  --hosts FILE            static name map in /etc/hosts format, asked first\n"
 "  --control-socket PATH   unix socket for register/unregister/reload/status\n"
 "                          and /metrics (default: none)\n"
+"  --ca-cert FILE          the sandgate CA's certificate (PEM), for entries\n"
+"                          with tls: terminate (without it they are refused)\n"
+"  --ca-key FILE           its private key (PEM, readable by this user alone)\n"
+"  --ca-create             make that CA first when --ca-key does not exist\n"
+"  --secrets-dir DIR       values of the credentials terminated entries name\n"
+"                          (one file per secret, readable by this user alone)\n"
 "  --config FILE           read options from FILE: one \"name value\" a line,\n"
 "                          names as the long options without --\n"
 "  --log-allowed           log allowed connections too (egress.allowed)\n"
@@ -225,6 +238,10 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'r': main_set_str(&cfg->resolver, arg); return 0;
 	case 'H': main_set_str(&cfg->hosts, arg); return 0;
 	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
+	case 'a': main_set_str(&cfg->ca_cert, arg); return 0;
+	case 'y': main_set_str(&cfg->ca_key, arg); return 0;
+	case 'j': cfg->ca_create = 1; return 0;
+	case 'Z': main_set_str(&cfg->secrets_dir, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
 	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
 	case 'v': cfg->verbose++; return 0;
@@ -661,6 +678,40 @@ main_log_open(struct proxy *px)
 }
 
 /*
+ * The CA of tls: terminate entries, when --ca-cert and --ca-key name it,
+ * and the TLS contexts of terminated sessions. -1 (said) when it cannot
+ * be loaded; without the options, such entries are refused.
+ */
+static int
+main_ca_load(struct proxy *px)
+{
+	char	*cause = NULL;
+
+	if (px->cfg.ca_cert == NULL && px->cfg.ca_key == NULL)
+		return 0;
+	if (px->cfg.ca_cert == NULL || px->cfg.ca_key == NULL) {
+		log_warnx("--ca-cert and --ca-key go together");
+		return -1;
+	}
+	if (px->cfg.ca_create && tlsca_create(px->cfg.ca_cert,
+	    px->cfg.ca_key, "sandgate CA", (uid_t)-1, (gid_t)-1, &cause) ==
+	    -1) {
+		log_warnx("cannot make the CA: %s", cause ? cause :
+		    "unknown error");
+		free(cause);
+		return -1;
+	}
+	if ((px->ca = tlsca_load(px->cfg.ca_cert, px->cfg.ca_key,
+	    &cause)) == NULL || (px->term = tlsterm_new(&cause)) == NULL) {
+		log_warnx("TLS termination: %s", cause ? cause :
+		    "unknown error");
+		free(cause);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The event loop and what runs on it: the ClientHello checker, the
  * resolver, the registry, the listeners, the control socket and the
  * signals. -1 (said) if a resolver, listener or socket cannot be set up.
@@ -675,6 +726,9 @@ main_loop_new(struct proxy *px)
 		fatalx("cannot create the event loop");
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
 		fatalx("cannot create the TLS context for ClientHello checks");
+	if (main_ca_load(px) == -1 || (px->cfg.secrets_dir != NULL &&
+	    proxy_secrets_load(px) == -1))
+		return -1;
 	px->dns = dns_new(px->base, px->cfg.resolver, px->cfg.hosts,
 	    px->cfg.dns_timeout_ms, &cause);
 	if (px->dns == NULL) {

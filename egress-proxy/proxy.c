@@ -3,6 +3,8 @@
  * (reference-counted, so requests finish under the policy they started
  * with), per-client accounting, and security events.
  */
+#include <sys/prctl.h>
+
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <netinet/in.h>
@@ -20,6 +22,8 @@
 #include "log.h"
 #include "policy.h"
 #include "proxy.h"
+#include "secret.h"
+#include "tlsterm.h"
 #include "reason.h"
 #include "sglimits.h"
 #include "registry.h"
@@ -278,12 +282,19 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	struct eventlog_sec	 sec;
 	json_t			*fields;
 	char			 ident[PROXY_IDENT_MAX];
+	char			 path[PROXY_LOG_PATH_CUT];
 	struct proxy_cuts	 cuts;
 	int			 rc = -1;
 
 	proxy_sec_fields(px, &sec, pe, &cuts);
 	if ((fields = eventlog_security_fields(&sec)) == NULL)
 		goto out;
+	/* A terminated request's path (escaped, cut) and status. */
+	if (pe->path != NULL)
+		json_object_set_new(fields, "path", json_string(util_escape(
+		    pe->path, path, sizeof(path))));
+	if (pe->status > 0)
+		json_object_set_new(fields, "status", json_integer(pe->status));
 	if (pe->bytes_up >= 0) {
 		json_object_set_new(fields, "bytes_up",
 		    json_integer(pe->bytes_up));
@@ -644,9 +655,47 @@ proxy_reload(struct proxy *px, char **errors)
 	    "policy_digest", policy_digest(p));
 	eventlog_append(px->seclog, fields);
 	json_decref(fields);
+	if (px->term != NULL)
+		tlsterm_flush(px->term);	/* a ca_file may have changed */
+	if (px->secrets != NULL)
+		(void)proxy_secrets_load(px);	/* kept as they were on error */
 	revoked = conn_revoke(px);
 	log_info("policy reloaded: digest %s, %u connections revoked",
 	    policy_digest(p), revoked);
 	return 0;
 }
 
+
+/*
+ * (Re)load the credentials' values from --secrets-dir. The first time,
+ * the process is made not dumpable: a core dump would hold them. Files
+ * left out are said once each; -1 (said) when the folder cannot be read,
+ * and the values held before stay.
+ */
+int
+proxy_secrets_load(struct proxy *px)
+{
+	char	*warnings = NULL, *cause = NULL, *line, *next;
+	int	 n;
+
+	if (px->secrets == NULL) {
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+			log_warn("cannot make the proxy not dumpable");
+		px->secrets = secret_store_new();
+	}
+	n = secret_store_load(px->secrets, px->cfg.secrets_dir, &warnings,
+	    &cause);
+	for (line = warnings; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		log_warnx("%s", line);
+	}
+	free(warnings);
+	if (n == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		return -1;
+	}
+	log_info("%d secret(s) loaded from %s", n, px->cfg.secrets_dir);
+	return 0;
+}

@@ -28,6 +28,9 @@ struct addr_set;
 struct conn;
 struct registry;
 struct registry_entry;
+struct tlsca;
+struct tlsterm;
+struct secretstore;
 
 /* Defaults of every timeout and limit (docs/proxy.md explains each). */
 #define PROXY_HEAD_TIMEOUT_MS		10000	/* whole request head */
@@ -56,6 +59,7 @@ struct registry_entry;
 #define PROXY_SOCKBUF			(128 * 1024)
 /* Client-chosen fields (the method) are cut to this in log lines. */
 #define PROXY_LOG_FIELD_CUT		64
+#define PROXY_LOG_PATH_CUT		256	/* escaped, as logged */
 #define PROXY_LOG_SPACE_MIN		(32 * 1024)	/* free bytes the log needs */
 /*
  * Below this much free room in the log folder (an eighth of the volume,
@@ -84,6 +88,10 @@ struct proxy_config {
 	const char	 *resolver;
 	const char	 *hosts;
 	const char	 *control_socket;
+	const char	 *ca_cert;		/* tls: terminate */
+	const char	 *ca_key;
+	int		  ca_create;		/* make it when missing */
+	const char	 *secrets_dir;		/* credentials' values */
 	int		  verbose;
 	int		  log_allowed;
 	unsigned long long log_max_size;
@@ -156,6 +164,9 @@ struct proxy {
 	struct eventlog		*seclog;
 	struct dns		*dns;
 	SSL_CTX			*sni_ctx;
+	struct tlsca		*ca;		/* NULL: no termination */
+	struct tlsterm		*term;
+	struct secretstore	*secrets;	/* NULL: no --secrets-dir */
 	struct addr_set		*self;		/* the proxy's own addresses */
 	uint16_t		*ports;		/* listening ports */
 	size_t			 nports;
@@ -181,6 +192,9 @@ struct proxy {
 };
 
 extern struct proxy *proxy_g;
+
+/* Load or reload --secrets-dir (secret.h). 0, or -1 (said). */
+int	proxy_secrets_load(struct proxy *);
 
 struct policy_diags;
 
@@ -245,6 +259,8 @@ struct proxy_event {
 	const char		*message;
 	const char		*rule;		/* "file:line" or NULL */
 	const char		*policy_digest;
+	const char		*path;		/* terminated requests only */
+	int			 status;	/* their answer's; 0: none */
 	long long		 bytes_up;	/* -1: not set */
 	long long		 bytes_down;
 	long long		 duration_ms;

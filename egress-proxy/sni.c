@@ -45,8 +45,8 @@ static int	sni_cur_u8(struct sni_cursor *, unsigned *);
 static int	sni_cur_u16(struct sni_cursor *, size_t *);
 static int	sni_cur_take(struct sni_cursor *, size_t,
 		    struct sni_cursor *);
-static int	sni_parse_server_name(struct sni_peek *,
-		    const unsigned char *, size_t);
+static int	sni_parse_server_name(char **, const unsigned char *,
+		    size_t);
 static int	sni_find_ech(SSL *);
 static int	sni_ech_ext(int);
 static void	sni_peek_finish(struct sni_peek *, enum sni_result);
@@ -108,8 +108,7 @@ sni_cur_take(struct sni_cursor *c, size_t n, struct sni_cursor *sub)
  * defined layout, so the list is refused too.
  */
 static int
-sni_parse_server_name(struct sni_peek *sp, const unsigned char *ext,
-    size_t extlen)
+sni_parse_server_name(char **out, const unsigned char *ext, size_t extlen)
 {
 	struct sni_cursor	c = { ext, extlen }, list, name;
 	size_t			listlen, namelen;
@@ -124,15 +123,15 @@ sni_parse_server_name(struct sni_peek *sp, const unsigned char *ext,
 		if (sni_cur_u16(&list, &namelen) == -1 || namelen == 0 ||
 		    sni_cur_take(&list, namelen, &name) == -1)
 			return -1;
-		if (sp->name != NULL)
+		if (*out != NULL)
 			return -1;
 		if (memchr(name.p, '\0', name.left) != NULL)
 			return -1;
-		sp->name = malloc(name.left + 1);
-		if (sp->name == NULL)
+		*out = malloc(name.left + 1);
+		if (*out == NULL)
 			return -1;
-		memcpy(sp->name, name.p, name.left);
-		sp->name[name.left] = '\0';
+		memcpy(*out, name.p, name.left);
+		(*out)[name.left] = '\0';
 	}
 	return 0;
 }
@@ -162,27 +161,36 @@ sni_find_ech(SSL *ssl)
 	return found;
 }
 
+int
+sni_hello_look(SSL *ssl, char **name, int *ech)
+{
+	const unsigned char	*ext;
+	size_t			 extlen;
+	int			 bad = 0, e;
+
+	*name = NULL;
+	if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext,
+	    &extlen) == 1 && sni_parse_server_name(name, ext, extlen) == -1)
+		bad = 1;
+	e = sni_find_ech(ssl);
+	*ech = e == 1;
+	return bad || e == -1 ? -1 : 0;
+}
+
 /* Look, remember, and stop the handshake. */
 static int
 sni_client_hello_cb(SSL *ssl, int *alert, void *arg)
 {
 	struct sni_peek		*sp = SSL_get_app_data(ssl);
-	const unsigned char	*ext;
-	size_t			 extlen;
-	int			 ech;
 
 	(void)arg;
 	*alert = SSL_AD_INTERNAL_ERROR;
 	if (sp == NULL)
 		return SSL_CLIENT_HELLO_ERROR;
 	sp->looked = 1;
-	if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext,
-	    &extlen) == 1 && sni_parse_server_name(sp, ext, extlen) == -1)
+	free(sp->name);
+	if (sni_hello_look(ssl, &sp->name, &sp->ech) == -1)
 		sp->bad = 1;
-	ech = sni_find_ech(ssl);
-	if (ech == -1)
-		sp->bad = 1;
-	sp->ech = ech == 1;
 	return SSL_CLIENT_HELLO_ERROR;
 }
 
@@ -194,25 +202,34 @@ sni_client_hello_cb(SSL *ssl, int *alert, void *arg)
  * nothing is parsed or sent back), unless this OpenSSL knows it natively,
  * in which case it is listed anyway.
  */
+int
+sni_ctx_add_ech(SSL_CTX *ctx)
+{
+	unsigned	ext;
+
+	for (ext = SNI_EXT_ECH_DRAFT_FIRST; ext <= SNI_EXT_ESNI; ext++) {
+		if (!sni_ech_ext((int)ext) || SSL_extension_supported(ext))
+			continue;
+		if (SSL_CTX_add_custom_ext(ctx, ext, SSL_EXT_CLIENT_HELLO,
+		    NULL, NULL, NULL, NULL, NULL) != 1)
+			return -1;
+	}
+	return 0;
+}
+
 SSL_CTX *
 sni_ctx_new(void)
 {
 	SSL_CTX		*ctx;
-	unsigned	 ext;
 
 	ctx = SSL_CTX_new(TLS_server_method());
 	if (ctx == NULL)
 		return NULL;
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_client_hello_cb(ctx, sni_client_hello_cb, NULL);
-	for (ext = SNI_EXT_ECH_DRAFT_FIRST; ext <= SNI_EXT_ESNI; ext++) {
-		if (!sni_ech_ext((int)ext) || SSL_extension_supported(ext))
-			continue;
-		if (SSL_CTX_add_custom_ext(ctx, ext, SSL_EXT_CLIENT_HELLO,
-		    NULL, NULL, NULL, NULL, NULL) != 1) {
-			SSL_CTX_free(ctx);
-			return NULL;
-		}
+	if (sni_ctx_add_ech(ctx) == -1) {
+		SSL_CTX_free(ctx);
+		return NULL;
 	}
 	return ctx;
 }

@@ -49,6 +49,23 @@ struct sni_peek;
 SSL_CTX		*sni_ctx_new(void);
 
 /*
+ * Register the extensions that hide the server name on a server context,
+ * so that a client-hello callback sees them (OpenSSL drops unknown
+ * extensions before it runs). 0, or -1 (OpenSSL's error queue).
+ */
+int		 sni_ctx_add_ech(SSL_CTX *);
+
+/*
+ * From inside an OpenSSL client-hello callback of a context set up with
+ * sni_ctx_add_ech(): the server_name host_name as sent into *name
+ * (malloc'd, NUL-terminated; NULL when there is none) and whether an
+ * extension hides the name into *ech. Returns 0, or -1 for a malformed
+ * server_name (several names, an empty one, a NUL byte) or out of memory
+ * (*name may then hold a name the caller frees).
+ */
+int		 sni_hello_look(SSL *, char **name, int *ech);
+
+/*
  * One peek per connection. The context must outlive it. Returns NULL when
  * out of memory.
  */

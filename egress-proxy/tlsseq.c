@@ -99,8 +99,6 @@ static size_t	tlsseq_msg_take(struct tlsseq_msg *, const unsigned char *,
 		    size_t);
 static enum tlsseq_result tlsseq_check_hello(struct tlsseq *,
 		    const unsigned char *, size_t);
-static enum sg_reason tlsseq_check_name(const struct tlsseq *,
-		    const char *);
 static int	tlsseq_client_record(struct tlsseq *, const unsigned char *,
 		    size_t, const struct tlsseq_rec *, size_t *);
 static int	tlsseq_server_record(struct tlsseq *, const unsigned char *,
@@ -182,22 +180,21 @@ tlsseq_msg_take(struct tlsseq_msg *m, const unsigned char *p, size_t n)
 	return i + take;
 }
 
-/* The reason a ClientHello's server name fails, or SG_REASON_NONE. */
-static enum sg_reason
-tlsseq_check_name(const struct tlsseq *ts, const char *name)
+enum sg_reason
+tlsseq_name_reason(const struct host *expected, const char *name)
 {
 	struct host		 sni;
 	const char		*cause;
 
 	if (name == NULL)	/* clients send no SNI for IP addresses */
-		return ts->expected.type == HOST_DNS ?
+		return expected->type == HOST_DNS ?
 		    SG_REASON_SNI_MISSING : SG_REASON_NONE;
 	/* RFC 6066 3: ASCII; UTS #46 would map what the server gets raw. */
 	if (!host_is_ascii(name, strlen(name)))
 		return SG_REASON_SNI_INVALID;
 	if (host_normalize(name, strlen(name), &sni, &cause) == -1)
 		return SG_REASON_SNI_INVALID;
-	return host_equal(&sni, &ts->expected) ? SG_REASON_NONE :
+	return host_equal(&sni, expected) ? SG_REASON_NONE :
 	    SG_REASON_SNI_MISMATCH;
 }
 
@@ -219,7 +216,7 @@ tlsseq_check_hello(struct tlsseq *ts, const unsigned char *buf, size_t len)
 	else if (sni_peek_ech(sp))
 		why = SG_REASON_ECH;
 	else
-		why = tlsseq_check_name(ts, name);
+		why = tlsseq_name_reason(&ts->expected, name);
 	if (why != SG_REASON_NONE) {
 		tlsseq_refuse(ts, why, name);
 		sni_peek_free(sp);

@@ -75,6 +75,15 @@ enum tlsseq_result tlsseq_server(struct tlsseq *, const unsigned char *buf,
 enum sg_reason	 tlsseq_reason(const struct tlsseq *);
 const char	*tlsseq_name(const struct tlsseq *);
 
+/*
+ * Why a ClientHello's server name (as sent, NULL when absent) fails for
+ * a connection to expected: SG_REASON_SNI_MISSING (none, for a name),
+ * _SNI_INVALID (not a printable-ASCII host name), _SNI_MISMATCH, or
+ * SG_REASON_NONE when it names expected.
+ */
+enum sg_reason	 tlsseq_name_reason(const struct host *expected,
+		    const char *name);
+
 /* ClientHellos checked and passed, and HelloRetryRequests seen. */
 unsigned	 tlsseq_hellos(const struct tlsseq *);
 unsigned	 tlsseq_retries(const struct tlsseq *);

@@ -90,7 +90,6 @@ static int	checkpoint_write_pem(int, const char *, const char *,
 static int	checkpoint_introduce(struct checkpoint *);
 static int	checkpoint_fail(struct checkpoint *, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
-static const char *checkpoint_ssl_error(void);
 
 size_t
 checkpoint_message(const struct checkpoint_fields *f, char *buf,
@@ -304,20 +303,6 @@ checkpoint_key_from_id(const char *id)
 	    sizeof(raw));
 }
 
-/* The oldest OpenSSL error as text (and the queue cleared). */
-static const char *
-checkpoint_ssl_error(void)
-{
-	static char	buf[256];
-	unsigned long	e = ERR_get_error();
-
-	ERR_clear_error();
-	if (e == 0)
-		return "not a key in PEM form";
-	ERR_error_string_n(e, buf, sizeof(buf));
-	return buf;
-}
-
 /*
  * Open a key file for reading, refusing symlinks and anything but a
  * regular file; a private key (secret) must also be ours and closed to
@@ -326,31 +311,12 @@ checkpoint_ssl_error(void)
 static FILE *
 checkpoint_open_key(const char *path, int secret, char **cause)
 {
-	struct stat	 st;
-	FILE		*f;
-	int		 fd;
+	FILE	*f;
+	int	 fd;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1) {
-		util_xasprintf(cause, "cannot open key \"%s\": %s", path,
-		    strerror(errno));
+	if ((fd = util_open_private(path, "key", CHECKPOINT_KEY_MAX, secret,
+	    cause)) == -1)
 		return NULL;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size > CHECKPOINT_KEY_MAX) {
-		util_xasprintf(cause, "key \"%s\" is not a regular file of at "
-		    "most %d bytes", path, CHECKPOINT_KEY_MAX);
-		close(fd);
-		return NULL;
-	}
-	if (secret && (st.st_uid != geteuid() || (st.st_mode & 077) != 0)) {
-		util_xasprintf(cause, "private key \"%s\" must belong to uid %u "
-		    "and be readable by it alone (it has uid %u, mode %04o)",
-		    path, (unsigned)geteuid(), (unsigned)st.st_uid,
-		    (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return NULL;
-	}
 	if ((f = fdopen(fd, "r")) == NULL) {
 		util_xasprintf(cause, "cannot read key \"%s\": %s", path,
 		    strerror(errno));
@@ -381,7 +347,7 @@ checkpoint_read_key(const char *path, int secret, char **cause)
 	fclose(f);
 	if (pkey == NULL) {
 		util_xasprintf(cause, "%s \"%s\": %s", what, path,
-		    checkpoint_ssl_error());
+		    util_ssl_error("not a key in PEM form"));
 		return NULL;
 	}
 	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
@@ -492,7 +458,7 @@ checkpoint_key_create_at(int dirfd, const char *name, const char *path,
 
 	if ((pkey = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519")) == NULL) {
 		util_xasprintf(cause, "cannot make an Ed25519 key: %s",
-		    checkpoint_ssl_error());
+		    util_ssl_error("not a key in PEM form"));
 		return -1;
 	}
 	rc = checkpoint_write_pem(dirfd, name, path, pkey, 1, uid, gid, cause);

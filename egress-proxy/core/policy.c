@@ -646,6 +646,8 @@ policy_tls_name(enum policy_tls t)
 		return "required";
 	case POLICY_TLS_OPTIONAL:
 		return "optional";
+	case POLICY_TLS_TERMINATE:
+		return "terminate";
 	default:
 		return "default";
 	}

@@ -76,7 +76,14 @@ enum policy_mode {
 enum policy_tls {
 	POLICY_TLS_DEFAULT = 0,	/* not written: required on 443 only */
 	POLICY_TLS_REQUIRED,
-	POLICY_TLS_OPTIONAL
+	POLICY_TLS_OPTIONAL,
+	/*
+	 * The proxy ends the sandbox's TLS with a certificate it mints
+	 * (tlsca.h), opens its own verified TLS to the upstream, and
+	 * decides every request inside by methods and paths (tlsterm.h).
+	 * TLS is required: a plain-HTTP request is refused.
+	 */
+	POLICY_TLS_TERMINATE
 };
 
 enum policy_host_kind {
@@ -120,6 +127,15 @@ struct policy_entry {
 	size_t			 npaths;
 	int			 allow_private;
 	enum policy_tls		 tls;		/* as written */
+	/*
+	 * tls: terminate only. ca_file: an extra CA the upstream's chain
+	 * may end in, absolute (resolved from the policy folder), or NULL.
+	 * cred_header and cred_secret: the header the proxy sets on every
+	 * request, from the secret of that name (never its value), or NULL.
+	 */
+	const char		*ca_file;
+	const char		*cred_header;
+	const char		*cred_secret;
 };
 
 struct policy;
@@ -172,7 +188,7 @@ enum policy_tls	 policy_entry_tls(const struct policy_entry *,
 /* 1 when the entry is still in force at now. */
 int		 policy_entry_active(const struct policy_entry *,
 		    time_t now);
-/* "required" or "optional" ("default" for POLICY_TLS_DEFAULT). */
+/* "required", "optional" or "terminate" ("default" if not written). */
 const char	*policy_tls_name(enum policy_tls);
 const char	*policy_mode_name(enum policy_mode);
 
@@ -181,7 +197,9 @@ const char	*policy_mode_name(enum policy_mode);
  * request target's path for a plain-HTTP request and NULL for CONNECT
  * (entries with `paths` decide on its urlpath_normalize() form, and no
  * ambiguous path matches them);
- * method is ignored for CONNECT. The sets in force are sets[0..nsets-1],
+ * method is ignored for CONNECT. terminated is 1 for a request read
+ * inside a TLS session the proxy terminated (its TLS is given; methods
+ * and paths apply). The sets in force are sets[0..nsets-1],
  * unless all_sets is set; names not in the policy match nothing. now
  * decides expiry.
  */
@@ -190,6 +208,7 @@ struct policy_query {
 	uint16_t		 port;
 	const char		*method;
 	const char		*path;
+	int			 terminated;
 	const char *const	*sets;
 	size_t			 nsets;
 	int			 all_sets;
@@ -220,8 +239,10 @@ struct policy_match {
  * PORT_NOT_ALLOWED (the host matched, the port did not), and for
  * plain-HTTP requests METHOD_NOT_ALLOWED, PATH_NOT_ALLOWED, or NOT_TLS
  * (the entry requires TLS for that port). An entry with methods or paths
- * only ever allows plain-HTTP requests: a CONNECT tunnel hides both, so
- * CONNECT gets METHOD_NOT_ALLOWED from it. CIDR entries match IP-literal
+ * only ever allows plain-HTTP requests and requests in a terminated
+ * session: a tunnel hides both, so a CONNECT gets METHOD_NOT_ALLOWED from
+ * it unless it says tls: terminate (then the CONNECT is decided by host
+ * and port, and each request inside by its rules). CIDR entries match IP-literal
  * destinations only; resolved addresses are the caller's to check against
  * match->allow_private. match may be NULL.
  */
@@ -241,6 +262,12 @@ void	policy_set_list_free(char **names);	/* NULL ok */
 
 /* 1 when name is a valid set name ([a-z0-9_-]+, at most 64 chars). */
 int	policy_set_name_valid(const char *name);
+/*
+ * 1 when len bytes may be a secret's value, which becomes a header value:
+ * 1 to SG_SECRET_VALUE_MAX bytes, no control byte but tab, no DEL.
+ * Secrets are named as sets are (policy_set_name_valid()).
+ */
+int	policy_secret_value_valid(const char *value, size_t len);
 
 /*
  * The rationale a drafted entry carries until someone writes why: `policy

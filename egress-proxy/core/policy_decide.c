@@ -153,12 +153,17 @@ decide_entry(struct decide *d, const struct pentry *pe)
 		return 0;
 	}
 	if (q->path == NULL) {
-		/* CONNECT hides method and path: such entries can't. */
-		if (e->methods != NULL || e->paths != NULL) {
+		/*
+		 * CONNECT hides method and path: such entries can't, unless
+		 * the proxy terminates the session and sees each request.
+		 */
+		if ((e->methods != NULL || e->paths != NULL) &&
+		    policy_entry_tls(e, q->port) != POLICY_TLS_TERMINATE) {
 			decide_near(d, 2, SG_REASON_METHOD_NOT_ALLOWED, pe);
 			return 0;
 		}
-	} else if (policy_entry_tls(e, q->port) == POLICY_TLS_REQUIRED) {
+	} else if (!q->terminated && policy_entry_tls(e, q->port) !=
+	    POLICY_TLS_OPTIONAL) {
 		decide_near(d, 2, SG_REASON_NOT_TLS, pe);
 		return 0;
 	} else if (!decide_method(e, q->method)) {

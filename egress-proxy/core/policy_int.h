@@ -126,6 +126,16 @@ void	ploader_digest_file(struct ploader *, const char *base,
 void	ploader_load_file(struct ploader *, const char *name,
 	    const char *buf, size_t len);
 
+/*
+ * tls: terminate (policy_tls.c). ploader_ca_file checks that path is a
+ * regular file (no link) of PEM certificates and feeds it to the digest:
+ * 0, or -1 with *cause a static phrase. policy_cred_header_invalid says
+ * why h cannot be a credential's header (a static phrase), or NULL.
+ */
+int	ploader_ca_file(struct ploader *, const char *path,
+	    const char **cause);
+const char *policy_cred_header_invalid(const char *h);
+
 /* Build the lookup tables and run the checks across entries. 0 or -1. */
 int	pindex_build(struct ploader *);
 /* Look key up; returns the first entry index + 1 or 0. */

@@ -32,12 +32,13 @@ static const char *const top_keys[] = {
 
 enum entry_key {
 	EK_HOST, EK_PORTS, EK_RATIONALE, EK_EXPIRES, EK_METHODS, EK_PATHS,
-	EK_ALLOW_PRIVATE, EK_TLS, EK_MAX
+	EK_ALLOW_PRIVATE, EK_TLS, EK_CA_FILE, EK_CREDENTIALS, EK_MAX
 };
 static const char *const entry_keys[] = {
 	"host", "ports", "rationale", "expires", "methods", "paths",
-	"allow_private", "tls", NULL
+	"allow_private", "tls", "ca_file", "credentials", NULL
 };
+static const char *const cred_keys[] = { "header", "secret", NULL };
 
 /* One entry while it is being validated. */
 struct ld_entry {
@@ -49,6 +50,7 @@ struct ld_entry {
 static unsigned	load_keys(struct ploader *, const struct ynode *,
 		    const char *const *, struct ynode **, const char *);
 static int	load_distance(const char *, const char *);
+static const char *load_known(const char *const *);
 static const char *load_suggest(const char *, const char *const *);
 static void	load_top(struct ploader *, struct policy_set *,
 		    const struct ynode *);
@@ -73,6 +75,9 @@ static int	entry_methods(struct ploader *, struct ld_entry *);
 static int	entry_paths(struct ploader *, struct ld_entry *);
 static int	entry_flags(struct ploader *, struct ld_entry *);
 static int	entry_cross(struct ploader *, struct ld_entry *);
+static int	entry_terminate(struct ploader *, struct ld_entry *);
+static int	entry_ca_file(struct ploader *, struct ld_entry *);
+static int	entry_credentials(struct ploader *, struct ld_entry *);
 static const char **load_list(struct ploader *, const struct ynode *,
 		    const char *, size_t *);
 static int	load_date(const char *, time_t *);
@@ -216,12 +221,23 @@ load_keys(struct ploader *ld, const struct ynode *map,
 		} else
 			ploader_diag(ld, POLICY_ERROR, k->line, k->col,
 			    "unknown key \"%.*s\" in %s; known keys are %s",
-			    LABEL_MAX, k->value, where, known == top_keys ?
-			    "description, owner, mode, allow" : "host, ports, "
-			    "rationale, expires, methods, paths, "
-			    "allow_private, tls");
+			    LABEL_MAX, k->value, where, load_known(known));
 	}
 	return hinted;
+}
+
+/* "a, b, c": the known keys of a mapping, for a message. */
+static const char *
+load_known(const char *const *known)
+{
+	static char	buf[256];
+	size_t		i;
+
+	buf[0] = '\0';
+	for (i = 0; known[i] != NULL; i++)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
+		    i ? ", " : "", known[i]);
+	return buf;
 }
 
 /* The known key closest to s by edit distance, if close enough. */
@@ -350,6 +366,8 @@ load_entry(struct ploader *ld, const struct ynode *map)
 	entry_methods(ld, &le);
 	entry_paths(ld, &le);
 	entry_flags(ld, &le);
+	entry_ca_file(ld, &le);
+	entry_credentials(ld, &le);
 	if (ld->diags->nerrors != errors || ld->oom)
 		return;
 	if (entry_cross(ld, &le) == -1)
@@ -830,9 +848,12 @@ entry_flags(struct ploader *ld, struct ld_entry *le)
 	else if (n != NULL && n->type == YNODE_SCALAR &&
 	    strcmp(n->value, "optional") == 0)
 		le->e.pub.tls = POLICY_TLS_OPTIONAL;
+	else if (n != NULL && n->type == YNODE_SCALAR &&
+	    strcmp(n->value, "terminate") == 0)
+		le->e.pub.tls = POLICY_TLS_TERMINATE;
 	else if (n != NULL) {
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "tls must be "
-		    "required or optional");
+		    "required, optional or terminate");
 		rc = -1;
 	}
 	return rc;
@@ -853,6 +874,8 @@ entry_cross(struct ploader *ld, struct ld_entry *le)
 		    "names one by one", e->pattern);
 		return -1;
 	}
+	if (entry_terminate(ld, le) == -1)
+		return -1;
 	if (e->methods == NULL && e->paths == NULL)
 		return 0;
 	for (i = 0; i < e->nports; i++) {
@@ -861,10 +884,127 @@ entry_cross(struct ploader *ld, struct ld_entry *le)
 	}
 	n = le->val[e->methods ? EK_METHODS : EK_PATHS];
 	ploader_diag(ld, POLICY_ERROR, n->line, n->col, "methods and paths "
-	    "apply to plain-HTTP requests only, and \"%s\" requires TLS on "
-	    "all its ports, so it would never match; add \"tls: optional\" "
-	    "and a plain-HTTP port, or remove methods and paths", e->pattern);
+	    "apply to plain-HTTP requests and terminated TLS only, and \"%s\" "
+	    "requires TLS on all its ports, so it would never match; add "
+	    "\"tls: terminate\" (or \"tls: optional\" and a plain-HTTP "
+	    "port), or remove methods and paths", e->pattern);
 	return -1;
+}
+
+/*
+ * tls: terminate needs a name (the proxy mints a certificate for it);
+ * ca_file and credentials need tls: terminate.
+ */
+static int
+entry_terminate(struct ploader *ld, struct ld_entry *le)
+{
+	const struct policy_entry	*e = &le->e.pub;
+	const struct ynode		*n;
+
+	if (e->tls == POLICY_TLS_TERMINATE) {
+		if (e->kind != POLICY_HOST_CIDR)
+			return 0;
+		n = le->val[EK_TLS];
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "tls: terminate "
+		    "needs a host name, not the address \"%s\" (the proxy "
+		    "mints a certificate for the name)", e->pattern);
+		return -1;
+	}
+	n = le->val[EK_CA_FILE] != NULL ? le->val[EK_CA_FILE] :
+	    le->val[EK_CREDENTIALS];
+	if (n == NULL)
+		return 0;
+	ploader_diag(ld, POLICY_ERROR, n->line, n->col, "%s needs \"tls: "
+	    "terminate\" on entry \"%s\": only a session the proxy "
+	    "terminates can have its upstream checked against a CA or a "
+	    "header set", n == le->val[EK_CA_FILE] ? "ca_file" :
+	    "credentials", e->pattern);
+	return -1;
+}
+
+/*
+ * ca_file: a PEM file of CA certificates, named relative to the policy
+ * folder (policy.d can stay in git with it), without ".." or a leading
+ * '/'. Read now: its bytes join the digest, and a file that holds no
+ * certificate is an error here rather than a failed handshake later.
+ */
+static int
+entry_ca_file(struct ploader *ld, struct ld_entry *le)
+{
+	const struct ynode	*n = le->val[EK_CA_FILE];
+	const char		*rel, *slash, *cause = NULL;
+	char			*path = NULL;
+	int			 rc = -1;
+
+	if (n == NULL)
+		return 0;
+	if (load_string(ld, n, "ca_file", &rel) == -1)
+		return -1;
+	if (*rel == '\0' || *rel == '/' || strcmp(rel, "..") == 0 ||
+	    strncmp(rel, "../", 3) == 0 || strstr(rel, "/../") != NULL ||
+	    (strlen(rel) >= 3 && strcmp(rel + strlen(rel) - 3, "/..") == 0)) {
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "ca_file "
+		    "\"%.*s\" must name a file inside the policy folder, "
+		    "relative to it (no leading '/', no \"..\")", LABEL_MAX,
+		    rel);
+		return -1;
+	}
+	slash = strrchr(ld->file, '/');
+	util_xasprintf(&path, "%.*s%s", slash ? (int)(slash - ld->file + 1) :
+	    0, ld->file, rel);
+	if (ploader_ca_file(ld, path, &cause) == -1)
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "ca_file "
+		    "\"%.*s\": %s", LABEL_MAX, rel, cause);
+	else if ((le->e.pub.ca_file = parena_strndup(&ld->p->arena, path,
+	    strlen(path))) == NULL)
+		ld->oom = 1;
+	else
+		rc = 0;
+	free(path);
+	return rc;
+}
+
+/* credentials: {header: NAME, secret: SECRET}; the value is never here. */
+static int
+entry_credentials(struct ploader *ld, struct ld_entry *le)
+{
+	const struct ynode	*n = le->val[EK_CREDENTIALS];
+	struct ynode		*val[3] = { NULL, NULL, NULL };
+	const char		*h = NULL, *sec = NULL, *why;
+
+	if (n == NULL)
+		return 0;
+	if (n->type != YNODE_MAP) {
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "credentials "
+		    "must be a mapping: {header: Authorization, secret: "
+		    "NAME}; the value itself goes in `sandgate secret set "
+		    "NAME`, never in a policy file");
+		return -1;
+	}
+	load_keys(ld, n, cred_keys, val, "credentials");
+	if (val[0] == NULL || val[1] == NULL) {
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "credentials "
+		    "need both header and secret");
+		return -1;
+	}
+	if (load_string(ld, val[0], "header", &h) == -1 ||
+	    load_string(ld, val[1], "secret", &sec) == -1)
+		return -1;
+	if ((why = policy_cred_header_invalid(h)) != NULL) {
+		ploader_diag(ld, POLICY_ERROR, val[0]->line, val[0]->col,
+		    "header \"%.*s\" %s", LABEL_MAX, h, why);
+		return -1;
+	}
+	if (!policy_set_name_valid(sec)) {
+		ploader_diag(ld, POLICY_ERROR, val[1]->line, val[1]->col,
+		    "secret \"%.*s\" must be a secret name (a-z, 0-9, '_', "
+		    "'-', at most %d characters), not a value", LABEL_MAX, sec,
+		    SG_POLICY_SET_NAME_MAX);
+		return -1;
+	}
+	le->e.pub.cred_header = h;
+	le->e.pub.cred_secret = sec;
+	return 0;
 }
 
 /*

@@ -28,7 +28,18 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_SNI_INVALID] = "sni_invalid",
 	[SG_REASON_IDENTITY_CHANGED] = "identity_changed",
 	[SG_REASON_PROXY_UNAVAILABLE] = "proxy_unavailable",
+	[SG_REASON_UPSTREAM_SELF_SIGNED] = "upstream_cert_self_signed",
+	[SG_REASON_UPSTREAM_UNTRUSTED] = "upstream_cert_untrusted",
+	[SG_REASON_UPSTREAM_EXPIRED] = "upstream_cert_expired",
+	[SG_REASON_UPSTREAM_NAME] = "upstream_cert_name_mismatch",
+	[SG_REASON_UPSTREAM_TLS] = "upstream_tls_failed",
+	[SG_REASON_UPSTREAM_UNREACHABLE] = "upstream_unreachable",
+	[SG_REASON_CREDENTIAL_MISSING] = "credential_missing",
+	[SG_REASON_TERMINATION_UNAVAILABLE] = "termination_unavailable",
 };
+
+static int	reason_upstream(char *, size_t, enum sg_reason, const char *,
+		    const char *, const char *, unsigned, const char *);
 
 const char *
 reason_code(enum sg_reason r)
@@ -51,6 +62,13 @@ reason_from_code(const char *code)
 }
 
 int
+reason_is_upstream_tls(enum sg_reason r)
+{
+	return r >= SG_REASON_UPSTREAM_SELF_SIGNED &&
+	    r <= SG_REASON_UPSTREAM_TLS;
+}
+
+int
 reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
     unsigned port, const char *sni_raw, const char *addr)
 {
@@ -60,6 +78,9 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 	char		 sni[REASON_SNI_SHOWN];
 
 	util_escape(sni_raw ? sni_raw : "-", sni, sizeof(sni));
+	if (r >= SG_REASON_UPSTREAM_SELF_SIGNED && r < SG_REASON_MAX)
+		return reason_upstream(buf, size, r, open, h, colon, port,
+		    addr ? addr : "-");
 	switch (r) {
 	case SG_REASON_PORT_NOT_ALLOWED:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
@@ -122,4 +143,48 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
 		    "%s%s%s:%u not allowlisted", open, h, colon, port);
 	}
+}
+
+/*
+ * A terminated session's upstream refused by the proxy's own checks (the
+ * client's request never left), or one it could not reach or send with
+ * its credential (no policy decision: no prefix).
+ */
+static int
+reason_upstream(char *buf, size_t size, enum sg_reason r, const char *open,
+    const char *h, const char *colon, unsigned port, const char *detail)
+{
+	const char	*what;
+
+	switch (r) {
+	case SG_REASON_UPSTREAM_SELF_SIGNED:
+		what = "presented a self-signed certificate";
+		break;
+	case SG_REASON_UPSTREAM_UNTRUSTED:
+		what = "presented a certificate no trusted CA issued";
+		break;
+	case SG_REASON_UPSTREAM_EXPIRED:
+		what = "presented a certificate outside its validity";
+		break;
+	case SG_REASON_UPSTREAM_NAME:
+		what = "presented a certificate for another name";
+		break;
+	case SG_REASON_UPSTREAM_UNREACHABLE:
+		return snprintf(buf, size, "sandgate-proxy: upstream %s%s%s:%u "
+		    "is unreachable (%s)", open, h, colon, port, detail);
+	case SG_REASON_CREDENTIAL_MISSING:
+		return snprintf(buf, size, "sandgate-proxy: the credential for "
+		    "%s%s%s:%u is not set; an admin must run `sandgate secret "
+		    "set %s`", open, h, colon, port, detail);
+	case SG_REASON_TERMINATION_UNAVAILABLE:
+		return snprintf(buf, size, "sandgate-proxy cannot terminate "
+		    "TLS for %s%s%s:%u: it was started without a CA "
+		    "(--ca-cert, --ca-key)", open, h, colon, port);
+	default:
+		what = "failed the TLS handshake";
+		break;
+	}
+	return snprintf(buf, size, SG_BLOCK_PREFIX "upstream %s%s%s:%u %s "
+	    "(%s); the proxy verifies every upstream it terminates TLS for",
+	    open, h, colon, port, what, detail);
 }

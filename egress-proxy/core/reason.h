@@ -26,6 +26,15 @@ enum sg_reason {
 	SG_REASON_SNI_INVALID,		/* not an ASCII host name, or malformed */
 	SG_REASON_IDENTITY_CHANGED,	/* the client's registration changed */
 	SG_REASON_PROXY_UNAVAILABLE,	/* no tunnel can be set up now */
+	/* tls: terminate: the proxy's own TLS to the upstream failed. */
+	SG_REASON_UPSTREAM_SELF_SIGNED,	/* a self-signed certificate */
+	SG_REASON_UPSTREAM_UNTRUSTED,	/* a chain to no trusted CA */
+	SG_REASON_UPSTREAM_EXPIRED,	/* expired or not yet valid */
+	SG_REASON_UPSTREAM_NAME,	/* a certificate for another name */
+	SG_REASON_UPSTREAM_TLS,		/* any other handshake failure */
+	SG_REASON_UPSTREAM_UNREACHABLE,	/* no answer, refused, no address */
+	SG_REASON_CREDENTIAL_MISSING,	/* the entry's secret is not set */
+	SG_REASON_TERMINATION_UNAVAILABLE, /* tls: terminate, but no CA */
 	SG_REASON_MAX
 };
 
@@ -40,6 +49,11 @@ enum sg_reason {
 
 /* "not_allowlisted" etc.; "none" for SG_REASON_NONE; never NULL. */
 const char	*reason_code(enum sg_reason);
+/*
+ * 1 for the reasons of a failed TLS handshake with an upstream the proxy
+ * terminates for (self-signed, untrusted, expired, name, other).
+ */
+int		 reason_is_upstream_tls(enum sg_reason);
 /* Parse a code back; SG_REASON_MAX if unknown. */
 enum sg_reason	 reason_from_code(const char *);
 
@@ -48,7 +62,9 @@ enum sg_reason	 reason_from_code(const char *);
  *   not_allowlisted:  "network blocked by policy: destination H:P not allowlisted"
  *   private_address:  "... destination H:P resolves to private address A"
  *   sni_mismatch:     "... TLS SNI S does not match CONNECT host H"
- * host, sni and addr may be NULL where a reason does not use them. sni
+ * host, sni and addr may be NULL where a reason does not use them. For
+ * the upstream_* reasons and credential_missing, addr is the detail
+ * (what OpenSSL or the connect said, the secret's name). sni
  * comes from the client: it is shown with every byte outside printable
  * ASCII (and the backslash) escaped as \xNN, so the message is printable
  * ASCII whatever the client sent. host and addr must already be safe

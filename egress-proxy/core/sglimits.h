@@ -21,6 +21,8 @@
 /* Policy files. */
 #define SG_POLICY_FILE_MAX	(16 * 1024 * 1024)
 #define SG_POLICY_ENTRIES_MAX	1000000
+/* A tls: terminate entry's ca_file. */
+#define SG_POLICY_CA_FILE_MAX	(1024 * 1024)
 
 /* Security-event log lines. */
 #define SG_LOG_LINE_MAX		(64 * 1024)
@@ -45,6 +47,7 @@
 /* Policy diagnostics kept per load, and the length of a set name. */
 #define SG_POLICY_DIAGS_MAX	1000
 #define SG_POLICY_SET_NAME_MAX	64
+#define SG_SECRET_VALUE_MAX	8192	/* a credential's value */
 
 /* Raw bytes of a host before IDN conversion (UTS #46 drops some code
    points, so the input may be longer than the name it becomes). */

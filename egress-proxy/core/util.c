@@ -1,5 +1,8 @@
 /* util.c: small shared helpers; see util.h. */
+#include <sys/stat.h>
+
 #include <ctype.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <strings.h>
 #include <errno.h>
@@ -7,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
 
 #include "log.h"
 #include "util.h"
@@ -268,4 +274,58 @@ util_hexval(unsigned char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+int
+util_open_private(const char *path, const char *what, long long max,
+    int secret, char **cause)
+{
+	struct stat	st;
+	int		fd;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
+		util_xasprintf(cause, "cannot open %s \"%s\": %s", what, path,
+		    strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > max) {
+		util_xasprintf(cause, "%s \"%s\" is not a regular file of at "
+		    "most %lld bytes", what, path, max);
+		close(fd);
+		return -1;
+	}
+	if (secret && (st.st_uid != geteuid() || (st.st_mode & 077) != 0)) {
+		util_xasprintf(cause, "private %s \"%s\" must belong to uid %u "
+		    "and be readable by it alone (it has uid %u, mode %04o)",
+		    what, path, (unsigned)geteuid(), (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+const char *
+util_ssl_error(const char *none)
+{
+	static char	buf[256];
+	unsigned long	e = ERR_get_error();
+
+	ERR_clear_error();
+	if (e == 0)
+		return none;
+	ERR_error_string_n(e, buf, sizeof(buf));
+	return buf;
+}
+
+uint32_t
+util_hash_str(const char *s)
+{
+	uint32_t	h = 2166136261u;
+
+	while (*s != '\0')
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
 }

@@ -85,4 +85,23 @@ char	*util_safe(const char *s, char *out, size_t size);
 /* Monotonic time in microseconds. */
 uint64_t util_now_us(void);
 
+/*
+ * Open a key or secret file for reading: a regular file (never through a
+ * symlink) of at most max bytes; with secret, also owned by the
+ * effective uid and closed to group and others. what names it in
+ * messages ("key", "secret"). Returns the descriptor (O_CLOEXEC), or -1
+ * with *cause set (caller frees).
+ */
+int	 util_open_private(const char *path, const char *what, long long max,
+	    int secret, char **cause);
+
+/*
+ * The oldest OpenSSL error as text, the queue cleared; none when the
+ * queue was empty. A static buffer: use it before the next call.
+ */
+const char *util_ssl_error(const char *none);
+
+/* FNV-1a of a string, for hash tables (not for anything adversarial). */
+uint32_t util_hash_str(const char *s);
+
 #endif

@@ -7,6 +7,9 @@ tests. Serves every *.whl of DIR:
     /packages/<file>            the files
 
     serve.py DIR CERT KEY [PORT]   (PORT defaults to 443)
+
+When DIR/../token exists, every request must carry it as its whole
+Authorization value (a private registry): 401 otherwise.
 """
 import hashlib
 import html
@@ -23,6 +26,7 @@ def project_of(filename):
 
 class Index(http.server.BaseHTTPRequestHandler):
     root = "."
+    token = None
 
     def send_text(self, code, body, ctype="text/html; charset=utf-8"):
         data = body.encode() if isinstance(body, str) else body
@@ -36,6 +40,9 @@ class Index(http.server.BaseHTTPRequestHandler):
         return sorted(f for f in os.listdir(self.root) if f.endswith(".whl"))
 
     def do_GET(self):
+        if self.token is not None and \
+                self.headers.get("Authorization") != self.token:
+            return self.send_text(401, "a token is required\n", "text/plain")
         path = self.path.split("?")[0]
         if path in ("/simple", "/simple/"):
             names = sorted({project_of(f) for f in self.wheels()})
@@ -66,6 +73,10 @@ def main():
     root, cert, key = sys.argv[1:4]
     port = int(sys.argv[4]) if len(sys.argv) > 4 else 443
     Index.root = root
+    tok = os.path.join(os.path.dirname(os.path.abspath(root)), "token")
+    if os.path.exists(tok):
+        with open(tok) as f:
+            Index.token = f.read().strip()
     srv = http.server.ThreadingHTTPServer(("0.0.0.0", port), Index)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)

@@ -19,13 +19,14 @@ export DOCKER_HOST=unix:///nonexistent.sock
 
 # Every command, then every subcommand as COMMAND/VERB[/VERB].
 COMMANDS="create exec diff apply export discard list gc run doctor policy
-    audit proxy image"
+    audit proxy secret image"
 VERBS="policy/check policy/explain policy/list policy/diff policy/suggest
     audit/list audit/summary audit/verify audit/tail audit/export audit/key
     audit/key/create audit/key/rotate audit/key/show
     proxy/start proxy/stop proxy/status proxy/reload proxy/logs
+    proxy/rotate-ca secret/set secret/list secret/rm
     image/build image/status"
-HAS_VERBS="policy audit audit/key proxy image"
+HAS_VERBS="policy audit audit/key proxy secret image"
 BAD_ID=sbx_nope
 GONE_ID=sbx_000000000000000000000000
 

@@ -804,6 +804,46 @@ test_forward_request(void **state)
 	http_request_release(&req);
 }
 
+/* A header the proxy sets replaces every field of that name, once. */
+static void
+test_forward_request_set(void **state)
+{
+	static const char	in[] =
+	    "GET /simple/ HTTP/1.1\r\n"
+	    "Host: reg.test\r\n"
+	    "authorization: Bearer sandbox\r\n"
+	    "Accept: */*\r\n"
+	    "AUTHORIZATION: Basic again\r\n"
+	    "Authorization-Extra: kept\r\n\r\n";
+	static const char	want[] =
+	    "GET /simple/ HTTP/1.1\r\n"
+	    "Host: reg.test\r\n"
+	    "Accept: */*\r\n"
+	    "Authorization-Extra: kept\r\n"
+	    "Authorization: Bearer proxy\r\n"
+	    "Connection: close\r\n\r\n";
+	struct http_header	 set = { "Authorization", "Bearer proxy", 13,
+				    12 };
+	struct http_request	 req;
+	const char		*cause;
+	char			*out;
+	size_t			 len;
+	int			 st;
+
+	assert_int_equal(http_request_parse(in, sizeof(in) - 1, &req, &st,
+	    &cause), HTTP_PARSE_OK);
+	out = http_request_forward_set(&req, HTTP_FWD_CLOSE, &set, &len);
+	assert_non_null(out);
+	assert_string_equal(out, want);
+	assert_int_equal(len, strlen(want));
+	free(out);
+	/* Without one, the fields go on as sent. */
+	out = http_request_forward_set(&req, 0, NULL, NULL);
+	assert_non_null(strstr(out, "authorization: Bearer sandbox\r\n"));
+	free(out);
+	http_request_release(&req);
+}
+
 static void
 test_forward_request_more(void **state)
 {
@@ -1306,6 +1346,7 @@ main(void)
 		cmocka_unit_test(test_pipelined),
 		cmocka_unit_test(test_byte_at_a_time),
 		cmocka_unit_test(test_forward_request),
+		cmocka_unit_test(test_forward_request_set),
 		cmocka_unit_test(test_forward_request_more),
 		cmocka_unit_test(test_forward_adds_fields),
 		cmocka_unit_test(test_response),

@@ -106,12 +106,13 @@ static const struct bad_case {
 	{ "bad-not-mapping", "set.yaml:1:1: a policy file must be a mapping" },
 	{ "bad-set-name", "Python.yaml: set name \"Python\"" },
 	{ "bad-mode", "set.yaml:1:7: mode \"block\" is not enforce or report" },
-	{ "bad-tls", "set.yaml:4:10: tls must be required or optional" },
+	{ "bad-tls", "set.yaml:4:10: tls must be required, optional or "
+	    "terminate" },
 	{ "bad-method", "set.yaml:4:20: method \"head\" is not an HTTP method "
 	    "in capitals" },
 	{ "bad-path", "set.yaml:4:23: path \"packages/\" must start with '/'" },
 	{ "bad-methods-tls", "set.yaml:3:14: methods and paths apply to "
-	    "plain-HTTP requests only" },
+	    "plain-HTTP requests and terminated TLS only" },
 	{ "bad-cidr", "set.yaml:2:11: host \"10.0.0.1/8\" is not a valid "
 	    "CIDR" },
 	{ "bad-cidr-broad", "set.yaml:2:11: CIDR \"0.0.0.0/0\" is too broad" },

@@ -29,7 +29,11 @@ test_codes_stable(void **state)
 	    "sni_mismatch", "sni_missing", "not_tls", "ech", "host_mismatch",
 	    "method_not_allowed", "path_not_allowed", "malformed_request",
 	    "log_unavailable", "sni_invalid", "identity_changed",
-	    "proxy_unavailable" };
+	    "proxy_unavailable", "upstream_cert_self_signed",
+	    "upstream_cert_untrusted", "upstream_cert_expired",
+	    "upstream_cert_name_mismatch", "upstream_tls_failed",
+	    "upstream_unreachable", "credential_missing",
+	    "termination_unavailable" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
@@ -64,6 +68,20 @@ test_messages(void **state)
 	      443, "network blocked by policy: TLS ClientHello for "
 	      "a.test:443 has an invalid server name \"a.t\\xef\\xbd\\x85st\" "
 	      "(an ASCII host name is required)" },
+	    { SG_REASON_UPSTREAM_EXPIRED, "reg.test", NULL,
+	      "certificate has expired", 443, "network blocked by policy: "
+	      "upstream reg.test:443 presented a certificate outside its "
+	      "validity (certificate has expired); the proxy verifies every "
+	      "upstream it terminates TLS for" },
+	    { SG_REASON_UPSTREAM_UNREACHABLE, "reg.test", NULL,
+	      "connection refused", 443, "sandgate-proxy: upstream "
+	      "reg.test:443 is unreachable (connection refused)" },
+	    { SG_REASON_CREDENTIAL_MISSING, "reg.test", NULL, "reg-token",
+	      443, "sandgate-proxy: the credential for reg.test:443 is not "
+	      "set; an admin must run `sandgate secret set reg-token`" },
+	    { SG_REASON_TERMINATION_UNAVAILABLE, "reg.test", NULL, NULL,
+	      443, "sandgate-proxy cannot terminate TLS for reg.test:443: it "
+	      "was started without a CA (--ca-cert, --ca-key)" },
 	};
 	char	buf[512];
 	size_t	i;
@@ -83,8 +101,14 @@ test_prefix_everywhere(void **state)
 	int	i;
 
 	for (i = 1; i < SG_REASON_MAX; i++) {
-		/* A tunnel the proxy cannot set up is no policy block. */
-		if (i == SG_REASON_PROXY_UNAVAILABLE)
+		/*
+		 * A tunnel the proxy cannot set up, an upstream it cannot
+		 * reach, a secret not set: no policy block.
+		 */
+		if (i == SG_REASON_PROXY_UNAVAILABLE ||
+		    i == SG_REASON_UPSTREAM_UNREACHABLE ||
+		    i == SG_REASON_CREDENTIAL_MISSING ||
+		    i == SG_REASON_TERMINATION_UNAVAILABLE)
 			continue;
 		reason_message(buf, sizeof(buf), i, "h.test", 443, "s.test",
 		    "10.0.0.1");

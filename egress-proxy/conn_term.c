@@ -1,0 +1,244 @@
+/*
+ * conn_term.c: a terminated session (an entry with tls: terminate). The
+ * CONNECT is answered 200, the client's TLS is ended with a certificate
+ * the sandgate CA mints for the CONNECT host (tlsca.h) after its
+ * ClientHello named that host (tlsterm.h), and the connection goes back
+ * to reading request heads, now through TLS. Each request inside is an
+ * origin-form HTTP/1.1 request whose Host must name the CONNECT host; it
+ * is decided, forwarded and answered by the same code as a plain-HTTP
+ * request (conn.c, conn_http.c), over an upstream connection this file
+ * wraps in the proxy's own verified TLS.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+
+#include "conn_int.h"
+#include "log.h"
+#include "secret.h"
+#include "tlsca.h"
+#include "tlsterm.h"
+#include "util.h"
+
+static struct bufferevent *conn_term_wrap(struct conn *,
+		    struct bufferevent *, SSL *, enum bufferevent_ssl_state);
+
+/*
+ * Put a TLS filter over bev (which it then owns): bev's buffers leave the
+ * client's budget and the filter's join it. NULL when out of memory (bev
+ * and ssl are then freed).
+ */
+static struct bufferevent *
+conn_term_wrap(struct conn *c, struct bufferevent *bev, SSL *ssl,
+    enum bufferevent_ssl_state st)
+{
+	struct bufferevent	*tls;
+
+	conn_bev_unwatch(c, bev);
+	tls = bufferevent_openssl_filter_new(c->px->base, bev, ssl, st,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (tls == NULL) {
+		SSL_free(ssl);
+		bufferevent_free(bev);
+		return NULL;
+	}
+	/* A peer that closes without close_notify has still closed. */
+	bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+	conn_bev_watch(c, tls);
+	return tls;
+}
+
+/*
+ * The CONNECT matched a tls: terminate entry: answer 200 and take the
+ * client's TLS. 0, or -1 when the connection was freed.
+ */
+int
+conn_term_start(struct conn *c)
+{
+	static const char	 ok[] =
+	    "HTTP/1.1 200 Connection established\r\n\r\n";
+	const char		*why;
+	SSL			*ssl;
+
+	if (c->px->ca == NULL || c->px->term == NULL)
+		return conn_block(c, SG_REASON_TERMINATION_UNAVAILABLE, NULL, NULL);
+	c->term_host = c->r.host;
+	c->term_port = c->r.port;
+	c->term_hello.expected = &c->term_host;
+	if ((ssl = tlsterm_accept_ssl(c->px->term, &c->term_hello)) == NULL) {
+		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+		return -1;
+	}
+	if (tlsca_use(c->px->ca, ssl, c->term_host.name, time(NULL),
+	    &why) == -1) {
+		SSL_free(ssl);
+		log_warnx("conn %llu: no certificate for %s: %s", c->id,
+		    c->term_host.name, why);
+		return conn_block(c, SG_REASON_TERMINATION_UNAVAILABLE, NULL, NULL);
+	}
+	if (conn_send(c, util_xstrdup(ok), sizeof(ok) - 1) == -1) {
+		SSL_free(ssl);
+		return -1;
+	}
+	if ((c->client = conn_term_wrap(c, c->client, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING)) == NULL) {
+		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+		return -1;
+	}
+	c->term = 1;
+	conn_client_attach(c);
+	return conn_next_request(c);
+}
+
+/*
+ * The client's handshake ended: count it, or on failure log why (a
+ * ClientHello naming another host is a block like a spliced tunnel's).
+ */
+void
+conn_term_client_done(struct conn *c, short what)
+{
+	char	msg[1024];
+	char	rule[512];
+	struct proxy_event ev;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		c->term_ready = 1;
+		return;
+	}
+	if (c->term_ready || c->term_hello.reason == SG_REASON_NONE)
+		return;
+	c->r.host = c->term_host;
+	c->r.port = c->term_port;
+	reason_message(msg, sizeof(msg), c->term_hello.reason,
+	    c->term_host.name, c->term_port, c->term_hello.name, NULL);
+	conn_event(c, &ev, "egress.blocked", c->term_hello.reason, msg, rule,
+	    sizeof(rule));
+	ev.method = "CONNECT";
+	ev.sni = c->term_hello.name;
+	c->px->stats.requests_blocked[c->term_hello.reason]++;
+	proxy_log_block(c->px, &ev);
+}
+
+/*
+ * A request head inside the session: origin-form, and a Host naming the
+ * CONNECT host (its port may be left out when it is the CONNECT port),
+ * then the policy's decision on its method and path. 0, or -1 when freed.
+ */
+int
+conn_term_request(struct conn *c)
+{
+	struct http_request	*q = &c->r.req;
+	struct host		 hh;
+	uint16_t		 hport;
+	const char		*cause;
+
+	c->r.host = c->term_host;
+	c->r.port = c->term_port;
+	host_format(&c->r.host, c->r.port, c->r.hostport,
+	    sizeof(c->r.hostport));
+	c->r.is_connect = 0;
+	if (q->form != HTTP_TARGET_ORIGIN)
+		return conn_block_malformed(c, 400, "a request inside a "
+		    "terminated session must be origin-form (\"/path\")");
+	if (q->host == NULL)
+		return conn_block_malformed(c, 400, "no Host field");
+	if (!host_is_ascii(q->host, strlen(q->host)) ||
+	    host_parse_authority(q->host, strlen(q->host), c->term_port,
+	    &hh, &hport, &cause) == -1 || !host_equal(&hh, &c->term_host) ||
+	    hport != c->term_port)
+		return conn_block(c, SG_REASON_HOST_MISMATCH, NULL, NULL);
+	return conn_decide(c);
+}
+
+/*
+ * A new upstream socket is connected: start the proxy's own TLS to it,
+ * verified against the system store and the entry's ca_file. 0, or -1
+ * when freed.
+ */
+int
+conn_term_upstream(struct conn *c)
+{
+	const struct policy_entry	*e = c->r.match.entry;
+	const char			*why;
+	SSL				*ssl;
+
+	ssl = tlsterm_connect_ssl(c->px->term, &c->r.host, c->r.port,
+	    e != NULL ? e->ca_file : NULL, &why);
+	if (ssl == NULL) {
+		conn_drop_upstream(c);
+		return conn_block(c, SG_REASON_UPSTREAM_TLS, NULL, why);
+	}
+	if ((c->upstream = conn_term_wrap(c, c->upstream, ssl,
+	    BUFFEREVENT_SSL_CONNECTING)) == NULL) {
+		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+		return -1;
+	}
+	c->up_tls = 1;
+	bufferevent_setcb(c->upstream, conn_upstream_read, conn_upstream_write,
+	    conn_upstream_event, c);
+	bufferevent_setwatermark(c->upstream, EV_READ, 0, PROXY_HIGH_WATER);
+	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+	return 0;
+}
+
+/*
+ * The upstream's TLS handshake failed: the reason (self-signed,
+ * untrusted, expired, another name, other) and OpenSSL's words go into
+ * the event and the 502 the client gets. 0, or -1 when freed.
+ */
+int
+conn_term_upstream_failed(struct conn *c)
+{
+	char		 detail[256];
+	enum sg_reason	 r;
+
+	r = tlsterm_failure(bufferevent_openssl_get_ssl(c->upstream),
+	    bufferevent_get_openssl_error(c->upstream), detail,
+	    sizeof(detail));
+	ERR_clear_error();
+	conn_drop_upstream(c);
+	c->px->stats.upstream_errors++;
+	return conn_block(c, r, NULL, detail);
+}
+
+/*
+ * The header the current request's entry sets from a secret, into set
+ * when not NULL (pointing into the policy and the store: use it before
+ * either changes). 0 when there is one or none is asked for (set->name
+ * is then NULL), -1 when the entry names a secret the proxy does not
+ * hold.
+ */
+int
+conn_term_credential(struct conn *c, struct http_header *set)
+{
+	const struct policy_entry	*e = c->r.match.entry;
+	const char			*v;
+
+	if (set != NULL)
+		memset(set, 0, sizeof(*set));
+	if (e == NULL || e->cred_header == NULL)
+		return 0;
+	if ((v = secret_get(c->px->secrets, e->cred_secret)) == NULL)
+		return -1;
+	if (set != NULL) {
+		set->name = (char *)e->cred_header;
+		set->name_len = strlen(e->cred_header);
+		set->value = (char *)v;
+		set->value_len = strlen(v);
+	}
+	return 0;
+}
+
+/* Free what a terminated session holds besides its bufferevents. */
+void
+conn_term_release(struct conn *c)
+{
+	tlsterm_hello_release(&c->term_hello);
+}

@@ -1,0 +1,300 @@
+/* tlsterm.c: both sides of a terminated session's TLS; see tlsterm.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "sni.h"
+#include "tlsseq.h"
+#include "tlsterm.h"
+#include "util.h"
+
+/* One upstream context: the system store plus one CA file, or alone. */
+struct tlsterm_ctx {
+	char		*ca_file;	/* NULL: the system store alone */
+	SSL_CTX		*ctx;
+};
+
+/* A kept upstream session, direct-mapped by its key. */
+struct tlsterm_sess {
+	char		*key;		/* "ca_file|host|port" */
+	SSL_SESSION	*sess;
+};
+
+struct tlsterm {
+	SSL_CTX			*server;
+	struct tlsterm_ctx	 up[TLSTERM_CTX_MAX];
+	size_t			 nup;
+	struct tlsterm_sess	 sess[TLSTERM_SESSIONS_MAX];
+};
+
+static const unsigned char tlsterm_alpn[] = "\x08http/1.1";
+
+static int	tlsterm_key_idx = -1;	/* SSL ex data: the session key */
+static int	tlsterm_self_idx = -1;	/* SSL_CTX ex data: the tlsterm */
+
+static int	tlsterm_hello_cb(SSL *, int *, void *);
+static int	tlsterm_alpn_cb(SSL *, const unsigned char **, unsigned char *,
+		    const unsigned char *, unsigned int, void *);
+static SSL_CTX	*tlsterm_up_ctx(struct tlsterm *, const char *,
+		    const char **);
+static int	tlsterm_new_session(SSL *, SSL_SESSION *);
+static void	tlsterm_key_free(void *, void *, CRYPTO_EX_DATA *, int, long,
+		    void *);
+static unsigned	tlsterm_slot(const char *);
+
+static void
+tlsterm_key_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	free(ptr);
+}
+
+struct tlsterm *
+tlsterm_new(char **cause)
+{
+	struct tlsterm	*t = util_xcalloc(1, sizeof(*t));
+
+	if (tlsterm_key_idx == -1)
+		tlsterm_key_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL,
+		    tlsterm_key_free);
+	if (tlsterm_self_idx == -1)
+		tlsterm_self_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL,
+		    NULL, NULL);
+	t->server = SSL_CTX_new(TLS_server_method());
+	if (t->server == NULL || tlsterm_key_idx == -1 ||
+	    tlsterm_self_idx == -1 ||
+	    SSL_CTX_set_min_proto_version(t->server, TLS1_2_VERSION) != 1 ||
+	    sni_ctx_add_ech(t->server) == -1) {
+		util_xasprintf(cause, "cannot set up TLS termination: %s",
+		    ERR_reason_error_string(ERR_get_error()));
+		tlsterm_free(t);
+		return NULL;
+	}
+	SSL_CTX_set_options(t->server, SSL_OP_NO_RENEGOTIATION |
+	    SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_client_hello_cb(t->server, tlsterm_hello_cb, NULL);
+	SSL_CTX_set_alpn_select_cb(t->server, tlsterm_alpn_cb, NULL);
+	return t;
+}
+
+void
+tlsterm_free(struct tlsterm *t)
+{
+	if (t == NULL)
+		return;
+	tlsterm_flush(t);
+	SSL_CTX_free(t->server);
+	free(t);
+}
+
+void
+tlsterm_flush(struct tlsterm *t)
+{
+	size_t	i;
+
+	for (i = 0; i < t->nup; i++) {
+		SSL_CTX_free(t->up[i].ctx);
+		free(t->up[i].ca_file);
+	}
+	t->nup = 0;
+	for (i = 0; i < TLSTERM_SESSIONS_MAX; i++) {
+		SSL_SESSION_free(t->sess[i].sess);
+		free(t->sess[i].key);
+		t->sess[i].sess = NULL;
+		t->sess[i].key = NULL;
+	}
+}
+
+void
+tlsterm_hello_release(struct tlsterm_hello *h)
+{
+	free(h->name);
+	h->name = NULL;
+}
+
+/*
+ * Every ClientHello of the session (a second one after a
+ * HelloRetryRequest too) must name the CONNECT host, without ECH.
+ */
+static int
+tlsterm_hello_cb(SSL *ssl, int *alert, void *arg)
+{
+	struct tlsterm_hello	*h = SSL_get_app_data(ssl);
+	int			 ech = 0;
+
+	*alert = SSL_AD_ACCESS_DENIED;
+	if (h == NULL)
+		return SSL_CLIENT_HELLO_ERROR;
+	tlsterm_hello_release(h);
+	if (sni_hello_look(ssl, &h->name, &ech) == -1)
+		h->reason = SG_REASON_SNI_INVALID;
+	else if (ech)
+		h->reason = SG_REASON_ECH;
+	else
+		h->reason = tlsseq_name_reason(h->expected, h->name);
+	return h->reason == SG_REASON_NONE ? SSL_CLIENT_HELLO_SUCCESS :
+	    SSL_CLIENT_HELLO_ERROR;
+}
+
+/* ALPN: http/1.1 or nothing (a client offering only h2 gets no ALPN). */
+static int
+tlsterm_alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	unsigned char	*sel;
+
+	if (SSL_select_next_proto(&sel, outlen, tlsterm_alpn,
+	    sizeof(tlsterm_alpn) - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+SSL *
+tlsterm_accept_ssl(struct tlsterm *t, struct tlsterm_hello *h)
+{
+	SSL	*ssl;
+
+	h->reason = SG_REASON_NONE;
+	h->name = NULL;
+	if ((ssl = SSL_new(t->server)) == NULL) {
+		ERR_clear_error();
+		return NULL;
+	}
+	SSL_set_app_data(ssl, h);
+	return ssl;
+}
+
+/* The slot of a session key. */
+static unsigned
+tlsterm_slot(const char *s)
+{
+	return util_hash_str(s) % TLSTERM_SESSIONS_MAX;
+}
+
+/* A new upstream session (after a verified handshake): keep it. */
+static int
+tlsterm_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct tlsterm		*t;
+	struct tlsterm_sess	*s;
+	const char		*key = SSL_get_ex_data(ssl, tlsterm_key_idx);
+
+	t = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), tlsterm_self_idx);
+	if (t == NULL || key == NULL || !SSL_SESSION_is_resumable(sess))
+		return 0;
+	s = &t->sess[tlsterm_slot(key)];
+	SSL_SESSION_free(s->sess);
+	free(s->key);
+	s->key = util_xstrdup(key);
+	s->sess = sess;
+	return 1;	/* the reference is ours now */
+}
+
+/* The context for ca_file (NULL: the system store alone), made once. */
+static SSL_CTX *
+tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
+{
+	SSL_CTX	*ctx;
+	size_t	 i;
+
+	for (i = 0; i < t->nup; i++)
+		if ((ca_file == NULL && t->up[i].ca_file == NULL) ||
+		    (ca_file != NULL && t->up[i].ca_file != NULL &&
+		    strcmp(ca_file, t->up[i].ca_file) == 0))
+			return t->up[i].ctx;
+	if (t->nup == TLSTERM_CTX_MAX)
+		tlsterm_flush(t);
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_default_verify_paths(ctx) != 1 ||
+	    (ca_file != NULL && SSL_CTX_load_verify_locations(ctx, ca_file,
+	    NULL) != 1) || SSL_CTX_set_alpn_protos(ctx, tlsterm_alpn,
+	    sizeof(tlsterm_alpn) - 1) != 0) {
+		ERR_clear_error();
+		SSL_CTX_free(ctx);
+		*cause = ca_file != NULL ? "cannot load the entry's ca_file" :
+		    "cannot load the system trust store";
+		return NULL;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, tlsterm_new_session);
+	SSL_CTX_set_ex_data(ctx, tlsterm_self_idx, t);
+	t->up[t->nup].ca_file = ca_file ? util_xstrdup(ca_file) : NULL;
+	t->up[t->nup].ctx = ctx;
+	t->nup++;
+	return ctx;
+}
+
+SSL *
+tlsterm_connect_ssl(struct tlsterm *t, const struct host *h, uint16_t port,
+    const char *ca_file, const char **cause)
+{
+	struct tlsterm_sess	*s;
+	SSL_CTX			*ctx;
+	SSL			*ssl;
+	char			*key;
+	int			 ok;
+
+	if ((ctx = tlsterm_up_ctx(t, ca_file, cause)) == NULL)
+		return NULL;
+	if ((ssl = SSL_new(ctx)) == NULL) {
+		*cause = "out of memory";
+		return NULL;
+	}
+	if (h->type == HOST_DNS)
+		ok = SSL_set_tlsext_host_name(ssl, h->name) == 1 &&
+		    SSL_set1_host(ssl, h->name) == 1;
+	else
+		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+		    h->name) == 1;
+	util_xasprintf(&key, "%s|%s|%u", ca_file ? ca_file : "", h->name,
+	    port);
+	if (!ok || SSL_set_ex_data(ssl, tlsterm_key_idx, key) != 1) {
+		free(key);
+		SSL_free(ssl);
+		ERR_clear_error();
+		*cause = "cannot set the upstream's name";
+		return NULL;
+	}
+	s = &t->sess[tlsterm_slot(key)];
+	if (s->key != NULL && strcmp(s->key, key) == 0)
+		SSL_set_session(ssl, s->sess);
+	return ssl;
+}
+
+enum sg_reason
+tlsterm_failure(SSL *ssl, unsigned long err, char *detail, size_t size)
+{
+	long	v = SSL_get_verify_result(ssl);
+
+	if (v == X509_V_OK) {
+		if (err != 0)
+			ERR_error_string_n(err, detail, size);
+		else
+			snprintf(detail, size, "handshake failed");
+		return SG_REASON_UPSTREAM_TLS;
+	}
+	snprintf(detail, size, "%s", X509_verify_cert_error_string(v));
+	switch (v) {
+	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+		return SG_REASON_UPSTREAM_SELF_SIGNED;
+	case X509_V_ERR_CERT_HAS_EXPIRED:
+	case X509_V_ERR_CERT_NOT_YET_VALID:
+	case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD:
+	case X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD:
+		return SG_REASON_UPSTREAM_EXPIRED;
+	case X509_V_ERR_HOSTNAME_MISMATCH:
+	case X509_V_ERR_IP_ADDRESS_MISMATCH:
+		return SG_REASON_UPSTREAM_NAME;
+	default:
+		return SG_REASON_UPSTREAM_UNTRUSTED;
+	}
+}

@@ -1,0 +1,82 @@
+/*
+ * tlsterm.h: the TLS of a terminated session (policy entries with
+ * tls: terminate), both sides, without the event loop:
+ *
+ *   client side  a server context: TLS 1.2 and 1.3, ALPN offering only
+ *                http/1.1, no renegotiation (a TLS 1.2 renegotiation
+ *                would hide a second ClientHello), and a ClientHello
+ *                callback that checks the server name exactly as a
+ *                spliced tunnel does (tlsseq_name_reason(), no ECH) before
+ *                the minted certificate (tlsca.h) is shown.
+ *   upstream     client contexts, one per extra CA file (none: the
+ *                system store alone), that verify the chain, the name
+ *                and the validity; nothing turns verification off. A
+ *                failed handshake is turned into a reason code
+ *                (self-signed, untrusted, expired, name mismatch, other)
+ *                with OpenSSL's words.
+ *
+ * Upstream sessions are kept per host and port (TLSTERM_SESSIONS_MAX,
+ * oldest out) and offered again, so a second connection to the same
+ * upstream resumes instead of verifying a chain again.
+ */
+#ifndef SG_TLSTERM_H
+#define SG_TLSTERM_H
+
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "host.h"
+#include "reason.h"
+
+#define TLSTERM_CTX_MAX		64	/* upstream contexts (CA files) */
+#define TLSTERM_SESSIONS_MAX	1024	/* upstream sessions kept */
+
+struct tlsterm;
+
+/*
+ * What the ClientHello callback needs and leaves: set on the client-side
+ * SSL with tlsterm_accept_ssl(); owned by the caller, which must keep it
+ * while the SSL lives.
+ */
+struct tlsterm_hello {
+	const struct host	*expected;	/* the CONNECT host */
+	enum sg_reason		 reason;	/* SG_REASON_NONE: passed */
+	char			*name;		/* SNI as sent (malloc'd) */
+};
+
+/* NULL with *cause set (caller frees) when OpenSSL fails. */
+struct tlsterm	*tlsterm_new(char **cause);
+void		 tlsterm_free(struct tlsterm *);	/* NULL ok */
+
+/*
+ * A client-side SSL for a session whose ClientHello must name
+ * hello->expected. The caller sets the certificate (tlsca_use()). NULL
+ * when out of memory.
+ */
+SSL		*tlsterm_accept_ssl(struct tlsterm *, struct tlsterm_hello *);
+
+/*
+ * An upstream SSL to host:port that trusts the system store and, when
+ * ca_file is not NULL, the CAs of that file too; SNI and the name to
+ * verify are host's (for an address, the address). Offers a kept
+ * session. NULL with *cause a static phrase.
+ */
+SSL		*tlsterm_connect_ssl(struct tlsterm *, const struct host *,
+		    uint16_t port, const char *ca_file, const char **cause);
+
+/*
+ * After an upstream handshake failed on ssl: the reason code and words
+ * (OpenSSL's verify error, or the TLS error err from the error queue)
+ * into detail.
+ */
+enum sg_reason	 tlsterm_failure(SSL *, unsigned long err, char *detail,
+		    size_t size);
+
+/* After a policy reload: drop the contexts (CA files may have changed). */
+void		 tlsterm_flush(struct tlsterm *);
+
+/* Free a hello's name; the struct may be reused. */
+void		 tlsterm_hello_release(struct tlsterm_hello *);
+
+#endif

@@ -1,0 +1,652 @@
+#!/usr/bin/env python3
+"""TLS termination for entries with `tls: terminate` (issue 18), end to end
+with the real proxy binary and real curl.
+
+The proxy runs with a sandgate CA (--ca-cert, --ca-key); curl trusts that
+CA alone, so every terminated request shows the proxy minted a certificate
+for the CONNECT host. Upstreams are Python TLS servers on loopback, with
+certificates from a test CA that the entries name as ca_file: a good one
+(reg.test), a self-signed one, an expired one, one for another name, one
+checked against the system store alone (untrusted), and a port nothing
+listens on. Names are under .test; the proxy resolves them from its
+--hosts file.
+
+Run: python3 tests/integration/test_proxy_terminate.py [-v] [names...]
+Env: SANDGATE_BIN (folder holding sandgate-proxy), SANDGATE_SRC.
+"""
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxylib  # noqa: E402
+
+PREFIX = "network blocked by policy: "
+W = {}
+
+
+def openssl(folder, *args):
+    subprocess.run(["openssl"] + list(args), cwd=folder, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+
+
+def make_ca(folder, name, cn):
+    openssl(folder, "req", "-x509", *EC, "-nodes", "-keyout", name + ".key",
+            "-out", name + ".pem", "-days", "2", "-subj", "/CN=" + cn,
+            "-addext", "basicConstraints=critical,CA:TRUE,pathlen:0",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    os.chmod(os.path.join(folder, name + ".key"), 0o600)
+    return os.path.join(folder, name + ".pem")
+
+
+def make_leaf(folder, name, dns, days="2", ca="upca", self_signed=False):
+    ext = os.path.join(folder, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("basicConstraints=CA:FALSE\n"
+                "keyUsage=critical,digitalSignature\n"
+                "extendedKeyUsage=serverAuth\n"
+                "subjectAltName=DNS:%s\n" % dns)
+    if self_signed:
+        openssl(folder, "req", "-x509", *EC, "-nodes", "-keyout",
+                name + ".key", "-out", name + ".pem", "-days", days,
+                "-subj", "/CN=" + dns, "-addext",
+                "subjectAltName=DNS:" + dns)
+    else:
+        openssl(folder, "req", *EC, "-nodes", "-keyout", name + ".key",
+                "-out", name + ".csr", "-subj", "/CN=" + dns)
+        openssl(folder, "x509", "-req", "-in", name + ".csr", "-CA",
+                ca + ".pem", "-CAkey", ca + ".key", "-CAcreateserial",
+                "-out", name + ".pem", "-days", days, "-extfile", ext)
+    return (os.path.join(folder, name + ".pem"),
+            os.path.join(folder, name + ".key"))
+
+
+def tls_server(cert, key):
+    """A TLS echo server (proxylib's handler) on loopback; its port."""
+    counters = proxylib.Counters()
+    srv = proxylib.CountingServer(("127.0.0.1", 0), proxylib.TLSEchoHandler,
+                                  counters)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.tls_ctx = ctx
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    W["servers"].append(srv)
+    return srv.server_address[1], counters
+
+
+POLICY = """\
+description: terminated entries (issue 18 tests)
+allow:
+  - host: reg.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    methods: [GET, HEAD]
+    paths: [/simple/, /ok]
+    rationale: a registry read through the proxy; uploads refused
+  - host: self.test
+    ports: [{SELF}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: an upstream with a self-signed certificate
+  - host: expired.test
+    ports: [{EXPIRED}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: an upstream whose certificate has expired
+  - host: wrongname.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: an upstream whose certificate names reg.test only
+  - host: untrusted.test
+    ports: [{UNTRUSTED}]
+    allow_private: true
+    tls: terminate
+    rationale: an upstream checked against the system store alone
+  - host: down.test
+    ports: [{DOWN}]
+    allow_private: true
+    tls: terminate
+    rationale: nothing listens there
+  - host: cred.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    credentials: {header: Authorization, secret: reg-token}
+    rationale: a registry that wants a token the sandbox never holds
+  - host: nocred.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    credentials: {header: X-Registry-Token, secret: not-set}
+    rationale: a credential whose secret is not set
+  - host: git.test
+    ports: [{REG}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    methods: [GET, POST]
+    paths:
+      - /repo.git/info/refs?service=git-upload-pack
+      - /repo.git/git-upload-pack
+    rationale: git fetch, never push (a prefix with a query)
+"""
+
+TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
+
+HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
+         "untrusted.test down.test cred.test nocred.test git.test\n")
+
+
+def setUpModule():
+    for k in proxylib.PROXY_ENV:
+        os.environ.pop(k, None)
+    W["dir"] = tempfile.mkdtemp(prefix="sg-terminate-")
+    W["servers"] = []
+    W["proxies"] = []
+    pki = os.path.join(W["dir"], "pki")
+    os.makedirs(pki)
+    W["upca"] = make_ca(pki, "upca", "sandgate test upstream CA")
+    W["sgca"] = make_ca(pki, "sgca", "sandgate test CA")
+    W["sgkey"] = os.path.join(pki, "sgca.key")
+    reg = make_leaf(pki, "reg",
+                    "reg.test,DNS:cred.test,DNS:nocred.test,DNS:git.test")
+    W["reg_port"], W["reg_counters"] = tls_server(*reg)
+    W["self_port"], _ = tls_server(*make_leaf(pki, "self", "self.test",
+                                              self_signed=True))
+    W["expired_port"], _ = tls_server(*make_leaf(pki, "expired",
+                                                 "expired.test", days="-1"))
+    W["untrusted_port"], _ = tls_server(*make_leaf(pki, "untrusted",
+                                                   "untrusted.test"))
+    W["down_port"] = proxylib.free_port()
+    W["up"] = proxylib.Upstreams(W["dir"]).start()
+
+
+def tearDownModule():
+    problems = []
+    for p in W.get("proxies", []):
+        problems += proxylib.stop_and_check(p)
+    for srv in W.get("servers", []):
+        srv.shutdown()
+        srv.server_close()
+    if "up" in W:
+        W["up"].stop()
+    if os.environ.get("SANDGATE_KEEP"):
+        print("kept %s" % W["dir"], file=sys.stderr)
+    elif "dir" in W:
+        shutil.rmtree(W["dir"], ignore_errors=True)
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+def start_proxy(name, with_ca=True):
+    extra = ["--log-allowed", "--block-burst", "100",
+             "--block-budget", "1000"]
+    if with_ca:
+        extra += ["--ca-cert", W["sgca"], "--ca-key", W["sgkey"]]
+    secrets = os.path.join(W["dir"], name + "-secrets")
+    os.makedirs(secrets, mode=0o700)
+    fd = os.open(os.path.join(secrets, "reg-token"),
+                 os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (TOKEN + "\n").encode())
+    os.close(fd)
+    extra += ["--secrets-dir", secrets]
+    p = proxylib.Proxy(W["dir"], W["up"], name=name, sets="test,term",
+                       extra_args=extra)
+    write_policy(p)
+    W["proxies"].append(p)
+    return p.start()
+
+
+def write_policy(p):
+    """The terminated entries (set "term"), their ca_file and names."""
+    text = POLICY
+    for k, v in (("REG", W["reg_port"]), ("SELF", W["self_port"]),
+                 ("EXPIRED", W["expired_port"]),
+                 ("UNTRUSTED", W["untrusted_port"]),
+                 ("DOWN", W["down_port"])):
+        text = text.replace("{%s}" % k, str(v))
+    os.makedirs(os.path.join(p.policy_dir, "ca"))
+    shutil.copy(W["upca"], os.path.join(p.policy_dir, "ca", "upca.pem"))
+    with open(os.path.join(p.policy_dir, "term.yaml"), "w") as f:
+        f.write(text)
+    with open(p.hosts, "a") as f:
+        f.write(HOSTS)
+
+
+def curl(p, url, *args):
+    """curl through the proxy, trusting the sandgate CA alone. Returns
+    (exit code, status, headers text, body text, stderr)."""
+    hdr = os.path.join(W["dir"], "curl-headers")
+    cmd = ["curl", "-sS", "--max-time", "20", "--proxy",
+           "http://127.0.0.1:%d" % p.port, "--cacert", W["sgca"],
+           "-D", hdr, "-o", "-", "-w", "\n%{http_code}"] + list(args) + [url]
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       env=proxylib.clean_env(), timeout=60)
+    out, _, code = r.stdout.rpartition("\n")
+    try:
+        with open(hdr) as f:
+            headers = f.read()
+        os.unlink(hdr)
+    except FileNotFoundError:
+        headers = ""
+    return r.returncode, int(code or 0), headers, out, r.stderr
+
+
+class Case(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.p = start_proxy(cls.__name__.lower())
+
+    def url(self, host, port, path):
+        return "https://%s:%d%s" % (host, port, path)
+
+    def reg(self, path):
+        return self.url("reg.test", W["reg_port"], path)
+
+    def last_block(self, reason):
+        ev = self.p.wait_event(lambda e: e.get("event") == "egress.blocked"
+                               and e.get("reason") == reason)
+        self.assertIsNotNone(ev, "no egress.blocked %s in %s" %
+                             (reason, self.p.log_lines()))
+        return ev
+
+
+class T01Allowed(Case):
+    def test_get_through_a_minted_certificate(self):
+        rc, status, headers, body, err = curl(self.p, self.reg("/simple/x"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(status, 200, headers)
+        doc = json.loads(body)
+        self.assertEqual(doc["method"], "GET")
+        self.assertEqual(doc["path"], "/simple/x")
+        self.assertEqual(doc["host"], "reg.test:%d" % W["reg_port"])
+        self.assertTrue(doc["tls"])
+        ev = self.p.wait_event(lambda e: e.get("event") == "egress.allowed"
+                               and e.get("path") == "/simple/x")
+        self.assertIsNotNone(ev, self.p.log_lines())
+        self.assertEqual(ev["method"], "GET")
+        self.assertEqual(ev["host"], "reg.test")
+        self.assertEqual(ev["status"], 200)
+        self.assertGreater(ev["bytes_down"], len(body))
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "audit", "--log-dir",
+             self.p.log_dir], capture_output=True, text=True,
+            env=proxylib.clean_env())
+        self.assertRegex(r.stdout, r"egress\.allowed .*reg\.test:%d GET "
+                         r"/simple/x +- \(status 200\)" % W["reg_port"])
+
+    def test_long_path_logged_cut(self):
+        path = "/simple/" + "a" * 600
+        rc, status, headers, body, err = curl(self.p, self.reg(path))
+        self.assertEqual(status, 200, headers)
+        ev = self.p.wait_event(lambda e: e.get("event") == "egress.allowed"
+                               and e.get("path", "").startswith(
+                                   "/simple/aaaa"))
+        self.assertIsNotNone(ev, self.p.log_lines())
+        self.assertLessEqual(len(ev["path"]), 256)
+        self.assertTrue(ev["path"].endswith("..."), ev["path"])
+
+    def test_keep_alive_requests_share_a_session(self):
+        before = W["reg_counters"].get("accepts")
+        rc, status, headers, body, err = curl(
+            self.p, self.reg("/ok"), "--next", "--proxy",
+            "http://127.0.0.1:%d" % self.p.port, "--cacert", W["sgca"],
+            self.reg("/simple/y"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn('"path": "/ok"', body)
+        self.assertIn('"path": "/simple/y"', body)
+        self.assertEqual(W["reg_counters"].get("accepts") - before, 1)
+        self.assertIn("Re-using existing connection", subprocess.run(
+            ["curl", "-sv", "--proxy", "http://127.0.0.1:%d" % self.p.port,
+             "--cacert", W["sgca"], "-o", "/dev/null", self.reg("/ok"),
+             "-o", "/dev/null", self.reg("/ok")], capture_output=True,
+            text=True, env=proxylib.clean_env()).stderr)
+
+    def test_minted_certificate_names_the_host(self):
+        r = subprocess.run(
+            ["curl", "-sv", "--proxy", "http://127.0.0.1:%d" % self.p.port,
+             "--cacert", W["sgca"], "-o", "/dev/null", self.reg("/ok")],
+            capture_output=True, text=True, env=proxylib.clean_env())
+        self.assertIn("subject: CN=reg.test", r.stderr)
+        self.assertIn("issuer: CN=sandgate test CA", r.stderr)
+        self.assertIn("ALPN: server accepted http/1.1", r.stderr)
+
+
+class T02Refused(Case):
+    def check_403(self, reason, *args, path="/upload"):
+        rc, status, headers, body, err = curl(self.p, self.reg(path), *args)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(status, 403, headers + body)
+        self.assertIn(PREFIX, body)
+        self.assertIn("Proxy-Status: sandgate; error=http_request_denied",
+                      headers)
+        ev = self.last_block(reason)
+        self.assertEqual(ev["host"], "reg.test")
+        self.assertEqual(ev["status"], 403)
+        self.assertEqual(ev["path"], path)
+        return ev, body
+
+    def test_denied_path(self):
+        before = W["reg_counters"].get("requests")
+        ev, body = self.check_403("path_not_allowed")
+        self.assertIn("path", body)
+        self.assertEqual(ev["method"], "GET")
+        self.assertEqual(W["reg_counters"].get("requests"), before)
+
+    def test_denied_method(self):
+        ev, body = self.check_403("method_not_allowed", "-X", "POST",
+                                  "--data", "x", path="/simple/")
+        self.assertEqual(ev["method"], "POST")
+
+    def test_host_other_than_sni(self):
+        ev, body = self.check_403("host_mismatch", "-H",
+                                  "Host: other.test", path="/simple/")
+
+    def test_sni_other_than_connect(self):
+        s = socket.create_connection(("127.0.0.1", self.p.port), timeout=10)
+        s.sendall(("CONNECT reg.test:%d HTTP/1.1\r\nHost: reg.test:%d"
+                   "\r\n\r\n" % (W["reg_port"], W["reg_port"])).encode())
+        self.assertIn(b" 200 ", s.recv(4096))
+        ctx = ssl.create_default_context(cafile=W["sgca"])
+        ctx.check_hostname = False
+        with self.assertRaises((ssl.SSLError, OSError)):
+            ctx.wrap_socket(s, server_hostname="other.test")
+        s.close()
+        ev = self.last_block("sni_mismatch")
+        self.assertEqual(ev["sni"], "other.test")
+
+    def test_plain_http_to_a_terminated_entry(self):
+        rc, status, headers, body, err = curl(
+            self.p, "http://reg.test:%d/simple/" % W["reg_port"])
+        self.assertEqual(status, 403, headers + body)
+        self.last_block("not_tls")
+
+
+class T03Upstream(Case):
+    def check_502(self, host, port, reason, words, perr):
+        rc, status, headers, body, err = curl(self.p,
+                                              self.url(host, port, "/"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(status, 502, headers + body)
+        self.assertIn(words, body)
+        self.assertIn("Proxy-Status: sandgate; error=" + perr, headers)
+        ev = self.last_block(reason)
+        self.assertEqual(ev["host"], host)
+        self.assertIn(words, ev["message"])
+        self.assertEqual(ev["status"], 502)
+        self.assertEqual(ev["resolved"], "127.0.0.1")
+
+    def test_self_signed(self):
+        self.check_502("self.test", W["self_port"],
+                       "upstream_cert_self_signed", "self-signed",
+                       "tls_certificate_error")
+
+    def test_expired(self):
+        self.check_502("expired.test", W["expired_port"],
+                       "upstream_cert_expired", "outside its validity",
+                       "tls_certificate_error")
+
+    def test_another_name(self):
+        self.check_502("wrongname.test", W["reg_port"],
+                       "upstream_cert_name_mismatch",
+                       "certificate for another name",
+                       "tls_certificate_error")
+
+    def test_untrusted(self):
+        self.check_502("untrusted.test", W["untrusted_port"],
+                       "upstream_cert_untrusted", "no trusted CA",
+                       "tls_certificate_error")
+
+    def test_unreachable(self):
+        self.check_502("down.test", W["down_port"], "upstream_unreachable",
+                       "is unreachable", "connection_refused")
+
+
+class T05Credentials(Case):
+    def cred_url(self, path):
+        return self.url("cred.test", W["reg_port"], path)
+
+    def test_header_set_and_the_sandbox_one_replaced(self):
+        for extra in ([], ["-H", "Authorization: Bearer from-the-sandbox",
+                           "-H", "authorization: Basic again"]):
+            rc, status, headers, body, err = curl(
+                self.p, self.cred_url("/simple/pkg/"), *extra)
+            self.assertEqual(status, 200, headers + body)
+            got = [v for k, v in json.loads(body)["headers"]
+                   if k.lower() == "authorization"]
+            self.assertEqual(got, [TOKEN])
+
+    def test_every_request_of_a_kept_session(self):
+        rc, status, headers, body, err = curl(
+            self.p, self.cred_url("/a"), "--next", "--proxy",
+            "http://127.0.0.1:%d" % self.p.port, "--cacert", W["sgca"],
+            self.cred_url("/b"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(body.count(TOKEN), 2, body)
+
+    def test_secret_not_set(self):
+        rc, status, headers, body, err = curl(
+            self.p, self.url("nocred.test", W["reg_port"], "/"))
+        self.assertEqual(status, 503, headers + body)
+        self.assertIn("sandgate secret set not-set", body)
+        self.last_block("credential_missing")
+
+    def test_token_nowhere_in_the_proxy_output(self):
+        curl(self.p, self.cred_url("/simple/"))
+        curl(self.p, self.cred_url("/refused"), "-X", "DELETE")
+        for where, text in (("log", "\n".join(self.p.log_lines())),
+                            ("stderr", self.p.stderr())):
+            self.assertNotIn("sg-test-token", text, where)
+
+
+PROXY_UID = 65532
+
+
+class UidProxy(proxylib.Proxy):
+    """The proxy as the uid `sandgate proxy start` gives it (root can)."""
+
+    def argv(self):
+        return ["setpriv", "--reuid=%d" % PROXY_UID,
+                "--regid=%d" % PROXY_UID, "--clear-groups"] + \
+            super().argv()
+
+
+def sandgate(state, *args, stdin=None):
+    return subprocess.run(
+        [os.path.join(proxylib.BIN, "sandgate")] + list(args),
+        input=stdin, capture_output=True, text=True, timeout=60,
+        env=proxylib.clean_env({"SANDGATE_STATE": state}))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root (the proxy's uid)")
+class T06SecretCommand(unittest.TestCase):
+    """`sandgate secret set` writes what the proxy (as its own uid) reads;
+    a running proxy picks a new value up at once (set reloads it)."""
+
+    def test_set_list_rm_through_the_proxy(self):
+        top = tempfile.mkdtemp(prefix="sg-secret-")
+        os.chmod(top, 0o755)
+        state = os.path.join(top, "state")
+        tok1, tok2 = "Bearer sg-cli-token-one", "Bearer sg-cli-token-two"
+        try:
+            r = sandgate(state, "secret", "set", "reg-token",
+                         stdin=tok1 + "\n")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            sdir = os.path.join(state, "proxy", "secrets")
+            st = os.stat(sdir)
+            self.assertEqual((st.st_uid, st.st_mode & 0o777),
+                             (PROXY_UID, 0o700))
+            st = os.stat(os.path.join(sdir, "reg-token"))
+            self.assertEqual((st.st_uid, st.st_mode & 0o777),
+                             (PROXY_UID, 0o600))
+            r = sandgate(state, "secret", "list")
+            self.assertEqual(r.stdout, "reg-token\n")
+            run = os.path.join(state, "proxy", "run")
+            os.makedirs(run)
+            p = UidProxy(top, W["up"], name="uid", sets="test,term",
+                         extra_args=[
+                             "--ca-cert", os.path.join(top, "ca.pem"),
+                             "--ca-key", os.path.join(top, "ca.key"),
+                             "--secrets-dir", sdir,
+                             "--control-socket",
+                             os.path.join(run, "control.sock")])
+            write_policy(p)
+            shutil.copy(W["sgca"], os.path.join(top, "ca.pem"))
+            shutil.copy(W["sgkey"], os.path.join(top, "ca.key"))
+            for d, _, files in os.walk(top):
+                for n in [d] + [os.path.join(d, f) for f in files]:
+                    if not n.startswith(sdir):
+                        os.chown(n, PROXY_UID, PROXY_UID)
+            W["proxies"].append(p)
+            p.start()
+            url = "https://cred.test:%d/simple/" % W["reg_port"]
+            rc, status, headers, body, err = curl(p, url)
+            self.assertEqual(status, 200, headers + body + p.stderr())
+            self.assertIn(tok1, body)
+            r = sandgate(state, "secret", "set", "reg-token", stdin=tok2)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("the proxy reloaded", r.stdout)
+            rc, status, headers, body, err = curl(p, url)
+            self.assertIn(tok2, body)
+            self.assertNotIn(tok1, body)
+            r = sandgate(state, "secret", "rm", "reg-token")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rc, status, headers, body, err = curl(p, url)
+            self.assertEqual(status, 503, headers + body)
+            self.assertIn("credential_missing", headers)
+            for where, text in (("log", "\n".join(p.log_lines())),
+                                ("stderr", p.stderr())):
+                self.assertNotIn("sg-cli-token", text, where)
+            self.assertEqual(proxylib.stop_and_check(p), [])
+        finally:
+            for p in W["proxies"]:
+                if p.dir.startswith(top):
+                    proxylib.stop_and_check(p)
+            shutil.rmtree(top, ignore_errors=True)
+
+
+class T08CaCreate(unittest.TestCase):
+    def test_made_once_and_used(self):
+        d = tempfile.mkdtemp(prefix="ca-", dir=W["dir"])
+        cert, key = os.path.join(d, "ca.crt"), os.path.join(d, "ca.key")
+        p = proxylib.Proxy(W["dir"], W["up"], name="cacreate",
+                           sets="test,term", extra_args=[
+                               "--ca-cert", cert, "--ca-key", key,
+                               "--ca-create"])
+        write_policy(p)
+        W["proxies"].append(p)
+        p.start()
+        st = os.stat(key)
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (os.geteuid(),
+                                                            0o600))
+        text = subprocess.run(["openssl", "x509", "-in", cert, "-noout",
+                               "-text"], capture_output=True,
+                              text=True).stdout
+        self.assertIn("CA:TRUE, pathlen:0", text)
+        r = subprocess.run(
+            ["curl", "-sS", "--proxy", "http://127.0.0.1:%d" % p.port,
+             "--cacert", cert, "https://reg.test:%d/ok" % W["reg_port"]],
+            capture_output=True, text=True, env=proxylib.clean_env())
+        self.assertIn('"path": "/ok"', r.stdout, r.stderr)
+        with open(key, "rb") as f:
+            before = f.read()
+        self.assertEqual(proxylib.stop_and_check(p), [])
+        p2 = proxylib.Proxy(W["dir"], W["up"], name="cacreate2",
+                            sets="test,term", extra_args=[
+                                "--ca-cert", cert, "--ca-key", key,
+                                "--ca-create"])
+        write_policy(p2)
+        W["proxies"].append(p2)
+        p2.start()
+        with open(key, "rb") as f:
+            self.assertEqual(f.read(), before, "an existing key is kept")
+
+
+class T09QueryPrefix(Case):
+    """A prefix with '?' matches the query too: git's fetch, not push."""
+
+    def git(self, path, *args):
+        return curl(self.p, self.url("git.test", W["reg_port"], path), *args)
+
+    def test_fetch_allowed_push_refused(self):
+        rc, status, headers, body, err = self.git(
+            "/repo.git/info/refs?service=git-upload-pack")
+        self.assertEqual(status, 200, headers + body)
+        rc, status, headers, body, err = self.git(
+            "/repo.git/git-upload-pack", "-X", "POST", "--data", "x")
+        self.assertEqual(status, 200, headers + body)
+        rc, status, headers, body, err = self.git(
+            "/repo.git/info/refs?service=git-receive-pack")
+        self.assertEqual(status, 403, headers + body)
+        self.assertIn("Content-Type: text/plain", headers)
+        self.assertIn(PREFIX, body)
+        rc, status, headers, body, err = self.git(
+            "/repo.git/git-receive-pack", "-X", "POST", "--data", "x")
+        self.assertEqual(status, 403, headers + body)
+
+
+class T07ShippedExamples(unittest.TestCase):
+    def test_examples_validate(self):
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "policy", "check",
+             "--policy-dir", os.path.join(proxylib.SRC, "examples",
+                                          "terminate-policy")],
+            capture_output=True, text=True, env=proxylib.clean_env())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("3 sets", r.stdout)
+
+    def test_explain_a_terminated_entry(self):
+        p = proxylib.Proxy(W["dir"], W["up"], name="explain")
+        write_policy(p)
+
+        def explain(*args):
+            return subprocess.run(
+                [os.path.join(proxylib.BIN, "sandgate"), "policy",
+                 "explain", "--policy-dir", p.policy_dir, "--sets", "term"]
+                + list(args), capture_output=True, text=True,
+                env=proxylib.clean_env())
+        r = explain("--method", "GET", "--path", "/simple/x",
+                    "cred.test:%d" % W["reg_port"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("the proxy sets Authorization from secret reg-token",
+                      r.stdout)
+        self.assertNotIn("sg-test-token", r.stdout)
+        r = explain("--method", "DELETE", "--path", "/simple/x",
+                    "reg.test:%d" % W["reg_port"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("BLOCK method_not_allowed", r.stdout)
+
+
+class T04NoCA(unittest.TestCase):
+    def test_refused_in_words(self):
+        p = start_proxy("noca", with_ca=False)
+        rc, status, headers, body, err = curl(
+            p, "https://reg.test:%d/ok" % W["reg_port"])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("503", err)
+        ev = p.wait_event(lambda e: e.get("reason") ==
+                          "termination_unavailable")
+        self.assertIsNotNone(ev, p.log_lines())
+
+
+if __name__ == "__main__":
+    unittest.main()
