@@ -18,8 +18,9 @@ struct bl_ident {
 	uint64_t		 win_start;
 	unsigned		 written;	/* full lines this window */
 	unsigned		 nkeys;
-	unsigned long long	 lines[2];	/* this half, the one before */
-	uint64_t		 half_start;
+	/* Since the pressure began (blocklog_stop_top): */
+	unsigned long long	 lines;
+	unsigned long long	 spent;		/* bytes of those lines */
 	uint64_t		 last_us;
 	int			 stopped;
 };
@@ -68,14 +69,14 @@ struct blocklog {
 	struct bl_key		*overflow[2][SG_REASON_MAX];
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
-	int			 held;		/* under pressure: no aging */
+	int			 held;		/* under pressure: counting */
+	unsigned long long	 room;		/* its first look's room */
 };
 
 static uint32_t	bl_hash(const char *, const char *, int, int);
 static struct bl_ident *bl_ident_get(struct blocklog *, const char *,
 		    uint64_t, int);
 static void	bl_ident_free(struct blocklog *, struct bl_ident *);
-static void	bl_ident_age(struct blocklog *, struct bl_ident *, uint64_t);
 static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
@@ -169,24 +170,6 @@ blocklog_free(struct blocklog *bl)
 	free(bl);
 }
 
-/* Move the recent-lines halves on to now. */
-static void
-bl_ident_age(struct blocklog *bl, struct bl_ident *id, uint64_t now)
-{
-	const uint64_t	half = (uint64_t)BLOCKLOG_RECENT_S / 2 * 1000000;
-
-	/* Under pressure what each wrote stays counted until it ends. */
-	if (bl->held || now - id->half_start < half)
-		return;
-	if (now - id->half_start >= 2 * half)
-		id->lines[0] = id->lines[1] = 0;
-	else {
-		id->lines[1] = id->lines[0];
-		id->lines[0] = 0;
-	}
-	id->half_start = now;
-}
-
 /* The identity named name, created when create is set (NULL: full). */
 static struct bl_ident *
 bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
@@ -205,7 +188,7 @@ bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 		free(id);
 		return NULL;
 	}
-	id->win_start = id->half_start = id->last_us = now;
+	id->win_start = id->last_us = now;
 	id->hnext = bl->idents[h];
 	bl->idents[h] = id;
 	id->next = bl->ilist;
@@ -399,6 +382,7 @@ static void
 bl_summarize(struct blocklog *bl, struct bl_key *k)
 {
 	struct blocklog_event	ev;
+	int			rc;
 
 	if (k->count == 0)
 		return;
@@ -422,11 +406,13 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.dests_more = k->dests_more;
 	ev.first = k->first;
 	ev.last = k->last;
-	if (bl->emit(bl->arg, &ev) == -1)
+	if ((rc = bl->emit(bl->arg, &ev)) == -1)
 		return;
 	bl->summaries++;
-	if (k->id != NULL)
-		k->id->lines[0]++;
+	if (k->id != NULL && bl->held) {
+		k->id->lines++;
+		k->id->spent += (unsigned long long)rc;
+	}
 	k->count = k->bytes_up = k->bytes_down = 0;
 	k->ndests = 0;
 	k->dests_more = 0;
@@ -496,8 +482,8 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 			st.port = 0;
 			st.reason = SG_REASON_LOG_UNAVAILABLE;
 			st.report = 0;
-			st.message = "stopped: this client wrote most of the "
-			    "recent events of a nearly full log volume; "
+			st.message = "stopped: this client spent a quarter "
+			    "of the reserve of a nearly full log volume; "
 			    "its attempts are only counted";
 			ev = &st;
 		}
@@ -541,14 +527,15 @@ blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
 }
 
 void
-blocklog_wrote(struct blocklog *bl, const char *identity, uint64_t now_us)
+blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
+    uint64_t now_us)
 {
 	struct bl_ident	*id;
 
-	if ((id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
+	if (!bl->held || (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
 		return;
-	bl_ident_age(bl, id, now_us);
-	id->lines[0]++;
+	id->lines++;
+	id->spent += bytes;
 	id->last_us = now_us;
 }
 
@@ -576,30 +563,26 @@ blocklog_flush(struct blocklog *bl, uint64_t now_us, int all)
 	}
 	for (id = bl->ilist; id != NULL; id = inext) {
 		inext = id->next;
-		bl_ident_age(bl, id, now_us);
-		if (id->nkeys == 0 && !id->stopped && id->lines[0] == 0 &&
-		    id->lines[1] == 0 && now_us - id->last_us >= 2 * win)
+		if (id->nkeys == 0 && !id->stopped && id->lines == 0 &&
+		    now_us - id->last_us >= 2 * win)
 			bl_ident_free(bl, id);
 	}
 }
 
 const char *
-blocklog_stop_top(struct blocklog *bl, uint64_t now_us)
+blocklog_stop_top(struct blocklog *bl, unsigned long long room)
 {
-	struct bl_ident		*id, *top = NULL;
-	unsigned long long	 total = 0, n, best = 0;
+	struct bl_ident	*id, *top = NULL;
 
-	for (id = bl->ilist; id != NULL; id = id->next) {
-		bl_ident_age(bl, id, now_us);
-		n = id->lines[0] + id->lines[1];
-		total += n;
-		if (!id->stopped && n > best) {
-			best = n;
-			top = id;
-		}
+	if (!bl->held) {
+		bl->held = 1;
+		bl->room = room;
 	}
-	bl->held = 1;
-	if (top == NULL || best * 2 < total || best < BLOCKLOG_STOP_MIN)
+	for (id = bl->ilist; id != NULL; id = id->next)
+		if (!id->stopped && (top == NULL || id->spent > top->spent))
+			top = id;
+	if (top == NULL || top->spent < bl->room / BLOCKLOG_STOP_SHARE ||
+	    top->lines < BLOCKLOG_STOP_MIN)
 		return NULL;
 	top->stopped = 1;
 	return top->name;
@@ -622,9 +605,12 @@ blocklog_resume_all(struct blocklog *bl)
 {
 	struct bl_ident	*id;
 
-	for (id = bl->ilist; id != NULL; id = id->next)
+	for (id = bl->ilist; id != NULL; id = id->next) {
 		id->stopped = 0;
+		id->lines = id->spent = 0;
+	}
 	bl->held = 0;
+	bl->room = 0;
 }
 
 unsigned long long

@@ -41,9 +41,10 @@
  * and tried again. Counts still held when the process is killed (at most
  * one window's) are lost; blocklog_flush(all) writes them at exit.
  *
- * The module also counts the lines written for each identity over the
- * last BLOCKLOG_RECENT_S seconds, so that a full log volume can stop the
- * identity that filled it (blocklog_stop_top).
+ * While the log volume is under its reserve (from the first
+ * blocklog_stop_top() until blocklog_resume_all()) the module also counts
+ * the lines and bytes written for each identity, so that the identity
+ * spending the reserve can be stopped (blocklog_stop_top).
  *
  * Pure: no I/O; times are passed in. Not thread-safe (the proxy's loop).
  */
@@ -62,10 +63,10 @@
 #define BLOCKLOG_KEYS_PER_IDENT		64
 #define BLOCKLOG_KEYS_MAX		8192
 #define BLOCKLOG_IDENTS_MAX		16384
-#define BLOCKLOG_RECENT_S		600	/* lines counted this far back */
 #define BLOCKLOG_STOP_MIN		64	/* lines, to be stopped */
 #define BLOCKLOG_LARGE_BYTES		(1ULL << 20)	/* own line, allowed */
 #define BLOCKLOG_DESTS_TOLD		128	/* told apart per summary */
+#define BLOCKLOG_STOP_SHARE		4	/* 1/4 of the room, to be stopped */
 
 struct blocklog_opts {
 	unsigned	burst;		/* full lines per key per window */
@@ -108,7 +109,10 @@ struct blocklog_event {
 	struct timespec		 last;
 };
 
-/* Write one summary line; 0, or -1 to keep its count for a later try. */
+/*
+ * Write one summary line: the bytes written (0 or more), or -1 to keep
+ * its count for a later try.
+ */
 typedef int	(*blocklog_emit_cb)(void *arg, const struct blocklog_event *);
 
 struct blocklog;
@@ -134,9 +138,12 @@ int		 blocklog_note(struct blocklog *, const struct blocklog_event *,
 void		 blocklog_unwritten(struct blocklog *,
 		    const struct blocklog_event *, const struct timespec *now);
 
-/* A line was written for identity (any event, full block or not). */
+/*
+ * A line of bytes bytes was written for identity (any event, full block
+ * or not). Counted only under pressure (blocklog_stop_top).
+ */
 void		 blocklog_wrote(struct blocklog *, const char *identity,
-		    uint64_t now_us);
+		    size_t bytes, uint64_t now_us);
 
 /*
  * Emit the summaries of keys whose window ended (every summary with all
@@ -145,17 +152,23 @@ void		 blocklog_wrote(struct blocklog *, const char *identity,
 void		 blocklog_flush(struct blocklog *, uint64_t now_us, int all);
 
 /*
- * The log volume is nearly full: stop the identity that wrote at least
- * half of the lines counted (those of the BLOCKLOG_RECENT_S seconds before
- * the pressure began, and every one since), and at least
- * BLOCKLOG_STOP_MIN of them, if one did. From the first call until
- * blocklog_resume_all() the counts do not age: a flooder's lines keep
- * their weight for as long as the pressure lasts, so the next identity to
- * write a line is not stopped merely for being the only one left writing.
- * Returns its name (owned by the module), or NULL. Stopped identities stay
- * stopped until blocklog_resume_all().
+ * The log volume is under its reserve, with room bytes left above the
+ * floor: stop the identity that is spending the reserve, if one is. The
+ * first call starts the count (the pressure), and keeps the room of that
+ * look: from then until blocklog_resume_all() every line written, and its
+ * bytes, is counted to its identity, and nothing ages (the reserve a
+ * client spent does not come back by its waiting). Stopped: the identity
+ * that wrote the most bytes since the pressure began, when they are at
+ * least a BLOCKLOG_STOP_SHARE-th of the room the first look saw, in at
+ * least BLOCKLOG_STOP_MIN lines. So nobody is stopped for the lines it
+ * wrote before the volume went under the reserve, for what something
+ * other than the log put on the volume, or for a few lines written while
+ * the reserve is spent by nobody in particular. One identity is stopped a
+ * call. Returns its name (owned by the module), or NULL. Stopped
+ * identities stay stopped until blocklog_resume_all(), which also ends
+ * the count.
  */
-const char	*blocklog_stop_top(struct blocklog *, uint64_t now_us);
+const char	*blocklog_stop_top(struct blocklog *, unsigned long long room);
 /* 1 when identity is stopped. */
 int		 blocklog_stopped(const struct blocklog *, const char *identity);
 void		 blocklog_resume_all(struct blocklog *);

@@ -284,6 +284,7 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	char			 ident[PROXY_IDENT_MAX];
 	char			 path[PROXY_LOG_PATH_CUT];
 	struct proxy_cuts	 cuts;
+	unsigned long long	 w0;
 	int			 rc = -1;
 
 	proxy_sec_fields(px, &sec, pe, &cuts);
@@ -303,11 +304,13 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 		json_object_set_new(fields, "duration_ms",
 		    json_integer(pe->duration_ms));
 	}
+	w0 = eventlog_written(px->seclog);
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);
 	if (rc == 0 && pe->client != NULL && px->blocks != NULL)
 		blocklog_wrote(px->blocks, proxy_identity(pe->client, pe->src,
-		    ident, sizeof(ident)), util_now_us());
+		    ident, sizeof(ident)), eventlog_written(px->seclog) - w0,
+		    util_now_us());
 out:
 	if (rc == -1)
 		proxy_log_warn(px);
@@ -386,7 +389,7 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 	return -1;
 }
 
-/* The summary of attempts counted for one key (blocklog.h). */
+/* The summary of attempts counted for one key (blocklog.h): its bytes. */
 static int
 proxy_emit_summary(void *arg, const struct blocklog_event *be)
 {
@@ -394,6 +397,7 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	struct eventlog_sec	 sec;
 	json_t			*fields;
 	char			 first[UTIL_TS_LEN], last[UTIL_TS_LEN];
+	unsigned long long	 w0;
 	int			 rc;
 
 	memset(&sec, 0, sizeof(sec));
@@ -436,11 +440,15 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 		json_object_set_new(fields, "bytes_down", json_integer(
 		    (json_int_t)be->bytes_down));
 	}
+	w0 = eventlog_written(px->seclog);
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);
-	if (rc == -1)
+	if (rc == -1) {
 		proxy_log_warn(px);
-	return rc;
+		return -1;
+	}
+	/* A summary line is a few hundred bytes: an int holds it. */
+	return (int)(eventlog_written(px->seclog) - w0);
 }
 
 int
@@ -500,7 +508,7 @@ void
 proxy_log_check_space(struct proxy *px)
 {
 	struct statvfs		 sv;
-	unsigned long long	 avail, reserve;
+	unsigned long long	 avail, reserve, room = 0;
 	const char		*top;
 	int			 ok, pressure = 0;
 
@@ -524,6 +532,8 @@ proxy_log_check_space(struct proxy *px)
 		 * so that the last room is not its to use up either.
 		 */
 		pressure = !(sv.f_flag & ST_RDONLY) && avail < reserve;
+		if (avail > PROXY_LOG_SPACE_MIN)
+			room = avail - PROXY_LOG_SPACE_MIN;
 		if (avail > reserve)
 			px->space_room = avail - reserve;
 	}
@@ -533,9 +543,9 @@ proxy_log_check_space(struct proxy *px)
 		    "full or read-only, egress refused (fail closed)");
 	px->log_space_ok = ok;
 	if (pressure && px->blocks != NULL &&
-	    (top = blocklog_stop_top(px->blocks, util_now_us())) != NULL)
+	    (top = blocklog_stop_top(px->blocks, room)) != NULL)
 		log_warnx("security-event log folder %s is nearly full; %s "
-		    "wrote most of the recent events and is stopped (its "
+		    "spent a quarter of its reserve and is stopped (its "
 		    "egress refused) until there is room", px->cfg.log_dir,
 		    top);
 	if (!pressure && px->log_pressure && px->blocks != NULL) {

@@ -295,9 +295,11 @@ int	proxy_log_healthy(struct proxy *, const struct proxy_client *who,
  * Check the log folder's free space and read-only flag (every second, and
  * as PROXY_SPACE_CHECK_US says), so that a full disk refuses egress before
  * an event is lost to it. Below the reserve (PROXY_LOG_RESERVE_*) the
- * client that wrote at least half of the recent lines, and at least
- * BLOCKLOG_STOP_MIN of them, is stopped (its egress refused, its blocks
- * only counted); below PROXY_LOG_SPACE_MIN every client is.
+ * client spending it is stopped (its egress refused, its blocks only
+ * counted): one that, since the volume went under the reserve, wrote a
+ * quarter of the room then left above PROXY_LOG_SPACE_MIN
+ * (blocklog_stop_top); below PROXY_LOG_SPACE_MIN
+ * every client is.
  */
 void	proxy_log_check_space(struct proxy *);
 

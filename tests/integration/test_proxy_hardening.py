@@ -460,17 +460,18 @@ class F02BlockLog(Case):
                          % body)
 
     @contextlib.contextmanager
-    def small_log_proxy(self, name):
-        """A control proxy logging to a 2 MiB tmpfs (removed after),
+    def small_log_proxy(self, name, size="2m", extra_args=()):
+        """A control proxy logging to a tmpfs of size (removed after),
         127.0.0.2 registered as SBX_A and 127.0.0.3 as SBX_B."""
         logs = tempfile.mkdtemp(prefix="sg-smalllog-")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
-                        logs], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size,
+                        "tmpfs", logs], check=True)
         try:
             # Every block its own line, so the flood fills the folder fast
             # (4a8ec1a has no such options, and writes every line anyway).
             p = control_proxy(name, extra_args=[
-                "--log-dir", logs] + proxylib.full_lines_args())
+                "--log-dir", logs] + proxylib.full_lines_args() +
+                list(extra_args))
             p.log_dir = logs
             p.log_path = os.path.join(logs, "security-events.jsonl")
             register(p, "127.0.0.2", SBX_A)
@@ -480,27 +481,35 @@ class F02BlockLog(Case):
             subprocess.run(["umount", "-l", logs])
             os.rmdir(logs)
 
+    def one_allowed(self, p, src, path):
+        """The response to one allowed GET from src on its own
+        connection."""
+        c = proxylib.bound_conn(src, p.port)
+        try:
+            c.send(self.allowed_get(path, close=True))
+            return c.read_response()
+        finally:
+            c.close()
+
+    def flood_until_stopped(self, p, src, prefix):
+        """Blocked requests from src (to hosts named prefix + a number)
+        until its allowed requests are refused with log_unavailable, for
+        at most 30 s; 1 when they were."""
+        for _ in range(60):
+            self.flood(p, src, 0.5, hosts=[
+                "%s%d.invalid" % (prefix, i) for i in range(1000)])
+            r = self.one_allowed(p, src, "/a")
+            if r.header("X-Sandgate-Reason") == "log_unavailable":
+                return True
+        return False
+
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
                          "needs root to mount a small tmpfs")
     def test_full_log_volume_stops_the_sandbox_that_filled_it(self):
         with self.small_log_proxy("fill") as p:
-            stopped = False
-            for _ in range(60):
-                self.flood(p, "127.0.0.2", 0.5, hosts=[
-                    "f%d.invalid" % i for i in range(1000)])
-                c = proxylib.bound_conn("127.0.0.2", p.port)
-                c.send(self.allowed_get("/a", close=True))
-                r = c.read_response()
-                c.close()
-                if r.header("X-Sandgate-Reason") == "log_unavailable":
-                    stopped = True
-                    break
-            self.assertTrue(stopped, "the flooding sandbox was never "
-                            "stopped")
-            c = proxylib.bound_conn("127.0.0.3", p.port)
-            c.send(self.allowed_get("/b", close=True))
-            r = c.read_response()
-            c.close()
+            self.assertTrue(self.flood_until_stopped(p, "127.0.0.2", "f"),
+                            "the flooding sandbox was never stopped")
+            r = self.one_allowed(p, "127.0.0.3", "/b")
             self.assertEqual(r.status, 200, "the other sandbox was stopped "
                              "too: %r" % r)
             status, st = proxylib.control(p.ctl, "GET", "/status")
@@ -512,8 +521,9 @@ class F02BlockLog(Case):
     def test_flood_into_nearly_spent_reserve_stops_only_the_flooder(self):
         """The volume is already under the reserve (older logs) with room
         for the flooder's 64 lines and a few more above the floor. The
-        flooder is stopped at its 64th line, however fast it writes, and
-        the other sandbox goes on. e8859ad looked at the free space every
+        flooder is stopped at its 64th line written under the reserve
+        (its first line, written before, does not count), however fast it
+        writes, and the other sandbox goes on. e8859ad looked at the free space every
         10 ms only: a flood that went from the reserve to the floor in
         between stopped nobody and refused everybody (4a8ec1a stopped
         nobody before the volume was full)."""
@@ -546,22 +556,16 @@ class F02BlockLog(Case):
             status, st = proxylib.control(p.ctl, "GET", "/status")
             self.assertTrue(st.get("log_pressure", True), st)
             sent = 1 + self.flood(p, "127.0.0.2", 0.5, hosts=hosts)
-            c = proxylib.bound_conn("127.0.0.3", p.port)
-            c.send(self.allowed_get("/b", close=True))
-            r = c.read_response()
-            c.close()
+            r = self.one_allowed(p, "127.0.0.3", "/b")
             st = os.statvfs(logs)
             self.assertEqual(r.status, 200, "the other sandbox was refused "
                              "with %d KiB free: %r; stderr:\n%s"
                              % (st.f_bavail * st.f_frsize // 1024, r,
                                 p.stderr()[-1500:]))
-            c = proxylib.bound_conn("127.0.0.2", p.port)
-            c.send(self.allowed_get("/a", close=True))
-            r = c.read_response()
-            c.close()
+            r = self.one_allowed(p, "127.0.0.2", "/a")
             self.assertEqual(r.header("X-Sandgate-Reason"), "log_unavailable",
                              "the flooder was not stopped: %r" % r)
-            self.assertIn("%s wrote most of the recent events and is "
+            self.assertIn("%s spent a quarter of its reserve and is "
                           "stopped" % SBX_A, p.stderr())
             self.assertGreaterEqual(st.f_bavail * st.f_frsize, 32 * 1024)
             self.assertEqual(stop_and_check(p), [])
@@ -576,11 +580,71 @@ class F02BlockLog(Case):
                         lines += 1
                     elif e["event"] == "egress.blocked_summary":
                         counted += e["count"]
-            self.assertEqual(lines, 64, "lines of the flooder; stderr:\n"
-                             + p.stderr()[-1500:])
+            self.assertEqual(lines, 1 + 64, "lines of the flooder; "
+                             "stderr:\n" + p.stderr()[-1500:])
             self.assertEqual(lines + counted, sent + 1,
                              "%d lines + %d counted" % (lines, counted))
 
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_ordinary_lines_under_a_reserve_spent_by_another_file(self):
+        """Something other than the log put the volume under its reserve
+        (416 KiB free of a 4 MiB volume's 512 KiB reserve). 9cf06c5 held
+        line counts for as long as the pressure lasted and stopped the
+        first sandbox to write 64 lines, at any pace: a sandbox making
+        allowed requests (--log-allowed) was stopped after 93 of them with
+        368 KiB free. A sandbox is now stopped for the reserve it spent:
+        120 ordinary lines (over three minutes of one request a second
+        under the default budget: 5 lines and a summary per 10 s) stop
+        nobody; a flooder that spends a quarter of the reserve is
+        stopped, and only it."""
+        with self.small_log_proxy("otherfile", size="4m",
+                                  extra_args=["--log-allowed"]) as p:
+            logs = p.log_dir
+            st = os.statvfs(logs)
+            fill = (st.f_bavail * st.f_frsize - 416 * 1024) // 4096 * 4096
+            with open(os.path.join(logs, "not-the-log"), "wb") as f:
+                f.write(b"\0" * fill)
+            proxylib.control(p.ctl, "GET", "/status")
+            status, st = proxylib.control(p.ctl, "GET", "/status")
+            self.assertTrue(st.get("log_pressure", True), st)
+            size0 = os.path.getsize(p.log_path)
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            refused = []
+            for i in range(120):
+                c.send(self.allowed_get("/steady%d" % i))
+                r = c.read_response()
+                if r.status != 200:
+                    refused.append((i, r.status,
+                                    r.header("X-Sandgate-Reason")))
+                    break
+                time.sleep(0.02)
+            c.close()
+            free = os.statvfs(logs)
+            free = free.f_bavail * free.f_frsize
+            print("\n  120 allowed requests under the reserve: the log grew "
+                  "%d bytes, %d KiB free" % (
+                      os.path.getsize(p.log_path) - size0, free // 1024),
+                  file=sys.stderr)
+            self.assertEqual(refused, [], "the steady sandbox was stopped "
+                             "with %d KiB free; stderr:\n%s"
+                             % (free // 1024, p.stderr()[-1500:]))
+            self.assertGreater(free, 256 * 1024)
+            self.assertNotIn("is stopped", p.stderr())
+            # The flooder is stopped for what it spends; the steady one
+            # goes on.
+            self.assertTrue(self.flood_until_stopped(p, "127.0.0.2", "g"),
+                            "the flooder was never stopped")
+            r = self.one_allowed(p, "127.0.0.3", "/b")
+            self.assertEqual(r.status, 200, "the steady sandbox was "
+                             "stopped too: %r" % r)
+            self.assertIn("%s spent a quarter of its reserve and is "
+                          "stopped" % SBX_A, p.stderr())
+            self.assertNotIn(SBX_B + " spent", p.stderr())
+            free = os.statvfs(logs)
+            self.assertGreater(free.f_bavail * free.f_frsize, 32 * 1024)
+            self.assertEqual(stop_and_check(p), [])
 
 # 3 ------------------------------------------- HelloRetryRequest and SNI
 

@@ -16,6 +16,8 @@
 #include "blocklog.h"
 
 #define SEC	1000000ULL
+#define LINE	500		/* bytes of a line, as the proxy's allowed ones */
+#define KIB	1024ULL
 
 /* What the emit callback saw. */
 struct sink {
@@ -58,7 +60,7 @@ emit(void *arg, const struct blocklog_event *ev)
 	s->first = ev->first;
 	s->last = ev->last;
 	assert_true(ev->count > 0);
-	return 0;
+	return LINE;
 }
 
 /*
@@ -240,67 +242,125 @@ test_emit_failure_keeps_count(void **state)
 	blocklog_free(bl);
 }
 
-/* The identity that wrote most of the log is stopped, then resumes. */
+/* n lines of LINE bytes written for who at t seconds. */
+static void
+wrote(struct blocklog *bl, const char *who, int n, uint64_t t)
+{
+	int	i;
+
+	for (i = 0; i < n; i++)
+		blocklog_wrote(bl, who, LINE, t * SEC);
+}
+
+/* The identity that spent the reserve is stopped, then resumes. */
 static void
 test_stop_top(void **state)
 {
 	struct blocklog_opts	 o = { 5, 50, 10 };
 	struct sink		 s;
 	struct blocklog		*bl;
-	int			 i;
 
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
-	for (i = 0; i < 90; i++)
-		blocklog_wrote(bl, "sbx_loud", SEC);
-	for (i = 0; i < 10; i++)
-		blocklog_wrote(bl, "sbx_quiet", SEC);
-	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_loud");
+	assert_null(blocklog_stop_top(bl, 224 * KIB));	/* pressure begins */
+	wrote(bl, "sbx_loud", 200, 1);			/* 100 KB */
+	wrote(bl, "sbx_quiet", 10, 1);
+	assert_string_equal(blocklog_stop_top(bl, 100 * KIB), "sbx_loud");
 	assert_true(blocklog_stopped(bl, "sbx_loud"));
 	assert_false(blocklog_stopped(bl, "sbx_quiet"));
 	/* A stopped identity gets no full lines; its attempts count. */
 	assert_int_equal(attempt(bl, "sbx_loud", "a.invalid", 2), 0);
 	assert_int_equal(attempt(bl, "sbx_quiet", "a.invalid", 2), 1);
-	/* Nobody else wrote half: nobody else is stopped. */
-	assert_null(blocklog_stop_top(bl, 2 * SEC));
+	/* Nobody else spent a quarter: nobody else is stopped. */
+	assert_null(blocklog_stop_top(bl, 100 * KIB));
 	blocklog_resume_all(bl);
 	assert_false(blocklog_stopped(bl, "sbx_loud"));
 	blocklog_free(bl);
 }
 
 /*
- * Once the flooder is stopped, its lines keep their weight while the
- * pressure lasts: a sandbox that writes a few lines after the flood has
- * aged out of BLOCKLOG_RECENT_S is not stopped for being the only one
- * left writing; nor is one that wrote fewer than BLOCKLOG_STOP_MIN.
+ * Once the flooder is stopped, its bytes keep their weight while the
+ * pressure lasts: a sandbox that writes lines long after the flood is not
+ * stopped for being the only one left writing; after the pressure ended
+ * and began again, nor is one that wrote a few lines.
  */
 static void
 test_stop_not_the_last_one_left(void **state)
 {
-	const uint64_t		 later = (BLOCKLOG_RECENT_S + 100) * SEC;
+	const uint64_t		 later = 700;
 	struct blocklog_opts	 o = { 5, 50, 10 };
 	struct sink		 s;
 	struct blocklog		*bl;
-	int			 i;
 
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
-	for (i = 0; i < 5000; i++)
-		blocklog_wrote(bl, "sbx_flood", SEC);
-	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_flood");
-	blocklog_flush(bl, later, 0);
-	for (i = 0; i < 3; i++)
-		blocklog_wrote(bl, "sbx_victim", later);
-	assert_null(blocklog_stop_top(bl, later));
-	assert_null(blocklog_stop_top(bl, 3 * later));
+	assert_null(blocklog_stop_top(bl, 224 * KIB));
+	wrote(bl, "sbx_flood", 500, 1);
+	assert_string_equal(blocklog_stop_top(bl, 0), "sbx_flood");
+	blocklog_flush(bl, later * SEC, 0);
+	wrote(bl, "sbx_victim", 100, later);
+	assert_null(blocklog_stop_top(bl, 0));
+	blocklog_flush(bl, 3 * later * SEC, 0);
+	assert_null(blocklog_stop_top(bl, 0));
 	assert_false(blocklog_stopped(bl, "sbx_victim"));
 	/* The room came back, then a new pressure: a few lines are not
 	 * enough to be stopped, even as the only writer. */
 	blocklog_resume_all(bl);
-	blocklog_flush(bl, 5 * later, 0);
-	for (i = 0; i < 10; i++)
-		blocklog_wrote(bl, "sbx_victim", 5 * later);
-	assert_null(blocklog_stop_top(bl, 5 * later));
+	blocklog_flush(bl, 5 * later * SEC, 0);
+	assert_null(blocklog_stop_top(bl, 0));
+	wrote(bl, "sbx_victim", 10, 5 * later);
+	assert_null(blocklog_stop_top(bl, 0));
+	blocklog_free(bl);
+}
+
+/*
+ * Something other than the log put the volume under the reserve (416 KiB
+ * free of a 512 KiB reserve: 384 KiB of room above the floor). A sandbox
+ * writing one line a second for 3 minutes, and one that wrote lines, went
+ * idle for 11 minutes and writes again, are not stopped: what each spent
+ * is far from a quarter of the room. A flooder that spends it is, and only
+ * it; so is a lone writer once it did spend a quarter.
+ */
+static void
+test_stop_spending_the_reserve(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	uint64_t		 t;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	/* Lines written before the pressure do not count. */
+	wrote(bl, "sbx_victim", 1000, 1);
+	assert_null(blocklog_stop_top(bl, 384 * KIB));
+	for (t = 10; t < 190; t++) {
+		wrote(bl, "sbx_victim", 1, t);
+		blocklog_flush(bl, t * SEC, 0);
+		assert_null(blocklog_stop_top(bl, 384 * KIB - (t - 9) * LINE));
+	}
+	wrote(bl, "sbx_slow", 47, 200);
+	blocklog_flush(bl, 900 * SEC, 0);
+	for (t = 900; t < 930; t++) {
+		wrote(bl, "sbx_slow", 1, t);
+		assert_null(blocklog_stop_top(bl, 250 * KIB));
+	}
+	assert_false(blocklog_stopped(bl, "sbx_victim"));
+	assert_false(blocklog_stopped(bl, "sbx_slow"));
+	/* 96 KiB (a quarter) and half of all counted: the flooder. */
+	wrote(bl, "sbx_flood", 96 * KIB / LINE - 1, 931);
+	assert_null(blocklog_stop_top(bl, 150 * KIB));
+	wrote(bl, "sbx_flood", 2, 931);
+	assert_string_equal(blocklog_stop_top(bl, 150 * KIB), "sbx_flood");
+	assert_null(blocklog_stop_top(bl, 150 * KIB));
+	assert_false(blocklog_stopped(bl, "sbx_victim"));
+	blocklog_resume_all(bl);
+	/* A lone writer that spends a quarter of the room is stopped. */
+	assert_null(blocklog_stop_top(bl, 384 * KIB));
+	wrote(bl, "sbx_victim", 96 * KIB / LINE - 1, 2000);
+	assert_null(blocklog_stop_top(bl, 290 * KIB));
+	wrote(bl, "sbx_victim", 2, 2000);
+	assert_string_equal(blocklog_stop_top(bl, 290 * KIB), "sbx_victim");
 	blocklog_free(bl);
 }
 
@@ -316,9 +376,9 @@ test_stopped_one_aggregate(void **state)
 
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
-	for (i = 0; i < BLOCKLOG_STOP_MIN; i++)
-		blocklog_wrote(bl, "sbx_loud", SEC);
-	assert_string_equal(blocklog_stop_top(bl, 2 * SEC), "sbx_loud");
+	assert_null(blocklog_stop_top(bl, 0));
+	wrote(bl, "sbx_loud", BLOCKLOG_STOP_MIN, 1);
+	assert_string_equal(blocklog_stop_top(bl, 0), "sbx_loud");
 	for (i = 0; i < 500; i++) {
 		snprintf(host, sizeof(host), "h%d.invalid", i);
 		assert_int_equal(attempt(bl, "sbx_loud", host, 2), 0);
@@ -457,6 +517,7 @@ main(void)
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
 		cmocka_unit_test(test_stop_not_the_last_one_left),
+		cmocka_unit_test(test_stop_spending_the_reserve),
 		cmocka_unit_test(test_stopped_one_aggregate),
 		cmocka_unit_test(test_report_keyed_apart),
 		cmocka_unit_test(test_unwritten_counted),
