@@ -89,6 +89,9 @@ static int	conn_resolved(struct conn *, const struct sockaddr_storage *,
 		    size_t);
 static int	conn_check_addrs(struct conn *);
 static int	conn_connect_next(struct conn *);
+static size_t	conn_sockbuf_take(struct proxy *, const struct client_slot *);
+static void	conn_sockbuf_cap(evutil_socket_t, size_t, size_t);
+static evutil_socket_t conn_upstream_socket(int, size_t);
 static int	conn_connect_failed(struct conn *, const char *details);
 static int	conn_connected(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
@@ -334,7 +337,8 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	struct sockaddr		*cs = (struct sockaddr *)&ss;
 	struct conn		*c;
 	struct client_slot	*slot;
-	int			 one = 1, sz = PROXY_SOCKBUF;
+	size_t			 extra;
+	int			 one = 1;
 
 	conn_addr_normalize(sa, socklen, &ss);
 	if (px->draining || conn_count(px) >= px->cfg.max_conns ||
@@ -343,8 +347,8 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 		return;
 	}
 	/* The kernel's buffers count too: capped, not autotuned to MiBs. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	extra = conn_sockbuf_take(px, slot);
+	conn_sockbuf_cap(fd, 0, extra);
 	if (slot->resume == NULL)
 		slot->resume = event_new(px->base, -1, 0, conn_slot_resume,
 		    slot);
@@ -361,6 +365,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 		if (c->timer != NULL)
 			event_free(c->timer);
 		free(c);
+		px->sockbuf_pool -= 2 * extra;
 		px->stats.conns_closed[CONN_CLOSE_OUT_OF_MEMORY]++;
 		proxy_client_leave(px, slot);
 		log_warnx("out of memory accepting a connection");
@@ -368,6 +373,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	}
 	c->px = px;
 	c->slot = slot;
+	c->sockbuf_extra = extra;
 	c->slot_next = slot->conns;
 	if (slot->conns != NULL)
 		slot->conns->slot_prev = c;
@@ -397,6 +403,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	conn_set_state(c, CONN_HEAD);
 	return;
 fail:
+	px->sockbuf_pool -= 2 * extra;
 	proxy_client_leave(px, slot);
 	evutil_closesocket(fd);
 }
@@ -422,6 +429,7 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	px->stats.conns_open--;
+	px->sockbuf_pool -= 2 * c->sockbuf_extra;
 	conn_tunnel_release(c);
 	conn_bev_free(c, c->client);
 	c->client = NULL;
@@ -1141,22 +1149,53 @@ conn_connect_failed(struct conn *c, const char *details)
 }
 
 /*
- * A non-blocking socket for an upstream, its kernel buffers capped like
- * an accepted socket's before connect(2), which also turns the kernel's
- * autotuning off: a stalled download would otherwise let its receive
- * queue grow to tcp_rmem's maximum (MiBs per tunnel, outside any budget).
+ * What a new connection adds to its download path's two buffers (see
+ * PROXY_SOCKBUF_MAX): a share that shrinks with its client's open
+ * connections, taken from the proxy's pool while it has room.
  */
+static size_t
+conn_sockbuf_take(struct proxy *px, const struct client_slot *slot)
+{
+	size_t	room = PROXY_SOCKBUF_POOL - px->sockbuf_pool;
+	size_t	extra = PROXY_SOCKBUF_SHARE / (slot->n > 0 ? slot->n : 1);
+
+	if (extra > PROXY_SOCKBUF_MAX - PROXY_SOCKBUF)
+		extra = PROXY_SOCKBUF_MAX - PROXY_SOCKBUF;
+	if (extra > room / 2)
+		extra = room / 2;
+	if (extra < PROXY_SOCKBUF_STEP)
+		return 0;
+	px->sockbuf_pool += 2 * extra;
+	return extra;
+}
+
+/*
+ * Cap a socket's kernel buffers (before connect(2) for an upstream,
+ * which also turns the kernel's autotuning off): left alone, a stalled
+ * download lets a receive queue grow to tcp_rmem's maximum and a send
+ * queue to tcp_wmem's (MiBs per socket, outside any budget). rcv_extra
+ * and snd_extra are the connection's share of the pool.
+ */
+static void
+conn_sockbuf_cap(evutil_socket_t fd, size_t rcv_extra, size_t snd_extra)
+{
+	int	rcv = PROXY_SOCKBUF + (int)rcv_extra;
+	int	snd = PROXY_SOCKBUF + (int)snd_extra;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
+}
+
+/* A non-blocking upstream socket, its buffers capped. */
 static evutil_socket_t
-conn_upstream_socket(int family)
+conn_upstream_socket(int family, size_t rcv_extra)
 {
 	evutil_socket_t	fd;
-	int		sz = PROXY_SOCKBUF;
 
 	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	conn_sockbuf_cap(fd, rcv_extra, 0);
 	return fd;
 }
 
@@ -1175,7 +1214,8 @@ conn_connect_next(struct conn *c)
 	else
 		((struct sockaddr_in *)sa)->sin_port = htons(c->r.port);
 	addr_to_string(sa, c->r.resolved, sizeof(c->r.resolved));
-	if ((fd = conn_upstream_socket(sa->sa_family)) == -1)
+	if ((fd = conn_upstream_socket(sa->sa_family,
+	    c->sockbuf_extra)) == -1)
 		return conn_connect_failed(c, "cannot open a socket");
 	c->upstream = bufferevent_socket_new(c->px->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
