@@ -1150,17 +1150,16 @@ conn_connect_failed(struct conn *c, const char *details)
 
 /*
  * What a new connection adds to its download path's two buffers (see
- * PROXY_SOCKBUF_MAX): a share that shrinks with its client's open
- * connections, taken from the proxy's pool while it has room.
+ * PROXY_SOCKBUF_POOL): a client's only connection up to 4 MiB, its others
+ * 128 KiB, taken from the proxy's pool while it has room.
  */
 static size_t
 conn_sockbuf_take(struct proxy *px, const struct client_slot *slot)
 {
 	size_t	room = PROXY_SOCKBUF_POOL - px->sockbuf_pool;
-	size_t	extra = PROXY_SOCKBUF_SHARE / (slot->n > 0 ? slot->n : 1);
+	size_t	extra = slot->n <= 1 ? PROXY_SOCKBUF_MAX - PROXY_SOCKBUF :
+		    PROXY_SOCKBUF_MORE;
 
-	if (extra > PROXY_SOCKBUF_MAX - PROXY_SOCKBUF)
-		extra = PROXY_SOCKBUF_MAX - PROXY_SOCKBUF;
 	if (extra > room / 2)
 		extra = room / 2;
 	if (extra < PROXY_SOCKBUF_STEP)

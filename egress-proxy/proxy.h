@@ -56,20 +56,21 @@ struct registry_entry;
 #define PROXY_SOCKBUF			(128 * 1024)
 /*
  * The download path (the accepted socket's SO_SNDBUF, the upstream's
- * SO_RCVBUF) may be larger, from one pool for the whole proxy: with both
- * at 128 KiB a fast download stops and restarts on every drain, and each
- * splice(2) moves half as much (1.3-1.7x the CPU per GiB of autotuned
- * buffers). A connection adds PROXY_SOCKBUF_SHARE / n to each of the two
- * (n: its client's open connections, counting it; at most
- * PROXY_SOCKBUF_MAX in all) while the pool has room, and gives it back
- * when it closes. So the proxy's kernel memory grows by at most twice
- * PROXY_SOCKBUF_POOL (the kernel doubles) over the bound the 128 KiB caps
- * give, however many clients there are: a download alone gets the
- * buffers autotuning would give it, many at once share 16 MiB.
+ * SO_RCVBUF) may be larger, from one pool for the whole proxy. With both
+ * at 128 KiB a fast download stops and restarts on every drain and each
+ * splice(2) moves at most the upstream's window, half its buffer (1,029
+ * splices per 64 MiB against 559 autotuned): 1.3-1.7x the CPU per GiB. A
+ * client's only connection adds up to PROXY_SOCKBUF_MAX in all to each of
+ * the two (what autotuning gives one fast download), its other
+ * connections PROXY_SOCKBUF_MORE (a window that fills the 256 KiB pipe),
+ * while the pool has room; a connection gives its share back when it
+ * closes. So the proxy's kernel memory grows by at most twice the pool
+ * (the kernel doubles) over the bound the 128 KiB caps give, however
+ * many clients there are.
  */
 #define PROXY_SOCKBUF_MAX		(4 * 1024 * 1024)
-#define PROXY_SOCKBUF_SHARE		(8 * 1024 * 1024)
-#define PROXY_SOCKBUF_POOL		(16 * 1024 * 1024)
+#define PROXY_SOCKBUF_MORE		(128 * 1024)
+#define PROXY_SOCKBUF_POOL		(24 * 1024 * 1024)
 #define PROXY_SOCKBUF_STEP		(16 * 1024)	/* less: not worth it */
 /* Client-chosen fields (the method) are cut to this in log lines. */
 #define PROXY_LOG_FIELD_CUT		64
