@@ -1150,8 +1150,8 @@ conn_connect_failed(struct conn *c, const char *details)
 
 /*
  * What a new connection adds to its download path's two buffers (see
- * PROXY_SOCKBUF_POOL): a client's only connection up to 4 MiB, its others
- * 128 KiB, taken from the proxy's pool while it has room.
+ * PROXY_SOCKBUF_POOL): a client's only connection up to 4 MiB in all,
+ * each of its others 128 KiB more, from the proxy's pool while it has room.
  */
 static size_t
 conn_sockbuf_take(struct proxy *px, const struct client_slot *slot)
