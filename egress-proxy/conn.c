@@ -94,6 +94,7 @@ struct conn_linger {
 	struct client_slot	*slot;
 	struct event		*timer;
 	evutil_socket_t		 fd;
+	size_t			 pool;		/* its share of sockbuf_pool */
 	uint64_t		 deadline_us;
 	unsigned		 wait_ms;
 };
@@ -122,6 +123,9 @@ static int	conn_resolved(struct conn *, const struct sockaddr_storage *,
 		    size_t);
 static int	conn_check_addrs(struct conn *);
 static int	conn_connect_next(struct conn *);
+static size_t	conn_sockbuf_take(struct proxy *, const struct client_slot *);
+static void	conn_sockbuf_cap(evutil_socket_t, size_t, size_t);
+static evutil_socket_t conn_upstream_socket(int, size_t);
 static int	conn_connect_failed(struct conn *, const char *details);
 static int	conn_connected(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
@@ -380,7 +384,8 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	struct sockaddr		*cs = (struct sockaddr *)&ss;
 	struct conn		*c;
 	struct client_slot	*slot;
-	int			 one = 1, sz = PROXY_SOCKBUF;
+	size_t			 extra;
+	int			 one = 1;
 
 	conn_addr_normalize(sa, socklen, &ss);
 	if (px->draining || conn_count(px) >= px->cfg.max_conns ||
@@ -389,8 +394,8 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 		return;
 	}
 	/* The kernel's buffers count too: capped, not autotuned to MiBs. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	extra = conn_sockbuf_take(px, slot);
+	conn_sockbuf_cap(fd, 0, extra);
 	if (slot->resume == NULL)
 		slot->resume = event_new(px->base, -1, 0, conn_slot_resume,
 		    slot);
@@ -407,6 +412,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 		if (c->timer != NULL)
 			event_free(c->timer);
 		free(c);
+		px->sockbuf_pool -= 2 * extra;
 		px->stats.conns_closed[CONN_CLOSE_OUT_OF_MEMORY]++;
 		proxy_client_leave(px, slot);
 		log_warnx("out of memory accepting a connection");
@@ -414,6 +420,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	}
 	c->px = px;
 	c->slot = slot;
+	c->sockbuf_extra = extra;
 	c->slot_next = slot->conns;
 	if (slot->conns != NULL)
 		slot->conns->slot_prev = c;
@@ -440,6 +447,7 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	conn_set_state(c, CONN_HEAD);
 	return;
 fail:
+	px->sockbuf_pool -= 2 * extra;
 	proxy_client_leave(px, slot);
 	evutil_closesocket(fd);
 }
@@ -480,6 +488,7 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	conn_sockets_end(c, why == CONN_CLOSE_FINISHED ||
 	    why == CONN_CLOSE_TUNNEL_CLOSED ||
 	    why == CONN_CLOSE_TUNNEL_REFUSED, &kept);
+	px->sockbuf_pool -= 2 * c->sockbuf_extra;	/* 0 if a kept one has it */
 	conn_tunnel_release(c);
 	conn_bev_free(c, c->client);
 	c->client = NULL;
@@ -593,6 +602,10 @@ conn_linger_start(struct conn *c, evutil_socket_t fd, int *kept)
 	shutdown(l->fd, SHUT_WR);
 	l->px = px;
 	l->slot = slot;
+	if (!*kept) {	/* the first one kept holds the pool's share on */
+		l->pool = 2 * c->sockbuf_extra;
+		c->sockbuf_extra = 0;
+	}
 	l->deadline_us = util_now_us() + CONN_FLUSH_TIMEOUT_MS * 1000ULL;
 	l->wait_ms = CONN_LINGER_FIRST_MS;
 	l->next = conn_lingers;
@@ -638,6 +651,7 @@ conn_linger_end(struct conn_linger *l)
 	conn_nlingers--;
 	close(l->fd);
 	event_free(l->timer);
+	l->px->sockbuf_pool -= l->pool;
 	proxy_client_leave(l->px, l->slot);
 	free(l);
 }
@@ -1425,22 +1439,52 @@ conn_connect_failed(struct conn *c, const char *details)
 }
 
 /*
- * A non-blocking socket for an upstream, its kernel buffers capped like
- * an accepted socket's before connect(2), which also turns the kernel's
- * autotuning off: a stalled download would otherwise let its receive
- * queue grow to tcp_rmem's maximum (MiBs per tunnel, outside any budget).
+ * What a new connection adds to its download path's two buffers (see
+ * PROXY_SOCKBUF_POOL): a client's only connection up to 4 MiB in all,
+ * each of its others 128 KiB more, from the proxy's pool while it has room.
  */
+static size_t
+conn_sockbuf_take(struct proxy *px, const struct client_slot *slot)
+{
+	size_t	room = PROXY_SOCKBUF_POOL - px->sockbuf_pool;
+	size_t	extra = slot->n <= 1 ? PROXY_SOCKBUF_MAX - PROXY_SOCKBUF :
+		    PROXY_SOCKBUF_MORE;
+
+	if (extra > room / 2)
+		extra = room / 2;
+	if (extra < PROXY_SOCKBUF_STEP)
+		return 0;
+	px->sockbuf_pool += 2 * extra;
+	return extra;
+}
+
+/*
+ * Cap a socket's kernel buffers (before connect(2) for an upstream,
+ * which also turns the kernel's autotuning off): left alone, a stalled
+ * download lets a receive queue grow to tcp_rmem's maximum and a send
+ * queue to tcp_wmem's (MiBs per socket, outside any budget). rcv_extra
+ * and snd_extra are the connection's share of the pool.
+ */
+static void
+conn_sockbuf_cap(evutil_socket_t fd, size_t rcv_extra, size_t snd_extra)
+{
+	int	rcv = PROXY_SOCKBUF + (int)rcv_extra;
+	int	snd = PROXY_SOCKBUF + (int)snd_extra;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
+}
+
+/* A non-blocking upstream socket, its buffers capped. */
 static evutil_socket_t
-conn_upstream_socket(int family)
+conn_upstream_socket(int family, size_t rcv_extra)
 {
 	evutil_socket_t	fd;
-	int		sz = PROXY_SOCKBUF;
 
 	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	conn_sockbuf_cap(fd, rcv_extra, 0);
 	return fd;
 }
 
@@ -1459,7 +1503,8 @@ conn_connect_next(struct conn *c)
 	else
 		((struct sockaddr_in *)sa)->sin_port = htons(c->r.port);
 	addr_to_string(sa, c->r.resolved, sizeof(c->r.resolved));
-	if ((fd = conn_upstream_socket(sa->sa_family)) == -1)
+	if ((fd = conn_upstream_socket(sa->sa_family,
+	    c->sockbuf_extra)) == -1)
 		return conn_connect_failed(c, "cannot open a socket");
 	c->upstream = bufferevent_socket_new(c->px->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);

@@ -109,6 +109,7 @@ struct conn {
 	char			 src[INET6_ADDRSTRLEN + 8];
 	struct proxy_client	 who;
 	struct client_slot	*slot;		/* its address's, with budget */
+	size_t			 sockbuf_extra;	/* from the pool, each way */
 	struct conn		*slot_next;	/* the slot's connections */
 	struct conn		*slot_prev;
 	uint64_t		 started_us;

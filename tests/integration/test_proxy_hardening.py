@@ -1331,10 +1331,11 @@ class B01UpstreamSocketMemory(Case):
     """Upstream sockets kept the kernel's receive-buffer autotuning: a
     download read fast, then stalled, left MiBs in the proxy's upstream
     receive queue per tunnel (1 GiB for one sandbox's 256 tunnels),
-    outside the per-client budget. Now they are capped like accepted
-    sockets, before connect."""
+    outside the per-client budget. Now every socket is capped before
+    connect: 128 KiB, and on the download path at most 4 MiB more from
+    a pool of 24 MiB for the whole proxy (PROXY_SOCKBUF_POOL)."""
 
-    TUNNELS = 48
+    TUNNELS = 128
     READ = 6 << 20
 
     def test_stalled_downloads_hold_capped_kernel_memory(self):
@@ -1359,16 +1360,24 @@ class B01UpstreamSocketMemory(Case):
                 held.append(c)
             time.sleep(2)
             up, rbmax = proxy_upstream_kib(self.up.http_port)
+            down = proxy_socket_kib(p.port)
             self.assert_serves(p, "while downloads are stalled")
         finally:
             for c in held:
                 c.close()
-        print("\n  %d stalled tunnels: proxy's upstream sockets hold %d KiB,"
-              " largest rcvbuf %d KiB" % (self.TUNNELS, up, rbmax),
-              file=sys.stderr)
-        # 128 KiB doubled by the kernel: at most 256 KiB queued each.
-        self.assertLessEqual(rbmax, 2 * 128 + 16, "rcvbuf %d KiB" % rbmax)
-        self.assertLess(up, self.TUNNELS * 320, "%d KiB queued" % up)
+        print("\n  %d stalled tunnels: proxy's upstream sockets hold %d KiB"
+              " (largest rcvbuf %d KiB), its client sockets %d KiB"
+              % (self.TUNNELS, up, rbmax, down), file=sys.stderr)
+        # 128 KiB doubled by the kernel (at most 256 KiB queued each, plus
+        # the skbs' overhead), and the pool's share: its upstream half
+        # (12 MiB) and client half, doubled; at most 4 MiB more a socket.
+        pool = 24 << 10
+        self.assertLessEqual(rbmax, 2 * (128 + 4096) + 16,
+                             "rcvbuf %d KiB" % rbmax)
+        self.assertLess(up, self.TUNNELS * 320 + pool,
+                        "%d KiB queued upstream side" % up)
+        self.assertLess(down, self.TUNNELS * 320 + pool,
+                        "%d KiB queued client side" % down)
 
 
 class B02RevokeForwarded(Case):
