@@ -93,7 +93,7 @@ static int	conn_connect_failed(struct conn *, const char *details);
 static int	conn_connected(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
 static int	conn_report_mode(const struct policy *,
-		    const struct proxy_client *);
+		    const struct proxy_client *, enum sg_reason);
 static void	conn_revoked(struct conn *, enum sg_reason);
 static unsigned	conn_redecide(struct proxy *, struct conn *);
 static void	conn_query(const struct conn *, struct policy_query *);
@@ -887,7 +887,7 @@ conn_decide(struct conn *c)
 	conn_query(c, &q);
 	r = policy_decide(c->r.pol->policy, &q, &c->r.match);
 	if (r != SG_REASON_NONE && !conn_report_mode(c->r.pol->policy,
-	    &c->who))
+	    &c->who, r))
 		return conn_block(c, r, NULL, NULL);
 	/* A stopped client writes no egress.would_block line either. */
 	if (!proxy_log_healthy(c->px, &c->who, c->src))
@@ -960,7 +960,7 @@ conn_report_only(struct conn *c, enum sg_reason r)
 	char			msg[1024];
 	int			priv;
 
-	if (!conn_report_mode(c->r.pol->policy, &c->who))
+	if (!conn_report_mode(c->r.pol->policy, &c->who, r))
 		return 0;
 	reason_message(msg, sizeof(msg), r, c->r.host.name, c->r.port, NULL,
 	    NULL);
@@ -981,12 +981,19 @@ conn_report_only(struct conn *c, enum sg_reason r)
 	return 1;
 }
 
-/* 1 when one of the client's sets is in report mode in policy p. */
+/*
+ * 1 when one of the client's sets is in report mode in policy p, so a
+ * block for reason r is let through; a deny entry is a floor report mode
+ * never lifts.
+ */
 static int
-conn_report_mode(const struct policy *p, const struct proxy_client *who)
+conn_report_mode(const struct policy *p, const struct proxy_client *who,
+    enum sg_reason r)
 {
 	size_t	i;
 
+	if (r == SG_REASON_DENIED)
+		return 0;
 	for (i = 0; i < who->nsets; i++)
 		if (policy_set_is_report(p, who->sets[i]))
 			return 1;
@@ -1279,7 +1286,7 @@ conn_redecide(struct proxy *px, struct conn *c)
 	    c->up_private && !m.allow_private)
 		r = SG_REASON_PRIVATE_ADDRESS;
 	if (r != SG_REASON_NONE && conn_report_mode(px->policy->policy,
-	    &c->who))
+	    &c->who, r))
 		return 0;
 	/* The match points into its policy: both change together. */
 	proxy_policy_unref(c->r.pol);
@@ -1328,7 +1335,7 @@ conn_revoke(struct proxy *px)
 		 * again (conn_report_only), so its tunnels stay open.
 		 */
 		if (r == SG_REASON_NONE ||
-		    conn_report_mode(px->policy->policy, &c->who))
+		    conn_report_mode(px->policy->policy, &c->who, r))
 			continue;
 		conn_revoked(c, r);
 		n++;

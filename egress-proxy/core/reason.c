@@ -28,6 +28,7 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_SNI_INVALID] = "sni_invalid",
 	[SG_REASON_IDENTITY_CHANGED] = "identity_changed",
 	[SG_REASON_PROXY_UNAVAILABLE] = "proxy_unavailable",
+	[SG_REASON_DENIED] = "denied",
 };
 
 const char *
@@ -90,6 +91,10 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 		return snprintf(buf, size, "sandgate-proxy cannot open a "
 		    "tunnel to %s%s%s:%u now (out of memory or pipes); try "
 		    "again later", open, h, colon, port);
+	case SG_REASON_DENIED:
+		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
+		    "%s%s%s:%u is denied (a deny entry of policy.d; no allow "
+		    "entry or grant can open it)", open, h, colon, port);
 	case SG_REASON_SNI_MISSING:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS ClientHello "
 		    "for %s%s%s:%u has no SNI", open, h, colon, port);

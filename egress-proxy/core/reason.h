@@ -26,6 +26,7 @@ enum sg_reason {
 	SG_REASON_SNI_INVALID,		/* not an ASCII host name, or malformed */
 	SG_REASON_IDENTITY_CHANGED,	/* the client's registration changed */
 	SG_REASON_PROXY_UNAVAILABLE,	/* no tunnel can be set up now */
+	SG_REASON_DENIED,		/* a deny entry (a floor) matched */
 	SG_REASON_MAX
 };
 

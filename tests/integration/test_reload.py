@@ -91,6 +91,16 @@ NEW_ENTRY = """\
     rationale: added by a reload
 """
 
+FLOOR = """\
+description: floors admins set under every set
+deny:
+  - host: stage.test
+    rationale: the staging mirror must not be reached even in report mode
+  - host: kept.test
+    ports: [{HTTP}]
+    rationale: an allow entry of set test names it; the floor wins
+"""
+
 BROKEN = """\
 allow:
   - host: broken.test
@@ -559,6 +569,57 @@ class T5Report(ReloadTest):
             revoked = [e for e in self.proxy.events()[mark:]
                        if e.get("event") == "egress.revoked"]
             self.assertEqual(revoked, [])
+        finally:
+            c.close()
+
+
+    def test_deny_beats_report_mode_and_allow(self):
+        files = dict(BASE)
+        files["floor.yaml"] = FLOOR
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        mark = self.proxy.mark()
+        # Report mode lets not_allowlisted and port_not_allowed through;
+        # a deny entry it never lifts.
+        resp = self.assert_get("stage.test", 403, src="127.0.0.2")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
+        self.assertIn(b"is denied (a deny entry of policy.d", resp.body)
+        # An allow entry of an enforced set does not open it either.
+        resp = self.assert_get("kept.test", 403, src="127.0.0.1")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
+        kinds = [(e["event"], e.get("reason"), e.get("host"))
+                 for e in self.proxy.events()[mark:]]
+        self.assertEqual(kinds, [("egress.blocked", "denied", "stage.test"),
+                                 ("egress.blocked", "denied", "kept.test")])
+        # The event names the deny entry that decided.
+        rules = [e.get("rule") for e in self.proxy.events()[mark:]]
+        self.assertEqual(rules, [
+            os.path.join(self.proxy.policy_dir, "floor.yaml") + ":3",
+            os.path.join(self.proxy.policy_dir, "floor.yaml") + ":5"])
+        # What no floor covers still goes as before.
+        self.assert_get("allowed.test", 200, src="127.0.0.1")
+
+    def test_deny_closes_report_mode_tunnel_at_reload(self):
+        c = bound_conn("127.0.0.2", self.proxy.port)
+        try:
+            hp = "stage.test:%d" % W["up"].http_port
+            c.send(connect_request(hp))
+            resp = c.read_response(method="CONNECT")
+            self.assertEqual(resp.status, 200, resp)
+            tunnel_get(c, "stage.test", "/first")
+            files = dict(BASE)
+            files["floor.yaml"] = FLOOR
+            write_policy(files)
+            mark = self.proxy.mark()
+            self.sighup("policy.reloaded")
+            self.assertTrue(tunnel_closed(c), "tunnel to a denied "
+                            "destination still open in report mode")
+            ev = self.proxy.wait_event(
+                lambda e: e.get("event") == "egress.revoked", mark)
+            self.assertIsNotNone(ev, "no egress.revoked event")
+            self.assertEqual((ev["host"], ev["reason"], ev["sandbox"]),
+                             ("stage.test", "denied", "sbx_stage"))
         finally:
             c.close()
 
