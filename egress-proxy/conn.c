@@ -81,6 +81,7 @@ static int	conn_head(struct conn *);
 static int	conn_start_connect(struct conn *);
 static int	conn_start_http(struct conn *);
 static int	conn_decide(struct conn *);
+static void	conn_attribute(struct conn *);
 static int	conn_block_malformed(struct conn *, int status,
 		    const char *cause);
 static void	conn_dns_done(void *, int, const char *,
@@ -780,6 +781,7 @@ conn_event(struct conn *c, struct proxy_event *ev, const char *event,
 	memset(ev, 0, sizeof(*ev));
 	ev->event = event;
 	ev->client = &c->who;
+	ev->run_id = c->r.run[0] != '\0' ? c->r.run : NULL;
 	ev->src = c->src;
 	ev->method = c->r.req.method;
 	ev->host = c->r.host.name;
@@ -874,6 +876,23 @@ conn_query(const struct conn *c, struct policy_query *q)
 	q->now = time(NULL);
 }
 
+/*
+ * The exec a request comes from: the run whose credential it carries,
+ * registered for the client's own sandbox. Anything else (no
+ * credential, an ended exec's, another sandbox's) leaves it to the
+ * sandbox alone.
+ */
+static void
+conn_attribute(struct conn *c)
+{
+	char	tok[HTTP_CREDENTIAL_MAX + 1];
+
+	c->r.run[0] = '\0';
+	if (http_proxy_credential(&c->r.req, tok) == 0)
+		(void)execcred_run(c->px->execs, tok, c->who.sandbox,
+		    c->r.run);
+}
+
 /* The policy decision for the current request, then DNS. */
 static int
 conn_decide(struct conn *c)
@@ -884,6 +903,7 @@ conn_decide(struct conn *c)
 
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
+	conn_attribute(c);
 	conn_query(c, &q);
 	r = policy_decide(c->r.pol->policy, &q, &c->r.match);
 	if (r != SG_REASON_NONE && !conn_report_mode(c->r.pol->policy,

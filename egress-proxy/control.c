@@ -20,6 +20,7 @@
 #include "conn.h"
 #include "blocklog.h"
 #include "eventlog.h"
+#include "execcred.h"
 #include "log.h"
 #include "policy.h"
 #include "proxy.h"
@@ -42,6 +43,7 @@ struct control_block {
 	unsigned long long	 count;
 	char			 host[SG_HOST_MAX + 1];
 	int			 port;
+	char			 run[EXECCRED_RUN_MAX + 1];	/* "": none */
 	char			 reason[32];
 	char			 message[512];
 };
@@ -72,6 +74,8 @@ static void	control_register(struct proxy *, struct evhttp_request *);
 static void	control_unregister(struct proxy *, struct evhttp_request *);
 static void	control_reload(struct proxy *, struct evhttp_request *);
 static void	control_blocks(struct proxy *, struct evhttp_request *);
+static void	control_exec_add(struct proxy *, struct evhttp_request *);
+static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static void	control_registry_save(struct proxy *);
 static void	control_registry_load(struct proxy *);
 static struct control_sbx *control_sbx_get(const char *, int);
@@ -140,6 +144,10 @@ control_route(struct evhttp_request *req, void *arg)
 		control_unregister(px, req);
 	else if (post && strcmp(path, "/reload") == 0)
 		control_reload(px, req);
+	else if (post && strcmp(path, "/execs") == 0)
+		control_exec_add(px, req);
+	else if (post && strcmp(path, "/execs/end") == 0)
+		control_exec_end(px, req);
 	else
 		control_reply(req, 404, json_pack("{s:s}", "error",
 		    "unknown endpoint"));
@@ -297,12 +305,58 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		    "sandbox or address is required"));
 	} else {
 		n = registry_remove(px->registry, key);
+		if (json_object_get(o, "sandbox") != NULL)
+			execcred_remove_sandbox(px->execs, key);
 		control_registry_save(px);
 		control_identities(px, json_string_value(json_object_get(o,
 		    "sandbox")));
 		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
 		    "removed", (json_int_t)n));
 	}
+	json_decref(o);
+}
+
+/*
+ * An exec starts: {"token":..,"sandbox":..,"run_id":..}. Its requests
+ * carrying the token are attributed to the run (execcred.h).
+ */
+static void
+control_exec_add(struct proxy *px, struct evhttp_request *req)
+{
+	json_t		*o = control_body(req);
+	const char	*tok, *sbx, *run, *cause;
+
+	if (o == NULL)
+		return;
+	tok = json_string_value(json_object_get(o, "token"));
+	sbx = json_string_value(json_object_get(o, "sandbox"));
+	run = json_string_value(json_object_get(o, "run_id"));
+	if (tok == NULL || sbx == NULL || run == NULL)
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "token, sandbox and run_id are required"));
+	else if (execcred_add(px->execs, tok, sbx, run, &cause) == -1)
+		control_reply(req, 400, json_pack("{s:s}", "error", cause));
+	else
+		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
+	json_decref(o);
+}
+
+/* An exec ended: {"run_id":..}; its credential stops working. */
+static void
+control_exec_end(struct proxy *px, struct evhttp_request *req)
+{
+	json_t		*o = control_body(req);
+	const char	*run;
+
+	if (o == NULL)
+		return;
+	run = json_string_value(json_object_get(o, "run_id"));
+	if (run == NULL)
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "run_id is required"));
+	else
+		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
+		    "removed", (json_int_t)execcred_remove(px->execs, run)));
 	json_decref(o);
 }
 
@@ -445,8 +499,8 @@ control_sbx_drop(const char *sandbox)
 
 void
 control_note_block(struct proxy *px, unsigned long long serial,
-    const char *sandbox, const char *host, int port, const char *reason,
-    const char *message)
+    const char *sandbox, const char *run_id, const char *host, int port,
+    const char *reason, const char *message)
 {
 	struct control_sbx	*s;
 	struct control_block	*b;
@@ -462,7 +516,8 @@ control_note_block(struct proxy *px, unsigned long long serial,
 		if (b->first <= control_cursor)
 			break;
 		if (b->port == port && strcmp(b->reason, reason ? reason :
-		    "") == 0 && strcmp(b->host, host ? host : "") == 0) {
+		    "") == 0 && strcmp(b->host, host ? host : "") == 0 &&
+		    strcmp(b->run, run_id ? run_id : "") == 0) {
 			b->last = serial;
 			b->count++;
 			return;
@@ -474,19 +529,22 @@ control_note_block(struct proxy *px, unsigned long long serial,
 	b->count = 1;
 	util_safe(host ? host : "", b->host, sizeof(b->host));
 	b->port = port;
+	snprintf(b->run, sizeof(b->run), "%s", run_id ? run_id : "");
 	snprintf(b->reason, sizeof(b->reason), "%s", reason ? reason : "");
 	util_safe(message ? message : "", b->message, sizeof(b->message));
 }
 
 /*
  * The blocks of one sandbox after a cursor (blocks_seq of GET /status),
- * oldest first, one entry per record with its attempts.
+ * oldest first, one entry per record with its attempts; with run=RUN
+ * only that exec's (and with unattributed=1 also those that named no
+ * exec).
  */
 static void
 control_blocks(struct proxy *px, struct evhttp_request *req)
 {
 	struct evkeyvalq	 q;
-	const char		*sbx, *after_s, *errstr;
+	const char		*sbx, *after_s, *errstr, *run, *un;
 	long long		 after = 0;
 	json_t			*arr = json_array();
 	size_t			 i, n;
@@ -497,6 +555,8 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	    evhttp_request_get_evhttp_uri(req)) ?: "", &q);
 	sbx = evhttp_find_header(&q, "sandbox");
 	after_s = evhttp_find_header(&q, "after");
+	run = evhttp_find_header(&q, "run");
+	un = evhttp_find_header(&q, "unattributed");
 	if (after_s != NULL && util_strtonum(after_s, 0, LLONG_MAX, &after,
 	    &errstr) == -1)
 		after = 0;
@@ -504,12 +564,15 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	n = s == NULL ? 0 : s->n < CONTROL_BLOCKS ? s->n : CONTROL_BLOCKS;
 	for (i = 0; i < n; i++) {
 		b = &s->ring[(s->n - n + i) % CONTROL_BLOCKS];
-		if (b->last <= (unsigned long long)after)
+		if (b->last <= (unsigned long long)after || (run != NULL &&
+		    strcmp(run, b->run) != 0 && (un == NULL ||
+		    strcmp(un, "1") != 0 || b->run[0] != '\0')))
 			continue;
 		json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:s, "
-		    "s:s, s:I}", "seq", (json_int_t)b->last, "host", b->host,
-		    "port", b->port, "reason", b->reason, "message",
-		    b->message, "attempts", (json_int_t)b->count));
+		    "s:s, s:I, s:o}", "seq", (json_int_t)b->last, "host",
+		    b->host, "port", b->port, "reason", b->reason, "message",
+		    b->message, "attempts", (json_int_t)b->count, "run_id",
+		    b->run[0] ? json_string(b->run) : json_null()));
 	}
 	evhttp_clear_headers(&q);
 	control_reply(req, 200, json_pack("{s:I, s:I, s:o}", "log_seq",

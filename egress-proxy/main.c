@@ -30,6 +30,7 @@
 #include "log.h"
 #include "policy.h"
 #include "proxy.h"
+#include "execcred.h"
 #include "registry.h"
 #include "sni.h"
 #include "tunnel.h"
@@ -685,7 +686,8 @@ main_loop_new(struct proxy *px)
 	if ((px->self = addr_set_new()) == NULL ||
 	    addr_set_load_local(px->self) == -1)
 		log_warn("cannot list the local addresses");
-	if ((px->registry = registry_new()) == NULL)
+	if ((px->registry = registry_new()) == NULL ||
+	    (px->execs = execcred_new()) == NULL)
 		fatalx("out of memory");
 	for (i = 0; i < px->cfg.nlisten; i++)
 		if (main_listen(px, px->cfg.listen[i]) == -1)

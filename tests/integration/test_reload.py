@@ -13,6 +13,7 @@ loopback; clients use 127.0.0.2 and 127.0.0.3 as source addresses to play
 two sandboxes.
 """
 
+import base64
 import os
 import re
 import shutil
@@ -622,6 +623,140 @@ class T5Report(ReloadTest):
                              ("stage.test", "denied", "sbx_stage"))
         finally:
             c.close()
+
+
+# ------------------------------------------- (h) exec attribution
+
+TOK_A = "a1" * 16           # run_a of sbx_one
+TOK_B = "b2" * 16           # run_b of sbx_one, at the same time
+TOK_C = "c3" * 20           # run_c of sbx_two
+
+
+def basic(token, user="sandgate"):
+    return base64.b64encode(("%s:%s" % (user, token)).encode()).decode()
+
+
+def get_with(src, host, auth):
+    """A GET through the proxy from src, with Proxy-Authorization auth."""
+    hp = "%s:%d" % (host, W["up"].http_port)
+    extra = "Connection: close\r\n"
+    if auth is not None:
+        extra += "Proxy-Authorization: %s\r\n" % auth
+    with bound_conn(src, W["proxy"].port) as c:
+        c.send(get_request("http://%s/" % hp, hp, extra))
+        return c.read_response()
+
+
+class T10Execs(ReloadTest):
+    def setUp(self):
+        super().setUp()
+        for addr, sbx in (("127.0.0.2", "sbx_one"), ("127.0.0.3", "sbx_two")):
+            status, body = control("POST", "/register", {
+                "address": addr, "sandbox": sbx, "sets": "test"})
+            self.assertEqual(status, 200, body)
+        for tok, sbx, run in ((TOK_A, "sbx_one", "run_a"),
+                              (TOK_B, "sbx_one", "run_b"),
+                              (TOK_C, "sbx_two", "run_c")):
+            status, body = control("POST", "/execs", {
+                "token": tok, "sandbox": sbx, "run_id": run})
+            self.assertEqual(status, 200, body)
+
+    def tearDown(self):
+        for run in ("run_a", "run_b", "run_c"):
+            control("POST", "/execs/end", {"run_id": run})
+        super().tearDown()
+
+    def blocked(self, mark):
+        return [(e["host"], e.get("run_id"), e["sandbox"])
+                for e in self.proxy.events()[mark:]
+                if e.get("event") == "egress.blocked"]
+
+    def test_each_exec_sees_its_own_blocks(self):
+        status, st = control("GET", "/status")
+        mark = self.proxy.mark()
+        self.assertEqual(get_with("127.0.0.2", "ea.test",
+                                  "Basic " + basic(TOK_A)).status, 403)
+        self.assertEqual(get_with("127.0.0.2", "eb.test",
+                                  "basic " + basic(TOK_B)).status, 403)
+        # An allowed request goes on with its credential, which is not
+        # forwarded upstream.
+        resp = get_with("127.0.0.2", "allowed.test", "Basic " + basic(TOK_A))
+        self.assertEqual(resp.status, 200)
+        self.assertNotIn("proxy-authorization",
+                         [k.lower() for k, v in resp.json()["headers"]])
+        self.assertEqual(self.blocked(mark), [
+            ("ea.test", "run_a", "sbx_one"),
+            ("eb.test", "run_b", "sbx_one")])
+        for run, want in (("run_a", ["ea.test"]), ("run_b", ["eb.test"]),
+                          ("run_c", [])):
+            status, body = control(
+                "GET", "/blocks?sandbox=sbx_one&after=%d&run=%s"
+                % (st["blocks_seq"], run))
+            self.assertEqual(status, 200, body)
+            self.assertEqual([b["host"] for b in body["blocks"]], want, run)
+            self.assertTrue(all(b["run_id"] == run for b in body["blocks"]))
+        # Without run= the sandbox's whole list, as before.
+        status, body = control("GET", "/blocks?sandbox=sbx_one&after=%d"
+                               % st["blocks_seq"])
+        self.assertEqual(sorted(b["host"] for b in body["blocks"]),
+                         ["ea.test", "eb.test"])
+
+    def test_a_credential_names_no_other_run(self):
+        status, st = control("GET", "/status")
+        mark = self.proxy.mark()
+        # sbx_two's credential sent from sbx_one's address: forged.
+        get_with("127.0.0.2", "f1.test", "Basic " + basic(TOK_C))
+        # No credential, a malformed one, an unknown one, two at once.
+        get_with("127.0.0.2", "f2.test", None)
+        get_with("127.0.0.2", "f3.test", "Basic !!!")
+        get_with("127.0.0.2", "f4.test", "Basic " + basic("d4" * 16))
+        get_with("127.0.0.2", "f5.test", "Bearer " + TOK_A)
+        get_with("127.0.0.2", "f6.test", "Basic " + basic(TOK_A) +
+                 "\r\nProxy-Authorization: Basic " + basic(TOK_B))
+        # An exec that ended: its credential stops working.
+        status, body = control("POST", "/execs/end", {"run_id": "run_a"})
+        self.assertEqual(body["removed"], 1)
+        get_with("127.0.0.2", "f7.test", "Basic " + basic(TOK_A))
+        self.assertEqual(self.blocked(mark), [
+            ("f%d.test" % i, None, "sbx_one") for i in range(1, 8)])
+        # What an exec reads at its end: its own and the unattributed.
+        status, body = control("GET", "/blocks?sandbox=sbx_one&after=%d"
+                               "&run=run_b&unattributed=1" % st["blocks_seq"])
+        self.assertEqual(sorted(b["host"] for b in body["blocks"]),
+                         ["f%d.test" % i for i in range(1, 8)])
+        # Its own sandbox's address gets run_c attributed.
+        mark = self.proxy.mark()
+        get_with("127.0.0.3", "f8.test", "Basic " + basic(TOK_C))
+        self.assertEqual(self.blocked(mark), [("f8.test", "run_c",
+                                               "sbx_two")])
+
+    def test_connect_is_attributed(self):
+        mark = self.proxy.mark()
+        with bound_conn("127.0.0.2", self.proxy.port) as c:
+            hp = "cn.test:%d" % W["up"].http_port
+            c.send(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n"
+                    "Proxy-Authorization: Basic %s\r\n\r\n"
+                    % (hp, hp, basic(TOK_B))).encode())
+            self.assertEqual(c.read_response(method="CONNECT").status, 403)
+        self.assertEqual(self.blocked(mark), [("cn.test", "run_b",
+                                               "sbx_one")])
+
+    def test_register_rejects_bad_credentials(self):
+        for body in ({"token": "short", "sandbox": "s", "run_id": "r"},
+                     {"token": "A" * 32, "sandbox": "s", "run_id": "r"},
+                     {"token": TOK_A, "sandbox": "s", "run_id": "r"},
+                     {"token": "e5" * 16, "sandbox": "s x", "run_id": "r"},
+                     {"token": "e5" * 16, "sandbox": "s"}):
+            status, resp = control("POST", "/execs", body)
+            self.assertEqual(status, 400, (body, resp))
+        # Unregistering a sandbox ends its execs' credentials too.
+        control("POST", "/unregister", {"sandbox": "sbx_two"})
+        control("POST", "/register", {"address": "127.0.0.3",
+                                      "sandbox": "sbx_two", "sets": "test"})
+        mark = self.proxy.mark()
+        get_with("127.0.0.3", "rg.test", "Basic " + basic(TOK_C))
+        self.assertEqual(self.blocked(mark), [("rg.test", None,
+                                               "sbx_two")])
 
 
 # ------------------------------------------------- (g) sandgate CLI
