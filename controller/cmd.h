@@ -129,6 +129,7 @@ extern const struct cmd_entry cmd_gc;
 extern const struct cmd_entry cmd_run;
 extern const struct cmd_entry cmd_doctor;
 extern const struct cmd_entry cmd_policy;
+extern const struct cmd_entry cmd_pending;
 extern const struct cmd_entry cmd_audit;
 extern const struct cmd_entry cmd_proxy;
 extern const struct cmd_entry cmd_image;
