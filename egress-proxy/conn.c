@@ -38,6 +38,7 @@
 
 #include "addr.h"
 #include "conn_int.h"
+#include "grants.h"
 #include "log.h"
 #include "tunnel.h"
 #include "util.h"
@@ -82,6 +83,9 @@ static int	conn_start_connect(struct conn *);
 static int	conn_start_http(struct conn *);
 static int	conn_decide(struct conn *);
 static void	conn_attribute(struct conn *);
+static enum sg_reason conn_policy(struct proxy *, const struct policy *,
+		    struct conn *, const struct policy_query *,
+		    struct policy_match *);
 static int	conn_block_malformed(struct conn *, int status,
 		    const char *cause);
 static void	conn_dns_done(void *, int, const char *,
@@ -893,6 +897,39 @@ conn_attribute(struct conn *c)
 		    c->r.run);
 }
 
+/*
+ * The policy's decision, or a grant (sandgate grant) of the client's
+ * sandbox, and exec when the grant names one, for what the policy
+ * refuses. Floors hold over grants: a deny entry has decided already,
+ * and a grant counts only while the policy in force allows it
+ * (policy_grant_check: a later deny entry or a narrower grants list
+ * ends it). A granted request is matched as a name with the default TLS
+ * rule for its port, and reaches a private address only where the
+ * admins said so (grants: allow_private: true).
+ */
+static enum sg_reason
+conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
+    const struct policy_query *q, struct policy_match *m)
+{
+	enum sg_reason	 r;
+	char		 why[512];
+
+	r = policy_decide(p, q, m);
+	if (r == SG_REASON_NONE || r == SG_REASON_DENIED ||
+	    q->host->type != HOST_DNS || grants_match(px->grants,
+	    c->who.sandbox, c->r.run, q->host->name, q->port, q->now) ==
+	    NULL || policy_grant_check(p, q->host, q->port, why,
+	    sizeof(why)) == -1)
+		return r;
+	if (q->path != NULL && q->port == 443)
+		return SG_REASON_NOT_TLS;	/* required on 443 */
+	memset(m, 0, sizeof(*m));
+	m->set = "grant";
+	m->tls = q->port == 443 ? POLICY_TLS_REQUIRED : POLICY_TLS_OPTIONAL;
+	m->allow_private = policy_grants_allow_private(p);
+	return SG_REASON_NONE;
+}
+
 /* The policy decision for the current request, then DNS. */
 static int
 conn_decide(struct conn *c)
@@ -905,7 +942,7 @@ conn_decide(struct conn *c)
 	c->r.pol = proxy_policy_ref(c->px);
 	conn_attribute(c);
 	conn_query(c, &q);
-	r = policy_decide(c->r.pol->policy, &q, &c->r.match);
+	r = conn_policy(c->px, c->r.pol->policy, c, &q, &c->r.match);
 	if (r != SG_REASON_NONE && !conn_report_mode(c->r.pol->policy,
 	    &c->who, r))
 		return conn_block(c, r, NULL, NULL);
@@ -1300,7 +1337,7 @@ conn_redecide(struct proxy *px, struct conn *c)
 	enum sg_reason		r;
 
 	conn_query(c, &q);
-	r = policy_decide(px->policy->policy, &q, &m);
+	r = conn_policy(px, px->policy->policy, c, &q, &m);
 	/* In CONNECT, the addresses were checked under the old entry. */
 	if (r == SG_REASON_NONE && c->state == CONN_CONNECT &&
 	    c->up_private && !m.allow_private)
@@ -1344,7 +1381,7 @@ conn_revoke(struct proxy *px)
 		    c->refusing)
 			continue;
 		conn_query(c, &q);
-		r = policy_decide(px->policy->policy, &q, &m);
+		r = conn_policy(px, px->policy->policy, c, &q, &m);
 		if (r == SG_REASON_NONE && c->state == CONN_TUNNEL)
 			r = conn_tunnel_recheck(c, &m);
 		else if (r == SG_REASON_NONE && c->up_private &&

@@ -36,4 +36,10 @@ void	control_note_block(struct proxy *, unsigned long long serial,
 	    const char *sandbox, const char *run_id, const char *host,
 	    int port, const char *reason, const char *message);
 
+/*
+ * Every second: remove the grants that expired, each with a
+ * grant.expired event, and close the connections only they allowed.
+ */
+void	control_grants_tick(struct proxy *);
+
 #endif

@@ -28,6 +28,7 @@ struct addr_set;
 struct conn;
 struct registry;
 struct execcred;
+struct grants;
 struct registry_entry;
 
 /* Defaults of every timeout and limit (docs/proxy.md explains each). */
@@ -167,6 +168,7 @@ struct proxy {
 	size_t			 nslots;	/* addresses with a slot */
 	struct registry		*registry;	/* address -> sandbox, sets */
 	struct execcred		*execs;		/* credential -> run id */
+	struct grants		*grants;	/* sandgate grant */
 	struct blocklog		*blocks;	/* full lines or summaries */
 	unsigned long long	 block_serial;	/* every block attempt */
 	int			 log_pressure;	/* log folder nearly full */

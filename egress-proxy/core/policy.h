@@ -186,6 +186,11 @@ const struct policy_entry *policy_entry_at(const struct policy *, size_t);
  */
 size_t			 policy_ndenies(const struct policy *);
 const struct policy_entry *policy_deny_at(const struct policy *, size_t);
+/*
+ * 1 when some file says `grants: allow_private: true`: granted names may
+ * then resolve to private addresses (internal mirrors, tests).
+ */
+int			 policy_grants_allow_private(const struct policy *);
 /* The domains grants may cover, from every file's `grants: under:`. */
 size_t			 policy_ngrant_domains(const struct policy *);
 const struct policy_grant_domain *policy_grant_domain_at(

@@ -92,6 +92,12 @@ policy_deny_at(const struct policy *p, size_t i)
 	return i < policy_ndenies(p) ? &p->floor->entries[i].pub : NULL;
 }
 
+int
+policy_grants_allow_private(const struct policy *p)
+{
+	return p->grants_private;
+}
+
 size_t
 policy_ngrant_domains(const struct policy *p)
 {

@@ -67,6 +67,7 @@ struct policy {
 	/* The deny entries, indexed as a policy of their own; or NULL. */
 	struct policy		*floor;
 	struct policy_grant_domain *gdomains;
+	int			 grants_private;	/* grants.allow_private */
 	size_t			 ngdomains;
 	size_t			 capgdomains;
 };

@@ -33,7 +33,7 @@ static const char *const top_keys[] = {
 };
 /* A deny entry's keys: the first ones of entry_keys, in that order. */
 static const char *const deny_keys[] = { "host", "ports", "rationale", NULL };
-static const char *const grants_keys[] = { "under", NULL };
+static const char *const grants_keys[] = { "under", "allow_private", NULL };
 
 enum entry_key {
 	EK_HOST, EK_PORTS, EK_RATIONALE, EK_EXPIRES, EK_METHODS, EK_PATHS,
@@ -201,7 +201,7 @@ load_list_of(struct ploader *ld, const struct ynode *list, int deny)
 static void
 load_grants(struct ploader *ld, const struct ynode *map)
 {
-	struct ynode		*val[1] = { NULL };
+	struct ynode		*val[2] = { NULL, NULL };
 	const struct ynode	*n;
 
 	if (map->type != YNODE_MAP) {
@@ -211,6 +211,14 @@ load_grants(struct ploader *ld, const struct ynode *map)
 		return;
 	}
 	load_keys(ld, map, grants_keys, val, "grants");
+	n = val[1];
+	if (n != NULL && n->type == YNODE_SCALAR && n->plain &&
+	    (strcasecmp(n->value, "true") == 0 ||
+	    strcasecmp(n->value, "false") == 0))
+		ld->p->grants_private |= strcasecmp(n->value, "true") == 0;
+	else if (n != NULL)
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "allow_private "
+		    "must be true or false");
 	n = val[0];
 	if (n == NULL) {
 		ploader_diag(ld, POLICY_ERROR, map->line, map->col, "\"grants\" "
@@ -313,7 +321,7 @@ load_known(const char *const *known)
 	if (known == deny_keys)
 		return "host, ports, rationale";
 	if (known == grants_keys)
-		return "under";
+		return "under, allow_private";
 	return "host, ports, rationale, expires, methods, paths, "
 	    "allow_private, tls";
 }

@@ -14,6 +14,7 @@ two sandboxes.
 """
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -31,7 +33,9 @@ from proxylib import RawConn, get_request, connect_request  # noqa: E402
 
 SANDGATE = os.path.join(proxylib.BIN, "sandgate")
 NAMES = ("allowed.test", "new.test", "gone.test", "tunnel.test",
-         "kept.test", "shared.test", "stage.test", "evil.test")
+         "kept.test", "shared.test", "stage.test", "evil.test",
+         "g1.grant.test", "g2.grant.test", "g3.grant.test",
+         "denied.grant.test")
 
 W = {}  # the module's fixtures: dir, upstreams, proxy, state, socket
 
@@ -757,6 +761,216 @@ class T10Execs(ReloadTest):
         get_with("127.0.0.3", "rg.test", "Basic " + basic(TOK_C))
         self.assertEqual(self.blocked(mark), [("rg.test", None,
                                                "sbx_two")])
+
+
+# ------------------------------------------------------- (i) grants
+
+GRANT_FLOOR = """\
+description: what approvers may open, and what they may not
+grants:
+  under: [grant.test]
+  allow_private: true
+deny:
+  - host: denied.grant.test
+    rationale: no approver may open this one
+"""
+
+
+def grant(host, seconds=60, run=None, sandbox="sbx_g"):
+    body = {"sandbox": sandbox, "host": host, "port": W["up"].http_port,
+            "seconds": seconds, "rationale": "the task needs %s" % host,
+            "by": "tester (uid 1000)"}
+    if run is not None:
+        body["run_id"] = run
+    return control("POST", "/grants", body)
+
+
+class T11Grants(ReloadTest):
+    def setUp(self):
+        super().setUp()
+        files = dict(BASE)
+        files["floor.yaml"] = GRANT_FLOOR
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        for addr, sbx in (("127.0.0.2", "sbx_g"), ("127.0.0.3", "sbx_h")):
+            status, body = control("POST", "/register", {
+                "address": addr, "sandbox": sbx, "sets": "test"})
+            self.assertEqual(status, 200, body)
+
+    def tearDown(self):
+        for h in ("g1.grant.test", "g2.grant.test", "g3.grant.test"):
+            control("POST", "/grants/revoke", {
+                "sandbox": "sbx_g", "host": h, "port": W["up"].http_port,
+                "by": "teardown"})
+        control("POST", "/execs/end", {"run_id": "run_x"})
+        control("POST", "/execs/end", {"run_id": "run_y"})
+        super().tearDown()
+
+    def events(self, mark, kinds):
+        return [e for e in self.proxy.events()[mark:]
+                if e.get("event") in kinds]
+
+    def test_grant_then_expiry_closes_the_tunnel(self):
+        mark = self.proxy.mark()
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        status, body = grant("g1.grant.test", seconds=3)
+        self.assertEqual(status, 200, body)
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        # Another sandbox gets nothing from it.
+        self.assert_get("g1.grant.test", 403, src="127.0.0.3")
+        c = open_tunnel("g1.grant.test", src="127.0.0.2")
+        try:
+            self.assertTrue(tunnel_closed(c, timeout=10),
+                            "tunnel still open after the grant expired")
+        finally:
+            c.close()
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        evs = self.events(mark, ("grant.added", "grant.expired",
+                                 "egress.revoked"))
+        self.assertEqual([(e["event"], e["host"]) for e in evs], [
+            ("grant.added", "g1.grant.test"),
+            ("grant.expired", "g1.grant.test"),
+            ("egress.revoked", "g1.grant.test")])
+        self.assertEqual((evs[0]["by"], evs[0]["sandbox"],
+                          evs[0]["rationale"], evs[0]["expires"]),
+                         ("tester (uid 1000)", "sbx_g",
+                          "the task needs g1.grant.test", evs[1]["expires"]))
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual(body["grants"], [])
+        r = run_cli("audit", "verify", "--log-dir", self.proxy.log_dir)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_floors_bound_grants(self):
+        for host, words in (
+                ("denied.grant.test", "denied.grant.test:%d is denied by "
+                 "the deny entry \"denied.grant.test\"" % W["up"].http_port),
+                ("evil.test", "evil.test is not under a domain grants may "
+                 "cover (rule: grants: under: grant.test"),
+                ("10.0.0.1", "10.0.0.1 is an IP address")):
+            status, body = grant(host)
+            self.assertEqual(status, 403, body)
+            self.assertIn(words, body["error"])
+        # A deny entry added after a grant wins over it.
+        status, body = grant("g2.grant.test")
+        self.assertEqual(status, 200, body)
+        self.assert_get("g2.grant.test", 200, src="127.0.0.2")
+        files = dict(BASE)
+        files["floor.yaml"] = GRANT_FLOOR + """\
+  - host: g2.grant.test
+    rationale: closed again by the admins
+"""
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        resp = self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
+
+    def test_grant_for_one_exec(self):
+        for tok, run in (("e1" * 16, "run_x"), ("e2" * 16, "run_y")):
+            status, body = control("POST", "/execs", {
+                "token": tok, "sandbox": "sbx_g", "run_id": run})
+            self.assertEqual(status, 200, body)
+        status, body = grant("g3.grant.test", run="run_x")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
+                                  "Basic " + basic("e1" * 16)).status, 200)
+        self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
+                                  "Basic " + basic("e2" * 16)).status, 403)
+        self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
+                                  None).status, 403)
+
+    def test_revoke_closes_tunnels_and_grants_survive_a_restart(self):
+        status, body = grant("g2.grant.test")
+        self.assertEqual(status, 200, body)
+        c = open_tunnel("g2.grant.test", src="127.0.0.2")
+        try:
+            mark = self.proxy.mark()
+            status, body = control("POST", "/grants/revoke", {
+                "sandbox": "sbx_g", "host": "g2.grant.test",
+                "port": W["up"].http_port, "by": "admin (uid 0)"})
+            self.assertEqual((status, body["removed"], body["closed"]),
+                             (200, 1, 1), body)
+            self.assertTrue(tunnel_closed(c), "tunnel open after revoke")
+        finally:
+            c.close()
+        ev = self.events(mark, ("grant.revoked",))
+        self.assertEqual((ev[0]["host"], ev[0]["revoked_by"], ev[0]["by"]),
+                         ("g2.grant.test", "admin (uid 0)",
+                          "tester (uid 1000)"))
+        self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+        status, body = grant("g2.grant.test", seconds=600)
+        self.assertEqual(status, 200, body)
+        self.proxy.stop()
+        self.proxy.start()
+        # The control socket comes up just after the listeners.
+        for _ in range(50):
+            try:
+                status, body = control("GET", "/grants")
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.assertEqual([(g["host"], g["sandbox"]) for g in body["grants"]],
+                         [("g2.grant.test", "sbx_g")])
+        self.assert_get("g2.grant.test", 200, src="127.0.0.2")
+
+
+class T12GrantCli(T11Grants):
+    """sandgate grant, grants and revoke, as a person runs them."""
+    SBX = "sbx_0000000000000000000000aa"
+
+    def setUp(self):
+        super().setUp()
+        os.makedirs(os.path.join(W["state"], "sandboxes", self.SBX),
+                    exist_ok=True)
+        status, body = control("POST", "/register", {
+            "address": "127.0.0.2", "sandbox": self.SBX, "sets": "test"})
+        self.assertEqual(status, 200, body)
+
+    def tearDown(self):
+        run_cli("revoke", self.SBX, "g1.grant.test:%d" % W["up"].http_port)
+        super().tearDown()
+
+    test_grant_then_expiry_closes_the_tunnel = None
+    test_floors_bound_grants = None
+    test_grant_for_one_exec = None
+    test_revoke_closes_tunnels_and_grants_survive_a_restart = None
+
+    def test_cli(self):
+        hp = "g1.grant.test:%d" % W["up"].http_port
+        r = run_cli("grant", self.SBX, hp, "--for", "2m", "--rationale",
+                    "the build needs the internal mirror")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^granted %s to %s until "
+                         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$"
+                         % (re.escape(hp), self.SBX))
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        r = run_cli("grants", self.SBX, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = json.loads(r.stdout)
+        self.assertEqual((g["host"], g["rationale"], g["run_id"] if "run_id"
+                          in g else None),
+                         ("g1.grant.test", "the build needs the internal "
+                          "mirror", None))
+        self.assertRegex(g["by"], r"^\S+ \((sudo, )?uid \d+\)$")
+        r = run_cli("grant", self.SBX, "evil.test", "--for", "1h",
+                    "--rationale", "x")
+        self.assertEqual(r.returncode, 126, r.stderr)
+        self.assertIn("sandgate: grant refused: evil.test is not under a "
+                      "domain grants may cover (rule: grants: under: "
+                      "grant.test (%s/floor.yaml:3))"
+                      % self.proxy.policy_dir, r.stderr)
+        for bad in (["--for", "8d"], ["--for", "0s"], ["--for", "1h",
+                    "--exec", "run_x"]):
+            r = run_cli("grant", self.SBX, hp, "--rationale", "x", *bad)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+        r = run_cli("revoke", self.SBX, hp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("revoked g1.grant.test", r.stdout)
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        r = run_cli("revoke", self.SBX, hp)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no such grant", r.stderr)
 
 
 # ------------------------------------------------- (g) sandgate CLI

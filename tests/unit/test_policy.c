@@ -657,6 +657,10 @@ test_floors_no_grants(void **state)
 	const char		*cause, *only = "deny:\n  - host: a.test\n"
 				    "    ports: [443, 443]\n    rationale: r\n"
 				    "  - host: a.test\n    rationale: all\n";
+	const char		*priv = "grants:\n  under: [corp.test]\n"
+				    "  allow_private: true\n";
+	const char		*badpriv = "grants:\n  under: [corp.test]\n"
+				    "  allow_private: maybe\n";
 	char			 why[512];
 
 	(void)state;
@@ -674,7 +678,20 @@ test_floors_no_grants(void **state)
 	assert_int_equal(policy_grant_check(p, &h, 443, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "no policy file has a \"grants: under:\" "
 	    "list, so grants are off"));
+	assert_int_equal(policy_grants_allow_private(p), 0);
 	policy_free(p);
+	policy_diags_release(&d);
+	/* grants: allow_private is the admins' to give, true or false. */
+	p = policy_load_buffer("g", "g.yaml", priv, strlen(priv), NOW, &d);
+	assert_non_null(p);
+	assert_int_equal(policy_grants_allow_private(p), 1);
+	policy_free(p);
+	policy_diags_release(&d);
+	p = policy_load_buffer("g", "g.yaml", badpriv, strlen(badpriv), NOW,
+	    &d);
+	assert_null(p);
+	assert_string_equal(test_diag(&d, 0), "g.yaml:3:18: allow_private must "
+	    "be true or false");
 	policy_diags_release(&d);
 }
 
