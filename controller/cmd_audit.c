@@ -109,7 +109,6 @@ static int	audit_parse_opt(const struct cmd_entry *, struct audit_args *,
 static int	audit_parse_time(const char *, int64_t *);
 static const char *audit_default_dir(const char *);
 static int	audit_files(const char *, const char *, char ***, int *);
-static int	audit_open(const char *, long long *);
 static int	audit_is_log_line(json_t *);
 static void	audit_each_cb(json_t *, void *);
 static int	audit_match(const struct audit_args *, json_t *);
@@ -404,23 +403,6 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 	return 0;
 }
 
-/* logread_open(), the cause on stderr; -1 with errno kept. */
-static int
-audit_open(const char *path, long long *size)
-{
-	char	*cause = NULL;
-	int	 fd, saved;
-
-	if ((fd = logread_open(path, size, &cause)) == -1) {
-		saved = errno;
-		if (cause != NULL)
-			log_warnx("%s", cause);
-		free(cause);
-		errno = saved;
-	}
-	return fd;
-}
-
 /*
  * 1 if obj has the members every log line has, as the writer writes them:
  * ts a string, seq a count, prev and hash 64 lowercase hex digits.
@@ -709,7 +691,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = audit_open(path, &size)) == -1) {
+	if ((fd = logread_open_warn(path, &size)) == -1) {
 		if (errno == ENOENT)
 			log_warnx("cannot open '%s': %s",
 			    path, strerror(errno));
@@ -785,7 +767,7 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 	int			 fd, got, found = 0;
 
 	memset(an, 0, sizeof(*an));
-	if ((fd = audit_open(path, &size)) == -1) {
+	if ((fd = logread_open_warn(path, &size)) == -1) {
 		free(r);
 		return -1;
 	}
@@ -835,7 +817,7 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 		return 0;
 	if (a->anchor != NULL) {
 		util_strlcpy(path, a->anchor, sizeof(path));
-		if ((fd = audit_open(path, &size)) == -1)
+		if ((fd = logread_open_warn(path, &size)) == -1)
 			return -1;
 		k = read(fd, head, sizeof(head) - 1);
 		close(fd);

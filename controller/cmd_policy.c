@@ -404,8 +404,9 @@ cmd_policy_list_floors(const struct policy *p)
 		printf("%s (%s:%d)\n    %s\n", e->ports == NULL ? "all" : "",
 		    e->set->file, e->line, e->rationale);
 	}
-	printf("\ngrants may cover:%s\n", policy_ngrant_domains(p) == 0 ?
-	    " nothing (no \"grants: under:\" list)" : "");
+	printf("\ngrants may cover:%s%s\n", policy_ngrant_domains(p) == 0 ?
+	    " nothing (no \"grants: under:\" list)" : "",
+	    policy_grants_allow_private(p) ? " (private addresses too)" : "");
 	for (i = 0; i < policy_ngrant_domains(p); i++) {
 		g = policy_grant_domain_at(p, i);
 		printf("  %s and names under it (%s:%d)\n", g->name, g->file,
@@ -503,7 +504,8 @@ cmd_policy_floors_json(const struct policy *p)
 		json_array_append_new(under, json_pack("{s:s, s:s, s:i}",
 		    "domain", g->name, "file", g->file, "line", g->line));
 	}
-	return json_pack("{s:o, s:o}", "deny", deny, "grants_under", under);
+	return json_pack("{s:o, s:o, s:b}", "deny", deny, "grants_under",
+	    under, "grants_allow_private", policy_grants_allow_private(p));
 }
 
 static int

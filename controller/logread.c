@@ -352,8 +352,7 @@ logread_rotated(int fd, const char *path)
 	return lseek(fd, 0, SEEK_CUR) > cur.st_size;
 }
 
-/* logread_open(), the cause on stderr; -1 with errno kept. */
-static int
+int
 logread_open_warn(const char *path, long long *size)
 {
 	char	*cause = NULL;

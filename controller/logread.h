@@ -77,6 +77,9 @@ void	logread_files_free(char **, int);
  */
 int	logread_open(const char *path, long long *size, char **cause);
 
+/* logread_open(), the cause on stderr; -1 with errno kept. */
+int	logread_open_warn(const char *path, long long *size);
+
 /* Read fd: follow keeps a partial last line; left: -1 for no end. */
 void	logread_init(struct logread *, int fd, int follow, long long left);
 
