@@ -48,7 +48,6 @@
 #define AUDIT_LOG		"security-events.jsonl"
 #define AUDIT_TAIL_DEFAULT	10
 #define AUDIT_TAIL_MAX		100000
-#define AUDIT_POLL_NS		200000000L	/* tail -f: 5 polls a second */
 #define AUDIT_FIELD_SHOW	256		/* table cells cut past this */
 #define AUDIT_KEYS_MAX		16		/* verify --key, at most */
 
@@ -110,7 +109,6 @@ static int	audit_parse_opt(const struct cmd_entry *, struct audit_args *,
 static int	audit_parse_time(const char *, int64_t *);
 static const char *audit_default_dir(const char *);
 static int	audit_files(const char *, const char *, char ***, int *);
-static int	audit_open(const char *, long long *);
 static int	audit_is_log_line(json_t *);
 static void	audit_each_cb(json_t *, void *);
 static int	audit_match(const struct audit_args *, json_t *);
@@ -147,8 +145,7 @@ static int	audit_key(const struct audit_args *, const struct cmd_entry *,
 		    int, char **);
 static void	audit_ring_cb(const struct audit_args *, json_t *, void *);
 static int	audit_tail(const struct audit_args *, char **, int);
-static int	audit_rotated(int, const char *);
-static int	audit_follow(const struct audit_args *, const char *);
+static void	audit_follow_cb(json_t *, void *);
 
 const struct cmd_entry cmd_audit;
 
@@ -404,23 +401,6 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 		return -1;
 	}
 	return 0;
-}
-
-/* logread_open(), the cause on stderr; -1 with errno kept. */
-static int
-audit_open(const char *path, long long *size)
-{
-	char	*cause = NULL;
-	int	 fd, saved;
-
-	if ((fd = logread_open(path, size, &cause)) == -1) {
-		saved = errno;
-		if (cause != NULL)
-			log_warnx("%s", cause);
-		free(cause);
-		errno = saved;
-	}
-	return fd;
 }
 
 /*
@@ -742,7 +722,7 @@ audit_verify_file(struct ckverify *v, const char *path)
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = audit_open(path, &size)) == -1) {
+	if ((fd = logread_open_warn(path, &size)) == -1) {
 		if (errno == ENOENT)
 			log_warnx("cannot open '%s': %s",
 			    path, strerror(errno));
@@ -818,7 +798,7 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 	int			 fd, got, found = 0;
 
 	memset(an, 0, sizeof(*an));
-	if ((fd = audit_open(path, &size)) == -1) {
+	if ((fd = logread_open_warn(path, &size)) == -1) {
 		free(r);
 		return -1;
 	}
@@ -868,7 +848,7 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 		return 0;
 	if (a->anchor != NULL) {
 		util_strlcpy(path, a->anchor, sizeof(path));
-		if ((fd = audit_open(path, &size)) == -1)
+		if ((fd = logread_open_warn(path, &size)) == -1)
 			return -1;
 		k = read(fd, head, sizeof(head) - 1);
 		close(fd);
@@ -1133,72 +1113,18 @@ audit_tail(const struct audit_args *a, char **files, int n)
 		return SG_EXIT_ERROR;
 	if (!a->follow)
 		return SG_EXIT_OK;
-	return audit_follow(a, files[n - 1]);
+	logread_follow(files[n - 1], audit_follow_cb, (void *)a);
+	return SG_EXIT_ERROR;
 }
 
-/* Has the file at path been replaced (rotated) or cut since fd opened? */
-static int
-audit_rotated(int fd, const char *path)
+/* One new event while following: printed when it passes the filters. */
+static void
+audit_follow_cb(json_t *obj, void *arg)
 {
-	struct stat	st, cur;
+	const struct audit_args	*a = arg;
 
-	if (fstat(fd, &st) == -1)
-		return 1;
-	if (lstat(path, &cur) == -1)
-		return 0;	/* moved, not yet replaced: keep reading */
-	if (cur.st_dev != st.st_dev || cur.st_ino != st.st_ino)
-		return 1;
-	return lseek(fd, 0, SEEK_CUR) > cur.st_size;
-}
-
-/*
- * Print events appended to path from now on; a rotated file is read to
- * its end, then the new file from its start. Runs until killed.
- */
-static int
-audit_follow(const struct audit_args *a, const char *path)
-{
-	struct timespec		 pause = { 0, AUDIT_POLL_NS };
-	struct logread	*r = util_xmalloc(sizeof(*r));
-	json_t			*obj;
-	long long		 size;
-	size_t			 len;
-	int			 fd, got;
-
-	if ((fd = audit_open(path, &size)) == -1 ||
-	    lseek(fd, 0, SEEK_END) == -1) {
-		if (errno == ENOENT)
-			log_warnx("cannot open '%s': %s",
-			    path, strerror(errno));
-		if (fd != -1)
-			close(fd);
-		free(r);
-		return SG_EXIT_ERROR;
-	}
-	logread_init(r, fd, 1, -1);
-	for (;;) {
-		while ((got = logread_next(r, &len)) == 1) {
-			if ((obj = logread_object(r->line, len)) == NULL)
-				continue;
-			if (audit_match(a, obj))
-				audit_print(a, obj);
-			json_decref(obj);
-		}
-		fflush(stdout);
-		if (got == 0 && audit_rotated(fd, path)) {
-			close(fd);
-			while ((fd = audit_open(path, &size)) == -1) {
-				if (errno != ENOENT) {
-					free(r);
-					return SG_EXIT_ERROR;
-				}
-				nanosleep(&pause, NULL);
-			}
-			logread_init(r, fd, 1, -1);
-			continue;
-		}
-		nanosleep(&pause, NULL);
-	}
+	if (audit_match(a, obj))
+		audit_print(a, obj);
 }
 
 static int

@@ -197,18 +197,18 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	struct exec_opts	 o;
 	struct exec_result	 r;
 	struct runrec		 rr;
+	struct proxyctl_exec	 px;
+	json_t			*env = NULL, *blocks;
 	char			 run[STATE_ID_LEN + 1], runs[PATH_MAX];
 	char			*cid = NULL, *cause = NULL, *clean = NULL;
 	int			 pid = 0, rv = SG_EXIT_ERROR, ran = 0;
 	int			 asked = 0;
-	long long		 seq = 0;
 
 	memset(&o, 0, sizeof(o));
 	memset(&r, 0, sizeof(r));
 	state_new_id(run, "run");
 	state_path(runs, sizeof(runs), m->id, "runs");
 	o.argv = a->cmd;
-	o.env = a->env.env;
 	o.workdir = a->workdir;
 	o.run_id = run;
 	o.inside = sandbox_gvisor(m);
@@ -229,15 +229,22 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	if (cmd_exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1 ||
 	    (!a->fresh && cmd_exec_seal_holds(m, pid, &cause) == -1))
 		goto out;
-	if (strcmp(m->network, "proxy") == 0 && proxyctl_log_seq(&seq) == 0)
+	if (strcmp(m->network, "proxy") == 0) {
+		proxyctl_exec_begin(&px, m->id, run);
 		asked = 1;
-	if (exec_run(d, cid, pid, &o, &r, &cause) == -1)
+	}
+	o.env = env = sandbox_exec_env(m, asked ? px.token : NULL,
+	    a->env.env);
+	ran = exec_run(d, cid, pid, &o, &r, &cause) == 0;
+	blocks = asked ? proxyctl_exec_finish(&px, m->id, run) : NULL;
+	if (!ran) {
+		json_decref(blocks);
 		goto out;
-	ran = 1;
-	if (asked)
-		r.network_blocked = proxyctl_blocks(m->id, seq);
+	}
+	r.network_blocked = blocks;
 	rv = r.exit_code;
 out:
+	json_decref(env);
 	if (a->fresh && cid != NULL &&
 	    docker_container_remove(d, cid, &clean) == -1)
 		log_warnx("cannot remove container %s: %s",

@@ -55,9 +55,13 @@ static int	cmd_policy_explain_sets(struct policy *, const char *,
 static int	cmd_policy_list_exec(struct cmd_args *);
 static void	cmd_policy_explain_term(const struct policy_entry *);
 static void	cmd_policy_list_text(const struct policy *, time_t);
+static void	cmd_policy_list_floors(const struct policy *);
+static json_t	*cmd_policy_floors_json(const struct policy *);
 static int	cmd_policy_list_json(const struct policy *, time_t);
 static json_t	*cmd_policy_entry_json(const struct policy_entry *, time_t);
 static int	cmd_policy_diff_exec(struct cmd_args *);
+static int	cmd_policy_dests_add(struct pdest *, size_t *,
+		    const struct policy_entry *);
 static struct pdest *cmd_policy_dests(const struct policy *, time_t,
 		    size_t *);
 static void	cmd_policy_dests_free(struct pdest *, size_t);
@@ -212,8 +216,13 @@ cmd_policy_check_exec(struct cmd_args *args)
 	p = cmd_policy_load(o.dir, 1);
 	if (p == NULL)
 		return SG_EXIT_FAIL;
-	printf("policy OK: %zu sets, %zu entries, digest %s\n",
-	    policy_nsets(p), policy_nentries(p), policy_digest(p));
+	if (policy_ndenies(p) > 0)
+		printf("policy OK: %zu sets, %zu entries, %zu deny entries, "
+		    "digest %s\n", policy_nsets(p), policy_nentries(p),
+		    policy_ndenies(p), policy_digest(p));
+	else
+		printf("policy OK: %zu sets, %zu entries, digest %s\n",
+		    policy_nsets(p), policy_nentries(p), policy_digest(p));
 	policy_free(p);
 	return SG_EXIT_OK;
 }
@@ -314,9 +323,16 @@ cmd_policy_explain_exec(struct cmd_args *args)
 	} else {
 		reason_message(msg, sizeof(msg), r, h.name, port, NULL, NULL);
 		printf("BLOCK %s: %s\n", reason_code(r), msg);
-		if (m.entry != NULL)
+		if (r == SG_REASON_DENIED)
+			printf("  deny entry: \"%s\" in set %s (%s:%d): %s\n",
+			    m.pattern, m.set, m.file, m.line, m.rationale);
+		else if (m.entry != NULL)
 			printf("  nearest entry: \"%s\" in set %s (%s:%d)\n",
 			    m.pattern, m.set, m.file, m.line);
+		if (policy_grant_check(p, &h, port, msg, sizeof(msg)) == 0)
+			printf("  a grant may open it (sandgate grant)\n");
+		else
+			printf("  no grant may open it: %s\n", msg);
 		rc = SG_EXIT_FAIL;
 	}
 out:
@@ -393,6 +409,35 @@ cmd_policy_list_text(const struct policy *p, time_t now)
 			printf(" (line %d)\n    %s\n", e->line, e->rationale);
 		}
 	}
+	cmd_policy_list_floors(p);
+}
+
+/* The deny entries and the domains grants may cover. */
+static void
+cmd_policy_list_floors(const struct policy *p)
+{
+	const struct policy_entry	*e;
+	const struct policy_grant_domain *g;
+	size_t				 i, k;
+
+	if (policy_ndenies(p) > 0)
+		printf("\ndeny (every sandbox, over every allow and grant):\n");
+	for (i = 0; i < policy_ndenies(p); i++) {
+		e = policy_deny_at(p, i);
+		printf("  %s ports ", e->pattern);
+		for (k = 0; k < e->nports; k++)
+			printf("%s%u", k ? "," : "", e->ports[k]);
+		printf("%s (%s:%d)\n    %s\n", e->ports == NULL ? "all" : "",
+		    e->set->file, e->line, e->rationale);
+	}
+	printf("\ngrants may cover:%s%s\n", policy_ngrant_domains(p) == 0 ?
+	    " nothing (no \"grants: under:\" list)" : "",
+	    policy_grants_allow_private(p) ? " (private addresses too)" : "");
+	for (i = 0; i < policy_ngrant_domains(p); i++) {
+		g = policy_grant_domain_at(p, i);
+		printf("  %s and names under it (%s:%d)\n", g->name, g->file,
+		    g->line);
+	}
 }
 
 static json_t *
@@ -445,11 +490,48 @@ cmd_policy_list_json(const struct policy *p, time_t now)
 	}
 	root = json_pack("{s:s, s:o}", "digest", policy_digest(p), "sets",
 	    sets);
+	if (root != NULL)
+		json_object_update_new(root, cmd_policy_floors_json(p));
 	rc = root != NULL && json_dumpf(root, stdout, JSON_INDENT(2)) == 0 ?
 	    SG_EXIT_OK : SG_EXIT_ERROR;
 	putchar('\n');
 	json_decref(root);
 	return rc;
+}
+
+/* {"deny": [entries, with set and file], "grants_under": [...]}. */
+static json_t *
+cmd_policy_floors_json(const struct policy *p)
+{
+	const struct policy_entry	*e;
+	const struct policy_grant_domain *g;
+	json_t				*deny, *under, *ports;
+	size_t				 i, k;
+
+	deny = json_array();
+	for (i = 0; i < policy_ndenies(p); i++) {
+		e = policy_deny_at(p, i);
+		if (e->ports == NULL)
+			ports = json_string("all");
+		else {
+			ports = json_array();
+			for (k = 0; k < e->nports; k++)
+				json_array_append_new(ports,
+				    json_integer(e->ports[k]));
+		}
+		json_array_append_new(deny, json_pack("{s:s, s:o, s:s, s:s, "
+		    "s:s, s:i}", "host", e->pattern, "ports", ports,
+		    "rationale", e->rationale, "set", e->set->name, "file",
+		    e->set->file, "line", e->line));
+	}
+	under = json_array();
+	for (i = 0; i < policy_ngrant_domains(p); i++) {
+		g = policy_grant_domain_at(p, i);
+		json_array_append_new(under, json_pack("{s:s, s:s, s:i}",
+		    "domain", g->name, "file", g->file, "line", g->line));
+	}
+	return json_pack("{s:o, s:o, s:b}", "deny", deny, "grants_under",
+	    under, "grants_allow_private", policy_grants_allow_private(p));
 }
 
 static int
@@ -477,42 +559,68 @@ cmd_policy_dest_attrs(const struct policy_entry *e, uint16_t port, char *buf,
 		    k ? "," : ", paths ", e->paths[k]);
 }
 
-/* Every (set, pattern, port) in force at now, sorted, with conditions. */
+/*
+ * Every (set, pattern, port) in force at now, sorted, with conditions;
+ * deny entries as ("DENY set", pattern, port or "*").
+ */
 static struct pdest *
 cmd_policy_dests(const struct policy *p, time_t now, size_t *n)
 {
 	const struct policy_entry	*e;
 	struct pdest			*v;
-	size_t				 i, k, cap = 1;
-	char				 attrs[4096];
+	size_t				 i, nall, cap = 1;
 
 	*n = 0;
-	for (i = 0; i < policy_nentries(p); i++)
-		cap += policy_entry_at(p, i)->nports;
+	nall = policy_nentries(p) + policy_ndenies(p);
+	for (i = 0; i < nall; i++) {
+		e = i < policy_nentries(p) ? policy_entry_at(p, i) :
+		    policy_deny_at(p, i - policy_nentries(p));
+		cap += e->ports == NULL ? 1 : e->nports;
+	}
 	v = calloc(cap, sizeof(*v));
 	if (v == NULL)
 		return NULL;
-	for (i = 0; i < policy_nentries(p); i++) {
-		e = policy_entry_at(p, i);
-		if (!policy_entry_active(e, now))
-			continue;
-		for (k = 0; k < e->nports; k++, (*n)++) {
-			v[*n].e = e;
-			cmd_policy_dest_attrs(e, e->ports[k], attrs,
-			    sizeof(attrs));
-			if (asprintf(&v[*n].key, strchr(e->pattern, ':') ?
-			    "%s [%s]:%u" : "%s %s:%u", e->set->name,
-			    e->pattern, e->ports[k]) == -1)
-				v[*n].key = NULL;
-			v[*n].attrs = strdup(attrs);
-			if (v[*n].key == NULL || v[*n].attrs == NULL) {
-				cmd_policy_dests_free(v, *n + 1);
-				return NULL;
-			}
+	for (i = 0; i < nall; i++) {
+		e = i < policy_nentries(p) ? policy_entry_at(p, i) :
+		    policy_deny_at(p, i - policy_nentries(p));
+		if (policy_entry_active(e, now) &&
+		    cmd_policy_dests_add(v, n, e) == -1) {
+			cmd_policy_dests_free(v, *n + 1);
+			return NULL;
 		}
 	}
 	qsort(v, *n, sizeof(*v), cmd_policy_dest_cmp);
 	return v;
+}
+
+/* The destinations of one entry, one per port, at v[*n...]. 0 or -1. */
+static int
+cmd_policy_dests_add(struct pdest *v, size_t *n, const struct policy_entry *e)
+{
+	char		attrs[4096], port[8];
+	const char	*fmt = strchr(e->pattern, ':') ? "%s%s [%s]:%s" :
+			    "%s%s %s:%s";
+	size_t		k, nports = e->ports == NULL ? 1 : e->nports;
+
+	for (k = 0; k < nports; k++, (*n)++) {
+		v[*n].e = e;
+		if (e->deny)
+			snprintf(attrs, sizeof(attrs), "deny");
+		else
+			cmd_policy_dest_attrs(e, e->ports[k], attrs,
+			    sizeof(attrs));
+		if (e->ports == NULL)
+			snprintf(port, sizeof(port), "*");
+		else
+			snprintf(port, sizeof(port), "%u", e->ports[k]);
+		if (asprintf(&v[*n].key, fmt, e->deny ? "DENY " : "",
+		    e->set->name, e->pattern, port) == -1)
+			v[*n].key = NULL;
+		v[*n].attrs = strdup(attrs);
+		if (v[*n].key == NULL || v[*n].attrs == NULL)
+			return -1;
+	}
+	return 0;
 }
 
 static void

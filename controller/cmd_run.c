@@ -232,7 +232,8 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	char			 scratch[PATH_MAX], out[PATH_MAX];
 	char			*cid = NULL, *cause = NULL;
 	int			 pid, rv = SG_EXIT_ERROR, ran = 0, asked = 0;
-	long long		 seq = 0;
+	struct proxyctl_exec	 px;
+	json_t			*env = NULL, *blocks;
 
 	memset(&r, 0, sizeof(r));
 	memset(&o, 0, sizeof(o));
@@ -255,7 +256,6 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	    sandbox_container_up(d, m, &mt, "run", &cid, &pid, &cause) == -1)
 		goto done;
 	o.argv = a->cmd;
-	o.env = NULL;
 	o.run_id = run;
 	o.inside = sandbox_gvisor(m);
 	o.nproc = m->pids;
@@ -263,14 +263,21 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	o.timeout = m->timeout;
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
-	if (strcmp(m->network, "proxy") == 0 && proxyctl_log_seq(&seq) == 0)
+	if (strcmp(m->network, "proxy") == 0) {
+		proxyctl_exec_begin(&px, m->id, run);
 		asked = 1;
+	}
+	o.env = env = sandbox_exec_env(m, asked ? px.token : NULL, NULL);
 	if (cid != NULL && exec_run(d, cid, pid, &o, &r, &cause) == 0) {
 		ran = 1;
 		rv = r.exit_code;
-		if (asked)
-			r.network_blocked = proxyctl_blocks(m->id, seq);
 	}
+	blocks = asked ? proxyctl_exec_finish(&px, m->id, run) : NULL;
+	if (ran)
+		r.network_blocked = blocks;
+	else
+		json_decref(blocks);
+	json_decref(env);
 done:
 	if (cid != NULL)
 		docker_container_remove(d, cid, NULL);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -334,4 +335,80 @@ logread_each(char **files, int n, void (*cb)(json_t *, void *), void *arg,
 		rc = logread_file(files[i], cb, arg, st, r, cause);
 	free(r);
 	return rc == -1 ? -1 : 0;
+}
+
+/* Has the file at path been replaced (rotated) or cut since fd opened? */
+static int
+logread_rotated(int fd, const char *path)
+{
+	struct stat	st, cur;
+
+	if (fstat(fd, &st) == -1)
+		return 1;
+	if (lstat(path, &cur) == -1)
+		return 0;	/* moved, not yet replaced: keep reading */
+	if (cur.st_dev != st.st_dev || cur.st_ino != st.st_ino)
+		return 1;
+	return lseek(fd, 0, SEEK_CUR) > cur.st_size;
+}
+
+int
+logread_open_warn(const char *path, long long *size)
+{
+	char	*cause = NULL;
+	int	 fd, saved;
+
+	if ((fd = logread_open(path, size, &cause)) == -1) {
+		saved = errno;
+		if (cause != NULL)
+			log_warnx("%s", cause);
+		free(cause);
+		errno = saved;
+	}
+	return fd;
+}
+
+int
+logread_follow(const char *path, void (*cb)(json_t *, void *), void *arg)
+{
+	struct timespec	 pause = { 0, LOGREAD_POLL_NS };
+	struct logread	*r = util_xmalloc(sizeof(*r));
+	json_t		*obj;
+	long long	 size;
+	size_t		 len;
+	int		 fd, got;
+
+	if ((fd = logread_open_warn(path, &size)) == -1 ||
+	    lseek(fd, 0, SEEK_END) == -1) {
+		if (errno == ENOENT)
+			log_warnx("cannot open '%s': %s",
+			    path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		free(r);
+		return -1;
+	}
+	logread_init(r, fd, 1, -1);
+	for (;;) {
+		while ((got = logread_next(r, &len)) == 1) {
+			if ((obj = logread_object(r->line, len)) == NULL)
+				continue;
+			cb(obj, arg);
+			json_decref(obj);
+		}
+		fflush(stdout);
+		if (got == 0 && logread_rotated(fd, path)) {
+			close(fd);
+			while ((fd = logread_open_warn(path, &size)) == -1) {
+				if (errno != ENOENT) {
+					free(r);
+					return -1;
+				}
+				nanosleep(&pause, NULL);
+			}
+			logread_init(r, fd, 1, -1);
+			continue;
+		}
+		nanosleep(&pause, NULL);
+	}
 }

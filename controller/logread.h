@@ -77,6 +77,9 @@ void	logread_files_free(char **, int);
  */
 int	logread_open(const char *path, long long *size, char **cause);
 
+/* logread_open(), the cause on stderr; -1 with errno kept. */
+int	logread_open_warn(const char *path, long long *size);
+
 /* Read fd: follow keeps a partial last line; left: -1 for no end. */
 void	logread_init(struct logread *, int fd, int follow, long long left);
 
@@ -103,5 +106,16 @@ json_t	*logread_object(const char *line, size_t len);
  */
 int	logread_each(char **files, int n, void (*cb)(json_t *, void *),
 	    void *arg, struct logread_stats *st, char **cause);
+
+/*
+ * Call cb for every JSON object appended to the log file path from now
+ * on (cb borrows it), flushing stdout after each batch; a rotated file is
+ * read to its end, then the new file from its start. Polls every
+ * LOGREAD_POLL_NS and runs until killed; returns -1 (with the cause on
+ * stderr) when the file cannot be opened or read.
+ */
+#define LOGREAD_POLL_NS	200000000L	/* 5 polls a second */
+int	logread_follow(const char *path, void (*cb)(json_t *, void *),
+	    void *arg);
 
 #endif

@@ -8,7 +8,8 @@
 static const struct cmd_entry *const main_cmds[] = {
 	&cmd_create, &cmd_exec, &cmd_diff, &cmd_apply, &cmd_export,
 	&cmd_discard, &cmd_list, &cmd_gc, &cmd_run, &cmd_doctor,
-	&cmd_policy, &cmd_audit, &cmd_proxy, &cmd_secret, &cmd_image, NULL
+	&cmd_policy, &cmd_pending, &cmd_grant, &cmd_revoke, &cmd_grants,
+	&cmd_audit, &cmd_proxy, &cmd_secret, &cmd_image, NULL
 };
 
 static void	main_usage(FILE *);

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <openssl/rand.h>
 
 #include "docker.h"
+#include "log.h"
 #include "proxyctl.h"
 #include "sglimits.h"
 #include "state.h"
@@ -228,17 +230,19 @@ proxyctl_log_seq(long long *seq)
 }
 
 json_t *
-proxyctl_blocks(const char *sandbox, long long after)
+proxyctl_blocks(const char *sandbox, long long after, const char *run_id)
 {
 	json_t		*resp = NULL, *out, *b, *agg, *have;
 	char		 path[256], *cause = NULL, dest[SG_HOST_MAX + 16];
-	const char	*host;
+	char		 key[SG_HOST_MAX + 96];
+	const char	*host, *run;
 	size_t		 i;
 	long		 status = 0;
 	json_int_t	 n;
 
-	snprintf(path, sizeof(path), "/blocks?sandbox=%s&after=%lld", sandbox,
-	    after);
+	snprintf(path, sizeof(path), "/blocks?sandbox=%s&after=%lld%s%s",
+	    sandbox, after, run_id ? "&unattributed=1&run=" : "",
+	    run_id ? run_id : "");
 	if (proxyctl_call("GET", path, NULL, &status, &resp, &cause) == -1 ||
 	    status != 200) {
 		free(cause);
@@ -252,20 +256,23 @@ proxyctl_blocks(const char *sandbox, long long after)
 		snprintf(dest, sizeof(dest), strchr(host ? host : "", ':') ?
 		    "[%s]:%lld" : "%s:%lld", host ? host : "-",
 		    (long long)json_integer_value(json_object_get(b, "port")));
+		run = json_string_value(json_object_get(b, "run_id"));
+		snprintf(key, sizeof(key), "%s %s", dest, run ? run : "");
 		/* One record may stand for several attempts. */
 		n = json_integer_value(json_object_get(b, "attempts"));
 		if (n < 1)
 			n = 1;
-		if ((have = json_object_get(agg, dest)) != NULL) {
+		if ((have = json_object_get(agg, key)) != NULL) {
 			json_object_set_new(have, "attempts", json_integer(
 			    json_integer_value(json_object_get(have,
 			    "attempts")) + n));
 			continue;
 		}
-		have = json_pack("{s:s, s:O, s:O, s:I}", "destination", dest,
-		    "reason", json_object_get(b, "reason"), "message",
-		    json_object_get(b, "message"), "attempts", n);
-		json_object_set(agg, dest, have);
+		have = json_pack("{s:s, s:O, s:O, s:I, s:o}", "destination",
+		    dest, "reason", json_object_get(b, "reason"), "message",
+		    json_object_get(b, "message"), "attempts", n, "run_id",
+		    run ? json_string(run) : json_null());
+		json_object_set(agg, key, have);
 		json_array_append_new(out, have);
 	}
 	json_decref(agg);
@@ -322,4 +329,54 @@ proxyctl_container_logs(const char *api_version, int follow, char **cause)
 		return -1;
 	}
 	return 0;
+}
+
+void
+proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
+    const char *run_id)
+{
+	unsigned char	 rnd[16];
+	json_t		*body;
+	char		*cause = NULL;
+	long		 status = 0;
+
+	memset(x, 0, sizeof(*x));
+	x->asked = proxyctl_log_seq(&x->seq) == 0;
+	if (!x->asked || RAND_bytes(rnd, sizeof(rnd)) != 1)
+		return;
+	util_hex(rnd, sizeof(rnd), x->token);
+	body = json_pack("{s:s, s:s, s:s}", "token", x->token, "sandbox",
+	    sandbox, "run_id", run_id);
+	/* An older proxy answers 404: the exec is the sandbox's alone. */
+	x->cred = proxyctl_call("POST", "/execs", body, &status, NULL,
+	    &cause) == 0 && status == 200;
+	if (!x->cred)
+		x->token[0] = '\0';
+	json_decref(body);
+	free(cause);
+}
+
+json_t *
+proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
+    const char *run_id)
+{
+	json_t	*blocks = NULL, *body;
+	char	*cause = NULL;
+	long	 status = 0;
+
+	if (x->asked)
+		blocks = proxyctl_blocks(sandbox, x->seq, x->cred ? run_id :
+		    NULL);
+	if (x->cred) {
+		body = json_pack("{s:s}", "run_id", run_id);
+		if (proxyctl_call("POST", "/execs/end", body, &status, NULL,
+		    &cause) == -1 || status != 200)
+			log_warnx("the proxy credential of %s was not ended: "
+			    "%s", run_id, cause ? cause : "proxy error");
+		json_decref(body);
+		free(cause);
+		x->cred = 0;
+	}
+	explicit_bzero(x->token, sizeof(x->token));
+	return blocks;
 }

@@ -74,13 +74,35 @@ int	proxyctl_unregister(const char *sandbox, char **cause);
 
 /*
  * The proxy's block cursor now (before an exec; blocks_seq of /status),
- * and afterwards the blocks of a sandbox after it, aggregated by
- * destination:
- * [{"destination":"h:443","reason":..,"message":..,"attempts":N}].
+ * and afterwards the blocks of a sandbox after it (with run_id: that
+ * exec's and the unattributed ones), aggregated by destination and run:
+ * [{"destination":"h:443","reason":..,"message":..,"attempts":N,
+ * "run_id":..|null}].
  * Both return -1 when the proxy can't be asked (then no blocks are known).
  */
 int	proxyctl_log_seq(long long *seq);
-json_t	*proxyctl_blocks(const char *sandbox, long long after);
+json_t	*proxyctl_blocks(const char *sandbox, long long after,
+	    const char *run_id);
+
+/*
+ * One exec's attribution. begin takes the block cursor and registers a
+ * new credential for run_id with the proxy (token, 32 hex digits, ""
+ * when the proxy could not take it); finish reads the blocks after the
+ * cursor (with a credential: the run's own and those no credential
+ * named, each with its run_id or null) and ends the credential, so it
+ * stops working. finish returns NULL when the proxy could not be asked.
+ */
+struct proxyctl_exec {
+	long long	seq;
+	int		asked;		/* seq is known */
+	int		cred;		/* a credential is registered */
+	char		token[33];
+};
+
+void	proxyctl_exec_begin(struct proxyctl_exec *, const char *sandbox,
+	    const char *run_id);
+json_t	*proxyctl_exec_finish(struct proxyctl_exec *, const char *sandbox,
+	    const char *run_id);
 
 /*
  * Copy the proxy container's output (its stderr: start-up, reloads,

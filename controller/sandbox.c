@@ -292,9 +292,13 @@ sandbox_spec_mount(json_t *mounts, const char *src, const char *dst, int ro)
 	    "ReadOnly", ro, "BindOptions", "Propagation", "rprivate"));
 }
 
-/* Every client's spelling of "use this proxy"; nothing bypasses it. */
+/*
+ * Every client's spelling of "use this proxy"; nothing bypasses it. With
+ * token, the URLs carry an exec's credential (user "sandgate") that
+ * clients send as Proxy-Authorization.
+ */
 static void
-sandbox_spec_env_proxy(json_t *env, const char *proxy)
+sandbox_env_proxy_urls(json_t *env, const char *proxy, const char *token)
 {
 	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY",
 	    "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy" };
@@ -302,14 +306,40 @@ sandbox_spec_env_proxy(json_t *env, const char *proxy)
 	size_t	 i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		util_xasprintf(&s, "%s=http://%s", names[i], proxy);
+		util_xasprintf(&s, "%s=http://%s%s%s%s", names[i], token ?
+		    "sandgate:" : "", token ? token : "", token ? "@" : "",
+		    proxy);
 		json_array_append_new(env, json_string(s));
 		free(s);
 	}
+}
+
+static void
+sandbox_spec_env_proxy(json_t *env, const char *proxy)
+{
+	sandbox_env_proxy_urls(env, proxy, NULL);
 	json_array_append_new(env, json_string(
 	    "NO_PROXY=localhost,127.0.0.1,::1"));
 	json_array_append_new(env, json_string(
 	    "no_proxy=localhost,127.0.0.1,::1"));
+}
+
+json_t *
+sandbox_exec_env(const struct sandbox_meta *m, const char *token,
+    json_t *extra)
+{
+	json_t	*env = json_array(), *v;
+	size_t	 i;
+
+	if (env == NULL)
+		return NULL;
+	if (token != NULL && *token != '\0' && m->proxy != NULL &&
+	    strcmp(m->network, "proxy") == 0)
+		sandbox_env_proxy_urls(env, m->proxy, token);
+	if (extra != NULL)
+		json_array_foreach(extra, i, v)
+			json_array_append(env, v);
+	return env;
 }
 
 /* --ca-cert: the image's system store plus one CA, for every client. */

@@ -122,6 +122,13 @@ long long sandbox_nproc(const struct sandbox_meta *);
 
 /* Defaults, empty strings NULL, empty arrays. */
 void	sandbox_meta_init(struct sandbox_meta *);
+/*
+ * The environment of one exec: with token (an exec credential,
+ * proxyctl_exec_begin) and a proxy, the proxy variables again with it in
+ * their URLs, then extra ("K=V", may be NULL). A new array.
+ */
+json_t	*sandbox_exec_env(const struct sandbox_meta *, const char *token,
+	    json_t *extra);
 void	sandbox_meta_release(struct sandbox_meta *);
 /* Setters that copy (NULL clears). */
 void	sandbox_meta_set(char **field, const char *value);

@@ -48,6 +48,7 @@
 
 #include "addr.h"
 #include "conn_int.h"
+#include "grants.h"
 #include "log.h"
 #include "tunnel.h"
 #include "util.h"
@@ -117,6 +118,10 @@ static size_t	conn_bev_pending(struct bufferevent *);
 static void	conn_timer_finish(struct conn *);
 static int	conn_start_connect(struct conn *);
 static int	conn_start_http(struct conn *);
+static void	conn_attribute(struct conn *);
+static enum sg_reason conn_policy(struct proxy *, const struct policy *,
+		    struct conn *, const struct policy_query *,
+		    struct policy_match *);
 static void	conn_dns_done(void *, int, const char *,
 		    const struct sockaddr_storage *, size_t);
 static int	conn_resolved(struct conn *, const struct sockaddr_storage *,
@@ -130,7 +135,7 @@ static int	conn_connect_failed(struct conn *, const char *details);
 static int	conn_connected(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
 static int	conn_report_mode(const struct policy *,
-		    const struct proxy_client *);
+		    const struct proxy_client *, enum sg_reason);
 static void	conn_revoked(struct conn *, enum sg_reason);
 static unsigned	conn_redecide(struct proxy *, struct conn *);
 static void	conn_query(const struct conn *, struct policy_query *);
@@ -1047,6 +1052,7 @@ conn_event(struct conn *c, struct proxy_event *ev, const char *event,
 	memset(ev, 0, sizeof(*ev));
 	ev->event = event;
 	ev->client = &c->who;
+	ev->run_id = c->r.run[0] != '\0' ? c->r.run : NULL;
 	ev->src = c->src;
 	ev->method = c->r.req.method;
 	ev->host = c->r.host.name;
@@ -1144,6 +1150,56 @@ conn_query(const struct conn *c, struct policy_query *q)
 	q->now = time(NULL);
 }
 
+/*
+ * The exec a request comes from: the run whose credential it carries,
+ * registered for the client's own sandbox. Anything else (no
+ * credential, an ended exec's, another sandbox's) leaves it to the
+ * sandbox alone.
+ */
+static void
+conn_attribute(struct conn *c)
+{
+	char	tok[HTTP_CREDENTIAL_MAX + 1];
+
+	c->r.run[0] = '\0';
+	if (http_proxy_credential(&c->r.req, tok) == 0)
+		(void)execcred_run(c->px->execs, tok, c->who.sandbox,
+		    c->r.run);
+}
+
+/*
+ * The policy's decision, or a grant (sandgate grant) of the client's
+ * sandbox, and exec when the grant names one, for what the policy
+ * refuses. Floors hold over grants: a deny entry has decided already,
+ * and a grant counts only while the policy in force allows it
+ * (policy_grant_check: a later deny entry or a narrower grants list
+ * ends it). A granted request is matched as a name with the default TLS
+ * rule for its port, and reaches a private address only where the
+ * admins said so (grants: allow_private: true).
+ */
+static enum sg_reason
+conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
+    const struct policy_query *q, struct policy_match *m)
+{
+	enum sg_reason	 r;
+	char		 why[512];
+
+	r = policy_decide(p, q, m);
+	if (r == SG_REASON_NONE || r == SG_REASON_DENIED ||
+	    q->host->type != HOST_DNS || grants_match(px->grants,
+	    c->who.sandbox, c->r.run, q->host->name, q->port, q->now) ==
+	    NULL || policy_grant_check(p, q->host, q->port, why,
+	    sizeof(why)) == -1)
+		return r;
+	if (q->path != NULL && q->port == 443)
+		return SG_REASON_NOT_TLS;	/* required on 443 */
+	memset(m, 0, sizeof(*m));
+	m->set = "grant";
+	m->tls = q->port == 443 ? POLICY_TLS_REQUIRED : POLICY_TLS_OPTIONAL;
+	m->allow_private = policy_grants_allow_private(p);
+	return SG_REASON_NONE;
+}
+
 /* The policy decision for the current request, then DNS. */
 int
 conn_decide(struct conn *c)
@@ -1154,10 +1210,11 @@ conn_decide(struct conn *c)
 
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
+	conn_attribute(c);
 	conn_query(c, &q);
-	r = policy_decide(c->r.pol->policy, &q, &c->r.match);
+	r = conn_policy(c->px, c->r.pol->policy, c, &q, &c->r.match);
 	if (r != SG_REASON_NONE && !conn_report_mode(c->r.pol->policy,
-	    &c->who))
+	    &c->who, r))
 		return conn_block(c, r, NULL, NULL);
 	/* A stopped client writes no egress.would_block line either. */
 	if (!proxy_log_healthy(c->px, &c->who, c->src))
@@ -1237,7 +1294,7 @@ conn_report_only(struct conn *c, enum sg_reason r)
 	char			msg[1024];
 	int			priv;
 
-	if (!conn_report_mode(c->r.pol->policy, &c->who))
+	if (!conn_report_mode(c->r.pol->policy, &c->who, r))
 		return 0;
 	reason_message(msg, sizeof(msg), r, c->r.host.name, c->r.port, NULL,
 	    NULL);
@@ -1258,12 +1315,19 @@ conn_report_only(struct conn *c, enum sg_reason r)
 	return 1;
 }
 
-/* 1 when one of the client's sets is in report mode in policy p. */
+/*
+ * 1 when one of the client's sets is in report mode in policy p, so a
+ * block for reason r is let through; a deny entry is a floor report mode
+ * never lifts.
+ */
 static int
-conn_report_mode(const struct policy *p, const struct proxy_client *who)
+conn_report_mode(const struct policy *p, const struct proxy_client *who,
+    enum sg_reason r)
 {
 	size_t	i;
 
+	if (r == SG_REASON_DENIED)
+		return 0;
 	for (i = 0; i < who->nsets; i++)
 		if (policy_set_is_report(p, who->sets[i]))
 			return 1;
@@ -1615,13 +1679,13 @@ conn_redecide(struct proxy *px, struct conn *c)
 	enum sg_reason		r;
 
 	conn_query(c, &q);
-	r = policy_decide(px->policy->policy, &q, &m);
+	r = conn_policy(px, px->policy->policy, c, &q, &m);
 	/* In CONNECT, the addresses were checked under the old entry. */
 	if (r == SG_REASON_NONE && c->state == CONN_CONNECT &&
 	    c->up_private && !m.allow_private)
 		r = SG_REASON_PRIVATE_ADDRESS;
 	if (r != SG_REASON_NONE && conn_report_mode(px->policy->policy,
-	    &c->who))
+	    &c->who, r))
 		return 0;
 	/* The match points into its policy: both change together. */
 	proxy_policy_unref(c->r.pol);
@@ -1659,7 +1723,7 @@ conn_revoke(struct proxy *px)
 		    c->refusing)
 			continue;
 		conn_query(c, &q);
-		r = policy_decide(px->policy->policy, &q, &m);
+		r = conn_policy(px, px->policy->policy, c, &q, &m);
 		if (r == SG_REASON_NONE && c->state == CONN_TUNNEL)
 			r = conn_tunnel_recheck(c, &m);
 		else if (r == SG_REASON_NONE && c->up_private &&
@@ -1670,7 +1734,7 @@ conn_revoke(struct proxy *px)
 		 * again (conn_report_only), so its tunnels stay open.
 		 */
 		if (r == SG_REASON_NONE ||
-		    conn_report_mode(px->policy->policy, &c->who))
+		    conn_report_mode(px->policy->policy, &c->who, r))
 			continue;
 		conn_revoked(c, r);
 		n++;

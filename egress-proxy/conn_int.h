@@ -17,6 +17,7 @@
 
 #include "conn.h"
 #include "dns.h"
+#include "execcred.h"
 #include "host.h"
 #include "http.h"
 #include "policy.h"
@@ -69,6 +70,8 @@ struct conn_req {
 	char			 hostport[SG_HOST_MAX + 16];
 	int			 keep_alive;	/* the client may send more */
 	char			*path;		/* normalized path (paths) */
+	/* The exec whose credential the request carried; "" when none. */
+	char			 run[EXECCRED_RUN_MAX + 1];
 
 	/* Resolution and connect (the addresses are in conn.addrs). */
 	struct dns_req		*dnsreq;

@@ -20,6 +20,9 @@
 #include "conn.h"
 #include "blocklog.h"
 #include "eventlog.h"
+#include "execcred.h"
+#include "grants.h"
+#include "host.h"
 #include "log.h"
 #include "policy.h"
 #include "proxy.h"
@@ -42,6 +45,7 @@ struct control_block {
 	unsigned long long	 count;
 	char			 host[SG_HOST_MAX + 1];
 	int			 port;
+	char			 run[EXECCRED_RUN_MAX + 1];	/* "": none */
 	char			 reason[32];
 	char			 message[512];
 };
@@ -58,6 +62,7 @@ struct control_sbx {
 static struct evhttp		*control_http;
 static char			*control_path;
 static char			*control_registry_path;	/* registry.json */
+static char			*control_grants_path;	/* grants.json */
 static struct control_sbx	*control_sbxs;
 static size_t			 control_nsbxs;
 static unsigned long long	 control_cursor;	/* last one handed out */
@@ -72,6 +77,17 @@ static void	control_register(struct proxy *, struct evhttp_request *);
 static void	control_unregister(struct proxy *, struct evhttp_request *);
 static void	control_reload(struct proxy *, struct evhttp_request *);
 static void	control_blocks(struct proxy *, struct evhttp_request *);
+static void	control_exec_add(struct proxy *, struct evhttp_request *);
+static void	control_grant_add(struct proxy *, struct evhttp_request *);
+static void	control_grant_revoke(struct proxy *, struct evhttp_request *);
+static void	control_grants_list(struct proxy *, struct evhttp_request *);
+static void	control_grants_save(struct proxy *);
+static void	control_grants_load(struct proxy *);
+static void	control_grant_event(struct proxy *, const struct grant *,
+		    const char *, const char *);
+static int	control_grant_read(struct proxy *, json_t *, struct grant *,
+		    int *, const char **);
+static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static void	control_registry_save(struct proxy *);
 static void	control_registry_load(struct proxy *);
 static struct control_sbx *control_sbx_get(const char *, int);
@@ -140,6 +156,16 @@ control_route(struct evhttp_request *req, void *arg)
 		control_unregister(px, req);
 	else if (post && strcmp(path, "/reload") == 0)
 		control_reload(px, req);
+	else if (post && strcmp(path, "/grants") == 0)
+		control_grant_add(px, req);
+	else if (post && strcmp(path, "/grants/revoke") == 0)
+		control_grant_revoke(px, req);
+	else if (!post && strcmp(path, "/grants") == 0)
+		control_grants_list(px, req);
+	else if (post && strcmp(path, "/execs") == 0)
+		control_exec_add(px, req);
+	else if (post && strcmp(path, "/execs/end") == 0)
+		control_exec_end(px, req);
 	else
 		control_reply(req, 404, json_pack("{s:s}", "error",
 		    "unknown endpoint"));
@@ -298,6 +324,8 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		    "sandbox or address is required"));
 	} else {
 		n = registry_remove(px->registry, key);
+		if (json_object_get(o, "sandbox") != NULL)
+			execcred_remove_sandbox(px->execs, key);
 		control_registry_save(px);
 		control_identities(px, json_string_value(json_object_get(o,
 		    "sandbox")));
@@ -305,6 +333,273 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		    "removed", (json_int_t)n));
 	}
 	json_decref(o);
+}
+
+/*
+ * An exec starts: {"token":..,"sandbox":..,"run_id":..}. Its requests
+ * carrying the token are attributed to the run (execcred.h).
+ */
+static void
+control_exec_add(struct proxy *px, struct evhttp_request *req)
+{
+	json_t		*o = control_body(req);
+	const char	*tok, *sbx, *run, *cause;
+
+	if (o == NULL)
+		return;
+	tok = json_string_value(json_object_get(o, "token"));
+	sbx = json_string_value(json_object_get(o, "sandbox"));
+	run = json_string_value(json_object_get(o, "run_id"));
+	if (tok == NULL || sbx == NULL || run == NULL)
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "token, sandbox and run_id are required"));
+	else if (execcred_add(px->execs, tok, sbx, run, &cause) == -1)
+		control_reply(req, 400, json_pack("{s:s}", "error", cause));
+	else
+		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
+	json_decref(o);
+}
+
+/* An exec ended: {"run_id":..}; its credential stops working. */
+static void
+control_exec_end(struct proxy *px, struct evhttp_request *req)
+{
+	json_t		*o = control_body(req);
+	const char	*run;
+
+	if (o == NULL)
+		return;
+	run = json_string_value(json_object_get(o, "run_id"));
+	if (run == NULL)
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "run_id is required"));
+	else
+		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
+		    "removed", (json_int_t)execcred_remove(px->execs, run)));
+	json_decref(o);
+}
+
+/*
+ * A grant, a grant.revoked or a grant.expired event in the chained log:
+ * who (the grant's giver; by, when another person revoked it), the
+ * rationale and the expiry.
+ */
+static void
+control_grant_event(struct proxy *px, const struct grant *g,
+    const char *event, const char *by)
+{
+	json_t	*o = grants_one_json(g), *f = NULL;
+
+	if (o != NULL)
+		f = json_pack("{s:s, s:o, s:o, s:i, s:o, s:o, s:o, s:O, s:O, "
+		    "s:s}", "event", event, "sandbox", eventlog_str(g->sandbox),
+		    "host", eventlog_str(g->host), "port", g->port, "run_id",
+		    g->run[0] ? eventlog_str(g->run) : json_null(), "by",
+		    eventlog_str(g->by), "rationale",
+		    eventlog_str(g->rationale), "granted",
+		    json_object_get(o, "granted"), "expires",
+		    json_object_get(o, "expires"), "policy_digest",
+		    policy_digest(px->policy->policy));
+	if (f != NULL && by != NULL)
+		json_object_set_new(f, "revoked_by", eventlog_str(by));
+	if (f == NULL || eventlog_append(px->seclog, f) == -1)
+		log_warnx("%s not logged: %s", event, f == NULL ?
+		    "out of memory" : eventlog_error(px->seclog));
+	json_decref(f);
+	json_decref(o);
+}
+
+static void
+control_grants_save(struct proxy *px)
+{
+	json_t	*arr = grants_json(px->grants, NULL);
+	char	*tmp;
+
+	util_xasprintf(&tmp, "%s.tmp", control_grants_path);
+	if (arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) == -1 ||
+	    rename(tmp, control_grants_path) == -1)
+		log_warn("cannot save the grants %s", control_grants_path);
+	free(tmp);
+	json_decref(arr);
+}
+
+/* The grants saved before a restart; those expired since go at the tick. */
+static void
+control_grants_load(struct proxy *px)
+{
+	json_error_t	 err;
+	json_t		*arr;
+	size_t		 n;
+
+	if ((arr = json_load_file(control_grants_path, 0, &err)) == NULL) {
+		if (access(control_grants_path, F_OK) == 0)
+			log_warnx("%s: %s; starting with no grants",
+			    control_grants_path, err.text);
+		return;
+	}
+	n = grants_load_json(px->grants, arr);
+	json_decref(arr);
+	if (n > 0)
+		log_info("%zu grants in force again from %s", n,
+		    control_grants_path);
+}
+
+/* host, port and sandbox of a request body; 0 or -1 with *cause. */
+static int
+control_grant_read(struct proxy *px, json_t *o, struct grant *g, int *ok,
+    const char **cause)
+{
+	struct host	 h;
+	const char	*s;
+	json_int_t	 port;
+
+	(void)px;
+	*ok = 0;
+	memset(g, 0, sizeof(*g));
+	s = json_string_value(json_object_get(o, "sandbox"));
+	snprintf(g->sandbox, sizeof(g->sandbox), "%s", s ? s : "");
+	s = json_string_value(json_object_get(o, "host"));
+	port = json_integer_value(json_object_get(o, "port"));
+	if (s == NULL || host_normalize(s, strlen(s), &h, cause) == -1)
+		return -1;
+	snprintf(g->host, sizeof(g->host), "%s", h.name);
+	g->port = port >= 1 && port <= 65535 ? (int)port : 0;
+	s = json_string_value(json_object_get(o, "by"));
+	snprintf(g->by, sizeof(g->by), "%s", s ? s : "");
+	*ok = 1;
+	return 0;
+}
+
+/*
+ * POST /grants {"sandbox","host","port","seconds","rationale","by",
+ * "run_id"?}: within what admins allow (policy_grant_check), else 403
+ * naming the rule.
+ */
+static void
+control_grant_add(struct proxy *px, struct evhttp_request *req)
+{
+	json_t		*o = control_body(req);
+	struct grant	 g;
+	struct host	 h;
+	const char	*cause = "host is required", *s;
+	char		 why[1024];
+	json_int_t	 secs;
+	int		 ok;
+
+	if (o == NULL)
+		return;
+	if (control_grant_read(px, o, &g, &ok, &cause) == -1) {
+		control_reply(req, 400, json_pack("{s:s}", "error", cause));
+		goto out;
+	}
+	secs = json_integer_value(json_object_get(o, "seconds"));
+	s = json_string_value(json_object_get(o, "run_id"));
+	snprintf(g.run, sizeof(g.run), "%s", s ? s : "");
+	s = json_string_value(json_object_get(o, "rationale"));
+	if (s != NULL && strlen(s) <= GRANTS_TEXT_MAX)
+		snprintf(g.rationale, sizeof(g.rationale), "%s", s);
+	g.granted = time(NULL);
+	g.expires = secs > 0 && secs <= GRANTS_SECS_MAX ? g.granted +
+	    (time_t)secs : g.granted;
+	(void)host_normalize(g.host, strlen(g.host), &h, &cause);
+	if (policy_grant_check(px->policy->policy, &h, (uint16_t)g.port, why,
+	    sizeof(why)) == -1) {
+		control_reply(req, 403, json_pack("{s:s}", "error", why));
+		goto out;
+	}
+	if (grants_add(px->grants, &g, &cause) == -1) {
+		control_reply(req, 400, json_pack("{s:s}", "error", cause));
+		goto out;
+	}
+	control_grants_save(px);
+	control_grant_event(px, &g, "grant.added", NULL);
+	control_reply(req, 200, json_pack("{s:b, s:o}", "ok", 1, "grant",
+	    grants_one_json(&g)));
+out:
+	json_decref(o);
+}
+
+struct control_revoke {
+	struct proxy	*px;
+	const char	*by;
+};
+
+static void
+control_revoke_cb(const struct grant *g, void *arg)
+{
+	struct control_revoke	*r = arg;
+
+	control_grant_event(r->px, g, "grant.revoked", r->by);
+}
+
+/* POST /grants/revoke {"sandbox","host","port","by"}: tunnels close. */
+static void
+control_grant_revoke(struct proxy *px, struct evhttp_request *req)
+{
+	json_t			*o = control_body(req);
+	struct grant		 g;
+	struct control_revoke	 r;
+	const char		*cause = "host is required";
+	size_t			 n;
+	unsigned		 closed;
+	int			 ok;
+
+	if (o == NULL)
+		return;
+	if (control_grant_read(px, o, &g, &ok, &cause) == -1 ||
+	    g.by[0] == '\0') {
+		control_reply(req, 400, json_pack("{s:s}", "error", g.by[0] ?
+		    cause : "host and by are required"));
+		goto out;
+	}
+	r.px = px;
+	r.by = g.by;
+	n = grants_remove(px->grants, g.sandbox, g.host, g.port,
+	    control_revoke_cb, &r);
+	if (n == 0) {
+		control_reply(req, 404, json_pack("{s:s}", "error",
+		    "no such grant"));
+		goto out;
+	}
+	control_grants_save(px);
+	closed = conn_revoke(px);
+	control_reply(req, 200, json_pack("{s:b, s:I, s:I}", "ok", 1,
+	    "removed", (json_int_t)n, "closed", (json_int_t)closed));
+out:
+	json_decref(o);
+}
+
+static void
+control_grants_list(struct proxy *px, struct evhttp_request *req)
+{
+	struct evkeyvalq	 q;
+
+	evhttp_parse_query_str(evhttp_uri_get_query(
+	    evhttp_request_get_evhttp_uri(req)) ?: "", &q);
+	control_reply(req, 200, json_pack("{s:o}", "grants",
+	    grants_json(px->grants, evhttp_find_header(&q, "sandbox"))));
+	evhttp_clear_headers(&q);
+}
+
+static void
+control_expire_cb(const struct grant *g, void *arg)
+{
+	control_grant_event(arg, g, "grant.expired", NULL);
+}
+
+void
+control_grants_tick(struct proxy *px)
+{
+	unsigned	closed;
+
+	if (px->grants == NULL || grants_expire(px->grants, time(NULL),
+	    control_expire_cb, px) == 0)
+		return;
+	if (control_grants_path != NULL)
+		control_grants_save(px);
+	closed = conn_revoke(px);
+	if (closed > 0)
+		log_info("%u connections closed: their grant expired", closed);
 }
 
 static void
@@ -446,8 +741,8 @@ control_sbx_drop(const char *sandbox)
 
 void
 control_note_block(struct proxy *px, unsigned long long serial,
-    const char *sandbox, const char *host, int port, const char *reason,
-    const char *message)
+    const char *sandbox, const char *run_id, const char *host, int port,
+    const char *reason, const char *message)
 {
 	struct control_sbx	*s;
 	struct control_block	*b;
@@ -463,7 +758,8 @@ control_note_block(struct proxy *px, unsigned long long serial,
 		if (b->first <= control_cursor)
 			break;
 		if (b->port == port && strcmp(b->reason, reason ? reason :
-		    "") == 0 && strcmp(b->host, host ? host : "") == 0) {
+		    "") == 0 && strcmp(b->host, host ? host : "") == 0 &&
+		    strcmp(b->run, run_id ? run_id : "") == 0) {
 			b->last = serial;
 			b->count++;
 			return;
@@ -475,19 +771,22 @@ control_note_block(struct proxy *px, unsigned long long serial,
 	b->count = 1;
 	util_safe(host ? host : "", b->host, sizeof(b->host));
 	b->port = port;
+	snprintf(b->run, sizeof(b->run), "%s", run_id ? run_id : "");
 	snprintf(b->reason, sizeof(b->reason), "%s", reason ? reason : "");
 	util_safe(message ? message : "", b->message, sizeof(b->message));
 }
 
 /*
  * The blocks of one sandbox after a cursor (blocks_seq of GET /status),
- * oldest first, one entry per record with its attempts.
+ * oldest first, one entry per record with its attempts; with run=RUN
+ * only that exec's (and with unattributed=1 also those that named no
+ * exec).
  */
 static void
 control_blocks(struct proxy *px, struct evhttp_request *req)
 {
 	struct evkeyvalq	 q;
-	const char		*sbx, *after_s, *errstr;
+	const char		*sbx, *after_s, *errstr, *run, *un;
 	long long		 after = 0;
 	json_t			*arr = json_array();
 	size_t			 i, n;
@@ -498,6 +797,8 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	    evhttp_request_get_evhttp_uri(req)) ?: "", &q);
 	sbx = evhttp_find_header(&q, "sandbox");
 	after_s = evhttp_find_header(&q, "after");
+	run = evhttp_find_header(&q, "run");
+	un = evhttp_find_header(&q, "unattributed");
 	if (after_s != NULL && util_strtonum(after_s, 0, LLONG_MAX, &after,
 	    &errstr) == -1)
 		after = 0;
@@ -505,12 +806,15 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	n = s == NULL ? 0 : s->n < CONTROL_BLOCKS ? s->n : CONTROL_BLOCKS;
 	for (i = 0; i < n; i++) {
 		b = &s->ring[(s->n - n + i) % CONTROL_BLOCKS];
-		if (b->last <= (unsigned long long)after)
+		if (b->last <= (unsigned long long)after || (run != NULL &&
+		    strcmp(run, b->run) != 0 && (un == NULL ||
+		    strcmp(un, "1") != 0 || b->run[0] != '\0')))
 			continue;
 		json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:s, "
-		    "s:s, s:I}", "seq", (json_int_t)b->last, "host", b->host,
-		    "port", b->port, "reason", b->reason, "message",
-		    b->message, "attempts", (json_int_t)b->count));
+		    "s:s, s:I, s:o}", "seq", (json_int_t)b->last, "host",
+		    b->host, "port", b->port, "reason", b->reason, "message",
+		    b->message, "attempts", (json_int_t)b->count, "run_id",
+		    b->run[0] ? json_string(b->run) : json_null()));
 	}
 	evhttp_clear_headers(&q);
 	control_reply(req, 200, json_pack("{s:I, s:I, s:o}", "log_seq",
@@ -561,6 +865,10 @@ control_listen(struct proxy *px, const char *path, char **cause)
 	    strrchr(path, '/') ? (int)(strrchr(path, '/') - path) : 1,
 	    strrchr(path, '/') ? path : ".");
 	control_registry_load(px);
+	util_xasprintf(&control_grants_path, "%.*s/grants.json",
+	    strrchr(path, '/') ? (int)(strrchr(path, '/') - path) : 1,
+	    strrchr(path, '/') ? path : ".");
+	control_grants_load(px);
 	fprintf(stderr, "sandgate-proxy: control socket %s\n", path);
 	return 0;
 }
@@ -574,6 +882,7 @@ control_close(struct proxy *px)
 		unlink(control_path);
 	free(control_path);
 	free(control_registry_path);
+	free(control_grants_path);
 	while (control_sbxs != NULL) {
 		struct control_sbx	*s = control_sbxs;
 

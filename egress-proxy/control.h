@@ -28,10 +28,18 @@ void	control_close(struct proxy *);
  * Remember a block (serial: proxy.block_serial of this attempt) for GET
  * /blocks, in the sandbox's own bounded ring: one sandbox's blocks never
  * push out another's. Host and message are kept escaped (printable
- * ASCII). Blocks of unregistered clients are not kept.
+ * ASCII). Blocks of unregistered clients are not kept. run_id (NULL:
+ * none) is the exec whose credential the request carried: GET
+ * /blocks?run=RUN lists only that exec's.
  */
 void	control_note_block(struct proxy *, unsigned long long serial,
-	    const char *sandbox, const char *host, int port,
-	    const char *reason, const char *message);
+	    const char *sandbox, const char *run_id, const char *host,
+	    int port, const char *reason, const char *message);
+
+/*
+ * Every second: remove the grants that expired, each with a
+ * grant.expired event, and close the connections only they allowed.
+ */
+void	control_grants_tick(struct proxy *);
 
 #endif

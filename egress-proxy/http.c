@@ -1,4 +1,5 @@
 /* http.c: HTTP/1.x framing for the egress proxy; see http.h. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,8 @@ ieq(const char *s, size_t n, const char *lower, size_t ln)
 /* ieq() with a string literal; the lengths are compared first. */
 #define IEQ(s, n, lit)	((n) == sizeof(lit) - 1 && \
 			    ieq((s), (n), (lit), sizeof(lit) - 1))
+
+static long	b64_decode(const char *, size_t, unsigned char *, size_t);
 
 /* Set the error outputs; always returns -1. */
 static int
@@ -1683,4 +1686,75 @@ http_error_response(int status, const char *proxy_error,
 		obuf_add(&b, body.p, body.len);
 	free(body.p);
 	return obuf_finish(&b, lenp);
+}
+
+/* Standard base64 with padding into out[size]; length or -1. */
+static long
+b64_decode(const char *s, size_t n, unsigned char *out, size_t size)
+{
+	static const char	 alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char		*c;
+	unsigned long		 acc = 0;
+	size_t			 i, len = 0, pad = 0;
+
+	if (n == 0 || n % 4 != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '=' && i >= n - 2) {
+			pad++;
+			acc <<= 6;
+		} else if (pad == 0 && s[i] != '\0' &&
+		    (c = strchr(alpha, s[i])) != NULL)
+			acc = acc << 6 | (unsigned long)(c - alpha);
+		else
+			return -1;
+		if (i % 4 != 3)
+			continue;
+		if (len + 3 > size)
+			return -1;
+		out[len++] = (unsigned char)(acc >> 16);
+		out[len++] = (unsigned char)(acc >> 8);
+		out[len++] = (unsigned char)acc;
+		acc = 0;
+	}
+	return (long)(len - pad);
+}
+
+int
+http_proxy_credential(const struct http_request *req, char *out)
+{
+	const struct http_header	*h = NULL;
+	unsigned char			 dec[256];
+	const unsigned char		*pw;
+	size_t				 i, n = 0;
+	long				 len;
+
+	out[0] = '\0';
+	for (i = 0; i < req->nheaders; i++) {
+		if (ieq(req->headers[i].name, req->headers[i].name_len,
+		    "proxy-authorization", 19)) {
+			h = &req->headers[i];
+			n++;
+		}
+	}
+	if (n != 1 || h->value_len < 7 || !ieq(h->value, 6, "basic ", 6))
+		return -1;
+	len = b64_decode(h->value + 6, h->value_len - 6, dec, sizeof(dec));
+	if (len <= 0)
+		return -1;
+	pw = memchr(dec, ':', (size_t)len);
+	if (pw == NULL)
+		return -1;
+	pw++;
+	n = (size_t)len - (size_t)(pw - dec);
+	if (n < 32 || n > HTTP_CREDENTIAL_MAX)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (!isdigit(pw[i]) && (pw[i] < 'a' || pw[i] > 'f'))
+			return -1;
+	}
+	memcpy(out, pw, n);
+	out[n] = '\0';
+	return 0;
 }

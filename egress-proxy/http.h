@@ -314,6 +314,20 @@ enum http_parse	 http_chunked_scan(struct http_chunked *ch,
 /* Standard reason phrase of a status ("Forbidden"); "Unknown" if none. */
 const char	*http_status_phrase(int status);
 
+/* The longest exec credential http_proxy_credential() hands back. */
+#define HTTP_CREDENTIAL_MAX	64
+
+/*
+ * The exec credential of a request: the password of its one
+ * Proxy-Authorization field, "Basic" base64("USER:PASSWORD"), when the
+ * password is 32 to HTTP_CREDENTIAL_MAX lowercase hex digits (the user
+ * is not looked at). Copied into out[HTTP_CREDENTIAL_MAX + 1]. Returns
+ * 0, or -1 when there is no such field, more than one, or it is not that
+ * form (out is then "").
+ */
+int		 http_proxy_credential(const struct http_request *req,
+		    char *out);
+
 /*
  * Build the response to a blocked request:
  *   HTTP/1.1 <status> <message>

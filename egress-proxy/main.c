@@ -30,6 +30,8 @@
 #include "log.h"
 #include "policy.h"
 #include "proxy.h"
+#include "execcred.h"
+#include "grants.h"
 #include "registry.h"
 #include "sni.h"
 #include "tlsca.h"
@@ -516,6 +518,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 	struct timeval	 tv = { 1, 0 };
 
 	proxy_log_flush_blocks(px, 0);
+	control_grants_tick(px);
 	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	px->log_anchor_ok = main_ckpt == NULL || checkpoint_anchored(main_ckpt);
@@ -738,7 +741,9 @@ main_loop_new(struct proxy *px)
 	if ((px->self = addr_set_new()) == NULL ||
 	    addr_set_load_local(px->self) == -1)
 		log_warn("cannot list the local addresses");
-	if ((px->registry = registry_new()) == NULL)
+	if ((px->registry = registry_new()) == NULL ||
+	    (px->execs = execcred_new()) == NULL ||
+	    (px->grants = grants_new()) == NULL)
 		fatalx("out of memory");
 	for (i = 0; i < px->cfg.nlisten; i++)
 		if (main_listen(px, px->cfg.listen[i]) == -1)

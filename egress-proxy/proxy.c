@@ -260,6 +260,7 @@ proxy_sec_fields(struct proxy *px, struct eventlog_sec *sec,
 	memset(sec, 0, sizeof(*sec));
 	sec->event = pe->event;
 	sec->sandbox = pe->client ? pe->client->sandbox : NULL;
+	sec->run_id = pe->run_id;
 	sec->src = pe->src;
 	sec->method = proxy_cut(pe->method, cuts->method);
 	sec->host = pe->host && *pe->host ? pe->host : NULL;
@@ -353,8 +354,8 @@ proxy_log_block(struct proxy *px, const struct proxy_event *pe)
 	if (!report && pe->reason != SG_REASON_NONE) {
 		px->block_serial++;
 		control_note_block(px, px->block_serial, pe->client ?
-		    pe->client->sandbox : NULL, pe->host, pe->port,
-		    reason_code(pe->reason), pe->message);
+		    pe->client->sandbox : NULL, pe->run_id, pe->host,
+		    pe->port, reason_code(pe->reason), pe->message);
 	}
 	/* A flood fills the folder between ticks: look often meanwhile. */
 	if (proxy_log_space_due(px))

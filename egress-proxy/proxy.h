@@ -27,6 +27,8 @@ struct dns;
 struct addr_set;
 struct conn;
 struct registry;
+struct execcred;
+struct grants;
 struct registry_entry;
 struct tlsca;
 struct tlsterm;
@@ -201,6 +203,8 @@ struct proxy {
 	struct client_slot	**slots;	/* per client address */
 	size_t			 nslots;	/* addresses with a slot */
 	struct registry		*registry;	/* address -> sandbox, sets */
+	struct execcred		*execs;		/* credential -> run id */
+	struct grants		*grants;	/* sandgate grant */
 	struct blocklog		*blocks;	/* full lines or summaries */
 	unsigned long long	 block_serial;	/* every block attempt */
 	int			 log_pressure;	/* log folder nearly full */
@@ -268,6 +272,7 @@ char	*proxy_identity(const struct proxy_client *, const char *src,
 struct proxy_event {
 	const char		*event;		/* "egress.blocked" ... */
 	const struct proxy_client *client;
+	const char		*run_id;	/* the exec's, or NULL */
 	const char		*src;		/* "10.0.0.2:41234" */
 	const char		*method;
 	const char		*host;

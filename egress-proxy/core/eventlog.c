@@ -1509,6 +1509,9 @@ eventlog_security_fields(const struct eventlog_sec *e)
 		return NULL;
 	bad |= eventlog_set_str(obj, "event", e->event);
 	bad |= eventlog_set_str(obj, "sandbox", e->sandbox);
+	/* Only with an exec's credential: older lines keep their shape. */
+	if (e->run_id != NULL)
+		bad |= eventlog_set_str(obj, "run_id", e->run_id);
 	bad |= eventlog_set_str(obj, "src", e->src);
 	bad |= eventlog_set_str(obj, "method", e->method);
 	bad |= eventlog_set_str(obj, "host", e->host);

@@ -237,6 +237,7 @@ json_t		*eventlog_str(const char *);
 struct eventlog_sec {
 	const char		*event;		/* "egress.blocked", ... */
 	const char		*sandbox;	/* sandbox id */
+	const char		*run_id;	/* exec; NULL: left out */
 	const char		*src;		/* client address */
 	const char		*method;	/* "CONNECT", "GET", ... */
 	const char		*host;		/* as requested */

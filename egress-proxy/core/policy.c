@@ -251,6 +251,8 @@ policy_free(struct policy *p)
 	if (p == NULL)
 		return;
 	EVP_MD_CTX_free(p->md);
+	policy_free(p->floor);
+	free(p->gdomains);
 	ptable_free(&p->exact);
 	ptable_free(&p->wild);
 	ptable_free(&p->cidr);
@@ -335,7 +337,7 @@ policy_finish(struct ploader *ld)
 
 	for (i = 0; i < p->nentries; i++)
 		p->entries[i].pub.set = &p->sets[p->entries[i].setidx];
-	if (!ld->oom && pindex_build(ld) == -1)
+	if (!ld->oom && (pindex_build(ld) == -1 || pfloor_build(ld) == -1))
 		ld->oom = 1;
 	if (ld->oom)
 		ploader_diag(ld, POLICY_ERROR, 0, 0, "out of memory while "

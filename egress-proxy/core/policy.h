@@ -136,6 +136,20 @@ struct policy_entry {
 	const char		*ca_file;
 	const char		*cred_header;
 	const char		*cred_secret;
+	/*
+	 * 1 for an entry of a `deny` list (a floor): it blocks what it
+	 * matches whatever allows it, for every sandbox. ports is NULL
+	 * (nports 0) when it covers every port.
+	 */
+	int			 deny;
+};
+
+/* A domain of `grants: under:`: grants may cover it and names under it. */
+struct policy_grant_domain {
+	const char		*name;		/* normalized */
+	const char		*file;
+	int			 line;
+	int			 col;
 };
 
 struct policy;
@@ -181,6 +195,22 @@ int			 policy_set_is_report(const struct policy *,
 /* Entries of all sets, set by set in name order, each in file order. */
 size_t			 policy_nentries(const struct policy *);
 const struct policy_entry *policy_entry_at(const struct policy *, size_t);
+
+/*
+ * The deny entries (floors) of every file, file by file; they are not
+ * among the entries above, which are the allow entries.
+ */
+size_t			 policy_ndenies(const struct policy *);
+const struct policy_entry *policy_deny_at(const struct policy *, size_t);
+/*
+ * 1 when some file says `grants: allow_private: true`: granted names may
+ * then resolve to private addresses (internal mirrors, tests).
+ */
+int			 policy_grants_allow_private(const struct policy *);
+/* The domains grants may cover, from every file's `grants: under:`. */
+size_t			 policy_ngrant_domains(const struct policy *);
+const struct policy_grant_domain *policy_grant_domain_at(
+			    const struct policy *, size_t);
 
 /* An entry's TLS rule for a port: as written, else required on 443 only. */
 enum policy_tls	 policy_entry_tls(const struct policy_entry *,
@@ -233,8 +263,10 @@ struct policy_match {
 };
 
 /*
- * Decide a request. Returns SG_REASON_NONE when an entry of a set in force
- * allows it, else the nearest reason: NOT_ALLOWLISTED (no entry for the
+ * Decide a request. A deny entry that matches the host and port decides
+ * first, whatever the sets in force: SG_REASON_DENIED, with that entry in
+ * match (entry->deny set). Otherwise returns SG_REASON_NONE when an entry
+ * of a set in force allows it, else the nearest reason: NOT_ALLOWLISTED (no entry for the
  * name), IP_LITERAL (an IP address with no address or CIDR entry),
  * PORT_NOT_ALLOWED (the host matched, the port did not), and for
  * plain-HTTP requests METHOD_NOT_ALLOWED, PATH_NOT_ALLOWED, or NOT_TLS
@@ -248,6 +280,16 @@ struct policy_match {
  */
 enum sg_reason	 policy_decide(const struct policy *,
 		    const struct policy_query *, struct policy_match *);
+
+/*
+ * Whether a grant (docs/policy.md, "Floors") may open host:port: a name,
+ * not an address; no deny entry matches it; and it is one of the domains
+ * of `grants: under:` or a name under one. Returns 0 when it may, else -1
+ * with why, a sentence naming the rule that refuses it (and where it is
+ * written), in why[size].
+ */
+int	policy_grant_check(const struct policy *, const struct host *,
+	    uint16_t port, char *why, size_t size);
 
 /*
  * Parse a comma-separated list of set names ("pypi,github"), as given to

@@ -24,6 +24,7 @@ struct decide {
 	char				 path[SG_HTTP_LINE_MAX + 1];
 };
 
+static void	decide_lookup(struct decide *);
 static int	decide_chain(struct decide *, uint32_t);
 static int	decide_entry(struct decide *, const struct pentry *);
 static void	decide_near(struct decide *, int, enum sg_reason,
@@ -51,16 +52,47 @@ policy_decide(const struct policy *p, const struct policy_query *q,
 	d.reason = SG_REASON_NONE;
 	d.rank = 0;
 	d.norm = 0;
-	if (q->host->type == HOST_DNS) {
-		d.reason = SG_REASON_NOT_ALLOWLISTED;
-		decide_name(&d);
-	} else {
-		d.reason = SG_REASON_IP_LITERAL;
-		decide_ip(&d);
-	}
+	if (p->floor != NULL && (d.best = pdecide_floor(p->floor, q)) != NULL)
+		d.reason = SG_REASON_DENIED;
+	else
+		decide_lookup(&d);
 	if (m != NULL)
 		decide_fill(m, d.best, q->port);
 	return d.reason;
+}
+
+/* The allow entries' verdict, or the nearest miss. */
+static void
+decide_lookup(struct decide *d)
+{
+	if (d->q->host->type == HOST_DNS) {
+		d->reason = SG_REASON_NOT_ALLOWLISTED;
+		decide_name(d);
+	} else {
+		d->reason = SG_REASON_IP_LITERAL;
+		decide_ip(d);
+	}
+}
+
+/*
+ * The floor holds deny entries only, every set in force: one that covers
+ * the host and port "allows" in this lookup, and so denies.
+ */
+const struct pentry *
+pdecide_floor(const struct policy *floor, const struct policy_query *q)
+{
+	struct policy_query	fq = *q;
+	struct decide		d;
+
+	fq.all_sets = 1;
+	fq.path = NULL;
+	d.p = floor;
+	d.q = &fq;
+	d.best = NULL;
+	d.rank = 0;
+	d.norm = 0;
+	decide_lookup(&d);
+	return d.reason == SG_REASON_NONE ? d.best : NULL;
 }
 
 static void
@@ -200,6 +232,8 @@ decide_port(const struct policy_entry *e, uint16_t port)
 {
 	size_t	lo = 0, hi = e->nports, mid;
 
+	if (e->ports == NULL)
+		return 1;	/* a deny entry without ports */
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (e->ports[mid] == port)

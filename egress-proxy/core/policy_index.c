@@ -247,9 +247,10 @@ pindex_check_chain(struct ploader *ld, size_t i, uint32_t head)
 		} else
 			ploader_diag(ld, POLICY_WARNING, e->line, e->col,
 			    "entry for \"%s\" is redundant: the entry for "
-			    "\"%s\" at line %d already allows all of it; "
+			    "\"%s\" at line %d already %s all of it; "
 			    "remove it or narrow the broader one", e->pattern,
-			    w->pub.pattern, w->pub.line);
+			    w->pub.pattern, w->pub.line, e->deny ? "denies" :
+			    "allows");
 		return 1;
 	}
 	return 0;
@@ -301,6 +302,8 @@ pindex_ports_cover(const struct policy_entry *w, const struct policy_entry *e)
 {
 	size_t	i, j;
 
+	if (w->ports == NULL || e->ports == NULL)
+		return w->ports == NULL;	/* NULL: every port */
 	for (i = 0; i < e->nports; i++) {
 		for (j = 0; j < w->nports && w->ports[j] != e->ports[i]; j++)
 			;

@@ -64,6 +64,12 @@ struct policy {
 	uint64_t		 v6lens[3];	/* bits 0..128 */
 	EVP_MD_CTX		*md;		/* while loading */
 	char			 digest[65];
+	/* The deny entries, indexed as a policy of their own; or NULL. */
+	struct policy		*floor;
+	struct policy_grant_domain *gdomains;
+	int			 grants_private;	/* grants.allow_private */
+	size_t			 ngdomains;
+	size_t			 capgdomains;
 };
 
 /* State of one load (directory or buffer). */
@@ -135,6 +141,13 @@ void	ploader_load_file(struct ploader *, const char *name,
 int	ploader_ca_file(struct ploader *, const char *path,
 	    const char **cause);
 const char *policy_cred_header_invalid(const char *h);
+/* The policy deny entries go into (created on first use), or NULL. */
+struct policy *ploader_floor(struct ploader *);
+/* Index the floor's entries, if any (policy_floor.c). 0 or -1. */
+int	pfloor_build(struct ploader *);
+/* Add a domain grants may cover. 0 or -1 (out of memory). */
+int	ploader_add_grant_domain(struct ploader *, const char *name,
+	    int line, int col);
 
 /* Build the lookup tables and run the checks across entries. 0 or -1. */
 int	pindex_build(struct ploader *);
@@ -146,6 +159,13 @@ int	 pindex_len_used(const struct policy *, int family, unsigned prefix);
 /* Fill the CIDR key of a prefix. */
 void	 pindex_ckey(uint8_t key[PENTRY_CKEY_LEN], int family,
 	    unsigned prefix, const uint8_t *bytes);
+
+/*
+ * The deny entry of floor that matches q's host and port, or NULL
+ * (policy_decide.c).
+ */
+const struct pentry *pdecide_floor(const struct policy *floor,
+	    const struct policy_query *q);
 
 /*
  * A public suffix rule under name (a normalized DNS name), as written in

@@ -25,10 +25,15 @@
 /* Spelled by its letters: a marker checker must not take it for one. */
 const char policy_placeholder[] = { 'T', 'O', 'D', 'O', '\0' };
 
-enum top_key { TK_DESCRIPTION, TK_OWNER, TK_MODE, TK_ALLOW, TK_MAX };
-static const char *const top_keys[] = {
-	"description", "owner", "mode", "allow", NULL
+enum top_key {
+	TK_DESCRIPTION, TK_OWNER, TK_MODE, TK_ALLOW, TK_DENY, TK_GRANTS, TK_MAX
 };
+static const char *const top_keys[] = {
+	"description", "owner", "mode", "allow", "deny", "grants", NULL
+};
+/* A deny entry's keys: the first ones of entry_keys, in that order. */
+static const char *const deny_keys[] = { "host", "ports", "rationale", NULL };
+static const char *const grants_keys[] = { "under", "allow_private", NULL };
 
 enum entry_key {
 	EK_HOST, EK_PORTS, EK_RATIONALE, EK_EXPIRES, EK_METHODS, EK_PATHS,
@@ -45,6 +50,7 @@ struct ld_entry {
 	struct pentry	 e;
 	struct ynode	*val[EK_MAX];
 	char		 label[LABEL_MAX + 1];
+	int		 deny;		/* an entry of a deny list */
 };
 
 static unsigned	load_keys(struct ploader *, const struct ynode *,
@@ -54,8 +60,13 @@ static const char *load_known(const char *const *);
 static const char *load_suggest(const char *, const char *const *);
 static void	load_top(struct ploader *, struct policy_set *,
 		    const struct ynode *);
-static void	load_allow(struct ploader *, const struct ynode *);
-static void	load_entry(struct ploader *, const struct ynode *);
+static void	load_list_of(struct ploader *, const struct ynode *, int);
+static void	load_entry(struct ploader *, const struct ynode *, int);
+static int	load_add(struct ploader *, struct ld_entry *,
+		    const struct ynode *);
+static void	load_grants(struct ploader *, const struct ynode *);
+static void	load_grant_domain(struct ploader *, const struct ynode *);
+static const char *load_known(const char *const *);
 static int	load_string(struct ploader *, const struct ynode *,
 		    const char *, const char **);
 static int	load_is_null(const struct ynode *);
@@ -145,41 +156,121 @@ load_top(struct ploader *ld, struct policy_set *s, const struct ynode *root)
 			    val[TK_MODE]->col, "mode \"%s\" is not enforce "
 			    "or report", str);
 	}
+	if (val[TK_DENY] != NULL)
+		load_list_of(ld, val[TK_DENY], 1);
+	if (val[TK_GRANTS] != NULL)
+		load_grants(ld, val[TK_GRANTS]);
+	/* A file of floors alone needs no allow list. */
 	if (val[TK_ALLOW] == NULL) {
-		if (!(hinted & (1u << TK_ALLOW)))
+		if (!(hinted & (1u << TK_ALLOW)) && val[TK_DENY] == NULL &&
+		    val[TK_GRANTS] == NULL)
 			ploader_diag(ld, POLICY_ERROR, root->line, root->col,
 			    "no \"allow\" list; add \"allow:\" with the "
 			    "entries of this set");
 		return;
 	}
-	load_allow(ld, val[TK_ALLOW]);
+	load_list_of(ld, val[TK_ALLOW], 0);
 }
 
+/* The allow list, or with deny set the deny list. */
 static void
-load_allow(struct ploader *ld, const struct ynode *allow)
+load_list_of(struct ploader *ld, const struct ynode *list, int deny)
 {
 	const struct ynode	*n;
+	const char		*key = deny ? "deny" : "allow";
 
-	if (load_is_null(allow) || (allow->type == YNODE_SEQ &&
-	    allow->n == 0)) {
-		ploader_diag(ld, POLICY_WARNING, allow->line, allow->col,
-		    "the allow list is empty; this set allows nothing");
+	if (load_is_null(list) || (list->type == YNODE_SEQ &&
+	    list->n == 0)) {
+		ploader_diag(ld, POLICY_WARNING, list->line, list->col,
+		    "the %s list is empty; this set %s nothing", key,
+		    deny ? "denies" : "allows");
 		return;
 	}
-	if (allow->type != YNODE_SEQ) {
-		ploader_diag(ld, POLICY_ERROR, allow->line, allow->col,
-		    "\"allow\" must be a list of entries, each starting with "
-		    "\"- host:\"");
+	if (list->type != YNODE_SEQ) {
+		ploader_diag(ld, POLICY_ERROR, list->line, list->col,
+		    "\"%s\" must be a list of entries, each starting with "
+		    "\"- host:\"", key);
 		return;
 	}
-	for (n = allow->first; n != NULL && !ld->oom; n = n->next) {
+	for (n = list->first; n != NULL && !ld->oom; n = n->next) {
 		if (n->type != YNODE_MAP)
 			ploader_diag(ld, POLICY_ERROR, n->line, n->col, "each "
-			    "allow entry must be a mapping with host, ports "
-			    "and rationale");
+			    "%s entry must be a mapping with host, ports "
+			    "and rationale", key);
 		else
-			load_entry(ld, n);
+			load_entry(ld, n, deny);
 	}
+}
+
+/* grants: the bounds of what `sandgate grant` may open. */
+static void
+load_grants(struct ploader *ld, const struct ynode *map)
+{
+	struct ynode		*val[2] = { NULL, NULL };
+	const struct ynode	*n;
+
+	if (map->type != YNODE_MAP) {
+		ploader_diag(ld, POLICY_ERROR, map->line, map->col, "\"grants\" "
+		    "must be a mapping with an \"under\" list of domains, "
+		    "such as \"under: [example.com]\"");
+		return;
+	}
+	load_keys(ld, map, grants_keys, val, "grants");
+	n = val[1];
+	if (n != NULL && n->type == YNODE_SCALAR && n->plain &&
+	    (strcasecmp(n->value, "true") == 0 ||
+	    strcasecmp(n->value, "false") == 0))
+		ld->p->grants_private |= strcasecmp(n->value, "true") == 0;
+	else if (n != NULL)
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "allow_private "
+		    "must be true or false");
+	n = val[0];
+	if (n == NULL) {
+		ploader_diag(ld, POLICY_ERROR, map->line, map->col, "\"grants\" "
+		    "has no \"under\" list; list the domains grants may "
+		    "cover");
+		return;
+	}
+	if (n->type != YNODE_SEQ || n->n == 0) {
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "\"under\" "
+		    "must be a non-empty list of domain names");
+		return;
+	}
+	for (n = n->first; n != NULL && !ld->oom; n = n->next)
+		load_grant_domain(ld, n);
+}
+
+/* One domain of grants.under: a name someone owns, not a public suffix. */
+static void
+load_grant_domain(struct ploader *ld, const struct ynode *n)
+{
+	const psl_ctx_t	*psl;
+	struct host	 h;
+	const char	*cause = NULL;
+	char		 label[LABEL_MAX + 1];
+
+	if (n->type != YNODE_SCALAR || strchr(n->value, '*') != NULL ||
+	    host_normalize(n->value, n->len, &h, &cause) == -1 ||
+	    h.type != HOST_DNS) {
+		load_label(label, n->type == YNODE_SCALAR ? n->value : "?",
+		    n->type == YNODE_SCALAR ? n->len : 1);
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "grants domain "
+		    "\"%s\" is not a domain name%s%s (write \"example.com\" "
+		    "for it and every name under it)", label,
+		    cause ? ": " : "", cause ? cause : "");
+		return;
+	}
+	psl = load_psl();
+	if (psl == NULL || psl_is_public_suffix2(psl, h.name, PSL_TYPE_ANY)) {
+		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "grants domain "
+		    "\"%s\" is a public suffix%s; grants under it could open "
+		    "anyone's names, list a domain someone owns", h.name,
+		    psl == NULL ? " (the public suffix list is not installed)" :
+		    "");
+		return;
+	}
+	if (ploader_add_grant_domain(ld, h.name, n->line, n->col) == -1)
+		ld->oom = 1;
 }
 
 /*
@@ -333,9 +424,9 @@ load_label(char *out, const char *s, size_t len)
 	out[len] = '\0';
 }
 
-/* One entry of an allow list. */
+/* One entry of an allow list, or of a deny list. */
 static void
-load_entry(struct ploader *ld, const struct ynode *map)
+load_entry(struct ploader *ld, const struct ynode *map, int deny)
 {
 	struct ld_entry	 le;
 	size_t		 errors = ld->diags->nerrors;
@@ -344,7 +435,10 @@ load_entry(struct ploader *ld, const struct ynode *map)
 	memset(&le, 0, sizeof(le));
 	le.e.pub.line = map->line;
 	le.e.pub.col = map->col;
-	hinted = load_keys(ld, map, entry_keys, le.val, "an allow entry");
+	le.deny = deny;
+	le.e.pub.deny = deny;
+	hinted = load_keys(ld, map, deny ? deny_keys : entry_keys, le.val,
+	    deny ? "a deny entry" : "an allow entry");
 	snprintf(le.label, sizeof(le.label), "?");
 	if (le.val[EK_HOST] != NULL && le.val[EK_HOST]->type == YNODE_SCALAR)
 		load_label(le.label, le.val[EK_HOST]->value,
@@ -358,7 +452,7 @@ load_entry(struct ploader *ld, const struct ynode *map)
 	if (le.val[EK_RATIONALE] == NULL && !(hinted & (1u << EK_RATIONALE)))
 		ploader_diag(ld, POLICY_ERROR, map->line, map->col, "entry for "
 		    "\"%s\" has no rationale; every entry must say why it is "
-		    "allowed", le.label);
+		    "%s", le.label, deny ? "denied" : "allowed");
 	else if (le.val[EK_RATIONALE] != NULL)
 		entry_rationale(ld, &le, le.val[EK_RATIONALE]);
 	entry_ports(ld, &le);
@@ -372,14 +466,33 @@ load_entry(struct ploader *ld, const struct ynode *map)
 		return;
 	if (entry_cross(ld, &le) == -1)
 		return;
-	if (ploader_add_entry(ld, &le.e) == -1) {
-		if (ld->p->nentries >= SG_POLICY_ENTRIES_MAX)
-			ploader_diag(ld, POLICY_ERROR, map->line, map->col,
-			    "more than %d entries in all; split the policy or "
-			    "use wildcards", SG_POLICY_ENTRIES_MAX);
-		else
-			ld->oom = 1;
+	if (load_add(ld, &le, map) == -1)
+		ld->oom = 1;
+}
+
+/* Keep a valid entry: allow entries in the set, deny entries in the floor. */
+static int
+load_add(struct ploader *ld, struct ld_entry *le, const struct ynode *map)
+{
+	struct policy	*p = ld->p, *to = p;
+	int		 rc;
+
+	if (le->deny) {
+		le->e.pub.tls = POLICY_TLS_OPTIONAL;	/* any request */
+		to = ploader_floor(ld);
+		if (to == NULL)
+			return -1;
 	}
+	ld->p = to;
+	rc = ploader_add_entry(ld, &le->e);
+	ld->p = p;
+	if (rc == -1 && to->nentries >= SG_POLICY_ENTRIES_MAX) {
+		ploader_diag(ld, POLICY_ERROR, map->line, map->col, "more than "
+		    "%d entries in all; split the policy or use wildcards",
+		    SG_POLICY_ENTRIES_MAX);
+		rc = 0;
+	}
+	return rc;
 }
 
 /* host: an exact name, "*.suffix", an IP literal or a CIDR. */
@@ -495,8 +608,10 @@ entry_wildcard(struct ploader *ld, struct ld_entry *le,
 		    le->label, cause);
 		return -1;
 	}
+	/* Denying a whole suffix is a floor; allowing one is a hole. */
 	psl = load_psl();
-	if (psl == NULL || psl_is_public_suffix2(psl, h.name, PSL_TYPE_ANY)) {
+	if (!le->deny && (psl == NULL || psl_is_public_suffix2(psl, h.name,
+	    PSL_TYPE_ANY))) {
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "wildcard "
 		    "\"%s\" covers the whole public suffix \"%s\"%s; list "
 		    "names under a domain someone owns, such as "
@@ -505,7 +620,7 @@ entry_wildcard(struct ploader *ld, struct ld_entry *le,
 		    h.name);
 		return -1;
 	}
-	if (entry_wildcard_inner(ld, le, n, h.name) == -1)
+	if (!le->deny && entry_wildcard_inner(ld, le, n, h.name) == -1)
 		return -1;
 	if (asprintf(&pat, "*.%s", h.name) == -1)
 		goto oom;
@@ -535,7 +650,8 @@ entry_cidr(struct ploader *ld, struct ld_entry *le, const struct ynode *n)
 		    "is not a valid CIDR: %s", le->label, cause);
 		return -1;
 	}
-	if (e->cidr.prefix < (e->cidr.family == AF_INET ? 8u : 16u)) {
+	if (!le->deny && e->cidr.prefix < (e->cidr.family == AF_INET ? 8u :
+	    16u)) {
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "CIDR \"%s\" "
 		    "is too broad; the shortest prefix allowed is /8 for IPv4 "
 		    "and /16 for IPv6", le->label);
@@ -562,8 +678,8 @@ entry_rationale(struct ploader *ld, struct ld_entry *le,
 
 	if (n->type != YNODE_SCALAR || strlen(n->value) != n->len) {
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "the rationale "
-		    "for \"%s\" must be text saying why it is allowed",
-		    le->label);
+		    "for \"%s\" must be text saying why it is %s",
+		    le->label, le->deny ? "denied" : "allowed");
 		return -1;
 	}
 	for (s = n->value; isspace((unsigned char)*s); s++)
@@ -574,7 +690,7 @@ entry_rationale(struct ploader *ld, struct ld_entry *le,
 	if (s == end || load_is_null(n)) {
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "entry for "
 		    "\"%s\" has an empty rationale; every entry must say why "
-		    "it is allowed", le->label);
+		    "it is %s", le->label, le->deny ? "denied" : "allowed");
 		return -1;
 	}
 	if (end - s >= 4 && strncasecmp(s, policy_placeholder, 4) == 0 &&
@@ -618,6 +734,8 @@ entry_ports(struct ploader *ld, struct ld_entry *le)
 		    "such as [443]");
 		return -1;
 	}
+	if (n == NULL && le->deny)
+		return 0;	/* a deny entry covers every port */
 	v = parena_alloc(&ld->p->arena, sizeof(*v) * (n ? n->n : 1));
 	if (v == NULL) {
 		ld->oom = 1;

@@ -36,6 +36,7 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_UPSTREAM_UNREACHABLE] = "upstream_unreachable",
 	[SG_REASON_CREDENTIAL_MISSING] = "credential_missing",
 	[SG_REASON_TERMINATION_UNAVAILABLE] = "termination_unavailable",
+	[SG_REASON_DENIED] = "denied",
 };
 
 static int	reason_upstream(char *, size_t, enum sg_reason, const char *,
@@ -78,7 +79,8 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 	char		 sni[REASON_SNI_SHOWN];
 
 	util_escape(sni_raw ? sni_raw : "-", sni, sizeof(sni));
-	if (r >= SG_REASON_UPSTREAM_SELF_SIGNED && r < SG_REASON_MAX)
+	if (r >= SG_REASON_UPSTREAM_SELF_SIGNED &&
+	    r <= SG_REASON_TERMINATION_UNAVAILABLE)
 		return reason_upstream(buf, size, r, open, h, colon, port,
 		    addr ? addr : "-");
 	switch (r) {
@@ -111,6 +113,10 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 		return snprintf(buf, size, "sandgate-proxy cannot open a "
 		    "tunnel to %s%s%s:%u now (out of memory or pipes); try "
 		    "again later", open, h, colon, port);
+	case SG_REASON_DENIED:
+		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
+		    "%s%s%s:%u is denied (a deny entry of policy.d; no allow "
+		    "entry or grant can open it)", open, h, colon, port);
 	case SG_REASON_SNI_MISSING:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS ClientHello "
 		    "for %s%s%s:%u has no SNI", open, h, colon, port);

@@ -35,6 +35,7 @@ enum sg_reason {
 	SG_REASON_UPSTREAM_UNREACHABLE,	/* no answer, refused, no address */
 	SG_REASON_CREDENTIAL_MISSING,	/* the entry's secret is not set */
 	SG_REASON_TERMINATION_UNAVAILABLE, /* tls: terminate, but no CA */
+	SG_REASON_DENIED,		/* a deny entry (a floor) matched */
 	SG_REASON_MAX
 };
 

@@ -44,10 +44,16 @@ fuzz_request_forward(const struct http_request *req)
 {
 	struct http_request	 again;
 	const char		*cause;
-	char			*out;
+	char			*out, cred[HTTP_CREDENTIAL_MAX + 1];
 	size_t			 len;
 	int			 st;
 
+	/* A credential, when one is found, is only hex digits. */
+	if (http_proxy_credential(req, cred) == 0)
+		check(strlen(cred) >= 32 && strspn(cred, "0123456789abcdef") ==
+		    strlen(cred));
+	else
+		check(cred[0] == '\0');
 	out = http_request_forward(req, HTTP_FWD_CLOSE, &len);
 	if (req->path == NULL) {
 		check(out == NULL);

@@ -11,6 +11,8 @@
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
+static void	fuzz_floors(const struct policy *, struct policy_query *);
+
 static void
 fuzz_query(const struct policy *p)
 {
@@ -41,6 +43,34 @@ fuzz_query(const struct policy *p)
 		q.method = "GET";
 		q.path = e->npaths ? e->paths[0] : "/a/../b";
 		(void)policy_decide(p, &q, &m);
+	}
+	fuzz_floors(p, &q);
+}
+
+/* Each deny entry's pattern, decided and asked for as a grant. */
+static void
+fuzz_floors(const struct policy *p, struct policy_query *q)
+{
+	const struct policy_entry	*e;
+	struct host			 h;
+	const char			*cause;
+	char				 name[SG_HOST_MAX + 2], why[512];
+	size_t				 i;
+
+	q->host = &h;
+	q->method = NULL;
+	q->path = NULL;
+	for (i = 0; i < policy_ndenies(p) && i < 64; i++) {
+		e = policy_deny_at(p, i);
+		snprintf(name, sizeof(name), "%s%s", e->kind ==
+		    POLICY_HOST_WILDCARD ? "a" : "", e->kind ==
+		    POLICY_HOST_WILDCARD ? e->pattern + 1 : e->pattern);
+		if (host_normalize(name, strcspn(name, "/"), &h, &cause) == -1)
+			continue;
+		q->port = e->ports != NULL ? e->ports[0] : 8080;
+		if (policy_decide(p, q, NULL) != SG_REASON_DENIED)
+			__builtin_trap();	/* a floor that does not hold */
+		(void)policy_grant_check(p, &h, q->port, why, sizeof(why));
 	}
 }
 

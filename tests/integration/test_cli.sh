@@ -18,7 +18,7 @@ sg_setup
 export DOCKER_HOST=unix:///nonexistent.sock
 
 # Every command, then every subcommand as COMMAND/VERB[/VERB].
-COMMANDS="create exec diff apply export discard list gc run doctor policy
+COMMANDS="create exec diff apply export discard list gc run doctor policy pending grant revoke grants
     audit proxy secret image"
 VERBS="policy/check policy/explain policy/list policy/diff policy/suggest
     audit/list audit/summary audit/verify audit/tail audit/export audit/key

@@ -239,4 +239,43 @@ for bad in 2026-01-31T12:00:00+2:000 2026-01-31T12:00:00+-1:00 2026-02-30 2026-0
 	assert_eq "suggest --since $bad: a usage error" 2 "$s_rc"
 done
 
+# ----------------------------------------------------------------- floors
+
+F="$SG_TMP/floors"
+mkdir -p "$F"
+cp "$SHIPPED/pypi.yaml" "$F/"
+cat >"$F/floor.yaml" <<'YAML'
+description: floors under every set
+deny:
+  - host: files.pythonhosted.org
+    rationale: wheels come from the internal mirror only
+grants:
+  under: [corp.test]
+YAML
+sg_run f "$SG" policy check "$F"
+assert_eq "check floors: exit 0" 0 "$f_rc"
+assert_contains "check floors: counts deny entries" "$f_out" "2 entries, 1 deny entries, digest"
+sg_run f "$SG" policy explain --policy-dir "$F" files.pythonhosted.org
+assert_eq "explain denied: exit 1" 1 "$f_rc"
+assert_contains "explain denied: reason" "$f_out" "BLOCK denied: network blocked by policy: destination files.pythonhosted.org:443 is denied"
+assert_contains "explain denied: names the deny entry" "$f_out" \
+	"  deny entry: \"files.pythonhosted.org\" in set floor ($F/floor.yaml:3): wheels come from the internal mirror only"
+assert_contains "explain denied: no grant either" "$f_out" "  no grant may open it: files.pythonhosted.org:443 is denied by the deny entry"
+sg_run f "$SG" policy explain --policy-dir "$F" mirror.corp.test
+assert_contains "explain grantable" "$f_out" "  a grant may open it"
+sg_run f "$SG" policy explain --policy-dir "$F" evil.test
+assert_contains "explain outside grants.under: names the rule" "$f_out" \
+	"  no grant may open it: evil.test is not under a domain grants may cover (rule: grants: under: corp.test ($F/floor.yaml:6))"
+sg_run f "$SG" policy list --policy-dir "$F" --json
+assert_eq "list --json: deny and grants_under" "files.pythonhosted.org all corp.test" \
+	"$(printf '%s' "$f_out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["deny"][0]["host"], d["deny"][0]["ports"], d["grants_under"][0]["domain"])')"
+sg_run f "$SG" policy diff "$SHIPPED" "$F"
+assert_contains "diff: a deny entry added" "$f_out" \
+	"+ DENY floor files.pythonhosted.org:*  ($F/floor.yaml:3, deny) wheels come from the internal mirror only"
+printf 'deny:\n  - host: a.test\n    tls: optional\n    rationale: r\n' >"$F/bad.yaml"
+sg_run f "$SG" policy check "$F"
+assert_eq "check a bad deny entry: exit 1" 1 "$f_rc"
+assert_contains "check a bad deny entry: file:line:col" "$f_err" \
+	"$F/bad.yaml:3:5: unknown key \"tls\" in a deny entry; known keys are host, ports, rationale"
+
 sg_summary

@@ -13,6 +13,8 @@ loopback; clients use 127.0.0.2 and 127.0.0.3 as source addresses to play
 two sandboxes.
 """
 
+import base64
+import json
 import os
 import re
 import shutil
@@ -20,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -30,7 +33,9 @@ from proxylib import RawConn, get_request, connect_request  # noqa: E402
 
 SANDGATE = os.path.join(proxylib.BIN, "sandgate")
 NAMES = ("allowed.test", "new.test", "gone.test", "tunnel.test",
-         "kept.test", "shared.test", "stage.test", "evil.test")
+         "kept.test", "shared.test", "stage.test", "evil.test",
+         "g1.grant.test", "g2.grant.test", "g3.grant.test",
+         "denied.grant.test")
 
 W = {}  # the module's fixtures: dir, upstreams, proxy, state, socket
 
@@ -89,6 +94,16 @@ NEW_ENTRY = """\
     ports: [{HTTP}]
     allow_private: true
     rationale: added by a reload
+"""
+
+FLOOR = """\
+description: floors admins set under every set
+deny:
+  - host: stage.test
+    rationale: the staging mirror must not be reached even in report mode
+  - host: kept.test
+    ports: [{HTTP}]
+    rationale: an allow entry of set test names it; the floor wins
 """
 
 BROKEN = """\
@@ -561,6 +576,401 @@ class T5Report(ReloadTest):
             self.assertEqual(revoked, [])
         finally:
             c.close()
+
+
+    def test_deny_beats_report_mode_and_allow(self):
+        files = dict(BASE)
+        files["floor.yaml"] = FLOOR
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        mark = self.proxy.mark()
+        # Report mode lets not_allowlisted and port_not_allowed through;
+        # a deny entry it never lifts.
+        resp = self.assert_get("stage.test", 403, src="127.0.0.2")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
+        self.assertIn(b"is denied (a deny entry of policy.d", resp.body)
+        # An allow entry of an enforced set does not open it either.
+        resp = self.assert_get("kept.test", 403, src="127.0.0.1")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
+        kinds = [(e["event"], e.get("reason"), e.get("host"))
+                 for e in self.proxy.events()[mark:]]
+        self.assertEqual(kinds, [("egress.blocked", "denied", "stage.test"),
+                                 ("egress.blocked", "denied", "kept.test")])
+        # The event names the deny entry that decided.
+        rules = [e.get("rule") for e in self.proxy.events()[mark:]]
+        self.assertEqual(rules, [
+            os.path.join(self.proxy.policy_dir, "floor.yaml") + ":3",
+            os.path.join(self.proxy.policy_dir, "floor.yaml") + ":5"])
+        # What no floor covers still goes as before.
+        self.assert_get("allowed.test", 200, src="127.0.0.1")
+
+    def test_deny_closes_report_mode_tunnel_at_reload(self):
+        c = bound_conn("127.0.0.2", self.proxy.port)
+        try:
+            hp = "stage.test:%d" % W["up"].http_port
+            c.send(connect_request(hp))
+            resp = c.read_response(method="CONNECT")
+            self.assertEqual(resp.status, 200, resp)
+            tunnel_get(c, "stage.test", "/first")
+            files = dict(BASE)
+            files["floor.yaml"] = FLOOR
+            write_policy(files)
+            mark = self.proxy.mark()
+            self.sighup("policy.reloaded")
+            self.assertTrue(tunnel_closed(c), "tunnel to a denied "
+                            "destination still open in report mode")
+            ev = self.proxy.wait_event(
+                lambda e: e.get("event") == "egress.revoked", mark)
+            self.assertIsNotNone(ev, "no egress.revoked event")
+            self.assertEqual((ev["host"], ev["reason"], ev["sandbox"]),
+                             ("stage.test", "denied", "sbx_stage"))
+        finally:
+            c.close()
+
+
+# ------------------------------------------- (h) exec attribution
+
+TOK_A = "a1" * 16           # run_a of sbx_one
+TOK_B = "b2" * 16           # run_b of sbx_one, at the same time
+TOK_C = "c3" * 20           # run_c of sbx_two
+
+
+def basic(token, user="sandgate"):
+    return base64.b64encode(("%s:%s" % (user, token)).encode()).decode()
+
+
+def get_with(src, host, auth):
+    """A GET through the proxy from src, with Proxy-Authorization auth."""
+    hp = "%s:%d" % (host, W["up"].http_port)
+    extra = "Connection: close\r\n"
+    if auth is not None:
+        extra += "Proxy-Authorization: %s\r\n" % auth
+    with bound_conn(src, W["proxy"].port) as c:
+        c.send(get_request("http://%s/" % hp, hp, extra))
+        return c.read_response()
+
+
+class T10Execs(ReloadTest):
+    def setUp(self):
+        super().setUp()
+        for addr, sbx in (("127.0.0.2", "sbx_one"), ("127.0.0.3", "sbx_two")):
+            status, body = control("POST", "/register", {
+                "address": addr, "sandbox": sbx, "sets": "test"})
+            self.assertEqual(status, 200, body)
+        for tok, sbx, run in ((TOK_A, "sbx_one", "run_a"),
+                              (TOK_B, "sbx_one", "run_b"),
+                              (TOK_C, "sbx_two", "run_c")):
+            status, body = control("POST", "/execs", {
+                "token": tok, "sandbox": sbx, "run_id": run})
+            self.assertEqual(status, 200, body)
+
+    def tearDown(self):
+        for run in ("run_a", "run_b", "run_c"):
+            control("POST", "/execs/end", {"run_id": run})
+        super().tearDown()
+
+    def blocked(self, mark):
+        return [(e["host"], e.get("run_id"), e["sandbox"])
+                for e in self.proxy.events()[mark:]
+                if e.get("event") == "egress.blocked"]
+
+    def test_each_exec_sees_its_own_blocks(self):
+        status, st = control("GET", "/status")
+        mark = self.proxy.mark()
+        self.assertEqual(get_with("127.0.0.2", "ea.test",
+                                  "Basic " + basic(TOK_A)).status, 403)
+        self.assertEqual(get_with("127.0.0.2", "eb.test",
+                                  "basic " + basic(TOK_B)).status, 403)
+        # An allowed request goes on with its credential, which is not
+        # forwarded upstream.
+        resp = get_with("127.0.0.2", "allowed.test", "Basic " + basic(TOK_A))
+        self.assertEqual(resp.status, 200)
+        self.assertNotIn("proxy-authorization",
+                         [k.lower() for k, v in resp.json()["headers"]])
+        self.assertEqual(self.blocked(mark), [
+            ("ea.test", "run_a", "sbx_one"),
+            ("eb.test", "run_b", "sbx_one")])
+        for run, want in (("run_a", ["ea.test"]), ("run_b", ["eb.test"]),
+                          ("run_c", [])):
+            status, body = control(
+                "GET", "/blocks?sandbox=sbx_one&after=%d&run=%s"
+                % (st["blocks_seq"], run))
+            self.assertEqual(status, 200, body)
+            self.assertEqual([b["host"] for b in body["blocks"]], want, run)
+            self.assertTrue(all(b["run_id"] == run for b in body["blocks"]))
+        # Without run= the sandbox's whole list, as before.
+        status, body = control("GET", "/blocks?sandbox=sbx_one&after=%d"
+                               % st["blocks_seq"])
+        self.assertEqual(sorted(b["host"] for b in body["blocks"]),
+                         ["ea.test", "eb.test"])
+
+    def test_a_credential_names_no_other_run(self):
+        status, st = control("GET", "/status")
+        mark = self.proxy.mark()
+        # sbx_two's credential sent from sbx_one's address: forged.
+        get_with("127.0.0.2", "f1.test", "Basic " + basic(TOK_C))
+        # No credential, a malformed one, an unknown one, two at once.
+        get_with("127.0.0.2", "f2.test", None)
+        get_with("127.0.0.2", "f3.test", "Basic !!!")
+        get_with("127.0.0.2", "f4.test", "Basic " + basic("d4" * 16))
+        get_with("127.0.0.2", "f5.test", "Bearer " + TOK_A)
+        get_with("127.0.0.2", "f6.test", "Basic " + basic(TOK_A) +
+                 "\r\nProxy-Authorization: Basic " + basic(TOK_B))
+        # An exec that ended: its credential stops working.
+        status, body = control("POST", "/execs/end", {"run_id": "run_a"})
+        self.assertEqual(body["removed"], 1)
+        get_with("127.0.0.2", "f7.test", "Basic " + basic(TOK_A))
+        self.assertEqual(self.blocked(mark), [
+            ("f%d.test" % i, None, "sbx_one") for i in range(1, 8)])
+        # What an exec reads at its end: its own and the unattributed.
+        status, body = control("GET", "/blocks?sandbox=sbx_one&after=%d"
+                               "&run=run_b&unattributed=1" % st["blocks_seq"])
+        self.assertEqual(sorted(b["host"] for b in body["blocks"]),
+                         ["f%d.test" % i for i in range(1, 8)])
+        # Its own sandbox's address gets run_c attributed.
+        mark = self.proxy.mark()
+        get_with("127.0.0.3", "f8.test", "Basic " + basic(TOK_C))
+        self.assertEqual(self.blocked(mark), [("f8.test", "run_c",
+                                               "sbx_two")])
+
+    def test_connect_is_attributed(self):
+        mark = self.proxy.mark()
+        with bound_conn("127.0.0.2", self.proxy.port) as c:
+            hp = "cn.test:%d" % W["up"].http_port
+            c.send(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n"
+                    "Proxy-Authorization: Basic %s\r\n\r\n"
+                    % (hp, hp, basic(TOK_B))).encode())
+            self.assertEqual(c.read_response(method="CONNECT").status, 403)
+        self.assertEqual(self.blocked(mark), [("cn.test", "run_b",
+                                               "sbx_one")])
+
+    def test_register_rejects_bad_credentials(self):
+        for body in ({"token": "short", "sandbox": "s", "run_id": "r"},
+                     {"token": "A" * 32, "sandbox": "s", "run_id": "r"},
+                     {"token": TOK_A, "sandbox": "s", "run_id": "r"},
+                     {"token": "e5" * 16, "sandbox": "s x", "run_id": "r"},
+                     {"token": "e5" * 16, "sandbox": "s"}):
+            status, resp = control("POST", "/execs", body)
+            self.assertEqual(status, 400, (body, resp))
+        # Unregistering a sandbox ends its execs' credentials too.
+        control("POST", "/unregister", {"sandbox": "sbx_two"})
+        control("POST", "/register", {"address": "127.0.0.3",
+                                      "sandbox": "sbx_two", "sets": "test"})
+        mark = self.proxy.mark()
+        get_with("127.0.0.3", "rg.test", "Basic " + basic(TOK_C))
+        self.assertEqual(self.blocked(mark), [("rg.test", None,
+                                               "sbx_two")])
+
+
+# ------------------------------------------------------- (i) grants
+
+GRANT_FLOOR = """\
+description: what approvers may open, and what they may not
+grants:
+  under: [grant.test]
+  allow_private: true
+deny:
+  - host: denied.grant.test
+    rationale: no approver may open this one
+"""
+
+
+def grant(host, seconds=60, run=None, sandbox="sbx_g"):
+    body = {"sandbox": sandbox, "host": host, "port": W["up"].http_port,
+            "seconds": seconds, "rationale": "the task needs %s" % host,
+            "by": "tester (uid 1000)"}
+    if run is not None:
+        body["run_id"] = run
+    return control("POST", "/grants", body)
+
+
+class T11Grants(ReloadTest):
+    def setUp(self):
+        super().setUp()
+        files = dict(BASE)
+        files["floor.yaml"] = GRANT_FLOOR
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        for addr, sbx in (("127.0.0.2", "sbx_g"), ("127.0.0.3", "sbx_h")):
+            status, body = control("POST", "/register", {
+                "address": addr, "sandbox": sbx, "sets": "test"})
+            self.assertEqual(status, 200, body)
+
+    def tearDown(self):
+        for h in ("g1.grant.test", "g2.grant.test", "g3.grant.test"):
+            control("POST", "/grants/revoke", {
+                "sandbox": "sbx_g", "host": h, "port": W["up"].http_port,
+                "by": "teardown"})
+        control("POST", "/execs/end", {"run_id": "run_x"})
+        control("POST", "/execs/end", {"run_id": "run_y"})
+        super().tearDown()
+
+    def events(self, mark, kinds):
+        return [e for e in self.proxy.events()[mark:]
+                if e.get("event") in kinds]
+
+    def test_grant_then_expiry_closes_the_tunnel(self):
+        mark = self.proxy.mark()
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        status, body = grant("g1.grant.test", seconds=3)
+        self.assertEqual(status, 200, body)
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        # Another sandbox gets nothing from it.
+        self.assert_get("g1.grant.test", 403, src="127.0.0.3")
+        c = open_tunnel("g1.grant.test", src="127.0.0.2")
+        try:
+            self.assertTrue(tunnel_closed(c, timeout=10),
+                            "tunnel still open after the grant expired")
+        finally:
+            c.close()
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        evs = self.events(mark, ("grant.added", "grant.expired",
+                                 "egress.revoked"))
+        self.assertEqual([(e["event"], e["host"]) for e in evs], [
+            ("grant.added", "g1.grant.test"),
+            ("grant.expired", "g1.grant.test"),
+            ("egress.revoked", "g1.grant.test")])
+        self.assertEqual((evs[0]["by"], evs[0]["sandbox"],
+                          evs[0]["rationale"], evs[0]["expires"]),
+                         ("tester (uid 1000)", "sbx_g",
+                          "the task needs g1.grant.test", evs[1]["expires"]))
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual(body["grants"], [])
+        r = run_cli("audit", "verify", "--log-dir", self.proxy.log_dir)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_floors_bound_grants(self):
+        for host, words in (
+                ("denied.grant.test", "denied.grant.test:%d is denied by "
+                 "the deny entry \"denied.grant.test\"" % W["up"].http_port),
+                ("evil.test", "evil.test is not under a domain grants may "
+                 "cover (rule: grants: under: grant.test"),
+                ("10.0.0.1", "10.0.0.1 is an IP address")):
+            status, body = grant(host)
+            self.assertEqual(status, 403, body)
+            self.assertIn(words, body["error"])
+        # A deny entry added after a grant wins over it.
+        status, body = grant("g2.grant.test")
+        self.assertEqual(status, 200, body)
+        self.assert_get("g2.grant.test", 200, src="127.0.0.2")
+        files = dict(BASE)
+        files["floor.yaml"] = GRANT_FLOOR + """\
+  - host: g2.grant.test
+    rationale: closed again by the admins
+"""
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        resp = self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+        self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
+
+    def test_grant_for_one_exec(self):
+        for tok, run in (("e1" * 16, "run_x"), ("e2" * 16, "run_y")):
+            status, body = control("POST", "/execs", {
+                "token": tok, "sandbox": "sbx_g", "run_id": run})
+            self.assertEqual(status, 200, body)
+        status, body = grant("g3.grant.test", run="run_x")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
+                                  "Basic " + basic("e1" * 16)).status, 200)
+        self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
+                                  "Basic " + basic("e2" * 16)).status, 403)
+        self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
+                                  None).status, 403)
+
+    def test_revoke_closes_tunnels_and_grants_survive_a_restart(self):
+        status, body = grant("g2.grant.test")
+        self.assertEqual(status, 200, body)
+        c = open_tunnel("g2.grant.test", src="127.0.0.2")
+        try:
+            mark = self.proxy.mark()
+            status, body = control("POST", "/grants/revoke", {
+                "sandbox": "sbx_g", "host": "g2.grant.test",
+                "port": W["up"].http_port, "by": "admin (uid 0)"})
+            self.assertEqual((status, body["removed"], body["closed"]),
+                             (200, 1, 1), body)
+            self.assertTrue(tunnel_closed(c), "tunnel open after revoke")
+        finally:
+            c.close()
+        ev = self.events(mark, ("grant.revoked",))
+        self.assertEqual((ev[0]["host"], ev[0]["revoked_by"], ev[0]["by"]),
+                         ("g2.grant.test", "admin (uid 0)",
+                          "tester (uid 1000)"))
+        self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+        status, body = grant("g2.grant.test", seconds=600)
+        self.assertEqual(status, 200, body)
+        self.proxy.stop()
+        self.proxy.start()
+        # The control socket comes up just after the listeners.
+        for _ in range(50):
+            try:
+                status, body = control("GET", "/grants")
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.assertEqual([(g["host"], g["sandbox"]) for g in body["grants"]],
+                         [("g2.grant.test", "sbx_g")])
+        self.assert_get("g2.grant.test", 200, src="127.0.0.2")
+
+
+class T12GrantCli(T11Grants):
+    """sandgate grant, grants and revoke, as a person runs them."""
+    SBX = "sbx_0000000000000000000000aa"
+
+    def setUp(self):
+        super().setUp()
+        os.makedirs(os.path.join(W["state"], "sandboxes", self.SBX),
+                    exist_ok=True)
+        status, body = control("POST", "/register", {
+            "address": "127.0.0.2", "sandbox": self.SBX, "sets": "test"})
+        self.assertEqual(status, 200, body)
+
+    def tearDown(self):
+        run_cli("revoke", self.SBX, "g1.grant.test:%d" % W["up"].http_port)
+        super().tearDown()
+
+    test_grant_then_expiry_closes_the_tunnel = None
+    test_floors_bound_grants = None
+    test_grant_for_one_exec = None
+    test_revoke_closes_tunnels_and_grants_survive_a_restart = None
+
+    def test_cli(self):
+        hp = "g1.grant.test:%d" % W["up"].http_port
+        r = run_cli("grant", self.SBX, hp, "--for", "2m", "--rationale",
+                    "the build needs the internal mirror")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^granted %s to %s until "
+                         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$"
+                         % (re.escape(hp), self.SBX))
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        r = run_cli("grants", self.SBX, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = json.loads(r.stdout)
+        self.assertEqual((g["host"], g["rationale"], g["run_id"] if "run_id"
+                          in g else None),
+                         ("g1.grant.test", "the build needs the internal "
+                          "mirror", None))
+        self.assertRegex(g["by"], r"^\S+ \((sudo, )?uid \d+\)$")
+        r = run_cli("grant", self.SBX, "evil.test", "--for", "1h",
+                    "--rationale", "x")
+        self.assertEqual(r.returncode, 126, r.stderr)
+        self.assertIn("sandgate: grant refused: evil.test is not under a "
+                      "domain grants may cover (rule: grants: under: "
+                      "grant.test (%s/floor.yaml:3))"
+                      % self.proxy.policy_dir, r.stderr)
+        for bad in (["--for", "8d"], ["--for", "0s"], ["--for", "1h",
+                    "--exec", "run_x"]):
+            r = run_cli("grant", self.SBX, hp, "--rationale", "x", *bad)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+        r = run_cli("revoke", self.SBX, hp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("revoked g1.grant.test", r.stdout)
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        r = run_cli("revoke", self.SBX, hp)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no such grant", r.stderr)
 
 
 # ------------------------------------------------- (g) sandgate CLI

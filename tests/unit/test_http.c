@@ -382,6 +382,64 @@ test_request_headers(void **state)
 	http_request_release(NULL);
 }
 
+/* The exec credential: one Basic field, a hex password of 32-64 digits. */
+static void
+test_proxy_credential(void **state)
+{
+	static const struct {
+		const char	*fields;
+		const char	*want;	/* NULL: none */
+	} t[] = {
+	    /* sandgate:a1a1... (32 digits) */
+	    { "Proxy-Authorization: Basic c2FuZGdhdGU6YTFhMWExYTFhMWExYTFhMWEx"
+	      "YTFhMWExYTFhMWExYTE=\r\n",
+	      "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1" },
+	    { "proxy-authorization: bAsIc c2FuZGdhdGU6YTFhMWExYTFhMWExYTFhMWEx"
+	      "YTFhMWExYTFhMWExYTE=\r\n",
+	      "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1" },
+	    /* :0123456789abcdef0123456789abcdef (empty user) */
+	    { "Proxy-Authorization: Basic OjAxMjM0NTY3ODlhYmNkZWYwMTIzNDU2Nzg5"
+	      "YWJjZGVm\r\n", "0123456789abcdef0123456789abcdef" },
+	    { "", NULL },
+	    { "Proxy-Authorization: Bearer a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
+	      "\r\n", NULL },
+	    /* two fields */
+	    { "Proxy-Authorization: Basic OjAxMjM0NTY3ODlhYmNkZWYwMTIzNDU2Nzg5"
+	      "YWJjZGVm\r\nProxy-Authorization: Basic OjAxMjM0NTY3ODlhYmNkZWY"
+	      "wMTIzNDU2Nzg5YWJjZGVm\r\n", NULL },
+	    /* sandgate:short */
+	    { "Proxy-Authorization: Basic c2FuZGdhdGU6c2hvcnQ=\r\n", NULL },
+	    /* uppercase hex: :0123456789ABCDEF0123456789ABCDEF */
+	    { "Proxy-Authorization: Basic OjAxMjM0NTY3ODlBQkNERUYwMTIzNDU2Nzg5"
+	      "QUJDREVG\r\n", NULL },
+	    /* no colon: 0123456789abcdef0123456789abcdef */
+	    { "Proxy-Authorization: Basic MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlh"
+	      "YmNkZWY=\r\n", NULL },
+	    { "Proxy-Authorization: Basic !!!!\r\n", NULL },
+	    { "Proxy-Authorization: Basic YQ\r\n", NULL },
+	    { "Proxy-Authorization: Basic ====\r\n", NULL },
+	    { "Proxy-Authorization: Basic\r\n", NULL },
+	};
+	struct http_request	 req;
+	const char		*cause;
+	char			 in[1024], out[HTTP_CREDENTIAL_MAX + 1];
+	size_t			 i;
+	int			 st, rc;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(in, sizeof(in), "CONNECT a.test:443 HTTP/1.1\r\n"
+		    "Host: a.test:443\r\n%s\r\n", t[i].fields);
+		assert_int_equal(http_request_parse(in, strlen(in), &req, &st,
+		    &cause), HTTP_PARSE_OK);
+		rc = http_proxy_credential(&req, out);
+		if (t[i].want == NULL ? rc != -1 || out[0] != '\0' : rc != 0 ||
+		    strcmp(out, t[i].want) != 0)
+			fail_msg("case %zu: rc %d out \"%s\"", i, rc, out);
+		http_request_release(&req);
+	}
+}
+
 static void
 test_request_errors(void **state)
 {
@@ -1335,6 +1393,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_ok),
 		cmocka_unit_test(test_request_headers),
+		cmocka_unit_test(test_proxy_credential),
 		cmocka_unit_test(test_request_errors),
 		cmocka_unit_test(test_request_nul),
 		cmocka_unit_test(test_request_more),

@@ -121,6 +121,14 @@ static const struct bad_case {
 	{ "bad-no-host", "set.yaml:2:5: entry has no host" },
 	{ "bad-two-docs", "set.yaml:4:1: a policy file holds one YAML "
 	    "document" },
+	{ "bad-deny-no-rationale", "floor.yaml:2:5: entry for \"paste.test\" "
+	    "has no rationale; every entry must say why it is denied" },
+	{ "bad-deny-key", "floor.yaml:3:5: unknown key \"expires\" in a deny "
+	    "entry; known keys are host, ports, rationale" },
+	{ "bad-grants-suffix", "floor.yaml:2:22: grants domain \"co.uk\" is "
+	    "a public suffix" },
+	{ "bad-grants-no-under", "floor.yaml:1:9: \"grants\" must be a "
+	    "mapping with an \"under\" list of domains" },
 };
 
 static void
@@ -496,6 +504,198 @@ test_write(const char *dir, const char *name, const char *text)
 	fclose(f);
 }
 
+/* Floors: deny entries and the bounds of grants. */
+static const char floor_allow[] =
+    "mode: report\n"
+    "allow:\n"
+    "  - host: \"*.paste.test\"\n"
+    "    ports: [80, 443]\n"
+    "    rationale: a wide allow the floor cuts into\n"
+    "  - host: mail.corp.test\n"
+    "    ports: [25, 443]\n"
+    "    rationale: mail relay\n"
+    "  - host: 192.0.2.7\n"
+    "    rationale: a literal the floor denies\n";
+static const char floor_deny[] =
+    "description: floors\n"
+    "deny:\n"
+    "  - host: \"*.paste.test\"\n"
+    "    rationale: paste sites leak code\n"
+    "  - host: corp.test\n"
+    "    rationale: the bare domain is the login portal\n"
+    "  - host: \"*.corp.test\"\n"
+    "    ports: [25]\n"
+    "    rationale: no mail out\n"
+    "  - host: 192.0.2.0/24\n"
+    "    rationale: the test net\n"
+    "grants:\n"
+    "  under: [corp.test, Pkg.Example.ORG]\n";
+
+static const struct floor_case {
+	const char	*host;
+	uint16_t	 port;
+	const char	*path;		/* NULL: CONNECT */
+	enum sg_reason	 want;
+	const char	*pattern;
+	int		 deny;
+} floor_cases[] = {
+	{ "a.paste.test", 443, NULL, SG_REASON_DENIED, "*.paste.test", 1 },
+	{ "a.paste.test", 80, "/x", SG_REASON_DENIED, "*.paste.test", 1 },
+	{ "a.paste.test", 8080, NULL, SG_REASON_DENIED, "*.paste.test", 1 },
+	{ "mail.corp.test", 25, NULL, SG_REASON_DENIED, "*.corp.test", 1 },
+	{ "mail.corp.test", 443, NULL, SG_REASON_NONE, "mail.corp.test", 0 },
+	{ "corp.test", 443, NULL, SG_REASON_DENIED, "corp.test", 1 },
+	{ "192.0.2.7", 443, NULL, SG_REASON_DENIED, "192.0.2.0/24", 1 },
+	{ "paste.test", 443, NULL, SG_REASON_NOT_ALLOWLISTED, NULL, 0 },
+};
+
+static const struct grant_case {
+	const char	*host;
+	uint16_t	 port;
+	const char	*why;		/* NULL: may be granted */
+} grant_cases[] = {
+	{ "mirror.corp.test", 443, NULL },
+	{ "pkg.example.org", 443, NULL },
+	{ "a.b.pkg.example.org", 8443, NULL },
+	{ "mirror.corp.test", 25, "mirror.corp.test:25 is denied by the deny "
+	    "entry \"*.corp.test\"" },
+	{ "corp.test", 443, "corp.test:443 is denied by the deny entry "
+	    "\"corp.test\"" },
+	{ "evilcorp.test", 443, "evilcorp.test is not under a domain grants "
+	    "may cover (rule: grants: under: corp.test (" },
+	{ "10.0.0.8", 443, "10.0.0.8 is an IP address; grants open host names "
+	    "only" },
+	{ "198.51.100.1", 443, "198.51.100.1 is an IP address" },
+};
+
+static void
+test_floors(void **state)
+{
+	struct policy_diags	 d;
+	struct policy		*p;
+	struct policy_query	 q;
+	struct policy_match	 m;
+	struct host		 h;
+	const char		*cause, *sets[] = { "set" };
+	char			 dir[64], why[1024];
+	enum sg_reason		 r;
+	size_t			 i;
+	int			 rc;
+
+	(void)state;
+	test_tmpdir(dir, sizeof(dir));
+	test_write(dir, "set.yaml", floor_allow);
+	test_write(dir, "floor.yaml", floor_deny);
+	policy_diags_init(&d);
+	p = policy_load_dir(dir, NOW, &d);
+	assert_non_null(p);
+	assert_int_equal(d.nerrors, 0);
+	assert_int_equal(policy_nentries(p), 3);
+	assert_int_equal(policy_ndenies(p), 4);
+	assert_true(policy_deny_at(p, 0)->deny);
+	assert_null(policy_deny_at(p, 0)->ports);
+	assert_null(policy_deny_at(p, 4));
+	assert_int_equal(policy_ngrant_domains(p), 2);
+	assert_string_equal(policy_grant_domain_at(p, 1)->name,
+	    "pkg.example.org");
+	assert_int_equal(policy_grant_domain_at(p, 1)->line, 13);
+	/* The set is in report mode and in force: the floor still wins. */
+	assert_true(policy_set_is_report(p, "set"));
+	for (i = 0; i < sizeof(floor_cases) / sizeof(floor_cases[0]); i++) {
+		assert_int_equal(host_normalize(floor_cases[i].host,
+		    strlen(floor_cases[i].host), &h, &cause), 0);
+		memset(&q, 0, sizeof(q));
+		q.host = &h;
+		q.port = floor_cases[i].port;
+		q.path = floor_cases[i].path;
+		q.method = q.path ? "GET" : NULL;
+		q.sets = sets;
+		q.nsets = 1;
+		q.now = NOW;
+		r = policy_decide(p, &q, &m);
+		if (r != floor_cases[i].want || (m.pattern == NULL) !=
+		    (floor_cases[i].pattern == NULL) || (m.pattern != NULL &&
+		    strcmp(m.pattern, floor_cases[i].pattern) != 0))
+			fail_msg("floor case %zu %s:%u: got %s via %s", i,
+			    floor_cases[i].host, floor_cases[i].port,
+			    reason_code(r), m.pattern ? m.pattern : "-");
+		if (m.entry != NULL)
+			assert_int_equal(m.entry->deny, floor_cases[i].deny);
+		/* Whatever the sets: a sandbox without any gets it too. */
+		q.nsets = 0;
+		if (floor_cases[i].deny)
+			assert_int_equal(policy_decide(p, &q, NULL),
+			    SG_REASON_DENIED);
+	}
+	for (i = 0; i < sizeof(grant_cases) / sizeof(grant_cases[0]); i++) {
+		assert_int_equal(host_normalize(grant_cases[i].host,
+		    strlen(grant_cases[i].host), &h, &cause), 0);
+		why[0] = '\0';
+		rc = policy_grant_check(p, &h, grant_cases[i].port, why,
+		    sizeof(why));
+		if (grant_cases[i].why == NULL ? rc != 0 : rc != -1 ||
+		    strncmp(why, grant_cases[i].why,
+		    strlen(grant_cases[i].why)) != 0)
+			fail_msg("grant case %zu %s: rc %d why \"%s\"", i,
+			    grant_cases[i].host, rc, why);
+	}
+	policy_free(p);
+	policy_diags_release(&d);
+	snprintf(why, sizeof(why), "%s/set.yaml", dir);
+	unlink(why);
+	snprintf(why, sizeof(why), "%s/floor.yaml", dir);
+	unlink(why);
+	rmdir(dir);
+}
+
+/* Without a grants list every grant is refused, naming the rule. */
+static void
+test_floors_no_grants(void **state)
+{
+	struct policy_diags	 d;
+	struct policy		*p;
+	struct host		 h;
+	const char		*cause, *only = "deny:\n  - host: a.test\n"
+				    "    ports: [443, 443]\n    rationale: r\n"
+				    "  - host: a.test\n    rationale: all\n";
+	const char		*priv = "grants:\n  under: [corp.test]\n"
+				    "  allow_private: true\n";
+	const char		*badpriv = "grants:\n  under: [corp.test]\n"
+				    "  allow_private: maybe\n";
+	char			 why[512];
+
+	(void)state;
+	policy_diags_init(&d);
+	p = policy_load_buffer("only", "only.yaml", only, strlen(only), NOW,
+	    &d);
+	assert_non_null(p);
+	/* A port twice, and the first entry covered by the second. */
+	assert_int_equal(d.nwarnings, 2);
+	assert_string_equal(d.v[0].message, "entry for \"a.test\" is "
+	    "redundant: the entry for \"a.test\" at line 5 already denies "
+	    "all of it; remove it or narrow the broader one");
+	assert_int_equal(policy_nentries(p), 0);
+	assert_int_equal(host_normalize("b.test", 6, &h, &cause), 0);
+	assert_int_equal(policy_grant_check(p, &h, 443, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "no policy file has a \"grants: under:\" "
+	    "list, so grants are off"));
+	assert_int_equal(policy_grants_allow_private(p), 0);
+	policy_free(p);
+	policy_diags_release(&d);
+	/* grants: allow_private is the admins' to give, true or false. */
+	p = policy_load_buffer("g", "g.yaml", priv, strlen(priv), NOW, &d);
+	assert_non_null(p);
+	assert_int_equal(policy_grants_allow_private(p), 1);
+	policy_free(p);
+	policy_diags_release(&d);
+	p = policy_load_buffer("g", "g.yaml", badpriv, strlen(badpriv), NOW,
+	    &d);
+	assert_null(p);
+	assert_string_equal(test_diag(&d, 0), "g.yaml:3:18: allow_private must "
+	    "be true or false");
+	policy_diags_release(&d);
+}
+
 /* The digest depends on names and contents, not on reading order. */
 static void
 test_digest(void **state)
@@ -723,6 +923,8 @@ main(void)
 		cmocka_unit_test(test_set_list),
 		cmocka_unit_test(test_dir_errors),
 		cmocka_unit_test(test_draft),
+		cmocka_unit_test(test_floors),
+		cmocka_unit_test(test_floors_no_grants),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

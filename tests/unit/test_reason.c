@@ -33,7 +33,7 @@ test_codes_stable(void **state)
 	    "upstream_cert_untrusted", "upstream_cert_expired",
 	    "upstream_cert_name_mismatch", "upstream_tls_failed",
 	    "upstream_unreachable", "credential_missing",
-	    "termination_unavailable" };
+	    "termination_unavailable", "denied" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
@@ -53,6 +53,10 @@ test_messages(void **state)
 	    { SG_REASON_NOT_ALLOWLISTED, "blocked.test", NULL, NULL, 443,
 	      "network blocked by policy: destination blocked.test:443 not "
 	      "allowlisted" },
+	    { SG_REASON_DENIED, "paste.test", NULL, NULL, 443,
+	      "network blocked by policy: destination paste.test:443 is "
+	      "denied (a deny entry of policy.d; no allow entry or grant can "
+	      "open it)" },
 	    { SG_REASON_PRIVATE_ADDRESS, "pypi.example", NULL, "10.0.0.5", 443,
 	      "network blocked by policy: destination pypi.example:443 "
 	      "resolves to private address 10.0.0.5" },

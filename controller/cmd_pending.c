@@ -1,0 +1,136 @@
+/*
+ * cmd_pending.c: `sandgate pending [ID] [--json] [--follow]`: the
+ * destinations blocked so far, per sandbox, for a person to review
+ * (docs/policy.md, "Approving a blocked destination").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "cmd.h"
+#include "log.h"
+#include "logread.h"
+#include "pending.h"
+#include "state.h"
+
+struct pending_opts {
+	const char	*log_dir;
+	int		 json;
+	int		 follow;
+};
+
+struct pending_follow {
+	struct pending	*p;
+	int		 json;
+};
+
+static int	cmd_pending_exec(struct cmd_args *);
+static void	pending_show(const struct pending_dest *, int);
+static void	pending_follow_cb(json_t *, void *);
+
+static const struct option cmd_pending_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "log-dir", required_argument, NULL, 'l' },
+	{ NULL, 0, NULL, 0 }
+};
+
+const struct cmd_entry cmd_pending = {
+	.name = "pending",
+	.usage = "[ID] [--json] [--follow] [--log-dir DIR]",
+	.summary = "destinations blocked so far, per sandbox, to review",
+	.help =
+	    "One line per sandbox, destination and reason the proxy blocked,\n"
+	    "from its security-event log (--log-dir, default "
+	    "$SANDGATE_LOG_DIR):\n"
+	    "attempts, first and last time, and the runs that sent them.\n"
+	    "ID keeps one sandbox's. --json prints one JSON object per line.\n"
+	    "--follow then prints each destination blocked for the first\n"
+	    "time as it comes, until killed.\n",
+	.options = cmd_pending_options,
+	.args_min = 0,
+	.args_max = 1,
+	.flags = CMD_ID | CMD_ID_GONE_OK,
+	.exec = cmd_pending_exec,
+};
+
+static void
+pending_show(const struct pending_dest *d, int json)
+{
+	json_t	*o;
+
+	if (!json) {
+		pending_dest_print(d);
+		return;
+	}
+	o = pending_dest_json(d);
+	if (o != NULL)
+		json_dumpf(o, stdout, JSON_COMPACT);
+	putchar('\n');
+	json_decref(o);
+}
+
+/* A new destination while following: shown the first time only. */
+static void
+pending_follow_cb(json_t *o, void *arg)
+{
+	struct pending_follow		*f = arg;
+	const struct pending_dest	*d;
+	int				 isnew;
+
+	d = pending_event(f->p, o, &isnew);
+	if (d != NULL && isnew)
+		pending_show(d, f->json);
+}
+
+static int
+cmd_pending_exec(struct cmd_args *args)
+{
+	struct pending_opts	 o = { NULL, 0, 0 };
+	struct pending_follow	 f;
+	const struct cmd_opt	*opt;
+	struct pending		 p;
+	char			*cause = NULL, **files;
+	size_t			 i;
+	int			 n, rc = SG_EXIT_OK;
+
+	while ((opt = cmd_args_next(args)) != NULL) {
+		switch (opt->ch) {
+		case 'j': o.json = 1; break;
+		case 'f': o.follow = 1; break;
+		case 'l': o.log_dir = opt->arg; break;
+		}
+	}
+	if (o.log_dir == NULL)
+		o.log_dir = state_log_dir();
+	pending_init(&p, args->argc > 0 ? args->argv[0] : NULL);
+	if (pending_read_log(&p, o.log_dir, &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		pending_release(&p);
+		return SG_EXIT_ERROR;
+	}
+	pending_sort(&p);
+	for (i = 0; i < p.n; i++)
+		pending_show(&p.v[i], o.json);
+	if (p.dropped > 0)
+		log_warnx("%zu more destinations not shown (more than %d)",
+		    p.dropped, PENDING_DESTS_MAX);
+	fflush(stdout);
+	if (o.follow) {
+		f.p = &p;
+		f.json = o.json;
+		rc = SG_EXIT_ERROR;
+		if (logread_files(o.log_dir, "security-events.jsonl", &files,
+		    &n, &cause) == -1) {
+			log_warnx("%s", cause);
+			free(cause);
+		} else {
+			logread_follow(files[n - 1], pending_follow_cb, &f);
+			logread_files_free(files, n);
+		}
+	}
+	pending_release(&p);
+	return rc;
+}

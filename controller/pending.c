@@ -1,0 +1,226 @@
+/*
+ * pending.c: the destinations blocked so far (pending.h), counted from
+ * the security-event log through the one log reader (logread.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+#include "log.h"
+#include "logread.h"
+#include "pending.h"
+#include "reason.h"
+#include "util.h"
+
+#define PENDING_LOG	"security-events.jsonl"
+
+static struct pending_dest *pending_find(struct pending *, const char *,
+		    const char *, int, const char *, int *);
+static void	pending_run(struct pending_dest *, const char *);
+static void	pending_time(struct pending_dest *, const char *, int);
+static int	pending_cmp(const void *, const void *);
+static void	pending_cb(json_t *, void *);
+
+void
+pending_init(struct pending *p, const char *sandbox)
+{
+	memset(p, 0, sizeof(*p));
+	p->sandbox = sandbox;
+}
+
+void
+pending_release(struct pending *p)
+{
+	free(p->v);
+	memset(p, 0, sizeof(*p));
+}
+
+static struct pending_dest *
+pending_find(struct pending *p, const char *sandbox, const char *host,
+    int port, const char *reason, int *isnew)
+{
+	struct pending_dest	*d;
+	size_t			 i;
+
+	*isnew = 0;
+	for (i = 0; i < p->n; i++) {
+		d = &p->v[i];
+		if (d->port == port && strcmp(d->host, host) == 0 &&
+		    strcmp(d->reason, reason) == 0 &&
+		    strcmp(d->sandbox, sandbox) == 0)
+			return d;
+	}
+	if (p->n == PENDING_DESTS_MAX) {
+		p->dropped++;
+		return NULL;
+	}
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 16;
+		p->v = reallocarray(p->v, p->cap, sizeof(*p->v));
+		if (p->v == NULL)
+			fatal("reallocarray");
+	}
+	d = &p->v[p->n++];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->sandbox, sizeof(d->sandbox), "%s", sandbox);
+	snprintf(d->host, sizeof(d->host), "%s", host);
+	d->port = port;
+	snprintf(d->reason, sizeof(d->reason), "%s", reason);
+	*isnew = 1;
+	return d;
+}
+
+static void
+pending_run(struct pending_dest *d, const char *run)
+{
+	int	i;
+
+	if (run == NULL || strlen(run) >= sizeof(d->runs[0]) ||
+	    strspn(run, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
+	    strlen(run))
+		return;
+	for (i = 0; i < d->nruns; i++)
+		if (strcmp(d->runs[i], run) == 0)
+			return;
+	if (d->nruns < PENDING_RUNS_MAX)
+		snprintf(d->runs[d->nruns++], sizeof(d->runs[0]), "%s", run);
+}
+
+/* Widen [first, last] by the time s (first and last: which ends). */
+static void
+pending_time(struct pending_dest *d, const char *s, int which)
+{
+	int64_t	us;
+
+	if (s == NULL || strlen(s) >= sizeof(d->first) ||
+	    logread_parse_ts(s, &us) == -1)
+		return;
+	if ((which & 1) && (d->first[0] == '\0' || us < d->first_us)) {
+		d->first_us = us;
+		snprintf(d->first, sizeof(d->first), "%s", s);
+	}
+	if ((which & 2) && (d->last[0] == '\0' || us > d->last_us)) {
+		d->last_us = us;
+		snprintf(d->last, sizeof(d->last), "%s", s);
+	}
+}
+
+struct pending_dest *
+pending_event(struct pending *p, json_t *o, int *isnew)
+{
+	struct pending_dest	*d;
+	struct host		 h;
+	const char		*ev, *sbx, *host, *reason, *cause;
+	json_int_t		 port, count = 1;
+	int			 summary;
+
+	*isnew = 0;
+	ev = json_string_value(json_object_get(o, "event"));
+	if (ev == NULL)
+		return NULL;
+	summary = strcmp(ev, "egress.blocked_summary") == 0;
+	if (!summary && strcmp(ev, "egress.blocked") != 0)
+		return NULL;
+	sbx = json_string_value(json_object_get(o, "sandbox"));
+	host = json_string_value(json_object_get(o, "host"));
+	reason = json_string_value(json_object_get(o, "reason"));
+	port = json_integer_value(json_object_get(o, "port"));
+	if (sbx == NULL || strlen(sbx) > 64 || (p->sandbox != NULL &&
+	    strcmp(sbx, p->sandbox) != 0) || host == NULL || reason == NULL ||
+	    reason_from_code(reason) == SG_REASON_MAX || port < 1 ||
+	    port > 65535 || host_normalize(host, strlen(host), &h,
+	    &cause) == -1 || strcmp(h.name, host) != 0)
+		return NULL;
+	if (summary && (count = json_integer_value(json_object_get(o,
+	    "count"))) < 1)
+		return NULL;
+	d = pending_find(p, sbx, host, (int)port, reason, isnew);
+	if (d == NULL)
+		return NULL;
+	d->attempts += count;
+	if (summary) {
+		pending_time(d, json_string_value(json_object_get(o, "first")),
+		    1);
+		pending_time(d, json_string_value(json_object_get(o, "last")),
+		    2);
+	} else
+		pending_time(d, json_string_value(json_object_get(o, "ts")),
+		    3);
+	pending_run(d, json_string_value(json_object_get(o, "run_id")));
+	return d;
+}
+
+static void
+pending_cb(json_t *o, void *arg)
+{
+	int	isnew;
+
+	(void)pending_event(arg, o, &isnew);
+}
+
+int
+pending_read_log(struct pending *p, const char *dir, char **cause)
+{
+	struct logread_stats	  st = { 0, 0 };
+	char			**files;
+	int			  n, rc;
+
+	if (logread_files(dir, PENDING_LOG, &files, &n, cause) == -1)
+		return -1;
+	rc = logread_each(files, n, pending_cb, p, &st, cause);
+	logread_files_free(files, n);
+	return rc;
+}
+
+static int
+pending_cmp(const void *a, const void *b)
+{
+	const struct pending_dest	*x = a, *y = b;
+	int				 c = strcmp(x->sandbox, y->sandbox);
+
+	if (c != 0)
+		return c;
+	return x->last_us < y->last_us ? -1 : x->last_us > y->last_us;
+}
+
+void
+pending_sort(struct pending *p)
+{
+	if (p->n > 1)
+		qsort(p->v, p->n, sizeof(*p->v), pending_cmp);
+}
+
+json_t *
+pending_dest_json(const struct pending_dest *d)
+{
+	json_t	*runs = json_array();
+	char	 dest[SG_HOST_MAX + 16];
+	int	 i;
+
+	for (i = 0; i < d->nruns; i++)
+		json_array_append_new(runs, json_string(d->runs[i]));
+	snprintf(dest, sizeof(dest), strchr(d->host, ':') ? "[%s]:%d" :
+	    "%s:%d", d->host, d->port);
+	return json_pack("{s:s, s:s, s:s, s:i, s:s, s:I, s:s?, s:s?, s:o}",
+	    "sandbox", d->sandbox, "destination", dest, "host", d->host,
+	    "port", d->port, "reason", d->reason, "attempts",
+	    (json_int_t)d->attempts, "first", d->first[0] ? d->first : NULL,
+	    "last", d->last[0] ? d->last : NULL, "run_ids", runs);
+}
+
+void
+pending_dest_print(const struct pending_dest *d)
+{
+	char	dest[SG_HOST_MAX + 16];
+	int	i;
+
+	snprintf(dest, sizeof(dest), strchr(d->host, ':') ? "[%s]:%d" :
+	    "%s:%d", d->host, d->port);
+	printf("%s  %s  %s  %lld attempt%s  %s .. %s", d->sandbox, dest,
+	    d->reason, d->attempts, d->attempts == 1 ? "" : "s",
+	    d->first[0] ? d->first : "-", d->last[0] ? d->last : "-");
+	for (i = 0; i < d->nruns; i++)
+		printf("%s%s", i ? "," : "  runs ", d->runs[i]);
+	printf("\n");
+}

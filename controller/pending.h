@@ -1,0 +1,61 @@
+/*
+ * pending.h: the destinations blocked so far, per sandbox, from the
+ * proxy's security-event log: what a person reviews before granting one
+ * (`sandgate pending`). One entry per sandbox, destination and reason,
+ * with the attempts, the first and last time, and the runs that named
+ * themselves (exec credentials). Log bytes are untrusted: an event
+ * whose host the proxy could not have written is left out.
+ */
+#ifndef SG_PENDING_H
+#define SG_PENDING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sglimits.h"
+
+#define PENDING_DESTS_MAX	4096	/* entries kept; more are counted */
+#define PENDING_RUNS_MAX	8	/* run ids kept per entry */
+
+struct pending_dest {
+	char		 sandbox[65];
+	char		 host[SG_HOST_MAX + 1];
+	int		 port;
+	char		 reason[32];
+	long long	 attempts;
+	int64_t		 first_us, last_us;
+	char		 first[40], last[40];	/* as the log wrote them */
+	char		 runs[PENDING_RUNS_MAX][65];
+	int		 nruns;
+};
+
+struct pending {
+	const char		*sandbox;	/* filter, or NULL */
+	struct pending_dest	*v;
+	size_t			 n, cap;
+	size_t			 dropped;	/* past PENDING_DESTS_MAX */
+};
+
+void	pending_init(struct pending *, const char *sandbox);
+void	pending_release(struct pending *);
+
+/*
+ * Count one log event (egress.blocked or egress.blocked_summary with a
+ * destination; others are passed over). Returns the entry it counted
+ * into and sets *isnew when the entry is new, or NULL.
+ */
+struct pending_dest *pending_event(struct pending *, json_t *, int *isnew);
+
+/* Read the log dir/security-events.jsonl and its rotated files. 0 or -1. */
+int	pending_read_log(struct pending *, const char *dir, char **cause);
+
+/* Sort by sandbox, then last attempt, newest last. */
+void	pending_sort(struct pending *);
+
+json_t	*pending_dest_json(const struct pending_dest *);
+/* "DEST  REASON  N attempts  first .. last  [runs]" on one line. */
+void	pending_dest_print(const struct pending_dest *);
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * execcred.c: the table of exec credentials (execcred.h). A handful of
+ * execs run at once, so a list; tokens compare in constant time.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "execcred.h"
+#include "sglimits.h"
+
+struct ecred {
+	struct ecred	*next;
+	char		 token[65];
+	char		 sandbox[65];
+	char		 run[EXECCRED_RUN_MAX + 1];
+};
+
+struct execcred {
+	struct ecred	*head;
+	size_t		 n;
+};
+
+static int	ecred_token_ok(const char *);
+static int	ecred_id_ok(const char *, size_t);
+
+struct execcred *
+execcred_new(void)
+{
+	return calloc(1, sizeof(struct execcred));
+}
+
+void
+execcred_free(struct execcred *t)
+{
+	struct ecred	*e, *next;
+
+	if (t == NULL)
+		return;
+	for (e = t->head; e != NULL; e = next) {
+		next = e->next;
+		free(e);
+	}
+	free(t);
+}
+
+static int
+ecred_token_ok(const char *s)
+{
+	size_t	i, n = strlen(s);
+
+	if (n < 32 || n > 64)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if ((s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Ids as the controller makes them: [A-Za-z0-9_-], not empty. */
+static int
+ecred_id_ok(const char *s, size_t max)
+{
+	size_t	n = strlen(s);
+
+	return n > 0 && n <= max && strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+int
+execcred_add(struct execcred *t, const char *token, const char *sandbox,
+    const char *run_id, const char **cause)
+{
+	struct ecred	*e;
+
+	if (!ecred_token_ok(token)) {
+		*cause = "token must be 32 to 64 lowercase hex digits";
+		return -1;
+	}
+	if (!ecred_id_ok(sandbox, 64) || !ecred_id_ok(run_id,
+	    EXECCRED_RUN_MAX)) {
+		*cause = "sandbox and run_id must be ids of [A-Za-z0-9_-]";
+		return -1;
+	}
+	for (e = t->head; e != NULL; e = e->next) {
+		if (strlen(e->token) == strlen(token) &&
+		    CRYPTO_memcmp(e->token, token, strlen(token)) == 0) {
+			*cause = "token is registered already";
+			return -1;
+		}
+	}
+	if (t->n >= EXECCRED_MAX) {
+		*cause = "too many running execs";
+		return -1;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e == NULL) {
+		*cause = "out of memory";
+		return -1;
+	}
+	snprintf(e->token, sizeof(e->token), "%s", token);
+	snprintf(e->sandbox, sizeof(e->sandbox), "%s", sandbox);
+	snprintf(e->run, sizeof(e->run), "%s", run_id);
+	e->next = t->head;
+	t->head = e;
+	t->n++;
+	return 0;
+}
+
+/* Remove the entries whose run (by_sandbox: sandbox) is key. */
+static size_t
+ecred_remove(struct execcred *t, const char *key, int by_sandbox)
+{
+	struct ecred	*e, **pp;
+	size_t		 n = 0;
+
+	for (pp = &t->head; (e = *pp) != NULL;) {
+		if (strcmp(by_sandbox ? e->sandbox : e->run, key) == 0) {
+			*pp = e->next;
+			free(e);
+			t->n--;
+			n++;
+		} else
+			pp = &e->next;
+	}
+	return n;
+}
+
+size_t
+execcred_remove(struct execcred *t, const char *run_id)
+{
+	return ecred_remove(t, run_id, 0);
+}
+
+size_t
+execcred_remove_sandbox(struct execcred *t, const char *sandbox)
+{
+	return ecred_remove(t, sandbox, 1);
+}
+
+size_t
+execcred_count(const struct execcred *t)
+{
+	return t->n;
+}
+
+const char *
+execcred_run(const struct execcred *t, const char *token,
+    const char *sandbox, char *run)
+{
+	const struct ecred	*e;
+	size_t			 n = strlen(token);
+
+	if (sandbox == NULL || n == 0)
+		return NULL;
+	for (e = t->head; e != NULL; e = e->next) {
+		if (strlen(e->token) != n ||
+		    CRYPTO_memcmp(e->token, token, n) != 0)
+			continue;
+		if (strcmp(e->sandbox, sandbox) != 0)
+			return NULL;	/* another sandbox's: not this one's */
+		snprintf(run, EXECCRED_RUN_MAX + 1, "%s", e->run);
+		return run;
+	}
+	return NULL;
+}
+
+json_t *
+execcred_json(const struct execcred *t)
+{
+	const struct ecred	*e;
+	json_t			*a = json_array();
+
+	for (e = t->head; e != NULL && a != NULL; e = e->next)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "sandbox",
+		    e->sandbox, "run_id", e->run));
+	return a;
+}

@@ -1,0 +1,288 @@
+/*
+ * grants.c: the table of grants (grants.h). A person gives a handful at a
+ * time, so a list.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grants.h"
+#include "host.h"
+
+struct grants {
+	struct grant	*head;
+	size_t		 n;
+};
+
+static int	grants_id_ok(const char *, size_t, int);
+static int	grants_valid(const struct grant *, const char **);
+static void	grants_time(time_t, char *, size_t);
+static int	grants_parse_time(const char *, time_t *);
+static size_t	grants_drop(struct grants *, int (*)(const struct grant *,
+		    const void *), const void *, void (*)(const struct grant *,
+		    void *), void *);
+static int	grants_pick_dest(const struct grant *, const void *);
+static int	grants_pick_expired(const struct grant *, const void *);
+
+struct grants *
+grants_new(void)
+{
+	return calloc(1, sizeof(struct grants));
+}
+
+void
+grants_free(struct grants *t)
+{
+	struct grant	*g, *next;
+
+	if (t == NULL)
+		return;
+	for (g = t->head; g != NULL; g = next) {
+		next = g->next;
+		free(g);
+	}
+	free(t);
+}
+
+/* An id of [A-Za-z0-9_-], at most max bytes (empty when empty_ok). */
+static int
+grants_id_ok(const char *s, size_t max, int empty_ok)
+{
+	size_t	n = strlen(s);
+
+	if (n == 0)
+		return empty_ok;
+	return n <= max && strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+static int
+grants_valid(const struct grant *g, const char **cause)
+{
+	struct host	 h;
+	const char	*hc;
+	size_t		 i;
+
+	if (!grants_id_ok(g->sandbox, 64, 0) ||
+	    !grants_id_ok(g->run, EXECCRED_RUN_MAX, 1)) {
+		*cause = "sandbox and run_id must be ids of [A-Za-z0-9_-]";
+		return -1;
+	}
+	if (host_normalize(g->host, strlen(g->host), &h, &hc) == -1 ||
+	    h.type != HOST_DNS || strcmp(h.name, g->host) != 0) {
+		*cause = "host must be a normalized host name";
+		return -1;
+	}
+	if (g->port < 1 || g->port > 65535) {
+		*cause = "port must be 1 to 65535";
+		return -1;
+	}
+	if (g->expires <= g->granted ||
+	    g->expires - g->granted > GRANTS_SECS_MAX) {
+		*cause = "a grant lasts from 1 second to 7 days";
+		return -1;
+	}
+	for (i = 0; g->rationale[i] != '\0'; i++)
+		if ((unsigned char)g->rationale[i] < 0x20)
+			break;
+	if (g->rationale[0] == '\0' || g->rationale[i] != '\0') {
+		*cause = "a grant needs a rationale: one line of text";
+		return -1;
+	}
+	if (g->by[0] == '\0' || strcspn(g->by, "\"\\\n\r\t") !=
+	    strlen(g->by)) {
+		*cause = "a grant needs who gave it";
+		return -1;
+	}
+	return 0;
+}
+
+int
+grants_add(struct grants *t, const struct grant *g, const char **cause)
+{
+	struct grant	*e, *next;
+
+	if (grants_valid(g, cause) == -1)
+		return -1;
+	for (e = t->head; e != NULL; e = e->next) {
+		if (e->port == g->port && strcmp(e->sandbox, g->sandbox) ==
+		    0 && strcmp(e->host, g->host) == 0 &&
+		    strcmp(e->run, g->run) == 0) {
+			next = e->next;
+			*e = *g;
+			e->next = next;
+			return 0;
+		}
+	}
+	if (t->n >= GRANTS_MAX) {
+		*cause = "too many grants";
+		return -1;
+	}
+	if ((e = malloc(sizeof(*e))) == NULL) {
+		*cause = "out of memory";
+		return -1;
+	}
+	*e = *g;
+	e->next = t->head;
+	t->head = e;
+	t->n++;
+	return 0;
+}
+
+/* Unlink the grants pick() says, calling cb with each. */
+static size_t
+grants_drop(struct grants *t, int (*pick)(const struct grant *,
+    const void *), const void *key, void (*cb)(const struct grant *,
+    void *), void *arg)
+{
+	struct grant	*g, **pp;
+	size_t		 n = 0;
+
+	for (pp = &t->head; (g = *pp) != NULL;) {
+		if (!pick(g, key)) {
+			pp = &g->next;
+			continue;
+		}
+		*pp = g->next;
+		if (cb != NULL)
+			cb(g, arg);
+		free(g);
+		t->n--;
+		n++;
+	}
+	return n;
+}
+
+static int
+grants_pick_dest(const struct grant *g, const void *key)
+{
+	const struct grant	*k = key;
+
+	return g->port == k->port && strcmp(g->sandbox, k->sandbox) == 0 &&
+	    strcmp(g->host, k->host) == 0;
+}
+
+static int
+grants_pick_expired(const struct grant *g, const void *key)
+{
+	return g->expires <= *(const time_t *)key;
+}
+
+size_t
+grants_remove(struct grants *t, const char *sandbox, const char *host,
+    int port, void (*cb)(const struct grant *, void *), void *arg)
+{
+	struct grant	k;
+
+	memset(&k, 0, sizeof(k));
+	snprintf(k.sandbox, sizeof(k.sandbox), "%s", sandbox);
+	snprintf(k.host, sizeof(k.host), "%s", host);
+	k.port = port;
+	return grants_drop(t, grants_pick_dest, &k, cb, arg);
+}
+
+size_t
+grants_expire(struct grants *t, time_t now,
+    void (*cb)(const struct grant *, void *), void *arg)
+{
+	return grants_drop(t, grants_pick_expired, &now, cb, arg);
+}
+
+const struct grant *
+grants_match(const struct grants *t, const char *sandbox, const char *run,
+    const char *host, int port, time_t now)
+{
+	const struct grant	*g;
+
+	if (sandbox == NULL)
+		return NULL;
+	for (g = t->head; g != NULL; g = g->next) {
+		if (g->port == port && now < g->expires &&
+		    strcmp(g->host, host) == 0 &&
+		    strcmp(g->sandbox, sandbox) == 0 &&
+		    (g->run[0] == '\0' || strcmp(g->run, run) == 0))
+			return g;
+	}
+	return NULL;
+}
+
+static void
+grants_time(time_t t, char *buf, size_t size)
+{
+	struct tm	tm;
+
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, size, "-");
+}
+
+static int
+grants_parse_time(const char *s, time_t *out)
+{
+	struct tm	tm;
+	const char	*end;
+
+	memset(&tm, 0, sizeof(tm));
+	if (s == NULL || (end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm)) ==
+	    NULL || *end != '\0')
+		return -1;
+	*out = timegm(&tm);
+	return 0;
+}
+
+json_t *
+grants_one_json(const struct grant *g)
+{
+	char	granted[32], expires[32];
+
+	grants_time(g->granted, granted, sizeof(granted));
+	grants_time(g->expires, expires, sizeof(expires));
+	return json_pack("{s:s, s:s, s:i, s:s?, s:s, s:s, s:s, s:s}",
+	    "sandbox", g->sandbox, "host", g->host, "port", g->port,
+	    "run_id", g->run[0] ? g->run : NULL, "by", g->by, "rationale",
+	    g->rationale, "granted", granted, "expires", expires);
+}
+
+json_t *
+grants_json(const struct grants *t, const char *sandbox)
+{
+	const struct grant	*g;
+	json_t			*a = json_array();
+
+	for (g = t->head; g != NULL && a != NULL; g = g->next)
+		if (sandbox == NULL || strcmp(sandbox, g->sandbox) == 0)
+			json_array_append_new(a, grants_one_json(g));
+	return a;
+}
+
+size_t
+grants_load_json(struct grants *t, json_t *arr)
+{
+	struct grant	 g;
+	json_t		*o;
+	const char	*cause;
+	size_t		 i, n = 0;
+
+	json_array_foreach(arr, i, o) {
+		memset(&g, 0, sizeof(g));
+		snprintf(g.sandbox, sizeof(g.sandbox), "%s",
+		    json_string_value(json_object_get(o, "sandbox")) ?: "");
+		snprintf(g.host, sizeof(g.host), "%s",
+		    json_string_value(json_object_get(o, "host")) ?: "");
+		g.port = (int)json_integer_value(json_object_get(o, "port"));
+		snprintf(g.run, sizeof(g.run), "%s",
+		    json_string_value(json_object_get(o, "run_id")) ?: "");
+		snprintf(g.by, sizeof(g.by), "%s",
+		    json_string_value(json_object_get(o, "by")) ?: "");
+		snprintf(g.rationale, sizeof(g.rationale), "%s",
+		    json_string_value(json_object_get(o, "rationale")) ?: "");
+		if (grants_parse_time(json_string_value(json_object_get(o,
+		    "granted")), &g.granted) == -1 ||
+		    grants_parse_time(json_string_value(json_object_get(o,
+		    "expires")), &g.expires) == -1)
+			continue;
+		if (grants_add(t, &g, &cause) == 0)
+			n++;
+	}
+	return n;
+}

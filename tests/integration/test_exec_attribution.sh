@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# test_exec_attribution.sh: each `sandgate exec` gets its own proxy
+# credential, so blocks name the run that caused them. Two execs run at
+# once in one sandbox, each blocked on its own host (curl and python's
+# urllib, both sending the credential from the proxy URL); each one's
+# network_blocked lists only its own, and each security event names its
+# run id. A request without a credential, or with a finished exec's, is
+# the sandbox's alone. Real Docker and the real proxy container; its
+# upstream side is an --internal network of its own, and every
+# destination here is refused before any lookup.
+#
+# The contract under test is docs/agents.md (network_blocked) and
+# docs/proxy.md ("Exec credentials").
+set -u
+SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$SRC/tests/lib/common.sh"
+
+sg_require_docker
+sg_setup
+export SANDGATE_DATA_DIR=$SRC
+EGRESS=sgtest-attr-$$
+"$SG" image build >/dev/null 2>"$SG_TMP/image.err" ||
+	{ cat "$SG_TMP/image.err"; fail "base image builds"; sg_summary; exit 1; }
+docker network create --internal "$EGRESS" >/dev/null ||
+	{ fail "egress network created"; sg_summary; exit 1; }
+sg_on_exit "'$SG' proxy stop; docker network rm $EGRESS"
+sg_run r "$SG" proxy start --egress-network "$EGRESS" \
+	--policy-dir "$SRC/policy.d" --log-dir "$SANDGATE_LOG_DIR"
+assert_eq "proxy start" 0 "$r_rc"
+[ "$r_rc" = 0 ] || { echo "$r_err"; sg_summary; exit 1; }
+mkdir -p "$SG_TMP/project"
+echo "attribution" >"$SG_TMP/project/README"
+sg_run r "$SG" create "$SG_TMP/project"
+assert_eq "create" 0 "$r_rc"
+SBX=$r_out
+sg_on_exit "'$SG' discard $SBX"
+
+# Two execs at once: each waits for the other to have started, so they
+# overlap for the whole of their requests.
+A=$SG_TMP/a.json B=$SG_TMP/b.json
+"$SG" exec --json "$SBX" -- sh -c 'touch /tmp/a.started;
+	while [ ! -e /tmp/b.started ]; do sleep 0.1; done
+	curl -sS -m 10 https://one.blocked.test/ ; echo "$HTTPS_PROXY" >/workspace/a.proxy
+	sleep 1' >"$A" 2>"$SG_TMP/a.err" &
+apid=$!
+"$SG" exec --json "$SBX" -- python3 -c '
+import os, time, urllib.request
+open("/tmp/b.started", "w").close()
+while not os.path.exists("/tmp/a.started"):
+    time.sleep(0.1)
+try:
+    urllib.request.urlopen("https://two.blocked.test/", timeout=10)
+except Exception as e:
+    print(e)
+time.sleep(1)' >"$B" 2>"$SG_TMP/b.err" &
+bpid=$!
+wait $apid $bpid
+
+field() {	# FILE EXPR: a python expression over the exec's JSON d
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>&1
+}
+RA=$(field "$A" 'd["run_id"]')
+RB=$(field "$B" 'd["run_id"]')
+assert_contains "exec A has a run id" "$RA" "run_"
+assert_contains "exec B has a run id" "$RB" "run_"
+assert_eq "exec A lists only its own block" "one.blocked.test:443 $RA" \
+	"$(field "$A" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"])')"
+assert_eq "exec B lists only its own block" "two.blocked.test:443 $RB" \
+	"$(field "$B" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"])')"
+
+events() {	# the sandbox's egress.blocked events: "host run_id" lines
+	"$SG" audit --sandbox "$SBX" --json --log-dir "$SANDGATE_LOG_DIR" |
+	    python3 -c 'import json,sys
+for l in sys.stdin:
+    e = json.loads(l)
+    if e.get("event") == "egress.blocked":
+        print(e["host"], e.get("run_id"))'
+}
+ev=$(events)
+assert_contains "the event of A names A's run" "$ev" "one.blocked.test $RA"
+assert_contains "the event of B names B's run" "$ev" "two.blocked.test $RB"
+
+# A finished exec's credential, from A's own proxy URL: it stops working,
+# and the request is the sandbox's alone. So is one without a credential.
+assert_contains "A's proxy URL carried a credential" \
+	"$("$SG" exec "$SBX" -- cat /workspace/a.proxy)" "http://sandgate:"
+sg_run c "$SG" exec --json "$SBX" -- sh -c 'curl -sS -m 10 --proxy "$(cat /workspace/a.proxy)" https://three.blocked.test/;
+	curl -sS -m 10 --proxy "http://${HTTPS_PROXY##*@}" https://four.blocked.test/'
+printf '%s' "$c_out" >"$SG_TMP/c.json"
+RC=$(field "$SG_TMP/c.json" 'd["run_id"]')
+assert_eq "exec C: both blocks listed, attributed to no run" \
+	"four.blocked.test:443 None three.blocked.test:443 None" \
+	"$(field "$SG_TMP/c.json" '" ".join(sorted(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"]))')"
+ev=$(events)
+assert_contains "a finished exec's credential names no run" "$ev" "three.blocked.test None"
+assert_contains "no credential: the sandbox's alone" "$ev" "four.blocked.test None"
+assert_not_contains "C's own run is not named either" "$ev" "$RC"
+
+sg_summary

@@ -1,0 +1,149 @@
+/* test_grants.c: the proxy's table of grants (egress-proxy/grants.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "grants.h"
+
+#define T0	((time_t)1780272000)	/* 2026-06-01T00:00:00Z */
+
+static void
+test_fill(struct grant *g, const char *host, const char *run, long secs)
+{
+	memset(g, 0, sizeof(*g));
+	snprintf(g->sandbox, sizeof(g->sandbox), "sbx_a");
+	snprintf(g->host, sizeof(g->host), "%s", host);
+	g->port = 443;
+	snprintf(g->run, sizeof(g->run), "%s", run);
+	snprintf(g->by, sizeof(g->by), "alice (uid 1000)");
+	snprintf(g->rationale, sizeof(g->rationale), "the task needs it");
+	g->granted = T0;
+	g->expires = T0 + secs;
+}
+
+static size_t	test_seen;
+
+static void
+test_count(const struct grant *g, void *arg)
+{
+	(void)g;
+	(void)arg;
+	test_seen++;
+}
+
+static void
+test_table(void **state)
+{
+	struct grants	*t = grants_new();
+	struct grant	 g;
+	const char	*cause;
+
+	(void)state;
+	assert_non_null(t);
+	test_fill(&g, "a.corp.test", "", 60);
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	test_fill(&g, "b.corp.test", "run_x", 10);
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	/* Any exec of the sandbox, until it expires; nobody else. */
+	assert_non_null(grants_match(t, "sbx_a", "", "a.corp.test", 443,
+	    T0 + 59));
+	assert_non_null(grants_match(t, "sbx_a", "run_y", "a.corp.test", 443,
+	    T0));
+	assert_null(grants_match(t, "sbx_a", "", "a.corp.test", 443, T0 + 60));
+	assert_null(grants_match(t, "sbx_b", "", "a.corp.test", 443, T0));
+	assert_null(grants_match(t, NULL, "", "a.corp.test", 443, T0));
+	assert_null(grants_match(t, "sbx_a", "", "a.corp.test", 80, T0));
+	/* One exec's only. */
+	assert_non_null(grants_match(t, "sbx_a", "run_x", "b.corp.test", 443,
+	    T0));
+	assert_null(grants_match(t, "sbx_a", "run_y", "b.corp.test", 443, T0));
+	assert_null(grants_match(t, "sbx_a", "", "b.corp.test", 443, T0));
+	/* Expiry removes what is due, and tells who asks. */
+	test_seen = 0;
+	assert_int_equal(grants_expire(t, T0 + 10, test_count, NULL), 1);
+	assert_int_equal(test_seen, 1);
+	assert_null(grants_match(t, "sbx_a", "run_x", "b.corp.test", 443, T0));
+	assert_int_equal(grants_remove(t, "sbx_a", "a.corp.test", 443, NULL,
+	    NULL), 1);
+	assert_int_equal(grants_remove(t, "sbx_a", "a.corp.test", 443, NULL,
+	    NULL), 0);
+	grants_free(t);
+}
+
+static void
+test_refused(void **state)
+{
+	struct grants	*t = grants_new();
+	struct grant	 g;
+	const char	*cause;
+
+	(void)state;
+	test_fill(&g, "A.corp.test", "", 60);		/* not normalized */
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	test_fill(&g, "10.0.0.1", "", 60);		/* an address */
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	test_fill(&g, "a.corp.test", "", 0);		/* no time */
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	test_fill(&g, "a.corp.test", "", GRANTS_SECS_MAX + 1);
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	assert_string_equal(cause, "a grant lasts from 1 second to 7 days");
+	test_fill(&g, "a.corp.test", "run x", 60);	/* a bad run id */
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	test_fill(&g, "a.corp.test", "", 60);
+	g.rationale[0] = '\0';
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	test_fill(&g, "a.corp.test", "", 60);
+	snprintf(g.rationale, sizeof(g.rationale), "two\nlines");
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	test_fill(&g, "a.corp.test", "", 60);
+	g.port = 0;
+	assert_int_equal(grants_add(t, &g, &cause), -1);
+	grants_free(t);
+}
+
+/* What is saved loads back the same; a second grant replaces the first. */
+static void
+test_json(void **state)
+{
+	struct grants	*t = grants_new(), *u = grants_new();
+	struct grant	 g;
+	json_t		*a, *b;
+	const char	*cause;
+
+	(void)state;
+	test_fill(&g, "a.corp.test", "run_x", 60);
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	test_fill(&g, "a.corp.test", "run_x", 120);
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	a = grants_json(t, NULL);
+	assert_int_equal(json_array_size(a), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    a, 0), "expires")), "2026-06-01T00:02:00Z");
+	assert_int_equal(grants_load_json(u, a), 1);
+	b = grants_json(u, "sbx_a");
+	assert_true(json_equal(a, b));
+	json_decref(b);
+	b = grants_json(u, "sbx_b");
+	assert_int_equal(json_array_size(b), 0);
+	json_decref(a);
+	json_decref(b);
+	grants_free(t);
+	grants_free(u);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
