@@ -28,7 +28,7 @@
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_CREATE_TRIES	4	/* a name taken again and again */
-#define EVENTLOG_ASIDE_TRIES	8	/* random names taken (never in practice) */
+#define EVENTLOG_ASIDE_TRIES	8	/* random aside names taken in a row */
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
 				    JSON_ENSURE_ASCII)
@@ -86,7 +86,7 @@ struct eventlog {
 	uint64_t		 blocked_us;	/* when that was seen */
 	/* Events not written while the log was unavailable (log.outage). */
 	unsigned long long	 lost;
-	char			 lost_since[UTIL_TS_LEN]; /* the first of them */
+	char			 lost_since[UTIL_TS_LEN]; /* the first lost */
 	char			 lost_why[256];	/* why it failed */
 };
 

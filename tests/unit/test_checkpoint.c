@@ -2407,6 +2407,24 @@ test_reopen_planted_first(void **state)
 }
 
 /*
+ * A signed log (no size rotation) with 3 events, moved to name.1 as
+ * logrotate does; the caller sends the reopen. *k: the public key.
+ */
+static struct eventlog *
+logrotated_once(struct tmp *t, char (*rot)[160], struct checkpoint **ck,
+    EVP_PKEY **k)
+{
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct eventlog		*log;
+
+	*k = rotating_key(t, rot, 1);
+	log = rotating_open(t, &lo, ck);
+	append_n(log, 0, 3);
+	assert_int_equal(rename(t->path, rot[0]), 0);
+	return log;
+}
+
+/*
  * SIGUSR1 after logrotate moved the file to name.1, with a file put at
  * the name and the names name.foreign.SEQ.0 .. 63 (SEQ the writer's last,
  * which a reader of name.1 knows) made ahead: the writer still moves the
@@ -2417,7 +2435,6 @@ static void
 test_reopen_aside_names_taken(void **state)
 {
 	struct tmp		*t = *state;
-	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
@@ -2427,10 +2444,7 @@ test_reopen_aside_names_taken(void **state)
 	unsigned		 i;
 	int			 rc;
 
-	k = rotating_key(t, rot, 1);
-	log = rotating_open(t, &lo, &ck);
-	append_n(log, 0, 3);
-	assert_int_equal(rename(t->path, rot[0]), 0);
+	log = logrotated_once(t, rot, &ck, &k);
 	for (i = 0; i < 64; i++) {
 		snprintf(p, sizeof(p), "%s.foreign.%lld.%u", t->path,
 		    eventlog_seq(log), i);
@@ -2466,7 +2480,6 @@ static void
 test_log_outage_recorded(void **state)
 {
 	struct tmp		*t = *state;
-	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
@@ -2480,10 +2493,7 @@ test_log_outage_recorded(void **state)
 	size_t			 i;
 	int			 failed = 0;
 
-	k = rotating_key(t, rot, 1);
-	log = rotating_open(t, &lo, &ck);
-	append_n(log, 0, 3);
-	assert_int_equal(rename(t->path, rot[0]), 0);
+	log = logrotated_once(t, rot, &ck, &k);
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
 	low = was;
 	low.rlim_cur = 0;
