@@ -750,16 +750,18 @@ checkpoint_anchor_write(struct checkpoint *ck)
 {
 	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[128] = "";
 	char	 hex[CHECKPOINT_HEX + 1];
+	long long from = eventlog_first(ck->log);
 	unsigned files;
 	int	 fd, n, ok;
 
-	if (eventlog_first(ck->log) > 0 &&
-	    eventlog_files(ck->log, &files, hex) == 0)
+	/* The log is never kept from past its own end. */
+	if (from > ck->last.seq)
+		from = ck->last.seq;
+	if (from > 0 && eventlog_files(ck->log, &files, hex) == 0)
 		snprintf(first, sizeof(first), " first=%lld files=%u:%s",
-		    eventlog_first(ck->log), files, hex);
-	else if (eventlog_first(ck->log) > 0)
-		snprintf(first, sizeof(first), " first=%lld",
-		    eventlog_first(ck->log));
+		    from, files, hex);
+	else if (from > 0)
+		snprintf(first, sizeof(first), " first=%lld", from);
 	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
 	    "hash=%s reason=%s ts=%s key=%s%s\n", ck->last.seq,
 	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key, first);

@@ -1,5 +1,6 @@
 /* eventlog.c: the hash-chained JSON-lines log writer; see eventlog.h. */
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -27,7 +28,7 @@
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_CREATE_TRIES	4	/* a name taken again and again */
-#define EVENTLOG_ASIDE_MAX	64	/* name.foreign.SEQ.I, I below it */
+#define EVENTLOG_ASIDE_TRIES	8	/* random aside names taken in a row */
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
 				    JSON_ENSURE_ASCII)
@@ -83,11 +84,18 @@ struct eventlog {
 	unsigned		 own_cap;
 	int			 blocked; /* a file not its own in the way */
 	uint64_t		 blocked_us;	/* when that was seen */
+	/* Events not written while the log was unavailable (log.outage). */
+	unsigned long long	 lost;
+	char			 lost_since[UTIL_TS_LEN]; /* the first lost */
+	char			 lost_why[256];	/* why it failed */
 };
 
 struct eventlog_found;
 
 static int	eventlog_fail(struct eventlog *, const char *);
+static int	eventlog_append_one(struct eventlog *, json_t *, int *);
+static void	eventlog_lost(struct eventlog *);
+static int	eventlog_put_outage(struct eventlog *);
 static int	eventlog_open_fd(struct eventlog *);
 static int	eventlog_create(struct eventlog *);
 static int	eventlog_move_aside(struct eventlog *);
@@ -244,18 +252,23 @@ eventlog_create(struct eventlog *log)
 
 /*
  * Move the file at the path, which the writer did not make, to
- * name.foreign.SEQ.I (never over another file; SEQ the writer's last)
- * and say so on stderr. 0 (also when it is gone), or -1 with errno.
+ * name.foreign.SEQ.R (SEQ the writer's last, R 16 random hex digits from
+ * getrandom(2): a name nobody can guess or use up ahead of it), never
+ * over another file, and say so on stderr. 0 (also when it is gone), or
+ * -1 with errno.
  */
 static int
 eventlog_move_aside(struct eventlog *log)
 {
 	char		to[4096];
+	uint64_t	r;
 	unsigned	i;
 
-	for (i = 0; i < EVENTLOG_ASIDE_MAX; i++) {
-		snprintf(to, sizeof(to), "%s.foreign.%lld.%u", log->path,
-		    log->seq, i);
+	for (i = 0; i < EVENTLOG_ASIDE_TRIES; i++) {
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return -1;
+		snprintf(to, sizeof(to), "%s.foreign.%lld.%016llx", log->path,
+		    log->seq, (unsigned long long)r);
 		if (renameat2(AT_FDCWD, log->path, AT_FDCWD, to,
 		    RENAME_NOREPLACE) == 0) {
 			log_warnx("not writing to \"%s\": the writer did not "
@@ -810,7 +823,9 @@ eventlog_close_gap(struct eventlog *log, unsigned i, long long bound)
  * closed first. first: the oldest one's first seq. was: on a reopen the
  * note of the file the writer had; then only the first lines it noted
  * before (was, own) are vouched for, at open all are, until the anchor
- * says (eventlog_vouch()).
+ * says (eventlog_vouch()). On a reopen first moves only to the oldest
+ * note vouched for (a file the writer made), and stays where it was
+ * when there is none: a planted name.1 never sets it.
  */
 static void
 eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
@@ -818,7 +833,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 	struct eventlog_own	o, *old = log->own;
 	unsigned		n_old = log->n_own;
 	char			p[4096];
-	long long		bound;
+	long long		bound, first = 0;
 	int			gap = was == NULL;
 
 	bound = log->cur.seq > 0 ? log->cur.seq : LLONG_MAX;
@@ -836,11 +851,18 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 		o.vouched = was == NULL || eventlog_noted(was, old, n_old, &o);
 		if (eventlog_own_push(log, &o, 0) == -1)
 			break;
+		if (o.vouched)
+			first = o.seq;
 		bound = o.seq;
 	}
 	free(old);
-	log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
-	    log->cur.seq;
+	if (was == NULL)
+		log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
+		    log->cur.seq;
+	else if (first > 0)
+		log->first = first;
+	else if (log->first == 0 && log->cur.vouched)
+		log->first = log->cur.seq;
 }
 
 /*
@@ -1144,15 +1166,68 @@ out:
 	return rc;
 }
 
+/*
+ * An event that could not be written: counted, with when the first of
+ * them failed and why, for the log.outage line (eventlog_put_outage()).
+ */
+static void
+eventlog_lost(struct eventlog *log)
+{
+	struct timespec	now;
+
+	if (log->lost++ > 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	util_rfc3339(&now, log->lost_since);
+	snprintf(log->lost_why, sizeof(log->lost_why), "%s", log->error);
+}
+
+/*
+ * Before the first line written after an outage: a log.outage line
+ * saying how many events were not written (lost), from when (since: its
+ * own ts is when the log came back) and why (cause). 0, or -1.
+ */
+static int
+eventlog_put_outage(struct eventlog *log)
+{
+	json_t	*f;
+	int	 rc;
+
+	f = json_pack("{s:s, s:I, s:s, s:s}", "event", "log.outage", "lost",
+	    (json_int_t)log->lost, "since", log->lost_since, "cause",
+	    log->lost_why);
+	if (f == NULL) {
+		errno = ENOMEM;
+		return eventlog_fail(log, "cannot format an event for");
+	}
+	rc = eventlog_put(log, f);
+	json_decref(f);
+	if (rc == 0)
+		log->lost = 0;
+	return rc;
+}
+
 int
 eventlog_append(struct eventlog *log, json_t *fields)
 {
-	int	rc = -1;
+	int	rc, put = 0;
 
 	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
 		errno = EINVAL;
 		return eventlog_fail(log, "invalid event for");
 	}
+	rc = eventlog_append_one(log, fields, &put);
+	if (!put && fields != NULL && errno != EINVAL)
+		eventlog_lost(log);
+	return rc;
+}
+
+/* eventlog_append() of an event or hook line; *put: it was written. */
+static int
+eventlog_append_one(struct eventlog *log, json_t *fields, int *put)
+{
+	int	rc = -1;
+
 	/* A hook line due after the last event goes before this one. */
 	if (log->hook_due && !log->in_hook)
 		(void)eventlog_append_hook(log);
@@ -1161,8 +1236,11 @@ eventlog_append(struct eventlog *log, json_t *fields)
 			return eventlog_fail(log, "cannot lock");
 	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot open");
+	if (log->lost > 0 && eventlog_put_outage(log) == -1)
+		goto out;
 	if (eventlog_put(log, fields) == -1)
 		goto out;
+	*put = 1;
 	rc = 0;
 	if (util_now_us() - log->last_sync_us >= EVENTLOG_SYNC_US)
 		rc = eventlog_sync(log);

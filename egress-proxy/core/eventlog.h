@@ -75,7 +75,8 @@ struct eventlog_opts {
  * (no rotation, not shared). The files it continues in after a rotation
  * or a reopen it makes itself (O_EXCL): a file someone else put at the
  * name (a symlink or FIFO included) is moved aside to
- * filename.foreign.SEQ.I, never written to, and stderr says so. One
+ * filename.foreign.SEQ.R (R random: no name can be taken ahead of it),
+ * never written to, and stderr says so. One
  * missing name among the rotated files (a rotation cut short by a
  * crash) is closed at open by moving the files after it down one name.
  * Returns NULL with *cause set (caller frees) if the file cannot be opened
@@ -101,7 +102,10 @@ int		 eventlog_open_file(const char *path, int flags,
  * fields not an object, a reserved key, or a line longer than
  * SG_LOG_LINE_MAX; else the write, lock, rotation or sync error) and the
  * log marked unavailable until an append succeeds. A failed fdatasync
- * also returns -1, after the event was written.
+ * also returns -1, after the event was written. Events not written
+ * for another reason than EINVAL are counted; the first line written
+ * after them is a log.outage event: lost (how many), since (when the
+ * first failed, RFC 3339 UTC) and cause (the error then).
  */
 int		 eventlog_append(struct eventlog *, json_t *fields);
 

@@ -27,6 +27,9 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
 - Fifth round (T8): names shifted up one and a current file planted
   after a close do not move first=; a split run near 2^53 behind 8 KiB
   of junk is not the end; a rotation cut short does not stop rotation.
+- Sixth round (T9): a NAME.1 planted in logrotate's window before
+  SIGUSR1 does not move first=; the names a file at NAME is moved aside
+  to cannot be taken ahead.
 
 Real proxy on loopback, real clients, the real `sandgate` binary; forged
 checkpoints are signed with the openssl CLI, as anyone holding a key can.
@@ -1304,6 +1307,95 @@ class T8Round5(unittest.TestCase):
         self.assertNotIn("not rotating", q.stderr())
         self.assertLessEqual(os.path.getsize(p.log_path), 16 * 1024)
         self.assertTrue(os.path.exists(base + "3"))
+
+
+class T9Round6(unittest.TestCase):
+    """Sixth round: a NAME.1 planted in logrotate's window before the
+    proxy's SIGUSR1 (F1); the names a file at NAME would be moved aside
+    to made ahead (F2)."""
+
+    def logrotate(self, p, n):
+        """logrotate's numbered renames (NAME.n .. NAME.1 up one, NAME to
+        NAME.1); the caller sends SIGUSR1 (its postrotate)."""
+        for i in range(n, 0, -1):
+            os.rename("%s.%d" % (p.log_path, i),
+                      "%s.%d" % (p.log_path, i + 1))
+        os.rename(p.log_path, p.log_path + ".1")
+
+    def reopened(self, p):
+        p.proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+
+    def test_f1_planted_name1_on_reopen(self):
+        """F1: third logrotate step; in its window the writer's rotated
+        files are held aside and NAME.1 is planted, one line of seq 10^12,
+        until after SIGUSR1. The anchor's first stays at the writer's
+        oldest file, and deleting NAME.2 and NAME.3 fails verify --key."""
+        key, pub = make_key("f1r6")
+        p = start_proxy("t9-f1", key)
+        base = p.log_path + "."
+        try:
+            for n, tag in enumerate(("f1r6a", "f1r6b", "f1r6c")):
+                flood(p.port, 10, tag)
+                self.logrotate(p, n)
+                if n < 2:
+                    self.reopened(p)
+            for i in (1, 2, 3):
+                os.rename(base + str(i), os.path.join(p.log_dir,
+                                                      "hold.%d" % i))
+            write_lines(base + "1", [forged_event(10 ** 12, "0" * 64,
+                                                  "f1r6.invalid")])
+            self.reopened(p)
+            os.unlink(base + "1")
+            for i in (1, 2, 3):
+                os.rename(os.path.join(p.log_dir, "hold.%d" % i),
+                          base + str(i))
+            flood(p.port, 10, "f1r6d")
+            time.sleep(INTERVAL + 0.5)
+        finally:
+            stop_proxy(p)
+        with open(key + ".anchor") as f:
+            anchor = f.read()
+        first = int(re.search(r" first=(\d+)", anchor).group(1))
+        oldest = json.loads(read_lines(base + "3")[0])["seq"]
+        self.assertLessEqual(first, oldest, anchor)
+        verify = ("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
+                  "--anchor", key + ".anchor")
+        r = sandgate(*verify)
+        self.assertEqual(r.returncode, 0, anchor + r.stdout + r.stderr)
+        os.unlink(base + "3")
+        os.unlink(base + "2")
+        r = sandgate(*verify)
+        self.assertEqual(r.returncode, 1, anchor + r.stdout + r.stderr)
+
+    def test_f2_aside_names_taken(self):
+        """F2: NAME moved to NAME.1, then a file at NAME and
+        NAME.foreign.SEQ.0 .. 63 made (SEQ the last in NAME.1) before
+        SIGUSR1: the proxy moves the file aside all the same, logs the
+        next requests in a file it made and closes its log."""
+        key, pub = make_key("f2r6")
+        p = start_proxy("t9-f2", key)
+        try:
+            flood(p.port, 10, "f2r6a")
+            time.sleep(INTERVAL + 0.5)
+            os.rename(p.log_path, p.log_path + ".1")
+            seq = json.loads(read_lines(p.log_path + ".1")[-1])["seq"]
+            write_lines(p.log_path, [b""])
+            for i in range(64):
+                write_lines("%s.foreign.%d.%d" % (p.log_path, seq, i), [])
+            self.reopened(p)
+            flood(p.port, 10, "f2r6b")
+        finally:
+            stop_proxy(p)
+        self.assertIn("did not create", p.stderr())
+        lines = [json.loads(x) for x in read_lines(p.log_path)]
+        self.assertEqual(lines[0]["event"], "log.checkpoint")
+        self.assertTrue(any("f2r6b" in json.dumps(x) for x in lines),
+                        "no f2r6b request in the log")
+        self.assertEqual(lines[-1].get("reason"), "close", lines[-1])
+        r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key", pub,
+                     "--anchor", key + ".anchor")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
  * writer's anchor and log.resume (planted lines, crash, cut, shared
  * writers), rotation checkpoints, keys that sign nothing, empty logs.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -2253,6 +2254,13 @@ test_rotation_name_taken(void **state)
 	EVP_PKEY_free(k);
 }
 
+/* For stderr_of(): 10 events. */
+static void
+racing_append_n(void *log)
+{
+	append_n(log, 100, 10);
+}
+
 /* For stderr_of(): SIGUSR1's reopen. */
 static void
 reopen_log(void *log)
@@ -2315,6 +2323,204 @@ test_reopen_name_taken(void **state)
 			    "at seq %lld", a.first, i, seq_of(&l, 0));
 		lines_free(&l);
 	}
+	EVP_PKEY_free(k);
+}
+
+/* logrotate's step: name.(i) to name.(i+1) for i = n .. 1, name to name.1. */
+static void
+logrotate_step(struct tmp *t, char (*rot)[160], size_t n)
+{
+	size_t	i;
+
+	for (i = n; i > 0; i--)
+		assert_int_equal(rename(rot[i - 1], rot[i]), 0);
+	assert_int_equal(rename(t->path, rot[0]), 0);
+}
+
+/*
+ * logrotate's third step with the writer's rotated files held aside and
+ * a name.1 planted meanwhile that starts with a line of seq 10^12, then
+ * SIGUSR1 and everything put back: first never takes that seq (a note
+ * the writer does not vouch for) and never passes the first seq of the
+ * oldest file the writer made, so deleting its rotated files shows.
+ */
+static void
+test_reopen_planted_first(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 rot[4][160], hold[3][200], *w[1], *err;
+	const char		*paths[4];
+	struct ckverify		 v;
+	long long		 oldest;
+	EVP_PKEY		*k;
+	size_t			 i;
+
+	k = rotating_key(t, rot, 4);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 3);
+	logrotate_step(t, rot, 0);
+	reopen_log(log);
+	append_n(log, 3, 3);
+	logrotate_step(t, rot, 1);
+	reopen_log(log);
+	append_n(log, 6, 3);
+	logrotate_step(t, rot, 2);
+	for (i = 0; i < 3; i++) {
+		snprintf(hold[i], sizeof(hold[i]), "%s/hold.%zu", t->dir, i);
+		assert_int_equal(rename(rot[i], hold[i]), 0);
+	}
+	w[0] = forged(1000000000000LL, Z64);
+	write_lines(rot[0], w, 1);
+	free(w[0]);
+	err = stderr_of(reopen_log, log);
+	free(err);
+	assert_int_equal(unlink(rot[0]), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(rename(hold[i], rot[i]), 0);
+	append_n(log, 9, 3);
+	lines_read(&l, rot[2]);
+	oldest = seq_of(&l, 0);
+	lines_free(&l);
+	if (eventlog_first(log) < 1 || eventlog_first(log) > oldest ||
+	    eventlog_first(log) > eventlog_seq(log))
+		fail_msg("first=%lld; the writer's oldest file starts at seq "
+		    "%lld, its last seq is %lld", eventlog_first(log), oldest,
+		    eventlog_seq(log));
+	rotating_close(t, log, ck, &a);
+	if (a.first < 1 || a.first > oldest)
+		fail_msg("the anchor says first=%lld; the writer's oldest "
+		    "file starts at seq %lld", a.first, oldest);
+	paths[0] = rot[2];
+	paths[1] = rot[1];
+	paths[2] = rot[0];
+	paths[3] = t->path;
+	assert_int_equal(verify_with(paths, 4, k, &a, &v), CKVERIFY_OK);
+	/* NAME.3 and NAME.2 deleted: against the anchor that fails. */
+	assert_int_not_equal(verify_with(paths + 2, 2, k, &a, &v),
+	    CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A signed log (no size rotation) with 3 events, moved to name.1 as
+ * logrotate does; the caller sends the reopen. *k: the public key.
+ */
+static struct eventlog *
+logrotated_once(struct tmp *t, char (*rot)[160], struct checkpoint **ck,
+    EVP_PKEY **k)
+{
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct eventlog		*log;
+
+	*k = rotating_key(t, rot, 1);
+	log = rotating_open(t, &lo, ck);
+	append_n(log, 0, 3);
+	assert_int_equal(rename(t->path, rot[0]), 0);
+	return log;
+}
+
+/*
+ * SIGUSR1 after logrotate moved the file to name.1, with a file put at
+ * the name and the names name.foreign.SEQ.0 .. 63 (SEQ the writer's last,
+ * which a reader of name.1 knows) made ahead: the writer still moves the
+ * file aside to a name nobody could take ahead of it, writes the next
+ * events in a file it made and closes the log.
+ */
+static void
+test_reopen_aside_names_taken(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 rot[1][160], p[256], *w[1], *err;
+	EVP_PKEY		*k;
+	unsigned		 i;
+	int			 rc;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	for (i = 0; i < 64; i++) {
+		snprintf(p, sizeof(p), "%s.foreign.%lld.%u", t->path,
+		    eventlog_seq(log), i);
+		w[0] = "";
+		write_lines(p, w, 0);
+	}
+	w[0] = forged(1000000000000LL, Z64);
+	write_lines(t->path, w, 1);
+	free(w[0]);
+	rc = eventlog_reopen(log);
+	if (rc != 0)
+		fail_msg("reopen: %s", eventlog_error(log));
+	err = stderr_of(racing_append_n, log);
+	if (!eventlog_healthy(log))
+		fail_msg("the log is unavailable: %s", eventlog_error(log));
+	lines_read(&l, t->path);
+	if (l.n < 10 || !is_checkpoint(l.v[0]))
+		fail_msg("the current file has %zu lines, starting with %.60s",
+		    l.n, l.n > 0 ? l.v[0] : "");
+	lines_free(&l);
+	free(err);
+	rotating_close(t, log, ck, &a);
+	assert_true(a.seq > 10);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Events that could not be written while the log was unavailable (here
+ * no file descriptor left to open it with) leave a log.outage line once
+ * it is back: how many, since when, and why.
+ */
+static void
+test_log_outage_recorded(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct rlimit		 was, low;
+	struct ckverify		 v;
+	char			 rot[1][160];
+	const char		*paths[2];
+	EVP_PKEY		*k;
+	json_t			*f;
+	size_t			 i;
+	int			 failed = 0;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	(void)eventlog_reopen(log);
+	for (i = 0; i < 5; i++) {
+		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
+		    "lost.evil.test");
+		failed += eventlog_append(log, f) == -1;
+		json_decref(f);
+	}
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(failed, 5);
+	append_n(log, 3, 1);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
+		continue;
+	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
+	    strstr(l.v[i], "\"since\":") == NULL ||
+	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
+		fail_msg("no log.outage line for the 5 events (%zu lines, "
+		    "the last %.200s)", l.n, l.n > 0 ? l.v[l.n - 1] : "");
+	lines_free(&l);
+	rotating_close(t, log, ck, &a);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
 	EVP_PKEY_free(k);
 }
 
@@ -2431,6 +2637,9 @@ main(void)
 		T(test_rotated_files_shifted),
 		T(test_rotation_name_taken),
 		T(test_reopen_name_taken),
+		T(test_reopen_planted_first),
+		T(test_reopen_aside_names_taken),
+		T(test_log_outage_recorded),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
 	};
