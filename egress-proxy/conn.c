@@ -86,7 +86,8 @@ static const char *const conn_close_names[CONN_CLOSE_MAX] = {
  * A socket of a connection that closed gracefully with bytes still in
  * its kernel send queue (the end of an answer): kept, shut for writing
  * and counted in its client's slot, until the peer acknowledged them or
- * the flush timeout ends it with a reset.
+ * the flush timeout, counted from the last bytes the peer took, ends it
+ * with a reset.
  */
 struct conn_linger {
 	struct conn_linger	*next;
@@ -96,6 +97,7 @@ struct conn_linger {
 	struct event		*timer;
 	evutil_socket_t		 fd;
 	size_t			 pool;		/* its share of sockbuf_pool */
+	int			 queued;	/* at the last look */
 	uint64_t		 deadline_us;
 	unsigned		 wait_ms;
 };
@@ -612,6 +614,7 @@ conn_linger_start(struct conn *c, evutil_socket_t fd, int *kept)
 		c->sockbuf_extra = 0;
 	}
 	l->deadline_us = util_now_us() + CONN_FLUSH_TIMEOUT_MS * 1000ULL;
+	l->queued = conn_sock_queued(l->fd);
 	l->wait_ms = CONN_LINGER_FIRST_MS;
 	l->next = conn_lingers;
 	if (conn_lingers != NULL)
@@ -629,8 +632,14 @@ conn_linger_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn_linger	*l = arg;
 	struct timeval		 tv;
+	int			 queued;
 
-	if (conn_sock_queued(l->fd) > 0) {
+	if ((queued = conn_sock_queued(l->fd)) > 0) {
+		/* A peer that takes bytes has the flush timeout from then. */
+		if (queued < l->queued)
+			l->deadline_us = util_now_us() +
+			    CONN_FLUSH_TIMEOUT_MS * 1000ULL;
+		l->queued = queued;
 		if (util_now_us() < l->deadline_us) {
 			l->wait_ms = l->wait_ms * 2 > CONN_LINGER_MAX_MS ?
 			    CONN_LINGER_MAX_MS : l->wait_ms * 2;

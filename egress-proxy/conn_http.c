@@ -141,6 +141,8 @@ conn_http_start(struct conn *c)
 		return -1;
 	}
 	conn_http_send_head(c, head, len);
+	r->bytes_up += len;	/* the head is what the client sent up too */
+	c->px->stats.bytes_up += len;
 	if (set.name != NULL)
 		OPENSSL_cleanse(head, len);
 	free(head);

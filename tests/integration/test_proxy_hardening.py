@@ -2080,6 +2080,40 @@ class G1OrphanedSendQueues(Case):
         # Both answers ended in a kept socket (the path under test).
         self.assertEqual(p.stderr().count("client socket kept until"), 2,
                          p.stderr()[-3000:])
+
+    def test_slow_reader_gets_the_whole_answer(self):
+        """Round 5 (R5-4): a kept socket had an absolute 10 s to be
+        taken, so a client reading a Connection: close answer at 15 KB/s
+        lost its tail to a reset. The 10 s now count from the last bytes
+        the client took."""
+        p = start_proxy("orphans-slow")
+        n = 240 << 10
+        h = "allowed.test:%d" % self.up.http_port
+        c = proxylib.bound_conn("127.0.0.2", p.port)
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.send(get_request("http://%s/big?n=%d" % (h, n), h,
+                           "Connection: close\r\n"))
+        got, t0 = bytearray(), time.monotonic()
+        c.sock.settimeout(30)
+        try:
+            while True:  # about 16 KiB/s: the answer takes ~15 s
+                b = c.sock.recv(4096)
+                if not b:
+                    break
+                got += b
+                time.sleep(0.25)
+        except ConnectionResetError:
+            pass
+        c.close()
+        took = time.monotonic() - t0
+        print("\n  %d of %d bytes read slowly in %.1f s" % (
+            len(got), n, took), file=sys.stderr)
+        self.assertGreater(took, 11, "the reader was not slow enough to "
+                           "outlast the flush timeout")
+        head, _, body = bytes(got).partition(b"\r\n\r\n")
+        self.assertEqual(len(body), n, "the slow reader lost the tail")
+        self.assertEqual(body, proxylib.big_pattern(n))
+
     def test_upstream_that_stopped_reading_leaves_no_orphan(self):
         """The upstream direction: tunnels uploading to a server that
         accepts and never reads, ended by a reload that removes their
@@ -2191,9 +2225,33 @@ class G2AllowedVolume(Case):
                                   "egress.allowed_summary")]
         summ = [e for e in evs if e["event"] == "egress.allowed_summary"]
         self.assertEqual(sum(e["count"] for e in summ), 4, evs)
-        self.assertEqual(sum(e.get("bytes_up", 0) for e in evs),
-                         sum(sizes), json.dumps(summ))
+        # Bodies plus the heads the proxy sent up (under 1 KiB each).
+        up = sum(e.get("bytes_up", 0) for e in evs)
+        self.assertGreaterEqual(up, sum(sizes), json.dumps(summ))
+        self.assertLess(up, sum(sizes) + 1024 * len(sizes), json.dumps(summ))
         self.assertGreater(sum(e.get("bytes_down", 0) for e in summ), 0)
+
+    def test_request_heads_count_as_bytes_up(self):
+        """Round 5 (R5-1): on the forward path only request bodies were
+        counted, so 1,000 requests with 30 KB of headers each moved 29 MiB
+        up with bytes_up 0 in every line."""
+        p = control_proxy("allowed-heads", extra_args=["--log-allowed"])
+        register(p, "127.0.0.2", SBX_A)
+        h = "allowed.test:%d" % self.up.http_port
+        extra = "".join("X-Pad-%d: %s\r\n" % (i, "a" * 1000)
+                        for i in range(30))
+        for _ in range(10):
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            c.send(get_request("http://%s/a" % h, h,
+                               extra + "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 200)
+            c.close()
+        self.assertEqual(stop_and_check(p), [])
+        evs = [e for e in p.events() if e.get("sandbox") == SBX_A and
+               e.get("event") in ("egress.allowed",
+                                  "egress.allowed_summary")]
+        up = sum(e.get("bytes_up", 0) for e in evs)
+        self.assertGreaterEqual(up, 10 * 30000, json.dumps(evs)[-2000:])
 
 
 def main():
