@@ -73,7 +73,8 @@ atk_review_writer() {
 	shown=$(grep -c '^+print("hello v2")$' "$T/rw.diff")
 	# a writer left alive (started here from the host: whatever way a
 	# process of the sandbox outlives its command, it ends the same)
-	user=$(docker inspect -f '{{.Config.User}}' "$cid")
+	user=$(sbx_uid "$REV")
+	user=$user:$user
 	docker exec -d -u "$user" "$cid" sh /workspace/.attacks/writer.sh \
 	    /workspace/src/app.py
 	for i in $(seq 1 50); do
