@@ -183,6 +183,22 @@ risky_mixed_script(const char *relpath)
 	return 0;
 }
 
+/* libunistring's len bytes at s as a C string (s freed), or NULL. */
+static char *
+risky_terminate(uint8_t *s, size_t len)
+{
+	char	*z;
+
+	if (s == NULL)
+		return NULL;
+	if ((z = realloc(s, len + 1)) == NULL) {
+		free(s);
+		return NULL;
+	}
+	z[len] = '\0';
+	return z;
+}
+
 char *
 risky_key_dup(const char *relpath)
 {
@@ -190,7 +206,6 @@ risky_key_dup(const char *relpath)
 	size_t		 n = strlen(relpath), i, o = 0, len = 0;
 	uint8_t		*mapped, *folded;
 	ucs4_t		 cp;
-	char		*z;
 	int		 l, c;
 
 	if (u8_check(s, n) != NULL)
@@ -208,14 +223,7 @@ risky_key_dup(const char *relpath)
 	}
 	folded = u8_casefold(mapped, o, NULL, UNINORM_NFKC, NULL, &len);
 	free(mapped);
-	if (folded == NULL)
-		return NULL;
-	if ((z = realloc(folded, len + 1)) == NULL) {
-		free(folded);
-		return NULL;
-	}
-	z[len] = '\0';
-	return z;
+	return risky_terminate(folded, len);
 }
 
 /* Does the rule match path (its look-alike key, or the bytes)? */
@@ -236,20 +244,12 @@ risky_nfc_dup(const char *relpath)
 {
 	size_t	 len = 0;
 	uint8_t	*n;
-	char	*z;
 
 	if (u8_check((const uint8_t *)relpath, strlen(relpath)) != NULL)
 		return NULL;		/* not UTF-8 */
 	n = u8_normalize(UNINORM_NFC, (const uint8_t *)relpath,
 	    strlen(relpath), NULL, &len);
-	if (n == NULL)
-		return NULL;
-	if ((z = realloc(n, len + 1)) == NULL) {
-		free(n);
-		return NULL;
-	}
-	z[len] = '\0';
-	return z;
+	return risky_terminate(n, len);
 }
 
 int
