@@ -176,7 +176,7 @@ cmd_apply_check(struct apply_run *a, char **paths, size_t npaths)
 
 /*
  * Risky by name (risky_path), or, as the diff made now says, an NFC twin
- * of another path.
+ * or look-alike of another path or folder (diff_twins).
  */
 static int
 cmd_apply_risky(const struct apply_run *a, const struct workspace_delta *d,

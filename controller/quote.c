@@ -7,6 +7,7 @@
 #include <unictype.h>
 
 #include "quote.h"
+#include "risky.h"
 
 static size_t	quote_unsafe_len(const unsigned char *, size_t, int);
 static int	quote_c_escape(FILE *, unsigned char);
@@ -96,7 +97,8 @@ quote_blank_cp(uint32_t cp)
 /*
  * How many bytes at s form one unsafe unit (a control, a bidi character,
  * or a single byte that is not valid UTF-8; in a name, also a character
- * that renders blank); 0 if s starts a safe character.
+ * that renders blank or is drawn like '/' or '.': risky_lookalike_cp);
+ * 0 if s starts a safe character.
  */
 static size_t
 quote_unsafe_len(const unsigned char *s, size_t n, int name)
@@ -106,7 +108,8 @@ quote_unsafe_len(const unsigned char *s, size_t n, int name)
 
 	if ((len = quote_utf8_len(s, n, &cp)) == 0)
 		return 1;
-	return quote_unsafe_cp(cp) || (name && quote_blank_cp(cp)) ? len : 0;
+	return quote_unsafe_cp(cp) || (name && (quote_blank_cp(cp) ||
+	    risky_lookalike_cp(cp) != 0)) ? len : 0;
 }
 
 int

@@ -13,7 +13,10 @@
  * well-formed UTF-8) is shown as it is.
  *
  * In a name, a character that renders blank is unsafe too (quote_blank_cp,
- * by Unicode property: "build.sh" + U+00A0 must not pass for build.sh).
+ * by Unicode property: "build.sh" + U+00A0 must not pass for build.sh),
+ * and so is one drawn like '/' or '.' (risky_lookalike_cp: U+2215,
+ * U+2044, U+FF0F, U+2024, ...: "src" + U+2215 + "app.py" must not pass
+ * for src/app.py).
  *
  * Names are quoted the way git quotes them (core.quotePath=false): a
  * name with an unsafe byte, '"' or '\\', or whose last character (or a

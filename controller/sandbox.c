@@ -514,17 +514,28 @@ sandbox_spec_host(const struct sandbox_meta *m,
 	return host;
 }
 
-void
-sandbox_user(const struct sandbox_meta *m, char *buf, size_t size)
+unsigned long
+sandbox_init_uid(const struct sandbox_meta *m)
 {
-	snprintf(buf, size, "%lu:%lu", m->uid, m->uid);
+	return m->uid == SANDBOX_UID ? SANDBOX_INIT_UID_OLD :
+	    m->uid + SANDBOX_UID_COUNT;
+}
+
+void
+sandbox_init_user(const struct sandbox_meta *m, char *buf, size_t size)
+{
+	unsigned long	uid = sandbox_init_uid(m);
+
+	snprintf(buf, size, "%lu:%lu", uid, uid);
 }
 
 /*
  * The probe is the container's init (PID 1): it reaps orphans, stops on
  * SIGTERM and makes itself not dumpable, so that no process of the
  * sandbox can write its memory or read its environment, and the kill
- * knows it by its executable and start time (exec.h).
+ * knows it by its executable and start time (exec.h). It runs as the
+ * init's uid, which no command has (every exec names the sandbox's uid):
+ * no command may signal it or change its limits.
  */
 json_t *
 sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
@@ -532,7 +543,7 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 {
 	char	user[32];
 
-	sandbox_user(m, user, sizeof(user));
+	sandbox_init_user(m, user, sizeof(user));
 	/* runsc applies the base's seccomp profile inside gVisor when
 	 * registered with --oci-seccomp */
 	return cspec_new(json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], "
@@ -558,11 +569,17 @@ sandbox_uid_dir(void)
 	return env != NULL && *env != '\0' ? env : SANDBOX_UID_DIR;
 }
 
-/* 1 when the host's passwd or group names uid (a host account has it). */
+/*
+ * 1 when the host's passwd or group names uid or the init uid that goes
+ * with it (sandbox_init_uid): a host account has one of them.
+ */
 static int
 sandbox_uid_taken(unsigned long uid)
 {
-	return getpwuid((uid_t)uid) != NULL || getgrgid((gid_t)uid) != NULL;
+	unsigned long	init = uid + SANDBOX_UID_COUNT;
+
+	return getpwuid((uid_t)uid) != NULL || getgrgid((gid_t)uid) != NULL ||
+	    getpwuid((uid_t)init) != NULL || getgrgid((gid_t)init) != NULL;
 }
 
 /* Claim a free uid of the range for the folder dir into *uid. 0 or -1. */

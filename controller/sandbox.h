@@ -11,7 +11,8 @@
  * before uids of their own).
  *
  * The container spec (sandbox_spec) is the whole hardening contract:
- * the sandbox's own uid (below) as user and group, CapDrop ALL,
+ * the init's uid (below) as the container's user and group (each exec
+ * names the sandbox's own uid), CapDrop ALL,
  * no-new-privileges, sandgate's allowlist seccomp profile
  * (seccomp_profile.h), AppArmor's docker-default where AppArmor is on,
  * read-only root, tmpfs /tmp (noexec,nosuid,nodev) and /home/sandbox,
@@ -37,6 +38,15 @@
  * and watches) are then per sandbox, and no host user can reach its
  * processes or files. Sandboxes created before this had uid 1000
  * (SANDBOX_UID); their meta.json has no "uid" and they keep it.
+ *
+ * The container's init (the idle probe, PID 1) runs as a uid no command
+ * has (sandbox_init_uid): the sandbox's uid + SANDBOX_UID_COUNT, a range
+ * of its own that create checks against the host's passwd and group too
+ * (SANDBOX_INIT_UID_OLD for the uid-1000 sandboxes). kill(2),
+ * rt_sigqueueinfo and prlimit(2) from a command then fail with EPERM: no
+ * command can stop the init, lower its limits (RLIMIT_CPU 0 gets it
+ * SIGKILLed by the kernel) or make the kernel drop a signal's siginfo by
+ * filling the init's pending-signal count (G6a).
  */
 #ifndef SG_SANDBOX_H
 #define SG_SANDBOX_H
@@ -52,6 +62,8 @@ struct docker;
 #define SANDBOX_UID_BASE	0x70000000UL	/* 1879048192 */
 #define SANDBOX_UID_COUNT	65536UL
 #define SANDBOX_UID_DIR		"/var/lib/sandgate-uids"
+/* the init of a uid-1000 sandbox: above the inits' range, below 2^31 */
+#define SANDBOX_INIT_UID_OLD	(SANDBOX_UID_BASE + 2 * SANDBOX_UID_COUNT)
 #define SANDBOX_NOFILE		4096	/* RLIMIT_NOFILE per process */
 #define SANDBOX_NPROC_SLACK	16	/* RLIMIT_NPROC above the pids limit */
 #define SANDBOX_OOM_SCORE_ADJ	1000	/* the host's OOM killer's first pick */
@@ -154,8 +166,10 @@ void	sandbox_uid_release(const char *dir);
  * count them). The number, or -1 when the claims can't be read.
  */
 int	sandbox_uid_sweep(int dry);
-/* "UID:GID" of the sandbox's user into buf. */
-void	sandbox_user(const struct sandbox_meta *, char *buf, size_t size);
+/* The uid of the container's init: one no command of any sandbox has. */
+unsigned long	sandbox_init_uid(const struct sandbox_meta *);
+/* "UID:GID" of the container's init into buf (the container's User). */
+void	sandbox_init_user(const struct sandbox_meta *, char *buf, size_t size);
 
 /* 1 when the host enforces AppArmor (the spec then names docker-default). */
 int	sandbox_apparmor_on(void);

@@ -423,57 +423,160 @@ out:
 	return c.out;
 }
 
+/* One folder or file path of the snapshot or the diff, and its key. */
+struct twin {
+	char	*key;		/* risky_key_dup */
+	char	*path;		/* the bytes */
+};
+
+static int
+twin_cmp(const void *a, const void *b)
+{
+	const struct twin	*x = a, *y = b;
+	int			 c;
+
+	if ((c = strcmp(x->key, y->key)) != 0)
+		return c;
+	return strcmp(x->path, y->path);
+}
+
 /*
- * Two names with one NFC form look alike: every changed path whose NFC
- * form is that of another path (of the diff, or of the snapshot: the host
- * at create) is risky. Only names not in NFC can be another's twin, and
- * they are rare, so: collect their NFC forms, then compare each changed
- * path's NFC form with them.
+ * Add path and each of its folders to t (all that are valid UTF-8); a
+ * folder that prev (the path added before) has too is there already.
+ * 0, or -1 when memory is short.
+ */
+static int
+twin_add(struct twin *t, size_t *n, const char *path, const char *prev)
+{
+	const char	*p = path;
+	size_t		 len;
+
+	for (;;) {
+		p = strchr(p, '/');
+		len = p != NULL ? (size_t)(p - path) : strlen(path);
+		if (p == NULL || prev == NULL || strncmp(prev, path, len + 1)
+		    != 0) {
+			if ((t[*n].path = strndup(path, len)) == NULL)
+				return -1;
+			if ((t[*n].key = risky_key_dup(t[*n].path)) == NULL)
+				free(t[*n].path);	/* not UTF-8 */
+			else
+				(*n)++;
+		}
+		if (p == NULL)
+			return 0;
+		p++;
+	}
+}
+
+/* The number of '/'-separated parts of path. */
+static size_t
+twin_depth(const char *path)
+{
+	size_t	n = 1;
+
+	while ((path = strchr(path, '/')) != NULL) {
+		path++;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * The reason when path or one of its folders has the key of another
+ * folder or path of t (sorted), else NULL: RISKY_WHY_TWIN when their NFC
+ * forms are equal, RISKY_WHY_ALIKE when only the keys are.
+ */
+static const char *
+twin_find(const struct twin *t, size_t n, const char *path)
+{
+	struct twin	 me;
+	const char	*why = NULL, *p = path;
+	char		*nfc, *other;
+	size_t		 lo, hi, mid, len;
+
+	for (; why == NULL; p++) {
+		p = strchr(p, '/');
+		len = p != NULL ? (size_t)(p - path) : strlen(path);
+		if ((me.path = strndup(path, len)) == NULL)
+			return NULL;
+		if ((me.key = risky_key_dup(me.path)) != NULL) {
+			for (lo = 0, hi = n; lo < hi; ) {
+				mid = lo + (hi - lo) / 2;
+				if (strcmp(t[mid].key, me.key) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (; why == NULL && lo < n &&
+			    strcmp(t[lo].key, me.key) == 0; lo++) {
+				if (strcmp(t[lo].path, me.path) == 0)
+					continue;
+				nfc = risky_nfc_dup(me.path);
+				other = risky_nfc_dup(t[lo].path);
+				why = nfc != NULL && other != NULL &&
+				    strcmp(nfc, other) == 0 ? RISKY_WHY_TWIN :
+				    RISKY_WHY_ALIKE;
+				free(nfc);
+				free(other);
+			}
+		}
+		free(me.key);
+		free(me.path);
+		if (p == NULL)
+			break;
+	}
+	return why;
+}
+
+/*
+ * Names that look alike: every changed path one of whose folders, or
+ * itself, has the look-alike key (risky_key_dup: NFKC, case folded, slash
+ * and dot look-alikes as '/' and '.') of another folder or path of the
+ * diff or of the snapshot (the host at create), compared folder by
+ * folder, is risky. A sorted table of every folder and path, and a
+ * binary search for each part of each changed path.
  */
 static int
 diff_twins(struct diff_ctx *c)
 {
 	struct workspace_diff	*d = c->out;
-	const char		**orig = NULL;
-	char			**nfc = NULL, *mine;
-	size_t			 n = 0, cap, i, k;
+	struct twin		*t = NULL;
+	const char		*prev = NULL, *path, *why;
+	size_t			 n = 0, cap = 0, i;
 	int			 rv = -1;
 
-	cap = c->m->n + d->n;
-	if (cap == 0)
+	if (d->n == 0)
 		return 0;
-	if ((orig = calloc(cap, sizeof(*orig))) == NULL ||
-	    (nfc = calloc(cap, sizeof(*nfc))) == NULL)
+	for (i = 0; i < c->m->n + d->n; i++)
+		cap += twin_depth(i < c->m->n ? c->m->v[i].path :
+		    d->v[i - c->m->n].path);
+	if ((t = calloc(cap, sizeof(*t))) == NULL)
 		goto out;
-	for (i = 0; i < cap; i++) {
-		orig[n] = i < c->m->n ? c->m->v[i].path : d->v[i - c->m->n].path;
-		if (!risky_not_nfc(orig[n]))
-			continue;
-		if ((nfc[n] = risky_nfc_dup(orig[n])) == NULL)
+	for (i = 0; i < c->m->n + d->n; i++) {
+		path = i < c->m->n ? c->m->v[i].path : d->v[i - c->m->n].path;
+		if (twin_add(t, &n, path, prev) == -1)
 			goto out;
-		n++;
+		prev = path;
 	}
-	for (i = 0; n > 0 && i < d->n; i++) {
-		if ((mine = risky_nfc_dup(d->v[i].path)) == NULL)
-			continue;	/* not UTF-8: never applied */
-		for (k = 0; k < n; k++)
-			if (strcmp(orig[k], d->v[i].path) != 0 &&
-			    strcmp(nfc[k], mine) == 0)
-				break;
-		free(mine);
-		if (k < n && !d->v[i].risky) {
+	qsort(t, n, sizeof(*t), twin_cmp);
+	for (i = 0; i < d->n; i++) {
+		if (d->v[i].risky)
+			continue;
+		if ((why = twin_find(t, n, d->v[i].path)) != NULL) {
 			d->v[i].risky = 1;
-			d->v[i].risky_why = RISKY_WHY_TWIN;
+			d->v[i].risky_why = why;
 		}
 	}
 	rv = 0;
 out:
 	if (rv == -1)
 		(void)util_cause(c->cause, "out of memory");
-	for (k = 0; nfc != NULL && k < n; k++)
-		free(nfc[k]);
-	free(nfc);
-	free(orig);
+	for (i = 0; t != NULL && i < n; i++) {
+		free(t[i].key);
+		free(t[i].path);
+	}
+	free(t);
 	return rv;
 }
 

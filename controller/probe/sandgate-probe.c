@@ -1,7 +1,8 @@
 /*
  * sandgate-probe: a static helper bind-mounted into every sandbox.
  *
- *   sandgate-probe idle    PID 1 of every sandbox container: makes itself
+ *   sandgate-probe idle    PID 1 of every sandbox container, as a uid no
+ *                          command has: makes itself
  *                          not dumpable (no process of the sandbox may
  *                          write its memory; under runc none may read its
  *                          environment or use its descriptors either,
@@ -861,8 +862,15 @@ probe_run_main(long nproc, char **argv)
  * rt_sigqueueinfo(2), rt_tgsigqueueinfo(2) and pidfd_send_signal(2) to
  * another process refuse si_code >= 0 (EPERM), so what they send has a
  * negative si_code (SI_QUEUE, ...), whatever si_pid it claims. F_SETSIG
- * (fcntl) signals carry a POLL_* code. All those are ignored, so no
- * command can stop the container under the other execs.
+ * (fcntl) signals carry a POLL_* code. All those are ignored.
+ *
+ * The siginfo alone can't tell: when the receiver's uid is out of
+ * pending-signal room (RLIMIT_SIGPENDING), the kernel queues the signal
+ * without its info and hands over SI_USER with si_pid 0. What keeps a
+ * command from stopping the container under the other execs is the
+ * uid: sandgate starts this process as a uid no command has
+ * (sandbox.h), so their kill(2), sigqueue and prlimit(2) on it all fail
+ * with EPERM and its pending-signal count is its own.
  */
 static void
 idle_term(int sig, siginfo_t *si, void *ctx)

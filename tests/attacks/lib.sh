@@ -18,6 +18,8 @@
 #   notice PREFIX [WORDS]                 the "sandgate: " line the agent got
 #   sec SANDBOX HOST                      the security event for HOST
 #   inproc ID PATTERN                     processes in the sandbox matching
+#   sbx_uid ID                            the sandbox's uid (its commands';
+#                                         the container's User is the init's)
 #   print_table                           the table; exit status 1 if a row
 #                                         is NO or UNDETECTED
 
@@ -54,6 +56,11 @@ raised() {
 host_busy_ms() {
 	awk -v hz="$(getconf CLK_TCK)" '/^cpu / {
 		print int(($2 + $3 + $4 + $7 + $8 + $9) * 1000 / hz); exit }' /proc/stat
+}
+
+sbx_uid() {
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("uid", 1000))' \
+	    "$SANDGATE_STATE/sandboxes/$1/meta.json"
 }
 
 x() {

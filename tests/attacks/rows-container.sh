@@ -2,11 +2,11 @@
 # long-lived process, the host's disk, users and kernel limits, the
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
-# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 1e', 6c, 6d, 12b and a
-# seal rule added). Sourced by tests/attacks/run after lib.sh; each atk_*
-# function adds its rows. Needs $SG, $T, $MAIN, $RAISED, $SANDGATE_STATE,
-# $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE and the create
-# helper of run.
+# 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 1e', 1e'', 1e''',
+# 6c, 6d, 12b and a seal rule added). Sourced by tests/attacks/run after
+# lib.sh; each atk_* function adds its rows. Needs $SG, $T, $MAIN, $RAISED,
+# $SANDGATE_STATE, $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE
+# and the create helper of run.
 
 # --- 1. /proc/PID/mem injection into the long-lived process ------------------
 atk_inject() {
@@ -63,8 +63,7 @@ atk_zleader() {
 	wait "$pid"
 	rc3=$?
 	d3=$(zl_after)
-	uid=$(docker inspect -f '{{.Config.User}}' "sandgate-$ZL")
-	uid=${uid%%:*}
+	uid=$(sbx_uid "$ZL")
 	tasks=$(ps -eLo uid= | awk -v u="$uid" '$1 == u' | wc -l)
 	verdict "1d leader exited, a thread lives on (timeout, end, SIGINT)" \
 	    '[ "$zl1_rc" = 124 ] && [ "$zl2_rc" = 0 ] && [ "$rc3" = 130 ] && [ "$d1" = 0 ] && [ "$d2" = 0 ] && [ "$d3" = 0 ]' \
@@ -111,11 +110,59 @@ atk_forgeinit() {
 	fia_rc=$(j fia 'o["exit_code"]')
 	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$FI")
 	verdict "1e' forged docker stop (rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal, si_pid 0)" \
-	    '[ "$fi_rc" = 0 ] && grep -q "still here" <<<"$(j fi "o[\"stdout\"]")" && [ "$fia_rc" = 0 ] && grep -q "exec done" <<<"$(j fia "o[\"stdout\"]")" && [ "$(j fia "o.get(\"container_stopped\")")" != true ] && [ "$state" = running ]' \
+	    '[ "$fi_rc" = 0 ] && grep -q "still here" <<<"$(j fi "o[\"stdout\"]")" && [ "$fia_rc" = 0 ] && grep -q "exec done" <<<"$(j fia "o[\"stdout\"]")" && [ "$(j fia "o.get(\"container_stopped\")")" != True ] && [ "$state" = running ]' \
 	    "exit $fi_rc; $(j fi 'o["stdout"].strip()' | sed -n '1p;$p' | tr '\n' ' ')" \
 	    "$(rec fi); concurrent: $(rec fia)" \
 	    "concurrent exec: exit $fia_rc; container after both: $state"
 	"$SG" discard "$FI" >/dev/null 2>&1
+}
+
+# --- 1e'' and 1e'''. a command acts on the init as its own uid could ---------
+# The init runs as a uid no command has. Filling the pending-signal count
+# (or lowering PID 1's RLIMIT_SIGPENDING) would make the kernel drop a
+# forged SIGTERM/SIGINT's siginfo and hand PID 1 SI_USER with si_pid 0,
+# what docker stop shows; RLIMIT_CPU 0 would get it SIGKILLed. Each must
+# fail, and an exec running meanwhile must end normally.
+il_run() {	# il_run PREFIX STEP...: the steps while a concurrent exec sleeps
+	local p=$1 bg
+	shift
+	x "${p}a" "$IL" --timeout 40 -- sh -c 'sleep 14; echo long-running-exec done' &
+	bg=$!
+	sleep 3
+	x "$p" "$IL" --timeout 30 -- python3 /workspace/.attacks/initlimit.py "$@"
+	wait "$bg"
+	printf -v "${p}a_rc" '%s' "$(j "${p}a" 'o["exit_code"]')"
+}
+il_ok() {	# il_ok PREFIX: the steps' command and the concurrent exec held
+	local a=${1}a rc arc
+	rc=${1}_rc arc=${1}a_rc
+	[ "${!rc}" = 0 ] && grep -q "still here" <<<"$(j "$1" 'o["stdout"]')" &&
+	    [ "${!arc}" = 0 ] && grep -q "exec done" <<<"$(j "$a" 'o["stdout"]')" &&
+	    [ "$(j "$a" 'o.get("container_stopped")')" != True ] &&
+	    [ "$(docker inspect -f '{{.State.Status}}' "sandgate-$IL")" = running ]
+}
+atk_initlimit() {
+	local state
+	if ! create IL "$T/project" --network none; then
+		row "1e'' forged stop with the siginfo lost" NO "create failed" "" ""
+		return
+	fi
+	il_run il1 fill:15 fill:2 pend:15 pend:2
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$IL")
+	verdict "1e'' forged stop with the siginfo lost (pending signals full, RLIMIT_SIGPENDING 0; SIGTERM, SIGINT)" \
+	    'il_ok il1 && [ "$(j il1 "o[\"stdout\"]" | grep -c "rt_sigqueueinfo(1, .*errno 1$")" = 4 ]' \
+	    "exit $il1_rc; $(j il1 'o["stdout"].strip()' | grep -E 'rt_sigq|RLIMIT|still|gone' | cut -c1-60 | tr '\n' ' ')" \
+	    "$(rec il1); concurrent: $(rec il1a)" \
+	    "concurrent exec: exit $il1a_rc; container after both: $state"
+	[ "$state" = running ] || "$SG" exec "$IL" -- true >/dev/null 2>&1
+	il_run il2 cpu
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$IL")
+	verdict "1e''' prlimit of the init (RLIMIT_CPU 0, then orphans to reap)" \
+	    'il_ok il2 && grep -q "RLIMIT_CPU, (0, 0)) failed: errno 1$" <<<"$(j il2 "o[\"stdout\"]")"' \
+	    "exit $il2_rc; $(j il2 'o["stdout"].strip()' | tr '\n' ' ' | cut -c1-110)" \
+	    "$(rec il2); concurrent: $(rec il2a)" \
+	    "concurrent exec: exit $il2a_rc; container after both: $state"
+	"$SG" discard "$IL" >/dev/null 2>&1
 }
 
 # --- 2. the container's log fills the host's disk -------------------------------
@@ -135,11 +182,12 @@ atk_logfill() {
 # --- 4. a uid of its own: other sandboxes and host users ------------------------
 atk_uids() {
 	local um ur lim pid secret out1 out2 out3 bg host1000 own
-	um=$(docker inspect -f '{{.Config.User}}' "sandgate-$MAIN")
-	ur=$(docker inspect -f '{{.Config.User}}' "sandgate-$RAISED")
+	um=$(sbx_uid "$MAIN")
+	ur=$(sbx_uid "$RAISED")
+	um=$um:$um ur=$ur:$ur
 	verdict "4 two sandboxes, two uids, no host account" \
 	    '[ "$um" != "$ur" ] && ! getent passwd "${um%%:*}" >/dev/null && ! getent passwd "${ur%%:*}" >/dev/null' \
-	    "users $um and $ur" "docker inspect" \
+	    "users $um and $ur" "meta.json" \
 	    "host passwd: ${um%%:*} $(getent passwd "${um%%:*}" >/dev/null && echo PRESENT || echo absent), ${ur%%:*} $(getent passwd "${ur%%:*}" >/dev/null && echo PRESENT || echo absent)"
 	# sandbox A holds all but 2 of the per-uid inotify instances
 	lim=$(cat /proc/sys/fs/inotify/max_user_instances)

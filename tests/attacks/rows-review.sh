@@ -73,7 +73,8 @@ atk_review_writer() {
 	shown=$(grep -c '^+print("hello v2")$' "$T/rw.diff")
 	# a writer left alive (started here from the host: whatever way a
 	# process of the sandbox outlives its command, it ends the same)
-	user=$(docker inspect -f '{{.Config.User}}' "$cid")
+	user=$(sbx_uid "$REV")
+	user=$user:$user
 	docker exec -d -u "$user" "$cid" sh /workspace/.attacks/writer.sh \
 	    /workspace/src/app.py
 	for i in $(seq 1 50); do
@@ -156,6 +157,30 @@ assert zipfile.ZipFile(\"$T/rev-names.zip\").read(\"work/latin1.txt\")[:4] == b\
 	    "0666 and 0777 in the sandbox arrive as $(stat -c %a "$T/project/ww.txt" 2>/dev/null) and $(stat -c %a "$T/project/wx.sh" 2>/dev/null)"
 	"$SG" exec "$REV" -- sh -c 'cd /workspace && rm -rf many latin1.txt esc.txt ww.txt wx.sh x*' >/dev/null 2>&1
 	rm -f "$T/rev-names.zip"
+}
+
+# R7b: names that read like a host path (NFKC, case, slash look-alikes,
+# another script's letter): flagged, quoted, left out of apply --all.
+ra_lines() {
+	grep -e '^A "src\\3' -e '^A SRC/app.py' -e '^A .GitHub/' \
+	    -e '^A s.*tup.py' "$T/ras.out"
+}
+ra_ok() {
+	[ "$ras_rc" = 0 ] && [ "$(ra_lines | wc -l)" = 5 ] &&
+	    [ "$(ra_lines | grep -c risky)" = 5 ] &&
+	    ! grep -e SRC/ -e GitHub -e 'app.py"' -e 'tup.py' "$T/raa.out" |
+	    grep -vq '^refused'
+}
+atk_review_alike() {
+	x ra "$REV" --timeout 60 -- sh /workspace/.attacks/review.sh alike
+	sgrev ras diff --stat "$REV"
+	sgrev raa apply --all --dry-run "$REV"
+	verdict "R7b review: look-alike names (U+2215, U+FF0F, SRC/, .GitHub/, Cyrillic e)" \
+	    ra_ok "$(ra_lines | grep -c risky) of $(ra_lines | wc -l) flagged; $(grep -m1 -F 'SRC/app.py' "$T/ras.out" | cut -c1-60)" \
+	    "$(rec ra)" \
+	    "apply --all --dry-run: $(grep -c '^refused' "$T/raa.out") refused; $(ra_lines | head -1 | cut -c1-70)"
+	"$SG" exec "$REV" -- sh -c 'cd /workspace && rm -rf SRC .GitHub && find . -maxdepth 1 \( -name "src*app.py" -o -name "s*tup.py" \) -delete' \
+	    >/dev/null 2>&1
 }
 
 # R3 and R2: sparse files read (diff) and brought out (apply, run
@@ -262,6 +287,7 @@ atk_review() {
 	atk_review_writer
 	atk_review_memory
 	atk_review_names
+	atk_review_alike
 	atk_review_depth
 	atk_review_sparse
 	atk_review_evidence

@@ -3,7 +3,8 @@
  * file name or a line a sandbox wrote). What they print must be valid
  * UTF-8 without a control character (but the tab, and a CR at the end of
  * a text line), a C1 control or a bidi control, and a quoted name must
- * unquote to the bytes it came from.
+ * unquote to the bytes it came from. The same bytes as a path go through
+ * the look-alike rules (risky.h): the key of valid UTF-8 is valid UTF-8.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -11,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistr.h>
+
 #include "quote.h"
+#include "risky.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -94,6 +98,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(f);
 	if (!fz_safe((unsigned char *)s, n, 1))
 		abort();
+	free(s);
+	if ((s = strndup((const char *)data, size)) == NULL)
+		return 0;
+	(void)risky_path(s, NULL);
+	(void)risky_mixed_script(s);
+	if ((back = (unsigned char *)risky_key_dup(s)) != NULL &&
+	    u8_check(back, strlen((char *)back)) != NULL)
+		abort();
+	free(back);
 	free(s);
 	return 0;
 }

@@ -41,10 +41,13 @@ sg_on_exit "'$SG' discard '$ID'"
 CNAME="sandgate-$ID"
 hc=$(docker inspect -f '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} [{{index .HostConfig.SecurityOpt 0}}] {{.HostConfig.NetworkMode}} {{.HostConfig.Init}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.PidsLimit}}' "$CNAME")
 seccomp=$(docker inspect -f '{{index .HostConfig.SecurityOpt 1}}' "$CNAME")
-SUID=$(docker inspect -f '{{.Config.User}}' "$CNAME")
-SUID=${SUID%%:*}
-assert_eq "session container hardening" \
-    "$SUID:$SUID true [ALL] [no-new-privileges] none false 67108864 67108864 64" "$hc"
+SUID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["uid"])' \
+    "$SANDGATE_STATE/sandboxes/$ID/meta.json")
+IUID=$((SUID + 65536))
+assert_eq "session container hardening (the init runs as the init's uid)" \
+    "$IUID:$IUID true [ALL] [no-new-privileges] none false 67108864 67108864 64" "$hc"
+getent passwd "$IUID" >/dev/null && fail "no host account has the init's uid" ||
+    ok "no host account has the init's uid"
 [ "$SUID" -ge 1879048192 ] && [ "$SUID" -lt $((1879048192 + 65536)) ] &&
     ok "a uid of its own, in the documented range ($SUID)" ||
     fail "a uid of its own, in the documented range" "got $SUID"

@@ -5,7 +5,8 @@
 # (export), a host file chmod-ed after create (apply), hard links (apply,
 # and the copy-out code of `run --output`), paths kept whole in memory and
 # in the review file, and names that differ from another one only by
-# invisible characters or Unicode normalisation. The sandbox folders are
+# invisible characters, Unicode normalisation (NFC, NFKC), case, a slash or
+# dot look-alike or a letter of another script, also in a folder's name. The sandbox folders are
 # laid out in the documented format (tests/lib/fixture.sh): no Docker.
 set -u
 BIN=${SANDGATE_BIN:?}/sandgate
@@ -204,11 +205,51 @@ check "diff --stat: a composed name beside a decomposed host name flagged (NFC t
 check "diff --stat: an NFC name without a twin is not flagged" 'grep -F "$(printf "plain\xc3\xa9.txt")" "$T/out" | grep -vq risky'
 check "diff --stat: blank-rendering characters and a trailing space are quoted" '[ "$(grep -c "^A \"build" "$T/out")" = 6 ] && grep -qF "A \"build.sh\\342\\240\\200\"" "$T/out" && grep -qF "A \"build.sh\\302\\240\"" "$T/out" && grep -qF "A \"build.sh \"" "$T/out"'
 sg diff --json "$ID"
-check "diff --json: the twins have risky true" '[ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for k in (\"added\", \"modified\") for f in d.get(k, []) if f[\"risky\"]))" "$T/out")" = 5 ]'
+# (the five twins, and the four names whose NFKC form is "build.sh ")
+check "diff --json: the twins have risky true" '[ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for k in (\"added\", \"modified\") for f in d.get(k, []) if f[\"risky\"]))" "$T/out")" = 9 ]'
 sg diff "$ID"
 REV=$(awk '/^review /{print $2}' "$T/out")
 sg apply --all --review "$REV" "$ID"; rc=$?
 check "apply --all: the five twins refused (126), the host keeps one of each" '[ $rc -eq 126 ] && [ "$(grep -c "^refused.*NFC" "$T/out")" = 5 ] && [ "$(ls "$T/s6" | python3 -c "import sys,unicodedata; n=sys.stdin.read().split(chr(10)); print(sum(1 for x in n if unicodedata.normalize(\"NFC\", x) in (\"\u0622.py\", \"\u00c5ngstrom.py\", \"\u0623mn.py\", \"Kconfig\", \"not\u00e9.txt\")))")" = 5 ]'
+
+# --- look-alike folders, NFKC and case twins, slash and dot look-alikes ------
+# A composed folder beside the host's decomposed one (as macOS writes
+# names), names whose NFKC form is another path's (U+2024, U+FF0F, U+FB01),
+# a top-level name drawn like src/app.py (U+2215), a Cyrillic letter in a
+# Latin word, and risky paths in other case (a case-insensitive host folder
+# would take them for the real thing).
+ID=sbx_0123456789abcdef0123bd07
+mkdir -p "$T/s7"
+python3 - "$T/s7" <<'PY'
+import os, sys
+for n in ["cafe\u0301/menu.py", "src/app.py", "setup.py", "config.py", "build.sh"]:
+    os.makedirs(os.path.dirname(sys.argv[1] + "/" + n), exist_ok=True)
+    open(sys.argv[1] + "/" + n, "w").write("ok = 1\n")
+PY
+sg_fixture_sandbox "$ID" "$T/s7"
+W=$SANDGATE_STATE/sandboxes/$ID/work
+python3 - "$W" <<'PY'
+import os, sys
+for n in ["caf\u00e9/order.py", "setup\u2024py", "con\ufb01g.py", "src\u2215app.py",
+          "src\uff0fapp.py", "s\u0435tup.py", ".GIT/hooks/post-checkout",
+          ".GitHub/workflows/evil.yml", "PACKAGE.JSON", "\u043f\u0440\u0438\u043c\u0435\u0440.py",
+          "docs/plain.md"]:
+    os.makedirs(os.path.dirname(sys.argv[1] + "/" + n) or sys.argv[1], exist_ok=True)
+    open(sys.argv[1] + "/" + n, "w").write('import os; os.system("id")\n')
+PY
+sg diff --stat "$ID"; rc=$?
+cp "$T/out" "$T/s7.stat"
+line() { grep -F -- "$(printf "$1")" "$T/s7.stat"; }
+check "diff --stat: a composed folder beside the host's decomposed one is flagged (NFC twin)" '[ $rc -eq 0 ] && line "caf\xc3\xa9/order.py" | grep -q "NFC form is another path"'
+check "diff --stat: NFKC twins (U+2024, U+FB01, U+FF0F) and U+2215 flagged" '[ "$(grep -c "reads like another" "$T/s7.stat")" = 3 ] && grep -F "A \"setup\\342\\200\\244py\"" "$T/s7.stat" | grep -q risky && line "con\xef\xac\x81g.py" | grep -q "reads like another"'
+check "diff --stat: slash and dot look-alikes are quoted" 'grep -qF "A \"src\\342\\210\\225app.py\"" "$T/s7.stat" && grep -qF "A \"src\\357\\274\\217app.py\"" "$T/s7.stat" && grep -qF "A \"setup\\342\\200\\244py\"" "$T/s7.stat"'
+check "diff --stat: a Cyrillic letter in a Latin word is flagged, a Cyrillic word is not" 'line "s\xd0\xb5tup.py" | grep -q "several scripts" && line "\xd0\xbf\xd1\x80\xd0\xb8" | grep -vq risky'
+check "diff --stat: risky paths in other case flagged (.GIT/hooks, .GitHub/workflows, PACKAGE.JSON)" 'line ".GIT/hooks/post-checkout" | grep -q "git internals" && line ".GitHub/workflows/evil.yml" | grep -q "CI workflow" && line "PACKAGE.JSON" | grep -q "package scripts"'
+check "diff --stat: a plain new file is not flagged" 'line "docs/plain.md" | grep -vq risky'
+sg diff "$ID"
+REV=$(awk '/^review /{print $2}' "$T/out")
+sg apply --all --review "$REV" "$ID"; rc=$?
+check "apply --all: the nine look-alikes refused (126), only the two plain files applied" '[ $rc -eq 126 ] && [ "$(grep -c "^refused" "$T/out")" = 9 ] && [ "$(grep -c "^applied" "$T/out")" = 2 ] && [ "$(ls "$T/s7" | grep -c "^caf")" = 1 ] && [ ! -e "$T/s7/.GIT" ] && [ ! -e "$T/s7/PACKAGE.JSON" ]'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

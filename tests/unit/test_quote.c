@@ -174,6 +174,11 @@ test_blank(void **state)
 	assert_int_equal(quote_path_needed("dir /x", 6), 1);
 	assert_int_equal(quote_path_needed("a b.txt", 7), 0);
 	assert_int_equal(quote_path_needed("caf\xc3\xa9", 5), 0);
+	/* drawn like '/' or '.' */
+	assert_int_equal(quote_path_needed("src\xe2\x88\x95" "app.py", 12), 1);
+	assert_int_equal(quote_path_needed("src\xef\xbc\x8f" "app.py", 12), 1);
+	assert_int_equal(quote_path_needed("src\xe2\x81\x84" "app.py", 12), 1);
+	assert_int_equal(quote_path_needed("setup\xe2\x80\xa4py", 10), 1);
 }
 
 int

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -63,6 +64,27 @@ static const struct risky_case risky_cases[] = {
 	{ "\xed\x95\x9c.txt", 0 },		/* Hangul syllable: NFC */
 	{ "build.sh\xe2\xa0\x80", 0 },		/* blank, but NFC: quoted */
 	{ "caf\xe9" ".py", 0 },			/* not UTF-8: never applied */
+	/* the rules match case-insensitively and the look-alike key */
+	{ ".GIT/hooks/post-checkout", 1 },
+	{ ".GitHub/workflows/evil.yml", 1 },
+	{ ".VSCode/tasks.json", 1 },
+	{ "PACKAGE.JSON", 1 },
+	{ "SETUP.PY", 1 },
+	{ ".BASHRC", 1 },
+	{ "DOCKERFILE", 1 },
+	{ "setup\xe2\x80\xa4py", 1 },		/* U+2024 ONE DOT LEADER */
+	{ ".github\xe2\x88\x95workflows\xe2\x88\x95x.yml", 1 },	/* U+2215 */
+	{ "package\xef\xbc\x8ejson", 1 },	/* U+FF0E FULLWIDTH FULL STOP */
+	/* letters of scripts no name mixes */
+	{ "s\xd0\xb5tup.py", 1 },		/* Latin and Cyrillic U+0435 */
+	{ "src/p\xce\xbfrt.c", 1 },		/* Latin and Greek U+03BF */
+	{ "\xd0\xbf\xd1\x80\xd0\xb8\xd0\xbc\xd0\xb5\xd1\x80.txt", 0 },	/* Cyrillic only */
+	{ "\xe6\x97\xa5\xe6\x9c\xac\xe3\x83\x86\xe3\x82\xb9\xe3\x83\x88" "a.txt", 0 },	/* Han, Katakana, Latin */
+	{ "\xed\x95\x9c\xe5\xad\x97" "a.txt", 0 },	/* Hangul, Han, Latin */
+	{ "\xd0\xbf/abc.txt", 0 },		/* one script per name */
+	{ "\xd0\xbf\xd1\x80.py", 0 },		/* a Cyrillic word, a Latin extension */
+	{ "s\xd0\xb5tup_v2.py", 1 },
+	{ "CONTRIBUTING.md", 0 },
 };
 
 /* risky_not_nfc and risky_nfc_dup, the classifier's two halves. */
@@ -90,6 +112,40 @@ test_risky_nfc(void **state)
 	assert_null(risky_nfc_dup("\xc3"));
 }
 
+/* The look-alike key: slash and dot look-alikes, NFKC, case folding. */
+static void
+test_risky_key(void **state)
+{
+	static const char	*const same[][2] = {
+		{ "setup\xe2\x80\xa4py", "setup.py" },	/* U+2024 */
+		{ "src\xe2\x88\x95" "app.py", "src/app.py" },	/* U+2215 */
+		{ "src\xef\xbc\x8f" "app.py", "src/app.py" },	/* U+FF0F */
+		{ "src\xe2\x81\x84" "app.py", "src/app.py" },	/* U+2044 */
+		{ "con\xef\xac\x81g.py", "config.py" },	/* U+FB01 fi */
+		{ "SETUP.PY", "setup.py" },
+		{ "\xe2\x84\xaa" "config", "kconfig" },	/* U+212A */
+		{ "cafe\xcc\x81", "caf\xc3\xa9" },
+	};
+	char	*k;
+	size_t	 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		k = risky_key_dup(same[i][0]);
+		assert_non_null(k);
+		if (strcmp(k, same[i][1]) != 0)
+			fail_msg("key of '%s' is '%s', not '%s'", same[i][0], k,
+			    same[i][1]);
+		free(k);
+	}
+	assert_null(risky_key_dup("\xc3"));
+	assert_int_equal(risky_lookalike_cp(0x2215), '/');
+	assert_int_equal(risky_lookalike_cp(0xff0f), '/');
+	assert_int_equal(risky_lookalike_cp(0x2024), '.');
+	assert_int_equal(risky_lookalike_cp('a'), 0);
+	assert_int_equal(risky_lookalike_cp(0x30ce), 0);	/* katakana no */
+}
+
 static void
 test_risky_table(void **state)
 {
@@ -115,6 +171,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_risky_table),
 		cmocka_unit_test(test_risky_nfc),
+		cmocka_unit_test(test_risky_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

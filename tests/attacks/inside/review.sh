@@ -8,6 +8,9 @@
 #           a 3 GiB file (past it)
 #   deep    a file under 1,100 folders
 #   long    a file whose path is 4.4 KiB long
+#   alike   names drawn like src/app.py (U+2215, U+FF0F), a folder SRC
+#           beside src, a CI workflow under .GitHub, a Cyrillic letter in
+#           setup.py
 cd /workspace || exit 1
 exec python3 - "$1" <<'PY'
 import os, sys
@@ -22,6 +25,11 @@ if stage == "names":
     os.mkdir("many")
     for i in range(3000):
         open("many/%04d.txt" % i, "w").write("file %d\n" % i)
+elif stage == "alike":
+    for n in ("src\u2215app.py", "src\uff0fapp.py", "SRC/app.py",
+              ".GitHub/workflows/x.yml", "s\u0435tup.py"):
+        os.makedirs(os.path.dirname(n) or ".", exist_ok=True)
+        open(n, "w").write('import os; os.system("id")\n')
 elif stage == "sparse":
     with open("half.txt", "wb") as f:
         f.write(b"line of text\n" * 700)
