@@ -27,6 +27,9 @@
 #include "tlsterm.h"
 #include "util.h"
 
+/* What a TLS filter may leave in its socket's output, encrypted. */
+#define CONN_TERM_UNDER_HIGH	(64 * 1024)
+
 static struct bufferevent *conn_term_wrap(struct conn *,
 		    struct bufferevent *, SSL *, enum bufferevent_ssl_state);
 
@@ -42,6 +45,14 @@ conn_term_wrap(struct conn *c, struct bufferevent *bev, SSL *ssl,
 	struct bufferevent	*tls;
 
 	conn_bev_unwatch(c, bev);
+	/*
+	 * The filter encrypts into bev's output only while that is under
+	 * its write high watermark; past it what is owed stays in the
+	 * filter's output, which the budget and the back-pressure see.
+	 * Without one a peer that stops reading let the other side fill
+	 * bev's output without bound.
+	 */
+	bufferevent_setwatermark(bev, EV_WRITE, 0, CONN_TERM_UNDER_HIGH);
 	tls = bufferevent_openssl_filter_new(c->px->base, bev, ssl, st,
 	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (tls == NULL) {

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -85,16 +86,46 @@ def tls_server(cert, key):
     return srv.server_address[1], counters
 
 
+def noread_server(cert, key):
+    """A TLS server that reads 100 bytes of each connection, then
+    nothing; its port."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    W["noread"] = []
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                t = ctx.wrap_socket(c, server_side=True)
+                t.recv(100)
+                W["noread"].append(t)
+            except OSError:
+                return
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
 POLICY = """\
 description: terminated entries (issue 18 tests)
 allow:
+  - host: noread.test
+    ports: [{NOREAD}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: an upstream that stops reading (uploads held to the budget)
   - host: reg.test
     ports: [{REG}]
     allow_private: true
     tls: terminate
     ca_file: ca/upca.pem
     methods: [GET, HEAD]
-    paths: [/simple/, /ok]
+    paths: [/simple/, /ok, /big]
     rationale: a registry read through the proxy; uploads refused
   - host: self.test
     ports: [{SELF}]
@@ -153,7 +184,8 @@ allow:
 TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
 
 HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
-         "untrusted.test down.test cred.test nocred.test git.test\n")
+         "untrusted.test down.test cred.test nocred.test git.test "
+         "noread.test\n")
 
 
 def setUpModule():
@@ -170,6 +202,8 @@ def setUpModule():
     reg = make_leaf(pki, "reg",
                     "reg.test,DNS:cred.test,DNS:nocred.test,DNS:git.test")
     W["reg_port"], W["reg_counters"] = tls_server(*reg)
+    W["noread_port"] = noread_server(*make_leaf(pki, "noread",
+                                                "noread.test"))
     W["self_port"], _ = tls_server(*make_leaf(pki, "self", "self.test",
                                               self_signed=True))
     W["expired_port"], _ = tls_server(*make_leaf(pki, "expired",
@@ -220,6 +254,7 @@ def write_policy(p):
     """The terminated entries (set "term"), their ca_file and names."""
     text = POLICY
     for k, v in (("REG", W["reg_port"]), ("SELF", W["self_port"]),
+                 ("NOREAD", W["noread_port"]),
                  ("EXPIRED", W["expired_port"]),
                  ("UNTRUSTED", W["untrusted_port"]),
                  ("DOWN", W["down_port"])):
@@ -329,6 +364,79 @@ class T01Allowed(Case):
         self.assertIn("subject: CN=reg.test", r.stderr)
         self.assertIn("issuer: CN=sandgate test CA", r.stderr)
         self.assertIn("ALPN: server accepted http/1.1", r.stderr)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class T10Bounded(Case):
+    """A terminated session's TLS filter encrypted into its socket's
+    output without bound: a sandbox that stopped reading a large download
+    made the proxy hold it all (400 MiB, past --max-buffer-per-client);
+    the filter now stops at the socket's write watermark and the budget
+    and back-pressure see what is left."""
+
+    def test_stalled_download_held_to_the_budget(self):
+        port = W["reg_port"]
+        s = socket.create_connection(("127.0.0.1", self.p.port), 10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(b"CONNECT reg.test:%d HTTP/1.1\r\nHost: reg.test:%d"
+                  b"\r\n\r\n" % (port, port))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        self.assertIn(b" 200 ", head)
+        ctx = ssl.create_default_context(cafile=W["sgca"])
+        t = ctx.wrap_socket(s, server_hostname="reg.test")
+        base = rss_kib(self.p.pid)
+        t.sendall(b"GET /big?n=%d HTTP/1.1\r\nHost: reg.test:%d\r\n\r\n"
+                  % (300 << 20, port))
+        peak = base
+        for _ in range(40):
+            time.sleep(0.1)
+            peak = max(peak, rss_kib(self.p.pid))
+        t.close()
+        print("\n  stalled terminated download: proxy RSS %d -> %d KiB" % (
+            base, peak), file=sys.stderr)
+        # The default budget is 16 MiB; before, the proxy took it all.
+        self.assertLess(peak - base, 40 << 10)
+
+
+    def test_upload_to_a_stalled_upstream_held_to_the_budget(self):
+        port = W["noread_port"]
+        s = socket.create_connection(("127.0.0.1", self.p.port), 10)
+        s.sendall(b"CONNECT noread.test:%d HTTP/1.1\r\nHost: noread.test:"
+                  b"%d\r\n\r\n" % (port, port))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        self.assertIn(b" 200 ", head)
+        ctx = ssl.create_default_context(cafile=W["sgca"])
+        t = ctx.wrap_socket(s, server_hostname="noread.test")
+        n = 200 << 20
+        t.sendall(b"POST /up HTTP/1.1\r\nHost: noread.test:%d\r\n"
+                  b"Content-Length: %d\r\n\r\n" % (port, n))
+        base = rss_kib(self.p.pid)
+        t.settimeout(4)
+        sent, block = 0, b"u" * 65536
+        try:
+            while sent < n:
+                sent += t.send(block)
+        except (socket.timeout, ssl.SSLError, OSError):
+            pass
+        peak = rss_kib(self.p.pid)
+        t.close()
+        for u in W["noread"]:  # the proxy's upstream side ends too
+            u.close()
+        print("\n  upload to a stalled upstream: %d MiB taken, proxy RSS "
+              "%d -> %d KiB" % (sent >> 20, base, peak), file=sys.stderr)
+        self.assertLess(sent, 64 << 20, "the proxy took the whole upload")
+        self.assertLess(peak - base, 40 << 10)
 
 
 class T02Refused(Case):
