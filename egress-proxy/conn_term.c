@@ -105,7 +105,18 @@ conn_term_start(struct conn *c)
 	}
 	c->term = 1;
 	conn_client_attach(c);
-	return conn_next_request(c);
+	if (conn_next_request(c) == -1)
+		return -1;
+	/*
+	 * The handshake runs under the hello timeout and the first request
+	 * under the head timeout (conn_term_client_done()), never the
+	 * keep-alive wait of a session that has had a request.
+	 */
+	if (c->state == CONN_HEAD && !c->head_started) {
+		c->keepalive_wait = 0;
+		conn_arm(c, c->px->cfg.hello_timeout_ms);
+	}
+	return 0;
 }
 
 /*
@@ -121,6 +132,9 @@ conn_term_client_done(struct conn *c, short what)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		c->term_ready = 1;
+		if (c->state == CONN_HEAD && !c->head_started &&
+		    !c->keepalive_wait)
+			conn_arm(c, c->px->cfg.head_timeout_ms);
 		return;
 	}
 	if (c->term_ready || c->term_hello.reason == SG_REASON_NONE)

@@ -2,6 +2,7 @@
  * main.c: sandgate-proxy, the filtering HTTP/CONNECT egress proxy that is
  * the sandboxes' only way out. Options, start-up, signals, the event loop.
  */
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -696,6 +697,15 @@ main_ca_load(struct proxy *px)
 		log_warnx("--ca-cert and --ca-key go together");
 		return -1;
 	}
+	if (checkpoint_key_outside(px->cfg.ca_key, px->cfg.log_dir,
+	    &cause) == -1) {
+		log_warnx("--ca-key: %s", cause);
+		free(cause);
+		return -1;
+	}
+	/* A core dump would hold the CA key. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		log_warn("cannot make the proxy not dumpable");
 	if (px->cfg.ca_create && tlsca_create(px->cfg.ca_cert,
 	    px->cfg.ca_key, "sandgate CA", (uid_t)-1, (gid_t)-1, &cause) ==
 	    -1) {

@@ -73,8 +73,16 @@ tlsterm_new(char **cause)
 		tlsterm_free(t);
 		return NULL;
 	}
+	/*
+	 * No resumption: a session (or ticket) made for one terminated
+	 * name must never complete a handshake for another name or
+	 * another sandbox, so every handshake shows a freshly checked
+	 * certificate for its CONNECT host.
+	 */
 	SSL_CTX_set_options(t->server, SSL_OP_NO_RENEGOTIATION |
-	    SSL_OP_CIPHER_SERVER_PREFERENCE);
+	    SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+	SSL_CTX_set_session_cache_mode(t->server, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(t->server, 0);
 	SSL_CTX_set_client_hello_cb(t->server, tlsterm_hello_cb, NULL);
 	SSL_CTX_set_alpn_select_cb(t->server, tlsterm_alpn_cb, NULL);
 	return t;
@@ -248,6 +256,8 @@ tlsterm_connect_ssl(struct tlsterm *t, const struct host *h, uint16_t port,
 		*cause = "out of memory";
 		return NULL;
 	}
+	/* The name must be in subjectAltName: no fallback to the CN. */
+	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (h->type == HOST_DNS)
 		ok = SSL_set_tlsext_host_name(ssl, h->name) == 1 &&
 		    SSL_set1_host(ssl, h->name) == 1;

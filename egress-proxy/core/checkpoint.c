@@ -552,14 +552,14 @@ checkpoint_key_outside(const char *keypath, const char *logdir,
 	    checkpoint_resolve(logdir, log) == 0;
 	free(copy);
 	if (!ok) {
-		util_xasprintf(cause, "cannot tell whether the checkpoint key "
+		util_xasprintf(cause, "cannot tell whether the key "
 		    "\"%s\" is in the log folder \"%s\"", keypath, logdir);
 		return -1;
 	}
 	n = strlen(log);
 	if (strncmp(dir, log, n) == 0 && (dir[n] == '\0' || dir[n] == '/' ||
 	    strcmp(log, "/") == 0)) {
-		util_xasprintf(cause, "the checkpoint key \"%s\" is in the log "
+		util_xasprintf(cause, "the key \"%s\" is in the log "
 		    "folder \"%s\": whoever can write the log could read it; "
 		    "keep it elsewhere", keypath, logdir);
 		return -1;

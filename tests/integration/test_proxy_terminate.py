@@ -51,13 +51,16 @@ def make_ca(folder, name, cn):
     return os.path.join(folder, name + ".pem")
 
 
-def make_leaf(folder, name, dns, days="2", ca="upca", self_signed=False):
+def make_leaf(folder, name, dns, days="2", ca="upca", self_signed=False,
+              san=True):
+    """A leaf for dns; san=False: the name in the subject CN alone."""
     ext = os.path.join(folder, name + ".ext")
     with open(ext, "w") as f:
         f.write("basicConstraints=CA:FALSE\n"
                 "keyUsage=critical,digitalSignature\n"
-                "extendedKeyUsage=serverAuth\n"
-                "subjectAltName=DNS:%s\n" % dns)
+                "extendedKeyUsage=serverAuth\n")
+        if san:
+            f.write("subjectAltName=DNS:%s\n" % dns)
     if self_signed:
         openssl(folder, "req", "-x509", *EC, "-nodes", "-keyout",
                 name + ".key", "-out", name + ".pem", "-days", days,
@@ -145,6 +148,12 @@ allow:
     tls: terminate
     ca_file: ca/upca.pem
     rationale: an upstream whose certificate names reg.test only
+  - host: cnonly.test
+    ports: [{CNONLY}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: an upstream whose certificate names it in the CN alone
   - host: untrusted.test
     ports: [{UNTRUSTED}]
     allow_private: true
@@ -185,7 +194,7 @@ TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
 
 HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
          "untrusted.test down.test cred.test nocred.test git.test "
-         "noread.test\n")
+         "noread.test cnonly.test\n")
 
 
 def setUpModule():
@@ -210,6 +219,8 @@ def setUpModule():
                                                  "expired.test", days="-1"))
     W["untrusted_port"], _ = tls_server(*make_leaf(pki, "untrusted",
                                                    "untrusted.test"))
+    W["cnonly_port"], W["cnonly_counters"] = tls_server(
+        *make_leaf(pki, "cnonly", "cnonly.test", san=False))
     W["down_port"] = proxylib.free_port()
     W["up"] = proxylib.Upstreams(W["dir"]).start()
 
@@ -231,9 +242,9 @@ def tearDownModule():
         raise AssertionError("\n".join(problems))
 
 
-def start_proxy(name, with_ca=True):
+def start_proxy(name, with_ca=True, more=()):
     extra = ["--log-allowed", "--block-burst", "100",
-             "--block-budget", "1000"]
+             "--block-budget", "1000"] + list(more)
     if with_ca:
         extra += ["--ca-cert", W["sgca"], "--ca-key", W["sgkey"]]
     secrets = os.path.join(W["dir"], name + "-secrets")
@@ -257,6 +268,7 @@ def write_policy(p):
                  ("NOREAD", W["noread_port"]),
                  ("EXPIRED", W["expired_port"]),
                  ("UNTRUSTED", W["untrusted_port"]),
+                 ("CNONLY", W["cnonly_port"]),
                  ("DOWN", W["down_port"])):
         text = text.replace("{%s}" % k, str(v))
     os.makedirs(os.path.join(p.policy_dir, "ca"))
@@ -297,9 +309,10 @@ class Case(unittest.TestCase):
     def reg(self, path):
         return self.url("reg.test", W["reg_port"], path)
 
-    def last_block(self, reason):
+    def last_block(self, reason, host=None):
         ev = self.p.wait_event(lambda e: e.get("event") == "egress.blocked"
-                               and e.get("reason") == reason)
+                               and e.get("reason") == reason and
+                               host in (None, e.get("host")))
         self.assertIsNotNone(ev, "no egress.blocked %s in %s" %
                              (reason, self.p.log_lines()))
         return ev
@@ -439,6 +452,106 @@ class T10Bounded(Case):
         self.assertLess(peak - base, 40 << 10)
 
 
+def connect_tls(p, host, port, ctx, session=None):
+    """CONNECT host:port through p, then TLS with SNI host; the socket."""
+    s = socket.create_connection(("127.0.0.1", p.port), timeout=10)
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
+              (host.encode(), port, host.encode(), port))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        b = s.recv(1)
+        if not b:
+            raise AssertionError("proxy closed after CONNECT: %r" % head)
+        head += b
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise AssertionError("CONNECT refused: %r" % head)
+    return ctx.wrap_socket(s, server_hostname=host, session=session)
+
+
+def get_ok(t, host, port):
+    t.sendall(b"GET /ok HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
+              (host.encode(), port))
+    return t.recv(4096).split(b"\r\n")[0]
+
+
+class T11NoResumption(Case):
+    """A TLS session made for one terminated name resumes on no other
+    name and no other connection: every handshake shows a certificate
+    minted for its CONNECT host."""
+
+    def resume(self, version):
+        ctx = ssl.create_default_context(cafile=W["sgca"])
+        ctx.maximum_version = version
+        port = W["reg_port"]
+        t = connect_tls(self.p, "reg.test", port, ctx)
+        self.assertEqual(get_ok(t, "reg.test", port), b"HTTP/1.1 200 OK")
+        sess = t.session
+        t.close()
+        for host in ("cred.test", "reg.test"):
+            t = connect_tls(self.p, host, port, ctx, session=sess)
+            self.assertEqual(get_ok(t, host, port), b"HTTP/1.1 200 OK")
+            self.assertFalse(t.session_reused,
+                             "%s resumed a session of reg.test (%s)" %
+                             (host, t.version()))
+            self.assertIn(('DNS', host),
+                          t.getpeercert()["subjectAltName"])
+            t.close()
+
+    def test_tls13(self):
+        self.resume(ssl.TLSVersion.TLSv1_3)
+
+    def test_tls12(self):
+        self.resume(ssl.TLSVersion.TLSv1_2)
+
+
+class T12Timeouts(Case):
+    """The handshake of a terminated CONNECT runs under the hello timeout
+    (10 s) and its first request under --head-timeout, not the 60 s
+    keep-alive wait."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.p = start_proxy(cls.__name__.lower(),
+                            more=["--head-timeout", "3"])
+
+    def closed_after(self, sock):
+        t0 = time.monotonic()
+        sock.settimeout(30)
+        try:
+            while sock.recv(4096):
+                pass
+        except (socket.timeout, TimeoutError):
+            return None
+        except (OSError, ssl.SSLError):
+            pass
+        return time.monotonic() - t0
+
+    def test_no_hello_and_no_request(self):
+        port = W["reg_port"]
+        res = {}
+
+        def no_hello():
+            s = socket.create_connection(("127.0.0.1", self.p.port))
+            s.sendall(b"CONNECT reg.test:%d HTTP/1.1\r\n\r\n" % port)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += s.recv(1)
+            res["hello"] = self.closed_after(s)
+            s.close()
+
+        th = threading.Thread(target=no_hello)
+        th.start()
+        ctx = ssl.create_default_context(cafile=W["sgca"])
+        t = connect_tls(self.p, "reg.test", port, ctx)
+        res["head"] = self.closed_after(t)
+        t.close()
+        th.join(40)
+        self.assertIsNotNone(res["head"], "no close within 30 s")
+        self.assertLess(res["head"], 8, "handshake done, no request")
+        self.assertIsNotNone(res.get("hello"), "no close within 30 s")
+        self.assertLess(res["hello"], 15, "no ClientHello")
+
+
 class T02Refused(Case):
     def check_403(self, reason, *args, path="/upload"):
         rc, status, headers, body, err = curl(self.p, self.reg(path), *args)
@@ -497,8 +610,7 @@ class T03Upstream(Case):
         self.assertEqual(status, 502, headers + body)
         self.assertIn(words, body)
         self.assertIn("Proxy-Status: sandgate; error=" + perr, headers)
-        ev = self.last_block(reason)
-        self.assertEqual(ev["host"], host)
+        ev = self.last_block(reason, host)
         self.assertIn(words, ev["message"])
         self.assertEqual(ev["status"], 502)
         self.assertEqual(ev["resolved"], "127.0.0.1")
@@ -518,6 +630,14 @@ class T03Upstream(Case):
                        "upstream_cert_name_mismatch",
                        "certificate for another name",
                        "tls_certificate_error")
+
+    def test_name_in_the_cn_alone(self):
+        """The name must be in subjectAltName: no fallback to the CN."""
+        self.check_502("cnonly.test", W["cnonly_port"],
+                       "upstream_cert_name_mismatch",
+                       "certificate for another name",
+                       "tls_certificate_error")
+        self.assertEqual(W["cnonly_counters"].get("requests"), 0)
 
     def test_untrusted(self):
         self.check_502("untrusted.test", W["untrusted_port"],
@@ -650,6 +770,53 @@ class T06SecretCommand(unittest.TestCase):
                 if p.dir.startswith(top):
                     proxylib.stop_and_check(p)
             shutil.rmtree(top, ignore_errors=True)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root (the proxy's uid)")
+class T13CaKeyKept(unittest.TestCase):
+    """A proxy holding the CA key is not dumpable, with or without
+    --secrets-dir; a CA key inside --log-dir is refused."""
+
+    def test_not_dumpable_without_secrets(self):
+        top = tempfile.mkdtemp(prefix="sg-cakey-")
+        try:
+            os.chmod(top, 0o755)
+            p = UidProxy(top, W["up"], name="nodump", sets="test,term",
+                         extra_args=[
+                             "--ca-cert", os.path.join(top, "ca.pem"),
+                             "--ca-key", os.path.join(top, "ca.key")])
+            write_policy(p)
+            shutil.copy(W["sgca"], os.path.join(top, "ca.pem"))
+            shutil.copy(W["sgkey"], os.path.join(top, "ca.key"))
+            for d, _, files in os.walk(top):
+                for n in [d] + [os.path.join(d, f) for f in files]:
+                    os.chown(n, PROXY_UID, PROXY_UID)
+            W["proxies"].append(p)
+            p.start()
+            # The kernel gives a process that is not dumpable /proc files
+            # of root's; a dumpable one's are its own uid's.
+            st = os.stat("/proc/%d/environ" % p.pid)
+            self.assertEqual(st.st_uid, 0, "the proxy holding the CA key "
+                             "is dumpable")
+            self.assertEqual(proxylib.stop_and_check(p), [])
+        finally:
+            shutil.rmtree(top, ignore_errors=True)
+
+    def test_key_in_the_log_folder_refused(self):
+        p = proxylib.Proxy(W["dir"], W["up"], name="keyinlog",
+                           sets="test,term")
+        key = os.path.join(p.log_dir, "ca.key")
+        shutil.copy(W["sgkey"], key)
+        p.extra_args += ["--ca-cert", W["sgca"], "--ca-key", key]
+        write_policy(p)
+        try:
+            p.start()
+        except proxylib.ProxyError as e:
+            self.assertIn("--ca-key", str(e))
+            self.assertIn("is in the log folder", str(e))
+        else:
+            proxylib.stop_and_check(p)
+            self.fail("a CA key in the log folder was accepted")
 
 
 class T08CaCreate(unittest.TestCase):
