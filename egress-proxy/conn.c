@@ -1163,16 +1163,19 @@ conn_query(const struct conn *c, struct policy_query *q)
  * The exec a request comes from: the run whose credential it carries,
  * registered for the client's own sandbox. Anything else (no
  * credential, an ended exec's, another sandbox's) leaves it to the
- * sandbox alone.
+ * sandbox alone. A request inside a terminated session is the
+ * CONNECT's: clients send no Proxy-Authorization inside TLS, so the
+ * CONNECT's credential is kept (tun_cred) and looked up again at each
+ * request, which a finished exec's no longer passes.
  */
 static void
 conn_attribute(struct conn *c)
 {
-	char	tok[HTTP_CREDENTIAL_MAX + 1];
-
 	c->r.run[0] = '\0';
-	if (http_proxy_credential(&c->r.req, tok) == 0)
-		(void)execcred_run(c->px->execs, tok, c->who.sandbox,
+	if (!c->term && http_proxy_credential(&c->r.req, c->tun_cred) == -1)
+		c->tun_cred[0] = '\0';
+	if (c->tun_cred[0] != '\0')
+		(void)execcred_run(c->px->execs, c->tun_cred, c->who.sandbox,
 		    c->r.run);
 }
 
