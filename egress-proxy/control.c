@@ -4,6 +4,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,7 @@ static void	control_grants_list(struct proxy *, struct evhttp_request *);
 static void	control_grants_save(struct proxy *);
 static void	control_grants_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
-		    const char *, const char *);
+		    const char *, const char *, const char *);
 static int	control_grant_read(struct proxy *, json_t *, struct grant *,
 		    int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
@@ -380,13 +381,14 @@ control_exec_end(struct proxy *px, struct evhttp_request *req)
 }
 
 /*
- * A grant, a grant.revoked or a grant.expired event in the chained log:
- * who (the grant's giver; by, when another person revoked it), the
- * rationale and the expiry.
+ * A grant.added, .restored, .revoked, .ended or .expired event in the
+ * chained log: who gave it, the rationale and the expiry, and key:
+ * value when key is not NULL (revoked_by: who revoked it; rule: the
+ * floor that ended it).
  */
 static void
 control_grant_event(struct proxy *px, const struct grant *g,
-    const char *event, const char *by)
+    const char *event, const char *key, const char *value)
 {
 	json_t	*o = grants_one_json(g), *f = NULL;
 
@@ -400,8 +402,8 @@ control_grant_event(struct proxy *px, const struct grant *g,
 		    json_object_get(o, "granted"), "expires",
 		    json_object_get(o, "expires"), "policy_digest",
 		    policy_digest(px->policy->policy));
-	if (f != NULL && by != NULL)
-		json_object_set_new(f, "revoked_by", eventlog_str(by));
+	if (f != NULL && key != NULL)
+		json_object_set_new(f, key, eventlog_str(value));
 	if (f == NULL || eventlog_append(px->seclog, f) == -1)
 		log_warnx("%s not logged: %s", event, f == NULL ?
 		    "out of memory" : eventlog_error(px->seclog));
@@ -409,21 +411,43 @@ control_grant_event(struct proxy *px, const struct grant *g,
 	json_decref(o);
 }
 
+/* grants.json, written whole and atomically, readable by the proxy alone. */
 static void
 control_grants_save(struct proxy *px)
 {
 	json_t	*arr = grants_json(px->grants, NULL);
 	char	*tmp;
+	int	 fd = -1, bad;
 
 	util_xasprintf(&tmp, "%s.tmp", control_grants_path);
-	if (arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) == -1 ||
-	    rename(tmp, control_grants_path) == -1)
+	(void)unlink(tmp);
+	bad = arr == NULL || (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0600)) == -1 || json_dumpfd(arr, fd, JSON_COMPACT) ==
+	    -1;
+	if (fd != -1 && close(fd) == -1)
+		bad = 1;
+	if (bad || rename(tmp, control_grants_path) == -1)
 		log_warn("cannot save the grants %s", control_grants_path);
 	free(tmp);
 	json_decref(arr);
 }
 
-/* The grants saved before a restart; those expired since go at the tick. */
+/* Each saved grant: restored (an event) or refused (a warning). */
+static void
+control_restore_cb(const struct grant *g, const char *cause, void *arg)
+{
+	if (cause == NULL)
+		control_grant_event(arg, g, "grant.restored", NULL, NULL);
+	else
+		log_warnx("%s: grant of %s:%d to %s refused: %s",
+		    control_grants_path, g->host, g->port, g->sandbox, cause);
+}
+
+/*
+ * The grants saved before a restart, each logged as grant.restored,
+ * then the floors of the policy in force (control_grants_floor); those
+ * expired since go at the tick.
+ */
 static void
 control_grants_load(struct proxy *px)
 {
@@ -437,11 +461,56 @@ control_grants_load(struct proxy *px)
 			    control_grants_path, err.text);
 		return;
 	}
-	n = grants_load_json(px->grants, arr);
+	n = grants_load_json(px->grants, arr, time(NULL), control_restore_cb,
+	    px);
 	json_decref(arr);
 	if (n > 0)
 		log_info("%zu grants in force again from %s", n,
 		    control_grants_path);
+	control_grants_floor(px);
+}
+
+struct control_floor {
+	struct proxy	*px;
+	char		*why;
+	size_t		 size;
+};
+
+static int
+control_floor_pick(const struct grant *g, const void *key)
+{
+	const struct control_floor	*f = key;
+	struct host			 h;
+	const char			*cause;
+
+	return host_normalize(g->host, strlen(g->host), &h, &cause) == -1 ||
+	    policy_grant_check(f->px->policy->policy, &h, (uint16_t)g->port,
+	    f->why, f->size) == -1;
+}
+
+static void
+control_floor_cb(const struct grant *g, void *arg)
+{
+	struct control_floor	*f = arg;
+
+	control_grant_event(f->px, g, "grant.ended", "rule", f->why);
+}
+
+void
+control_grants_floor(struct proxy *px)
+{
+	struct control_floor	f;
+	char			why[1024];
+
+	if (px->grants == NULL || control_grants_path == NULL)
+		return;
+	why[0] = '\0';
+	f.px = px;
+	f.why = why;
+	f.size = sizeof(why);
+	if (grants_drop(px->grants, control_floor_pick, &f, control_floor_cb,
+	    &f) > 0)
+		control_grants_save(px);
 }
 
 /* host, port and sandbox of a request body; 0 or -1 with *cause. */
@@ -512,7 +581,7 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 		goto out;
 	}
 	control_grants_save(px);
-	control_grant_event(px, &g, "grant.added", NULL);
+	control_grant_event(px, &g, "grant.added", NULL, NULL);
 	control_reply(req, 200, json_pack("{s:b, s:o}", "ok", 1, "grant",
 	    grants_one_json(&g)));
 out:
@@ -529,7 +598,8 @@ control_revoke_cb(const struct grant *g, void *arg)
 {
 	struct control_revoke	*r = arg;
 
-	control_grant_event(r->px, g, "grant.revoked", r->by);
+	control_grant_event(r->px, g, "grant.revoked", "revoked_by",
+	    r->by);
 }
 
 /* POST /grants/revoke {"sandbox","host","port","by"}: tunnels close. */
@@ -584,7 +654,7 @@ control_grants_list(struct proxy *px, struct evhttp_request *req)
 static void
 control_expire_cb(const struct grant *g, void *arg)
 {
-	control_grant_event(arg, g, "grant.expired", NULL);
+	control_grant_event(arg, g, "grant.expired", NULL, NULL);
 }
 
 void

@@ -914,6 +914,86 @@ class T11Grants(ReloadTest):
                          [("g2.grant.test", "sbx_g")])
         self.assert_get("g2.grant.test", 200, src="127.0.0.2")
 
+    def restart(self):
+        self.proxy.stop()
+        self.proxy.start()
+        # The control socket comes up just after the listeners.
+        for _ in range(50):
+            try:
+                return control("GET", "/grants?sandbox=sbx_g")
+            except OSError:
+                time.sleep(0.1)
+        return control("GET", "/grants?sandbox=sbx_g")
+
+    def assert_ended(self, mark, host, words):
+        evs = self.events(mark, ("grant.ended",))
+        self.assertEqual([e["host"] for e in evs], [host], evs)
+        self.assertIn(words, evs[0]["rule"])
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual(body["grants"], [])
+
+    def test_a_later_floor_ends_the_grant(self):
+        status, body = grant("g1.grant.test", seconds=300)
+        self.assertEqual(status, 200, body)
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        mark = self.proxy.mark()
+        files = dict(BASE)
+        files["floor.yaml"] = GRANT_FLOOR + """\
+  - host: g1.grant.test
+    rationale: now denied
+"""
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        self.assert_ended(mark, "g1.grant.test", "deny entry")
+        # Taking the deny entry back does not bring the grant back.
+        files["floor.yaml"] = GRANT_FLOOR
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        # A narrower grants: under: loaded at a restart ends it too.
+        status, body = grant("g2.grant.test", seconds=300)
+        self.assertEqual(status, 200, body)
+        files["floor.yaml"] = GRANT_FLOOR.replace("[grant.test]",
+                                                  "[g3.grant.test]")
+        write_policy(files)
+        mark = self.proxy.mark()
+        status, body = self.restart()
+        self.assert_ended(mark, "g2.grant.test", "grants: under:")
+        files["floor.yaml"] = GRANT_FLOOR
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+        self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+
+    def test_saved_grants_checked_and_logged_at_start(self):
+        status, body = grant("g1.grant.test", seconds=300)
+        self.assertEqual(status, 200, body)
+        path = os.path.join(os.path.dirname(W["sock"]), "grants.json")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        self.proxy.stop()
+        with open(path) as f:
+            saved = json.load(f)
+        planted = dict(saved[0], host="g2.grant.test", by="nobody",
+                       rationale="hand-added",
+                       granted="2099-01-01T00:00:00Z",
+                       expires="2099-01-07T00:00:00Z")
+        with open(path, "w") as f:
+            json.dump(saved + [planted], f)
+        mark = self.proxy.mark()
+        status, body = self.restart()
+        self.assertEqual([g["host"] for g in body["grants"]],
+                         ["g1.grant.test"])
+        self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        evs = self.events(mark, ("grant.restored",))
+        self.assertEqual([(e["host"], e["by"]) for e in evs],
+                         [("g1.grant.test", "tester (uid 1000)")])
+        self.assertIn("granted in the future", self.proxy.stderr())
+        r = run_cli("audit", "verify", "--log-dir", self.proxy.log_dir)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
 
 class T12GrantCli(T11Grants):
     """sandgate grant, grants and revoke, as a person runs them."""
@@ -935,6 +1015,8 @@ class T12GrantCli(T11Grants):
     test_floors_bound_grants = None
     test_grant_for_one_exec = None
     test_revoke_closes_tunnels_and_grants_survive_a_restart = None
+    test_a_later_floor_ends_the_grant = None
+    test_saved_grants_checked_and_logged_at_start = None
 
     def test_cli(self):
         hp = "g1.grant.test:%d" % W["up"].http_port
