@@ -361,22 +361,31 @@ control_exec_add(struct proxy *px, struct evhttp_request *req)
 	json_decref(o);
 }
 
-/* An exec ended: {"run_id":..}; its credential stops working. */
+/*
+ * An exec ended: {"run_id":..}; its credential stops working, and the
+ * connections only its grants allowed close (egress.revoked).
+ */
 static void
 control_exec_end(struct proxy *px, struct evhttp_request *req)
 {
 	json_t		*o = control_body(req);
 	const char	*run;
+	size_t		 n;
+	unsigned	 closed = 0;
 
 	if (o == NULL)
 		return;
 	run = json_string_value(json_object_get(o, "run_id"));
-	if (run == NULL)
+	if (run == NULL) {
 		control_reply(req, 400, json_pack("{s:s}", "error",
 		    "run_id is required"));
-	else
-		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
-		    "removed", (json_int_t)execcred_remove(px->execs, run)));
+		goto out;
+	}
+	if ((n = execcred_remove(px->execs, run)) > 0)
+		closed = conn_revoke(px);
+	control_reply(req, 200, json_pack("{s:b, s:I, s:I}", "ok", 1,
+	    "removed", (json_int_t)n, "closed", (json_int_t)closed));
+out:
 	json_decref(o);
 }
 

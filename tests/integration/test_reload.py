@@ -994,6 +994,37 @@ class T11Grants(ReloadTest):
         r = run_cli("audit", "verify", "--log-dir", self.proxy.log_dir)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_exec_end_closes_its_grant_tunnels(self):
+        for tok, run in (("e1" * 16, "run_x"), ("e2" * 16, "run_y")):
+            status, body = control("POST", "/execs", {
+                "token": tok, "sandbox": "sbx_g", "run_id": run})
+            self.assertEqual(status, 200, body)
+        status, body = grant("g3.grant.test", run="run_x")
+        self.assertEqual(status, 200, body)
+        hp = "g3.grant.test:%d" % W["up"].http_port
+        c = bound_conn("127.0.0.2", W["proxy"].port)
+        try:
+            c.send(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n"
+                    "Proxy-Authorization: Basic %s\r\n\r\n"
+                    % (hp, hp, basic("e1" * 16))).encode())
+            resp = c.read_response(method="CONNECT")
+            self.assertEqual(resp.status, 200, resp)
+            tunnel_get(c, "g3.grant.test", "/first")
+            mark = self.proxy.mark()
+            # Another exec ending leaves it open.
+            status, body = control("POST", "/execs/end", {"run_id": "run_y"})
+            self.assertEqual((status, body.get("closed", 0)), (200, 0), body)
+            tunnel_get(c, "g3.grant.test", "/second")
+            status, body = control("POST", "/execs/end", {"run_id": "run_x"})
+            self.assertTrue(tunnel_closed(c), "tunnel open after exec end")
+            self.assertEqual((status, body["removed"], body["closed"]),
+                             (200, 1, 1), body)
+        finally:
+            c.close()
+        evs = self.events(mark, ("egress.revoked",))
+        self.assertEqual([(e["host"], e.get("run_id")) for e in evs],
+                         [("g3.grant.test", "run_x")])
+
 
 class T12GrantCli(T11Grants):
     """sandgate grant, grants and revoke, as a person runs them."""
@@ -1017,6 +1048,7 @@ class T12GrantCli(T11Grants):
     test_revoke_closes_tunnels_and_grants_survive_a_restart = None
     test_a_later_floor_ends_the_grant = None
     test_saved_grants_checked_and_logged_at_start = None
+    test_exec_end_closes_its_grant_tunnels = None
 
     def test_cli(self):
         hp = "g1.grant.test:%d" % W["up"].http_port
