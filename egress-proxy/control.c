@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
@@ -86,8 +87,10 @@ static void	control_grants_save(struct proxy *);
 static void	control_grants_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
-static int	control_grant_read(struct proxy *, json_t *, struct grant *,
-		    int *, const char **);
+static int	control_peer_by(struct evhttp_request *, const char *, char *,
+		    size_t);
+static int	control_grant_read(struct evhttp_request *, json_t *,
+		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static void	control_registry_save(struct proxy *);
 static void	control_registry_load(struct proxy *);
@@ -522,16 +525,18 @@ control_grants_floor(struct proxy *px)
 		control_grants_save(px);
 }
 
-/* host, port and sandbox of a request body; 0 or -1 with *cause. */
+/*
+ * host, port, sandbox and by (control_peer_by) of a request body; 0 or
+ * -1 with *cause.
+ */
 static int
-control_grant_read(struct proxy *px, json_t *o, struct grant *g, int *ok,
-    const char **cause)
+control_grant_read(struct evhttp_request *req, json_t *o, struct grant *g,
+    int *ok, const char **cause)
 {
 	struct host	 h;
 	const char	*s;
 	json_int_t	 port;
 
-	(void)px;
 	*ok = 0;
 	memset(g, 0, sizeof(*g));
 	s = json_string_value(json_object_get(o, "sandbox"));
@@ -543,8 +548,44 @@ control_grant_read(struct proxy *px, json_t *o, struct grant *g, int *ok,
 	snprintf(g->host, sizeof(g->host), "%s", h.name);
 	g->port = port >= 1 && port <= 65535 ? (int)port : 0;
 	s = json_string_value(json_object_get(o, "by"));
-	snprintf(g->by, sizeof(g->by), "%s", s ? s : "");
+	if (s != NULL && control_peer_by(req, s, g->by, sizeof(g->by)) == -1) {
+		*cause = "cannot tell who asks (SO_PEERCRED)";
+		return -1;
+	}
 	*ok = 1;
+	return 0;
+}
+
+/*
+ * Who gives or revokes a grant: the uid is the control-socket peer's
+ * (SO_PEERCRED), never what the client says; the name is the client's
+ * word (the controller sends "NAME (uid N)" or, under sudo, "NAME (sudo,
+ * uid 0)"), kept only when it is a plain login name, and "sudo" only
+ * when the peer is root. 0, or -1 when the peer is unknown.
+ */
+static int
+control_peer_by(struct evhttp_request *req, const char *claim, char *by,
+    size_t size)
+{
+	struct bufferevent	*bev;
+	struct ucred		 cr;
+	socklen_t		 len = sizeof(cr);
+	size_t			 n = strcspn(claim, " ");
+	int			 sudo;
+
+	bev = evhttp_connection_get_bufferevent(
+	    evhttp_request_get_connection(req));
+	if (bev == NULL || getsockopt(bufferevent_getfd(bev), SOL_SOCKET,
+	    SO_PEERCRED, &cr, &len) == -1)
+		return -1;
+	if (n == 0 || n > 32 || strspn(claim, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
+		claim = "?";
+		n = 1;
+	}
+	sudo = cr.uid == 0 && strstr(claim + n, " (sudo, ") == claim + n;
+	snprintf(by, size, "%.*s (%suid %u)", (int)n, claim,
+	    sudo ? "sudo, " : "", (unsigned)cr.uid);
 	return 0;
 }
 
@@ -566,7 +607,7 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 
 	if (o == NULL)
 		return;
-	if (control_grant_read(px, o, &g, &ok, &cause) == -1) {
+	if (control_grant_read(req, o, &g, &ok, &cause) == -1) {
 		control_reply(req, 400, json_pack("{s:s}", "error", cause));
 		goto out;
 	}
@@ -625,7 +666,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 
 	if (o == NULL)
 		return;
-	if (control_grant_read(px, o, &g, &ok, &cause) == -1 ||
+	if (control_grant_read(req, o, &g, &ok, &cause) == -1 ||
 	    g.by[0] == '\0') {
 		control_reply(req, 400, json_pack("{s:s}", "error", g.by[0] ?
 		    cause : "host and by are required"));

@@ -82,7 +82,8 @@ grants_valid(const struct grant *g, const char **cause)
 		return -1;
 	}
 	for (i = 0; g->rationale[i] != '\0'; i++)
-		if ((unsigned char)g->rationale[i] < 0x20)
+		if ((unsigned char)g->rationale[i] < 0x20 ||
+		    g->rationale[i] == 0x7f)
 			break;
 	if (g->rationale[0] == '\0' || g->rationale[i] != '\0') {
 		*cause = "a grant needs a rationale: one line of text";

@@ -776,10 +776,14 @@ deny:
 """
 
 
+# Who the proxy says gave a grant: the client's name, the peer's uid.
+TESTER = "tester (uid %d)" % os.getuid()
+
+
 def grant(host, seconds=60, run=None, sandbox="sbx_g"):
     body = {"sandbox": sandbox, "host": host, "port": W["up"].http_port,
             "seconds": seconds, "rationale": "the task needs %s" % host,
-            "by": "tester (uid 1000)"}
+            "by": "tester (uid 1000)"}  # the proxy puts the peer's uid
     if run is not None:
         body["run_id"] = run
     return control("POST", "/grants", body)
@@ -834,7 +838,7 @@ class T11Grants(ReloadTest):
             ("egress.revoked", "g1.grant.test")])
         self.assertEqual((evs[0]["by"], evs[0]["sandbox"],
                           evs[0]["rationale"], evs[0]["expires"]),
-                         ("tester (uid 1000)", "sbx_g",
+                         (TESTER, "sbx_g",
                           "the task needs g1.grant.test", evs[1]["expires"]))
         status, body = control("GET", "/grants?sandbox=sbx_g")
         self.assertEqual(body["grants"], [])
@@ -897,7 +901,7 @@ class T11Grants(ReloadTest):
         ev = self.events(mark, ("grant.revoked",))
         self.assertEqual((ev[0]["host"], ev[0]["revoked_by"], ev[0]["by"]),
                          ("g2.grant.test", "admin (uid 0)",
-                          "tester (uid 1000)"))
+                          TESTER))
         self.assert_get("g2.grant.test", 403, src="127.0.0.2")
         status, body = grant("g2.grant.test", seconds=600)
         self.assertEqual(status, 200, body)
@@ -989,7 +993,7 @@ class T11Grants(ReloadTest):
         self.assert_get("g1.grant.test", 200, src="127.0.0.2")
         evs = self.events(mark, ("grant.restored",))
         self.assertEqual([(e["host"], e["by"]) for e in evs],
-                         [("g1.grant.test", "tester (uid 1000)")])
+                         [("g1.grant.test", TESTER)])
         self.assertIn("granted in the future", self.proxy.stderr())
         r = run_cli("audit", "verify", "--log-dir", self.proxy.log_dir)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -1086,6 +1090,44 @@ class T12GrantCli(T11Grants):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("no such grant", r.stderr)
 
+    def test_grants_escaped_and_by_from_the_peer(self):
+        status, body = control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g1.grant.test",
+            "port": W["up"].http_port, "seconds": 60,
+            "rationale": "ok\u202e\u2066 reverted txet \u2069\u0085line2"
+                         "\u009b31mRED\u009b0m",
+            "by": "\u001b]0;pwned\u0007\u001b[2Jroot (uid 0)"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["grant"]["by"], "? (uid %d)" % os.getuid())
+        status, body = control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g1.grant.test",
+            "port": W["up"].http_port, "seconds": 60, "rationale": "x",
+            "by": "mallory (uid 4242)"})
+        self.assertEqual(body["grant"]["by"], "mallory (uid %d)"
+                         % os.getuid())
+        status, body = control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g2.grant.test",
+            "port": W["up"].http_port, "seconds": 60,
+            "rationale": "ok\u007f", "by": "t (uid 1)"})
+        self.assertEqual(status, 400, body)
+        control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g2.grant.test",
+            "port": W["up"].http_port, "seconds": 60,
+            "rationale": "ok\u202eevil\u009b31m", "by": "t (uid 1)"})
+        env = proxylib.clean_env({"SANDGATE_STATE": W["state"]})
+        for args in (["grants", self.SBX], ["grants", self.SBX, "--json"]):
+            r = subprocess.run([SANDGATE] + args, capture_output=True,
+                               timeout=30, env=env, stdin=subprocess.DEVNULL)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for raw in (b"\x1b", b"\x07", b"\x7f", "\u202e".encode(),
+                        "\u009b".encode()):
+                self.assertNotIn(raw, r.stdout, (args, r.stdout))
+            self.assertIn(b"g2.grant.test", r.stdout)
+        self.assertIn(b"ok\\xe2\\x80\\xaeevil", subprocess.run(
+            [SANDGATE, "grants", self.SBX], capture_output=True, timeout=30,
+            env=env, stdin=subprocess.DEVNULL).stdout)
+        run_cli("revoke", self.SBX, "g2.grant.test:%d" % W["up"].http_port)
+
 
 # ------------------------------------------------- (g) sandgate CLI
 
@@ -1138,7 +1180,9 @@ class T9Digests(ReloadTest):
         seen = set()
         for i, e in enumerate(events):
             self.assertIn("policy_digest", e, "line %d: %r" % (i + 1, e))
-            if e["event"] == "policy.reloaded":
+            # A restart loads the policy on disk; grant.restored is the
+            # first event written under it.
+            if e["event"] in ("policy.reloaded", "grant.restored"):
                 current = e["policy_digest"]
             self.assertEqual(e["policy_digest"], current,
                              "line %d: %r" % (i + 1, e))
