@@ -870,13 +870,17 @@ class T11Grants(ReloadTest):
         resp = self.assert_get("g2.grant.test", 403, src="127.0.0.2")
         self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
 
-    def test_grant_for_one_exec(self):
+    def grant_to_run_x(self):
+        """Two execs of sbx_g, run_x and run_y; g3.grant.test to run_x."""
         for tok, run in (("e1" * 16, "run_x"), ("e2" * 16, "run_y")):
             status, body = control("POST", "/execs", {
                 "token": tok, "sandbox": "sbx_g", "run_id": run})
             self.assertEqual(status, 200, body)
         status, body = grant("g3.grant.test", run="run_x")
         self.assertEqual(status, 200, body)
+
+    def test_grant_for_one_exec(self):
+        self.grant_to_run_x()
         self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
                                   "Basic " + basic("e1" * 16)).status, 200)
         self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
@@ -936,39 +940,37 @@ class T11Grants(ReloadTest):
         status, body = control("GET", "/grants?sandbox=sbx_g")
         self.assertEqual(body["grants"], [])
 
+    def reload_floor(self, floor):
+        files = dict(BASE)
+        files["floor.yaml"] = floor
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+
     def test_a_later_floor_ends_the_grant(self):
         status, body = grant("g1.grant.test", seconds=300)
         self.assertEqual(status, 200, body)
         self.assert_get("g1.grant.test", 200, src="127.0.0.2")
         mark = self.proxy.mark()
-        files = dict(BASE)
-        files["floor.yaml"] = GRANT_FLOOR + """\
+        self.reload_floor(GRANT_FLOOR + """\
   - host: g1.grant.test
     rationale: now denied
-"""
-        write_policy(files)
-        status, body = control("POST", "/reload")
-        self.assertEqual(status, 200, body)
+""")
         self.assert_ended(mark, "g1.grant.test", "deny entry")
         # Taking the deny entry back does not bring the grant back.
-        files["floor.yaml"] = GRANT_FLOOR
-        write_policy(files)
-        status, body = control("POST", "/reload")
-        self.assertEqual(status, 200, body)
+        self.reload_floor(GRANT_FLOOR)
         self.assert_get("g1.grant.test", 403, src="127.0.0.2")
         # A narrower grants: under: loaded at a restart ends it too.
         status, body = grant("g2.grant.test", seconds=300)
         self.assertEqual(status, 200, body)
+        files = dict(BASE)
         files["floor.yaml"] = GRANT_FLOOR.replace("[grant.test]",
                                                   "[g3.grant.test]")
         write_policy(files)
         mark = self.proxy.mark()
-        status, body = self.restart()
+        self.restart()
         self.assert_ended(mark, "g2.grant.test", "grants: under:")
-        files["floor.yaml"] = GRANT_FLOOR
-        write_policy(files)
-        status, body = control("POST", "/reload")
-        self.assertEqual(status, 200, body)
+        self.reload_floor(GRANT_FLOOR)
         self.assert_get("g2.grant.test", 403, src="127.0.0.2")
 
     def test_saved_grants_checked_and_logged_at_start(self):
@@ -999,12 +1001,7 @@ class T11Grants(ReloadTest):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def test_exec_end_closes_its_grant_tunnels(self):
-        for tok, run in (("e1" * 16, "run_x"), ("e2" * 16, "run_y")):
-            status, body = control("POST", "/execs", {
-                "token": tok, "sandbox": "sbx_g", "run_id": run})
-            self.assertEqual(status, 200, body)
-        status, body = grant("g3.grant.test", run="run_x")
-        self.assertEqual(status, 200, body)
+        self.grant_to_run_x()
         hp = "g3.grant.test:%d" % W["up"].http_port
         c = bound_conn("127.0.0.2", W["proxy"].port)
         try:
