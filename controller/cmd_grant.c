@@ -270,9 +270,9 @@ cmd_grants_exec(struct cmd_args *args)
 		}
 		grant_put(g, "sandbox", "  ");
 		grant_put(g, "host", ":");
-		printf("%lld  %s", (long long)json_integer_value(json_object_get(
-		    g, "port")), json_string_value(json_object_get(g,
-		    "run_id")) ? "exec " : "every exec");
+		printf("%lld  %s", (long long)json_integer_value(
+		    json_object_get(g, "port")), json_string_value(
+		    json_object_get(g, "run_id")) ? "exec " : "every exec");
 		grant_put(g, "run_id", "  until ");
 		grant_put(g, "expires", "  by ");
 		grant_put(g, "by", ": ");

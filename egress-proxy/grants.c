@@ -299,7 +299,7 @@ grants_load_json(struct grants *t, json_t *arr, time_t now,
 		    "granted")), &g.granted) == -1 ||
 		    grants_parse_time(json_string_value(json_object_get(o,
 		    "expires")), &g.expires) == -1)
-			cause = "granted and expires must be RFC 3339 UTC times";
+			cause = "granted and expires must be UTC times";
 		else if (grants_restorable(&g, now, &cause) == 0 &&
 		    grants_add(t, &g, &cause) == 0) {
 			n++;

@@ -80,8 +80,9 @@ size_t		 grants_load_json(struct grants *, json_t *, time_t now,
  * Remove the grants pick(g, key) says (grants a floor loaded later no
  * longer allows, say), calling cb with each. How many.
  */
-size_t		 grants_drop(struct grants *, int (*pick)(const struct grant *,
-		    const void *), const void *key,
-		    void (*cb)(const struct grant *, void *), void *arg);
+size_t		 grants_drop(struct grants *,
+		    int (*pick)(const struct grant *, const void *),
+		    const void *key, void (*cb)(const struct grant *, void *),
+		    void *arg);
 
 #endif
