@@ -19,6 +19,7 @@
 #include "host.h"
 #include "log.h"
 #include "proxyctl.h"
+#include "quote.h"
 #include "util.h"
 
 static int	cmd_grant_exec(struct cmd_args *);
@@ -27,6 +28,7 @@ static int	cmd_grants_exec(struct cmd_args *);
 static int	grant_dest(const char *, struct host *, uint16_t *);
 static long long grant_duration(const char *);
 static void	grant_who(char *, size_t);
+static void	grant_put(json_t *, const char *, const char *);
 static int	grant_call(const char *, const char *, json_t *, json_t **);
 
 static const struct option cmd_grant_options[] = {
@@ -114,6 +116,20 @@ grant_duration(const char *s)
 	if (n > 7LL * 86400 / mul)
 		return -1;
 	return n * mul;
+}
+
+/*
+ * A field of a grant as text, then sep: what a client or a hand-edited
+ * file put there reaches the terminal with control, C1 and bidi
+ * characters as \xHH (quote_text).
+ */
+static void
+grant_put(json_t *g, const char *key, const char *sep)
+{
+	const char	*s = json_string_value(json_object_get(g, key)) ?: "";
+
+	(void)quote_text(stdout, s, strlen(s), NULL);
+	fputs(sep, stdout);
 }
 
 /* The local user who grants: the name, and the uid. */
@@ -247,20 +263,20 @@ cmd_grants_exec(struct cmd_args *args)
 	rc = grant_call("GET", path, NULL, &resp);
 	json_array_foreach(json_object_get(resp, "grants"), i, g) {
 		if (json) {
-			json_dumpf(g, stdout, JSON_COMPACT);
+			json_dumpf(g, stdout, JSON_COMPACT |
+			    JSON_ENSURE_ASCII);
 			putchar('\n');
 			continue;
 		}
-		printf("%s  %s:%lld  %s%s  until %s  by %s: %s\n",
-		    json_string_value(json_object_get(g, "sandbox")),
-		    json_string_value(json_object_get(g, "host")),
-		    (long long)json_integer_value(json_object_get(g, "port")),
-		    json_string_value(json_object_get(g, "run_id")) ?
-		    "exec " : "every exec",
-		    json_string_value(json_object_get(g, "run_id")) ?: "",
-		    json_string_value(json_object_get(g, "expires")),
-		    json_string_value(json_object_get(g, "by")),
-		    json_string_value(json_object_get(g, "rationale")));
+		grant_put(g, "sandbox", "  ");
+		grant_put(g, "host", ":");
+		printf("%lld  %s", (long long)json_integer_value(
+		    json_object_get(g, "port")), json_string_value(
+		    json_object_get(g, "run_id")) ? "exec " : "every exec");
+		grant_put(g, "run_id", "  until ");
+		grant_put(g, "expires", "  by ");
+		grant_put(g, "by", ": ");
+		grant_put(g, "rationale", "\n");
 	}
 	json_decref(resp);
 	return rc;

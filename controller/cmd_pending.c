@@ -66,7 +66,7 @@ pending_show(const struct pending_dest *d, int json)
 	}
 	o = pending_dest_json(d);
 	if (o != NULL)
-		json_dumpf(o, stdout, JSON_COMPACT);
+		json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
 	putchar('\n');
 	json_decref(o);
 }

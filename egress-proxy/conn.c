@@ -121,6 +121,7 @@ static void	conn_timer_finish(struct conn *);
 static int	conn_start_connect(struct conn *);
 static int	conn_start_http(struct conn *);
 static void	conn_attribute(struct conn *);
+static const char *conn_run_live(const struct conn *, char *);
 static enum sg_reason conn_policy(struct proxy *, const struct policy *,
 		    struct conn *, const struct policy_query *,
 		    struct policy_match *);
@@ -1163,17 +1164,35 @@ conn_query(const struct conn *c, struct policy_query *q)
  * The exec a request comes from: the run whose credential it carries,
  * registered for the client's own sandbox. Anything else (no
  * credential, an ended exec's, another sandbox's) leaves it to the
- * sandbox alone.
+ * sandbox alone. A request inside a terminated session is the
+ * CONNECT's: clients send no Proxy-Authorization inside TLS, so the
+ * CONNECT's credential is kept (tun_cred) and looked up again at each
+ * request, which a finished exec's no longer passes.
  */
 static void
 conn_attribute(struct conn *c)
 {
-	char	tok[HTTP_CREDENTIAL_MAX + 1];
-
 	c->r.run[0] = '\0';
-	if (http_proxy_credential(&c->r.req, tok) == 0)
-		(void)execcred_run(c->px->execs, tok, c->who.sandbox,
+	if (!c->term && http_proxy_credential(&c->r.req, c->tun_cred) == -1)
+		c->tun_cred[0] = '\0';
+	if (c->tun_cred[0] != '\0')
+		(void)execcred_run(c->px->execs, c->tun_cred, c->who.sandbox,
 		    c->r.run);
+}
+
+/*
+ * The exec the request is attributed to while its credential is still
+ * registered, else "": a tunnel (or a request in flight) outlives its
+ * exec, an exec's grant does not (conn_revoke at /execs/end).
+ */
+static const char *
+conn_run_live(const struct conn *c, char *run)
+{
+	run[0] = '\0';
+	if (c->r.run[0] != '\0')
+		(void)execcred_run(c->px->execs, c->tun_cred, c->who.sandbox,
+		    run);
+	return run;
 }
 
 /*
@@ -1191,13 +1210,13 @@ conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
     const struct policy_query *q, struct policy_match *m)
 {
 	enum sg_reason	 r;
-	char		 why[512];
+	char		 why[512], run[EXECCRED_RUN_MAX + 1];
 
 	r = policy_decide(p, q, m);
 	if (r == SG_REASON_NONE || r == SG_REASON_DENIED ||
 	    q->host->type != HOST_DNS || grants_match(px->grants,
-	    c->who.sandbox, c->r.run, q->host->name, q->port, q->now) ==
-	    NULL || policy_grant_check(p, q->host, q->port, why,
+	    c->who.sandbox, conn_run_live(c, run), q->host->name, q->port,
+	    q->now) == NULL || policy_grant_check(p, q->host, q->port, why,
 	    sizeof(why)) == -1)
 		return r;
 	if (q->path != NULL && q->port == 443)

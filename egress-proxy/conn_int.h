@@ -160,6 +160,11 @@ struct conn {
 	int			 up_tls;	/* upstream is a TLS filter */
 	struct host		 term_host;
 	uint16_t		 term_port;
+	/*
+	 * The CONNECT's exec credential (conn_attribute): the requests
+	 * inside a terminated session carry none, they are the CONNECT's.
+	 */
+	char			 tun_cred[HTTP_CREDENTIAL_MAX + 1];
 	struct tlsterm_hello	 term_hello;
 	uint64_t		 finish_deadline_us;	/* CONN_FINISH */
 };

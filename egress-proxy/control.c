@@ -4,6 +4,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
@@ -84,9 +86,11 @@ static void	control_grants_list(struct proxy *, struct evhttp_request *);
 static void	control_grants_save(struct proxy *);
 static void	control_grants_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
-		    const char *, const char *);
-static int	control_grant_read(struct proxy *, json_t *, struct grant *,
-		    int *, const char **);
+		    const char *, const char *, const char *);
+static int	control_peer_by(struct evhttp_request *, const char *, char *,
+		    size_t);
+static int	control_grant_read(struct evhttp_request *, json_t *,
+		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static void	control_registry_save(struct proxy *);
 static void	control_registry_load(struct proxy *);
@@ -360,33 +364,43 @@ control_exec_add(struct proxy *px, struct evhttp_request *req)
 	json_decref(o);
 }
 
-/* An exec ended: {"run_id":..}; its credential stops working. */
+/*
+ * An exec ended: {"run_id":..}; its credential stops working, and the
+ * connections only its grants allowed close (egress.revoked).
+ */
 static void
 control_exec_end(struct proxy *px, struct evhttp_request *req)
 {
 	json_t		*o = control_body(req);
 	const char	*run;
+	size_t		 n;
+	unsigned	 closed = 0;
 
 	if (o == NULL)
 		return;
 	run = json_string_value(json_object_get(o, "run_id"));
-	if (run == NULL)
+	if (run == NULL) {
 		control_reply(req, 400, json_pack("{s:s}", "error",
 		    "run_id is required"));
-	else
-		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
-		    "removed", (json_int_t)execcred_remove(px->execs, run)));
+		goto out;
+	}
+	if ((n = execcred_remove(px->execs, run)) > 0)
+		closed = conn_revoke(px);
+	control_reply(req, 200, json_pack("{s:b, s:I, s:I}", "ok", 1,
+	    "removed", (json_int_t)n, "closed", (json_int_t)closed));
+out:
 	json_decref(o);
 }
 
 /*
- * A grant, a grant.revoked or a grant.expired event in the chained log:
- * who (the grant's giver; by, when another person revoked it), the
- * rationale and the expiry.
+ * A grant.added, .restored, .revoked, .ended or .expired event in the
+ * chained log: who gave it, the rationale and the expiry, and key:
+ * value when key is not NULL (revoked_by: who revoked it; rule: the
+ * floor that ended it).
  */
 static void
 control_grant_event(struct proxy *px, const struct grant *g,
-    const char *event, const char *by)
+    const char *event, const char *key, const char *value)
 {
 	json_t	*o = grants_one_json(g), *f = NULL;
 
@@ -400,8 +414,8 @@ control_grant_event(struct proxy *px, const struct grant *g,
 		    json_object_get(o, "granted"), "expires",
 		    json_object_get(o, "expires"), "policy_digest",
 		    policy_digest(px->policy->policy));
-	if (f != NULL && by != NULL)
-		json_object_set_new(f, "revoked_by", eventlog_str(by));
+	if (f != NULL && key != NULL)
+		json_object_set_new(f, key, eventlog_str(value));
 	if (f == NULL || eventlog_append(px->seclog, f) == -1)
 		log_warnx("%s not logged: %s", event, f == NULL ?
 		    "out of memory" : eventlog_error(px->seclog));
@@ -409,21 +423,43 @@ control_grant_event(struct proxy *px, const struct grant *g,
 	json_decref(o);
 }
 
+/* grants.json, written whole and atomically, readable by the proxy alone. */
 static void
 control_grants_save(struct proxy *px)
 {
 	json_t	*arr = grants_json(px->grants, NULL);
 	char	*tmp;
+	int	 fd = -1, bad;
 
 	util_xasprintf(&tmp, "%s.tmp", control_grants_path);
-	if (arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) == -1 ||
-	    rename(tmp, control_grants_path) == -1)
+	(void)unlink(tmp);
+	bad = arr == NULL || (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0600)) == -1 || json_dumpfd(arr, fd, JSON_COMPACT) ==
+	    -1;
+	if (fd != -1 && close(fd) == -1)
+		bad = 1;
+	if (bad || rename(tmp, control_grants_path) == -1)
 		log_warn("cannot save the grants %s", control_grants_path);
 	free(tmp);
 	json_decref(arr);
 }
 
-/* The grants saved before a restart; those expired since go at the tick. */
+/* Each saved grant: restored (an event) or refused (a warning). */
+static void
+control_restore_cb(const struct grant *g, const char *cause, void *arg)
+{
+	if (cause == NULL)
+		control_grant_event(arg, g, "grant.restored", NULL, NULL);
+	else
+		log_warnx("%s: grant of %s:%d to %s refused: %s",
+		    control_grants_path, g->host, g->port, g->sandbox, cause);
+}
+
+/*
+ * The grants saved before a restart, each logged as grant.restored,
+ * then the floors of the policy in force (control_grants_floor); those
+ * expired since go at the tick.
+ */
 static void
 control_grants_load(struct proxy *px)
 {
@@ -437,23 +473,70 @@ control_grants_load(struct proxy *px)
 			    control_grants_path, err.text);
 		return;
 	}
-	n = grants_load_json(px->grants, arr);
+	n = grants_load_json(px->grants, arr, time(NULL), control_restore_cb,
+	    px);
 	json_decref(arr);
 	if (n > 0)
 		log_info("%zu grants in force again from %s", n,
 		    control_grants_path);
+	control_grants_floor(px);
 }
 
-/* host, port and sandbox of a request body; 0 or -1 with *cause. */
+struct control_floor {
+	struct proxy	*px;
+	char		*why;
+	size_t		 size;
+};
+
 static int
-control_grant_read(struct proxy *px, json_t *o, struct grant *g, int *ok,
-    const char **cause)
+control_floor_pick(const struct grant *g, const void *key)
+{
+	const struct control_floor	*f = key;
+	struct host			 h;
+	const char			*cause;
+
+	return host_normalize(g->host, strlen(g->host), &h, &cause) == -1 ||
+	    policy_grant_check(f->px->policy->policy, &h, (uint16_t)g->port,
+	    f->why, f->size) == -1;
+}
+
+static void
+control_floor_cb(const struct grant *g, void *arg)
+{
+	struct control_floor	*f = arg;
+
+	control_grant_event(f->px, g, "grant.ended", "rule", f->why);
+}
+
+void
+control_grants_floor(struct proxy *px)
+{
+	struct control_floor	f;
+	char			why[1024];
+
+	if (px->grants == NULL || control_grants_path == NULL)
+		return;
+	why[0] = '\0';
+	f.px = px;
+	f.why = why;
+	f.size = sizeof(why);
+	if (grants_drop(px->grants, control_floor_pick, &f, control_floor_cb,
+	    &f) > 0)
+		control_grants_save(px);
+}
+
+/*
+ * host, port, sandbox and by (control_peer_by) of a request body; 0 or
+ * -1 with *cause.
+ */
+static int
+control_grant_read(struct evhttp_request *req, json_t *o, struct grant *g,
+    int *ok, const char **cause)
 {
 	struct host	 h;
 	const char	*s;
 	json_int_t	 port;
 
-	(void)px;
 	*ok = 0;
 	memset(g, 0, sizeof(*g));
 	s = json_string_value(json_object_get(o, "sandbox"));
@@ -465,8 +548,44 @@ control_grant_read(struct proxy *px, json_t *o, struct grant *g, int *ok,
 	snprintf(g->host, sizeof(g->host), "%s", h.name);
 	g->port = port >= 1 && port <= 65535 ? (int)port : 0;
 	s = json_string_value(json_object_get(o, "by"));
-	snprintf(g->by, sizeof(g->by), "%s", s ? s : "");
+	if (s != NULL && control_peer_by(req, s, g->by, sizeof(g->by)) == -1) {
+		*cause = "cannot tell who asks (SO_PEERCRED)";
+		return -1;
+	}
 	*ok = 1;
+	return 0;
+}
+
+/*
+ * Who gives or revokes a grant: the uid is the control-socket peer's
+ * (SO_PEERCRED), never what the client says; the name is the client's
+ * word (the controller sends "NAME (uid N)" or, under sudo, "NAME (sudo,
+ * uid 0)"), kept only when it is a plain login name, and "sudo" only
+ * when the peer is root. 0, or -1 when the peer is unknown.
+ */
+static int
+control_peer_by(struct evhttp_request *req, const char *claim, char *by,
+    size_t size)
+{
+	struct bufferevent	*bev;
+	struct ucred		 cr;
+	socklen_t		 len = sizeof(cr);
+	size_t			 n = strcspn(claim, " ");
+	int			 sudo;
+
+	bev = evhttp_connection_get_bufferevent(
+	    evhttp_request_get_connection(req));
+	if (bev == NULL || getsockopt(bufferevent_getfd(bev), SOL_SOCKET,
+	    SO_PEERCRED, &cr, &len) == -1)
+		return -1;
+	if (n == 0 || n > 32 || strspn(claim, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
+		claim = "?";
+		n = 1;
+	}
+	sudo = cr.uid == 0 && strstr(claim + n, " (sudo, ") == claim + n;
+	snprintf(by, size, "%.*s (%suid %u)", (int)n, claim,
+	    sudo ? "sudo, " : "", (unsigned)cr.uid);
 	return 0;
 }
 
@@ -488,7 +607,7 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 
 	if (o == NULL)
 		return;
-	if (control_grant_read(px, o, &g, &ok, &cause) == -1) {
+	if (control_grant_read(req, o, &g, &ok, &cause) == -1) {
 		control_reply(req, 400, json_pack("{s:s}", "error", cause));
 		goto out;
 	}
@@ -512,7 +631,7 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 		goto out;
 	}
 	control_grants_save(px);
-	control_grant_event(px, &g, "grant.added", NULL);
+	control_grant_event(px, &g, "grant.added", NULL, NULL);
 	control_reply(req, 200, json_pack("{s:b, s:o}", "ok", 1, "grant",
 	    grants_one_json(&g)));
 out:
@@ -529,7 +648,8 @@ control_revoke_cb(const struct grant *g, void *arg)
 {
 	struct control_revoke	*r = arg;
 
-	control_grant_event(r->px, g, "grant.revoked", r->by);
+	control_grant_event(r->px, g, "grant.revoked", "revoked_by",
+	    r->by);
 }
 
 /* POST /grants/revoke {"sandbox","host","port","by"}: tunnels close. */
@@ -546,7 +666,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 
 	if (o == NULL)
 		return;
-	if (control_grant_read(px, o, &g, &ok, &cause) == -1 ||
+	if (control_grant_read(req, o, &g, &ok, &cause) == -1 ||
 	    g.by[0] == '\0') {
 		control_reply(req, 400, json_pack("{s:s}", "error", g.by[0] ?
 		    cause : "host and by are required"));
@@ -584,7 +704,7 @@ control_grants_list(struct proxy *px, struct evhttp_request *req)
 static void
 control_expire_cb(const struct grant *g, void *arg)
 {
-	control_grant_event(arg, g, "grant.expired", NULL);
+	control_grant_event(arg, g, "grant.expired", NULL, NULL);
 }
 
 void

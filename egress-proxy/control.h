@@ -42,4 +42,12 @@ void	control_note_block(struct proxy *, unsigned long long serial,
  */
 void	control_grants_tick(struct proxy *);
 
+/*
+ * After the policy changed (a reload, or the grants loaded at start):
+ * end the grants its floors no longer allow (a deny entry, a narrower
+ * grants: under:), each with a grant.ended event naming the rule. The
+ * caller closes the connections they allowed (conn_revoke).
+ */
+void	control_grants_floor(struct proxy *);
+
 #endif

@@ -17,10 +17,9 @@ struct grants {
 static int	grants_id_ok(const char *, size_t, int);
 static int	grants_valid(const struct grant *, const char **);
 static void	grants_time(time_t, char *, size_t);
+static int	grants_restorable(const struct grant *, time_t,
+		    const char **);
 static int	grants_parse_time(const char *, time_t *);
-static size_t	grants_drop(struct grants *, int (*)(const struct grant *,
-		    const void *), const void *, void (*)(const struct grant *,
-		    void *), void *);
 static int	grants_pick_dest(const struct grant *, const void *);
 static int	grants_pick_expired(const struct grant *, const void *);
 
@@ -83,7 +82,8 @@ grants_valid(const struct grant *g, const char **cause)
 		return -1;
 	}
 	for (i = 0; g->rationale[i] != '\0'; i++)
-		if ((unsigned char)g->rationale[i] < 0x20)
+		if ((unsigned char)g->rationale[i] < 0x20 ||
+		    g->rationale[i] == 0x7f)
 			break;
 	if (g->rationale[0] == '\0' || g->rationale[i] != '\0') {
 		*cause = "a grant needs a rationale: one line of text";
@@ -129,8 +129,7 @@ grants_add(struct grants *t, const struct grant *g, const char **cause)
 	return 0;
 }
 
-/* Unlink the grants pick() says, calling cb with each. */
-static size_t
+size_t
 grants_drop(struct grants *t, int (*pick)(const struct grant *,
     const void *), const void *key, void (*cb)(const struct grant *,
     void *), void *arg)
@@ -255,8 +254,28 @@ grants_json(const struct grants *t, const char *sandbox)
 	return a;
 }
 
+/*
+ * A saved grant given before now and ending at most GRANTS_SECS_MAX
+ * after now (a hand-edited file can claim anything); 0 or -1 with
+ * *cause static.
+ */
+static int
+grants_restorable(const struct grant *g, time_t now, const char **cause)
+{
+	if (g->granted > now) {
+		*cause = "granted in the future";
+		return -1;
+	}
+	if (g->expires > now && g->expires - now > GRANTS_SECS_MAX) {
+		*cause = "ends more than 7 days from now";
+		return -1;
+	}
+	return grants_valid(g, cause);
+}
+
 size_t
-grants_load_json(struct grants *t, json_t *arr)
+grants_load_json(struct grants *t, json_t *arr, time_t now,
+    void (*cb)(const struct grant *, const char *, void *), void *arg)
 {
 	struct grant	 g;
 	json_t		*o;
@@ -280,9 +299,14 @@ grants_load_json(struct grants *t, json_t *arr)
 		    "granted")), &g.granted) == -1 ||
 		    grants_parse_time(json_string_value(json_object_get(o,
 		    "expires")), &g.expires) == -1)
-			continue;
-		if (grants_add(t, &g, &cause) == 0)
+			cause = "granted and expires must be UTC times";
+		else if (grants_restorable(&g, now, &cause) == 0 &&
+		    grants_add(t, &g, &cause) == 0) {
 			n++;
+			cause = NULL;
+		}
+		if (cb != NULL)
+			cb(&g, cause, arg);
 	}
 	return n;
 }

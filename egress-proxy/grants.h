@@ -67,7 +67,22 @@ const struct grant *grants_match(const struct grants *, const char *sandbox,
 json_t		*grants_one_json(const struct grant *);
 /* The grants (of sandbox, unless NULL), a new array. */
 json_t		*grants_json(const struct grants *, const char *sandbox);
-/* Add the grants of an array made by grants_json(); how many. */
-size_t		 grants_load_json(struct grants *, json_t *);
+/*
+ * Add the grants of an array made by grants_json(), those given before
+ * now and ending at most GRANTS_SECS_MAX after it; cb (unless NULL) is
+ * called with each entry and NULL when it was added, or why it was
+ * refused. How many were added.
+ */
+size_t		 grants_load_json(struct grants *, json_t *, time_t now,
+		    void (*cb)(const struct grant *, const char *cause,
+		    void *), void *arg);
+/*
+ * Remove the grants pick(g, key) says (grants a floor loaded later no
+ * longer allows, say), calling cb with each. How many.
+ */
+size_t		 grants_drop(struct grants *,
+		    int (*pick)(const struct grant *, const void *),
+		    const void *key, void (*cb)(const struct grant *, void *),
+		    void *arg);
 
 #endif

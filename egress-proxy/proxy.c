@@ -670,6 +670,7 @@ proxy_reload(struct proxy *px, char **errors)
 		tlsterm_flush(px->term);	/* a ca_file may have changed */
 	if (px->secrets != NULL)
 		(void)proxy_secrets_load(px);	/* kept as they were on error */
+	control_grants_floor(px);
 	revoked = conn_revoke(px);
 	log_info("policy reloaded: digest %s, %u connections revoked",
 	    policy_digest(p), revoked);

@@ -925,5 +925,79 @@ class T04NoCA(unittest.TestCase):
         self.assertIsNotNone(ev, p.log_lines())
 
 
+class T11ExecAttribution(unittest.TestCase):
+    """The requests inside a terminated session are the CONNECT's exec's:
+    their events and /blocks name its run id (clients send no
+    Proxy-Authorization inside TLS), another exec's /blocks does not list
+    them, and an ended exec's credential attributes nothing."""
+
+    def setUp(self):
+        self.sock = os.path.join(W["dir"], "attr-ctl", "control.sock")
+        os.makedirs(os.path.dirname(self.sock))
+        secrets = os.path.join(W["dir"], "attr-secrets")
+        os.makedirs(secrets, mode=0o700)
+        self.p = proxylib.Proxy(
+            W["dir"], W["up"], name="attr", sets="test,term",
+            extra_args=["--log-allowed", "--ca-cert", W["sgca"],
+                        "--ca-key", W["sgkey"], "--secrets-dir", secrets,
+                        "--control-socket", self.sock])
+        write_policy(self.p)
+        W["proxies"].append(self.p)
+        self.p.start()
+
+    def ctl(self, method, path, body=None):
+        st, doc = proxylib.control(self.sock, method, path, body)
+        self.assertEqual(st, 200, doc)
+        return doc
+
+    def blocks(self, seq, run):
+        doc = self.ctl("GET", "/blocks?sandbox=sbx_term&after=%d&run=%s"
+                       % (seq, run))
+        return [(b["host"], b.get("path")) for b in doc["blocks"]]
+
+    def test_inner_requests_carry_the_connect_run(self):
+        self.ctl("POST", "/register", {"address": "127.0.0.1",
+                                       "sandbox": "sbx_term",
+                                       "sets": "test,term"})
+        seq = self.ctl("GET", "/status")["blocks_seq"]
+        ta, tb = "c" * 32, "d" * 32
+        self.ctl("POST", "/execs", {"token": ta, "sandbox": "sbx_term",
+                                    "run_id": "run_A"})
+        self.ctl("POST", "/execs", {"token": tb, "sandbox": "sbx_term",
+                                    "run_id": "run_B"})
+        user = "sandgate:" + ta
+        rc, status, _, _, err = curl(self.p, self.reg("/forbidden"),
+                                     "--proxy-user", user)
+        self.assertEqual(status, 403, err)
+        rc, status, _, _, err = curl(self.p, self.reg("/ok"),
+                                     "--proxy-user", user)
+        self.assertEqual(status, 200, err)
+        blk = self.p.wait_event(lambda e: e.get("event") ==
+                                "egress.blocked" and
+                                e.get("path") == "/forbidden")
+        self.assertIsNotNone(blk, self.p.log_lines())
+        self.assertEqual(blk.get("run_id"), "run_A", blk)
+        ok = self.p.wait_event(lambda e: e.get("event") ==
+                               "egress.allowed" and e.get("path") == "/ok")
+        self.assertIsNotNone(ok, self.p.log_lines())
+        self.assertEqual(ok.get("run_id"), "run_A", ok)
+        self.assertIn("reg.test", [h for h, _ in self.blocks(seq, "run_A")])
+        self.assertNotIn("reg.test",
+                         [h for h, _ in self.blocks(seq, "run_B")])
+        # An ended exec's credential attributes nothing inside either.
+        self.ctl("POST", "/execs/end", {"run_id": "run_A"})
+        start = len(self.p.log_lines())
+        rc, status, _, _, err = curl(self.p, self.reg("/forbidden2"),
+                                     "--proxy-user", user)
+        self.assertEqual(status, 403, err)
+        late = self.p.wait_event(lambda e: e.get("path") == "/forbidden2",
+                                 start=start)
+        self.assertIsNotNone(late, self.p.log_lines())
+        self.assertIsNone(late.get("run_id"), late)
+
+    def reg(self, path):
+        return "https://reg.test:%d%s" % (W["reg_port"], path)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -776,10 +776,14 @@ deny:
 """
 
 
+# Who the proxy says gave a grant: the client's name, the peer's uid.
+TESTER = "tester (uid %d)" % os.getuid()
+
+
 def grant(host, seconds=60, run=None, sandbox="sbx_g"):
     body = {"sandbox": sandbox, "host": host, "port": W["up"].http_port,
             "seconds": seconds, "rationale": "the task needs %s" % host,
-            "by": "tester (uid 1000)"}
+            "by": "tester (uid 1000)"}  # the proxy puts the peer's uid
     if run is not None:
         body["run_id"] = run
     return control("POST", "/grants", body)
@@ -834,7 +838,7 @@ class T11Grants(ReloadTest):
             ("egress.revoked", "g1.grant.test")])
         self.assertEqual((evs[0]["by"], evs[0]["sandbox"],
                           evs[0]["rationale"], evs[0]["expires"]),
-                         ("tester (uid 1000)", "sbx_g",
+                         (TESTER, "sbx_g",
                           "the task needs g1.grant.test", evs[1]["expires"]))
         status, body = control("GET", "/grants?sandbox=sbx_g")
         self.assertEqual(body["grants"], [])
@@ -866,13 +870,17 @@ class T11Grants(ReloadTest):
         resp = self.assert_get("g2.grant.test", 403, src="127.0.0.2")
         self.assertEqual(resp.header("X-Sandgate-Reason"), "denied")
 
-    def test_grant_for_one_exec(self):
+    def grant_to_run_x(self):
+        """Two execs of sbx_g, run_x and run_y; g3.grant.test to run_x."""
         for tok, run in (("e1" * 16, "run_x"), ("e2" * 16, "run_y")):
             status, body = control("POST", "/execs", {
                 "token": tok, "sandbox": "sbx_g", "run_id": run})
             self.assertEqual(status, 200, body)
         status, body = grant("g3.grant.test", run="run_x")
         self.assertEqual(status, 200, body)
+
+    def test_grant_for_one_exec(self):
+        self.grant_to_run_x()
         self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
                                   "Basic " + basic("e1" * 16)).status, 200)
         self.assertEqual(get_with("127.0.0.2", "g3.grant.test",
@@ -897,7 +905,7 @@ class T11Grants(ReloadTest):
         ev = self.events(mark, ("grant.revoked",))
         self.assertEqual((ev[0]["host"], ev[0]["revoked_by"], ev[0]["by"]),
                          ("g2.grant.test", "admin (uid 0)",
-                          "tester (uid 1000)"))
+                          TESTER))
         self.assert_get("g2.grant.test", 403, src="127.0.0.2")
         status, body = grant("g2.grant.test", seconds=600)
         self.assertEqual(status, 200, body)
@@ -913,6 +921,110 @@ class T11Grants(ReloadTest):
         self.assertEqual([(g["host"], g["sandbox"]) for g in body["grants"]],
                          [("g2.grant.test", "sbx_g")])
         self.assert_get("g2.grant.test", 200, src="127.0.0.2")
+
+    def restart(self):
+        self.proxy.stop()
+        self.proxy.start()
+        # The control socket comes up just after the listeners.
+        for _ in range(50):
+            try:
+                return control("GET", "/grants?sandbox=sbx_g")
+            except OSError:
+                time.sleep(0.1)
+        return control("GET", "/grants?sandbox=sbx_g")
+
+    def assert_ended(self, mark, host, words):
+        evs = self.events(mark, ("grant.ended",))
+        self.assertEqual([e["host"] for e in evs], [host], evs)
+        self.assertIn(words, evs[0]["rule"])
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual(body["grants"], [])
+
+    def reload_floor(self, floor):
+        files = dict(BASE)
+        files["floor.yaml"] = floor
+        write_policy(files)
+        status, body = control("POST", "/reload")
+        self.assertEqual(status, 200, body)
+
+    def test_a_later_floor_ends_the_grant(self):
+        status, body = grant("g1.grant.test", seconds=300)
+        self.assertEqual(status, 200, body)
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        mark = self.proxy.mark()
+        self.reload_floor(GRANT_FLOOR + """\
+  - host: g1.grant.test
+    rationale: now denied
+""")
+        self.assert_ended(mark, "g1.grant.test", "deny entry")
+        # Taking the deny entry back does not bring the grant back.
+        self.reload_floor(GRANT_FLOOR)
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        # A narrower grants: under: loaded at a restart ends it too.
+        status, body = grant("g2.grant.test", seconds=300)
+        self.assertEqual(status, 200, body)
+        files = dict(BASE)
+        files["floor.yaml"] = GRANT_FLOOR.replace("[grant.test]",
+                                                  "[g3.grant.test]")
+        write_policy(files)
+        mark = self.proxy.mark()
+        self.restart()
+        self.assert_ended(mark, "g2.grant.test", "grants: under:")
+        self.reload_floor(GRANT_FLOOR)
+        self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+
+    def test_saved_grants_checked_and_logged_at_start(self):
+        status, body = grant("g1.grant.test", seconds=300)
+        self.assertEqual(status, 200, body)
+        path = os.path.join(os.path.dirname(W["sock"]), "grants.json")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        self.proxy.stop()
+        with open(path) as f:
+            saved = json.load(f)
+        planted = dict(saved[0], host="g2.grant.test", by="nobody",
+                       rationale="hand-added",
+                       granted="2099-01-01T00:00:00Z",
+                       expires="2099-01-07T00:00:00Z")
+        with open(path, "w") as f:
+            json.dump(saved + [planted], f)
+        mark = self.proxy.mark()
+        status, body = self.restart()
+        self.assertEqual([g["host"] for g in body["grants"]],
+                         ["g1.grant.test"])
+        self.assert_get("g2.grant.test", 403, src="127.0.0.2")
+        self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+        evs = self.events(mark, ("grant.restored",))
+        self.assertEqual([(e["host"], e["by"]) for e in evs],
+                         [("g1.grant.test", TESTER)])
+        self.assertIn("granted in the future", self.proxy.stderr())
+        r = run_cli("audit", "verify", "--log-dir", self.proxy.log_dir)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_exec_end_closes_its_grant_tunnels(self):
+        self.grant_to_run_x()
+        hp = "g3.grant.test:%d" % W["up"].http_port
+        c = bound_conn("127.0.0.2", W["proxy"].port)
+        try:
+            c.send(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n"
+                    "Proxy-Authorization: Basic %s\r\n\r\n"
+                    % (hp, hp, basic("e1" * 16))).encode())
+            resp = c.read_response(method="CONNECT")
+            self.assertEqual(resp.status, 200, resp)
+            tunnel_get(c, "g3.grant.test", "/first")
+            mark = self.proxy.mark()
+            # Another exec ending leaves it open.
+            status, body = control("POST", "/execs/end", {"run_id": "run_y"})
+            self.assertEqual((status, body.get("closed", 0)), (200, 0), body)
+            tunnel_get(c, "g3.grant.test", "/second")
+            status, body = control("POST", "/execs/end", {"run_id": "run_x"})
+            self.assertTrue(tunnel_closed(c), "tunnel open after exec end")
+            self.assertEqual((status, body["removed"], body["closed"]),
+                             (200, 1, 1), body)
+        finally:
+            c.close()
+        evs = self.events(mark, ("egress.revoked",))
+        self.assertEqual([(e["host"], e.get("run_id")) for e in evs],
+                         [("g3.grant.test", "run_x")])
 
 
 class T12GrantCli(T11Grants):
@@ -935,6 +1047,9 @@ class T12GrantCli(T11Grants):
     test_floors_bound_grants = None
     test_grant_for_one_exec = None
     test_revoke_closes_tunnels_and_grants_survive_a_restart = None
+    test_a_later_floor_ends_the_grant = None
+    test_saved_grants_checked_and_logged_at_start = None
+    test_exec_end_closes_its_grant_tunnels = None
 
     def test_cli(self):
         hp = "g1.grant.test:%d" % W["up"].http_port
@@ -971,6 +1086,44 @@ class T12GrantCli(T11Grants):
         r = run_cli("revoke", self.SBX, hp)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("no such grant", r.stderr)
+
+    def test_grants_escaped_and_by_from_the_peer(self):
+        status, body = control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g1.grant.test",
+            "port": W["up"].http_port, "seconds": 60,
+            "rationale": "ok\u202e\u2066 reverted txet \u2069\u0085line2"
+                         "\u009b31mRED\u009b0m",
+            "by": "\u001b]0;pwned\u0007\u001b[2Jroot (uid 0)"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["grant"]["by"], "? (uid %d)" % os.getuid())
+        status, body = control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g1.grant.test",
+            "port": W["up"].http_port, "seconds": 60, "rationale": "x",
+            "by": "mallory (uid 4242)"})
+        self.assertEqual(body["grant"]["by"], "mallory (uid %d)"
+                         % os.getuid())
+        status, body = control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g2.grant.test",
+            "port": W["up"].http_port, "seconds": 60,
+            "rationale": "ok\u007f", "by": "t (uid 1)"})
+        self.assertEqual(status, 400, body)
+        control("POST", "/grants", {
+            "sandbox": self.SBX, "host": "g2.grant.test",
+            "port": W["up"].http_port, "seconds": 60,
+            "rationale": "ok\u202eevil\u009b31m", "by": "t (uid 1)"})
+        env = proxylib.clean_env({"SANDGATE_STATE": W["state"]})
+        for args in (["grants", self.SBX], ["grants", self.SBX, "--json"]):
+            r = subprocess.run([SANDGATE] + args, capture_output=True,
+                               timeout=30, env=env, stdin=subprocess.DEVNULL)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for raw in (b"\x1b", b"\x07", b"\x7f", "\u202e".encode(),
+                        "\u009b".encode()):
+                self.assertNotIn(raw, r.stdout, (args, r.stdout))
+            self.assertIn(b"g2.grant.test", r.stdout)
+        self.assertIn(b"ok\\xe2\\x80\\xaeevil", subprocess.run(
+            [SANDGATE, "grants", self.SBX], capture_output=True, timeout=30,
+            env=env, stdin=subprocess.DEVNULL).stdout)
+        run_cli("revoke", self.SBX, "g2.grant.test:%d" % W["up"].http_port)
 
 
 # ------------------------------------------------- (g) sandgate CLI
@@ -1024,7 +1177,9 @@ class T9Digests(ReloadTest):
         seen = set()
         for i, e in enumerate(events):
             self.assertIn("policy_digest", e, "line %d: %r" % (i + 1, e))
-            if e["event"] == "policy.reloaded":
+            # A restart loads the policy on disk; grant.restored is the
+            # first event written under it.
+            if e["event"] in ("policy.reloaded", "grant.restored"):
                 current = e["policy_digest"]
             self.assertEqual(e["policy_digest"], current,
                              "line %d: %r" % (i + 1, e))

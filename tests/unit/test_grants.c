@@ -124,7 +124,7 @@ test_json(void **state)
 	assert_int_equal(json_array_size(a), 1);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(
 	    a, 0), "expires")), "2026-06-01T00:02:00Z");
-	assert_int_equal(grants_load_json(u, a), 1);
+	assert_int_equal(grants_load_json(u, a, T0, NULL, NULL), 1);
 	b = grants_json(u, "sbx_a");
 	assert_true(json_equal(a, b));
 	json_decref(b);
@@ -136,6 +136,50 @@ test_json(void **state)
 	grants_free(u);
 }
 
+static size_t	test_nrefused;
+
+static void
+test_restore_cb(const struct grant *g, const char *cause, void *arg)
+{
+	(void)g;
+	(void)arg;
+	if (cause != NULL)
+		test_nrefused++;
+}
+
+/*
+ * A saved grant given in the future, or ending more than 7 days from
+ * the load, is refused and reported; one given before loads.
+ */
+static void
+test_load_refuses(void **state)
+{
+	struct grants	*t = grants_new(), *u = grants_new();
+	struct grant	 g;
+	json_t		*a;
+	const char	*cause;
+
+	(void)state;
+	test_fill(&g, "a.corp.test", "", 60);
+	g.granted = T0 + 3600;
+	g.expires = T0 + 7200;
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	test_fill(&g, "b.corp.test", "", 60);
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	a = grants_json(t, NULL);
+	test_nrefused = 0;
+	assert_int_equal(grants_load_json(u, a, T0 + 1, test_restore_cb,
+	    NULL), 1);
+	assert_int_equal(test_nrefused, 1);
+	assert_null(grants_match(u, "sbx_a", "", "a.corp.test", 443,
+	    T0 + 4000));
+	assert_non_null(grants_match(u, "sbx_a", "", "b.corp.test", 443,
+	    T0 + 1));
+	json_decref(a);
+	grants_free(t);
+	grants_free(u);
+}
+
 int
 main(void)
 {
@@ -143,6 +187,7 @@ main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_load_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
