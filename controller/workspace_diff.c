@@ -423,6 +423,14 @@ out:
 	return c.out;
 }
 
+/*
+ * Folders compared per path: the first ones only, so that a chain of
+ * folders thousands deep costs the review linear, not quadratic, time and
+ * memory (each folder is a copy of the path up to it). The whole path is
+ * always compared.
+ */
+#define TWIN_FOLDERS_MAX	64
+
 /* One folder or file path of the snapshot or the diff, and its key. */
 struct twin {
 	char	*key;		/* risky_key_dup */
@@ -449,10 +457,10 @@ static int
 twin_add(struct twin *t, size_t *n, const char *path, const char *prev)
 {
 	const char	*p = path;
-	size_t		 len;
+	size_t		 len, k = 0;
 
 	for (;;) {
-		p = strchr(p, '/');
+		p = ++k > TWIN_FOLDERS_MAX ? NULL : strchr(p, '/');
 		len = p != NULL ? (size_t)(p - path) : strlen(path);
 		if (p == NULL || prev == NULL || strncmp(prev, path, len + 1)
 		    != 0) {
@@ -475,7 +483,7 @@ twin_depth(const char *path)
 {
 	size_t	n = 1;
 
-	while ((path = strchr(path, '/')) != NULL) {
+	while ((path = strchr(path, '/')) != NULL && n <= TWIN_FOLDERS_MAX) {
 		path++;
 		n++;
 	}
@@ -493,10 +501,10 @@ twin_find(const struct twin *t, size_t n, const char *path)
 	struct twin	 me;
 	const char	*why = NULL, *p = path;
 	char		*nfc, *other;
-	size_t		 lo, hi, mid, len;
+	size_t		 lo, hi, mid, len, k = 0;
 
 	for (; why == NULL; p++) {
-		p = strchr(p, '/');
+		p = ++k > TWIN_FOLDERS_MAX ? NULL : strchr(p, '/');
 		len = p != NULL ? (size_t)(p - path) : strlen(path);
 		if ((me.path = strndup(path, len)) == NULL)
 			return NULL;

@@ -152,6 +152,30 @@ rm -rf "$SBX/work/many"
 sgrss diff --stat "$ID"; rc=$?
 check "and once they are gone, diff works again" '[ $rc -eq 0 ]'
 
+# --- a chain of folders thousands deep ---------------------------------------
+# The look-alike check compares a path's folders too; each is a copy of the
+# path up to it, so a 16,000-deep chain made diff take 111 s and 575 MB.
+ID=sbx_0123456789abcdef0123bd08
+mkdir -p "$T/s8"
+echo 'ok = 1' >"$T/s8/app.py"
+sg_fixture_sandbox "$ID" "$T/s8"
+python3 - "$SANDGATE_STATE/sandboxes/$ID/work" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+for i in range(16000):
+    os.mkdir("a", dir_fd=fd)
+    nfd = os.open("a", os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+for i in range(4):
+    f = os.open("f%d" % i, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(f, b"x\n")
+    os.close(f)
+PY
+sgrss diff --stat "$ID"; rc=$?
+check "diff --stat of 4 files under a chain 16,000 folders deep: within the memory bound ($rc, $(tail -1 "$T/rss") KiB)" '[ $rc -eq 0 ] && grep -q "4 added" "$T/out" && [ "$(tail -1 "$T/rss")" -le $RSSMAX ]'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
 # --- names that look like other names ----------------------------------------
 # a zero-width space in a name, bidi and invisible characters in content,
 # and cafe + U+0301 beside the café.py of the source
