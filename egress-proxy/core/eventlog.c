@@ -205,7 +205,9 @@ eventlog_open_fd(struct eventlog *log)
  * there, a symlink or a FIFO included); its first line will be the
  * writer's own. A file at the name is moved aside (eventlog_move_aside())
  * and the writer tries again, a few times; on a reopen the file it had
- * is kept if it is still there (nobody rotated it). 0, or -1 with errno.
+ * is kept if it is still there and has no other name (nobody rotated
+ * it; a hard link to it put back at the name after a rotation is moved
+ * aside like any other file). 0, or -1 with errno.
  */
 static int
 eventlog_create(struct eventlog *log)
@@ -225,7 +227,9 @@ eventlog_create(struct eventlog *log)
 			return -1;
 		if (log->may_keep && (fd = eventlog_open_file(log->path,
 		    O_RDWR | O_APPEND, &st)) != -1) {
-			if (st.st_dev == log->dev && st.st_ino == log->ino)
+			/* Another name (a hard link at name.1): rotated. */
+			if (st.st_dev == log->dev && st.st_ino == log->ino &&
+			    st.st_nlink == 1)
 				break;
 			close(fd);
 			fd = -1;
@@ -1205,6 +1209,28 @@ eventlog_put_outage(struct eventlog *log)
 	if (rc == 0)
 		log->lost = 0;
 	return rc;
+}
+
+unsigned long long
+eventlog_outage(const struct eventlog *log, const char **since,
+    const char **cause)
+{
+	*since = log->lost_since;
+	*cause = log->lost_why;
+	return log->lost;
+}
+
+void
+eventlog_add_outage(struct eventlog *log, unsigned long long lost,
+    const char *since, const char *cause)
+{
+	if (lost == 0)
+		return;
+	if (log->lost == 0)
+		snprintf(log->lost_why, sizeof(log->lost_why), "%s", cause);
+	/* The earlier outage (a former run's) starts it. */
+	util_strlcpy(log->lost_since, since, sizeof(log->lost_since));
+	log->lost += lost;
 }
 
 int

@@ -953,6 +953,16 @@ test_anchor_parse(void **state)
 		"sandgate-anchor-v1 hash=" A_HASH " seq=7 reason=close ts=" A_TS
 		    " key=" A_KEY,
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=0 since=" A_TS " cause=x",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 cause=x",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=yesterday cause=x",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=" A_TS " cause=",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=" A_TS " cause=" A_HASH A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY "\nsandgate-anchor-v1",
 	};
 	struct checkpoint_anchor	 a;
@@ -978,6 +988,14 @@ test_anchor_parse(void **state)
 	assert_true(a.have_files);
 	assert_int_equal(a.files, 12);
 	assert_string_equal(a.files_hash, A_HASH);
+	assert_int_equal(a.lost, 0);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3 "
+	    "files=12:" A_HASH " lost=9 since=" A_TS " cause=cannot write "
+	    "\"x\": No space", strlen(good) + 7 + 74 + 74, &a, &what), 0);
+	assert_int_equal(a.lost, 9);
+	assert_string_equal(a.since, A_TS);
+	assert_string_equal(a.cause, "cannot write \"x\": No space");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (checkpoint_anchor_parse(bad[i], strlen(bad[i]), &a,
 		    &what) != -1 || what == NULL)
@@ -2525,6 +2543,116 @@ test_log_outage_recorded(void **state)
 }
 
 /*
+ * SIGUSR1 after logrotate moved the file to name.1, with a hard link to
+ * name.1 put at the name meanwhile: the same file as the writer's, but
+ * rotated. The writer moves the link aside and writes the next events
+ * in a file it makes, never into name.1.
+ */
+static void
+test_reopen_hard_link(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct stat		 st1, st;
+	struct ckverify		 v;
+	char			 rot[1][160], *err;
+	const char		*paths[2];
+	EVP_PKEY		*k;
+	size_t			 before;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	lines_read(&l, rot[0]);
+	before = l.n;
+	lines_free(&l);
+	assert_int_equal(link(rot[0], t->path), 0);
+	err = stderr_of(reopen_log, log);
+	free(err);
+	append_n(log, 3, 3);
+	lines_read(&l, rot[0]);
+	if (l.n != before)
+		fail_msg("name.1 grew from %zu to %zu lines: the writer wrote "
+		    "into its rotated file through the link", before, l.n);
+	lines_free(&l);
+	assert_int_equal(stat(rot[0], &st1), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_true(st.st_ino != st1.st_ino);
+	lines_read(&l, t->path);
+	assert_true(l.n >= 4 && is_checkpoint(l.v[0]));
+	lines_free(&l);
+	rotating_close(t, log, ck, &a);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Events lost while the log was unavailable, then the writer closed
+ * without writing anything more (a restart during the outage): its
+ * anchor keeps the outage, and the writer that opens the log next with
+ * that anchor writes the log.outage line first.
+ */
+static void
+test_log_outage_restart(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct rlimit		 was, low;
+	struct ckverify		 v;
+	char			 rot[1][160];
+	const char		*paths[2];
+	EVP_PKEY		*k;
+	json_t			*f;
+	size_t			 i;
+	int			 failed = 0;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	(void)eventlog_reopen(log);
+	for (i = 0; i < 5; i++) {
+		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
+		    "lost.evil.test");
+		failed += eventlog_append(log, f) == -1;
+		json_decref(f);
+	}
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(failed, 5);
+	/* Stopped during the outage: nothing more written. */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	if (a.lost < 5)
+		fail_msg("the anchor keeps %llu lost events, not 5", a.lost);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 3, 1);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
+		continue;
+	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
+	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
+		fail_msg("no log.outage line for the 5 events after the "
+		    "restart (%zu lines, the last %.200s)", l.n,
+		    l.n > 0 ? l.v[l.n - 1] : "");
+	lines_free(&l);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.lost, 0);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
  * Planted at the end of a closed log: 8 KiB of junk, then P1 (seq
  * 2^53 - 2, following the close), a copy of the close and P2 (seq
  * 2^53 - 1, prev the hash of P1), so that P1 is the first log line of
@@ -2640,6 +2768,8 @@ main(void)
 		T(test_reopen_planted_first),
 		T(test_reopen_aside_names_taken),
 		T(test_log_outage_recorded),
+		T(test_reopen_hard_link),
+		T(test_log_outage_restart),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
 	};
