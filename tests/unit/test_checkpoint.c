@@ -2653,6 +2653,57 @@ test_log_outage_restart(void **state)
 }
 
 /*
+ * logrotate (numbered names) four times with SIGUSR1, then one of the
+ * writer's rotated files removed (name.2) before the next logrotate
+ * run: the count of rotated files stops at the gap, but names past it
+ * exist, so first does not move on. Deleting the files past the gap
+ * then fails against the anchor.
+ */
+static void
+test_reopen_gap_first(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 rot[5][160];
+	const char		*paths[3];
+	EVP_PKEY		*k;
+	size_t			 i;
+
+	k = rotating_key(t, rot, 5);
+	log = rotating_open(t, &lo, &ck);
+	for (i = 0; i < 4; i++) {
+		append_n(log, (int)i * 3, 3);
+		logrotate_step(t, rot, i);
+		reopen_log(log);
+	}
+	assert_int_equal(eventlog_first(log), 1);
+	assert_int_equal(unlink(rot[1]), 0);
+	append_n(log, 12, 3);
+	/* name.3 was name.2: logrotate skips it; name.4, name.5 move. */
+	assert_int_equal(rename(rot[3], rot[4]), 0);
+	assert_int_equal(rename(rot[2], rot[3]), 0);
+	assert_int_equal(rename(rot[0], rot[1]), 0);
+	assert_int_equal(rename(t->path, rot[0]), 0);
+	reopen_log(log);
+	append_n(log, 15, 3);
+	if (eventlog_first(log) != 1)
+		fail_msg("first moved to %lld past a removed rotated file",
+		    eventlog_first(log));
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.first, 1);
+	/* name.4 and name.5 deleted: against the anchor that fails. */
+	paths[0] = rot[1];
+	paths[1] = rot[0];
+	paths[2] = t->path;
+	assert_int_not_equal(verify_with(paths, 3, k, &a, &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
  * Planted at the end of a closed log: 8 KiB of junk, then P1 (seq
  * 2^53 - 2, following the close), a copy of the close and P2 (seq
  * 2^53 - 1, prev the hash of P1), so that P1 is the first log line of
@@ -2770,6 +2821,7 @@ main(void)
 		T(test_log_outage_recorded),
 		T(test_reopen_hard_link),
 		T(test_log_outage_restart),
+		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
 	};
