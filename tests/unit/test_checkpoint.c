@@ -2490,6 +2490,64 @@ test_reopen_aside_names_taken(void **state)
 }
 
 /*
+ * SIGUSR1's reopen with no file descriptor left to open the log with,
+ * then n events appended: each fails (counted as lost).
+ */
+static void
+appends_fail(struct eventlog *log, int n)
+{
+	struct rlimit	 was, low;
+	json_t		*f;
+	int		 i, failed = 0;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	(void)eventlog_reopen(log);
+	for (i = 0; i < n; i++) {
+		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
+		    "lost.evil.test");
+		failed += eventlog_append(log, f) == -1;
+		json_decref(f);
+	}
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(failed, n);
+}
+
+/* The current file holds a log.outage line for 5 events (appends_fail). */
+static void
+assert_outage_of_5(struct tmp *t)
+{
+	struct lines	l;
+	size_t		i;
+
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
+		continue;
+	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
+	    strstr(l.v[i], "\"since\":") == NULL ||
+	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
+		fail_msg("no log.outage line for the 5 events (%zu lines, "
+		    "the last %.200s)", l.n, l.n > 0 ? l.v[l.n - 1] : "");
+	lines_free(&l);
+}
+
+/* name.1 and the current file verify against the anchor a; frees k. */
+static void
+verify_once_rotated(struct tmp *t, char (*rot)[160], EVP_PKEY *k,
+    const struct checkpoint_anchor *a)
+{
+	struct ckverify	 v;
+	const char	*paths[2];
+
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	assert_int_equal(verify_with(paths, 2, k, a, &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
  * Events that could not be written while the log was unavailable (here
  * no file descriptor left to open it with) leave a log.outage line once
  * it is back: how many, since when, and why.
@@ -2501,45 +2559,15 @@ test_log_outage_recorded(void **state)
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct lines		 l;
-	struct rlimit		 was, low;
-	struct ckverify		 v;
 	char			 rot[1][160];
-	const char		*paths[2];
 	EVP_PKEY		*k;
-	json_t			*f;
-	size_t			 i;
-	int			 failed = 0;
 
 	log = logrotated_once(t, rot, &ck, &k);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
-	low = was;
-	low.rlim_cur = 0;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-	(void)eventlog_reopen(log);
-	for (i = 0; i < 5; i++) {
-		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
-		    "lost.evil.test");
-		failed += eventlog_append(log, f) == -1;
-		json_decref(f);
-	}
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
-	assert_int_equal(failed, 5);
+	appends_fail(log, 5);
 	append_n(log, 3, 1);
-	lines_read(&l, t->path);
-	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
-		continue;
-	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
-	    strstr(l.v[i], "\"since\":") == NULL ||
-	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
-		fail_msg("no log.outage line for the 5 events (%zu lines, "
-		    "the last %.200s)", l.n, l.n > 0 ? l.v[l.n - 1] : "");
-	lines_free(&l);
+	assert_outage_of_5(t);
 	rotating_close(t, log, ck, &a);
-	paths[0] = rot[0];
-	paths[1] = t->path;
-	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
-	EVP_PKEY_free(k);
+	verify_once_rotated(t, rot, k, &a);
 }
 
 /*
@@ -2557,9 +2585,7 @@ test_reopen_hard_link(void **state)
 	struct eventlog		*log;
 	struct lines		 l;
 	struct stat		 st1, st;
-	struct ckverify		 v;
 	char			 rot[1][160], *err;
-	const char		*paths[2];
 	EVP_PKEY		*k;
 	size_t			 before;
 
@@ -2583,10 +2609,7 @@ test_reopen_hard_link(void **state)
 	assert_true(l.n >= 4 && is_checkpoint(l.v[0]));
 	lines_free(&l);
 	rotating_close(t, log, ck, &a);
-	paths[0] = rot[0];
-	paths[1] = t->path;
-	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
-	EVP_PKEY_free(k);
+	verify_once_rotated(t, rot, k, &a);
 }
 
 /*
@@ -2603,30 +2626,11 @@ test_log_outage_restart(void **state)
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct lines		 l;
-	struct rlimit		 was, low;
-	struct ckverify		 v;
 	char			 rot[1][160];
-	const char		*paths[2];
 	EVP_PKEY		*k;
-	json_t			*f;
-	size_t			 i;
-	int			 failed = 0;
 
 	log = logrotated_once(t, rot, &ck, &k);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
-	low = was;
-	low.rlim_cur = 0;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-	(void)eventlog_reopen(log);
-	for (i = 0; i < 5; i++) {
-		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
-		    "lost.evil.test");
-		failed += eventlog_append(log, f) == -1;
-		json_decref(f);
-	}
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
-	assert_int_equal(failed, 5);
+	appends_fail(log, 5);
 	/* Stopped during the outage: nothing more written. */
 	checkpoint_free(ck);
 	eventlog_close(log);
@@ -2635,21 +2639,10 @@ test_log_outage_restart(void **state)
 		fail_msg("the anchor keeps %llu lost events, not 5", a.lost);
 	log = rotating_open(t, &lo, &ck);
 	append_n(log, 3, 1);
-	lines_read(&l, t->path);
-	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
-		continue;
-	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
-	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
-		fail_msg("no log.outage line for the 5 events after the "
-		    "restart (%zu lines, the last %.200s)", l.n,
-		    l.n > 0 ? l.v[l.n - 1] : "");
-	lines_free(&l);
+	assert_outage_of_5(t);
 	rotating_close(t, log, ck, &a);
 	assert_int_equal(a.lost, 0);
-	paths[0] = rot[0];
-	paths[1] = t->path;
-	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
-	EVP_PKEY_free(k);
+	verify_once_rotated(t, rot, k, &a);
 }
 
 /*
