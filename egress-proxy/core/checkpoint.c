@@ -75,6 +75,7 @@ static void	checkpoint_written(void *, long long, const char *);
 static void	checkpoint_rotated(void *);
 static int	checkpoint_anchor_field(const char **, const char *, char *,
 		    size_t);
+static int	checkpoint_printable(const char *);
 static int	checkpoint_anchor_outage(const char *,
 		    struct checkpoint_anchor *);
 static void	checkpoint_outage_text(struct checkpoint *, char *, size_t);
@@ -145,6 +146,16 @@ checkpoint_anchor_field(const char **p, const char *name, char *out,
 	return 0;
 }
 
+/* 1 if s holds only printable ASCII. */
+static int
+checkpoint_printable(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return 0;
+	return 1;
+}
+
 /*
  * The anchor's outage at p, the rest of the line: lost=L since=TS
  * cause=TEXT (TEXT to the end). 0, or -1.
@@ -160,6 +171,7 @@ checkpoint_anchor_outage(const char *p, struct checkpoint_anchor *a)
 	    checkpoint_anchor_field(&p, "since", a->since,
 	    sizeof(a->since)) == -1 || strncmp(p, "cause=", 6) != 0 ||
 	    p[6] == '\0' || strlen(p + 6) > CHECKPOINT_CAUSE_MAX ||
+	    !checkpoint_printable(p + 6) ||
 	    util_strtonum(lost, 1, LLONG_MAX, &n, &errstr) == -1)
 		return -1;
 	a->lost = (unsigned long long)n;
@@ -772,7 +784,8 @@ checkpoint_anchor_unreserve(struct checkpoint *ck)
 
 /*
  * The log's outage not yet written to it as the anchor's last members,
- * " lost=L since=TS cause=TEXT" (TEXT: printable, cut to
+ * " lost=L since=TS cause=TEXT" (TEXT: printable ASCII, so that it
+ * stays valid UTF-8 for the log.outage line, cut to
  * CHECKPOINT_CAUSE_MAX bytes, no space at its end), or "" if none.
  */
 static void
@@ -787,8 +800,7 @@ checkpoint_outage_text(struct checkpoint *ck, char *out, size_t size)
 	if ((lost = eventlog_outage(ck->log, &since, &why)) == 0)
 		return;
 	for (n = 0; n < CHECKPOINT_CAUSE_MAX && why[n] != '\0'; n++)
-		cause[n] = (unsigned char)why[n] < 0x20 || why[n] == 0x7f ?
-		    '?' : why[n];
+		cause[n] = why[n] < 0x20 || why[n] > 0x7e ? '?' : why[n];
 	while (n > 0 && cause[n - 1] == ' ')
 		n--;
 	if (n == 0)

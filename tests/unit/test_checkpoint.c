@@ -963,6 +963,8 @@ test_anchor_parse(void **state)
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY " lost=2 since=" A_TS " cause=" A_HASH A_HASH,
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=" A_TS " cause=caf\xc3",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY "\nsandgate-anchor-v1",
 	};
 	struct checkpoint_anchor	 a;
