@@ -60,6 +60,7 @@ struct checkpoint {
 	struct checkpoint_anchor making;
 	struct checkpoint_anchor last;
 	int			 anchor_dirty;	/* last is newer than the file */
+	unsigned long long	 anchor_lost;	/* the outage the file names */
 	char			 error[256];
 };
 
@@ -74,6 +75,10 @@ static void	checkpoint_written(void *, long long, const char *);
 static void	checkpoint_rotated(void *);
 static int	checkpoint_anchor_field(const char **, const char *, char *,
 		    size_t);
+static int	checkpoint_printable(const char *);
+static int	checkpoint_anchor_outage(const char *,
+		    struct checkpoint_anchor *);
+static void	checkpoint_outage_text(struct checkpoint *, char *, size_t);
 static int	checkpoint_anchor_reserve(struct checkpoint *);
 static void	checkpoint_anchor_unreserve(struct checkpoint *);
 static int	checkpoint_anchor_write(struct checkpoint *);
@@ -141,6 +146,39 @@ checkpoint_anchor_field(const char **p, const char *name, char *out,
 	return 0;
 }
 
+/* 1 if s holds only printable ASCII. */
+static int
+checkpoint_printable(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return 0;
+	return 1;
+}
+
+/*
+ * The anchor's outage at p, the rest of the line: lost=L since=TS
+ * cause=TEXT (TEXT to the end). 0, or -1.
+ */
+static int
+checkpoint_anchor_outage(const char *p, struct checkpoint_anchor *a)
+{
+	char		 lost[24];
+	const char	*errstr;
+	long long	 n;
+
+	if (checkpoint_anchor_field(&p, "lost", lost, sizeof(lost)) == -1 ||
+	    checkpoint_anchor_field(&p, "since", a->since,
+	    sizeof(a->since)) == -1 || strncmp(p, "cause=", 6) != 0 ||
+	    p[6] == '\0' || strlen(p + 6) > CHECKPOINT_CAUSE_MAX ||
+	    !checkpoint_printable(p + 6) ||
+	    util_strtonum(lost, 1, LLONG_MAX, &n, &errstr) == -1)
+		return -1;
+	a->lost = (unsigned long long)n;
+	util_strlcpy(a->cause, p + 6, sizeof(a->cause));
+	return 0;
+}
+
 int
 checkpoint_anchor_parse(const char *buf, size_t len,
     struct checkpoint_anchor *a, const char **what)
@@ -175,10 +213,14 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	    sizeof(a->reason)) == -1 ||
 	    checkpoint_anchor_field(&p, "ts", a->ts, sizeof(a->ts)) == -1 ||
 	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1 ||
-	    (*p != '\0' && checkpoint_anchor_field(&p, "first", first,
-	    sizeof(first)) == -1) ||
-	    (*p != '\0' && (checkpoint_anchor_field(&p, "files", files,
-	    sizeof(files)) == -1 || *p != '\0')))
+	    (strncmp(p, "first=", 6) == 0 && checkpoint_anchor_field(&p,
+	    "first", first, sizeof(first)) == -1) ||
+	    (first[0] != '\0' && strncmp(p, "files=", 6) == 0 &&
+	    checkpoint_anchor_field(&p, "files", files, sizeof(files)) ==
+	    -1) || (*p != '\0' && checkpoint_anchor_outage(p, a) == -1))
+		return -1;
+	*what = "the outage (lost, since, cause) is malformed";
+	if (a->lost > 0 && ckverify_parse_ts(a->since, &us) == -1)
 		return -1;
 	*what = "first is not a count";
 	if (first[0] != '\0' && util_strtonum(first, 1, SG_LOG_SEQ_MAX,
@@ -741,6 +783,34 @@ checkpoint_anchor_unreserve(struct checkpoint *ck)
 }
 
 /*
+ * The log's outage not yet written to it as the anchor's last members,
+ * " lost=L since=TS cause=TEXT" (TEXT: printable ASCII, so that it
+ * stays valid UTF-8 for the log.outage line, cut to
+ * CHECKPOINT_CAUSE_MAX bytes, no space at its end), or "" if none.
+ */
+static void
+checkpoint_outage_text(struct checkpoint *ck, char *out, size_t size)
+{
+	char			 cause[CHECKPOINT_CAUSE_MAX + 1];
+	const char		*since, *why;
+	unsigned long long	 lost;
+	size_t			 n;
+
+	out[0] = '\0';
+	if ((lost = eventlog_outage(ck->log, &since, &why)) == 0)
+		return;
+	for (n = 0; n < CHECKPOINT_CAUSE_MAX && why[n] != '\0'; n++)
+		cause[n] = why[n] < 0x20 || why[n] > 0x7e ? '?' : why[n];
+	while (n > 0 && cause[n - 1] == ' ')
+		n--;
+	if (n == 0)
+		cause[n++] = '?';
+	cause[n] = '\0';
+	snprintf(out, size, " lost=%llu since=%s cause=%s", lost, since,
+	    cause);
+}
+
+/*
  * Replace key_path.anchor with the last checkpoint written: written into
  * the reserved temporary file, cut to its length, synced, renamed onto
  * it. 0, or -1 with the error set.
@@ -749,8 +819,9 @@ static int
 checkpoint_anchor_write(struct checkpoint *ck)
 {
 	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[128] = "";
-	char	 hex[CHECKPOINT_HEX + 1];
+	char	 hex[CHECKPOINT_HEX + 1], outage[CHECKPOINT_CAUSE_MAX + 80];
 	long long from = eventlog_first(ck->log);
+	const char *since, *cause;
 	unsigned files;
 	int	 fd, n, ok;
 
@@ -762,9 +833,11 @@ checkpoint_anchor_write(struct checkpoint *ck)
 		    from, files, hex);
 	else if (from > 0)
 		snprintf(first, sizeof(first), " first=%lld", from);
+	checkpoint_outage_text(ck, outage, sizeof(outage));
 	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
-	    "hash=%s reason=%s ts=%s key=%s%s\n", ck->last.seq,
-	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key, first);
+	    "hash=%s reason=%s ts=%s key=%s%s%s\n", ck->last.seq,
+	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key, first,
+	    outage);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return checkpoint_fail(ck, "anchor line too long");
 	if (checkpoint_anchor_reserve(ck) == -1)
@@ -781,18 +854,25 @@ checkpoint_anchor_write(struct checkpoint *ck)
 		(void)unlink(ck->anchor_tmp);
 		return -1;
 	}
+	ck->anchor_lost = eventlog_outage(ck->log, &since, &cause);
 	return 0;
 }
 
 /*
  * The anchor, if a checkpoint was written since it was: the log synced
- * first, so the anchor never names a line the disk may lose. Then, if the
+ * first, so the anchor never names a line the disk may lose; or if the
+ * log's outage not yet written to it (eventlog_outage()) is not the one
+ * the anchor names, so a restart does not forget it. Then, if the
  * writer goes on (again), the room for the next one is taken; a writer
  * that is closing needs none. 0, or -1 with the error set.
  */
 static int
 checkpoint_anchor_update(struct checkpoint *ck, int again)
 {
+	const char		*since, *cause;
+	unsigned long long	 lost;
+
+	lost = eventlog_outage(ck->log, &since, &cause);
 	if (ck->anchor_dirty) {
 		if (eventlog_tick(ck->log) == -1)
 			return checkpoint_fail(ck, "cannot sync the log: %s",
@@ -800,6 +880,13 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 		ck->anchor_dirty = 0;
+	} else if (lost != ck->anchor_lost && ck->last.seq > 0) {
+		/* An outage kept; one ended: its log.outage line synced. */
+		if (lost == 0 && eventlog_tick(ck->log) == -1)
+			return checkpoint_fail(ck, "cannot sync the log: %s",
+			    eventlog_error(ck->log));
+		if (checkpoint_anchor_write(ck) == -1)
+			return -1;
 	}
 	return again ? checkpoint_anchor_reserve(ck) : 0;
 }
@@ -819,6 +906,11 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	ck->have_anchor = r == 1;
 	if (!ck->have_anchor)
 		return 0;
+	/* What the anchor names until a checkpoint is written. */
+	ck->last = ck->anchor;
+	ck->anchor_lost = ck->anchor.lost;
+	eventlog_add_outage(ck->log, ck->anchor.lost, ck->anchor.since,
+	    ck->anchor.cause);
 	/* Files removed while the writer was stopped stay missing. */
 	if (ck->anchor.have_files)
 		eventlog_vouch(ck->log, ck->anchor.files,
@@ -1070,7 +1162,8 @@ checkpoint_free(struct checkpoint *ck)
 {
 	if (ck == NULL)
 		return;
-	if (ck->anchor_dirty && checkpoint_anchor_update(ck, 0) == -1)
+	if (ck->log != NULL && ck->key != NULL &&
+	    checkpoint_anchor_update(ck, 0) == -1)
 		log_warnx("checkpoint: %s", ck->error);
 	checkpoint_anchor_unreserve(ck);
 	if (ck->log != NULL && ck->key != NULL)

@@ -42,6 +42,14 @@
  * bytes at most):
  *
  *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K first=F files=N:D
+ *       lost=L since=TS cause=TEXT
+ *
+ * (all on one line; lost=L since=TS cause=TEXT, only while an outage of
+ * the log is not yet written to it, eventlog_outage(): how many events
+ * were lost, since when and why, the rest of the line, printable ASCII,
+ * at most CHECKPOINT_CAUSE_MAX bytes; rewritten at most once a second, from
+ * checkpoint_tick(), and at checkpoint_free(); a writer that starts with
+ * it writes the log.outage line first, eventlog_add_outage().)
  *
  * (first=F, the first seq of the files the writer keeps, eventlog.h, is
  * left out while it is not known, and by anchors written before it;
@@ -84,6 +92,7 @@
 #define CHECKPOINT_RESUME	"log.resume"
 #define CHECKPOINT_ANCHOR_HEAD	"sandgate-anchor-v1"
 #define CHECKPOINT_ANCHOR_MAX	512	/* an anchor file's bytes, at most */
+#define CHECKPOINT_CAUSE_MAX	120	/* an outage's cause in it, at most */
 #define CHECKPOINT_KEY_RAW	32	/* Ed25519 public key */
 #define CHECKPOINT_KEY_B64	44	/* its base64, with padding */
 #define CHECKPOINT_SIG_RAW	64
@@ -130,6 +139,9 @@ struct checkpoint_anchor {
 	int		have_files;	/* files=N:H said */
 	unsigned	files;	/* rotated files the writer keeps */
 	char		files_hash[64 + 1];	/* eventlog_files() */
+	unsigned long long lost;	/* events not written (0: none) */
+	char		since[32];	/* the first of them failed */
+	char		cause[CHECKPOINT_CAUSE_MAX + 1];	/* why */
 };
 
 /*

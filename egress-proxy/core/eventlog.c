@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -122,6 +123,7 @@ static int	eventlog_rotate_files(struct eventlog *, unsigned);
 static long long eventlog_first_of(const char *, struct eventlog_own *);
 static int	eventlog_is_own(const char *, const struct eventlog_own *);
 static int	eventlog_drop(struct eventlog *, unsigned);
+static int	eventlog_names_past(const struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *,
 		    const struct eventlog_own *);
 static int	eventlog_noted(const struct eventlog_own *,
@@ -205,7 +207,9 @@ eventlog_open_fd(struct eventlog *log)
  * there, a symlink or a FIFO included); its first line will be the
  * writer's own. A file at the name is moved aside (eventlog_move_aside())
  * and the writer tries again, a few times; on a reopen the file it had
- * is kept if it is still there (nobody rotated it). 0, or -1 with errno.
+ * is kept if it is still there and has no other name (nobody rotated
+ * it; a hard link to it put back at the name after a rotation is moved
+ * aside like any other file). 0, or -1 with errno.
  */
 static int
 eventlog_create(struct eventlog *log)
@@ -225,7 +229,9 @@ eventlog_create(struct eventlog *log)
 			return -1;
 		if (log->may_keep && (fd = eventlog_open_file(log->path,
 		    O_RDWR | O_APPEND, &st)) != -1) {
-			if (st.st_dev == log->dev && st.st_ino == log->ino)
+			/* Another name (a hard link at name.1): rotated. */
+			if (st.st_dev == log->dev && st.st_ino == log->ino &&
+			    st.st_nlink == 1)
 				break;
 			close(fd);
 			fd = -1;
@@ -814,6 +820,38 @@ eventlog_close_gap(struct eventlog *log, unsigned i, long long bound)
 }
 
 /*
+ * 1 if the folder holds a rotated name past name.n (name.j, j > n, in
+ * decimal digits only: not name.j.gz nor a name moved aside), which a
+ * count that stopped at name.(n+1) left out; 0 if not, or unreadable.
+ */
+static int
+eventlog_names_past(const struct eventlog *log, unsigned n)
+{
+	struct dirent	*de;
+	DIR		*d;
+	size_t		 len = strlen(log->name);
+	const char	*v;
+	long long	 j;
+	int		 found = 0;
+
+	if ((d = opendir(log->dir)) == NULL)
+		return 0;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, log->name, len) != 0 ||
+		    de->d_name[len] != '.')
+			continue;
+		v = de->d_name + len + 1;
+		if (*v < '1' || *v > '9' || strspn(v, "0123456789") !=
+		    strlen(v) || strlen(v) > 9)
+			continue;
+		j = strtoll(v, NULL, 10);
+		found = j > (long long)n;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
  * What the writer keeps, from the files there when it opens (or
  * reopens) the log: the current file's first line, and name.1 ... name.N
  * as its rotated files while each one starts with a log line whose seq
@@ -825,7 +863,9 @@ eventlog_close_gap(struct eventlog *log, unsigned i, long long bound)
  * before (was, own) are vouched for, at open all are, until the anchor
  * says (eventlog_vouch()). On a reopen first moves only to the oldest
  * note vouched for (a file the writer made), and stays where it was
- * when there is none: a planted name.1 never sets it.
+ * when there is none, or when rotated names exist past where the count
+ * stopped (a file missing or planted among them): a planted name.1, or
+ * one of its files removed before logrotate runs, never sets it.
  */
 static void
 eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
@@ -859,7 +899,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 	if (was == NULL)
 		log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
 		    log->cur.seq;
-	else if (first > 0)
+	else if (first > 0 && !eventlog_names_past(log, log->n_own + 1))
 		log->first = first;
 	else if (log->first == 0 && log->cur.vouched)
 		log->first = log->cur.seq;
@@ -1205,6 +1245,28 @@ eventlog_put_outage(struct eventlog *log)
 	if (rc == 0)
 		log->lost = 0;
 	return rc;
+}
+
+unsigned long long
+eventlog_outage(const struct eventlog *log, const char **since,
+    const char **cause)
+{
+	*since = log->lost_since;
+	*cause = log->lost_why;
+	return log->lost;
+}
+
+void
+eventlog_add_outage(struct eventlog *log, unsigned long long lost,
+    const char *since, const char *cause)
+{
+	if (lost == 0)
+		return;
+	if (log->lost == 0)
+		snprintf(log->lost_why, sizeof(log->lost_why), "%s", cause);
+	/* The earlier outage (a former run's) starts it. */
+	util_strlcpy(log->lost_since, since, sizeof(log->lost_since));
+	log->lost += lost;
 }
 
 int

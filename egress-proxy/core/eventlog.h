@@ -110,6 +110,23 @@ int		 eventlog_open_file(const char *path, int flags,
 int		 eventlog_append(struct eventlog *, json_t *fields);
 
 /*
+ * The outage not yet written to the log: how many events were lost (0:
+ * none), since when and why (*since, *cause: valid until the next
+ * append). The signer keeps it in its anchor, outside the log folder,
+ * so that a restart during an outage does not forget it.
+ */
+unsigned long long eventlog_outage(const struct eventlog *,
+		    const char **since, const char **cause);
+
+/*
+ * An outage a former run of the writer recorded (its anchor) and never
+ * wrote: added to the count, since becomes its since; the first line
+ * written next is the log.outage line.
+ */
+void		 eventlog_add_outage(struct eventlog *, unsigned long long lost,
+		    const char *since, const char *cause);
+
+/*
  * Append a hook line that is due, then fdatasync(2) if anything was
  * written since the last sync; for a 1 s timer and before exit. Returns
  * 0, or -1 (log marked unavailable).

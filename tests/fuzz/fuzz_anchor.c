@@ -22,7 +22,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Accepted: every member within its bounds; refused: a reason. */
 	if (r == 0 && (a.seq < 1 || strlen(a.hash) != 64 ||
 	    !checkpoint_reason_valid(a.reason) ||
-	    strlen(a.key) != CHECKPOINT_KEY_B64 || what != NULL))
+	    strlen(a.key) != CHECKPOINT_KEY_B64 || what != NULL ||
+	    strlen(a.cause) > CHECKPOINT_CAUSE_MAX ||
+	    (a.lost > 0) != (a.cause[0] != '\0')))
 		__builtin_trap();
 	if (r == -1 && what == NULL)
 		__builtin_trap();

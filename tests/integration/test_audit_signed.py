@@ -1398,6 +1398,65 @@ class T9Round6(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
+class T10Round7(unittest.TestCase):
+    """Seventh round: an outage of the log followed by a restart (F2)."""
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_f2_outage_survives_restart(self):
+        """F2: the log folder on a small volume that whoever writes it
+        fills up; blocked requests then cannot be logged, and the proxy
+        is stopped and started again before any line could be written:
+        the restarted proxy writes the log.outage line (its anchor kept
+        the count), and verify --key passes."""
+        key, pub = make_key("f2r7")
+        vol = tempfile.mkdtemp(prefix="f2r7-vol-", dir=W["dir"])
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
+                        vol], check=True, timeout=30)
+        procs = []
+        try:
+            p = start_proxy("f2r7", key, log_dir=vol)
+            procs.append(p)
+            flood(p.port, 10, "f2r7a")
+            time.sleep(1.5)
+            fd = os.open(os.path.join(vol, "filler"),
+                         os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                while os.write(fd, b"\0" * 4096) > 0:
+                    pass
+            except OSError:
+                pass
+            os.close(fd)
+            flood(p.port, 10, "f2r7b")
+            time.sleep(2.5)
+            p.stop()
+            os.unlink(os.path.join(vol, "filler"))
+            again = start_proxy("f2r7-again", key, log_dir=vol)
+            procs.append(again)
+            flood(again.port, 5, "f2r7c")
+            stop_proxy(again)
+            lines = []
+            for x in read_lines(again.log_path):
+                try:
+                    lines.append(json.loads(x))
+                except ValueError:
+                    pass    # the line torn when the volume filled up
+            outage = [x for x in lines if x.get("event") == "log.outage"]
+            logged = sum(1 for x in lines if "f2r7b" in json.dumps(x))
+            self.assertTrue(outage, "no log.outage line after the restart; "
+                            "%d of 10 f2r7b requests logged" % logged)
+            self.assertGreaterEqual(outage[0]["lost"] + logged, 10,
+                                    outage[0])
+            self.assertIn("No space left", outage[0]["cause"])
+            r = sandgate("audit", "verify", "--log-dir", vol, "--key", pub,
+                         "--anchor", key + ".anchor")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            for q in procs:
+                q.kill()
+            subprocess.run(["umount", vol], timeout=30)
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     failed = len(result.failures) + len(result.errors)

@@ -953,6 +953,18 @@ test_anchor_parse(void **state)
 		"sandgate-anchor-v1 hash=" A_HASH " seq=7 reason=close ts=" A_TS
 		    " key=" A_KEY,
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=0 since=" A_TS " cause=x",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 cause=x",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=yesterday cause=x",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=" A_TS " cause=",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=" A_TS " cause=" A_HASH A_HASH,
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " lost=2 since=" A_TS " cause=caf\xc3",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY "\nsandgate-anchor-v1",
 	};
 	struct checkpoint_anchor	 a;
@@ -978,6 +990,14 @@ test_anchor_parse(void **state)
 	assert_true(a.have_files);
 	assert_int_equal(a.files, 12);
 	assert_string_equal(a.files_hash, A_HASH);
+	assert_int_equal(a.lost, 0);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3 "
+	    "files=12:" A_HASH " lost=9 since=" A_TS " cause=cannot write "
+	    "\"x\": No space", strlen(good) + 7 + 74 + 74, &a, &what), 0);
+	assert_int_equal(a.lost, 9);
+	assert_string_equal(a.since, A_TS);
+	assert_string_equal(a.cause, "cannot write \"x\": No space");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (checkpoint_anchor_parse(bad[i], strlen(bad[i]), &a,
 		    &what) != -1 || what == NULL)
@@ -2472,6 +2492,64 @@ test_reopen_aside_names_taken(void **state)
 }
 
 /*
+ * SIGUSR1's reopen with no file descriptor left to open the log with,
+ * then n events appended: each fails (counted as lost).
+ */
+static void
+appends_fail(struct eventlog *log, int n)
+{
+	struct rlimit	 was, low;
+	json_t		*f;
+	int		 i, failed = 0;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	(void)eventlog_reopen(log);
+	for (i = 0; i < n; i++) {
+		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
+		    "lost.evil.test");
+		failed += eventlog_append(log, f) == -1;
+		json_decref(f);
+	}
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(failed, n);
+}
+
+/* The current file holds a log.outage line for 5 events (appends_fail). */
+static void
+assert_outage_of_5(struct tmp *t)
+{
+	struct lines	l;
+	size_t		i;
+
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
+		continue;
+	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
+	    strstr(l.v[i], "\"since\":") == NULL ||
+	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
+		fail_msg("no log.outage line for the 5 events (%zu lines, "
+		    "the last %.200s)", l.n, l.n > 0 ? l.v[l.n - 1] : "");
+	lines_free(&l);
+}
+
+/* name.1 and the current file verify against the anchor a; frees k. */
+static void
+verify_once_rotated(struct tmp *t, char (*rot)[160], EVP_PKEY *k,
+    const struct checkpoint_anchor *a)
+{
+	struct ckverify	 v;
+	const char	*paths[2];
+
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	assert_int_equal(verify_with(paths, 2, k, a, &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
  * Events that could not be written while the log was unavailable (here
  * no file descriptor left to open it with) leave a log.outage line once
  * it is back: how many, since when, and why.
@@ -2483,44 +2561,140 @@ test_log_outage_recorded(void **state)
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct lines		 l;
-	struct rlimit		 was, low;
-	struct ckverify		 v;
 	char			 rot[1][160];
-	const char		*paths[2];
 	EVP_PKEY		*k;
-	json_t			*f;
-	size_t			 i;
-	int			 failed = 0;
 
 	log = logrotated_once(t, rot, &ck, &k);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
-	low = was;
-	low.rlim_cur = 0;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-	(void)eventlog_reopen(log);
-	for (i = 0; i < 5; i++) {
-		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
-		    "lost.evil.test");
-		failed += eventlog_append(log, f) == -1;
-		json_decref(f);
-	}
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
-	assert_int_equal(failed, 5);
+	appends_fail(log, 5);
 	append_n(log, 3, 1);
+	assert_outage_of_5(t);
+	rotating_close(t, log, ck, &a);
+	verify_once_rotated(t, rot, k, &a);
+}
+
+/*
+ * SIGUSR1 after logrotate moved the file to name.1, with a hard link to
+ * name.1 put at the name meanwhile: the same file as the writer's, but
+ * rotated. The writer moves the link aside and writes the next events
+ * in a file it makes, never into name.1.
+ */
+static void
+test_reopen_hard_link(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct stat		 st1, st;
+	char			 rot[1][160], *err;
+	EVP_PKEY		*k;
+	size_t			 before;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	lines_read(&l, rot[0]);
+	before = l.n;
+	lines_free(&l);
+	assert_int_equal(link(rot[0], t->path), 0);
+	err = stderr_of(reopen_log, log);
+	free(err);
+	append_n(log, 3, 3);
+	lines_read(&l, rot[0]);
+	if (l.n != before)
+		fail_msg("name.1 grew from %zu to %zu lines: the writer wrote "
+		    "into its rotated file through the link", before, l.n);
+	lines_free(&l);
+	assert_int_equal(stat(rot[0], &st1), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_true(st.st_ino != st1.st_ino);
 	lines_read(&l, t->path);
-	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
-		continue;
-	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
-	    strstr(l.v[i], "\"since\":") == NULL ||
-	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
-		fail_msg("no log.outage line for the 5 events (%zu lines, "
-		    "the last %.200s)", l.n, l.n > 0 ? l.v[l.n - 1] : "");
+	assert_true(l.n >= 4 && is_checkpoint(l.v[0]));
 	lines_free(&l);
 	rotating_close(t, log, ck, &a);
-	paths[0] = rot[0];
-	paths[1] = t->path;
-	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
+	verify_once_rotated(t, rot, k, &a);
+}
+
+/*
+ * Events lost while the log was unavailable, then the writer closed
+ * without writing anything more (a restart during the outage): its
+ * anchor keeps the outage, and the writer that opens the log next with
+ * that anchor writes the log.outage line first.
+ */
+static void
+test_log_outage_restart(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			 rot[1][160];
+	EVP_PKEY		*k;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	appends_fail(log, 5);
+	/* Stopped during the outage: nothing more written. */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	if (a.lost < 5)
+		fail_msg("the anchor keeps %llu lost events, not 5", a.lost);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 3, 1);
+	assert_outage_of_5(t);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.lost, 0);
+	verify_once_rotated(t, rot, k, &a);
+}
+
+/*
+ * logrotate (numbered names) four times with SIGUSR1, then one of the
+ * writer's rotated files removed (name.2) before the next logrotate
+ * run: the count of rotated files stops at the gap, but names past it
+ * exist, so first does not move on. Deleting the files past the gap
+ * then fails against the anchor.
+ */
+static void
+test_reopen_gap_first(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 rot[5][160];
+	const char		*paths[3];
+	EVP_PKEY		*k;
+	size_t			 i;
+
+	k = rotating_key(t, rot, 5);
+	log = rotating_open(t, &lo, &ck);
+	for (i = 0; i < 4; i++) {
+		append_n(log, (int)i * 3, 3);
+		logrotate_step(t, rot, i);
+		reopen_log(log);
+	}
+	assert_int_equal(eventlog_first(log), 1);
+	assert_int_equal(unlink(rot[1]), 0);
+	append_n(log, 12, 3);
+	/* name.3 was name.2: logrotate skips it; name.4, name.5 move. */
+	assert_int_equal(rename(rot[3], rot[4]), 0);
+	assert_int_equal(rename(rot[2], rot[3]), 0);
+	assert_int_equal(rename(rot[0], rot[1]), 0);
+	assert_int_equal(rename(t->path, rot[0]), 0);
+	reopen_log(log);
+	append_n(log, 15, 3);
+	if (eventlog_first(log) != 1)
+		fail_msg("first moved to %lld past a removed rotated file",
+		    eventlog_first(log));
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.first, 1);
+	/* name.4 and name.5 deleted: against the anchor that fails. */
+	paths[0] = rot[1];
+	paths[1] = rot[0];
+	paths[2] = t->path;
+	assert_int_not_equal(verify_with(paths, 3, k, &a, &v), CKVERIFY_OK);
 	EVP_PKEY_free(k);
 }
 
@@ -2640,6 +2814,9 @@ main(void)
 		T(test_reopen_planted_first),
 		T(test_reopen_aside_names_taken),
 		T(test_log_outage_recorded),
+		T(test_reopen_hard_link),
+		T(test_log_outage_restart),
+		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
 	};
