@@ -14,6 +14,7 @@
 
 #include "host.h"
 #include "tlsca.h"
+#include "util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -26,7 +27,7 @@ static int	fuzz_verifies(X509 *, const struct host *);
 static void
 fuzz_setup(void)
 {
-	char	dir[] = "/tmp/fuzz-tlsca-XXXXXX", crt[64], key[64];
+	char	dir[] = "/tmp/fuzz-tlsca-" UTIL_MKTEMP_SUFFIX, crt[64], key[64];
 	char	*cause = NULL;
 
 	if (mkdtemp(dir) == NULL)

@@ -2164,7 +2164,7 @@ rename(const char *from, const char *to)
 static char *
 stderr_of(void (*f)(void *), void *arg)
 {
-	char	 path[] = "/tmp/sg-ckpt-err-XXXXXX", *s;
+	char	 path[] = "/tmp/sg-ckpt-err-" UTIL_MKTEMP_SUFFIX, *s;
 	FILE	*r;
 	long	 n;
 	int	 fd, saved;

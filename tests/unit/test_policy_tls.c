@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "util.h"
 
 #define NOW	((time_t)1780272000)	/* 2026-06-01T00:00:00Z */
 
@@ -50,7 +51,7 @@ tload(const char *text, struct policy_diags *d)
 {
 	char	 src[1024], cmd[2200];
 
-	snprintf(tdir, sizeof(tdir), "/tmp/sgpoltlsXXXXXX");
+	snprintf(tdir, sizeof(tdir), "/tmp/sgpoltls" UTIL_MKTEMP_SUFFIX);
 	assert_non_null(mkdtemp(tdir));
 	snprintf(src, sizeof(src), "%s/tls/unit-ca.pem",
 	    getenv("SANDGATE_TEST_DATA") ? getenv("SANDGATE_TEST_DATA") :

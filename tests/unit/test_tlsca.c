@@ -18,6 +18,7 @@
 #include <openssl/x509v3.h>
 
 #include "tlsca.h"
+#include "util.h"
 
 #define NOW	time(NULL)	/* the CA is made now */
 
@@ -29,7 +30,7 @@ setup(void **state)
 	char	*cause = NULL;
 
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sgtlscaXXXXXX");
+	snprintf(dir, sizeof(dir), "/tmp/sgtlsca" UTIL_MKTEMP_SUFFIX);
 	if (mkdtemp(dir) == NULL)
 		return -1;
 	snprintf(crt, sizeof(crt), "%s/ca.crt", dir);
