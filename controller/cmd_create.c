@@ -109,13 +109,8 @@ create_dirs(const char *id, char **cause)
 	char	path[PATH_MAX];
 
 	if (state_path(path, sizeof(path), id, NULL) == -1 ||
-	    state_mkdirs(path, 0700) == -1) {
-		util_cause(cause, "cannot create '%s': %s", path,
-		    strerror(errno));
-		return -1;
-	}
-	if (state_lock_new(id) == -1) {
-		util_cause(cause, "cannot lock '%s': %s", path,
+	    state_make_locked(id) == -1) {
+		util_cause(cause, "cannot create and lock '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}

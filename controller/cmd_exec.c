@@ -40,6 +40,11 @@ static int	cmd_exec_in_sandbox(struct docker *, struct sandbox_meta *,
 static int	cmd_exec_target(struct docker *, const struct sandbox_meta *,
 		    int, char **, int *, char **);
 static int	cmd_exec_seal_holds(const struct sandbox_meta *, int, char **);
+static void	cmd_exec_opts(struct exec_opts *, const struct sandbox_meta *,
+		    const struct cmd_exec_args *, const char *, const char *);
+static void	cmd_exec_record(const struct sandbox_meta *,
+		    const struct cmd_exec_args *, const char *, int,
+		    const struct exec_result *, const char *);
 static void	cmd_exec_output(const struct exec_result *, const char *,
 		    const struct sandbox_meta *, long long, int);
 
@@ -190,13 +195,55 @@ cmd_exec_output(const struct exec_result *r, const char *run_id,
 	exec_report(r, timeout, m->memory, m->pids);
 }
 
+/* What exec_run() is given for command a in sandbox m. */
+static void
+cmd_exec_opts(struct exec_opts *o, const struct sandbox_meta *m,
+    const struct cmd_exec_args *a, const char *run, const char *runs)
+{
+	memset(o, 0, sizeof(*o));
+	o->argv = a->cmd;
+	o->workdir = a->workdir;
+	o->run_id = run;
+	o->inside = sandbox_gvisor(m);
+	o->nproc = m->pids;
+	o->uid = m->uid;
+	o->timeout = a->timeout > 0 ? a->timeout : m->timeout;
+	o->live = !a->json;
+	o->output_cap = SG_OUTPUT_CAP_DEFAULT;
+	o->evidence_dir = runs;
+	o->evidence_max = m->disk;
+}
+
+/* The exec's run record; res NULL when the command did not run. */
+static void
+cmd_exec_record(const struct sandbox_meta *m, const struct cmd_exec_args *a,
+    const char *run, int timeout, const struct exec_result *res,
+    const char *cleanup)
+{
+	struct runrec	 rr;
+	char		*cause = NULL;
+
+	memset(&rr, 0, sizeof(rr));
+	rr.kind = "exec";
+	rr.run_id = run;
+	rr.meta = m;
+	rr.argv = a->cmd;
+	rr.timeout = timeout;
+	rr.fresh = a->fresh;
+	rr.res = res;
+	rr.cleanup = cleanup;
+	if (runrec_append(&rr, &cause) == -1) {
+		log_warnx("warning: run record not written: %s", cause);
+		free(cause);
+	}
+}
+
 static int
 cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
     const struct cmd_exec_args *a)
 {
 	struct exec_opts	 o;
 	struct exec_result	 r;
-	struct runrec		 rr;
 	struct proxyctl_exec	 px;
 	json_t			*env = NULL, *blocks;
 	char			 run[STATE_ID_LEN + 1], runs[PATH_MAX];
@@ -204,20 +251,10 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	int			 pid = 0, rv = SG_EXIT_ERROR, ran = 0;
 	int			 asked = 0;
 
-	memset(&o, 0, sizeof(o));
 	memset(&r, 0, sizeof(r));
 	state_new_id(run, "run");
 	state_path(runs, sizeof(runs), m->id, "runs");
-	o.argv = a->cmd;
-	o.workdir = a->workdir;
-	o.run_id = run;
-	o.inside = sandbox_gvisor(m);
-	o.nproc = m->pids;
-	o.uid = m->uid;
-	o.timeout = a->timeout > 0 ? a->timeout : m->timeout;
-	o.live = !a->json;
-	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
-	o.evidence_dir = runs;
+	cmd_exec_opts(&o, m, a, run, runs);
 	if (m->uid == SANDBOX_UID) {
 		util_cause(&cause, "sandbox %s was made by an earlier "
 		    "sandgate (it runs as uid %d, shared with other sandboxes "
@@ -225,7 +262,6 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 		    m->id, SANDBOX_UID);
 		goto out;
 	}
-	o.evidence_max = m->disk;
 	if (cmd_exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1 ||
 	    (!a->fresh && cmd_exec_seal_holds(m, pid, &cause) == -1))
 		goto out;
@@ -253,23 +289,9 @@ out:
 		log_warnx("%s", cause);
 	if (ran)
 		cmd_exec_output(&r, run, m, o.timeout, a->json);
-	memset(&rr, 0, sizeof(rr));
-	rr.kind = "exec";
-	rr.run_id = run;
-	rr.meta = m;
-	rr.argv = a->cmd;
-	rr.timeout = o.timeout;
-	rr.fresh = a->fresh;
-	rr.res = ran ? &r : NULL;
-	rr.cleanup = clean ? clean : r.kill_failed ? "processes may remain" :
-	    "ok";
+	cmd_exec_record(m, a, run, o.timeout, ran ? &r : NULL, clean != NULL ?
+	    clean : r.kill_failed ? "processes may remain" : "ok");
 	free(cause);
-	cause = NULL;
-	if (runrec_append(&rr, &cause) == -1) {
-		log_warnx("warning: run record not written: "
-		    "%s", cause);
-		free(cause);
-	}
 	free(clean);
 	free(cid);
 	exec_result_release(&r);

@@ -20,9 +20,9 @@
  * finished (inspect and remove find it only at the end, a remove before
  * then answers 404 and the create completes after it), so a dead
  * sandbox's containers are removed only once inspect finds every one.
- * A folder whose lock another process holds (a create in progress), or
- * that has no lock file and changed in the last GC_GRACE_SECS, is left
- * alone. Idempotent: a second run finds nothing. Docker must answer:
+ * A folder whose lock another process holds (a create in progress) is
+ * left alone; one without a lock file is judged under the create gate
+ * (state.h), which a create holds from its folder's mkdir to its lock. Idempotent: a second run finds nothing. Docker must answer:
  * without the container list no folder can be judged orphaned.
  */
 #include <sys/file.h>
@@ -52,7 +52,6 @@
 
 #define GC_LABEL	"sandgate.sandbox"
 #define GC_LABEL_STATE	"sandgate.state"
-#define GC_GRACE_SECS	300	/* lock-less folders younger than this stay */
 #define GC_SETTLE_SECS	15	/* how long dockerd may still finish a create */
 #define GC_POLL_US	200000
 #define GC_FTW_FDS	32
@@ -299,25 +298,28 @@ gc_containers(struct gc *g)
 }
 
 /*
- * 1 when another process may be using the folder: it holds the lock, or
- * there is no lock file yet and the folder is recent (a create that has
- * not got that far).
+ * 1 when another process may be using the folder: it holds the lock. A
+ * folder without a lock file is looked at again under the create gate
+ * (state.h): a create makes the folder and its lock under the gate, so a
+ * folder still without one once gc holds the gate was left by a create
+ * that died between the two.
  */
 static int
 gc_in_use(const char *dir)
 {
-	struct stat	st;
-	char		path[4096];
-	int		fd, busy;
+	char	path[4096];
+	int	fd, busy, gate;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/lock", dir) >=
 	    sizeof(path))
 		return 1;
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (fd == -1) {
-		if (lstat(dir, &st) == -1)
+	if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		if (errno != ENOENT || (gate = state_gate(1)) == -1)
 			return 1;
-		return time(NULL) - st.st_mtime < GC_GRACE_SECS;
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		state_unlock(gate);
+		if (fd == -1)
+			return errno != ENOENT;
 	}
 	busy = flock(fd, LOCK_EX | LOCK_NB) == -1;
 	close(fd);

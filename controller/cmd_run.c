@@ -169,13 +169,14 @@ run_prepare(struct sandbox_meta *m, char **cause)
 
 	state_path(dir, sizeof(dir), m->id, NULL);
 	state_path(work, sizeof(work), m->id, "work");
-	if (state_mkdirs(work, 0700) == -1) {
+	if (state_make_locked(m->id) == -1 ||
+	    (mkdir(work, 0700) == -1 && errno != EEXIST)) {
 		util_cause(cause, "cannot create '%s': %s", work,
 		    strerror(errno));
 		return -1;
 	}
 	state_path(path, sizeof(path), m->id, "runs");
-	if (state_lock_new(m->id) == -1 || mkdir(path, 0700) == -1 ||
+	if (mkdir(path, 0700) == -1 ||
 	    sandbox_identity(m, cause) == -1 ||
 	    sandbox_meta_save(m, cause) == -1) {
 		if (*cause == NULL)

@@ -34,6 +34,12 @@ static int	proxyctl_subnet_clash(struct docker *, const char *, char **);
 static int	proxyctl_ensure_networks(struct docker *,
 		    struct proxyctl_opts *, char **);
 static int	proxyctl_prepare_dirs(struct proxyctl_opts *, char **);
+static void	 proxyctl_spec_arg(json_t *, const char *, const char *);
+static void	 proxyctl_spec_bind(json_t *, const char *, int, const char *,
+		    const char *);
+static void	 proxyctl_spec_mounts(const struct proxyctl_opts *, json_t *,
+		    json_t *);
+static void	 proxyctl_spec_options(const struct proxyctl_opts *, json_t *);
 static char	*proxyctl_config_digest(json_t *);
 static int	proxyctl_wait_ready(void);
 static int	proxyctl_keep(struct docker *, const char *, char **);
@@ -227,8 +233,8 @@ proxyctl_prepare_dirs(struct proxyctl_opts *o, char **cause)
 json_t *
 proxyctl_spec(const struct proxyctl_opts *o, const char *ip)
 {
-	json_t	*cmd, *binds, *spec;
-	char	 listen[96], *b;
+	json_t	*cmd, *binds;
+	char	 listen[96];
 
 	snprintf(listen, sizeof(listen), "%s:%d", ip, PROXYCTL_PORT);
 	cmd = json_pack("[s,s,s,s,s,s,s,s]", "--listen", listen,
@@ -236,72 +242,10 @@ proxyctl_spec(const struct proxyctl_opts *o, const char *ip)
 	    "/var/log/sandgate", "--control-socket",
 	    "/run/sandgate/control.sock");
 	binds = json_array();
-	util_xasprintf(&b, "%s:/etc/sandgate/policy.d:ro", o->policy_dir);
-	json_array_append_new(binds, json_string(b));
-	free(b);
-	util_xasprintf(&b, "%s:/var/log/sandgate:rw", o->log_dir);
-	json_array_append_new(binds, json_string(b));
-	free(b);
-	util_xasprintf(&b, "%s/proxy/run:/run/sandgate:rw", state_root());
-	json_array_append_new(binds, json_string(b));
-	free(b);
-	/* Its checkpoint key's folder, the proxy's alone (auditkey.h). */
-	util_xasprintf(&b, "%s/proxy/keys:" AUDITKEY_PROXY_MOUNT ":rw",
-	    state_root());
-	json_array_append_new(binds, json_string(b));
-	free(b);
-	/*
-	 * The sandgate CA of tls: terminate entries, made by the proxy at
-	 * its first start; its key never leaves this folder (sandboxes get
-	 * the certificate alone, copied by create).
-	 */
-	util_xasprintf(&b, "%s/proxy/ca:" PROXYCTL_CA_MOUNT ":rw",
-	    state_root());
-	json_array_append_new(binds, json_string(b));
-	free(b);
-	json_array_append_new(cmd, json_string("--ca-cert"));
-	json_array_append_new(cmd, json_string(PROXYCTL_CA_MOUNT "/"
-	    PROXYCTL_CA_CERT));
-	json_array_append_new(cmd, json_string("--ca-key"));
-	json_array_append_new(cmd, json_string(PROXYCTL_CA_MOUNT "/"
-	    PROXYCTL_CA_KEY));
-	json_array_append_new(cmd, json_string("--ca-create"));
-	/* The credentials' values, read-only, the proxy's alone. */
-	util_xasprintf(&b, "%s/proxy/secrets:" SECRETDIR_MOUNT ":ro",
-	    state_root());
-	json_array_append_new(binds, json_string(b));
-	free(b);
-	json_array_append_new(cmd, json_string("--secrets-dir"));
-	json_array_append_new(cmd, json_string(SECRETDIR_MOUNT));
-	json_array_append_new(cmd, json_string("--checkpoint-key"));
-	json_array_append_new(cmd, json_string(AUDITKEY_PROXY_MOUNT "/"
-	    AUDITKEY_PROXY_NAME));
-	/*
-	 * A week of rotated logs is never deleted, whatever one sandbox
-	 * writes: under a flood the folder grows instead, and the sandbox
-	 * that fills it is stopped (docs/audit.md, "A full log volume").
-	 */
-	json_array_append_new(cmd, json_string("--log-keep-min-age"));
-	json_array_append_new(cmd, json_string(PROXYCTL_LOG_KEEP_MIN_AGE));
-	if (o->hosts != NULL) {
-		util_xasprintf(&b, "%s:/etc/sandgate/hosts:ro", o->hosts);
-		json_array_append_new(binds, json_string(b));
-		free(b);
-		json_array_append_new(cmd, json_string("--hosts"));
-		json_array_append_new(cmd, json_string("/etc/sandgate/hosts"));
-	}
-	if (o->resolver != NULL) {
-		json_array_append_new(cmd, json_string("--resolver"));
-		json_array_append_new(cmd, json_string(o->resolver));
-	}
-	if (o->sets != NULL) {
-		json_array_append_new(cmd, json_string("--sets"));
-		json_array_append_new(cmd, json_string(o->sets));
-	}
-	if (o->log_allowed)
-		json_array_append_new(cmd, json_string("--log-allowed"));
+	proxyctl_spec_mounts(o, cmd, binds);
+	proxyctl_spec_options(o, cmd);
 	/* The base's controls (cspec.h), then the proxy's own. */
-	spec = cspec_new(json_pack("{s:s, s:o, s:s, s:{s:s, s:s}, s:{s:o, "
+	return cspec_new(json_pack("{s:s, s:o, s:s, s:{s:s, s:s}, s:{s:o, "
 	    "s:{s:s}, s:s, s:I, s:I}, s:{s:{s:{s:{s:s}}}}}",
 	    "Image", PROXYCTL_IMAGE, "Cmd", cmd, "User", "65532:65532",
 	    "Labels", "sandgate.role", "proxy", "sandgate.egress", o->egress,
@@ -310,7 +254,81 @@ proxyctl_spec(const struct proxyctl_opts *o, const char *ip)
 	    "Memory", (json_int_t)(1024LL << 20), "PidsLimit", (json_int_t)64,
 	    "NetworkingConfig", "EndpointsConfig", PROXYCTL_NET_INTERNAL,
 	    "IPAMConfig", "IPv4Address", ip));
-	return spec;
+}
+
+/* Append "FLAG" (and "VALUE" unless NULL) to the proxy's command line. */
+static void
+proxyctl_spec_arg(json_t *cmd, const char *flag, const char *value)
+{
+	json_array_append_new(cmd, json_string(flag));
+	if (value != NULL)
+		json_array_append_new(cmd, json_string(value));
+}
+
+/* Append the bind "HOST:MOUNT:MODE", HOST under the state folder if rel. */
+static void
+proxyctl_spec_bind(json_t *binds, const char *host, int rel,
+    const char *mount, const char *mode)
+{
+	char	*b;
+
+	util_xasprintf(&b, "%s%s%s:%s:%s", rel ? state_root() : "",
+	    rel ? "/" : "", host, mount, mode);
+	json_array_append_new(binds, json_string(b));
+	free(b);
+}
+
+/* The folders the proxy sees, and the flags that name them. */
+static void
+proxyctl_spec_mounts(const struct proxyctl_opts *o, json_t *cmd,
+    json_t *binds)
+{
+	proxyctl_spec_bind(binds, o->policy_dir, 0, "/etc/sandgate/policy.d",
+	    "ro");
+	proxyctl_spec_bind(binds, o->log_dir, 0, "/var/log/sandgate", "rw");
+	proxyctl_spec_bind(binds, "proxy/run", 1, "/run/sandgate", "rw");
+	/* Its checkpoint key's folder, the proxy's alone (auditkey.h). */
+	proxyctl_spec_bind(binds, "proxy/keys", 1, AUDITKEY_PROXY_MOUNT, "rw");
+	proxyctl_spec_arg(cmd, "--checkpoint-key", AUDITKEY_PROXY_MOUNT "/"
+	    AUDITKEY_PROXY_NAME);
+	/*
+	 * The sandgate CA of tls: terminate entries, made by the proxy at
+	 * its first start; its key never leaves this folder (sandboxes get
+	 * the certificate alone, copied by create).
+	 */
+	proxyctl_spec_bind(binds, "proxy/ca", 1, PROXYCTL_CA_MOUNT, "rw");
+	proxyctl_spec_arg(cmd, "--ca-cert", PROXYCTL_CA_MOUNT "/"
+	    PROXYCTL_CA_CERT);
+	proxyctl_spec_arg(cmd, "--ca-key", PROXYCTL_CA_MOUNT "/"
+	    PROXYCTL_CA_KEY);
+	proxyctl_spec_arg(cmd, "--ca-create", NULL);
+	/* The credentials' values, read-only, the proxy's alone. */
+	proxyctl_spec_bind(binds, "proxy/secrets", 1, SECRETDIR_MOUNT, "ro");
+	proxyctl_spec_arg(cmd, "--secrets-dir", SECRETDIR_MOUNT);
+	if (o->hosts != NULL) {
+		proxyctl_spec_bind(binds, o->hosts, 0, "/etc/sandgate/hosts",
+		    "ro");
+		proxyctl_spec_arg(cmd, "--hosts", "/etc/sandgate/hosts");
+	}
+}
+
+/* The proxy's options that name no folder. */
+static void
+proxyctl_spec_options(const struct proxyctl_opts *o, json_t *cmd)
+{
+	/*
+	 * A week of rotated logs is never deleted, whatever one sandbox
+	 * writes: under a flood the folder grows instead, and the sandbox
+	 * that fills it is stopped (docs/audit.md, "A full log volume").
+	 */
+	proxyctl_spec_arg(cmd, "--log-keep-min-age",
+	    PROXYCTL_LOG_KEEP_MIN_AGE);
+	if (o->resolver != NULL)
+		proxyctl_spec_arg(cmd, "--resolver", o->resolver);
+	if (o->sets != NULL)
+		proxyctl_spec_arg(cmd, "--sets", o->sets);
+	if (o->log_allowed)
+		proxyctl_spec_arg(cmd, "--log-allowed", NULL);
 }
 
 /* SHA-256 of the spec: a running proxy with the same one is kept. */

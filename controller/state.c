@@ -164,6 +164,49 @@ state_lock_new(const char *id)
 	return 0;	/* fd stays open: the lock lasts as long as we do */
 }
 
+int
+state_gate(int exclusive)
+{
+	char	path[4096];
+	int	fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/create.lock",
+	    state_root()) >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (state_mkdirs(state_root(), 0700) == -1)
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	if (flock(fd, exclusive ? LOCK_EX : LOCK_SH) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+state_make_locked(const char *id)
+{
+	char	path[4096];
+	int	gate, rv = -1, saved;
+
+	if (state_path(path, sizeof(path), id, NULL) == -1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if ((gate = state_gate(0)) == -1)
+		return -1;
+	if (state_mkdirs(path, 0700) == 0 && state_lock_new(id) == 0)
+		rv = 0;
+	saved = errno;
+	state_unlock(gate);
+	errno = saved;
+	return rv;
+}
+
 void
 state_unlock(int fd)
 {

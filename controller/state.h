@@ -12,6 +12,7 @@
  *                                 <run>.active while a run goes on
  *   sandboxes/<id>/etc/           passwd and group naming the sandbox's uid
  *   sandboxes/<id>/lock           flock(2) target
+ *   create.lock                   the gate between a new folder and its lock
  *   records/runs.jsonl            the run records (state_record_dir)
  *   keys/, proxy/keys/            checkpoint keys of the logs (auditkey.h)
  */
@@ -68,6 +69,23 @@ int		 state_valid_id(const char *id);
  * as soon as a kill ends the process. 0, or -1 with errno.
  */
 int		 state_lock_new(const char *id);
+
+/*
+ * Make the sandbox's folder (and the state root) and take its new lock
+ * as state_lock_new() does, both under the create gate held shared, so
+ * that no other process ever sees the folder without its lock file
+ * unless the process making it died. 0, or -1 with errno.
+ */
+int		 state_make_locked(const char *id);
+
+/*
+ * Take the create gate: shared while a folder and its lock are made
+ * (state_make_locked), exclusive by gc, which then knows that a folder
+ * still without a lock file was left by a process that died. Blocks
+ * (shared holders hold it for two system calls). An fd for
+ * state_unlock(), or -1 with errno.
+ */
+int		 state_gate(int exclusive);
 
 /*
  * Take the sandbox's lock (exclusive or shared); blocks. Returns an fd to

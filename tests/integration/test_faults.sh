@@ -62,6 +62,15 @@ done
 [ "$interrupted" -gt 0 ] && ok "some kills landed mid-create ($interrupted of 6; $completed after it finished)" ||
 	fail "some kills landed mid-create" "none of 6 did"
 
+# A create killed between its folder's mkdir and its lock file leaves a
+# young folder without a lock: gc, holding the create gate, knows no
+# create is between the two and removes it (none stays for later checks).
+orphan="$SANDGATE_STATE/sandboxes/sbx_$(printf '%024x' $$)"
+mkdir -p "$orphan/work"
+sg_run g "$SG" gc
+assert_eq "gc removes a fresh folder a killed create left without its lock" \
+    "containers=0 folders=0 mounts=0" "$(traces)"
+
 # The kill's worst moment, made certain: dockerd still creating the container
 # when the controller dies and gc runs. A relay in front of dockerd's socket
 # holds the create request (a loaded dockerd) until gc says it is waiting for

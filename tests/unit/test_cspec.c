@@ -4,6 +4,7 @@
  * probe container, the proxy) each holding every control of the base,
  * the seccomp profile included, whatever the base comes to hold.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,10 +15,13 @@
 
 #include <cmocka.h>
 
+#include "auditkey.h"
 #include "cspec.h"
 #include "probe.h"
 #include "proxyctl.h"
 #include "sandbox.h"
+#include "secretdir.h"
+#include "state.h"
 
 /* Every member of the base's HostConfig is in spec's, as it is. */
 static void
@@ -170,6 +174,53 @@ test_proxy(void **state)
 	json_decref(spec);
 }
 
+/* Whether the JSON array a holds the string s. */
+static int
+array_has(json_t *a, const char *s)
+{
+	size_t	 i;
+	json_t	*v;
+
+	json_array_foreach(a, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return 1;
+	return 0;
+}
+
+/* Every folder the proxy is given is mounted, and named by its flag. */
+static void
+test_proxy_mounts(void **state)
+{
+	struct proxyctl_opts	 o = { "/p/policy.d", "/p/logs",
+				    "sandgate-egress", PROXYCTL_SUBNET,
+				    "/p/hosts", "10.0.0.53:53", "base,npm", 1 };
+	json_t			*spec = proxyctl_spec(&o, "10.213.0.2");
+	json_t			*cmd = json_object_get(spec, "Cmd");
+	json_t			*binds = json_object_get(json_object_get(spec,
+				    "HostConfig"), "Binds");
+	char			 b[PATH_MAX + 64];
+
+	(void)state;
+	assert_true(array_has(binds, "/p/policy.d:/etc/sandgate/policy.d:ro"));
+	assert_true(array_has(binds, "/p/logs:/var/log/sandgate:rw"));
+	assert_true(array_has(binds, "/p/hosts:/etc/sandgate/hosts:ro"));
+	snprintf(b, sizeof(b), "%s/proxy/secrets:" SECRETDIR_MOUNT ":ro",
+	    state_root());
+	assert_true(array_has(binds, b));
+	snprintf(b, sizeof(b), "%s/proxy/keys:" AUDITKEY_PROXY_MOUNT ":rw",
+	    state_root());
+	assert_true(array_has(binds, b));
+	assert_int_equal(json_array_size(binds), 7);
+	assert_true(array_has(cmd, "10.213.0.2:3128"));
+	assert_true(array_has(cmd, "--ca-create"));
+	assert_true(array_has(cmd, "/etc/sandgate/hosts"));
+	assert_true(array_has(cmd, "10.0.0.53:53"));
+	assert_true(array_has(cmd, "base,npm"));
+	assert_true(array_has(cmd, "--log-allowed"));
+	assert_true(array_has(cmd, PROXYCTL_LOG_KEEP_MIN_AGE));
+	json_decref(spec);
+}
+
 int
 main(void)
 {
@@ -179,6 +230,7 @@ main(void)
 		cmocka_unit_test(test_sandbox),
 		cmocka_unit_test(test_doctor),
 		cmocka_unit_test(test_proxy),
+		cmocka_unit_test(test_proxy_mounts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
