@@ -15,6 +15,8 @@
 #include "state.h"
 #include "util.h"
 
+static int	state_flock(const char *, int, int);
+
 const char *
 state_root(void)
 {
@@ -124,51 +126,52 @@ state_valid_id(const char *id)
 	return 0;
 }
 
-int
-state_lock(const char *id, int exclusive)
+/* Open path (with flags) and flock it; the fd, or -1 with errno. */
+static int
+state_flock(const char *path, int flags, int exclusive)
 {
-	char	path[4096];
-	int	fd;
+	int	fd, saved;
 
-	if (state_path(path, sizeof(path), id, "lock") == -1) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd == -1)
+	if ((fd = open(path, O_RDWR | O_CLOEXEC | flags, 0600)) == -1)
 		return -1;
 	if (flock(fd, exclusive ? LOCK_EX : LOCK_SH) == -1) {
+		saved = errno;
 		close(fd);
+		errno = saved;
 		return -1;
 	}
 	return fd;
 }
 
 int
-state_lock_new(const char *id)
+state_lock(const char *id, int exclusive)
 {
 	char	path[4096];
-	int	fd;
 
 	if (state_path(path, sizeof(path), id, "lock") == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1)
-		return -1;
-	if (flock(fd, LOCK_EX) == -1) {
-		close(fd);
+	return state_flock(path, 0, exclusive);
+}
+
+int
+state_lock_new(const char *id)
+{
+	char	path[4096];
+
+	if (state_path(path, sizeof(path), id, "lock") == -1) {
+		errno = ENAMETOOLONG;
 		return -1;
 	}
-	return 0;	/* fd stays open: the lock lasts as long as we do */
+	/* The fd stays open: the lock lasts as long as we do. */
+	return state_flock(path, O_CREAT | O_NOFOLLOW, 1) == -1 ? -1 : 0;
 }
 
 int
 state_gate(int exclusive)
 {
 	char	path[4096];
-	int	fd;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/create.lock",
 	    state_root()) >= sizeof(path)) {
@@ -177,14 +180,7 @@ state_gate(int exclusive)
 	}
 	if (state_mkdirs(state_root(), 0700) == -1)
 		return -1;
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1)
-		return -1;
-	if (flock(fd, exclusive ? LOCK_EX : LOCK_SH) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return state_flock(path, O_CREAT | O_NOFOLLOW, exclusive);
 }
 
 int

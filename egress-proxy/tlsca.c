@@ -15,6 +15,7 @@
 #include <openssl/x509v3.h>
 
 #include "host.h"
+#include "pemfile.h"
 #include "tlsca.h"
 #include "util.h"
 
@@ -43,8 +44,8 @@ struct tlsca {
 };
 
 static void	*tlsca_read_pem(const char *, int, char **);
-static int	 tlsca_write_pem(const char *, EVP_PKEY *, X509 *, uid_t,
-		    gid_t, char **);
+static int	 tlsca_pem_key(FILE *, void *);
+static int	 tlsca_pem_cert(FILE *, void *);
 static int	 tlsca_ext(X509 *, X509 *, int, const char *);
 static int	 tlsca_serial(X509 *);
 static X509	*tlsca_self_signed(EVP_PKEY *, const char *);
@@ -122,55 +123,18 @@ tlsca_self_signed(EVP_PKEY *key, const char *cn)
 	return x;
 }
 
-/*
- * Write a new file at path: the private key (key) or the certificate,
- * first under a temporary name, then linked into place, so it appears
- * whole or not at all and never replaces one. 1 if path exists.
- */
+/* pemfile_writer: the CA's private key. */
 static int
-tlsca_write_pem(const char *path, EVP_PKEY *key, X509 *cert, uid_t uid,
-    gid_t gid, char **cause)
+tlsca_pem_key(FILE *f, void *key)
 {
-	char	*tmp;
-	FILE	*f = NULL;
-	int	 fd, ok, rc = -1;
+	return PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+}
 
-	util_xasprintf(&tmp, "%s.tmp" UTIL_MKTEMP_SUFFIX, path);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		util_xasprintf(cause, "cannot create \"%s\": %s", tmp,
-		    strerror(errno));
-		free(tmp);
-		return -1;
-	}
-	if (fchmod(fd, key != NULL ? 0600 : 0644) == -1 ||
-	    (uid != (uid_t)-1 && fchown(fd, uid, gid) == -1) ||
-	    (f = fdopen(fd, "w")) == NULL) {
-		util_xasprintf(cause, "cannot prepare \"%s\": %s", tmp,
-		    strerror(errno));
-		close(fd);
-		goto out;
-	}
-	ok = key != NULL ? PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL,
-	    NULL) : PEM_write_X509(f, cert);
-	if (!ok || fflush(f) != 0 || fsync(fileno(f)) == -1) {
-		util_xasprintf(cause, "cannot write \"%s\"", tmp);
-		goto out;
-	}
-	if (link(tmp, path) == -1) {
-		if (errno == EEXIST)
-			rc = 1;
-		else
-			util_xasprintf(cause, "cannot create \"%s\": %s", path,
-			    strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (f != NULL)
-		fclose(f);
-	unlink(tmp);
-	free(tmp);
-	return rc;
+/* pemfile_writer: its certificate. */
+static int
+tlsca_pem_cert(FILE *f, void *cert)
+{
+	return PEM_write_X509(f, cert);
 }
 
 int
@@ -187,10 +151,12 @@ tlsca_create(const char *certpath, const char *keypath, const char *cn,
 		    util_ssl_error("not in PEM form"));
 		goto out;
 	}
-	if ((rc = tlsca_write_pem(keypath, key, NULL, uid, gid, cause)) != 0)
+	if ((rc = pemfile_create(AT_FDCWD, keypath, keypath, 1, uid, gid,
+	    tlsca_pem_key, key, cause)) != 0)
 		goto out;
 	(void)unlink(certpath);		/* the certificate of an old key */
-	if (tlsca_write_pem(certpath, NULL, cert, uid, gid, cause) != 0) {
+	if (pemfile_create(AT_FDCWD, certpath, certpath, 0, uid, gid,
+	    tlsca_pem_cert, cert, cause) != 0) {
 		unlink(keypath);
 		rc = -1;
 	}

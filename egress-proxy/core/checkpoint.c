@@ -22,13 +22,13 @@
 #include "eventlog.h"
 #include "log.h"
 #include "logverify.h"
+#include "pemfile.h"
 #include "sglimits.h"
 #include "util.h"
 
 #define CHECKPOINT_MSG_HEAD	"sandgate-checkpoint-v1\n"
 #define CHECKPOINT_KEY_MAX	(16 * 1024)	/* a PEM key file */
 #define CHECKPOINT_HEX		64
-#define CHECKPOINT_TMP_TRIES	16
 
 struct checkpoint {
 	struct eventlog		*log;
@@ -84,14 +84,13 @@ static void	checkpoint_anchor_unreserve(struct checkpoint *);
 static int	checkpoint_anchor_write(struct checkpoint *);
 static int	checkpoint_anchor_update(struct checkpoint *, int);
 static int	checkpoint_start(struct checkpoint *, char **);
-static int	checkpoint_tmp_open(int, const char *, char *, size_t);
 static int	checkpoint_resolve(const char *, char *);
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
 static int	checkpoint_lock(struct checkpoint *, int, char **);
 static FILE	*checkpoint_open_key(const char *, int, char **);
 static EVP_PKEY	*checkpoint_read_key(const char *, int, char **);
-static int	checkpoint_write_pem(int, const char *, const char *,
-		    EVP_PKEY *, int, uid_t, gid_t, char **);
+static int	checkpoint_pem_private(FILE *, void *);
+static int	checkpoint_pem_public(FILE *, void *);
 static int	checkpoint_introduce(struct checkpoint *);
 static int	checkpoint_fail(struct checkpoint *, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
@@ -413,81 +412,18 @@ checkpoint_pubkey_load(const char *path, char **cause)
 	return checkpoint_read_key(path, 0, cause);
 }
 
-/*
- * Create a temporary file in the folder dirfd, named base.tmp and eight
- * random hex digits, never through a symlink; its name goes to tmp. fd or -1.
- */
+/* pemfile_writer: the private part of an Ed25519 key. */
 static int
-checkpoint_tmp_open(int dirfd, const char *base, char *tmp, size_t size)
+checkpoint_pem_private(FILE *f, void *pkey)
 {
-	unsigned char	rnd[4];
-	char		hex[9];
-	int		i, fd = -1;
-
-	for (i = 0; i < CHECKPOINT_TMP_TRIES && fd == -1; i++) {
-		if (getentropy(rnd, sizeof(rnd)) == -1)
-			return -1;
-		util_hex(rnd, sizeof(rnd), hex);
-		if ((size_t)snprintf(tmp, size, "%s.tmp%s", base, hex) >=
-		    size) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd == -1 && errno != EEXIST)
-			return -1;
-	}
-	return fd;
+	return PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL);
 }
 
-/*
- * Write pkey (its private part if secret) to a new file name in the
- * folder dirfd: first to a temporary name, then linked into place, so a
- * key appears whole or not at all and an existing one is never replaced.
- * 1 if name exists. path names it in messages.
- */
+/* pemfile_writer: its public part. */
 static int
-checkpoint_write_pem(int dirfd, const char *name, const char *path,
-    EVP_PKEY *pkey, int secret, uid_t uid, gid_t gid, char **cause)
+checkpoint_pem_public(FILE *f, void *pkey)
 {
-	char	 tmp[NAME_MAX + 1];
-	FILE	*f = NULL;
-	int	 fd, ok, rc = -1;
-
-	if ((fd = checkpoint_tmp_open(dirfd, name, tmp, sizeof(tmp))) == -1) {
-		util_xasprintf(cause, "cannot create a file beside \"%s\": %s",
-		    path, strerror(errno));
-		return -1;
-	}
-	if (fchmod(fd, secret ? 0600 : 0644) == -1 ||
-	    (uid != (uid_t)-1 && fchown(fd, uid, gid) == -1) ||
-	    (f = fdopen(fd, "w")) == NULL) {
-		util_xasprintf(cause, "cannot prepare a file beside \"%s\": %s",
-		    path, strerror(errno));
-		close(fd);
-		goto out;
-	}
-	ok = secret ? PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL,
-	    NULL) : PEM_write_PUBKEY(f, pkey);
-	if (!ok || fflush(f) != 0 || fsync(fileno(f)) == -1) {
-		util_xasprintf(cause, "cannot write a file beside \"%s\"", path);
-		goto out;
-	}
-	if (linkat(dirfd, tmp, dirfd, name, 0) == -1) {
-		if (errno == EEXIST)
-			rc = 1;
-		else
-			util_xasprintf(cause, "cannot create \"%s\": %s", path,
-			    strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (f != NULL)
-		fclose(f);
-	(void)unlinkat(dirfd, tmp, 0);
-	return rc;
+	return PEM_write_PUBKEY(f, pkey);
 }
 
 int
@@ -503,13 +439,14 @@ checkpoint_key_create_at(int dirfd, const char *name, const char *path,
 		    util_ssl_error("not a key in PEM form"));
 		return -1;
 	}
-	rc = checkpoint_write_pem(dirfd, name, path, pkey, 1, uid, gid, cause);
+	rc = pemfile_create(dirfd, name, path, 1, uid, gid,
+	    checkpoint_pem_private, pkey, cause);
 	if (rc == 0) {
 		util_xasprintf(&pub, "%s.pub", name);
 		util_xasprintf(&pubpath, "%s.pub", path);
 		(void)unlinkat(dirfd, pub, 0);	/* an old key's public half */
-		if (checkpoint_write_pem(dirfd, pub, pubpath, pkey, 0, uid, gid,
-		    cause) != 0)
+		if (pemfile_create(dirfd, pub, pubpath, 0, uid, gid,
+		    checkpoint_pem_public, pkey, cause) != 0)
 			rc = -1;
 		free(pub);
 		free(pubpath);
