@@ -229,16 +229,9 @@ create_ca_bundle(struct docker *d, const struct sandbox_meta *m,
 	size_t			 n;
 	int			 rv = -1;
 
-	memset(&o, 0, sizeof(o));
 	memset(&r, 0, sizeof(r));
 	state_new_id(run, "run");
-	o.argv = argv;
-	o.run_id = run;
-	o.inside = sandbox_gvisor(m);
-	o.nproc = m->pids;
-	o.uid = m->uid;
-	o.timeout = 30;
-	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
+	sandbox_exec_opts(&o, m, argv, run, 30, SG_OUTPUT_CAP_DEFAULT);
 	if (exec_run(d, cid, pid, &o, &r, cause) == -1) {
 		free(*cause);
 		*cause = NULL;

@@ -200,16 +200,10 @@ static void
 cmd_exec_opts(struct exec_opts *o, const struct sandbox_meta *m,
     const struct cmd_exec_args *a, const char *run, const char *runs)
 {
-	memset(o, 0, sizeof(*o));
-	o->argv = a->cmd;
+	sandbox_exec_opts(o, m, a->cmd, run, a->timeout > 0 ? a->timeout :
+	    m->timeout, SG_OUTPUT_CAP_DEFAULT);
 	o->workdir = a->workdir;
-	o->run_id = run;
-	o->inside = sandbox_gvisor(m);
-	o->nproc = m->pids;
-	o->uid = m->uid;
-	o->timeout = a->timeout > 0 ? a->timeout : m->timeout;
 	o->live = !a->json;
-	o->output_cap = SG_OUTPUT_CAP_DEFAULT;
 	o->evidence_dir = runs;
 	o->evidence_max = m->disk;
 }

@@ -67,6 +67,20 @@ sandbox_gvisor(const struct sandbox_meta *m)
 	return m->runtime != NULL && strcmp(m->runtime, "runsc") == 0;
 }
 
+void
+sandbox_exec_opts(struct exec_opts *o, const struct sandbox_meta *m,
+    char *const *argv, const char *run, long long timeout, size_t output_cap)
+{
+	memset(o, 0, sizeof(*o));
+	o->argv = argv;
+	o->run_id = run;
+	o->inside = sandbox_gvisor(m);
+	o->nproc = m->pids;
+	o->uid = m->uid;
+	o->timeout = timeout;
+	o->output_cap = output_cap;
+}
+
 long long
 sandbox_host_pids(const struct sandbox_meta *m)
 {
@@ -1188,15 +1202,8 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 		argv[2] = (char *)"--seal";
 		argv[3] = target;
 	}
-	memset(&o, 0, sizeof(o));
 	state_new_id(run, "run");
-	o.argv = argv;
-	o.run_id = run;
-	o.inside = sandbox_gvisor(m);
-	o.nproc = m->pids;
-	o.uid = m->uid;
-	o.timeout = 30;
-	o.output_cap = PROBE_OUTPUT_MAX + 1;
+	sandbox_exec_opts(&o, m, argv, run, 30, PROBE_OUTPUT_MAX + 1);
 	/*
 	 * The probe may run beside other runs (a sandbox checked again after
 	 * its seal drifted): their markers must be read where they are.

@@ -141,6 +141,15 @@ void	sandbox_meta_init(struct sandbox_meta *);
  */
 json_t	*sandbox_exec_env(const struct sandbox_meta *, const char *token,
 	    json_t *extra);
+struct exec_opts;
+/*
+ * Fill o (cleared first) for running argv in sandbox m under run id run:
+ * its uid, pids bound and runtime, timeout seconds, output_cap bytes of
+ * output kept. The caller adds what else its exec needs.
+ */
+void	sandbox_exec_opts(struct exec_opts *o, const struct sandbox_meta *m,
+	    char *const *argv, const char *run, long long timeout,
+	    size_t output_cap);
 void	sandbox_meta_release(struct sandbox_meta *);
 /* Setters that copy (NULL clears). */
 void	sandbox_meta_set(char **field, const char *value);

@@ -29,6 +29,8 @@ struct parena_chunk {
 
 static struct policy *policy_new(void);
 static struct policy *policy_finish(struct ploader *);
+static int	policy_loader(struct ploader *, const char *, time_t,
+		    struct policy_diags *);
 static int	policy_diag_push(struct policy_diags *, struct policy_diag *);
 static void	policy_diags_sort(struct policy_diags *, size_t from);
 static int	policy_diag_cmp(const void *, const void *);
@@ -354,6 +356,23 @@ policy_finish(struct ploader *ld)
 	return p;
 }
 
+/* Start a load of what name names: ld cleared, a new policy. 0 or -1. */
+static int
+policy_loader(struct ploader *ld, const char *name, time_t now,
+    struct policy_diags *diags)
+{
+	memset(ld, 0, sizeof(*ld));
+	ld->diags = diags;
+	ld->now = now;
+	ld->errors0 = diags->nerrors;
+	ld->file = name;
+	if ((ld->p = policy_new()) == NULL) {
+		ploader_diag(ld, POLICY_ERROR, 0, 0, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 struct policy *
 policy_load_buffer(const char *name, const char *file, const char *buf,
     size_t len, time_t now, struct policy_diags *diags)
@@ -361,16 +380,8 @@ policy_load_buffer(const char *name, const char *file, const char *buf,
 	struct ploader	ld;
 	char		base[SG_POLICY_SET_NAME_MAX + 16];
 
-	memset(&ld, 0, sizeof(ld));
-	ld.diags = diags;
-	ld.now = now;
-	ld.errors0 = diags->nerrors;
-	ld.file = file;
-	ld.p = policy_new();
-	if (ld.p == NULL) {
-		ploader_diag(&ld, POLICY_ERROR, 0, 0, "out of memory");
+	if (policy_loader(&ld, file, now, diags) == -1)
 		return NULL;
-	}
 	ld.file = parena_strndup(&ld.p->arena, file, strlen(file));
 	if (ld.file == NULL)
 		ld.oom = 1;
@@ -536,16 +547,8 @@ policy_load_dir(const char *dir, time_t now, struct policy_diags *diags)
 	char		**names;
 	size_t		 i, n;
 
-	memset(&ld, 0, sizeof(ld));
-	ld.diags = diags;
-	ld.now = now;
-	ld.errors0 = diags->nerrors;
-	ld.file = dir;
-	ld.p = policy_new();
-	if (ld.p == NULL) {
-		ploader_diag(&ld, POLICY_ERROR, 0, 0, "out of memory");
+	if (policy_loader(&ld, dir, now, diags) == -1)
 		return NULL;
-	}
 	names = policy_dir_names(&ld, dir, &n);
 	if (names != NULL || diags->nerrors == ld.errors0) {
 		if (n == 0)
