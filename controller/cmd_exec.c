@@ -260,6 +260,8 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	    (!a->fresh && cmd_exec_seal_holds(m, pid, &cause) == -1))
 		goto out;
 	if (strcmp(m->network, "proxy") == 0) {
+		/* Runs whose sandgate died: their credentials end first. */
+		(void)exec_active_sweep(runs, 0, proxyctl_exec_gone, NULL);
 		proxyctl_exec_begin(&px, m->id, run);
 		asked = 1;
 	}

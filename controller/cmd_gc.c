@@ -45,6 +45,7 @@
 #include "docker.h"
 #include "exec.h"
 #include "log.h"
+#include "proxyctl.h"
 #include "sandbox.h"
 #include "state.h"
 #include "util.h"
@@ -428,7 +429,10 @@ gc_folder(struct gc *g, const char *id)
 	printf("removed sandbox folder %s (no container)\n", id);
 }
 
-/* Step 4: the run markers of a live sandbox whose owner is gone. */
+/*
+ * Step 4: the run markers of a live sandbox whose owner is gone, and
+ * their proxy credentials.
+ */
 static void
 gc_markers(struct gc *g, const char *id)
 {
@@ -436,7 +440,8 @@ gc_markers(struct gc *g, const char *id)
 	int	n;
 
 	if (state_path(runs, sizeof(runs), id, "runs") == -1 ||
-	    (n = exec_active_sweep(runs, g->dry)) <= 0)
+	    (n = exec_active_sweep(runs, g->dry, g->dry ? NULL :
+	    proxyctl_exec_gone, NULL)) <= 0)
 		return;
 	g->acted += n;
 	printf("%s %d run marker%s of %s whose sandgate process is gone\n",

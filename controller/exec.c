@@ -383,10 +383,12 @@ exec_run_active(const char *marker)
 }
 
 int
-exec_active_sweep(const char *runs, int dry)
+exec_active_sweep(const char *runs, int dry,
+    void (*gone)(const char *, void *), void *arg)
 {
 	struct dirent	*de;
 	DIR		*d;
+	char		 run[STATE_ID_LEN + 1];
 	int		 fd, n = 0;
 
 	if ((fd = open(runs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -402,6 +404,11 @@ exec_active_sweep(const char *runs, int dry)
 			continue;
 		if (dry || unlinkat(fd, de->d_name, 0) == 0)
 			n++;
+		if (gone != NULL) {
+			memcpy(run, de->d_name, STATE_ID_LEN);
+			run[STATE_ID_LEN] = '\0';
+			gone(run, arg);
+		}
 	}
 	closedir(d);
 	return n;

@@ -139,10 +139,13 @@ int	exec_run(struct docker *, const char *cid, int pid,
 void	exec_result_release(struct exec_result *);
 
 /*
- * gc: remove the .active markers in the folder runs whose owner is gone
- * (with dry, only count them). The number, or -1 when runs can't be read.
+ * gc and exec: remove the .active markers in the folder runs whose owner
+ * is gone (with dry, only count them), calling gone (unless NULL) with
+ * each one's run id, removed or not. The number, or -1 when runs can't
+ * be read.
  */
-int	exec_active_sweep(const char *runs, int dry);
+int	exec_active_sweep(const char *runs, int dry,
+	    void (*gone)(const char *run_id, void *arg), void *arg);
 
 /*
  * Print the limit lines to stderr ("sandgate: command timed out after

@@ -356,24 +356,49 @@ proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
 	free(cause);
 }
 
+int
+proxyctl_exec_end(const char *run_id, char **cause)
+{
+	json_t	*body;
+	long	 status = 0;
+	int	 rv;
+
+	body = json_pack("{s:s}", "run_id", run_id);
+	rv = proxyctl_call("POST", "/execs/end", body, &status, NULL, cause);
+	json_decref(body);
+	if (rv == 0 && status != 200) {
+		util_cause(cause, "the proxy answered HTTP %ld", status);
+		rv = -1;
+	}
+	return rv;
+}
+
+void
+proxyctl_exec_gone(const char *run_id, void *arg)
+{
+	char	*cause = NULL;
+
+	(void)arg;
+	if (proxyctl_exec_end(run_id, &cause) == -1)
+		log_warnx("the proxy credential of %s, whose sandgate "
+		    "process is gone, was not ended: %s", run_id, cause);
+	free(cause);
+}
+
 json_t *
 proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
     const char *run_id)
 {
-	json_t	*blocks = NULL, *body;
+	json_t	*blocks = NULL;
 	char	*cause = NULL;
-	long	 status = 0;
 
 	if (x->asked)
 		blocks = proxyctl_blocks(sandbox, x->seq, x->cred ? run_id :
 		    NULL);
 	if (x->cred) {
-		body = json_pack("{s:s}", "run_id", run_id);
-		if (proxyctl_call("POST", "/execs/end", body, &status, NULL,
-		    &cause) == -1 || status != 200)
+		if (proxyctl_exec_end(run_id, &cause) == -1)
 			log_warnx("the proxy credential of %s was not ended: "
-			    "%s", run_id, cause ? cause : "proxy error");
-		json_decref(body);
+			    "%s", run_id, cause);
 		free(cause);
 		x->cred = 0;
 	}

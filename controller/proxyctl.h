@@ -103,6 +103,15 @@ void	proxyctl_exec_begin(struct proxyctl_exec *, const char *sandbox,
 	    const char *run_id);
 json_t	*proxyctl_exec_finish(struct proxyctl_exec *, const char *sandbox,
 	    const char *run_id);
+/*
+ * End the proxy credential of run_id: what proxyctl_exec_finish() does
+ * at an exec's end, for a run whose sandgate process died before it
+ * could (gc, or the sandbox's next exec, found its marker ownerless).
+ * 0, or -1 with *cause (an unknown run id is 0: nothing to end).
+ */
+int	proxyctl_exec_end(const char *run_id, char **cause);
+/* exec_active_sweep()'s gone: proxyctl_exec_end(), a warning if it fails. */
+void	proxyctl_exec_gone(const char *run_id, void *arg);
 
 /*
  * Copy the proxy container's output (its stderr: start-up, reloads,

@@ -96,4 +96,31 @@ assert_contains "a finished exec's credential names no run" "$ev" "three.blocked
 assert_contains "no credential: the sandbox's alone" "$ev" "four.blocked.test None"
 assert_not_contains "C's own run is not named either" "$ev" "$RC"
 
+# An exec whose sandgate is SIGKILLed never ends its own credential: the
+# sandbox's next exec finds its marker ownerless and ends it first, so
+# its proxy URL names no run once the next command runs (the same as
+# gc, which ends it too).
+"$SG" exec --json "$SBX" -- sh -c 'echo "$HTTPS_PROXY" >/workspace/d.proxy.tmp;
+	mv /workspace/d.proxy.tmp /workspace/d.proxy; sleep 30' >/dev/null 2>&1 &
+dpid=$!
+WORK=$SANDGATE_STATE/sandboxes/$SBX/work
+for _ in $(seq 1 150); do
+	[ -s "$WORK/d.proxy" ] && break
+	sleep 0.2
+done
+RD=$(cd "$SANDGATE_STATE/sandboxes/$SBX/runs" && ls -- *.active 2>/dev/null)
+RD=${RD%.active}
+assert_contains "exec D runs, its marker names its run" "$RD" "run_"
+kill -KILL "$dpid"
+wait "$dpid" 2>/dev/null
+sg_run e "$SG" exec --json "$SBX" -- sh -c 'curl -sS -m 10 --proxy "$(cat /workspace/d.proxy)" https://five.blocked.test/'
+printf '%s' "$e_out" >"$SG_TMP/e.json"
+assert_eq "exec E: the SIGKILLed exec's credential attributes nothing" \
+	"five.blocked.test:443 None" \
+	"$(field "$SG_TMP/e.json" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"])')"
+ev=$(events)
+assert_contains "a SIGKILLed exec's credential names no run" "$ev" "five.blocked.test None"
+assert_not_contains "the SIGKILLed exec's run is named by no later event" \
+	"$(echo "$ev" | grep five.blocked.test)" "$RD"
+
 sg_summary

@@ -226,6 +226,43 @@ exists(const char *dir, const char *name)
 	return lstat(path, &st) == 0;
 }
 
+static char	gone_names[256];
+
+/* exec_active_sweep()'s gone: note the run id in arg. */
+static void
+gone_note(const char *run_id, void *arg)
+{
+	char	*names = arg;
+
+	strncat(names, run_id, sizeof(gone_names) - strlen(names) - 2);
+	strcat(names, " ");
+}
+
+/* The names of gone_note() in order (readdir's order is the folder's). */
+static const char *
+gone_sorted(char *names)
+{
+	char	 copy[sizeof(gone_names)], *w[8], *p, *save = NULL;
+	size_t	 n = 0, i, j;
+
+	memcpy(copy, names, sizeof(copy));
+	for (p = strtok_r(copy, " ", &save); p != NULL && n < 8;
+	    p = strtok_r(NULL, " ", &save))
+		w[n++] = p;
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && strcmp(w[j - 1], w[j]) > 0; j--) {
+			p = w[j];
+			w[j] = w[j - 1];
+			w[j - 1] = p;
+		}
+	names[0] = '\0';
+	for (i = 0; i < n; i++) {
+		strcat(names, w[i]);
+		strcat(names, " ");
+	}
+	return names;
+}
+
 /*
  * A run marker shields only while its owner runs: ours (this process,
  * its start time) stays; a dead pid, a recycled pid (wrong start time),
@@ -256,16 +293,21 @@ test_active_sweep(void **state)
 	snprintf(mine, sizeof(mine), "%s/%s", dir, link);
 	assert_int_equal(symlink(path, mine), 0);
 	marker(dir, "run_x.stdout", "output");
-	assert_int_equal(exec_active_sweep(dir, 1), 4);
+	assert_int_equal(exec_active_sweep(dir, 1, NULL, NULL), 4);
 	assert_true(exists(dir, dead));
-	assert_int_equal(exec_active_sweep(dir, 0), 4);
+	gone_names[0] = '\0';
+	assert_int_equal(exec_active_sweep(dir, 0, gone_note, gone_names), 4);
+	/* each gone run is named to the caller (its credential ends) */
+	assert_string_equal(gone_sorted(gone_names),
+	    "run_000000000000000000000002 run_000000000000000000000003 "
+	    "run_000000000000000000000004 run_000000000000000000000005 ");
 	assert_true(exists(dir, live));
 	assert_false(exists(dir, dead));
 	assert_false(exists(dir, reused));
 	assert_false(exists(dir, junk));
 	assert_false(exists(dir, link));
 	assert_true(exists(dir, "run_x.stdout"));
-	assert_int_equal(exec_active_sweep(dir, 0), 0);
+	assert_int_equal(exec_active_sweep(dir, 0, NULL, NULL), 0);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);
 }
