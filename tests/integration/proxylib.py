@@ -25,6 +25,7 @@ import socket
 import ssl
 import struct
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -550,6 +551,25 @@ def stop_and_check(p):
     if report:
         problems.append("%s: sanitizer report:\n%s" % (p.dir, report[:4000]))
     return problems
+
+
+def teardown(world, proxies=(), cleanups=()):
+    """The end of a test module: stop and check each proxy, run the
+    cleanups, stop the upstream world["up"], remove world["dir"] (kept
+    with SANDGATE_KEEP set); raise with every problem seen."""
+    problems = []
+    for p in proxies:
+        problems += stop_and_check(p)
+    for c in cleanups:
+        c()
+    if "up" in world:
+        world["up"].stop()
+    if os.environ.get("SANDGATE_KEEP"):
+        print("kept %s" % world["dir"], file=sys.stderr)
+    elif "dir" in world:
+        shutil.rmtree(world["dir"], ignore_errors=True)
+    if problems:
+        raise AssertionError("\n".join(problems))
 
 
 # ------------------------------------------------------------- raw clients

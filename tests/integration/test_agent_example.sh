@@ -19,15 +19,13 @@ POL=$SG_TMP/policy.d
 PROJ=$SG_TMP/project
 
 # --- set-up: base image, registry, proxy ------------------------------------
-"$SG" image build >/dev/null 2>"$SG_TMP/image.err" ||
-	{ cat "$SG_TMP/image.err"; fail "base image builds"; sg_summary; exit 1; }
+sg_base_image
 # the registry is a singleton too; one left on another network has no
 # address on ours
 docker rm -f sandgate-demo-registry >/dev/null 2>&1
 # one clean-up, in order: the network can only go once nothing is on it
 sg_on_exit '[ -z "${PROXY_STARTED:-}" ] || "$SG" proxy stop; '"docker rm -f sandgate-demo-registry; docker network rm $EGRESS"
-bash "$SRC/images/demo-registry/start.sh" "$EGRESS" "$REG" >/dev/null ||
-	{ fail "demo registry starts"; sg_summary; exit 1; }
+sg_demo_registry "$EGRESS" "$REG"
 mkdir -p "$POL"
 cp "$SRC"/policy.d/*.yaml "$SRC"/examples/demo-policy/*.yaml "$POL/"
 sg_run r "$SG" proxy start --egress-network "$EGRESS" --hosts "$REG/hosts" \

@@ -19,8 +19,7 @@ sg_require_docker
 sg_setup
 export SANDGATE_DATA_DIR=$SRC
 EGRESS=sgtest-attr-$$
-"$SG" image build >/dev/null 2>"$SG_TMP/image.err" ||
-	{ cat "$SG_TMP/image.err"; fail "base image builds"; sg_summary; exit 1; }
+sg_base_image
 docker network create --internal "$EGRESS" >/dev/null ||
 	{ fail "egress network created"; sg_summary; exit 1; }
 sg_on_exit "'$SG' proxy stop; docker network rm $EGRESS"

@@ -23,10 +23,8 @@ REG=$SG_TMP/registry
 POL=$SG_TMP/policy.d
 HP=pypi.sandgate.test
 
-"$SG" image build >/dev/null 2>"$SG_TMP/image.err" ||
-	{ cat "$SG_TMP/image.err"; fail "base image builds"; sg_summary; exit 1; }
-bash "$SRC/images/demo-registry/start.sh" "$EGRESS" "$REG" >/dev/null ||
-	{ fail "demo registry starts"; sg_summary; exit 1; }
+sg_base_image
+sg_demo_registry "$EGRESS" "$REG"
 sg_on_exit "'$SG' proxy stop; docker rm -f sandgate-demo-registry; docker network rm $EGRESS"
 mkdir -p "$POL"
 cp "$SRC"/policy.d/*.yaml "$POL/"

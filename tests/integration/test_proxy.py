@@ -15,7 +15,6 @@ import json
 import os
 import random
 import re
-import shutil
 import socket
 import ssl
 import sys
@@ -53,17 +52,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    problems = []
-    for p in W.get("proxies", []):
-        problems += stop_and_check(p)
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept %s" % W["dir"], file=sys.stderr)
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown(W, W.get("proxies", []))
 
 
 def start_proxy(name, **kw):

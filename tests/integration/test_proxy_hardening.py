@@ -54,19 +54,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    problems = []
-    for p in W.get("proxies", []):
-        problems += stop_and_check(p)
-    for h in W.get("helpers", []):
-        h()
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept %s" % W["dir"], file=sys.stderr)
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown(W, W.get("proxies", []), W.get("helpers", []))
 
 
 stop_and_check = proxylib.stop_and_check

@@ -226,20 +226,11 @@ def setUpModule():
 
 
 def tearDownModule():
-    problems = []
-    for p in W.get("proxies", []):
-        problems += proxylib.stop_and_check(p)
-    for srv in W.get("servers", []):
+    def close(srv):
         srv.shutdown()
         srv.server_close()
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept %s" % W["dir"], file=sys.stderr)
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown(W, W.get("proxies", []),
+                      [lambda s=s: close(s) for s in W.get("servers", [])])
 
 
 def start_proxy(name, with_ca=True, more=()):

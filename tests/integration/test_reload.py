@@ -17,7 +17,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -137,17 +136,8 @@ def setUpModule():
 
 
 def tearDownModule():
-    problems = []
-    if W.get("proxy") is not None:
-        problems = proxylib.stop_and_check(W["proxy"])
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept %s" % W["dir"], file=sys.stderr)
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown(W, [W["proxy"]] if W.get("proxy") is not None
+                      else [])
 
 
 def write_policy(files):

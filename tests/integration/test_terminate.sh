@@ -22,14 +22,12 @@ POL=$SG_TMP/policy.d
 TOKEN=sg-term-token-$$-4f1e9b
 GIT=$SG_TMP/git
 
-"$SG" image build >/dev/null 2>"$SG_TMP/image.err" ||
-	{ cat "$SG_TMP/image.err"; fail "base image builds"; sg_summary; exit 1; }
+sg_base_image
 # A private registry: every request needs the token, which only the
 # proxy's secret store holds.
 mkdir -p "$REG"
 printf 'Bearer %s\n' "$TOKEN" > "$REG/token"
-bash "$SRC/images/demo-registry/start.sh" "$EGRESS" "$REG" >/dev/null ||
-	{ fail "demo registry starts"; sg_summary; exit 1; }
+sg_demo_registry "$EGRESS" "$REG"
 sg_on_exit "'$SG' proxy stop; docker rm -f sandgate-demo-registry sgtest-git-$$; docker network rm $EGRESS"
 # git's own http-backend over HTTPS, git.sandgate.test, a certificate of
 # the registry's CA.

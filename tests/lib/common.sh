@@ -2,6 +2,10 @@
 #
 #   sg_require_docker       skip (exit 77) unless Docker answers and we are root
 #   sg_test_image           build sandgate-test/busybox:latest if missing
+#   sg_base_image           build sandgate's base image, or fail and exit
+#   sg_demo_registry NET DIR  the demo registry on the --internal network
+#                           NET serving DIR (DIR/hosts names it), or fail
+#                           and exit
 #   sg_setup                temp state/log/record folders ($SG_TMP), $SG
 #                           (the binary)
 #   sg_run VAR_PREFIX CMD.. run CMD, keep stdout/stderr/rc in
@@ -27,6 +31,24 @@ sg_require_docker() {
 		echo "skip: Docker is not reachable"
 		exit 77
 	fi
+}
+
+sg_base_image() {
+	"$SG" image build >/dev/null 2>"$SG_TMP/image.err" && return 0
+	cat "$SG_TMP/image.err"
+	fail "base image builds"
+	sg_summary
+	exit 1
+}
+
+sg_demo_registry() {
+	local root
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	bash "$root/images/demo-registry/start.sh" "$1" "$2" >/dev/null &&
+		return 0
+	fail "demo registry starts"
+	sg_summary
+	exit 1
 }
 
 # A tiny image: /bin/busybox, its applets as symlinks, a sandbox user.
