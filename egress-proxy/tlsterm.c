@@ -67,6 +67,7 @@ tlsterm_new(char **cause)
 	if (t->server == NULL || tlsterm_key_idx == -1 ||
 	    tlsterm_self_idx == -1 ||
 	    SSL_CTX_set_min_proto_version(t->server, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set1_groups_list(t->server, TLSTERM_GROUPS) != 1 ||
 	    sni_ctx_add_ech(t->server) == -1) {
 		util_xasprintf(cause, "cannot set up TLS termination: %s",
 		    ERR_reason_error_string(ERR_get_error()));
@@ -218,6 +219,7 @@ tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
 		tlsterm_flush(t);
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
 	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set1_groups_list(ctx, TLSTERM_GROUPS) != 1 ||
 	    SSL_CTX_set_default_verify_paths(ctx) != 1 ||
 	    (ca_file != NULL && SSL_CTX_load_verify_locations(ctx, ca_file,
 	    NULL) != 1) || SSL_CTX_set_alpn_protos(ctx, tlsterm_alpn,

@@ -31,6 +31,14 @@
 
 #define TLSTERM_CTX_MAX		64	/* upstream contexts (CA files) */
 #define TLSTERM_SESSIONS_MAX	1024	/* upstream sessions kept */
+/*
+ * The key exchanges of both sides: elliptic curves only. The client
+ * picks the group, and a finite-field one (ffdhe8192: about 190 ms of
+ * the proxy's one thread per handshake, against 2 ms for X25519) would
+ * let one sandbox stall every other's TLS; an upstream's
+ * HelloRetryRequest could do the same.
+ */
+#define TLSTERM_GROUPS		"X25519:P-256:P-384"
 
 struct tlsterm;
 

@@ -545,6 +545,34 @@ class T12Timeouts(Case):
         self.assertLess(res["hello"], 15, "no ClientHello")
 
 
+class T14Groups(Case):
+    """A terminated session's key exchange is an elliptic curve: a client
+    offering only finite-field groups (ffdhe8192 costs the proxy's one
+    thread about 100 times an X25519 handshake) is refused, not served."""
+
+    def s_client(self, groups):
+        r = subprocess.run(
+            ["openssl", "s_client", "-proxy", "127.0.0.1:%d" % self.p.port,
+             "-connect", "reg.test:%d" % W["reg_port"], "-servername",
+             "reg.test", "-groups", groups, "-CAfile", W["sgca"],
+             "-verify_return_error", "-brief"],
+            input="", capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stdout + r.stderr
+
+    def test_finite_field_groups_refused(self):
+        for groups in ("ffdhe8192", "ffdhe2048:ffdhe4096"):
+            rc, out = self.s_client(groups)
+            self.assertNotEqual(rc, 0, out)
+            self.assertNotIn("DH, ", out)
+            self.assertNotIn("Verification: OK", out)
+
+    def test_curves_served(self):
+        for groups in ("X25519", "P-256", "P-384"):
+            rc, out = self.s_client(groups)
+            self.assertEqual(rc, 0, out)
+            self.assertIn("Verification: OK", out)
+
+
 class T02Refused(Case):
     def check_403(self, reason, *args, path="/upload"):
         rc, status, headers, body, err = curl(self.p, self.reg(path), *args)
