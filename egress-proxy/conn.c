@@ -1195,6 +1195,15 @@ conn_run_live(const struct conn *c, char *run)
 	return run;
 }
 
+void
+conn_run_refresh(struct conn *c)
+{
+	char	run[EXECCRED_RUN_MAX + 1];
+
+	if (c->r.run[0] != '\0' && conn_run_live(c, run)[0] == '\0')
+		c->r.run[0] = '\0';
+}
+
 /*
  * The policy's decision, or a grant (sandgate grant) of the client's
  * sandbox, and exec when the grant names one, for what the policy

@@ -191,6 +191,11 @@ int	conn_block(struct conn *, enum sg_reason, const char *sni,
 int	conn_next_request(struct conn *);
 void	conn_drop_upstream(struct conn *);
 void	conn_log_allowed(struct conn *);
+/*
+ * Forget the request's run when its exec has ended since (a request made
+ * now inside a tunnel an ended exec opened is the sandbox's alone).
+ */
+void	conn_run_refresh(struct conn *);
 void	conn_event(struct conn *, struct proxy_event *, const char *event,
 	    enum sg_reason, const char *msg, char *rule, size_t rulesize);
 void	conn_upstream_read(struct bufferevent *, void *);

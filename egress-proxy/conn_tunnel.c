@@ -170,6 +170,7 @@ conn_tunnel_block(struct conn *c, enum sg_reason r, const char *sni,
 	else
 		reason_message(msg, sizeof(msg), r, c->r.host.name, c->r.port,
 		    sni, NULL);
+	conn_run_refresh(c);
 	conn_event(c, &ev, "egress.blocked", r, msg, rule, sizeof(rule));
 	ev.sni = sni;
 	ev.resolved = c->r.resolved;

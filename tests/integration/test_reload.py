@@ -695,6 +695,34 @@ class T10Execs(ReloadTest):
         self.assertEqual(sorted(b["host"] for b in body["blocks"]),
                          ["ea.test", "eb.test"])
 
+    def test_tunnel_outlives_its_exec_but_not_its_attribution(self):
+        """A request made inside a tunnel after the exec that opened it
+        ended is the sandbox's alone, as one made outside it."""
+        status, st = control("GET", "/status")
+        hp = "allowed.test:%d" % W["up"].http_port
+        c = bound_conn("127.0.0.2", W["proxy"].port)
+        try:
+            c.send(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n"
+                    "Proxy-Authorization: Basic %s\r\n\r\n"
+                    % (hp, hp, basic(TOK_A))).encode())
+            resp = c.read_response(method="CONNECT")
+            self.assertEqual(resp.status, 200, resp)
+            tunnel_get(c, "allowed.test", "/first")
+            status, body = control("POST", "/execs/end", {"run_id": "run_a"})
+            self.assertEqual(body["removed"], 1, body)
+            mark = self.proxy.mark()
+            c.send(("GET /t HTTP/1.1\r\nHost: other.test:%d\r\n\r\n"
+                    % W["up"].http_port).encode())
+            self.assertEqual(c.read_response().status, 403)
+        finally:
+            c.close()
+        self.assertEqual(self.blocked(mark),
+                         [("allowed.test", None, "sbx_one")])
+        status, body = control("GET", "/blocks?sandbox=sbx_one&after=%d"
+                               "&run=run_b&unattributed=1" % st["blocks_seq"])
+        self.assertEqual([(b["host"], b["run_id"]) for b in body["blocks"]],
+                         [("allowed.test", None)])
+
     def test_a_credential_names_no_other_run(self):
         status, st = control("GET", "/status")
         mark = self.proxy.mark()
