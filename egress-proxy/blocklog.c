@@ -17,6 +17,7 @@ struct bl_ident {
 	char			*name;
 	uint64_t		 win_start;
 	unsigned		 written;	/* full lines this window */
+	unsigned		 large;		/* of large transfers */
 	unsigned		 nkeys;
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
@@ -41,6 +42,8 @@ struct bl_key {
 	unsigned long long	 count;
 	unsigned long long	 bytes_up;	/* sums of what was counted */
 	unsigned long long	 bytes_down;
+	unsigned long long	 large;		/* large transfers counted */
+	unsigned long long	 largest;	/* bytes of the largest */
 	uint32_t		*dests;		/* no host: destinations seen */
 	unsigned		 ndests;
 	int			 dests_more;
@@ -88,6 +91,7 @@ static void	bl_count_dest(struct bl_key *, const struct blocklog_event *);
 static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
+static int	bl_large(const struct blocklog_event *);
 static int	bl_streq(const char *, const char *);
 static char	*bl_strdup(const char *, int *);
 
@@ -106,6 +110,14 @@ bl_hash(const char *ident, const char *host, int port, int reason)
 	h = (h ^ (uint32_t)port) * 16777619u;
 	h = (h ^ (uint32_t)reason) * 16777619u;
 	return h;
+}
+
+/* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
+static int
+bl_large(const struct blocklog_event *ev)
+{
+	return ev->reason == SG_REASON_NONE && !ev->report &&
+	    ev->bytes_up + ev->bytes_down >= BLOCKLOG_LARGE_BYTES;
 }
 
 static int
@@ -402,6 +414,8 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.count = k->count;
 	ev.bytes_up = k->bytes_up;
 	ev.bytes_down = k->bytes_down;
+	ev.large = k->large;
+	ev.largest = k->largest;
 	ev.dests = k->ndests;
 	ev.dests_more = k->dests_more;
 	ev.first = k->first;
@@ -414,6 +428,7 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 		k->id->spent += (unsigned long long)rc;
 	}
 	k->count = k->bytes_up = k->bytes_down = 0;
+	k->large = k->largest = 0;
 	k->ndests = 0;
 	k->dests_more = 0;
 }
@@ -455,6 +470,11 @@ bl_count(struct blocklog *bl, struct bl_key *k,
 	k->count++;
 	k->bytes_up += ev->bytes_up;
 	k->bytes_down += ev->bytes_down;
+	if (bl_large(ev)) {
+		k->large++;
+		if (ev->bytes_up + ev->bytes_down > k->largest)
+			k->largest = ev->bytes_up + ev->bytes_down;
+	}
 	k->last = *now;
 	bl->counted++;
 }
@@ -473,7 +493,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		id->last_us = now_us;
 		if (now_us - id->win_start >= win) {
 			id->win_start = now_us;
-			id->written = 0;
+			id->written = id->large = 0;
 		}
 		if (id->stopped) {
 			/* One aggregate for everything it still tries. */
@@ -498,11 +518,15 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		k->written = 0;
 	}
 	k->last_us = now_us;
-	/* A large transfer is told on its own line, past any budget. */
-	if (ev->reason == SG_REASON_NONE && !ev->report && (id == NULL ||
-	    !id->stopped) && ev->bytes_up + ev->bytes_down >=
-	    BLOCKLOG_LARGE_BYTES)
+	/*
+	 * A large transfer is told on its own line past the budget, a few a
+	 * window (then under the budget, or counted as the others).
+	 */
+	if (bl_large(ev) && id != NULL && !id->stopped &&
+	    id->large < BLOCKLOG_LARGE_BURST) {
+		id->large++;
 		return 1;
+	}
 	if (id != NULL && !id->stopped && id->written < bl->opts.budget &&
 	    (k->host == NULL || k->written < bl->opts.burst)) {
 		k->written++;

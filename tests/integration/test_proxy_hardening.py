@@ -2254,6 +2254,83 @@ class G2AllowedVolume(Case):
         self.assertGreaterEqual(up, 10 * 30000, json.dumps(evs)[-2000:])
 
 
+def mib_gets(port, src, h, n, size):
+    """n keep-alive GETs of /big?n=size from src through the proxy on
+    one connection; the bytes received (heads and bodies) and the
+    statuses."""
+    c = proxylib.bound_conn(src, port, timeout=60)
+    got, statuses = 0, []
+    req = get_request("http://%s/big?n=%d" % (h, size), h)
+    try:
+        for _ in range(n):
+            c.sock.sendall(req)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                d = c.sock.recv(65536)
+                if not d:
+                    raise AssertionError("closed: %r" % buf[:200])
+                buf += d
+            head, rest = buf.split(b"\r\n\r\n", 1)
+            statuses.append(int(head.split()[1]))
+            m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            left = int(m.group(1)) - len(rest)
+            got += len(head) + 4 + len(rest)
+            while left > 0:
+                d = c.sock.recv(min(left, 1 << 20))
+                if not d:
+                    raise AssertionError("body cut short")
+                got += len(d)
+                left -= len(d)
+    finally:
+        c.close()
+    return got, statuses
+
+
+class R5LogVolume(Case):
+    """Round 5: R5-2, every allowed request of 1 MiB or more had a line of
+    its own, so keep-alive 1 MiB GETs wrote ~555 bytes of log per MiB
+    moved (4.6 MB a minute from one sandbox)."""
+
+    N = 200
+    LARGE_BURST = 5     # BLOCKLOG_LARGE_BURST: own lines per window
+
+    def test_large_transfers_are_budgeted(self):
+        """200 keep-alive 1 MiB GETs in one window (--block-window 600,
+        so the bound does not depend on the pace): at most 5 own lines of
+        large transfers plus the key's burst of 5, and one summary whose
+        bytes make the sums exact. d65a18a wrote 200 lines."""
+        p = control_proxy("large-budget", extra_args=[
+            "--log-allowed", "--block-window", "600"])
+        register(p, "127.0.0.2", SBX_A)
+        size0 = os.path.getsize(p.log_path)
+        got, statuses = mib_gets(p.port, "127.0.0.2",
+                                 "allowed.test:%d" % self.up.http_port,
+                                 self.N, 1 << 20)
+        self.assertEqual(statuses, [200] * self.N)
+        self.assertEqual(stop_and_check(p), [])  # summaries written
+        grew = os.path.getsize(p.log_path) - size0
+        evs = [e for e in p.events() if e.get("sandbox") == SBX_A and
+               e.get("event") in ("egress.allowed",
+                                  "egress.allowed_summary")]
+        full = [e for e in evs if e["event"] == "egress.allowed"]
+        summ = [e for e in evs if e["event"] == "egress.allowed_summary"]
+        down = sum(e.get("bytes_down", 0) for e in evs)
+        print("\n  %d keep-alive 1 MiB GETs: %d lines, %d summaries, log "
+              "grew %d bytes; bytes_down %d, received %d" % (
+                  self.N, len(full), len(summ), grew, down, got),
+              file=sys.stderr)
+        self.assertLessEqual(len(full), self.LARGE_BURST + 5,
+                             "%d egress.allowed lines" % len(full))
+        self.assertEqual(len(summ), 1, json.dumps(summ))
+        self.assertEqual(len(full) + summ[0]["count"], self.N)
+        self.assertEqual(summ[0].get("large"), summ[0]["count"])
+        self.assertGreaterEqual(summ[0].get("largest", 0), 1 << 20)
+        self.assertEqual(down, got, "the lines' bytes_down are not what "
+                         "the client received")
+        # 11 lines of at most ~1.3 KB each (audit.md), plus checkpoints.
+        self.assertLess(grew, 16 * 1024, "the log grew %d bytes" % grew)
+
+
 def main():
     return proxylib.run_tests(sys.modules[__name__])
 
