@@ -74,6 +74,7 @@ struct blocklog {
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
 	unsigned long long	 room;		/* its first look's room */
+	unsigned long long	 spent;		/* all identities' bytes */
 };
 
 static uint32_t	bl_hash(const char *, const char *, int, int);
@@ -92,6 +93,8 @@ static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
 static int	bl_large(const struct blocklog_event *);
+static unsigned long long bl_charged(const struct blocklog *,
+		    const struct bl_ident *, unsigned long long);
 static int	bl_streq(const char *, const char *);
 static char	*bl_strdup(const char *, int *);
 
@@ -426,6 +429,7 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	if (k->id != NULL && bl->held) {
 		k->id->lines++;
 		k->id->spent += (unsigned long long)rc;
+		bl->spent += (unsigned long long)rc;
 	}
 	k->count = k->bytes_up = k->bytes_down = 0;
 	k->large = k->largest = 0;
@@ -561,6 +565,7 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 	id->lines++;
 	id->spent += bytes;
 	id->last_us = now_us;
+	bl->spent += bytes;
 }
 
 void
@@ -605,11 +610,29 @@ blocklog_stop_top(struct blocklog *bl, unsigned long long room)
 	for (id = bl->ilist; id != NULL; id = id->next)
 		if (!id->stopped && (top == NULL || id->spent > top->spent))
 			top = id;
-	if (top == NULL || top->spent < bl->room / BLOCKLOG_STOP_SHARE ||
-	    top->lines < BLOCKLOG_STOP_MIN)
+	if (top == NULL || top->lines < BLOCKLOG_STOP_MIN ||
+	    bl_charged(bl, top, room) < bl->room / BLOCKLOG_STOP_SHARE)
 		return NULL;
 	top->stopped = 1;
 	return top->name;
+}
+
+/*
+ * What id spent of the reserve: its share of what the volume lost since
+ * the first look (that room minus room now), by the bytes each identity
+ * wrote; never more than it wrote. Space that rotation gave back (or
+ * anything else) is not spent.
+ */
+static unsigned long long
+bl_charged(const struct blocklog *bl, const struct bl_ident *id,
+    unsigned long long room)
+{
+	unsigned long long	lost = room < bl->room ? bl->room - room : 0;
+
+	if (bl->spent <= lost)
+		return id->spent;
+	return (unsigned long long)((long double)id->spent * lost /
+	    bl->spent);
 }
 
 int
@@ -634,7 +657,7 @@ blocklog_resume_all(struct blocklog *bl)
 		id->lines = id->spent = 0;
 	}
 	bl->held = 0;
-	bl->room = 0;
+	bl->room = bl->spent = 0;
 }
 
 unsigned long long

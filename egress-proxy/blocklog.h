@@ -165,13 +165,17 @@ void		 blocklog_flush(struct blocklog *, uint64_t now_us, int all);
  * first call starts the count (the pressure), and keeps the room of that
  * look: from then until blocklog_resume_all() every line written, and its
  * bytes, is counted to its identity, and nothing ages (the reserve a
- * client spent does not come back by its waiting). Stopped: the identity
- * that wrote the most bytes since the pressure began, when they are at
- * least a BLOCKLOG_STOP_SHARE-th of the room the first look saw, in at
- * least BLOCKLOG_STOP_MIN lines. So nobody is stopped for the lines it
- * wrote before the volume went under the reserve, for what something
- * other than the log put on the volume, or for a few lines written while
- * the reserve is spent by nobody in particular. One identity is stopped a
+ * client spent does not come back by its waiting). What the reserve lost
+ * since (the first look's room minus room) is charged to the identities
+ * in proportion to the bytes each wrote, and to each at most what it
+ * wrote. Stopped: the identity that wrote the most bytes since the
+ * pressure began, when its charge is at least a BLOCKLOG_STOP_SHARE-th of
+ * the room the first look saw, in at least BLOCKLOG_STOP_MIN lines. So
+ * nobody is stopped for the lines it wrote before the volume went under
+ * the reserve, for what something other than the log put on the volume,
+ * for lines whose room rotation gave back (a volume held steady loses
+ * nothing), or for a few lines written while the reserve is spent by
+ * nobody in particular. One identity is stopped a
  * call. Returns its name (owned by the module), or NULL. Stopped
  * identities stay stopped until blocklog_resume_all(), which also ends
  * the count.
