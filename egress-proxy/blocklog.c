@@ -17,6 +17,7 @@ struct bl_ident {
 	char			*name;
 	uint64_t		 win_start;
 	unsigned		 written;	/* full lines this window */
+	unsigned		 large;		/* of large transfers */
 	unsigned		 nkeys;
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
@@ -41,6 +42,8 @@ struct bl_key {
 	unsigned long long	 count;
 	unsigned long long	 bytes_up;	/* sums of what was counted */
 	unsigned long long	 bytes_down;
+	unsigned long long	 large;		/* large transfers counted */
+	unsigned long long	 largest;	/* bytes of the largest */
 	uint32_t		*dests;		/* no host: destinations seen */
 	unsigned		 ndests;
 	int			 dests_more;
@@ -71,6 +74,7 @@ struct blocklog {
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
 	unsigned long long	 room;		/* its first look's room */
+	unsigned long long	 spent;		/* all identities' bytes */
 };
 
 static uint32_t	bl_hash(const char *, const char *, int, int);
@@ -88,6 +92,9 @@ static void	bl_count_dest(struct bl_key *, const struct blocklog_event *);
 static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
+static int	bl_large(const struct blocklog_event *);
+static unsigned long long bl_charged(const struct blocklog *,
+		    const struct bl_ident *, unsigned long long);
 static int	bl_streq(const char *, const char *);
 static char	*bl_strdup(const char *, int *);
 
@@ -106,6 +113,14 @@ bl_hash(const char *ident, const char *host, int port, int reason)
 	h = (h ^ (uint32_t)port) * 16777619u;
 	h = (h ^ (uint32_t)reason) * 16777619u;
 	return h;
+}
+
+/* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
+static int
+bl_large(const struct blocklog_event *ev)
+{
+	return ev->reason == SG_REASON_NONE && !ev->report &&
+	    ev->bytes_up + ev->bytes_down >= BLOCKLOG_LARGE_BYTES;
 }
 
 static int
@@ -402,6 +417,8 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.count = k->count;
 	ev.bytes_up = k->bytes_up;
 	ev.bytes_down = k->bytes_down;
+	ev.large = k->large;
+	ev.largest = k->largest;
 	ev.dests = k->ndests;
 	ev.dests_more = k->dests_more;
 	ev.first = k->first;
@@ -412,8 +429,10 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	if (k->id != NULL && bl->held) {
 		k->id->lines++;
 		k->id->spent += (unsigned long long)rc;
+		bl->spent += (unsigned long long)rc;
 	}
 	k->count = k->bytes_up = k->bytes_down = 0;
+	k->large = k->largest = 0;
 	k->ndests = 0;
 	k->dests_more = 0;
 }
@@ -455,6 +474,11 @@ bl_count(struct blocklog *bl, struct bl_key *k,
 	k->count++;
 	k->bytes_up += ev->bytes_up;
 	k->bytes_down += ev->bytes_down;
+	if (bl_large(ev)) {
+		k->large++;
+		if (ev->bytes_up + ev->bytes_down > k->largest)
+			k->largest = ev->bytes_up + ev->bytes_down;
+	}
 	k->last = *now;
 	bl->counted++;
 }
@@ -473,7 +497,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		id->last_us = now_us;
 		if (now_us - id->win_start >= win) {
 			id->win_start = now_us;
-			id->written = 0;
+			id->written = id->large = 0;
 		}
 		if (id->stopped) {
 			/* One aggregate for everything it still tries. */
@@ -498,11 +522,15 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		k->written = 0;
 	}
 	k->last_us = now_us;
-	/* A large transfer is told on its own line, past any budget. */
-	if (ev->reason == SG_REASON_NONE && !ev->report && (id == NULL ||
-	    !id->stopped) && ev->bytes_up + ev->bytes_down >=
-	    BLOCKLOG_LARGE_BYTES)
+	/*
+	 * A large transfer is told on its own line past the budget, a few a
+	 * window (then under the budget, or counted as the others).
+	 */
+	if (bl_large(ev) && id != NULL && !id->stopped &&
+	    id->large < BLOCKLOG_LARGE_BURST) {
+		id->large++;
 		return 1;
+	}
 	if (id != NULL && !id->stopped && id->written < bl->opts.budget &&
 	    (k->host == NULL || k->written < bl->opts.burst)) {
 		k->written++;
@@ -537,6 +565,7 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 	id->lines++;
 	id->spent += bytes;
 	id->last_us = now_us;
+	bl->spent += bytes;
 }
 
 void
@@ -581,11 +610,29 @@ blocklog_stop_top(struct blocklog *bl, unsigned long long room)
 	for (id = bl->ilist; id != NULL; id = id->next)
 		if (!id->stopped && (top == NULL || id->spent > top->spent))
 			top = id;
-	if (top == NULL || top->spent < bl->room / BLOCKLOG_STOP_SHARE ||
-	    top->lines < BLOCKLOG_STOP_MIN)
+	if (top == NULL || top->lines < BLOCKLOG_STOP_MIN ||
+	    bl_charged(bl, top, room) < bl->room / BLOCKLOG_STOP_SHARE)
 		return NULL;
 	top->stopped = 1;
 	return top->name;
+}
+
+/*
+ * What id spent of the reserve: its share of what the volume lost since
+ * the first look (that room minus room now), by the bytes each identity
+ * wrote; never more than it wrote. Space that rotation gave back (or
+ * anything else) is not spent.
+ */
+static unsigned long long
+bl_charged(const struct blocklog *bl, const struct bl_ident *id,
+    unsigned long long room)
+{
+	unsigned long long	lost = room < bl->room ? bl->room - room : 0;
+
+	if (bl->spent <= lost)
+		return id->spent;
+	return (unsigned long long)((long double)id->spent * lost /
+	    bl->spent);
 }
 
 int
@@ -610,7 +657,7 @@ blocklog_resume_all(struct blocklog *bl)
 		id->lines = id->spent = 0;
 	}
 	bl->held = 0;
-	bl->room = 0;
+	bl->room = bl->spent = 0;
 }
 
 unsigned long long

@@ -28,16 +28,20 @@
  * line per window.
  *
  * An allowed connection (reason SG_REASON_NONE) carries its bytes each
- * way: a summary of allowed ones carries their sums, and one that moved
- * BLOCKLOG_LARGE_BYTES or more gets a full line whatever the burst and
- * budget say (not when its identity is stopped), so which connection's
- * volume is only summed is not the sandbox's choice of order. That adds
- * at most one line per BLOCKLOG_LARGE_BYTES moved. A summary without a
- * host says how many distinct destinations it counted.
+ * way: a summary of allowed ones carries their sums. One that moved
+ * BLOCKLOG_LARGE_BYTES or more (a large transfer) gets a full line
+ * whatever the burst and budget say, BLOCKLOG_LARGE_BURST of them per
+ * identity and window (none when its identity is stopped), so which
+ * connection's volume is only summed is not the sandbox's choice of
+ * order; past those it takes the burst and budget as any other, and a
+ * summary says how many large transfers it counted and the bytes of the
+ * largest. A summary without a host says how many distinct destinations
+ * it counted.
  *
  * So every attempt is either its own line or counted in exactly one
- * summary line, and one identity adds at most budget + (its keys) lines
- * per window, one once stopped. A summary not written yet (the log unavailable) is kept
+ * summary line, and one identity adds at most budget +
+ * BLOCKLOG_LARGE_BURST + (its keys) lines per window, whatever it moves,
+ * one once stopped. A summary not written yet (the log unavailable) is kept
  * and tried again. Counts still held when the process is killed (at most
  * one window's) are lost; blocklog_flush(all) writes them at exit.
  *
@@ -65,6 +69,7 @@
 #define BLOCKLOG_IDENTS_MAX		16384
 #define BLOCKLOG_STOP_MIN		64	/* lines, to be stopped */
 #define BLOCKLOG_LARGE_BYTES		(1ULL << 20)	/* own line, allowed */
+#define BLOCKLOG_LARGE_BURST		5	/* of those, per window */
 #define BLOCKLOG_DESTS_TOLD		128	/* told apart per summary */
 #define BLOCKLOG_STOP_SHARE		4	/* 1/4 of the room, to be stopped */
 
@@ -103,6 +108,9 @@ struct blocklog_event {
 	/* An allowed connection's bytes; for a summary, their sums. */
 	unsigned long long	 bytes_up;
 	unsigned long long	 bytes_down;
+	/* Summaries: the large transfers counted, and the largest's bytes. */
+	unsigned long long	 large;
+	unsigned long long	 largest;
 	/* Summaries only: attempts counted, and when the first and last. */
 	unsigned long long	 count;
 	struct timespec		 first;
@@ -157,13 +165,17 @@ void		 blocklog_flush(struct blocklog *, uint64_t now_us, int all);
  * first call starts the count (the pressure), and keeps the room of that
  * look: from then until blocklog_resume_all() every line written, and its
  * bytes, is counted to its identity, and nothing ages (the reserve a
- * client spent does not come back by its waiting). Stopped: the identity
- * that wrote the most bytes since the pressure began, when they are at
- * least a BLOCKLOG_STOP_SHARE-th of the room the first look saw, in at
- * least BLOCKLOG_STOP_MIN lines. So nobody is stopped for the lines it
- * wrote before the volume went under the reserve, for what something
- * other than the log put on the volume, or for a few lines written while
- * the reserve is spent by nobody in particular. One identity is stopped a
+ * client spent does not come back by its waiting). What the reserve lost
+ * since (the first look's room minus room) is charged to the identities
+ * in proportion to the bytes each wrote, and to each at most what it
+ * wrote. Stopped: the identity that wrote the most bytes since the
+ * pressure began, when its charge is at least a BLOCKLOG_STOP_SHARE-th of
+ * the room the first look saw, in at least BLOCKLOG_STOP_MIN lines. So
+ * nobody is stopped for the lines it wrote before the volume went under
+ * the reserve, for what something other than the log put on the volume,
+ * for lines whose room rotation gave back (a volume held steady loses
+ * nothing), or for a few lines written while the reserve is spent by
+ * nobody in particular. One identity is stopped a
  * call. Returns its name (owned by the module), or NULL. Stopped
  * identities stay stopped until blocklog_resume_all(), which also ends
  * the count.

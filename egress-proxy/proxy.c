@@ -441,6 +441,13 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 		json_object_set_new(fields, "bytes_down", json_integer(
 		    (json_int_t)be->bytes_down));
 	}
+	/* Large transfers past their own lines (BLOCKLOG_LARGE_BURST). */
+	if (be->large > 0) {
+		json_object_set_new(fields, "large", json_integer(
+		    (json_int_t)be->large));
+		json_object_set_new(fields, "largest", json_integer(
+		    (json_int_t)be->largest));
+	}
 	w0 = eventlog_written(px->seclog);
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);

@@ -469,6 +469,17 @@ class F02BlockLog(Case):
             subprocess.run(["umount", "-l", logs])
             os.rmdir(logs)
 
+    def under_reserve(self, p, free_kib):
+        """Fill p's log volume with another file until free_kib KiB are
+        free; the proxy's /status after it looked (twice: an older proxy
+        read log_pressure before it looked)."""
+        st = os.statvfs(p.log_dir)
+        fill = (st.f_bavail * st.f_frsize - free_kib * 1024) // 4096 * 4096
+        with open(os.path.join(p.log_dir, "not-the-log"), "wb") as f:
+            f.write(b"\0" * fill)
+        proxylib.control(p.ctl, "GET", "/status")
+        return proxylib.control(p.ctl, "GET", "/status")[1]
+
     def one_allowed(self, p, src, path):
         """The response to one allowed GET from src on its own
         connection."""
@@ -590,12 +601,7 @@ class F02BlockLog(Case):
         with self.small_log_proxy("otherfile", size="4m",
                                   extra_args=["--log-allowed"]) as p:
             logs = p.log_dir
-            st = os.statvfs(logs)
-            fill = (st.f_bavail * st.f_frsize - 416 * 1024) // 4096 * 4096
-            with open(os.path.join(logs, "not-the-log"), "wb") as f:
-                f.write(b"\0" * fill)
-            proxylib.control(p.ctl, "GET", "/status")
-            status, st = proxylib.control(p.ctl, "GET", "/status")
+            st = self.under_reserve(p, 416)
             self.assertTrue(st.get("log_pressure", True), st)
             size0 = os.path.getsize(p.log_path)
             c = proxylib.bound_conn("127.0.0.3", p.port)
@@ -2240,6 +2246,144 @@ class G2AllowedVolume(Case):
                                   "egress.allowed_summary")]
         up = sum(e.get("bytes_up", 0) for e in evs)
         self.assertGreaterEqual(up, 10 * 30000, json.dumps(evs)[-2000:])
+
+
+def mib_gets(port, src, h, n, size):
+    """n keep-alive GETs of /big?n=size from src through the proxy on
+    one connection; the bytes received (heads and bodies) and the
+    statuses."""
+    c = proxylib.bound_conn(src, port, timeout=60)
+    got, statuses = 0, []
+    req = get_request("http://%s/big?n=%d" % (h, size), h)
+    try:
+        for _ in range(n):
+            c.sock.sendall(req)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                d = c.sock.recv(65536)
+                if not d:
+                    raise AssertionError("closed: %r" % buf[:200])
+                buf += d
+            head, rest = buf.split(b"\r\n\r\n", 1)
+            statuses.append(int(head.split()[1]))
+            m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            left = int(m.group(1)) - len(rest)
+            got += len(head) + 4 + len(rest)
+            while left > 0:
+                d = c.sock.recv(min(left, 1 << 20))
+                if not d:
+                    raise AssertionError("body cut short")
+                got += len(d)
+                left -= len(d)
+    finally:
+        c.close()
+    return got, statuses
+
+
+class R5LogVolume(Case):
+    """Round 5: R5-2, every allowed request of 1 MiB or more had a line of
+    its own, so keep-alive 1 MiB GETs wrote ~555 bytes of log per MiB
+    moved (4.6 MB a minute from one sandbox); R5-3, the stop rule counted
+    bytes written under the reserve and never what rotation gave back, so
+    a sandbox was stopped while free space held."""
+
+    small_log_proxy = F02BlockLog.small_log_proxy
+    under_reserve = F02BlockLog.under_reserve
+    one_allowed = F02BlockLog.one_allowed
+    N = 200
+    LARGE_BURST = 5     # BLOCKLOG_LARGE_BURST: own lines per window
+
+    def test_large_transfers_are_budgeted(self):
+        """200 keep-alive 1 MiB GETs in one window (--block-window 600,
+        so the bound does not depend on the pace): at most 5 own lines of
+        large transfers plus the key's burst of 5, and one summary whose
+        bytes make the sums exact. d65a18a wrote 200 lines."""
+        p = control_proxy("large-budget", extra_args=[
+            "--log-allowed", "--block-window", "600"])
+        register(p, "127.0.0.2", SBX_A)
+        size0 = os.path.getsize(p.log_path)
+        got, statuses = mib_gets(p.port, "127.0.0.2",
+                                 "allowed.test:%d" % self.up.http_port,
+                                 self.N, 1 << 20)
+        self.assertEqual(statuses, [200] * self.N)
+        self.assertEqual(stop_and_check(p), [])  # summaries written
+        grew = os.path.getsize(p.log_path) - size0
+        evs = [e for e in p.events() if e.get("sandbox") == SBX_A and
+               e.get("event") in ("egress.allowed",
+                                  "egress.allowed_summary")]
+        full = [e for e in evs if e["event"] == "egress.allowed"]
+        summ = [e for e in evs if e["event"] == "egress.allowed_summary"]
+        down = sum(e.get("bytes_down", 0) for e in evs)
+        print("\n  %d keep-alive 1 MiB GETs: %d lines, %d summaries, log "
+              "grew %d bytes; bytes_down %d, received %d" % (
+                  self.N, len(full), len(summ), grew, down, got),
+              file=sys.stderr)
+        self.assertLessEqual(len(full), self.LARGE_BURST + 5,
+                             "%d egress.allowed lines" % len(full))
+        self.assertEqual(len(summ), 1, json.dumps(summ))
+        self.assertEqual(len(full) + summ[0]["count"], self.N)
+        self.assertEqual(summ[0].get("large"), summ[0]["count"])
+        self.assertGreaterEqual(summ[0].get("largest", 0), 1 << 20)
+        self.assertEqual(down, got, "the lines' bytes_down are not what "
+                         "the client received")
+        # 11 lines of at most ~1.3 KB each (audit.md), plus checkpoints.
+        self.assertLess(grew, 16 * 1024, "the log grew %d bytes" % grew)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_rotation_held_volume_stops_nobody(self):
+        """A 4 MiB volume held under its 512 KiB reserve by another file
+        (476 KiB free), the log rotated at 24 KiB with one file kept: one
+        sandbox writes lines worth more than twice the room (3,000 blocked
+        requests, each its own line) while free space holds, and is never
+        stopped. d65a18a stopped it once it had written a quarter of the
+        room."""
+        with self.small_log_proxy("rotsteady", size="4m", extra_args=[
+                "--log-allowed", "--log-max-size", "24k",
+                "--log-keep", "1", "--log-keep-min-age", "0"]) as p:
+            logs = p.log_dir
+            st = self.under_reserve(p, 476)
+            self.assertTrue(st.get("log_pressure"), st)
+            seq0 = st["log_seq"]
+            free0 = os.statvfs(logs)
+            free0 = free0.f_bavail * free0.f_frsize
+            room = free0 - 32 * 1024
+            lowest, refused = free0, []
+            # Blocked requests, each a line (full_lines_args), answered
+            # by the proxy itself: not allowlisted, never log_unavailable.
+            c = proxylib.bound_conn("127.0.0.2", p.port)
+            for i in range(60):
+                c.send(b"".join(get_request("http://rot%d.invalid/" % j,
+                                            "rot%d.invalid" % j)
+                                for j in range(50)))
+                for _ in range(50):
+                    r = c.read_response()
+                    why = r.header("X-Sandgate-Reason")
+                    if why != "not_allowlisted":
+                        refused.append((r.status, why))
+                sv = os.statvfs(logs)
+                lowest = min(lowest, sv.f_bavail * sv.f_frsize)
+            c.close()
+            r = self.one_allowed(p, "127.0.0.2", "/after")
+            if r.status != 200:
+                refused.append((r.status, r.header("X-Sandgate-Reason")))
+            status, st = proxylib.control(p.ctl, "GET", "/status")
+            lines = st["log_seq"] - seq0
+            with open(p.log_path) as f:
+                one = min(len(raw) for raw in f if SBX_A in raw)
+            print("\n  %d lines (%d KB or more) under the reserve, %d KiB "
+                  "of room: lowest free %d KiB" % (
+                      lines, lines * one // 1000, room // 1024,
+                      lowest // 1024), file=sys.stderr)
+            self.assertEqual(refused[:3], [], "stopped with %d KiB free "
+                             "(lowest); stderr:\n%s" % (
+                                 lowest // 1024, p.stderr()[-1500:]))
+            self.assertNotIn("is stopped", p.stderr())
+            self.assertTrue(st.get("log_pressure"), st)
+            self.assertGreater(lines * one, 2 * room, "too few lines")
+            self.assertGreater(lowest, free0 - room // 4,
+                               "free space did not hold")
+            self.assertEqual(stop_and_check(p), [])
 
 
 def main():

@@ -30,6 +30,8 @@ struct sink {
 	unsigned long long	 last_count;
 	unsigned long long	 bytes_up;	/* sums over summaries */
 	unsigned long long	 bytes_down;
+	unsigned long long	 large;		/* large transfers counted */
+	unsigned long long	 largest;
 	unsigned		 nohost_dests;	/* and whether more */
 	int			 nohost_more;
 	struct timespec		 first, last;
@@ -46,6 +48,9 @@ emit(void *arg, const struct blocklog_event *ev)
 	s->counted += ev->count;
 	s->bytes_up += ev->bytes_up;
 	s->bytes_down += ev->bytes_down;
+	s->large += ev->large;
+	if (ev->largest > s->largest)
+		s->largest = ev->largest;
 	s->nohost += ev->host == NULL;
 	if (ev->host == NULL) {
 		s->nohost_dests += ev->dests;
@@ -358,9 +363,9 @@ test_stop_spending_the_reserve(void **state)
 	/* A lone writer that spends a quarter of the room is stopped. */
 	assert_null(blocklog_stop_top(bl, 384 * KIB));
 	wrote(bl, "sbx_victim", 96 * KIB / LINE - 1, 2000);
-	assert_null(blocklog_stop_top(bl, 290 * KIB));
+	assert_null(blocklog_stop_top(bl, 280 * KIB));
 	wrote(bl, "sbx_victim", 2, 2000);
-	assert_string_equal(blocklog_stop_top(bl, 290 * KIB), "sbx_victim");
+	assert_string_equal(blocklog_stop_top(bl, 280 * KIB), "sbx_victim");
 	blocklog_free(bl);
 }
 
@@ -420,6 +425,80 @@ test_report_keyed_apart(void **state)
 }
 
 /* A full line that could not be written is counted into a summary. */
+
+/*
+ * Round 5 (R5-2): every allowed transfer of 1 MiB or more got a line of
+ * its own, so keep-alive 1 MiB downloads wrote a line per MiB moved,
+ * bounded by nothing but bandwidth. Large transfers now get
+ * BLOCKLOG_LARGE_BURST own lines per window, then the burst as any
+ * other, then they are counted: the summary says how many were large,
+ * and the largest's bytes; every byte is in a line or a sum.
+ */
+static void
+test_large_transfers_budgeted(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned long long	 up, line_up = 0, all_up = 0;
+	unsigned		 full = 0;
+	int			 i, w;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (w = 0; w < 3; w++) {
+		for (i = 0; i < 1000; i++) {
+			up = BLOCKLOG_LARGE_BYTES + (unsigned long long)i;
+			all_up += up;
+			if (allowed(bl, "sbx_dl", "mib.test", up,
+			    10.0 * w + i / 1000.0)) {
+				full++;
+				line_up += up;
+			}
+		}
+		assert_int_equal(full, (unsigned)(w + 1) *
+		    (BLOCKLOG_LARGE_BURST + 5));
+	}
+	blocklog_flush(bl, 100 * SEC, 1);
+	assert_int_equal(s.summaries, 3);
+	assert_int_equal(s.counted + full, 3000);
+	assert_int_equal(s.large, s.counted);
+	assert_int_equal(s.largest, BLOCKLOG_LARGE_BYTES + 999 + 7);
+	assert_int_equal(s.bytes_up + line_up, all_up);
+	blocklog_free(bl);
+}
+
+/*
+ * Round 5 (R5-3): the volume is under the reserve because of another
+ * file, and rotation deletes the log's old files, so free space holds
+ * (444 KiB of room, never under 400). A sandbox that writes lines worth
+ * twice the room is not stopped: the reserve lost nothing it could be
+ * charged. Once free space does fall by a quarter, it is.
+ */
+static void
+test_stop_not_for_rotated_lines(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned		 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_null(blocklog_stop_top(bl, 444 * KIB));
+	for (i = 0; i < 2 * 444 * KIB / LINE; i++) {
+		wrote(bl, "sbx_dl", 1, 1 + i / 100);
+		assert_null(blocklog_stop_top(bl, 444 * KIB -
+		    (i % 88) * LINE));
+	}
+	assert_false(blocklog_stopped(bl, "sbx_dl"));
+	/* The volume lost a quarter of the room: charged, stopped. */
+	wrote(bl, "sbx_dl", 1, 100);
+	assert_string_equal(blocklog_stop_top(bl, 444 * KIB - 112 * KIB),
+	    "sbx_dl");
+	blocklog_free(bl);
+}
+
 /*
  * Allowed summaries carry the bytes they counted, and a large transfer
  * gets its own line whatever the burst and budget: the sandbox cannot
@@ -522,6 +601,8 @@ main(void)
 		cmocka_unit_test(test_report_keyed_apart),
 		cmocka_unit_test(test_unwritten_counted),
 		cmocka_unit_test(test_allowed_bytes),
+		cmocka_unit_test(test_large_transfers_budgeted),
+		cmocka_unit_test(test_stop_not_for_rotated_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
