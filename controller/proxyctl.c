@@ -230,7 +230,8 @@ proxyctl_log_seq(long long *seq)
 }
 
 json_t *
-proxyctl_blocks(const char *sandbox, long long after, const char *run_id)
+proxyctl_blocks(const char *sandbox, long long after, const char *run_id,
+    int *truncated)
 {
 	json_t		*resp = NULL, *out, *b, *agg, *have;
 	char		 path[256], *cause = NULL, dest[SG_HOST_MAX + 16];
@@ -249,6 +250,8 @@ proxyctl_blocks(const char *sandbox, long long after, const char *run_id)
 		json_decref(resp);
 		return NULL;
 	}
+	if (truncated != NULL)
+		*truncated = json_is_true(json_object_get(resp, "truncated"));
 	out = json_array();
 	agg = json_object();
 	json_array_foreach(json_object_get(resp, "blocks"), i, b) {
@@ -366,7 +369,7 @@ proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
 
 	if (x->asked)
 		blocks = proxyctl_blocks(sandbox, x->seq, x->cred ? run_id :
-		    NULL);
+		    NULL, &x->truncated);
 	if (x->cred) {
 		body = json_pack("{s:s}", "run_id", run_id);
 		if (proxyctl_call("POST", "/execs/end", body, &status, NULL,
