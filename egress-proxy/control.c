@@ -34,6 +34,7 @@
 #define CONTROL_BODY_MAX	(64 * 1024)
 #define CONTROL_BLOCKS		64	/* block records kept per sandbox */
 #define CONTROL_SANDBOXES	4096	/* sandboxes with records kept */
+#define CONTROL_GRANTS_FILE_MAX	(8 * 1024 * 1024)	/* grants.json */
 
 /*
  * Blocks of one destination and reason, from block serial first to last
@@ -462,29 +463,39 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 }
 
 /*
- * The grants saved before a restart, each logged as grant.restored,
- * then the floors of the policy in force (control_grants_floor); those
- * expired since go at the tick.
+ * The grants saved before a restart (grants_load_text, the fuzzed
+ * reader), each logged as grant.restored, then the floors of the policy
+ * in force (control_grants_floor); those expired since go at the tick.
  */
 static void
 control_grants_load(struct proxy *px)
 {
-	json_error_t	 err;
-	json_t		*arr;
-	size_t		 n;
+	FILE	*f;
+	char	*text, err[256];
+	size_t	 len;
+	long	 n;
 
-	if ((arr = json_load_file(control_grants_path, 0, &err)) == NULL) {
-		if (access(control_grants_path, F_OK) == 0)
-			log_warnx("%s: %s; starting with no grants",
-			    control_grants_path, err.text);
+	if ((f = fopen(control_grants_path, "re")) == NULL) {
+		if (errno != ENOENT)
+			log_warn("%s: starting with no grants",
+			    control_grants_path);
 		return;
 	}
-	n = grants_load_json(px->grants, arr, time(NULL), control_restore_cb,
-	    px);
-	json_decref(arr);
-	if (n > 0)
-		log_info("%zu grants in force again from %s", n,
+	text = util_xmalloc(CONTROL_GRANTS_FILE_MAX + 1);
+	len = fread(text, 1, CONTROL_GRANTS_FILE_MAX + 1, f);
+	if (ferror(f) || len > CONTROL_GRANTS_FILE_MAX)
+		log_warnx("%s: %s; starting with no grants",
+		    control_grants_path, ferror(f) ? "cannot read it" :
+		    "larger than 8 MiB");
+	else if ((n = grants_load_text(px->grants, text, len, time(NULL),
+	    grants_clock(), control_restore_cb, px, err, sizeof(err))) == -1)
+		log_warnx("%s: %s; starting with no grants",
+		    control_grants_path, err);
+	else if (n > 0)
+		log_info("%ld grants in force again from %s", n,
 		    control_grants_path);
+	fclose(f);
+	free(text);
 	control_grants_floor(px);
 }
 
@@ -623,9 +634,11 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 	s = json_string_value(json_object_get(o, "rationale"));
 	if (s != NULL && strlen(s) <= GRANTS_TEXT_MAX)
 		snprintf(g.rationale, sizeof(g.rationale), "%s", s);
+	if (secs < 1 || secs > GRANTS_SECS_MAX)
+		secs = 0;	/* refused by grants_add */
 	g.granted = time(NULL);
-	g.expires = secs > 0 && secs <= GRANTS_SECS_MAX ? g.granted +
-	    (time_t)secs : g.granted;
+	g.expires = g.granted + (time_t)secs;
+	g.deadline = grants_clock() + (time_t)secs;
 	(void)host_normalize(g.host, strlen(g.host), &h, &cause);
 	if (policy_grant_check(px->policy->policy, &h, (uint16_t)g.port, why,
 	    sizeof(why)) == -1) {
@@ -718,7 +731,7 @@ control_grants_tick(struct proxy *px)
 {
 	unsigned	closed;
 
-	if (px->grants == NULL || grants_expire(px->grants, time(NULL),
+	if (px->grants == NULL || grants_expire(px->grants, grants_clock(),
 	    control_expire_cb, px) == 0)
 		return;
 	if (control_grants_path != NULL)
