@@ -552,6 +552,24 @@ def stop_and_check(p):
     return problems
 
 
+def teardown_fixtures(w):
+    """End a test module's fixtures in dict w: stop its "proxy" (checked
+    with stop_and_check) and "up", remove "dir" (kept, and said so, with
+    SANDGATE_KEEP=1); raises AssertionError naming the problems."""
+    import sys
+    problems = []
+    if w.get("proxy") is not None:
+        problems = stop_and_check(w["proxy"])
+    if "up" in w:
+        w["up"].stop()
+    if os.environ.get("SANDGATE_KEEP"):
+        print("kept %s" % w.get("dir"), file=sys.stderr)
+    elif "dir" in w:
+        shutil.rmtree(w["dir"], ignore_errors=True)
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
 # ------------------------------------------------------------- raw clients
 
 class Closed(Exception):

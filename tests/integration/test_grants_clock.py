@@ -12,7 +12,6 @@ Everything is on loopback; the client plays sandbox sbx_g from 127.0.0.2.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -133,17 +132,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    problems = []
-    if W.get("proxy") is not None:
-        problems = proxylib.stop_and_check(W["proxy"])
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept %s" % W["dir"], file=sys.stderr)
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown_fixtures(W)
 
 
 def set_shift(secs):
