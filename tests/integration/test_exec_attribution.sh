@@ -96,4 +96,27 @@ assert_contains "a finished exec's credential names no run" "$ev" "three.blocked
 assert_contains "no credential: the sandbox's alone" "$ev" "four.blocked.test None"
 assert_not_contains "C's own run is not named either" "$ev" "$RC"
 
+# Another exec blocked on more destinations than the proxy keeps per exec
+# (64) while this one runs: this one's list keeps its own block and only
+# it; the other's says it is cut (network_blocked_truncated).
+E=$SG_TMP/e.json F=$SG_TMP/f.json
+"$SG" exec --json "$SBX" -- sh -c 'curl -sS -m 10 https://five.blocked.test/;
+	touch /tmp/e.blocked; while [ ! -e /tmp/f.done ]; do sleep 0.1; done' \
+	>"$E" 2>"$SG_TMP/e.err" &
+epid=$!
+"$SG" exec --json "$SBX" -- sh -c 'while [ ! -e /tmp/e.blocked ]; do sleep 0.1; done
+	i=0; while [ $i -lt 70 ]; do
+		curl -s -o /dev/null -m 10 http://h$i.flood.test/; i=$((i + 1))
+	done; touch /tmp/f.done' >"$F" 2>"$SG_TMP/f.err" &
+fpid=$!
+wait $epid $fpid
+RE=$(field "$E" 'd["run_id"]')
+assert_eq "exec E lists its own block alone after another's 70" \
+	"five.blocked.test:443 $RE False" \
+	"$(field "$E" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"]) + " " + str(d["network_blocked_truncated"])')"
+assert_eq "exec F lists 64 destinations and says it is cut" "64 True" \
+	"$(field "$F" 'str(len(d["network_blocked"])) + " " + str(d["network_blocked_truncated"])')"
+assert_eq "exec A's list is whole" "False" \
+	"$(field "$A" 'd["network_blocked_truncated"]')"
+
 sg_summary
