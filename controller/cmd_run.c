@@ -274,9 +274,10 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 		rv = r.exit_code;
 	}
 	blocks = asked ? proxyctl_exec_finish(&px, m->id, run) : NULL;
-	if (ran)
+	if (ran) {
 		r.network_blocked = blocks;
-	else
+		r.network_blocked_truncated = px.truncated;
+	} else
 		json_decref(blocks);
 	json_decref(env);
 done:

@@ -1355,6 +1355,10 @@ exec_notices(const struct exec_result *r, long long timeout,
 		    "reader did not take them in time (they are in the "
 		    "sandbox's evidence)", r->live_dropped);
 	exec_notices_blocked(a, r->network_blocked);
+	if (r->network_blocked_truncated)
+		exec_notice(a, "more destinations were blocked than the proxy "
+		    "keeps per exec: the list is incomplete (the security log "
+		    "has them all)");
 	if (r->kill_failed)
 		exec_notice(a, "warning: processes of the command may still "
 		    "run in the sandbox");
@@ -1398,7 +1402,7 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	if (out == NULL || err == NULL)
 		fatal("malloc");
 	o = json_pack("{s:i, s:s%, s:s%, s:I, s:b, s:b, s:b, s:b, s:b, s:O, "
-	    "s:s, s:{s:I, s:I, s:I}}",
+	    "s:b, s:s, s:{s:I, s:I, s:I}}",
 	    "exit_code", r->exit_code, "stdout", out, olen, "stderr", err,
 	    elen, "duration_ms", (json_int_t)r->duration_ms,
 	    "timed_out", r->timed_out, "oom_killed", r->oom_killed,
@@ -1406,7 +1410,8 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    "container_stopped", r->container_died,
 	    "output_truncated", r->output_truncated,
 	    "network_blocked", r->network_blocked ? r->network_blocked :
-	    exec_empty_array(), "run_id", run_id, "usage",
+	    exec_empty_array(), "network_blocked_truncated",
+	    r->network_blocked_truncated, "run_id", run_id, "usage",
 	    "cpu_ms", (json_int_t)r->cpu_ms,
 	    "peak_memory_bytes", (json_int_t)r->peak_memory,
 	    "peak_pids", (json_int_t)r->peak_pids);

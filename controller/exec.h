@@ -122,6 +122,7 @@ struct exec_result {
 	 * sandbox has no network or the proxy could not be asked.
 	 */
 	json_t			*network_blocked;
+	int			 network_blocked_truncated; /* not all kept */
 };
 
 /* SIGINT/SIGTERM set a flag exec_run() acts on; SIGPIPE is ignored. */

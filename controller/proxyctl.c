@@ -230,7 +230,8 @@ proxyctl_log_seq(long long *seq)
 }
 
 json_t *
-proxyctl_blocks(const char *sandbox, long long after, const char *run_id)
+proxyctl_blocks(const char *sandbox, long long after, const char *run_id,
+    int *truncated)
 {
 	json_t		*resp = NULL, *out, *b, *agg, *have;
 	char		 path[256], *cause = NULL, dest[SG_HOST_MAX + 16];
@@ -249,6 +250,8 @@ proxyctl_blocks(const char *sandbox, long long after, const char *run_id)
 		json_decref(resp);
 		return NULL;
 	}
+	if (truncated != NULL)
+		*truncated = json_is_true(json_object_get(resp, "truncated"));
 	out = json_array();
 	agg = json_object();
 	json_array_foreach(json_object_get(resp, "blocks"), i, b) {
@@ -394,7 +397,7 @@ proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
 
 	if (x->asked)
 		blocks = proxyctl_blocks(sandbox, x->seq, x->cred ? run_id :
-		    NULL);
+		    NULL, &x->truncated);
 	if (x->cred) {
 		if (proxyctl_exec_end(run_id, &cause) == -1)
 			log_warnx("the proxy credential of %s was not ended: "

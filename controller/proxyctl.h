@@ -77,12 +77,14 @@ int	proxyctl_unregister(const char *sandbox, char **cause);
  * and afterwards the blocks of a sandbox after it (with run_id: that
  * exec's and the unattributed ones), aggregated by destination and run:
  * [{"destination":"h:443","reason":..,"message":..,"attempts":N,
- * "run_id":..|null}].
- * Both return -1 when the proxy can't be asked (then no blocks are known).
+ * "run_id":..|null}]; *truncated (unless NULL) set when the proxy did
+ * not keep them all.
+ * Both fail (-1, NULL) when the proxy can't be asked (then no blocks
+ * are known).
  */
 int	proxyctl_log_seq(long long *seq);
 json_t	*proxyctl_blocks(const char *sandbox, long long after,
-	    const char *run_id);
+	    const char *run_id, int *truncated);
 
 /*
  * One exec's attribution. begin takes the block cursor and registers a
@@ -90,12 +92,14 @@ json_t	*proxyctl_blocks(const char *sandbox, long long after,
  * when the proxy could not take it); finish reads the blocks after the
  * cursor (with a credential: the run's own and those no credential
  * named, each with its run_id or null) and ends the credential, so it
- * stops working. finish returns NULL when the proxy could not be asked.
+ * stops working. finish returns NULL when the proxy could not be asked,
+ * and sets truncated when the proxy kept only some of the blocks.
  */
 struct proxyctl_exec {
 	long long	seq;
 	int		asked;		/* seq is known */
 	int		cred;		/* a credential is registered */
+	int		truncated;	/* the blocks read are not all */
 	char		token[33];
 };
 

@@ -1225,7 +1225,7 @@ conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
 	if (r == SG_REASON_NONE || r == SG_REASON_DENIED ||
 	    q->host->type != HOST_DNS || grants_match(px->grants,
 	    c->who.sandbox, conn_run_live(c, run), q->host->name, q->port,
-	    q->now) == NULL || policy_grant_check(p, q->host, q->port, why,
+	    grants_clock()) == NULL || policy_grant_check(p, q->host, q->port, why,
 	    sizeof(why)) == -1)
 		return r;
 	if (q->path != NULL && q->port == 443)

@@ -34,6 +34,7 @@
 #define CONTROL_BODY_MAX	(64 * 1024)
 #define CONTROL_BLOCKS		64	/* block records kept per sandbox */
 #define CONTROL_SANDBOXES	4096	/* sandboxes with records kept */
+#define CONTROL_GRANTS_FILE_MAX	(8 * 1024 * 1024)	/* grants.json */
 
 /*
  * Blocks of one destination and reason, from block serial first to last
@@ -59,6 +60,7 @@ struct control_sbx {
 	struct control_block	 ring[CONTROL_BLOCKS];
 	size_t			 n;		/* records ever added */
 	unsigned long long	 used;		/* block serial of last use */
+	unsigned long long	 lost;		/* last serial overwritten */
 };
 
 static struct evhttp		*control_http;
@@ -97,6 +99,11 @@ static void	control_registry_load(struct proxy *);
 static struct control_sbx *control_sbx_get(const char *, int);
 static void	control_sbx_drop(const char *);
 static void	control_identities(struct proxy *, const char *);
+static void	control_ring_note(unsigned long long, const char *,
+		    const char *, const char *, int, const char *,
+		    const char *);
+static json_t	*control_ring_json(const char *, unsigned long long,
+		    const char *, int, int *);
 
 /* Send a JSON reply (steals the reference). */
 static void
@@ -456,29 +463,39 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 }
 
 /*
- * The grants saved before a restart, each logged as grant.restored,
- * then the floors of the policy in force (control_grants_floor); those
- * expired since go at the tick.
+ * The grants saved before a restart (grants_load_text, the fuzzed
+ * reader), each logged as grant.restored, then the floors of the policy
+ * in force (control_grants_floor); those expired since go at the tick.
  */
 static void
 control_grants_load(struct proxy *px)
 {
-	json_error_t	 err;
-	json_t		*arr;
-	size_t		 n;
+	FILE	*f;
+	char	*text, err[256];
+	size_t	 len;
+	long	 n;
 
-	if ((arr = json_load_file(control_grants_path, 0, &err)) == NULL) {
-		if (access(control_grants_path, F_OK) == 0)
-			log_warnx("%s: %s; starting with no grants",
-			    control_grants_path, err.text);
+	if ((f = fopen(control_grants_path, "re")) == NULL) {
+		if (errno != ENOENT)
+			log_warn("%s: starting with no grants",
+			    control_grants_path);
 		return;
 	}
-	n = grants_load_json(px->grants, arr, time(NULL), control_restore_cb,
-	    px);
-	json_decref(arr);
-	if (n > 0)
-		log_info("%zu grants in force again from %s", n,
+	text = util_xmalloc(CONTROL_GRANTS_FILE_MAX + 1);
+	len = fread(text, 1, CONTROL_GRANTS_FILE_MAX + 1, f);
+	if (ferror(f) || len > CONTROL_GRANTS_FILE_MAX)
+		log_warnx("%s: %s; starting with no grants",
+		    control_grants_path, ferror(f) ? "cannot read it" :
+		    "larger than 8 MiB");
+	else if ((n = grants_load_text(px->grants, text, len, time(NULL),
+	    grants_clock(), control_restore_cb, px, err, sizeof(err))) == -1)
+		log_warnx("%s: %s; starting with no grants",
+		    control_grants_path, err);
+	else if (n > 0)
+		log_info("%ld grants in force again from %s", n,
 		    control_grants_path);
+	fclose(f);
+	free(text);
 	control_grants_floor(px);
 }
 
@@ -617,9 +634,11 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 	s = json_string_value(json_object_get(o, "rationale"));
 	if (s != NULL && strlen(s) <= GRANTS_TEXT_MAX)
 		snprintf(g.rationale, sizeof(g.rationale), "%s", s);
+	if (secs < 1 || secs > GRANTS_SECS_MAX)
+		secs = 0;	/* refused by grants_add */
 	g.granted = time(NULL);
-	g.expires = secs > 0 && secs <= GRANTS_SECS_MAX ? g.granted +
-	    (time_t)secs : g.granted;
+	g.expires = g.granted + (time_t)secs;
+	g.deadline = grants_clock() + (time_t)secs;
 	(void)host_normalize(g.host, strlen(g.host), &h, &cause);
 	if (policy_grant_check(px->policy->policy, &h, (uint16_t)g.port, why,
 	    sizeof(why)) == -1) {
@@ -712,7 +731,7 @@ control_grants_tick(struct proxy *px)
 {
 	unsigned	closed;
 
-	if (px->grants == NULL || grants_expire(px->grants, time(NULL),
+	if (px->grants == NULL || grants_expire(px->grants, grants_clock(),
 	    control_expire_cb, px) == 0)
 		return;
 	if (control_grants_path != NULL)
@@ -864,12 +883,29 @@ control_note_block(struct proxy *px, unsigned long long serial,
     const char *sandbox, const char *run_id, const char *host, int port,
     const char *reason, const char *message)
 {
+	char	 safe_host[SG_HOST_MAX + 1], safe_msg[512];
+
+	if (!control_up || sandbox == NULL)
+		return;
+	util_safe(host ? host : "", safe_host, sizeof(safe_host));
+	util_safe(message ? message : "", safe_msg, sizeof(safe_msg));
+	execcred_note_block(px->execs, serial, sandbox, run_id, safe_host,
+	    port, reason, safe_msg);
+	control_ring_note(serial, sandbox, run_id, safe_host, port,
+	    reason ? reason : "", safe_msg);
+}
+
+/* A block into the sandbox's ring (host and message escaped). */
+static void
+control_ring_note(unsigned long long serial, const char *sandbox,
+    const char *run_id, const char *host, int port, const char *reason,
+    const char *message)
+{
 	struct control_sbx	*s;
 	struct control_block	*b;
-	size_t			 i, k;
+	size_t			 i;
 
-	if (!control_up || sandbox == NULL ||
-	    (s = control_sbx_get(sandbox, 1)) == NULL)
+	if ((s = control_sbx_get(sandbox, 1)) == NULL)
 		return;
 	s->used = serial;
 	/* The same destination and reason since the last cursor: count. */
@@ -877,58 +913,48 @@ control_note_block(struct proxy *px, unsigned long long serial,
 		b = &s->ring[(s->n - 1 - i) % CONTROL_BLOCKS];
 		if (b->first <= control_cursor)
 			break;
-		if (b->port == port && strcmp(b->reason, reason ? reason :
-		    "") == 0 && strcmp(b->host, host ? host : "") == 0 &&
+		if (b->port == port && strcmp(b->reason, reason) == 0 &&
+		    strcmp(b->host, host) == 0 &&
 		    strcmp(b->run, run_id ? run_id : "") == 0) {
 			b->last = serial;
 			b->count++;
 			return;
 		}
 	}
-	k = s->n++ % CONTROL_BLOCKS;
-	b = &s->ring[k];
+	b = &s->ring[s->n % CONTROL_BLOCKS];
+	if (s->n++ >= CONTROL_BLOCKS && b->last > s->lost)
+		s->lost = b->last;
 	b->first = b->last = serial;
 	b->count = 1;
-	util_safe(host ? host : "", b->host, sizeof(b->host));
+	snprintf(b->host, sizeof(b->host), "%s", host);
 	b->port = port;
 	snprintf(b->run, sizeof(b->run), "%s", run_id ? run_id : "");
-	snprintf(b->reason, sizeof(b->reason), "%s", reason ? reason : "");
-	util_safe(message ? message : "", b->message, sizeof(b->message));
+	snprintf(b->reason, sizeof(b->reason), "%s", reason);
+	snprintf(b->message, sizeof(b->message), "%s", message);
 }
 
 /*
- * The blocks of one sandbox after a cursor (blocks_seq of GET /status),
- * oldest first, one entry per record with its attempts; with run=RUN
- * only that exec's (and with unattributed=1 also those that named no
- * exec).
+ * The ring's records of sandbox after a cursor, oldest first (with run:
+ * only that exec's, and with unattributed also those that named no
+ * exec); *truncated when a record after the cursor was overwritten.
  */
-static void
-control_blocks(struct proxy *px, struct evhttp_request *req)
+static json_t *
+control_ring_json(const char *sandbox, unsigned long long after,
+    const char *run, int unattributed, int *truncated)
 {
-	struct evkeyvalq	 q;
-	const char		*sbx, *after_s, *errstr, *run, *un;
-	long long		 after = 0;
 	json_t			*arr = json_array();
 	size_t			 i, n;
 	struct control_sbx	*s;
 	struct control_block	*b;
 
-	evhttp_parse_query_str(evhttp_uri_get_query(
-	    evhttp_request_get_evhttp_uri(req)) ?: "", &q);
-	sbx = evhttp_find_header(&q, "sandbox");
-	after_s = evhttp_find_header(&q, "after");
-	run = evhttp_find_header(&q, "run");
-	un = evhttp_find_header(&q, "unattributed");
-	if (after_s != NULL && util_strtonum(after_s, 0, LLONG_MAX, &after,
-	    &errstr) == -1)
-		after = 0;
-	s = sbx != NULL ? control_sbx_get(sbx, 0) : NULL;
+	s = control_sbx_get(sandbox, 0);
 	n = s == NULL ? 0 : s->n < CONTROL_BLOCKS ? s->n : CONTROL_BLOCKS;
-	for (i = 0; i < n; i++) {
+	*truncated = s != NULL && s->lost > after;
+	for (i = 0; i < n && arr != NULL; i++) {
 		b = &s->ring[(s->n - n + i) % CONTROL_BLOCKS];
-		if (b->last <= (unsigned long long)after || (run != NULL &&
-		    strcmp(run, b->run) != 0 && (un == NULL ||
-		    strcmp(un, "1") != 0 || b->run[0] != '\0')))
+		if (b->last <= after || (run != NULL &&
+		    strcmp(run, b->run) != 0 && (!unattributed ||
+		    b->run[0] != '\0')))
 			continue;
 		json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:s, "
 		    "s:s, s:I, s:o}", "seq", (json_int_t)b->last, "host",
@@ -936,10 +962,46 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 		    b->message, "attempts", (json_int_t)b->count, "run_id",
 		    b->run[0] ? json_string(b->run) : json_null()));
 	}
+	return arr;
+}
+
+/*
+ * The blocks of one sandbox after a cursor (blocks_seq of GET /status),
+ * one entry per record with its attempts. With run=RUN of a running exec
+ * (execcred_blocks_json) that exec's own set, and with unattributed=1
+ * also the blocks no credential named while it ran; otherwise the
+ * sandbox's ring, oldest first. "truncated" says some were not kept.
+ */
+static void
+control_blocks(struct proxy *px, struct evhttp_request *req)
+{
+	struct evkeyvalq	 q;
+	const char		*sbx, *after_s, *errstr, *run, *un;
+	long long		 after = 0;
+	json_t			*arr = NULL;
+	int			 unattributed, truncated = 0;
+
+	evhttp_parse_query_str(evhttp_uri_get_query(
+	    evhttp_request_get_evhttp_uri(req)) ?: "", &q);
+	sbx = evhttp_find_header(&q, "sandbox");
+	after_s = evhttp_find_header(&q, "after");
+	run = evhttp_find_header(&q, "run");
+	un = evhttp_find_header(&q, "unattributed");
+	unattributed = un != NULL && strcmp(un, "1") == 0;
+	if (after_s != NULL && util_strtonum(after_s, 0, LLONG_MAX, &after,
+	    &errstr) == -1)
+		after = 0;
+	if (sbx != NULL && run != NULL)
+		arr = execcred_blocks_json(px->execs, sbx, run,
+		    (unsigned long long)after, unattributed, &truncated);
+	if (arr == NULL && sbx != NULL)
+		arr = control_ring_json(sbx, (unsigned long long)after, run,
+		    unattributed, &truncated);
 	evhttp_clear_headers(&q);
-	control_reply(req, 200, json_pack("{s:I, s:I, s:o}", "log_seq",
+	control_reply(req, 200, json_pack("{s:I, s:I, s:o, s:b}", "log_seq",
 	    (json_int_t)eventlog_seq(px->seclog), "blocks_seq",
-	    (json_int_t)px->block_serial, "blocks", arr));
+	    (json_int_t)px->block_serial, "blocks", arr ? arr : json_array(),
+	    "truncated", truncated));
 }
 
 int

@@ -7,10 +7,12 @@
  *   POST /register                {"address","sandbox","sets":"a,b"}
  *   POST /unregister              {"sandbox"} or {"address"}
  *   POST /reload                  200 {"digest"} or 422 {"errors":[...]}
- *   GET  /blocks?sandbox=ID&after=N
+ *   GET  /blocks?sandbox=ID&after=N[&run=RUN[&unattributed=1]]
  *                                 the blocks of a sandbox after cursor N
- *                                 (blocks_seq of /status): what the agent
- *                                 is told after an exec
+ *                                 (blocks_seq of /status), or of one
+ *                                 running exec (its own set, execcred.h):
+ *                                 what the agent is told after an exec;
+ *                                 "truncated" when some were not kept
  *
  * The socket is created mode 0660: whoever can open it controls the proxy,
  * so its folder must not be reachable from any sandbox.
@@ -26,8 +28,10 @@ void	control_close(struct proxy *);
 
 /*
  * Remember a block (serial: proxy.block_serial of this attempt) for GET
- * /blocks, in the sandbox's own bounded ring: one sandbox's blocks never
- * push out another's. Host and message are kept escaped (printable
+ * /blocks, in the sandbox's own bounded ring (one sandbox's blocks never
+ * push out another's) and in the set of the exec it is attributed to, or
+ * of every running exec of the sandbox when none (execcred_note_block):
+ * one exec's blocks never push out another's. Host and message are kept escaped (printable
  * ASCII). Blocks of unregistered clients are not kept. run_id (NULL:
  * none) is the exec whose credential the request carried: GET
  * /blocks?run=RUN lists only that exec's.

@@ -11,11 +11,26 @@
 #include "execcred.h"
 #include "sglimits.h"
 
+/* Blocks of one destination and reason for one exec. */
+struct eblock {
+	unsigned long long	 last;		/* serial of the last attempt */
+	unsigned long long	 count;
+	char			 host[SG_HOST_MAX + 1];
+	int			 port;
+	int			 attributed;	/* the exec's credential named */
+	char			 reason[32];
+	char			 message[512];
+};
+
 struct ecred {
 	struct ecred	*next;
 	char		 token[65];
 	char		 sandbox[65];
 	char		 run[EXECCRED_RUN_MAX + 1];
+	struct eblock	*blocks;	/* grown to EXECCRED_BLOCKS at most */
+	size_t		 nblocks;
+	size_t		 cap;
+	int		 truncated;	/* a destination was not kept */
 };
 
 struct execcred {
@@ -25,6 +40,9 @@ struct execcred {
 
 static int	ecred_token_ok(const char *);
 static int	ecred_id_ok(const char *, size_t);
+static void	ecred_free(struct ecred *);
+static void	ecred_note(struct ecred *, unsigned long long, int,
+		    const char *, int, const char *, const char *);
 
 struct execcred *
 execcred_new(void)
@@ -41,9 +59,16 @@ execcred_free(struct execcred *t)
 		return;
 	for (e = t->head; e != NULL; e = next) {
 		next = e->next;
-		free(e);
+		ecred_free(e);
 	}
 	free(t);
+}
+
+static void
+ecred_free(struct ecred *e)
+{
+	free(e->blocks);
+	free(e);
 }
 
 static int
@@ -120,7 +145,7 @@ ecred_remove(struct execcred *t, const char *key, int by_sandbox)
 	for (pp = &t->head; (e = *pp) != NULL;) {
 		if (strcmp(by_sandbox ? e->sandbox : e->run, key) == 0) {
 			*pp = e->next;
-			free(e);
+			ecred_free(e);
 			t->n--;
 			n++;
 		} else
@@ -177,5 +202,98 @@ execcred_json(const struct execcred *t)
 	for (e = t->head; e != NULL && a != NULL; e = e->next)
 		json_array_append_new(a, json_pack("{s:s, s:s}", "sandbox",
 		    e->sandbox, "run_id", e->run));
+	return a;
+}
+
+/* One attempt into e's set: counted, added, or the set marked truncated. */
+static void
+ecred_note(struct ecred *e, unsigned long long serial, int attributed,
+    const char *host, int port, const char *reason, const char *message)
+{
+	struct eblock	*b;
+	size_t		 i, cap;
+
+	for (i = 0; i < e->nblocks; i++) {
+		b = &e->blocks[i];
+		if (b->port == port && b->attributed == attributed &&
+		    strcmp(b->host, host) == 0 &&
+		    strcmp(b->reason, reason) == 0) {
+			b->last = serial;
+			b->count++;
+			return;
+		}
+	}
+	if (e->nblocks >= EXECCRED_BLOCKS) {
+		e->truncated = 1;
+		return;
+	}
+	if (e->nblocks == e->cap) {
+		cap = e->cap ? e->cap * 2 : 4;
+		if (cap > EXECCRED_BLOCKS)
+			cap = EXECCRED_BLOCKS;
+		if ((b = reallocarray(e->blocks, cap, sizeof(*b))) == NULL) {
+			e->truncated = 1;
+			return;
+		}
+		e->blocks = b;
+		e->cap = cap;
+	}
+	b = &e->blocks[e->nblocks++];
+	memset(b, 0, sizeof(*b));
+	b->last = serial;
+	b->count = 1;
+	snprintf(b->host, sizeof(b->host), "%s", host);
+	b->port = port;
+	b->attributed = attributed;
+	snprintf(b->reason, sizeof(b->reason), "%s", reason);
+	snprintf(b->message, sizeof(b->message), "%s", message);
+}
+
+void
+execcred_note_block(struct execcred *t, unsigned long long serial,
+    const char *sandbox, const char *run_id, const char *host, int port,
+    const char *reason, const char *message)
+{
+	struct ecred	*e;
+	int		 attributed = run_id != NULL && run_id[0] != '\0';
+
+	if (sandbox == NULL)
+		return;
+	for (e = t->head; e != NULL; e = e->next) {
+		if (strcmp(e->sandbox, sandbox) != 0 || (attributed &&
+		    strcmp(e->run, run_id) != 0))
+			continue;
+		ecred_note(e, serial, attributed, host ? host : "", port,
+		    reason ? reason : "", message ? message : "");
+	}
+}
+
+json_t *
+execcred_blocks_json(const struct execcred *t, const char *sandbox,
+    const char *run_id, unsigned long long after, int unattributed,
+    int *truncated)
+{
+	const struct ecred	*e;
+	const struct eblock	*b;
+	json_t			*a;
+	size_t			 i;
+
+	for (e = t->head; e != NULL; e = e->next)
+		if (strcmp(e->run, run_id) == 0 &&
+		    strcmp(e->sandbox, sandbox) == 0)
+			break;
+	if (e == NULL || (a = json_array()) == NULL)
+		return NULL;
+	*truncated = e->truncated;
+	for (i = 0; i < e->nblocks; i++) {
+		b = &e->blocks[i];
+		if (b->last <= after || (!b->attributed && !unattributed))
+			continue;
+		json_array_append_new(a, json_pack("{s:I, s:s, s:i, s:s, "
+		    "s:s, s:I, s:o}", "seq", (json_int_t)b->last, "host",
+		    b->host, "port", b->port, "reason", b->reason, "message",
+		    b->message, "attempts", (json_int_t)b->count, "run_id",
+		    b->attributed ? json_string(e->run) : json_null()));
+	}
 	return a;
 }

@@ -16,6 +16,7 @@
 
 #define EXECCRED_MAX		4096	/* running execs at once */
 #define EXECCRED_RUN_MAX	64	/* bytes of a run id */
+#define EXECCRED_BLOCKS		64	/* distinct blocks kept per exec */
 
 struct execcred;
 
@@ -43,6 +44,29 @@ size_t		 execcred_count(const struct execcred *);
  */
 const char	*execcred_run(const struct execcred *, const char *token,
 		    const char *sandbox, char *run);
+
+/*
+ * A block of sandbox (serial: proxy.block_serial of the attempt; host
+ * and message escaped already): kept with the exec run_id names, or,
+ * when run_id is NULL or "" (no credential), with every exec of the
+ * sandbox. Each exec keeps its own set of at most EXECCRED_BLOCKS
+ * distinct destinations (host, port, reason, attributed or not), each
+ * with its attempts; past that its set is marked truncated. The set goes
+ * with the credential (execcred_remove).
+ */
+void		 execcred_note_block(struct execcred *, unsigned long long serial,
+		    const char *sandbox, const char *run_id, const char *host,
+		    int port, const char *reason, const char *message);
+/*
+ * The blocks kept for run_id of sandbox whose last attempt is after
+ * serial after, in the order first blocked, as GET /blocks lists them (with
+ * unattributed: also those no credential named); *truncated says
+ * whether some were not kept. NULL when run_id is not a running exec of
+ * sandbox. A new reference.
+ */
+json_t		*execcred_blocks_json(const struct execcred *,
+		    const char *sandbox, const char *run_id,
+		    unsigned long long after, int unattributed, int *truncated);
 
 /* [{"sandbox":..,"run_id":..}...], a new reference; no tokens. */
 json_t		*execcred_json(const struct execcred *);

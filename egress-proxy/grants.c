@@ -23,6 +23,16 @@ static int	grants_parse_time(const char *, time_t *);
 static int	grants_pick_dest(const struct grant *, const void *);
 static int	grants_pick_expired(const struct grant *, const void *);
 
+time_t
+grants_clock(void)
+{
+	struct timespec	ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) == -1)
+		(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
 struct grants *
 grants_new(void)
 {
@@ -164,7 +174,7 @@ grants_pick_dest(const struct grant *g, const void *key)
 static int
 grants_pick_expired(const struct grant *g, const void *key)
 {
-	return g->expires <= *(const time_t *)key;
+	return g->deadline <= *(const time_t *)key;
 }
 
 size_t
@@ -196,7 +206,7 @@ grants_match(const struct grants *t, const char *sandbox, const char *run,
 	if (sandbox == NULL)
 		return NULL;
 	for (g = t->head; g != NULL; g = g->next) {
-		if (g->port == port && now < g->expires &&
+		if (g->port == port && now < g->deadline &&
 		    strcmp(g->host, host) == 0 &&
 		    strcmp(g->sandbox, sandbox) == 0 &&
 		    (g->run[0] == '\0' || strcmp(g->run, run) == 0))
@@ -274,7 +284,7 @@ grants_restorable(const struct grant *g, time_t now, const char **cause)
 }
 
 size_t
-grants_load_json(struct grants *t, json_t *arr, time_t now,
+grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
     void (*cb)(const struct grant *, const char *, void *), void *arg)
 {
 	struct grant	 g;
@@ -300,13 +310,37 @@ grants_load_json(struct grants *t, json_t *arr, time_t now,
 		    grants_parse_time(json_string_value(json_object_get(o,
 		    "expires")), &g.expires) == -1)
 			cause = "granted and expires must be UTC times";
-		else if (grants_restorable(&g, now, &cause) == 0 &&
-		    grants_add(t, &g, &cause) == 0) {
-			n++;
-			cause = NULL;
+		else if (grants_restorable(&g, now, &cause) == 0) {
+			/* What the wall clock leaves of it, on our clock. */
+			g.deadline = clock + (g.expires > now ? g.expires -
+			    now : 0);
+			if (grants_add(t, &g, &cause) == 0) {
+				n++;
+				cause = NULL;
+			}
 		}
 		if (cb != NULL)
 			cb(&g, cause, arg);
 	}
+	return n;
+}
+
+long
+grants_load_text(struct grants *t, const char *text, size_t len,
+    time_t now, time_t clock, void (*cb)(const struct grant *,
+    const char *, void *), void *arg, char *err, size_t errsize)
+{
+	json_error_t	 je;
+	json_t		*arr;
+	long		 n = -1;
+
+	if ((arr = json_loadb(text, len, 0, &je)) == NULL)
+		snprintf(err, errsize, "line %d column %d: %s", je.line,
+		    je.column, je.text);
+	else if (!json_is_array(arr))
+		snprintf(err, errsize, "not a JSON array");
+	else
+		n = (long)grants_load_json(t, arr, now, clock, cb, arg);
+	json_decref(arr);
 	return n;
 }

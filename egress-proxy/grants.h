@@ -7,6 +7,14 @@
  * a narrower `grants: under:` added later wins over a grant given before.
  * The table is saved next to the registry and survives a restart until
  * each grant expires.
+ *
+ * Clocks: granted and expires are wall-clock times, kept for the record
+ * (the events, `sandgate grants`, grants.json) and to restore a grant
+ * after a restart. What ends a grant in the running proxy is its
+ * deadline on grants_clock(), a clock that only goes forward (setting
+ * the wall clock back or forth does not move it), set when the grant is
+ * given (clock now + its seconds) or restored (clock now + what was left
+ * of it by the wall clock then).
  */
 #ifndef SG_GRANTS_H
 #define SG_GRANTS_H
@@ -31,11 +39,18 @@ struct grant {
 	char		 run[EXECCRED_RUN_MAX + 1];	/* "": every exec */
 	char		 by[65];
 	char		 rationale[GRANTS_TEXT_MAX + 1];
-	time_t		 granted;
+	time_t		 granted;	/* wall clock: the record */
 	time_t		 expires;
+	time_t		 deadline;	/* grants_clock(): what ends it */
 };
 
 struct grants;
+
+/*
+ * The clock grant deadlines are on: seconds of CLOCK_BOOTTIME (never set
+ * back, and it counts a suspend, unlike CLOCK_MONOTONIC).
+ */
+time_t		 grants_clock(void);
 
 struct grants	*grants_new(void);
 void		 grants_free(struct grants *);	/* NULL ok */
@@ -53,12 +68,15 @@ int		 grants_add(struct grants *, const struct grant *g,
 size_t		 grants_remove(struct grants *, const char *sandbox,
 		    const char *host, int port,
 		    void (*cb)(const struct grant *, void *), void *arg);
-/* Remove the grants expired at now, calling cb with each. How many. */
+/*
+ * Remove the grants whose deadline is at or before now (grants_clock()),
+ * calling cb with each. How many.
+ */
 size_t		 grants_expire(struct grants *, time_t now,
 		    void (*cb)(const struct grant *, void *), void *arg);
 /*
- * The grant in force at now that lets sandbox (and run, "" for none)
- * reach host:port, or NULL.
+ * The grant in force at now (grants_clock()) that lets sandbox (and run,
+ * "" for none) reach host:port, or NULL.
  */
 const struct grant *grants_match(const struct grants *, const char *sandbox,
 		    const char *run, const char *host, int port, time_t now);
@@ -69,13 +87,24 @@ json_t		*grants_one_json(const struct grant *);
 json_t		*grants_json(const struct grants *, const char *sandbox);
 /*
  * Add the grants of an array made by grants_json(), those given before
- * now and ending at most GRANTS_SECS_MAX after it; cb (unless NULL) is
- * called with each entry and NULL when it was added, or why it was
- * refused. How many were added.
+ * now (wall clock) and ending at most GRANTS_SECS_MAX after it, each
+ * with its deadline at clock (grants_clock()) plus what is left of it
+ * (an expired one: clock, so the next expiry check ends it); cb (unless
+ * NULL) is called with each entry and NULL when it was added, or why it
+ * was refused. How many were added.
  */
 size_t		 grants_load_json(struct grants *, json_t *, time_t now,
+		    time_t clock, void (*cb)(const struct grant *,
+		    const char *cause, void *), void *arg);
+/*
+ * grants.json's text (what the proxy reads at start): parsed, then
+ * grants_load_json(). -1 with err (a line, column and cause) when it is
+ * not a JSON array; else how many were added.
+ */
+long		 grants_load_text(struct grants *, const char *text,
+		    size_t len, time_t now, time_t clock,
 		    void (*cb)(const struct grant *, const char *cause,
-		    void *), void *arg);
+		    void *), void *arg, char *err, size_t errsize);
 /*
  * Remove the grants pick(g, key) says (grants a floor loaded later no
  * longer allows, say), calling cb with each. How many.

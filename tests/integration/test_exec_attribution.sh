@@ -122,4 +122,27 @@ assert_contains "a SIGKILLed exec's credential names no run" "$ev" "five.blocked
 assert_not_contains "the SIGKILLed exec's run is named by no later event" \
 	"$(echo "$ev" | grep five.blocked.test)" "$RD"
 
+# Another exec blocked on more destinations than the proxy keeps per exec
+# (64) while this one runs: this one's list keeps its own block and only
+# it; the other's says it is cut (network_blocked_truncated).
+G=$SG_TMP/g.json H=$SG_TMP/h.json
+"$SG" exec --json "$SBX" -- sh -c 'curl -sS -m 10 https://six.blocked.test/;
+	touch /tmp/g.blocked; while [ ! -e /tmp/h.done ]; do sleep 0.1; done' \
+	>"$G" 2>"$SG_TMP/g.err" &
+gpid=$!
+"$SG" exec --json "$SBX" -- sh -c 'while [ ! -e /tmp/g.blocked ]; do sleep 0.1; done
+	i=0; while [ $i -lt 70 ]; do
+		curl -s -o /dev/null -m 10 http://h$i.flood.test/; i=$((i + 1))
+	done; touch /tmp/h.done' >"$H" 2>"$SG_TMP/h.err" &
+hpid=$!
+wait $gpid $hpid
+RG=$(field "$G" 'd["run_id"]')
+assert_eq "exec G lists its own block alone after another's 70" \
+	"six.blocked.test:443 $RG False" \
+	"$(field "$G" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"]) + " " + str(d["network_blocked_truncated"])')"
+assert_eq "exec H lists 64 destinations and says it is cut" "64 True" \
+	"$(field "$H" 'str(len(d["network_blocked"])) + " " + str(d["network_blocked_truncated"])')"
+assert_eq "exec A's list is whole" "False" \
+	"$(field "$A" 'd["network_blocked_truncated"]')"
+
 sg_summary

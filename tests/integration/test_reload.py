@@ -624,6 +624,8 @@ class T5Report(ReloadTest):
 TOK_A = "a1" * 16           # run_a of sbx_one
 TOK_B = "b2" * 16           # run_b of sbx_one, at the same time
 TOK_C = "c3" * 20           # run_c of sbx_two
+TOK_D = "da" * 16           # run_d of sbx_flood
+TOK_E = "e5" * 18           # run_e of sbx_flood, at the same time
 
 
 def basic(token, user="sandgate"):
@@ -779,6 +781,59 @@ class T10Execs(ReloadTest):
         get_with("127.0.0.3", "rg.test", "Basic " + basic(TOK_C))
         self.assertEqual(self.blocked(mark), [("rg.test", None,
                                                "sbx_two")])
+
+
+
+
+class T13ExecBlocks(ReloadTest):
+    """F3 of issue 19: one exec's blocks erased another's network_blocked.
+    A sandbox of its own: its flood spends only its own log budget."""
+
+    def test_another_execs_blocks_leave_this_ones(self):
+        """Each exec keeps its own blocks: another exec of the sandbox
+        blocked on many destinations neither pushes this one's out nor
+        gets into its list; the one past its bound says it is cut."""
+        control("POST", "/register", {"address": "127.0.0.4",
+                                      "sandbox": "sbx_flood", "sets": "test"})
+        for tok, run in ((TOK_D, "run_d"), (TOK_E, "run_e")):
+            status, resp = control("POST", "/execs", {
+                "token": tok, "sandbox": "sbx_flood", "run_id": run})
+            self.assertEqual(status, 200, resp)
+        self.addCleanup(control, "POST", "/unregister",
+                        {"sandbox": "sbx_flood"})
+        status, st = control("GET", "/status")
+        after = st["blocks_seq"]
+        self.assertEqual(get_with("127.0.0.4", "mine.test",
+                                  "Basic " + basic(TOK_D)).status, 403)
+        for i in range(100):
+            self.assertEqual(get_with("127.0.0.4", "h%d.b.test" % i,
+                                      "Basic " + basic(TOK_E)).status, 403)
+        # What the controller reads at each exec's end.
+        q = "/blocks?sandbox=sbx_flood&after=%d&unattributed=1&run=%s"
+        status, body = control("GET", q % (after, "run_d"))
+        self.assertEqual(status, 200, body)
+        self.assertEqual([(b["host"], b["run_id"]) for b in body["blocks"]],
+                         [("mine.test", "run_d")])
+        self.assertFalse(body["truncated"])
+        status, body = control("GET", q % (after, "run_e"))
+        self.assertEqual(len(body["blocks"]), 64)
+        self.assertEqual(body["blocks"][0]["host"], "h0.b.test")
+        self.assertTrue(body["truncated"])
+        # The same destination again is counted, not listed twice; a
+        # block no credential named goes to both, once each.
+        get_with("127.0.0.4", "mine.test", "Basic " + basic(TOK_D))
+        get_with("127.0.0.4", "anon.test", None)
+        status, body = control("GET", q % (after, "run_d"))
+        self.assertEqual([(b["host"], b["attempts"], b["run_id"])
+                          for b in body["blocks"]],
+                         [("mine.test", 2, "run_d"), ("anon.test", 1, None)])
+        # An exec that ended takes its set with it.
+        control("POST", "/execs/end", {"run_id": "run_d"})
+        control("POST", "/execs", {"token": TOK_D, "sandbox": "sbx_flood",
+                                   "run_id": "run_d"})
+        status, body = control("GET", q % (0, "run_d"))
+        self.assertEqual(body["blocks"], [])
+        self.assertFalse(body["truncated"])
 
 
 # ------------------------------------------------------- (i) grants

@@ -11,6 +11,7 @@
 #include "grants.h"
 
 #define T0	((time_t)1780272000)	/* 2026-06-01T00:00:00Z */
+#define M0	((time_t)5000)		/* grants_clock() at a restore */
 
 static void
 test_fill(struct grant *g, const char *host, const char *run, long secs)
@@ -24,6 +25,7 @@ test_fill(struct grant *g, const char *host, const char *run, long secs)
 	snprintf(g->rationale, sizeof(g->rationale), "the task needs it");
 	g->granted = T0;
 	g->expires = T0 + secs;
+	g->deadline = T0 + secs;	/* the tests' clock reads as T0 */
 }
 
 static size_t	test_seen;
@@ -124,7 +126,7 @@ test_json(void **state)
 	assert_int_equal(json_array_size(a), 1);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(
 	    a, 0), "expires")), "2026-06-01T00:02:00Z");
-	assert_int_equal(grants_load_json(u, a, T0, NULL, NULL), 1);
+	assert_int_equal(grants_load_json(u, a, T0, T0, NULL, NULL), 1);
 	b = grants_json(u, "sbx_a");
 	assert_true(json_equal(a, b));
 	json_decref(b);
@@ -168,8 +170,8 @@ test_load_refuses(void **state)
 	assert_int_equal(grants_add(t, &g, &cause), 0);
 	a = grants_json(t, NULL);
 	test_nrefused = 0;
-	assert_int_equal(grants_load_json(u, a, T0 + 1, test_restore_cb,
-	    NULL), 1);
+	assert_int_equal(grants_load_json(u, a, T0 + 1, T0 + 1,
+	    test_restore_cb, NULL), 1);
 	assert_int_equal(test_nrefused, 1);
 	assert_null(grants_match(u, "sbx_a", "", "a.corp.test", 443,
 	    T0 + 4000));
@@ -177,6 +179,87 @@ test_load_refuses(void **state)
 	    T0 + 1));
 	json_decref(a);
 	grants_free(t);
+	grants_free(u);
+}
+
+/*
+ * Expiry goes by grants_clock(), never the wall clock: a grant ends at its
+ * deadline whatever the wall-clock times say, and one restored gets what
+ * the wall clock left of it on the clock of the proxy that restores it.
+ */
+static void
+test_clock(void **state)
+{
+	struct grants	*t = grants_new(), *u;
+	struct grant	 g;
+	json_t		*a;
+	const char	*cause;
+
+	(void)state;
+	/* Given for 60 s at clock M0; the wall clock then goes back an hour:
+	 * the record's expires is then 3660 s ahead, the grant still ends
+	 * at M0 + 60. */
+	test_fill(&g, "a.corp.test", "", 60);
+	g.deadline = M0 + 60;
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	assert_non_null(grants_match(t, "sbx_a", "", "a.corp.test", 443,
+	    M0 + 59));
+	assert_null(grants_match(t, "sbx_a", "", "a.corp.test", 443, M0 + 60));
+	assert_int_equal(grants_expire(t, M0 + 59, NULL, NULL), 0);
+	assert_int_equal(grants_expire(t, M0 + 60, NULL, NULL), 1);
+	/* Saved, then restored 20 s later (wall) at clock 7: 40 s left. */
+	test_fill(&g, "a.corp.test", "", 60);
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	a = grants_json(t, NULL);
+	u = grants_new();
+	assert_int_equal(grants_load_json(u, a, T0 + 20, 7, NULL, NULL), 1);
+	assert_non_null(grants_match(u, "sbx_a", "", "a.corp.test", 443, 46));
+	assert_null(grants_match(u, "sbx_a", "", "a.corp.test", 443, 47));
+	grants_free(u);
+	/* Restored with the wall clock set back before it was given:
+	 * refused, it can't be made to last longer so. */
+	u = grants_new();
+	test_nrefused = 0;
+	assert_int_equal(grants_load_json(u, a, T0 - 3600, 7,
+	    test_restore_cb, NULL), 0);
+	assert_int_equal(test_nrefused, 1);
+	grants_free(u);
+	/* Restored after it ended (wall): it ends at the first check. */
+	u = grants_new();
+	assert_int_equal(grants_load_json(u, a, T0 + 3600, 7, NULL, NULL), 1);
+	assert_null(grants_match(u, "sbx_a", "", "a.corp.test", 443, 7));
+	assert_int_equal(grants_expire(u, 7, NULL, NULL), 1);
+	grants_free(u);
+	json_decref(a);
+	grants_free(t);
+}
+
+/* grants.json text as the proxy reads it at start. */
+static void
+test_text(void **state)
+{
+	struct grants	*u = grants_new();
+	char		 err[256];
+	const char	*ok = "[{\"sandbox\":\"sbx_a\",\"host\":\"a.corp.test\","
+			    "\"port\":443,\"by\":\"alice (uid 1000)\","
+			    "\"rationale\":\"r\",\"granted\":"
+			    "\"2026-06-01T00:00:00Z\",\"expires\":"
+			    "\"2026-06-01T00:01:00Z\"}]";
+
+	(void)state;
+	assert_int_equal(grants_load_text(u, ok, strlen(ok), T0, M0, NULL,
+	    NULL, err, sizeof(err)), 1);
+	assert_non_null(grants_match(u, "sbx_a", "", "a.corp.test", 443,
+	    M0 + 59));
+	assert_int_equal(grants_load_text(u, "{}", 2, T0, M0, NULL, NULL,
+	    err, sizeof(err)), -1);
+	assert_string_equal(err, "not a JSON array");
+	assert_int_equal(grants_load_text(u, "[1,", 3, T0, M0, NULL, NULL,
+	    err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "line 1"));
+	/* Entries of the wrong shape are refused one by one. */
+	assert_int_equal(grants_load_text(u, "[1,{},[]]", 9, T0, M0, NULL,
+	    NULL, err, sizeof(err)), 0);
 	grants_free(u);
 }
 
@@ -188,6 +271,8 @@ main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_load_refuses),
+		cmocka_unit_test(test_clock),
+		cmocka_unit_test(test_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

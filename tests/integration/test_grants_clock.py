@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""A grant's time limit against wall-clock steps (docs/guarantees.md,
+"Grants and the clock"): the real sandgate-proxy runs with a preloaded
+shim that shifts what CLOCK_REALTIME, time() and gettimeofday() say by
+the number of seconds in a file the test writes, so the proxy sees its
+wall clock set back or forward while this machine's clock is never
+touched. The clock that ends grants (CLOCK_BOOTTIME) is not shifted.
+
+Run: python3 tests/integration/test_grants_clock.py [-v]
+Env: SANDGATE_BIN, SANDGATE_SRC; SANDGATE_KEEP=1 keeps the folder.
+Everything is on loopback; the client plays sandbox sbx_g from 127.0.0.2.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxylib  # noqa: E402
+from proxylib import get_request  # noqa: E402
+
+W = {}
+
+SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <time.h>
+
+static long long
+shift(void)
+{
+	const char	*p = getenv("SG_TEST_CLOCK_SHIFT");
+	FILE		*f;
+	long long	 s = 0;
+
+	if (p == NULL || (f = fopen(p, "re")) == NULL)
+		return 0;
+	if (fscanf(f, "%lld", &s) != 1)
+		s = 0;
+	fclose(f);
+	return s;
+}
+
+int
+clock_gettime(clockid_t id, struct timespec *ts)
+{
+	static int	(*real)(clockid_t, struct timespec *);
+	int		 rc;
+
+	if (real == NULL)
+		real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT,
+		    "clock_gettime");
+	rc = real(id, ts);
+	if (rc == 0 && (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE))
+		ts->tv_sec += shift();
+	return rc;
+}
+
+time_t
+time(time_t *t)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (t != NULL)
+		*t = ts.tv_sec;
+	return ts.tv_sec;
+}
+
+int
+gettimeofday(struct timeval *tv, void *tz)
+{
+	struct timespec	ts;
+
+	(void)tz;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (tv != NULL) {
+		tv->tv_sec = ts.tv_sec;
+		tv->tv_usec = ts.tv_nsec / 1000;
+	}
+	return 0;
+}
+"""
+
+FLOOR = """\
+description: what approvers may open
+grants:
+  under: [grant.test]
+  allow_private: true
+"""
+
+
+def setUpModule():
+    for k in proxylib.PROXY_ENV:
+        os.environ.pop(k, None)
+    W["dir"] = tempfile.mkdtemp(prefix="sg-grclock-")
+    d = W["dir"]
+    try:
+        with open(os.path.join(d, "shim.c"), "w") as f:
+            f.write(SHIM)
+        shim = os.path.join(d, "clockshift.so")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", shim,
+                        os.path.join(d, "shim.c"), "-ldl"], check=True)
+        W["shift"] = os.path.join(d, "shift")
+        set_shift(0)
+        W["sock"] = os.path.join(d, "run", "control.sock")
+        os.makedirs(os.path.dirname(W["sock"]))
+        W["up"] = proxylib.Upstreams(d).start()
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env = {"LD_PRELOAD": shim, "SG_TEST_CLOCK_SHIFT": W["shift"],
+               # An ASan build wants its runtime first; the shim is
+               # only the test's.
+               "ASAN_OPTIONS": (asan + ":" if asan else "") +
+               "verify_asan_link_order=0"}
+        p = proxylib.Proxy(d, W["up"], sets="test", env=env,
+                           extra_args=["--control-socket", W["sock"]])
+        W["proxy"] = p
+        with open(os.path.join(p.policy_dir, "floor.yaml"), "w") as f:
+            f.write(FLOOR)
+        with open(p.hosts, "a") as f:
+            f.write("127.0.0.1\tg1.grant.test g2.grant.test\n")
+        p.start()
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def tearDownModule():
+    proxylib.teardown(W, [W["proxy"]] if W.get("proxy") is not None
+                      else [])
+
+
+def set_shift(secs):
+    """What the proxy's wall clock says from now on: real time + secs."""
+    with open(W["shift"] + ".tmp", "w") as f:
+        f.write("%d\n" % secs)
+    os.rename(W["shift"] + ".tmp", W["shift"])
+
+
+def control(method, path, body=None):
+    return proxylib.control(W["sock"], method, path, body)
+
+
+def get_status(host):
+    hp = "%s:%d" % (host, W["up"].http_port)
+    with proxylib.bound_conn("127.0.0.2", W["proxy"].port) as c:
+        c.send(get_request("http://%s/" % hp, hp, "Connection: close\r\n"))
+        return c.read_response().status
+
+
+def grant(host, seconds):
+    return control("POST", "/grants", {
+        "sandbox": "sbx_g", "host": host, "port": W["up"].http_port,
+        "seconds": seconds, "rationale": "the task needs %s" % host,
+        "by": "tester"})
+
+
+class ClockSteps(unittest.TestCase):
+    def setUp(self):
+        set_shift(0)
+        status, body = control("POST", "/register", {
+            "address": "127.0.0.2", "sandbox": "sbx_g", "sets": "test"})
+        self.assertEqual(status, 200, body)
+
+    def tearDown(self):
+        set_shift(0)
+        for h in ("g1.grant.test", "g2.grant.test"):
+            control("POST", "/grants/revoke", {
+                "sandbox": "sbx_g", "host": h, "port": W["up"].http_port,
+                "by": "teardown"})
+        self.assertTrue(W["proxy"].alive(), W["proxy"].stderr()[-3000:])
+
+    def test_clock_set_back_does_not_lengthen_a_grant(self):
+        mark = W["proxy"].mark()
+        status, body = grant("g1.grant.test", 2)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(get_status("g1.grant.test"), 200)
+        set_shift(-3600)
+        time.sleep(3.5)
+        # By the wall clock it has an hour to go; it ended 1.5 s ago.
+        self.assertEqual(get_status("g1.grant.test"), 403)
+        ev = W["proxy"].wait_event(
+            lambda e: e.get("event") == "grant.expired", mark)
+        self.assertIsNotNone(ev, "no grant.expired event")
+        self.assertEqual(ev["host"], "g1.grant.test")
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual(body["grants"], [])
+
+    def test_clock_set_forward_does_not_end_a_grant_early(self):
+        status, body = grant("g2.grant.test", 120)
+        self.assertEqual(status, 200, body)
+        set_shift(3600)
+        time.sleep(1.5)     # at least one expiry tick
+        # By the wall clock it ended an hour ago; 118 s remain of it.
+        self.assertEqual(get_status("g2.grant.test"), 200)
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual([g["host"] for g in body["grants"]],
+                         ["g2.grant.test"])
+
+
+if __name__ == "__main__":
+    sys.exit(proxylib.run_tests(sys.modules[__name__]))
