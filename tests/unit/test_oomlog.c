@@ -41,7 +41,6 @@ test_parse_other(void **state)
 		"3,1,1,-;Memory cgroup out of memory: Killed process (x)",
 		"3,1,1,-;Memory cgroup out of memory: Killed process 5",
 		"3,1,1,-;Memory cgroup out of memory: Killed process 0 (x)",
-		"3,1,1,-;Memory cgroup out of memory: Killed process 99999999999 (x)",
 		"3,1,1,-;Memory cgroup out of memory: Killed process -5 (x)",
 		"3,1,1,-;Memory cgroup out of memory: Killed process 5x (x)",
 		"3,1,1,-; Memory cgroup out of memory: Killed process 5 (x)",
@@ -64,6 +63,9 @@ test_parse_bounded(void **state)
 	assert_int_equal(oomlog_parse(rec, strlen(rec) - 4), -1);
 	assert_int_equal(oomlog_parse(rec, strlen(rec) - 3), 123);
 	assert_int_equal(oomlog_parse(rec, 10), -1);
+	/* a pid past INT_MAX */
+	assert_int_equal(parse("3,1,1,-;Memory cgroup out of memory: Killed "
+	    "process 99999999999 (x)"), -1);
 }
 
 int
