@@ -23,6 +23,7 @@
 #include "evidence.h"
 #include "exec.h"
 #include "log.h"
+#include "oomlog.h"
 #include "probe.h"
 #include "procstat.h"
 #include "sandbox.h"
@@ -31,6 +32,8 @@
 
 #define EXEC_KILL_GRACE_US	(5ull * 1000 * 1000)	/* after a kill */
 #define EXEC_REAP_ACTIVE	64	/* other runs' markers passed to reap */
+#define EXEC_OWN_MAX		1024	/* pids remembered per exec */
+#define EXEC_OOM_PIDS		256	/* OOM kills looked at per exec */
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
 #define EXEC_SETTLE_ROUNDS	100	/* kill rounds after the first ... */
 #define EXEC_SETTLE_MS		30	/* ... this far apart */
@@ -82,6 +85,11 @@ struct exec_state {
 	uint64_t		 deadline;
 	uint64_t		 grace;		/* 0 until a kill happened */
 	int			 died;		/* the container's init is gone */
+	int			 kmsg;		/* oomlog_open(), or -1 */
+	int			 own[EXEC_OWN_MAX]; /* runc: pids seen marked
+						   with this run */
+	size_t			 n_own;
+	int			 own_full;	/* one was seen with own full */
 	unsigned long long	 pids_limit;	/* the cgroup's pids.max, 0: none */
 	unsigned long long	 pids_max_seen;	/* pids.events max, last read */
 };
@@ -1023,6 +1031,76 @@ exec_stop(struct exec_state *st, int sig)
 	st->grace = util_now_us() + EXEC_KILL_GRACE_US;
 }
 
+/* 1 when pid is in the exec's own set. */
+static int
+exec_own_has(const struct exec_state *st, int pid)
+{
+	size_t	i;
+
+	for (i = 0; i < st->n_own; i++)
+		if (st->own[i] == pid)
+			return 1;
+	return 0;
+}
+
+static void
+exec_own_add(struct exec_state *st, int pid)
+{
+	if (pid <= 0 || exec_own_has(st, pid))
+		return;
+	if (st->n_own < EXEC_OWN_MAX)
+		st->own[st->n_own++] = pid;
+	else
+		st->own_full = 1;
+}
+
+/*
+ * runc: remember every process of the container marked with this run, so
+ * that an OOM kill the kernel logs can be told to be this exec's.
+ */
+static void
+exec_own_sample(struct exec_state *st)
+{
+	char	 mark[64];
+	int	*procs = NULL;
+	size_t	 n = 0, i;
+
+	if (st->o->inside || st->kmsg == -1 || st->cg.pids[0] == '\0' ||
+	    cgroup_procs(&st->cg, &procs, &n) == -1)
+		return;
+	for (i = 0; i < n; i++)
+		if (!exec_own_has(st, procs[i]) &&
+		    procstat_run_marker(procs[i], mark, sizeof(mark)) == 1 &&
+		    strcmp(mark, st->o->run_id) == 0)
+			exec_own_add(st, procs[i]);
+	free(procs);
+}
+
+/*
+ * Whether the memory limit took one of this exec's processes. Under
+ * gVisor (one host process for the whole sandbox), without the kernel's
+ * log, or when the exec had more processes than it remembers, the
+ * container's counter decides, as before.
+ */
+static int
+exec_own_oom(struct exec_state *st, const struct cgroup_counters *before,
+    const struct cgroup_counters *after)
+{
+	int	pids[EXEC_OOM_PIDS];
+	long	n, i;
+
+	if (after->oom_kill <= before->oom_kill)
+		return 0;
+	if (st->o->inside || st->kmsg == -1 || st->own_full)
+		return 1;
+	if ((n = oomlog_read(st->kmsg, pids, EXEC_OOM_PIDS)) > EXEC_OOM_PIDS)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (exec_own_has(st, pids[i]))
+			return 1;
+	return 0;
+}
+
 /* Every DOCKER_TICK_MS: deadline, signals, pids sampling. */
 static int
 exec_tick(void *arg)
@@ -1030,6 +1108,8 @@ exec_tick(void *arg)
 	struct exec_state	*st = arg;
 	unsigned long long	 cur;
 	uint64_t		 now = util_now_us();
+
+	exec_own_sample(st);
 
 	if (cgroup_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
 	    cur > st->res->peak_pids)
@@ -1124,7 +1204,7 @@ exec_finish(struct exec_state *st, const struct cgroup_counters *before,
 	if (st->pids_max_seen > after.pids_max)
 		after.pids_max = st->pids_max_seen;
 	r->cmd_exit = cmd_exit;
-	r->oom_killed |= after.oom_kill > before->oom_kill;
+	r->oom_killed |= exec_own_oom(st, before, &after);
 	/*
 	 * A container that died with its cgroup full: gVisor's kernel stops
 	 * when it cannot get a host task (its own tasks grow with process
@@ -1190,12 +1270,15 @@ exec_run(struct docker *d, const char *cid, int pid,
 	active[0] = '\0';
 	memset(res, 0, sizeof(*res));
 	memset(&st, 0, sizeof(st));
+	memset(&ei, 0, sizeof(ei));
+	res->gvisor = o->inside;
 	st.d = d;
 	st.cid = cid;
 	st.pid = pid;
 	st.o = o;
 	st.res = res;
 	cb.arg = &st;
+	st.kmsg = o->inside ? -1 : oomlog_open();
 	exec_begin(&st, &before);
 	spec = exec_spec(o);
 	exec_mark_active(o, active, sizeof(active));
@@ -1243,9 +1326,12 @@ exec_run(struct docker *d, const char *cid, int pid,
 	if (!res->timed_out && res->signal == 0 && (o->inside ||
 	    exec_has_leftovers(&st.cg, &st.init, o->run_id)))
 		exec_stop_leftovers(&st);
+	exec_own_add(&st, ei.pid);
 	exec_finish(&st, &before, ei.running ? -1 : ei.exit_code);
 	rv = 0;
 out:
+	if (st.kmsg != -1)
+		close(st.kmsg);
 	if (active[0] != '\0')
 		unlink(active);
 	exec_live_drain(&st);
@@ -1323,6 +1409,20 @@ exec_notices_blocked(json_t *a, json_t *blocked)
 	}
 }
 
+/* Why the container stopped, as far as sandgate can tell, by runtime. */
+static const char *
+exec_died_why(const struct exec_result *r)
+{
+	if (r->gvisor && r->oom_killed)
+		return " (gVisor ends the whole sandbox at its memory limit)";
+	if (r->gvisor && r->pids_limit_hit)
+		return " (gVisor ends the whole sandbox when its host process "
+		    "limit is full)";
+	if (r->oom_killed)
+		return " (the memory limit's OOM killer took its init)";
+	return "";
+}
+
 json_t *
 exec_notices(const struct exec_result *r, long long timeout,
     unsigned long long memory, long long pids)
@@ -1341,10 +1441,8 @@ exec_notices(const struct exec_result *r, long long timeout,
 		exec_notice(a, "process limit %lld reached", pids);
 	if (r->container_died)
 		exec_notice(a, "the sandbox's container stopped under the "
-		    "command%s; the next exec starts it again", r->oom_killed ?
-		    " (gVisor ends the whole sandbox at its memory limit)" :
-		    r->pids_limit_hit ? " (gVisor ends the whole sandbox when "
-		    "its host process limit is full)" : "");
+		    "command%s; the next exec starts it again",
+		    exec_died_why(r));
 	if (r->output_truncated)
 		exec_notice(a, "output longer than the %u MiB capture cap per "
 		    "stream: the result keeps its head and tail; the whole "

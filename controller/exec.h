@@ -100,6 +100,7 @@ struct exec_result {
 	int			 pids_limit_hit;
 	int			 output_truncated;
 	int			 signal;	/* SIGINT/SIGTERM that stopped it */
+	int			 gvisor;	/* ran under runsc (exec_opts inside) */
 	int			 killed;	/* processes killed */
 	int			 kill_failed;	/* the kill could not finish */
 	int			 container_died; /* the container stopped under

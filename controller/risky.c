@@ -62,16 +62,13 @@ static const struct risky_rule risky_rules[] = {
 #define RISKY_NRULES (sizeof(risky_rules) / sizeof(risky_rules[0]))
 
 /*
- * Characters drawn like '/' or '.' that Unicode's NFKC leaves alone (it
- * maps U+FF0F, U+FF0E and U+2024 itself): the look-alike key reads them
- * as the ASCII character.
+ * Characters drawn like '/' or '.' (risky_slashes, risky_dots): all that
+ * UTS #39 confusables.txt gives for them, generated into
+ * risky_lookalikes.h by scripts/gen-lookalikes.py, so that the list is
+ * Unicode's, not one found case at a time. NFKC maps U+FF0F, U+FF0E and
+ * U+FE52 itself; the look-alike key reads the rest as the ASCII character.
  */
-static const uint32_t risky_slashes[] = {
-	0x2044, 0x2215, 0x2571, 0x29f8, 0x1735, 0x3033
-};
-static const uint32_t risky_dots[] = {
-	0x0701, 0x0702, 0xa4f8, 0xa60e, 0x10a50
-};
+#include "risky_lookalikes.h"
 
 static int
 risky_in(uint32_t cp, const uint32_t *v, size_t n)

@@ -1,5 +1,8 @@
 /* sandbox.c: meta.json, the container spec and teardown; see sandbox.h. */
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/capability.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -85,6 +88,43 @@ long long
 sandbox_host_pids(const struct sandbox_meta *m)
 {
 	return sandbox_gvisor(m) ? m->pids * 10 + 128 : m->pids;
+}
+
+/* 1 when sandgate may lower an OOM score (CAP_SYS_RESOURCE effective). */
+static int
+sandbox_cap_resource(void)
+{
+	struct __user_cap_header_struct	h;
+	struct __user_cap_data_struct	d[2];
+
+	memset(&h, 0, sizeof(h));
+	memset(d, 0, sizeof(d));
+	h.version = _LINUX_CAPABILITY_VERSION_3;
+	if (syscall(SYS_capget, &h, d) == -1)
+		return 0;
+	return (d[CAP_SYS_RESOURCE / 32].effective &
+	    (1u << (CAP_SYS_RESOURCE % 32))) != 0;
+}
+
+int
+sandbox_oom_init(pid_t pid, char **cause)
+{
+	char	path[64], v[16];
+	int	fd, len, rv = -1, value;
+
+	value = sandbox_cap_resource() ? SANDBOX_INIT_OOM_ADJ :
+	    SANDBOX_INIT_OOM_ADJ_NOCAP;
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	len = snprintf(v, sizeof(v), "%d", value);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1 ||
+	    write(fd, v, (size_t)len) != len)
+		util_cause(cause, "cannot write %d to '%s': %s", value, path,
+		    strerror(errno));
+	else
+		rv = 0;
+	if (fd != -1)
+		close(fd);
+	return rv;
 }
 
 long long
@@ -1194,6 +1234,10 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	char			 target[80], runs[PATH_MAX];
 	int			 rv = -1;
 
+	/* gVisor: its sentry holds the whole sandbox's memory (guarantees.md) */
+	if (!sandbox_gvisor(m) &&
+	    sandbox_oom_init(pid, cause) == -1)
+		return -1;
 	if (strcmp(m->network, "proxy") == 0) {
 		if (netseal_apply(pid, m->proxy, cause) == -1 ||
 		    netseal_probe_target(m->proxy, target,

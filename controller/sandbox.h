@@ -67,6 +67,16 @@ struct docker;
 #define SANDBOX_NOFILE		4096	/* RLIMIT_NOFILE per process */
 #define SANDBOX_NPROC_SLACK	16	/* RLIMIT_NPROC above the pids limit */
 #define SANDBOX_OOM_SCORE_ADJ	1000	/* the host's OOM killer's first pick */
+/*
+ * runc: the init's, written from the host at each start: the memory
+ * cgroup's OOM killer never picks it (it would take the container and
+ * every exec with it), whatever the commands hold in a memfd or tmpfs.
+ * Lowering a score needs CAP_SYS_RESOURCE; a host that withholds it
+ * from root gets SANDBOX_INIT_OOM_ADJ_NOCAP, the lowest value the kernel
+ * lets it write there (guarantees.md, open items).
+ */
+#define SANDBOX_INIT_OOM_ADJ	(-1000)
+#define SANDBOX_INIT_OOM_ADJ_NOCAP 0
 #define SANDBOX_HOME		"/home/sandbox"
 #define SANDBOX_WORKDIR		"/workspace"
 #define SANDBOX_PATH_ENV	"PATH=/usr/local/sbin:/usr/local/bin:" \
@@ -115,6 +125,8 @@ struct sandbox_meta {
 
 /* 1 when the sandbox runs under gVisor (--runtime runsc). */
 int	sandbox_gvisor(const struct sandbox_meta *);
+/* Lower the oom_score_adj of the container's init (host pid). */
+int	sandbox_oom_init(pid_t, char **cause);
 /*
  * The pids limit of the container's host cgroup: --pids, or under gVisor
  * ten times it plus 128, because there the cgroup counts gVisor's own

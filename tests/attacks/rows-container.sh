@@ -3,7 +3,7 @@
 # controller's records, its deadlines and its markers, and for the container
 # spec and the network seal while the sandbox lives (issue 16, findings 1,
 # 2, 4, 5, 6, 7, 12 and the seal re-check; then 1d, 1e, 1e', 1e'', 1e''',
-# 6c, 6d, 12b and a seal rule added). Sourced by tests/attacks/run after
+# 6c, 6d, 12b and a seal rule added; round 5: 1f, 1g). Sourced by tests/attacks/run after
 # lib.sh; each atk_* function adds its rows. Needs $SG, $T, $MAIN, $RAISED,
 # $SANDGATE_STATE, $SANDGATE_LOG_DIR, $SANDGATE_RECORD_DIR, $PROXY_IP, $HERE
 # and the create helper of run.
@@ -421,4 +421,71 @@ atk_sealmore() {
 	    "exit $sm_rc; $(grep -m1 -o 'sandgate: refused: the network seal.*' "$T/sm.err" | cut -c1-160)" \
 	    "sandbox.seal_drift events naming the rule: ${seal_ev:-0}" \
 	    "the command: $(j sm 'o["stdout"].strip()' || echo 'did not run'); the exec after: $(j sm2 'o["stdout"].strip()') (sealed again)"
+}
+
+# --- 1f. the init under memory pressure; 1g. another exec's memory kill --------
+# A process with almost no RSS (inside/memfd.c, built static without libc)
+# fills a memfd up to --memory: the memory is the cgroup's, not the
+# process's, so by RSS alone the memory cgroup's OOM killer would take the
+# init (about 700 KB) and the container with it. sandgate lowers the init's
+# oom_score_adj from the host at each start (sandbox_oom_init). runc only:
+# gVisor ends the whole sandbox at its memory limit (docs/guarantees.md).
+atk_oominit() {
+	local state init mine apid
+	if [ "$RUNTIME" = runsc ]; then
+		row "1f init under memory pressure" "n/a (gVisor)" "gVisor ends the whole sandbox at its memory limit (documented)" "" ""
+		return
+	fi
+	if ! gcc -O2 -static -nostdlib -fno-stack-protector -fno-builtin \
+	    -o "$T/memfd" "$HERE/inside/memfd.c" 2>"$T/memfd.err"; then
+		row "1f init under memory pressure" NO "cannot build memfd.c: $(head -c 200 "$T/memfd.err")" "" ""
+		return
+	fi
+	if ! create OM "$T/project" --network none --memory 48m; then
+		row "1f init under memory pressure" NO "create failed" "" ""
+		return
+	fi
+	install -m 0755 "$T/memfd" "$SANDGATE_STATE/sandboxes/$OM/work/.memfd"
+	x om0 "$OM" -- sh -c 'cat /proc/1/oom_score_adj /proc/self/oom_score_adj'
+	init=$(j om0 'o["stdout"].split()[0]')
+	mine=$(j om0 'o["stdout"].split()[1]')
+	x oma "$OM" --timeout 30 -- /workspace/.memfd s 10 &
+	apid=$!
+	sleep 3
+	x omb "$OM" --timeout 20 -- /workspace/.memfd m 1
+	wait "$apid"
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$OM")
+	verdict "1f init under memory pressure (memfd filler with no RSS, a concurrent exec)" \
+	    '[ "$state" = running ] && [ "$(j oma "o[\"exit_code\"]")" = 0 ] && [ "$(j omb "o[\"oom_killed\"]")" = true ] && [ "${init:-1000}" -lt "${mine:-0}" ]' \
+	    "filler: exit $(j omb 'o["exit_code"]'), $(notice omb 'command killed'); concurrent exec: exit $(j oma 'o["exit_code"]')" \
+	    "$(rec omb); concurrent: $(rec oma)" \
+	    "container after both: $state; oom_score_adj init $init, a command $mine"
+	"$SG" discard "$OM" >/dev/null 2>&1
+}
+
+# 1g: exec A sleeps and exits 0 while exec B goes over --memory: the memory
+# cgroup's oom_kill counter is the container's, so only the kernel's record
+# of whom it killed (oomlog.h) may make A's result a memory kill. Under
+# gVisor the whole sandbox stops at the limit (documented): A must then say
+# that its container stopped, and why.
+atk_oomattr() {
+	local apid ok
+	ok='[ "$(j oaa "o[\"exit_code\"]")" = 0 ] && [ "$(j oaa "o[\"oom_killed\"]")" = false ] && ! grep -q "memory limit" "$T/oaa.err"'
+	[ "$RUNTIME" = runsc ] &&
+	    ok='[ "$(j oaa "o[\"container_stopped\"]")" = true ] && grep -q "gVisor ends the whole sandbox at its memory limit" "$T/oaa.err"'
+	if ! create OA "$T/project" --network none --memory 64m; then
+		row "1g another exec's memory kill" NO "create failed" "" ""
+		return
+	fi
+	x oaa "$OA" --timeout 30 -- sh -c 'echo A started; sleep 8; echo A done' &
+	apid=$!
+	sleep 3
+	x oab "$OA" --timeout 30 -- python3 /workspace/.attacks/memhog.py 512
+	wait "$apid"
+	verdict "1g another exec's memory kill is not this command's" \
+	    "$ok"' && [ "$(j oab "o[\"exit_code\"]")" = 137 ] && [ "$(j oab "o[\"oom_killed\"]")" = true ]' \
+	    "A: exit $(j oaa 'o["exit_code"]') $(notice oaa 'command killed'); B: exit $(j oab 'o["exit_code"]') $(notice oab 'command killed')" \
+	    "A: $(rec oaa); B: $(rec oab)" \
+	    "A printed: $(j oaa 'o["stdout"].strip()' | tr '\n' ' ')"
+	"$SG" discard "$OA" >/dev/null 2>&1
 }

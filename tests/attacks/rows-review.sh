@@ -163,23 +163,24 @@ assert zipfile.ZipFile(\"$T/rev-names.zip\").read(\"work/latin1.txt\")[:4] == b\
 # another script's letter): flagged, quoted, left out of apply --all.
 ra_lines() {
 	grep -e '^A "src\\3' -e '^A SRC/app.py' -e '^A .GitHub/' \
-	    -e '^A s.*tup.py' "$T/ras.out"
+	    -e '^A s.*tup.py' -e '^A "setup\\3' "$T/ras.out"
 }
 ra_ok() {
-	[ "$ras_rc" = 0 ] && [ "$(ra_lines | wc -l)" = 5 ] &&
-	    [ "$(ra_lines | grep -c risky)" = 5 ] &&
-	    ! grep -e SRC/ -e GitHub -e 'app.py"' -e 'tup.py' "$T/raa.out" |
+	[ "$ras_rc" = 0 ] && [ "$(ra_lines | wc -l)" = 10 ] &&
+	    [ "$(ra_lines | grep -c risky)" = 10 ] &&
+	    ! grep -e SRC/ -e GitHub -e 'app.py"' -e 'tup.py' -e 'setup\\3' \
+	    "$T/raa.out" |
 	    grep -vq '^refused'
 }
 atk_review_alike() {
 	x ra "$REV" --timeout 60 -- sh /workspace/.attacks/review.sh alike
 	sgrev ras diff --stat "$REV"
 	sgrev raa apply --all --dry-run "$REV"
-	verdict "R7b review: look-alike names (U+2215, U+FF0F, SRC/, .GitHub/, Cyrillic e)" \
+	verdict "R7b review: look-alike names (U+2215, U+FF0F, SRC/, .GitHub/, Cyrillic e; U+27CB, U+31D3, U+4E3F, U+0660, U+06F0)" \
 	    ra_ok "$(ra_lines | grep -c risky) of $(ra_lines | wc -l) flagged; $(grep -m1 -F 'SRC/app.py' "$T/ras.out" | cut -c1-60)" \
 	    "$(rec ra)" \
 	    "apply --all --dry-run: $(grep -c '^refused' "$T/raa.out") refused; $(ra_lines | head -1 | cut -c1-70)"
-	"$SG" exec "$REV" -- sh -c 'cd /workspace && rm -rf SRC .GitHub && find . -maxdepth 1 \( -name "src*app.py" -o -name "s*tup.py" \) -delete' \
+	"$SG" exec "$REV" -- sh -c 'cd /workspace && rm -rf SRC .GitHub && find . -maxdepth 1 \( -name "src*app.py" -o -name "s*tup.py" -o -name "setup*py" \) -delete' \
 	    >/dev/null 2>&1
 }
 

@@ -203,6 +203,51 @@ test_result_json(void **state)
 	exec_result_release(&r);
 }
 
+/* The notice list joined into one string (caller frees). */
+static char *
+notices_text(const struct exec_result *r)
+{
+	json_t	*a = exec_notices(r, 30, 64ULL << 20, 256);
+	char	*s = json_dumps(a, 0);
+
+	json_decref(a);
+	return s;
+}
+
+/*
+ * The container-stop notice names gVisor only under gVisor: under runc
+ * the memory limit's OOM killer took the init.
+ */
+static void
+test_notice_died_runtime(void **state)
+{
+	struct exec_result	 r;
+	char			*s;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.container_died = 1;
+	r.oom_killed = 1;
+	s = notices_text(&r);
+	assert_null(strstr(s, "gVisor"));
+	assert_non_null(strstr(s, "OOM killer took its init"));
+	free(s);
+	r.gvisor = 1;
+	s = notices_text(&r);
+	assert_non_null(strstr(s, "gVisor ends the whole sandbox at its "
+	    "memory limit"));
+	free(s);
+	r.oom_killed = 0;
+	r.pids_limit_hit = 1;
+	s = notices_text(&r);
+	assert_non_null(strstr(s, "host process limit"));
+	free(s);
+	r.gvisor = 0;
+	s = notices_text(&r);
+	assert_null(strstr(s, "gVisor"));
+	free(s);
+}
+
 /* Write a marker file dir/name holding text. */
 static void
 marker(const char *dir, const char *name, const char *text)
@@ -369,6 +414,7 @@ main(void)
 		cmocka_unit_test(test_utf8_clean),
 		cmocka_unit_test(test_format_size),
 		cmocka_unit_test(test_result_json),
+		cmocka_unit_test(test_notice_died_runtime),
 		cmocka_unit_test(test_active_sweep),
 		cmocka_unit_test(test_report_blocked_escaped),
 	};

@@ -75,6 +75,12 @@ static const struct risky_case risky_cases[] = {
 	{ "setup\xe2\x80\xa4py", 1 },		/* U+2024 ONE DOT LEADER */
 	{ ".github\xe2\x88\x95workflows\xe2\x88\x95x.yml", 1 },	/* U+2215 */
 	{ "package\xef\xbc\x8ejson", 1 },	/* U+FF0E FULLWIDTH FULL STOP */
+	/* confusables.txt's, once missing from a hand-kept list */
+	{ "setup\xd9\xa0py", 1 },		/* U+0660 ARABIC-INDIC ZERO */
+	{ "setup\xdb\xb0py", 1 },		/* U+06F0 EXT. ARABIC-INDIC ZERO */
+	{ ".github\xe2\x9f\x8bworkflows/x.yml", 1 },	/* U+27CB */
+	{ ".github\xe3\x87\x93workflows/x.yml", 1 },	/* U+31D3 */
+	{ ".github\xe4\xb8\xbfworkflows/x.yml", 1 },	/* U+4E3F */
 	/* letters of scripts no name mixes */
 	{ "s\xd0\xb5tup.py", 1 },		/* Latin and Cyrillic U+0435 */
 	{ "src/p\xce\xbfrt.c", 1 },		/* Latin and Greek U+03BF */
@@ -121,6 +127,11 @@ test_risky_key(void **state)
 		{ "src\xe2\x88\x95" "app.py", "src/app.py" },	/* U+2215 */
 		{ "src\xef\xbc\x8f" "app.py", "src/app.py" },	/* U+FF0F */
 		{ "src\xe2\x81\x84" "app.py", "src/app.py" },	/* U+2044 */
+		{ "src\xe2\x9f\x8b" "app.py", "src/app.py" },	/* U+27CB */
+		{ "src\xe3\x87\x93" "app.py", "src/app.py" },	/* U+31D3 */
+		{ "src\xe4\xb8\xbf" "app.py", "src/app.py" },	/* U+4E3F */
+		{ "setup\xd9\xa0py", "setup.py" },	/* U+0660 */
+		{ "setup\xdb\xb0py", "setup.py" },	/* U+06F0 */
 		{ "con\xef\xac\x81g.py", "config.py" },	/* U+FB01 fi */
 		{ "SETUP.PY", "setup.py" },
 		{ "\xe2\x84\xaa" "config", "kconfig" },	/* U+212A */

@@ -10,7 +10,8 @@
 #   long    a file whose path is 4.4 KiB long
 #   alike   names drawn like src/app.py (U+2215, U+FF0F), a folder SRC
 #           beside src, a CI workflow under .GitHub, a Cyrillic letter in
-#           setup.py
+#           setup.py; confusables.txt's U+27CB, U+31D3, U+4E3F for '/' and
+#           U+0660, U+06F0 for '.'
 cd /workspace || exit 1
 exec python3 - "$1" <<'PY'
 import os, sys
@@ -27,7 +28,9 @@ if stage == "names":
         open("many/%04d.txt" % i, "w").write("file %d\n" % i)
 elif stage == "alike":
     for n in ("src\u2215app.py", "src\uff0fapp.py", "SRC/app.py",
-              ".GitHub/workflows/x.yml", "s\u0435tup.py"):
+              ".GitHub/workflows/x.yml", "s\u0435tup.py",
+              "src\u27cbapp.py", "src\u31d3app.py", "src\u4e3fapp.py",
+              "setup\u0660py", "setup\u06f0py"):
         os.makedirs(os.path.dirname(n) or ".", exist_ok=True)
         open(n, "w").write('import os; os.system("id")\n')
 elif stage == "sparse":
