@@ -8,7 +8,14 @@
  *   bulk           GETs of a large file through one tunnel per connection
  *   idle           --concurrency tunnels opened and held; proxy RSS/tunnel
  *   blocked        absolute-URI GETs the proxy refuses (403), keep-alive
+ *   terminate      connect, with a TLS session (OpenSSL) inside each
+ *                  tunnel: the GETs go through a proxy that terminates TLS
+ *   terminate-churn connect-churn the same way: CONNECT, handshake, one
+ *                  GET, close, for every request
  * Without --proxy, http, connect and bulk talk to the target directly.
+ * The terminate modes name the upstream by --host (CONNECT target, SNI,
+ * Host) and verify the certificate the proxy shows against --cafile,
+ * with no session resumption: every connection is a full handshake.
  *
  * Every run prints one JSON object on one line to stdout. Latencies are
  * kept in a 1 us histogram up to 1 s (one overflow bucket past it). The
@@ -42,7 +49,10 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+
+#include <openssl/ssl.h>
 
 #define LG_HIST_MAX	1000000		/* us; one bucket per us below */
 #define LG_HEAD_MAX	65536		/* response head bytes */
@@ -62,6 +72,7 @@ enum lg_mode {
 enum lg_state {
 	LG_CONNECTING,
 	LG_TUNNEL,		/* CONNECT sent, waiting for 200 */
+	LG_HANDSHAKE,		/* terminate: TLS handshake in the tunnel */
 	LG_READY,		/* between requests */
 	LG_HEAD,		/* request sent, reading the response head */
 	LG_BODY,		/* Content-Length body, or until close */
@@ -83,6 +94,7 @@ struct lg_conn {
 	int			 close_after;
 	int			 status;
 	int			 nreq;		/* requests sent on this conn */
+	unsigned		 opens;		/* connections made in this slot */
 	struct event		*raw;		/* bulk bodies: plain read(2) */
 };
 
@@ -90,6 +102,10 @@ struct lg {
 	struct event_base	*base;
 	enum lg_mode		 mode;
 	const char		*mode_name;
+	int			 tls;		/* terminate modes */
+	const char		*host;		/* --host: name of the target */
+	const char		*cafile;
+	SSL_CTX			*ssl_ctx;
 	const char		*label;
 	struct sockaddr_in	 proxy;
 	int			 have_proxy;
@@ -157,6 +173,8 @@ static void	 run_idle(struct lg *);
 static double	 arg_num(const char *, double, double);
 static void	 parse_args(struct lg *, int, char **);
 static void	 raise_nofile(void);
+static SSL_CTX	*tls_ctx(struct lg *);
+static void	 tls_start(struct lg_conn *);
 
 static void
 usage(void)
@@ -167,7 +185,9 @@ usage(void)
 	    "[--label NAME] [--path P]\n"
 	    "\t[--blocked-host H] [--log-file F] [--hold S] "
 	    "[--max-seconds S]\n"
-	    "modes: http connect connect-churn bulk idle blocked\n");
+	    "\t[--host NAME --cafile PEM] (terminate modes)\n"
+	    "modes: http connect connect-churn bulk idle blocked terminate "
+	    "terminate-churn\n");
 	exit(2);
 }
 
@@ -314,7 +334,8 @@ build_requests(struct lg *lg)
 	int	 n;
 
 	snprintf(lg->target_text, sizeof(lg->target_text), "%s:%u",
-	    inet_ntoa(lg->target.sin_addr), ntohs(lg->target.sin_port));
+	    lg->host != NULL ? lg->host : inet_ntoa(lg->target.sin_addr),
+	    ntohs(lg->target.sin_port));
 	if (lg->mode == LG_BLOCKED)
 		n = snprintf(lg->req, sizeof(lg->req),
 		    "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n"
@@ -367,6 +388,7 @@ conn_open(struct lg_conn *c)
 	bufferevent_set_max_single_read(c->bev, LG_READ_MAX);
 	c->state = LG_CONNECTING;
 	c->nreq = 0;
+	c->opens++;
 	c->t_start = now_us();
 	if (lg->mode == LG_CHURN)
 		lg->issued++;
@@ -608,6 +630,10 @@ read_cb(struct bufferevent *bev, void *arg)
 				c->state = LG_HELD;
 				return;
 			}
+			if (c->lg->tls) {
+				tls_start(c);
+				return;
+			}
 			conn_send(c);
 			if (c->bev == NULL)
 				return;
@@ -711,8 +737,24 @@ event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct lg_conn	*c = arg;
 	struct lg	*lg = c->lg;
+	unsigned	 opens = c->opens;
 
 	(void)bev;
+	/*
+	 * A TLS filter may report the close before the bytes that came with
+	 * it: read those first. A response they complete closes this
+	 * connection (and may open the next one in this slot).
+	 */
+	if ((what & BEV_EVENT_EOF) && c->bev != NULL &&
+	    evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+		read_cb(c->bev, c);
+		if (c->opens != opens || c->bev == NULL)
+			return;
+	}
+	if ((what & BEV_EVENT_CONNECTED) && c->state == LG_HANDSHAKE) {
+		conn_send(c);
+		return;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		if (lg->have_proxy && lg->mode != LG_HTTP &&
 		    lg->mode != LG_BLOCKED) {
@@ -909,13 +951,70 @@ run_idle(struct lg *lg)
 		conn_close(&lg->conns[i], 0);
 }
 
+/*
+ * The client side of a terminated tunnel: TLS 1.2 or 1.3, the peer
+ * verified against --cafile and for --host, ALPN http/1.1, no session
+ * kept (a client resumes only a session it was handed back).
+ */
+static SSL_CTX *
+tls_ctx(struct lg *lg)
+{
+	static const unsigned char	 alpn[] = "\x08http/1.1";
+	SSL_CTX				*ctx;
+
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (ctx == NULL)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	if (SSL_CTX_load_verify_locations(ctx, lg->cafile, NULL) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/* The tunnel is up: run a TLS client over it (an OpenSSL filter). */
+static void
+tls_start(struct lg_conn *c)
+{
+	struct lg		*lg = c->lg;
+	struct bufferevent	*f;
+	SSL			*ssl;
+
+	ssl = SSL_new(lg->ssl_ctx);
+	if (ssl == NULL || SSL_set_tlsext_host_name(ssl, lg->host) != 1 ||
+	    SSL_set1_host(ssl, lg->host) != 1) {
+		SSL_free(ssl);
+		conn_fail(c);
+		return;
+	}
+	f = bufferevent_openssl_filter_new(lg->base, c->bev, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (f == NULL) {
+		SSL_free(ssl);
+		conn_fail(c);
+		return;
+	}
+	/* the filter owns the socket's bufferevent from here on */
+	c->bev = f;
+	c->state = LG_HANDSHAKE;
+	bufferevent_openssl_set_allow_dirty_shutdown(f, 1);
+	bufferevent_setcb(f, read_cb, NULL, event_cb, c);
+	bufferevent_enable(f, EV_READ | EV_WRITE);
+}
+
 static const struct {
 	const char	*name;
 	enum lg_mode	 mode;
+	int		 tls;
 } lg_modes[] = {
-	{ "http", LG_HTTP }, { "connect", LG_CONNECT },
-	{ "connect-churn", LG_CHURN }, { "bulk", LG_BULK },
-	{ "idle", LG_IDLE }, { "blocked", LG_BLOCKED }
+	{ "http", LG_HTTP, 0 }, { "connect", LG_CONNECT, 0 },
+	{ "connect-churn", LG_CHURN, 0 }, { "bulk", LG_BULK, 0 },
+	{ "idle", LG_IDLE, 0 }, { "blocked", LG_BLOCKED, 0 },
+	{ "terminate", LG_CONNECT, 1 }, { "terminate-churn", LG_CHURN, 1 }
 };
 
 static double
@@ -952,6 +1051,7 @@ parse_args(struct lg *lg, int argc, char **argv)
 				if (strcmp(val, lg_modes[i].name) == 0) {
 					lg->mode = lg_modes[i].mode;
 					lg->mode_name = lg_modes[i].name;
+					lg->tls = lg_modes[i].tls;
 					found = 1;
 				}
 			if (!found)
@@ -983,6 +1083,10 @@ parse_args(struct lg *lg, int argc, char **argv)
 			lg->blocked_host = val;
 		else if (strcmp(opt, "--log-file") == 0)
 			lg->log_file = val;
+		else if (strcmp(opt, "--host") == 0)
+			lg->host = val;
+		else if (strcmp(opt, "--cafile") == 0)
+			lg->cafile = val;
 		else
 			usage();
 	}
@@ -992,6 +1096,17 @@ parse_args(struct lg *lg, int argc, char **argv)
 	    lg->mode == LG_BLOCKED)) {
 		fprintf(stderr, "loadgen: mode %s needs --proxy\n",
 		    lg->mode_name);
+		exit(2);
+	}
+	if (lg->tls && (!lg->have_proxy || lg->host == NULL ||
+	    lg->cafile == NULL)) {
+		fprintf(stderr, "loadgen: mode %s needs --proxy, --host and "
+		    "--cafile\n", lg->mode_name);
+		exit(2);
+	}
+	if (lg->host != NULL && strlen(lg->host) > 40) {
+		fprintf(stderr, "loadgen: --host \"%s\" is too long\n",
+		    lg->host);
 		exit(2);
 	}
 }
@@ -1038,6 +1153,11 @@ main(int argc, char **argv)
 	}
 	for (i = 0; i < lg.concurrency; i++)
 		lg.conns[i].lg = &lg;
+	if (lg.tls && (lg.ssl_ctx = tls_ctx(&lg)) == NULL) {
+		fprintf(stderr, "loadgen: cannot make a TLS context with "
+		    "CA file %s\n", lg.cafile);
+		return 1;
+	}
 	if (lg.mode == LG_IDLE) {
 		run_idle(&lg);
 		return lg.errors == 0 ? 0 : 1;
@@ -1082,6 +1202,7 @@ main(int argc, char **argv)
 		event_free(lg.deadline_ev);
 	event_free(lg.hard_ev);
 	event_base_free(lg.base);
+	SSL_CTX_free(lg.ssl_ctx);
 	free(lg.conns);
 	free(lg.hist);
 	return 0;

@@ -10,8 +10,16 @@ import json
 import statistics
 import sys
 
-PROXIES = ["sandgate", "baseline", "squid", "tinyproxy", "direct"]
-MODES = ["http", "connect", "connect-churn", "bulk", "blocked"]
+PROXIES = ["sandgate", "baseline", "squid", "squid-bump", "tinyproxy",
+           "direct"]
+MODES = ["http", "connect", "connect-churn", "bulk", "blocked", "terminate",
+         "terminate-churn"]
+# The TLS-terminating rows are compared with squid-openssl's ssl-bump.
+TERMINATE = ("terminate", "terminate-churn")
+
+
+def rival(mode):
+    return "squid-bump" if mode in TERMINATE else "squid"
 
 
 def med(rows, key):
@@ -76,6 +84,9 @@ def cells(rows):
 
 
 def main_table(c):
+    if any(k[0] in TERMINATE for k in c):
+        print("terminate rows: ÷ squid is ÷ squid-bump (squid-openssl "
+              "with ssl-bump).\n")
     print("| mode | c | proxy | req/s (bulk: MiB/s) | p50 µs | p99 µs "
           "| proxy CPU µs/req (bulk: ms/GiB) | errors | rate ÷ squid "
           "| CPU ÷ squid | rate ÷ direct |")
@@ -83,7 +94,7 @@ def main_table(c):
     concs = sorted({k[2] for k in c})
     for mode in MODES:
         for conc in concs:
-            sq = c.get((mode, "squid", conc))
+            sq = c.get((mode, rival(mode), conc))
             di = c.get((mode, "direct", conc))
             if mode == "connect" and di is None:
                 di = c.get(("http", "direct", conc))
@@ -179,6 +190,13 @@ def targets(c, rows):
                 "le", 0.5)
     add("connect-churn CPU/req ≤ 1/2 of squid (c=64)", ok,
         f"ratio {fr(r)}")
+    for mode in TERMINATE:
+        for conc in (1, 64):
+            a = get(c, mode, "sandgate", conc, "cpu")
+            b = get(c, mode, "squid-bump", conc, "cpu")
+            ok, r = cmp(a, b, "le", 1)
+            add(f"{mode} CPU/req ≤ squid ssl-bump's (c={conc})", ok,
+                f"{fmt(a, 1)} vs {fmt(b, 1)} µs, ratio {fr(r)}")
     ok, r = cmp(sg("http", "rps"), sq("http", "rps"), "ge", 1.5)
     add("http req/s ≥ 1.5× squid (c=64)", ok, f"ratio {fr(r)}")
     d = di("connect", "rps") or di("http", "rps")
@@ -364,6 +382,11 @@ def main():
         print(f"| CPU per request within 5 % of the baseline on every row "
               f"| {verdict(worst[0] <= 1.05)} | worst {worst[0]:.3f} "
               f"({worst[1]}, c={worst[2]}) |")
+    notes = [r["text"] for r in rows if r.get("mode") == "note"]
+    if notes:
+        print("\n### Notes\n")
+        for t in notes:
+            print(f"- {t}")
     other_tables(rows)
     cpu_dat(c, sys.argv[3])
 
