@@ -7,6 +7,7 @@
  *   POST /register                {"address","sandbox","sets":"a,b"}
  *   POST /unregister              {"sandbox"} or {"address"}
  *   POST /reload                  200 {"digest"} or 422 {"errors":[...]}
+ *   GET  /healthz, /readyz        liveness and readiness (ctltcp.h)
  *   GET  /blocks?sandbox=ID&after=N
  *                                 the blocks of a sandbox after cursor N
  *                                 (blocks_seq of /status): what the agent
@@ -18,11 +19,28 @@
 #ifndef SG_CONTROL_H
 #define SG_CONTROL_H
 
+struct evhttp;
+struct evhttp_request;
 struct proxy;
 
 /* Listen on path (an existing socket file is replaced). 0 or -1. */
 int	control_listen(struct proxy *, const char *path, char **cause);
 void	control_close(struct proxy *);
+
+/* 1 once control_listen succeeded (until control_close). */
+int	control_serving(void);
+
+/*
+ * The bounds of every control listener: body, header bytes, the time a
+ * request may take to arrive, GET and POST only.
+ */
+void	control_bounds(struct evhttp *);
+
+/*
+ * Serve one request (arg: the proxy). The unix socket's handler; the TCP
+ * API (ctltcp.h) calls it once the request's token is checked.
+ */
+void	control_route(struct evhttp_request *, void *arg);
 
 /*
  * Remember a block (serial: proxy.block_serial of this attempt) for GET

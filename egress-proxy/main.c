@@ -26,6 +26,8 @@
 #include "blocklog.h"
 #include "conn.h"
 #include "control.h"
+#include "ctltcp.h"
+#include "polwatch.h"
 #include "dns.h"
 #include "eventlog.h"
 #include "log.h"
@@ -83,6 +85,7 @@ static int	main_log_open(struct proxy *);
 static int	main_loop_new(struct proxy *);
 static int	main_ca_load(struct proxy *);
 static void	main_signals(struct proxy *);
+static int	main_control_tcp(struct proxy *);
 static int	main_run(struct proxy *);
 
 static const struct option main_longopts[] = {
@@ -93,6 +96,9 @@ static const struct option main_longopts[] = {
 	{ "resolver",		required_argument, NULL, 'r' },
 	{ "hosts",		required_argument, NULL, 'H' },
 	{ "control-socket",	required_argument, NULL, 'c' },
+	{ "control-listen",	required_argument, NULL, 'O' },
+	{ "control-token-file",	required_argument, NULL, 'Q' },
+	{ "policy-watch",	no_argument,	   NULL, 'w' },
 	{ "ca-cert",		required_argument, NULL, 'a' },
 	{ "ca-key",		required_argument, NULL, 'y' },
 	{ "ca-create",		no_argument,	   NULL, 'j' },
@@ -146,6 +152,15 @@ main_usage(FILE *f)
 "  --hosts FILE            static name map in /etc/hosts format, asked first\n"
 "  --control-socket PATH   unix socket for register/unregister/reload/status\n"
 "                          and /metrics (default: none)\n"
+"  --control-listen ADDR:PORT  the same API over TCP, for a controller on\n"
+"                          another host (needs --control-socket and\n"
+"                          --control-token-file); /healthz and /readyz\n"
+"                          there need no token\n"
+"  --control-token-file FILE  the bearer token of that API (one line of at\n"
+"                          least 43 random characters, mode 600)\n"
+"  --policy-watch          reload when the policy folder's ..data link is\n"
+"                          replaced (a Kubernetes ConfigMap update); on by\n"
+"                          default when the folder has ..data\n"
 "  --ca-cert FILE          the sandgate CA's certificate (PEM), for entries\n"
 "                          with tls: terminate (without it they are refused)\n"
 "  --ca-key FILE           its private key (PEM, readable by this user alone)\n"
@@ -241,6 +256,9 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'r': main_set_str(&cfg->resolver, arg); return 0;
 	case 'H': main_set_str(&cfg->hosts, arg); return 0;
 	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
+	case 'O': main_set_str(&cfg->control_listen, arg); return 0;
+	case 'Q': main_set_str(&cfg->control_token, arg); return 0;
+	case 'w': cfg->policy_watch = 1; return 0;
 	case 'a': main_set_str(&cfg->ca_cert, arg); return 0;
 	case 'y': main_set_str(&cfg->ca_key, arg); return 0;
 	case 'j': cfg->ca_create = 1; return 0;
@@ -764,11 +782,41 @@ main_loop_new(struct proxy *px)
 		    cause ? cause : "unknown error");
 		return -1;
 	}
+	if ((px->cfg.control_listen != NULL || px->cfg.control_token != NULL)
+	    && main_control_tcp(px) == -1)
+		return -1;
+	if (polwatch_start(px, px->cfg.policy_watch, &cause) == -1) {
+		log_warnx("--policy-watch %s: %s", px->cfg.policy_dir, cause);
+		free(cause);
+		return -1;
+	}
 	main_signals(px);
 	/* Said only now: whoever waits for it finds the proxy wholly set up. */
 	for (i = 0; i < px->cfg.nlisten; i++)
 		fprintf(stderr, "sandgate-proxy: listening on %s\n",
 		    px->cfg.listen[i]);
+	return 0;
+}
+
+/*
+ * --control-listen with --control-token-file, both or neither; -1 (said)
+ * when the API cannot be served with its token.
+ */
+static int
+main_control_tcp(struct proxy *px)
+{
+	char	*cause = NULL;
+
+	if (px->cfg.control_listen == NULL) {
+		log_warnx("--control-token-file without --control-listen");
+		return -1;
+	}
+	if (ctltcp_listen(px, px->cfg.control_listen, px->cfg.control_token,
+	    &cause) == -1) {
+		log_warnx("control API: %s", cause ? cause : "unknown error");
+		free(cause);
+		return -1;
+	}
 	return 0;
 }
 
@@ -816,6 +864,8 @@ main_run(struct proxy *px)
 	}
 	checkpoint_free(main_ckpt);
 	eventlog_close(px->seclog);
+	polwatch_stop();
+	ctltcp_close();
 	control_close(px);
 	log_info("exited");
 	return rc;

@@ -108,6 +108,9 @@ struct proxy_config {
 	const char	 *resolver;
 	const char	 *hosts;
 	const char	 *control_socket;
+	const char	 *control_listen;	/* ctltcp.h */
+	const char	 *control_token;	/* its token file */
+	int		  policy_watch;		/* polwatch.h */
 	const char	 *ca_cert;		/* tls: terminate */
 	const char	 *ca_key;
 	int		  ca_create;		/* make it when missing */

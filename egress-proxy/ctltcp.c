@@ -1,0 +1,257 @@
+/* ctltcp.c: the control API over TCP, and /healthz, /readyz; ctltcp.h. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "control.h"
+#include "ctltcp.h"
+#include "eventlog.h"
+#include "log.h"
+#include "policy.h"
+#include "proxy.h"
+#include "util.h"
+
+static struct evhttp	*ctltcp_http;
+static char		 ctltcp_tok[CTLTCP_TOKEN_MAX + 1];
+
+static void	ctltcp_route(struct evhttp_request *, void *);
+static void	ctltcp_refuse(struct proxy *, struct evhttp_request *,
+		    const char *);
+static void	ctltcp_text(struct evhttp_request *, int, const char *);
+static int	ctltcp_token_check(const char *, char **);
+
+/* The token's form: see ctltcp_token_read. */
+static int
+ctltcp_token_check(const char *tok, char **cause)
+{
+	unsigned char	seen[256];
+	size_t		i, len = strlen(tok), kinds = 0;
+
+	if (len < CTLTCP_TOKEN_MIN || len > CTLTCP_TOKEN_MAX)
+		return util_cause(cause, "the token must be %d to %d "
+		    "characters (32 random bytes or more: `openssl rand "
+		    "-base64 48`)", CTLTCP_TOKEN_MIN, CTLTCP_TOKEN_MAX);
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < len; i++) {
+		if (tok[i] <= ' ' || tok[i] > '~')
+			return util_cause(cause, "the token has a space or a "
+			    "character that is not printable ASCII");
+		kinds += !seen[(unsigned char)tok[i]];
+		seen[(unsigned char)tok[i]] = 1;
+	}
+	if (kinds < 10)
+		return util_cause(cause, "the token uses fewer than 10 "
+		    "different characters: it is not random");
+	return 0;
+}
+
+int
+ctltcp_token_read(const char *path, char *tok, size_t size, char **cause)
+{
+	struct stat	st;
+	ssize_t		n;
+	int		fd, rc = -1;
+
+	*cause = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return util_cause(cause, "%s", strerror(errno));
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		util_cause(cause, "not a regular file");
+		goto out;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		util_cause(cause, "readable by others (mode %03o; chmod 600)",
+		    (unsigned)(st.st_mode & 0777));
+		goto out;
+	}
+	if ((n = read(fd, tok, size - 1)) == -1) {
+		util_cause(cause, "%s", strerror(errno));
+		goto out;
+	}
+	tok[n] = '\0';
+	if ((size_t)n == size - 1) {
+		util_cause(cause, "longer than %d characters", CTLTCP_TOKEN_MAX);
+		goto out;
+	}
+	if (n > 0 && tok[n - 1] == '\n')
+		tok[--n] = '\0';
+	rc = ctltcp_token_check(tok, cause);
+out:
+	close(fd);
+	if (rc == -1)
+		explicit_bzero(tok, size);
+	return rc;
+}
+
+int
+ctltcp_token_ok(const char *hdr, const char *tok)
+{
+	unsigned char	a[EVP_MAX_MD_SIZE], b[EVP_MAX_MD_SIZE];
+	unsigned int	alen = 0, blen = 0;
+	size_t		len;
+
+	if (hdr == NULL || strncasecmp(hdr, "Bearer ", 7) != 0)
+		return 0;
+	hdr += 7;
+	len = strlen(hdr);
+	/* Digests of both: the compare takes the same time at any length. */
+	if (EVP_Digest(hdr, len, a, &alen, EVP_sha256(), NULL) != 1 ||
+	    EVP_Digest(tok, strlen(tok), b, &blen, EVP_sha256(), NULL) != 1 ||
+	    alen != blen)
+		return 0;
+	return CRYPTO_memcmp(a, b, alen) == 0 && tok[0] != '\0';
+}
+
+static void
+ctltcp_text(struct evhttp_request *req, int code, const char *text)
+{
+	struct evbuffer	*buf = evbuffer_new();
+
+	if (buf != NULL)
+		evbuffer_add(buf, text, strlen(text));
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", code == 200 && text[0] != '{' ? "text/plain" :
+	    "application/json");
+	evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", buf);
+	if (buf != NULL)
+		evbuffer_free(buf);
+}
+
+int
+ctltcp_health(struct proxy *px, struct evhttp_request *req)
+{
+	const char	*path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(
+			    req));
+	char		 body[128];
+	int		 pol, logok, dns;
+
+	if (path == NULL || evhttp_request_get_command(req) != EVHTTP_REQ_GET)
+		return 0;
+	if (strcmp(path, "/healthz") == 0) {
+		/* Answered from the loop: the loop runs. */
+		ctltcp_text(req, 200, "ok\n");
+		return 1;
+	}
+	if (strcmp(path, "/readyz") != 0)
+		return 0;
+	pol = px->policy != NULL && px->policy->policy != NULL;
+	logok = px->seclog != NULL && proxy_log_healthy(px, NULL, NULL);
+	dns = px->dns != NULL;
+	snprintf(body, sizeof(body), "{\"ready\":%s,\"policy\":%s,\"log\":%s,"
+	    "\"resolver\":%s}\n", pol && logok && dns && !px->draining ?
+	    "true" : "false", pol ? "true" : "false", logok ? "true" :
+	    "false", dns ? "true" : "false");
+	ctltcp_text(req, pol && logok && dns && !px->draining ? 200 : 503,
+	    body);
+	return 1;
+}
+
+/* 401, and a control.unauthorized event naming the client and path. */
+static void
+ctltcp_refuse(struct proxy *px, struct evhttp_request *req, const char *why)
+{
+	struct evhttp_connection	*evc = evhttp_request_get_connection(req);
+	const char			*uri = evhttp_request_get_uri(req);
+	char				*addr = NULL;
+	ev_uint16_t			 port = 0;
+	json_t				*f;
+
+	if (evc != NULL)
+		evhttp_connection_get_peer(evc, &addr, &port);
+	f = json_pack("{s:s, s:o, s:i, s:o, s:s, s:s}", "event",
+	    "control.unauthorized", "client", eventlog_str(addr ? addr : "?"),
+	    "client_port", (int)port, "path", eventlog_str(uri ? uri : ""),
+	    "reason", why, "policy_digest", policy_digest(px->policy->policy));
+	if (f == NULL || eventlog_append(px->seclog, f) == -1)
+		log_warnx("control.unauthorized not logged: %s", f == NULL ?
+		    "out of memory" : eventlog_error(px->seclog));
+	json_decref(f);
+	log_warnx("control API: refused a request from %s: %s",
+	    addr ? addr : "?", why);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "WWW-Authenticate", "Bearer");
+	ctltcp_text(req, 401, "{\"error\":\"unauthorized\"}\n");
+}
+
+static void
+ctltcp_route(struct evhttp_request *req, void *arg)
+{
+	struct proxy	*px = arg;
+	const char	*auth;
+
+	if (ctltcp_health(px, req))
+		return;
+	auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	if (auth == NULL)
+		ctltcp_refuse(px, req, "no bearer token");
+	else if (!ctltcp_token_ok(auth, ctltcp_tok))
+		ctltcp_refuse(px, req, "wrong bearer token");
+	else
+		control_route(req, px);
+}
+
+int
+ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
+    char **cause)
+{
+	struct sockaddr_storage	 ss;
+	struct evconnlistener	*l;
+	int			 len = sizeof(ss);
+
+	*cause = NULL;
+	if (tokfile == NULL)
+		return util_cause(cause, "--control-listen needs "
+		    "--control-token-file: the API is never served without "
+		    "authentication");
+	if (!control_serving())
+		return util_cause(cause, "--control-listen needs "
+		    "--control-socket (the registry and grants are kept "
+		    "beside it)");
+	if (ctltcp_token_read(tokfile, ctltcp_tok, sizeof(ctltcp_tok),
+	    cause) == -1)
+		return util_cause(cause, "--control-token-file %s: %s",
+		    tokfile, *cause);
+	memset(&ss, 0, sizeof(ss));
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len) ==
+	    -1)
+		return util_cause(cause, "invalid --control-listen \"%s\" (use "
+		    "ADDR:PORT or [IPv6]:PORT)", spec);
+	l = evconnlistener_new_bind(px->base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	    64, (struct sockaddr *)&ss, len);
+	if (l == NULL)
+		return util_cause(cause, "cannot listen on %s: %s", spec,
+		    strerror(errno));
+	if ((ctltcp_http = evhttp_new(px->base)) == NULL ||
+	    evhttp_bind_listener(ctltcp_http, l) == NULL)
+		return util_cause(cause, "cannot start the HTTP server");
+	control_bounds(ctltcp_http);
+	evhttp_set_gencb(ctltcp_http, ctltcp_route, px);
+	fprintf(stderr, "sandgate-proxy: control API on %s\n", spec);
+	return 0;
+}
+
+void
+ctltcp_close(void)
+{
+	if (ctltcp_http != NULL)
+		evhttp_free(ctltcp_http);
+	ctltcp_http = NULL;
+	explicit_bzero(ctltcp_tok, sizeof(ctltcp_tok));
+}
