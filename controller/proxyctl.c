@@ -102,7 +102,9 @@ proxyctl_token(struct curl_slist **hdrs, char **cause)
 /*
  * Where a request goes: the unix socket, or the TCP API of
  * SANDGATE_PROXY_CONTROL (http:// or https://HOST:PORT, with the token
- * of SANDGATE_PROXY_CONTROL_TOKEN_FILE). 0, or -1 with *cause.
+ * of SANDGATE_PROXY_CONTROL_TOKEN_FILE; https:// checked against the CA
+ * bundle of SANDGATE_PROXY_CONTROL_CA, else the system's). 0, or -1 with
+ * *cause.
  */
 static int
 proxyctl_target(CURL *h, const char *path, char *url, size_t size,
@@ -124,6 +126,9 @@ proxyctl_target(CURL *h, const char *path, char *url, size_t size,
 		snprintf(url, size, "%.*s%s", (int)strcspn(base + 8, "/") + 8,
 		    base, path);
 		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+		if (getenv("SANDGATE_PROXY_CONTROL_CA") != NULL)
+			curl_easy_setopt(h, CURLOPT_CAINFO,
+			    getenv("SANDGATE_PROXY_CONTROL_CA"));
 		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);

@@ -32,8 +32,9 @@ struct docker;
 /*
  * SANDGATE_PROXY_CONTROL (http:// or https://HOST:PORT), when set: the
  * proxy's TCP control API, used instead of the socket by every call here
- * with the bearer token of SANDGATE_PROXY_CONTROL_TOKEN_FILE. NULL when
- * unset.
+ * with the bearer token of SANDGATE_PROXY_CONTROL_TOKEN_FILE (https://
+ * checked against SANDGATE_PROXY_CONTROL_CA, else the system's CAs).
+ * NULL when unset.
  */
 const char	*proxyctl_remote(void);
 

@@ -11,12 +11,15 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
 
 #include "control.h"
 #include "ctltcp.h"
@@ -28,6 +31,10 @@
 
 static struct evhttp	*ctltcp_http;
 static char		 ctltcp_tok[CTLTCP_TOKEN_MAX + 1];
+static SSL_CTX		*ctltcp_tls;
+
+static struct bufferevent *ctltcp_tls_bev(struct event_base *, void *);
+static int	ctltcp_tls_load(const char *, const char *, char **);
 
 static void	ctltcp_route(struct evhttp_request *, void *);
 static void	ctltcp_refuse(struct proxy *, struct evhttp_request *,
@@ -206,6 +213,40 @@ ctltcp_route(struct evhttp_request *req, void *arg)
 		control_route(req, px);
 }
 
+/* A TLS connection of the API (evhttp_set_bevcb). */
+static struct bufferevent *
+ctltcp_tls_bev(struct event_base *base, void *arg)
+{
+	SSL	*ssl = SSL_new(ctltcp_tls);
+
+	(void)arg;
+	if (ssl == NULL)
+		return NULL;
+	return bufferevent_openssl_socket_new(base, -1, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+}
+
+/* The server side of --control-tls-cert/--control-tls-key. */
+static int
+ctltcp_tls_load(const char *cert, const char *key, char **cause)
+{
+	char	err[256];
+
+	if ((ctltcp_tls = SSL_CTX_new(TLS_server_method())) == NULL)
+		return util_cause(cause, "cannot make a TLS context");
+	SSL_CTX_set_min_proto_version(ctltcp_tls, TLS1_2_VERSION);
+	if (SSL_CTX_use_certificate_chain_file(ctltcp_tls, cert) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(ctltcp_tls, key, SSL_FILETYPE_PEM) !=
+	    1 || SSL_CTX_check_private_key(ctltcp_tls) != 1) {
+		ERR_error_string_n(ERR_get_error(), err, sizeof(err));
+		SSL_CTX_free(ctltcp_tls);
+		ctltcp_tls = NULL;
+		return util_cause(cause, "--control-tls-cert %s, "
+		    "--control-tls-key %s: %s", cert, key, err);
+	}
+	return 0;
+}
+
 int
 ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
     char **cause)
@@ -223,6 +264,13 @@ ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
 		return util_cause(cause, "--control-listen needs "
 		    "--control-socket (the registry and grants are kept "
 		    "beside it)");
+	if ((px->cfg.control_tls_cert == NULL) !=
+	    (px->cfg.control_tls_key == NULL))
+		return util_cause(cause, "--control-tls-cert and "
+		    "--control-tls-key go together");
+	if (px->cfg.control_tls_cert != NULL && ctltcp_tls_load(
+	    px->cfg.control_tls_cert, px->cfg.control_tls_key, cause) == -1)
+		return -1;
 	if (ctltcp_token_read(tokfile, ctltcp_tok, sizeof(ctltcp_tok),
 	    cause) == -1)
 		return util_cause(cause, "--control-token-file %s: %s",
@@ -242,8 +290,11 @@ ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
 	    evhttp_bind_listener(ctltcp_http, l) == NULL)
 		return util_cause(cause, "cannot start the HTTP server");
 	control_bounds(ctltcp_http);
+	if (ctltcp_tls != NULL)
+		evhttp_set_bevcb(ctltcp_http, ctltcp_tls_bev, NULL);
 	evhttp_set_gencb(ctltcp_http, ctltcp_route, px);
-	fprintf(stderr, "sandgate-proxy: control API on %s\n", spec);
+	fprintf(stderr, "sandgate-proxy: control API on %s (%s)\n", spec,
+	    ctltcp_tls != NULL ? "https" : "http");
 	return 0;
 }
 
@@ -253,5 +304,7 @@ ctltcp_close(void)
 	if (ctltcp_http != NULL)
 		evhttp_free(ctltcp_http);
 	ctltcp_http = NULL;
+	SSL_CTX_free(ctltcp_tls);
+	ctltcp_tls = NULL;
 	explicit_bzero(ctltcp_tok, sizeof(ctltcp_tok));
 }

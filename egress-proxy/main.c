@@ -98,6 +98,8 @@ static const struct option main_longopts[] = {
 	{ "control-socket",	required_argument, NULL, 'c' },
 	{ "control-listen",	required_argument, NULL, 'O' },
 	{ "control-token-file",	required_argument, NULL, 'Q' },
+	{ "control-tls-cert",	required_argument, NULL, 'e' },
+	{ "control-tls-key",	required_argument, NULL, 'g' },
 	{ "policy-watch",	no_argument,	   NULL, 'w' },
 	{ "ca-cert",		required_argument, NULL, 'a' },
 	{ "ca-key",		required_argument, NULL, 'y' },
@@ -158,6 +160,10 @@ main_usage(FILE *f)
 "                          there need no token\n"
 "  --control-token-file FILE  the bearer token of that API (one line of at\n"
 "                          least 43 random characters, mode 600)\n"
+"  --control-tls-cert FILE  serve that API over TLS with this certificate\n"
+"                          chain (PEM); its token then never crosses the\n"
+"                          network in clear\n"
+"  --control-tls-key FILE  its private key (PEM)\n"
 "  --policy-watch          reload when the policy folder's ..data link is\n"
 "                          replaced (a Kubernetes ConfigMap update); on by\n"
 "                          default when the folder has ..data\n"
@@ -258,6 +264,8 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
 	case 'O': main_set_str(&cfg->control_listen, arg); return 0;
 	case 'Q': main_set_str(&cfg->control_token, arg); return 0;
+	case 'e': main_set_str(&cfg->control_tls_cert, arg); return 0;
+	case 'g': main_set_str(&cfg->control_tls_key, arg); return 0;
 	case 'w': cfg->policy_watch = 1; return 0;
 	case 'a': main_set_str(&cfg->ca_cert, arg); return 0;
 	case 'y': main_set_str(&cfg->ca_key, arg); return 0;
@@ -782,8 +790,9 @@ main_loop_new(struct proxy *px)
 		    cause ? cause : "unknown error");
 		return -1;
 	}
-	if ((px->cfg.control_listen != NULL || px->cfg.control_token != NULL)
-	    && main_control_tcp(px) == -1)
+	if ((px->cfg.control_listen != NULL || px->cfg.control_token != NULL ||
+	    px->cfg.control_tls_cert != NULL || px->cfg.control_tls_key !=
+	    NULL) && main_control_tcp(px) == -1)
 		return -1;
 	if (polwatch_start(px, px->cfg.policy_watch, &cause) == -1) {
 		log_warnx("--policy-watch %s: %s", px->cfg.policy_dir, cause);
@@ -799,7 +808,7 @@ main_loop_new(struct proxy *px)
 }
 
 /*
- * --control-listen with --control-token-file, both or neither; -1 (said)
+ * --control-listen with --control-token-file (and TLS), or none; -1 (said)
  * when the API cannot be served with its token.
  */
 static int
@@ -808,7 +817,8 @@ main_control_tcp(struct proxy *px)
 	char	*cause = NULL;
 
 	if (px->cfg.control_listen == NULL) {
-		log_warnx("--control-token-file without --control-listen");
+		log_warnx("--control-token-file or --control-tls-* without "
+		    "--control-listen");
 		return -1;
 	}
 	if (ctltcp_listen(px, px->cfg.control_listen, px->cfg.control_token,

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -242,6 +243,82 @@ class Auth(unittest.TestCase):
                            capture_output=True, text=True, timeout=30)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("SANDGATE_PROXY_CONTROL_TOKEN_FILE", r.stderr)
+
+
+def make_ip_cert(folder):
+    """A CA and a server certificate for 127.0.0.1 (openssl(1)): (ca, cert,
+    key)."""
+    os.makedirs(folder)
+
+    def run(*args):
+        subprocess.run(["openssl"] + list(args), cwd=folder, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+    run("req", "-x509", *ec, "-nodes", "-keyout", "ca.key", "-out",
+        "ca.pem", "-days", "2", "-subj", "/CN=control test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign")
+    run("req", *ec, "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+        "-subj", "/CN=127.0.0.1")
+    with open(os.path.join(folder, "srv.ext"), "w") as f:
+        f.write("basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                "subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey",
+        "ca.key", "-CAcreateserial", "-out", "srv.pem", "-days", "2",
+        "-extfile", "srv.ext")
+    return tuple(os.path.join(folder, n)
+                 for n in ("ca.pem", "srv.pem", "srv.key"))
+
+
+class TLS(unittest.TestCase):
+    """--control-tls-cert/--control-tls-key: the same API over https."""
+
+    def test_https_api_and_controller(self):
+        ca, cert, key = make_ip_cert(os.path.join(W["dir"], "tlspki"))
+        port = proxylib.free_port()
+        sock = os.path.join(W["dir"], "tls.sock")
+        start_proxy("tlsproxy", [
+            "--control-socket", sock,
+            "--control-listen", "127.0.0.1:%d" % port,
+            "--control-token-file", W["tokfile"],
+            "--control-tls-cert", cert, "--control-tls-key", key])
+        ctx = ssl.create_default_context(cafile=ca)
+
+        def get(path, token=None):
+            c = http.client.HTTPSConnection("127.0.0.1", port, timeout=10,
+                                            context=ctx)
+            try:
+                c.request("GET", path, headers={
+                    "Authorization": "Bearer " + token} if token else {})
+                r = c.getresponse()
+                return r.status, r.read()
+            finally:
+                c.close()
+        self.assertEqual(get("/healthz"), (200, b"ok\n"))
+        self.assertEqual(get("/status")[0], 401)
+        status, body = get("/status", W["token"])
+        self.assertEqual(status, 200)
+        _, st = proxylib.control(sock, "GET", "/status")
+        self.assertEqual(json.loads(body)["policy_digest"],
+                         st["policy_digest"])
+        # Plain HTTP to the TLS port gets no answer of the API.
+        with self.assertRaises((http.client.HTTPException, OSError)):
+            tcp("GET", "/healthz", port=port)
+        env = proxylib.clean_env({
+            "SANDGATE_STATE": os.path.join(W["dir"], "nostate"),
+            "SANDGATE_PROXY_CONTROL": "https://127.0.0.1:%d" % port,
+            "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"],
+            "SANDGATE_PROXY_CONTROL_CA": ca})
+        r = subprocess.run([SANDGATE, "proxy", "reload"], env=env,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(st["policy_digest"], r.stdout)
+        # Without the CA the controller does not trust the proxy.
+        env.pop("SANDGATE_PROXY_CONTROL_CA")
+        r = subprocess.run([SANDGATE, "proxy", "reload"], env=env,
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cannot reach the proxy's control API", r.stderr)
 
 
 class Health(unittest.TestCase):
