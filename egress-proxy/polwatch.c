@@ -29,8 +29,8 @@ polwatch_wants(const char *name, int configmap)
 
 	if (name == NULL)
 		return 0;
-	if (configmap)
-		return strcmp(name, POLWATCH_DATA) == 0;
+	if (configmap && strcmp(name, POLWATCH_DATA) == 0)
+		return 1;
 	len = strlen(name);
 	return name[0] != '.' && len > 5 && strcmp(name + len - 5,
 	    ".yaml") == 0;

@@ -9,8 +9,12 @@
  * DIR) sees that rename as IN_MOVED_TO "..data" and reloads
  * POLWATCH_DEBOUNCE_MS after the last such event, as SIGHUP does: a
  * broken version is refused (policy.rejected) and the old policy stays.
- * In a folder without ..data (watch asked for with --policy-watch), a
- * .yaml file written, moved in or removed counts instead.
+ * After the rename the kubelet makes the links of files the update added
+ * and removes those of files it dropped: a .yaml name made or removed
+ * counts too, so a reload that ran between the rename and the links is
+ * followed by one that sees them. In a folder without ..data (watch
+ * asked for with --policy-watch), only .yaml files count: written, moved
+ * in or removed.
  */
 #ifndef SG_POLWATCH_H
 #define SG_POLWATCH_H
@@ -28,9 +32,9 @@ int	polwatch_start(struct proxy *, int force, char **cause);
 void	polwatch_stop(void);
 
 /*
- * 1 when an inotify event on name (NULL: none) asks for a reload: the
- * ..data link in a ConfigMap folder (configmap set), a .yaml file in
- * another.
+ * 1 when an inotify event on name (NULL: none) asks for a reload: a
+ * .yaml name that is not hidden, or ..data in a ConfigMap folder
+ * (configmap set).
  */
 int	polwatch_wants(const char *name, int configmap);
 

@@ -509,6 +509,9 @@ class ConfigMapDir:
             link = os.path.join(self.path, name)
             if not os.path.islink(link):
                 os.symlink(os.path.join("..data", name), link)
+        for name in os.listdir(self.path):
+            if not name.startswith("..") and name not in files:
+                os.unlink(os.path.join(self.path, name))
         if old is not None:
             shutil.rmtree(os.path.join(self.path, old))
 
@@ -556,6 +559,38 @@ class ConfigMap(unittest.TestCase):
         _, st = proxylib.control(sock, "GET", "/status")
         self.assertEqual(st["policy_digest"], second)
         self.assertIn("refused after the change", p.stderr())
+
+    def test_file_dropped_from_the_configmap(self):
+        """A file the update drops: its link goes after the swap; the
+        policy in force at the end is the new version's, not the old one
+        kept because the reload saw a dangling link."""
+        cm = ConfigMapDir(os.path.join(W["dir"], "cm3"))
+        both = {"a.yaml": POLICY.format(tag="a", host="a.test"),
+                "b.yaml": POLICY.format(tag="b", host="b.test")}
+        cm.write(both)
+        sock = os.path.join(W["dir"], "cm3.sock")
+        p = start_proxy("cmproxy3", ["--control-socket", sock],
+                        policy_dir=cm.path)
+        only_a = {"a.yaml": both["a.yaml"]}
+        plain = os.path.join(W["dir"], "plain-a")
+        os.makedirs(plain)
+        with open(os.path.join(plain, "a.yaml"), "w") as f:
+            f.write(only_a["a.yaml"])
+        r = subprocess.run([proxylib.PROXY_BIN, "--check", "--policy-dir",
+                            plain], capture_output=True, text=True,
+                           timeout=20)
+        want = r.stdout.rsplit(" ", 1)[-1].strip()
+        self.assertEqual(len(want), 64, r.stdout + r.stderr)
+        cm.write(only_a)
+        deadline = time.monotonic() + 5
+        while True:
+            _, st = proxylib.control(sock, "GET", "/status")
+            if st["policy_digest"] == want:
+                break
+            self.assertLess(time.monotonic(), deadline,
+                            "the policy without b.yaml never came in "
+                            "force; stderr:\n%s" % p.stderr()[-1500:])
+            time.sleep(0.1)
 
     def test_burst_of_swaps_is_one_reload(self):
         """Debounce: swaps close together make one reload, of the last."""

@@ -114,11 +114,15 @@ test_token_read(void **state)
 static void
 test_watch_names(void **state)
 {
-	/* A ConfigMap folder: only the ..data rename counts. */
+	/*
+	 * A ConfigMap folder: the ..data rename, and the links of files
+	 * added or dropped, made or removed after it.
+	 */
 	assert_int_equal(polwatch_wants("..data", 1), 1);
 	assert_int_equal(polwatch_wants("..data_tmp", 1), 0);
 	assert_int_equal(polwatch_wants("..2026_12_02_10_00_00.1", 1), 0);
-	assert_int_equal(polwatch_wants("test.yaml", 1), 0);
+	assert_int_equal(polwatch_wants("test.yaml", 1), 1);
+	assert_int_equal(polwatch_wants("README", 1), 0);
 	assert_int_equal(polwatch_wants(NULL, 1), 0);
 	/* A plain folder: .yaml files, not hidden ones or editor leftovers. */
 	assert_int_equal(polwatch_wants("test.yaml", 0), 1);
