@@ -81,6 +81,7 @@ static int	main_checkpoint_open(struct proxy *);
 static void	main_check_key(const char *, char **);
 static int	main_policy(struct proxy *);
 static int	main_check(struct proxy *);
+static void	main_check_token(const char *, char **);
 static int	main_log_open(struct proxy *);
 static int	main_loop_new(struct proxy *);
 static int	main_ca_load(struct proxy *);
@@ -656,7 +657,21 @@ main_policy(struct proxy *px)
 	return 0;
 }
 
-/* --check: the policy loaded; the checkpoint key, if any, must load too. */
+/* --check: the control API's token file keeps its rules. */
+static void
+main_check_token(const char *path, char **cause)
+{
+	char	tok[CTLTCP_TOKEN_MAX + 1];
+
+	if (ctltcp_token_read(path, tok, sizeof(tok), cause) == -1)
+		util_cause(cause, "--control-token-file %s: %s", path, *cause);
+	explicit_bzero(tok, sizeof(tok));
+}
+
+/*
+ * --check: the policy loaded; the checkpoint key and the control API's
+ * token, if any, must load too.
+ */
 static int
 main_check(struct proxy *px)
 {
@@ -666,6 +681,8 @@ main_check(struct proxy *px)
 	    checkpoint_key_outside(main_ckpt_opts.key_path, px->cfg.log_dir,
 	    &cause) == 0)
 		main_check_key(main_ckpt_opts.key_path, &cause);
+	if (cause == NULL && px->cfg.control_token != NULL)
+		main_check_token(px->cfg.control_token, &cause);
 	if (cause != NULL) {
 		log_warnx("%s", cause);
 		free(cause);

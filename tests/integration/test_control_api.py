@@ -409,6 +409,13 @@ class StartUp(unittest.TestCase):
                 "--control-token-file", path])
             self.assertEqual(rc, 1, err)
             self.assertIn(want, err)
+            # --check says so too, before any start.
+            r = subprocess.run([proxylib.PROXY_BIN, "--check",
+                                "--policy-dir", W["proxy"].policy_dir,
+                                "--control-token-file", path],
+                               capture_output=True, text=True, timeout=20)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn(want, r.stderr)
 
 
 class Bounds(unittest.TestCase):
