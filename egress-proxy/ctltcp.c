@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -32,6 +33,12 @@
 static struct evhttp	*ctltcp_http;
 static char		 ctltcp_tok[CTLTCP_TOKEN_MAX + 1];
 static SSL_CTX		*ctltcp_tls;
+static time_t		 ctltcp_win;		/* refusals' window start */
+static unsigned		 ctltcp_win_n;		/* lines in it */
+static unsigned long long ctltcp_counted;	/* refusals past them */
+static time_t		 ctltcp_counted_since;
+
+static void	ctltcp_summary(struct proxy *, time_t);
 
 static struct bufferevent *ctltcp_tls_bev(struct event_base *, void *);
 static int	ctltcp_tls_load(const char *, const char *, char **);
@@ -168,7 +175,48 @@ ctltcp_health(struct proxy *px, struct evhttp_request *req)
 	return 1;
 }
 
-/* 401, and a control.unauthorized event naming the client and path. */
+/*
+ * The window of refusals ended (CTLTCP_REFUSED_WINDOW_S from its start):
+ * the refusals counted past its CTLTCP_REFUSED_BURST lines go into one
+ * control.unauthorized_summary line, and a new window starts.
+ */
+static void
+ctltcp_summary(struct proxy *px, time_t now)
+{
+	json_t	*f;
+
+	if (now - ctltcp_win < CTLTCP_REFUSED_WINDOW_S)
+		return;
+	if (ctltcp_counted > 0) {
+		f = json_pack("{s:s, s:I, s:I, s:s}", "event",
+		    "control.unauthorized_summary", "count",
+		    (json_int_t)ctltcp_counted, "since",
+		    (json_int_t)ctltcp_counted_since, "policy_digest",
+		    policy_digest(px->policy->policy));
+		if (f == NULL || eventlog_append(px->seclog, f) == -1)
+			log_warnx("control.unauthorized_summary of %llu not "
+			    "logged: %s", ctltcp_counted, f == NULL ?
+			    "out of memory" : eventlog_error(px->seclog));
+		json_decref(f);
+		log_warnx("control API: %llu more requests refused",
+		    ctltcp_counted);
+	}
+	ctltcp_counted = 0;
+	ctltcp_win = now;
+	ctltcp_win_n = 0;
+}
+
+void
+ctltcp_tick(struct proxy *px)
+{
+	if (ctltcp_http != NULL)
+		ctltcp_summary(px, time(NULL));
+}
+
+/*
+ * 401, and a control.unauthorized event naming the client and path (the
+ * first CTLTCP_REFUSED_BURST of a window; the rest are counted).
+ */
 static void
 ctltcp_refuse(struct proxy *px, struct evhttp_request *req, const char *why)
 {
@@ -180,6 +228,13 @@ ctltcp_refuse(struct proxy *px, struct evhttp_request *req, const char *why)
 
 	if (evc != NULL)
 		evhttp_connection_get_peer(evc, &addr, &port);
+	ctltcp_summary(px, time(NULL));
+	if (ctltcp_win_n >= CTLTCP_REFUSED_BURST) {
+		if (ctltcp_counted++ == 0)
+			ctltcp_counted_since = time(NULL);
+		goto reply;
+	}
+	ctltcp_win_n++;
 	f = json_pack("{s:s, s:o, s:i, s:o, s:s, s:s}", "event",
 	    "control.unauthorized", "client", eventlog_str(addr ? addr : "?"),
 	    "client_port", (int)port, "path", eventlog_str(uri ? uri : ""),
@@ -190,6 +245,7 @@ ctltcp_refuse(struct proxy *px, struct evhttp_request *req, const char *why)
 	json_decref(f);
 	log_warnx("control API: refused a request from %s: %s",
 	    addr ? addr : "?", why);
+reply:
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "WWW-Authenticate", "Bearer");
 	ctltcp_text(req, 401, "{\"error\":\"unauthorized\"}\n");

@@ -5,7 +5,10 @@
  * The same routes as the socket, each behind a bearer token
  * ("Authorization: Bearer TOKEN", compared in constant time with the
  * token of --control-token-file). A request without it, or with another
- * token, is answered 401 and logged as a control.unauthorized event.
+ * token, is answered 401 and logged as a control.unauthorized event:
+ * the first CTLTCP_REFUSED_BURST of a window of CTLTCP_REFUSED_WINDOW_S,
+ * the rest counted into one control.unauthorized_summary line when the
+ * window ends (ctltcp_tick), so a flood of them cannot fill the log.
  * Two routes need no token and say nothing about sandboxes or policy:
  *
  *   GET /healthz   200 "ok": the event loop answers
@@ -28,6 +31,8 @@ struct proxy;
 #define CTLTCP_TOKEN_MAX	1024
 #define CTLTCP_HEADERS_MAX	8192
 #define CTLTCP_TIMEOUT_S	10
+#define CTLTCP_REFUSED_BURST	20	/* control.unauthorized lines ... */
+#define CTLTCP_REFUSED_WINDOW_S	10	/* ... per window; the rest counted */
 
 /*
  * Read the token of path into tok (size > CTLTCP_TOKEN_MAX): a regular
@@ -53,6 +58,9 @@ int	ctltcp_token_ok(const char *hdr, const char *tok);
 int	ctltcp_listen(struct proxy *, const char *spec, const char *tokfile,
 	    char **cause);
 void	ctltcp_close(void);
+
+/* Every second: the summary of a window that ended (NULL-safe to call). */
+void	ctltcp_tick(struct proxy *);
 
 /*
  * GET /healthz and /readyz, on either listener: 1 when req was one of

@@ -547,6 +547,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 
 	proxy_log_flush_blocks(px, 0);
 	control_grants_tick(px);
+	ctltcp_tick(px);
 	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	px->log_anchor_ok = main_ckpt == NULL || checkpoint_anchored(main_ckpt);

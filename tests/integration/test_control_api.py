@@ -168,6 +168,28 @@ class Auth(unittest.TestCase):
         with open(p.log_path) as f:
             self.assertNotIn(W["token"][:20], f.read())
 
+    def test_flood_of_refusals_is_counted_not_written_line_by_line(self):
+        """20 control.unauthorized lines in a 10 s window, then the rest
+        counted into one control.unauthorized_summary: a client that
+        hammers the port cannot fill the log volume (and with it stop
+        the replica's egress), and no refusal goes unrecorded."""
+        port = proxylib.free_port()
+        p = start_proxy("flood", [
+            "--control-socket", os.path.join(W["dir"], "flood.sock"),
+            "--control-listen", "127.0.0.1:%d" % port,
+            "--control-token-file", W["tokfile"]])
+        start = p.mark()
+        for _ in range(50):
+            self.assertEqual(tcp("GET", "/status", port=port)[0], 401)
+        e = p.wait_event(lambda e: e["event"] ==
+                         "control.unauthorized_summary", start, timeout=15)
+        self.assertIsNotNone(e, "no summary of the counted refusals")
+        lines = [x for x in p.events()[start:]
+                 if x["event"] == "control.unauthorized"]
+        self.assertEqual(len(lines), 20)
+        self.assertEqual(e["count"], 30)
+        self.assertIn("policy_digest", e)
+
     def test_with_token_same_answers_as_socket(self):
         tok = W["token"]
         status, body, _ = tcp("POST", "/register", tok, {
