@@ -82,15 +82,17 @@ ctltcp_token_read(const char *path, char *tok, size_t size, char **cause)
 	int		fd, rc = -1;
 
 	*cause = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+	/* Followed: a Kubernetes Secret volume's files are links to ..data. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return util_cause(cause, "%s", strerror(errno));
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		util_cause(cause, "not a regular file");
 		goto out;
 	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		util_cause(cause, "readable by others (mode %03o; chmod 600)",
-		    (unsigned)(st.st_mode & 0777));
+	/* Group read is let be: Kubernetes adds it under fsGroup. */
+	if (st.st_mode & (S_IRWXO | S_IWGRP | S_IXGRP)) {
+		util_cause(cause, "readable or writable by others (mode %03o; "
+		    "chmod 600)", (unsigned)(st.st_mode & 0777));
 		goto out;
 	}
 	if ((n = read(fd, tok, size - 1)) == -1) {

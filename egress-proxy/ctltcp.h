@@ -36,7 +36,8 @@ struct proxy;
 
 /*
  * Read the token of path into tok (size > CTLTCP_TOKEN_MAX): a regular
- * file readable by its owner alone, one line of CTLTCP_TOKEN_MIN to
+ * file (a link is followed) no one but its owner and group may read, and
+ * only its owner write, one line of CTLTCP_TOKEN_MIN to
  * CTLTCP_TOKEN_MAX printable characters without spaces, of at least 10
  * different ones (a trailing newline is dropped). 0, or -1 with *cause
  * (malloc'd).

@@ -420,7 +420,7 @@ class StartUp(unittest.TestCase):
     def test_weak_or_open_token_refused(self):
         cases = [("short", "abcdefghij0123456789", 0o600, "43 to 1024"),
                  ("same", "a" * 64, 0o600, "fewer than 10"),
-                 ("open", None, 0o644, "readable by others")]
+                 ("open", None, 0o644, "readable or writable by others")]
         for name, text, mode, want in cases:
             path = os.path.join(W["dir"], name + ".token")
             new_token(path, text)
@@ -438,6 +438,25 @@ class StartUp(unittest.TestCase):
                                capture_output=True, text=True, timeout=20)
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertIn(want, r.stderr)
+
+
+class SecretVolume(unittest.TestCase):
+
+    def test_token_from_a_secret_volume(self):
+        """A Kubernetes Secret volume is laid out as a ConfigMap's:
+        token -> ..data/token, mode 0440 under fsGroup. The proxy starts
+        with it and the token works."""
+        vol = ConfigMapDir(os.path.join(W["dir"], "secret-volume"))
+        vol.write({"token": W["token"] + "\n"})
+        real = os.path.join(vol.path, "..data", "token")
+        os.chmod(real, 0o440)
+        port = proxylib.free_port()
+        start_proxy("secretvol", [
+            "--control-socket", os.path.join(W["dir"], "sv.sock"),
+            "--control-listen", "127.0.0.1:%d" % port,
+            "--control-token-file", os.path.join(vol.path, "token")])
+        self.assertEqual(tcp("GET", "/status", W["token"], port=port)[0],
+                         200)
 
 
 class Bounds(unittest.TestCase):
