@@ -17,6 +17,7 @@
 
 #include "ctltcp.h"
 #include "polwatch.h"
+#include "util.h"
 
 #define TOK	"q7Z0v9Lk3X2mB8nR4tY6wE1aS5dF0gH2jK4lP6oI8uU="
 
@@ -53,10 +54,10 @@ test_token_ok(void **state)
 static const char *
 token_file(const char *text, mode_t mode)
 {
-	static char	path[] = "/tmp/test_ctltcp.XXXXXX";
+	static char	path[64];
 	int		fd;
 
-	strcpy(path, "/tmp/test_ctltcp.XXXXXX");
+	snprintf(path, sizeof(path), "/tmp/test_ctltcp." UTIL_MKTEMP_SUFFIX);
 	fd = mkstemp(path);
 	assert_true(fd != -1);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
