@@ -1,4 +1,5 @@
 /* proxyctl.c: the proxy's control socket, from the controller; proxyctl.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ struct proxyctl_buf {
 };
 
 static size_t	proxyctl_write(char *, size_t, size_t, void *);
+static int	proxyctl_token(struct curl_slist **, char **);
+static int	proxyctl_target(CURL *, const char *, char *, size_t,
+		    struct curl_slist **, char **);
 static int	proxyctl_raw(const char *method, const char *path,
 		    const char *body, long *status, struct proxyctl_buf *,
 		    char **cause);
@@ -58,6 +62,79 @@ proxyctl_write(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+const char *
+proxyctl_remote(void)
+{
+	const char	*url = getenv("SANDGATE_PROXY_CONTROL");
+
+	return url != NULL && *url != '\0' ? url : NULL;
+}
+
+/*
+ * The token of SANDGATE_PROXY_CONTROL_TOKEN_FILE as an Authorization
+ * header appended to *hdrs; 0, or -1 with *cause.
+ */
+static int
+proxyctl_token(struct curl_slist **hdrs, char **cause)
+{
+	const char	*path = getenv("SANDGATE_PROXY_CONTROL_TOKEN_FILE");
+	char		 tok[1100], line[1200];
+	FILE		*f;
+	size_t		 n;
+
+	if (path == NULL || *path == '\0')
+		return util_cause(cause, "SANDGATE_PROXY_CONTROL is set: "
+		    "SANDGATE_PROXY_CONTROL_TOKEN_FILE must name its token");
+	if ((f = fopen(path, "re")) == NULL)
+		return util_cause(cause, "SANDGATE_PROXY_CONTROL_TOKEN_FILE "
+		    "%s: %s", path, strerror(errno));
+	n = fread(tok, 1, sizeof(tok) - 1, f);
+	fclose(f);
+	tok[n] = '\0';
+	tok[strcspn(tok, "\r\n")] = '\0';
+	snprintf(line, sizeof(line), "Authorization: Bearer %s", tok);
+	explicit_bzero(tok, sizeof(tok));
+	*hdrs = curl_slist_append(*hdrs, line);
+	explicit_bzero(line, sizeof(line));
+	return *hdrs == NULL ? util_cause(cause, "out of memory") : 0;
+}
+
+/*
+ * Where a request goes: the unix socket, or the TCP API of
+ * SANDGATE_PROXY_CONTROL (http:// or https://HOST:PORT, with the token
+ * of SANDGATE_PROXY_CONTROL_TOKEN_FILE; https:// checked against the CA
+ * bundle of SANDGATE_PROXY_CONTROL_CA, else the system's). 0, or -1 with
+ * *cause.
+ */
+static int
+proxyctl_target(CURL *h, const char *path, char *url, size_t size,
+    struct curl_slist **hdrs, char **cause)
+{
+	const char	*base = proxyctl_remote();
+
+	if (base == NULL) {
+		snprintf(url, size, "http://proxy%s", path);
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH,
+		    proxyctl_socket_path());
+	} else {
+		if (strncmp(base, "http://", 7) != 0 &&
+		    strncmp(base, "https://", 8) != 0)
+			return util_cause(cause, "SANDGATE_PROXY_CONTROL \"%s\" "
+			    "is not an http:// or https:// URL", base);
+		if (proxyctl_token(hdrs, cause) == -1)
+			return -1;
+		snprintf(url, size, "%.*s%s", (int)strcspn(base + 8, "/") + 8,
+		    base, path);
+		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+		if (getenv("SANDGATE_PROXY_CONTROL_CA") != NULL)
+			curl_easy_setopt(h, CURLOPT_CAINFO,
+			    getenv("SANDGATE_PROXY_CONTROL_CA"));
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	return 0;
+}
+
 /* One HTTP request on the control socket; the reply body into *b. */
 static int
 proxyctl_raw(const char *method, const char *path, const char *body,
@@ -73,9 +150,10 @@ proxyctl_raw(const char *method, const char *path, const char *body,
 		*cause = util_xstrdup("out of memory");
 		return -1;
 	}
-	snprintf(url, sizeof(url), "http://proxy%s", path);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, proxyctl_socket_path());
-	curl_easy_setopt(h, CURLOPT_URL, url);
+	if (proxyctl_target(h, path, url, sizeof(url), &hdrs, cause) == -1) {
+		curl_easy_cleanup(h);
+		return -1;
+	}
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, proxyctl_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
@@ -83,17 +161,19 @@ proxyctl_raw(const char *method, const char *path, const char *body,
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	if (body != NULL) {
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(h);
 	if (rc != CURLE_OK) {
-		util_cause(cause, "cannot reach the proxy's control socket "
-		    "%s (%s); start it with `sandgate proxy start`",
-		    proxyctl_socket_path(), curl_easy_strerror(rc));
+		util_cause(cause, "cannot reach the proxy's control %s %s "
+		    "(%s); start it with `sandgate proxy start`",
+		    proxyctl_remote() ? "API" : "socket", proxyctl_remote() ?
+		    proxyctl_remote() : proxyctl_socket_path(),
+		    curl_easy_strerror(rc));
 		free(b->p);
 		b->p = NULL;
 		return -1;

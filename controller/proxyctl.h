@@ -29,6 +29,15 @@ struct docker;
 #define PROXYCTL_CA_CERT	"ca.crt"
 #define PROXYCTL_CA_KEY		"ca.key"
 
+/*
+ * SANDGATE_PROXY_CONTROL (http:// or https://HOST:PORT), when set: the
+ * proxy's TCP control API, used instead of the socket by every call here
+ * with the bearer token of SANDGATE_PROXY_CONTROL_TOKEN_FILE (https://
+ * checked against SANDGATE_PROXY_CONTROL_CA, else the system's CAs).
+ * NULL when unset.
+ */
+const char	*proxyctl_remote(void);
+
 /* state_root()/proxy/run/control.sock (static storage). */
 const char	*proxyctl_socket_path(void);
 

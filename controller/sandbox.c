@@ -832,7 +832,8 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 	if (d != NULL && sandbox_remove_containers(d, id, cause) == -1)
 		return -1;
 	/* Best effort: a proxy that is not running has nothing to forget. */
-	if (access(proxyctl_socket_path(), F_OK) == 0 &&
+	if ((proxyctl_remote() != NULL ||
+	    access(proxyctl_socket_path(), F_OK) == 0) &&
 	    proxyctl_unregister(id, &ignored) == -1)
 		free(ignored);
 	if (disk_is_mounted(work) == 1 && disk_umount(work, cause) == -1)

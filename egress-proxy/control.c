@@ -20,6 +20,7 @@
 
 #include "control.h"
 #include "conn.h"
+#include "ctltcp.h"
 #include "blocklog.h"
 #include "eventlog.h"
 #include "execcred.h"
@@ -32,6 +33,8 @@
 #include "util.h"
 
 #define CONTROL_BODY_MAX	(64 * 1024)
+#define CONTROL_HEADERS_MAX	CTLTCP_HEADERS_MAX
+#define CONTROL_TIMEOUT_S	CTLTCP_TIMEOUT_S
 #define CONTROL_BLOCKS		64	/* block records kept per sandbox */
 #define CONTROL_SANDBOXES	4096	/* sandboxes with records kept */
 #define CONTROL_GRANTS_FILE_MAX	(8 * 1024 * 1024)	/* grants.json */
@@ -74,7 +77,6 @@ static int			 control_up;
 
 static void	control_reply(struct evhttp_request *, int, json_t *);
 static json_t	*control_body(struct evhttp_request *);
-static void	control_route(struct evhttp_request *, void *);
 static void	control_status(struct proxy *, struct evhttp_request *);
 static void	control_metrics(struct proxy *, struct evhttp_request *);
 static void	control_register(struct proxy *, struct evhttp_request *);
@@ -90,6 +92,8 @@ static void	control_grants_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
 static int	control_peer_by(struct evhttp_request *, const char *, char *,
+		    size_t);
+static int	control_peer_tcp(struct evhttp_request *, int, char *,
 		    size_t);
 static int	control_grant_read(struct evhttp_request *, json_t *,
 		    struct grant *, int *, const char **);
@@ -145,7 +149,7 @@ control_body(struct evhttp_request *req)
 	return o;
 }
 
-static void
+void
 control_route(struct evhttp_request *req, void *arg)
 {
 	struct proxy	*px = arg;
@@ -155,6 +159,8 @@ control_route(struct evhttp_request *req, void *arg)
 
 	if (path == NULL)
 		path = "/";
+	if (ctltcp_health(px, req))
+		return;
 	if (!post && strcmp(path, "/status") == 0)
 		control_status(px, req);
 	else if (!post && strcmp(path, "/metrics") == 0)
@@ -588,12 +594,18 @@ control_peer_by(struct evhttp_request *req, const char *claim, char *by,
 	struct ucred		 cr;
 	socklen_t		 len = sizeof(cr);
 	size_t			 n = strcspn(claim, " ");
+	char			 peer[64];
 	int			 sudo;
 
 	bev = evhttp_connection_get_bufferevent(
 	    evhttp_request_get_connection(req));
-	if (bev == NULL || getsockopt(bufferevent_getfd(bev), SOL_SOCKET,
-	    SO_PEERCRED, &cr, &len) == -1)
+	if (bev == NULL)
+		return -1;
+	if (control_peer_tcp(req, bufferevent_getfd(bev), peer,
+	    sizeof(peer)) == 0)
+		cr.uid = (uid_t)-1;
+	else if (getsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_PEERCRED,
+	    &cr, &len) == -1)
 		return -1;
 	if (n == 0 || n > 32 || strspn(claim, "abcdefghijklmnopqrstuvwxyz"
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
@@ -601,8 +613,35 @@ control_peer_by(struct evhttp_request *req, const char *claim, char *by,
 		n = 1;
 	}
 	sudo = cr.uid == 0 && strstr(claim + n, " (sudo, ") == claim + n;
-	snprintf(by, size, "%.*s (%suid %u)", (int)n, claim,
-	    sudo ? "sudo, " : "", (unsigned)cr.uid);
+	if (peer[0] != '\0')
+		snprintf(by, size, "%.*s (control API, %s)", (int)n, claim,
+		    peer);
+	else
+		snprintf(by, size, "%.*s (%suid %u)", (int)n, claim,
+		    sudo ? "sudo, " : "", (unsigned)cr.uid);
+	return 0;
+}
+
+/*
+ * A peer of the TCP control API (ctltcp.h): its address into peer, 0; -1
+ * (peer "") on the unix socket, where SO_PEERCRED says who asks.
+ */
+static int
+control_peer_tcp(struct evhttp_request *req, int fd, char *peer,
+    size_t size)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof(ss);
+	char			*addr = NULL;
+	ev_uint16_t		 port = 0;
+
+	peer[0] = '\0';
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return -1;
+	evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr,
+	    &port);
+	util_safe(addr != NULL ? addr : "?", peer, size);
 	return 0;
 }
 
@@ -1004,6 +1043,21 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	    "truncated", truncated));
 }
 
+void
+control_bounds(struct evhttp *http)
+{
+	evhttp_set_max_body_size(http, CONTROL_BODY_MAX);
+	evhttp_set_max_headers_size(http, CONTROL_HEADERS_MAX);
+	evhttp_set_timeout(http, CONTROL_TIMEOUT_S);
+	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+}
+
+int
+control_serving(void)
+{
+	return control_up;
+}
+
 int
 control_listen(struct proxy *px, const char *path, char **cause)
 {
@@ -1038,9 +1092,7 @@ control_listen(struct proxy *px, const char *path, char **cause)
 		*cause = util_xstrdup("cannot start the HTTP server");
 		return -1;
 	}
-	evhttp_set_max_body_size(control_http, CONTROL_BODY_MAX);
-	evhttp_set_allowed_methods(control_http, EVHTTP_REQ_GET |
-	    EVHTTP_REQ_POST);
+	control_bounds(control_http);
 	evhttp_set_gencb(control_http, control_route, px);
 	control_path = util_xstrdup(path);
 	util_xasprintf(&control_registry_path, "%.*s/registry.json",

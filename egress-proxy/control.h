@@ -7,6 +7,7 @@
  *   POST /register                {"address","sandbox","sets":"a,b"}
  *   POST /unregister              {"sandbox"} or {"address"}
  *   POST /reload                  200 {"digest"} or 422 {"errors":[...]}
+ *   GET  /healthz, /readyz        liveness and readiness (ctltcp.h)
  *   GET  /blocks?sandbox=ID&after=N[&run=RUN[&unattributed=1]]
  *                                 the blocks of a sandbox after cursor N
  *                                 (blocks_seq of /status), or of one
@@ -20,18 +21,36 @@
 #ifndef SG_CONTROL_H
 #define SG_CONTROL_H
 
+struct evhttp;
+struct evhttp_request;
 struct proxy;
 
 /* Listen on path (an existing socket file is replaced). 0 or -1. */
 int	control_listen(struct proxy *, const char *path, char **cause);
 void	control_close(struct proxy *);
 
+/* 1 once control_listen succeeded (until control_close). */
+int	control_serving(void);
+
+/*
+ * The bounds of every control listener: body, header bytes, the time a
+ * request may take to arrive, GET and POST only.
+ */
+void	control_bounds(struct evhttp *);
+
+/*
+ * Serve one request (arg: the proxy). The unix socket's handler; the TCP
+ * API (ctltcp.h) calls it once the request's token is checked.
+ */
+void	control_route(struct evhttp_request *, void *arg);
+
 /*
  * Remember a block (serial: proxy.block_serial of this attempt) for GET
  * /blocks, in the sandbox's own bounded ring (one sandbox's blocks never
  * push out another's) and in the set of the exec it is attributed to, or
  * of every running exec of the sandbox when none (execcred_note_block):
- * one exec's blocks never push out another's. Host and message are kept escaped (printable
+ * one exec's blocks never push out another's. Host and message are kept
+ * escaped (printable
  * ASCII). Blocks of unregistered clients are not kept. run_id (NULL:
  * none) is the exec whose credential the request carried: GET
  * /blocks?run=RUN lists only that exec's.

@@ -26,6 +26,8 @@
 #include "blocklog.h"
 #include "conn.h"
 #include "control.h"
+#include "ctltcp.h"
+#include "polwatch.h"
 #include "dns.h"
 #include "eventlog.h"
 #include "log.h"
@@ -79,10 +81,12 @@ static int	main_checkpoint_open(struct proxy *);
 static void	main_check_key(const char *, char **);
 static int	main_policy(struct proxy *);
 static int	main_check(struct proxy *);
+static void	main_check_token(const char *, char **);
 static int	main_log_open(struct proxy *);
 static int	main_loop_new(struct proxy *);
 static int	main_ca_load(struct proxy *);
 static void	main_signals(struct proxy *);
+static int	main_control_tcp(struct proxy *);
 static int	main_run(struct proxy *);
 
 static const struct option main_longopts[] = {
@@ -93,6 +97,11 @@ static const struct option main_longopts[] = {
 	{ "resolver",		required_argument, NULL, 'r' },
 	{ "hosts",		required_argument, NULL, 'H' },
 	{ "control-socket",	required_argument, NULL, 'c' },
+	{ "control-listen",	required_argument, NULL, 'O' },
+	{ "control-token-file",	required_argument, NULL, 'Q' },
+	{ "control-tls-cert",	required_argument, NULL, 'e' },
+	{ "control-tls-key",	required_argument, NULL, 'g' },
+	{ "policy-watch",	no_argument,	   NULL, 'w' },
 	{ "ca-cert",		required_argument, NULL, 'a' },
 	{ "ca-key",		required_argument, NULL, 'y' },
 	{ "ca-create",		no_argument,	   NULL, 'j' },
@@ -146,6 +155,19 @@ main_usage(FILE *f)
 "  --hosts FILE            static name map in /etc/hosts format, asked first\n"
 "  --control-socket PATH   unix socket for register/unregister/reload/status\n"
 "                          and /metrics (default: none)\n"
+"  --control-listen ADDR:PORT  the same API over TCP, for a controller on\n"
+"                          another host (needs --control-socket and\n"
+"                          --control-token-file); /healthz and /readyz\n"
+"                          there need no token\n"
+"  --control-token-file FILE  the bearer token of that API (one line of at\n"
+"                          least 43 random characters, mode 600)\n"
+"  --control-tls-cert FILE  serve that API over TLS with this certificate\n"
+"                          chain (PEM); its token then never crosses the\n"
+"                          network in clear\n"
+"  --control-tls-key FILE  its private key (PEM)\n"
+"  --policy-watch          reload when the policy folder's ..data link is\n"
+"                          replaced (a Kubernetes ConfigMap update); on by\n"
+"                          default when the folder has ..data\n"
 "  --ca-cert FILE          the sandgate CA's certificate (PEM), for entries\n"
 "                          with tls: terminate (without it they are refused)\n"
 "  --ca-key FILE           its private key (PEM, readable by this user alone)\n"
@@ -241,6 +263,11 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'r': main_set_str(&cfg->resolver, arg); return 0;
 	case 'H': main_set_str(&cfg->hosts, arg); return 0;
 	case 'c': main_set_str(&cfg->control_socket, arg); return 0;
+	case 'O': main_set_str(&cfg->control_listen, arg); return 0;
+	case 'Q': main_set_str(&cfg->control_token, arg); return 0;
+	case 'e': main_set_str(&cfg->control_tls_cert, arg); return 0;
+	case 'g': main_set_str(&cfg->control_tls_key, arg); return 0;
+	case 'w': cfg->policy_watch = 1; return 0;
 	case 'a': main_set_str(&cfg->ca_cert, arg); return 0;
 	case 'y': main_set_str(&cfg->ca_key, arg); return 0;
 	case 'j': cfg->ca_create = 1; return 0;
@@ -520,6 +547,7 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 
 	proxy_log_flush_blocks(px, 0);
 	control_grants_tick(px);
+	ctltcp_tick(px);
 	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
 	px->log_anchor_ok = main_ckpt == NULL || checkpoint_anchored(main_ckpt);
@@ -630,7 +658,21 @@ main_policy(struct proxy *px)
 	return 0;
 }
 
-/* --check: the policy loaded; the checkpoint key, if any, must load too. */
+/* --check: the control API's token file keeps its rules. */
+static void
+main_check_token(const char *path, char **cause)
+{
+	char	tok[CTLTCP_TOKEN_MAX + 1];
+
+	if (ctltcp_token_read(path, tok, sizeof(tok), cause) == -1)
+		util_cause(cause, "--control-token-file %s: %s", path, *cause);
+	explicit_bzero(tok, sizeof(tok));
+}
+
+/*
+ * --check: the policy loaded; the checkpoint key and the control API's
+ * token, if any, must load too.
+ */
 static int
 main_check(struct proxy *px)
 {
@@ -640,6 +682,8 @@ main_check(struct proxy *px)
 	    checkpoint_key_outside(main_ckpt_opts.key_path, px->cfg.log_dir,
 	    &cause) == 0)
 		main_check_key(main_ckpt_opts.key_path, &cause);
+	if (cause == NULL && px->cfg.control_token != NULL)
+		main_check_token(px->cfg.control_token, &cause);
 	if (cause != NULL) {
 		log_warnx("%s", cause);
 		free(cause);
@@ -764,11 +808,43 @@ main_loop_new(struct proxy *px)
 		    cause ? cause : "unknown error");
 		return -1;
 	}
+	if ((px->cfg.control_listen != NULL || px->cfg.control_token != NULL ||
+	    px->cfg.control_tls_cert != NULL || px->cfg.control_tls_key !=
+	    NULL) && main_control_tcp(px) == -1)
+		return -1;
+	if (polwatch_start(px, px->cfg.policy_watch, &cause) == -1) {
+		log_warnx("--policy-watch %s: %s", px->cfg.policy_dir, cause);
+		free(cause);
+		return -1;
+	}
 	main_signals(px);
 	/* Said only now: whoever waits for it finds the proxy wholly set up. */
 	for (i = 0; i < px->cfg.nlisten; i++)
 		fprintf(stderr, "sandgate-proxy: listening on %s\n",
 		    px->cfg.listen[i]);
+	return 0;
+}
+
+/*
+ * --control-listen with --control-token-file (and TLS), or none; -1 (said)
+ * when the API cannot be served with its token.
+ */
+static int
+main_control_tcp(struct proxy *px)
+{
+	char	*cause = NULL;
+
+	if (px->cfg.control_listen == NULL) {
+		log_warnx("--control-token-file or --control-tls-* without "
+		    "--control-listen");
+		return -1;
+	}
+	if (ctltcp_listen(px, px->cfg.control_listen, px->cfg.control_token,
+	    &cause) == -1) {
+		log_warnx("control API: %s", cause ? cause : "unknown error");
+		free(cause);
+		return -1;
+	}
 	return 0;
 }
 
@@ -816,6 +892,8 @@ main_run(struct proxy *px)
 	}
 	checkpoint_free(main_ckpt);
 	eventlog_close(px->seclog);
+	polwatch_stop();
+	ctltcp_close();
 	control_close(px);
 	log_info("exited");
 	return rc;

@@ -108,6 +108,11 @@ struct proxy_config {
 	const char	 *resolver;
 	const char	 *hosts;
 	const char	 *control_socket;
+	const char	 *control_listen;	/* ctltcp.h */
+	const char	 *control_token;	/* its token file */
+	const char	 *control_tls_cert;	/* its TLS server side */
+	const char	 *control_tls_key;
+	int		  policy_watch;		/* polwatch.h */
 	const char	 *ca_cert;		/* tls: terminate */
 	const char	 *ca_key;
 	int		  ca_create;		/* make it when missing */
