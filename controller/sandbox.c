@@ -1231,14 +1231,21 @@ sandbox_probe(struct docker *d, const struct sandbox_meta *m,
 	struct probe_expect	 pe;
 	struct exec_opts	 o;
 	struct exec_result	 r;
-	char			 run[STATE_ID_LEN + 1], *failed = NULL;
+	char			 run[STATE_ID_LEN + 1], *failed = NULL, *oom = NULL;
 	char			 target[80], runs[PATH_MAX];
 	int			 rv = -1;
 
-	/* gVisor: its sentry holds the whole sandbox's memory (guarantees.md) */
-	if (!sandbox_gvisor(m) &&
-	    sandbox_oom_init(pid, cause) == -1)
-		return -1;
+	/*
+	 * gVisor: its sentry holds the whole sandbox's memory (guarantees.md).
+	 * Left at 1000 the init may be the OOM killer's pick, which stops
+	 * this sandbox's own commands, not another's: a warning, not a
+	 * sandbox that cannot start.
+	 */
+	if (!sandbox_gvisor(m) && sandbox_oom_init(pid, &oom) == -1) {
+		log_warnx("%s: the memory limit's OOM killer may stop the "
+		    "sandbox's init", oom);
+		free(oom);
+	}
 	if (strcmp(m->network, "proxy") == 0) {
 		if (netseal_apply(pid, m->proxy, cause) == -1 ||
 		    netseal_probe_target(m->proxy, target,
