@@ -23,6 +23,7 @@
 
 #include "addr.h"
 #include "checkpoint.h"
+#include "token.h"
 #include "blocklog.h"
 #include "conn.h"
 #include "control.h"
@@ -82,6 +83,7 @@ static int	main_check(struct proxy *);
 static int	main_log_open(struct proxy *);
 static int	main_loop_new(struct proxy *);
 static int	main_ca_load(struct proxy *);
+static int	main_tokens_load(struct proxy *);
 static void	main_signals(struct proxy *);
 static int	main_run(struct proxy *);
 
@@ -114,6 +116,9 @@ static const struct option main_longopts[] = {
 	{ "block-burst",	required_argument, NULL, 'B' },
 	{ "block-budget",	required_argument, NULL, 'G' },
 	{ "block-window",	required_argument, NULL, 'W' },
+	{ "token-key",		required_argument, NULL, 'O' },
+	{ "token-any-source",	no_argument,	   NULL, 'q' },
+	{ "instance",		required_argument, NULL, 'N' },
 	{ "check",		no_argument,	   NULL, 'n' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "help",		no_argument,	   NULL, 'h' },
@@ -180,6 +185,13 @@ main_usage(FILE *f)
 "  --block-budget N        full egress.blocked lines per client in a window\n"
 "                          (default 50)\n"
 "  --block-window S        the window, in seconds (default 10)\n"
+"  --token-key PUB         accept sandbox tokens signed by this Ed25519 key\n"
+"                          (PEM public key; repeatable, for rotation)\n"
+"  --token-any-source      a valid token counts from an address no sandbox\n"
+"                          registered (a replica not told of sandboxes)\n"
+"  --instance NAME         this replica's name: the log is\n"
+"                          security-events.NAME.jsonl, /status and metrics\n"
+"                          name it\n"
 "  --check                 load the policy and the options, then exit\n"
 "  -v, --verbose           debug trace on stderr\n"
 "  -h, --help              this text\n"
@@ -246,6 +258,15 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'j': cfg->ca_create = 1; return 0;
 	case 'Z': main_set_str(&cfg->secrets_dir, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
+	case 'q': cfg->token_any_source = 1; return 0;
+	case 'O':
+		if (cfg->ntoken_keys == TOKEN_KEYS_MAX) {
+			log_warnx("too many --token-key (at most %d)",
+			    TOKEN_KEYS_MAX);
+			return -1;
+		}
+		cfg->token_keys[cfg->ntoken_keys++] = util_xstrdup(arg);
+		return 0;
 	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
 	case 'v': cfg->verbose++; return 0;
 	case 'n': main_check_only = 1; return 0;
@@ -352,6 +373,7 @@ main_options(int argc, char **argv, struct proxy_config *cfg)
 	int	ch;
 
 	cfg->listen = util_xcalloc(MAIN_MAX_LISTEN, sizeof(char *));
+	cfg->token_keys = util_xcalloc(TOKEN_KEYS_MAX, sizeof(char *));
 	cfg->head_timeout_ms = PROXY_HEAD_TIMEOUT_MS;
 	cfg->keepalive_timeout_ms = PROXY_KEEPALIVE_TIMEOUT_MS;
 	cfg->dns_timeout_ms = PROXY_DNS_TIMEOUT_MS;
@@ -725,6 +747,40 @@ main_ca_load(struct proxy *px)
 }
 
 /*
+ * --token-key: the public keys whose sandbox tokens this replica accepts
+ * (token.h). -1 (said) when one cannot be read or is not Ed25519.
+ */
+static int
+main_tokens_load(struct proxy *px)
+{
+	EVP_PKEY	*key;
+	char		*cause = NULL;
+	const char	*why;
+	size_t		 i;
+
+	if ((px->tokens = token_keys_new()) == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < px->cfg.ntoken_keys; i++) {
+		key = checkpoint_pubkey_load(px->cfg.token_keys[i], &cause);
+		if (key == NULL) {
+			log_warnx("--token-key: %s", cause);
+			free(cause);
+			return -1;
+		}
+		if (token_keys_add(px->tokens, key, &why) == -1) {
+			log_warnx("--token-key \"%s\": %s",
+			    px->cfg.token_keys[i], why);
+			return -1;
+		}
+	}
+	if (px->cfg.token_any_source && px->cfg.ntoken_keys == 0) {
+		log_warnx("--token-any-source needs --token-key");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The event loop and what runs on it: the ClientHello checker, the
  * resolver, the registry, the listeners, the control socket and the
  * signals. -1 (said) if a resolver, listener or socket cannot be set up.
@@ -740,7 +796,7 @@ main_loop_new(struct proxy *px)
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
 		fatalx("cannot create the TLS context for ClientHello checks");
 	if (main_ca_load(px) == -1 || (px->cfg.secrets_dir != NULL &&
-	    proxy_secrets_load(px) == -1))
+	    proxy_secrets_load(px) == -1) || main_tokens_load(px) == -1)
 		return -1;
 	px->dns = dns_new(px->base, px->cfg.resolver, px->cfg.hosts,
 	    px->cfg.dns_timeout_ms, &cause);

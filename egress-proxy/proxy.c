@@ -80,6 +80,12 @@ proxy_client_lookup(struct proxy *px, const struct sockaddr *sa,
 {
 	if (registry_lookup(px->registry, sa, out) == 0)
 		return;
+	proxy_client_default(px, out);
+}
+
+void
+proxy_client_default(struct proxy *px, struct proxy_client *out)
+{
 	out->sandbox = NULL;
 	out->sets = (const char *const *)px->default_sets;
 	out->nsets = px->ndefault_sets;
