@@ -54,6 +54,29 @@ def make_key(folder, name):
     return key, pub
 
 
+def sandgate(*args):
+    """`sandgate ARGS` with the test's state folder."""
+    return subprocess.run([os.path.join(proxylib.BIN, "sandgate")] +
+                          list(args), capture_output=True, text=True,
+                          env=proxylib.clean_env({"SANDGATE_STATE":
+                                                  W["state"]}))
+
+
+def controller_key():
+    """The token key `sandgate proxy token` makes (as proxy start does):
+    (private key, public key path)."""
+    W["state"] = os.path.join(W["dir"], "state")
+    r = sandgate("proxy", "token", "sbx_init")
+    if r.returncode != 0:
+        raise AssertionError("sandgate proxy token: %s" % r.stderr)
+    path = os.path.join(W["state"], "keys", "token.key")
+    if os.stat(path).st_mode & 0o077:
+        raise AssertionError("%s is readable by others" % path)
+    with open(path, "rb") as f:
+        key = serialization.load_pem_private_key(f.read(), None)
+    return key, path + ".pub"
+
+
 def token(key, sandbox, run="", sets="test", issued=None, ttl=600,
           signer=None):
     """sgt1.base64url(body || sig), body as docs/proxy.md lays it out."""
@@ -100,7 +123,7 @@ def setUpModule():
     W["proxies"] = []
     try:
         W["up"] = proxylib.Upstreams(W["dir"]).start()
-        W["key"], W["pub"] = make_key(W["dir"], "token")
+        W["key"], W["pub"] = controller_key()
         W["old"], W["old_pub"] = make_key(W["dir"], "token-old")
         W["evil"], _ = make_key(W["dir"], "evil")
         W["sock"] = os.path.join(W["dir"], "control.sock")
@@ -167,6 +190,22 @@ class TokenTest(unittest.TestCase):
                           "%d" % (tok, W["any"].port),
                           "http://allowed.test:%d/c" % W["up"].http_port])
         self.assertEqual(r.stdout, "200", r.stderr)
+
+    def test_controller_issued_token(self):
+        r = sandgate("proxy", "token", "--run", "run_cli", "--sets", "test",
+                     "--ttl", "120", "sbx_cli")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tok = r.stdout.strip()
+        p = W["any"]
+        mark = p.mark()
+        status, body = get(p, tok)
+        self.assertEqual(status, 200, body)
+        ev = p.wait_event(lambda e: e.get("event") == "egress.allowed",
+                          mark)
+        self.assertEqual((ev["sandbox"], ev.get("run_id")),
+                         ("sbx_cli", "run_cli"))
+        r = sandgate("proxy", "token", "--ttl", "99999999", "sbx_cli")
+        self.assertEqual(r.returncode, 2, r.stderr)
 
     def test_rotation_old_key_still_accepted(self):
         status, body = get(W["any"], token(W["old"], "sbx_a"))
