@@ -259,6 +259,14 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'Z': main_set_str(&cfg->secrets_dir, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
 	case 'q': cfg->token_any_source = 1; return 0;
+	case 'N':
+		if (!policy_set_name_valid(arg)) {
+			log_warnx("invalid --instance \"%s\" (1-64 of a-z, 0-9, "
+			    "'_' and '-')", arg);
+			return -1;
+		}
+		main_set_str(&cfg->instance, arg);
+		return 0;
 	case 'O':
 		if (cfg->ntoken_keys == TOKEN_KEYS_MAX) {
 			log_warnx("too many --token-key (at most %d)",
@@ -681,6 +689,7 @@ main_log_open(struct proxy *px)
 {
 	struct eventlog_opts	 lopts;
 	char			*cause = NULL;
+	char			 name[96] = "security-events.jsonl";
 
 	memset(&lopts, 0, sizeof(lopts));
 	lopts.max_size = px->cfg.log_max_size;
@@ -688,15 +697,18 @@ main_log_open(struct proxy *px)
 	lopts.keep_min_age = px->cfg.log_keep_min_age;
 	px->started = time(NULL);
 	main_serial_base(px);
-	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
-	    &lopts, &cause);
+	if (px->cfg.instance != NULL)
+		snprintf(name, sizeof(name), "security-events.%s.jsonl",
+		    px->cfg.instance);
+	px->seclog = eventlog_open(px->cfg.log_dir, name, &lopts, &cause);
 	if (px->seclog == NULL) {
 		log_warnx("cannot open the security-event log in %s: %s",
 		    px->cfg.log_dir, cause ? cause : "unknown error");
 		free(cause);
 		return -1;
 	}
-	if (main_checkpoint_open(px) == -1)
+	if (main_checkpoint_open(px) == -1 || (px->cfg.instance != NULL &&
+	    proxy_log_started(px) == -1))
 		return -1;
 	if (proxy_log_blocks_init(px) == -1)
 		fatalx("out of memory");

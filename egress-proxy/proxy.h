@@ -222,6 +222,13 @@ struct proxy {
 
 extern struct proxy *proxy_g;
 
+/*
+ * A replica's start line (--instance): {"event":"proxy.started",
+ * "instance":NAME,"policy_digest":D,"token_keys":N,
+ * "token_any_source":B}. 0, or -1 (said).
+ */
+int	proxy_log_started(struct proxy *);
+
 /* Load or reload --secrets-dir (secret.h). 0, or -1 (said). */
 int	proxy_secrets_load(struct proxy *);
 
