@@ -382,7 +382,7 @@ static int
 audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 {
 	const struct cmd_opt	*o;
-	int			 rc;
+	int			 rc, file_given = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->mode = mode;
@@ -390,9 +390,11 @@ audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 	a->lines = -1;
 	a->dir = NULL;
 	a->file = AUDIT_LOG;
-	while ((o = cmd_args_next(args)) != NULL)
+	while ((o = cmd_args_next(args)) != NULL) {
 		if ((rc = audit_parse_opt(args->entry, a, o->ch, o->arg)) != 0)
 			return rc;
+		file_given |= o->ch == 'F';
+	}
 	if (a->anchor != NULL && a->nkeys == 0)
 		return cmd_usage_error(args->entry, "--anchor is an option of "
 		    "'audit verify --key'");
@@ -401,8 +403,8 @@ audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 		    "(want ocsf)", a->format);
 	if (a->lines == -1)
 		a->lines = AUDIT_TAIL_DEFAULT;
-	if (a->ninstances > 0 && (a->follow || a->npaths > 0 ||
-	    a->file != (const char *)AUDIT_LOG || args->argc > 0))
+	if (a->ninstances > 0 && (a->follow || file_given ||
+	    args->argc > 0))
 		return cmd_usage_error(args->entry, "--instance reads the "
 		    "replicas' logs: not with --file, --follow or FILES");
 	if (a->ninstances == 1)
