@@ -808,7 +808,7 @@ main_loop_new(struct proxy *px)
 	if ((px->sni_ctx = sni_ctx_new()) == NULL)
 		fatalx("cannot create the TLS context for ClientHello checks");
 	if (main_ca_load(px) == -1 || (px->cfg.secrets_dir != NULL &&
-	    proxy_secrets_load(px) == -1) || main_tokens_load(px) == -1)
+	    proxy_secrets_load(px) == -1))
 		return -1;
 	px->dns = dns_new(px->base, px->cfg.resolver, px->cfg.hosts,
 	    px->cfg.dns_timeout_ms, &cause);
@@ -903,7 +903,8 @@ main(int argc, char **argv)
 	}
 	log_init("sandgate-proxy", px->cfg.verbose);
 	proxy_g = px;
-	if (main_policy(px) == -1)
+	/* The token keys too: --check says when one cannot be used. */
+	if (main_policy(px) == -1 || main_tokens_load(px) == -1)
 		return PX_EXIT_CONFIG;
 	if (main_check_only)
 		return main_check(px);

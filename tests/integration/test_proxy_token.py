@@ -274,5 +274,28 @@ class TokenTest(unittest.TestCase):
         self.assertIn("registered to no sandbox", ev["message"])
 
 
+class TokenConfigTest(unittest.TestCase):
+    def check(self, *args):
+        return subprocess.run([proxylib.PROXY_BIN, "--check", "--policy-dir",
+                               W["any"].policy_dir] + list(args),
+                              capture_output=True, text=True)
+
+    def test_bad_keys_are_configuration_errors(self):
+        junk = os.path.join(W["dir"], "junk.pub")
+        with open(junk, "w") as f:
+            f.write("not a key\n")
+        r = self.check("--token-key", junk)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("--token-key", r.stderr)
+        r = self.check("--token-any-source")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("needs --token-key", r.stderr)
+        r = self.check("--token-key", W["pub"], "--token-key", W["pub"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("the same token key twice", r.stderr)
+        r = self.check("--token-key", W["pub"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
