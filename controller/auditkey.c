@@ -119,6 +119,24 @@ auditkey_prepare_proxy(const char *logdir, char **cause)
 	return rc == -1 ? -1 : 0;
 }
 
+int
+auditkey_prepare_token(const char *logdir, char *buf, size_t size,
+    char **cause)
+{
+	int	n, rc;
+
+	n = snprintf(buf, size, "%s/keys/" AUDITKEY_TOKEN_NAME, state_root());
+	if (n < 0 || (size_t)n >= size) {
+		util_cause(cause, "state folder path too long");
+		return -1;
+	}
+	if ((rc = auditkey_ensure(buf, geteuid(), logdir, cause)) == 1)
+		printf("created the sandbox token key %s\n"
+		    "proxy replicas verify tokens with %s.pub (--token-key)\n",
+		    buf, buf);
+	return rc == -1 ? -1 : 0;
+}
+
 struct checkpoint *
 auditkey_runs_signer(struct eventlog *log)
 {

@@ -28,6 +28,12 @@ struct eventlog;
 #define AUDITKEY_PROXY_MOUNT	"/etc/sandgate/keys"
 #define AUDITKEY_PROXY_NAME	"checkpoint.key"
 #define AUDITKEY_RUNS_NAME	"runs.key"
+/*
+ * The key that signs sandbox tokens (token.h): state_root()/keys/
+ * token.key, the controller's alone (the proxy verifies with
+ * token.key.pub and never holds it).
+ */
+#define AUDITKEY_TOKEN_NAME	"token.key"
 
 /*
  * The default key of log file `logname` (security-events.jsonl or
@@ -54,6 +60,14 @@ int	 auditkey_ensure(const char *path, uid_t owner, const char *logdir,
  * folder logdir, and say where its public key is. 0 or -1.
  */
 int	 auditkey_prepare_proxy(const char *logdir, char **cause);
+
+/*
+ * `sandgate proxy start`: make the token key pair (owned by the user
+ * running sandgate, folder 0700) if there is none, refusing one in the
+ * proxy's log folder logdir; its path into buf. 0 or -1.
+ */
+int	 auditkey_prepare_token(const char *logdir, char *buf, size_t size,
+	    char **cause);
 
 /*
  * The controller's signer for runs.jsonl (opened shared): makes the key

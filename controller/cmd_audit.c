@@ -41,6 +41,7 @@
 #include "logread.h"
 #include "logverify.h"
 #include "ocsf.h"
+#include "policy.h"
 #include "sglimits.h"
 #include "state.h"
 #include "util.h"
@@ -50,6 +51,7 @@
 #define AUDIT_TAIL_MAX		100000
 #define AUDIT_FIELD_SHOW	256		/* table cells cut past this */
 #define AUDIT_KEYS_MAX		16		/* verify --key, at most */
+#define AUDIT_INSTANCES_MAX	16		/* --instance, at most */
 
 enum audit_mode { AUDIT_LIST, AUDIT_SUMMARY, AUDIT_VERIFY, AUDIT_TAIL,
     AUDIT_EXPORT, AUDIT_KEY };
@@ -75,6 +77,9 @@ struct audit_args {
 	int		 dir_given;	/* --log-dir */
 	const char	*format;	/* export --format */
 	const char	*owner;		/* key --owner */
+	/* --instance: security-events.NAME.jsonl of each replica */
+	char		 instances[AUDIT_INSTANCES_MAX][96];
+	int		 ninstances;
 };
 
 /* Counters for the summary: key -> count, in a JSON object. */
@@ -165,11 +170,12 @@ static const struct option cmd_audit_options[] = {
 	{ "anchor", required_argument, NULL, 'a' },
 	{ "format", required_argument, NULL, 'o' },
 	{ "owner", required_argument, NULL, 'u' },
+	{ "instance", required_argument, NULL, 'I' },
 	{ NULL, 0, NULL, 0 }
 };
 
 /* The options every verb takes: the log, its filters, --json. */
-#define AUDIT_ACCEPTS	"dFsSUrHej"
+#define AUDIT_ACCEPTS	"dFsSUrHejI"
 
 static const struct cmd_entry cmd_audit_list = {
 	.name = "list",
@@ -286,7 +292,10 @@ const struct cmd_entry cmd_audit = {
 	.help = "FILTERS: --sandbox ID, --since 2h|TIME, --until 2h|TIME, "
 	    "--reason CODE,\n--host PATTERN, --event E. TIME is RFC 3339 "
 	    "(2026-01-31T12:00:00Z, +hh:mm offsets\ntoo). --file NAME reads "
-	    "another log of the folder (runs.jsonl: the run records).",
+	    "another log of the folder (runs.jsonl: the run records).\n"
+	    "--instance NAME (repeatable) reads proxy replica NAME's log,\n"
+	    "security-events.NAME.jsonl: list, summary and export read them "
+	    "together,\nverify checks each on its own.",
 	.options = cmd_audit_options,
 	.shortopts = "fn:",
 	.verbs = cmd_audit_verbs,
@@ -335,6 +344,16 @@ audit_parse_opt(const struct cmd_entry *e, struct audit_args *a, int ch,
 	case 'f': a->follow = 1; break;
 	case 'o': a->format = arg; break;
 	case 'u': a->owner = arg; break;
+	case 'I':
+		if (a->ninstances == AUDIT_INSTANCES_MAX)
+			return cmd_usage_error(e, "at most %d --instance",
+			    AUDIT_INSTANCES_MAX);
+		if (!policy_set_name_valid(arg))
+			return cmd_usage_error(e, "--instance '%s': 1-64 of "
+			    "a-z, 0-9, '_' and '-'", arg);
+		snprintf(a->instances[a->ninstances++],
+		    sizeof(a->instances[0]), "security-events.%s.jsonl", arg);
+		break;
 	case 'k':
 		if (a->nkeys == AUDIT_KEYS_MAX)
 			return cmd_usage_error(e, "at most %d --key",
@@ -363,7 +382,7 @@ static int
 audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 {
 	const struct cmd_opt	*o;
-	int			 rc;
+	int			 rc, file_given = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->mode = mode;
@@ -371,9 +390,11 @@ audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 	a->lines = -1;
 	a->dir = NULL;
 	a->file = AUDIT_LOG;
-	while ((o = cmd_args_next(args)) != NULL)
+	while ((o = cmd_args_next(args)) != NULL) {
 		if ((rc = audit_parse_opt(args->entry, a, o->ch, o->arg)) != 0)
 			return rc;
+		file_given |= o->ch == 'F';
+	}
 	if (a->anchor != NULL && a->nkeys == 0)
 		return cmd_usage_error(args->entry, "--anchor is an option of "
 		    "'audit verify --key'");
@@ -382,6 +403,12 @@ audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 		    "(want ocsf)", a->format);
 	if (a->lines == -1)
 		a->lines = AUDIT_TAIL_DEFAULT;
+	if (a->ninstances > 0 && (a->follow || file_given ||
+	    args->argc > 0))
+		return cmd_usage_error(args->entry, "--instance reads the "
+		    "replicas' logs: not with --file, --follow or FILES");
+	if (a->ninstances == 1)
+		a->file = a->instances[0];
 	if (a->dir == NULL)
 		a->dir = audit_default_dir(a->file);
 	a->paths = args->argv;
@@ -400,6 +427,40 @@ audit_files(const char *dir, const char *name, char ***out, int *nout)
 		free(cause);
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The files of every log asked for: --file's, or each --instance's one
+ * after another (each oldest first). 0, or -1 after a message.
+ */
+static int
+audit_files_all(const struct audit_args *a, char ***out, int *nout)
+{
+	char	**all = NULL, **one, **more;
+	int	  i, j, n, total = 0;
+
+	if (a->ninstances < 2)
+		return audit_files(a->dir, a->file, out, nout);
+	for (i = 0; i < a->ninstances; i++) {
+		if (audit_files(a->dir, a->instances[i], &one, &n) == -1) {
+			logread_files_free(all, total);
+			return -1;
+		}
+		if ((more = realloc(all, (size_t)(total + n) *
+		    sizeof(*all))) == NULL) {
+			log_warnx("out of memory");
+			logread_files_free(one, n);
+			logread_files_free(all, total);
+			return -1;
+		}
+		all = more;
+		for (j = 0; j < n; j++)
+			all[total++] = one[j];
+		free(one);
+	}
+	*out = all;
+	*nout = total;
 	return 0;
 }
 
@@ -1150,8 +1211,23 @@ cmd_audit_verify_exec(struct cmd_args *args)
 {
 	struct audit_args	a;
 
-	return audit_parse(args, AUDIT_VERIFY, &a) != 0 ? SG_EXIT_USAGE :
-	    audit_verify(&a);
+	int			i, rc, worst = SG_EXIT_OK;
+
+	if (audit_parse(args, AUDIT_VERIFY, &a) != 0)
+		return SG_EXIT_USAGE;
+	if (a.ninstances < 2)
+		return audit_verify(&a);
+	/* Each replica keeps its own chain: verified on its own. */
+	for (i = 0; i < a.ninstances; i++) {
+		a.file = a.instances[i];
+		printf("%s:\n", a.file);
+		fflush(stdout);
+		rc = audit_verify(&a);
+		if (rc != SG_EXIT_OK && (worst == SG_EXIT_OK ||
+		    rc == SG_EXIT_FAIL))
+			worst = rc;
+	}
+	return worst;
 }
 
 static int
@@ -1192,7 +1268,7 @@ audit_run(struct audit_args *a)
 	char			**files = NULL;
 	int			 n, rc;
 
-	if (audit_files(a->dir, a->file, &files, &n) == -1)
+	if (audit_files_all(a, &files, &n) == -1)
 		return SG_EXIT_ERROR;
 	switch (a->mode) {
 	case AUDIT_TAIL:

@@ -9,17 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "auditkey.h"
+#include "checkpoint.h"
 #include "cmd.h"
 #include "docker.h"
 #include "log.h"
 #include "proxyctl.h"
 #include "sandbox.h"
 #include "state.h"
+#include "token.h"
 #include "util.h"
 
 static int	cmd_proxy_start_exec(struct cmd_args *);
@@ -28,6 +31,7 @@ static int	cmd_proxy_status_exec(struct cmd_args *);
 static int	cmd_proxy_reload_exec(struct cmd_args *);
 static int	cmd_proxy_logs_exec(struct cmd_args *);
 static int	cmd_proxy_rotate_ca_exec(struct cmd_args *);
+static int	cmd_proxy_token_exec(struct cmd_args *);
 static void	cmd_proxy_opts(struct cmd_args *, struct proxyctl_opts *);
 static int	cmd_proxy_paths(struct proxyctl_opts *, char *, char *,
 		    char *);
@@ -44,6 +48,8 @@ static const struct option cmd_proxy_options[] = {
 	{ "sets", required_argument, NULL, 'S' },
 	{ "log-allowed", no_argument, NULL, 'A' },
 	{ "follow", no_argument, NULL, 'f' },
+	{ "run", required_argument, NULL, 'R' },
+	{ "ttl", required_argument, NULL, 'T' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -115,14 +121,30 @@ static const struct cmd_entry cmd_proxy_rotate_ca = {
 	.exec = cmd_proxy_rotate_ca_exec,
 };
 
+static const struct cmd_entry cmd_proxy_token = {
+	.name = "token",
+	.usage = "[--run ID] [--sets a,b] [--ttl SECONDS] SANDBOX",
+	.summary = "print a signed sandbox token for proxy replicas",
+	.help = "Signed with the token key `proxy start` made; a replica "
+	    "started with\n--token-key KEY.pub accepts it until it expires "
+	    "(--ttl, default 3600,\nat most 30 days). docs/proxy.md, "
+	    "\"Sandbox tokens\".\n",
+	.parent = &cmd_proxy,
+	.accepts = "RST",
+	.args_min = 1,
+	.args_max = 1,
+	.exec = cmd_proxy_token_exec,
+};
+
 static const struct cmd_entry *const cmd_proxy_verbs[] = {
 	&cmd_proxy_start, &cmd_proxy_stop, &cmd_proxy_status,
-	&cmd_proxy_reload, &cmd_proxy_logs, &cmd_proxy_rotate_ca, NULL
+	&cmd_proxy_reload, &cmd_proxy_logs, &cmd_proxy_rotate_ca,
+	&cmd_proxy_token, NULL
 };
 
 const struct cmd_entry cmd_proxy = {
 	.name = "proxy",
-	.usage = "start|stop|status|reload|logs|rotate-ca [OPTIONS]",
+	.usage = "start|stop|status|reload|logs|rotate-ca|token [OPTIONS]",
 	.summary = "run the egress proxy container and its networks",
 	.options = cmd_proxy_options,
 	.shortopts = "f",
@@ -191,13 +213,15 @@ cmd_proxy_start_exec(struct cmd_args *args)
 	struct docker		*d;
 	enum proxyctl_started	 r;
 	char			 pol[PATH_MAX], logd[PATH_MAX], hosts[PATH_MAX];
-	char			 ip[64], *cause = NULL;
+	char			 ip[64], tokkey[PATH_MAX], *cause = NULL;
 
 	cmd_proxy_opts(args, &o);
 	if (cmd_proxy_paths(&o, pol, logd, hosts) == -1)
 		return SG_EXIT_ERROR;
-	/* The key first: one in the log folder is refused before Docker. */
-	if (auditkey_prepare_proxy(o.log_dir, &cause) == -1) {
+	/* The keys first: one in the log folder is refused before Docker. */
+	if (auditkey_prepare_proxy(o.log_dir, &cause) == -1 ||
+	    auditkey_prepare_token(o.log_dir, tokkey, sizeof(tokkey),
+	    &cause) == -1) {
 		log_warnx("%s", cause);
 		free(cause);
 		return SG_EXIT_ERROR;
@@ -375,5 +399,52 @@ cmd_proxy_rotate_ca_exec(struct cmd_args *args)
 	printf("sandgate CA removed: `sandgate proxy stop` then `sandgate "
 	    "proxy start` makes a new one; re-create the sandboxes made "
 	    "before\n");
+	return SG_EXIT_OK;
+}
+
+/*
+ * `proxy token`: a token for SANDBOX signed with the token key, valid
+ * from now for --ttl seconds, naming --run and --sets (token.h).
+ */
+static int
+cmd_proxy_token_exec(struct cmd_args *args)
+{
+	const struct cmd_opt	*opt;
+	struct token		 t;
+	EVP_PKEY		*key;
+	char			 path[PATH_MAX], text[TOKEN_TEXT_MAX + 1];
+	char			*cause = NULL;
+	const char		*why, *errstr;
+	long long		 ttl = 3600;
+
+	memset(&t, 0, sizeof(t));
+	snprintf(t.sandbox, sizeof(t.sandbox), "%.64s", args->argv[0]);
+	while ((opt = cmd_args_next(args)) != NULL) {
+		if (opt->ch == 'R')
+			snprintf(t.run, sizeof(t.run), "%.64s", opt->arg);
+		else if (opt->ch == 'S')
+			snprintf(t.sets, sizeof(t.sets), "%.255s", opt->arg);
+		else if (opt->ch == 'T' && util_strtonum(opt->arg, 1,
+		    TOKEN_TTL_MAX, &ttl, &errstr) == -1)
+			return cmd_usage_error(args->entry, "--ttl \"%s\": %s",
+			    opt->arg, errstr);
+	}
+	if (strlen(args->argv[0]) > TOKEN_ID_MAX)
+		return cmd_usage_error(args->entry, "sandbox id \"%s\" is "
+		    "longer than 64 bytes", args->argv[0]);
+	t.issued = (uint64_t)time(NULL);
+	t.expires = t.issued + (uint64_t)ttl;
+	if (auditkey_prepare_token(NULL, path, sizeof(path), &cause) == -1 ||
+	    (key = checkpoint_key_load(path, &cause)) == NULL) {
+		log_warnx("%s", cause);
+		free(cause);
+		return SG_EXIT_ERROR;
+	}
+	if (token_issue(key, &t, text, &why) == -1) {
+		EVP_PKEY_free(key);
+		return cmd_usage_error(args->entry, "%s", why);
+	}
+	EVP_PKEY_free(key);
+	printf("%s\n", text);
 	return SG_EXIT_OK;
 }

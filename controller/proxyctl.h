@@ -15,6 +15,7 @@
 
 struct docker;
 
+#define PROXYCTL_TOKEN_PUB	"/etc/sandgate/token.pub"	/* --token-key */
 #define PROXYCTL_CONTAINER	"sandgate-proxy"
 #define PROXYCTL_IMAGE		"sandgate/proxy:latest"
 #define PROXYCTL_NET_INTERNAL	"sandgate-internal"

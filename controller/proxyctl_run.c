@@ -291,6 +291,10 @@ proxyctl_spec_mounts(const struct proxyctl_opts *o, json_t *cmd,
 	proxyctl_spec_bind(binds, "proxy/keys", 1, AUDITKEY_PROXY_MOUNT, "rw");
 	proxyctl_spec_arg(cmd, "--checkpoint-key", AUDITKEY_PROXY_MOUNT "/"
 	    AUDITKEY_PROXY_NAME);
+	/* The public half of the token key (proxy start made it). */
+	proxyctl_spec_bind(binds, "keys/" AUDITKEY_TOKEN_NAME ".pub", 1,
+	    PROXYCTL_TOKEN_PUB, "ro");
+	proxyctl_spec_arg(cmd, "--token-key", PROXYCTL_TOKEN_PUB);
 	/*
 	 * The sandgate CA of tls: terminate entries, made by the proxy at
 	 * its first start; its key never leaves this folder (sandboxes get

@@ -50,6 +50,7 @@
 #include "conn_int.h"
 #include "grants.h"
 #include "log.h"
+#include "token.h"
 #include "tunnel.h"
 #include "util.h"
 
@@ -121,6 +122,9 @@ static void	conn_timer_finish(struct conn *);
 static int	conn_start_connect(struct conn *);
 static int	conn_start_http(struct conn *);
 static void	conn_attribute(struct conn *);
+static void	conn_token_drop(struct conn *);
+static int	conn_token_adopt(struct conn *);
+static enum sg_reason conn_token(struct conn *, char *, size_t);
 static const char *conn_run_live(const struct conn *, char *);
 static enum sg_reason conn_policy(struct proxy *, const struct policy *,
 		    struct conn *, const struct policy_query *,
@@ -513,6 +517,7 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	event_free(c->timer);
 	conn_req_reset(c);
 	conn_term_release(c);
+	conn_token_drop(c);
 	proxy_client_release(&c->who);
 	free(c);
 }
@@ -1178,6 +1183,96 @@ conn_attribute(struct conn *c)
 	if (c->tun_cred[0] != '\0')
 		(void)execcred_run(c->px->execs, c->tun_cred, c->who.sandbox,
 		    c->r.run);
+	else if (c->tok != NULL && c->tok->run[0] != '\0')
+		snprintf(c->r.run, sizeof(c->r.run), "%s", c->tok->run);
+}
+
+/*
+ * Forget the last request's token; a client that had taken its identity
+ * is again what the registry says (nothing: it was unregistered).
+ */
+static void
+conn_token_drop(struct conn *c)
+{
+	if (c->tok_adopted) {
+		proxy_client_default(c->px, &c->who);
+		policy_set_list_free(c->tok_sets);
+		c->tok_sets = NULL;
+		c->tok_nsets = 0;
+		c->tok_adopted = 0;
+	}
+	free(c->tok);
+	c->tok = NULL;
+}
+
+/* An unregistered client, for this request, is the token's sandbox. */
+static int
+conn_token_adopt(struct conn *c)
+{
+	const char	*cause;
+
+	if (c->tok->sets[0] != '\0' && policy_set_list_parse(c->tok->sets,
+	    &c->tok_sets, &c->tok_nsets, &cause) == -1)
+		return -1;
+	c->tok_adopted = 1;
+	c->who.sandbox = c->tok->sandbox;
+	c->who.sets = (const char *const *)c->tok_sets;
+	c->who.nsets = c->tok_nsets;
+	c->who.sets_text = c->tok->sets;
+	return 0;
+}
+
+/*
+ * The sandbox token (token.h) of a request outside a terminated session,
+ * when the proxy trusts token keys: it must verify, be unexpired and
+ * name the sandbox the client's address is registered to; under
+ * --token-any-source, an unregistered client becomes the token's sandbox
+ * with its sets. A password that is no token (an exec credential) is
+ * left to conn_attribute. SG_REASON_NONE, or why the token is refused
+ * with the detail in why.
+ */
+static enum sg_reason
+conn_token(struct conn *c, char *why, size_t size)
+{
+	static const enum sg_reason	 rs[] = { SG_REASON_NONE,
+	    SG_REASON_TOKEN_MALFORMED, SG_REASON_TOKEN_FORGED,
+	    SG_REASON_TOKEN_EXPIRED };
+	char				 pw[HTTP_PASSWORD_MAX + 1];
+	const char			*what = NULL;
+	enum token_status		 st;
+	long				 n;
+
+	conn_token_drop(c);
+	if (token_keys_count(c->px->tokens) == 0 || (n = http_proxy_password(
+	    &c->r.req, pw, sizeof(pw))) < 0 || !token_looks_like(pw,
+	    (size_t)n))
+		return SG_REASON_NONE;
+	if ((c->tok = calloc(1, sizeof(*c->tok))) == NULL) {
+		snprintf(why, size, "out of memory");
+		return SG_REASON_PROXY_UNAVAILABLE;
+	}
+	st = token_check(c->px->tokens, pw, (size_t)n, time(NULL), c->tok,
+	    &what);
+	if (st != TOKEN_OK) {
+		snprintf(why, size, "%s", what);
+		return rs[st];
+	}
+	if (c->who.sandbox != NULL && strcmp(c->who.sandbox,
+	    c->tok->sandbox) != 0) {
+		snprintf(why, size, "token of sandbox %s, client of sandbox %s",
+		    c->tok->sandbox, c->who.sandbox);
+		return SG_REASON_TOKEN_OTHER_SANDBOX;
+	}
+	if (c->who.sandbox == NULL && !c->px->cfg.token_any_source) {
+		snprintf(why, size, "token of sandbox %s, client registered to "
+		    "no sandbox", c->tok->sandbox);
+		return SG_REASON_TOKEN_OTHER_SANDBOX;
+	}
+	if (c->who.sandbox == NULL && conn_token_adopt(c) == -1) {
+		snprintf(why, size, "out of memory");
+		return SG_REASON_PROXY_UNAVAILABLE;
+	}
+	return SG_REASON_NONE;
 }
 
 /*
@@ -1189,9 +1284,11 @@ static const char *
 conn_run_live(const struct conn *c, char *run)
 {
 	run[0] = '\0';
-	if (c->r.run[0] != '\0')
+	if (c->r.run[0] != '\0' && c->tun_cred[0] != '\0')
 		(void)execcred_run(c->px->execs, c->tun_cred, c->who.sandbox,
 		    run);
+	else if (c->r.run[0] != '\0' && c->tok != NULL)
+		snprintf(run, EXECCRED_RUN_MAX + 1, "%s", c->tok->run);
 	return run;
 }
 
@@ -1244,9 +1341,13 @@ conn_decide(struct conn *c)
 	struct policy_query	q;
 	struct sockaddr_storage	ss;
 	enum sg_reason		r;
+	char			why[256];
 
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
+	if (!c->term && (r = conn_token(c, why, sizeof(why))) !=
+	    SG_REASON_NONE)
+		return conn_block(c, r, NULL, why);
 	conn_attribute(c);
 	conn_query(c, &q);
 	r = conn_policy(c->px, c->r.pol->policy, c, &q, &c->r.match);
@@ -1391,7 +1492,7 @@ conn_block(struct conn *c, enum sg_reason r, const char *sni,
 	    addr);
 	conn_event(c, &ev, "egress.blocked", r, msg, rule, sizeof(rule));
 	ev.sni = sni;
-	ev.resolved = addr;
+	ev.resolved = reason_is_token(r) ? NULL : addr;	/* a detail */
 	c->r.allowed_open = 0;
 	perr = r == SG_REASON_PRIVATE_ADDRESS ? "destination_ip_prohibited" :
 	    "http_request_denied";

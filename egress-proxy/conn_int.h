@@ -99,6 +99,8 @@ struct conn_req {
 	int			 allowed_open;	/* egress.allowed owed */
 };
 
+struct token;
+
 struct conn {
 	struct conn		*next;
 	struct conn		*prev;
@@ -165,6 +167,16 @@ struct conn {
 	 * inside a terminated session carry none, they are the CONNECT's.
 	 */
 	char			 tun_cred[HTTP_CREDENTIAL_MAX + 1];
+	/*
+	 * The sandbox token the last request outside a terminated session
+	 * carried, checked (conn_token); NULL when none. Under
+	 * --token-any-source an unregistered client takes its sandbox and
+	 * sets (tok_adopted, tok_sets) for that request.
+	 */
+	struct token		*tok;
+	char			**tok_sets;
+	size_t			 tok_nsets;
+	int			 tok_adopted;
 	struct tlsterm_hello	 term_hello;
 	uint64_t		 finish_deadline_us;	/* CONN_FINISH */
 };

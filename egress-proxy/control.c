@@ -200,9 +200,10 @@ control_status(struct proxy *px, struct evhttp_request *req)
 		blocked += px->stats.requests_blocked[i];
 	/* Blocks after this cursor are reported apart from those before. */
 	control_cursor = px->block_serial;
-	control_reply(req, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, "
-	    "s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
+	control_reply(req, 200, json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I, "
+	    "s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
 	    "health", healthy ? "ok" : "log_unavailable",
+	    "instance", px->cfg.instance,
 	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
 	    "egress is refused until it has room" : eventlog_error(px->seclog),
 	    "policy_digest", policy_digest(px->policy->policy),
@@ -229,6 +230,11 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 		evhttp_send_error(req, 500, "out of memory");
 		return;
 	}
+	if (px->cfg.instance != NULL)
+		evbuffer_add_printf(b, "# HELP sandgate_proxy_info This "
+		    "replica's --instance.\n# TYPE sandgate_proxy_info gauge\n"
+		    "sandgate_proxy_info{instance=\"%s\"} 1\n",
+		    px->cfg.instance);
 	evbuffer_add_printf(b,
 	    "# HELP sandgate_proxy_connections_open Client connections open.\n"
 	    "# TYPE sandgate_proxy_connections_open gauge\n"

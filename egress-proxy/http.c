@@ -1721,11 +1721,11 @@ b64_decode(const char *s, size_t n, unsigned char *out, size_t size)
 	return (long)(len - pad);
 }
 
-int
-http_proxy_credential(const struct http_request *req, char *out)
+long
+http_proxy_password(const struct http_request *req, char *out, size_t size)
 {
 	const struct http_header	*h = NULL;
-	unsigned char			 dec[256];
+	unsigned char			 dec[HTTP_PASSWORD_MAX + 256];
 	const unsigned char		*pw;
 	size_t				 i, n = 0;
 	long				 len;
@@ -1748,13 +1748,29 @@ http_proxy_credential(const struct http_request *req, char *out)
 		return -1;
 	pw++;
 	n = (size_t)len - (size_t)(pw - dec);
-	if (n < 32 || n > HTTP_CREDENTIAL_MAX)
+	if (n == 0 || n >= size || memchr(pw, '\0', n) != NULL)
 		return -1;
-	for (i = 0; i < n; i++) {
-		if (!isdigit(pw[i]) && (pw[i] < 'a' || pw[i] > 'f'))
-			return -1;
-	}
 	memcpy(out, pw, n);
 	out[n] = '\0';
+	return (long)n;
+}
+
+int
+http_proxy_credential(const struct http_request *req, char *out)
+{
+	char	pw[HTTP_PASSWORD_MAX + 1];
+	long	n;
+	size_t	i;
+
+	out[0] = '\0';
+	n = http_proxy_password(req, pw, sizeof(pw));
+	if (n < 32 || n > HTTP_CREDENTIAL_MAX)
+		return -1;
+	for (i = 0; i < (size_t)n; i++) {
+		if (!isdigit((unsigned char)pw[i]) &&
+		    (pw[i] < 'a' || pw[i] > 'f'))
+			return -1;
+	}
+	memcpy(out, pw, (size_t)n + 1);
 	return 0;
 }

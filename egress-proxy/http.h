@@ -328,6 +328,19 @@ const char	*http_status_phrase(int status);
 int		 http_proxy_credential(const struct http_request *req,
 		    char *out);
 
+/* The longest password http_proxy_password() hands back (a token). */
+#define HTTP_PASSWORD_MAX	1024
+
+/*
+ * The password of the request's one Proxy-Authorization field, "Basic"
+ * base64("USER:PASSWORD"), whatever its form, into out (size bytes, at
+ * most HTTP_PASSWORD_MAX + 1 useful): its length, or -1 when there is no
+ * such field, more than one, it is not that form, holds a NUL or does
+ * not fit (out is then "").
+ */
+long		 http_proxy_password(const struct http_request *req,
+		    char *out, size_t size);
+
 /*
  * Build the response to a blocked request:
  *   HTTP/1.1 <status> <message>

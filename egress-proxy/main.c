@@ -23,6 +23,7 @@
 
 #include "addr.h"
 #include "checkpoint.h"
+#include "token.h"
 #include "blocklog.h"
 #include "conn.h"
 #include "control.h"
@@ -85,6 +86,7 @@ static void	main_check_token(const char *, char **);
 static int	main_log_open(struct proxy *);
 static int	main_loop_new(struct proxy *);
 static int	main_ca_load(struct proxy *);
+static int	main_tokens_load(struct proxy *);
 static void	main_signals(struct proxy *);
 static int	main_control_tcp(struct proxy *);
 static int	main_run(struct proxy *);
@@ -123,6 +125,9 @@ static const struct option main_longopts[] = {
 	{ "block-burst",	required_argument, NULL, 'B' },
 	{ "block-budget",	required_argument, NULL, 'G' },
 	{ "block-window",	required_argument, NULL, 'W' },
+	{ "token-key",		required_argument, NULL, 'O' },
+	{ "token-any-source",	no_argument,	   NULL, 'q' },
+	{ "instance",		required_argument, NULL, 'N' },
 	{ "check",		no_argument,	   NULL, 'n' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "help",		no_argument,	   NULL, 'h' },
@@ -202,6 +207,13 @@ main_usage(FILE *f)
 "  --block-budget N        full egress.blocked lines per client in a window\n"
 "                          (default 50)\n"
 "  --block-window S        the window, in seconds (default 10)\n"
+"  --token-key PUB         accept sandbox tokens signed by this Ed25519 key\n"
+"                          (PEM public key; repeatable, for rotation)\n"
+"  --token-any-source      a valid token counts from an address no sandbox\n"
+"                          registered (a replica not told of sandboxes)\n"
+"  --instance NAME         this replica's name: the log is\n"
+"                          security-events.NAME.jsonl, /status and metrics\n"
+"                          name it\n"
 "  --check                 load the policy and the options, then exit\n"
 "  -v, --verbose           debug trace on stderr\n"
 "  -h, --help              this text\n"
@@ -273,6 +285,23 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'j': cfg->ca_create = 1; return 0;
 	case 'Z': main_set_str(&cfg->secrets_dir, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
+	case 'q': cfg->token_any_source = 1; return 0;
+	case 'N':
+		if (!policy_set_name_valid(arg)) {
+			log_warnx("invalid --instance \"%s\" (1-64 of a-z, 0-9, "
+			    "'_' and '-')", arg);
+			return -1;
+		}
+		main_set_str(&cfg->instance, arg);
+		return 0;
+	case 'O':
+		if (cfg->ntoken_keys == TOKEN_KEYS_MAX) {
+			log_warnx("too many --token-key (at most %d)",
+			    TOKEN_KEYS_MAX);
+			return -1;
+		}
+		cfg->token_keys[cfg->ntoken_keys++] = util_xstrdup(arg);
+		return 0;
 	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
 	case 'v': cfg->verbose++; return 0;
 	case 'n': main_check_only = 1; return 0;
@@ -379,6 +408,7 @@ main_options(int argc, char **argv, struct proxy_config *cfg)
 	int	ch;
 
 	cfg->listen = util_xcalloc(MAIN_MAX_LISTEN, sizeof(char *));
+	cfg->token_keys = util_xcalloc(TOKEN_KEYS_MAX, sizeof(char *));
 	cfg->head_timeout_ms = PROXY_HEAD_TIMEOUT_MS;
 	cfg->keepalive_timeout_ms = PROXY_KEEPALIVE_TIMEOUT_MS;
 	cfg->dns_timeout_ms = PROXY_DNS_TIMEOUT_MS;
@@ -703,6 +733,7 @@ main_log_open(struct proxy *px)
 {
 	struct eventlog_opts	 lopts;
 	char			*cause = NULL;
+	char			 name[96] = "security-events.jsonl";
 
 	memset(&lopts, 0, sizeof(lopts));
 	lopts.max_size = px->cfg.log_max_size;
@@ -710,15 +741,18 @@ main_log_open(struct proxy *px)
 	lopts.keep_min_age = px->cfg.log_keep_min_age;
 	px->started = time(NULL);
 	main_serial_base(px);
-	px->seclog = eventlog_open(px->cfg.log_dir, "security-events.jsonl",
-	    &lopts, &cause);
+	if (px->cfg.instance != NULL)
+		snprintf(name, sizeof(name), "security-events.%s.jsonl",
+		    px->cfg.instance);
+	px->seclog = eventlog_open(px->cfg.log_dir, name, &lopts, &cause);
 	if (px->seclog == NULL) {
 		log_warnx("cannot open the security-event log in %s: %s",
 		    px->cfg.log_dir, cause ? cause : "unknown error");
 		free(cause);
 		return -1;
 	}
-	if (main_checkpoint_open(px) == -1)
+	if (main_checkpoint_open(px) == -1 || (px->cfg.instance != NULL &&
+	    proxy_log_started(px) == -1))
 		return -1;
 	if (proxy_log_blocks_init(px) == -1)
 		fatalx("out of memory");
@@ -763,6 +797,40 @@ main_ca_load(struct proxy *px)
 		log_warnx("TLS termination: %s", cause ? cause :
 		    "unknown error");
 		free(cause);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * --token-key: the public keys whose sandbox tokens this replica accepts
+ * (token.h). -1 (said) when one cannot be read or is not Ed25519.
+ */
+static int
+main_tokens_load(struct proxy *px)
+{
+	EVP_PKEY	*key;
+	char		*cause = NULL;
+	const char	*why;
+	size_t		 i;
+
+	if ((px->tokens = token_keys_new()) == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < px->cfg.ntoken_keys; i++) {
+		key = checkpoint_pubkey_load(px->cfg.token_keys[i], &cause);
+		if (key == NULL) {
+			log_warnx("--token-key: %s", cause);
+			free(cause);
+			return -1;
+		}
+		if (token_keys_add(px->tokens, key, &why) == -1) {
+			log_warnx("--token-key \"%s\": %s",
+			    px->cfg.token_keys[i], why);
+			return -1;
+		}
+	}
+	if (px->cfg.token_any_source && px->cfg.ntoken_keys == 0) {
+		log_warnx("--token-any-source needs --token-key");
 		return -1;
 	}
 	return 0;
@@ -913,7 +981,8 @@ main(int argc, char **argv)
 	}
 	log_init("sandgate-proxy", px->cfg.verbose);
 	proxy_g = px;
-	if (main_policy(px) == -1)
+	/* The token keys too: --check says when one cannot be used. */
+	if (main_policy(px) == -1 || main_tokens_load(px) == -1)
 		return PX_EXIT_CONFIG;
 	if (main_check_only)
 		return main_check(px);

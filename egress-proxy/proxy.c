@@ -58,6 +58,25 @@ static const char *proxy_cut(const char *, char *buf);
 static void	proxy_log_warn(struct proxy *);
 static int	proxy_log_space_due(const struct proxy *);
 
+int
+proxy_log_started(struct proxy *px)
+{
+	json_t	*fields;
+	int	 rc;
+
+	fields = json_pack("{s:s, s:s, s:s, s:I, s:b}", "event",
+	    "proxy.started", "instance", px->cfg.instance, "policy_digest",
+	    policy_digest(px->policy->policy), "token_keys",
+	    (json_int_t)px->cfg.ntoken_keys, "token_any_source",
+	    px->cfg.token_any_source);
+	rc = fields == NULL ? -1 : eventlog_append(px->seclog, fields);
+	json_decref(fields);
+	if (rc == -1)
+		log_warnx("cannot write the proxy.started line: %s",
+		    eventlog_error(px->seclog));
+	return rc;
+}
+
 struct proxy_policy *
 proxy_policy_ref(struct proxy *px)
 {
@@ -80,6 +99,12 @@ proxy_client_lookup(struct proxy *px, const struct sockaddr *sa,
 {
 	if (registry_lookup(px->registry, sa, out) == 0)
 		return;
+	proxy_client_default(px, out);
+}
+
+void
+proxy_client_default(struct proxy *px, struct proxy_client *out)
+{
 	out->sandbox = NULL;
 	out->sets = (const char *const *)px->default_sets;
 	out->nsets = px->ndefault_sets;

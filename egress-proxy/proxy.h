@@ -27,6 +27,7 @@ struct dns;
 struct addr_set;
 struct conn;
 struct registry;
+struct token_keys;
 struct execcred;
 struct grants;
 struct registry_entry;
@@ -134,6 +135,10 @@ struct proxy_config {
 	unsigned	  block_burst;		/* blocklog.h */
 	unsigned	  block_budget;
 	unsigned	  block_window_s;
+	char		**token_keys;		/* --token-key PUB files */
+	size_t		  ntoken_keys;
+	int		  token_any_source;	/* a token from any address */
+	const char	 *instance;		/* --instance NAME, or NULL */
 };
 
 /* A loaded policy shared by the connections that started under it. */
@@ -209,6 +214,7 @@ struct proxy {
 	size_t			 nslots;	/* addresses with a slot */
 	struct registry		*registry;	/* address -> sandbox, sets */
 	struct execcred		*execs;		/* credential -> run id */
+	struct token_keys	*tokens;	/* --token-key; none: no tokens */
 	struct grants		*grants;	/* sandgate grant */
 	struct blocklog		*blocks;	/* full lines or summaries */
 	unsigned long long	 block_serial;	/* every block attempt */
@@ -220,6 +226,13 @@ struct proxy {
 };
 
 extern struct proxy *proxy_g;
+
+/*
+ * A replica's start line (--instance): {"event":"proxy.started",
+ * "instance":NAME,"policy_digest":D,"token_keys":N,
+ * "token_any_source":B}. 0, or -1 (said).
+ */
+int	proxy_log_started(struct proxy *);
 
 /* Load or reload --secrets-dir (secret.h). 0, or -1 (said). */
 int	proxy_secrets_load(struct proxy *);
@@ -248,6 +261,9 @@ void			 proxy_policy_unref(struct proxy_policy *);
 /* The sets and sandbox of a client address. */
 void	proxy_client_lookup(struct proxy *, const struct sockaddr *,
 	    struct proxy_client *);
+
+/* The identity of an address no sandbox registered: the --sets. */
+void	proxy_client_default(struct proxy *, struct proxy_client *);
 
 /* Drop the reference proxy_client_lookup() took. */
 void	proxy_client_release(struct proxy_client *);

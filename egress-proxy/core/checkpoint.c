@@ -558,26 +558,50 @@ checkpoint_fail(struct checkpoint *ck, const char *fmt, ...)
 	return -1;
 }
 
-/* Ed25519 signature of msg as base64 into out[89]; 0 or -1. */
-static int
-checkpoint_sign(EVP_PKEY *key, const char *msg, size_t len, char *out)
+int
+checkpoint_ed25519_sign(EVP_PKEY *key, const void *msg, size_t len,
+    unsigned char *sig)
 {
-	unsigned char	 sig[CHECKPOINT_SIG_RAW];
-	size_t		 siglen = sizeof(sig);
+	size_t		 siglen = CHECKPOINT_SIG_RAW;
 	EVP_MD_CTX	*ctx;
 	int		 ok;
 
 	if ((ctx = EVP_MD_CTX_new()) == NULL)
 		return -1;
 	ok = EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) == 1 &&
-	    EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)msg,
-	    len) == 1 && siglen == sizeof(sig);
+	    EVP_DigestSign(ctx, sig, &siglen, msg, len) == 1 &&
+	    siglen == CHECKPOINT_SIG_RAW;
 	EVP_MD_CTX_free(ctx);
-	if (!ok) {
+	if (!ok)
 		ERR_clear_error();
+	return ok ? 0 : -1;
+}
+
+int
+checkpoint_ed25519_verify(EVP_PKEY *key, const void *msg, size_t len,
+    const unsigned char *sig)
+{
+	EVP_MD_CTX	*ctx;
+	int		 ok;
+
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return 0;
+	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) == 1 &&
+	    EVP_DigestVerify(ctx, sig, CHECKPOINT_SIG_RAW, msg, len) == 1;
+	EVP_MD_CTX_free(ctx);
+	ERR_clear_error();
+	return ok;
+}
+
+/* Ed25519 signature of msg as base64 into out[89]; 0 or -1. */
+static int
+checkpoint_sign(EVP_PKEY *key, const char *msg, size_t len, char *out)
+{
+	unsigned char	 sig[CHECKPOINT_SIG_RAW];
+
+	if (checkpoint_ed25519_sign(key, msg, len, sig) == -1)
 		return -1;
-	}
-	EVP_EncodeBlock((unsigned char *)out, sig, (int)siglen);
+	EVP_EncodeBlock((unsigned char *)out, sig, (int)sizeof(sig));
 	return 0;
 }
 

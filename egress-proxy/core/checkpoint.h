@@ -167,6 +167,17 @@ int		 checkpoint_anchor_read(const char *path,
 int		 checkpoint_b64_decode(const char *s, unsigned char *raw,
 		    size_t rawlen);
 
+/*
+ * The Ed25519 signature of len bytes at msg into sig[CHECKPOINT_SIG_RAW]
+ * with the private key; 0, or -1 (OpenSSL's error queue cleared). Used
+ * for checkpoints and for sandbox tokens (token.h).
+ */
+int		 checkpoint_ed25519_sign(EVP_PKEY *, const void *msg,
+		    size_t len, unsigned char *sig);
+/* 1 if sig[CHECKPOINT_SIG_RAW] is the key's signature of msg, else 0. */
+int		 checkpoint_ed25519_verify(EVP_PKEY *, const void *msg,
+		    size_t len, const unsigned char *sig);
+
 /* Base64 of the raw public key of an Ed25519 key into id[45]; 0 or -1. */
 int		 checkpoint_key_id(EVP_PKEY *, char *id);
 

@@ -296,19 +296,10 @@ ckverify_sig_ok(EVP_PKEY *pkey, const struct ckverify_cp *cp)
 {
 	char		 msg[CHECKPOINT_MSG_MAX];
 	size_t		 len;
-	EVP_MD_CTX	*ctx;
-	int		 ok;
 
 	if ((len = checkpoint_message(&cp->f, msg, sizeof(msg))) == 0)
 		return 0;
-	if ((ctx = EVP_MD_CTX_new()) == NULL)
-		return 0;
-	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, pkey) == 1 &&
-	    EVP_DigestVerify(ctx, cp->sig, sizeof(cp->sig),
-	    (const unsigned char *)msg, len) == 1;
-	EVP_MD_CTX_free(ctx);
-	ERR_clear_error();
-	return ok;
+	return checkpoint_ed25519_verify(pkey, msg, len, cp->sig);
 }
 
 /* A line no good checkpoint after it vouches for yet. */

@@ -37,6 +37,10 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_CREDENTIAL_MISSING] = "credential_missing",
 	[SG_REASON_TERMINATION_UNAVAILABLE] = "termination_unavailable",
 	[SG_REASON_DENIED] = "denied",
+	[SG_REASON_TOKEN_MALFORMED] = "token_malformed",
+	[SG_REASON_TOKEN_FORGED] = "token_forged",
+	[SG_REASON_TOKEN_EXPIRED] = "token_expired",
+	[SG_REASON_TOKEN_OTHER_SANDBOX] = "token_other_sandbox",
 };
 
 static int	reason_upstream(char *, size_t, enum sg_reason, const char *,
@@ -63,6 +67,13 @@ reason_from_code(const char *code)
 }
 
 int
+reason_is_token(enum sg_reason r)
+{
+	return r >= SG_REASON_TOKEN_MALFORMED &&
+	    r <= SG_REASON_TOKEN_OTHER_SANDBOX;
+}
+
+int
 reason_is_upstream_tls(enum sg_reason r)
 {
 	return r >= SG_REASON_UPSTREAM_SELF_SIGNED &&
@@ -83,6 +94,10 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 	    r <= SG_REASON_TERMINATION_UNAVAILABLE)
 		return reason_upstream(buf, size, r, open, h, colon, port,
 		    addr ? addr : "-");
+	if (reason_is_token(r))
+		return snprintf(buf, size, SG_BLOCK_PREFIX "sandbox token "
+		    "refused for %s%s%s:%u (%s: %s)", open, h, colon, port,
+		    reason_codes[r], addr ? addr : "-");
 	switch (r) {
 	case SG_REASON_PORT_NOT_ALLOWED:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "

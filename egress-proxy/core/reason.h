@@ -36,6 +36,12 @@ enum sg_reason {
 	SG_REASON_CREDENTIAL_MISSING,	/* the entry's secret is not set */
 	SG_REASON_TERMINATION_UNAVAILABLE, /* tls: terminate, but no CA */
 	SG_REASON_DENIED,		/* a deny entry (a floor) matched */
+	/* A sandbox token (token.h) in Proxy-Authorization refused. */
+	SG_REASON_TOKEN_MALFORMED,	/* not a token the parser accepts */
+	SG_REASON_TOKEN_FORGED,		/* no trusted key signed it */
+	SG_REASON_TOKEN_EXPIRED,	/* past its expiry, or not yet valid */
+	SG_REASON_TOKEN_OTHER_SANDBOX,	/* names another sandbox than the
+					   client's address is registered to */
 	SG_REASON_MAX
 };
 
@@ -55,6 +61,8 @@ const char	*reason_code(enum sg_reason);
  * terminates for (self-signed, untrusted, expired, name, other).
  */
 int		 reason_is_upstream_tls(enum sg_reason);
+/* 1 for the reasons of a refused sandbox token (token_*). */
+int		 reason_is_token(enum sg_reason);
 /* Parse a code back; SG_REASON_MAX if unknown. */
 enum sg_reason	 reason_from_code(const char *);
 
@@ -64,8 +72,10 @@ enum sg_reason	 reason_from_code(const char *);
  *   private_address:  "... destination H:P resolves to private address A"
  *   sni_mismatch:     "... TLS SNI S does not match CONNECT host H"
  * host, sni and addr may be NULL where a reason does not use them. For
- * the upstream_* reasons and credential_missing, addr is the detail
- * (what OpenSSL or the connect said, the secret's name). sni
+ * the upstream_* and token_* reasons and credential_missing, addr is the
+ * detail
+ * (what OpenSSL or the connect said, the secret's name, why the token
+ * was refused). sni
  * comes from the client: it is shown with every byte outside printable
  * ASCII (and the backslash) escaped as \xNN, so the message is printable
  * ASCII whatever the client sent. host and addr must already be safe

@@ -24,7 +24,7 @@ VERBS="policy/check policy/explain policy/list policy/diff policy/suggest
     audit/list audit/summary audit/verify audit/tail audit/export audit/key
     audit/key/create audit/key/rotate audit/key/show
     proxy/start proxy/stop proxy/status proxy/reload proxy/logs
-    proxy/rotate-ca secret/set secret/list secret/rm
+    proxy/rotate-ca proxy/token secret/set secret/list secret/rm
     image/build image/status"
 HAS_VERBS="policy audit audit/key proxy secret image"
 BAD_ID=sbx_nope

@@ -31,6 +31,14 @@ assert_contains "the secrets folder is mounted read-only" "$mounts" \
 	"$SANDGATE_STATE/proxy/secrets:/etc/sandgate/secrets:ro"
 sdir=$(stat -c '%u %a' "$SANDGATE_STATE/proxy/secrets")
 assert_eq "the secrets folder is the proxy's alone" "65532 700" "$sdir"
+# The sandbox token key (docs/proxy.md, "Sandbox tokens"): the
+# controller's alone; the proxy gets its public half and verifies.
+assert_contains "it verifies sandbox tokens" "$cmd" \
+	'"--token-key","/etc/sandgate/token.pub"'
+assert_contains "the token key's public half is mounted read-only" \
+	"$mounts" "$SANDGATE_STATE/keys/token.key.pub:/etc/sandgate/token.pub:ro"
+tkey=$(stat -c '%u %a' "$SANDGATE_STATE/keys/token.key")
+assert_eq "the token key is the controller's alone" "$(id -u) 600" "$tkey"
 sg_run r "$SG" proxy status
 assert_contains "the proxy runs with them" "$r_out" "(ok)"
 printf 'sg-defaults-token\n' | "$SG" secret set reg-token >/dev/null

@@ -210,7 +210,11 @@ test_proxy_mounts(void **state)
 	snprintf(b, sizeof(b), "%s/proxy/keys:" AUDITKEY_PROXY_MOUNT ":rw",
 	    state_root());
 	assert_true(array_has(binds, b));
-	assert_int_equal(json_array_size(binds), 7);
+	snprintf(b, sizeof(b), "%s/keys/token.key.pub:" PROXYCTL_TOKEN_PUB
+	    ":ro", state_root());
+	assert_true(array_has(binds, b));
+	assert_true(array_has(cmd, "--token-key"));
+	assert_int_equal(json_array_size(binds), 8);
 	assert_true(array_has(cmd, "10.213.0.2:3128"));
 	assert_true(array_has(cmd, "--ca-create"));
 	assert_true(array_has(cmd, "/etc/sandgate/hosts"));

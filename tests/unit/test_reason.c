@@ -33,7 +33,8 @@ test_codes_stable(void **state)
 	    "upstream_cert_untrusted", "upstream_cert_expired",
 	    "upstream_cert_name_mismatch", "upstream_tls_failed",
 	    "upstream_unreachable", "credential_missing",
-	    "termination_unavailable", "denied" };
+	    "termination_unavailable", "denied", "token_malformed",
+	    "token_forged", "token_expired", "token_other_sandbox" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
@@ -53,6 +54,10 @@ test_messages(void **state)
 	    { SG_REASON_NOT_ALLOWLISTED, "blocked.test", NULL, NULL, 443,
 	      "network blocked by policy: destination blocked.test:443 not "
 	      "allowlisted" },
+	    { SG_REASON_TOKEN_FORGED, "pypi.test", NULL,
+	      "signature does not verify", 443,
+	      "network blocked by policy: sandbox token refused for "
+	      "pypi.test:443 (token_forged: signature does not verify)" },
 	    { SG_REASON_DENIED, "paste.test", NULL, NULL, 443,
 	      "network blocked by policy: destination paste.test:443 is "
 	      "denied (a deny entry of policy.d; no allow entry or grant can "
