@@ -125,7 +125,7 @@ static const struct option main_longopts[] = {
 	{ "block-burst",	required_argument, NULL, 'B' },
 	{ "block-budget",	required_argument, NULL, 'G' },
 	{ "block-window",	required_argument, NULL, 'W' },
-	{ "token-key",		required_argument, NULL, 'O' },
+	{ "token-key",		required_argument, NULL, 't' },
 	{ "token-any-source",	no_argument,	   NULL, 'q' },
 	{ "instance",		required_argument, NULL, 'N' },
 	{ "check",		no_argument,	   NULL, 'n' },
@@ -294,7 +294,7 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 		}
 		main_set_str(&cfg->instance, arg);
 		return 0;
-	case 'O':
+	case 't':
 		if (cfg->ntoken_keys == TOKEN_KEYS_MAX) {
 			log_warnx("too many --token-key (at most %d)",
 			    TOKEN_KEYS_MAX);
