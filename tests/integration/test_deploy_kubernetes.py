@@ -9,12 +9,17 @@ No cluster runs here, so this is what is checked of the manifests:
     misspelt field or a wrong type is refused, naming file and field;
   - check-invariants.py passes on the manifests and fails, with its own
     message, on copies that each break one invariant (copies that still
-    pass the schema validation: the invariants are more than the schema).
+    pass the schema validation: the invariants are more than the schema);
+  - the real proxy accepts the StatefulSet's arguments (sandgate-proxy
+    --check), with the files laid out as its init container lays them
+    (keys copied out of the Secret volumes, mode 0600), so a flag renamed
+    in the proxy or misspelt in the manifest fails here.
 Prints "N passed, N failed"; exits 1 on any failure.
 """
 import copy
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -210,6 +215,45 @@ def test_schema(tmp):
           "schema)", rc == 1 and "sandboxTemplateRef" in out, out)
 
 
+def proxy_files(tmp):
+    """The files the init container makes, under tmp: {in-pod: here}."""
+    data, run_dir = os.path.join(tmp, "data"), os.path.join(tmp, "run")
+    for d in (data, os.path.join(data, "keys"), os.path.join(data, "log"),
+              run_dir):
+        os.makedirs(d, mode=0o700, exist_ok=True)
+    key = os.path.join(data, "keys", "checkpoint.pem")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out",
+                    key], check=True, capture_output=True)
+    subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-out",
+                    os.path.join(run_dir, "token.pub")], check=True,
+                   capture_output=True)
+    token = os.path.join(run_dir, "control-token")
+    with open(os.open(token, os.O_WRONLY | os.O_CREAT, 0o600), "w",
+              encoding="ascii") as f:
+        f.write(secrets.token_urlsafe(48) + "\n")
+    os.chmod(key, 0o600)
+    return {"/etc/sandgate/policy.d": os.path.join(SRC, "policy.d"),
+            "/var/lib/sandgate": data, "/run/sandgate": run_dir,
+            "$(POD_NAME)": "sandgate-proxy-0", "0.0.0.0:": "127.0.0.1:"}
+
+
+def test_proxy_args(tmp):
+    with open(os.path.join(DEPLOY, "20-proxy.yaml"), encoding="utf-8") as f:
+        sts = [d for d in yaml.safe_load_all(f) if d and
+               d["kind"] == "StatefulSet"][0]
+    args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
+    here = proxy_files(os.path.join(tmp, "proxy"))
+    mapped = []
+    for a in args:
+        for pod, local in here.items():
+            a = a.replace(pod, local)
+        mapped.append(a)
+    rc, out = run(os.path.join(BIN, "sandgate-proxy"), *mapped, "--check")
+    check("sandgate-proxy --check accepts the StatefulSet's arguments",
+          rc == 0 and "configuration OK" in out, "rc %d: %s\nargs: %s" % (
+              rc, out, " ".join(mapped)))
+
+
 def main():
     if not os.access(os.path.join(BIN, "sandgate-proxy"), os.X_OK):
         print("no %s/sandgate-proxy: build first" % BIN)
@@ -219,6 +263,7 @@ def main():
         test_generated()
         test_schema(tmp)
         test_invariants(tmp)
+        test_proxy_args(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
