@@ -2,7 +2,8 @@
  * test_seccomp.c: the seccomp profile every sandbox container gets
  * (cspec_seccomp_profile, from seccomp_profile.h) is an allowlist:
  * unknown syscalls refused, nothing sandgate refuses on the list, the
- * argument checks in place.
+ * argument checks in place; and the copy deploy/kubernetes ships for the
+ * nodes is that profile.
  */
 #include <stdarg.h>
 #include <stddef.h>
