@@ -27,9 +27,11 @@ sg_log() { printf '[setup] %s\n' "$*" >&2; }
 # ASan, UBSan; Debian's clang only recommends them) for the fuzz targets,
 # valgrind for leak checks, rsyslog for the log shipper test (run with its
 # own config, never the system's), python3-jsonschema to check the OCSF
-# export against its schema, time (/usr/bin/time) for the peak memory of
-# the review commands.
-SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog python3-jsonschema time)
+# export against its schema and (with python3-yaml) the Kubernetes
+# manifests of deploy/kubernetes, time (/usr/bin/time) for the peak memory
+# of the review commands.
+SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog python3-jsonschema
+	python3-yaml time)
 
 sg_install_packages() {
 	local missing=() p

@@ -2,7 +2,8 @@
  * test_seccomp.c: the seccomp profile every sandbox container gets
  * (cspec_seccomp_profile, from seccomp_profile.h) is an allowlist:
  * unknown syscalls refused, nothing sandgate refuses on the list, the
- * argument checks in place.
+ * argument checks in place; and the copy deploy/kubernetes ships for the
+ * nodes is that profile.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -141,6 +142,35 @@ test_argument_rules(void **state)
 	json_decref(p);
 }
 
+/*
+ * The profile deploy/kubernetes ships for the nodes (a kubelet Localhost
+ * profile) is this one. With SANDGATE_SECCOMP_EXPORT=FILE the test first
+ * writes the profile to FILE: that is how the shipped copy is made
+ * (deploy/kubernetes/gen-configmaps.sh).
+ */
+static void
+test_shipped_profile(void **state)
+{
+	const char	*out, *path;
+	json_error_t	 err;
+	json_t		*p, *shipped;
+
+	(void)state;
+	path = "../../deploy/kubernetes/seccomp/sandgate.json";
+	p = cspec_seccomp_profile();
+	assert_non_null(p);
+	if ((out = getenv("SANDGATE_SECCOMP_EXPORT")) != NULL)
+		assert_int_equal(json_dump_file(p, out, JSON_INDENT(1) |
+		    JSON_SORT_KEYS), 0);
+	if ((shipped = json_load_file(path, 0, &err)) == NULL)
+		fail_msg("%s: %s (line %d)", path, err.text, err.line);
+	if (!json_equal(p, shipped))
+		fail_msg("%s is not cspec_seccomp_profile(): make it again "
+		    "with deploy/kubernetes/gen-configmaps.sh", path);
+	json_decref(shipped);
+	json_decref(p);
+}
+
 int
 main(void)
 {
@@ -148,6 +178,7 @@ main(void)
 		cmocka_unit_test(test_default_refuses),
 		cmocka_unit_test(test_refused_not_listed),
 		cmocka_unit_test(test_argument_rules),
+		cmocka_unit_test(test_shipped_profile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
