@@ -798,8 +798,8 @@ checkpoint_anchor_write(struct checkpoint *ck)
 /*
  * The anchor, if a checkpoint was written since it was: the log synced
  * first, so the anchor never names a line the disk may lose; or if the
- * log's outage not yet written to it (eventlog_outage()) is not the one
- * the anchor names, so a restart does not forget it. Then, if the
+ * log's outage no checkpoint covers yet (eventlog_outage()) is not the
+ * one the anchor names, so a restart does not forget it. Then, if the
  * writer goes on (again), the room for the next one is taken; a writer
  * that is closing needs none. 0, or -1 with the error set.
  */
@@ -818,10 +818,11 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 			return -1;
 		ck->anchor_dirty = 0;
 	} else if (lost != ck->anchor_lost && ck->last.seq > 0) {
-		/* An outage kept; one ended: its log.outage line synced. */
-		if (lost == 0 && eventlog_tick(ck->log) == -1)
-			return checkpoint_fail(ck, "cannot sync the log: %s",
-			    eventlog_error(ck->log));
+		/*
+		 * An outage kept or grown. It leaves the anchor only with a
+		 * checkpoint after its log.outage line (anchor_dirty above):
+		 * till then the log can be cut back to the anchored one.
+		 */
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 	}
@@ -1070,6 +1071,9 @@ checkpoint_tick(struct checkpoint *ck)
 {
 	if (checkpoint_anchor_update(ck, 1) == -1)
 		return -1;
+	/* A log.outage line written: sign it now, not a period later. */
+	if (eventlog_outage_told(ck->log))
+		return checkpoint_write(ck, "timer");
 	if (ck->every_secs == 0 ||
 	    util_now_us() - ck->last_us < ck->every_secs * 1000000ull)
 		return 0;
