@@ -2720,6 +2720,55 @@ test_log_outage_cut(void **state)
 }
 
 /*
+ * A writer with no anchor that could write no checkpoint yet (its open
+ * failed: the log unavailable from the start) and stops during the
+ * outage: its anchor carries the outage all the same (seq 0, no
+ * checkpoint), and the next writer writes the log.outage line first.
+ */
+static void
+test_log_outage_no_anchor(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			 moved[200], pub[160], *cause = NULL;
+	const char		*paths[1];
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+
+	assert_true(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause) >= 0);
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	assert_non_null(log);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	snprintf(moved, sizeof(moved), "%s.moved", t->path);
+	assert_int_equal(rename(t->path, moved), 0);
+	appends_fail(log, 5);
+	(void)checkpoint_tick(ck);
+	checkpoint_free(ck);		/* no checkpoint was ever written */
+	eventlog_close(log);
+	assert_int_equal(unlink(moved), 0);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 0);
+	assert_true(a.lost >= 5);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 2);
+	assert_outage_of_5(t);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.lost, 0);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	paths[0] = t->path;
+	assert_int_equal(verify_with(paths, 1, k, &a, &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
  * logrotate (numbered names) four times with SIGUSR1, then one of the
  * writer's rotated files removed (name.2) before the next logrotate
  * run: the count of rotated files stops at the gap, but names past it
@@ -2889,6 +2938,7 @@ main(void)
 		T(test_reopen_hard_link),
 		T(test_log_outage_restart),
 		T(test_log_outage_cut),
+		T(test_log_outage_no_anchor),
 		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
