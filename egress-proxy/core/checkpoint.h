@@ -53,6 +53,11 @@
  * checkpoint_tick(), and at checkpoint_free(); a writer that starts with
  * it writes the log.outage line first, eventlog_add_outage().)
  *
+ * (seq=0: no checkpoint written yet, only an outage to keep; hash all
+ * zeros, reason open, ts the outage's since, no first; the parser takes
+ * seq 0 only with lost, and a writer that starts with such an anchor
+ * carries the outage and nothing else.)
+ *
  * (first=F, the first seq of the files the writer keeps, eventlog.h, is
  * left out while it is not known, and by anchors written before it;
  * files=N:D, how many rotated files the writer keeps and the digest of
