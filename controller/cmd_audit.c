@@ -900,7 +900,7 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 {
 	struct checkpoint_anchor	 an;
 	char				 key[4096], path[4096 + 8], head[32];
-	char				*cause = NULL;
+	char				*cause = NULL, *outage = NULL;
 	int				 fd, r;
 	ssize_t				 k;
 	long long			 size;
@@ -944,10 +944,24 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 		return -1;
 	}
 set:
-	ckverify_set_anchor(v, &an);
-	util_xasprintf(note, "note: checked against the anchor %s: seq %lld "
-	    "(%s, %s) is in the log as written\n", path, an.seq, an.reason,
-	    an.ts);
+	if (an.seq > 0) {
+		ckverify_set_anchor(v, &an);
+		util_xasprintf(note, "note: checked against the anchor %s: seq "
+		    "%lld (%s, %s) is in the log as written\n", path, an.seq,
+		    an.reason, an.ts);
+	} else
+		util_xasprintf(note, "note: the anchor %s names no checkpoint "
+		    "yet (its writer could write none)\n", path);
+	if (an.lost > 0)
+		util_xasprintf(&outage, "%snote: the anchor holds an outage "
+		    "that no checkpoint after seq %lld covers yet: %llu "
+		    "event(s) lost since %s (%s); a log.outage line after that "
+		    "seq records it, or its writer writes one when it starts "
+		    "again\n", *note, an.seq, an.lost, an.since, an.cause);
+	if (outage != NULL) {
+		free(*note);
+		*note = outage;
+	}
 	return 0;
 }
 
@@ -996,6 +1010,10 @@ audit_verify_notes(const struct ckverify *v, const char *anchor)
 		    "time(s); the first time, seq %lld on were signed only when "
 		    "it started again (%s:%zu)\n", v->restarts, v->restart_from,
 		    v->restart.file, v->restart.line);
+	if (v->stops > 0)
+		printf("note: the writer stopped without closing the log at seq "
+		    "%lld (%s), right after that checkpoint (%zu time(s) in "
+		    "all)\n", v->stop_at, v->stop_reason, v->stops);
 	if (v->crashes > 0)
 		printf("note: %zu time(s) the writer found lines after the "
 		    "checkpoint it had signed last, having stopped without "

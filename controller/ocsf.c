@@ -77,6 +77,9 @@ static long long ocsf_port(json_t *);
 static long long ocsf_count(json_t *, const char *);
 static json_t	*ocsf_traffic(json_t *);
 static json_t	*ocsf_resume(json_t *, const struct ocsf_ctx *);
+static json_t	*ocsf_outage(json_t *, const struct ocsf_ctx *);
+static json_t	*ocsf_eventlog_other(json_t *, const struct ocsf_ctx *,
+		    const char *, int, int, const char *, char *);
 static json_t	*ocsf_src(json_t *);
 static json_t	*ocsf_dst(json_t *);
 static int	ocsf_method_id(const char *);
@@ -631,27 +634,58 @@ ocsf_checkpoint(json_t *ev, const struct ocsf_ctx *ctx)
 }
 
 /*
+ * A line about the log itself, Event Log Activity 99 Other (an): the
+ * log, actor and device members, status, severity and the message msg
+ * (freed). NULL if out of memory.
+ */
+static json_t *
+ocsf_eventlog_other(json_t *ev, const struct ocsf_ctx *ctx, const char *an,
+    int severity, int status, const char *detail, char *msg)
+{
+	json_t	*o;
+
+	if ((o = ocsf_new(ev, ctx, &ocsf_eventlog, 99, an, severity,
+	    NULL)) != NULL) {
+		ocsf_eventlog_common(o, ctx);
+		ocsf_status(o, status, NULL, detail);
+		ocsf_set_str(o, "message", msg);
+	}
+	free(msg);
+	return o;
+}
+
+/*
  * log.resume: the writer found its log not ending with the checkpoint it
  * had signed last (checkpoint.h); Event Log Activity, Medium.
  */
 static json_t *
 ocsf_resume(json_t *ev, const struct ocsf_ctx *ctx)
 {
-	json_t	*o;
 	char	*msg;
 
-	if ((o = ocsf_new(ev, ctx, &ocsf_eventlog, 99, "Resume", 3,
-	    NULL)) == NULL)
-		return NULL;
-	ocsf_eventlog_common(o, ctx);
-	ocsf_status(o, 0, NULL, NULL);
 	util_xasprintf(&msg, "the writer found the log ending at seq %lld, "
 	    "not at the checkpoint it had signed last (seq %lld): sandgate "
 	    "audit verify --key judges it", ocsf_count(ev, "found_seq"),
 	    ocsf_count(ev, "anchor_seq"));
-	ocsf_set_str(o, "message", msg);
-	free(msg);
-	return o;
+	return ocsf_eventlog_other(ev, ctx, "Resume", 3, 0, NULL, msg);
+}
+
+/*
+ * log.outage: events the writer could not write while its log was
+ * unavailable (eventlog.h); Event Log Activity, High, a failure whose
+ * detail is the cause.
+ */
+static json_t *
+ocsf_outage(json_t *ev, const struct ocsf_ctx *ctx)
+{
+	const char	*since = ocsf_str(ev, "since");
+	char		*msg;
+
+	util_xasprintf(&msg, "%lld event(s) could not be written to the log "
+	    "since %s: it was unavailable", ocsf_count(ev, "lost"),
+	    since ? since : "?");
+	return ocsf_eventlog_other(ev, ctx, "Outage", 4, 2,
+	    ocsf_str(ev, "cause"), msg);
 }
 
 json_t *
@@ -671,6 +705,8 @@ ocsf_event(json_t *ev, const struct ocsf_ctx *ctx)
 		return ocsf_checkpoint(ev, ctx);
 	if (name != NULL && strcmp(name, CHECKPOINT_RESUME) == 0)
 		return ocsf_resume(ev, ctx);
+	if (name != NULL && strcmp(name, "log.outage") == 0)
+		return ocsf_outage(ev, ctx);
 	if ((o = ocsf_new(ev, ctx, &ocsf_base, name ? 99 : 0, name ? "Other" :
 	    "Unknown", 0, NULL)) == NULL)
 		return NULL;

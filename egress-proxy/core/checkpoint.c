@@ -239,8 +239,9 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 		memcpy(a->files_hash, colon + 1, sizeof(a->files_hash));
 		a->have_files = 1;
 	}
-	*what = "seq is not a count";
-	if (util_strtonum(seq, 1, LLONG_MAX, &n, &errstr) == -1)
+	*what = "seq is not a count (0 only for an outage, without first)";
+	if (util_strtonum(seq, 0, LLONG_MAX, &n, &errstr) == -1 ||
+	    (n == 0 && (a->lost == 0 || first[0] != '\0')))
 		return -1;
 	a->seq = n;
 	*what = "hash is not 64 lowercase hex digits";
@@ -786,6 +787,15 @@ checkpoint_anchor_write(struct checkpoint *ck)
 	unsigned files;
 	int	 fd, n, ok;
 
+	/* No checkpoint yet: an outage-only anchor, seq 0 (checkpoint.h). */
+	if (ck->last.seq == 0) {
+		memset(ck->last.hash, '0', CHECKPOINT_HEX);
+		ck->last.hash[CHECKPOINT_HEX] = '\0';
+		util_strlcpy(ck->last.reason, "open", sizeof(ck->last.reason));
+		(void)eventlog_outage(ck->log, &since, &cause);
+		util_strlcpy(ck->last.ts, since, sizeof(ck->last.ts));
+		util_strlcpy(ck->last.key, ck->key_id, sizeof(ck->last.key));
+	}
 	/* The log is never kept from past its own end. */
 	if (from > ck->last.seq)
 		from = ck->last.seq;
@@ -822,8 +832,8 @@ checkpoint_anchor_write(struct checkpoint *ck)
 /*
  * The anchor, if a checkpoint was written since it was: the log synced
  * first, so the anchor never names a line the disk may lose; or if the
- * log's outage not yet written to it (eventlog_outage()) is not the one
- * the anchor names, so a restart does not forget it. Then, if the
+ * log's outage no checkpoint covers yet (eventlog_outage()) is not the
+ * one the anchor names, so a restart does not forget it. Then, if the
  * writer goes on (again), the room for the next one is taken; a writer
  * that is closing needs none. 0, or -1 with the error set.
  */
@@ -841,11 +851,12 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 		ck->anchor_dirty = 0;
-	} else if (lost != ck->anchor_lost && ck->last.seq > 0) {
-		/* An outage kept; one ended: its log.outage line synced. */
-		if (lost == 0 && eventlog_tick(ck->log) == -1)
-			return checkpoint_fail(ck, "cannot sync the log: %s",
-			    eventlog_error(ck->log));
+	} else if (lost != ck->anchor_lost && (ck->last.seq > 0 || lost > 0)) {
+		/*
+		 * An outage kept or grown. It leaves the anchor only with a
+		 * checkpoint after its log.outage line (anchor_dirty above):
+		 * till then the log can be cut back to the anchored one.
+		 */
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 	}
@@ -864,6 +875,13 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	r = checkpoint_anchor_read(ck->anchor_path, &ck->anchor, cause);
 	if (r == -1)
 		return -1;
+	/* An outage-only anchor (seq 0): the outage carried, nothing more. */
+	if (r == 1 && ck->anchor.seq == 0) {
+		ck->anchor_lost = ck->anchor.lost;
+		eventlog_add_outage(ck->log, ck->anchor.lost,
+		    ck->anchor.since, ck->anchor.cause);
+		return 0;
+	}
 	ck->have_anchor = r == 1;
 	if (!ck->have_anchor)
 		return 0;
@@ -1094,6 +1112,9 @@ checkpoint_tick(struct checkpoint *ck)
 {
 	if (checkpoint_anchor_update(ck, 1) == -1)
 		return -1;
+	/* A log.outage line written: sign it now, not a period later. */
+	if (eventlog_outage_told(ck->log))
+		return checkpoint_write(ck, "timer");
 	if (ck->every_secs == 0 ||
 	    util_now_us() - ck->last_us < ck->every_secs * 1000000ull)
 		return 0;

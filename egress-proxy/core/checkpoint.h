@@ -45,11 +45,18 @@
  *       lost=L since=TS cause=TEXT
  *
  * (all on one line; lost=L since=TS cause=TEXT, only while an outage of
- * the log is not yet written to it, eventlog_outage(): how many events
- * were lost, since when and why, the rest of the line, printable ASCII,
+ * the log is not yet covered by a checkpoint after its log.outage line,
+ * eventlog_outage(): how many events were lost, since when and why
+ * (such a checkpoint is signed at the next checkpoint_tick()), the
+ * rest of the line, printable ASCII,
  * at most CHECKPOINT_CAUSE_MAX bytes; rewritten at most once a second, from
  * checkpoint_tick(), and at checkpoint_free(); a writer that starts with
  * it writes the log.outage line first, eventlog_add_outage().)
+ *
+ * (seq=0: no checkpoint written yet, only an outage to keep; hash all
+ * zeros, reason open, ts the outage's since, no first; the parser takes
+ * seq 0 only with lost, and a writer that starts with such an anchor
+ * carries the outage and nothing else.)
  *
  * (first=F, the first seq of the files the writer keeps, eventlog.h, is
  * left out while it is not known, and by anchors written before it;

@@ -325,6 +325,12 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 			ckverify_at(v, &v->restart);
 			v->restart_from = v->after_at.seq;
 		}
+	} else if (strcmp(f->reason, "open") == 0 && v->have_good &&
+	    strcmp(v->good_reason, "close") != 0 && v->stops++ == 0) {
+		/* ...right after a checkpoint (or the log was cut to one). */
+		v->stop_at = v->good_at.seq;
+		util_strlcpy(v->stop_reason, v->good_reason,
+		    sizeof(v->stop_reason));
 	}
 	if (f->next_key != NULL) {
 		n = ckverify_find(v, f->next_key);

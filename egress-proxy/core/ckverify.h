@@ -111,6 +111,9 @@ struct ckverify {
 	size_t			 restarts;	/* open after a writer that did not close */
 	struct ckverify_at	 restart;	/* the first such open */
 	long long		 restart_from;	/* ...and the events it signed late */
+	size_t			 stops;		/* open right after one not close */
+	long long		 stop_at;	/* the first such checkpoint's seq */
+	char			 stop_reason[8];	/* ...and its reason */
 	size_t			 resumes;	/* log.resume lines (all) */
 	size_t			 crashes;	/* ...of a writer that had not closed */
 	struct ckverify_at	 crash;		/* the first of those */

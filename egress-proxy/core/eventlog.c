@@ -89,6 +89,10 @@ struct eventlog {
 	unsigned long long	 lost;
 	char			 lost_since[UTIL_TS_LEN]; /* the first lost */
 	char			 lost_why[256];	/* why it failed */
+	/* Outages in log.outage lines no checkpoint line follows yet. */
+	unsigned long long	 told;
+	char			 told_since[UTIL_TS_LEN];
+	char			 told_why[256];
 };
 
 struct eventlog_found;
@@ -1198,6 +1202,8 @@ eventlog_put(struct eventlog *log, json_t *fields)
 	}
 	log->healthy = 1;
 	log->error[0] = '\0';
+	if (fields == NULL)
+		log->told = 0;	/* a checkpoint covers the log.outage lines */
 	if (fields == NULL && log->hook.written != NULL)
 		log->hook.written(log->hook.arg, log->seq, log->prev);
 	rc = 0;
@@ -1242,18 +1248,32 @@ eventlog_put_outage(struct eventlog *log)
 	}
 	rc = eventlog_put(log, f);
 	json_decref(f);
-	if (rc == 0)
-		log->lost = 0;
-	return rc;
+	if (rc == -1)
+		return -1;
+	if (log->told == 0) {
+		util_strlcpy(log->told_since, log->lost_since,
+		    sizeof(log->told_since));
+		util_strlcpy(log->told_why, log->lost_why,
+		    sizeof(log->told_why));
+	}
+	log->told += log->lost;
+	log->lost = 0;
+	return 0;
 }
 
 unsigned long long
 eventlog_outage(const struct eventlog *log, const char **since,
     const char **cause)
 {
-	*since = log->lost_since;
-	*cause = log->lost_why;
-	return log->lost;
+	*since = log->told > 0 ? log->told_since : log->lost_since;
+	*cause = log->told > 0 ? log->told_why : log->lost_why;
+	return log->told + log->lost;
+}
+
+int
+eventlog_outage_told(const struct eventlog *log)
+{
+	return log->told > 0 && log->lost == 0;
 }
 
 void

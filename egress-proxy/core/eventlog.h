@@ -110,13 +110,18 @@ int		 eventlog_open_file(const char *path, int flags,
 int		 eventlog_append(struct eventlog *, json_t *fields);
 
 /*
- * The outage not yet written to the log: how many events were lost (0:
- * none), since when and why (*since, *cause: valid until the next
- * append). The signer keeps it in its anchor, outside the log folder,
- * so that a restart during an outage does not forget it.
+ * The outage no checkpoint covers yet: how many events were lost (0:
+ * none) and not written, or told in log.outage lines that no hook line
+ * (checkpoint) follows yet; since when and why, the earliest's (*since,
+ * *cause: valid until the next append). The signer keeps it in its
+ * anchor, outside the log folder, so that neither a restart during an
+ * outage nor a cut of the log's unsigned tail after it forgets it.
  */
 unsigned long long eventlog_outage(const struct eventlog *,
 		    const char **since, const char **cause);
+
+/* 1 if all of that outage is in log.outage lines (a checkpoint is due). */
+int		 eventlog_outage_told(const struct eventlog *);
 
 /*
  * An outage a former run of the writer recorded (its anchor) and never

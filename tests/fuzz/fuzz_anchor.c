@@ -20,7 +20,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	r = checkpoint_anchor_parse((const char *)data, size, &a, &what);
 	/* Accepted: every member within its bounds; refused: a reason. */
-	if (r == 0 && (a.seq < 1 || strlen(a.hash) != 64 ||
+	if (r == 0 && (a.seq < 0 || (a.seq == 0 && (a.lost == 0 ||
+	    a.first != 0)) || strlen(a.hash) != 64 ||
 	    !checkpoint_reason_valid(a.reason) ||
 	    strlen(a.key) != CHECKPOINT_KEY_B64 || what != NULL ||
 	    strlen(a.cause) > CHECKPOINT_CAUSE_MAX ||

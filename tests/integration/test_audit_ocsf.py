@@ -363,13 +363,15 @@ class OcsfTest(unittest.TestCase):
         events = ["egress.blocked", "egress.allowed", "egress.would_block",
                   "egress.revoked", "egress.x", "policy.reloaded",
                   "policy.rejected", "policy.x", "run.exec", "run.run",
-                  "log.checkpoint", "log.resume", "other", None, 5]
+                  "log.checkpoint", "log.resume", "log.outage", "other",
+                  None, 5]
         fields = ["sandbox", "src", "method", "host", "port", "sni",
                   "resolved", "reason", "message", "policy_sets", "rule",
                   "policy_digest", "bytes_up", "bytes_down", "duration_ms",
                   "count", "errors", "run", "command", "argv", "image",
                   "image_id", "start", "end", "exit_code", "cmd_exit",
-                  "flags", "key", "next_key", "anchor_seq", "found_seq"]
+                  "flags", "key", "next_key", "anchor_seq", "found_seq",
+                  "lost", "since", "cause"]
         lines, logged = [], 0
         for i in range(3000):
             e = {"ts": rnd.choice(["2026-12-01T00:00:00.000000Z", "bad",
@@ -427,6 +429,30 @@ class OcsfTest(unittest.TestCase):
             self.assertEqual((e["status_id"], e["status"]), (0, "Unknown"))
             self.assertIn("not checked", e["message"])
             self.assertNotIn("signed by", e["message"])
+        self.assertEqual(check(r.stdout)[0], 0)
+
+    def test_9_outage_is_event_log_activity(self):
+        """A log.outage line (events the writer lost) is Event Log
+        Activity, severity High, its cause the status detail, and keeps
+        lost, since and cause; it validates."""
+        e = {"ts": "2026-12-02T04:44:05.000000Z", "seq": 14,
+             "event": "log.outage", "lost": 8,
+             "since": "2026-12-02T04:43:53.077115Z",
+             "cause": "cannot write: No space left on device",
+             "prev": hashlib.sha256(b"p").hexdigest(),
+             "hash": hashlib.sha256(b"h").hexdigest()}
+        path = os.path.join(W["dir"], "outage.jsonl")
+        with open(path, "w") as f:
+            f.write(json.dumps(e, separators=(",", ":")) + "\n")
+        r = sandgate("audit", "export", "--format", "ocsf", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        o = json.loads(r.stdout)
+        self.assertEqual((o["class_uid"], o["activity_id"]), (1008, 99))
+        self.assertGreaterEqual(o["severity_id"], 3)
+        self.assertEqual(o["status_detail"], e["cause"])
+        self.assertIn("8 event(s)", o["message"])
+        for k in ("lost", "since", "cause"):
+            self.assertEqual(o["unmapped"]["sandgate"][k], e[k])
         self.assertEqual(check(r.stdout)[0], 0)
 
 

@@ -1457,6 +1457,40 @@ class T10Round7(unittest.TestCase):
             subprocess.run(["umount", vol], timeout=30)
 
 
+class T11Round8(unittest.TestCase):
+    """Eighth round: what verify --key says about a stop right after a
+    checkpoint and about an outage the anchor holds."""
+
+    def test_f1_f3_notes(self):
+        key, pub = make_key("r8notes")
+        lines = []
+        for reason in ("open", None, "timer", "open", None, "close"):
+            seq = len(lines) + 1
+            if reason is None:
+                lines.append(forged_event(seq, last_hash(lines),
+                                          "r8-%d.test" % seq))
+            else:
+                lines.append(forged_checkpoint(key, seq, last_hash(lines),
+                                               reason))
+        d = write_log("r8notes", lines)
+        close = json.loads(lines[-1])
+        anchor = os.path.join(W["dir"], "r8notes.anchor")
+        with open(anchor, "w") as f:
+            f.write("sandgate-anchor-v1 seq=6 hash=%s reason=close ts=%s "
+                    "key=%s lost=5 since=2026-12-02T04:43:53.077115Z "
+                    "cause=cannot write: No space left on device\n" % (
+                        close["hash"], close["ts"], close["key"]))
+        r = sandgate("audit", "verify", "--log-dir", d, "--key", pub,
+                     "--anchor", anchor)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # F1: the open at seq 4 follows the timer at seq 3 directly.
+        self.assertIn("the writer stopped without closing the log at seq 3 "
+                      "(timer)", r.stdout)
+        # F3: the anchor's outage is named, with since and cause.
+        self.assertIn("5 event(s) lost since 2026-12-02T04:43:53.077115Z "
+                      "(cannot write: No space left on device)", r.stdout)
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     failed = len(result.failures) + len(result.errors)

@@ -2647,6 +2647,127 @@ test_log_outage_restart(void **state)
 	verify_once_rotated(t, rot, k, &a);
 }
 
+/* Cut the current file after the line of seq (the writer's anchor). */
+static void
+cut_after_seq(struct tmp *t, long long seq)
+{
+	struct lines	l;
+	size_t		n;
+
+	lines_read(&l, t->path);
+	for (n = 0; n < l.n && seq_of(&l, n) <= seq; n++)
+		continue;
+	lines_write(&l, t->path, 0, n);
+	lines_free(&l);
+}
+
+/*
+ * An outage, then its log.outage line written and a tick, then the
+ * writer stops without a close (the log unavailable again) and the log
+ * is cut back to the checkpoint its anchor names: the anchor keeps the
+ * outage until a checkpoint after that line is anchored, so the cut
+ * cannot take the outage with it.
+ */
+static void
+test_log_outage_cut(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	struct ckverify		 v;
+	char			 rot[1][160];
+	const char		*paths[2];
+	EVP_PKEY		*k;
+	long long		 cut;
+	size_t			 i;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	appends_fail(log, 5);
+	assert_int_equal(checkpoint_tick(ck), 0);
+	anchor_of(t, &a);
+	assert_true(a.lost >= 5);
+	append_n(log, 10, 1);		/* log.outage, then the event */
+	(void)checkpoint_tick(ck);
+	anchor_of(t, &a);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n && strstr(l.v[i], "log.outage") == NULL; i++)
+		continue;
+	assert_true(i < l.n);
+	if (a.lost < 5 && a.seq < seq_of(&l, i))
+		fail_msg("the anchor (seq %lld) dropped the outage before a "
+		    "checkpoint covers its log.outage line (seq %lld)", a.seq,
+		    seq_of(&l, i));
+	lines_free(&l);
+	/* Stopped without a close; the log cut back to the anchor. */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	cut_after_seq(t, a.seq);
+	cut = a.seq;
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 20, 1);
+	assert_outage_of_5(t);
+	rotating_close(t, log, ck, &a);
+	/* verify notes the open right after the cut's checkpoint. */
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	assert_int_equal(verify_with(paths, 2, k, &a, &v), CKVERIFY_OK);
+	assert_int_equal(v.stops, 1);
+	assert_int_equal(v.stop_at, cut);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A writer with no anchor that could write no checkpoint yet (its open
+ * failed: the log unavailable from the start) and stops during the
+ * outage: its anchor carries the outage all the same (seq 0, no
+ * checkpoint), and the next writer writes the log.outage line first.
+ */
+static void
+test_log_outage_no_anchor(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			 moved[200], pub[160], *cause = NULL;
+	const char		*paths[1];
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+
+	assert_true(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause) >= 0);
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	assert_non_null(log);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	snprintf(moved, sizeof(moved), "%s.moved", t->path);
+	assert_int_equal(rename(t->path, moved), 0);
+	appends_fail(log, 5);
+	(void)checkpoint_tick(ck);
+	checkpoint_free(ck);		/* no checkpoint was ever written */
+	eventlog_close(log);
+	assert_int_equal(unlink(moved), 0);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 0);
+	assert_true(a.lost >= 5);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 2);
+	assert_outage_of_5(t);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(a.lost, 0);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	paths[0] = t->path;
+	assert_int_equal(verify_with(paths, 1, k, &a, &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
 /*
  * logrotate (numbered names) four times with SIGUSR1, then one of the
  * writer's rotated files removed (name.2) before the next logrotate
@@ -2816,6 +2937,8 @@ main(void)
 		T(test_log_outage_recorded),
 		T(test_reopen_hard_link),
 		T(test_log_outage_restart),
+		T(test_log_outage_cut),
+		T(test_log_outage_no_anchor),
 		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),

@@ -105,6 +105,16 @@ static const struct mapcase cases[] = {
 	  1008, 99, 3, "message", "\"the writer found the log ending at seq "
 	  "126, not at the checkpoint it had signed last (seq 124): sandgate "
 	  "audit verify --key judges it\"" },
+	/* Lost events: Event Log Activity, High, not a Base Event. */
+	{ "{\"event\":\"log.outage\",\"lost\":8,\"since\":"
+	  "\"2026-12-02T04:43:53.077115Z\",\"cause\":\"cannot write\"}",
+	  1008, 99, 4, "message", "\"8 event(s) could not be written to the "
+	  "log since 2026-12-02T04:43:53.077115Z: it was unavailable\"" },
+	{ "{\"event\":\"log.outage\",\"lost\":8,\"since\":\"x\","
+	  "\"cause\":\"cannot write\"}",
+	  1008, 99, 4, "status_detail", "\"cannot write\"" },
+	{ "{\"event\":\"log.outage\",\"lost\":8}",
+	  1008, 99, 4, "log_name", "\"security-events.jsonl\"" },
 	/* Hostile members are left out, never passed on out of range (L1). */
 	{ "{\"event\":\"egress.blocked\",\"method\":\"GET\",\"host\":\"a\","
 	  "\"port\":99999,\"reason\":\"not_allowlisted\"}",
