@@ -143,6 +143,8 @@ static json_t	*exec_spec(const struct exec_opts *);
 static void	exec_sink_open(struct exec_sink *, const struct exec_opts *,
 		    int);
 static void	exec_sinks_close(struct exec_state *);
+static int	exec_conclude(struct exec_state *, const struct cgroup_counters *,
+		    const char *, char **);
 static void	exec_finish(struct exec_state *, const struct cgroup_counters *,
 		    int);
 
@@ -1254,13 +1256,69 @@ exec_begin(struct exec_state *st, struct cgroup_counters *before)
 	st->deadline = st->t0 + (uint64_t)st->o->timeout * 1000000;
 }
 
+/*
+ * After the exec's stream ended: what became of the command (exit code,
+ * killed with the container, leftovers stopped) into st->res. 0, or -1
+ * with *cause when Docker could not say.
+ */
+static int
+exec_conclude(struct exec_state *st, const struct cgroup_counters *before,
+    const char *eid, char **cause)
+{
+	const struct exec_opts	*o = st->o;
+	struct exec_result	*res = st->res;
+	struct docker_einfo	 ei;
+
+	memset(&ei, 0, sizeof(ei));
+	if (st->died) {
+		exec_died(st);
+		exec_finish(st, before, 137);
+		return 0;
+	}
+	if (docker_exec_inspect(st->d, eid, &ei, cause) == -1) {
+		/* gVisor forgets an exec whose process was killed. */
+		if (!res->timed_out && res->signal == 0)
+			return -1;
+		free(*cause);
+		*cause = NULL;
+		ei.running = 0;
+		ei.exit_code = 137;
+	}
+	/* killed with the container (its init gone): the record says so */
+	if (!ei.running && ei.exit_code == 137 && !res->timed_out &&
+	    res->signal == 0 && exec_init_gone(st, EXEC_GONE_MS)) {
+		exec_died(st);
+		exec_finish(st, before, 137);
+		return 0;
+	}
+	/*
+	 * Stopped by sandgate (timeout, signal): the container may have gone
+	 * meanwhile (gVisor's sandbox during the kill); then nothing of the
+	 * command is left, and the record says the container stopped.
+	 */
+	if ((res->timed_out || res->signal != 0) &&
+	    exec_init_gone(st, res->kill_failed ? EXEC_GONE_MS : 0)) {
+		exec_died(st);
+		res->kill_failed = 0;
+	}
+	/*
+	 * Nothing of a command outlives it: background children it left
+	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
+	 */
+	if (!res->timed_out && res->signal == 0 && (o->inside ||
+	    exec_has_leftovers(&st->cg, &st->init, o->run_id)))
+		exec_stop_leftovers(st);
+	exec_own_add(st, ei.pid);
+	exec_finish(st, before, ei.running ? -1 : ei.exit_code);
+	return 0;
+}
+
 int
 exec_run(struct docker *d, const char *cid, int pid,
     const struct exec_opts *o, struct exec_result *res, char **cause)
 {
 	struct exec_state	 st;
 	struct cgroup_counters	 before;
-	struct docker_einfo	 ei;
 	struct docker_stream_cb	 cb = { exec_data, exec_tick, NULL,
 				    exec_ready };
 	json_t			*spec;
@@ -1270,7 +1328,6 @@ exec_run(struct docker *d, const char *cid, int pid,
 	active[0] = '\0';
 	memset(res, 0, sizeof(*res));
 	memset(&st, 0, sizeof(st));
-	memset(&ei, 0, sizeof(ei));
 	res->gvisor = o->inside;
 	st.d = d;
 	st.cid = cid;
@@ -1284,50 +1341,9 @@ exec_run(struct docker *d, const char *cid, int pid,
 	exec_mark_active(o, active, sizeof(active));
 	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
 		goto out;
-	if (docker_exec_start(d, eid, &cb, cause) == -1)
+	if (docker_exec_start(d, eid, &cb, cause) == -1 ||
+	    exec_conclude(&st, &before, eid, cause) == -1)
 		goto out;
-	if (st.died) {
-		exec_died(&st);
-		exec_finish(&st, &before, 137);
-		rv = 0;
-		goto out;
-	}
-	if (docker_exec_inspect(d, eid, &ei, cause) == -1) {
-		/* gVisor forgets an exec whose process was killed. */
-		if (!res->timed_out && res->signal == 0)
-			goto out;
-		free(*cause);
-		*cause = NULL;
-		ei.running = 0;
-		ei.exit_code = 137;
-	}
-	/* killed with the container (its init gone): the record says so */
-	if (!ei.running && ei.exit_code == 137 && !res->timed_out &&
-	    res->signal == 0 && exec_init_gone(&st, EXEC_GONE_MS)) {
-		exec_died(&st);
-		exec_finish(&st, &before, 137);
-		rv = 0;
-		goto out;
-	}
-	/*
-	 * Stopped by sandgate (timeout, signal): the container may have gone
-	 * meanwhile (gVisor's sandbox during the kill); then nothing of the
-	 * command is left, and the record says the container stopped.
-	 */
-	if ((res->timed_out || res->signal != 0) &&
-	    exec_init_gone(&st, res->kill_failed ? EXEC_GONE_MS : 0)) {
-		exec_died(&st);
-		res->kill_failed = 0;
-	}
-	/*
-	 * Nothing of a command outlives it: background children it left
-	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
-	 */
-	if (!res->timed_out && res->signal == 0 && (o->inside ||
-	    exec_has_leftovers(&st.cg, &st.init, o->run_id)))
-		exec_stop_leftovers(&st);
-	exec_own_add(&st, ei.pid);
-	exec_finish(&st, &before, ei.running ? -1 : ei.exit_code);
 	rv = 0;
 out:
 	if (st.kmsg != -1)

@@ -79,6 +79,7 @@ static void	control_reply(struct evhttp_request *, int, json_t *);
 static json_t	*control_body(struct evhttp_request *);
 static void	control_status(struct proxy *, struct evhttp_request *);
 static void	control_metrics(struct proxy *, struct evhttp_request *);
+static void	control_metrics_traffic(struct proxy *, struct evbuffer *);
 static void	control_register(struct proxy *, struct evhttp_request *);
 static void	control_unregister(struct proxy *, struct evhttp_request *);
 static void	control_reload(struct proxy *, struct evhttp_request *);
@@ -219,17 +220,12 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	    "draining", px->draining, "log_pressure", px->log_pressure));
 }
 
-/* Prometheus text format 0.0.4. */
+/* /metrics: the instance, connections, requests and closes, by reason. */
 static void
-control_metrics(struct proxy *px, struct evhttp_request *req)
+control_metrics_traffic(struct proxy *px, struct evbuffer *b)
 {
-	struct evbuffer	*b = evbuffer_new();
-	size_t		 i;
+	size_t	i;
 
-	if (b == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
-		return;
-	}
 	if (px->cfg.instance != NULL)
 		evbuffer_add_printf(b, "# HELP sandgate_proxy_info This "
 		    "replica's --instance.\n# TYPE sandgate_proxy_info gauge\n"
@@ -262,6 +258,19 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 		evbuffer_add_printf(b, "sandgate_proxy_connections_closed_total"
 		    "{reason=\"%s\"} %llu\n", conn_close_name((enum conn_close)i),
 		    px->stats.conns_closed[i]);
+}
+
+/* Prometheus text format 0.0.4. */
+static void
+control_metrics(struct proxy *px, struct evhttp_request *req)
+{
+	struct evbuffer	*b = evbuffer_new();
+
+	if (b == NULL) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	control_metrics_traffic(px, b);
 	evbuffer_add_printf(b,
 	    "# HELP sandgate_proxy_blocks_summarized_total Blocked attempts "
 	    "counted into egress.blocked_summary lines.\n"

@@ -70,6 +70,8 @@ static void	main_usage(FILE *);
 static int	main_options(int, char **, struct proxy_config *);
 static int	main_config_file(const char *, struct proxy_config *);
 static int	main_option(int, const char *, struct proxy_config *);
+static int	main_option_checked(int, const char *, struct proxy_config *);
+static int	main_option_number(int, const char *, struct proxy_config *);
 static int	main_listen(struct proxy *, const char *);
 static void	main_accept(struct evconnlistener *, evutil_socket_t,
 		    struct sockaddr *, int, void *);
@@ -139,10 +141,7 @@ static int	main_check_only;
 static void	main_serial_base(struct proxy *);
 static void	main_set_str(const char **, const char *);
 
-static void
-main_usage(FILE *f)
-{
-	fputs(
+static const char main_usage_text[] =
 "usage: sandgate-proxy [OPTIONS]\n"
 "\n"
 "The sandboxes' only way out: an HTTP forward and CONNECT proxy that allows\n"
@@ -221,8 +220,12 @@ main_usage(FILE *f)
 "Signals: SIGTERM/SIGINT drain then exit (a second one exits at once),\n"
 "SIGHUP reloads the policy, SIGUSR1 reopens the log (logrotate).\n"
 "Exit codes: 0 clean exit, 1 bad configuration or policy, or the log could\n"
-"not be closed with a signed checkpoint its anchor names, 2 usage error.\n",
-	    f);
+"not be closed with a signed checkpoint its anchor names, 2 usage error.\n";
+
+static void
+main_usage(FILE *f)
+{
+	fputs(main_usage_text, f);
 }
 
 /*
@@ -257,18 +260,9 @@ main_set_str(const char **dst, const char *arg)
 static int
 main_option(int ch, const char *arg, struct proxy_config *cfg)
 {
-	long long	 v;
-	const char	*errstr;
+	int	rc;
 
 	switch (ch) {
-	case 'l':
-		if (cfg->nlisten == MAIN_MAX_LISTEN) {
-			log_warnx("too many --listen (at most %d)",
-			    MAIN_MAX_LISTEN);
-			return -1;
-		}
-		cfg->listen[cfg->nlisten++] = util_xstrdup(arg);
-		return 0;
 	case 'p': main_set_str(&cfg->policy_dir, arg); return 0;
 	case 'L': main_set_str(&cfg->log_dir, arg); return 0;
 	case 's': main_set_str(&cfg->sets, arg); return 0;
@@ -286,6 +280,30 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 	case 'Z': main_set_str(&cfg->secrets_dir, arg); return 0;
 	case 'A': cfg->log_allowed = 1; return 0;
 	case 'q': cfg->token_any_source = 1; return 0;
+	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
+	case 'v': cfg->verbose++; return 0;
+	case 'n': main_check_only = 1; return 0;
+	default:
+		break;
+	}
+	if ((rc = main_option_checked(ch, arg, cfg)) != 1)
+		return rc;
+	return main_option_number(ch, arg, cfg);
+}
+
+/* The options whose value is checked as it is read; 1: not one of them. */
+static int
+main_option_checked(int ch, const char *arg, struct proxy_config *cfg)
+{
+	switch (ch) {
+	case 'l':
+		if (cfg->nlisten == MAIN_MAX_LISTEN) {
+			log_warnx("too many --listen (at most %d)",
+			    MAIN_MAX_LISTEN);
+			return -1;
+		}
+		cfg->listen[cfg->nlisten++] = util_xstrdup(arg);
+		return 0;
 	case 'N':
 		if (!policy_set_name_valid(arg)) {
 			log_warnx("invalid --instance \"%s\" (1-64 of a-z, 0-9, "
@@ -302,9 +320,6 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 		}
 		cfg->token_keys[cfg->ntoken_keys++] = util_xstrdup(arg);
 		return 0;
-	case 'k': main_set_str(&main_ckpt_opts.key_path, arg); return 0;
-	case 'v': cfg->verbose++; return 0;
-	case 'n': main_check_only = 1; return 0;
 	case 'M':
 		if (util_parse_size(arg, &cfg->log_max_size) == -1) {
 			log_warnx("invalid --log-max-size \"%s\"", arg);
@@ -327,8 +342,17 @@ main_option(int ch, const char *arg, struct proxy_config *cfg)
 		}
 		return 0;
 	default:
-		break;
+		return 1;
 	}
+}
+
+/* The options that take a whole number. */
+static int
+main_option_number(int ch, const char *arg, struct proxy_config *cfg)
+{
+	long long	 v;
+	const char	*errstr;
+
 	if (util_strtonum(arg, ch == 'E' ? 0 : 1, 10000000, &v,
 	    &errstr) == -1) {
 		log_warnx("invalid value \"%s\": %s", arg, errstr);

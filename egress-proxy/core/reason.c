@@ -43,8 +43,40 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_TOKEN_OTHER_SANDBOX] = "token_other_sandbox",
 };
 
+/*
+ * The messages that name the destination and nothing else: the block
+ * prefix, before, the destination ("[v6]" bracketed), after. The first
+ * is the one for any reason not listed here or in reason_message().
+ */
+struct reason_text {
+	enum sg_reason	 r;
+	const char	*before;
+	const char	*after;
+};
+
+static const struct reason_text reason_texts[] = {
+	{ SG_REASON_NOT_ALLOWLISTED, "destination ", " not allowlisted" },
+	{ SG_REASON_IP_LITERAL, "destination ", " not allowlisted (IP "
+	    "address destinations must be allowlisted by address)" },
+	{ SG_REASON_IDENTITY_CHANGED, "the sandbox registration of this "
+	    "client changed; connection to ", " closed" },
+	{ SG_REASON_DENIED, "destination ", " is denied (a deny entry of "
+	    "policy.d; no allow entry or grant can open it)" },
+	{ SG_REASON_SNI_MISSING, "TLS ClientHello for ", " has no SNI" },
+	{ SG_REASON_NOT_TLS, "tunnel to ", " must carry TLS" },
+	{ SG_REASON_ECH, "TLS ClientHello for ", " uses encrypted client "
+	    "hello, whose destination cannot be checked" },
+	{ SG_REASON_HOST_MISMATCH, "Host header does not match destination ",
+	    "" },
+	{ SG_REASON_METHOD_NOT_ALLOWED, "destination ", " not allowlisted "
+	    "for this method" },
+	{ SG_REASON_PATH_NOT_ALLOWED, "destination ", " not allowlisted for "
+	    "this path" },
+};
+
 static int	reason_upstream(char *, size_t, enum sg_reason, const char *,
 		    const char *, const char *, unsigned, const char *);
+static const struct reason_text *reason_text_of(enum sg_reason);
 
 const char *
 reason_code(enum sg_reason r)
@@ -87,6 +119,7 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 	const char	*h = host ? host : "-";
 	const char	*colon = strchr(h, ':') ? "]" : "";
 	const char	*open = *colon ? "[" : "";
+	const struct reason_text *t;
 	char		 sni[REASON_SNI_SHOWN];
 
 	util_escape(sni_raw ? sni_raw : "-", sni, sizeof(sni));
@@ -107,10 +140,6 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
 		    "%s%s%s:%u resolves to private address %s", open, h,
 		    colon, port, addr ? addr : "-");
-	case SG_REASON_IP_LITERAL:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
-		    "%s%s%s:%u not allowlisted (IP address destinations must "
-		    "be allowlisted by address)", open, h, colon, port);
 	case SG_REASON_SNI_MISMATCH:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS SNI %s does "
 		    "not match CONNECT host %s", sni, h);
@@ -120,50 +149,33 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 		    "host name is required)", open, h, colon, port,
 		    sni_raw ? " \"" : "", sni_raw ? sni : "",
 		    sni_raw ? "\"" : "");
-	case SG_REASON_IDENTITY_CHANGED:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "the sandbox "
-		    "registration of this client changed; connection to "
-		    "%s%s%s:%u closed", open, h, colon, port);
 	case SG_REASON_PROXY_UNAVAILABLE:
 		return snprintf(buf, size, "sandgate-proxy cannot open a "
 		    "tunnel to %s%s%s:%u now (out of memory or pipes); try "
 		    "again later", open, h, colon, port);
-	case SG_REASON_DENIED:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
-		    "%s%s%s:%u is denied (a deny entry of policy.d; no allow "
-		    "entry or grant can open it)", open, h, colon, port);
-	case SG_REASON_SNI_MISSING:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS ClientHello "
-		    "for %s%s%s:%u has no SNI", open, h, colon, port);
-	case SG_REASON_NOT_TLS:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "tunnel to "
-		    "%s%s%s:%u must carry TLS", open, h, colon, port);
-	case SG_REASON_ECH:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "TLS ClientHello "
-		    "for %s%s%s:%u uses encrypted client hello, whose "
-		    "destination cannot be checked", open, h, colon, port);
-	case SG_REASON_HOST_MISMATCH:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "Host header does "
-		    "not match destination %s%s%s:%u", open, h, colon, port);
-	case SG_REASON_METHOD_NOT_ALLOWED:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
-		    "%s%s%s:%u not allowlisted for this method", open, h,
-		    colon, port);
-	case SG_REASON_PATH_NOT_ALLOWED:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
-		    "%s%s%s:%u not allowlisted for this path", open, h, colon,
-		    port);
 	case SG_REASON_MALFORMED_REQUEST:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "malformed "
 		    "request");
 	case SG_REASON_LOG_UNAVAILABLE:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "security log "
 		    "unavailable");
-	case SG_REASON_NOT_ALLOWLISTED:
 	default:
-		return snprintf(buf, size, SG_BLOCK_PREFIX "destination "
-		    "%s%s%s:%u not allowlisted", open, h, colon, port);
+		t = reason_text_of(r);
+		return snprintf(buf, size, SG_BLOCK_PREFIX "%s%s%s%s:%u%s",
+		    t->before, open, h, colon, port, t->after);
 	}
+}
+
+/* The text of a reason whose message names its destination alone. */
+static const struct reason_text *
+reason_text_of(enum sg_reason r)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(reason_texts) / sizeof(reason_texts[0]); i++)
+		if (reason_texts[i].r == r)
+			return &reason_texts[i];
+	return &reason_texts[0];	/* SG_REASON_NOT_ALLOWLISTED */
 }
 
 /*
