@@ -24,6 +24,7 @@
 
 static int	cmd_grant_exec(struct cmd_args *);
 static int	cmd_revoke_exec(struct cmd_args *);
+static int	grant_saved(json_t *);
 static int	cmd_grants_exec(struct cmd_args *);
 static int	grant_dest(const char *, struct host *, uint16_t *);
 static long long grant_duration(const char *);
@@ -216,9 +217,27 @@ cmd_grant_exec(struct cmd_args *args)
 		    run ? ", exec " : "", run ? run : "",
 		    json_string_value(json_object_get(json_object_get(resp,
 		    "grant"), "expires")) ?: "?");
+	if (rc == SG_EXIT_OK)
+		rc = grant_saved(resp);
 	json_decref(resp);
 	json_decref(body);
 	return rc;
+}
+
+/*
+ * The proxy holds the change, but could not save its grants (its run
+ * folder full or read-only): say so, and exit SG_EXIT_ERROR, since a
+ * restart before it saves them again would undo the change.
+ */
+static int
+grant_saved(json_t *resp)
+{
+	if (!json_is_false(json_object_get(resp, "saved")))
+		return SG_EXIT_OK;
+	log_warnx("the proxy holds this now but could not save its grants "
+	    "(grants.json; it tries again every second, see its output): a "
+	    "restart before then would undo it");
+	return SG_EXIT_ERROR;
 }
 
 static int
@@ -241,6 +260,8 @@ cmd_revoke_exec(struct cmd_args *args)
 		    h.name, port, args->argv[0], (long long)json_integer_value(
 		    json_object_get(resp, "closed")), json_integer_value(
 		    json_object_get(resp, "closed")) == 1 ? "" : "s");
+	if (rc == SG_EXIT_OK)
+		rc = grant_saved(resp);
 	json_decref(resp);
 	json_decref(body);
 	return rc;

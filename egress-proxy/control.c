@@ -70,6 +70,8 @@ static struct evhttp		*control_http;
 static char			*control_path;
 static char			*control_registry_path;	/* registry.json */
 static char			*control_grants_path;	/* grants.json */
+/* 1 while the last save of the grants failed: tried again each second. */
+static int		 control_grants_unsaved;
 static struct control_sbx	*control_sbxs;
 static size_t			 control_nsbxs;
 static unsigned long long	 control_cursor;	/* last one handed out */
@@ -88,7 +90,7 @@ static void	control_exec_add(struct proxy *, struct evhttp_request *);
 static void	control_grant_add(struct proxy *, struct evhttp_request *);
 static void	control_grant_revoke(struct proxy *, struct evhttp_request *);
 static void	control_grants_list(struct proxy *, struct evhttp_request *);
-static void	control_grants_save(struct proxy *);
+static int	control_grants_save(struct proxy *);
 static void	control_grants_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
@@ -452,12 +454,12 @@ control_grant_event(struct proxy *px, const struct grant *g,
 }
 
 /* grants.json, written whole and atomically, readable by the proxy alone. */
-static void
+static int
 control_grants_save(struct proxy *px)
 {
 	json_t	*arr = grants_json(px->grants, NULL);
 	char	*tmp;
-	int	 fd = -1, bad;
+	int	 fd = -1, bad, was = control_grants_unsaved;
 
 	util_xasprintf(&tmp, "%s.tmp", control_grants_path);
 	(void)unlink(tmp);
@@ -466,10 +468,17 @@ control_grants_save(struct proxy *px)
 	    -1;
 	if (fd != -1 && close(fd) == -1)
 		bad = 1;
-	if (bad || rename(tmp, control_grants_path) == -1)
-		log_warn("cannot save the grants %s", control_grants_path);
+	control_grants_unsaved = bad || rename(tmp, control_grants_path) == -1;
+	if (control_grants_unsaved && !was)
+		log_warn("cannot save the grants %s (tried again every "
+		    "second; until then a restart would bring back the grants "
+		    "of the last save)", control_grants_path);
+	else if (!control_grants_unsaved && was)
+		log_info("the grants are saved again in %s",
+		    control_grants_path);
 	free(tmp);
 	json_decref(arr);
+	return control_grants_unsaved ? -1 : 0;
 }
 
 /* Each saved grant: restored (an event) or refused (a warning). */
@@ -560,7 +569,7 @@ control_grants_floor(struct proxy *px)
 	f.size = sizeof(why);
 	if (grants_drop(px->grants, control_floor_pick, &f, control_floor_cb,
 	    &f) > 0)
-		control_grants_save(px);
+		(void)control_grants_save(px);
 }
 
 /*
@@ -674,7 +683,7 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 	const char	*cause = "host is required", *s;
 	char		 why[1024];
 	json_int_t	 secs;
-	int		 ok;
+	int		 ok, saved;
 
 	if (o == NULL)
 		return;
@@ -703,10 +712,10 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 		control_reply(req, 400, json_pack("{s:s}", "error", cause));
 		goto out;
 	}
-	control_grants_save(px);
+	saved = control_grants_save(px) == 0;
 	control_grant_event(px, &g, "grant.added", NULL, NULL);
-	control_reply(req, 200, json_pack("{s:b, s:o}", "ok", 1, "grant",
-	    grants_one_json(&g)));
+	control_reply(req, 200, json_pack("{s:b, s:o, s:b}", "ok", 1, "grant",
+	    grants_one_json(&g), "saved", saved));
 out:
 	json_decref(o);
 }
@@ -735,7 +744,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	const char		*cause = "host is required";
 	size_t			 n;
 	unsigned		 closed;
-	int			 ok;
+	int			 ok, saved;
 
 	if (o == NULL)
 		return;
@@ -754,10 +763,11 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		    "no such grant"));
 		goto out;
 	}
-	control_grants_save(px);
+	saved = control_grants_save(px) == 0;
 	closed = conn_revoke(px);
-	control_reply(req, 200, json_pack("{s:b, s:I, s:I}", "ok", 1,
-	    "removed", (json_int_t)n, "closed", (json_int_t)closed));
+	control_reply(req, 200, json_pack("{s:b, s:I, s:I, s:b}", "ok", 1,
+	    "removed", (json_int_t)n, "closed", (json_int_t)closed, "saved",
+	    saved));
 out:
 	json_decref(o);
 }
@@ -785,11 +795,16 @@ control_grants_tick(struct proxy *px)
 {
 	unsigned	closed;
 
-	if (px->grants == NULL || grants_expire(px->grants, grants_clock(),
-	    control_expire_cb, px) == 0)
+	if (px->grants == NULL)
 		return;
+	if (grants_expire(px->grants, grants_clock(), control_expire_cb,
+	    px) == 0) {
+		if (control_grants_unsaved && control_grants_path != NULL)
+			(void)control_grants_save(px);
+		return;
+	}
 	if (control_grants_path != NULL)
-		control_grants_save(px);
+		(void)control_grants_save(px);
 	closed = conn_revoke(px);
 	if (closed > 0)
 		log_info("%u connections closed: their grant expired", closed);

@@ -1046,6 +1046,38 @@ class T11Grants(ReloadTest):
         self.reload_floor(GRANT_FLOOR)
         self.assert_get("g2.grant.test", 403, src="127.0.0.2")
 
+    def test_unsaved_revoke_said_and_saved_again(self):
+        """A revoke the proxy cannot write to grants.json says so, and is
+        written as soon as it can: a restart then never brings it back."""
+        status, body = grant("g1.grant.test", seconds=300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        path = os.path.join(os.path.dirname(W["sock"]), "grants.json")
+        block = path + ".tmp"    # a folder there: no save can succeed
+        os.mkdir(block)
+        try:
+            status, body = control("POST", "/grants/revoke", {
+                "sandbox": "sbx_g", "host": "g1.grant.test",
+                "port": W["up"].http_port, "by": "tester"})
+            self.assertEqual((status, body.get("saved")), (200, False),
+                             body)
+            self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+            with open(path) as f:
+                self.assertEqual([g["host"] for g in json.load(f)],
+                                 ["g1.grant.test"])
+            self.assertIn("cannot save the grants", self.proxy.stderr())
+        finally:
+            os.rmdir(block)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(path) as f:
+                if json.load(f) == []:
+                    break
+            time.sleep(0.2)
+        with open(path) as f:
+            self.assertEqual(json.load(f), [], "not saved again")
+        self.restart()
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+
     def test_saved_grants_checked_and_logged_at_start(self):
         status, body = grant("g1.grant.test", seconds=300)
         self.assertEqual(status, 200, body)
