@@ -274,7 +274,7 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 		goto out;
 	}
 	r.network_blocked = blocks;
-	r.network_blocked_truncated = px.truncated;
+	r.network_blocked_truncated = asked && px.truncated;
 	rv = r.exit_code;
 out:
 	json_decref(env);

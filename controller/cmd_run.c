@@ -276,7 +276,7 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	blocks = asked ? proxyctl_exec_finish(&px, m->id, run) : NULL;
 	if (ran) {
 		r.network_blocked = blocks;
-		r.network_blocked_truncated = px.truncated;
+		r.network_blocked_truncated = asked && px.truncated;
 	} else
 		json_decref(blocks);
 	json_decref(env);
