@@ -24,7 +24,7 @@
 
 static int	cmd_grant_exec(struct cmd_args *);
 static int	cmd_revoke_exec(struct cmd_args *);
-static int	grant_saved(json_t *);
+static int	grant_done(int, json_t *, json_t *);
 static int	cmd_grants_exec(struct cmd_args *);
 static int	grant_dest(const char *, struct host *, uint16_t *);
 static long long grant_duration(const char *);
@@ -217,27 +217,28 @@ cmd_grant_exec(struct cmd_args *args)
 		    run ? ", exec " : "", run ? run : "",
 		    json_string_value(json_object_get(json_object_get(resp,
 		    "grant"), "expires")) ?: "?");
-	if (rc == SG_EXIT_OK)
-		rc = grant_saved(resp);
-	json_decref(resp);
-	json_decref(body);
-	return rc;
+	return grant_done(rc, resp, body);
 }
 
 /*
- * The proxy holds the change, but could not save its grants (its run
- * folder full or read-only): say so, and exit SG_EXIT_ERROR, since a
- * restart before it saves them again would undo the change.
+ * The end of grant and revoke: rc, or SG_EXIT_ERROR with a warning when
+ * the proxy holds the change but could not save its grants (its run
+ * folder full or read-only), since a restart before it saves them again
+ * would undo the change. Frees resp and body.
  */
 static int
-grant_saved(json_t *resp)
+grant_done(int rc, json_t *resp, json_t *body)
 {
-	if (!json_is_false(json_object_get(resp, "saved")))
-		return SG_EXIT_OK;
-	log_warnx("the proxy holds this now but could not save its grants "
-	    "(grants.json; it tries again every second, see its output): a "
-	    "restart before then would undo it");
-	return SG_EXIT_ERROR;
+	if (rc == SG_EXIT_OK && json_is_false(json_object_get(resp,
+	    "saved"))) {
+		log_warnx("the proxy holds this now but could not save its "
+		    "grants (grants.json; it tries again every second, see "
+		    "its output): a restart before then would undo it");
+		rc = SG_EXIT_ERROR;
+	}
+	json_decref(resp);
+	json_decref(body);
+	return rc;
 }
 
 static int
@@ -260,11 +261,7 @@ cmd_revoke_exec(struct cmd_args *args)
 		    h.name, port, args->argv[0], (long long)json_integer_value(
 		    json_object_get(resp, "closed")), json_integer_value(
 		    json_object_get(resp, "closed")) == 1 ? "" : "s");
-	if (rc == SG_EXIT_OK)
-		rc = grant_saved(resp);
-	json_decref(resp);
-	json_decref(body);
-	return rc;
+	return grant_done(rc, resp, body);
 }
 
 static int
