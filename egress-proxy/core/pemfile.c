@@ -15,7 +15,7 @@
 
 static int	pemfile_tmp_open(int, const char *, char *, size_t);
 
-/* Open a new file "NAME.tmpXXXXXXXX" in dirfd; its name in tmp. */
+/* Open "NAME.tmp" + 8 random hex digits, new, in dirfd; its name in tmp. */
 static int
 pemfile_tmp_open(int dirfd, const char *base, char *tmp, size_t size)
 {
