@@ -88,7 +88,11 @@ static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
 static void	bl_count(struct blocklog *, struct bl_key *,
 		    const struct blocklog_event *, const struct timespec *);
 static void	bl_key_clear(struct bl_key *);
+static void	bl_key_zero(struct bl_key *);
 static void	bl_count_dest(struct bl_key *, const struct blocklog_event *);
+static void	bl_count_hash(struct bl_key *, uint32_t);
+static void	bl_fold(struct blocklog *, struct bl_ident *);
+static void	bl_fold_key(struct bl_key *, struct bl_key *);
 static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
@@ -96,6 +100,7 @@ static int	bl_large(const struct blocklog_event *);
 static unsigned long long bl_charged(const struct blocklog *,
 		    const struct bl_ident *, unsigned long long);
 static int	bl_streq(const char *, const char *);
+static void	bl_stopped_event(struct blocklog_event *);
 static char	*bl_strdup(const char *, int *);
 
 /* FNV-1a over identity, host, port and reason. */
@@ -113,6 +118,18 @@ bl_hash(const char *ident, const char *host, int port, int reason)
 	h = (h ^ (uint32_t)port) * 16777619u;
 	h = (h ^ (uint32_t)reason) * 16777619u;
 	return h;
+}
+
+/* Make ev the stopped identity's aggregate: no host, log_unavailable. */
+static void
+bl_stopped_event(struct blocklog_event *ev)
+{
+	ev->host = NULL;
+	ev->port = 0;
+	ev->reason = SG_REASON_LOG_UNAVAILABLE;
+	ev->report = 0;
+	ev->message = "stopped: this client spent a quarter of the reserve "
+	    "of a nearly full log volume; its attempts are only counted";
 }
 
 /* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
@@ -257,6 +274,16 @@ bl_key_clear(struct bl_key *k)
 	k->sandbox = k->src = k->method = k->message = k->rule = NULL;
 	k->digest = NULL;
 	k->sets = NULL;
+}
+
+/* A key's counts, once summarized or folded: nothing counted. */
+static void
+bl_key_zero(struct bl_key *k)
+{
+	k->count = k->bytes_up = k->bytes_down = 0;
+	k->large = k->largest = 0;
+	k->ndests = 0;
+	k->dests_more = 0;
 }
 
 static void
@@ -431,17 +458,20 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 		k->id->spent += (unsigned long long)rc;
 		bl->spent += (unsigned long long)rc;
 	}
-	k->count = k->bytes_up = k->bytes_down = 0;
-	k->large = k->largest = 0;
-	k->ndests = 0;
-	k->dests_more = 0;
+	bl_key_zero(k);
 }
 
 /* Note the destination of an attempt counted into a key with no host. */
 static void
 bl_count_dest(struct bl_key *k, const struct blocklog_event *ev)
 {
-	uint32_t	h = bl_hash(NULL, ev->host, ev->port, 0);
+	bl_count_hash(k, bl_hash(NULL, ev->host, ev->port, 0));
+}
+
+/* Note destination h (bl_hash of host and port) in a key with no host. */
+static void
+bl_count_hash(struct bl_key *k, uint32_t h)
+{
 	unsigned	i;
 
 	for (i = 0; i < k->ndests; i++)
@@ -502,13 +532,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		if (id->stopped) {
 			/* One aggregate for everything it still tries. */
 			st = *ev;
-			st.host = NULL;
-			st.port = 0;
-			st.reason = SG_REASON_LOG_UNAVAILABLE;
-			st.report = 0;
-			st.message = "stopped: this client spent a quarter "
-			    "of the reserve of a nearly full log volume; "
-			    "its attempts are only counted";
+			bl_stopped_event(&st);
 			ev = &st;
 		}
 	}
@@ -614,7 +638,71 @@ blocklog_stop_top(struct blocklog *bl, unsigned long long room)
 	    bl_charged(bl, top, room) < bl->room / BLOCKLOG_STOP_SHARE)
 		return NULL;
 	top->stopped = 1;
+	bl_fold(bl, top);
 	return top->name;
+}
+
+/*
+ * A stopped identity's pending counts, whatever their destination and
+ * reason, go into its one aggregate key at once (sums, times and
+ * destinations kept): its summaries still to come are one line, not one
+ * per key, so they cannot carry the volume to the floor after the stop.
+ */
+static void
+bl_fold(struct blocklog *bl, struct bl_ident *id)
+{
+	struct blocklog_event	 ev;
+	struct bl_key		*agg, *k;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.identity = id->name;
+	bl_stopped_event(&ev);
+	agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, 0), id->last_us);
+	if (agg == NULL)
+		return;		/* out of memory: summarized as they are */
+	for (k = bl->klist; k != NULL; k = k->next) {
+		if (k->id != id || k == agg || k->count == 0)
+			continue;
+		if (agg->count == 0) {
+			ev.sandbox = k->sandbox;
+			ev.src = k->src;
+			ev.method = k->method;
+			ev.policy_digest = k->digest;
+			if (bl_key_keep(agg, &ev) == -1)
+				bl_key_clear(agg);
+			agg->first = k->first;
+			agg->last = k->last;
+		}
+		bl_fold_key(agg, k);
+	}
+}
+
+/* Move k's counts into agg (a key with no host); k counts none after. */
+static void
+bl_fold_key(struct bl_key *agg, struct bl_key *k)
+{
+	unsigned	i;
+
+	if (k->host != NULL)
+		bl_count_hash(agg, bl_hash(NULL, k->host, k->port, 0));
+	for (i = 0; i < k->ndests; i++)
+		bl_count_hash(agg, k->dests[i]);
+	agg->dests_more |= k->dests_more;
+	if (agg->count == 0 || k->first.tv_sec < agg->first.tv_sec ||
+	    (k->first.tv_sec == agg->first.tv_sec &&
+	    k->first.tv_nsec < agg->first.tv_nsec))
+		agg->first = k->first;
+	if (k->last.tv_sec > agg->last.tv_sec ||
+	    (k->last.tv_sec == agg->last.tv_sec &&
+	    k->last.tv_nsec > agg->last.tv_nsec))
+		agg->last = k->last;
+	agg->count += k->count;
+	agg->bytes_up += k->bytes_up;
+	agg->bytes_down += k->bytes_down;
+	agg->large += k->large;
+	if (k->largest > agg->largest)
+		agg->largest = k->largest;
+	bl_key_zero(k);
 }
 
 /*

@@ -25,7 +25,8 @@
  * A stopped identity (blocklog_stop_top) gets no full line: all its
  * attempts, whatever their destination and reason, are counted into one
  * key (reason log_unavailable, no host), so it adds at most one summary
- * line per window.
+ * line per window; what its other keys had counted is folded into that
+ * key when it is stopped (counts, sums, times and destinations kept).
  *
  * An allowed connection (reason SG_REASON_NONE) carries its bytes each
  * way: a summary of allowed ones carries their sums. One that moved

@@ -395,6 +395,48 @@ test_stopped_one_aggregate(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * Round 6 (F2): a flooder with 64 long-named destinations counted (and
+ * its host-less key) when it is stopped wrote 64 summaries of about a
+ * KB each at the window's end, after the stop, carrying the volume to
+ * the floor. Its pending counts now fold into its one aggregate at the
+ * stop: one summary line for it, every attempt and destination kept.
+ */
+static void
+test_stop_folds_pending(void **state)
+{
+	struct blocklog_opts	 o = { 1, 64, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 host[300];
+	unsigned		 full = 0, n = 0;
+	int			 i, j;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_null(blocklog_stop_top(bl, 100 * KIB));
+	for (i = 0; i < 70; i++) {
+		snprintf(host, sizeof(host), "x%03d.%0240d.invalid", i, 0);
+		for (j = 0; j < 17; j++, n++)
+			full += attempt(bl, "sbx_flood", host, 1 + j * 0.01);
+	}
+	full += attempt(bl, "sbx_v", "v.invalid", 1);
+	n++;
+	assert_int_equal(s.summaries, 0);
+	wrote(bl, "sbx_flood", full, 1);
+	assert_string_equal(blocklog_stop_top(bl, 0), "sbx_flood");
+	blocklog_flush(bl, 13 * SEC, 0);
+	assert_int_equal(s.summaries, 1);	/* sbx_flood's one line */
+	assert_int_equal(s.nohost, 1);
+	assert_int_equal(s.nohost_dests, 70);
+	assert_string_equal(s.nohost_msg, "stopped: this client spent a "
+	    "quarter of the reserve of a nearly full log volume; its "
+	    "attempts are only counted");
+	assert_int_equal(s.first.tv_sec, 1001);
+	assert_int_equal(s.counted + full, n);
+	blocklog_free(bl);
+}
+
 /* would_block attempts are keyed apart and summarized as such. */
 static void
 test_report_keyed_apart(void **state)
@@ -598,6 +640,7 @@ main(void)
 		cmocka_unit_test(test_stop_not_the_last_one_left),
 		cmocka_unit_test(test_stop_spending_the_reserve),
 		cmocka_unit_test(test_stopped_one_aggregate),
+		cmocka_unit_test(test_stop_folds_pending),
 		cmocka_unit_test(test_report_keyed_apart),
 		cmocka_unit_test(test_unwritten_counted),
 		cmocka_unit_test(test_allowed_bytes),
