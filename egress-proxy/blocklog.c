@@ -21,7 +21,8 @@ struct bl_ident {
 	unsigned		 nkeys;
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
-	unsigned long long	 spent;		/* bytes of those lines */
+	unsigned long long	 fresh;		/* bytes since the last look */
+	unsigned long long	 charged;	/* of the reserve, held now */
 	uint64_t		 last_us;
 	int			 stopped;
 };
@@ -74,7 +75,9 @@ struct blocklog {
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
 	unsigned long long	 room;		/* its first look's room */
-	unsigned long long	 spent;		/* all identities' bytes */
+	unsigned long long	 prev;		/* the last look's room */
+	unsigned long long	 fresh;		/* all identities' fresh */
+	unsigned long long	 charged;	/* all identities' charged */
 };
 
 static uint32_t	bl_hash(const char *, const char *, int, int);
@@ -97,8 +100,10 @@ static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
 static int	bl_large(const struct blocklog_event *);
-static unsigned long long bl_charged(const struct blocklog *,
-		    const struct bl_ident *, unsigned long long);
+static void	bl_wrote(struct blocklog *, struct bl_ident *,
+		    unsigned long long);
+static void	bl_charge(struct blocklog *, unsigned long long);
+static void	bl_credit(struct blocklog *, unsigned long long);
 static int	bl_streq(const char *, const char *);
 static void	bl_stopped_event(struct blocklog_event *);
 static char	*bl_strdup(const char *, int *);
@@ -453,11 +458,8 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	if ((rc = bl->emit(bl->arg, &ev)) == -1)
 		return;
 	bl->summaries++;
-	if (k->id != NULL && bl->held) {
-		k->id->lines++;
-		k->id->spent += (unsigned long long)rc;
-		bl->spent += (unsigned long long)rc;
-	}
+	if (k->id != NULL)
+		bl_wrote(bl, k->id, (unsigned long long)rc);
 	bl_key_zero(k);
 }
 
@@ -586,10 +588,19 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 
 	if (!bl->held || (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
 		return;
-	id->lines++;
-	id->spent += bytes;
 	id->last_us = now_us;
-	bl->spent += bytes;
+	bl_wrote(bl, id, bytes);
+}
+
+/* Under pressure: a line of bytes bytes, to be charged at the next look. */
+static void
+bl_wrote(struct blocklog *bl, struct bl_ident *id, unsigned long long bytes)
+{
+	if (!bl->held)
+		return;
+	id->lines++;
+	id->fresh += bytes;
+	bl->fresh += bytes;
 }
 
 void
@@ -629,13 +640,19 @@ blocklog_stop_top(struct blocklog *bl, unsigned long long room)
 
 	if (!bl->held) {
 		bl->held = 1;
-		bl->room = room;
+		bl->room = bl->prev = room;
+		return NULL;
 	}
+	if (room < bl->prev)
+		bl_charge(bl, bl->prev - room);
+	else if (room > bl->prev)
+		bl_credit(bl, room - bl->prev);
+	bl->prev = room;
 	for (id = bl->ilist; id != NULL; id = id->next)
-		if (!id->stopped && (top == NULL || id->spent > top->spent))
+		if (!id->stopped && (top == NULL || id->charged > top->charged))
 			top = id;
 	if (top == NULL || top->lines < BLOCKLOG_STOP_MIN ||
-	    bl_charged(bl, top, room) < bl->room / BLOCKLOG_STOP_SHARE)
+	    top->charged < bl->room / BLOCKLOG_STOP_SHARE)
 		return NULL;
 	top->stopped = 1;
 	bl_fold(bl, top);
@@ -706,21 +723,57 @@ bl_fold_key(struct bl_key *agg, struct bl_key *k)
 }
 
 /*
- * What id spent of the reserve: its share of what the volume lost since
- * the first look (that room minus room now), by the bytes each identity
- * wrote; never more than it wrote. Space that rotation gave back (or
- * anything else) is not spent.
+ * The volume lost lost bytes since the last look: charged to the
+ * identities that wrote since then, in proportion to what each wrote
+ * and to none more than it wrote. What the loss does not cover stays
+ * fresh for the next look (a line can fill a block taken earlier), until
+ * room comes back.
  */
-static unsigned long long
-bl_charged(const struct blocklog *bl, const struct bl_ident *id,
-    unsigned long long room)
+static void
+bl_charge(struct blocklog *bl, unsigned long long lost)
 {
-	unsigned long long	lost = room < bl->room ? bl->room - room : 0;
+	struct bl_ident		*id;
+	unsigned long long	 all = bl->fresh, c;
 
-	if (bl->spent <= lost)
-		return id->spent;
-	return (unsigned long long)((long double)id->spent * lost /
-	    bl->spent);
+	if (all == 0)
+		return;
+	if (lost > all)
+		lost = all;
+	bl->fresh = 0;
+	for (id = bl->ilist; id != NULL; id = id->next) {
+		if (id->fresh == 0)
+			continue;
+		c = (unsigned long long)((long double)id->fresh * lost / all);
+		id->charged += c;
+		id->fresh -= c;
+		bl->charged += c;
+		bl->fresh += id->fresh;
+	}
+}
+
+/*
+ * The volume got gained bytes back (rotation deleted files, or anything
+ * else freed space): the charges shrink by it, each in proportion to
+ * what it holds, and what was written since the last look is netted
+ * against it (charged to nobody).
+ */
+static void
+bl_credit(struct blocklog *bl, unsigned long long gained)
+{
+	struct bl_ident		*id;
+	unsigned long long	 all = bl->charged, c;
+
+	bl->fresh = bl->charged = 0;
+	for (id = bl->ilist; id != NULL; id = id->next) {
+		id->fresh = 0;
+		if (gained >= all || id->charged == 0)
+			c = id->charged;
+		else
+			c = (unsigned long long)((long double)id->charged *
+			    gained / all + 0.5L);
+		id->charged -= c < id->charged ? c : id->charged;
+		bl->charged += id->charged;
+	}
 }
 
 int
@@ -742,10 +795,10 @@ blocklog_resume_all(struct blocklog *bl)
 
 	for (id = bl->ilist; id != NULL; id = id->next) {
 		id->stopped = 0;
-		id->lines = id->spent = 0;
+		id->lines = id->fresh = id->charged = 0;
 	}
 	bl->held = 0;
-	bl->room = bl->spent = 0;
+	bl->room = bl->prev = bl->fresh = bl->charged = 0;
 }
 
 unsigned long long
