@@ -21,8 +21,8 @@ struct bl_ident {
 	unsigned		 nkeys;
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
-	unsigned long long	 fresh;		/* bytes since the last look */
-	unsigned long long	 charged;	/* of the reserve, held now */
+	unsigned long long	 fresh;		/* bytes not yet charged */
+	unsigned long long	 charged;	/* reserve held now */
 	uint64_t		 last_us;
 	int			 stopped;
 };
@@ -75,8 +75,8 @@ struct blocklog {
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
 	unsigned long long	 room;		/* its first look's room */
-	unsigned long long	 prev;		/* the last look's room */
-	unsigned long long	 fresh;		/* all identities' fresh */
+	unsigned long long	 prev;		/* last look's room */
+	unsigned long long	 fresh;		/* the idents' fresh, summed */
 	unsigned long long	 charged;	/* all identities' charged */
 };
 
@@ -676,7 +676,7 @@ bl_fold(struct blocklog *bl, struct bl_ident *id)
 	bl_stopped_event(&ev);
 	agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, 0), id->last_us);
 	if (agg == NULL)
-		return;		/* out of memory: summarized as they are */
+		return;	/* out of memory: summarized as they are */
 	for (k = bl->klist; k != NULL; k = k->next) {
 		if (k->id != id || k == agg || k->count == 0)
 			continue;

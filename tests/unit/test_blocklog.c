@@ -349,7 +349,8 @@ test_stop_spending_the_reserve(void **state)
 	blocklog_flush(bl, 900 * SEC, 0);
 	for (t = 900; t < 930; t++) {
 		wrote(bl, "sbx_slow", 1, t);
-		assert_null(blocklog_stop_top(bl, 250 * KIB - (t - 900) * LINE));
+		assert_null(blocklog_stop_top(bl,
+		    250 * KIB - (t - 900) * LINE));
 	}
 	assert_false(blocklog_stopped(bl, "sbx_victim"));
 	assert_false(blocklog_stopped(bl, "sbx_slow"));
