@@ -21,7 +21,8 @@ struct bl_ident {
 	unsigned		 nkeys;
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
-	unsigned long long	 spent;		/* bytes of those lines */
+	unsigned long long	 fresh;		/* bytes not yet charged */
+	unsigned long long	 charged;	/* reserve held now */
 	uint64_t		 last_us;
 	int			 stopped;
 };
@@ -74,7 +75,9 @@ struct blocklog {
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
 	unsigned long long	 room;		/* its first look's room */
-	unsigned long long	 spent;		/* all identities' bytes */
+	unsigned long long	 prev;		/* last look's room */
+	unsigned long long	 fresh;		/* the idents' fresh, summed */
+	unsigned long long	 charged;	/* all identities' charged */
 };
 
 static uint32_t	bl_hash(const char *, const char *, int, int);
@@ -88,14 +91,21 @@ static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
 static void	bl_count(struct blocklog *, struct bl_key *,
 		    const struct blocklog_event *, const struct timespec *);
 static void	bl_key_clear(struct bl_key *);
+static void	bl_key_zero(struct bl_key *);
 static void	bl_count_dest(struct bl_key *, const struct blocklog_event *);
+static void	bl_count_hash(struct bl_key *, uint32_t);
+static void	bl_fold(struct blocklog *, struct bl_ident *);
+static void	bl_fold_key(struct bl_key *, struct bl_key *);
 static void	bl_key_free(struct blocklog *, struct bl_key *);
 static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
 static int	bl_large(const struct blocklog_event *);
-static unsigned long long bl_charged(const struct blocklog *,
-		    const struct bl_ident *, unsigned long long);
+static void	bl_wrote(struct blocklog *, struct bl_ident *,
+		    unsigned long long);
+static void	bl_charge(struct blocklog *, unsigned long long);
+static void	bl_credit(struct blocklog *, unsigned long long);
 static int	bl_streq(const char *, const char *);
+static void	bl_stopped_event(struct blocklog_event *);
 static char	*bl_strdup(const char *, int *);
 
 /* FNV-1a over identity, host, port and reason. */
@@ -113,6 +123,18 @@ bl_hash(const char *ident, const char *host, int port, int reason)
 	h = (h ^ (uint32_t)port) * 16777619u;
 	h = (h ^ (uint32_t)reason) * 16777619u;
 	return h;
+}
+
+/* Make ev the stopped identity's aggregate: no host, log_unavailable. */
+static void
+bl_stopped_event(struct blocklog_event *ev)
+{
+	ev->host = NULL;
+	ev->port = 0;
+	ev->reason = SG_REASON_LOG_UNAVAILABLE;
+	ev->report = 0;
+	ev->message = "stopped: this client spent a quarter of the reserve "
+	    "of a nearly full log volume; its attempts are only counted";
 }
 
 /* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
@@ -257,6 +279,16 @@ bl_key_clear(struct bl_key *k)
 	k->sandbox = k->src = k->method = k->message = k->rule = NULL;
 	k->digest = NULL;
 	k->sets = NULL;
+}
+
+/* A key's counts, once summarized or folded: nothing counted. */
+static void
+bl_key_zero(struct bl_key *k)
+{
+	k->count = k->bytes_up = k->bytes_down = 0;
+	k->large = k->largest = 0;
+	k->ndests = 0;
+	k->dests_more = 0;
 }
 
 static void
@@ -426,22 +458,22 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	if ((rc = bl->emit(bl->arg, &ev)) == -1)
 		return;
 	bl->summaries++;
-	if (k->id != NULL && bl->held) {
-		k->id->lines++;
-		k->id->spent += (unsigned long long)rc;
-		bl->spent += (unsigned long long)rc;
-	}
-	k->count = k->bytes_up = k->bytes_down = 0;
-	k->large = k->largest = 0;
-	k->ndests = 0;
-	k->dests_more = 0;
+	if (k->id != NULL)
+		bl_wrote(bl, k->id, (unsigned long long)rc);
+	bl_key_zero(k);
 }
 
 /* Note the destination of an attempt counted into a key with no host. */
 static void
 bl_count_dest(struct bl_key *k, const struct blocklog_event *ev)
 {
-	uint32_t	h = bl_hash(NULL, ev->host, ev->port, 0);
+	bl_count_hash(k, bl_hash(NULL, ev->host, ev->port, 0));
+}
+
+/* Note destination h (bl_hash of host and port) in a key with no host. */
+static void
+bl_count_hash(struct bl_key *k, uint32_t h)
+{
 	unsigned	i;
 
 	for (i = 0; i < k->ndests; i++)
@@ -502,13 +534,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		if (id->stopped) {
 			/* One aggregate for everything it still tries. */
 			st = *ev;
-			st.host = NULL;
-			st.port = 0;
-			st.reason = SG_REASON_LOG_UNAVAILABLE;
-			st.report = 0;
-			st.message = "stopped: this client spent a quarter "
-			    "of the reserve of a nearly full log volume; "
-			    "its attempts are only counted";
+			bl_stopped_event(&st);
 			ev = &st;
 		}
 	}
@@ -562,10 +588,19 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 
 	if (!bl->held || (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
 		return;
-	id->lines++;
-	id->spent += bytes;
 	id->last_us = now_us;
-	bl->spent += bytes;
+	bl_wrote(bl, id, bytes);
+}
+
+/* Under pressure: a line of bytes bytes, to be charged at the next look. */
+static void
+bl_wrote(struct blocklog *bl, struct bl_ident *id, unsigned long long bytes)
+{
+	if (!bl->held)
+		return;
+	id->lines++;
+	id->fresh += bytes;
+	bl->fresh += bytes;
 }
 
 void
@@ -605,34 +640,140 @@ blocklog_stop_top(struct blocklog *bl, unsigned long long room)
 
 	if (!bl->held) {
 		bl->held = 1;
-		bl->room = room;
+		bl->room = bl->prev = room;
+		return NULL;
 	}
+	if (room < bl->prev)
+		bl_charge(bl, bl->prev - room);
+	else if (room > bl->prev)
+		bl_credit(bl, room - bl->prev);
+	bl->prev = room;
 	for (id = bl->ilist; id != NULL; id = id->next)
-		if (!id->stopped && (top == NULL || id->spent > top->spent))
+		if (!id->stopped && (top == NULL || id->charged > top->charged))
 			top = id;
 	if (top == NULL || top->lines < BLOCKLOG_STOP_MIN ||
-	    bl_charged(bl, top, room) < bl->room / BLOCKLOG_STOP_SHARE)
+	    top->charged < bl->room / BLOCKLOG_STOP_SHARE)
 		return NULL;
 	top->stopped = 1;
+	bl_fold(bl, top);
 	return top->name;
 }
 
 /*
- * What id spent of the reserve: its share of what the volume lost since
- * the first look (that room minus room now), by the bytes each identity
- * wrote; never more than it wrote. Space that rotation gave back (or
- * anything else) is not spent.
+ * A stopped identity's pending counts, whatever their destination and
+ * reason, go into its one aggregate key at once (sums, times and
+ * destinations kept): its summaries still to come are one line, not one
+ * per key, so they cannot carry the volume to the floor after the stop.
  */
-static unsigned long long
-bl_charged(const struct blocklog *bl, const struct bl_ident *id,
-    unsigned long long room)
+static void
+bl_fold(struct blocklog *bl, struct bl_ident *id)
 {
-	unsigned long long	lost = room < bl->room ? bl->room - room : 0;
+	struct blocklog_event	 ev;
+	struct bl_key		*agg, *k;
 
-	if (bl->spent <= lost)
-		return id->spent;
-	return (unsigned long long)((long double)id->spent * lost /
-	    bl->spent);
+	memset(&ev, 0, sizeof(ev));
+	ev.identity = id->name;
+	bl_stopped_event(&ev);
+	agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, 0), id->last_us);
+	if (agg == NULL)
+		return;	/* out of memory: summarized as they are */
+	for (k = bl->klist; k != NULL; k = k->next) {
+		if (k->id != id || k == agg || k->count == 0)
+			continue;
+		if (agg->count == 0) {
+			ev.sandbox = k->sandbox;
+			ev.src = k->src;
+			ev.method = k->method;
+			ev.policy_digest = k->digest;
+			if (bl_key_keep(agg, &ev) == -1)
+				bl_key_clear(agg);
+			agg->first = k->first;
+			agg->last = k->last;
+		}
+		bl_fold_key(agg, k);
+	}
+}
+
+/* Move k's counts into agg (a key with no host); k counts none after. */
+static void
+bl_fold_key(struct bl_key *agg, struct bl_key *k)
+{
+	unsigned	i;
+
+	if (k->host != NULL)
+		bl_count_hash(agg, bl_hash(NULL, k->host, k->port, 0));
+	for (i = 0; i < k->ndests; i++)
+		bl_count_hash(agg, k->dests[i]);
+	agg->dests_more |= k->dests_more;
+	if (agg->count == 0 || k->first.tv_sec < agg->first.tv_sec ||
+	    (k->first.tv_sec == agg->first.tv_sec &&
+	    k->first.tv_nsec < agg->first.tv_nsec))
+		agg->first = k->first;
+	if (k->last.tv_sec > agg->last.tv_sec ||
+	    (k->last.tv_sec == agg->last.tv_sec &&
+	    k->last.tv_nsec > agg->last.tv_nsec))
+		agg->last = k->last;
+	agg->count += k->count;
+	agg->bytes_up += k->bytes_up;
+	agg->bytes_down += k->bytes_down;
+	agg->large += k->large;
+	if (k->largest > agg->largest)
+		agg->largest = k->largest;
+	bl_key_zero(k);
+}
+
+/*
+ * The volume lost lost bytes since the last look: charged to the
+ * identities that wrote since then, in proportion to what each wrote
+ * and to none more than it wrote. What the loss does not cover stays
+ * fresh for the next look (a line can fill a block taken earlier), until
+ * room comes back.
+ */
+static void
+bl_charge(struct blocklog *bl, unsigned long long lost)
+{
+	struct bl_ident		*id;
+	unsigned long long	 all = bl->fresh, c;
+
+	if (all == 0)
+		return;
+	if (lost > all)
+		lost = all;
+	bl->fresh = 0;
+	for (id = bl->ilist; id != NULL; id = id->next) {
+		if (id->fresh == 0)
+			continue;
+		c = (unsigned long long)((long double)id->fresh * lost / all);
+		id->charged += c;
+		id->fresh -= c;
+		bl->charged += c;
+		bl->fresh += id->fresh;
+	}
+}
+
+/*
+ * The volume got gained bytes back (rotation deleted files, or anything
+ * else freed space): the charges shrink by it, each in proportion to
+ * what it holds, and what was written since the last look is netted
+ * against it (charged to nobody).
+ */
+static void
+bl_credit(struct blocklog *bl, unsigned long long gained)
+{
+	struct bl_ident		*id;
+	unsigned long long	 all = bl->charged, c;
+
+	bl->fresh = bl->charged = 0;
+	for (id = bl->ilist; id != NULL; id = id->next) {
+		id->fresh = 0;
+		if (gained >= all || id->charged == 0)
+			c = id->charged;
+		else
+			c = (unsigned long long)((long double)id->charged *
+			    gained / all + 0.5L);
+		id->charged -= c < id->charged ? c : id->charged;
+		bl->charged += id->charged;
+	}
 }
 
 int
@@ -654,10 +795,10 @@ blocklog_resume_all(struct blocklog *bl)
 
 	for (id = bl->ilist; id != NULL; id = id->next) {
 		id->stopped = 0;
-		id->lines = id->spent = 0;
+		id->lines = id->fresh = id->charged = 0;
 	}
 	bl->held = 0;
-	bl->room = bl->spent = 0;
+	bl->room = bl->prev = bl->fresh = bl->charged = 0;
 }
 
 unsigned long long

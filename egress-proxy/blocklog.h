@@ -25,7 +25,8 @@
  * A stopped identity (blocklog_stop_top) gets no full line: all its
  * attempts, whatever their destination and reason, are counted into one
  * key (reason log_unavailable, no host), so it adds at most one summary
- * line per window.
+ * line per window; what its other keys had counted is folded into that
+ * key when it is stopped (counts, sums, times and destinations kept).
  *
  * An allowed connection (reason SG_REASON_NONE) carries its bytes each
  * way: a summary of allowed ones carries their sums. One that moved
@@ -163,22 +164,25 @@ void		 blocklog_flush(struct blocklog *, uint64_t now_us, int all);
  * The log volume is under its reserve, with room bytes left above the
  * floor: stop the identity that is spending the reserve, if one is. The
  * first call starts the count (the pressure), and keeps the room of that
- * look: from then until blocklog_resume_all() every line written, and its
- * bytes, is counted to its identity, and nothing ages (the reserve a
- * client spent does not come back by its waiting). What the reserve lost
- * since (the first look's room minus room) is charged to the identities
- * in proportion to the bytes each wrote, and to each at most what it
- * wrote. Stopped: the identity that wrote the most bytes since the
- * pressure began, when its charge is at least a BLOCKLOG_STOP_SHARE-th of
- * the room the first look saw, in at least BLOCKLOG_STOP_MIN lines. So
- * nobody is stopped for the lines it wrote before the volume went under
- * the reserve, for what something other than the log put on the volume,
- * for lines whose room rotation gave back (a volume held steady loses
- * nothing), or for a few lines written while the reserve is spent by
- * nobody in particular. One identity is stopped a
- * call. Returns its name (owned by the module), or NULL. Stopped
- * identities stay stopped until blocklog_resume_all(), which also ends
- * the count.
+ * look: from then until blocklog_resume_all() every line written, and
+ * its bytes, is counted to its identity, and nothing ages (the reserve a
+ * client spent does not come back by its waiting). Each later call is a
+ * look: a fall in room since the previous look is charged to the
+ * identities that wrote since it, in proportion to the bytes each wrote
+ * then and to each at most those (what the fall does not cover waits
+ * for the next look); a rise takes back from every charge in proportion
+ * to it, and nets out what was written since the previous look. So a
+ * charge is what of the reserve an identity's lines still hold. Stopped:
+ * the identity charged the most, when its charge is at least a
+ * BLOCKLOG_STOP_SHARE-th of the room the first look saw, in at least
+ * BLOCKLOG_STOP_MIN lines. So nobody is stopped for the lines it wrote
+ * before the volume went under the reserve, for what something other
+ * than the log put on the volume (beyond its own lines of the same
+ * interval), for lines whose room rotation gave back (a volume held
+ * steady loses nothing), or for a few lines written while the reserve is
+ * spent by nobody in particular. One identity is stopped a call. Returns
+ * its name (owned by the module), or NULL. Stopped identities stay
+ * stopped until blocklog_resume_all(), which also ends the count.
  */
 const char	*blocklog_stop_top(struct blocklog *, unsigned long long room);
 /* 1 when identity is stopped. */

@@ -2386,6 +2386,79 @@ class R5LogVolume(Case):
             self.assertEqual(stop_and_check(p), [])
 
 
+class R6StoppedSummaries(Case):
+    """Round 6, F2: a flooder stopped with per-destination counts pending
+    (64 long-named destinations) wrote a summary for each of them at its
+    window's end, after the stop, about 70 KB that carried the volume
+    through the floor: every sandbox refused."""
+
+    small_log_proxy = F02BlockLog.small_log_proxy
+    under_reserve = F02BlockLog.under_reserve
+    one_allowed = F02BlockLog.one_allowed
+    flood = F02BlockLog.flood
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_stopped_flooder_pending_summaries_are_one_line(self):
+        """A 4 MiB volume with 148 KiB free (116 KiB of room): one
+        sandbox floods 70 destinations of 252-byte names (a line each,
+        then counted), is stopped at its 64th line, and its window then
+        ends: its counts come out as one summary, free space stays above
+        the 32 KiB floor and the other sandbox is served. 98ff68c wrote
+        64 summaries of about 1.1 KB after the stop."""
+        pad = ".".join(["a" * 59] * 4)
+        hosts = ["x%03d.%s.invalid" % (i, pad) for i in range(70)]
+        with self.small_log_proxy("stopsumm", size="4m", extra_args=[
+                "--block-burst", "1", "--block-budget", "64",
+                "--block-window", "4"]) as p:
+            logs = p.log_dir
+            st = self.under_reserve(p, 148)
+            self.assertTrue(st.get("log_pressure", True), st)
+            seq0 = st["log_seq"]
+            sent = self.flood(p, "127.0.0.2", 1.0, hosts=hosts)
+            r = self.one_allowed(p, "127.0.0.2", "/a")
+            self.assertEqual(r.header("X-Sandgate-Reason"), "log_unavailable",
+                             "the flooder was not stopped: %r; stderr:\n%s"
+                             % (r, p.stderr()[-1500:]))
+            lowest = None
+            for _ in range(16):     # its window ends, the timer writes
+                time.sleep(0.5)
+                sv = os.statvfs(logs)
+                free = sv.f_bavail * sv.f_frsize
+                lowest = free if lowest is None else min(lowest, free)
+            r = self.one_allowed(p, "127.0.0.3", "/b")
+            summ = []
+            with open(p.log_path) as f:
+                for raw in f:
+                    e = json.loads(raw)
+                    if (e.get("seq", 0) > seq0 and
+                            e.get("sandbox") == SBX_A and
+                            e["event"] == "egress.blocked_summary"):
+                        summ.append(e)
+            print("\n  %d blocked requests from the stopped flooder: %d "
+                  "summaries, lowest free %d KiB" % (
+                      sent, len(summ), lowest // 1024), file=sys.stderr)
+            self.assertGreaterEqual(lowest, 32 * 1024, "under the floor")
+            self.assertEqual(r.status, 200, "the other sandbox was refused: "
+                             "%r" % r)
+            self.assertLessEqual(len(summ), 2, "summaries after the stop: "
+                                 "%d" % len(summ))
+            self.assertEqual(stop_and_check(p), [])
+            # Every attempt of the flooder is a line or counted.
+            lines = counted = 0
+            with open(p.log_path) as f:
+                for raw in f:
+                    e = json.loads(raw)
+                    if e.get("sandbox") != SBX_A:
+                        continue
+                    if e["event"] == "egress.blocked":
+                        lines += 1
+                    elif e["event"] == "egress.blocked_summary":
+                        counted += e["count"]
+            self.assertEqual(lines + counted, sent + 1,
+                             "%d lines + %d counted" % (lines, counted))
+
+
 def main():
     return proxylib.run_tests(sys.modules[__name__])
 

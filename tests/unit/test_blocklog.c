@@ -333,6 +333,7 @@ test_stop_spending_the_reserve(void **state)
 	struct sink		 s;
 	struct blocklog		*bl;
 	uint64_t		 t;
+	unsigned long long	 room;
 
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
@@ -348,24 +349,30 @@ test_stop_spending_the_reserve(void **state)
 	blocklog_flush(bl, 900 * SEC, 0);
 	for (t = 900; t < 930; t++) {
 		wrote(bl, "sbx_slow", 1, t);
-		assert_null(blocklog_stop_top(bl, 250 * KIB));
+		assert_null(blocklog_stop_top(bl,
+		    250 * KIB - (t - 900) * LINE));
 	}
 	assert_false(blocklog_stopped(bl, "sbx_victim"));
 	assert_false(blocklog_stopped(bl, "sbx_slow"));
-	/* 96 KiB (a quarter) and half of all counted: the flooder. */
+	/* 96 KiB (a quarter) of the reserve lost to its lines: the flooder. */
+	room = 250 * KIB - 29 * LINE;
 	wrote(bl, "sbx_flood", 96 * KIB / LINE - 1, 931);
-	assert_null(blocklog_stop_top(bl, 150 * KIB));
+	room -= (96 * KIB / LINE - 1) * LINE;
+	assert_null(blocklog_stop_top(bl, room));
 	wrote(bl, "sbx_flood", 2, 931);
-	assert_string_equal(blocklog_stop_top(bl, 150 * KIB), "sbx_flood");
-	assert_null(blocklog_stop_top(bl, 150 * KIB));
+	assert_string_equal(blocklog_stop_top(bl, room - 2 * LINE),
+	    "sbx_flood");
+	assert_null(blocklog_stop_top(bl, room - 2 * LINE));
 	assert_false(blocklog_stopped(bl, "sbx_victim"));
 	blocklog_resume_all(bl);
 	/* A lone writer that spends a quarter of the room is stopped. */
 	assert_null(blocklog_stop_top(bl, 384 * KIB));
 	wrote(bl, "sbx_victim", 96 * KIB / LINE - 1, 2000);
-	assert_null(blocklog_stop_top(bl, 280 * KIB));
+	room = 384 * KIB - (96 * KIB / LINE - 1) * LINE;
+	assert_null(blocklog_stop_top(bl, room));
 	wrote(bl, "sbx_victim", 2, 2000);
-	assert_string_equal(blocklog_stop_top(bl, 280 * KIB), "sbx_victim");
+	assert_string_equal(blocklog_stop_top(bl, room - 2 * LINE),
+	    "sbx_victim");
 	blocklog_free(bl);
 }
 
@@ -392,6 +399,48 @@ test_stopped_one_aggregate(void **state)
 	assert_int_equal(s.summaries, 1);
 	assert_int_equal(s.nohost, 1);
 	assert_int_equal(s.counted, 500);
+	blocklog_free(bl);
+}
+
+/*
+ * Round 6 (F2): a flooder with 64 long-named destinations counted (and
+ * its host-less key) when it is stopped wrote 64 summaries of about a
+ * KB each at the window's end, after the stop, carrying the volume to
+ * the floor. Its pending counts now fold into its one aggregate at the
+ * stop: one summary line for it, every attempt and destination kept.
+ */
+static void
+test_stop_folds_pending(void **state)
+{
+	struct blocklog_opts	 o = { 1, 64, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 host[300];
+	unsigned		 full = 0, n = 0;
+	int			 i, j;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_null(blocklog_stop_top(bl, 100 * KIB));
+	for (i = 0; i < 70; i++) {
+		snprintf(host, sizeof(host), "x%03d.%0240d.invalid", i, 0);
+		for (j = 0; j < 17; j++, n++)
+			full += attempt(bl, "sbx_flood", host, 1 + j * 0.01);
+	}
+	full += attempt(bl, "sbx_v", "v.invalid", 1);
+	n++;
+	assert_int_equal(s.summaries, 0);
+	wrote(bl, "sbx_flood", full, 1);
+	assert_string_equal(blocklog_stop_top(bl, 0), "sbx_flood");
+	blocklog_flush(bl, 13 * SEC, 0);
+	assert_int_equal(s.summaries, 1);	/* sbx_flood's one line */
+	assert_int_equal(s.nohost, 1);
+	assert_int_equal(s.nohost_dests, 70);
+	assert_string_equal(s.nohost_msg, "stopped: this client spent a "
+	    "quarter of the reserve of a nearly full log volume; its "
+	    "attempts are only counted");
+	assert_int_equal(s.first.tv_sec, 1001);
+	assert_int_equal(s.counted + full, n);
 	blocklog_free(bl);
 }
 
@@ -481,6 +530,7 @@ test_stop_not_for_rotated_lines(void **state)
 	struct blocklog_opts	 o = { 5, 50, 10 };
 	struct sink		 s;
 	struct blocklog		*bl;
+	unsigned long long	 room, n;
 	unsigned		 i;
 
 	memset(&s, 0, sizeof(s));
@@ -492,10 +542,86 @@ test_stop_not_for_rotated_lines(void **state)
 		    (i % 88) * LINE));
 	}
 	assert_false(blocklog_stopped(bl, "sbx_dl"));
-	/* The volume lost a quarter of the room: charged, stopped. */
+	/* Its lines take a quarter of the room: charged, stopped. */
+	room = 444 * KIB - (i - 1) % 88 * LINE;
+	for (n = 1; 444 * KIB - room + n * LINE < 444 * KIB / 4; n++) {
+		wrote(bl, "sbx_dl", 1, 100);
+		assert_null(blocklog_stop_top(bl, room - n * LINE));
+	}
 	wrote(bl, "sbx_dl", 1, 100);
-	assert_string_equal(blocklog_stop_top(bl, 444 * KIB - 112 * KIB),
+	assert_string_equal(blocklog_stop_top(bl, room - n * LINE),
 	    "sbx_dl");
+	blocklog_free(bl);
+}
+
+/*
+ * Round 6 (F1): the charge was each identity's share, by the bytes it
+ * wrote since the pressure began, of all the reserve lost, so lines
+ * rotation had given back diluted a later flooder's share and kept the
+ * one who wrote them the top writer: an idle sandbox was stopped, the
+ * one that wrote the volume full never. Here sbx_busy writes five times
+ * the room (116 KiB) while rotation holds free space steady, then goes
+ * idle; sbx_flood then writes the reserve down. It is stopped well
+ * before the floor, and sbx_busy is not.
+ */
+static void
+test_stop_not_diluted_by_rotated_lines(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	const unsigned long long room0 = 116 * KIB;
+	unsigned long long	 room = room0;
+	unsigned		 i;
+	const char		*top = NULL;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_null(blocklog_stop_top(bl, room0));
+	for (i = 0; i < 5 * room0 / LINE; i++) {
+		wrote(bl, "sbx_busy", 1, 1 + i / 5);
+		assert_null(blocklog_stop_top(bl, room0 - (i + 1) % 16 * LINE));
+	}
+	room = room0 - i % 16 * LINE;
+	while (top == NULL && room >= LINE) {
+		wrote(bl, "sbx_flood", 1, 300);
+		room -= LINE;
+		top = blocklog_stop_top(bl, room);
+	}
+	assert_non_null(top);
+	assert_string_equal(top, "sbx_flood");
+	assert_true(room > room0 / 2);
+	assert_false(blocklog_stopped(bl, "sbx_busy"));
+	/* The floor: still nobody else. */
+	wrote(bl, "sbx_flood", 1, 300);
+	assert_null(blocklog_stop_top(bl, 0));
+	assert_false(blocklog_stopped(bl, "sbx_busy"));
+	blocklog_free(bl);
+}
+
+/*
+ * Round 6 (F3): another file's growth was charged to a lone writer whose
+ * lines rotation kept giving back. The R5-3 volume (444 KiB of room,
+ * rotation every 24 KiB of log) with another file growing by 150 KiB
+ * midway: the writer held at most 24 KiB of it and is not stopped.
+ */
+static void
+test_stop_not_for_another_files_growth(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned		 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_null(blocklog_stop_top(bl, 444 * KIB));
+	for (i = 0; i < 3000; i++) {
+		wrote(bl, "sbx_dl", 1, 1 + i / 100);
+		assert_null(blocklog_stop_top(bl, 444 * KIB -
+		    (i + 1) % 48 * LINE - (i >= 1500 ? 150 * KIB : 0)));
+	}
+	assert_false(blocklog_stopped(bl, "sbx_dl"));
 	blocklog_free(bl);
 }
 
@@ -598,11 +724,14 @@ main(void)
 		cmocka_unit_test(test_stop_not_the_last_one_left),
 		cmocka_unit_test(test_stop_spending_the_reserve),
 		cmocka_unit_test(test_stopped_one_aggregate),
+		cmocka_unit_test(test_stop_folds_pending),
 		cmocka_unit_test(test_report_keyed_apart),
 		cmocka_unit_test(test_unwritten_counted),
 		cmocka_unit_test(test_allowed_bytes),
 		cmocka_unit_test(test_large_transfers_budgeted),
 		cmocka_unit_test(test_stop_not_for_rotated_lines),
+		cmocka_unit_test(test_stop_not_diluted_by_rotated_lines),
+		cmocka_unit_test(test_stop_not_for_another_files_growth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
