@@ -242,6 +242,7 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	json_t			*env = NULL, *blocks;
 	char			 run[STATE_ID_LEN + 1], runs[PATH_MAX];
 	char			*cid = NULL, *cause = NULL, *clean = NULL;
+	char			*ucause = NULL;
 	int			 pid = 0, rv = SG_EXIT_ERROR, ran = 0;
 	int			 asked = 0;
 
@@ -278,6 +279,12 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	rv = r.exit_code;
 out:
 	json_decref(env);
+	if (a->fresh && cid != NULL && strcmp(m->network, "proxy") == 0 &&
+	    proxyctl_unregister_container(d, cid, &ucause) == -1) {
+		log_warnx("the proxy still knows the address of %s: %s", cid,
+		    ucause);
+		free(ucause);
+	}
 	if (a->fresh && cid != NULL &&
 	    docker_container_remove(d, cid, &clean) == -1)
 		log_warnx("cannot remove container %s: %s",

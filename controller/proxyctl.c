@@ -237,7 +237,7 @@ proxyctl_address(struct docker *d, char *buf, size_t size, char **cause)
 
 int
 proxyctl_register(struct docker *d, const char *container,
-    const char *sandbox, json_t *sets, char **cause)
+    const char *sandbox, json_t *sets, int extra, char **cause)
 {
 	json_t	*body, *resp = NULL;
 	char	 ip[64], *csv = NULL, *tmp;
@@ -261,8 +261,8 @@ proxyctl_register(struct docker *d, const char *container,
 		free(csv);
 		csv = tmp;
 	}
-	body = json_pack("{s:s, s:s, s:s}", "address", ip, "sandbox", sandbox,
-	    "sets", csv);
+	body = json_pack("{s:s, s:s, s:s, s:b}", "address", ip, "sandbox",
+	    sandbox, "sets", csv, "extra", extra);
 	free(csv);
 	rc = proxyctl_call("POST", "/register", body, &status, &resp, cause);
 	json_decref(body);
@@ -273,6 +273,24 @@ proxyctl_register(struct docker *d, const char *container,
 		rc = -1;
 	}
 	json_decref(resp);
+	return rc;
+}
+
+int
+proxyctl_unregister_container(struct docker *d, const char *container,
+    char **cause)
+{
+	json_t	*body;
+	char	 ip[64];
+	long	 status = 0;
+	int	 rc;
+
+	if (docker_container_ip(d, container, PROXYCTL_NET_INTERNAL, ip,
+	    sizeof(ip), cause) == -1)
+		return -1;
+	body = json_pack("{s:s}", "address", ip);
+	rc = proxyctl_call("POST", "/unregister", body, &status, NULL, cause);
+	json_decref(body);
 	return rc;
 }
 

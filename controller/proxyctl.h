@@ -75,12 +75,17 @@ int	proxyctl_address(struct docker *, char *buf, size_t size,
 
 /*
  * Register a sandbox's container with the proxy: looks up the container's
- * address on sandgate-internal and posts it with the sets. 0 or -1.
+ * address on sandgate-internal and posts it with the sets; with extra
+ * (an `exec --fresh` container) beside the sandbox's other addresses,
+ * else in their place. 0 or -1.
  */
 int	proxyctl_register(struct docker *, const char *container,
-	    const char *sandbox, json_t *sets, char **cause);
+	    const char *sandbox, json_t *sets, int extra, char **cause);
 /* Forget a sandbox (every address). 0, or -1 if the proxy is away. */
 int	proxyctl_unregister(const char *sandbox, char **cause);
+/* Forget one container's address (an `exec --fresh` one, at its end). */
+int	proxyctl_unregister_container(struct docker *, const char *container,
+	    char **cause);
 
 /*
  * The proxy's block cursor now (before an exec; blocks_seq of /status),

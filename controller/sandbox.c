@@ -953,7 +953,8 @@ sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
 	if (sandbox_probe(d, m, m->container, ci->pid, cause) == -1)
 		return -1;
 	if (strcmp(m->network, "proxy") == 0 &&
-	    proxyctl_register(d, m->container, m->id, m->allow, cause) == -1)
+	    proxyctl_register(d, m->container, m->id, m->allow, 0,
+	    cause) == -1)
 		return -1;
 	sandbox_checked_save(m, ci->pid);
 	return 0;
@@ -1334,7 +1335,8 @@ sandbox_container_up(struct docker *d, const struct sandbox_meta *m,
 	    docker_container_inspect(d, *cid, &ci, cause) == -1 ||
 	    sandbox_probe(d, m, *cid, ci.pid, cause) == -1 ||
 	    (strcmp(m->network, "proxy") == 0 &&
-	    proxyctl_register(d, *cid, m->id, m->allow, cause) == -1)) {
+	    proxyctl_register(d, *cid, m->id, m->allow,
+	    strcmp(role, "fresh") == 0, cause) == -1)) {
 		docker_container_remove(d, *cid, NULL);
 		free(*cid);
 		*cid = NULL;

@@ -329,7 +329,8 @@ control_register(struct proxy *px, struct evhttp_request *req)
 	if (addr == NULL || sbx == NULL) {
 		control_reply(req, 400, json_pack("{s:s}", "error",
 		    "address and sandbox are required"));
-	} else if (registry_add(px->registry, addr, sbx, sets, &cause) == -1) {
+	} else if (registry_add(px->registry, addr, sbx, sets,
+	    json_is_true(json_object_get(o, "extra")), &cause) == -1) {
 		control_reply(req, 400, json_pack("{s:s}", "error", cause));
 	} else {
 		log_info("registered %s as %s (sets \"%s\")", addr, sbx,
@@ -875,7 +876,7 @@ control_registry_load(struct proxy *px)
 		}
 		if (registry_add(px->registry, json_string_value(
 		    json_object_get(e, "address")) ?: "", json_string_value(
-		    json_object_get(e, "sandbox")), csv, &cause) == 0)
+		    json_object_get(e, "sandbox")), csv, 1, &cause) == 0)
 			n++;
 		else
 			log_warnx("%s: entry %zu: %s", control_registry_path,

@@ -96,7 +96,7 @@ registry_same(const struct registry *r, const struct registry_entry *e)
 
 int
 registry_add(struct registry *r, const char *addr, const char *sandbox,
-    const char *sets, const char **cause)
+    const char *sets, int extra, const char **cause)
 {
 	struct registry_entry	*e;
 	unsigned char		 buf[16];
@@ -145,9 +145,10 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 		registry_entry_unref(e);
 		return 0;
 	}
-	/* One address per sandbox: a restarted sandbox's old one goes. */
+	/* A restarted session container's old address goes. */
 	registry_remove(r, addr);
-	registry_remove(r, e->sandbox);
+	if (!extra)
+		registry_remove(r, e->sandbox);
 	e->refs = 1;
 	e->listed = 1;
 	e->next = r->head;

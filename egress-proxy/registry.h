@@ -25,14 +25,17 @@ void		 registry_free(struct registry *);	/* NULL ok */
 
 /*
  * Register addr ("10.0.0.5", "fd00::5"; an IPv4-mapped IPv6 address is
- * taken as the IPv4 one) as sandbox with the comma-separated sets. A
- * sandbox has one address: its earlier address (a restarted sandbox) is
- * removed, as is another sandbox's entry for addr. Registering what is
+ * taken as the IPv4 one) as sandbox with the comma-separated sets.
+ * Another sandbox's entry for addr is removed. With extra 0 the address
+ * replaces the sandbox's others (a restarted session container); with
+ * extra 1 it is added beside them (the container of one `exec --fresh`,
+ * unregistered by address when it ends). Registering what is
  * registered already changes nothing. Returns 0, or -1 with *cause
  * static.
  */
 int		 registry_add(struct registry *, const char *addr,
-		    const char *sandbox, const char *sets, const char **cause);
+		    const char *sandbox, const char *sets, int extra,
+		    const char **cause);
 /* Remove every address of a sandbox id, or one address; how many. */
 size_t		 registry_remove(struct registry *, const char *sandbox_or_addr);
 /* Number of registered addresses. */

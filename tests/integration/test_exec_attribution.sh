@@ -145,4 +145,17 @@ assert_eq "exec H lists 64 destinations and says it is cut" "64 True" \
 assert_eq "exec A's list is whole" "False" \
 	"$(field "$A" 'd["network_blocked_truncated"]')"
 
+# An exec --fresh registers its container beside the session one, and
+# only its own address goes at its end: the session container keeps its
+# identity (before, the fresh container's took its place for good, so a
+# session exec's blocks were nobody's and its network_blocked empty).
+sg_run f "$SG" exec --fresh "$SBX" -- sh -c 'curl -sS -m 10 https://seven.blocked.test/; true'
+assert_eq "exec --fresh ran" 0 "$f_rc"
+sg_run s "$SG" exec --json "$SBX" -- sh -c 'curl -sS -m 10 https://eight.blocked.test/'
+printf '%s' "$s_out" >"$SG_TMP/s.json"
+RS=$(field "$SG_TMP/s.json" 'd["run_id"]')
+assert_eq "after an exec --fresh, the session exec's block is its own" \
+	"eight.blocked.test:443 $RS" \
+	"$(field "$SG_TMP/s.json" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"])')"
+
 sg_summary
