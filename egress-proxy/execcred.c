@@ -29,6 +29,7 @@ struct ecred {
 	char		 run[EXECCRED_RUN_MAX + 1];
 	struct eblock	*blocks;	/* grown to EXECCRED_BLOCKS at most */
 	size_t		 nblocks;
+	size_t		 nunattributed;	/* of them, named by no credential */
 	size_t		 cap;
 	int		 truncated;	/* a destination was not kept */
 };
@@ -223,7 +224,8 @@ ecred_note(struct ecred *e, unsigned long long serial, int attributed,
 			return;
 		}
 	}
-	if (e->nblocks >= EXECCRED_BLOCKS) {
+	if (e->nblocks >= EXECCRED_BLOCKS || (!attributed &&
+	    e->nunattributed >= EXECCRED_BLOCKS_UNATTRIBUTED)) {
 		e->truncated = 1;
 		return;
 	}
@@ -245,6 +247,8 @@ ecred_note(struct ecred *e, unsigned long long serial, int attributed,
 	snprintf(b->host, sizeof(b->host), "%s", host);
 	b->port = port;
 	b->attributed = attributed;
+	if (!attributed)
+		e->nunattributed++;
 	snprintf(b->reason, sizeof(b->reason), "%s", reason);
 	snprintf(b->message, sizeof(b->message), "%s", message);
 }

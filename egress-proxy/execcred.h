@@ -17,6 +17,8 @@
 #define EXECCRED_MAX		4096	/* running execs at once */
 #define EXECCRED_RUN_MAX	64	/* bytes of a run id */
 #define EXECCRED_BLOCKS		64	/* distinct blocks kept per exec */
+/* of which blocks no credential named, so an exec's own keep room */
+#define EXECCRED_BLOCKS_UNATTRIBUTED	32
 
 struct execcred;
 
@@ -51,8 +53,10 @@ const char	*execcred_run(const struct execcred *, const char *token,
  * when run_id is NULL or "" (no credential), with every exec of the
  * sandbox. Each exec keeps its own set of at most EXECCRED_BLOCKS
  * distinct destinations (host, port, reason, attributed or not), each
- * with its attempts; past that its set is marked truncated. The set goes
- * with the credential (execcred_remove).
+ * with its attempts, at most EXECCRED_BLOCKS_UNATTRIBUTED of them named by
+ * no credential (a concurrent command's without one cannot take the
+ * room of the exec's own); past that its set is marked truncated. The
+ * set goes with the credential (execcred_remove).
  */
 void		 execcred_note_block(struct execcred *, unsigned long long serial,
 		    const char *sandbox, const char *run_id, const char *host,

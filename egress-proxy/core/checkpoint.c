@@ -50,6 +50,14 @@ struct checkpoint {
 	uint64_t		 last_us;	/* monotonic, the last one */
 	const char		*reason;	/* of the line being made */
 	int			 rotating;	/* the next line: reason rotate */
+	/*
+	 * This run asked for an "open" and has not signed it (it failed:
+	 * the volume full):
+	 * its first count or timer checkpoint is an open, the tick writes
+	 * one as soon as it can, and a close writes one first. So a run
+	 * always starts with an open, which verify's restart notes need.
+	 */
+	int			 open_due;
 	/* The anchor as read at start; the log's end then, if it differs. */
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;
@@ -637,6 +645,9 @@ checkpoint_fields(void *arg, long long seq, const char *ts,
 	f.prev = prev;
 	f.reason = ck->rotating ? "rotate" : ck->reason != NULL ? ck->reason :
 	    "count";
+	if (ck->open_due && (strcmp(f.reason, "count") == 0 ||
+	    strcmp(f.reason, "timer") == 0))
+		f.reason = "open";
 	ck->rotating = 0;
 	f.key = ck->key_id;
 	f.next_key = ck->next != NULL && strcmp(f.reason, "key") == 0 ?
@@ -674,6 +685,8 @@ checkpoint_written(void *arg, long long seq, const char *hash)
 		return;
 	ck->last = ck->making;
 	util_strlcpy(ck->last.hash, hash, sizeof(ck->last.hash));
+	if (strcmp(ck->making.reason, "open") == 0)
+		ck->open_due = 0;
 	ck->anchor_dirty = 1;
 }
 
@@ -1086,6 +1099,12 @@ checkpoint_write(struct checkpoint *ck, const char *reason)
 	int	rc, intro;
 
 	ck->error[0] = '\0';
+	/* Due from the first try until its line is written. */
+	if (strcmp(reason, "open") == 0)
+		ck->open_due = 1;
+	if (ck->open_due && strcmp(reason, "close") == 0 &&
+	    checkpoint_write(ck, "open") == -1)
+		return -1;
 	if (checkpoint_resume(ck) == -1)
 		return -1;
 	/* No checkpoint the anchor could not name (a close above all). */
@@ -1112,8 +1131,8 @@ checkpoint_tick(struct checkpoint *ck)
 {
 	if (checkpoint_anchor_update(ck, 1) == -1)
 		return -1;
-	/* A log.outage line written: sign it now, not a period later. */
-	if (eventlog_outage_told(ck->log))
+	/* A log.outage line written, or no open yet: sign it now. */
+	if (eventlog_outage_told(ck->log) || ck->open_due)
 		return checkpoint_write(ck, "timer");
 	if (ck->every_secs == 0 ||
 	    util_now_us() - ck->last_us < ck->every_secs * 1000000ull)

@@ -827,6 +827,17 @@ class T13ExecBlocks(ReloadTest):
         self.assertEqual([(b["host"], b["attempts"], b["run_id"])
                           for b in body["blocks"]],
                          [("mine.test", 2, "run_d"), ("anon.test", 1, None)])
+        # Blocks no credential named (a concurrent command without one)
+        # take at most half the set: the exec's own still get in.
+        for i in range(70):
+            get_with("127.0.0.4", "anon%d.test" % i, None)
+        get_with("127.0.0.4", "mine2.test", "Basic " + basic(TOK_D))
+        status, body = control("GET", q % (after, "run_d"))
+        hosts = [b["host"] for b in body["blocks"]]
+        self.assertIn("mine2.test", hosts)
+        self.assertEqual(sum(1 for b in body["blocks"]
+                             if b["run_id"] is None), 32)
+        self.assertTrue(body["truncated"])
         # An exec that ended takes its set with it.
         control("POST", "/execs/end", {"run_id": "run_d"})
         control("POST", "/execs", {"token": TOK_D, "sandbox": "sbx_flood",

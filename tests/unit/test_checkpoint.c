@@ -2720,6 +2720,63 @@ test_log_outage_cut(void **state)
 }
 
 /*
+ * A restart whose open checkpoint fails (the volume full, no room for its
+ * line) and whose log was cut back to the anchor's checkpoint: the run
+ * still signs an open before any other checkpoint (at its first tick, or
+ * before its close), so verify notes that the writer stopped at the
+ * anchored checkpoint (issue 20 ninth attack F1: the run's first
+ * checkpoint was its close, and verify passed without a note).
+ */
+static void
+test_open_due_until_written(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct rlimit		 was, low;
+	char			 rot[1][160], *cause = NULL;
+	const char		*paths[1];
+	EVP_PKEY		*k;
+	long long		 cut;
+
+	k = rotating_key(t, rot, 1);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 3);
+	assert_int_equal(checkpoint_write(ck, "timer"), 0);
+	anchor_of(t, &a);
+	cut = a.seq;
+	append_n(log, 3, 5);		/* the events to erase */
+	checkpoint_free(ck);		/* stopped without a close */
+	eventlog_close(log);
+	cut_after_seq(t, cut);
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	assert_non_null(log);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	(void)eventlog_reopen(log);	/* no line can be written */
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	(void)checkpoint_tick(ck);	/* the next second, room again */
+	append_n(log, 8, 5);
+	rotating_close(t, log, ck, &a);
+	paths[0] = t->path;
+	assert_int_equal(verify_with(paths, 1, k, &a, &v), CKVERIFY_OK);
+	if (v.stops != 1 || v.stop_at != cut)
+		fail_msg("verify noted %zu stop(s), at seq %lld; want 1 at %lld",
+		    v.stops, v.stop_at, cut);
+	EVP_PKEY_free(k);
+}
+
+/*
  * A writer with no anchor that could write no checkpoint yet (its open
  * failed: the log unavailable from the start) and stops during the
  * outage: its anchor carries the outage all the same (seq 0, no
@@ -2938,6 +2995,7 @@ main(void)
 		T(test_reopen_hard_link),
 		T(test_log_outage_restart),
 		T(test_log_outage_cut),
+		T(test_open_due_until_written),
 		T(test_log_outage_no_anchor),
 		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
