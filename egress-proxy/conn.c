@@ -124,6 +124,7 @@ static int	conn_start_http(struct conn *);
 static void	conn_attribute(struct conn *);
 static void	conn_token_drop(struct conn *);
 static int	conn_token_adopt(struct conn *);
+static int	conn_token_run_live(const struct conn *);
 static enum sg_reason conn_token(struct conn *, char *, size_t);
 static const char *conn_run_live(const struct conn *, char *);
 static enum sg_reason conn_policy(struct proxy *, const struct policy *,
@@ -1183,8 +1184,23 @@ conn_attribute(struct conn *c)
 	if (c->tun_cred[0] != '\0')
 		(void)execcred_run(c->px->execs, c->tun_cred, c->who.sandbox,
 		    c->r.run);
-	else if (c->tok != NULL && c->tok->run[0] != '\0')
+	else if (c->tok != NULL && c->tok->run[0] != '\0' &&
+	    conn_token_run_live(c))
 		snprintf(c->r.run, sizeof(c->r.run), "%s", c->tok->run);
+}
+
+/*
+ * Whether the run a token names counts: on a proxy that knows the
+ * sandbox's execs (its address registered here), only while that run is
+ * a running exec, so a token outlives no exec it names; a replica told
+ * of no sandbox (the client took the token's identity) cannot know, and
+ * the token's expiry bounds it.
+ */
+static int
+conn_token_run_live(const struct conn *c)
+{
+	return c->tok_adopted || execcred_running(c->px->execs,
+	    c->who.sandbox, c->tok->run);
 }
 
 /*
@@ -1287,7 +1303,8 @@ conn_run_live(const struct conn *c, char *run)
 	if (c->r.run[0] != '\0' && c->tun_cred[0] != '\0')
 		(void)execcred_run(c->px->execs, c->tun_cred, c->who.sandbox,
 		    run);
-	else if (c->r.run[0] != '\0' && c->tok != NULL)
+	else if (c->r.run[0] != '\0' && c->tok != NULL &&
+	    conn_token_run_live(c))
 		snprintf(run, EXECCRED_RUN_MAX + 1, "%s", c->tok->run);
 	return run;
 }

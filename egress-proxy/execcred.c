@@ -194,6 +194,19 @@ execcred_run(const struct execcred *t, const char *token,
 	return NULL;
 }
 
+int
+execcred_running(const struct execcred *t, const char *sandbox,
+    const char *run_id)
+{
+	const struct ecred	*e;
+
+	for (e = t->head; e != NULL; e = e->next)
+		if (strcmp(e->run, run_id) == 0 &&
+		    strcmp(e->sandbox, sandbox) == 0)
+			return 1;
+	return 0;
+}
+
 json_t *
 execcred_json(const struct execcred *t)
 {

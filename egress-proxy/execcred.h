@@ -72,6 +72,10 @@ json_t		*execcred_blocks_json(const struct execcred *,
 		    const char *sandbox, const char *run_id,
 		    unsigned long long after, int unattributed, int *truncated);
 
+/* 1 when run_id is a running (registered) exec of sandbox. */
+int		 execcred_running(const struct execcred *, const char *sandbox,
+		    const char *run_id);
+
 /* [{"sandbox":..,"run_id":..}...], a new reference; no tokens. */
 json_t		*execcred_json(const struct execcred *);
 

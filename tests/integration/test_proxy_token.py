@@ -268,6 +268,31 @@ class TokenTest(unittest.TestCase):
         self.assertEqual((ev["sandbox"], ev.get("run_id")),
                          ("sbx_b", "run_hex"))
 
+    def test_run_of_a_token_counts_while_it_runs(self):
+        """From an address registered here, a token's run id names the
+        request only while that exec runs: after /execs/end its requests
+        are the sandbox's alone."""
+        st, body = proxylib.control(W["sock"], "POST", "/register", {
+            "address": "127.0.0.3", "sandbox": "sbx_c", "sets": "test"})
+        self.assertEqual(st, 200, body)
+        st, body = proxylib.control(W["sock"], "POST", "/execs", {
+            "token": "cd" * 16, "sandbox": "sbx_c", "run_id": "run_tok"})
+        self.assertEqual(st, 200, body)
+        tok = token(W["key"], "sbx_c", run="run_tok")
+        for ended in (False, True):
+            if ended:
+                st, body = proxylib.control(W["sock"], "POST",
+                                            "/execs/end",
+                                            {"run_id": "run_tok"})
+                self.assertEqual(body["removed"], 1, body)
+            mark = W["any"].mark()
+            status, body = get(W["any"], tok, src="127.0.0.3")
+            self.assertEqual(status, 200, body)
+            ev = W["any"].wait_event(
+                lambda e: e.get("event") == "egress.allowed", mark)
+            self.assertEqual((ev["sandbox"], ev.get("run_id")),
+                             ("sbx_c", None if ended else "run_tok"))
+
     def test_source_bound_without_any_source_flag(self):
         ev = self.blocked(W["bound"], token(W["key"], "sbx_a"),
                           "token_other_sandbox")
