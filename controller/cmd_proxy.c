@@ -338,6 +338,7 @@ cmd_proxy_reload_exec(struct cmd_args *args)
 	char	*cause = NULL;
 	size_t	 i;
 	long	 status = 0;
+	int	 rc;
 
 	(void)args;
 	if (proxyctl_call("POST", "/reload", NULL, &status, &resp, &cause) ==
@@ -349,8 +350,16 @@ cmd_proxy_reload_exec(struct cmd_args *args)
 	if (status == 200) {
 		printf("policy reloaded: digest %s\n", json_string_value(
 		    json_object_get(resp, "digest")));
+		rc = SG_EXIT_OK;
+		if (json_is_false(json_object_get(resp, "saved"))) {
+			log_warnx("the proxy could not save its grants "
+			    "(grants.json; it tries again every second): a "
+			    "restart before then would bring back grants this "
+			    "policy ended");
+			rc = SG_EXIT_ERROR;
+		}
 		json_decref(resp);
-		return SG_EXIT_OK;
+		return rc;
 	}
 	log_warnx("policy reload rejected; the old policy stays in force:");
 	json_array_foreach(json_object_get(resp, "errors"), i, e)

@@ -819,8 +819,10 @@ control_reload(struct proxy *px, struct evhttp_request *req)
 	json_t		*arr;
 
 	if (proxy_reload(px, &errors) == 0) {
-		control_reply(req, 200, json_pack("{s:b, s:s}", "ok", 1,
-		    "digest", policy_digest(px->policy->policy)));
+		/* saved: false when grants it ended are not saved yet */
+		control_reply(req, 200, json_pack("{s:b, s:s, s:b}", "ok", 1,
+		    "digest", policy_digest(px->policy->policy), "saved",
+		    !control_grants_unsaved));
 		return;
 	}
 	arr = errors ? json_loads(errors, 0, &err) : NULL;

@@ -1078,6 +1078,21 @@ class T11Grants(ReloadTest):
             self.assertIn("cannot save the grants", self.proxy.stderr())
         finally:
             os.rmdir(block)
+        # A reload whose floor ends a grant says so the same way.
+        status, body = grant("g2.grant.test", seconds=300)
+        self.assertEqual(status, 200, body)
+        os.mkdir(block)
+        try:
+            files = dict(BASE)
+            files["floor.yaml"] = GRANT_FLOOR
+            files["deny.yaml"] = ("description: d\ndeny:\n  - host: "
+                                  "g2.grant.test\n    rationale: no\n")
+            write_policy(files)
+            status, body = control("POST", "/reload")
+            self.assertEqual((status, body.get("saved")), (200, False),
+                             body)
+        finally:
+            os.rmdir(block)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with open(path) as f:
