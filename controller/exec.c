@@ -967,8 +967,8 @@ static void
 exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 {
 	struct procstat	 ps;
-	char		 own[64];
-	int		 fd, dfd, len;
+	char		 own[64], tmp[STATE_ID_LEN + 16];
+	int		 fd, dfd, len, ok;
 
 	path[0] = '\0';
 	if (o->evidence_dir == NULL ||
@@ -976,22 +976,31 @@ exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 		return;
 	exec_active_dir = o->evidence_dir;
 	len = snprintf(own, sizeof(own), "%d %llu\n", (int)getpid(), ps.start);
+	/*
+	 * Written aside, then renamed: a marker is never seen without its
+	 * owner, which another exec's sweep would take for a dead run and
+	 * end its proxy credential.
+	 */
+	snprintf(tmp, sizeof(tmp), "%s.active.new", o->run_id);
 	snprintf(path, size, "%s.active", o->run_id);
 	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		path[0] = '\0';
 		return;
 	}
-	fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
+	ok = fd != -1 && write(fd, own, (size_t)len) == len;
+	if (fd != -1)
+		close(fd);
+	ok = ok && renameat(dfd, tmp, dfd, path) == 0;
+	if (!ok)
+		(void)unlinkat(dfd, tmp, 0);
 	close(dfd);
-	if (fd == -1 || write(fd, own, (size_t)len) != len) {
-		if (fd != -1)
-			close(fd);
+	if (!ok) {
 		path[0] = '\0';
 		return;
 	}
-	close(fd);
 	snprintf(path, size, "%s/%s.active", o->evidence_dir, o->run_id);
 }
 
