@@ -831,6 +831,8 @@ conn_client_write(struct bufferevent *bev, void *arg)
 	struct conn	*c = arg;
 	int		 paused = c->out_paused;
 
+	/* Bytes the client took are activity: a slow reader is not idle. */
+	c->last_activity_us = util_now_us();
 	if (c->state == CONN_FINISH) {
 		if (conn_client_pending(c) == 0)
 			conn_free(c, CONN_CLOSE_FINISHED, NULL);
@@ -922,6 +924,7 @@ conn_upstream_write(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
 
+	c->last_activity_us = util_now_us();	/* an upload moving */
 	if (c->state == CONN_HTTP)
 		conn_client_reading(c);
 }
