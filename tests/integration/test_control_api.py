@@ -96,18 +96,8 @@ def setUpModule():
 
 
 def tearDownModule():
-    problems = []
-    for p in W.get("proxies", []) + [W.get("proxy")]:
-        if p is not None:
-            problems += proxylib.stop_and_check(p)
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept %s" % W["dir"], file=sys.stderr)
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown(W, [p for p in W.get("proxies", []) +
+                          [W.get("proxy")] if p is not None])
 
 
 def start_proxy(name, extra_args, policy_dir=None):

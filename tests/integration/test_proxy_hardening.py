@@ -361,6 +361,21 @@ class F02BlockLog(Case):
     lines/s rotated every kept file away) and pushed them out of the
     shared /blocks ring."""
 
+    def lines_and_counted(self, p, sandbox):
+        """The egress.blocked lines of sandbox in p's log, and the
+        attempts its egress.blocked_summary lines counted."""
+        lines = counted = 0
+        with open(p.log_path) as f:
+            for raw in f:
+                e = json.loads(raw)
+                if e.get("sandbox") != sandbox:
+                    continue
+                if e["event"] == "egress.blocked":
+                    lines += 1
+                elif e["event"] == "egress.blocked_summary":
+                    counted += e["count"]
+        return lines, counted
+
     def flood(self, p, src, seconds, hosts=("flood.invalid",)):
         """Blocked requests from src on keep-alive connections for
         seconds; returns the number of 403s received."""
@@ -569,16 +584,7 @@ class F02BlockLog(Case):
             self.assertGreaterEqual(st.f_bavail * st.f_frsize, 32 * 1024)
             self.assertEqual(stop_and_check(p), [])
             # Every attempt of the flooder is a line or counted.
-            lines = counted = 0
-            with open(p.log_path) as f:
-                for raw in f:
-                    e = json.loads(raw)
-                    if e.get("sandbox") != SBX_A:
-                        continue
-                    if e["event"] == "egress.blocked":
-                        lines += 1
-                    elif e["event"] == "egress.blocked_summary":
-                        counted += e["count"]
+            lines, counted = self.lines_and_counted(p, SBX_A)
             self.assertEqual(lines, 1 + 64, "lines of the flooder; "
                              "stderr:\n" + p.stderr()[-1500:])
             self.assertEqual(lines + counted, sent + 1,
@@ -2395,6 +2401,7 @@ class R6StoppedSummaries(Case):
     small_log_proxy = F02BlockLog.small_log_proxy
     under_reserve = F02BlockLog.under_reserve
     one_allowed = F02BlockLog.one_allowed
+    lines_and_counted = F02BlockLog.lines_and_counted
 
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
                          "needs root to mount a small tmpfs")
@@ -2458,16 +2465,7 @@ class R6StoppedSummaries(Case):
                                  "%d" % len(summ))
             self.assertEqual(stop_and_check(p), [])
             # Every attempt of the flooder is a line or counted.
-            lines = counted = 0
-            with open(p.log_path) as f:
-                for raw in f:
-                    e = json.loads(raw)
-                    if e.get("sandbox") != SBX_A:
-                        continue
-                    if e["event"] == "egress.blocked":
-                        lines += 1
-                    elif e["event"] == "egress.blocked_summary":
-                        counted += e["count"]
+            lines, counted = self.lines_and_counted(p, SBX_A)
             self.assertEqual(lines + counted, sent + 1,
                              "%d lines + %d counted" % (lines, counted))
 

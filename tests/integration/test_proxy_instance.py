@@ -14,7 +14,6 @@ Env: SANDGATE_BIN, SANDGATE_SRC, SANDGATE_KEEP=1 as test_proxy.py.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,17 +69,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    problems = []
-    for p in W.get("proxies", []):
-        problems += proxylib.stop_and_check(p)
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept", W.get("dir"))
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown(W, W.get("proxies", []))
 
 
 def block(p, host):

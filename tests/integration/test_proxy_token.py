@@ -21,7 +21,6 @@ Env: SANDGATE_BIN, SANDGATE_SRC, SANDGATE_KEEP=1 as test_proxy.py.
 import base64
 import hashlib
 import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -145,17 +144,7 @@ def start(name, args):
 
 
 def tearDownModule():
-    problems = []
-    for p in W.get("proxies", []):
-        problems += proxylib.stop_and_check(p)
-    if "up" in W:
-        W["up"].stop()
-    if os.environ.get("SANDGATE_KEEP"):
-        print("kept", W.get("dir"))
-    elif "dir" in W:
-        shutil.rmtree(W["dir"], ignore_errors=True)
-    if problems:
-        raise AssertionError("\n".join(problems))
+    proxylib.teardown(W, W.get("proxies", []))
 
 
 class TokenTest(unittest.TestCase):
