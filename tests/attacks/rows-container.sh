@@ -463,7 +463,7 @@ atk_oominit() {
 	"$SG" discard "$OM" >/dev/null 2>&1
 }
 
-# 1g: exec A sleeps and exits 0 while exec B goes over --memory: the memory
+# 1g: exec A waits and exits 0 while exec B goes over --memory: the memory
 # cgroup's oom_kill counter is the container's, so only the kernel's record
 # of whom it killed (oomlog.h) may make A's result a memory kill. Under
 # gVisor the whole sandbox stops at the limit (documented): A must then say
@@ -477,10 +477,14 @@ atk_oomattr() {
 		row "1g another exec's memory kill" NO "create failed" "" ""
 		return
 	fi
-	x oaa "$OA" --timeout 30 -- sh -c 'echo A started; sleep 8; echo A done' &
+	# A outlives B's start by 6 s whatever the host's load (B marks its
+	# start in the workspace), so B's memory kill always falls inside A.
+	x oaa "$OA" --timeout 40 -- sh -c 'echo A started; i=0
+	    while [ ! -e /workspace/.oab-started ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	    sleep 6; echo A done' &
 	apid=$!
-	sleep 3
-	x oab "$OA" --timeout 30 -- python3 /workspace/.attacks/memhog.py 512
+	sleep 1
+	x oab "$OA" --timeout 30 -- sh -c ': > /workspace/.oab-started; exec python3 /workspace/.attacks/memhog.py 512'
 	wait "$apid"
 	verdict "1g another exec's memory kill is not this command's" \
 	    "$ok"' && [ "$(j oab "o[\"exit_code\"]")" = 137 ] && [ "$(j oab "o[\"oom_killed\"]")" = true ]' \
