@@ -717,6 +717,54 @@ test_rotation(void **state)
 	EVP_PKEY_free(old);
 }
 
+/*
+ * A next key found at a clean restart: the key checkpoint right after the
+ * last run's close, then the open; verify notes no writer that stopped
+ * without closing (an open right after a key checkpoint read as one).
+ */
+static void
+test_key_at_clean_restart(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_opts	 o = { .key_path = t->key, .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*old;
+	char			 pub[160], next[160], *cause = NULL;
+
+	log = open_signed(t, 0, 60, &ck);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	old = pubkey(pub);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	snprintf(next, sizeof(next), "%s.next", t->key);
+	assert_int_equal(checkpoint_key_create(next, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 2, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	/* open, 2, close, key, open, 2, close */
+	assert_int_equal(l.n, 9);
+	assert_non_null(strstr(l.v[4], "\"reason\":\"key\""));
+	assert_non_null(strstr(l.v[5], "\"reason\":\"open\""));
+	lines_free(&l);
+	assert_int_equal(verify(t->path, old, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	if (v.stops != 0 || v.restarts != 0)
+		fail_msg("a clean restart with a key rotation noted %zu "
+		    "stop(s) and %zu restart(s)", v.stops, v.restarts);
+	EVP_PKEY_free(old);
+}
+
 /* A retired key signing on, and a restart in the middle of a rotation. */
 static void
 test_retired_key(void **state)
@@ -3128,6 +3176,7 @@ main(void)
 		T(test_log_outage_cut),
 		T(test_open_due_until_written),
 		T(test_open_before_first_event),
+		T(test_key_at_clean_restart),
 		T(test_event_refused_while_open_due),
 		T(test_log_outage_no_anchor),
 		T(test_reopen_gap_first),
