@@ -220,6 +220,7 @@ tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
 	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
 	    SSL_CTX_set1_groups_list(ctx, TLSTERM_GROUPS) != 1 ||
+	    SSL_CTX_set_cipher_list(ctx, TLSTERM_UP_CIPHERS) != 1 ||
 	    SSL_CTX_set_default_verify_paths(ctx) != 1 ||
 	    (ca_file != NULL && SSL_CTX_load_verify_locations(ctx, ca_file,
 	    NULL) != 1) || SSL_CTX_set_alpn_protos(ctx, tlsterm_alpn,

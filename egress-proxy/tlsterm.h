@@ -39,6 +39,14 @@
  * HelloRetryRequest could do the same.
  */
 #define TLSTERM_GROUPS		"X25519:P-256:P-384"
+/*
+ * The TLS 1.2 suites offered upstream: ECDHE only. The groups list does
+ * not reach a TLS 1.2 finite-field DHE suite, whose group the server
+ * sends (any odd modulus up to 10000 bits: over a second of the proxy's
+ * one thread per handshake, for an upstream that spends nothing); RSA
+ * key transport has no forward secrecy. PSK and SRP are never offered.
+ */
+#define TLSTERM_UP_CIPHERS	"DEFAULT:!kDHE:!kRSA:!PSK:!SRP"
 
 struct tlsterm;
 

@@ -40,6 +40,7 @@ def openssl(folder, *args):
 
 
 EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+RSA = ["-newkey", "rsa:2048"]
 
 
 def make_ca(folder, name, cn):
@@ -52,7 +53,7 @@ def make_ca(folder, name, cn):
 
 
 def make_leaf(folder, name, dns, days="2", ca="upca", self_signed=False,
-              san=True):
+              san=True, key=EC):
     """A leaf for dns; san=False: the name in the subject CN alone."""
     ext = os.path.join(folder, name + ".ext")
     with open(ext, "w") as f:
@@ -62,12 +63,12 @@ def make_leaf(folder, name, dns, days="2", ca="upca", self_signed=False,
         if san:
             f.write("subjectAltName=DNS:%s\n" % dns)
     if self_signed:
-        openssl(folder, "req", "-x509", *EC, "-nodes", "-keyout",
+        openssl(folder, "req", "-x509", *key, "-nodes", "-keyout",
                 name + ".key", "-out", name + ".pem", "-days", days,
                 "-subj", "/CN=" + dns, "-addext",
                 "subjectAltName=DNS:" + dns)
     else:
-        openssl(folder, "req", *EC, "-nodes", "-keyout", name + ".key",
+        openssl(folder, "req", *key, "-nodes", "-keyout", name + ".key",
                 "-out", name + ".csr", "-subj", "/CN=" + dns)
         openssl(folder, "x509", "-req", "-in", name + ".csr", "-CA",
                 ca + ".pem", "-CAkey", ca + ".key", "-CAcreateserial",
@@ -111,6 +112,85 @@ def noread_server(cert, key):
                 return
     threading.Thread(target=serve, daemon=True).start()
     return srv.getsockname()[1]
+
+
+def dhe_server(cert, key):
+    """openssl s_server offering TLS 1.2 with finite-field DHE alone (its
+    group chosen by the server: up to 10000 bits, a second of the proxy's
+    CPU per handshake); its port."""
+    port = proxylib.free_port()
+    proc = subprocess.Popen(
+        ["openssl", "s_server", "-accept", "127.0.0.1:%d" % port, "-cert",
+         cert, "-key", key, "-tls1_2", "-cipher",
+         "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384", "-www",
+         "-quiet"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    W["procs"].append(proc)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return port
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("openssl s_server did not start")
+
+
+def hello_server():
+    """Keeps the first TLS record of each connection (the proxy's
+    ClientHello), then closes; its port and the list of records."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    got = []
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            c.settimeout(10)
+            data = b""
+            try:
+                while len(data) < 5 or len(data) < 5 + int.from_bytes(
+                        data[3:5], "big"):
+                    chunk = c.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            got.append(data)
+            c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    W["sockets"].append(srv)
+    return srv.getsockname()[1], got
+
+
+def hello_suites(record):
+    """The cipher suites a ClientHello record offers."""
+    b = record[5:]
+    if b[:1] != b"\x01":
+        raise AssertionError("not a ClientHello: %r" % record[:16])
+    i = 4 + 2 + 32
+    i += 1 + b[i]
+    n = int.from_bytes(b[i:i + 2], "big")
+    return {int.from_bytes(b[j:j + 2], "big")
+            for j in range(i + 2, i + 2 + n, 2)}
+
+
+def suites_of(kx):
+    """Every suite OpenSSL knows whose key exchange is kx ("DH", "RSA")."""
+    out = subprocess.run(["openssl", "ciphers", "-V",
+                          "ALL:COMPLEMENTOFALL:@SECLEVEL=0"],
+                         capture_output=True, text=True, check=True).stdout
+    ids = set()
+    for line in out.splitlines():
+        f = line.split()
+        if "Kx=%s" % kx in f:
+            hi, lo = f[0].split(",")
+            ids.add(int(hi, 16) << 8 | int(lo, 16))
+    return ids
 
 
 POLICY = """\
@@ -188,13 +268,25 @@ allow:
       - /repo.git/info/refs?service=git-upload-pack
       - /repo.git/git-upload-pack
     rationale: git fetch, never push (a prefix with a query)
+  - host: dhe.test
+    ports: [{DHE}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: an upstream that offers finite-field DHE alone
+  - host: hello.test
+    ports: [{HELLO}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: an upstream that keeps the proxy's ClientHello
 """
 
 TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
 
 HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
          "untrusted.test down.test cred.test nocred.test git.test "
-         "noread.test cnonly.test\n")
+         "noread.test cnonly.test dhe.test hello.test\n")
 
 
 def setUpModule():
@@ -203,6 +295,8 @@ def setUpModule():
     W["dir"] = tempfile.mkdtemp(prefix="sg-terminate-")
     W["servers"] = []
     W["proxies"] = []
+    W["procs"] = []
+    W["sockets"] = []
     pki = os.path.join(W["dir"], "pki")
     os.makedirs(pki)
     W["upca"] = make_ca(pki, "upca", "sandgate test upstream CA")
@@ -222,6 +316,8 @@ def setUpModule():
     W["cnonly_port"], W["cnonly_counters"] = tls_server(
         *make_leaf(pki, "cnonly", "cnonly.test", san=False))
     W["down_port"] = proxylib.free_port()
+    W["dhe_port"] = dhe_server(*make_leaf(pki, "dhe", "dhe.test", key=RSA))
+    W["hello_port"], W["hellos"] = hello_server()
     W["up"] = proxylib.Upstreams(W["dir"]).start()
 
 
@@ -230,7 +326,10 @@ def tearDownModule():
         srv.shutdown()
         srv.server_close()
     proxylib.teardown(W, W.get("proxies", []),
-                      [lambda s=s: close(s) for s in W.get("servers", [])])
+                      [lambda s=s: close(s) for s in W.get("servers", [])] +
+                      [p.kill for p in W.get("procs", [])] +
+                      [p.wait for p in W.get("procs", [])] +
+                      [s.close for s in W.get("sockets", [])])
 
 
 def start_proxy(name, with_ca=True, more=()):
@@ -260,7 +359,8 @@ def write_policy(p):
                  ("EXPIRED", W["expired_port"]),
                  ("UNTRUSTED", W["untrusted_port"]),
                  ("CNONLY", W["cnonly_port"]),
-                 ("DOWN", W["down_port"])):
+                 ("DOWN", W["down_port"]), ("DHE", W["dhe_port"]),
+                 ("HELLO", W["hello_port"])):
         text = text.replace("{%s}" % k, str(v))
     os.makedirs(os.path.join(p.policy_dir, "ca"))
     shutil.copy(W["upca"], os.path.join(p.policy_dir, "ca", "upca.pem"))
@@ -571,6 +671,37 @@ class T14Groups(Case):
             rc, out = self.s_client(groups)
             self.assertEqual(rc, 0, out)
             self.assertIn("Verification: OK", out)
+
+
+class T15UpstreamKeyExchange(Case):
+    """The upstream's key exchange is an elliptic curve too: the proxy
+    offers no finite-field DHE suite (whose group the server picks, up to
+    10000 bits) and no RSA key transport, so an upstream that has only
+    those gets a 502 with its reason."""
+
+    def test_clienthello_offers_no_dhe(self):
+        n = len(W["hellos"])
+        rc, status, headers, body, err = curl(
+            self.p, self.url("hello.test", W["hello_port"], "/"))
+        self.assertEqual(status, 502, headers + body)
+        self.assertGreater(len(W["hellos"]), n)
+        offered = hello_suites(W["hellos"][-1])
+        self.assertTrue(offered, W["hellos"][-1][:64])
+        dhe, rsa = suites_of("DH"), suites_of("RSA")
+        self.assertGreater(len(dhe), 10)
+        self.assertEqual(sorted("%04x" % x for x in offered & dhe), [])
+        self.assertEqual(sorted("%04x" % x for x in offered & rsa), [])
+        self.assertIn(0xc02b, offered)      # ECDHE-ECDSA-AES128-GCM
+
+    def test_dhe_only_upstream_refused(self):
+        rc, status, headers, body, err = curl(
+            self.p, self.url("dhe.test", W["dhe_port"], "/"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(status, 502, headers + body)
+        self.assertIn("upstream_tls_failed", headers)
+        ev = self.last_block("upstream_tls_failed", "dhe.test")
+        self.assertIn("handshake failure", ev["message"])
+        self.assertEqual(ev["status"], 502)
 
 
 class T02Refused(Case):
