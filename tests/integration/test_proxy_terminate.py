@@ -77,11 +77,26 @@ def make_leaf(folder, name, dns, days="2", ca="upca", self_signed=False,
             os.path.join(folder, name + ".key"))
 
 
-def tls_server(cert, key):
+class TraceHandler(proxylib.TLSEchoHandler):
+    """Answers TRACE and TRACK as RFC 9110 and Apache's default do: the
+    request head as received, in a message/http body."""
+
+    def _trace(self):
+        self.server.counters.bump("requests")
+        body = (self.requestline + "\r\n" + str(self.headers)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "message/http")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_TRACE = do_TRACK = do_trace = _trace
+
+
+def tls_server(cert, key, handler=proxylib.TLSEchoHandler):
     """A TLS echo server (proxylib's handler) on loopback; its port."""
     counters = proxylib.Counters()
-    srv = proxylib.CountingServer(("127.0.0.1", 0), proxylib.TLSEchoHandler,
-                                  counters)
+    srv = proxylib.CountingServer(("127.0.0.1", 0), handler, counters)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     srv.tls_ctx = ctx
@@ -268,6 +283,14 @@ allow:
       - /repo.git/info/refs?service=git-upload-pack
       - /repo.git/git-upload-pack
     rationale: git fetch, never push (a prefix with a query)
+  - host: trace.test
+    ports: [{TRACE}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    credentials: {header: Authorization, secret: reg-token}
+    rationale: a credential entry without methods, its upstream echoing
+      TRACE as Apache does by default
   - host: dhe.test
     ports: [{DHE}]
     allow_private: true
@@ -286,7 +309,7 @@ TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
 
 HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
          "untrusted.test down.test cred.test nocred.test git.test "
-         "noread.test cnonly.test dhe.test hello.test\n")
+         "noread.test cnonly.test dhe.test hello.test trace.test\n")
 
 
 def setUpModule():
@@ -305,6 +328,8 @@ def setUpModule():
     reg = make_leaf(pki, "reg",
                     "reg.test,DNS:cred.test,DNS:nocred.test,DNS:git.test")
     W["reg_port"], W["reg_counters"] = tls_server(*reg)
+    W["trace_port"], W["trace_counters"] = tls_server(
+        *make_leaf(pki, "trace", "trace.test"), TraceHandler)
     W["noread_port"] = noread_server(*make_leaf(pki, "noread",
                                                 "noread.test"))
     W["self_port"], _ = tls_server(*make_leaf(pki, "self", "self.test",
@@ -360,7 +385,8 @@ def write_policy(p):
                  ("UNTRUSTED", W["untrusted_port"]),
                  ("CNONLY", W["cnonly_port"]),
                  ("DOWN", W["down_port"]), ("DHE", W["dhe_port"]),
-                 ("HELLO", W["hello_port"])):
+                 ("HELLO", W["hello_port"]),
+                 ("TRACE", W["trace_port"])):
         text = text.replace("{%s}" % k, str(v))
     os.makedirs(os.path.join(p.policy_dir, "ca"))
     shutil.copy(W["upca"], os.path.join(p.policy_dir, "ca", "upca.pem"))
@@ -836,6 +862,38 @@ class T05Credentials(Case):
         for where, text in (("log", "\n".join(self.p.log_lines())),
                             ("stderr", self.p.stderr())):
             self.assertNotIn("sg-test-token", text, where)
+
+
+class T16EchoingMethods(Case):
+    """TRACE and TRACK echo the request head, the header the proxy sets
+    too: on an entry with credentials they are refused in words, whatever
+    methods says (here it says nothing), and never reach the upstream."""
+
+    def test_trace_refused_on_a_credential_entry(self):
+        for method in ("TRACE", "TRACK", "trace"):
+            before = W["trace_counters"].get("requests")
+            rc, status, headers, body, err = curl(
+                self.p, self.url("trace.test", W["trace_port"], "/x"),
+                "-X", method, "-H", "Authorization: mine")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(status, 403, headers + body)
+            self.assertNotIn("sg-test-token", headers + body)
+            self.assertIn(PREFIX + "destination trace.test:%d not "
+                          "allowlisted for this method" % W["trace_port"],
+                          body)
+            self.assertIn("Proxy-Status: sandgate; "
+                          "error=http_request_denied", headers)
+            ev = self.p.wait_event(
+                lambda e: e.get("event") == "egress.blocked" and
+                e.get("reason") == "method_not_allowed" and
+                e.get("method") == method)
+            self.assertIsNotNone(ev, self.p.log_lines())
+            self.assertEqual(ev["host"], "trace.test")
+            self.assertEqual(ev["path"], "/x")
+            self.assertEqual(W["trace_counters"].get("requests"), before)
+        rc, status, headers, body, err = curl(
+            self.p, self.url("trace.test", W["trace_port"], "/x"))
+        self.assertEqual(status, 200, headers + body)
 
 
 PROXY_UID = 65532
