@@ -1016,6 +1016,17 @@ def server_hello(sock):
         return ("retry" if rnd == HRR_RANDOM else "hello", rnd, exts)
 
 
+def sanitized():
+    """The proxy under test is built with AddressSanitizer (RSS bounds
+    then do not apply: its redzones and quarantine hold memory on
+    purpose)."""
+    try:
+        with open(PROXY_BIN, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
 def read_until_closed(sock):
     """Every byte sock sends until the peer closes."""
     data = b""

@@ -60,15 +60,7 @@ def tearDownModule():
 stop_and_check = proxylib.stop_and_check
 
 
-def sanitized():
-    """The proxy under test is built with AddressSanitizer (RSS bounds
-    then do not apply: its redzones and quarantine hold memory on
-    purpose)."""
-    try:
-        with open(proxylib.PROXY_BIN, "rb") as f:
-            return b"__asan_init" in f.read()
-    except OSError:
-        return False
+sanitized = proxylib.sanitized
 
 
 EXTRA_POLICY = """\
