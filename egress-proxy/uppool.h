@@ -10,7 +10,12 @@
  * response boundary of a verified TLS connection; here it is watched:
  * a byte from the upstream, its close or an error drops it, and so does
  * UPPOOL_IDLE_MS without use. At most UPPOOL_PER_KEY connections a key
- * and UPPOOL_MAX in all (the oldest goes). uppool_take() hands out a
+ * and UPPOOL_MAX in all (the oldest goes): a key's bound is the
+ * concurrency one sandbox gets served from the pool (a client opening 64
+ * tunnels at once parks up to 64 connections between its handshakes),
+ * and is a quarter of what it may hold open live
+ * (--max-conns-per-client), so the pool lets it hold nothing it could
+ * not hold anyway. uppool_take() hands out a
  * connection only when nothing is pending on it either way, in its TLS
  * state, its buffers or its socket.
  */
@@ -29,8 +34,8 @@
  * conn_http.c retries a request that met such a close before any answer.
  */
 #define UPPOOL_IDLE_MS		1500
-#define UPPOOL_PER_KEY		4
-#define UPPOOL_MAX		64
+#define UPPOOL_PER_KEY		64
+#define UPPOOL_MAX		256
 
 struct uppool;
 
