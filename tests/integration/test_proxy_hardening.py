@@ -133,16 +133,7 @@ def control_proxy(name, **kw):
     args = list(kw.pop("extra_args", ())) + ["--control-socket", ctl]
     p = start_proxy(name, extra_args=args, **kw)
     p.ctl = ctl
-    # "listening on" is said once the control socket listens (main.c);
-    # older proxies said it before: wait until the socket takes a connection.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(ctl)
-            break
-        except OSError:
-            time.sleep(0.05)
+    proxylib.wait_unix_socket(ctl)
     return p
 
 

@@ -52,6 +52,17 @@ def make_ca(folder, name, cn):
     return os.path.join(folder, name + ".pem")
 
 
+def make_cas(world):
+    """The upstreams' CA and the sandgate CA, in world["dir"]/pki (the
+    folder returned): world["upca"], world["sgca"], world["sgkey"]."""
+    pki = os.path.join(world["dir"], "pki")
+    os.makedirs(pki)
+    world["upca"] = make_ca(pki, "upca", "sandgate test upstream CA")
+    world["sgca"] = make_ca(pki, "sgca", "sandgate test CA")
+    world["sgkey"] = os.path.join(pki, "sgca.key")
+    return pki
+
+
 def make_leaf(folder, name, dns, days="2", ca="upca", self_signed=False,
               san=True, key=EC):
     """A leaf for dns; san=False: the name in the subject CN alone."""
@@ -340,11 +351,7 @@ def setUpModule():
     W["proxies"] = []
     W["procs"] = []
     W["sockets"] = []
-    pki = os.path.join(W["dir"], "pki")
-    os.makedirs(pki)
-    W["upca"] = make_ca(pki, "upca", "sandgate test upstream CA")
-    W["sgca"] = make_ca(pki, "sgca", "sandgate test CA")
-    W["sgkey"] = os.path.join(pki, "sgca.key")
+    pki = make_cas(W)
     reg = make_leaf(pki, "reg",
                     "reg.test,DNS:cred.test,DNS:nocred.test,DNS:git.test")
     W["reg_port"], W["reg_counters"] = tls_server(*reg)
@@ -501,7 +508,9 @@ class T01Allowed(Case):
         self.assertEqual(rc, 0, err)
         self.assertIn('"path": "/ok"', body)
         self.assertIn('"path": "/simple/y"', body)
-        self.assertEqual(W["reg_counters"].get("accepts") - before, 1)
+        # One upstream connection at most: an earlier test's may be
+        # taken from the pool (uppool.h) instead of a new one.
+        self.assertLessEqual(W["reg_counters"].get("accepts") - before, 1)
         self.assertIn("Re-using existing connection", subprocess.run(
             ["curl", "-sv", "--proxy", "http://127.0.0.1:%d" % self.p.port,
              "--cacert", W["sgca"], "-o", "/dev/null", self.reg("/ok"),
