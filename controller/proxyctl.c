@@ -3,12 +3,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 #include <openssl/rand.h>
 
+#include "auditkey.h"
+#include "checkpoint.h"
 #include "docker.h"
+#include "exectoken.h"
 #include "log.h"
 #include "proxyctl.h"
 #include "sglimits.h"
@@ -432,9 +436,54 @@ proxyctl_container_logs(const char *api_version, int follow, char **cause)
 	return 0;
 }
 
+/*
+ * The sandbox token of an exec into x->token, signed with the token key
+ * when the controller holds one (docs/proxy.md, "Exec credentials"). 0,
+ * or -1 when there is no key or no token could be made (said on
+ * stderr, but for a missing key): the exec then hands out its cred.
+ */
+static int
+proxyctl_exec_token(struct proxyctl_exec *x, const char *sandbox,
+    const char *run_id, json_t *sets, long long timeout)
+{
+	struct token	 t;
+	EVP_PKEY	*key;
+	json_t		*resp = NULL;
+	char		 path[4096], gpath[128], *cause = NULL;
+	const char	*why = NULL;
+	long		 status = 0;
+	int		 rc = -1;
+
+	if (snprintf(path, sizeof(path), "%s/keys/%s", state_root(),
+	    AUDITKEY_TOKEN_NAME) >= (int)sizeof(path) ||
+	    access(path, F_OK) == -1)
+		return -1;
+	if ((key = checkpoint_key_load(path, &cause)) == NULL)
+		goto out;
+	snprintf(gpath, sizeof(gpath), "/grants?sandbox=%s", sandbox);
+	if (proxyctl_call("GET", gpath, NULL, &status, &resp, &cause) == -1 ||
+	    status != 200)
+		why = "the proxy did not list the grants in force";
+	else if (exectoken_fill(&t, sandbox, run_id, sets, json_object_get(
+	    resp, "grants"), time(NULL), timeout, &why) == 0 &&
+	    token_issue(key, &t, x->token, &why) == 0)
+		rc = 0;
+	EVP_PKEY_free(key);
+out:
+	if (rc == -1) {
+		log_warnx("the exec's proxy URL carries its credential, not a "
+		    "sandbox token: %s", cause ? cause : why);
+		x->token[0] = '\0';
+	}
+	explicit_bzero(&t, sizeof(t));
+	json_decref(resp);
+	free(cause);
+	return rc;
+}
+
 void
 proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
-    const char *run_id)
+    const char *run_id, json_t *sets, long long timeout)
 {
 	unsigned char	 rnd[16];
 	json_t		*body;
@@ -445,16 +494,18 @@ proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
 	x->asked = proxyctl_log_seq(&x->seq) == 0;
 	if (!x->asked || RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return;
-	util_hex(rnd, sizeof(rnd), x->token);
-	body = json_pack("{s:s, s:s, s:s}", "token", x->token, "sandbox",
+	util_hex(rnd, sizeof(rnd), x->cred);
+	body = json_pack("{s:s, s:s, s:s}", "token", x->cred, "sandbox",
 	    sandbox, "run_id", run_id);
 	/* An older proxy answers 404: the exec is the sandbox's alone. */
-	x->cred = proxyctl_call("POST", "/execs", body, &status, NULL,
+	x->cred_ok = proxyctl_call("POST", "/execs", body, &status, NULL,
 	    &cause) == 0 && status == 200;
-	if (!x->cred)
-		x->token[0] = '\0';
 	json_decref(body);
 	free(cause);
+	if (!x->cred_ok)
+		x->cred[0] = '\0';
+	else if (proxyctl_exec_token(x, sandbox, run_id, sets, timeout) == -1)
+		snprintf(x->token, sizeof(x->token), "%s", x->cred);
 }
 
 int
@@ -494,15 +545,16 @@ proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
 	char	*cause = NULL;
 
 	if (x->asked)
-		blocks = proxyctl_blocks(sandbox, x->seq, x->cred ? run_id :
+		blocks = proxyctl_blocks(sandbox, x->seq, x->cred_ok ? run_id :
 		    NULL, &x->truncated);
-	if (x->cred) {
+	if (x->cred_ok) {
 		if (proxyctl_exec_end(run_id, &cause) == -1)
 			log_warnx("the proxy credential of %s was not ended: "
 			    "%s", run_id, cause);
 		free(cause);
-		x->cred = 0;
+		x->cred_ok = 0;
 	}
+	explicit_bzero(x->cred, sizeof(x->cred));
 	explicit_bzero(x->token, sizeof(x->token));
 	return blocks;
 }

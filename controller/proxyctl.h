@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "token.h"
+
 struct docker;
 
 #define PROXYCTL_TOKEN_PUB	"/etc/sandgate/token.pub"	/* --token-key */
@@ -103,23 +105,29 @@ json_t	*proxyctl_blocks(const char *sandbox, long long after,
 
 /*
  * One exec's attribution. begin takes the block cursor and registers a
- * new credential for run_id with the proxy (token, 32 hex digits, ""
- * when the proxy could not take it); finish reads the blocks after the
- * cursor (with a credential: the run's own and those no credential
- * named, each with its run_id or null) and ends the credential, so it
- * stops working. finish returns NULL when the proxy could not be asked,
- * and sets truncated when the proxy kept only some of the blocks.
+ * new credential for run_id with the proxy (cred, 32 hex digits, never
+ * handed out when a token is); token is what goes into the exec's proxy
+ * URL: with the token key (state_root()/keys/token.key) a sandbox token
+ * signed with it (exectoken.h: the sandbox, run_id, the sets in force,
+ * the grants digest, expiring timeout + EXECTOKEN_MARGIN s from now),
+ * else cred; "" when the proxy could not take the credential. finish
+ * reads the blocks after the cursor (with a credential: the run's own
+ * and those no credential named, each with its run_id or null) and ends
+ * the credential, so neither cred nor token names the run any more.
+ * finish returns NULL when the proxy could not be asked, and sets
+ * truncated when the proxy kept only some of the blocks.
  */
 struct proxyctl_exec {
 	long long	seq;
 	int		asked;		/* seq is known */
-	int		cred;		/* a credential is registered */
+	int		cred_ok;	/* a credential is registered */
 	int		truncated;	/* the blocks read are not all */
-	char		token[33];
+	char		cred[33];
+	char		token[TOKEN_TEXT_MAX + 1];
 };
 
 void	proxyctl_exec_begin(struct proxyctl_exec *, const char *sandbox,
-	    const char *run_id);
+	    const char *run_id, json_t *sets, long long timeout);
 json_t	*proxyctl_exec_finish(struct proxyctl_exec *, const char *sandbox,
 	    const char *run_id);
 /*
