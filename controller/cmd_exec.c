@@ -272,10 +272,13 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	blocks = asked ? proxyctl_exec_finish(&px, m->id, run) : NULL;
 	if (!ran) {
 		json_decref(blocks);
+		if (asked)
+			json_decref(px.replicas);
 		goto out;
 	}
 	r.network_blocked = blocks;
 	r.network_blocked_truncated = asked && px.truncated;
+	r.network_replicas = asked ? px.replicas : NULL;
 	rv = r.exit_code;
 out:
 	json_decref(env);

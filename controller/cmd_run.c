@@ -277,8 +277,12 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	if (ran) {
 		r.network_blocked = blocks;
 		r.network_blocked_truncated = asked && px.truncated;
-	} else
+		r.network_replicas = asked ? px.replicas : NULL;
+	} else {
 		json_decref(blocks);
+		if (asked)
+			json_decref(px.replicas);
+	}
 	json_decref(env);
 done:
 	if (cid != NULL)
