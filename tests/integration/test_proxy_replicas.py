@@ -193,5 +193,21 @@ class Replicas(unittest.TestCase):
                           [g["host"] for g in body["grants"]])
 
 
+    def test_5_bad_list_is_named(self):
+        """An empty URL between commas, or more than 16: refused, named,
+        nothing sent."""
+        for urls, what in (([W["urls"][0], "", W["urls"][2]],
+                            "an empty URL"),
+                           ([W["urls"][0]] * 17, "too many URLs")):
+            r = sandgate(["grant", SBX, "three.grant.test", "--for", "10m",
+                          "--rationale", "replica test"], urls)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("SANDGATE_PROXY_CONTROL: " + what, r.stderr)
+        status, body = proxylib.control(
+            os.path.join(W["dir"], "r1.sock"), "GET", "/grants?sandbox=" + SBX)
+        self.assertNotIn("three.grant.test",
+                         [g["host"] for g in body["grants"]])
+
+
 if __name__ == "__main__":
     sys.exit(proxylib.run_tests(sys.modules[__name__]))
