@@ -263,7 +263,7 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	if (strcmp(m->network, "proxy") == 0) {
 		/* Runs whose sandgate died: their credentials end first. */
 		(void)exec_active_sweep(runs, 0, proxyctl_exec_gone, NULL);
-		proxyctl_exec_begin(&px, m->id, run);
+		proxyctl_exec_begin(&px, m->id, run, m->allow, o.timeout);
 		asked = 1;
 	}
 	o.env = env = sandbox_exec_env(m, asked ? px.token : NULL,
@@ -272,10 +272,13 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	blocks = asked ? proxyctl_exec_finish(&px, m->id, run) : NULL;
 	if (!ran) {
 		json_decref(blocks);
+		if (asked)
+			json_decref(px.replicas);
 		goto out;
 	}
 	r.network_blocked = blocks;
 	r.network_blocked_truncated = asked && px.truncated;
+	r.network_replicas = asked ? px.replicas : NULL;
 	rv = r.exit_code;
 out:
 	json_decref(env);

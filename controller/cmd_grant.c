@@ -24,13 +24,14 @@
 
 static int	cmd_grant_exec(struct cmd_args *);
 static int	cmd_revoke_exec(struct cmd_args *);
-static int	grant_done(int, json_t *, json_t *);
+static int	grant_done(int, json_t *, json_t *, char *);
 static int	cmd_grants_exec(struct cmd_args *);
 static int	grant_dest(const char *, struct host *, uint16_t *);
 static long long grant_duration(const char *);
 static void	grant_who(char *, size_t);
 static void	grant_put(json_t *, const char *, const char *);
-static int	grant_call(const char *, const char *, json_t *, json_t **);
+static int	grant_call(const char *, const char *, json_t *, json_t **,
+		    char **);
 
 static const struct option cmd_grant_options[] = {
 	{ "for", required_argument, NULL, 'F' },
@@ -150,17 +151,27 @@ grant_who(char *buf, size_t size)
 		    (unsigned)getuid());
 }
 
-/* One control-socket call; the exit code, errors said once. */
+/*
+ * One control call (a change: to every proxy replica, *missed naming
+ * those it did not reach; missed NULL: a listing, from the first that
+ * answers); the exit code, errors said once.
+ */
 static int
 grant_call(const char *method, const char *path, json_t *body,
-    json_t **resp)
+    json_t **resp, char **missed)
 {
 	char		*cause = NULL;
 	const char	*err;
 	long		 status = 0;
+	int		 rc;
 
 	*resp = NULL;
-	if (proxyctl_call(method, path, body, &status, resp, &cause) == -1) {
+	if (missed != NULL)
+		rc = proxyctl_call_fan(method, path, body, &status, resp,
+		    missed, &cause);
+	else
+		rc = proxyctl_call(method, path, body, &status, resp, &cause);
+	if (rc == -1) {
 		log_warnx("the proxy cannot be asked: %s (sandgate proxy "
 		    "start)", cause ? cause : "no answer");
 		free(cause);
@@ -182,7 +193,7 @@ cmd_grant_exec(struct cmd_args *args)
 	struct host		 h;
 	json_t			*body, *resp;
 	const char		*why = NULL, *run = NULL, *dur = NULL;
-	char			 who[96];
+	char			 who[96], *missed = NULL;
 	long long		 secs;
 	uint16_t		 port;
 	int			 rc;
@@ -209,7 +220,7 @@ cmd_grant_exec(struct cmd_args *args)
 	body = json_pack("{s:s, s:s, s:i, s:I, s:s, s:s, s:s?}", "sandbox",
 	    args->argv[0], "host", h.name, "port", (int)port, "seconds",
 	    (json_int_t)secs, "rationale", why, "by", who, "run_id", run);
-	rc = grant_call("POST", "/grants", body, &resp);
+	rc = grant_call("POST", "/grants", body, &resp, &missed);
 	if (rc == SG_EXIT_OK)
 		printf("granted %s%s%s:%u to %s%s%s until %s\n",
 		    strchr(h.name, ':') ? "[" : "", h.name,
@@ -217,17 +228,18 @@ cmd_grant_exec(struct cmd_args *args)
 		    run ? ", exec " : "", run ? run : "",
 		    json_string_value(json_object_get(json_object_get(resp,
 		    "grant"), "expires")) ?: "?");
-	return grant_done(rc, resp, body);
+	return grant_done(rc, resp, body, missed);
 }
 
 /*
  * The end of grant and revoke: rc, or SG_EXIT_ERROR with a warning when
  * the proxy holds the change but could not save its grants (its run
  * folder full or read-only), since a restart before it saves them again
- * would undo the change. Frees resp and body.
+ * would undo the change; the same when some proxy replicas (missed) did
+ * not take it. Frees resp, body and missed.
  */
 static int
-grant_done(int rc, json_t *resp, json_t *body)
+grant_done(int rc, json_t *resp, json_t *body, char *missed)
 {
 	if (rc == SG_EXIT_OK && json_is_false(json_object_get(resp,
 	    "saved"))) {
@@ -236,6 +248,13 @@ grant_done(int rc, json_t *resp, json_t *body)
 		    "its output): a restart before then would undo it");
 		rc = SG_EXIT_ERROR;
 	}
+	if (missed != NULL) {
+		log_warnx("warning: not every proxy replica holds this: %s "
+		    "(they decide without it until it is given again)",
+		    missed);
+		rc = SG_EXIT_ERROR;
+	}
+	free(missed);
 	json_decref(resp);
 	json_decref(body);
 	return rc;
@@ -246,7 +265,7 @@ cmd_revoke_exec(struct cmd_args *args)
 {
 	struct host	 h;
 	json_t		*body, *resp;
-	char		 who[96];
+	char		 who[96], *missed = NULL;
 	uint16_t	 port;
 	int		 rc;
 
@@ -255,13 +274,13 @@ cmd_revoke_exec(struct cmd_args *args)
 	grant_who(who, sizeof(who));
 	body = json_pack("{s:s, s:s, s:i, s:s}", "sandbox", args->argv[0],
 	    "host", h.name, "port", (int)port, "by", who);
-	rc = grant_call("POST", "/grants/revoke", body, &resp);
+	rc = grant_call("POST", "/grants/revoke", body, &resp, &missed);
 	if (rc == SG_EXIT_OK)
 		printf("revoked %s:%u for %s (%lld connection%s closed)\n",
 		    h.name, port, args->argv[0], (long long)json_integer_value(
 		    json_object_get(resp, "closed")), json_integer_value(
 		    json_object_get(resp, "closed")) == 1 ? "" : "s");
-	return grant_done(rc, resp, body);
+	return grant_done(rc, resp, body, missed);
 }
 
 static int
@@ -278,7 +297,7 @@ cmd_grants_exec(struct cmd_args *args)
 			json = 1;
 	snprintf(path, sizeof(path), "/grants%s%s", args->argc > 0 ?
 	    "?sandbox=" : "", args->argc > 0 ? args->argv[0] : "");
-	rc = grant_call("GET", path, NULL, &resp);
+	rc = grant_call("GET", path, NULL, &resp, NULL);
 	json_array_foreach(json_object_get(resp, "grants"), i, g) {
 		if (json) {
 			json_dumpf(g, stdout, JSON_COMPACT |

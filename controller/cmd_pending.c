@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -12,7 +13,9 @@
 #include "log.h"
 #include "logread.h"
 #include "pending.h"
+#include "proxyctl.h"
 #include "state.h"
+#include "util.h"
 
 struct pending_opts {
 	const char	*log_dir;
@@ -26,6 +29,8 @@ struct pending_follow {
 };
 
 static int	cmd_pending_exec(struct cmd_args *);
+static json_t	*pending_replicas(struct pending *);
+static int	pending_replicas_show(json_t *, int);
 static void	pending_show(const struct pending_dest *, int);
 static void	pending_follow_cb(json_t *, void *);
 
@@ -47,7 +52,12 @@ const struct cmd_entry cmd_pending = {
 	    "attempts, first and last time, and the runs that sent them.\n"
 	    "ID keeps one sandbox's. --json prints one JSON object per line.\n"
 	    "--follow then prints each destination blocked for the first\n"
-	    "time as it comes, until killed.\n",
+	    "time as it comes, until killed.\n"
+	    "With several replicas in SANDGATE_PROXY_CONTROL (and no\n"
+	    "--log-dir), the blocks each replica keeps, asked over its\n"
+	    "control API and merged; --json then ends with a line\n"
+	    "{\"replicas\":[{\"name\",\"status\"}]}, and a replica that did\n"
+	    "not answer is named (exit 125).\n",
 	.options = cmd_pending_options,
 	.args_min = 0,
 	.args_max = 1,
@@ -84,6 +94,66 @@ pending_follow_cb(json_t *o, void *arg)
 		pending_show(d, f->json);
 }
 
+/*
+ * Every replica's recent blocks (GET /blocks of every sandbox) into p;
+ * [{"name","status"}] of the replicas, "ok" or why not.
+ */
+static json_t *
+pending_replicas(struct pending *p)
+{
+	json_t	*out = json_array(), *resp, *r;
+	char	*cause;
+	size_t	 i, j;
+	long	 status;
+
+	for (i = 0; i < proxyctl_replicas(); i++) {
+		resp = NULL;
+		cause = NULL;
+		status = 0;
+		if (proxyctl_call_at(i, "GET", "/blocks", NULL, &status, &resp,
+		    &cause) == 0 && status != 200)
+			util_xasprintf(&cause, "HTTP %ld", status);
+		json_array_foreach(cause == NULL ? json_object_get(resp,
+		    "blocks") : NULL, j, r)
+			(void)pending_record(p, r);
+		json_array_append_new(out, json_pack("{s:s, s:s}", "name",
+		    proxyctl_replica_name(i), "status", cause ? cause : "ok"));
+		json_decref(resp);
+		free(cause);
+	}
+	return out;
+}
+
+/*
+ * After the blocks: the replicas line (--json), and a warning for each
+ * replica that did not answer. SG_EXIT_OK, or SG_EXIT_ERROR when one
+ * did not.
+ */
+static int
+pending_replicas_show(json_t *reps, int json)
+{
+	json_t		*r;
+	const char	*st;
+	size_t		 i;
+	int		 rc = SG_EXIT_OK;
+
+	if (json && (r = json_pack("{s:O}", "replicas", reps)) != NULL) {
+		json_dumpf(r, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
+		putchar('\n');
+		json_decref(r);
+	}
+	json_array_foreach(reps, i, r) {
+		st = json_string_value(json_object_get(r, "status"));
+		if (strcmp(st, "ok") == 0)
+			continue;
+		log_warnx("warning: proxy replica %s did not answer (%s): its "
+		    "blocks are not shown", json_string_value(json_object_get(r,
+		    "name")), st);
+		rc = SG_EXIT_ERROR;
+	}
+	return rc;
+}
+
 static int
 cmd_pending_exec(struct cmd_args *args)
 {
@@ -91,6 +161,7 @@ cmd_pending_exec(struct cmd_args *args)
 	struct pending_follow	 f;
 	const struct cmd_opt	*opt;
 	struct pending		 p;
+	json_t			*reps = NULL;
 	char			*cause = NULL, **files;
 	size_t			 i;
 	int			 n, rc = SG_EXIT_OK;
@@ -102,10 +173,16 @@ cmd_pending_exec(struct cmd_args *args)
 		case 'l': o.log_dir = opt->arg; break;
 		}
 	}
-	if (o.log_dir == NULL)
-		o.log_dir = state_log_dir();
+	if (o.log_dir == NULL && proxyctl_replicas() > 1 && o.follow)
+		return cmd_usage_error(args->entry, "--follow reads one log, "
+		    "not several proxy replicas (SANDGATE_PROXY_CONTROL): "
+		    "give --log-dir");
 	pending_init(&p, args->argc > 0 ? args->argv[0] : NULL);
-	if (pending_read_log(&p, o.log_dir, &cause) == -1) {
+	if (o.log_dir == NULL && proxyctl_replicas() > 1)
+		reps = pending_replicas(&p);
+	else if (o.log_dir == NULL)
+		o.log_dir = state_log_dir();
+	if (reps == NULL && pending_read_log(&p, o.log_dir, &cause) == -1) {
 		log_warnx("%s", cause);
 		free(cause);
 		pending_release(&p);
@@ -117,6 +194,9 @@ cmd_pending_exec(struct cmd_args *args)
 	if (p.dropped > 0)
 		log_warnx("%zu more destinations not shown (more than %d)",
 		    p.dropped, PENDING_DESTS_MAX);
+	if (reps != NULL)
+		rc = pending_replicas_show(reps, o.json);
+	json_decref(reps);
 	fflush(stdout);
 	if (o.follow) {
 		f.p = &p;

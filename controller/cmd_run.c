@@ -265,7 +265,7 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	if (strcmp(m->network, "proxy") == 0) {
-		proxyctl_exec_begin(&px, m->id, run);
+		proxyctl_exec_begin(&px, m->id, run, m->allow, o.timeout);
 		asked = 1;
 	}
 	o.env = env = sandbox_exec_env(m, asked ? px.token : NULL, NULL);
@@ -277,8 +277,12 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	if (ran) {
 		r.network_blocked = blocks;
 		r.network_blocked_truncated = asked && px.truncated;
-	} else
+		r.network_replicas = asked ? px.replicas : NULL;
+	} else {
 		json_decref(blocks);
+		if (asked)
+			json_decref(px.replicas);
+	}
 	json_decref(env);
 done:
 	if (cid != NULL)

@@ -1388,8 +1388,9 @@ exec_result_release(struct exec_result *r)
 	free(r->out);
 	free(r->err);
 	json_decref(r->network_blocked);
+	json_decref(r->network_replicas);
 	r->out = r->err = NULL;
-	r->network_blocked = NULL;
+	r->network_blocked = r->network_replicas = NULL;
 }
 
 void
@@ -1554,6 +1555,8 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    "cpu_ms", (json_int_t)r->cpu_ms,
 	    "peak_memory_bytes", (json_int_t)r->peak_memory,
 	    "peak_pids", (json_int_t)r->peak_pids);
+	if (o != NULL && r->network_replicas != NULL)
+		json_object_set(o, "replicas", r->network_replicas);
 	free(out);
 	free(err);
 	return o;

@@ -124,6 +124,12 @@ struct exec_result {
 	 */
 	json_t			*network_blocked;
 	int			 network_blocked_truncated; /* not all kept */
+	/*
+	 * With several proxy replicas (SANDGATE_PROXY_CONTROL): which were
+	 * asked for the blocks, [{"name","status"}] ("replicas" in the
+	 * JSON); NULL with one proxy.
+	 */
+	json_t			*network_replicas;
 };
 
 /* SIGINT/SIGTERM set a flag exec_run() acts on; SIGPIPE is ignored. */

@@ -151,6 +151,27 @@ pending_event(struct pending *p, json_t *o, int *isnew)
 	return d;
 }
 
+struct pending_dest *
+pending_record(struct pending *p, json_t *r)
+{
+	struct pending_dest	*d;
+	json_t			*ev;
+	int			 isnew;
+
+	ev = json_pack("{s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, "
+	    "s:O?}", "event", "egress.blocked_summary", "sandbox",
+	    json_object_get(r, "sandbox"), "host", json_object_get(r, "host"),
+	    "port", json_object_get(r, "port"), "reason", json_object_get(r,
+	    "reason"), "count", json_object_get(r, "attempts"), "first",
+	    json_object_get(r, "first"), "last", json_object_get(r, "last"),
+	    "run_id", json_object_get(r, "run_id"));
+	if (ev == NULL)
+		return NULL;
+	d = pending_event(p, ev, &isnew);
+	json_decref(ev);
+	return d;
+}
+
 static void
 pending_cb(json_t *o, void *arg)
 {

@@ -48,6 +48,16 @@ void	pending_release(struct pending *);
  */
 struct pending_dest *pending_event(struct pending *, json_t *, int *isnew);
 
+/*
+ * Count one record of a proxy replica's GET /blocks (without sandbox:
+ * each names its sandbox, with its attempts, first and last time, and
+ * run_id), merged with what p holds (other replicas' records, or log
+ * events) per sandbox, destination and reason: attempts summed, first
+ * the earliest, last the latest, run ids joined. Returns the entry, or
+ * NULL when the record is none (pending_event's checks).
+ */
+struct pending_dest *pending_record(struct pending *, json_t *record);
+
 /* Read the log dir/security-events.jsonl and its rotated files. 0 or -1. */
 int	pending_read_log(struct pending *, const char *dir, char **cause);
 

@@ -3,12 +3,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 #include <openssl/rand.h>
 
+#include "auditkey.h"
+#include "checkpoint.h"
 #include "docker.h"
+#include "exectoken.h"
 #include "log.h"
 #include "proxyctl.h"
 #include "sglimits.h"
@@ -23,13 +27,28 @@ struct proxyctl_buf {
 	int	 toobig;
 };
 
+/* The replicas of SANDGATE_PROXY_CONTROL, or the socket (url[0] ""). */
+struct proxyctl_reps {
+	int	 parsed;
+	size_t	 n;
+	char	 url[PROXYCTL_REPLICAS_MAX][PROXYCTL_URL_MAX];
+	char	 error[PROXYCTL_URL_MAX + 96];
+};
+
+static struct proxyctl_reps	proxyctl_reps;
+
 static size_t	proxyctl_write(char *, size_t, size_t, void *);
+static void	proxyctl_replicas_parse(void);
 static int	proxyctl_token(struct curl_slist **, char **);
-static int	proxyctl_target(CURL *, const char *, char *, size_t,
+static int	proxyctl_target(CURL *, size_t, const char *, char *, size_t,
 		    struct curl_slist **, char **);
-static int	proxyctl_raw(const char *method, const char *path,
+static int	proxyctl_raw(size_t, const char *method, const char *path,
 		    const char *body, long *status, struct proxyctl_buf *,
 		    char **cause);
+static void	proxyctl_missed_add(char **, size_t, const char *, long);
+static int	proxyctl_call_first(const char *, const char *, json_t *,
+		    long *, json_t **, char **);
+static void	proxyctl_blocks_add(json_t *, json_t *, json_t *);
 
 const char *
 proxyctl_socket_path(void)
@@ -71,6 +90,63 @@ proxyctl_remote(void)
 }
 
 /*
+ * SANDGATE_PROXY_CONTROL split at its commas (blanks around each URL
+ * dropped) into proxyctl_reps; an empty, overlong or extra URL leaves
+ * the error that every request then fails with.
+ */
+static void
+proxyctl_replicas_parse(void)
+{
+	struct proxyctl_reps	*r = &proxyctl_reps;
+	const char		*p = proxyctl_remote();
+	size_t			 len, l;
+
+	if (r->parsed)
+		return;
+	r->parsed = 1;
+	r->n = 1;
+	if (p == NULL)
+		return;
+	for (r->n = 0;; p += len + 1) {
+		p += strspn(p, " \t");
+		len = strcspn(p, ",");
+		for (l = len; l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t');)
+			l--;
+		if (l == 0 || l >= PROXYCTL_URL_MAX ||
+		    r->n == PROXYCTL_REPLICAS_MAX) {
+			snprintf(r->error, sizeof(r->error),
+			    "SANDGATE_PROXY_CONTROL: %s (at most %d URLs of "
+			    "at most %d bytes)", l == 0 ? "an empty URL" :
+			    r->n == PROXYCTL_REPLICAS_MAX ? "too many URLs" :
+			    "a URL too long", PROXYCTL_REPLICAS_MAX,
+			    PROXYCTL_URL_MAX - 1);
+			r->n = 1;
+			return;
+		}
+		memcpy(r->url[r->n], p, l);
+		r->url[r->n++][l] = '\0';
+		if (p[len] == '\0')
+			return;
+	}
+}
+
+size_t
+proxyctl_replicas(void)
+{
+	proxyctl_replicas_parse();
+	return proxyctl_reps.n;
+}
+
+const char *
+proxyctl_replica_name(size_t i)
+{
+	proxyctl_replicas_parse();
+	if (proxyctl_remote() == NULL)
+		return proxyctl_socket_path();
+	return i < proxyctl_reps.n ? proxyctl_reps.url[i] : "?";
+}
+
+/*
  * The token of SANDGATE_PROXY_CONTROL_TOKEN_FILE as an Authorization
  * header appended to *hdrs; 0, or -1 with *cause.
  */
@@ -107,11 +183,16 @@ proxyctl_token(struct curl_slist **hdrs, char **cause)
  * *cause.
  */
 static int
-proxyctl_target(CURL *h, const char *path, char *url, size_t size,
-    struct curl_slist **hdrs, char **cause)
+proxyctl_target(CURL *h, size_t i, const char *path, char *url,
+    size_t size, struct curl_slist **hdrs, char **cause)
 {
 	const char	*base = proxyctl_remote();
 
+	proxyctl_replicas_parse();
+	if (proxyctl_reps.error[0] != '\0')
+		return util_cause(cause, "%s", proxyctl_reps.error);
+	if (base != NULL)
+		base = proxyctl_reps.url[i < proxyctl_reps.n ? i : 0];
 	if (base == NULL) {
 		snprintf(url, size, "http://proxy%s", path);
 		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH,
@@ -135,10 +216,10 @@ proxyctl_target(CURL *h, const char *path, char *url, size_t size,
 	return 0;
 }
 
-/* One HTTP request on the control socket; the reply body into *b. */
+/* One HTTP request to replica i; the reply body into *b. */
 static int
-proxyctl_raw(const char *method, const char *path, const char *body,
-    long *status, struct proxyctl_buf *b, char **cause)
+proxyctl_raw(size_t i, const char *method, const char *path,
+    const char *body, long *status, struct proxyctl_buf *b, char **cause)
 {
 	struct curl_slist	*hdrs = NULL;
 	CURL			*h;
@@ -150,7 +231,8 @@ proxyctl_raw(const char *method, const char *path, const char *body,
 		*cause = util_xstrdup("out of memory");
 		return -1;
 	}
-	if (proxyctl_target(h, path, url, sizeof(url), &hdrs, cause) == -1) {
+	if (proxyctl_target(h, i, path, url, sizeof(url), &hdrs, cause) ==
+	    -1) {
 		curl_easy_cleanup(h);
 		return -1;
 	}
@@ -171,9 +253,8 @@ proxyctl_raw(const char *method, const char *path, const char *body,
 	if (rc != CURLE_OK) {
 		util_cause(cause, "cannot reach the proxy's control %s %s "
 		    "(%s); start it with `sandgate proxy start`",
-		    proxyctl_remote() ? "API" : "socket", proxyctl_remote() ?
-		    proxyctl_remote() : proxyctl_socket_path(),
-		    curl_easy_strerror(rc));
+		    proxyctl_remote() ? "API" : "socket",
+		    proxyctl_replica_name(i), curl_easy_strerror(rc));
 		free(b->p);
 		b->p = NULL;
 		return -1;
@@ -182,8 +263,8 @@ proxyctl_raw(const char *method, const char *path, const char *body,
 }
 
 int
-proxyctl_call(const char *method, const char *path, json_t *body,
-    long *status, json_t **resp, char **cause)
+proxyctl_call_at(size_t i, const char *method, const char *path,
+    json_t *body, long *status, json_t **resp, char **cause)
 {
 	struct proxyctl_buf	 b;
 	json_error_t		 err;
@@ -194,7 +275,7 @@ proxyctl_call(const char *method, const char *path, json_t *body,
 		*cause = util_xstrdup("out of memory");
 		return -1;
 	}
-	rc = proxyctl_raw(method, path, text, status, &b, cause);
+	rc = proxyctl_raw(i, method, path, text, status, &b, cause);
 	free(text);
 	if (rc == -1)
 		return -1;
@@ -204,13 +285,110 @@ proxyctl_call(const char *method, const char *path, json_t *body,
 	return 0;
 }
 
+/* "NAME (why)" appended to the list *missed (heap, "; " between). */
+static void
+proxyctl_missed_add(char **missed, size_t i, const char *cause,
+    long status)
+{
+	char	*tmp;
+
+	if (cause != NULL)
+		util_xasprintf(&tmp, "%s%s%s (%s)", *missed ? *missed : "",
+		    *missed ? "; " : "", proxyctl_replica_name(i), cause);
+	else
+		util_xasprintf(&tmp, "%s%s%s (HTTP %ld)", *missed ? *missed :
+		    "", *missed ? "; " : "", proxyctl_replica_name(i), status);
+	free(*missed);
+	*missed = tmp;
+}
+
+int
+proxyctl_call_fan(const char *method, const char *path, json_t *body,
+    long *status, json_t **resp, char **missed, char **cause)
+{
+	json_t	*r;
+	char	*c;
+	size_t	 i, n = proxyctl_replicas();
+	long	 st;
+	int	 first = 1;
+
+	*missed = NULL;
+	if (n == 1)
+		return proxyctl_call_at(0, method, path, body, status, resp,
+		    cause);
+	for (i = 0; i < n; i++) {
+		r = NULL;
+		c = NULL;
+		st = 0;
+		if (proxyctl_call_at(i, method, path, body, &st, &r, &c) ==
+		    0 && first) {
+			first = 0;
+			*status = st;
+			if (resp != NULL)
+				*resp = r;
+			else
+				json_decref(r);
+			continue;
+		}
+		if (c != NULL || st != *status)
+			proxyctl_missed_add(missed, i, c, st);
+		json_decref(r);
+		free(c);
+	}
+	if (!first)
+		return 0;
+	util_cause(cause, "no proxy replica answered: %s", *missed);
+	free(*missed);
+	*missed = NULL;
+	return -1;
+}
+
+/* The first replica that answers, in SANDGATE_PROXY_CONTROL's order. */
+static int
+proxyctl_call_first(const char *method, const char *path, json_t *body,
+    long *status, json_t **resp, char **cause)
+{
+	size_t	i, n = proxyctl_replicas();
+
+	for (i = 0; i < n; i++) {
+		if (i > 0) {
+			free(*cause);
+			*cause = NULL;
+		}
+		if (proxyctl_call_at(i, method, path, body, status, resp,
+		    cause) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+int
+proxyctl_call(const char *method, const char *path, json_t *body,
+    long *status, json_t **resp, char **cause)
+{
+	char	*missed = NULL;
+	int	 rc;
+
+	if (strcmp(method, "GET") == 0)
+		return proxyctl_call_first(method, path, body, status, resp,
+		    cause);
+	rc = proxyctl_call_fan(method, path, body, status, resp, &missed,
+	    cause);
+	if (missed != NULL)
+		log_warnx("warning: not every proxy replica took %s %s: %s",
+		    method, path, missed);
+	free(missed);
+	return rc;
+}
+
 char *
 proxyctl_metrics(char **cause)
 {
 	struct proxyctl_buf	b;
 	long			status = 0;
 
-	if (proxyctl_raw("GET", "/metrics", NULL, &status, &b, cause) == -1)
+	if (proxyctl_raw(0, "GET", "/metrics", NULL, &status, &b, cause) ==
+	    -1)
 		return NULL;
 	if (status != 200 || b.p == NULL) {
 		free(b.p);
@@ -306,15 +484,16 @@ proxyctl_unregister(const char *sandbox, char **cause)
 	return rc;
 }
 
-int
-proxyctl_log_seq(long long *seq)
+/* The block cursor of replica i now; 0, or -1. */
+static int
+proxyctl_log_seq_at(size_t i, long long *seq)
 {
 	json_t	*resp = NULL;
 	char	*cause = NULL;
 	long	 status = 0;
 
-	if (proxyctl_call("GET", "/status", NULL, &status, &resp, &cause) ==
-	    -1 || status != 200) {
+	if (proxyctl_call_at(i, "GET", "/status", NULL, &status, &resp,
+	    &cause) == -1 || status != 200) {
 		free(cause);
 		json_decref(resp);
 		return -1;
@@ -327,32 +506,27 @@ proxyctl_log_seq(long long *seq)
 	return 0;
 }
 
-json_t *
-proxyctl_blocks(const char *sandbox, long long after, const char *run_id,
-    int *truncated)
+int
+proxyctl_log_seq(long long *seq)
 {
-	json_t		*resp = NULL, *out, *b, *agg, *have;
-	char		 path[256], *cause = NULL, dest[SG_HOST_MAX + 16];
-	char		 key[SG_HOST_MAX + 96];
+	return proxyctl_log_seq_at(0, seq);
+}
+
+/*
+ * The /blocks records of one replica into out, one entry per
+ * destination and run (agg: key to entry; attempts summed), so that the
+ * records of several replicas merge.
+ */
+static void
+proxyctl_blocks_add(json_t *out, json_t *agg, json_t *records)
+{
+	json_t		*b, *have;
+	char		 dest[SG_HOST_MAX + 16], key[SG_HOST_MAX + 96];
 	const char	*host, *run;
 	size_t		 i;
-	long		 status = 0;
 	json_int_t	 n;
 
-	snprintf(path, sizeof(path), "/blocks?sandbox=%s&after=%lld%s%s",
-	    sandbox, after, run_id ? "&unattributed=1&run=" : "",
-	    run_id ? run_id : "");
-	if (proxyctl_call("GET", path, NULL, &status, &resp, &cause) == -1 ||
-	    status != 200) {
-		free(cause);
-		json_decref(resp);
-		return NULL;
-	}
-	if (truncated != NULL)
-		*truncated = json_is_true(json_object_get(resp, "truncated"));
-	out = json_array();
-	agg = json_object();
-	json_array_foreach(json_object_get(resp, "blocks"), i, b) {
+	json_array_foreach(records, i, b) {
 		host = json_string_value(json_object_get(b, "host"));
 		snprintf(dest, sizeof(dest), strchr(host ? host : "", ':') ?
 		    "[%s]:%lld" : "%s:%lld", host ? host : "-",
@@ -376,9 +550,36 @@ proxyctl_blocks(const char *sandbox, long long after, const char *run_id,
 		json_object_set(agg, key, have);
 		json_array_append_new(out, have);
 	}
-	json_decref(agg);
+}
+
+/*
+ * The blocks of a sandbox on replica i after its cursor (with run_id:
+ * that exec's and the unattributed ones) into out (proxyctl_blocks_add);
+ * *truncated set when the replica did not keep them all. 0, or -1 when
+ * it could not be asked.
+ */
+static int
+proxyctl_blocks_at(size_t i, const char *sandbox, long long after,
+    const char *run_id, json_t *out, json_t *agg, int *truncated)
+{
+	json_t	*resp = NULL;
+	char	 path[256], *cause = NULL;
+	long	 status = 0;
+
+	snprintf(path, sizeof(path), "/blocks?sandbox=%s&after=%lld%s%s",
+	    sandbox, after, run_id ? "&unattributed=1&run=" : "",
+	    run_id ? run_id : "");
+	if (proxyctl_call_at(i, "GET", path, NULL, &status, &resp, &cause) ==
+	    -1 || status != 200) {
+		free(cause);
+		json_decref(resp);
+		return -1;
+	}
+	if (json_is_true(json_object_get(resp, "truncated")))
+		*truncated = 1;
+	proxyctl_blocks_add(out, agg, json_object_get(resp, "blocks"));
 	json_decref(resp);
-	return out;
+	return 0;
 }
 
 static int
@@ -432,29 +633,79 @@ proxyctl_container_logs(const char *api_version, int follow, char **cause)
 	return 0;
 }
 
+/*
+ * The sandbox token of an exec into x->token, signed with the token key
+ * when the controller holds one (docs/proxy.md, "Exec credentials"). 0,
+ * or -1 when there is no key or no token could be made (said on
+ * stderr, but for a missing key): the exec then hands out its cred.
+ */
+static int
+proxyctl_exec_token(struct proxyctl_exec *x, const char *sandbox,
+    const char *run_id, json_t *sets, long long timeout)
+{
+	struct token	 t;
+	EVP_PKEY	*key;
+	json_t		*resp = NULL;
+	char		 path[4096], gpath[128], *cause = NULL;
+	const char	*why = NULL;
+	long		 status = 0;
+	int		 rc = -1;
+
+	if (snprintf(path, sizeof(path), "%s/keys/%s", state_root(),
+	    AUDITKEY_TOKEN_NAME) >= (int)sizeof(path) ||
+	    access(path, F_OK) == -1)
+		return -1;
+	if ((key = checkpoint_key_load(path, &cause)) == NULL)
+		goto out;
+	snprintf(gpath, sizeof(gpath), "/grants?sandbox=%s", sandbox);
+	if (proxyctl_call("GET", gpath, NULL, &status, &resp, &cause) == -1 ||
+	    status != 200)
+		why = "the proxy did not list the grants in force";
+	else if (exectoken_fill(&t, sandbox, run_id, sets, json_object_get(
+	    resp, "grants"), time(NULL), timeout, &why) == 0 &&
+	    token_issue(key, &t, x->token, &why) == 0)
+		rc = 0;
+	EVP_PKEY_free(key);
+out:
+	if (rc == -1) {
+		log_warnx("the exec's proxy URL carries its credential, not a "
+		    "sandbox token: %s", cause ? cause : why);
+		x->token[0] = '\0';
+	}
+	explicit_bzero(&t, sizeof(t));
+	json_decref(resp);
+	free(cause);
+	return rc;
+}
+
 void
 proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
-    const char *run_id)
+    const char *run_id, json_t *sets, long long timeout)
 {
 	unsigned char	 rnd[16];
 	json_t		*body;
 	char		*cause = NULL;
+	size_t		 i;
 	long		 status = 0;
 
 	memset(x, 0, sizeof(*x));
-	x->asked = proxyctl_log_seq(&x->seq) == 0;
+	for (i = 0; i < proxyctl_replicas(); i++)
+		if ((x->known[i] = proxyctl_log_seq_at(i, &x->seq[i]) == 0))
+			x->asked = 1;
 	if (!x->asked || RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return;
-	util_hex(rnd, sizeof(rnd), x->token);
-	body = json_pack("{s:s, s:s, s:s}", "token", x->token, "sandbox",
+	util_hex(rnd, sizeof(rnd), x->cred);
+	body = json_pack("{s:s, s:s, s:s}", "token", x->cred, "sandbox",
 	    sandbox, "run_id", run_id);
 	/* An older proxy answers 404: the exec is the sandbox's alone. */
-	x->cred = proxyctl_call("POST", "/execs", body, &status, NULL,
+	x->cred_ok = proxyctl_call("POST", "/execs", body, &status, NULL,
 	    &cause) == 0 && status == 200;
-	if (!x->cred)
-		x->token[0] = '\0';
 	json_decref(body);
 	free(cause);
+	if (!x->cred_ok)
+		x->cred[0] = '\0';
+	else if (proxyctl_exec_token(x, sandbox, run_id, sets, timeout) == -1)
+		snprintf(x->token, sizeof(x->token), "%s", x->cred);
 }
 
 int
@@ -486,6 +737,48 @@ proxyctl_exec_gone(const char *run_id, void *arg)
 	free(cause);
 }
 
+/*
+ * The blocks after the exec's cursors from every replica, merged; NULL
+ * when none answered. With several replicas, x->replicas says which
+ * answered, and one that did not is warned of and makes the list
+ * truncated.
+ */
+static json_t *
+proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
+    const char *run_id)
+{
+	json_t	*out = json_array(), *agg = json_object();
+	char	*missed = NULL;
+	size_t	 i, n = proxyctl_replicas();
+	int	 any = 0, ok;
+
+	if (n > 1)
+		x->replicas = json_array();
+	for (i = 0; i < n; i++) {
+		ok = x->known[i] && proxyctl_blocks_at(i, sandbox, x->seq[i],
+		    x->cred_ok ? run_id : NULL, out, agg, &x->truncated) == 0;
+		any |= ok;
+		if (!ok && n > 1)
+			proxyctl_missed_add(&missed, i, "no answer", 0);
+		if (n > 1)
+			json_array_append_new(x->replicas, json_pack("{s:s, "
+			    "s:s}", "name", proxyctl_replica_name(i), "status",
+			    ok ? "ok" : "no answer"));
+	}
+	json_decref(agg);
+	if (missed != NULL && any) {
+		log_warnx("warning: network_blocked leaves out the proxy "
+		    "replicas that did not answer: %s", missed);
+		x->truncated = 1;
+	}
+	free(missed);
+	if (!any) {
+		json_decref(out);
+		out = NULL;
+	}
+	return out;
+}
+
 json_t *
 proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
     const char *run_id)
@@ -494,15 +787,15 @@ proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
 	char	*cause = NULL;
 
 	if (x->asked)
-		blocks = proxyctl_blocks(sandbox, x->seq, x->cred ? run_id :
-		    NULL, &x->truncated);
-	if (x->cred) {
+		blocks = proxyctl_exec_blocks(x, sandbox, run_id);
+	if (x->cred_ok) {
 		if (proxyctl_exec_end(run_id, &cause) == -1)
 			log_warnx("the proxy credential of %s was not ended: "
 			    "%s", run_id, cause);
 		free(cause);
-		x->cred = 0;
+		x->cred_ok = 0;
 	}
+	explicit_bzero(x->cred, sizeof(x->cred));
 	explicit_bzero(x->token, sizeof(x->token));
 	return blocks;
 }

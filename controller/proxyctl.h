@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "token.h"
+
 struct docker;
 
 #define PROXYCTL_TOKEN_PUB	"/etc/sandgate/token.pub"	/* --token-key */
@@ -30,23 +32,31 @@ struct docker;
 #define PROXYCTL_CA_CERT	"ca.crt"
 #define PROXYCTL_CA_KEY		"ca.key"
 
+#define PROXYCTL_REPLICAS_MAX	16	/* URLs in SANDGATE_PROXY_CONTROL */
+#define PROXYCTL_URL_MAX	512
+
 /*
  * SANDGATE_PROXY_CONTROL (http:// or https://HOST:PORT), when set: the
  * proxy's TCP control API, used instead of the socket by every call here
  * with the bearer token of SANDGATE_PROXY_CONTROL_TOKEN_FILE (https://
  * checked against SANDGATE_PROXY_CONTROL_CA, else the system's CAs).
- * NULL when unset.
+ * Several URLs, comma-separated, name the replicas of one proxy tier
+ * (one token file and CA for all). NULL when unset.
  */
 const char	*proxyctl_remote(void);
+
+/*
+ * How many replicas the controller talks to: the URLs of
+ * SANDGATE_PROXY_CONTROL (at most PROXYCTL_REPLICAS_MAX), or 1 (the one
+ * URL, or the control socket).
+ */
+size_t		 proxyctl_replicas(void);
+/* Replica i as named in SANDGATE_PROXY_CONTROL, or the socket's path. */
+const char	*proxyctl_replica_name(size_t i);
 
 /* state_root()/proxy/run/control.sock (static storage). */
 const char	*proxyctl_socket_path(void);
 
-/*
- * One request to the control socket. body may be NULL (borrowed). *status
- * gets the HTTP status and *resp (may be NULL) the parsed JSON reply.
- * Returns 0, or -1 when the proxy cannot be reached (*cause says why).
- */
 /*
  * The sandgate CA's certificate on the host when `proxy start` has made
  * one (state_root()/proxy/ca/ca.crt), else NULL. A static buffer.
@@ -59,8 +69,28 @@ const char *proxyctl_ca_cert(void);
  */
 int	proxyctl_ca_remove(char **cause);
 
+/*
+ * One request to the proxy. body may be NULL (borrowed). *status gets
+ * the HTTP status and *resp (may be NULL) the parsed JSON reply. Returns
+ * 0, or -1 when the proxy cannot be reached (*cause says why). A GET
+ * goes to the first replica that answers (in
+ * SANDGATE_PROXY_CONTROL's order); anything else to every replica
+ * (proxyctl_call_fan), with a warning on stderr naming those that did
+ * not take it.
+ */
 int	proxyctl_call(const char *method, const char *path, json_t *body,
 	    long *status, json_t **resp, char **cause);
+/* One request to replica i only. */
+int	proxyctl_call_at(size_t i, const char *method, const char *path,
+	    json_t *body, long *status, json_t **resp, char **cause);
+/*
+ * One request to every replica: *status and *resp are the first
+ * answering replica's; *missed (heap, NULL when none) lists the others
+ * that did not answer or answered another status, as "NAME (why); ...".
+ * -1 with *cause when no replica answered.
+ */
+int	proxyctl_call_fan(const char *method, const char *path, json_t *body,
+	    long *status, json_t **resp, char **missed, char **cause);
 
 /* GET /metrics as text (heap) or NULL with *cause. */
 char	*proxyctl_metrics(char **cause);
@@ -87,39 +117,42 @@ int	proxyctl_unregister(const char *sandbox, char **cause);
 int	proxyctl_unregister_container(struct docker *, const char *container,
 	    char **cause);
 
-/*
- * The proxy's block cursor now (before an exec; blocks_seq of /status),
- * and afterwards the blocks of a sandbox after it (with run_id: that
- * exec's and the unattributed ones), aggregated by destination and run:
- * [{"destination":"h:443","reason":..,"message":..,"attempts":N,
- * "run_id":..|null}]; *truncated (unless NULL) set when the proxy did
- * not keep them all.
- * Both fail (-1, NULL) when the proxy can't be asked (then no blocks
- * are known).
- */
+/* The block cursor of the proxy (replica 0) now; 0, or -1. */
 int	proxyctl_log_seq(long long *seq);
-json_t	*proxyctl_blocks(const char *sandbox, long long after,
-	    const char *run_id, int *truncated);
 
 /*
  * One exec's attribution. begin takes the block cursor and registers a
- * new credential for run_id with the proxy (token, 32 hex digits, ""
- * when the proxy could not take it); finish reads the blocks after the
- * cursor (with a credential: the run's own and those no credential
- * named, each with its run_id or null) and ends the credential, so it
- * stops working. finish returns NULL when the proxy could not be asked,
- * and sets truncated when the proxy kept only some of the blocks.
+ * new credential for run_id with the proxy (cred, 32 hex digits, never
+ * handed out when a token is); token is what goes into the exec's proxy
+ * URL: with the token key (state_root()/keys/token.key) a sandbox token
+ * signed with it (exectoken.h: the sandbox, run_id, the sets in force,
+ * the grants digest, expiring timeout + EXECTOKEN_MARGIN s from now),
+ * else cred; "" when the proxy could not take the credential. finish
+ * reads the blocks after the cursor (with a credential: the run's own
+ * and those no credential named, each with its run_id or null) and ends
+ * the credential, so neither cred nor token names the run any more.
+ * finish returns NULL when the proxy could not be asked, and sets
+ * truncated when the proxy kept only some of the blocks.
+ *
+ * With several replicas, each has its own cursor; finish asks every
+ * replica, merges their blocks per destination and run (attempts
+ * summed), returns NULL only when none answered, and sets replicas
+ * ([{"name","status"}], the caller's) and truncated (and warns) when
+ * one did not answer.
  */
 struct proxyctl_exec {
-	long long	seq;
-	int		asked;		/* seq is known */
-	int		cred;		/* a credential is registered */
-	int		truncated;	/* the blocks read are not all */
-	char		token[33];
+	long long	 seq[PROXYCTL_REPLICAS_MAX];	/* per replica */
+	unsigned char	 known[PROXYCTL_REPLICAS_MAX];	/* seq[i] is */
+	int		 asked;		/* some seq is known */
+	int		 cred_ok;	/* a credential is registered */
+	int		 truncated;	/* the blocks read are not all */
+	char		 cred[33];
+	char		 token[TOKEN_TEXT_MAX + 1];
+	json_t		*replicas;	/* exec_result's network_replicas */
 };
 
 void	proxyctl_exec_begin(struct proxyctl_exec *, const char *sandbox,
-	    const char *run_id);
+	    const char *run_id, json_t *sets, long long timeout);
 json_t	*proxyctl_exec_finish(struct proxyctl_exec *, const char *sandbox,
 	    const char *run_id);
 /*

@@ -54,6 +54,8 @@ struct control_block {
 	char			 run[EXECCRED_RUN_MAX + 1];	/* "": none */
 	char			 reason[32];
 	char			 message[512];
+	char			 first_ts[UTIL_TS_LEN];	/* wall clock */
+	char			 last_ts[UTIL_TS_LEN];
 };
 
 /* The recent blocks of one sandbox: its own ring, so none crowds out. */
@@ -109,6 +111,9 @@ static void	control_identities(struct proxy *, const char *);
 static void	control_ring_note(unsigned long long, const char *,
 		    const char *, const char *, int, const char *,
 		    const char *);
+static void	control_ring_add(json_t *, const struct control_sbx *,
+		    unsigned long long, const char *, int, int, int *);
+static json_t	*control_ring_all(unsigned long long, int *);
 static json_t	*control_ring_json(const char *, unsigned long long,
 		    const char *, int, int *);
 
@@ -977,11 +982,13 @@ control_ring_note(unsigned long long serial, const char *sandbox,
 {
 	struct control_sbx	*s;
 	struct control_block	*b;
+	struct timespec		 now;
 	size_t			 i;
 
 	if ((s = control_sbx_get(sandbox, 1)) == NULL)
 		return;
 	s->used = serial;
+	clock_gettime(CLOCK_REALTIME, &now);
 	/* The same destination and reason since the last cursor: count. */
 	for (i = 0; i < s->n && i < CONTROL_BLOCKS; i++) {
 		b = &s->ring[(s->n - 1 - i) % CONTROL_BLOCKS];
@@ -992,6 +999,7 @@ control_ring_note(unsigned long long serial, const char *sandbox,
 		    strcmp(b->run, run_id ? run_id : "") == 0) {
 			b->last = serial;
 			b->count++;
+			util_rfc3339(&now, b->last_ts);
 			return;
 		}
 	}
@@ -1005,37 +1013,72 @@ control_ring_note(unsigned long long serial, const char *sandbox,
 	snprintf(b->run, sizeof(b->run), "%s", run_id ? run_id : "");
 	snprintf(b->reason, sizeof(b->reason), "%s", reason);
 	snprintf(b->message, sizeof(b->message), "%s", message);
+	util_rfc3339(&now, b->first_ts);
+	memcpy(b->last_ts, b->first_ts, sizeof(b->last_ts));
 }
 
 /*
- * The ring's records of sandbox after a cursor, oldest first (with run:
- * only that exec's, and with unattributed also those that named no
- * exec); *truncated when a record after the cursor was overwritten.
+ * The ring's records of s after a cursor into arr, oldest first (with
+ * run: only that exec's, and with unattributed also those that named no
+ * exec), each naming its sandbox when named; *truncated set when a
+ * record after the cursor was overwritten.
  */
-static json_t *
-control_ring_json(const char *sandbox, unsigned long long after,
-    const char *run, int unattributed, int *truncated)
+static void
+control_ring_add(json_t *arr, const struct control_sbx *s,
+    unsigned long long after, const char *run, int unattributed,
+    int named, int *truncated)
 {
-	json_t			*arr = json_array();
-	size_t			 i, n;
-	struct control_sbx	*s;
-	struct control_block	*b;
+	const struct control_block	*b;
+	size_t				 i, n;
+	json_t				*o;
 
-	s = control_sbx_get(sandbox, 0);
-	n = s == NULL ? 0 : s->n < CONTROL_BLOCKS ? s->n : CONTROL_BLOCKS;
-	*truncated = s != NULL && s->lost > after;
-	for (i = 0; i < n && arr != NULL; i++) {
+	n = s->n < CONTROL_BLOCKS ? s->n : CONTROL_BLOCKS;
+	if (s->lost > after)
+		*truncated = 1;
+	for (i = 0; i < n; i++) {
 		b = &s->ring[(s->n - n + i) % CONTROL_BLOCKS];
 		if (b->last <= after || (run != NULL &&
 		    strcmp(run, b->run) != 0 && (!unattributed ||
 		    b->run[0] != '\0')))
 			continue;
-		json_array_append_new(arr, json_pack("{s:I, s:s, s:i, s:s, "
-		    "s:s, s:I, s:o}", "seq", (json_int_t)b->last, "host",
-		    b->host, "port", b->port, "reason", b->reason, "message",
-		    b->message, "attempts", (json_int_t)b->count, "run_id",
-		    b->run[0] ? json_string(b->run) : json_null()));
+		o = json_pack("{s:I, s:s, s:i, s:s, s:s, s:I, s:o, s:s, s:s}",
+		    "seq", (json_int_t)b->last, "host", b->host, "port",
+		    b->port, "reason", b->reason, "message", b->message,
+		    "attempts", (json_int_t)b->count, "run_id", b->run[0] ?
+		    json_string(b->run) : json_null(), "first", b->first_ts,
+		    "last", b->last_ts);
+		if (o != NULL && named)
+			json_object_set_new(o, "sandbox",
+			    json_string(s->sandbox));
+		json_array_append_new(arr, o);
 	}
+}
+
+/* The ring records of sandbox after a cursor (control_ring_add). */
+static json_t *
+control_ring_json(const char *sandbox, unsigned long long after,
+    const char *run, int unattributed, int *truncated)
+{
+	json_t			*arr = json_array();
+	struct control_sbx	*s;
+
+	*truncated = 0;
+	if (arr != NULL && (s = control_sbx_get(sandbox, 0)) != NULL)
+		control_ring_add(arr, s, after, run, unattributed, 0,
+		    truncated);
+	return arr;
+}
+
+/* Every sandbox's ring records after a cursor, each naming its sandbox. */
+static json_t *
+control_ring_all(unsigned long long after, int *truncated)
+{
+	json_t			*arr = json_array();
+	struct control_sbx	*s;
+
+	*truncated = 0;
+	for (s = control_sbxs; s != NULL && arr != NULL; s = s->next)
+		control_ring_add(arr, s, after, NULL, 0, 1, truncated);
 	return arr;
 }
 
@@ -1044,7 +1087,9 @@ control_ring_json(const char *sandbox, unsigned long long after,
  * one entry per record with its attempts. With run=RUN of a running exec
  * (execcred_blocks_json) that exec's own set, and with unattributed=1
  * also the blocks no credential named while it ran; otherwise the
- * sandbox's ring, oldest first. "truncated" says some were not kept.
+ * sandbox's ring, oldest first; without sandbox every sandbox's ring,
+ * each record naming its sandbox (what `sandgate pending` gathers from
+ * several replicas). "truncated" says some were not kept.
  */
 static void
 control_blocks(struct proxy *px, struct evhttp_request *req)
@@ -1071,6 +1116,8 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 	if (arr == NULL && sbx != NULL)
 		arr = control_ring_json(sbx, (unsigned long long)after, run,
 		    unattributed, &truncated);
+	else if (sbx == NULL)
+		arr = control_ring_all((unsigned long long)after, &truncated);
 	evhttp_clear_headers(&q);
 	control_reply(req, 200, json_pack("{s:I, s:I, s:o, s:b}", "log_seq",
 	    (json_int_t)eventlog_seq(px->seclog), "blocks_seq",

@@ -9,6 +9,12 @@
 # upstream side is an --internal network of its own, and every
 # destination here is refused before any lookup.
 #
+# With the token key that `proxy start` makes, each exec's proxy URL
+# carries a sandbox token naming its run: it names the run only while the
+# exec runs (after its end, or its SIGKILL, it attributes nothing), and
+# from another sandbox's address it is refused (token_other_sandbox).
+# Without the key, a 128-bit hex credential, as before.
+#
 # The contract under test is docs/agents.md (network_blocked) and
 # docs/proxy.md ("Exec credentials").
 set -u
@@ -81,8 +87,8 @@ assert_contains "the event of B names B's run" "$ev" "two.blocked.test $RB"
 
 # A finished exec's credential, from A's own proxy URL: it stops working,
 # and the request is the sandbox's alone. So is one without a credential.
-assert_contains "A's proxy URL carried a credential" \
-	"$("$SG" exec "$SBX" -- cat /workspace/a.proxy)" "http://sandgate:"
+assert_contains "A's proxy URL carried a sandbox token" \
+	"$("$SG" exec "$SBX" -- cat /workspace/a.proxy)" "http://sandgate:sgt1."
 sg_run c "$SG" exec --json "$SBX" -- sh -c 'curl -sS -m 10 --proxy "$(cat /workspace/a.proxy)" https://three.blocked.test/;
 	curl -sS -m 10 --proxy "http://${HTTPS_PROXY##*@}" https://four.blocked.test/'
 printf '%s' "$c_out" >"$SG_TMP/c.json"
@@ -157,5 +163,35 @@ RS=$(field "$SG_TMP/s.json" 'd["run_id"]')
 assert_eq "after an exec --fresh, the session exec's block is its own" \
 	"eight.blocked.test:443 $RS" \
 	"$(field "$SG_TMP/s.json" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"])')"
+
+
+# An exec's token is bound to its sandbox: from another sandbox's
+# address the proxy refuses it (token_other_sandbox), and that block is
+# the other sandbox's.
+sg_run r "$SG" create "$SG_TMP/project"
+assert_eq "create a second sandbox" 0 "$r_rc"
+SBX2=$r_out
+sg_on_exit "'$SG' discard $SBX2"
+APROXY=$(cat "$SANDGATE_STATE/sandboxes/$SBX/work/a.proxy")
+sg_run x "$SG" exec --json "$SBX2" -- sh -c "curl -sS -m 10 --proxy '$APROXY' https://nine.blocked.test/; true"
+printf '%s' "$x_out" >"$SG_TMP/x.json"
+assert_eq "another sandbox's token is refused as such" \
+	"nine.blocked.test:443 token_other_sandbox None" \
+	"$(field "$SG_TMP/x.json" '" ".join(b["destination"] + " " + b["reason"] + " " + str(b["run_id"]) for b in d["network_blocked"])')"
+assert_contains "the refusal says why" "$x_out" "sandbox token refused"
+
+# Without the token key the exec hands out its 128-bit credential, as
+# before tokens, and its blocks still name its run.
+KEY=$SANDGATE_STATE/keys/token.key
+mv "$KEY" "$KEY.aside"
+sg_run k "$SG" exec --json "$SBX" -- sh -c 'echo "$HTTPS_PROXY"; curl -sS -m 10 https://ten.blocked.test/ >/dev/null 2>&1; true'
+mv "$KEY.aside" "$KEY"
+printf '%s' "$k_out" >"$SG_TMP/k.json"
+RK=$(field "$SG_TMP/k.json" 'd["run_id"]')
+assert_eq "no token key: a hex credential in the proxy URL" "32 True" \
+	"$(field "$SG_TMP/k.json" '(lambda p: str(len(p)) + " " + str(all(c in "0123456789abcdef" for c in p)))(d["stdout"].split("sandgate:")[1].split("@")[0])')"
+assert_eq "no token key: the block names the run" \
+	"ten.blocked.test:443 $RK" \
+	"$(field "$SG_TMP/k.json" '" ".join(b["destination"] + " " + str(b["run_id"]) for b in d["network_blocked"])')"
 
 sg_summary

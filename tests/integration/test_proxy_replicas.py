@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""The controller's side of a proxy tier: SANDGATE_PROXY_CONTROL naming
+three replicas (docs/controller.md, "Several proxy replicas").
+
+Three real sandgate-proxy replicas (--instance r1..r3), each with its
+control API over TCP on loopback and one token file. `sandgate grant`
+reaches all three (and exits 125 naming one it could not reach);
+`sandgate pending --json` gathers the blocks made through each replica
+into one list, merged per destination (attempts summed, first the
+earliest, last the latest), and ends with a `replicas` line; with one
+replica stopped, the others' blocks are shown and its status says it
+did not answer (exit 125). With one URL, `pending` is what it was (the
+log folder, no replicas line).
+
+Run: python3 tests/integration/test_proxy_replicas.py [-v]
+Env: SANDGATE_BIN, SANDGATE_SRC, SANDGATE_KEEP=1 as test_proxy.py.
+Everything listens on loopback; every name is under .test.
+"""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxylib  # noqa: E402
+
+SBX = "sbx_0123456789abcdef01234567"
+CLIENT = "127.0.0.5"
+NAMES = ("r1", "r2", "r3")
+W = {}
+
+
+def sandgate(args, urls, log_dir=None):
+    """sandgate with SANDGATE_PROXY_CONTROL naming urls (None: unset)."""
+    env = {"SANDGATE_STATE": W["state"],
+           "SANDGATE_LOG_DIR": log_dir or W["proxies"][0].log_dir,
+           "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}
+    if urls is not None:
+        env["SANDGATE_PROXY_CONTROL"] = ",".join(urls)
+    return subprocess.run([os.path.join(proxylib.BIN, "sandgate")] + args,
+                          capture_output=True, text=True, timeout=60,
+                          env=proxylib.clean_env(env))
+
+
+def lines(out):
+    return [json.loads(x) for x in out.splitlines() if x.strip()]
+
+
+def block(p, host):
+    """One request of the sandbox's address through replica p: refused."""
+    code = proxylib.get_status(p.port, host, src=CLIENT)
+    if code != 403:
+        raise AssertionError("%s through %s: %d" % (host, p.dir, code))
+
+
+def setUpModule():
+    for k in proxylib.PROXY_ENV:
+        os.environ.pop(k, None)
+    W["dir"] = tempfile.mkdtemp(prefix="sg-replicas-")
+    W["state"] = os.path.join(W["dir"], "state")
+    os.makedirs(os.path.join(W["state"], "sandboxes", SBX))
+    W["tokfile"] = os.path.join(W["dir"], "control.token")
+    with open(W["tokfile"], "w") as f:
+        f.write(base64.b64encode(os.urandom(48)).decode() + "\n")
+    os.chmod(W["tokfile"], 0o600)
+    W["proxies"], W["urls"] = [], []
+    try:
+        W["up"] = proxylib.Upstreams(W["dir"]).start()
+        for name in NAMES:
+            port = proxylib.free_port()
+            p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
+                "--instance", name,
+                "--control-socket", os.path.join(W["dir"], name + ".sock"),
+                "--control-listen", "127.0.0.1:%d" % port,
+                "--control-token-file", W["tokfile"]])
+            p.log_path = os.path.join(p.log_dir,
+                                      "security-events.%s.jsonl" % name)
+            with open(os.path.join(p.policy_dir, "grants.yaml"), "w") as f:
+                f.write("description: grants of the replica tests\n"
+                        "grants:\n  under: [grant.test]\n")
+            W["proxies"].append(p.start())
+            W["urls"].append("http://127.0.0.1:%d" % port)
+            status, body = proxylib.control(
+                os.path.join(W["dir"], name + ".sock"), "POST", "/register",
+                {"address": CLIENT, "sandbox": SBX, "sets": "test"})
+            if status != 200:
+                raise AssertionError("register on %s: %r" % (name, body))
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def tearDownModule():
+    proxylib.teardown(W, W.get("proxies", []))
+
+
+class Replicas(unittest.TestCase):
+    """In order: the grant and the blocks with every replica up, then
+    one stopped."""
+
+    def test_1_grant_reaches_every_replica(self):
+        r = sandgate(["grant", SBX, "one.grant.test", "--for", "10m",
+                      "--rationale", "replica test"], W["urls"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name in NAMES:
+            status, body = proxylib.control(
+                os.path.join(W["dir"], name + ".sock"), "GET",
+                "/grants?sandbox=" + SBX)
+            self.assertEqual(status, 200)
+            self.assertIn("one.grant.test",
+                          [g["host"] for g in body["grants"]], name)
+
+    def test_2_pending_gathers_every_replica(self):
+        for i, p in enumerate(W["proxies"]):
+            block(p, "only-%s.blocked.test" % NAMES[i])
+            block(p, "every.blocked.test")
+        block(W["proxies"][1], "every.blocked.test")
+        r = sandgate(["pending", "--json"], W["urls"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = lines(r.stdout)
+        self.assertEqual(out[-1], {"replicas": [
+            {"name": u, "status": "ok"} for u in W["urls"]]})
+        dests = {d["destination"]: d for d in out[:-1]}
+        for name in NAMES:
+            self.assertIn("only-%s.blocked.test:80" % name, dests)
+        every = dests["every.blocked.test:80"]
+        self.assertEqual(every["attempts"], 4)
+        self.assertEqual(every["sandbox"], SBX)
+        self.assertEqual(every["reason"], "not_allowlisted")
+        self.assertLess(every["first"], every["last"])
+        self.assertEqual(len(out), 5, out)
+        # Text: one line per destination, no warning.
+        r = sandgate(["pending", SBX], W["urls"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("every.blocked.test:80  not_allowlisted  4 attempts",
+                      r.stdout)
+        self.assertEqual(r.stderr, "")
+
+    def test_3_one_url_is_as_before(self):
+        """One URL: the log folder as before (r1's log, as one proxy's
+        security-events.jsonl), no replicas line: the same as without
+        SANDGATE_PROXY_CONTROL."""
+        logs = os.path.join(W["dir"], "r1-log")
+        os.makedirs(logs, exist_ok=True)
+        with open(W["proxies"][0].log_path) as f, \
+                open(os.path.join(logs, "security-events.jsonl"), "w") as g:
+            g.write(f.read())
+        r = sandgate(["pending", "--json"], W["urls"][:1], logs)
+        unset = sandgate(["pending", "--json"], None, logs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual((r.stdout, r.stderr), (unset.stdout, unset.stderr))
+        out = lines(r.stdout)
+        self.assertTrue(out)
+        self.assertFalse([x for x in out if "replicas" in x], out)
+        self.assertEqual({d["destination"] for d in out},
+                         {"only-r1.blocked.test:80",
+                          "every.blocked.test:80"})
+
+    def test_4_replica_stopped(self):
+        p = W["proxies"][1]
+        self.assertEqual(proxylib.stop_and_check(p), [])
+        r = sandgate(["pending", "--json"], W["urls"])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        out = lines(r.stdout)
+        reps = out[-1]["replicas"]
+        self.assertEqual([x["name"] for x in reps], W["urls"])
+        self.assertEqual([x["status"] == "ok" for x in reps],
+                         [True, False, True])
+        self.assertIn("cannot reach", reps[1]["status"])
+        dests = {d["destination"]: d for d in out[:-1]}
+        self.assertEqual(set(dests), {"only-r1.blocked.test:80",
+                                      "only-r3.blocked.test:80",
+                                      "every.blocked.test:80"})
+        self.assertEqual(dests["every.blocked.test:80"]["attempts"], 2)
+        self.assertIn("proxy replica %s did not answer" % W["urls"][1],
+                      r.stderr)
+        # A grant that cannot reach r2: 125, naming it; r1 and r3 hold it.
+        r = sandgate(["grant", SBX, "two.grant.test", "--for", "10m",
+                      "--rationale", "replica test"], W["urls"])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("not every proxy replica holds this", r.stderr)
+        self.assertIn(W["urls"][1], r.stderr)
+        self.assertNotIn(W["urls"][0] + " (", r.stderr)
+        for i in (0, 2):
+            status, body = proxylib.control(
+                os.path.join(W["dir"], NAMES[i] + ".sock"), "GET",
+                "/grants?sandbox=" + SBX)
+            self.assertIn("two.grant.test",
+                          [g["host"] for g in body["grants"]])
+
+
+    def test_5_bad_list_is_named(self):
+        """An empty URL between commas, or more than 16: refused, named,
+        nothing sent."""
+        for urls, what in (([W["urls"][0], "", W["urls"][2]],
+                            "an empty URL"),
+                           ([W["urls"][0]] * 17, "too many URLs")):
+            r = sandgate(["grant", SBX, "three.grant.test", "--for", "10m",
+                          "--rationale", "replica test"], urls)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("SANDGATE_PROXY_CONTROL: " + what, r.stderr)
+        status, body = proxylib.control(
+            os.path.join(W["dir"], "r1.sock"), "GET", "/grants?sandbox=" + SBX)
+        self.assertNotIn("three.grant.test",
+                         [g["host"] for g in body["grants"]])
+
+
+if __name__ == "__main__":
+    sys.exit(proxylib.run_tests(sys.modules[__name__]))

@@ -1,0 +1,149 @@
+/*
+ * test_pending.c: `sandgate pending` merging the blocks of several proxy
+ * replicas (pending_record): one entry per sandbox, destination and
+ * reason, attempts summed, first the earliest, last the latest, run ids
+ * joined; records that are none left out.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "pending.h"
+
+#define SBX	"sbx_0123456789abcdef01234567"
+
+static json_t *
+rec(const char *sandbox, const char *host, int port, const char *reason,
+    long long attempts, const char *first, const char *last,
+    const char *run)
+{
+	return json_pack("{s:s, s:s, s:i, s:s, s:I, s:s, s:s, s:s?, s:s}",
+	    "sandbox", sandbox, "host", host, "port", port, "reason", reason,
+	    "attempts", (json_int_t)attempts, "first", first, "last", last,
+	    "run_id", run, "message", "network blocked by policy");
+}
+
+static void
+add(struct pending *p, json_t *r)
+{
+	(void)pending_record(p, r);
+	json_decref(r);
+}
+
+static const struct pending_dest *
+find(const struct pending *p, const char *host, const char *reason)
+{
+	size_t	i;
+
+	for (i = 0; i < p->n; i++)
+		if (strcmp(p->v[i].host, host) == 0 &&
+		    strcmp(p->v[i].reason, reason) == 0)
+			return &p->v[i];
+	return NULL;
+}
+
+/* One destination blocked through three replicas: one entry. */
+static void
+merge_three_replicas(void **state)
+{
+	struct pending			 p;
+	const struct pending_dest	*d;
+
+	(void)state;
+	pending_init(&p, NULL);
+	/* replica 1 */
+	add(&p, rec(SBX, "a.blocked.test", 443, "not_allowlisted", 3,
+	    "2026-12-02T08:00:02.000000Z", "2026-12-02T08:00:05.000000Z",
+	    "run_aaaaaaaaaaaaaaaaaaaaaaaa"));
+	/* replica 2: earlier first, same destination */
+	add(&p, rec(SBX, "a.blocked.test", 443, "not_allowlisted", 2,
+	    "2026-12-02T08:00:01.000000Z", "2026-12-02T08:00:03.000000Z",
+	    NULL));
+	/* replica 3: later last, another run */
+	add(&p, rec(SBX, "a.blocked.test", 443, "not_allowlisted", 4,
+	    "2026-12-02T08:00:04.000000Z", "2026-12-02T08:00:09.000000Z",
+	    "run_bbbbbbbbbbbbbbbbbbbbbbbb"));
+	assert_int_equal(p.n, 1);
+	d = find(&p, "a.blocked.test", "not_allowlisted");
+	assert_non_null(d);
+	assert_int_equal(d->attempts, 9);
+	assert_string_equal(d->first, "2026-12-02T08:00:01.000000Z");
+	assert_string_equal(d->last, "2026-12-02T08:00:09.000000Z");
+	assert_int_equal(d->nruns, 2);
+	assert_string_equal(d->runs[0], "run_aaaaaaaaaaaaaaaaaaaaaaaa");
+	assert_string_equal(d->runs[1], "run_bbbbbbbbbbbbbbbbbbbbbbbb");
+	pending_release(&p);
+}
+
+/* Another reason, port or sandbox is another entry. */
+static void
+merge_keeps_reasons(void **state)
+{
+	struct pending			 p;
+	const struct pending_dest	*d;
+
+	(void)state;
+	pending_init(&p, NULL);
+	add(&p, rec(SBX, "b.test", 443, "not_allowlisted", 1,
+	    "2026-12-02T08:00:01.000000Z", "2026-12-02T08:00:01.000000Z",
+	    NULL));
+	add(&p, rec(SBX, "b.test", 443, "token_other_sandbox", 2,
+	    "2026-12-02T08:00:02.000000Z", "2026-12-02T08:00:02.000000Z",
+	    NULL));
+	add(&p, rec(SBX, "b.test", 80, "not_allowlisted", 1,
+	    "2026-12-02T08:00:03.000000Z", "2026-12-02T08:00:03.000000Z",
+	    NULL));
+	add(&p, rec("sbx_other", "b.test", 443, "not_allowlisted", 1,
+	    "2026-12-02T08:00:04.000000Z", "2026-12-02T08:00:04.000000Z",
+	    NULL));
+	assert_int_equal(p.n, 4);
+	d = find(&p, "b.test", "token_other_sandbox");
+	assert_non_null(d);
+	assert_int_equal(d->attempts, 2);
+	pending_release(&p);
+}
+
+/* The ID filter holds; what is no record is left out. */
+static void
+merge_filters_and_refuses(void **state)
+{
+	struct pending	 p;
+	json_t		*bad;
+
+	(void)state;
+	pending_init(&p, SBX);
+	add(&p, rec("sbx_other", "c.test", 443, "not_allowlisted", 1,
+	    "2026-12-02T08:00:01.000000Z", "2026-12-02T08:00:01.000000Z",
+	    NULL));
+	add(&p, rec(SBX, "C.TEST\n", 443, "not_allowlisted", 1,
+	    "2026-12-02T08:00:01.000000Z", "2026-12-02T08:00:01.000000Z",
+	    NULL));
+	add(&p, rec(SBX, "c.test", 443, "no_such_reason", 1,
+	    "2026-12-02T08:00:01.000000Z", "2026-12-02T08:00:01.000000Z",
+	    NULL));
+	add(&p, rec(SBX, "c.test", 443, "not_allowlisted", 0,
+	    "2026-12-02T08:00:01.000000Z", "2026-12-02T08:00:01.000000Z",
+	    NULL));
+	bad = json_pack("{s:s, s:s}", "host", "c.test", "reason",
+	    "not_allowlisted");
+	add(&p, bad);
+	assert_int_equal(p.n, 0);
+	pending_release(&p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(merge_three_replicas),
+		cmocka_unit_test(merge_keeps_reasons),
+		cmocka_unit_test(merge_filters_and_refuses),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
