@@ -25,7 +25,7 @@
 
 #define EVENTLOG_HEX		(LOGVERIFY_HASH_HEX + 1)
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
-#define EVENTLOG_LOCK_TRIES	16	/* renamed under us: reopen */
+#define EVENTLOG_LOCK_TRIES	1024	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_CREATE_TRIES	4	/* a name taken again and again */

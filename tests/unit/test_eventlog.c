@@ -588,8 +588,10 @@ concurrent(struct tmp *t, unsigned long long max_size)
 		if (pids[i] != 0)
 			continue;
 		log = eventlog_open(t->dir, NAME, &o, &cause);
-		if (log == NULL)
+		if (log == NULL) {
+			fprintf(stderr, "writer %d: %s\n", i, cause);
 			_exit(1);
+		}
 		append_n(log, i * 500, 500);
 		eventlog_close(log);
 		_exit(0);
