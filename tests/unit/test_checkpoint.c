@@ -2784,6 +2784,34 @@ test_log_outage_cut(void **state)
 }
 
 /*
+ * The log at t->path opened again by a writer whose open checkpoint
+ * fails (no descriptor can be had while it is tried); its *ck.
+ */
+static struct eventlog *
+restart_open_fails(struct tmp *t, const struct eventlog_opts *lo,
+    struct checkpoint **ck)
+{
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct eventlog		*log;
+	struct rlimit		 was, low;
+	char			*cause = NULL;
+
+	log = eventlog_open(t->dir, NAME, lo, &cause);
+	assert_non_null(log);
+	*ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(*ck);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	(void)eventlog_reopen(log);	/* no line can be written */
+	assert_int_equal(checkpoint_write(*ck, "open"), -1);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	return log;
+}
+
+/*
  * A restart whose open checkpoint fails (the volume full, no room for its
  * line) and whose log was cut back to the anchor's checkpoint: the run
  * still signs an open before any other checkpoint (at its first tick, or
@@ -2796,14 +2824,11 @@ test_open_due_until_written(void **state)
 {
 	struct tmp		*t = *state;
 	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
-	struct checkpoint_opts	 o = { .key_path = t->key,
-				    .every_events = 100, .every_secs = 60 };
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
 	struct ckverify		 v;
-	struct rlimit		 was, low;
-	char			 rot[1][160], *cause = NULL;
+	char			 rot[1][160];
 	const char		*paths[1];
 	EVP_PKEY		*k;
 	long long		 cut;
@@ -2818,17 +2843,7 @@ test_open_due_until_written(void **state)
 	checkpoint_free(ck);		/* stopped without a close */
 	eventlog_close(log);
 	cut_after_seq(t, cut);
-	log = eventlog_open(t->dir, NAME, &lo, &cause);
-	assert_non_null(log);
-	ck = checkpoint_new(log, &o, &cause);
-	assert_non_null(ck);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
-	low = was;
-	low.rlim_cur = 0;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-	(void)eventlog_reopen(log);	/* no line can be written */
-	assert_int_equal(checkpoint_write(ck, "open"), -1);
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	log = restart_open_fails(t, &lo, &ck);
 	(void)checkpoint_tick(ck);	/* the next second, room again */
 	append_n(log, 8, 5);
 	rotating_close(t, log, ck, &a);
@@ -2852,14 +2867,11 @@ test_open_before_first_event(void **state)
 {
 	struct tmp		*t = *state;
 	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
-	struct checkpoint_opts	 o = { .key_path = t->key,
-				    .every_events = 100, .every_secs = 60 };
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
 	struct ckverify		 v;
-	struct rlimit		 was, low;
-	char			 rot[1][160], *cause = NULL;
+	char			 rot[1][160];
 	const char		*paths[1];
 	EVP_PKEY		*k;
 	enum ckverify_result	 rc;
@@ -2870,17 +2882,7 @@ test_open_before_first_event(void **state)
 	append_n(log, 0, 3);
 	rotating_close(t, log, ck, &a);
 	cut = a.seq;
-	log = eventlog_open(t->dir, NAME, &lo, &cause);
-	assert_non_null(log);
-	ck = checkpoint_new(log, &o, &cause);
-	assert_non_null(ck);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
-	low = was;
-	low.rlim_cur = 0;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-	(void)eventlog_reopen(log);	/* the open cannot be written */
-	assert_int_equal(checkpoint_write(ck, "open"), -1);
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	log = restart_open_fails(t, &lo, &ck);
 	append_n(log, 3, 5);		/* the run's events, before any tick */
 	checkpoint_free(ck);		/* killed: no close */
 	eventlog_close(log);
