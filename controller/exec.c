@@ -38,6 +38,8 @@
 #define EXEC_SETTLE_ROUNDS	100	/* kill rounds after the first ... */
 #define EXEC_SETTLE_MS		30	/* ... this far apart */
 #define EXEC_GONE_MS		500	/* for the init after an exit 137 */
+#define EXEC_DIED_WAIT_MS	3000	/* for Docker to record a memory kill */
+#define EXEC_DIED_POLL_MS	100
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
 #define EXEC_DRAIN_IDLE_MS	10000	/* a reader taking nothing at the end */
 
@@ -1186,20 +1188,34 @@ exec_init_gone(const struct exec_state *st, int wait_ms)
 	}
 }
 
-/* The container died under the command: why, from Docker. */
+/*
+ * The container died under the command: why, from Docker. Docker learns
+ * of a memory kill (containerd's OOM event) apart from the exit, and may
+ * record it after the command's end reached sandgate, on a loaded host
+ * above all: asked again for EXEC_DIED_WAIT_MS until it says so.
+ */
 static void
 exec_died(struct exec_state *st)
 {
 	struct docker_cinfo	 ci;
 	char			*cause = NULL;
+	int			 waited;
 
 	st->res->container_died = 1;
-	if (docker_container_inspect(st->d, st->cid, &ci, &cause) == -1) {
-		free(cause);
-		return;
+	for (waited = 0;; waited += EXEC_DIED_POLL_MS) {
+		if (docker_container_inspect(st->d, st->cid, &ci, &cause) ==
+		    -1) {
+			free(cause);
+			return;
+		}
+		if (ci.oom_killed) {
+			st->res->oom_killed = 1;
+			return;
+		}
+		if (waited >= EXEC_DIED_WAIT_MS)
+			return;
+		usleep(EXEC_DIED_POLL_MS * 1000);
 	}
-	if (ci.oom_killed)
-		st->res->oom_killed = 1;
 }
 
 /* Collect texts and counters and decide sandgate's exit code. */

@@ -52,6 +52,7 @@
 #include "log.h"
 #include "token.h"
 #include "tunnel.h"
+#include "uppool.h"
 #include "util.h"
 
 static const char *const conn_state_names[] = {
@@ -135,12 +136,9 @@ static void	conn_dns_done(void *, int, const char *,
 static int	conn_resolved(struct conn *, const struct sockaddr_storage *,
 		    size_t);
 static int	conn_check_addrs(struct conn *);
-static int	conn_connect_next(struct conn *);
 static size_t	conn_sockbuf_take(struct proxy *, const struct client_slot *);
-static void	conn_sockbuf_cap(evutil_socket_t, size_t, size_t);
 static evutil_socket_t conn_upstream_socket(int, size_t);
 static int	conn_connect_failed(struct conn *, const char *details);
-static int	conn_connected(struct conn *);
 static int	conn_report_only(struct conn *, enum sg_reason);
 static int	conn_report_mode(const struct policy *,
 		    const struct proxy_client *, enum sg_reason);
@@ -497,6 +495,9 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	px->stats.conns_open--;
+	/* A terminated session's idle upstream outlives it (uppool.h). */
+	if (c->state == CONN_HEAD && !c->head_started)
+		conn_term_park(c);
 	/* Everything owed was handed to the kernel: the peer may take it. */
 	conn_sockets_end(c, why == CONN_CLOSE_FINISHED ||
 	    why == CONN_CLOSE_TUNNEL_CLOSED ||
@@ -507,6 +508,7 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	c->client = NULL;
 	conn_bev_free(c, c->upstream);
 	c->upstream = NULL;
+	free(c->up_key);
 	if (c->slot_prev != NULL)
 		c->slot_prev->slot_next = c->slot_next;
 	else
@@ -1614,6 +1616,8 @@ conn_resolved(struct conn *c, const struct sockaddr_storage *addrs,
 	c->r.addr_next = 0;
 	if (conn_check_addrs(c) == -1)
 		return -1;
+	if (c->term && conn_term_reuse(c))
+		return conn_connected(c);
 	conn_set_state(c, CONN_CONNECT);
 	return conn_connect_next(c);
 }
@@ -1687,7 +1691,7 @@ conn_sockbuf_take(struct proxy *px, const struct client_slot *slot)
  * queue to tcp_wmem's (MiBs per socket, outside any budget). rcv_extra
  * and snd_extra are the connection's share of the pool.
  */
-static void
+void
 conn_sockbuf_cap(evutil_socket_t fd, size_t rcv_extra, size_t snd_extra)
 {
 	int	rcv = PROXY_SOCKBUF + (int)rcv_extra;
@@ -1711,7 +1715,7 @@ conn_upstream_socket(int family, size_t rcv_extra)
 }
 
 /* Connect to the next resolved address. */
-static int
+int
 conn_connect_next(struct conn *c)
 {
 	struct sockaddr	*sa = (struct sockaddr *)&c->addrs[c->r.addr_next++];
@@ -1750,7 +1754,7 @@ conn_connect_next(struct conn *c)
 }
 
 /* The upstream is connected (or reused): start forwarding. */
-static int
+int
 conn_connected(struct conn *c)
 {
 	int	one = 1;
@@ -1764,7 +1768,9 @@ conn_connected(struct conn *c)
 	c->up_host = c->r.host;
 	c->up_port = c->r.port;
 	c->up_reusable = 0;
-	c->px->stats.requests_allowed++;
+	if (!c->r.counted)	/* once, a retried request too */
+		c->px->stats.requests_allowed++;
+	c->r.counted = 1;
 	c->r.allowed_open = 1;
 	if (c->r.is_connect)
 		return conn_tunnel_start(c);
@@ -1787,6 +1793,26 @@ conn_drop_upstream(struct conn *c)
 	c->upstream = NULL;
 	c->up_reusable = 0;
 	c->up_tls = 0;
+	free(c->up_key);
+	c->up_key = NULL;
+}
+
+/*
+ * Close every idle upstream TLS connection, kept by the pool or by a
+ * terminated session between its requests: after a reload, a grant's
+ * revoke or expiry, an exec's end, a registry or secret change, none is
+ * used again (docs/proxy.md, "Upstream connection reuse").
+ */
+void
+conn_upstreams_flush(struct proxy *px)
+{
+	struct conn	*c;
+
+	if (px->uppool != NULL)
+		uppool_flush(px->uppool);
+	for (c = px->conns; c != NULL; c = c->next)
+		if (c->term && c->state == CONN_HEAD && c->upstream != NULL)
+			conn_drop_upstream(c);
 }
 
 void
@@ -1799,6 +1825,7 @@ conn_drain_idle(struct proxy *px)
 		if (c->state == CONN_HEAD && !c->head_started)
 			conn_free(c, CONN_CLOSE_DRAINING, NULL);
 	}
+	conn_upstreams_flush(px);
 }
 
 /* Log egress.revoked for the current request (or tunnel) and close. */
@@ -1867,6 +1894,7 @@ conn_revoke(struct proxy *px)
 	unsigned		 n = 0;
 	enum sg_reason		 r;
 
+	conn_upstreams_flush(px);
 	for (c = px->conns; c != NULL; c = next) {
 		next = c->next;
 		if (c->state == CONN_RESOLVE || c->state == CONN_CONNECT) {
@@ -1908,6 +1936,7 @@ conn_revoke_identity(struct proxy *px)
 	unsigned		 n = 0;
 	int			 same;
 
+	conn_upstreams_flush(px);
 	for (c = px->conns; c != NULL; c = next) {
 		next = c->next;
 		proxy_client_lookup(px, (struct sockaddr *)&c->client_addr,

@@ -66,6 +66,13 @@ unsigned conn_revoke(struct proxy *);
  */
 unsigned conn_revoke_identity(struct proxy *);
 
+/*
+ * Close every idle upstream TLS connection of terminated sessions, in
+ * the pool (uppool.h) or kept by a session between its requests. Called
+ * by conn_revoke(), conn_revoke_identity() and a secret reload.
+ */
+void	conn_upstreams_flush(struct proxy *);
+
 /* Number of open connections, and of sockets kept to finish a close. */
 unsigned conn_count(const struct proxy *);
 

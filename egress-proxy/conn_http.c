@@ -355,10 +355,13 @@ static int
 conn_http_complete(struct conn *c)
 {
 	conn_log_allowed(c);
-	if (c->close_after)
-		return conn_finish(c);
 	c->up_reusable = c->r.resp_keep_alive &&
 	    evbuffer_get_length(bufferevent_get_input(c->upstream)) == 0;
+	if (c->close_after) {
+		/* The client is done; its upstream need not be (uppool.h). */
+		conn_term_park(c);
+		return conn_finish(c);
+	}
 	if (!c->up_reusable)
 		conn_drop_upstream(c);
 	return conn_next_request(c);
@@ -391,6 +394,9 @@ conn_http_upstream_event(struct conn *c, short what)
 		return;
 	}
 	if (r->resp == CONN_RESP_HEAD && !r->replied) {
+		/* A kept connection the upstream had closed meanwhile. */
+		if (r->up_pooled && conn_term_retry(c) == 0)
+			return;
 		c->px->stats.upstream_errors++;
 		conn_reply_error(c, 502, "connection_terminated",
 		    "upstream closed before answering");

@@ -97,6 +97,13 @@ struct conn_req {
 	unsigned long long	 bytes_down;
 	int			 replied;	/* a byte of its answer queued */
 	int			 allowed_open;	/* egress.allowed owed */
+	int			 counted;	/* in requests_allowed */
+	/*
+	 * Terminated: the upstream came from the pool (uppool.h); once it
+	 * failed before any answer the request went on a new one (retried).
+	 */
+	int			 up_pooled;
+	int			 retried;
 };
 
 struct token;
@@ -131,6 +138,7 @@ struct conn {
 	uint16_t		 up_port;
 	int			 up_private;	/* its address is not public */
 	int			 up_reusable;
+	char			*up_key;	/* terminated: its pool key */
 
 	/* Bytes of the requests before the current one. */
 	unsigned long long	 bytes_up;
@@ -202,6 +210,9 @@ int	conn_block(struct conn *, enum sg_reason, const char *sni,
 	    const char *addr);
 int	conn_next_request(struct conn *);
 void	conn_drop_upstream(struct conn *);
+int	conn_connect_next(struct conn *);
+int	conn_connected(struct conn *);
+void	conn_sockbuf_cap(evutil_socket_t, size_t rcv_extra, size_t snd_extra);
 void	conn_log_allowed(struct conn *);
 /*
  * Forget the request's run when its exec has ended since (a request made
@@ -229,6 +240,9 @@ int	conn_term_upstream(struct conn *);
 int	conn_term_upstream_failed(struct conn *);
 void	conn_term_release(struct conn *);
 int	conn_term_credential(struct conn *, struct http_header *);
+int	conn_term_reuse(struct conn *);
+void	conn_term_park(struct conn *);
+int	conn_term_retry(struct conn *);
 
 /* conn_tunnel.c */
 int	conn_tunnel_start(struct conn *);

@@ -20,11 +20,13 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 
+#include "addr.h"
 #include "conn_int.h"
 #include "log.h"
 #include "secret.h"
 #include "tlsca.h"
 #include "tlsterm.h"
+#include "uppool.h"
 #include "util.h"
 
 /* What a TLS filter may leave in its socket's output, encrypted. */
@@ -32,6 +34,8 @@
 
 static struct bufferevent *conn_term_wrap(struct conn *,
 		    struct bufferevent *, SSL *, enum bufferevent_ssl_state);
+static char	*conn_term_key(const struct conn *, const char *addr);
+static void	 conn_term_attach(struct conn *, struct bufferevent *);
 
 /*
  * Put a TLS filter over bev (which it then owns): bev's buffers leave the
@@ -205,11 +209,144 @@ conn_term_upstream(struct conn *c)
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
+	conn_term_attach(c, c->upstream);
+	free(c->up_key);
+	c->up_key = conn_term_key(c, c->r.resolved);
+	return 0;
+}
+
+/* Make a verified upstream TLS filter the connection's. */
+static void
+conn_term_attach(struct conn *c, struct bufferevent *bev)
+{
+	c->upstream = bev;
 	c->up_tls = 1;
-	bufferevent_setcb(c->upstream, conn_upstream_read, conn_upstream_write,
+	bufferevent_setcb(bev, conn_upstream_read, conn_upstream_write,
 	    conn_upstream_event, c);
-	bufferevent_setwatermark(c->upstream, EV_READ, 0, PROXY_HIGH_WATER);
-	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+	bufferevent_setwatermark(bev, EV_READ, 0, PROXY_HIGH_WATER);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+/*
+ * The pool key (uppool.h) of the current request's upstream at addr:
+ * whose it is (sandbox, client address), what allowed it (the policy in
+ * force and its entry), where it goes (host, port, address), how it was
+ * verified (the entry's ca_file; the rest of tlsterm.h's checks are the
+ * same for every connection) and the credential the entry sets (header
+ * and secret name; the pool is emptied when a secret changes). See
+ * docs/proxy.md, "Upstream connection reuse". malloc'd.
+ */
+static char *
+conn_term_key(const struct conn *c, const char *addr)
+{
+	const struct policy_entry	*e = c->r.match.entry;
+	char				 client[INET6_ADDRSTRLEN];
+	char				*key;
+
+	addr_to_string((const struct sockaddr *)&c->client_addr, client,
+	    sizeof(client));
+	util_xasprintf(&key, "sandbox=%s client=%s policy=%p entry=%p "
+	    "up=%s:%u addr=%s ca_file=%s cred=%s:%s",
+	    c->who.sandbox != NULL ? c->who.sandbox : "-", client,
+	    (void *)c->r.pol, (const void *)e, c->r.host.name, c->r.port, addr,
+	    e != NULL && e->ca_file != NULL ? e->ca_file : "-",
+	    e != NULL && e->cred_header != NULL ? e->cred_header : "-",
+	    e != NULL && e->cred_secret != NULL ? e->cred_secret : "-");
+	return key;
+}
+
+/*
+ * The request's addresses passed their checks: take a kept upstream
+ * connection to one of them, for this request's key, instead of
+ * connecting. 1 when one was taken (c->upstream set), else 0.
+ */
+int
+conn_term_reuse(struct conn *c)
+{
+	struct bufferevent	*bev = NULL;
+	char			 a[INET6_ADDRSTRLEN];
+	char			*key = NULL;
+	size_t			 i;
+
+	if (c->px->uppool == NULL)
+		return 0;
+	for (i = 0; i < c->r.naddrs && bev == NULL; i++) {
+		free(key);
+		addr_to_string((struct sockaddr *)&c->addrs[i], a, sizeof(a));
+		key = conn_term_key(c, a);
+		bev = uppool_take(c->px->uppool, key);
+	}
+	if (bev == NULL) {
+		free(key);
+		return 0;
+	}
+	snprintf(c->r.resolved, sizeof(c->r.resolved), "%s", a);
+	c->r.addr_next = i;
+	c->r.up_pooled = 1;
+	conn_sockbuf_cap(bufferevent_getfd(bufferevent_get_underlying(bev)),
+	    c->sockbuf_extra, 0);
+	conn_bev_watch(c, bev);
+	conn_term_attach(c, bev);
+	free(c->up_key);
+	c->up_key = key;
+	c->px->stats.upstream_reused++;
+	log_debug("conn %llu: upstream %s reused", c->id, key);
+	return 1;
+}
+
+/*
+ * The request is done with its upstream, which answered in full and
+ * keeps the connection open, and the session has no next request for it
+ * (or is ending): the pool keeps it for the next terminated request with
+ * the same key. Nothing happens to any other upstream.
+ */
+void
+conn_term_park(struct conn *c)
+{
+	struct bufferevent	*bev = c->upstream;
+
+	if (!c->term || !c->up_tls || !c->up_reusable || bev == NULL ||
+	    c->up_key == NULL || c->px->uppool == NULL || c->px->draining)
+		return;
+	conn_bev_unwatch(c, bev);
+	conn_sockbuf_cap(bufferevent_getfd(bufferevent_get_underlying(bev)),
+	    0, 0);
+	c->upstream = NULL;
+	c->up_tls = 0;
+	c->up_reusable = 0;
+	uppool_put(c->px->uppool, c->up_key, bev);
+	free(c->up_key);
+	c->up_key = NULL;
+}
+
+/*
+ * The upstream taken from the pool closed or failed before a byte of the
+ * answer: a server may close an idle connection just as a request goes
+ * out on it. A request without a body whose method is safe to repeat
+ * (GET, HEAD, OPTIONS: RFC 9110 9.2.2) goes again, once, on a new
+ * connection to the same addresses, the client none the wiser. 0 when
+ * it did (the connection may have been freed since), -1 when the request
+ * cannot go again.
+ */
+int
+conn_term_retry(struct conn *c)
+{
+	struct conn_req	*r = &c->r;
+	const char	*m = r->req.method;
+
+	if (!r->up_pooled || r->retried || r->body != HTTP_BODY_NONE ||
+	    m == NULL || (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 &&
+	    strcmp(m, "OPTIONS") != 0))
+		return -1;
+	log_debug("conn %llu: kept upstream %s closed before answering; "
+	    "again on a new connection", c->id, r->resolved);
+	conn_drop_upstream(c);
+	r->up_pooled = 0;
+	r->retried = 1;
+	r->bytes_up = 0;
+	r->addr_next = 0;
+	conn_set_state(c, CONN_CONNECT);
+	conn_connect_next(c);
 	return 0;
 }
 

@@ -293,6 +293,8 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 	evbuffer_add_printf(b,
 	    "# TYPE sandgate_proxy_upstream_errors_total counter\n"
 	    "sandgate_proxy_upstream_errors_total %llu\n"
+	    "# TYPE sandgate_proxy_upstream_reused_total counter\n"
+	    "sandgate_proxy_upstream_reused_total %llu\n"
 	    "# TYPE sandgate_proxy_bytes_total counter\n"
 	    "sandgate_proxy_bytes_total{direction=\"up\"} %llu\n"
 	    "sandgate_proxy_bytes_total{direction=\"down\"} %llu\n"
@@ -308,8 +310,8 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 	    "sandgate_proxy_policy_load_seconds %.6f\n"
 	    "# TYPE sandgate_proxy_sandboxes_registered gauge\n"
 	    "sandgate_proxy_sandboxes_registered %zu\n",
-	    px->stats.upstream_errors, px->stats.bytes_up,
-	    px->stats.bytes_down, px->stats.log_failures,
+	    px->stats.upstream_errors, px->stats.upstream_reused,
+	    px->stats.bytes_up, px->stats.bytes_down, px->stats.log_failures,
 	    proxy_log_healthy(px, NULL, NULL),
 	    policy_digest(px->policy->policy),
 	    (long long)px->policy_loaded, px->policy_load_us / 1e6,

@@ -40,6 +40,7 @@
 #include "sni.h"
 #include "tlsca.h"
 #include "tlsterm.h"
+#include "uppool.h"
 #include "tunnel.h"
 #include "util.h"
 
@@ -823,6 +824,7 @@ main_ca_load(struct proxy *px)
 		free(cause);
 		return -1;
 	}
+	px->uppool = uppool_new(px->base);
 	return 0;
 }
 

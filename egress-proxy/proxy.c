@@ -740,6 +740,8 @@ proxy_secrets_load(struct proxy *px)
 		free(cause);
 		return -1;
 	}
+	/* No idle upstream outlives the credential it was used with. */
+	conn_upstreams_flush(px);
 	log_info("%d secret(s) loaded from %s", n, px->cfg.secrets_dir);
 	return 0;
 }

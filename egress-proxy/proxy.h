@@ -33,6 +33,7 @@ struct grants;
 struct registry_entry;
 struct tlsca;
 struct tlsterm;
+struct uppool;
 struct secretstore;
 
 /* Defaults of every timeout and limit (docs/proxy.md explains each). */
@@ -179,6 +180,7 @@ struct proxy_stats {
 	unsigned long long	requests_allowed;
 	unsigned long long	requests_blocked[SG_REASON_MAX];
 	unsigned long long	upstream_errors;
+	unsigned long long	upstream_reused;	/* from the pool */
 	unsigned long long	bytes_up;
 	unsigned long long	bytes_down;
 	unsigned long long	log_failures;
@@ -196,6 +198,7 @@ struct proxy {
 	SSL_CTX			*sni_ctx;
 	struct tlsca		*ca;		/* NULL: no termination */
 	struct tlsterm		*term;
+	struct uppool		*uppool;	/* idle upstream TLS (uppool.h) */
 	struct secretstore	*secrets;	/* NULL: no --secrets-dir */
 	struct addr_set		*self;		/* the proxy's own addresses */
 	uint16_t		*ports;		/* listening ports */

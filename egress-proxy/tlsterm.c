@@ -21,6 +21,8 @@ struct tlsterm_ctx {
 struct tlsterm_sess {
 	char		*key;		/* "ca_file|host|port" */
 	SSL_SESSION	*sess;
+	size_t		 size;		/* counted in tlsterm.sess_bytes */
+	uint64_t	 seq;		/* when kept: the oldest goes first */
 };
 
 struct tlsterm {
@@ -28,6 +30,8 @@ struct tlsterm {
 	struct tlsterm_ctx	 up[TLSTERM_CTX_MAX];
 	size_t			 nup;
 	struct tlsterm_sess	 sess[TLSTERM_SESSIONS_MAX];
+	size_t			 sess_bytes;	/* of every kept session */
+	uint64_t		 sess_seq;
 };
 
 static const unsigned char tlsterm_alpn[] = "\x08http/1.1";
@@ -44,6 +48,9 @@ static int	tlsterm_new_session(SSL *, SSL_SESSION *);
 static void	tlsterm_key_free(void *, void *, CRYPTO_EX_DATA *, int, long,
 		    void *);
 static unsigned	tlsterm_slot(const char *);
+static void	tlsterm_sess_drop(struct tlsterm *, struct tlsterm_sess *);
+static void	tlsterm_sess_evict(struct tlsterm *, size_t);
+static size_t	tlsterm_sess_size(SSL *, SSL_SESSION *, const char *);
 
 static void
 tlsterm_key_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
@@ -109,12 +116,58 @@ tlsterm_flush(struct tlsterm *t)
 		free(t->up[i].ca_file);
 	}
 	t->nup = 0;
-	for (i = 0; i < TLSTERM_SESSIONS_MAX; i++) {
-		SSL_SESSION_free(t->sess[i].sess);
-		free(t->sess[i].key);
-		t->sess[i].sess = NULL;
-		t->sess[i].key = NULL;
+	for (i = 0; i < TLSTERM_SESSIONS_MAX; i++)
+		tlsterm_sess_drop(t, &t->sess[i]);
+}
+
+/* Forget a kept session (an empty slot is left as it is). */
+static void
+tlsterm_sess_drop(struct tlsterm *t, struct tlsterm_sess *s)
+{
+	SSL_SESSION_free(s->sess);
+	free(s->key);
+	t->sess_bytes -= s->size;
+	memset(s, 0, sizeof(*s));
+}
+
+/* Past the byte bound the oldest sessions go, whatever their slot. */
+static void
+tlsterm_sess_evict(struct tlsterm *t, size_t more)
+{
+	struct tlsterm_sess	*old;
+	size_t			 i;
+
+	while (t->sess_bytes + more > TLSTERM_SESSIONS_BYTES) {
+		old = NULL;
+		for (i = 0; i < TLSTERM_SESSIONS_MAX; i++) {
+			if (t->sess[i].sess != NULL && (old == NULL ||
+			    t->sess[i].seq < old->seq))
+				old = &t->sess[i];
+		}
+		if (old == NULL)
+			return;
+		tlsterm_sess_drop(t, old);
 	}
+}
+
+/*
+ * What a session weighs: its encoding (the leaf, a TLS 1.3 ticket of up
+ * to 64 KB) plus the peer's chain, which it holds parsed, plus its key.
+ */
+static size_t
+tlsterm_sess_size(SSL *ssl, SSL_SESSION *sess, const char *key)
+{
+	STACK_OF(X509)	*chain = SSL_get_peer_cert_chain(ssl);
+	size_t		 n = strlen(key) + 1;
+	int		 i, k;
+
+	if ((k = i2d_SSL_SESSION(sess, NULL)) > 0)
+		n += (size_t)k;
+	for (i = 0; chain != NULL && i < sk_X509_num(chain); i++) {
+		if ((k = i2d_X509(sk_X509_value(chain, i), NULL)) > 0)
+			n += (size_t)k;
+	}
+	return n;
 }
 
 void
@@ -191,15 +244,22 @@ tlsterm_new_session(SSL *ssl, SSL_SESSION *sess)
 	struct tlsterm		*t;
 	struct tlsterm_sess	*s;
 	const char		*key = SSL_get_ex_data(ssl, tlsterm_key_idx);
+	size_t			 size;
 
 	t = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), tlsterm_self_idx);
 	if (t == NULL || key == NULL || !SSL_SESSION_is_resumable(sess))
 		return 0;
+	if ((size = tlsterm_sess_size(ssl, sess, key)) >
+	    TLSTERM_SESSIONS_BYTES / 8)
+		return 0;	/* too big to keep */
 	s = &t->sess[tlsterm_slot(key)];
-	SSL_SESSION_free(s->sess);
-	free(s->key);
+	tlsterm_sess_drop(t, s);
+	tlsterm_sess_evict(t, size);
 	s->key = util_xstrdup(key);
 	s->sess = sess;
+	s->size = size;
+	s->seq = ++t->sess_seq;
+	t->sess_bytes += size;
 	return 1;	/* the reference is ours now */
 }
 
@@ -220,6 +280,7 @@ tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
 	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
 	    SSL_CTX_set1_groups_list(ctx, TLSTERM_GROUPS) != 1 ||
+	    SSL_CTX_set_cipher_list(ctx, TLSTERM_UP_CIPHERS) != 1 ||
 	    SSL_CTX_set_default_verify_paths(ctx) != 1 ||
 	    (ca_file != NULL && SSL_CTX_load_verify_locations(ctx, ca_file,
 	    NULL) != 1) || SSL_CTX_set_alpn_protos(ctx, tlsterm_alpn,

@@ -15,9 +15,10 @@
  *                (self-signed, untrusted, expired, name mismatch, other)
  *                with OpenSSL's words.
  *
- * Upstream sessions are kept per host and port (TLSTERM_SESSIONS_MAX,
- * oldest out) and offered again, so a second connection to the same
- * upstream resumes instead of verifying a chain again.
+ * Upstream sessions are kept per host and port (TLSTERM_SESSIONS_MAX
+ * slots, and TLSTERM_SESSIONS_BYTES in all: oldest out) and offered
+ * again, so a second connection to the same upstream resumes instead of
+ * verifying a chain again. A reload empties them.
  */
 #ifndef SG_TLSTERM_H
 #define SG_TLSTERM_H
@@ -32,6 +33,13 @@
 #define TLSTERM_CTX_MAX		64	/* upstream contexts (CA files) */
 #define TLSTERM_SESSIONS_MAX	1024	/* upstream sessions kept */
 /*
+ * What the kept sessions may weigh in all, counted as their encoding
+ * plus the upstream's chain (each up to 100 KB): a wildcard entry lets
+ * the sandbox pick a new name, so a new slot, per request, and no client
+ * owns what is kept once its connections are gone.
+ */
+#define TLSTERM_SESSIONS_BYTES	(8 * 1024 * 1024)
+/*
  * The key exchanges of both sides: elliptic curves only. The client
  * picks the group, and a finite-field one (ffdhe8192: about 190 ms of
  * the proxy's one thread per handshake, against 2 ms for X25519) would
@@ -39,6 +47,14 @@
  * HelloRetryRequest could do the same.
  */
 #define TLSTERM_GROUPS		"X25519:P-256:P-384"
+/*
+ * The TLS 1.2 suites offered upstream: ECDHE only. The groups list does
+ * not reach a TLS 1.2 finite-field DHE suite, whose group the server
+ * sends (any odd modulus up to 10000 bits: over a second of the proxy's
+ * one thread per handshake, for an upstream that spends nothing); RSA
+ * key transport has no forward secrecy. PSK and SRP are never offered.
+ */
+#define TLSTERM_UP_CIPHERS	"DEFAULT:!kDHE:!kRSA:!PSK:!SRP"
 
 struct tlsterm;
 

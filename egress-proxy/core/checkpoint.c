@@ -58,6 +58,7 @@ struct checkpoint {
 	 * always starts with an open, which verify's restart notes need.
 	 */
 	int			 open_due;
+	int			 writing;	/* in checkpoint_write() */
 	/* The anchor as read at start; the log's end then, if it differs. */
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;
@@ -79,6 +80,8 @@ static const char *const checkpoint_reasons[] = {
 static int	checkpoint_due(void *);
 static json_t	*checkpoint_fields(void *, long long, const char *,
 		    const char *);
+static int	checkpoint_before(void *);
+static int	checkpoint_write_one(struct checkpoint *, const char *);
 static void	checkpoint_written(void *, long long, const char *);
 static void	checkpoint_rotated(void *);
 static int	checkpoint_anchor_field(const char **, const char *, char *,
@@ -675,6 +678,22 @@ checkpoint_fields(void *arg, long long seq, const char *ts,
 	    "every_secs", (json_int_t)f.every_secs, "sig", sig);
 }
 
+/*
+ * The log's hook, before an event: an open still due is written first,
+ * else the event is not (counted lost), so no event of a run precedes
+ * its open and the anchor names the run before anything of it can be
+ * cut. Its own log.resume line is not asked again (eventlog.h).
+ */
+static int
+checkpoint_before(void *arg)
+{
+	struct checkpoint	*ck = arg;
+
+	if (!ck->open_due || ck->writing)
+		return 0;
+	return checkpoint_write(ck, "open");
+}
+
 /* The log's hook: a checkpoint is in the file; the anchor is behind. */
 static void
 checkpoint_written(void *arg, long long seq, const char *hash)
@@ -1029,6 +1048,7 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 		log_warnx("checkpoint: %s", ck->error);
 	memset(&hook, 0, sizeof(hook));
 	hook.due = checkpoint_due;
+	hook.before = checkpoint_before;
 	hook.fields = checkpoint_fields;
 	hook.written = checkpoint_written;
 	hook.rotated = checkpoint_rotated;
@@ -1094,6 +1114,18 @@ checkpoint_introduce(struct checkpoint *ck)
 
 int
 checkpoint_write(struct checkpoint *ck, const char *reason)
+{
+	int	rc;
+
+	ck->writing++;
+	rc = checkpoint_write_one(ck, reason);
+	ck->writing--;
+	return rc;
+}
+
+/* checkpoint_write(), its own lines (log.resume) not asked before(). */
+static int
+checkpoint_write_one(struct checkpoint *ck, const char *reason)
 {
 	char	why[sizeof(ck->error)];
 	int	rc, intro;

@@ -318,15 +318,15 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 	const struct checkpoint_fields	*f = &cp->f;
 	struct ckverify_key		*n;
 
-	if (strcmp(f->reason, "open") == 0 && v->have_good &&
-	    strcmp(v->good_reason, "close") != 0 && v->after > 0) {
+	if (strcmp(f->reason, "open") == 0 && v->have_good && !v->closed &&
+	    v->after > 0) {
 		/* The writer before did not close: these were signed late. */
 		if (v->restarts++ == 0) {
 			ckverify_at(v, &v->restart);
 			v->restart_from = v->after_at.seq;
 		}
 	} else if (strcmp(f->reason, "open") == 0 && v->have_good &&
-	    strcmp(v->good_reason, "close") != 0 && v->stops++ == 0) {
+	    !v->closed && v->stops++ == 0) {
 		/* ...right after a checkpoint (or the log was cut to one). */
 		v->stop_at = v->good_at.seq;
 		util_strlcpy(v->stop_reason, v->good_reason,
@@ -366,6 +366,9 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 	v->every_secs = f->every_secs;
 	if (strcmp(f->reason, "close") == 0)
 		v->last_close = f->seq;
+	/* A writer introduces a next key at its start, before its open. */
+	v->closed = strcmp(f->reason, "close") == 0 ||
+	    (strcmp(f->reason, "key") == 0 && v->closed && v->after == 0);
 	v->after = 0;
 	return 0;
 }

@@ -127,6 +127,8 @@ struct ckverify {
 	unsigned long long	 every_events;
 	unsigned long long	 every_secs;
 	long long		 last_close;	/* seq of the last good close */
+	int			 closed;	/* it is a close, or a key
+						   checkpoint right after one */
 	/* Events after it (since the start while there is none). */
 	size_t			 after;
 	struct ckverify_at	 after_at;	/* the first of them */

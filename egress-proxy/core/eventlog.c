@@ -69,6 +69,7 @@ struct eventlog {
 	char			 error[256];
 	struct eventlog_hook	 hook;
 	int			 in_hook;	/* appending a hook line */
+	int			 in_before;	/* in hook.before() */
 	int			 hook_due;	/* one goes before the next event */
 	int			 in_first;	/* writing a file's first hook line */
 	int			 held;		/* shared: locked until released */
@@ -99,6 +100,7 @@ struct eventlog_found;
 
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_append_one(struct eventlog *, json_t *, int *);
+static int	eventlog_before(struct eventlog *);
 static void	eventlog_lost(struct eventlog *);
 static int	eventlog_put_outage(struct eventlog *);
 static int	eventlog_open_fd(struct eventlog *);
@@ -1304,6 +1306,31 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	return rc;
 }
 
+/*
+ * The hook's before() for an event: -1 refuses it, the log unavailable
+ * (the failed write's error kept, else its own). Lines before() appends
+ * are not asked again.
+ */
+static int
+eventlog_before(struct eventlog *log)
+{
+	int	rc, saved;
+
+	if (log->hook.before == NULL || log->in_before)
+		return 0;
+	log->in_before = 1;
+	rc = log->hook.before(log->hook.arg);
+	saved = errno;
+	log->in_before = 0;
+	if (rc == 0)
+		return 0;
+	errno = saved == 0 || saved == EINVAL ? EIO : saved;
+	if (!log->healthy)
+		return -1;
+	return eventlog_fail(log, "the hook line due before the next event "
+	    "was not written to");
+}
+
 /* eventlog_append() of an event or hook line; *put: it was written. */
 static int
 eventlog_append_one(struct eventlog *log, json_t *fields, int *put)
@@ -1313,6 +1340,8 @@ eventlog_append_one(struct eventlog *log, json_t *fields, int *put)
 	/* A hook line due after the last event goes before this one. */
 	if (log->hook_due && !log->in_hook)
 		(void)eventlog_append_hook(log);
+	if (fields != NULL && eventlog_before(log) == -1)
+		return -1;
 	if (log->opts.shared) {
 		if (eventlog_lock(log) == -1)
 			return eventlog_fail(log, "cannot lock");

@@ -170,11 +170,15 @@ void		 eventlog_release(struct eventlog *);
  * called before the first line of a file that continues the chain (after
  * a rotation, a reopen, or an open that found the file empty and the
  * chain in filename.1): a hook line is then written first, so every file
- * but the first starts with one. eventlog_set_hook() with NULL removes
- * the hook.
+ * but the first starts with one. before(arg), if set, is called before
+ * each event (not a hook line) is written, and may append lines of its
+ * own; when it returns -1 the event is not written and is counted lost
+ * (eventlog_outage()), as when its write fails. eventlog_set_hook() with
+ * NULL removes the hook.
  */
 struct eventlog_hook {
 	int	 (*due)(void *arg);
+	int	 (*before)(void *arg);
 	json_t	*(*fields)(void *arg, long long seq, const char *ts,
 		    const char *prev);
 	void	 (*written)(void *arg, long long seq, const char *hash);

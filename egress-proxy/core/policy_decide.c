@@ -251,6 +251,9 @@ decide_method(const struct policy_entry *e, const char *method)
 {
 	size_t	i;
 
+	if (method != NULL && e->cred_header != NULL &&
+	    policy_method_echoes(method))
+		return 0;	/* the answer would carry the credential */
 	if (e->methods == NULL)
 		return 1;
 	if (method == NULL)

@@ -137,10 +137,14 @@ void	ploader_load_file(struct ploader *, const char *name,
  * regular file (no link) of PEM certificates and feeds it to the digest:
  * 0, or -1 with *cause a static phrase. policy_cred_header_invalid says
  * why h cannot be a credential's header (a static phrase), or NULL.
+ * policy_method_echoes: 1 when method (any case) is TRACE or TRACK,
+ * whose answer echoes the request's header fields, an injected
+ * credential's too; an entry with credentials never allows one.
  */
 int	ploader_ca_file(struct ploader *, const char *path,
 	    const char **cause);
 const char *policy_cred_header_invalid(const char *h);
+int	policy_method_echoes(const char *method);
 /* The policy deny entries go into (created on first use), or NULL. */
 struct policy *ploader_floor(struct ploader *);
 /* Index the floor's entries, if any (policy_floor.c). 0 or -1. */

@@ -89,6 +89,7 @@ static int	entry_cross(struct ploader *, struct ld_entry *);
 static int	entry_terminate(struct ploader *, struct ld_entry *);
 static int	entry_ca_file(struct ploader *, struct ld_entry *);
 static int	entry_credentials(struct ploader *, struct ld_entry *);
+static int	entry_cred_methods(struct ploader *, struct ld_entry *);
 static const char **load_list(struct ploader *, const struct ynode *,
 		    const char *, size_t *);
 static int	load_date(const char *, time_t *);
@@ -1122,6 +1123,30 @@ entry_credentials(struct ploader *ld, struct ld_entry *le)
 	}
 	le->e.pub.cred_header = h;
 	le->e.pub.cred_secret = sec;
+	return entry_cred_methods(ld, le);
+}
+
+/* An entry with credentials may not list a method that echoes them. */
+static int
+entry_cred_methods(struct ploader *ld, struct ld_entry *le)
+{
+	const struct policy_entry	*e = &le->e.pub;
+	const struct ynode		*k;
+	size_t				 i;
+
+	if (e->methods == NULL)
+		return 0;
+	for (i = 0, k = le->val[EK_METHODS]->first; i < e->nmethods &&
+	    k != NULL; i++, k = k->next) {
+		if (!policy_method_echoes(e->methods[i]))
+			continue;
+		ploader_diag(ld, POLICY_ERROR, k->line, k->col, "method %s "
+		    "is not allowed on entry \"%s\", which has credentials: "
+		    "its answer echoes the request's header fields, the "
+		    "secret's value too; remove it from methods",
+		    e->methods[i], e->pattern);
+		return -1;
+	}
 	return 0;
 }
 

@@ -29,6 +29,13 @@ static const char *const ptls_refused[] = {
 
 static int	ptls_count_certs(const char *, size_t);
 
+int
+policy_method_echoes(const char *method)
+{
+	return strcasecmp(method, "TRACE") == 0 ||
+	    strcasecmp(method, "TRACK") == 0;
+}
+
 const char *
 policy_cred_header_invalid(const char *h)
 {

@@ -807,6 +807,20 @@ def control(sock_path, method, path, body=None):
         c.close()
 
 
+def wait_unix_socket(path, timeout=10.0):
+    """Wait until the Unix socket at path takes a connection (a proxy's
+    control socket: "listening on" is said once it listens, older proxies
+    said it before)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(path)
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 def bound_socket(src, port, dst="127.0.0.1", timeout=10.0):
     """A TCP socket from source address src to dst:port."""
     family = socket.AF_INET6 if ":" in dst else socket.AF_INET
@@ -1017,6 +1031,17 @@ def server_hello(sock):
             exts[t] = body[p + 4:p + 4 + n]
             p += 4 + n
         return ("retry" if rnd == HRR_RANDOM else "hello", rnd, exts)
+
+
+def sanitized():
+    """The proxy under test is built with AddressSanitizer (RSS bounds
+    then do not apply: its redzones and quarantine hold memory on
+    purpose)."""
+    try:
+        with open(PROXY_BIN, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
 
 
 def read_until_closed(sock):

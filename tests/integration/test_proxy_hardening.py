@@ -60,15 +60,7 @@ def tearDownModule():
 stop_and_check = proxylib.stop_and_check
 
 
-def sanitized():
-    """The proxy under test is built with AddressSanitizer (RSS bounds
-    then do not apply: its redzones and quarantine hold memory on
-    purpose)."""
-    try:
-        with open(proxylib.PROXY_BIN, "rb") as f:
-            return b"__asan_init" in f.read()
-    except OSError:
-        return False
+sanitized = proxylib.sanitized
 
 
 EXTRA_POLICY = """\
@@ -141,16 +133,7 @@ def control_proxy(name, **kw):
     args = list(kw.pop("extra_args", ())) + ["--control-socket", ctl]
     p = start_proxy(name, extra_args=args, **kw)
     p.ctl = ctl
-    # "listening on" is said once the control socket listens (main.c);
-    # older proxies said it before: wait until the socket takes a connection.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(ctl)
-            break
-        except OSError:
-            time.sleep(0.05)
+    proxylib.wait_unix_socket(ctl)
     return p
 
 

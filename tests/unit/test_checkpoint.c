@@ -158,6 +158,22 @@ append_n(struct eventlog *log, int first, int n)
 	}
 }
 
+/* n events appended and refused (an open is due and cannot be written). */
+static void
+appends_refused(struct eventlog *log, int n)
+{
+	json_t	*f;
+	int	 i;
+
+	for (i = 0; i < n; i++) {
+		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
+		    "early.evil.test");
+		assert_non_null(f);
+		assert_int_equal(eventlog_append(log, f), -1);
+		json_decref(f);
+	}
+}
+
 /* Open the log with a signer on t->key (made if missing). */
 static struct eventlog *
 open_signed(struct tmp *t, unsigned long long every,
@@ -698,6 +714,54 @@ test_rotation(void **state)
 	assert_int_equal(v.good, 2);
 	lines_free(&l);
 	EVP_PKEY_free(new);
+	EVP_PKEY_free(old);
+}
+
+/*
+ * A next key found at a clean restart: the key checkpoint right after the
+ * last run's close, then the open; verify notes no writer that stopped
+ * without closing (an open right after a key checkpoint read as one).
+ */
+static void
+test_key_at_clean_restart(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_opts	 o = { .key_path = t->key, .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*old;
+	char			 pub[160], next[160], *cause = NULL;
+
+	log = open_signed(t, 0, 60, &ck);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	old = pubkey(pub);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	snprintf(next, sizeof(next), "%s.next", t->key);
+	assert_int_equal(checkpoint_key_create(next, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 2, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	/* open, 2, close, key, open, 2, close */
+	assert_int_equal(l.n, 9);
+	assert_non_null(strstr(l.v[4], "\"reason\":\"key\""));
+	assert_non_null(strstr(l.v[5], "\"reason\":\"open\""));
+	lines_free(&l);
+	assert_int_equal(verify(t->path, old, NULL, now_us(), &v),
+	    CKVERIFY_OK);
+	if (v.stops != 0 || v.restarts != 0)
+		fail_msg("a clean restart with a key rotation noted %zu "
+		    "stop(s) and %zu restart(s)", v.stops, v.restarts);
 	EVP_PKEY_free(old);
 }
 
@@ -1366,7 +1430,7 @@ test_anchor_room(void **state)
 	assert_int_equal(mkdir(inner, 0700), 0);	/* nothing removes it */
 	log = open_signed(t, 100, 60, &ck);
 	assert_int_equal(checkpoint_write(ck, "open"), -1);
-	append_n(log, 0, 3);
+	appends_refused(log, 3);	/* no event before the open */
 	assert_int_equal(checkpoint_write(ck, "close"), -1);
 	lines_read(&l, t->path);
 	for (i = 0; i < l.n; i++)
@@ -2777,6 +2841,121 @@ test_open_due_until_written(void **state)
 }
 
 /*
+ * A restarted writer whose open failed, then had room for its events
+ * (not for the open line: a page's slack, in the attack), and stopped
+ * without closing: its run cut from the log back to the last run's
+ * close must not verify clean. The open goes before the run's first
+ * event, and the anchor names it.
+ */
+static void
+test_open_before_first_event(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct rlimit		 was, low;
+	char			 rot[1][160], *cause = NULL;
+	const char		*paths[1];
+	EVP_PKEY		*k;
+	enum ckverify_result	 rc;
+	long long		 cut;
+
+	k = rotating_key(t, rot, 1);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 3);
+	rotating_close(t, log, ck, &a);
+	cut = a.seq;
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	assert_non_null(log);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	(void)eventlog_reopen(log);	/* the open cannot be written */
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	append_n(log, 3, 5);		/* the run's events, before any tick */
+	checkpoint_free(ck);		/* killed: no close */
+	eventlog_close(log);
+	cut_after_seq(t, cut);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 8, 3);
+	rotating_close(t, log, ck, &a);
+	paths[0] = t->path;
+	rc = verify_with(paths, 1, k, &a, &v);
+	if (rc == CKVERIFY_OK && v.stops == 0 && v.restarts == 0 &&
+	    v.resumes == 0)
+		fail_msg("a run cut back to the close at seq %lld verified "
+		    "clean", cut);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * While the open is due and cannot be written, an event is not written
+ * either: it is counted lost, so the anchor and the next log.outage line
+ * say so, and the open comes first once it can be written.
+ */
+static void
+test_event_refused_while_open_due(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	const char		*since, *why;
+	char			 tmp[192], inner[224], *cause = NULL;
+	size_t			 i, open_at = 0, first_event = 0;
+
+	assert_true(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause) >= 0);
+	/* The anchor's next version cannot be made: no checkpoint either. */
+	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(inner, sizeof(inner), "%s/x", tmp);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	assert_int_equal(mkdir(inner, 0700), 0);
+	log = eventlog_open(t->dir, NAME, &lo, &cause);
+	assert_non_null(log);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	appends_refused(log, 4);
+	assert_int_equal(eventlog_outage(log, &since, &why), 4);
+	assert_int_equal(rmdir(inner), 0);
+	assert_int_equal(rmdir(tmp), 0);
+	(void)eventlog_reopen(log);
+	assert_int_equal(checkpoint_tick(ck), 0);
+	append_n(log, 0, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n; i++) {
+		if (open_at == 0 && strstr(l.v[i], "\"reason\":\"open\"") != NULL)
+			open_at = i + 1;
+		if (first_event == 0 && strstr(l.v[i], "h.evil.test") != NULL)
+			first_event = i + 1;
+	}
+	if (open_at == 0 || first_event == 0 || open_at > first_event)
+		fail_msg("open at line %zu, first event at line %zu", open_at,
+		    first_event);
+	for (i = 0; i < l.n && strstr(l.v[i], "\"lost\":4") == NULL; i++)
+		continue;
+	if (i == l.n)
+		fail_msg("no log.outage line for the 4 refused events");
+	lines_free(&l);
+}
+
+/*
  * A writer with no anchor that could write no checkpoint yet (its open
  * failed: the log unavailable from the start) and stops during the
  * outage: its anchor carries the outage all the same (seq 0, no
@@ -2996,6 +3175,9 @@ main(void)
 		T(test_log_outage_restart),
 		T(test_log_outage_cut),
 		T(test_open_due_until_written),
+		T(test_open_before_first_event),
+		T(test_key_at_clean_restart),
+		T(test_event_refused_while_open_due),
 		T(test_log_outage_no_anchor),
 		T(test_reopen_gap_first),
 		T(test_seq_planted_split),

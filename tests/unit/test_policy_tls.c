@@ -164,6 +164,14 @@ static const struct {
 	  "secret" },
 	{ "    tls: terminate\n    ports: [443]\n    host2: y\n",
 	  "unknown key \"host2\"" },
+	{ "    tls: terminate\n"
+	  "    credentials: {header: X-Token, secret: t}\n"
+	  "    methods: [GET, TRACE]\n",
+	  "method TRACE is not allowed on entry \"x.test\", which has "
+	  "credentials" },
+	{ "    tls: terminate\n    methods: [TRACK]\n"
+	  "    credentials: {header: X-Token, secret: t}\n",
+	  "method TRACK is not allowed" },
 };
 
 static void
@@ -186,6 +194,17 @@ test_terminate_errors(void **state)
 		policy_diags_release(&d);
 		tclean();
 	}
+	/* The echoing method is named where it is written. */
+	p = tload("allow:\n  - host: x.test\n    tls: terminate\n"
+	    "    credentials: {header: X-Token, secret: t}\n"
+	    "    methods: [GET, TRACE]\n    rationale: echo\n", &d);
+	assert_null(p);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].line, 5);
+	assert_int_equal(d.v[0].col, 20);
+	assert_non_null(strstr(d.v[0].file, "set.yaml"));
+	policy_diags_release(&d);
+	tclean();
 	/* An address cannot be terminated. */
 	p = tload("allow:\n  - host: 192.0.2.7\n    tls: terminate\n"
 	    "    rationale: no name to mint for\n", &d);
@@ -254,6 +273,16 @@ test_terminate_decide(void **state)
 	assert_int_equal(tdecide(p, "registry.test", 443, "PUT", "/x", 1, &m),
 	    SG_REASON_NONE);
 	assert_string_equal(m.entry->cred_secret, "reg-token");
+	/* TRACE and TRACK would echo the credential: refused, any case. */
+	assert_int_equal(tdecide(p, "registry.test", 443, "TRACE", "/", 1,
+	    &m), SG_REASON_METHOD_NOT_ALLOWED);
+	assert_int_equal(tdecide(p, "registry.test", 443, "trace", "/", 1,
+	    &m), SG_REASON_METHOD_NOT_ALLOWED);
+	assert_int_equal(tdecide(p, "registry.test", 443, "TRACK", "/x", 1,
+	    &m), SG_REASON_METHOD_NOT_ALLOWED);
+	/* Without credentials the entry's methods decide, as before. */
+	assert_int_equal(tdecide(p, "plain.test", 443, "TRACE", "/x", 1, &m),
+	    SG_REASON_NONE);
 	assert_int_equal(tdecide(p, "plain.test", 443, "DELETE", "/x", 1, &m),
 	    SG_REASON_NONE);
 	assert_int_equal(m.tls, POLICY_TLS_REQUIRED);
