@@ -250,8 +250,9 @@ class TLSEchoHandler(EchoHandler):
         super().handle()
 
 
-def make_test_pki(folder):
-    """Test CA and a leaf for allowed.test and other.test, via openssl(1).
+def make_test_pki(folder, names=("allowed.test", "other.test")):
+    """Test CA and a leaf for names (allowed.test and other.test), via
+    openssl(1).
 
     Returns (ca_pem, leaf_pem, leaf_key).
     """
@@ -264,12 +265,13 @@ def make_test_pki(folder):
         "-addext", "basicConstraints=critical,CA:TRUE",
         "-addext", "keyUsage=critical,keyCertSign,cRLSign")
     run("req", *ec, "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr",
-        "-subj", "/CN=allowed.test")
+        "-subj", "/CN=" + names[0])
     with open(os.path.join(folder, "leaf.ext"), "w") as f:
         f.write("basicConstraints=CA:FALSE\n"
                 "keyUsage=critical,digitalSignature\n"
                 "extendedKeyUsage=serverAuth\n"
-                "subjectAltName=DNS:allowed.test,DNS:other.test\n")
+                "subjectAltName=%s\n" % ",".join("DNS:" + n
+                                                  for n in names))
     run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey",
         "ca.key", "-CAcreateserial", "-out", "leaf.pem", "-days", "2",
         "-extfile", "leaf.ext")
@@ -846,17 +848,18 @@ class DnsServer:
     records: {name: "a.b.c.d"} answered with one A record (AAAA: none);
     every other name gets NXDOMAIN. delays: {name: seconds}: answers to
     that name are sent that long after its first query. .queries lists
-    (name, qtype) as they came.
+    (name, qtype) as they came. bind: where it listens (loopback, a port
+    of its own, unless told).
     """
 
-    def __init__(self, records=None, delays=None):
+    def __init__(self, records=None, delays=None, bind=("127.0.0.1", 0)):
         self.records = dict(records or {})
         self.delays = dict(delays or {})
         self.queries = []
         self.first = {}
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(bind)
         self.port = self.sock.getsockname()[1]
         self.stopped = False
         self.thread = threading.Thread(target=self._serve, daemon=True)
