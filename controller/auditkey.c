@@ -130,8 +130,9 @@ auditkey_prepare_token(const char *logdir, char *buf, size_t size,
 		util_cause(cause, "state folder path too long");
 		return -1;
 	}
+	/* On stderr: `proxy token` prints the token alone on stdout. */
 	if ((rc = auditkey_ensure(buf, geteuid(), logdir, cause)) == 1)
-		printf("created the sandbox token key %s\n"
+		fprintf(stderr, "sandgate: created the sandbox token key %s; "
 		    "proxy replicas verify tokens with %s.pub (--token-key)\n",
 		    buf, buf);
 	return rc == -1 ? -1 : 0;

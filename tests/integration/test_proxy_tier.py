@@ -50,6 +50,7 @@ import ipaddress
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import ssl
@@ -457,6 +458,9 @@ def prepare_replicas(t):
     r = t.sandgate("proxy", "token", "sbx-init")
     if r.returncode != 0:
         raise RuntimeError("sandgate proxy token: " + r.stderr)
+    if not re.fullmatch(r"sgt1\.[A-Za-z0-9_-]+\n", r.stdout):
+        raise RuntimeError("sandgate proxy token, making its key, printed "
+                           "more than the token: " + repr(r.stdout[:200]))
     t.token_pub = t.path("token.pub")
     shutil.copyfile(os.path.join(t.state, "keys", "token.key.pub"),
                     t.token_pub)
