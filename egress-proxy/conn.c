@@ -704,6 +704,25 @@ conn_bev_pending(struct bufferevent *bev)
 	return n;
 }
 
+/*
+ * Bytes owed to the client moved since the last look: into the kernel,
+ * or out of its send queue to the client. A slow reader drains the
+ * output only a little per idle period, too little to bring it under
+ * the write watermark (conn_client_write), yet it is taking bytes.
+ */
+static int
+conn_client_moved(struct conn *c)
+{
+	size_t	pending = conn_client_pending(c);
+	int	queued, moved;
+
+	queued = conn_sock_queued(bufferevent_getfd(c->client));
+	moved = pending != c->seen_pending || queued != c->seen_queued;
+	c->seen_pending = pending;
+	c->seen_queued = queued;
+	return moved;
+}
+
 /* Stop reading, flush what the client is owed, then free. */
 int
 conn_finish(struct conn *c)
@@ -776,6 +795,8 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_tunnel_timer(c);
 		return;
 	case CONN_HTTP:
+		if (conn_client_moved(c))
+			c->last_activity_us = util_now_us();
 		idle = (util_now_us() - c->last_activity_us) / 1000;
 		if (idle < c->px->cfg.idle_timeout_ms) {
 			conn_arm(c, c->px->cfg.idle_timeout_ms - (unsigned)idle);

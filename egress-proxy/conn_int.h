@@ -126,6 +126,8 @@ struct conn {
 	struct conn		*slot_prev;
 	uint64_t		 started_us;
 	uint64_t		 last_activity_us;
+	size_t			 seen_pending;	/* conn_client_moved */
+	int			 seen_queued;
 	int			 head_started;	/* first byte of a head seen */
 	int			 keepalive_wait; /* idle between requests */
 	int			 close_after;	/* close after this request */

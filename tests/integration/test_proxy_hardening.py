@@ -2453,6 +2453,72 @@ class R6StoppedSummaries(Case):
                              "%d lines + %d counted" % (lines, counted))
 
 
+class R7SlowReaders(Case):
+    """Round 7, F3: a reader that kept taking bytes was reset as idle
+    unless it drained about 128 KiB per idle period: only the write
+    callback, which fires once the output is down to half the high-water
+    mark, counted as activity. Now any move of the bytes owed to it (out
+    of the proxy's buffer, or out of the kernel's send queue) counts."""
+
+    IDLE = 3
+    CUT = "close (idle_timeout)"
+
+    def slow_get(self, name):
+        p = start_proxy(name, extra_args=["-v", "--idle-timeout",
+                                          str(self.IDLE)])
+        n = 20 << 20
+        h = "allowed.test:%d" % self.up.http_port
+        # A small receive queue set before the connection opens: what
+        # the client takes shows as bytes leaving the proxy's send queue.
+        c = proxylib.RawConn.__new__(proxylib.RawConn)
+        c.sock, c.buf = socket.socket(), b""
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.sock.bind(("127.0.0.2", 0))
+        c.sock.settimeout(10)
+        c.sock.connect(("127.0.0.1", p.port))
+        c.send(get_request("http://%s/big?n=%d" % (h, n), h,
+                           "Connection: close\r\n"))
+        return p, c
+
+    def test_slow_reader_is_not_idle(self):
+        p, c = self.slow_get("r7-slow")
+        c.sock.settimeout(5)
+        got, per_second, t0 = 0, {}, time.monotonic()
+        ended = None
+        try:
+            while time.monotonic() - t0 < 10:  # about 2 KB/s
+                b = c.sock.recv(512)
+                if not b:
+                    ended = "EOF"
+                    break
+                got += len(b)
+                sec = int(time.monotonic() - t0)
+                per_second[sec] = per_second.get(sec, 0) + len(b)
+                time.sleep(0.25)
+        except (ConnectionResetError, socket.timeout) as e:
+            ended = repr(e)
+        took = time.monotonic() - t0
+        c.close()
+        print("\n  slow reader: %d bytes in %.1f s, ended by %s" % (
+            got, took, ended or "the test"), file=sys.stderr)
+        self.assertIsNone(ended, "the slow reader was cut after %.1f s "
+                          "and %d bytes: %s; proxy:\n%s" % (
+                              took, got, ended, p.stderr()[-1500:]))
+        self.assertEqual(sorted(per_second), list(range(10)),
+                         "seconds without bytes: %r" % per_second)
+        self.assertNotIn(self.CUT, p.stderr())
+
+    def test_reader_that_takes_nothing_is_idle(self):
+        p, c = self.slow_get("r7-still")
+        # The idle check may see the last move one period late.
+        deadline = time.monotonic() + 3 * self.IDLE + 2
+        while self.CUT not in p.stderr() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        c.close()
+        self.assertIn(self.CUT, p.stderr(), "a client that took nothing "
+                      "for %d s was not cut as idle" % (3 * self.IDLE + 2))
+
+
 def main():
     return proxylib.run_tests(sys.modules[__name__])
 
