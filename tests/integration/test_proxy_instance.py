@@ -94,6 +94,15 @@ class InstanceTest(unittest.TestCase):
             ev = p.wait_event(lambda e: e.get("event") == "proxy.started")
             self.assertIsNotNone(ev)
             self.assertEqual(ev["instance"], name)
+            # No event of a run before its open (issue 20 eleventh
+            # attack F1): the open checkpoint, then proxy.started.
+            with open(p.log_path) as f:
+                evs = [json.loads(line) for line in f if line.strip()]
+            i = [e.get("event") for e in evs].index("proxy.started")
+            self.assertGreater(i, 0, evs[:2])
+            self.assertEqual((evs[i - 1].get("event"),
+                              evs[i - 1].get("reason")),
+                             ("log.checkpoint", "open"), evs[:i + 1])
             self.assertEqual(len(ev["policy_digest"]), 64)
             st, body = proxylib.control(p.sock, "GET", "/status")
             self.assertEqual((st, body["instance"]), (200, name))
