@@ -926,9 +926,15 @@ audit_verify_anchor(const struct audit_args *a, struct ckverify *v,
 		    "earlier checkpoint, even at an old close, is found only "
 		    "with --anchor\n");
 		return 0;
-	} else if (auditkey_path(a->file, key, sizeof(key)) == -1)
+	} else if (auditkey_path(a->file, key, sizeof(key)) == -1) {
+		/* A replica's (--instance): its anchor is beside its key. */
+		util_xasprintf(note, "note: not checked against a writer's "
+		    "anchor (%s's writer keeps it beside its own "
+		    "--checkpoint-key): a log cut at an earlier checkpoint, "
+		    "even at an old close, is found only with --anchor\n",
+		    a->file);
 		return 0;
-	else
+	} else
 		snprintf(path, sizeof(path), "%s.anchor", key);
 	if (a->anchor == NULL && access(path, R_OK) == -1) {
 		util_xasprintf(note, "note: %s the writer's anchor %s (%s): a "

@@ -776,8 +776,7 @@ main_log_open(struct proxy *px)
 		free(cause);
 		return -1;
 	}
-	if (main_checkpoint_open(px) == -1 || (px->cfg.instance != NULL &&
-	    proxy_log_started(px) == -1))
+	if (main_checkpoint_open(px) == -1)
 		return -1;
 	if (proxy_log_blocks_init(px) == -1)
 		fatalx("out of memory");
@@ -967,9 +966,15 @@ main_run(struct proxy *px)
 {
 	int	rc = PX_EXIT_OK;
 
-	/* Last of the set-up, so a start that fails signs nothing. */
+	/*
+	 * Last of the set-up, so a start that fails signs nothing; a
+	 * replica's proxy.started follows the open (no event of a run
+	 * before its open: an open that fails is tried again before it).
+	 */
 	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "open") == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));
+	if (px->cfg.instance != NULL)
+		(void)proxy_log_started(px);	/* said; counted lost */
 	px->log_space_ok = 1;	/* the first tick says if it is not */
 	px->log_anchor_ok = 1;
 	main_drain_timer = evtimer_new(px->base, main_tick, px);

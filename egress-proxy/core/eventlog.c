@@ -1337,11 +1337,15 @@ eventlog_append_one(struct eventlog *log, json_t *fields, int *put)
 {
 	int	rc = -1;
 
-	/* A hook line due after the last event goes before this one. */
-	if (log->hook_due && !log->in_hook)
-		(void)eventlog_append_hook(log);
+	/*
+	 * What the hook wants before an event first (an open it writes and
+	 * anchors takes the place of a hook line due), then a hook line due
+	 * after the last event.
+	 */
 	if (fields != NULL && eventlog_before(log) == -1)
 		return -1;
+	if (log->hook_due && !log->in_hook)
+		(void)eventlog_append_hook(log);
 	if (log->opts.shared) {
 		if (eventlog_lock(log) == -1)
 			return eventlog_fail(log, "cannot lock");

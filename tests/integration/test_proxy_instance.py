@@ -33,6 +33,14 @@ def sandgate(*args):
                                                   W["state"]}))
 
 
+def sandgate_env(env, *args):
+    e = {"SANDGATE_STATE": W["state"]}
+    e.update(env)
+    return subprocess.run([os.path.join(proxylib.BIN, "sandgate")] +
+                          list(args), capture_output=True, text=True,
+                          env=proxylib.clean_env(e))
+
+
 def setUpModule():
     for k in proxylib.PROXY_ENV:
         os.environ.pop(k, None)
@@ -86,6 +94,15 @@ class InstanceTest(unittest.TestCase):
             ev = p.wait_event(lambda e: e.get("event") == "proxy.started")
             self.assertIsNotNone(ev)
             self.assertEqual(ev["instance"], name)
+            # No event of a run before its open (issue 20 eleventh
+            # attack F1): the open checkpoint, then proxy.started.
+            with open(p.log_path) as f:
+                evs = [json.loads(line) for line in f if line.strip()]
+            i = [e.get("event") for e in evs].index("proxy.started")
+            self.assertGreater(i, 0, evs[:2])
+            self.assertEqual((evs[i - 1].get("event"),
+                              evs[i - 1].get("reason")),
+                             ("log.checkpoint", "open"), evs[:i + 1])
             self.assertEqual(len(ev["policy_digest"]), 64)
             st, body = proxylib.control(p.sock, "GET", "/status")
             self.assertEqual((st, body["instance"]), (200, name))
@@ -146,6 +163,37 @@ class InstanceTest(unittest.TestCase):
         finally:
             with open(path, "w") as f:
                 f.write(text)
+
+    def test_4_verify_against_the_replicas_anchor(self):
+        # issue 20 eleventh attack F3: a replica's log in the live log
+        # folder, verified with --key: its anchor is beside its own key,
+        # which the controller does not know; verify says it did not
+        # check one, and with --anchor finds a log cut back to an old
+        # checkpoint.
+        p = W["r0"]
+        env = {"SANDGATE_LOG_DIR": W["logs"]}
+        verify = ["audit", "verify", "--instance", "r0", "--key",
+                  p.key + ".pub"]
+        r = sandgate_env(env, *verify)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("not checked against a writer's anchor", r.stdout)
+        self.assertIn("--anchor", r.stdout)
+        r = sandgate_env(env, *verify, "--anchor", p.key + ".anchor")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("checked against the anchor", r.stdout)
+        # Cut back to before the checkpoint the anchor names.
+        with open(p.log_path) as f:
+            lines = f.readlines()
+        cut = max(i for i, line in enumerate(lines)
+                  if '"log.checkpoint"' in line)
+        with open(p.log_path, "w") as f:
+            f.writelines(lines[:cut])
+        try:
+            r = sandgate_env(env, *verify, "--anchor", p.key + ".anchor")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        finally:
+            with open(p.log_path, "w") as f:
+                f.writelines(lines)
 
     def test_3_bad_instance_name(self):
         r = subprocess.run([proxylib.PROXY_BIN, "--instance", "A/b",

@@ -2783,6 +2783,10 @@ test_log_outage_cut(void **state)
 	EVP_PKEY_free(k);
 }
 
+static struct eventlog *restart_open_fails_every(struct tmp *,
+		    const struct eventlog_opts *, unsigned long long, int,
+		    struct checkpoint **);
+
 /*
  * The log at t->path opened again by a writer whose open checkpoint
  * fails (no descriptor can be had while it is tried); its *ck.
@@ -2791,8 +2795,16 @@ static struct eventlog *
 restart_open_fails(struct tmp *t, const struct eventlog_opts *lo,
     struct checkpoint **ck)
 {
+	return restart_open_fails_every(t, lo, 100, 0, ck);
+}
+
+/* The same, signing every `every` events, after `before` events. */
+static struct eventlog *
+restart_open_fails_every(struct tmp *t, const struct eventlog_opts *lo,
+    unsigned long long every, int before, struct checkpoint **ck)
+{
 	struct checkpoint_opts	 o = { .key_path = t->key,
-				    .every_events = 100, .every_secs = 60 };
+				    .every_events = every, .every_secs = 60 };
 	struct eventlog		*log;
 	struct rlimit		 was, low;
 	char			*cause = NULL;
@@ -2801,6 +2813,7 @@ restart_open_fails(struct tmp *t, const struct eventlog_opts *lo,
 	assert_non_null(log);
 	*ck = checkpoint_new(log, &o, &cause);
 	assert_non_null(*ck);
+	append_n(log, 100, before);	/* a start's own lines, before it */
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
 	low = was;
 	low.rlim_cur = 0;
@@ -2896,6 +2909,48 @@ test_open_before_first_event(void **state)
 	    v.resumes == 0)
 		fail_msg("a run cut back to the close at seq %lld verified "
 		    "clean", cut);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Signing every event, a count checkpoint due when the open fails (an
+ * event before the open attempt made it due): the open that takes its
+ * place before the next event is anchored before that event is written
+ * (issue 20 eleventh attack F2: the due line became the open, unanchored
+ * until the next tick, and a crash then left an event after it that a
+ * cut back to the last close hid).
+ */
+static void
+test_open_anchored_before_event(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 1 << 20, .keep = 5 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			 rot[1][160];
+	EVP_PKEY		*k;
+	size_t			 i, open_line = 0;
+
+	k = rotating_key(t, rot, 1);
+	log = rotating_open(t, &lo, &ck);
+	append_n(log, 0, 3);
+	rotating_close(t, log, ck, &a);
+	log = restart_open_fails_every(t, &lo, 1, 1, &ck);
+	append_n(log, 3, 1);		/* the run's event, before any tick */
+	anchor_of(t, &a);
+	lines_read(&l, t->path);
+	for (i = 0; i < l.n; i++)
+		if (strstr(l.v[i], "\"reason\":\"open\"") != NULL)
+			open_line = i + 1;
+	if (open_line == 0 || open_line == l.n ||
+	    a.seq != (long long)open_line || strcmp(a.reason, "open") != 0)
+		fail_msg("the anchor names seq %lld (%s); the run's open is "
+		    "at line %zu of %zu", a.seq, a.reason, open_line, l.n);
+	lines_free(&l);
+	checkpoint_free(ck);
+	eventlog_close(log);
 	EVP_PKEY_free(k);
 }
 
@@ -3179,6 +3234,7 @@ main(void)
 		T(test_open_due_until_written),
 		T(test_open_before_first_event),
 		T(test_key_at_clean_restart),
+		T(test_open_anchored_before_event),
 		T(test_event_refused_while_open_due),
 		T(test_log_outage_no_anchor),
 		T(test_reopen_gap_first),
