@@ -498,10 +498,15 @@ conn_free(struct conn *c, enum conn_close why, const char *detail)
 	/* A terminated session's idle upstream outlives it (uppool.h). */
 	if (c->state == CONN_HEAD && !c->head_started)
 		conn_term_park(c);
-	/* Everything owed was handed to the kernel: the peer may take it. */
+	/*
+	 * Everything owed was handed to the kernel: the peer may take it.
+	 * So too when a client shut its side between requests: the last
+	 * answer's tail may still be in the kernel's send queue.
+	 */
 	conn_sockets_end(c, why == CONN_CLOSE_FINISHED ||
 	    why == CONN_CLOSE_TUNNEL_CLOSED ||
-	    why == CONN_CLOSE_TUNNEL_REFUSED, &kept);
+	    why == CONN_CLOSE_TUNNEL_REFUSED ||
+	    (why == CONN_CLOSE_CLIENT_CLOSED && c->state == CONN_HEAD), &kept);
 	px->sockbuf_pool -= 2 * c->sockbuf_extra;	/* 0 if a kept one has it */
 	conn_tunnel_release(c);
 	conn_bev_free(c, c->client);
