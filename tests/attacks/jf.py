@@ -32,8 +32,16 @@ def run_summary(o):
                       "container_stopped", "output_truncated") if fl.get(k)]
     if fl.get("signal"):
         on.append("signal=%d" % fl["signal"])
-    return "runs.jsonl seq %s exit %s%s" % (o.get("seq"), o.get("exit_code"),
-                                            " " + ",".join(on) if on else "")
+    # What tells a kill from outside apart from the command's own end,
+    # when a row fails for a reason nobody reproduced.
+    if o.get("cmd_exit") is not None and o.get("cmd_exit") != o.get(
+            "exit_code"):
+        on.append("cmd_exit=%s" % o["cmd_exit"])
+    if o.get("cleanup") not in (None, "ok"):
+        on.append("cleanup=%s" % o["cleanup"])
+    return "runs.jsonl seq %s exit %s%s after %s ms" % (
+        o.get("seq"), o.get("exit_code"), " " + ",".join(on) if on else "",
+        o.get("duration_ms"))
 
 
 def main(argv):

@@ -153,7 +153,7 @@ atk_initlimit() {
 	    'il_ok il1 && [ "$(j il1 "o[\"stdout\"]" | grep -c "rt_sigqueueinfo(1, .*errno 1$")" = 4 ]' \
 	    "exit $il1_rc; $(j il1 'o["stdout"].strip()' | grep -E 'rt_sigq|RLIMIT|still|gone' | cut -c1-60 | tr '\n' ' ')" \
 	    "$(rec il1); concurrent: $(rec il1a)" \
-	    "concurrent exec: exit $il1a_rc; container after both: $state"
+	    "concurrent exec: exit $il1a_rc; container after both: $state; the controller said: $(grep -h 'sandgate:' "$T/il1.err" "$T/il1a.err" | head -4 | cut -c1-120 | tr '\n' ' ')"
 	[ "$state" = running ] || "$SG" exec "$IL" -- true >/dev/null 2>&1
 	il_run il2 cpu
 	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$IL")
