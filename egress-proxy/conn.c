@@ -1413,10 +1413,15 @@ conn_decide(struct conn *c)
 	if (c->term && conn_term_credential(c, NULL) == -1)
 		return conn_block(c, SG_REASON_CREDENTIAL_MISSING, NULL,
 		    c->r.match.entry->cred_secret);
-	/* Reuse the kept upstream for the same destination and rules. */
+	/*
+	 * Reuse the kept upstream for the same destination and rules; in a
+	 * terminated session only one this request's own entry verified
+	 * and carries its credential over, opened since the last change.
+	 */
 	if (!c->r.is_connect && c->upstream != NULL && c->up_reusable &&
 	    host_equal(&c->up_host, &c->r.host) && c->up_port == c->r.port &&
-	    (!c->up_private || c->r.match.allow_private))
+	    (!c->up_private || c->r.match.allow_private) &&
+	    (!c->term || conn_term_fits(c)))
 		return conn_connected(c);
 	conn_drop_upstream(c);
 	conn_set_state(c, CONN_RESOLVE);
@@ -1827,13 +1832,16 @@ conn_drop_upstream(struct conn *c)
  * Close every idle upstream TLS connection, kept by the pool or by a
  * terminated session between its requests: after a reload, a grant's
  * revoke or expiry, an exec's end, a registry or secret change, none is
- * used again (docs/proxy.md, "Upstream connection reuse").
+ * used again (docs/proxy.md, "Upstream connection reuse"). One busy with
+ * a request now finishes it and is then closed: the new generation is
+ * not its own (conn_term_current), so it is neither kept nor parked.
  */
 void
 conn_upstreams_flush(struct proxy *px)
 {
 	struct conn	*c;
 
+	px->upstream_gen++;
 	if (px->uppool != NULL)
 		uppool_flush(px->uppool);
 	for (c = px->conns; c != NULL; c = c->next)
@@ -1904,6 +1912,15 @@ conn_redecide(struct proxy *px, struct conn *c)
 	c->r.match = m;
 	if (r == SG_REASON_NONE) {
 		c->tls_required = m.tls == POLICY_TLS_REQUIRED;
+		/*
+		 * An upstream TLS handshake in flight verifies under the
+		 * old entry's ca_file: connect again under the new one.
+		 */
+		if (c->state == CONN_CONNECT && c->up_tls) {
+			conn_drop_upstream(c);
+			c->r.addr_next = 0;
+			conn_connect_next(c);
+		}
 		return 0;
 	}
 	conn_drop_upstream(c);		/* a connect in flight ends here */
