@@ -49,12 +49,6 @@ static void	ctlconn_feed(struct ctlconn *, const char *, size_t);
 static void	ctlconn_line(struct ctlconn *);
 static void	ctlconn_head_end(struct ctlconn *);
 
-size_t
-ctlconn_count(void)
-{
-	return ctlconn_n;
-}
-
 struct bufferevent *
 ctlconn_new(struct event_base *base, SSL_CTX *tls, struct proxy *px,
     long body_max)

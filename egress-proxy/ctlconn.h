@@ -41,7 +41,4 @@ struct bufferevent *ctlconn_new(struct event_base *, SSL_CTX *tls,
 /* A request of the connection arrived whole: its deadline starts again. */
 void	ctlconn_request_done(struct evhttp_request *);
 
-/* Connections open now (for tests and /status). */
-size_t	ctlconn_count(void);
-
 #endif
