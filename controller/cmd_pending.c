@@ -56,8 +56,10 @@ const struct cmd_entry cmd_pending = {
 	    "With several replicas in SANDGATE_PROXY_CONTROL (and no\n"
 	    "--log-dir), the blocks each replica keeps, asked over its\n"
 	    "control API and merged; --json then ends with a line\n"
-	    "{\"replicas\":[{\"name\",\"status\"}]}, and a replica that did\n"
-	    "not answer is named (exit 125).\n",
+	    "{\"replicas\":[{\"name\",\"status\",\"dropped\"}]}; a replica\n"
+	    "that did not answer, or whose destinations did not fit its\n"
+	    "share of the table, is named (exit 125), as are destinations\n"
+	    "left out past the table's size.\n",
 	.options = cmd_pending_options,
 	.args_min = 0,
 	.args_max = 1,
@@ -95,46 +97,48 @@ pending_follow_cb(json_t *o, void *arg)
 }
 
 /*
- * Every replica's recent blocks (GET /blocks of every sandbox) into p;
- * [{"name","status"}] of the replicas, "ok" or why not.
+ * Every replica's recent blocks (GET /blocks of every sandbox, all asked
+ * at once) into p, each replica given an even share of the table so
+ * that none crowds out the others; [{"name","status","dropped"}] of the
+ * replicas: "ok" or why not, and the destinations past its share.
  */
 static json_t *
 pending_replicas(struct pending *p)
 {
-	json_t	*out = json_array(), *resp, *r;
-	char	*cause;
-	size_t	 i, j;
-	long	 status;
+	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
+	json_t			*out = json_array(), *r;
+	char			*cause;
+	size_t			 i, j, n = proxyctl_replicas();
 
-	for (i = 0; i < proxyctl_replicas(); i++) {
-		resp = NULL;
-		cause = NULL;
-		status = 0;
-		if (proxyctl_call_at(i, "GET", "/blocks", NULL, &status, &resp,
-		    &cause) == 0 && status != 200)
-			util_xasprintf(&cause, "HTTP %ld", status);
-		json_array_foreach(cause == NULL ? json_object_get(resp,
+	proxyctl_call_all("GET", "/blocks", NULL, a);
+	for (i = 0; i < n; i++) {
+		if (a[i].cause == NULL && a[i].status != 200)
+			util_xasprintf(&a[i].cause, "HTTP %ld", a[i].status);
+		cause = a[i].cause;
+		pending_source(p, PENDING_DESTS_MAX / n);
+		json_array_foreach(cause == NULL ? json_object_get(a[i].resp,
 		    "blocks") : NULL, j, r)
 			(void)pending_record(p, r);
-		json_array_append_new(out, json_pack("{s:s, s:s}", "name",
-		    proxyctl_replica_name(i), "status", cause ? cause : "ok"));
-		json_decref(resp);
-		free(cause);
+		json_array_append_new(out, json_pack("{s:s, s:s, s:I}",
+		    "name", proxyctl_replica_name(i), "status", cause ? cause :
+		    "ok", "dropped", (json_int_t)p->src_dropped));
 	}
+	proxyctl_ans_free(a, n);
 	return out;
 }
 
 /*
  * After the blocks: the replicas line (--json), and a warning for each
- * replica that did not answer. SG_EXIT_OK, or SG_EXIT_ERROR when one
- * did not.
+ * replica that did not answer or whose destinations did not all fit.
+ * SG_EXIT_OK, or SG_EXIT_ERROR when one did not.
  */
 static int
 pending_replicas_show(json_t *reps, int json)
 {
 	json_t		*r;
-	const char	*st;
+	const char	*st, *name;
 	size_t		 i;
+	json_int_t	 dropped;
 	int		 rc = SG_EXIT_OK;
 
 	if (json && (r = json_pack("{s:O}", "replicas", reps)) != NULL) {
@@ -144,11 +148,19 @@ pending_replicas_show(json_t *reps, int json)
 	}
 	json_array_foreach(reps, i, r) {
 		st = json_string_value(json_object_get(r, "status"));
+		name = json_string_value(json_object_get(r, "name"));
+		dropped = json_integer_value(json_object_get(r, "dropped"));
+		if (dropped > 0) {
+			log_warnx("warning: proxy replica %s: %lld more "
+			    "destinations not shown (past its share of %zu)",
+			    name, (long long)dropped, PENDING_DESTS_MAX /
+			    json_array_size(reps));
+			rc = SG_EXIT_ERROR;
+		}
 		if (strcmp(st, "ok") == 0)
 			continue;
 		log_warnx("warning: proxy replica %s did not answer (%s): its "
-		    "blocks are not shown", json_string_value(json_object_get(r,
-		    "name")), st);
+		    "blocks are not shown", name, st);
 		rc = SG_EXIT_ERROR;
 	}
 	return rc;
@@ -191,11 +203,13 @@ cmd_pending_exec(struct cmd_args *args)
 	pending_sort(&p);
 	for (i = 0; i < p.n; i++)
 		pending_show(&p.v[i], o.json);
-	if (p.dropped > 0)
-		log_warnx("%zu more destinations not shown (more than %d)",
-		    p.dropped, PENDING_DESTS_MAX);
 	if (reps != NULL)
 		rc = pending_replicas_show(reps, o.json);
+	else if (p.dropped > 0) {
+		log_warnx("%zu more destinations not shown (more than %d)",
+		    p.dropped, PENDING_DESTS_MAX);
+		rc = SG_EXIT_ERROR;
+	}
 	json_decref(reps);
 	fflush(stdout);
 	if (o.follow) {

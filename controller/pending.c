@@ -11,6 +11,7 @@
 #include "logread.h"
 #include "pending.h"
 #include "reason.h"
+#include "token.h"
 #include "util.h"
 
 #define PENDING_LOG	"security-events.jsonl"
@@ -51,10 +52,13 @@ pending_find(struct pending *p, const char *sandbox, const char *host,
 		    strcmp(d->sandbox, sandbox) == 0)
 			return d;
 	}
-	if (p->n == PENDING_DESTS_MAX) {
+	if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
+	    p->src_new == p->share)) {
 		p->dropped++;
+		p->src_dropped++;
 		return NULL;
 	}
+	p->src_new++;
 	if (p->n == p->cap) {
 		p->cap = p->cap ? p->cap * 2 : 16;
 		p->v = reallocarray(p->v, p->cap, sizeof(*p->v));
@@ -94,7 +98,7 @@ pending_time(struct pending_dest *d, const char *s, int which)
 	int64_t	us;
 
 	if (s == NULL || strlen(s) >= sizeof(d->first) ||
-	    logread_parse_ts(s, &us) == -1)
+	    !util_printable(s) || logread_parse_ts(s, &us) == -1)
 		return;
 	if ((which & 1) && (d->first[0] == '\0' || us < d->first_us)) {
 		d->first_us = us;
@@ -126,7 +130,9 @@ pending_event(struct pending *p, json_t *o, int *isnew)
 	host = json_string_value(json_object_get(o, "host"));
 	reason = json_string_value(json_object_get(o, "reason"));
 	port = json_integer_value(json_object_get(o, "port"));
-	if (sbx == NULL || strlen(sbx) > 64 || (p->sandbox != NULL &&
+	/* An id with escapes would reach the terminal: the token's rule. */
+	if (sbx == NULL || !token_id_ok(sbx, strlen(sbx), 1) ||
+	    (p->sandbox != NULL &&
 	    strcmp(sbx, p->sandbox) != 0) || host == NULL || reason == NULL ||
 	    reason_from_code(reason) == SG_REASON_MAX || port < 1 ||
 	    port > 65535 || host_normalize(host, strlen(host), &h,
@@ -138,7 +144,7 @@ pending_event(struct pending *p, json_t *o, int *isnew)
 	d = pending_find(p, sbx, host, (int)port, reason, isnew);
 	if (d == NULL)
 		return NULL;
-	d->attempts += count;
+	d->attempts = util_add_sat(d->attempts, count);
 	if (summary) {
 		pending_time(d, json_string_value(json_object_get(o, "first")),
 		    1);
@@ -170,6 +176,14 @@ pending_record(struct pending *p, json_t *r)
 	d = pending_event(p, ev, &isnew);
 	json_decref(ev);
 	return d;
+}
+
+void
+pending_source(struct pending *p, size_t share)
+{
+	p->share = share;
+	p->src_new = 0;
+	p->src_dropped = 0;
 }
 
 static void

@@ -16,7 +16,7 @@
 
 #include "sglimits.h"
 
-#define PENDING_DESTS_MAX	4096	/* entries kept; more are counted */
+#define PENDING_DESTS_MAX	16384	/* entries kept; more are counted */
 #define PENDING_RUNS_MAX	8	/* run ids kept per entry */
 
 struct pending_dest {
@@ -36,6 +36,9 @@ struct pending {
 	struct pending_dest	*v;
 	size_t			 n, cap;
 	size_t			 dropped;	/* past PENDING_DESTS_MAX */
+	size_t			 share;		/* new entries per source */
+	size_t			 src_new;	/* this source's new ones */
+	size_t			 src_dropped;	/* this source's past share */
 };
 
 void	pending_init(struct pending *, const char *sandbox);
@@ -52,11 +55,20 @@ struct pending_dest *pending_event(struct pending *, json_t *, int *isnew);
  * Count one record of a proxy replica's GET /blocks (without sandbox:
  * each names its sandbox, with its attempts, first and last time, and
  * run_id), merged with what p holds (other replicas' records, or log
- * events) per sandbox, destination and reason: attempts summed, first
+ * events) per sandbox, destination and reason: attempts summed
+ * (saturating, never wrapping), first
  * the earliest, last the latest, run ids joined. Returns the entry, or
  * NULL when the record is none (pending_event's checks).
  */
 struct pending_dest *pending_record(struct pending *, json_t *record);
+
+/*
+ * The records that follow come from another source (a replica), which
+ * may add at most share new entries (0: no limit but
+ * PENDING_DESTS_MAX), so that no replica crowds out the others'
+ * blocks; what it adds past that is counted in src_dropped and dropped.
+ */
+void	pending_source(struct pending *, size_t share);
 
 /* Read the log dir/security-events.jsonl and its rotated files. 0 or -1. */
 int	pending_read_log(struct pending *, const char *dir, char **cause);

@@ -20,6 +20,11 @@
 #include "util.h"
 
 #define PROXYCTL_RESPONSE_MAX	(16u * 1024 * 1024)
+/* Seconds: to connect to a replica, a GET, a change, the socket. */
+#define PROXYCTL_CONNECT_S	2
+#define PROXYCTL_READ_S		5
+#define PROXYCTL_CHANGE_S	10
+#define PROXYCTL_SOCKET_S	30
 
 struct proxyctl_buf {
 	char	*p;
@@ -216,50 +221,108 @@ proxyctl_target(CURL *h, size_t i, const char *path, char *url,
 	return 0;
 }
 
-/* One HTTP request to replica i; the reply body into *b. */
-static int
-proxyctl_raw(size_t i, const char *method, const char *path,
-    const char *body, long *status, struct proxyctl_buf *b, char **cause)
-{
-	struct curl_slist	*hdrs = NULL;
+/* A request being made: its handle, headers and reply. */
+struct proxyctl_req {
 	CURL			*h;
-	CURLcode		 rc;
-	char			 url[512];
+	struct curl_slist	*hdrs;
+	struct proxyctl_buf	 b;
+};
 
-	memset(b, 0, sizeof(*b));
-	if ((h = curl_easy_init()) == NULL) {
-		*cause = util_xstrdup("out of memory");
+/*
+ * A request to replica i set up in r (body borrowed until it ends),
+ * with the timeouts of its kind: a replica over TCP gets
+ * PROXYCTL_CONNECT_S to connect and PROXYCTL_READ_S (a GET) or
+ * PROXYCTL_CHANGE_S in all, so that a dead one is not waited on for
+ * long. 0, or -1 with *cause.
+ */
+static int
+proxyctl_req_new(struct proxyctl_req *r, size_t i, const char *method,
+    const char *path, const char *body, char **cause)
+{
+	char	url[512];
+	int	get = strcmp(method, "GET") == 0;
+
+	memset(r, 0, sizeof(*r));
+	if ((r->h = curl_easy_init()) == NULL)
+		return util_cause(cause, "out of memory");
+	if (proxyctl_target(r->h, i, path, url, sizeof(url), &r->hdrs,
+	    cause) == -1) {
+		curl_slist_free_all(r->hdrs);
+		curl_easy_cleanup(r->h);
+		r->h = NULL;
 		return -1;
 	}
-	if (proxyctl_target(h, i, path, url, sizeof(url), &hdrs, cause) ==
-	    -1) {
-		curl_easy_cleanup(h);
-		return -1;
-	}
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, proxyctl_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, proxyctl_write);
+	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, &r->b);
+	curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
+	if (proxyctl_remote() != NULL) {
+		curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT,
+		    (long)PROXYCTL_CONNECT_S);
+		curl_easy_setopt(r->h, CURLOPT_TIMEOUT, get ?
+		    (long)PROXYCTL_READ_S : (long)PROXYCTL_CHANGE_S);
+	} else
+		curl_easy_setopt(r->h, CURLOPT_TIMEOUT, (long)PROXYCTL_SOCKET_S);
 	if (body != NULL) {
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		r->hdrs = curl_slist_append(r->hdrs,
+		    "Content-Type: application/json");
+		curl_easy_setopt(r->h, CURLOPT_POSTFIELDS, body);
 	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	rc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(h);
+	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
+	return 0;
+}
+
+/*
+ * The end of r's transfer (rc): *status, and the reply in r->b; 0, or
+ * -1 with *cause naming replica i.
+ */
+static int
+proxyctl_req_end(struct proxyctl_req *r, size_t i, CURLcode rc,
+    long *status, char **cause)
+{
+	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(r->hdrs);
+	curl_easy_cleanup(r->h);
+	r->h = NULL;
+	r->hdrs = NULL;
 	if (rc != CURLE_OK) {
 		util_cause(cause, "cannot reach the proxy's control %s %s "
 		    "(%s); start it with `sandgate proxy start`",
 		    proxyctl_remote() ? "API" : "socket",
 		    proxyctl_replica_name(i), curl_easy_strerror(rc));
-		free(b->p);
-		b->p = NULL;
+		free(r->b.p);
+		r->b.p = NULL;
 		return -1;
 	}
 	return 0;
+}
+
+/* One HTTP request to replica i; the reply body into *b. */
+static int
+proxyctl_raw(size_t i, const char *method, const char *path,
+    const char *body, long *status, struct proxyctl_buf *b, char **cause)
+{
+	struct proxyctl_req	r;
+	int			rv;
+
+	memset(b, 0, sizeof(*b));
+	if (proxyctl_req_new(&r, i, method, path, body, cause) == -1)
+		return -1;
+	rv = proxyctl_req_end(&r, i, curl_easy_perform(r.h), status, cause);
+	*b = r.b;
+	return rv;
+}
+
+/* The reply in b as JSON into *resp (may be NULL); b freed. */
+static void
+proxyctl_parse(struct proxyctl_buf *b, json_t **resp)
+{
+	json_error_t	err;
+
+	if (resp != NULL)
+		*resp = b->p ? json_loadb(b->p, b->len, 0, &err) : NULL;
+	free(b->p);
+	b->p = NULL;
 }
 
 int
@@ -267,7 +330,6 @@ proxyctl_call_at(size_t i, const char *method, const char *path,
     json_t *body, long *status, json_t **resp, char **cause)
 {
 	struct proxyctl_buf	 b;
-	json_error_t		 err;
 	char			*text = NULL;
 	int			 rc;
 
@@ -279,10 +341,95 @@ proxyctl_call_at(size_t i, const char *method, const char *path,
 	free(text);
 	if (rc == -1)
 		return -1;
-	if (resp != NULL)
-		*resp = b.p ? json_loadb(b.p, b.len, 0, &err) : NULL;
-	free(b.p);
+	proxyctl_parse(&b, resp);
 	return 0;
+}
+
+/* Run the transfers of r[0..n-1] (h NULL: none) at once to their end. */
+static void
+proxyctl_multi(struct proxyctl_req *r, size_t n, struct proxyctl_ans *ans)
+{
+	CURLM		*m;
+	CURLMsg		*msg;
+	size_t		 i;
+	int		 running = 0, left;
+
+	if ((m = curl_multi_init()) == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		if (r[i].h != NULL)
+			curl_multi_add_handle(m, r[i].h);
+	do {
+		if (curl_multi_perform(m, &running) != CURLM_OK ||
+		    (running > 0 && curl_multi_poll(m, NULL, 0, 1000, NULL) !=
+		    CURLM_OK))
+			break;
+	} while (running > 0);
+	while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+		for (i = 0; i < n && r[i].h != msg->easy_handle; i++)
+			;
+		if (msg->msg != CURLMSG_DONE || i == n)
+			continue;
+		curl_multi_remove_handle(m, r[i].h);
+		if (proxyctl_req_end(&r[i], i, msg->data.result,
+		    &ans[i].status, &ans[i].cause) == 0)
+			proxyctl_parse(&r[i].b, &ans[i].resp);
+	}
+	for (i = 0; i < n; i++) {
+		if (r[i].h == NULL)
+			continue;
+		curl_multi_remove_handle(m, r[i].h);
+		(void)proxyctl_req_end(&r[i], i, CURLE_RECV_ERROR,
+		    &ans[i].status, &ans[i].cause);
+	}
+	curl_multi_cleanup(m);
+}
+
+void
+proxyctl_call_each(const char *method, const char *const *paths,
+    json_t *body, struct proxyctl_ans *ans)
+{
+	struct proxyctl_req	 r[PROXYCTL_REPLICAS_MAX];
+	char			*text = NULL;
+	size_t			 i, n = proxyctl_replicas();
+
+	memset(ans, 0, n * sizeof(*ans));
+	memset(r, 0, sizeof(r));
+	if (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL)
+		fatal("json_dumps");
+	for (i = 0; i < n; i++) {
+		if (paths[i] == NULL)
+			ans[i].cause = util_xstrdup("not asked");
+		else
+			(void)proxyctl_req_new(&r[i], i, method, paths[i],
+			    text, &ans[i].cause);
+	}
+	proxyctl_multi(r, n, ans);
+	free(text);
+}
+
+void
+proxyctl_call_all(const char *method, const char *path, json_t *body,
+    struct proxyctl_ans *ans)
+{
+	const char	*paths[PROXYCTL_REPLICAS_MAX];
+	size_t		 i;
+
+	for (i = 0; i < PROXYCTL_REPLICAS_MAX; i++)
+		paths[i] = path;
+	proxyctl_call_each(method, paths, body, ans);
+}
+
+void
+proxyctl_ans_free(struct proxyctl_ans *ans, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		json_decref(ans[i].resp);
+		free(ans[i].cause);
+	}
+	memset(ans, 0, n * sizeof(*ans));
 }
 
 /* "NAME (why)" appended to the list *missed (heap, "; " between). */
@@ -306,35 +453,30 @@ int
 proxyctl_call_fan(const char *method, const char *path, json_t *body,
     long *status, json_t **resp, char **missed, char **cause)
 {
-	json_t	*r;
-	char	*c;
-	size_t	 i, n = proxyctl_replicas();
-	long	 st;
-	int	 first = 1;
+	struct proxyctl_ans	a[PROXYCTL_REPLICAS_MAX];
+	size_t			i, n = proxyctl_replicas();
+	int			first = 1;
 
 	*missed = NULL;
 	if (n == 1)
 		return proxyctl_call_at(0, method, path, body, status, resp,
 		    cause);
+	proxyctl_call_all(method, path, body, a);
 	for (i = 0; i < n; i++) {
-		r = NULL;
-		c = NULL;
-		st = 0;
-		if (proxyctl_call_at(i, method, path, body, &st, &r, &c) ==
-		    0 && first) {
+		if (a[i].cause == NULL && first) {
 			first = 0;
-			*status = st;
-			if (resp != NULL)
-				*resp = r;
-			else
-				json_decref(r);
+			*status = a[i].status;
+			if (resp != NULL) {
+				*resp = a[i].resp;
+				a[i].resp = NULL;
+			}
 			continue;
 		}
-		if (c != NULL || st != *status)
-			proxyctl_missed_add(missed, i, c, st);
-		json_decref(r);
-		free(c);
+		if (a[i].cause != NULL || a[i].status != *status)
+			proxyctl_missed_add(missed, i, a[i].cause,
+			    a[i].status);
 	}
+	proxyctl_ans_free(a, n);
 	if (!first)
 		return 0;
 	util_cause(cause, "no proxy replica answered: %s", *missed);
@@ -343,23 +485,35 @@ proxyctl_call_fan(const char *method, const char *path, json_t *body,
 	return -1;
 }
 
-/* The first replica that answers, in SANDGATE_PROXY_CONTROL's order. */
+/*
+ * The first replica that answers, in SANDGATE_PROXY_CONTROL's order
+ * (all asked at once).
+ */
 static int
 proxyctl_call_first(const char *method, const char *path, json_t *body,
     long *status, json_t **resp, char **cause)
 {
-	size_t	i, n = proxyctl_replicas();
+	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
+	char			*missed = NULL;
+	size_t			 i, n = proxyctl_replicas();
 
-	for (i = 0; i < n; i++) {
-		if (i > 0) {
-			free(*cause);
-			*cause = NULL;
+	if (n == 1)
+		return proxyctl_call_at(0, method, path, body, status, resp,
+		    cause);
+	proxyctl_call_all(method, path, body, a);
+	for (i = 0; i < n && a[i].cause != NULL; i++)
+		proxyctl_missed_add(&missed, i, a[i].cause, 0);
+	if (i < n) {
+		*status = a[i].status;
+		if (resp != NULL) {
+			*resp = a[i].resp;
+			a[i].resp = NULL;
 		}
-		if (proxyctl_call_at(i, method, path, body, status, resp,
-		    cause) == 0)
-			return 0;
-	}
-	return -1;
+	} else
+		util_cause(cause, "no proxy replica answered: %s", missed);
+	free(missed);
+	proxyctl_ans_free(a, n);
+	return i < n ? 0 : -1;
 }
 
 int
@@ -484,6 +638,16 @@ proxyctl_unregister(const char *sandbox, char **cause)
 	return rc;
 }
 
+/* The block cursor in a GET /status answer. */
+static long long
+proxyctl_seq_of(json_t *resp)
+{
+	/* The proxy's block cursor; an older proxy only has log_seq. */
+	return json_integer_value(json_object_get(resp, "blocks_seq") ?
+	    json_object_get(resp, "blocks_seq") :
+	    json_object_get(resp, "log_seq"));
+}
+
 /* The block cursor of replica i now; 0, or -1. */
 static int
 proxyctl_log_seq_at(size_t i, long long *seq)
@@ -498,10 +662,7 @@ proxyctl_log_seq_at(size_t i, long long *seq)
 		json_decref(resp);
 		return -1;
 	}
-	/* The proxy's block cursor; an older proxy only has log_seq. */
-	*seq = json_integer_value(json_object_get(resp, "blocks_seq") ?
-	    json_object_get(resp, "blocks_seq") :
-	    json_object_get(resp, "log_seq"));
+	*seq = proxyctl_seq_of(resp);
 	json_decref(resp);
 	return 0;
 }
@@ -539,8 +700,8 @@ proxyctl_blocks_add(json_t *out, json_t *agg, json_t *records)
 			n = 1;
 		if ((have = json_object_get(agg, key)) != NULL) {
 			json_object_set_new(have, "attempts", json_integer(
-			    json_integer_value(json_object_get(have,
-			    "attempts")) + n));
+			    util_add_sat(json_integer_value(json_object_get(
+			    have, "attempts")), n)));
 			continue;
 		}
 		have = json_pack("{s:s, s:O, s:O, s:I, s:o}", "destination",
@@ -550,36 +711,6 @@ proxyctl_blocks_add(json_t *out, json_t *agg, json_t *records)
 		json_object_set(agg, key, have);
 		json_array_append_new(out, have);
 	}
-}
-
-/*
- * The blocks of a sandbox on replica i after its cursor (with run_id:
- * that exec's and the unattributed ones) into out (proxyctl_blocks_add);
- * *truncated set when the replica did not keep them all. 0, or -1 when
- * it could not be asked.
- */
-static int
-proxyctl_blocks_at(size_t i, const char *sandbox, long long after,
-    const char *run_id, json_t *out, json_t *agg, int *truncated)
-{
-	json_t	*resp = NULL;
-	char	 path[256], *cause = NULL;
-	long	 status = 0;
-
-	snprintf(path, sizeof(path), "/blocks?sandbox=%s&after=%lld%s%s",
-	    sandbox, after, run_id ? "&unattributed=1&run=" : "",
-	    run_id ? run_id : "");
-	if (proxyctl_call_at(i, "GET", path, NULL, &status, &resp, &cause) ==
-	    -1 || status != 200) {
-		free(cause);
-		json_decref(resp);
-		return -1;
-	}
-	if (json_is_true(json_object_get(resp, "truncated")))
-		*truncated = 1;
-	proxyctl_blocks_add(out, agg, json_object_get(resp, "blocks"));
-	json_decref(resp);
-	return 0;
 }
 
 static int
@@ -682,6 +813,7 @@ void
 proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
     const char *run_id, json_t *sets, long long timeout)
 {
+	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
 	unsigned char	 rnd[16];
 	json_t		*body;
 	char		*cause = NULL;
@@ -689,9 +821,14 @@ proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
 	long		 status = 0;
 
 	memset(x, 0, sizeof(*x));
-	for (i = 0; i < proxyctl_replicas(); i++)
-		if ((x->known[i] = proxyctl_log_seq_at(i, &x->seq[i]) == 0))
-			x->asked = 1;
+	proxyctl_call_all("GET", "/status", NULL, a);
+	for (i = 0; i < proxyctl_replicas(); i++) {
+		if (a[i].cause != NULL || a[i].status != 200)
+			continue;
+		x->seq[i] = proxyctl_seq_of(a[i].resp);
+		x->known[i] = x->asked = 1;
+	}
+	proxyctl_ans_free(a, proxyctl_replicas());
 	if (!x->asked || RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return;
 	util_hex(rnd, sizeof(rnd), x->cred);
@@ -738,26 +875,42 @@ proxyctl_exec_gone(const char *run_id, void *arg)
 }
 
 /*
- * The blocks after the exec's cursors from every replica, merged; NULL
- * when none answered. With several replicas, x->replicas says which
- * answered, and one that did not is warned of and makes the list
+ * The blocks after the exec's cursors from every replica, merged (all
+ * asked at once; with run_id: that exec's and the unattributed ones);
+ * NULL when none answered. With several replicas, x->replicas says
+ * which answered, and one that did not is warned of and makes the list
  * truncated.
  */
 static json_t *
 proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
     const char *run_id)
 {
-	json_t	*out = json_array(), *agg = json_object();
-	char	*missed = NULL;
-	size_t	 i, n = proxyctl_replicas();
-	int	 any = 0, ok;
+	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
+	char			 paths[PROXYCTL_REPLICAS_MAX][256];
+	const char		*p[PROXYCTL_REPLICAS_MAX];
+	json_t			*out = json_array(), *agg = json_object();
+	char			*missed = NULL;
+	size_t			 i, n = proxyctl_replicas();
+	int			 any = 0, ok;
 
+	for (i = 0; i < n; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "/blocks?sandbox=%s&"
+		    "after=%lld%s%s", sandbox, x->seq[i], x->cred_ok ?
+		    "&unattributed=1&run=" : "", x->cred_ok ? run_id : "");
+		p[i] = x->known[i] ? paths[i] : NULL;
+	}
+	proxyctl_call_each("GET", p, NULL, a);
 	if (n > 1)
 		x->replicas = json_array();
 	for (i = 0; i < n; i++) {
-		ok = x->known[i] && proxyctl_blocks_at(i, sandbox, x->seq[i],
-		    x->cred_ok ? run_id : NULL, out, agg, &x->truncated) == 0;
+		ok = a[i].cause == NULL && a[i].status == 200;
 		any |= ok;
+		if (ok && json_is_true(json_object_get(a[i].resp,
+		    "truncated")))
+			x->truncated = 1;
+		if (ok)
+			proxyctl_blocks_add(out, agg, json_object_get(
+			    a[i].resp, "blocks"));
 		if (!ok && n > 1)
 			proxyctl_missed_add(&missed, i, "no answer", 0);
 		if (n > 1)
@@ -765,6 +918,7 @@ proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
 			    "s:s}", "name", proxyctl_replica_name(i), "status",
 			    ok ? "ok" : "no answer"));
 	}
+	proxyctl_ans_free(a, n);
 	json_decref(agg);
 	if (missed != NULL && any) {
 		log_warnx("warning: network_blocked leaves out the proxy "

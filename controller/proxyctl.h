@@ -73,7 +73,7 @@ int	proxyctl_ca_remove(char **cause);
  * One request to the proxy. body may be NULL (borrowed). *status gets
  * the HTTP status and *resp (may be NULL) the parsed JSON reply. Returns
  * 0, or -1 when the proxy cannot be reached (*cause says why). A GET
- * goes to the first replica that answers (in
+ * goes to every replica at once and takes the first that answers (in
  * SANDGATE_PROXY_CONTROL's order); anything else to every replica
  * (proxyctl_call_fan), with a warning on stderr naming those that did
  * not take it.
@@ -91,6 +91,29 @@ int	proxyctl_call_at(size_t i, const char *method, const char *path,
  */
 int	proxyctl_call_fan(const char *method, const char *path, json_t *body,
 	    long *status, json_t **resp, char **missed, char **cause);
+
+/*
+ * The answer of one replica to proxyctl_call_each(): cause NULL when it
+ * answered (status, and resp its JSON or NULL), else why not.
+ */
+struct proxyctl_ans {
+	long	 status;
+	json_t	*resp;
+	char	*cause;
+};
+
+/*
+ * One request to every replica at once (paths[i] to replica i; NULL:
+ * not asked), into ans[proxyctl_replicas()]. Over TCP a replica gets 2 s
+ * to connect and 5 s (a GET) or 10 s (a change) in all, so a dead
+ * replica costs one such wait per call, not one per replica.
+ */
+void	proxyctl_call_each(const char *method, const char *const *paths,
+	    json_t *body, struct proxyctl_ans *ans);
+/* proxyctl_call_each() with one path for every replica. */
+void	proxyctl_call_all(const char *method, const char *path,
+	    json_t *body, struct proxyctl_ans *ans);
+void	proxyctl_ans_free(struct proxyctl_ans *, size_t n);
 
 /* GET /metrics as text (heap) or NULL with *cause. */
 char	*proxyctl_metrics(char **cause);

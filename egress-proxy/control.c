@@ -32,7 +32,6 @@
 #include "registry.h"
 #include "util.h"
 
-#define CONTROL_BODY_MAX	(64 * 1024)
 #define CONTROL_HEADERS_MAX	CTLTCP_HEADERS_MAX
 #define CONTROL_TIMEOUT_S	CTLTCP_TIMEOUT_S
 #define CONTROL_BLOCKS		64	/* block records kept per sandbox */

@@ -36,6 +36,9 @@ int	control_serving(void);
  * The bounds of every control listener: body, header bytes, the time a
  * request may take to arrive, GET and POST only.
  */
+/* The largest request body a control listener reads. */
+#define CONTROL_BODY_MAX	(64 * 1024)
+
 void	control_bounds(struct evhttp *);
 
 /*

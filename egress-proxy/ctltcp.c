@@ -23,6 +23,7 @@
 #include <openssl/ssl.h>
 
 #include "control.h"
+#include "ctlconn.h"
 #include "ctltcp.h"
 #include "eventlog.h"
 #include "log.h"
@@ -40,7 +41,7 @@ static time_t		 ctltcp_counted_since;
 
 static void	ctltcp_summary(struct proxy *, time_t);
 
-static struct bufferevent *ctltcp_tls_bev(struct event_base *, void *);
+static struct bufferevent *ctltcp_bev(struct event_base *, void *);
 static int	ctltcp_tls_load(const char *, const char *, char **);
 
 static void	ctltcp_route(struct evhttp_request *, void *);
@@ -215,10 +216,37 @@ ctltcp_tick(struct proxy *px)
 		ctltcp_summary(px, time(NULL));
 }
 
-/*
- * 401, and a control.unauthorized event naming the client and path (the
- * first CTLTCP_REFUSED_BURST of a window; the rest are counted).
- */
+int
+ctltcp_authorized(const char *hdr)
+{
+	return ctltcp_token_ok(hdr, ctltcp_tok);
+}
+
+void
+ctltcp_refused(struct proxy *px, const char *addr, int port,
+    const char *path, const char *why)
+{
+	json_t	*f;
+
+	ctltcp_summary(px, time(NULL));
+	if (ctltcp_win_n >= CTLTCP_REFUSED_BURST) {
+		if (ctltcp_counted++ == 0)
+			ctltcp_counted_since = time(NULL);
+		return;
+	}
+	ctltcp_win_n++;
+	f = json_pack("{s:s, s:o, s:i, s:o, s:s, s:s}", "event",
+	    "control.unauthorized", "client", eventlog_str(addr), "client_port",
+	    port, "path", eventlog_str(path), "reason", why, "policy_digest",
+	    policy_digest(px->policy->policy));
+	if (f == NULL || eventlog_append(px->seclog, f) == -1)
+		log_warnx("control.unauthorized not logged: %s", f == NULL ?
+		    "out of memory" : eventlog_error(px->seclog));
+	json_decref(f);
+	log_warnx("control API: refused a request from %s: %s", addr, why);
+}
+
+/* 401, and ctltcp_refused(). */
 static void
 ctltcp_refuse(struct proxy *px, struct evhttp_request *req, const char *why)
 {
@@ -226,28 +254,10 @@ ctltcp_refuse(struct proxy *px, struct evhttp_request *req, const char *why)
 	const char			*uri = evhttp_request_get_uri(req);
 	char				*addr = NULL;
 	ev_uint16_t			 port = 0;
-	json_t				*f;
 
 	if (evc != NULL)
 		evhttp_connection_get_peer(evc, &addr, &port);
-	ctltcp_summary(px, time(NULL));
-	if (ctltcp_win_n >= CTLTCP_REFUSED_BURST) {
-		if (ctltcp_counted++ == 0)
-			ctltcp_counted_since = time(NULL);
-		goto reply;
-	}
-	ctltcp_win_n++;
-	f = json_pack("{s:s, s:o, s:i, s:o, s:s, s:s}", "event",
-	    "control.unauthorized", "client", eventlog_str(addr ? addr : "?"),
-	    "client_port", (int)port, "path", eventlog_str(uri ? uri : ""),
-	    "reason", why, "policy_digest", policy_digest(px->policy->policy));
-	if (f == NULL || eventlog_append(px->seclog, f) == -1)
-		log_warnx("control.unauthorized not logged: %s", f == NULL ?
-		    "out of memory" : eventlog_error(px->seclog));
-	json_decref(f);
-	log_warnx("control API: refused a request from %s: %s",
-	    addr ? addr : "?", why);
-reply:
+	ctltcp_refused(px, addr ? addr : "?", port, uri ? uri : "", why);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "WWW-Authenticate", "Bearer");
 	ctltcp_text(req, 401, "{\"error\":\"unauthorized\"}\n");
@@ -259,6 +269,7 @@ ctltcp_route(struct evhttp_request *req, void *arg)
 	struct proxy	*px = arg;
 	const char	*auth;
 
+	ctlconn_request_done(req);
 	if (ctltcp_health(px, req))
 		return;
 	auth = evhttp_find_header(evhttp_request_get_input_headers(req),
@@ -271,17 +282,11 @@ ctltcp_route(struct evhttp_request *req, void *arg)
 		control_route(req, px);
 }
 
-/* A TLS connection of the API (evhttp_set_bevcb). */
+/* Every connection of the API, TLS or not, kept by ctlconn.h. */
 static struct bufferevent *
-ctltcp_tls_bev(struct event_base *base, void *arg)
+ctltcp_bev(struct event_base *base, void *arg)
 {
-	SSL	*ssl = SSL_new(ctltcp_tls);
-
-	(void)arg;
-	if (ssl == NULL)
-		return NULL;
-	return bufferevent_openssl_socket_new(base, -1, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	return ctlconn_new(base, ctltcp_tls, arg, CONTROL_BODY_MAX);
 }
 
 /* The server side of --control-tls-cert/--control-tls-key. */
@@ -348,8 +353,7 @@ ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
 	    evhttp_bind_listener(ctltcp_http, l) == NULL)
 		return util_cause(cause, "cannot start the HTTP server");
 	control_bounds(ctltcp_http);
-	if (ctltcp_tls != NULL)
-		evhttp_set_bevcb(ctltcp_http, ctltcp_tls_bev, NULL);
+	evhttp_set_bevcb(ctltcp_http, ctltcp_bev, px);
 	evhttp_set_gencb(ctltcp_http, ctltcp_route, px);
 	fprintf(stderr, "sandgate-proxy: control API on %s (%s)\n", spec,
 	    ctltcp_tls != NULL ? "https" : "http");

@@ -17,7 +17,9 @@
  *                  resolver is set up
  *
  * Requests are bounded as on the socket: CTLTCP_HEADERS_MAX bytes of
- * header, the socket's body ceiling, CTLTCP_TIMEOUT_S to arrive.
+ * header, the socket's body ceiling; and by ctlconn.h: CTLTCP_TIMEOUT_S
+ * in all for each request (and the TLS handshake) to arrive, a cap on
+ * connections, and no body read from a request without the token.
  */
 #ifndef SG_CTLTCP_H
 #define SG_CTLTCP_H
@@ -50,6 +52,15 @@ int	ctltcp_token_read(const char *path, char *tok, size_t size,
  * bearer token tok, in time that depends only on the lengths.
  */
 int	ctltcp_token_ok(const char *hdr, const char *tok);
+/* ctltcp_token_ok() with the token of --control-token-file. */
+int	ctltcp_authorized(const char *hdr);
+/*
+ * Log a refused request or connection of addr:port (path, why) as a
+ * control.unauthorized event, within the window's burst (the rest are
+ * counted into the window's summary).
+ */
+void	ctltcp_refused(struct proxy *, const char *addr, int port,
+	    const char *path, const char *why);
 
 /*
  * Serve the control API on spec ("ADDR:PORT", "[IPv6]:PORT"), requests

@@ -28,7 +28,6 @@ static const char token_b64url[] =
 static long	token_b64_decode(const char *, size_t, unsigned char *,
 		    size_t);
 static size_t	token_b64_encode(const unsigned char *, size_t, char *);
-static int	token_id_ok(const char *, size_t, size_t);
 static int	token_sets_ok(const char *, size_t);
 static int	tcur_u64(struct tcur *, uint64_t *);
 static int	tcur_str(struct tcur *, char *, size_t, size_t);
@@ -175,8 +174,7 @@ token_b64_encode(const unsigned char *in, size_t len, char *out)
 	return n;
 }
 
-/* An id of min..TOKEN_ID_MAX bytes of [A-Za-z0-9_-]. */
-static int
+int
 token_id_ok(const char *s, size_t len, size_t min)
 {
 	size_t	i;

@@ -90,6 +90,11 @@ int		 token_key_id(EVP_PKEY *, unsigned char *id);
 
 /* 1 if len bytes at s start with TOKEN_PREFIX (a token, not a hex one). */
 int		 token_looks_like(const char *s, size_t len);
+/*
+ * An id of min..TOKEN_ID_MAX bytes of [A-Za-z0-9_-] (a sandbox or run
+ * id of a token): 1, or 0.
+ */
+int		 token_id_ok(const char *s, size_t len, size_t min);
 
 /*
  * Parse the text form (len bytes, untrusted) into *t and the signed

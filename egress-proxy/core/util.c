@@ -329,3 +329,13 @@ util_hash_str(const char *s)
 		h = (h ^ (unsigned char)*s++) * 16777619u;
 	return h;
 }
+
+long long
+util_add_sat(long long a, long long b)
+{
+	long long	r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? LLONG_MAX : LLONG_MIN;
+	return r;
+}

@@ -104,4 +104,10 @@ const char *util_ssl_error(const char *none);
 /* FNV-1a of a string, for hash tables (not for anything adversarial). */
 uint32_t util_hash_str(const char *s);
 
+/*
+ * a + b for counts that must not wrap (attempts summed from untrusted
+ * sources): saturates at LLONG_MAX and LLONG_MIN.
+ */
+long long util_add_sat(long long a, long long b);
+
 #endif

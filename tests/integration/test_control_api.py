@@ -146,7 +146,8 @@ class Auth(unittest.TestCase):
             status, body, _ = tcp("POST", "/register", raw_auth=auth,
                                   body={"address": "127.0.0.9",
                                         "sandbox": SBX, "sets": "test"})
-            self.assertEqual(status, 401, "%r: %r" % (auth, body))
+            # A body behind a wrong token is refused before it is read.
+            self.assertEqual(status, 413, "%r: %r" % (auth, body))
         status, st = proxylib.control(W["sock"], "GET", "/status")
         self.assertNotIn(SBX, json.dumps(st["sandboxes"]))
         refused = [e for e in p.events()[start:]
@@ -500,6 +501,141 @@ class Bounds(unittest.TestCase):
         s.close()
         self.assertFalse(data.startswith(b"HTTP/1.1 200"), data)
         self.assertLess(time.monotonic() - t0, 19, "never cut off")
+
+
+def trickle(socks, limit=25.0, every=2.0):
+    """Send each socket its next byte every `every` s until the proxy
+    closes it or limit passes: the seconds each lived (None: open at the
+    limit). socks: [(socket, bytes to trickle)]."""
+    t0 = time.monotonic()
+    lived = [None] * len(socks)
+    pos = [0] * len(socks)
+    while time.monotonic() - t0 < limit and None in lived:
+        time.sleep(every)
+        for i, (s, data) in enumerate(socks):
+            if lived[i] is not None:
+                continue
+            try:
+                s.settimeout(0.01)
+                if s.recv(4096) == b"":
+                    raise ConnectionResetError
+            except socket.timeout:
+                pass
+            except OSError:
+                lived[i] = time.monotonic() - t0
+                continue
+            try:
+                s.sendall(data[pos[i]:pos[i] + 1] or b"a")
+                pos[i] += 1
+            except OSError:
+                lived[i] = time.monotonic() - t0
+    for s, _ in socks:
+        s.close()
+    return lived
+
+
+class Guard(unittest.TestCase):
+    """The TCP API's connections: a deadline for each request (and the
+    TLS handshake), not an idle timeout; a cap overall and per address;
+    no body read without the token. A proxy of its own, so that the
+    other tests' refusals do not fill its window of log lines."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.port = proxylib.free_port()
+        cls.p = start_proxy("guard", [
+            "--control-socket", os.path.join(W["dir"], "guard.sock"),
+            "--control-listen", "127.0.0.1:%d" % cls.port,
+            "--control-token-file", W["tokfile"]])
+
+    def connect(self):
+        return socket.create_connection(("127.0.0.1", self.port),
+                                        timeout=10)
+
+    def test_trickled_request_cut_at_deadline(self):
+        """A head sent a line at a time, and a body (with the token) a
+        byte at a time, each byte within the idle timeout: both cut at
+        CTLTCP_TIMEOUT_S (10 s) from the accept."""
+        head = self.connect()
+        head.sendall(b"GET /status HTTP/1.1\r\n")
+        body = self.connect()
+        body.sendall(("POST /register HTTP/1.1\r\nHost: x\r\nAuthorization:"
+                      " Bearer %s\r\nContent-Length: 60000\r\n\r\n" %
+                      W["token"]).encode())
+        lived = trickle([(head, b"X-A: b\r\n" * 20), (body, b"a" * 60)])
+        for what, t in zip(("head", "body"), lived):
+            self.assertIsNotNone(t, "a trickled %s is still open after 25 s"
+                                 % what)
+            self.assertLess(t, 15, "a trickled %s lived %.1f s" % (what, t))
+
+    def test_tls_handshake_cut_at_deadline(self):
+        """A TLS ClientHello a byte every 2 s: cut at 10 s."""
+        _, cert, key = make_ip_cert(os.path.join(W["dir"], "guardpki"))
+        port = proxylib.free_port()
+        start_proxy("guardtls", [
+            "--control-socket", os.path.join(W["dir"], "guardtls.sock"),
+            "--control-listen", "127.0.0.1:%d" % port,
+            "--control-token-file", W["tokfile"],
+            "--control-tls-cert", cert, "--control-tls-key", key])
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        out = ssl.MemoryBIO()
+        so = ctx.wrap_bio(ssl.MemoryBIO(), out)
+        with self.assertRaises(ssl.SSLWantReadError):
+            so.do_handshake()
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        lived = trickle([(s, out.read())])
+        self.assertIsNotNone(lived[0], "a trickled handshake is open at 25 s")
+        self.assertLess(lived[0], 15)
+
+    def test_body_without_token_is_not_read(self):
+        """A head without the token that announces a body: 413 at once,
+        before any of the body is sent, and a control.unauthorized
+        event."""
+        start = self.p.mark()
+        s = self.connect()
+        s.sendall(b"POST /reload HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Length: 65536\r\n\r\n")
+        s.settimeout(3)
+        try:
+            answer = s.recv(100)
+        except socket.timeout:
+            answer = b"(no answer in 3 s)"
+        s.close()
+        self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer)
+        e = self.p.wait_event(lambda e: e["event"] == "control.unauthorized"
+                              and e["reason"] == "no bearer token", start)
+        self.assertIsNotNone(e, "no control.unauthorized event")
+        self.assertEqual(e["path"], "/reload")
+        # With the token the same route takes its body.
+        status, body, _ = tcp("POST", "/register", token=W["token"], body={
+            "address": "127.0.0.9", "sandbox": SBX, "sets": ""},
+            port=self.port)
+        self.assertEqual(status, 200, body)
+
+    def test_connections_capped_per_address(self):
+        """40 idle connections from one address: those past 32 are
+        closed at once; once they go, the API answers again."""
+        socks = [self.connect() for _ in range(40)]
+        time.sleep(1)
+        closed = 0
+        for s in socks:
+            s.settimeout(0.2)
+            try:
+                if s.recv(10) == b"":
+                    closed += 1
+            except socket.timeout:
+                pass
+            except OSError:
+                closed += 1
+        for s in socks:
+            s.close()
+        self.assertEqual(closed, 8, "connections past 32 closed")
+        time.sleep(0.5)
+        status, _, _ = tcp("GET", "/status", token=W["token"],
+                           port=self.port)
+        self.assertEqual(status, 200)
 
 
 # ------------------------------------------------------- ConfigMap swap

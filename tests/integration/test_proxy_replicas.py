@@ -18,11 +18,15 @@ Everything listens on loopback; every name is under .test.
 """
 
 import base64
+import http.server
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +59,64 @@ def block(p, host):
     code = proxylib.get_status(p.port, host, src=CLIENT)
     if code != 403:
         raise AssertionError("%s through %s: %d" % (host, p.dir, code))
+
+
+class FakeReplica:
+    """A replica that answers GET /blocks with records of its own making
+    (a bad replica), or, with records None, takes connections and never
+    answers (a black-holed one)."""
+
+    def __init__(self, records):
+        self.held = []
+        if records is None:
+            self.sock = socket.socket()
+            self.sock.bind(("127.0.0.1", 0))
+            self.sock.listen(64)
+            threading.Thread(target=self.hold, daemon=True).start()
+            self.port = self.sock.getsockname()[1]
+            return
+        body = json.dumps({"blocks": records}).encode()
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.port = self.srv.server_port
+
+    def hold(self):
+        while True:
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def close(self):
+        if hasattr(self, "srv"):
+            self.srv.shutdown()
+            self.srv.server_close()
+        else:
+            self.sock.close()
+            for c in self.held:
+                c.close()
+
+
+def record(sandbox, host, attempts=1, port=443):
+    return {"sandbox": sandbox, "host": host, "port": port,
+            "reason": "not_allowlisted", "message": "m",
+            "attempts": attempts, "first": "2026-12-02T00:00:00Z",
+            "last": "2026-12-02T00:00:01Z", "run_id": None}
 
 
 def setUpModule():
@@ -123,7 +185,7 @@ class Replicas(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         out = lines(r.stdout)
         self.assertEqual(out[-1], {"replicas": [
-            {"name": u, "status": "ok"} for u in W["urls"]]})
+            {"name": u, "status": "ok", "dropped": 0} for u in W["urls"]]})
         dests = {d["destination"]: d for d in out[:-1]}
         for name in NAMES:
             self.assertIn("only-%s.blocked.test:80" % name, dests)
@@ -207,6 +269,59 @@ class Replicas(unittest.TestCase):
             os.path.join(W["dir"], "r1.sock"), "GET", "/grants?sandbox=" + SBX)
         self.assertNotIn("three.grant.test",
                          [g["host"] for g in body["grants"]])
+
+    def test_6_dead_replicas_are_not_waited_on(self):
+        """Two replicas that take the connection and never answer: asked
+        at once with a bounded wait, named, the live one's blocks shown."""
+        dead = [FakeReplica(None), FakeReplica(None)]
+        try:
+            t0 = time.monotonic()
+            r = sandgate(["pending", "--json"],
+                         [W["urls"][0]] + [d.url for d in dead])
+            took = time.monotonic() - t0
+        finally:
+            for d in dead:
+                d.close()
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertLess(took, 12, "pending waited %.1f s" % took)
+        out = lines(r.stdout)
+        self.assertEqual([x["status"] == "ok" for x in out[-1]["replicas"]],
+                         [True, False, False])
+        for d in dead:
+            self.assertIn("proxy replica %s did not answer" % d.url,
+                          r.stderr)
+        self.assertIn("every.blocked.test:80",
+                      [d["destination"] for d in out[:-1]])
+
+    def test_7_bad_replica_cannot_poison_pending(self):
+        """A replica listed first that floods /blocks, sends attempts at
+        the top of the range and a sandbox id with terminal escapes: the
+        live replica's blocks still show, the sum saturates, the escapes
+        are dropped, the drop is named (exit 125)."""
+        flood = [record("sbxZ", "f%d.test" % i) for i in range(20000)]
+        bad = FakeReplica([
+            record(SBX, "every.blocked.test", 2 ** 63 - 1, port=80),
+            record("evil\x1b]0;PWNED\x07\x1b[2J", "x.test")] + flood)
+        try:
+            r = sandgate(["pending", "--json"], [bad.url, W["urls"][0]])
+            t = sandgate(["pending"], [bad.url, W["urls"][0]])
+        finally:
+            bad.close()
+        self.assertEqual(r.returncode, 125, r.stderr)
+        out = lines(r.stdout)
+        dests = {(d["sandbox"], d["destination"]): d for d in out[:-1]}
+        self.assertIn((SBX, "only-r1.blocked.test:80"), dests)
+        self.assertEqual(dests[(SBX, "every.blocked.test:80")]["attempts"],
+                         2 ** 63 - 1)
+        self.assertFalse(any("\x1b" in d["sandbox"] for d in out[:-1]))
+        reps = out[-1]["replicas"]
+        self.assertGreater(reps[0]["dropped"], 0)
+        self.assertEqual(reps[1]["dropped"], 0)
+        self.assertIn("proxy replica %s: %d more destinations not shown"
+                      % (bad.url, reps[0]["dropped"]), r.stderr)
+        self.assertEqual(t.returncode, 125, t.stderr)
+        self.assertNotIn("\x1b", t.stdout)
+        self.assertIn("only-r1.blocked.test:80", t.stdout)
 
 
 if __name__ == "__main__":

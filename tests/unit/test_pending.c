@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -136,6 +137,74 @@ merge_filters_and_refuses(void **state)
 	pending_release(&p);
 }
 
+#define T1	"2026-12-02T08:00:01.000000Z"
+
+/* A record of one sandbox and host at T1. */
+static json_t *
+at1(const char *sandbox, const char *host, long long attempts,
+    const char *first)
+{
+	return rec(sandbox, host, 443, "not_allowlisted", attempts,
+	    first ? first : T1, T1, NULL);
+}
+
+/* A replica's id with terminal escapes is no record. */
+static void
+merge_refuses_escapes(void **state)
+{
+	struct pending	p;
+
+	(void)state;
+	pending_init(&p, NULL);
+	add(&p, at1("evil\x1b]0;PWNED\x07\x1b[2J", "x.test", 1, NULL));
+	add(&p, at1("sbx a", "x.test", 1, NULL));
+	add(&p, at1(SBX, "x.test", 1, "2026-12-02T08:00:01\x1b[2J"));
+	assert_int_equal(p.n, 1);
+	assert_string_equal(p.v[0].first, "");
+	pending_release(&p);
+}
+
+/* Attempts near the top of the range saturate, never wrap. */
+static void
+merge_saturates(void **state)
+{
+	struct pending	p;
+
+	(void)state;
+	pending_init(&p, NULL);
+	add(&p, at1(SBX, "x.test", 3, NULL));
+	add(&p, at1(SBX, "x.test", INT64_MAX, NULL));
+	add(&p, at1(SBX, "x.test", INT64_MAX, NULL));
+	assert_int_equal(p.n, 1);
+	assert_true(p.v[0].attempts == INT64_MAX);
+	pending_release(&p);
+}
+
+/* A replica that floods the table leaves the next its share. */
+static void
+merge_fair_share(void **state)
+{
+	struct pending	p;
+	char		host[64];
+	int		i;
+
+	(void)state;
+	pending_init(&p, NULL);
+	pending_source(&p, PENDING_DESTS_MAX / 2);
+	for (i = 0; i < PENDING_DESTS_MAX + 10; i++) {
+		snprintf(host, sizeof(host), "f%d.test", i);
+		add(&p, at1("sbxZ", host, 1, NULL));
+	}
+	assert_int_equal(p.n, PENDING_DESTS_MAX / 2);
+	assert_int_equal(p.src_dropped, PENDING_DESTS_MAX / 2 + 10);
+	pending_source(&p, PENDING_DESTS_MAX / 2);
+	add(&p, at1(SBX, "real.test", 1, NULL));
+	assert_non_null(find(&p, "real.test", "not_allowlisted"));
+	assert_int_equal(p.src_dropped, 0);
+	assert_int_equal(p.dropped, PENDING_DESTS_MAX / 2 + 10);
+	pending_release(&p);
+}
+
 int
 main(void)
 {
@@ -143,6 +212,9 @@ main(void)
 		cmocka_unit_test(merge_three_replicas),
 		cmocka_unit_test(merge_keeps_reasons),
 		cmocka_unit_test(merge_filters_and_refuses),
+		cmocka_unit_test(merge_refuses_escapes),
+		cmocka_unit_test(merge_saturates),
+		cmocka_unit_test(merge_fair_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,5 @@
 /* test_util.c: number, size and duration parsing, time formatting. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -66,6 +67,18 @@ test_time_and_hex(void **state)
 	assert_string_equal(hex, "longer t");
 }
 
+/* Counts summed from untrusted sources saturate, never wrap. */
+static void
+test_add_sat(void **state)
+{
+	(void)state;
+	assert_true(util_add_sat(2, 3) == 5);
+	assert_true(util_add_sat(LLONG_MAX, 1) == LLONG_MAX);
+	assert_true(util_add_sat(LLONG_MAX - 1, LLONG_MAX) == LLONG_MAX);
+	assert_true(util_add_sat(LLONG_MIN, -1) == LLONG_MIN);
+	assert_true(util_add_sat(LLONG_MAX, LLONG_MIN) == -1);
+}
+
 int
 main(void)
 {
@@ -73,6 +86,7 @@ main(void)
 		cmocka_unit_test(test_strtonum),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_time_and_hex),
+		cmocka_unit_test(test_add_sat),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
