@@ -887,7 +887,7 @@ proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
 {
 	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
 	char			 paths[PROXYCTL_REPLICAS_MAX][256];
-	const char		*p[PROXYCTL_REPLICAS_MAX];
+	const char		*p[PROXYCTL_REPLICAS_MAX] = { NULL };
 	json_t			*out = json_array(), *agg = json_object();
 	char			*missed = NULL;
 	size_t			 i, n = proxyctl_replicas();
