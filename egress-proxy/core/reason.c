@@ -41,6 +41,7 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_TOKEN_FORGED] = "token_forged",
 	[SG_REASON_TOKEN_EXPIRED] = "token_expired",
 	[SG_REASON_TOKEN_OTHER_SANDBOX] = "token_other_sandbox",
+	[SG_REASON_TOKEN_RUN_ENDED] = "token_run_ended",
 };
 
 /*
@@ -102,7 +103,7 @@ int
 reason_is_token(enum sg_reason r)
 {
 	return r >= SG_REASON_TOKEN_MALFORMED &&
-	    r <= SG_REASON_TOKEN_OTHER_SANDBOX;
+	    r <= SG_REASON_TOKEN_RUN_ENDED;
 }
 
 int

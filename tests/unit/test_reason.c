@@ -34,7 +34,8 @@ test_codes_stable(void **state)
 	    "upstream_cert_name_mismatch", "upstream_tls_failed",
 	    "upstream_unreachable", "credential_missing",
 	    "termination_unavailable", "denied", "token_malformed",
-	    "token_forged", "token_expired", "token_other_sandbox" };
+	    "token_forged", "token_expired", "token_other_sandbox",
+	    "token_run_ended" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
