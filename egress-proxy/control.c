@@ -883,9 +883,12 @@ control_registry_load(struct proxy *px)
 			free(csv);
 			csv = tmp;
 		}
+		/* a file of an older proxy has no "extra": all are kept */
 		if (registry_add(px->registry, json_string_value(
 		    json_object_get(e, "address")) ?: "", json_string_value(
-		    json_object_get(e, "sandbox")), csv, 1, &cause) == 0)
+		    json_object_get(e, "sandbox")), csv, json_object_get(e,
+		    "extra") == NULL || json_is_true(json_object_get(e,
+		    "extra")), &cause) == 0)
 			n++;
 		else
 			log_warnx("%s: entry %zu: %s", control_registry_path,

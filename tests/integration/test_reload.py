@@ -493,6 +493,43 @@ class T4Sandboxes(ReloadTest):
         self.assertIsNone(ev["sandbox"])
         self.assertEqual(ev["policy_sets"], ["test"])
 
+    def test_register_again_keeps_extra_addresses(self):
+        """A session container registered again (restarted, a new
+        address) replaces the session's address only: the extra ones
+        (exec --fresh containers) stay, also across a proxy restart."""
+        def listed():
+            return sorted(s["address"] for s in
+                          control("GET", "/status")[1]["sandboxes"]
+                          if s["sandbox"] == "sbx_alpha")
+
+        self.addCleanup(control, "POST", "/unregister",
+                        {"sandbox": "sbx_alpha"})
+        self.register("127.0.0.2", "sbx_alpha", "alpha")
+        status, body = control("POST", "/register", {
+            "address": "127.0.0.3", "sandbox": "sbx_alpha",
+            "sets": "alpha", "extra": True})
+        self.assertEqual(status, 200, body)
+        self.register("127.0.0.4", "sbx_alpha", "alpha")
+        self.assertEqual(listed(), ["127.0.0.3", "127.0.0.4"])
+        self.assert_get("shared.test", 200, src="127.0.0.3",
+                        what="extra address after the session's moved")
+        self.assert_get("shared.test", 403, src="127.0.0.2",
+                        what="the session's old address")
+        self.proxy.stop()
+        self.proxy.start()
+        for _ in range(50):
+            try:
+                control("GET", "/status")
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.register("127.0.0.2", "sbx_alpha", "alpha")
+        self.assertEqual(listed(), ["127.0.0.2", "127.0.0.3"],
+                         "after a restart")
+        # Registering the extra address as the session's takes it over.
+        self.register("127.0.0.3", "sbx_alpha", "alpha")
+        self.assertEqual(listed(), ["127.0.0.3"])
+
     def test_register_rejects_bad_input(self):
         status, _ = control("POST", "/register", {"address": "not-an-ip",
                                                   "sandbox": "sbx_x"})
