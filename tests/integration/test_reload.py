@@ -1293,6 +1293,55 @@ class T12GrantCli(T11Grants):
             env=env, stdin=subprocess.DEVNULL).stdout)
         run_cli("revoke", self.SBX, "g2.grant.test:%d" % W["up"].http_port)
 
+    def test_unsaved_grants_shown_until_saved(self):
+        """Grants the proxy cannot write to grants.json are live but would
+        not survive a restart: /status (grants_saved, the time of the
+        last failure), /metrics and `sandgate grants` say so until the
+        retry saves them."""
+        def metric():
+            c = proxylib.UnixHTTPConnection(W["sock"])
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+            c.close()
+            m = re.search(r"^sandgate_proxy_grants_unsaved (\d+)$", text,
+                          re.M)
+            return m and int(m.group(1))
+
+        st = control("GET", "/status")[1]
+        self.assertEqual((st.get("grants_saved"), metric()), (True, 0), st)
+        block = os.path.join(os.path.dirname(W["sock"]), "grants.json.tmp")
+        os.mkdir(block)     # a folder there: no save can succeed
+        try:
+            hp = "g1.grant.test:%d" % W["up"].http_port
+            r = run_cli("grant", self.SBX, hp, "--for", "2m",
+                        "--rationale", "r")
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("could not save its grants", r.stderr)
+            self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+            st = control("GET", "/status")[1]
+            self.assertIs(st.get("grants_saved"), False, st)
+            self.assertRegex(st.get("grants_save_failed") or "",
+                             r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+            self.assertEqual(metric(), 1)
+            r = run_cli("grants", self.SBX)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("g1.grant.test", r.stdout)
+            self.assertLessEqual(st["grants_unsaved_since"],
+                                 st["grants_save_failed"])
+            self.assertIn("warning: the proxy could not save its grants "
+                          "since %s" % st["grants_unsaved_since"], r.stderr)
+        finally:
+            os.rmdir(block)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and metric() != 0:
+            time.sleep(0.2)
+        st = control("GET", "/status")[1]
+        self.assertEqual((st.get("grants_saved"), metric()), (True, 0), st)
+        self.assertIsNone(st["grants_unsaved_since"])
+        self.assertIsNotNone(st["grants_save_failed"], "kept once saved")
+        r = run_cli("grants", self.SBX)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+
 
 # ------------------------------------------------- (g) sandgate CLI
 
