@@ -36,6 +36,8 @@ static struct bufferevent *conn_term_wrap(struct conn *,
 		    struct bufferevent *, SSL *, enum bufferevent_ssl_state);
 static char	*conn_term_key(const struct conn *, const char *addr);
 static void	 conn_term_attach(struct conn *, struct bufferevent *);
+static void	 conn_term_refused(struct conn *, enum sg_reason,
+		    const char *);
 
 /*
  * Put a TLS filter over bev (which it then owns): bev's buffers leave the
@@ -124,15 +126,19 @@ conn_term_start(struct conn *c)
 }
 
 /*
- * The client's handshake ended: count it, or on failure log why (a
- * ClientHello naming another host is a block like a spliced tunnel's).
+ * The client's handshake ended: count it, or on failure log why: a
+ * ClientHello naming another host is a block like a spliced tunnel's,
+ * and a handshake OpenSSL refused (plain HTTP in the tunnel, a client
+ * that does not trust the sandgate CA and says so with an alert) is
+ * client_tls_failed with OpenSSL's words, so the agent and the log learn
+ * why its request never came. A client that just left says nothing.
  */
 void
 conn_term_client_done(struct conn *c, short what)
 {
-	char	msg[1024];
-	char	rule[512];
-	struct proxy_event ev;
+	char		 detail[256];
+	const char	*words;
+	unsigned long	 err;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		c->term_ready = 1;
@@ -141,17 +147,37 @@ conn_term_client_done(struct conn *c, short what)
 			conn_arm(c, c->px->cfg.head_timeout_ms);
 		return;
 	}
-	if (c->term_ready || c->term_hello.reason == SG_REASON_NONE)
+	if (c->term_ready)
 		return;
+	if (c->term_hello.reason != SG_REASON_NONE) {
+		conn_term_refused(c, c->term_hello.reason, NULL);
+		return;
+	}
+	if ((err = bufferevent_get_openssl_error(c->client)) == 0)
+		return;
+	words = ERR_reason_error_string(err);
+	snprintf(detail, sizeof(detail), "%s", words != NULL ? words :
+	    "TLS error");
+	ERR_clear_error();
+	conn_term_refused(c, SG_REASON_CLIENT_TLS, detail);
+}
+
+/* Log and count a terminated session refused before its first request. */
+static void
+conn_term_refused(struct conn *c, enum sg_reason r, const char *detail)
+{
+	char	msg[1024];
+	char	rule[512];
+	struct proxy_event ev;
+
 	c->r.host = c->term_host;
 	c->r.port = c->term_port;
-	reason_message(msg, sizeof(msg), c->term_hello.reason,
-	    c->term_host.name, c->term_port, c->term_hello.name, NULL);
-	conn_event(c, &ev, "egress.blocked", c->term_hello.reason, msg, rule,
-	    sizeof(rule));
+	reason_message(msg, sizeof(msg), r, c->term_host.name, c->term_port,
+	    c->term_hello.name, detail);
+	conn_event(c, &ev, "egress.blocked", r, msg, rule, sizeof(rule));
 	ev.method = "CONNECT";
 	ev.sni = c->term_hello.name;
-	c->px->stats.requests_blocked[c->term_hello.reason]++;
+	c->px->stats.requests_blocked[r]++;
 	proxy_log_block(c->px, &ev);
 }
 

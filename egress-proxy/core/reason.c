@@ -41,6 +41,7 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_TOKEN_FORGED] = "token_forged",
 	[SG_REASON_TOKEN_EXPIRED] = "token_expired",
 	[SG_REASON_TOKEN_OTHER_SANDBOX] = "token_other_sandbox",
+	[SG_REASON_CLIENT_TLS] = "client_tls_failed",
 	[SG_REASON_TOKEN_RUN_ENDED] = "token_run_ended",
 };
 
@@ -102,8 +103,9 @@ reason_from_code(const char *code)
 int
 reason_is_token(enum sg_reason r)
 {
-	return r >= SG_REASON_TOKEN_MALFORMED &&
-	    r <= SG_REASON_TOKEN_RUN_ENDED;
+	return (r >= SG_REASON_TOKEN_MALFORMED &&
+	    r <= SG_REASON_TOKEN_OTHER_SANDBOX) ||
+	    r == SG_REASON_TOKEN_RUN_ENDED;
 }
 
 int
@@ -160,6 +162,13 @@ reason_message(char *buf, size_t size, enum sg_reason r, const char *host,
 	case SG_REASON_LOG_UNAVAILABLE:
 		return snprintf(buf, size, SG_BLOCK_PREFIX "security log "
 		    "unavailable");
+	case SG_REASON_CLIENT_TLS:
+		return snprintf(buf, size, "sandgate-proxy: the client's TLS "
+		    "handshake for %s%s%s:%u failed (%s): the proxy terminates "
+		    "this host's TLS, so the client must speak TLS in the "
+		    "tunnel and trust the sandgate CA (a sandbox's system "
+		    "bundle and CA variables do)", open, h, colon, port,
+		    addr ? addr : "-");
 	default:
 		t = reason_text_of(r);
 		return snprintf(buf, size, SG_BLOCK_PREFIX "%s%s%s%s:%u%s",

@@ -42,6 +42,8 @@ enum sg_reason {
 	SG_REASON_TOKEN_EXPIRED,	/* past its expiry, or not yet valid */
 	SG_REASON_TOKEN_OTHER_SANDBOX,	/* names another sandbox than the
 					   client's address is registered to */
+	SG_REASON_CLIENT_TLS,		/* tls: terminate: the client's own
+					   handshake with the proxy failed */
 	SG_REASON_TOKEN_RUN_ENDED,	/* from an unregistered address, names
 					   a run not running here */
 	SG_REASON_MAX

@@ -899,6 +899,45 @@ class T02Refused(Case):
         ev = self.last_block("sni_mismatch")
         self.assertEqual(ev["sni"], "other.test")
 
+    def terminated_tunnel(self):
+        s = socket.create_connection(("127.0.0.1", self.p.port), timeout=10)
+        s.sendall(("CONNECT reg.test:%d HTTP/1.1\r\nHost: reg.test:%d"
+                   "\r\n\r\n" % (W["reg_port"], W["reg_port"])).encode())
+        self.assertIn(b" 200 ", s.recv(4096))
+        return s
+
+    def test_client_that_does_not_trust_the_ca(self):
+        """A client without the sandgate CA refuses the minted
+        certificate with an alert: the session ends before any request,
+        and before, nothing was logged, so neither the agent's
+        network_blocked nor the security log said why."""
+        s = self.terminated_tunnel()
+        ctx = ssl.create_default_context()      # the system bundle only
+        with self.assertRaises(ssl.SSLCertVerificationError):
+            ctx.wrap_socket(s, server_hostname="reg.test")
+        s.close()
+        ev = self.last_block("client_tls_failed")
+        self.assertEqual(ev["host"], "reg.test")
+        self.assertEqual(ev["method"], "CONNECT")
+        self.assertIn("unknown ca", ev["message"])
+        self.assertIn("trust the sandgate CA", ev["message"])
+
+    def test_plain_http_inside_a_terminated_tunnel(self):
+        s = self.terminated_tunnel()
+        s.sendall(b"GET /simple/ HTTP/1.1\r\nHost: reg.test\r\n\r\n")
+        s.settimeout(10)
+        try:
+            while s.recv(4096):
+                pass
+        except OSError:
+            pass
+        s.close()
+        ev = self.p.wait_event(
+            lambda e: e.get("reason") == "client_tls_failed" and
+            "http request" in e.get("message", ""))
+        self.assertIsNotNone(ev, self.p.log_lines())
+        self.assertEqual(ev["host"], "reg.test")
+
     def test_plain_http_to_a_terminated_entry(self):
         rc, status, headers, body, err = curl(
             self.p, "http://reg.test:%d/simple/" % W["reg_port"])

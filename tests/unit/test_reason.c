@@ -35,7 +35,7 @@ test_codes_stable(void **state)
 	    "upstream_unreachable", "credential_missing",
 	    "termination_unavailable", "denied", "token_malformed",
 	    "token_forged", "token_expired", "token_other_sandbox",
-	    "token_run_ended" };
+	    "client_tls_failed", "token_run_ended" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
@@ -92,6 +92,12 @@ test_messages(void **state)
 	    { SG_REASON_TERMINATION_UNAVAILABLE, "reg.test", NULL, NULL,
 	      443, "sandgate-proxy cannot terminate TLS for reg.test:443: it "
 	      "was started without a CA (--ca-cert, --ca-key)" },
+	    { SG_REASON_CLIENT_TLS, "reg.test", NULL, "tlsv1 alert unknown ca",
+	      443, "sandgate-proxy: the client's TLS handshake for "
+	      "reg.test:443 failed (tlsv1 alert unknown ca): the proxy "
+	      "terminates this host's TLS, so the client must speak TLS in "
+	      "the tunnel and trust the sandgate CA (a sandbox's system "
+	      "bundle and CA variables do)" },
 	};
 	char	buf[512];
 	size_t	i;
@@ -118,7 +124,8 @@ test_prefix_everywhere(void **state)
 		if (i == SG_REASON_PROXY_UNAVAILABLE ||
 		    i == SG_REASON_UPSTREAM_UNREACHABLE ||
 		    i == SG_REASON_CREDENTIAL_MISSING ||
-		    i == SG_REASON_TERMINATION_UNAVAILABLE)
+		    i == SG_REASON_TERMINATION_UNAVAILABLE ||
+		    i == SG_REASON_CLIENT_TLS)
 			continue;
 		reason_message(buf, sizeof(buf), i, "h.test", 443, "s.test",
 		    "10.0.0.1");
