@@ -34,6 +34,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,6 +141,9 @@ static size_t	conn_sockbuf_take(struct proxy *, const struct client_slot *);
 static evutil_socket_t conn_upstream_socket(int, size_t);
 static int	conn_connect_failed(struct conn *, const char *details);
 static int	conn_report_only(struct conn *, enum sg_reason);
+static enum sg_reason conn_rules_gap(struct conn *, const char **cause);
+static int	conn_override_allowed(struct conn *, const char *value,
+		    size_t len);
 static int	conn_report_mode(const struct policy *,
 		    const struct proxy_client *, enum sg_reason);
 static void	conn_revoked(struct conn *, enum sg_reason);
@@ -1393,6 +1397,72 @@ conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
 	return SG_REASON_NONE;
 }
 
+/*
+ * What an entry's methods and paths decide on is the request line; two
+ * ways a request that passes them asks the upstream for something else
+ * (docs/proxy.md, "What it checks"). A body on a method whose content
+ * has no meaning (GET, HEAD, DELETE, OPTIONS, TRACE: RFC 9110 9.3) is
+ * refused on an entry with methods or paths, with a 400 naming why
+ * (*cause): a server that does not read it takes its bytes for the next
+ * request on the connection, a method and path nobody decided. A
+ * method-override header (X-HTTP-Method-Override, X-HTTP-Method,
+ * X-Method-Override), which frameworks obey, must name a method the
+ * policy allows on this path too: method_not_allowed otherwise.
+ */
+static enum sg_reason
+conn_rules_gap(struct conn *c, const char **cause)
+{
+	static const char *const bodiless[] = { "GET", "HEAD", "DELETE",
+	    "OPTIONS", "TRACE", NULL };
+	static const char *const overrides[] = { "X-HTTP-Method-Override",
+	    "X-HTTP-Method", "X-Method-Override", NULL };
+	const struct policy_entry	*e = c->r.match.entry;
+	const struct http_request	*q = &c->r.req;
+	const struct http_header	*h;
+	size_t				 i, j;
+
+	if (e == NULL)
+		return SG_REASON_NONE;	/* a grant or report mode */
+	for (i = 0; bodiless[i] != NULL && (e->methods != NULL ||
+	    e->paths != NULL) && http_request_body(q) != HTTP_BODY_NONE; i++)
+		if (strcasecmp(q->method, bodiless[i]) == 0) {
+			*cause = "a body on this method is refused on an "
+			    "entry with methods or paths: the upstream could "
+			    "read it as another request";
+			return SG_REASON_MALFORMED_REQUEST;
+		}
+	for (i = 0; i < q->nheaders; i++) {
+		h = &q->headers[i];
+		for (j = 0; overrides[j] != NULL; j++)
+			if (strcasecmp(h->name, overrides[j]) == 0 &&
+			    !conn_override_allowed(c, h->value, h->value_len))
+				return SG_REASON_METHOD_NOT_ALLOWED;
+	}
+	return SG_REASON_NONE;
+}
+
+/*
+ * 1 when the policy allows the method an override header names (as the
+ * frameworks read it: upper case) on the request's host, port and path.
+ */
+static int
+conn_override_allowed(struct conn *c, const char *value, size_t len)
+{
+	struct policy_query	q;
+	struct policy_match	m;
+	char			method[32];
+	size_t			i;
+
+	if (len >= sizeof(method))
+		return 0;
+	for (i = 0; i < len; i++)
+		method[i] = (char)toupper((unsigned char)value[i]);
+	method[len] = '\0';
+	conn_query(c, &q);
+	q.method = method;
+	return policy_decide(c->r.pol->policy, &q, &m) == SG_REASON_NONE;
+}
+
 /* The policy decision for the current request, then DNS. */
 int
 conn_decide(struct conn *c)
@@ -1401,6 +1471,7 @@ conn_decide(struct conn *c)
 	struct sockaddr_storage	ss;
 	enum sg_reason		r;
 	char			why[256];
+	const char		*cause;
 
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
@@ -1419,15 +1490,25 @@ conn_decide(struct conn *c)
 	if (r != SG_REASON_NONE && !conn_report_only(c, r))
 		return conn_block(c, r, NULL, NULL);
 	c->tls_required = c->r.match.tls == POLICY_TLS_REQUIRED;
+	if (!c->r.is_connect && (r = conn_rules_gap(c, &cause)) ==
+	    SG_REASON_MALFORMED_REQUEST)
+		return conn_block_malformed(c, 400, cause);
+	if (!c->r.is_connect && r != SG_REASON_NONE)
+		return conn_block(c, r, NULL, NULL);
 	if (c->r.is_connect && c->r.match.tls == POLICY_TLS_TERMINATE)
 		return conn_term_start(c);
 	if (c->term && conn_term_credential(c, NULL) == -1)
 		return conn_block(c, SG_REASON_CREDENTIAL_MISSING, NULL,
 		    c->r.match.entry->cred_secret);
-	/* Reuse the kept upstream for the same destination and rules. */
+	/*
+	 * Reuse the kept upstream for the same destination and rules; in a
+	 * terminated session only one this request's own entry verified
+	 * and carries its credential over, opened since the last change.
+	 */
 	if (!c->r.is_connect && c->upstream != NULL && c->up_reusable &&
 	    host_equal(&c->up_host, &c->r.host) && c->up_port == c->r.port &&
-	    (!c->up_private || c->r.match.allow_private))
+	    (!c->up_private || c->r.match.allow_private) &&
+	    (!c->term || conn_term_fits(c)))
 		return conn_connected(c);
 	conn_drop_upstream(c);
 	conn_set_state(c, CONN_RESOLVE);
@@ -1838,13 +1919,16 @@ conn_drop_upstream(struct conn *c)
  * Close every idle upstream TLS connection, kept by the pool or by a
  * terminated session between its requests: after a reload, a grant's
  * revoke or expiry, an exec's end, a registry or secret change, none is
- * used again (docs/proxy.md, "Upstream connection reuse").
+ * used again (docs/proxy.md, "Upstream connection reuse"). One busy with
+ * a request now finishes it and is then closed: the new generation is
+ * not its own (conn_term_current), so it is neither kept nor parked.
  */
 void
 conn_upstreams_flush(struct proxy *px)
 {
 	struct conn	*c;
 
+	px->upstream_gen++;
 	if (px->uppool != NULL)
 		uppool_flush(px->uppool);
 	for (c = px->conns; c != NULL; c = c->next)
@@ -1915,6 +1999,15 @@ conn_redecide(struct proxy *px, struct conn *c)
 	c->r.match = m;
 	if (r == SG_REASON_NONE) {
 		c->tls_required = m.tls == POLICY_TLS_REQUIRED;
+		/*
+		 * An upstream TLS handshake in flight verifies under the
+		 * old entry's ca_file: connect again under the new one.
+		 */
+		if (c->state == CONN_CONNECT && c->up_tls) {
+			conn_drop_upstream(c);
+			c->r.addr_next = 0;
+			conn_connect_next(c);
+		}
 		return 0;
 	}
 	conn_drop_upstream(c);		/* a connect in flight ends here */

@@ -68,8 +68,10 @@ unsigned conn_revoke_identity(struct proxy *);
 
 /*
  * Close every idle upstream TLS connection of terminated sessions, in
- * the pool (uppool.h) or kept by a session between its requests. Called
- * by conn_revoke(), conn_revoke_identity() and a secret reload.
+ * the pool (uppool.h) or kept by a session between its requests, and
+ * bump px->upstream_gen so that one busy with a request now is closed
+ * once it is done, never kept nor parked. Called by conn_revoke(),
+ * conn_revoke_identity() and a secret reload.
  */
 void	conn_upstreams_flush(struct proxy *);
 

@@ -356,7 +356,8 @@ conn_http_complete(struct conn *c)
 {
 	conn_log_allowed(c);
 	c->up_reusable = c->r.resp_keep_alive &&
-	    evbuffer_get_length(bufferevent_get_input(c->upstream)) == 0;
+	    evbuffer_get_length(bufferevent_get_input(c->upstream)) == 0 &&
+	    (!c->term || conn_term_current(c));
 	if (c->close_after) {
 		/* The client is done; its upstream need not be (uppool.h). */
 		conn_term_park(c);

@@ -141,6 +141,8 @@ struct conn {
 	int			 up_private;	/* its address is not public */
 	int			 up_reusable;
 	char			*up_key;	/* terminated: its pool key */
+	unsigned long long	 up_gen;	/* px->upstream_gen at opening */
+	char			 up_addr[INET6_ADDRSTRLEN];
 
 	/* Bytes of the requests before the current one. */
 	unsigned long long	 bytes_up;
@@ -243,6 +245,8 @@ int	conn_term_upstream_failed(struct conn *);
 void	conn_term_release(struct conn *);
 int	conn_term_credential(struct conn *, struct http_header *);
 int	conn_term_reuse(struct conn *);
+int	conn_term_fits(const struct conn *);
+int	conn_term_current(const struct conn *);
 void	conn_term_park(struct conn *);
 int	conn_term_retry(struct conn *);
 

@@ -36,6 +36,7 @@ static struct bufferevent *conn_term_wrap(struct conn *,
 		    struct bufferevent *, SSL *, enum bufferevent_ssl_state);
 static char	*conn_term_key(const struct conn *, const char *addr);
 static void	 conn_term_attach(struct conn *, struct bufferevent *);
+static void	 conn_term_stamp(struct conn *, char *key, const char *addr);
 static void	 conn_term_refused(struct conn *, enum sg_reason,
 		    const char *);
 
@@ -236,9 +237,21 @@ conn_term_upstream(struct conn *c)
 		return -1;
 	}
 	conn_term_attach(c, c->upstream);
-	free(c->up_key);
-	c->up_key = conn_term_key(c, c->r.resolved);
+	conn_term_stamp(c, conn_term_key(c, c->r.resolved), c->r.resolved);
 	return 0;
+}
+
+/*
+ * The upstream now held is the current request's, opened or taken under
+ * key (malloc'd, taken over) at addr in this generation.
+ */
+static void
+conn_term_stamp(struct conn *c, char *key, const char *addr)
+{
+	free(c->up_key);
+	c->up_key = key;
+	c->up_gen = c->px->upstream_gen;
+	snprintf(c->up_addr, sizeof(c->up_addr), "%s", addr);
 }
 
 /* Make a verified upstream TLS filter the connection's. */
@@ -255,11 +268,13 @@ conn_term_attach(struct conn *c, struct bufferevent *bev)
 
 /*
  * The pool key (uppool.h) of the current request's upstream at addr:
- * whose it is (sandbox, client address), what allowed it (the policy in
- * force and its entry), where it goes (host, port, address), how it was
- * verified (the entry's ca_file; the rest of tlsterm.h's checks are the
- * same for every connection) and the credential the entry sets (header
- * and secret name; the pool is emptied when a secret changes). See
+ * whose it is (sandbox, client address), what allowed it (the upstream
+ * generation, which a reload, a secret load, a revoke and a registry
+ * change each bump, and the entry by its set, line and column: never an
+ * address, which a later policy's allocation may reuse), where it goes
+ * (host, port, address), how it was verified (the entry's ca_file; the
+ * rest of tlsterm.h's checks are the same for every connection) and the
+ * credential the entry sets (header and secret name). See
  * docs/proxy.md, "Upstream connection reuse". malloc'd.
  */
 static char *
@@ -271,14 +286,47 @@ conn_term_key(const struct conn *c, const char *addr)
 
 	addr_to_string((const struct sockaddr *)&c->client_addr, client,
 	    sizeof(client));
-	util_xasprintf(&key, "sandbox=%s client=%s policy=%p entry=%p "
+	util_xasprintf(&key, "sandbox=%s client=%s gen=%llu entry=%s:%d:%d "
 	    "up=%s:%u addr=%s ca_file=%s cred=%s:%s",
 	    c->who.sandbox != NULL ? c->who.sandbox : "-", client,
-	    (void *)c->r.pol, (const void *)e, c->r.host.name, c->r.port, addr,
+	    c->px->upstream_gen, e != NULL ? e->set->name : "-",
+	    e != NULL ? e->line : 0, e != NULL ? e->col : 0,
+	    c->r.host.name, c->r.port, addr,
 	    e != NULL && e->ca_file != NULL ? e->ca_file : "-",
 	    e != NULL && e->cred_header != NULL ? e->cred_header : "-",
 	    e != NULL && e->cred_secret != NULL ? e->cred_secret : "-");
 	return key;
+}
+
+/*
+ * 1 when the session's upstream was opened in the current generation:
+ * no reload, secret load, revoke or registry change since, even one
+ * that came while a request was in flight on it.
+ */
+int
+conn_term_current(const struct conn *c)
+{
+	return c->up_key != NULL && c->up_gen == c->px->upstream_gen;
+}
+
+/*
+ * 1 when the session's kept upstream may carry the current request: it
+ * is current and its key is the one this request would open or take a
+ * connection under at its address, so the request's own entry (its
+ * ca_file, its credential) verified it, not an earlier request's.
+ */
+int
+conn_term_fits(const struct conn *c)
+{
+	char	*key;
+	int	 same;
+
+	if (!conn_term_current(c))
+		return 0;
+	key = conn_term_key(c, c->up_addr);
+	same = strcmp(key, c->up_key) == 0;
+	free(key);
+	return same;
 }
 
 /*
@@ -313,8 +361,7 @@ conn_term_reuse(struct conn *c)
 	    c->sockbuf_extra, 0);
 	conn_bev_watch(c, bev);
 	conn_term_attach(c, bev);
-	free(c->up_key);
-	c->up_key = key;
+	conn_term_stamp(c, key, a);
 	c->px->stats.upstream_reused++;
 	log_debug("conn %llu: upstream %s reused", c->id, key);
 	return 1;
@@ -324,7 +371,8 @@ conn_term_reuse(struct conn *c)
  * The request is done with its upstream, which answered in full and
  * keeps the connection open, and the session has no next request for it
  * (or is ending): the pool keeps it for the next terminated request with
- * the same key. Nothing happens to any other upstream.
+ * the same key, unless it was opened in an earlier generation (a change
+ * came while it was busy). Nothing happens to any other upstream.
  */
 void
 conn_term_park(struct conn *c)
@@ -332,7 +380,8 @@ conn_term_park(struct conn *c)
 	struct bufferevent	*bev = c->upstream;
 
 	if (!c->term || !c->up_tls || !c->up_reusable || bev == NULL ||
-	    c->up_key == NULL || c->px->uppool == NULL || c->px->draining)
+	    !conn_term_current(c) || c->px->uppool == NULL ||
+	    c->px->draining)
 		return;
 	conn_bev_unwatch(c, bev);
 	conn_sockbuf_cap(bufferevent_getfd(bufferevent_get_underlying(bev)),

@@ -199,6 +199,12 @@ struct proxy {
 	struct tlsca		*ca;		/* NULL: no termination */
 	struct tlsterm		*term;
 	struct uppool		*uppool;	/* idle upstream TLS (uppool.h) */
+	/*
+	 * Bumped at every reload, secret load, revoke and registry change
+	 * (conn_upstreams_flush): an upstream TLS connection opened before
+	 * is never used again, idle or busy at the change.
+	 */
+	unsigned long long	 upstream_gen;
 	struct secretstore	*secrets;	/* NULL: no --secrets-dir */
 	struct addr_set		*self;		/* the proxy's own addresses */
 	uint16_t		*ports;		/* listening ports */

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,11 @@ struct checkpoint {
 	struct checkpoint_anchor making;
 	struct checkpoint_anchor last;
 	int			 anchor_dirty;	/* last is newer than the file */
+	/*
+	 * The anchor file names a close without reopened=1 and the log ends
+	 * with that close: the next line first reopens it (checkpoint_put).
+	 */
+	int			 at_close;
 	unsigned long long	 anchor_lost;	/* the outage the file names */
 	char			 error[256];
 };
@@ -84,9 +90,14 @@ static int	checkpoint_before(void *);
 static int	checkpoint_write_one(struct checkpoint *, const char *);
 static void	checkpoint_written(void *, long long, const char *);
 static void	checkpoint_rotated(void *);
+static int	checkpoint_put(void *);
+static void	checkpoint_crash_point(const char *, const char *);
 static int	checkpoint_anchor_field(const char **, const char *, char *,
 		    size_t);
 static int	checkpoint_printable(const char *);
+static int	checkpoint_anchor_reopened(const char **,
+		    struct checkpoint_anchor *);
+static int	checkpoint_anchor_files(char *, struct checkpoint_anchor *);
 static int	checkpoint_anchor_outage(const char *,
 		    struct checkpoint_anchor *);
 static void	checkpoint_outage_text(struct checkpoint *, char *, size_t);
@@ -189,12 +200,48 @@ checkpoint_anchor_outage(const char *p, struct checkpoint_anchor *a)
 	return 0;
 }
 
+/* The anchor's optional reopened=1 at *p into a. 0, or -1. */
+static int
+checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a)
+{
+	char	v[2];
+
+	if (strncmp(*p, "reopened=", 9) != 0)
+		return 0;
+	if (checkpoint_anchor_field(p, "reopened", v, sizeof(v)) == -1 ||
+	    strcmp(v, "1") != 0)
+		return -1;
+	a->reopened = 1;
+	return 0;
+}
+
+/* The anchor's files=N:D value (files, edited) into a. 0, or -1. */
+static int
+checkpoint_anchor_files(char *files, struct checkpoint_anchor *a)
+{
+	char		*colon;
+	const char	*errstr;
+	long long	 n;
+
+	if ((colon = strchr(files, ':')) == NULL ||
+	    strlen(colon + 1) != CHECKPOINT_HEX ||
+	    !logverify_is_hex(colon + 1, CHECKPOINT_HEX))
+		return -1;
+	*colon = '\0';
+	if (util_strtonum(files, 0, SG_LOG_ROTATED_MAX, &n, &errstr) == -1)
+		return -1;
+	a->files = (unsigned)n;
+	memcpy(a->files_hash, colon + 1, sizeof(a->files_hash));
+	a->have_files = 1;
+	return 0;
+}
+
 int
 checkpoint_anchor_parse(const char *buf, size_t len,
     struct checkpoint_anchor *a, const char **what)
 {
 	char		 line[CHECKPOINT_ANCHOR_MAX + 1], seq[24], first[24];
-	char		 files[CHECKPOINT_HEX + 16], *colon;
+	char		 files[CHECKPOINT_HEX + 16];
 	unsigned char	 raw[CHECKPOINT_KEY_RAW];
 	const char	*p = line, *errstr;
 	long long	 n;
@@ -223,6 +270,7 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	    sizeof(a->reason)) == -1 ||
 	    checkpoint_anchor_field(&p, "ts", a->ts, sizeof(a->ts)) == -1 ||
 	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1 ||
+	    checkpoint_anchor_reopened(&p, a) == -1 ||
 	    (strncmp(p, "first=", 6) == 0 && checkpoint_anchor_field(&p,
 	    "first", first, sizeof(first)) == -1) ||
 	    (first[0] != '\0' && strncmp(p, "files=", 6) == 0 &&
@@ -237,19 +285,8 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	    &a->first, &errstr) == -1)
 		return -1;
 	*what = "files is not a count, a colon and 64 lowercase hex digits";
-	if (files[0] != '\0') {
-		if ((colon = strchr(files, ':')) == NULL ||
-		    strlen(colon + 1) != CHECKPOINT_HEX ||
-		    !logverify_is_hex(colon + 1, CHECKPOINT_HEX))
-			return -1;
-		*colon = '\0';
-		if (util_strtonum(files, 0, SG_LOG_ROTATED_MAX, &n,
-		    &errstr) == -1)
-			return -1;
-		a->files = (unsigned)n;
-		memcpy(a->files_hash, colon + 1, sizeof(a->files_hash));
-		a->have_files = 1;
-	}
+	if (files[0] != '\0' && checkpoint_anchor_files(files, a) == -1)
+		return -1;
 	*what = "seq is not a count (0 only for an outage, without first)";
 	if (util_strtonum(seq, 0, LLONG_MAX, &n, &errstr) == -1 ||
 	    (n == 0 && (a->lost == 0 || first[0] != '\0')))
@@ -261,6 +298,9 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 		return -1;
 	*what = "unknown reason";
 	if (!checkpoint_reason_valid(a->reason))
+		return -1;
+	*what = "reopened=1 but the reason is not close";
+	if (a->reopened && strcmp(a->reason, "close") != 0)
 		return -1;
 	*what = "ts is not a time as the writer writes it";
 	if (ckverify_parse_ts(a->ts, &us) == -1)
@@ -719,6 +759,50 @@ checkpoint_rotated(void *arg)
 }
 
 /*
+ * The log's hook, before any line goes in: a line after the close the
+ * anchor names first reopens the anchor (checkpoint.h), and the room for
+ * the next one is taken again, so the checkpoint this line may be is
+ * still one the anchor can name. -1 refuses the line.
+ */
+static int
+checkpoint_put(void *arg)
+{
+	struct checkpoint	*ck = arg;
+	int			 saved;
+
+	if (!ck->at_close)
+		return 0;
+	ck->last.reopened = 1;
+	if (checkpoint_anchor_write(ck) == 0 &&
+	    checkpoint_anchor_reserve(ck) == 0)
+		return 0;
+	saved = errno != 0 ? errno : EIO;
+	/* Not written: the file still names the plain close. */
+	ck->last.reopened = !ck->at_close;
+	log_warnx("checkpoint: not writing past the close at seq %lld: %s",
+	    ck->last.seq, ck->error);
+	errno = saved;
+	return -1;
+}
+
+/*
+ * For tests: SANDGATE_TEST_CRASH=WHERE:WHAT kills the writer there, as
+ * SIGKILL or a power loss would: anchor:R before the anchor naming a
+ * checkpoint of reason R (anchor:reopened, its reopening) is written,
+ * key:written once a key hand-over's line is in the log.
+ */
+static void
+checkpoint_crash_point(const char *where, const char *what)
+{
+	const char	*want = getenv("SANDGATE_TEST_CRASH");
+	size_t		 n = strlen(where);
+
+	if (want != NULL && strncmp(want, where, n) == 0 && want[n] == ':' &&
+	    strcmp(want + n + 1, what) == 0)
+		raise(SIGKILL);
+}
+
+/*
  * Take the room of the anchor's next version before a checkpoint it must
  * name is written: key_path.anchor.tmp, CHECKPOINT_ANCHOR_MAX bytes,
  * synced. The anchor is then rewritten in room already held, so a volume
@@ -838,13 +922,15 @@ checkpoint_anchor_write(struct checkpoint *ck)
 		snprintf(first, sizeof(first), " first=%lld", from);
 	checkpoint_outage_text(ck, outage, sizeof(outage));
 	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
-	    "hash=%s reason=%s ts=%s key=%s%s%s\n", ck->last.seq,
-	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key, first,
-	    outage);
+	    "hash=%s reason=%s ts=%s key=%s%s%s%s\n", ck->last.seq,
+	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key,
+	    ck->last.reopened ? " reopened=1" : "", first, outage);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return checkpoint_fail(ck, "anchor line too long");
 	if (checkpoint_anchor_reserve(ck) == -1)
 		return -1;
+	checkpoint_crash_point("anchor", ck->last.reopened ? "reopened" :
+	    ck->last.reason);
 	fd = ck->anchor_fd;
 	ck->anchor_fd = -1;
 	ok = pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0 &&
@@ -858,6 +944,8 @@ checkpoint_anchor_write(struct checkpoint *ck)
 		return -1;
 	}
 	ck->anchor_lost = eventlog_outage(ck->log, &since, &cause);
+	ck->at_close = strcmp(ck->last.reason, "close") == 0 &&
+	    !ck->last.reopened && eventlog_seq(ck->log) == ck->last.seq;
 	return 0;
 }
 
@@ -944,6 +1032,8 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	ck->resume_due = ck->found_seq != ck->anchor.seq ||
 	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
 	    eventlog_foreign(ck->log);
+	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
+	    strcmp(ck->anchor.reason, "close") == 0;
 	return 0;
 }
 
@@ -960,8 +1050,11 @@ checkpoint_resume(struct checkpoint *ck)
 	    "anchor_hash", ck->anchor.hash, "anchor_reason", ck->anchor.reason,
 	    "anchor_ts", ck->anchor.ts, "found_seq", (json_int_t)ck->found_seq,
 	    "found_hash", ck->found_hash);
-	if (f == NULL)
+	if (f == NULL || (ck->anchor.reopened && json_object_set_new(f,
+	    "anchor_reopened", json_true()) == -1)) {
+		json_decref(f);
 		return checkpoint_fail(ck, "out of memory");
+	}
 	rc = eventlog_append(ck->log, f);
 	json_decref(f);
 	if (rc == -1)
@@ -1052,6 +1145,7 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	hook.fields = checkpoint_fields;
 	hook.written = checkpoint_written;
 	hook.rotated = checkpoint_rotated;
+	hook.put = checkpoint_put;
 	hook.arg = ck;
 	eventlog_set_hook(log, &hook);
 	if (ck->held && checkpoint_resume(ck) == -1) {
@@ -1096,6 +1190,7 @@ checkpoint_introduce(struct checkpoint *ck)
 		return checkpoint_fail(ck, "cannot write the key checkpoint: "
 		    "%s", eventlog_error(ck->log));
 	}
+	checkpoint_crash_point("key", "written");
 	EVP_PKEY_free(ck->key);
 	ck->key = ck->next;
 	ck->next = NULL;
@@ -1198,6 +1293,13 @@ checkpoint_free(struct checkpoint *ck)
 	if (ck->log != NULL && ck->key != NULL &&
 	    checkpoint_anchor_update(ck, 0) == -1)
 		log_warnx("checkpoint: %s", ck->error);
+	/* Reopened, and nothing written after the close: it is the end. */
+	if (ck->log != NULL && ck->last.reopened &&
+	    eventlog_seq(ck->log) == ck->last.seq) {
+		ck->last.reopened = 0;
+		if (checkpoint_anchor_write(ck) == -1)
+			log_warnx("checkpoint: %s", ck->error);
+	}
 	checkpoint_anchor_unreserve(ck);
 	if (ck->log != NULL && ck->key != NULL)
 		eventlog_set_hook(ck->log, NULL);

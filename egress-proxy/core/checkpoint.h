@@ -41,8 +41,8 @@
  * PATH.anchor, the last checkpoint it wrote (one line, CHECKPOINT_ANCHOR_MAX
  * bytes at most):
  *
- *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K first=F files=N:D
- *       lost=L since=TS cause=TEXT
+ *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K reopened=1
+ *       first=F files=N:D lost=L since=TS cause=TEXT
  *
  * (all on one line; lost=L since=TS cause=TEXT, only while an outage of
  * the log is not yet covered by a checkpoint after its log.outage line,
@@ -81,9 +81,22 @@
  *    "anchor_hash":H,"anchor_reason":R,"anchor_ts":TS,"found_seq":F,
  *    "found_hash":FH,"prev":..,"hash":..}
  *
- * (F and FH: the last line it found, before anything it wrote), which its
- * next checkpoint signs; ckverify.h judges it. audit verify also reads the
- * anchor to find a log cut at an old checkpoint (docs/audit.md).
+ * (F and FH: the last line it found, before anything it wrote;
+ * "anchor_reopened":true after anchor_ts when the anchor said reopened=1,
+ * below), which its next checkpoint signs; ckverify.h judges it.
+ *
+ * A close is the end of the log only while the writer is stopped: before
+ * the first line it adds after the close its anchor names (a start's
+ * open, key, rotate, log.outage or log.resume line, a run record), the
+ * writer rewrites the anchor with reopened=1 after key=K, in the room
+ * already held, and only then writes the line. A writer killed before
+ * its next anchor leaves lines after a close whose anchor says it had
+ * gone on, which is taken like a crash after any other checkpoint; lines
+ * added after a close while the writer is stopped still meet an anchor
+ * without reopened=1 and fail. A writer that added nothing after
+ * reopening it writes the plain close back when it ends. audit verify
+ * also reads the anchor to find a log cut at an old checkpoint
+ * (docs/audit.md).
  */
 #ifndef SG_CHECKPOINT_H
 #define SG_CHECKPOINT_H
@@ -142,6 +155,7 @@ struct checkpoint_anchor {
 	char		reason[8];
 	char		ts[32];
 	char		key[CHECKPOINT_KEY_B64 + 1];
+	int		reopened;	/* a close the writer wrote past */
 	long long	first;	/* first seq the writer keeps; 0: not said */
 	int		have_files;	/* files=N:H said */
 	unsigned	files;	/* rotated files the writer keeps */

@@ -17,7 +17,10 @@
 #define CKVERIFY_TS_FORMAT	"dddd-dd-ddTdd:dd:dd.ddddddZ"
 /* The members of a checkpoint line: ts, seq, 7 signed ones, prev, hash. */
 #define CKVERIFY_MEMBERS	11
-/* ...and of a log.resume line: ts, seq, event, 6 of its own, prev, hash. */
+/*
+ * ...and of a log.resume line: ts, seq, event, 6 of its own (7 with
+ * anchor_reopened), prev, hash.
+ */
 #define CKVERIFY_RESUME_MEMBERS	11
 #define CKVERIFY_NUM_MAX	1000000000000LL
 
@@ -36,6 +39,7 @@ struct ckverify_resume {
 	long long	 found_seq;
 	const char	*found_hash;
 	const char	*prev;
+	int		 reopened;	/* anchor_reopened: true */
 };
 
 static void	ckverify_at(struct ckverify *, struct ckverify_at *);
@@ -53,6 +57,7 @@ static int	ckverify_good(struct ckverify *, struct ckverify_key *,
 		    const struct ckverify_cp *);
 static int	ckverify_one(struct ckverify *, json_t *);
 static void	ckverify_mark(struct ckverify *);
+static void	ckverify_mark_next(struct ckverify *);
 static const struct ckverify_mark *ckverify_mark_find(
 		    const struct ckverify *, long long);
 static const char *ckverify_resume_parse(json_t *,
@@ -350,10 +355,6 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 	}
 	k->signs++;
 	v->good++;
-	v->prev_have_good = v->have_good;
-	v->prev_good_at = v->good_at;
-	v->prev_after = v->after;
-	v->prev_after_at = v->after_at;
 	v->have_good = 1;
 	ckverify_at(v, &v->good_at);
 	ckverify_mark(v);
@@ -420,6 +421,20 @@ ckverify_mark(struct ckverify *v)
 
 	m->seq = v->chain.last_seq;
 	util_strlcpy(m->hash, v->chain.last_hash, sizeof(m->hash));
+	memset(&m->next, 0, sizeof(m->next));
+}
+
+/* The current line follows the last good checkpoint: note where. */
+static void
+ckverify_mark_next(struct ckverify *v)
+{
+	struct ckverify_mark	*m;
+
+	if (v->nring == 0)
+		return;
+	m = &v->ring[(v->nring - 1) % CKVERIFY_RING];
+	if (m->next.seq == 0)
+		ckverify_at(v, &m->next);
 }
 
 /* The good checkpoint seq among the last CKVERIFY_RING, or NULL. */
@@ -443,7 +458,12 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 	int64_t	 us;
 
 	memset(r, 0, sizeof(*r));
-	if (json_object_size(obj) != CKVERIFY_RESUME_MEMBERS)
+	r->reopened = json_object_get(obj, "anchor_reopened") != NULL;
+	if (r->reopened && !json_is_true(json_object_get(obj,
+	    "anchor_reopened")))
+		return "anchor_reopened is not true";
+	if (json_object_size(obj) != CKVERIFY_RESUME_MEMBERS +
+	    (size_t)r->reopened)
 		return "members missing or added";
 	if (!json_is_integer(as) || json_integer_value(as) < 1 ||
 	    !json_is_integer(fs) || json_integer_value(fs) < 0)
@@ -458,6 +478,8 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 	if ((r->anchor_reason = ckverify_str(obj, "anchor_reason")) == NULL ||
 	    !checkpoint_reason_valid(r->anchor_reason))
 		return "unknown anchor_reason";
+	if (r->reopened && strcmp(r->anchor_reason, "close") != 0)
+		return "anchor_reopened but anchor_reason is not close";
 	if ((r->anchor_ts = ckverify_str(obj, "anchor_ts")) == NULL ||
 	    ckverify_parse_ts(r->anchor_ts, &us) == -1)
 		return "anchor_ts is not a time as the writer writes it";
@@ -466,40 +488,42 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 }
 
 /*
- * After ckverify_fail(): the first event not trusted is the one after the
- * last good checkpoint at or before seq `upto` (a rotation checkpoint the
- * writer put first in a new file after it found the log does not vouch
- * for what it found); when no line follows that checkpoint, the lines
- * after it are missing.
+ * After ckverify_fail(): the first event not trusted is the line after
+ * the last good checkpoint at or before seq `upto` (a rotation checkpoint
+ * the writer put first in a new file after it found the log does not
+ * vouch for what it found), looked for among the last CKVERIFY_RING; when
+ * no line follows that checkpoint, the lines after it are missing; when
+ * none is left, the first event.
  */
 static void
 ckverify_untrusted_at(struct ckverify *v, long long upto)
 {
-	int			 have = v->have_good;
-	struct ckverify_at	 good = v->good_at, after_at = v->after_at;
-	size_t			 after = v->after;
+	const struct ckverify_mark	*m;
+	size_t				 i, n;
 
-	if (have && good.seq > upto) {
-		have = v->prev_have_good && v->prev_good_at.seq <= upto;
-		good = v->prev_good_at;
-		after = v->prev_after;
-		after_at = v->prev_after_at;
+	n = v->nring < CKVERIFY_RING ? v->nring : CKVERIFY_RING;
+	for (i = 0; i < n; i++) {
+		m = &v->ring[(v->nring - 1 - i) % CKVERIFY_RING];
+		if (m->seq > upto)
+			continue;
+		if (m->next.seq != 0)
+			v->untrusted = m->next;
+		else {
+			v->untrusted.seq = m->seq + 1;
+			v->untrusted.line = 0;
+		}
+		return;
 	}
-	if (!have)
-		v->untrusted = v->first_at;
-	else if (after > 0)
-		v->untrusted = after_at;
-	else {
-		v->untrusted.seq = good.seq + 1;
-		v->untrusted.line = 0;
-	}
+	v->untrusted = v->first_at;
 }
 
 /*
  * A log.resume line: the writer found the log not ending with the
  * checkpoint it had signed last (its anchor). Fine only when that
- * checkpoint is in the log as it wrote it, was not a close, and the log
- * went on after it: a writer that stopped without closing.
+ * checkpoint is in the log as it wrote it, was not a close (or a close
+ * the anchor says the writer had gone on from: checkpoint.h), no good
+ * close follows it with lines after that close, and the log went on
+ * after it: a writer that stopped without closing.
  */
 static int
 ckverify_resume(struct ckverify *v, json_t *obj)
@@ -540,7 +564,7 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.found_seq);
 		return -1;
 	}
-	if (strcmp(r.anchor_reason, "close") == 0) {
+	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened) {
 		ckverify_fail(v, "%lld line(s) (seq %lld to %lld) follow the "
 		    "writer's close at seq %lld: it had closed the log, so "
 		    "someone else wrote them (log.resume, seq %lld)",
@@ -549,7 +573,7 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.anchor_seq);
 		return -1;
 	}
-	if (v->last_close > r.anchor_seq && v->last_close <= r.found_seq) {
+	if (v->last_close > r.anchor_seq && v->last_close < r.found_seq) {
 		ckverify_fail(v, "the writer closed the log at seq %lld, after "
 		    "the checkpoint its anchor names (seq %lld, %s): %lld "
 		    "line(s) (seq %lld to %lld) follow that close, so someone "
@@ -572,6 +596,7 @@ ckverify_line(struct ckverify *v, const char *line, size_t len)
 	json_t	*obj;
 	int	 rc;
 
+	ckverify_mark_next(v);
 	if ((obj = ckverify_named(line, len, CHECKPOINT_EVENT)) != NULL) {
 		rc = ckverify_one(v, obj);
 		json_decref(obj);

@@ -39,11 +39,12 @@
  * - a log.resume line (checkpoint.h) is judged: the writer's anchored
  *   checkpoint must be in the log as it wrote it (one of the last
  *   CKVERIFY_RING good checkpoints), the log must not have ended before
- *   it, and nothing may follow an anchored close, nor a good close
- *   between the anchored checkpoint and the last line the writer found
- *   (a writer whose anchor write failed never closes: checkpoint.h);
- *   only a writer that stopped without closing leaves lines after its
- *   anchor (a note);
+ *   it, and nothing may follow an anchored close (unless the anchor said
+ *   the writer had reopened it: anchor_reopened, checkpoint.h), nor a
+ *   good close between the anchored checkpoint and the last line the
+ *   writer found (a writer whose anchor write failed never closes:
+ *   checkpoint.h); only a writer that stopped without closing leaves
+ *   lines after its anchor (a note);
  * - with ckverify_set_anchor(), the writer's anchor (the last checkpoint
  *   it wrote) must be in the log with its hash: a log cut at an older
  *   checkpoint, or at an old close, is found.
@@ -81,17 +82,18 @@ struct ckverify_key {
 	size_t		 signs;		/* good checkpoints it signed */
 };
 
-/* A good checkpoint: its seq and hash. */
-struct ckverify_mark {
-	long long	seq;
-	char		hash[LOGVERIFY_HASH_HEX + 1];
-};
-
 /* A place in the log. */
 struct ckverify_at {
 	long long	seq;
 	char		file[LOGVERIFY_FILE_MAX];
 	size_t		line;		/* 0: not in the log */
+};
+
+/* A good checkpoint: its seq and hash, and the line after it. */
+struct ckverify_mark {
+	long long		seq;
+	char			hash[LOGVERIFY_HASH_HEX + 1];
+	struct ckverify_at	next;	/* seq 0: none yet */
 };
 
 /*
@@ -133,11 +135,6 @@ struct ckverify {
 	size_t			 after;
 	struct ckverify_at	 after_at;	/* the first of them */
 	struct ckverify_at	 first_at;	/* the first event of the log */
-	/* The same at the good checkpoint before the last one. */
-	int			 prev_have_good;
-	struct ckverify_at	 prev_good_at;
-	size_t			 prev_after;
-	struct ckverify_at	 prev_after_at;
 	/* The last good checkpoints, for log.resume lines. */
 	struct ckverify_mark	 ring[CKVERIFY_RING];
 	size_t			 nring;		/* added in all */

@@ -1169,6 +1169,9 @@ eventlog_put(struct eventlog *log, json_t *fields)
 	off_t	 at;
 	int	 rc = -1;
 
+	if (log->hook.put != NULL && !log->in_first &&
+	    log->hook.put(log->hook.arg) == -1)
+		return eventlog_fail(log, "cannot reopen the anchor for");
 	if (eventlog_first_line(log) == -1)
 		return -1;
 	if (eventlog_build(log, fields, &line, &len, hash) == -1)

@@ -173,8 +173,10 @@ void		 eventlog_release(struct eventlog *);
  * but the first starts with one. before(arg), if set, is called before
  * each event (not a hook line) is written, and may append lines of its
  * own; when it returns -1 the event is not written and is counted lost
- * (eventlog_outage()), as when its write fails. eventlog_set_hook() with
- * NULL removes the hook.
+ * (eventlog_outage()), as when its write fails. put(arg), if set, is
+ * called before any line (event, hook line, log.outage) goes into the
+ * file; when it returns -1 (errno set) the line is not written, as when
+ * its write fails. eventlog_set_hook() with NULL removes the hook.
  */
 struct eventlog_hook {
 	int	 (*due)(void *arg);
@@ -183,6 +185,7 @@ struct eventlog_hook {
 		    const char *prev);
 	void	 (*written)(void *arg, long long seq, const char *hash);
 	void	 (*rotated)(void *arg);
+	int	 (*put)(void *arg);
 	void	*arg;
 };
 void		 eventlog_set_hook(struct eventlog *,

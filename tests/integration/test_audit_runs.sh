@@ -137,6 +137,23 @@ assert_contains "and says which key signs now" "$r_out" "now signed by key"
 sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
 assert_eq "the new key verifies alone" 0 "$r_rc"
 
+# --- an exec killed after its record, before its anchor -----------------------------
+# SIGKILL (or power lost) once the record and its close are in runs.jsonl
+# and before the anchor names that close (SANDGATE_TEST_CRASH stops it
+# there): the anchor said first that the last close was no longer the
+# end, so the next exec's log.resume is a writer that stopped, not lines
+# someone else wrote.
+sg_run r env SANDGATE_TEST_CRASH=anchor:close "$SG" exec "$ID" -- true
+assert_eq "the exec is killed before its close is anchored" 137 "$r_rc"
+assert_contains "its anchor says it went on past the last close" \
+    "$(cat "$KEY.anchor")" " reopened=1 "
+sg_run r "$SG" exec "$ID" -- true
+assert_eq "the next exec exits 0" 0 "$r_rc"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
+assert_eq "a killed exec is not taken for a forgery" 0 "$r_rc"
+assert_contains "verify notes the writer that stopped" "$r_out" \
+    "stopped without closing"
+
 # --- the controller's anchor ----------------------------------------------------------
 # A log cut after an older record: the anchor beside the key names the last
 # close the controller signed, and `audit verify --key` reads it.
@@ -205,7 +222,13 @@ for mode in append replace; do
 		assert_contains "$mode: the controller's records were cut" "$r_out" \
 		    "were cut, or the log was replaced"
 	fi
-	assert_eq "$mode: recorded by the exec" 1 "$(grep -c '"event":"log.resume"' "$RUNS")"
+	# runs.full holds the killed exec's log.resume (above); a replaced
+	# file only the exec's own.
+	want=1
+	[ "$mode" = append ] && want=$((1 + $(grep -c '"event":"log.resume"' \
+	    "$SG_TMP/runs.full")))
+	assert_eq "$mode: recorded by the exec" "$want" \
+	    "$(grep -c '"event":"log.resume"' "$RUNS")"
 done
 cp "$SG_TMP/runs.full" "$RUNS"
 rm -f "$RUNS.real"

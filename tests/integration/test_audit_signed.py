@@ -30,6 +30,12 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
 - Sixth round (T9): a NAME.1 planted in logrotate's window before
   SIGUSR1 does not move first=; the names a file at NAME is moved aside
   to cannot be taken ahead.
+- Twelfth round (T12): a writer killed (SANDGATE_TEST_CRASH) between a
+  line it adds after its anchored close and the anchor naming its next
+  checkpoint (a start's open, a key hand-over, a controller's record) or
+  between its own close and that close's anchor is a writer that
+  stopped, not a forgery: verify --key --anchor passes after the next
+  run.
 
 Real proxy on loopback, real clients, the real `sandgate` binary; forged
 checkpoints are signed with the openssl CLI, as anyone holding a key can.
@@ -84,14 +90,18 @@ def make_key(name):
     return path, trusted
 
 
-def start_proxy(name, key, every=EVERY, log_dir=None):
-    p = proxylib.Proxy(W["dir"], W["up"], name=name, extra_args=[
+def proxy_for(name, key, every=EVERY, log_dir=None, env=None):
+    p = proxylib.Proxy(W["dir"], W["up"], name=name, env=env, extra_args=[
         "--checkpoint-key", key, "--checkpoint-every", str(every),
         "--checkpoint-interval", str(INTERVAL)] + proxylib.full_lines_args())
     if log_dir is not None:
         p.log_dir = log_dir
         p.log_path = os.path.join(log_dir, "security-events.jsonl")
-    return p.start()
+    return p
+
+
+def start_proxy(name, key, every=EVERY, log_dir=None, env=None):
+    return proxy_for(name, key, every, log_dir, env).start()
 
 
 def rotate_key(test, key, name):
@@ -1489,6 +1499,118 @@ class T11Round8(unittest.TestCase):
         # F3: the anchor's outage is named, with since and cause.
         self.assertIn("5 event(s) lost since 2026-12-02T04:43:53.077115Z "
                       "(cannot write: No space left on device)", r.stdout)
+
+
+class T12Round12(unittest.TestCase):
+    """Twelfth round: the writer's own lines after its anchored close,
+    cut off from their anchor by SIGKILL, are no false alarm."""
+
+    def crashed(self, name, key, crash, log_dir):
+        """The proxy started on log_dir with SANDGATE_TEST_CRASH=crash
+        dies there by SIGKILL before it listens."""
+        p = proxy_for(name, key, log_dir=log_dir,
+                      env={"SANDGATE_TEST_CRASH": crash})
+        rc = subprocess.run(p.argv(), env=p.env, stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=60).returncode
+        self.assertEqual(rc, -signal.SIGKILL, "not killed at " + crash)
+
+    def restart_and_verify(self, name, key, pub, log_dir):
+        again = start_proxy(name, key, log_dir=log_dir)
+        try:
+            flood(again.port, 3, name)
+            stop_proxy(again)
+        finally:
+            again.kill()
+        r = sandgate("audit", "verify", "--log-dir", log_dir, "--key", pub,
+                     "--anchor", key + ".anchor")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        resumes = [json.loads(x) for x in read_lines(
+            os.path.join(log_dir, "security-events.jsonl"))
+            if b'"log.resume"' in x]
+        self.assertEqual(len(resumes), 1, resumes)
+        return resumes[0]
+
+    def clean_run(self, name, key):
+        p = start_proxy(name, key)
+        try:
+            flood(p.port, 5, name)
+            stop_proxy(p)
+        finally:
+            p.kill()
+        return p.log_dir
+
+    def test_f2_killed_at_open_after_clean_stop(self):
+        """F2: killed after its open line, before the anchor names it."""
+        key, pub = make_key("r12f2")
+        logs = self.clean_run("r12f2", key)
+        self.crashed("r12f2-crash", key, "anchor:open", logs)
+        with open(key + ".anchor") as f:
+            self.assertIn(" reason=close ", f.read())
+        resume = self.restart_and_verify("r12f2-again", key, pub, logs)
+        self.assertIs(resume.get("anchor_reopened"), True, resume)
+
+    def test_f3_key_rotated_while_stopped(self):
+        """F3: the next key waits; killed after the hand-over line."""
+        key, pub = make_key("r12f3")
+        logs = self.clean_run("r12f3", key)
+        r = sandgate("audit", "key", "rotate", key)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.crashed("r12f3-crash", key, "key:written", logs)
+        resume = self.restart_and_verify("r12f3-again", key, pub, logs)
+        self.assertIs(resume.get("anchor_reopened"), True, resume)
+
+    def test_f4_killed_after_own_close(self):
+        """F4: SIGTERM; killed after the close line, before its anchor."""
+        key, pub = make_key("r12f4")
+        p = start_proxy("r12f4", key, env={"SANDGATE_TEST_CRASH":
+                                           "anchor:close"})
+        try:
+            flood(p.port, 5, "r12f4")
+            p.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(p.proc.wait(timeout=30), -signal.SIGKILL)
+        finally:
+            p.kill()
+            p.stop()
+        last = json.loads(read_lines(p.log_path)[-1])
+        self.assertEqual(last.get("reason"), "close", last)
+        resume = self.restart_and_verify("r12f4-again", key, pub, p.log_dir)
+        self.assertEqual(resume["found_seq"], last["seq"])
+
+    def test_f1_controller_killed_after_record(self):
+        """F1: a controller writer of runs.jsonl (audit key rotate, which
+        needs no Docker) killed after its lines, before its close's
+        anchor; the next one runs whole."""
+        d = tempfile.mkdtemp(prefix="r12f1-", dir=W["dir"])
+        env = proxylib.clean_env({
+            "SANDGATE_STATE": os.path.join(d, "state"),
+            "SANDGATE_LOG_DIR": os.path.join(d, "logs"),
+            "SANDGATE_RECORD_DIR": os.path.join(d, "records")})
+
+        def rotate(crash=None):
+            e = dict(env, SANDGATE_TEST_CRASH=crash) if crash else env
+            return subprocess.run([SANDGATE, "audit", "key", "rotate",
+                                   "--file", "runs.jsonl"], env=e,
+                                  capture_output=True, text=True,
+                                  timeout=60)
+        key = os.path.join(d, "state", "keys", "runs.key")
+        r = subprocess.run([SANDGATE, "audit", "key", "create", "--file",
+                            "runs.jsonl"], env=env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        shutil.copyfile(key + ".pub", os.path.join(d, "runs.pub"))
+        r = rotate()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(rotate("anchor:close").returncode, -signal.SIGKILL)
+        with open(key + ".anchor") as f:
+            anchor = f.read()
+        r = rotate()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run([SANDGATE, "audit", "verify", "--file",
+                            "runs.jsonl", "--key",
+                            os.path.join(d, "runs.pub")], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(" reopened=1 ", anchor)
 
 
 if __name__ == "__main__":

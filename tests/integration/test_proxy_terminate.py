@@ -1061,6 +1061,67 @@ class T16EchoingMethods(Case):
         self.assertEqual(status, 200, headers + body)
 
 
+class T19RequestLineStands(Case):
+    """What methods and paths decide is the request line: a request that
+    passes them must not ask the upstream for another method or path.
+    A body on GET could be read by the upstream as the next request (one
+    nobody decided); a method-override header asks a framework for
+    another method. Both are refused on entries with such rules."""
+
+    SMUGGLED = "GET /admin HTTP/1.1\r\nHost: reg.test\r\n\r\n"
+
+    def refused(self, url, status, reason, *args):
+        before = W["reg_counters"].get("requests")
+        rc, got, headers, body, err = curl(self.p, url, *args)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(got, status, headers + body)
+        ev = self.last_block(reason)
+        self.assertEqual(ev["method"], "GET")
+        self.assertEqual(W["reg_counters"].get("requests"), before,
+                         "the request went upstream")
+        return body
+
+    def test_get_with_a_body_refused(self):
+        body = self.refused(self.reg("/simple/"), 400, "malformed_request",
+                            "-X", "GET", "--data-binary", self.SMUGGLED)
+        self.assertIn("a body on this method is refused on an entry with "
+                      "methods or paths", body)
+
+    def test_body_where_no_rules_or_it_means_something(self):
+        rc, status, headers, body, err = curl(
+            self.p, self.url("cred.test", W["reg_port"], "/x"), "-X",
+            "GET", "--data-binary", "q=1")
+        self.assertEqual(status, 200, headers + body)
+        rc, status, headers, body, err = curl(
+            self.p, self.url("git.test", W["reg_port"],
+                             "/repo.git/git-upload-pack"),
+            "--data-binary", "0000")
+        self.assertEqual(status, 200, headers + body)
+
+    def test_method_override_refused(self):
+        for name, value in (("X-HTTP-Method-Override", "DELETE"),
+                            ("X-HTTP-Method", "put"),
+                            ("x-method-override", "POST")):
+            body = self.refused(self.reg("/simple/"), 403,
+                                "method_not_allowed", "-H",
+                                "%s: %s" % (name, value))
+            self.assertIn("not allowlisted for this method", body)
+
+    def test_method_override_the_policy_allows(self):
+        rc, status, headers, body, err = curl(
+            self.p, self.reg("/simple/"), "-H",
+            "X-HTTP-Method-Override: head")
+        self.assertEqual(status, 200, headers + body)
+        cred = self.url("cred.test", W["reg_port"], "/x")
+        rc, status, headers, body, err = curl(
+            self.p, cred, "-H", "X-HTTP-Method-Override: DELETE")
+        self.assertEqual(status, 200, headers + body)
+        # TRACE echoes the credential: refused on it even as an override.
+        rc, status, headers, body, err = curl(
+            self.p, cred, "-H", "X-HTTP-Method-Override: trace")
+        self.assertEqual(status, 403, headers + body)
+
+
 PROXY_UID = 65532
 
 

@@ -9,7 +9,9 @@ carried it ({"conn": N, "n": request number on it}), so a test sees which
 requests shared an upstream connection. Paths make it misbehave the way
 servers do: /idle-close closes the connection 0.3 s after answering,
 /close-next closes it when the next request arrives (before answering),
-/stray sends bytes nobody asked for after its answer.
+/stray sends bytes nobody asked for after its answer, /slow trickles its
+answer over 1.5 s (a request in flight while the policy changes). Every
+request head it got is kept (heads), with the connection's number.
 
 Each curl is a new CONNECT and a new TLS session with the proxy; the
 tests that look at reuse first show it happens (two tunnels, one
@@ -33,7 +35,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxylib  # noqa: E402
-from test_proxy_terminate import make_cas, make_leaf  # noqa: E402
+from test_proxy_terminate import make_ca, make_cas, make_leaf  # noqa: E402
 
 W = {}
 
@@ -53,7 +55,8 @@ allow:
 class Upstream:
     """A keep-alive HTTPS server on loopback; see the module text."""
 
-    def __init__(self, cert, key):
+    def __init__(self, cert, key, hello_delay=0):
+        self.hello_delay = hello_delay
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(cert, key)
         self.sock = socket.socket()
@@ -64,6 +67,7 @@ class Upstream:
         self.accepts = 0
         self.closed_unanswered = 0
         self.auth = []
+        self.heads = []
         threading.Thread(target=self.accept_loop, daemon=True).start()
 
     def accept_loop(self):
@@ -79,6 +83,7 @@ class Upstream:
                              daemon=True).start()
 
     def serve(self, raw, conn):
+        time.sleep(self.hello_delay)
         try:
             t = self.ctx.wrap_socket(raw, server_side=True)
         except (OSError, ssl.SSLError):
@@ -101,12 +106,22 @@ class Upstream:
                 n += 1
                 lines = head.decode("latin-1").split("\r\n")
                 path = lines[0].split(" ")[1]
+                with self.lock:
+                    self.heads.append((conn, head.decode("latin-1")))
                 for line in lines[1:]:
                     if line.lower().startswith("authorization:"):
                         with self.lock:
                             self.auth.append(line.split(":", 1)[1].strip())
                 body = json.dumps({"conn": conn, "n": n,
                                    "path": path}).encode()
+                if path == "/slow":
+                    t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d"
+                              b"\r\n\r\n" % (len(body) + 15))
+                    for _ in range(15):
+                        t.sendall(b" ")
+                        time.sleep(0.1)
+                    t.sendall(body)
+                    continue
                 t.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: "
                           b"application/json\r\nContent-Length: %d\r\n\r\n"
                           % len(body) + body)
@@ -136,14 +151,15 @@ def setUpModule():
     W["dir"] = tempfile.mkdtemp(prefix="sg-uppool-")
     W["proxies"] = []
     pki = make_cas(W)
-    W["upstream"] = Upstream(*make_leaf(pki, "up", "up.test"))
+    W["leaf"] = make_leaf(pki, "up", "up.test")
+    W["upstream"] = Upstream(*W["leaf"])
     W["up"] = proxylib.Upstreams(W["dir"]).start()
 
 
 def tearDownModule():
     proxylib.teardown(W, W.get("proxies", []),
-                      [lambda: W["upstream"].stop()] if "upstream" in W
-                      else [])
+                      [lambda: [W[k].stop() for k in ("upstream", "slowup")
+                                if k in W]])
 
 
 def start_proxy(name):
@@ -210,6 +226,76 @@ def get(p, path, src=None):
     except ValueError:
         body = None
     return r.returncode, body, r.stderr + r.stdout
+
+
+class Session:
+    """One terminated session kept open: CONNECT up.test, TLS trusting
+    the sandgate CA, then keep-alive requests, each answered with
+    (status line, JSON body or None, head)."""
+
+    def __init__(self, p):
+        port = W["upstream"].port
+        s = socket.create_connection(("127.0.0.1", p.port), timeout=20)
+        s.sendall(b"CONNECT up.test:%d HTTP/1.1\r\nHost: up.test:%d\r\n"
+                  b"\r\n" % (port, port))
+        got = b""
+        while b"\r\n\r\n" not in got:
+            data = s.recv(1)
+            assert data, got
+            got += data
+        assert b" 200 " in got.split(b"\r\n")[0], got
+        ctx = ssl.create_default_context(cafile=W["sgca"])
+        self.t = ctx.wrap_socket(s, server_hostname="up.test")
+        self.buf = b""
+
+    def get(self, path):
+        self.t.sendall(b"GET %s HTTP/1.1\r\nHost: up.test:%d\r\n\r\n"
+                       % (path.encode(), W["upstream"].port))
+        while b"\r\n\r\n" not in self.buf:
+            data = self.t.recv(65536)
+            if not data:
+                raise AssertionError("closed: %r" % self.buf)
+            self.buf += data
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        head = head.decode("latin-1")
+        n = 0
+        for line in head.split("\r\n")[1:]:
+            if line.lower().startswith("content-length:"):
+                n = int(line.split(":")[1])
+        while len(self.buf) < n:
+            data = self.t.recv(65536)
+            if not data:
+                break
+            self.buf += data
+        body, self.buf = self.buf[:n], self.buf[n:]
+        try:
+            body = json.loads(body)
+        except ValueError:
+            body = None
+        return head.split("\r\n")[0], body, head
+
+    def get_during(self, path, change):
+        """get(path) with change() run while its answer is in flight."""
+        res = []
+        th = threading.Thread(target=lambda: res.append(self.get(path)))
+        th.start()
+        time.sleep(0.5)
+        change()
+        th.join()
+        return res[0]
+
+    def close(self):
+        try:
+            self.t.close()
+        except OSError:
+            pass
+
+
+def write_ca(p, pem):
+    """The entry's ca_file now holds pem's CA."""
+    with open(pem) as src, \
+            open(os.path.join(p.policy_dir, "ca", "upca.pem"), "w") as dst:
+        dst.write(src.read())
 
 
 class Case(unittest.TestCase):
@@ -347,6 +433,173 @@ class T03Revoke(Case):
         a = self.pair()
         time.sleep(2.0)		# UPPOOL_IDLE_MS is 1.5 s
         self.assertNotEqual(self.conn(self.p), a)
+
+
+class T04Busy(Case):
+    """A connection busy with a request while the policy, a secret or
+    the registry changes finishes that request and is then closed: the
+    session's next request, and any later tunnel, connect again under
+    the rules in force. Here the change puts an unrelated CA in the
+    entry's ca_file, so a connection made now fails verification (502
+    upstream_cert_untrusted): a 200 means the old connection was used."""
+
+    def setUp(self):
+        self.p = start_proxy("busy-" + self._testMethodName[-12:])
+        self.other = W.get("otherca") or make_ca(
+            os.path.join(W["dir"], "pki"), "otherca", "an unrelated CA")
+        W["otherca"] = self.other
+
+    def distrust(self):
+        write_ca(self.p, self.other)
+        set_secret(self.p, "Bearer two")
+        reload(self.p)
+
+    def test_session_connection_not_reused_after_a_change(self):
+        s = Session(self.p)
+        line, body, _ = s.get("/ok")
+        self.assertIn(" 200 ", line)
+        first = body["conn"]
+        line, body, _ = s.get_during("/slow", self.distrust)
+        self.assertIn(" 200 ", line)	# the request in flight finishes
+        self.assertEqual(body["conn"], first)
+        line, body, head = s.get("/ok")
+        self.assertNotIn(" 200 ", line, "the session's next request went "
+                         "out on the connection opened before the reload, "
+                         "carrying %s" % W["upstream"].auth[-1])
+        self.assertIn("upstream_cert_untrusted", head)
+        s.close()
+
+    def test_busy_connection_never_parked(self):
+        s = Session(self.p)
+        first = s.get("/ok")[1]["conn"]
+        s.get_during("/slow", lambda: reload(self.p))
+        s.close()		# the session ends: its upstream would park
+        self.settle()
+        self.assertNotEqual(self.conn(self.p), first, "a connection from "
+                            "before the reload was kept in the pool")
+
+    def test_handshake_in_flight_at_a_reload(self):
+        """A request whose upstream handshake is under way at a reload
+        connects again, verified under the entry now in force."""
+        slow = W.get("slowup")
+        if slow is None:
+            slow = W["slowup"] = Upstream(*W["leaf"], hello_delay=1.5)
+        with open(os.path.join(self.p.policy_dir, "term.yaml"), "w") as f:
+            f.write(POLICY.format(PORT=W["upstream"].port).replace(
+                "ports: [%d]" % W["upstream"].port, "ports: [%d, %d]" %
+                (W["upstream"].port, slow.port)))
+        reload(self.p)
+        res = []
+        cmd = ["curl", "-sS", "--max-time", "20", "--proxy",
+               "http://127.0.0.1:%d" % self.p.port, "--cacert", W["sgca"],
+               "-i", "https://up.test:%d/ok" % slow.port]
+        th = threading.Thread(target=lambda: res.append(subprocess.run(
+            cmd, capture_output=True, text=True, env=proxylib.clean_env(),
+            timeout=60)))
+        th.start()
+        time.sleep(0.6)		# the proxy waits for the ServerHello
+        self.distrust()
+        th.join()
+        out = res[0].stdout + res[0].stderr
+        self.assertNotIn("200 OK", out, "verified under the ca_file the "
+                         "reload replaced")
+        self.assertIn("upstream_cert_untrusted", out)
+
+    def test_registry_change_while_busy(self):
+        s = Session(self.p)
+        first = s.get("/ok")[1]["conn"]
+        s.get_during("/slow", lambda: register(self.p, "127.0.0.9",
+                                                "sbx-other"))
+        line, body, _ = s.get("/ok")
+        self.assertIn(" 200 ", line)
+        self.assertNotEqual(body["conn"], first)
+        s.close()
+
+    def test_pool_key_never_recurs(self):
+        """A connection parked under a key must never match a later
+        policy's. The key held the policy's and the entry's heap
+        addresses; a later reload's policy often gets the same ones. A
+        cycle: a session opens a connection under a ca_file that trusts
+        the upstream; the ca_file changes to one that does not; reloads
+        land while a request is in flight on it; the session closes. A
+        fresh tunnel must then fail verification, never get that
+        connection."""
+        for cycle in range(3):
+            write_ca(self.p, W["upca"])
+            reload(self.p)
+            s = Session(self.p)
+            first = s.get("/ok")[1]["conn"]
+            write_ca(self.p, self.other)
+            s.get_during("/slow", lambda: reload(self.p))
+            s.get("/ok")
+            s.get_during("/slow", lambda: reload(self.p))
+            s.close()
+            self.settle()
+            rc, body, out = get(self.p, "/ok")
+            self.assertFalse(body is not None and body["conn"] == first,
+                             "cycle %d: a fresh tunnel got connection %d, "
+                             "which the policy in force does not trust" %
+                             (cycle, first))
+
+
+F3_POLICY = """\
+description: two entries for one host (upstream connection reuse tests)
+allow:
+  - host: up.test
+    ports: [{PORT}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    paths: [/a/]
+    credentials: {{header: Authorization, secret: up-token}}
+    rationale: A, trusting the upstream through its ca_file
+  - host: up.test
+    ports: [{PORT}]
+    allow_private: true
+    tls: terminate
+    paths: [/b/]
+    credentials: {{header: X-B-Token, secret: b-token}}
+    rationale: B, the system store alone, which does not trust it
+"""
+
+
+class T05Entries(Case):
+    """Within a session each request goes over a connection its own
+    entry verified, with its own credential: entry B's request never
+    rides the connection entry A's ca_file vouched for."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.p = start_proxy("entries")
+        fd = os.open(os.path.join(cls.p.secrets, "b-token"),
+                     os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, b"SECRET-B-VALUE\n")
+        os.close(fd)
+        with open(os.path.join(cls.p.policy_dir, "term.yaml"), "w") as f:
+            f.write(F3_POLICY.format(PORT=W["upstream"].port))
+        reload(cls.p)
+
+    def test_entry_b_after_entry_a(self):
+        s = Session(self.p)
+        line, _, head = s.get("/b/x")
+        self.assertIn("upstream_cert_untrusted", head)
+        s.close()
+        s = Session(self.p)
+        line, body, _ = s.get("/a/x")
+        self.assertIn(" 200 ", line)
+        line, body, head = s.get("/b/x")
+        s.close()
+        self.assertNotIn(" 200 ", line, "B's request went over A's "
+                         "connection %s" % body)
+        self.assertIn("upstream_cert_untrusted", head)
+        self.assertFalse([h for _, h in W["upstream"].heads
+                          if "SECRET-B-VALUE" in h])
+
+    def test_same_entry_still_reused(self):
+        s = Session(self.p)
+        a = s.get("/a/x")[1]["conn"]
+        self.assertEqual(s.get("/a/y")[1]["conn"], a)
+        s.close()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,11 @@ static void	lines_write(struct lines *, const char *, size_t, size_t);
 static void	lines_free(struct lines *);
 static int	is_checkpoint(const char *);
 static void	rechain(struct lines *, size_t);
+static void	writer_killed(struct tmp *, const char *, int);
+static enum ckverify_result next_writer_verify(struct tmp *, EVP_PKEY *,
+		    struct ckverify *);
+static void	stop_noted(struct tmp *, EVP_PKEY *, struct ckverify *);
+static void	planted_after_close(struct tmp *, EVP_PKEY *);
 static EVP_PKEY	*pubkey(const char *);
 static enum ckverify_result verify(const char *, EVP_PKEY *, EVP_PKEY *,
 		    int64_t, struct ckverify *);
@@ -1030,6 +1036,14 @@ test_anchor_parse(void **state)
 		    " key=" A_KEY " lost=2 since=" A_TS " cause=caf\xc3",
 		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
 		    " key=" A_KEY "\nsandgate-anchor-v1",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=open ts=" A_TS
+		    " key=" A_KEY " reopened=1",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " reopened=0",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " first=3 reopened=1",
+		"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" A_TS
+		    " key=" A_KEY " reopened=1 reopened=1",
 	};
 	struct checkpoint_anchor	 a;
 	const char			*what;
@@ -1043,10 +1057,17 @@ test_anchor_parse(void **state)
 	assert_string_equal(a.ts, A_TS);
 	assert_string_equal(a.key, A_KEY);
 	assert_int_equal(a.first, 0);
+	assert_false(a.reopened);
+	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
+	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " reopened=1 "
+	    "first=3", strlen(good) + 18, &a, &what), 0);
+	assert_true(a.reopened);
+	assert_int_equal(a.first, 3);
 	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
 	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3",
 	    strlen(good) + 7, &a, &what), 0);
 	assert_int_equal(a.first, 3);
+	assert_false(a.reopened);
 	assert_false(a.have_files);
 	assert_int_equal(checkpoint_anchor_parse("sandgate-anchor-v1 seq=7 "
 	    "hash=" A_HASH " reason=close ts=" A_TS " key=" A_KEY " first=3 "
@@ -3188,6 +3209,283 @@ test_rotation_gap(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * A writer killed at a crash point (SANDGATE_TEST_CRASH=crash; NULL: it
+ * ends without closing on its own) in a child after `events` events of
+ * its run, its open asked for first unless `events` is -1 (a controller
+ * writer: a run record, then its close); the child must die by SIGKILL
+ * when a crash point is named.
+ */
+static void
+writer_killed(struct tmp *t, const char *crash, int events)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	pid_t			 pid;
+	int			 status;
+
+	if ((pid = fork()) == 0) {
+		if (crash != NULL)
+			setenv("SANDGATE_TEST_CRASH", crash, 1);
+		log = open_signed(t, 100, 60, &ck);
+		if (events >= 0 && checkpoint_write(ck, "open") == -1)
+			_exit(1);
+		append_n(log, 100, events >= 0 ? events : 1);
+		if (checkpoint_write(ck, "close") == -1)
+			_exit(2);
+		_exit(3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		fail_msg("the writer was not killed at %s (status %#x)",
+		    crash, status);
+}
+
+/* The next writer, whole (open, close); verify with the key and anchor. */
+static enum ckverify_result
+next_writer_verify(struct tmp *t, EVP_PKEY *k, struct ckverify *v)
+{
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	const char		*paths[1] = { t->path };
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_false(a.reopened);
+	return verify_with(paths, 1, k, &a, v);
+}
+
+/*
+ * The next writer, then verify: a writer that stopped (noted once), not
+ * lines someone else wrote; k freed.
+ */
+static void
+stop_noted(struct tmp *t, EVP_PKEY *k, struct ckverify *v)
+{
+	if (next_writer_verify(t, k, v) != CKVERIFY_OK)
+		fail_msg("%s", v->what);
+	assert_int_equal(v->crashes, 1);
+	EVP_PKEY_free(k);
+}
+
+/* The next writer, then verify: seq 5 on follow the close at 4; k freed. */
+static void
+planted_after_close(struct tmp *t, EVP_PKEY *k)
+{
+	struct ckverify	v;
+
+	assert_int_equal(next_writer_verify(t, k, &v), CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "follow the writer's close at seq 4"));
+	assert_int_equal(v.untrusted.seq, 5);
+	assert_int_equal(v.untrusted.line, 5);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * A controller writer whose run record is in the log after the last
+ * close, killed before its own close is anchored (its close line not
+ * written: a full volume; or written), is a writer that stopped without
+ * closing: its anchor said it had reopened the close first.
+ */
+static void
+test_killed_after_close_reopened(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 2, "close");		/* 1 to 4 */
+	writer_killed(t, "anchor:close", -1);		/* 5, close 6 */
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 4);
+	stop_noted(t, k, &v);
+	assert_true(a.reopened);
+}
+
+/* The same with the close line never written (the child ends first). */
+static void
+test_record_without_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	pid_t			 pid;
+	int			 status;
+
+	k = signed_log(t, 100, 2, "close");
+	if ((pid = fork()) == 0) {
+		log = open_signed(t, 100, 60, &ck);
+		append_n(log, 100, 1);	/* the record, then no room */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	anchor_of(t, &a);
+	stop_noted(t, k, &v);
+	assert_true(a.reopened);
+}
+
+/* A proxy killed at a start after a clean stop, its open not anchored. */
+static void
+test_killed_at_open_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 2, "close");
+	writer_killed(t, "anchor:open", 0);
+	stop_noted(t, k, &v);
+}
+
+/*
+ * A key rotated while the writer was stopped; killed after the hand-over
+ * line, before its open: the next start hands over again.
+ */
+static void
+test_killed_after_key_line(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	char			 next[160], *cause = NULL;
+
+	k = signed_log(t, 100, 2, "close");
+	snprintf(next, sizeof(next), "%s.next", t->key);
+	assert_int_equal(checkpoint_key_create(next, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	writer_killed(t, "key:written", 0);
+	stop_noted(t, k, &v);
+	assert_int_equal(v.reintroduced, 1);
+}
+
+/* Killed after its close line, before the anchor names it. */
+static void
+test_killed_after_own_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct ckverify		 v;
+	char			 pub[160];
+	EVP_PKEY		*k;
+
+	writer_killed(t, "anchor:close", 3);	/* open 1, 3, close 5 */
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 1);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	stop_noted(t, k, &v);
+}
+
+/*
+ * Lines planted after a clean close still fail, a log.resume among them
+ * that claims a reopened anchor too: the writer's own anchor says close.
+ */
+static void
+test_planted_resume_reopened(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	json_t			*f;
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 2, "close");		/* 1 to 4 */
+	anchor_of(t, &a);
+	assert_false(a.reopened);
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	append_n(log, 50, 1);				/* 5 */
+	f = json_pack("{s:s, s:I, s:s, s:s, s:s, s:b, s:I, s:s}", "event",
+	    CHECKPOINT_RESUME, "anchor_seq", (json_int_t)4, "anchor_hash",
+	    a.hash, "anchor_reason", "close", "anchor_ts", a.ts,
+	    "anchor_reopened", 1, "found_seq", (json_int_t)5, "found_hash",
+	    eventlog_hash(log));
+	assert_int_equal(eventlog_append(log, f), 0);	/* 6 */
+	json_decref(f);
+	eventlog_close(log);
+	planted_after_close(t, k);
+}
+
+/*
+ * The first untrusted event is the one after the anchored close, also
+ * when good checkpoints lie between it and the end the writer found (an
+ * anchor put back by whoever can write it).
+ */
+static void
+test_untrusted_after_anchored_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 a;
+	char			 anchor[160];
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 2, "close");		/* 1 to 4 */
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	lines_read(&a, anchor);
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);	/* 5 */
+	append_n(log, 0, 2);					/* 6, 7 */
+	assert_int_equal(checkpoint_write(ck, "close"), 0);	/* 8 */
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_write(&a, anchor, 0, a.n);	/* the close at 4 again */
+	lines_free(&a);
+	planted_after_close(t, k);
+}
+
+/*
+ * A writer that cannot reopen the close its anchor names (no room for the
+ * anchor) writes nothing after it: the line is refused, the log still
+ * ends with that close and the anchor names it as before. Once there is
+ * room, the line goes in after the anchor said reopened=1.
+ */
+static void
+test_reopen_refused(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	char			 tmp[192], inner[224];
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 2, "close");		/* 1 to 4 */
+	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(inner, sizeof(inner), "%s/x", tmp);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	assert_int_equal(mkdir(inner, 0700), 0);
+	log = open_signed(t, 100, 60, &ck);
+	appends_refused(log, 1);
+	assert_int_equal(eventlog_seq(log), 4);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 4);
+	assert_false(a.reopened);
+	assert_int_equal(rmdir(inner), 0);
+	assert_int_equal(rmdir(tmp), 0);
+	append_n(log, 0, 1);			/* log.outage 5, the event 6 */
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 4);
+	assert_true(a.reopened);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 7);
+	assert_false(a.reopened);
+	EVP_PKEY_free(k);
+}
+
 int
 main(void)
 {
@@ -3240,6 +3538,14 @@ main(void)
 		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
+		T(test_killed_after_close_reopened),
+		T(test_record_without_close),
+		T(test_killed_at_open_after_close),
+		T(test_killed_after_key_line),
+		T(test_killed_after_own_close),
+		T(test_planted_resume_reopened),
+		T(test_untrusted_after_anchored_close),
+		T(test_reopen_refused),
 	};
 #undef T
 
