@@ -257,6 +257,13 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 		    m->id, SANDBOX_UID);
 		goto out;
 	}
+	/* Fresh containers of execs whose sandgate died go first. */
+	if (sandbox_fresh_sweep(d, m->id, 0, &ucause) == -1) {
+		log_warnx("cannot look for the sandbox's left fresh "
+		    "containers: %s", ucause);
+		free(ucause);
+		ucause = NULL;
+	}
 	if (cmd_exec_target(d, m, a->fresh, &cid, &pid, &cause) == -1 ||
 	    (!a->fresh && cmd_exec_seal_holds(m, pid, &cause) == -1))
 		goto out;

@@ -11,7 +11,8 @@
  *      killed apply left in its source tree are removed
  *   3. loop mounts of images under the state root whose sandbox is gone
  *   4. run markers (runs/<run>.active) of live sandboxes whose sandgate
- *      process is gone (a killed exec), and uid claims
+ *      process is gone (a killed exec), their fresh containers whose
+ *      sandgate process is gone (a killed exec --fresh), and uid claims
  *      (sandbox.h, SANDBOX_UID_DIR) whose sandbox folder is gone
  * dockerd finishes a container create whose client was killed, so a folder
  * without a container whose create request went out less than
@@ -86,6 +87,7 @@ static void		 gc_folders(struct gc *);
 static int		 gc_mount_stale(struct gc *, const char *);
 static void		 gc_mounts(struct gc *);
 static void		 gc_markers(struct gc *, const char *);
+static void		 gc_fresh(struct gc *, const char *);
 static void		 gc_uids(struct gc *);
 static int		 cmd_gc_exec(struct cmd_args *);
 
@@ -448,6 +450,30 @@ gc_markers(struct gc *g, const char *id)
 	    g->dry ? "would remove" : "removed", n, n == 1 ? "" : "s", id);
 }
 
+/*
+ * Step 4: the fresh containers (exec --fresh) of a live sandbox whose
+ * sandgate process is gone, and their proxy registrations.
+ */
+static void
+gc_fresh(struct gc *g, const char *id)
+{
+	char	*cause = NULL;
+	int	 n;
+
+	if ((n = sandbox_fresh_sweep(g->docker, id, g->dry, &cause)) == -1) {
+		log_warnx("cannot list the containers of %s: %s", id, cause);
+		free(cause);
+		g->errors++;
+		return;
+	}
+	if (n == 0)
+		return;
+	g->acted += n;
+	printf("%s %d fresh container%s of %s whose sandgate process is "
+	    "gone\n", g->dry ? "would remove" : "removed", n, n == 1 ? "" :
+	    "s", id);
+}
+
 /* Step 4: uid claims whose sandbox folder is gone (any state root). */
 static void
 gc_uids(struct gc *g)
@@ -542,6 +568,7 @@ gc_folders(struct gc *g)
 			continue;
 		if (gc_has_container(g, de->d_name)) {
 			gc_markers(g, de->d_name);
+			gc_fresh(g, de->d_name);
 			gc_sandbox(g, de->d_name);
 		}
 		else if ((late = gc_settle(g, de->d_name)) == 1)

@@ -315,6 +315,12 @@ cmd_grants_exec(struct cmd_args *args)
 		grant_put(g, "by", ": ");
 		grant_put(g, "rationale", "\n");
 	}
+	if (json_is_false(json_object_get(resp, "grants_saved")))
+		log_warnx("warning: the proxy could not save its grants since "
+		    "%s (grants.json; its folder full or read-only?): a "
+		    "restart now would lose the changes made since",
+		    json_string_value(json_object_get(resp,
+		    "grants_unsaved_since")) ?: "?");
 	json_decref(resp);
 	return rc;
 }

@@ -338,11 +338,9 @@ exec_signal_pending(void)
 static int
 exec_active_owner(int dirfd, const char *name)
 {
-	struct procstat		 ps;
-	unsigned long long	 start;
 	char			 buf[64];
 	ssize_t			 n;
-	int			 fd, pid;
+	int			 fd;
 
 	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
 	    -1)
@@ -352,9 +350,7 @@ exec_active_owner(int dirfd, const char *name)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	if (sscanf(buf, "%d %llu", &pid, &start) != 2 || pid <= 0)
-		return 0;
-	return procstat_read(pid, &ps) == 0 && ps.start == start;
+	return procstat_owner_alive(buf);
 }
 
 /* 1 when name is "<run id>.active" (run ids: run_ and 24 hex digits). */
@@ -968,16 +964,16 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 static void
 exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 {
-	struct procstat	 ps;
 	char		 own[64], tmp[STATE_ID_LEN + 16];
 	int		 fd, dfd, len, ok;
 
 	path[0] = '\0';
 	if (o->evidence_dir == NULL ||
-	    procstat_read((int)getpid(), &ps) == -1)
+	    procstat_owner_self(own, sizeof(own) - 1) == -1)
 		return;
 	exec_active_dir = o->evidence_dir;
-	len = snprintf(own, sizeof(own), "%d %llu\n", (int)getpid(), ps.start);
+	len = (int)strlen(own);
+	own[len++] = '\n';
 	/*
 	 * Written aside, then renamed: a marker is never seen without its
 	 * owner, which another exec's sweep would take for a dead run and

@@ -58,6 +58,32 @@ procstat_read(int pid, struct procstat *ps)
 }
 
 int
+procstat_owner_self(char *buf, size_t size)
+{
+	struct procstat	ps;
+	int		n;
+
+	if (procstat_read((int)getpid(), &ps) == -1)
+		return -1;
+	n = snprintf(buf, size, "%d %llu", (int)getpid(), ps.start);
+	return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+int
+procstat_owner_alive(const char *text)
+{
+	struct procstat		ps;
+	unsigned long long	start;
+	int			pid;
+
+	if (text == NULL || sscanf(text, "%d %llu", &pid, &start) != 2 ||
+	    pid <= 0)
+		return 0;
+	return procstat_read(pid, &ps) == 0 && ps.start == start &&
+	    !procstat_dead(&ps);
+}
+
+int
 procstat_dead(const struct procstat *ps)
 {
 	return ps->state == 'Z' && ps->threads <= 1;

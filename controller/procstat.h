@@ -24,6 +24,16 @@ int	procstat_parse(const char *text, struct procstat *);
 /* Read and parse /proc/<pid>/stat. 0, or -1 (gone, unreadable). */
 int	procstat_read(int pid, struct procstat *);
 
+/*
+ * A process's identity as an owner: "PID START", START its start time
+ * (field 22), so a recycled pid is no owner. procstat_owner_self() writes
+ * this process's into buf (0, or -1); procstat_owner_alive() is 1 when
+ * text names a process that still runs, 0 when it is gone or text is
+ * not of that form.
+ */
+int	procstat_owner_self(char *buf, size_t size);
+int	procstat_owner_alive(const char *text);
+
 /* The variable every exec of a run carries: SANDGATE_RUN=<run id>. */
 #define PROCSTAT_RUN_VAR	"SANDGATE_RUN"
 

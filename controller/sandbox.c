@@ -595,23 +595,29 @@ json_t *
 sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
     const char *role)
 {
-	char	user[32];
+	json_t	*labels;
+	char	user[32], owner[64];
 
 	sandbox_init_user(m, user, sizeof(user));
+	labels = json_pack("{s:s, s:s, s:s, s:s}", SANDBOX_LABEL, m->id,
+	    SANDBOX_LABEL_SOURCE, m->source != NULL ? m->source : "",
+	    SANDBOX_LABEL_ROLE, role, SANDBOX_LABEL_STATE, state_root());
+	/* a fresh container outlives a killed exec: gc needs its owner */
+	if (strcmp(role, "fresh") == 0 &&
+	    procstat_owner_self(owner, sizeof(owner)) == 0)
+		json_object_set_new(labels, SANDBOX_LABEL_OWNER,
+		    json_string(owner));
 	/* runsc applies the base's seccomp profile inside gVisor when
 	 * registered with --oci-seccomp */
 	return cspec_new(json_pack("{s:s, s:s, s:o, s:s, s:[s, s], s:[], "
-	    "s:b, s:b, s:b, s:b, s:{s:s, s:s, s:s, s:s}, s:o}",
+	    "s:b, s:b, s:b, s:b, s:o, s:o}",
 	    "Image", m->image_id != NULL ? m->image_id : m->image,
 	    "User", user, "Env", sandbox_spec_env(m),
 	    "WorkingDir", SANDBOX_WORKDIR,
 	    "Cmd", PROBE_CONTAINER_PATH, "idle", "Entrypoint",
 	    "AttachStdin", 0, "AttachStdout", 0, "AttachStderr", 0,
 	    "NetworkDisabled", strcmp(m->network, "proxy") != 0,
-	    "Labels", SANDBOX_LABEL, m->id, SANDBOX_LABEL_SOURCE,
-	    m->source != NULL ? m->source : "", SANDBOX_LABEL_ROLE, role,
-	    SANDBOX_LABEL_STATE, state_root(),
-	    "HostConfig", sandbox_spec_host(m, mt)));
+	    "Labels", labels, "HostConfig", sandbox_spec_host(m, mt)));
 }
 
 /* The claims folder: $SANDGATE_UID_DIR or SANDBOX_UID_DIR. */
@@ -795,6 +801,57 @@ sandbox_rmtree(const char *path)
 	if (lstat(path, &st) == -1)
 		return errno == ENOENT ? 0 : -1;
 	return nftw(path, sandbox_rm_cb, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* 1 when c (a container list entry) is fresh and its owner is gone. */
+static int
+sandbox_fresh_orphan(json_t *c)
+{
+	json_t		*labels = json_object_get(c, "Labels");
+	const char	*role, *owner;
+
+	role = json_string_value(json_object_get(labels, SANDBOX_LABEL_ROLE));
+	owner = json_string_value(json_object_get(labels,
+	    SANDBOX_LABEL_OWNER));
+	return role != NULL && strcmp(role, "fresh") == 0 && owner != NULL &&
+	    !procstat_owner_alive(owner);
+}
+
+int
+sandbox_fresh_sweep(struct docker *d, const char *id, int dry,
+    char **cause)
+{
+	json_t		*list = NULL, *c;
+	const char	*cid;
+	char		*err = NULL;
+	size_t		 i;
+	int		 n = 0, proxy;
+
+	if (docker_container_list(d, SANDBOX_LABEL, id, &list, cause) == -1)
+		return -1;
+	proxy = proxyctl_remote() != NULL ||
+	    access(proxyctl_socket_path(), F_OK) == 0;
+	json_array_foreach(list, i, c) {
+		if ((cid = json_string_value(json_object_get(c, "Id"))) ==
+		    NULL || !sandbox_fresh_orphan(c))
+			continue;
+		/* no address: not on the proxy's network, nothing to forget */
+		if (!dry && proxy &&
+		    proxyctl_unregister_container(d, cid, &err) == -1) {
+			free(err);
+			err = NULL;
+		}
+		if (!dry && docker_container_remove(d, cid, &err) == -1) {
+			log_warnx("cannot remove the fresh container %.12s of "
+			    "%s: %s", cid, id, err);
+			free(err);
+			err = NULL;
+			continue;
+		}
+		n++;
+	}
+	json_decref(list);
+	return n;
 }
 
 /* Remove every container labelled with the sandbox id. */

@@ -88,6 +88,8 @@ struct docker;
 #define SANDBOX_LABEL_SOURCE	"sandgate.source"
 #define SANDBOX_LABEL_ROLE	"sandgate.role"	/* session|fresh|run */
 #define SANDBOX_LABEL_STATE	"sandgate.state" /* state_root() */
+/* Of a fresh container: the sandgate that runs it ("PID START", procstat.h) */
+#define SANDBOX_LABEL_OWNER	"sandgate.owner"
 /* In the sandbox folder, touched just before each container create. */
 #define SANDBOX_PENDING		"container.pending"
 
@@ -218,6 +220,18 @@ json_t	*sandbox_spec(const struct sandbox_meta *,
  * (only when Docker is known to hold nothing). 0 or -1 with *cause.
  */
 int	sandbox_destroy(struct docker *, const char *id, char **cause);
+
+/*
+ * Remove the sandbox's fresh containers (exec --fresh) whose owner, the
+ * sandgate that made them (SANDBOX_LABEL_OWNER), is gone: SIGKILLed
+ * mid-exec, it removed nothing. Each one's address is unregistered from
+ * the proxy first. With dry, only counted. gc and every exec call it;
+ * a container without the label (an older sandgate's) is left alone.
+ * The number removed (or that would be), or -1 with *cause when Docker
+ * cannot list them.
+ */
+int	sandbox_fresh_sweep(struct docker *, const char *id, int dry,
+	    char **cause);
 
 /* rm -rf that never follows symlinks or crosses mounts. 0 or -1. */
 int	sandbox_rmtree(const char *path);

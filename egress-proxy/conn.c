@@ -1225,17 +1225,17 @@ conn_attribute(struct conn *c)
 }
 
 /*
- * Whether the run a token names counts: on a proxy that knows the
- * sandbox's execs (its address registered here), only while that run is
- * a running exec, so a token outlives no exec it names; a replica told
- * of no sandbox (the client took the token's identity) cannot know, and
- * the token's expiry bounds it.
+ * Whether the run a token names counts: only while that run is an exec
+ * this proxy has running for the sandbox (POST /execs, which the
+ * controller sends to every replica), so a token outlives no exec it
+ * names. A client that took the token's identity was refused at the
+ * request when it was not (conn_token); a tunnel it opened loses the
+ * run here once the exec ends.
  */
 static int
 conn_token_run_live(const struct conn *c)
 {
-	return c->tok_adopted || execcred_running(c->px->execs,
-	    c->who.sandbox, c->tok->run);
+	return execcred_running(c->px->execs, c->who.sandbox, c->tok->run);
 }
 
 /*
@@ -1278,7 +1278,8 @@ conn_token_adopt(struct conn *c)
  * when the proxy trusts token keys: it must verify, be unexpired and
  * name the sandbox the client's address is registered to; under
  * --token-any-source, an unregistered client becomes the token's sandbox
- * with its sets. A password that is no token (an exec credential) is
+ * with its sets, if the run the token names (if any) is running here. A
+ * password that is no token (an exec credential) is
  * left to conn_attribute. SG_REASON_NONE, or why the token is refused
  * with the detail in why.
  */
@@ -1318,6 +1319,16 @@ conn_token(struct conn *c, char *why, size_t size)
 		snprintf(why, size, "token of sandbox %s, client registered to "
 		    "no sandbox", c->tok->sandbox);
 		return SG_REASON_TOKEN_OTHER_SANDBOX;
+	}
+	/*
+	 * Taken as the token's sandbox, the request would get the grants of
+	 * the run it names (sandgate grant --exec): not once that exec ended.
+	 */
+	if (c->who.sandbox == NULL && c->tok->run[0] != '\0' &&
+	    !execcred_running(c->px->execs, c->tok->sandbox, c->tok->run)) {
+		snprintf(why, size, "token of run %s of sandbox %s, which is "
+		    "not running here", c->tok->run, c->tok->sandbox);
+		return SG_REASON_TOKEN_RUN_ENDED;
 	}
 	if (c->who.sandbox == NULL && conn_token_adopt(c) == -1) {
 		snprintf(why, size, "out of memory");

@@ -73,6 +73,8 @@ static char			*control_registry_path;	/* registry.json */
 static char			*control_grants_path;	/* grants.json */
 /* 1 while the last save of the grants failed: tried again each second. */
 static int		 control_grants_unsaved;
+static time_t		 control_grants_unsaved_since;	/* first failure */
+static time_t		 control_grants_failed;		/* last failure */
 static struct control_sbx	*control_sbxs;
 static size_t			 control_nsbxs;
 static unsigned long long	 control_cursor;	/* last one handed out */
@@ -92,6 +94,7 @@ static void	control_grant_add(struct proxy *, struct evhttp_request *);
 static void	control_grant_revoke(struct proxy *, struct evhttp_request *);
 static void	control_grants_list(struct proxy *, struct evhttp_request *);
 static int	control_grants_save(struct proxy *);
+static json_t	*control_grants_saved(json_t *);
 static void	control_grants_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
@@ -207,8 +210,8 @@ control_status(struct proxy *px, struct evhttp_request *req)
 		blocked += px->stats.requests_blocked[i];
 	/* Blocks after this cursor are reported apart from those before. */
 	control_cursor = px->block_serial;
-	control_reply(req, 200, json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I, "
-	    "s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
+	control_reply(req, 200, control_grants_saved(json_pack("{s:s, s:s?, "
+	    "s:s, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
 	    "health", healthy ? "ok" : "log_unavailable",
 	    "instance", px->cfg.instance,
 	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
@@ -223,7 +226,7 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	    "requests_allowed", (json_int_t)px->stats.requests_allowed,
 	    "requests_blocked", (json_int_t)blocked,
 	    "upstream_errors", (json_int_t)px->stats.upstream_errors,
-	    "draining", px->draining, "log_pressure", px->log_pressure));
+	    "draining", px->draining, "log_pressure", px->log_pressure)));
 }
 
 /* /metrics: the instance, connections, requests and closes, by reason. */
@@ -308,13 +311,17 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 	    "# TYPE sandgate_proxy_policy_load_seconds gauge\n"
 	    "sandgate_proxy_policy_load_seconds %.6f\n"
 	    "# TYPE sandgate_proxy_sandboxes_registered gauge\n"
-	    "sandgate_proxy_sandboxes_registered %zu\n",
+	    "sandgate_proxy_sandboxes_registered %zu\n"
+	    "# HELP sandgate_proxy_grants_unsaved 1 while the grants in "
+	    "force are not saved (a restart would lose the changes since).\n"
+	    "# TYPE sandgate_proxy_grants_unsaved gauge\n"
+	    "sandgate_proxy_grants_unsaved %d\n",
 	    px->stats.upstream_errors, px->stats.upstream_reused,
 	    px->stats.bytes_up, px->stats.bytes_down, px->stats.log_failures,
 	    proxy_log_healthy(px, NULL, NULL),
 	    policy_digest(px->policy->policy),
 	    (long long)px->policy_loaded, px->policy_load_us / 1e6,
-	    registry_count(px->registry));
+	    registry_count(px->registry), control_grants_unsaved);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
@@ -476,6 +483,11 @@ control_grants_save(struct proxy *px)
 	if (fd != -1 && close(fd) == -1)
 		bad = 1;
 	control_grants_unsaved = bad || rename(tmp, control_grants_path) == -1;
+	if (control_grants_unsaved) {
+		control_grants_failed = time(NULL);
+		if (!was)
+			control_grants_unsaved_since = control_grants_failed;
+	}
 	if (control_grants_unsaved && !was)
 		log_warn("cannot save the grants %s (tried again every "
 		    "second; until then a restart would bring back the grants "
@@ -486,6 +498,28 @@ control_grants_save(struct proxy *px)
 	free(tmp);
 	json_decref(arr);
 	return control_grants_unsaved ? -1 : 0;
+}
+
+/*
+ * Add to o (returned) whether the grants in force are saved, so survive
+ * a restart: "grants_saved", and "grants_unsaved_since" (the first
+ * failure of the saves failing now) and "grants_save_failed" (the last
+ * failure, kept once saved again), null when there is none.
+ */
+static json_t *
+control_grants_saved(json_t *o)
+{
+	char	since[32], last[32];
+
+	grants_time(control_grants_unsaved_since, since, sizeof(since));
+	grants_time(control_grants_failed, last, sizeof(last));
+	json_object_set_new(o, "grants_saved",
+	    json_boolean(!control_grants_unsaved));
+	json_object_set_new(o, "grants_unsaved_since", control_grants_unsaved ?
+	    json_string(since) : json_null());
+	json_object_set_new(o, "grants_save_failed", control_grants_failed ?
+	    json_string(last) : json_null());
+	return o;
 }
 
 /* Each saved grant: restored (an event) or refused (a warning). */
@@ -721,8 +755,8 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 	}
 	saved = control_grants_save(px) == 0;
 	control_grant_event(px, &g, "grant.added", NULL, NULL);
-	control_reply(req, 200, json_pack("{s:b, s:o, s:b}", "ok", 1, "grant",
-	    grants_one_json(&g), "saved", saved));
+	control_reply(req, 200, control_grants_saved(json_pack("{s:b, s:o, "
+	    "s:b}", "ok", 1, "grant", grants_one_json(&g), "saved", saved)));
 out:
 	json_decref(o);
 }
@@ -772,9 +806,9 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	}
 	saved = control_grants_save(px) == 0;
 	closed = conn_revoke(px);
-	control_reply(req, 200, json_pack("{s:b, s:I, s:I, s:b}", "ok", 1,
-	    "removed", (json_int_t)n, "closed", (json_int_t)closed, "saved",
-	    saved));
+	control_reply(req, 200, control_grants_saved(json_pack("{s:b, s:I, "
+	    "s:I, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
+	    (json_int_t)closed, "saved", saved)));
 out:
 	json_decref(o);
 }
@@ -786,8 +820,9 @@ control_grants_list(struct proxy *px, struct evhttp_request *req)
 
 	evhttp_parse_query_str(evhttp_uri_get_query(
 	    evhttp_request_get_evhttp_uri(req)) ?: "", &q);
-	control_reply(req, 200, json_pack("{s:o}", "grants",
-	    grants_json(px->grants, evhttp_find_header(&q, "sandbox"))));
+	control_reply(req, 200, control_grants_saved(json_pack("{s:o}",
+	    "grants", grants_json(px->grants, evhttp_find_header(&q,
+	    "sandbox")))));
 	evhttp_clear_headers(&q);
 }
 
@@ -882,9 +917,12 @@ control_registry_load(struct proxy *px)
 			free(csv);
 			csv = tmp;
 		}
+		/* a file of an older proxy has no "extra": all are kept */
 		if (registry_add(px->registry, json_string_value(
 		    json_object_get(e, "address")) ?: "", json_string_value(
-		    json_object_get(e, "sandbox")), csv, 1, &cause) == 0)
+		    json_object_get(e, "sandbox")), csv, json_object_get(e,
+		    "extra") == NULL || json_is_true(json_object_get(e,
+		    "extra")), &cause) == 0)
 			n++;
 		else
 			log_warnx("%s: entry %zu: %s", control_registry_path,

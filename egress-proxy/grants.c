@@ -16,7 +16,6 @@ struct grants {
 
 static int	grants_id_ok(const char *, size_t, int);
 static int	grants_valid(const struct grant *, const char **);
-static void	grants_time(time_t, char *, size_t);
 static int	grants_restorable(const struct grant *, time_t,
 		    const char **);
 static int	grants_parse_time(const char *, time_t *);
@@ -215,7 +214,7 @@ grants_match(const struct grants *t, const char *sandbox, const char *run,
 	return NULL;
 }
 
-static void
+void
 grants_time(time_t t, char *buf, size_t size)
 {
 	struct tm	tm;

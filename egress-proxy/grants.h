@@ -51,6 +51,8 @@ struct grants;
  * back, and it counts a suspend, unlike CLOCK_MONOTONIC).
  */
 time_t		 grants_clock(void);
+/* A wall-clock time as "2026-01-02T03:04:05Z" ("-" if it can't be). */
+void		 grants_time(time_t, char *buf, size_t size);
 
 struct grants	*grants_new(void);
 void		 grants_free(struct grants *);	/* NULL ok */

@@ -15,6 +15,7 @@ struct registry_entry {
 	struct registry_entry	*next;
 	unsigned		 refs;
 	int			 listed;	/* still in the registry */
+	int			 extra;		/* not the session's address */
 	char			 addr[INET6_ADDRSTRLEN];
 	char			*sandbox;
 	char			*sets_text;
@@ -31,6 +32,7 @@ static void	registry_entry_unref(struct registry_entry *);
 static int	registry_same(const struct registry *,
 		    const struct registry_entry *);
 static void	registry_canon6(const unsigned char *, char *, size_t);
+static void	registry_remove_session(struct registry *, const char *);
 
 struct registry *
 registry_new(void)
@@ -81,7 +83,10 @@ registry_canon6(const unsigned char *a, char *out, size_t size)
 		inet_ntop(AF_INET6, a, out, (socklen_t)size);
 }
 
-/* 1 when the registry holds e's address with e's sandbox and sets. */
+/*
+ * 1 when the registry holds e's address with e's sandbox, sets and
+ * kind (the session's or an extra one).
+ */
 static int
 registry_same(const struct registry *r, const struct registry_entry *e)
 {
@@ -90,8 +95,26 @@ registry_same(const struct registry *r, const struct registry_entry *e)
 	for (o = r->head; o != NULL; o = o->next)
 		if (strcmp(o->addr, e->addr) == 0)
 			return strcmp(o->sandbox, e->sandbox) == 0 &&
-			    strcmp(o->sets_text, e->sets_text) == 0;
+			    strcmp(o->sets_text, e->sets_text) == 0 &&
+			    o->extra == e->extra;
 	return 0;
+}
+
+/* Remove the session address of a sandbox, keeping its extra ones. */
+static void
+registry_remove_session(struct registry *r, const char *sandbox)
+{
+	struct registry_entry	**pp, *e;
+
+	for (pp = &r->head; (e = *pp) != NULL;) {
+		if (!e->extra && strcmp(e->sandbox, sandbox) == 0) {
+			*pp = e->next;
+			e->listed = 0;
+			registry_entry_unref(e);
+			r->n--;
+		} else
+			pp = &e->next;
+	}
 }
 
 int
@@ -139,16 +162,21 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 		return -1;
 	}
 	snprintf(e->addr, sizeof(e->addr), "%s", addr);
+	e->extra = extra != 0;
 	if (registry_same(r, e)) {
 		/* Registered again as it is: connections keep their entry. */
 		e->refs = 1;
 		registry_entry_unref(e);
 		return 0;
 	}
-	/* A restarted session container's old address goes. */
+	/*
+	 * Whoever held the address before goes; a session container that
+	 * moved (restarted) leaves its old address, not the sandbox's extra
+	 * ones: `exec --fresh` containers still running.
+	 */
 	registry_remove(r, addr);
 	if (!extra)
-		registry_remove(r, e->sandbox);
+		registry_remove_session(r, e->sandbox);
 	e->refs = 1;
 	e->listed = 1;
 	e->next = r->head;
@@ -224,8 +252,8 @@ registry_json(const struct registry *r)
 		sets = json_array();
 		for (i = 0; i < e->nsets; i++)
 			json_array_append_new(sets, json_string(e->sets[i]));
-		o = json_pack("{s:s, s:s, s:o}", "address", e->addr,
-		    "sandbox", e->sandbox, "sets", sets);
+		o = json_pack("{s:s, s:s, s:o, s:b}", "address", e->addr,
+		    "sandbox", e->sandbox, "sets", sets, "extra", e->extra);
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -26,12 +26,12 @@ void		 registry_free(struct registry *);	/* NULL ok */
 /*
  * Register addr ("10.0.0.5", "fd00::5"; an IPv4-mapped IPv6 address is
  * taken as the IPv4 one) as sandbox with the comma-separated sets.
- * Another sandbox's entry for addr is removed. With extra 0 the address
- * replaces the sandbox's others (a restarted session container); with
- * extra 1 it is added beside them (the container of one `exec --fresh`,
- * unregistered by address when it ends). Registering what is
- * registered already changes nothing. Returns 0, or -1 with *cause
- * static.
+ * Another sandbox's entry for addr is removed. With extra 0 addr is the
+ * sandbox's session address and replaces the one it had (a restarted
+ * session container), keeping its extra ones; with extra 1 it is added
+ * beside them (the container of one `exec --fresh`, unregistered by
+ * address when it ends). Registering what is registered already changes
+ * nothing. Returns 0, or -1 with *cause static.
  */
 int		 registry_add(struct registry *, const char *addr,
 		    const char *sandbox, const char *sets, int extra,
@@ -50,7 +50,10 @@ int		 registry_lookup(struct registry *, const struct sockaddr *,
 		    struct proxy_client *out);
 void		 registry_client_release(struct proxy_client *);
 
-/* [{"address":..,"sandbox":..,"sets":[..]}...], a new reference. */
+/*
+ * [{"address":..,"sandbox":..,"sets":[..],"extra":bool}...], a new
+ * reference.
+ */
 json_t		*registry_json(const struct registry *);
 
 #endif

@@ -42,6 +42,7 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_TOKEN_EXPIRED] = "token_expired",
 	[SG_REASON_TOKEN_OTHER_SANDBOX] = "token_other_sandbox",
 	[SG_REASON_CLIENT_TLS] = "client_tls_failed",
+	[SG_REASON_TOKEN_RUN_ENDED] = "token_run_ended",
 };
 
 /*
@@ -102,8 +103,9 @@ reason_from_code(const char *code)
 int
 reason_is_token(enum sg_reason r)
 {
-	return r >= SG_REASON_TOKEN_MALFORMED &&
-	    r <= SG_REASON_TOKEN_OTHER_SANDBOX;
+	return (r >= SG_REASON_TOKEN_MALFORMED &&
+	    r <= SG_REASON_TOKEN_OTHER_SANDBOX) ||
+	    r == SG_REASON_TOKEN_RUN_ENDED;
 }
 
 int

@@ -44,6 +44,8 @@ enum sg_reason {
 					   client's address is registered to */
 	SG_REASON_CLIENT_TLS,		/* tls: terminate: the client's own
 					   handshake with the proxy failed */
+	SG_REASON_TOKEN_RUN_ENDED,	/* from an unregistered address, names
+					   a run not running here */
 	SG_REASON_MAX
 };
 

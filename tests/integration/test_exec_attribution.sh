@@ -24,15 +24,8 @@ SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sg_require_docker
 sg_setup
 export SANDGATE_DATA_DIR=$SRC
-EGRESS=sgtest-attr-$$
 sg_base_image
-docker network create --internal "$EGRESS" >/dev/null ||
-	{ fail "egress network created"; sg_summary; exit 1; }
-sg_on_exit "'$SG' proxy stop; docker network rm $EGRESS"
-sg_run r "$SG" proxy start --egress-network "$EGRESS" \
-	--policy-dir "$SRC/policy.d" --log-dir "$SANDGATE_LOG_DIR"
-assert_eq "proxy start" 0 "$r_rc"
-[ "$r_rc" = 0 ] || { echo "$r_err"; sg_summary; exit 1; }
+sg_proxy_up attr
 mkdir -p "$SG_TMP/project"
 echo "attribution" >"$SG_TMP/project/README"
 sg_run r "$SG" create "$SG_TMP/project"

@@ -13,14 +13,7 @@ SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sg_require_docker
 sg_setup
 export SANDGATE_DATA_DIR=$SRC
-EGRESS=sgtest-defaults-$$
-docker network create --internal "$EGRESS" >/dev/null ||
-	{ fail "egress network created"; sg_summary; exit 1; }
-sg_on_exit "'$SG' proxy stop; docker network rm $EGRESS"
-sg_run r "$SG" proxy start --egress-network "$EGRESS" \
-	--policy-dir "$SRC/policy.d" --log-dir "$SANDGATE_LOG_DIR"
-assert_eq "proxy start" 0 "$r_rc"
-[ "$r_rc" = 0 ] || { echo "$r_err"; sg_summary; exit 1; }
+sg_proxy_up defaults
 cmd=$(docker inspect -f '{{json .Config.Cmd}}' sandgate-proxy)
 assert_contains "rotated logs are kept a week" "$cmd" \
 	'"--log-keep-min-age","7d"'

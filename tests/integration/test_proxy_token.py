@@ -113,6 +113,16 @@ def get(proxy, password, src="127.0.0.1", host="allowed.test"):
     return status, data.split(b"\r\n\r\n", 1)[-1].decode("utf-8", "replace")
 
 
+def exec_begins(sandbox, run):
+    """Tell W["any"] that run is an exec of sandbox (POST /execs), as the
+    controller does before handing out a token naming it."""
+    st, body = proxylib.control(W["sock"], "POST", "/execs", {
+        "token": hashlib.sha256(run.encode()).hexdigest()[:32],
+        "sandbox": sandbox, "run_id": run})
+    if st != 200:
+        raise AssertionError("POST /execs: %r" % (body,))
+
+
 def setUpModule():
     if serialization is None:
         raise unittest.SkipTest("python3-cryptography is not installed")
@@ -164,6 +174,7 @@ class TokenTest(unittest.TestCase):
 
     def test_valid_token_from_unregistered_source(self):
         p = W["any"]
+        exec_begins("sbx_a", "run_1")
         mark = p.mark()
         status, body = get(p, token(W["key"], "sbx_a", run="run_1"))
         self.assertEqual(status, 200, body)
@@ -174,6 +185,7 @@ class TokenTest(unittest.TestCase):
 
     def test_curl_carries_the_token_in_the_proxy_url(self):
         tok = token(W["key"], "sbx_a", run="run_curl")
+        exec_begins("sbx_a", "run_curl")
         r = proxylib.run(["curl", "-sS", "-o", "/dev/null", "-w",
                           "%{http_code}", "-x", "http://sandgate:%s@127.0.0.1:"
                           "%d" % (tok, W["any"].port),
@@ -186,6 +198,7 @@ class TokenTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         tok = r.stdout.strip()
         p = W["any"]
+        exec_begins("sbx_cli", "run_cli")
         mark = p.mark()
         status, body = get(p, tok)
         self.assertEqual(status, 200, body)
@@ -281,6 +294,37 @@ class TokenTest(unittest.TestCase):
                 lambda e: e.get("event") == "egress.allowed", mark)
             self.assertEqual((ev["sandbox"], ev.get("run_id")),
                              ("sbx_c", None if ended else "run_tok"))
+
+    def test_ended_run_of_a_token_from_any_source_is_refused(self):
+        """From an address no sandbox registered, a token naming a run
+        passes only while the proxy has that exec running: after
+        /execs/end (or for a run it was never told of) it is refused
+        with token_run_ended, not taken as the sandbox's (whose
+        grants for that run would still let it through)."""
+        st, body = proxylib.control(W["sock"], "POST", "/execs", {
+            "token": "ef" * 16, "sandbox": "sbx_e", "run_id": "run_end"})
+        self.assertEqual(st, 200, body)
+        tok = token(W["key"], "sbx_e", run="run_end")
+        mark = W["any"].mark()
+        status, body = get(W["any"], tok)
+        self.assertEqual(status, 200, body)
+        ev = W["any"].wait_event(
+            lambda e: e.get("event") == "egress.allowed", mark)
+        self.assertEqual((ev["sandbox"], ev.get("run_id")),
+                         ("sbx_e", "run_end"))
+        st, body = proxylib.control(W["sock"], "POST", "/execs/end",
+                                    {"run_id": "run_end"})
+        self.assertEqual(body["removed"], 1, body)
+        ev = self.blocked(W["any"], tok, "token_run_ended")
+        self.assertEqual((ev["sandbox"], ev.get("run_id")), (None, None),
+                         ev)
+        self.assertIn("run run_end of sandbox sbx_e", ev["message"])
+        ev = self.blocked(W["any"], token(W["key"], "sbx_e", run="run_never"),
+                          "token_run_ended")
+        self.assertIn("run run_never", ev["message"])
+        # A token naming no run is the sandbox's, as before.
+        status, body = get(W["any"], token(W["key"], "sbx_e"))
+        self.assertEqual(status, 200, body)
 
     def test_source_bound_without_any_source_flag(self):
         ev = self.blocked(W["bound"], token(W["key"], "sbx_a"),

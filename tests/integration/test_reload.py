@@ -493,6 +493,43 @@ class T4Sandboxes(ReloadTest):
         self.assertIsNone(ev["sandbox"])
         self.assertEqual(ev["policy_sets"], ["test"])
 
+    def test_register_again_keeps_extra_addresses(self):
+        """A session container registered again (restarted, a new
+        address) replaces the session's address only: the extra ones
+        (exec --fresh containers) stay, also across a proxy restart."""
+        def listed():
+            return sorted(s["address"] for s in
+                          control("GET", "/status")[1]["sandboxes"]
+                          if s["sandbox"] == "sbx_alpha")
+
+        self.addCleanup(control, "POST", "/unregister",
+                        {"sandbox": "sbx_alpha"})
+        self.register("127.0.0.2", "sbx_alpha", "alpha")
+        status, body = control("POST", "/register", {
+            "address": "127.0.0.3", "sandbox": "sbx_alpha",
+            "sets": "alpha", "extra": True})
+        self.assertEqual(status, 200, body)
+        self.register("127.0.0.4", "sbx_alpha", "alpha")
+        self.assertEqual(listed(), ["127.0.0.3", "127.0.0.4"])
+        self.assert_get("shared.test", 200, src="127.0.0.3",
+                        what="extra address after the session's moved")
+        self.assert_get("shared.test", 403, src="127.0.0.2",
+                        what="the session's old address")
+        self.proxy.stop()
+        self.proxy.start()
+        for _ in range(50):
+            try:
+                control("GET", "/status")
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.register("127.0.0.2", "sbx_alpha", "alpha")
+        self.assertEqual(listed(), ["127.0.0.2", "127.0.0.3"],
+                         "after a restart")
+        # Registering the extra address as the session's takes it over.
+        self.register("127.0.0.3", "sbx_alpha", "alpha")
+        self.assertEqual(listed(), ["127.0.0.3"])
+
     def test_register_rejects_bad_input(self):
         status, _ = control("POST", "/register", {"address": "not-an-ip",
                                                   "sandbox": "sbx_x"})
@@ -1255,6 +1292,55 @@ class T12GrantCli(T11Grants):
             [SANDGATE, "grants", self.SBX], capture_output=True, timeout=30,
             env=env, stdin=subprocess.DEVNULL).stdout)
         run_cli("revoke", self.SBX, "g2.grant.test:%d" % W["up"].http_port)
+
+    def test_unsaved_grants_shown_until_saved(self):
+        """Grants the proxy cannot write to grants.json are live but would
+        not survive a restart: /status (grants_saved, the time of the
+        last failure), /metrics and `sandgate grants` say so until the
+        retry saves them."""
+        def metric():
+            c = proxylib.UnixHTTPConnection(W["sock"])
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+            c.close()
+            m = re.search(r"^sandgate_proxy_grants_unsaved (\d+)$", text,
+                          re.M)
+            return m and int(m.group(1))
+
+        st = control("GET", "/status")[1]
+        self.assertEqual((st.get("grants_saved"), metric()), (True, 0), st)
+        block = os.path.join(os.path.dirname(W["sock"]), "grants.json.tmp")
+        os.mkdir(block)     # a folder there: no save can succeed
+        try:
+            hp = "g1.grant.test:%d" % W["up"].http_port
+            r = run_cli("grant", self.SBX, hp, "--for", "2m",
+                        "--rationale", "r")
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("could not save its grants", r.stderr)
+            self.assert_get("g1.grant.test", 200, src="127.0.0.2")
+            st = control("GET", "/status")[1]
+            self.assertIs(st.get("grants_saved"), False, st)
+            self.assertRegex(st.get("grants_save_failed") or "",
+                             r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+            self.assertEqual(metric(), 1)
+            r = run_cli("grants", self.SBX)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("g1.grant.test", r.stdout)
+            self.assertLessEqual(st["grants_unsaved_since"],
+                                 st["grants_save_failed"])
+            self.assertIn("warning: the proxy could not save its grants "
+                          "since %s" % st["grants_unsaved_since"], r.stderr)
+        finally:
+            os.rmdir(block)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and metric() != 0:
+            time.sleep(0.2)
+        st = control("GET", "/status")[1]
+        self.assertEqual((st.get("grants_saved"), metric()), (True, 0), st)
+        self.assertIsNone(st["grants_unsaved_since"])
+        self.assertIsNotNone(st["grants_save_failed"], "kept once saved")
+        r = run_cli("grants", self.SBX)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
 
 
 # ------------------------------------------------- (g) sandgate CLI

@@ -41,6 +41,20 @@ sg_base_image() {
 	exit 1
 }
 
+# sg_proxy_up TAG: `sandgate proxy start` with the repository's policy.d,
+# its upstream side an --internal network of its own (sgtest-TAG-PID);
+# both go at exit. A proxy that does not start ends the test.
+sg_proxy_up() {
+	EGRESS=sgtest-$1-$$
+	docker network create --internal "$EGRESS" >/dev/null ||
+		{ fail "egress network created"; sg_summary; exit 1; }
+	sg_on_exit "'$SG' proxy stop; docker network rm $EGRESS"
+	sg_run r "$SG" proxy start --egress-network "$EGRESS" \
+		--policy-dir "$SRC/policy.d" --log-dir "$SANDGATE_LOG_DIR"
+	assert_eq "proxy start" 0 "$r_rc"
+	[ "$r_rc" = 0 ] || { echo "$r_err"; sg_summary; exit 1; }
+}
+
 sg_demo_registry() {
 	local root
 	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

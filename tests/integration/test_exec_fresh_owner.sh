@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# test_exec_fresh_owner.sh: the container of an `exec --fresh` whose
+# sandgate was SIGKILLed mid-command is not left behind. Each fresh
+# container carries its owner (sandgate.owner: the pid and start time
+# of the sandgate that made it); `sandgate gc`, and the sandbox's next
+# exec, remove the fresh containers whose owner is gone and unregister
+# their addresses from the proxy, and leave a live exec's alone. Real
+# Docker and the real proxy container (its upstream side an --internal
+# network of its own). docs/controller.md ("sandgate gc", "exec --fresh").
+set -u
+SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$SRC/tests/lib/common.sh"
+
+sg_require_docker
+sg_setup
+export SANDGATE_DATA_DIR=$SRC
+sg_base_image
+sg_proxy_up fresh
+mkdir -p "$SG_TMP/project"
+echo "fresh" >"$SG_TMP/project/README"
+sg_run r "$SG" create "$SG_TMP/project"
+assert_eq "create" 0 "$r_rc"
+SBX=$r_out
+sg_on_exit "'$SG' discard $SBX"
+sg_on_exit "docker ps -aq --filter label=sandgate.sandbox=$SBX | xargs -r docker rm -f"
+
+fresh() {	# the sandbox's fresh containers: "name owner" lines
+	docker ps -a --filter "label=sandgate.sandbox=$SBX" \
+	    --filter label=sandgate.role=fresh \
+	    --format '{{.Names}} {{.Label "sandgate.owner"}}'
+}
+registered() {	# how many addresses the proxy holds for the sandbox
+	"$SG" proxy status 2>/dev/null | grep -c "^  $SBX "
+}
+
+# Start `exec --fresh -- sleep 60`, wait for its container and its
+# command, then SIGKILL that sandgate: nothing of it cleans up.
+killed_fresh() {
+	"$SG" exec --fresh "$SBX" -- sleep 60 >/dev/null 2>&1 &
+	local pid=$! i
+	for i in $(seq 1 120); do
+		[ -n "$(fresh)" ] && docker top "$(fresh | head -n1 | cut -d' ' -f1)" 2>/dev/null |
+		    grep -q "sleep 60" && break
+		sleep 0.5
+	done
+	FRESH_OWNER=$(fresh | head -n1 | cut -d' ' -f2-)
+	FRESH_REG=$(registered)
+	kill -KILL $pid
+	wait $pid 2>/dev/null
+}
+
+# A live exec --fresh (its container up and registered), then one
+# killed beside it; each exec sweeps orphans before it starts, so the
+# live one's went first.
+"$SG" exec --fresh "$SBX" -- sleep 40 >/dev/null 2>&1 &
+live=$!
+for i in $(seq 1 120); do
+	[ "$(registered)" -ge 2 ] && break
+	sleep 0.5
+done
+killed_fresh
+assert_eq "the fresh container names its owner (pid start)" 1 \
+	"$(grep -cE '^[0-9]+ [0-9]+$' <<<"$FRESH_OWNER")"
+assert_eq "the fresh containers and the session are registered" 3 \
+	"$FRESH_REG"
+assert_eq "the killed exec left its fresh container" 2 "$(fresh | wc -l)"
+
+sg_run r "$SG" gc
+assert_eq "gc" 0 "$r_rc"
+assert_contains "gc says what it removed" "$r_out$r_err" "fresh container"
+assert_eq "gc removed the orphan, kept the live exec's container" 1 \
+	"$(fresh | wc -l)"
+assert_eq "the live one is its own sandgate's" "$live" \
+	"$(fresh | cut -d' ' -f2)"  # owner: "PID START"
+assert_eq "the orphan's address is unregistered" 2 "$(registered)"
+wait $live
+assert_eq "the live exec's container went at its end" 0 "$(fresh | wc -l)"
+assert_eq "only the session stays registered" 1 "$(registered)"
+
+# The sandbox's next exec sweeps an orphan too.
+killed_fresh
+assert_eq "a second killed exec left its container" 1 "$(fresh | wc -l)"
+sg_run r "$SG" exec "$SBX" -- true
+assert_eq "the next exec runs" 0 "$r_rc"
+assert_eq "the next exec removed the orphan" 0 "$(fresh | wc -l)"
+assert_eq "and its registration" 1 "$(registered)"
+
+sg_summary
