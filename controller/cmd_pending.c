@@ -52,7 +52,8 @@ const struct cmd_entry cmd_pending = {
 	    "attempts, first and last time, and the runs that sent them.\n"
 	    "ID keeps one sandbox's. --json prints one JSON object per line.\n"
 	    "--follow then prints each destination blocked for the first\n"
-	    "time as it comes, until killed.\n"
+	    "time as it comes, until killed; past 16384 destinations it\n"
+	    "forgets the one blocked longest ago, shown again if it recurs.\n"
 	    "With several replicas in SANDGATE_PROXY_CONTROL (and no\n"
 	    "--log-dir), the blocks each replica keeps, asked over its\n"
 	    "control API and merged; --json then ends with a line\n"
@@ -213,6 +214,7 @@ cmd_pending_exec(struct cmd_args *args)
 	json_decref(reps);
 	fflush(stdout);
 	if (o.follow) {
+		pending_evict(&p);	/* never silent once the table is full */
 		f.p = &p;
 		f.json = o.json;
 		rc = SG_EXIT_ERROR;

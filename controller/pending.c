@@ -18,6 +18,8 @@
 
 static struct pending_dest *pending_find(struct pending *, const char *,
 		    const char *, int, const char *, int *);
+static struct pending_dest *pending_reuse(struct pending *, const char *,
+		    const char *, int, const char *, int *);
 static void	pending_run(struct pending_dest *, const char *);
 static void	pending_time(struct pending_dest *, const char *, int);
 static int	pending_cmp(const void *, const void *);
@@ -37,6 +39,33 @@ pending_release(struct pending *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* The full table's entry last attempted longest ago, made new. */
+static struct pending_dest *
+pending_reuse(struct pending *p, const char *sandbox, const char *host,
+    int port, const char *reason, int *isnew)
+{
+	struct pending_dest	*d = &p->v[0];
+	size_t			 i;
+
+	for (i = 1; i < p->n; i++)
+		if (p->v[i].last_us < d->last_us)
+			d = &p->v[i];
+	p->evicted++;
+	memset(d, 0, sizeof(*d));
+	snprintf(d->sandbox, sizeof(d->sandbox), "%s", sandbox);
+	snprintf(d->host, sizeof(d->host), "%s", host);
+	d->port = port;
+	snprintf(d->reason, sizeof(d->reason), "%s", reason);
+	*isnew = 1;
+	return d;
+}
+
+void
+pending_evict(struct pending *p)
+{
+	p->evict = 1;
+}
+
 static struct pending_dest *
 pending_find(struct pending *p, const char *sandbox, const char *host,
     int port, const char *reason, int *isnew)
@@ -52,6 +81,8 @@ pending_find(struct pending *p, const char *sandbox, const char *host,
 		    strcmp(d->sandbox, sandbox) == 0)
 			return d;
 	}
+	if (p->n == PENDING_DESTS_MAX && p->evict)
+		return pending_reuse(p, sandbox, host, port, reason, isnew);
 	if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
 	    p->src_new == p->share)) {
 		p->dropped++;

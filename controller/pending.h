@@ -39,6 +39,8 @@ struct pending {
 	size_t			 share;		/* new entries per source */
 	size_t			 src_new;	/* this source's new ones */
 	size_t			 src_dropped;	/* this source's past share */
+	int			 evict;		/* full: forget the stalest */
+	size_t			 evicted;	/* entries forgotten so */
 };
 
 void	pending_init(struct pending *, const char *sandbox);
@@ -69,6 +71,15 @@ struct pending_dest *pending_record(struct pending *, json_t *record);
  * blocks; what it adds past that is counted in src_dropped and dropped.
  */
 void	pending_source(struct pending *, size_t share);
+
+/*
+ * From now on a full table forgets the entry whose last attempt is the
+ * oldest to make room for a new one (counted in evicted), instead of
+ * dropping the new one: what `pending --follow` needs, so that it never
+ * goes silent however many destinations were blocked before. A
+ * destination forgotten so is new again when it is blocked again.
+ */
+void	pending_evict(struct pending *);
 
 /* Read the log dir/security-events.jsonl and its rotated files. 0 or -1. */
 int	pending_read_log(struct pending *, const char *dir, char **cause);

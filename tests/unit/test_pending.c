@@ -205,6 +205,49 @@ merge_fair_share(void **state)
 	pending_release(&p);
 }
 
+/*
+ * Following (pending_evict): a full table takes a new destination in the
+ * place of the one last attempted longest ago, so a follower never goes
+ * silent; without it the new one is dropped (what a log read reports).
+ */
+static void
+full_table_evicts_when_following(void **state)
+{
+	struct pending			 p;
+	const struct pending_dest	*d;
+	char				 host[64], ts[64];
+	int				 i, isnew;
+	json_t				*ev;
+
+	(void)state;
+	pending_init(&p, NULL);
+	for (i = 0; i < PENDING_DESTS_MAX; i++) {
+		snprintf(host, sizeof(host), "f%d.test", i);
+		snprintf(ts, sizeof(ts), "2026-12-01T%02d:%02d:%02d.000000Z",
+		    10 + i / 3600, i / 60 % 60, i % 60);
+		add(&p, rec("sbxZ", host, 443, "not_allowlisted", 1, ts, ts,
+		    NULL));
+	}
+	add(&p, at1(SBX, "lost.test", 1, NULL));
+	assert_null(find(&p, "lost.test", "not_allowlisted"));
+	assert_int_equal(p.dropped, 1);
+	pending_evict(&p);
+	ev = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "event",
+	    "egress.blocked", "sandbox", SBX, "host", "victim.test", "port",
+	    443, "reason", "not_allowlisted", "ts",
+	    "2026-12-01T20:00:00.000000Z");
+	d = pending_event(&p, ev, &isnew);
+	json_decref(ev);
+	assert_non_null(d);
+	assert_true(isnew);
+	assert_string_equal(d->host, "victim.test");
+	assert_int_equal(p.n, PENDING_DESTS_MAX);
+	assert_int_equal(p.evicted, 1);
+	assert_null(find(&p, "f0.test", "not_allowlisted"));	/* oldest */
+	assert_non_null(find(&p, "f1.test", "not_allowlisted"));
+	pending_release(&p);
+}
+
 int
 main(void)
 {
@@ -215,6 +258,7 @@ main(void)
 		cmocka_unit_test(merge_refuses_escapes),
 		cmocka_unit_test(merge_saturates),
 		cmocka_unit_test(merge_fair_share),
+		cmocka_unit_test(full_table_evicts_when_following),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
