@@ -19,6 +19,8 @@ struct bl_ident {
 	unsigned		 written;	/* full lines this window */
 	unsigned		 large;		/* of large transfers */
 	unsigned		 nkeys;
+	/* Attempts counted into the shared overflow keys, not charged yet. */
+	unsigned long long	 ocount;
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
 	unsigned long long	 fresh;		/* bytes not yet charged */
@@ -71,6 +73,8 @@ struct blocklog {
 	size_t			 nkeys;
 	size_t			 nidents;
 	struct bl_key		*overflow[2][SG_REASON_MAX];
+	unsigned long long	 ocount;	/* the idents' ocount, summed */
+	unsigned long long	 obytes;	/* overflow summaries' bytes */
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
@@ -88,7 +92,7 @@ static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
-static void	bl_count(struct blocklog *, struct bl_key *,
+static void	bl_count(struct blocklog *, struct bl_ident *, struct bl_key *,
 		    const struct blocklog_event *, const struct timespec *);
 static void	bl_key_clear(struct bl_key *);
 static void	bl_key_zero(struct bl_key *);
@@ -103,6 +107,7 @@ static int	bl_large(const struct blocklog_event *);
 static void	bl_wrote(struct blocklog *, struct bl_ident *,
 		    unsigned long long);
 static void	bl_charge(struct blocklog *, unsigned long long);
+static void	bl_charge_overflow(struct blocklog *);
 static void	bl_credit(struct blocklog *, unsigned long long);
 static int	bl_streq(const char *, const char *);
 static void	bl_stopped_event(struct blocklog_event *);
@@ -254,6 +259,7 @@ bl_ident_free(struct blocklog *bl, struct bl_ident *id)
 	if (id->next != NULL)
 		id->next->prev = id->prev;
 	bl->nidents--;
+	bl->ocount -= id->ocount;
 	free(id->name);
 	free(id);
 }
@@ -397,6 +403,19 @@ bl_key_keep(struct bl_key *k, const struct blocklog_event *ev)
 	char	msg[160];
 
 	bl_key_clear(k);
+	if (k->id == NULL) {
+		/*
+		 * The shared overflow key counts the attempts of every
+		 * client past the key table: the first one's sandbox,
+		 * address, method or sets would name it for all the others.
+		 */
+		snprintf(msg, sizeof(msg), SG_BLOCK_PREFIX "attempts of "
+		    "clients past the proxy's key table (%s), counted; no "
+		    "client is named", reason_code(k->reason));
+		k->message = bl_strdup(msg, &bad);
+		k->digest = bl_strdup(ev->policy_digest, &bad);
+		return bad ? -1 : 0;
+	}
 	k->sandbox = bl_strdup(ev->sandbox, &bad);
 	k->src = bl_strdup(ev->src, &bad);
 	k->method = bl_strdup(ev->method, &bad);
@@ -455,11 +474,14 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.dests_more = k->dests_more;
 	ev.first = k->first;
 	ev.last = k->last;
+	ev.overflow = k->id == NULL;
 	if ((rc = bl->emit(bl->arg, &ev)) == -1)
 		return;
 	bl->summaries++;
 	if (k->id != NULL)
 		bl_wrote(bl, k->id, (unsigned long long)rc);
+	else
+		bl->obytes += (unsigned long long)rc;	/* bl_charge_overflow */
 	bl_key_zero(k);
 }
 
@@ -490,11 +512,18 @@ bl_count_hash(struct bl_key *k, uint32_t h)
 		k->dests[k->ndests++] = h;
 }
 
-/* Count an attempt into k's summary (the first one's fields kept). */
+/*
+ * Count id's attempt into k's summary (the first one's fields kept); an
+ * attempt counted into a shared overflow key is noted to its identity.
+ */
 static void
-bl_count(struct blocklog *bl, struct bl_key *k,
+bl_count(struct blocklog *bl, struct bl_ident *id, struct bl_key *k,
     const struct blocklog_event *ev, const struct timespec *now)
 {
+	if (k->id == NULL && id != NULL) {
+		id->ocount++;
+		bl->ocount++;
+	}
 	if (k->count == 0) {
 		k->first = *now;
 		/* Out of memory: the summary goes out with fewer fields. */
@@ -563,7 +592,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		id->written++;
 		return 1;
 	}
-	bl_count(bl, k, ev, now);
+	bl_count(bl, id, k, ev, now);
 	return 0;
 }
 
@@ -577,7 +606,7 @@ blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
 	k = bl_key_get(bl, id, ev->host, ev->port,
 	    BL_RK(ev->reason, ev->report), id != NULL ? id->last_us : 0);
 	if (k != NULL)
-		bl_count(bl, k, ev, now);
+		bl_count(bl, id, k, ev, now);
 }
 
 void
@@ -590,6 +619,29 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 		return;
 	id->last_us = now_us;
 	bl_wrote(bl, id, bytes);
+}
+
+/*
+ * The overflow summaries written since the last call (obytes) name no
+ * client: under pressure their bytes are still charged, to the
+ * identities whose attempts they counted, in proportion to those.
+ */
+static void
+bl_charge_overflow(struct blocklog *bl)
+{
+	struct bl_ident		*id;
+	unsigned long long	 all = bl->ocount;
+
+	if (bl->obytes == 0)
+		return;
+	for (id = bl->ilist; id != NULL && all > 0; id = id->next) {
+		if (id->ocount == 0)
+			continue;
+		bl_wrote(bl, id, (unsigned long long)((long double)
+		    bl->obytes * id->ocount / all + 0.5L));
+		id->ocount = 0;
+	}
+	bl->ocount = bl->obytes = 0;
 }
 
 /* Under pressure: a line of bytes bytes, to be charged at the next look. */
@@ -625,6 +677,7 @@ blocklog_flush(struct blocklog *bl, uint64_t now_us, int all)
 			k->win_start = now_us;
 		}
 	}
+	bl_charge_overflow(bl);
 	for (id = bl->ilist; id != NULL; id = inext) {
 		inext = id->next;
 		if (id->nkeys == 0 && !id->stopped && id->lines == 0 &&

@@ -16,7 +16,10 @@
  *   - an identity holding BLOCKLOG_KEYS_PER_IDENT keys counts attempts to
  *     further destinations into one key per reason with no host;
  *     BLOCKLOG_KEYS_MAX keys in all, past which attempts are counted into
- *     a key with neither identity nor host.
+ *     a shared overflow key per reason with neither identity nor host;
+ *     its summary (overflow set) names no client, since its attempts
+ *     may be any client's, and under pressure its bytes are charged to
+ *     the identities it counted, in proportion to their attempts.
  *
  * An attempt let through by a set in report mode (egress.would_block)
  * is keyed apart from the blocks (report set) and summarized as
@@ -116,6 +119,12 @@ struct blocklog_event {
 	unsigned long long	 count;
 	struct timespec		 first;
 	struct timespec		 last;
+	/*
+	 * Summaries only: the shared overflow key of a reason (the key
+	 * table full), counting attempts of any client; it carries no
+	 * sandbox, src, method, sets or rule.
+	 */
+	int			 overflow;
 };
 
 /*

@@ -450,6 +450,9 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	    be->count));
 	json_object_set_new(fields, "first", json_string(first));
 	json_object_set_new(fields, "last", json_string(last));
+	/* Any client's attempts past the key table: none is named. */
+	if (be->overflow)
+		json_object_set_new(fields, "overflow", json_true());
 	if (be->host == NULL) {
 		json_object_set_new(fields, "destinations", json_integer(
 		    (json_int_t)be->dests));

@@ -34,6 +34,10 @@ struct sink {
 	unsigned long long	 largest;
 	unsigned		 nohost_dests;	/* and whether more */
 	int			 nohost_more;
+	char			 named[32];	/* a sandbox to watch */
+	unsigned long long	 named_count;	/* counts naming it */
+	unsigned long long	 unnamed;	/* counts naming nobody */
+	unsigned		 overflows;	/* overflow summaries */
 	struct timespec		 first, last;
 };
 
@@ -61,6 +65,19 @@ emit(void *arg, const struct blocklog_event *ev)
 		    ev->message ? ev->message : "");
 	snprintf(s->last_host, sizeof(s->last_host), "%s",
 	    ev->host ? ev->host : "-");
+	if (ev->sandbox != NULL && strcmp(ev->sandbox, s->named) == 0)
+		s->named_count += ev->count;
+	if (ev->sandbox == NULL && ev->src == NULL)
+		s->unnamed += ev->count;
+	if (ev->identity[0] == '\0')		/* the shared overflow */
+		s->overflows++;
+	if (ev->overflow) {
+		assert_string_equal(ev->identity, "");
+		assert_null(ev->sandbox);
+		assert_null(ev->src);
+		assert_null(ev->sets);
+		assert_non_null(strstr(ev->message, "no client is named"));
+	}
 	s->last_count = ev->count;
 	s->first = ev->first;
 	s->last = ev->last;
@@ -221,6 +238,89 @@ test_other_destinations_message(void **state)
 	assert_int_equal(s.nohost, 1);
 	assert_null(strstr(s.nohost_msg, ".invalid"));
 	assert_non_null(strstr(s.nohost_msg, "not_allowlisted"));
+	blocklog_free(bl);
+}
+
+/* 128 colluders x BLOCKLOG_KEYS_PER_IDENT hosts: the key table full. */
+static void
+fill_table(struct blocklog *bl, double t)
+{
+	char	who[32], host[64];
+	int	i, j;
+
+	for (i = 0; i < BLOCKLOG_KEYS_MAX / BLOCKLOG_KEYS_PER_IDENT; i++)
+		for (j = 0; j < BLOCKLOG_KEYS_PER_IDENT; j++) {
+			snprintf(who, sizeof(who), "colluder-%d", i);
+			snprintf(host, sizeof(host), "c%d.invalid", j);
+			attempt(bl, who, host, t);
+		}
+}
+
+/*
+ * With the key table full, a victim's one counted attempt and an
+ * attacker's 1950 go into the same overflow key: its summary must not
+ * name the victim (or anyone) for them.
+ */
+static void
+test_overflow_names_nobody(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.named, sizeof(s.named), "victim-sbx");
+	bl = blocklog_new(&o, emit, &s);
+	fill_table(bl, 0.1);
+	for (i = 0; i < 51; i++)
+		full += attempt(bl, "victim-sbx", "victim.invalid", 1);
+	assert_int_equal(full, 50);
+	for (i = 0; i < 2000; i++)
+		full += attempt(bl, "attacker-sbx", "exfil.invalid", 2);
+	assert_int_equal(full, 100);
+	blocklog_flush(bl, 60 * SEC, 1);
+	/* Each colluder's 64 attempts: 50 lines, 14 counted. */
+	assert_int_equal(s.counted, 1 + 1950 +
+	    (BLOCKLOG_KEYS_MAX / BLOCKLOG_KEYS_PER_IDENT) *
+	    (BLOCKLOG_KEYS_PER_IDENT - 50));
+	assert_true(s.named_count <= 1);	/* at most its own one */
+	assert_int_equal(s.overflows, 1);
+	assert_true(s.unnamed >= 1950);
+	blocklog_free(bl);
+}
+
+/*
+ * Under pressure, the overflow summaries' bytes are charged to the
+ * client whose attempts they counted: one that only overflows is still
+ * stopped for spending the reserve.
+ */
+static void
+test_overflow_charged(void **state)
+{
+	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	const char		*top;
+	int			 w, i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_null(blocklog_stop_top(bl, 100000));	/* pressure begins */
+	for (w = 0; w < BLOCKLOG_STOP_MIN + 6; w++) {
+		fill_table(bl, w * 10 + 0.1);
+		for (i = 0; i < 200; i++)
+			attempt(bl, "attacker-sbx", "exfil.invalid",
+			    w * 10 + 0.2);
+		attempt(bl, "victim-sbx", "victim.invalid", w * 10 + 0.3);
+		blocklog_flush(bl, (uint64_t)(w * 10 + 11) * SEC, 0);
+	}
+	assert_true(s.overflows >= BLOCKLOG_STOP_MIN);
+	top = blocklog_stop_top(bl, 100000 -
+	    (unsigned long long)s.overflows * LINE);
+	assert_non_null(top);
+	assert_string_equal(top, "attacker-sbx");
+	assert_false(blocklog_stopped(bl, "victim-sbx"));
 	blocklog_free(bl);
 }
 
@@ -718,6 +818,8 @@ main(void)
 		cmocka_unit_test(test_burst_then_summary),
 		cmocka_unit_test(test_budget_per_identity),
 		cmocka_unit_test(test_key_cap),
+		cmocka_unit_test(test_overflow_names_nobody),
+		cmocka_unit_test(test_overflow_charged),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
