@@ -2552,6 +2552,63 @@ class R7SlowReaders(Case):
                       "for %d s was not cut as idle" % (3 * self.IDLE + 2))
 
 
+class R8TunnelHead(Case):
+    """Round 8, F3: inside a tls: optional tunnel carrying plain HTTP, a
+    request head had no deadline: the hello deadline covers only the
+    first bytes, and the idle timer restarts on every byte, so a head
+    trickled a line every 2 s held the slot and an upstream socket for
+    ever. Now each in-tunnel head gets --head-timeout, as at top level:
+    408 and the tunnel closes."""
+
+    HEAD = 2
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = start_proxy("r8-head", extra_args=[
+            "--head-timeout", str(cls.HEAD), "--idle-timeout", "30"])
+
+    def optional_tunnel(self):
+        return self.tunnel(self.proxy,
+                           "allowed.test:%d" % self.up.http_port)
+
+    def test_trickled_head_in_tunnel_gets_408(self):
+        with self.optional_tunnel() as c:
+            c.send(b"GET /r8-trickle HTTP/1.1\r\nHost: allowed.test\r\n")
+            t0, out = time.monotonic(), None
+            c.sock.settimeout(0.5)
+            while time.monotonic() - t0 < 4 * self.HEAD + 4:
+                try:
+                    c.send(b"X-Trickle: a\r\n")
+                except OSError:
+                    break
+                try:
+                    data = c.sock.recv(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                c.buf += data
+                if not data or b"\r\n\r\n" in c.buf:
+                    break
+            took = time.monotonic() - t0
+        self.assertTrue(c.buf.startswith(b"HTTP/1.1 408 "),
+                        "after %.1f s of a trickled head in the tunnel: %r"
+                        % (took, c.buf[:80]))
+        self.assertLess(took, self.HEAD + 3)
+        self.assertFalse(self.up.http_counters.saw_path("/r8-trickle"))
+
+    def test_kept_alive_tunnel_between_requests_is_not_cut(self):
+        with self.optional_tunnel() as c:
+            req = (b"GET /r8-first HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+            c.send(req)
+            self.assertEqual(c.read_response().status, 200)
+            time.sleep(self.HEAD + 1.5)     # no head pending: idle only
+            c.send(req.replace(b"first", b"second"))
+            r = c.read_response()
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(r.json()["path"], "/r8-second")
+
+
 def main():
     return proxylib.run_tests(sys.modules[__name__])
 
