@@ -21,6 +21,14 @@ struct bl_ident {
 	unsigned		 nkeys;
 	/* Attempts counted into the shared overflow keys, not charged yet. */
 	unsigned long long	 ocount;
+	/*
+	 * Its bytes written in the log's current and previous epoch (each
+	 * half its capacity: what rotation keeps), and the epoch of cur.
+	 */
+	unsigned long long	 cur;
+	unsigned long long	 prev_epoch;
+	unsigned long long	 epoch;
+	int			 capped;	/* past its share: counted */
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
 	unsigned long long	 fresh;		/* bytes not yet charged */
@@ -75,6 +83,10 @@ struct blocklog {
 	struct bl_key		*overflow[2][SG_REASON_MAX];
 	unsigned long long	 ocount;	/* the idents' ocount, summed */
 	unsigned long long	 obytes;	/* overflow summaries' bytes */
+	/* Every identity's bytes, per epoch (bl_share). */
+	unsigned long long	 epoch;
+	unsigned long long	 cur;
+	unsigned long long	 prev_epoch;
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
@@ -110,7 +122,12 @@ static void	bl_charge(struct blocklog *, unsigned long long);
 static void	bl_charge_overflow(struct blocklog *);
 static void	bl_credit(struct blocklog *, unsigned long long);
 static int	bl_streq(const char *, const char *);
-static void	bl_stopped_event(struct blocklog_event *);
+static void	bl_stopped_event(struct blocklog_event *, int);
+static void	bl_epoch(struct blocklog *, struct bl_ident *);
+static void	bl_share_add(struct blocklog *, struct bl_ident *,
+		    unsigned long long);
+static int	bl_share_check(struct blocklog *, struct bl_ident *);
+static int	bl_share_keep(struct blocklog *, struct bl_ident *);
 static char	*bl_strdup(const char *, int *);
 
 /* FNV-1a over identity, host, port and reason. */
@@ -130,16 +147,97 @@ bl_hash(const char *ident, const char *host, int port, int reason)
 	return h;
 }
 
-/* Make ev the stopped identity's aggregate: no host, log_unavailable. */
+/*
+ * Make ev the aggregate of a stopped identity (stopped set) or of one
+ * past its share of the kept log: no host, log_unavailable.
+ */
 static void
-bl_stopped_event(struct blocklog_event *ev)
+bl_stopped_event(struct blocklog_event *ev, int stopped)
 {
 	ev->host = NULL;
 	ev->port = 0;
 	ev->reason = SG_REASON_LOG_UNAVAILABLE;
 	ev->report = 0;
-	ev->message = "stopped: this client spent a quarter of the reserve "
-	    "of a nearly full log volume; its attempts are only counted";
+	ev->message = stopped ? "stopped: this client spent a quarter of "
+	    "the reserve of a nearly full log volume; its attempts are only "
+	    "counted" : "this client wrote its share of what log rotation "
+	    "keeps while other clients' events are in it; its attempts are "
+	    "only counted";
+}
+
+/*
+ * The log's epochs: every opts.capacity / 2 bytes written starts one.
+ * What rotation keeps is the last capacity bytes, so an identity's
+ * bytes in the current and the previous epoch are (within half the
+ * capacity) its part of the kept log. Moves the sums, and id's, to
+ * the current epoch.
+ */
+static void
+bl_epoch(struct blocklog *bl, struct bl_ident *id)
+{
+	if (bl->cur >= bl->opts.capacity / 2) {
+		bl->prev_epoch = bl->cur;
+		bl->cur = 0;
+		bl->epoch++;
+	}
+	if (id->epoch == bl->epoch)
+		return;
+	id->prev_epoch = id->epoch + 1 == bl->epoch ? id->cur : 0;
+	id->cur = 0;
+	id->epoch = bl->epoch;
+}
+
+/* bytes more of id's lines in the log. */
+static void
+bl_share_add(struct blocklog *bl, struct bl_ident *id,
+    unsigned long long bytes)
+{
+	if (bl->opts.capacity == 0)
+		return;
+	bl_epoch(bl, id);
+	id->cur += bytes;
+	bl->cur += bytes;
+}
+
+/*
+ * 1 while an idle identity must be kept for its share: it holds half
+ * of it or more (forgotten, it would start again from nothing).
+ */
+static int
+bl_share_keep(struct blocklog *bl, struct bl_ident *id)
+{
+	if (bl->opts.capacity == 0)
+		return 0;
+	bl_epoch(bl, id);
+	return id->capped || id->cur + id->prev_epoch >=
+	    bl->opts.capacity / BLOCKLOG_SHARE_DIV / 2;
+}
+
+/*
+ * 1 when id is past its share of the kept log (BLOCKLOG_SHARE_DIV-th of
+ * the capacity) while other identities' lines are in it too: its
+ * attempts are then only counted, so that its flood, however slow,
+ * cannot rotate the others' history away. Alone in the log it is never
+ * held back (it pushes out nobody's history but its own). Let go once
+ * under half its share.
+ */
+static int
+bl_share_check(struct blocklog *bl, struct bl_ident *id)
+{
+	unsigned long long	share = bl->opts.capacity / BLOCKLOG_SHARE_DIV;
+	unsigned long long	mine, all;
+
+	if (bl->opts.capacity == 0)
+		return 0;
+	bl_epoch(bl, id);
+	mine = id->cur + id->prev_epoch;
+	all = bl->cur + bl->prev_epoch;
+	if (mine >= share && all > mine && !id->capped) {
+		id->capped = 1;
+		bl_fold(bl, id);
+	} else if (id->capped && (mine < share / 2 || all <= mine))
+		id->capped = 0;
+	return id->capped;
 }
 
 /* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
@@ -552,6 +650,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 	struct blocklog_event	 st;
 	struct bl_ident		*id;
 	struct bl_key		*k;
+	int			 quiet = 0;
 
 	id = bl_ident_get(bl, ev->identity, now_us, 1);
 	if (id != NULL) {
@@ -560,11 +659,12 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 			id->win_start = now_us;
 			id->written = id->large = 0;
 		}
-		if (id->stopped) {
+		if (id->stopped || bl_share_check(bl, id)) {
 			/* One aggregate for everything it still tries. */
 			st = *ev;
-			bl_stopped_event(&st);
+			bl_stopped_event(&st, id->stopped);
 			ev = &st;
+			quiet = 1;
 		}
 	}
 	k = bl_key_get(bl, id, ev->host, ev->port,
@@ -581,12 +681,12 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 	 * A large transfer is told on its own line past the budget, a few a
 	 * window (then under the budget, or counted as the others).
 	 */
-	if (bl_large(ev) && id != NULL && !id->stopped &&
+	if (bl_large(ev) && id != NULL && !quiet &&
 	    id->large < BLOCKLOG_LARGE_BURST) {
 		id->large++;
 		return 1;
 	}
-	if (id != NULL && !id->stopped && id->written < bl->opts.budget &&
+	if (id != NULL && !quiet && id->written < bl->opts.budget &&
 	    (k->host == NULL || k->written < bl->opts.burst)) {
 		k->written++;
 		id->written++;
@@ -615,7 +715,8 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 {
 	struct bl_ident	*id;
 
-	if (!bl->held || (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
+	if ((!bl->held && bl->opts.capacity == 0) ||
+	    (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
 		return;
 	id->last_us = now_us;
 	bl_wrote(bl, id, bytes);
@@ -648,6 +749,7 @@ bl_charge_overflow(struct blocklog *bl)
 static void
 bl_wrote(struct blocklog *bl, struct bl_ident *id, unsigned long long bytes)
 {
+	bl_share_add(bl, id, bytes);
 	if (!bl->held)
 		return;
 	id->lines++;
@@ -681,7 +783,7 @@ blocklog_flush(struct blocklog *bl, uint64_t now_us, int all)
 	for (id = bl->ilist; id != NULL; id = inext) {
 		inext = id->next;
 		if (id->nkeys == 0 && !id->stopped && id->lines == 0 &&
-		    now_us - id->last_us >= 2 * win)
+		    now_us - id->last_us >= 2 * win && !bl_share_keep(bl, id))
 			bl_ident_free(bl, id);
 	}
 }
@@ -726,7 +828,7 @@ bl_fold(struct blocklog *bl, struct bl_ident *id)
 
 	memset(&ev, 0, sizeof(ev));
 	ev.identity = id->name;
-	bl_stopped_event(&ev);
+	bl_stopped_event(&ev, id->stopped);
 	agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, 0), id->last_us);
 	if (agg == NULL)
 		return;	/* out of memory: summarized as they are */

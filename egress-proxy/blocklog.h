@@ -49,6 +49,14 @@
  * and tried again. Counts still held when the process is killed (at most
  * one window's) are lost; blocklog_flush(all) writes them at exit.
  *
+ * With opts.capacity (the bytes log rotation keeps) set, each identity
+ * has a share of the kept log: past capacity / BLOCKLOG_SHARE_DIV bytes
+ * of its lines (over the last half to whole capacity written, blocklog_
+ * wrote and its summaries) while other identities' lines are in that span
+ * too, it gets no full line, and its attempts are counted into the same
+ * one aggregate as a stopped identity's (its egress goes on): so its
+ * flood, within its budget, cannot rotate the others' history away.
+ *
  * While the log volume is under its reserve (from the first
  * blocklog_stop_top() until blocklog_resume_all()) the module also counts
  * the lines and bytes written for each identity, so that the identity
@@ -76,11 +84,17 @@
 #define BLOCKLOG_LARGE_BURST		5	/* of those, per window */
 #define BLOCKLOG_DESTS_TOLD		128	/* told apart per summary */
 #define BLOCKLOG_STOP_SHARE		4	/* 1/4 of the room, to be stopped */
+#define BLOCKLOG_SHARE_DIV		8	/* 1/8 of the kept log, each */
 
 struct blocklog_opts {
 	unsigned	burst;		/* full lines per key per window */
 	unsigned	budget;		/* full lines per identity per window */
 	unsigned	window_s;
+	/*
+	 * The bytes log rotation keeps (the size of a file times the files
+	 * kept, the current one with them); 0: no share. See below.
+	 */
+	unsigned long long capacity;
 };
 
 /*

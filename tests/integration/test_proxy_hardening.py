@@ -422,6 +422,44 @@ class F02BlockLog(Case):
                         % (total - size0))
         self.assert_verifies(p.log_dir)
 
+    def test_flood_within_budget_cannot_rotate_away_history(self):
+        """Issue 15, F2: within its budget one sandbox's flood rotated
+        away another's events (--log-keep-min-age 0, the standalone
+        default) in about 20 s at 64k x 2. Past an eighth of what
+        rotation keeps its attempts are only counted: the other's
+        events stay, and every attempt is still in the log."""
+        p = control_proxy("log-share", extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2"])
+        register(p, "127.0.0.2", SBX_A)
+        register(p, "127.0.0.3", SBX_B)
+        for i in range(3):
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(get_request("http://b-dest.invalid/%d" % i,
+                               "b-dest.invalid", "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+            c.close()
+        label = "a" * 60
+        n = self.flood(p, "127.0.0.2", 40, hosts=[
+            "%s.%s.%s.f%d.invalid" % (label, label, label, i)
+            for i in range(64)])
+        p.stop()
+        p.checked = True
+        events, total = all_events(p.log_dir)
+        a = proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") == SBX_A)
+        b = [e for e in events if e.get("sandbox") == SBX_B and
+             e.get("host") == "b-dest.invalid"]
+        shared = [e for e in events if e.get("sandbox") == SBX_A and
+                  "share" in (e.get("message") or "")]
+        print("\n  %d blocked requests in 40 s: log folder %d bytes, %s"
+              % (n, total, sorted(os.listdir(p.log_dir))), file=sys.stderr)
+        self.assertGreater(n, 1000, "the flood did not happen")
+        self.assertEqual(len(b), 3, "the other sandbox's earlier events "
+                         "were rotated away")
+        self.assertTrue(shared, "no summary says the share was reached")
+        self.assertEqual(a, n, "every blocked attempt is counted")
+        self.assert_verifies(p.log_dir)
+
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
         register(p, "127.0.0.2", SBX_A)

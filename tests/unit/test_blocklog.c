@@ -130,7 +130,7 @@ allowed(struct blocklog *bl, const char *who, const char *host,
 static void
 test_burst_then_summary(void **state)
 {
-	struct blocklog_opts	 o = { 3, 100, 10 };
+	struct blocklog_opts	 o = { 3, 100, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	int			 i, full = 0;
@@ -159,7 +159,7 @@ test_burst_then_summary(void **state)
 static void
 test_budget_per_identity(void **state)
 {
-	struct blocklog_opts	 o = { 5, 20, 10 };
+	struct blocklog_opts	 o = { 5, 20, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[64];
@@ -184,7 +184,7 @@ test_budget_per_identity(void **state)
 static void
 test_key_cap(void **state)
 {
-	struct blocklog_opts	 o = { 1, 1, 10 };
+	struct blocklog_opts	 o = { 1, 1, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[64];
@@ -212,7 +212,7 @@ test_key_cap(void **state)
 static void
 test_other_destinations_message(void **state)
 {
-	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10 };
+	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10, 0 };
 	struct blocklog_event	 ev;
 	struct timespec		 now = { 1000, 0 };
 	struct sink		 s;
@@ -264,7 +264,7 @@ fill_table(struct blocklog *bl, double t)
 static void
 test_overflow_names_nobody(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	int			 i, full = 0;
@@ -298,7 +298,7 @@ test_overflow_names_nobody(void **state)
 static void
 test_overflow_charged(void **state)
 {
-	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10 };
+	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	const char		*top;
@@ -324,11 +324,76 @@ test_overflow_charged(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * attempts attempts a window by who, for windows windows from t0 to 16
+ * hosts; each full line written (LINE bytes). Returns the full lines.
+ */
+static int
+flood_windows(struct blocklog *bl, const char *who, int windows,
+    int attempts, double t0)
+{
+	char	host[64];
+	int	w, i, full = 0;
+	double	t;
+
+	for (w = 0; w < windows; w++) {
+		t = t0 + w * 10;
+		for (i = 0; i < attempts; i++) {
+			snprintf(host, sizeof(host), "f%d.invalid", i % 16);
+			if (attempt(bl, who, host, t + 0.5)) {
+				full++;
+				blocklog_wrote(bl, who, LINE, (uint64_t)(t +
+				    1.5) * SEC);
+			}
+		}
+		blocklog_flush(bl, (uint64_t)(t + 11) * SEC, 0);
+	}
+	return full;
+}
+
+/*
+ * Issue 15, F2: within its budget a flooder wrote on until rotation had
+ * taken every other client's lines. Past an eighth of what rotation
+ * keeps (capacity) while others' lines are in it, its attempts are only
+ * counted (one aggregate a window); alone, it is not held back.
+ */
+static void
+test_share_of_kept_log(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 full, full2, summaries;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
+	blocklog_wrote(bl, "victim", LINE, SEC);
+	full = flood_windows(bl, "flooder", 40, 200, 1);
+	/* Its share (50 lines) and the budget of the window it hit it in. */
+	assert_true(full <= 400 / BLOCKLOG_SHARE_DIV + 50);
+	summaries = (int)s.summaries;
+	full2 = flood_windows(bl, "flooder", 10, 200, 401);
+	assert_int_equal(full2, 0);
+	assert_true((int)s.summaries - summaries <= 10);	/* one a window */
+	assert_non_null(strstr(s.nohost_msg, "share"));
+	/* Every attempt is a line or counted. */
+	blocklog_flush(bl, 1000 * SEC, 1);
+	assert_int_equal(s.counted + 1 + (unsigned long long)full, 1 + 50 * 200);
+	blocklog_free(bl);
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	full = flood_windows(bl, "alone", 40, 200, 1);
+	assert_int_equal(full, 40 * 50);
+	blocklog_free(bl);
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
 {
-	struct blocklog_opts	 o = { 1, 100, 10 };
+	struct blocklog_opts	 o = { 1, 100, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	int			 i;
@@ -361,7 +426,7 @@ wrote(struct blocklog *bl, const char *who, int n, uint64_t t)
 static void
 test_stop_top(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 
@@ -393,7 +458,7 @@ static void
 test_stop_not_the_last_one_left(void **state)
 {
 	const uint64_t		 later = 700;
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 
@@ -429,7 +494,7 @@ test_stop_not_the_last_one_left(void **state)
 static void
 test_stop_spending_the_reserve(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	uint64_t		 t;
@@ -480,7 +545,7 @@ test_stop_spending_the_reserve(void **state)
 static void
 test_stopped_one_aggregate(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[32];
@@ -512,7 +577,7 @@ test_stopped_one_aggregate(void **state)
 static void
 test_stop_folds_pending(void **state)
 {
-	struct blocklog_opts	 o = { 1, 64, 10 };
+	struct blocklog_opts	 o = { 1, 64, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[300];
@@ -548,7 +613,7 @@ test_stop_folds_pending(void **state)
 static void
 test_report_keyed_apart(void **state)
 {
-	struct blocklog_opts	 o = { 1, 50, 10 };
+	struct blocklog_opts	 o = { 1, 50, 10, 0 };
 	struct blocklog_event	 ev;
 	struct timespec		 now = { 1000, 0 };
 	struct sink		 s;
@@ -586,7 +651,7 @@ test_report_keyed_apart(void **state)
 static void
 test_large_transfers_budgeted(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned long long	 up, line_up = 0, all_up = 0;
@@ -627,7 +692,7 @@ test_large_transfers_budgeted(void **state)
 static void
 test_stop_not_for_rotated_lines(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned long long	 room, n;
@@ -667,7 +732,7 @@ test_stop_not_for_rotated_lines(void **state)
 static void
 test_stop_not_diluted_by_rotated_lines(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	const unsigned long long room0 = 116 * KIB;
@@ -708,7 +773,7 @@ test_stop_not_diluted_by_rotated_lines(void **state)
 static void
 test_stop_not_for_another_files_growth(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned		 i;
@@ -733,7 +798,7 @@ test_stop_not_for_another_files_growth(void **state)
 static void
 test_allowed_bytes(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned long long	 up = 0;
@@ -790,7 +855,7 @@ test_allowed_bytes(void **state)
 static void
 test_unwritten_counted(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct blocklog_event	 ev;
 	struct timespec		 now = { 1000, 0 };
 	struct sink		 s;
@@ -820,6 +885,7 @@ main(void)
 		cmocka_unit_test(test_key_cap),
 		cmocka_unit_test(test_overflow_names_nobody),
 		cmocka_unit_test(test_overflow_charged),
+		cmocka_unit_test(test_share_of_kept_log),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
