@@ -387,9 +387,9 @@ class F02BlockLog(Case):
             t.join(seconds + 60)
         return got[0]
 
-    def test_flood_keeps_history_and_counts_every_attempt(self):
-        p = control_proxy("blocklog", extra_args=[
-            "--log-max-size", "1m", "--log-keep", "2"])
+    def b_blocks_then_a(self, p):
+        """Register SBX_A (127.0.0.2) and SBX_B (127.0.0.3); SBX_B makes
+        3 blocked requests to b-dest.invalid."""
         register(p, "127.0.0.2", SBX_A)
         register(p, "127.0.0.3", SBX_B)
         for i in range(3):
@@ -398,15 +398,27 @@ class F02BlockLog(Case):
                                "b-dest.invalid", "Connection: close\r\n"))
             self.assertEqual(c.read_response().status, 403)
             c.close()
-        size0 = os.path.getsize(p.log_path)
-        n = self.flood(p, "127.0.0.2", 10)
-        p.stop()  # SIGTERM writes the summaries still due
+
+    def stop_and_read(self, p):
+        """Stop p (SIGTERM writes the summaries still due): every event
+        in its folder, their bytes, SBX_A's attempts counted, and
+        SBX_B's events about b-dest.invalid."""
+        p.stop()
         p.checked = True
         events, total = all_events(p.log_dir)
         a = proxylib.blocked_attempts(
             events, lambda e: e.get("sandbox") == SBX_A)
         b = [e for e in events if e.get("sandbox") == SBX_B and
              e.get("host") == "b-dest.invalid"]
+        return events, total, a, b
+
+    def test_flood_keeps_history_and_counts_every_attempt(self):
+        p = control_proxy("blocklog", extra_args=[
+            "--log-max-size", "1m", "--log-keep", "2"])
+        self.b_blocks_then_a(p)
+        size0 = os.path.getsize(p.log_path)
+        n = self.flood(p, "127.0.0.2", 10)
+        events, total, a, b = self.stop_and_read(p)
         print("\n  %d blocked requests from one sandbox in 10 s: %d full "
               "lines, %d summary lines, log %d -> %d bytes" % (
                   n, sum(1 for e in events if e.get("sandbox") == SBX_A and
@@ -430,25 +442,12 @@ class F02BlockLog(Case):
         events stay, and every attempt is still in the log."""
         p = control_proxy("log-share", extra_args=[
             "--log-max-size", "64k", "--log-keep", "2"])
-        register(p, "127.0.0.2", SBX_A)
-        register(p, "127.0.0.3", SBX_B)
-        for i in range(3):
-            c = proxylib.bound_conn("127.0.0.3", p.port)
-            c.send(get_request("http://b-dest.invalid/%d" % i,
-                               "b-dest.invalid", "Connection: close\r\n"))
-            self.assertEqual(c.read_response().status, 403)
-            c.close()
+        self.b_blocks_then_a(p)
         label = "a" * 60
         n = self.flood(p, "127.0.0.2", 40, hosts=[
             "%s.%s.%s.f%d.invalid" % (label, label, label, i)
             for i in range(64)])
-        p.stop()
-        p.checked = True
-        events, total = all_events(p.log_dir)
-        a = proxylib.blocked_attempts(
-            events, lambda e: e.get("sandbox") == SBX_A)
-        b = [e for e in events if e.get("sandbox") == SBX_B and
-             e.get("host") == "b-dest.invalid"]
+        events, total, a, b = self.stop_and_read(p)
         shared = [e for e in events if e.get("sandbox") == SBX_A and
                   "share" in (e.get("message") or "")]
         print("\n  %d blocked requests in 40 s: log folder %d bytes, %s"
