@@ -943,7 +943,13 @@ class F09Paths(Case):
     BAD = ("/simple/..;/admin", "/simple/%2e%2e;/admin",
            "/simple/..%3b/admin", "/simple/%252e%252e/admin",
            "/simple/%c0%ae%c0%ae/admin", "/simple/%2e%2e/admin",
-           "/simple\\..\\admin", "/simple/%5c../admin")
+           "/simple\\..\\admin", "/simple/%5c../admin",
+           # issue 15, F4: what Windows (trailing dots and spaces) or
+           # NFKC (fullwidth . / \\) reads as ../admin
+           "/simple/..%20/admin", "/simple/.../admin",
+           "/simple/%EF%BC%8E%EF%BC%8E/admin",
+           "/simple/%EF%BC%8F..%EF%BC%8Fadmin",
+           "/simple/%EF%BC%BC..%EF%BC%BCadmin")
 
     @classmethod
     def setUpClass(cls):
