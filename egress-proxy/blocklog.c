@@ -122,7 +122,8 @@ static void	bl_charge(struct blocklog *, unsigned long long);
 static void	bl_charge_overflow(struct blocklog *);
 static void	bl_credit(struct blocklog *, unsigned long long);
 static int	bl_streq(const char *, const char *);
-static void	bl_stopped_event(struct blocklog_event *, int);
+static void	bl_stopped_event(struct blocklog_event *);
+static void	bl_capped_event(struct blocklog_event *);
 static void	bl_epoch(struct blocklog *, struct bl_ident *);
 static void	bl_share_add(struct blocklog *, struct bl_ident *,
 		    unsigned long long);
@@ -147,20 +148,32 @@ bl_hash(const char *ident, const char *host, int port, int reason)
 	return h;
 }
 
-/*
- * Make ev the aggregate of a stopped identity (stopped set) or of one
- * past its share of the kept log: no host, log_unavailable.
- */
+/* Make ev the stopped identity's aggregate: no host, log_unavailable. */
 static void
-bl_stopped_event(struct blocklog_event *ev, int stopped)
+bl_stopped_event(struct blocklog_event *ev)
 {
 	ev->host = NULL;
 	ev->port = 0;
 	ev->reason = SG_REASON_LOG_UNAVAILABLE;
 	ev->report = 0;
-	ev->message = stopped ? "stopped: this client spent a quarter of "
-	    "the reserve of a nearly full log volume; its attempts are only "
-	    "counted" : "this client wrote its share of what log rotation "
+	ev->message = "stopped: this client spent a quarter of the reserve "
+	    "of a nearly full log volume; its attempts are only counted";
+}
+
+/*
+ * Make ev the aggregate of an identity past its share of the kept log:
+ * no host; a block (or would-be block) reason log_unavailable. Its
+ * egress goes on, so its allowed connections stay allowed (their own
+ * aggregate, with their bytes) and its report-mode ones would_block.
+ */
+static void
+bl_capped_event(struct blocklog_event *ev)
+{
+	ev->host = NULL;
+	ev->port = 0;
+	if (ev->reason != SG_REASON_NONE)
+		ev->reason = SG_REASON_LOG_UNAVAILABLE;
+	ev->message = "this client wrote its share of what log rotation "
 	    "keeps while other clients' events are in it; its attempts are "
 	    "only counted";
 }
@@ -232,10 +245,9 @@ bl_share_check(struct blocklog *bl, struct bl_ident *id)
 	bl_epoch(bl, id);
 	mine = id->cur + id->prev_epoch;
 	all = bl->cur + bl->prev_epoch;
-	if (mine >= share && all > mine && !id->capped) {
+	if (mine >= share && all > mine)
 		id->capped = 1;
-		bl_fold(bl, id);
-	} else if (id->capped && (mine < share / 2 || all <= mine))
+	else if (id->capped && (mine < share / 2 || all <= mine))
 		id->capped = 0;
 	return id->capped;
 }
@@ -662,7 +674,10 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		if (id->stopped || bl_share_check(bl, id)) {
 			/* One aggregate for everything it still tries. */
 			st = *ev;
-			bl_stopped_event(&st, id->stopped);
+			if (id->stopped)
+				bl_stopped_event(&st);
+			else
+				bl_capped_event(&st);
 			ev = &st;
 			quiet = 1;
 		}
@@ -828,7 +843,7 @@ bl_fold(struct blocklog *bl, struct bl_ident *id)
 
 	memset(&ev, 0, sizeof(ev));
 	ev.identity = id->name;
-	bl_stopped_event(&ev, id->stopped);
+	bl_stopped_event(&ev);
 	agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, 0), id->last_us);
 	if (agg == NULL)
 		return;	/* out of memory: summarized as they are */

@@ -53,8 +53,9 @@
  * has a share of the kept log: past capacity / BLOCKLOG_SHARE_DIV bytes
  * of its lines (over the last half to whole capacity written, blocklog_
  * wrote and its summaries) while other identities' lines are in that span
- * too, it gets no full line, and its attempts are counted into the same
- * one aggregate as a stopped identity's (its egress goes on): so its
+ * too, it gets no full line: its blocks and would-be blocks are counted
+ * into one aggregate each (no host, reason log_unavailable), its allowed
+ * connections into one with their bytes (its egress goes on); so its
  * flood, within its budget, cannot rotate the others' history away.
  *
  * While the log volume is under its reserve (from the first

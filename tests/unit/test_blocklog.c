@@ -38,6 +38,7 @@ struct sink {
 	unsigned long long	 named_count;	/* counts naming it */
 	unsigned long long	 unnamed;	/* counts naming nobody */
 	unsigned		 overflows;	/* overflow summaries */
+	unsigned		 allowed;	/* summaries of allowed ones */
 	struct timespec		 first, last;
 };
 
@@ -69,6 +70,7 @@ emit(void *arg, const struct blocklog_event *ev)
 		s->named_count += ev->count;
 	if (ev->sandbox == NULL && ev->src == NULL)
 		s->unnamed += ev->count;
+	s->allowed += ev->reason == SG_REASON_NONE && !ev->report;
 	if (ev->identity[0] == '\0')		/* the shared overflow */
 		s->overflows++;
 	if (ev->overflow) {
@@ -377,9 +379,13 @@ test_share_of_kept_log(void **state)
 	assert_int_equal(full2, 0);
 	assert_true((int)s.summaries - summaries <= 10);	/* one a window */
 	assert_non_null(strstr(s.nohost_msg, "share"));
-	/* Every attempt is a line or counted. */
+	/* Its allowed connections are still summarized as allowed. */
+	assert_int_equal(allowed(bl, "flooder", "ok.invalid", 10, 520), 0);
 	blocklog_flush(bl, 1000 * SEC, 1);
-	assert_int_equal(s.counted + 1 + (unsigned long long)full, 1 + 50 * 200);
+	assert_int_equal(s.allowed, 1);
+	/* Every attempt is a line or counted (and the allowed one). */
+	assert_int_equal(s.counted + 1 + (unsigned long long)full,
+	    1 + 50 * 200 + 1);
 	blocklog_free(bl);
 
 	memset(&s, 0, sizeof(s));
