@@ -19,6 +19,16 @@ struct bl_ident {
 	unsigned		 written;	/* full lines this window */
 	unsigned		 large;		/* of large transfers */
 	unsigned		 nkeys;
+	/* Attempts counted into the shared overflow keys, not charged yet. */
+	unsigned long long	 ocount;
+	/*
+	 * Its bytes written in the log's current and previous epoch (each
+	 * half its capacity: what rotation keeps), and the epoch of cur.
+	 */
+	unsigned long long	 cur;
+	unsigned long long	 prev_epoch;
+	unsigned long long	 epoch;
+	int			 capped;	/* past its share: counted */
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
 	unsigned long long	 fresh;		/* bytes not yet charged */
@@ -71,6 +81,12 @@ struct blocklog {
 	size_t			 nkeys;
 	size_t			 nidents;
 	struct bl_key		*overflow[2][SG_REASON_MAX];
+	unsigned long long	 ocount;	/* the idents' ocount, summed */
+	unsigned long long	 obytes;	/* overflow summaries' bytes */
+	/* Every identity's bytes, per epoch (bl_share). */
+	unsigned long long	 epoch;
+	unsigned long long	 cur;
+	unsigned long long	 prev_epoch;
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
@@ -88,7 +104,7 @@ static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
-static void	bl_count(struct blocklog *, struct bl_key *,
+static void	bl_count(struct blocklog *, struct bl_ident *, struct bl_key *,
 		    const struct blocklog_event *, const struct timespec *);
 static void	bl_key_clear(struct bl_key *);
 static void	bl_key_zero(struct bl_key *);
@@ -103,9 +119,16 @@ static int	bl_large(const struct blocklog_event *);
 static void	bl_wrote(struct blocklog *, struct bl_ident *,
 		    unsigned long long);
 static void	bl_charge(struct blocklog *, unsigned long long);
+static void	bl_charge_overflow(struct blocklog *);
 static void	bl_credit(struct blocklog *, unsigned long long);
 static int	bl_streq(const char *, const char *);
 static void	bl_stopped_event(struct blocklog_event *);
+static void	bl_capped_event(struct blocklog_event *);
+static void	bl_epoch(struct blocklog *, struct bl_ident *);
+static void	bl_share_add(struct blocklog *, struct bl_ident *,
+		    unsigned long long);
+static int	bl_share_check(struct blocklog *, struct bl_ident *);
+static int	bl_share_keep(struct blocklog *, struct bl_ident *);
 static char	*bl_strdup(const char *, int *);
 
 /* FNV-1a over identity, host, port and reason. */
@@ -135,6 +158,98 @@ bl_stopped_event(struct blocklog_event *ev)
 	ev->report = 0;
 	ev->message = "stopped: this client spent a quarter of the reserve "
 	    "of a nearly full log volume; its attempts are only counted";
+}
+
+/*
+ * Make ev the aggregate of an identity past its share of the kept log:
+ * no host; a block (or would-be block) reason log_unavailable. Its
+ * egress goes on, so its allowed connections stay allowed (their own
+ * aggregate, with their bytes) and its report-mode ones would_block.
+ */
+static void
+bl_capped_event(struct blocklog_event *ev)
+{
+	ev->host = NULL;
+	ev->port = 0;
+	if (ev->reason != SG_REASON_NONE)
+		ev->reason = SG_REASON_LOG_UNAVAILABLE;
+	ev->message = "this client wrote its share of what log rotation "
+	    "keeps while other clients' events are in it; its attempts are "
+	    "only counted";
+}
+
+/*
+ * The log's epochs: every opts.capacity / 2 bytes written starts one.
+ * What rotation keeps is the last capacity bytes, so an identity's
+ * bytes in the current and the previous epoch are (within half the
+ * capacity) its part of the kept log. Moves the sums, and id's, to
+ * the current epoch.
+ */
+static void
+bl_epoch(struct blocklog *bl, struct bl_ident *id)
+{
+	if (bl->cur >= bl->opts.capacity / 2) {
+		bl->prev_epoch = bl->cur;
+		bl->cur = 0;
+		bl->epoch++;
+	}
+	if (id->epoch == bl->epoch)
+		return;
+	id->prev_epoch = id->epoch + 1 == bl->epoch ? id->cur : 0;
+	id->cur = 0;
+	id->epoch = bl->epoch;
+}
+
+/* bytes more of id's lines in the log. */
+static void
+bl_share_add(struct blocklog *bl, struct bl_ident *id,
+    unsigned long long bytes)
+{
+	if (bl->opts.capacity == 0)
+		return;
+	bl_epoch(bl, id);
+	id->cur += bytes;
+	bl->cur += bytes;
+}
+
+/*
+ * 1 while an idle identity must be kept for its share: it holds half
+ * of it or more (forgotten, it would start again from nothing).
+ */
+static int
+bl_share_keep(struct blocklog *bl, struct bl_ident *id)
+{
+	if (bl->opts.capacity == 0)
+		return 0;
+	bl_epoch(bl, id);
+	return id->capped || id->cur + id->prev_epoch >=
+	    bl->opts.capacity / BLOCKLOG_SHARE_DIV / 2;
+}
+
+/*
+ * 1 when id is past its share of the kept log (BLOCKLOG_SHARE_DIV-th of
+ * the capacity) while other identities' lines are in it too: its
+ * attempts are then only counted, so that its flood, however slow,
+ * cannot rotate the others' history away. Alone in the log it is never
+ * held back (it pushes out nobody's history but its own). Let go once
+ * under half its share.
+ */
+static int
+bl_share_check(struct blocklog *bl, struct bl_ident *id)
+{
+	unsigned long long	share = bl->opts.capacity / BLOCKLOG_SHARE_DIV;
+	unsigned long long	mine, all;
+
+	if (bl->opts.capacity == 0)
+		return 0;
+	bl_epoch(bl, id);
+	mine = id->cur + id->prev_epoch;
+	all = bl->cur + bl->prev_epoch;
+	if (mine >= share && all > mine)
+		id->capped = 1;
+	else if (id->capped && (mine < share / 2 || all <= mine))
+		id->capped = 0;
+	return id->capped;
 }
 
 /* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
@@ -254,6 +369,7 @@ bl_ident_free(struct blocklog *bl, struct bl_ident *id)
 	if (id->next != NULL)
 		id->next->prev = id->prev;
 	bl->nidents--;
+	bl->ocount -= id->ocount;
 	free(id->name);
 	free(id);
 }
@@ -397,6 +513,19 @@ bl_key_keep(struct bl_key *k, const struct blocklog_event *ev)
 	char	msg[160];
 
 	bl_key_clear(k);
+	if (k->id == NULL) {
+		/*
+		 * The shared overflow key counts the attempts of every
+		 * client past the key table: the first one's sandbox,
+		 * address, method or sets would name it for all the others.
+		 */
+		snprintf(msg, sizeof(msg), SG_BLOCK_PREFIX "attempts of "
+		    "clients past the proxy's key table (%s), counted; no "
+		    "client is named", reason_code(k->reason));
+		k->message = bl_strdup(msg, &bad);
+		k->digest = bl_strdup(ev->policy_digest, &bad);
+		return bad ? -1 : 0;
+	}
 	k->sandbox = bl_strdup(ev->sandbox, &bad);
 	k->src = bl_strdup(ev->src, &bad);
 	k->method = bl_strdup(ev->method, &bad);
@@ -455,11 +584,14 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.dests_more = k->dests_more;
 	ev.first = k->first;
 	ev.last = k->last;
+	ev.overflow = k->id == NULL;
 	if ((rc = bl->emit(bl->arg, &ev)) == -1)
 		return;
 	bl->summaries++;
 	if (k->id != NULL)
 		bl_wrote(bl, k->id, (unsigned long long)rc);
+	else
+		bl->obytes += (unsigned long long)rc;	/* bl_charge_overflow */
 	bl_key_zero(k);
 }
 
@@ -490,11 +622,18 @@ bl_count_hash(struct bl_key *k, uint32_t h)
 		k->dests[k->ndests++] = h;
 }
 
-/* Count an attempt into k's summary (the first one's fields kept). */
+/*
+ * Count id's attempt into k's summary (the first one's fields kept); an
+ * attempt counted into a shared overflow key is noted to its identity.
+ */
 static void
-bl_count(struct blocklog *bl, struct bl_key *k,
+bl_count(struct blocklog *bl, struct bl_ident *id, struct bl_key *k,
     const struct blocklog_event *ev, const struct timespec *now)
 {
+	if (k->id == NULL && id != NULL) {
+		id->ocount++;
+		bl->ocount++;
+	}
 	if (k->count == 0) {
 		k->first = *now;
 		/* Out of memory: the summary goes out with fewer fields. */
@@ -523,6 +662,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 	struct blocklog_event	 st;
 	struct bl_ident		*id;
 	struct bl_key		*k;
+	int			 quiet = 0;
 
 	id = bl_ident_get(bl, ev->identity, now_us, 1);
 	if (id != NULL) {
@@ -531,11 +671,15 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 			id->win_start = now_us;
 			id->written = id->large = 0;
 		}
-		if (id->stopped) {
+		if (id->stopped || bl_share_check(bl, id)) {
 			/* One aggregate for everything it still tries. */
 			st = *ev;
-			bl_stopped_event(&st);
+			if (id->stopped)
+				bl_stopped_event(&st);
+			else
+				bl_capped_event(&st);
 			ev = &st;
+			quiet = 1;
 		}
 	}
 	k = bl_key_get(bl, id, ev->host, ev->port,
@@ -552,18 +696,18 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 	 * A large transfer is told on its own line past the budget, a few a
 	 * window (then under the budget, or counted as the others).
 	 */
-	if (bl_large(ev) && id != NULL && !id->stopped &&
+	if (bl_large(ev) && id != NULL && !quiet &&
 	    id->large < BLOCKLOG_LARGE_BURST) {
 		id->large++;
 		return 1;
 	}
-	if (id != NULL && !id->stopped && id->written < bl->opts.budget &&
+	if (id != NULL && !quiet && id->written < bl->opts.budget &&
 	    (k->host == NULL || k->written < bl->opts.burst)) {
 		k->written++;
 		id->written++;
 		return 1;
 	}
-	bl_count(bl, k, ev, now);
+	bl_count(bl, id, k, ev, now);
 	return 0;
 }
 
@@ -577,7 +721,7 @@ blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
 	k = bl_key_get(bl, id, ev->host, ev->port,
 	    BL_RK(ev->reason, ev->report), id != NULL ? id->last_us : 0);
 	if (k != NULL)
-		bl_count(bl, k, ev, now);
+		bl_count(bl, id, k, ev, now);
 }
 
 void
@@ -586,16 +730,41 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 {
 	struct bl_ident	*id;
 
-	if (!bl->held || (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
+	if ((!bl->held && bl->opts.capacity == 0) ||
+	    (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
 		return;
 	id->last_us = now_us;
 	bl_wrote(bl, id, bytes);
+}
+
+/*
+ * The overflow summaries written since the last call (obytes) name no
+ * client: under pressure their bytes are still charged, to the
+ * identities whose attempts they counted, in proportion to those.
+ */
+static void
+bl_charge_overflow(struct blocklog *bl)
+{
+	struct bl_ident		*id;
+	unsigned long long	 all = bl->ocount;
+
+	if (bl->obytes == 0)
+		return;
+	for (id = bl->ilist; id != NULL && all > 0; id = id->next) {
+		if (id->ocount == 0)
+			continue;
+		bl_wrote(bl, id, (unsigned long long)((long double)
+		    bl->obytes * id->ocount / all + 0.5L));
+		id->ocount = 0;
+	}
+	bl->ocount = bl->obytes = 0;
 }
 
 /* Under pressure: a line of bytes bytes, to be charged at the next look. */
 static void
 bl_wrote(struct blocklog *bl, struct bl_ident *id, unsigned long long bytes)
 {
+	bl_share_add(bl, id, bytes);
 	if (!bl->held)
 		return;
 	id->lines++;
@@ -625,10 +794,11 @@ blocklog_flush(struct blocklog *bl, uint64_t now_us, int all)
 			k->win_start = now_us;
 		}
 	}
+	bl_charge_overflow(bl);
 	for (id = bl->ilist; id != NULL; id = inext) {
 		inext = id->next;
 		if (id->nkeys == 0 && !id->stopped && id->lines == 0 &&
-		    now_us - id->last_us >= 2 * win)
+		    now_us - id->last_us >= 2 * win && !bl_share_keep(bl, id))
 			bl_ident_free(bl, id);
 	}
 }

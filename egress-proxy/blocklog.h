@@ -16,7 +16,10 @@
  *   - an identity holding BLOCKLOG_KEYS_PER_IDENT keys counts attempts to
  *     further destinations into one key per reason with no host;
  *     BLOCKLOG_KEYS_MAX keys in all, past which attempts are counted into
- *     a key with neither identity nor host.
+ *     a shared overflow key per reason with neither identity nor host;
+ *     its summary (overflow set) names no client, since its attempts
+ *     may be any client's, and under pressure its bytes are charged to
+ *     the identities it counted, in proportion to their attempts.
  *
  * An attempt let through by a set in report mode (egress.would_block)
  * is keyed apart from the blocks (report set) and summarized as
@@ -46,6 +49,15 @@
  * and tried again. Counts still held when the process is killed (at most
  * one window's) are lost; blocklog_flush(all) writes them at exit.
  *
+ * With opts.capacity (the bytes log rotation keeps) set, each identity
+ * has a share of the kept log: past capacity / BLOCKLOG_SHARE_DIV bytes
+ * of its lines (over the last half to whole capacity written, blocklog_
+ * wrote and its summaries) while other identities' lines are in that span
+ * too, it gets no full line: its blocks and would-be blocks are counted
+ * into one aggregate each (no host, reason log_unavailable), its allowed
+ * connections into one with their bytes (its egress goes on); so its
+ * flood, within its budget, cannot rotate the others' history away.
+ *
  * While the log volume is under its reserve (from the first
  * blocklog_stop_top() until blocklog_resume_all()) the module also counts
  * the lines and bytes written for each identity, so that the identity
@@ -73,11 +85,17 @@
 #define BLOCKLOG_LARGE_BURST		5	/* of those, per window */
 #define BLOCKLOG_DESTS_TOLD		128	/* told apart per summary */
 #define BLOCKLOG_STOP_SHARE		4	/* 1/4 of the room, to be stopped */
+#define BLOCKLOG_SHARE_DIV		8	/* 1/8 of the kept log, each */
 
 struct blocklog_opts {
 	unsigned	burst;		/* full lines per key per window */
 	unsigned	budget;		/* full lines per identity per window */
 	unsigned	window_s;
+	/*
+	 * The bytes log rotation keeps (the size of a file times the files
+	 * kept, the current one with them); 0: no share. See below.
+	 */
+	unsigned long long capacity;
 };
 
 /*
@@ -116,6 +134,12 @@ struct blocklog_event {
 	unsigned long long	 count;
 	struct timespec		 first;
 	struct timespec		 last;
+	/*
+	 * Summaries only: the shared overflow key of a reason (the key
+	 * table full), counting attempts of any client; it carries no
+	 * sandbox, src, method, sets or rule.
+	 */
+	int			 overflow;
 };
 
 /*

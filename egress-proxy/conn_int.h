@@ -159,6 +159,8 @@ struct conn {
 	int			 tls_required;
 	int			 refusing;	/* a refusal is being delivered */
 	uint64_t		 tun_started_us;
+	/* When the plain-HTTP head pending in the tunnel began (0: none). */
+	uint64_t		 thead_us;
 	/* A plain-HTTP request body inside the tunnel. */
 	enum http_body		 tbody;
 	uint64_t		 tbody_left;

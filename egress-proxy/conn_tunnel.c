@@ -49,6 +49,8 @@ static int	conn_tunnel_same_host(struct conn *, const char *, size_t);
 static enum tunnel_verdict conn_tunnel_block(struct conn *, enum sg_reason,
 		    const char *sni, int status, const char *cause);
 static void	conn_tunnel_done(void *, const char *, int);
+static int	conn_tunnel_head_timer(struct conn *, uint64_t);
+static void	conn_tunnel_head_started(struct conn *);
 
 /*
  * Hand both sockets to the tunnel, with the 200 owed to the client as its
@@ -130,12 +132,48 @@ conn_tunnel_timer(struct conn *c)
 		conn_arm(c, cfg->hello_timeout_ms - (unsigned)ms);
 		return;
 	}
+	if (c->tmode == CONN_TMODE_HTTP && c->thead_us != 0 &&
+	    conn_tunnel_head_timer(c, now))
+		return;
 	ms = (now - c->last_activity_us) / 1000;
 	if (ms >= cfg->idle_timeout_ms) {
 		conn_free(c, CONN_CLOSE_IDLE_TIMEOUT, NULL);
 		return;
 	}
-	conn_arm(c, cfg->idle_timeout_ms - (unsigned)ms);
+	ms = cfg->idle_timeout_ms - ms;
+	if (c->tmode == CONN_TMODE_HTTP && c->thead_us != 0 &&
+	    cfg->head_timeout_ms - (now - c->thead_us) / 1000 < ms)
+		ms = cfg->head_timeout_ms - (now - c->thead_us) / 1000;
+	conn_arm(c, (unsigned)ms);
+}
+
+/*
+ * A plain-HTTP request head in the tunnel gets --head-timeout for the
+ * whole head, as at top level: the idle timer restarts on every byte, so
+ * a head trickled a line at a time would hold the slot (and the upstream
+ * socket) for ever. Past it the client gets 408 and the tunnel closes.
+ * 1 when it did.
+ */
+static int
+conn_tunnel_head_timer(struct conn *c, uint64_t now)
+{
+	char	*buf;
+	size_t	 len;
+
+	if ((now - c->thead_us) / 1000 < c->px->cfg.head_timeout_ms)
+		return 0;
+	c->thead_us = 0;
+	buf = http_error_response(408, "http_request_error",
+	    "request head not received in time", 0, &len);
+	if (buf == NULL || tunnel_refuse(c->tun, buf, len, 1) == -1) {
+		free(buf);
+		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+		return 1;
+	}
+	free(buf);
+	c->refusing = 1;
+	conn_arm(c, CONN_REFUSE_TIMEOUT_MS);
+	return 1;
 }
 
 static void
@@ -303,8 +341,11 @@ conn_tunnel_http(struct conn *c, const unsigned char *buf, size_t len,
 			*ok = off;
 			return TUNNEL_MORE;	/* refused: the block is set */
 		}
-		if (n == 0)
-			break;		/* the head is not complete yet */
+		if (n == 0) {		/* the head is not complete yet */
+			conn_tunnel_head_started(c);
+			break;
+		}
+		c->thead_us = 0;
 		off += n;
 	}
 	*ok = off;
@@ -333,6 +374,19 @@ conn_tunnel_same_host(struct conn *c, const char *a, size_t len)
 		return 1;
 	return host_parse_authority(a, len, c->r.port, &h, &port,
 	    &cause) == 0 && host_equal(&h, &c->r.host) && port == c->r.port;
+}
+
+/* A plain-HTTP head is pending: its deadline runs from its first byte. */
+static void
+conn_tunnel_head_started(struct conn *c)
+{
+	const struct proxy_config	*cfg = &c->px->cfg;
+
+	if (c->thead_us != 0)
+		return;
+	c->thead_us = util_now_us();
+	conn_arm(c, cfg->head_timeout_ms < cfg->idle_timeout_ms ?
+	    cfg->head_timeout_ms : cfg->idle_timeout_ms);
 }
 
 /*

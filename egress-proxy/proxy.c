@@ -333,7 +333,8 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	w0 = eventlog_written(px->seclog);
 	rc = eventlog_append(px->seclog, fields);
 	json_decref(fields);
-	if (rc == 0 && pe->client != NULL && px->blocks != NULL)
+	if (rc == 0 && (pe->client != NULL || pe->src != NULL) &&
+	    px->blocks != NULL)
 		blocklog_wrote(px->blocks, proxy_identity(pe->client, pe->src,
 		    ident, sizeof(ident)), eventlog_written(px->seclog) - w0,
 		    util_now_us());
@@ -450,6 +451,9 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 	    be->count));
 	json_object_set_new(fields, "first", json_string(first));
 	json_object_set_new(fields, "last", json_string(last));
+	/* Any client's attempts past the key table: none is named. */
+	if (be->overflow)
+		json_object_set_new(fields, "overflow", json_true());
 	if (be->host == NULL) {
 		json_object_set_new(fields, "destinations", json_integer(
 		    (json_int_t)be->dests));
@@ -492,6 +496,8 @@ proxy_log_blocks_init(struct proxy *px)
 	o.burst = px->cfg.block_burst;
 	o.budget = px->cfg.block_budget;
 	o.window_s = px->cfg.block_window_s;
+	/* What rotation keeps: each client's share is an eighth of it. */
+	o.capacity = px->cfg.log_max_size * (px->cfg.log_keep + 1ULL);
 	px->blocks = blocklog_new(&o, proxy_emit_summary, px);
 	return px->blocks == NULL ? -1 : 0;
 }

@@ -6,8 +6,14 @@
 
 static int	urlpath_unreserved(unsigned char);
 static int	urlpath_decode(const char *, const char *, unsigned char *);
-static int	urlpath_utf8(const char *, const char *, size_t *);
+static int	urlpath_utf8(const char *, const char *, size_t *,
+		    unsigned long *);
+static int	urlpath_lookalike(unsigned long);
+static int	urlpath_dots(const char *, size_t);
 static int	urlpath_segment(const char *, size_t, const char **);
+static size_t	urlpath_hex(unsigned char, char *);
+static size_t	urlpath_char(const char *, const char *, char *,
+		    const char **);
 static int	urlpath_fail(char *, size_t, const char **, const char *);
 
 /* RFC 3986 2.3 unreserved, without ".": decoded where escaped. */
@@ -36,10 +42,11 @@ urlpath_decode(const char *p, const char *end, unsigned char *byte)
 
 /*
  * A run of escapes at p starting with a byte >= 0x80 must be one valid
- * UTF-8 sequence: *n is its length in bytes of text. 0 or -1.
+ * UTF-8 sequence: *n is its length in bytes of text, *cpp its code
+ * point. 0 or -1.
  */
 static int
-urlpath_utf8(const char *p, const char *end, size_t *n)
+urlpath_utf8(const char *p, const char *end, size_t *n, unsigned long *cpp)
 {
 	unsigned char	b[4];
 	size_t		len, i;
@@ -66,7 +73,56 @@ urlpath_utf8(const char *p, const char *end, size_t *n)
 	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
 		return -1;
 	*n = 3 * len;
+	*cpp = cp;
 	return 0;
+}
+
+/*
+ * 1 for a code point a server may fold to '.', '/' or '\': those whose
+ * NFKC form is only dots (U+2024 one dot leader, U+2025, U+2026, U+FE19,
+ * U+FE30, U+FE52 small full stop, U+FF0E fullwidth full stop) or holds a
+ * slash or backslash (U+2100, U+2101, U+2105, U+2106 "a/c" and the like,
+ * U+FE68, U+FF0F, U+FF3C), and the slashes Windows' best-fit mapping
+ * folds (U+2215 division slash, U+2216 set minus). "%EF%BC%8E%EF%BC%8E"
+ * is ".." to a Java or .NET stack that applies NFKC, not to us.
+ */
+static int
+urlpath_lookalike(unsigned long cp)
+{
+	static const unsigned long	like[] = {
+		0x2024, 0x2025, 0x2026, 0x2100, 0x2101, 0x2105, 0x2106,
+		0x2215, 0x2216, 0xfe19, 0xfe30, 0xfe52, 0xfe68, 0xff0e,
+		0xff0f, 0xff3c
+	};
+	size_t				i;
+
+	for (i = 0; i < sizeof(like) / sizeof(like[0]); i++)
+		if (like[i] == cp)
+			return 1;
+	return 0;
+}
+
+/*
+ * 1 for a normalized segment of dots and spaces ("%20") with a dot:
+ * Windows trims trailing dots and spaces from a segment, so "..%20" and
+ * "..." are ".." there.
+ */
+static int
+urlpath_dots(const char *seg, size_t len)
+{
+	size_t	i = 0;
+	int	dots = 0;
+
+	while (i < len) {
+		if (seg[i] == '.') {
+			dots = 1;
+			i++;
+		} else if (len - i >= 3 && strncmp(seg + i, "%20", 3) == 0)
+			i += 3;
+		else
+			return 0;
+	}
+	return dots;
 }
 
 /* A segment (between slashes) of the normalized path. 0 or -1. */
@@ -78,7 +134,49 @@ urlpath_segment(const char *seg, size_t len, const char **cause)
 		*cause = "dot segment in path";
 		return -1;
 	}
+	if (urlpath_dots(seg, len)) {
+		*cause = "path segment of only dots and spaces";
+		return -1;
+	}
 	return 0;
+}
+
+/* "%XX" for b at out, hex in upper case: 3 bytes. */
+static size_t
+urlpath_hex(unsigned char b, char *out)
+{
+	static const char	hexd[] = "0123456789ABCDEF";
+
+	out[0] = '%';
+	out[1] = hexd[b >> 4];
+	out[2] = hexd[b & 0xf];
+	return 3;
+}
+
+/*
+ * The escapes of one UTF-8 character at p, copied to out in upper case:
+ * their length, or 0 (*cause set) for invalid UTF-8 or a lookalike.
+ */
+static size_t
+urlpath_char(const char *p, const char *end, char *out, const char **cause)
+{
+	unsigned long	cp;
+	unsigned char	b;
+	size_t		n, i;
+
+	if (urlpath_utf8(p, end, &n, &cp) == -1) {
+		*cause = "overlong or invalid UTF-8 in path";
+		return 0;
+	}
+	if (urlpath_lookalike(cp)) {
+		*cause = "Unicode lookalike of '.', '/' or '\\' in path";
+		return 0;
+	}
+	for (i = 0; i < n; i += 3) {
+		urlpath_decode(p + i, end, &b);
+		urlpath_hex(b, out + i);
+	}
+	return n;
 }
 
 static int
@@ -94,7 +192,6 @@ int
 urlpath_normalize(const char *in, char *out, size_t size,
     const char **cause)
 {
-	static const char	 hexd[] = "0123456789ABCDEF";
 	const char		*p = in, *end, *q;
 	size_t			 o = 0, seg = 0, n;
 	unsigned char		 b;
@@ -140,24 +237,16 @@ urlpath_normalize(const char *in, char *out, size_t size,
 			return urlpath_fail(out, size, cause, "percent-encoded "
 			    "control character in path");
 		if (b >= 0x80) {
-			if (urlpath_utf8(p, end, &n) == -1)
-				return urlpath_fail(out, size, cause,
-				    "overlong or invalid UTF-8 in path");
-			for (; n > 0; n -= 3, p += 3) {
-				urlpath_decode(p, end, &b);
-				out[o++] = '%';
-				out[o++] = hexd[b >> 4];
-				out[o++] = hexd[b & 0xf];
-			}
+			if ((n = urlpath_char(p, end, out + o, cause)) == 0)
+				return urlpath_fail(out, size, cause, *cause);
+			p += n;
+			o += n;
 			continue;
 		}
 		if (urlpath_unreserved(b))
 			out[o++] = (char)b;
-		else {
-			out[o++] = '%';
-			out[o++] = hexd[b >> 4];
-			out[o++] = hexd[b & 0xf];
-		}
+		else
+			o += urlpath_hex(b, out + o);
 		p += 3;
 	}
 	if (urlpath_segment(out + seg, o - seg, cause) == -1)

@@ -1,8 +1,9 @@
 /*
  * fuzz_urlpath.c: urlpath_normalize() on arbitrary bytes (cut at the
  * first NUL). Invariants: a result fits the input's length, is printable
- * ASCII, starts with '/', holds no ';', '\' or dot segment and no escape
- * of '.', '/', '\', ';' or '%' in its path part, and normalizes to
+ * ASCII, starts with '/', holds no ';', '\' or dot segment, no segment
+ * of only dots and spaces, no escape of '.', '/', '\', ';' or '%' or of a
+ * Unicode lookalike of '.', '/' or '\' in its path part, and normalizes to
  * itself; a refusal leaves the output empty and says why.
  */
 #include <stdint.h>
@@ -16,13 +17,46 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static void	check_path(const char *, size_t);
+static int	dots_segment(const char *, size_t);
+
+/* 1 when a segment is only dots and "%20", with a dot. */
+static int
+dots_segment(const char *s, size_t n)
+{
+	size_t	i = 0;
+	int	dots = 0, other = 0;
+
+	for (;;) {
+		if (i == n || s[i] == '/') {
+			if (dots && !other)
+				return 1;
+			if (i == n)
+				return 0;
+			dots = other = 0;
+			i++;
+		} else if (s[i] == '.') {
+			dots = 1;
+			i++;
+		} else if (n - i >= 3 && strncmp(s + i, "%20", 3) == 0)
+			i += 3;
+		else {
+			other = 1;
+			i++;
+		}
+	}
+}
 
 /* The path part of a normalized result holds nothing ambiguous. */
 static void
 check_path(const char *s, size_t n)
 {
 	static const char *const bad[] = {
-		"%2e", "%2f", "%5c", "%3b", "%25", "/./", "/../"
+		"%2e", "%2f", "%5c", "%3b", "%25", "/./", "/../",
+		/* lookalikes of '.', '/', '\' (urlpath.c) */
+		"%E2%80%A4", "%E2%80%A5", "%E2%80%A6", "%E2%84%80",
+		"%E2%84%81", "%E2%84%85", "%E2%84%86", "%E2%88%95",
+		"%E2%88%96", "%EF%B8%99", "%EF%B8%B0", "%EF%B9%92",
+		"%EF%B9%A8", "%EF%BC%8E", "%EF%BC%8F", "%EF%BC%BC"
 	};
 	char	seg[8];
 	size_t	i, j;
@@ -35,6 +69,8 @@ check_path(const char *s, size_t n)
 			    strncasecmp(s + i, bad[j], strlen(bad[j])) == 0)
 				abort();
 	}
+	if (dots_segment(s, n))
+		abort();
 	for (j = 0; j < 2; j++) {
 		snprintf(seg, sizeof(seg), j ? "/.." : "/.");
 		if (n >= strlen(seg) && strncmp(s + n - strlen(seg), seg,

@@ -387,9 +387,9 @@ class F02BlockLog(Case):
             t.join(seconds + 60)
         return got[0]
 
-    def test_flood_keeps_history_and_counts_every_attempt(self):
-        p = control_proxy("blocklog", extra_args=[
-            "--log-max-size", "1m", "--log-keep", "2"])
+    def b_blocks_then_a(self, p):
+        """Register SBX_A (127.0.0.2) and SBX_B (127.0.0.3); SBX_B makes
+        3 blocked requests to b-dest.invalid."""
         register(p, "127.0.0.2", SBX_A)
         register(p, "127.0.0.3", SBX_B)
         for i in range(3):
@@ -398,15 +398,27 @@ class F02BlockLog(Case):
                                "b-dest.invalid", "Connection: close\r\n"))
             self.assertEqual(c.read_response().status, 403)
             c.close()
-        size0 = os.path.getsize(p.log_path)
-        n = self.flood(p, "127.0.0.2", 10)
-        p.stop()  # SIGTERM writes the summaries still due
+
+    def stop_and_read(self, p):
+        """Stop p (SIGTERM writes the summaries still due): every event
+        in its folder, their bytes, SBX_A's attempts counted, and
+        SBX_B's events about b-dest.invalid."""
+        p.stop()
         p.checked = True
         events, total = all_events(p.log_dir)
         a = proxylib.blocked_attempts(
             events, lambda e: e.get("sandbox") == SBX_A)
         b = [e for e in events if e.get("sandbox") == SBX_B and
              e.get("host") == "b-dest.invalid"]
+        return events, total, a, b
+
+    def test_flood_keeps_history_and_counts_every_attempt(self):
+        p = control_proxy("blocklog", extra_args=[
+            "--log-max-size", "1m", "--log-keep", "2"])
+        self.b_blocks_then_a(p)
+        size0 = os.path.getsize(p.log_path)
+        n = self.flood(p, "127.0.0.2", 10)
+        events, total, a, b = self.stop_and_read(p)
         print("\n  %d blocked requests from one sandbox in 10 s: %d full "
               "lines, %d summary lines, log %d -> %d bytes" % (
                   n, sum(1 for e in events if e.get("sandbox") == SBX_A and
@@ -420,6 +432,31 @@ class F02BlockLog(Case):
         self.assertEqual(a, n, "every blocked attempt is counted")
         self.assertLess(total - size0, 2 << 20, "the log grew by %d bytes"
                         % (total - size0))
+        self.assert_verifies(p.log_dir)
+
+    def test_flood_within_budget_cannot_rotate_away_history(self):
+        """Issue 15, F2: within its budget one sandbox's flood rotated
+        away another's events (--log-keep-min-age 0, the standalone
+        default) in about 20 s at 64k x 2. Past an eighth of what
+        rotation keeps its attempts are only counted: the other's
+        events stay, and every attempt is still in the log."""
+        p = control_proxy("log-share", extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2"])
+        self.b_blocks_then_a(p)
+        label = "a" * 60
+        n = self.flood(p, "127.0.0.2", 40, hosts=[
+            "%s.%s.%s.f%d.invalid" % (label, label, label, i)
+            for i in range(64)])
+        events, total, a, b = self.stop_and_read(p)
+        shared = [e for e in events if e.get("sandbox") == SBX_A and
+                  "share" in (e.get("message") or "")]
+        print("\n  %d blocked requests in 40 s: log folder %d bytes, %s"
+              % (n, total, sorted(os.listdir(p.log_dir))), file=sys.stderr)
+        self.assertGreater(n, 1000, "the flood did not happen")
+        self.assertEqual(len(b), 3, "the other sandbox's earlier events "
+                         "were rotated away")
+        self.assertTrue(shared, "no summary says the share was reached")
+        self.assertEqual(a, n, "every blocked attempt is counted")
         self.assert_verifies(p.log_dir)
 
     def test_blocks_kept_per_sandbox(self):
@@ -906,7 +943,13 @@ class F09Paths(Case):
     BAD = ("/simple/..;/admin", "/simple/%2e%2e;/admin",
            "/simple/..%3b/admin", "/simple/%252e%252e/admin",
            "/simple/%c0%ae%c0%ae/admin", "/simple/%2e%2e/admin",
-           "/simple\\..\\admin", "/simple/%5c../admin")
+           "/simple\\..\\admin", "/simple/%5c../admin",
+           # issue 15, F4: what Windows (trailing dots and spaces) or
+           # NFKC (fullwidth . / \\) reads as ../admin
+           "/simple/..%20/admin", "/simple/.../admin",
+           "/simple/%EF%BC%8E%EF%BC%8E/admin",
+           "/simple/%EF%BC%8F..%EF%BC%8Fadmin",
+           "/simple/%EF%BC%BC..%EF%BC%BCadmin")
 
     @classmethod
     def setUpClass(cls):
@@ -2550,6 +2593,63 @@ class R7SlowReaders(Case):
         c.close()
         self.assertIn(self.CUT, p.stderr(), "a client that took nothing "
                       "for %d s was not cut as idle" % (3 * self.IDLE + 2))
+
+
+class R8TunnelHead(Case):
+    """Round 8, F3: inside a tls: optional tunnel carrying plain HTTP, a
+    request head had no deadline: the hello deadline covers only the
+    first bytes, and the idle timer restarts on every byte, so a head
+    trickled a line every 2 s held the slot and an upstream socket for
+    ever. Now each in-tunnel head gets --head-timeout, as at top level:
+    408 and the tunnel closes."""
+
+    HEAD = 2
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = start_proxy("r8-head", extra_args=[
+            "--head-timeout", str(cls.HEAD), "--idle-timeout", "30"])
+
+    def optional_tunnel(self):
+        return self.tunnel(self.proxy,
+                           "allowed.test:%d" % self.up.http_port)
+
+    def test_trickled_head_in_tunnel_gets_408(self):
+        with self.optional_tunnel() as c:
+            c.send(b"GET /r8-trickle HTTP/1.1\r\nHost: allowed.test\r\n")
+            t0, out = time.monotonic(), None
+            c.sock.settimeout(0.5)
+            while time.monotonic() - t0 < 4 * self.HEAD + 4:
+                try:
+                    c.send(b"X-Trickle: a\r\n")
+                except OSError:
+                    break
+                try:
+                    data = c.sock.recv(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                c.buf += data
+                if not data or b"\r\n\r\n" in c.buf:
+                    break
+            took = time.monotonic() - t0
+        self.assertTrue(c.buf.startswith(b"HTTP/1.1 408 "),
+                        "after %.1f s of a trickled head in the tunnel: %r"
+                        % (took, c.buf[:80]))
+        self.assertLess(took, self.HEAD + 3)
+        self.assertFalse(self.up.http_counters.saw_path("/r8-trickle"))
+
+    def test_kept_alive_tunnel_between_requests_is_not_cut(self):
+        with self.optional_tunnel() as c:
+            req = (b"GET /r8-first HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+            c.send(req)
+            self.assertEqual(c.read_response().status, 200)
+            time.sleep(self.HEAD + 1.5)     # no head pending: idle only
+            c.send(req.replace(b"first", b"second"))
+            r = c.read_response()
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(r.json()["path"], "/r8-second")
 
 
 def main():

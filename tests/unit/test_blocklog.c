@@ -34,6 +34,11 @@ struct sink {
 	unsigned long long	 largest;
 	unsigned		 nohost_dests;	/* and whether more */
 	int			 nohost_more;
+	char			 named[32];	/* a sandbox to watch */
+	unsigned long long	 named_count;	/* counts naming it */
+	unsigned long long	 unnamed;	/* counts naming nobody */
+	unsigned		 overflows;	/* overflow summaries */
+	unsigned		 allowed;	/* summaries of allowed ones */
 	struct timespec		 first, last;
 };
 
@@ -61,6 +66,20 @@ emit(void *arg, const struct blocklog_event *ev)
 		    ev->message ? ev->message : "");
 	snprintf(s->last_host, sizeof(s->last_host), "%s",
 	    ev->host ? ev->host : "-");
+	if (ev->sandbox != NULL && strcmp(ev->sandbox, s->named) == 0)
+		s->named_count += ev->count;
+	if (ev->sandbox == NULL && ev->src == NULL)
+		s->unnamed += ev->count;
+	s->allowed += ev->reason == SG_REASON_NONE && !ev->report;
+	if (ev->identity[0] == '\0')		/* the shared overflow */
+		s->overflows++;
+	if (ev->overflow) {
+		assert_string_equal(ev->identity, "");
+		assert_null(ev->sandbox);
+		assert_null(ev->src);
+		assert_null(ev->sets);
+		assert_non_null(strstr(ev->message, "no client is named"));
+	}
 	s->last_count = ev->count;
 	s->first = ev->first;
 	s->last = ev->last;
@@ -113,7 +132,7 @@ allowed(struct blocklog *bl, const char *who, const char *host,
 static void
 test_burst_then_summary(void **state)
 {
-	struct blocklog_opts	 o = { 3, 100, 10 };
+	struct blocklog_opts	 o = { 3, 100, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	int			 i, full = 0;
@@ -142,7 +161,7 @@ test_burst_then_summary(void **state)
 static void
 test_budget_per_identity(void **state)
 {
-	struct blocklog_opts	 o = { 5, 20, 10 };
+	struct blocklog_opts	 o = { 5, 20, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[64];
@@ -167,7 +186,7 @@ test_budget_per_identity(void **state)
 static void
 test_key_cap(void **state)
 {
-	struct blocklog_opts	 o = { 1, 1, 10 };
+	struct blocklog_opts	 o = { 1, 1, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[64];
@@ -195,7 +214,7 @@ test_key_cap(void **state)
 static void
 test_other_destinations_message(void **state)
 {
-	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10 };
+	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10, 0 };
 	struct blocklog_event	 ev;
 	struct timespec		 now = { 1000, 0 };
 	struct sink		 s;
@@ -224,11 +243,163 @@ test_other_destinations_message(void **state)
 	blocklog_free(bl);
 }
 
+/* 128 colluders x BLOCKLOG_KEYS_PER_IDENT hosts: the key table full. */
+static void
+fill_table(struct blocklog *bl, double t)
+{
+	char	who[32], host[64];
+	int	i, j;
+
+	for (i = 0; i < BLOCKLOG_KEYS_MAX / BLOCKLOG_KEYS_PER_IDENT; i++)
+		for (j = 0; j < BLOCKLOG_KEYS_PER_IDENT; j++) {
+			snprintf(who, sizeof(who), "colluder-%d", i);
+			snprintf(host, sizeof(host), "c%d.invalid", j);
+			attempt(bl, who, host, t);
+		}
+}
+
+/*
+ * With the key table full, a victim's one counted attempt and an
+ * attacker's 1950 go into the same overflow key: its summary must not
+ * name the victim (or anyone) for them.
+ */
+static void
+test_overflow_names_nobody(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.named, sizeof(s.named), "victim-sbx");
+	bl = blocklog_new(&o, emit, &s);
+	fill_table(bl, 0.1);
+	for (i = 0; i < 51; i++)
+		full += attempt(bl, "victim-sbx", "victim.invalid", 1);
+	assert_int_equal(full, 50);
+	for (i = 0; i < 2000; i++)
+		full += attempt(bl, "attacker-sbx", "exfil.invalid", 2);
+	assert_int_equal(full, 100);
+	blocklog_flush(bl, 60 * SEC, 1);
+	/* Each colluder's 64 attempts: 50 lines, 14 counted. */
+	assert_int_equal(s.counted, 1 + 1950 +
+	    (BLOCKLOG_KEYS_MAX / BLOCKLOG_KEYS_PER_IDENT) *
+	    (BLOCKLOG_KEYS_PER_IDENT - 50));
+	assert_true(s.named_count <= 1);	/* at most its own one */
+	assert_int_equal(s.overflows, 1);
+	assert_true(s.unnamed >= 1950);
+	blocklog_free(bl);
+}
+
+/*
+ * Under pressure, the overflow summaries' bytes are charged to the
+ * client whose attempts they counted: one that only overflows is still
+ * stopped for spending the reserve.
+ */
+static void
+test_overflow_charged(void **state)
+{
+	struct blocklog_opts	 o = { 1, BLOCKLOG_KEYS_PER_IDENT, 10, 0 };
+	struct sink		 s;
+	struct blocklog		*bl;
+	const char		*top;
+	int			 w, i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_null(blocklog_stop_top(bl, 100000));	/* pressure begins */
+	for (w = 0; w < BLOCKLOG_STOP_MIN + 6; w++) {
+		fill_table(bl, w * 10 + 0.1);
+		for (i = 0; i < 200; i++)
+			attempt(bl, "attacker-sbx", "exfil.invalid",
+			    w * 10 + 0.2);
+		attempt(bl, "victim-sbx", "victim.invalid", w * 10 + 0.3);
+		blocklog_flush(bl, (uint64_t)(w * 10 + 11) * SEC, 0);
+	}
+	assert_true(s.overflows >= BLOCKLOG_STOP_MIN);
+	top = blocklog_stop_top(bl, 100000 -
+	    (unsigned long long)s.overflows * LINE);
+	assert_non_null(top);
+	assert_string_equal(top, "attacker-sbx");
+	assert_false(blocklog_stopped(bl, "victim-sbx"));
+	blocklog_free(bl);
+}
+
+/*
+ * attempts attempts a window by who, for windows windows from t0 to 16
+ * hosts; each full line written (LINE bytes). Returns the full lines.
+ */
+static int
+flood_windows(struct blocklog *bl, const char *who, int windows,
+    int attempts, double t0)
+{
+	char	host[64];
+	int	w, i, full = 0;
+	double	t;
+
+	for (w = 0; w < windows; w++) {
+		t = t0 + w * 10;
+		for (i = 0; i < attempts; i++) {
+			snprintf(host, sizeof(host), "f%d.invalid", i % 16);
+			if (attempt(bl, who, host, t + 0.5)) {
+				full++;
+				blocklog_wrote(bl, who, LINE, (uint64_t)(t +
+				    1.5) * SEC);
+			}
+		}
+		blocklog_flush(bl, (uint64_t)(t + 11) * SEC, 0);
+	}
+	return full;
+}
+
+/*
+ * Issue 15, F2: within its budget a flooder wrote on until rotation had
+ * taken every other client's lines. Past an eighth of what rotation
+ * keeps (capacity) while others' lines are in it, its attempts are only
+ * counted (one aggregate a window); alone, it is not held back.
+ */
+static void
+test_share_of_kept_log(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 full, full2, summaries;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
+	blocklog_wrote(bl, "victim", LINE, SEC);
+	full = flood_windows(bl, "flooder", 40, 200, 1);
+	/* Its share (50 lines) and the budget of the window it hit it in. */
+	assert_true(full <= 400 / BLOCKLOG_SHARE_DIV + 50);
+	summaries = (int)s.summaries;
+	full2 = flood_windows(bl, "flooder", 10, 200, 401);
+	assert_int_equal(full2, 0);
+	assert_true((int)s.summaries - summaries <= 10);	/* one a window */
+	assert_non_null(strstr(s.nohost_msg, "share"));
+	/* Its allowed connections are still summarized as allowed. */
+	assert_int_equal(allowed(bl, "flooder", "ok.invalid", 10, 520), 0);
+	blocklog_flush(bl, 1000 * SEC, 1);
+	assert_int_equal(s.allowed, 1);
+	/* Every attempt is a line or counted (and the allowed one). */
+	assert_int_equal(s.counted + 1 + (unsigned long long)full,
+	    1 + 50 * 200 + 1);
+	blocklog_free(bl);
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	full = flood_windows(bl, "alone", 40, 200, 1);
+	assert_int_equal(full, 40 * 50);
+	blocklog_free(bl);
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
 {
-	struct blocklog_opts	 o = { 1, 100, 10 };
+	struct blocklog_opts	 o = { 1, 100, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	int			 i;
@@ -261,7 +432,7 @@ wrote(struct blocklog *bl, const char *who, int n, uint64_t t)
 static void
 test_stop_top(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 
@@ -293,7 +464,7 @@ static void
 test_stop_not_the_last_one_left(void **state)
 {
 	const uint64_t		 later = 700;
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 
@@ -329,7 +500,7 @@ test_stop_not_the_last_one_left(void **state)
 static void
 test_stop_spending_the_reserve(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	uint64_t		 t;
@@ -380,7 +551,7 @@ test_stop_spending_the_reserve(void **state)
 static void
 test_stopped_one_aggregate(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[32];
@@ -412,7 +583,7 @@ test_stopped_one_aggregate(void **state)
 static void
 test_stop_folds_pending(void **state)
 {
-	struct blocklog_opts	 o = { 1, 64, 10 };
+	struct blocklog_opts	 o = { 1, 64, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	char			 host[300];
@@ -448,7 +619,7 @@ test_stop_folds_pending(void **state)
 static void
 test_report_keyed_apart(void **state)
 {
-	struct blocklog_opts	 o = { 1, 50, 10 };
+	struct blocklog_opts	 o = { 1, 50, 10, 0 };
 	struct blocklog_event	 ev;
 	struct timespec		 now = { 1000, 0 };
 	struct sink		 s;
@@ -486,7 +657,7 @@ test_report_keyed_apart(void **state)
 static void
 test_large_transfers_budgeted(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned long long	 up, line_up = 0, all_up = 0;
@@ -527,7 +698,7 @@ test_large_transfers_budgeted(void **state)
 static void
 test_stop_not_for_rotated_lines(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned long long	 room, n;
@@ -567,7 +738,7 @@ test_stop_not_for_rotated_lines(void **state)
 static void
 test_stop_not_diluted_by_rotated_lines(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	const unsigned long long room0 = 116 * KIB;
@@ -608,7 +779,7 @@ test_stop_not_diluted_by_rotated_lines(void **state)
 static void
 test_stop_not_for_another_files_growth(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned		 i;
@@ -633,7 +804,7 @@ test_stop_not_for_another_files_growth(void **state)
 static void
 test_allowed_bytes(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct sink		 s;
 	struct blocklog		*bl;
 	unsigned long long	 up = 0;
@@ -690,7 +861,7 @@ test_allowed_bytes(void **state)
 static void
 test_unwritten_counted(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10 };
+	struct blocklog_opts	 o = { 5, 50, 10, 0 };
 	struct blocklog_event	 ev;
 	struct timespec		 now = { 1000, 0 };
 	struct sink		 s;
@@ -718,6 +889,9 @@ main(void)
 		cmocka_unit_test(test_burst_then_summary),
 		cmocka_unit_test(test_budget_per_identity),
 		cmocka_unit_test(test_key_cap),
+		cmocka_unit_test(test_overflow_names_nobody),
+		cmocka_unit_test(test_overflow_charged),
+		cmocka_unit_test(test_share_of_kept_log),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),

@@ -32,6 +32,28 @@ test_ambiguous(void **state)
 		/* bad UTF-8: overlong, stray continuation, surrogate */
 		"/%c1%bf", "/%80", "/%e0%80%af", "/%ed%a0%80", "/%f5%80%80%80",
 		"/%c3", "/%c3%28",
+		/*
+		 * Issue 15, F4: segments of dots and spaces (Windows trims
+		 * trailing dots and spaces: "..%20" and "..." are ".."),
+		 * and Unicode lookalikes of '.', '/' and '\' that NFKC
+		 * (some Java and .NET stacks) folds to them.
+		 */
+		"/simple/..%20/admin", "/simple/.../admin", "/simple/.%20/x",
+		"/simple/%20..%20/admin", "/simple/.%20.", "/simple/....",
+		"/simple/%EF%BC%8E%EF%BC%8E/admin",	/* U+FF0E */
+		"/simple/%EF%BC%8F..%EF%BC%8Fadmin",	/* U+FF0F */
+		"/simple/%ef%bc%bc..%ef%bc%bcadmin",	/* U+FF3C */
+		"/simple/%E2%80%A4%E2%80%A4/admin",	/* U+2024 */
+		"/simple/%E2%80%A5/admin",		/* U+2025 */
+		"/simple/%E2%80%A6/admin",		/* U+2026 */
+		"/simple/%EF%B8%99/admin",		/* U+FE19 */
+		"/simple/%EF%B8%B0/admin",		/* U+FE30 */
+		"/simple/%EF%B9%92%EF%B9%92/admin",	/* U+FE52 */
+		"/simple/%EF%B9%A8../admin",		/* U+FE68 */
+		"/simple/x%E2%84%80y",			/* U+2100 a/c */
+		"/simple/%E2%84%81", "/simple/%E2%84%85", "/simple/%E2%84%86",
+		"/simple/..%E2%88%95admin",		/* U+2215 */
+		"/simple/..%E2%88%96admin",		/* U+2216 */
 		/* not a path */
 		"*", "", "simple/x", "/\xc3\xa9",
 	};
@@ -58,6 +80,11 @@ test_normalized(void **state)
 	} t[] = {
 		{ "/simple/pkg/", "/simple/pkg/" },
 		{ "/", "/" },
+		/* dots or spaces with other bytes are a name, not ".." */
+		{ "/simple/a..%20b/", "/simple/a..%20b/" },
+		{ "/simple/..a/", "/simple/..a/" },
+		{ "/simple/%20/", "/simple/%20/" },
+		{ "/simple/%C3%A9/", "/simple/%C3%A9/" },
 		{ "/simple/%7epkg/%41%2d%5f", "/simple/~pkg/A-_" },
 		{ "/a%20b", "/a%20b" },
 		{ "/a%2a%3a", "/a%2A%3A" },
