@@ -142,6 +142,7 @@ static evutil_socket_t conn_upstream_socket(int, size_t);
 static int	conn_connect_failed(struct conn *, const char *details);
 static int	conn_report_only(struct conn *, enum sg_reason);
 static enum sg_reason conn_rules_gap(struct conn *, const char **cause);
+static int	conn_header_name_eq(const char *, const char *);
 static int	conn_override_allowed(struct conn *, const char *value,
 		    size_t len);
 static int	conn_report_mode(const struct policy *,
@@ -1407,7 +1408,11 @@ conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
  * request on the connection, a method and path nobody decided. A
  * method-override header (X-HTTP-Method-Override, X-HTTP-Method,
  * X-Method-Override), which frameworks obey, must name a method the
- * policy allows on this path too: method_not_allowed otherwise.
+ * policy allows on this path too: method_not_allowed otherwise, with
+ * '_' read as '-'. A header name with '_' is refused (400) on an entry
+ * with methods, paths or a credential: CGI and WSGI gateways turn '-'
+ * into '_' (X_HTTP_METHOD_OVERRIDE and X-HTTP-Method-Override are one
+ * variable to the application), so such a name is any header at all.
  */
 static enum sg_reason
 conn_rules_gap(struct conn *c, const char **cause)
@@ -1423,6 +1428,14 @@ conn_rules_gap(struct conn *c, const char **cause)
 
 	if (e == NULL)
 		return SG_REASON_NONE;	/* a grant or report mode */
+	for (i = 0; i < q->nheaders && (e->methods != NULL ||
+	    e->paths != NULL || e->cred_header != NULL); i++)
+		if (strchr(q->headers[i].name, '_') != NULL) {
+			*cause = "a header name with '_' is refused on an "
+			    "entry with methods, paths or a credential: "
+			    "gateways read it as the name with '-'";
+			return SG_REASON_MALFORMED_REQUEST;
+		}
 	for (i = 0; bodiless[i] != NULL && (e->methods != NULL ||
 	    e->paths != NULL) && http_request_body(q) != HTTP_BODY_NONE; i++)
 		if (strcasecmp(q->method, bodiless[i]) == 0) {
@@ -1434,11 +1447,22 @@ conn_rules_gap(struct conn *c, const char **cause)
 	for (i = 0; i < q->nheaders; i++) {
 		h = &q->headers[i];
 		for (j = 0; overrides[j] != NULL; j++)
-			if (strcasecmp(h->name, overrides[j]) == 0 &&
+			if (conn_header_name_eq(h->name, overrides[j]) &&
 			    !conn_override_allowed(c, h->value, h->value_len))
 				return SG_REASON_METHOD_NOT_ALLOWED;
 	}
 	return SG_REASON_NONE;
+}
+
+/* 1 when two header names are one to a gateway: any case, '_' as '-'. */
+static int
+conn_header_name_eq(const char *a, const char *b)
+{
+	for (; *a != '\0' && *b != '\0'; a++, b++)
+		if (tolower((unsigned char)(*a == '_' ? '-' : *a)) !=
+		    tolower((unsigned char)(*b == '_' ? '-' : *b)))
+			return 0;
+	return *a == *b;
 }
 
 /*
@@ -1475,6 +1499,7 @@ conn_decide(struct conn *c)
 
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
+	c->r.gen = c->px->upstream_gen;
 	if (!c->term && (r = conn_token(c, why, sizeof(why))) !=
 	    SG_REASON_NONE)
 		return conn_block(c, r, NULL, why);
@@ -1997,6 +2022,7 @@ conn_redecide(struct proxy *px, struct conn *c)
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(px);
 	c->r.match = m;
+	c->r.gen = px->upstream_gen;
 	if (r == SG_REASON_NONE) {
 		c->tls_required = m.tls == POLICY_TLS_REQUIRED;
 		/*

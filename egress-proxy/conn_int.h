@@ -63,6 +63,7 @@ enum conn_tmode {
 struct conn_req {
 	struct proxy_policy	*pol;
 	struct policy_match	 match;
+	unsigned long long	 gen;	/* px->upstream_gen when decided */
 	struct http_request	 req;
 	int			 is_connect;
 	struct host		 host;

@@ -243,14 +243,17 @@ conn_term_upstream(struct conn *c)
 
 /*
  * The upstream now held is the current request's, opened or taken under
- * key (malloc'd, taken over) at addr in this generation.
+ * key (malloc'd, taken over) at addr, for the generation its request
+ * was decided in: one opened after a change for a request decided
+ * before it (under the old entry's ca_file and credential) is not
+ * current, so it is never kept.
  */
 static void
 conn_term_stamp(struct conn *c, char *key, const char *addr)
 {
 	free(c->up_key);
 	c->up_key = key;
-	c->up_gen = c->px->upstream_gen;
+	c->up_gen = c->r.gen;
 	snprintf(c->up_addr, sizeof(c->up_addr), "%s", addr);
 }
 
@@ -289,7 +292,7 @@ conn_term_key(const struct conn *c, const char *addr)
 	util_xasprintf(&key, "sandbox=%s client=%s gen=%llu entry=%s:%d:%d "
 	    "up=%s:%u addr=%s ca_file=%s cred=%s:%s",
 	    c->who.sandbox != NULL ? c->who.sandbox : "-", client,
-	    c->px->upstream_gen, e != NULL ? e->set->name : "-",
+	    c->r.gen, e != NULL ? e->set->name : "-",
 	    e != NULL ? e->line : 0, e != NULL ? e->col : 0,
 	    c->r.host.name, c->r.port, addr,
 	    e != NULL && e->ca_file != NULL ? e->ca_file : "-",
@@ -399,9 +402,12 @@ conn_term_park(struct conn *c)
  * answer: a server may close an idle connection just as a request goes
  * out on it. A request without a body whose method is safe to repeat
  * (GET, HEAD, OPTIONS: RFC 9110 9.2.2) goes again, once, on a new
- * connection to the same addresses, the client none the wiser. 0 when
- * it did (the connection may have been freed since), -1 when the request
- * cannot go again.
+ * connection to the same addresses, the client none the wiser. Not
+ * after a change (reload, secret load, revoke, registry change) since
+ * the request was decided: it would connect verified under the entry
+ * it was decided by and carry its head as then built, so it is answered
+ * 502 instead. 0 when it did (the connection may have been freed
+ * since), -1 when the request cannot go again.
  */
 int
 conn_term_retry(struct conn *c)
@@ -413,6 +419,12 @@ conn_term_retry(struct conn *c)
 	    m == NULL || (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 &&
 	    strcmp(m, "OPTIONS") != 0))
 		return -1;
+	if (r->gen != c->px->upstream_gen) {
+		log_debug("conn %llu: kept upstream %s closed before "
+		    "answering; not again, decided before a change", c->id,
+		    r->resolved);
+		return -1;
+	}
 	log_debug("conn %llu: kept upstream %s closed before answering; "
 	    "again on a new connection", c->id, r->resolved);
 	conn_drop_upstream(c);

@@ -17,9 +17,18 @@ struct tlsterm_ctx {
 	SSL_CTX		*ctx;
 };
 
+/*
+ * An upstream SSL's session key (SSL ex data): the cache generation it
+ * was made in, then "generation|ca_file|host|port".
+ */
+struct tlsterm_key {
+	unsigned long long	 gen;
+	char			 key[];
+};
+
 /* A kept upstream session, direct-mapped by its key. */
 struct tlsterm_sess {
-	char		*key;		/* "ca_file|host|port" */
+	char		*key;		/* a tlsterm_key's key */
 	SSL_SESSION	*sess;
 	size_t		 size;		/* counted in tlsterm.sess_bytes */
 	uint64_t	 seq;		/* when kept: the oldest goes first */
@@ -32,11 +41,17 @@ struct tlsterm {
 	struct tlsterm_sess	 sess[TLSTERM_SESSIONS_MAX];
 	size_t			 sess_bytes;	/* of every kept session */
 	uint64_t		 sess_seq;
+	/*
+	 * Bumped by every flush: a session an SSL of an earlier one gets
+	 * (a TLS 1.3 ticket may come at any time after the handshake) was
+	 * verified under a ca_file as it was then, and is not kept.
+	 */
+	unsigned long long	 gen;
 };
 
 static const unsigned char tlsterm_alpn[] = "\x08http/1.1";
 
-static int	tlsterm_key_idx = -1;	/* SSL ex data: the session key */
+static int	tlsterm_key_idx = -1;	/* SSL ex data: a tlsterm_key */
 static int	tlsterm_self_idx = -1;	/* SSL_CTX ex data: the tlsterm */
 
 static int	tlsterm_hello_cb(SSL *, int *, void *);
@@ -118,6 +133,7 @@ tlsterm_flush(struct tlsterm *t)
 	t->nup = 0;
 	for (i = 0; i < TLSTERM_SESSIONS_MAX; i++)
 		tlsterm_sess_drop(t, &t->sess[i]);
+	t->gen++;
 }
 
 /* Forget a kept session (an empty slot is left as it is). */
@@ -237,18 +253,26 @@ tlsterm_slot(const char *s)
 	return util_hash_str(s) % TLSTERM_SESSIONS_MAX;
 }
 
-/* A new upstream session (after a verified handshake): keep it. */
+/*
+ * A new upstream session (after a verified handshake): keep it, unless
+ * its SSL was made before the last flush (a reload): resuming skips the
+ * certificate checks, so the session must come from a handshake
+ * verified under the ca_file now in force.
+ */
 static int
 tlsterm_new_session(SSL *ssl, SSL_SESSION *sess)
 {
 	struct tlsterm		*t;
 	struct tlsterm_sess	*s;
-	const char		*key = SSL_get_ex_data(ssl, tlsterm_key_idx);
+	struct tlsterm_key	*k = SSL_get_ex_data(ssl, tlsterm_key_idx);
+	const char		*key;
 	size_t			 size;
 
 	t = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), tlsterm_self_idx);
-	if (t == NULL || key == NULL || !SSL_SESSION_is_resumable(sess))
+	if (t == NULL || k == NULL || k->gen != t->gen ||
+	    !SSL_SESSION_is_resumable(sess))
 		return 0;
+	key = k->key;
 	if ((size = tlsterm_sess_size(ssl, sess, key)) >
 	    TLSTERM_SESSIONS_BYTES / 8)
 		return 0;	/* too big to keep */
@@ -308,6 +332,7 @@ tlsterm_connect_ssl(struct tlsterm *t, const struct host *h, uint16_t port,
     const char *ca_file, const char **cause)
 {
 	struct tlsterm_sess	*s;
+	struct tlsterm_key	*k;
 	SSL_CTX			*ctx;
 	SSL			*ssl;
 	char			*key;
@@ -327,17 +352,21 @@ tlsterm_connect_ssl(struct tlsterm *t, const struct host *h, uint16_t port,
 	else
 		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
 		    h->name) == 1;
-	util_xasprintf(&key, "%s|%s|%u", ca_file ? ca_file : "", h->name,
-	    port);
-	if (!ok || SSL_set_ex_data(ssl, tlsterm_key_idx, key) != 1) {
-		free(key);
+	util_xasprintf(&key, "%llu|%s|%s|%u", t->gen, ca_file ? ca_file : "",
+	    h->name, port);
+	k = util_xcalloc(1, sizeof(*k) + strlen(key) + 1);
+	k->gen = t->gen;
+	memcpy(k->key, key, strlen(key) + 1);
+	free(key);
+	if (!ok || SSL_set_ex_data(ssl, tlsterm_key_idx, k) != 1) {
+		free(k);
 		SSL_free(ssl);
 		ERR_clear_error();
 		*cause = "cannot set the upstream's name";
 		return NULL;
 	}
-	s = &t->sess[tlsterm_slot(key)];
-	if (s->key != NULL && strcmp(s->key, key) == 0)
+	s = &t->sess[tlsterm_slot(k->key)];
+	if (s->key != NULL && strcmp(s->key, k->key) == 0)
 		SSL_set_session(ssl, s->sess);
 	return ssl;
 }

@@ -1121,6 +1121,24 @@ class T19RequestLineStands(Case):
             self.p, cred, "-H", "X-HTTP-Method-Override: trace")
         self.assertEqual(status, 403, headers + body)
 
+    def test_underscore_header_names_refused(self):
+        """CGI and WSGI gateways read X_HTTP_METHOD_OVERRIDE as
+        X-HTTP-Method-Override (both become HTTP_X_HTTP_METHOD_OVERRIDE):
+        on an entry with methods, paths or a credential a name with '_'
+        is refused, whatever it spells."""
+        for name in ("X_HTTP_METHOD_OVERRIDE", "X_HTTP_Method",
+                     "x-method_override", "X_Forwarded_For"):
+            body = self.refused(self.reg("/simple/"), 400,
+                                "malformed_request", "-H",
+                                "%s: DELETE" % name)
+            self.assertIn("a header name with '_' is refused", body)
+        before = W["reg_counters"].get("requests")
+        rc, status, headers, body, err = curl(
+            self.p, self.url("cred.test", W["reg_port"], "/x"), "-H",
+            "Authorization_: mine")
+        self.assertEqual(status, 400, headers + body)
+        self.assertEqual(W["reg_counters"].get("requests"), before)
+
 
 PROXY_UID = 65532
 

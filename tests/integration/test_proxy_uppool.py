@@ -10,7 +10,9 @@ requests shared an upstream connection. Paths make it misbehave the way
 servers do: /idle-close closes the connection 0.3 s after answering,
 /close-next closes it when the next request arrives (before answering),
 /stray sends bytes nobody asked for after its answer, /slow trickles its
-answer over 1.5 s (a request in flight while the policy changes). Every
+answer over 1.5 s (a request in flight while the policy changes),
+/die on a connection that answered before waits 1.5 s and closes it
+unanswered (on a new one it answers). Every
 request head it got is kept (heads), with the connection's number.
 
 Each curl is a new CONNECT and a new TLS session with the proxy; the
@@ -99,13 +101,15 @@ class Upstream:
                         return
                     buf += data
                 head, buf = buf.split(b"\r\n\r\n", 1)
-                if close_next:
+                lines = head.decode("latin-1").split("\r\n")
+                path = lines[0].split(" ")[1]
+                if close_next or (path == "/die" and n > 0):
+                    if not close_next:
+                        time.sleep(1.5)
                     with self.lock:
                         self.closed_unanswered += 1
                     return
                 n += 1
-                lines = head.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
                 with self.lock:
                     self.heads.append((conn, head.decode("latin-1")))
                 for line in lines[1:]:
@@ -145,6 +149,77 @@ class Upstream:
         self.sock.close()
 
 
+class TicketUpstream(Upstream):
+    """A TLS 1.3 server sending two session tickets, which can hold a
+    connection's handshake (hold_next: the next connection waits 2.5 s
+    before reading the client's Finished, so its tickets reach the proxy
+    late). Answers {"conn": N, "resumed": bool}; /slow trickles its
+    answer over 4.5 s. handshakes: (N, "full" or "resumed")."""
+
+    def __init__(self, cert, key):
+        super().__init__(cert, key)
+        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        self.ctx.num_tickets = 2
+        self.hold_next, self.handshakes = False, []
+
+    def handshake(self, raw, o, inb, outb, hold):
+        flights = 0
+        while True:
+            try:
+                o.do_handshake()
+                raw.sendall(outb.read())
+                return True
+            except ssl.SSLWantReadError:
+                raw.sendall(outb.read())
+            d = raw.recv(65536)
+            if not d:
+                return False
+            flights += 1
+            if flights == 2 and hold:
+                time.sleep(2.5)		# the client's Finished waits
+            inb.write(d)
+
+    def serve(self, raw, n):
+        with self.lock:
+            hold, self.hold_next = self.hold_next, False
+        inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+        o = self.ctx.wrap_bio(inb, outb, server_side=True)
+        try:
+            if not self.handshake(raw, o, inb, outb, hold):
+                return
+            self.handshakes.append((n, "resumed" if o.session_reused
+                                    else "full"))
+            buf = b""
+            while True:
+                try:
+                    buf += o.read(65536)
+                    continue
+                except ssl.SSLWantReadError:
+                    raw.sendall(outb.read())
+                if b"\r\n\r\n" not in buf:
+                    d = raw.recv(65536)
+                    if not d:
+                        return
+                    inb.write(d)
+                    continue
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                body = json.dumps({"conn": n, "resumed":
+                                   o.session_reused}).encode()
+                slow = b"/slow" in head.split(b"\r\n")[0]
+                o.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+                        % (len(body) + (30 if slow else 0)))
+                for _ in range(30 if slow else 0):
+                    o.write(b".")
+                    raw.sendall(outb.read())
+                    time.sleep(0.15)
+                o.write(body)
+                raw.sendall(outb.read())
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            raw.close()
+
+
 def setUpModule():
     for k in proxylib.PROXY_ENV:
         os.environ.pop(k, None)
@@ -158,7 +233,8 @@ def setUpModule():
 
 def tearDownModule():
     proxylib.teardown(W, W.get("proxies", []),
-                      [lambda: [W[k].stop() for k in ("upstream", "slowup")
+                      [lambda: [W[k].stop() for k in ("upstream", "slowup",
+                                                      "ticketup")
                                 if k in W]])
 
 
@@ -233,8 +309,9 @@ class Session:
     the sandgate CA, then keep-alive requests, each answered with
     (status line, JSON body or None, head)."""
 
-    def __init__(self, p):
-        port = W["upstream"].port
+    def __init__(self, p, port=None):
+        port = port or W["upstream"].port
+        self.port = port
         s = socket.create_connection(("127.0.0.1", p.port), timeout=20)
         s.sendall(b"CONNECT up.test:%d HTTP/1.1\r\nHost: up.test:%d\r\n"
                   b"\r\n" % (port, port))
@@ -250,7 +327,7 @@ class Session:
 
     def get(self, path):
         self.t.sendall(b"GET %s HTTP/1.1\r\nHost: up.test:%d\r\n\r\n"
-                       % (path.encode(), W["upstream"].port))
+                       % (path.encode(), self.port))
         while b"\r\n\r\n" not in self.buf:
             data = self.t.recv(65536)
             if not data:
@@ -504,6 +581,62 @@ class T04Busy(Case):
         self.assertNotIn("200 OK", out, "verified under the ca_file the "
                          "reload replaced")
         self.assertIn("upstream_cert_untrusted", out)
+
+    def test_late_ticket_after_a_reload_not_resumed(self):
+        """A TLS 1.3 ticket may come any time after the handshake: one
+        that arrives after a reload, on a connection verified under the
+        ca_file as it was, must not let a fresh tunnel resume (and so
+        skip verification under the ca_file now in force)."""
+        up = W.get("ticketup")
+        if up is None:
+            up = W["ticketup"] = TicketUpstream(*W["leaf"])
+        with open(os.path.join(self.p.policy_dir, "term.yaml"), "w") as f:
+            f.write(POLICY.format(PORT=up.port))
+        reload(self.p)
+        s = Session(self.p, up.port)
+        up.hold_next = True
+        res = []
+        th = threading.Thread(target=lambda: res.append(s.get("/slow")))
+        th.start()
+        time.sleep(0.7)		# the upstream holds the handshake
+        write_ca(self.p, self.other)
+        reload(self.p)
+        time.sleep(2.3)		# its tickets have come; /slow streams on
+        s2 = Session(self.p, up.port)
+        line, body, head = s2.get("/ok")
+        th.join()
+        s.close()
+        s2.close()
+        self.assertIn(" 200 ", res[0][0])	# the control: it did go
+        self.assertNotIn(" 200 ", line, "a fresh tunnel resumed a session "
+                         "verified under the replaced ca_file: %s, "
+                         "handshakes %s" % (body, up.handshakes))
+        self.assertIn("upstream_cert_untrusted", head)
+
+    def test_retry_after_a_reload_not_under_the_old_entry(self):
+        """A kept connection closed unanswered while a reload moved the
+        entry's ca_file to a CA that does not trust the upstream: the
+        request is not sent again under the entry it was decided by."""
+        self.conn(self.p)
+        self.settle()		# parked
+        s = Session(self.p)
+
+        def move():
+            with open(self.other) as src, open(os.path.join(
+                    self.p.policy_dir, "ca", "other.pem"), "w") as dst:
+                dst.write(src.read())
+            with open(os.path.join(self.p.policy_dir, "term.yaml"),
+                      "w") as f:
+                f.write(POLICY.format(PORT=W["upstream"].port).replace(
+                    "ca/upca.pem", "ca/other.pem"))
+            reload(self.p)
+        line, body, head = s.get_during("/die", move)
+        s.close()
+        self.assertNotIn(" 200 ", line, "retried after the reload under "
+                         "the old entry's ca_file: %s" % body)
+        self.assertIn(" 502 ", line)
+        rc, body, out = get(self.p, "/ok")
+        self.assertIsNone(body, out)	# the policy in force distrusts it
 
     def test_registry_change_while_busy(self):
         s = Session(self.p)
