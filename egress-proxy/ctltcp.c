@@ -268,16 +268,27 @@ ctltcp_route(struct evhttp_request *req, void *arg)
 {
 	struct proxy	*px = arg;
 	const char	*auth;
+	int		 authed;
 
-	ctlconn_request_done(req);
-	if (ctltcp_health(px, req))
-		return;
 	auth = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
-	if (auth == NULL)
-		ctltcp_refuse(px, req, "no bearer token");
-	else if (!ctltcp_token_ok(auth, ctltcp_tok))
-		ctltcp_refuse(px, req, "wrong bearer token");
+	authed = auth != NULL && ctltcp_token_ok(auth, ctltcp_tok);
+	/*
+	 * Only a request with the token buys its connection another
+	 * deadline; any other gets one answer and the connection ends, so
+	 * that clients without it cannot hold the API's slots by asking
+	 * /healthz (or being refused) within each deadline.
+	 */
+	if (authed)
+		ctlconn_request_done(req);
+	else
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+	if (ctltcp_health(px, req))
+		return;
+	if (!authed)
+		ctltcp_refuse(px, req, auth == NULL ? "no bearer token" :
+		    "wrong bearer token");
 	else
 		control_route(req, px);
 }

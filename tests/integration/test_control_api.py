@@ -589,6 +589,38 @@ class Guard(unittest.TestCase):
         self.assertIsNotNone(lived[0], "a trickled handshake is open at 25 s")
         self.assertLess(lived[0], 15)
 
+    def test_unauthenticated_connection_ends_after_its_answer(self):
+        """A client without the token that asks /healthz (or is refused)
+        within each deadline held its connection for ever, since every
+        answer bought another 10 s: 128 such connections locked the
+        controller out. Now it gets one answer and the connection ends;
+        a client with the token keeps its connection."""
+        for req in (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                    b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n"):
+            s = self.connect()
+            s.sendall(req)
+            s.settimeout(3)     # well within the 10 s deadline
+            got = data = b""
+            try:
+                while True:
+                    data = s.recv(4096)
+                    if not data:
+                        break
+                    got += data
+            except socket.timeout:
+                data = b"(still open)"
+            s.close()
+            self.assertTrue(got.startswith(b"HTTP/1.1 "), got[:80])
+            self.assertFalse(data, "%r: the connection stayed open after "
+                             "the answer %r" % (req[:20], got[:40]))
+        s = self.connect()
+        for _ in range(2):
+            s.sendall(("GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                       "Bearer %s\r\n\r\n" % W["token"]).encode())
+            got = s.recv(65536)
+            self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:80])
+        s.close()
+
     def test_body_without_token_is_not_read(self):
         """A head without the token that announces a body: 413 at once,
         before any of the body is sent, and a control.unauthorized
