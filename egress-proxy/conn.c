@@ -2015,30 +2015,32 @@ conn_redecide(struct proxy *px, struct conn *c)
 	if (r == SG_REASON_NONE && c->state == CONN_CONNECT &&
 	    c->up_private && !m.allow_private)
 		r = SG_REASON_PRIVATE_ADDRESS;
-	if (r != SG_REASON_NONE && conn_report_mode(px->policy->policy,
-	    &c->who, r))
-		return 0;
 	/* The match points into its policy: both change together. */
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(px);
 	c->r.match = m;
 	c->r.gen = px->upstream_gen;
-	if (r == SG_REASON_NONE) {
-		c->tls_required = m.tls == POLICY_TLS_REQUIRED;
-		/*
-		 * An upstream TLS handshake in flight verifies under the
-		 * old entry's ca_file: connect again under the new one.
-		 */
-		if (c->state == CONN_CONNECT && c->up_tls) {
-			conn_drop_upstream(c);
-			c->r.addr_next = 0;
-			conn_connect_next(c);
-		}
-		return 0;
+	/*
+	 * Refused now: blocked, or in report mode let through as a fresh
+	 * request would be, logged as would_block with the entry's match
+	 * (its ca_file, its credential) cleared (conn_report_only).
+	 */
+	if (r != SG_REASON_NONE && !conn_report_only(c, r)) {
+		conn_drop_upstream(c);	/* a connect in flight ends here */
+		conn_block(c, r, NULL, NULL);
+		return 1;
 	}
-	conn_drop_upstream(c);		/* a connect in flight ends here */
-	conn_block(c, r, NULL, NULL);
-	return 1;
+	c->tls_required = c->r.match.tls == POLICY_TLS_REQUIRED;
+	/*
+	 * An upstream TLS handshake in flight verifies under the old
+	 * entry's ca_file: connect again under what is in force now.
+	 */
+	if (c->state == CONN_CONNECT && c->up_tls) {
+		conn_drop_upstream(c);
+		c->r.addr_next = 0;
+		conn_connect_next(c);
+	}
+	return 0;
 }
 
 unsigned

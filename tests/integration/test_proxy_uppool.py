@@ -582,6 +582,47 @@ class T04Busy(Case):
                          "reload replaced")
         self.assertIn("upstream_cert_untrusted", out)
 
+    def test_handshake_in_flight_at_a_reload_to_report_mode(self):
+        """The same, when the reload puts the set in report mode with
+        paths that now refuse the request: it went on under the old
+        entry (its ca_file as it was, its credential) with no
+        would_block; now it is let through as a fresh request is, the
+        entry's match cleared and the would_block logged."""
+        slow = W.get("slowup")
+        if slow is None:
+            slow = W["slowup"] = Upstream(*W["leaf"], hello_delay=1.5)
+        path = os.path.join(self.p.policy_dir, "term.yaml")
+        policy = POLICY.format(PORT=W["upstream"].port).replace(
+            "ports: [%d]" % W["upstream"].port, "ports: [%d, %d]" %
+            (W["upstream"].port, slow.port))
+        with open(path, "w") as f:
+            f.write(policy)
+        reload(self.p)
+        mark = self.p.mark()
+        res = []
+        cmd = ["curl", "-sS", "--max-time", "20", "--proxy",
+               "http://127.0.0.1:%d" % self.p.port, "--cacert", W["sgca"],
+               "-i", "https://up.test:%d/ok" % slow.port]
+        th = threading.Thread(target=lambda: res.append(subprocess.run(
+            cmd, capture_output=True, text=True, env=proxylib.clean_env(),
+            timeout=60)))
+        th.start()
+        time.sleep(0.6)		# the proxy waits for the ServerHello
+        with open(path, "w") as f:
+            f.write("mode: report\n" + policy.replace(
+                "    credentials:", "    paths: [/other/]\n    credentials:"))
+        reload(self.p)
+        th.join()
+        out = res[0].stdout + res[0].stderr
+        self.assertNotIn("200 OK", out, "went on under the replaced entry")
+        ev = self.p.wait_event(
+            lambda e: e.get("event") == "egress.would_block" and
+            e.get("path") == "/ok", start=mark)
+        self.assertIsNotNone(ev, "no would_block for the request in flight")
+        with open(path, "w") as f:
+            f.write(POLICY.format(PORT=W["upstream"].port))
+        reload(self.p)
+
     def test_late_ticket_after_a_reload_not_resumed(self):
         """A TLS 1.3 ticket may come any time after the handshake: one
         that arrives after a reload, on a connection verified under the
