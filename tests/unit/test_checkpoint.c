@@ -83,6 +83,7 @@ static enum ckverify_result verify_with(const char *const *, size_t,
 		    EVP_PKEY *, const struct checkpoint_anchor *,
 		    struct ckverify *);
 static void	anchor_of(struct tmp *, struct checkpoint_anchor *);
+static void	reopened_left(struct tmp *, int);
 static int	shared_record(struct tmp *, int);
 
 static int
@@ -1090,9 +1091,6 @@ test_anchor_parse(void **state)
 	/* A NUL byte inside. */
 	assert_int_equal(checkpoint_anchor_parse(good, sizeof(good), &a,
 	    &what), -1);
-#undef A_HASH
-#undef A_KEY
-#undef A_TS
 }
 
 /* ckverify over files (oldest first) with one key and an anchor. */
@@ -1122,6 +1120,55 @@ verify_with(const char *const *paths, size_t n, EVP_PKEY *k,
 }
 
 /* The writer's anchor as it is on disk. */
+/*
+ * reopened= and tail=: a bad value is named, not taken for members out
+ * of order; tail only after reopened=1, and after the close's seq.
+ */
+static void
+test_anchor_parse_reopened(void **state)
+{
+#define A_HEAD	"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" \
+		A_TS " key=" A_KEY
+	static const struct {
+		const char	*line;
+		const char	*what;
+	} bad[] = {
+		{ A_HEAD " reopened=0", "reopened is not 1" },
+		{ A_HEAD " reopened=2", "reopened is not 1" },
+		{ A_HEAD " reopened=11", "reopened is not 1" },
+		{ A_HEAD " reopened=", "reopened is not 1" },
+		{ A_HEAD " reopened=1 tail=8", "tail is not a seq" },
+		{ A_HEAD " reopened=1 tail=8:xyz", "tail is not a seq" },
+		{ A_HEAD " reopened=1 tail=0:" A_HASH, "tail is not a seq" },
+		{ A_HEAD " reopened=1 tail=7:" A_HASH, "tail is not after" },
+		{ A_HEAD " tail=8:" A_HASH, "members missing" },
+		{ A_HEAD " reopened=1 reopened=1", "members missing" },
+	};
+	struct checkpoint_anchor	 a;
+	const char			*what, *good;
+	size_t				 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (checkpoint_anchor_parse(bad[i].line, strlen(bad[i].line),
+		    &a, &what) != -1)
+			fail_msg("taken: %s", bad[i].line);
+		if (strstr(what, bad[i].what) == NULL)
+			fail_msg("%s: %s", bad[i].line, what);
+	}
+	good = A_HEAD " reopened=1 tail=9:" A_HASH " first=3";
+	assert_int_equal(checkpoint_anchor_parse(good, strlen(good), &a,
+	    &what), 0);
+	assert_true(a.reopened);
+	assert_int_equal(a.tail_seq, 9);
+	assert_string_equal(a.tail_hash, A_HASH);
+	assert_int_equal(a.first, 3);
+#undef A_HEAD
+}
+#undef A_HASH
+#undef A_KEY
+#undef A_TS
+
 static void
 anchor_of(struct tmp *t, struct checkpoint_anchor *a)
 {
@@ -1509,6 +1556,72 @@ reopen_and_close(struct tmp *t)
 	assert_int_equal(checkpoint_write(ck, "close"), 0);
 	checkpoint_free(ck);
 	eventlog_close(log);
+}
+
+/*
+ * A writer that reopened its close and ended without a checkpoint (its
+ * close did not fit: a full volume) leaves one line, seq 8, unsigned.
+ * Untouched, the next writer takes it as a stop (a note). Rewritten, or
+ * with a line added after it, the log no longer ends where the anchor
+ * says the writer left it (tail=), and verify fails it.
+ */
+static void
+reopened_left(struct tmp *t, int tamper)
+{
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+
+	log = open_signed(t, 100, 60, &ck);
+	append_n(log, 40, 1);			/* seq 8, reopens the close */
+	checkpoint_free(ck);			/* no close: it did not fit */
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_true(a.reopened);
+	assert_int_equal(a.tail_seq, 8);
+	if (tamper == 1) {
+		log = eventlog_open(t->dir, NAME, NULL, NULL);
+		append_n(log, 50, 1);		/* seq 9, planted */
+		eventlog_close(log);
+	} else if (tamper == 2) {
+		lines_read(&l, t->path);
+		edit_line(&l.v[7], "\"n\":40", "\"n\":47");
+		rechain(&l, 7);
+		lines_write(&l, t->path, 0, l.n);
+		lines_free(&l);
+	}
+	reopen_and_close(t);
+}
+
+static void
+test_reopened_left_tail(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	int			 tamper;
+
+	for (tamper = 0; tamper < 3; tamper++) {
+		k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+		reopened_left(t, tamper);
+		if (tamper == 0) {
+			if (verify(t->path, k, NULL, now_us(), &v) !=
+			    CKVERIFY_OK)
+				fail_msg("%s", v.what);
+			assert_int_equal(v.crashes, 1);
+		} else {
+			assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+			    CKVERIFY_UNTRUSTED);
+			assert_non_null(strstr(v.what,
+			    "follow the writer's close"));
+			assert_int_equal(v.untrusted.seq, 8);
+		}
+		EVP_PKEY_free(k);
+		unlink(t->path);
+		rm_dir(t->keys);
+		assert_int_equal(mkdir(t->keys, 0700), 0);
+	}
 }
 
 /*
@@ -3505,6 +3618,8 @@ main(void)
 		cmocka_unit_test(test_anchor_parse),
 		T(test_resume_after_close),
 		T(test_resume_after_crash),
+		T(test_reopened_left_tail),
+		T(test_anchor_parse_reopened),
 		T(test_resume_cut),
 		T(test_resume_shared),
 		T(test_rotate_first_line),
