@@ -3481,6 +3481,52 @@ test_killed_after_key_line(void **state)
 	assert_int_equal(v.reintroduced, 1);
 }
 
+/*
+ * Two writers in a row killed in their anchor windows: the first after
+ * its close line, before the anchor names it; the next after its
+ * log.resume and open. The lines after that close start with the next
+ * writer's log.resume naming it, and its open signs them: a stop, not
+ * someone else's lines. Lines planted after the close instead still
+ * fail.
+ */
+static void
+test_two_kills_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct eventlog		*log;
+	char			 pub[160];
+	EVP_PKEY		*k;
+	int			 planted;
+
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	for (planted = 0; planted < 2; planted++) {
+		writer_killed(t, "anchor:close", 3);	/* open 1, 3, close 5 */
+		if (planted) {
+			log = eventlog_open(t->dir, NAME, NULL, NULL);
+			append_n(log, 50, 1);		/* seq 6 */
+			eventlog_close(log);
+		}
+		writer_killed(t, "anchor:open", 0);	/* resume, open */
+		k = pubkey(pub);
+		if (!planted) {
+			if (next_writer_verify(t, k, &v) != CKVERIFY_OK)
+				fail_msg("%s", v.what);
+			assert_int_equal(v.crashes, 2);
+		} else {
+			assert_int_equal(next_writer_verify(t, k, &v),
+			    CKVERIFY_UNTRUSTED);
+			assert_non_null(strstr(v.what, "closed the log at "
+			    "seq 5"));
+			assert_int_equal(v.untrusted.seq, 6);
+		}
+		EVP_PKEY_free(k);
+		unlink(t->path);
+		rm_dir(t->keys);
+		assert_int_equal(mkdir(t->keys, 0700), 0);
+	}
+}
+
 /* Killed after its close line, before the anchor names it. */
 static void
 test_killed_after_own_close(void **state)
@@ -3658,6 +3704,7 @@ main(void)
 		T(test_killed_at_open_after_close),
 		T(test_killed_after_key_line),
 		T(test_killed_after_own_close),
+		T(test_two_kills_after_close),
 		T(test_planted_resume_reopened),
 		T(test_untrusted_after_anchored_close),
 		T(test_reopen_refused),
