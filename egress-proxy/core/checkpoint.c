@@ -30,6 +30,12 @@
 #define CHECKPOINT_MSG_HEAD	"sandgate-checkpoint-v1\n"
 #define CHECKPOINT_KEY_MAX	(16 * 1024)	/* a PEM key file */
 #define CHECKPOINT_HEX		64
+/*
+ * Checkpoints written since the anchor was, at most, before the next
+ * event waits for the anchor: verify looks the anchored one up among the
+ * last CKVERIFY_RING good ones (ckverify.h).
+ */
+#define CHECKPOINT_UNANCHORED_MAX	(CKVERIFY_RING / 2)
 
 struct checkpoint {
 	struct eventlog		*log;
@@ -70,6 +76,7 @@ struct checkpoint {
 	struct checkpoint_anchor making;
 	struct checkpoint_anchor last;
 	int			 anchor_dirty;	/* last is newer than the file */
+	unsigned		 unanchored;	/* checkpoints since it was */
 	/*
 	 * The anchor file names a close without reopened=1 and the log ends
 	 * with that close: the next line first reopens it (checkpoint_put).
@@ -755,6 +762,10 @@ checkpoint_before(void *arg)
 {
 	struct checkpoint	*ck = arg;
 
+	/* A burst of checkpoints: anchored now, not at the next tick. */
+	if (ck->unanchored >= CHECKPOINT_UNANCHORED_MAX && !ck->writing &&
+	    checkpoint_anchor_update(ck, 1) == -1)
+		log_warnx("checkpoint: %s", ck->error);
 	if (!ck->open_due || ck->writing)
 		return 0;
 	return checkpoint_write(ck, "open");
@@ -773,6 +784,7 @@ checkpoint_written(void *arg, long long seq, const char *hash)
 	if (strcmp(ck->making.reason, "open") == 0)
 		ck->open_due = 0;
 	ck->anchor_dirty = 1;
+	ck->unanchored++;
 }
 
 /* The log's hook: the next line starts a file; sign it as rotate. */
@@ -1006,6 +1018,7 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 		ck->anchor_dirty = 0;
+		ck->unanchored = 0;
 	} else if (lost != ck->anchor_lost && (ck->last.seq > 0 || lost > 0)) {
 		/*
 		 * An outage kept or grown. It leaves the anchor only with a

@@ -576,6 +576,19 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.found_seq);
 		return -1;
 	}
+	if (m == NULL && v->nring > CKVERIFY_RING &&
+	    r.anchor_seq < v->ring[v->nring % CKVERIFY_RING].seq) {
+		/* Not kept: say so, do not claim a rewrite. */
+		ckverify_fail(v, "the checkpoint the writer had signed last "
+		    "(seq %lld, %s, %s) is further back than the last %d good "
+		    "checkpoints this check keeps, so it cannot tell whether "
+		    "the log was rewritten before the writer found it ending "
+		    "at seq %lld (log.resume, seq %lld)", r.anchor_seq,
+		    r.anchor_reason, r.anchor_ts, CKVERIFY_RING, r.found_seq,
+		    seq);
+		ckverify_untrusted_at(v, r.found_seq);
+		return -1;
+	}
 	if (m == NULL || strcmp(m->hash, r.anchor_hash) != 0) {
 		ckverify_fail(v, "the checkpoint the writer had signed last "
 		    "(seq %lld, %s, %s) is not in the log as it wrote it: the "

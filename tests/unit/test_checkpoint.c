@@ -34,7 +34,7 @@
 #include "util.h"
 
 #define NAME		"security-events.jsonl"
-#define MAXLINES	256
+#define MAXLINES	2048
 #define HOUR_US		(3600LL * 1000000)
 /* A line ends ,"prev":"<64 hex>","hash":"<64 hex>"} */
 #define PREV_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN - 65)
@@ -3527,6 +3527,63 @@ test_two_kills_after_close(void **state)
 	}
 }
 
+/*
+ * A burst: checkpoint every event, more checkpoints than verify keeps
+ * (CKVERIFY_RING) before any tick, then killed. The writer anchors on its
+ * own before the anchored one falls out of verify's reach: the next
+ * start's log.resume names one verify still holds.
+ */
+static void
+test_burst_anchored(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 pub[160], anchor[160], saved[170];
+	EVP_PKEY		*k;
+	pid_t			 pid;
+	int			 status, old;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	snprintf(saved, sizeof(saved), "%s.saved", anchor);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	for (old = 0; old < 2; old++) {
+		if ((pid = fork()) == 0) {
+			log = open_signed(t, 1, 60, &ck);
+			if (checkpoint_write(ck, "open") == -1 ||
+			    link(anchor, saved) == -1)
+				_exit(1);
+			append_n(log, 0, 3 * CKVERIFY_RING);	/* no tick */
+			_exit(0);			/* killed */
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_int_equal(WEXITSTATUS(status), 0);
+		anchor_of(t, &a);
+		assert_true(a.seq > 2 * CKVERIFY_RING);
+		k = pubkey(pub);
+		if (!old) {
+			stop_noted(t, k, &v);
+			unlink(saved);
+		} else {
+			/*
+			 * An anchor that old (a writer that did not anchor
+			 * so): verify cannot look it up, and says so rather
+			 * than claim a rewrite.
+			 */
+			assert_int_equal(rename(saved, anchor), 0);
+			assert_int_equal(next_writer_verify(t, k, &v),
+			    CKVERIFY_UNTRUSTED);
+			assert_non_null(strstr(v.what, "cannot tell whether"));
+			EVP_PKEY_free(k);
+		}
+		unlink(t->path);
+		rm_dir(t->keys);
+		assert_int_equal(mkdir(t->keys, 0700), 0);
+	}
+}
+
 /* Killed after its close line, before the anchor names it. */
 static void
 test_killed_after_own_close(void **state)
@@ -3705,6 +3762,7 @@ main(void)
 		T(test_killed_after_key_line),
 		T(test_killed_after_own_close),
 		T(test_two_kills_after_close),
+		T(test_burst_anchored),
 		T(test_planted_resume_reopened),
 		T(test_untrusted_after_anchored_close),
 		T(test_reopen_refused),
