@@ -1099,9 +1099,14 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	    ck->anchor.seq < ck->found_seq)
 		eventlog_continue_from(ck->log, ck->anchor.seq,
 		    ck->anchor.hash);
+	/*
+	 * A writer reopens its close before any line after it, so a torn
+	 * line after a plain close is not its own.
+	 */
 	ck->resume_due = ck->found_seq != ck->anchor.seq ||
 	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
-	    eventlog_foreign(ck->log);
+	    eventlog_foreign(ck->log) || (eventlog_torn(ck->log) &&
+	    !ck->anchor.reopened && strcmp(ck->anchor.reason, "close") == 0);
 	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
 	    strcmp(ck->anchor.reason, "close") == 0;
 	checkpoint_start_tail(ck);

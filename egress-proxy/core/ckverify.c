@@ -598,6 +598,15 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.found_seq);
 		return -1;
 	}
+	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened &&
+	    r.found_seq == r.anchor_seq) {
+		ckverify_fail(v, "the writer found a line that is not a log "
+		    "line (torn, or not one at all) after its close at seq "
+		    "%lld: it had closed the log, so someone else wrote it "
+		    "(log.resume, seq %lld)", r.anchor_seq, seq);
+		ckverify_untrusted_at(v, r.anchor_seq);
+		return -1;
+	}
 	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened) {
 		ckverify_fail(v, "%lld line(s) (seq %lld to %lld) follow the "
 		    "writer's close at seq %lld: it had closed the log, so "

@@ -3584,6 +3584,32 @@ test_burst_anchored(void **state)
 	}
 }
 
+/*
+ * A torn line planted after a clean close: a writer reopens its close
+ * before any line after it, so the next one records it (log.resume) and
+ * verify fails it instead of skipping it as an interrupted write.
+ */
+static void
+test_torn_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	FILE			*f;
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	f = fopen(t->path, "ab");
+	assert_non_null(f);
+	fputs("{\"ts\":\"x\",\"seq\":8,\"event\":\"egress.allowed\","
+	    "\"host\":\"exfil.invalid\",\"note\":\"FORGED", f);
+	fclose(f);
+	reopen_and_close(t);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "after its close at seq 7"));
+	EVP_PKEY_free(k);
+}
+
 /* Killed after its close line, before the anchor names it. */
 static void
 test_killed_after_own_close(void **state)
@@ -3763,6 +3789,7 @@ main(void)
 		T(test_killed_after_own_close),
 		T(test_two_kills_after_close),
 		T(test_burst_anchored),
+		T(test_torn_after_close),
 		T(test_planted_resume_reopened),
 		T(test_untrusted_after_anchored_close),
 		T(test_reopen_refused),
