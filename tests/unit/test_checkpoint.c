@@ -84,6 +84,7 @@ static enum ckverify_result verify_with(const char *const *, size_t,
 		    struct ckverify *);
 static void	anchor_of(struct tmp *, struct checkpoint_anchor *);
 static void	reopened_left(struct tmp *, int);
+static void	start_afresh(struct tmp *);
 static int	shared_record(struct tmp *, int);
 
 static int
@@ -1169,6 +1170,15 @@ test_anchor_parse_reopened(void **state)
 #undef A_KEY
 #undef A_TS
 
+/* No log, no key, no anchor: the next round of a test starts afresh. */
+static void
+start_afresh(struct tmp *t)
+{
+	unlink(t->path);
+	rm_dir(t->keys);
+	assert_int_equal(mkdir(t->keys, 0700), 0);
+}
+
 static void
 anchor_of(struct tmp *t, struct checkpoint_anchor *a)
 {
@@ -1618,9 +1628,7 @@ test_reopened_left_tail(void **state)
 			assert_int_equal(v.untrusted.seq, 8);
 		}
 		EVP_PKEY_free(k);
-		unlink(t->path);
-		rm_dir(t->keys);
-		assert_int_equal(mkdir(t->keys, 0700), 0);
+		start_afresh(t);
 	}
 }
 
@@ -3521,9 +3529,7 @@ test_two_kills_after_close(void **state)
 			assert_int_equal(v.untrusted.seq, 6);
 		}
 		EVP_PKEY_free(k);
-		unlink(t->path);
-		rm_dir(t->keys);
-		assert_int_equal(mkdir(t->keys, 0700), 0);
+		start_afresh(t);
 	}
 }
 
@@ -3578,9 +3584,7 @@ test_burst_anchored(void **state)
 			assert_non_null(strstr(v.what, "cannot tell whether"));
 			EVP_PKEY_free(k);
 		}
-		unlink(t->path);
-		rm_dir(t->keys);
-		assert_int_equal(mkdir(t->keys, 0700), 0);
+		start_afresh(t);
 	}
 }
 
