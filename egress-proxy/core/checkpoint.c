@@ -30,6 +30,12 @@
 #define CHECKPOINT_MSG_HEAD	"sandgate-checkpoint-v1\n"
 #define CHECKPOINT_KEY_MAX	(16 * 1024)	/* a PEM key file */
 #define CHECKPOINT_HEX		64
+/*
+ * Checkpoints written since the anchor was, at most, before the next
+ * event waits for the anchor: verify looks the anchored one up among the
+ * last CKVERIFY_RING good ones (ckverify.h).
+ */
+#define CHECKPOINT_UNANCHORED_MAX	(CKVERIFY_RING / 2)
 
 struct checkpoint {
 	struct eventlog		*log;
@@ -70,6 +76,7 @@ struct checkpoint {
 	struct checkpoint_anchor making;
 	struct checkpoint_anchor last;
 	int			 anchor_dirty;	/* last is newer than the file */
+	unsigned		 unanchored;	/* checkpoints since it was */
 	/*
 	 * The anchor file names a close without reopened=1 and the log ends
 	 * with that close: the next line first reopens it (checkpoint_put).
@@ -92,11 +99,12 @@ static void	checkpoint_written(void *, long long, const char *);
 static void	checkpoint_rotated(void *);
 static int	checkpoint_put(void *);
 static void	checkpoint_crash_point(const char *, const char *);
+static void	checkpoint_free_reopened(struct checkpoint *);
 static int	checkpoint_anchor_field(const char **, const char *, char *,
 		    size_t);
 static int	checkpoint_printable(const char *);
 static int	checkpoint_anchor_reopened(const char **,
-		    struct checkpoint_anchor *);
+		    struct checkpoint_anchor *, const char **);
 static int	checkpoint_anchor_files(char *, struct checkpoint_anchor *);
 static int	checkpoint_anchor_outage(const char *,
 		    struct checkpoint_anchor *);
@@ -106,6 +114,7 @@ static void	checkpoint_anchor_unreserve(struct checkpoint *);
 static int	checkpoint_anchor_write(struct checkpoint *);
 static int	checkpoint_anchor_update(struct checkpoint *, int);
 static int	checkpoint_start(struct checkpoint *, char **);
+static void	checkpoint_start_tail(struct checkpoint *);
 static int	checkpoint_resolve(const char *, char *);
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
 static int	checkpoint_lock(struct checkpoint *, int, char **);
@@ -200,18 +209,36 @@ checkpoint_anchor_outage(const char *p, struct checkpoint_anchor *a)
 	return 0;
 }
 
-/* The anchor's optional reopened=1 at *p into a. 0, or -1. */
+/*
+ * The anchor's optional reopened=1 at *p into a, then its optional
+ * tail=SEQ:HASH. 0, or -1 with *what set.
+ */
 static int
-checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a)
+checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
+    const char **what)
 {
-	char	v[2];
+	char		 v[2], tail[CHECKPOINT_HEX + 24], *colon;
+	const char	*errstr;
 
 	if (strncmp(*p, "reopened=", 9) != 0)
 		return 0;
+	*what = "reopened is not 1";
 	if (checkpoint_anchor_field(p, "reopened", v, sizeof(v)) == -1 ||
 	    strcmp(v, "1") != 0)
 		return -1;
 	a->reopened = 1;
+	if (strncmp(*p, "tail=", 5) != 0)
+		return 0;
+	*what = "tail is not a seq, a colon and 64 lowercase hex digits";
+	if (checkpoint_anchor_field(p, "tail", tail, sizeof(tail)) == -1 ||
+	    (colon = strchr(tail, ':')) == NULL ||
+	    strlen(colon + 1) != CHECKPOINT_HEX ||
+	    !logverify_is_hex(colon + 1, CHECKPOINT_HEX))
+		return -1;
+	*colon = '\0';
+	if (util_strtonum(tail, 1, LLONG_MAX, &a->tail_seq, &errstr) == -1)
+		return -1;
+	memcpy(a->tail_hash, colon + 1, sizeof(a->tail_hash));
 	return 0;
 }
 
@@ -269,9 +296,12 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	    -1 || checkpoint_anchor_field(&p, "reason", a->reason,
 	    sizeof(a->reason)) == -1 ||
 	    checkpoint_anchor_field(&p, "ts", a->ts, sizeof(a->ts)) == -1 ||
-	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1 ||
-	    checkpoint_anchor_reopened(&p, a) == -1 ||
-	    (strncmp(p, "first=", 6) == 0 && checkpoint_anchor_field(&p,
+	    checkpoint_anchor_field(&p, "key", a->key, sizeof(a->key)) == -1)
+		return -1;
+	if (checkpoint_anchor_reopened(&p, a, what) == -1)
+		return -1;
+	*what = "members missing, added or out of order";
+	if ((strncmp(p, "first=", 6) == 0 && checkpoint_anchor_field(&p,
 	    "first", first, sizeof(first)) == -1) ||
 	    (first[0] != '\0' && strncmp(p, "files=", 6) == 0 &&
 	    checkpoint_anchor_field(&p, "files", files, sizeof(files)) ==
@@ -301,6 +331,9 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 		return -1;
 	*what = "reopened=1 but the reason is not close";
 	if (a->reopened && strcmp(a->reason, "close") != 0)
+		return -1;
+	*what = "tail is not after the close";
+	if (a->tail_seq != 0 && a->tail_seq <= a->seq)
 		return -1;
 	*what = "ts is not a time as the writer writes it";
 	if (ckverify_parse_ts(a->ts, &us) == -1)
@@ -729,6 +762,10 @@ checkpoint_before(void *arg)
 {
 	struct checkpoint	*ck = arg;
 
+	/* A burst of checkpoints: anchored now, not at the next tick. */
+	if (ck->unanchored >= CHECKPOINT_UNANCHORED_MAX && !ck->writing &&
+	    checkpoint_anchor_update(ck, 1) == -1)
+		log_warnx("checkpoint: %s", ck->error);
 	if (!ck->open_due || ck->writing)
 		return 0;
 	return checkpoint_write(ck, "open");
@@ -747,6 +784,7 @@ checkpoint_written(void *arg, long long seq, const char *hash)
 	if (strcmp(ck->making.reason, "open") == 0)
 		ck->open_due = 0;
 	ck->anchor_dirty = 1;
+	ck->unanchored++;
 }
 
 /* The log's hook: the next line starts a file; sign it as rotate. */
@@ -768,17 +806,20 @@ static int
 checkpoint_put(void *arg)
 {
 	struct checkpoint	*ck = arg;
+	struct checkpoint_anchor was = ck->last;
 	int			 saved;
 
 	if (!ck->at_close)
 		return 0;
 	ck->last.reopened = 1;
+	ck->last.tail_seq = 0;		/* this writer goes on past it */
 	if (checkpoint_anchor_write(ck) == 0 &&
 	    checkpoint_anchor_reserve(ck) == 0)
 		return 0;
 	saved = errno != 0 ? errno : EIO;
-	/* Not written: the file still names the plain close. */
-	ck->last.reopened = !ck->at_close;
+	/* Not written: the file still names what it named. */
+	if (ck->at_close)
+		ck->last = was;
 	log_warnx("checkpoint: not writing past the close at seq %lld: %s",
 	    ck->last.seq, ck->error);
 	errno = saved;
@@ -898,6 +939,7 @@ checkpoint_anchor_write(struct checkpoint *ck)
 {
 	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[128] = "";
 	char	 hex[CHECKPOINT_HEX + 1], outage[CHECKPOINT_CAUSE_MAX + 80];
+	char	 reopened[CHECKPOINT_HEX + 40] = "";
 	long long from = eventlog_first(ck->log);
 	const char *since, *cause;
 	unsigned files;
@@ -921,10 +963,15 @@ checkpoint_anchor_write(struct checkpoint *ck)
 	else if (from > 0)
 		snprintf(first, sizeof(first), " first=%lld", from);
 	checkpoint_outage_text(ck, outage, sizeof(outage));
+	if (ck->last.reopened && ck->last.tail_seq > 0)
+		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s",
+		    ck->last.tail_seq, ck->last.tail_hash);
+	else if (ck->last.reopened)
+		snprintf(reopened, sizeof(reopened), " reopened=1");
 	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
 	    "hash=%s reason=%s ts=%s key=%s%s%s%s\n", ck->last.seq,
 	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key,
-	    ck->last.reopened ? " reopened=1" : "", first, outage);
+	    reopened, first, outage);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return checkpoint_fail(ck, "anchor line too long");
 	if (checkpoint_anchor_reserve(ck) == -1)
@@ -971,6 +1018,7 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 		ck->anchor_dirty = 0;
+		ck->unanchored = 0;
 	} else if (lost != ck->anchor_lost && (ck->last.seq > 0 || lost > 0)) {
 		/*
 		 * An outage kept or grown. It leaves the anchor only with a
@@ -981,6 +1029,28 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 			return -1;
 	}
 	return again ? checkpoint_anchor_reserve(ck) : 0;
+}
+
+/*
+ * The anchor names a close its writer went on from and the last line it
+ * left (tail=): the lines after the close are its own only if the log
+ * ends exactly there; else they are judged as after a plain close. When
+ * they are its own, the tail is dropped from the anchor before the first
+ * line (checkpoint_put), as this writer goes on past it.
+ */
+static void
+checkpoint_start_tail(struct checkpoint *ck)
+{
+	if (!ck->anchor.reopened || ck->anchor.tail_seq == 0)
+		return;
+	if (ck->found_seq != ck->anchor.tail_seq ||
+	    strcmp(ck->found_hash, ck->anchor.tail_hash) != 0 ||
+	    eventlog_foreign(ck->log)) {
+		ck->anchor.reopened = 0;
+		ck->last.reopened = 0;
+	} else
+		ck->at_close = 1;
+	ck->last.tail_seq = 0;
 }
 
 /*
@@ -1029,11 +1099,17 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	    ck->anchor.seq < ck->found_seq)
 		eventlog_continue_from(ck->log, ck->anchor.seq,
 		    ck->anchor.hash);
+	/*
+	 * A writer reopens its close before any line after it, so a torn
+	 * line after a plain close is not its own.
+	 */
 	ck->resume_due = ck->found_seq != ck->anchor.seq ||
 	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
-	    eventlog_foreign(ck->log);
+	    eventlog_foreign(ck->log) || (eventlog_torn(ck->log) &&
+	    !ck->anchor.reopened && strcmp(ck->anchor.reason, "close") == 0);
 	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
 	    strcmp(ck->anchor.reason, "close") == 0;
+	checkpoint_start_tail(ck);
 	return 0;
 }
 
@@ -1285,6 +1361,28 @@ checkpoint_error(const struct checkpoint *ck)
 	return ck->error;
 }
 
+/*
+ * The writer ends past the close its anchor names, without a checkpoint
+ * after it: nothing written, the close is the end again; else the anchor
+ * says which line the writer left last (tail=), so that lines added or
+ * changed after it while it is stopped are not taken for its own.
+ */
+static void
+checkpoint_free_reopened(struct checkpoint *ck)
+{
+	if (ck->log == NULL || !ck->last.reopened)
+		return;
+	if (eventlog_seq(ck->log) == ck->last.seq)
+		ck->last.reopened = 0;
+	else {
+		ck->last.tail_seq = eventlog_seq(ck->log);
+		util_strlcpy(ck->last.tail_hash, eventlog_hash(ck->log),
+		    sizeof(ck->last.tail_hash));
+	}
+	if (checkpoint_anchor_write(ck) == -1)
+		log_warnx("checkpoint: %s", ck->error);
+}
+
 void
 checkpoint_free(struct checkpoint *ck)
 {
@@ -1293,13 +1391,7 @@ checkpoint_free(struct checkpoint *ck)
 	if (ck->log != NULL && ck->key != NULL &&
 	    checkpoint_anchor_update(ck, 0) == -1)
 		log_warnx("checkpoint: %s", ck->error);
-	/* Reopened, and nothing written after the close: it is the end. */
-	if (ck->log != NULL && ck->last.reopened &&
-	    eventlog_seq(ck->log) == ck->last.seq) {
-		ck->last.reopened = 0;
-		if (checkpoint_anchor_write(ck) == -1)
-			log_warnx("checkpoint: %s", ck->error);
-	}
+	checkpoint_free_reopened(ck);
 	checkpoint_anchor_unreserve(ck);
 	if (ck->log != NULL && ck->key != NULL)
 		eventlog_set_hook(ck->log, NULL);

@@ -42,7 +42,7 @@
  * bytes at most):
  *
  *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K reopened=1
- *       first=F files=N:D lost=L since=TS cause=TEXT
+ *       tail=TS:TH first=F files=N:D lost=L since=TS cause=TEXT
  *
  * (all on one line; lost=L since=TS cause=TEXT, only while an outage of
  * the log is not yet covered by a checkpoint after its log.outage line,
@@ -94,7 +94,11 @@
  * gone on, which is taken like a crash after any other checkpoint; lines
  * added after a close while the writer is stopped still meet an anchor
  * without reopened=1 and fail. A writer that added nothing after
- * reopening it writes the plain close back when it ends. audit verify
+ * reopening it writes the plain close back when it ends; one that added
+ * lines and ends without a checkpoint after them adds tail=TS:TH, the seq
+ * and hash of its last line: the next writer takes the lines after the
+ * close as its own (anchor_reopened) only if the log ends exactly there,
+ * and drops the tail before its first line. audit verify
  * also reads the anchor to find a log cut at an old checkpoint
  * (docs/audit.md).
  */
@@ -111,7 +115,7 @@
 #define CHECKPOINT_EVENT	"log.checkpoint"
 #define CHECKPOINT_RESUME	"log.resume"
 #define CHECKPOINT_ANCHOR_HEAD	"sandgate-anchor-v1"
-#define CHECKPOINT_ANCHOR_MAX	512	/* an anchor file's bytes, at most */
+#define CHECKPOINT_ANCHOR_MAX	640	/* an anchor file's bytes, at most */
 #define CHECKPOINT_CAUSE_MAX	120	/* an outage's cause in it, at most */
 #define CHECKPOINT_KEY_RAW	32	/* Ed25519 public key */
 #define CHECKPOINT_KEY_B64	44	/* its base64, with padding */
@@ -156,6 +160,8 @@ struct checkpoint_anchor {
 	char		ts[32];
 	char		key[CHECKPOINT_KEY_B64 + 1];
 	int		reopened;	/* a close the writer wrote past */
+	long long	tail_seq;	/* ...and the last line it left: 0 */
+	char		tail_hash[64 + 1];	/* while it still runs */
 	long long	first;	/* first seq the writer keeps; 0: not said */
 	int		have_files;	/* files=N:H said */
 	unsigned	files;	/* rotated files the writer keeps */

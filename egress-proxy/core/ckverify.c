@@ -71,6 +71,7 @@ static void	ckverify_anchor_end(struct ckverify *);
 static void	ckverify_anchor_first(struct ckverify *);
 static void	ckverify_keys_used(struct ckverify *);
 static void	ckverify_tail(struct ckverify *, int64_t);
+static int	ckverify_close_went_on(const struct ckverify *, long long);
 static int	ckverify_feed_line(void *, const char *, size_t);
 
 void
@@ -365,8 +366,12 @@ ckverify_good(struct ckverify *v, struct ckverify_key *k,
 	    sizeof(v->good_key));
 	v->every_events = f->every_events;
 	v->every_secs = f->every_secs;
-	if (strcmp(f->reason, "close") == 0)
+	if (strcmp(f->reason, "close") == 0) {
 		v->last_close = f->seq;
+		v->close_resumed = 0;
+		v->close_signed = 0;
+	} else if (v->last_close > 0 && v->close_signed == 0)
+		v->close_signed = f->seq;
 	/* A writer introduces a next key at its start, before its open. */
 	v->closed = strcmp(f->reason, "close") == 0 ||
 	    (strcmp(f->reason, "key") == 0 && v->closed && v->after == 0);
@@ -518,6 +523,22 @@ ckverify_untrusted_at(struct ckverify *v, long long upto)
 }
 
 /*
+ * Lines after the last good close up to found_seq are a writer's that
+ * went on from it, not someone else's, when they start with a log.resume
+ * naming that close (its writer found the log ending there) and a good
+ * checkpoint after the close, at or before found_seq, signs them: only
+ * the private key makes one. A writer killed before its anchor named the
+ * close, then the next one killed before its anchor named its own
+ * checkpoint, leave just that.
+ */
+static int
+ckverify_close_went_on(const struct ckverify *v, long long found_seq)
+{
+	return v->close_resumed && v->close_signed > v->last_close &&
+	    v->close_signed <= found_seq;
+}
+
+/*
  * A log.resume line: the writer found the log not ending with the
  * checkpoint it had signed last (its anchor). Fine only when that
  * checkpoint is in the log as it wrote it, was not a close (or a close
@@ -555,6 +576,19 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.found_seq);
 		return -1;
 	}
+	if (m == NULL && v->nring > CKVERIFY_RING &&
+	    r.anchor_seq < v->ring[v->nring % CKVERIFY_RING].seq) {
+		/* Not kept: say so, do not claim a rewrite. */
+		ckverify_fail(v, "the checkpoint the writer had signed last "
+		    "(seq %lld, %s, %s) is further back than the last %d good "
+		    "checkpoints this check keeps, so it cannot tell whether "
+		    "the log was rewritten before the writer found it ending "
+		    "at seq %lld (log.resume, seq %lld)", r.anchor_seq,
+		    r.anchor_reason, r.anchor_ts, CKVERIFY_RING, r.found_seq,
+		    seq);
+		ckverify_untrusted_at(v, r.found_seq);
+		return -1;
+	}
 	if (m == NULL || strcmp(m->hash, r.anchor_hash) != 0) {
 		ckverify_fail(v, "the checkpoint the writer had signed last "
 		    "(seq %lld, %s, %s) is not in the log as it wrote it: the "
@@ -562,6 +596,15 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		    "ending at seq %lld (log.resume, seq %lld)", r.anchor_seq,
 		    r.anchor_reason, r.anchor_ts, r.found_seq, seq);
 		ckverify_untrusted_at(v, r.found_seq);
+		return -1;
+	}
+	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened &&
+	    r.found_seq == r.anchor_seq) {
+		ckverify_fail(v, "the writer found a line that is not a log "
+		    "line (torn, or not one at all) after its close at seq "
+		    "%lld: it had closed the log, so someone else wrote it "
+		    "(log.resume, seq %lld)", r.anchor_seq, seq);
+		ckverify_untrusted_at(v, r.anchor_seq);
 		return -1;
 	}
 	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened) {
@@ -573,7 +616,8 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.anchor_seq);
 		return -1;
 	}
-	if (v->last_close > r.anchor_seq && v->last_close < r.found_seq) {
+	if (v->last_close > r.anchor_seq && v->last_close < r.found_seq &&
+	    !ckverify_close_went_on(v, r.found_seq)) {
 		ckverify_fail(v, "the writer closed the log at seq %lld, after "
 		    "the checkpoint its anchor names (seq %lld, %s): %lld "
 		    "line(s) (seq %lld to %lld) follow that close, so someone "
@@ -583,6 +627,9 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, v->last_close);
 		return -1;
 	}
+	/* The writer after the close recorded it first (the chain holds). */
+	if (r.found_seq == v->last_close && seq == v->last_close + 1)
+		v->close_resumed = 1;
 	if (v->crashes++ == 0)
 		ckverify_at(v, &v->crash);
 	ckverify_event(v);

@@ -129,6 +129,10 @@ struct ckverify {
 	unsigned long long	 every_events;
 	unsigned long long	 every_secs;
 	long long		 last_close;	/* seq of the last good close */
+	int			 close_resumed;	/* the line after it: a
+						   log.resume naming it */
+	long long		 close_signed;	/* the first good checkpoint
+						   after it (0: none) */
 	int			 closed;	/* it is a close, or a key
 						   checkpoint right after one */
 	/* Events after it (since the start while there is none). */

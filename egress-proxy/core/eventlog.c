@@ -78,6 +78,7 @@ struct eventlog {
 	int			 must_create;
 	int			 may_keep;	/* ... or keeps the file it had */
 	int			 foreign;	/* not-log lines end the file */
+	int			 torn;		/* ...or a torn line did */
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
 	/* own[i - 1]: the first line of name.i as the writer rotated it. */
@@ -540,6 +541,7 @@ eventlog_load_tail(struct eventlog *log)
 	log->need_nl = 0;
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return -1;
+	log->torn = torn;
 	if (torn) {
 		if (write(log->fd, "\n", 1) != 1)
 			return -1;
@@ -1600,6 +1602,12 @@ int
 eventlog_foreign(const struct eventlog *log)
 {
 	return log->foreign;
+}
+
+int
+eventlog_torn(const struct eventlog *log)
+{
+	return log->torn;
 }
 
 const char *

@@ -214,6 +214,8 @@ const char	*eventlog_hash(const struct eventlog *);
  * that event and the verifier breaks the chain there.
  */
 int		 eventlog_foreign(const struct eventlog *);
+/* 1 if, when the end of the log was last read, it ended in a torn line. */
+int		 eventlog_torn(const struct eventlog *);
 /*
  * The first seq of the files the writer keeps (0: not known): of the
  * oldest rotated file when the log was opened or reopened (SIGUSR1: the

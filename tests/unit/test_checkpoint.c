@@ -34,7 +34,7 @@
 #include "util.h"
 
 #define NAME		"security-events.jsonl"
-#define MAXLINES	256
+#define MAXLINES	2048
 #define HOUR_US		(3600LL * 1000000)
 /* A line ends ,"prev":"<64 hex>","hash":"<64 hex>"} */
 #define PREV_AT(len)	((len) - LOGVERIFY_SUFFIX_LEN - 65)
@@ -83,6 +83,8 @@ static enum ckverify_result verify_with(const char *const *, size_t,
 		    EVP_PKEY *, const struct checkpoint_anchor *,
 		    struct ckverify *);
 static void	anchor_of(struct tmp *, struct checkpoint_anchor *);
+static void	reopened_left(struct tmp *, int);
+static void	start_afresh(struct tmp *);
 static int	shared_record(struct tmp *, int);
 
 static int
@@ -1090,9 +1092,6 @@ test_anchor_parse(void **state)
 	/* A NUL byte inside. */
 	assert_int_equal(checkpoint_anchor_parse(good, sizeof(good), &a,
 	    &what), -1);
-#undef A_HASH
-#undef A_KEY
-#undef A_TS
 }
 
 /* ckverify over files (oldest first) with one key and an anchor. */
@@ -1122,6 +1121,64 @@ verify_with(const char *const *paths, size_t n, EVP_PKEY *k,
 }
 
 /* The writer's anchor as it is on disk. */
+/*
+ * reopened= and tail=: a bad value is named, not taken for members out
+ * of order; tail only after reopened=1, and after the close's seq.
+ */
+static void
+test_anchor_parse_reopened(void **state)
+{
+#define A_HEAD	"sandgate-anchor-v1 seq=7 hash=" A_HASH " reason=close ts=" \
+		A_TS " key=" A_KEY
+	static const struct {
+		const char	*line;
+		const char	*what;
+	} bad[] = {
+		{ A_HEAD " reopened=0", "reopened is not 1" },
+		{ A_HEAD " reopened=2", "reopened is not 1" },
+		{ A_HEAD " reopened=11", "reopened is not 1" },
+		{ A_HEAD " reopened=", "reopened is not 1" },
+		{ A_HEAD " reopened=1 tail=8", "tail is not a seq" },
+		{ A_HEAD " reopened=1 tail=8:xyz", "tail is not a seq" },
+		{ A_HEAD " reopened=1 tail=0:" A_HASH, "tail is not a seq" },
+		{ A_HEAD " reopened=1 tail=7:" A_HASH, "tail is not after" },
+		{ A_HEAD " tail=8:" A_HASH, "members missing" },
+		{ A_HEAD " reopened=1 reopened=1", "members missing" },
+	};
+	struct checkpoint_anchor	 a;
+	const char			*what, *good;
+	size_t				 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (checkpoint_anchor_parse(bad[i].line, strlen(bad[i].line),
+		    &a, &what) != -1)
+			fail_msg("taken: %s", bad[i].line);
+		if (strstr(what, bad[i].what) == NULL)
+			fail_msg("%s: %s", bad[i].line, what);
+	}
+	good = A_HEAD " reopened=1 tail=9:" A_HASH " first=3";
+	assert_int_equal(checkpoint_anchor_parse(good, strlen(good), &a,
+	    &what), 0);
+	assert_true(a.reopened);
+	assert_int_equal(a.tail_seq, 9);
+	assert_string_equal(a.tail_hash, A_HASH);
+	assert_int_equal(a.first, 3);
+#undef A_HEAD
+}
+#undef A_HASH
+#undef A_KEY
+#undef A_TS
+
+/* No log, no key, no anchor: the next round of a test starts afresh. */
+static void
+start_afresh(struct tmp *t)
+{
+	unlink(t->path);
+	rm_dir(t->keys);
+	assert_int_equal(mkdir(t->keys, 0700), 0);
+}
+
 static void
 anchor_of(struct tmp *t, struct checkpoint_anchor *a)
 {
@@ -1509,6 +1566,70 @@ reopen_and_close(struct tmp *t)
 	assert_int_equal(checkpoint_write(ck, "close"), 0);
 	checkpoint_free(ck);
 	eventlog_close(log);
+}
+
+/*
+ * A writer that reopened its close and ended without a checkpoint (its
+ * close did not fit: a full volume) leaves one line, seq 8, unsigned.
+ * Untouched, the next writer takes it as a stop (a note). Rewritten, or
+ * with a line added after it, the log no longer ends where the anchor
+ * says the writer left it (tail=), and verify fails it.
+ */
+static void
+reopened_left(struct tmp *t, int tamper)
+{
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+
+	log = open_signed(t, 100, 60, &ck);
+	append_n(log, 40, 1);			/* seq 8, reopens the close */
+	checkpoint_free(ck);			/* no close: it did not fit */
+	eventlog_close(log);
+	anchor_of(t, &a);
+	assert_true(a.reopened);
+	assert_int_equal(a.tail_seq, 8);
+	if (tamper == 1) {
+		log = eventlog_open(t->dir, NAME, NULL, NULL);
+		append_n(log, 50, 1);		/* seq 9, planted */
+		eventlog_close(log);
+	} else if (tamper == 2) {
+		lines_read(&l, t->path);
+		edit_line(&l.v[7], "\"n\":40", "\"n\":47");
+		rechain(&l, 7);
+		lines_write(&l, t->path, 0, l.n);
+		lines_free(&l);
+	}
+	reopen_and_close(t);
+}
+
+static void
+test_reopened_left_tail(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	int			 tamper;
+
+	for (tamper = 0; tamper < 3; tamper++) {
+		k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+		reopened_left(t, tamper);
+		if (tamper == 0) {
+			if (verify(t->path, k, NULL, now_us(), &v) !=
+			    CKVERIFY_OK)
+				fail_msg("%s", v.what);
+			assert_int_equal(v.crashes, 1);
+		} else {
+			assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+			    CKVERIFY_UNTRUSTED);
+			assert_non_null(strstr(v.what,
+			    "follow the writer's close"));
+			assert_int_equal(v.untrusted.seq, 8);
+		}
+		EVP_PKEY_free(k);
+		start_afresh(t);
+	}
 }
 
 /*
@@ -3368,6 +3489,131 @@ test_killed_after_key_line(void **state)
 	assert_int_equal(v.reintroduced, 1);
 }
 
+/*
+ * Two writers in a row killed in their anchor windows: the first after
+ * its close line, before the anchor names it; the next after its
+ * log.resume and open. The lines after that close start with the next
+ * writer's log.resume naming it, and its open signs them: a stop, not
+ * someone else's lines. Lines planted after the close instead still
+ * fail.
+ */
+static void
+test_two_kills_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct eventlog		*log;
+	char			 pub[160];
+	EVP_PKEY		*k;
+	int			 planted;
+
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	for (planted = 0; planted < 2; planted++) {
+		writer_killed(t, "anchor:close", 3);	/* open 1, 3, close 5 */
+		if (planted) {
+			log = eventlog_open(t->dir, NAME, NULL, NULL);
+			append_n(log, 50, 1);		/* seq 6 */
+			eventlog_close(log);
+		}
+		writer_killed(t, "anchor:open", 0);	/* resume, open */
+		k = pubkey(pub);
+		if (!planted) {
+			if (next_writer_verify(t, k, &v) != CKVERIFY_OK)
+				fail_msg("%s", v.what);
+			assert_int_equal(v.crashes, 2);
+		} else {
+			assert_int_equal(next_writer_verify(t, k, &v),
+			    CKVERIFY_UNTRUSTED);
+			assert_non_null(strstr(v.what, "closed the log at "
+			    "seq 5"));
+			assert_int_equal(v.untrusted.seq, 6);
+		}
+		EVP_PKEY_free(k);
+		start_afresh(t);
+	}
+}
+
+/*
+ * A burst: checkpoint every event, more checkpoints than verify keeps
+ * (CKVERIFY_RING) before any tick, then killed. The writer anchors on its
+ * own before the anchored one falls out of verify's reach: the next
+ * start's log.resume names one verify still holds.
+ */
+static void
+test_burst_anchored(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 pub[160], anchor[160], saved[170];
+	EVP_PKEY		*k;
+	pid_t			 pid;
+	int			 status, old;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	snprintf(saved, sizeof(saved), "%s.saved", anchor);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	for (old = 0; old < 2; old++) {
+		if ((pid = fork()) == 0) {
+			log = open_signed(t, 1, 60, &ck);
+			if (checkpoint_write(ck, "open") == -1 ||
+			    link(anchor, saved) == -1)
+				_exit(1);
+			append_n(log, 0, 3 * CKVERIFY_RING);	/* no tick */
+			_exit(0);			/* killed */
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_int_equal(WEXITSTATUS(status), 0);
+		anchor_of(t, &a);
+		assert_true(a.seq > 2 * CKVERIFY_RING);
+		k = pubkey(pub);
+		if (!old) {
+			stop_noted(t, k, &v);
+			unlink(saved);
+		} else {
+			/*
+			 * An anchor that old (a writer that did not anchor
+			 * so): verify cannot look it up, and says so rather
+			 * than claim a rewrite.
+			 */
+			assert_int_equal(rename(saved, anchor), 0);
+			assert_int_equal(next_writer_verify(t, k, &v),
+			    CKVERIFY_UNTRUSTED);
+			assert_non_null(strstr(v.what, "cannot tell whether"));
+			EVP_PKEY_free(k);
+		}
+		start_afresh(t);
+	}
+}
+
+/*
+ * A torn line planted after a clean close: a writer reopens its close
+ * before any line after it, so the next one records it (log.resume) and
+ * verify fails it instead of skipping it as an interrupted write.
+ */
+static void
+test_torn_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	FILE			*f;
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	f = fopen(t->path, "ab");
+	assert_non_null(f);
+	fputs("{\"ts\":\"x\",\"seq\":8,\"event\":\"egress.allowed\","
+	    "\"host\":\"exfil.invalid\",\"note\":\"FORGED", f);
+	fclose(f);
+	reopen_and_close(t);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "after its close at seq 7"));
+	EVP_PKEY_free(k);
+}
+
 /* Killed after its close line, before the anchor names it. */
 static void
 test_killed_after_own_close(void **state)
@@ -3505,6 +3751,8 @@ main(void)
 		cmocka_unit_test(test_anchor_parse),
 		T(test_resume_after_close),
 		T(test_resume_after_crash),
+		T(test_reopened_left_tail),
+		T(test_anchor_parse_reopened),
 		T(test_resume_cut),
 		T(test_resume_shared),
 		T(test_rotate_first_line),
@@ -3543,6 +3791,9 @@ main(void)
 		T(test_killed_at_open_after_close),
 		T(test_killed_after_key_line),
 		T(test_killed_after_own_close),
+		T(test_two_kills_after_close),
+		T(test_burst_anchored),
+		T(test_torn_after_close),
 		T(test_planted_resume_reopened),
 		T(test_untrusted_after_anchored_close),
 		T(test_reopen_refused),
