@@ -475,7 +475,9 @@ control_grants_save(struct proxy *px)
 	char	*tmp;
 	int	 fd = -1, bad, was = control_grants_unsaved;
 
-	util_xasprintf(&tmp, "%s.tmp", control_grants_path);
+	/* Its own name: proxies sharing the folder must not take it. */
+	util_xasprintf(&tmp, "%s.%ld.tmp", control_grants_path,
+	    (long)getpid());
 	(void)unlink(tmp);
 	bad = arr == NULL || (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL |
 	    O_CLOEXEC, 0600)) == -1 || json_dumpfd(arr, fd, JSON_COMPACT) ==
@@ -884,7 +886,8 @@ control_registry_save(struct proxy *px)
 	json_t	*arr = registry_json(px->registry);
 	char	*tmp;
 
-	util_xasprintf(&tmp, "%s.tmp", control_registry_path);
+	util_xasprintf(&tmp, "%s.%ld.tmp", control_registry_path,
+	    (long)getpid());
 	if (arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) == -1 ||
 	    rename(tmp, control_registry_path) == -1)
 		log_warn("cannot save the sandbox registry %s",

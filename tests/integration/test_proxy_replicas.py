@@ -164,6 +164,31 @@ class Replicas(unittest.TestCase):
     """In order: the grant and the blocks with every replica up, then
     one stopped."""
 
+    def test_0_grants_at_once_all_saved(self):
+        """The controller asks the replicas at once; these share the
+        folder of their control sockets, so their grants.json. Each
+        wrote it through the same "grants.json.tmp", removed first: one
+        replica's save took or removed the other's file, and its grant
+        was answered "not saved" (31 of 120 grants at once under ASan;
+        the grant command exits 125). Each now writes its own."""
+        socks = [os.path.join(W["dir"], n + ".sock") for n in NAMES]
+        unsaved = []
+        for i in range(20):
+            res = []
+            threads = [threading.Thread(target=lambda s=s: res.append(
+                proxylib.control(s, "POST", "/grants", {
+                    "sandbox": SBX, "host": "c%d.grant.test" % i,
+                    "port": 443, "seconds": 600, "rationale": "at once",
+                    "by": "test"}))) for s in socks]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            unsaved += [b for st, b in res if st != 200 or
+                        b.get("saved") is not True]
+        self.assertEqual(unsaved, [], "%d of %d not saved" % (
+            len(unsaved), 20 * len(socks)))
+
     def test_1_grant_reaches_every_replica(self):
         r = sandgate(["grant", SBX, "one.grant.test", "--for", "10m",
                       "--rationale", "replica test"], W["urls"])
