@@ -1100,7 +1100,9 @@ class T11Grants(ReloadTest):
         status, body = grant("g1.grant.test", seconds=300)
         self.assertEqual((status, body.get("saved")), (200, True), body)
         path = os.path.join(os.path.dirname(W["sock"]), "grants.json")
-        block = path + ".tmp"    # a folder there: no save can succeed
+        # A folder where the proxy writes its temporary grants file: no
+        # save can succeed.
+        block = "%s.%d.tmp" % (path, self.proxy.pid)
         os.mkdir(block)
         try:
             status, body = control("POST", "/grants/revoke", {
@@ -1309,8 +1311,11 @@ class T12GrantCli(T11Grants):
 
         st = control("GET", "/status")[1]
         self.assertEqual((st.get("grants_saved"), metric()), (True, 0), st)
-        block = os.path.join(os.path.dirname(W["sock"]), "grants.json.tmp")
-        os.mkdir(block)     # a folder there: no save can succeed
+        # A folder where the proxy writes its temporary grants file: no
+        # save can succeed.
+        block = os.path.join(os.path.dirname(W["sock"]),
+                             "grants.json.%d.tmp" % self.proxy.pid)
+        os.mkdir(block)
         try:
             hp = "g1.grant.test:%d" % W["up"].http_port
             r = run_cli("grant", self.SBX, hp, "--for", "2m",
