@@ -18,8 +18,7 @@
 
 static struct pending_dest *pending_find(struct pending *, const char *,
 		    const char *, int, const char *, int *);
-static struct pending_dest *pending_reuse(struct pending *, const char *,
-		    const char *, int, const char *, int *);
+static struct pending_dest *pending_stalest(struct pending *);
 static void	pending_run(struct pending_dest *, const char *);
 static void	pending_time(struct pending_dest *, const char *, int);
 static int	pending_cmp(const void *, const void *);
@@ -39,10 +38,9 @@ pending_release(struct pending *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* The full table's entry last attempted longest ago, made new. */
+/* The full table's entry last attempted longest ago, to be made new. */
 static struct pending_dest *
-pending_reuse(struct pending *p, const char *sandbox, const char *host,
-    int port, const char *reason, int *isnew)
+pending_stalest(struct pending *p)
 {
 	struct pending_dest	*d = &p->v[0];
 	size_t			 i;
@@ -51,12 +49,6 @@ pending_reuse(struct pending *p, const char *sandbox, const char *host,
 		if (p->v[i].last_us < d->last_us)
 			d = &p->v[i];
 	p->evicted++;
-	memset(d, 0, sizeof(*d));
-	snprintf(d->sandbox, sizeof(d->sandbox), "%s", sandbox);
-	snprintf(d->host, sizeof(d->host), "%s", host);
-	d->port = port;
-	snprintf(d->reason, sizeof(d->reason), "%s", reason);
-	*isnew = 1;
 	return d;
 }
 
@@ -82,21 +74,22 @@ pending_find(struct pending *p, const char *sandbox, const char *host,
 			return d;
 	}
 	if (p->n == PENDING_DESTS_MAX && p->evict)
-		return pending_reuse(p, sandbox, host, port, reason, isnew);
-	if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
+		d = pending_stalest(p);
+	else if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
 	    p->src_new == p->share)) {
 		p->dropped++;
 		p->src_dropped++;
 		return NULL;
+	} else {
+		p->src_new++;
+		if (p->n == p->cap) {
+			p->cap = p->cap ? p->cap * 2 : 16;
+			p->v = reallocarray(p->v, p->cap, sizeof(*p->v));
+			if (p->v == NULL)
+				fatal("reallocarray");
+		}
+		d = &p->v[p->n++];
 	}
-	p->src_new++;
-	if (p->n == p->cap) {
-		p->cap = p->cap ? p->cap * 2 : 16;
-		p->v = reallocarray(p->v, p->cap, sizeof(*p->v));
-		if (p->v == NULL)
-			fatal("reallocarray");
-	}
-	d = &p->v[p->n++];
 	memset(d, 0, sizeof(*d));
 	snprintf(d->sandbox, sizeof(d->sandbox), "%s", sandbox);
 	snprintf(d->host, sizeof(d->host), "%s", host);
