@@ -555,16 +555,18 @@ class T04Busy(Case):
         self.assertNotEqual(self.conn(self.p), first, "a connection from "
                             "before the reload was kept in the pool")
 
-    def test_handshake_in_flight_at_a_reload(self):
-        """A request whose upstream handshake is under way at a reload
-        connects again, verified under the entry now in force."""
+    def slow_handshake_with(self, change):
+        """GET /ok through an upstream that holds its ServerHello; while
+        the proxy waits for it, change(policy text in force) runs. The
+        curl output."""
         slow = W.get("slowup")
         if slow is None:
             slow = W["slowup"] = Upstream(*W["leaf"], hello_delay=1.5)
+        policy = POLICY.format(PORT=W["upstream"].port).replace(
+            "ports: [%d]" % W["upstream"].port, "ports: [%d, %d]" %
+            (W["upstream"].port, slow.port))
         with open(os.path.join(self.p.policy_dir, "term.yaml"), "w") as f:
-            f.write(POLICY.format(PORT=W["upstream"].port).replace(
-                "ports: [%d]" % W["upstream"].port, "ports: [%d, %d]" %
-                (W["upstream"].port, slow.port)))
+            f.write(policy)
         reload(self.p)
         res = []
         cmd = ["curl", "-sS", "--max-time", "20", "--proxy",
@@ -575,9 +577,14 @@ class T04Busy(Case):
             timeout=60)))
         th.start()
         time.sleep(0.6)		# the proxy waits for the ServerHello
-        self.distrust()
+        change(policy)
         th.join()
-        out = res[0].stdout + res[0].stderr
+        return res[0].stdout + res[0].stderr
+
+    def test_handshake_in_flight_at_a_reload(self):
+        """A request whose upstream handshake is under way at a reload
+        connects again, verified under the entry now in force."""
+        out = self.slow_handshake_with(lambda policy: self.distrust())
         self.assertNotIn("200 OK", out, "verified under the ca_file the "
                          "reload replaced")
         self.assertIn("upstream_cert_untrusted", out)
@@ -588,32 +595,17 @@ class T04Busy(Case):
         entry (its ca_file as it was, its credential) with no
         would_block; now it is let through as a fresh request is, the
         entry's match cleared and the would_block logged."""
-        slow = W.get("slowup")
-        if slow is None:
-            slow = W["slowup"] = Upstream(*W["leaf"], hello_delay=1.5)
         path = os.path.join(self.p.policy_dir, "term.yaml")
-        policy = POLICY.format(PORT=W["upstream"].port).replace(
-            "ports: [%d]" % W["upstream"].port, "ports: [%d, %d]" %
-            (W["upstream"].port, slow.port))
-        with open(path, "w") as f:
-            f.write(policy)
-        reload(self.p)
         mark = self.p.mark()
-        res = []
-        cmd = ["curl", "-sS", "--max-time", "20", "--proxy",
-               "http://127.0.0.1:%d" % self.p.port, "--cacert", W["sgca"],
-               "-i", "https://up.test:%d/ok" % slow.port]
-        th = threading.Thread(target=lambda: res.append(subprocess.run(
-            cmd, capture_output=True, text=True, env=proxylib.clean_env(),
-            timeout=60)))
-        th.start()
-        time.sleep(0.6)		# the proxy waits for the ServerHello
-        with open(path, "w") as f:
-            f.write("mode: report\n" + policy.replace(
-                "    credentials:", "    paths: [/other/]\n    credentials:"))
-        reload(self.p)
-        th.join()
-        out = res[0].stdout + res[0].stderr
+
+        def to_report(policy):
+            with open(path, "w") as f:
+                f.write("mode: report\n" + policy.replace(
+                    "    credentials:",
+                    "    paths: [/other/]\n    credentials:"))
+            reload(self.p)
+
+        out = self.slow_handshake_with(to_report)
         self.assertNotIn("200 OK", out, "went on under the replaced entry")
         ev = self.p.wait_event(
             lambda e: e.get("event") == "egress.would_block" and
