@@ -95,7 +95,9 @@ static void	control_grant_revoke(struct proxy *, struct evhttp_request *);
 static void	control_grants_list(struct proxy *, struct evhttp_request *);
 static int	control_grants_save(struct proxy *);
 static json_t	*control_grants_saved(json_t *);
-static void	control_grants_load(struct proxy *);
+static char	*control_beside(const char *, const char *, const char *);
+static void	control_grants_open(struct proxy *, const char *);
+static void	control_grants_load(struct proxy *, const char *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
 static int	control_peer_by(struct evhttp_request *, const char *, char *,
@@ -536,37 +538,78 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 }
 
 /*
- * The grants saved before a restart (grants_load_text, the fuzzed
- * reader), each logged as grant.restored, then the floors of the policy
- * in force (control_grants_floor); those expired since go at the tick.
+ * NAME.json, or NAME-INSTANCE.json with instance, in the folder of the
+ * control socket path: the folder the controller owns.
+ */
+static char *
+control_beside(const char *path, const char *name, const char *instance)
+{
+	const char	*slash = strrchr(path, '/');
+	char		*s;
+
+	util_xasprintf(&s, "%.*s/%s%s%s.json", slash ? (int)(slash - path) :
+	    1, slash ? path : ".", name, instance ? "-" : "",
+	    instance ? instance : "");
+	return s;
+}
+
+/*
+ * grants.json, or grants-NAME.json with --instance NAME: replicas whose
+ * control sockets share a folder each keep their own, where one file
+ * held only the grants of the last replica to save. A replica with no
+ * file of its own yet starts from grants.json (what a proxy before this
+ * one wrote) and saves them as its own; grants.json is left for the
+ * other replicas of the folder.
  */
 static void
-control_grants_load(struct proxy *px)
+control_grants_open(struct proxy *px, const char *sock)
+{
+	char	*old;
+
+	control_grants_path = control_beside(sock, "grants",
+	    px->cfg.instance);
+	old = control_beside(sock, "grants", NULL);
+	if (strcmp(old, control_grants_path) != 0 &&
+	    access(control_grants_path, F_OK) == -1 && errno == ENOENT &&
+	    access(old, F_OK) == 0) {
+		log_info("%s: not there yet: the grants of %s are taken",
+		    control_grants_path, old);
+		control_grants_load(px, old);
+		(void)control_grants_save(px);
+	} else
+		control_grants_load(px, control_grants_path);
+	free(old);
+}
+
+/*
+ * The grants saved before a restart in path (grants_load_text, the
+ * fuzzed reader), each logged as grant.restored, then the floors of the
+ * policy in force (control_grants_floor); those expired since go at the
+ * tick.
+ */
+static void
+control_grants_load(struct proxy *px, const char *path)
 {
 	FILE	*f;
 	char	*text, err[256];
 	size_t	 len;
 	long	 n;
 
-	if ((f = fopen(control_grants_path, "re")) == NULL) {
+	if ((f = fopen(path, "re")) == NULL) {
 		if (errno != ENOENT)
-			log_warn("%s: starting with no grants",
-			    control_grants_path);
+			log_warn("%s: starting with no grants", path);
 		return;
 	}
 	text = util_xmalloc(CONTROL_GRANTS_FILE_MAX + 1);
 	len = fread(text, 1, CONTROL_GRANTS_FILE_MAX + 1, f);
 	if (ferror(f) || len > CONTROL_GRANTS_FILE_MAX)
-		log_warnx("%s: %s; starting with no grants",
-		    control_grants_path, ferror(f) ? "cannot read it" :
-		    "larger than 8 MiB");
+		log_warnx("%s: %s; starting with no grants", path, ferror(f) ?
+		    "cannot read it" : "larger than 8 MiB");
 	else if ((n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, px, err, sizeof(err))) == -1)
-		log_warnx("%s: %s; starting with no grants",
-		    control_grants_path, err);
+		log_warnx("%s: %s; starting with no grants", path, err);
 	else if (n > 0)
-		log_info("%ld grants in force again from %s", n,
-		    control_grants_path);
+		log_info("%ld grants in force again from %s", n, path);
 	fclose(f);
 	free(text);
 	control_grants_floor(px);
@@ -1217,14 +1260,9 @@ control_listen(struct proxy *px, const char *path, char **cause)
 	control_bounds(control_http);
 	evhttp_set_gencb(control_http, control_route, px);
 	control_path = util_xstrdup(path);
-	util_xasprintf(&control_registry_path, "%.*s/registry.json",
-	    strrchr(path, '/') ? (int)(strrchr(path, '/') - path) : 1,
-	    strrchr(path, '/') ? path : ".");
+	control_registry_path = control_beside(path, "registry", NULL);
 	control_registry_load(px);
-	util_xasprintf(&control_grants_path, "%.*s/grants.json",
-	    strrchr(path, '/') ? (int)(strrchr(path, '/') - path) : 1,
-	    strrchr(path, '/') ? path : ".");
-	control_grants_load(px);
+	control_grants_open(px, path);
 	fprintf(stderr, "sandgate-proxy: control socket %s\n", path);
 	return 0;
 }
