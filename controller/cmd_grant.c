@@ -244,8 +244,10 @@ grant_done(int rc, json_t *resp, json_t *body, char *missed)
 	if (rc == SG_EXIT_OK && json_is_false(json_object_get(resp,
 	    "saved"))) {
 		log_warnx("the proxy holds this now but could not save its "
-		    "grants (grants.json; it tries again every second, see "
-		    "its output): a restart before then would undo it");
+		    "grants (grants.json%s; it tries again every second, see "
+		    "its output): a restart before then would undo it",
+		    json_object_get(resp, "saved_apart") ? " nor "
+		    "grants.json.revoked" : "");
 		rc = SG_EXIT_ERROR;
 	}
 	if (missed != NULL) {
@@ -280,6 +282,11 @@ cmd_revoke_exec(struct cmd_args *args)
 		    h.name, port, args->argv[0], (long long)json_integer_value(
 		    json_object_get(resp, "closed")), json_integer_value(
 		    json_object_get(resp, "closed")) == 1 ? "" : "s");
+	if (rc == SG_EXIT_OK && json_is_true(json_object_get(resp,
+	    "saved_apart")))
+		log_warnx("note: the proxy cannot write its grants.json (see "
+		    "its output); this revoke is kept in grants.json.revoked "
+		    "beside it, so a restart keeps it revoked");
 	return grant_done(rc, resp, body, missed);
 }
 
@@ -318,7 +325,8 @@ cmd_grants_exec(struct cmd_args *args)
 	if (json_is_false(json_object_get(resp, "grants_saved")))
 		log_warnx("warning: the proxy could not save its grants since "
 		    "%s (grants.json; its folder full or read-only?): a "
-		    "restart now would lose the changes made since",
+		    "restart now would lose the grants given since, and the "
+		    "revokes `revoke` said it could not save",
 		    json_string_value(json_object_get(resp,
 		    "grants_unsaved_since")) ?: "?");
 	json_decref(resp);

@@ -71,6 +71,7 @@ static struct evhttp		*control_http;
 static char			*control_path;
 static char			*control_registry_path;	/* registry.json */
 static char			*control_grants_path;	/* grants.json */
+static char			*control_tomb_path;	/* .revoked */
 /* 1 while the last save of the grants failed: tried again each second. */
 static int		 control_grants_unsaved;
 static time_t		 control_grants_unsaved_since;	/* first failure */
@@ -95,7 +96,13 @@ static void	control_grant_revoke(struct proxy *, struct evhttp_request *);
 static void	control_grants_list(struct proxy *, struct evhttp_request *);
 static int	control_grants_save(struct proxy *);
 static json_t	*control_grants_saved(json_t *);
-static void	control_grants_load(struct proxy *);
+static char	*control_beside(const char *, const char *, const char *);
+static void	control_grants_open(struct proxy *, const char *);
+static void	control_grants_load(struct proxy *, const char *);
+static char	*control_file_read(const char *, size_t *);
+static int	control_tomb_add(const struct grant *);
+static void	control_tomb_clear(void);
+static void	control_tomb_create(void);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
 static int	control_peer_by(struct evhttp_request *, const char *, char *,
@@ -481,10 +488,12 @@ control_grants_save(struct proxy *px)
 	(void)unlink(tmp);
 	bad = arr == NULL || (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL |
 	    O_CLOEXEC, 0600)) == -1 || json_dumpfd(arr, fd, JSON_COMPACT) ==
-	    -1;
+	    -1 || fsync(fd) == -1;
 	if (fd != -1 && close(fd) == -1)
 		bad = 1;
 	control_grants_unsaved = bad || rename(tmp, control_grants_path) == -1;
+	if (!control_grants_unsaved)
+		control_tomb_clear();
 	if (control_grants_unsaved) {
 		control_grants_failed = time(NULL);
 		if (!was)
@@ -524,51 +533,216 @@ control_grants_saved(json_t *o)
 	return o;
 }
 
-/* Each saved grant: restored (an event) or refused (a warning). */
+/* What a start reads: grants.json (path) and the revokes not in it. */
+struct control_load {
+	struct proxy	*px;
+	const char	*path;
+	char		*tomb;
+	size_t		 len;
+};
+
+/*
+ * Each saved grant: restored (an event) unless a revoke not in
+ * grants.json ends it (taken out after the load), or refused (a
+ * warning).
+ */
 static void
 control_restore_cb(const struct grant *g, const char *cause, void *arg)
 {
-	if (cause == NULL)
-		control_grant_event(arg, g, "grant.restored", NULL, NULL);
-	else
-		log_warnx("%s: grant of %s:%d to %s refused: %s",
-		    control_grants_path, g->host, g->port, g->sandbox, cause);
+	struct control_load	*l = arg;
+
+	if (cause == NULL && !grants_tomb_ends(g, l->tomb, l->len))
+		control_grant_event(l->px, g, "grant.restored", NULL, NULL);
+	else if (cause != NULL)
+		log_warnx("%s: grant of %s:%d to %s refused: %s", l->path,
+		    g->host, g->port, g->sandbox, cause);
+}
+
+static int
+control_tomb_pick(const struct grant *g, const void *key)
+{
+	const struct control_load	*l = key;
+
+	return grants_tomb_ends(g, l->tomb, l->len);
+}
+
+static void
+control_tomb_cb(const struct grant *g, void *arg)
+{
+	log_info("%s: grant of %s:%d to %s stays revoked", (char *)arg,
+	    g->host, g->port, g->sandbox);
 }
 
 /*
- * The grants saved before a restart (grants_load_text, the fuzzed
- * reader), each logged as grant.restored, then the floors of the policy
- * in force (control_grants_floor); those expired since go at the tick.
+ * A revoke grants.json could not take, appended to its own file and
+ * synced before the revoke is answered, so a restart keeps it revoked
+ * (grants_tomb_line). 0, or -1 with a warning.
+ */
+static int
+control_tomb_add(const struct grant *g)
+{
+	char	*line = grants_tomb_line(g, time(NULL));
+	int	 fd, bad;
+
+	fd = line == NULL ? -1 : open(control_tomb_path, O_WRONLY | O_APPEND |
+	    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bad = fd == -1 || write(fd, line, strlen(line)) != (ssize_t)strlen(
+	    line) || fdatasync(fd) == -1;
+	if (fd != -1 && close(fd) == -1)
+		bad = 1;
+	if (bad)
+		log_warn("%s: cannot keep the revoke of %s:%d to %s either: a "
+		    "restart before grants.json is saved would bring it back",
+		    control_tomb_path, g->host, g->port, g->sandbox);
+	free(line);
+	return bad ? -1 : 0;
+}
+
+/*
+ * grants.json now holds every revoke: the revokes file is emptied, once
+ * the rename that put grants.json in place is on disk (else a crash
+ * could leave the old grants.json and no revokes).
  */
 static void
-control_grants_load(struct proxy *px)
+control_tomb_clear(void)
+{
+	struct stat	 st;
+	char		*dir;
+	int		 fd;
+
+	if (control_tomb_path == NULL || stat(control_tomb_path, &st) ==
+	    -1 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return;
+	dir = util_xstrdup(control_tomb_path);
+	*strrchr(dir, '/') = '\0';
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	free(dir);
+	if (truncate(control_tomb_path, 0) == -1)
+		log_warn("%s: cannot empty it", control_tomb_path);
+}
+
+/*
+ * Made at start, empty: a revoke can then be kept in it even once the
+ * folder takes no new file (made immutable, or out of inodes).
+ */
+static void
+control_tomb_create(void)
+{
+	int	fd;
+
+	if ((fd = open(control_tomb_path, O_WRONLY | O_APPEND | O_CREAT |
+	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
+		log_warn("%s: a revoke grants.json cannot take will not be "
+		    "kept", control_tomb_path);
+	else
+		close(fd);
+}
+
+/* A whole file of at most 8 MiB (NUL-terminated), or NULL, a warning. */
+static char *
+control_file_read(const char *path, size_t *len)
 {
 	FILE	*f;
-	char	*text, err[256];
-	size_t	 len;
-	long	 n;
+	char	*text;
 
-	if ((f = fopen(control_grants_path, "re")) == NULL) {
+	*len = 0;
+	if ((f = fopen(path, "re")) == NULL) {
 		if (errno != ENOENT)
-			log_warn("%s: starting with no grants",
-			    control_grants_path);
-		return;
+			log_warn("%s", path);
+		return NULL;
 	}
 	text = util_xmalloc(CONTROL_GRANTS_FILE_MAX + 1);
-	len = fread(text, 1, CONTROL_GRANTS_FILE_MAX + 1, f);
-	if (ferror(f) || len > CONTROL_GRANTS_FILE_MAX)
-		log_warnx("%s: %s; starting with no grants",
-		    control_grants_path, ferror(f) ? "cannot read it" :
+	*len = fread(text, 1, CONTROL_GRANTS_FILE_MAX + 1, f);
+	if (ferror(f) || *len > CONTROL_GRANTS_FILE_MAX) {
+		log_warnx("%s: %s", path, ferror(f) ? "cannot read it" :
 		    "larger than 8 MiB");
-	else if ((n = grants_load_text(px->grants, text, len, time(NULL),
-	    grants_clock(), control_restore_cb, px, err, sizeof(err))) == -1)
-		log_warnx("%s: %s; starting with no grants",
-		    control_grants_path, err);
-	else if (n > 0)
-		log_info("%ld grants in force again from %s", n,
-		    control_grants_path);
+		free(text);
+		text = NULL;
+		*len = 0;
+	} else
+		text[*len] = '\0';
 	fclose(f);
+	return text;
+}
+
+/*
+ * NAME.json, or NAME-INSTANCE.json with instance, in the folder of the
+ * control socket path: the folder the controller owns.
+ */
+static char *
+control_beside(const char *path, const char *name, const char *instance)
+{
+	const char	*slash = strrchr(path, '/');
+	char		*s;
+
+	util_xasprintf(&s, "%.*s/%s%s%s.json", slash ? (int)(slash - path) :
+	    1, slash ? path : ".", name, instance ? "-" : "",
+	    instance ? instance : "");
+	return s;
+}
+
+/*
+ * grants.json, or grants-NAME.json with --instance NAME: replicas whose
+ * control sockets share a folder each keep their own, where one file
+ * held only the grants of the last replica to save. A replica with no
+ * file of its own yet starts from grants.json (what a proxy before this
+ * one wrote) and saves them as its own; grants.json is left for the
+ * other replicas of the folder.
+ */
+static void
+control_grants_open(struct proxy *px, const char *sock)
+{
+	char	*old;
+
+	control_grants_path = control_beside(sock, "grants",
+	    px->cfg.instance);
+	util_xasprintf(&control_tomb_path, "%s.revoked", control_grants_path);
+	control_tomb_create();
+	old = control_beside(sock, "grants", NULL);
+	if (strcmp(old, control_grants_path) != 0 &&
+	    access(control_grants_path, F_OK) == -1 && errno == ENOENT &&
+	    access(old, F_OK) == 0) {
+		log_info("%s: not there yet: the grants of %s are taken",
+		    control_grants_path, old);
+		control_grants_load(px, old);
+		(void)control_grants_save(px);
+	} else
+		control_grants_load(px, control_grants_path);
+	free(old);
+}
+
+/*
+ * The grants saved before a restart in path (grants_load_text, the
+ * fuzzed reader), each logged as grant.restored, less those a revoke in
+ * the revokes file ends (saved at once into grants.json, which empties
+ * that file), then the floors of the policy in force
+ * (control_grants_floor); those expired since go at the tick.
+ */
+static void
+control_grants_load(struct proxy *px, const char *path)
+{
+	struct control_load	 l = { px, path, NULL, 0 };
+	char			*text, err[256];
+	size_t			 len;
+	long			 n = 0;
+
+	l.tomb = control_file_read(control_tomb_path, &l.len);
+	if ((text = control_file_read(path, &len)) != NULL &&
+	    (n = grants_load_text(px->grants, text, len, time(NULL),
+	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) == -1)
+		log_warnx("%s: %s; starting with no grants", path, err);
+	else if (text != NULL && n > 0)
+		log_info("%ld grants in force again from %s", n, path);
+	if (l.len > 0) {
+		(void)grants_drop(px->grants, control_tomb_pick, &l,
+		    control_tomb_cb, control_tomb_path);
+		(void)control_grants_save(px);
+	}
 	free(text);
+	free(l.tomb);
 	control_grants_floor(px);
 }
 
@@ -787,7 +961,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	const char		*cause = "host is required";
 	size_t			 n;
 	unsigned		 closed;
-	int			 ok, saved;
+	int			 ok, saved, apart = 0;
 
 	if (o == NULL)
 		return;
@@ -806,11 +980,12 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		    "no such grant"));
 		goto out;
 	}
-	saved = control_grants_save(px) == 0;
+	if (!(saved = control_grants_save(px) == 0))
+		saved = apart = control_tomb_add(&g) == 0;
 	closed = conn_revoke(px);
 	control_reply(req, 200, control_grants_saved(json_pack("{s:b, s:I, "
-	    "s:I, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
-	    (json_int_t)closed, "saved", saved)));
+	    "s:I, s:b, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
+	    (json_int_t)closed, "saved", saved, "saved_apart", apart)));
 out:
 	json_decref(o);
 }
@@ -1217,14 +1392,9 @@ control_listen(struct proxy *px, const char *path, char **cause)
 	control_bounds(control_http);
 	evhttp_set_gencb(control_http, control_route, px);
 	control_path = util_xstrdup(path);
-	util_xasprintf(&control_registry_path, "%.*s/registry.json",
-	    strrchr(path, '/') ? (int)(strrchr(path, '/') - path) : 1,
-	    strrchr(path, '/') ? path : ".");
+	control_registry_path = control_beside(path, "registry", NULL);
 	control_registry_load(px);
-	util_xasprintf(&control_grants_path, "%.*s/grants.json",
-	    strrchr(path, '/') ? (int)(strrchr(path, '/') - path) : 1,
-	    strrchr(path, '/') ? path : ".");
-	control_grants_load(px);
+	control_grants_open(px, path);
 	fprintf(stderr, "sandgate-proxy: control socket %s\n", path);
 	return 0;
 }
@@ -1239,6 +1409,7 @@ control_close(struct proxy *px)
 	free(control_path);
 	free(control_registry_path);
 	free(control_grants_path);
+	free(control_tomb_path);
 	while (control_sbxs != NULL) {
 		struct control_sbx	*s = control_sbxs;
 

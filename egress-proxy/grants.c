@@ -343,3 +343,50 @@ grants_load_text(struct grants *t, const char *text, size_t len,
 	json_decref(arr);
 	return n;
 }
+
+char *
+grants_tomb_line(const struct grant *g, time_t revoked)
+{
+	json_t	*o = json_pack("{s:s, s:s, s:i, s:I}", "sandbox", g->sandbox,
+		    "host", g->host, "port", g->port, "revoked",
+		    (json_int_t)revoked);
+	char	*text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char	*line = text ? malloc(strlen(text) + 3) : NULL;
+
+	if (line != NULL)
+		snprintf(line, strlen(text) + 3, "\n%s\n", text);
+	free(text);
+	json_decref(o);
+	return line;
+}
+
+/* One line: 1 when it is a revoke of g. */
+static int
+grants_tomb_one(const struct grant *g, const char *s, size_t len)
+{
+	json_t		*o = json_loadb(s, len, 0, NULL);
+	const char	*sbx, *host;
+	json_int_t	 port, at;
+	int		 hit = 0;
+
+	if (o != NULL && json_unpack(o, "{s:s, s:s, s:I, s:I}", "sandbox",
+	    &sbx, "host", &host, "port", &port, "revoked", &at) == 0)
+		hit = strcmp(sbx, g->sandbox) == 0 && strcmp(host, g->host) ==
+		    0 && port == g->port && (json_int_t)g->granted <= at;
+	json_decref(o);
+	return hit;
+}
+
+int
+grants_tomb_ends(const struct grant *g, const char *text, size_t len)
+{
+	const char	*end = text + len, *nl;
+
+	for (; text < end; text = nl + 1) {
+		if ((nl = memchr(text, '\n', (size_t)(end - text))) == NULL)
+			nl = end;
+		if (nl > text && grants_tomb_one(g, text, (size_t)(nl - text)))
+			return 1;
+	}
+	return 0;
+}

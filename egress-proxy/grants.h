@@ -116,4 +116,19 @@ size_t		 grants_drop(struct grants *,
 		    const void *key, void (*cb)(const struct grant *, void *),
 		    void *arg);
 
+/*
+ * Revokes not yet in grants.json (its file could not be written): each
+ * appended, fsynced, to a file of its own (one line each) that a restart
+ * reads after grants.json, so an answered revoke is never undone, and
+ * that is emptied at the next good save of grants.json.
+ * grants_tomb_line: the line (a new string, with a newline before it, so
+ * the torn end of a crash never runs into the next line).
+ * grants_tomb_ends: 1 when a line of text (that file's) revokes g (same
+ * sandbox, host and port, g granted at or before the revoke); lines that
+ * are not such (a torn end) are passed over.
+ */
+char		*grants_tomb_line(const struct grant *g, time_t revoked);
+int		 grants_tomb_ends(const struct grant *g, const char *text,
+		    size_t len);
+
 #endif

@@ -348,6 +348,46 @@ class Replicas(unittest.TestCase):
         self.assertNotIn("\x1b", t.stdout)
         self.assertIn("only-r1.blocked.test:80", t.stdout)
 
+    def test_9_each_replica_keeps_its_own_grants(self):
+        """Replicas whose control sockets share a folder shared one
+        grants.json, the last saver's: a grant only r1 held was gone
+        after r1 restarted, and r3's was in force there. Each now keeps
+        grants-NAME.json, and one with none takes grants.json (what an
+        older proxy wrote) as its own at start."""
+        for name in ("r1", "r3"):
+            status, body = proxylib.control(
+                os.path.join(W["dir"], name + ".sock"), "POST", "/grants", {
+                    "sandbox": SBX, "host": "own-%s.grant.test" % name,
+                    "port": 443, "seconds": 600, "rationale": "own",
+                    "by": "test"})
+            self.assertEqual((status, body.get("saved")), (200, True), body)
+        own = os.path.join(W["dir"], "grants-r1.json")
+        self.assertEqual(self.restart_r1(), {"own-r1.grant.test"})
+        # No file of its own yet: grants.json is taken and saved as one.
+        with open(own) as f:
+            saved = json.load(f)
+        W["proxies"][0].stop()
+        os.unlink(own)
+        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
+            json.dump([dict(g, host="old.grant.test") for g in saved
+                       if g["host"] == "own-r1.grant.test"], f)
+        self.assertEqual(self.restart_r1(), {"old.grant.test"})
+        with open(own) as f:
+            self.assertEqual([g["host"] for g in json.load(f)],
+                             ["old.grant.test"])
+
+    def restart_r1(self):
+        """Restart r1; the own-* and old.grant.test grants it holds."""
+        p, sock = W["proxies"][0], os.path.join(W["dir"], "r1.sock")
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(sock)
+        status, body = proxylib.control(sock, "GET", "/grants?sandbox=" +
+                                        SBX)
+        self.assertEqual(status, 200, body)
+        return {g["host"] for g in body["grants"]
+                if g["host"].startswith(("own-", "old."))}
+
 
 if __name__ == "__main__":
     sys.exit(proxylib.run_tests(sys.modules[__name__]))

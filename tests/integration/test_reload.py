@@ -1104,19 +1104,26 @@ class T11Grants(ReloadTest):
         # save can succeed.
         block = "%s.%d.tmp" % (path, self.proxy.pid)
         os.mkdir(block)
+        # Nor the revokes file a revoke grants.json cannot take goes to.
+        if os.path.exists(path + ".revoked"):
+            os.unlink(path + ".revoked")
+        os.mkdir(path + ".revoked")
         try:
             status, body = control("POST", "/grants/revoke", {
                 "sandbox": "sbx_g", "host": "g1.grant.test",
                 "port": W["up"].http_port, "by": "tester"})
-            self.assertEqual((status, body.get("saved")), (200, False),
+            self.assertEqual((status, body.get("saved"),
+                              body.get("saved_apart")), (200, False, False),
                              body)
             self.assert_get("g1.grant.test", 403, src="127.0.0.2")
             with open(path) as f:
                 self.assertEqual([g["host"] for g in json.load(f)],
                                  ["g1.grant.test"])
             self.assertIn("cannot save the grants", self.proxy.stderr())
+            self.assertIn("cannot keep the revoke", self.proxy.stderr())
         finally:
             os.rmdir(block)
+            os.rmdir(path + ".revoked")
         # A reload whose floor ends a grant says so the same way.
         status, body = grant("g2.grant.test", seconds=300)
         self.assertEqual(status, 200, body)
@@ -1142,6 +1149,50 @@ class T11Grants(ReloadTest):
             self.assertEqual(json.load(f), [], "not saved again")
         self.restart()
         self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+
+    def test_unsaved_revoke_kept_across_a_crash(self):
+        """A revoke grants.json cannot take is kept in grants.json.revoked,
+        synced before the answer: a crash then never brings the grant
+        back (it did, from the last good grants.json, and /status said
+        saved), and the next good save empties that file."""
+        sbx = getattr(self, "SBX", "sbx_g")
+        for host in ("g1.grant.test", "g2.grant.test"):
+            status, body = grant(host, seconds=300, sandbox=sbx)
+            self.assertEqual((status, body.get("saved")), (200, True), body)
+        path = os.path.join(os.path.dirname(W["sock"]), "grants.json")
+        block = "%s.%d.tmp" % (path, self.proxy.pid)
+        os.mkdir(block)
+        try:
+            status, body = control("POST", "/grants/revoke", {
+                "sandbox": sbx, "host": "g1.grant.test",
+                "port": W["up"].http_port, "by": "tester"})
+            self.assertEqual((status, body.get("saved"),
+                              body.get("saved_apart"),
+                              body.get("grants_saved")),
+                             (200, True, True, False), body)
+            with open(path) as f:
+                self.assertEqual(len(json.load(f)), 2, "grants.json taken")
+            self.proxy.kill()
+        finally:
+            os.rmdir(block)
+        mark = self.proxy.mark()
+        self.restart()
+        status, body = control("GET", "/grants?sandbox=" + sbx)
+        self.assertEqual([g["host"] for g in body["grants"]],
+                         ["g2.grant.test"])
+        self.assertIs(body["grants_saved"], True, body)
+        self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        self.assert_get("g2.grant.test", 200, src="127.0.0.2")
+        self.assertEqual([e["host"] for e in self.events(
+            mark, ("grant.restored",))], ["g2.grant.test"])
+        self.assertEqual(os.path.getsize(path + ".revoked"), 0)
+        # The same grant given again is not ended by the old revoke.
+        status, body = grant("g1.grant.test", seconds=300, sandbox=sbx)
+        self.assertEqual(status, 200, body)
+        self.restart()
+        status, body = control("GET", "/grants?sandbox=" + sbx)
+        self.assertEqual(sorted(g["host"] for g in body["grants"]),
+                         ["g1.grant.test", "g2.grant.test"])
 
     def test_saved_grants_checked_and_logged_at_start(self):
         status, body = grant("g1.grant.test", seconds=300)
@@ -1256,6 +1307,43 @@ class T12GrantCli(T11Grants):
         r = run_cli("revoke", self.SBX, hp)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("no such grant", r.stderr)
+
+    def test_revoke_unsaved_said_truly(self):
+        """sandgate revoke when grants.json cannot be written: kept in
+        grants.json.revoked, exit 0 with a note (it exited 125 saying a
+        restart would undo it, and a crash did); when that file cannot
+        take it either, 125 naming both."""
+        hp = "g1.grant.test:%d" % W["up"].http_port
+        path = os.path.join(os.path.dirname(W["sock"]), "grants.json")
+        block = "%s.%d.tmp" % (path, self.proxy.pid)
+        for tomb_ok in (True, False):
+            r = run_cli("grant", self.SBX, hp, "--for", "2m",
+                        "--rationale", "unsaved revoke")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            os.mkdir(block)
+            if not tomb_ok:
+                os.unlink(path + ".revoked")
+                os.mkdir(path + ".revoked")
+            try:
+                r = run_cli("revoke", self.SBX, hp)
+            finally:
+                os.rmdir(block)
+                if not tomb_ok:
+                    os.rmdir(path + ".revoked")
+            self.assertIn("revoked g1.grant.test", r.stdout)
+            if tomb_ok:
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("kept in grants.json.revoked", r.stderr)
+            else:
+                self.assertEqual(r.returncode, 125, r.stderr)
+                self.assertIn("nor grants.json.revoked", r.stderr)
+                self.assertIn("a restart before then would undo it",
+                              r.stderr)
+            self.assert_get("g1.grant.test", 403, src="127.0.0.2")
+        for _ in range(50):     # the retry, at most a second later
+            if control("GET", "/status")[1].get("grants_saved"):
+                break
+            time.sleep(0.1)
 
     def test_grants_escaped_and_by_from_the_peer(self):
         status, body = control("POST", "/grants", {

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -263,6 +264,40 @@ test_text(void **state)
 	grants_free(u);
 }
 
+/*
+ * The revokes file: a line ends the grants of its sandbox, host and port
+ * given at or before it, whatever lies around it (the torn end of a
+ * crash, a line of another grant).
+ */
+static void
+test_tomb(void **state)
+{
+	struct grant	 g, other;
+	char		*line, text[1024];
+
+	(void)state;
+	test_fill(&g, "a.corp.test", "", 60);
+	test_fill(&other, "b.corp.test", "", 60);
+	assert_non_null(line = grants_tomb_line(&g, T0 + 5));
+	assert_int_equal(line[0], '\n');
+	assert_int_equal(line[strlen(line) - 1], '\n');
+	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 1);
+	assert_int_equal(grants_tomb_ends(&other, line, strlen(line)), 0);
+	/* After a torn line, and cut short itself: only whole lines count. */
+	snprintf(text, sizeof(text), "{\"sandbox\":\"sb%s", line);
+	assert_int_equal(grants_tomb_ends(&g, text, strlen(text)), 1);
+	assert_int_equal(grants_tomb_ends(&g, text, strlen(text) - 3), 0);
+	/* A grant given again after the revoke is not ended by it. */
+	g.granted = T0 + 6;
+	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 0);
+	g.granted = T0;
+	g.port = 80;
+	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 0);
+	assert_int_equal(grants_tomb_ends(&g, "", 0), 0);
+	assert_int_equal(grants_tomb_ends(&g, "[1]\n{}\n", 7), 0);
+	free(line);
+}
+
 int
 main(void)
 {
@@ -273,6 +308,7 @@ main(void)
 		cmocka_unit_test(test_load_refuses),
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_tomb),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
