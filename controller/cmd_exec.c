@@ -140,7 +140,8 @@ cmd_exec_target(struct docker *d, const struct sandbox_meta *m, int fresh,
 		    "(set SANDGATE_PROBE)");
 		return -1;
 	}
-	if (sandbox_ensure_running(d, m, &ci, cause) == -1)
+	if (sandbox_ensure_running(d, m, &ci, cause) == -1 ||
+	    sandbox_fresh_mark(m->id, 0, cause) == -1)
 		return -1;
 	return sandbox_container_up(d, m, &mt, "fresh", cid, pid, cause);
 }
@@ -258,7 +259,8 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 		goto out;
 	}
 	/* Fresh containers of execs whose sandgate died go first. */
-	if (sandbox_fresh_sweep(d, m->id, 0, &ucause) == -1) {
+	if (sandbox_fresh_sweep(d, m->id, SANDBOX_SWEEP_MARKED,
+	    &ucause) == -1) {
 		log_warnx("cannot look for the sandbox's left fresh "
 		    "containers: %s", ucause);
 		free(ucause);
@@ -299,6 +301,13 @@ out:
 	    docker_container_remove(d, cid, &clean) == -1)
 		log_warnx("cannot remove container %s: %s",
 		    cid, clean);
+	/* Its container gone, the mark goes: the next exec asks no list. */
+	else if (a->fresh && cid != NULL &&
+	    sandbox_fresh_mark(m->id, 1, &ucause) == -1) {
+		log_warnx("%s", ucause);
+		free(ucause);
+		ucause = NULL;
+	}
 	if (cause != NULL)
 		log_warnx("%s", cause);
 	if (ran)

@@ -460,7 +460,8 @@ gc_fresh(struct gc *g, const char *id)
 	char	*cause = NULL;
 	int	 n;
 
-	if ((n = sandbox_fresh_sweep(g->docker, id, g->dry, &cause)) == -1) {
+	if ((n = sandbox_fresh_sweep(g->docker, id,
+	    g->dry ? SANDBOX_SWEEP_DRY : 0, &cause)) == -1) {
 		log_warnx("cannot list the containers of %s: %s", id, cause);
 		free(cause);
 		g->errors++;

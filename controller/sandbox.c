@@ -817,16 +817,90 @@ sandbox_fresh_orphan(json_t *c)
 	    !procstat_owner_alive(owner);
 }
 
+/*
+ * The fresh marks in sandbox id's folder (sandbox_fresh_mark): how many,
+ * or -1 when the folder cannot be read. With drop, the marks of owners
+ * that are gone are removed (their containers are) and not counted.
+ */
+static int
+sandbox_fresh_marks(const char *id, int drop)
+{
+	struct dirent		*de;
+	DIR			*dir;
+	char			 path[4096], owner[64];
+	unsigned long long	 start;
+	size_t			 len = strlen(SANDBOX_FRESH_MARK);
+	int			 n = 0, pid;
+
+	if (state_path(path, sizeof(path), id, NULL) == -1 ||
+	    (dir = opendir(path)) == NULL)
+		return -1;
+	while ((de = readdir(dir)) != NULL) {
+		if (strncmp(de->d_name, SANDBOX_FRESH_MARK, len) != 0)
+			continue;
+		if (drop && sscanf(de->d_name + len, "%d.%llu", &pid,
+		    &start) == 2) {
+			snprintf(owner, sizeof(owner), "%d %llu", pid, start);
+			if (!procstat_owner_alive(owner) &&
+			    unlinkat(dirfd(dir), de->d_name, 0) == 0)
+				continue;
+		}
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
 int
-sandbox_fresh_sweep(struct docker *d, const char *id, int dry,
+sandbox_fresh_mark(const char *id, int remove, char **cause)
+{
+	char	own[64], name[80], path[4096];
+	char	*sp;
+	int	fd;
+
+	if (procstat_owner_self(own, sizeof(own)) == -1) {
+		util_cause(cause, "cannot read this process's start time");
+		return -1;
+	}
+	if ((sp = strchr(own, ' ')) != NULL)
+		*sp = '.';
+	snprintf(name, sizeof(name), SANDBOX_FRESH_MARK "%s", own);
+	if (state_path(path, sizeof(path), id, name) == -1) {
+		util_cause(cause, "state folder path too long");
+		return -1;
+	}
+	if (remove) {
+		if (unlink(path) == -1 && errno != ENOENT) {
+			util_cause(cause, "cannot remove '%s': %s", path,
+			    strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600)) == -1) {
+		util_cause(cause, "cannot write '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
     char **cause)
 {
 	json_t		*list = NULL, *c;
 	const char	*cid;
 	char		*err = NULL;
 	size_t		 i;
-	int		 n = 0, proxy;
+	int		 n = 0, proxy, failed = 0;
+	int		 dry = flags & SANDBOX_SWEEP_DRY;
 
+	/* No mark: no fresh container was made since the last sweep. */
+	if ((flags & SANDBOX_SWEEP_MARKED) && sandbox_fresh_marks(id, 0) == 0)
+		return 0;
 	if (docker_container_list(d, SANDBOX_LABEL, id, &list, cause) == -1)
 		return -1;
 	proxy = proxyctl_remote() != NULL ||
@@ -846,11 +920,14 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int dry,
 			    "%s: %s", cid, id, err);
 			free(err);
 			err = NULL;
+			failed = 1;
 			continue;
 		}
 		n++;
 	}
 	json_decref(list);
+	if ((flags & SANDBOX_SWEEP_MARKED) && !dry && !failed)
+		(void)sandbox_fresh_marks(id, 1);
 	return n;
 }
 

@@ -92,6 +92,8 @@ struct docker;
 #define SANDBOX_LABEL_OWNER	"sandgate.owner"
 /* In the sandbox folder, touched just before each container create. */
 #define SANDBOX_PENDING		"container.pending"
+/* fresh.PID.START: a fresh container of that sandgate may be up. */
+#define SANDBOX_FRESH_MARK	"fresh."
 
 /* Defaults (docs/controller.md, "Defaults and limits"). */
 #define SANDBOX_DEF_CPUS	1.0
@@ -225,13 +227,26 @@ int	sandbox_destroy(struct docker *, const char *id, char **cause);
  * Remove the sandbox's fresh containers (exec --fresh) whose owner, the
  * sandgate that made them (SANDBOX_LABEL_OWNER), is gone: SIGKILLed
  * mid-exec, it removed nothing. Each one's address is unregistered from
- * the proxy first. With dry, only counted. gc and every exec call it;
- * a container without the label (an older sandgate's) is left alone.
- * The number removed (or that would be), or -1 with *cause when Docker
+ * the proxy first. SANDBOX_SWEEP_DRY: only counted. SANDBOX_SWEEP_MARKED
+ * (every exec): Docker is asked only when the sandbox folder holds a
+ * fresh mark (sandbox_fresh_mark), and the marks of owners that are gone
+ * are removed once their containers are; gc asks Docker every time. A
+ * container without the label (an older sandgate's) is left alone. The
+ * number removed (or that would be), or -1 with *cause when Docker
  * cannot list them.
  */
-int	sandbox_fresh_sweep(struct docker *, const char *id, int dry,
+#define SANDBOX_SWEEP_DRY	0x1
+#define SANDBOX_SWEEP_MARKED	0x2
+int	sandbox_fresh_sweep(struct docker *, const char *id, int flags,
 	    char **cause);
+
+/*
+ * The fresh mark of this process in sandbox id's folder: made before its
+ * fresh container is created, removed once the container is (the
+ * remove), so that a sandgate killed in between leaves it for the next
+ * exec's sweep. 0, or -1 with *cause.
+ */
+int	sandbox_fresh_mark(const char *id, int remove, char **cause);
 
 /* rm -rf that never follows symlinks or crosses mounts. 0 or -1. */
 int	sandbox_rmtree(const char *path);

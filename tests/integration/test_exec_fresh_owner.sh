@@ -80,9 +80,26 @@ assert_eq "only the session stays registered" 1 "$(registered)"
 # The sandbox's next exec sweeps an orphan too.
 killed_fresh
 assert_eq "a second killed exec left its container" 1 "$(fresh | wc -l)"
+# (the first killed exec's mark went with the sweep of this one's start)
+assert_eq "and its fresh mark" 1 \
+	"$(find "$SANDGATE_STATE/sandboxes/$SBX" -maxdepth 1 -name 'fresh.*' | wc -l)"
 sg_run r "$SG" exec "$SBX" -- true
 assert_eq "the next exec runs" 0 "$r_rc"
 assert_eq "the next exec removed the orphan" 0 "$(fresh | wc -l)"
 assert_eq "and its registration" 1 "$(registered)"
+assert_eq "and the killed execs' fresh marks" 0 \
+	"$(find "$SANDGATE_STATE/sandboxes/$SBX" -maxdepth 1 -name 'fresh.*' | wc -l)"
+
+# An exec with no fresh mark asks Docker for no container list (the
+# sweep's list cost every exec a Docker round trip, 3-10 ms).
+sg_run r strace -f -e trace=sendto -s 64 -o "$SG_TMP/sendto" \
+	"$SG" exec "$SBX" -- true
+assert_eq "an exec under strace runs" 0 "$r_rc"
+assert_eq "it lists no containers" 0 \
+	"$(grep -c 'containers/json' "$SG_TMP/sendto")"
+sg_run r "$SG" exec --fresh "$SBX" -- true
+assert_eq "exec --fresh runs" 0 "$r_rc"
+assert_eq "and leaves no fresh mark at its end" 0 \
+	"$(find "$SANDGATE_STATE/sandboxes/$SBX" -maxdepth 1 -name 'fresh.*' | wc -l)"
 
 sg_summary
