@@ -1398,6 +1398,13 @@ conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
 	return SG_REASON_NONE;
 }
 
+int
+conn_entry_ruled(const struct policy_entry *e)
+{
+	return e != NULL && (e->methods != NULL || e->paths != NULL ||
+	    e->cred_header != NULL);
+}
+
 /*
  * What an entry's methods and paths decide on is the request line; two
  * ways a request that passes them asks the upstream for something else
@@ -1413,6 +1420,8 @@ conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
  * with methods, paths or a credential: CGI and WSGI gateways turn '-'
  * into '_' (X_HTTP_METHOD_OVERRIDE and X-HTTP-Method-Override are one
  * variable to the application), so such a name is any header at all.
+ * Trailer fields, which no check here sees, are refused on such an entry
+ * as the body is forwarded (conn_http_start).
  */
 static enum sg_reason
 conn_rules_gap(struct conn *c, const char **cause)
@@ -1428,8 +1437,7 @@ conn_rules_gap(struct conn *c, const char **cause)
 
 	if (e == NULL)
 		return SG_REASON_NONE;	/* a grant or report mode */
-	for (i = 0; i < q->nheaders && (e->methods != NULL ||
-	    e->paths != NULL || e->cred_header != NULL); i++)
+	for (i = 0; i < q->nheaders && conn_entry_ruled(e); i++)
 		if (strchr(q->headers[i].name, '_') != NULL) {
 			*cause = "a header name with '_' is refused on an "
 			    "entry with methods, paths or a credential: "

@@ -150,6 +150,13 @@ conn_http_start(struct conn *c)
 	r->body_left = r->req.content_length > 0 ?
 	    (uint64_t)r->req.content_length : 0;
 	http_chunked_init(&r->body_chunked);
+	/*
+	 * Trailer fields are refused where header names are checked: a
+	 * gateway that merges them into the header fields (Tomcat, for
+	 * names it is told to) would read an override, an Authorization
+	 * beside the credential, a '_' name, none of them checked.
+	 */
+	r->body_chunked.no_trailers = conn_entry_ruled(r->match.entry);
 	r->body_done = r->body == HTTP_BODY_NONE ||
 	    (r->body == HTTP_BODY_LENGTH && r->body_left == 0);
 	r->resp = CONN_RESP_HEAD;
@@ -196,6 +203,10 @@ conn_http_body(struct conn *c)
 			r->body_done = 1;
 			break;
 		case HTTP_PARSE_ERROR:
+			if (cause == http_trailer_refused)
+				return conn_block_malformed(c, 400, "a trailer "
+				    "field is refused on an entry with "
+				    "methods, paths or a credential");
 			c->close_after = 1;
 			return conn_finish(c);
 		}

@@ -210,6 +210,12 @@ void	conn_bev_free(struct conn *, struct bufferevent *);
 void	conn_client_attach(struct conn *);
 int	conn_decide(struct conn *);
 int	conn_block_malformed(struct conn *, int status, const char *cause);
+/*
+ * 1 when e (NULL: none) decides on more than host and port: methods,
+ * paths or a credential. Header names with '_' and trailer fields are
+ * refused on such an entry.
+ */
+int	conn_entry_ruled(const struct policy_entry *);
 int	conn_send(struct conn *, char *buf, size_t len);
 int	conn_reply_error(struct conn *, int status, const char *proxy_error,
 	    const char *details);

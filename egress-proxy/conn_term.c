@@ -226,7 +226,7 @@ conn_term_upstream(struct conn *c)
 	SSL				*ssl;
 
 	ssl = tlsterm_connect_ssl(c->px->term, &c->r.host, c->r.port,
-	    e != NULL ? e->ca_file : NULL, &why);
+	    e != NULL ? e->ca : NULL, &why);
 	if (ssl == NULL) {
 		conn_drop_upstream(c);
 		return conn_block(c, SG_REASON_UPSTREAM_TLS, NULL, why);

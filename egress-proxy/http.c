@@ -1429,6 +1429,9 @@ http_response_forward(const struct http_response *resp, int flags,
 	    NULL, flags, lenp);
 }
 
+const char http_trailer_refused[] = "a trailer field, where trailers are "
+    "refused";
+
 void
 http_chunked_init(struct http_chunked *ch)
 {
@@ -1514,6 +1517,8 @@ chunked_trailer_byte(struct http_chunked *ch, unsigned char c,
 	case CH_TRAILER0:
 		if (c == '\r')
 			ch->state = CH_FINAL_LF;
+		else if (ch->no_trailers)
+			return fail(NULL, cause, 0, http_trailer_refused);
 		else if (is_tchar(c))
 			ch->state = CH_TNAME;
 		else

@@ -162,7 +162,11 @@ struct http_chunked {
 	uint64_t	remaining;	/* chunk size, then data left */
 	size_t		line_len;	/* bytes of the current line so far */
 	size_t		trailer_len;	/* trailer bytes so far */
+	int		no_trailers;	/* 1: a trailer field is an error */
 };
+
+/* The cause of the error a trailer field is when no_trailers is set. */
+extern const char http_trailer_refused[];
 
 /*
  * Parse a request head at the start of buf (len bytes, not
@@ -305,7 +309,9 @@ void		 http_chunked_init(struct http_chunked *ch);
  * extensions is at most SG_HTTP_CHUNK_LINE_MAX bytes, the trailer section
  * at most SG_HTTP_HEAD_MAX, every line ends in CRLF (bare LF fails), and
  * chunk data is followed by exactly CRLF. Data bytes are skipped in one
- * step, not looked at.
+ * step, not looked at. With ch->no_trailers set (after init), the first
+ * byte of a trailer field fails with *cause http_trailer_refused, so no
+ * byte of it is ever counted as consumed.
  */
 enum http_parse	 http_chunked_scan(struct http_chunked *ch,
 		    const char *buf, size_t len, size_t *consumed,

@@ -705,7 +705,7 @@ proxy_reload(struct proxy *px, char **errors)
 	eventlog_append(px->seclog, fields);
 	json_decref(fields);
 	if (px->term != NULL)
-		tlsterm_flush(px->term);	/* a ca_file may have changed */
+		tlsterm_flush(px->term);	/* the old policy's ca_files */
 	if (px->secrets != NULL)
 		(void)proxy_secrets_load(px);	/* kept as they were on error */
 	control_grants_floor(px);

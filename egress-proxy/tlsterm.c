@@ -11,15 +11,19 @@
 #include "tlsterm.h"
 #include "util.h"
 
-/* One upstream context: the system store plus one CA file, or alone. */
+/*
+ * One upstream context: the system store plus the CAs of one ca_file as
+ * its policy loaded it (by the SHA-256 of those bytes), or alone.
+ */
 struct tlsterm_ctx {
-	char		*ca_file;	/* NULL: the system store alone */
+	char		 ca_id[65];	/* "": the system store alone */
 	SSL_CTX		*ctx;
 };
 
 /*
  * An upstream SSL's session key (SSL ex data): the cache generation it
- * was made in, then "generation|ca_file|host|port".
+ * was made in, then "generation|ca_id|host|port" (ca_id: the SHA-256 of
+ * the ca_file's bytes the policy loaded, or empty).
  */
 struct tlsterm_key {
 	unsigned long long	 gen;
@@ -44,7 +48,7 @@ struct tlsterm {
 	/*
 	 * Bumped by every flush: a session an SSL of an earlier one gets
 	 * (a TLS 1.3 ticket may come at any time after the handshake) was
-	 * verified under a ca_file as it was then, and is not kept.
+	 * verified under the policy's ca_file bytes then, and is not kept.
 	 */
 	unsigned long long	 gen;
 };
@@ -57,7 +61,7 @@ static int	tlsterm_self_idx = -1;	/* SSL_CTX ex data: the tlsterm */
 static int	tlsterm_hello_cb(SSL *, int *, void *);
 static int	tlsterm_alpn_cb(SSL *, const unsigned char **, unsigned char *,
 		    const unsigned char *, unsigned int, void *);
-static SSL_CTX	*tlsterm_up_ctx(struct tlsterm *, const char *,
+static SSL_CTX	*tlsterm_up_ctx(struct tlsterm *, const struct policy_ca *,
 		    const char **);
 static int	tlsterm_new_session(SSL *, SSL_SESSION *);
 static void	tlsterm_key_free(void *, void *, CRYPTO_EX_DATA *, int, long,
@@ -126,10 +130,8 @@ tlsterm_flush(struct tlsterm *t)
 {
 	size_t	i;
 
-	for (i = 0; i < t->nup; i++) {
+	for (i = 0; i < t->nup; i++)
 		SSL_CTX_free(t->up[i].ctx);
-		free(t->up[i].ca_file);
-	}
 	t->nup = 0;
 	for (i = 0; i < TLSTERM_SESSIONS_MAX; i++)
 		tlsterm_sess_drop(t, &t->sess[i]);
@@ -287,17 +289,22 @@ tlsterm_new_session(SSL *ssl, SSL_SESSION *sess)
 	return 1;	/* the reference is ours now */
 }
 
-/* The context for ca_file (NULL: the system store alone), made once. */
+/*
+ * The context for ca (NULL: the system store alone), made once from the
+ * bytes its policy loaded: the file itself is never read here, so what
+ * is trusted is what the policy in force digested, whenever the first
+ * request comes and whatever the file holds by then.
+ */
 static SSL_CTX *
-tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
+tlsterm_up_ctx(struct tlsterm *t, const struct policy_ca *ca,
+    const char **cause)
 {
-	SSL_CTX	*ctx;
-	size_t	 i;
+	const char	*id = ca != NULL ? ca->id : "", *why = NULL;
+	SSL_CTX		*ctx;
+	size_t		 i;
 
 	for (i = 0; i < t->nup; i++)
-		if ((ca_file == NULL && t->up[i].ca_file == NULL) ||
-		    (ca_file != NULL && t->up[i].ca_file != NULL &&
-		    strcmp(ca_file, t->up[i].ca_file) == 0))
+		if (strcmp(id, t->up[i].ca_id) == 0)
 			return t->up[i].ctx;
 	if (t->nup == TLSTERM_CTX_MAX)
 		tlsterm_flush(t);
@@ -306,12 +313,12 @@ tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
 	    SSL_CTX_set1_groups_list(ctx, TLSTERM_GROUPS) != 1 ||
 	    SSL_CTX_set_cipher_list(ctx, TLSTERM_UP_CIPHERS) != 1 ||
 	    SSL_CTX_set_default_verify_paths(ctx) != 1 ||
-	    (ca_file != NULL && SSL_CTX_load_verify_locations(ctx, ca_file,
-	    NULL) != 1) || SSL_CTX_set_alpn_protos(ctx, tlsterm_alpn,
-	    sizeof(tlsterm_alpn) - 1) != 0) {
+	    (ca != NULL && policy_ca_add(SSL_CTX_get_cert_store(ctx),
+	    ca->pem, ca->len, &why) == -1) || SSL_CTX_set_alpn_protos(ctx,
+	    tlsterm_alpn, sizeof(tlsterm_alpn) - 1) != 0) {
 		ERR_clear_error();
 		SSL_CTX_free(ctx);
-		*cause = ca_file != NULL ? "cannot load the entry's ca_file" :
+		*cause = why != NULL ? "cannot load the entry's ca_file" :
 		    "cannot load the system trust store";
 		return NULL;
 	}
@@ -321,7 +328,7 @@ tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
 	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, tlsterm_new_session);
 	SSL_CTX_set_ex_data(ctx, tlsterm_self_idx, t);
-	t->up[t->nup].ca_file = ca_file ? util_xstrdup(ca_file) : NULL;
+	snprintf(t->up[t->nup].ca_id, sizeof(t->up[t->nup].ca_id), "%s", id);
 	t->up[t->nup].ctx = ctx;
 	t->nup++;
 	return ctx;
@@ -329,7 +336,7 @@ tlsterm_up_ctx(struct tlsterm *t, const char *ca_file, const char **cause)
 
 SSL *
 tlsterm_connect_ssl(struct tlsterm *t, const struct host *h, uint16_t port,
-    const char *ca_file, const char **cause)
+    const struct policy_ca *ca, const char **cause)
 {
 	struct tlsterm_sess	*s;
 	struct tlsterm_key	*k;
@@ -338,7 +345,7 @@ tlsterm_connect_ssl(struct tlsterm *t, const struct host *h, uint16_t port,
 	char			*key;
 	int			 ok;
 
-	if ((ctx = tlsterm_up_ctx(t, ca_file, cause)) == NULL)
+	if ((ctx = tlsterm_up_ctx(t, ca, cause)) == NULL)
 		return NULL;
 	if ((ssl = SSL_new(ctx)) == NULL) {
 		*cause = "out of memory";
@@ -352,7 +359,7 @@ tlsterm_connect_ssl(struct tlsterm *t, const struct host *h, uint16_t port,
 	else
 		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
 		    h->name) == 1;
-	util_xasprintf(&key, "%llu|%s|%s|%u", t->gen, ca_file ? ca_file : "",
+	util_xasprintf(&key, "%llu|%s|%s|%u", t->gen, ca ? ca->id : "",
 	    h->name, port);
 	k = util_xcalloc(1, sizeof(*k) + strlen(key) + 1);
 	k->gen = t->gen;

@@ -8,10 +8,11 @@
  *                callback that checks the server name exactly as a
  *                spliced tunnel does (tlsseq_name_reason(), no ECH) before
  *                the minted certificate (tlsca.h) is shown.
- *   upstream     client contexts, one per extra CA file (none: the
- *                system store alone), that verify the chain, the name
- *                and the validity; nothing turns verification off. A
- *                failed handshake is turned into a reason code
+ *   upstream     client contexts, one per extra CA file as its policy
+ *                loaded it (its bytes, never the file as it is now;
+ *                none: the system store alone), that verify the chain,
+ *                the name and the validity; nothing turns verification
+ *                off. A failed handshake is turned into a reason code
  *                (self-signed, untrusted, expired, name mismatch, other)
  *                with OpenSSL's words.
  *
@@ -28,6 +29,7 @@
 #include <openssl/ssl.h>
 
 #include "host.h"
+#include "policy.h"
 #include "reason.h"
 
 #define TLSTERM_CTX_MAX		64	/* upstream contexts (CA files) */
@@ -82,12 +84,13 @@ SSL		*tlsterm_accept_ssl(struct tlsterm *, struct tlsterm_hello *);
 
 /*
  * An upstream SSL to host:port that trusts the system store and, when
- * ca_file is not NULL, the CAs of that file too; SNI and the name to
+ * ca is not NULL, the CAs of that ca_file as its policy loaded it too; SNI and the name to
  * verify are host's (for an address, the address). Offers a kept
  * session. NULL with *cause a static phrase.
  */
 SSL		*tlsterm_connect_ssl(struct tlsterm *, const struct host *,
-		    uint16_t port, const char *ca_file, const char **cause);
+		    uint16_t port, const struct policy_ca *ca,
+		    const char **cause);
 
 /*
  * After an upstream handshake failed on ssl: the reason code and words
@@ -97,7 +100,10 @@ SSL		*tlsterm_connect_ssl(struct tlsterm *, const struct host *,
 enum sg_reason	 tlsterm_failure(SSL *, unsigned long err, char *detail,
 		    size_t size);
 
-/* After a policy reload: drop the contexts (CA files may have changed). */
+/*
+ * After a policy reload: drop the contexts (their CAs are the old
+ * policy's) and the kept sessions.
+ */
 void		 tlsterm_flush(struct tlsterm *);
 
 /* Free a hello's name; the struct may be reused. */

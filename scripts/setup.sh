@@ -29,9 +29,10 @@ sg_log() { printf '[setup] %s\n' "$*" >&2; }
 # own config, never the system's), python3-jsonschema to check the OCSF
 # export against its schema and (with python3-yaml) the Kubernetes
 # manifests of deploy/kubernetes, time (/usr/bin/time) for the peak memory
-# of the review commands.
+# of the review commands, nodejs for a client and server that send and
+# parse chunked trailers (test_proxy_terminate.py).
 SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog python3-jsonschema
-	python3-yaml time)
+	python3-yaml time nodejs)
 
 sg_install_packages() {
 	local missing=() p

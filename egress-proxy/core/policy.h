@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <openssl/types.h>
+
 #include "addr.h"
 #include "host.h"
 #include "reason.h"
@@ -104,6 +106,30 @@ struct policy_set {
 	size_t			 nentries;
 };
 
+/*
+ * A tls: terminate entry's ca_file as the policy load read it: the bytes
+ * it digested are the only CAs the upstream is checked against while
+ * this policy is in force (the file is never read again: a change to it
+ * takes effect at the next accepted reload). Entries naming the same
+ * file share one.
+ */
+struct policy_ca {
+	const char		*path;		/* absolute */
+	const char		*pem;		/* NUL-terminated */
+	size_t			 len;
+	char			 id[65];	/* SHA-256 of pem, hex */
+	const struct policy_ca	*next;		/* of the same load */
+};
+
+/*
+ * Add the certificates of len bytes of PEM to st (NULL: only check
+ * them): their count, or -1 with *cause a static phrase when a
+ * certificate block is broken, none is there, or memory runs out. The
+ * loader checks a ca_file with it, the proxy builds its store with it.
+ */
+int	policy_ca_add(X509_STORE *st, const char *pem, size_t len,
+	    const char **cause);
+
 /* One entry of an allow list, as validated and normalized. */
 struct policy_entry {
 	const struct policy_set	*set;
@@ -129,11 +155,13 @@ struct policy_entry {
 	enum policy_tls		 tls;		/* as written */
 	/*
 	 * tls: terminate only. ca_file: an extra CA the upstream's chain
-	 * may end in, absolute (resolved from the policy folder), or NULL.
+	 * may end in, absolute (resolved from the policy folder), or NULL;
+	 * ca: its bytes as loaded (NULL with it).
 	 * cred_header and cred_secret: the header the proxy sets on every
 	 * request, from the secret of that name (never its value), or NULL.
 	 */
 	const char		*ca_file;
+	const struct policy_ca	*ca;
 	const char		*cred_header;
 	const char		*cred_secret;
 	/*

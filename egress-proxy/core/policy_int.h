@@ -80,6 +80,9 @@ struct ploader {
 	const char		*file;		/* current file, in p->arena */
 	size_t			 errors0;	/* diags->nerrors at start */
 	int			 oom;
+	const struct policy_ca	*cas;		/* ca_files read so far */
+	size_t			 ncas;
+	size_t			 ca_bytes;	/* of every one of them */
 };
 
 /* A node of a parsed YAML document (policy_yaml.c). */
@@ -133,16 +136,17 @@ void	ploader_load_file(struct ploader *, const char *name,
 	    const char *buf, size_t len);
 
 /*
- * tls: terminate (policy_tls.c). ploader_ca_file checks that path is a
- * regular file (no link) of PEM certificates and feeds it to the digest:
- * 0, or -1 with *cause a static phrase. policy_cred_header_invalid says
+ * tls: terminate (policy_tls.c). ploader_ca_file reads path, a regular
+ * file (no link) of PEM certificates, once per load, keeps its bytes in
+ * the policy and feeds them to the digest: the policy_ca, or NULL with
+ * *cause a static phrase (or ld->oom set). policy_cred_header_invalid says
  * why h cannot be a credential's header (a static phrase), or NULL.
  * policy_method_echoes: 1 when method (any case) is TRACE or TRACK,
  * whose answer echoes the request's header fields, an injected
  * credential's too; an entry with credentials never allows one.
  */
-int	ploader_ca_file(struct ploader *, const char *path,
-	    const char **cause);
+const struct policy_ca *ploader_ca_file(struct ploader *,
+	    const char *path, const char **cause);
 const char *policy_cred_header_invalid(const char *h);
 int	policy_method_echoes(const char *method);
 /* The policy deny entries go into (created on first use), or NULL. */

@@ -1044,8 +1044,10 @@ entry_terminate(struct ploader *ld, struct ld_entry *le)
 /*
  * ca_file: a PEM file of CA certificates, named relative to the policy
  * folder (policy.d can stay in git with it), without ".." or a leading
- * '/'. Read now: its bytes join the digest, and a file that holds no
- * certificate is an error here rather than a failed handshake later.
+ * '/'. Read now, and only now: its bytes join the digest and are the
+ * CAs the proxy trusts for the entry, and a file that holds no
+ * certificate, or a broken one, is an error here rather than a failed
+ * handshake later.
  */
 static int
 entry_ca_file(struct ploader *ld, struct ld_entry *le)
@@ -1071,14 +1073,12 @@ entry_ca_file(struct ploader *ld, struct ld_entry *le)
 	slash = strrchr(ld->file, '/');
 	util_xasprintf(&path, "%.*s%s", slash ? (int)(slash - ld->file + 1) :
 	    0, ld->file, rel);
-	if (ploader_ca_file(ld, path, &cause) == -1)
+	if ((le->e.pub.ca = ploader_ca_file(ld, path, &cause)) != NULL) {
+		le->e.pub.ca_file = le->e.pub.ca->path;
+		rc = 0;
+	} else if (!ld->oom)
 		ploader_diag(ld, POLICY_ERROR, n->line, n->col, "ca_file "
 		    "\"%.*s\": %s", LABEL_MAX, rel, cause);
-	else if ((le->e.pub.ca_file = parena_strndup(&ld->p->arena, path,
-	    strlen(path))) == NULL)
-		ld->oom = 1;
-	else
-		rc = 0;
 	free(path);
 	return rc;
 }

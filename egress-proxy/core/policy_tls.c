@@ -1,7 +1,8 @@
 /*
  * policy_tls.c: the parts of an entry that only tls: terminate uses: its
  * extra CA file (read and checked while loading, its bytes in the
- * digest) and the header of its credentials.
+ * digest and kept for the proxy's trust store) and the header of its
+ * credentials.
  */
 #include <sys/stat.h>
 
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -27,7 +29,11 @@ static const char *const ptls_refused[] = {
 	"keep-alive", "te", "trailer", "upgrade", "expect", NULL
 };
 
-static int	ptls_count_certs(const char *, size_t);
+static const struct policy_ca *ptls_ca_find(const struct ploader *,
+		    const char *);
+static const struct policy_ca *ptls_ca_keep(struct ploader *,
+		    const char *, const char *, size_t);
+static char	*ptls_read(const char *, size_t, size_t *, const char **);
 
 int
 policy_method_echoes(const char *method)
@@ -59,63 +65,147 @@ policy_cred_header_invalid(const char *h)
 	return NULL;
 }
 
-/* How many PEM certificates buf holds (0 when none or broken). */
-static int
-ptls_count_certs(const char *buf, size_t len)
+int
+policy_ca_add(X509_STORE *st, const char *pem, size_t len,
+    const char **cause)
 {
-	BIO	*b;
-	X509	*x;
-	int	 n = 0;
+	BIO		*b;
+	X509		*x;
+	unsigned long	 err;
+	int		 n = 0, ok = 1;
 
-	if ((b = BIO_new_mem_buf(buf, (int)len)) == NULL)
-		return 0;
-	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+	if ((b = BIO_new_mem_buf(pem, (int)len)) == NULL) {
+		*cause = "out of memory";
+		return -1;
+	}
+	/* As X509_load_cert_file() reads a file, from memory. */
+	while (ok && (x = PEM_read_bio_X509_AUX(b, NULL, NULL, NULL)) !=
+	    NULL) {
+		ok = st == NULL || X509_STORE_add_cert(st, x) == 1;
 		X509_free(x);
 		n++;
 	}
+	err = ERR_peek_last_error();
 	ERR_clear_error();
 	BIO_free(b);
-	return n;
+	if (!ok)
+		*cause = "cannot be added to the trust store";
+	else if (ERR_GET_LIB(err) != ERR_LIB_PEM ||
+	    ERR_GET_REASON(err) != PEM_R_NO_START_LINE)
+		*cause = "holds a broken certificate (not PEM, or not X.509)";
+	else if (n == 0)
+		*cause = "holds no PEM certificate";
+	else
+		return n;
+	return -1;
 }
 
-int
-ploader_ca_file(struct ploader *ld, const char *path, const char **cause)
+/* The ca_file at path read earlier in this load, or NULL. */
+static const struct policy_ca *
+ptls_ca_find(const struct ploader *ld, const char *path)
+{
+	const struct policy_ca	*ca;
+
+	for (ca = ld->cas; ca != NULL; ca = ca->next)
+		if (strcmp(ca->path, path) == 0)
+			return ca;
+	return NULL;
+}
+
+/* Keep len bytes of path in the policy: its policy_ca, or NULL (oom). */
+static const struct policy_ca *
+ptls_ca_keep(struct ploader *ld, const char *path, const char *buf,
+    size_t len)
+{
+	struct policy_ca	*ca;
+	unsigned char		 md[32];
+
+	if ((ca = parena_alloc(&ld->p->arena, sizeof(*ca))) == NULL ||
+	    (ca->path = parena_strndup(&ld->p->arena, path,
+	    strlen(path))) == NULL ||
+	    (ca->pem = parena_strndup(&ld->p->arena, buf, len)) == NULL ||
+	    EVP_Digest(buf, len, md, NULL, EVP_sha256(), NULL) != 1) {
+		ld->oom = 1;
+		return NULL;
+	}
+	ca->len = len;
+	util_hex(md, sizeof(md), ca->id);
+	ca->next = ld->cas;
+	ld->cas = ca;
+	ld->ncas++;
+	ld->ca_bytes += len;
+	return ca;
+}
+
+/*
+ * The bytes of path, a regular file (no link) of at most 1 MiB and max
+ * bytes; or NULL with *cause set.
+ */
+static char *
+ptls_read(const char *path, size_t max, size_t *len, const char **cause)
 {
 	struct stat	 st;
 	char		*buf = NULL;
 	ssize_t		 n;
 	size_t		 got = 0;
-	int		 fd, rc = -1;
+	int		 fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
 		*cause = errno == ELOOP ? "is a symbolic link" :
 		    errno == ENOENT ? "does not exist" : "cannot be opened";
-		return -1;
+		return NULL;
 	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size > SG_POLICY_CA_FILE_MAX) {
+	    st.st_size > SG_POLICY_CA_FILE_MAX)
 		*cause = "is not a regular file of at most 1 MiB";
-		goto out;
+	else if ((size_t)st.st_size > max)
+		*cause = "would take the policy's ca_files past 16 MiB in all";
+	else
+		*cause = NULL;
+	if (*cause != NULL) {
+		close(fd);
+		return NULL;
 	}
 	buf = util_xmalloc((size_t)st.st_size + 1);
 	while (got < (size_t)st.st_size && (n = read(fd, buf + got,
 	    (size_t)st.st_size - got)) > 0)
 		got += (size_t)n;
+	close(fd);
 	if (got != (size_t)st.st_size) {
 		*cause = "cannot be read";
-		goto out;
+		free(buf);
+		return NULL;
 	}
-	if (ptls_count_certs(buf, got) == 0) {
-		*cause = "holds no PEM certificate";
-		goto out;
+	*len = got;
+	return buf;
+}
+
+const struct policy_ca *
+ploader_ca_file(struct ploader *ld, const char *path, const char **cause)
+{
+	const struct policy_ca	*ca;
+	char			*buf;
+	size_t			 len = 0, room;
+
+	if ((ca = ptls_ca_find(ld, path)) == NULL) {
+		if (ld->ncas == SG_POLICY_CA_FILES_MAX) {
+			*cause = "one ca_file too many (a policy names at "
+			    "most 256)";
+			return NULL;
+		}
+		room = SG_POLICY_CA_BYTES_MAX - ld->ca_bytes;
+		if ((buf = ptls_read(path, room < SG_POLICY_CA_FILE_MAX ?
+		    room : SG_POLICY_CA_FILE_MAX, &len, cause)) == NULL)
+			return NULL;
+		if (policy_ca_add(NULL, buf, len, cause) > 0)
+			ca = ptls_ca_keep(ld, path, buf, len);
+		free(buf);
+		if (ca == NULL)
+			return NULL;
 	}
 	ploader_digest_file(ld, path + (strrchr(path, '/') ?
-	    strrchr(path, '/') - path + 1 : 0), buf, got);
-	rc = 0;
-out:
-	free(buf);
-	close(fd);
-	return rc;
+	    strrchr(path, '/') - path + 1 : 0), ca->pem, ca->len);
+	return ca;
 }
 
 int

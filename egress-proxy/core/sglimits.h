@@ -21,8 +21,13 @@
 /* Policy files. */
 #define SG_POLICY_FILE_MAX	(16 * 1024 * 1024)
 #define SG_POLICY_ENTRIES_MAX	1000000
-/* A tls: terminate entry's ca_file. */
+/*
+ * A tls: terminate entry's ca_file, and the distinct ca_files of one
+ * policy: their bytes stay in memory while it is in force.
+ */
 #define SG_POLICY_CA_FILE_MAX	(1024 * 1024)
+#define SG_POLICY_CA_FILES_MAX	256
+#define SG_POLICY_CA_BYTES_MAX	(16 * 1024 * 1024)
 
 /* Security-event log lines. */
 #define SG_LOG_LINE_MAX		(64 * 1024)

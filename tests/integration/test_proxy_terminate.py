@@ -116,6 +116,18 @@ def tls_server(cert, key, handler=proxylib.TLSEchoHandler):
     return srv.server_address[1], counters
 
 
+NODE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                    "trailers.js")
+
+
+def node_server(cert, key):
+    """Node's HTTPS server (trailers.js serve) on loopback; its port."""
+    p = subprocess.Popen(["node", NODE, "serve", cert, key],
+                         stdout=subprocess.PIPE, text=True)
+    W["procs"].append(p)
+    return int(p.stdout.readline())
+
+
 def noread_server(cert, key):
     """A TLS server that reads 100 bytes of each connection, then
     nothing; its port."""
@@ -322,6 +334,21 @@ allow:
     credentials: {header: Authorization, secret: reg-token}
     rationale: a credential entry without methods, its upstream echoing
       TRACE as Apache does by default
+  - host: trailer.test
+    ports: [{TRAILER}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    methods: [POST]
+    paths: [/upload/]
+    credentials: {header: Authorization, secret: reg-token}
+    rationale: uploads with a token, to Node's server (trailers)
+  - host: trailfree.test
+    ports: [{TRAILER}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: the same server with no rules and no credential
   - host: dhe.test
     ports: [{DHE}]
     allow_private: true
@@ -340,7 +367,8 @@ TOKEN = "Bearer sg-test-token-7f3a9c1e5d"
 
 HOSTS = ("127.0.0.1\treg.test self.test expired.test wrongname.test "
          "untrusted.test down.test cred.test nocred.test git.test "
-         "noread.test cnonly.test dhe.test hello.test trace.test\n")
+         "noread.test cnonly.test dhe.test hello.test trace.test trailer.test "
+         "trailfree.test\n")
 
 
 def setUpModule():
@@ -371,6 +399,10 @@ def setUpModule():
     W["dhe_port"] = dhe_server(*make_leaf(pki, "dhe", "dhe.test", key=RSA))
     W["hello_port"], W["hellos"] = hello_server()
     W["big_port"], _ = tls_server(*big_leaf(pki, 1800))
+    W["trailer_port"] = proxylib.free_port()
+    if shutil.which("node") is not None:
+        W["trailer_port"] = node_server(*make_leaf(
+            pki, "trailer", "trailer.test,DNS:trailfree.test"))
     W["up"] = proxylib.Upstreams(W["dir"]).start()
 
 
@@ -415,7 +447,8 @@ def write_policy(p, more="", hosts=""):
                  ("CNONLY", W["cnonly_port"]),
                  ("DOWN", W["down_port"]), ("DHE", W["dhe_port"]),
                  ("HELLO", W["hello_port"]),
-                 ("TRACE", W["trace_port"])):
+                 ("TRACE", W["trace_port"]),
+                 ("TRAILER", W["trailer_port"])):
         text = text.replace("{%s}" % k, str(v))
     os.makedirs(os.path.join(p.policy_dir, "ca"))
     shutil.copy(W["upca"], os.path.join(p.policy_dir, "ca", "upca.pem"))
@@ -1138,6 +1171,62 @@ class T19RequestLineStands(Case):
             "Authorization_: mine")
         self.assertEqual(status, 400, headers + body)
         self.assertEqual(W["reg_counters"].get("requests"), before)
+
+
+class T20Trailers(Case):
+    """Chunked trailer fields, which a gateway may merge into the header
+    fields (Tomcat does for the names it is told to), are refused (400,
+    malformed_request) on an entry with methods, paths or a credential,
+    before a byte of them goes upstream: no check of the head sees them,
+    so an override, an Authorization beside the credential or a '_' name
+    would pass there. Node's client sends them, Node's server parses
+    them; on an entry without rules they pass as before."""
+
+    @classmethod
+    def setUpClass(cls):
+        if shutil.which("node") is None:
+            raise unittest.SkipTest("node is not installed (scripts/"
+                                    "setup.sh installs nodejs)")
+        super().setUpClass()
+
+    def send(self, host, path, trailers):
+        r = subprocess.run(["node", NODE, "send", str(self.p.port), host,
+                            str(W["trailer_port"]), W["sgca"], path,
+                            json.dumps(trailers)], capture_output=True,
+                           text=True, timeout=30, env=proxylib.clean_env())
+        status, _, body = r.stdout.partition("\n")
+        return status, body
+
+    def test_trailers_refused_on_a_ruled_entry(self):
+        for trailers in ({"X_HTTP_METHOD_OVERRIDE": "DELETE"},
+                         {"X-HTTP-Method-Override": "DELETE"},
+                         {"Authorization": "Bearer mine"},
+                         {"X-Checksum": "abc"}):
+            status, body = self.send("trailer.test", "/upload/a", trailers)
+            self.assertEqual(status, "400", "trailers %s: %s %s" %
+                             (trailers, status, body))
+            self.assertIn("a trailer field is refused on an entry with "
+                          "methods, paths or a credential", body)
+            ev = self.last_block("malformed_request", "trailer.test")
+            self.assertEqual(ev["method"], "POST")
+        self.assertNotIn("Bearer mine", "".join(self.p.log_lines()))
+        status, body = self.send("trailfree.test", "/seen", {})
+        self.assertEqual(status, "200", body)
+        self.assertEqual([s for s in json.loads(body)["seen"]
+                          if s["url"].startswith("/upload/") and
+                          s["trailers"]], [], "trailers reached the upstream")
+
+    def test_no_trailers_and_entries_without_rules_pass(self):
+        status, body = self.send("trailer.test", "/upload/a", {})
+        self.assertEqual(status, "200", body)
+        got = json.loads(body)
+        self.assertEqual(got["auth"], TOKEN)
+        self.assertEqual(got["trailers"], {})
+        status, body = self.send("trailfree.test", "/x",
+                                 {"X-Checksum": "abc"})
+        self.assertEqual(status, "200", body)
+        self.assertEqual(json.loads(body)["trailers"],
+                         {"x-checksum": "abc"})
 
 
 PROXY_UID = 65532

@@ -512,7 +512,20 @@ class T03Revoke(Case):
         self.assertNotEqual(self.conn(self.p), a)
 
 
-class T04Busy(Case):
+class FreshProxy(Case):
+    """A proxy of its own per test (named PREFIX + the test's name), and
+    self.other, an unrelated CA that signs nothing the upstream shows."""
+
+    PREFIX = "fresh-"
+
+    def setUp(self):
+        self.p = start_proxy(self.PREFIX + self._testMethodName[-12:])
+        self.other = W.get("otherca") or make_ca(
+            os.path.join(W["dir"], "pki"), "otherca", "an unrelated CA")
+        W["otherca"] = self.other
+
+
+class T04Busy(FreshProxy):
     """A connection busy with a request while the policy, a secret or
     the registry changes finishes that request and is then closed: the
     session's next request, and any later tunnel, connect again under
@@ -520,11 +533,7 @@ class T04Busy(Case):
     entry's ca_file, so a connection made now fails verification (502
     upstream_cert_untrusted): a 200 means the old connection was used."""
 
-    def setUp(self):
-        self.p = start_proxy("busy-" + self._testMethodName[-12:])
-        self.other = W.get("otherca") or make_ca(
-            os.path.join(W["dir"], "pki"), "otherca", "an unrelated CA")
-        W["otherca"] = self.other
+    PREFIX = "busy-"
 
     def distrust(self):
         write_ca(self.p, self.other)
@@ -766,6 +775,53 @@ class T05Entries(Case):
         a = s.get("/a/x")[1]["conn"]
         self.assertEqual(s.get("/a/y")[1]["conn"], a)
         s.close()
+
+
+class T06LoadedCA(FreshProxy):
+    """The CAs an entry trusts are the ca_file's bytes its policy load
+    read and digested (docs/policy.md, ca_file), whenever the first
+    request comes: the file as it is later is unseen until a reload that
+    is accepted. The proxy used to read the file at its first terminated
+    request, so a file changed before it (with no reload, or with one
+    that was rejected and kept the old policy and digest) decided."""
+
+    PREFIX = "loaded-"
+
+    def reload_rejected(self):
+        mark = self.p.mark()
+        self.p.proc.send_signal(signal.SIGHUP)
+        ev = self.p.wait_event(lambda e: e.get("event") in (
+            "policy.reloaded", "policy.rejected"), mark)
+        self.assertEqual((ev or {}).get("event"), "policy.rejected",
+                         self.p.log_lines())
+
+    def test_rejected_reload_changes_no_trust(self):
+        write_ca(self.p, self.other)
+        with open(os.path.join(self.p.policy_dir, "zz-broken.yaml"),
+                  "w") as f:
+            f.write("allow: [ {host: \n")
+        self.reload_rejected()
+        _, body, out = get(self.p, "/ok")
+        self.assertIsNotNone(body, "the first request after a rejected "
+                             "reload was verified under the file's new "
+                             "bytes, not the policy in force: %s" % out)
+        self.assertEqual(body["path"], "/ok", out)
+
+    def untrusted(self):
+        _, body, out = get(self.p, "/ok")
+        return body is None and "no trusted CA issued" in out
+
+    def test_file_changed_without_a_reload_unseen(self):
+        write_ca(self.p, self.other)
+        time.sleep(0.3)
+        self.assertFalse(self.untrusted(), "a ca_file changed after the "
+                         "load was read at the first request")
+        reload(self.p)
+        self.assertTrue(self.untrusted())
+        write_ca(self.p, W["upca"])	# trusted again, but not loaded
+        time.sleep(0.3)
+        self.assertTrue(self.untrusted(), "a ca_file changed after the "
+                        "load was read at the first request")
 
 
 if __name__ == "__main__":

@@ -1197,6 +1197,38 @@ test_chunked_bytewise(void **state)
 	assert_int_equal(used, 0);
 }
 
+/*
+ * With no_trailers, the first byte of a trailer field is an error, so no
+ * byte of the field is ever consumed; an empty trailer section passes.
+ */
+static void
+test_chunked_no_trailers(void **state)
+{
+	static const char	with[] = "1\r\nx\r\n0\r\nA: b\r\n\r\n";
+	static const char	without[] = "1\r\nx\r\n0\r\n\r\n";
+	struct http_chunked	ch;
+	const char		*cause;
+	size_t			 i, used, head = sizeof(with) - 1 - 8;
+
+	http_chunked_init(&ch);
+	ch.no_trailers = 1;
+	for (i = 0; i < head; i++)
+		assert_int_equal(http_chunked_scan(&ch, with + i, 1, &used,
+		    &cause), HTTP_PARSE_MORE);
+	assert_int_equal(http_chunked_scan(&ch, with + i, 1, &used, &cause),
+	    HTTP_PARSE_ERROR);
+	assert_ptr_equal(cause, http_trailer_refused);
+	http_chunked_init(&ch);
+	ch.no_trailers = 1;
+	assert_int_equal(http_chunked_scan(&ch, with, sizeof(with) - 1, &used,
+	    &cause), HTTP_PARSE_ERROR);
+	http_chunked_init(&ch);
+	ch.no_trailers = 1;
+	assert_int_equal(http_chunked_scan(&ch, without, sizeof(without) - 1,
+	    &used, &cause), HTTP_PARSE_OK);
+	assert_int_equal(used, sizeof(without) - 1);
+}
+
 static const char *const chunked_invalid[] = {
 	"5\nhello\r\n0\r\n\r\n",		/* bare LF after size */
 	"5\r\nhello\n0\r\n\r\n",		/* bare LF after data */
@@ -1413,6 +1445,7 @@ main(void)
 		cmocka_unit_test(test_forward_response),
 		cmocka_unit_test(test_chunked_valid),
 		cmocka_unit_test(test_chunked_bytewise),
+		cmocka_unit_test(test_chunked_no_trailers),
 		cmocka_unit_test(test_chunked_invalid),
 		cmocka_unit_test(test_chunked_limits),
 		cmocka_unit_test(test_chunked_trailer_limit),

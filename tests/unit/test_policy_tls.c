@@ -49,15 +49,19 @@ tclean(void)
 static struct policy *
 tload(const char *text, struct policy_diags *d)
 {
-	char	 src[1024], cmd[2200];
+	char	 src[1024], cmd[4400];
 
 	snprintf(tdir, sizeof(tdir), "/tmp/sgpoltls" UTIL_MKTEMP_SUFFIX);
 	assert_non_null(mkdtemp(tdir));
 	snprintf(src, sizeof(src), "%s/tls/unit-ca.pem",
 	    getenv("SANDGATE_TEST_DATA") ? getenv("SANDGATE_TEST_DATA") :
 	    "../data");
+	/* broken.pem: a good certificate, then one whose base64 is not. */
 	snprintf(cmd, sizeof(cmd), "mkdir %s/ca && cp %s %s/ca/int.pem && "
-	    "echo junk > %s/ca/junk.pem", tdir, src, tdir, tdir);
+	    "echo junk > %s/ca/junk.pem && cp %s %s/ca/broken.pem && "
+	    "printf -- '-----BEGIN CERTIFICATE-----\\nMIIB*not*base64\\n"
+	    "-----END CERTIFICATE-----\\n' >> %s/ca/broken.pem", tdir, src,
+	    tdir, tdir, src, tdir, tdir);
 	assert_int_equal(system(cmd), 0);
 	tw("set.yaml", text);
 	policy_diags_init(d);
@@ -139,6 +143,8 @@ static const struct {
 	  "ca_file \"ca/none.pem\": does not exist" },
 	{ "    tls: terminate\n    ca_file: ca/junk.pem\n",
 	  "ca_file \"ca/junk.pem\": holds no PEM certificate" },
+	{ "    tls: terminate\n    ca_file: ca/broken.pem\n",
+	  "ca_file \"ca/broken.pem\": holds a broken certificate" },
 	{ "    ca_file: ca/int.pem\n",
 	  "ca_file needs \"tls: terminate\"" },
 	{ "    credentials: {header: X-Token, secret: t}\n",
@@ -174,6 +180,21 @@ static const struct {
 	  "method TRACK is not allowed" },
 };
 
+/* text fails to load with one error, at set.yaml:line:col. */
+static void
+terror_at(const char *text, int line, int col)
+{
+	struct policy_diags	 d;
+
+	assert_null(tload(text, &d));
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].line, line);
+	assert_int_equal(d.v[0].col, col);
+	assert_non_null(strstr(d.v[0].file, "set.yaml"));
+	policy_diags_release(&d);
+	tclean();
+}
+
 static void
 test_terminate_errors(void **state)
 {
@@ -195,16 +216,12 @@ test_terminate_errors(void **state)
 		tclean();
 	}
 	/* The echoing method is named where it is written. */
-	p = tload("allow:\n  - host: x.test\n    tls: terminate\n"
+	terror_at("allow:\n  - host: x.test\n    tls: terminate\n"
 	    "    credentials: {header: X-Token, secret: t}\n"
-	    "    methods: [GET, TRACE]\n    rationale: echo\n", &d);
-	assert_null(p);
-	assert_int_equal(d.n, 1);
-	assert_int_equal(d.v[0].line, 5);
-	assert_int_equal(d.v[0].col, 20);
-	assert_non_null(strstr(d.v[0].file, "set.yaml"));
-	policy_diags_release(&d);
-	tclean();
+	    "    methods: [GET, TRACE]\n    rationale: echo\n", 5, 20);
+	/* A broken ca_file is named where the entry names it. */
+	terror_at("allow:\n  - host: x.test\n    tls: terminate\n"
+	    "    ca_file: ca/broken.pem\n    rationale: broken\n", 4, 14);
 	/* An address cannot be terminated. */
 	p = tload("allow:\n  - host: 192.0.2.7\n    tls: terminate\n"
 	    "    rationale: no name to mint for\n", &d);
