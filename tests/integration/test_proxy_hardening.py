@@ -459,6 +459,32 @@ class F02BlockLog(Case):
         self.assertEqual(a, n, "every blocked attempt is counted")
         self.assert_verifies(p.log_dir)
 
+    def test_restart_keeps_shares(self):
+        """Issue 15 (atk15r9 F2): the shares lived in memory only; after
+        a restart on the same log folder the flooder was "alone in the
+        log" and rotated the other sandbox's events away in about 21 s
+        at 64k x 2. The shares now start from the kept files."""
+        p = control_proxy("log-share-restart", extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2"])
+        self.b_blocks_then_a(p)
+        label = "a" * 60
+        hosts = ["%s.%s.%s.f%d.invalid" % (label, label, label, i)
+                 for i in range(64)]
+        n = self.flood(p, "127.0.0.2", 15, hosts=hosts)
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(p.ctl)
+        register(p, "127.0.0.2", SBX_A)
+        n += self.flood(p, "127.0.0.2", 40, hosts=hosts)
+        events, total, a, b = self.stop_and_read(p)
+        print("\n  %d blocked requests over a restart: log folder %d "
+              "bytes" % (n, total), file=sys.stderr)
+        self.assertGreater(n, 1000, "the flood did not happen")
+        self.assertEqual(len(b), 3, "the other sandbox's earlier events "
+                         "were rotated away after the restart")
+        self.assertEqual(a, n, "every blocked attempt is counted")
+        self.assert_verifies(p.log_dir)
+
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
         register(p, "127.0.0.2", SBX_A)
