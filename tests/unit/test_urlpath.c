@@ -54,6 +54,18 @@ test_ambiguous(void **state)
 		"/simple/%E2%84%81", "/simple/%E2%84%85", "/simple/%E2%84%86",
 		"/simple/..%E2%88%95admin",		/* U+2215 */
 		"/simple/..%E2%88%96admin",		/* U+2216 */
+		/*
+		 * atk15r9 F3: best-fit backslashes (U+00A5, U+20A9), UTS #39
+		 * confusables of '/' and '.', code points a normalizer drops
+		 * or trims next to dots, and an NTFS stream on a dot segment.
+		 */
+		"/simple/..%C2%A5admin", "/simple/..%E2%82%A9admin",
+		"/simple/..%E2%81%84admin", "/simple/%E2%A7%B8",
+		"/simple/%E3%80%82%E3%80%82/admin",
+		"/simple/%EF%BD%A1%EF%BD%A1/admin", "/simple/%EF%BD%A5",
+		"/simple/.%C2%AD./admin", "/simple/.%E2%80%8B./admin",
+		"/simple/.%CC%B8./admin", "/simple/..%C2%A0/admin",
+		"/simple/..::$INDEX_ALLOCATION/admin", "/simple/a.%C3%A9",
 		/* not a path */
 		"*", "", "simple/x", "/\xc3\xa9",
 	};
@@ -93,6 +105,9 @@ test_normalized(void **state)
 		{ "/simple//x", "/simple//x" },
 		{ "/simple/pkg?x=/../admin;%2e", "/simple/pkg?x=/../admin;%2e" },
 		{ "/a.b/..c/c..", "/a.b/..c/c.." },
+		/* outside ASCII without a dot, a colon without "::$" */
+		{ "/simple/%C3%A9-x/a:b", "/simple/%C3%A9-x/a:b" },
+		{ "/simple/a.b/%C3%A9", "/simple/a.b/%C3%A9" },
 	};
 	char		out[256], again[256];
 	const char	*cause;
