@@ -2666,6 +2666,58 @@ class R8TunnelHead(Case):
         self.assertLess(took, self.HEAD + 3)
         self.assertFalse(self.up.http_counters.saw_path("/r8-trickle"))
 
+    def test_trickled_head_cut_in_time_when_upstream_holds_on(self):
+        """atk15r9 F5: the 408 waited for the upstream to close after the
+        proxy shut its input; an upstream that holds its socket open
+        kept the slot until --head-timeout + 10 s and the client never
+        saw the 408. The refusal no longer waits for the upstream."""
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        held = []
+
+        def hold():
+            while True:
+                try:
+                    conn, _ = srv.accept()
+                except OSError:
+                    return
+                held.append(conn)     # read nothing, close nothing
+
+        threading.Thread(target=hold, daemon=True).start()
+        p = start_proxy("r8-head-hold", flood=srv.getsockname()[1],
+                        extra_args=["--head-timeout", str(self.HEAD),
+                                    "--idle-timeout", "30"])
+        try:
+            c = self.tunnel(p, "flood.test:%d" % srv.getsockname()[1])
+            c.send(b"GET /held HTTP/1.1\r\nHost: flood.test\r\n")
+            t0 = time.monotonic()
+            c.sock.settimeout(0.5)
+            while time.monotonic() - t0 < self.HEAD + 14:
+                try:
+                    c.send(b"X-Trickle: a\r\n")
+                except OSError:
+                    break
+                try:
+                    data = c.sock.recv(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                c.buf += data
+                if not data or b"\r\n\r\n" in c.buf:
+                    break
+            took = time.monotonic() - t0
+            c.close()
+        finally:
+            srv.close()
+            for h in held:
+                h.close()
+        self.assertTrue(c.buf.startswith(b"HTTP/1.1 408 "),
+                        "after %.1f s of a trickled head: %r"
+                        % (took, c.buf[:80]))
+        self.assertLess(took, self.HEAD + 3)
+
     def test_kept_alive_tunnel_between_requests_is_not_cut(self):
         with self.optional_tunnel() as c:
             req = (b"GET /r8-first HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
