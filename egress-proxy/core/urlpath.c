@@ -16,6 +16,7 @@ static size_t	urlpath_hex(unsigned char, char *);
 static size_t	urlpath_char(const char *, const char *, char *,
 		    const char **);
 static int	urlpath_fail(char *, size_t, const char **, const char *);
+static int	urlpath_read(const char *, char *, size_t, int, const char **);
 
 /* RFC 3986 2.3 unreserved, without ".": decoded where escaped. */
 static int
@@ -232,6 +233,25 @@ int
 urlpath_normalize(const char *in, char *out, size_t size,
     const char **cause)
 {
+	return urlpath_read(in, out, size, 0, cause);
+}
+
+int
+urlpath_normalize_slash(const char *in, char *out, size_t size,
+    const char **cause)
+{
+	return urlpath_read(in, out, size, 1, cause);
+}
+
+/*
+ * urlpath_normalize, or with slash set urlpath_normalize_slash: "%2F"
+ * is kept (as data) and still ends a segment for the segment checks, so
+ * a server that decodes it before routing reads no dot segment either.
+ */
+static int
+urlpath_read(const char *in, char *out, size_t size, int slash,
+    const char **cause)
+{
 	const char		*p = in, *end, *q;
 	size_t			 o = 0, seg = 0, n;
 	unsigned char		 b;
@@ -269,6 +289,14 @@ urlpath_normalize(const char *in, char *out, size_t size,
 		if (urlpath_decode(p, end, &b) == -1)
 			return urlpath_fail(out, size, cause, "invalid "
 			    "percent-encoding in path");
+		if (b == '/' && slash) {
+			if (urlpath_segment(out + seg, o - seg, cause) == -1)
+				return urlpath_fail(out, size, cause, *cause);
+			o += urlpath_hex(b, out + o);
+			seg = o;
+			p += 3;
+			continue;
+		}
 		if (b == '.' || b == '/' || b == '\\' || b == ';' ||
 		    b == '%')
 			return urlpath_fail(out, size, cause, "percent-encoded "

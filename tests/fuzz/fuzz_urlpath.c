@@ -18,6 +18,7 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static void	check_path(const char *, size_t);
+static void	check_slash(const char *, char *, char *, size_t);
 static int	dots_segment(const char *, size_t);
 
 /*
@@ -88,6 +89,37 @@ check_path(const char *s, size_t n)
 	}
 }
 
+/*
+ * urlpath_normalize_slash: a result normalizes to itself, and read as a
+ * server that decodes "%2F" reads it ("/" for each), holds nothing
+ * ambiguous either.
+ */
+static void
+check_slash(const char *in, char *out, char *again, size_t len)
+{
+	const char	*cause = NULL, *q;
+	size_t		 i, o, n;
+
+	if (urlpath_normalize_slash(in, out, len + 1, &cause) == -1) {
+		if (cause == NULL || out[0] != '\0')
+			abort();
+		return;
+	}
+	if (urlpath_normalize_slash(out, again, len + 1, &cause) != 0 ||
+	    strcmp(out, again) != 0)
+		abort();
+	q = strchr(out, '?');
+	n = q != NULL ? (size_t)(q - out) : strlen(out);
+	for (i = o = 0; i < n; o++) {
+		if (n - i >= 3 && strncmp(out + i, "%2F", 3) == 0) {
+			again[o] = '/';
+			i += 3;
+		} else
+			again[o] = out[i++];
+	}
+	check_path(again, o);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -118,6 +150,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	} else if (cause == NULL || out[0] != '\0')
 		abort();
+	check_slash(in, out, again, len);
 	free(in);
 	free(out);
 	free(again);

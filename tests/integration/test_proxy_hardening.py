@@ -96,6 +96,11 @@ allow:
     allow_private: true
     methods: [ABCDEFGHIJKLMNOPQRSTUVWXYZABCDE]
     rationale: a method of 31 characters
+  - host: npm.test
+    ports: [{HTTP}]
+    allow_private: true
+    paths: ["/@sgtest%2F", /@sgtest/]
+    rationale: npm's scoped packages (metadata at /@scope%2fname)
   - host: flood.test
     ports: [{FLOOD}]
     allow_private: true
@@ -105,7 +110,7 @@ allow:
 
 EXTRA_HOSTS = """\
 255.255.255.255\tunroutable.test
-127.0.0.1\tpaths.test methods.test flood.test
+127.0.0.1\tpaths.test methods.test flood.test npm.test
 """
 
 
@@ -1004,6 +1009,42 @@ class F09Paths(Case):
         r = self.get("/simple/pkg?x=/../admin")
         self.assertEqual(r.status, 200, repr(r))
         self.assertEqual(r.json()["path"], "/simple/pkg?x=/../admin")
+
+    def npm_get(self, path):
+        h = "npm.test:%d" % self.up.http_port
+        return proxylib.raw_request(self.proxy.port, get_request(
+            "http://%s%s" % (h, path), h, "Connection: close\r\n"))
+
+    def test_npm_scoped_package_under_explicit_prefix(self):
+        """atk15r9 F4: npm fetches a scoped package's metadata at
+        /@scope%2fname, and %2f was refused under every paths entry. A
+        prefix holding %2F now matches it (and only such a prefix); the
+        pieces around %2F still get every segment check."""
+        npm = shutil.which("npm")
+        if npm is None:
+            self.skipTest("no npm client")
+        home = tempfile.mkdtemp(dir=W["dir"])
+        r = subprocess.run(
+            [npm, "view", "@sgtest/pkg", "--json",
+             "--registry", "http://npm.test:%d/" % self.up.http_port,
+             "--proxy", "http://127.0.0.1:%d" % self.proxy.port,
+             "--fetch-retries", "0", "--cache", home + "/cache"],
+            capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, HOME=home, npm_config_userconfig=
+                     home + "/npmrc", NO_PROXY="", no_proxy=""))
+        self.assertTrue(self.up.http_counters.saw_path("/@sgtest%2Fpkg"),
+                        "npm's request did not reach the upstream: %s"
+                        % (r.stdout + r.stderr)[-2000:])
+        r = self.npm_get("/@sgtest%2fpkg")
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(r.json()["path"], "/@sgtest%2Fpkg")
+        for path in ("/@other%2fpkg", "/@sgtest%2f..%2f..%2fadmin",
+                     "/@sgtest%2f.%2fx", "/@sgtest%2fpkg%2f..%2f..%2fa"):
+            with self.subTest(path):
+                r = self.npm_get(path)
+                self.assertEqual(r.status, 403, "%s: %r" % (path, r))
+        r = self.get("/simple%2fpkg")
+        self.assertEqual(r.status, 403, "a prefix without %%2F: %r" % r)
 
 
 # 10 ------------------------------------------------------------ identity

@@ -124,6 +124,35 @@ test_normalized(void **state)
 	}
 }
 
+/*
+ * atk15r9 F4: npm's "/@scope%2fname" read with "%2F" as data; the pieces
+ * around it still get every check.
+ */
+static void
+test_slash_as_data(void **state)
+{
+	static const char *const bad[] = {
+		"/@s%2f..%2fadmin", "/@s%2f.", "/@s%2f..%20", "/@s%2f%2e%2e",
+		"/@s%2fa.%C3%A9", "/@s%2f..::$DATA", "/@s%2f..;x",
+	};
+	char		out[256];
+	const char	*cause;
+	size_t		i;
+
+	assert_int_equal(urlpath_normalize("/@scope%2fname", out,
+	    sizeof(out), &cause), -1);
+	assert_int_equal(urlpath_normalize_slash("/@scope%2fname", out,
+	    sizeof(out), &cause), 0);
+	assert_string_equal(out, "/@scope%2Fname");
+	assert_int_equal(urlpath_normalize_slash(out, out + 128, 128,
+	    &cause), 0);
+	assert_string_equal(out + 128, out);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (urlpath_normalize_slash(bad[i], out, sizeof(out),
+		    &cause) != -1)
+			fail_msg("\"%s\" was taken as \"%s\"", bad[i], out);
+}
+
 /* The output buffer must hold the input: a short one is refused. */
 static void
 test_short_buffer(void **state)
@@ -143,6 +172,7 @@ main(void)
 		cmocka_unit_test(test_ambiguous),
 		cmocka_unit_test(test_normalized),
 		cmocka_unit_test(test_short_buffer),
+		cmocka_unit_test(test_slash_as_data),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
