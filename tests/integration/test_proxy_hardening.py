@@ -2681,26 +2681,32 @@ class R8TunnelHead(Case):
         return self.tunnel(self.proxy,
                            "allowed.test:%d" % self.up.http_port)
 
+    @staticmethod
+    def trickle(c, seconds):
+        """Send a header line every 0.5 s on c (a head begun) until an
+        answer head, the close, or seconds; returns the seconds taken."""
+        t0 = time.monotonic()
+        c.sock.settimeout(0.5)
+        while time.monotonic() - t0 < seconds:
+            try:
+                c.send(b"X-Trickle: a\r\n")
+            except OSError:
+                break
+            try:
+                data = c.sock.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            c.buf += data
+            if not data or b"\r\n\r\n" in c.buf:
+                break
+        return time.monotonic() - t0
+
     def test_trickled_head_in_tunnel_gets_408(self):
         with self.optional_tunnel() as c:
             c.send(b"GET /r8-trickle HTTP/1.1\r\nHost: allowed.test\r\n")
-            t0, out = time.monotonic(), None
-            c.sock.settimeout(0.5)
-            while time.monotonic() - t0 < 4 * self.HEAD + 4:
-                try:
-                    c.send(b"X-Trickle: a\r\n")
-                except OSError:
-                    break
-                try:
-                    data = c.sock.recv(4096)
-                except socket.timeout:
-                    continue
-                except OSError:
-                    break
-                c.buf += data
-                if not data or b"\r\n\r\n" in c.buf:
-                    break
-            took = time.monotonic() - t0
+            took = self.trickle(c, 4 * self.HEAD + 4)
         self.assertTrue(c.buf.startswith(b"HTTP/1.1 408 "),
                         "after %.1f s of a trickled head in the tunnel: %r"
                         % (took, c.buf[:80]))
@@ -2732,23 +2738,7 @@ class R8TunnelHead(Case):
         try:
             c = self.tunnel(p, "flood.test:%d" % srv.getsockname()[1])
             c.send(b"GET /held HTTP/1.1\r\nHost: flood.test\r\n")
-            t0 = time.monotonic()
-            c.sock.settimeout(0.5)
-            while time.monotonic() - t0 < self.HEAD + 14:
-                try:
-                    c.send(b"X-Trickle: a\r\n")
-                except OSError:
-                    break
-                try:
-                    data = c.sock.recv(4096)
-                except socket.timeout:
-                    continue
-                except OSError:
-                    break
-                c.buf += data
-                if not data or b"\r\n\r\n" in c.buf:
-                    break
-            took = time.monotonic() - t0
+            took = self.trickle(c, self.HEAD + 14)
             c.close()
         finally:
             srv.close()
