@@ -87,6 +87,9 @@ struct blocklog {
 	unsigned long long	 epoch;
 	unsigned long long	 cur;
 	unsigned long long	 prev_epoch;
+	/* Identities with lines in the current epoch, and in either. */
+	size_t			 n_cur;
+	size_t			 n_span;
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
@@ -128,6 +131,7 @@ static void	bl_epoch(struct blocklog *, struct bl_ident *);
 static void	bl_share_add(struct blocklog *, struct bl_ident *,
 		    unsigned long long);
 static int	bl_share_check(struct blocklog *, struct bl_ident *);
+static void	bl_share_forget(struct blocklog *, struct bl_ident *);
 static int	bl_share_keep(struct blocklog *, struct bl_ident *);
 static char	*bl_strdup(const char *, int *);
 
@@ -192,6 +196,8 @@ bl_epoch(struct blocklog *bl, struct bl_ident *id)
 		bl->prev_epoch = bl->cur;
 		bl->cur = 0;
 		bl->epoch++;
+		bl->n_span = bl->n_cur;
+		bl->n_cur = 0;
 	}
 	if (id->epoch == bl->epoch)
 		return;
@@ -208,8 +214,26 @@ bl_share_add(struct blocklog *bl, struct bl_ident *id,
 	if (bl->opts.capacity == 0)
 		return;
 	bl_epoch(bl, id);
+	if (id->cur == 0 && bytes > 0) {
+		bl->n_cur++;
+		if (id->prev_epoch == 0)
+			bl->n_span++;
+	}
 	id->cur += bytes;
 	bl->cur += bytes;
+}
+
+/* id is forgotten: no longer one of the identities with lines. */
+static void
+bl_share_forget(struct blocklog *bl, struct bl_ident *id)
+{
+	if (bl->opts.capacity == 0)
+		return;
+	bl_epoch(bl, id);
+	if (id->cur > 0 && bl->n_cur > 0)
+		bl->n_cur--;
+	if (id->cur + id->prev_epoch > 0 && bl->n_span > 0)
+		bl->n_span--;
 }
 
 /*
@@ -227,27 +251,35 @@ bl_share_keep(struct blocklog *bl, struct bl_ident *id)
 }
 
 /*
- * 1 when id is past its share of the kept log (BLOCKLOG_SHARE_DIV-th of
- * the capacity) while other identities' lines are in it too: its
- * attempts are then only counted, so that its flood, however slow,
- * cannot rotate the others' history away. Alone in the log it is never
- * held back (it pushes out nobody's history but its own). Let go once
- * under half its share.
+ * 1 when id is past its share of the kept log while other identities'
+ * lines are in it too: its attempts are then only counted, so that its
+ * flood, however slow, cannot rotate the others' history away. Alone in
+ * the log it is never held back (it pushes out nobody's history but its
+ * own). Its share is the smaller of a BLOCKLOG_SHARE_DIV-th of the
+ * capacity and an equal part, among the identities with lines in the
+ * span, of a BLOCKLOG_FULL_DIV-th of it: however many identities collude,
+ * their full lines together hold about that much of the kept log, and
+ * only their summaries (one per reason a window each) push out the rest.
+ * Let go once under half its share.
  */
 static int
 bl_share_check(struct blocklog *bl, struct bl_ident *id)
 {
-	unsigned long long	share = bl->opts.capacity / BLOCKLOG_SHARE_DIV;
-	unsigned long long	mine, all;
+	unsigned long long	share, mine, all;
 
 	if (bl->opts.capacity == 0)
 		return 0;
 	bl_epoch(bl, id);
+	share = bl->opts.capacity / BLOCKLOG_SHARE_DIV;
+	if (bl->n_span > 0 && bl->opts.capacity / BLOCKLOG_FULL_DIV /
+	    bl->n_span < share)
+		share = bl->opts.capacity / BLOCKLOG_FULL_DIV / bl->n_span;
 	mine = id->cur + id->prev_epoch;
 	all = bl->cur + bl->prev_epoch;
-	if (mine >= share && all > mine)
+	if (mine >= share && all > mine && !id->capped) {
 		id->capped = 1;
-	else if (id->capped && (mine < share / 2 || all <= mine))
+		bl_fold(bl, id);
+	} else if (id->capped && (mine < share / 2 || all <= mine))
 		id->capped = 0;
 	return id->capped;
 }
@@ -368,6 +400,7 @@ bl_ident_free(struct blocklog *bl, struct bl_ident *id)
 		bl->ilist = id->next;
 	if (id->next != NULL)
 		id->next->prev = id->prev;
+	bl_share_forget(bl, id);
 	bl->nidents--;
 	bl->ocount -= id->ocount;
 	free(id->name);
@@ -834,6 +867,9 @@ blocklog_stop_top(struct blocklog *bl, unsigned long long room)
  * reason, go into its one aggregate key at once (sums, times and
  * destinations kept): its summaries still to come are one line, not one
  * per key, so they cannot carry the volume to the floor after the stop.
+ * An identity past its share (not stopped) likewise, into its aggregate
+ * of each kind (blocked, would-be blocked, allowed: bl_capped_event), so
+ * that its summaries, not its full lines, are what few lines it adds.
  */
 static void
 bl_fold(struct blocklog *bl, struct bl_ident *id)
@@ -841,15 +877,21 @@ bl_fold(struct blocklog *bl, struct bl_ident *id)
 	struct blocklog_event	 ev;
 	struct bl_key		*agg, *k;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.identity = id->name;
-	bl_stopped_event(&ev);
-	agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, 0), id->last_us);
-	if (agg == NULL)
-		return;	/* out of memory: summarized as they are */
 	for (k = bl->klist; k != NULL; k = k->next) {
-		if (k->id != id || k == agg || k->count == 0)
+		if (k->id != id || k->count == 0)
 			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.identity = id->name;
+		ev.reason = k->reason;
+		ev.report = k->report;
+		if (id->stopped)
+			bl_stopped_event(&ev);
+		else
+			bl_capped_event(&ev);
+		agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, ev.report),
+		    id->last_us);
+		if (agg == NULL || agg == k)
+			continue;	/* out of memory: summarized as is */
 		if (agg->count == 0) {
 			ev.sandbox = k->sandbox;
 			ev.src = k->src;

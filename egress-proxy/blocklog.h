@@ -51,10 +51,13 @@
  *
  * With opts.capacity (the bytes log rotation keeps) set, each identity
  * has a share of the kept log: past capacity / BLOCKLOG_SHARE_DIV bytes
- * of its lines (over the last half to whole capacity written, blocklog_
+ * (or, if smaller, an equal part among the identities with lines in the
+ * span of capacity / BLOCKLOG_FULL_DIV, so that colluders together stay
+ * within that) of its lines (over the last half to whole capacity written, blocklog_
  * wrote and its summaries) while other identities' lines are in that span
  * too, it gets no full line: its blocks and would-be blocks are counted
- * into one aggregate each (no host, reason log_unavailable), its allowed
+ * into one aggregate each (no host, reason log_unavailable; what it had
+ * counted per destination is moved into them at once), its allowed
  * connections into one with their bytes (its egress goes on); so its
  * flood, within its budget, cannot rotate the others' history away.
  *
@@ -86,6 +89,7 @@
 #define BLOCKLOG_DESTS_TOLD		128	/* told apart per summary */
 #define BLOCKLOG_STOP_SHARE		4	/* 1/4 of the room, to be stopped */
 #define BLOCKLOG_SHARE_DIV		8	/* 1/8 of the kept log, each */
+#define BLOCKLOG_FULL_DIV		4	/* 1/4 of it, all identities */
 
 struct blocklog_opts {
 	unsigned	burst;		/* full lines per key per window */

@@ -81,7 +81,9 @@ conn_http_path(struct conn *c)
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
-	if (urlpath_normalize(r->req.path, r->path, n, &cause) == -1) {
+	/* Only a prefix holding "%2F" let a path with one pass. */
+	if (urlpath_normalize(r->req.path, r->path, n, &cause) == -1 &&
+	    urlpath_normalize_slash(r->req.path, r->path, n, &cause) == -1) {
 		/* The decision passed on this very path: cannot happen. */
 		free(r->path);
 		r->path = NULL;

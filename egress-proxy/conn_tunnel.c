@@ -151,8 +151,12 @@ conn_tunnel_timer(struct conn *c)
  * A plain-HTTP request head in the tunnel gets --head-timeout for the
  * whole head, as at top level: the idle timer restarts on every byte, so
  * a head trickled a line at a time would hold the slot (and the upstream
- * socket) for ever. Past it the client gets 408 and the tunnel closes.
- * 1 when it did.
+ * socket) for ever. Past it the client gets 408 and the tunnel closes
+ * at once: the refusal does not drain (wait for the upstream to answer
+ * what it was sent, then close), since an upstream that holds its socket
+ * open would keep the slot CONN_REFUSE_TIMEOUT_MS more and the 408 from
+ * the client. Answers still owed to a client that trickles a head are
+ * lost with it. 1 when it did.
  */
 static int
 conn_tunnel_head_timer(struct conn *c, uint64_t now)
@@ -165,7 +169,7 @@ conn_tunnel_head_timer(struct conn *c, uint64_t now)
 	c->thead_us = 0;
 	buf = http_error_response(408, "http_request_error",
 	    "request head not received in time", 0, &len);
-	if (buf == NULL || tunnel_refuse(c->tun, buf, len, 1) == -1) {
+	if (buf == NULL || tunnel_refuse(c->tun, buf, len, 0) == -1) {
 		free(buf);
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return 1;

@@ -6,15 +6,19 @@
 #include <sys/prctl.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "addr.h"
 #include "blocklog.h"
@@ -35,6 +39,14 @@ struct proxy	*proxy_g;
 
 /* Open-addressed slots of client addresses (pointers: slots stay put). */
 #define COUNT_SLOTS	8192
+
+/*
+ * The newest bytes of the kept log read line by line at start for the
+ * clients' shares (proxy_log_blocks_seed); older ones count as nobody's.
+ */
+#define PROXY_SEED_SCAN		(256ULL << 20)
+/* Whose kept lines were not read: no client has this identity. */
+#define PROXY_SEED_NOBODY	"(kept before start)"
 
 /* A policy.rejected line's errors, in bytes of JSON at most. */
 #define PROXY_REJECTED_MAX	(SG_LOG_LINE_MAX - 4096)
@@ -57,6 +69,11 @@ static void	proxy_sec_fields(struct proxy *, struct eventlog_sec *,
 static const char *proxy_cut(const char *, char *buf);
 static void	proxy_log_warn(struct proxy *);
 static int	proxy_log_space_due(const struct proxy *);
+static void	proxy_log_blocks_seed(struct proxy *);
+static int	proxy_log_seed_size(struct proxy *, unsigned, char *, size_t,
+		    unsigned long long *);
+static void	proxy_log_seed_file(struct proxy *, const char *, off_t);
+static const char *proxy_log_line_ident(const char *, char *, size_t);
 
 int
 proxy_log_started(struct proxy *px)
@@ -499,7 +516,115 @@ proxy_log_blocks_init(struct proxy *px)
 	/* What rotation keeps: each client's share is an eighth of it. */
 	o.capacity = px->cfg.log_max_size * (px->cfg.log_keep + 1ULL);
 	px->blocks = blocklog_new(&o, proxy_emit_summary, px);
-	return px->blocks == NULL ? -1 : 0;
+	if (px->blocks == NULL)
+		return -1;
+	proxy_log_blocks_seed(px);
+	return 0;
+}
+
+/*
+ * Each client's share of the kept log starts from the kept files, not
+ * from nothing: after a restart a flooder would else be "alone in the
+ * log" and rotate away the history of clients that have not written
+ * since. The files are replayed oldest first (blocklog_wrote, as when
+ * they were written); of all but their newest PROXY_SEED_SCAN bytes
+ * only the size is counted, as lines of nobody's (still others' lines).
+ */
+static void
+proxy_log_blocks_seed(struct proxy *px)
+{
+	char			 path[PATH_MAX];
+	unsigned long long	 rest = 0, size, skip;
+	unsigned		 n, i;
+
+	if (px->cfg.log_max_size == 0)
+		return;		/* never rotated: no share */
+	for (n = 0; n <= px->cfg.log_keep &&
+	    proxy_log_seed_size(px, n, path, sizeof(path), &size) == 0; n++)
+		rest += size;
+	for (i = n; i-- > 0; ) {
+		if (proxy_log_seed_size(px, i, path, sizeof(path), &size) == -1)
+			continue;	/* rotated meanwhile: none is, at start */
+		skip = rest > PROXY_SEED_SCAN ? rest - PROXY_SEED_SCAN : 0;
+		proxy_log_seed_file(px, path, skip < size ? skip : size);
+		rest -= size < rest ? size : rest;
+	}
+}
+
+/* Kept file n (0: the file written to, else its rotation n): 0 or -1. */
+static int
+proxy_log_seed_size(struct proxy *px, unsigned n, char *path, size_t len,
+    unsigned long long *size)
+{
+	struct stat	st;
+
+	if (n == 0)
+		snprintf(path, len, "%s", eventlog_path(px->seclog));
+	else
+		snprintf(path, len, "%s.%u", eventlog_path(px->seclog), n);
+	if (lstat(path, &st) == -1 || !S_ISREG(st.st_mode))
+		return -1;
+	*size = (unsigned long long)st.st_size;
+	return 0;
+}
+
+/*
+ * Replay one kept file into the shares: its first skip bytes as
+ * nobody's lines (PROXY_SEED_NOBODY), then each line as its client's.
+ */
+static void
+proxy_log_seed_file(struct proxy *px, const char *path, off_t skip)
+{
+	struct stat	 st;
+	FILE		*f;
+	char		*line = NULL, ident[PROXY_IDENT_MAX];
+	size_t		 cap = 0;
+	ssize_t		 len;
+	int		 fd;
+
+	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
+		return;
+	if ((f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		return;
+	}
+	if (skip > 0 && fseeko(f, skip, SEEK_SET) == 0) {
+		len = getline(&line, &cap, f);	/* the rest of a cut line */
+		blocklog_wrote(px->blocks, PROXY_SEED_NOBODY, (size_t)skip +
+		    (len > 0 ? (size_t)len : 0), 0);
+	}
+	while ((len = getline(&line, &cap, f)) > 0)
+		if (proxy_log_line_ident(line, ident, sizeof(ident)) != NULL)
+			blocklog_wrote(px->blocks, ident, (size_t)len, 0);
+	free(line);
+	fclose(f);
+}
+
+/*
+ * The identity (proxy_identity) a kept line was charged to: its sandbox,
+ * else its client address; NULL for a line of no client. Lines are the
+ * writer's compact JSON: a key's quotes are never escaped, a value's are.
+ */
+static const char *
+proxy_log_line_ident(const char *line, char *buf, size_t size)
+{
+	const char	*v, *end;
+	char		 src[PROXY_IDENT_MAX];
+
+	if ((v = strstr(line, ",\"sandbox\":\"")) != NULL) {
+		v += strlen(",\"sandbox\":\"");
+		if ((end = strchr(v, '"')) == NULL)
+			return NULL;
+		snprintf(buf, size, "%.*s", (int)(end - v), v);
+		return buf;
+	}
+	if ((v = strstr(line, ",\"src\":\"")) == NULL)
+		return NULL;
+	v += strlen(",\"src\":\"");
+	if ((end = strchr(v, '"')) == NULL)
+		return NULL;
+	snprintf(src, sizeof(src), "%.*s", (int)(end - v), v);
+	return proxy_identity(NULL, src, buf, size);
 }
 
 void

@@ -22,6 +22,9 @@ struct decide {
 	/* The normalized path, made for the first entry with paths. */
 	int				 norm;	/* 0 not yet, 1 made, -1 bad */
 	char				 path[SG_HTTP_LINE_MAX + 1];
+	/* Its reading with "%2F" as data, for prefixes holding "%2F". */
+	int				 norm_slash;
+	char				 path_slash[SG_HTTP_LINE_MAX + 1];
 };
 
 static void	decide_lookup(struct decide *);
@@ -52,6 +55,7 @@ policy_decide(const struct policy *p, const struct policy_query *q,
 	d.reason = SG_REASON_NONE;
 	d.rank = 0;
 	d.norm = 0;
+	d.norm_slash = 0;
 	if (p->floor != NULL && (d.best = pdecide_floor(p->floor, q)) != NULL)
 		d.reason = SG_REASON_DENIED;
 	else
@@ -91,6 +95,7 @@ pdecide_floor(const struct policy *floor, const struct policy_query *q)
 	d.best = NULL;
 	d.rank = 0;
 	d.norm = 0;
+	d.norm_slash = 0;
 	decide_lookup(&d);
 	return d.reason == SG_REASON_NONE ? d.best : NULL;
 }
@@ -267,7 +272,8 @@ decide_method(const struct policy_entry *e, const char *method)
 
 /*
  * A prefix of the normalized path (urlpath.h); a path a server could read
- * as another one matches no prefix.
+ * as another one matches no prefix. A prefix holding "%2F" is matched
+ * against the reading that keeps "%2F" as data, and only such a prefix.
  */
 static int
 decide_path(struct decide *d, const struct policy_entry *e)
@@ -277,13 +283,24 @@ decide_path(struct decide *d, const struct policy_entry *e)
 
 	if (e->paths == NULL)
 		return 1;
-	if (d->norm == 0)
-		d->norm = urlpath_normalize(d->q->path, d->path,
-		    sizeof(d->path), &cause) == 0 ? 1 : -1;
-	if (d->norm == -1)
-		return 0;
 	for (i = 0; i < e->npaths; i++) {
-		if (strncmp(d->path, e->paths[i], strlen(e->paths[i])) == 0)
+		if (strstr(e->paths[i], "%2F") == NULL) {
+			if (d->norm == 0)
+				d->norm = urlpath_normalize(d->q->path,
+				    d->path, sizeof(d->path), &cause) == 0 ?
+				    1 : -1;
+			if (d->norm == 1 && strncmp(d->path, e->paths[i],
+			    strlen(e->paths[i])) == 0)
+				return 1;
+			continue;
+		}
+		/* An explicit "%2F": npm's "/@scope%2fname". */
+		if (d->norm_slash == 0)
+			d->norm_slash = urlpath_normalize_slash(d->q->path,
+			    d->path_slash, sizeof(d->path_slash), &cause) ==
+			    0 ? 1 : -1;
+		if (d->norm_slash == 1 && strncmp(d->path_slash, e->paths[i],
+		    strlen(e->paths[i])) == 0)
 			return 1;
 	}
 	return 0;

@@ -937,6 +937,14 @@ entry_paths(struct ploader *ld, struct ld_entry *le)
 			    "or control characters", LABEL_MAX, v[i]);
 			return -1;
 		}
+		/* Paths are matched normalized: escapes in upper case. */
+		if (strstr(v[i], "%2f") != NULL) {
+			ploader_diag(ld, POLICY_ERROR, k->line, k->col, "path "
+			    "\"%.*s\": write an encoded slash as %%2F (paths "
+			    "are matched with escapes in upper case)",
+			    LABEL_MAX, v[i]);
+			return -1;
+		}
 	}
 	le->e.pub.paths = v;
 	le->e.pub.npaths = cnt;

@@ -10,11 +10,13 @@ static int	urlpath_utf8(const char *, const char *, size_t *,
 		    unsigned long *);
 static int	urlpath_lookalike(unsigned long);
 static int	urlpath_dots(const char *, size_t);
+static int	urlpath_dotlike(const char *, size_t);
 static int	urlpath_segment(const char *, size_t, const char **);
 static size_t	urlpath_hex(unsigned char, char *);
 static size_t	urlpath_char(const char *, const char *, char *,
 		    const char **);
 static int	urlpath_fail(char *, size_t, const char **, const char *);
+static int	urlpath_read(const char *, char *, size_t, int, const char **);
 
 /* RFC 3986 2.3 unreserved, without ".": decoded where escaped. */
 static int
@@ -83,16 +85,22 @@ urlpath_utf8(const char *p, const char *end, size_t *n, unsigned long *cpp)
  * U+FE30, U+FE52 small full stop, U+FF0E fullwidth full stop) or holds a
  * slash or backslash (U+2100, U+2101, U+2105, U+2106 "a/c" and the like,
  * U+FE68, U+FF0F, U+FF3C), and the slashes Windows' best-fit mapping
- * folds (U+2215 division slash, U+2216 set minus). "%EF%BC%8E%EF%BC%8E"
- * is ".." to a Java or .NET stack that applies NFKC, not to us.
+ * folds (U+2215 division slash, U+2216 set minus, and U+00A5 yen and
+ * U+20A9 won sign, '\' in the Japanese and Korean code pages), and the
+ * confusables of '/' and '.' (UTS #39: U+2044 fraction slash, U+29F8 big
+ * solidus, U+3002 ideographic full stop, U+FF61 and U+FF65 halfwidth
+ * ones). "%EF%BC%8E%EF%BC%8E" is ".." to a Java or .NET stack that
+ * applies NFKC, not to us. Lookalikes next to a '.' that a normalizer
+ * removes (soft hyphen, zero-width space) are urlpath_dotlike's.
  */
 static int
 urlpath_lookalike(unsigned long cp)
 {
 	static const unsigned long	like[] = {
-		0x2024, 0x2025, 0x2026, 0x2100, 0x2101, 0x2105, 0x2106,
-		0x2215, 0x2216, 0xfe19, 0xfe30, 0xfe52, 0xfe68, 0xff0e,
-		0xff0f, 0xff3c
+		0x00a5, 0x2024, 0x2025, 0x2026, 0x2044, 0x20a9, 0x2100,
+		0x2101, 0x2105, 0x2106, 0x2215, 0x2216, 0x29f8, 0x3002,
+		0xfe19, 0xfe30, 0xfe52, 0xfe68, 0xff0e, 0xff0f, 0xff3c,
+		0xff61, 0xff65
 	};
 	size_t				i;
 
@@ -125,6 +133,34 @@ urlpath_dots(const char *seg, size_t len)
 	return dots;
 }
 
+/*
+ * 1 for a normalized segment with a '.' and an escaped byte >= 0x80, or
+ * with "::$": a normalizer that drops a default-ignorable or combining
+ * code point (".%C2%AD.", ".%E2%80%8B."), trims a no-break space
+ * ("..%C2%A0") or a best-fit mapping no list foresees makes a dot
+ * segment of it, as Windows does of an NTFS stream suffix
+ * ("..::$INDEX_ALLOCATION"). Names with a dot are ASCII in what `paths`
+ * serves (packages, repositories, files).
+ */
+static int
+urlpath_dotlike(const char *seg, size_t len)
+{
+	size_t	i;
+	int	dot = 0, high = 0;
+
+	for (i = 0; i < len; i++) {
+		if (seg[i] == '.')
+			dot = 1;
+		else if (seg[i] == '%' && len - i >= 3 &&
+		    util_hexval((unsigned char)seg[i + 1]) >= 8)
+			high = 1;
+		else if (seg[i] == ':' && len - i >= 3 &&
+		    strncmp(seg + i, "::$", 3) == 0)
+			return 1;
+	}
+	return dot && high;
+}
+
 /* A segment (between slashes) of the normalized path. 0 or -1. */
 static int
 urlpath_segment(const char *seg, size_t len, const char **cause)
@@ -136,6 +172,11 @@ urlpath_segment(const char *seg, size_t len, const char **cause)
 	}
 	if (urlpath_dots(seg, len)) {
 		*cause = "path segment of only dots and spaces";
+		return -1;
+	}
+	if (urlpath_dotlike(seg, len)) {
+		*cause = "path segment with '.' and an escape outside ASCII, "
+		    "or an NTFS stream ('::$')";
 		return -1;
 	}
 	return 0;
@@ -192,6 +233,25 @@ int
 urlpath_normalize(const char *in, char *out, size_t size,
     const char **cause)
 {
+	return urlpath_read(in, out, size, 0, cause);
+}
+
+int
+urlpath_normalize_slash(const char *in, char *out, size_t size,
+    const char **cause)
+{
+	return urlpath_read(in, out, size, 1, cause);
+}
+
+/*
+ * urlpath_normalize, or with slash set urlpath_normalize_slash: "%2F"
+ * is kept (as data) and still ends a segment for the segment checks, so
+ * a server that decodes it before routing reads no dot segment either.
+ */
+static int
+urlpath_read(const char *in, char *out, size_t size, int slash,
+    const char **cause)
+{
 	const char		*p = in, *end, *q;
 	size_t			 o = 0, seg = 0, n;
 	unsigned char		 b;
@@ -229,6 +289,14 @@ urlpath_normalize(const char *in, char *out, size_t size,
 		if (urlpath_decode(p, end, &b) == -1)
 			return urlpath_fail(out, size, cause, "invalid "
 			    "percent-encoding in path");
+		if (b == '/' && slash) {
+			if (urlpath_segment(out + seg, o - seg, cause) == -1)
+				return urlpath_fail(out, size, cause, *cause);
+			o += urlpath_hex(b, out + o);
+			seg = o;
+			p += 3;
+			continue;
+		}
 		if (b == '.' || b == '/' || b == '\\' || b == ';' ||
 		    b == '%')
 			return urlpath_fail(out, size, cause, "percent-encoded "

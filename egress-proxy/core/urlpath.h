@@ -20,6 +20,9 @@
  *   - percent-encoded bytes that are not valid UTF-8 (overlong forms,
  *     surrogates, stray continuation bytes), and raw bytes outside
  *     printable ASCII (in the query too; a request line has none)
+ *   - an escaped Unicode lookalike of ".", "/" or "\" (NFKC, Windows'
+ *     best-fit mapping, UTS #39 confusables), a segment holding a "."
+ *     and an escape outside ASCII, or a segment holding "::$"
  *
  * Everything else is normalized: percent-encoded unreserved characters
  * (letters, digits, "-", "_", "~") are decoded, and the hex digits of the
@@ -39,6 +42,16 @@
  * static phrase ("dot segment in path", ...) and out empty.
  */
 int	urlpath_normalize(const char *in, char *out, size_t size,
+	    const char **cause);
+
+/*
+ * The same, except that "%2F" is kept as data inside a segment (npm's
+ * "/@scope%2fname" is "/@scope%2Fname"): the pieces between slashes and
+ * "%2F"s get every segment check, so a server that decodes "%2F" before
+ * routing reads no dot segment either. Only a `paths` prefix holding
+ * "%2F" is matched against this reading (policy_decide.c).
+ */
+int	urlpath_normalize_slash(const char *in, char *out, size_t size,
 	    const char **cause);
 
 #endif

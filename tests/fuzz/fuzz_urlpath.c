@@ -2,8 +2,9 @@
  * fuzz_urlpath.c: urlpath_normalize() on arbitrary bytes (cut at the
  * first NUL). Invariants: a result fits the input's length, is printable
  * ASCII, starts with '/', holds no ';', '\' or dot segment, no segment
- * of only dots and spaces, no escape of '.', '/', '\', ';' or '%' or of a
- * Unicode lookalike of '.', '/' or '\' in its path part, and normalizes to
+ * of only dots and spaces or with a dot and an escape outside ASCII, no
+ * "::$", no escape of '.', '/', '\', ';' or '%' or of a Unicode lookalike
+ * of '.', '/' or '\' in its path part, and normalizes to
  * itself; a refusal leaves the output empty and says why.
  */
 #include <stdint.h>
@@ -17,22 +18,26 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static void	check_path(const char *, size_t);
+static void	check_slash(const char *, char *, char *, size_t);
 static int	dots_segment(const char *, size_t);
 
-/* 1 when a segment is only dots and "%20", with a dot. */
+/*
+ * 1 when a segment is only dots and "%20", with a dot, or has a dot and
+ * an escape of a byte outside ASCII.
+ */
 static int
 dots_segment(const char *s, size_t n)
 {
 	size_t	i = 0;
-	int	dots = 0, other = 0;
+	int	dots = 0, other = 0, high = 0;
 
 	for (;;) {
 		if (i == n || s[i] == '/') {
-			if (dots && !other)
+			if (dots && (!other || high))
 				return 1;
 			if (i == n)
 				return 0;
-			dots = other = 0;
+			dots = other = high = 0;
 			i++;
 		} else if (s[i] == '.') {
 			dots = 1;
@@ -40,6 +45,9 @@ dots_segment(const char *s, size_t n)
 		} else if (n - i >= 3 && strncmp(s + i, "%20", 3) == 0)
 			i += 3;
 		else {
+			if (s[i] == '%' && n - i >= 3 && strchr("89ABCDEFabcdef",
+			    s[i + 1]) != NULL)
+				high = 1;
 			other = 1;
 			i++;
 		}
@@ -56,7 +64,9 @@ check_path(const char *s, size_t n)
 		"%E2%80%A4", "%E2%80%A5", "%E2%80%A6", "%E2%84%80",
 		"%E2%84%81", "%E2%84%85", "%E2%84%86", "%E2%88%95",
 		"%E2%88%96", "%EF%B8%99", "%EF%B8%B0", "%EF%B9%92",
-		"%EF%B9%A8", "%EF%BC%8E", "%EF%BC%8F", "%EF%BC%BC"
+		"%EF%B9%A8", "%EF%BC%8E", "%EF%BC%8F", "%EF%BC%BC",
+		"%C2%A5", "%E2%82%A9", "%E2%81%84", "%E2%A7%B8", "%E3%80%82",
+		"%EF%BD%A1", "%EF%BD%A5", "::$"
 	};
 	char	seg[8];
 	size_t	i, j;
@@ -77,6 +87,37 @@ check_path(const char *s, size_t n)
 		    strlen(seg)) == 0)
 			abort();
 	}
+}
+
+/*
+ * urlpath_normalize_slash: a result normalizes to itself, and read as a
+ * server that decodes "%2F" reads it ("/" for each), holds nothing
+ * ambiguous either.
+ */
+static void
+check_slash(const char *in, char *out, char *again, size_t len)
+{
+	const char	*cause = NULL, *q;
+	size_t		 i, o, n;
+
+	if (urlpath_normalize_slash(in, out, len + 1, &cause) == -1) {
+		if (cause == NULL || out[0] != '\0')
+			abort();
+		return;
+	}
+	if (urlpath_normalize_slash(out, again, len + 1, &cause) != 0 ||
+	    strcmp(out, again) != 0)
+		abort();
+	q = strchr(out, '?');
+	n = q != NULL ? (size_t)(q - out) : strlen(out);
+	for (i = o = 0; i < n; o++) {
+		if (n - i >= 3 && strncmp(out + i, "%2F", 3) == 0) {
+			again[o] = '/';
+			i += 3;
+		} else
+			again[o] = out[i++];
+	}
+	check_path(again, o);
 }
 
 int
@@ -109,6 +150,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	} else if (cause == NULL || out[0] != '\0')
 		abort();
+	check_slash(in, out, again, len);
 	free(in);
 	free(out);
 	free(again);

@@ -395,6 +395,69 @@ test_share_of_kept_log(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * Lines (full and summaries) n colluders write in windows windows of
+ * flooding at once, each within its budget.
+ */
+static unsigned long long
+collude(struct blocklog *bl, struct sink *s, int n, int windows)
+{
+	unsigned long long	 lines = 0, summaries = s->summaries;
+	char			 who[32], host[32];
+	int			 w, c, i;
+	double			 t;
+
+	for (w = 0; w < windows; w++) {
+		t = 10 + w * 10;
+		for (c = 0; c < n; c++) {
+			snprintf(who, sizeof(who), "colluder%d", c);
+			for (i = 0; i < 200; i++) {
+				snprintf(host, sizeof(host), "f%d.invalid",
+				    i % 16);
+				if (attempt(bl, who, host, t + 0.5)) {
+					lines++;
+					blocklog_wrote(bl, who, LINE,
+					    (uint64_t)(t + 1.5) * SEC);
+				}
+			}
+		}
+		blocklog_flush(bl, (uint64_t)(t + 11) * SEC, 0);
+	}
+	return lines + s->summaries - summaries;
+}
+
+/*
+ * Issue 15 (atk15r9 F1): each colluder held at most its eighth of what
+ * rotation keeps, so 6 of them rotated a victim's line away in about
+ * 2 minutes and 9 (each under an eighth) at once. Their full lines
+ * together now hold a quarter of it (an equal part each); only their
+ * summaries, one a window each, push the victim's line towards
+ * rotation: what they write after it stays under the capacity.
+ */
+static void
+test_share_colluders(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	int			 n[] = { 6, 9 };
+	unsigned long long	 after;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		memset(&s, 0, sizeof(s));
+		bl = blocklog_new(&o, emit, &s);
+		assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
+		blocklog_wrote(bl, "victim", LINE, SEC);
+		after = collude(bl, &s, n[i], 16);
+		print_message("%d colluders, 16 windows: %llu lines after "
+		    "the victim's (400 kept), %u summaries\n", n[i], after,
+		    s.summaries);
+		assert_true(after < 400);
+		blocklog_free(bl);
+	}
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
@@ -892,6 +955,7 @@ main(void)
 		cmocka_unit_test(test_overflow_names_nobody),
 		cmocka_unit_test(test_overflow_charged),
 		cmocka_unit_test(test_share_of_kept_log),
+		cmocka_unit_test(test_share_colluders),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),

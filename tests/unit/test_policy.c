@@ -111,6 +111,8 @@ static const struct bad_case {
 	{ "bad-method", "set.yaml:4:20: method \"head\" is not an HTTP method "
 	    "in capitals" },
 	{ "bad-path", "set.yaml:4:23: path \"packages/\" must start with '/'" },
+	{ "bad-path-slash", "set.yaml:4:23: path \"/@scope%2fname\": write an "
+	    "encoded slash as %2F" },
 	{ "bad-methods-tls", "set.yaml:3:14: methods and paths apply to "
 	    "plain-HTTP requests and terminated TLS only" },
 	{ "bad-cidr", "set.yaml:2:11: host \"10.0.0.1/8\" is not a valid "

@@ -54,6 +54,18 @@ test_ambiguous(void **state)
 		"/simple/%E2%84%81", "/simple/%E2%84%85", "/simple/%E2%84%86",
 		"/simple/..%E2%88%95admin",		/* U+2215 */
 		"/simple/..%E2%88%96admin",		/* U+2216 */
+		/*
+		 * atk15r9 F3: best-fit backslashes (U+00A5, U+20A9), UTS #39
+		 * confusables of '/' and '.', code points a normalizer drops
+		 * or trims next to dots, and an NTFS stream on a dot segment.
+		 */
+		"/simple/..%C2%A5admin", "/simple/..%E2%82%A9admin",
+		"/simple/..%E2%81%84admin", "/simple/%E2%A7%B8",
+		"/simple/%E3%80%82%E3%80%82/admin",
+		"/simple/%EF%BD%A1%EF%BD%A1/admin", "/simple/%EF%BD%A5",
+		"/simple/.%C2%AD./admin", "/simple/.%E2%80%8B./admin",
+		"/simple/.%CC%B8./admin", "/simple/..%C2%A0/admin",
+		"/simple/..::$INDEX_ALLOCATION/admin", "/simple/a.%C3%A9",
 		/* not a path */
 		"*", "", "simple/x", "/\xc3\xa9",
 	};
@@ -93,6 +105,9 @@ test_normalized(void **state)
 		{ "/simple//x", "/simple//x" },
 		{ "/simple/pkg?x=/../admin;%2e", "/simple/pkg?x=/../admin;%2e" },
 		{ "/a.b/..c/c..", "/a.b/..c/c.." },
+		/* outside ASCII without a dot, a colon without "::$" */
+		{ "/simple/%C3%A9-x/a:b", "/simple/%C3%A9-x/a:b" },
+		{ "/simple/a.b/%C3%A9", "/simple/a.b/%C3%A9" },
 	};
 	char		out[256], again[256];
 	const char	*cause;
@@ -107,6 +122,35 @@ test_normalized(void **state)
 		    &cause), 0);
 		assert_string_equal(again, out);
 	}
+}
+
+/*
+ * atk15r9 F4: npm's "/@scope%2fname" read with "%2F" as data; the pieces
+ * around it still get every check.
+ */
+static void
+test_slash_as_data(void **state)
+{
+	static const char *const bad[] = {
+		"/@s%2f..%2fadmin", "/@s%2f.", "/@s%2f..%20", "/@s%2f%2e%2e",
+		"/@s%2fa.%C3%A9", "/@s%2f..::$DATA", "/@s%2f..;x",
+	};
+	char		out[256];
+	const char	*cause;
+	size_t		i;
+
+	assert_int_equal(urlpath_normalize("/@scope%2fname", out,
+	    sizeof(out), &cause), -1);
+	assert_int_equal(urlpath_normalize_slash("/@scope%2fname", out,
+	    sizeof(out), &cause), 0);
+	assert_string_equal(out, "/@scope%2Fname");
+	assert_int_equal(urlpath_normalize_slash(out, out + 128, 128,
+	    &cause), 0);
+	assert_string_equal(out + 128, out);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (urlpath_normalize_slash(bad[i], out, sizeof(out),
+		    &cause) != -1)
+			fail_msg("\"%s\" was taken as \"%s\"", bad[i], out);
 }
 
 /* The output buffer must hold the input: a short one is refused. */
@@ -128,6 +172,7 @@ main(void)
 		cmocka_unit_test(test_ambiguous),
 		cmocka_unit_test(test_normalized),
 		cmocka_unit_test(test_short_buffer),
+		cmocka_unit_test(test_slash_as_data),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
