@@ -20,6 +20,11 @@ static void	cgroup_dir(const char *, const char *, const char *, char *,
 static void	cgroup_line(struct cgroup *, const char *, const char *);
 static json_t	*cgroup_value(const char *, const char *, int);
 static int	cgroup_cat_dir(char *, size_t, const char *);
+static int	cgroup_set(const char *, const char *, unsigned long long);
+static int	cgroup_cmds_limit(const char *, const char *, const char *,
+		    unsigned long long);
+static int	cgroup_cmds_dir(const char *, const char *, char *, size_t,
+		    unsigned long long);
 
 /* Read a small file into buf (NUL-terminated); bytes read or -1. */
 int
@@ -181,6 +186,90 @@ cgroup_write(const char *dir, const char *file, const char *value)
 	if (write(fd, value, strlen(value)) == -1)
 		(void)0;	/* a peak we cannot reset is only less exact */
 	close(fd);
+}
+
+/* Write the number v to dir/file. 0 or -1. */
+static int
+cgroup_set(const char *dir, const char *file, unsigned long long v)
+{
+	char	path[PATH_MAX + 64], buf[32];
+	int	fd, len, rv;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	len = snprintf(buf, sizeof(buf), "%llu", v);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	rv = write(fd, buf, (size_t)len) == len ? 0 : -1;
+	close(fd);
+	return rv;
+}
+
+/*
+ * The child's file (memory.limit_in_bytes or memory.memsw.limit_in_bytes)
+ * set to the parent's less less. 0, 1 when the parent has no such limit
+ * (absent, or unlimited: v1 reads PAGE_COUNTER_MAX pages), or -1.
+ */
+static int
+cgroup_cmds_limit(const char *parent, const char *child, const char *file,
+    unsigned long long less)
+{
+	unsigned long long	lim;
+
+	if (cgroup_read_key(parent, file, NULL, &lim) == -1 ||
+	    lim >= (1ULL << 62))
+		return 1;
+	if (lim < 2 * less)
+		return -1;
+	return cgroup_set(child, file, lim - less);
+}
+
+/* parent/name made, its limits parent's less less, into out. 0 or -1. */
+static int
+cgroup_cmds_dir(const char *parent, const char *name, char *out,
+    size_t size, unsigned long long less)
+{
+	int	n;
+
+	n = snprintf(out, size, "%s/%s", parent, name);
+	if (n < 0 || (size_t)n >= size ||
+	    (mkdir(out, 0755) == -1 && errno != EEXIST))
+		return -1;
+	/* the memory limit first: memsw may never be below it */
+	if (cgroup_cmds_limit(parent, out, "memory.limit_in_bytes",
+	    less) != 0 || cgroup_cmds_limit(parent, out,
+	    "memory.memsw.limit_in_bytes", less) == -1)
+		return -1;
+	return 0;
+}
+
+int
+cgroup_cmds_setup(const struct cgroup *cg, const char *run_id, char *out,
+    size_t size)
+{
+	char	all[PATH_MAX];
+
+	out[0] = '\0';
+	if (cg->v2 || cg->mem[0] == '\0' ||
+	    cgroup_cmds_dir(cg->mem, CGROUP_CMDS, all, sizeof(all),
+	    CGROUP_CMDS_RESERVE) == -1 ||
+	    cgroup_cmds_dir(all, run_id, out, size, CGROUP_CMDS_SLACK) == -1) {
+		out[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+void
+cgroup_cmds_remove(const char *dir)
+{
+	if (dir[0] != '\0')
+		(void)rmdir(dir);
+}
+
+int
+cgroup_cmds_move(const char *dir, int pid)
+{
+	return cgroup_set(dir, "cgroup.procs", (unsigned long long)pid);
 }
 
 int

@@ -23,6 +23,22 @@ struct cgroup {
 	int	v2;
 };
 
+/*
+ * runc, cgroup v1: every exec runs in a memory cgroup of its own,
+ * CGROUP_CMDS/<run id>, under one for all commands, CGROUP_CMDS, a child
+ * of the container's. CGROUP_CMDS's limit is the container's less
+ * CGROUP_CMDS_RESERVE (kept for the init), an exec's is CGROUP_CMDS's less
+ * CGROUP_CMDS_SLACK. A command's charge reaches its own exec's limit
+ * first while the other execs hold less than the slack, and the kernel's
+ * OOM killer then chooses among that exec's processes only; past that,
+ * among the commands'. The init is never its pick, whatever
+ * oom_score_adj a command gives itself (docs/guarantees.md, items 24 and
+ * 25).
+ */
+#define CGROUP_CMDS		"sandgate-cmds"
+#define CGROUP_CMDS_RESERVE	(4ULL << 20)
+#define CGROUP_CMDS_SLACK	(4ULL << 20)
+
 /* Counters sampled before and after. */
 struct cgroup_counters {
 	unsigned long long	oom_kill;
@@ -57,6 +73,26 @@ int	cgroup_read_key(const char *dir, const char *file, const char *key,
 
 /* The counters now (a counter that cannot be read stays 0). */
 void	cgroup_counters_read(const struct cgroup *, struct cgroup_counters *);
+
+/*
+ * Make the memory cgroup of run run_id (CGROUP_CMDS/<run_id>) of the
+ * container, and CGROUP_CMDS if needed, and set their limits from the
+ * container's; its folder into out. 0, or -1 when there is none to make
+ * (cgroup v2, no memory limit, a limit too small for the reserve and the
+ * slack, or cgroupfs refused): the command then runs in the container's
+ * memory cgroup as before.
+ */
+int	cgroup_cmds_setup(const struct cgroup *, const char *run_id,
+	    char *out, size_t size);
+
+/* Move process pid into the folder made by cgroup_cmds_setup. 0 or -1. */
+int	cgroup_cmds_move(const char *dir, int pid);
+
+/*
+ * Remove that folder once the run ended (its charges go to CGROUP_CMDS);
+ * kept while a process is still in it.
+ */
+void	cgroup_cmds_remove(const char *dir);
 
 /* Write value to dir/file; a failure is ignored (best effort). */
 void	cgroup_write(const char *dir, const char *file, const char *value);

@@ -94,6 +94,8 @@ struct exec_state {
 	int			 own_full;	/* one was seen with own full */
 	unsigned long long	 pids_limit;	/* the cgroup's pids.max, 0: none */
 	unsigned long long	 pids_max_seen;	/* pids.events max, last read */
+	char			 cmds[PATH_MAX]; /* cgroup_cmds_setup's, or "" */
+	int			 moved;		/* the first process is in cmds */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -141,7 +143,7 @@ static const char	*exec_active_dir;
 static int	exec_data(void *, int, const unsigned char *, size_t);
 static int	exec_tick(void *);
 static void	exec_stop(struct exec_state *, int);
-static json_t	*exec_spec(const struct exec_opts *);
+static json_t	*exec_spec(const struct exec_opts *, int);
 static void	exec_sink_open(struct exec_sink *, const struct exec_opts *,
 		    int);
 static void	exec_sinks_close(struct exec_state *);
@@ -702,14 +704,25 @@ exec_kill(struct exec_state *st, char **cause)
 	return killed;
 }
 
+/*
+ * join: runc, the run's memory cgroup was made (cgroup.h): the probe
+ * starts the command once exec_own_sample moved it there, so nothing of
+ * the command runs in the container's memory cgroup beside the init.
+ */
 static json_t *
-exec_spec(const struct exec_opts *o)
+exec_spec(const struct exec_opts *o, int join)
 {
 	json_t	*cmd, *env, *v;
 	char	*s, user[48];
 	size_t	 i;
 
 	cmd = json_array();
+	if (join) {
+		json_array_append_new(cmd, json_string(PROBE_CONTAINER_PATH));
+		json_array_append_new(cmd, json_string("join"));
+		json_array_append_new(cmd, json_string(o->run_id));
+		json_array_append_new(cmd, json_string("--"));
+	}
 	/* gVisor gives the container's seccomp filter to its init only */
 	if (o->inside) {
 		json_array_append_new(cmd, json_string(PROBE_CONTAINER_PATH));
@@ -1065,23 +1078,32 @@ exec_own_add(struct exec_state *st, int pid)
 
 /*
  * runc: remember every process of the container marked with this run, so
- * that an OOM kill the kernel logs can be told to be this exec's.
+ * that an OOM kill the kernel logs can be told to be this exec's; until
+ * one was, move those into the commands' memory cgroup (the probe waits
+ * there to start the command).
  */
 static void
 exec_own_sample(struct exec_state *st)
 {
 	char	 mark[64];
-	int	*procs = NULL;
+	int	*procs = NULL, own, move;
 	size_t	 n = 0, i;
 
-	if (st->o->inside || st->kmsg == -1 || st->cg.pids[0] == '\0' ||
+	own = !st->o->inside && st->kmsg != -1;
+	move = st->cmds[0] != '\0' && !st->moved;
+	if ((!own && !move) || st->cg.pids[0] == '\0' ||
 	    cgroup_procs(&st->cg, &procs, &n) == -1)
 		return;
-	for (i = 0; i < n; i++)
-		if (!exec_own_has(st, procs[i]) &&
-		    procstat_run_marker(procs[i], mark, sizeof(mark)) == 1 &&
-		    strcmp(mark, st->o->run_id) == 0)
+	for (i = 0; i < n; i++) {
+		if ((!move && exec_own_has(st, procs[i])) ||
+		    procstat_run_marker(procs[i], mark, sizeof(mark)) != 1 ||
+		    strcmp(mark, st->o->run_id) != 0)
+			continue;
+		if (own)
 			exec_own_add(st, procs[i]);
+		if (move && cgroup_cmds_move(st->cmds, procs[i]) == 0)
+			st->moved = 1;
+	}
 	free(procs);
 }
 
@@ -1221,9 +1243,13 @@ exec_finish(struct exec_state *st, const struct cgroup_counters *before,
 {
 	struct exec_result	*r = st->res;
 	struct cgroup_counters	 after;
-	unsigned long long	 cut1 = 0, cut2 = 0, peak;
+	unsigned long long	 cut1 = 0, cut2 = 0, peak, own;
 
 	cgroup_counters_read(&st->cg, &after);
+	/* v1 counts a kill in the victim's own memory cgroup only */
+	if (st->cmds[0] != '\0' && cgroup_read_key(st->cmds,
+	    "memory.oom_control", "oom_kill", &own) == 0)
+		after.oom_kill += own;
 	if (st->pids_max_seen > after.pids_max)
 		after.pids_max = st->pids_max_seen;
 	r->cmd_exit = cmd_exit;
@@ -1270,6 +1296,9 @@ exec_begin(struct exec_state *st, struct cgroup_counters *before)
 		st->pids_limit = 0;	/* "max" reads as 0 too */
 	if (!st->cg.v2)
 		cgroup_write(st->cg.mem, "memory.max_usage_in_bytes", "0");
+	if (!st->o->inside)
+		(void)cgroup_cmds_setup(&st->cg, st->o->run_id, st->cmds,
+		    sizeof(st->cmds));
 	exec_sink_open(&st->sink[1], st->o, 1);
 	exec_sink_open(&st->sink[2], st->o, 2);
 	clock_gettime(CLOCK_REALTIME, &st->res->start);
@@ -1358,7 +1387,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	cb.arg = &st;
 	st.kmsg = o->inside ? -1 : oomlog_open();
 	exec_begin(&st, &before);
-	spec = exec_spec(o);
+	spec = exec_spec(o, st.cmds[0] != '\0');
 	exec_mark_active(o, active, sizeof(active));
 	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
 		goto out;
@@ -1369,6 +1398,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 out:
 	if (st.kmsg != -1)
 		close(st.kmsg);
+	cgroup_cmds_remove(st.cmds);
 	if (active[0] != '\0')
 		unlink(active);
 	exec_live_drain(&st);

@@ -22,6 +22,14 @@
  *                          starts under gVisor, which gives the
  *                          container's filter to its init only and whose
  *                          processes the host's pids cgroup cannot count
+ *   sandgate-probe join NAME -- CMD [ARG...]
+ *                          wait until the host moved this process into
+ *                          the memory cgroup NAME (a child of the
+ *                          container's), then exec CMD: how a command
+ *                          starts under runc when sandgate made the
+ *                          commands' cgroup (cgroup.h), so that none of
+ *                          it is charged beside the init; exits 126 when
+ *                          not moved within JOIN_WAIT_MS
  *   sandgate-probe reap RUN [ACTIVE...]
  *                          SIGKILL every process of run RUN, and every
  *                          one with no SANDGATE_RUN marker, a marker that
@@ -73,6 +81,8 @@
 #define PROBE_NET_WAIT	2000	/* ms for a connect or a DNS answer */
 #define PROBE_DNS_IP	"127.0.0.11"	/* Docker's embedded resolver */
 #define REAP_ROUNDS	50		/* kill rounds, 20 ms apart */
+#define JOIN_WAIT_MS	30000		/* for the host to move us */
+#define JOIN_POLL_MS	2
 
 struct out {
 	char	buf[PROBE_OUT_MAX];
@@ -819,6 +829,15 @@ run_filter_rules(scmp_filter_ctx ctx)
 	return rc;
 }
 
+/* Exec argv; on failure the shell's status: 127 not found, else 126. */
+static int
+run_exec(char **argv)
+{
+	execvp(argv[0], argv);
+	fprintf(stderr, "sandgate-probe: %s: %s\n", argv[0], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
 /* no_new_privs, the filter of seccomp_profile.h, nproc, then exec argv. */
 static int
 probe_run_main(long nproc, char **argv)
@@ -848,9 +867,51 @@ probe_run_main(long nproc, char **argv)
 		    "filter: %s\n", strerror(-rc));
 		return 126;
 	}
-	execvp(argv[0], argv);
-	fprintf(stderr, "sandgate-probe: %s: %s\n", argv[0], strerror(errno));
-	return errno == ENOENT ? 127 : 126;
+	return run_exec(argv);
+}
+
+/* 1 when /proc/self/cgroup puts us in a memory cgroup ".../name". */
+static int
+join_in(const char *name)
+{
+	char	 buf[PROBE_FILE_MAX], *line, *next, *ctl, *path;
+	size_t	 plen, nlen = strlen(name);
+
+	if (read_small("/proc/self/cgroup", buf, sizeof(buf)) == -1)
+		return 0;
+	for (line = buf; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if ((ctl = strchr(line, ':')) == NULL ||
+		    (path = strchr(++ctl, ':')) == NULL)
+			continue;
+		*path++ = '\0';
+		if (strcmp(ctl, "memory") != 0)
+			continue;
+		plen = strlen(path);
+		return plen > nlen && path[plen - nlen - 1] == '/' &&
+		    strcmp(path + plen - nlen, name) == 0;
+	}
+	return 0;
+}
+
+/* Wait to be moved into the memory cgroup name, then exec argv. */
+static int
+probe_join_main(const char *name, char **argv)
+{
+	struct timespec	ts = { 0, JOIN_POLL_MS * 1000000L };
+	int		waited;
+
+	for (waited = 0; !join_in(name); waited += JOIN_POLL_MS) {
+		if (waited >= JOIN_WAIT_MS) {
+			fprintf(stderr, "sandgate-probe: not moved into the "
+			    "commands' memory cgroup '%s' within %d ms\n",
+			    name, JOIN_WAIT_MS);
+			return 126;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return run_exec(argv);
 }
 
 /*
@@ -938,6 +999,9 @@ main(int argc, char **argv)
 		probe_idle_main();
 	if (argc >= 3 && strcmp(argv[1], "reap") == 0)
 		return probe_reap_main(argc - 2, argv + 2);
+	if (argc >= 5 && strcmp(argv[1], "join") == 0 &&
+	    strcmp(argv[3], "--") == 0)
+		return probe_join_main(argv[2], argv + 4);
 	if (argc >= 4 && strcmp(argv[1], "run") == 0 &&
 	    strcmp(argv[2], "--") == 0)
 		return probe_run_main(0, argv + 3);
@@ -946,6 +1010,7 @@ main(int argc, char **argv)
 	    strcmp(argv[4], "--") == 0)
 		return probe_run_main(atol(argv[3]), argv + 5);
 	fputs("usage: sandgate-probe check [--seal IP:PORT] | idle | "
-	    "run [--nproc N] -- CMD [ARG...] | reap RUN [ACTIVE...]\n", stderr);
+	    "run [--nproc N] -- CMD [ARG...] | join NAME -- CMD [ARG...] | "
+	    "reap RUN [ACTIVE...]\n", stderr);
 	return 2;
 }

@@ -432,20 +432,7 @@ atk_sealmore() {
 # gVisor ends the whole sandbox at its memory limit (docs/guarantees.md).
 atk_oominit() {
 	local state init mine apid
-	if [ "$RUNTIME" = runsc ]; then
-		row "1f init under memory pressure" "n/a (gVisor)" "gVisor ends the whole sandbox at its memory limit (documented)" "" ""
-		return
-	fi
-	if ! gcc -O2 -static -nostdlib -fno-stack-protector -fno-builtin \
-	    -o "$T/memfd" "$HERE/inside/memfd.c" 2>"$T/memfd.err"; then
-		row "1f init under memory pressure" NO "cannot build memfd.c: $(head -c 200 "$T/memfd.err")" "" ""
-		return
-	fi
-	if ! create OM "$T/project" --network none --memory 48m; then
-		row "1f init under memory pressure" NO "create failed" "" ""
-		return
-	fi
-	install -m 0755 "$T/memfd" "$SANDGATE_STATE/sandboxes/$OM/work/.memfd"
+	oom_filler "1f init under memory pressure" OM || return
 	x om0 "$OM" -- sh -c 'cat /proc/1/oom_score_adj /proc/self/oom_score_adj'
 	init=$(j om0 'o["stdout"].split()[0]')
 	mine=$(j om0 'o["stdout"].split()[1]')
@@ -461,6 +448,56 @@ atk_oominit() {
 	    "$(rec omb); concurrent: $(rec oma)" \
 	    "container after both: $state; oom_score_adj init $init, a command $mine"
 	"$SG" discard "$OM" >/dev/null 2>&1
+}
+
+# 1f': as 1f, but the filler first lowers its own oom_score_adj to 0, as
+# low as the init's where root lacks CAP_SYS_RESOURCE (open item 25), and
+# below the sleeping exec's 1000. By score alone the OOM killer takes the
+# sleeping exec, then the init (its RSS is the larger): each exec runs in
+# a memory cgroup of its own, whose limit the filler reaches first
+# (cgroup.h), so the kernel chooses among the filler's processes only.
+# The command can't move itself out: its cgroupfs is read-only.
+atk_oomlow() {
+	local state adj moved cg apid
+	oom_filler "1f' filler at oom_score_adj 0" OL || return
+	x ol0 "$OL" -- sh -c 'echo 0 >/proc/self/oom_score_adj; cat /proc/self/oom_score_adj; { echo $$ >/sys/fs/cgroup/memory/cgroup.procs; } 2>/dev/null && echo moved || echo refused; grep ":memory:" /proc/self/cgroup'
+	adj=$(j ol0 'o["stdout"].split()[0]')
+	moved=$(j ol0 'o["stdout"].split()[1]')
+	cg=$(j ol0 'o["stdout"].split()[2]')
+	x ola "$OL" --timeout 30 -- /workspace/.memfd s 10 &
+	apid=$!
+	sleep 3
+	x olb "$OL" --timeout 20 -- sh -c 'echo 0 >/proc/self/oom_score_adj && exec /workspace/.memfd m 1'
+	wait "$apid"
+	state=$(docker inspect -f '{{.State.Status}}' "sandgate-$OL")
+	verdict "1f' filler at oom_score_adj 0 (memfd to --memory beside a sleeping exec)" \
+	    '[ "$state" = running ] && [ "$(j ola "o[\"exit_code\"]")" = 0 ] && [ "$(j olb "o[\"oom_killed\"]")" = true ] && [ "$adj" = 0 ] && [ "$moved" = refused ]' \
+	    "filler: exit $(j olb 'o["exit_code"]'), $(notice olb 'command killed'); sleeping exec: exit $(j ola 'o["exit_code"]')" \
+	    "$(rec olb); sleeping: $(rec ola)" \
+	    "container after both: $state; the command's oom_score_adj $adj, its move to the container's memory cgroup $moved, its own ${cg##*:}"
+	"$SG" discard "$OL" >/dev/null 2>&1
+}
+
+# Rows 1f, 1f': runc only (gVisor ends the whole sandbox at its memory
+# limit, documented); inside/memfd.c built, sandbox NAME created with
+# --memory 48m and the filler in its workspace as .memfd. 0, or 1 with the
+# row written.
+oom_filler() {
+	local label=$1 var=$2
+	if [ "$RUNTIME" = runsc ]; then
+		row "$label" "n/a (gVisor)" "gVisor ends the whole sandbox at its memory limit (documented)" "" ""
+		return 1
+	fi
+	if ! gcc -O2 -static -nostdlib -fno-stack-protector -fno-builtin \
+	    -o "$T/memfd" "$HERE/inside/memfd.c" 2>"$T/memfd.err"; then
+		row "$label" NO "cannot build memfd.c: $(head -c 200 "$T/memfd.err")" "" ""
+		return 1
+	fi
+	if ! create "$var" "$T/project" --network none --memory 48m; then
+		row "$label" NO "create failed" "" ""
+		return 1
+	fi
+	install -m 0755 "$T/memfd" "$SANDGATE_STATE/sandboxes/${!var}/work/.memfd"
 }
 
 # 1g: exec A waits and exits 0 while exec B goes over --memory: the memory
