@@ -19,6 +19,11 @@
 static struct pending_dest *pending_find(struct pending *, const char *,
 		    const char *, int, const char *, int *);
 static struct pending_dest *pending_stalest(struct pending *);
+static uint32_t	pending_hash(const char *, const char *, int, const char *);
+static size_t	pending_slot(const struct pending *, const struct pending_dest *);
+static void	pending_hash_put(struct pending *, struct pending_dest *);
+static void	pending_hash_del(struct pending *, struct pending_dest *);
+static void	pending_rehash(struct pending *);
 static void	pending_run(struct pending_dest *, const char *);
 static void	pending_time(struct pending_dest *, const char *, int);
 static int	pending_cmp(const void *, const void *);
@@ -35,7 +40,87 @@ void
 pending_release(struct pending *p)
 {
 	free(p->v);
+	free(p->slots);
 	memset(p, 0, sizeof(*p));
+}
+
+/* FNV-1a of the key (sandbox, host, port, reason). */
+static uint32_t
+pending_hash(const char *sandbox, const char *host, int port,
+    const char *reason)
+{
+	const char	*parts[3] = { sandbox, host, reason };
+	uint32_t	 h = 2166136261u;
+	size_t		 i;
+	const char	*c;
+
+	for (i = 0; i < 3; i++) {
+		for (c = parts[i]; *c != '\0'; c++)
+			h = (h ^ (unsigned char)*c) * 16777619u;
+		h = (h ^ 0xff) * 16777619u;	/* no byte of a name */
+	}
+	h = (h ^ (uint32_t)(port & 0xff)) * 16777619u;
+	return (h ^ (uint32_t)(port >> 8)) * 16777619u;
+}
+
+/* The slot that holds d. */
+static size_t
+pending_slot(const struct pending *p, const struct pending_dest *d)
+{
+	size_t	i = d->hash & (PENDING_SLOTS - 1);
+
+	while (p->slots[i] != (uint32_t)(d - p->v) + 1)
+		i = (i + 1) & (PENDING_SLOTS - 1);
+	return i;
+}
+
+static void
+pending_hash_put(struct pending *p, struct pending_dest *d)
+{
+	size_t	i = d->hash & (PENDING_SLOTS - 1);
+
+	while (p->slots[i] != 0)
+		i = (i + 1) & (PENDING_SLOTS - 1);
+	p->slots[i] = (uint32_t)(d - p->v) + 1;
+}
+
+/*
+ * Take d out of the slots, moving back the entries after it in its run
+ * that could not be found past the hole otherwise (no tombstones, so a
+ * table that evicts forever never fills with them).
+ */
+static void
+pending_hash_del(struct pending *p, struct pending_dest *d)
+{
+	size_t	hole = pending_slot(p, d), j = hole, home;
+
+	p->slots[hole] = 0;
+	for (;;) {
+		j = (j + 1) & (PENDING_SLOTS - 1);
+		if (p->slots[j] == 0)
+			return;
+		home = p->v[p->slots[j] - 1].hash & (PENDING_SLOTS - 1);
+		/* does home lie cyclically in (hole, j]? then it stays */
+		if (hole <= j ? (home > hole && home <= j) :
+		    (home > hole || home <= j))
+			continue;
+		p->slots[hole] = p->slots[j];
+		p->slots[j] = 0;
+		hole = j;
+	}
+}
+
+/* Index every entry again (after v was reordered). */
+static void
+pending_rehash(struct pending *p)
+{
+	size_t	i;
+
+	if (p->slots == NULL)
+		return;
+	memset(p->slots, 0, PENDING_SLOTS * sizeof(*p->slots));
+	for (i = 0; i < p->n; i++)
+		pending_hash_put(p, &p->v[i]);
 }
 
 /* The full table's entry last attempted longest ago, to be made new. */
@@ -63,19 +148,26 @@ pending_find(struct pending *p, const char *sandbox, const char *host,
     int port, const char *reason, int *isnew)
 {
 	struct pending_dest	*d;
+	uint32_t		 h = pending_hash(sandbox, host, port, reason);
 	size_t			 i;
 
 	*isnew = 0;
-	for (i = 0; i < p->n; i++) {
-		d = &p->v[i];
-		if (d->port == port && strcmp(d->host, host) == 0 &&
+	if (p->slots == NULL &&
+	    (p->slots = calloc(PENDING_SLOTS, sizeof(*p->slots))) == NULL)
+		fatal("calloc");
+	for (i = h & (PENDING_SLOTS - 1); p->slots[i] != 0;
+	    i = (i + 1) & (PENDING_SLOTS - 1)) {
+		d = &p->v[p->slots[i] - 1];
+		if (d->hash == h && d->port == port &&
+		    strcmp(d->host, host) == 0 &&
 		    strcmp(d->reason, reason) == 0 &&
 		    strcmp(d->sandbox, sandbox) == 0)
 			return d;
 	}
-	if (p->n == PENDING_DESTS_MAX && p->evict)
+	if (p->n == PENDING_DESTS_MAX && p->evict) {
 		d = pending_stalest(p);
-	else if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
+		pending_hash_del(p, d);
+	} else if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
 	    p->src_new == p->share)) {
 		p->dropped++;
 		p->src_dropped++;
@@ -95,6 +187,8 @@ pending_find(struct pending *p, const char *sandbox, const char *host,
 	snprintf(d->host, sizeof(d->host), "%s", host);
 	d->port = port;
 	snprintf(d->reason, sizeof(d->reason), "%s", reason);
+	d->hash = h;
+	pending_hash_put(p, d);
 	*isnew = 1;
 	return d;
 }
@@ -248,6 +342,7 @@ pending_sort(struct pending *p)
 {
 	if (p->n > 1)
 		qsort(p->v, p->n, sizeof(*p->v), pending_cmp);
+	pending_rehash(p);
 }
 
 json_t *

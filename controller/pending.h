@@ -18,6 +18,8 @@
 
 #define PENDING_DESTS_MAX	16384	/* entries kept; more are counted */
 #define PENDING_RUNS_MAX	8	/* run ids kept per entry */
+/* Hash slots: twice the entries, so a probe stays short. */
+#define PENDING_SLOTS		(2 * PENDING_DESTS_MAX)
 
 struct pending_dest {
 	char		 sandbox[65];
@@ -29,12 +31,19 @@ struct pending_dest {
 	char		 first[40], last[40];	/* as the log wrote them */
 	char		 runs[PENDING_RUNS_MAX][65];
 	int		 nruns;
+	uint32_t	 hash;	/* of sandbox, host, port and reason */
 };
 
 struct pending {
 	const char		*sandbox;	/* filter, or NULL */
 	struct pending_dest	*v;
 	size_t			 n, cap;
+	/*
+	 * Index + 1 into v of each entry, by hash (linear probing; 0:
+	 * free): a log of millions of events or a replica's 16 MiB answer
+	 * is counted in time linear in its size, not times the entries.
+	 */
+	uint32_t		*slots;
 	size_t			 dropped;	/* past PENDING_DESTS_MAX */
 	size_t			 share;		/* new entries per source */
 	size_t			 src_new;	/* this source's new ones */
