@@ -378,3 +378,113 @@ pending_dest_print(const struct pending_dest *d)
 		printf("%s%s", i ? "," : "  runs ", d->runs[i]);
 	printf("\n");
 }
+
+void
+pending_exec_init(struct pending_exec *x, const char *sandbox,
+    const char *run)
+{
+	memset(x, 0, sizeof(*x));
+	x->run = run;
+	pending_init(&x->own, sandbox);
+	pending_init(&x->none, sandbox);
+	x->msgs[0] = json_object();
+	x->msgs[1] = json_object();
+}
+
+void
+pending_exec_release(struct pending_exec *x)
+{
+	pending_release(&x->own);
+	pending_release(&x->none);
+	json_decref(x->msgs[0]);
+	json_decref(x->msgs[1]);
+	memset(x, 0, sizeof(*x));
+}
+
+/* Keep the message of r for the new entry d of table k, if sound. */
+static void
+pending_exec_message(struct pending_exec *x, int k, struct pending *p,
+    struct pending_dest *d, json_t *r)
+{
+	const char	*m = json_string_value(json_object_get(r, "message"));
+	char		 key[32];
+
+	if (m == NULL || strlen(m) > PENDING_MESSAGE_MAX || !util_printable(m))
+		return;
+	snprintf(key, sizeof(key), "%zu", (size_t)(d - p->v));
+	json_object_set_new(x->msgs[k], key, json_string(m));
+}
+
+void
+pending_exec_add(struct pending_exec *x, json_t *records)
+{
+	struct pending_dest	*d;
+	struct pending		*p;
+	json_t			*r, *c, *jrun;
+	const char		*run;
+	size_t			 i, n;
+	int			 own;
+
+	pending_source(&x->own, PENDING_EXEC_SHARE);
+	pending_source(&x->none, PENDING_EXEC_SHARE);
+	json_array_foreach(records, i, r) {
+		jrun = json_object_get(r, "run_id");
+		run = json_string_value(jrun);
+		if (x->run != NULL && ((run != NULL && strcmp(run, x->run) !=
+		    0) || (run == NULL && jrun != NULL && !json_is_null(jrun))))
+			continue;	/* another run's, or no run id */
+		own = x->run != NULL && run != NULL;
+		p = own ? &x->own : &x->none;
+		n = p->n;
+		/* asked for one sandbox, a replica names it in no record */
+		if ((c = json_copy(r)) == NULL)
+			continue;
+		if (json_object_get(c, "sandbox") == NULL)
+			json_object_set_new(c, "sandbox",
+			    json_string(p->sandbox));
+		if ((d = pending_record(p, c)) != NULL && p->n > n)
+			pending_exec_message(x, own, p, d, c);
+		json_decref(c);
+	}
+	if (x->own.src_dropped > 0 || x->none.src_dropped > 0)
+		x->truncated = 1;
+}
+
+/* The network_blocked element of entry i of table k. */
+static json_t *
+pending_exec_item(struct pending_exec *x, int k, size_t i)
+{
+	struct pending		*p = k ? &x->own : &x->none;
+	struct pending_dest	*d = &p->v[i];
+	json_t			*o = pending_dest_json(d), *out;
+	const char		*m;
+	char			 key[32], made[PENDING_MESSAGE_MAX + 1];
+
+	snprintf(key, sizeof(key), "%zu", i);
+	if ((m = json_string_value(json_object_get(x->msgs[k], key))) ==
+	    NULL) {
+		(void)reason_message(made, sizeof(made),
+		    reason_from_code(d->reason), d->host, (unsigned)d->port,
+		    NULL, NULL);
+		m = made;
+	}
+	out = json_pack("{s:O, s:s, s:s, s:I, s:s?}", "destination",
+	    json_object_get(o, "destination"), "reason", d->reason,
+	    "message", m, "attempts", (json_int_t)d->attempts, "run_id",
+	    k ? x->run : d->nruns == 1 && x->run == NULL ? d->runs[0] : NULL);
+	json_decref(o);
+	return out;
+}
+
+json_t *
+pending_exec_list(struct pending_exec *x)
+{
+	json_t	*out = json_array();
+	size_t	 i;
+	int	 k;
+
+	for (k = 1; k >= 0; k--)
+		for (i = 0; i < (k ? x->own.n : x->none.n); i++)
+			json_array_append_new(out, pending_exec_item(x, k, i));
+	return out;
+}

@@ -100,4 +100,36 @@ json_t	*pending_dest_json(const struct pending_dest *);
 /* "DEST  REASON  N attempts  first .. last  [runs]" on one line. */
 void	pending_dest_print(const struct pending_dest *);
 
+/*
+ * An exec's network_blocked from the /blocks answers of its replicas,
+ * through pending_record's checks (the sandbox's id, a host, port and
+ * reason the proxy could have written, saturating attempts): one entry
+ * per destination, reason and run_id, the exec's own run (run) or none
+ * (a request without credential); a record of another run is left out.
+ * A record without sandbox is of the sandbox asked for (GET
+ * /blocks?sandbox=ID names none).
+ * With run NULL (the exec has no credential) every record counts as
+ * none. Each replica adds at most PENDING_EXEC_SHARE entries to each
+ * (what the proxy keeps per exec); past that, truncated is set. A
+ * message is kept when it is printable and at most PENDING_MESSAGE_MAX
+ * bytes, else made again from the reason.
+ */
+#define PENDING_EXEC_SHARE	64
+#define PENDING_MESSAGE_MAX	512
+
+struct pending_exec {
+	const char	*run;
+	struct pending	 own, none;	/* this run's; without credential */
+	json_t		*msgs[2];	/* entry index -> message */
+	int		 truncated;
+};
+
+void	pending_exec_init(struct pending_exec *, const char *sandbox,
+	    const char *run);
+/* One replica's records (GET /blocks "blocks"). */
+void	pending_exec_add(struct pending_exec *, json_t *records);
+/* The network_blocked array (new reference): own ones first. */
+json_t	*pending_exec_list(struct pending_exec *);
+void	pending_exec_release(struct pending_exec *);
+
 #endif

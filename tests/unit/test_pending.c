@@ -345,6 +345,93 @@ evict_and_sort_keep_lookups(void **state)
 	pending_release(&p);
 }
 
+/*
+ * An exec's network_blocked (pending_exec): a replica's records pass
+ * pending's checks; another run's, another sandbox's, a host the proxy
+ * could not have written are left out; a message that is not short
+ * printable text is made again from the reason; each replica adds at
+ * most PENDING_EXEC_SHARE destinations (atk1921 F5).
+ */
+static void
+exec_blocks_checked(void **state)
+{
+	static const char	 run[] = "run_0123456789abcdef01234567";
+	struct pending_exec	 x;
+	json_t			*recs = json_array(), *out, *o;
+	char			 host[64], big[2048];
+	int			 i;
+
+	(void)state;
+	memset(big, 'A', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	json_array_append_new(recs, rec(SBX, "own.test", 443,
+	    "not_allowlisted", 2, "2026-12-01T10:00:00Z",
+	    "2026-12-01T10:00:01Z", run));
+	json_array_append_new(recs, rec(SBX, "none.test", 443,
+	    "not_allowlisted", 1, "2026-12-01T10:00:00Z",
+	    "2026-12-01T10:00:01Z", NULL));
+	json_array_append_new(recs, rec(SBX, "other.test", 443,
+	    "not_allowlisted", 1, "2026-12-01T10:00:00Z",
+	    "2026-12-01T10:00:01Z", "run_ffffffffffffffffffffffff"));
+	json_array_append_new(recs, rec("sbx_other", "sbx.test", 443,
+	    "not_allowlisted", 1, "2026-12-01T10:00:00Z",
+	    "2026-12-01T10:00:01Z", run));
+	json_array_append_new(recs, rec(SBX, "Bad Host\x1b[2J", 443,
+	    "not_allowlisted", 1, "2026-12-01T10:00:00Z",
+	    "2026-12-01T10:00:01Z", run));
+	o = rec(SBX, "loud.test", 443, "not_allowlisted", 1,
+	    "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z", run);
+	json_object_set_new(o, "message", json_string(big));
+	json_array_append_new(recs, o);
+	/* /blocks?sandbox=ID names no sandbox: the one asked for */
+	o = rec(SBX, "unnamed.test", 80, "not_allowlisted", 1,
+	    "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z", NULL);
+	json_object_del(o, "sandbox");
+	json_array_append_new(recs, o);
+	pending_exec_init(&x, SBX, run);
+	pending_exec_add(&x, recs);
+	out = pending_exec_list(&x);
+	assert_int_equal(json_array_size(out), 4);
+	o = json_array_get(out, 0);
+	assert_string_equal(json_string_value(json_object_get(o,
+	    "destination")), "own.test:443");
+	assert_string_equal(json_string_value(json_object_get(o, "run_id")),
+	    run);
+	assert_int_equal(json_integer_value(json_object_get(o, "attempts")),
+	    2);
+	assert_string_equal(json_string_value(json_object_get(o, "message")),
+	    "network blocked by policy");
+	o = json_array_get(out, 1);
+	assert_string_equal(json_string_value(json_object_get(o,
+	    "destination")), "loud.test:443");
+	assert_string_equal(json_string_value(json_object_get(o, "message")),
+	    "network blocked by policy: destination loud.test:443 not "
+	    "allowlisted");
+	o = json_array_get(out, 2);
+	assert_string_equal(json_string_value(json_object_get(o,
+	    "destination")), "none.test:443");
+	assert_true(json_is_null(json_object_get(o, "run_id")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    out, 3), "destination")), "unnamed.test:80");
+	assert_false(x.truncated);
+	json_decref(out);
+	/* a second replica floods: its share, and truncated */
+	json_array_clear(recs);
+	for (i = 0; i < 3 * PENDING_EXEC_SHARE; i++) {
+		snprintf(host, sizeof(host), "f%d.test", i);
+		json_array_append_new(recs, rec(SBX, host, 443,
+		    "not_allowlisted", 1, "2026-12-01T10:00:00Z",
+		    "2026-12-01T10:00:01Z", run));
+	}
+	pending_exec_add(&x, recs);
+	out = pending_exec_list(&x);
+	assert_int_equal(json_array_size(out), 4 + PENDING_EXEC_SHARE);
+	assert_true(x.truncated);
+	json_decref(out);
+	json_decref(recs);
+	pending_exec_release(&x);
+}
+
 int
 main(void)
 {
@@ -358,6 +445,7 @@ main(void)
 		cmocka_unit_test(full_table_evicts_when_following),
 		cmocka_unit_test(full_table_lookup_is_not_linear),
 		cmocka_unit_test(evict_and_sort_keep_lookups),
+		cmocka_unit_test(exec_blocks_checked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
