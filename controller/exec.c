@@ -340,7 +340,7 @@ exec_signal_pending(void)
 static int
 exec_active_owner(int dirfd, const char *name)
 {
-	char			 buf[64];
+	char			 buf[PROCSTAT_OWNER_MAX];
 	ssize_t			 n;
 	int			 fd;
 
@@ -977,7 +977,7 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 static void
 exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 {
-	char		 own[64], tmp[STATE_ID_LEN + 16];
+	char		 own[PROCSTAT_OWNER_MAX], tmp[STATE_ID_LEN + 16];
 	int		 fd, dfd, len, ok;
 
 	path[0] = '\0';

@@ -15,9 +15,9 @@
  * probe, which is not dumpable, so no process of the sandbox can have
  * written its memory), and the processes of other runs in progress. A
  * run is in progress while <runs>/<run id>.active exists and names a
- * sandgate process that still runs ("PID START"); gc removes markers
- * whose owner is gone (exec_active_sweep). Needs root (the host's /proc
- * and cgroupfs).
+ * sandgate process that still runs ("PID START PIDNS BOOT", procstat.h);
+ * gc removes markers whose owner is gone (exec_active_sweep). Needs
+ * root (the host's /proc and cgroupfs).
  *
  * Live output never blocks the deadline: the copy to fds 1 and 2 is
  * written without blocking; what a slow reader has not taken is held (up

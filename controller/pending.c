@@ -19,6 +19,11 @@
 static struct pending_dest *pending_find(struct pending *, const char *,
 		    const char *, int, const char *, int *);
 static struct pending_dest *pending_stalest(struct pending *);
+static uint32_t	pending_hash(const char *, const char *, int, const char *);
+static size_t	pending_slot(const struct pending *, const struct pending_dest *);
+static void	pending_hash_put(struct pending *, struct pending_dest *);
+static void	pending_hash_del(struct pending *, struct pending_dest *);
+static void	pending_rehash(struct pending *);
 static void	pending_run(struct pending_dest *, const char *);
 static void	pending_time(struct pending_dest *, const char *, int);
 static int	pending_cmp(const void *, const void *);
@@ -35,7 +40,87 @@ void
 pending_release(struct pending *p)
 {
 	free(p->v);
+	free(p->slots);
 	memset(p, 0, sizeof(*p));
+}
+
+/* FNV-1a of the key (sandbox, host, port, reason). */
+static uint32_t
+pending_hash(const char *sandbox, const char *host, int port,
+    const char *reason)
+{
+	const char	*parts[3] = { sandbox, host, reason };
+	uint32_t	 h = 2166136261u;
+	size_t		 i;
+	const char	*c;
+
+	for (i = 0; i < 3; i++) {
+		for (c = parts[i]; *c != '\0'; c++)
+			h = (h ^ (unsigned char)*c) * 16777619u;
+		h = (h ^ 0xff) * 16777619u;	/* no byte of a name */
+	}
+	h = (h ^ (uint32_t)(port & 0xff)) * 16777619u;
+	return (h ^ (uint32_t)(port >> 8)) * 16777619u;
+}
+
+/* The slot that holds d. */
+static size_t
+pending_slot(const struct pending *p, const struct pending_dest *d)
+{
+	size_t	i = d->hash & (PENDING_SLOTS - 1);
+
+	while (p->slots[i] != (uint32_t)(d - p->v) + 1)
+		i = (i + 1) & (PENDING_SLOTS - 1);
+	return i;
+}
+
+static void
+pending_hash_put(struct pending *p, struct pending_dest *d)
+{
+	size_t	i = d->hash & (PENDING_SLOTS - 1);
+
+	while (p->slots[i] != 0)
+		i = (i + 1) & (PENDING_SLOTS - 1);
+	p->slots[i] = (uint32_t)(d - p->v) + 1;
+}
+
+/*
+ * Take d out of the slots, moving back the entries after it in its run
+ * that could not be found past the hole otherwise (no tombstones, so a
+ * table that evicts forever never fills with them).
+ */
+static void
+pending_hash_del(struct pending *p, struct pending_dest *d)
+{
+	size_t	hole = pending_slot(p, d), j = hole, home;
+
+	p->slots[hole] = 0;
+	for (;;) {
+		j = (j + 1) & (PENDING_SLOTS - 1);
+		if (p->slots[j] == 0)
+			return;
+		home = p->v[p->slots[j] - 1].hash & (PENDING_SLOTS - 1);
+		/* does home lie cyclically in (hole, j]? then it stays */
+		if (hole <= j ? (home > hole && home <= j) :
+		    (home > hole || home <= j))
+			continue;
+		p->slots[hole] = p->slots[j];
+		p->slots[j] = 0;
+		hole = j;
+	}
+}
+
+/* Index every entry again (after v was reordered). */
+static void
+pending_rehash(struct pending *p)
+{
+	size_t	i;
+
+	if (p->slots == NULL)
+		return;
+	memset(p->slots, 0, PENDING_SLOTS * sizeof(*p->slots));
+	for (i = 0; i < p->n; i++)
+		pending_hash_put(p, &p->v[i]);
 }
 
 /* The full table's entry last attempted longest ago, to be made new. */
@@ -63,19 +148,26 @@ pending_find(struct pending *p, const char *sandbox, const char *host,
     int port, const char *reason, int *isnew)
 {
 	struct pending_dest	*d;
+	uint32_t		 h = pending_hash(sandbox, host, port, reason);
 	size_t			 i;
 
 	*isnew = 0;
-	for (i = 0; i < p->n; i++) {
-		d = &p->v[i];
-		if (d->port == port && strcmp(d->host, host) == 0 &&
+	if (p->slots == NULL &&
+	    (p->slots = calloc(PENDING_SLOTS, sizeof(*p->slots))) == NULL)
+		fatal("calloc");
+	for (i = h & (PENDING_SLOTS - 1); p->slots[i] != 0;
+	    i = (i + 1) & (PENDING_SLOTS - 1)) {
+		d = &p->v[p->slots[i] - 1];
+		if (d->hash == h && d->port == port &&
+		    strcmp(d->host, host) == 0 &&
 		    strcmp(d->reason, reason) == 0 &&
 		    strcmp(d->sandbox, sandbox) == 0)
 			return d;
 	}
-	if (p->n == PENDING_DESTS_MAX && p->evict)
+	if (p->n == PENDING_DESTS_MAX && p->evict) {
 		d = pending_stalest(p);
-	else if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
+		pending_hash_del(p, d);
+	} else if (p->n == PENDING_DESTS_MAX || (p->share > 0 &&
 	    p->src_new == p->share)) {
 		p->dropped++;
 		p->src_dropped++;
@@ -95,6 +187,8 @@ pending_find(struct pending *p, const char *sandbox, const char *host,
 	snprintf(d->host, sizeof(d->host), "%s", host);
 	d->port = port;
 	snprintf(d->reason, sizeof(d->reason), "%s", reason);
+	d->hash = h;
+	pending_hash_put(p, d);
 	*isnew = 1;
 	return d;
 }
@@ -248,6 +342,7 @@ pending_sort(struct pending *p)
 {
 	if (p->n > 1)
 		qsort(p->v, p->n, sizeof(*p->v), pending_cmp);
+	pending_rehash(p);
 }
 
 json_t *
@@ -282,4 +377,114 @@ pending_dest_print(const struct pending_dest *d)
 	for (i = 0; i < d->nruns; i++)
 		printf("%s%s", i ? "," : "  runs ", d->runs[i]);
 	printf("\n");
+}
+
+void
+pending_exec_init(struct pending_exec *x, const char *sandbox,
+    const char *run)
+{
+	memset(x, 0, sizeof(*x));
+	x->run = run;
+	pending_init(&x->own, sandbox);
+	pending_init(&x->none, sandbox);
+	x->msgs[0] = json_object();
+	x->msgs[1] = json_object();
+}
+
+void
+pending_exec_release(struct pending_exec *x)
+{
+	pending_release(&x->own);
+	pending_release(&x->none);
+	json_decref(x->msgs[0]);
+	json_decref(x->msgs[1]);
+	memset(x, 0, sizeof(*x));
+}
+
+/* Keep the message of r for the new entry d of table k, if sound. */
+static void
+pending_exec_message(struct pending_exec *x, int k, struct pending *p,
+    struct pending_dest *d, json_t *r)
+{
+	const char	*m = json_string_value(json_object_get(r, "message"));
+	char		 key[32];
+
+	if (m == NULL || strlen(m) > PENDING_MESSAGE_MAX || !util_printable(m))
+		return;
+	snprintf(key, sizeof(key), "%zu", (size_t)(d - p->v));
+	json_object_set_new(x->msgs[k], key, json_string(m));
+}
+
+void
+pending_exec_add(struct pending_exec *x, json_t *records)
+{
+	struct pending_dest	*d;
+	struct pending		*p;
+	json_t			*r, *c, *jrun;
+	const char		*run;
+	size_t			 i, n;
+	int			 own;
+
+	pending_source(&x->own, PENDING_EXEC_SHARE);
+	pending_source(&x->none, PENDING_EXEC_SHARE);
+	json_array_foreach(records, i, r) {
+		jrun = json_object_get(r, "run_id");
+		run = json_string_value(jrun);
+		if (x->run != NULL && ((run != NULL && strcmp(run, x->run) !=
+		    0) || (run == NULL && jrun != NULL && !json_is_null(jrun))))
+			continue;	/* another run's, or no run id */
+		own = x->run != NULL && run != NULL;
+		p = own ? &x->own : &x->none;
+		n = p->n;
+		/* asked for one sandbox, a replica names it in no record */
+		if ((c = json_copy(r)) == NULL)
+			continue;
+		if (json_object_get(c, "sandbox") == NULL)
+			json_object_set_new(c, "sandbox",
+			    json_string(p->sandbox));
+		if ((d = pending_record(p, c)) != NULL && p->n > n)
+			pending_exec_message(x, own, p, d, c);
+		json_decref(c);
+	}
+	if (x->own.src_dropped > 0 || x->none.src_dropped > 0)
+		x->truncated = 1;
+}
+
+/* The network_blocked element of entry i of table k. */
+static json_t *
+pending_exec_item(struct pending_exec *x, int k, size_t i)
+{
+	struct pending		*p = k ? &x->own : &x->none;
+	struct pending_dest	*d = &p->v[i];
+	json_t			*o = pending_dest_json(d), *out;
+	const char		*m;
+	char			 key[32], made[PENDING_MESSAGE_MAX + 1];
+
+	snprintf(key, sizeof(key), "%zu", i);
+	if ((m = json_string_value(json_object_get(x->msgs[k], key))) ==
+	    NULL) {
+		(void)reason_message(made, sizeof(made),
+		    reason_from_code(d->reason), d->host, (unsigned)d->port,
+		    NULL, NULL);
+		m = made;
+	}
+	out = json_pack("{s:O, s:s, s:s, s:I, s:s?}", "destination",
+	    json_object_get(o, "destination"), "reason", d->reason,
+	    "message", m, "attempts", (json_int_t)d->attempts, "run_id",
+	    k ? x->run : d->nruns == 1 && x->run == NULL ? d->runs[0] : NULL);
+	json_decref(o);
+	return out;
+}
+
+json_t *
+pending_exec_list(struct pending_exec *x)
+{
+	json_t	*out = json_array();
+	size_t	 i;
+	int	 k;
+
+	for (k = 1; k >= 0; k--)
+		for (i = 0; i < (k ? x->own.n : x->none.n); i++)
+			json_array_append_new(out, pending_exec_item(x, k, i));
+	return out;
 }

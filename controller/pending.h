@@ -18,6 +18,8 @@
 
 #define PENDING_DESTS_MAX	16384	/* entries kept; more are counted */
 #define PENDING_RUNS_MAX	8	/* run ids kept per entry */
+/* Hash slots: twice the entries, so a probe stays short. */
+#define PENDING_SLOTS		(2 * PENDING_DESTS_MAX)
 
 struct pending_dest {
 	char		 sandbox[65];
@@ -29,12 +31,19 @@ struct pending_dest {
 	char		 first[40], last[40];	/* as the log wrote them */
 	char		 runs[PENDING_RUNS_MAX][65];
 	int		 nruns;
+	uint32_t	 hash;	/* of sandbox, host, port and reason */
 };
 
 struct pending {
 	const char		*sandbox;	/* filter, or NULL */
 	struct pending_dest	*v;
 	size_t			 n, cap;
+	/*
+	 * Index + 1 into v of each entry, by hash (linear probing; 0:
+	 * free): a log of millions of events or a replica's 16 MiB answer
+	 * is counted in time linear in its size, not times the entries.
+	 */
+	uint32_t		*slots;
 	size_t			 dropped;	/* past PENDING_DESTS_MAX */
 	size_t			 share;		/* new entries per source */
 	size_t			 src_new;	/* this source's new ones */
@@ -90,5 +99,37 @@ void	pending_sort(struct pending *);
 json_t	*pending_dest_json(const struct pending_dest *);
 /* "DEST  REASON  N attempts  first .. last  [runs]" on one line. */
 void	pending_dest_print(const struct pending_dest *);
+
+/*
+ * An exec's network_blocked from the /blocks answers of its replicas,
+ * through pending_record's checks (the sandbox's id, a host, port and
+ * reason the proxy could have written, saturating attempts): one entry
+ * per destination, reason and run_id, the exec's own run (run) or none
+ * (a request without credential); a record of another run is left out.
+ * A record without sandbox is of the sandbox asked for (GET
+ * /blocks?sandbox=ID names none).
+ * With run NULL (the exec has no credential) every record counts as
+ * none. Each replica adds at most PENDING_EXEC_SHARE entries to each
+ * (what the proxy keeps per exec); past that, truncated is set. A
+ * message is kept when it is printable and at most PENDING_MESSAGE_MAX
+ * bytes, else made again from the reason.
+ */
+#define PENDING_EXEC_SHARE	64
+#define PENDING_MESSAGE_MAX	512
+
+struct pending_exec {
+	const char	*run;
+	struct pending	 own, none;	/* this run's; without credential */
+	json_t		*msgs[2];	/* entry index -> message */
+	int		 truncated;
+};
+
+void	pending_exec_init(struct pending_exec *, const char *sandbox,
+	    const char *run);
+/* One replica's records (GET /blocks "blocks"). */
+void	pending_exec_add(struct pending_exec *, json_t *records);
+/* The network_blocked array (new reference): own ones first. */
+json_t	*pending_exec_list(struct pending_exec *);
+void	pending_exec_release(struct pending_exec *);
 
 #endif

@@ -1,5 +1,8 @@
 /* procstat.c: fields of /proc/PID/stat; see procstat.h. */
+#include <sys/stat.h>
+
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,15 +60,51 @@ procstat_read(int pid, struct procstat *ps)
 	return procstat_parse(buf, ps);
 }
 
+/*
+ * This boot's id into boot (PROCSTAT_BOOT_LEN + 1 bytes) and the inode
+ * of this process's pid namespace into *ns: 0, or -1 (no /proc).
+ */
+static int
+procstat_here(char *boot, unsigned long long *ns)
+{
+	struct stat	st;
+	ssize_t		n;
+	int		fd;
+
+	if (stat("/proc/self/ns/pid", &st) == -1 || (fd = open(
+	    "/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, boot, PROCSTAT_BOOT_LEN);
+	close(fd);
+	if (n != PROCSTAT_BOOT_LEN)
+		return -1;
+	boot[n] = '\0';
+	*ns = (unsigned long long)st.st_ino;
+	return 0;
+}
+
 int
 procstat_owner_self(char *buf, size_t size)
 {
-	struct procstat	ps;
-	int		n;
+	struct procstat		ps;
+	char			boot[PROCSTAT_BOOT_LEN + 1], line[PROCSTAT_MAX];
+	unsigned long long	ns;
+	ssize_t			r;
+	int			fd, n;
 
-	if (procstat_read((int)getpid(), &ps) == -1)
+	/* /proc/self, not /proc/PID: a /proc of another pid namespace
+	 * (unshare -p without --mount-proc) numbers this process otherwise */
+	if ((fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
-	n = snprintf(buf, size, "%d %llu", (int)getpid(), ps.start);
+	r = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (r <= 0)
+		return -1;
+	line[r] = '\0';
+	if (procstat_parse(line, &ps) == -1 || procstat_here(boot, &ns) == -1)
+		return -1;
+	n = snprintf(buf, size, "%d %llu %llu %s", (int)getpid(), ps.start, ns,
+	    boot);
 	return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
@@ -73,14 +112,32 @@ int
 procstat_owner_alive(const char *text)
 {
 	struct procstat		ps;
-	unsigned long long	start;
-	int			pid;
+	char			boot[PROCSTAT_BOOT_LEN + 1];
+	char			here[PROCSTAT_BOOT_LEN + 1];
+	unsigned long long	start, ns, here_ns;
+	int			pid, f;
 
-	if (text == NULL || sscanf(text, "%d %llu", &pid, &start) != 2 ||
-	    pid <= 0)
+	if (text == NULL || (f = sscanf(text, "%d %llu %llu %36s", &pid,
+	    &start, &ns, boot)) < 2 || f == 3 || pid <= 0)
 		return 0;
-	return procstat_read(pid, &ps) == 0 && ps.start == start &&
-	    !procstat_dead(&ps);
+	if (f == 4) {
+		if (strlen(boot) != PROCSTAT_BOOT_LEN)
+			return 0;
+		/* cannot tell (no /proc of ours): alive */
+		if (procstat_here(here, &here_ns) == -1)
+			return 1;
+		/* a reboot ended every process of the last boot */
+		if (strcmp(boot, here) != 0)
+			return 0;
+		/* another pid namespace: its pid means nothing in our /proc */
+		if (ns != here_ns)
+			return 1;
+	}
+	errno = 0;
+	if (procstat_read(pid, &ps) == -1)
+		/* there but not ours to read (hidepid, another user): alive */
+		return errno == EACCES || errno == EPERM;
+	return ps.start == start && !procstat_dead(&ps);
 }
 
 int

@@ -25,12 +25,21 @@ int	procstat_parse(const char *text, struct procstat *);
 int	procstat_read(int pid, struct procstat *);
 
 /*
- * A process's identity as an owner: "PID START", START its start time
- * (field 22), so a recycled pid is no owner. procstat_owner_self() writes
- * this process's into buf (0, or -1); procstat_owner_alive() is 1 when
- * text names a process that still runs, 0 when it is gone or text is
- * not of that form.
+ * A process's identity as an owner: "PID START PIDNS BOOT", START its
+ * start time (field 22), so a recycled pid is no owner, PIDNS the inode
+ * of its pid namespace (/proc/self/ns/pid), so PID is read only where it
+ * means that process, and BOOT the boot id
+ * (/proc/sys/kernel/random/boot_id), so no owner outlives a reboot.
+ * procstat_owner_self() writes this process's into buf (0, or -1; size
+ * PROCSTAT_OWNER_MAX is enough). procstat_owner_alive() is 1 when text
+ * names a process that still runs, or one it cannot tell about (another
+ * pid namespace of this boot; a /proc entry it may not read): such an
+ * owner's container is kept. 0 when the owner is gone (another boot; its
+ * pid gone or reused in this namespace) or text is not of that form;
+ * "PID START" alone (an older sandgate's) is read in this namespace.
  */
+#define PROCSTAT_BOOT_LEN	36	/* a boot id: a UUID */
+#define PROCSTAT_OWNER_MAX	128
 int	procstat_owner_self(char *buf, size_t size);
 int	procstat_owner_alive(const char *text);
 

@@ -14,6 +14,7 @@
 #include "docker.h"
 #include "exectoken.h"
 #include "log.h"
+#include "pending.h"
 #include "proxyctl.h"
 #include "sglimits.h"
 #include "state.h"
@@ -53,7 +54,6 @@ static int	proxyctl_raw(size_t, const char *method, const char *path,
 static void	proxyctl_missed_add(char **, size_t, const char *, long);
 static int	proxyctl_call_first(const char *, const char *, json_t *,
 		    long *, json_t **, char **);
-static void	proxyctl_blocks_add(json_t *, json_t *, json_t *);
 
 const char *
 proxyctl_socket_path(void)
@@ -673,46 +673,6 @@ proxyctl_log_seq(long long *seq)
 	return proxyctl_log_seq_at(0, seq);
 }
 
-/*
- * The /blocks records of one replica into out, one entry per
- * destination and run (agg: key to entry; attempts summed), so that the
- * records of several replicas merge.
- */
-static void
-proxyctl_blocks_add(json_t *out, json_t *agg, json_t *records)
-{
-	json_t		*b, *have;
-	char		 dest[SG_HOST_MAX + 16], key[SG_HOST_MAX + 96];
-	const char	*host, *run;
-	size_t		 i;
-	json_int_t	 n;
-
-	json_array_foreach(records, i, b) {
-		host = json_string_value(json_object_get(b, "host"));
-		snprintf(dest, sizeof(dest), strchr(host ? host : "", ':') ?
-		    "[%s]:%lld" : "%s:%lld", host ? host : "-",
-		    (long long)json_integer_value(json_object_get(b, "port")));
-		run = json_string_value(json_object_get(b, "run_id"));
-		snprintf(key, sizeof(key), "%s %s", dest, run ? run : "");
-		/* One record may stand for several attempts. */
-		n = json_integer_value(json_object_get(b, "attempts"));
-		if (n < 1)
-			n = 1;
-		if ((have = json_object_get(agg, key)) != NULL) {
-			json_object_set_new(have, "attempts", json_integer(
-			    util_add_sat(json_integer_value(json_object_get(
-			    have, "attempts")), n)));
-			continue;
-		}
-		have = json_pack("{s:s, s:O, s:O, s:I, s:o}", "destination",
-		    dest, "reason", json_object_get(b, "reason"), "message",
-		    json_object_get(b, "message"), "attempts", n, "run_id",
-		    run ? json_string(run) : json_null());
-		json_object_set(agg, key, have);
-		json_array_append_new(out, have);
-	}
-}
-
 static int
 proxyctl_logs_out(void *arg, int stream, const unsigned char *p, size_t n)
 {
@@ -888,7 +848,8 @@ proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
 	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
 	char			 paths[PROXYCTL_REPLICAS_MAX][256];
 	const char		*p[PROXYCTL_REPLICAS_MAX] = { NULL };
-	json_t			*out = json_array(), *agg = json_object();
+	struct pending_exec	 pe;
+	json_t			*out = NULL;
 	char			*missed = NULL;
 	size_t			 i, n = proxyctl_replicas();
 	int			 any = 0, ok;
@@ -900,6 +861,8 @@ proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
 		p[i] = x->known[i] ? paths[i] : NULL;
 	}
 	proxyctl_call_each("GET", p, NULL, a);
+	/* a replica's records are checked as pending's (pending.h) */
+	pending_exec_init(&pe, sandbox, x->cred_ok ? run_id : NULL);
 	if (n > 1)
 		x->replicas = json_array();
 	for (i = 0; i < n; i++) {
@@ -909,8 +872,8 @@ proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
 		    "truncated")))
 			x->truncated = 1;
 		if (ok)
-			proxyctl_blocks_add(out, agg, json_object_get(
-			    a[i].resp, "blocks"));
+			pending_exec_add(&pe, json_object_get(a[i].resp,
+			    "blocks"));
 		if (!ok && n > 1)
 			proxyctl_missed_add(&missed, i, "no answer", 0);
 		if (n > 1)
@@ -919,17 +882,17 @@ proxyctl_exec_blocks(struct proxyctl_exec *x, const char *sandbox,
 			    ok ? "ok" : "no answer"));
 	}
 	proxyctl_ans_free(a, n);
-	json_decref(agg);
+	if (pe.truncated)
+		x->truncated = 1;
+	if (any)
+		out = pending_exec_list(&pe);
+	pending_exec_release(&pe);
 	if (missed != NULL && any) {
 		log_warnx("warning: network_blocked leaves out the proxy "
 		    "replicas that did not answer: %s", missed);
 		x->truncated = 1;
 	}
 	free(missed);
-	if (!any) {
-		json_decref(out);
-		out = NULL;
-	}
 	return out;
 }
 

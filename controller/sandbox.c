@@ -596,7 +596,7 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
     const char *role)
 {
 	json_t	*labels;
-	char	user[32], owner[64];
+	char	user[32], owner[PROCSTAT_OWNER_MAX];
 
 	sandbox_init_user(m, user, sizeof(user));
 	labels = json_pack("{s:s, s:s, s:s, s:s}", SANDBOX_LABEL, m->id,

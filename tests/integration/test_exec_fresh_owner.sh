@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # test_exec_fresh_owner.sh: the container of an `exec --fresh` whose
 # sandgate was SIGKILLed mid-command is not left behind. Each fresh
-# container carries its owner (sandgate.owner: the pid and start time
-# of the sandgate that made it); `sandgate gc`, and the sandbox's next
+# container carries its owner (sandgate.owner: the pid, start time, pid
+# namespace and boot id of the sandgate that made it); `sandgate gc`, and the sandbox's next
 # exec, remove the fresh containers whose owner is gone and unregister
 # their addresses from the proxy, and leave a live exec's alone. Real
 # Docker and the real proxy container (its upstream side an --internal
-# network of its own). docs/controller.md ("sandgate gc", "exec --fresh").
+# network of its own). A sandgate in another pid namespace keeps a live
+# owner's container. docs/controller.md ("sandgate gc", "exec --fresh").
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/lib/common.sh"
@@ -58,9 +59,17 @@ for i in $(seq 1 120); do
 	[ "$(registered)" -ge 2 ] && break
 	sleep 0.5
 done
+# A sandgate in another pid namespace (a container with the Docker
+# socket, a unit with PrivatePIDs) cannot see the live owner in its
+# /proc: it must keep that container, not sweep it.
+sg_run r unshare -p -f --mount-proc "$SG" gc
+assert_eq "gc in another pid namespace" 0 "$r_rc"
+assert_eq "gc in another pid namespace kept the live exec's container" 1 \
+	"$(fresh | wc -l)"
+assert_eq "and its registration" 2 "$(registered)"
 killed_fresh
-assert_eq "the fresh container names its owner (pid start)" 1 \
-	"$(grep -cE '^[0-9]+ [0-9]+$' <<<"$FRESH_OWNER")"
+assert_eq "the fresh container names its owner (pid start pidns boot)" 1 \
+	"$(grep -cE '^[0-9]+ [0-9]+ [0-9]+ [0-9a-f-]{36}$' <<<"$FRESH_OWNER")"
 assert_eq "the fresh containers and the session are registered" 3 \
 	"$FRESH_REG"
 assert_eq "the killed exec left its fresh container" 2 "$(fresh | wc -l)"

@@ -93,6 +93,56 @@ test_read_self(void **state)
 	assert_int_equal(procstat_read(0x3fffffff, &ps), -1);
 }
 
+/* An owner text with pid, start, pid namespace and boot id. */
+static void
+owner_text(char *buf, size_t size, int pid, unsigned long long start,
+    unsigned long long ns, const char *boot)
+{
+	snprintf(buf, size, "%d %llu %llu %s", pid, start, ns, boot);
+}
+
+/*
+ * An owner is judged in its own pid namespace and boot only: another
+ * namespace of this boot cannot be told about (alive, its container
+ * kept), another boot is gone, and this namespace reads /proc.
+ */
+static void
+test_owner(void **state)
+{
+	char			self[PROCSTAT_OWNER_MAX], t[PROCSTAT_OWNER_MAX];
+	char			boot[PROCSTAT_BOOT_LEN + 1];
+	unsigned long long	start, ns;
+	int			pid;
+
+	assert_int_equal(procstat_owner_self(self, sizeof(self)), 0);
+	assert_int_equal(sscanf(self, "%d %llu %llu %36s", &pid, &start, &ns,
+	    boot), 4);
+	assert_int_equal(pid, (int)getpid());
+	assert_int_equal(strlen(boot), PROCSTAT_BOOT_LEN);
+	assert_int_equal(procstat_owner_alive(self), 1);
+	/* a pid of another namespace, not one of ours: alive */
+	owner_text(t, sizeof(t), 0x3fffffff, start, ns + 1, boot);
+	assert_int_equal(procstat_owner_alive(t), 1);
+	/* the same, in this namespace: gone */
+	owner_text(t, sizeof(t), 0x3fffffff, start, ns, boot);
+	assert_int_equal(procstat_owner_alive(t), 0);
+	owner_text(t, sizeof(t), pid, start + 1, ns, boot);
+	assert_int_equal(procstat_owner_alive(t), 0);
+	/* this very process, named under another boot: gone */
+	boot[0] = boot[0] == '0' ? '1' : '0';
+	owner_text(t, sizeof(t), pid, start, ns, boot);
+	assert_int_equal(procstat_owner_alive(t), 0);
+	owner_text(t, sizeof(t), pid, start, ns + 1, boot);
+	assert_int_equal(procstat_owner_alive(t), 0);
+	/* an older sandgate's "PID START": read in this namespace */
+	snprintf(t, sizeof(t), "%d %llu", pid, start);
+	assert_int_equal(procstat_owner_alive(t), 1);
+	snprintf(t, sizeof(t), "%d %llu %llu", pid, start, ns);
+	assert_int_equal(procstat_owner_alive(t), 0);
+	snprintf(t, sizeof(t), "%d %llu %llu 1234", pid, start, ns);
+	assert_int_equal(procstat_owner_alive(t), 0);
+}
+
 /* Start sh with envp; return once it runs (it says so on a pipe). */
 static pid_t
 spawn_ready(char *const envp[])
@@ -213,6 +263,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_read_self),
+		cmocka_unit_test(test_owner),
 		cmocka_unit_test(test_run_marker),
 		cmocka_unit_test(test_dead),
 		cmocka_unit_test(test_zleader),
