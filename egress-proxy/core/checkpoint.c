@@ -2,6 +2,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -111,6 +112,7 @@ static int	checkpoint_anchor_outage(const char *,
 static void	checkpoint_outage_text(struct checkpoint *, char *, size_t);
 static int	checkpoint_anchor_reserve(struct checkpoint *);
 static void	checkpoint_anchor_unreserve(struct checkpoint *);
+static void	checkpoint_anchor_sweep(struct checkpoint *);
 static int	checkpoint_anchor_write(struct checkpoint *);
 static int	checkpoint_anchor_update(struct checkpoint *, int);
 static int	checkpoint_start(struct checkpoint *, char **);
@@ -845,7 +847,7 @@ checkpoint_crash_point(const char *where, const char *what)
 
 /*
  * Take the room of the anchor's next version before a checkpoint it must
- * name is written: key_path.anchor.tmp, CHECKPOINT_ANCHOR_MAX bytes,
+ * name is written: key_path.anchor.PID.tmp, CHECKPOINT_ANCHOR_MAX bytes,
  * synced. The anchor is then rewritten in room already held, so a volume
  * that fills up meanwhile cannot leave a checkpoint in the log, a close
  * above all, that the anchor does not name. 0, or -1 with the error set.
@@ -888,6 +890,46 @@ checkpoint_anchor_reserve(struct checkpoint *ck)
 	ck->anchor_fd = fd;
 	ck->anchor_failed = 0;
 	return 0;
+}
+
+/*
+ * The only writer of the anchor now (it holds the log or the key alone):
+ * the reservations of writers killed before they gave theirs back,
+ * key_path.anchor.PID.tmp (and .anchor.tmp of older versions), go.
+ */
+static void
+checkpoint_anchor_sweep(struct checkpoint *ck)
+{
+	char		*dir, *base, *slash, *path;
+	const char	*rest;
+	DIR		*d;
+	struct dirent	*de;
+
+	dir = util_xstrdup(ck->anchor_path);
+	if ((slash = strrchr(dir, '/')) != NULL) {
+		*slash = '\0';
+		base = slash + 1;
+	} else
+		base = dir;
+	if ((d = opendir(slash == NULL ? "." : *dir ? dir : "/")) == NULL) {
+		free(dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, base, strlen(base)) != 0)
+			continue;
+		rest = de->d_name + strlen(base);
+		if (*rest == '.' && rest[1] >= '0' && rest[1] <= '9')
+			rest += 1 + strspn(rest + 1, "0123456789");
+		if (strcmp(rest, ".tmp") != 0)
+			continue;
+		util_xasprintf(&path, "%s/%s", slash == NULL ? "." : dir,
+		    de->d_name);
+		(void)unlink(path);
+		free(path);
+	}
+	closedir(d);
+	free(dir);
 }
 
 /* Give the reserved room back (the writer is done). */
@@ -1145,13 +1187,18 @@ checkpoint_resume(struct checkpoint *ck)
 	return 0;
 }
 
-/* Take key_path.lock (made if missing) shared or exclusive. */
+/*
+ * Take key_path.lock (made if missing) shared or exclusive, waiting; or,
+ * CHECKPOINT_LOCK_SOLE, exclusive at once or not at all.
+ */
 static int
 checkpoint_lock(struct checkpoint *ck, int how, char **cause)
 {
 	char	*path;
-	int	 op = how == CHECKPOINT_LOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH;
+	int	 op = how == CHECKPOINT_LOCK_SHARED ? LOCK_SH : LOCK_EX;
 
+	if (how == CHECKPOINT_LOCK_SOLE)
+		op |= LOCK_NB;
 	util_xasprintf(&path, "%s.lock", ck->key_path);
 	ck->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
@@ -1163,6 +1210,13 @@ checkpoint_lock(struct checkpoint *ck, int how, char **cause)
 	}
 	free(path);
 	while (flock(ck->lock_fd, op) == -1) {
+		if (errno == EWOULDBLOCK) {
+			util_xasprintf(cause, "the key \"%s\" is in use: "
+			    "another process signs with it (its lock \"%s."
+			    "lock\" is held); one writer per key and anchor",
+			    ck->key_path, ck->key_path);
+			return -1;
+		}
 		if (errno != EINTR) {
 			util_xasprintf(cause, "cannot lock the key \"%s\": %s",
 			    ck->key_path, strerror(errno));
@@ -1188,11 +1242,14 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	ck->key_path = util_xstrdup(o->key_path);
 	util_xasprintf(&ck->next_path, "%s.next", o->key_path);
 	util_xasprintf(&ck->anchor_path, "%s.anchor", o->key_path);
-	util_xasprintf(&ck->anchor_tmp, "%s.tmp", ck->anchor_path);
+	/* Its own name: another writer's reservation is never replaced. */
+	util_xasprintf(&ck->anchor_tmp, "%s.%ld.tmp", ck->anchor_path,
+	    (long)getpid());
 	ck->anchor_fd = -1;
 	ck->every_events = o->every_events;
 	ck->every_secs = o->every_secs;
 	ck->last_us = util_now_us();
+	/* Before anything touches the anchor or its room. */
 	if (o->lock != CHECKPOINT_LOCK_NONE &&
 	    checkpoint_lock(ck, o->lock, cause) == -1)
 		goto fail;
@@ -1204,7 +1261,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 		goto fail;
 	}
 	/* Writers that share the log: nobody else writes until free. */
-	if (o->lock != CHECKPOINT_LOCK_NONE) {
+	if (o->lock == CHECKPOINT_LOCK_SHARED ||
+	    o->lock == CHECKPOINT_LOCK_EXCLUSIVE) {
 		if (eventlog_hold(log) == -1) {
 			util_xasprintf(cause, "%s", eventlog_error(log));
 			goto fail;
@@ -1213,6 +1271,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	}
 	if (checkpoint_start(ck, cause) == -1)
 		goto fail;
+	if (ck->held || o->lock == CHECKPOINT_LOCK_SOLE)
+		checkpoint_anchor_sweep(ck);
 	if (checkpoint_anchor_reserve(ck) == -1)
 		log_warnx("checkpoint: %s", ck->error);
 	memset(&hook, 0, sizeof(hook));

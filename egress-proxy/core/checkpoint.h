@@ -67,7 +67,7 @@
  *
  * It is rewritten (temporary file, fsync, rename) after the log has been
  * synced, so it never names a line the log on disk lacks. The temporary
- * file, PATH.anchor.tmp, is made at its full size before the checkpoint
+ * file, PATH.anchor.PID.tmp, is made at its full size before the checkpoint
  * it will name is written (and kept ready while the writer runs): a
  * writer that cannot take that room writes no checkpoint, so a volume
  * that fills up never leaves a close the anchor does not name; the anchor
@@ -265,11 +265,14 @@ struct checkpoint_opts {
 	 * shared flock(2) on key_path.lock while signing, so that a key
 	 * rotation (which takes it exclusive) never interleaves with them.
 	 * CHECKPOINT_LOCK_EXCLUSIVE is for the rotation itself.
+	 * CHECKPOINT_LOCK_SOLE (the proxy): one process signs with the key
+	 * and writes its anchor; a second one fails at once, before it
+	 * touches either.
 	 */
 	int			 lock;
 };
 enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
-    CHECKPOINT_LOCK_EXCLUSIVE };
+    CHECKPOINT_LOCK_EXCLUSIVE, CHECKPOINT_LOCK_SOLE };
 
 /*
  * A signer for log, which must stay open while the signer lives: loads

@@ -1502,7 +1502,8 @@ test_anchor_room(void **state)
 	char			 tmp[192], inner[224];
 	size_t			 i;
 
-	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
+	    (long)getpid());
 	snprintf(inner, sizeof(inner), "%s/x", tmp);
 	assert_int_equal(mkdir(tmp, 0700), 0);
 	assert_int_equal(mkdir(inner, 0700), 0);	/* nothing removes it */
@@ -3118,7 +3119,8 @@ test_event_refused_while_open_due(void **state)
 	assert_true(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
 	    &cause) >= 0);
 	/* The anchor's next version cannot be made: no checkpoint either. */
-	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
+	    (long)getpid());
 	snprintf(inner, sizeof(inner), "%s/x", tmp);
 	assert_int_equal(mkdir(tmp, 0700), 0);
 	assert_int_equal(mkdir(inner, 0700), 0);
@@ -3707,7 +3709,8 @@ test_reopen_refused(void **state)
 	EVP_PKEY		*k;
 
 	k = signed_log(t, 100, 2, "close");		/* 1 to 4 */
-	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
+	    (long)getpid());
 	snprintf(inner, sizeof(inner), "%s/x", tmp);
 	assert_int_equal(mkdir(tmp, 0700), 0);
 	assert_int_equal(mkdir(inner, 0700), 0);
@@ -3732,6 +3735,47 @@ test_reopen_refused(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * Round 14, T7: a second signer of the same key (the proxy started again
+ * while it runs, failing later to listen) is refused before it touches
+ * the anchor or the first one's room, and the first one's close is then
+ * anchored as a real anchor line.
+ */
+static void
+test_sole_signer(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_opts	 o = { .key_path = t->key, .every_secs = 60,
+				    .lock = CHECKPOINT_LOCK_SOLE };
+	struct checkpoint_anchor an;
+	struct checkpoint	*ck, *two;
+	struct eventlog		*log, *log2;
+	char			 anchor[160], *cause = NULL;
+
+	log = open_signed(t, 0, 60, &ck);
+	checkpoint_free(ck);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 2);
+	log2 = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log2);
+	two = checkpoint_new(log2, &o, &cause);
+	assert_null(two);
+	assert_non_null(strstr(cause, "is in use"));
+	free(cause);
+	eventlog_close(log2);
+	append_n(log, 2, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	cause = NULL;
+	assert_int_equal(checkpoint_anchor_read(anchor, &an, &cause), 1);
+	assert_string_equal(an.reason, "close");
+	assert_int_equal(an.seq, 6);
+}
+
 int
 main(void)
 {
@@ -3749,6 +3793,7 @@ main(void)
 		T(test_malformed),
 		T(test_shared),
 		cmocka_unit_test(test_anchor_parse),
+		T(test_sole_signer),
 		T(test_resume_after_close),
 		T(test_resume_after_crash),
 		T(test_reopened_left_tail),
