@@ -1088,10 +1088,12 @@ checkpoint_start_tail(struct checkpoint *ck)
 	if (ck->found_seq != ck->anchor.tail_seq ||
 	    strcmp(ck->found_hash, ck->anchor.tail_hash) != 0 ||
 	    eventlog_foreign(ck->log)) {
+		/* The log.resume still names the tail (a cut is found). */
 		ck->anchor.reopened = 0;
 		ck->last.reopened = 0;
-	} else
-		ck->at_close = 1;
+	}
+	/* Its close reopened before the first line (the log.resume). */
+	ck->at_close = 1;
 	ck->last.tail_seq = 0;
 }
 
@@ -1149,6 +1151,11 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
 	    eventlog_foreign(ck->log) || (eventlog_torn(ck->log) &&
 	    !ck->anchor.reopened && strcmp(ck->anchor.reason, "close") == 0);
+	/* It said which line it left last: a log not ending there was cut. */
+	if (ck->anchor.reopened && ck->anchor.tail_seq > 0 &&
+	    (ck->found_seq != ck->anchor.tail_seq ||
+	    strcmp(ck->found_hash, ck->anchor.tail_hash) != 0))
+		ck->resume_due = 1;
 	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
 	    strcmp(ck->anchor.reason, "close") == 0;
 	checkpoint_start_tail(ck);
@@ -1169,7 +1176,11 @@ checkpoint_resume(struct checkpoint *ck)
 	    "anchor_ts", ck->anchor.ts, "found_seq", (json_int_t)ck->found_seq,
 	    "found_hash", ck->found_hash);
 	if (f == NULL || (ck->anchor.reopened && json_object_set_new(f,
-	    "anchor_reopened", json_true()) == -1)) {
+	    "anchor_reopened", json_true()) == -1) ||
+	    (ck->anchor.tail_seq > 0 && (json_object_set_new(f,
+	    "anchor_tail_seq", json_integer(ck->anchor.tail_seq)) == -1 ||
+	    json_object_set_new(f, "anchor_tail_hash",
+	    json_string(ck->anchor.tail_hash)) == -1))) {
 		json_decref(f);
 		return checkpoint_fail(ck, "out of memory");
 	}

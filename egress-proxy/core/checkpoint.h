@@ -98,7 +98,9 @@
  * lines and ends without a checkpoint after them adds tail=TS:TH, the seq
  * and hash of its last line: the next writer takes the lines after the
  * close as its own (anchor_reopened) only if the log ends exactly there,
- * and drops the tail before its first line. audit verify
+ * else writes a log.resume naming the tail (anchor_tail_seq, _hash), and
+ * drops the tail before its first line. audit verify fails a log found
+ * ending before the tail, or given the anchor, one not holding it; it
  * also reads the anchor to find a log cut at an old checkpoint
  * (docs/audit.md).
  */

@@ -1577,12 +1577,11 @@ reopen_and_close(struct tmp *t)
  * says the writer left it (tail=), and verify fails it.
  */
 static void
-reopened_left(struct tmp *t, int tamper)
+reopened_left_only(struct tmp *t)
 {
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct lines		 l;
 
 	log = open_signed(t, 100, 60, &ck);
 	append_n(log, 40, 1);			/* seq 8, reopens the close */
@@ -1591,6 +1590,15 @@ reopened_left(struct tmp *t, int tamper)
 	anchor_of(t, &a);
 	assert_true(a.reopened);
 	assert_int_equal(a.tail_seq, 8);
+}
+
+static void
+reopened_left(struct tmp *t, int tamper)
+{
+	struct eventlog		*log;
+	struct lines		 l;
+
+	reopened_left_only(t);
 	if (tamper == 1) {
 		log = eventlog_open(t->dir, NAME, NULL, NULL);
 		append_n(log, 50, 1);		/* seq 9, planted */
@@ -1624,13 +1632,55 @@ test_reopened_left_tail(void **state)
 		} else {
 			assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
 			    CKVERIFY_UNTRUSTED);
-			assert_non_null(strstr(v.what,
-			    "follow the writer's close"));
+			assert_non_null(strstr(v.what, tamper == 1 ?
+			    "follow the writer's close" :
+			    "seq 8 is not the line the writer had left last"));
 			assert_int_equal(v.untrusted.seq, 8);
 		}
 		EVP_PKEY_free(k);
 		start_afresh(t);
 	}
+}
+
+/*
+ * Round 14, T1: the line the anchor's tail= names (seq 8, after the close
+ * at 7) is deleted while the writer is stopped, cutting the log back to
+ * the close. verify given the anchor names the cut; the next writer
+ * records a log.resume naming the tail, and verify fails it.
+ */
+static void
+test_tail_cut_to_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct ckverify		 v;
+	struct lines		 l;
+	const char		*paths[1];
+	EVP_PKEY		*k;
+
+	paths[0] = t->path;
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	reopened_left_only(t);
+	anchor_of(t, &a);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 8);
+	lines_write(&l, t->path, 0, 7);		/* seq 8 deleted */
+	lines_free(&l);
+	assert_int_equal(verify_with(paths, 1, k, &a, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "seq 8 to 8 were cut"));
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_non_null(strstr(l.v[7], "\"log.resume\""));
+	assert_non_null(strstr(l.v[7], "\"anchor_tail_seq\":8"));
+	lines_free(&l);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "seq 8 to 8 were cut"));
+	anchor_of(t, &a);
+	assert_int_equal(verify_with(paths, 1, k, &a, &v),
+	    CKVERIFY_UNTRUSTED);
+	EVP_PKEY_free(k);
 }
 
 /*
@@ -3797,6 +3847,7 @@ main(void)
 		T(test_resume_after_close),
 		T(test_resume_after_crash),
 		T(test_reopened_left_tail),
+		T(test_tail_cut_to_close),
 		T(test_anchor_parse_reopened),
 		T(test_resume_cut),
 		T(test_resume_shared),
