@@ -334,8 +334,10 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	*what = "reopened=1 but the reason is not close";
 	if (a->reopened && strcmp(a->reason, "close") != 0)
 		return -1;
-	*what = "tail is not after the close";
-	if (a->tail_seq != 0 && a->tail_seq <= a->seq)
+	/* At the close itself: the writer left only a torn line after it. */
+	*what = "tail is before the close, or at it with another hash";
+	if (a->tail_seq != 0 && (a->tail_seq < a->seq ||
+	    (a->tail_seq == a->seq && strcmp(a->tail_hash, a->hash) != 0)))
 		return -1;
 	*what = "ts is not a time as the writer writes it";
 	if (ckverify_parse_ts(a->ts, &us) == -1)
@@ -1443,7 +1445,12 @@ checkpoint_free_reopened(struct checkpoint *ck)
 {
 	if (ck->log == NULL || !ck->last.reopened)
 		return;
-	if (eventlog_seq(ck->log) == ck->last.seq)
+	/*
+	 * A torn line after the close (a short write: the volume full) is
+	 * its own: the tail then names the close, which keeps the reopen.
+	 */
+	if (eventlog_seq(ck->log) == ck->last.seq &&
+	    !eventlog_torn_now(ck->log))
 		ck->last.reopened = 0;
 	else {
 		ck->last.tail_seq = eventlog_seq(ck->log);

@@ -94,7 +94,8 @@
  * gone on, which is taken like a crash after any other checkpoint; lines
  * added after a close while the writer is stopped still meet an anchor
  * without reopened=1 and fail. A writer that added nothing after
- * reopening it writes the plain close back when it ends; one that added
+ * reopening it writes the plain close back when it ends (but for a line
+ * a short write left torn: tail=TS:TH then names the close); one that added
  * lines and ends without a checkpoint after them adds tail=TS:TH, the seq
  * and hash of its last line: the next writer takes the lines after the
  * close as its own (anchor_reopened) only if the log ends exactly there,

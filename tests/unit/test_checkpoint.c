@@ -1141,7 +1141,7 @@ test_anchor_parse_reopened(void **state)
 		{ A_HEAD " reopened=1 tail=8", "tail is not a seq" },
 		{ A_HEAD " reopened=1 tail=8:xyz", "tail is not a seq" },
 		{ A_HEAD " reopened=1 tail=0:" A_HASH, "tail is not a seq" },
-		{ A_HEAD " reopened=1 tail=7:" A_HASH, "tail is not after" },
+		{ A_HEAD " reopened=1 tail=6:" A_HASH, "tail is before" },
 		{ A_HEAD " tail=8:" A_HASH, "members missing" },
 		{ A_HEAD " reopened=1 reopened=1", "members missing" },
 	};
@@ -1680,6 +1680,54 @@ test_tail_cut_to_close(void **state)
 	anchor_of(t, &a);
 	assert_int_equal(verify_with(paths, 1, k, &a, &v),
 	    CKVERIFY_UNTRUSTED);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Round 14, T3/T4: the volume fills after a clean close (here through
+ * RLIMIT_FSIZE), so the first line after it is written only in part. The
+ * torn line is the writer's own: the anchor keeps the reopen, with the
+ * close as its tail, and verify and the next writer take it as a stop,
+ * not as a line someone else wrote after a close.
+ */
+static void
+test_torn_first_line_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct rlimit		 rl, was;
+	struct stat		 st;
+	const char		*paths[1];
+	EVP_PKEY		*k;
+
+	paths[0] = t->path;
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(stat(t->path, &st), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	rl = was;
+	rl.rlim_cur = (rlim_t)st.st_size + 20;	/* 20 bytes of a line */
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	appends_refused(log, 1);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal((rlim_t)st.st_size, rl.rlim_cur);
+	anchor_of(t, &a);
+	assert_true(a.reopened);
+	assert_int_equal(a.tail_seq, 7);
+	reopen_and_close(t);
+	if (verify(t->path, k, NULL, now_us(), &v) != CKVERIFY_OK)
+		fail_msg("after the next writer: %s", v.what);
+	anchor_of(t, &a);
+	if (verify_with(paths, 1, k, &a, &v) != CKVERIFY_OK)
+		fail_msg("with its anchor: %s", v.what);
 	EVP_PKEY_free(k);
 }
 
@@ -3848,6 +3896,7 @@ main(void)
 		T(test_resume_after_crash),
 		T(test_reopened_left_tail),
 		T(test_tail_cut_to_close),
+		T(test_torn_first_line_after_close),
 		T(test_anchor_parse_reopened),
 		T(test_resume_cut),
 		T(test_resume_shared),
