@@ -107,6 +107,7 @@ static int	checkpoint_printable(const char *);
 static int	checkpoint_anchor_reopened(const char **,
 		    struct checkpoint_anchor *, const char **);
 static int	checkpoint_anchor_files(char *, struct checkpoint_anchor *);
+static int	checkpoint_anchor_tail_ok(const struct checkpoint_anchor *);
 static int	checkpoint_anchor_outage(const char *,
 		    struct checkpoint_anchor *);
 static void	checkpoint_outage_text(struct checkpoint *, char *, size_t);
@@ -244,6 +245,18 @@ checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
 	return 0;
 }
 
+/*
+ * tail= after the close, or at the close itself (the writer left only a
+ * torn line after it) naming the close's hash. 1 if so or none.
+ */
+static int
+checkpoint_anchor_tail_ok(const struct checkpoint_anchor *a)
+{
+	if (a->tail_seq == 0 || a->tail_seq > a->seq)
+		return 1;
+	return a->tail_seq == a->seq && strcmp(a->tail_hash, a->hash) == 0;
+}
+
 /* The anchor's files=N:D value (files, edited) into a. 0, or -1. */
 static int
 checkpoint_anchor_files(char *files, struct checkpoint_anchor *a)
@@ -334,10 +347,8 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	*what = "reopened=1 but the reason is not close";
 	if (a->reopened && strcmp(a->reason, "close") != 0)
 		return -1;
-	/* At the close itself: the writer left only a torn line after it. */
 	*what = "tail is before the close, or at it with another hash";
-	if (a->tail_seq != 0 && (a->tail_seq < a->seq ||
-	    (a->tail_seq == a->seq && strcmp(a->tail_hash, a->hash) != 0)))
+	if (!checkpoint_anchor_tail_ok(a))
 		return -1;
 	*what = "ts is not a time as the writer writes it";
 	if (ckverify_parse_ts(a->ts, &us) == -1)

@@ -73,6 +73,8 @@ static void	ckverify_anchor_tail(struct ckverify *);
 static const char *ckverify_resume_tail(json_t *, struct ckverify_resume *);
 static int	ckverify_resume_cut(struct ckverify *,
 		    const struct ckverify_resume *, long long);
+static int	ckverify_resume_closed(struct ckverify *,
+		    const struct ckverify_resume *, long long);
 static void	ckverify_anchor_end(struct ckverify *);
 static void	ckverify_anchor_first(struct ckverify *);
 static void	ckverify_keys_used(struct ckverify *);
@@ -510,6 +512,31 @@ ckverify_resume_cut(struct ckverify *v, const struct ckverify_resume *r,
 	return -1;
 }
 
+/*
+ * The writer had closed the log (a close it had not reopened): whatever
+ * it found after it, someone else wrote. 0, or -1 with the verdict.
+ */
+static int
+ckverify_resume_closed(struct ckverify *v, const struct ckverify_resume *r,
+    long long seq)
+{
+	if (strcmp(r->anchor_reason, "close") != 0 || r->reopened)
+		return 0;
+	if (r->found_seq == r->anchor_seq)
+		ckverify_fail(v, "the writer found a line that is not a log "
+		    "line (torn, or not one at all) after its close at seq "
+		    "%lld: it had closed the log, so someone else wrote it "
+		    "(log.resume, seq %lld)", r->anchor_seq, seq);
+	else
+		ckverify_fail(v, "%lld line(s) (seq %lld to %lld) follow the "
+		    "writer's close at seq %lld: it had closed the log, so "
+		    "someone else wrote them (log.resume, seq %lld)",
+		    r->found_seq - r->anchor_seq, r->anchor_seq + 1,
+		    r->found_seq, r->anchor_seq, seq);
+	ckverify_untrusted_at(v, r->anchor_seq);
+	return -1;
+}
+
 /* Check a log.resume line's members into *r. NULL, or what is wrong. */
 static const char *
 ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
@@ -659,26 +686,9 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.found_seq);
 		return -1;
 	}
-	if (ckverify_resume_cut(v, &r, seq) == -1)
+	if (ckverify_resume_cut(v, &r, seq) == -1 ||
+	    ckverify_resume_closed(v, &r, seq) == -1)
 		return -1;
-	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened &&
-	    r.found_seq == r.anchor_seq) {
-		ckverify_fail(v, "the writer found a line that is not a log "
-		    "line (torn, or not one at all) after its close at seq "
-		    "%lld: it had closed the log, so someone else wrote it "
-		    "(log.resume, seq %lld)", r.anchor_seq, seq);
-		ckverify_untrusted_at(v, r.anchor_seq);
-		return -1;
-	}
-	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened) {
-		ckverify_fail(v, "%lld line(s) (seq %lld to %lld) follow the "
-		    "writer's close at seq %lld: it had closed the log, so "
-		    "someone else wrote them (log.resume, seq %lld)",
-		    r.found_seq - r.anchor_seq, r.anchor_seq + 1, r.found_seq,
-		    r.anchor_seq, seq);
-		ckverify_untrusted_at(v, r.anchor_seq);
-		return -1;
-	}
 	if (v->last_close > r.anchor_seq && v->last_close < r.found_seq &&
 	    !ckverify_close_went_on(v, r.found_seq)) {
 		ckverify_fail(v, "the writer closed the log at seq %lld, after "
