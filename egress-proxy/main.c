@@ -65,6 +65,7 @@ static struct checkpoint	*main_ckpt;
 static struct checkpoint_opts	 main_ckpt_opts = {
 	.every_events = CHECKPOINT_EVERY_DEFAULT,
 	.every_secs = CHECKPOINT_SECS_DEFAULT,
+	.lock = CHECKPOINT_LOCK_SOLE,
 };
 
 static void	main_usage(FILE *);

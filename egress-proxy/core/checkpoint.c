@@ -2,6 +2,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -106,11 +107,13 @@ static int	checkpoint_printable(const char *);
 static int	checkpoint_anchor_reopened(const char **,
 		    struct checkpoint_anchor *, const char **);
 static int	checkpoint_anchor_files(char *, struct checkpoint_anchor *);
+static int	checkpoint_anchor_tail_ok(const struct checkpoint_anchor *);
 static int	checkpoint_anchor_outage(const char *,
 		    struct checkpoint_anchor *);
 static void	checkpoint_outage_text(struct checkpoint *, char *, size_t);
 static int	checkpoint_anchor_reserve(struct checkpoint *);
 static void	checkpoint_anchor_unreserve(struct checkpoint *);
+static void	checkpoint_anchor_sweep(struct checkpoint *);
 static int	checkpoint_anchor_write(struct checkpoint *);
 static int	checkpoint_anchor_update(struct checkpoint *, int);
 static int	checkpoint_start(struct checkpoint *, char **);
@@ -242,6 +245,18 @@ checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
 	return 0;
 }
 
+/*
+ * tail= after the close, or at the close itself (the writer left only a
+ * torn line after it) naming the close's hash. 1 if so or none.
+ */
+static int
+checkpoint_anchor_tail_ok(const struct checkpoint_anchor *a)
+{
+	if (a->tail_seq == 0 || a->tail_seq > a->seq)
+		return 1;
+	return a->tail_seq == a->seq && strcmp(a->tail_hash, a->hash) == 0;
+}
+
 /* The anchor's files=N:D value (files, edited) into a. 0, or -1. */
 static int
 checkpoint_anchor_files(char *files, struct checkpoint_anchor *a)
@@ -332,8 +347,8 @@ checkpoint_anchor_parse(const char *buf, size_t len,
 	*what = "reopened=1 but the reason is not close";
 	if (a->reopened && strcmp(a->reason, "close") != 0)
 		return -1;
-	*what = "tail is not after the close";
-	if (a->tail_seq != 0 && a->tail_seq <= a->seq)
+	*what = "tail is before the close, or at it with another hash";
+	if (!checkpoint_anchor_tail_ok(a))
 		return -1;
 	*what = "ts is not a time as the writer writes it";
 	if (ckverify_parse_ts(a->ts, &us) == -1)
@@ -845,7 +860,7 @@ checkpoint_crash_point(const char *where, const char *what)
 
 /*
  * Take the room of the anchor's next version before a checkpoint it must
- * name is written: key_path.anchor.tmp, CHECKPOINT_ANCHOR_MAX bytes,
+ * name is written: key_path.anchor.PID.tmp, CHECKPOINT_ANCHOR_MAX bytes,
  * synced. The anchor is then rewritten in room already held, so a volume
  * that fills up meanwhile cannot leave a checkpoint in the log, a close
  * above all, that the anchor does not name. 0, or -1 with the error set.
@@ -888,6 +903,46 @@ checkpoint_anchor_reserve(struct checkpoint *ck)
 	ck->anchor_fd = fd;
 	ck->anchor_failed = 0;
 	return 0;
+}
+
+/*
+ * The only writer of the anchor now (it holds the log or the key alone):
+ * the reservations of writers killed before they gave theirs back,
+ * key_path.anchor.PID.tmp (and .anchor.tmp of older versions), go.
+ */
+static void
+checkpoint_anchor_sweep(struct checkpoint *ck)
+{
+	char		*dir, *base, *slash, *path;
+	const char	*rest;
+	DIR		*d;
+	struct dirent	*de;
+
+	dir = util_xstrdup(ck->anchor_path);
+	if ((slash = strrchr(dir, '/')) != NULL) {
+		*slash = '\0';
+		base = slash + 1;
+	} else
+		base = dir;
+	if ((d = opendir(slash == NULL ? "." : *dir ? dir : "/")) == NULL) {
+		free(dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, base, strlen(base)) != 0)
+			continue;
+		rest = de->d_name + strlen(base);
+		if (*rest == '.' && rest[1] >= '0' && rest[1] <= '9')
+			rest += 1 + strspn(rest + 1, "0123456789");
+		if (strcmp(rest, ".tmp") != 0)
+			continue;
+		util_xasprintf(&path, "%s/%s", slash == NULL ? "." : dir,
+		    de->d_name);
+		(void)unlink(path);
+		free(path);
+	}
+	closedir(d);
+	free(dir);
 }
 
 /* Give the reserved room back (the writer is done). */
@@ -1046,10 +1101,12 @@ checkpoint_start_tail(struct checkpoint *ck)
 	if (ck->found_seq != ck->anchor.tail_seq ||
 	    strcmp(ck->found_hash, ck->anchor.tail_hash) != 0 ||
 	    eventlog_foreign(ck->log)) {
+		/* The log.resume still names the tail (a cut is found). */
 		ck->anchor.reopened = 0;
 		ck->last.reopened = 0;
-	} else
-		ck->at_close = 1;
+	}
+	/* Its close reopened before the first line (the log.resume). */
+	ck->at_close = 1;
 	ck->last.tail_seq = 0;
 }
 
@@ -1107,6 +1164,11 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	    strcmp(ck->found_hash, ck->anchor.hash) != 0 ||
 	    eventlog_foreign(ck->log) || (eventlog_torn(ck->log) &&
 	    !ck->anchor.reopened && strcmp(ck->anchor.reason, "close") == 0);
+	/* It said which line it left last: a log not ending there was cut. */
+	if (ck->anchor.reopened && ck->anchor.tail_seq > 0 &&
+	    (ck->found_seq != ck->anchor.tail_seq ||
+	    strcmp(ck->found_hash, ck->anchor.tail_hash) != 0))
+		ck->resume_due = 1;
 	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
 	    strcmp(ck->anchor.reason, "close") == 0;
 	checkpoint_start_tail(ck);
@@ -1127,7 +1189,11 @@ checkpoint_resume(struct checkpoint *ck)
 	    "anchor_ts", ck->anchor.ts, "found_seq", (json_int_t)ck->found_seq,
 	    "found_hash", ck->found_hash);
 	if (f == NULL || (ck->anchor.reopened && json_object_set_new(f,
-	    "anchor_reopened", json_true()) == -1)) {
+	    "anchor_reopened", json_true()) == -1) ||
+	    (ck->anchor.tail_seq > 0 && (json_object_set_new(f,
+	    "anchor_tail_seq", json_integer(ck->anchor.tail_seq)) == -1 ||
+	    json_object_set_new(f, "anchor_tail_hash",
+	    json_string(ck->anchor.tail_hash)) == -1))) {
 		json_decref(f);
 		return checkpoint_fail(ck, "out of memory");
 	}
@@ -1145,13 +1211,18 @@ checkpoint_resume(struct checkpoint *ck)
 	return 0;
 }
 
-/* Take key_path.lock (made if missing) shared or exclusive. */
+/*
+ * Take key_path.lock (made if missing) shared or exclusive, waiting; or,
+ * CHECKPOINT_LOCK_SOLE, exclusive at once or not at all.
+ */
 static int
 checkpoint_lock(struct checkpoint *ck, int how, char **cause)
 {
 	char	*path;
-	int	 op = how == CHECKPOINT_LOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH;
+	int	 op = how == CHECKPOINT_LOCK_SHARED ? LOCK_SH : LOCK_EX;
 
+	if (how == CHECKPOINT_LOCK_SOLE)
+		op |= LOCK_NB;
 	util_xasprintf(&path, "%s.lock", ck->key_path);
 	ck->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
@@ -1163,6 +1234,13 @@ checkpoint_lock(struct checkpoint *ck, int how, char **cause)
 	}
 	free(path);
 	while (flock(ck->lock_fd, op) == -1) {
+		if (errno == EWOULDBLOCK) {
+			util_xasprintf(cause, "the key \"%s\" is in use: "
+			    "another process signs with it (its lock \"%s."
+			    "lock\" is held); one writer per key and anchor",
+			    ck->key_path, ck->key_path);
+			return -1;
+		}
 		if (errno != EINTR) {
 			util_xasprintf(cause, "cannot lock the key \"%s\": %s",
 			    ck->key_path, strerror(errno));
@@ -1188,11 +1266,14 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	ck->key_path = util_xstrdup(o->key_path);
 	util_xasprintf(&ck->next_path, "%s.next", o->key_path);
 	util_xasprintf(&ck->anchor_path, "%s.anchor", o->key_path);
-	util_xasprintf(&ck->anchor_tmp, "%s.tmp", ck->anchor_path);
+	/* Its own name: another writer's reservation is never replaced. */
+	util_xasprintf(&ck->anchor_tmp, "%s.%ld.tmp", ck->anchor_path,
+	    (long)getpid());
 	ck->anchor_fd = -1;
 	ck->every_events = o->every_events;
 	ck->every_secs = o->every_secs;
 	ck->last_us = util_now_us();
+	/* Before anything touches the anchor or its room. */
 	if (o->lock != CHECKPOINT_LOCK_NONE &&
 	    checkpoint_lock(ck, o->lock, cause) == -1)
 		goto fail;
@@ -1204,7 +1285,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 		goto fail;
 	}
 	/* Writers that share the log: nobody else writes until free. */
-	if (o->lock != CHECKPOINT_LOCK_NONE) {
+	if (o->lock == CHECKPOINT_LOCK_SHARED ||
+	    o->lock == CHECKPOINT_LOCK_EXCLUSIVE) {
 		if (eventlog_hold(log) == -1) {
 			util_xasprintf(cause, "%s", eventlog_error(log));
 			goto fail;
@@ -1213,6 +1295,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	}
 	if (checkpoint_start(ck, cause) == -1)
 		goto fail;
+	if (ck->held || o->lock == CHECKPOINT_LOCK_SOLE)
+		checkpoint_anchor_sweep(ck);
 	if (checkpoint_anchor_reserve(ck) == -1)
 		log_warnx("checkpoint: %s", ck->error);
 	memset(&hook, 0, sizeof(hook));
@@ -1372,7 +1456,12 @@ checkpoint_free_reopened(struct checkpoint *ck)
 {
 	if (ck->log == NULL || !ck->last.reopened)
 		return;
-	if (eventlog_seq(ck->log) == ck->last.seq)
+	/*
+	 * A torn line after the close (a short write: the volume full) is
+	 * its own: the tail then names the close, which keeps the reopen.
+	 */
+	if (eventlog_seq(ck->log) == ck->last.seq &&
+	    !eventlog_torn_now(ck->log))
 		ck->last.reopened = 0;
 	else {
 		ck->last.tail_seq = eventlog_seq(ck->log);

@@ -67,7 +67,7 @@
  *
  * It is rewritten (temporary file, fsync, rename) after the log has been
  * synced, so it never names a line the log on disk lacks. The temporary
- * file, PATH.anchor.tmp, is made at its full size before the checkpoint
+ * file, PATH.anchor.PID.tmp, is made at its full size before the checkpoint
  * it will name is written (and kept ready while the writer runs): a
  * writer that cannot take that room writes no checkpoint, so a volume
  * that fills up never leaves a close the anchor does not name; the anchor
@@ -94,11 +94,14 @@
  * gone on, which is taken like a crash after any other checkpoint; lines
  * added after a close while the writer is stopped still meet an anchor
  * without reopened=1 and fail. A writer that added nothing after
- * reopening it writes the plain close back when it ends; one that added
+ * reopening it writes the plain close back when it ends (but for a line
+ * a short write left torn: tail=TS:TH then names the close); one that added
  * lines and ends without a checkpoint after them adds tail=TS:TH, the seq
  * and hash of its last line: the next writer takes the lines after the
  * close as its own (anchor_reopened) only if the log ends exactly there,
- * and drops the tail before its first line. audit verify
+ * else writes a log.resume naming the tail (anchor_tail_seq, _hash), and
+ * drops the tail before its first line. audit verify fails a log found
+ * ending before the tail, or given the anchor, one not holding it; it
  * also reads the anchor to find a log cut at an old checkpoint
  * (docs/audit.md).
  */
@@ -265,11 +268,14 @@ struct checkpoint_opts {
 	 * shared flock(2) on key_path.lock while signing, so that a key
 	 * rotation (which takes it exclusive) never interleaves with them.
 	 * CHECKPOINT_LOCK_EXCLUSIVE is for the rotation itself.
+	 * CHECKPOINT_LOCK_SOLE (the proxy): one process signs with the key
+	 * and writes its anchor; a second one fails at once, before it
+	 * touches either.
 	 */
 	int			 lock;
 };
 enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
-    CHECKPOINT_LOCK_EXCLUSIVE };
+    CHECKPOINT_LOCK_EXCLUSIVE, CHECKPOINT_LOCK_SOLE };
 
 /*
  * A signer for log, which must stay open while the signer lives: loads

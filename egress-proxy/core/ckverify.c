@@ -19,7 +19,7 @@
 #define CKVERIFY_MEMBERS	11
 /*
  * ...and of a log.resume line: ts, seq, event, 6 of its own (7 with
- * anchor_reopened), prev, hash.
+ * anchor_reopened, 2 more with anchor_tail_seq and _hash), prev, hash.
  */
 #define CKVERIFY_RESUME_MEMBERS	11
 #define CKVERIFY_NUM_MAX	1000000000000LL
@@ -40,6 +40,8 @@ struct ckverify_resume {
 	const char	*found_hash;
 	const char	*prev;
 	int		 reopened;	/* anchor_reopened: true */
+	long long	 tail_seq;	/* anchor_tail_seq, or 0 */
+	const char	*tail_hash;
 };
 
 static void	ckverify_at(struct ckverify *, struct ckverify_at *);
@@ -67,6 +69,12 @@ static int	ckverify_resume(struct ckverify *, json_t *);
 static int	ckverify_line(struct ckverify *, const char *, size_t);
 static int	ckverify_start(struct ckverify *);
 static int	ckverify_anchor_pass(struct ckverify *);
+static void	ckverify_anchor_tail(struct ckverify *);
+static const char *ckverify_resume_tail(json_t *, struct ckverify_resume *);
+static int	ckverify_resume_cut(struct ckverify *,
+		    const struct ckverify_resume *, long long);
+static int	ckverify_resume_closed(struct ckverify *,
+		    const struct ckverify_resume *, long long);
 static void	ckverify_anchor_end(struct ckverify *);
 static void	ckverify_anchor_first(struct ckverify *);
 static void	ckverify_keys_used(struct ckverify *);
@@ -454,12 +462,88 @@ ckverify_mark_find(const struct ckverify *v, long long seq)
 	return NULL;
 }
 
+/*
+ * A log.resume's anchor_tail_seq and anchor_tail_hash (both or neither):
+ * the last line the writer said it left after its close. NULL, or what
+ * is wrong.
+ */
+static const char *
+ckverify_resume_tail(json_t *obj, struct ckverify_resume *r)
+{
+	json_t	*ts = json_object_get(obj, "anchor_tail_seq");
+
+	r->tail_hash = ckverify_str(obj, "anchor_tail_hash");
+	if (ts == NULL && json_object_get(obj, "anchor_tail_hash") == NULL)
+		return NULL;
+	if (!json_is_integer(ts) || json_integer_value(ts) < 1 ||
+	    r->tail_hash == NULL || !ckverify_is_hex(r->tail_hash))
+		return "anchor_tail_seq or anchor_tail_hash is not a count "
+		    "and 64 hex digits";
+	r->tail_seq = json_integer_value(ts);
+	return NULL;
+}
+
+/*
+ * The writer had left seq tail_seq last (its anchor's tail=): a log found
+ * ending before it was cut, one holding another line there rewritten.
+ * 0, or -1 with the verdict.
+ */
+static int
+ckverify_resume_cut(struct ckverify *v, const struct ckverify_resume *r,
+    long long seq)
+{
+	if (r->tail_seq == 0 || (r->found_seq > r->tail_seq) ||
+	    (r->found_seq == r->tail_seq &&
+	    strcmp(r->found_hash, r->tail_hash) == 0))
+		return 0;
+	if (r->found_seq < r->tail_seq)
+		ckverify_fail(v, "the writer found the log ending at seq %lld, "
+		    "but its anchor says it had left seq %lld last (tail=, "
+		    "after its close at seq %lld): seq %lld to %lld were cut "
+		    "(log.resume, seq %lld)", r->found_seq, r->tail_seq,
+		    r->anchor_seq, r->found_seq + 1, r->tail_seq, seq);
+	else
+		ckverify_fail(v, "seq %lld is not the line the writer had "
+		    "left last (its anchor's tail=, after its close at seq "
+		    "%lld): it was rewritten (log.resume, seq %lld)",
+		    r->tail_seq, r->anchor_seq, seq);
+	ckverify_untrusted_at(v, r->found_seq < r->anchor_seq ?
+	    r->found_seq : r->anchor_seq);
+	return -1;
+}
+
+/*
+ * The writer had closed the log (a close it had not reopened): whatever
+ * it found after it, someone else wrote. 0, or -1 with the verdict.
+ */
+static int
+ckverify_resume_closed(struct ckverify *v, const struct ckverify_resume *r,
+    long long seq)
+{
+	if (strcmp(r->anchor_reason, "close") != 0 || r->reopened)
+		return 0;
+	if (r->found_seq == r->anchor_seq)
+		ckverify_fail(v, "the writer found a line that is not a log "
+		    "line (torn, or not one at all) after its close at seq "
+		    "%lld: it had closed the log, so someone else wrote it "
+		    "(log.resume, seq %lld)", r->anchor_seq, seq);
+	else
+		ckverify_fail(v, "%lld line(s) (seq %lld to %lld) follow the "
+		    "writer's close at seq %lld: it had closed the log, so "
+		    "someone else wrote them (log.resume, seq %lld)",
+		    r->found_seq - r->anchor_seq, r->anchor_seq + 1,
+		    r->found_seq, r->anchor_seq, seq);
+	ckverify_untrusted_at(v, r->anchor_seq);
+	return -1;
+}
+
 /* Check a log.resume line's members into *r. NULL, or what is wrong. */
 static const char *
 ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 {
 	json_t	*as = json_object_get(obj, "anchor_seq");
 	json_t	*fs = json_object_get(obj, "found_seq");
+	const char *bad;
 	int64_t	 us;
 
 	memset(r, 0, sizeof(*r));
@@ -467,8 +551,10 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 	if (r->reopened && !json_is_true(json_object_get(obj,
 	    "anchor_reopened")))
 		return "anchor_reopened is not true";
+	if ((bad = ckverify_resume_tail(obj, r)) != NULL)
+		return bad;
 	if (json_object_size(obj) != CKVERIFY_RESUME_MEMBERS +
-	    (size_t)r->reopened)
+	    (size_t)r->reopened + (r->tail_seq > 0 ? 2 : 0))
 		return "members missing or added";
 	if (!json_is_integer(as) || json_integer_value(as) < 1 ||
 	    !json_is_integer(fs) || json_integer_value(fs) < 0)
@@ -483,8 +569,10 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 	if ((r->anchor_reason = ckverify_str(obj, "anchor_reason")) == NULL ||
 	    !checkpoint_reason_valid(r->anchor_reason))
 		return "unknown anchor_reason";
-	if (r->reopened && strcmp(r->anchor_reason, "close") != 0)
-		return "anchor_reopened but anchor_reason is not close";
+	if ((r->reopened || r->tail_seq > 0) &&
+	    strcmp(r->anchor_reason, "close") != 0)
+		return "anchor_reopened or a tail, but anchor_reason is not "
+		    "close";
 	if ((r->anchor_ts = ckverify_str(obj, "anchor_ts")) == NULL ||
 	    ckverify_parse_ts(r->anchor_ts, &us) == -1)
 		return "anchor_ts is not a time as the writer writes it";
@@ -598,24 +686,9 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.found_seq);
 		return -1;
 	}
-	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened &&
-	    r.found_seq == r.anchor_seq) {
-		ckverify_fail(v, "the writer found a line that is not a log "
-		    "line (torn, or not one at all) after its close at seq "
-		    "%lld: it had closed the log, so someone else wrote it "
-		    "(log.resume, seq %lld)", r.anchor_seq, seq);
-		ckverify_untrusted_at(v, r.anchor_seq);
+	if (ckverify_resume_cut(v, &r, seq) == -1 ||
+	    ckverify_resume_closed(v, &r, seq) == -1)
 		return -1;
-	}
-	if (strcmp(r.anchor_reason, "close") == 0 && !r.reopened) {
-		ckverify_fail(v, "%lld line(s) (seq %lld to %lld) follow the "
-		    "writer's close at seq %lld: it had closed the log, so "
-		    "someone else wrote them (log.resume, seq %lld)",
-		    r.found_seq - r.anchor_seq, r.anchor_seq + 1, r.found_seq,
-		    r.anchor_seq, seq);
-		ckverify_untrusted_at(v, r.anchor_seq);
-		return -1;
-	}
 	if (v->last_close > r.anchor_seq && v->last_close < r.found_seq &&
 	    !ckverify_close_went_on(v, r.found_seq)) {
 		ckverify_fail(v, "the writer closed the log at seq %lld, after "
@@ -684,6 +757,10 @@ ckverify_start(struct ckverify *v)
 static int
 ckverify_anchor_pass(struct ckverify *v)
 {
+	if (v->have_anchor && v->nkeys > 0 && v->anchor.reopened &&
+	    v->anchor.tail_seq > 0 && v->chain.last_seq == v->anchor.tail_seq)
+		v->tail_seen = strcmp(v->chain.last_hash,
+		    v->anchor.tail_hash) == 0 ? 1 : -1;
 	if (!v->have_anchor || v->nkeys == 0 || v->anchor_seen ||
 	    v->chain.last_seq != v->anchor.seq)
 		return 0;
@@ -771,12 +848,40 @@ ckverify_tail(struct ckverify *v, int64_t now_us)
 	    closed ? " (the writer had closed the log)" : "", v->good_at.seq);
 }
 
+/*
+ * The end of the log, the anchor's line held: an anchor with tail= (its
+ * writer went on past its close, and stopped) names the last line it
+ * left, which the log must hold as it wrote it.
+ */
+static void
+ckverify_anchor_tail(struct ckverify *v)
+{
+	if (!v->anchor.reopened || v->anchor.tail_seq == 0 ||
+	    v->tail_seen == 1)
+		return;
+	if (v->tail_seen == 0)
+		ckverify_fail(v, "the log ends at seq %lld, but its writer's "
+		    "anchor says it left seq %lld last (tail=, after its close "
+		    "at seq %lld): seq %lld to %lld were cut",
+		    v->chain.last_seq, v->anchor.tail_seq, v->anchor.seq,
+		    v->chain.last_seq + 1, v->anchor.tail_seq);
+	else
+		ckverify_fail(v, "seq %lld is not the line its writer left "
+		    "last (its anchor's tail=, after its close at seq %lld): "
+		    "it was rewritten", v->anchor.tail_seq, v->anchor.seq);
+	ckverify_untrusted_at(v, v->anchor.seq);
+}
+
 /* The end of the log: did the chain hold the writer's anchored line? */
 static void
 ckverify_anchor_end(struct ckverify *v)
 {
-	if (!v->have_anchor || v->anchor_seen || v->failed)
+	if (!v->have_anchor || v->failed)
 		return;
+	if (v->anchor_seen) {
+		ckverify_anchor_tail(v);
+		return;
+	}
 	if (v->chain.last_seq < v->anchor.seq) {
 		ckverify_fail(v, "the log ends at seq %lld, but its writer's "
 		    "anchor names seq %lld (%s, %s), the last checkpoint it "

@@ -146,6 +146,7 @@ struct ckverify {
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;
 	int			 anchor_seen;
+	int			 tail_seen;	/* its tail=: 1 as written, -1 not */
 	/* The verdict when not trusted. */
 	int			 failed;
 	struct ckverify_at	 fail_at;	/* the line that showed it */

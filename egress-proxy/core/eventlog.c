@@ -1610,6 +1610,12 @@ eventlog_torn(const struct eventlog *log)
 	return log->torn;
 }
 
+int
+eventlog_torn_now(const struct eventlog *log)
+{
+	return log->need_nl;
+}
+
 const char *
 eventlog_path(const struct eventlog *log)
 {

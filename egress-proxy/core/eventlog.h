@@ -217,6 +217,11 @@ int		 eventlog_foreign(const struct eventlog *);
 /* 1 if, when the end of the log was last read, it ended in a torn line. */
 int		 eventlog_torn(const struct eventlog *);
 /*
+ * 1 if the file ends in a torn line now: a short write left it (the
+ * volume full), and no line has ended it since.
+ */
+int		 eventlog_torn_now(const struct eventlog *);
+/*
  * The first seq of the files the writer keeps (0: not known): of the
  * oldest rotated file when the log was opened or reopened (SIGUSR1: the
  * files another rotated are theirs to delete), then moved on only when

@@ -1613,6 +1613,42 @@ class T12Round12(unittest.TestCase):
         self.assertIn(" reopened=1 ", anchor)
 
 
+class T13Round14(unittest.TestCase):
+    """Fourteenth round: a second start of a running proxy, and the
+    tail its anchor names."""
+
+    def test_t7_second_start_leaves_the_anchor(self):
+        """T7: the same proxy started again while it runs (its listen
+        address taken) is refused on the key before it touches the
+        anchor; the first one's close is anchored and verifies."""
+        key, pub = make_key("r14t7")
+        p = start_proxy("r14t7", key)
+        try:
+            flood(p.port, 3, "r14t7a", threads=1)
+            r = subprocess.run(p.argv(), env=p.env, capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL,
+                               timeout=60)
+            self.assertNotEqual(r.returncode, 0, r.stderr)
+            self.assertIn("is in use", r.stderr)
+            flood(p.port, 2, "r14t7b", threads=1)
+            stop_proxy(p)
+        finally:
+            p.kill()
+        with open(key + ".anchor", "rb") as f:
+            self.assertTrue(f.read().startswith(b"sandgate-anchor-v1 "))
+        self.assertEqual([x for x in os.listdir(os.path.dirname(key))
+                          if x.endswith(".tmp")], [])
+        again = start_proxy("r14t7-again", key, log_dir=p.log_dir)
+        try:
+            flood(again.port, 1, "r14t7c", threads=1)
+            stop_proxy(again)
+        finally:
+            again.kill()
+        r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key",
+                     pub, "--anchor", key + ".anchor")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     failed = len(result.failures) + len(result.errors)

@@ -1141,7 +1141,7 @@ test_anchor_parse_reopened(void **state)
 		{ A_HEAD " reopened=1 tail=8", "tail is not a seq" },
 		{ A_HEAD " reopened=1 tail=8:xyz", "tail is not a seq" },
 		{ A_HEAD " reopened=1 tail=0:" A_HASH, "tail is not a seq" },
-		{ A_HEAD " reopened=1 tail=7:" A_HASH, "tail is not after" },
+		{ A_HEAD " reopened=1 tail=6:" A_HASH, "tail is before" },
 		{ A_HEAD " tail=8:" A_HASH, "members missing" },
 		{ A_HEAD " reopened=1 reopened=1", "members missing" },
 	};
@@ -1502,7 +1502,8 @@ test_anchor_room(void **state)
 	char			 tmp[192], inner[224];
 	size_t			 i;
 
-	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
+	    (long)getpid());
 	snprintf(inner, sizeof(inner), "%s/x", tmp);
 	assert_int_equal(mkdir(tmp, 0700), 0);
 	assert_int_equal(mkdir(inner, 0700), 0);	/* nothing removes it */
@@ -1576,12 +1577,11 @@ reopen_and_close(struct tmp *t)
  * says the writer left it (tail=), and verify fails it.
  */
 static void
-reopened_left(struct tmp *t, int tamper)
+reopened_left_only(struct tmp *t)
 {
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct lines		 l;
 
 	log = open_signed(t, 100, 60, &ck);
 	append_n(log, 40, 1);			/* seq 8, reopens the close */
@@ -1590,6 +1590,15 @@ reopened_left(struct tmp *t, int tamper)
 	anchor_of(t, &a);
 	assert_true(a.reopened);
 	assert_int_equal(a.tail_seq, 8);
+}
+
+static void
+reopened_left(struct tmp *t, int tamper)
+{
+	struct eventlog		*log;
+	struct lines		 l;
+
+	reopened_left_only(t);
 	if (tamper == 1) {
 		log = eventlog_open(t->dir, NAME, NULL, NULL);
 		append_n(log, 50, 1);		/* seq 9, planted */
@@ -1623,13 +1632,103 @@ test_reopened_left_tail(void **state)
 		} else {
 			assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
 			    CKVERIFY_UNTRUSTED);
-			assert_non_null(strstr(v.what,
-			    "follow the writer's close"));
+			assert_non_null(strstr(v.what, tamper == 1 ?
+			    "follow the writer's close" :
+			    "seq 8 is not the line the writer had left last"));
 			assert_int_equal(v.untrusted.seq, 8);
 		}
 		EVP_PKEY_free(k);
 		start_afresh(t);
 	}
+}
+
+/*
+ * Round 14, T1: the line the anchor's tail= names (seq 8, after the close
+ * at 7) is deleted while the writer is stopped, cutting the log back to
+ * the close. verify given the anchor names the cut; the next writer
+ * records a log.resume naming the tail, and verify fails it.
+ */
+static void
+test_tail_cut_to_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct ckverify		 v;
+	struct lines		 l;
+	const char		*paths[1];
+	EVP_PKEY		*k;
+
+	paths[0] = t->path;
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	reopened_left_only(t);
+	anchor_of(t, &a);
+	lines_read(&l, t->path);
+	assert_int_equal(l.n, 8);
+	lines_write(&l, t->path, 0, 7);		/* seq 8 deleted */
+	lines_free(&l);
+	assert_int_equal(verify_with(paths, 1, k, &a, &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "seq 8 to 8 were cut"));
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_non_null(strstr(l.v[7], "\"log.resume\""));
+	assert_non_null(strstr(l.v[7], "\"anchor_tail_seq\":8"));
+	lines_free(&l);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, "seq 8 to 8 were cut"));
+	anchor_of(t, &a);
+	assert_int_equal(verify_with(paths, 1, k, &a, &v),
+	    CKVERIFY_UNTRUSTED);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Round 14, T3/T4: the volume fills after a clean close (here through
+ * RLIMIT_FSIZE), so the first line after it is written only in part. The
+ * torn line is the writer's own: the anchor keeps the reopen, with the
+ * close as its tail, and verify and the next writer take it as a stop,
+ * not as a line someone else wrote after a close.
+ */
+static void
+test_torn_first_line_after_close(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct rlimit		 rl, was;
+	struct stat		 st;
+	const char		*paths[1];
+	EVP_PKEY		*k;
+
+	paths[0] = t->path;
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(stat(t->path, &st), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	rl = was;
+	rl.rlim_cur = (rlim_t)st.st_size + 20;	/* 20 bytes of a line */
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	appends_refused(log, 1);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal((rlim_t)st.st_size, rl.rlim_cur);
+	anchor_of(t, &a);
+	assert_true(a.reopened);
+	assert_int_equal(a.tail_seq, 7);
+	reopen_and_close(t);
+	if (verify(t->path, k, NULL, now_us(), &v) != CKVERIFY_OK)
+		fail_msg("after the next writer: %s", v.what);
+	anchor_of(t, &a);
+	if (verify_with(paths, 1, k, &a, &v) != CKVERIFY_OK)
+		fail_msg("with its anchor: %s", v.what);
+	EVP_PKEY_free(k);
 }
 
 /*
@@ -3118,7 +3217,8 @@ test_event_refused_while_open_due(void **state)
 	assert_true(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
 	    &cause) >= 0);
 	/* The anchor's next version cannot be made: no checkpoint either. */
-	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
+	    (long)getpid());
 	snprintf(inner, sizeof(inner), "%s/x", tmp);
 	assert_int_equal(mkdir(tmp, 0700), 0);
 	assert_int_equal(mkdir(inner, 0700), 0);
@@ -3707,7 +3807,8 @@ test_reopen_refused(void **state)
 	EVP_PKEY		*k;
 
 	k = signed_log(t, 100, 2, "close");		/* 1 to 4 */
-	snprintf(tmp, sizeof(tmp), "%s.anchor.tmp", t->key);
+	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
+	    (long)getpid());
 	snprintf(inner, sizeof(inner), "%s/x", tmp);
 	assert_int_equal(mkdir(tmp, 0700), 0);
 	assert_int_equal(mkdir(inner, 0700), 0);
@@ -3732,6 +3833,47 @@ test_reopen_refused(void **state)
 	EVP_PKEY_free(k);
 }
 
+/*
+ * Round 14, T7: a second signer of the same key (the proxy started again
+ * while it runs, failing later to listen) is refused before it touches
+ * the anchor or the first one's room, and the first one's close is then
+ * anchored as a real anchor line.
+ */
+static void
+test_sole_signer(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_opts	 o = { .key_path = t->key, .every_secs = 60,
+				    .lock = CHECKPOINT_LOCK_SOLE };
+	struct checkpoint_anchor an;
+	struct checkpoint	*ck, *two;
+	struct eventlog		*log, *log2;
+	char			 anchor[160], *cause = NULL;
+
+	log = open_signed(t, 0, 60, &ck);
+	checkpoint_free(ck);
+	ck = checkpoint_new(log, &o, &cause);
+	assert_non_null(ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 2);
+	log2 = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log2);
+	two = checkpoint_new(log2, &o, &cause);
+	assert_null(two);
+	assert_non_null(strstr(cause, "is in use"));
+	free(cause);
+	eventlog_close(log2);
+	append_n(log, 2, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	cause = NULL;
+	assert_int_equal(checkpoint_anchor_read(anchor, &an, &cause), 1);
+	assert_string_equal(an.reason, "close");
+	assert_int_equal(an.seq, 6);
+}
+
 int
 main(void)
 {
@@ -3749,9 +3891,12 @@ main(void)
 		T(test_malformed),
 		T(test_shared),
 		cmocka_unit_test(test_anchor_parse),
+		T(test_sole_signer),
 		T(test_resume_after_close),
 		T(test_resume_after_crash),
 		T(test_reopened_left_tail),
+		T(test_tail_cut_to_close),
+		T(test_torn_first_line_after_close),
 		T(test_anchor_parse_reopened),
 		T(test_resume_cut),
 		T(test_resume_shared),
