@@ -979,7 +979,7 @@ docker_stream_pump(struct docker *d)
 {
 	struct curl_waitfd	wfd;
 	uint64_t		next = util_now_us(), now;
-	int			running, nw;
+	int			running, nw, rc;
 
 	for (;;) {
 		nw = docker_stream_resume(d, &wfd);
@@ -989,12 +989,15 @@ docker_stream_pump(struct docker *d)
 			break;
 		now = util_now_us();
 		if (now >= next) {
-			if (d->scb->tick != NULL && d->scb->tick(d->scb->arg) ==
-			    -1) {
+			rc = d->scb->tick != NULL ? d->scb->tick(d->scb->arg) :
+			    0;
+			if (rc == -1) {
 				d->sstop = 1;
 				break;
 			}
-			next = now + DOCKER_TICK_MS * 1000;
+			if (rc <= 0 || rc > DOCKER_TICK_MS)
+				rc = DOCKER_TICK_MS;
+			next = now + (uint64_t)rc * 1000;
 			continue;	/* the tick may have run transfers */
 		}
 		curl_multi_poll(d->multi, nw ? &wfd : NULL, (unsigned)nw,

@@ -153,7 +153,9 @@ int	docker_exec_start_detached(struct docker *, const char *id,
 /*
  * Stream callbacks for docker_exec_start(). data gets demultiplexed
  * output (stream 1 stdout, 2 stderr; stdin frames count as stdout); tick
- * runs at least every DOCKER_TICK_MS. Only tick may call docker_call()
+ * runs at least every DOCKER_TICK_MS, sooner when it returned a number of
+ * milliseconds above 0 (the time to its next call). Only tick may call
+ * docker_call()
  * and the other requests (never docker_exec_start); data runs inside
  * libcurl and must not. Returning -1 from either ends the stream early;
  * docker_exec_start then returns 1. ready (may be NULL) is asked before

@@ -38,6 +38,13 @@
 #define EXEC_SETTLE_ROUNDS	100	/* kill rounds after the first ... */
 #define EXEC_SETTLE_MS		30	/* ... this far apart */
 #define EXEC_GONE_MS		500	/* for the init after an exit 137 */
+/*
+ * The probe starts the command only once it was moved into its memory
+ * cgroup: tick this often until then, for at most EXEC_JOIN_FAST_MS, so
+ * an exec does not wait a whole DOCKER_TICK_MS for its start.
+ */
+#define EXEC_JOIN_TICK_MS	2
+#define EXEC_JOIN_FAST_MS	2000
 #define EXEC_DIED_WAIT_MS	3000	/* for Docker to record a memory kill */
 #define EXEC_DIED_POLL_MS	100
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
@@ -96,6 +103,7 @@ struct exec_state {
 	unsigned long long	 pids_max_seen;	/* pids.events max, last read */
 	char			 cmds[PATH_MAX]; /* cgroup_cmds_setup's, or "" */
 	int			 moved;		/* the first process is in cmds */
+	uint64_t		 join_fast;	/* fast ticks until then (µs) */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -1132,7 +1140,10 @@ exec_own_oom(struct exec_state *st, const struct cgroup_counters *before,
 	return 0;
 }
 
-/* Every DOCKER_TICK_MS: deadline, signals, pids sampling. */
+/*
+ * Every DOCKER_TICK_MS (every EXEC_JOIN_TICK_MS while the command waits to
+ * be moved into its memory cgroup): deadline, signals, pids sampling.
+ */
 static int
 exec_tick(void *arg)
 {
@@ -1164,6 +1175,8 @@ exec_tick(void *arg)
 		exec_stop(st, exec_sig);
 	else if (now >= st->deadline)
 		exec_stop(st, 0);
+	if (st->cmds[0] != '\0' && !st->moved && now < st->join_fast)
+		return EXEC_JOIN_TICK_MS;
 	return 0;
 }
 
@@ -1299,6 +1312,7 @@ exec_begin(struct exec_state *st, struct cgroup_counters *before)
 	if (!st->o->inside)
 		(void)cgroup_cmds_setup(&st->cg, st->o->run_id, st->cmds,
 		    sizeof(st->cmds));
+	st->join_fast = util_now_us() + EXEC_JOIN_FAST_MS * 1000ULL;
 	exec_sink_open(&st->sink[1], st->o, 1);
 	exec_sink_open(&st->sink[2], st->o, 2);
 	clock_gettime(CLOCK_REALTIME, &st->res->start);
