@@ -233,6 +233,32 @@ cmd_exec_record(const struct sandbox_meta *m, const struct cmd_exec_args *a,
 	}
 }
 
+/*
+ * The end of a fresh container: its address leaves the proxy, it is
+ * removed (*clean: why not), and then its mark goes, so the next exec
+ * asks Docker for no list.
+ */
+static void
+cmd_exec_fresh_end(struct docker *d, const struct sandbox_meta *m,
+    const char *cid, char **clean)
+{
+	char	*ucause = NULL;
+
+	if (strcmp(m->network, "proxy") == 0 &&
+	    proxyctl_unregister_container(d, cid, &ucause) == -1) {
+		log_warnx("the proxy still knows the address of %s: %s", cid,
+		    ucause);
+		free(ucause);
+		ucause = NULL;
+	}
+	if (docker_container_remove(d, cid, clean) == -1)
+		log_warnx("cannot remove container %s: %s", cid, *clean);
+	else if (sandbox_fresh_mark(m->id, 1, &ucause) == -1) {
+		log_warnx("%s", ucause);
+		free(ucause);
+	}
+}
+
 static int
 cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
     const struct cmd_exec_args *a)
@@ -291,23 +317,8 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	rv = r.exit_code;
 out:
 	json_decref(env);
-	if (a->fresh && cid != NULL && strcmp(m->network, "proxy") == 0 &&
-	    proxyctl_unregister_container(d, cid, &ucause) == -1) {
-		log_warnx("the proxy still knows the address of %s: %s", cid,
-		    ucause);
-		free(ucause);
-	}
-	if (a->fresh && cid != NULL &&
-	    docker_container_remove(d, cid, &clean) == -1)
-		log_warnx("cannot remove container %s: %s",
-		    cid, clean);
-	/* Its container gone, the mark goes: the next exec asks no list. */
-	else if (a->fresh && cid != NULL &&
-	    sandbox_fresh_mark(m->id, 1, &ucause) == -1) {
-		log_warnx("%s", ucause);
-		free(ucause);
-		ucause = NULL;
-	}
+	if (a->fresh && cid != NULL)
+		cmd_exec_fresh_end(d, m, cid, &clean);
 	if (cause != NULL)
 		log_warnx("%s", cause);
 	if (ran)
