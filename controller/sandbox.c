@@ -827,10 +827,9 @@ sandbox_fresh_marks(const char *id, int drop)
 {
 	struct dirent		*de;
 	DIR			*dir;
-	char			 path[4096], owner[64];
-	unsigned long long	 start;
+	char			 path[4096], owner[PROCSTAT_OWNER_MAX], *p;
 	size_t			 len = strlen(SANDBOX_FRESH_MARK);
-	int			 n = 0, pid;
+	int			 n = 0;
 
 	if (state_path(path, sizeof(path), id, NULL) == -1 ||
 	    (dir = opendir(path)) == NULL)
@@ -838,9 +837,11 @@ sandbox_fresh_marks(const char *id, int drop)
 	while ((de = readdir(dir)) != NULL) {
 		if (strncmp(de->d_name, SANDBOX_FRESH_MARK, len) != 0)
 			continue;
-		if (drop && sscanf(de->d_name + len, "%d.%llu", &pid,
-		    &start) == 2) {
-			snprintf(owner, sizeof(owner), "%d %llu", pid, start);
+		/* the owner's fields, as sandbox_fresh_mark joined them */
+		if (drop && util_strlcpy(owner, de->d_name + len,
+		    sizeof(owner)) < sizeof(owner)) {
+			for (p = owner; (p = strchr(p, '.')) != NULL; p++)
+				*p = ' ';
 			if (!procstat_owner_alive(owner) &&
 			    unlinkat(dirfd(dir), de->d_name, 0) == 0)
 				continue;
@@ -854,15 +855,16 @@ sandbox_fresh_marks(const char *id, int drop)
 int
 sandbox_fresh_mark(const char *id, int remove, char **cause)
 {
-	char	own[64], name[80], path[4096];
-	char	*sp;
+	char	own[PROCSTAT_OWNER_MAX], name[PROCSTAT_OWNER_MAX + 16];
+	char	path[4096], *sp;
 	int	fd;
 
 	if (procstat_owner_self(own, sizeof(own)) == -1) {
 		util_cause(cause, "cannot read this process's start time");
 		return -1;
 	}
-	if ((sp = strchr(own, ' ')) != NULL)
+	/* "PID START PIDNS BOOT" as a file name: sandbox_fresh_marks reads it */
+	for (sp = own; (sp = strchr(sp, ' ')) != NULL; sp++)
 		*sp = '.';
 	snprintf(name, sizeof(name), SANDBOX_FRESH_MARK "%s", own);
 	if (state_path(path, sizeof(path), id, name) == -1) {

@@ -3,11 +3,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,6 +21,7 @@
 #include <cmocka.h>
 
 #include "procstat.h"
+#include "sandbox.h"
 
 /* Fields 3 to 22 after the name; start time 4242, ppid 7. */
 #define TAIL	" S 7 1 1 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 4242 " \
@@ -256,6 +262,58 @@ test_zleader(void **state)
 	waitpid(pid, NULL, 0);
 }
 
+/*
+ * An exec --fresh's mark names its owner whole: on a host up for long
+ * (here a time namespace's boot time 10^8 s, so a start time of 11
+ * digits) "PID START PIDNS BOOT" is over 63 bytes, and a mark made in a
+ * 64-byte buffer failed every exec --fresh. Needs root (CLONE_NEWTIME).
+ */
+static void
+test_fresh_mark_long_owner(void **state)
+{
+	char		 tmpl[] = "/tmp/sgtest-mark.XXXXXX", path[4096];
+	char		*cause = NULL;
+	struct dirent	*de;
+	DIR		*dir;
+	pid_t		 pid, w;
+	int		 st, fd, found = 0;
+
+	(void)state;
+	if (geteuid() != 0 || unshare(CLONE_NEWTIME) == -1)
+		skip();
+	assert_non_null(mkdtemp(tmpl));
+	setenv("SANDGATE_STATE", tmpl, 1);
+	snprintf(path, sizeof(path), "%s/sandboxes", tmpl);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/sandboxes/sbx_mark", tmpl);
+	assert_int_equal(mkdir(path, 0700), 0);
+	/* the offset applies to the children of the unsharing process */
+	fd = open("/proc/self/timens_offsets", O_WRONLY);
+	assert_true(fd != -1);
+	assert_true(write(fd, "boottime 100000000 0", 20) == 20);
+	close(fd);
+	if ((pid = fork()) == 0)
+		_exit(sandbox_fresh_mark("sbx_mark", 0, &cause) == 0 ? 0 : 1);
+	assert_true(pid > 0);
+	do
+		w = waitpid(pid, &st, 0);
+	while (w == -1);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_non_null(dir = opendir(path));
+	while ((de = readdir(dir)) != NULL)
+		if (strncmp(de->d_name, SANDBOX_FRESH_MARK,
+		    strlen(SANDBOX_FRESH_MARK)) == 0) {
+			found = strlen(de->d_name) > 64;
+			unlinkat(dirfd(dir), de->d_name, 0);
+		}
+	closedir(dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/sandboxes", tmpl);
+	rmdir(path);
+	rmdir(tmpl);
+	assert_true(found);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -267,6 +325,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_run_marker),
 		cmocka_unit_test(test_dead),
 		cmocka_unit_test(test_zleader),
+		cmocka_unit_test(test_fresh_mark_long_owner),
 	};
 
 	if (argc == 2 && strcmp(argv[1], "zleader") == 0)
