@@ -1796,7 +1796,7 @@ static void
 test_tail_tampered_resume_refused(void **state)
 {
 	struct tmp		*t = *state;
-	struct checkpoint_anchor a;
+	struct checkpoint_anchor a, left;
 	struct ckverify		 v;
 	const char		*paths[1];
 	EVP_PKEY		*k;
@@ -1807,13 +1807,15 @@ test_tail_tampered_resume_refused(void **state)
 		for (how = 0; how < 3; how++) {
 			k = signed_log(t, 100, 5, "close");	/* close 7 */
 			reopened_left_only(t);		/* tail=8 */
+			anchor_of(t, &left);
 			tail_tampered(t, tamper);
 			resume_refused(t, how);
 			anchor_of(t, &a);
-			if (!a.reopened || a.tail_seq != 8)
+			if (!a.reopened || a.tail_seq != 8 ||
+			    strcmp(a.tail_hash, left.tail_hash) != 0)
 				fail_msg("tamper %d, resume %d: the anchor "
-				    "names reopened=%d tail=%lld", tamper, how,
-				    a.reopened, a.tail_seq);
+				    "names reopened=%d tail=%lld:%.12s", tamper,
+				    how, a.reopened, a.tail_seq, a.tail_hash);
 			/* (lines_read() takes no torn last line) */
 			if (how != 1 && verify_with(paths, 1, k, &a, &v) ==
 			    CKVERIFY_OK)
