@@ -70,6 +70,8 @@ struct checkpoint {
 	/* The anchor as read at start; the log's end then, if it differs. */
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;
+	struct checkpoint_anchor read;	/* anchor, untouched */
+	long long		 start_seq;	/* the log's seq then */
 	int			 resume_due;
 	long long		 found_seq;
 	char			 found_hash[CHECKPOINT_HEX + 1];
@@ -1089,9 +1091,13 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 /*
  * The anchor names a close its writer went on from and the last line it
  * left (tail=): the lines after the close are its own only if the log
- * ends exactly there; else they are judged as after a plain close. When
- * they are its own, the tail is dropped from the anchor before the first
- * line (checkpoint_put), as this writer goes on past it.
+ * ends exactly there; then the tail is dropped from the anchor before
+ * the first line (checkpoint_put), as this writer goes on past it. Else
+ * they are judged as after a plain close, and the log.resume names the
+ * tail (a cut or a rewrite is found): the close is not reopened, and the
+ * anchor keeps the tail as read until a checkpoint after the log.resume
+ * or a tail this writer wrote itself (checkpoint_free_reopened), so a
+ * log.resume that does not go in (the volume full, a crash) loses nothing.
  */
 static void
 checkpoint_start_tail(struct checkpoint *ck)
@@ -1101,11 +1107,9 @@ checkpoint_start_tail(struct checkpoint *ck)
 	if (ck->found_seq != ck->anchor.tail_seq ||
 	    strcmp(ck->found_hash, ck->anchor.tail_hash) != 0 ||
 	    eventlog_foreign(ck->log)) {
-		/* The log.resume still names the tail (a cut is found). */
 		ck->anchor.reopened = 0;
-		ck->last.reopened = 0;
+		return;
 	}
-	/* Its close reopened before the first line (the log.resume). */
 	ck->at_close = 1;
 	ck->last.tail_seq = 0;
 }
@@ -1134,6 +1138,7 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 		return 0;
 	/* What the anchor names until a checkpoint is written. */
 	ck->last = ck->anchor;
+	ck->read = ck->anchor;
 	ck->anchor_lost = ck->anchor.lost;
 	eventlog_add_outage(ck->log, ck->anchor.lost, ck->anchor.since,
 	    ck->anchor.cause);
@@ -1172,6 +1177,7 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
 	    strcmp(ck->anchor.reason, "close") == 0;
 	checkpoint_start_tail(ck);
+	ck->start_seq = eventlog_seq(ck->log);
 	return 0;
 }
 
@@ -1447,23 +1453,37 @@ checkpoint_error(const struct checkpoint *ck)
 
 /*
  * The writer ends past the close its anchor names, without a checkpoint
- * after it: nothing written, the close is the end again; else the anchor
- * says which line the writer left last (tail=), so that lines added or
- * changed after it while it is stopped are not taken for its own.
+ * after it. The anchor says which line the writer left last (tail=), so
+ * that lines added or changed after it while it is stopped are not taken
+ * for its own; it only ever names a line this writer wrote, synced first.
+ * With none written, or the log.resume still due (the end it found is
+ * not its own), the anchor is written back as read; nothing written
+ * after a plain close leaves that close the end again.
  */
 static void
 checkpoint_free_reopened(struct checkpoint *ck)
 {
+	int	own;
+
 	if (ck->log == NULL || !ck->last.reopened)
 		return;
 	/*
 	 * A torn line after the close (a short write: the volume full) is
 	 * its own: the tail then names the close, which keeps the reopen.
 	 */
-	if (eventlog_seq(ck->log) == ck->last.seq &&
+	own = !ck->resume_due && (eventlog_seq(ck->log) != ck->start_seq ||
+	    eventlog_torn_now(ck->log));
+	if (!own)
+		ck->last = ck->read;
+	else if (eventlog_seq(ck->log) == ck->last.seq &&
 	    !eventlog_torn_now(ck->log))
 		ck->last.reopened = 0;
-	else {
+	else if (eventlog_tick(ck->log) == -1) {
+		log_warnx("checkpoint: not naming seq %lld as the tail: cannot "
+		    "sync the log: %s", eventlog_seq(ck->log),
+		    eventlog_error(ck->log));
+		return;
+	} else {
 		ck->last.tail_seq = eventlog_seq(ck->log);
 		util_strlcpy(ck->last.tail_hash, eventlog_hash(ck->log),
 		    sizeof(ck->last.tail_hash));

@@ -97,13 +97,16 @@
  * reopening it writes the plain close back when it ends (but for a line
  * a short write left torn: tail=TS:TH then names the close); one that added
  * lines and ends without a checkpoint after them adds tail=TS:TH, the seq
- * and hash of its last line: the next writer takes the lines after the
- * close as its own (anchor_reopened) only if the log ends exactly there,
- * else writes a log.resume naming the tail (anchor_tail_seq, _hash), and
- * drops the tail before its first line. audit verify fails a log found
- * ending before the tail, or given the anchor, one not holding it; it
- * also reads the anchor to find a log cut at an old checkpoint
- * (docs/audit.md).
+ * and hash of its last line, the log synced first: the next writer takes
+ * the lines after the close as its own (anchor_reopened), and drops the
+ * tail before its first line, only if the log ends exactly there; else
+ * it writes a log.resume naming the tail (anchor_tail_seq, _hash), does
+ * not reopen the close, and keeps the anchor as read (tail included)
+ * until a checkpoint after that line, or a tail it wrote itself, can be
+ * named: a tail is never a line the writer did not write. audit verify
+ * fails a log found ending before the tail, or given the anchor, one not
+ * holding it; it also reads the anchor to find a log cut at an old
+ * checkpoint (docs/audit.md).
  */
 #ifndef SG_CHECKPOINT_H
 #define SG_CHECKPOINT_H

@@ -84,6 +84,8 @@ static enum ckverify_result verify_with(const char *const *, size_t,
 		    struct ckverify *);
 static void	anchor_of(struct tmp *, struct checkpoint_anchor *);
 static void	reopened_left(struct tmp *, int);
+static void	tail_tampered(struct tmp *, int);
+static void	resume_refused(struct tmp *, int);
 static void	start_afresh(struct tmp *);
 static int	shared_record(struct tmp *, int);
 
@@ -1592,24 +1594,36 @@ reopened_left_only(struct tmp *t)
 	assert_int_equal(a.tail_seq, 8);
 }
 
+/*
+ * While the writer is stopped, the log after its tail (seq 8) is changed
+ * by whoever can write the folder: 1 a line added after it, 2 seq 8
+ * rewritten (the chain made again), 3 seq 8 cut; 0 untouched.
+ */
 static void
-reopened_left(struct tmp *t, int tamper)
+tail_tampered(struct tmp *t, int tamper)
 {
 	struct eventlog		*log;
 	struct lines		 l;
 
-	reopened_left_only(t);
 	if (tamper == 1) {
 		log = eventlog_open(t->dir, NAME, NULL, NULL);
 		append_n(log, 50, 1);		/* seq 9, planted */
 		eventlog_close(log);
-	} else if (tamper == 2) {
+	} else if (tamper == 2 || tamper == 3) {
 		lines_read(&l, t->path);
+		assert_int_equal(l.n, 8);
 		edit_line(&l.v[7], "\"n\":40", "\"n\":47");
 		rechain(&l, 7);
-		lines_write(&l, t->path, 0, l.n);
+		lines_write(&l, t->path, 0, tamper == 2 ? l.n : 7);
 		lines_free(&l);
 	}
+}
+
+static void
+reopened_left(struct tmp *t, int tamper)
+{
+	reopened_left_only(t);
+	tail_tampered(t, tamper);
 	reopen_and_close(t);
 }
 
@@ -1729,6 +1743,96 @@ test_torn_first_line_after_close(void **state)
 	if (verify_with(paths, 1, k, &a, &v) != CKVERIFY_OK)
 		fail_msg("with its anchor: %s", v.what);
 	EVP_PKEY_free(k);
+}
+
+/*
+ * The next writer finds the log not ending at the tail, and its log.resume
+ * (the line that would name the tail) does not go in, the volume full
+ * (here through RLIMIT_FSIZE): 0 no byte of it, 1 part of it (torn), 2
+ * as 0, and the writer dies before it ends (SIGKILL, in a child).
+ */
+static void
+resume_refused(struct tmp *t, int how)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct rlimit		 rl, was;
+	struct stat		 st;
+	pid_t			 pid = 0;
+	int			 status;
+
+	if (how == 2 && (pid = fork()) != 0) {
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+			fail_msg("the writer was not killed (status %#x)",
+			    status);
+		return;
+	}
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(stat(t->path, &st), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	rl = was;
+	rl.rlim_cur = (rlim_t)st.st_size + (how == 1 ? 20 : 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	if (how == 2)
+		raise(SIGKILL);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	checkpoint_free(ck);
+	eventlog_close(log);
+}
+
+/*
+ * Round 15, F1/F2: the log after the anchor's tail is cut, rewritten or
+ * added to, and the next writer's log.resume does not go in. The anchor
+ * keeps the tail as read: the end the writer found is not a line it
+ * wrote, so it never becomes its tail (before, a forged end was taken as
+ * the writer's own and verify passed). verify given the anchor fails, and
+ * so does verify after a clean writer.
+ */
+static void
+test_tail_tampered_resume_refused(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a, left;
+	struct ckverify		 v;
+	const char		*paths[1];
+	EVP_PKEY		*k;
+	int			 tamper, how;
+
+	paths[0] = t->path;
+	for (tamper = 1; tamper <= 3; tamper++)
+		for (how = 0; how < 3; how++) {
+			k = signed_log(t, 100, 5, "close");	/* close 7 */
+			reopened_left_only(t);		/* tail=8 */
+			anchor_of(t, &left);
+			tail_tampered(t, tamper);
+			resume_refused(t, how);
+			anchor_of(t, &a);
+			if (!a.reopened || a.tail_seq != 8 ||
+			    strcmp(a.tail_hash, left.tail_hash) != 0)
+				fail_msg("tamper %d, resume %d: the anchor "
+				    "names reopened=%d tail=%lld:%.12s", tamper,
+				    how, a.reopened, a.tail_seq, a.tail_hash);
+			/* (lines_read() takes no torn last line) */
+			if (how != 1 && verify_with(paths, 1, k, &a, &v) ==
+			    CKVERIFY_OK)
+				fail_msg("tamper %d, resume %d: verify "
+				    "with the anchor passed", tamper, how);
+			reopen_and_close(t);
+			if (verify(t->path, k, NULL, now_us(), &v) ==
+			    CKVERIFY_OK)
+				fail_msg("tamper %d, resume %d: verify after "
+				    "a clean writer passed", tamper, how);
+			anchor_of(t, &a);
+			if (verify_with(paths, 1, k, &a, &v) == CKVERIFY_OK)
+				fail_msg("tamper %d, resume %d: verify with "
+				    "the next anchor passed", tamper, how);
+			EVP_PKEY_free(k);
+			start_afresh(t);
+		}
 }
 
 /*
@@ -3897,6 +4001,7 @@ main(void)
 		T(test_reopened_left_tail),
 		T(test_tail_cut_to_close),
 		T(test_torn_first_line_after_close),
+		T(test_tail_tampered_resume_refused),
 		T(test_anchor_parse_reopened),
 		T(test_resume_cut),
 		T(test_resume_shared),
