@@ -237,8 +237,11 @@ bl_share_forget(struct blocklog *bl, struct bl_ident *id)
 }
 
 /*
- * 1 while an idle identity must be kept for its share: it holds half
- * of it or more (forgotten, it would start again from nothing).
+ * 1 while an idle identity must be kept for its share: any of its lines
+ * are in the span. Forgotten, it would start again from nothing, so a
+ * client pausing between bursts would never reach its share. The table
+ * is bounded (BLOCKLOG_IDENTS_MAX): past it a new identity gets no full
+ * line (its attempts go to the overflow summaries), never a fresh tally.
  */
 static int
 bl_share_keep(struct blocklog *bl, struct bl_ident *id)
@@ -246,8 +249,7 @@ bl_share_keep(struct blocklog *bl, struct bl_ident *id)
 	if (bl->opts.capacity == 0)
 		return 0;
 	bl_epoch(bl, id);
-	return id->capped || id->cur + id->prev_epoch >=
-	    bl->opts.capacity / BLOCKLOG_SHARE_DIV / 2;
+	return id->capped || id->cur + id->prev_epoch > 0;
 }
 
 /*
@@ -763,9 +765,14 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 {
 	struct bl_ident	*id;
 
-	if ((!bl->held && bl->opts.capacity == 0) ||
-	    (id = bl_ident_get(bl, identity, now_us, 1)) == NULL)
+	if (!bl->held && bl->opts.capacity == 0)
 		return;
+	if ((id = bl_ident_get(bl, identity, now_us, 1)) == NULL) {
+		/* The table full: still bytes in the log, nobody's. */
+		if (bl->opts.capacity > 0)
+			bl->cur += bytes;
+		return;
+	}
 	id->last_us = now_us;
 	bl_wrote(bl, id, bytes);
 }

@@ -184,7 +184,9 @@ void		 blocklog_wrote(struct blocklog *, const char *identity,
 
 /*
  * Emit the summaries of keys whose window ended (every summary with all
- * set), and forget idle keys and identities. For a 1 s timer and exit.
+ * set), and forget idle keys and identities (an identity only once none
+ * of its lines are in the span its share counts). For a 1 s timer and
+ * exit.
  */
 void		 blocklog_flush(struct blocklog *, uint64_t now_us, int all);
 

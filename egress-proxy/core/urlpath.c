@@ -1,5 +1,6 @@
 /* urlpath.c: request paths for `paths` rules; see urlpath.h. */
 #include <string.h>
+#include <strings.h>
 
 #include "urlpath.h"
 #include "util.h"
@@ -134,31 +135,35 @@ urlpath_dots(const char *seg, size_t len)
 }
 
 /*
- * 1 for a normalized segment with a '.' and an escaped byte >= 0x80, or
- * with "::$": a normalizer that drops a default-ignorable or combining
- * code point (".%C2%AD.", ".%E2%80%8B."), trims a no-break space
- * ("..%C2%A0") or a best-fit mapping no list foresees makes a dot
- * segment of it, as Windows does of an NTFS stream suffix
- * ("..::$INDEX_ALLOCATION"). Names with a dot are ASCII in what `paths`
- * serves (packages, repositories, files).
+ * 1 for a normalized segment with "::$", or with a '.' and an escaped
+ * byte >= 0x80 or a ':' (raw or "%3A"): a normalizer that drops a
+ * default-ignorable or combining code point (".%C2%AD.", ".%E2%80%8B."),
+ * trims a no-break space ("..%C2%A0") or a best-fit mapping no list
+ * foresees makes a dot segment of it, as Windows does of an NTFS stream
+ * suffix ("..::$INDEX_ALLOCATION", "..:$I30:$INDEX_ALLOCATION"), also
+ * behind a server that decodes "%3A" first. Names with a dot are ASCII
+ * and colon-free in what `paths` serves (packages, repositories, files).
  */
 static int
 urlpath_dotlike(const char *seg, size_t len)
 {
 	size_t	i;
-	int	dot = 0, high = 0;
+	int	dot = 0, odd = 0;
 
 	for (i = 0; i < len; i++) {
 		if (seg[i] == '.')
 			dot = 1;
-		else if (seg[i] == '%' && len - i >= 3 &&
-		    util_hexval((unsigned char)seg[i + 1]) >= 8)
-			high = 1;
 		else if (seg[i] == ':' && len - i >= 3 &&
 		    strncmp(seg + i, "::$", 3) == 0)
 			return 1;
+		else if (seg[i] == ':')
+			odd = 1;
+		else if (seg[i] == '%' && len - i >= 3 &&
+		    (util_hexval((unsigned char)seg[i + 1]) >= 8 ||
+		    strncasecmp(seg + i, "%3A", 3) == 0))
+			odd = 1;
 	}
-	return dot && high;
+	return dot && odd;
 }
 
 /* A segment (between slashes) of the normalized path. 0 or -1. */
@@ -175,8 +180,8 @@ urlpath_segment(const char *seg, size_t len, const char **cause)
 		return -1;
 	}
 	if (urlpath_dotlike(seg, len)) {
-		*cause = "path segment with '.' and an escape outside ASCII, "
-		    "or an NTFS stream ('::$')";
+		*cause = "path segment with '.' and an escape outside ASCII "
+		    "or a ':' (an NTFS stream)";
 		return -1;
 	}
 	return 0;

@@ -22,7 +22,8 @@
  *     printable ASCII (in the query too; a request line has none)
  *   - an escaped Unicode lookalike of ".", "/" or "\" (NFKC, Windows'
  *     best-fit mapping, UTS #39 confusables), a segment holding a "."
- *     and an escape outside ASCII, or a segment holding "::$"
+ *     and an escape outside ASCII or a ":" (raw or %3A), or a segment
+ *     holding "::$"
  *
  * Everything else is normalized: percent-encoded unreserved characters
  * (letters, digits, "-", "_", "~") are decoded, and the hex digits of the

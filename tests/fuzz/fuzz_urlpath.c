@@ -2,10 +2,10 @@
  * fuzz_urlpath.c: urlpath_normalize() on arbitrary bytes (cut at the
  * first NUL). Invariants: a result fits the input's length, is printable
  * ASCII, starts with '/', holds no ';', '\' or dot segment, no segment
- * of only dots and spaces or with a dot and an escape outside ASCII, no
- * "::$", no escape of '.', '/', '\', ';' or '%' or of a Unicode lookalike
- * of '.', '/' or '\' in its path part, and normalizes to
- * itself; a refusal leaves the output empty and says why.
+ * of only dots and spaces or with a dot and an escape outside ASCII or a
+ * ':' (raw or "%3A"), no "::$", no escape of '.', '/', '\', ';' or '%' or
+ * of a Unicode lookalike of '.', '/' or '\' in its path part, and
+ * normalizes to itself; a refusal leaves the output empty and says why.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +23,7 @@ static int	dots_segment(const char *, size_t);
 
 /*
  * 1 when a segment is only dots and "%20", with a dot, or has a dot and
- * an escape of a byte outside ASCII.
+ * an escape of a byte outside ASCII or a colon (raw or "%3A").
  */
 static int
 dots_segment(const char *s, size_t n)
@@ -45,8 +45,11 @@ dots_segment(const char *s, size_t n)
 		} else if (n - i >= 3 && strncmp(s + i, "%20", 3) == 0)
 			i += 3;
 		else {
-			if (s[i] == '%' && n - i >= 3 && strchr("89ABCDEFabcdef",
-			    s[i + 1]) != NULL)
+			if (s[i] == '%' && n - i >= 3 && (strchr(
+			    "89ABCDEFabcdef", s[i + 1]) != NULL ||
+			    strncasecmp(s + i, "%3A", 3) == 0))
+				high = 1;
+			if (s[i] == ':')
 				high = 1;
 			other = 1;
 			i++;
@@ -66,7 +69,7 @@ check_path(const char *s, size_t n)
 		"%E2%88%96", "%EF%B8%99", "%EF%B8%B0", "%EF%B9%92",
 		"%EF%B9%A8", "%EF%BC%8E", "%EF%BC%8F", "%EF%BC%BC",
 		"%C2%A5", "%E2%82%A9", "%E2%81%84", "%E2%A7%B8", "%E3%80%82",
-		"%EF%BD%A1", "%EF%BD%A5", "::$"
+		"%EF%BD%A1", "%EF%BD%A5", "::$", ".:", ":.", ".%3A", "%3A."
 	};
 	char	seg[8];
 	size_t	i, j;

@@ -458,6 +458,41 @@ test_share_colluders(void **state)
 	}
 }
 
+/*
+ * atk15r10 F1: an idle identity was forgotten unless it held a sixteenth
+ * of the capacity, so one flooder writing just under that, then idle for
+ * a few windows, came back with nothing written and rotated a victim's
+ * line away on its own. Its tally is kept while its lines are in the
+ * span: it is held to its share, and only its summaries add more.
+ */
+static void
+test_share_idle_cycles(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned long long	 full = 0;
+	int			 c, w;
+	double			 t;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
+	blocklog_wrote(bl, "victim", LINE, SEC);
+	for (c = 0; c < 40; c++) {
+		t = 10 + c * 50;
+		full += (unsigned long long)flood_windows(bl, "flooder", 1,
+		    400 / BLOCKLOG_SHARE_DIV / 2 - 1, t);
+		for (w = 2; w <= 4; w++)	/* idle: keys and all */
+			blocklog_flush(bl, (uint64_t)(t + 1 + w * 10) * SEC, 0);
+	}
+	print_message("40 idle cycles: %llu full lines, %u summaries after "
+	    "the victim's (400 kept)\n", full, s.summaries);
+	assert_true(full <= 400 / BLOCKLOG_SHARE_DIV + 50);
+	assert_true(full + s.summaries < 400);
+	blocklog_free(bl);
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
@@ -956,6 +991,7 @@ main(void)
 		cmocka_unit_test(test_overflow_charged),
 		cmocka_unit_test(test_share_of_kept_log),
 		cmocka_unit_test(test_share_colluders),
+		cmocka_unit_test(test_share_idle_cycles),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),

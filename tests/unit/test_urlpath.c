@@ -66,6 +66,11 @@ test_ambiguous(void **state)
 		"/simple/.%C2%AD./admin", "/simple/.%E2%80%8B./admin",
 		"/simple/.%CC%B8./admin", "/simple/..%C2%A0/admin",
 		"/simple/..::$INDEX_ALLOCATION/admin", "/simple/a.%C3%A9",
+		/* atk15r10 F3: an escaped colon, a named index stream */
+		"/simple/..%3A%3A$INDEX_ALLOCATION/admin",
+		"/simple/..%3a%3a%24INDEX_ALLOCATION/admin",
+		"/simple/..%3A%3A%24DATA/admin",
+		"/simple/..:$I30:$INDEX_ALLOCATION/admin", "/simple/a.b:c",
 		/* not a path */
 		"*", "", "simple/x", "/\xc3\xa9",
 	};
@@ -105,8 +110,9 @@ test_normalized(void **state)
 		{ "/simple//x", "/simple//x" },
 		{ "/simple/pkg?x=/../admin;%2e", "/simple/pkg?x=/../admin;%2e" },
 		{ "/a.b/..c/c..", "/a.b/..c/c.." },
-		/* outside ASCII without a dot, a colon without "::$" */
+		/* outside ASCII or a colon without a dot */
 		{ "/simple/%C3%A9-x/a:b", "/simple/%C3%A9-x/a:b" },
+		{ "/v2/x/blobs/sha256%3aab", "/v2/x/blobs/sha256%3Aab" },
 		{ "/simple/a.b/%C3%A9", "/simple/a.b/%C3%A9" },
 	};
 	char		out[256], again[256];
@@ -134,6 +140,8 @@ test_slash_as_data(void **state)
 	static const char *const bad[] = {
 		"/@s%2f..%2fadmin", "/@s%2f.", "/@s%2f..%20", "/@s%2f%2e%2e",
 		"/@s%2fa.%C3%A9", "/@s%2f..::$DATA", "/@s%2f..;x",
+		"/@s%2f..%3A%3A%24INDEX_ALLOCATION%2fadmin",
+		"/@s%2f..:$I30:$INDEX_ALLOCATION%2fadmin",
 	};
 	char		out[256];
 	const char	*cause;
