@@ -139,7 +139,8 @@ ptls_ca_keep(struct ploader *ld, const char *path, const char *buf,
 
 /*
  * The bytes of path, a regular file (no link) of at most 1 MiB and max
- * bytes; or NULL with *cause set.
+ * bytes; or NULL with *cause set. O_NONBLOCK: a FIFO's open would wait
+ * for a writer, inside the proxy's event loop; it is refused by fstat.
  */
 static char *
 ptls_read(const char *path, size_t max, size_t *len, const char **cause)
@@ -150,7 +151,8 @@ ptls_read(const char *path, size_t max, size_t *len, const char **cause)
 	size_t		 got = 0;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1) {
 		*cause = errno == ELOOP ? "is a symbolic link" :
 		    errno == ENOENT ? "does not exist" : "cannot be opened";
 		return NULL;

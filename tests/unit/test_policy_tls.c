@@ -60,8 +60,9 @@ tload(const char *text, struct policy_diags *d)
 	snprintf(cmd, sizeof(cmd), "mkdir %s/ca && cp %s %s/ca/int.pem && "
 	    "echo junk > %s/ca/junk.pem && cp %s %s/ca/broken.pem && "
 	    "printf -- '-----BEGIN CERTIFICATE-----\\nMIIB*not*base64\\n"
-	    "-----END CERTIFICATE-----\\n' >> %s/ca/broken.pem", tdir, src,
-	    tdir, tdir, src, tdir, tdir);
+	    "-----END CERTIFICATE-----\\n' >> %s/ca/broken.pem && "
+	    "mkfifo %s/ca/fifo.pem", tdir, src, tdir, tdir, src, tdir, tdir,
+	    tdir);
 	assert_int_equal(system(cmd), 0);
 	tw("set.yaml", text);
 	policy_diags_init(d);
@@ -145,6 +146,9 @@ static const struct {
 	  "ca_file \"ca/junk.pem\": holds no PEM certificate" },
 	{ "    tls: terminate\n    ca_file: ca/broken.pem\n",
 	  "ca_file \"ca/broken.pem\": holds a broken certificate" },
+	/* Opening a FIFO must not wait for a writer. */
+	{ "    tls: terminate\n    ca_file: ca/fifo.pem\n",
+	  "ca_file \"ca/fifo.pem\": is not a regular file" },
 	{ "    ca_file: ca/int.pem\n",
 	  "ca_file needs \"tls: terminate\"" },
 	{ "    credentials: {header: X-Token, secret: t}\n",
@@ -222,6 +226,8 @@ test_terminate_errors(void **state)
 	/* A broken ca_file is named where the entry names it. */
 	terror_at("allow:\n  - host: x.test\n    tls: terminate\n"
 	    "    ca_file: ca/broken.pem\n    rationale: broken\n", 4, 14);
+	terror_at("allow:\n  - host: x.test\n    tls: terminate\n"
+	    "    ca_file: ca/fifo.pem\n    rationale: a fifo\n", 4, 14);
 	/* An address cannot be terminated. */
 	p = tload("allow:\n  - host: 192.0.2.7\n    tls: terminate\n"
 	    "    rationale: no name to mint for\n", &d);
