@@ -137,7 +137,8 @@ void	ploader_load_file(struct ploader *, const char *name,
 
 /*
  * tls: terminate (policy_tls.c). ploader_ca_file reads path, a regular
- * file (no link) of PEM certificates, once per load, keeps its bytes in
+ * file of PEM certificates beneath the policy folder (path's first
+ * dirlen bytes; no link on the way, none as the file), once per load, keeps its bytes in
  * the policy and feeds them to the digest: the policy_ca, or NULL with
  * *cause a static phrase (or ld->oom set). policy_cred_header_invalid says
  * why h cannot be a credential's header (a static phrase), or NULL.
@@ -146,7 +147,7 @@ void	ploader_load_file(struct ploader *, const char *name,
  * credential's too; an entry with credentials never allows one.
  */
 const struct policy_ca *ploader_ca_file(struct ploader *,
-	    const char *path, const char **cause);
+	    const char *path, size_t dirlen, const char **cause);
 const char *policy_cred_header_invalid(const char *h);
 int	policy_method_echoes(const char *method);
 /* The policy deny entries go into (created on first use), or NULL. */

@@ -33,7 +33,9 @@ static const struct policy_ca *ptls_ca_find(const struct ploader *,
 		    const char *);
 static const struct policy_ca *ptls_ca_keep(struct ploader *,
 		    const char *, const char *, size_t);
-static char	*ptls_read(const char *, size_t, size_t *, const char **);
+static int	 ptls_open(const char *, size_t, const char **);
+static char	*ptls_read(const char *, size_t, size_t, size_t *,
+		    const char **);
 
 int
 policy_method_echoes(const char *method)
@@ -138,12 +140,69 @@ ptls_ca_keep(struct ploader *ld, const char *path, const char *buf,
 }
 
 /*
- * The bytes of path, a regular file (no link) of at most 1 MiB and max
- * bytes; or NULL with *cause set. O_NONBLOCK: a FIFO's open would wait
- * for a writer, inside the proxy's event loop; it is refused by fstat.
+ * path, its first dirlen bytes the policy folder, the rest inside it
+ * (the loader refused ".."), opened one name at a time beneath that
+ * folder, none a link (O_NOFOLLOW alone covers only the last name: a
+ * linked folder on the way would lead anywhere). O_NONBLOCK: a FIFO's
+ * open would wait for a writer, inside the proxy's event loop; the
+ * caller's fstat refuses it. The descriptor, or -1 with *cause set.
+ */
+static int
+ptls_open(const char *path, size_t dirlen, const char **cause)
+{
+	struct stat	 st;
+	char		*dir = NULL, *rel, *name, *slash;
+	int		 dfd, fd = -1, nfd;
+
+	util_xasprintf(&dir, "%.*s", dirlen > 0 ? (int)dirlen : 1,
+	    dirlen > 0 ? path : ".");
+	rel = util_xstrdup(path + dirlen);
+	*cause = "cannot be opened";
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		goto out;
+	for (name = rel; (slash = strchr(name, '/')) != NULL;
+	    name = slash + 1) {
+		*slash = '\0';
+		if (*name == '\0' || strcmp(name, ".") == 0)
+			continue;
+		if ((nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			/* A link to a folder fails as ENOTDIR, as a file. */
+			if (errno == ENOENT)
+				*cause = "does not exist";
+			else if (errno == ENOTDIR || errno == ELOOP)
+				*cause = fstatat(dfd, name, &st,
+				    AT_SYMLINK_NOFOLLOW) == 0 &&
+				    S_ISLNK(st.st_mode) ? "passes through a "
+				    "symbolic link" : "passes through a file "
+				    "that is not a folder";
+			goto out;
+		}
+		close(dfd);
+		dfd = nfd;
+	}
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1) {
+		if (errno == ELOOP)
+			*cause = "is a symbolic link";
+		else if (errno == ENOENT)
+			*cause = "does not exist";
+	}
+out:
+	if (dfd != -1)
+		close(dfd);
+	free(rel);
+	free(dir);
+	return fd;
+}
+
+/*
+ * The bytes of path (as ptls_open opens it), a regular file of at most
+ * 1 MiB and max bytes; or NULL with *cause set.
  */
 static char *
-ptls_read(const char *path, size_t max, size_t *len, const char **cause)
+ptls_read(const char *path, size_t dirlen, size_t max, size_t *len,
+    const char **cause)
 {
 	struct stat	 st;
 	char		*buf = NULL;
@@ -151,12 +210,8 @@ ptls_read(const char *path, size_t max, size_t *len, const char **cause)
 	size_t		 got = 0;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK)) == -1) {
-		*cause = errno == ELOOP ? "is a symbolic link" :
-		    errno == ENOENT ? "does not exist" : "cannot be opened";
+	if ((fd = ptls_open(path, dirlen, cause)) == -1)
 		return NULL;
-	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_size > SG_POLICY_CA_FILE_MAX)
 		*cause = "is not a regular file of at most 1 MiB";
@@ -183,7 +238,8 @@ ptls_read(const char *path, size_t max, size_t *len, const char **cause)
 }
 
 const struct policy_ca *
-ploader_ca_file(struct ploader *ld, const char *path, const char **cause)
+ploader_ca_file(struct ploader *ld, const char *path, size_t dirlen,
+    const char **cause)
 {
 	const struct policy_ca	*ca;
 	char			*buf;
@@ -196,8 +252,9 @@ ploader_ca_file(struct ploader *ld, const char *path, const char **cause)
 			return NULL;
 		}
 		room = SG_POLICY_CA_BYTES_MAX - ld->ca_bytes;
-		if ((buf = ptls_read(path, room < SG_POLICY_CA_FILE_MAX ?
-		    room : SG_POLICY_CA_FILE_MAX, &len, cause)) == NULL)
+		if ((buf = ptls_read(path, dirlen, room <
+		    SG_POLICY_CA_FILE_MAX ? room : SG_POLICY_CA_FILE_MAX, &len,
+		    cause)) == NULL)
 			return NULL;
 		if (policy_ca_add(NULL, buf, len, cause) > 0)
 			ca = ptls_ca_keep(ld, path, buf, len);

@@ -45,7 +45,10 @@ tclean(void)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* A folder holding set.yaml with text, and the unit CA as ca/int.pem. */
+/*
+ * A folder holding set.yaml with text, the unit CA as ca/int.pem, and
+ * ext, a link to the folder outside that holds the unit CA.
+ */
 static struct policy *
 tload(const char *text, struct policy_diags *d)
 {
@@ -61,8 +64,9 @@ tload(const char *text, struct policy_diags *d)
 	    "echo junk > %s/ca/junk.pem && cp %s %s/ca/broken.pem && "
 	    "printf -- '-----BEGIN CERTIFICATE-----\\nMIIB*not*base64\\n"
 	    "-----END CERTIFICATE-----\\n' >> %s/ca/broken.pem && "
-	    "mkfifo %s/ca/fifo.pem", tdir, src, tdir, tdir, src, tdir, tdir,
-	    tdir);
+	    "mkfifo %s/ca/fifo.pem && ln -s \"$(cd \"$(dirname %s)\" && "
+	    "pwd)\" %s/ext", tdir, src, tdir, tdir, src, tdir, tdir, tdir,
+	    src, tdir);
 	assert_int_equal(system(cmd), 0);
 	tw("set.yaml", text);
 	policy_diags_init(d);
@@ -149,6 +153,9 @@ static const struct {
 	/* Opening a FIFO must not wait for a writer. */
 	{ "    tls: terminate\n    ca_file: ca/fifo.pem\n",
 	  "ca_file \"ca/fifo.pem\": is not a regular file" },
+	/* Out of the folder through a linked folder: "..", another way. */
+	{ "    tls: terminate\n    ca_file: ext/unit-ca.pem\n",
+	  "ca_file \"ext/unit-ca.pem\": passes through a symbolic link" },
 	{ "    ca_file: ca/int.pem\n",
 	  "ca_file needs \"tls: terminate\"" },
 	{ "    credentials: {header: X-Token, secret: t}\n",
