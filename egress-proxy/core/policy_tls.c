@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,24 @@ static const char *const ptls_refused[] = {
 	"keep-alive", "te", "trailer", "upgrade", "expect", NULL
 };
 
+/*
+ * The bytes of a ca_file, one copy for every load that read the same
+ * bytes (by SHA-256), freed with the last: a policy kept in force for an
+ * open tunnel holds a reference, not up to 16 MiB of its own.
+ */
+struct ptls_blob {
+	struct ptls_blob	*next;
+	size_t			 refs;
+	size_t			 len;
+	char			 id[65];
+	char			 pem[];		/* len bytes, then NUL */
+};
+
+static struct ptls_blob	*ptls_blobs;
+static pthread_mutex_t	 ptls_blobs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *ptls_blob_ref(const char *, size_t, const char *);
+static void	 ptls_blob_unref(const char *);
 static const struct policy_ca *ptls_ca_find(const struct ploader *,
 		    const char *);
 static const struct policy_ca *ptls_ca_keep(struct ploader *,
@@ -102,19 +122,73 @@ policy_ca_add(X509_STORE *st, const char *pem, size_t len,
 	return -1;
 }
 
+/* The shared copy of len bytes whose SHA-256 is id, or NULL (oom). */
+static const char *
+ptls_blob_ref(const char *buf, size_t len, const char *id)
+{
+	struct ptls_blob	*b;
+
+	pthread_mutex_lock(&ptls_blobs_lock);
+	for (b = ptls_blobs; b != NULL; b = b->next)
+		if (b->len == len && strcmp(b->id, id) == 0 &&
+		    memcmp(b->pem, buf, len) == 0)
+			break;
+	if (b == NULL && (b = malloc(sizeof(*b) + len + 1)) != NULL) {
+		b->refs = 0;
+		b->len = len;
+		memcpy(b->id, id, sizeof(b->id));
+		memcpy(b->pem, buf, len);
+		b->pem[len] = '\0';
+		b->next = ptls_blobs;
+		ptls_blobs = b;
+	}
+	if (b != NULL)
+		b->refs++;
+	pthread_mutex_unlock(&ptls_blobs_lock);
+	return b != NULL ? b->pem : NULL;
+}
+
+/* Drop a reference that ptls_blob_ref gave as pem. */
+static void
+ptls_blob_unref(const char *pem)
+{
+	struct ptls_blob	*b, **bp;
+
+	b = (struct ptls_blob *)(void *)(pem - offsetof(struct ptls_blob,
+	    pem));
+	pthread_mutex_lock(&ptls_blobs_lock);
+	if (--b->refs == 0) {
+		for (bp = &ptls_blobs; *bp != b; bp = &(*bp)->next)
+			;
+		*bp = b->next;
+		free(b);
+	}
+	pthread_mutex_unlock(&ptls_blobs_lock);
+}
+
+void
+policy_cas_release(const struct policy_ca *cas)
+{
+	for (; cas != NULL; cas = cas->next)
+		ptls_blob_unref(cas->pem);
+}
+
 /* The ca_file at path read earlier in this load, or NULL. */
 static const struct policy_ca *
 ptls_ca_find(const struct ploader *ld, const char *path)
 {
 	const struct policy_ca	*ca;
 
-	for (ca = ld->cas; ca != NULL; ca = ca->next)
+	for (ca = ld->p->cas; ca != NULL; ca = ca->next)
 		if (strcmp(ca->path, path) == 0)
 			return ca;
 	return NULL;
 }
 
-/* Keep len bytes of path in the policy: its policy_ca, or NULL (oom). */
+/*
+ * Keep len bytes of path for the policy (shared, see ptls_blob): its
+ * policy_ca, or NULL (oom).
+ */
 static const struct policy_ca *
 ptls_ca_keep(struct ploader *ld, const char *path, const char *buf,
     size_t len)
@@ -125,15 +199,18 @@ ptls_ca_keep(struct ploader *ld, const char *path, const char *buf,
 	if ((ca = parena_alloc(&ld->p->arena, sizeof(*ca))) == NULL ||
 	    (ca->path = parena_strndup(&ld->p->arena, path,
 	    strlen(path))) == NULL ||
-	    (ca->pem = parena_strndup(&ld->p->arena, buf, len)) == NULL ||
 	    EVP_Digest(buf, len, md, NULL, EVP_sha256(), NULL) != 1) {
 		ld->oom = 1;
 		return NULL;
 	}
-	ca->len = len;
 	util_hex(md, sizeof(md), ca->id);
-	ca->next = ld->cas;
-	ld->cas = ca;
+	if ((ca->pem = ptls_blob_ref(buf, len, ca->id)) == NULL) {
+		ld->oom = 1;
+		return NULL;
+	}
+	ca->len = len;
+	ca->next = ld->p->cas;
+	ld->p->cas = ca;
 	ld->ncas++;
 	ld->ca_bytes += len;
 	return ca;

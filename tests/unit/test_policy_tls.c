@@ -136,6 +136,49 @@ test_terminate_loads(void **state)
 	tclean();
 }
 
+/*
+ * Two loads of one ca_file share its bytes (a policy kept by an open
+ * tunnel must not keep a copy of its own); they stay valid while any
+ * load holds them, and changed bytes are bytes of their own.
+ */
+static void
+test_ca_bytes_shared(void **state)
+{
+	struct policy_diags		 d1, d2, d3;
+	struct policy			*p1, *p2, *p3;
+	const struct policy_ca		*a, *b;
+	char				 path[1024];
+	FILE				*f;
+
+	(void)state;
+	assert_non_null(p1 = tload(good, &d1));
+	policy_diags_init(&d2);
+	assert_non_null(p2 = policy_load_dir(tdir, NOW, &d2));
+	a = policy_entry_at(p1, 1)->ca;
+	b = policy_entry_at(p2, 1)->ca;
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_ptr_equal(a->pem, b->pem);
+	policy_free(p1);
+	assert_non_null(strstr(b->pem, "-----BEGIN CERTIFICATE-----"));
+	snprintf(path, sizeof(path), "%s/ca/int.pem", tdir);
+	assert_non_null(f = fopen(path, "a"));
+	fputs("\n", f);
+	fclose(f);
+	policy_diags_init(&d3);
+	assert_non_null(p3 = policy_load_dir(tdir, NOW, &d3));
+	a = policy_entry_at(p3, 1)->ca;
+	assert_ptr_not_equal(a->pem, b->pem);
+	assert_int_equal(a->len, b->len + 1);
+	assert_string_not_equal(a->id, b->id);
+	policy_free(p2);
+	policy_free(p3);
+	policy_diags_release(&d1);
+	policy_diags_release(&d2);
+	policy_diags_release(&d3);
+	tclean();
+}
+
 static const struct {
 	const char	*entry;		/* after "  - host: x.test\n" */
 	const char	*want;
@@ -326,6 +369,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_terminate_loads),
+		cmocka_unit_test(test_ca_bytes_shared),
 		cmocka_unit_test(test_terminate_errors),
 		cmocka_unit_test(test_terminate_decide),
 	};
