@@ -1122,17 +1122,28 @@ conn_event(struct conn *c, struct proxy_event *ev, const char *event,
 		ev->path = c->r.req.path;
 }
 
-/* A request the parser refused: log it as a block and answer its status. */
+/*
+ * A request the parser refused: log it as a block and answer its status.
+ * One refused after its decision (a trailer the entry's rules refuse) is
+ * no longer allowed: it names that entry, and conn_free does not log it
+ * as allowed too.
+ */
 int
 conn_block_malformed(struct conn *c, int status, const char *cause)
 {
 	struct proxy_event	ev;
-	char			msg[256];
+	char			msg[256], rule[512];
 
 	snprintf(msg, sizeof(msg), SG_BLOCK_PREFIX "malformed request (%s)",
 	    cause);
 	conn_event(c, &ev, "egress.blocked", SG_REASON_MALFORMED_REQUEST, msg,
-	    NULL, 0);
+	    rule, sizeof(rule));
+	if (c->term)
+		ev.status = status;
+	if (c->r.allowed_open) {
+		c->r.allowed_open = 0;
+		c->px->stats.requests_allowed--;
+	}
 	c->px->stats.requests_blocked[SG_REASON_MALFORMED_REQUEST]++;
 	proxy_log_block(c->px, &ev);
 	return conn_reply_error(c, status, "http_protocol_error", msg);

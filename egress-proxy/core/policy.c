@@ -253,6 +253,7 @@ policy_free(struct policy *p)
 	if (p == NULL)
 		return;
 	EVP_MD_CTX_free(p->md);
+	policy_cas_release(p->cas);
 	policy_free(p->floor);
 	free(p->gdomains);
 	ptable_free(&p->exact);

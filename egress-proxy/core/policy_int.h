@@ -70,6 +70,8 @@ struct policy {
 	int			 grants_private;	/* grants.allow_private */
 	size_t			 ngdomains;
 	size_t			 capgdomains;
+	/* Its ca_files; their bytes are shared (policy_cas_release). */
+	const struct policy_ca	*cas;
 };
 
 /* State of one load (directory or buffer). */
@@ -80,8 +82,7 @@ struct ploader {
 	const char		*file;		/* current file, in p->arena */
 	size_t			 errors0;	/* diags->nerrors at start */
 	int			 oom;
-	const struct policy_ca	*cas;		/* ca_files read so far */
-	size_t			 ncas;
+	size_t			 ncas;		/* ca_files read so far */
 	size_t			 ca_bytes;	/* of every one of them */
 };
 
@@ -137,7 +138,8 @@ void	ploader_load_file(struct ploader *, const char *name,
 
 /*
  * tls: terminate (policy_tls.c). ploader_ca_file reads path, a regular
- * file (no link) of PEM certificates, once per load, keeps its bytes in
+ * file of PEM certificates beneath the policy folder (path's first
+ * dirlen bytes; no link on the way, none as the file), once per load, keeps its bytes in
  * the policy and feeds them to the digest: the policy_ca, or NULL with
  * *cause a static phrase (or ld->oom set). policy_cred_header_invalid says
  * why h cannot be a credential's header (a static phrase), or NULL.
@@ -146,7 +148,12 @@ void	ploader_load_file(struct ploader *, const char *name,
  * credential's too; an entry with credentials never allows one.
  */
 const struct policy_ca *ploader_ca_file(struct ploader *,
-	    const char *path, const char **cause);
+	    const char *path, size_t dirlen, const char **cause);
+/*
+ * Drop the references a policy's ca_files hold on their bytes, which
+ * every load that read the same bytes shares (the last frees them).
+ */
+void	policy_cas_release(const struct policy_ca *cas);
 const char *policy_cred_header_invalid(const char *h);
 int	policy_method_echoes(const char *method);
 /* The policy deny entries go into (created on first use), or NULL. */

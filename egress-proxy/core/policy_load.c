@@ -1063,6 +1063,7 @@ entry_ca_file(struct ploader *ld, struct ld_entry *le)
 	const struct ynode	*n = le->val[EK_CA_FILE];
 	const char		*rel, *slash, *cause = NULL;
 	char			*path = NULL;
+	size_t			 dirlen;
 	int			 rc = -1;
 
 	if (n == NULL)
@@ -1079,9 +1080,10 @@ entry_ca_file(struct ploader *ld, struct ld_entry *le)
 		return -1;
 	}
 	slash = strrchr(ld->file, '/');
-	util_xasprintf(&path, "%.*s%s", slash ? (int)(slash - ld->file + 1) :
-	    0, ld->file, rel);
-	if ((le->e.pub.ca = ploader_ca_file(ld, path, &cause)) != NULL) {
+	dirlen = slash ? (size_t)(slash - ld->file + 1) : 0;
+	util_xasprintf(&path, "%.*s%s", (int)dirlen, ld->file, rel);
+	if ((le->e.pub.ca = ploader_ca_file(ld, path, dirlen, &cause)) !=
+	    NULL) {
 		le->e.pub.ca_file = le->e.pub.ca->path;
 		rc = 0;
 	} else if (!ld->oom)

@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +31,31 @@ static const char *const ptls_refused[] = {
 	"keep-alive", "te", "trailer", "upgrade", "expect", NULL
 };
 
+/*
+ * The bytes of a ca_file, one copy for every load that read the same
+ * bytes (by SHA-256), freed with the last: a policy kept in force for an
+ * open tunnel holds a reference, not up to 16 MiB of its own.
+ */
+struct ptls_blob {
+	struct ptls_blob	*next;
+	size_t			 refs;
+	size_t			 len;
+	char			 id[65];
+	char			 pem[];		/* len bytes, then NUL */
+};
+
+static struct ptls_blob	*ptls_blobs;
+static pthread_mutex_t	 ptls_blobs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *ptls_blob_ref(const char *, size_t, const char *);
+static void	 ptls_blob_unref(const char *);
 static const struct policy_ca *ptls_ca_find(const struct ploader *,
 		    const char *);
 static const struct policy_ca *ptls_ca_keep(struct ploader *,
 		    const char *, const char *, size_t);
-static char	*ptls_read(const char *, size_t, size_t *, const char **);
+static int	 ptls_open(const char *, size_t, const char **);
+static char	*ptls_read(const char *, size_t, size_t, size_t *,
+		    const char **);
 
 int
 policy_method_echoes(const char *method)
@@ -100,19 +122,73 @@ policy_ca_add(X509_STORE *st, const char *pem, size_t len,
 	return -1;
 }
 
+/* The shared copy of len bytes whose SHA-256 is id, or NULL (oom). */
+static const char *
+ptls_blob_ref(const char *buf, size_t len, const char *id)
+{
+	struct ptls_blob	*b;
+
+	pthread_mutex_lock(&ptls_blobs_lock);
+	for (b = ptls_blobs; b != NULL; b = b->next)
+		if (b->len == len && strcmp(b->id, id) == 0 &&
+		    memcmp(b->pem, buf, len) == 0)
+			break;
+	if (b == NULL && (b = malloc(sizeof(*b) + len + 1)) != NULL) {
+		b->refs = 0;
+		b->len = len;
+		memcpy(b->id, id, sizeof(b->id));
+		memcpy(b->pem, buf, len);
+		b->pem[len] = '\0';
+		b->next = ptls_blobs;
+		ptls_blobs = b;
+	}
+	if (b != NULL)
+		b->refs++;
+	pthread_mutex_unlock(&ptls_blobs_lock);
+	return b != NULL ? b->pem : NULL;
+}
+
+/* Drop a reference that ptls_blob_ref gave as pem. */
+static void
+ptls_blob_unref(const char *pem)
+{
+	struct ptls_blob	*b, **bp;
+
+	b = (struct ptls_blob *)(void *)(pem - offsetof(struct ptls_blob,
+	    pem));
+	pthread_mutex_lock(&ptls_blobs_lock);
+	if (--b->refs == 0) {
+		for (bp = &ptls_blobs; *bp != b; bp = &(*bp)->next)
+			;
+		*bp = b->next;
+		free(b);
+	}
+	pthread_mutex_unlock(&ptls_blobs_lock);
+}
+
+void
+policy_cas_release(const struct policy_ca *cas)
+{
+	for (; cas != NULL; cas = cas->next)
+		ptls_blob_unref(cas->pem);
+}
+
 /* The ca_file at path read earlier in this load, or NULL. */
 static const struct policy_ca *
 ptls_ca_find(const struct ploader *ld, const char *path)
 {
 	const struct policy_ca	*ca;
 
-	for (ca = ld->cas; ca != NULL; ca = ca->next)
+	for (ca = ld->p->cas; ca != NULL; ca = ca->next)
 		if (strcmp(ca->path, path) == 0)
 			return ca;
 	return NULL;
 }
 
-/* Keep len bytes of path in the policy: its policy_ca, or NULL (oom). */
+/*
+ * Keep len bytes of path for the policy (shared, see ptls_blob): its
+ * policy_ca, or NULL (oom).
+ */
 static const struct policy_ca *
 ptls_ca_keep(struct ploader *ld, const char *path, const char *buf,
     size_t len)
@@ -123,26 +199,87 @@ ptls_ca_keep(struct ploader *ld, const char *path, const char *buf,
 	if ((ca = parena_alloc(&ld->p->arena, sizeof(*ca))) == NULL ||
 	    (ca->path = parena_strndup(&ld->p->arena, path,
 	    strlen(path))) == NULL ||
-	    (ca->pem = parena_strndup(&ld->p->arena, buf, len)) == NULL ||
 	    EVP_Digest(buf, len, md, NULL, EVP_sha256(), NULL) != 1) {
 		ld->oom = 1;
 		return NULL;
 	}
-	ca->len = len;
 	util_hex(md, sizeof(md), ca->id);
-	ca->next = ld->cas;
-	ld->cas = ca;
+	if ((ca->pem = ptls_blob_ref(buf, len, ca->id)) == NULL) {
+		ld->oom = 1;
+		return NULL;
+	}
+	ca->len = len;
+	ca->next = ld->p->cas;
+	ld->p->cas = ca;
 	ld->ncas++;
 	ld->ca_bytes += len;
 	return ca;
 }
 
 /*
- * The bytes of path, a regular file (no link) of at most 1 MiB and max
- * bytes; or NULL with *cause set.
+ * path, its first dirlen bytes the policy folder, the rest inside it
+ * (the loader refused ".."), opened one name at a time beneath that
+ * folder, none a link (O_NOFOLLOW alone covers only the last name: a
+ * linked folder on the way would lead anywhere). O_NONBLOCK: a FIFO's
+ * open would wait for a writer, inside the proxy's event loop; the
+ * caller's fstat refuses it. The descriptor, or -1 with *cause set.
+ */
+static int
+ptls_open(const char *path, size_t dirlen, const char **cause)
+{
+	struct stat	 st;
+	char		*dir = NULL, *rel, *name, *slash;
+	int		 dfd, fd = -1, nfd;
+
+	util_xasprintf(&dir, "%.*s", dirlen > 0 ? (int)dirlen : 1,
+	    dirlen > 0 ? path : ".");
+	rel = util_xstrdup(path + dirlen);
+	*cause = "cannot be opened";
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		goto out;
+	for (name = rel; (slash = strchr(name, '/')) != NULL;
+	    name = slash + 1) {
+		*slash = '\0';
+		if (*name == '\0' || strcmp(name, ".") == 0)
+			continue;
+		if ((nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			/* A link to a folder fails as ENOTDIR, as a file. */
+			if (errno == ENOENT)
+				*cause = "does not exist";
+			else if (errno == ENOTDIR || errno == ELOOP)
+				*cause = fstatat(dfd, name, &st,
+				    AT_SYMLINK_NOFOLLOW) == 0 &&
+				    S_ISLNK(st.st_mode) ? "passes through a "
+				    "symbolic link" : "passes through a file "
+				    "that is not a folder";
+			goto out;
+		}
+		close(dfd);
+		dfd = nfd;
+	}
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1) {
+		if (errno == ELOOP)
+			*cause = "is a symbolic link";
+		else if (errno == ENOENT)
+			*cause = "does not exist";
+	}
+out:
+	if (dfd != -1)
+		close(dfd);
+	free(rel);
+	free(dir);
+	return fd;
+}
+
+/*
+ * The bytes of path (as ptls_open opens it), a regular file of at most
+ * 1 MiB and max bytes; or NULL with *cause set.
  */
 static char *
-ptls_read(const char *path, size_t max, size_t *len, const char **cause)
+ptls_read(const char *path, size_t dirlen, size_t max, size_t *len,
+    const char **cause)
 {
 	struct stat	 st;
 	char		*buf = NULL;
@@ -150,11 +287,8 @@ ptls_read(const char *path, size_t max, size_t *len, const char **cause)
 	size_t		 got = 0;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		*cause = errno == ELOOP ? "is a symbolic link" :
-		    errno == ENOENT ? "does not exist" : "cannot be opened";
+	if ((fd = ptls_open(path, dirlen, cause)) == -1)
 		return NULL;
-	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_size > SG_POLICY_CA_FILE_MAX)
 		*cause = "is not a regular file of at most 1 MiB";
@@ -181,7 +315,8 @@ ptls_read(const char *path, size_t max, size_t *len, const char **cause)
 }
 
 const struct policy_ca *
-ploader_ca_file(struct ploader *ld, const char *path, const char **cause)
+ploader_ca_file(struct ploader *ld, const char *path, size_t dirlen,
+    const char **cause)
 {
 	const struct policy_ca	*ca;
 	char			*buf;
@@ -194,8 +329,9 @@ ploader_ca_file(struct ploader *ld, const char *path, const char **cause)
 			return NULL;
 		}
 		room = SG_POLICY_CA_BYTES_MAX - ld->ca_bytes;
-		if ((buf = ptls_read(path, room < SG_POLICY_CA_FILE_MAX ?
-		    room : SG_POLICY_CA_FILE_MAX, &len, cause)) == NULL)
+		if ((buf = ptls_read(path, dirlen, room <
+		    SG_POLICY_CA_FILE_MAX ? room : SG_POLICY_CA_FILE_MAX, &len,
+		    cause)) == NULL)
 			return NULL;
 		if (policy_ca_add(NULL, buf, len, cause) > 0)
 			ca = ptls_ca_keep(ld, path, buf, len);

@@ -23,7 +23,9 @@
 #define SG_POLICY_ENTRIES_MAX	1000000
 /*
  * A tls: terminate entry's ca_file, and the distinct ca_files of one
- * policy: their bytes stay in memory while it is in force.
+ * policy: their bytes stay in memory while it is in force, or kept for a
+ * tunnel decided under it; one copy of the same bytes for every policy
+ * that read them, so reloads do not multiply them.
  */
 #define SG_POLICY_CA_FILE_MAX	(1024 * 1024)
 #define SG_POLICY_CA_FILES_MAX	256

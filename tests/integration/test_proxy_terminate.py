@@ -1198,23 +1198,40 @@ class T20Trailers(Case):
         return status, body
 
     def test_trailers_refused_on_a_ruled_entry(self):
-        for trailers in ({"X_HTTP_METHOD_OVERRIDE": "DELETE"},
-                         {"X-HTTP-Method-Override": "DELETE"},
-                         {"Authorization": "Bearer mine"},
-                         {"X-Checksum": "abc"}):
-            status, body = self.send("trailer.test", "/upload/a", trailers)
+        """The refusal is logged once, as a block with its status and the
+        entry whose rules refuse it; never also as allowed (the request
+        was allowed before its trailer came)."""
+        for i, trailers in enumerate(({"X_HTTP_METHOD_OVERRIDE": "DELETE"},
+                                      {"X-HTTP-Method-Override": "DELETE"},
+                                      {"Authorization": "Bearer mine"},
+                                      {"X-Checksum": "abc"})):
+            path = "/upload/refused%d" % i
+            status, body = self.send("trailer.test", path, trailers)
             self.assertEqual(status, "400", "trailers %s: %s %s" %
                              (trailers, status, body))
             self.assertIn("a trailer field is refused on an entry with "
                           "methods, paths or a credential", body)
-            ev = self.last_block("malformed_request", "trailer.test")
+            ev = self.p.wait_event(lambda e: e.get("event") ==
+                                   "egress.blocked" and
+                                   e.get("path") == path)
+            self.assertIsNotNone(ev, self.p.log_lines())
+            self.assertEqual(ev["reason"], "malformed_request")
             self.assertEqual(ev["method"], "POST")
+            self.assertEqual(ev.get("status"), 400)
+            self.assertRegex(ev.get("rule") or "", r"/term\.yaml:\d+$")
         self.assertNotIn("Bearer mine", "".join(self.p.log_lines()))
         status, body = self.send("trailfree.test", "/seen", {})
         self.assertEqual(status, "200", body)
         self.assertEqual([s for s in json.loads(body)["seen"]
                           if s["url"].startswith("/upload/") and
                           s["trailers"]], [], "trailers reached the upstream")
+        self.assertIsNotNone(self.p.wait_event(
+            lambda e: e.get("event") == "egress.allowed" and
+            e.get("path") == "/seen"))
+        self.assertEqual([e for e in self.p.events()
+                          if e.get("event") == "egress.allowed" and
+                          (e.get("path") or "").startswith("/upload/ref")],
+                         [], "a refused request logged as allowed")
 
     def test_no_trailers_and_entries_without_rules_pass(self):
         status, body = self.send("trailer.test", "/upload/a", {})

@@ -45,7 +45,10 @@ tclean(void)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* A folder holding set.yaml with text, and the unit CA as ca/int.pem. */
+/*
+ * A folder holding set.yaml with text, the unit CA as ca/int.pem, and
+ * ext, a link to the folder outside that holds the unit CA.
+ */
 static struct policy *
 tload(const char *text, struct policy_diags *d)
 {
@@ -60,8 +63,10 @@ tload(const char *text, struct policy_diags *d)
 	snprintf(cmd, sizeof(cmd), "mkdir %s/ca && cp %s %s/ca/int.pem && "
 	    "echo junk > %s/ca/junk.pem && cp %s %s/ca/broken.pem && "
 	    "printf -- '-----BEGIN CERTIFICATE-----\\nMIIB*not*base64\\n"
-	    "-----END CERTIFICATE-----\\n' >> %s/ca/broken.pem", tdir, src,
-	    tdir, tdir, src, tdir, tdir);
+	    "-----END CERTIFICATE-----\\n' >> %s/ca/broken.pem && "
+	    "mkfifo %s/ca/fifo.pem && ln -s \"$(cd \"$(dirname %s)\" && "
+	    "pwd)\" %s/ext", tdir, src, tdir, tdir, src, tdir, tdir, tdir,
+	    src, tdir);
 	assert_int_equal(system(cmd), 0);
 	tw("set.yaml", text);
 	policy_diags_init(d);
@@ -131,6 +136,49 @@ test_terminate_loads(void **state)
 	tclean();
 }
 
+/*
+ * Two loads of one ca_file share its bytes (a policy kept by an open
+ * tunnel must not keep a copy of its own); they stay valid while any
+ * load holds them, and changed bytes are bytes of their own.
+ */
+static void
+test_ca_bytes_shared(void **state)
+{
+	struct policy_diags		 d1, d2, d3;
+	struct policy			*p1, *p2, *p3;
+	const struct policy_ca		*a, *b;
+	char				 path[1024];
+	FILE				*f;
+
+	(void)state;
+	assert_non_null(p1 = tload(good, &d1));
+	policy_diags_init(&d2);
+	assert_non_null(p2 = policy_load_dir(tdir, NOW, &d2));
+	a = policy_entry_at(p1, 1)->ca;
+	b = policy_entry_at(p2, 1)->ca;
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_ptr_equal(a->pem, b->pem);
+	policy_free(p1);
+	assert_non_null(strstr(b->pem, "-----BEGIN CERTIFICATE-----"));
+	snprintf(path, sizeof(path), "%s/ca/int.pem", tdir);
+	assert_non_null(f = fopen(path, "a"));
+	fputs("\n", f);
+	fclose(f);
+	policy_diags_init(&d3);
+	assert_non_null(p3 = policy_load_dir(tdir, NOW, &d3));
+	a = policy_entry_at(p3, 1)->ca;
+	assert_ptr_not_equal(a->pem, b->pem);
+	assert_int_equal(a->len, b->len + 1);
+	assert_string_not_equal(a->id, b->id);
+	policy_free(p2);
+	policy_free(p3);
+	policy_diags_release(&d1);
+	policy_diags_release(&d2);
+	policy_diags_release(&d3);
+	tclean();
+}
+
 static const struct {
 	const char	*entry;		/* after "  - host: x.test\n" */
 	const char	*want;
@@ -145,6 +193,12 @@ static const struct {
 	  "ca_file \"ca/junk.pem\": holds no PEM certificate" },
 	{ "    tls: terminate\n    ca_file: ca/broken.pem\n",
 	  "ca_file \"ca/broken.pem\": holds a broken certificate" },
+	/* Opening a FIFO must not wait for a writer. */
+	{ "    tls: terminate\n    ca_file: ca/fifo.pem\n",
+	  "ca_file \"ca/fifo.pem\": is not a regular file" },
+	/* Out of the folder through a linked folder: "..", another way. */
+	{ "    tls: terminate\n    ca_file: ext/unit-ca.pem\n",
+	  "ca_file \"ext/unit-ca.pem\": passes through a symbolic link" },
 	{ "    ca_file: ca/int.pem\n",
 	  "ca_file needs \"tls: terminate\"" },
 	{ "    credentials: {header: X-Token, secret: t}\n",
@@ -222,6 +276,8 @@ test_terminate_errors(void **state)
 	/* A broken ca_file is named where the entry names it. */
 	terror_at("allow:\n  - host: x.test\n    tls: terminate\n"
 	    "    ca_file: ca/broken.pem\n    rationale: broken\n", 4, 14);
+	terror_at("allow:\n  - host: x.test\n    tls: terminate\n"
+	    "    ca_file: ca/fifo.pem\n    rationale: a fifo\n", 4, 14);
 	/* An address cannot be terminated. */
 	p = tload("allow:\n  - host: 192.0.2.7\n    tls: terminate\n"
 	    "    rationale: no name to mint for\n", &d);
@@ -313,6 +369,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_terminate_loads),
+		cmocka_unit_test(test_ca_bytes_shared),
 		cmocka_unit_test(test_terminate_errors),
 		cmocka_unit_test(test_terminate_decide),
 	};
