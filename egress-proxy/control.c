@@ -98,7 +98,9 @@ static int	control_grants_save(struct proxy *);
 static json_t	*control_grants_saved(json_t *);
 static char	*control_beside(const char *, const char *, const char *);
 static void	control_grants_open(struct proxy *, const char *);
-static void	control_grants_load(struct proxy *, const char *);
+static void	control_grants_load(struct proxy *, const char *,
+	    const char *);
+static void	control_grants_take(struct proxy *, const char *);
 static char	*control_file_read(const char *, size_t *);
 static int	control_tomb_add(const struct grant *);
 static void	control_tomb_clear(void);
@@ -688,9 +690,7 @@ control_beside(const char *path, const char *name, const char *instance)
  * grants.json, or grants-NAME.json with --instance NAME: replicas whose
  * control sockets share a folder each keep their own, where one file
  * held only the grants of the last replica to save. A replica with no
- * file of its own yet starts from grants.json (what a proxy before this
- * one wrote) and saves them as its own; grants.json is left for the
- * other replicas of the folder.
+ * file of its own yet takes grants.json (control_grants_take).
  */
 static void
 control_grants_open(struct proxy *px, const char *sock)
@@ -703,15 +703,51 @@ control_grants_open(struct proxy *px, const char *sock)
 	control_tomb_create();
 	old = control_beside(sock, "grants", NULL);
 	if (strcmp(old, control_grants_path) != 0 &&
-	    access(control_grants_path, F_OK) == -1 && errno == ENOENT &&
-	    access(old, F_OK) == 0) {
-		log_info("%s: not there yet: the grants of %s are taken",
-		    control_grants_path, old);
-		control_grants_load(px, old);
-		(void)control_grants_save(px);
-	} else
-		control_grants_load(px, control_grants_path);
+	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
+		control_grants_take(px, old);
+	else
+		control_grants_load(px, control_grants_path,
+		    control_tomb_path);
 	free(old);
+}
+
+/*
+ * grants.json (old, what a proxy before replicas wrote) is taken once,
+ * by the first replica to rename it to grants.json.taken-by-NAME: it is
+ * never written again, so a replica taking it later (a scale-up, or one
+ * whose own file was lost) would bring back every grant revoked since.
+ * Replicas starting together race for the rename; one wins, the others
+ * start with no grants (the controller sends every grant to each). The
+ * taken file goes once this replica's own is saved; one a crash left
+ * is taken again by the same replica.
+ */
+static void
+control_grants_take(struct proxy *px, const char *old)
+{
+	char	*taken, *tomb, *oldtomb;
+
+	util_xasprintf(&taken, "%s.taken-by-%s", old, px->cfg.instance);
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	util_xasprintf(&oldtomb, "%s.revoked", old);
+	if (rename(old, taken) == 0) {
+		log_info("%s: not there yet: the grants of %s are taken (now "
+		    "%s)", control_grants_path, old, taken);
+		/* Its revokes with it: only the taker may move them. */
+		if (rename(oldtomb, tomb) == -1 && errno != ENOENT)
+			log_warn("%s: cannot take it as %s", oldtomb, tomb);
+	} else if (errno != ENOENT)
+		log_warn("%s: cannot take it as %s", old, taken);
+	if (access(taken, F_OK) == 0) {
+		control_grants_load(px, taken, tomb);
+		if (control_grants_save(px) == 0 && (unlink(taken) == -1 ||
+		    (unlink(tomb) == -1 && errno != ENOENT)))
+			log_warn("%s: cannot remove it", taken);
+	} else
+		control_grants_load(px, control_grants_path,
+		    control_tomb_path);
+	free(taken);
+	free(tomb);
+	free(oldtomb);
 }
 
 /*
@@ -722,14 +758,14 @@ control_grants_open(struct proxy *px, const char *sock)
  * (control_grants_floor); those expired since go at the tick.
  */
 static void
-control_grants_load(struct proxy *px, const char *path)
+control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
 	struct control_load	 l = { px, path, NULL, 0 };
 	char			*text, err[256];
 	size_t			 len;
 	long			 n = 0;
 
-	l.tomb = control_file_read(control_tomb_path, &l.len);
+	l.tomb = control_file_read(tomb, &l.len);
 	if ((text = control_file_read(path, &len)) != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) == -1)
@@ -738,7 +774,7 @@ control_grants_load(struct proxy *px, const char *path)
 		log_info("%ld grants in force again from %s", n, path);
 	if (l.len > 0) {
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
-		    control_tomb_cb, control_tomb_path);
+		    control_tomb_cb, (void *)tomb);
 		(void)control_grants_save(px);
 	}
 	free(text);
