@@ -101,6 +101,8 @@ static void	control_grants_open(struct proxy *, const char *);
 static void	control_grants_load(struct proxy *, const char *,
 	    const char *);
 static void	control_grants_take(struct proxy *, const char *);
+static char	*control_take(const char *, const char *);
+static void	control_taken_done(const char *);
 static char	*control_file_read(const char *, size_t *);
 static int	control_tomb_add(const struct grant *);
 static void	control_tomb_clear(void);
@@ -114,8 +116,9 @@ static int	control_peer_tcp(struct evhttp_request *, int, char *,
 static int	control_grant_read(struct evhttp_request *, json_t *,
 		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
-static void	control_registry_save(struct proxy *);
-static void	control_registry_load(struct proxy *);
+static int	control_registry_save(struct proxy *);
+static void	control_registry_load(struct proxy *, const char *);
+static void	control_registry_open(struct proxy *, const char *);
 static struct control_sbx *control_sbx_get(const char *, int);
 static void	control_sbx_drop(const char *);
 static void	control_identities(struct proxy *, const char *);
@@ -712,42 +715,68 @@ control_grants_open(struct proxy *px, const char *sock)
 }
 
 /*
- * grants.json (old, what a proxy before replicas wrote) is taken once,
- * by the first replica to rename it to grants.json.taken-by-NAME: it is
- * never written again, so a replica taking it later (a scale-up, or one
- * whose own file was lost) would bring back every grant revoked since.
- * Replicas starting together race for the rename; one wins, the others
- * start with no grants (the controller sends every grant to each). The
- * taken file goes once this replica's own is saved; one a crash left
- * is taken again by the same replica.
+ * old (NAME.json, what a proxy before replicas wrote) is taken once, by
+ * the first replica to rename it to NAME.json.taken-by-INSTANCE, with
+ * its NAME.json.revoked beside it: it is never written again, so a
+ * replica taking it later (a scale-up, or one whose own file was lost)
+ * would bring back what was revoked or unregistered since. Replicas
+ * starting together race for the rename; one wins, the others start
+ * without it (the controller sends every change to each). The taken
+ * path, to be removed once the replica's own file is saved (one a crash
+ * left is taken again by the same replica), or NULL.
  */
-static void
-control_grants_take(struct proxy *px, const char *old)
+static char *
+control_take(const char *old, const char *instance)
 {
 	char	*taken, *tomb, *oldtomb;
 
-	util_xasprintf(&taken, "%s.taken-by-%s", old, px->cfg.instance);
+	util_xasprintf(&taken, "%s.taken-by-%s", old, instance);
 	util_xasprintf(&tomb, "%s.revoked", taken);
 	util_xasprintf(&oldtomb, "%s.revoked", old);
 	if (rename(old, taken) == 0) {
-		log_info("%s: not there yet: the grants of %s are taken (now "
-		    "%s)", control_grants_path, old, taken);
+		log_info("%s is taken as %s", old, taken);
 		/* Its revokes with it: only the taker may move them. */
 		if (rename(oldtomb, tomb) == -1 && errno != ENOENT)
 			log_warn("%s: cannot take it as %s", oldtomb, tomb);
 	} else if (errno != ENOENT)
 		log_warn("%s: cannot take it as %s", old, taken);
-	if (access(taken, F_OK) == 0) {
-		control_grants_load(px, taken, tomb);
-		if (control_grants_save(px) == 0 && (unlink(taken) == -1 ||
-		    (unlink(tomb) == -1 && errno != ENOENT)))
-			log_warn("%s: cannot remove it", taken);
-	} else
-		control_grants_load(px, control_grants_path,
-		    control_tomb_path);
-	free(taken);
 	free(tomb);
 	free(oldtomb);
+	if (access(taken, F_OK) == 0)
+		return taken;
+	free(taken);
+	return NULL;
+}
+
+/* The file taken (control_take) and its revokes, once no longer needed. */
+static void
+control_taken_done(const char *taken)
+{
+	char	*tomb;
+
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	if (unlink(taken) == -1 || (unlink(tomb) == -1 && errno != ENOENT))
+		log_warn("%s: cannot remove it", taken);
+	free(tomb);
+}
+
+/* A replica with no grants file of its own takes grants.json. */
+static void
+control_grants_take(struct proxy *px, const char *old)
+{
+	char	*taken, *tomb;
+
+	if ((taken = control_take(old, px->cfg.instance)) == NULL) {
+		control_grants_load(px, control_grants_path,
+		    control_tomb_path);
+		return;
+	}
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	control_grants_load(px, taken, tomb);
+	if (control_grants_save(px) == 0)
+		control_taken_done(taken);
+	free(taken);
+	free(tomb);
 }
 
 /*
@@ -1091,24 +1120,50 @@ control_reload(struct proxy *px, struct evhttp_request *req)
  * configuration): it is kept beside the socket, in the folder the
  * controller owns, and written atomically after every change.
  */
-static void
+static int
 control_registry_save(struct proxy *px)
 {
 	json_t	*arr = registry_json(px->registry);
 	char	*tmp;
+	int	 bad;
 
 	util_xasprintf(&tmp, "%s.%ld.tmp", control_registry_path,
 	    (long)getpid());
-	if (arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) == -1 ||
-	    rename(tmp, control_registry_path) == -1)
+	if ((bad = arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) ==
+	    -1 || rename(tmp, control_registry_path) == -1))
 		log_warn("cannot save the sandbox registry %s",
 		    control_registry_path);
 	free(tmp);
 	json_decref(arr);
+	return bad ? -1 : 0;
+}
+
+/*
+ * registry.json, or registry-NAME.json with --instance NAME, as grants
+ * (control_grants_open): replicas sharing a folder each keep their own
+ * registrations, where one file held the last saver's; one with no file
+ * of its own yet takes registry.json once (control_take).
+ */
+static void
+control_registry_open(struct proxy *px, const char *sock)
+{
+	char	*old, *taken = NULL;
+
+	control_registry_path = control_beside(sock, "registry",
+	    px->cfg.instance);
+	old = control_beside(sock, "registry", NULL);
+	if (strcmp(old, control_registry_path) != 0 &&
+	    access(control_registry_path, F_OK) == -1 && errno == ENOENT)
+		taken = control_take(old, px->cfg.instance);
+	control_registry_load(px, taken ? taken : control_registry_path);
+	if (taken != NULL && control_registry_save(px) == 0)
+		control_taken_done(taken);
+	free(taken);
+	free(old);
 }
 
 static void
-control_registry_load(struct proxy *px)
+control_registry_load(struct proxy *px, const char *path)
 {
 	json_error_t	 err;
 	json_t		*arr, *e, *sets, *v;
@@ -1116,10 +1171,10 @@ control_registry_load(struct proxy *px)
 	char		*csv, *tmp;
 	size_t		 i, j, n = 0;
 
-	if ((arr = json_load_file(control_registry_path, 0, &err)) == NULL) {
-		if (access(control_registry_path, F_OK) == 0)
-			log_warnx("%s: %s; starting with no sandboxes",
-			    control_registry_path, err.text);
+	if ((arr = json_load_file(path, 0, &err)) == NULL) {
+		if (access(path, F_OK) == 0)
+			log_warnx("%s: %s; starting with no sandboxes", path,
+			    err.text);
 		return;
 	}
 	json_array_foreach(arr, i, e) {
@@ -1139,13 +1194,13 @@ control_registry_load(struct proxy *px)
 		    "extra")), &cause) == 0)
 			n++;
 		else
-			log_warnx("%s: entry %zu: %s", control_registry_path,
+			log_warnx("%s: entry %zu: %s", path,
 			    i, cause);
 		free(csv);
 	}
 	json_decref(arr);
 	log_info("%zu sandboxes registered again from %s", n,
-	    control_registry_path);
+	    path);
 }
 
 /*
@@ -1428,8 +1483,7 @@ control_listen(struct proxy *px, const char *path, char **cause)
 	control_bounds(control_http);
 	evhttp_set_gencb(control_http, control_route, px);
 	control_path = util_xstrdup(path);
-	control_registry_path = control_beside(path, "registry", NULL);
-	control_registry_load(px);
+	control_registry_open(px, path);
 	control_grants_open(px, path);
 	fprintf(stderr, "sandgate-proxy: control socket %s\n", path);
 	return 0;

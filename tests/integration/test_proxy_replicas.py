@@ -415,6 +415,24 @@ class Replicas(unittest.TestCase):
         self.assertEqual(sorted(f for f in os.listdir(W["dir"])
                                 if f.startswith("grants.json")), [])
 
+    def test_9c_each_replica_keeps_its_own_registry(self):
+        """registry.json was one file for the replicas of a folder, the
+        last saver's: r1 restarted with r2's registrations and not its
+        own. Each now keeps registry-NAME.json."""
+        for i, name in ((0, "r1"), (1, "r2")):
+            status, body = proxylib.control(
+                os.path.join(W["dir"], name + ".sock"), "POST", "/register",
+                {"address": "127.0.0.%d" % (31 + i),
+                 "sandbox": "sbx_only_" + name, "sets": "test"})
+            self.assertEqual(status, 200, body)
+        self.restart(0)
+        status, body = proxylib.control(os.path.join(W["dir"], "r1.sock"),
+                                        "GET", "/status")
+        self.assertEqual(status, 200, body)
+        held = json.dumps(body)
+        self.assertIn("sbx_only_r1", held)
+        self.assertNotIn("sbx_only_r2", held)
+
     def restart_r1(self):
         return self.restart(0)
 
