@@ -1005,12 +1005,16 @@ out:
 struct control_revoke {
 	struct proxy	*px;
 	const char	*by;
+	time_t		 granted;	/* the newest removed: the tomb's */
 };
 
 static void
 control_revoke_cb(const struct grant *g, void *arg)
 {
 	struct control_revoke	*r = arg;
+
+	if (g->granted > r->granted)
+		r->granted = g->granted;
 
 	control_grant_event(r->px, g, "grant.revoked", "revoked_by",
 	    r->by);
@@ -1038,6 +1042,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	}
 	r.px = px;
 	r.by = g.by;
+	r.granted = 0;
 	n = grants_remove(px->grants, g.sandbox, g.host, g.port,
 	    control_revoke_cb, &r);
 	if (n == 0) {
@@ -1045,6 +1050,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		    "no such grant"));
 		goto out;
 	}
+	g.granted = r.granted;
 	if (!(saved = control_grants_save(px) == 0))
 		saved = apart = control_tomb_add(&g) == 0;
 	closed = conn_revoke(px);
