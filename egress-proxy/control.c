@@ -98,7 +98,11 @@ static int	control_grants_save(struct proxy *);
 static json_t	*control_grants_saved(json_t *);
 static char	*control_beside(const char *, const char *, const char *);
 static void	control_grants_open(struct proxy *, const char *);
-static void	control_grants_load(struct proxy *, const char *);
+static void	control_grants_load(struct proxy *, const char *,
+	    const char *);
+static void	control_grants_take(struct proxy *, const char *);
+static char	*control_take(const char *, const char *);
+static void	control_taken_done(const char *);
 static char	*control_file_read(const char *, size_t *);
 static int	control_tomb_add(const struct grant *);
 static void	control_tomb_clear(void);
@@ -112,8 +116,9 @@ static int	control_peer_tcp(struct evhttp_request *, int, char *,
 static int	control_grant_read(struct evhttp_request *, json_t *,
 		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
-static void	control_registry_save(struct proxy *);
-static void	control_registry_load(struct proxy *);
+static int	control_registry_save(struct proxy *);
+static void	control_registry_load(struct proxy *, const char *);
+static void	control_registry_open(struct proxy *, const char *);
 static struct control_sbx *control_sbx_get(const char *, int);
 static void	control_sbx_drop(const char *);
 static void	control_identities(struct proxy *, const char *);
@@ -688,9 +693,7 @@ control_beside(const char *path, const char *name, const char *instance)
  * grants.json, or grants-NAME.json with --instance NAME: replicas whose
  * control sockets share a folder each keep their own, where one file
  * held only the grants of the last replica to save. A replica with no
- * file of its own yet starts from grants.json (what a proxy before this
- * one wrote) and saves them as its own; grants.json is left for the
- * other replicas of the folder.
+ * file of its own yet takes grants.json (control_grants_take).
  */
 static void
 control_grants_open(struct proxy *px, const char *sock)
@@ -703,15 +706,77 @@ control_grants_open(struct proxy *px, const char *sock)
 	control_tomb_create();
 	old = control_beside(sock, "grants", NULL);
 	if (strcmp(old, control_grants_path) != 0 &&
-	    access(control_grants_path, F_OK) == -1 && errno == ENOENT &&
-	    access(old, F_OK) == 0) {
-		log_info("%s: not there yet: the grants of %s are taken",
-		    control_grants_path, old);
-		control_grants_load(px, old);
-		(void)control_grants_save(px);
-	} else
-		control_grants_load(px, control_grants_path);
+	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
+		control_grants_take(px, old);
+	else
+		control_grants_load(px, control_grants_path,
+		    control_tomb_path);
 	free(old);
+}
+
+/*
+ * old (NAME.json, what a proxy before replicas wrote) is taken once, by
+ * the first replica to rename it to NAME.json.taken-by-INSTANCE, with
+ * its NAME.json.revoked beside it: it is never written again, so a
+ * replica taking it later (a scale-up, or one whose own file was lost)
+ * would bring back what was revoked or unregistered since. Replicas
+ * starting together race for the rename; one wins, the others start
+ * without it (the controller sends every change to each). The taken
+ * path, to be removed once the replica's own file is saved (one a crash
+ * left is taken again by the same replica), or NULL.
+ */
+static char *
+control_take(const char *old, const char *instance)
+{
+	char	*taken, *tomb, *oldtomb;
+
+	util_xasprintf(&taken, "%s.taken-by-%s", old, instance);
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	util_xasprintf(&oldtomb, "%s.revoked", old);
+	if (rename(old, taken) == 0) {
+		log_info("%s is taken as %s", old, taken);
+		/* Its revokes with it: only the taker may move them. */
+		if (rename(oldtomb, tomb) == -1 && errno != ENOENT)
+			log_warn("%s: cannot take it as %s", oldtomb, tomb);
+	} else if (errno != ENOENT)
+		log_warn("%s: cannot take it as %s", old, taken);
+	free(tomb);
+	free(oldtomb);
+	if (access(taken, F_OK) == 0)
+		return taken;
+	free(taken);
+	return NULL;
+}
+
+/* The file taken (control_take) and its revokes, once no longer needed. */
+static void
+control_taken_done(const char *taken)
+{
+	char	*tomb;
+
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	if (unlink(taken) == -1 || (unlink(tomb) == -1 && errno != ENOENT))
+		log_warn("%s: cannot remove it", taken);
+	free(tomb);
+}
+
+/* A replica with no grants file of its own takes grants.json. */
+static void
+control_grants_take(struct proxy *px, const char *old)
+{
+	char	*taken, *tomb;
+
+	if ((taken = control_take(old, px->cfg.instance)) == NULL) {
+		control_grants_load(px, control_grants_path,
+		    control_tomb_path);
+		return;
+	}
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	control_grants_load(px, taken, tomb);
+	if (control_grants_save(px) == 0)
+		control_taken_done(taken);
+	free(taken);
+	free(tomb);
 }
 
 /*
@@ -722,14 +787,14 @@ control_grants_open(struct proxy *px, const char *sock)
  * (control_grants_floor); those expired since go at the tick.
  */
 static void
-control_grants_load(struct proxy *px, const char *path)
+control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
 	struct control_load	 l = { px, path, NULL, 0 };
 	char			*text, err[256];
 	size_t			 len;
 	long			 n = 0;
 
-	l.tomb = control_file_read(control_tomb_path, &l.len);
+	l.tomb = control_file_read(tomb, &l.len);
 	if ((text = control_file_read(path, &len)) != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) == -1)
@@ -738,7 +803,7 @@ control_grants_load(struct proxy *px, const char *path)
 		log_info("%ld grants in force again from %s", n, path);
 	if (l.len > 0) {
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
-		    control_tomb_cb, control_tomb_path);
+		    control_tomb_cb, (void *)tomb);
 		(void)control_grants_save(px);
 	}
 	free(text);
@@ -940,12 +1005,16 @@ out:
 struct control_revoke {
 	struct proxy	*px;
 	const char	*by;
+	time_t		 granted;	/* the newest removed: the tomb's */
 };
 
 static void
 control_revoke_cb(const struct grant *g, void *arg)
 {
 	struct control_revoke	*r = arg;
+
+	if (g->granted > r->granted)
+		r->granted = g->granted;
 
 	control_grant_event(r->px, g, "grant.revoked", "revoked_by",
 	    r->by);
@@ -973,6 +1042,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	}
 	r.px = px;
 	r.by = g.by;
+	r.granted = 0;
 	n = grants_remove(px->grants, g.sandbox, g.host, g.port,
 	    control_revoke_cb, &r);
 	if (n == 0) {
@@ -980,6 +1050,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		    "no such grant"));
 		goto out;
 	}
+	g.granted = r.granted;
 	if (!(saved = control_grants_save(px) == 0))
 		saved = apart = control_tomb_add(&g) == 0;
 	closed = conn_revoke(px);
@@ -1055,24 +1126,50 @@ control_reload(struct proxy *px, struct evhttp_request *req)
  * configuration): it is kept beside the socket, in the folder the
  * controller owns, and written atomically after every change.
  */
-static void
+static int
 control_registry_save(struct proxy *px)
 {
 	json_t	*arr = registry_json(px->registry);
 	char	*tmp;
+	int	 bad;
 
 	util_xasprintf(&tmp, "%s.%ld.tmp", control_registry_path,
 	    (long)getpid());
-	if (arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) == -1 ||
-	    rename(tmp, control_registry_path) == -1)
+	if ((bad = arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) ==
+	    -1 || rename(tmp, control_registry_path) == -1))
 		log_warn("cannot save the sandbox registry %s",
 		    control_registry_path);
 	free(tmp);
 	json_decref(arr);
+	return bad ? -1 : 0;
+}
+
+/*
+ * registry.json, or registry-NAME.json with --instance NAME, as grants
+ * (control_grants_open): replicas sharing a folder each keep their own
+ * registrations, where one file held the last saver's; one with no file
+ * of its own yet takes registry.json once (control_take).
+ */
+static void
+control_registry_open(struct proxy *px, const char *sock)
+{
+	char	*old, *taken = NULL;
+
+	control_registry_path = control_beside(sock, "registry",
+	    px->cfg.instance);
+	old = control_beside(sock, "registry", NULL);
+	if (strcmp(old, control_registry_path) != 0 &&
+	    access(control_registry_path, F_OK) == -1 && errno == ENOENT)
+		taken = control_take(old, px->cfg.instance);
+	control_registry_load(px, taken ? taken : control_registry_path);
+	if (taken != NULL && control_registry_save(px) == 0)
+		control_taken_done(taken);
+	free(taken);
+	free(old);
 }
 
 static void
-control_registry_load(struct proxy *px)
+control_registry_load(struct proxy *px, const char *path)
 {
 	json_error_t	 err;
 	json_t		*arr, *e, *sets, *v;
@@ -1080,10 +1177,10 @@ control_registry_load(struct proxy *px)
 	char		*csv, *tmp;
 	size_t		 i, j, n = 0;
 
-	if ((arr = json_load_file(control_registry_path, 0, &err)) == NULL) {
-		if (access(control_registry_path, F_OK) == 0)
-			log_warnx("%s: %s; starting with no sandboxes",
-			    control_registry_path, err.text);
+	if ((arr = json_load_file(path, 0, &err)) == NULL) {
+		if (access(path, F_OK) == 0)
+			log_warnx("%s: %s; starting with no sandboxes", path,
+			    err.text);
 		return;
 	}
 	json_array_foreach(arr, i, e) {
@@ -1103,13 +1200,13 @@ control_registry_load(struct proxy *px)
 		    "extra")), &cause) == 0)
 			n++;
 		else
-			log_warnx("%s: entry %zu: %s", control_registry_path,
+			log_warnx("%s: entry %zu: %s", path,
 			    i, cause);
 		free(csv);
 	}
 	json_decref(arr);
 	log_info("%zu sandboxes registered again from %s", n,
-	    control_registry_path);
+	    path);
 }
 
 /*
@@ -1392,8 +1489,7 @@ control_listen(struct proxy *px, const char *path, char **cause)
 	control_bounds(control_http);
 	evhttp_set_gencb(control_http, control_route, px);
 	control_path = util_xstrdup(path);
-	control_registry_path = control_beside(path, "registry", NULL);
-	control_registry_load(px);
+	control_registry_open(px, path);
 	control_grants_open(px, path);
 	fprintf(stderr, "sandgate-proxy: control socket %s\n", path);
 	return 0;

@@ -28,6 +28,7 @@ struct ctlconn {
 	int				 head_lines;
 	int				 head_auth;	/* has the field */
 	int				 head_tok;	/* this head has it */
+	int				 authed;	/* a head had the token */
 	int				 head_body;	/* this head has a body */
 	char				 target[128];	/* its request line */
 	char				 line[CTLCONN_LINE_MAX];
@@ -43,6 +44,7 @@ static void	ctlconn_closed(struct evhttp_connection *, void *);
 static void	ctlconn_start(evutil_socket_t, short, void *);
 static void	ctlconn_expire(evutil_socket_t, short, void *);
 static int	ctlconn_alive(struct ctlconn *);
+static int	ctlconn_evict(struct ctlconn *);
 static void	ctlconn_read(struct evbuffer *, const struct evbuffer_cb_info *,
 		    void *);
 static void	ctlconn_feed(struct ctlconn *, const char *, size_t);
@@ -144,6 +146,30 @@ ctlconn_from(const char *addr)
 	return n;
 }
 
+/*
+ * At the cap, the oldest connection (the list is newest first) with no
+ * token yet is closed to make room for c, which may be the
+ * controller's: idle clients re-opening as they are cut would
+ * otherwise hold every slot. 0, or -1 when every other one is
+ * authenticated (c is then refused).
+ */
+static int
+ctlconn_evict(struct ctlconn *c)
+{
+	struct ctlconn	*o, *old = NULL;
+
+	for (o = ctlconn_list; o != NULL; o = o->next)
+		if (o != c && !o->authed && o->evcon != NULL)
+			old = o;
+	if (old == NULL)
+		return -1;
+	if (ctlconn_alive(old))
+		evhttp_connection_free(old->evcon);	/* ctlconn_closed */
+	else
+		ctlconn_release(old);
+	return 0;
+}
+
 /* Just after the accept: the caps, then the first deadline. */
 static void
 ctlconn_start(evutil_socket_t fd, short what, void *arg)
@@ -163,6 +189,10 @@ ctlconn_start(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_get_peer(c->evcon, &addr, &port);
 	snprintf(c->addr, sizeof(c->addr), "%s", addr ? addr : "?");
 	c->port = port;
+	if (ctlconn_n > CTLCONN_MAX && ctlconn_evict(c) == 0)
+		log_debug("control API: at %d connections, the oldest that "
+		    "sent no token was closed for %s:%d", CTLCONN_MAX,
+		    c->addr, c->port);
 	if (ctlconn_n > CTLCONN_MAX || ctlconn_from(c->addr) >
 	    CTLCONN_PER_ADDR) {
 		ctltcp_refused(c->px, c->addr, c->port, "", ctlconn_n >
@@ -304,6 +334,7 @@ ctlconn_head_end(struct ctlconn *c)
 		return;
 	}
 	if (c->head_tok) {
+		c->authed = 1;
 		evhttp_connection_set_max_body_size(c->evcon, c->body_max);
 		c->stop = 1;
 		return;

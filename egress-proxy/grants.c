@@ -347,9 +347,9 @@ grants_load_text(struct grants *t, const char *text, size_t len,
 char *
 grants_tomb_line(const struct grant *g, time_t revoked)
 {
-	json_t	*o = json_pack("{s:s, s:s, s:i, s:I}", "sandbox", g->sandbox,
-		    "host", g->host, "port", g->port, "revoked",
-		    (json_int_t)revoked);
+	json_t	*o = json_pack("{s:s, s:s, s:i, s:I, s:I}", "sandbox",
+		    g->sandbox, "host", g->host, "port", g->port, "revoked",
+		    (json_int_t)revoked, "granted", (json_int_t)g->granted);
 	char	*text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	char	*line = text ? malloc(strlen(text) + 3) : NULL;
 
@@ -360,19 +360,26 @@ grants_tomb_line(const struct grant *g, time_t revoked)
 	return line;
 }
 
-/* One line: 1 when it is a revoke of g. */
+/*
+ * One line: 1 when it is a revoke of g. "granted" is the newest grant
+ * it removed, in the grants' own record, so a wall clock stepped back
+ * between grant and revoke changes nothing (atk1921c F8); a line
+ * without it (an older proxy's) has only the revoke's time.
+ */
 static int
 grants_tomb_one(const struct grant *g, const char *s, size_t len)
 {
 	json_t		*o = json_loadb(s, len, 0, NULL);
 	const char	*sbx, *host;
-	json_int_t	 port, at;
+	json_int_t	 port, at, granted = -1;
 	int		 hit = 0;
 
-	if (o != NULL && json_unpack(o, "{s:s, s:s, s:I, s:I}", "sandbox",
-	    &sbx, "host", &host, "port", &port, "revoked", &at) == 0)
+	if (o != NULL && json_unpack(o, "{s:s, s:s, s:I, s:I, s?I}",
+	    "sandbox", &sbx, "host", &host, "port", &port, "revoked", &at,
+	    "granted", &granted) == 0)
 		hit = strcmp(sbx, g->sandbox) == 0 && strcmp(host, g->host) ==
-		    0 && port == g->port && (json_int_t)g->granted <= at;
+		    0 && port == g->port && (json_int_t)g->granted <=
+		    (granted != -1 ? granted : at);
 	json_decref(o);
 	return hit;
 }

@@ -124,8 +124,10 @@ size_t		 grants_drop(struct grants *,
  * grants_tomb_line: the line (a new string, with a newline before it, so
  * the torn end of a crash never runs into the next line).
  * grants_tomb_ends: 1 when a line of text (that file's) revokes g (same
- * sandbox, host and port, g granted at or before the revoke); lines that
- * are not such (a torn end) are passed over.
+ * sandbox, host and port, g granted at or before the newest grant the
+ * revoke removed, g->granted of grants_tomb_line's g: the grants' own
+ * record, not the wall clock at the revoke); lines that are not such (a
+ * torn end) are passed over.
  */
 char		*grants_tomb_line(const struct grant *g, time_t revoked);
 int		 grants_tomb_ends(const struct grant *g, const char *text,

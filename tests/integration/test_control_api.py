@@ -669,6 +669,28 @@ class Guard(unittest.TestCase):
                            port=self.port)
         self.assertEqual(status, 200)
 
+    def test_idle_connections_do_not_lock_out_the_controller(self):
+        """128 connections that send nothing, from 4 addresses (32 each,
+        re-opened as they are cut), held every slot: the controller's
+        new connection was refused whoever it was. At the cap the oldest
+        connection with no token is now closed to admit the new one."""
+        socks = []
+        for a in range(4):
+            for _ in range(32):
+                s = socket.socket()
+                s.bind(("127.0.0.%d" % (20 + a), 0))
+                s.connect(("127.0.0.1", self.port))
+                socks.append(s)
+        try:
+            time.sleep(0.5)
+            status, _, _ = tcp("GET", "/status", token=W["token"],
+                               port=self.port)
+            self.assertEqual(status, 200)
+        finally:
+            for s in socks:
+                s.close()
+        time.sleep(0.5)
+
 
 # ------------------------------------------------------- ConfigMap swap
 

@@ -376,9 +376,74 @@ class Replicas(unittest.TestCase):
             self.assertEqual([g["host"] for g in json.load(f)],
                              ["old.grant.test"])
 
+    def test_9a_grants_json_is_taken_once(self):
+        """grants.json was left in the folder once taken and never
+        written again: a replica that took it later (one whose own file
+        was lost, or one added) brought back a grant revoked since on
+        every replica. The first replica to take it renames it; no other
+        takes it, and the taken file goes once the own file is saved."""
+        W["proxies"][1].stop()
+        if os.path.exists(os.path.join(W["dir"], "grants-r2.json")):
+            os.unlink(os.path.join(W["dir"], "grants-r2.json"))
+        try:
+            self.assertNotIn("old.grant.test", self.restart(1))
+        finally:
+            W["proxies"][1].stop()     # stopped since test_4, as before
+        self.assertFalse(os.path.exists(os.path.join(W["dir"],
+                                                     "grants.json")))
+        self.assertEqual([f for f in os.listdir(W["dir"]) if ".taken" in f],
+                         [])
+
+    def test_9b_taken_grants_keep_their_revokes(self):
+        """A revoke grants.json could not take, kept in
+        grants.json.revoked, was dropped when a replica took grants.json:
+        it read its own revokes file instead. The revokes file goes with
+        the grants it revokes."""
+        W["proxies"][0].stop()
+        os.unlink(os.path.join(W["dir"], "grants-r1.json"))
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
+        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
+                 "expires": until, "by": "test", "rationale": "old"}
+        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
+            json.dump([dict(grant, host="old.grant.test"),
+                       dict(grant, host="old-kept.grant.test")], f)
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "w") as f:
+            f.write("\n" + json.dumps({"sandbox": SBX,
+                                       "host": "old.grant.test",
+                                       "port": 443,
+                                       "revoked": int(now)}) + "\n")
+        self.assertEqual(self.restart(0), {"old-kept.grant.test"})
+        self.assertEqual(sorted(f for f in os.listdir(W["dir"])
+                                if f.startswith("grants.json")), [])
+
+    def test_9c_each_replica_keeps_its_own_registry(self):
+        """registry.json was one file for the replicas of a folder, the
+        last saver's: r1 restarted with r3's registrations and not its
+        own. Each now keeps registry-NAME.json."""
+        for i, name in ((0, "r1"), (2, "r3")):
+            status, body = proxylib.control(
+                os.path.join(W["dir"], name + ".sock"), "POST", "/register",
+                {"address": "127.0.0.%d" % (31 + i),
+                 "sandbox": "sbx_only_" + name, "sets": "test"})
+            self.assertEqual(status, 200, body)
+        self.restart(0)
+        status, body = proxylib.control(os.path.join(W["dir"], "r1.sock"),
+                                        "GET", "/status")
+        self.assertEqual(status, 200, body)
+        held = json.dumps(body)
+        self.assertIn("sbx_only_r1", held)
+        self.assertNotIn("sbx_only_r3", held)
+
     def restart_r1(self):
-        """Restart r1; the own-* and old.grant.test grants it holds."""
-        p, sock = W["proxies"][0], os.path.join(W["dir"], "r1.sock")
+        return self.restart(0)
+
+    def restart(self, i):
+        """Restart replica i; the own-* and old*.grant.test grants it
+        holds."""
+        p = W["proxies"][i]
+        sock = os.path.join(W["dir"], NAMES[i] + ".sock")
         p.stop()
         p.start()
         proxylib.wait_unix_socket(sock)
@@ -386,7 +451,7 @@ class Replicas(unittest.TestCase):
                                         SBX)
         self.assertEqual(status, 200, body)
         return {g["host"] for g in body["grants"]
-                if g["host"].startswith(("own-", "old."))}
+                if g["host"].startswith(("own-", "old"))}
 
 
 if __name__ == "__main__":

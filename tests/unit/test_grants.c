@@ -298,6 +298,34 @@ test_tomb(void **state)
 	free(line);
 }
 
+/*
+ * A wall clock stepped back between grant and revoke: the line's revoke
+ * time is before the grant's, and a match on "granted at or before the
+ * revoke" missed it, so a restart brought it back (atk1921c F8). The
+ * line names the grants it removed by their own granted time.
+ */
+static void
+test_tomb_clock_step(void **state)
+{
+	struct grant	 g;
+	char		*line, text[1024];
+
+	(void)state;
+	test_fill(&g, "a.corp.test", "", 60);
+	assert_non_null(line = grants_tomb_line(&g, g.granted - 20));
+	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 1);
+	g.granted += 1;		/* given again since: not ended */
+	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 0);
+	free(line);
+	/* An older proxy's line, with only the revoke's time. */
+	snprintf(text, sizeof(text), "\n{\"sandbox\":\"%s\",\"host\":"
+	    "\"%s\",\"port\":%d,\"revoked\":%lld}\n", g.sandbox, g.host,
+	    g.port, (long long)g.granted);
+	assert_int_equal(grants_tomb_ends(&g, text, strlen(text)), 1);
+	g.granted += 1;
+	assert_int_equal(grants_tomb_ends(&g, text, strlen(text)), 0);
+}
+
 int
 main(void)
 {
@@ -309,6 +337,7 @@ main(void)
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_tomb),
+		cmocka_unit_test(test_tomb_clock_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

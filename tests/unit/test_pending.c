@@ -299,6 +299,74 @@ full_table_lookup_is_not_linear(void **state)
 	pending_release(&p);
 }
 
+/* The unkeyed hash pending.c had (FNV-1a), to craft its collisions. */
+static uint32_t
+fnv_key(const char *sandbox, const char *host, int port, const char *reason)
+{
+	const char	*parts[3] = { sandbox, host, reason };
+	uint32_t	 h = 2166136261u;
+	const char	*c;
+	int		 i;
+
+	for (i = 0; i < 3; i++) {
+		for (c = parts[i]; *c != '\0'; c++)
+			h = (h ^ (unsigned char)*c) * 16777619u;
+		h = (h ^ 0xff) * 16777619u;
+	}
+	h = (h ^ (uint32_t)(port & 0xff)) * 16777619u;
+	return (h ^ (uint32_t)(port >> 8)) * 16777619u;
+}
+
+static json_t *
+blocked_port(const char *host, int port)
+{
+	return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "event",
+	    "egress.blocked", "sandbox", SBX, "host", host, "port", port,
+	    "reason", "not_allowlisted", "ts", "2026-12-01T00:00:00.000000Z");
+}
+
+/*
+ * A sandbox picks its destinations: with an unkeyed hash it could pick,
+ * for each host, the port that lands in one slot (atk1921c F7), so that
+ * the whole table is one run and every lookup scans it. The hash is now
+ * keyed per process: the crafted keys spread, and lookups stay cheap.
+ */
+static void
+crafted_keys_do_not_collide(void **state)
+{
+	struct pending	 p;
+	char		 host[64];
+	clock_t		 t0;
+	json_t		*ev;
+	int		 i, port, isnew, last = 0;
+
+	(void)state;
+	pending_init(&p, NULL);
+	for (i = 0; p.n < PENDING_DESTS_MAX; i++) {
+		snprintf(host, sizeof(host), "c%d.flood.test", i);
+		for (port = 1; port < 65536; port++)
+			if ((fnv_key(SBX, host, port, "not_allowlisted") &
+			    (PENDING_SLOTS - 1)) == 4660)
+				break;
+		if (port == 65536)
+			continue;
+		ev = blocked_port(host, port);
+		(void)pending_event(&p, ev, &isnew);
+		json_decref(ev);
+		last = port;
+	}
+	ev = blocked_port(host, last);
+	t0 = clock();
+	for (i = 0; i < 100000; i++)
+		assert_non_null(pending_event(&p, ev, &isnew));
+	json_decref(ev);
+	if (clock() - t0 > 2 * CLOCKS_PER_SEC)
+		fail_msg("100000 repeats over %d crafted entries took %.1f s of "
+		    "CPU", PENDING_DESTS_MAX, (double)(clock() - t0) /
+		    CLOCKS_PER_SEC);
+	pending_release(&p);
+}
+
 /*
  * Evicting (following) and sorting move entries: every one kept is
  * still found (no second entry for it), and none forgotten is.
@@ -444,6 +512,7 @@ main(void)
 		cmocka_unit_test(merge_fair_share),
 		cmocka_unit_test(full_table_evicts_when_following),
 		cmocka_unit_test(full_table_lookup_is_not_linear),
+		cmocka_unit_test(crafted_keys_do_not_collide),
 		cmocka_unit_test(evict_and_sort_keep_lookups),
 		cmocka_unit_test(exec_blocks_checked),
 	};
