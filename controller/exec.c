@@ -342,8 +342,9 @@ exec_signal_pending(void)
 
 /*
  * 1 when the owner written in the marker file name (in the folder dirfd)
- * still runs: "PID START" of the sandgate process that made it, START
- * its start time (/proc/PID/stat field 22), so a recycled pid is no owner.
+ * still runs: the sandgate process that made it (procstat_owner_alive,
+ * "PID START PIDNS BOOT UID"), START its start time, so a recycled pid
+ * is no owner.
  */
 static int
 exec_active_owner(int dirfd, const char *name)
@@ -979,8 +980,8 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 
 /*
  * <runs>/<run id>.active exists while the run goes on (exec_run_active)
- * and names its owner, this process ("PID START"): a marker whose owner
- * died (sandgate killed) shields nothing and gc removes it.
+ * and names its owner, this process (procstat_owner_self): a marker
+ * whose owner died (sandgate killed) shields nothing and gc removes it.
  */
 static void
 exec_mark_active(const struct exec_opts *o, char *path, size_t size)

@@ -15,7 +15,7 @@
  * probe, which is not dumpable, so no process of the sandbox can have
  * written its memory), and the processes of other runs in progress. A
  * run is in progress while <runs>/<run id>.active exists and names a
- * sandgate process that still runs ("PID START PIDNS BOOT", procstat.h);
+ * sandgate process that still runs ("PID START PIDNS BOOT UID", procstat.h);
  * gc removes markers whose owner is gone (exec_active_sweep). Needs
  * root (the host's /proc and cgroupfs).
  *

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,41 +104,92 @@ procstat_owner_self(char *buf, size_t size)
 	line[r] = '\0';
 	if (procstat_parse(line, &ps) == -1 || procstat_here(boot, &ns) == -1)
 		return -1;
-	n = snprintf(buf, size, "%d %llu %llu %s", (int)getpid(), ps.start, ns,
-	    boot);
+	n = snprintf(buf, size, "%d %llu %llu %s %u", (int)getpid(), ps.start,
+	    ns, boot, (unsigned)getuid());
 	return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+/*
+ * Whether pid, which /proc does not show, still runs: /proc gives no
+ * proof of absence. hidepid=invisible (or ptraceable) hides another
+ * user's process, a non-dumpable one, one whose capabilities exceed
+ * ours, with the ENOENT of a pid that is gone; hidepid=noaccess refuses
+ * it (EACCES, EPERM); a /proc that is not this namespace's procfs lacks
+ * it. kill(2) with signal 0 asks the kernel, in this pid namespace,
+ * whatever /proc shows: ESRCH, gone. A process there whose start time
+ * cannot be read is taken for the owner (alive), unless the owner's uid
+ * (uid_known) is one of ours and the kernel says the process is not ours
+ * to signal (EPERM: none of its real and saved uids is one of ours): the
+ * owner's pid went to another user's process.
+ */
+static int
+procstat_hidden_alive(int pid, int uid_known, unsigned uid)
+{
+	if (kill(pid, 0) == 0)
+		return 1;
+	if (errno == ESRCH)
+		return 0;
+	return !(errno == EPERM && uid_known && (uid == (unsigned)getuid() ||
+	    uid == (unsigned)geteuid()));
+}
+
+/* An owner as procstat_owner_self wrote it, parsed. */
+struct procstat_owner {
+	int			pid;
+	unsigned long long	start, ns;
+	char			boot[PROCSTAT_BOOT_LEN + 1];
+	int			uid_known;	/* an older one has none */
+	unsigned		uid;
+};
+
+/*
+ * Parse "PID START [PIDNS BOOT [UID]]" into o: how many of PID, START,
+ * PIDNS and BOOT it has (2 or 4), or -1 when it is not of that form.
+ */
+static int
+procstat_owner_parse(const char *text, struct procstat_owner *o)
+{
+	int	f, end = 0;
+
+	memset(o, 0, sizeof(*o));
+	if (text == NULL || (f = sscanf(text, "%d %llu %llu %36s%n", &o->pid,
+	    &o->start, &o->ns, o->boot, &end)) < 2 || f == 3 || o->pid <= 0)
+		return -1;
+	if (f == 2)
+		return 2;
+	/* a boot id is 36 bytes, not the start of a longer word */
+	if (strlen(o->boot) != PROCSTAT_BOOT_LEN || (text[end] != '\0' &&
+	    text[end] != ' ' && text[end] != '\n'))
+		return -1;
+	o->uid_known = sscanf(text + end, " %u", &o->uid) == 1;
+	return 4;
 }
 
 int
 procstat_owner_alive(const char *text)
 {
+	struct procstat_owner	o;
 	struct procstat		ps;
-	char			boot[PROCSTAT_BOOT_LEN + 1];
 	char			here[PROCSTAT_BOOT_LEN + 1];
-	unsigned long long	start, ns, here_ns;
-	int			pid, f;
+	unsigned long long	here_ns;
+	int			f;
 
-	if (text == NULL || (f = sscanf(text, "%d %llu %llu %36s", &pid,
-	    &start, &ns, boot)) < 2 || f == 3 || pid <= 0)
+	if ((f = procstat_owner_parse(text, &o)) == -1)
 		return 0;
 	if (f == 4) {
-		if (strlen(boot) != PROCSTAT_BOOT_LEN)
-			return 0;
 		/* cannot tell (no /proc of ours): alive */
 		if (procstat_here(here, &here_ns) == -1)
 			return 1;
 		/* a reboot ended every process of the last boot */
-		if (strcmp(boot, here) != 0)
+		if (strcmp(o.boot, here) != 0)
 			return 0;
 		/* another pid namespace: its pid means nothing in our /proc */
-		if (ns != here_ns)
+		if (o.ns != here_ns)
 			return 1;
 	}
-	errno = 0;
-	if (procstat_read(pid, &ps) == -1)
-		/* there but not ours to read (hidepid, another user): alive */
-		return errno == EACCES || errno == EPERM;
-	return ps.start == start && !procstat_dead(&ps);
+	if (procstat_read(o.pid, &ps) == -1)
+		return procstat_hidden_alive(o.pid, o.uid_known, o.uid);
+	return ps.start == o.start && !procstat_dead(&ps);
 }
 
 int

@@ -25,18 +25,24 @@ int	procstat_parse(const char *text, struct procstat *);
 int	procstat_read(int pid, struct procstat *);
 
 /*
- * A process's identity as an owner: "PID START PIDNS BOOT", START its
+ * A process's identity as an owner: "PID START PIDNS BOOT UID", START its
  * start time (field 22), so a recycled pid is no owner, PIDNS the inode
  * of its pid namespace (/proc/self/ns/pid), so PID is read only where it
- * means that process, and BOOT the boot id
- * (/proc/sys/kernel/random/boot_id), so no owner outlives a reboot.
- * procstat_owner_self() writes this process's into buf (0, or -1; size
- * PROCSTAT_OWNER_MAX is enough). procstat_owner_alive() is 1 when text
- * names a process that still runs, or one it cannot tell about (another
- * pid namespace of this boot; a /proc entry it may not read): such an
- * owner's container is kept. 0 when the owner is gone (another boot; its
- * pid gone or reused in this namespace) or text is not of that form;
- * "PID START" alone (an older sandgate's) is read in this namespace.
+ * means that process, BOOT the boot id
+ * (/proc/sys/kernel/random/boot_id), so no owner outlives a reboot, and
+ * UID its real uid. procstat_owner_self() writes this process's into buf
+ * (0, or -1; size PROCSTAT_OWNER_MAX is enough). procstat_owner_alive()
+ * is 1 when text names a process that still runs, or one it cannot tell
+ * about: such an owner's container is kept. That is an owner in another
+ * pid namespace of this boot, or a pid that kill(2) finds but /proc does
+ * not show (hidepid: another user's process, a non-dumpable one; a /proc
+ * that is not this namespace's procfs), whose start time cannot be read.
+ * 0 when the owner is gone: another boot; in this namespace its pid gone
+ * (kill(2): ESRCH), reused (another start time), or held by a process
+ * that is not of the owner's uid when that uid is ours (kill(2): EPERM);
+ * or text is not of that form. "PID START PIDNS BOOT" (an older
+ * sandgate's, no UID) is read the same way, "PID START" alone in this
+ * namespace.
  */
 #define PROCSTAT_BOOT_LEN	36	/* a boot id: a UUID */
 #define PROCSTAT_OWNER_MAX	128

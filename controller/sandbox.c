@@ -860,10 +860,12 @@ sandbox_fresh_mark(const char *id, int remove, char **cause)
 	int	fd;
 
 	if (procstat_owner_self(own, sizeof(own)) == -1) {
-		util_cause(cause, "cannot read this process's start time");
+		util_cause(cause, "cannot name this process as the owner of a "
+		    "fresh container (/proc/self/stat, /proc/self/ns/pid, "
+		    "/proc/sys/kernel/random/boot_id)");
 		return -1;
 	}
-	/* "PID START PIDNS BOOT" as a file name: sandbox_fresh_marks reads it */
+	/* "PID START PIDNS BOOT UID" as a file name: sandbox_fresh_marks reads it */
 	for (sp = own; (sp = strchr(sp, ' ')) != NULL; sp++)
 		*sp = '.';
 	snprintf(name, sizeof(name), SANDBOX_FRESH_MARK "%s", own);

@@ -88,7 +88,7 @@ struct docker;
 #define SANDBOX_LABEL_SOURCE	"sandgate.source"
 #define SANDBOX_LABEL_ROLE	"sandgate.role"	/* session|fresh|run */
 #define SANDBOX_LABEL_STATE	"sandgate.state" /* state_root() */
-/* Of a fresh container: its sandgate ("PID START PIDNS BOOT", procstat.h) */
+/* Of a fresh container: its sandgate ("PID START PIDNS BOOT UID") */
 #define SANDBOX_LABEL_OWNER	"sandgate.owner"
 /* In the sandbox folder, touched just before each container create. */
 #define SANDBOX_PENDING		"container.pending"

@@ -2,12 +2,14 @@
 # test_exec_fresh_owner.sh: the container of an `exec --fresh` whose
 # sandgate was SIGKILLed mid-command is not left behind. Each fresh
 # container carries its owner (sandgate.owner: the pid, start time, pid
-# namespace and boot id of the sandgate that made it); `sandgate gc`, and the sandbox's next
-# exec, remove the fresh containers whose owner is gone and unregister
-# their addresses from the proxy, and leave a live exec's alone. Real
-# Docker and the real proxy container (its upstream side an --internal
-# network of its own). A sandgate in another pid namespace keeps a live
-# owner's container. docs/controller.md ("sandgate gc", "exec --fresh").
+# namespace, boot id and uid of the sandgate that made it); `sandgate
+# gc`, and the sandbox's next exec, remove the fresh containers whose
+# owner is gone and unregister their addresses from the proxy, and leave
+# a live exec's alone. Real Docker and the real proxy container (its
+# upstream side an --internal network of its own). A sandgate in another
+# pid namespace, or whose /proc hides the owner (hidepid=invisible),
+# keeps a live owner's container. docs/controller.md ("sandgate gc",
+# "exec --fresh").
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/lib/common.sh"
@@ -67,9 +69,31 @@ assert_eq "gc in another pid namespace" 0 "$r_rc"
 assert_eq "gc in another pid namespace kept the live exec's container" 1 \
 	"$(fresh | wc -l)"
 assert_eq "and its registration" 2 "$(registered)"
+# A sandgate whose /proc hides the live owner reads its /proc/PID as
+# ENOENT, as a pid that is gone (atk1921c F4: another user's gc under
+# hidepid=invisible removed a fresh container in use). Another uid would
+# need its own Docker access and state; hidepid=invisible hides from a
+# reader outside /proc's gid (0) a process whose capabilities exceed its
+# own too: here a root in gid 65534 without CAP_SYS_PTRACE, in a mount
+# namespace of its own (the host's /proc keeps its options).
+hidden() {	# run "$@" where /proc hides the live owner
+	unshare -m sh -c 'mount --make-rprivate / &&
+	    mount -t proc -o hidepid=invisible proc /proc &&
+	    exec setpriv --regid=65534 --clear-groups \
+	        --bounding-set=-sys_ptrace --inh-caps=-sys_ptrace "$@"' sh "$@"
+}
+sg_run r hidden test -e "/proc/$live/stat"
+assert_eq "the live owner is hidden there" 1 "$r_rc"
+sg_run r hidden "$SG" gc
+assert_eq "gc where /proc hides the owner" 0 "$r_rc"
+assert_eq "gc where /proc hides the owner kept the live exec's container" \
+	1 "$(fresh | wc -l)"
+assert_eq "and its registration" 2 "$(registered)"
+assert_eq "and its fresh mark" 1 \
+	"$(find "$SANDGATE_STATE/sandboxes/$SBX" -maxdepth 1 -name 'fresh.*' | wc -l)"
 killed_fresh
-assert_eq "the fresh container names its owner (pid start pidns boot)" 1 \
-	"$(grep -cE '^[0-9]+ [0-9]+ [0-9]+ [0-9a-f-]{36}$' <<<"$FRESH_OWNER")"
+assert_eq "the fresh container names its owner (pid start pidns boot uid)" 1 \
+	"$(grep -cE "^[0-9]+ [0-9]+ [0-9]+ [0-9a-f-]{36} $(id -u)\$" <<<"$FRESH_OWNER")"
 assert_eq "the fresh containers and the session are registered" 3 \
 	"$FRESH_REG"
 assert_eq "the killed exec left its fresh container" 2 "$(fresh | wc -l)"

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -119,6 +121,7 @@ test_owner(void **state)
 	char			self[PROCSTAT_OWNER_MAX], t[PROCSTAT_OWNER_MAX];
 	char			boot[PROCSTAT_BOOT_LEN + 1];
 	unsigned long long	start, ns;
+	unsigned		uid;
 	int			pid;
 
 	assert_int_equal(procstat_owner_self(self, sizeof(self)), 0);
@@ -126,7 +129,14 @@ test_owner(void **state)
 	    boot), 4);
 	assert_int_equal(pid, (int)getpid());
 	assert_int_equal(strlen(boot), PROCSTAT_BOOT_LEN);
+	/* and its uid last */
+	assert_int_equal(sscanf(self, "%*d %*u %*u %*s %u", &uid), 1);
+	assert_int_equal(uid, (unsigned)getuid());
 	assert_int_equal(procstat_owner_alive(self), 1);
+	/* a boot id is 36 bytes, not the start of a longer word */
+	snprintf(t, sizeof(t), "%d %llu %llu %sf %u", pid, start, ns, boot,
+	    uid);
+	assert_int_equal(procstat_owner_alive(t), 0);
 	/* a pid of another namespace, not one of ours: alive */
 	owner_text(t, sizeof(t), 0x3fffffff, start, ns + 1, boot);
 	assert_int_equal(procstat_owner_alive(t), 1);
@@ -148,6 +158,150 @@ test_owner(void **state)
 	assert_int_equal(procstat_owner_alive(t), 0);
 	snprintf(t, sizeof(t), "%d %llu %llu 1234", pid, start, ns);
 	assert_int_equal(procstat_owner_alive(t), 0);
+}
+
+#define HIDDEN_OWNER	65534	/* the owner's uid */
+#define HIDDEN_JUDGE	65533	/* the judge's: another user */
+#define HIDDEN_SKIP	77	/* hidden_main: no such /proc here */
+
+/* Become uid (and its gid, no groups): 0, or -1. */
+static int
+hidden_become(unsigned uid)
+{
+	if (setgroups(0, NULL) == -1 || setresgid(uid, uid, uid) == -1 ||
+	    setresuid(uid, uid, uid) == -1)
+		return -1;
+	return 0;
+}
+
+/* procstat_owner_alive(text) as the user judge, in a child: 0/1, -1. */
+static int
+hidden_judge(const char *text, unsigned judge)
+{
+	pid_t	pid;
+	int	st;
+
+	if ((pid = fork()) == 0)
+		_exit(hidden_become(judge) == -1 ? 2 :
+		    procstat_owner_alive(text));
+	if (pid == -1 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) > 1)
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* A child of uid HIDDEN_OWNER that waits; -1 when it cannot start. */
+static pid_t
+hidden_owner(void)
+{
+	pid_t	pid;
+	char	c;
+	int	p[2];
+
+	if (pipe(p) == -1)
+		return -1;
+	if ((pid = fork()) == 0) {
+		close(p[0]);
+		if (hidden_become(HIDDEN_OWNER) == 0)
+			(void)write(p[1], "\n", 1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (pid != -1 && read(p[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+/*
+ * The child of test_owner_hidden, in a mount namespace of its own whose
+ * /proc hides other users' processes: each case's owner judged by
+ * another user. 0 when all hold, HIDDEN_SKIP, or the case that failed.
+ */
+static int
+hidden_main(void)
+{
+	static const struct {
+		long		 uid;	/* the mark's; -1: none (older) */
+		int		 live;	/* the owner runs */
+		unsigned	 judge;
+		int		 want;
+	} cases[] = {
+		/* another user's live owner, hidden: alive */
+		{ HIDDEN_OWNER, 1, HIDDEN_JUDGE, 1 },
+		/* an older sandgate's mark (no uid), the same */
+		{ -1, 1, HIDDEN_JUDGE, 1 },
+		/* a mark of the judge's uid, its pid another user's: gone */
+		{ HIDDEN_JUDGE, 1, HIDDEN_JUDGE, 0 },
+		/* the owner's own user sees it */
+		{ HIDDEN_OWNER, 1, HIDDEN_OWNER, 1 },
+		/* once it is gone, it is gone for the other user too */
+		{ HIDDEN_OWNER, 0, HIDDEN_JUDGE, 0 },
+		{ -1, 0, HIDDEN_JUDGE, 0 },
+	};
+	struct procstat		ps;
+	char			self[PROCSTAT_OWNER_MAX], t[PROCSTAT_OWNER_MAX];
+	char			boot[PROCSTAT_BOOT_LEN + 1];
+	unsigned long long	start, ns;
+	size_t			i, n;
+	pid_t			owner;
+	int			pid, rv = 0;
+
+	/* hidepid=invisible: a kernel before 5.8 (which knows only
+	 * hidepid=2, and shares it with the host's /proc) refuses it */
+	if (unshare(CLONE_NEWNS) == -1 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    "hidepid=invisible") == -1)
+		return HIDDEN_SKIP;
+	if (procstat_owner_self(self, sizeof(self)) == -1 || sscanf(self,
+	    "%d %llu %llu %36s", &pid, &start, &ns, boot) != 4 ||
+	    (owner = hidden_owner()) == -1)
+		return 100;
+	if (procstat_read(owner, &ps) == -1)
+		rv = 101;
+	for (i = 0; rv == 0 && i < sizeof(cases) / sizeof(cases[0]); i++) {
+		owner_text(t, sizeof(t), owner, ps.start, ns, boot);
+		if (cases[i].uid >= 0 && (n = strlen(t)) < sizeof(t))
+			snprintf(t + n, sizeof(t) - n, " %ld", cases[i].uid);
+		if (!cases[i].live && kill(owner, SIGKILL) == 0)
+			waitpid(owner, NULL, 0);
+		if (hidden_judge(t, cases[i].judge) != cases[i].want)
+			rv = 10 + (int)i;
+	}
+	if (kill(owner, SIGKILL) == 0)
+		waitpid(owner, NULL, 0);
+	return rv;
+}
+
+/*
+ * An owner that /proc hides from the judge (hidepid=invisible: another
+ * user's process reads as ENOENT, as a pid that is gone does) is alive
+ * while kill(2) finds its pid: another user's gc removed a fresh
+ * container in use. Needs root (a proc mount, other uids).
+ */
+static void
+test_owner_hidden(void **state)
+{
+	pid_t	pid;
+	int	st;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	if ((pid = fork()) == 0)
+		_exit(hidden_main());
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) == HIDDEN_SKIP)
+		skip();
+	/* 10 + the case that failed */
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* Start sh with envp; return once it runs (it says so on a pipe). */
@@ -329,6 +483,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_read_self),
 		cmocka_unit_test(test_owner),
+		cmocka_unit_test(test_owner_hidden),
 		cmocka_unit_test(test_run_marker),
 		cmocka_unit_test(test_dead),
 		cmocka_unit_test(test_zleader),
