@@ -581,6 +581,10 @@ test_share_floor_quiet(void **state)
 	}
 	/* Past its floor, the quiet one shares the full pool too. */
 	assert_int_equal(attempt(bl, "quiet", "more.invalid", 21.5), 0);
+	/* Summaries (as a restart replays them) count in no floor. */
+	for (i = 0; i < 4; i++)
+		blocklog_wrote(bl, "summarized", LINE, 23 * SEC, 1);
+	assert_int_equal(attempt(bl, "summarized", "s.invalid", 21.5), 1);
 	blocklog_flush(bl, 1000 * SEC, 1);
 	assert_non_null(strstr(s.nohost_msg, "share"));
 	blocklog_free(bl);
