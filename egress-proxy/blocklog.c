@@ -28,7 +28,11 @@ struct bl_ident {
 	unsigned long long	 cur;
 	unsigned long long	 prev_epoch;
 	unsigned long long	 epoch;
+	/* Its own lines (not summaries) in those epochs, and their bytes. */
+	unsigned		 own, own_prev;
+	unsigned long long	 own_b, own_b_prev;
 	int			 capped;	/* past its share: counted */
+	int			 pooled;	/* past its floor, the pool full */
 	/* Since the pressure began (blocklog_stop_top): */
 	unsigned long long	 lines;
 	unsigned long long	 fresh;		/* bytes not yet charged */
@@ -90,6 +94,9 @@ struct blocklog {
 	/* Identities with lines in the current epoch, and in either. */
 	size_t			 n_cur;
 	size_t			 n_span;
+	/* Own lines of identities past their floor, per epoch (the pool). */
+	unsigned long long	 pool;
+	unsigned long long	 pool_prev;
 	unsigned long long	 counted;
 	unsigned long long	 summaries;
 	int			 held;		/* under pressure: counting */
@@ -120,17 +127,21 @@ static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
 static int	bl_large(const struct blocklog_event *);
 static void	bl_wrote(struct blocklog *, struct bl_ident *,
-		    unsigned long long);
+		    unsigned long long, int);
 static void	bl_charge(struct blocklog *, unsigned long long);
 static void	bl_charge_overflow(struct blocklog *);
 static void	bl_credit(struct blocklog *, unsigned long long);
 static int	bl_streq(const char *, const char *);
 static void	bl_stopped_event(struct blocklog_event *);
-static void	bl_capped_event(struct blocklog_event *);
+static void	bl_capped_event(struct blocklog_event *,
+		    const struct bl_ident *);
 static void	bl_epoch(struct blocklog *, struct bl_ident *);
 static void	bl_share_add(struct blocklog *, struct bl_ident *,
-		    unsigned long long);
+		    unsigned long long, int);
 static int	bl_share_check(struct blocklog *, struct bl_ident *);
+static int	bl_share_pool(struct blocklog *, struct bl_ident *,
+		    unsigned long long, unsigned long long);
+static int	bl_floor(const struct blocklog *, const struct bl_ident *);
 static void	bl_share_forget(struct blocklog *, struct bl_ident *);
 static int	bl_share_keep(struct blocklog *, struct bl_ident *);
 static char	*bl_strdup(const char *, int *);
@@ -165,21 +176,27 @@ bl_stopped_event(struct blocklog_event *ev)
 }
 
 /*
- * Make ev the aggregate of an identity past its share of the kept log:
- * no host; a block (or would-be block) reason log_unavailable. Its
- * egress goes on, so its allowed connections stay allowed (their own
- * aggregate, with their bytes) and its report-mode ones would_block.
+ * Make ev the aggregate of an identity past its share of the kept log,
+ * or past its floor while the pool is full (bl_share_pool): no host; a
+ * block (or would-be block) reason log_unavailable. Its egress goes on,
+ * so its allowed connections stay allowed (their own aggregate, with
+ * their bytes) and its report-mode ones would_block.
  */
 static void
-bl_capped_event(struct blocklog_event *ev)
+bl_capped_event(struct blocklog_event *ev, const struct bl_ident *id)
 {
 	ev->host = NULL;
 	ev->port = 0;
 	if (ev->reason != SG_REASON_NONE)
 		ev->reason = SG_REASON_LOG_UNAVAILABLE;
-	ev->message = "this client wrote its share of what log rotation "
-	    "keeps while other clients' events are in it; its attempts are "
-	    "only counted";
+	if (id->capped)
+		ev->message = "this client wrote its share of what log "
+		    "rotation keeps while other clients' events are in it; "
+		    "its attempts are only counted";
+	else
+		ev->message = "clients past their first lines wrote together "
+		    "the share of what log rotation keeps that their full "
+		    "lines may hold; this client's attempts are only counted";
 }
 
 /*
@@ -198,18 +215,32 @@ bl_epoch(struct blocklog *bl, struct bl_ident *id)
 		bl->epoch++;
 		bl->n_span = bl->n_cur;
 		bl->n_cur = 0;
+		bl->pool_prev = bl->pool;
+		bl->pool = 0;
 	}
 	if (id->epoch == bl->epoch)
 		return;
-	id->prev_epoch = id->epoch + 1 == bl->epoch ? id->cur : 0;
-	id->cur = 0;
+	if (id->epoch + 1 == bl->epoch) {
+		id->prev_epoch = id->cur;
+		id->own_prev = id->own;
+		id->own_b_prev = id->own_b;
+	} else {
+		id->prev_epoch = id->own_b_prev = 0;
+		id->own_prev = 0;
+	}
+	id->cur = id->own_b = 0;
+	id->own = 0;
 	id->epoch = bl->epoch;
 }
 
-/* bytes more of id's lines in the log. */
+/*
+ * bytes more of id's lines in the log: one line of its own (own set: a
+ * full line, or any event the proxy wrote for it), or a summary. An own
+ * line past id's floor goes into the pool.
+ */
 static void
 bl_share_add(struct blocklog *bl, struct bl_ident *id,
-    unsigned long long bytes)
+    unsigned long long bytes, int own)
 {
 	if (bl->opts.capacity == 0)
 		return;
@@ -221,6 +252,26 @@ bl_share_add(struct blocklog *bl, struct bl_ident *id,
 	}
 	id->cur += bytes;
 	bl->cur += bytes;
+	if (!own)
+		return;
+	if (!bl_floor(bl, id))
+		bl->pool += bytes;
+	id->own++;
+	id->own_b += bytes;
+}
+
+/*
+ * 1 while id is under its floor: fewer than BLOCKLOG_FLOOR_LINES own
+ * lines in the span, or less than a BLOCKLOG_FLOOR_DIV-th of the
+ * capacity in them. Under it, an identity's lines are its own and it
+ * gets full lines whatever the pool and its share say; past it, they
+ * are the pool's.
+ */
+static int
+bl_floor(const struct blocklog *bl, const struct bl_ident *id)
+{
+	return id->own + id->own_prev < BLOCKLOG_FLOOR_LINES ||
+	    id->own_b + id->own_b_prev < bl->opts.capacity / BLOCKLOG_FLOOR_DIV;
 }
 
 /* id is forgotten: no longer one of the identities with lines. */
@@ -253,16 +304,17 @@ bl_share_keep(struct blocklog *bl, struct bl_ident *id)
 }
 
 /*
- * 1 when id is past its share of the kept log while other identities'
- * lines are in it too: its attempts are then only counted, so that its
- * flood, however slow, cannot rotate the others' history away. Alone in
- * the log it is never held back (it pushes out nobody's history but its
+ * 1 when id's attempts are only counted, so that a flood, however slow
+ * and however many clients share it, cannot rotate the others' history
+ * away. Never while id is under its floor (bl_floor): a quiet client's
+ * new blocks keep their line (and host), whatever the others do. Past
+ * it, when id is past its share of the kept log while other identities'
+ * lines are in it too, or the pool is full (bl_share_pool). Alone in the
+ * log it is never held back (it pushes out nobody's history but its
  * own). Its share is the smaller of a BLOCKLOG_SHARE_DIV-th of the
  * capacity and an equal part, among the identities with lines in the
- * span, of a BLOCKLOG_FULL_DIV-th of it: however many identities collude,
- * their full lines together hold about that much of the kept log, and
- * only their summaries (one per reason a window each) push out the rest.
- * Let go once under half its share.
+ * span, of a BLOCKLOG_FULL_DIV-th of it. Let go once under half its
+ * share.
  */
 static int
 bl_share_check(struct blocklog *bl, struct bl_ident *id)
@@ -272,6 +324,8 @@ bl_share_check(struct blocklog *bl, struct bl_ident *id)
 	if (bl->opts.capacity == 0)
 		return 0;
 	bl_epoch(bl, id);
+	if (bl_floor(bl, id))
+		return 0;
 	share = bl->opts.capacity / BLOCKLOG_SHARE_DIV;
 	if (bl->n_span > 0 && bl->opts.capacity / BLOCKLOG_FULL_DIV /
 	    bl->n_span < share)
@@ -280,10 +334,39 @@ bl_share_check(struct blocklog *bl, struct bl_ident *id)
 	all = bl->cur + bl->prev_epoch;
 	if (mine >= share && all > mine && !id->capped) {
 		id->capped = 1;
-		bl_fold(bl, id);
+		if (!id->pooled)
+			bl_fold(bl, id);
 	} else if (id->capped && (mine < share / 2 || all <= mine))
 		id->capped = 0;
-	return id->capped;
+	return bl_share_pool(bl, id, mine, all) || id->capped;
+}
+
+/*
+ * The pool: the own lines of every identity past its floor, in the span
+ * (the current and previous epoch), hold at most a BLOCKLOG_FULL_DIV-th
+ * of the capacity together. A share is judged against the identities
+ * known when it is taken, so identities arriving one after another each
+ * took theirs while few were known (50 of them rotated a victim's line
+ * away at once, atk15r10 F2); the pool holds whatever their number and
+ * order. 1 while it is full and other identities' lines are in the
+ * log: id (past its floor) is held, its pending counts folded into its
+ * aggregates once; let go when an epoch ends and the pool has room.
+ */
+static int
+bl_share_pool(struct blocklog *bl, struct bl_ident *id,
+    unsigned long long mine, unsigned long long all)
+{
+	if (bl->pool + bl->pool_prev < bl->opts.capacity / BLOCKLOG_FULL_DIV ||
+	    all <= mine) {
+		id->pooled = 0;
+		return 0;
+	}
+	if (!id->pooled && !id->capped) {
+		id->pooled = 1;
+		bl_fold(bl, id);
+	}
+	id->pooled = 1;
+	return 1;
 }
 
 /* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
@@ -624,7 +707,7 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 		return;
 	bl->summaries++;
 	if (k->id != NULL)
-		bl_wrote(bl, k->id, (unsigned long long)rc);
+		bl_wrote(bl, k->id, (unsigned long long)rc, 0);
 	else
 		bl->obytes += (unsigned long long)rc;	/* bl_charge_overflow */
 	bl_key_zero(k);
@@ -712,7 +795,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 			if (id->stopped)
 				bl_stopped_event(&st);
 			else
-				bl_capped_event(&st);
+				bl_capped_event(&st, id);
 			ev = &st;
 			quiet = 1;
 		}
@@ -761,7 +844,7 @@ blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
 
 void
 blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
-    uint64_t now_us)
+    uint64_t now_us, int summary)
 {
 	struct bl_ident	*id;
 
@@ -774,7 +857,7 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 		return;
 	}
 	id->last_us = now_us;
-	bl_wrote(bl, id, bytes);
+	bl_wrote(bl, id, bytes, !summary);
 }
 
 /*
@@ -794,17 +877,21 @@ bl_charge_overflow(struct blocklog *bl)
 		if (id->ocount == 0)
 			continue;
 		bl_wrote(bl, id, (unsigned long long)((long double)
-		    bl->obytes * id->ocount / all + 0.5L));
+		    bl->obytes * id->ocount / all + 0.5L), 0);
 		id->ocount = 0;
 	}
 	bl->ocount = bl->obytes = 0;
 }
 
-/* Under pressure: a line of bytes bytes, to be charged at the next look. */
+/*
+ * A line of bytes bytes (own: not a summary) in id's share; under
+ * pressure, to be charged at the next look.
+ */
 static void
-bl_wrote(struct blocklog *bl, struct bl_ident *id, unsigned long long bytes)
+bl_wrote(struct blocklog *bl, struct bl_ident *id, unsigned long long bytes,
+    int own)
 {
-	bl_share_add(bl, id, bytes);
+	bl_share_add(bl, id, bytes, own);
 	if (!bl->held)
 		return;
 	id->lines++;
@@ -894,7 +981,7 @@ bl_fold(struct blocklog *bl, struct bl_ident *id)
 		if (id->stopped)
 			bl_stopped_event(&ev);
 		else
-			bl_capped_event(&ev);
+			bl_capped_event(&ev, id);
 		agg = bl_key_get(bl, id, NULL, 0, BL_RK(ev.reason, ev.report),
 		    id->last_us);
 		if (agg == NULL || agg == k)

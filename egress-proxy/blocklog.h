@@ -49,17 +49,27 @@
  * and tried again. Counts still held when the process is killed (at most
  * one window's) are lost; blocklog_flush(all) writes them at exit.
  *
- * With opts.capacity (the bytes log rotation keeps) set, each identity
- * has a share of the kept log: past capacity / BLOCKLOG_SHARE_DIV bytes
- * (or, if smaller, an equal part among the identities with lines in the
- * span of capacity / BLOCKLOG_FULL_DIV, so that colluders together stay
- * within that) of its lines (over the last half to whole capacity written, blocklog_
- * wrote and its summaries) while other identities' lines are in that span
- * too, it gets no full line: its blocks and would-be blocks are counted
- * into one aggregate each (no host, reason log_unavailable; what it had
- * counted per destination is moved into them at once), its allowed
- * connections into one with their bytes (its egress goes on); so its
- * flood, within its budget, cannot rotate the others' history away.
+ * With opts.capacity (the bytes log rotation keeps) set, the span is
+ * the last half to whole capacity written. An identity's first own lines
+ * in it (blocklog_wrote without summary: its full lines, or any event
+ * written for it) are its floor: BLOCKLOG_FLOOR_LINES of them, or more
+ * while they hold less than capacity / BLOCKLOG_FLOOR_DIV bytes. Under
+ * its floor an identity gets full lines whatever the others wrote, so a
+ * quiet sandbox's new blocks keep their host. Past it, its own lines
+ * are the pool's: the pool (every identity's own lines past its floor in
+ * the span) holds at most capacity / BLOCKLOG_FULL_DIV bytes, whatever
+ * the number of identities and the order they came in; and each has a
+ * share: capacity / BLOCKLOG_SHARE_DIV bytes (or, if smaller, an equal
+ * part of capacity / BLOCKLOG_FULL_DIV among the identities with lines
+ * in the span) of its lines (own and summaries). Past its floor, with
+ * the pool full or past its share, while other identities' lines are in
+ * the span too, it gets no full line: its blocks and would-be blocks
+ * are counted into one aggregate each (no host, reason log_unavailable;
+ * what it had counted per destination is moved into them at once), its
+ * allowed connections into one with their bytes (its egress goes on);
+ * so a flood, within the budget, however many clients share it, cannot
+ * rotate the others' history away faster than their floors and
+ * summaries do.
  *
  * While the log volume is under its reserve (from the first
  * blocklog_stop_top() until blocklog_resume_all()) the module also counts
@@ -89,7 +99,9 @@
 #define BLOCKLOG_DESTS_TOLD		128	/* told apart per summary */
 #define BLOCKLOG_STOP_SHARE		4	/* 1/4 of the room, to be stopped */
 #define BLOCKLOG_SHARE_DIV		8	/* 1/8 of the kept log, each */
-#define BLOCKLOG_FULL_DIV		4	/* 1/4 of it, all identities */
+#define BLOCKLOG_FULL_DIV		4	/* 1/4 of it, the pool */
+#define BLOCKLOG_FLOOR_LINES		2	/* own lines in the span, each */
+#define BLOCKLOG_FLOOR_DIV		65536	/* or 1/(4 x IDENTS_MAX) of it */
 
 struct blocklog_opts {
 	unsigned	burst;		/* full lines per key per window */
@@ -177,10 +189,14 @@ void		 blocklog_unwritten(struct blocklog *,
 
 /*
  * A line of bytes bytes was written for identity (any event, full block
- * or not). Counted only under pressure (blocklog_stop_top).
+ * or not): counted in its share of the kept log (with opts.capacity)
+ * and under pressure (blocklog_stop_top). summary: the line is a
+ * summary (one replayed from a kept file; blocklog's own are counted
+ * as they are emitted), or bytes of no line of the identity's own:
+ * counted in its share, not in its floor nor the pool.
  */
 void		 blocklog_wrote(struct blocklog *, const char *identity,
-		    size_t bytes, uint64_t now_us);
+		    size_t bytes, uint64_t now_us, int summary);
 
 /*
  * Emit the summaries of keys whose window ended (every summary with all

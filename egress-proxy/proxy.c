@@ -74,6 +74,7 @@ static int	proxy_log_seed_size(struct proxy *, unsigned, char *, size_t,
 		    unsigned long long *);
 static void	proxy_log_seed_file(struct proxy *, const char *, off_t);
 static const char *proxy_log_line_ident(const char *, char *, size_t);
+static int	proxy_log_line_summary(const char *);
 
 int
 proxy_log_started(struct proxy *px)
@@ -354,7 +355,7 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	    px->blocks != NULL)
 		blocklog_wrote(px->blocks, proxy_identity(pe->client, pe->src,
 		    ident, sizeof(ident)), eventlog_written(px->seclog) - w0,
-		    util_now_us());
+		    util_now_us(), 0);
 out:
 	if (rc == -1)
 		proxy_log_warn(px);
@@ -591,13 +592,31 @@ proxy_log_seed_file(struct proxy *px, const char *path, off_t skip)
 	if (skip > 0 && fseeko(f, skip, SEEK_SET) == 0) {
 		len = getline(&line, &cap, f);	/* the rest of a cut line */
 		blocklog_wrote(px->blocks, PROXY_SEED_NOBODY, (size_t)skip +
-		    (len > 0 ? (size_t)len : 0), 0);
+		    (len > 0 ? (size_t)len : 0), 0, 1);
 	}
 	while ((len = getline(&line, &cap, f)) > 0)
 		if (proxy_log_line_ident(line, ident, sizeof(ident)) != NULL)
-			blocklog_wrote(px->blocks, ident, (size_t)len, 0);
+			blocklog_wrote(px->blocks, ident, (size_t)len, 0,
+			    proxy_log_line_summary(line));
 	free(line);
 	fclose(f);
+}
+
+/*
+ * 1 when a kept line is a summary (its event's name ends in _summary):
+ * replayed into its client's share, not its floor (blocklog_wrote).
+ */
+static int
+proxy_log_line_summary(const char *line)
+{
+	const char	*v, *end;
+
+	if ((v = strstr(line, "\"event\":\"")) == NULL)
+		return 0;
+	v += strlen("\"event\":\"");
+	if ((end = strchr(v, '"')) == NULL)
+		return 0;
+	return end - v >= 8 && memcmp(end - 8, "_summary", 8) == 0;
 }
 
 /*

@@ -490,6 +490,57 @@ class F02BlockLog(Case):
         self.assertEqual(a, n, "every blocked attempt is counted")
         self.assert_verifies(p.log_dir)
 
+    def burst(self, p, src, n, hosts):
+        """n blocked requests from src pipelined on one connection, in
+        turn to hosts; returns the number of 403s received."""
+        got = 0
+        c = proxylib.bound_conn(src, p.port, timeout=20)
+        try:
+            for i in range(0, n, 50):
+                c.send(b"".join(get_request("http://%s/" % h, h)
+                                for h in (hosts[(i + j) % len(hosts)]
+                                          for j in range(min(50, n - i)))))
+                for _ in range(min(50, n - i)):
+                    got += c.read_response().status == 403
+        finally:
+            c.close()
+        return got
+
+    def test_staggered_colluders_cannot_rotate_away_history(self):
+        """atk15r10 F2: a share was judged against the clients with
+        lines when it was taken, so 50 sandboxes flooding one after
+        another each wrote theirs while few were known, and rotated
+        another sandbox's events away at 64k x 2 in 0.3 s. The full
+        lines of clients past their floor (2 lines each) now hold a
+        quarter of what rotation keeps together, whatever their number
+        and order: the other's events stay, every attempt is counted."""
+        p = control_proxy("log-staggered", extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2"])
+        colluders = ["sbx_c%023d" % i for i in range(50)]
+        for i, sbx in enumerate(colluders):
+            register(p, "127.0.1.%d" % (i + 1), sbx)
+        self.b_blocks_then_a(p)
+        size0 = all_events(p.log_dir)[1]
+        hosts = ["f%d.invalid" % i for i in range(16)]
+        t0 = time.monotonic()
+        n = sum(self.burst(p, "127.0.1.%d" % (i + 1), 300, hosts)
+                for i in range(len(colluders)))
+        took = time.monotonic() - t0
+        events, total, a, b = self.stop_and_read(p)
+        mine = set(colluders)
+        counted = proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") in mine)
+        full = sum(1 for e in events if e.get("sandbox") in mine and
+                   e["event"] == "egress.blocked")
+        print("\n  50 staggered colluders, %d blocked requests in %.1f s: "
+              "%d full lines, log folder %d -> %d bytes" % (
+                  n, took, full, size0, total), file=sys.stderr)
+        self.assertEqual(n, 50 * 300, "the flood did not happen")
+        self.assertEqual(len(b), 3, "the other sandbox's earlier events "
+                         "were rotated away")
+        self.assertEqual(counted, n, "every blocked attempt is counted")
+        self.assert_verifies(p.log_dir)
+
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
         register(p, "127.0.0.2", SBX_A)

@@ -345,7 +345,7 @@ flood_windows(struct blocklog *bl, const char *who, int windows,
 			if (attempt(bl, who, host, t + 0.5)) {
 				full++;
 				blocklog_wrote(bl, who, LINE, (uint64_t)(t +
-				    1.5) * SEC);
+				    1.5) * SEC, 0);
 			}
 		}
 		blocklog_flush(bl, (uint64_t)(t + 11) * SEC, 0);
@@ -370,7 +370,7 @@ test_share_of_kept_log(void **state)
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
 	assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
-	blocklog_wrote(bl, "victim", LINE, SEC);
+	blocklog_wrote(bl, "victim", LINE, SEC, 0);
 	full = flood_windows(bl, "flooder", 40, 200, 1);
 	/* Its share (50 lines) and the budget of the window it hit it in. */
 	assert_true(full <= 400 / BLOCKLOG_SHARE_DIV + 50);
@@ -396,43 +396,67 @@ test_share_of_kept_log(void **state)
 }
 
 /*
+ * n colluders flood the window from t (200 attempts each, 16 hosts), one
+ * after another (interleave 0: each starts when the one before it is
+ * done) or in turns (1: an attempt each, round after round); then the
+ * window's summaries. Returns the lines written (full and summaries); *past: the
+ * full lines past each colluder's floor, summed.
+ */
+static unsigned long long
+stagger(struct blocklog *bl, struct sink *s, int n, int interleave,
+    double t, unsigned long long *past)
+{
+	unsigned long long	 lines = 0, summaries = s->summaries;
+	unsigned		 full[256];
+	char			 who[32], host[32];
+	int			 c, i, a, b;
+
+	assert_true(n <= 256);
+	memset(full, 0, sizeof(full));
+	for (a = 0; a < 200 * n; a++) {
+		c = interleave ? a % n : a / 200;
+		i = interleave ? a / n : a % 200;
+		snprintf(who, sizeof(who), "colluder%d", c);
+		snprintf(host, sizeof(host), "f%d.invalid", i % 16);
+		if (attempt(bl, who, host, t + 0.5)) {
+			full[c]++;
+			lines++;
+			blocklog_wrote(bl, who, LINE,
+			    (uint64_t)(t + 1.5) * SEC, 0);
+		}
+	}
+	*past = 0;
+	for (b = 0; b < n; b++)
+		if (full[b] > BLOCKLOG_FLOOR_LINES)
+			*past += full[b] - BLOCKLOG_FLOOR_LINES;
+	/* Past the window's end (its attempts noted at t + 1.5 s). */
+	blocklog_flush(bl, (uint64_t)(t + 12) * SEC, 0);
+	return lines + s->summaries - summaries;
+}
+
+/*
  * Lines (full and summaries) n colluders write in windows windows of
  * flooding at once, each within its budget.
  */
 static unsigned long long
 collude(struct blocklog *bl, struct sink *s, int n, int windows)
 {
-	unsigned long long	 lines = 0, summaries = s->summaries;
-	char			 who[32], host[32];
-	int			 w, c, i;
-	double			 t;
+	unsigned long long	 lines = 0, past;
+	int			 w;
 
-	for (w = 0; w < windows; w++) {
-		t = 10 + w * 10;
-		for (c = 0; c < n; c++) {
-			snprintf(who, sizeof(who), "colluder%d", c);
-			for (i = 0; i < 200; i++) {
-				snprintf(host, sizeof(host), "f%d.invalid",
-				    i % 16);
-				if (attempt(bl, who, host, t + 0.5)) {
-					lines++;
-					blocklog_wrote(bl, who, LINE,
-					    (uint64_t)(t + 1.5) * SEC);
-				}
-			}
-		}
-		blocklog_flush(bl, (uint64_t)(t + 11) * SEC, 0);
-	}
-	return lines + s->summaries - summaries;
+	for (w = 0; w < windows; w++)
+		lines += stagger(bl, s, n, 0, 10 + w * 10, &past);
+	return lines;
 }
 
 /*
  * Issue 15 (atk15r9 F1): each colluder held at most its eighth of what
  * rotation keeps, so 6 of them rotated a victim's line away in about
  * 2 minutes and 9 (each under an eighth) at once. Their full lines
- * together now hold a quarter of it (an equal part each); only their
- * summaries, one a window each, push the victim's line towards
- * rotation: what they write after it stays under the capacity.
+ * past their floors together now hold a quarter of it (an equal part
+ * each, and the pool); only their floors and summaries, one a window
+ * each, push the victim's line towards rotation: what they write after
+ * it stays under the capacity.
  */
 static void
 test_share_colluders(void **state)
@@ -448,7 +472,7 @@ test_share_colluders(void **state)
 		memset(&s, 0, sizeof(s));
 		bl = blocklog_new(&o, emit, &s);
 		assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
-		blocklog_wrote(bl, "victim", LINE, SEC);
+		blocklog_wrote(bl, "victim", LINE, SEC, 0);
 		after = collude(bl, &s, n[i], 16);
 		print_message("%d colluders, 16 windows: %llu lines after "
 		    "the victim's (400 kept), %u summaries\n", n[i], after,
@@ -478,7 +502,7 @@ test_share_idle_cycles(void **state)
 	memset(&s, 0, sizeof(s));
 	bl = blocklog_new(&o, emit, &s);
 	assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
-	blocklog_wrote(bl, "victim", LINE, SEC);
+	blocklog_wrote(bl, "victim", LINE, SEC, 0);
 	for (c = 0; c < 40; c++) {
 		t = 10 + c * 50;
 		full += (unsigned long long)flood_windows(bl, "flooder", 1,
@@ -490,6 +514,79 @@ test_share_idle_cycles(void **state)
 	    "the victim's (400 kept)\n", full, s.summaries);
 	assert_true(full <= 400 / BLOCKLOG_SHARE_DIV + 50);
 	assert_true(full + s.summaries < 400);
+	blocklog_free(bl);
+}
+
+/*
+ * atk15r10 F2: a share was judged against the clients with lines at
+ * write time, so clients arriving one after another each wrote while
+ * their number was still small: 50 of them rotated a victim's line away
+ * in one window. The full lines of clients past their floor now hold a
+ * quarter of the span together, whatever their number and order; 50
+ * staggered colluders leave the victim's line in the kept log.
+ */
+static void
+test_share_staggered(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned long long	 after, past;
+	int			 interleave;
+
+	for (interleave = 0; interleave < 2; interleave++) {
+		memset(&s, 0, sizeof(s));
+		bl = blocklog_new(&o, emit, &s);
+		assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
+		blocklog_wrote(bl, "victim", LINE, SEC, 0);
+		after = stagger(bl, &s, 50, interleave, 10, &past);
+		print_message("50 colluders %s: %llu lines after the "
+		    "victim's (400 kept), %llu full lines past their floors\n",
+		    interleave ? "in turns" : "one after another", after,
+		    past);
+		assert_true(after < 400);
+		assert_true(past <= 400 / BLOCKLOG_FULL_DIV + 1);
+		blocklog_free(bl);
+	}
+}
+
+/*
+ * While colluders hold the full lines' quarter, a quiet client's new
+ * blocks still get full lines (its host in the log) up to its floor:
+ * with one quarter for all clients and no floor, they were counted
+ * into a summary with no host, so colluders could hide another
+ * sandbox's destinations. Past its floor a client shares the quarter.
+ */
+static void
+test_share_floor_quiet(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned long long	 past;
+	char			 host[32];
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
+	blocklog_wrote(bl, "victim", LINE, SEC, 0);
+	(void)stagger(bl, &s, 8, 0, 10, &past);
+	/* The pool full: a colluder, past its floor, gets no full line. */
+	assert_int_equal(attempt(bl, "colluder7", "x.invalid", 21.5), 0);
+	for (i = 0; i < BLOCKLOG_FLOOR_LINES; i++) {
+		snprintf(host, sizeof(host), "new%d.invalid", i);
+		assert_int_equal(attempt(bl, "quiet", host, 21.5), 1);
+		blocklog_wrote(bl, "quiet", LINE, 23 * SEC, 0);
+	}
+	/* Past its floor, the quiet one shares the full pool too. */
+	assert_int_equal(attempt(bl, "quiet", "more.invalid", 21.5), 0);
+	/* Summaries (as a restart replays them) count in no floor. */
+	for (i = 0; i < 4; i++)
+		blocklog_wrote(bl, "summarized", LINE, 23 * SEC, 1);
+	assert_int_equal(attempt(bl, "summarized", "s.invalid", 21.5), 1);
+	blocklog_flush(bl, 1000 * SEC, 1);
+	assert_non_null(strstr(s.nohost_msg, "share"));
 	blocklog_free(bl);
 }
 
@@ -523,7 +620,7 @@ wrote(struct blocklog *bl, const char *who, int n, uint64_t t)
 	int	i;
 
 	for (i = 0; i < n; i++)
-		blocklog_wrote(bl, who, LINE, t * SEC);
+		blocklog_wrote(bl, who, LINE, t * SEC, 0);
 }
 
 /* The identity that spent the reserve is stopped, then resumes. */
@@ -992,6 +1089,8 @@ main(void)
 		cmocka_unit_test(test_share_of_kept_log),
 		cmocka_unit_test(test_share_colluders),
 		cmocka_unit_test(test_share_idle_cycles),
+		cmocka_unit_test(test_share_staggered),
+		cmocka_unit_test(test_share_floor_quiet),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
