@@ -275,13 +275,18 @@ cgroup_cmds_move(const char *dir, int pid)
 int
 cgroup_procs(const struct cgroup *cg, int **out, size_t *count)
 {
+	return cgroup_dir_procs(cg->pids[0] ? cg->pids : cg->mem, out, count);
+}
+
+int
+cgroup_dir_procs(const char *dir, int **out, size_t *count)
+{
 	char	path[PATH_MAX + 64], *p, *end;
 	char	*buf;
 	size_t	 n = 0, cap = 64;
 	int	*v;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs",
-	    cg->pids[0] ? cg->pids : cg->mem);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	buf = util_xmalloc(1024 * 1024);
 	if (cgroup_read_file(path, buf, 1024 * 1024) < 0) {
 		free(buf);

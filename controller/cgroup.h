@@ -103,6 +103,9 @@ void	cgroup_write(const char *dir, const char *file, const char *value);
  */
 int	cgroup_procs(const struct cgroup *, int **out, size_t *count);
 
+/* The same for the one cgroup folder dir. 0 or -1. */
+int	cgroup_dir_procs(const char *dir, int **out, size_t *count);
+
 /*
  * The limits the host kernel enforces on the cgroup of process pid (a
  * container's init; cid, the full container id, finds the container's own

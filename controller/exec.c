@@ -95,14 +95,16 @@ struct exec_state {
 	uint64_t		 grace;		/* 0 until a kill happened */
 	int			 died;		/* the container's init is gone */
 	int			 kmsg;		/* oomlog_open(), or -1 */
-	int			 own[EXEC_OWN_MAX]; /* runc: pids seen marked
-						   with this run */
+	int			 own[EXEC_OWN_MAX]; /* runc: pids seen as
+						   this run's (exec_own_sample) */
 	size_t			 n_own;
 	int			 own_full;	/* one was seen with own full */
 	unsigned long long	 pids_limit;	/* the cgroup's pids.max, 0: none */
 	unsigned long long	 pids_max_seen;	/* pids.events max, last read */
 	char			 cmds[PATH_MAX]; /* cgroup_cmds_setup's, or "" */
 	int			 moved;		/* the first process is in cmds */
+	const char		*eid;		/* the exec's id (Docker's) */
+	int			 join_pid;	/* its first process, 0: not known */
 	uint64_t		 join_fast;	/* fast ticks until then (µs) */
 };
 
@@ -715,7 +717,7 @@ exec_kill(struct exec_state *st, char **cause)
 
 /*
  * join: runc, the run's memory cgroup was made (cgroup.h): the probe
- * starts the command once exec_own_sample moved it there, so nothing of
+ * starts the command once exec_join_move moved it there, so nothing of
  * the command runs in the container's memory cgroup beside the init.
  */
 static json_t *
@@ -1086,34 +1088,89 @@ exec_own_add(struct exec_state *st, int pid)
 }
 
 /*
- * runc: remember every process of the container marked with this run, so
- * that an OOM kill the kernel logs can be told to be this exec's; until
- * one was, move those into the commands' memory cgroup (the probe waits
- * there to start the command).
+ * runc: move the process Docker started for this exec (exec inspect's
+ * Pid: the host pid of `sandgate-probe join`) into the run's memory
+ * cgroup, once it runs the probe with this run's marker, and no other. A
+ * marker names no process: any process of the sandbox writes its own
+ * environment (in place, as /proc shows it) and reads the runs of the
+ * other execs' joins in /proc, so it can carry another exec's marker
+ * (attack row 1h). The join never ends before it is moved (it waits up to
+ * 30 s), so the pid is still its own, unless the sandbox's code killed it:
+ * then its exec ends without its command.
+ */
+static void
+exec_join_move(struct exec_state *st)
+{
+	struct docker_einfo	 ei;
+	char			 mark[64], *cause = NULL;
+
+	if (st->join_pid == 0) {
+		if (docker_exec_inspect(st->d, st->eid, &ei, &cause) == -1) {
+			free(cause);
+			return;
+		}
+		if (ei.pid <= 0 || ei.exit_code != -1)
+			return;		/* not started yet, or over */
+		st->join_pid = ei.pid;
+	}
+	if (procstat_run_marker(st->join_pid, mark, sizeof(mark)) == 1 &&
+	    strcmp(mark, st->o->run_id) == 0 &&
+	    cgroup_cmds_move(st->cmds, st->join_pid) == 0)
+		st->moved = 1;
+}
+
+/*
+ * The processes that may be this exec's now: those of the run's memory
+ * cgroup once its join was moved there (exactly the join's descendants),
+ * else the container's.
+ */
+static int
+exec_own_procs(const struct exec_state *st, int **procs, size_t *n)
+{
+	if (st->cmds[0] != '\0' && st->moved)
+		return cgroup_dir_procs(st->cmds, procs, n);
+	if (st->cg.pids[0] == '\0')
+		return -1;
+	return cgroup_procs(&st->cg, procs, n);
+}
+
+/*
+ * runc: remember every process of this exec, so that an OOM kill the
+ * kernel logs can be told to be this exec's: with a memory cgroup of the
+ * run's own, every process in it, else every process of the container
+ * marked with this run. Until the join was moved into that cgroup, a
+ * process seen with this run's marker says it started: move it then
+ * (exec_join_move).
  */
 static void
 exec_own_sample(struct exec_state *st)
 {
 	char	 mark[64];
-	int	*procs = NULL, own, move;
+	int	*procs = NULL, own, move, cgown, seen = 0;
 	size_t	 n = 0, i;
 
 	own = !st->o->inside && st->kmsg != -1;
 	move = st->cmds[0] != '\0' && !st->moved;
-	if ((!own && !move) || st->cg.pids[0] == '\0' ||
-	    cgroup_procs(&st->cg, &procs, &n) == -1)
+	cgown = st->cmds[0] != '\0' && st->moved;
+	if ((!own && !move) || exec_own_procs(st, &procs, &n) == -1)
 		return;
 	for (i = 0; i < n; i++) {
-		if ((!move && exec_own_has(st, procs[i])) ||
-		    procstat_run_marker(procs[i], mark, sizeof(mark)) != 1 ||
+		if (exec_own_has(st, procs[i]))
+			continue;
+		if (cgown) {
+			exec_own_add(st, procs[i]);
+			continue;
+		}
+		if (procstat_run_marker(procs[i], mark, sizeof(mark)) != 1 ||
 		    strcmp(mark, st->o->run_id) != 0)
 			continue;
-		if (own)
+		seen = 1;
+		if (own && !move)
 			exec_own_add(st, procs[i]);
-		if (move && cgroup_cmds_move(st->cmds, procs[i]) == 0)
-			st->moved = 1;
 	}
 	free(procs);
+	if (move && seen)
+		exec_join_move(st);
 }
 
 /*
@@ -1406,6 +1463,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	exec_mark_active(o, active, sizeof(active));
 	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
 		goto out;
+	st.eid = eid;
 	if (docker_exec_start(d, eid, &cb, cause) == -1 ||
 	    exec_conclude(&st, &before, eid, cause) == -1)
 		goto out;

@@ -5,6 +5,8 @@
  */
 #include <sys/stat.h>
 
+#include <fcntl.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -18,6 +20,7 @@
 
 #include "cspec.h"
 #include "probe.h"
+#include "state.h"
 #include "util.h"
 
 #define PROBE_NAME	"sandgate-probe"
@@ -89,6 +92,77 @@ probe_path(void)
 	if (len > 0 && (size_t)len < sizeof(path) && probe_exists(path))
 		return path;
 	return NULL;
+}
+
+/* Copy the file src into the new file fd; 0 or -1. */
+static int
+probe_copy(const char *src, int fd)
+{
+	char	 buf[65536];
+	ssize_t	 n, w = 0;
+	size_t	 off;
+	int	 in;
+
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while (w >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		for (off = 0; w >= 0 && off < (size_t)n; off += (size_t)w)
+			if ((w = write(fd, buf + off, (size_t)n - off)) <= 0)
+				w = -1;
+	close(in);
+	return n == 0 && w >= 0 ? 0 : -1;
+}
+
+/*
+ * The probe as sandboxes mount it: a copy in state_root()/probe, this
+ * uid's, mode 0711, named by the original's inode, size and time. A
+ * process that executes a file it may not read is not dumpable from its
+ * first instruction (execve(2)), so no process of the sandbox user can
+ * write the memory of a `sandgate-probe join` that waits beside the
+ * init, not even in the moment before the join's own prctl (atk16s F3).
+ * The command the join executes is dumpable as any.
+ */
+const char *
+probe_mount_path(char **cause)
+{
+	static char	 path[PATH_MAX];
+	char		 dir[PATH_MAX], tmp[PATH_MAX + 16];
+	const char	*src;
+	struct stat	 st, cp;
+	int		 fd;
+
+	if ((src = probe_path()) == NULL || stat(src, &st) == -1) {
+		util_cause(cause, "cannot find the sandgate-probe binary "
+		    "(set SANDGATE_PROBE)");
+		return NULL;
+	}
+	snprintf(dir, sizeof(dir), "%s/probe", state_root());
+	if (snprintf(path, sizeof(path), "%s/" PROBE_NAME "-%llx-%llx-%lld.%09ld",
+	    dir, (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+	    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec) >=
+	    (int)sizeof(path)) {
+		util_cause(cause, "%s: path too long", dir);
+		return NULL;
+	}
+	if (lstat(path, &cp) == 0 && S_ISREG(cp.st_mode) &&
+	    cp.st_uid == geteuid() && (cp.st_mode & 07777) == 0711 &&
+	    cp.st_size == st.st_size)
+		return path;
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		util_cause(cause, "%s: %s", dir, strerror(errno));
+		return NULL;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)getpid());
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0700)) == -1 || probe_copy(src, fd) == -1 ||
+	    fchmod(fd, 0711) == -1 || close(fd) == -1 ||
+	    rename(tmp, path) == -1) {
+		util_cause(cause, "cannot copy the sandgate-probe binary to "
+		    "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		return NULL;
+	}
+	return path;
 }
 
 /* "128 MiB" when the value is a whole number of MiB, else bytes. */

@@ -104,6 +104,14 @@ void	probe_expect_init(struct probe_expect *);
 const char	*probe_path(void);
 
 /*
+ * The probe as sandboxes mount it: probe_path()'s, copied into
+ * state_root()/probe as an executable the sandbox user may not read
+ * (0711), so the processes it starts are not dumpable until they execute
+ * a command. Static storage; NULL with *cause set.
+ */
+const char	*probe_mount_path(char **cause);
+
+/*
  * Compare the probe's JSON output (a NUL-terminated string of at most
  * PROBE_OUTPUT_MAX bytes; longer is a failure) with what is expected.
  * Returns 0 when every control holds; -1 with *failed set to a malloc'd

@@ -15,6 +15,8 @@
  *   create.lock                   the gate between a new folder and its lock
  *   records/runs.jsonl            the run records (state_record_dir)
  *   keys/, proxy/keys/            checkpoint keys of the logs (auditkey.h)
+ *   probe/                        the probe as sandboxes mount it, 0711
+ *                                 (probe_mount_path)
  */
 #ifndef SG_STATE_H
 #define SG_STATE_H

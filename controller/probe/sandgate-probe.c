@@ -895,13 +895,21 @@ join_in(const char *name)
 	return 0;
 }
 
-/* Wait to be moved into the memory cgroup name, then exec argv. */
+/*
+ * Wait to be moved into the memory cgroup name, then exec argv. Not
+ * dumpable while it waits: it runs as the sandbox user in the
+ * container's own memory cgroup, beside the init, and a payload another
+ * exec wrote through /proc/PID/mem would fill that cgroup (atk16s F3).
+ * The execve of the command makes it dumpable again, as any command.
+ */
 static int
 probe_join_main(const char *name, char **argv)
 {
 	struct timespec	ts = { 0, JOIN_POLL_MS * 1000000L };
 	int		waited;
 
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		return 126;
 	for (waited = 0; !join_in(name); waited += JOIN_POLL_MS) {
 		if (waited >= JOIN_WAIT_MS) {
 			fprintf(stderr, "sandgate-probe: not moved into the "

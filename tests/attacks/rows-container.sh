@@ -500,6 +500,56 @@ oom_filler() {
 	install -m 0755 "$T/memfd" "$SANDGATE_STATE/sandboxes/${!var}/work/.memfd"
 }
 
+# 1h: another exec's memory cgroup by a forged run marker. Exec A
+# (inside/markforge.c, built static here) watches /proc for the join of
+# any other exec (`sandgate-probe join RUN`, readable by the sandbox user),
+# writes that RUN into its own SANDGATE_RUN in place and checks whether it
+# was moved into sandgate-cmds/RUN, beside the victim's command (sharing
+# its limit, its OOM kills, its record), and opens the waiting join's
+# /proc/PID/mem for writing (a payload there runs beside the init, in the
+# container's memory cgroup, before the move: atk16s F3). Six victims run one after the
+# other: each must run in its own run's cgroup, and A in none of theirs.
+# runc only (gVisor runs no join: one host process for the sandbox).
+atk_markforge() {
+	local label="1h another exec's memory cgroup by a forged run marker"
+	local fpid i bad=0 seen moved writable cg run
+	if [ "$RUNTIME" = runsc ]; then
+		row "$label" "n/a (gVisor)" "gVisor runs no join: its processes are not the host's (documented)" "" ""
+		return
+	fi
+	if ! gcc -O2 -static -o "$T/markforge" "$HERE/inside/markforge.c" 2>"$T/markforge.err"; then
+		row "$label" NO "cannot build markforge.c: $(head -c 200 "$T/markforge.err")" "" ""
+		return
+	fi
+	if ! create MF "$T/project" --network none --memory 64m; then
+		row "$label" NO "create failed" "" ""
+		return
+	fi
+	install -m 0755 "$T/markforge" "$SANDGATE_STATE/sandboxes/$MF/work/.markforge"
+	x mf "$MF" --timeout 60 -- /workspace/.markforge 50 6 &
+	fpid=$!
+	sleep 1
+	for i in 1 2 3 4 5 6; do
+		x "mfv$i" "$MF" --timeout 30 -- sh -c 'sleep 1; grep :memory: /proc/self/cgroup'
+		cg=$(j "mfv$i" 'o["stdout"].strip()')
+		run=$(j "mfv$i" 'o["run_id"]')
+		case "$cg" in
+		*/sandgate-cmds/"$run") ;;
+		*) bad=$((bad + 1)) ;;
+		esac
+	done
+	wait "$fpid"
+	seen=$(j mf 'o["stdout"]' | sed -n 's/^seen \([0-9]*\) moved.*/\1/p')
+	moved=$(j mf 'o["stdout"]' | sed -n 's/^seen [0-9]* moved \([0-9]*\) .*/\1/p')
+	writable=$(j mf 'o["stdout"]' | sed -n 's/^seen .* writable \([0-9]*\)$/\1/p')
+	verdict "$label" \
+	    '[ "${seen:-0}" -ge 1 ] && [ "${moved:-1}" = 0 ] && [ "${writable:-1}" = 0 ] && [ "$bad" = 0 ]' \
+	    "forger: join memory writable ${writable:-?} times, joins seen ${seen:-?}, moved into a victim cgroup ${moved:-?} times, exit $(j mf 'o["exit_code"]')" \
+	    "$(rec mf)" \
+	    "victims outside their own run's cgroup: $bad of 6; last victim: ${cg##*:}"
+	"$SG" discard "$MF" >/dev/null 2>&1
+}
+
 # 1g: exec A waits and exits 0 while exec B goes over --memory: the memory
 # cgroup's oom_kill counter is the container's, so only the kernel's record
 # of whom it killed (oomlog.h) may make A's result a memory kill. Under
