@@ -329,7 +329,7 @@ cmd_policy_explain_exec(struct cmd_args *args)
 		else if (m.entry != NULL)
 			printf("  nearest entry: \"%s\" in set %s (%s:%d)\n",
 			    m.pattern, m.set, m.file, m.line);
-		if (policy_grant_check(p, &h, port, msg, sizeof(msg)) == 0)
+		if (policy_grant_check_query(p, &q, &m, msg, sizeof(msg)) == 0)
 			printf("  a grant may open it (sandgate grant)\n");
 		else
 			printf("  no grant may open it: %s\n", msg);

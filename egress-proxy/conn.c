@@ -370,6 +370,17 @@ conn_req_reset(struct conn *c)
 	c->bytes_down += r->bytes_down;
 	memset(r, 0, sizeof(*r));
 	http_request_init(&r->req);
+	/*
+	 * Every request inside a terminated session goes to its CONNECT's
+	 * host and port, named from the start: a head the parser refuses
+	 * is logged with them too (atk18k F1).
+	 */
+	if (c->term) {
+		r->host = c->term_host;
+		r->port = c->term_port;
+		host_format(&r->host, r->port, r->hostport,
+		    sizeof(r->hostport));
+	}
 }
 
 /* An IPv4 client on an IPv6 listener is the IPv4 address it maps. */
@@ -1382,9 +1393,10 @@ conn_run_refresh(struct conn *c)
  * refuses. Floors hold over grants: a deny entry has decided already,
  * and a grant counts only while the policy in force allows it
  * (policy_grant_check: a later deny entry or a narrower grants list
- * ends it). A granted request is matched as a name with the default TLS
- * rule for its port, and reaches a private address only where the
- * admins said so (grants: allow_private: true).
+ * ends it), and never inside a terminated session: its entry decides
+ * alone (policy_grant_check_query). A granted request is matched as a
+ * name with the default TLS rule for its port, and reaches a private
+ * address only where the admins said so (grants: allow_private: true).
  */
 static enum sg_reason
 conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
@@ -1397,7 +1409,7 @@ conn_policy(struct proxy *px, const struct policy *p, struct conn *c,
 	if (r == SG_REASON_NONE || r == SG_REASON_DENIED ||
 	    q->host->type != HOST_DNS || grants_match(px->grants,
 	    c->who.sandbox, conn_run_live(c, run), q->host->name, q->port,
-	    grants_clock()) == NULL || policy_grant_check(p, q->host, q->port, why,
+	    grants_clock()) == NULL || policy_grant_check_query(p, q, m, why,
 	    sizeof(why)) == -1)
 		return r;
 	if (q->path != NULL && q->port == 443)

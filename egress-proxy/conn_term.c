@@ -171,8 +171,6 @@ conn_term_refused(struct conn *c, enum sg_reason r, const char *detail)
 	char	rule[512];
 	struct proxy_event ev;
 
-	c->r.host = c->term_host;
-	c->r.port = c->term_port;
 	reason_message(msg, sizeof(msg), r, c->term_host.name, c->term_port,
 	    c->term_hello.name, detail);
 	conn_event(c, &ev, "egress.blocked", r, msg, rule, sizeof(rule));
@@ -195,11 +193,7 @@ conn_term_request(struct conn *c)
 	uint16_t		 hport;
 	const char		*cause;
 
-	c->r.host = c->term_host;
-	c->r.port = c->term_port;
-	host_format(&c->r.host, c->r.port, c->r.hostport,
-	    sizeof(c->r.hostport));
-	c->r.is_connect = 0;
+	c->r.is_connect = 0;	/* r.host and r.port: conn_req_reset() */
 	if (q->form != HTTP_TARGET_ORIGIN)
 		return conn_block_malformed(c, 400, "a request inside a "
 		    "terminated session must be origin-form (\"/path\")");

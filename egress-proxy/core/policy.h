@@ -320,6 +320,18 @@ int	policy_grant_check(const struct policy *, const struct host *,
 	    uint16_t port, char *why, size_t size);
 
 /*
+ * Whether a grant may open the request q that policy_decide refused
+ * (match m, its nearest entry, or NULL): as policy_grant_check() for
+ * q's host and port, and never a request inside a terminated session
+ * (q->terminated): the tls: terminate entry's methods, paths,
+ * credential and ca_file decide it alone, and no grant widens them.
+ * Returns 0 when one may, else -1 with why, as policy_grant_check().
+ */
+int	policy_grant_check_query(const struct policy *,
+	    const struct policy_query *, const struct policy_match *,
+	    char *why, size_t size);
+
+/*
  * Parse a comma-separated list of set names ("pypi,github"), as given to
  * --allow or --sets. Empty items and names outside [a-z0-9_-] are refused;
  * repeats are dropped. On success *names is a NULL-terminated array the

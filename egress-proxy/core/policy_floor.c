@@ -167,3 +167,23 @@ policy_grant_check(const struct policy *p, const struct host *h,
 		snprintf(why + len, size - len, ")");
 	return -1;
 }
+
+int
+policy_grant_check_query(const struct policy *p, const struct policy_query *q,
+    const struct policy_match *m, char *why, size_t size)
+{
+	if (!q->terminated)
+		return policy_grant_check(p, q->host, q->port, why, size);
+	if (m != NULL && m->entry != NULL)
+		snprintf(why, size, "a request inside the TLS session the "
+		    "proxy terminates for %s:%u is decided by the entry \"%s\" "
+		    "(%s:%d) alone (rule: grants never widen a tls: terminate "
+		    "entry's methods, paths, credential or ca_file)",
+		    q->host->name, q->port, m->pattern, m->file, m->line);
+	else
+		snprintf(why, size, "a request inside the TLS session the "
+		    "proxy terminates for %s:%u is decided by the policy's "
+		    "entries alone (rule: grants never open a request inside "
+		    "a terminated session)", q->host->name, q->port);
+	return -1;
+}

@@ -1246,6 +1246,239 @@ class T20Trailers(Case):
                          {"x-checksum": "abc"})
 
 
+def control_proxy(name, policy="", hosts=""):
+    """A proxy with the terminated entries (and policy, hosts) and a
+    control socket, started; (proxy, socket path)."""
+    sock = os.path.join(W["dir"], name + "-ctl", "control.sock")
+    os.makedirs(os.path.dirname(sock))
+    secrets = os.path.join(W["dir"], name + "-secrets")
+    os.makedirs(secrets, mode=0o700)
+    p = proxylib.Proxy(
+        W["dir"], W["up"], name=name, sets="test,term",
+        extra_args=["--log-allowed", "--ca-cert", W["sgca"],
+                    "--ca-key", W["sgkey"], "--secrets-dir", secrets,
+                    "--control-socket", sock])
+    write_policy(p, policy, hosts)
+    W["proxies"].append(p)
+    return p.start(), sock
+
+
+class ControlCase(unittest.TestCase):
+    def ctl(self, method, path, body=None):
+        st, doc = proxylib.control(self.sock, method, path, body)
+        self.assertEqual(st, 200, doc)
+        return doc
+
+
+def tls_tunnel(p, host, port, head):
+    """CONNECT host:port through p, TLS to the minted certificate, send
+    head; the bytes of the last answer read (the answers to the heads
+    sent, in order: one per head, framed by Content-Length), or all the
+    proxy sent before it closed."""
+    s = socket.create_connection(("127.0.0.1", p.port), timeout=10)
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
+               (host, port, host, port)).encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise AssertionError("CONNECT %s:%d: %r" % (host, port, got))
+        got += chunk
+    if b" 200 " not in got.split(b"\r\n")[0]:
+        raise AssertionError("CONNECT %s:%d: %r" % (host, port, got))
+    ctx = ssl.create_default_context(cafile=W["sgca"])
+    t = ctx.wrap_socket(s, server_hostname=host)
+    t.sendall(head)
+    t.settimeout(30)
+    out = b""
+    for _ in range(head.count(b"\r\n\r\n")):
+        answer = read_answer(t)
+        if not answer:
+            break
+        out = answer
+    t.close()
+    return out
+
+
+def read_answer(t):
+    """One answer (head and Content-Length body) from t, or what came
+    before it closed."""
+    out = b""
+    try:
+        while b"\r\n\r\n" not in out:
+            chunk = t.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+        head = out.split(b"\r\n\r\n", 1)[0].lower()
+        want = 0
+        for line in head.split(b"\r\n"):
+            if line.startswith(b"content-length:"):
+                want = int(line.split(b":", 1)[1])
+        while len(out) - len(head) - 4 < want:
+            chunk = t.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    except (ssl.SSLError, OSError):
+        pass
+    return out
+
+
+class T21RefusedHeadsNameTheSession(Case):
+    """A head the parser (or the session's origin-form rule) refuses
+    inside a terminated session is logged with the session's CONNECT host
+    and port, as every other request there is (atk18k F1): an audit of
+    what a sandbox tried against a host sees it. Before, host and port
+    were null, as for a malformed request to the proxy itself."""
+
+    OK = b"GET /ok HTTP/1.1\r\nHost: reg.test\r\n\r\n"
+    HEADS = (
+        ("TE and CL", b"POST /ok HTTP/1.1\r\nHost: reg.test\r\n"
+         b"Content-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", None),
+        ("obs-fold", b"GET /ok HTTP/1.1\r\nHost: reg.test\r\nX-A: 1\r\n"
+         b" folded\r\n\r\n", None),
+        ("bad request line", b"GET  /ok HTTP/1.1\r\nHost: reg.test\r\n\r\n",
+         None),
+        ("PRI", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", None),
+        ("absolute-form", b"GET http://reg.test/ok HTTP/1.1\r\n"
+         b"Host: reg.test\r\n\r\n", "GET"),
+        ("after an allowed request", OK + b"DELETE /ok HTTP/1.1\r\n"
+         b"Host: reg.test\r\nContent-Length: 0\r\nContent-Length: 1"
+         b"\r\n\r\n", None),
+    )
+
+    def test_parse_refusals_carry_host_and_port(self):
+        for name, head, method in self.HEADS:
+            with self.subTest(name):
+                mark = self.p.mark()
+                out = tls_tunnel(self.p, "reg.test", W["reg_port"], head)
+                self.assertIn(b"HTTP/1.1 400 ", out)
+                self.assertIn(b"Proxy-Status: sandgate", out)
+                ev = self.p.wait_event(
+                    lambda e: e.get("event") == "egress.blocked" and
+                    e.get("reason") == "malformed_request", start=mark)
+                self.assertIsNotNone(ev, self.p.log_lines()[mark:])
+                self.assertEqual(ev["host"], "reg.test", ev)
+                self.assertEqual(ev["port"], W["reg_port"], ev)
+                self.assertEqual(ev.get("method"), method, ev)
+                self.assertEqual(ev["status"], 400, ev)
+                self.assertEqual(len([
+                    e for e in self.p.events()[mark:]
+                    if e.get("event") == "egress.blocked"]), 1,
+                    self.p.log_lines()[mark:])
+
+
+GRANT_POLICY = """\
+  - host: x.grant.test
+    ports: [443, {GRANT}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    methods: [GET]
+    paths: [/ok]
+    rationale: read /ok only, whatever a grant says
+grants:
+  under: [grant.test]
+  allow_private: true
+"""
+
+
+class T22GrantsDoNotWidenATerminatedEntry(ControlCase):
+    """A grant for a tls: terminate entry's host and port does not widen
+    the entry's methods, paths, credential or ca_file (atk18k F2): the
+    requests inside the session are decided by the entry alone, and a
+    refusal keeps its own reason and words. Before, on port 443 a method
+    or path refusal became not_tls ("must carry TLS", from inside TLS),
+    and on another port the grant forwarded what the entry refuses,
+    verified against the system store alone. `policy explain` says no
+    grant opens such a request, and why."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.port, cls.counters = tls_server(*make_leaf(
+            os.path.join(W["dir"], "pki"), "grant", "x.grant.test"))
+        cls.p, cls.sock = control_proxy(
+            "grant", GRANT_POLICY.replace("{GRANT}", str(cls.port)),
+            "127.0.0.1\tx.grant.test\n")
+
+    def ask(self, port, method, path):
+        """(status line, body, the one event) of a request in a session."""
+        mark = self.p.mark()
+        out = tls_tunnel(self.p, "x.grant.test", port, (
+            "%s %s HTTP/1.1\r\nHost: x.grant.test:%d\r\n\r\n" %
+            (method, path, port)).encode())
+        ev = self.p.wait_event(
+            lambda e: e.get("event") in ("egress.blocked", "egress.allowed")
+            and e.get("path") == path and e.get("method") == method,
+            start=mark)
+        self.assertIsNotNone(ev, self.p.log_lines()[mark:])
+        head, _, body = out.partition(b"\r\n\r\n")
+        return head.split(b"\r\n")[0].decode(), body.decode(), ev
+
+    def refusals(self, label):
+        for port in (self.port, 443):
+            for method, path, reason in (
+                    ("GET", "/admin", "path_not_allowed"),
+                    ("DELETE", "/ok", "method_not_allowed")):
+                with self.subTest(label, port=port, method=method):
+                    before = self.counters.get("requests")
+                    line, body, ev = self.ask(port, method, path)
+                    self.assertIn(" 403 ", line, body)
+                    self.assertNotIn("must carry TLS", body)
+                    self.assertEqual(ev["event"], "egress.blocked", ev)
+                    self.assertEqual(ev["reason"], reason, ev)
+                    self.assertRegex(ev.get("rule") or "",
+                                     r"/term\.yaml:\d+$")
+                    self.assertEqual(self.counters.get("requests"),
+                                     before, "the request went upstream")
+
+    def test_grant_leaves_the_entry_deciding(self):
+        self.ctl("POST", "/register", {"address": "127.0.0.1",
+                                       "sandbox": "sbx_grant",
+                                       "sets": "test,term"})
+        line, body, ev = self.ask(self.port, "GET", "/ok")
+        self.assertIn(" 200 ", line, body)
+        self.refusals("no grant")
+        for port in (self.port, 443):
+            self.ctl("POST", "/grants", {
+                "sandbox": "sbx_grant", "host": "x.grant.test",
+                "port": port, "seconds": 600, "by": "tester",
+                "rationale": "the task needs it"})
+        self.refusals("granted")
+        line, body, ev = self.ask(self.port, "GET", "/ok")
+        self.assertIn(" 200 ", line, body)
+        self.assertRegex(ev.get("rule") or "", r"/term\.yaml:\d+$")
+
+    def test_explain_says_no_grant_opens_it(self):
+        for args, reason in ((("--method", "DELETE", "--path", "/ok"),
+                              "method_not_allowed"),
+                             (("--path", "/admin"), "path_not_allowed")):
+            for port in (443, self.port):
+                with self.subTest(args=args, port=port):
+                    r = subprocess.run(
+                        [os.path.join(proxylib.BIN, "sandgate"), "policy",
+                         "explain", "--policy-dir", self.p.policy_dir,
+                         "--sets", "term"] + list(args) +
+                        ["x.grant.test:%d" % port], capture_output=True,
+                        text=True, env=proxylib.clean_env())
+                    self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                    self.assertIn("BLOCK %s" % reason, r.stdout)
+                    self.assertNotIn("a grant may open it", r.stdout)
+                    self.assertIn("no grant may open it: a request inside "
+                                  "the TLS session the proxy terminates "
+                                  "for x.grant.test:%d is decided by the "
+                                  "entry \"x.grant.test\"" % port,
+                                  r.stdout)
+        # The session itself (the CONNECT) is the entry's to allow.
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "policy", "explain",
+             "--policy-dir", self.p.policy_dir, "--sets", "term",
+             "x.grant.test:443"], capture_output=True, text=True,
+            env=proxylib.clean_env())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
 PROXY_UID = 65532
 
 
@@ -1483,30 +1716,14 @@ class T04NoCA(unittest.TestCase):
         self.assertIsNotNone(ev, p.log_lines())
 
 
-class T11ExecAttribution(unittest.TestCase):
+class T11ExecAttribution(ControlCase):
     """The requests inside a terminated session are the CONNECT's exec's:
     their events and /blocks name its run id (clients send no
     Proxy-Authorization inside TLS), another exec's /blocks does not list
     them, and an ended exec's credential attributes nothing."""
 
     def setUp(self):
-        self.sock = os.path.join(W["dir"], "attr-ctl", "control.sock")
-        os.makedirs(os.path.dirname(self.sock))
-        secrets = os.path.join(W["dir"], "attr-secrets")
-        os.makedirs(secrets, mode=0o700)
-        self.p = proxylib.Proxy(
-            W["dir"], W["up"], name="attr", sets="test,term",
-            extra_args=["--log-allowed", "--ca-cert", W["sgca"],
-                        "--ca-key", W["sgkey"], "--secrets-dir", secrets,
-                        "--control-socket", self.sock])
-        write_policy(self.p)
-        W["proxies"].append(self.p)
-        self.p.start()
-
-    def ctl(self, method, path, body=None):
-        st, doc = proxylib.control(self.sock, method, path, body)
-        self.assertEqual(st, 200, doc)
-        return doc
+        self.p, self.sock = control_proxy("attr")
 
     def blocks(self, seq, run):
         doc = self.ctl("GET", "/blocks?sandbox=sbx_term&after=%d&run=%s"

@@ -650,6 +650,55 @@ test_floors(void **state)
 	rmdir(dir);
 }
 
+/*
+ * A request inside a terminated session is its entry's alone: no grant
+ * opens what the entry refuses (atk18k F2), whatever grants: under:
+ * covers; the same request outside such a session is a grant's to open.
+ */
+static void
+test_grants_not_in_terminated_sessions(void **state)
+{
+	struct policy_diags	 d;
+	struct policy		*p;
+	struct policy_query	 q;
+	struct policy_match	 m;
+	struct host		 h;
+	const char		*cause, *text = "grants:\n  under: [grant.test]\n"
+				    "allow:\n  - host: x.grant.test\n"
+				    "    ports: [443]\n    tls: terminate\n"
+				    "    methods: [GET]\n    rationale: r\n";
+	char			 why[512];
+
+	(void)state;
+	policy_diags_init(&d);
+	p = policy_load_buffer("t", "t.yaml", text, strlen(text), NOW, &d);
+	assert_non_null(p);
+	assert_int_equal(host_normalize("x.grant.test", 12, &h, &cause), 0);
+	memset(&q, 0, sizeof(q));
+	q.host = &h;
+	q.port = 443;
+	q.method = "DELETE";
+	q.path = "/";
+	q.terminated = 1;
+	q.all_sets = 1;
+	q.now = NOW;
+	assert_int_equal(policy_decide(p, &q, &m), SG_REASON_METHOD_NOT_ALLOWED);
+	assert_int_equal(policy_grant_check_query(p, &q, &m, why, sizeof(why)),
+	    -1);
+	assert_string_equal(why, "a request inside the TLS session the proxy "
+	    "terminates for x.grant.test:443 is decided by the entry "
+	    "\"x.grant.test\" (t.yaml:4) alone (rule: grants never widen a "
+	    "tls: terminate entry's methods, paths, credential or ca_file)");
+	assert_int_equal(policy_grant_check_query(p, &q, NULL, why,
+	    sizeof(why)), -1);
+	assert_non_null(strstr(why, "decided by the policy's entries alone"));
+	q.terminated = 0;
+	assert_int_equal(policy_grant_check_query(p, &q, &m, why, sizeof(why)),
+	    0);
+	policy_free(p);
+	policy_diags_release(&d);
+}
+
 /* Without a grants list every grant is refused, naming the rule. */
 static void
 test_floors_no_grants(void **state)
@@ -927,6 +976,7 @@ main(void)
 		cmocka_unit_test(test_draft),
 		cmocka_unit_test(test_floors),
 		cmocka_unit_test(test_floors_no_grants),
+		cmocka_unit_test(test_grants_not_in_terminated_sessions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
