@@ -9,7 +9,6 @@
  */
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 
 #include <linux/loop.h>
 
@@ -67,7 +66,7 @@ static void	doctor_loop(struct doctor *);
 static void	doctor_tool(struct doctor *, const char *, const char *,
 		    const char *);
 static void	doctor_mkfs(struct doctor *);
-static unsigned long long doctor_free(const char *);
+static unsigned long long doctor_used(const char *);
 static long long doctor_fill(const char *);
 static int	doctor_disk_cycle(const char *, char *, size_t);
 static void	doctor_disk(struct doctor *);
@@ -364,15 +363,19 @@ doctor_mkfs(struct doctor *dr)
 	    "network seal of --network proxy sandboxes)");
 }
 
-/* Free bytes for unprivileged users on the filesystem of path. */
+/*
+ * Bytes the host's filesystem gave the file at path (its blocks, not its
+ * size: an image is sparse until written). What a full disk image took
+ * from the host, whatever else writes there meanwhile; 0 when unknown.
+ */
 static unsigned long long
-doctor_free(const char *path)
+doctor_used(const char *path)
 {
-	struct statvfs	sv;
+	struct stat	st;
 
-	if (statvfs(path, &sv) == -1)
+	if (stat(path, &st) == -1)
 		return 0;
-	return (unsigned long long)sv.f_bavail * sv.f_frsize;
+	return (unsigned long long)st.st_blocks * 512;
 }
 
 /* Write a file in dir until the disk is full; bytes written or -1. */
@@ -411,7 +414,7 @@ static int
 doctor_disk_cycle(const char *tmp, char *msg, size_t size)
 {
 	struct disk_mount_info	*m;
-	unsigned long long	 before, after;
+	unsigned long long	 used;
 	char			 img[4200], mnt[4200], *cause = NULL;
 	long long		 wrote;
 	size_t			 n;
@@ -423,7 +426,6 @@ doctor_disk_cycle(const char *tmp, char *msg, size_t size)
 		snprintf(msg, size, "state root path too long");
 		return -1;
 	}
-	before = doctor_free(tmp);
 	if (mkdir(mnt, 0700) == -1 ||
 	    disk_image_create(img, DOCTOR_DISK, getuid(), getgid(),
 	    &cause) == -1 || disk_mount(img, mnt, &cause) == -1) {
@@ -431,7 +433,6 @@ doctor_disk_cycle(const char *tmp, char *msg, size_t size)
 		goto out;
 	}
 	wrote = doctor_fill(mnt);
-	after = doctor_free(tmp);
 	if (disk_umount(mnt, &cause) == -1) {
 		snprintf(msg, size, "%s", cause);
 		goto out;
@@ -439,9 +440,9 @@ doctor_disk_cycle(const char *tmp, char *msg, size_t size)
 	if (wrote < 0 || (unsigned long long)wrote > DOCTOR_DISK)
 		snprintf(msg, size, "a %llu MiB disk took %lld bytes without "
 		    "ENOSPC", DOCTOR_DISK >> 20, wrote);
-	else if (before > after && before - after > DOCTOR_DISK)
+	else if ((used = doctor_used(img)) > DOCTOR_DISK)
 		snprintf(msg, size, "the host lost %llu MiB for a %llu MiB "
-		    "disk", (before - after) >> 20, DOCTOR_DISK >> 20);
+		    "disk", used >> 20, DOCTOR_DISK >> 20);
 	else if (disk_list_mounts(tmp, &m, &n, &cause) == -1 || n > 0) {
 		disk_mounts_free(m, n);
 		snprintf(msg, size, "loop device still attached after unmount");

@@ -94,23 +94,29 @@ probe_path(void)
 	return NULL;
 }
 
-/* Copy the file src into the new file fd; 0 or -1. */
+/*
+ * Copy the file src into the new file fd: its mode, 0711, or 0755 for a
+ * script (#!: its interpreter must read it; only a stand-in probe of the
+ * tests is one); -1 on failure.
+ */
 static int
 probe_copy(const char *src, int fd)
 {
 	char	 buf[65536];
 	ssize_t	 n, w = 0;
 	size_t	 off;
-	int	 in;
+	int	 in, mode = 0711;
 
 	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
+	if ((n = pread(in, buf, 2, 0)) == 2 && buf[0] == '#' && buf[1] == '!')
+		mode = 0755;
 	while (w >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
 		for (off = 0; w >= 0 && off < (size_t)n; off += (size_t)w)
 			if ((w = write(fd, buf + off, (size_t)n - off)) <= 0)
 				w = -1;
 	close(in);
-	return n == 0 && w >= 0 ? 0 : -1;
+	return n == 0 && w >= 0 ? mode : -1;
 }
 
 /*
@@ -120,7 +126,8 @@ probe_copy(const char *src, int fd)
  * first instruction (execve(2)), so no process of the sandbox user can
  * write the memory of a `sandgate-probe join` that waits beside the
  * init, not even in the moment before the join's own prctl (atk16s F3).
- * The command the join executes is dumpable as any.
+ * The command the join executes is dumpable as any. (A script stays
+ * readable, 0755: probe_copy.)
  */
 const char *
 probe_mount_path(char **cause)
@@ -129,7 +136,7 @@ probe_mount_path(char **cause)
 	char		 dir[PATH_MAX], tmp[PATH_MAX + 16];
 	const char	*src;
 	struct stat	 st, cp;
-	int		 fd;
+	int		 fd, mode;
 
 	if ((src = probe_path()) == NULL || stat(src, &st) == -1) {
 		util_cause(cause, "cannot find the sandgate-probe binary "
@@ -145,8 +152,8 @@ probe_mount_path(char **cause)
 		return NULL;
 	}
 	if (lstat(path, &cp) == 0 && S_ISREG(cp.st_mode) &&
-	    cp.st_uid == geteuid() && (cp.st_mode & 07777) == 0711 &&
-	    cp.st_size == st.st_size)
+	    cp.st_uid == geteuid() && ((cp.st_mode & 07777) == 0711 ||
+	    (cp.st_mode & 07777) == 0755) && cp.st_size == st.st_size)
 		return path;
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
 		util_cause(cause, "%s: %s", dir, strerror(errno));
@@ -154,8 +161,8 @@ probe_mount_path(char **cause)
 	}
 	snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)getpid());
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-	    O_CLOEXEC, 0700)) == -1 || probe_copy(src, fd) == -1 ||
-	    fchmod(fd, 0711) == -1 || close(fd) == -1 ||
+	    O_CLOEXEC, 0700)) == -1 || (mode = probe_copy(src, fd)) == -1 ||
+	    fchmod(fd, (mode_t)mode) == -1 || close(fd) == -1 ||
 	    rename(tmp, path) == -1) {
 		util_cause(cause, "cannot copy the sandgate-probe binary to "
 		    "%s: %s", path, strerror(errno));
