@@ -453,8 +453,8 @@ collude(struct blocklog *bl, struct sink *s, int n, int windows)
  * Issue 15 (atk15r9 F1): each colluder held at most its eighth of what
  * rotation keeps, so 6 of them rotated a victim's line away in about
  * 2 minutes and 9 (each under an eighth) at once. Their full lines
- * past their floors together now hold a quarter of it (an equal part
- * each, and the pool); only their floors and summaries, one a window
+ * past their floors together now hold a quarter of it (the pool;
+ * an eighth each at most); only their floors and summaries, one a window
  * each, push the victim's line towards rotation: what they write after
  * it stays under the capacity.
  */
