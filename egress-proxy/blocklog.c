@@ -6,6 +6,8 @@
 #include "blocklog.h"
 
 #define BL_BUCKETS	4096		/* hash chains, keys and identities */
+/* The table full: the least recently seen identities looked at. */
+#define BL_EVICT_SCAN	1024
 /* A key's reason and report flag as one int ("rk"). */
 #define BL_RK(reason, report)	((int)(reason) | ((report) ? 0x100 : 0))
 
@@ -31,6 +33,8 @@ struct bl_ident {
 	/* Its own lines (not summaries) in those epochs, and their bytes. */
 	unsigned		 own, own_prev;
 	unsigned long long	 own_b, own_b_prev;
+	/* Of those bytes, the ones under its floor (not in the pool). */
+	unsigned long long	 floor_b, floor_b_prev;
 	int			 capped;	/* past its share: counted */
 	int			 pooled;	/* past its floor, the pool full */
 	/* Since the pressure began (blocklog_stop_top): */
@@ -81,7 +85,8 @@ struct blocklog {
 	struct bl_key		*keys[BL_BUCKETS];
 	struct bl_ident		*idents[BL_BUCKETS];
 	struct bl_key		*klist;
-	struct bl_ident		*ilist;
+	struct bl_ident		*ilist;		/* most recently seen first */
+	struct bl_ident		*itail;
 	size_t			 nkeys;
 	size_t			 nidents;
 	struct bl_key		*overflow[2][SG_REASON_MAX];
@@ -91,9 +96,6 @@ struct blocklog {
 	unsigned long long	 epoch;
 	unsigned long long	 cur;
 	unsigned long long	 prev_epoch;
-	/* Identities with lines in the current epoch, and in either. */
-	size_t			 n_cur;
-	size_t			 n_span;
 	/* Own lines of identities past their floor, per epoch (the pool). */
 	unsigned long long	 pool;
 	unsigned long long	 pool_prev;
@@ -110,6 +112,9 @@ static uint32_t	bl_hash(const char *, const char *, int, int);
 static struct bl_ident *bl_ident_get(struct blocklog *, const char *,
 		    uint64_t, int);
 static void	bl_ident_free(struct blocklog *, struct bl_ident *);
+static void	bl_ident_link(struct blocklog *, struct bl_ident *);
+static void	bl_ident_unlink(struct blocklog *, struct bl_ident *);
+static int	bl_ident_evict(struct blocklog *);
 static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
@@ -142,6 +147,7 @@ static int	bl_share_check(struct blocklog *, struct bl_ident *);
 static int	bl_share_pool(struct blocklog *, struct bl_ident *,
 		    unsigned long long, unsigned long long);
 static int	bl_floor(const struct blocklog *, const struct bl_ident *);
+static int	bl_pool_full(const struct blocklog *);
 static void	bl_share_forget(struct blocklog *, struct bl_ident *);
 static int	bl_share_keep(struct blocklog *, struct bl_ident *);
 static char	*bl_strdup(const char *, int *);
@@ -213,8 +219,6 @@ bl_epoch(struct blocklog *bl, struct bl_ident *id)
 		bl->prev_epoch = bl->cur;
 		bl->cur = 0;
 		bl->epoch++;
-		bl->n_span = bl->n_cur;
-		bl->n_cur = 0;
 		bl->pool_prev = bl->pool;
 		bl->pool = 0;
 	}
@@ -224,11 +228,12 @@ bl_epoch(struct blocklog *bl, struct bl_ident *id)
 		id->prev_epoch = id->cur;
 		id->own_prev = id->own;
 		id->own_b_prev = id->own_b;
+		id->floor_b_prev = id->floor_b;
 	} else {
-		id->prev_epoch = id->own_b_prev = 0;
+		id->prev_epoch = id->own_b_prev = id->floor_b_prev = 0;
 		id->own_prev = 0;
 	}
-	id->cur = id->own_b = 0;
+	id->cur = id->own_b = id->floor_b = 0;
 	id->own = 0;
 	id->epoch = bl->epoch;
 }
@@ -245,17 +250,14 @@ bl_share_add(struct blocklog *bl, struct bl_ident *id,
 	if (bl->opts.capacity == 0)
 		return;
 	bl_epoch(bl, id);
-	if (id->cur == 0 && bytes > 0) {
-		bl->n_cur++;
-		if (id->prev_epoch == 0)
-			bl->n_span++;
-	}
 	id->cur += bytes;
 	bl->cur += bytes;
 	if (!own)
 		return;
 	if (!bl_floor(bl, id))
 		bl->pool += bytes;
+	else
+		id->floor_b += bytes;
 	id->own++;
 	id->own_b += bytes;
 }
@@ -274,25 +276,29 @@ bl_floor(const struct blocklog *bl, const struct bl_ident *id)
 	    id->own_b + id->own_b_prev < bl->opts.capacity / BLOCKLOG_FLOOR_DIV;
 }
 
-/* id is forgotten: no longer one of the identities with lines. */
+/*
+ * id is forgotten (bl_ident_evict) with its lines still in the span:
+ * should it come back it gets a floor again, so the lines of its floor
+ * go into the pool now. Its lines stay others' lines for every client
+ * (bl->cur). So what forgetting gives back is paid from the pool, which
+ * bounds every forgotten floor with the full lines past the floors.
+ */
 static void
 bl_share_forget(struct blocklog *bl, struct bl_ident *id)
 {
 	if (bl->opts.capacity == 0)
 		return;
 	bl_epoch(bl, id);
-	if (id->cur > 0 && bl->n_cur > 0)
-		bl->n_cur--;
-	if (id->cur + id->prev_epoch > 0 && bl->n_span > 0)
-		bl->n_span--;
+	bl->pool += id->floor_b;
+	bl->pool_prev += id->floor_b_prev;
 }
 
 /*
  * 1 while an idle identity must be kept for its share: any of its lines
  * are in the span. Forgotten, it would start again from nothing, so a
  * client pausing between bursts would never reach its share. The table
- * is bounded (BLOCKLOG_IDENTS_MAX): past it a new identity gets no full
- * line (its attempts go to the overflow summaries), never a fresh tally.
+ * is bounded (BLOCKLOG_IDENTS_MAX): a full one forgets the idle identity
+ * holding the fewest bytes of the span for a new one (bl_ident_evict).
  */
 static int
 bl_share_keep(struct blocklog *bl, struct bl_ident *id)
@@ -311,10 +317,12 @@ bl_share_keep(struct blocklog *bl, struct bl_ident *id)
  * it, when id is past its share of the kept log while other identities'
  * lines are in it too, or the pool is full (bl_share_pool). Alone in the
  * log it is never held back (it pushes out nobody's history but its
- * own). Its share is the smaller of a BLOCKLOG_SHARE_DIV-th of the
- * capacity and an equal part, among the identities with lines in the
- * span, of a BLOCKLOG_FULL_DIV-th of it. Let go once under half its
- * share.
+ * own). Its share is a BLOCKLOG_SHARE_DIV-th of the capacity: the
+ * pool bounds the full lines of all identities together, so a share
+ * need not shrink with their number (it did, an equal part of a
+ * BLOCKLOG_FULL_DIV-th among all identities with a line in the span:
+ * clients that wrote a line each and went quiet capped a quiet client
+ * after its floor, atk15r11 F5). Let go once under half its share.
  */
 static int
 bl_share_check(struct blocklog *bl, struct bl_ident *id)
@@ -327,9 +335,6 @@ bl_share_check(struct blocklog *bl, struct bl_ident *id)
 	if (bl_floor(bl, id))
 		return 0;
 	share = bl->opts.capacity / BLOCKLOG_SHARE_DIV;
-	if (bl->n_span > 0 && bl->opts.capacity / BLOCKLOG_FULL_DIV /
-	    bl->n_span < share)
-		share = bl->opts.capacity / BLOCKLOG_FULL_DIV / bl->n_span;
 	mine = id->cur + id->prev_epoch;
 	all = bl->cur + bl->prev_epoch;
 	if (mine >= share && all > mine && !id->capped) {
@@ -356,8 +361,7 @@ static int
 bl_share_pool(struct blocklog *bl, struct bl_ident *id,
     unsigned long long mine, unsigned long long all)
 {
-	if (bl->pool + bl->pool_prev < bl->opts.capacity / BLOCKLOG_FULL_DIV ||
-	    all <= mine) {
+	if (!bl_pool_full(bl) || all <= mine) {
 		id->pooled = 0;
 		return 0;
 	}
@@ -367,6 +371,13 @@ bl_share_pool(struct blocklog *bl, struct bl_ident *id,
 	}
 	id->pooled = 1;
 	return 1;
+}
+
+/* 1 while the pool holds its BLOCKLOG_FULL_DIV-th of the capacity. */
+static int
+bl_pool_full(const struct blocklog *bl)
+{
+	return bl->pool + bl->pool_prev >= bl->opts.capacity / BLOCKLOG_FULL_DIV;
 }
 
 /* 1 when ev is an allowed transfer of BLOCKLOG_LARGE_BYTES or more. */
@@ -439,7 +450,11 @@ blocklog_free(struct blocklog *bl)
 	free(bl);
 }
 
-/* The identity named name, created when create is set (NULL: full). */
+/*
+ * The identity named name (now the most recently seen), created when
+ * create is set; NULL when the table is full and none can be forgotten
+ * (bl_ident_evict).
+ */
 static struct bl_ident *
 bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 {
@@ -447,9 +462,13 @@ bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 	struct bl_ident	*id;
 
 	for (id = bl->idents[h]; id != NULL; id = id->hnext)
-		if (strcmp(id->name, name) == 0)
+		if (strcmp(id->name, name) == 0) {
+			bl_ident_unlink(bl, id);
+			bl_ident_link(bl, id);
 			return id;
-	if (!create || bl->nidents >= BLOCKLOG_IDENTS_MAX)
+		}
+	if (!create || (bl->nidents >= BLOCKLOG_IDENTS_MAX &&
+	    bl_ident_evict(bl) == -1))
 		return NULL;
 	if ((id = calloc(1, sizeof(*id))) == NULL)
 		return NULL;
@@ -460,12 +479,75 @@ bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 	id->win_start = id->last_us = now;
 	id->hnext = bl->idents[h];
 	bl->idents[h] = id;
+	bl_ident_link(bl, id);
+	bl->nidents++;
+	return id;
+}
+
+/* Put id first in the list (the most recently seen). */
+static void
+bl_ident_link(struct blocklog *bl, struct bl_ident *id)
+{
+	id->prev = NULL;
 	id->next = bl->ilist;
 	if (bl->ilist != NULL)
 		bl->ilist->prev = id;
+	else
+		bl->itail = id;
 	bl->ilist = id;
-	bl->nidents++;
-	return id;
+}
+
+static void
+bl_ident_unlink(struct blocklog *bl, struct bl_ident *id)
+{
+	if (id->prev != NULL)
+		id->prev->next = id->next;
+	else
+		bl->ilist = id->next;
+	if (id->next != NULL)
+		id->next->prev = id->prev;
+	else
+		bl->itail = id->prev;
+	id->prev = id->next = NULL;
+}
+
+/*
+ * The table full: forget, of the BL_EVICT_SCAN identities least recently
+ * seen, the one holding the fewest bytes of the span (the oldest of
+ * equals) that nothing else needs: no keys (their counts name it), not
+ * stopped nor capped, and no lines counted under pressure. Kept while
+ * their lines are in the span, identities that wrote a line each would
+ * otherwise fill the table for good and every new client's blocks be
+ * overflow summaries, with no host and no client (atk15r11 F4). One
+ * forgotten gets a floor again should it come back, paid from the pool
+ * (bl_share_forget); so none is forgotten while the pool is full, and
+ * clients cycling past the table get no more full lines than the pool
+ * holds. 0, or -1 when none can be.
+ */
+static int
+bl_ident_evict(struct blocklog *bl)
+{
+	struct bl_ident		*id, *best = NULL;
+	unsigned long long	 b, least = 0;
+	unsigned		 n = 0;
+
+	if (bl->opts.capacity == 0 || bl_pool_full(bl))
+		return -1;
+	for (id = bl->itail; id != NULL && n < BL_EVICT_SCAN;
+	    id = id->prev, n++) {
+		if (id->nkeys > 0 || id->stopped || id->capped || id->lines > 0)
+			continue;
+		bl_epoch(bl, id);
+		b = id->cur + id->prev_epoch;
+		if (best == NULL || b < least) {
+			best = id;
+			least = b;
+		}
+	}
+	if (best == NULL)
+		return -1;
+	bl_ident_free(bl, best);
+	return 0;
 }
 
 static void
@@ -479,12 +561,7 @@ bl_ident_free(struct blocklog *bl, struct bl_ident *id)
 			*pp = id->hnext;
 			break;
 		}
-	if (id->prev != NULL)
-		id->prev->next = id->next;
-	else
-		bl->ilist = id->next;
-	if (id->next != NULL)
-		id->next->prev = id->prev;
+	bl_ident_unlink(bl, id);
 	bl_share_forget(bl, id);
 	bl->nidents--;
 	bl->ocount -= id->ocount;

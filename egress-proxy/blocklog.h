@@ -59,9 +59,8 @@
  * are the pool's: the pool (every identity's own lines past its floor in
  * the span) holds at most capacity / BLOCKLOG_FULL_DIV bytes, whatever
  * the number of identities and the order they came in; and each has a
- * share: capacity / BLOCKLOG_SHARE_DIV bytes (or, if smaller, an equal
- * part of capacity / BLOCKLOG_FULL_DIV among the identities with lines
- * in the span) of its lines (own and summaries). Past its floor, with
+ * share: capacity / BLOCKLOG_SHARE_DIV bytes of its lines (own and
+ * summaries), whatever the number of identities. Past its floor, with
  * the pool full or past its share, while other identities' lines are in
  * the span too, it gets no full line: its blocks and would-be blocks
  * are counted into one aggregate each (no host, reason log_unavailable;
@@ -69,7 +68,11 @@
  * allowed connections into one with their bytes (its egress goes on);
  * so a flood, within the budget, however many clients share it, cannot
  * rotate the others' history away faster than their floors and
- * summaries do.
+ * summaries do. An identity is kept while any of its lines are in the
+ * span; with BLOCKLOG_IDENTS_MAX of them, a new one takes the place of
+ * an idle one holding the fewest bytes of the span (its floor lines go
+ * into the pool), unless the pool is full: then the new one's attempts
+ * are counted into the shared overflow summaries.
  *
  * While the log volume is under its reserve (from the first
  * blocklog_stop_top() until blocklog_resume_all()) the module also counts

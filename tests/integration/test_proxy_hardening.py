@@ -541,6 +541,87 @@ class F02BlockLog(Case):
         self.assertEqual(counted, n, "every blocked attempt is counted")
         self.assert_verifies(p.log_dir)
 
+    def blocked_once(self, p, src, host):
+        """One blocked request from src to host on its own connection."""
+        c = proxylib.bound_conn(src, p.port)
+        try:
+            c.send(get_request("http://%s/" % host, host,
+                               "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 403)
+        finally:
+            c.close()
+
+    def lines_of(self, p, src, mark):
+        """The egress.blocked lines with a host, and the summaries, of
+        the unregistered client src from log line mark on."""
+        mine = [json.loads(l) for l in p.log_lines()[mark:]]
+        mine = [e for e in mine
+                if (e.get("src") or "").startswith(src + ":")]
+        return ([e for e in mine if e["event"] == "egress.blocked" and
+                 e.get("host")],
+                [e for e in mine if e["event"] == "egress.blocked_summary"])
+
+    def test_idle_one_line_clients_do_not_shrink_a_share(self):
+        """atk15r11 F5: a share was an equal part of a quarter of what
+        rotation keeps among every client with a line in the span, so
+        1,000 clients that each wrote one line and went quiet capped a
+        quiet client after 1 of 20 blocks (its others lost their host).
+        The pool bounds all clients' full lines together; a share no
+        longer shrinks with the clients."""
+        p = start_proxy("log-idle-one-liners", extra_args=[
+            "--block-window", "1", "--log-max-size", "1m",
+            "--log-keep", "1"])
+        for i in range(1000):
+            self.blocked_once(p, "127.1.%d.%d" % (i >> 8, i & 255),
+                              "filler%d.invalid" % i)
+        time.sleep(3.5)		# idle past two windows
+        mark = p.mark()
+        for w in range(4):
+            for d in range(5):
+                self.blocked_once(p, "127.9.9.9",
+                                  "quiet-d%d-w%d.invalid" % (d, w))
+            time.sleep(1.1)
+        p.stop()
+        p.checked = True
+        full, summaries = self.lines_of(p, "127.9.9.9", mark)
+        print("\n  after 1,000 idle one-line clients: the quiet one's full "
+              "lines %d of 20, summaries %d" % (len(full), len(summaries)),
+              file=sys.stderr)
+        self.assertEqual(len(full), 20, "a quiet client's blocks lost "
+                         "their host")
+        self.assertEqual(summaries, [])
+
+    def test_full_identity_table_keeps_new_clients_hosts(self):
+        """atk15r11 F4: an identity was kept while any of its lines were
+        in the span and none was made past 16,384, so 16,384 clients
+        with a line each (6 s) made every new client's blocks overflow
+        summaries with no host and no client, also after a restart (the
+        replay rebuilt the table). A full table now forgets the idle
+        client holding the fewest bytes for the new one."""
+        p = start_proxy("log-ident-fill", extra_args=["--block-window", "1"])
+        for i in range(16384):
+            self.blocked_once(p, "127.1.%d.%d" % (i >> 8, i & 255),
+                              "filler%d.invalid" % i)
+        for victim in ("127.9.9.9", "127.9.9.10"):
+            time.sleep(3.5)		# idle past two windows
+            mark = p.mark()
+            for _ in range(3):
+                self.blocked_once(p, victim, "victim-dest.invalid")
+            p.stop()
+            full, summaries = self.lines_of(p, victim, mark)
+            overflow = [json.loads(l) for l in p.log_lines()[mark:]
+                        if '"overflow":true' in l]
+            print("\n  16,384 one-line clients: new client %s: %d full "
+                  "lines, %d overflow summaries" % (
+                      victim, len(full), len(overflow)), file=sys.stderr)
+            self.assertEqual(len(full), 3, "a new client's blocks lost "
+                             "their host (%s)" % victim)
+            self.assertEqual(overflow, [])
+            p.start()		# the second victim: after the replay
+        p.stop()
+        p.checked = True
+        self.assert_verifies(p.log_dir)
+
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
         register(p, "127.0.0.2", SBX_A)

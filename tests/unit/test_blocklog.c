@@ -453,8 +453,8 @@ collude(struct blocklog *bl, struct sink *s, int n, int windows)
  * Issue 15 (atk15r9 F1): each colluder held at most its eighth of what
  * rotation keeps, so 6 of them rotated a victim's line away in about
  * 2 minutes and 9 (each under an eighth) at once. Their full lines
- * past their floors together now hold a quarter of it (an equal part
- * each, and the pool); only their floors and summaries, one a window
+ * past their floors together now hold a quarter of it (the pool;
+ * an eighth each at most); only their floors and summaries, one a window
  * each, push the victim's line towards rotation: what they write after
  * it stays under the capacity.
  */
@@ -587,6 +587,89 @@ test_share_floor_quiet(void **state)
 	assert_int_equal(attempt(bl, "summarized", "s.invalid", 21.5), 1);
 	blocklog_flush(bl, 1000 * SEC, 1);
 	assert_non_null(strstr(s.nohost_msg, "share"));
+	blocklog_free(bl);
+}
+
+/*
+ * atk15r11 F5: a share was the smaller of an eighth of the capacity and
+ * an equal part of a quarter among every client with a line in the
+ * span, so clients that wrote one line each and went quiet capped a
+ * quiet client after its floor (60 of them: 2 of 20 lines). The pool
+ * bounds everyone's full lines past their floors together; a share no
+ * longer shrinks with the clients.
+ */
+static void
+test_share_idle_one_liners(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 who[32], host[32];
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 60; i++) {
+		snprintf(who, sizeof(who), "idle%d", i);
+		assert_int_equal(attempt(bl, who, "i.invalid", 0), 1);
+		blocklog_wrote(bl, who, LINE, SEC, 0);
+	}
+	blocklog_flush(bl, 40 * SEC, 0);	/* idle: their keys forgotten */
+	for (i = 0; i < 20; i++) {
+		snprintf(host, sizeof(host), "v%d.invalid", i);
+		if (attempt(bl, "quiet", host, 41 + i * 2)) {
+			full++;
+			blocklog_wrote(bl, "quiet", LINE,
+			    (uint64_t)(42 + i * 2) * SEC, 0);
+		}
+	}
+	blocklog_flush(bl, 1000 * SEC, 1);
+	print_message("60 idle one-line clients: the quiet one's full lines "
+	    "%d of 20, %u summaries\n", full, s.summaries);
+	assert_int_equal(full, 20);
+	assert_int_equal(s.counted, 0);
+	blocklog_free(bl);
+}
+
+/*
+ * atk15r11 F4: an identity was kept while any of its lines were in the
+ * span and the table refused new ones past BLOCKLOG_IDENTS_MAX, so
+ * 16,384 clients with one line each made every new client's blocks
+ * overflow summaries (no host, no sandbox). A full table now forgets an
+ * idle identity holding the fewest bytes of the span: a new client gets
+ * its full lines, and its summaries its name and host.
+ */
+static void
+test_ident_table_full(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 who[32];
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.named, sizeof(s.named), "victim");
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < BLOCKLOG_IDENTS_MAX; i++) {
+		snprintf(who, sizeof(who), "one%d", i);
+		(void)attempt(bl, who, "i.invalid", 1);
+		blocklog_wrote(bl, who, LINE, 2 * SEC, 0);
+	}
+	blocklog_flush(bl, 40 * SEC, 0);	/* idle: their keys forgotten */
+	for (i = 0; i < 8; i++)
+		if (attempt(bl, "victim", "v.invalid", 41)) {
+			full++;
+			blocklog_wrote(bl, "victim", LINE, 42 * SEC, 0);
+		}
+	blocklog_flush(bl, 1000 * SEC, 1);
+	print_message("%d one-line clients: the new one's full lines %d of 8, "
+	    "its summaries' count %llu, overflow %u\n", BLOCKLOG_IDENTS_MAX,
+	    full, s.named_count, s.overflows);
+	assert_int_equal(full, 5);		/* the burst */
+	assert_int_equal(s.named_count, 3);
+	assert_int_equal(s.overflows, 0);
+	assert_string_equal(s.last_host, "v.invalid");
 	blocklog_free(bl);
 }
 
@@ -1091,6 +1174,8 @@ main(void)
 		cmocka_unit_test(test_share_idle_cycles),
 		cmocka_unit_test(test_share_staggered),
 		cmocka_unit_test(test_share_floor_quiet),
+		cmocka_unit_test(test_share_idle_one_liners),
+		cmocka_unit_test(test_ident_table_full),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
