@@ -1219,7 +1219,7 @@ control_identities(struct proxy *px, const char *gone)
 {
 	unsigned	n;
 
-	n = conn_revoke_identity(px);
+	n = conn_revoke_identity(px, gone);
 	if (n > 0)
 		log_info("%u connections closed: their sandbox registration "
 		    "changed", n);
