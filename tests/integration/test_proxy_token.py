@@ -446,12 +446,9 @@ class TokenSessionTest(unittest.TestCase):
         try:
             t.sendall(b"GET /ok HTTP/1.1\r\nHost: reg.test:%d\r\n\r\n"
                       % self.reg_port)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = t.recv(4096)
-                if not chunk:
-                    return "closed"
-                data += chunk
+            data = proxylib.recv_until(t, b"\r\n\r\n")
+            if data is None:
+                return "closed"
             head, _, body = data.partition(b"\r\n\r\n")
             n = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
             while n and len(body) < int(n.group(1)):
