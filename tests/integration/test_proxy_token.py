@@ -417,10 +417,11 @@ class TokenSessionTest(unittest.TestCase):
         cls.srv.shutdown()
         cls.srv.server_close()
 
-    def connect(self, tok, hostport):
+    def connect(self, tok, hostport, src="127.0.0.1"):
         """A CONNECT to hostport with tok; the socket once answered 200."""
         auth = base64.b64encode(b"sandgate:" + tok.encode()).decode()
-        s = socket.create_connection(("127.0.0.1", self.p.port), timeout=10)
+        s = socket.create_connection(("127.0.0.1", self.p.port), timeout=10,
+                                     source_address=(src, 0))
         self.addCleanup(s.close)
         s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n"
                    "Proxy-Authorization: Basic %s\r\n\r\n"
@@ -433,10 +434,11 @@ class TokenSessionTest(unittest.TestCase):
         self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
         return s
 
-    def session(self, tok):
+    def session(self, tok, src="127.0.0.1"):
         """A terminated session to reg.test opened with tok, one GET in."""
         t = self.ctx.wrap_socket(self.connect(
-            tok, "reg.test:%d" % self.reg_port), server_hostname="reg.test")
+            tok, "reg.test:%d" % self.reg_port, src),
+            server_hostname="reg.test")
         self.addCleanup(t.close)
         self.assertEqual(self.session_get(t), "HTTP/1.1 200 OK")
         return t
@@ -519,6 +521,24 @@ class TokenSessionTest(unittest.TestCase):
         self.assertClosed(tun, "the tunnel")
         with self.assertRaises(AssertionError):
             self.session(tok)
+
+    def test_request_in_session_checks_the_connects_token(self):
+        """From a registered address the session stays the sandbox's
+        (the registry's identity), but a request in it is refused once
+        the CONNECT's token expired, as a new CONNECT with it is: the
+        token was never looked at again inside the session."""
+        st, body = proxylib.control(self.sock, "POST", "/register", {
+            "address": "127.0.0.9", "sandbox": "sbx_s4", "sets": "term"})
+        self.assertEqual(st, 200, body)
+        tok = token(W["key"], "sbx_s4", sets="term", ttl=2)
+        sess = self.session(tok, src="127.0.0.9")
+        time.sleep(3)
+        mark = self.p.mark()
+        self.assertEqual(self.session_get(sess).split(" ")[1], "403")
+        ev = self.p.wait_event(lambda e: e.get("event") == "egress.blocked",
+                               mark)
+        self.assertEqual((ev["sandbox"], ev["reason"]),
+                         ("sbx_s4", "token_expired"), ev)
 
 
 if __name__ == "__main__":
