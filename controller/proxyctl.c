@@ -226,7 +226,44 @@ struct proxyctl_req {
 	CURL			*h;
 	struct curl_slist	*hdrs;
 	struct proxyctl_buf	 b;
+	int			 again;	/* closed unanswered: send again */
 };
+
+/*
+ * How often a request the replica closed unanswered is sent: its TCP
+ * control API closes an unauthenticated connection at its cap, and
+ * ours counts as one until its head is read (ctlconn.c), so a flood
+ * can cut it before the request is seen. Every control request is one
+ * a replica can take twice (a grant replaces the same one; a revoke
+ * twice answers 404, which is shown, never taken for done).
+ */
+#define PROXYCTL_TRIES	4
+
+/*
+ * The transfer of h ended (rc) with no answer on a connection made, or
+ * timed out before the request went out (a flood fills the listen
+ * queue): send again.
+ */
+static int
+proxyctl_unanswered(CURL *h, CURLcode rc)
+{
+	curl_off_t	pre = 0;
+
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		return curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T,
+		    &pre) == CURLE_OK && pre == 0;
+	return rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR ||
+	    rc == CURLE_RECV_ERROR || rc == CURLE_SSL_CONNECT_ERROR;
+}
+
+/* Before try number try + 1: 50 ms, then 100, 200. */
+static void
+proxyctl_pause(int try)
+{
+	struct timespec	ts = { 0, 50000000L << (try - 1) };
+
+	(void)nanosleep(&ts, NULL);
+}
 
 /*
  * A request to replica i set up in r (body borrowed until it ends),
@@ -281,6 +318,7 @@ proxyctl_req_end(struct proxyctl_req *r, size_t i, CURLcode rc,
     long *status, char **cause)
 {
 	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, status);
+	r->again = proxyctl_unanswered(r->h, rc);
 	curl_slist_free_all(r->hdrs);
 	curl_easy_cleanup(r->h);
 	r->h = NULL;
@@ -303,12 +341,20 @@ proxyctl_raw(size_t i, const char *method, const char *path,
     const char *body, long *status, struct proxyctl_buf *b, char **cause)
 {
 	struct proxyctl_req	r;
-	int			rv;
+	int			rv, try;
 
 	memset(b, 0, sizeof(*b));
-	if (proxyctl_req_new(&r, i, method, path, body, cause) == -1)
-		return -1;
-	rv = proxyctl_req_end(&r, i, curl_easy_perform(r.h), status, cause);
+	for (try = 1; ; try++) {
+		if (proxyctl_req_new(&r, i, method, path, body, cause) == -1)
+			return -1;
+		rv = proxyctl_req_end(&r, i, curl_easy_perform(r.h), status,
+		    cause);
+		if (rv == 0 || !r.again || try == PROXYCTL_TRIES)
+			break;
+		free(*cause);
+		*cause = NULL;
+		proxyctl_pause(try);
+	}
 	*b = r.b;
 	return rv;
 }
@@ -391,20 +437,33 @@ proxyctl_call_each(const char *method, const char *const *paths,
 {
 	struct proxyctl_req	 r[PROXYCTL_REPLICAS_MAX];
 	char			*text = NULL;
-	size_t			 i, n = proxyctl_replicas();
+	size_t			 i, n = proxyctl_replicas(), again;
+	int			 try;
 
 	memset(ans, 0, n * sizeof(*ans));
 	memset(r, 0, sizeof(r));
 	if (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL)
 		fatal("json_dumps");
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (paths[i] == NULL)
 			ans[i].cause = util_xstrdup("not asked");
-		else
+	/* Those closed unanswered are sent again (PROXYCTL_TRIES). */
+	for (try = 1, again = n; again > 0; try++) {
+		for (i = 0, again = 0; i < n; i++) {
+			if (paths[i] == NULL || (try > 1 && !r[i].again))
+				continue;
+			free(ans[i].cause);
+			ans[i].cause = NULL;
 			(void)proxyctl_req_new(&r[i], i, method, paths[i],
 			    text, &ans[i].cause);
+			again++;
+		}
+		if (try > 1 && again > 0)
+			proxyctl_pause(try - 1);
+		proxyctl_multi(r, n, ans);
+		for (i = 0, again = 0; i < n && try < PROXYCTL_TRIES; i++)
+			again += r[i].again;
 	}
-	proxyctl_multi(r, n, ans);
 	free(text);
 }
 

@@ -128,6 +128,12 @@ static void	conn_token_drop(struct conn *);
 static int	conn_token_adopt(struct conn *);
 static int	conn_token_run_live(const struct conn *);
 static enum sg_reason conn_token(struct conn *, char *, size_t);
+static enum sg_reason conn_token_run_ended(const struct conn *, char *,
+		    size_t);
+static enum sg_reason conn_token_lapsed(const struct conn *, char *,
+		    size_t);
+static int	conn_token_revoke(struct conn *);
+static void	conn_token_note(const struct conn *);
 static const char *conn_run_live(const struct conn *, char *);
 static enum sg_reason conn_policy(struct proxy *, const struct policy *,
 		    struct conn *, const struct policy_query *,
@@ -1258,7 +1264,91 @@ conn_attribute(struct conn *c)
 static int
 conn_token_run_live(const struct conn *c)
 {
-	return execcred_running(c->px->execs, c->who.sandbox, c->tok->run);
+	return execcred_running(c->px->execs, c->tok->sandbox, c->tok->run);
+}
+
+/*
+ * A token naming a run this proxy does not have running: refused
+ * (SG_REASON_TOKEN_RUN_ENDED, the detail in why) for a client taking
+ * the token's identity, whose request would get that run's grants.
+ */
+static enum sg_reason
+conn_token_run_ended(const struct conn *c, char *why, size_t size)
+{
+	if (c->tok->run[0] == '\0' || conn_token_run_live(c))
+		return SG_REASON_NONE;
+	snprintf(why, size, "token of run %s of sandbox %s, which is not "
+	    "running here", c->tok->run, c->tok->sandbox);
+	return SG_REASON_TOKEN_RUN_ENDED;
+}
+
+/*
+ * Whether the token a connection came with (its CONNECT's, for a tunnel
+ * or a terminated session) no longer holds: expired, or, for a client
+ * that took its identity, naming a run that ended. The reason a new
+ * connection with it would be refused, else SG_REASON_NONE.
+ */
+static enum sg_reason
+conn_token_lapsed(const struct conn *c, char *why, size_t size)
+{
+	time_t	now = time(NULL);
+
+	if (c->tok == NULL)
+		return SG_REASON_NONE;
+	if (now < 0 || (uint64_t)now >= c->tok->expires) {
+		snprintf(why, size, "expired");
+		return SG_REASON_TOKEN_EXPIRED;
+	}
+	return c->tok_adopted ? conn_token_run_ended(c, why, size) :
+	    SG_REASON_NONE;
+}
+
+/* The soonest expiry of a token some connection's identity came from. */
+static time_t	conn_tok_soonest;
+
+static void
+conn_token_note(const struct conn *c)
+{
+	time_t	t = (time_t)c->tok->expires;
+
+	if (conn_tok_soonest == 0 || t < conn_tok_soonest)
+		conn_tok_soonest = t;
+}
+
+/*
+ * A connection acting as a token's sandbox whose token lapsed (expired,
+ * its run ended) is closed with egress.revoked: 1, else 0.
+ */
+static int
+conn_token_revoke(struct conn *c)
+{
+	char		why[256];
+	enum sg_reason	r;
+
+	if (!c->tok_adopted ||
+	    (r = conn_token_lapsed(c, why, sizeof(why))) == SG_REASON_NONE)
+		return 0;
+	conn_revoked(c, r);
+	return 1;
+}
+
+unsigned
+conn_token_expire(struct proxy *px)
+{
+	struct conn	*c, *next;
+	unsigned	 n = 0;
+
+	if (conn_tok_soonest == 0 || time(NULL) < conn_tok_soonest)
+		return 0;
+	conn_tok_soonest = 0;
+	for (c = px->conns; c != NULL; c = next) {
+		next = c->next;
+		if (conn_token_revoke(c))
+			n++;
+		else if (c->tok_adopted)
+			conn_token_note(c);
+	}
+	return n;
 }
 
 /*
@@ -1289,6 +1379,7 @@ conn_token_adopt(struct conn *c)
 	    &c->tok_sets, &c->tok_nsets, &cause) == -1)
 		return -1;
 	c->tok_adopted = 1;
+	conn_token_note(c);
 	c->who.sandbox = c->tok->sandbox;
 	c->who.sets = (const char *const *)c->tok_sets;
 	c->who.nsets = c->tok_nsets;
@@ -1315,6 +1406,7 @@ conn_token(struct conn *c, char *why, size_t size)
 	char				 pw[HTTP_PASSWORD_MAX + 1];
 	const char			*what = NULL;
 	enum token_status		 st;
+	enum sg_reason			 r;
 	long				 n;
 
 	conn_token_drop(c);
@@ -1347,12 +1439,9 @@ conn_token(struct conn *c, char *why, size_t size)
 	 * Taken as the token's sandbox, the request would get the grants of
 	 * the run it names (sandgate grant --exec): not once that exec ended.
 	 */
-	if (c->who.sandbox == NULL && c->tok->run[0] != '\0' &&
-	    !execcred_running(c->px->execs, c->tok->sandbox, c->tok->run)) {
-		snprintf(why, size, "token of run %s of sandbox %s, which is "
-		    "not running here", c->tok->run, c->tok->sandbox);
-		return SG_REASON_TOKEN_RUN_ENDED;
-	}
+	if (c->who.sandbox == NULL &&
+	    (r = conn_token_run_ended(c, why, size)) != SG_REASON_NONE)
+		return r;
 	if (c->who.sandbox == NULL && conn_token_adopt(c) == -1) {
 		snprintf(why, size, "out of memory");
 		return SG_REASON_PROXY_UNAVAILABLE;
@@ -1531,8 +1620,13 @@ conn_decide(struct conn *c)
 	proxy_policy_unref(c->r.pol);
 	c->r.pol = proxy_policy_ref(c->px);
 	c->r.gen = c->px->upstream_gen;
-	if (!c->term && (r = conn_token(c, why, sizeof(why))) !=
-	    SG_REASON_NONE)
+	/*
+	 * Inside a terminated session the client sends no token: the
+	 * CONNECT's is checked again, as a new connection's would be.
+	 */
+	r = c->term ? conn_token_lapsed(c, why, sizeof(why)) :
+	    conn_token(c, why, sizeof(why));
+	if (r != SG_REASON_NONE)
 		return conn_block(c, r, NULL, why);
 	conn_attribute(c);
 	conn_query(c, &q);
@@ -2086,6 +2180,10 @@ conn_revoke(struct proxy *px)
 	conn_upstreams_flush(px);
 	for (c = px->conns; c != NULL; c = next) {
 		next = c->next;
+		if (conn_token_revoke(c)) {
+			n++;
+			continue;
+		}
 		if (c->state == CONN_RESOLVE || c->state == CONN_CONNECT) {
 			n += conn_redecide(px, c);
 			continue;
@@ -2118,7 +2216,7 @@ conn_revoke(struct proxy *px)
 }
 
 unsigned
-conn_revoke_identity(struct proxy *px)
+conn_revoke_identity(struct proxy *px, const char *gone)
 {
 	struct proxy_client	 now;
 	struct conn		*c, *next;
@@ -2132,6 +2230,9 @@ conn_revoke_identity(struct proxy *px)
 		    &now);
 		same = now.ref == c->who.ref;
 		proxy_client_release(&now);
+		/* An identity taken from a token ends with its sandbox. */
+		if (same && c->tok_adopted && gone != NULL)
+			same = strcmp(c->tok->sandbox, gone) != 0;
 		if (same)
 			continue;
 		conn_revoked(c, SG_REASON_IDENTITY_CHANGED);

@@ -59,12 +59,23 @@ void	conn_drain_idle(struct proxy *);
 unsigned conn_revoke(struct proxy *);
 
 /*
- * After the registry changed: close every connection whose client
- * address now belongs to another sandbox (or to none), tunnels and
- * kept-alive connections alike, logging egress.revoked with reason
- * identity_changed. Returns how many were closed.
+ * Close, logging egress.revoked with reason token_expired, every
+ * connection acting as a token's sandbox (--token-any-source) whose
+ * token expired: a tunnel or terminated session lasts no longer than
+ * the token it was opened with. Cheap while no such token is due; called
+ * every second. Returns how many were closed.
  */
-unsigned conn_revoke_identity(struct proxy *);
+unsigned conn_token_expire(struct proxy *);
+
+/*
+ * After the registry changed: close every connection whose client
+ * address now belongs to another sandbox (or to none), and, when gone
+ * names the sandbox unregistered, every one acting as that sandbox from
+ * a token (--token-any-source), tunnels and kept-alive connections
+ * alike, logging egress.revoked with reason identity_changed. Returns
+ * how many were closed.
+ */
+unsigned conn_revoke_identity(struct proxy *, const char *gone);
 
 /*
  * Close every idle upstream TLS connection of terminated sessions, in

@@ -72,6 +72,9 @@ static char			*control_path;
 static char			*control_registry_path;	/* registry.json */
 static char			*control_grants_path;	/* grants.json */
 static char			*control_tomb_path;	/* .revoked */
+/* A legacy file taken (control_take), until a save holds what it held. */
+static char			*control_grants_taken;
+static char			*control_registry_taken;
 /* 1 while the last save of the grants failed: tried again each second. */
 static int		 control_grants_unsaved;
 static time_t		 control_grants_unsaved_since;	/* first failure */
@@ -103,6 +106,8 @@ static void	control_grants_load(struct proxy *, const char *,
 static void	control_grants_take(struct proxy *, const char *);
 static char	*control_take(const char *, const char *);
 static void	control_taken_done(const char *);
+static void	control_taken_retire(char **);
+static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
 static int	control_tomb_add(const struct grant *);
 static void	control_tomb_clear(void);
@@ -497,8 +502,10 @@ control_grants_save(struct proxy *px)
 	if (fd != -1 && close(fd) == -1)
 		bad = 1;
 	control_grants_unsaved = bad || rename(tmp, control_grants_path) == -1;
-	if (!control_grants_unsaved)
+	if (!control_grants_unsaved) {
 		control_tomb_clear();
+		control_taken_retire(&control_grants_taken);
+	}
 	if (control_grants_unsaved) {
 		control_grants_failed = time(NULL);
 		if (!was)
@@ -760,23 +767,76 @@ control_taken_done(const char *taken)
 	free(tomb);
 }
 
-/* A replica with no grants file of its own takes grants.json. */
+/*
+ * A save of the replica's own file now holds what the taken file held
+ * (*taken, NULL when none is left): it goes, with its revokes, and is
+ * forgotten. Called by the first good save, at start or later (a save
+ * failing at start is tried again every second): until then a restart
+ * takes it again.
+ */
+static void
+control_taken_retire(char **taken)
+{
+	if (*taken == NULL)
+		return;
+	control_taken_done(*taken);
+	free(*taken);
+	*taken = NULL;
+}
+
+/*
+ * A replica with no grants file of its own takes grants.json, retired
+ * by the first good save of grants-NAME.json (control_grants_save).
+ */
 static void
 control_grants_take(struct proxy *px, const char *old)
 {
-	char	*taken, *tomb;
+	char	*tomb;
 
-	if ((taken = control_take(old, px->cfg.instance)) == NULL) {
+	if ((control_grants_taken = control_take(old,
+	    px->cfg.instance)) == NULL) {
 		control_grants_load(px, control_grants_path,
 		    control_tomb_path);
 		return;
 	}
-	util_xasprintf(&tomb, "%s.revoked", taken);
-	control_grants_load(px, taken, tomb);
-	if (control_grants_save(px) == 0)
-		control_taken_done(taken);
-	free(taken);
+	util_xasprintf(&tomb, "%s.revoked", control_grants_taken);
+	control_grants_load(px, control_grants_taken, tomb);
+	(void)control_grants_save(px);
 	free(tomb);
+}
+
+/*
+ * The revokes to apply to grants loaded at start: those of tomb (the
+ * file loaded's) and those this replica kept apart itself
+ * (control_tomb_path: a revoke made while the save of a taken file
+ * failed went there), whatever file the grants come from. NULL (and
+ * *len 0) when there are none.
+ */
+static char *
+control_tombs_read(const char *tomb, size_t *len)
+{
+	char	*a, *b, *both;
+	size_t	 alen, blen;
+
+	a = control_file_read(tomb, &alen);
+	if (strcmp(tomb, control_tomb_path) == 0 ||
+	    (b = control_file_read(control_tomb_path, &blen)) == NULL) {
+		*len = a != NULL ? alen : 0;
+		return a;
+	}
+	if (a == NULL) {
+		*len = blen;
+		return b;
+	}
+	both = util_xmalloc(alen + blen + 2);
+	memcpy(both, a, alen);
+	both[alen] = '\n';
+	memcpy(both + alen + 1, b, blen);
+	both[alen + blen + 1] = '\0';
+	*len = alen + blen + 1;
+	free(a);
+	free(b);
+	return both;
 }
 
 /*
@@ -794,7 +854,7 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 	size_t			 len;
 	long			 n = 0;
 
-	l.tomb = control_file_read(tomb, &l.len);
+	l.tomb = control_tombs_read(tomb, &l.len);
 	if ((text = control_file_read(path, &len)) != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) == -1)
@@ -1139,6 +1199,8 @@ control_registry_save(struct proxy *px)
 	    -1 || rename(tmp, control_registry_path) == -1))
 		log_warn("cannot save the sandbox registry %s",
 		    control_registry_path);
+	else
+		control_taken_retire(&control_registry_taken);
 	free(tmp);
 	json_decref(arr);
 	return bad ? -1 : 0;
@@ -1153,18 +1215,19 @@ control_registry_save(struct proxy *px)
 static void
 control_registry_open(struct proxy *px, const char *sock)
 {
-	char	*old, *taken = NULL;
+	char	*old;
 
 	control_registry_path = control_beside(sock, "registry",
 	    px->cfg.instance);
 	old = control_beside(sock, "registry", NULL);
 	if (strcmp(old, control_registry_path) != 0 &&
 	    access(control_registry_path, F_OK) == -1 && errno == ENOENT)
-		taken = control_take(old, px->cfg.instance);
-	control_registry_load(px, taken ? taken : control_registry_path);
-	if (taken != NULL && control_registry_save(px) == 0)
-		control_taken_done(taken);
-	free(taken);
+		control_registry_taken = control_take(old, px->cfg.instance);
+	control_registry_load(px, control_registry_taken ?
+	    control_registry_taken : control_registry_path);
+	/* Retired by the first good save, now or at a later change. */
+	if (control_registry_taken != NULL)
+		(void)control_registry_save(px);
 	free(old);
 }
 
@@ -1219,7 +1282,7 @@ control_identities(struct proxy *px, const char *gone)
 {
 	unsigned	n;
 
-	n = conn_revoke_identity(px);
+	n = conn_revoke_identity(px, gone);
 	if (n > 0)
 		log_info("%u connections closed: their sandbox registration "
 		    "changed", n);

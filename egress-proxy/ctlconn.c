@@ -10,6 +10,10 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
 #include "ctltcp.h"
 #include "ctlconn.h"
 #include "log.h"
@@ -45,6 +49,9 @@ static void	ctlconn_start(evutil_socket_t, short, void *);
 static void	ctlconn_expire(evutil_socket_t, short, void *);
 static int	ctlconn_alive(struct ctlconn *);
 static int	ctlconn_evict(struct ctlconn *);
+static int	ctlconn_arriving(struct ctlconn *);
+static size_t	*ctlconn_tally(const struct ctlconn *, const char **,
+		    size_t *);
 static void	ctlconn_read(struct evbuffer *, const struct evbuffer_cb_info *,
 		    void *);
 static void	ctlconn_feed(struct ctlconn *, const char *, size_t);
@@ -147,20 +154,79 @@ ctlconn_from(const char *addr)
 }
 
 /*
- * At the cap, the oldest connection (the list is newest first) with no
- * token yet is closed to make room for c, which may be the
- * controller's: idle clients re-opening as they are cut would
- * otherwise hold every slot. 0, or -1 when every other one is
- * authenticated (c is then refused).
+ * Whether c's client is sending: a request head (or a TLS handshake)
+ * under way, or bytes waiting in the socket not read yet (a connection
+ * accepted in the same batch as a flood is read after it).
+ */
+static int
+ctlconn_arriving(struct ctlconn *c)
+{
+	SSL		*ssl;
+	char		 b;
+	evutil_socket_t	 fd;
+
+	if (c->head_lines > 0 || c->len > 0)
+		return 1;
+	if ((ssl = bufferevent_openssl_get_ssl(c->bev)) != NULL &&
+	    !SSL_in_before(ssl))
+		return 1;
+	fd = bufferevent_getfd(c->bev);
+	return fd != -1 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/*
+ * The count of o's address in a tally of addresses (addrs and counts,
+ * CTLCONN_MAX * 2 slots, open addressing), its slot taken if new.
+ * Built once per eviction, so a flood costs O(connections).
+ */
+static size_t *
+ctlconn_tally(const struct ctlconn *o, const char *addrs[], size_t *counts)
+{
+	size_t		 i;
+	unsigned	 h = 2166136261u;
+	const char	*p;
+
+	for (p = o->addr; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	for (i = h % (CTLCONN_MAX * 2); addrs[i] != NULL &&
+	    strcmp(addrs[i], o->addr) != 0; i = (i + 1) % (CTLCONN_MAX * 2))
+		;
+	addrs[i] = o->addr;
+	return &counts[i];
+}
+
+/*
+ * At the cap, an unauthenticated connection is closed to make room for
+ * c, which may be the controller's: idle clients re-opening as they are
+ * cut would otherwise hold every slot. The victim is one whose client
+ * is not sending (ctlconn_arriving) if any, then one of the address
+ * holding the most unauthenticated connections, then the oldest (the
+ * list is newest first): a flood from a few addresses evicts its own,
+ * not the controller's connection whose request is arriving. 0, or -1
+ * when every other one is authenticated (c is then refused).
  */
 static int
 ctlconn_evict(struct ctlconn *c)
 {
+	const char	*addrs[CTLCONN_MAX * 2] = { NULL };
+	size_t		 counts[CTLCONN_MAX * 2] = { 0 };
 	struct ctlconn	*o, *old = NULL;
+	size_t		 best = 0, rank;
 
 	for (o = ctlconn_list; o != NULL; o = o->next)
 		if (o != c && !o->authed && o->evcon != NULL)
+			(*ctlconn_tally(o, addrs, counts))++;
+	for (o = ctlconn_list; o != NULL; o = o->next) {
+		if (o == c || o->authed || o->evcon == NULL)
+			continue;
+		/* later (older) ones win ties: >= */
+		rank = (ctlconn_arriving(o) ? 0 : CTLCONN_MAX * 4) +
+		    *ctlconn_tally(o, addrs, counts);
+		if (rank >= best) {
+			best = rank;
 			old = o;
+		}
+	}
 	if (old == NULL)
 		return -1;
 	if (ctlconn_alive(old))
@@ -189,15 +255,19 @@ ctlconn_start(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_get_peer(c->evcon, &addr, &port);
 	snprintf(c->addr, sizeof(c->addr), "%s", addr ? addr : "?");
 	c->port = port;
+	if (ctlconn_from(c->addr) > CTLCONN_PER_ADDR) {
+		ctltcp_refused(c->px, c->addr, c->port, "",
+		    "too many connections from this address");
+		evhttp_connection_free(c->evcon);	/* ctlconn_closed */
+		return;
+	}
 	if (ctlconn_n > CTLCONN_MAX && ctlconn_evict(c) == 0)
 		log_debug("control API: at %d connections, the oldest that "
 		    "sent no token was closed for %s:%d", CTLCONN_MAX,
 		    c->addr, c->port);
-	if (ctlconn_n > CTLCONN_MAX || ctlconn_from(c->addr) >
-	    CTLCONN_PER_ADDR) {
-		ctltcp_refused(c->px, c->addr, c->port, "", ctlconn_n >
-		    CTLCONN_MAX ? "too many connections" :
-		    "too many connections from this address");
+	if (ctlconn_n > CTLCONN_MAX) {
+		ctltcp_refused(c->px, c->addr, c->port, "",
+		    "too many connections");
 		evhttp_connection_free(c->evcon);	/* ctlconn_closed */
 		return;
 	}

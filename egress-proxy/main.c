@@ -600,9 +600,12 @@ main_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy	*px = arg;
 	struct timeval	 tv = { 1, 0 };
+	unsigned	 n;
 
 	proxy_log_flush_blocks(px, 0);
 	control_grants_tick(px);
+	if ((n = conn_token_expire(px)) > 0)
+		log_info("%u connections closed: their token expired", n);
 	ctltcp_tick(px);
 	if (main_ckpt != NULL && checkpoint_tick(main_ckpt) == -1)
 		log_warnx("checkpoint: %s", checkpoint_error(main_ckpt));

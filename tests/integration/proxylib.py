@@ -1044,6 +1044,18 @@ def sanitized():
         return False
 
 
+def recv_until(sock, marker):
+    """Bytes from sock until marker is among them; None when the peer
+    closed first."""
+    data = b""
+    while marker not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
 def read_until_closed(sock):
     """Every byte sock sends until the peer closes."""
     data = b""

@@ -669,23 +669,57 @@ class Guard(unittest.TestCase):
                            port=self.port)
         self.assertEqual(status, 200)
 
+    def idle_flood(self, first):
+        """128 connections that send nothing, 32 from each of
+        127.0.0.first to first + 3."""
+        socks = []
+        for a in range(4):
+            for _ in range(32):
+                s = socket.socket()
+                s.bind(("127.0.0.%d" % (first + a), 0))
+                s.connect(("127.0.0.1", self.port))
+                socks.append(s)
+        return socks
+
     def test_idle_connections_do_not_lock_out_the_controller(self):
         """128 connections that send nothing, from 4 addresses (32 each,
         re-opened as they are cut), held every slot: the controller's
         new connection was refused whoever it was. At the cap the oldest
         connection with no token is now closed to admit the new one."""
-        socks = []
-        for a in range(4):
-            for _ in range(32):
-                s = socket.socket()
-                s.bind(("127.0.0.%d" % (20 + a), 0))
-                s.connect(("127.0.0.1", self.port))
-                socks.append(s)
+        socks = self.idle_flood(20)
         try:
             time.sleep(0.5)
             status, _, _ = tcp("GET", "/status", token=W["token"],
                                port=self.port)
             self.assertEqual(status, 200)
+        finally:
+            for s in socks:
+                s.close()
+        time.sleep(0.5)
+
+    def test_flood_evicts_its_own_not_the_controllers(self):
+        """atk1921d F2: at the cap the oldest unauthenticated connection
+        was closed, which under a flood was the controller's, accepted
+        before the flood and its head not read yet (or half read). Now
+        the victim is one not sending, of the address holding the most:
+        the flood's own."""
+        def status_of(s, rest):
+            s.sendall(rest)
+            data = proxylib.recv_until(s, b"\r\n")
+            return data.split(b"\r\n")[0].decode() if data else \
+                "closed unanswered"
+        head = b"GET /status HTTP/1.1\r\nHost: ctl\r\n"
+        auth = ("Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
+                % W["token"]).encode()
+        arriving, idle = self.connect(), self.connect()
+        socks = [arriving, idle]
+        try:
+            arriving.sendall(head)
+            time.sleep(0.3)
+            socks += self.idle_flood(30)
+            time.sleep(0.5)
+            self.assertEqual(status_of(arriving, auth), "HTTP/1.1 200 OK")
+            self.assertEqual(status_of(idle, head + auth), "HTTP/1.1 200 OK")
         finally:
             for s in socks:
                 s.close()

@@ -454,5 +454,93 @@ class Replicas(unittest.TestCase):
                 if g["host"].startswith(("own-", "old"))}
 
 
+class SaveBlocked(proxylib.Proxy):
+    """A replica r1 whose saves of grants-r1.json fail while blocked: the
+    path of its temporary file (named by its pid) is a folder, made by
+    the shell it is exec'd from (so under its pid) before it starts."""
+
+    blocked = True
+
+    def argv(self):
+        own = os.path.join(self.sock_dir, "grants-r1.json")
+        if not self.blocked:
+            return super().argv()
+        return ["sh", "-c", 'mkdir "$0.$$.tmp" && exec "$@"', own] + \
+            super().argv()
+
+
+class TakenRevokes(unittest.TestCase):
+    """atk1921d F1: a revoke of a grant taken from the legacy grants.json
+    came back after a restart when the replica's first save failed (it
+    was kept apart in grants-r1.json.revoked, which the take did not
+    read); and once a later save held the grants the taken file stayed,
+    so losing grants-r1.json took it again with the revoked grant."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="taken-", dir=W["dir"])
+        self.sock = os.path.join(self.dir, "r1.sock")
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
+        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
+                 "expires": until, "by": "test", "rationale": "old"}
+        with open(os.path.join(self.dir, "grants.json"), "w") as f:
+            json.dump([dict(grant, host="old.grant.test"),
+                       dict(grant, host="kept.grant.test")], f)
+        p = SaveBlocked(self.dir, W["up"], name="p", extra_args=[
+            "--instance", "r1", "--control-socket", self.sock])
+        p.sock_dir = self.dir
+        with open(os.path.join(p.policy_dir, "grants.yaml"), "w") as f:
+            f.write("description: grants of the replica tests\n"
+                    "grants:\n  under: [grant.test]\n")
+        W["proxies"].append(p)
+        self.p = p.start()
+        proxylib.wait_unix_socket(self.sock)
+
+    def grants(self):
+        status, body = proxylib.control(self.sock, "GET", "/grants")
+        self.assertEqual(status, 200, body)
+        return sorted(g["host"] for g in body["grants"])
+
+    def revoke_apart(self):
+        self.assertEqual(self.grants(), ["kept.grant.test", "old.grant.test"])
+        status, body = proxylib.control(self.sock, "POST", "/grants/revoke", {
+            "sandbox": SBX, "host": "old.grant.test", "port": 443,
+            "by": "test"})
+        self.assertEqual((status, body.get("saved_apart"),
+                          body.get("grants_saved")), (200, True, False), body)
+
+    def restart(self):
+        self.p.stop()
+        for f in os.listdir(self.dir):
+            if f.endswith(".tmp"):
+                os.rmdir(os.path.join(self.dir, f))
+        self.p.blocked = False
+        self.p.start()
+        proxylib.wait_unix_socket(self.sock)
+
+    def test_revoke_kept_apart_survives_the_restart(self):
+        self.revoke_apart()
+        self.restart()
+        self.assertEqual(self.grants(), ["kept.grant.test"])
+        self.assertEqual([f for f in os.listdir(self.dir) if ".taken" in f],
+                         [])
+
+    def test_taken_file_goes_at_the_first_good_save(self):
+        self.revoke_apart()
+        os.rmdir(os.path.join(self.dir, "grants-r1.json.%d.tmp" % self.p.pid))
+        own = os.path.join(self.dir, "grants-r1.json")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (not os.path.exists(own) or [
+                f for f in os.listdir(self.dir) if ".taken" in f]):
+            time.sleep(0.2)
+        self.assertTrue(os.path.exists(own), "grants-r1.json not saved")
+        self.assertEqual([f for f in os.listdir(self.dir) if ".taken" in f],
+                         [])
+        os.unlink(own)
+        self.restart()
+        self.assertEqual(self.grants(), [])
+
+
 if __name__ == "__main__":
     sys.exit(proxylib.run_tests(sys.modules[__name__]))

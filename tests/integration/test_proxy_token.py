@@ -21,6 +21,8 @@ Env: SANDGATE_BIN, SANDGATE_SRC, SANDGATE_KEEP=1 as test_proxy.py.
 import base64
 import hashlib
 import os
+import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -353,6 +355,190 @@ class TokenConfigTest(unittest.TestCase):
         self.assertIn("the same token key twice", r.stderr)
         r = self.check("--token-key", W["pub"])
         self.assertEqual(r.returncode, 0, r.stderr)
+
+
+TERM_POLICY = """description: a terminated registry
+allow:
+  - host: reg.test
+    ports: [%d]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    rationale: a registry the proxy terminates
+"""
+
+
+class TokenSessionTest(unittest.TestCase):
+    """atk1921d F3: under --token-any-source a tunnel or terminated session
+    opened with a token acted as the token's sandbox after its exec
+    ended, the token expired and the sandbox was unregistered (each new
+    request in the session decided with the token's sets). The run's
+    end, the sandbox's unregister and the token's expiry now close them
+    (egress.revoked), and a request inside a session is checked against
+    the CONNECT's token as a new connection's would be."""
+
+    @classmethod
+    def setUpClass(cls):
+        import ssl
+        import test_proxy_terminate as T
+        d = os.path.join(W["dir"], "sess")
+        os.makedirs(d)
+        cls.world = {"dir": d}
+        pki = T.make_cas(cls.world)
+        cert, key = T.make_leaf(pki, "reg", "reg.test")
+        srv = proxylib.CountingServer(("127.0.0.1", 0),
+                                      proxylib.TLSEchoHandler,
+                                      proxylib.Counters())
+        srv.tls_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        srv.tls_ctx.load_cert_chain(cert, key)
+        import threading
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        cls.srv = srv
+        cls.reg_port = srv.server_address[1]
+        cls.sock = os.path.join(d, "control.sock")
+        p = proxylib.Proxy(d, W["up"], sets="", name="sess", extra_args=[
+            "--token-key", W["pub"], "--token-any-source", "--log-allowed",
+            "--ca-cert", cls.world["sgca"], "--ca-key", cls.world["sgkey"],
+            "--control-socket", cls.sock])
+        W["proxies"].append(p)
+        os.makedirs(os.path.join(p.policy_dir, "ca"))
+        shutil.copy(cls.world["upca"], os.path.join(p.policy_dir, "ca",
+                                                    "upca.pem"))
+        with open(os.path.join(p.policy_dir, "term.yaml"), "w") as f:
+            f.write(TERM_POLICY % cls.reg_port)
+        with open(p.hosts, "a") as f:
+            f.write("127.0.0.1\treg.test\n")
+        cls.p = p.start()
+        proxylib.wait_unix_socket(cls.sock)
+        cls.ctx = ssl.create_default_context(cafile=cls.world["sgca"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.shutdown()
+        cls.srv.server_close()
+
+    def connect(self, tok, hostport, src="127.0.0.1"):
+        """A CONNECT to hostport with tok; the socket once answered 200."""
+        auth = base64.b64encode(b"sandgate:" + tok.encode()).decode()
+        s = socket.create_connection(("127.0.0.1", self.p.port), timeout=10,
+                                     source_address=(src, 0))
+        self.addCleanup(s.close)
+        s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n"
+                   "Proxy-Authorization: Basic %s\r\n\r\n"
+                   % (hostport, hostport, auth)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            b = s.recv(1)
+            self.assertTrue(b, "closed after CONNECT: %r" % head)
+            head += b
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+        return s
+
+    def session(self, tok, src="127.0.0.1"):
+        """A terminated session to reg.test opened with tok, one GET in."""
+        t = self.ctx.wrap_socket(self.connect(
+            tok, "reg.test:%d" % self.reg_port, src),
+            server_hostname="reg.test")
+        self.addCleanup(t.close)
+        self.assertEqual(self.session_get(t), "HTTP/1.1 200 OK")
+        return t
+
+    def session_get(self, t):
+        """The status line of a GET inside session t, or how it ended."""
+        try:
+            t.sendall(b"GET /ok HTTP/1.1\r\nHost: reg.test:%d\r\n\r\n"
+                      % self.reg_port)
+            data = proxylib.recv_until(t, b"\r\n\r\n")
+            if data is None:
+                return "closed"
+            head, _, body = data.partition(b"\r\n\r\n")
+            n = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+            while n and len(body) < int(n.group(1)):
+                chunk = t.recv(4096)
+                if not chunk:
+                    return "closed"
+                body += chunk
+        except (OSError, ValueError) as e:
+            return type(e).__name__
+        return head.split(b"\r\n")[0].decode()
+
+    def tunnel(self, tok):
+        """A plain CONNECT tunnel to allowed.test opened with tok."""
+        return self.connect(tok, "allowed.test:%d" % W["up"].http_port)
+
+    def assertClosed(self, s, what):
+        """s is closed by the proxy (within the 10 s timeout)."""
+        s.settimeout(10)
+        try:
+            while s.recv(65536):
+                pass
+        except socket.timeout:
+            self.fail(what + " still open")
+        except OSError:
+            pass
+
+    def revoked(self, mark, sandbox, reason, timeout=5.0):
+        ev = self.p.wait_event(lambda e: e.get("event") == "egress.revoked"
+                               and e.get("sandbox") == sandbox, mark,
+                               timeout=timeout)
+        self.assertIsNotNone(ev, "no egress.revoked for " + sandbox)
+        self.assertEqual(ev["reason"], reason, ev)
+
+    def test_run_end_closes_session_and_tunnel(self):
+        st, body = proxylib.control(self.sock, "POST", "/execs", {
+            "token": "ab" * 16, "sandbox": "sbx_s1", "run_id": "run_s1"})
+        self.assertEqual(st, 200, body)
+        tok = token(W["key"], "sbx_s1", run="run_s1", sets="term,test")
+        sess, tun = self.session(tok), self.tunnel(tok)
+        mark = self.p.mark()
+        st, body = proxylib.control(self.sock, "POST", "/execs/end",
+                                    {"run_id": "run_s1"})
+        self.assertEqual((st, body["closed"]), (200, 2), body)
+        self.revoked(mark, "sbx_s1", "token_run_ended")
+        self.assertNotEqual(self.session_get(sess), "HTTP/1.1 200 OK")
+        self.assertClosed(tun, "the tunnel")
+
+    def test_unregister_closes_session_and_tunnel(self):
+        tok = token(W["key"], "sbx_s2", sets="term,test")
+        sess, tun = self.session(tok), self.tunnel(tok)
+        other = self.session(token(W["key"], "sbx_s2x", sets="term"))
+        mark = self.p.mark()
+        st, body = proxylib.control(self.sock, "POST", "/unregister",
+                                    {"sandbox": "sbx_s2"})
+        self.assertEqual(st, 200, body)
+        self.revoked(mark, "sbx_s2", "identity_changed")
+        self.assertNotEqual(self.session_get(sess), "HTTP/1.1 200 OK")
+        self.assertClosed(tun, "the tunnel")
+        # Another sandbox's session is not touched.
+        self.assertEqual(self.session_get(other), "HTTP/1.1 200 OK")
+
+    def test_expiry_closes_session_and_tunnel(self):
+        tok = token(W["key"], "sbx_s3", sets="term,test", ttl=3)
+        sess, tun = self.session(tok), self.tunnel(tok)
+        mark = self.p.mark()
+        self.revoked(mark, "sbx_s3", "token_expired", timeout=15)
+        self.assertNotEqual(self.session_get(sess), "HTTP/1.1 200 OK")
+        self.assertClosed(tun, "the tunnel")
+        with self.assertRaises(AssertionError):
+            self.session(tok)
+
+    def test_request_in_session_checks_the_connects_token(self):
+        """From a registered address the session stays the sandbox's
+        (the registry's identity), but a request in it is refused once
+        the CONNECT's token expired, as a new CONNECT with it is: the
+        token was never looked at again inside the session."""
+        st, body = proxylib.control(self.sock, "POST", "/register", {
+            "address": "127.0.0.9", "sandbox": "sbx_s4", "sets": "term"})
+        self.assertEqual(st, 200, body)
+        tok = token(W["key"], "sbx_s4", sets="term", ttl=2)
+        sess = self.session(tok, src="127.0.0.9")
+        time.sleep(3)
+        mark = self.p.mark()
+        self.assertEqual(self.session_get(sess).split(" ")[1], "403")
+        ev = self.p.wait_event(lambda e: e.get("event") == "egress.blocked",
+                               mark)
+        self.assertEqual((ev["sandbox"], ev["reason"]),
+                         ("sbx_s4", "token_expired"), ev)
 
 
 if __name__ == "__main__":
