@@ -122,7 +122,6 @@ static int	checkpoint_start(struct checkpoint *, char **);
 static void	checkpoint_start_tail(struct checkpoint *);
 static int	checkpoint_resolve(const char *, char *);
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
-static int	checkpoint_lock(struct checkpoint *, int, char **);
 static FILE	*checkpoint_open_key(const char *, int, char **);
 static EVP_PKEY	*checkpoint_read_key(const char *, int, char **);
 static int	checkpoint_pem_private(FILE *, void *);
@@ -1217,43 +1216,38 @@ checkpoint_resume(struct checkpoint *ck)
 	return 0;
 }
 
-/*
- * Take key_path.lock (made if missing) shared or exclusive, waiting; or,
- * CHECKPOINT_LOCK_SOLE, exclusive at once or not at all.
- */
-static int
-checkpoint_lock(struct checkpoint *ck, int how, char **cause)
+int
+checkpoint_key_lock(const char *key_path, int how, char **cause)
 {
 	char	*path;
-	int	 op = how == CHECKPOINT_LOCK_SHARED ? LOCK_SH : LOCK_EX;
+	int	 fd, op = how == CHECKPOINT_LOCK_SHARED ? LOCK_SH : LOCK_EX;
 
 	if (how == CHECKPOINT_LOCK_SOLE)
 		op |= LOCK_NB;
-	util_xasprintf(&path, "%s.lock", ck->key_path);
-	ck->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (ck->lock_fd == -1) {
+	util_xasprintf(&path, "%s.lock", key_path);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1) {
 		util_xasprintf(cause, "cannot open \"%s\": %s", path,
 		    strerror(errno));
 		free(path);
 		return -1;
 	}
 	free(path);
-	while (flock(ck->lock_fd, op) == -1) {
-		if (errno == EWOULDBLOCK) {
+	while (flock(fd, op) == -1) {
+		if (errno == EWOULDBLOCK)
 			util_xasprintf(cause, "the key \"%s\" is in use: "
 			    "another process signs with it (its lock \"%s."
 			    "lock\" is held); one writer per key and anchor",
-			    ck->key_path, ck->key_path);
-			return -1;
-		}
-		if (errno != EINTR) {
+			    key_path, key_path);
+		else if (errno != EINTR)
 			util_xasprintf(cause, "cannot lock the key \"%s\": %s",
-			    ck->key_path, strerror(errno));
-			return -1;
-		}
+			    key_path, strerror(errno));
+		else
+			continue;
+		close(fd);
+		return -1;
 	}
-	return 0;
+	return fd;
 }
 
 struct checkpoint *
@@ -1280,8 +1274,9 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	ck->every_secs = o->every_secs;
 	ck->last_us = util_now_us();
 	/* Before anything touches the anchor or its room. */
-	if (o->lock != CHECKPOINT_LOCK_NONE &&
-	    checkpoint_lock(ck, o->lock, cause) == -1)
+	if (o->lock != CHECKPOINT_LOCK_NONE && o->lock != CHECKPOINT_LOCK_HELD &&
+	    (ck->lock_fd = checkpoint_key_lock(ck->key_path, o->lock,
+	    cause)) == -1)
 		goto fail;
 	if ((ck->key = checkpoint_key_load(ck->key_path, cause)) == NULL)
 		goto fail;
@@ -1292,7 +1287,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	}
 	/* Writers that share the log: nobody else writes until free. */
 	if (o->lock == CHECKPOINT_LOCK_SHARED ||
-	    o->lock == CHECKPOINT_LOCK_EXCLUSIVE) {
+	    o->lock == CHECKPOINT_LOCK_EXCLUSIVE ||
+	    o->lock == CHECKPOINT_LOCK_HELD) {
 		if (eventlog_hold(log) == -1) {
 			util_xasprintf(cause, "%s", eventlog_error(log));
 			goto fail;

@@ -273,12 +273,23 @@ struct checkpoint_opts {
 	 * CHECKPOINT_LOCK_EXCLUSIVE is for the rotation itself.
 	 * CHECKPOINT_LOCK_SOLE (the proxy): one process signs with the key
 	 * and writes its anchor; a second one fails at once, before it
-	 * touches either.
+	 * touches either. CHECKPOINT_LOCK_HELD: the caller holds the lock
+	 * exclusive (checkpoint_key_lock()) from before it opened the log
+	 * (opts.excluded) until after checkpoint_free(): the writers (the
+	 * controller's) exclude each other on it, outside the log's folder.
 	 */
 	int			 lock;
 };
 enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
-    CHECKPOINT_LOCK_EXCLUSIVE, CHECKPOINT_LOCK_SOLE };
+    CHECKPOINT_LOCK_EXCLUSIVE, CHECKPOINT_LOCK_SOLE, CHECKPOINT_LOCK_HELD };
+
+/*
+ * Take key_path.lock (made 0600 if missing, never through a symlink) with
+ * how (CHECKPOINT_LOCK_SHARED, _EXCLUSIVE or _SOLE: exclusive at once or
+ * not at all). The fd (closing it lets go), or -1 with *cause set.
+ */
+int		 checkpoint_key_lock(const char *key_path, int how,
+		    char **cause);
 
 /*
  * A signer for log, which must stay open while the signer lives: loads

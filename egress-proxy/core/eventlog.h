@@ -63,6 +63,15 @@ struct eventlog_opts {
 	 * the file's only writer and keeps seq and prev in memory.
 	 */
 	int			shared;
+	/*
+	 * Shared mode whose writers exclude each other on a lock outside
+	 * the log's folder, held by the caller from open to close (the
+	 * controller: its key's lock): no flock(2) on the file, which
+	 * whoever writes the folder could hold or swap. The file is still
+	 * the one at the name when locked; a file put in its place while
+	 * held is not written to (the append fails, the event is lost).
+	 */
+	int			excluded;
 };
 
 /*
