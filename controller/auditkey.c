@@ -174,6 +174,20 @@ auditkey_runs_signer(struct eventlog *log)
 }
 
 void
+auditkey_runs_lost(const char *why)
+{
+	char	path[4096], *cause = NULL;
+
+	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1)
+		util_cause(&cause, "state folder path too long");
+	else if (checkpoint_anchor_lost(path, 1, why, &cause) == 0)
+		return;
+	log_warnx("the lost run record is not in the anchor either: %s",
+	    cause);
+	free(cause);
+}
+
+void
 auditkey_runs_close(struct checkpoint *ck)
 {
 	if (ck == NULL)

@@ -85,6 +85,14 @@ int	 auditkey_runs_lock(char **cause);
  */
 struct checkpoint *auditkey_runs_signer(struct eventlog *);
 
+/*
+ * A record that could not be put in runs.jsonl at all (why): counted lost
+ * in the anchor, under auditkey_runs_lock(), so that the next record is
+ * preceded by a log.outage line and `audit verify --anchor` reports it
+ * meanwhile. Warns on stderr when it cannot.
+ */
+void	 auditkey_runs_lost(const char *why);
+
 /* Sign the records written (a close checkpoint) and free; accepts NULL. */
 void	 auditkey_runs_close(struct checkpoint *);
 

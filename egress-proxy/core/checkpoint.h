@@ -284,6 +284,17 @@ enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
     CHECKPOINT_LOCK_EXCLUSIVE, CHECKPOINT_LOCK_SOLE, CHECKPOINT_LOCK_HELD };
 
 /*
+ * An event its writer could not put in the log at all (the log could not
+ * be opened, so no signer exists): add lost to the outage in the anchor
+ * key_path.anchor (an outage-only one, seq 0, if there is none yet), so
+ * that the writer's next start writes the log.outage line and `audit
+ * verify --anchor` reports it meanwhile. The caller holds the key's lock
+ * exclusive (checkpoint_key_lock()). 0, or -1 with *cause set.
+ */
+int		 checkpoint_anchor_lost(const char *key_path,
+		    unsigned long long lost, const char *why, char **cause);
+
+/*
  * Take key_path.lock (made 0600 if missing, never through a symlink) with
  * how (CHECKPOINT_LOCK_SHARED, _EXCLUSIVE or _SOLE: exclusive at once or
  * not at all). The fd (closing it lets go), or -1 with *cause set.

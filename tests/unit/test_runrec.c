@@ -266,6 +266,69 @@ test_folder_lock_no_wait(void **state)
 	assert_int_equal(count_in(t->runs, "\"reason\":\"close\""), 2);
 }
 
+/* How an attacker who writes the records folder keeps a record out. */
+enum spoil { SPOIL_FIFO, SPOIL_SYMLINK, SPOIL_JUNK };
+
+/* Spoil runs.jsonl; its original is kept at aside (not for junk). */
+static void
+spoil(const struct state *t, enum spoil how, const char *aside)
+{
+	char	 junk[4096];
+	FILE	*f;
+	int	 i;
+
+	if (how != SPOIL_JUNK)
+		assert_int_equal(rename(t->runs, aside), 0);
+	if (how == SPOIL_FIFO)
+		assert_int_equal(mkfifo(t->runs, 0600), 0);
+	else if (how == SPOIL_SYMLINK)
+		assert_int_equal(symlink(aside, t->runs), 0);
+	else {
+		memset(junk, 'x', sizeof(junk));
+		assert_non_null(f = fopen(t->runs, "a"));
+		for (i = 0; i < 75; i++)
+			assert_int_equal(fwrite(junk, 1, sizeof(junk), f),
+			    sizeof(junk));
+		fclose(f);
+	}
+}
+
+/*
+ * atk20r16 F1: runs.jsonl made a FIFO, a symlink, or 300 KB of junk: the
+ * exec's record cannot be written, and is counted lost in the anchor
+ * (outside the folder); once the original is back, the next record is
+ * preceded by the log.outage line that says so.
+ */
+static void
+test_unwritable_counted(void **state)
+{
+	static const enum spoil	 hows[] = { SPOIL_FIFO, SPOIL_SYMLINK,
+				    SPOIL_JUNK };
+	struct state		*t = *state;
+	struct stat		 st;
+	char			 aside[256];
+	size_t			 i;
+
+	snprintf(aside, sizeof(aside), "%s.held", t->runs);
+	for (i = 0; i < sizeof(hows) / sizeof(hows[0]); i++) {
+		assert_int_equal(event_in_child("before"), 0);
+		assert_int_equal(stat(t->runs, &st), 0);
+		spoil(t, hows[i], aside);
+		assert_int_equal(event_in_child("kept out"), -1);
+		assert_int_equal(count_in(t->anchor, " lost=1 "), 1);
+		if (hows[i] == SPOIL_JUNK)
+			assert_int_equal(truncate(t->runs, st.st_size), 0);
+		else {
+			assert_int_equal(unlink(t->runs), 0);
+			assert_int_equal(rename(aside, t->runs), 0);
+		}
+		assert_int_equal(event_in_child("after"), 0);
+		assert_int_equal(count_in(t->anchor, " lost="), 0);
+		assert_int_equal(count_in(t->runs, "\"log.outage\""),
+		    (int)i + 1);
+	}
+}
+
 int
 main(void)
 {
@@ -275,6 +338,7 @@ main(void)
 		cmocka_unit_test(test_never_ran),
 		cmocka_unit_test(test_long_command),
 		T(test_folder_lock_no_wait),
+		T(test_unwritable_counted),
 	};
 #undef T
 
