@@ -1198,6 +1198,13 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	r = checkpoint_anchor_read(ck->anchor_path, &ck->anchor, cause);
 	if (r == -1)
 		return -1;
+	/* A log whose end is not found opens only to go on from an anchor. */
+	if (eventlog_no_end(ck->log) && (r == 0 || ck->anchor.seq == 0)) {
+		util_xasprintf(cause, "no event found in the last %d bytes of "
+		    "\"%s\" and no anchor to continue from", SG_LOG_TAIL_SCAN,
+		    eventlog_path(ck->log));
+		return -1;
+	}
 	/* An outage-only anchor (seq 0): the outage carried, nothing more. */
 	if (r == 1 && ck->anchor.seq == 0) {
 		ck->anchor_lost = ck->anchor.lost;
@@ -1229,8 +1236,8 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	 * is planted, whatever precedes or splits it; the writer continues
 	 * from its own last line.
 	 */
-	if (ck->found_seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM &&
-	    ck->anchor.seq < ck->found_seq)
+	if ((ck->found_seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM &&
+	    ck->anchor.seq < ck->found_seq) || eventlog_no_end(ck->log))
 		eventlog_continue_from(ck->log, ck->anchor.seq,
 		    ck->anchor.hash);
 	/*

@@ -78,6 +78,7 @@ struct eventlog {
 	int			 must_create;
 	int			 may_keep;	/* ... or keeps the file it had */
 	int			 foreign;	/* not-log lines end the file */
+	int			 no_end;	/* ...and no event before them */
 	int			 torn;		/* ...or a torn line did */
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
@@ -549,6 +550,11 @@ eventlog_load_tail(struct eventlog *log)
 		log->size++;
 	}
 	r = eventlog_scan(log->fd, log->size, &l, &all, &log->foreign);
+	if (r == 0 && !all && log->opts.no_end_ok) {
+		log->no_end = log->foreign = 1;
+		log->cache_valid = 1;
+		return 0;
+	}
 	if (r == 0 && !all) {
 		errno = EILSEQ;
 		return -1;
@@ -1618,6 +1624,12 @@ eventlog_keep_from(struct eventlog *log, long long seq)
 {
 	if (log->first == 0 || seq < log->first)
 		log->first = seq;
+}
+
+int
+eventlog_no_end(const struct eventlog *log)
+{
+	return log->no_end;
 }
 
 int
