@@ -267,10 +267,12 @@ struct checkpoint_opts {
 	unsigned long long	 every_events;	/* 0: only open/timer/close */
 	unsigned long long	 every_secs;	/* 0: no timer */
 	/*
-	 * Several processes sign with the key (the controller): hold a
-	 * shared flock(2) on key_path.lock while signing, so that a key
-	 * rotation (which takes it exclusive) never interleaves with them.
-	 * CHECKPOINT_LOCK_EXCLUSIVE is for the rotation itself.
+	 * Several processes sign with the key and exclude each other on
+	 * the log's own flock (eventlog_hold()): hold a shared flock(2) on
+	 * key_path.lock while signing, so that a key rotation (which takes
+	 * it exclusive, CHECKPOINT_LOCK_EXCLUSIVE) never interleaves with
+	 * them. Not for a log in a folder others write: its flock can be
+	 * held or its file swapped (the controller uses _HELD).
 	 * CHECKPOINT_LOCK_SOLE (the proxy): one process signs with the key
 	 * and writes its anchor; a second one fails at once, before it
 	 * touches either. CHECKPOINT_LOCK_HELD: the caller holds the lock
