@@ -157,11 +157,10 @@ assert_contains "verify notes the writer that stopped" "$r_out" \
 # --- whoever writes the records folder (atk20r16 F2, F1) ----------------------------
 # F2: a lock held on runs.jsonl holds up no exec (it waits on the key's
 # lock, outside the folder); timeout(1) is a hang guard only.
-flock "$RUNS" sleep 300 &
-lp=$!
-while flock -n "$RUNS" true; do sleep 0.1; done
+exec 7<"$RUNS"
+flock 7
 sg_run r timeout 120 "$SG" exec "$ID" -- sh -c 'exit 6'
-kill "$lp"; wait "$lp" 2>/dev/null
+exec 7<&-
 assert_eq "an exec does not wait on a lock in the records folder" 6 "$r_rc"
 assert_eq "and its record is written" 1 \
     "$(grep -c '"cmd_exit":6,' "$RUNS")"
