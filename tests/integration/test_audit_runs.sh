@@ -159,7 +159,7 @@ assert_contains "verify notes the writer that stopped" "$r_out" \
 # lock, outside the folder); timeout(1) is a hang guard only.
 exec 7<"$RUNS"
 flock 7
-sg_run r timeout 120 "$SG" exec "$ID" -- sh -c 'exit 6'
+sg_run r timeout -k 10 120 "$SG" exec "$ID" -- sh -c 'exit 6'
 exec 7<&-
 assert_eq "an exec does not wait on a lock in the records folder" 6 "$r_rc"
 assert_eq "and its record is written" 1 \
@@ -169,7 +169,7 @@ assert_eq "and its record is written" 1 \
 # says so and the next record follows the log.outage line.
 mv "$RUNS" "$RUNS.held"
 mkfifo "$RUNS"
-sg_run r timeout 120 "$SG" exec "$ID" -- sh -c 'exit 8'
+sg_run r timeout -k 10 120 "$SG" exec "$ID" -- sh -c 'exit 8'
 assert_eq "an exec whose record cannot be written still runs" 8 "$r_rc"
 assert_contains "and warns" "$r_err" "run record not written"
 assert_contains "its record is counted lost in the anchor" \
