@@ -138,6 +138,20 @@ auditkey_prepare_token(const char *logdir, char *buf, size_t size,
 	return rc == -1 ? -1 : 0;
 }
 
+int
+auditkey_runs_lock(char **cause)
+{
+	char	path[4096];
+
+	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1) {
+		util_cause(cause, "state folder path too long");
+		return -1;
+	}
+	if (auditkey_ensure(path, geteuid(), state_record_dir(), cause) == -1)
+		return -1;
+	return checkpoint_key_lock(path, CHECKPOINT_LOCK_EXCLUSIVE, cause);
+}
+
 struct checkpoint *
 auditkey_runs_signer(struct eventlog *log)
 {
@@ -147,17 +161,30 @@ auditkey_runs_signer(struct eventlog *log)
 
 	memset(&o, 0, sizeof(o));
 	o.key_path = path;
-	o.lock = CHECKPOINT_LOCK_SHARED;
+	o.lock = CHECKPOINT_LOCK_HELD;
 	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1)
 		util_cause(&cause, "state folder path too long");
-	else if (auditkey_ensure(path, geteuid(), state_record_dir(),
-	    &cause) != -1)
+	else
 		ck = checkpoint_new(log, &o, &cause);
 	if (ck == NULL) {
 		log_warnx("run records are not signed: %s", cause);
 		free(cause);
 	}
 	return ck;
+}
+
+void
+auditkey_runs_lost(const char *why)
+{
+	char	path[4096], *cause = NULL;
+
+	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1)
+		util_cause(&cause, "state folder path too long");
+	else if (checkpoint_anchor_lost(path, 1, why, &cause) == 0)
+		return;
+	log_warnx("the lost run record is not in the anchor either: %s",
+	    cause);
+	free(cause);
 }
 
 void
@@ -203,15 +230,18 @@ auditkey_rotate_runs(const char *path)
 	struct eventlog		*log;
 	struct checkpoint	*ck = NULL;
 	char			*cause = NULL;
-	int			 rc = -1;
+	int			 rc = -1, lockfd;
 
 	memset(&lo, 0, sizeof(lo));
-	lo.shared = 1;
+	lo.shared = lo.excluded = 1;
 	memset(&o, 0, sizeof(o));
 	o.key_path = path;
-	o.lock = CHECKPOINT_LOCK_EXCLUSIVE;
-	if ((log = eventlog_open(state_record_dir(), "runs.jsonl", &lo,
-	    &cause)) == NULL || (ck = checkpoint_new(log, &o, &cause)) == NULL) {
+	o.lock = CHECKPOINT_LOCK_HELD;
+	log = NULL;
+	if ((lockfd = checkpoint_key_lock(path, CHECKPOINT_LOCK_EXCLUSIVE,
+	    &cause)) == -1 || (log = eventlog_open(state_record_dir(),
+	    "runs.jsonl", &lo, &cause)) == NULL ||
+	    (ck = checkpoint_new(log, &o, &cause)) == NULL) {
 		log_warnx("%s", cause);
 		goto out;
 	}
@@ -226,6 +256,8 @@ out:
 	free(cause);
 	checkpoint_free(ck);
 	eventlog_close(log);
+	if (lockfd != -1)
+		close(lockfd);
 	return rc;
 }
 

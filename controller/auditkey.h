@@ -70,12 +70,28 @@ int	 auditkey_prepare_token(const char *logdir, char *buf, size_t size,
 	    char **cause);
 
 /*
- * The controller's signer for runs.jsonl (opened shared): makes the key
- * on first use and holds its lock shared. NULL after a warning on
- * stderr when it cannot (the record is then written unsigned, and
- * `audit verify --key` reports it).
+ * The controller's writers of runs.jsonl exclude each other on the key's
+ * lock (runs.key.lock), outside the records folder, taken exclusive
+ * before the log is opened and held until after its signer is freed:
+ * makes the key on first use. The lock's fd, or -1 with *cause set.
+ */
+int	 auditkey_runs_lock(char **cause);
+
+/*
+ * The controller's signer for runs.jsonl (opened shared and excluded,
+ * under auditkey_runs_lock()). NULL after a warning on stderr when it
+ * cannot (the record is then written unsigned, and `audit verify --key`
+ * reports it).
  */
 struct checkpoint *auditkey_runs_signer(struct eventlog *);
+
+/*
+ * A record that could not be put in runs.jsonl at all (why): counted lost
+ * in the anchor, under auditkey_runs_lock(), so that the next record is
+ * preceded by a log.outage line and `audit verify --anchor` reports it
+ * meanwhile. Warns on stderr when it cannot.
+ */
+void	 auditkey_runs_lost(const char *why);
 
 /* Sign the records written (a close checkpoint) and free; accepts NULL. */
 void	 auditkey_runs_close(struct checkpoint *);

@@ -768,6 +768,8 @@ main_log_open(struct proxy *px)
 	lopts.max_size = px->cfg.log_max_size;
 	lopts.keep = px->cfg.log_keep;
 	lopts.keep_min_age = px->cfg.log_keep_min_age;
+	/* With a key, its anchor says where to go on (atk20r16 F3). */
+	lopts.no_end_ok = main_ckpt_opts.key_path != NULL;
 	px->started = time(NULL);
 	main_serial_base(px);
 	if (px->cfg.instance != NULL)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -112,7 +113,9 @@ static int	checkpoint_anchor_files(char *, struct checkpoint_anchor *);
 static int	checkpoint_anchor_tail_ok(const struct checkpoint_anchor *);
 static int	checkpoint_anchor_outage(const char *,
 		    struct checkpoint_anchor *);
-static void	checkpoint_outage_text(struct checkpoint *, char *, size_t);
+static int	checkpoint_anchor_format(const struct checkpoint_anchor *,
+		    char *, size_t);
+static int	checkpoint_anchor_put(struct checkpoint *, const char *, int);
 static int	checkpoint_anchor_reserve(struct checkpoint *);
 static void	checkpoint_anchor_unreserve(struct checkpoint *);
 static void	checkpoint_anchor_sweep(struct checkpoint *);
@@ -122,7 +125,6 @@ static int	checkpoint_start(struct checkpoint *, char **);
 static void	checkpoint_start_tail(struct checkpoint *);
 static int	checkpoint_resolve(const char *, char *);
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
-static int	checkpoint_lock(struct checkpoint *, int, char **);
 static FILE	*checkpoint_open_key(const char *, int, char **);
 static EVP_PKEY	*checkpoint_read_key(const char *, int, char **);
 static int	checkpoint_pem_private(FILE *, void *);
@@ -959,78 +961,59 @@ checkpoint_anchor_unreserve(struct checkpoint *ck)
 }
 
 /*
- * The log's outage not yet written to it as the anchor's last members,
+ * The anchor line for a into line: its outage last,
  * " lost=L since=TS cause=TEXT" (TEXT: printable ASCII, so that it
  * stays valid UTF-8 for the log.outage line, cut to
- * CHECKPOINT_CAUSE_MAX bytes, no space at its end), or "" if none.
+ * CHECKPOINT_CAUSE_MAX bytes, no space at its end). Its length, or -1.
  */
-static void
-checkpoint_outage_text(struct checkpoint *ck, char *out, size_t size)
+static int
+checkpoint_anchor_format(const struct checkpoint_anchor *a, char *line,
+    size_t size)
 {
-	char			 cause[CHECKPOINT_CAUSE_MAX + 1];
-	const char		*since, *why;
-	unsigned long long	 lost;
-	size_t			 n;
+	char	 cause[CHECKPOINT_CAUSE_MAX + 1];
+	char	 outage[CHECKPOINT_CAUSE_MAX + 80];
+	char	 reopened[CHECKPOINT_HEX + 40] = "", first[128] = "";
+	size_t	 n;
+	int	 len;
 
-	out[0] = '\0';
-	if ((lost = eventlog_outage(ck->log, &since, &why)) == 0)
-		return;
-	for (n = 0; n < CHECKPOINT_CAUSE_MAX && why[n] != '\0'; n++)
-		cause[n] = why[n] < 0x20 || why[n] > 0x7e ? '?' : why[n];
-	while (n > 0 && cause[n - 1] == ' ')
-		n--;
-	if (n == 0)
-		cause[n++] = '?';
-	cause[n] = '\0';
-	snprintf(out, size, " lost=%llu since=%s cause=%s", lost, since,
-	    cause);
+	outage[0] = '\0';
+	if (a->lost > 0) {
+		for (n = 0; n < CHECKPOINT_CAUSE_MAX && a->cause[n] != '\0'; n++)
+			cause[n] = a->cause[n] < 0x20 || a->cause[n] > 0x7e ?
+			    '?' : a->cause[n];
+		while (n > 0 && cause[n - 1] == ' ')
+			n--;
+		if (n == 0)
+			cause[n++] = '?';
+		cause[n] = '\0';
+		snprintf(outage, sizeof(outage), " lost=%llu since=%s cause=%s",
+		    a->lost, a->since, cause);
+	}
+	if (a->reopened && a->tail_seq > 0)
+		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s",
+		    a->tail_seq, a->tail_hash);
+	else if (a->reopened)
+		snprintf(reopened, sizeof(reopened), " reopened=1");
+	if (a->first > 0 && a->have_files)
+		snprintf(first, sizeof(first), " first=%lld files=%u:%s",
+		    a->first, a->files, a->files_hash);
+	else if (a->first > 0)
+		snprintf(first, sizeof(first), " first=%lld", a->first);
+	len = snprintf(line, size, CHECKPOINT_ANCHOR_HEAD " seq=%lld hash=%s "
+	    "reason=%s ts=%s key=%s%s%s%s\n", a->seq, a->hash, a->reason,
+	    a->ts, a->key, reopened, first, outage);
+	return len < 0 || (size_t)len >= size ? -1 : len;
 }
 
 /*
- * Replace key_path.anchor with the last checkpoint written: written into
- * the reserved temporary file, cut to its length, synced, renamed onto
- * it. 0, or -1 with the error set.
+ * Write line (n bytes) into the reserved room, cut it to its length,
+ * sync it and rename it onto the anchor. 0, or -1 with the error set.
  */
 static int
-checkpoint_anchor_write(struct checkpoint *ck)
+checkpoint_anchor_put(struct checkpoint *ck, const char *line, int n)
 {
-	char	 line[CHECKPOINT_ANCHOR_MAX + 1], first[128] = "";
-	char	 hex[CHECKPOINT_HEX + 1], outage[CHECKPOINT_CAUSE_MAX + 80];
-	char	 reopened[CHECKPOINT_HEX + 40] = "";
-	long long from = eventlog_first(ck->log);
-	const char *since, *cause;
-	unsigned files;
-	int	 fd, n, ok;
+	int	fd, ok;
 
-	/* No checkpoint yet: an outage-only anchor, seq 0 (checkpoint.h). */
-	if (ck->last.seq == 0) {
-		memset(ck->last.hash, '0', CHECKPOINT_HEX);
-		ck->last.hash[CHECKPOINT_HEX] = '\0';
-		util_strlcpy(ck->last.reason, "open", sizeof(ck->last.reason));
-		(void)eventlog_outage(ck->log, &since, &cause);
-		util_strlcpy(ck->last.ts, since, sizeof(ck->last.ts));
-		util_strlcpy(ck->last.key, ck->key_id, sizeof(ck->last.key));
-	}
-	/* The log is never kept from past its own end. */
-	if (from > ck->last.seq)
-		from = ck->last.seq;
-	if (from > 0 && eventlog_files(ck->log, &files, hex) == 0)
-		snprintf(first, sizeof(first), " first=%lld files=%u:%s",
-		    from, files, hex);
-	else if (from > 0)
-		snprintf(first, sizeof(first), " first=%lld", from);
-	checkpoint_outage_text(ck, outage, sizeof(outage));
-	if (ck->last.reopened && ck->last.tail_seq > 0)
-		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s",
-		    ck->last.tail_seq, ck->last.tail_hash);
-	else if (ck->last.reopened)
-		snprintf(reopened, sizeof(reopened), " reopened=1");
-	n = snprintf(line, sizeof(line), CHECKPOINT_ANCHOR_HEAD " seq=%lld "
-	    "hash=%s reason=%s ts=%s key=%s%s%s%s\n", ck->last.seq,
-	    ck->last.hash, ck->last.reason, ck->last.ts, ck->last.key,
-	    reopened, first, outage);
-	if (n < 0 || (size_t)n >= sizeof(line))
-		return checkpoint_fail(ck, "anchor line too long");
 	if (checkpoint_anchor_reserve(ck) == -1)
 		return -1;
 	checkpoint_crash_point("anchor", ck->last.reopened ? "reopened" :
@@ -1047,10 +1030,99 @@ checkpoint_anchor_write(struct checkpoint *ck)
 		(void)unlink(ck->anchor_tmp);
 		return -1;
 	}
-	ck->anchor_lost = eventlog_outage(ck->log, &since, &cause);
+	return 0;
+}
+
+/*
+ * Replace key_path.anchor with the last checkpoint written, the log's
+ * first seq and files, and its outage not yet written to it. 0, or -1
+ * with the error set.
+ */
+static int
+checkpoint_anchor_write(struct checkpoint *ck)
+{
+	struct checkpoint_anchor	 a;
+	char				 line[CHECKPOINT_ANCHOR_MAX + 1];
+	const char			*since, *cause;
+	int				 n;
+
+	/* No checkpoint yet: an outage-only anchor, seq 0 (checkpoint.h). */
+	if (ck->last.seq == 0) {
+		memset(ck->last.hash, '0', CHECKPOINT_HEX);
+		ck->last.hash[CHECKPOINT_HEX] = '\0';
+		util_strlcpy(ck->last.reason, "open", sizeof(ck->last.reason));
+		(void)eventlog_outage(ck->log, &since, &cause);
+		util_strlcpy(ck->last.ts, since, sizeof(ck->last.ts));
+		util_strlcpy(ck->last.key, ck->key_id, sizeof(ck->last.key));
+	}
+	a = ck->last;
+	/* The log is never kept from past its own end. */
+	a.first = eventlog_first(ck->log);
+	if (a.first > ck->last.seq)
+		a.first = ck->last.seq;
+	a.have_files = a.first > 0 && eventlog_files(ck->log, &a.files,
+	    a.files_hash) == 0;
+	a.lost = eventlog_outage(ck->log, &since, &cause);
+	if (a.lost > 0) {
+		util_strlcpy(a.since, since, sizeof(a.since));
+		util_strlcpy(a.cause, cause, sizeof(a.cause));
+	}
+	if ((n = checkpoint_anchor_format(&a, line, sizeof(line))) == -1)
+		return checkpoint_fail(ck, "anchor line too long");
+	if (checkpoint_anchor_put(ck, line, n) == -1)
+		return -1;
+	ck->anchor_lost = a.lost;
 	ck->at_close = strcmp(ck->last.reason, "close") == 0 &&
 	    !ck->last.reopened && eventlog_seq(ck->log) == ck->last.seq;
 	return 0;
+}
+
+int
+checkpoint_anchor_lost(const char *key_path, unsigned long long lost,
+    const char *why, char **cause)
+{
+	struct checkpoint	 ck;
+	struct timespec		 now;
+	char			 line[CHECKPOINT_ANCHOR_MAX + 1];
+	int			 n, r, rc = -1;
+
+	memset(&ck, 0, sizeof(ck));
+	ck.anchor_fd = -1;
+	util_xasprintf(&ck.anchor_path, "%s.anchor", key_path);
+	util_xasprintf(&ck.anchor_tmp, "%s.%ld.tmp", ck.anchor_path,
+	    (long)getpid());
+	if ((r = checkpoint_anchor_read(ck.anchor_path, &ck.last, cause)) == -1)
+		goto out;
+	/* None yet: an outage-only anchor, seq 0, signed by nobody yet. */
+	if (r == 0 && ((ck.key = checkpoint_key_load(key_path, cause)) ==
+	    NULL || checkpoint_key_id(ck.key, ck.last.key) == -1)) {
+		if (*cause == NULL)
+			util_xasprintf(cause, "key \"%s\" has no Ed25519 "
+			    "public key", key_path);
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (ck.last.lost == 0) {
+		util_rfc3339(&now, ck.last.since);
+		util_strlcpy(ck.last.cause, why, sizeof(ck.last.cause));
+	}
+	if (r == 0) {
+		memset(ck.last.hash, '0', CHECKPOINT_HEX);
+		util_strlcpy(ck.last.reason, "open", sizeof(ck.last.reason));
+		util_strlcpy(ck.last.ts, ck.last.since, sizeof(ck.last.ts));
+	}
+	ck.last.lost += lost;
+	if ((n = checkpoint_anchor_format(&ck.last, line, sizeof(line))) == -1)
+		util_xasprintf(cause, "anchor line too long");
+	else if (checkpoint_anchor_put(&ck, line, n) == -1)
+		util_xasprintf(cause, "%s", ck.error);
+	else
+		rc = 0;
+out:
+	EVP_PKEY_free(ck.key);
+	free(ck.anchor_path);
+	free(ck.anchor_tmp);
+	return rc;
 }
 
 /*
@@ -1126,6 +1198,13 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	r = checkpoint_anchor_read(ck->anchor_path, &ck->anchor, cause);
 	if (r == -1)
 		return -1;
+	/* A log whose end is not found opens only to go on from an anchor. */
+	if (eventlog_no_end(ck->log) && (r == 0 || ck->anchor.seq == 0)) {
+		util_xasprintf(cause, "no event found in the last %d bytes of "
+		    "\"%s\" and no anchor to continue from", SG_LOG_TAIL_SCAN,
+		    eventlog_path(ck->log));
+		return -1;
+	}
 	/* An outage-only anchor (seq 0): the outage carried, nothing more. */
 	if (r == 1 && ck->anchor.seq == 0) {
 		ck->anchor_lost = ck->anchor.lost;
@@ -1157,8 +1236,8 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	 * is planted, whatever precedes or splits it; the writer continues
 	 * from its own last line.
 	 */
-	if (ck->found_seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM &&
-	    ck->anchor.seq < ck->found_seq)
+	if ((ck->found_seq > SG_LOG_SEQ_MAX - SG_LOG_SEQ_ROOM &&
+	    ck->anchor.seq < ck->found_seq) || eventlog_no_end(ck->log))
 		eventlog_continue_from(ck->log, ck->anchor.seq,
 		    ck->anchor.hash);
 	/*
@@ -1217,43 +1296,38 @@ checkpoint_resume(struct checkpoint *ck)
 	return 0;
 }
 
-/*
- * Take key_path.lock (made if missing) shared or exclusive, waiting; or,
- * CHECKPOINT_LOCK_SOLE, exclusive at once or not at all.
- */
-static int
-checkpoint_lock(struct checkpoint *ck, int how, char **cause)
+int
+checkpoint_key_lock(const char *key_path, int how, char **cause)
 {
 	char	*path;
-	int	 op = how == CHECKPOINT_LOCK_SHARED ? LOCK_SH : LOCK_EX;
+	int	 fd, op = how == CHECKPOINT_LOCK_SHARED ? LOCK_SH : LOCK_EX;
 
 	if (how == CHECKPOINT_LOCK_SOLE)
 		op |= LOCK_NB;
-	util_xasprintf(&path, "%s.lock", ck->key_path);
-	ck->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (ck->lock_fd == -1) {
+	util_xasprintf(&path, "%s.lock", key_path);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1) {
 		util_xasprintf(cause, "cannot open \"%s\": %s", path,
 		    strerror(errno));
 		free(path);
 		return -1;
 	}
 	free(path);
-	while (flock(ck->lock_fd, op) == -1) {
-		if (errno == EWOULDBLOCK) {
+	while (flock(fd, op) == -1) {
+		if (errno == EWOULDBLOCK)
 			util_xasprintf(cause, "the key \"%s\" is in use: "
 			    "another process signs with it (its lock \"%s."
 			    "lock\" is held); one writer per key and anchor",
-			    ck->key_path, ck->key_path);
-			return -1;
-		}
-		if (errno != EINTR) {
+			    key_path, key_path);
+		else if (errno != EINTR)
 			util_xasprintf(cause, "cannot lock the key \"%s\": %s",
-			    ck->key_path, strerror(errno));
-			return -1;
-		}
+			    key_path, strerror(errno));
+		else
+			continue;
+		close(fd);
+		return -1;
 	}
-	return 0;
+	return fd;
 }
 
 struct checkpoint *
@@ -1280,8 +1354,9 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	ck->every_secs = o->every_secs;
 	ck->last_us = util_now_us();
 	/* Before anything touches the anchor or its room. */
-	if (o->lock != CHECKPOINT_LOCK_NONE &&
-	    checkpoint_lock(ck, o->lock, cause) == -1)
+	if (o->lock != CHECKPOINT_LOCK_NONE && o->lock != CHECKPOINT_LOCK_HELD &&
+	    (ck->lock_fd = checkpoint_key_lock(ck->key_path, o->lock,
+	    cause)) == -1)
 		goto fail;
 	if ((ck->key = checkpoint_key_load(ck->key_path, cause)) == NULL)
 		goto fail;
@@ -1292,7 +1367,8 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	}
 	/* Writers that share the log: nobody else writes until free. */
 	if (o->lock == CHECKPOINT_LOCK_SHARED ||
-	    o->lock == CHECKPOINT_LOCK_EXCLUSIVE) {
+	    o->lock == CHECKPOINT_LOCK_EXCLUSIVE ||
+	    o->lock == CHECKPOINT_LOCK_HELD) {
 		if (eventlog_hold(log) == -1) {
 			util_xasprintf(cause, "%s", eventlog_error(log));
 			goto fail;

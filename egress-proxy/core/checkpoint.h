@@ -267,18 +267,42 @@ struct checkpoint_opts {
 	unsigned long long	 every_events;	/* 0: only open/timer/close */
 	unsigned long long	 every_secs;	/* 0: no timer */
 	/*
-	 * Several processes sign with the key (the controller): hold a
-	 * shared flock(2) on key_path.lock while signing, so that a key
-	 * rotation (which takes it exclusive) never interleaves with them.
-	 * CHECKPOINT_LOCK_EXCLUSIVE is for the rotation itself.
+	 * Several processes sign with the key and exclude each other on
+	 * the log's own flock (eventlog_hold()): hold a shared flock(2) on
+	 * key_path.lock while signing, so that a key rotation (which takes
+	 * it exclusive, CHECKPOINT_LOCK_EXCLUSIVE) never interleaves with
+	 * them. Not for a log in a folder others write: its flock can be
+	 * held or its file swapped (the controller uses _HELD).
 	 * CHECKPOINT_LOCK_SOLE (the proxy): one process signs with the key
 	 * and writes its anchor; a second one fails at once, before it
-	 * touches either.
+	 * touches either. CHECKPOINT_LOCK_HELD: the caller holds the lock
+	 * exclusive (checkpoint_key_lock()) from before it opened the log
+	 * (opts.excluded) until after checkpoint_free(): the writers (the
+	 * controller's) exclude each other on it, outside the log's folder.
 	 */
 	int			 lock;
 };
 enum { CHECKPOINT_LOCK_NONE, CHECKPOINT_LOCK_SHARED,
-    CHECKPOINT_LOCK_EXCLUSIVE, CHECKPOINT_LOCK_SOLE };
+    CHECKPOINT_LOCK_EXCLUSIVE, CHECKPOINT_LOCK_SOLE, CHECKPOINT_LOCK_HELD };
+
+/*
+ * An event its writer could not put in the log at all (the log could not
+ * be opened, so no signer exists): add lost to the outage in the anchor
+ * key_path.anchor (an outage-only one, seq 0, if there is none yet), so
+ * that the writer's next start writes the log.outage line and `audit
+ * verify --anchor` reports it meanwhile. The caller holds the key's lock
+ * exclusive (checkpoint_key_lock()). 0, or -1 with *cause set.
+ */
+int		 checkpoint_anchor_lost(const char *key_path,
+		    unsigned long long lost, const char *why, char **cause);
+
+/*
+ * Take key_path.lock (made 0600 if missing, never through a symlink) with
+ * how (CHECKPOINT_LOCK_SHARED, _EXCLUSIVE or _SOLE: exclusive at once or
+ * not at all). The fd (closing it lets go), or -1 with *cause set.
+ */
+int		 checkpoint_key_lock(const char *key_path, int how,
+		    char **cause);
 
 /*
  * A signer for log, which must stay open while the signer lives: loads

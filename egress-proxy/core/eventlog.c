@@ -78,6 +78,7 @@ struct eventlog {
 	int			 must_create;
 	int			 may_keep;	/* ... or keeps the file it had */
 	int			 foreign;	/* not-log lines end the file */
+	int			 no_end;	/* ...and no event before them */
 	int			 torn;		/* ...or a torn line did */
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
@@ -121,6 +122,7 @@ static int	eventlog_ends_torn(int, off_t);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *);
 static int	eventlog_load_tail(struct eventlog *);
+static int	eventlog_same_file(struct eventlog *);
 static int	eventlog_lock(struct eventlog *);
 static void	eventlog_unlock(struct eventlog *);
 static int	eventlog_build(struct eventlog *, json_t *, char **,
@@ -548,6 +550,11 @@ eventlog_load_tail(struct eventlog *log)
 		log->size++;
 	}
 	r = eventlog_scan(log->fd, log->size, &l, &all, &log->foreign);
+	if (r == 0 && !all && log->opts.no_end_ok) {
+		log->no_end = log->foreign = 1;
+		log->cache_valid = 1;
+		return 0;
+	}
 	if (r == 0 && !all) {
 		errno = EILSEQ;
 		return -1;
@@ -565,6 +572,23 @@ eventlog_load_tail(struct eventlog *log)
 }
 
 /*
+ * The path still names the open file. 0, or -1 with errno ESTALE (another
+ * file put at the name) or stat's.
+ */
+static int
+eventlog_same_file(struct eventlog *log)
+{
+	struct stat	st, cur;
+
+	if (fstat(log->fd, &st) == -1 || stat(log->path, &cur) == -1)
+		return -1;
+	if (cur.st_dev == st.st_dev && cur.st_ino == st.st_ino)
+		return 0;
+	errno = ESTALE;
+	return -1;
+}
+
+/*
  * Shared mode: lock the file the path names now (another process may
  * have rotated it) and re-read seq and prev if it changed since we last
  * wrote. Returns 0 locked, or -1 with errno (unlocked).
@@ -575,13 +599,16 @@ eventlog_lock(struct eventlog *log)
 	struct stat	st, cur;
 	int		i;
 
-	/* Held (eventlog_hold()): no one else wrote, nothing to re-read. */
+	/*
+	 * Held (eventlog_hold()): no one else wrote, nothing to re-read; but
+	 * only to the file the name gave when it was taken.
+	 */
 	if (log->held && log->fd != -1)
-		return 0;
+		return eventlog_same_file(log);
 	for (i = 0; i < EVENTLOG_LOCK_TRIES; i++) {
 		if (log->fd == -1 && eventlog_open_fd(log) == -1)
 			return -1;
-		while (flock(log->fd, LOCK_EX) == -1) {
+		while (!log->opts.excluded && flock(log->fd, LOCK_EX) == -1) {
 			if (errno != EINTR)
 				return -1;
 		}
@@ -616,7 +643,7 @@ eventlog_unlock(struct eventlog *log)
 {
 	int	saved = errno;
 
-	if (log->fd != -1 && !log->held)
+	if (log->fd != -1 && !log->held && !log->opts.excluded)
 		(void)flock(log->fd, LOCK_UN);
 	errno = saved;
 }
@@ -1353,7 +1380,8 @@ eventlog_append_one(struct eventlog *log, json_t *fields, int *put)
 		(void)eventlog_append_hook(log);
 	if (log->opts.shared) {
 		if (eventlog_lock(log) == -1)
-			return eventlog_fail(log, "cannot lock");
+			return eventlog_fail(log, errno == ESTALE ? "another "
+			    "file was put, while held, at" : "cannot lock");
 	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot open");
 	if (log->lost > 0 && eventlog_put_outage(log) == -1)
@@ -1596,6 +1624,12 @@ eventlog_keep_from(struct eventlog *log, long long seq)
 {
 	if (log->first == 0 || seq < log->first)
 		log->first = seq;
+}
+
+int
+eventlog_no_end(const struct eventlog *log)
+{
+	return log->no_end;
 }
 
 int

@@ -63,6 +63,21 @@ struct eventlog_opts {
 	 * the file's only writer and keeps seq and prev in memory.
 	 */
 	int			shared;
+	/*
+	 * Shared mode whose writers exclude each other on a lock outside
+	 * the log's folder, held by the caller from open to close (the
+	 * controller: its key's lock): no flock(2) on the file, which
+	 * whoever writes the folder could hold or swap. The file is still
+	 * the one at the name when locked; a file put in its place while
+	 * held is not written to (the append fails, the event is lost).
+	 */
+	int			excluded;
+	/*
+	 * The writer has an anchor to continue from (checkpoint.h): a log
+	 * with no event in its last SG_LOG_TAIL_SCAN bytes opens anyway,
+	 * its end not found (eventlog_no_end()), instead of failing.
+	 */
+	int			no_end_ok;
 };
 
 /*
@@ -253,6 +268,12 @@ int		 eventlog_files(const struct eventlog *, unsigned *n, char *hex);
  */
 void		 eventlog_vouch(struct eventlog *, unsigned n, const char *hex,
 		    int closed);
+/*
+ * 1 if, at open, no event was found in the last SG_LOG_TAIL_SCAN bytes
+ * (opts.no_end_ok): seq 0 so far, the lines there foreign; the writer
+ * continues from its anchor (eventlog_continue_from()).
+ */
+int		 eventlog_no_end(const struct eventlog *);
 /*
  * At start, continue the chain from seq and hash (the writer's last
  * anchored checkpoint) instead of the end found in the file, which is

@@ -154,6 +154,35 @@ assert_eq "a killed exec is not taken for a forgery" 0 "$r_rc"
 assert_contains "verify notes the writer that stopped" "$r_out" \
     "stopped without closing"
 
+# --- whoever writes the records folder (atk20r16 F2, F1) ----------------------------
+# F2: a lock held on runs.jsonl holds up no exec (it waits on the key's
+# lock, outside the folder); timeout(1) is a hang guard only.
+exec 7<"$RUNS"
+flock 7
+sg_run r timeout -k 10 120 "$SG" exec "$ID" -- sh -c 'exit 6'
+exec 7<&-
+assert_eq "an exec does not wait on a lock in the records folder" 6 "$r_rc"
+assert_eq "and its record is written" 1 \
+    "$(grep -c '"cmd_exit":6,' "$RUNS")"
+# F1: runs.jsonl made a FIFO: the exec runs and warns, and its record is
+# counted lost in the anchor; with the file put back, verify --anchor
+# says so and the next record follows the log.outage line.
+mv "$RUNS" "$RUNS.held"
+mkfifo "$RUNS"
+sg_run r timeout -k 10 120 "$SG" exec "$ID" -- sh -c 'exit 8'
+assert_eq "an exec whose record cannot be written still runs" 8 "$r_rc"
+assert_contains "and warns" "$r_err" "run record not written"
+assert_contains "its record is counted lost in the anchor" \
+    "$(cat "$KEY.anchor")" " lost=1 "
+rm "$RUNS"
+mv "$RUNS.held" "$RUNS"
+sg_run r "$SG" audit verify --file runs.jsonl --key "$TRUST/runs2.pub"
+assert_contains "verify --anchor reports the lost record" "$r_out" \
+    "the anchor holds an outage"
+sg_run r "$SG" exec "$ID" -- true
+assert_eq "the next record follows a log.outage line" 1 \
+    "$(grep -c '"event":"log.outage".*"lost":1' "$RUNS")"
+
 # --- the controller's anchor ----------------------------------------------------------
 # A log cut after an older record: the anchor beside the key names the last
 # close the controller signed, and `audit verify --key` reads it.

@@ -1655,6 +1655,52 @@ class T13Round14(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
+class T14Round20(unittest.TestCase):
+    """Round of issue 20 (atk20r16)."""
+
+    def test_f3_junk_past_the_scan_with_an_anchor(self):
+        """F3: 300 KB of junk lines (or one unended run of 300 KB)
+        appended while the proxy is stopped: with its anchor it starts
+        (before, it exited 1: no event found in the last 262144 bytes),
+        continues from its close with a log.resume that found no event,
+        logs and closes; verify --key fails on the junk. Without an
+        anchor it still does not start."""
+        for mode in ("lines", "torn"):
+            key, pub = make_key("r20f3" + mode)
+            p = start_proxy("r20f3" + mode, key)
+            flood(p.port, 5, "r20f3" + mode, threads=1)
+            stop_proxy(p)
+            close = json.loads(read_lines(p.log_path)[-1])["seq"]
+            size = os.path.getsize(p.log_path)
+            with open(p.log_path, "ab") as f:
+                f.write((b"x" * 999 + b"\n") * 300 if mode == "lines"
+                        else b'{"ts":"' + b"y" * 300000)
+            q = start_proxy("r20f3%s-again" % mode, key, log_dir=p.log_dir)
+            flood(q.port, 2, "r20f3%sb" % mode, threads=1)
+            stop_proxy(q)
+            with open(p.log_path, "rb") as f:
+                f.seek(size)
+                after = [json.loads(x) for x in f.read().split(b"\n")
+                         if x.startswith(b'{"ts":"2')]
+            self.assertEqual(after[0]["event"], "log.resume", after[0])
+            self.assertEqual((after[0]["found_seq"], after[0]["anchor_seq"]),
+                             (0, close))
+            self.assertEqual([x["seq"] for x in after],
+                             list(range(close + 1, close + 1 + len(after))))
+            self.assertEqual((after[-1]["event"], after[-1]["reason"]),
+                             ("log.checkpoint", "close"))
+            r = sandgate("audit", "verify", "--log-dir", p.log_dir, "--key",
+                         pub, "--anchor", key + ".anchor")
+            self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(p.log_path, "ab") as f:
+            f.write((b"x" * 999 + b"\n") * 300)
+        os.unlink(key + ".anchor")
+        q = proxy_for("r20f3-none", key, log_dir=p.log_dir)
+        with self.assertRaises(proxylib.ProxyError):
+            q.start()
+        self.assertIn("no event found in the last 262144 bytes", q.stderr())
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     failed = len(result.failures) + len(result.errors)

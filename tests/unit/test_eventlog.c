@@ -514,6 +514,48 @@ test_not_regular(void **state)
 	unlink(rot);
 }
 
+/*
+ * atk20r16 F4: shared mode, held (a signer checked the file against its
+ * anchor): a copy put at the name meanwhile is a swap, not the log the
+ * writer checked. Nothing is written to either file and the event is
+ * counted lost (the anchor records it).
+ */
+static void
+test_swapped_while_held(void **state)
+{
+	struct eventlog_opts	 o = { .shared = 1 };
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	char			*cause = NULL, aside[160], *before, *after;
+	const char		*since, *why;
+	size_t			 len, len2;
+	json_t			*f;
+
+	log = eventlog_open(t->dir, NAME, &o, &cause);
+	assert_non_null(log);
+	append_n(log, 0, 2);
+	assert_int_equal(eventlog_hold(log), 0);
+	before = read_file(t->path, &len);
+	snprintf(aside, sizeof(aside), "%s.held", t->path);
+	assert_int_equal(rename(t->path, aside), 0);
+	write_file(t->path, before, len);
+	f = sample(3);
+	assert_int_equal(eventlog_append(log, f), -1);
+	json_decref(f);
+	assert_int_equal(eventlog_outage(log, &since, &why), 1);
+	assert_non_null(strstr(why, "another file was put"));
+	after = read_file(aside, &len2);
+	assert_int_equal(len2, len);
+	free(after);
+	after = read_file(t->path, &len2);
+	assert_int_equal(len2, len);
+	free(after);
+	free(before);
+	eventlog_release(log);
+	eventlog_close(log);
+	unlink(aside);
+}
+
 /* Child of test_fail_recover: returns the exit code (0 = as expected). */
 static int
 fail_recover_child(struct tmp *t)
@@ -757,6 +799,7 @@ main(void)
 		T(test_reopen),
 		T(test_torn_tail),
 		T(test_not_regular),
+		T(test_swapped_while_held),
 		T(test_fail_recover),
 		T(test_concurrent),
 		T(test_concurrent_rotation),

@@ -1,11 +1,22 @@
-/* test_runrec.c: the fields of a run record (runrec_fields). */
+/*
+ * test_runrec.c: the fields of a run record (runrec_fields), and how the
+ * controller writes them to runs.jsonl against whoever else writes the
+ * records folder (runrec_event).
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -13,6 +24,13 @@
 #include "exec.h"
 #include "runrec.h"
 #include "sandbox.h"
+#include "util.h"
+
+struct state {
+	char	root[64];
+	char	runs[192];
+	char	anchor[192];
+};
 
 static void
 meta_init(struct sandbox_meta *m)
@@ -148,14 +166,181 @@ test_long_command(void **state)
 	free(big);
 }
 
+/* A state folder of its own: keys/ (the key folder), records/. */
+static int
+state_setup(void **state)
+{
+	struct state	*t = calloc(1, sizeof(*t));
+	char		 dir[96];
+
+	if (t == NULL)
+		return -1;
+	snprintf(t->root, sizeof(t->root), "/tmp/sg-runrec-"
+	    UTIL_MKTEMP_SUFFIX);
+	if (mkdtemp(t->root) == NULL)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/records", t->root);
+	snprintf(t->runs, sizeof(t->runs), "%s/runs.jsonl", dir);
+	snprintf(t->anchor, sizeof(t->anchor), "%s/keys/runs.key.anchor",
+	    t->root);
+	setenv("SANDGATE_STATE", t->root, 1);
+	setenv("SANDGATE_RECORD_DIR", dir, 1);
+	*state = t;
+	return 0;
+}
+
+static int
+state_teardown(void **state)
+{
+	struct state	*t = *state;
+	char		*cmd;
+
+	util_xasprintf(&cmd, "rm -rf '%s'", t->root);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", t->root);
+	free(cmd);
+	free(t);
+	return 0;
+}
+
+/*
+ * runrec_event() in a child that SIGALRM ends if it waits on something
+ * (a hang guard, not a timing check): its return, or -2 if it hung.
+ */
+static int
+event_in_child(const char *detail)
+{
+	char	*cause = NULL;
+	pid_t	 pid;
+	int	 status;
+
+	pid = fork();
+	assert_true(pid != -1);
+	if (pid == 0) {
+		alarm(60);
+		_exit(runrec_event("sandbox.test", "sbx_t", detail, &cause) ==
+		    0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status))
+		return -2;
+	return WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* How many lines of path contain what. */
+static int
+count_in(const char *path, const char *what)
+{
+	char	 line[8192];
+	FILE	*f;
+	int	 n = 0;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, what) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * atk20r16 F2/F4: whoever writes the records folder holds a lock on
+ * runs.jsonl (or on a file put at its name). The controller's writers do
+ * not wait on it: they exclude each other on the key's lock, outside the
+ * folder, and the record is written and signed.
+ */
+static void
+test_folder_lock_no_wait(void **state)
+{
+	struct state	*t = *state;
+	int		 fd;
+
+	assert_int_equal(event_in_child("first"), 0);
+	fd = open(t->runs, O_RDONLY);
+	assert_true(fd != -1);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(event_in_child("while locked"), 0);
+	close(fd);
+	assert_int_equal(count_in(t->runs, "while locked"), 1);
+	assert_int_equal(count_in(t->runs, "\"reason\":\"close\""), 2);
+}
+
+/* How an attacker who writes the records folder keeps a record out. */
+enum spoil { SPOIL_FIFO, SPOIL_SYMLINK, SPOIL_JUNK };
+
+/* Spoil runs.jsonl; its original is kept at aside (not for junk). */
+static void
+spoil(const struct state *t, enum spoil how, const char *aside)
+{
+	char	 junk[4096];
+	FILE	*f;
+	int	 i;
+
+	if (how != SPOIL_JUNK)
+		assert_int_equal(rename(t->runs, aside), 0);
+	if (how == SPOIL_FIFO)
+		assert_int_equal(mkfifo(t->runs, 0600), 0);
+	else if (how == SPOIL_SYMLINK)
+		assert_int_equal(symlink(aside, t->runs), 0);
+	else {
+		memset(junk, 'x', sizeof(junk));
+		assert_non_null(f = fopen(t->runs, "a"));
+		for (i = 0; i < 75; i++)
+			assert_int_equal(fwrite(junk, 1, sizeof(junk), f),
+			    sizeof(junk));
+		fclose(f);
+	}
+}
+
+/*
+ * atk20r16 F1: runs.jsonl made a FIFO, a symlink, or 300 KB of junk: the
+ * exec's record cannot be written, and is counted lost in the anchor
+ * (outside the folder); once the original is back, the next record is
+ * preceded by the log.outage line that says so.
+ */
+static void
+test_unwritable_counted(void **state)
+{
+	static const enum spoil	 hows[] = { SPOIL_FIFO, SPOIL_SYMLINK,
+				    SPOIL_JUNK };
+	struct state		*t = *state;
+	struct stat		 st;
+	char			 aside[256];
+	size_t			 i;
+
+	snprintf(aside, sizeof(aside), "%s.held", t->runs);
+	for (i = 0; i < sizeof(hows) / sizeof(hows[0]); i++) {
+		assert_int_equal(event_in_child("before"), 0);
+		assert_int_equal(stat(t->runs, &st), 0);
+		spoil(t, hows[i], aside);
+		assert_int_equal(event_in_child("kept out"), -1);
+		assert_int_equal(count_in(t->anchor, " lost=1 "), 1);
+		if (hows[i] == SPOIL_JUNK)
+			assert_int_equal(truncate(t->runs, st.st_size), 0);
+		else {
+			assert_int_equal(unlink(t->runs), 0);
+			assert_int_equal(rename(aside, t->runs), 0);
+		}
+		assert_int_equal(event_in_child("after"), 0);
+		assert_int_equal(count_in(t->anchor, " lost="), 0);
+		assert_int_equal(count_in(t->runs, "\"log.outage\""),
+		    (int)i + 1);
+	}
+}
+
 int
 main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, state_setup, state_teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ran),
 		cmocka_unit_test(test_never_ran),
 		cmocka_unit_test(test_long_command),
+		T(test_folder_lock_no_wait),
+		T(test_unwritable_counted),
 	};
+#undef T
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
