@@ -22,8 +22,10 @@
  *     printable ASCII (in the query too; a request line has none)
  *   - an escaped Unicode lookalike of ".", "/" or "\" (NFKC, Windows'
  *     best-fit mapping, UTS #39 confusables), a segment holding a "."
- *     and an escape outside ASCII or a ":" (raw or %3A), or a segment
- *     holding "::$"
+ *     and an escape outside ASCII, a ":" (raw or %3A) or an escaped "?"
+ *     or "#" (%3F, %23), or a segment holding "::$"
+ *   - a segment of dots and spaces ("%20", or "+", a space to a server
+ *     that form-decodes its path) with a dot
  *
  * Everything else is normalized: percent-encoded unreserved characters
  * (letters, digits, "-", "_", "~") are decoded, and the hex digits of the

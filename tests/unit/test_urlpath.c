@@ -71,6 +71,14 @@ test_ambiguous(void **state)
 		"/simple/..%3a%3a%24INDEX_ALLOCATION/admin",
 		"/simple/..%3A%3A%24DATA/admin",
 		"/simple/..:$I30:$INDEX_ALLOCATION/admin", "/simple/a.b:c",
+		/*
+		 * atk15r11 F3: an escaped '?' or '#' after dots (a server that
+		 * decodes, then cuts there, reads ".."), and '+' next to dots
+		 * (a space to a form-decoding server; Windows trims it).
+		 */
+		"/simple/..%3F", "/simple/..%3f", "/simple/..%23",
+		"/simple/..%3Fx/admin", "/simple/a.b%23c", "/simple/..+",
+		"/simple/..%20+", "/simple/..+%20", "/simple/+..",
 		/* not a path */
 		"*", "", "simple/x", "/\xc3\xa9",
 	};
