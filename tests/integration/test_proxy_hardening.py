@@ -1003,6 +1003,24 @@ class F09Paths(Case):
                 self.assertEqual(self.up.http_counters.get("requests"),
                                  before, "%s reached the upstream" % path)
 
+    def test_headers_naming_another_path_are_refused(self):
+        """X-Original-URL, X-Rewrite-URL and WebDAV's Destination went
+        upstream on an entry with paths (atk15r11 F6): frameworks and
+        IIS URL Rewrite route on the first two, a MOVE or COPY writes
+        where the third says."""
+        h = "paths.test:%d" % self.up.http_port
+        for name in ("X-Original-URL", "x-rewrite-url", "Destination"):
+            with self.subTest(name):
+                before = self.up.http_counters.get("requests")
+                r = proxylib.raw_request(self.proxy.port, get_request(
+                    "http://%s/simple/x" % h, h, "Connection: close\r\n"
+                    "%s: /admin/delete-all\r\n" % name))
+                self.assertEqual(r.status, 403, "%s: %r" % (name, r))
+                self.assertEqual(r.header("X-Sandgate-Reason"),
+                                 "path_not_allowed")
+                self.assertEqual(self.up.http_counters.get("requests"),
+                                 before, "%s reached the upstream" % name)
+
     def test_the_normalized_path_is_forwarded(self):
         r = self.get("/simple/%7epkg/%41")
         self.assertEqual(r.status, 200, repr(r))
