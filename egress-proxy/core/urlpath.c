@@ -339,3 +339,11 @@ urlpath_read(const char *in, char *out, size_t size, int slash,
 	memcpy(out + o, end, n + 1);
 	return 0;
 }
+
+int
+urlpath_match(const char *path, const char *prefix)
+{
+	if (strchr(prefix, '?') != NULL)
+		return strcmp(path, prefix) == 0;
+	return strncmp(path, prefix, strlen(prefix)) == 0;
+}

@@ -57,4 +57,16 @@ int	urlpath_normalize(const char *in, char *out, size_t size,
 int	urlpath_normalize_slash(const char *in, char *out, size_t size,
 	    const char **cause);
 
+/*
+ * 1 when the normalized path (and query) matches a `paths` prefix: as a
+ * byte prefix, except that a prefix holding "?" names the whole query,
+ * which must be the request's exactly. Matched as a prefix, the query
+ * of "/info/refs?service=git-upload-pack" let
+ * "?service=git-upload-pack&service=git-receive-pack" pass, which
+ * servers where the last value wins (git-http-backend, PHP, Rails) read
+ * as the refused one; a key spelled another way ("%73ervice", PHP's
+ * "a.b" for "a_b") would defeat a check by key.
+ */
+int	urlpath_match(const char *path, const char *prefix);
+
 #endif

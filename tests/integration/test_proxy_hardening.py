@@ -90,7 +90,7 @@ allow:
   - host: paths.test
     ports: [{HTTP}]
     allow_private: true
-    paths: [/simple/]
+    paths: [/simple/, "/info/refs?service=git-upload-pack"]
     rationale: a paths rule
   - host: methods.test
     ports: [{HTTP}]
@@ -1002,6 +1002,20 @@ class F09Paths(Case):
                                  "path_not_allowed")
                 self.assertEqual(self.up.http_counters.get("requests"),
                                  before, "%s reached the upstream" % path)
+
+    def test_a_query_in_a_prefix_is_matched_whole(self):
+        """A prefix with "?" was a byte prefix: repeating the key after it
+        passed, and last-wins servers read the refused value (atk15r11
+        F2)."""
+        r = self.get("/info/refs?service=git-upload-pack")
+        self.assertEqual(r.status, 200, repr(r))
+        for path in ("/info/refs?service=git-upload-pack&service=git-"
+                     "receive-pack", "/info/refs?service=git-upload-packx"):
+            with self.subTest(path):
+                r = self.get(path)
+                self.assertEqual(r.status, 403, "%s: %r" % (path, r))
+                self.assertEqual(r.header("X-Sandgate-Reason"),
+                                 "path_not_allowed")
 
     def test_headers_naming_another_path_are_refused(self):
         """X-Original-URL, X-Rewrite-URL and WebDAV's Destination went
