@@ -588,18 +588,24 @@ class T10Bounded(Case):
     the filter now stops at the socket's write watermark and the budget
     and back-pressure see what is left."""
 
-    def test_stalled_download_held_to_the_budget(self):
-        port = W["reg_port"]
-        s = socket.create_connection(("127.0.0.1", self.p.port), 10)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.sendall(b"CONNECT reg.test:%d HTTP/1.1\r\nHost: reg.test:%d"
-                  b"\r\n\r\n" % (port, port))
+    def session(self, p, host, port, small=None):
+        """A terminated session to host:port through p; small names a
+        socket buffer (SO_RCVBUF, SO_SNDBUF) set to 4 KiB first."""
+        s = socket.create_connection(("127.0.0.1", p.port), 10)
+        if small is not None:
+            s.setsockopt(socket.SOL_SOCKET, small, 4096)
+        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
+                  % (host.encode(), port, host.encode(), port))
         head = b""
         while b"\r\n\r\n" not in head:
             head += s.recv(1)
         self.assertIn(b" 200 ", head)
         ctx = ssl.create_default_context(cafile=W["sgca"])
-        t = ctx.wrap_socket(s, server_hostname="reg.test")
+        return ctx.wrap_socket(s, server_hostname=host)
+
+    def test_stalled_download_held_to_the_budget(self):
+        port = W["reg_port"]
+        t = self.session(self.p, "reg.test", port, socket.SO_RCVBUF)
         base = rss_kib(self.p.pid)
         t.sendall(b"GET /big?n=%d HTTP/1.1\r\nHost: reg.test:%d\r\n\r\n"
                   % (300 << 20, port))
@@ -617,15 +623,7 @@ class T10Bounded(Case):
 
     def test_upload_to_a_stalled_upstream_held_to_the_budget(self):
         port = W["noread_port"]
-        s = socket.create_connection(("127.0.0.1", self.p.port), 10)
-        s.sendall(b"CONNECT noread.test:%d HTTP/1.1\r\nHost: noread.test:"
-                  b"%d\r\n\r\n" % (port, port))
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += s.recv(1)
-        self.assertIn(b" 200 ", head)
-        ctx = ssl.create_default_context(cafile=W["sgca"])
-        t = ctx.wrap_socket(s, server_hostname="noread.test")
+        t = self.session(self.p, "noread.test", port)
         n = 200 << 20
         t.sendall(b"POST /up HTTP/1.1\r\nHost: noread.test:%d\r\n"
                   b"Content-Length: %d\r\n\r\n" % (port, n))
@@ -657,16 +655,7 @@ class T10Bounded(Case):
         # A proxy of its own: one body, one stop that waits for it.
         p = start_proxy("onebyte")
         base_socks = len(sockets_of(p.pid))
-        s = socket.create_connection(("127.0.0.1", p.port), 10)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-        s.sendall(b"CONNECT noread.test:%d HTTP/1.1\r\nHost: noread.test:"
-                  b"%d\r\n\r\n" % (port, port))
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += s.recv(1)
-        self.assertIn(b" 200 ", head)
-        ctx = ssl.create_default_context(cafile=W["sgca"])
-        t = ctx.wrap_socket(s, server_hostname="noread.test")
+        t = self.session(p, "noread.test", port, socket.SO_SNDBUF)
         t.sendall(b"POST /up HTTP/1.1\r\nHost: noread.test:%d\r\n"
                   b"Content-Length: %d\r\n\r\n" % (port, 1 << 30))
         base = rss_kib(p.pid)
