@@ -149,6 +149,8 @@ static int	conn_connect_failed(struct conn *, const char *details);
 static int	conn_report_only(struct conn *, enum sg_reason);
 static enum sg_reason conn_rules_gap(struct conn *, const char **cause);
 static int	conn_header_name_eq(const char *, const char *);
+static enum sg_reason conn_path_override(const struct policy_entry *,
+		    const struct http_request *);
 static int	conn_override_allowed(struct conn *, const char *value,
 		    size_t len);
 static int	conn_report_mode(const struct policy *,
@@ -1571,6 +1573,28 @@ conn_rules_gap(struct conn *c, const char **cause)
 			    !conn_override_allowed(c, h->value, h->value_len))
 				return SG_REASON_METHOD_NOT_ALLOWED;
 	}
+	return conn_path_override(e, q);
+}
+
+/*
+ * On an entry with paths, a header that names another path is refused
+ * (path_not_allowed), as a method override is: X-Original-URL and
+ * X-Rewrite-URL, which frameworks (Symfony before CVE-2018-14773, Zend
+ * Framework 1) and IIS URL Rewrite take as the request's path, and
+ * WebDAV's Destination, the path a MOVE or COPY writes to.
+ */
+static enum sg_reason
+conn_path_override(const struct policy_entry *e,
+    const struct http_request *q)
+{
+	static const char *const names[] = { "X-Original-URL",
+	    "X-Rewrite-URL", "Destination", NULL };
+	size_t	i, j;
+
+	for (i = 0; e->paths != NULL && i < q->nheaders; i++)
+		for (j = 0; names[j] != NULL; j++)
+			if (conn_header_name_eq(q->headers[i].name, names[j]))
+				return SG_REASON_PATH_NOT_ALLOWED;
 	return SG_REASON_NONE;
 }
 

@@ -20,6 +20,7 @@
 #include "urlpath.h"
 #include "util.h"
 
+static int	conn_http_copy(struct evbuffer *, struct evbuffer *, size_t);
 static int	conn_http_move(struct conn *, struct bufferevent *from,
 		    struct bufferevent *to, size_t max);
 static int	conn_http_response_head(struct conn *, int *more);
@@ -29,8 +30,41 @@ static int	conn_http_path(struct conn *);
 static void	conn_http_send_head(struct conn *, const char *, size_t);
 
 /*
+ * Copy n bytes from in to the end of out and drain them from in. The
+ * bytes are copied, not the source's chains moved: every read of a
+ * socket (or TLS record) makes a chain of its own, 1 KiB or more however
+ * few bytes it found, so chains moved whole let a sender of 1-byte
+ * segments or records make the watermark's 256 KiB into 256 MiB of heap.
+ * Copied, they fill out's last chain before another is allocated, and
+ * what out holds in memory follows the bytes the watermark and the
+ * client's budget count. 0, or -1 when out of memory.
+ */
+static int
+conn_http_copy(struct evbuffer *in, struct evbuffer *out, size_t n)
+{
+	struct evbuffer_iovec	 v[16];
+	size_t			 done, take;
+	int			 k, i;
+
+	while (n > 0) {
+		k = evbuffer_peek(in, (ev_ssize_t)n, NULL, v, 16);
+		for (i = 0, done = 0; i < k && i < 16 && done < n; i++) {
+			take = v[i].iov_len < n - done ? v[i].iov_len : n - done;
+			if (evbuffer_add(out, v[i].iov_base, take) == -1)
+				return -1;
+			done += take;
+		}
+		if (done == 0 || evbuffer_drain(in, done) == -1)
+			return -1;
+		n -= done;
+	}
+	return 0;
+}
+
+/*
  * Move up to max bytes from one side's input to the other's output, and
  * stop reading the source while the destination is over the watermark.
+ * 0, or -1 when freed.
  */
 static int
 conn_http_move(struct conn *c, struct bufferevent *from,
@@ -43,7 +77,10 @@ conn_http_move(struct conn *c, struct bufferevent *from,
 	if (n > max)
 		n = max;
 	if (n > 0) {
-		evbuffer_remove_buffer(in, out, n);
+		if (conn_http_copy(in, out, n) == -1) {
+			conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
+			return -1;
+		}
 		if (from == c->client) {
 			c->r.bytes_up += n;
 			c->px->stats.bytes_up += n;
@@ -213,7 +250,8 @@ conn_http_body(struct conn *c)
 			return conn_finish(c);
 		}
 	}
-	conn_http_move(c, c->client, c->upstream, n);
+	if (conn_http_move(c, c->client, c->upstream, n) == -1)
+		return -1;
 	if (r->body_done) {
 		conn_client_reading(c);
 		if (r->resp == CONN_RESP_DONE)
@@ -401,7 +439,8 @@ conn_http_upstream_event(struct conn *c, short what)
 
 	if ((what & BEV_EVENT_EOF) && r->resp == CONN_RESP_BODY &&
 	    r->resp_body == HTTP_BODY_CLOSE) {
-		conn_http_move(c, c->upstream, c->client, SIZE_MAX);
+		if (conn_http_move(c, c->upstream, c->client, SIZE_MAX) == -1)
+			return;
 		c->close_after = 1;
 		r->resp = CONN_RESP_DONE;
 		conn_http_complete(c);

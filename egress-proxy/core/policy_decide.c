@@ -271,8 +271,9 @@ decide_method(const struct policy_entry *e, const char *method)
 }
 
 /*
- * A prefix of the normalized path (urlpath.h); a path a server could read
- * as another one matches no prefix. A prefix holding "%2F" is matched
+ * A prefix of the normalized path (urlpath.h; a prefix with a query
+ * names it whole); a path a server could read as another one matches no
+ * prefix. A prefix holding "%2F" is matched
  * against the reading that keeps "%2F" as data, and only such a prefix.
  */
 static int
@@ -289,8 +290,7 @@ decide_path(struct decide *d, const struct policy_entry *e)
 				d->norm = urlpath_normalize(d->q->path,
 				    d->path, sizeof(d->path), &cause) == 0 ?
 				    1 : -1;
-			if (d->norm == 1 && strncmp(d->path, e->paths[i],
-			    strlen(e->paths[i])) == 0)
+			if (d->norm == 1 && urlpath_match(d->path, e->paths[i]))
 				return 1;
 			continue;
 		}
@@ -299,8 +299,8 @@ decide_path(struct decide *d, const struct policy_entry *e)
 			d->norm_slash = urlpath_normalize_slash(d->q->path,
 			    d->path_slash, sizeof(d->path_slash), &cause) ==
 			    0 ? 1 : -1;
-		if (d->norm_slash == 1 && strncmp(d->path_slash, e->paths[i],
-		    strlen(e->paths[i])) == 0)
+		if (d->norm_slash == 1 &&
+		    urlpath_match(d->path_slash, e->paths[i]))
 			return 1;
 	}
 	return 0;

@@ -112,8 +112,9 @@ urlpath_lookalike(unsigned long cp)
 }
 
 /*
- * 1 for a normalized segment of dots and spaces ("%20") with a dot:
- * Windows trims trailing dots and spaces from a segment, so "..%20" and
+ * 1 for a normalized segment of dots and spaces ("%20", or '+', which a
+ * server that form-decodes its path reads as one) with a dot: Windows
+ * trims trailing dots and spaces from a segment, so "..%20", "..+" and
  * "..." are ".." there.
  */
 static int
@@ -128,6 +129,8 @@ urlpath_dots(const char *seg, size_t len)
 			i++;
 		} else if (len - i >= 3 && strncmp(seg + i, "%20", 3) == 0)
 			i += 3;
+		else if (seg[i] == '+')
+			i++;
 		else
 			return 0;
 	}
@@ -136,7 +139,9 @@ urlpath_dots(const char *seg, size_t len)
 
 /*
  * 1 for a normalized segment with "::$", or with a '.' and an escaped
- * byte >= 0x80 or a ':' (raw or "%3A"): a normalizer that drops a
+ * byte >= 0x80, a ':' (raw or "%3A") or an escaped '?' or '#' ("%3F",
+ * "%23": a server that decodes, then cuts the path there, reads "..%3F"
+ * as ".."): a normalizer that drops a
  * default-ignorable or combining code point (".%C2%AD.", ".%E2%80%8B."),
  * trims a no-break space ("..%C2%A0") or a best-fit mapping no list
  * foresees makes a dot segment of it, as Windows does of an NTFS stream
@@ -160,7 +165,9 @@ urlpath_dotlike(const char *seg, size_t len)
 			odd = 1;
 		else if (seg[i] == '%' && len - i >= 3 &&
 		    (util_hexval((unsigned char)seg[i + 1]) >= 8 ||
-		    strncasecmp(seg + i, "%3A", 3) == 0))
+		    strncasecmp(seg + i, "%3A", 3) == 0 ||
+		    strncasecmp(seg + i, "%3F", 3) == 0 ||
+		    strncmp(seg + i, "%23", 3) == 0))
 			odd = 1;
 	}
 	return dot && odd;
@@ -180,8 +187,8 @@ urlpath_segment(const char *seg, size_t len, const char **cause)
 		return -1;
 	}
 	if (urlpath_dotlike(seg, len)) {
-		*cause = "path segment with '.' and an escape outside ASCII "
-		    "or a ':' (an NTFS stream)";
+		*cause = "path segment with '.' and an escape outside ASCII, "
+		    "a ':' (an NTFS stream) or an escaped '?' or '#'";
 		return -1;
 	}
 	return 0;
@@ -331,4 +338,12 @@ urlpath_read(const char *in, char *out, size_t size, int slash,
 			    "ASCII in query");
 	memcpy(out + o, end, n + 1);
 	return 0;
+}
+
+int
+urlpath_match(const char *path, const char *prefix)
+{
+	if (strchr(prefix, '?') != NULL)
+		return strcmp(path, prefix) == 0;
+	return strncmp(path, prefix, strlen(prefix)) == 0;
 }

@@ -22,8 +22,10 @@
  *     printable ASCII (in the query too; a request line has none)
  *   - an escaped Unicode lookalike of ".", "/" or "\" (NFKC, Windows'
  *     best-fit mapping, UTS #39 confusables), a segment holding a "."
- *     and an escape outside ASCII or a ":" (raw or %3A), or a segment
- *     holding "::$"
+ *     and an escape outside ASCII, a ":" (raw or %3A) or an escaped "?"
+ *     or "#" (%3F, %23), or a segment holding "::$"
+ *   - a segment of dots and spaces ("%20", or "+", a space to a server
+ *     that form-decodes its path) with a dot
  *
  * Everything else is normalized: percent-encoded unreserved characters
  * (letters, digits, "-", "_", "~") are decoded, and the hex digits of the
@@ -54,5 +56,17 @@ int	urlpath_normalize(const char *in, char *out, size_t size,
  */
 int	urlpath_normalize_slash(const char *in, char *out, size_t size,
 	    const char **cause);
+
+/*
+ * 1 when the normalized path (and query) matches a `paths` prefix: as a
+ * byte prefix, except that a prefix holding "?" names the whole query,
+ * which must be the request's exactly. Matched as a prefix, the query
+ * of "/info/refs?service=git-upload-pack" let
+ * "?service=git-upload-pack&service=git-receive-pack" pass, which
+ * servers where the last value wins (git-http-backend, PHP, Rails) read
+ * as the refused one; a key spelled another way ("%73ervice", PHP's
+ * "a.b" for "a_b") would defeat a check by key.
+ */
+int	urlpath_match(const char *path, const char *prefix);
 
 #endif

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import resource
+import select
 import shutil
 import socket
 import subprocess
@@ -89,7 +90,7 @@ allow:
   - host: paths.test
     ports: [{HTTP}]
     allow_private: true
-    paths: [/simple/]
+    paths: [/simple/, "/info/refs?service=git-upload-pack"]
     rationale: a paths rule
   - host: methods.test
     ports: [{HTTP}]
@@ -1133,6 +1134,38 @@ class F09Paths(Case):
                                  "path_not_allowed")
                 self.assertEqual(self.up.http_counters.get("requests"),
                                  before, "%s reached the upstream" % path)
+
+    def test_a_query_in_a_prefix_is_matched_whole(self):
+        """A prefix with "?" was a byte prefix: repeating the key after it
+        passed, and last-wins servers read the refused value (atk15r11
+        F2)."""
+        r = self.get("/info/refs?service=git-upload-pack")
+        self.assertEqual(r.status, 200, repr(r))
+        for path in ("/info/refs?service=git-upload-pack&service=git-"
+                     "receive-pack", "/info/refs?service=git-upload-packx"):
+            with self.subTest(path):
+                r = self.get(path)
+                self.assertEqual(r.status, 403, "%s: %r" % (path, r))
+                self.assertEqual(r.header("X-Sandgate-Reason"),
+                                 "path_not_allowed")
+
+    def test_headers_naming_another_path_are_refused(self):
+        """X-Original-URL, X-Rewrite-URL and WebDAV's Destination went
+        upstream on an entry with paths (atk15r11 F6): frameworks and
+        IIS URL Rewrite route on the first two, a MOVE or COPY writes
+        where the third says."""
+        h = "paths.test:%d" % self.up.http_port
+        for name in ("X-Original-URL", "x-rewrite-url", "Destination"):
+            with self.subTest(name):
+                before = self.up.http_counters.get("requests")
+                r = proxylib.raw_request(self.proxy.port, get_request(
+                    "http://%s/simple/x" % h, h, "Connection: close\r\n"
+                    "%s: /admin/delete-all\r\n" % name))
+                self.assertEqual(r.status, 403, "%s: %r" % (name, r))
+                self.assertEqual(r.header("X-Sandgate-Reason"),
+                                 "path_not_allowed")
+                self.assertEqual(self.up.http_counters.get("requests"),
+                                 before, "%s reached the upstream" % name)
 
     def test_the_normalized_path_is_forwarded(self):
         r = self.get("/simple/%7epkg/%41")
@@ -2895,6 +2928,83 @@ class R8TunnelHead(Case):
 
 def main():
     return proxylib.run_tests(sys.modules[__name__])
+
+
+
+# ------------------------------- round 11: what atk15r11 found
+
+def never_reading_upstream():
+    """A listener that accepts and never reads (a small receive buffer):
+    the socket and the accepted ones, to close."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            held.append(c)
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, held
+
+
+class K01TinySegments(Case):
+    """A request body sent in 1-byte TCP segments to an upstream that
+    does not read: every read of the client made an evbuffer chain of
+    1 KiB or more, moved whole into the upstream's output, so the 256 KiB
+    the watermark counts took 21-30 MiB of heap (atk15r11 F7). The bytes
+    are copied into the output's last chain now."""
+
+    @staticmethod
+    def trickle(s, most):
+        """Send up to most bytes on s one per segment, until the proxy
+        has taken none for 3 s; the count sent."""
+        sent = 0
+        s.setblocking(False)
+        while sent < most:
+            try:
+                sent += s.send(b"x")
+            except BlockingIOError:
+                if not select.select([], [s], [], 3)[1]:
+                    break
+        return sent
+
+    def test_one_byte_segments_held_in_bytes(self):
+        srv, held = never_reading_upstream()
+        port = srv.getsockname()[1]
+        p = start_proxy("tiny-segments", flood=port)
+        s = socket.socket()
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            s.connect(("127.0.0.1", p.port))
+            s.sendall(b"POST http://flood.test:%d/ HTTP/1.1\r\nHost: "
+                      b"flood.test:%d\r\nContent-Length: %d\r\n\r\n"
+                      % (port, port, 1 << 30))
+            base = rss_kib(p.pid)
+            sent = self.trickle(s, 1 << 20)
+            peak = rss_kib(p.pid)
+            self.assert_serves(p, "while a body trickles")
+        finally:
+            s.close()
+            srv.close()
+            for c in held:
+                c.close()
+            # A kept socket with a send queue lasts until the flush
+            # timeout (10 s): a stop that waits for it.
+            W["proxies"].remove(p)
+            p.stop(timeout=30)
+        print("\n  1-byte segments to a stalled upstream: %d KiB taken, "
+              "proxy RSS %d -> %d KiB" % (sent >> 10, base, peak),
+              file=sys.stderr)
+        self.assertGreater(sent, 256 << 10, "the proxy stopped early")
+        if not sanitized():
+            self.assertLess(peak - base, 6 << 10, "RSS grew %d KiB"
+                            % (peak - base))
 
 
 if __name__ == "__main__":

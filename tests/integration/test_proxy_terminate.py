@@ -568,6 +568,19 @@ def rss_kib(pid):
     return 0
 
 
+def sockets_of(pid):
+    """The socket descriptors process pid holds."""
+    fds = os.path.join("/proc/%d/fd" % pid)
+    out = []
+    for name in os.listdir(fds):
+        try:
+            if os.readlink(os.path.join(fds, name)).startswith("socket:"):
+                out.append(name)
+        except OSError:
+            pass
+    return out
+
+
 class T10Bounded(Case):
     """A terminated session's TLS filter encrypted into its socket's
     output without bound: a sandbox that stopped reading a large download
@@ -575,18 +588,24 @@ class T10Bounded(Case):
     the filter now stops at the socket's write watermark and the budget
     and back-pressure see what is left."""
 
-    def test_stalled_download_held_to_the_budget(self):
-        port = W["reg_port"]
-        s = socket.create_connection(("127.0.0.1", self.p.port), 10)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.sendall(b"CONNECT reg.test:%d HTTP/1.1\r\nHost: reg.test:%d"
-                  b"\r\n\r\n" % (port, port))
+    def session(self, p, host, port, small=None):
+        """A terminated session to host:port through p; small names a
+        socket buffer (SO_RCVBUF, SO_SNDBUF) set to 4 KiB first."""
+        s = socket.create_connection(("127.0.0.1", p.port), 10)
+        if small is not None:
+            s.setsockopt(socket.SOL_SOCKET, small, 4096)
+        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
+                  % (host.encode(), port, host.encode(), port))
         head = b""
         while b"\r\n\r\n" not in head:
             head += s.recv(1)
         self.assertIn(b" 200 ", head)
         ctx = ssl.create_default_context(cafile=W["sgca"])
-        t = ctx.wrap_socket(s, server_hostname="reg.test")
+        return ctx.wrap_socket(s, server_hostname=host)
+
+    def test_stalled_download_held_to_the_budget(self):
+        port = W["reg_port"]
+        t = self.session(self.p, "reg.test", port, socket.SO_RCVBUF)
         base = rss_kib(self.p.pid)
         t.sendall(b"GET /big?n=%d HTTP/1.1\r\nHost: reg.test:%d\r\n\r\n"
                   % (300 << 20, port))
@@ -604,15 +623,7 @@ class T10Bounded(Case):
 
     def test_upload_to_a_stalled_upstream_held_to_the_budget(self):
         port = W["noread_port"]
-        s = socket.create_connection(("127.0.0.1", self.p.port), 10)
-        s.sendall(b"CONNECT noread.test:%d HTTP/1.1\r\nHost: noread.test:"
-                  b"%d\r\n\r\n" % (port, port))
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += s.recv(1)
-        self.assertIn(b" 200 ", head)
-        ctx = ssl.create_default_context(cafile=W["sgca"])
-        t = ctx.wrap_socket(s, server_hostname="noread.test")
+        t = self.session(self.p, "noread.test", port)
         n = 200 << 20
         t.sendall(b"POST /up HTTP/1.1\r\nHost: noread.test:%d\r\n"
                   b"Content-Length: %d\r\n\r\n" % (port, n))
@@ -633,6 +644,48 @@ class T10Bounded(Case):
         self.assertLess(sent, 64 << 20, "the proxy took the whole upload")
         # ASan builds hold freed memory in quarantine: room for it.
         self.assertLess(peak - base, 96 << 10)
+
+    def test_upload_trickled_in_one_byte_records_held_in_bytes(self):
+        """A body sent as 1-byte TLS records to an upstream that stops
+        reading: every record the filter read became a chain of its own
+        (1-4 KiB) moved whole upstream, so the 256 KiB the watermark
+        counts took 84.7 MiB of heap (atk15r11 F7). Bytes are copied
+        now, and memory follows them."""
+        port = W["noread_port"]
+        # A proxy of its own: one body, one stop that waits for it.
+        p = start_proxy("onebyte")
+        base_socks = len(sockets_of(p.pid))
+        t = self.session(p, "noread.test", port, socket.SO_SNDBUF)
+        t.sendall(b"POST /up HTTP/1.1\r\nHost: noread.test:%d\r\n"
+                  b"Content-Length: %d\r\n\r\n" % (port, 1 << 30))
+        base = rss_kib(p.pid)
+        t.settimeout(3)
+        sent = 0
+        try:
+            while sent < 2 << 20:  # until the proxy stops reading
+                sent += t.send(b"x")
+        except (socket.timeout, ssl.SSLError, OSError):
+            pass
+        peak = rss_kib(p.pid)
+        for u in W["noread"]:
+            u.close()
+        t.close()
+        # The proxy keeps a socket with a send queue until its peer takes
+        # it or 10 s pass: let it go before the class's proxy is stopped.
+        for _ in range(150):
+            if len(sockets_of(p.pid)) <= base_socks:
+                break
+            time.sleep(0.1)
+        W["proxies"].remove(p)
+        self.assertIsNotNone(p.stop(timeout=30), p.stderr()[-2000:])
+        print("\n  1-byte records to a stalled upstream: %d KiB taken, "
+              "proxy RSS %d -> %d KiB" % (sent >> 10, base, peak),
+              file=sys.stderr)
+        self.assertGreater(sent, 256 << 10, "the proxy stopped early")
+        self.assertLess(sent, 2 << 20, "the proxy took the whole upload")
+        if not proxylib.sanitized():
+            self.assertLess(peak - base, 6 << 10, "RSS grew %d KiB"
+                            % (peak - base))
 
 
 def connect_tls(p, host, port, ctx, session=None):

@@ -71,6 +71,14 @@ test_ambiguous(void **state)
 		"/simple/..%3a%3a%24INDEX_ALLOCATION/admin",
 		"/simple/..%3A%3A%24DATA/admin",
 		"/simple/..:$I30:$INDEX_ALLOCATION/admin", "/simple/a.b:c",
+		/*
+		 * atk15r11 F3: an escaped '?' or '#' after dots (a server that
+		 * decodes, then cuts there, reads ".."), and '+' next to dots
+		 * (a space to a form-decoding server; Windows trims it).
+		 */
+		"/simple/..%3F", "/simple/..%3f", "/simple/..%23",
+		"/simple/..%3Fx/admin", "/simple/a.b%23c", "/simple/..+",
+		"/simple/..%20+", "/simple/..+%20", "/simple/+..",
 		/* not a path */
 		"*", "", "simple/x", "/\xc3\xa9",
 	};
@@ -173,6 +181,41 @@ test_short_buffer(void **state)
 	assert_string_equal(out, "");
 }
 
+/*
+ * atk15r11 F2: a prefix with a query names the whole query; repeating
+ * its key after it no longer passes.
+ */
+static void
+test_match(void **state)
+{
+	static const struct {
+		const char	*path, *prefix;
+		int		 match;
+	} cases[] = {
+		{ "/simple/x", "/simple/", 1 },
+		{ "/simple", "/simple/", 0 },
+		{ "/simple/x?a=b", "/simple/", 1 },
+		{ "/r.git/info/refs?service=git-upload-pack",
+		  "/r.git/info/refs?service=git-upload-pack", 1 },
+		{ "/r.git/info/refs?service=git-upload-pack&service=git-"
+		  "receive-pack", "/r.git/info/refs?service=git-upload-pack", 0 },
+		{ "/r.git/info/refs?service=git-upload-packx",
+		  "/r.git/info/refs?service=git-upload-pack", 0 },
+		{ "/index.php?action=view&action=delete",
+		  "/index.php?action=view", 0 },
+		{ "/index.php?action=view", "/index.php?action=view", 1 },
+		{ "/index.php/x?action=view", "/index.php?action=view", 0 },
+	};
+	size_t	i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (urlpath_match(cases[i].path, cases[i].prefix) !=
+		    cases[i].match)
+			fail_msg("%s against %s: want %d", cases[i].path,
+			    cases[i].prefix, cases[i].match);
+}
+
 int
 main(void)
 {
@@ -181,6 +224,7 @@ main(void)
 		cmocka_unit_test(test_normalized),
 		cmocka_unit_test(test_short_buffer),
 		cmocka_unit_test(test_slash_as_data),
+		cmocka_unit_test(test_match),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
