@@ -126,11 +126,15 @@ filler() {
 	python3 "$T/fill.py" "$1" "$2" "$T/fill.ready" & FILLER=$!
 	while [ ! -e "$T/fill.ready" ]; do sleep 0.1; done
 }
-ID=sbx_0123456789abcdef0123bd09
-mkdir -p "$T/s9"
-printf 'keep\n' >"$T/s9/README.md"
-sg_fixture_sandbox "$ID" "$T/s9" $((16 << 20))
-W=$SANDGATE_STATE/sandboxes/$ID/work
+# a 16 MiB sandbox ID of a folder $T/$2 holding README.md; W its work/
+small_sandbox() {
+	ID=$1
+	mkdir -p "$T/$2"
+	printf 'keep\n' >"$T/$2/README.md"
+	sg_fixture_sandbox "$ID" "$T/$2" $((16 << 20))
+	W=$SANDGATE_STATE/sandboxes/$ID/work
+}
+small_sandbox sbx_0123456789abcdef0123bd09 s9
 mkdir "$W/K"
 for i in 0 1 2 3 4 5 6 7; do truncate -s 12M "$W/K/f$i"; done
 filler "$W/K" zeros
@@ -142,6 +146,19 @@ filler "$W/K" random
 sg export --output "$T/e9.zip" "$ID"; rc=$?
 kill "$FILLER"; wait "$FILLER" 2>/dev/null
 check "export of the same, filled with random bytes once opened: no zip past --disk ($rc, $(stat -c %s "$T/e9.zip" 2>/dev/null) bytes)" '{ [ $rc -ne 0 ] && grep -q "more than the sandbox.s --disk of data" "$T/err"; } || [ "$(stat -c %s "$T/e9.zip")" -le $((17 << 20)) ]'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- diff, export: a text file with many names -------------------------------
+# 1 MiB of text and 39 more names for it in a 16 MiB sandbox: diff staged
+# a copy per name on the host (and export a diff.patch of each), 40 MiB.
+small_sandbox sbx_0123456789abcdef0123bd0a s10
+mkdir "$W/L"
+awk 'BEGIN{for(i=0;i<16384;i++) printf "%063d\n", i}' >"$W/L/f00"
+for i in $(seq -w 1 39); do ln "$W/L/f00" "$W/L/f$i"; done
+sg diff "$ID"; rc=$?
+check "diff of a 1 MiB text file with 40 names: at most --disk of text staged and shown ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ] && grep -q "too large to show" "$T/out"'
+sg export --output "$T/e10.zip" "$ID"; rc=$?
+check "export of the same: diff.patch at most --disk ($rc)" '[ $rc -eq 0 ] && python3 -c "import sys, zipfile; assert zipfile.ZipFile(sys.argv[1]).getinfo(\"diff.patch\").file_size <= 17 << 20" "$T/e10.zip"'
 rm -rf "$SANDGATE_STATE/sandboxes/$ID"
 
 # --- apply: a host file made private after create ------------------------------
