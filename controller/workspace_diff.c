@@ -511,6 +511,13 @@ out:
  * always compared.
  */
 #define TWIN_FOLDERS_MAX	64
+/*
+ * Bytes of folder and path copies (and their keys) the table may hold:
+ * 64 prefixes of long paths cost quadratic memory (263 MB for 240 paths
+ * of 16 KB). Past it the check stops and every changed path not already
+ * risky is marked risky, "not checked".
+ */
+#define TWIN_BYTES_MAX		(4u * 1024 * 1024)
 
 /* One folder or file path of the snapshot or the diff, and its key. */
 struct twin {
@@ -532,10 +539,12 @@ twin_cmp(const void *a, const void *b)
 /*
  * Add path and each of its folders to t (all that are valid UTF-8); a
  * folder that prev (the path added before) has too is there already.
- * 0, or -1 when memory is short.
+ * Each copy and its key counted in *held: 1 (nothing more added) past
+ * TWIN_BYTES_MAX. 0, or -1 when memory is short.
  */
 static int
-twin_add(struct twin *t, size_t *n, const char *path, const char *prev)
+twin_add(struct twin *t, size_t *n, const char *path, const char *prev,
+    size_t *held)
 {
 	const char	*p = path;
 	size_t		 len, k = 0;
@@ -545,6 +554,8 @@ twin_add(struct twin *t, size_t *n, const char *path, const char *prev)
 		len = p != NULL ? (size_t)(p - path) : strlen(path);
 		if (p == NULL || prev == NULL || strncmp(prev, path, len + 1)
 		    != 0) {
+			if ((*held += 2 * (len + 1)) > TWIN_BYTES_MAX)
+				return 1;
 			if ((t[*n].path = strndup(path, len)) == NULL)
 				return -1;
 			if ((t[*n].key = risky_key_dup(t[*n].path)) == NULL)
@@ -632,8 +643,8 @@ diff_twins(struct diff_ctx *c)
 	struct workspace_diff	*d = c->out;
 	struct twin		*t = NULL;
 	const char		*prev = NULL, *path, *why;
-	size_t			 n = 0, cap = 0, i;
-	int			 rv = -1;
+	size_t			 n = 0, cap = 0, i, held = 0;
+	int			 rv = -1, full = 0;
 
 	if (d->n == 0)
 		return 0;
@@ -644,15 +655,21 @@ diff_twins(struct diff_ctx *c)
 		goto out;
 	for (i = 0; i < c->m->n + d->n; i++) {
 		path = i < c->m->n ? c->m->v[i].path : d->v[i - c->m->n].path;
-		if (twin_add(t, &n, path, prev) == -1)
+		if ((full = twin_add(t, &n, path, prev, &held)) == -1)
 			goto out;
+		if (full)
+			break;
 		prev = path;
 	}
 	qsort(t, n, sizeof(*t), twin_cmp);
 	for (i = 0; i < d->n; i++) {
 		if (d->v[i].risky)
 			continue;
-		if ((why = twin_find(t, n, d->v[i].path)) != NULL) {
+		if (full) {
+			d->v[i].risky = 1;
+			d->v[i].risky_why = "not checked for look-alike names: "
+			    "the paths hold more than 4 MiB of folder names";
+		} else if ((why = twin_find(t, n, d->v[i].path)) != NULL) {
 			d->v[i].risky = 1;
 			d->v[i].risky_why = why;
 		}

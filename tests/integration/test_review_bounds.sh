@@ -230,6 +230,47 @@ rm -rf "$SBX/work/many"
 sgrss diff --stat "$ID"; rc=$?
 check "and once they are gone, diff works again" '[ $rc -eq 0 ]'
 
+# --- folders that are wide on the way down --------------------------------------
+# 6 nested folders of 20,000 names of 200 bytes each (hard links: no
+# inodes), the subfolder sorting first: the walk held every listing on
+# its way down, 40 MB and more; past SG_WALK_NAMES_MAX it stops, named.
+small_sandbox sbx_0123456789abcdef0123bd0c s12
+python3 - "$W" <<'PY'
+import os, sys
+d = sys.argv[1] + "/W"
+os.mkdir(d)
+for level in range(6):
+    seed = d + "/seed"
+    open(seed, "w").write("x\n")
+    for i in range(20000):
+        os.link(seed, "%s/%s%06d" % (d, "z" * 194, i))
+    d += "/+"
+    os.mkdir(d)
+PY
+for v in "diff --stat" "export --output $T/e12.zip"; do
+	sgrss $v "$ID"; rc=$?
+	check "$v of 6 x 20,000 names on one path: within the memory bound ($rc, $(tail -1 "$T/rss") KiB)" '[ "$(tail -1 "$T/rss")" -le $RSSMAX ] && { [ $rc -eq 0 ] || grep -q "hold more than 8388608 bytes of names" "$T/err"; }'
+done
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- long paths that each hold many long folders --------------------------------
+# 60 chains of 63 folders of 250-byte names (60 paths of 16 KB, under the
+# 4 MiB bound on names): the look-alike check copied 64 prefixes of each,
+# quadratic memory; now at most 4 MiB of them, the rest marked risky.
+small_sandbox sbx_0123456789abcdef0123bd0d s13
+python3 - "$W" <<'PY'
+import os, sys
+for i in range(60):
+    os.chdir(sys.argv[1])
+    for c in ["t%04d" % i] + ["%03d" % k + "c" * 247 for k in range(63)]:
+        os.mkdir(c)
+        os.chdir(c)
+    open("f", "w").write("x\n")
+PY
+sgrss diff --stat "$ID"; rc=$?
+check "diff --stat of 60 paths of 63 long folders: within the memory bound, marked not checked ($rc, $(tail -1 "$T/rss") KiB)" '[ $rc -eq 0 ] && [ "$(tail -1 "$T/rss")" -le $RSSMAX ] && grep -q "not checked for look-alike names" "$T/out"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
 # --- a chain of folders thousands deep ---------------------------------------
 # The look-alike check compares a path's folders too; each is a copy of the
 # path up to it, so a 16,000-deep chain made diff take 111 s and 575 MB.
