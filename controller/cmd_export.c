@@ -36,6 +36,8 @@ struct export_src {
 	int		 fd;
 	time_t		 mtime;
 	off_t		 size, done;
+	off_t		*left;		/* the export's budget (not owned) */
+	off_t		 charged;	/* taken from *left at the walk */
 	zip_error_t	 err;
 };
 
@@ -93,13 +95,53 @@ const struct cmd_entry cmd_export = {
 	.exec = cmd_export_exec,
 };
 
+/*
+ * Read the next bytes of s's file: a hole as zeros, data charged to the
+ * export's budget as it is read (its file may have been filled since the
+ * walk: export does not freeze); past the budget the read fails (EDQUOT)
+ * and so does the export.
+ */
+static zip_int64_t
+export_src_read(struct export_src *s, void *data, zip_uint64_t len)
+{
+	off_t	at, hole;
+	ssize_t	r;
+
+	if ((off_t)len > s->size - s->done)
+		len = (zip_uint64_t)(s->size - s->done);
+	if (len == 0)
+		return 0;
+	if ((at = lseek(s->fd, s->done, SEEK_DATA)) == -1)
+		at = errno == ENXIO ? s->size : s->done;
+	if (at > s->done) {
+		if ((off_t)len > at - s->done)
+			len = (zip_uint64_t)(at - s->done);
+		memset(data, 0, len);
+		s->done += (off_t)len;
+		return (zip_int64_t)len;
+	}
+	hole = lseek(s->fd, s->done, SEEK_HOLE);
+	if (hole > s->done && (off_t)len > hole - s->done)
+		len = (zip_uint64_t)(hole - s->done);
+	if ((off_t)len > *s->left) {
+		zip_error_set(&s->err, ZIP_ER_READ, EDQUOT);
+		return -1;
+	}
+	if ((r = pread(s->fd, data, len, s->done)) == -1) {
+		zip_error_set(&s->err, ZIP_ER_READ, errno);
+		return -1;
+	}
+	*s->left -= r;
+	s->done += r;
+	return r;
+}
+
 static zip_int64_t
 export_src_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
 {
 	struct export_src	*s = ud;
 	zip_stat_t		*st;
 	struct stat		 sb;
-	ssize_t			 r;
 
 	switch (cmd) {
 	case ZIP_SOURCE_OPEN:
@@ -112,18 +154,11 @@ export_src_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
 			return -1;
 		}
 		s->done = 0;
+		*s->left += s->charged;
+		s->charged = 0;
 		return 0;
 	case ZIP_SOURCE_READ:
-		if ((off_t)len > s->size - s->done)
-			len = (zip_uint64_t)(s->size - s->done);
-		if (len == 0)
-			return 0;
-		if ((r = read(s->fd, data, len)) == -1) {
-			zip_error_set(&s->err, ZIP_ER_READ, errno);
-			return -1;
-		}
-		s->done += r;
-		return r;
+		return export_src_read(s, data, len);
 	case ZIP_SOURCE_CLOSE:
 		if (s->fd != -1)
 			close(s->fd);
@@ -185,6 +220,8 @@ export_file(struct export_ctx *c, int rootfd,
 	s->fd = -1;
 	s->mtime = e->st.st_mtime;
 	s->size = e->st.st_size;
+	s->left = &c->budget;
+	s->charged = (off_t)e->st.st_blocks * 512;
 	zip_error_init(&s->err);
 	if ((zs = zip_source_function(c->za, export_src_cb, s)) == NULL) {
 		free(s->rel);
@@ -495,7 +532,10 @@ export_run(struct export_ctx *c, const char *output)
 	}
 	if (zip_close(c->za) == -1) {
 		log_warnx("cannot write '%s': %s", output,
-		    zip_strerror(c->za));
+		    zip_error_code_system(zip_get_error(c->za)) == EDQUOT ?
+		    "the working copy held more than the sandbox's --disk of "
+		    "data when it was read (something filled its files "
+		    "meanwhile)" : zip_strerror(c->za));
 		zip_discard(c->za);
 		return -1;
 	}

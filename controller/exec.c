@@ -62,6 +62,9 @@ struct exec_sink {
 	struct exec_capture	cap;
 	int			evfd;		/* evidence file or -1 */
 	unsigned long long	evlen, evcap;
+	const char		*evdir;		/* the evidence folder */
+	unsigned long long	evmax;		/* its cap (--disk), 0: none */
+	int			evcut;		/* bytes left out of evfd */
 	int			livefd;		/* live copy, or -1 */
 	int			liveown;	/* livefd is ours to close */
 	enum exec_live_mode	livemode;
@@ -938,6 +941,8 @@ exec_sink_open(struct exec_sink *s, const struct exec_opts *o, int stream)
 	snprintf(path, sizeof(path), "%s.%s", o->run_id,
 	    stream == 1 ? "stdout" : "stderr");
 	s->evcap = evidence_stream_cap(o->evidence_dir, o->evidence_max);
+	s->evdir = o->evidence_dir;
+	s->evmax = o->evidence_max;
 	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) != -1) {
 		s->evfd = openat(dfd, path, O_WRONLY | O_CREAT | O_EXCL |
@@ -947,6 +952,27 @@ exec_sink_open(struct exec_sink *s, const struct exec_opts *o, int stream)
 	if (s->evfd == -1)
 		log_warn("cannot keep evidence in '%s/%s'", o->evidence_dir,
 		    path);
+}
+
+/*
+ * The evidence folder is shared by the sandbox's concurrent execs: each
+ * 64 KiB a stream keeps, look again at the room left in the folder, and
+ * keep no more than it (*ev cut, and the stream's cap with it); K streams
+ * written at once can pass the cap by at most K x 64 KiB.
+ */
+static void
+exec_evidence_room(struct exec_sink *s, size_t *ev)
+{
+	unsigned long long	room;
+
+	if (s->evmax == 0 || (s->evlen != 0 &&
+	    (s->evlen >> 16) == ((s->evlen + *ev) >> 16)))
+		return;
+	room = evidence_room(s->evdir, s->evmax);
+	if (*ev > room) {
+		*ev = (size_t)room;
+		s->evcap = s->evlen + room;
+	}
 }
 
 /* Output from the container: live copy, capture, evidence. */
@@ -971,12 +997,16 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 	if (s->evfd != -1 && s->evlen < s->evcap) {
 		ev = s->evcap - s->evlen < n ? (size_t)(s->evcap - s->evlen) :
 		    n;
+		exec_evidence_room(s, &ev);
+		s->evcut |= ev < n;
 		if (write(s->evfd, p, ev) != (ssize_t)ev) {
 			close(s->evfd);
 			s->evfd = -1;
 		}
 		s->evlen += ev;
-	}
+	} else if (n > 0)
+		s->evcut = 1;
+	st->res->evidence_cut |= s->evcut;
 	return 0;
 }
 
@@ -1586,9 +1616,12 @@ exec_notices(const struct exec_result *r, long long timeout,
 		    exec_died_why(r));
 	if (r->output_truncated)
 		exec_notice(a, "output longer than the %u MiB capture cap per "
-		    "stream: the result keeps its head and tail; the whole "
-		    "output is in the sandbox's evidence (sandgate export)",
-		    SG_OUTPUT_CAP_DEFAULT >> 20);
+		    "stream: the result keeps its head and tail; %s",
+		    SG_OUTPUT_CAP_DEFAULT >> 20, r->evidence_cut ? "the "
+		    "sandbox's evidence keeps only its first part too (its "
+		    "cap, at most the sandbox's --disk for all execs)" :
+		    "the whole "
+		    "output is in the sandbox's evidence (sandgate export)");
 	if (r->live_dropped > 0)
 		exec_notice(a, "%llu bytes of output were not copied here: the "
 		    "reader did not take them in time (they are in the "

@@ -99,6 +99,7 @@ struct exec_result {
 	int			 oom_killed;
 	int			 pids_limit_hit;
 	int			 output_truncated;
+	int			 evidence_cut;	/* the evidence copy is cut too */
 	int			 signal;	/* SIGINT/SIGTERM that stopped it */
 	int			 gvisor;	/* ran under runsc (exec_opts inside) */
 	int			 killed;	/* processes killed */

@@ -183,7 +183,7 @@ ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX], off_t max,
 
 	if ((ctx = ws_sha_new()) == NULL)
 		return (errno = ENOMEM, -1);
-	if (ws_sparse_copy(fd, -1, ctx, max, buf, bufsz, NULL) == -1) {
+	if (ws_sparse_copy(fd, -1, ctx, max, NULL, buf, bufsz, NULL) == -1) {
 		EVP_MD_CTX_free(ctx);
 		return -1;
 	}
@@ -233,7 +233,7 @@ ws_copy_range(int in, int out, EVP_MD_CTX *h, off_t from, off_t to,
 }
 
 int
-ws_sparse_copy(int in, int out, EVP_MD_CTX *h, off_t max,
+ws_sparse_copy(int in, int out, EVP_MD_CTX *h, off_t max, off_t *left,
     unsigned char *buf, size_t bufsz, off_t *size)
 {
 	struct stat	st;
@@ -256,6 +256,10 @@ ws_sparse_copy(int in, int out, EVP_MD_CTX *h, off_t max,
 			hole = st.st_size;
 		if (h != NULL)
 			ws_sha_zeros(h, data - off);
+		if (left != NULL && hole - data > *left)
+			return (errno = EDQUOT, -1);
+		if (left != NULL)
+			*left -= hole - data;
 		if (ws_copy_range(in, out, h, data, hole, buf, bufsz,
 		    &end) == -1)
 			return -1;

@@ -382,18 +382,26 @@ out:
 /*
  * Copy in to the new file out, sparse-aware, and check that the bytes
  * written are the ones apply hashed when it opened the work file (and
- * that the review showed): a file changed in between is refused.
+ * that the review showed): a file changed in between is refused. A copy
+ * of the work file gives back the blocks charged when it was opened and
+ * is charged with the data it actually copies (a writer left running
+ * can fill a sparse file's holes in between, its content unchanged).
  */
 static int
 apply_copy(struct apply *a, int in, int out)
 {
 	char		 sha[WORKSPACE_SHA256_HEX];
 	EVP_MD_CTX	*h;
+	off_t		*left = NULL;
 
+	if (in == a->work && a->o->budget != NULL) {
+		left = a->o->budget;
+		*left += (off_t)a->wst.st_blocks * 512;
+	}
 	if ((h = ws_sha_new()) == NULL)
 		return (errno = ENOMEM, -1);
-	if (ws_sparse_copy(in, out, h, a->o->size_max, a->buf, sizeof(a->buf),
-	    NULL) == -1) {
+	if (ws_sparse_copy(in, out, h, a->o->size_max, left, a->buf,
+	    sizeof(a->buf), NULL) == -1) {
 		EVP_MD_CTX_free(h);
 		return -1;
 	}
@@ -603,6 +611,11 @@ fail:
 	if (errno == ESTALE) {
 		util_cause(a->cause, "it changed in the working copy while it "
 		    "was applied (host untouched)");
+		return WORKSPACE_APPLY_REFUSED;
+	}
+	if (errno == EDQUOT) {
+		util_cause(a->cause, "this apply has written the sandbox's "
+		    "--disk to the host (host untouched)");
 		return WORKSPACE_APPLY_REFUSED;
 	}
 	util_cause(a->cause, "cannot write: %s", errno == EFBIG ?

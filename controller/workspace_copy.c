@@ -69,7 +69,8 @@ static int	 copy_push(struct copy_ctx *, const char *, size_t *);
 static int	 copy_roots(struct copy_ctx *, const char *, const char *,
 		    struct copy_dirs *);
 static int	 copy_tree_entry(int, const struct workspace_walk_entry *,
-		    off_t, unsigned char *, char **);
+		    off_t, off_t *, unsigned char *, char **);
+static void	 copy_warn_budget(FILE *, const struct workspace_walk_entry *);
 
 static const char *
 copy_type_name(mode_t m)
@@ -302,8 +303,8 @@ copy_fd_range(struct copy_ctx *c, int in, int out)
 {
 	if (ioctl(out, FICLONE, in) == 0)
 		return 0;
-	return ws_sparse_copy(in, out, NULL, WS_NO_LIMIT, c->buf, WS_BUF_SIZE,
-	    NULL);
+	return ws_sparse_copy(in, out, NULL, WS_NO_LIMIT, NULL, c->buf,
+	    WS_BUF_SIZE, NULL);
 }
 
 /* Large file: snapshot by clone/copy, hash the snapshot, then work. */
@@ -510,10 +511,15 @@ out:
 	return rc;
 }
 
-/* One entry of workspace_copy_tree(): a folder or a regular file. */
+/*
+ * One entry of workspace_copy_tree(): a folder or a regular file. A file
+ * gives back the blocks charged to *left when it was walked and is charged
+ * with the data it actually copies; past *left its partial copy is removed
+ * and 1 returned. 0, 1, or -1 with *cause.
+ */
 static int
 copy_tree_entry(int dstfd, const struct workspace_walk_entry *e,
-    off_t size_max, unsigned char *buf, char **cause)
+    off_t size_max, off_t *left, unsigned char *buf, char **cause)
 {
 	const char	*base;
 	struct stat	 st;
@@ -540,14 +546,17 @@ copy_tree_entry(int dstfd, const struct workspace_walk_entry *e,
 	}
 	out = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0644);
-	if (out == -1 || ws_sparse_copy(in, out, NULL, size_max, buf,
-	    WS_BUF_SIZE, NULL) == -1) {
+	*left += (off_t)e->st.st_blocks * 512;
+	if (out != -1 && ws_sparse_copy(in, out, NULL, size_max, left, buf,
+	    WS_BUF_SIZE, NULL) == 0)
+		rc = 0;
+	else if (out != -1 && errno == EDQUOT) {
+		unlinkat(dir, base, 0);
+		rc = 1;
+	} else
 		util_cause(cause, "cannot copy '%s' out: %s", e->path,
 		    errno == EFBIG ? "it grew past the sandbox's --disk" :
 		    strerror(errno));
-		goto out;
-	}
-	rc = 0;
 out:
 	if (in != -1)
 		close(in);
@@ -555,6 +564,17 @@ out:
 		close(out);
 	close(dir);
 	return rc;
+}
+
+/* The warning for a file past what one copy out may write. */
+static void
+copy_warn_budget(FILE *warnf, const struct workspace_walk_entry *e)
+{
+	fputs("sandgate: warning: not copying ", warnf);
+	quote_path(warnf, e->path, e->pathlen);
+	fputs(" (the sandbox's --disk has been copied out: a hard-linked "
+	    "file is copied once per name, a file by the data it holds when "
+	    "it is copied)\n", warnf);
 }
 
 int
@@ -582,15 +602,13 @@ workspace_copy_tree(int srcfd, int dstfd, off_t size_max, FILE *warnf,
 			    (long long)e.st.st_size);
 		} else if (S_ISREG(e.st.st_mode) &&
 		    workspace_budget_take(&left, &e.st) == -1) {
-			fputs("sandgate: warning: not copying ", warnf);
-			quote_path(warnf, e.path, e.pathlen);
-			fputs(" (the sandbox's --disk has been copied out: a "
-			    "hard-linked file is copied once per name)\n",
-			    warnf);
+			copy_warn_budget(warnf, &e);
 		} else if (S_ISREG(e.st.st_mode) || S_ISDIR(e.st.st_mode)) {
-			if ((r = copy_tree_entry(dstfd, &e, size_max, buf,
-			    cause)) == -1)
+			if ((r = copy_tree_entry(dstfd, &e, size_max, &left,
+			    buf, cause)) == -1)
 				break;
+			if (r == 1)
+				copy_warn_budget(warnf, &e);
 		} else {
 			fputs("sandgate: warning: not copying special file ",
 			    warnf);

@@ -30,6 +30,18 @@ struct diff_ctx {
 	unsigned char			*buf;		/* WS_BUF_SIZE */
 	char				*file;		/* SG_DIFF_FILE_MAX + 1 */
 	off_t				 stage_end;
+	off_t				 shown;		/* bytes staged per name */
+	struct diff_link		*links;		/* hash of staged inodes */
+	size_t				 nlinks, linkcap;
+};
+
+/* A staged file with more than one name: staged once, shown per name. */
+struct diff_link {
+	dev_t		 dev;
+	ino_t		 ino;		/* 0: a free slot */
+	char		 sha[WORKSPACE_SHA256_HEX];
+	off_t		 off;
+	size_t		 len;
 };
 
 static int	 diff_walk(struct diff_ctx *, int);
@@ -40,8 +52,10 @@ static int	 diff_file(struct diff_ctx *,
 static int	 diff_read(struct diff_ctx *, int, const struct stat *,
 		    char *, int *, size_t *);
 static int	 diff_stage(struct diff_ctx *, struct workspace_delta *,
-		    size_t);
+		    const struct stat *, size_t);
 static int	 diff_stage_open(struct diff_ctx *, const char *);
+static struct diff_link *diff_link_slot(struct diff_ctx *,
+		    const struct stat *);
 static struct workspace_delta *diff_add(struct diff_ctx *,
 		    enum workspace_change, const char *);
 static int	 diff_twins(struct diff_ctx *);
@@ -181,13 +195,71 @@ diff_stage_open(struct diff_ctx *c, const char *sbxdir)
 	return 0;
 }
 
-/* Keep the len bytes in c->file as the delta's work side. */
-static int
-diff_stage(struct diff_ctx *c, struct workspace_delta *d, size_t len)
+/*
+ * The slot of st's inode in c's table of hard-linked staged files (free:
+ * ino 0), the table grown to keep it at most half full; NULL: no memory.
+ */
+static struct diff_link *
+diff_link_slot(struct diff_ctx *c, const struct stat *st)
 {
-	size_t	off = 0;
-	ssize_t	w;
+	struct diff_link	*old = c->links, *l;
+	size_t			 i, ocap = c->linkcap, ncap;
 
+	if (2 * (c->nlinks + 1) > c->linkcap) {
+		ncap = c->linkcap ? c->linkcap * 2 : 64;
+		if ((c->links = calloc(ncap, sizeof(*c->links))) == NULL) {
+			c->links = old;
+			return NULL;
+		}
+		c->linkcap = ncap;
+		c->nlinks = 0;
+		for (i = 0; i < ocap; i++) {
+			if (old[i].ino == 0)
+				continue;
+			l = diff_link_slot(c, &(struct stat){ .st_dev =
+			    old[i].dev, .st_ino = old[i].ino });
+			*l = old[i];
+			c->nlinks++;
+		}
+		free(old);
+	}
+	i = (size_t)((st->st_ino * 0x9e3779b97f4a7c15ULL) ^ st->st_dev);
+	for (i &= c->linkcap - 1; c->links[i].ino != 0; i = (i + 1) &
+	    (c->linkcap - 1))
+		if (c->links[i].ino == st->st_ino &&
+		    c->links[i].dev == st->st_dev)
+			break;
+	return &c->links[i];
+}
+
+/*
+ * Keep the len bytes in c->file as the delta's work side: once per inode
+ * (a hard-linked file's other names with the same bytes share its copy),
+ * and at most the sandbox's --disk in all, each name counted (so what the
+ * text of the diff, or an export's diff.patch, repeats per name is bounded
+ * too); past it the file is shown as too large (sizes and SHA-256).
+ */
+static int
+diff_stage(struct diff_ctx *c, struct workspace_delta *d,
+    const struct stat *st, size_t len)
+{
+	struct diff_link	*l = NULL;
+	size_t			 off = 0;
+	ssize_t			 w;
+
+	if ((off_t)len > c->o->size_max - c->shown)
+		return 0;
+	c->shown += (off_t)len;
+	if (st->st_nlink > 1 && st->st_ino != 0) {
+		if ((l = diff_link_slot(c, st)) == NULL)
+			return util_cause(c->cause, "out of memory");
+		if (l->ino != 0 && strcmp(l->sha, d->sha256_after) == 0) {
+			d->staged = 1;
+			d->stage_off = l->off;
+			d->stage_len = l->len;
+			return 0;
+		}
+	}
 	while (off < len) {
 		w = pwrite(c->out->stagefd, c->file + off, len - off,
 		    c->stage_end + (off_t)off);
@@ -202,6 +274,14 @@ diff_stage(struct diff_ctx *c, struct workspace_delta *d, size_t len)
 	d->stage_off = c->stage_end;
 	d->stage_len = len;
 	c->stage_end += (off_t)len;
+	if (l != NULL) {
+		c->nlinks += l->ino == 0;
+		l->dev = st->st_dev;
+		l->ino = st->st_ino;
+		memcpy(l->sha, d->sha256_after, sizeof(l->sha));
+		l->off = d->stage_off;
+		l->len = len;
+	}
 	return 0;
 }
 
@@ -260,7 +340,7 @@ diff_file(struct diff_ctx *c, const struct workspace_walk_entry *we)
 			d->binary = diff_snap_binary(c, we->path);
 	}
 	if (c->o->stage && !d->binary && len != (size_t)-1)
-		rc = diff_stage(c, d, len);
+		rc = diff_stage(c, d, &st, len);
 out:
 	close(fd);
 	return rc;
@@ -413,6 +493,7 @@ out:
 	if (wfd != -1)
 		close(wfd);
 	free(c.seen);
+	free(c.links);
 	free(c.buf);
 	free(c.file);
 	if (rc == -1) {
@@ -430,6 +511,13 @@ out:
  * always compared.
  */
 #define TWIN_FOLDERS_MAX	64
+/*
+ * Bytes of folder and path copies (and their keys) the table may hold:
+ * 64 prefixes of long paths cost quadratic memory (263 MB for 240 paths
+ * of 16 KB). Past it the check stops and every changed path not already
+ * risky is marked risky, "not checked".
+ */
+#define TWIN_BYTES_MAX		(4u * 1024 * 1024)
 
 /* One folder or file path of the snapshot or the diff, and its key. */
 struct twin {
@@ -451,10 +539,12 @@ twin_cmp(const void *a, const void *b)
 /*
  * Add path and each of its folders to t (all that are valid UTF-8); a
  * folder that prev (the path added before) has too is there already.
- * 0, or -1 when memory is short.
+ * Each copy and its key counted in *held: 1 (nothing more added) past
+ * TWIN_BYTES_MAX. 0, or -1 when memory is short.
  */
 static int
-twin_add(struct twin *t, size_t *n, const char *path, const char *prev)
+twin_add(struct twin *t, size_t *n, const char *path, const char *prev,
+    size_t *held)
 {
 	const char	*p = path;
 	size_t		 len, k = 0;
@@ -464,6 +554,8 @@ twin_add(struct twin *t, size_t *n, const char *path, const char *prev)
 		len = p != NULL ? (size_t)(p - path) : strlen(path);
 		if (p == NULL || prev == NULL || strncmp(prev, path, len + 1)
 		    != 0) {
+			if ((*held += 2 * (len + 1)) > TWIN_BYTES_MAX)
+				return 1;
 			if ((t[*n].path = strndup(path, len)) == NULL)
 				return -1;
 			if ((t[*n].key = risky_key_dup(t[*n].path)) == NULL)
@@ -551,8 +643,8 @@ diff_twins(struct diff_ctx *c)
 	struct workspace_diff	*d = c->out;
 	struct twin		*t = NULL;
 	const char		*prev = NULL, *path, *why;
-	size_t			 n = 0, cap = 0, i;
-	int			 rv = -1;
+	size_t			 n = 0, cap = 0, i, held = 0;
+	int			 rv = -1, full = 0;
 
 	if (d->n == 0)
 		return 0;
@@ -563,15 +655,21 @@ diff_twins(struct diff_ctx *c)
 		goto out;
 	for (i = 0; i < c->m->n + d->n; i++) {
 		path = i < c->m->n ? c->m->v[i].path : d->v[i - c->m->n].path;
-		if (twin_add(t, &n, path, prev) == -1)
+		if ((full = twin_add(t, &n, path, prev, &held)) == -1)
 			goto out;
+		if (full)
+			break;
 		prev = path;
 	}
 	qsort(t, n, sizeof(*t), twin_cmp);
 	for (i = 0; i < d->n; i++) {
 		if (d->v[i].risky)
 			continue;
-		if ((why = twin_find(t, n, d->v[i].path)) != NULL) {
+		if (full) {
+			d->v[i].risky = 1;
+			d->v[i].risky_why = "not checked for look-alike names: "
+			    "the paths hold more than 4 MiB of folder names";
+		} else if ((why = twin_find(t, n, d->v[i].path)) != NULL) {
 			d->v[i].risky = 1;
 			d->v[i].risky_why = why;
 		}

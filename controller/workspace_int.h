@@ -69,10 +69,14 @@ int		 ws_sha_fd(int fd, char out[WORKSPACE_SHA256_HEX], off_t max,
  * sparse and costs its data, not its size. A file larger than max bytes
  * is refused before anything is read (errno EFBIG); one that shrinks
  * meanwhile ends where it ends. *size (may be NULL) gets the bytes read.
- * 0 or -1 (errno).
+ * With left (may be NULL), each data range is charged to *left as it is
+ * read, before it is written: what the file holds when it is copied, not
+ * when it was opened or walked, counts; past *left nothing more is
+ * written (errno EDQUOT). 0 or -1 (errno).
  */
 int		 ws_sparse_copy(int in, int out, EVP_MD_CTX *h, off_t max,
-		    unsigned char *buf, size_t bufsz, off_t *size);
+		    off_t *left, unsigned char *buf, size_t bufsz,
+		    off_t *size);
 
 /*
  * Open relpath under the directory rootfd, each folder with

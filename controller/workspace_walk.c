@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sglimits.h"
 #include "workspace.h"
 #include "util.h"
 #include "workspace_int.h"
@@ -30,11 +31,13 @@ struct walk_frame {
 	dev_t		 dev;
 	ino_t		 ino;
 	size_t		 pathlen;	/* length of the folder's own path */
+	size_t		 held;		/* bytes allocated for the listing */
 };
 
 struct workspace_walk {
 	struct walk_frame	*fr;
 	size_t			 nfr, capfr;
+	size_t			 held;		/* bytes of all frames' listings */
 	int			 rootfd;
 	int			 fd;		/* the folder of the top frame */
 	char			*path;
@@ -45,7 +48,7 @@ struct workspace_walk {
 	size_t			 plen;
 };
 
-static int	walk_read(int, struct walk_frame *);
+static int	walk_read(int, struct walk_frame *, size_t);
 static int	walk_name_cmp(const void *, const void *);
 static int	walk_push(struct workspace_walk *, int, const struct stat *,
 		    size_t, char **);
@@ -60,9 +63,12 @@ walk_name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Read every name of the folder fd (not closed) into f, sorted. */
+/*
+ * Read every name of the folder fd (not closed) into f, sorted, in at
+ * most room bytes (f->held): past it errno E2BIG.
+ */
 static int
-walk_read(int fd, struct walk_frame *f)
+walk_read(int fd, struct walk_frame *f, size_t room)
 {
 	struct dirent	*de;
 	size_t		 len = 0, cap = 0, n = 0, i, l;
@@ -89,6 +95,10 @@ walk_read(int fd, struct walk_frame *f)
 			cap = cap ? cap * 2 : 256;
 			while (cap < len + l)
 				cap *= 2;
+			if (cap + (n + 2) * sizeof(char *) > room) {
+				errno = E2BIG;
+				break;
+			}
 			if ((nb = realloc(f->arena, cap)) == NULL)
 				break;
 			f->arena = nb;
@@ -101,8 +111,11 @@ walk_read(int fd, struct walk_frame *f)
 	closedir(d);
 	if (saved != 0 || (de != NULL))
 		return (errno = saved ? saved : ENOMEM, -1);
+	if (cap + (n + 1) * sizeof(char *) > room)
+		return (errno = E2BIG, -1);
 	if ((f->names = calloc(n + 1, sizeof(char *))) == NULL)
 		return -1;
+	f->held = cap + (n + 1) * sizeof(char *);
 	for (i = 0, p = f->arena; i < n; i++, p += strlen(p) + 1)
 		f->names[i] = p;
 	f->n = n;
@@ -139,11 +152,19 @@ walk_push(struct workspace_walk *w, int fd, const struct stat *st,
 	f->dev = st->st_dev;
 	f->ino = st->st_ino;
 	f->pathlen = pathlen;
-	if (walk_read(fd, f) == -1) {
+	if (walk_read(fd, f, SG_WALK_NAMES_MAX - w->held) == -1) {
 		walk_frame_free(f);
+		if (errno == E2BIG)
+			return util_cause(cause, "cannot read folder '%s': "
+			    "the folders on its path hold more than %u bytes "
+			    "of names: sandgate does not read that much (remove "
+			    "what need not be brought out, or discard the "
+			    "sandbox)", pathlen ? w->path : ".",
+			    SG_WALK_NAMES_MAX);
 		return util_cause(cause, "cannot read folder '%s': %s",
 		    pathlen ? w->path : ".", strerror(errno));
 	}
+	w->held += f->held;
 	w->nfr++;
 	if (w->fd != -1)
 		close(w->fd);
@@ -206,6 +227,7 @@ walk_up(struct workspace_walk *w, char **cause)
 	struct stat		 st;
 	int			 fd;
 
+	w->held -= w->fr[w->nfr - 1].held;
 	walk_frame_free(&w->fr[--w->nfr]);
 	p = &w->fr[w->nfr - 1];
 	fd = openat(w->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -96,6 +96,14 @@
 #define SG_DIFF_PATHS_MAX	32768u
 #define SG_DIFF_NAMES_MAX	(4u * 1024 * 1024)
 /*
+ * Controller: bytes a walk of the working copy holds for the listings of
+ * the folders on its way down (each folder's names, sorted, and a pointer
+ * per name, counted as allocated); past it the walk stops naming the
+ * folder and the bound. Keeps diff, export and apply within their memory
+ * bound whatever the sandbox nests.
+ */
+#define SG_WALK_NAMES_MAX	(8u * 1024 * 1024)
+/*
  * Controller: bytes of entry names an export's work/ and runs/ trees add
  * to the zip (libzip keeps every name in memory until the zip is
  * written); the entries past it are left out and listed in skipped.txt.

@@ -278,6 +278,22 @@ atk_review_evidence() {
 	    "exit $(j ev 'o["exit_code"]')" "$(rec ev)" \
 	    "runs/ holds $used KiB on the host (the sandbox's --disk: 16384 KiB)"
 	"$SG" discard "$evd" >/dev/null 2>&1
+	# the same at once: 8 execs printing 20 MB each, together
+	if ! create evd "$T/project" --disk 16m --network none; then
+		row "R11b evidence" NO "$(head -c 100 "$T/create.err")" "create failed" ""
+		return
+	fi
+	for i in 1 2 3 4 5 6 7 8; do
+		"$SG" exec "$evd" --timeout 60 -- sh -c 'sleep 2; head -c \
+		    20000000 /dev/zero' >/dev/null 2>"$T/ev$i.err" &
+	done
+	wait
+	used=$(du -sk "$SANDGATE_STATE/sandboxes/$evd/runs" | cut -f1)
+	verdict "R11b evidence: 8 concurrent execs of 20 MB, --disk 16m" \
+	    '[ "$used" -le 17408 ] && ! grep -q "whole output is in" "$T"/ev?.err' \
+	    "8 execs" "" \
+	    "runs/ holds $used KiB on the host (the sandbox's --disk: 16384 KiB, 64 KiB per stream written at once)"
+	"$SG" discard "$evd" >/dev/null 2>&1
 }
 
 atk_review() {

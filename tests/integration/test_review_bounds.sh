@@ -83,6 +83,84 @@ check "apply: the names past --disk refused and said why (126)" '[ $rc -eq 126 ]
 sg export --output "$T/e2.zip" "$ID"; rc=$?
 check "export of the same: the zip holds at most --disk of work/ ($(stat -c %s "$T/e2.zip") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/e2.zip")" -le $((20 << 20)) ] && grep -q "a hard-linked file is copied once per name" "$T/err"'
 
+# --- apply, export: holes filled after the file was opened or walked -----------
+# A writer left running (an orphaned `exec --fresh` container; for export,
+# any exec: export does not freeze) fills sparse files' holes when the host
+# opens them: with zeros for apply (the reviewed content), with random bytes
+# for export. What is written out must stay within --disk whatever the
+# files held when they were opened or walked.
+cat >"$T/fill.py" <<'PY'
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d, how = sys.argv[1], sys.argv[2]
+fd = libc.inotify_init()
+libc.inotify_add_watch(fd, d.encode(), 0x20 | 0x10)   # IN_OPEN, IN_CLOSE_NOWRITE
+open(sys.argv[3], "w").close()
+opens, closes = {}, {}
+while True:
+    buf = os.read(fd, 65536); i = 0
+    while i < len(buf):
+        wd, mask, cookie, ln = struct.unpack_from("iIII", buf, i)
+        name = buf[i+16:i+16+ln].rstrip(b"\0").decode(); i += 16 + ln
+        if not name.startswith("f"):
+            continue
+        if how == "zeros":
+            tally = opens if mask & 0x20 else closes
+            tally[name] = tally.get(name, 0) + 1
+            if tally[name] != 2:
+                continue    # the 2nd open: apply's, after its diff's
+        w = os.open(os.path.join(d, name), os.O_RDWR); size = os.fstat(w).st_size
+        if mask & 0x20 and how == "zeros":
+            libc.fallocate(w, 0, ctypes.c_long(0), ctypes.c_long(size))   # unwritten: instant
+            for off in range(0, size, 1 << 20):
+                os.pread(w, 1 << 20, off)    # zero pages cached: SEEK_DATA sees data
+        elif mask & 0x20:
+            for off in range(0, size, 1 << 20):
+                os.pwrite(w, os.urandom(1 << 20), off)
+        elif how == "zeros":
+            libc.fallocate(w, 3, ctypes.c_long(0), ctypes.c_long(size))   # punch
+        os.close(w)
+PY
+filler() {
+	rm -f "$T/fill.ready"
+	python3 "$T/fill.py" "$1" "$2" "$T/fill.ready" & FILLER=$!
+	while [ ! -e "$T/fill.ready" ]; do sleep 0.1; done
+}
+# a 16 MiB sandbox ID of a folder $T/$2 holding README.md; W its work/
+small_sandbox() {
+	ID=$1
+	mkdir -p "$T/$2"
+	printf 'keep\n' >"$T/$2/README.md"
+	sg_fixture_sandbox "$ID" "$T/$2" $((16 << 20))
+	W=$SANDGATE_STATE/sandboxes/$ID/work
+}
+small_sandbox sbx_0123456789abcdef0123bd09 s9
+mkdir "$W/K"
+for i in 0 1 2 3 4 5 6 7; do truncate -s 12M "$W/K/f$i"; done
+filler "$W/K" zeros
+sg apply --all "$ID"; rc=$?
+kill "$FILLER"; wait "$FILLER" 2>/dev/null
+check "apply --all of 8 sparse files filled once opened: host gets at most --disk ($rc, $(du -sk "$T/s9" | cut -f1) KiB)" '[ "$(du -sk "$T/s9" | cut -f1)" -le 16384 ] && grep -q "^refused K/f[0-9] (this apply has written the sandbox.s --disk to the host" "$T/out"'
+for i in 0 1 2 3 4 5 6 7; do rm -f "$W/K/f$i"; truncate -s 12M "$W/K/f$i"; done
+filler "$W/K" random
+sg export --output "$T/e9.zip" "$ID"; rc=$?
+kill "$FILLER"; wait "$FILLER" 2>/dev/null
+check "export of the same, filled with random bytes once opened: no zip past --disk ($rc, $(stat -c %s "$T/e9.zip" 2>/dev/null) bytes)" '{ [ $rc -ne 0 ] && grep -q "more than the sandbox.s --disk of data" "$T/err"; } || [ "$(stat -c %s "$T/e9.zip")" -le $((17 << 20)) ]'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- diff, export: a text file with many names -------------------------------
+# 1 MiB of text and 39 more names for it in a 16 MiB sandbox: diff staged
+# a copy per name on the host (and export a diff.patch of each), 40 MiB.
+small_sandbox sbx_0123456789abcdef0123bd0a s10
+mkdir "$W/L"
+awk 'BEGIN{for(i=0;i<16384;i++) printf "%063d\n", i}' >"$W/L/f00"
+for i in $(seq -w 1 39); do ln "$W/L/f00" "$W/L/f$i"; done
+sg diff "$ID"; rc=$?
+check "diff of a 1 MiB text file with 40 names: at most --disk of text staged and shown ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ] && grep -q "too large to show" "$T/out"'
+sg export --output "$T/e10.zip" "$ID"; rc=$?
+check "export of the same: diff.patch at most --disk ($rc)" '[ $rc -eq 0 ] && python3 -c "import sys, zipfile; assert zipfile.ZipFile(sys.argv[1]).getinfo(\"diff.patch\").file_size <= 17 << 20" "$T/e10.zip"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
 # --- apply: a host file made private after create ------------------------------
 ID=sbx_0123456789abcdef0123bd03
 mkdir -p "$T/s3"
@@ -151,6 +229,47 @@ check "diff --stat of 33,000 added files: refused naming the bound ($rc, $(tail 
 rm -rf "$SBX/work/many"
 sgrss diff --stat "$ID"; rc=$?
 check "and once they are gone, diff works again" '[ $rc -eq 0 ]'
+
+# --- folders that are wide on the way down --------------------------------------
+# 6 nested folders of 20,000 names of 200 bytes each (hard links: no
+# inodes), the subfolder sorting first: the walk held every listing on
+# its way down, 40 MB and more; past SG_WALK_NAMES_MAX it stops, named.
+small_sandbox sbx_0123456789abcdef0123bd0c s12
+python3 - "$W" <<'PY'
+import os, sys
+d = sys.argv[1] + "/W"
+os.mkdir(d)
+for level in range(6):
+    seed = d + "/seed"
+    open(seed, "w").write("x\n")
+    for i in range(20000):
+        os.link(seed, "%s/%s%06d" % (d, "z" * 194, i))
+    d += "/+"
+    os.mkdir(d)
+PY
+for v in "diff --stat" "export --output $T/e12.zip"; do
+	sgrss $v "$ID"; rc=$?
+	check "$v of 6 x 20,000 names on one path: within the memory bound ($rc, $(tail -1 "$T/rss") KiB)" '[ "$(tail -1 "$T/rss")" -le $RSSMAX ] && { [ $rc -eq 0 ] || grep -q "hold more than 8388608 bytes of names" "$T/err"; }'
+done
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- long paths that each hold many long folders --------------------------------
+# 60 chains of 63 folders of 250-byte names (60 paths of 16 KB, under the
+# 4 MiB bound on names): the look-alike check copied 64 prefixes of each,
+# quadratic memory; now at most 4 MiB of them, the rest marked risky.
+small_sandbox sbx_0123456789abcdef0123bd0d s13
+python3 - "$W" <<'PY'
+import os, sys
+for i in range(60):
+    os.chdir(sys.argv[1])
+    for c in ["t%04d" % i] + ["%03d" % k + "c" * 247 for k in range(63)]:
+        os.mkdir(c)
+        os.chdir(c)
+    open("f", "w").write("x\n")
+PY
+sgrss diff --stat "$ID"; rc=$?
+check "diff --stat of 60 paths of 63 long folders: within the memory bound, marked not checked ($rc, $(tail -1 "$T/rss") KiB)" '[ $rc -eq 0 ] && [ "$(tail -1 "$T/rss")" -le $RSSMAX ] && grep -q "not checked for look-alike names" "$T/out"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
 
 # --- a chain of folders thousands deep ---------------------------------------
 # The look-alike check compares a path's folders too; each is a copy of the
