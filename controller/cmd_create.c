@@ -285,8 +285,8 @@ create_build(struct docker *d, struct sandbox_meta *m,
 	state_path(work, sizeof(work), m->id, "work");
 	memset(&mt, 0, sizeof(mt));
 	mt.work = work;
-	if ((mt.probe = probe_mount_path(cause)) == NULL)
-	return -1;
+	if ((mt.probe = probe_mount_path(sandbox_gvisor(m), cause)) == NULL)
+		return -1;
 	/*
 	 * A sandbox behind the proxy trusts the sandgate CA, which the
 	 * proxy's tls: terminate entries mint with, besides --ca-cert.

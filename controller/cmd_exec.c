@@ -135,8 +135,8 @@ cmd_exec_target(struct docker *d, const struct sandbox_meta *m, int fresh,
 	state_path(work, sizeof(work), m->id, "work");
 	memset(&mt, 0, sizeof(mt));
 	mt.work = work;
-	if ((mt.probe = probe_mount_path(cause)) == NULL)
-	return -1;
+	if ((mt.probe = probe_mount_path(sandbox_gvisor(m), cause)) == NULL)
+		return -1;
 	if (sandbox_ensure_running(d, m, &ci, cause) == -1 ||
 	    sandbox_fresh_mark(m->id, 0, cause) == -1)
 		return -1;

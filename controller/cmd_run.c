@@ -248,8 +248,8 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	mt.output = out;
 	if (run_prepare(m, &cause) == -1)
 		goto done;
-	if ((mt.probe = probe_mount_path(&cause)) == NULL)
-	goto done;
+	if ((mt.probe = probe_mount_path(sandbox_gvisor(m), &cause)) == NULL)
+		goto done;
 	if (exec_signal_pending() == 0 &&
 	    sandbox_container_up(d, m, &mt, "run", &cid, &pid, &cause) == -1)
 		goto done;

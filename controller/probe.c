@@ -127,10 +127,11 @@ probe_copy(const char *src, int fd)
  * write the memory of a `sandgate-probe join` that waits beside the
  * init, not even in the moment before the join's own prctl (atk16s F3).
  * The command the join executes is dumpable as any. (A script stays
- * readable, 0755: probe_copy.)
+ * readable, 0755: probe_copy. Under gVisor, whose loader reads the file,
+ * the original is mounted: no join runs there.)
  */
 const char *
-probe_mount_path(char **cause)
+probe_mount_path(int gvisor, char **cause)
 {
 	static char	 path[PATH_MAX];
 	char		 dir[PATH_MAX], tmp[PATH_MAX + 16];
@@ -143,6 +144,10 @@ probe_mount_path(char **cause)
 		    "(set SANDGATE_PROBE)");
 		return NULL;
 	}
+	/* gVisor's loader reads what it executes, as the process's user;
+	 * no join waits there (one host process for the whole sandbox) */
+	if (gvisor)
+		return src;
 	snprintf(dir, sizeof(dir), "%s/probe", state_root());
 	if (snprintf(path, sizeof(path), "%s/" PROBE_NAME "-%llx-%llx-%lld.%09ld",
 	    dir, (unsigned long long)st.st_ino, (unsigned long long)st.st_size,

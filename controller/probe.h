@@ -107,9 +107,10 @@ const char	*probe_path(void);
  * The probe as sandboxes mount it: probe_path()'s, copied into
  * state_root()/probe as an executable the sandbox user may not read
  * (0711), so the processes it starts are not dumpable until they execute
- * a command. Static storage; NULL with *cause set.
+ * a command; under gVisor (gvisor 1), whose loader must read it,
+ * probe_path()'s own. Static storage; NULL with *cause set.
  */
-const char	*probe_mount_path(char **cause);
+const char	*probe_mount_path(int gvisor, char **cause);
 
 /*
  * Compare the probe's JSON output (a NUL-terminated string of at most
