@@ -21,6 +21,7 @@ struct bl_ident {
 	unsigned		 written;	/* full lines this window */
 	unsigned		 large;		/* of large transfers */
 	unsigned		 nkeys;
+	struct bl_key		*ikeys;		/* its keys (bl_key_get) */
 	/* Attempts counted into the shared overflow keys, not charged yet. */
 	unsigned long long	 ocount;
 	/*
@@ -47,7 +48,7 @@ struct bl_ident {
 
 /* One identity, destination and reason, with what it counted. */
 struct bl_key {
-	struct bl_key		*hnext;
+	struct bl_key		*inext;		/* its identity's next */
 	struct bl_key		*prev;
 	struct bl_key		*next;
 	struct bl_ident		*id;		/* NULL: the global overflow */
@@ -82,7 +83,6 @@ struct blocklog {
 	struct blocklog_opts	 opts;
 	blocklog_emit_cb	 emit;
 	void			*arg;
-	struct bl_key		*keys[BL_BUCKETS];
 	struct bl_ident		*idents[BL_BUCKETS];
 	struct bl_key		*klist;
 	struct bl_ident		*ilist;		/* most recently seen first */
@@ -115,6 +115,7 @@ static void	bl_ident_free(struct blocklog *, struct bl_ident *);
 static void	bl_ident_link(struct blocklog *, struct bl_ident *);
 static void	bl_ident_unlink(struct blocklog *, struct bl_ident *);
 static int	bl_ident_evict(struct blocklog *);
+static int	bl_ident_pending(const struct bl_ident *);
 static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
@@ -513,13 +514,20 @@ bl_ident_unlink(struct blocklog *bl, struct bl_ident *id)
 
 /*
  * The table full: forget, of the BL_EVICT_SCAN identities least recently
- * seen, the one holding the fewest bytes of the span (the oldest of
- * equals) that nothing else needs: no keys (their counts name it), not
- * stopped nor capped, and no lines counted under pressure. Kept while
- * their lines are in the span, identities that wrote a line each would
- * otherwise fill the table for good and every new client's blocks be
- * overflow summaries, with no host and no client (atk15r11 F4). One
- * forgotten gets a floor again should it come back, paid from the pool
+ * seen, one that nothing else needs: no counts pending (their summaries
+ * name it), not stopped nor capped, and no lines counted under pressure.
+ * Its keys that count nothing go with it: a key with nothing counted
+ * pinned its identity for two windows, so 16,384 clients making one
+ * attempt each refused every new client, whose blocks were overflow
+ * summaries with no host and no client while the pool was nearly empty
+ * (atk15r12 F1). Of those, the one with the most own lines in the span,
+ * the most recently seen of equals: a quiet client with a line or two is
+ * the last one forgotten (the fewest bytes went first, so one-line
+ * clients with longer lines had a quiet sandbox forgotten, atk15r12
+ * F1b), and whoever wrote more loses least by starting again. Kept
+ * while their lines are in the span, identities that wrote a line each
+ * would otherwise fill the table for good (atk15r11 F4). One forgotten
+ * gets a floor again should it come back, paid from the pool
  * (bl_share_forget); so none is forgotten while the pool is full, and
  * clients cycling past the table get no more full lines than the pool
  * holds. 0, or -1 when none can be.
@@ -527,26 +535,41 @@ bl_ident_unlink(struct blocklog *bl, struct bl_ident *id)
 static int
 bl_ident_evict(struct blocklog *bl)
 {
-	struct bl_ident		*id, *best = NULL;
-	unsigned long long	 b, least = 0;
-	unsigned		 n = 0;
+	struct bl_ident	*id, *best = NULL;
+	unsigned	 l, most = 0;
+	unsigned	 n = 0;
 
 	if (bl->opts.capacity == 0 || bl_pool_full(bl))
 		return -1;
 	for (id = bl->itail; id != NULL && n < BL_EVICT_SCAN;
 	    id = id->prev, n++) {
-		if (id->nkeys > 0 || id->stopped || id->capped || id->lines > 0)
+		if (id->stopped || id->capped || id->lines > 0 ||
+		    bl_ident_pending(id))
 			continue;
 		bl_epoch(bl, id);
-		b = id->cur + id->prev_epoch;
-		if (best == NULL || b < least) {
+		l = id->own + id->own_prev;
+		if (best == NULL || l >= most) {
 			best = id;
-			least = b;
+			most = l;
 		}
 	}
 	if (best == NULL)
 		return -1;
+	while (best->ikeys != NULL)
+		bl_key_free(bl, best->ikeys);
 	bl_ident_free(bl, best);
+	return 0;
+}
+
+/* 1 while any of id's keys has counts to summarize. */
+static int
+bl_ident_pending(const struct bl_ident *id)
+{
+	const struct bl_key	*k;
+
+	for (k = id->ikeys; k != NULL; k = k->inext)
+		if (k->count > 0)
+			return 1;
 	return 0;
 }
 
@@ -605,13 +628,11 @@ bl_key_zero(struct bl_key *k)
 static void
 bl_key_free(struct blocklog *bl, struct bl_key *k)
 {
-	uint32_t	 h = bl_hash(k->id->name, k->host, k->port,
-			    BL_RK(k->reason, k->report)) % BL_BUCKETS;
 	struct bl_key	**pp;
 
-	for (pp = &bl->keys[h]; *pp != NULL; pp = &(*pp)->hnext)
+	for (pp = &k->id->ikeys; *pp != NULL; pp = &(*pp)->inext)
 		if (*pp == k) {
-			*pp = k->hnext;
+			*pp = k->inext;
 			break;
 		}
 	if (k->prev != NULL)
@@ -631,7 +652,6 @@ static struct bl_key *
 bl_key_new(struct blocklog *bl, struct bl_ident *id, const char *host,
     int port, int rk, uint64_t now)
 {
-	uint32_t	 h = bl_hash(id->name, host, port, rk) % BL_BUCKETS;
 	struct bl_key	*k;
 
 	if ((k = calloc(1, sizeof(*k))) == NULL)
@@ -645,8 +665,8 @@ bl_key_new(struct blocklog *bl, struct bl_ident *id, const char *host,
 	k->reason = (enum sg_reason)(rk & 0xff);
 	k->report = (rk & 0x100) != 0;
 	k->win_start = k->last_us = now;
-	k->hnext = bl->keys[h];
-	bl->keys[h] = k;
+	k->inext = id->ikeys;
+	id->ikeys = k;
 	k->next = bl->klist;
 	if (bl->klist != NULL)
 		bl->klist->prev = k;
@@ -666,7 +686,6 @@ bl_key_get(struct blocklog *bl, struct bl_ident *id, const char *host,
     int port, int rk, uint64_t now)
 {
 	struct bl_key	*k = NULL, **o;
-	uint32_t	 h;
 	int		 i;
 	unsigned	 reason;
 
@@ -675,9 +694,9 @@ bl_key_get(struct blocklog *bl, struct bl_ident *id, const char *host,
 			host = NULL;
 			port = 0;
 		}
-		h = bl_hash(id->name, host, port, rk) % BL_BUCKETS;
-		for (k = bl->keys[h]; k != NULL; k = k->hnext)
-			if (k->id == id && k->port == port &&
+		/* Its own keys only: a bounded walk (atk15r12 F5). */
+		for (k = id->ikeys; k != NULL; k = k->inext)
+			if (k->port == port &&
 			    BL_RK(k->reason, k->report) == rk &&
 			    bl_streq(k->host, host))
 				return k;
@@ -1048,8 +1067,8 @@ bl_fold(struct blocklog *bl, struct bl_ident *id)
 	struct blocklog_event	 ev;
 	struct bl_key		*agg, *k;
 
-	for (k = bl->klist; k != NULL; k = k->next) {
-		if (k->id != id || k->count == 0)
+	for (k = id->ikeys; k != NULL; k = k->inext) {
+		if (k->count == 0)
 			continue;
 		memset(&ev, 0, sizeof(ev));
 		ev.identity = id->name;

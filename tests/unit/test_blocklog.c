@@ -673,6 +673,83 @@ test_ident_table_full(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * atk15r12 F1: a key with nothing counted pinned its identity for two
+ * windows, so 16,384 clients that each made one attempt a moment ago
+ * refused a new client (its blocks overflow summaries, no host, no
+ * client) while the pool was nearly empty. Keys counting nothing no
+ * longer pin: no flush, no idle time before the new client.
+ */
+static void
+test_ident_table_full_active(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 who[32];
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.named, sizeof(s.named), "victim");
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < BLOCKLOG_IDENTS_MAX; i++) {
+		snprintf(who, sizeof(who), "one%d", i);
+		(void)attempt(bl, who, "i.invalid", 1);
+		blocklog_wrote(bl, who, LINE, 1 * SEC, 0);
+	}
+	for (i = 0; i < 3; i++)
+		if (attempt(bl, "victim", "v.invalid", 1.5)) {
+			full++;
+			blocklog_wrote(bl, "victim", LINE, 2 * SEC, 0);
+		}
+	blocklog_flush(bl, 1000 * SEC, 1);
+	print_message("%d clients active a moment ago: the new one's full "
+	    "lines %d of 3, overflow %u\n", BLOCKLOG_IDENTS_MAX, full,
+	    s.overflows);
+	assert_int_equal(full, 3);
+	assert_int_equal(s.overflows, 0);
+	blocklog_free(bl);
+}
+
+/*
+ * atk15r12 F1b: the full table forgot the idle client holding the
+ * fewest bytes, i.e. the quiet sandbox with one short line, for a
+ * one-line client with a longer one; the pool then filled and its next
+ * blocks were overflow summaries with neither host nor sandbox. The
+ * client with the most lines goes first, the most recently seen of
+ * equals: the quiet one keeps its floor.
+ */
+static void
+test_ident_table_full_quiet_kept(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 who[32];
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	assert_int_equal(attempt(bl, "victim", "v.invalid", 0), 1);
+	blocklog_wrote(bl, "victim", LINE, 0, 0);
+	for (i = 0; i < BLOCKLOG_IDENTS_MAX; i++) {
+		snprintf(who, sizeof(who), "one%d", i);
+		if (i == BLOCKLOG_IDENTS_MAX - 1)
+			blocklog_flush(bl, 40 * SEC, 0);
+		(void)attempt(bl, who, "i.invalid", i < 16383 ? 1 : 41);
+		blocklog_wrote(bl, who, 2 * LINE, 41 * SEC, 0);
+	}
+	/* A colluder past its floor fills the pool: nobody is forgotten. */
+	for (i = 0; i < BLOCKLOG_FLOOR_LINES; i++)
+		blocklog_wrote(bl, "one16383", LINE, 42 * SEC, 0);
+	blocklog_wrote(bl, "one16383", o.capacity / BLOCKLOG_FULL_DIV,
+	    42 * SEC, 0);
+	assert_int_equal(attempt(bl, "victim", "w.invalid", 43), 1);
+	blocklog_flush(bl, 1000 * SEC, 1);
+	assert_int_equal(s.overflows, 0);
+	blocklog_free(bl);
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
@@ -1176,6 +1253,8 @@ main(void)
 		cmocka_unit_test(test_share_floor_quiet),
 		cmocka_unit_test(test_share_idle_one_liners),
 		cmocka_unit_test(test_ident_table_full),
+		cmocka_unit_test(test_ident_table_full_active),
+		cmocka_unit_test(test_ident_table_full_quiet_kept),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
