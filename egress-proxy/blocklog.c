@@ -133,7 +133,7 @@ static int	bl_key_keep(struct bl_key *, const struct blocklog_event *);
 static void	bl_summarize(struct blocklog *, struct bl_key *);
 static int	bl_large(const struct blocklog_event *);
 static void	bl_wrote(struct blocklog *, struct bl_ident *,
-		    unsigned long long, int);
+		    unsigned long long, enum blocklog_line);
 static void	bl_charge(struct blocklog *, unsigned long long);
 static void	bl_charge_overflow(struct blocklog *);
 static void	bl_credit(struct blocklog *, unsigned long long);
@@ -143,8 +143,8 @@ static void	bl_capped_event(struct blocklog_event *,
 		    const struct bl_ident *);
 static void	bl_epoch(struct blocklog *, struct bl_ident *);
 static void	bl_share_add(struct blocklog *, struct bl_ident *,
-		    unsigned long long, int);
-static int	bl_share_check(struct blocklog *, struct bl_ident *);
+		    unsigned long long, enum blocklog_line);
+static int	bl_share_check(struct blocklog *, struct bl_ident *, int);
 static int	bl_share_pool(struct blocklog *, struct bl_ident *,
 		    unsigned long long, unsigned long long);
 static int	bl_floor(const struct blocklog *, const struct bl_ident *);
@@ -240,21 +240,26 @@ bl_epoch(struct blocklog *bl, struct bl_ident *id)
 }
 
 /*
- * bytes more of id's lines in the log: one line of its own (own set: a
- * full line, or any event the proxy wrote for it), or a summary. An own
- * line past id's floor goes into the pool.
+ * bytes more of id's lines in the log: a line of a block of its own, a
+ * summary, or another own line (kind). A block's line past id's floor
+ * goes into the pool, another own line always does: the floor is for
+ * blocks.
  */
 static void
 bl_share_add(struct blocklog *bl, struct bl_ident *id,
-    unsigned long long bytes, int own)
+    unsigned long long bytes, enum blocklog_line kind)
 {
 	if (bl->opts.capacity == 0)
 		return;
 	bl_epoch(bl, id);
 	id->cur += bytes;
 	bl->cur += bytes;
-	if (!own)
+	if (kind == BLOCKLOG_LINE_SUMMARY)
 		return;
+	if (kind == BLOCKLOG_LINE_OTHER) {
+		bl->pool += bytes;
+		return;
+	}
 	if (!bl_floor(bl, id))
 		bl->pool += bytes;
 	else
@@ -264,8 +269,8 @@ bl_share_add(struct blocklog *bl, struct bl_ident *id,
 }
 
 /*
- * 1 while id is under its floor: fewer than BLOCKLOG_FLOOR_LINES own
- * lines in the span, or less than a BLOCKLOG_FLOOR_DIV-th of the
+ * 1 while id is under its floor: fewer than BLOCKLOG_FLOOR_LINES lines
+ * of its blocks in the span, or less than a BLOCKLOG_FLOOR_DIV-th of the
  * capacity in them. Under it, an identity's lines are its own and it
  * gets full lines whatever the pool and its share say; past it, they
  * are the pool's.
@@ -313,8 +318,9 @@ bl_share_keep(struct blocklog *bl, struct bl_ident *id)
 /*
  * 1 when id's attempts are only counted, so that a flood, however slow
  * and however many clients share it, cannot rotate the others' history
- * away. Never while id is under its floor (bl_floor): a quiet client's
- * new blocks keep their line (and host), whatever the others do. Past
+ * away. Never for a block (block set) while id is under its floor
+ * (bl_floor): a quiet client's new blocks keep their line (and host),
+ * whatever the others do; its allowed connections have no floor. Past
  * it, when id is past its share of the kept log while other identities'
  * lines are in it too, or the pool is full (bl_share_pool). Alone in the
  * log it is never held back (it pushes out nobody's history but its
@@ -326,14 +332,14 @@ bl_share_keep(struct blocklog *bl, struct bl_ident *id)
  * after its floor, atk15r11 F5). Let go once under half its share.
  */
 static int
-bl_share_check(struct blocklog *bl, struct bl_ident *id)
+bl_share_check(struct blocklog *bl, struct bl_ident *id, int block)
 {
 	unsigned long long	share, mine, all;
 
 	if (bl->opts.capacity == 0)
 		return 0;
 	bl_epoch(bl, id);
-	if (bl_floor(bl, id))
+	if (block && bl_floor(bl, id))
 		return 0;
 	share = bl->opts.capacity / BLOCKLOG_SHARE_DIV;
 	mine = id->cur + id->prev_epoch;
@@ -803,7 +809,8 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 		return;
 	bl->summaries++;
 	if (k->id != NULL)
-		bl_wrote(bl, k->id, (unsigned long long)rc, 0);
+		bl_wrote(bl, k->id, (unsigned long long)rc,
+		    BLOCKLOG_LINE_SUMMARY);
 	else
 		bl->obytes += (unsigned long long)rc;	/* bl_charge_overflow */
 	bl_key_zero(k);
@@ -885,7 +892,8 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 			id->win_start = now_us;
 			id->written = id->large = 0;
 		}
-		if (id->stopped || bl_share_check(bl, id)) {
+		if (id->stopped || bl_share_check(bl, id,
+		    ev->reason != SG_REASON_NONE)) {
 			/* One aggregate for everything it still tries. */
 			st = *ev;
 			if (id->stopped)
@@ -940,7 +948,7 @@ blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
 
 void
 blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
-    uint64_t now_us, int summary)
+    uint64_t now_us, enum blocklog_line kind)
 {
 	struct bl_ident	*id;
 
@@ -953,7 +961,7 @@ blocklog_wrote(struct blocklog *bl, const char *identity, size_t bytes,
 		return;
 	}
 	id->last_us = now_us;
-	bl_wrote(bl, id, bytes, !summary);
+	bl_wrote(bl, id, bytes, kind);
 }
 
 /*
@@ -973,21 +981,22 @@ bl_charge_overflow(struct blocklog *bl)
 		if (id->ocount == 0)
 			continue;
 		bl_wrote(bl, id, (unsigned long long)((long double)
-		    bl->obytes * id->ocount / all + 0.5L), 0);
+		    bl->obytes * id->ocount / all + 0.5L),
+		    BLOCKLOG_LINE_SUMMARY);
 		id->ocount = 0;
 	}
 	bl->ocount = bl->obytes = 0;
 }
 
 /*
- * A line of bytes bytes (own: not a summary) in id's share; under
+ * A line of bytes bytes (kind: bl_share_add) in id's share; under
  * pressure, to be charged at the next look.
  */
 static void
 bl_wrote(struct blocklog *bl, struct bl_ident *id, unsigned long long bytes,
-    int own)
+    enum blocklog_line kind)
 {
-	bl_share_add(bl, id, bytes, own);
+	bl_share_add(bl, id, bytes, kind);
 	if (!bl->held)
 		return;
 	id->lines++;

@@ -623,6 +623,60 @@ class F02BlockLog(Case):
         p.checked = True
         self.assert_verifies(p.log_dir)
 
+    def colluders_fill_the_pool(self, p, n=20):
+        """n registered sandboxes (127.0.1.x) send 100 blocked requests
+        each to 16 hosts: at 64k x 2 the pool is then full."""
+        colluders = ["sbx_c%023d" % i for i in range(n)]
+        for i, sbx in enumerate(colluders):
+            register(p, "127.0.1.%d" % (i + 1), sbx)
+        hosts = ["f%d.invalid" % i for i in range(16)]
+        got = sum(self.burst(p, "127.0.1.%d" % (i + 1), 100, hosts)
+                  for i in range(n))
+        self.assertEqual(got, n * 100, "the flood did not happen")
+        return set(colluders), got
+
+    def victim_blocks(self, p, events):
+        """SBX_B's egress.blocked lines with a host, and its blocked
+        attempts counted (lines and summaries)."""
+        mine = [e for e in events if e.get("sandbox") == SBX_B]
+        return ([e for e in mine if e["event"] == "egress.blocked" and
+                 e.get("host")],
+                proxylib.blocked_attempts(
+                    events, lambda e: e.get("sandbox") == SBX_B))
+
+    def test_allowed_lines_do_not_spend_the_blocks_floor(self):
+        """atk15r12 F2: allowed lines (--log-allowed) spent the 2-line
+        floor that keeps a quiet sandbox's blocks visible: after two
+        allowed GETs, while colluders held the pool full, its 3 blocks
+        to 3 hosts got no line and no host (0 of 3). The floor is for
+        blocks: allowed lines go to the pool."""
+        p = control_proxy("log-floor-allowed", extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2", "--log-allowed"])
+        register(p, "127.0.0.3", SBX_B)
+        mine, n = self.colluders_fill_the_pool(p)
+        host = "allowed.test:%d" % W["up"].http_port
+        for i in range(2):
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(get_request("http://%s/ok%d" % (host, i), host,
+                               "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 200)
+            c.close()
+        for h in ("exfil-one.invalid", "exfil-two.invalid",
+                  "exfil-three.invalid"):
+            self.blocked_once(p, "127.0.0.3", h)
+        p.stop()
+        p.checked = True
+        events, _ = all_events(p.log_dir)
+        full, counted = self.victim_blocks(p, events)
+        print("\n  after 2 allowed GETs, the pool full: the sandbox's "
+              "blocks with their host %d of 3" % len(full), file=sys.stderr)
+        self.assertEqual(len(full), 2, "the floor was spent by allowed "
+                         "lines")
+        self.assertEqual(counted, 3, "every blocked attempt is counted")
+        self.assertEqual(proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") in mine), n)
+        self.assert_verifies(p.log_dir)
+
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
         register(p, "127.0.0.2", SBX_A)

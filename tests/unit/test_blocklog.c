@@ -750,6 +750,44 @@ test_ident_table_full_quiet_kept(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * atk15r12 F2: allowed lines spent the floor of a sandbox's blocks. They
+ * are the pool's (BLOCKLOG_LINE_OTHER): after two allowed lines, with
+ * the pool full, its blocks still get their floor; its allowed
+ * connections get none.
+ */
+static void
+test_floor_for_blocks_only(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned long long	 past;
+	char			 host[32];
+	int			 i, full = 0;
+
+	memset(&s, 0, sizeof(s));
+	bl = blocklog_new(&o, emit, &s);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(allowed(bl, "victim", "a.test", 10, 0), 1);
+		blocklog_wrote(bl, "victim", LINE, SEC, BLOCKLOG_LINE_OTHER);
+	}
+	(void)stagger(bl, &s, 8, 0, 10, &past);
+	assert_int_equal(attempt(bl, "colluder7", "x.invalid", 21.5), 0);
+	assert_int_equal(allowed(bl, "victim", "a.test", 10, 21.5), 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(host, sizeof(host), "exfil%d.invalid", i);
+		if (attempt(bl, "victim", host, 21.5)) {
+			full++;
+			blocklog_wrote(bl, "victim", LINE, 23 * SEC,
+			    BLOCKLOG_LINE_BLOCK);
+		}
+	}
+	blocklog_flush(bl, 1000 * SEC, 1);
+	assert_int_equal(full, BLOCKLOG_FLOOR_LINES);
+	blocklog_free(bl);
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
@@ -1253,6 +1291,7 @@ main(void)
 		cmocka_unit_test(test_share_floor_quiet),
 		cmocka_unit_test(test_share_idle_one_liners),
 		cmocka_unit_test(test_ident_table_full),
+		cmocka_unit_test(test_floor_for_blocks_only),
 		cmocka_unit_test(test_ident_table_full_active),
 		cmocka_unit_test(test_ident_table_full_quiet_kept),
 		cmocka_unit_test(test_other_destinations_message),
