@@ -632,6 +632,45 @@ test_share_idle_one_liners(void **state)
 }
 
 /*
+ * BLOCKLOG_IDENTS_MAX one-line clients, then a new one (s->named) makes
+ * tries attempts: after they have been idle past two windows (idle), or
+ * a moment after theirs. Returns its full lines.
+ */
+static int
+full_table_then(struct sink *s, int idle, int tries)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
+	struct blocklog		*bl;
+	char			 who[32];
+	double			 t = idle ? 41 : 1.5;
+	int			 i, full = 0;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->named, sizeof(s->named), "victim");
+	bl = blocklog_new(&o, emit, s);
+	for (i = 0; i < BLOCKLOG_IDENTS_MAX; i++) {
+		snprintf(who, sizeof(who), "one%d", i);
+		(void)attempt(bl, who, "i.invalid", 1);
+		blocklog_wrote(bl, who, LINE, 1 * SEC, 0);
+	}
+	if (idle)
+		blocklog_flush(bl, 40 * SEC, 0);	/* their keys idle */
+	for (i = 0; i < tries; i++)
+		if (attempt(bl, "victim", "v.invalid", t)) {
+			full++;
+			blocklog_wrote(bl, "victim", LINE,
+			    (uint64_t)(t + 1) * SEC, 0);
+		}
+	blocklog_flush(bl, 1000 * SEC, 1);
+	print_message("%d one-line clients (%s): the new one's full lines %d "
+	    "of %d, its summaries' count %llu, overflow %u\n",
+	    BLOCKLOG_IDENTS_MAX, idle ? "idle" : "active a moment ago", full,
+	    tries, s->named_count, s->overflows);
+	blocklog_free(bl);
+	return full;
+}
+
+/*
  * atk15r11 F4: an identity was kept while any of its lines were in the
  * span and the table refused new ones past BLOCKLOG_IDENTS_MAX, so
  * 16,384 clients with one line each made every new client's blocks
@@ -642,35 +681,12 @@ test_share_idle_one_liners(void **state)
 static void
 test_ident_table_full(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
-	struct sink		 s;
-	struct blocklog		*bl;
-	char			 who[32];
-	int			 i, full = 0;
+	struct sink	s;
 
-	memset(&s, 0, sizeof(s));
-	snprintf(s.named, sizeof(s.named), "victim");
-	bl = blocklog_new(&o, emit, &s);
-	for (i = 0; i < BLOCKLOG_IDENTS_MAX; i++) {
-		snprintf(who, sizeof(who), "one%d", i);
-		(void)attempt(bl, who, "i.invalid", 1);
-		blocklog_wrote(bl, who, LINE, 2 * SEC, 0);
-	}
-	blocklog_flush(bl, 40 * SEC, 0);	/* idle: their keys forgotten */
-	for (i = 0; i < 8; i++)
-		if (attempt(bl, "victim", "v.invalid", 41)) {
-			full++;
-			blocklog_wrote(bl, "victim", LINE, 42 * SEC, 0);
-		}
-	blocklog_flush(bl, 1000 * SEC, 1);
-	print_message("%d one-line clients: the new one's full lines %d of 8, "
-	    "its summaries' count %llu, overflow %u\n", BLOCKLOG_IDENTS_MAX,
-	    full, s.named_count, s.overflows);
-	assert_int_equal(full, 5);		/* the burst */
+	assert_int_equal(full_table_then(&s, 1, 8), 5);	/* the burst */
 	assert_int_equal(s.named_count, 3);
 	assert_int_equal(s.overflows, 0);
 	assert_string_equal(s.last_host, "v.invalid");
-	blocklog_free(bl);
 }
 
 /*
@@ -678,37 +694,15 @@ test_ident_table_full(void **state)
  * windows, so 16,384 clients that each made one attempt a moment ago
  * refused a new client (its blocks overflow summaries, no host, no
  * client) while the pool was nearly empty. Keys counting nothing no
- * longer pin: no flush, no idle time before the new client.
+ * longer pin: no idle time before the new client.
  */
 static void
 test_ident_table_full_active(void **state)
 {
-	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
-	struct sink		 s;
-	struct blocklog		*bl;
-	char			 who[32];
-	int			 i, full = 0;
+	struct sink	s;
 
-	memset(&s, 0, sizeof(s));
-	snprintf(s.named, sizeof(s.named), "victim");
-	bl = blocklog_new(&o, emit, &s);
-	for (i = 0; i < BLOCKLOG_IDENTS_MAX; i++) {
-		snprintf(who, sizeof(who), "one%d", i);
-		(void)attempt(bl, who, "i.invalid", 1);
-		blocklog_wrote(bl, who, LINE, 1 * SEC, 0);
-	}
-	for (i = 0; i < 3; i++)
-		if (attempt(bl, "victim", "v.invalid", 1.5)) {
-			full++;
-			blocklog_wrote(bl, "victim", LINE, 2 * SEC, 0);
-		}
-	blocklog_flush(bl, 1000 * SEC, 1);
-	print_message("%d clients active a moment ago: the new one's full "
-	    "lines %d of 3, overflow %u\n", BLOCKLOG_IDENTS_MAX, full,
-	    s.overflows);
-	assert_int_equal(full, 3);
+	assert_int_equal(full_table_then(&s, 0, 3), 3);
 	assert_int_equal(s.overflows, 0);
-	blocklog_free(bl);
 }
 
 /*
