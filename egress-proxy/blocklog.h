@@ -253,4 +253,10 @@ void		 blocklog_resume_all(struct blocklog *);
 unsigned long long blocklog_counted(const struct blocklog *);
 unsigned long long blocklog_summaries(const struct blocklog *);
 
+/*
+ * Table entries compared by lookups so far (identities and keys): each
+ * lookup's walk is bounded whatever names the clients choose.
+ */
+unsigned long long blocklog_probes(const struct blocklog *);
+
 #endif
