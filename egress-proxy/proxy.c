@@ -583,7 +583,7 @@ proxy_log_seed_file(struct proxy *px, const char *path, off_t skip)
 	char		*line = NULL, ident[PROXY_IDENT_MAX];
 	size_t		 cap = 0;
 	ssize_t		 len;
-	int		 fd;
+	int		 fd, kind;
 
 	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
 		return;
@@ -597,9 +597,10 @@ proxy_log_seed_file(struct proxy *px, const char *path, off_t skip)
 		    (len > 0 ? (size_t)len : 0), 0, BLOCKLOG_LINE_SUMMARY);
 	}
 	while ((len = getline(&line, &cap, f)) > 0)
-		if (proxy_log_line_ident(line, ident, sizeof(ident)) != NULL)
+		if ((kind = proxy_log_line_kind(line)) != -1 &&
+		    proxy_log_line_ident(line, ident, sizeof(ident)) != NULL)
 			blocklog_wrote(px->blocks, ident, (size_t)len, 0,
-			    (enum blocklog_line)proxy_log_line_kind(line));
+			    (enum blocklog_line)kind);
 	free(line);
 	fclose(f);
 }
@@ -607,7 +608,10 @@ proxy_log_seed_file(struct proxy *px, const char *path, off_t skip)
 /*
  * What a kept line was when written (proxy_event_line), so the replay
  * charges it as the running proxy did: a summary to its client's share,
- * not its floor; an allowed line to the pool, not the floor.
+ * not its floor; an allowed line to the pool, not the floor. -1 for a
+ * line the running proxy charges to nobody: any but an egress.* event
+ * (grant.* from the control socket: replayed as the sandbox's own
+ * lines, two of them spent its floor after a restart, atk15r12 F6).
  */
 static int
 proxy_log_line_kind(const char *line)
@@ -615,10 +619,11 @@ proxy_log_line_kind(const char *line)
 	const char	*v, *end;
 
 	if ((v = strstr(line, "\"event\":\"")) == NULL)
-		return BLOCKLOG_LINE_OTHER;
+		return -1;
 	v += strlen("\"event\":\"");
-	if ((end = strchr(v, '"')) == NULL)
-		return BLOCKLOG_LINE_OTHER;
+	if ((end = strchr(v, '"')) == NULL ||
+	    strncmp(v, "egress.", strlen("egress.")) != 0)
+		return -1;
 	return proxy_event_line(v, (size_t)(end - v));
 }
 

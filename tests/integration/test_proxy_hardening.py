@@ -116,8 +116,9 @@ EXTRA_HOSTS = """\
 
 
 def start_proxy(name, sets="test,extra", extra_args=(), s_server=0,
-                flood=0, env=None, listens=None, policy=None):
-    """A proxy with the test policy plus EXTRA_POLICY (set "extra")."""
+                flood=0, env=None, listens=None, policy=None, grants=False):
+    """A proxy with the test policy plus EXTRA_POLICY (set "extra");
+    grants: grants may be added under grant.test."""
     up = W["up"]
     p = proxylib.Proxy(W["dir"], up, name=name, sets=sets,
                        extra_args=extra_args, env=env, listens=listens)
@@ -129,6 +130,9 @@ def start_proxy(name, sets="test,extra", extra_args=(), s_server=0,
         f.write(text)
     with open(p.hosts, "a") as f:
         f.write(EXTRA_HOSTS)
+    if grants:
+        with open(os.path.join(p.policy_dir, "grants.yaml"), "w") as f:
+            f.write("description: grants\ngrants:\n  under: [grant.test]\n")
     W["proxies"].append(p)
     return p.start()
 
@@ -675,6 +679,42 @@ class F02BlockLog(Case):
         self.assertEqual(counted, 3, "every blocked attempt is counted")
         self.assertEqual(proxylib.blocked_attempts(
             events, lambda e: e.get("sandbox") in mine), n)
+        self.assert_verifies(p.log_dir)
+
+    def test_replay_charges_grant_lines_to_nobody(self):
+        """atk15r12 F6: the restart replay charged grant.* lines (which
+        the running proxy charges to nobody) to the sandbox they name as
+        its own lines: after a grant added and revoked and a restart,
+        while colluders held the pool full, its 3 blocks got no host (0
+        of 3; 2 of 3 without the restart)."""
+        p = control_proxy("log-replay-grants", grants=True, extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2"])
+        register(p, "127.0.0.3", SBX_B)
+        grant = {"sandbox": SBX_B, "host": "g.grant.test", "port": 80,
+                 "by": "op"}
+        status, body = proxylib.control(p.ctl, "POST", "/grants", dict(
+            grant, seconds=60, rationale="test"))
+        self.assertEqual(status, 200, body)
+        status, body = proxylib.control(p.ctl, "POST", "/grants/revoke",
+                                        grant)
+        self.assertEqual(status, 200, body)
+        mine, n = self.colluders_fill_the_pool(p)
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(p.ctl)
+        register(p, "127.0.0.3", SBX_B)
+        for h in ("exfil-one.invalid", "exfil-two.invalid",
+                  "exfil-three.invalid"):
+            self.blocked_once(p, "127.0.0.3", h)
+        p.stop()
+        p.checked = True
+        events, _ = all_events(p.log_dir)
+        full, counted = self.victim_blocks(p, events)
+        print("\n  after a grant's lines and a restart, the pool full: "
+              "blocks with their host %d of 3" % len(full), file=sys.stderr)
+        self.assertEqual(len(full), 2, "the replay charged the grant "
+                         "lines to the sandbox's floor")
+        self.assertEqual(counted, 3, "every blocked attempt is counted")
         self.assert_verifies(p.log_dir)
 
     def test_blocks_kept_per_sandbox(self):
