@@ -639,14 +639,26 @@ class F02BlockLog(Case):
         self.assertEqual(got, n * 100, "the flood did not happen")
         return set(colluders), got
 
-    def victim_blocks(self, p, events):
-        """SBX_B's egress.blocked lines with a host, and its blocked
-        attempts counted (lines and summaries)."""
-        mine = [e for e in events if e.get("sandbox") == SBX_B]
-        return ([e for e in mine if e["event"] == "egress.blocked" and
-                 e.get("host")],
-                proxylib.blocked_attempts(
-                    events, lambda e: e.get("sandbox") == SBX_B))
+    def victim_blocks(self, p, what):
+        """SBX_B (127.0.0.3) makes 3 blocked requests to 3 hosts; p is
+        stopped. Asserts 2 of them kept their host (its floor; what
+        spent it otherwise) and all 3 are counted; returns p's events."""
+        for h in ("exfil-one.invalid", "exfil-two.invalid",
+                  "exfil-three.invalid"):
+            self.blocked_once(p, "127.0.0.3", h)
+        p.stop()
+        p.checked = True
+        events, _ = all_events(p.log_dir)
+        full = [e for e in events if e.get("sandbox") == SBX_B and
+                e["event"] == "egress.blocked" and e.get("host")]
+        print("\n  the pool full: the sandbox's blocks with their host %d "
+              "of 3" % len(full), file=sys.stderr)
+        self.assertEqual(len(full), 2, what)
+        self.assertEqual(proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") == SBX_B), 3,
+            "every blocked attempt is counted")
+        self.assert_verifies(p.log_dir)
+        return events
 
     def test_allowed_lines_do_not_spend_the_blocks_floor(self):
         """atk15r12 F2: allowed lines (--log-allowed) spent the 2-line
@@ -665,21 +677,10 @@ class F02BlockLog(Case):
                                "Connection: close\r\n"))
             self.assertEqual(c.read_response().status, 200)
             c.close()
-        for h in ("exfil-one.invalid", "exfil-two.invalid",
-                  "exfil-three.invalid"):
-            self.blocked_once(p, "127.0.0.3", h)
-        p.stop()
-        p.checked = True
-        events, _ = all_events(p.log_dir)
-        full, counted = self.victim_blocks(p, events)
-        print("\n  after 2 allowed GETs, the pool full: the sandbox's "
-              "blocks with their host %d of 3" % len(full), file=sys.stderr)
-        self.assertEqual(len(full), 2, "the floor was spent by allowed "
-                         "lines")
-        self.assertEqual(counted, 3, "every blocked attempt is counted")
+        events = self.victim_blocks(p, "the floor was spent by allowed "
+                                    "lines")
         self.assertEqual(proxylib.blocked_attempts(
             events, lambda e: e.get("sandbox") in mine), n)
-        self.assert_verifies(p.log_dir)
 
     def test_replay_charges_grant_lines_to_nobody(self):
         """atk15r12 F6: the restart replay charged grant.* lines (which
@@ -698,24 +699,13 @@ class F02BlockLog(Case):
         status, body = proxylib.control(p.ctl, "POST", "/grants/revoke",
                                         grant)
         self.assertEqual(status, 200, body)
-        mine, n = self.colluders_fill_the_pool(p)
+        self.colluders_fill_the_pool(p)
         p.stop()
         p.start()
         proxylib.wait_unix_socket(p.ctl)
         register(p, "127.0.0.3", SBX_B)
-        for h in ("exfil-one.invalid", "exfil-two.invalid",
-                  "exfil-three.invalid"):
-            self.blocked_once(p, "127.0.0.3", h)
-        p.stop()
-        p.checked = True
-        events, _ = all_events(p.log_dir)
-        full, counted = self.victim_blocks(p, events)
-        print("\n  after a grant's lines and a restart, the pool full: "
-              "blocks with their host %d of 3" % len(full), file=sys.stderr)
-        self.assertEqual(len(full), 2, "the replay charged the grant "
-                         "lines to the sandbox's floor")
-        self.assertEqual(counted, 3, "every blocked attempt is counted")
-        self.assert_verifies(p.log_dir)
+        self.victim_blocks(p, "the replay charged the grant lines to the "
+                           "sandbox's floor")
 
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
