@@ -124,7 +124,8 @@ static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
 static void	bl_count(struct blocklog *, struct bl_ident *, struct bl_key *,
-		    const struct blocklog_event *, const struct timespec *);
+		    const struct blocklog_event *, const struct blocklog_event *,
+		    const struct timespec *);
 static void	bl_key_clear(struct bl_key *);
 static void	bl_key_zero(struct bl_key *);
 static void	bl_count_dest(struct bl_key *, const struct blocklog_event *);
@@ -861,12 +862,16 @@ bl_count_hash(struct bl_key *k, uint32_t h)
 }
 
 /*
- * Count id's attempt into k's summary (the first one's fields kept); an
- * attempt counted into a shared overflow key is noted to its identity.
+ * Count id's attempt into k's summary (the first one's fields kept, as
+ * ev says them); an attempt counted into a shared overflow key is noted
+ * to its identity. Its destination is the one made (made: ev is an
+ * aggregate's, no host, for a client past its share or pool, whose
+ * summaries said destinations: 0 whatever it tried, atk15r12 F3).
  */
 static void
 bl_count(struct blocklog *bl, struct bl_ident *id, struct bl_key *k,
-    const struct blocklog_event *ev, const struct timespec *now)
+    const struct blocklog_event *ev, const struct blocklog_event *made,
+    const struct timespec *now)
 {
 	if (k->id == NULL && id != NULL) {
 		id->ocount++;
@@ -878,8 +883,8 @@ bl_count(struct blocklog *bl, struct bl_ident *id, struct bl_key *k,
 		if (bl_key_keep(k, ev) == -1)
 			bl_key_clear(k);
 	}
-	if (k->host == NULL && ev->host != NULL)
-		bl_count_dest(k, ev);
+	if (k->host == NULL && made->host != NULL)
+		bl_count_dest(k, made);
 	k->count++;
 	k->bytes_up += ev->bytes_up;
 	k->bytes_down += ev->bytes_down;
@@ -897,6 +902,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
     uint64_t now_us, const struct timespec *now)
 {
 	const uint64_t		 win = (uint64_t)bl->opts.window_s * 1000000;
+	const struct blocklog_event *made = ev;
 	struct blocklog_event	 st;
 	struct bl_ident		*id;
 	struct bl_key		*k;
@@ -946,7 +952,7 @@ blocklog_note(struct blocklog *bl, const struct blocklog_event *ev,
 		id->written++;
 		return 1;
 	}
-	bl_count(bl, id, k, ev, now);
+	bl_count(bl, id, k, ev, made, now);
 	return 0;
 }
 
@@ -960,7 +966,7 @@ blocklog_unwritten(struct blocklog *bl, const struct blocklog_event *ev,
 	k = bl_key_get(bl, id, ev->host, ev->port,
 	    BL_RK(ev->reason, ev->report), id != NULL ? id->last_us : 0);
 	if (k != NULL)
-		bl_count(bl, id, k, ev, now);
+		bl_count(bl, id, k, ev, ev, now);
 }
 
 void

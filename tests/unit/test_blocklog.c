@@ -36,6 +36,7 @@ struct sink {
 	int			 nohost_more;
 	char			 named[32];	/* a sandbox to watch */
 	unsigned long long	 named_count;	/* counts naming it */
+	unsigned		 named_dests;	/* its destinations told */
 	unsigned long long	 unnamed;	/* counts naming nobody */
 	unsigned		 overflows;	/* overflow summaries */
 	unsigned		 allowed;	/* summaries of allowed ones */
@@ -66,8 +67,10 @@ emit(void *arg, const struct blocklog_event *ev)
 		    ev->message ? ev->message : "");
 	snprintf(s->last_host, sizeof(s->last_host), "%s",
 	    ev->host ? ev->host : "-");
-	if (ev->sandbox != NULL && strcmp(ev->sandbox, s->named) == 0)
+	if (ev->sandbox != NULL && strcmp(ev->sandbox, s->named) == 0) {
 		s->named_count += ev->count;
+		s->named_dests += ev->dests;
+	}
 	if (ev->sandbox == NULL && ev->src == NULL)
 		s->unnamed += ev->count;
 	s->allowed += ev->reason == SG_REASON_NONE && !ev->report;
@@ -843,6 +846,40 @@ test_chosen_names_do_not_chain(void **state)
 	blocklog_free(bl);
 }
 
+/*
+ * atk15r12 F3: a client past its floor with the pool full, or past its
+ * share, had its attempts counted with the host already cleared, so its
+ * summary said destinations: 0 for attempts to 3 hosts.
+ */
+static void
+test_pooled_destinations_told(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 400 * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	unsigned long long	 past;
+	char			 host[32];
+	int			 i;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.named, sizeof(s.named), "quiet");
+	bl = blocklog_new(&o, emit, &s);
+	(void)stagger(bl, &s, 8, 0, 10, &past);
+	for (i = 0; i < BLOCKLOG_FLOOR_LINES; i++) {
+		snprintf(host, sizeof(host), "new%d.invalid", i);
+		assert_int_equal(attempt(bl, "quiet", host, 21.5), 1);
+		blocklog_wrote(bl, "quiet", LINE, 23 * SEC, 0);
+	}
+	for (i = 0; i < 3; i++) {
+		snprintf(host, sizeof(host), "more%d.invalid", i);
+		assert_int_equal(attempt(bl, "quiet", host, 21.5), 0);
+	}
+	blocklog_flush(bl, 1000 * SEC, 1);
+	assert_int_equal(s.named_count, 3);
+	assert_int_equal(s.named_dests, 3);
+	blocklog_free(bl);
+}
+
 /* A summary that cannot be written is kept and written later. */
 static void
 test_emit_failure_keeps_count(void **state)
@@ -1346,6 +1383,7 @@ main(void)
 		cmocka_unit_test(test_share_floor_quiet),
 		cmocka_unit_test(test_share_idle_one_liners),
 		cmocka_unit_test(test_ident_table_full),
+		cmocka_unit_test(test_pooled_destinations_told),
 		cmocka_unit_test(test_chosen_names_do_not_chain),
 		cmocka_unit_test(test_floor_for_blocks_only),
 		cmocka_unit_test(test_ident_table_full_active),
