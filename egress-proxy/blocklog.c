@@ -10,6 +10,7 @@
 #define BL_HASH_CUT	512		/* bytes of a part hashed (bl_hash) */
 /* The table full: the least recently seen identities looked at. */
 #define BL_EVICT_SCAN	1024
+#define BL_EVICT_BATCH	64	/* forgotten at once, the most lines */
 /* A key's reason and report flag as one int ("rk"). */
 #define BL_RK(reason, report)	((int)(reason) | ((report) ? 0x100 : 0))
 
@@ -119,6 +120,7 @@ static void	bl_ident_link(struct blocklog *, struct bl_ident *);
 static void	bl_ident_unlink(struct blocklog *, struct bl_ident *);
 static int	bl_ident_evict(struct blocklog *);
 static int	bl_ident_pending(const struct bl_ident *);
+static int	bl_ident_forgettable(struct blocklog *, struct bl_ident *);
 static struct bl_key *bl_key_get(struct blocklog *, struct bl_ident *,
 		    const char *, int, int, uint64_t);
 static struct bl_key *bl_key_new(struct blocklog *, struct bl_ident *,
@@ -559,18 +561,16 @@ bl_ident_unlink(struct blocklog *bl, struct bl_ident *id)
 static int
 bl_ident_evict(struct blocklog *bl)
 {
-	struct bl_ident	*id, *best = NULL;
+	struct bl_ident	*id, *best = NULL, *next;
 	unsigned	 l, most = 0;
 	unsigned	 n = 0;
 
 	if (bl->opts.capacity == 0 || bl_pool_full(bl))
 		return -1;
 	for (id = bl->itail; id != NULL && n < BL_EVICT_SCAN;
-	    id = id->prev, n++) {
-		if (id->stopped || id->capped || id->lines > 0 ||
-		    bl_ident_pending(id))
+	    id = id->prev, n++, bl->probes++) {
+		if (!bl_ident_forgettable(bl, id))
 			continue;
-		bl_epoch(bl, id);
 		l = id->own + id->own_prev;
 		if (best == NULL || l >= most) {
 			best = id;
@@ -579,10 +579,36 @@ bl_ident_evict(struct blocklog *bl)
 	}
 	if (best == NULL)
 		return -1;
-	while (best->ikeys != NULL)
-		bl_key_free(bl, best->ikeys);
-	bl_ident_free(bl, best);
+	/*
+	 * And up to BL_EVICT_BATCH of its equals older than it, while the
+	 * pool has room: a scan per new client made the restart replay of
+	 * files naming 500,000 clients take 3.66 s before listening instead
+	 * of 0.26 s (atk15r12 F4).
+	 */
+	for (id = best, n = 0; id != NULL && n < BL_EVICT_BATCH; id = next) {
+		next = id->next;
+		bl->probes++;
+		if (id != best && (!bl_ident_forgettable(bl, id) ||
+		    id->own + id->own_prev != most))
+			continue;
+		while (id->ikeys != NULL)
+			bl_key_free(bl, id->ikeys);
+		bl_ident_free(bl, id);
+		n++;
+		if (bl_pool_full(bl))
+			break;
+	}
 	return 0;
+}
+
+/* 1 when nothing needs id (bl_ident_evict); moves it to this epoch. */
+static int
+bl_ident_forgettable(struct blocklog *bl, struct bl_ident *id)
+{
+	if (id->stopped || id->capped || id->lines > 0 || bl_ident_pending(id))
+		return 0;
+	bl_epoch(bl, id);
+	return 1;
 }
 
 /* 1 while any of id's keys has counts to summarize. */
