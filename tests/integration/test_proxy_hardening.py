@@ -601,14 +601,15 @@ class F02BlockLog(Case):
         in the span and none was made past 16,384, so 16,384 clients
         with a line each (6 s) made every new client's blocks overflow
         summaries with no host and no client, also after a restart (the
-        replay rebuilt the table). A full table now forgets the idle
-        client holding the fewest bytes for the new one."""
-        p = start_proxy("log-ident-fill", extra_args=["--block-window", "1"])
+        replay rebuilt the table). A full table now forgets an idle
+        client for the new one. atk15r12 F1: right after the fillers,
+        not only once they are idle past two windows (a key that counted
+        nothing pinned its client: no host for the new one then)."""
+        p = start_proxy("log-ident-fill")	# window 10 s: keys not idle
         for i in range(16384):
             self.blocked_once(p, "127.1.%d.%d" % (i >> 8, i & 255),
                               "filler%d.invalid" % i)
         for victim in ("127.9.9.9", "127.9.9.10"):
-            time.sleep(3.5)		# idle past two windows
             mark = p.mark()
             for _ in range(3):
                 self.blocked_once(p, victim, "victim-dest.invalid")
