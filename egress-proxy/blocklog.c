@@ -323,8 +323,8 @@ bl_share_forget(struct blocklog *bl, struct bl_ident *id)
  * 1 while an idle identity must be kept for its share: any of its lines
  * are in the span. Forgotten, it would start again from nothing, so a
  * client pausing between bursts would never reach its share. The table
- * is bounded (BLOCKLOG_IDENTS_MAX): a full one forgets the idle identity
- * holding the fewest bytes of the span for a new one (bl_ident_evict).
+ * is bounded (BLOCKLOG_IDENTS_MAX): a full one forgets an idle identity
+ * with the most lines of the span for a new one (bl_ident_evict).
  */
 static int
 bl_share_keep(struct blocklog *bl, struct bl_ident *id)

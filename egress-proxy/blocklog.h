@@ -72,8 +72,9 @@
  * rotate the others' history away faster than their floors and
  * summaries do. An identity is kept while any of its lines are in the
  * span; with BLOCKLOG_IDENTS_MAX of them, a new one takes the place of
- * an idle one holding the fewest bytes of the span (its floor lines go
- * into the pool), unless the pool is full: then the new one's attempts
+ * an idle one with nothing pending and the most own lines in the span
+ * (a quiet one is the last forgotten; its keys counting nothing go with
+ * it; its floor lines go into the pool), unless the pool is full: then the new one's attempts
  * are counted into the shared overflow summaries.
  *
  * While the log volume is under its reserve (from the first
