@@ -6,13 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/rand.h>
-
 #include "host.h"
 #include "log.h"
 #include "logread.h"
 #include "pending.h"
 #include "reason.h"
+#include "siphash.h"
 #include "token.h"
 #include "util.h"
 
@@ -46,47 +45,6 @@ pending_release(struct pending *p)
 	memset(p, 0, sizeof(*p));
 }
 
-#define PENDING_ROTL(x, b)	(((x) << (b)) | ((x) >> (64 - (b))))
-
-static void
-pending_sipround(uint64_t v[4])
-{
-	v[0] += v[1]; v[1] = PENDING_ROTL(v[1], 13); v[1] ^= v[0];
-	v[0] = PENDING_ROTL(v[0], 32);
-	v[2] += v[3]; v[3] = PENDING_ROTL(v[3], 16); v[3] ^= v[2];
-	v[0] += v[3]; v[3] = PENDING_ROTL(v[3], 21); v[3] ^= v[0];
-	v[2] += v[1]; v[1] = PENDING_ROTL(v[1], 17); v[1] ^= v[2];
-	v[2] = PENDING_ROTL(v[2], 32);
-}
-
-/* SipHash-2-4 of m (n bytes) under k. */
-static uint64_t
-pending_siphash(const uint64_t k[2], const unsigned char *m, size_t n)
-{
-	uint64_t	v[4] = { k[0] ^ 0x736f6d6570736575ULL,
-			    k[1] ^ 0x646f72616e646f6dULL,
-			    k[0] ^ 0x6c7967656e657261ULL,
-			    k[1] ^ 0x7465646279746573ULL };
-	uint64_t	w;
-	size_t		i, j;
-
-	for (i = 0; i <= n; i += 8) {
-		w = i + 8 > n ? (uint64_t)n << 56 : 0;
-		for (j = 0; j < 8 && i + j < n; j++)
-			w |= (uint64_t)m[i + j] << (8 * j);
-		v[3] ^= w;
-		pending_sipround(v);
-		pending_sipround(v);
-		v[0] ^= w;
-		if (i + 8 > n)
-			break;
-	}
-	v[2] ^= 0xff;
-	for (j = 0; j < 4; j++)
-		pending_sipround(v);
-	return v[0] ^ v[1] ^ v[2] ^ v[3];
-}
-
 /*
  * The key (sandbox, host, port, reason) hashed under a key drawn once
  * per process: the names and the port come from sandboxes, which with
@@ -97,15 +55,10 @@ static uint32_t
 pending_hash(const char *sandbox, const char *host, int port,
     const char *reason)
 {
-	static uint64_t	 key[2];
-	static int	 keyed;
 	const char	*parts[3] = { sandbox, host, reason };
 	unsigned char	 m[1024];
 	size_t		 n = 0, i, l;
 
-	if (!keyed && RAND_bytes((unsigned char *)key, sizeof(key)) != 1)
-		fatalx("RAND_bytes: no key for the pending table");
-	keyed = 1;
 	for (i = 0; i < 3; i++) {
 		/* Cut at 255 bytes each: a longer one only collides. */
 		l = strnlen(parts[i], 255);
@@ -115,7 +68,7 @@ pending_hash(const char *sandbox, const char *host, int port,
 	}
 	m[n++] = (unsigned char)(port & 0xff);
 	m[n++] = (unsigned char)((port >> 8) & 0xff);
-	return (uint32_t)pending_siphash(key, m, n);
+	return (uint32_t)sg_keyed_hash(m, n);
 }
 
 /* The slot that holds d. */

@@ -51,12 +51,14 @@
  *
  * With opts.capacity (the bytes log rotation keeps) set, the span is
  * the last half to whole capacity written. An identity's first own lines
- * in it (blocklog_wrote without summary: its full lines, or any event
- * written for it) are its floor: BLOCKLOG_FLOOR_LINES of them, or more
+ * of a block or would-be block in it (blocklog_wrote, BLOCKLOG_LINE_BLOCK)
+ * are its floor: BLOCKLOG_FLOOR_LINES of them, or more
  * while they hold less than capacity / BLOCKLOG_FLOOR_DIV bytes. Under
- * its floor an identity gets full lines whatever the others wrote, so a
- * quiet sandbox's new blocks keep their host. Past it, its own lines
- * are the pool's: the pool (every identity's own lines past its floor in
+ * its floor an identity's blocks get full lines whatever the others
+ * wrote, so a quiet sandbox's new blocks keep their host. Its other own
+ * lines (allowed connections, revoked ones: BLOCKLOG_LINE_OTHER) are the
+ * pool's from the first, so they never spend the floor of its blocks;
+ * past the floor its blocks' lines are the pool's too: the pool (every identity's own lines past its floor in
  * the span) holds at most capacity / BLOCKLOG_FULL_DIV bytes, whatever
  * the number of identities and the order they came in; and each has a
  * share: capacity / BLOCKLOG_SHARE_DIV bytes of its lines (own and
@@ -70,8 +72,9 @@
  * rotate the others' history away faster than their floors and
  * summaries do. An identity is kept while any of its lines are in the
  * span; with BLOCKLOG_IDENTS_MAX of them, a new one takes the place of
- * an idle one holding the fewest bytes of the span (its floor lines go
- * into the pool), unless the pool is full: then the new one's attempts
+ * an idle one with nothing pending and the most own lines in the span
+ * (a quiet one is the last forgotten; its keys counting nothing go with
+ * it; its floor lines go into the pool), unless the pool is full: then the new one's attempts
  * are counted into the shared overflow summaries.
  *
  * While the log volume is under its reserve (from the first
@@ -190,16 +193,25 @@ int		 blocklog_note(struct blocklog *, const struct blocklog_event *,
 void		 blocklog_unwritten(struct blocklog *,
 		    const struct blocklog_event *, const struct timespec *now);
 
+/* What a line written for an identity was (blocklog_wrote). */
+enum blocklog_line {
+	BLOCKLOG_LINE_BLOCK = 0,	/* a block or would-be block: floor */
+	BLOCKLOG_LINE_SUMMARY,		/* a summary, or bytes of no line */
+	BLOCKLOG_LINE_OTHER		/* allowed, revoked: the pool's */
+};
+
 /*
- * A line of bytes bytes was written for identity (any event, full block
- * or not): counted in its share of the kept log (with opts.capacity)
- * and under pressure (blocklog_stop_top). summary: the line is a
- * summary (one replayed from a kept file; blocklog's own are counted
- * as they are emitted), or bytes of no line of the identity's own:
- * counted in its share, not in its floor nor the pool.
+ * A line of bytes bytes was written for identity: counted in its share
+ * of the kept log (with opts.capacity) and under pressure
+ * (blocklog_stop_top). kind BLOCKLOG_LINE_SUMMARY: a summary (one
+ * replayed from a kept file; blocklog's own are counted as they are
+ * emitted), or bytes of no line of the identity's own: counted in its
+ * share, not in its floor nor the pool. BLOCKLOG_LINE_OTHER: an own line
+ * that is not a block, in the pool and never in the floor (two allowed
+ * connections spent the floor of a sandbox's blocks, atk15r12 F2).
  */
 void		 blocklog_wrote(struct blocklog *, const char *identity,
-		    size_t bytes, uint64_t now_us, int summary);
+		    size_t bytes, uint64_t now_us, enum blocklog_line kind);
 
 /*
  * Emit the summaries of keys whose window ended (every summary with all
@@ -241,5 +253,11 @@ void		 blocklog_resume_all(struct blocklog *);
 /* Attempts counted into summaries so far, and summary lines written. */
 unsigned long long blocklog_counted(const struct blocklog *);
 unsigned long long blocklog_summaries(const struct blocklog *);
+
+/*
+ * Table entries compared by lookups so far (identities and keys): each
+ * lookup's walk is bounded whatever names the clients choose.
+ */
+unsigned long long blocklog_probes(const struct blocklog *);
 
 #endif

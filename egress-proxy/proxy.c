@@ -74,7 +74,8 @@ static int	proxy_log_seed_size(struct proxy *, unsigned, char *, size_t,
 		    unsigned long long *);
 static void	proxy_log_seed_file(struct proxy *, const char *, off_t);
 static const char *proxy_log_line_ident(const char *, char *, size_t);
-static int	proxy_log_line_summary(const char *);
+static int	proxy_log_line_kind(const char *);
+static enum blocklog_line proxy_event_line(const char *, size_t);
 
 int
 proxy_log_started(struct proxy *px)
@@ -355,7 +356,8 @@ proxy_log_event(struct proxy *px, const struct proxy_event *pe)
 	    px->blocks != NULL)
 		blocklog_wrote(px->blocks, proxy_identity(pe->client, pe->src,
 		    ident, sizeof(ident)), eventlog_written(px->seclog) - w0,
-		    util_now_us(), 0);
+		    util_now_us(), proxy_event_line(pe->event,
+		    strlen(pe->event)));
 out:
 	if (rc == -1)
 		proxy_log_warn(px);
@@ -581,7 +583,7 @@ proxy_log_seed_file(struct proxy *px, const char *path, off_t skip)
 	char		*line = NULL, ident[PROXY_IDENT_MAX];
 	size_t		 cap = 0;
 	ssize_t		 len;
-	int		 fd;
+	int		 fd, kind;
 
 	if ((fd = eventlog_open_file(path, O_RDONLY, &st)) == -1)
 		return;
@@ -592,31 +594,60 @@ proxy_log_seed_file(struct proxy *px, const char *path, off_t skip)
 	if (skip > 0 && fseeko(f, skip, SEEK_SET) == 0) {
 		len = getline(&line, &cap, f);	/* the rest of a cut line */
 		blocklog_wrote(px->blocks, PROXY_SEED_NOBODY, (size_t)skip +
-		    (len > 0 ? (size_t)len : 0), 0, 1);
+		    (len > 0 ? (size_t)len : 0), 0, BLOCKLOG_LINE_SUMMARY);
 	}
 	while ((len = getline(&line, &cap, f)) > 0)
-		if (proxy_log_line_ident(line, ident, sizeof(ident)) != NULL)
+		if ((kind = proxy_log_line_kind(line)) != -1 &&
+		    proxy_log_line_ident(line, ident, sizeof(ident)) != NULL)
 			blocklog_wrote(px->blocks, ident, (size_t)len, 0,
-			    proxy_log_line_summary(line));
+			    (enum blocklog_line)kind);
 	free(line);
 	fclose(f);
 }
 
 /*
- * 1 when a kept line is a summary (its event's name ends in _summary):
- * replayed into its client's share, not its floor (blocklog_wrote).
+ * What a kept line was when written (proxy_event_line), so the replay
+ * charges it as the running proxy did: a summary to its client's share,
+ * not its floor; an allowed line to the pool, not the floor. -1 for a
+ * line the running proxy charges to nobody: any but an egress.* event
+ * (grant.* from the control socket: replayed as the sandbox's own
+ * lines, two of them spent its floor after a restart, atk15r12 F6).
  */
 static int
-proxy_log_line_summary(const char *line)
+proxy_log_line_kind(const char *line)
 {
 	const char	*v, *end;
 
 	if ((v = strstr(line, "\"event\":\"")) == NULL)
-		return 0;
+		return -1;
 	v += strlen("\"event\":\"");
-	if ((end = strchr(v, '"')) == NULL)
-		return 0;
-	return end - v >= 8 && memcmp(end - 8, "_summary", 8) == 0;
+	if ((end = strchr(v, '"')) == NULL ||
+	    strncmp(v, "egress.", strlen("egress.")) != 0)
+		return -1;
+	return proxy_event_line(v, (size_t)(end - v));
+}
+
+/*
+ * The kind of line (blocklog_wrote) an event of name (len bytes) is: a
+ * block or would-be block spends its client's floor; a summary counts in
+ * its share only; any other (allowed, revoked) goes to the pool, so
+ * allowed lines never spend the floor that keeps a quiet sandbox's
+ * blocks visible (atk15r12 F2).
+ */
+static enum blocklog_line
+proxy_event_line(const char *name, size_t len)
+{
+	static const char *const	 blocks[] = { "egress.blocked",
+					    "egress.would_block" };
+	size_t				 i;
+
+	if (len >= 8 && memcmp(name + len - 8, "_summary", 8) == 0)
+		return BLOCKLOG_LINE_SUMMARY;
+	for (i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		if (strlen(blocks[i]) == len && memcmp(name, blocks[i],
+		    len) == 0)
+			return BLOCKLOG_LINE_BLOCK;
+	return BLOCKLOG_LINE_OTHER;
 }
 
 /*

@@ -116,8 +116,9 @@ EXTRA_HOSTS = """\
 
 
 def start_proxy(name, sets="test,extra", extra_args=(), s_server=0,
-                flood=0, env=None, listens=None, policy=None):
-    """A proxy with the test policy plus EXTRA_POLICY (set "extra")."""
+                flood=0, env=None, listens=None, policy=None, grants=False):
+    """A proxy with the test policy plus EXTRA_POLICY (set "extra");
+    grants: grants may be added under grant.test."""
     up = W["up"]
     p = proxylib.Proxy(W["dir"], up, name=name, sets=sets,
                        extra_args=extra_args, env=env, listens=listens)
@@ -129,6 +130,9 @@ def start_proxy(name, sets="test,extra", extra_args=(), s_server=0,
         f.write(text)
     with open(p.hosts, "a") as f:
         f.write(EXTRA_HOSTS)
+    if grants:
+        with open(os.path.join(p.policy_dir, "grants.yaml"), "w") as f:
+            f.write("description: grants\ngrants:\n  under: [grant.test]\n")
     W["proxies"].append(p)
     return p.start()
 
@@ -597,14 +601,15 @@ class F02BlockLog(Case):
         in the span and none was made past 16,384, so 16,384 clients
         with a line each (6 s) made every new client's blocks overflow
         summaries with no host and no client, also after a restart (the
-        replay rebuilt the table). A full table now forgets the idle
-        client holding the fewest bytes for the new one."""
-        p = start_proxy("log-ident-fill", extra_args=["--block-window", "1"])
+        replay rebuilt the table). A full table now forgets an idle
+        client for the new one. atk15r12 F1: right after the fillers,
+        not only once they are idle past two windows (a key that counted
+        nothing pinned its client: no host for the new one then)."""
+        p = start_proxy("log-ident-fill")	# window 10 s: keys not idle
         for i in range(16384):
             self.blocked_once(p, "127.1.%d.%d" % (i >> 8, i & 255),
                               "filler%d.invalid" % i)
         for victim in ("127.9.9.9", "127.9.9.10"):
-            time.sleep(3.5)		# idle past two windows
             mark = p.mark()
             for _ in range(3):
                 self.blocked_once(p, victim, "victim-dest.invalid")
@@ -622,6 +627,86 @@ class F02BlockLog(Case):
         p.stop()
         p.checked = True
         self.assert_verifies(p.log_dir)
+
+    def colluders_fill_the_pool(self, p, n=20):
+        """n registered sandboxes (127.0.1.x) send 100 blocked requests
+        each to 16 hosts: at 64k x 2 the pool is then full."""
+        colluders = ["sbx_c%023d" % i for i in range(n)]
+        for i, sbx in enumerate(colluders):
+            register(p, "127.0.1.%d" % (i + 1), sbx)
+        hosts = ["f%d.invalid" % i for i in range(16)]
+        got = sum(self.burst(p, "127.0.1.%d" % (i + 1), 100, hosts)
+                  for i in range(n))
+        self.assertEqual(got, n * 100, "the flood did not happen")
+        return set(colluders), got
+
+    def victim_blocks(self, p, what):
+        """SBX_B (127.0.0.3) makes 3 blocked requests to 3 hosts; p is
+        stopped. Asserts 2 of them kept their host (its floor; what
+        spent it otherwise) and all 3 are counted; returns p's events."""
+        for h in ("exfil-one.invalid", "exfil-two.invalid",
+                  "exfil-three.invalid"):
+            self.blocked_once(p, "127.0.0.3", h)
+        p.stop()
+        p.checked = True
+        events, _ = all_events(p.log_dir)
+        full = [e for e in events if e.get("sandbox") == SBX_B and
+                e["event"] == "egress.blocked" and e.get("host")]
+        print("\n  the pool full: the sandbox's blocks with their host %d "
+              "of 3" % len(full), file=sys.stderr)
+        self.assertEqual(len(full), 2, what)
+        self.assertEqual(proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") == SBX_B), 3,
+            "every blocked attempt is counted")
+        self.assert_verifies(p.log_dir)
+        return events
+
+    def test_allowed_lines_do_not_spend_the_blocks_floor(self):
+        """atk15r12 F2: allowed lines (--log-allowed) spent the 2-line
+        floor that keeps a quiet sandbox's blocks visible: after two
+        allowed GETs, while colluders held the pool full, its 3 blocks
+        to 3 hosts got no line and no host (0 of 3). The floor is for
+        blocks: allowed lines go to the pool."""
+        p = control_proxy("log-floor-allowed", extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2", "--log-allowed"])
+        register(p, "127.0.0.3", SBX_B)
+        mine, n = self.colluders_fill_the_pool(p)
+        host = "allowed.test:%d" % W["up"].http_port
+        for i in range(2):
+            c = proxylib.bound_conn("127.0.0.3", p.port)
+            c.send(get_request("http://%s/ok%d" % (host, i), host,
+                               "Connection: close\r\n"))
+            self.assertEqual(c.read_response().status, 200)
+            c.close()
+        events = self.victim_blocks(p, "the floor was spent by allowed "
+                                    "lines")
+        self.assertEqual(proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") in mine), n)
+
+    def test_replay_charges_grant_lines_to_nobody(self):
+        """atk15r12 F6: the restart replay charged grant.* lines (which
+        the running proxy charges to nobody) to the sandbox they name as
+        its own lines: after a grant added and revoked and a restart,
+        while colluders held the pool full, its 3 blocks got no host (0
+        of 3; 2 of 3 without the restart)."""
+        p = control_proxy("log-replay-grants", grants=True, extra_args=[
+            "--log-max-size", "64k", "--log-keep", "2"])
+        register(p, "127.0.0.3", SBX_B)
+        grant = {"sandbox": SBX_B, "host": "g.grant.test", "port": 80,
+                 "by": "op"}
+        status, body = proxylib.control(p.ctl, "POST", "/grants", dict(
+            grant, seconds=60, rationale="test"))
+        self.assertEqual(status, 200, body)
+        status, body = proxylib.control(p.ctl, "POST", "/grants/revoke",
+                                        grant)
+        self.assertEqual(status, 200, body)
+        self.colluders_fill_the_pool(p)
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(p.ctl)
+        register(p, "127.0.0.3", SBX_B)
+        self.victim_blocks(p, "the replay charged the grant lines to the "
+                           "sandbox's floor")
 
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
