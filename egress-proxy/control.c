@@ -365,6 +365,7 @@ control_register(struct proxy *px, struct evhttp_request *req)
 	} else {
 		log_info("registered %s as %s (sets \"%s\")", addr, sbx,
 		    sets ? sets : "");
+		registry_gone_clear(px->registry, sbx);
 		control_registry_save(px);
 		control_identities(px, NULL);
 		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
@@ -389,8 +390,10 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		    "sandbox or address is required"));
 	} else {
 		n = registry_remove(px->registry, key);
-		if (json_object_get(o, "sandbox") != NULL)
+		if (json_object_get(o, "sandbox") != NULL) {
 			execcred_remove_sandbox(px->execs, key);
+			registry_gone_set(px->registry, key, time(NULL));
+		}
 		control_registry_save(px);
 		control_identities(px, json_string_value(json_object_get(o,
 		    "sandbox")));
@@ -1189,7 +1192,9 @@ control_reload(struct proxy *px, struct evhttp_request *req)
 static int
 control_registry_save(struct proxy *px)
 {
-	json_t	*arr = registry_json(px->registry);
+	json_t	*arr = json_pack("{s:o?, s:o?}", "sandboxes",
+	    registry_json(px->registry), "unregistered",
+	    registry_gone_json(px->registry));
 	char	*tmp;
 	int	 bad;
 
@@ -1235,17 +1240,21 @@ static void
 control_registry_load(struct proxy *px, const char *path)
 {
 	json_error_t	 err;
-	json_t		*arr, *e, *sets, *v;
+	json_t		*top, *arr, *e, *sets, *v;
 	const char	*cause;
 	char		*csv, *tmp;
 	size_t		 i, j, n = 0;
 
-	if ((arr = json_load_file(path, 0, &err)) == NULL) {
+	if ((top = json_load_file(path, 0, &err)) == NULL) {
 		if (access(path, F_OK) == 0)
 			log_warnx("%s: %s; starting with no sandboxes", path,
 			    err.text);
 		return;
 	}
+	/* an older proxy's file is the array of sandboxes alone */
+	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
+	registry_gone_load(px->registry, json_object_get(top,
+	    "unregistered"));
 	json_array_foreach(arr, i, e) {
 		csv = util_xstrdup("");
 		sets = json_object_get(e, "sets");
@@ -1267,7 +1276,7 @@ control_registry_load(struct proxy *px, const char *path)
 			    i, cause);
 		free(csv);
 	}
-	json_decref(arr);
+	json_decref(top);
 	log_info("%zu sandboxes registered again from %s", n,
 	    path);
 }
