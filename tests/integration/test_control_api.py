@@ -186,7 +186,7 @@ class Auth(unittest.TestCase):
         tok = W["token"]
         status, body, _ = tcp("POST", "/register", tok, {
             "address": "127.0.0.7", "sandbox": SBX, "sets": "test"})
-        self.assertEqual((status, body), (200, {"ok": True}))
+        self.assertEqual((status, body), (200, {"ok": True, "saved": True}))
         try:
             status, st_tcp, _ = tcp("GET", "/status", tok)
             self.assertEqual(status, 200)
