@@ -11,10 +11,13 @@
 #include "util.h"
 
 /* The bit of every reason an allowlist entry can fix. */
-#define SUGGEST_REASONS	((1u << SG_REASON_NOT_ALLOWLISTED) | \
-	(1u << SG_REASON_PORT_NOT_ALLOWED) | (1u << SG_REASON_IP_LITERAL) | \
-	(1u << SG_REASON_METHOD_NOT_ALLOWED) | \
-	(1u << SG_REASON_PATH_NOT_ALLOWED))
+#define SUGGEST_BIT(r)	(UINT64_C(1) << (r))
+#define SUGGEST_REASONS	(SUGGEST_BIT(SG_REASON_NOT_ALLOWLISTED) | \
+	SUGGEST_BIT(SG_REASON_PORT_NOT_ALLOWED) | \
+	SUGGEST_BIT(SG_REASON_IP_LITERAL) | \
+	SUGGEST_BIT(SG_REASON_METHOD_NOT_ALLOWED) | \
+	SUGGEST_BIT(SG_REASON_PATH_NOT_ALLOWED))
+_Static_assert(SG_REASON_MAX <= 64, "struct suggest_dest reasons: 64 bits");
 
 static void	suggest_event_cb(json_t *, void *);
 static struct suggest_dest *suggest_dest(struct suggest *,
@@ -106,7 +109,7 @@ suggest_event(struct suggest *sg, json_t *o)
 		return;
 	v = json_string_value(json_object_get(o, "reason"));
 	r = v != NULL ? reason_from_code(v) : SG_REASON_MAX;
-	if (r >= SG_REASON_MAX || !(SUGGEST_REASONS & (1u << r))) {
+	if (r >= SG_REASON_MAX || !(SUGGEST_REASONS & SUGGEST_BIT(r))) {
 		sg->other++;
 		return;
 	}
@@ -154,7 +157,7 @@ suggest_note(struct suggest_dest *d, json_t *o, uint16_t port,
 	size_t		 i;
 
 	d->attempts++;
-	d->reasons |= 1u << r;
+	d->reasons |= SUGGEST_BIT(r);
 	for (i = 0; i < d->nports && d->ports[i] != port; i++)
 		;
 	if (i == d->nports && d->nports < SG_SUGGEST_PORTS_MAX)
@@ -301,7 +304,7 @@ suggest_print_entry(FILE *f, const struct suggest_dest *d,
 	fprintf(f, "  # %lld attempt%s (", d->attempts, d->attempts == 1 ? "" :
 	    "s");
 	for (i = 0, k = 0; i < SG_REASON_MAX; i++)
-		if (d->reasons & (1u << i))
+		if (d->reasons & SUGGEST_BIT(i))
 			fprintf(f, "%s%s", k++ ? ", " : "",
 			    reason_code((enum sg_reason)i));
 	fprintf(f, ") by");

@@ -36,7 +36,7 @@ struct suggest_dest {
 	size_t		 nports;
 	int		 ports_dropped;
 	long long	 attempts;
-	unsigned	 reasons;	/* 1 << enum sg_reason */
+	uint64_t	 reasons;	/* 1 << enum sg_reason (fewer than 64) */
 	int		 plain;		/* a plain-HTTP request was refused */
 	char		 sandboxes[SUGGEST_SANDBOXES][SUGGEST_TEXT_MAX];
 	size_t		 nsandboxes;

@@ -51,6 +51,7 @@
 #include "conn_int.h"
 #include "grants.h"
 #include "log.h"
+#include "registry.h"
 #include "token.h"
 #include "tunnel.h"
 #include "uppool.h"
@@ -128,6 +129,7 @@ static void	conn_token_drop(struct conn *);
 static int	conn_token_adopt(struct conn *);
 static int	conn_token_run_live(const struct conn *);
 static enum sg_reason conn_token(struct conn *, char *, size_t);
+static enum sg_reason conn_token_gone(const struct conn *, char *, size_t);
 static enum sg_reason conn_token_run_ended(const struct conn *, char *,
 		    size_t);
 static enum sg_reason conn_token_lapsed(const struct conn *, char *,
@@ -1285,6 +1287,23 @@ conn_token_run_ended(const struct conn *c, char *why, size_t size)
 }
 
 /*
+ * SG_REASON_TOKEN_SANDBOX_GONE for a token issued at or before its
+ * sandbox was unregistered (the controller removed the sandbox: the
+ * token must not bring it back), else SG_REASON_NONE.
+ */
+static enum sg_reason
+conn_token_gone(const struct conn *c, char *why, size_t size)
+{
+	time_t	gone = registry_gone_at(c->px->registry, c->tok->sandbox);
+
+	if (gone == 0 || c->tok->issued > (uint64_t)gone)
+		return SG_REASON_NONE;
+	snprintf(why, size, "token of sandbox %s, unregistered since %lld",
+	    c->tok->sandbox, (long long)gone);
+	return SG_REASON_TOKEN_SANDBOX_GONE;
+}
+
+/*
  * Whether the token a connection came with (its CONNECT's, for a tunnel
  * or a terminated session) no longer holds: expired, or, for a client
  * that took its identity, naming a run that ended. The reason a new
@@ -1426,6 +1445,8 @@ conn_token(struct conn *c, char *why, size_t size)
 		snprintf(why, size, "%s", what);
 		return rs[st];
 	}
+	if ((r = conn_token_gone(c, why, size)) != SG_REASON_NONE)
+		return r;
 	if (c->who.sandbox != NULL && strcmp(c->who.sandbox,
 	    c->tok->sandbox) != 0) {
 		snprintf(why, size, "token of sandbox %s, client of sandbox %s",

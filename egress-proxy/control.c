@@ -77,6 +77,8 @@ static char			*control_grants_taken;
 static char			*control_registry_taken;
 /* 1 while the last save of the grants failed: tried again each second. */
 static int		 control_grants_unsaved;
+static char		*control_registry_removed;	/* .removed */
+static int		 control_registry_unsaved;
 static time_t		 control_grants_unsaved_since;	/* first failure */
 static time_t		 control_grants_failed;		/* last failure */
 static struct control_sbx	*control_sbxs;
@@ -110,8 +112,10 @@ static void	control_taken_retire(char **);
 static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
 static int	control_tomb_add(const struct grant *);
-static void	control_tomb_clear(void);
-static void	control_tomb_create(void);
+static int	control_apart_add(const char *, const char *);
+static void	control_apart_clear(const char *);
+static void	control_apart_create(const char *, const char *);
+static void	control_removed_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
 static int	control_peer_by(struct evhttp_request *, const char *, char *,
@@ -122,6 +126,7 @@ static int	control_grant_read(struct evhttp_request *, json_t *,
 		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static int	control_registry_save(struct proxy *);
+static int	control_registry_apart(const char *, int, time_t);
 static void	control_registry_load(struct proxy *, const char *);
 static void	control_registry_open(struct proxy *, const char *);
 static struct control_sbx *control_sbx_get(const char *, int);
@@ -228,8 +233,8 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	/* Blocks after this cursor are reported apart from those before. */
 	control_cursor = px->block_serial;
 	control_reply(req, 200, control_grants_saved(json_pack("{s:s, s:s?, "
-	    "s:s, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
-	    "health", healthy ? "ok" : "log_unavailable",
+	    "s:s, s:s, s:I, s:I, s:I, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:b, "
+	    "s:b}", "health", healthy ? "ok" : "log_unavailable",
 	    "instance", px->cfg.instance,
 	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
 	    "egress is refused until it has room" : eventlog_error(px->seclog),
@@ -238,6 +243,7 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	    "blocks_seq", (json_int_t)px->block_serial,
 	    "uptime_s", (json_int_t)(time(NULL) - px->started),
 	    "sandboxes", registry_json(px->registry),
+	    "registry_saved", !control_registry_unsaved,
 	    "connections_open", (json_int_t)px->stats.conns_open,
 	    "connections_total", (json_int_t)px->stats.conns_total,
 	    "requests_allowed", (json_int_t)px->stats.requests_allowed,
@@ -332,13 +338,18 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 	    "# HELP sandgate_proxy_grants_unsaved 1 while the grants in "
 	    "force are not saved (a restart would lose the changes since).\n"
 	    "# TYPE sandgate_proxy_grants_unsaved gauge\n"
-	    "sandgate_proxy_grants_unsaved %d\n",
+	    "sandgate_proxy_grants_unsaved %d\n"
+	    "# HELP sandgate_proxy_registry_unsaved 1 while the sandbox "
+	    "registry is not saved (a removal is then kept apart).\n"
+	    "# TYPE sandgate_proxy_registry_unsaved gauge\n"
+	    "sandgate_proxy_registry_unsaved %d\n",
 	    px->stats.upstream_errors, px->stats.upstream_reused,
 	    px->stats.bytes_up, px->stats.bytes_down, px->stats.log_failures,
 	    proxy_log_healthy(px, NULL, NULL),
 	    policy_digest(px->policy->policy),
 	    (long long)px->policy_loaded, px->policy_load_us / 1e6,
-	    registry_count(px->registry), control_grants_unsaved);
+	    registry_count(px->registry), control_grants_unsaved,
+	    control_registry_unsaved);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
@@ -350,6 +361,7 @@ control_register(struct proxy *px, struct evhttp_request *req)
 {
 	json_t		*o = control_body(req);
 	const char	*addr, *sbx, *sets, *cause;
+	int		 saved;
 
 	if (o == NULL)
 		return;
@@ -365,9 +377,11 @@ control_register(struct proxy *px, struct evhttp_request *req)
 	} else {
 		log_info("registered %s as %s (sets \"%s\")", addr, sbx,
 		    sets ? sets : "");
-		control_registry_save(px);
+		registry_gone_clear(px->registry, sbx);
+		saved = control_registry_save(px) == 0;
 		control_identities(px, NULL);
-		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
+		control_reply(req, 200, json_pack("{s:b, s:b}", "ok", 1,
+		    "saved", saved));
 	}
 	json_decref(o);
 }
@@ -378,10 +392,13 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 	json_t		*o = control_body(req);
 	const char	*key;
 	size_t		 n;
+	int		 sandbox, saved, apart = 0;
+	time_t		 now = time(NULL);
 
 	if (o == NULL)
 		return;
 	key = json_string_value(json_object_get(o, "sandbox"));
+	sandbox = key != NULL;
 	if (key == NULL)
 		key = json_string_value(json_object_get(o, "address"));
 	if (key == NULL) {
@@ -389,13 +406,17 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		    "sandbox or address is required"));
 	} else {
 		n = registry_remove(px->registry, key);
-		if (json_object_get(o, "sandbox") != NULL)
+		if (sandbox) {
 			execcred_remove_sandbox(px->execs, key);
-		control_registry_save(px);
-		control_identities(px, json_string_value(json_object_get(o,
-		    "sandbox")));
-		control_reply(req, 200, json_pack("{s:b, s:I}", "ok", 1,
-		    "removed", (json_int_t)n));
+			registry_gone_set(px->registry, key, now);
+		}
+		if (!(saved = control_registry_save(px) == 0))
+			saved = apart = control_registry_apart(key, sandbox,
+			    now) == 0;
+		control_identities(px, sandbox ? key : NULL);
+		control_reply(req, 200, json_pack("{s:b, s:I, s:b, s:b}", "ok",
+		    1, "removed", (json_int_t)n, "saved", saved, "saved_apart",
+		    apart));
 	}
 	json_decref(o);
 }
@@ -503,7 +524,7 @@ control_grants_save(struct proxy *px)
 		bad = 1;
 	control_grants_unsaved = bad || rename(tmp, control_grants_path) == -1;
 	if (!control_grants_unsaved) {
-		control_tomb_clear();
+		control_apart_clear(control_tomb_path);
 		control_taken_retire(&control_grants_taken);
 	}
 	if (control_grants_unsaved) {
@@ -594,61 +615,73 @@ static int
 control_tomb_add(const struct grant *g)
 {
 	char	*line = grants_tomb_line(g, time(NULL));
-	int	 fd, bad;
+	int	 bad = control_apart_add(control_tomb_path, line);
 
-	fd = line == NULL ? -1 : open(control_tomb_path, O_WRONLY | O_APPEND |
-	    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	bad = fd == -1 || write(fd, line, strlen(line)) != (ssize_t)strlen(
-	    line) || fdatasync(fd) == -1;
-	if (fd != -1 && close(fd) == -1)
-		bad = 1;
 	if (bad)
 		log_warn("%s: cannot keep the revoke of %s:%d to %s either: a "
 		    "restart before grants.json is saved would bring it back",
 		    control_tomb_path, g->host, g->port, g->sandbox);
 	free(line);
+	return bad;
+}
+
+/*
+ * line (NULL: out of memory) appended to path, a file kept apart from
+ * one that cannot be saved, and synced. 0, or -1 (errno kept).
+ */
+static int
+control_apart_add(const char *path, const char *line)
+{
+	int	fd, bad;
+
+	fd = line == NULL || path == NULL ? -1 : open(path, O_WRONLY |
+	    O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bad = fd == -1 || write(fd, line, strlen(line)) != (ssize_t)strlen(
+	    line) || fdatasync(fd) == -1;
+	if (fd != -1 && close(fd) == -1)
+		bad = 1;
 	return bad ? -1 : 0;
 }
 
 /*
- * grants.json now holds every revoke: the revokes file is emptied, once
- * the rename that put grants.json in place is on disk (else a crash
- * could leave the old grants.json and no revokes).
+ * The file it stands beside now holds every change: the file kept
+ * apart (path) is emptied, once the rename that put that file in place
+ * is on disk (else a crash could leave the old file and no changes).
  */
 static void
-control_tomb_clear(void)
+control_apart_clear(const char *path)
 {
 	struct stat	 st;
 	char		*dir;
 	int		 fd;
 
-	if (control_tomb_path == NULL || stat(control_tomb_path, &st) ==
-	    -1 || !S_ISREG(st.st_mode) || st.st_size == 0)
+	if (path == NULL || stat(path, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size == 0)
 		return;
-	dir = util_xstrdup(control_tomb_path);
+	dir = util_xstrdup(path);
 	*strrchr(dir, '/') = '\0';
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
 		(void)fsync(fd);
 		close(fd);
 	}
 	free(dir);
-	if (truncate(control_tomb_path, 0) == -1)
-		log_warn("%s: cannot empty it", control_tomb_path);
+	if (truncate(path, 0) == -1)
+		log_warn("%s: cannot empty it", path);
 }
 
 /*
- * Made at start, empty: a revoke can then be kept in it even once the
- * folder takes no new file (made immutable, or out of inodes).
+ * Made at start, empty: a change (what) can then be kept in it even once
+ * the folder takes no new file (made immutable, or out of inodes).
  */
 static void
-control_tomb_create(void)
+control_apart_create(const char *path, const char *what)
 {
 	int	fd;
 
-	if ((fd = open(control_tomb_path, O_WRONLY | O_APPEND | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
-		log_warn("%s: a revoke grants.json cannot take will not be "
-		    "kept", control_tomb_path);
+	if ((fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1)
+		log_warn("%s: %s that cannot be saved will not be kept", path,
+		    what);
 	else
 		close(fd);
 }
@@ -710,7 +743,7 @@ control_grants_open(struct proxy *px, const char *sock)
 	control_grants_path = control_beside(sock, "grants",
 	    px->cfg.instance);
 	util_xasprintf(&control_tomb_path, "%s.revoked", control_grants_path);
-	control_tomb_create();
+	control_apart_create(control_tomb_path, "a revoke");
 	old = control_beside(sock, "grants", NULL);
 	if (strcmp(old, control_grants_path) != 0 &&
 	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
@@ -1145,6 +1178,9 @@ control_grants_tick(struct proxy *px)
 {
 	unsigned	closed;
 
+	/* the registry's save, tried again as the grants' */
+	if (control_registry_unsaved && control_registry_path != NULL)
+		(void)control_registry_save(px);
 	if (px->grants == NULL)
 		return;
 	if (grants_expire(px->grants, grants_clock(), control_expire_cb,
@@ -1189,21 +1225,88 @@ control_reload(struct proxy *px, struct evhttp_request *req)
 static int
 control_registry_save(struct proxy *px)
 {
-	json_t	*arr = registry_json(px->registry);
+	json_t	*arr = json_pack("{s:o?, s:o?}", "sandboxes",
+	    registry_json(px->registry), "unregistered",
+	    registry_gone_json(px->registry));
 	char	*tmp;
-	int	 bad;
+	int	 was = control_registry_unsaved;
 
 	util_xasprintf(&tmp, "%s.%ld.tmp", control_registry_path,
 	    (long)getpid());
-	if ((bad = arr == NULL || json_dump_file(arr, tmp, JSON_COMPACT) ==
-	    -1 || rename(tmp, control_registry_path) == -1))
-		log_warn("cannot save the sandbox registry %s",
-		    control_registry_path);
-	else
+	control_registry_unsaved = arr == NULL || json_dump_file(arr, tmp,
+	    JSON_COMPACT) == -1 || rename(tmp, control_registry_path) == -1;
+	if (!control_registry_unsaved) {
+		control_apart_clear(control_registry_removed);
 		control_taken_retire(&control_registry_taken);
+	}
+	if (control_registry_unsaved && !was)
+		log_warn("cannot save the sandbox registry %s (tried again "
+		    "every second; a removal is kept apart in %s)",
+		    control_registry_path, control_registry_removed);
+	else if (!control_registry_unsaved && was)
+		log_info("the sandbox registry is saved again in %s",
+		    control_registry_path);
 	free(tmp);
 	json_decref(arr);
-	return bad ? -1 : 0;
+	return control_registry_unsaved ? -1 : 0;
+}
+
+/*
+ * An unregister the registry file could not take, kept apart
+ * (registry-NAME.json.removed, synced) so a restart applies it again
+ * (control_removed_load): the removed sandbox must not come back. 0, or
+ * -1 with a warning.
+ */
+static int
+control_registry_apart(const char *key, int sandbox, time_t at)
+{
+	json_t	*o = json_pack("{s:s, s:b, s:I}", "key", key, "sandbox",
+	    sandbox, "at", (json_int_t)at);
+	char	*text = o ? json_dumps(o, JSON_COMPACT) : NULL, *line = NULL;
+	int	 bad;
+
+	if (text != NULL)
+		util_xasprintf(&line, "%s\n", text);
+	if ((bad = control_apart_add(control_registry_removed, line)) == -1)
+		log_warn("%s: cannot keep the unregister of %s either: a "
+		    "restart before the registry is saved would bring it back",
+		    control_registry_removed, key);
+	free(line);
+	free(text);
+	json_decref(o);
+	return bad;
+}
+
+/* At start: the unregisters kept apart, applied again. */
+static void
+control_removed_load(struct proxy *px)
+{
+	json_error_t	 err;
+	json_t		*o;
+	char		*text, *p, *nl;
+	const char	*key;
+	size_t		 len;
+
+	if ((text = control_file_read(control_registry_removed, &len)) ==
+	    NULL)
+		return;
+	for (p = text; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		*nl = '\0';
+		if ((o = json_loads(p, 0, &err)) == NULL ||
+		    (key = json_string_value(json_object_get(o, "key"))) ==
+		    NULL) {
+			json_decref(o);
+			continue;
+		}
+		registry_remove(px->registry, key);
+		if (json_is_true(json_object_get(o, "sandbox")))
+			registry_gone_set(px->registry, key, (time_t)
+			    json_integer_value(json_object_get(o, "at")));
+		log_info("%s: %s stays unregistered", control_registry_removed,
+		    key);
+		json_decref(o);
+	}
+	free(text);
 }
 
 /*
@@ -1223,8 +1326,12 @@ control_registry_open(struct proxy *px, const char *sock)
 	if (strcmp(old, control_registry_path) != 0 &&
 	    access(control_registry_path, F_OK) == -1 && errno == ENOENT)
 		control_registry_taken = control_take(old, px->cfg.instance);
+	util_xasprintf(&control_registry_removed, "%s.removed",
+	    control_registry_path);
+	control_apart_create(control_registry_removed, "an unregister");
 	control_registry_load(px, control_registry_taken ?
 	    control_registry_taken : control_registry_path);
+	control_removed_load(px);
 	/* Retired by the first good save, now or at a later change. */
 	if (control_registry_taken != NULL)
 		(void)control_registry_save(px);
@@ -1235,17 +1342,21 @@ static void
 control_registry_load(struct proxy *px, const char *path)
 {
 	json_error_t	 err;
-	json_t		*arr, *e, *sets, *v;
+	json_t		*top, *arr, *e, *sets, *v;
 	const char	*cause;
 	char		*csv, *tmp;
 	size_t		 i, j, n = 0;
 
-	if ((arr = json_load_file(path, 0, &err)) == NULL) {
+	if ((top = json_load_file(path, 0, &err)) == NULL) {
 		if (access(path, F_OK) == 0)
 			log_warnx("%s: %s; starting with no sandboxes", path,
 			    err.text);
 		return;
 	}
+	/* an older proxy's file is the array of sandboxes alone */
+	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
+	registry_gone_load(px->registry, json_object_get(top,
+	    "unregistered"));
 	json_array_foreach(arr, i, e) {
 		csv = util_xstrdup("");
 		sets = json_object_get(e, "sets");
@@ -1267,7 +1378,7 @@ control_registry_load(struct proxy *px, const char *path)
 			    i, cause);
 		free(csv);
 	}
-	json_decref(arr);
+	json_decref(top);
 	log_info("%zu sandboxes registered again from %s", n,
 	    path);
 }

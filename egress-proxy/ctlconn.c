@@ -38,10 +38,12 @@ struct ctlconn {
 	char				 line[CTLCONN_LINE_MAX];
 	size_t				 len;
 	int				 overlong;
+	int				 started;	/* checked: counted */
+	int				 tok_waiting;	/* its unread head has it */
 };
 
 static struct ctlconn	*ctlconn_list;
-static size_t		 ctlconn_n;
+static size_t		 ctlconn_n;	/* started ones: ctlconn_start */
 
 static void	ctlconn_release(struct ctlconn *);
 static void	ctlconn_closed(struct evhttp_connection *, void *);
@@ -49,6 +51,9 @@ static void	ctlconn_start(evutil_socket_t, short, void *);
 static void	ctlconn_expire(evutil_socket_t, short, void *);
 static int	ctlconn_alive(struct ctlconn *);
 static int	ctlconn_evict(struct ctlconn *);
+static struct ctlconn *ctlconn_victim(struct ctlconn *);
+static int	ctlconn_has_token(struct ctlconn *);
+static const char *ctlconn_value(const char *, const char *);
 static int	ctlconn_arriving(struct ctlconn *);
 static size_t	*ctlconn_tally(const struct ctlconn *, const char **,
 		    size_t *);
@@ -86,7 +91,6 @@ ctlconn_new(struct event_base *base, SSL_CTX *tls, struct proxy *px,
 	evbuffer_add_cb(bufferevent_get_input(bev), ctlconn_read, c);
 	c->next = ctlconn_list;
 	ctlconn_list = c;
-	ctlconn_n++;
 	/* evhttp sets the connection up once this returns: then look. */
 	event_active(c->start, EV_TIMEOUT, 1);
 	return bev;
@@ -100,7 +104,8 @@ ctlconn_release(struct ctlconn *c)
 	for (pp = &ctlconn_list; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
-			ctlconn_n--;
+			if (c->started)
+				ctlconn_n--;
 			break;
 		}
 	}
@@ -196,17 +201,51 @@ ctlconn_tally(const struct ctlconn *o, const char *addrs[], size_t *counts)
 }
 
 /*
- * At the cap, an unauthenticated connection is closed to make room for
- * c, which may be the controller's: idle clients re-opening as they are
- * cut would otherwise hold every slot. The victim is one whose client
- * is not sending (ctlconn_arriving) if any, then one of the address
- * holding the most unauthenticated connections, then the oldest (the
- * list is newest first): a flood from a few addresses evicts its own,
- * not the controller's connection whose request is arriving. 0, or -1
- * when every other one is authenticated (c is then refused).
+ * Whether o's request carries the token already: the field was read
+ * (head_tok), or, in plain HTTP, an Authorization line with the token
+ * waits in the socket unread (the controller's connection accepted in
+ * a batch with a flood is read after the flood's have started).
  */
 static int
-ctlconn_evict(struct ctlconn *c)
+ctlconn_has_token(struct ctlconn *o)
+{
+	char		 buf[CTLCONN_PEEK_MAX + CTLCONN_LINE_MAX + 1];
+	char		*p, *nl;
+	const char	*v;
+	ssize_t		 got;
+	evutil_socket_t	 fd;
+
+	if (o->head_tok || o->tok_waiting)
+		return o->tok_waiting = 1;
+	if (o->stop || o->overlong ||
+	    bufferevent_openssl_get_ssl(o->bev) != NULL ||
+	    (fd = bufferevent_getfd(o->bev)) == -1)
+		return 0;
+	memcpy(buf, o->line, o->len);	/* the line read in part */
+	got = recv(fd, buf + o->len, CTLCONN_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
+	if (got <= 0)
+		return 0;
+	buf[o->len + got] = '\0';
+	for (p = buf; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		*nl = '\0';
+		if (nl > p && nl[-1] == '\r')
+			nl[-1] = '\0';
+		if ((v = ctlconn_value(p, "Authorization:")) != NULL &&
+		    ctltcp_authorized(v))
+			return o->tok_waiting = 1;
+	}
+	return 0;
+}
+
+/*
+ * The connection to close for c at the cap, among the unauthenticated
+ * ones that have started: one whose client is not sending
+ * (ctlconn_arriving) if any, then one of the address holding the most
+ * unauthenticated connections, then the oldest (the list is newest
+ * first). NULL when there is none.
+ */
+static struct ctlconn *
+ctlconn_victim(struct ctlconn *c)
 {
 	const char	*addrs[CTLCONN_MAX * 2] = { NULL };
 	size_t		 counts[CTLCONN_MAX * 2] = { 0 };
@@ -217,7 +256,7 @@ ctlconn_evict(struct ctlconn *c)
 		if (o != c && !o->authed && o->evcon != NULL)
 			(*ctlconn_tally(o, addrs, counts))++;
 	for (o = ctlconn_list; o != NULL; o = o->next) {
-		if (o == c || o->authed || o->evcon == NULL)
+		if (o == c || o->authed || o->tok_waiting || o->evcon == NULL)
 			continue;
 		/* later (older) ones win ties: >= */
 		rank = (ctlconn_arriving(o) ? 0 : CTLCONN_MAX * 4) +
@@ -227,6 +266,24 @@ ctlconn_evict(struct ctlconn *c)
 			old = o;
 		}
 	}
+	return old;
+}
+
+/*
+ * At the cap, an unauthenticated connection is closed to make room for
+ * c, which may be the controller's: idle clients re-opening as they are
+ * cut would otherwise hold every slot. A flood evicts its own
+ * (ctlconn_victim), and never a connection whose request carries the
+ * token, read or waiting (ctlconn_has_token). 0, or -1 when every other
+ * one has the token (c is then refused).
+ */
+static int
+ctlconn_evict(struct ctlconn *c)
+{
+	struct ctlconn	*old;
+
+	while ((old = ctlconn_victim(c)) != NULL && ctlconn_has_token(old))
+		;	/* marked tok_waiting: the next one */
 	if (old == NULL)
 		return -1;
 	if (ctlconn_alive(old))
@@ -261,6 +318,9 @@ ctlconn_start(evutil_socket_t fd, short what, void *arg)
 		evhttp_connection_free(c->evcon);	/* ctlconn_closed */
 		return;
 	}
+	/* Counted once checked: a batch's others have not started yet. */
+	c->started = 1;
+	ctlconn_n++;
 	if (ctlconn_n > CTLCONN_MAX && ctlconn_evict(c) == 0)
 		log_debug("control API: at %d connections, the oldest that "
 		    "sent no token was closed for %s:%d", CTLCONN_MAX,
@@ -374,18 +434,28 @@ ctlconn_line(struct ctlconn *c)
 		return;
 	}
 	c->head_lines++;
-	if (c->overlong || (v = strchr(c->line, ':')) == NULL)
+	if (c->overlong)
 		return;
-	for (v++; *v == ' ' || *v == '\t'; v++)
-		;
-	if (strncasecmp(c->line, "Authorization:", 14) == 0) {
+	if ((v = ctlconn_value(c->line, "Authorization:")) != NULL) {
 		c->head_auth = 1;
 		c->head_tok = ctltcp_authorized(v);
-	}
-	else if (strncasecmp(c->line, "Transfer-Encoding:", 18) == 0 ||
-	    (strncasecmp(c->line, "Content-Length:", 15) == 0 &&
+	} else if (ctlconn_value(c->line, "Transfer-Encoding:") != NULL ||
+	    ((v = ctlconn_value(c->line, "Content-Length:")) != NULL &&
 	    strspn(v, "0") != strlen(v)))
 		c->head_body = 1;
+}
+
+/* The value of a head line that is the field name ("Name:"), or NULL. */
+static const char *
+ctlconn_value(const char *line, const char *name)
+{
+	size_t	n = strlen(name);
+
+	if (strncasecmp(line, name, n) != 0)
+		return NULL;
+	for (line += n; *line == ' ' || *line == '\t'; line++)
+		;
+	return line;
 }
 
 /*

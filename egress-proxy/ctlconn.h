@@ -29,6 +29,7 @@ struct proxy;
 #define CTLCONN_MAX		128
 #define CTLCONN_PER_ADDR	32
 #define CTLCONN_LINE_MAX	(CTLTCP_TOKEN_MAX + 64)	/* a head line kept */
+#define CTLCONN_PEEK_MAX	4096	/* unread head looked at, eviction */
 
 /*
  * The bufferevent of a new connection (evhttp_set_bevcb), TLS with tls

@@ -356,7 +356,7 @@ ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
 		    "ADDR:PORT or [IPv6]:PORT)", spec);
 	l = evconnlistener_new_bind(px->base, NULL, NULL,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-	    64, (struct sockaddr *)&ss, len);
+	    CTLTCP_BACKLOG, (struct sockaddr *)&ss, len);
 	if (l == NULL)
 		return util_cause(cause, "cannot listen on %s: %s", spec,
 		    strerror(errno));

@@ -33,6 +33,7 @@ struct proxy;
 #define CTLTCP_TOKEN_MAX	1024
 #define CTLTCP_HEADERS_MAX	8192
 #define CTLTCP_TIMEOUT_S	10
+#define CTLTCP_BACKLOG		4096	/* listen(): SYNs queue, not drop */
 #define CTLTCP_REFUSED_BURST	20	/* control.unauthorized lines ... */
 #define CTLTCP_REFUSED_WINDOW_S	10	/* ... per window; the rest counted */
 

@@ -10,6 +10,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "registry.h"
+#include "token.h"
 
 struct registry_entry {
 	struct registry_entry	*next;
@@ -26,6 +27,7 @@ struct registry_entry {
 struct registry {
 	struct registry_entry	*head;
 	size_t			 n;
+	json_t			*gone;	/* {sandbox: unregistered at} */
 };
 
 static void	registry_entry_unref(struct registry_entry *);
@@ -63,7 +65,59 @@ registry_free(struct registry *r)
 		e->listed = 0;
 		registry_entry_unref(e);
 	}
+	json_decref(r->gone);
 	free(r);
+}
+
+/*
+ * A sandbox unregistered at t: tokens issued for it until then are
+ * refused (conn_token). Kept as long as any such token could hold.
+ */
+void
+registry_gone_set(struct registry *r, const char *sandbox, time_t t)
+{
+	const char	*k;
+	json_t		*v;
+	void		*tmp;
+
+	if (r->gone == NULL && (r->gone = json_object()) == NULL)
+		return;
+	json_object_foreach_safe(r->gone, tmp, k, v)
+		if (json_integer_value(v) + TOKEN_TTL_MAX + TOKEN_SKEW < t)
+			json_object_del(r->gone, k);
+	json_object_set_new(r->gone, sandbox, json_integer(t));
+}
+
+void
+registry_gone_clear(struct registry *r, const char *sandbox)
+{
+	if (r->gone != NULL)
+		json_object_del(r->gone, sandbox);
+}
+
+time_t
+registry_gone_at(const struct registry *r, const char *sandbox)
+{
+	return r->gone == NULL ? 0 :
+	    (time_t)json_integer_value(json_object_get(r->gone, sandbox));
+}
+
+json_t *
+registry_gone_json(const struct registry *r)
+{
+	return r->gone != NULL ? json_deep_copy(r->gone) : json_object();
+}
+
+void
+registry_gone_load(struct registry *r, json_t *o)
+{
+	const char	*k;
+	json_t		*v;
+
+	json_object_foreach(o, k, v)
+		if (json_is_integer(v) && registry_gone_at(r, k) <
+		    (time_t)json_integer_value(v))
+			registry_gone_set(r, k, (time_t)json_integer_value(v));
 }
 
 /*

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include <stddef.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -55,5 +56,19 @@ void		 registry_client_release(struct proxy_client *);
  * reference.
  */
 json_t		*registry_json(const struct registry *);
+
+/*
+ * Sandboxes unregistered (POST /unregister by sandbox), with the time:
+ * a token of the sandbox issued at or before it is refused
+ * (token_sandbox_gone); a /register of the sandbox forgets it. Entries
+ * go once no token issued before them can hold (TOKEN_TTL_MAX). The
+ * json is {"sandbox": time, ...}, a new reference; load merges one.
+ */
+void		 registry_gone_set(struct registry *, const char *sandbox,
+		    time_t);
+void		 registry_gone_clear(struct registry *, const char *sandbox);
+time_t		 registry_gone_at(const struct registry *, const char *sandbox);
+json_t		*registry_gone_json(const struct registry *);
+void		 registry_gone_load(struct registry *, json_t *);
 
 #endif

@@ -43,6 +43,7 @@ static const char *const reason_codes[SG_REASON_MAX] = {
 	[SG_REASON_TOKEN_OTHER_SANDBOX] = "token_other_sandbox",
 	[SG_REASON_CLIENT_TLS] = "client_tls_failed",
 	[SG_REASON_TOKEN_RUN_ENDED] = "token_run_ended",
+	[SG_REASON_TOKEN_SANDBOX_GONE] = "token_sandbox_gone",
 };
 
 /*
@@ -105,7 +106,8 @@ reason_is_token(enum sg_reason r)
 {
 	return (r >= SG_REASON_TOKEN_MALFORMED &&
 	    r <= SG_REASON_TOKEN_OTHER_SANDBOX) ||
-	    r == SG_REASON_TOKEN_RUN_ENDED;
+	    r == SG_REASON_TOKEN_RUN_ENDED ||
+	    r == SG_REASON_TOKEN_SANDBOX_GONE;
 }
 
 int

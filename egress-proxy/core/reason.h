@@ -46,6 +46,8 @@ enum sg_reason {
 					   handshake with the proxy failed */
 	SG_REASON_TOKEN_RUN_ENDED,	/* from an unregistered address, names
 					   a run not running here */
+	SG_REASON_TOKEN_SANDBOX_GONE,	/* issued before its sandbox was
+					   unregistered */
 	SG_REASON_MAX
 };
 

@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -185,7 +186,7 @@ class Auth(unittest.TestCase):
         tok = W["token"]
         status, body, _ = tcp("POST", "/register", tok, {
             "address": "127.0.0.7", "sandbox": SBX, "sets": "test"})
-        self.assertEqual((status, body), (200, {"ok": True}))
+        self.assertEqual((status, body), (200, {"ok": True, "saved": True}))
         try:
             status, st_tcp, _ = tcp("GET", "/status", tok)
             self.assertEqual(status, 200)
@@ -724,6 +725,75 @@ class Guard(unittest.TestCase):
             for s in socks:
                 s.close()
         time.sleep(0.5)
+
+    def bound(self, addr, head=b""):
+        s = socket.socket()
+        s.settimeout(5)
+        s.bind((addr, 0))
+        s.connect(("127.0.0.1", self.port))
+        if head:
+            s.sendall(head)
+        return s
+
+    def batch(self, held, after):
+        """held connections open (and read) at the cap; the proxy
+        stopped; the controller's connection sends its whole request;
+        after() opens more; the proxy goes on and takes them all in one
+        batch. The first line of the controller's answer."""
+        socks = held
+        try:
+            time.sleep(0.5)
+            os.kill(self.p.pid, signal.SIGSTOP)
+            try:
+                ctl = self.bound("127.0.0.1", (
+                    "GET /status HTTP/1.1\r\nHost: ctl\r\nAuthorization: "
+                    "Bearer %s\r\nConnection: close\r\n\r\n" %
+                    W["token"]).encode())
+                socks.append(ctl)
+                socks += after()
+            finally:
+                os.kill(self.p.pid, signal.SIGCONT)
+            data = proxylib.recv_until(ctl, b"\r\n")
+            return data.split(b"\r\n")[0].decode() if data else \
+                "closed unanswered"
+        finally:
+            for s in socks:
+                s.close()
+            time.sleep(0.5)
+
+    def test_batch_at_the_cap_admits_the_controller(self):
+        """atk1921e F2: a batch's connections were counted before any was
+        checked, so at the cap the controller's (its request waiting)
+        evicted an idle one and was refused anyway when one more was
+        accepted after it. Only checked connections count now."""
+        line = self.batch(self.idle_flood(50), lambda: [
+            self.bound("127.0.0.60")])
+        self.assertEqual(line, "HTTP/1.1 200 OK")
+
+    def test_waiting_token_is_never_the_victim(self):
+        """atk1921e F2: 128 flood connections sending heads from 128
+        addresses at the cap, 128 more queued after the controller's:
+        each new one evicts the oldest sending one, the controller's
+        (its request not read yet) once the older are gone. Its waiting
+        head carries the token: never the victim. (The listen backlog,
+        64 before, must hold the 129 queued.)"""
+        head = b"GET /healthz HTTP/1.1\r\n"
+        line = self.batch(
+            [self.bound("127.0.1.%d" % i, head) for i in range(1, 129)],
+            lambda: [self.bound("127.0.2.%d" % i, head)
+                     for i in range(1, 129)])
+        self.assertEqual(line, "HTTP/1.1 200 OK")
+
+    def test_control_listener_backlog(self):
+        """atk1921e F2: the control listener's accept queue was 64 deep,
+        so a flood dropped the controller's SYNs; now SOMAXCONN-sized."""
+        if shutil.which("ss") is None:
+            self.skipTest("no ss")
+        with open("/proc/sys/net/core/somaxconn") as f:
+            somax = int(f.read())
+        out = subprocess.run(["ss", "-ltnH", "sport = :%d" % self.port],
+                             capture_output=True, text=True).stdout
+        self.assertEqual(int(out.split()[2]), min(somax, 4096), out)
 
 
 # ------------------------------------------------------- ConfigMap swap

@@ -460,13 +460,83 @@ class SaveBlocked(proxylib.Proxy):
     the shell it is exec'd from (so under its pid) before it starts."""
 
     blocked = True
+    own = "grants-r1.json"
 
     def argv(self):
-        own = os.path.join(self.sock_dir, "grants-r1.json")
+        own = os.path.join(self.sock_dir, self.own)
         if not self.blocked:
             return super().argv()
         return ["sh", "-c", 'mkdir "$0.$$.tmp" && exec "$@"', own] + \
             super().argv()
+
+
+class RegistrySaveBlocked(SaveBlocked):
+    """SaveBlocked, for the saves of registry-r1.json."""
+
+    own = "registry-r1.json"
+
+
+class RegistryApart(unittest.TestCase):
+    """atk1921e F3: an /unregister whose registry save failed answered
+    ok with no saved flag, was never tried again nor shown in /status,
+    and a restart brought the removed sandbox back. Now, as the grants:
+    saved:false unless kept apart (registry-r1.json.removed, which the
+    next start applies), registry_saved in /status, and the save tried
+    again every second."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="regapart-", dir=W["dir"])
+        self.sock = os.path.join(self.dir, "r1.sock")
+        with open(os.path.join(self.dir, "registry-r1.json"), "w") as f:
+            json.dump([{"address": "127.0.0.5", "sandbox": "sbx_gone",
+                        "sets": ["test"]}], f)
+        p = RegistrySaveBlocked(self.dir, W["up"], name="p", extra_args=[
+            "--instance", "r1", "--control-socket", self.sock])
+        p.sock_dir = self.dir
+        self.addCleanup(p.stop)   # not in W["proxies"]: Replicas' own
+        self.p = p.start()
+        proxylib.wait_unix_socket(self.sock)
+
+    def status(self):
+        status, body = proxylib.control(self.sock, "GET", "/status")
+        self.assertEqual(status, 200, body)
+        return body
+
+    def unblock(self):
+        for f in os.listdir(self.dir):
+            if f.endswith(".tmp"):
+                os.rmdir(os.path.join(self.dir, f))
+
+    def unregister_apart(self):
+        self.assertEqual([e["sandbox"] for e in self.status()["sandboxes"]],
+                         ["sbx_gone"])
+        status, body = proxylib.control(self.sock, "POST", "/unregister",
+                                        {"sandbox": "sbx_gone"})
+        self.assertEqual((status, body.get("saved"), body.get("saved_apart")),
+                         (200, True, True), body)
+        self.assertIs(self.status().get("registry_saved"), False)
+
+    def test_unregister_kept_apart_survives_the_restart(self):
+        self.unregister_apart()
+        self.p.stop()
+        self.unblock()
+        self.p.blocked = False
+        self.p.start()
+        proxylib.wait_unix_socket(self.sock)
+        self.assertEqual(self.status()["sandboxes"], [])
+
+    def test_save_tried_again(self):
+        self.unregister_apart()
+        self.unblock()
+        deadline = time.monotonic() + 20
+        while not self.status().get("registry_saved") and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertIs(self.status().get("registry_saved"), True)
+        self.assertEqual(os.path.getsize(os.path.join(
+            self.dir, "registry-r1.json.removed")), 0)
+        with open(os.path.join(self.dir, "registry-r1.json")) as f:
+            self.assertEqual(json.load(f)["sandboxes"], [])
 
 
 class TakenRevokes(unittest.TestCase):

@@ -328,6 +328,34 @@ class TokenTest(unittest.TestCase):
         status, body = get(W["any"], token(W["key"], "sbx_e"))
         self.assertEqual(status, 200, body)
 
+    def test_unregistered_sandbox_token_is_refused(self):
+        """atk1921e F1: /unregister closed a runless token's connections
+        but the same token reconnected at once as the removed sandbox
+        until it expired. A token issued at or before the unregister is
+        now refused (token_sandbox_gone), also after a restart; one
+        issued after it, or any once the sandbox registers again,
+        passes."""
+        old = token(W["key"], "sbx_u", issued=int(time.time()) - 5)
+        status, body = get(W["any"], old)
+        self.assertEqual(status, 200, body)
+        st, body = proxylib.control(W["sock"], "POST", "/unregister",
+                                    {"sandbox": "sbx_u"})
+        self.assertEqual(st, 200, body)
+        ev = self.blocked(W["any"], old, "token_sandbox_gone")
+        self.assertIn("sandbox sbx_u", ev["message"])
+        W["any"].stop()
+        W["any"].start()
+        proxylib.wait_unix_socket(W["sock"])
+        self.blocked(W["any"], old, "token_sandbox_gone")
+        status, body = get(W["any"], token(
+            W["key"], "sbx_u", issued=int(time.time()) + 2))
+        self.assertEqual(status, 200, body)
+        st, body = proxylib.control(W["sock"], "POST", "/register", {
+            "address": "127.0.0.77", "sandbox": "sbx_u", "sets": "test"})
+        self.assertEqual(st, 200, body)
+        status, body = get(W["any"], old)
+        self.assertEqual(status, 200, body)
+
     def test_source_bound_without_any_source_flag(self):
         ev = self.blocked(W["bound"], token(W["key"], "sbx_a"),
                           "token_other_sandbox")

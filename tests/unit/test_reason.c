@@ -35,7 +35,7 @@ test_codes_stable(void **state)
 	    "upstream_unreachable", "credential_missing",
 	    "termination_unavailable", "denied", "token_malformed",
 	    "token_forged", "token_expired", "token_other_sandbox",
-	    "client_tls_failed", "token_run_ended" };
+	    "client_tls_failed", "token_run_ended", "token_sandbox_gone" };
 	size_t	i;
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), SG_REASON_MAX);
