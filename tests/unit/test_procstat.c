@@ -25,6 +25,7 @@
 
 #include "procstat.h"
 #include "sandbox.h"
+#include "util.h"
 
 /* Fields 3 to 22 after the name; start time 4242, ppid 7. */
 #define TAIL	" S 7 1 1 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 4242 " \
@@ -427,7 +428,7 @@ test_zleader(void **state)
 static void
 test_fresh_mark_long_owner(void **state)
 {
-	char		 tmpl[] = "/tmp/sgtest-mark.XXXXXX", path[4096];
+	char		 tmpl[] = "/tmp/sgtest-mark." UTIL_MKTEMP_SUFFIX, path[4096];
 	char		*cause = NULL;
 	struct dirent	*de;
 	DIR		*dir;
