@@ -1118,3 +1118,25 @@ def full_lines_args():
     if "--block-burst" not in r.stdout:
         return []
     return ["--block-burst", "10000000", "--block-budget", "10000000"]
+
+
+def never_reading_upstream(rcvbuf=None, backlog=8):
+    """A listener on loopback that accepts and never reads nor closes
+    (with rcvbuf, that receive buffer): the socket and the accepted
+    ones, to close."""
+    srv = socket.socket()
+    if rcvbuf is not None:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(backlog)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            held.append(c)
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, held

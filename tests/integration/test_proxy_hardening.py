@@ -2968,20 +2968,7 @@ class R8TunnelHead(Case):
         proxy shut its input; an upstream that holds its socket open
         kept the slot until --head-timeout + 10 s and the client never
         saw the 408. The refusal no longer waits for the upstream."""
-        srv = socket.socket()
-        srv.bind(("127.0.0.1", 0))
-        srv.listen(8)
-        held = []
-
-        def hold():
-            while True:
-                try:
-                    conn, _ = srv.accept()
-                except OSError:
-                    return
-                held.append(conn)     # read nothing, close nothing
-
-        threading.Thread(target=hold, daemon=True).start()
+        srv, held = proxylib.never_reading_upstream()
         p = start_proxy("r8-head-hold", flood=srv.getsockname()[1],
                         extra_args=["--head-timeout", str(self.HEAD),
                                     "--idle-timeout", "30"])
@@ -3018,26 +3005,6 @@ def main():
 
 # ------------------------------- round 11: what atk15r11 found
 
-def never_reading_upstream():
-    """A listener that accepts and never reads (a small receive buffer):
-    the socket and the accepted ones, to close."""
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    held = []
-
-    def serve():
-        while True:
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                return
-            held.append(c)
-    threading.Thread(target=serve, daemon=True).start()
-    return srv, held
-
-
 class K01TinySegments(Case):
     """A request body sent in 1-byte TCP segments to an upstream that
     does not read: every read of the client made an evbuffer chain of
@@ -3060,7 +3027,7 @@ class K01TinySegments(Case):
         return sent
 
     def test_one_byte_segments_held_in_bytes(self):
-        srv, held = never_reading_upstream()
+        srv, held = proxylib.never_reading_upstream(rcvbuf=4096, backlog=16)
         port = srv.getsockname()[1]
         p = start_proxy("tiny-segments", flood=port)
         s = socket.socket()
