@@ -25,6 +25,7 @@
 
 #define DOCKER_DEFAULT_SOCK	"/var/run/docker.sock"
 #define DOCKER_CTL_TIMEOUT	300L	/* seconds, one JSON request */
+#define DOCKER_LATE_MS		500L	/* one request past a deadline */
 
 struct docker_buf {
 	char	*data;
@@ -53,6 +54,8 @@ struct docker {
 	int			 sstop;
 	int			 spaused;	/* held back by scb->ready */
 	int			 swaitfd;	/* what it waits on, or -1 */
+	/* docker_deadline(): control requests end by this time (µs), or 0 */
+	uint64_t		 until;
 	/* the freeze lock held between a pause and its unpause */
 	int			 lockfd;
 	char			 lockid[DOCKER_ID_MAX + 1];
@@ -68,6 +71,7 @@ static const int		docker_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 static int	docker_sock_path(char *, size_t, char **);
 static void	docker_unreachable(struct docker *, CURLcode, char **);
 static int	docker_negotiate(struct docker *, char **);
+static long	docker_timeout_ms(const struct docker *);
 static size_t	docker_write_cb(char *, size_t, size_t, void *);
 static size_t	docker_header_cb(char *, size_t, size_t, void *);
 static size_t	docker_stream_write_cb(char *, size_t, size_t, void *);
@@ -143,7 +147,6 @@ docker_new(char **cause)
 	}
 	curl_easy_setopt(d->ctl, CURLOPT_WRITEFUNCTION, docker_write_cb);
 	curl_easy_setopt(d->ctl, CURLOPT_WRITEDATA, d);
-	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT, DOCKER_CTL_TIMEOUT);
 	curl_easy_setopt(d->ctl, CURLOPT_HEADERFUNCTION, docker_header_cb);
 	curl_easy_setopt(d->ctl, CURLOPT_HEADERDATA, d);
 	curl_easy_setopt(d->stream, CURLOPT_WRITEFUNCTION,
@@ -342,6 +345,7 @@ docker_run_ctl(struct docker *d)
 	free(d->resp.data);
 	memset(&d->resp, 0, sizeof(d->resp));
 	d->ctl_done = 0;
+	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT_MS, docker_timeout_ms(d));
 	if (curl_multi_add_handle(d->multi, d->ctl) != CURLM_OK)
 		return CURLE_FAILED_INIT;
 	for (;;) {
@@ -353,6 +357,35 @@ docker_run_ctl(struct docker *d)
 	}
 	curl_multi_remove_handle(d->multi, d->ctl);
 	return d->ctl_result;
+}
+
+void
+docker_deadline(struct docker *d, uint64_t until_us)
+{
+	d->until = until_us;
+}
+
+uint64_t
+docker_deadline_within(struct docker *d, uint64_t ms)
+{
+	uint64_t	saved = d->until, until = util_now_us() + ms * 1000;
+
+	if (saved == 0 || until < saved)
+		d->until = until;
+	return saved;
+}
+
+/* What one control request may take: to the deadline, if one is set. */
+static long
+docker_timeout_ms(const struct docker *d)
+{
+	uint64_t	now = util_now_us();
+
+	if (d->until == 0)
+		return DOCKER_CTL_TIMEOUT * 1000L;
+	if (d->until < now + DOCKER_LATE_MS * 1000)
+		return DOCKER_LATE_MS;
+	return (long)((d->until - now) / 1000);
 }
 
 int
@@ -838,17 +871,18 @@ int
 docker_exec_start_detached(struct docker *d, const char *id, long timeout_ms,
     char **cause)
 {
-	char	 path[256];
-	json_t	*body;
-	int	 rv;
+	char		 path[256];
+	json_t		*body;
+	uint64_t	 saved;
+	int		 rv;
 
 	snprintf(path, sizeof(path), "/exec/%s/start", id);
 	body = json_pack("{s:b, s:b}", "Detach", 1, "Tty", 0);
 	/* the start waits for the runtime, which may hang (gVisor at its
 	 * host process limit): bounded by the caller */
-	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	saved = docker_deadline_within(d, (uint64_t)timeout_ms);
 	rv = docker_simple(d, "POST", path, body, 0, NULL, cause);
-	curl_easy_setopt(d->ctl, CURLOPT_TIMEOUT, DOCKER_CTL_TIMEOUT);
+	docker_deadline(d, saved);
 	json_decref(body);
 	return rv;
 }

@@ -140,6 +140,18 @@ int	docker_network_remove(struct docker *, const char *name,
 int	docker_container_ip(struct docker *, const char *container,
 	    const char *network, char *buf, size_t size, char **cause);
 
+/*
+ * Control requests from now on end by until_us (util_now_us()'s clock),
+ * each still given DOCKER_LATE_MS when it is past; 0: each request gets
+ * the default bound (300 s). A wall-clock bound on a caller's Docker
+ * work: the runtime may hang (gVisor at its host process limit), and
+ * dockerd's answers with it.
+ */
+void		docker_deadline(struct docker *, uint64_t until_us);
+/* The deadline brought within ms from now (kept when sooner); returns
+ * the one before, for docker_deadline() to restore. */
+uint64_t	docker_deadline_within(struct docker *, uint64_t ms);
+
 /* Exec: create (spec as in POST /containers/{id}/exec), inspect. */
 int	docker_exec_create(struct docker *, const char *cid, json_t *spec,
 	    char **id, char **cause);

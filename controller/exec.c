@@ -559,6 +559,7 @@ exec_kill_inside(struct exec_state *st, char **cause)
 	char			*eid = NULL, name[STATE_ID_LEN + 1], user[48];
 	const char		*run_id = st->o->run_id;
 	uint64_t		 end = util_now_us() + EXEC_REAP_WAIT_MS * 1000ull;
+	uint64_t		 saved;
 	int			 n = 0, rv = -1;
 
 	memset(&ei, 0, sizeof(ei));
@@ -577,6 +578,7 @@ exec_kill_inside(struct exec_state *st, char **cause)
 		closedir(dir);
 	}
 	exec_user(st->o, user, sizeof(user));
+	saved = docker_deadline_within(st->d, EXEC_REAP_WAIT_MS);
 	spec = json_pack("{s:b, s:b, s:b, s:b, s:o, s:s}", "AttachStdin", 0,
 	    "AttachStdout", 0, "AttachStderr", 0, "Tty", 0, "Cmd", cmd,
 	    "User", user);
@@ -608,9 +610,34 @@ exec_kill_inside(struct exec_state *st, char **cause)
 	else
 		rv = ei.exit_code;
 out:
+	docker_deadline(st->d, saved);
 	json_decref(spec);
 	free(eid);
 	return rv;
+}
+
+/*
+ * gVisor, when the kill inside could not finish (its runtime may hang
+ * with the host process limit full, and dockerd's answers with it): the
+ * wall-clock bound is kept from outside, by SIGKILL to every host
+ * process of the container's cgroup, which ends the whole sandbox as its
+ * memory limit would. 0 when its init is gone, -1 otherwise.
+ */
+static int
+exec_kill_sandbox(struct exec_state *st)
+{
+	int	*procs = NULL;
+	size_t	 n = 0, i;
+
+	if (cgroup_procs(&st->cg, &procs, &n) == -1)
+		return -1;
+	for (i = 0; i < n; i++)
+		(void)kill(procs[i], SIGKILL);
+	free(procs);
+	if (!exec_init_gone(st, EXEC_GONE_MS))
+		return -1;
+	st->res->sandbox_killed = 1;
+	return 0;
 }
 
 /*
@@ -692,8 +719,15 @@ exec_kill(struct exec_state *st, char **cause)
 	int	 killed = 0, frozen, n;
 	size_t	 left;
 
-	if (st->o->inside)
-		return exec_kill_inside(st, cause);
+	if (st->o->inside) {
+		if ((n = exec_kill_inside(st, cause)) == -1 &&
+		    exec_kill_sandbox(st) == 0) {
+			free(*cause);
+			*cause = NULL;
+			n = 0;
+		}
+		return n;
+	}
 	if (st->cg.pids[0] == '\0' && st->cg.mem[0] == '\0') {
 		util_cause(cause, "cannot find the cgroup of container "
 		    "init %d", st->pid);
@@ -1092,6 +1126,9 @@ exec_stop(struct exec_state *st, int sig)
 	} else
 		st->res->killed += n;
 	st->grace = util_now_us() + EXEC_KILL_GRACE_US;
+	/* what is left to ask Docker after the grace is bounded too */
+	docker_deadline(st->d, st->grace +
+	    (EXEC_DIED_WAIT_MS + EXEC_GONE_MS) * 1000ull);
 }
 
 /* 1 when pid is in the exec's own set. */
@@ -1318,23 +1355,27 @@ exec_died(struct exec_state *st)
 {
 	struct docker_cinfo	 ci;
 	char			*cause = NULL;
+	uint64_t		 saved;
 	int			 waited;
 
 	st->res->container_died = 1;
+	saved = docker_deadline_within(st->d, EXEC_DIED_WAIT_MS +
+	    EXEC_GONE_MS);
 	for (waited = 0;; waited += EXEC_DIED_POLL_MS) {
 		if (docker_container_inspect(st->d, st->cid, &ci, &cause) ==
 		    -1) {
 			free(cause);
-			return;
+			break;
 		}
 		if (ci.oom_killed) {
 			st->res->oom_killed = 1;
-			return;
+			break;
 		}
 		if (waited >= EXEC_DIED_WAIT_MS)
-			return;
+			break;
 		usleep(EXEC_DIED_POLL_MS * 1000);
 	}
+	docker_deadline(st->d, saved);
 }
 
 /* Collect texts and counters and decide sandgate's exit code. */
@@ -1499,6 +1540,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 		goto out;
 	rv = 0;
 out:
+	docker_deadline(d, 0);
 	if (st.kmsg != -1)
 		close(st.kmsg);
 	cgroup_cmds_remove(st.cmds);
@@ -1584,6 +1626,9 @@ exec_notices_blocked(json_t *a, json_t *blocked)
 static const char *
 exec_died_why(const struct exec_result *r)
 {
+	if (r->sandbox_killed)
+		return " (gVisor: the kill inside it did not finish, so sandgate "
+		    "stopped the whole sandbox from outside)";
 	if (r->gvisor && r->oom_killed)
 		return " (gVisor ends the whole sandbox at its memory limit)";
 	if (r->gvisor && r->pids_limit_hit)

@@ -104,6 +104,7 @@ struct exec_result {
 	int			 gvisor;	/* ran under runsc (exec_opts inside) */
 	int			 killed;	/* processes killed */
 	int			 kill_failed;	/* the kill could not finish */
+	int			 sandbox_killed; /* gVisor: stopped from outside */
 	int			 container_died; /* the container stopped under
 						    the command */
 	unsigned long long	 live_dropped;	/* live output a reader did not
