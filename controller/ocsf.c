@@ -9,28 +9,21 @@
 
 #include "ckverify.h"
 #include "ocsf.h"
+#include "ocsf_int.h"
 #include "util.h"
-
-/* An OCSF class and the category it belongs to. */
-struct ocsf_class {
-	int		 uid;
-	const char	*name;
-	int		 category;
-	const char	*category_name;
-};
 
 static const struct ocsf_class ocsf_http = {
 	4002, "HTTP Activity", 4, "Network Activity" };
 static const struct ocsf_class ocsf_network = {
 	4001, "Network Activity", 4, "Network Activity" };
-static const struct ocsf_class ocsf_entity = {
-	3004, "Entity Management", 3, "Identity & Access Management" };
 static const struct ocsf_class ocsf_process = {
 	1007, "Process Activity", 1, "System Activity" };
 static const struct ocsf_class ocsf_eventlog = {
 	1008, "Event Log Activity", 1, "System Activity" };
 static const struct ocsf_class ocsf_base = {
 	0, "Base Event", 0, "Uncategorized" };
+const struct ocsf_class ocsf_class_entity = {
+	3004, "Entity Management", 3, "Identity & Access Management" };
 
 /* HTTP Activity's activity_id (the index) by method, and its caption. */
 static const struct {
@@ -62,24 +55,16 @@ struct ocsf_verdict {
 	int		 severity;
 };
 
-static const char *ocsf_str(json_t *, const char *);
-static void	ocsf_set(json_t *, const char *, json_t *);
-static void	ocsf_set_str(json_t *, const char *, const char *);
-static long long ocsf_ms(const char *);
 static json_t	*ocsf_metadata(json_t *, const struct ocsf_ctx *,
 		    const char *);
-static json_t	*ocsf_new(json_t *, const struct ocsf_ctx *,
-		    const struct ocsf_class *, int, const char *, int,
-		    const char *);
-static void	ocsf_status(json_t *, int, const char *, const char *);
-static json_t	*ocsf_ip_port(const char *, int);
-static long long ocsf_port(json_t *);
-static long long ocsf_count(json_t *, const char *);
 static json_t	*ocsf_traffic(json_t *);
-static json_t	*ocsf_resume(json_t *, const struct ocsf_ctx *);
-static json_t	*ocsf_outage(json_t *, const struct ocsf_ctx *);
+static json_t	*ocsf_resume(json_t *, const struct ocsf_ctx *,
+		    const char *);
+static json_t	*ocsf_outage(json_t *, const struct ocsf_ctx *,
+		    const char *);
 static json_t	*ocsf_eventlog_other(json_t *, const struct ocsf_ctx *,
 		    const char *, int, int, const char *, char *);
+static long long ocsf_port(json_t *);
 static json_t	*ocsf_src(json_t *);
 static json_t	*ocsf_dst(json_t *);
 static int	ocsf_method_id(const char *);
@@ -88,37 +73,45 @@ static json_t	*ocsf_http_request(json_t *, const char *);
 static void	ocsf_egress_extra(json_t *, json_t *);
 static json_t	*ocsf_egress(json_t *, const struct ocsf_ctx *, const char *);
 static json_t	*ocsf_policy(json_t *, const struct ocsf_ctx *, const char *);
-static json_t	*ocsf_device(const struct ocsf_ctx *);
-static json_t	*ocsf_actor(const char *);
 static json_t	*ocsf_run_process(json_t *);
-static json_t	*ocsf_run(json_t *, const struct ocsf_ctx *);
+static json_t	*ocsf_run(json_t *, const struct ocsf_ctx *,
+		    const char *);
 static void	ocsf_eventlog_common(json_t *, const struct ocsf_ctx *);
-static json_t	*ocsf_checkpoint(json_t *, const struct ocsf_ctx *);
+static json_t	*ocsf_checkpoint(json_t *, const struct ocsf_ctx *,
+		    const char *);
 
 /* A string member, or NULL. */
-static const char *
+const char *
 ocsf_str(json_t *obj, const char *key)
 {
 	return json_string_value(json_object_get(obj, key));
 }
 
 /* Set a member unless the value is NULL. */
-static void
+void
 ocsf_set(json_t *obj, const char *key, json_t *v)
 {
 	if (v != NULL)
 		json_object_set_new(obj, key, v);
 }
 
-static void
+void
 ocsf_set_str(json_t *obj, const char *key, const char *s)
 {
 	if (s != NULL)
 		json_object_set_new(obj, key, json_string(s));
 }
 
+/* message: msg (freed); nothing when o is NULL. */
+void
+ocsf_set_msg(json_t *o, char *msg)
+{
+	ocsf_set_str(o, "message", msg);
+	free(msg);
+}
+
 /* A ts as the log writes it, in milliseconds since the epoch; -1. */
-static long long
+long long
 ocsf_ms(const char *ts)
 {
 	int64_t	us;
@@ -155,7 +148,7 @@ ocsf_metadata(json_t *ev, const struct ocsf_ctx *ctx, const char *profile)
  * The members every class has: classification, time, severity, metadata,
  * and the sandgate event itself in unmapped.sandgate.
  */
-static json_t *
+json_t *
 ocsf_new(json_t *ev, const struct ocsf_ctx *ctx, const struct ocsf_class *c,
     int activity, const char *activity_name, int severity,
     const char *profile)
@@ -180,7 +173,7 @@ ocsf_new(json_t *ev, const struct ocsf_ctx *ctx, const struct ocsf_class *c,
 }
 
 /* status_id with its caption, and the source's code and words. */
-static void
+void
 ocsf_status(json_t *o, int status, const char *code, const char *detail)
 {
 	static const char *const names[] = { "Unknown", "Success", "Failure" };
@@ -197,7 +190,7 @@ ocsf_status(json_t *o, int status, const char *code, const char *detail)
  * from a bare address; NULL when it is not an IP address. The address is
  * written back in its canonical form (at most 39 characters).
  */
-static json_t *
+json_t *
 ocsf_ip_port(const char *s, int with_port)
 {
 	unsigned char	 buf[16];
@@ -239,7 +232,7 @@ ocsf_port(json_t *ev)
 }
 
 /* A member that is a count (an integer >= 0), or -1. */
-static long long
+long long
 ocsf_count(json_t *ev, const char *key)
 {
 	json_t	*v = json_object_get(ev, key);
@@ -469,7 +462,7 @@ ocsf_policy(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 	char		*detail = NULL, *tmp;
 	size_t		 i;
 
-	if ((o = ocsf_new(ev, ctx, &ocsf_entity, ok || bad ? 3 : 99,
+	if ((o = ocsf_new(ev, ctx, &ocsf_class_entity, ok || bad ? 3 : 99,
 	    ok || bad ? "Update" : "Other", bad ? 3 : 1, NULL)) == NULL)
 		return NULL;
 	ocsf_set(o, "entity", json_pack("{s:s, s:s}", "type", "Policy",
@@ -492,14 +485,14 @@ ocsf_policy(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 }
 
 /* The host the log comes from (system classes require a device). */
-static json_t *
+json_t *
 ocsf_device(const struct ocsf_ctx *ctx)
 {
 	return json_pack("{s:i, s:s, s:s}", "type_id", 0, "type", "Unknown",
 	    "hostname", ctx->hostname ? ctx->hostname : "unknown");
 }
 
-static json_t *
+json_t *
 ocsf_actor(const char *app)
 {
 	return json_pack("{s:s}", "app_name", app);
@@ -537,7 +530,7 @@ ocsf_run_process(json_t *ev)
 
 /* run.*: Process Activity; the record comes when the command ended. */
 static json_t *
-ocsf_run(json_t *ev, const struct ocsf_ctx *ctx)
+ocsf_run(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 {
 	static const char *const flags[] = { "timed_out", "oom_killed",
 	    "pids_limit_hit", "container_stopped", "output_truncated", NULL };
@@ -548,6 +541,7 @@ ocsf_run(json_t *ev, const struct ocsf_ctx *ctx)
 	char		 detail[256] = "", scode[32];
 	size_t		 i;
 	int		 sev = 1;
+	(void)name;
 
 	for (i = 0; flags[i] != NULL; i++) {
 		if (!json_is_true(json_object_get(fl, flags[i])))
@@ -602,13 +596,14 @@ ocsf_eventlog_common(json_t *o, const struct ocsf_ctx *ctx)
  * so (`sandgate audit verify --key` checks them).
  */
 static json_t *
-ocsf_checkpoint(json_t *ev, const struct ocsf_ctx *ctx)
+ocsf_checkpoint(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 {
 	const char	*reason = ocsf_str(ev, "reason");
 	const char	*an = "Checkpoint";
 	json_t		*o;
 	char		*msg;
 	int		 act = 99;
+	(void)name;
 
 	if (reason != NULL && strcmp(reason, "open") == 0) {
 		act = 6;
@@ -628,8 +623,7 @@ ocsf_checkpoint(json_t *ev, const struct ocsf_ctx *ctx)
 	    ocsf_str(ev, "key") : "?", ocsf_str(ev, "next_key") ?
 	    ", handing over to key " : "", ocsf_str(ev, "next_key") ?
 	    ocsf_str(ev, "next_key") : "");
-	ocsf_set_str(o, "message", msg);
-	free(msg);
+	ocsf_set_msg(o, msg);
 	return o;
 }
 
@@ -648,9 +642,8 @@ ocsf_eventlog_other(json_t *ev, const struct ocsf_ctx *ctx, const char *an,
 	    NULL)) != NULL) {
 		ocsf_eventlog_common(o, ctx);
 		ocsf_status(o, status, NULL, detail);
-		ocsf_set_str(o, "message", msg);
 	}
-	free(msg);
+	ocsf_set_msg(o, msg);
 	return o;
 }
 
@@ -659,9 +652,10 @@ ocsf_eventlog_other(json_t *ev, const struct ocsf_ctx *ctx, const char *an,
  * had signed last (checkpoint.h); Event Log Activity, Medium.
  */
 static json_t *
-ocsf_resume(json_t *ev, const struct ocsf_ctx *ctx)
+ocsf_resume(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 {
 	char	*msg;
+	(void)name;
 
 	util_xasprintf(&msg, "the writer found the log ending at seq %lld, "
 	    "not at the checkpoint it had signed last (seq %lld): sandgate "
@@ -676,10 +670,11 @@ ocsf_resume(json_t *ev, const struct ocsf_ctx *ctx)
  * detail is the cause.
  */
 static json_t *
-ocsf_outage(json_t *ev, const struct ocsf_ctx *ctx)
+ocsf_outage(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 {
 	const char	*since = ocsf_str(ev, "since");
 	char		*msg;
+	(void)name;
 
 	util_xasprintf(&msg, "%lld event(s) could not be written to the log "
 	    "since %s: it was unavailable", ocsf_count(ev, "lost"),
@@ -688,30 +683,76 @@ ocsf_outage(json_t *ev, const struct ocsf_ctx *ctx)
 	    ocsf_str(ev, "cause"), msg);
 }
 
+/*
+ * Every event type the project writes (tests/integration/test_audit_ocsf.py
+ * finds them in the source and fails on one that maps to no class), then
+ * the families: a member no version writes yet still gets its class.
+ * Names ending in '.' match a prefix. What matches nothing is a Base Event.
+ */
+typedef json_t *ocsf_map_fn(json_t *, const struct ocsf_ctx *, const char *);
+
+static const struct ocsf_type {
+	const char	*event;
+	ocsf_map_fn	*map;
+} ocsf_types[] = {
+	{ "egress.allowed", ocsf_egress },
+	{ "egress.allowed_summary", ocsf_egress },
+	{ "egress.blocked", ocsf_egress },
+	{ "egress.blocked_summary", ocsf_egress },
+	{ "egress.would_block", ocsf_egress },
+	{ "egress.would_block_summary", ocsf_egress },
+	{ "egress.revoked", ocsf_egress },
+	{ "policy.reloaded", ocsf_policy },
+	{ "policy.rejected", ocsf_policy },
+	{ "run.exec", ocsf_run },
+	{ "run.run", ocsf_run },
+	{ CHECKPOINT_EVENT, ocsf_checkpoint },
+	{ CHECKPOINT_RESUME, ocsf_resume },
+	{ "log.outage", ocsf_outage },
+	{ "grant.added", ocsf_grant },
+	{ "grant.restored", ocsf_grant },
+	{ "grant.revoked", ocsf_grant },
+	{ "grant.expired", ocsf_grant },
+	{ "grant.ended", ocsf_grant },
+	{ "control.unauthorized", ocsf_unauthorized },
+	{ "control.unauthorized_summary", ocsf_unauthorized },
+	{ "proxy.started", ocsf_started },
+	{ "sandbox.seal_drift", ocsf_seal_drift },
+	{ "egress.", ocsf_egress },
+	{ "policy.", ocsf_policy },
+	{ "run.", ocsf_run },
+};
+
+/* The mapping of an event name, or NULL. */
+static ocsf_map_fn *
+ocsf_type_map(const char *name)
+{
+	size_t	i, len;
+
+	for (i = 0; i < sizeof(ocsf_types) / sizeof(ocsf_types[0]); i++) {
+		len = strlen(ocsf_types[i].event);
+		if (ocsf_types[i].event[len - 1] == '.' ?
+		    strncmp(name, ocsf_types[i].event, len) == 0 :
+		    strcmp(name, ocsf_types[i].event) == 0)
+			return ocsf_types[i].map;
+	}
+	return NULL;
+}
+
 json_t *
 ocsf_event(json_t *ev, const struct ocsf_ctx *ctx)
 {
 	const char	*name = ocsf_str(ev, "event");
 	json_t		*o;
 	char		*msg;
+	ocsf_map_fn	*map = name ? ocsf_type_map(name) : NULL;
 
-	if (name != NULL && strncmp(name, "egress.", 7) == 0)
-		return ocsf_egress(ev, ctx, name);
-	if (name != NULL && strncmp(name, "policy.", 7) == 0)
-		return ocsf_policy(ev, ctx, name);
-	if (name != NULL && strncmp(name, "run.", 4) == 0)
-		return ocsf_run(ev, ctx);
-	if (name != NULL && strcmp(name, CHECKPOINT_EVENT) == 0)
-		return ocsf_checkpoint(ev, ctx);
-	if (name != NULL && strcmp(name, CHECKPOINT_RESUME) == 0)
-		return ocsf_resume(ev, ctx);
-	if (name != NULL && strcmp(name, "log.outage") == 0)
-		return ocsf_outage(ev, ctx);
+	if (map != NULL)
+		return map(ev, ctx, name);
 	if ((o = ocsf_new(ev, ctx, &ocsf_base, name ? 99 : 0, name ? "Other" :
 	    "Unknown", 0, NULL)) == NULL)
 		return NULL;
 	util_xasprintf(&msg, "sandgate event %s", name ? name : "(unnamed)");
-	ocsf_set_str(o, "message", msg);
-	free(msg);
+	ocsf_set_msg(o, msg);
 	return o;
 }

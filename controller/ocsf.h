@@ -13,7 +13,17 @@
  *                            (status Unknown: the export checks no
  *                            signature)
  *   log.resume               Event Log Activity (1008), Other ("Resume")
+ *   log.outage               Event Log Activity (1008), Other ("Outage")
+ *   grant.*                  Entity Management (3004), Create / Delete of
+ *                            the grant (ocsf_admin.c)
+ *   control.unauthorized*    Authentication (3002), a failed Logon
+ *   proxy.started            Application Lifecycle (6002), Start
+ *   sandbox.seal_drift       Detection Finding (2004), High, an alert
  *   anything else            Base Event (0)
+ *
+ * ocsf.c's table names every event type the project writes;
+ * tests/integration/test_audit_ocsf.py finds them in the source and fails
+ * on one that maps to Base Event.
  *
  * Any object in gives an event that the schema accepts: members of the
  * wrong type or out of range (ports, counts, addresses) are left out,

@@ -8,19 +8,32 @@ Event types: egress.blocked (GET, CONNECT, a malformed request, an SNI
 mismatch), egress.allowed (--log-allowed, plain HTTP and a TLS tunnel),
 egress.would_block (a set in report mode), egress.revoked (a reload that
 removes an open tunnel's destination), policy.reloaded, policy.rejected,
-log.checkpoint (open, count, timer, key, close). The run records
+log.checkpoint (open, count, timer, key, close), grant.added and
+grant.revoked (through the control socket), control.unauthorized (the
+TCP control API without the token). The run records
 (run.exec, run.run) need Docker: test_audit_runs.sh exports and checks
 them the same way.
+
+Every event type the project writes (test_10): the types are found in
+the source (egress-proxy/ and controller/: a string literal "family.name"
+next to the word event; "run.%s" with each run kind), one line of each
+as its writer makes it is exported, and each must validate and map to a
+class of its own (not Base Event) with a severity (not Unknown). A new
+event type with no mapping in controller/ocsf.c fails here, and so does
+one with no sample line in SAMPLES below.
 
 Hostile lines (test_7): thousands of log lines whose members have the
 wrong types or values out of range still export as valid OCSF, and lines
 that are not log lines are left out (and counted). Checkpoints are
 exported as not checked (test_8): the export verifies no signature.
 """
+import base64
 import hashlib
+import http.client
 import random
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -63,6 +76,116 @@ allow:
     rationle: the key is misspelt
 """
 W = {}
+
+GRANT = {"sandbox": SANDBOX, "host": "pypi.test", "port": 443,
+         "run_id": None, "by": "alice", "rationale": "install one wheel",
+         "granted": "2026-12-03T10:00:00Z",
+         "expires": "2026-12-03T10:15:00Z", "policy_digest": "sha256:d1"}
+# One line of each event type as its writer makes it (fields after ts
+# and seq), the OCSF class it must map to and its least severity.
+SAMPLES = {
+    "egress.blocked": ({"sandbox": SANDBOX, "src": "127.0.0.1:40000",
+                        "method": "GET", "host": "evil.test", "port": 80,
+                        "reason": "not_allowlisted"}, 4002, 3),
+    "egress.blocked_summary": ({"sandbox": SANDBOX, "host": "evil.test",
+                                "port": 80, "method": "GET",
+                                "reason": "not_allowlisted", "count": 40},
+                               4002, 3),
+    "egress.allowed": ({"method": "GET", "host": "a.test", "port": 80,
+                        "bytes_up": 1, "bytes_down": 2}, 4002, 1),
+    "egress.allowed_summary": ({"method": "GET", "host": "a.test",
+                                "port": 80, "count": 9}, 4002, 1),
+    "egress.would_block": ({"method": "GET", "host": "a.test", "port": 80,
+                            "reason": "not_allowlisted"}, 4002, 2),
+    "egress.would_block_summary": ({"method": "GET", "host": "a.test",
+                                    "port": 80, "count": 3,
+                                    "reason": "not_allowlisted"}, 4002, 2),
+    "egress.revoked": ({"method": "CONNECT", "host": "a.test", "port": 443,
+                        "reason": "not_allowlisted"}, 4001, 2),
+    "policy.reloaded": ({"policy_digest": "sha256:d2"}, 3004, 1),
+    "policy.rejected": ({"errors": ["a.yaml:1:1: x"],
+                         "policy_digest": "sha256:d1"}, 3004, 3),
+    "run.exec": ({"run": "run_1", "sandbox": SANDBOX, "command": "true",
+                  "argv": ["true"], "start": "2026-12-03T10:00:00.000000Z",
+                  "end": "2026-12-03T10:00:01.000000Z", "exit_code": 0,
+                  "cmd_exit": 0}, 1007, 1),
+    "run.run": ({"run": "run_2", "sandbox": SANDBOX, "command": "false",
+                 "argv": ["false"], "exit_code": 125}, 1007, 1),
+    "log.checkpoint": ({"reason": "open", "key": "K"}, 1008, 1),
+    "log.resume": ({"anchor_seq": 4, "found_seq": 6}, 1008, 3),
+    "log.outage": ({"lost": 2, "since": "2026-12-03T10:00:00.000000Z",
+                    "cause": "cannot write"}, 1008, 4),
+    "grant.added": (GRANT, 3004, 3),
+    "grant.restored": (GRANT, 3004, 2),
+    "grant.revoked": (dict(GRANT, revoked_by="bob"), 3004, 1),
+    "grant.expired": (GRANT, 3004, 1),
+    "grant.ended": (dict(GRANT, rule="deny.yaml:3"), 3004, 1),
+    "control.unauthorized": ({"client": "127.0.0.1", "client_port": 51000,
+                              "path": "/register",
+                              "reason": "wrong bearer token",
+                              "policy_digest": "sha256:d1"}, 3002, 3),
+    "control.unauthorized_summary": ({"count": 57, "since": 1796292000,
+                                      "policy_digest": "sha256:d1"},
+                                     3002, 3),
+    "proxy.started": ({"instance": "a", "policy_digest": "sha256:d1",
+                       "token_keys": 1, "token_any_source": False},
+                      6002, 1),
+    "sandbox.seal_drift": ({"sandbox": SANDBOX,
+                            "detail": "nft table sandgate is gone"},
+                           2004, 4),
+}
+# A literal that names an event: "family.name", with the word event (or
+# ev) on its line or the two before it; "run.%s" stands for each kind.
+EVENT_LITERAL = re.compile(r'"([a-z]+\.(?:[a-z_]+|%s))"')
+EVENT_NEAR = re.compile(r'\bevent\b|_event\b|\bev\b|_EVENT\b|_RESUME\b')
+RUN_KIND = re.compile(r'\.kind = "(\w+)"')
+
+
+def emitted_types():
+    """{event type: where in the source}, for every type the proxy and
+    the controller write."""
+    found, kinds = {}, set()
+    for top in ("egress-proxy", "controller"):
+        for root, _, files in os.walk(os.path.join(proxylib.SRC, top)):
+            for fn in sorted(files):
+                if not fn.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(root, fn)
+                with open(path, errors="replace") as f:
+                    lines = f.read().splitlines()
+                for i, line in enumerate(lines):
+                    kinds.update(RUN_KIND.findall(line))
+                    if line.lstrip().startswith("#include"):
+                        continue
+                    near = "\n".join(lines[max(0, i - 2):i + 1])
+                    for m in EVENT_LITERAL.finditer(line):
+                        if EVENT_NEAR.search(near.replace(m.group(0), "")):
+                            found.setdefault(m.group(1), "%s:%d" % (
+                                os.path.relpath(path, proxylib.SRC), i + 1))
+    out = {}
+    for name, where in found.items():
+        for k in (sorted(kinds) if name.endswith(".%s") else [None]):
+            out[name[:-2] + k if k else name] = where
+    return out
+
+
+def export_lines(name, events):
+    """A log file `name` of one line per (event, fields), as a writer
+    makes it (ts, seq, prev, hash), exported as OCSF: the export's text."""
+    lines = []
+    for i, (event, fields) in enumerate(events):
+        e = {"ts": "2026-12-03T10:00:00.000000Z", "seq": i + 1,
+             "event": event}
+        e.update(fields)
+        e["prev"] = hashlib.sha256(b"p%d" % i).hexdigest()
+        e["hash"] = hashlib.sha256(b"h%d" % i).hexdigest()
+        lines.append(json.dumps(e, separators=(",", ":")))
+    path = os.path.join(W["dir"], name)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    r = sandgate("audit", "export", "--format", "ocsf", path)
+    assert r.returncode == 0, r
+    return r.stdout
 
 
 def sandgate(*args):
@@ -144,6 +267,15 @@ def make_events():
     assert not tls_through("allowed.test", "evil.test")
     sandgate_control("/register", {"address": "127.0.0.2",
                                    "sandbox": SANDBOX, "sets": "staging"})
+    grant = {"sandbox": SANDBOX, "host": "g.grant.test",
+             "port": up.http_port, "by": "alice"}
+    sandgate_control("/grants", dict(grant, seconds=60,
+                                     rationale="the OCSF test"))
+    sandgate_control("/grants/revoke", grant)
+    c = http.client.HTTPConnection("127.0.0.1", W["cport"], timeout=10)
+    c.request("GET", "/status")
+    assert c.getresponse().status == 401
+    c.close()
     assert get("stage.test", up.http_port, "127.0.0.2") == 200
     tunnel = bound("127.0.0.1")
     hp = "tunnel.test:%d" % up.http_port
@@ -189,11 +321,18 @@ def setUpModule():
     W["sock"] = os.path.join(W["dir"], "control.sock")
     W["up"] = proxylib.Upstreams(W["dir"]).start()
     W["key"] = os.path.join(W["dir"], "keys", "checkpoint.key")
+    W["cport"] = proxylib.free_port()
+    tokfile = os.path.join(W["dir"], "control.token")
+    with open(tokfile, "w") as f:
+        f.write(base64.b64encode(os.urandom(48)).decode() + "\n")
+    os.chmod(tokfile, 0o600)
     r = sandgate("audit", "key", "create", W["key"])
     if r.returncode != 0:
         raise AssertionError("audit key create: %r" % (r,))
     p = proxylib.Proxy(W["dir"], W["up"], extra_args=[
         "--log-allowed", "--control-socket", W["sock"],
+        "--control-listen", "127.0.0.1:%d" % W["cport"],
+        "--control-token-file", tokfile,
         "--checkpoint-key", W["key"], "--checkpoint-every", "5",
         "--checkpoint-interval", "1"])
     W["proxy"] = p
@@ -201,6 +340,7 @@ def setUpModule():
         W["policy"] = f.read()
     write("test.yaml", W["policy"] + EXTRA)
     write("staging.yaml", STAGING)
+    write("grants.yaml", "grants:\n  under: [grant.test]\n")
     with open(p.hosts, "a") as f:
         f.write("127.0.0.1\ttunnel.test stage.test\n")
     p.start()
@@ -249,6 +389,9 @@ class OcsfTest(unittest.TestCase):
             "policy.reloaded": [3004],
             "policy.rejected": [3004],
             "log.checkpoint": [1008],
+            "grant.added": [3004],
+            "grant.revoked": [3004],
+            "control.unauthorized": [3002],
         })
         print("\n  " + json.dumps(summary["by_event"], sort_keys=True))
 
@@ -360,18 +503,17 @@ class OcsfTest(unittest.TestCase):
                   "1900-01-01T00:00:00.000000Z",
                   "9999-12-31T23:59:59.999999Z", [], ["a"], [1], {},
                   {"a": 1}, "\u0001\u007f"]
-        events = ["egress.blocked", "egress.allowed", "egress.would_block",
-                  "egress.revoked", "egress.x", "policy.reloaded",
-                  "policy.rejected", "policy.x", "run.exec", "run.run",
-                  "log.checkpoint", "log.resume", "log.outage", "other",
-                  None, 5]
+        events = sorted(SAMPLES) + ["egress.x", "policy.x", "run.x",
+                                    "grant.x", "other", None, 5]
         fields = ["sandbox", "src", "method", "host", "port", "sni",
                   "resolved", "reason", "message", "policy_sets", "rule",
                   "policy_digest", "bytes_up", "bytes_down", "duration_ms",
                   "count", "errors", "run", "command", "argv", "image",
                   "image_id", "start", "end", "exit_code", "cmd_exit",
                   "flags", "key", "next_key", "anchor_seq", "found_seq",
-                  "lost", "since", "cause"]
+                  "lost", "since", "cause", "by", "revoked_by",
+                  "rationale", "expires", "client", "client_port", "path",
+                  "instance", "detail"]
         lines, logged = [], 0
         for i in range(3000):
             e = {"ts": rnd.choice(["2026-12-01T00:00:00.000000Z", "bad",
@@ -454,6 +596,83 @@ class OcsfTest(unittest.TestCase):
         for k in ("lost", "since", "cause"):
             self.assertEqual(o["unmapped"]["sandgate"][k], e[k])
         self.assertEqual(check(r.stdout)[0], 0)
+
+    def test_10_every_emitted_type(self):
+        """Issue 20 (atk20r17 F1): every event type the project writes,
+        found in the source, maps to its OCSF class with a severity and
+        validates; none falls to Base Event / severity Unknown."""
+        types = emitted_types()
+        self.assertTrue({"egress.blocked", "grant.added", "run.exec",
+                         "sandbox.seal_drift"} <= set(types), types)
+        self.assertEqual(sorted(set(types) - set(SAMPLES)), [],
+                         "event types in the source with no sample line "
+                         "here (add one to SAMPLES, and map the type in "
+                         "controller/ocsf.c): %r" % types)
+        self.assertEqual(sorted(set(SAMPLES) - set(types)), [],
+                         "SAMPLES names types the source does not write")
+        out = export_lines("every-type.jsonl",
+                           [(n, SAMPLES[n][0]) for n in sorted(SAMPLES)])
+        rc, summary, err = check(out)
+        self.assertEqual(rc, 0, json.dumps(summary, indent=1) + err)
+        got = {}
+        for o in (json.loads(x) for x in out.splitlines()):
+            got[o["unmapped"]["sandgate"]["event"]] = o
+        wrong = {}
+        for name, (_, cls, sev) in SAMPLES.items():
+            o = got[name]
+            if o["class_uid"] != cls or o["severity_id"] < sev:
+                wrong[name] = "%s (%d) severity %d, want class %d, " \
+                    "severity >= %d (%s)" % (
+                        o["class_name"], o["class_uid"], o["severity_id"],
+                        cls, sev, types.get(name))
+        self.assertEqual(wrong, {})
+        print("\n  " + json.dumps({k: [v["class_uid"], v["severity_id"]]
+                                   for k, v in sorted(got.items())}))
+
+    def test_11_control_plane_mapping(self):
+        """The control plane's events say what a SIEM needs: who made a
+        grant and why, where a refused control API request came from, a
+        seal drift as an alert."""
+        out = export_lines("control-plane.jsonl", [
+            ("grant.added", GRANT),
+            ("grant.revoked", dict(GRANT, revoked_by="bob")),
+            ("control.unauthorized", SAMPLES["control.unauthorized"][0]),
+            ("sandbox.seal_drift", SAMPLES["sandbox.seal_drift"][0]),
+            ("proxy.started", SAMPLES["proxy.started"][0])])
+        added, revoked, unauth, drift, started = [
+            json.loads(x) for x in out.splitlines()]
+        self.assertEqual((added["activity_name"], added["actor"]["user"],
+                          added["comment"], added["entity"]),
+                         ("Create", {"name": "alice"}, "install one wheel",
+                          {"type": "Egress Grant", "name": "pypi.test:443",
+                           "uid": SANDBOX + "/pypi.test:443"}))
+        self.assertEqual((revoked["activity_name"],
+                          revoked["actor"]["user"]),
+                         ("Delete", {"name": "bob"}))
+        self.assertEqual((unauth["activity_name"], unauth["status_id"],
+                          unauth["src_endpoint"],
+                          unauth["http_request"]["url"]["path"],
+                          unauth["status_detail"]),
+                         ("Logon", 2, {"ip": "127.0.0.1", "port": 51000},
+                          "/register", "wrong bearer token"))
+        self.assertEqual((drift["is_alert"], drift["resources"],
+                          drift["finding_info"]["desc"]),
+                         (True, [{"uid": SANDBOX, "type": "Sandbox"}],
+                          "nft table sandgate is gone"))
+        self.assertEqual((started["activity_name"], started["app"]["name"]),
+                         ("Start", "sandgate-proxy"))
+        self.assertEqual(check(out)[0], 0)
+        # The same from the proxy's own lines.
+        e = self.of("grant.added")[0]
+        self.assertEqual((e["entity"]["uid"], e["comment"],
+                          e["severity_id"]),
+                         ("%s/g.grant.test:%d" % (SANDBOX, W["up"].http_port),
+                          "the OCSF test", 3))
+        self.assertIn("alice", e["actor"]["user"]["name"])
+        e = self.of("control.unauthorized")[0]
+        self.assertEqual((e["src_endpoint"]["ip"], e["status_detail"],
+                          e["http_request"]["url"]["path"]),
+                         ("127.0.0.1", "no bearer token", "/status"))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,13 @@
 #define TS_MS	1767323045678LL
 #define HASH	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
+/* The members of a grant.* line (egress-proxy/control.c). */
+#define GRANT_FIELDS \
+	"\"sandbox\":\"sbx_1\",\"host\":\"pypi.test\",\"port\":443," \
+	  "\"run_id\":null,\"by\":\"alice\",\"rationale\":\"one wheel\"," \
+	  "\"granted\":\"2026-12-03T10:00:00Z\"," \
+	  "\"expires\":\"2026-12-03T10:15:00Z\",\"policy_digest\":\"d1\"}"
+
 static const struct ocsf_ctx ctx = { "security-events.jsonl", "host.test" };
 
 /* One event (JSON text) and what its OCSF form must say. */
@@ -147,6 +154,53 @@ static const struct mapcase cases[] = {
 	{ "{\"event\":\"run.exec\",\"run\":\"r\",\"sandbox\":\"s\","
 	  "\"image\":null,\"image_id\":\"sha256:x\",\"exit_code\":0}",
 	  1007, 1, 1, "process.container.image", "{\"uid\":\"sha256:x\"}" },
+	/*
+	 * The control plane's events (atk20r17 F1): grants are Entity
+	 * Management, refusals Authentication, a start Application
+	 * Lifecycle, a seal drift a Detection Finding; none a Base Event.
+	 */
+	{ "{\"event\":\"grant.added\"," GRANT_FIELDS,
+	  3004, 1, 3, "actor", "{\"app_name\":\"sandgate-proxy\",\"user\":"
+	  "{\"name\":\"alice\"}}" },
+	{ "{\"event\":\"grant.added\"," GRANT_FIELDS,
+	  3004, 1, 3, "entity", "{\"type\":\"Egress Grant\",\"name\":"
+	  "\"pypi.test:443\",\"uid\":\"sbx_1/pypi.test:443\"}" },
+	{ "{\"event\":\"grant.added\"," GRANT_FIELDS,
+	  3004, 1, 3, "comment", "\"one wheel\"" },
+	{ "{\"event\":\"grant.restored\"," GRANT_FIELDS,
+	  3004, 1, 2, "actor.user.name", "\"alice\"" },
+	{ "{\"event\":\"grant.revoked\",\"revoked_by\":\"bob\"," GRANT_FIELDS,
+	  3004, 4, 1, "actor.user.name", "\"bob\"" },
+	{ "{\"event\":\"grant.expired\"," GRANT_FIELDS,
+	  3004, 4, 1, "actor", "{\"app_name\":\"sandgate-proxy\"}" },
+	{ "{\"event\":\"grant.ended\",\"rule\":\"deny.yaml:3\"," GRANT_FIELDS,
+	  3004, 4, 1, "status_detail", "\"deny.yaml:3\"" },
+	{ "{\"event\":\"grant.added\"}",
+	  3004, 1, 3, "entity", "{\"type\":\"Egress Grant\",\"name\":\"?\"}" },
+	{ "{\"event\":\"control.unauthorized\",\"client\":\"127.0.0.1\","
+	  "\"client_port\":51000,\"path\":\"/register\",\"reason\":"
+	  "\"wrong bearer token\",\"policy_digest\":\"d1\"}",
+	  3002, 1, 3, "src_endpoint", "{\"ip\":\"127.0.0.1\",\"port\":51000}" },
+	{ "{\"event\":\"control.unauthorized\",\"client\":\"127.0.0.1\","
+	  "\"client_port\":70000,\"path\":\"/register\",\"reason\":\"x\"}",
+	  3002, 1, 3, "src_endpoint", "{\"ip\":\"127.0.0.1\"}" },
+	{ "{\"event\":\"control.unauthorized\",\"reason\":\"x\"}",
+	  3002, 1, 3, "status", "\"Failure\"" },
+	{ "{\"event\":\"control.unauthorized_summary\",\"count\":57,"
+	  "\"since\":1796292000,\"policy_digest\":\"d1\"}",
+	  3002, 1, 3, "count", "57" },
+	{ "{\"event\":\"proxy.started\",\"instance\":\"a\","
+	  "\"policy_digest\":\"d1\",\"token_keys\":1,"
+	  "\"token_any_source\":false}",
+	  6002, 3, 1, "app", "{\"name\":\"sandgate-proxy\",\"vendor_name\":"
+	  "\"sandgate\"}" },
+	{ "{\"event\":\"sandbox.seal_drift\",\"sandbox\":\"sbx_1\","
+	  "\"detail\":\"gone\"}",
+	  2004, 1, 4, "finding_info", "{\"uid\":\"" HASH "\",\"title\":"
+	  "\"the network seal of sandbox sbx_1 does not hold; the command did "
+	  "not run\",\"desc\":\"gone\"}" },
+	{ "{\"event\":\"sandbox.seal_drift\",\"sandbox\":\"sbx_1\"}",
+	  2004, 1, 4, "is_alert", "true" },
 	{ "{\"event\":\"something.new\"}", 0, 99, 0, "unmapped.sandgate.event",
 	  "\"something.new\"" },
 	{ "{\"no_event\":1}", 0, 0, 0, "activity_name", "\"Unknown\"" },
