@@ -262,8 +262,34 @@ cgroup_cmds_setup(const struct cgroup *cg, const char *run_id, char *out,
 void
 cgroup_cmds_remove(const char *dir)
 {
-	if (dir[0] != '\0')
-		(void)rmdir(dir);
+	int	i;
+
+	/* the killed may still be zombies for the init to reap: a while */
+	for (i = 0; dir[0] != '\0' && i < 10; i++) {
+		if (rmdir(dir) == 0 || errno != EBUSY)
+			return;
+		usleep(20 * 1000);
+	}
+}
+
+int
+cgroup_cmds_run(int pid, char *run, size_t size)
+{
+	struct cgroup	 cg;
+	const char	*p, *name = NULL;
+	size_t		 len;
+
+	if (cgroup_find(pid, &cg) == -1)
+		return -1;
+	if (cg.v2)
+		return 0;
+	for (p = cg.mem; (p = strstr(p, "/" CGROUP_CMDS "/")) != NULL; p++)
+		name = p + sizeof(CGROUP_CMDS) + 1;
+	if (name == NULL || (len = strcspn(name, "/")) == 0 || len >= size)
+		return 0;
+	memcpy(run, name, len);
+	run[len] = '\0';
+	return 1;
 }
 
 int

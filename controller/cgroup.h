@@ -94,6 +94,15 @@ int	cgroup_cmds_move(const char *dir, int pid);
  */
 void	cgroup_cmds_remove(const char *dir);
 
+/*
+ * The run whose memory cgroup (CGROUP_CMDS/<run id>) process pid is in,
+ * as the host sees it: what no process of the sandbox can change (it
+ * cannot write the cgroupfs). 1 with the run id in run, 0 when pid is
+ * in none (cgroup v2, the container's own, a --memory too small for
+ * one), -1 when /proc does not say.
+ */
+int	cgroup_cmds_run(int pid, char *run, size_t size);
+
 /* Write value to dir/file; a failure is ignored (best effort). */
 void	cgroup_write(const char *dir, const char *file, const char *value);
 

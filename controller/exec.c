@@ -485,10 +485,12 @@ exec_is_init(const struct exec_init *in, int pid)
 /*
  * The processes a kill of run_id takes, into *out (malloc'd): every live
  * one that is not proven spared. Spared are only the init that sandgate
- * started (exec_is_init) and a process marked with another run that is
- * in progress; the run's own, the unmarked ones, those marked with a run
- * that is not in progress (a forged or stale marker shields nothing) and
- * those whose marker can't be read are taken. A zombie with no live
+ * started (exec_is_init) and a process of another run that is in
+ * progress: by the memory cgroup it is in where runs have one (runc,
+ * cgroup v1), whatever marker it carries, else by its marker; the run's
+ * own, the unmarked ones, those marked with a run that is not in
+ * progress (a forged or stale marker shields nothing) and those whose
+ * marker can't be read are taken. A zombie with no live
  * thread is dead already (procstat_dead); a leader that exited while a
  * thread runs is not. -1 on error.
  */
@@ -508,7 +510,14 @@ exec_doomed(const struct cgroup *cg, const struct exec_init *init,
 		if (procstat_read(procs[i], &ps) == -1 || procstat_dead(&ps) ||
 		    exec_is_init(init, procs[i]))
 			continue;
-		r = procstat_run_marker(procs[i], mark, sizeof(mark));
+		/*
+		 * Whose it is: the run whose memory cgroup holds it (runc:
+		 * the host moved its exec's first process there, and none
+		 * of the sandbox can move itself out), else the marker it
+		 * carries, which any process of the sandbox may forge.
+		 */
+		if ((r = cgroup_cmds_run(procs[i], mark, sizeof(mark))) != 1)
+			r = procstat_run_marker(procs[i], mark, sizeof(mark));
 		if (r == 1 && strcmp(mark, run_id) != 0 &&
 		    exec_run_active(mark))
 			continue;

@@ -339,6 +339,37 @@ atk_dstate() {
 	"$SG" discard "$DW" >/dev/null 2>&1
 }
 
+# --- 7b. a leftover borrows a concurrent exec's run marker ----------------------
+# A timed-out command leaves a child that takes the run id of another exec
+# in progress (read from the cgroupfs, which the sandbox may read) as its
+# marker. Under runc the host knows whose it is from the memory cgroup the
+# host put its exec's first process in, which no process of the sandbox
+# can leave: the kill at the timeout takes it, while the other exec runs.
+atk_borrow() {
+	local label="7b leftover takes a concurrent exec's run marker (--timeout 3)"
+	local bpid left
+	if [ "$RUNTIME" = runsc ]; then
+		row "$label" "n/a (gVisor)" "gVisor runs no join and no per-run cgroup: markers decide there (documented)" "" ""
+		return
+	fi
+	"$SG" exec "$MAIN" --timeout 60 -- sleep 25 >/dev/null 2>&1 &
+	bpid=$!
+	sleep 3
+	x bo "$MAIN" --timeout 3 -- sh -c 'me=$(sed -n "s|.*memory:.*/sandgate-cmds/||p; s|.*memory:/sandgate-cmds/||p" /proc/self/cgroup | head -1)
+for r in $(cd /sys/fs/cgroup/memory/sandgate-cmds 2>/dev/null && ls -d run_*); do [ "$r" != "$me" ] && other=$r; done
+echo "me=$me other=${other:-none}"
+env SANDGATE_RUN=${other:-none} setsid sh -c "while :; do sleep 1; done # borrowed7b" </dev/null >/dev/null 2>&1 &
+sleep 100'
+	sleep 2
+	left=$(inproc "$MAIN" 'borrowed7b' | wc -l)
+	kill "$bpid" 2>/dev/null
+	wait "$bpid" 2>/dev/null
+	verdict "$label" \
+	    '[ "$bo_rc" = 124 ] && [ "$left" = 0 ] && j bo "o[\"stdout\"]" | grep -q "other=run_"' \
+	    "exit $bo_rc; $(j bo 'o["stdout"]' | head -1)" "$(rec bo)" \
+	    "processes of the timed-out command alive 2 s after it returned, while the other exec runs: $left"
+}
+
 # --- 7. a stale .active marker shields a forged one -------------------------------
 atk_stale() {
 	local pid run left marker
