@@ -87,7 +87,9 @@ apartfile_create(const char *path, const char *what)
 		    what);
 		return;
 	}
-	if (fstat(fd, &st) == 0 && st.st_size == 0 && (apartfile_pad(fd, 0,
+	/* empty, or blank but short of the room (grown from empty) */
+	if (fstat(fd, &st) == 0 && st.st_size < APARTFILE_RESERVE &&
+	    apartfile_blank(path) && (apartfile_pad(fd, 0,
 	    APARTFILE_RESERVE) == -1 || fdatasync(fd) == -1)) {
 		log_warn("%s: cannot reserve room for %s that cannot be saved "
 		    "(one is kept only while the folder has room)", path,
