@@ -365,7 +365,7 @@ cmd_create_exec(struct cmd_args *args)
 		goto fail;
 	state_new_id(m.id, "sbx");
 	if (create_build(d, &m, &a, &cause) == -1) {
-		if (sandbox_destroy(d, m.id, &c2) == -1) {
+		if (sandbox_destroy(d, m.id, &c2) != 0) {
 			log_warnx("cleanup of %s failed: %s",
 			    m.id, c2);
 			free(c2);

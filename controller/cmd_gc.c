@@ -14,6 +14,8 @@
  *      process is gone (a killed exec), their fresh containers whose
  *      sandgate process is gone (a killed exec --fresh), and uid claims
  *      (sandbox.h, SANDBOX_UID_DIR) whose sandbox folder is gone
+ *   5. unregisters a proxy replica did not confirm when their sandbox
+ *      was removed (unregpend.h): sent again, forgotten once confirmed
  * dockerd finishes a container create whose client was killed, so a folder
  * without a container whose create request went out less than
  * GC_SETTLE_SECS ago is judged only once that container appeared or the
@@ -49,6 +51,7 @@
 #include "proxyctl.h"
 #include "sandbox.h"
 #include "state.h"
+#include "unregpend.h"
 #include "util.h"
 #include "workspace.h"
 
@@ -89,6 +92,7 @@ static void		 gc_mounts(struct gc *);
 static void		 gc_markers(struct gc *, const char *);
 static void		 gc_fresh(struct gc *, const char *);
 static void		 gc_uids(struct gc *);
+static void		 gc_unregister_cb(const char *, const char *, void *);
 static int		 cmd_gc_exec(struct cmd_args *);
 
 static const struct option cmd_gc_options[] = {
@@ -476,6 +480,25 @@ gc_fresh(struct gc *g, const char *id)
 }
 
 /* Step 4: uid claims whose sandbox folder is gone (any state root). */
+/* An unregister kept from a removal, sent again (why: still owed). */
+static void
+gc_unregister_cb(const char *id, const char *why, void *arg)
+{
+	struct gc	*g = arg;
+
+	g->acted++;
+	if (why == NULL)
+		printf("unregistered removed sandbox %s from the proxy\n", id);
+	else if (g->dry)
+		printf("would send again the unregister of removed sandbox "
+		    "%s\n", id);
+	else {
+		log_warnx("%s: removed, but its unregister is still owed: %s",
+		    id, why);
+		g->errors++;
+	}
+}
+
 static void
 gc_uids(struct gc *g)
 {
@@ -655,6 +678,7 @@ cmd_gc_exec(struct cmd_args *args)
 	gc_folders(&g);
 	gc_mounts(&g);
 	gc_uids(&g);
+	(void)unregpend_retry(g.dry, gc_unregister_cb, &g);
 	if (g.acted == 0)
 		printf("nothing to remove\n");
 	json_decref(g.containers);

@@ -22,6 +22,7 @@
 #include "proxyctl.h"
 #include "sandbox.h"
 #include "state.h"
+#include "unregpend.h"
 #include "token.h"
 #include "util.h"
 
@@ -245,6 +246,8 @@ cmd_proxy_start_exec(struct cmd_args *args)
 	else
 		printf("proxy running: %s:%d on %s, upstream side on %s\n",
 		    ip, PROXYCTL_PORT, PROXYCTL_NET_INTERNAL, o.egress);
+	/* what its registry may bring back: the unregisters still owed */
+	(void)unregpend_retry(0, unregpend_report, NULL);
 	return SG_EXIT_OK;
 }
 

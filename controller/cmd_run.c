@@ -329,7 +329,7 @@ run_record(struct docker *d, const struct sandbox_meta *m,
 	struct runrec	 rr;
 	char		*clean = NULL, *cause = NULL;
 
-	if (sandbox_destroy(d, m->id, &clean) == -1)
+	if (sandbox_destroy(d, m->id, &clean) != 0)
 		log_warnx("cleanup of %s failed: %s", m->id,
 		    clean);
 	memset(&rr, 0, sizeof(rr));

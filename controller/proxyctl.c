@@ -685,16 +685,51 @@ proxyctl_unregister_container(struct docker *d, const char *container,
 	return rc;
 }
 
+/*
+ * Why replica i's answer a to an /unregister does not confirm it, or
+ * NULL when it does: unanswered, refused, or held but neither saved nor
+ * kept apart (saved: false), which a restart of the replica would undo.
+ */
+static const char *
+proxyctl_unreg_why(const struct proxyctl_ans *a, char *buf, size_t size)
+{
+	const char	*err;
+
+	if (a->cause != NULL)
+		return a->cause;
+	if (a->status != 200) {
+		err = json_string_value(json_object_get(a->resp, "error"));
+		snprintf(buf, size, "HTTP %ld: %s", a->status, err ? err :
+		    "refused");
+		return buf;
+	}
+	if (json_is_false(json_object_get(a->resp, "saved")))
+		return "it holds the removal but could not save it nor keep "
+		    "it apart: a restart would undo it";
+	return NULL;
+}
+
 int
 proxyctl_unregister(const char *sandbox, char **cause)
 {
-	json_t	*body = json_pack("{s:s}", "sandbox", sandbox);
-	long	 status = 0;
-	int	 rc;
+	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
+	json_t			*body = json_pack("{s:s}", "sandbox", sandbox);
+	char			*missed = NULL, buf[512];
+	const char		*why;
+	size_t			 i, n = proxyctl_replicas();
 
-	rc = proxyctl_call("POST", "/unregister", body, &status, NULL, cause);
+	proxyctl_call_all("POST", "/unregister", body, a);
 	json_decref(body);
-	return rc;
+	for (i = 0; i < n; i++)
+		if ((why = proxyctl_unreg_why(&a[i], buf, sizeof(buf))) !=
+		    NULL)
+			proxyctl_missed_add(&missed, i, why, 0);
+	proxyctl_ans_free(a, n);
+	if (missed == NULL)
+		return 0;
+	util_cause(cause, "%s", missed);
+	free(missed);
+	return -1;
 }
 
 /* The block cursor in a GET /status answer. */

@@ -134,7 +134,11 @@ int	proxyctl_address(struct docker *, char *buf, size_t size,
  */
 int	proxyctl_register(struct docker *, const char *container,
 	    const char *sandbox, json_t *sets, int extra, char **cause);
-/* Forget a sandbox (every address). 0, or -1 if the proxy is away. */
+/*
+ * Forget a sandbox (every address) on every replica. 0 once each answered
+ * that it holds and saved (or kept apart) the removal; else -1 with
+ * *cause naming each replica that did not and why.
+ */
 int	proxyctl_unregister(const char *sandbox, char **cause);
 /* Forget one container's address (an `exec --fresh` one, at its end). */
 int	proxyctl_unregister_container(struct docker *, const char *container,

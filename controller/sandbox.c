@@ -30,7 +30,9 @@
 #include "cspec.h"
 #include "sandbox.h"
 #include "proxyctl.h"
+#include "runrec.h"
 #include "state.h"
+#include "unregpend.h"
 #include "util.h"
 #include "workspace.h"
 
@@ -50,6 +52,7 @@ static int	sandbox_write_at(int, const char *, const char *);
 static int	sandbox_uid_walk(const char *, int);
 static int	sandbox_rm_cb(const char *, const struct stat *, int,
 		    struct FTW *);
+static int	sandbox_remove_state(const char *, const char *, char **);
 static int	sandbox_remove_containers(struct docker *, const char *,
 		    char **);
 static int	sandbox_env_ok(const char *, char **);
@@ -956,11 +959,49 @@ sandbox_remove_containers(struct docker *d, const char *id, char **cause)
 	return rv;
 }
 
+/*
+ * id unregistered from every proxy replica: 0, or 1 with *cause when
+ * one did not confirm it (unreachable, refused, or not saved), which is
+ * then kept (unregpend.h) and written as a sandbox.unregister_pending
+ * run record. No proxy at all (no socket, no control URL) has nothing
+ * to forget.
+ */
+static int
+sandbox_unregister(const char *id, char **cause)
+{
+	char	*why = NULL, *c2 = NULL, path[4096];
+
+	if (proxyctl_remote() == NULL &&
+	    access(proxyctl_socket_path(), F_OK) == -1 && errno == ENOENT)
+		return 0;
+	if (proxyctl_unregister(id, &why) == 0) {
+		unregpend_done(id);
+		return 0;
+	}
+	if (unregpend_add(id, why, &c2) == -1 || unregpend_path(path,
+	    sizeof(path), id) == -1) {
+		util_cause(cause, "not every proxy replica confirmed its "
+		    "unregister (%s), and it could not be kept to send again "
+		    "(%s)", why, c2);
+		free(c2);
+	} else
+		util_cause(cause, "not every proxy replica confirmed its "
+		    "unregister: %s; its token and address may still act as "
+		    "it there: kept in %s, sent again by `sandgate gc`", why,
+		    path);
+	if (runrec_event("sandbox.unregister_pending", id, why, &c2) == -1) {
+		log_warnx("warning: run record not written: %s", c2);
+		free(c2);
+	}
+	free(why);
+	return 1;
+}
+
 int
 sandbox_destroy(struct docker *d, const char *id, char **cause)
 {
-	char	dir[4096], work[4096], *ignored = NULL;
-	int	left;
+	char	dir[4096], work[4096], *owed = NULL;
+	int	rv;
 
 	if (state_path(dir, sizeof(dir), id, NULL) == -1 ||
 	    state_path(work, sizeof(work), id, "work") == -1) {
@@ -969,11 +1010,23 @@ sandbox_destroy(struct docker *d, const char *id, char **cause)
 	}
 	if (d != NULL && sandbox_remove_containers(d, id, cause) == -1)
 		return -1;
-	/* Best effort: a proxy that is not running has nothing to forget. */
-	if ((proxyctl_remote() != NULL ||
-	    access(proxyctl_socket_path(), F_OK) == 0) &&
-	    proxyctl_unregister(id, &ignored) == -1)
-		free(ignored);
+	/* Not confirmed: the rest goes, the unregister is kept to resend. */
+	(void)sandbox_unregister(id, &owed);
+	if ((rv = sandbox_remove_state(dir, work, cause)) == 0 &&
+	    owed != NULL) {
+		*cause = owed;
+		return SANDBOX_UNREGISTER_OWED;
+	}
+	free(owed);
+	return rv;
+}
+
+/* The sandbox's folder (dir) and its mounted working copy (work). */
+static int
+sandbox_remove_state(const char *dir, const char *work, char **cause)
+{
+	int	left;
+
 	if (disk_is_mounted(work) == 1 && disk_umount(work, cause) == -1)
 		return -1;
 	/* what a killed apply left in the source tree goes first */

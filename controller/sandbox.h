@@ -217,10 +217,14 @@ json_t	*sandbox_spec(const struct sandbox_meta *,
 
 /*
  * Tear a sandbox down: remove every container labelled with its id,
- * unmount work/ and delete its folder. Idempotent: a sandbox that is
- * already gone (or half-created) is fine. d may be NULL to skip Docker
- * (only when Docker is known to hold nothing). 0 or -1 with *cause.
+ * unregister it from the proxy, unmount work/ and delete its folder.
+ * Idempotent: a sandbox that is already gone (or half-created) is fine.
+ * d may be NULL to skip Docker (only when Docker is known to hold
+ * nothing). 0, -1 with *cause, or SANDBOX_UNREGISTER_OWED with *cause:
+ * removed, but a proxy replica did not confirm its unregister, which is
+ * kept to be sent again (unregpend.h).
  */
+#define SANDBOX_UNREGISTER_OWED	1
 int	sandbox_destroy(struct docker *, const char *id, char **cause);
 
 /*

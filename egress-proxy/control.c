@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "control.h"
+#include "apartfile.h"
 #include "conn.h"
 #include "ctltcp.h"
 #include "blocklog.h"
@@ -79,6 +80,8 @@ static char			*control_registry_taken;
 static int		 control_grants_unsaved;
 static char		*control_registry_removed;	/* .removed */
 static int		 control_registry_unsaved;
+/* removals neither saved nor kept apart: a restart would undo them */
+static json_int_t	 control_removals_unkept;
 static time_t		 control_grants_unsaved_since;	/* first failure */
 static time_t		 control_grants_failed;		/* last failure */
 static struct control_sbx	*control_sbxs;
@@ -112,9 +115,6 @@ static void	control_taken_retire(char **);
 static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
 static int	control_tomb_add(const struct grant *);
-static int	control_apart_add(const char *, const char *);
-static void	control_apart_clear(const char *);
-static void	control_apart_create(const char *, const char *);
 static void	control_removed_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
@@ -233,8 +233,8 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	/* Blocks after this cursor are reported apart from those before. */
 	control_cursor = px->block_serial;
 	control_reply(req, 200, control_grants_saved(json_pack("{s:s, s:s?, "
-	    "s:s, s:s, s:I, s:I, s:I, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:b, "
-	    "s:b}", "health", healthy ? "ok" : "log_unavailable",
+	    "s:s, s:s, s:I, s:I, s:I, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:I, "
+	    "s:b, s:b}", "health", healthy ? "ok" : "log_unavailable",
 	    "instance", px->cfg.instance,
 	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
 	    "egress is refused until it has room" : eventlog_error(px->seclog),
@@ -244,6 +244,7 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	    "uptime_s", (json_int_t)(time(NULL) - px->started),
 	    "sandboxes", registry_json(px->registry),
 	    "registry_saved", !control_registry_unsaved,
+	    "registry_removals_unkept", control_removals_unkept,
 	    "connections_open", (json_int_t)px->stats.conns_open,
 	    "connections_total", (json_int_t)px->stats.conns_total,
 	    "requests_allowed", (json_int_t)px->stats.requests_allowed,
@@ -410,13 +411,15 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 			execcred_remove_sandbox(px->execs, key);
 			registry_gone_set(px->registry, key, now);
 		}
-		if (!(saved = control_registry_save(px) == 0))
-			saved = apart = control_registry_apart(key, sandbox,
-			    now) == 0;
+		if (!(saved = control_registry_save(px) == 0) &&
+		    !(saved = apart = control_registry_apart(key, sandbox,
+		    now) == 0))
+			control_removals_unkept++;
 		control_identities(px, sandbox ? key : NULL);
-		control_reply(req, 200, json_pack("{s:b, s:I, s:b, s:b}", "ok",
-		    1, "removed", (json_int_t)n, "saved", saved, "saved_apart",
-		    apart));
+		control_reply(req, 200, json_pack("{s:b, s:I, s:b, s:b, s:I}",
+		    "ok", 1, "removed", (json_int_t)n, "saved", saved,
+		    "saved_apart", apart, "removals_unkept",
+		    control_removals_unkept));
 	}
 	json_decref(o);
 }
@@ -524,7 +527,7 @@ control_grants_save(struct proxy *px)
 		bad = 1;
 	control_grants_unsaved = bad || rename(tmp, control_grants_path) == -1;
 	if (!control_grants_unsaved) {
-		control_apart_clear(control_tomb_path);
+		apartfile_clear(control_tomb_path);
 		control_taken_retire(&control_grants_taken);
 	}
 	if (control_grants_unsaved) {
@@ -615,7 +618,7 @@ static int
 control_tomb_add(const struct grant *g)
 {
 	char	*line = grants_tomb_line(g, time(NULL));
-	int	 bad = control_apart_add(control_tomb_path, line);
+	int	 bad = apartfile_add(control_tomb_path, line);
 
 	if (bad)
 		log_warn("%s: cannot keep the revoke of %s:%d to %s either: a "
@@ -623,67 +626,6 @@ control_tomb_add(const struct grant *g)
 		    control_tomb_path, g->host, g->port, g->sandbox);
 	free(line);
 	return bad;
-}
-
-/*
- * line (NULL: out of memory) appended to path, a file kept apart from
- * one that cannot be saved, and synced. 0, or -1 (errno kept).
- */
-static int
-control_apart_add(const char *path, const char *line)
-{
-	int	fd, bad;
-
-	fd = line == NULL || path == NULL ? -1 : open(path, O_WRONLY |
-	    O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	bad = fd == -1 || write(fd, line, strlen(line)) != (ssize_t)strlen(
-	    line) || fdatasync(fd) == -1;
-	if (fd != -1 && close(fd) == -1)
-		bad = 1;
-	return bad ? -1 : 0;
-}
-
-/*
- * The file it stands beside now holds every change: the file kept
- * apart (path) is emptied, once the rename that put that file in place
- * is on disk (else a crash could leave the old file and no changes).
- */
-static void
-control_apart_clear(const char *path)
-{
-	struct stat	 st;
-	char		*dir;
-	int		 fd;
-
-	if (path == NULL || stat(path, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size == 0)
-		return;
-	dir = util_xstrdup(path);
-	*strrchr(dir, '/') = '\0';
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		(void)fsync(fd);
-		close(fd);
-	}
-	free(dir);
-	if (truncate(path, 0) == -1)
-		log_warn("%s: cannot empty it", path);
-}
-
-/*
- * Made at start, empty: a change (what) can then be kept in it even once
- * the folder takes no new file (made immutable, or out of inodes).
- */
-static void
-control_apart_create(const char *path, const char *what)
-{
-	int	fd;
-
-	if ((fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1)
-		log_warn("%s: %s that cannot be saved will not be kept", path,
-		    what);
-	else
-		close(fd);
 }
 
 /* A whole file of at most 8 MiB (NUL-terminated), or NULL, a warning. */
@@ -743,7 +685,7 @@ control_grants_open(struct proxy *px, const char *sock)
 	control_grants_path = control_beside(sock, "grants",
 	    px->cfg.instance);
 	util_xasprintf(&control_tomb_path, "%s.revoked", control_grants_path);
-	control_apart_create(control_tomb_path, "a revoke");
+	apartfile_create(control_tomb_path, "a revoke");
 	old = control_beside(sock, "grants", NULL);
 	if (strcmp(old, control_grants_path) != 0 &&
 	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
@@ -894,7 +836,8 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		log_warnx("%s: %s; starting with no grants", path, err);
 	else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
-	if (l.len > 0) {
+	/* the padding of the revokes file is no revoke (apartfile.h) */
+	if (l.len > 0 && strspn(l.tomb, " \n") < l.len) {
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
 		    control_tomb_cb, (void *)tomb);
 		(void)control_grants_save(px);
@@ -1236,7 +1179,8 @@ control_registry_save(struct proxy *px)
 	control_registry_unsaved = arr == NULL || json_dump_file(arr, tmp,
 	    JSON_COMPACT) == -1 || rename(tmp, control_registry_path) == -1;
 	if (!control_registry_unsaved) {
-		control_apart_clear(control_registry_removed);
+		control_removals_unkept = 0;
+		apartfile_clear(control_registry_removed);
 		control_taken_retire(&control_registry_taken);
 	}
 	if (control_registry_unsaved && !was)
@@ -1267,7 +1211,7 @@ control_registry_apart(const char *key, int sandbox, time_t at)
 
 	if (text != NULL)
 		util_xasprintf(&line, "%s\n", text);
-	if ((bad = control_apart_add(control_registry_removed, line)) == -1)
+	if ((bad = apartfile_add(control_registry_removed, line)) == -1)
 		log_warn("%s: cannot keep the unregister of %s either: a "
 		    "restart before the registry is saved would bring it back",
 		    control_registry_removed, key);
@@ -1328,7 +1272,7 @@ control_registry_open(struct proxy *px, const char *sock)
 		control_registry_taken = control_take(old, px->cfg.instance);
 	util_xasprintf(&control_registry_removed, "%s.removed",
 	    control_registry_path);
-	control_apart_create(control_registry_removed, "an unregister");
+	apartfile_create(control_registry_removed, "an unregister");
 	control_registry_load(px, control_registry_taken ?
 	    control_registry_taken : control_registry_path);
 	control_removed_load(px);

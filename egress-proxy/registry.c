@@ -70,8 +70,9 @@ registry_free(struct registry *r)
 }
 
 /*
- * A sandbox unregistered at t: tokens issued for it until then are
- * refused (conn_token). Kept as long as any such token could hold.
+ * A sandbox unregistered at t: tokens issued for it until then (and
+ * TOKEN_SKEW after, conn_token_gone) are refused. Kept as long as any
+ * such token could hold.
  */
 void
 registry_gone_set(struct registry *r, const char *sandbox, time_t t)
@@ -83,7 +84,7 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	if (r->gone == NULL && (r->gone = json_object()) == NULL)
 		return;
 	json_object_foreach_safe(r->gone, tmp, k, v)
-		if (json_integer_value(v) + TOKEN_TTL_MAX + TOKEN_SKEW < t)
+		if (json_integer_value(v) + TOKEN_TTL_MAX + 2 * TOKEN_SKEW < t)
 			json_object_del(r->gone, k);
 	json_object_set_new(r->gone, sandbox, json_integer(t));
 }

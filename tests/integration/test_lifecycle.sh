@@ -229,6 +229,9 @@ assert_eq "refused sandbox leaves no mount" 0 \
 # --- discard, twice ------------------------------------------------------------
 sg_run r "$SG" discard "$ID"
 assert_eq "discard exits 0" 0 "$r_rc"
+# the proxy confirmed the unregister: nothing kept to send again
+[ -e "$SANDGATE_STATE/unregister/$ID" ] && fail "discard owes no unregister" \
+    || ok "discard owes no unregister"
 sg_run r "$SG" discard "$ID"
 assert_eq "second discard exits 0" 0 "$r_rc"
 assert_eq "discard removes containers" 0 \

@@ -1,0 +1,42 @@
+/*
+ * unregpend.h: the unregisters the proxy still owes. When `discard` (or
+ * another removal through sandbox_destroy) removes a sandbox whose POST
+ * /unregister a proxy replica did not confirm (unreachable, refused, or
+ * answered saved: false), the sandbox goes here anyway and its
+ * unregister is kept in state_root()/unregister/ID (the reason, 0600, in
+ * a 0700 folder): the replica that did not take it still lets the
+ * sandbox's token (and address) through, now or after its restart.
+ * `sandgate gc`, every `discard` and `proxy start` send each kept
+ * unregister again until every replica confirms it, and then forget it.
+ */
+#ifndef SG_UNREGPEND_H
+#define SG_UNREGPEND_H
+
+#include <stddef.h>
+
+/* Fill buf with the file of id's unregister; -1 if it won't fit. */
+int	unregpend_path(char *buf, size_t size, const char *id);
+
+/* Keep id's unregister (why it is owed). 0, or -1 with *cause. */
+int	unregpend_add(const char *id, const char *why, char **cause);
+
+/* id's unregister is confirmed: forget it (none kept is fine). */
+void	unregpend_done(const char *id);
+
+/*
+ * Called by unregpend_retry for each kept unregister: why NULL when
+ * every replica confirmed it now (it is forgotten), else why it is still
+ * owed (it stays).
+ */
+typedef void	(*unregpend_cb)(const char *id, const char *why, void *arg);
+
+/*
+ * Every kept unregister sent again (none with dry: cb gets each with
+ * why "not sent (--dry-run)"). The number still owed.
+ */
+int	unregpend_retry(int dry, unregpend_cb cb, void *arg);
+
+/* An unregpend_cb that prints each done and warns of each still owed. */
+void	unregpend_report(const char *id, const char *why, void *arg);
+
+#endif

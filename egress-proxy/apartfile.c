@@ -1,0 +1,194 @@
+/* apartfile.c: changes kept apart, in room reserved at start. */
+#include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apartfile.h"
+#include "log.h"
+#include "util.h"
+
+#define APARTFILE_MAX	(8 * 1024 * 1024)	/* read at most */
+
+/* The whole text of fd (at most APARTFILE_MAX), NUL-terminated, or NULL. */
+static char *
+apartfile_read(int fd, size_t *len)
+{
+	struct stat	 st;
+	char		*t;
+	ssize_t		 n;
+
+	*len = 0;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > APARTFILE_MAX)
+		return NULL;
+	t = util_xmalloc((size_t)st.st_size + 1);
+	while (*len < (size_t)st.st_size) {
+		n = pread(fd, t + *len, (size_t)st.st_size - *len,
+		    (off_t)*len);
+		if (n <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			break;
+		}
+		*len += (size_t)n;
+	}
+	t[*len] = '\0';
+	return t;
+}
+
+/*
+ * n bytes of padding (spaces, then a newline) written at off: 0, or -1
+ * (errno kept).
+ */
+static int
+apartfile_pad(int fd, off_t off, size_t n)
+{
+	char	*p;
+	int	 bad;
+
+	if (n == 0)
+		return 0;
+	p = util_xmalloc(n);
+	memset(p, ' ', n - 1);
+	p[n - 1] = '\n';
+	bad = pwrite(fd, p, n, off) != (ssize_t)n;
+	free(p);
+	return bad ? -1 : 0;
+}
+
+/*
+ * Where the padding of t starts: the line start from which t holds only
+ * spaces and its final newline; len when there is no such padding.
+ */
+static size_t
+apartfile_pad_at(const char *t, size_t len)
+{
+	size_t	j = len;
+
+	if (j == 0 || t[j - 1] != '\n')
+		return len;
+	for (j--; j > 0 && t[j - 1] == ' '; j--)
+		;
+	return j == 0 || t[j - 1] == '\n' ? j : len;
+}
+
+void
+apartfile_create(const char *path, const char *what)
+{
+	struct stat	st;
+	int		fd;
+
+	if ((fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600)) == -1) {
+		log_warn("%s: %s that cannot be saved will not be kept", path,
+		    what);
+		return;
+	}
+	/* empty, or blank but short of the room (grown from empty) */
+	if (fstat(fd, &st) == 0 && st.st_size < APARTFILE_RESERVE &&
+	    apartfile_blank(path) && (apartfile_pad(fd, 0,
+	    APARTFILE_RESERVE) == -1 || fdatasync(fd) == -1)) {
+		log_warn("%s: cannot reserve room for %s that cannot be saved "
+		    "(one is kept only while the folder has room)", path,
+		    what);
+		/* no half padding a later line could run into */
+		(void)ftruncate(fd, 0);
+	}
+	close(fd);
+}
+
+int
+apartfile_add(const char *path, const char *line)
+{
+	char	*t;
+	size_t	 len, at, n;
+	int	 fd, bad;
+
+	if (line == NULL || path == NULL || (fd = open(path, O_RDWR |
+	    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
+		return -1;
+	n = strlen(line);
+	if ((t = apartfile_read(fd, &len)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	at = apartfile_pad_at(t, len);
+	/* over the padding while its final newline stays; else appended */
+	if (at == len || at + n > len - 1)
+		at = len;
+	free(t);
+	bad = pwrite(fd, line, n, (off_t)at) != (ssize_t)n ||
+	    fdatasync(fd) == -1;
+	if (close(fd) == -1)
+		bad = 1;
+	return bad ? -1 : 0;
+}
+
+/* 1 when t holds only spaces and newlines. */
+static int
+apartfile_text_blank(const char *t, size_t len)
+{
+	return strspn(t, " \n") == len;
+}
+
+int
+apartfile_blank(const char *path)
+{
+	char	*t;
+	size_t	 len;
+	int	 fd, blank = 1;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return 1;
+	if ((t = apartfile_read(fd, &len)) != NULL)
+		blank = apartfile_text_blank(t, len);
+	free(t);
+	close(fd);
+	return blank;
+}
+
+/* The folder of path synced: the rename that saved its neighbour. */
+static void
+apartfile_sync_dir(const char *path)
+{
+	char	*dir = util_xstrdup(path);
+	int	 fd;
+
+	*strrchr(dir, '/') = '\0';
+	if ((fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+void
+apartfile_clear(const char *path)
+{
+	char	*t;
+	size_t	 len;
+	int	 fd, bad;
+
+	if (path == NULL || strchr(path, '/') == NULL || (fd = open(path,
+	    O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	if ((t = apartfile_read(fd, &len)) == NULL ||
+	    apartfile_text_blank(t, len)) {
+		free(t);
+		close(fd);
+		return;
+	}
+	free(t);
+	apartfile_sync_dir(path);
+	/* in place: what was reserved stays; what grew past it goes */
+	bad = len > APARTFILE_RESERVE ? ftruncate(fd, APARTFILE_RESERVE) ==
+	    -1 || apartfile_pad(fd, 0, APARTFILE_RESERVE) == -1 :
+	    apartfile_pad(fd, 0, len) == -1;
+	if (bad || fdatasync(fd) == -1)
+		log_warn("%s: cannot empty it", path);
+	close(fd);
+}
