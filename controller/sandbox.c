@@ -903,6 +903,8 @@ sandbox_fresh_mark(const char *id, int remove, char **cause)
 		return -1;
 	}
 	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		if (remove && errno == ENOENT)	/* discarded: no mark left */
+			return 0;
 		util_cause(cause, "cannot open '%s': %s", path,
 		    strerror(errno));
 		return -1;
