@@ -24,6 +24,7 @@
 #include "exec.h"
 #include "log.h"
 #include "oomlog.h"
+#include "ownmark.h"
 #include "probe.h"
 #include "procstat.h"
 #include "sandbox.h"
@@ -125,7 +126,7 @@ static int	exec_doomed(const struct cgroup *, const struct exec_init *,
 		    const char *, int **, size_t *);
 static int	exec_has_leftovers(const struct cgroup *,
 		    const struct exec_init *, const char *);
-static void	exec_mark_active(const struct exec_opts *, char *, size_t);
+static int	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
 static void	exec_user(const struct exec_opts *, char *, size_t);
 static int	exec_kill_inside(struct exec_state *, char **);
@@ -346,23 +347,26 @@ exec_signal_pending(void)
 }
 
 /*
- * 1 when the owner written in the marker file name (in the folder dirfd)
- * still runs: the sandgate process that made it (procstat_owner_alive,
- * "PID START PIDNS BOOT UID"), START its start time, so a recycled pid
- * is no owner.
+ * 1 when the owner of the marker file name (in the folder dirfd) still
+ * runs: the sandgate process that made it holds it locked (ownmark.h),
+ * or the owner it names ("PID START PIDNS BOOT UID") runs
+ * (procstat_owner_alive).
  */
 static int
 exec_active_owner(int dirfd, const char *name)
 {
 	char			 buf[PROCSTAT_OWNER_MAX];
 	ssize_t			 n;
-	int			 fd;
+	int			 fd, held;
 
-	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
-	    -1)
+	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
+	held = ownmark_held(fd);
 	close(fd);
+	if (held == 1)
+		return 1;
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -1055,48 +1059,41 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 
 /*
  * <runs>/<run id>.active exists while the run goes on (exec_run_active)
- * and names its owner, this process (procstat_owner_self): a marker
- * whose owner died (sandgate killed) shields nothing and gc removes it.
+ * and names its owner, this process (procstat_owner_self), which holds
+ * it locked (ownmark_make; a marker is never seen unlocked or without
+ * its owner, which another exec's sweep would take for a dead run and
+ * end its proxy credential): a marker whose owner died (sandgate killed)
+ * shields nothing and gc removes it. The descriptor that holds it, or
+ * -1 (path "") when there is none.
  */
-static void
+static int
 exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 {
-	char		 own[PROCSTAT_OWNER_MAX], tmp[STATE_ID_LEN + 16];
-	int		 fd, dfd, len, ok;
+	char		 own[PROCSTAT_OWNER_MAX];
+	int		 fd, dfd, len;
 
 	path[0] = '\0';
 	if (o->evidence_dir == NULL ||
 	    procstat_owner_self(own, sizeof(own) - 1) == -1)
-		return;
+		return -1;
 	exec_active_dir = o->evidence_dir;
 	len = (int)strlen(own);
 	own[len++] = '\n';
-	/*
-	 * Written aside, then renamed: a marker is never seen without its
-	 * owner, which another exec's sweep would take for a dead run and
-	 * end its proxy credential.
-	 */
-	snprintf(tmp, sizeof(tmp), "%s.active.new", o->run_id);
+	own[len] = '\0';
 	snprintf(path, size, "%s.active", o->run_id);
 	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		path[0] = '\0';
-		return;
+		return -1;
 	}
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
-	ok = fd != -1 && write(fd, own, (size_t)len) == len;
-	if (fd != -1)
-		close(fd);
-	ok = ok && renameat(dfd, tmp, dfd, path) == 0;
-	if (!ok)
-		(void)unlinkat(dfd, tmp, 0);
+	fd = ownmark_make(dfd, path, own);
 	close(dfd);
-	if (!ok) {
+	if (fd == -1) {
 		path[0] = '\0';
-		return;
+		return -1;
 	}
 	snprintf(path, size, "%s/%s.active", o->evidence_dir, o->run_id);
+	return fd;
 }
 
 /* After a normal end: kill what the command left running. */
@@ -1525,7 +1522,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 				    exec_ready };
 	json_t			*spec;
 	char			*eid = NULL, active[PATH_MAX];
-	int			 rv = -1;
+	int			 rv = -1, held = -1;
 
 	active[0] = '\0';
 	memset(res, 0, sizeof(*res));
@@ -1540,7 +1537,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	st.kmsg = o->inside ? -1 : oomlog_open();
 	exec_begin(&st, &before);
 	spec = exec_spec(o, st.cmds[0] != '\0');
-	exec_mark_active(o, active, sizeof(active));
+	held = exec_mark_active(o, active, sizeof(active));
 	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
 		goto out;
 	st.eid = eid;
@@ -1555,6 +1552,8 @@ out:
 	cgroup_cmds_remove(st.cmds);
 	if (active[0] != '\0')
 		unlink(active);
+	if (held != -1)
+		close(held);
 	exec_live_drain(&st);
 	json_decref(spec);
 	free(eid);

@@ -43,6 +43,8 @@ int	procstat_read(int pid, struct procstat *);
  * or text is not of that form. "PID START PIDNS BOOT" (an older
  * sandgate's, no UID) is read the same way, "PID START" alone in this
  * namespace.
+ * A mark held locked by its owner (ownmark.h) is judged alive before
+ * any of this is asked.
  */
 #define PROCSTAT_BOOT_LEN	36	/* a boot id: a UUID */
 #define PROCSTAT_OWNER_MAX	128

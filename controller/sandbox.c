@@ -25,6 +25,7 @@
 #include "log.h"
 #include "netseal.h"
 #include "probe.h"
+#include "ownmark.h"
 #include "procstat.h"
 #include "cgroup.h"
 #include "cspec.h"
@@ -806,18 +807,45 @@ sandbox_rmtree(const char *path)
 	return nftw(path, sandbox_rm_cb, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
-/* 1 when c (a container list entry) is fresh and its owner is gone. */
+/*
+ * The fresh mark's name of owner ("PID START PIDNS BOOT UID", spaces
+ * made dots) into name: 0, or -1 when it cannot be one (too long, a
+ * '/' in a label).
+ */
 static int
-sandbox_fresh_orphan(json_t *c)
+sandbox_fresh_name(const char *owner, char *name, size_t size)
+{
+	char	*p;
+
+	if (strchr(owner, '/') != NULL || snprintf(name, size,
+	    SANDBOX_FRESH_MARK "%s", owner) >= (int)size)
+		return -1;
+	for (p = name + strlen(SANDBOX_FRESH_MARK); (p = strchr(p, ' ')) !=
+	    NULL; p++)
+		*p = '.';
+	return 0;
+}
+
+/*
+ * 1 when c (a container list entry) is fresh and its owner is gone: its
+ * mark in the sandbox folder dirfd is not held (ownmark.h) and its
+ * label names no process that runs.
+ */
+static int
+sandbox_fresh_orphan(int dirfd, json_t *c)
 {
 	json_t		*labels = json_object_get(c, "Labels");
 	const char	*role, *owner;
+	char		 name[PROCSTAT_OWNER_MAX + 16];
 
 	role = json_string_value(json_object_get(labels, SANDBOX_LABEL_ROLE));
 	owner = json_string_value(json_object_get(labels,
 	    SANDBOX_LABEL_OWNER));
-	return role != NULL && strcmp(role, "fresh") == 0 && owner != NULL &&
-	    !procstat_owner_alive(owner);
+	if (role == NULL || strcmp(role, "fresh") != 0 || owner == NULL)
+		return 0;
+	if (sandbox_fresh_name(owner, name, sizeof(name)) == -1)
+		return !procstat_owner_alive(owner);
+	return !ownmark_alive(dirfd, name, owner);
 }
 
 /*
@@ -845,7 +873,7 @@ sandbox_fresh_marks(const char *id, int drop)
 		    sizeof(owner)) < sizeof(owner)) {
 			for (p = owner; (p = strchr(p, '.')) != NULL; p++)
 				*p = ' ';
-			if (!procstat_owner_alive(owner) &&
+			if (!ownmark_alive(dirfd(dir), de->d_name, owner) &&
 			    unlinkat(dirfd(dir), de->d_name, 0) == 0)
 				continue;
 		}
@@ -855,12 +883,15 @@ sandbox_fresh_marks(const char *id, int drop)
 	return n;
 }
 
+/* The descriptor that holds this process's fresh mark (ownmark_make). */
+static int	sandbox_fresh_fd = -1;
+
 int
 sandbox_fresh_mark(const char *id, int remove, char **cause)
 {
 	char	own[PROCSTAT_OWNER_MAX], name[PROCSTAT_OWNER_MAX + 16];
-	char	path[4096], *sp;
-	int	fd;
+	char	path[4096];
+	int	dfd;
 
 	if (procstat_owner_self(own, sizeof(own)) == -1) {
 		util_cause(cause, "cannot name this process as the owner of a "
@@ -869,28 +900,34 @@ sandbox_fresh_mark(const char *id, int remove, char **cause)
 		return -1;
 	}
 	/* "PID START PIDNS BOOT UID" as a file name: sandbox_fresh_marks reads it */
-	for (sp = own; (sp = strchr(sp, ' ')) != NULL; sp++)
-		*sp = '.';
-	snprintf(name, sizeof(name), SANDBOX_FRESH_MARK "%s", own);
-	if (state_path(path, sizeof(path), id, name) == -1) {
+	if (sandbox_fresh_name(own, name, sizeof(name)) == -1 ||
+	    state_path(path, sizeof(path), id, NULL) == -1) {
 		util_cause(cause, "state folder path too long");
 		return -1;
 	}
-	if (remove) {
-		if (unlink(path) == -1 && errno != ENOENT) {
-			util_cause(cause, "cannot remove '%s': %s", path,
-			    strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0600)) == -1) {
-		util_cause(cause, "cannot write '%s': %s", path,
+	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		if (remove && errno == ENOENT)	/* discarded: no mark left */
+			return 0;
+		util_cause(cause, "cannot open '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
-	close(fd);
+	if (remove && unlinkat(dfd, name, 0) == -1 && errno != ENOENT) {
+		util_cause(cause, "cannot remove '%s/%s': %s", path, name,
+		    strerror(errno));
+		close(dfd);
+		return -1;
+	}
+	if (sandbox_fresh_fd != -1)
+		close(sandbox_fresh_fd);
+	/* held while this process runs: its fresh container is in use */
+	sandbox_fresh_fd = remove ? -1 : ownmark_make(dfd, name, NULL);
+	close(dfd);
+	if (!remove && sandbox_fresh_fd == -1) {
+		util_cause(cause, "cannot write '%s/%s': %s", path, name,
+		    strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -900,9 +937,9 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
 {
 	json_t		*list = NULL, *c;
 	const char	*cid;
-	char		*err = NULL;
+	char		*err = NULL, path[4096];
 	size_t		 i;
-	int		 n = 0, proxy, failed = 0;
+	int		 n = 0, proxy, failed = 0, dfd;
 	int		 dry = flags & SANDBOX_SWEEP_DRY;
 
 	/* No mark: no fresh container was made since the last sweep. */
@@ -912,9 +949,12 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
 		return -1;
 	proxy = proxyctl_remote() != NULL ||
 	    access(proxyctl_socket_path(), F_OK) == 0;
+	/* -1 when it cannot be opened: the marks then go unseen */
+	dfd = state_path(path, sizeof(path), id, NULL) == -1 ? -1 :
+	    open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	json_array_foreach(list, i, c) {
 		if ((cid = json_string_value(json_object_get(c, "Id"))) ==
-		    NULL || !sandbox_fresh_orphan(c))
+		    NULL || !sandbox_fresh_orphan(dfd, c))
 			continue;
 		/* no address: not on the proxy's network, nothing to forget */
 		if (!dry && proxy &&
@@ -933,6 +973,8 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
 		n++;
 	}
 	json_decref(list);
+	if (dfd != -1)
+		close(dfd);
 	if ((flags & SANDBOX_SWEEP_MARKED) && !dry && !failed)
 		(void)sandbox_fresh_marks(id, 1);
 	return n;

@@ -248,7 +248,8 @@ int	sandbox_fresh_sweep(struct docker *, const char *id, int flags,
  * The fresh mark of this process in sandbox id's folder: made before its
  * fresh container is created, removed once the container is (the
  * remove), so that a sandgate killed in between leaves it for the next
- * exec's sweep. 0, or -1 with *cause.
+ * exec's sweep. Held locked by this process until then (ownmark.h): a
+ * judge in any namespace sees that its owner runs. 0, or -1 with *cause.
  */
 int	sandbox_fresh_mark(const char *id, int remove, char **cause);
 
