@@ -117,7 +117,7 @@ static int	checkpoint_anchor_format(const struct checkpoint_anchor *,
 		    char *, size_t);
 static int	checkpoint_anchor_put(struct checkpoint *, const char *, int);
 static int	checkpoint_anchor_swap(struct checkpoint *, const char *, int);
-static int	checkpoint_anchor_room(int);
+static void	checkpoint_anchor_room(int);
 static int	checkpoint_anchor_inplace(struct checkpoint *, const char *,
 		    int);
 static int	checkpoint_anchor_reserve(struct checkpoint *);
@@ -1027,8 +1027,9 @@ checkpoint_anchor_swap(struct checkpoint *ck, const char *line, int n)
 	    ck->last.reason);
 	fd = ck->anchor_fd;
 	ck->anchor_fd = -1;
-	ok = pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0 &&
-	    checkpoint_anchor_room(fd) == 0 && fsync(fd) == 0;
+	ok = pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0;
+	checkpoint_anchor_room(fd);
+	ok = ok && fsync(fd) == 0;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(ck->anchor_tmp, ck->anchor_path) == -1) {
 		ck->anchor_failed = 1;
@@ -1042,16 +1043,15 @@ checkpoint_anchor_swap(struct checkpoint *ck, const char *line, int n)
 
 /*
  * Keep CHECKPOINT_ANCHOR_MAX bytes of room in the anchor file itself
- * (its size stays the line's), so that it can always be rewritten in
- * place (checkpoint_anchor_inplace()). 0, or -1 with errno.
+ * (its size stays the line's), so that it can be rewritten in place
+ * (checkpoint_anchor_inplace()). Best effort: a line shorter than a
+ * block holds that block anyway, and a file system without fallocate
+ * leaves the block the line is in.
  */
-static int
+static void
 checkpoint_anchor_room(int fd)
 {
-	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, CHECKPOINT_ANCHOR_MAX) == 0 ||
-	    errno == EOPNOTSUPP || errno == ENOSYS)
-		return 0;
-	return -1;
+	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, CHECKPOINT_ANCHOR_MAX);
 }
 
 /*
