@@ -173,6 +173,19 @@ auditkey_runs_signer(struct eventlog *log)
 	return ck;
 }
 
+int
+auditkey_runs_anchored(void)
+{
+	char		path[4096];
+	struct stat	st;
+
+	if (auditkey_path("runs.jsonl", path, sizeof(path)) == -1 ||
+	    strlen(path) + sizeof(".anchor") > sizeof(path))
+		return 1;	/* not known: as if anchored */
+	strcat(path, ".anchor");
+	return lstat(path, &st) == 0 || errno != ENOENT;
+}
+
 void
 auditkey_runs_lost(const char *why)
 {

@@ -80,10 +80,18 @@ int	 auditkey_runs_lock(char **cause);
 /*
  * The controller's signer for runs.jsonl (opened shared and excluded,
  * under auditkey_runs_lock()). NULL after a warning on stderr when it
- * cannot (the record is then written unsigned, and `audit verify --key`
- * reports it).
+ * cannot: the record is then written unsigned only while runs.jsonl has
+ * no anchor yet (`audit verify --key` reports it); past an anchor it is
+ * not written but counted lost (auditkey_runs_anchored()).
  */
 struct checkpoint *auditkey_runs_signer(struct eventlog *);
+
+/*
+ * 1 if runs.jsonl has an anchor (runs.key.anchor exists, whatever it
+ * holds): a record its signer cannot sign must not go in unsigned, where
+ * the records folder's writer could cut it without a trace.
+ */
+int	 auditkey_runs_anchored(void);
 
 /*
  * A record that could not be put in runs.jsonl at all (why): counted lost

@@ -1090,6 +1090,10 @@ audit_verify(const struct audit_args *a)
 		printf("note: %zu torn line(s), the first at %s:%zu: an "
 		    "interrupted write, skipped\n", v->chain.torn,
 		    v->chain.torn_file, v->chain.torn_line);
+	if (v->outages > 0)
+		printf("note: its writer could not write %llu event(s): %zu "
+		    "log.outage line(s), the first at %s:%zu\n", v->lost,
+		    v->outages, v->outage_at.file, v->outage_at.line);
 	if (r == CKVERIFY_UNTRUSTED)
 		audit_verify_report(v);
 	else

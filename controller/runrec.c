@@ -131,8 +131,13 @@ runrec_write(json_t *o, char **cause)
 		return -1;
 	}
 	ck = auditkey_runs_signer(log);
-	rv = eventlog_append(log, o);
-	if (rv == -1)
+	/* Never unsigned past an anchored close (atk20r17 F4): lost. */
+	if (ck == NULL && auditkey_runs_anchored()) {
+		util_cause(cause, "not writing an unsigned record to '%s', "
+		    "which has an anchor: its key cannot sign (see above); "
+		    "counted lost", eventlog_path(log));
+		rv = -1;
+	} else if ((rv = eventlog_append(log, o)) == -1)
 		util_cause(cause, "cannot append to '%s': %s",
 		    eventlog_path(log), eventlog_error(log));
 	/* With a signer, its close writes the outage into the anchor. */

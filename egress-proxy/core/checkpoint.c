@@ -116,6 +116,10 @@ static int	checkpoint_anchor_outage(const char *,
 static int	checkpoint_anchor_format(const struct checkpoint_anchor *,
 		    char *, size_t);
 static int	checkpoint_anchor_put(struct checkpoint *, const char *, int);
+static int	checkpoint_anchor_swap(struct checkpoint *, const char *, int);
+static void	checkpoint_anchor_room(int);
+static int	checkpoint_anchor_inplace(struct checkpoint *, const char *,
+		    int);
 static int	checkpoint_anchor_reserve(struct checkpoint *);
 static void	checkpoint_anchor_unreserve(struct checkpoint *);
 static void	checkpoint_anchor_sweep(struct checkpoint *);
@@ -123,6 +127,7 @@ static int	checkpoint_anchor_write(struct checkpoint *);
 static int	checkpoint_anchor_update(struct checkpoint *, int);
 static int	checkpoint_start(struct checkpoint *, char **);
 static void	checkpoint_start_tail(struct checkpoint *);
+static void	checkpoint_start_unanchored(struct checkpoint *);
 static int	checkpoint_resolve(const char *, char *);
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
 static FILE	*checkpoint_open_key(const char *, int, char **);
@@ -832,13 +837,15 @@ checkpoint_put(void *arg)
 		return 0;
 	ck->last.reopened = 1;
 	ck->last.tail_seq = 0;		/* this writer goes on past it */
-	if (checkpoint_anchor_write(ck) == 0 &&
+	/* Room first: an anchor rewritten in place does not take the line. */
+	if (checkpoint_anchor_reserve(ck) == 0 &&
+	    checkpoint_anchor_write(ck) == 0 &&
 	    checkpoint_anchor_reserve(ck) == 0)
 		return 0;
 	saved = errno != 0 ? errno : EIO;
-	/* Not written: the file still names what it named. */
-	if (ck->at_close)
-		ck->last = was;
+	/* Refused: the close is the end again (checkpoint_free writes it). */
+	ck->last = was;
+	ck->at_close = 1;
 	log_warnx("checkpoint: not writing past the close at seq %lld: %s",
 	    ck->last.seq, ck->error);
 	errno = saved;
@@ -1010,7 +1017,7 @@ checkpoint_anchor_format(const struct checkpoint_anchor *a, char *line,
  * sync it and rename it onto the anchor. 0, or -1 with the error set.
  */
 static int
-checkpoint_anchor_put(struct checkpoint *ck, const char *line, int n)
+checkpoint_anchor_swap(struct checkpoint *ck, const char *line, int n)
 {
 	int	fd, ok;
 
@@ -1020,8 +1027,9 @@ checkpoint_anchor_put(struct checkpoint *ck, const char *line, int n)
 	    ck->last.reason);
 	fd = ck->anchor_fd;
 	ck->anchor_fd = -1;
-	ok = pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0 &&
-	    fsync(fd) == 0;
+	ok = pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0;
+	checkpoint_anchor_room(fd);
+	ok = ok && fsync(fd) == 0;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(ck->anchor_tmp, ck->anchor_path) == -1) {
 		ck->anchor_failed = 1;
@@ -1031,6 +1039,72 @@ checkpoint_anchor_put(struct checkpoint *ck, const char *line, int n)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Keep CHECKPOINT_ANCHOR_MAX bytes of room in the anchor file itself
+ * (its size stays the line's), so that it can be rewritten in place
+ * (checkpoint_anchor_inplace()). Best effort: a line shorter than a
+ * block holds that block anyway, and a file system without fallocate
+ * leaves the block the line is in.
+ */
+static void
+checkpoint_anchor_room(int fd)
+{
+	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, CHECKPOINT_ANCHOR_MAX);
+}
+
+/*
+ * The volume has no room for a new file (no block or no inode left): the
+ * anchor line (n bytes) is written over the anchor in the room it holds,
+ * cut to its length and synced, so that an outage, above all, is never
+ * only in the memory of a process that exits (atk20r17 F2). Not atomic:
+ * a crash in the middle leaves an anchor that writers refuse, which is
+ * said, not silent. 0, -1 with the error set, or -2 (no anchor file).
+ */
+static int
+checkpoint_anchor_inplace(struct checkpoint *ck, const char *line, int n)
+{
+	struct stat	st;
+	int		fd, ok, saved;
+
+	fd = open(ck->anchor_path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return -2;	/* none yet: nothing to say in place */
+	ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    pwrite(fd, line, (size_t)n, 0) == n && ftruncate(fd, n) == 0 &&
+	    fsync(fd) == 0;
+	saved = errno;
+	close(fd);
+	if (!ok) {
+		checkpoint_fail(ck, "cannot write the anchor \"%s\" in place: "
+		    "%s", ck->anchor_path, strerror(saved ? saved : EINVAL));
+		return -1;
+	}
+	log_warnx("checkpoint: no room for a new anchor file: \"%s\" "
+	    "rewritten in place", ck->anchor_path);
+	return 0;
+}
+
+/*
+ * Write line (n bytes) as the anchor: through the reserved room and a
+ * rename, else, when that cannot be had, in place. 0, or -1 with the
+ * error set.
+ */
+static int
+checkpoint_anchor_put(struct checkpoint *ck, const char *line, int n)
+{
+	char	why[sizeof(ck->error)];
+	int	rc;
+
+	if (checkpoint_anchor_swap(ck, line, n) == 0)
+		return 0;
+	util_strlcpy(why, ck->error, sizeof(why));
+	if ((rc = checkpoint_anchor_inplace(ck, line, n)) == 0)
+		return 0;
+	if (rc == -2)
+		util_strlcpy(ck->error, why, sizeof(ck->error));
+	return -1;
 }
 
 /*
@@ -1187,6 +1261,35 @@ checkpoint_start_tail(struct checkpoint *ck)
 }
 
 /*
+ * No checkpoint of this writer anchored yet (no anchor, or an outage-only
+ * one) and the log holds lines: nothing this key signed vouches for them,
+ * so its first checkpoint does not sign over them silently: a log.resume
+ * with anchor_seq 0 names what it found (atk20r17 F3), and verify --key
+ * reports those lines as not its writer's.
+ */
+static void
+checkpoint_start_unanchored(struct checkpoint *ck)
+{
+	struct timespec	now;
+
+	if (eventlog_seq(ck->log) == 0)
+		return;
+	if (ck->anchor.ts[0] == '\0') {
+		clock_gettime(CLOCK_REALTIME, &now);
+		util_rfc3339(&now, ck->anchor.ts);
+		memset(ck->anchor.hash, '0', CHECKPOINT_HEX);
+		ck->anchor.hash[CHECKPOINT_HEX] = '\0';
+		util_strlcpy(ck->anchor.reason, "open",
+		    sizeof(ck->anchor.reason));
+	}
+	ck->found_seq = eventlog_seq(ck->log);
+	util_strlcpy(ck->found_hash, eventlog_hash(ck->log),
+	    sizeof(ck->found_hash));
+	ck->start_seq = ck->found_seq;
+	ck->resume_due = 1;
+}
+
+/*
  * Read the anchor and compare it with the end of the log: a log.resume
  * line is due when the log does not end with the anchored checkpoint.
  */
@@ -1210,11 +1313,14 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 		ck->anchor_lost = ck->anchor.lost;
 		eventlog_add_outage(ck->log, ck->anchor.lost,
 		    ck->anchor.since, ck->anchor.cause);
+		checkpoint_start_unanchored(ck);
 		return 0;
 	}
 	ck->have_anchor = r == 1;
-	if (!ck->have_anchor)
+	if (!ck->have_anchor) {
+		checkpoint_start_unanchored(ck);
 		return 0;
+	}
 	/* What the anchor names until a checkpoint is written. */
 	ck->last = ck->anchor;
 	ck->read = ck->anchor;
@@ -1253,6 +1359,14 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	    (ck->found_seq != ck->anchor.tail_seq ||
 	    strcmp(ck->found_hash, ck->anchor.tail_hash) != 0))
 		ck->resume_due = 1;
+	/*
+	 * Its own torn line (it had gone on, then stopped in a write): the
+	 * next line is a log.outage, as after a torn line while it runs, so
+	 * that verify --key can tell such a line from one put in (F5).
+	 */
+	if (!ck->resume_due && eventlog_torn(ck->log) && ck->anchor.lost == 0)
+		eventlog_add_outage(ck->log, 1, ck->anchor.ts, "a torn line "
+		    "ended the log when its writer started");
 	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
 	    strcmp(ck->anchor.reason, "close") == 0;
 	checkpoint_start_tail(ck);
@@ -1288,11 +1402,19 @@ checkpoint_resume(struct checkpoint *ck)
 		return checkpoint_fail(ck, "cannot write the log.resume line: "
 		    "%s", eventlog_error(ck->log));
 	ck->resume_due = 0;
-	log_warnx("%s does not end with the checkpoint this writer signed "
-	    "last (seq %lld, %s, %s) but at seq %lld: recorded at seq %lld "
-	    "(log.resume); 'sandgate audit verify --key' judges it",
-	    eventlog_path(ck->log), ck->anchor.seq, ck->anchor.reason,
-	    ck->anchor.ts, ck->found_seq, eventlog_seq(ck->log));
+	if (ck->anchor.seq == 0)
+		log_warnx("%s holds lines up to seq %lld that this writer's key "
+		    "never signed (it has no anchor yet): recorded at seq %lld "
+		    "(log.resume); 'sandgate audit verify --key' reports them",
+		    eventlog_path(ck->log), ck->found_seq,
+		    eventlog_seq(ck->log));
+	else
+		log_warnx("%s does not end with the checkpoint this writer "
+		    "signed last (seq %lld, %s, %s) but at seq %lld: recorded "
+		    "at seq %lld (log.resume); 'sandgate audit verify --key' "
+		    "judges it", eventlog_path(ck->log), ck->anchor.seq,
+		    ck->anchor.reason, ck->anchor.ts, ck->found_seq,
+		    eventlog_seq(ck->log));
 	return 0;
 }
 

@@ -70,7 +70,11 @@
  * file, PATH.anchor.PID.tmp, is made at its full size before the checkpoint
  * it will name is written (and kept ready while the writer runs): a
  * writer that cannot take that room writes no checkpoint, so a volume
- * that fills up never leaves a close the anchor does not name; the anchor
+ * that fills up never leaves a close the anchor does not name. The
+ * anchor file keeps CHECKPOINT_ANCHOR_MAX bytes of room of its own
+ * (FALLOC_FL_KEEP_SIZE): when no new file can be made beside it (no block
+ * or inode left), it is rewritten in place there, so an outage is never
+ * only in a process's memory. The anchor
  * is rewritten at once after
  * an open, key, timer or close checkpoint and after any checkpoint of a
  * writer that shares the log, else by the next checkpoint_tick(). A
@@ -81,7 +85,10 @@
  *    "anchor_hash":H,"anchor_reason":R,"anchor_ts":TS,"found_seq":F,
  *    "found_hash":FH,"prev":..,"hash":..}
  *
- * (F and FH: the last line it found, before anything it wrote;
+ * (F and FH: the last line it found, before anything it wrote; a writer
+ * with no anchor, or an outage-only one, that finds lines writes it too,
+ * with anchor_seq 0, hash all zeros, reason open and the time it started:
+ * its key vouches for none of them;
  * "anchor_reopened":true after anchor_ts when the anchor said reopened=1,
  * below), which its next checkpoint signs; ckverify.h judges it.
  *

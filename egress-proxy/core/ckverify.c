@@ -66,6 +66,8 @@ static const char *ckverify_resume_parse(json_t *,
 		    struct ckverify_resume *);
 static void	ckverify_untrusted_at(struct ckverify *, long long);
 static int	ckverify_resume(struct ckverify *, json_t *);
+static int	ckverify_resume_unanchored(struct ckverify *,
+		    const struct ckverify_resume *, long long);
 static int	ckverify_line(struct ckverify *, const char *, size_t);
 static int	ckverify_start(struct ckverify *);
 static int	ckverify_anchor_pass(struct ckverify *);
@@ -81,6 +83,10 @@ static void	ckverify_keys_used(struct ckverify *);
 static void	ckverify_tail(struct ckverify *, int64_t);
 static int	ckverify_close_went_on(const struct ckverify *, long long);
 static int	ckverify_feed_line(void *, const char *, size_t);
+static void	ckverify_torn(struct ckverify *, const char *, size_t);
+static int	ckverify_torn_after(struct ckverify *, const char *, size_t);
+static void	ckverify_outage(struct ckverify *, json_t *);
+static void	ckverify_torn_end(struct ckverify *);
 
 void
 ckverify_init(struct ckverify *v)
@@ -556,7 +562,7 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 	if (json_object_size(obj) != CKVERIFY_RESUME_MEMBERS +
 	    (size_t)r->reopened + (r->tail_seq > 0 ? 2 : 0))
 		return "members missing or added";
-	if (!json_is_integer(as) || json_integer_value(as) < 1 ||
+	if (!json_is_integer(as) || json_integer_value(as) < 0 ||
 	    !json_is_integer(fs) || json_integer_value(fs) < 0)
 		return "anchor_seq or found_seq is not a count";
 	r->anchor_seq = json_integer_value(as);
@@ -627,6 +633,33 @@ ckverify_close_went_on(const struct ckverify *v, long long found_seq)
 }
 
 /*
+ * A log.resume with anchor_seq 0: its writer had no anchor (its first
+ * start, or the anchor moved away) and found lines in the log; its key
+ * signed none of them, so the lines after the last good checkpoint up to
+ * found_seq are someone else's as far as the key can tell (atk20r17 F3).
+ * Returns -1 with the verdict when there are such lines.
+ */
+static int
+ckverify_resume_unanchored(struct ckverify *v,
+    const struct ckverify_resume *r, long long seq)
+{
+	long long	from = v->have_good ? v->good_at.seq + 1 :
+			    v->first_at.seq;
+
+	if (r->found_seq < from) {
+		ckverify_event(v);
+		return 0;
+	}
+	ckverify_fail(v, "the writer had no anchor yet when it found the log "
+	    "ending at seq %lld (log.resume, seq %lld): no checkpoint of its "
+	    "key vouches for seq %lld to %lld, which were in the log before "
+	    "it; they are not its lines", r->found_seq, seq, from,
+	    r->found_seq);
+	ckverify_untrusted_at(v, r->found_seq);
+	return -1;
+}
+
+/*
  * A log.resume line: the writer found the log not ending with the
  * checkpoint it had signed last (its anchor). Fine only when that
  * checkpoint is in the log as it wrote it, was not a close (or a close
@@ -654,6 +687,8 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 	    (r.prev == NULL || strcmp(r.prev, r.found_hash) != 0)))
 		return ckverify_fail(v, "log.resume (seq %lld) names a last "
 		    "line (seq %lld) that is not before it", seq, r.found_seq);
+	if (r.anchor_seq == 0)
+		return ckverify_resume_unanchored(v, &r, seq);
 	m = ckverify_mark_find(v, r.anchor_seq);
 	if (r.anchor_seq > r.found_seq) {
 		ckverify_fail(v, "the writer found the log ending at seq %lld, "
@@ -717,6 +752,10 @@ ckverify_line(struct ckverify *v, const char *line, size_t len)
 	int	 rc;
 
 	ckverify_mark_next(v);
+	if ((obj = ckverify_named(line, len, "log.outage")) != NULL) {
+		ckverify_outage(v, obj);
+		json_decref(obj);
+	}
 	if ((obj = ckverify_named(line, len, CHECKPOINT_EVENT)) != NULL) {
 		rc = ckverify_one(v, obj);
 		json_decref(obj);
@@ -774,19 +813,105 @@ ckverify_anchor_pass(struct ckverify *v)
 	    v->anchor.hash);
 }
 
+/*
+ * A torn line (len bytes): does it name an event other than the writer's
+ * own lines that are not counted lost when cut (checkpoint.h)? A line cut
+ * before its event member names none; one cut in the middle of the name
+ * is judged by the part there.
+ */
+static void
+ckverify_torn(struct ckverify *v, const char *line, size_t len)
+{
+	static const char *const own[] = { CHECKPOINT_EVENT,
+	    CHECKPOINT_RESUME, NULL };
+	static const char	 mark[] = "\"event\":\"";
+	const char		*p, *q;
+	size_t			 n, i;
+
+	if ((p = memmem(line, len, mark, sizeof(mark) - 1)) == NULL)
+		return;
+	p += sizeof(mark) - 1;
+	n = len - (size_t)(p - line);
+	if ((q = memchr(p, '"', n)) != NULL)
+		n = (size_t)(q - p);
+	for (i = 0; own[i] != NULL; i++)
+		if (n <= strlen(own[i]) && memcmp(p, own[i], n) == 0 &&
+		    (q == NULL || n == strlen(own[i])))
+			return;
+	if (v->torn_event++ == 0) {
+		v->torn_at.seq = v->chain.last_seq + 1;
+		util_strlcpy(v->torn_at.file, v->chain.file,
+		    sizeof(v->torn_at.file));
+		v->torn_at.line = v->chain.lineno;
+	}
+}
+
+/*
+ * The log line after torn lines that named an event: a log.outage or
+ * log.resume line says what became of it; a rotate checkpoint may come
+ * first (a new file starts with one). 0, or -1 with the verdict.
+ */
+static int
+ckverify_torn_after(struct ckverify *v, const char *line, size_t len)
+{
+	static const char	 outage[] = "\"event\":\"log.outage\"";
+	json_t			*obj;
+	const char		*reason;
+	int			 rotate;
+
+	if (!v->torn_event || v->nkeys == 0)
+		return 0;
+	obj = ckverify_named(line, len, CHECKPOINT_RESUME);
+	if (obj != NULL || memmem(line, len, outage,
+	    sizeof(outage) - 1) != NULL) {
+		json_decref(obj);
+		v->torn_event = 0;
+		return 0;
+	}
+	if ((obj = ckverify_named(line, len, CHECKPOINT_EVENT)) != NULL) {
+		reason = json_string_value(json_object_get(obj, "reason"));
+		rotate = reason != NULL && strcmp(reason, "rotate") == 0;
+		json_decref(obj);
+		if (rotate)
+			return 0;
+	}
+	return ckverify_fail(v, "%s:%zu looks like a torn line (an "
+	    "interrupted write) of an event, but the log line after it (seq "
+	    "%lld) is not the log.outage line its writer puts after an event "
+	    "it could not write whole: it was put in the log",
+	    v->torn_at.file, v->torn_at.line, v->chain.last_seq);
+}
+
+/* A log.outage line (obj): count what its writer lost. */
+static void
+ckverify_outage(struct ckverify *v, json_t *obj)
+{
+	json_t	*lost = json_object_get(obj, "lost");
+
+	if (v->outages++ == 0)
+		ckverify_at(v, &v->outage_at);
+	if (json_is_integer(lost) && json_integer_value(lost) > 0)
+		v->lost += (unsigned long long)json_integer_value(lost);
+}
+
 int
 ckverify_feed(struct ckverify *v, const char *line, size_t len)
 {
-	size_t	before = v->chain.events;
+	size_t	before = v->chain.events, pending = v->chain.pending;
 	int	rc;
 
 	/* After a checkpoint that is not good, the chain is still checked. */
 	if (logverify_feed(&v->chain, line, len) == -1 || v->failed)
 		return -1;
-	if (v->chain.events == before)
+	if (v->chain.events == before) {
+		if (v->chain.pending > pending)
+			ckverify_torn(v, line, len);
 		return 0;	/* a torn line, settled later */
+	}
 	if (before == 0)
 		ckverify_at(v, &v->first_at);
+	if (ckverify_torn_after(v, line, len) == -1)
+		return -1;
 	rc = ckverify_line(v, line, len);
 	if (rc == 0 && before == 0)
 		rc = ckverify_start(v);
@@ -938,9 +1063,31 @@ ckverify_keys_used(struct ckverify *v)
 	}
 }
 
+/*
+ * Torn lines end the log, right after the close the anchor names, and the
+ * anchor says its writer had not gone on past it (it says so before any
+ * line after its close): someone else wrote them (atk20r17 F6).
+ */
+static void
+ckverify_torn_end(struct ckverify *v)
+{
+	if (v->chain.pending == 0 || v->chain.broken || v->failed ||
+	    v->nkeys == 0 || !v->have_anchor || !v->anchor_seen ||
+	    v->anchor.reopened || strcmp(v->anchor.reason, "close") != 0 ||
+	    v->chain.last_seq != v->anchor.seq)
+		return;
+	ckverify_fail(v, "%s:%zu, a torn line, follows the close at seq %lld "
+	    "that its writer's anchor names, and the anchor says the writer "
+	    "had not gone on past it: someone else wrote it",
+	    v->chain.pending_file, v->chain.pending_line, v->anchor.seq);
+	v->untrusted.seq = v->anchor.seq + 1;
+	v->untrusted.line = 0;
+}
+
 enum ckverify_result
 ckverify_finish(struct ckverify *v, int64_t now_us)
 {
+	ckverify_torn_end(v);
 	if (logverify_finish(&v->chain) == -1)
 		return CKVERIFY_CHAIN_BROKEN;
 	if (v->failed)

@@ -47,7 +47,17 @@
  *   lines after its anchor (a note);
  * - with ckverify_set_anchor(), the writer's anchor (the last checkpoint
  *   it wrote) must be in the log with its hash: a log cut at an older
- *   checkpoint, or at an old close, is found.
+ *   checkpoint, or at an old close, is found;
+ * - a log.resume with anchor_seq 0 (its writer had no anchor yet) fails
+ *   when lines no good checkpoint signed precede it: the key never saw
+ *   them;
+ * - a torn line that names an event (not the writer's own checkpoint or
+ *   log.resume lines) must be followed by a log.outage or log.resume
+ *   line (a rotate checkpoint may come between): a writer whose write was
+ *   cut counts the event lost and says so before its next line, and one
+ *   that starts after a torn line does too; anything else was put in;
+ * - with the anchor, a torn line after the close it names, when the
+ *   anchor says its writer had not gone on past that close, fails.
  */
 #ifndef SG_CKVERIFY_H
 #define SG_CKVERIFY_H
@@ -142,6 +152,17 @@ struct ckverify {
 	/* The last good checkpoints, for log.resume lines. */
 	struct ckverify_mark	 ring[CKVERIFY_RING];
 	size_t			 nring;		/* added in all */
+	/* log.outage lines: events their writer could not write. */
+	size_t			 outages;
+	unsigned long long	 lost;
+	struct ckverify_at	 outage_at;	/* the first of them */
+	/*
+	 * A torn line that names an event other than the writer's own
+	 * checkpoint or log.resume lines, not yet followed by a log line:
+	 * a writer whose event is cut says so in a log.outage line first.
+	 */
+	int			 torn_event;
+	struct ckverify_at	 torn_at;
 	/* The writer's anchor, if given, and whether the log holds it. */
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;

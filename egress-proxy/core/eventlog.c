@@ -27,6 +27,8 @@
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
 #define EVENTLOG_LOCK_TRIES	1024	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
+#define EVENTLOG_END_FOREIGN	1	/* eventlog_scan_window() found */
+#define EVENTLOG_END_TORN	2
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_CREATE_TRIES	4	/* a name taken again and again */
 #define EVENTLOG_ASIDE_TRIES	8	/* random aside names taken in a row */
@@ -113,7 +115,7 @@ static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
 		    int *);
 static size_t	eventlog_collect(const char *, size_t, int,
-		    struct eventlog_found *, size_t, size_t *);
+		    struct eventlog_found *, size_t, size_t *, size_t *);
 static size_t	eventlog_chain_end(struct eventlog_found *, size_t,
 		    int *, int);
 static int	eventlog_scan_window(int, off_t, off_t,
@@ -355,17 +357,19 @@ eventlog_chain_end(struct eventlog_found *f, size_t n, int *skipped,
  * The log lines among the whole lines of buf[0, len), oldest first, into
  * f (at most cap); a first line cut by the window's start (cut) is not
  * whole. *last_foreign: where the last line that is neither a log line,
- * torn nor empty ends (0: none). Returns how many were found.
+ * torn nor empty ends (0: none); *last_torn: where the last torn line
+ * ends (0: none). Returns how many were found.
  */
 static size_t
 eventlog_collect(const char *buf, size_t len, int cut,
-    struct eventlog_found *f, size_t cap, size_t *last_foreign)
+    struct eventlog_found *f, size_t cap, size_t *last_foreign,
+    size_t *last_torn)
 {
 	const char		*start = buf, *end;
 	enum logverify_status	 st;
 	size_t			 n = 0;
 
-	*last_foreign = 0;
+	*last_foreign = *last_torn = 0;
 	if (cut) {
 		while (start < buf + len && *start != '\n')
 			start++;
@@ -379,6 +383,8 @@ eventlog_collect(const char *buf, size_t len, int cut,
 		st = logverify_line(start, (size_t)(end - start), &f[n].l);
 		if (st == LOGVERIFY_NOT_LOG && end > start)
 			*last_foreign = (size_t)(end - buf) + 1;
+		if (st == LOGVERIFY_TORN)
+			*last_torn = (size_t)(end - buf) + 1;
 		if (st != LOGVERIFY_OK && st != LOGVERIFY_HASH_MISMATCH)
 			continue;
 		f[n].mismatch = st == LOGVERIFY_HASH_MISMATCH;
@@ -392,7 +398,8 @@ eventlog_collect(const char *buf, size_t len, int cut,
  * (eventlog_chain_end() over its log lines), skipping torn lines and
  * lines that are not ours; *foreign says whether a line that is neither
  * torn nor empty follows it: a line that is not ours, or a log line the
- * writer does not continue from. A line whose hash does not verify still
+ * writer does not continue from (EVENTLOG_END_FOREIGN), and whether a
+ * torn line does, with its newline or not (EVENTLOG_END_TORN). A line whose hash does not verify still
  * counts (the chain continues from what it claims, and the verifier
  * reports the edit). *near says whether every run the window shows ends
  * within SG_LOG_SEQ_ROOM of the bound (then the end is taken from them
@@ -406,7 +413,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	struct eventlog_found	*f = NULL;
 	char			*buf;
 	off_t			 off = size - window;
-	size_t			 n, cap, e, last_foreign;
+	size_t			 n, cap, e, last_foreign, last_torn;
 	ssize_t			 got;
 	int			 skipped, rc = -1;
 
@@ -423,10 +430,11 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		goto out;
 	}
 	n = eventlog_collect(buf, (size_t)window, off > 0, f, cap,
-	    &last_foreign);
+	    &last_foreign, &last_torn);
 	rc = 0;
 	if (n == 0) {
-		*foreign = last_foreign > 0;
+		*foreign = (last_foreign > 0 ? EVENTLOG_END_FOREIGN : 0) |
+		    (last_torn > 0 ? EVENTLOG_END_TORN : 0);
 		goto out;
 	}
 	/* Only runs near the bound: a larger window, or take them. */
@@ -435,7 +443,9 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		e = eventlog_chain_end(f, n, &skipped, 0);
 	}
 	*out = f[e].l;
-	*foreign = skipped || last_foreign > f[e].end;
+	*foreign = (skipped || last_foreign > f[e].end ?
+	    EVENTLOG_END_FOREIGN : 0) |
+	    (last_torn > f[e].end ? EVENTLOG_END_TORN : 0);
 	rc = 1;
 	if (*near)
 		goto out;	/* a larger window is read: said there */
@@ -518,7 +528,7 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 		    0 : -1;
 	}
 	r = eventlog_scan(fd, st.st_size, out, &all, &foreign);
-	log->foreign |= foreign;
+	log->foreign |= (foreign & EVENTLOG_END_FOREIGN) != 0;
 	close(fd);
 	return r;
 }
@@ -533,7 +543,7 @@ eventlog_load_tail(struct eventlog *log)
 {
 	struct logverify_line	l;
 	struct stat		st;
-	int			r, all, torn;
+	int			r, all, torn, found;
 
 	if (fstat(log->fd, &st) == -1)
 		return -1;
@@ -549,7 +559,10 @@ eventlog_load_tail(struct eventlog *log)
 			return -1;
 		log->size++;
 	}
-	r = eventlog_scan(log->fd, log->size, &l, &all, &log->foreign);
+	r = eventlog_scan(log->fd, log->size, &l, &all, &found);
+	log->foreign = (found & EVENTLOG_END_FOREIGN) != 0;
+	/* A torn line after the end, with its newline too (atk20r17 F6). */
+	log->torn |= (found & EVENTLOG_END_TORN) != 0;
 	if (r == 0 && !all && log->opts.no_end_ok) {
 		log->no_end = log->foreign = 1;
 		log->cache_valid = 1;

@@ -229,7 +229,12 @@ const char	*eventlog_hash(const struct eventlog *);
  * that event and the verifier breaks the chain there.
  */
 int		 eventlog_foreign(const struct eventlog *);
-/* 1 if, when the end of the log was last read, it ended in a torn line. */
+/*
+ * 1 if, when the end of the log was last read, a torn line followed its
+ * last event: the file ended in one, or one with its newline came after
+ * that event (a writer that goes on after its torn line writes a
+ * log.outage line first, so that is not the writer's own end).
+ */
 int		 eventlog_torn(const struct eventlog *);
 /*
  * 1 if the file ends in a torn line now: a short write left it (the

@@ -5,7 +5,9 @@
 # run.run, log.checkpoint) against tests/data/ocsf/ with Debian's
 # python3-jsonschema. The writers' anchors: runs.jsonl cut at an older
 # close, edited or replaced before an exec; the proxy, in its container,
-# started again after a line was planted behind its close. Real Docker,
+# started again after a line was planted behind its close. A full volume
+# (blocks or inodes) under keys/ and the records: the lost record is
+# counted (atk20r17 F2). Real Docker,
 # the real binaries, the test image.
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -307,6 +309,51 @@ assert_eq "a line planted after the proxy's close fails verify" 1 "$r_rc"
 assert_contains "the proxy recorded it" "$r_out" "follow the writer's close at seq $close"
 assert_contains "and it is named" "$r_out" \
     "first event that can no longer be trusted: seq $((close + 1)) ("
+
+# --- a full volume (atk20r17 F2) ---------------------------------------------------
+# keys/ and the records folder on one small volume (the default layout
+# puts both under $SANDGATE_STATE); whoever writes the records folder fills
+# it, with data or with empty files until no inode is left: the exec's
+# record is refused and counted lost in the anchor, rewritten in place
+# (before, nothing counted it, and verify --key passed once the folder was
+# freed); the next record follows a log.outage line that verify reports.
+KD=$SANDGATE_STATE/keys
+FR=$KD/records
+cp -a "$KD" "$SG_TMP/keys.saved"
+if mount -t tmpfs -o size=1m,nr_inodes=64,mode=0700 sgfull "$KD"; then
+	sg_on_exit "umount '$KD' 2>/dev/null"
+	cp -a "$SG_TMP/keys.saved/." "$KD/"
+	rm -f "$KD/runs.key.anchor"	# a records folder of its own
+	mkdir "$FR"
+	sg_run r env SANDGATE_RECORD_DIR="$FR" "$SG" exec "$ID" -- true
+	assert_eq "a first record on the small volume" 0 "$r_rc"
+	n=0
+	for how in blocks inodes; do
+		if [ "$how" = blocks ]; then
+			dd if=/dev/zero of="$FR/fill" bs=4k 2>/dev/null
+		else
+			i=0
+			while touch "$FR/e$i" 2>/dev/null; do i=$((i + 1)); done
+		fi
+		sg_run r env SANDGATE_RECORD_DIR="$FR" "$SG" exec "$ID" -- true
+		assert_eq "$how full: the command still exits 0" 0 "$r_rc"
+		assert_contains "$how full: the lost record is in the anchor" \
+		    "$(cat "$KD/runs.key.anchor")" " lost=1 "
+		rm -f "$FR/fill" "$FR"/e*
+		sg_run r env SANDGATE_RECORD_DIR="$FR" "$SG" exec "$ID" -- true
+		n=$((n + 1))
+		assert_eq "$how freed: a log.outage line before the next record" \
+		    "$n" "$(grep -c '"event":"log.outage"' "$FR/runs.jsonl")"
+		sg_run r env SANDGATE_RECORD_DIR="$FR" "$SG" audit verify \
+		    --file runs.jsonl --key "$TRUST/runs2.pub"
+		assert_eq "$how freed: verify --key passes" 0 "$r_rc"
+		assert_contains "$how freed: and reports the lost record" \
+		    "$r_out" "could not write $n event(s)"
+	done
+	umount "$KD"
+else
+	fail "cannot mount a tmpfs on $KD"
+fi
 
 sg_run r "$SG" discard "$ID"
 assert_eq "discard exits 0" 0 "$r_rc"

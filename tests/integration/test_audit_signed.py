@@ -30,6 +30,10 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
 - Sixth round (T9): a NAME.1 planted in logrotate's window before
   SIGUSR1 does not move first=; the names a file at NAME is moved aside
   to cannot be taken ahead.
+- Issue 20 round (T15, atk20r17): lines planted before the proxy's first
+  start are recorded (log.resume, anchor_seq 0) and fail verify --key; a
+  torn-looking line with its newline after a close fails at once with the
+  anchor and is recorded by the next start.
 - Twelfth round (T12): a writer killed (SANDGATE_TEST_CRASH) between a
   line it adds after its anchored close and the anchor naming its next
   checkpoint (a start's open, a key hand-over, a controller's record) or
@@ -1699,6 +1703,66 @@ class T14Round20(unittest.TestCase):
         with self.assertRaises(proxylib.ProxyError):
             q.start()
         self.assertIn("no event found in the last 262144 bytes", q.stderr())
+
+
+class T15Round20b(unittest.TestCase):
+    """Round of issue 20 (atk20r17), the proxy's side."""
+
+    def verify(self, logs, key, pub):
+        return sandgate("audit", "verify", "--log-dir", logs, "--key", pub,
+                        "--anchor", key + ".anchor")
+
+    def test_f3_planted_before_the_first_start(self):
+        """F3: three chained lines planted in the log folder before the
+        proxy's first start with a new key (no anchor yet): it records
+        them (log.resume, anchor_seq 0) before it signs, and verify --key
+        fails them (before, they verified as its own)."""
+        key, pub = make_key("r20bf3")
+        logs = os.path.join(W["dir"], "r20bf3-logs")
+        os.makedirs(logs)
+        path = os.path.join(logs, "security-events.jsonl")
+        lines = []
+        for i in range(3):
+            lines.append(forge(i + 1, last_hash(lines), {
+                "event": "policy.reloaded",
+                "policy_digest": "sha256:planted%d" % i}))
+        write_lines(path, lines)
+        p = start_proxy("r20bf3", key, log_dir=logs)
+        stop_proxy(p)
+        resume = json.loads(read_lines(path)[3])
+        self.assertEqual((resume["event"], resume["anchor_seq"],
+                          resume["found_seq"]), ("log.resume", 0, 3))
+        r = self.verify(logs, key, pub)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("had no anchor yet", r.stdout)
+        self.assertIn("seq 1 to 3", r.stdout)
+
+    def test_f6_torn_line_with_newline_after_close(self):
+        """F6: a torn-looking line with its newline appended after the
+        proxy's close: verify --key with the anchor fails it at once, and
+        the restarted proxy records it (log.resume), which verify fails
+        (before: no log.resume, exit 0 with a torn-line note)."""
+        key, pub = make_key("r20bf6")
+        p = start_proxy("r20bf6", key)
+        flood(p.port, 3, "r20bf6", threads=1)
+        stop_proxy(p)
+        close = json.loads(read_lines(p.log_path)[-1])["seq"]
+        with open(p.log_path, "ab") as f:
+            f.write(b'{"ts":"2026-12-03T10:00:00.000000Z","seq":%d,'
+                    b'"event":"egress.allowed","host":"x\n' % (close + 1))
+        r = self.verify(p.log_dir, key, pub)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("a torn line, follows the close at seq %d" % close,
+                      r.stdout)
+        q = start_proxy("r20bf6-again", key, log_dir=p.log_dir)
+        stop_proxy(q)
+        events = [json.loads(x) for x in read_lines(p.log_path)
+                  if not x.endswith(b'"host":"x')]
+        resume = [e for e in events if e["event"] == "log.resume"]
+        self.assertEqual(len(resume), 1, events[-3:])
+        r = self.verify(p.log_dir, key, pub)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("after its close at seq %d" % close, r.stdout)
 
 
 if __name__ == "__main__":

