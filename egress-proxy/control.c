@@ -290,6 +290,14 @@ control_metrics_traffic(struct proxy *px, struct evbuffer *b)
 		evbuffer_add_printf(b, "sandgate_proxy_connections_closed_total"
 		    "{reason=\"%s\"} %llu\n", conn_close_name((enum conn_close)i),
 		    px->stats.conns_closed[i]);
+	evbuffer_add_printf(b,
+	    "# HELP sandgate_proxy_connections_refused_total New connections "
+	    "refused for want of capacity.\n"
+	    "# TYPE sandgate_proxy_connections_refused_total counter\n");
+	for (i = 0; i < PROXY_REFUSE_MAX; i++)
+		evbuffer_add_printf(b, "sandgate_proxy_connections_refused_total"
+		    "{reason=\"%s\"} %llu\n", proxy_refuse_name(
+		    (enum proxy_refuse)i), px->stats.conns_refused[i]);
 }
 
 /* Prometheus text format 0.0.4. */
@@ -1332,6 +1340,7 @@ control_registry_open(struct proxy *px, const char *sock)
 	control_registry_load(px, control_registry_taken ?
 	    control_registry_taken : control_registry_path);
 	control_removed_load(px);
+	proxy_log_blocks_registry(px);
 	/* Retired by the first good save, now or at a later change. */
 	if (control_registry_taken != NULL)
 		(void)control_registry_save(px);
@@ -1393,6 +1402,7 @@ control_identities(struct proxy *px, const char *gone)
 {
 	unsigned	n;
 
+	proxy_log_blocks_registry(px);
 	n = conn_revoke_identity(px, gone);
 	if (n > 0)
 		log_info("%u connections closed: their sandbox registration "
