@@ -449,8 +449,10 @@ control_exec_add(struct proxy *px, struct evhttp_request *req)
 		    "token, sandbox and run_id are required"));
 	else if (execcred_add(px->execs, tok, sbx, run, &cause) == -1)
 		control_reply(req, 400, json_pack("{s:s}", "error", cause));
-	else
+	else {
+		proxy_log_blocks_registry(px);
 		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
+	}
 	json_decref(o);
 }
 
@@ -474,8 +476,10 @@ control_exec_end(struct proxy *px, struct evhttp_request *req)
 		    "run_id is required"));
 		goto out;
 	}
-	if ((n = execcred_remove(px->execs, run)) > 0)
+	if ((n = execcred_remove(px->execs, run)) > 0) {
 		closed = conn_revoke(px);
+		proxy_log_blocks_registry(px);
+	}
 	control_reply(req, 200, json_pack("{s:b, s:I, s:I}", "ok", 1,
 	    "removed", (json_int_t)n, "closed", (json_int_t)closed));
 out:

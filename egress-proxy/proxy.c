@@ -31,6 +31,7 @@
 #include "reason.h"
 #include "sglimits.h"
 #include "registry.h"
+#include "execcred.h"
 #include "conn.h"
 #include "control.h"
 #include "util.h"
@@ -67,6 +68,7 @@ static struct client_slot **proxy_count_slot(struct proxy *,
 static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
 static int	proxy_blocks_registered(void *, const char *);
+static void	proxy_blocks_promote(struct proxy *, json_t *);
 static json_t	*proxy_rejected_errors(json_t *);
 /* Cut copies of the client-chosen fields of one log line. */
 struct proxy_cuts {
@@ -604,35 +606,55 @@ proxy_log_blocks_init(struct proxy *px)
 }
 
 /*
- * 1 when a block-log identity (proxy_identity) is a sandbox the registry
- * holds: a registered client's, or a valid token's (a token of a
- * sandbox no longer registered is refused, token_sandbox_gone).
+ * 1 when a block-log identity (proxy_identity) is a registered sandbox:
+ * one the registry holds, or one with an exec running here whose token
+ * a client may present (POST /execs; a token of a sandbox unregistered
+ * since is refused, token_sandbox_gone). Both are bounded by what the
+ * controller registered.
  */
 static int
 proxy_blocks_registered(void *arg, const char *identity)
 {
 	struct proxy	*px = arg;
 
-	return registry_has_sandbox(px->registry, identity);
+	return registry_has_sandbox(px->registry, identity) ||
+	    (px->execs != NULL && execcred_running(px->execs, identity,
+	    NULL));
 }
 
+/*
+ * The registry or the execs changed: identities no longer registered
+ * leave the block log's registered part, those registered now enter it.
+ */
 void
 proxy_log_blocks_registry(struct proxy *px)
 {
-	json_t		*list, *e;
-	const char	*sbx;
-	size_t		 i;
+	json_t	*lists[2];
+	size_t	 i;
 
 	if (px->blocks == NULL)
 		return;
 	blocklog_reclass(px->blocks, NULL);
-	if ((list = registry_json(px->registry)) == NULL)
-		return;
+	lists[0] = registry_json(px->registry);
+	lists[1] = px->execs != NULL ? execcred_json(px->execs) : NULL;
+	for (i = 0; i < 2; i++) {
+		proxy_blocks_promote(px, lists[i]);
+		json_decref(lists[i]);
+	}
+}
+
+/* Each "sandbox" of list's objects into the registered part. */
+static void
+proxy_blocks_promote(struct proxy *px, json_t *list)
+{
+	json_t		*e;
+	const char	*sbx;
+	size_t		 i;
+
 	json_array_foreach(list, i, e)
 		if ((sbx = json_string_value(json_object_get(e,
 		    "sandbox"))) != NULL)
 			blocklog_reclass(px->blocks, sbx);
-	json_decref(list);
 }
 
 /*
