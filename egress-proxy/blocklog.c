@@ -11,6 +11,9 @@
 /* The table full: the least recently seen identities looked at. */
 #define BL_EVICT_SCAN	1024
 #define BL_EVICT_BATCH	64	/* forgotten at once, the most lines */
+/* The parts of the identity table (struct blocklog parts). */
+#define BL_ADDR		0
+#define BL_REG		1
 /* A key's reason and report flag as one int ("rk"). */
 #define BL_RK(reason, report)	((int)(reason) | ((report) ? 0x100 : 0))
 
@@ -47,6 +50,7 @@ struct bl_ident {
 	unsigned long long	 charged;	/* reserve held now */
 	uint64_t		 last_us;
 	int			 stopped;
+	int			 reg;		/* a registered sandbox (BL_REG) */
 };
 
 /* One identity, destination and reason, with what it counted. */
@@ -88,10 +92,22 @@ struct blocklog {
 	void			*arg;
 	struct bl_ident		*idents[BL_BUCKETS];
 	struct bl_key		*klist;
-	struct bl_ident		*ilist;		/* most recently seen first */
-	struct bl_ident		*itail;
+	/*
+	 * The identities, most recently seen first, in two parts: client
+	 * addresses (BL_ADDR, at most BLOCKLOG_IDENTS_MAX, evicted) and
+	 * registered sandboxes (BL_REG, as many as the registry holds,
+	 * never evicted).
+	 */
+	struct bl_part {
+		struct bl_ident	*head;
+		struct bl_ident	*tail;
+		size_t		 n;
+	}			 parts[2];
+	blocklog_registered_cb	 registered;
+	void			*registered_arg;
 	size_t			 nkeys;
-	size_t			 nidents;
+	/* Of those, registered sandboxes': not held to BLOCKLOG_KEYS_MAX. */
+	size_t			 rkeys;
 	struct bl_key		*overflow[2][SG_REASON_MAX];
 	unsigned long long	 ocount;	/* the idents' ocount, summed */
 	unsigned long long	 obytes;	/* overflow summaries' bytes */
@@ -118,6 +134,11 @@ static struct bl_ident *bl_ident_get(struct blocklog *, const char *,
 static void	bl_ident_free(struct blocklog *, struct bl_ident *);
 static void	bl_ident_link(struct blocklog *, struct bl_ident *);
 static void	bl_ident_unlink(struct blocklog *, struct bl_ident *);
+static struct bl_ident *bl_ident_first(const struct blocklog *);
+static struct bl_ident *bl_ident_after(const struct blocklog *,
+		    const struct bl_ident *);
+static int	bl_ident_is_reg(const struct blocklog *, const char *);
+static void	bl_ident_reclass(struct blocklog *, struct bl_ident *);
 static int	bl_ident_evict(struct blocklog *);
 static int	bl_ident_pending(const struct bl_ident *);
 static int	bl_ident_forgettable(struct blocklog *, struct bl_ident *);
@@ -466,8 +487,8 @@ blocklog_free(struct blocklog *bl)
 		return;
 	while (bl->klist != NULL)
 		bl_key_free(bl, bl->klist);
-	while (bl->ilist != NULL)
-		bl_ident_free(bl, bl->ilist);
+	while (bl_ident_first(bl) != NULL)
+		bl_ident_free(bl, bl_ident_first(bl));
 	for (i = 0; i < 2 * SG_REASON_MAX; i++)
 		if (bl->overflow[i / SG_REASON_MAX][i % SG_REASON_MAX] != NULL) {
 			bl_key_clear(bl->overflow[i / SG_REASON_MAX]
@@ -479,14 +500,16 @@ blocklog_free(struct blocklog *bl)
 
 /*
  * The identity named name (now the most recently seen), created when
- * create is set; NULL when the table is full and none can be forgotten
- * (bl_ident_evict).
+ * create is set; NULL when it is a client address, the address part of
+ * the table is full and none can be forgotten (bl_ident_evict). A
+ * registered sandbox (bl_ident_is_reg) always gets its place.
  */
 static struct bl_ident *
 bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 {
 	uint32_t	 h = bl_hash(name, NULL, 0, 0) % BL_BUCKETS;
 	struct bl_ident	*id;
+	int		 reg;
 
 	for (id = bl->idents[h]; id != NULL; id = id->hnext, bl->probes++)
 		if (strcmp(id->name, name) == 0) {
@@ -494,8 +517,11 @@ bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 			bl_ident_link(bl, id);
 			return id;
 		}
-	if (!create || (bl->nidents >= BLOCKLOG_IDENTS_MAX &&
-	    bl_ident_evict(bl) == -1))
+	if (!create)
+		return NULL;
+	reg = bl_ident_is_reg(bl, name);
+	if (!reg && bl->parts[BL_ADDR].n >= BLOCKLOG_IDENTS_MAX &&
+	    bl_ident_evict(bl) == -1)
 		return NULL;
 	if ((id = calloc(1, sizeof(*id))) == NULL)
 		return NULL;
@@ -503,44 +529,126 @@ bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 		free(id);
 		return NULL;
 	}
+	id->reg = reg;
 	id->win_start = id->last_us = now;
 	id->hnext = bl->idents[h];
 	bl->idents[h] = id;
 	bl_ident_link(bl, id);
-	bl->nidents++;
 	return id;
 }
 
-/* Put id first in the list (the most recently seen). */
+/* 1 when name is a sandbox the registry holds now (the callback's). */
+static int
+bl_ident_is_reg(const struct blocklog *bl, const char *name)
+{
+	return bl->registered != NULL &&
+	    bl->registered(bl->registered_arg, name) == 1;
+}
+
+/* Put id first in its part (the most recently seen). */
 static void
 bl_ident_link(struct blocklog *bl, struct bl_ident *id)
 {
+	struct bl_part	*pt = &bl->parts[id->reg ? BL_REG : BL_ADDR];
+
 	id->prev = NULL;
-	id->next = bl->ilist;
-	if (bl->ilist != NULL)
-		bl->ilist->prev = id;
+	id->next = pt->head;
+	if (pt->head != NULL)
+		pt->head->prev = id;
 	else
-		bl->itail = id;
-	bl->ilist = id;
+		pt->tail = id;
+	pt->head = id;
+	pt->n++;
 }
 
 static void
 bl_ident_unlink(struct blocklog *bl, struct bl_ident *id)
 {
+	struct bl_part	*pt = &bl->parts[id->reg ? BL_REG : BL_ADDR];
+
 	if (id->prev != NULL)
 		id->prev->next = id->next;
 	else
-		bl->ilist = id->next;
+		pt->head = id->next;
 	if (id->next != NULL)
 		id->next->prev = id->prev;
 	else
-		bl->itail = id->prev;
+		pt->tail = id->prev;
 	id->prev = id->next = NULL;
+	pt->n--;
+}
+
+/* Every identity, addresses then sandboxes: the first, and the next. */
+static struct bl_ident *
+bl_ident_first(const struct blocklog *bl)
+{
+	return bl->parts[BL_ADDR].head != NULL ? bl->parts[BL_ADDR].head :
+	    bl->parts[BL_REG].head;
+}
+
+static struct bl_ident *
+bl_ident_after(const struct blocklog *bl, const struct bl_ident *id)
+{
+	if (id->next != NULL || id->reg)
+		return id->next;
+	return bl->parts[BL_REG].head;
 }
 
 /*
- * The table full: forget, of the BL_EVICT_SCAN identities least recently
- * seen, one that nothing else needs: no counts pending (their summaries
+ * id into the part the registry says now: a sandbox registered since it
+ * was seen is never forgotten from now on; one unregistered competes
+ * with the client addresses (the address part may hold more than
+ * BLOCKLOG_IDENTS_MAX until the next evictions).
+ */
+static void
+bl_ident_reclass(struct blocklog *bl, struct bl_ident *id)
+{
+	int	reg = bl_ident_is_reg(bl, id->name);
+
+	if (reg == id->reg)
+		return;
+	bl_ident_unlink(bl, id);
+	bl->rkeys = reg ? bl->rkeys + id->nkeys : bl->rkeys - id->nkeys;
+	id->reg = reg;
+	bl_ident_link(bl, id);
+}
+
+void
+blocklog_set_registered(struct blocklog *bl, blocklog_registered_cb cb,
+    void *arg)
+{
+	bl->registered = cb;
+	bl->registered_arg = arg;
+}
+
+void
+blocklog_reclass(struct blocklog *bl, const char *identity)
+{
+	uint32_t	 h;
+	struct bl_ident	*id, *next;
+
+	if (identity != NULL) {
+		h = bl_hash(identity, NULL, 0, 0) % BL_BUCKETS;
+		for (id = bl->idents[h]; id != NULL; id = id->hnext)
+			if (strcmp(id->name, identity) == 0) {
+				bl_ident_reclass(bl, id);
+				return;
+			}
+		return;
+	}
+	for (id = bl->parts[BL_REG].head; id != NULL; id = next) {
+		next = id->next;
+		bl_ident_reclass(bl, id);
+	}
+}
+
+/*
+ * The address part of the table full: forget, of the BL_EVICT_SCAN
+ * client addresses least recently seen, one that nothing else needs
+ * (registered sandboxes are never looked at: the most-lines pick below
+ * once forgot a quiet sandbox with 2 lines before 16,383 fillers with 1,
+ * and pending counts on the 1,024 oldest pinned the table against a new
+ * sandbox, atk15r13 F1, F2): no counts pending (their summaries
  * name it), not stopped nor capped, and no lines counted under pressure.
  * Its keys that count nothing go with it: a key with nothing counted
  * pinned its identity for two windows, so 16,384 clients making one
@@ -567,7 +675,7 @@ bl_ident_evict(struct blocklog *bl)
 
 	if (bl->opts.capacity == 0 || bl_pool_full(bl))
 		return -1;
-	for (id = bl->itail; id != NULL && n < BL_EVICT_SCAN;
+	for (id = bl->parts[BL_ADDR].tail; id != NULL && n < BL_EVICT_SCAN;
 	    id = id->prev, n++, bl->probes++) {
 		if (!bl_ident_forgettable(bl, id))
 			continue;
@@ -636,7 +744,6 @@ bl_ident_free(struct blocklog *bl, struct bl_ident *id)
 		}
 	bl_ident_unlink(bl, id);
 	bl_share_forget(bl, id);
-	bl->nidents--;
 	bl->ocount -= id->ocount;
 	free(id->name);
 	free(id);
@@ -692,6 +799,7 @@ bl_key_free(struct blocklog *bl, struct bl_key *k)
 	if (k->next != NULL)
 		k->next->prev = k->prev;
 	bl->nkeys--;
+	bl->rkeys -= k->id->reg;
 	k->id->nkeys--;
 	bl_key_clear(k);
 	free(k->host);
@@ -722,6 +830,7 @@ bl_key_new(struct blocklog *bl, struct bl_ident *id, const char *host,
 		bl->klist->prev = k;
 	bl->klist = k;
 	bl->nkeys++;
+	bl->rkeys += id->reg;
 	id->nkeys++;
 	return k;
 }
@@ -751,7 +860,7 @@ bl_key_get(struct blocklog *bl, struct bl_ident *id, const char *host,
 			    bl_streq(k->host, host))
 				return k;
 		if ((i == 1 || id->nkeys < BLOCKLOG_KEYS_PER_IDENT) &&
-		    bl->nkeys < BLOCKLOG_KEYS_MAX &&
+		    (id->reg || bl->nkeys - bl->rkeys < BLOCKLOG_KEYS_MAX) &&
 		    (k = bl_key_new(bl, id, host, port, rk, now)) != NULL)
 			return k;
 	}
@@ -1026,7 +1135,8 @@ bl_charge_overflow(struct blocklog *bl)
 
 	if (bl->obytes == 0)
 		return;
-	for (id = bl->ilist; id != NULL && all > 0; id = id->next) {
+	for (id = bl_ident_first(bl); id != NULL && all > 0;
+	    id = bl_ident_after(bl, id)) {
 		if (id->ocount == 0)
 			continue;
 		bl_wrote(bl, id, (unsigned long long)((long double)
@@ -1076,8 +1186,8 @@ blocklog_flush(struct blocklog *bl, uint64_t now_us, int all)
 		}
 	}
 	bl_charge_overflow(bl);
-	for (id = bl->ilist; id != NULL; id = inext) {
-		inext = id->next;
+	for (id = bl_ident_first(bl); id != NULL; id = inext) {
+		inext = bl_ident_after(bl, id);
 		if (id->nkeys == 0 && !id->stopped && id->lines == 0 &&
 		    now_us - id->last_us >= 2 * win && !bl_share_keep(bl, id))
 			bl_ident_free(bl, id);
@@ -1099,7 +1209,8 @@ blocklog_stop_top(struct blocklog *bl, unsigned long long room)
 	else if (room > bl->prev)
 		bl_credit(bl, room - bl->prev);
 	bl->prev = room;
-	for (id = bl->ilist; id != NULL; id = id->next)
+	for (id = bl_ident_first(bl); id != NULL;
+	    id = bl_ident_after(bl, id))
 		if (!id->stopped && (top == NULL || id->charged > top->charged))
 			top = id;
 	if (top == NULL || top->lines < BLOCKLOG_STOP_MIN ||
@@ -1200,7 +1311,8 @@ bl_charge(struct blocklog *bl, unsigned long long lost)
 	if (lost > all)
 		lost = all;
 	bl->fresh = 0;
-	for (id = bl->ilist; id != NULL; id = id->next) {
+	for (id = bl_ident_first(bl); id != NULL;
+	    id = bl_ident_after(bl, id)) {
 		if (id->fresh == 0)
 			continue;
 		c = (unsigned long long)((long double)id->fresh * lost / all);
@@ -1224,7 +1336,8 @@ bl_credit(struct blocklog *bl, unsigned long long gained)
 	unsigned long long	 all = bl->charged, c;
 
 	bl->fresh = bl->charged = 0;
-	for (id = bl->ilist; id != NULL; id = id->next) {
+	for (id = bl_ident_first(bl); id != NULL;
+	    id = bl_ident_after(bl, id)) {
 		id->fresh = 0;
 		if (gained >= all || id->charged == 0)
 			c = id->charged;
@@ -1253,7 +1366,8 @@ blocklog_resume_all(struct blocklog *bl)
 {
 	struct bl_ident	*id;
 
-	for (id = bl->ilist; id != NULL; id = id->next) {
+	for (id = bl_ident_first(bl); id != NULL;
+	    id = bl_ident_after(bl, id)) {
 		id->stopped = 0;
 		id->lines = id->fresh = id->charged = 0;
 	}

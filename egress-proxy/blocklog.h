@@ -71,11 +71,17 @@
  * so a flood, within the budget, however many clients share it, cannot
  * rotate the others' history away faster than their floors and
  * summaries do. An identity is kept while any of its lines are in the
- * span; with BLOCKLOG_IDENTS_MAX of them, a new one takes the place of
- * an idle one with nothing pending and the most own lines in the span
- * (a quiet one is the last forgotten; its keys counting nothing go with
- * it; its floor lines go into the pool), unless the pool is full: then the new one's attempts
- * are counted into the shared overflow summaries.
+ * span. A registered sandbox (blocklog_set_registered) is never
+ * forgotten for another while it is registered: its place is in a part
+ * of the table bounded by the registry. The others (client addresses)
+ * share BLOCKLOG_IDENTS_MAX places: with that many, a new one takes the
+ * place of an idle one with nothing pending and the most own lines in
+ * the span (its keys counting nothing go with it; its floor lines go
+ * into the pool), unless the pool is full or none is idle: then the new
+ * one's attempts are counted into the shared overflow summaries. Those
+ * clients are unregistered, so blocked; how many lines each had decides
+ * nothing for a registered sandbox (counts an attacker could undercut
+ * had a quiet sandbox forgotten first, atk15r13 F1, F2).
  *
  * While the log volume is under its reserve (from the first
  * blocklog_stop_top() until blocklog_resume_all()) the module also counts
@@ -176,6 +182,30 @@ struct blocklog;
 struct blocklog	*blocklog_new(const struct blocklog_opts *, blocklog_emit_cb,
 		    void *arg);
 void		 blocklog_free(struct blocklog *);	/* NULL ok */
+
+/*
+ * Whether an identity is a sandbox the registry holds now: 1 when it is.
+ * Asked when an identity is first seen and by blocklog_reclass. A
+ * registered sandbox's identity lives in a part of the table of its own,
+ * bounded by the registry, and is never forgotten for another identity
+ * while it is registered; only the others (client addresses, and
+ * sandboxes no longer registered) share the BLOCKLOG_IDENTS_MAX places
+ * of the rest, and a new one of them may be refused a place (its
+ * attempts counted into the overflow summaries). Likewise its keys are
+ * not held to BLOCKLOG_KEYS_MAX (the others' are; a registered one's to
+ * BLOCKLOG_KEYS_PER_IDENT): a sandbox's counted attempts always go to
+ * summaries that name it. No callback: every
+ * identity is of the rest.
+ */
+typedef int	(*blocklog_registered_cb)(void *arg, const char *identity);
+void		 blocklog_set_registered(struct blocklog *,
+		    blocklog_registered_cb, void *arg);
+/*
+ * The registry changed: ask again for identity (a sandbox registered),
+ * or with NULL for every identity of the registered part (a sandbox or
+ * address unregistered).
+ */
+void		 blocklog_reclass(struct blocklog *, const char *identity);
 
 /*
  * An attempt at now_us (monotonic) and now (wall clock, for summaries).

@@ -421,13 +421,19 @@ conn_accept(struct proxy *px, evutil_socket_t fd, const struct sockaddr *sa,
 	struct sockaddr		*cs = (struct sockaddr *)&ss;
 	struct conn		*c;
 	struct client_slot	*slot;
+	enum proxy_refuse	 why = PROXY_REFUSE_CONNS;
 	size_t			 extra;
 	int			 one = 1;
 
 	conn_addr_normalize(sa, socklen, &ss);
-	if (px->draining || conn_count(px) >= px->cfg.max_conns ||
-	    (slot = proxy_client_enter(px, cs)) == NULL) {
+	if (px->draining) {
 		evutil_closesocket(fd);
+		return;
+	}
+	if (conn_count(px) >= px->cfg.max_conns ||
+	    (slot = proxy_client_enter(px, cs, &why)) == NULL) {
+		evutil_closesocket(fd);
+		proxy_refused(px, why, cs);
 		return;
 	}
 	/* The kernel's buffers count too: capped, not autotuned to MiBs. */
@@ -628,9 +634,10 @@ conn_linger_start(struct conn *c, evutil_socket_t fd, int *kept)
 	struct client_slot	*slot = c->slot;
 	struct conn_linger	*l;
 	struct timeval		 tv = { 0, CONN_LINGER_FIRST_MS * 1000 };
+	enum proxy_refuse	 why;
 
 	if (*kept && (slot = proxy_client_enter(px,
-	    (const struct sockaddr *)&c->client_addr)) == NULL)
+	    (const struct sockaddr *)&c->client_addr, &why)) == NULL)
 		return -1;
 	if ((l = calloc(1, sizeof(*l))) != NULL) {
 		l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);

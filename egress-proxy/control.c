@@ -291,6 +291,14 @@ control_metrics_traffic(struct proxy *px, struct evbuffer *b)
 		evbuffer_add_printf(b, "sandgate_proxy_connections_closed_total"
 		    "{reason=\"%s\"} %llu\n", conn_close_name((enum conn_close)i),
 		    px->stats.conns_closed[i]);
+	evbuffer_add_printf(b,
+	    "# HELP sandgate_proxy_connections_refused_total New connections "
+	    "refused for want of capacity.\n"
+	    "# TYPE sandgate_proxy_connections_refused_total counter\n");
+	for (i = 0; i < PROXY_REFUSE_MAX; i++)
+		evbuffer_add_printf(b, "sandgate_proxy_connections_refused_total"
+		    "{reason=\"%s\"} %llu\n", proxy_refuse_name(
+		    (enum proxy_refuse)i), px->stats.conns_refused[i]);
 }
 
 /* Prometheus text format 0.0.4. */
@@ -444,8 +452,10 @@ control_exec_add(struct proxy *px, struct evhttp_request *req)
 		    "token, sandbox and run_id are required"));
 	else if (execcred_add(px->execs, tok, sbx, run, &cause) == -1)
 		control_reply(req, 400, json_pack("{s:s}", "error", cause));
-	else
+	else {
+		proxy_log_blocks_registry(px);
 		control_reply(req, 200, json_pack("{s:b}", "ok", 1));
+	}
 	json_decref(o);
 }
 
@@ -469,8 +479,10 @@ control_exec_end(struct proxy *px, struct evhttp_request *req)
 		    "run_id is required"));
 		goto out;
 	}
-	if ((n = execcred_remove(px->execs, run)) > 0)
+	if ((n = execcred_remove(px->execs, run)) > 0) {
 		closed = conn_revoke(px);
+		proxy_log_blocks_registry(px);
+	}
 	control_reply(req, 200, json_pack("{s:b, s:I, s:I}", "ok", 1,
 	    "removed", (json_int_t)n, "closed", (json_int_t)closed));
 out:
@@ -1276,6 +1288,7 @@ control_registry_open(struct proxy *px, const char *sock)
 	control_registry_load(px, control_registry_taken ?
 	    control_registry_taken : control_registry_path);
 	control_removed_load(px);
+	proxy_log_blocks_registry(px);
 	/* Retired by the first good save, now or at a later change. */
 	if (control_registry_taken != NULL)
 		(void)control_registry_save(px);
@@ -1337,6 +1350,7 @@ control_identities(struct proxy *px, const char *gone)
 {
 	unsigned	n;
 
+	proxy_log_blocks_registry(px);
 	n = conn_revoke_identity(px, gone);
 	if (n > 0)
 		log_info("%u connections closed: their sandbox registration "

@@ -201,7 +201,7 @@ execcred_running(const struct execcred *t, const char *sandbox,
 	const struct ecred	*e;
 
 	for (e = t->head; e != NULL; e = e->next)
-		if (strcmp(e->run, run_id) == 0 &&
+		if ((run_id == NULL || strcmp(e->run, run_id) == 0) &&
 		    strcmp(e->sandbox, sandbox) == 0)
 			return 1;
 	return 0;

@@ -72,7 +72,7 @@ json_t		*execcred_blocks_json(const struct execcred *,
 		    const char *sandbox, const char *run_id,
 		    unsigned long long after, int unattributed, int *truncated);
 
-/* 1 when run_id is a running (registered) exec of sandbox. */
+/* 1 when run_id (NULL: any) is a running (registered) exec of sandbox. */
 int		 execcred_running(const struct execcred *, const char *sandbox,
 		    const char *run_id);
 

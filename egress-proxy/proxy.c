@@ -31,14 +31,23 @@
 #include "reason.h"
 #include "sglimits.h"
 #include "registry.h"
+#include "execcred.h"
 #include "conn.h"
 #include "control.h"
 #include "util.h"
+#include "siphash.h"
 
 struct proxy	*proxy_g;
 
-/* Open-addressed slots of client addresses (pointers: slots stay put). */
-#define COUNT_SLOTS	8192
+/*
+ * Open-addressed places of client addresses (pointers: slots stay put):
+ * twice --max-conns rounded up to a power of two, at least this many, so
+ * that every connection the proxy admits has its place and probe runs
+ * stay short (8,192 places, half of 16,384 connections, let 8,192
+ * addresses with a connection each lock every other client out,
+ * atk15r13 F3).
+ */
+#define COUNT_SLOTS_MIN	64
 
 /*
  * The newest bytes of the kept log read line by line at start for the
@@ -52,11 +61,14 @@ struct proxy	*proxy_g;
 #define PROXY_REJECTED_MAX	(SG_LOG_LINE_MAX - 4096)
 
 static size_t	proxy_count_key(const struct sockaddr *, unsigned char *);
-static size_t	proxy_count_home(const unsigned char *);
+static size_t	proxy_count_home(const struct proxy *, const unsigned char *);
+static size_t	proxy_count_cap(const struct proxy *);
 static struct client_slot **proxy_count_slot(struct proxy *,
 		    const unsigned char *);
 static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
+static int	proxy_blocks_registered(void *, const char *);
+static void	proxy_blocks_promote(struct proxy *, json_t *);
 static json_t	*proxy_rejected_errors(json_t *);
 /* Cut copies of the client-chosen fields of one log line. */
 struct proxy_cuts {
@@ -163,16 +175,26 @@ proxy_count_key(const struct sockaddr *sa, unsigned char *key)
 	return 17;
 }
 
-/* The slot an address hashes to (FNV-1a). */
+/*
+ * The place an address hashes to, under the process's key: with an
+ * unkeyed hash (FNV-1a) clients choosing addresses (an IPv6 /64) could
+ * make one probe run that every accept and close walks.
+ */
 static size_t
-proxy_count_home(const unsigned char *key)
+proxy_count_home(const struct proxy *px, const unsigned char *key)
 {
-	unsigned	h = 2166136261u;
-	size_t		i;
+	return (size_t)(sg_keyed_hash(key, 17) & (px->slots_cap - 1));
+}
 
-	for (i = 0; i < 17; i++)
-		h = (h ^ key[i]) * 16777619u;
-	return h % COUNT_SLOTS;
+/* The places for cfg.max_conns connections (COUNT_SLOTS_MIN). */
+static size_t
+proxy_count_cap(const struct proxy *px)
+{
+	size_t	cap = COUNT_SLOTS_MIN;
+
+	while (cap < 2 * (size_t)px->cfg.max_conns && cap < SIZE_MAX / 4)
+		cap *= 2;
+	return cap;
 }
 
 /*
@@ -182,10 +204,10 @@ proxy_count_home(const unsigned char *key)
 static struct client_slot **
 proxy_count_slot(struct proxy *px, const unsigned char *key)
 {
-	size_t	h = proxy_count_home(key), i, j;
+	size_t	h = proxy_count_home(px, key), i, j;
 
-	for (i = 0; i < COUNT_SLOTS; i++) {
-		j = (h + i) % COUNT_SLOTS;
+	for (i = 0; i < px->slots_cap; i++) {
+		j = (h + i) & (px->slots_cap - 1);
 		if (px->slots[j] == NULL ||
 		    memcmp(px->slots[j]->key, key, 17) == 0)
 			return &px->slots[j];
@@ -205,9 +227,9 @@ proxy_count_remove(struct proxy *px, struct client_slot **pp)
 
 	px->slots[hole] = NULL;
 	px->nslots--;
-	for (j = (hole + 1) % COUNT_SLOTS; px->slots[j] != NULL;
-	    j = (j + 1) % COUNT_SLOTS) {
-		home = proxy_count_home(px->slots[j]->key);
+	for (j = (hole + 1) & (px->slots_cap - 1); px->slots[j] != NULL;
+	    j = (j + 1) & (px->slots_cap - 1)) {
+		home = proxy_count_home(px, px->slots[j]->key);
 		/* Stays when its home lies cyclically in (hole, j]. */
 		if ((hole < j && home > hole && home <= j) ||
 		    (hole > j && (home > hole || home <= j)))
@@ -219,17 +241,25 @@ proxy_count_remove(struct proxy *px, struct client_slot **pp)
 }
 
 struct client_slot *
-proxy_client_enter(struct proxy *px, const struct sockaddr *sa)
+proxy_client_enter(struct proxy *px, const struct sockaddr *sa,
+    enum proxy_refuse *why)
 {
 	unsigned char		  key[17];
 	struct client_slot	**pp, *cs;
 
-	if (px->slots == NULL &&
-	    (px->slots = calloc(COUNT_SLOTS, sizeof(*px->slots))) == NULL)
-		return NULL;
+	*why = PROXY_REFUSE_MEMORY;
+	if (px->slots == NULL) {
+		px->slots_cap = proxy_count_cap(px);
+		if ((px->slots = calloc(px->slots_cap,
+		    sizeof(*px->slots))) == NULL)
+			return NULL;
+	}
 	proxy_count_key(sa, key);
-	if ((pp = proxy_count_slot(px, key)) == NULL)
-		return NULL;	/* table full: that many clients at once */
+	if ((pp = proxy_count_slot(px, key)) == NULL) {
+		/* That many addresses at once: kept sockets' places too. */
+		*why = PROXY_REFUSE_CLIENTS;
+		return NULL;
+	}
 	if ((cs = *pp) == NULL) {
 		if ((cs = calloc(1, sizeof(*cs))) == NULL)
 			return NULL;
@@ -237,10 +267,59 @@ proxy_client_enter(struct proxy *px, const struct sockaddr *sa)
 		*pp = cs;
 		px->nslots++;
 	}
-	if (cs->n >= px->cfg.max_conns_per_client)
+	if (cs->n >= px->cfg.max_conns_per_client) {
+		*why = PROXY_REFUSE_CLIENT_CONNS;
 		return NULL;
+	}
 	cs->n++;
 	return cs;
+}
+
+static const char *const proxy_refuse_names[PROXY_REFUSE_MAX] = {
+	"connections", "client_connections", "clients", "out_of_memory"
+};
+
+const char *
+proxy_refuse_name(enum proxy_refuse why)
+{
+	return (unsigned)why < PROXY_REFUSE_MAX ? proxy_refuse_names[why] :
+	    "unknown";
+}
+
+/*
+ * A connection from sa refused for want of capacity (why): counted in
+ * /metrics, and said on stderr and in the security-event log
+ * (proxy.conn_refused) at most once a second with how many were refused
+ * meanwhile, however fast clients come: a refusal is never silent
+ * (8,192 addresses locked every other client out unseen, atk15r13 F3).
+ */
+void
+proxy_refused(struct proxy *px, enum proxy_refuse why,
+    const struct sockaddr *sa)
+{
+	uint64_t	 now = util_now_us();
+	char		 a[INET6_ADDRSTRLEN];
+	json_t		*fields;
+
+	px->stats.conns_refused[why]++;
+	px->refused_quiet++;
+	if (px->refused_last_us != 0 && now - px->refused_last_us < 1000000)
+		return;
+	addr_to_string(sa, a, sizeof(a));
+	log_warnx("connection from %s refused: %s (--max-conns %u, "
+	    "--max-conns-per-client %u); %llu refused since the last such "
+	    "line", a, proxy_refuse_name(why), px->cfg.max_conns,
+	    px->cfg.max_conns_per_client, px->refused_quiet);
+	fields = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "event",
+	    "proxy.conn_refused", "reason", proxy_refuse_name(why), "src", a,
+	    "refused", (json_int_t)px->refused_quiet, "max_conns",
+	    (json_int_t)px->cfg.max_conns, "max_conns_per_client",
+	    (json_int_t)px->cfg.max_conns_per_client);
+	if (fields == NULL || eventlog_append(px->seclog, fields) == -1)
+		proxy_log_warn(px);
+	json_decref(fields);
+	px->refused_last_us = now;
+	px->refused_quiet = 0;
 }
 
 void
@@ -521,8 +600,61 @@ proxy_log_blocks_init(struct proxy *px)
 	px->blocks = blocklog_new(&o, proxy_emit_summary, px);
 	if (px->blocks == NULL)
 		return -1;
+	blocklog_set_registered(px->blocks, proxy_blocks_registered, px);
 	proxy_log_blocks_seed(px);
 	return 0;
+}
+
+/*
+ * 1 when a block-log identity (proxy_identity) is a registered sandbox:
+ * one the registry holds, or one with an exec running here whose token
+ * a client may present (POST /execs; a token of a sandbox unregistered
+ * since is refused, token_sandbox_gone). Both are bounded by what the
+ * controller registered.
+ */
+static int
+proxy_blocks_registered(void *arg, const char *identity)
+{
+	struct proxy	*px = arg;
+
+	return registry_has_sandbox(px->registry, identity) ||
+	    (px->execs != NULL && execcred_running(px->execs, identity,
+	    NULL));
+}
+
+/*
+ * The registry or the execs changed: identities no longer registered
+ * leave the block log's registered part, those registered now enter it.
+ */
+void
+proxy_log_blocks_registry(struct proxy *px)
+{
+	json_t	*lists[2];
+	size_t	 i;
+
+	if (px->blocks == NULL)
+		return;
+	blocklog_reclass(px->blocks, NULL);
+	lists[0] = registry_json(px->registry);
+	lists[1] = px->execs != NULL ? execcred_json(px->execs) : NULL;
+	for (i = 0; i < 2; i++) {
+		proxy_blocks_promote(px, lists[i]);
+		json_decref(lists[i]);
+	}
+}
+
+/* Each "sandbox" of list's objects into the registered part. */
+static void
+proxy_blocks_promote(struct proxy *px, json_t *list)
+{
+	json_t		*e;
+	const char	*sbx;
+	size_t		 i;
+
+	json_array_foreach(list, i, e)
+		if ((sbx = json_string_value(json_object_get(e,
+		    "sandbox"))) != NULL)
+			blocklog_reclass(px->blocks, sbx);
 }
 
 /*

@@ -173,6 +173,15 @@ struct client_slot {
 	struct event		*resume;	/* under half: read again */
 };
 
+/* Why a new connection was refused; counted per reason in /metrics. */
+enum proxy_refuse {
+	PROXY_REFUSE_CONNS,		/* --max-conns open */
+	PROXY_REFUSE_CLIENT_CONNS,	/* --max-conns-per-client open */
+	PROXY_REFUSE_CLIENTS,		/* no place for the address */
+	PROXY_REFUSE_MEMORY,
+	PROXY_REFUSE_MAX
+};
+
 struct proxy_stats {
 	unsigned long long	conns_open;
 	unsigned long long	conns_total;
@@ -185,6 +194,7 @@ struct proxy_stats {
 	unsigned long long	bytes_down;
 	unsigned long long	log_failures;
 	unsigned long long	conns_closed[CONN_CLOSE_MAX];
+	unsigned long long	conns_refused[PROXY_REFUSE_MAX];
 };
 
 struct proxy {
@@ -221,6 +231,9 @@ struct proxy {
 	uint64_t		 policy_load_us;
 	struct client_slot	**slots;	/* per client address */
 	size_t			 nslots;	/* addresses with a slot */
+	size_t			 slots_cap;	/* places (a power of 2) */
+	uint64_t		 refused_last_us; /* proxy_refused's line */
+	unsigned long long	 refused_quiet;	/* refused since it */
 	struct registry		*registry;	/* address -> sandbox, sets */
 	struct execcred		*execs;		/* credential -> run id */
 	struct token_keys	*tokens;	/* --token-key; none: no tokens */
@@ -281,14 +294,21 @@ void	proxy_client_release(struct proxy_client *);
 int	proxy_is_self(struct proxy *, const struct sockaddr *, uint16_t port);
 
 /*
- * Per-client-address slots. proxy_client_enter counts one more
- * connection of sa and returns its slot, or NULL when the address
- * already has max_conns_per_client connections (or out of memory).
+ * Per-client-address slots, a place for every connection --max-conns
+ * admits. proxy_client_enter counts one more connection of sa and
+ * returns its slot, or NULL with *why: the address already has
+ * max_conns_per_client connections, no place is left (kept sockets
+ * hold places too), or out of memory.
  * proxy_client_leave counts one less and frees the slot with its last
  * connection.
  */
 struct client_slot *proxy_client_enter(struct proxy *,
-		    const struct sockaddr *);
+		    const struct sockaddr *, enum proxy_refuse *why);
+/* A new connection refused (why): counted, said (rate-limited). */
+void	proxy_refused(struct proxy *, enum proxy_refuse why,
+	    const struct sockaddr *);
+/* "connections", "client_connections", ...: the label in /metrics. */
+const char *proxy_refuse_name(enum proxy_refuse);
 void	proxy_client_leave(struct proxy *, struct client_slot *);
 
 /*
@@ -335,6 +355,8 @@ int	proxy_log_event(struct proxy *, const struct proxy_event *);
 int	proxy_log_block(struct proxy *, const struct proxy_event *);
 /* Set up the block log (blocklog.h) from the configuration. 0 or -1. */
 int	proxy_log_blocks_init(struct proxy *);
+/* The registry changed: the block log's registered part follows it. */
+void	proxy_log_blocks_registry(struct proxy *);
 /* Write the block summaries that are due (all of them with all set). */
 void	proxy_log_flush_blocks(struct proxy *, int all);
 /*

@@ -259,6 +259,17 @@ registry_remove(struct registry *r, const char *key)
 	return n;
 }
 
+int
+registry_has_sandbox(const struct registry *r, const char *sandbox)
+{
+	const struct registry_entry	*e;
+
+	for (e = r != NULL ? r->head : NULL; e != NULL; e = e->next)
+		if (strcmp(e->sandbox, sandbox) == 0)
+			return 1;
+	return 0;
+}
+
 size_t
 registry_count(const struct registry *r)
 {

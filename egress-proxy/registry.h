@@ -39,6 +39,9 @@ int		 registry_add(struct registry *, const char *addr,
 		    const char **cause);
 /* Remove every address of a sandbox id, or one address; how many. */
 size_t		 registry_remove(struct registry *, const char *sandbox_or_addr);
+/* 1 when some address is registered as sandbox. */
+int		 registry_has_sandbox(const struct registry *,
+		    const char *sandbox);
 /* Number of registered addresses. */
 size_t		 registry_count(const struct registry *);
 

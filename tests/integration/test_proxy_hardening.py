@@ -186,6 +186,16 @@ class Case(unittest.TestCase):
         resp = proxylib.raw_request(p.port, self.allowed_get("/alive"))
         self.assertEqual(resp.status, 200, "%s: %r" % (what, resp))
 
+    def assert_serves_new_client(self, p, src):
+        """A request from a client address not seen yet gets its 200."""
+        c = proxylib.bound_conn(src, p.port)
+        c.send(self_allowed(self.up))
+        out = c.outcome()
+        c.close()
+        self.assertIsInstance(out, proxylib.Response, "a new client "
+                              "address (%s) was turned away: %r" % (src, out))
+        self.assertEqual(out.status, 200)
+
     def wait_logged(self, p, mark, **fields):
         """The first event after mark with these fields, else fail."""
         def match(e):
@@ -627,6 +637,86 @@ class F02BlockLog(Case):
         p.stop()
         p.checked = True
         self.assert_verifies(p.log_dir)
+
+    def registered_blocks_named(self, p, mark, what):
+        """SBX_B (127.0.0.3, registered) makes 3 blocked requests to 3
+        hosts; p is stopped. Asserts all 3 are in lines naming it (full
+        lines or its summaries), none only in the overflow summaries
+        that name no client; returns the full lines with a host."""
+        for i in range(3):
+            self.blocked_once(p, "127.0.0.3", "exfil-%d.invalid" % i)
+        p.stop()
+        p.checked = True
+        events = [json.loads(l) for l in p.log_lines()[mark:]]
+        named = proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") == SBX_B)
+        full = [e for e in events if e.get("sandbox") == SBX_B and
+                e["event"] == "egress.blocked" and e.get("host")]
+        overflow = sum(e.get("count", 0) for e in events
+                       if e.get("overflow"))
+        print("\n  %s: the sandbox's 3 blocks: %d in lines naming it, %d "
+              "with their host; overflow summaries' count %d" % (
+                  what, named, len(full), overflow), file=sys.stderr)
+        self.assertEqual(named, 3, "%s: a registered sandbox's blocks "
+                         "name neither it nor the host" % what)
+        self.assert_verifies(p.log_dir)
+        return full
+
+    def test_pending_counts_on_the_oldest_keep_no_sandbox_out(self):
+        """atk15r13 F2: one pending count on each of the 1,024 least
+        recently seen clients (6 blocked requests each: the burst and
+        one), then 15,360 one-line clients, at the default rotation and
+        window: a new sandbox's blocks were overflow summaries naming
+        neither it nor the host (the eviction scan found no client to
+        forget). A registered sandbox has its place in a part of the
+        table of its own: its blocks keep their lines (its floor).
+        --block-window 60: the counts stay pending while the fillers
+        come, however slowly this machine sends them."""
+        p = control_proxy("log-pins", extra_args=["--block-window", "60"])
+        for i in range(1024):
+            self.burst(p, "127.20.%d.%d" % (i >> 8, i & 255), 6,
+                       ["pin.invalid"])
+        for i in range(16384 - 1024):
+            self.blocked_once(p, "127.1.%d.%d" % (i >> 8, i & 255),
+                              "filler%d.invalid" % i)
+        register(p, "127.0.0.3", SBX_B)
+        mark = p.mark()
+        full = self.registered_blocks_named(p, mark, "pinned table")
+        self.assertEqual(len(full), 3, "a new sandbox's blocks lost "
+                         "their host")
+
+    def test_one_line_fillers_do_not_evict_a_quiet_sandbox(self):
+        """atk15r13 F1: the full table forgot the client with the most
+        lines first, so a sandbox with 2 block lines went before 16,383
+        one-line fillers; colluders then filled the pool and its later
+        blocks were overflow summaries naming neither it nor the host
+        (also after a restart). Unregistered clients no longer compete
+        with a registered sandbox for its place."""
+        p = control_proxy("log-evict-quiet", extra_args=[
+            "--log-max-size", "20m", "--log-keep", "1",
+            "--block-window", "1"])
+        register(p, "127.0.0.3", SBX_B)
+        for i in range(2):
+            self.blocked_once(p, "127.0.0.3", "early-%d.invalid" % i)
+        for i in range(16383):
+            self.blocked_once(p, "127.1.%d.%d" % (i >> 8, i & 255),
+                              "filler%d.invalid" % i)
+        hosts = ["h%d.invalid" % j for j in range(10)]
+        for w in range(40):
+            mark = p.mark()
+            for c in range(50):
+                self.burst(p, "127.200.0.%d" % (c + 1), 50, hosts)
+            time.sleep(1.05)
+            full = sum(1 for l in p.log_lines()[mark:]
+                       if '"event":"egress.blocked"' in l and
+                       '"src":"127.200.' in l)
+            if w > 3 and full == 0:
+                break		# the pool is full
+        for i in range(200):	# the slack of batch eviction taken
+            self.blocked_once(p, "127.150.%d.%d" % (i >> 8, (i & 255) or 1),
+                              "late%d.invalid" % i)
+        self.registered_blocks_named(p, p.mark(), "after %d colluder "
+                                     "windows" % (w + 1))
 
     def colluders_fill_the_pool(self, p, n=20):
         """n registered sandboxes (127.0.1.x) send 100 blocked requests
@@ -1423,13 +1513,62 @@ class F12Smaller(Case):
             except OSError as e:
                 self.fail("connect from %s: %r" % (src, e))
         time.sleep(0.5)
-        c = proxylib.bound_conn("127.200.0.1", p.port)
-        c.send(self_allowed(self.up))
-        out = c.outcome()
-        c.close()
-        self.assertIsInstance(out, proxylib.Response, "a new client "
-                              "address was turned away: %r" % out)
-        self.assertEqual(out.status, 200)
+        self.assert_serves_new_client(p, "127.200.0.1")
+
+    def test_slot_table_holds_every_admitted_connection(self):
+        """atk15r13 F3: the per-address table had 8,192 places, half of
+        --max-conns 16,384: 8,192 addresses holding one half-sent
+        request head each got every other client's connection reset,
+        silently. It has a place for every connection admitted."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard < 2 * 8192 + 200:
+            self.skipTest("needs %d file descriptors" % (2 * 8192 + 200))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        p = start_proxy("slots-held")
+        held = []
+        try:
+            for i in range(8192):
+                s = proxylib.bound_socket("127.30.%d.%d" % (
+                    i // 250, i % 250 + 1), p.port, timeout=5)
+                s.sendall(b"GET http://allowed.test/ HTTP/1.1\r\n")
+                held.append(s)
+            for src in ("127.0.0.3", "127.77.0.1"):
+                self.assert_serves_new_client(p, src)
+        finally:
+            for s in held:
+                s.close()
+
+    def test_refused_connection_is_said(self):
+        """atk15r13 F3: a connection refused for capacity was closed
+        without a word. It is counted in /metrics and said on stderr and
+        in the security-event log (proxy.conn_refused), rate-limited."""
+        p = start_proxy("refused", extra_args=[
+            "--max-conns-per-client", "2"])
+        held = [proxylib.bound_socket("127.0.0.5", p.port, timeout=5)
+                for _ in range(2)]
+        try:
+            for _ in range(3):
+                s = proxylib.bound_socket("127.0.0.5", p.port, timeout=5)
+                try:
+                    self.assertEqual(s.recv(1), b"")
+                except ConnectionResetError:
+                    pass
+                s.close()
+            events = []
+            for _ in range(50):
+                events = [json.loads(l) for l in p.log_lines()
+                          if '"proxy.conn_refused"' in l]
+                if events:
+                    break
+                time.sleep(0.1)
+        finally:
+            for s in held:
+                s.close()
+        self.assertTrue(events, "a refusal was not said")
+        self.assertLess(len(events), 3, "refusals not rate-limited")
+        self.assertEqual(events[0]["reason"], "client_connections")
+        self.assertTrue(events[0]["src"].startswith("127.0.0.5"))
+        self.assertIn("refused: client_connections", p.stderr())
 
     def test_malformed_server_name_is_sni_invalid(self):
         """SNI_ERROR (two host names, ...) was logged as sni_missing."""

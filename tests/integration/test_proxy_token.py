@@ -20,6 +20,7 @@ Env: SANDGATE_BIN, SANDGATE_SRC, SANDGATE_KEEP=1 as test_proxy.py.
 
 import base64
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -368,6 +369,51 @@ class TokenTest(unittest.TestCase):
         ev = self.blocked(W["bound"], token(W["key"], "sbx_a"),
                           "token_other_sandbox")
         self.assertIn("registered to no sandbox", ev["message"])
+
+
+class TokenBlockLogTest(unittest.TestCase):
+    def test_token_sandbox_keeps_its_block_log_place(self):
+        """atk15r13 F2 with a token: one pending count on each of the
+        1,024 least recently seen client addresses, then 15,360 one-line
+        ones, and a sandbox acting from a valid token (its exec running
+        here, its address not registered) had its blocks counted only in
+        overflow summaries naming neither it nor the host. A sandbox with
+        an exec running here has a place of its own in the block log."""
+        sock = os.path.join(W["dir"], "pins.sock")
+        p = start("pins", ["--token-key", W["pub"], "--token-any-source",
+                           "--control-socket", sock, "--block-window",
+                           "60"])
+        proxylib.wait_unix_socket(sock)
+        blocked = b"GET http://pin.invalid/ HTTP/1.1\r\nHost: pin.invalid\r\n\r\n"
+        for i in range(16384):
+            n = 6 if i < 1024 else 1
+            with socket.create_connection(
+                    ("127.0.0.1", p.port), timeout=10, source_address=(
+                        "127.%d.%d.%d" % (20 if n > 1 else 1, i >> 8,
+                                          i & 255), 0)) as s:
+                s.sendall(blocked * n)
+                got = b""
+                while got.count(b"HTTP/1.1 403") < n:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+        st, body = proxylib.control(sock, "POST", "/execs", {
+            "token": "ef" * 16, "sandbox": "sbx_tok", "run_id": "run_pin"})
+        self.assertEqual(st, 200, body)
+        tok = token(W["key"], "sbx_tok", run="run_pin")
+        mark = p.mark()
+        for i in range(3):
+            status, _ = get(p, tok, src="127.0.0.9",
+                            host="exfil-%d.invalid" % i)
+            self.assertEqual(status, 403)
+        p.stop()
+        p.checked = True
+        events = [json.loads(l) for l in p.log_lines()[mark:]]
+        named = proxylib.blocked_attempts(
+            events, lambda e: e.get("sandbox") == "sbx_tok")
+        self.assertEqual(named, 3, "a token sandbox's blocks name neither "
+                         "it nor the host: %r" % events)
 
 
 class TokenConfigTest(unittest.TestCase):

@@ -757,6 +757,158 @@ test_ident_table_full_quiet_kept(void **state)
 	blocklog_free(bl);
 }
 
+/* The registry of these tests: "sbx_" names, unless unregistered. */
+static int	registry_off;
+
+static int
+registered(void *arg, const char *identity)
+{
+	(void)arg;
+	return !registry_off && strncmp(identity, "sbx_", 4) == 0;
+}
+
+/*
+ * The shapes of atk15r13 F1 and F2 on a registered sandbox (sbx_victim):
+ * the address part of the table full of one-line clients (with block
+ * lines, or allowed lines only: allowed), made after the victim's
+ * lines; then, with pins, the 1,024 oldest address identities each
+ * hold a pending count; then a new address client, the pool filled, and
+ * the victim's 3 new blocks. Returns those of them that name it (full
+ * lines and its summaries' counts); s counts the rest.
+ */
+struct reg_shape {
+	const char	*name;
+	int		 victim_lines;	/* before the flood; 0: a new one */
+	int		 allowed;	/* fillers' lines are allowed ones */
+	int		 pins;		/* F2: pending counts on the oldest */
+};
+
+static unsigned long long
+registered_victim(struct sink *s, const struct reg_shape *sh)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
+	struct blocklog		*bl;
+	char			 who[32], host[32];
+	int			 i, j, full = 0, first;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->named, sizeof(s->named), "sbx_victim");
+	bl = blocklog_new(&o, emit, s);
+	blocklog_set_registered(bl, registered, NULL);
+	for (i = 0; i < sh->victim_lines; i++) {
+		snprintf(host, sizeof(host), "early%d.invalid", i);
+		assert_int_equal(attempt(bl, "sbx_victim", host, 0), 1);
+		blocklog_wrote(bl, "sbx_victim", LINE, 0, 0);
+	}
+	first = sh->pins ? 1024 : 0;
+	for (i = 0; i < first; i++) {	/* 5 lines and 1 pending each */
+		snprintf(who, sizeof(who), "addr:pin%d", i);
+		for (j = 0; j < 6; j++)
+			if (attempt(bl, who, "pin.invalid", 1))
+				blocklog_wrote(bl, who, LINE, 1 * SEC, 0);
+	}
+	/* The colluder below takes the last place: no slack for the victim. */
+	for (i = first; i < BLOCKLOG_IDENTS_MAX - 1; i++) {
+		snprintf(who, sizeof(who), "addr:fill%d", i);
+		if (sh->allowed) {
+			(void)allowed(bl, who, "ok.test", 10, 1);
+			blocklog_wrote(bl, who, LINE, 1 * SEC,
+			    BLOCKLOG_LINE_OTHER);
+		} else {
+			(void)attempt(bl, who, "f.invalid", 1);
+			blocklog_wrote(bl, who, LINE, 1 * SEC, 0);
+		}
+	}
+	if (!sh->pins)
+		blocklog_flush(bl, 40 * SEC, 0);	/* fillers idle */
+	/* A colluder joins (the table full) and fills the pool. */
+	(void)attempt(bl, "addr:col", "g.invalid", sh->pins ? 2 : 41);
+	for (i = 0; i < BLOCKLOG_FLOOR_LINES; i++)
+		blocklog_wrote(bl, "addr:col", LINE, 42 * SEC, 0);
+	blocklog_wrote(bl, "addr:col", o.capacity / BLOCKLOG_FULL_DIV,
+	    42 * SEC, 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(host, sizeof(host), "exfil%d.invalid", i);
+		if (attempt(bl, "sbx_victim", host, sh->pins ? 3 : 43)) {
+			full++;
+			blocklog_wrote(bl, "sbx_victim", LINE, 43 * SEC, 0);
+		}
+	}
+	blocklog_flush(bl, 1000 * SEC, 1);
+	print_message("%s: the victim's 3 later blocks: %d full lines, %llu "
+	    "in summaries naming it; overflow summaries %u\n", sh->name,
+	    full, s->named_count, s->overflows);
+	blocklog_free(bl);
+	return full + s->named_count;
+}
+
+/*
+ * atk15r13 F1 and F2: the full table forgot the quiet registered sandbox
+ * (2 lines) before one-line fillers (1 line each; or 1 line before
+ * fillers with allowed lines only), and one pending count on each of the
+ * 1,024 oldest identities kept a new sandbox out: its blocks were
+ * overflow summaries naming neither it nor the host. A registered
+ * sandbox has a place of its own: all its attempts are its own lines or
+ * in summaries that name it, whatever the address clients do.
+ */
+static void
+test_registered_never_forgotten(void **state)
+{
+	static const struct reg_shape	shapes[] = {
+		{ "2-line sandbox, 1-line fillers", 2, 0, 0 },
+		{ "1-line sandbox, allowed-only fillers", 1, 1, 0 },
+		{ "new sandbox, pending counts on the oldest", 0, 0, 1 },
+	};
+	struct sink	s;
+	size_t		i;
+
+	(void)state;
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		assert_int_equal(registered_victim(&s, &shapes[i]), 3);
+		assert_int_equal(s.overflows, 0);
+	}
+}
+
+/*
+ * A sandbox no longer registered (blocklog_reclass) competes with the
+ * client addresses again: the address part full of idle one-liners, it
+ * is the one with the most lines and is forgotten for a new client.
+ */
+static void
+test_unregistered_sandbox_evictable(void **state)
+{
+	struct blocklog_opts	 o = { 5, 50, 10, 100000ULL * LINE };
+	struct sink		 s;
+	struct blocklog		*bl;
+	char			 who[32];
+	int			 i;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	registry_off = 0;
+	bl = blocklog_new(&o, emit, &s);
+	blocklog_set_registered(bl, registered, NULL);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(attempt(bl, "sbx_gone", i ? "b.invalid" :
+		    "a.invalid", 0), 1);
+		blocklog_wrote(bl, "sbx_gone", LINE, 0, 0);
+	}
+	for (i = 0; i < BLOCKLOG_IDENTS_MAX; i++) {
+		snprintf(who, sizeof(who), "addr:fill%d", i);
+		(void)attempt(bl, who, "f.invalid", 1);
+		blocklog_wrote(bl, who, LINE, 1 * SEC, 0);
+	}
+	blocklog_flush(bl, 40 * SEC, 0);
+	registry_off = 1;
+	blocklog_reclass(bl, NULL);
+	registry_off = 0;
+	(void)attempt(bl, "addr:new", "n.invalid", 41);
+	/* Forgotten: its floor is new again (a full line past its 2). */
+	assert_int_equal(attempt(bl, "addr:fill0", "f.invalid", 41), 1);
+	blocklog_reclass(bl, "sbx_gone");	/* not in the table: nothing */
+	blocklog_free(bl);
+}
+
 /*
  * atk15r12 F2: allowed lines spent the floor of a sandbox's blocks. They
  * are the pool's (BLOCKLOG_LINE_OTHER): after two allowed lines, with
@@ -1398,6 +1550,8 @@ main(void)
 		cmocka_unit_test(test_floor_for_blocks_only),
 		cmocka_unit_test(test_ident_table_full_active),
 		cmocka_unit_test(test_ident_table_full_quiet_kept),
+		cmocka_unit_test(test_registered_never_forgotten),
+		cmocka_unit_test(test_unregistered_sandbox_evictable),
 		cmocka_unit_test(test_other_destinations_message),
 		cmocka_unit_test(test_emit_failure_keeps_count),
 		cmocka_unit_test(test_stop_top),
