@@ -820,6 +820,26 @@ class Guard(unittest.TestCase):
                         s.close()
                     time.sleep(0.5)
 
+    def test_burst_of_connections_all_answered(self):
+        """The listener rests a turn of the event loop after every 16
+        accepts (CTLTCP_ACCEPT_BURST, so that a flood leaves the data
+        plane its turn): a batch of 100 queued while the proxy is
+        stopped is still all taken and answered."""
+        socks = []
+        os.kill(self.p.pid, signal.SIGSTOP)
+        try:
+            socks = [self.bound("127.0.5.%d" % i, b"GET /healthz HTTP/1.1"
+                                b"\r\nHost: x\r\n\r\n") for i in range(1, 101)]
+        finally:
+            os.kill(self.p.pid, signal.SIGCONT)
+        try:
+            lines = [status_line(s) for s in socks]
+            self.assertEqual(lines, ["HTTP/1.1 200 OK"] * len(socks))
+        finally:
+            for s in socks:
+                s.close()
+            time.sleep(0.5)
+
     def test_control_listener_backlog(self):
         """atk1921e F2: the control listener's accept queue was 64 deep,
         so a flood dropped the controller's SYNs; now SOMAXCONN-sized."""
