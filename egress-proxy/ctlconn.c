@@ -40,21 +40,34 @@ struct ctlconn {
 	int				 overlong;
 	int				 started;	/* checked: counted */
 	int				 tok_waiting;	/* its unread head has it */
+	unsigned long long		 seen;	/* its last progress: a tick */
+};
+
+/* How far a connection's client has got, least first: ctlconn_stage. */
+enum ctlconn_stage {
+	CTLCONN_IDLE,		/* nothing read, nothing waiting */
+	CTLCONN_STALLED,	/* a head or handshake begun, nothing waiting */
+	CTLCONN_SENDING		/* bytes waiting in its socket unread */
 };
 
 static struct ctlconn	*ctlconn_list;
 static size_t		 ctlconn_n;	/* started ones: ctlconn_start */
+static unsigned long long ctlconn_ticks;	/* progress, in order */
 
 static void	ctlconn_release(struct ctlconn *);
 static void	ctlconn_closed(struct evhttp_connection *, void *);
 static void	ctlconn_start(evutil_socket_t, short, void *);
 static void	ctlconn_expire(evutil_socket_t, short, void *);
 static int	ctlconn_alive(struct ctlconn *);
-static int	ctlconn_evict(struct ctlconn *);
-static struct ctlconn *ctlconn_victim(struct ctlconn *);
+static int	ctlconn_evict(struct ctlconn *, const char *);
+static struct ctlconn *ctlconn_victim(struct ctlconn *, const char *, int);
+static int	ctlconn_worse(const struct ctlconn *, int, size_t,
+		    const struct ctlconn *, int, size_t);
+static void	ctlconn_refuse(struct ctlconn *, const char *);
 static int	ctlconn_has_token(struct ctlconn *);
 static const char *ctlconn_value(const char *, const char *);
-static int	ctlconn_arriving(struct ctlconn *);
+static enum ctlconn_stage ctlconn_stage(struct ctlconn *);
+static void	ctlconn_tls_step(const SSL *, int, int);
 static size_t	*ctlconn_tally(const struct ctlconn *, const char **,
 		    size_t *);
 static void	ctlconn_read(struct evbuffer *, const struct evbuffer_cb_info *,
@@ -89,6 +102,10 @@ ctlconn_new(struct event_base *base, SSL_CTX *tls, struct proxy *px,
 	/* Ours until evhttp lets go of it: ctlconn_alive() reads it. */
 	bufferevent_incref(bev);
 	evbuffer_add_cb(bufferevent_get_input(bev), ctlconn_read, c);
+	if (ssl != NULL) {
+		SSL_set_app_data(ssl, c);
+		SSL_set_info_callback(ssl, ctlconn_tls_step);
+	}
 	c->next = ctlconn_list;
 	ctlconn_list = c;
 	/* evhttp sets the connection up once this returns: then look. */
@@ -100,6 +117,7 @@ static void
 ctlconn_release(struct ctlconn *c)
 {
 	struct ctlconn	**pp;
+	SSL		 *ssl;
 
 	for (pp = &ctlconn_list; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -112,6 +130,10 @@ ctlconn_release(struct ctlconn *c)
 	if (c->evcon != NULL)
 		evhttp_connection_set_closecb(c->evcon, NULL, NULL);
 	evbuffer_remove_cb(bufferevent_get_input(c->bev), ctlconn_read, c);
+	if ((ssl = bufferevent_openssl_get_ssl(c->bev)) != NULL) {
+		SSL_set_info_callback(ssl, NULL);
+		SSL_set_app_data(ssl, NULL);
+	}
 	event_free(c->start);
 	event_free(c->deadline);
 	bufferevent_decref(c->bev);
@@ -145,7 +167,11 @@ ctlconn_alive(struct ctlconn *c)
 	return 1;
 }
 
-/* Connections from addr now, c among them. */
+/*
+ * The unauthenticated connections from addr now, c (being checked) among
+ * them: those with the token are the controller's and not capped by
+ * address.
+ */
 static size_t
 ctlconn_from(const char *addr)
 {
@@ -153,30 +179,45 @@ ctlconn_from(const char *addr)
 	size_t		 n = 0;
 
 	for (c = ctlconn_list; c != NULL; c = c->next)
-		if (strcmp(c->addr, addr) == 0)
+		if (!c->authed && !c->tok_waiting && strcmp(c->addr, addr) == 0)
 			n++;
 	return n;
 }
 
 /*
- * Whether c's client is sending: a request head (or a TLS handshake)
- * under way, or bytes waiting in the socket not read yet (a connection
- * accepted in the same batch as a flood is read after it).
+ * How far c's client has got: bytes waiting in the socket not read yet
+ * (a connection accepted in the same batch as a flood is read after it;
+ * for TLS, its ClientHello or its Finished in flight), or a request head
+ * or TLS handshake begun (a ClientHello taken) and the client silent, or
+ * nothing at all.
  */
-static int
-ctlconn_arriving(struct ctlconn *c)
+static enum ctlconn_stage
+ctlconn_stage(struct ctlconn *c)
 {
 	SSL		*ssl;
 	char		 b;
 	evutil_socket_t	 fd;
 
-	if (c->head_lines > 0 || c->len > 0)
-		return 1;
-	if ((ssl = bufferevent_openssl_get_ssl(c->bev)) != NULL &&
-	    !SSL_in_before(ssl))
-		return 1;
 	fd = bufferevent_getfd(c->bev);
-	return fd != -1 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+	if (fd != -1 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1)
+		return CTLCONN_SENDING;
+	if (c->head_lines > 0 || c->len > 0)
+		return CTLCONN_STALLED;
+	if ((ssl = bufferevent_openssl_get_ssl(c->bev)) != NULL &&
+	    SSL_get_state(ssl) != TLS_ST_BEFORE)
+		return CTLCONN_STALLED;
+	return CTLCONN_IDLE;
+}
+
+/* A step of a TLS handshake (SSL_set_info_callback): progress. */
+static void
+ctlconn_tls_step(const SSL *ssl, int where, int ret)
+{
+	struct ctlconn	*c = SSL_get_app_data(ssl);
+
+	(void)ret;
+	if (c != NULL && (where & (SSL_CB_ACCEPT_LOOP | SSL_CB_HANDSHAKE_DONE)))
+		c->seen = ++ctlconn_ticks;
 }
 
 /*
@@ -238,54 +279,86 @@ ctlconn_has_token(struct ctlconn *o)
 }
 
 /*
- * The connection to close for c at the cap, among the unauthenticated
- * ones that have started: one whose client is not sending
- * (ctlconn_arriving) if any, then one of the address holding the most
- * unauthenticated connections, then the oldest (the list is newest
- * first). NULL when there is none.
+ * Whether o (its stage, its address's count) is to be closed before the
+ * best so far: the least far along (ctlconn_stage), then of the address
+ * holding the most unauthenticated connections, then the one stalled
+ * longest (its last progress the earliest).
+ */
+static int
+ctlconn_worse(const struct ctlconn *o, int stage, size_t count,
+    const struct ctlconn *best, int best_stage, size_t best_count)
+{
+	if (best == NULL || stage != best_stage)
+		return best == NULL || stage < best_stage;
+	if (count != best_count)
+		return count > best_count;
+	return o->seen < best->seen;
+}
+
+/*
+ * The connection to close for c at a cap (of addr's connections, or all
+ * with addr NULL), among the unauthenticated ones that have started and
+ * have no token waiting: ctlconn_worse. One whose bytes wait unread is
+ * taken only for a c whose own request carries the token (c_tok): it and
+ * c are alike unread, and closing the older for the newer would let a
+ * batch of a flood accepted after the controller's TLS connection (its
+ * ClientHello not read, no token to see) close it. NULL when there is
+ * none.
  */
 static struct ctlconn *
-ctlconn_victim(struct ctlconn *c)
+ctlconn_victim(struct ctlconn *c, const char *addr, int c_tok)
 {
 	const char	*addrs[CTLCONN_MAX * 2] = { NULL };
 	size_t		 counts[CTLCONN_MAX * 2] = { 0 };
-	struct ctlconn	*o, *old = NULL;
-	size_t		 best = 0, rank;
+	struct ctlconn	*o, *best = NULL;
+	size_t		 n, best_n = 0;
+	int		 stage, best_stage = 0;
 
 	for (o = ctlconn_list; o != NULL; o = o->next)
 		if (o != c && !o->authed && o->evcon != NULL)
 			(*ctlconn_tally(o, addrs, counts))++;
 	for (o = ctlconn_list; o != NULL; o = o->next) {
-		if (o == c || o->authed || o->tok_waiting || o->evcon == NULL)
+		if (o == c || o->authed || o->tok_waiting || o->evcon == NULL ||
+		    (addr != NULL && strcmp(o->addr, addr) != 0))
 			continue;
-		/* later (older) ones win ties: >= */
-		rank = (ctlconn_arriving(o) ? 0 : CTLCONN_MAX * 4) +
-		    *ctlconn_tally(o, addrs, counts);
-		if (rank >= best) {
-			best = rank;
-			old = o;
+		stage = ctlconn_stage(o);
+		if (stage == CTLCONN_SENDING && !c_tok)
+			continue;
+		n = *ctlconn_tally(o, addrs, counts);
+		if (ctlconn_worse(o, stage, n, best, best_stage, best_n)) {
+			best = o;
+			best_stage = stage;
+			best_n = n;
 		}
 	}
-	return old;
+	return best;
 }
 
 /*
- * At the cap, an unauthenticated connection is closed to make room for
- * c, which may be the controller's: idle clients re-opening as they are
- * cut would otherwise hold every slot. A flood evicts its own
- * (ctlconn_victim), and never a connection whose request carries the
- * token, read or waiting (ctlconn_has_token). 0, or -1 when every other
- * one has the token (c is then refused).
+ * At a cap (addr's, or the overall one with addr NULL), an
+ * unauthenticated connection is closed to make room for c, which may be
+ * the controller's: idle clients re-opening as they are cut would
+ * otherwise hold every slot. A flood evicts its own (ctlconn_victim),
+ * and never a connection whose request carries the token, read or
+ * waiting (ctlconn_has_token). 0, or -1 when there is none to close (c
+ * is then refused; at addr's cap, a c carrying the token is let in all
+ * the same: the overall cap still holds).
  */
 static int
-ctlconn_evict(struct ctlconn *c)
+ctlconn_evict(struct ctlconn *c, const char *addr)
 {
 	struct ctlconn	*old;
+	int		 c_tok = ctlconn_has_token(c);
 
-	while ((old = ctlconn_victim(c)) != NULL && ctlconn_has_token(old))
+	while ((old = ctlconn_victim(c, addr, c_tok)) != NULL &&
+	    ctlconn_has_token(old))
 		;	/* marked tok_waiting: the next one */
 	if (old == NULL)
-		return -1;
+		return addr != NULL && c_tok ? 0 : -1;
+	log_debug("control API: at the cap%s, %s:%d (%s) closed for %s:%d",
+	    addr != NULL ? " of its address" : "", old->addr, old->port,
+	    ctlconn_stage(old) == CTLCONN_IDLE ? "idle" : "stalled",
+	    c->addr, c->port);
 	if (ctlconn_alive(old))
 		evhttp_connection_free(old->evcon);	/* ctlconn_closed */
 	else
@@ -293,7 +366,21 @@ ctlconn_evict(struct ctlconn *c)
 	return 0;
 }
 
-/* Just after the accept: the caps, then the first deadline. */
+/* c is refused (why), and closed. */
+static void
+ctlconn_refuse(struct ctlconn *c, const char *why)
+{
+	ctltcp_refused(c->px, c->addr, c->port, "", why);
+	evhttp_connection_free(c->evcon);	/* ctlconn_closed */
+}
+
+/*
+ * Just after the accept: the caps, then the first deadline. The cap of
+ * an address counts its unauthenticated connections only, and at it
+ * one of them is closed for the new one as at the overall cap, so that
+ * clients sharing the controller's address (a NAT, a node, loopback)
+ * cannot lock it out.
+ */
 static void
 ctlconn_start(evutil_socket_t fd, short what, void *arg)
 {
@@ -312,23 +399,17 @@ ctlconn_start(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_get_peer(c->evcon, &addr, &port);
 	snprintf(c->addr, sizeof(c->addr), "%s", addr ? addr : "?");
 	c->port = port;
-	if (ctlconn_from(c->addr) > CTLCONN_PER_ADDR) {
-		ctltcp_refused(c->px, c->addr, c->port, "",
-		    "too many connections from this address");
-		evhttp_connection_free(c->evcon);	/* ctlconn_closed */
+	c->seen = ++ctlconn_ticks;
+	if (ctlconn_from(c->addr) > CTLCONN_PER_ADDR &&
+	    ctlconn_evict(c, c->addr) == -1) {
+		ctlconn_refuse(c, "too many connections from this address");
 		return;
 	}
 	/* Counted once checked: a batch's others have not started yet. */
 	c->started = 1;
 	ctlconn_n++;
-	if (ctlconn_n > CTLCONN_MAX && ctlconn_evict(c) == 0)
-		log_debug("control API: at %d connections, the oldest that "
-		    "sent no token was closed for %s:%d", CTLCONN_MAX,
-		    c->addr, c->port);
-	if (ctlconn_n > CTLCONN_MAX) {
-		ctltcp_refused(c->px, c->addr, c->port, "",
-		    "too many connections");
-		evhttp_connection_free(c->evcon);	/* ctlconn_closed */
+	if (ctlconn_n > CTLCONN_MAX && ctlconn_evict(c, NULL) == -1) {
+		ctlconn_refuse(c, "too many connections");
 		return;
 	}
 	evtimer_add(c->deadline, &tv);
@@ -382,6 +463,8 @@ ctlconn_read(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	size_t			 left, n;
 	ev_ssize_t		 got;
 
+	if (info->n_added > 0)
+		c->seen = ++ctlconn_ticks;
 	if (info->n_added == 0 || c->stop || evbuffer_ptr_set(buf, &pos,
 	    evbuffer_get_length(buf) - info->n_added, EVBUFFER_PTR_SET) == -1)
 		return;

@@ -3,8 +3,14 @@
  * kept so that unauthenticated clients cannot hold the proxy's memory
  * or sockets:
  *
- * - at most CTLCONN_MAX open at once, and CTLCONN_PER_ADDR from one
- *   address; a connection past either is closed at once;
+ * - at most CTLCONN_MAX open at once, and CTLCONN_PER_ADDR without
+ *   the token from one address; at either cap a new connection takes
+ *   the place of an unauthenticated one (of its address, at that cap),
+ *   the least far along (nothing sent, then a head or TLS handshake
+ *   begun and stalled longest), never one whose request carries the
+ *   token, nor one whose bytes wait unread for a newcomer showing no
+ *   token; with none to close, the new one is closed at once (past its
+ *   address's cap, one carrying the token is let in);
  * - each request (from the accept, or from the end of the previous
  *   request on the connection, so the TLS handshake too) has
  *   CTLTCP_TIMEOUT_S in all to arrive: a deadline, not an idle timeout

@@ -13,6 +13,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <event2/util.h>
@@ -32,6 +33,9 @@
 #include "util.h"
 
 static struct evhttp	*ctltcp_http;
+static struct evconnlistener *ctltcp_listener;
+static struct event	*ctltcp_resume;		/* re-enables it */
+static unsigned		 ctltcp_accepted;	/* since it was enabled */
 static char		 ctltcp_tok[CTLTCP_TOKEN_MAX + 1];
 static SSL_CTX		*ctltcp_tls;
 static time_t		 ctltcp_win;		/* refusals' window start */
@@ -42,6 +46,7 @@ static time_t		 ctltcp_counted_since;
 static void	ctltcp_summary(struct proxy *, time_t);
 
 static struct bufferevent *ctltcp_bev(struct event_base *, void *);
+static void	ctltcp_resume_cb(evutil_socket_t, short, void *);
 static int	ctltcp_tls_load(const char *, const char *, char **);
 
 static void	ctltcp_route(struct evhttp_request *, void *);
@@ -293,11 +298,34 @@ ctltcp_route(struct evhttp_request *req, void *arg)
 		control_route(req, px);
 }
 
-/* Every connection of the API, TLS or not, kept by ctlconn.h. */
+/*
+ * Every connection of the API, TLS or not, kept by ctlconn.h. After
+ * CTLTCP_ACCEPT_BURST accepts the listener rests for a turn of the event
+ * loop (libevent accepts until the queue is empty otherwise), so that a
+ * flood on the port leaves the data plane's ready sockets their turn.
+ */
 static struct bufferevent *
 ctltcp_bev(struct event_base *base, void *arg)
 {
+	static const struct timeval	now = { 0, 0 };
+
+	if (++ctltcp_accepted >= CTLTCP_ACCEPT_BURST &&
+	    ctltcp_resume != NULL) {
+		evconnlistener_disable(ctltcp_listener);
+		evtimer_add(ctltcp_resume, &now);
+	}
 	return ctlconn_new(base, ctltcp_tls, arg, CONTROL_BODY_MAX);
+}
+
+/* A turn of the loop went by: accept again. */
+static void
+ctltcp_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	ctltcp_accepted = 0;
+	evconnlistener_enable(ctltcp_listener);
 }
 
 /* The server side of --control-tls-cert/--control-tls-key. */
@@ -364,6 +392,10 @@ ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
 	    evhttp_bind_listener(ctltcp_http, l) == NULL)
 		return util_cause(cause, "cannot start the HTTP server");
 	control_bounds(ctltcp_http);
+	ctltcp_listener = l;
+	if ((ctltcp_resume = evtimer_new(px->base, ctltcp_resume_cb, NULL)) ==
+	    NULL)
+		return util_cause(cause, "cannot make the listener's timer");
 	evhttp_set_bevcb(ctltcp_http, ctltcp_bev, px);
 	evhttp_set_gencb(ctltcp_http, ctltcp_route, px);
 	fprintf(stderr, "sandgate-proxy: control API on %s (%s)\n", spec,
@@ -374,9 +406,13 @@ ctltcp_listen(struct proxy *px, const char *spec, const char *tokfile,
 void
 ctltcp_close(void)
 {
+	if (ctltcp_resume != NULL)
+		event_free(ctltcp_resume);
+	ctltcp_resume = NULL;
 	if (ctltcp_http != NULL)
-		evhttp_free(ctltcp_http);
+		evhttp_free(ctltcp_http);	/* and its listener */
 	ctltcp_http = NULL;
+	ctltcp_listener = NULL;
 	SSL_CTX_free(ctltcp_tls);
 	ctltcp_tls = NULL;
 	explicit_bzero(ctltcp_tok, sizeof(ctltcp_tok));

@@ -19,7 +19,9 @@
  * Requests are bounded as on the socket: CTLTCP_HEADERS_MAX bytes of
  * header, the socket's body ceiling; and by ctlconn.h: CTLTCP_TIMEOUT_S
  * in all for each request (and the TLS handshake) to arrive, a cap on
- * connections, and no body read from a request without the token.
+ * connections, and no body read from a request without the token. The
+ * listener rests a turn of the event loop (shared with the data plane)
+ * after every CTLTCP_ACCEPT_BURST accepts.
  */
 #ifndef SG_CTLTCP_H
 #define SG_CTLTCP_H
@@ -34,6 +36,7 @@ struct proxy;
 #define CTLTCP_HEADERS_MAX	8192
 #define CTLTCP_TIMEOUT_S	10
 #define CTLTCP_BACKLOG		4096	/* listen(): SYNs queue, not drop */
+#define CTLTCP_ACCEPT_BURST	16	/* accepts per turn of the loop */
 #define CTLTCP_REFUSED_BURST	20	/* control.unauthorized lines ... */
 #define CTLTCP_REFUSED_WINDOW_S	10	/* ... per window; the rest counted */
 

@@ -535,6 +535,26 @@ def trickle(socks, limit=25.0, every=2.0):
     return lived
 
 
+def status_line(s):
+    """The first line of the answer on s, or "closed unanswered"."""
+    try:
+        data = proxylib.recv_until(s, b"\r\n")
+    except OSError:
+        data = None
+    return data.split(b"\r\n")[0].decode() if data else "closed unanswered"
+
+
+def closed_by_peer(s):
+    """Whether the proxy closed s (it sends nothing else on it)."""
+    s.settimeout(0.2)
+    try:
+        return s.recv(10) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
 class Guard(unittest.TestCase):
     """The TCP API's connections: a deadline for each request (and the
     TLS handshake), not an idle timeout; a cap overall and per address;
@@ -648,20 +668,12 @@ class Guard(unittest.TestCase):
         self.assertEqual(status, 200, body)
 
     def test_connections_capped_per_address(self):
-        """40 idle connections from one address: those past 32 are
-        closed at once; once they go, the API answers again."""
+        """40 idle connections from one address: 32 stay open (each past
+        32 takes the place of one of the address's own); once they go,
+        the API answers again."""
         socks = [self.connect() for _ in range(40)]
         time.sleep(1)
-        closed = 0
-        for s in socks:
-            s.settimeout(0.2)
-            try:
-                if s.recv(10) == b"":
-                    closed += 1
-            except socket.timeout:
-                pass
-            except OSError:
-                closed += 1
+        closed = sum(map(closed_by_peer, socks))
         for s in socks:
             s.close()
         self.assertEqual(closed, 8, "connections past 32 closed")
@@ -706,9 +718,7 @@ class Guard(unittest.TestCase):
         the flood's own."""
         def status_of(s, rest):
             s.sendall(rest)
-            data = proxylib.recv_until(s, b"\r\n")
-            return data.split(b"\r\n")[0].decode() if data else \
-                "closed unanswered"
+            return status_line(s)
         head = b"GET /status HTTP/1.1\r\nHost: ctl\r\n"
         auth = ("Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
                 % W["token"]).encode()
@@ -753,9 +763,7 @@ class Guard(unittest.TestCase):
                 socks += after()
             finally:
                 os.kill(self.p.pid, signal.SIGCONT)
-            data = proxylib.recv_until(ctl, b"\r\n")
-            return data.split(b"\r\n")[0].decode() if data else \
-                "closed unanswered"
+            return status_line(ctl)
         finally:
             for s in socks:
                 s.close()
@@ -784,6 +792,54 @@ class Guard(unittest.TestCase):
                      for i in range(1, 129)])
         self.assertEqual(line, "HTTP/1.1 200 OK")
 
+    def test_unchecked_connections_of_the_controllers_address(self):
+        """atk1921f F2: 32 connections from the controller's own address
+        (loopback, or the NAT or node address it shares) held that
+        address's cap, which was checked first and closed none of them
+        for a newcomer: every request of the controller was refused while
+        they stayed. The cap now counts connections without the token
+        only, and at it the new one takes the place of one of the
+        address's own, never of one whose request carries the token."""
+        req = ("GET /status HTTP/1.1\r\nHost: ctl\r\nAuthorization: Bearer "
+               "%s\r\nConnection: close\r\n\r\n" % W["token"]).encode()
+        for shape, head in (("idle", b""),
+                            ("head begun", b"GET /healthz HTTP/1.1\r\n"),
+                            ("bad token", b"GET /status HTTP/1.1\r\n"
+                             b"Authorization: Bearer nope\r\n")):
+            with self.subTest(shape):
+                flood = [self.bound("127.0.0.70", head) for _ in range(32)]
+                try:
+                    time.sleep(0.5)
+                    ctl = self.bound("127.0.0.70", req)
+                    self.assertEqual(status_line(ctl), "HTTP/1.1 200 OK")
+                    ctl.close()
+                    # The flood's own cap holds: one of its 32 went.
+                    self.assertEqual(sum(map(closed_by_peer, flood)), 1)
+                finally:
+                    for s in flood:
+                        s.close()
+                    time.sleep(0.5)
+
+    def test_burst_of_connections_all_answered(self):
+        """The listener rests a turn of the event loop after every 16
+        accepts (CTLTCP_ACCEPT_BURST, so that a flood leaves the data
+        plane its turn): a batch of 100 queued while the proxy is
+        stopped is still all taken and answered."""
+        socks = []
+        os.kill(self.p.pid, signal.SIGSTOP)
+        try:
+            socks = [self.bound("127.0.5.%d" % i, b"GET /healthz HTTP/1.1"
+                                b"\r\nHost: x\r\n\r\n") for i in range(1, 101)]
+        finally:
+            os.kill(self.p.pid, signal.SIGCONT)
+        try:
+            lines = [status_line(s) for s in socks]
+            self.assertEqual(lines, ["HTTP/1.1 200 OK"] * len(socks))
+        finally:
+            for s in socks:
+                s.close()
+            time.sleep(0.5)
+
     def test_control_listener_backlog(self):
         """atk1921e F2: the control listener's accept queue was 64 deep,
         so a flood dropped the controller's SYNs; now SOMAXCONN-sized."""
@@ -794,6 +850,102 @@ class Guard(unittest.TestCase):
         out = subprocess.run(["ss", "-ltnH", "sport = :%d" % self.port],
                              capture_output=True, text=True).stdout
         self.assertEqual(int(out.split()[2]), min(somax, 4096), out)
+
+
+class GuardTLS(unittest.TestCase):
+    """The caps over TLS (--control-tls-cert), where no token can be seen
+    before the handshake ends. A proxy of its own."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ca, cert, key = make_ip_cert(os.path.join(W["dir"], "gtlspki"))
+        cls.port = proxylib.free_port()
+        cls.p = start_proxy("gtls", [
+            "--control-socket", os.path.join(W["dir"], "gtls.sock"),
+            "--control-listen", "127.0.0.1:%d" % cls.port,
+            "--control-token-file", W["tokfile"],
+            "--control-tls-cert", cert, "--control-tls-key", key])
+        cls.hello = cls.client_hello(ssl.create_default_context())[1]
+
+    @staticmethod
+    def client_hello(ctx):
+        """(TLS client object, its ClientHello) over memory BIOs."""
+        into, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = ctx.wrap_bio(into, out, server_hostname="127.0.0.1")
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        return (tls, into, out), out.read()
+
+    def sent_hello(self, addr, hello=None):
+        s = socket.socket()
+        s.settimeout(10)
+        s.bind((addr, 0))
+        s.connect(("127.0.0.1", self.port))
+        s.sendall(hello or self.hello)
+        return s
+
+    @staticmethod
+    def finish(s, tls, request):
+        """Go on with a handshake whose ClientHello s sent, send request:
+        the first line of the answer, or how it failed."""
+        obj, into, out = tls
+        try:
+            while True:
+                try:
+                    obj.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    s.sendall(out.read())
+                    data = s.recv(65536)
+                    if not data:
+                        return "closed in the handshake"
+                    into.write(data)
+            obj.write(request)
+            s.sendall(out.read())
+            got = b""
+            while b"\r\n" not in got:
+                try:
+                    got += obj.read(4096)
+                except ssl.SSLWantReadError:
+                    data = s.recv(65536)
+                    if not data:
+                        return "closed unanswered"
+                    into.write(data)
+            return got.split(b"\r\n")[0].decode()
+        except (OSError, ssl.SSLError) as e:
+            return "failed: %r" % e
+
+    def test_handshake_under_way_outlives_a_flood_of_stalled_ones(self):
+        """atk1921f F6: 128 connections that sent a ClientHello and
+        stalled at the cap, the proxy stopped, the controller's
+        connection sends its ClientHello, 129 more ClientHellos queue
+        after it: at the cap each new one closed the oldest connection
+        with a handshake under way, the controller's once the 128 older
+        were gone. Now the stalled go first, and one whose bytes wait
+        unread is never closed for a newcomer that shows no token (the
+        newcomer is refused)."""
+        ctx = ssl.create_default_context(cafile=self.ca)
+        req = ("GET /status HTTP/1.1\r\nHost: ctl\r\nAuthorization: Bearer "
+               "%s\r\nConnection: close\r\n\r\n" % W["token"]).encode()
+        socks = [self.sent_hello("127.0.3.%d" % i) for i in range(1, 129)]
+        try:
+            time.sleep(1)
+            os.kill(self.p.pid, signal.SIGSTOP)
+            try:
+                tls, hello = self.client_hello(ctx)
+                ctl = self.sent_hello("127.0.0.1", hello)
+                socks.append(ctl)
+                socks += [self.sent_hello("127.0.4.%d" % i)
+                          for i in range(1, 130)]
+            finally:
+                os.kill(self.p.pid, signal.SIGCONT)
+            self.assertEqual(self.finish(ctl, tls, req), "HTTP/1.1 200 OK")
+        finally:
+            for s in socks:
+                s.close()
+            time.sleep(0.5)
 
 
 # ------------------------------------------------------- ConfigMap swap
