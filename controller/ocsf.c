@@ -451,6 +451,41 @@ ocsf_egress(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 	return o;
 }
 
+/*
+ * proxy.conn_refused: Network Activity, a Refuse of connections at the
+ * proxy's capacity (its reason, the source, how many since the last
+ * line); Medium: a flood of connections is what fills it.
+ */
+static json_t *
+ocsf_conn_refused(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
+{
+	const char	*src = ocsf_str(ev, "src"), *why = ocsf_str(ev, "reason");
+	long long	 n = ocsf_count(ev, "refused");
+	json_t		*o, *ep;
+	char		*msg;
+
+	(void)name;
+	if ((o = ocsf_new(ev, ctx, &ocsf_network, 5, "Refuse", 3,
+	    "security_control")) == NULL)
+		return NULL;
+	ocsf_set(o, "action_id", json_integer(2));
+	ocsf_set_str(o, "action", "Denied");
+	ocsf_set(o, "disposition_id", json_integer(2));
+	ocsf_set_str(o, "disposition", "Blocked");
+	ocsf_status(o, 2, why, NULL);
+	ep = src != NULL ? ocsf_ip_port(src, 0) : NULL;
+	ocsf_set(o, "src_endpoint", ep != NULL ? ep :
+	    json_pack("{s:s}", "name", "unknown"));
+	ocsf_set(o, "connection_info", json_pack("{s:i, s:s, s:s, s:i}",
+	    "direction_id", 1, "direction", "Inbound", "protocol_name", "tcp",
+	    "protocol_num", 6));
+	util_xasprintf(&msg, "connections to the proxy refused at its "
+	    "capacity (%s): %lld from %s and others since the last such line",
+	    why ? why : "?", n < 0 ? 0 : n, src ? src : "?");
+	ocsf_set_msg(o, msg);
+	return o;
+}
+
 /* policy.*: Entity Management, an Update of the proxy's policy. */
 static json_t *
 ocsf_policy(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
@@ -717,7 +752,10 @@ static const struct ocsf_type {
 	{ "control.unauthorized", ocsf_unauthorized },
 	{ "control.unauthorized_summary", ocsf_unauthorized },
 	{ "proxy.started", ocsf_started },
-	{ "sandbox.seal_drift", ocsf_seal_drift },
+	{ "sandbox.seal_drift", ocsf_sandbox_finding },
+	{ "sandbox.unregister_pending", ocsf_sandbox_finding },
+	{ "sandbox.unregistered", ocsf_sandbox_finding },
+	{ "proxy.conn_refused", ocsf_conn_refused },
 	{ "egress.", ocsf_egress },
 	{ "policy.", ocsf_policy },
 	{ "run.", ocsf_run },

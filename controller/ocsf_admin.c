@@ -218,33 +218,58 @@ ocsf_started(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 }
 
 /*
- * sandbox.seal_drift: the network seal of a session sandbox did not hold
- * before a command (controller/cmd_exec.c; the command did not run).
- * Detection Finding, High, an alert; the finding's uid is the line's
- * hash, the sandbox the affected resource.
+ * The controller's findings about a sandbox (controller/runrec.c's
+ * runrec_event: sandbox, detail): Detection Finding, the line's hash the
+ * finding's uid, the sandbox the affected resource. sandbox.seal_drift:
+ * the network seal did not hold before a command (the command did not
+ * run), High; sandbox.unregister_pending: a discard's unregister that a
+ * proxy replica did not confirm (its tokens may still be accepted
+ * there), Medium; sandbox.unregistered: that unregister confirmed at
+ * last, the finding closed, Informational.
  */
-json_t *
-ocsf_seal_drift(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
-{
-	const char	*sbx = ocsf_str(ev, "sandbox");
-	const char	*detail = ocsf_str(ev, "detail");
-	json_t		*o, *fi;
-	char		*title;
+static const struct ocsf_finding {
+	const char	*event;
+	int		 activity;	/* 1 Create, 3 Close */
+	int		 severity;
+	const char	*title;		/* %s: the sandbox */
+} ocsf_findings[] = {
+	{ "sandbox.seal_drift", 1, 4, "the network seal of sandbox %s does "
+	    "not hold; the command did not run" },
+	{ "sandbox.unregister_pending", 1, 3, "the unregister of discarded "
+	    "sandbox %s was not confirmed by every proxy replica; its tokens "
+	    "may still be accepted there" },
+	{ "sandbox.unregistered", 3, 1, "every proxy replica confirmed the "
+	    "unregister of discarded sandbox %s" },
+};
 
-	(void)name;
-	if ((o = ocsf_new(ev, ctx, &ocsf_detection, 1, "Create", 4,
+json_t *
+ocsf_sandbox_finding(json_t *ev, const struct ocsf_ctx *ctx,
+    const char *name)
+{
+	const struct ocsf_finding	*f = &ocsf_findings[0];
+	const char			*sbx = ocsf_str(ev, "sandbox");
+	const char			*detail = ocsf_str(ev, "detail");
+	json_t				*o, *fi;
+	char				*title;
+	size_t				 i;
+
+	for (i = 0; i < sizeof(ocsf_findings) / sizeof(ocsf_findings[0]); i++)
+		if (strcmp(name, ocsf_findings[i].event) == 0)
+			f = &ocsf_findings[i];
+	if ((o = ocsf_new(ev, ctx, &ocsf_detection, f->activity,
+	    f->activity == 3 ? "Close" : "Create", f->severity,
 	    NULL)) == NULL)
 		return NULL;
-	util_xasprintf(&title, "the network seal of sandbox %s does not "
-	    "hold; the command did not run", sbx ? sbx : "?");
+	util_xasprintf(&title, f->title, sbx ? sbx : "?");
 	fi = json_pack("{s:s, s:s}", "uid", ocsf_str(ev, "hash") ?
-	    ocsf_str(ev, "hash") : "sandbox.seal_drift", "title", title);
+	    ocsf_str(ev, "hash") : f->event, "title", title);
 	ocsf_set_str(fi, "desc", detail);
 	ocsf_set(o, "finding_info", fi);
 	if (sbx != NULL)
 		ocsf_set(o, "resources", json_pack("[{s:s, s:s}]", "uid", sbx,
 		    "type", "Sandbox"));
-	ocsf_set(o, "is_alert", json_true());
+	if (f->severity >= 3)
+		ocsf_set(o, "is_alert", json_true());
 	ocsf_set_msg(o, title);
 	return o;
 }

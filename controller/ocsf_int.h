@@ -52,7 +52,7 @@ json_t		*ocsf_unauthorized(json_t *, const struct ocsf_ctx *,
 		    const char *);
 json_t		*ocsf_started(json_t *, const struct ocsf_ctx *,
 		    const char *);
-json_t		*ocsf_seal_drift(json_t *, const struct ocsf_ctx *,
+json_t		*ocsf_sandbox_finding(json_t *, const struct ocsf_ctx *,
 		    const char *);
 
 #endif

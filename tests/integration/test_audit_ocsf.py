@@ -133,6 +133,16 @@ SAMPLES = {
     "sandbox.seal_drift": ({"sandbox": SANDBOX,
                             "detail": "nft table sandgate is gone"},
                            2004, 4),
+    "sandbox.unregister_pending": ({"sandbox": SANDBOX,
+                                    "detail": "http://10.0.0.2:3129: "
+                                    "unreachable"}, 2004, 3),
+    "sandbox.unregistered": ({"sandbox": SANDBOX,
+                              "detail": "the unregister kept since "
+                              "2026-12-03T10:00:00Z was confirmed"},
+                             2004, 1),
+    "proxy.conn_refused": ({"reason": "clients", "src": "10.0.0.9",
+                            "refused": 12, "max_conns": 16384,
+                            "max_conns_per_client": 256}, 4001, 3),
 }
 # A literal that names an event: "family.name", with the word event (or
 # ev) on its line or the two before it; "run.%s" stands for each kind.
