@@ -171,6 +171,16 @@ enum workspace_kind {
 	WORKSPACE_OVERSIZE	/* a file larger than the sandbox's --disk */
 };
 
+/* Whether a diff shows a delta's text (set only by a staged diff). */
+enum workspace_show {
+	WORKSPACE_SHOW_NONE,		/* binary or special: no text */
+	WORKSPACE_SHOW_TEXT,		/* its text is shown */
+	WORKSPACE_SHOW_TOO_LARGE,	/* a side over SG_DIFF_FILE_MAX bytes
+					   or SG_DIFF_LINES_MAX lines */
+	WORKSPACE_SHOW_OVER_TOTAL	/* did not fit in the diff's total
+					   (--disk) after the smaller ones */
+};
+
 struct workspace_delta {
 	enum workspace_change	 change;
 	enum workspace_kind	 kind;
@@ -193,6 +203,9 @@ struct workspace_delta {
 	int			 staged;
 	off_t			 stage_off;
 	size_t			 stage_len;
+	/* whether the text is shown (in the review digest), and its cost */
+	enum workspace_show	 show;
+	off_t			 show_cost;
 };
 
 struct workspace_diff {
@@ -201,6 +214,7 @@ struct workspace_diff {
 	/* the review digest over every delta (workspace_review_digest) */
 	char			 review[WORKSPACE_SHA256_HEX];
 	int			 stagefd;	/* -1 unless staged */
+	off_t			 show_cap;	/* bytes of text shown at most */
 };
 
 struct workspace_diff_opts {
@@ -266,7 +280,8 @@ enum workspace_write_flags {
 /* What workspace_diff_write() showed, for the notes after it. */
 struct workspace_write_stats {
 	size_t	escaped;	/* bytes shown as \xHH */
-	size_t	too_large;	/* text files summarised */
+	size_t	too_large;	/* text files summarised: their own size */
+	size_t	over_total;	/* text files summarised: the diff's total */
 };
 
 /*

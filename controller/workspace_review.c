@@ -3,13 +3,15 @@
  * (<sbxdir>/reviews/DIGEST.review) and the check apply makes against them.
  *
  * The digest is SHA-256 over this text, one line per delta in path
- * order, after the line "sandgate-review 1":
+ * order, after the line "sandgate-review 2":
  *
- *   CHANGE KIND MODE_BEFORE SHA_BEFORE MODE_AFTER SHA_AFTER SIZE LEN:PATH
+ *   CHANGE KIND MODE_BEFORE SHA_BEFORE MODE_AFTER SHA_AFTER SIZE SHOWN LEN:PATH
  *
  * CHANGE is A, M or D; KIND one of file, symlink, fifo, socket, device,
  * badname, oversize; modes are 4 octal digits, SHA-256 64 hex digits,
- * "-" where a side has none; SIZE the work side's size in bytes; PATH
+ * "-" where a side has none; SIZE the work side's size in bytes; SHOWN
+ * whether the diff showed the text: "t" shown, "L" too large to show,
+ * "T" not shown as the diff's total was reached, "-" no text; PATH
  * the raw name, LEN its length in bytes, so no name can stand for
  * another. A saved review is the same text with each path in base64
  * instead of LEN:PATH, written and read one line at a time (memory in
@@ -35,7 +37,9 @@
 #include "workspace_int.h"
 
 #define REVIEW_DIR	"reviews"
-#define REVIEW_HEAD	"sandgate-review 1\n"
+#define REVIEW_HEAD	"sandgate-review 2\n"
+/* enum workspace_show as SHOWN */
+#define REVIEW_SHOWS	"-tLT"
 
 struct workspace_review {
 	struct workspace_diff	d;	/* the reviewed deltas */
@@ -101,7 +105,7 @@ workspace_review_digest(const struct workspace_diff *df,
 	ws_sha_hex(h, out);
 }
 
-/* The fields of a delta's line but the path: "A file - - 0644 SHA 12". */
+/* The fields of a delta's line but the path: "A file - - 0644 SHA 12 t". */
 static int
 review_fields(const struct workspace_delta *d, char *buf, size_t size)
 {
@@ -114,10 +118,11 @@ review_fields(const struct workspace_delta *d, char *buf, size_t size)
 	    (d->kind == WORKSPACE_FILE || d->kind == WORKSPACE_OVERSIZE))
 		snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after &
 		    07777);
-	return snprintf(buf, size, "%c %s %s %s %s %s %lld", "AMD"[d->change],
-	    review_kinds[d->kind], mb, d->sha256_before[0] ?
-	    d->sha256_before : "-", ma, d->sha256_after[0] ?
-	    d->sha256_after : "-", (long long)d->size_after);
+	return snprintf(buf, size, "%c %s %s %s %s %s %lld %c",
+	    "AMD"[d->change], review_kinds[d->kind], mb,
+	    d->sha256_before[0] ? d->sha256_before : "-", ma,
+	    d->sha256_after[0] ? d->sha256_after : "-",
+	    (long long)d->size_after, REVIEW_SHOWS[d->show]);
 }
 
 /* One line of the saved review: the fields, the path in base64. */
@@ -278,16 +283,16 @@ review_mode(const char *s, mode_t *m)
 static int
 review_parse_line(char *line, struct workspace_delta *d)
 {
-	char	*f[8], *p = line, *end;
+	char	*f[9], *p = line, *end;
 	size_t	 n, len, k;
 	long long size;
 	int	 got;
 
-	/* eight fields, one space between each, none empty */
-	for (n = 0; n < 8; n++) {
+	/* nine fields, one space between each, none empty */
+	for (n = 0; n < 9; n++) {
 		f[n] = p;
 		p = strchr(p, ' ');
-		if ((n < 7) != (p != NULL) || (p != NULL ? p : f[n] +
+		if ((n < 8) != (p != NULL) || (p != NULL ? p : f[n] +
 		    strlen(f[n])) == f[n])
 			return -1;
 		if (p != NULL)
@@ -302,9 +307,13 @@ review_parse_line(char *line, struct workspace_delta *d)
 		return -1;
 	d->kind = (enum workspace_kind)k;
 	d->special = d->kind != WORKSPACE_FILE;
+	if (strlen(f[7]) != 1 || strchr(REVIEW_SHOWS, f[7][0]) == NULL)
+		return -1;
+	d->show = (enum workspace_show)(strchr(REVIEW_SHOWS, f[7][0]) -
+	    REVIEW_SHOWS);
 	errno = 0;
 	size = strtoll(f[6], &end, 10);
-	len = strlen(f[7]);
+	len = strlen(f[8]);
 	if (errno != 0 || *end != '\0' || size < 0 || len == 0 ||
 	    len % 4 != 0 || review_mode(f[2], &d->mode_before) == -1 ||
 	    review_mode(f[4], &d->mode_after) == -1 ||
@@ -314,10 +323,10 @@ review_parse_line(char *line, struct workspace_delta *d)
 		return -1;
 	d->size_after = (off_t)size;
 	got = EVP_DecodeBlock((unsigned char *)d->path,
-	    (const unsigned char *)f[7], (int)len);
+	    (const unsigned char *)f[8], (int)len);
 	if (got < 0)
 		return -1;
-	got -= (f[7][len - 1] == '=') + (f[7][len - 2] == '=');
+	got -= (f[8][len - 1] == '=') + (f[8][len - 2] == '=');
 	d->path[got] = '\0';
 	return strlen(d->path) == (size_t)got ? 0 : -1;
 }

