@@ -45,10 +45,11 @@ struct workspace_review {
 	struct workspace_diff	d;	/* the reviewed deltas */
 };
 
-/* A review file's name and age, for review_prune(). */
+/* A review file's name, age and size, for review_prune(). */
 struct review_file {
 	char		name[80];
 	long long	mt;
+	off_t		size;
 };
 
 static const char *const review_kinds[] = {
@@ -67,7 +68,7 @@ static void	review_line(EVP_MD_CTX *, const struct workspace_delta *);
 static int	review_write_line(FILE *, const struct workspace_delta *);
 static int	review_prune(int, const char *);
 static void	review_drop_oldest(int, struct review_file *, size_t *,
-		    const char *);
+		    const char *, off_t *);
 static int	review_read(FILE *, struct workspace_diff *);
 static int	review_parse_line(char *, struct workspace_delta *);
 static int	review_sha(const char *, char *);
@@ -143,22 +144,31 @@ review_write_line(FILE *f, const struct workspace_delta *d)
 	return rc;
 }
 
-/* Remove the oldest of v[0..*n) (never keep) and drop it from v. */
+/*
+ * Remove the oldest of v[0..*n) but keep (never removed, and then the
+ * next oldest) and drop it from v and its size from *total.
+ */
 static void
 review_drop_oldest(int dfd, struct review_file *v, size_t *n,
-    const char *keep)
+    const char *keep, off_t *total)
 {
-	size_t	i, old = 0;
+	size_t	i, old = *n;
 
-	for (i = 1; i < *n; i++)
-		if (v[i].mt < v[old].mt)
+	for (i = 0; i < *n; i++)
+		if (strncmp(v[i].name, keep, 64) != 0 &&
+		    (old == *n || v[i].mt < v[old].mt))
 			old = i;
-	if (strncmp(v[old].name, keep, 64) != 0)
-		unlinkat(dfd, v[old].name, 0);
+	if (old == *n)
+		return;
+	unlinkat(dfd, v[old].name, 0);
+	*total -= v[old].size;
 	v[old] = v[--*n];
 }
 
-/* Keep the newest SG_REVIEWS_KEPT reviews in the folder dfd. */
+/*
+ * Keep the newest SG_REVIEWS_KEPT reviews in the folder dfd, and at most
+ * SG_REVIEWS_BYTES_MAX of them but keep.
+ */
 static int
 review_prune(int dfd, const char *keep)
 {
@@ -166,6 +176,7 @@ review_prune(int dfd, const char *keep)
 	struct dirent		*de;
 	struct stat		 st;
 	size_t			 n = 0;
+	off_t			 total = 0;
 	DIR			*d;
 	int			 fd;
 
@@ -180,13 +191,16 @@ review_prune(int dfd, const char *keep)
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		if (n == sizeof(v) / sizeof(v[0]))
-			review_drop_oldest(dfd, v, &n, keep);
+			review_drop_oldest(dfd, v, &n, keep, &total);
 		memcpy(v[n].name, de->d_name, 72);	/* 71 bytes and NUL */
+		v[n].size = st.st_size;
+		total += st.st_size;
 		v[n++].mt = ws_ns(&st.st_mtim);
 	}
 	closedir(d);
-	while (n > SG_REVIEWS_KEPT)
-		review_drop_oldest(dfd, v, &n, keep);
+	while (n > 1 && (n > SG_REVIEWS_KEPT ||
+	    total > (off_t)SG_REVIEWS_BYTES_MAX))
+		review_drop_oldest(dfd, v, &n, keep, &total);
 	return 0;
 }
 

@@ -21,6 +21,7 @@ trap cleanup EXIT
 . "$(dirname "$0")/../lib/fixture.sh"
 mkdir -p "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
 sg() { "$BIN" "$@" >"$T/out" 2>"$T/err"; }
+sgrss() { /usr/bin/time -f %M -o "$T/rss" "$BIN" "$@" >"$T/out" 2>"$T/err"; }
 
 # --- export: a path longer than a zip entry name -----------------------------
 # src/app.py is deleted by the agent; a file whose "work/" + path is
@@ -208,6 +209,25 @@ sg apply --review "$REV" --unshown big.txt "$ID"; rc=$?
 check "apply --review --unshown big.txt: applied as its SHA-256" '[ $rc -eq 0 ] && grep -q "^applied big.txt$" "$T/out" && [ "$(stat -c %s "$T/s12/big.txt")" = 1200000 ]'
 rm -rf "$SANDGATE_STATE/sandboxes/$ID"
 
+# --- saved reviews: many names (atk16u F4) -------------------------------------
+# 12,000 hard-link names of 120 bytes: each diff saves a review of ~3.3 MB
+# (every path in base64); 16 were kept whatever --disk, so 12 distinct
+# reviews held ~40 MB. Now at most 32 MiB of reviews (the newest kept).
+small_sandbox sbx_0123456789abcdef0123bd0d s13
+python3 - "$W" <<'PY'
+import os, sys
+os.makedirs(sys.argv[1] + "/R")
+open(sys.argv[1] + "/R/0", "w").write("x\n")
+for i in range(1, 12000):
+    os.link(sys.argv[1] + "/R/0", sys.argv[1] + "/R/%0120d" % i)
+PY
+for i in $(seq 1 12); do
+	printf 'v%s\n' "$i" >"$W/v.txt"
+	sgrss diff "$ID" || break
+done
+check "12 diffs of 12,000 names: at most 32 MiB of saved reviews ($(du -sk "$SANDGATE_STATE/sandboxes/$ID/reviews" | cut -f1) KiB, $(ls "$SANDGATE_STATE/sandboxes/$ID/reviews" | wc -l) kept, diff $(tail -1 "$T/rss") KiB)" '[ "$(du -sk "$SANDGATE_STATE/sandboxes/$ID/reviews" | cut -f1)" -le 32768 ] && [ -n "$(ls "$SANDGATE_STATE/sandboxes/$ID/reviews/$(awk "/^review /{print \$2}" "$T/out").review")" ]'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
 # --- apply: a host file made private after create ------------------------------
 ID=sbx_0123456789abcdef0123bd03
 mkdir -p "$T/s3"
@@ -256,7 +276,6 @@ if ldd "$BIN" 2>/dev/null | grep -q libasan; then
 	RSSMAX=99999999
 	echo "note: a sanitizer build: peak RSS is printed, not asserted"
 fi
-sgrss() { /usr/bin/time -f %M -o "$T/rss" "$BIN" "$@" >"$T/out" 2>"$T/err"; }
 for v in "diff --stat" "diff" "diff --json" "apply --all --dry-run"; do
 	sgrss $v "$ID"; rc=$?
 	check "$v of 5.3 MB of changed names: refused naming the bound ($rc, $(tail -1 "$T/rss") KiB, $(stat -c %s "$T/out") bytes out)" '[ $rc -ne 0 ] && grep -q "does not review that much" "$T/err" && [ "$(tail -1 "$T/rss")" -le $RSSMAX ] && [ "$(stat -c %s "$T/out")" -le 65536 ]'
