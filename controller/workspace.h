@@ -222,7 +222,9 @@ struct workspace_diff_opts {
 	 * Keep the bytes of each changed text file of at most
 	 * SG_DIFF_FILE_MAX bytes as they were hashed (in an unlinked file
 	 * in the sandbox folder), so that the text shown later is exactly
-	 * what the digest covers, whatever changes in work/ meanwhile.
+	 * what the digest covers, whatever changes in work/ meanwhile; and
+	 * choose which texts are shown (delta.show, at most size_max bytes
+	 * written, smallest first: workspace_show.c).
 	 */
 	int	  stage;
 	/* A file above this many bytes (its size, holes counted) is not read: a WORKSPACE_OVERSIZE delta. */
@@ -289,7 +291,8 @@ struct workspace_write_stats {
  * one file's text). As a patch: the unified text per text file; a
  * "Binary file PATH changed: sha256 A -> B" line per binary file; a
  * "Text file PATH changed: too large to show (...): sha256 A -> B" line
- * per text file over the limits; a "Special file PATH ..." line per
+ * per text file over the limits ("not shown (...)" for one past the
+ * diff's total, workspace_show.c); a "Special file PATH ..." line per
  * special file; then "review DIGEST" (nothing at all when there is no
  * change). With WORKSPACE_WRITE_JSON: one
  * object {"review":..., "added":[...], "modified":[...],
