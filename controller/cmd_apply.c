@@ -1,12 +1,14 @@
 /*
  * cmd_apply.c: `sandgate apply ID (--path P... | --all) [--review DIGEST]
- * [--include-risky] [--dry-run]`.
+ * [--unshown P]... [--include-risky] [--dry-run]`.
  *
  * The sandbox's container is frozen from before apply looks at the
  * working copy until the last file is copied out. With --review, every
  * path applied must still be what that review (a `sandgate diff`) showed,
  * checked for all of them before the first is written, and each file's
- * bytes are checked again as they are copied.
+ * bytes are checked again as they are copied; a file whose text the
+ * review did not show (too large, or past the diff's total) is refused
+ * unless named with --unshown.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,6 +32,8 @@ struct apply_run {
 	struct workspace_diff		*now;	/* for --all or --review */
 	struct workspace_apply_opts	 o;
 	off_t				 budget; /* what may still be written */
+	char				**unshown; /* --unshown */
+	size_t				 nunshown;
 	int				 all, risky_ok;
 	int				 refused, failed, changed;
 };
@@ -40,6 +44,7 @@ static void	cmd_apply_line(const char *, const char *, const char *,
 static void	cmd_apply_one(struct apply_run *, const char *);
 static int	cmd_apply_check(struct apply_run *, char **, size_t);
 static int	cmd_apply_check_one(struct apply_run *, const char *);
+static int	cmd_apply_unshown(struct apply_run *, const char *);
 static void	cmd_apply_paths(struct apply_run *, char **, size_t);
 static int	cmd_apply_work(struct apply_run *, struct freeze *, char **,
 		    size_t, char **);
@@ -50,6 +55,7 @@ static const struct option cmd_apply_options[] = {
 	{ "path", required_argument, NULL, 'p' },
 	{ "all", no_argument, NULL, 'a' },
 	{ "review", required_argument, NULL, 'R' },
+	{ "unshown", required_argument, NULL, 'u' },
 	{ "include-risky", no_argument, NULL, 'r' },
 	{ "dry-run", no_argument, NULL, 'n' },
 	{ NULL, 0, NULL, 0 }
@@ -58,12 +64,14 @@ static const struct option cmd_apply_options[] = {
 const struct cmd_entry cmd_apply = {
 	.name = "apply",
 	.usage = "(--path PATH [--path PATH]... | --all) [--review DIGEST] "
-	    "[--include-risky] [--dry-run] ID",
+	    "[--unshown PATH]... [--include-risky] [--dry-run] ID",
 	.summary = "copy reviewed changes from the working copy back to the "
 	    "source",
 	.help = "PATH is relative to the source root. With "
 	    "--review DIGEST (from `sandgate diff`)\nevery path must still "
-	    "be what that diff showed, else nothing is applied (exit\n126). "
+	    "be what that diff showed, else nothing is applied (exit\n126); "
+	    "a file whose text the diff did not show (too large) is refused\n"
+	    "unless named with --unshown PATH (applied as its SHA-256). "
 	    "A path is refused (exit 126, host file untouched) if it is "
 	    "absolute, has\na '..' component, is a symlink or special file "
 	    "in the working copy, is larger\nthan the sandbox's --disk, or "
@@ -194,6 +202,38 @@ cmd_apply_risky(const struct apply_run *a, const struct workspace_delta *d,
 	return 0;
 }
 
+/*
+ * With --review: a file (added or modified) whose text the review did
+ * not show, not named with --unshown? Prints the refusal. 1 refused, 0.
+ */
+static int
+cmd_apply_unshown(struct apply_run *a, const char *path)
+{
+	const struct workspace_delta	*rv;
+	char				*msg;
+	size_t				 i;
+
+	if (a->rv == NULL || (rv = workspace_review_find(a->rv, path)) ==
+	    NULL || rv->change == WORKSPACE_DELETED ||
+	    (rv->show != WORKSPACE_SHOW_TOO_LARGE &&
+	    rv->show != WORKSPACE_SHOW_OVER_TOTAL) ||
+	    workspace_diff_find(a->now, path) == NULL)	/* nothing to write */
+		return 0;
+	for (i = 0; i < a->nunshown; i++)
+		if (strcmp(a->unshown[i], path) == 0)
+			return 0;
+	if (asprintf(&msg, "review %.12s did not show its text (%s), only "
+	    "its sha256 %s; name it with --unshown to apply it", a->digest,
+	    rv->show == WORKSPACE_SHOW_TOO_LARGE ? "too large to show" :
+	    "the diff's total was reached", rv->sha256_after) == -1)
+		msg = NULL;
+	cmd_apply_line("", "refused", path, msg != NULL ? msg :
+	    "its text was not shown");
+	free(msg);
+	a->refused++;
+	return 1;
+}
+
 /* --all (the review's paths, or the diff's), then each --path. */
 static void
 cmd_apply_paths(struct apply_run *a, char **paths, size_t npaths)
@@ -218,10 +258,12 @@ cmd_apply_paths(struct apply_run *a, char **paths, size_t npaths)
 			a->refused++;
 			continue;
 		}
-		cmd_apply_one(a, d->path);
+		if (!cmd_apply_unshown(a, d->path))
+			cmd_apply_one(a, d->path);
 	}
 	for (i = 0; i < npaths && !freeze_interrupted(); i++)
-		cmd_apply_one(a, paths[i]);
+		if (!cmd_apply_unshown(a, paths[i]))
+			cmd_apply_one(a, paths[i]);
 }
 
 /* Frozen: look at the working copy, check, copy. */
@@ -319,16 +361,22 @@ cmd_apply_exec(struct cmd_args *args)
 	struct apply_run	  a;
 	const char		 *review = NULL;
 	char			**paths;
-	size_t			  npaths = 0;
+	size_t			  npaths = 0, i;
 	int			  rc;
 
-	if ((paths = calloc(args->nopts + 1, sizeof(char *))) == NULL)
-		return SG_EXIT_ERROR;
 	memset(&a, 0, sizeof(a));
+	if ((paths = calloc(args->nopts + 1, sizeof(char *))) == NULL ||
+	    (a.unshown = calloc(args->nopts + 1, sizeof(char *))) == NULL) {
+		free(paths);
+		return SG_EXIT_ERROR;
+	}
 	while ((o = cmd_args_next(args)) != NULL) {
 		switch (o->ch) {
 		case 'p':
 			paths[npaths++] = (char *)o->arg;
+			break;
+		case 'u':
+			a.unshown[a.nunshown++] = (char *)o->arg;
 			break;
 		case 'a':
 			a.all = 1;
@@ -344,11 +392,15 @@ cmd_apply_exec(struct cmd_args *args)
 			break;
 		}
 	}
+	/* without --all, each --unshown PATH is a path to apply too */
+	for (i = 0; !a.all && i < a.nunshown; i++)
+		paths[npaths++] = a.unshown[i];
 	if ((npaths == 0) == (a.all == 0))
 		rc = cmd_usage_error(&cmd_apply, "give --path PATH ... or "
 		    "--all");
 	else
 		rc = cmd_apply_run(args->argv[0], paths, npaths, &a, review);
 	free(paths);
+	free(a.unshown);
 	return rc;
 }

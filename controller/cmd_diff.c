@@ -74,9 +74,20 @@ cmd_diff_notes(const struct workspace_write_stats *ws, int raw)
 	if (ws->too_large > 0)
 		log_warnx("note: %zu text file%s too large to "
 		    "show (over %u bytes or %u lines): only %s sizes and "
-		    "SHA-256 are listed", ws->too_large,
+		    "SHA-256 are listed; apply --review refuses %s unless "
+		    "named with --unshown", ws->too_large,
 		    ws->too_large == 1 ? " is" : "s are", SG_DIFF_FILE_MAX,
-		    SG_DIFF_LINES_MAX, ws->too_large == 1 ? "its" : "their");
+		    SG_DIFF_LINES_MAX, ws->too_large == 1 ? "its" : "their",
+		    ws->too_large == 1 ? "it" : "them");
+	if (ws->over_total > 0)
+		log_warnx("note: %zu text file%s not shown: the diff shows "
+		    "at most the sandbox's --disk of text, smaller files "
+		    "first, and %s did not fit; only %s sizes and SHA-256 are "
+		    "listed; apply --review refuses %s unless named with "
+		    "--unshown", ws->over_total, ws->over_total == 1 ? " is" :
+		    "s are", ws->over_total == 1 ? "it" : "they",
+		    ws->over_total == 1 ? "its" : "their",
+		    ws->over_total == 1 ? "it" : "them");
 	if (ws->escaped > 0 && !raw)
 		log_warnx("note: %zu byte%s of control "
 		    "characters or invalid UTF-8 in the diff %s shown as \\xHH "

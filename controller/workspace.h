@@ -171,6 +171,16 @@ enum workspace_kind {
 	WORKSPACE_OVERSIZE	/* a file larger than the sandbox's --disk */
 };
 
+/* Whether a diff shows a delta's text (set only by a staged diff). */
+enum workspace_show {
+	WORKSPACE_SHOW_NONE,		/* binary or special: no text */
+	WORKSPACE_SHOW_TEXT,		/* its text is shown */
+	WORKSPACE_SHOW_TOO_LARGE,	/* a side over SG_DIFF_FILE_MAX bytes
+					   or SG_DIFF_LINES_MAX lines */
+	WORKSPACE_SHOW_OVER_TOTAL	/* did not fit in the diff's total
+					   (--disk) after the smaller ones */
+};
+
 struct workspace_delta {
 	enum workspace_change	 change;
 	enum workspace_kind	 kind;
@@ -193,6 +203,9 @@ struct workspace_delta {
 	int			 staged;
 	off_t			 stage_off;
 	size_t			 stage_len;
+	/* whether the text is shown (in the review digest), and its cost */
+	enum workspace_show	 show;
+	off_t			 show_cost;
 };
 
 struct workspace_diff {
@@ -201,6 +214,7 @@ struct workspace_diff {
 	/* the review digest over every delta (workspace_review_digest) */
 	char			 review[WORKSPACE_SHA256_HEX];
 	int			 stagefd;	/* -1 unless staged */
+	off_t			 show_cap;	/* bytes of text shown at most */
 };
 
 struct workspace_diff_opts {
@@ -208,7 +222,9 @@ struct workspace_diff_opts {
 	 * Keep the bytes of each changed text file of at most
 	 * SG_DIFF_FILE_MAX bytes as they were hashed (in an unlinked file
 	 * in the sandbox folder), so that the text shown later is exactly
-	 * what the digest covers, whatever changes in work/ meanwhile.
+	 * what the digest covers, whatever changes in work/ meanwhile; and
+	 * choose which texts are shown (delta.show, at most size_max bytes
+	 * written, smallest first: workspace_show.c).
 	 */
 	int	  stage;
 	/* A file above this many bytes (its size, holes counted) is not read: a WORKSPACE_OVERSIZE delta. */
@@ -266,7 +282,8 @@ enum workspace_write_flags {
 /* What workspace_diff_write() showed, for the notes after it. */
 struct workspace_write_stats {
 	size_t	escaped;	/* bytes shown as \xHH */
-	size_t	too_large;	/* text files summarised */
+	size_t	too_large;	/* text files summarised: their own size */
+	size_t	over_total;	/* text files summarised: the diff's total */
 };
 
 /*
@@ -274,7 +291,8 @@ struct workspace_write_stats {
  * one file's text). As a patch: the unified text per text file; a
  * "Binary file PATH changed: sha256 A -> B" line per binary file; a
  * "Text file PATH changed: too large to show (...): sha256 A -> B" line
- * per text file over the limits; a "Special file PATH ..." line per
+ * per text file over the limits ("not shown (...)" for one past the
+ * diff's total, workspace_show.c); a "Special file PATH ..." line per
  * special file; then "review DIGEST" (nothing at all when there is no
  * change). With WORKSPACE_WRITE_JSON: one
  * object {"review":..., "added":[...], "modified":[...],

@@ -30,7 +30,6 @@ struct diff_ctx {
 	unsigned char			*buf;		/* WS_BUF_SIZE */
 	char				*file;		/* SG_DIFF_FILE_MAX + 1 */
 	off_t				 stage_end;
-	off_t				 shown;		/* bytes staged per name */
 	struct diff_link		*links;		/* hash of staged inodes */
 	size_t				 nlinks, linkcap;
 };
@@ -54,6 +53,8 @@ static int	 diff_read(struct diff_ctx *, int, const struct stat *,
 static int	 diff_stage(struct diff_ctx *, struct workspace_delta *,
 		    const struct stat *, size_t);
 static int	 diff_stage_open(struct diff_ctx *, const char *);
+static int	 diff_show_text(struct diff_ctx *, struct workspace_delta *,
+		    const struct stat *, size_t);
 static struct diff_link *diff_link_slot(struct diff_ctx *,
 		    const struct stat *);
 static struct workspace_delta *diff_add(struct diff_ctx *,
@@ -233,11 +234,10 @@ diff_link_slot(struct diff_ctx *c, const struct stat *st)
 }
 
 /*
- * Keep the len bytes in c->file as the delta's work side: once per inode
- * (a hard-linked file's other names with the same bytes share its copy),
- * and at most the sandbox's --disk in all, each name counted (so what the
- * text of the diff, or an export's diff.patch, repeats per name is bounded
- * too); past it the file is shown as too large (sizes and SHA-256).
+ * Keep the len bytes in c->file as the delta's work side, once per inode
+ * (a hard-linked file's other names with the same bytes share its copy):
+ * at most the sandbox's --disk in all, past it the delta is not shown.
+ * What the text shows, each name counted, is bounded by ws_show_choose().
  */
 static int
 diff_stage(struct diff_ctx *c, struct workspace_delta *d,
@@ -247,9 +247,6 @@ diff_stage(struct diff_ctx *c, struct workspace_delta *d,
 	size_t			 off = 0;
 	ssize_t			 w;
 
-	if ((off_t)len > c->o->size_max - c->shown)
-		return 0;
-	c->shown += (off_t)len;
 	if (st->st_nlink > 1 && st->st_ino != 0) {
 		if ((l = diff_link_slot(c, st)) == NULL)
 			return util_cause(c->cause, "out of memory");
@@ -259,6 +256,10 @@ diff_stage(struct diff_ctx *c, struct workspace_delta *d,
 			d->stage_len = l->len;
 			return 0;
 		}
+	}
+	if ((off_t)len > c->o->size_max - c->stage_end) {
+		d->show = WORKSPACE_SHOW_OVER_TOTAL;
+		return 0;
 	}
 	while (off < len) {
 		w = pwrite(c->out->stagefd, c->file + off, len - off,
@@ -282,6 +283,41 @@ diff_stage(struct diff_ctx *c, struct workspace_delta *d,
 		l->off = d->stage_off;
 		l->len = len;
 	}
+	return 0;
+}
+
+/*
+ * A text delta of a staged diff: too large to show by its own size, or
+ * its cost (both sides) for ws_show_choose() and its work side staged.
+ * len: the work side's bytes in c->file ((size_t)-1: over the limit).
+ */
+static int
+diff_show_text(struct diff_ctx *c, struct workspace_delta *d,
+    const struct stat *st, size_t len)
+{
+	struct ws_show_cost	a, b;
+	int			r;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	d->show = WORKSPACE_SHOW_TOO_LARGE;
+	if (d->change != WORKSPACE_ADDED) {
+		r = ws_show_snap_cost(c->snapfd, d->path, &a, c->buf,
+		    WS_BUF_SIZE);
+		if (r == -1)
+			return util_cause(c->cause, "cannot read the snapshot "
+			    "of '%s': %s", d->path, strerror(errno));
+		if (r == 1)
+			return 0;
+	}
+	if (d->change != WORKSPACE_DELETED) {
+		if (len == (size_t)-1)
+			return 0;
+		ws_show_cost_add(&b, (const unsigned char *)c->file, len);
+	}
+	ws_show_set(d, &a, &b);
+	if (d->show == WORKSPACE_SHOW_TEXT && d->change != WORKSPACE_DELETED)
+		return diff_stage(c, d, st, len);
 	return 0;
 }
 
@@ -339,8 +375,8 @@ diff_file(struct diff_ctx *c, const struct workspace_walk_entry *we)
 		if (!bin)
 			d->binary = diff_snap_binary(c, we->path);
 	}
-	if (c->o->stage && !d->binary && len != (size_t)-1)
-		rc = diff_stage(c, d, &st, len);
+	if (c->o->stage && !d->binary)
+		rc = diff_show_text(c, d, &st, len);
 out:
 	close(fd);
 	return rc;
@@ -442,6 +478,9 @@ diff_deleted(struct diff_ctx *c)
 		d->mode_before = e->f.mode;
 		d->size_before = e->f.size;
 		d->binary = diff_snap_binary(c, e->path);
+		if (c->o->stage && !d->binary &&
+		    diff_show_text(c, d, NULL, 0) == -1)
+			return -1;
 	}
 	return 0;
 }
@@ -483,6 +522,10 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 	if (diff_walk(&c, wfd) == -1 || diff_deleted(&c) == -1 ||
 	    diff_twins(&c) == -1)
 		goto out;
+	if (o->stage && ws_show_choose(c.out, o->size_max) == -1) {
+		util_cause(cause, "out of memory");
+		goto out;
+	}
 	workspace_diff_sort(c.out);
 	workspace_review_digest(c.out, c.out->review);
 	rc = 0;

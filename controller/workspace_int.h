@@ -95,6 +95,36 @@ int		 ws_open_parent(int rootfd, const char *relpath,
 /* Does the buffer look binary (a NUL in the first 8000 bytes)? */
 int		 ws_is_binary(const unsigned char *, size_t);
 
+/*
+ * The show budget (workspace_show.c). A side's cost: the most bytes its
+ * text takes in the patch or the JSON, its lines and size.
+ */
+struct ws_show_cost {
+	off_t		bytes;
+	size_t		lines;
+	off_t		size;
+	unsigned char	last;
+};
+void		 ws_show_cost_add(struct ws_show_cost *,
+		    const unsigned char *, size_t);
+/*
+ * The snapshot side of relpath into c: 0, 1 when it is larger than
+ * SG_DIFF_FILE_MAX (not all counted), -1 (errno) when it cannot be opened.
+ */
+int		 ws_show_snap_cost(int snapfd, const char *relpath,
+		    struct ws_show_cost *c, unsigned char *buf, size_t bufsz);
+/*
+ * A text delta with sides a and b (zeroed when a side is absent): too
+ * large (lines) or to be shown, with its cost.
+ */
+void		 ws_show_set(struct workspace_delta *, const struct ws_show_cost *a,
+		    const struct ws_show_cost *b);
+/*
+ * Choose, smallest cost first, the text deltas shown within cap bytes;
+ * the rest WORKSPACE_SHOW_OVER_TOTAL. 0 or -1 (no memory).
+ */
+int		 ws_show_choose(struct workspace_diff *, off_t cap);
+
 /* Timespec to ns since the epoch. */
 long long	 ws_ns(const struct timespec *);
 

@@ -3,13 +3,15 @@
  * (<sbxdir>/reviews/DIGEST.review) and the check apply makes against them.
  *
  * The digest is SHA-256 over this text, one line per delta in path
- * order, after the line "sandgate-review 1":
+ * order, after the line "sandgate-review 2":
  *
- *   CHANGE KIND MODE_BEFORE SHA_BEFORE MODE_AFTER SHA_AFTER SIZE LEN:PATH
+ *   CHANGE KIND MODE_BEFORE SHA_BEFORE MODE_AFTER SHA_AFTER SIZE SHOWN LEN:PATH
  *
  * CHANGE is A, M or D; KIND one of file, symlink, fifo, socket, device,
  * badname, oversize; modes are 4 octal digits, SHA-256 64 hex digits,
- * "-" where a side has none; SIZE the work side's size in bytes; PATH
+ * "-" where a side has none; SIZE the work side's size in bytes; SHOWN
+ * whether the diff showed the text: "t" shown, "L" too large to show,
+ * "T" not shown as the diff's total was reached, "-" no text; PATH
  * the raw name, LEN its length in bytes, so no name can stand for
  * another. A saved review is the same text with each path in base64
  * instead of LEN:PATH, written and read one line at a time (memory in
@@ -35,16 +37,19 @@
 #include "workspace_int.h"
 
 #define REVIEW_DIR	"reviews"
-#define REVIEW_HEAD	"sandgate-review 1\n"
+#define REVIEW_HEAD	"sandgate-review 2\n"
+/* enum workspace_show as SHOWN */
+#define REVIEW_SHOWS	"-tLT"
 
 struct workspace_review {
 	struct workspace_diff	d;	/* the reviewed deltas */
 };
 
-/* A review file's name and age, for review_prune(). */
+/* A review file's name, age and size, for review_prune(). */
 struct review_file {
 	char		name[80];
 	long long	mt;
+	off_t		size;
 };
 
 static const char *const review_kinds[] = {
@@ -63,7 +68,7 @@ static void	review_line(EVP_MD_CTX *, const struct workspace_delta *);
 static int	review_write_line(FILE *, const struct workspace_delta *);
 static int	review_prune(int, const char *);
 static void	review_drop_oldest(int, struct review_file *, size_t *,
-		    const char *);
+		    const char *, off_t *);
 static int	review_read(FILE *, struct workspace_diff *);
 static int	review_parse_line(char *, struct workspace_delta *);
 static int	review_sha(const char *, char *);
@@ -101,7 +106,7 @@ workspace_review_digest(const struct workspace_diff *df,
 	ws_sha_hex(h, out);
 }
 
-/* The fields of a delta's line but the path: "A file - - 0644 SHA 12". */
+/* The fields of a delta's line but the path: "A file - - 0644 SHA 12 t". */
 static int
 review_fields(const struct workspace_delta *d, char *buf, size_t size)
 {
@@ -114,10 +119,11 @@ review_fields(const struct workspace_delta *d, char *buf, size_t size)
 	    (d->kind == WORKSPACE_FILE || d->kind == WORKSPACE_OVERSIZE))
 		snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after &
 		    07777);
-	return snprintf(buf, size, "%c %s %s %s %s %s %lld", "AMD"[d->change],
-	    review_kinds[d->kind], mb, d->sha256_before[0] ?
-	    d->sha256_before : "-", ma, d->sha256_after[0] ?
-	    d->sha256_after : "-", (long long)d->size_after);
+	return snprintf(buf, size, "%c %s %s %s %s %s %lld %c",
+	    "AMD"[d->change], review_kinds[d->kind], mb,
+	    d->sha256_before[0] ? d->sha256_before : "-", ma,
+	    d->sha256_after[0] ? d->sha256_after : "-",
+	    (long long)d->size_after, REVIEW_SHOWS[d->show]);
 }
 
 /* One line of the saved review: the fields, the path in base64. */
@@ -138,22 +144,31 @@ review_write_line(FILE *f, const struct workspace_delta *d)
 	return rc;
 }
 
-/* Remove the oldest of v[0..*n) (never keep) and drop it from v. */
+/*
+ * Remove the oldest of v[0..*n) but keep (never removed, and then the
+ * next oldest) and drop it from v and its size from *total.
+ */
 static void
 review_drop_oldest(int dfd, struct review_file *v, size_t *n,
-    const char *keep)
+    const char *keep, off_t *total)
 {
-	size_t	i, old = 0;
+	size_t	i, old = *n;
 
-	for (i = 1; i < *n; i++)
-		if (v[i].mt < v[old].mt)
+	for (i = 0; i < *n; i++)
+		if (strncmp(v[i].name, keep, 64) != 0 &&
+		    (old == *n || v[i].mt < v[old].mt))
 			old = i;
-	if (strncmp(v[old].name, keep, 64) != 0)
-		unlinkat(dfd, v[old].name, 0);
+	if (old == *n)
+		return;
+	unlinkat(dfd, v[old].name, 0);
+	*total -= v[old].size;
 	v[old] = v[--*n];
 }
 
-/* Keep the newest SG_REVIEWS_KEPT reviews in the folder dfd. */
+/*
+ * Keep the newest SG_REVIEWS_KEPT reviews in the folder dfd, and at most
+ * SG_REVIEWS_BYTES_MAX of them but keep.
+ */
 static int
 review_prune(int dfd, const char *keep)
 {
@@ -161,6 +176,7 @@ review_prune(int dfd, const char *keep)
 	struct dirent		*de;
 	struct stat		 st;
 	size_t			 n = 0;
+	off_t			 total = 0;
 	DIR			*d;
 	int			 fd;
 
@@ -175,13 +191,16 @@ review_prune(int dfd, const char *keep)
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		if (n == sizeof(v) / sizeof(v[0]))
-			review_drop_oldest(dfd, v, &n, keep);
+			review_drop_oldest(dfd, v, &n, keep, &total);
 		memcpy(v[n].name, de->d_name, 72);	/* 71 bytes and NUL */
+		v[n].size = st.st_size;
+		total += st.st_size;
 		v[n++].mt = ws_ns(&st.st_mtim);
 	}
 	closedir(d);
-	while (n > SG_REVIEWS_KEPT)
-		review_drop_oldest(dfd, v, &n, keep);
+	while (n > 1 && (n > SG_REVIEWS_KEPT ||
+	    total > (off_t)SG_REVIEWS_BYTES_MAX))
+		review_drop_oldest(dfd, v, &n, keep, &total);
 	return 0;
 }
 
@@ -278,16 +297,16 @@ review_mode(const char *s, mode_t *m)
 static int
 review_parse_line(char *line, struct workspace_delta *d)
 {
-	char	*f[8], *p = line, *end;
+	char	*f[9], *p = line, *end;
 	size_t	 n, len, k;
 	long long size;
 	int	 got;
 
-	/* eight fields, one space between each, none empty */
-	for (n = 0; n < 8; n++) {
+	/* nine fields, one space between each, none empty */
+	for (n = 0; n < 9; n++) {
 		f[n] = p;
 		p = strchr(p, ' ');
-		if ((n < 7) != (p != NULL) || (p != NULL ? p : f[n] +
+		if ((n < 8) != (p != NULL) || (p != NULL ? p : f[n] +
 		    strlen(f[n])) == f[n])
 			return -1;
 		if (p != NULL)
@@ -302,9 +321,13 @@ review_parse_line(char *line, struct workspace_delta *d)
 		return -1;
 	d->kind = (enum workspace_kind)k;
 	d->special = d->kind != WORKSPACE_FILE;
+	if (strlen(f[7]) != 1 || strchr(REVIEW_SHOWS, f[7][0]) == NULL)
+		return -1;
+	d->show = (enum workspace_show)(strchr(REVIEW_SHOWS, f[7][0]) -
+	    REVIEW_SHOWS);
 	errno = 0;
 	size = strtoll(f[6], &end, 10);
-	len = strlen(f[7]);
+	len = strlen(f[8]);
 	if (errno != 0 || *end != '\0' || size < 0 || len == 0 ||
 	    len % 4 != 0 || review_mode(f[2], &d->mode_before) == -1 ||
 	    review_mode(f[4], &d->mode_after) == -1 ||
@@ -314,10 +337,10 @@ review_parse_line(char *line, struct workspace_delta *d)
 		return -1;
 	d->size_after = (off_t)size;
 	got = EVP_DecodeBlock((unsigned char *)d->path,
-	    (const unsigned char *)f[7], (int)len);
+	    (const unsigned char *)f[8], (int)len);
 	if (got < 0)
 		return -1;
-	got -= (f[7][len - 1] == '=') + (f[7][len - 2] == '=');
+	got -= (f[8][len - 1] == '=') + (f[8][len - 2] == '=');
 	d->path[got] = '\0';
 	return strlen(d->path) == (size_t)got ? 0 : -1;
 }

@@ -54,7 +54,8 @@ static int	text_load(const char *, const struct workspace_diff *,
 static int	text_header(FILE *, const struct workspace_delta *);
 static int	text_write(FILE *, const struct workspace_delta *,
 		    const struct text_sides *, int, size_t *);
-static int	text_summary(FILE *, const struct workspace_delta *);
+static int	text_summary(FILE *, const struct workspace_diff *,
+		    const struct workspace_delta *);
 static int	text_other(FILE *, const struct workspace_delta *);
 static int	text_write_delta(const char *, const struct workspace_diff *,
 		    const struct workspace_delta *, int, FILE *,
@@ -67,6 +68,8 @@ static json_t	*text_json_delta(const char *, const struct workspace_diff *,
 static int	text_write_json(const char *, const struct workspace_diff *,
 		    FILE *, struct workspace_write_stats *, char **);
 static const char *text_change_word(const struct workspace_delta *);
+static void	text_count_unshown(const struct workspace_delta *,
+		    struct workspace_write_stats *);
 
 /* "a/PATH" as git prints it: quoted as a whole when the path needs it. */
 static int
@@ -202,6 +205,9 @@ text_load(const char *sbxdir, const struct workspace_diff *df,
     const struct workspace_delta *d, struct text_sides *s, char **cause)
 {
 	memset(s, 0, sizeof(*s));
+	if (d->show == WORKSPACE_SHOW_TOO_LARGE ||
+	    d->show == WORKSPACE_SHOW_OVER_TOTAL)
+		return 1;
 	if (d->change != WORKSPACE_ADDED) {
 		if (text_load_snap(sbxdir, d, &s->a, &s->alen, cause) == -1)
 			return -1;
@@ -273,20 +279,46 @@ text_change_word(const struct workspace_delta *d)
 	    d->change == WORKSPACE_DELETED ? "deleted" : "changed";
 }
 
-/* A text file over the limits: its sizes and hashes, and why. */
+/*
+ * A text file whose text is not shown: its sizes and hashes, and the
+ * true reason (its own size, or the diff's total reached by the smaller
+ * ones), and what apply --review does with it.
+ */
 static int
-text_summary(FILE *f, const struct workspace_delta *d)
+text_summary(FILE *f, const struct workspace_diff *df,
+    const struct workspace_delta *d)
 {
 	if (fputs("Text file ", f) == EOF ||
-	    quote_path(f, d->path, strlen(d->path)) == -1)
+	    quote_path(f, d->path, strlen(d->path)) == -1 ||
+	    fprintf(f, " %s: ", text_change_word(d)) < 0)
 		return -1;
-	return fprintf(f, " %s: too large to show (%lld bytes before, %lld "
-	    "after; the diff shows files of at most %u bytes and %u lines): "
-	    "sha256 %s -> %s\n", text_change_word(d),
+	if (d->show == WORKSPACE_SHOW_OVER_TOTAL) {
+		if (fprintf(f, "not shown (%lld bytes before, %lld after): "
+		    "the diff shows at most the sandbox's --disk (%lld bytes) "
+		    "of text, smaller files first, and this file's text "
+		    "(up to %lld bytes) did not fit after them", (long long)
+		    d->size_before, (long long)d->size_after,
+		    (long long)df->show_cap, (long long)d->show_cost) < 0)
+			return -1;
+	} else if (fprintf(f, "too large to show (%lld bytes before, %lld "
+	    "after; the diff shows files of at most %u bytes and %u lines)",
 	    (long long)d->size_before, (long long)d->size_after,
-	    SG_DIFF_FILE_MAX, SG_DIFF_LINES_MAX,
+	    SG_DIFF_FILE_MAX, SG_DIFF_LINES_MAX) < 0)
+		return -1;
+	return fprintf(f, ": sha256 %s -> %s\n",
 	    d->sha256_before[0] ? d->sha256_before : "none",
 	    d->sha256_after[0] ? d->sha256_after : "none") < 0 ? -1 : 0;
+}
+
+/* Count a summarised text delta under its reason. */
+static void
+text_count_unshown(const struct workspace_delta *d,
+    struct workspace_write_stats *ws)
+{
+	if (d->show == WORKSPACE_SHOW_OVER_TOTAL)
+		ws->over_total++;
+	else
+		ws->too_large++;
 }
 
 /* The line of a binary or special delta. */
@@ -369,8 +401,8 @@ text_write_delta(const char *sbxdir, const struct workspace_diff *df,
 		r = text_write(out, d, &s, (flags & WORKSPACE_WRITE_RAW) != 0,
 		    &ws->escaped);
 	else if (r == 1) {
-		ws->too_large++;
-		r = text_summary(out, d);
+		text_count_unshown(d, ws);
+		r = text_summary(out, df, d);
 	}
 	free(s.a);
 	free(s.b);
@@ -425,11 +457,11 @@ text_json_delta(const char *sbxdir, const struct workspace_diff *df,
 	if (r == -1)
 		return NULL;
 	if (r == WORKSPACE_TEXT_TOO_LARGE)
-		ws->too_large++;
+		text_count_unshown(d, ws);
 	snprintf(mb, sizeof(mb), "%04o", (unsigned)d->mode_before);
 	snprintf(ma, sizeof(ma), "%04o", (unsigned)d->mode_after);
 	o = json_pack("{s:b, s:s?, s:b, s:b, s:s?, s:s?, s:s?, s:s?, s:s?, "
-	    "s:I, s:I, s:b}", "risky", d->risky, "risky_reason",
+	    "s:I, s:I, s:b, s:b}", "risky", d->risky, "risky_reason",
 	    d->risky ? d->risky_why : NULL, "binary", d->binary, "special",
 	    d->special,
 	    "type", d->special ? d->special_what : NULL,
@@ -440,7 +472,9 @@ text_json_delta(const char *sbxdir, const struct workspace_diff *df,
 	    (!d->special || d->kind == WORKSPACE_OVERSIZE) ? ma : NULL,
 	    "size_before", (json_int_t)d->size_before,
 	    "size_after", (json_int_t)d->size_after,
-	    "too_large", r == WORKSPACE_TEXT_TOO_LARGE);
+	    "too_large", r == WORKSPACE_TEXT_TOO_LARGE &&
+	    d->show != WORKSPACE_SHOW_OVER_TOTAL,
+	    "over_total", d->show == WORKSPACE_SHOW_OVER_TOTAL);
 	if (o == NULL ||
 	    text_json_bytes(d->path, strlen(d->path), "path", o) == NULL ||
 	    (r == WORKSPACE_TEXT_SHOWN ?

@@ -111,6 +111,12 @@
 #define SG_EXPORT_NAMES_MAX	(4u * 1024 * 1024)
 /* Controller: reviews (`diff`'s digests) kept per sandbox for apply. */
 #define SG_REVIEWS_KEPT		16
+/*
+ * ... and their bytes in all: the oldest go first past it (the newest is
+ * always kept; one review of 32,768 paths and 4 MiB of names is at most
+ * about 12 MiB), atk16u F4.
+ */
+#define SG_REVIEWS_BYTES_MAX	(32u * 1024 * 1024)
 
 /* `sandgate policy suggest`: destination hosts, and ports per host, kept. */
 #define SG_SUGGEST_DESTS_MAX	4096

