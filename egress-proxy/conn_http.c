@@ -26,6 +26,7 @@ static int	conn_http_move(struct conn *, struct bufferevent *from,
 static int	conn_http_response_head(struct conn *, int *more);
 static int	conn_http_response_body(struct conn *);
 static int	conn_http_complete(struct conn *);
+static int	conn_http_bodied(const struct conn_req *);
 static int	conn_http_path(struct conn *);
 static void	conn_http_send_head(struct conn *, const char *, size_t);
 
@@ -401,12 +402,30 @@ conn_http_response_body(struct conn *c)
 	return conn_http_move(c, c->upstream, c->client, n);
 }
 
+/*
+ * 1 when the request carried a body (Content-Length above 0, or
+ * chunked). The proxy frames it by the request; the upstream may not:
+ * one that answers without reading it (an early 4xx, a handler that
+ * never reads) reads its bytes as the next request, one the sandbox
+ * wrote and nobody decided, which may wait for a body of its own: the
+ * next head the proxy sends, a credential in it. So an upstream
+ * connection that carried a body is used for nothing else: closed after
+ * its answer, never kept for the session nor pooled (docs/proxy.md,
+ * "Upstream connection reuse").
+ */
+static int
+conn_http_bodied(const struct conn_req *r)
+{
+	return r->body != HTTP_BODY_NONE && !(r->body == HTTP_BODY_LENGTH &&
+	    r->req.content_length <= 0);
+}
+
 /* Request and response are both done: next request, or close. */
 static int
 conn_http_complete(struct conn *c)
 {
 	conn_log_allowed(c);
-	c->up_reusable = c->r.resp_keep_alive &&
+	c->up_reusable = c->r.resp_keep_alive && !conn_http_bodied(&c->r) &&
 	    evbuffer_get_length(bufferevent_get_input(c->upstream)) == 0 &&
 	    (!c->term || conn_term_current(c));
 	if (c->close_after) {
