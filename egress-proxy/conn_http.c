@@ -8,6 +8,7 @@
  */
 #include <sys/socket.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@ static int	conn_http_complete(struct conn *);
 static int	conn_http_bodied(const struct conn_req *);
 static int	conn_http_path(struct conn *);
 static void	conn_http_send_head(struct conn *, const char *, size_t);
+static void	conn_http_send_secret(struct conn *, char *, size_t);
+static void	conn_http_wipe(const void *, size_t, void *);
 
 /*
  * Copy n bytes from in to the end of out and drain them from in. The
@@ -153,6 +156,32 @@ conn_http_send_head(struct conn *c, const char *head, size_t len)
 		bufferevent_write(c->upstream, head + n, len - (size_t)n);
 }
 
+/* An evbuffer reference's cleanup: wipe and free the head it held. */
+static void
+conn_http_wipe(const void *data, size_t len, void *arg)
+{
+	(void)arg;
+	OPENSSL_cleanse((void *)(uintptr_t)data, len);
+	free((void *)(uintptr_t)data);
+}
+
+/*
+ * A head that carries a credential goes upstream (always TLS) by
+ * reference, not copied into libevent's chains: the TLS filter encrypts
+ * from the head itself, which is wiped and freed once drained (or when
+ * the connection is freed). Takes head over. OpenSSL's own record
+ * buffer is not wiped (docs/policy.md, "What is wiped").
+ */
+static void
+conn_http_send_secret(struct conn *c, char *head, size_t len)
+{
+	if (evbuffer_add_reference(bufferevent_get_output(c->upstream), head,
+	    len, conn_http_wipe, NULL) == 0)
+		return;
+	bufferevent_write(c->upstream, head, len);
+	conn_http_wipe(head, len, NULL);
+}
+
 /* Send the request head upstream and start the body and response. */
 int
 conn_http_start(struct conn *c)
@@ -180,12 +209,14 @@ conn_http_start(struct conn *c)
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
-	conn_http_send_head(c, head, len);
 	r->bytes_up += len;	/* the head is what the client sent up too */
 	c->px->stats.bytes_up += len;
 	if (set.name != NULL)
-		OPENSSL_cleanse(head, len);
-	free(head);
+		conn_http_send_secret(c, head, len);
+	else {
+		conn_http_send_head(c, head, len);
+		free(head);
+	}
 	r->body = http_request_body(&r->req);
 	r->body_left = r->req.content_length > 0 ?
 	    (uint64_t)r->req.content_length : 0;
