@@ -44,7 +44,8 @@ static int	create_workspace(const struct sandbox_meta *,
 static int	create_build(struct docker *, struct sandbox_meta *,
 		    const struct create_args *, char **);
 static void	create_print(const struct sandbox_meta *, int);
-static int	create_ca_copy(struct sandbox_meta *, const char *, char **);
+static int	create_ca_copy(struct sandbox_meta *, const char *, size_t,
+		    char **);
 static int	create_ca_bundle(struct docker *, const struct sandbox_meta *,
 		    const char *, int, char **);
 
@@ -156,14 +157,17 @@ create_workspace(const struct sandbox_meta *m, const struct create_args *a,
 }
 
 /*
- * --ca-cert, and the sandgate CA (also, when not NULL): a copy in
- * <sandbox>/ca/extra.crt, readable inside.
+ * --ca-cert (m->ca_cert, when set), then the sandgate CA's certificates
+ * (sgca, sglen bytes, when not NULL: as proxyctl_ca_cert() read them,
+ * never the proxy's file itself): a copy in <sandbox>/ca/extra.crt,
+ * readable inside, which m->ca_cert names from then on.
  */
 static int
-create_ca_copy(struct sandbox_meta *m, const char *also, char **cause)
+create_ca_copy(struct sandbox_meta *m, const char *sgca, size_t sglen,
+    char **cause)
 {
 	char	dir[PATH_MAX], dst[PATH_MAX + 16];
-	FILE	*in, *out;
+	FILE	*in = NULL, *out;
 	char	buf[8192];
 	size_t	n;
 	int	rv = -1;
@@ -175,7 +179,7 @@ create_ca_copy(struct sandbox_meta *m, const char *also, char **cause)
 		    strerror(errno));
 		return -1;
 	}
-	if ((in = fopen(m->ca_cert, "re")) == NULL) {
+	if (m->ca_cert != NULL && (in = fopen(m->ca_cert, "re")) == NULL) {
 		util_cause(cause, "--ca-cert '%s': %s", m->ca_cert,
 		    strerror(errno));
 		return -1;
@@ -183,28 +187,24 @@ create_ca_copy(struct sandbox_meta *m, const char *also, char **cause)
 	if ((out = fopen(dst, "we")) == NULL) {
 		util_cause(cause, "cannot write '%s': %s", dst,
 		    strerror(errno));
-		fclose(in);
+		if (in != NULL)
+			fclose(in);
 		return -1;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+	while (in != NULL && (n = fread(buf, 1, sizeof(buf), in)) > 0)
 		fwrite(buf, 1, n, out);
-	if (also != NULL && !ferror(in)) {
-		fclose(in);
-		if ((in = fopen(also, "re")) == NULL) {
-			util_cause(cause, "the sandgate CA '%s': %s", also,
-			    strerror(errno));
-			fclose(out);
-			return -1;
-		}
-		fputc('\n', out);
-		while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-			fwrite(buf, 1, n, out);
+	if (sgca != NULL) {
+		if (in != NULL)
+			fputc('\n', out);
+		fwrite(sgca, 1, sglen, out);
 	}
-	if (!ferror(in) && fflush(out) == 0 && fchmod(fileno(out), 0644) == 0)
+	if ((in == NULL || !ferror(in)) && fflush(out) == 0 &&
+	    fchmod(fileno(out), 0644) == 0)
 		rv = 0;
 	else
 		util_cause(cause, "cannot copy the CA to '%s'", dst);
-	fclose(in);
+	if (in != NULL)
+		fclose(in);
 	fclose(out);
 	sandbox_meta_set(&m->ca_cert, dst);
 	return rv;
@@ -269,9 +269,9 @@ create_build(struct docker *d, struct sandbox_meta *m,
     const struct create_args *a, char **cause)
 {
 	struct sandbox_mounts	mt;
-	char			work[PATH_MAX], *cid = NULL;
-	const char		*sgca = NULL;
-	int			pid;
+	char			work[PATH_MAX], *cid = NULL, *sgca = NULL;
+	size_t			sglen = 0;
+	int			pid, rc;
 
 	if (create_dirs(m->id, cause) == -1 ||
 	    sandbox_identity(m, cause) == -1 ||
@@ -292,11 +292,12 @@ create_build(struct docker *d, struct sandbox_meta *m,
 	 * proxy's tls: terminate entries mint with, besides --ca-cert.
 	 */
 	if (strcmp(m->network, "proxy") == 0 &&
-	    (sgca = proxyctl_ca_cert()) != NULL && m->ca_cert == NULL) {
-		sandbox_meta_set(&m->ca_cert, sgca);
-		sgca = NULL;
-	}
-	if (m->ca_cert != NULL && create_ca_copy(m, sgca, cause) == -1)
+	    proxyctl_ca_cert(&sgca, &sglen, cause) == -1)
+		return -1;
+	rc = m->ca_cert != NULL || sgca != NULL ?
+	    create_ca_copy(m, sgca, sglen, cause) : 0;
+	free(sgca);
+	if (rc == -1)
 		return -1;
 	if (sandbox_container_up(d, m, &mt, "session", &cid, &pid,
 	    cause) == -1)

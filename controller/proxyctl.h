@@ -58,10 +58,17 @@ const char	*proxyctl_replica_name(size_t i);
 const char	*proxyctl_socket_path(void);
 
 /*
- * The sandgate CA's certificate on the host when `proxy start` has made
- * one (state_root()/proxy/ca/ca.crt), else NULL. A static buffer.
+ * The sandgate CA's certificate on the host (state_root()/proxy/ca/ca.crt)
+ * when `proxy start` has made one. The proxy's container writes that
+ * folder, so it is read as pemfile_read_certs() reads (no link followed,
+ * a regular file with one name of at most PROXYCTL_CA_CERT_MAX bytes)
+ * and only its certificates, parsed and written again, are returned: a
+ * compromised proxy cannot have root copy another host file (or the CA
+ * key) into a sandbox. 0 with the PEM text in *pem (malloc'd), 1 when
+ * there is none, -1 with *cause.
  */
-const char *proxyctl_ca_cert(void);
+#define PROXYCTL_CA_CERT_MAX	(64 * 1024)
+int	proxyctl_ca_cert(char **pem, size_t *len, char **cause);
 
 /*
  * Rotation: remove the CA (key and certificate) so that the next start

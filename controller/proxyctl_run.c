@@ -20,6 +20,7 @@
 #include "auditkey.h"
 #include "cspec.h"
 #include "docker.h"
+#include "pemfile.h"
 #include "proxyctl.h"
 #include "secretdir.h"
 #include "script.h"
@@ -501,14 +502,36 @@ proxyctl_stop(struct docker *d, char **cause)
 	return 0;
 }
 
-const char *
-proxyctl_ca_cert(void)
+int
+proxyctl_ca_cert(char **pem, size_t *len, char **cause)
 {
-	static char	path[PATH_MAX];
+	char	dir[PATH_MAX], path[PATH_MAX + 16], *why = NULL;
+	int	dfd, rc;
 
-	snprintf(path, sizeof(path), "%s/proxy/ca/" PROXYCTL_CA_CERT,
-	    state_root());
-	return access(path, R_OK) == 0 ? path : NULL;
+	*pem = NULL;
+	*len = 0;
+	snprintf(dir, sizeof(dir), "%s/proxy/ca", state_root());
+	snprintf(path, sizeof(path), "%s/" PROXYCTL_CA_CERT, dir);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 1;
+		return util_cause(cause, "the sandgate CA's folder %s: %s",
+		    dir, errno == ELOOP || errno == ENOTDIR ? "not a folder "
+		    "(a symbolic link?)" : strerror(errno));
+	}
+	rc = pemfile_read_certs(dfd, PROXYCTL_CA_CERT, path,
+	    PROXYCTL_CA_CERT_MAX, pem, len, &why);
+	close(dfd);
+	if (rc == -1) {
+		util_cause(cause, "refusing to copy the sandgate CA into the "
+		    "sandbox: %s (the proxy writes that folder; only a regular "
+		    "file of PEM certificates is copied, never through a "
+		    "link); `sandgate proxy rotate-ca` and a restart of the "
+		    "proxy make a new one", why);
+		free(why);
+	}
+	return rc;
 }
 
 int

@@ -1517,8 +1517,10 @@ conn_run_refresh(struct conn *c)
  * refuses. Floors hold over grants: a deny entry has decided already,
  * and a grant counts only while the policy in force allows it
  * (policy_grant_check: a later deny entry or a narrower grants list
- * ends it), and never inside a terminated session: its entry decides
- * alone (policy_grant_check_query). A granted request is matched as a
+ * ends it), never for a host a tls: terminate entry names, on any port
+ * (plain HTTP to it would pass the entry's methods, paths and
+ * verification), and never inside a terminated session: its entry
+ * decides alone (policy_grant_check_query). A granted request is matched as a
  * name with the default TLS rule for its port, and reaches a private
  * address only where the admins said so (grants: allow_private: true).
  */

@@ -8,6 +8,7 @@
  */
 #include <sys/socket.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +27,11 @@ static int	conn_http_move(struct conn *, struct bufferevent *from,
 static int	conn_http_response_head(struct conn *, int *more);
 static int	conn_http_response_body(struct conn *);
 static int	conn_http_complete(struct conn *);
+static int	conn_http_bodied(const struct conn_req *);
 static int	conn_http_path(struct conn *);
 static void	conn_http_send_head(struct conn *, const char *, size_t);
+static void	conn_http_send_secret(struct conn *, char *, size_t);
+static void	conn_http_wipe(const void *, size_t, void *);
 
 /*
  * Copy n bytes from in to the end of out and drain them from in. The
@@ -152,6 +156,32 @@ conn_http_send_head(struct conn *c, const char *head, size_t len)
 		bufferevent_write(c->upstream, head + n, len - (size_t)n);
 }
 
+/* An evbuffer reference's cleanup: wipe and free the head it held. */
+static void
+conn_http_wipe(const void *data, size_t len, void *arg)
+{
+	(void)arg;
+	OPENSSL_cleanse((void *)(uintptr_t)data, len);
+	free((void *)(uintptr_t)data);
+}
+
+/*
+ * A head that carries a credential goes upstream (always TLS) by
+ * reference, not copied into libevent's chains: the TLS filter encrypts
+ * from the head itself, which is wiped and freed once drained (or when
+ * the connection is freed). Takes head over. OpenSSL's own record
+ * buffer is not wiped (docs/policy.md, "What is wiped").
+ */
+static void
+conn_http_send_secret(struct conn *c, char *head, size_t len)
+{
+	if (evbuffer_add_reference(bufferevent_get_output(c->upstream), head,
+	    len, conn_http_wipe, NULL) == 0)
+		return;
+	bufferevent_write(c->upstream, head, len);
+	conn_http_wipe(head, len, NULL);
+}
+
 /* Send the request head upstream and start the body and response. */
 int
 conn_http_start(struct conn *c)
@@ -179,12 +209,14 @@ conn_http_start(struct conn *c)
 		conn_free(c, CONN_CLOSE_OUT_OF_MEMORY, NULL);
 		return -1;
 	}
-	conn_http_send_head(c, head, len);
 	r->bytes_up += len;	/* the head is what the client sent up too */
 	c->px->stats.bytes_up += len;
 	if (set.name != NULL)
-		OPENSSL_cleanse(head, len);
-	free(head);
+		conn_http_send_secret(c, head, len);
+	else {
+		conn_http_send_head(c, head, len);
+		free(head);
+	}
 	r->body = http_request_body(&r->req);
 	r->body_left = r->req.content_length > 0 ?
 	    (uint64_t)r->req.content_length : 0;
@@ -401,12 +433,30 @@ conn_http_response_body(struct conn *c)
 	return conn_http_move(c, c->upstream, c->client, n);
 }
 
+/*
+ * 1 when the request carried a body (Content-Length above 0, or
+ * chunked). The proxy frames it by the request; the upstream may not:
+ * one that answers without reading it (an early 4xx, a handler that
+ * never reads) reads its bytes as the next request, one the sandbox
+ * wrote and nobody decided, which may wait for a body of its own: the
+ * next head the proxy sends, a credential in it. So an upstream
+ * connection that carried a body is used for nothing else: closed after
+ * its answer, never kept for the session nor pooled (docs/proxy.md,
+ * "Upstream connection reuse").
+ */
+static int
+conn_http_bodied(const struct conn_req *r)
+{
+	return r->body != HTTP_BODY_NONE && !(r->body == HTTP_BODY_LENGTH &&
+	    r->req.content_length <= 0);
+}
+
 /* Request and response are both done: next request, or close. */
 static int
 conn_http_complete(struct conn *c)
 {
 	conn_log_allowed(c);
-	c->up_reusable = c->r.resp_keep_alive &&
+	c->up_reusable = c->r.resp_keep_alive && !conn_http_bodied(&c->r) &&
 	    evbuffer_get_length(bufferevent_get_input(c->upstream)) == 0 &&
 	    (!c->term || conn_term_current(c));
 	if (c->close_after) {

@@ -310,8 +310,20 @@ enum sg_reason	 policy_decide(const struct policy *,
 		    const struct policy_query *, struct policy_match *);
 
 /*
+ * The first entry whose host covers h (its name, or a wildcard over it)
+ * and that says tls: terminate, of any set, on any port, expired or not;
+ * NULL when there is none (or h is an address).
+ */
+const struct policy_entry *policy_terminate_entry(const struct policy *,
+		    const struct host *h);
+
+/*
  * Whether a grant (docs/policy.md, "Floors") may open host:port: a name,
- * not an address; no deny entry matches it; and it is one of the domains
+ * not an address; no deny entry matches it; no tls: terminate entry
+ * covers the name (policy_terminate_entry: a host the proxy terminates is
+ * decided by its entries alone, on every port, so a grant could only open
+ * it in plain HTTP or pass-through, past the entry's methods, paths and
+ * verification); and it is one of the domains
  * of `grants: under:` or a name under one. Returns 0 when it may, else -1
  * with why, a sentence naming the rule that refuses it (and where it is
  * written), in why[size].

@@ -39,6 +39,10 @@ static int	decide_method(const struct policy_entry *, const char *);
 static int	decide_path(struct decide *, const struct policy_entry *);
 static void	decide_ip(struct decide *);
 static void	decide_name(struct decide *);
+static int	decide_name_walk(const struct policy *, const char *,
+		    int (*)(void *, uint32_t), void *);
+static int	decide_chain_cb(void *, uint32_t);
+static int	decide_terminate_cb(void *, uint32_t);
 static void	decide_fill(struct policy_match *, const struct pentry *,
 		    uint16_t);
 
@@ -116,19 +120,70 @@ decide_fill(struct policy_match *m, const struct pentry *pe, uint16_t port)
 	m->tls = policy_entry_tls(&pe->pub, port);
 }
 
-/* Exact name, then "*.suffix" for each proper suffix. */
+/*
+ * fn(arg, head) for the chain of each key a name is looked up under: the
+ * exact name, then "*.suffix" for each proper suffix, most specific
+ * first, until fn returns 1. 1 when it did.
+ */
+static int
+decide_name_walk(const struct policy *p, const char *name,
+    int (*fn)(void *, uint32_t), void *arg)
+{
+	const char	*s;
+
+	if (fn(arg, ptable_get(&p->exact, name, strlen(name))))
+		return 1;
+	for (s = strchr(name, '.'); s != NULL; s = strchr(s + 1, '.')) {
+		if (fn(arg, ptable_get(&p->wild, s + 1, strlen(s + 1))))
+			return 1;
+	}
+	return 0;
+}
+
+static int
+decide_chain_cb(void *d, uint32_t head)
+{
+	return decide_chain(d, head);
+}
+
 static void
 decide_name(struct decide *d)
 {
-	const char	*name = d->q->host->name, *s;
+	(void)decide_name_walk(d->p, d->q->host->name, decide_chain_cb, d);
+}
 
-	if (decide_chain(d, ptable_get(&d->p->exact, name, strlen(name))))
-		return;
-	for (s = strchr(name, '.'); s != NULL; s = strchr(s + 1, '.')) {
-		if (decide_chain(d, ptable_get(&d->p->wild, s + 1,
-		    strlen(s + 1))))
-			return;
+/* A name's first tls: terminate entry, as decide_terminate_cb finds it. */
+struct decide_term {
+	const struct policy	*p;
+	const struct pentry	*found;
+};
+
+static int
+decide_terminate_cb(void *arg, uint32_t head)
+{
+	struct decide_term	*t = arg;
+	const struct pentry	*e;
+	uint32_t		 j;
+
+	for (j = head; j != 0; j = e->next) {
+		e = &t->p->entries[j - 1];
+		if (e->pub.tls == POLICY_TLS_TERMINATE) {
+			t->found = e;
+			return 1;
+		}
 	}
+	return 0;
+}
+
+const struct policy_entry *
+policy_terminate_entry(const struct policy *p, const struct host *h)
+{
+	struct decide_term	t = { p, NULL };
+
+	if (h->type != HOST_DNS ||
+	    !decide_name_walk(p, h->name, decide_terminate_cb, &t))
+		return NULL;
+	return &t.found->pub;
 }
 
 /* Each prefix length in use, longest first. */

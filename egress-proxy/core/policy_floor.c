@@ -126,9 +126,10 @@ int
 policy_grant_check(const struct policy *p, const struct host *h,
     uint16_t port, char *why, size_t size)
 {
-	struct policy_query	 q;
-	const struct pentry	*deny;
-	size_t			 i, len;
+	struct policy_query		 q;
+	const struct pentry		*deny;
+	const struct policy_entry	*term;
+	size_t				 i, len;
 
 	if (h->type != HOST_DNS) {
 		snprintf(why, size, "%s is an IP address; grants open host "
@@ -145,6 +146,15 @@ policy_grant_check(const struct policy *p, const struct host *h,
 		    "(%s:%d: %s); no grant can open it", h->name, port,
 		    deny->pub.pattern, deny->pub.set->file, deny->pub.line,
 		    deny->pub.rationale);
+		return -1;
+	}
+	if ((term = policy_terminate_entry(p, h)) != NULL) {
+		snprintf(why, size, "%s is a host the proxy terminates: the "
+		    "tls: terminate entry \"%s\" (%s:%d) decides every request "
+		    "to it, on every port, and no grant can open it (rule: "
+		    "grants never open a tls: terminate entry's host, plain or "
+		    "TLS, past its methods, paths, credential or ca_file)",
+		    h->name, term->pattern, term->set->file, term->line);
 		return -1;
 	}
 	for (i = 0; i < p->ngdomains; i++) {

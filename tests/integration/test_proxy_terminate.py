@@ -1323,11 +1323,9 @@ class ControlCase(unittest.TestCase):
         return doc
 
 
-def tls_tunnel(p, host, port, head):
-    """CONNECT host:port through p, TLS to the minted certificate, send
-    head; the bytes of the last answer read (the answers to the heads
-    sent, in order: one per head, framed by Content-Length), or all the
-    proxy sent before it closed."""
+def tls_session(p, host, port):
+    """CONNECT host:port through p and TLS to the minted certificate: the
+    TLS socket, its reads timing out after 30 s."""
     s = socket.create_connection(("127.0.0.1", p.port), timeout=10)
     s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
                (host, port, host, port)).encode())
@@ -1341,8 +1339,17 @@ def tls_tunnel(p, host, port, head):
         raise AssertionError("CONNECT %s:%d: %r" % (host, port, got))
     ctx = ssl.create_default_context(cafile=W["sgca"])
     t = ctx.wrap_socket(s, server_hostname=host)
-    t.sendall(head)
     t.settimeout(30)
+    return t
+
+
+def tls_tunnel(p, host, port, head):
+    """CONNECT host:port through p, TLS to the minted certificate, send
+    head; the bytes of the last answer read (the answers to the heads
+    sent, in order: one per head, framed by Content-Length), or all the
+    proxy sent before it closed."""
+    t = tls_session(p, host, port)
+    t.sendall(head)
     out = b""
     for _ in range(head.count(b"\r\n\r\n")):
         answer = read_answer(t)
@@ -1351,6 +1358,14 @@ def tls_tunnel(p, host, port, head):
         out = answer
     t.close()
     return out
+
+
+def conn_of(answer):
+    """The X-Conn field of an answer's head (LazyHandler's)."""
+    for line in answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n"):
+        if line.lower().startswith(b"x-conn:"):
+            return int(line.split(b":", 1)[1])
+    raise AssertionError("no X-Conn in %r" % answer)
 
 
 def read_answer(t):
@@ -1438,22 +1453,28 @@ grants:
 
 
 class T22GrantsDoNotWidenATerminatedEntry(ControlCase):
-    """A grant for a tls: terminate entry's host and port does not widen
-    the entry's methods, paths, credential or ca_file (atk18k F2): the
-    requests inside the session are decided by the entry alone, and a
-    refusal keeps its own reason and words. Before, on port 443 a method
-    or path refusal became not_tls ("must carry TLS", from inside TLS),
-    and on another port the grant forwarded what the entry refuses,
-    verified against the system store alone. `policy explain` says no
-    grant opens such a request, and why."""
+    """A grant never opens a tls: terminate entry's host (atk18k F2, atk18l
+    F1): the requests inside the session are decided by the entry alone,
+    and a refusal keeps its own reason and words. Before, on port 443 a
+    method or path refusal became not_tls ("must carry TLS", from inside
+    TLS); then a grant of the entry's other port let plain-HTTP requests
+    through (DELETE http://host:port/admin: no TLS, no methods, no paths),
+    and one of a port the entry does not list spliced a tunnel past it.
+    Now the proxy refuses a grant of such a host, on any port, and ends
+    one a reload finds covering a newly terminated host. `policy explain`
+    says no grant opens such a request, and why."""
 
     @classmethod
     def setUpClass(cls):
         cls.port, cls.counters = tls_server(*make_leaf(
             os.path.join(W["dir"], "pki"), "grant", "x.grant.test"))
+        cls.other = proxylib.free_port()
         cls.p, cls.sock = control_proxy(
             "grant", GRANT_POLICY.replace("{GRANT}", str(cls.port)),
-            "127.0.0.1\tx.grant.test\n")
+            "127.0.0.1\tx.grant.test y.grant.test\n")
+        proxylib.control(cls.sock, "POST", "/register", {
+            "address": "127.0.0.1", "sandbox": "sbx_grant",
+            "sets": "test,term"})
 
     def ask(self, port, method, path):
         """(status line, body, the one event) of a request in a session."""
@@ -1461,13 +1482,37 @@ class T22GrantsDoNotWidenATerminatedEntry(ControlCase):
         out = tls_tunnel(self.p, "x.grant.test", port, (
             "%s %s HTTP/1.1\r\nHost: x.grant.test:%d\r\n\r\n" %
             (method, path, port)).encode())
+        return self.answer(out, mark, method, path)
+
+    def plain(self, host, port, method, path):
+        """(status line, body, the one event) of a plain-HTTP request."""
+        mark = self.p.mark()
+        with socket.create_connection(("127.0.0.1", self.p.port),
+                                      timeout=30) as s:
+            s.sendall(("%s http://%s:%d%s HTTP/1.1\r\nHost: %s:%d\r\n"
+                       "Connection: close\r\n\r\n" % (
+                           method, host, port, path, host,
+                           port)).encode())
+            out = read_answer(s)
+        # A plain-HTTP refusal's event names no path.
+        return self.answer(out, mark, method, None, host, port)
+
+    def answer(self, out, mark, method, path, host=None, port=None):
         ev = self.p.wait_event(
             lambda e: e.get("event") in ("egress.blocked", "egress.allowed")
-            and e.get("path") == path and e.get("method") == method,
+            and e.get("path") == path and e.get("method") == method and
+            host in (None, e.get("host")) and port in (None, e.get("port")),
             start=mark)
         self.assertIsNotNone(ev, self.p.log_lines()[mark:])
         head, _, body = out.partition(b"\r\n\r\n")
         return head.split(b"\r\n")[0].decode(), body.decode(), ev
+
+    def grant(self, host, port):
+        """(status, document) of POST /grants for sbx_grant."""
+        return proxylib.control(self.sock, "POST", "/grants", {
+            "sandbox": "sbx_grant", "host": host, "port": port,
+            "seconds": 600, "by": "tester",
+            "rationale": "the task needs it"})
 
     def refusals(self, label):
         for port in (self.port, 443):
@@ -1486,22 +1531,70 @@ class T22GrantsDoNotWidenATerminatedEntry(ControlCase):
                     self.assertEqual(self.counters.get("requests"),
                                      before, "the request went upstream")
 
-    def test_grant_leaves_the_entry_deciding(self):
-        self.ctl("POST", "/register", {"address": "127.0.0.1",
-                                       "sandbox": "sbx_grant",
-                                       "sets": "test,term"})
+    def plain_refused(self, host):
+        """Plain HTTP to host's terminated port and to a port it lacks."""
+        for port, reason in ((self.port, "not_tls"),
+                             (self.other, "port_not_allowed")):
+            with self.subTest(host=host, port=port):
+                before = self.counters.get("bytes_seen")
+                line, body, ev = self.plain(host, port, "DELETE", "/admin")
+                self.assertIn(" 403 ", line, body)
+                self.assertEqual(ev["event"], "egress.blocked", ev)
+                self.assertEqual(ev["reason"], reason, ev)
+                self.assertEqual(self.counters.get("bytes_seen"), before,
+                                 "the request went upstream")
+
+    def test_no_grant_opens_a_terminated_host(self):
         line, body, ev = self.ask(self.port, "GET", "/ok")
         self.assertIn(" 200 ", line, body)
         self.refusals("no grant")
-        for port in (self.port, 443):
-            self.ctl("POST", "/grants", {
-                "sandbox": "sbx_grant", "host": "x.grant.test",
-                "port": port, "seconds": 600, "by": "tester",
-                "rationale": "the task needs it"})
-        self.refusals("granted")
+        for port in (self.port, 443, self.other):
+            with self.subTest(port=port):
+                st, doc = self.grant("x.grant.test", port)
+                self.assertEqual(st, 403, doc)
+                self.assertIn("x.grant.test is a host the proxy "
+                              "terminates: the tls: terminate entry "
+                              "\"x.grant.test\"", doc["error"])
+        st, doc = proxylib.control(self.sock, "GET",
+                                   "/grants?sandbox=sbx_grant")
+        self.assertEqual(st, 200, doc)
+        self.assertNotIn("x.grant.test", json.dumps(doc))
+        self.refusals("grants refused")
+        self.plain_refused("x.grant.test")
         line, body, ev = self.ask(self.port, "GET", "/ok")
         self.assertIn(" 200 ", line, body)
         self.assertRegex(ev.get("rule") or "", r"/term\.yaml:\d+$")
+
+    def test_grant_ends_when_its_host_becomes_terminated(self):
+        for port in (self.port, self.other):
+            st, doc = self.grant("y.grant.test", port)
+            self.assertEqual(st, 200, doc)
+        mark = self.p.mark()
+        path = os.path.join(self.p.policy_dir, "term.yaml")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("grants:\n", (
+                "  - host: y.grant.test\n"
+                "    ports: [%d]\n"
+                "    allow_private: true\n"
+                "    tls: terminate\n"
+                "    ca_file: ca/upca.pem\n"
+                "    methods: [GET]\n"
+                "    rationale: terminated from now on\n"
+                "grants:\n") % self.port))
+        self.ctl("POST", "/reload")
+        for port in (self.port, self.other):
+            ev = self.p.wait_event(
+                lambda e: e.get("event") == "grant.ended" and
+                e.get("host") == "y.grant.test" and e.get("port") == port,
+                start=mark)
+            self.assertIsNotNone(ev, self.p.log_lines()[mark:])
+            self.assertIn("y.grant.test is a host the proxy terminates",
+                          ev.get("rule") or "")
+        doc = self.ctl("GET", "/grants?sandbox=sbx_grant")
+        self.assertNotIn("y.grant.test", json.dumps(doc))
+        self.plain_refused("y.grant.test")
 
     def test_explain_says_no_grant_opens_it(self):
         for args, reason in ((("--method", "DELETE", "--path", "/ok"),
@@ -1523,6 +1616,24 @@ class T22GrantsDoNotWidenATerminatedEntry(ControlCase):
                                   "for x.grant.test:%d is decided by the "
                                   "entry \"x.grant.test\"" % port,
                                   r.stdout)
+        # The plain-HTTP request and a port the entry lacks: no grant.
+        for target, reason in (("x.grant.test:%d" % self.other,
+                                "port_not_allowed"),
+                               ("y.grant.test:%d" % self.other,
+                                "not_allowlisted")):
+            with self.subTest(target=target):
+                r = subprocess.run(
+                    [os.path.join(proxylib.BIN, "sandgate"), "policy",
+                     "explain", "--policy-dir", self.p.policy_dir,
+                     "--sets", "term", target], capture_output=True,
+                    text=True, env=proxylib.clean_env())
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn("BLOCK %s" % reason, r.stdout)
+                if target.startswith("x."):
+                    self.assertIn("no grant may open it: x.grant.test is "
+                                  "a host the proxy terminates", r.stdout)
+                else:
+                    self.assertIn("a grant may open it", r.stdout)
         # The session itself (the CONNECT) is the entry's to allow.
         r = subprocess.run(
             [os.path.join(proxylib.BIN, "sandgate"), "policy", "explain",
@@ -1530,6 +1641,139 @@ class T22GrantsDoNotWidenATerminatedEntry(ControlCase):
              "x.grant.test:443"], capture_output=True, text=True,
             env=proxylib.clean_env())
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+class LazyHandler(proxylib.TLSEchoHandler):
+    """An upload server as many are (Python's http.server, keep-alive):
+    POST /upload/NAME answers 415 without reading its body unless its
+    Content-Type is application/octet-stream, and otherwise stores the
+    body under NAME; POST /debug/echo answers with its body; GET
+    /simple/NAME answers with what is stored under NAME and whether an
+    Authorization came. X-Conn names the connection (the proxy's port)."""
+
+    store = {}
+
+    def reply(self, status, body):
+        try:
+            self.send_response(status)
+            self.send_header("X-Conn", str(self.client_address[1]))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            self.close_connection = True
+
+    def do_POST(self):
+        self.server.counters.bump("requests")
+        n = int(self.headers.get("Content-Length", "0"))
+        if self.path.startswith("/upload/"):
+            if self.headers.get("Content-Type") != "application/octet-stream":
+                return self.reply(415, b"unsupported\n")
+            LazyHandler.store[self.path[len("/upload/"):]] = self.rfile.read(n)
+            return self.reply(200, b"stored\n")
+        if self.path == "/debug/echo":
+            return self.reply(200, b"ECHO:" + self.rfile.read(n))
+        self.reply(404, b"")
+
+    def do_GET(self):
+        self.server.counters.bump("requests")
+        got = LazyHandler.store.get(self.path[len("/simple/"):], b"")
+        self.reply(200, b"STORED:%s\nauth=%s\n" % (
+            got, b"yes" if self.headers.get("Authorization") else b"no"))
+
+
+LAZY_POLICY = """\
+  - host: lazy.test
+    ports: [{LAZY}]
+    allow_private: true
+    tls: terminate
+    ca_file: ca/upca.pem
+    methods: [GET, POST]
+    paths: [/upload/, /simple/]
+    credentials: {header: Authorization, secret: reg-token}
+    rationale: uploads and reads with a token; /debug/ is not allowed
+"""
+
+
+class T23NoRequestAfterABody(Case):
+    """An upstream connection that carried a request body carries no other
+    request (atk18l F4). An upstream that answers without reading the body
+    (an early 415 here) reads it as the next request: the sandbox hides
+    one there that waits for a body of its own, and got the proxy's next
+    head, its credential in it, as that body: echoed back by a path the
+    entry refuses, or stored by an allowed upload and read back. Before,
+    the connection was kept for the session's next request and pooled for
+    the next session; now it is closed after its answer and the next
+    request opens a new one, with the credential set as ever."""
+
+    SECRET = TOKEN.split()[-1].encode()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.port, cls.counters = tls_server(*make_leaf(
+            os.path.join(W["dir"], "pki"), "lazy", "lazy.test"), LazyHandler)
+        cls.p = start_proxy("lazy", policy=LAZY_POLICY.replace(
+            "{LAZY}", str(cls.port)), hosts="127.0.0.1\tlazy.test\n")
+
+    def head(self, method, path, body=b"", more=""):
+        return ("%s %s HTTP/1.1\r\nHost: lazy.test:%d\r\n%s"
+                "Content-Length: %d\r\n\r\n" % (method, path, self.port,
+                                                more, len(body))).encode() + \
+            body
+
+    def upload(self, t, smuggled, more=""):
+        """The allowed POST with smuggled as its body, on t: its answer."""
+        t.sendall(self.head("POST", "/upload/x", smuggled, more))
+        answer = read_answer(t)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 415 "), answer)
+        return answer
+
+    def fetch(self, t, name):
+        """GET /simple/NAME on t, which must be served with the credential
+        and carry no byte of it back."""
+        t.sendall(self.head("GET", "/simple/" + name))
+        answer = read_answer(t)
+        self.assertNotIn(self.SECRET, answer)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), answer)
+        self.assertIn(b"auth=yes", answer)
+        return answer
+
+    def smuggled(self, method, path, ctype=""):
+        return self.head(method, path, more=ctype).replace(
+            b"Content-Length: 0", b"Content-Length: 90")
+
+    def test_refused_echo_path_gets_no_head(self):
+        t = tls_session(self.p, "lazy.test", self.port)
+        up = self.upload(t, self.smuggled("POST", "/debug/echo"))
+        self.assertNotEqual(conn_of(self.fetch(t, "x")), conn_of(up),
+                            "the GET went on the POST's connection")
+        t.close()
+
+    def test_allowed_upload_stores_no_head(self):
+        t = tls_session(self.p, "lazy.test", self.port)
+        self.upload(t, self.smuggled(
+            "POST", "/upload/loot",
+            "Content-Type: application/octet-stream\r\n"))
+        self.fetch(t, "x")
+        t.close()
+        t = tls_session(self.p, "lazy.test", self.port)
+        self.fetch(t, "loot")
+        t.close()
+
+    def test_pooled_connection_after_a_body_not_taken(self):
+        t = tls_session(self.p, "lazy.test", self.port)
+        self.upload(t, self.smuggled("POST", "/debug/echo"),
+                    "Connection: close\r\n")
+        t.close()
+        t = tls_session(self.p, "lazy.test", self.port)
+        self.fetch(t, "x")
+        t.close()
+
+    def test_requests_without_a_body_share_a_connection(self):
+        t = tls_session(self.p, "lazy.test", self.port)
+        conns = {conn_of(self.fetch(t, "x")) for _ in range(3)}
+        t.close()
+        self.assertEqual(len(conns), 1, conns)
 
 
 PROXY_UID = 65532

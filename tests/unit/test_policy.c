@@ -653,8 +653,32 @@ test_floors(void **state)
 /*
  * A request inside a terminated session is its entry's alone: no grant
  * opens what the entry refuses (atk18k F2), whatever grants: under:
- * covers; the same request outside such a session is a grant's to open.
+ * covers. Nor does one open the host of a tls: terminate entry outside
+ * the session, on any port (atk18l F1): plain HTTP to its port would
+ * pass its methods, paths and verification, and another port would be
+ * spliced past it. Names no terminate entry covers stay a grant's.
  */
+static const struct {
+	const char	*host;
+	uint16_t	 port;
+	const char	*why;		/* NULL: a grant may open it */
+} term_grant_cases[] = {
+	{ "x.grant.test", 443, "x.grant.test is a host the proxy terminates: "
+	    "the tls: terminate entry \"x.grant.test\" (t.yaml:4) decides "
+	    "every request to it, on every port, and no grant can open it "
+	    "(rule: grants never open a tls: terminate entry's host, plain or "
+	    "TLS, past its methods, paths, credential or ca_file)" },
+	{ "x.grant.test", 8080, "x.grant.test is a host the proxy terminates: "
+	    "the tls: terminate entry \"x.grant.test\" (t.yaml:4)" },
+	{ "x.grant.test", 9999, "x.grant.test is a host the proxy terminates" },
+	{ "a.w.grant.test", 8080, "a.w.grant.test is a host the proxy "
+	    "terminates: the tls: terminate entry \"*.w.grant.test\" "
+	    "(t.yaml:9)" },
+	{ "y.grant.test", 8080, NULL },
+	{ "w.grant.test", 443, NULL },
+	{ "o.grant.test", 8080, NULL },
+};
+
 static void
 test_grants_not_in_terminated_sessions(void **state)
 {
@@ -665,9 +689,16 @@ test_grants_not_in_terminated_sessions(void **state)
 	struct host		 h;
 	const char		*cause, *text = "grants:\n  under: [grant.test]\n"
 				    "allow:\n  - host: x.grant.test\n"
-				    "    ports: [443]\n    tls: terminate\n"
-				    "    methods: [GET]\n    rationale: r\n";
+				    "    ports: [443, 8080]\n    tls: terminate\n"
+				    "    methods: [GET]\n    rationale: r\n"
+				    "  - host: \"*.w.grant.test\"\n"
+				    "    ports: [8080]\n    tls: terminate\n"
+				    "    rationale: r\n"
+				    "  - host: o.grant.test\n    ports: [443]\n"
+				    "    rationale: r\n";
 	char			 why[512];
+	size_t			 i;
+	int			 rc;
 
 	(void)state;
 	policy_diags_init(&d);
@@ -692,9 +723,27 @@ test_grants_not_in_terminated_sessions(void **state)
 	assert_int_equal(policy_grant_check_query(p, &q, NULL, why,
 	    sizeof(why)), -1);
 	assert_non_null(strstr(why, "decided by the policy's entries alone"));
+	/* The same request in plain HTTP, to the entry's other port. */
 	q.terminated = 0;
+	q.port = 8080;
+	assert_int_equal(policy_decide(p, &q, &m), SG_REASON_NOT_TLS);
 	assert_int_equal(policy_grant_check_query(p, &q, &m, why, sizeof(why)),
-	    0);
+	    -1);
+	assert_non_null(strstr(why, "is a host the proxy terminates"));
+	for (i = 0; i < sizeof(term_grant_cases) /
+	    sizeof(term_grant_cases[0]); i++) {
+		assert_int_equal(host_normalize(term_grant_cases[i].host,
+		    strlen(term_grant_cases[i].host), &h, &cause), 0);
+		why[0] = '\0';
+		rc = policy_grant_check(p, &h, term_grant_cases[i].port, why,
+		    sizeof(why));
+		if (term_grant_cases[i].why == NULL ? rc != 0 : rc != -1 ||
+		    strncmp(why, term_grant_cases[i].why,
+		    strlen(term_grant_cases[i].why)) != 0)
+			fail_msg("grant case %zu %s:%u: rc %d why \"%s\"", i,
+			    term_grant_cases[i].host, term_grant_cases[i].port,
+			    rc, why);
+	}
 	policy_free(p);
 	policy_diags_release(&d);
 }
