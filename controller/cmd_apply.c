@@ -204,7 +204,9 @@ cmd_apply_risky(const struct apply_run *a, const struct workspace_delta *d,
 
 /*
  * With --review: a file (added or modified) whose text the review did
- * not show, not named with --unshown? Prints the refusal. 1 refused, 0.
+ * not show (too large, past the total, or no text at all: a binary, as
+ * one NUL byte makes a shell script or a Makefile), not named with
+ * --unshown? Prints the refusal. 1 refused, 0.
  */
 static int
 cmd_apply_unshown(struct apply_run *a, const char *path)
@@ -215,8 +217,7 @@ cmd_apply_unshown(struct apply_run *a, const char *path)
 
 	if (a->rv == NULL || (rv = workspace_review_find(a->rv, path)) ==
 	    NULL || rv->change == WORKSPACE_DELETED ||
-	    (rv->show != WORKSPACE_SHOW_TOO_LARGE &&
-	    rv->show != WORKSPACE_SHOW_OVER_TOTAL) ||
+	    rv->kind != WORKSPACE_FILE || rv->show == WORKSPACE_SHOW_TEXT ||
 	    workspace_diff_find(a->now, path) == NULL)	/* nothing to write */
 		return 0;
 	for (i = 0; i < a->nunshown; i++)
@@ -225,7 +226,9 @@ cmd_apply_unshown(struct apply_run *a, const char *path)
 	if (asprintf(&msg, "review %.12s did not show its text (%s), only "
 	    "its sha256 %s; name it with --unshown to apply it", a->digest,
 	    rv->show == WORKSPACE_SHOW_TOO_LARGE ? "too large to show" :
-	    "the diff's total was reached", rv->sha256_after) == -1)
+	    rv->show == WORKSPACE_SHOW_OVER_TOTAL ?
+	    "the diff's total was reached" : "a binary file: no text",
+	    rv->sha256_after) == -1)
 		msg = NULL;
 	cmd_apply_line("", "refused", path, msg != NULL ? msg :
 	    "its text was not shown");

