@@ -219,12 +219,12 @@ struct workspace_diff {
 
 struct workspace_diff_opts {
 	/*
-	 * Keep the bytes of each changed text file of at most
-	 * SG_DIFF_FILE_MAX bytes as they were hashed (in an unlinked file
-	 * in the sandbox folder), so that the text shown later is exactly
-	 * what the digest covers, whatever changes in work/ meanwhile; and
-	 * choose which texts are shown (delta.show, at most size_max bytes
-	 * written, smallest first: workspace_show.c).
+	 * Choose which texts are shown (delta.show, at most size_max bytes
+	 * written, smallest first: workspace_show.c), then keep the bytes
+	 * of each chosen one as they were hashed (read again and checked,
+	 * in an unlinked file in the sandbox folder), so that the text
+	 * shown later is exactly what the digest covers, whatever changes
+	 * in work/ meanwhile.
 	 */
 	int	  stage;
 	/* A file above this many bytes (its size, holes counted) is not read: a WORKSPACE_OVERSIZE delta. */

@@ -1,7 +1,9 @@
 /*
  * workspace_diff.c: compare the working copy with the manifest (one walk,
- * every changed file read once), keeping the bytes of changed text files
- * for the text that workspace_text.c writes later.
+ * every changed file read once), then keep the bytes of the changed text
+ * files whose text the diff shows, for workspace_text.c to write later:
+ * chosen first by the cost of their text (workspace_show.c), staged
+ * after, so that no file's bytes decide whether another's text is shown.
  */
 #include <sys/stat.h>
 
@@ -30,17 +32,6 @@ struct diff_ctx {
 	unsigned char			*buf;		/* WS_BUF_SIZE */
 	char				*file;		/* SG_DIFF_FILE_MAX + 1 */
 	off_t				 stage_end;
-	struct diff_link		*links;		/* hash of staged inodes */
-	size_t				 nlinks, linkcap;
-};
-
-/* A staged file with more than one name: staged once, shown per name. */
-struct diff_link {
-	dev_t		 dev;
-	ino_t		 ino;		/* 0: a free slot */
-	char		 sha[WORKSPACE_SHA256_HEX];
-	off_t		 off;
-	size_t		 len;
 };
 
 static int	 diff_walk(struct diff_ctx *, int);
@@ -50,13 +41,12 @@ static int	 diff_file(struct diff_ctx *,
 		    const struct workspace_walk_entry *);
 static int	 diff_read(struct diff_ctx *, int, const struct stat *,
 		    char *, int *, size_t *);
-static int	 diff_stage(struct diff_ctx *, struct workspace_delta *,
-		    const struct stat *, size_t);
+static int	 diff_stage(struct diff_ctx *, int);
+static int	 diff_stage_one(struct diff_ctx *, int,
+		    struct workspace_delta *);
 static int	 diff_stage_open(struct diff_ctx *, const char *);
 static int	 diff_show_text(struct diff_ctx *, struct workspace_delta *,
-		    const struct stat *, size_t);
-static struct diff_link *diff_link_slot(struct diff_ctx *,
-		    const struct stat *);
+		    size_t);
 static struct workspace_delta *diff_add(struct diff_ctx *,
 		    enum workspace_change, const char *);
 static int	 diff_twins(struct diff_ctx *);
@@ -196,71 +186,42 @@ diff_stage_open(struct diff_ctx *c, const char *sbxdir)
 	return 0;
 }
 
-/*
- * The slot of st's inode in c's table of hard-linked staged files (free:
- * ino 0), the table grown to keep it at most half full; NULL: no memory.
- */
-static struct diff_link *
-diff_link_slot(struct diff_ctx *c, const struct stat *st)
+/* Chosen work sides in order of their SHA-256, then path. */
+static int
+diff_stage_cmp(const void *x, const void *y)
 {
-	struct diff_link	*old = c->links, *l;
-	size_t			 i, ocap = c->linkcap, ncap;
+	const struct workspace_delta *a = *(const struct workspace_delta *const *)x;
+	const struct workspace_delta *b = *(const struct workspace_delta *const *)y;
+	int	r;
 
-	if (2 * (c->nlinks + 1) > c->linkcap) {
-		ncap = c->linkcap ? c->linkcap * 2 : 64;
-		if ((c->links = calloc(ncap, sizeof(*c->links))) == NULL) {
-			c->links = old;
-			return NULL;
-		}
-		c->linkcap = ncap;
-		c->nlinks = 0;
-		for (i = 0; i < ocap; i++) {
-			if (old[i].ino == 0)
-				continue;
-			l = diff_link_slot(c, &(struct stat){ .st_dev =
-			    old[i].dev, .st_ino = old[i].ino });
-			*l = old[i];
-			c->nlinks++;
-		}
-		free(old);
-	}
-	i = (size_t)((st->st_ino * 0x9e3779b97f4a7c15ULL) ^ st->st_dev);
-	for (i &= c->linkcap - 1; c->links[i].ino != 0; i = (i + 1) &
-	    (c->linkcap - 1))
-		if (c->links[i].ino == st->st_ino &&
-		    c->links[i].dev == st->st_dev)
-			break;
-	return &c->links[i];
+	if ((r = strcmp(a->sha256_after, b->sha256_after)) != 0)
+		return r;
+	return strcmp(a->path, b->path);
 }
 
 /*
- * Keep the len bytes in c->file as the delta's work side, once per inode
- * (a hard-linked file's other names with the same bytes share its copy):
- * at most the sandbox's --disk in all, past it the delta is not shown.
- * What the text shows, each name counted, is bounded by ws_show_choose().
+ * Stage d's work side: read it again (beneath work/, wfd), check it is
+ * the file the walk hashed, and append its bytes to the staging file.
  */
 static int
-diff_stage(struct diff_ctx *c, struct workspace_delta *d,
-    const struct stat *st, size_t len)
+diff_stage_one(struct diff_ctx *c, int wfd, struct workspace_delta *d)
 {
-	struct diff_link	*l = NULL;
-	size_t			 off = 0;
-	ssize_t			 w;
+	struct stat	 st;
+	char		 sha[WORKSPACE_SHA256_HEX];
+	size_t		 len = (size_t)-1, off = 0;
+	ssize_t		 w;
+	int		 bin, fd, r = -1;
 
-	if (st->st_nlink > 1 && st->st_ino != 0) {
-		if ((l = diff_link_slot(c, st)) == NULL)
-			return util_cause(c->cause, "out of memory");
-		if (l->ino != 0 && strcmp(l->sha, d->sha256_after) == 0) {
-			d->staged = 1;
-			d->stage_off = l->off;
-			d->stage_len = l->len;
-			return 0;
-		}
-	}
-	if ((off_t)len > c->o->size_max - c->stage_end) {
-		d->show = WORKSPACE_SHOW_OVER_TOTAL;
-		return 0;
-	}
+	if ((fd = ws_open_beneath(wfd, d->path, O_RDONLY | O_NONBLOCK)) != -1 &&
+	    fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= SG_DIFF_FILE_MAX)
+		r = diff_read(c, fd, &st, sha, &bin, &len);
+	if (fd != -1)
+		close(fd);
+	if (r == -1 || len == (size_t)-1 || (off_t)len != d->size_after ||
+	    strcmp(sha, d->sha256_after) != 0)
+		return util_cause(c->cause, "work file '%s' changed while the "
+		    "diff read it", d->path);
 	while (off < len) {
 		w = pwrite(c->out->stagefd, c->file + off, len - off,
 		    c->stage_end + (off_t)off);
@@ -275,25 +236,51 @@ diff_stage(struct diff_ctx *c, struct workspace_delta *d,
 	d->stage_off = c->stage_end;
 	d->stage_len = len;
 	c->stage_end += (off_t)len;
-	if (l != NULL) {
-		c->nlinks += l->ino == 0;
-		l->dev = st->st_dev;
-		l->ino = st->st_ino;
-		memcpy(l->sha, d->sha256_after, sizeof(l->sha));
-		l->off = d->stage_off;
-		l->len = len;
-	}
 	return 0;
 }
 
 /*
- * A text delta of a staged diff: too large to show by its own size, or
- * its cost (both sides) for ws_show_choose() and its work side staged.
- * len: the work side's bytes in c->file ((size_t)-1: over the limit).
+ * Stage the work side of each text delta ws_show_choose() chose to show,
+ * once per content (names of the same bytes share one copy): each is
+ * charged at least its bytes, so the staged total is within --disk.
  */
 static int
-diff_show_text(struct diff_ctx *c, struct workspace_delta *d,
-    const struct stat *st, size_t len)
+diff_stage(struct diff_ctx *c, int wfd)
+{
+	struct workspace_delta	**v, *d;
+	size_t			  i, n = 0;
+	int			  rc = 0;
+
+	if ((v = calloc(c->out->n + 1, sizeof(*v))) == NULL)
+		return util_cause(c->cause, "out of memory");
+	for (i = 0; i < c->out->n; i++)
+		if (c->out->v[i].show == WORKSPACE_SHOW_TEXT &&
+		    c->out->v[i].change != WORKSPACE_DELETED)
+			v[n++] = &c->out->v[i];
+	qsort(v, n, sizeof(*v), diff_stage_cmp);
+	for (i = 0; i < n && rc == 0; i++) {
+		d = v[i];
+		if (i > 0 && strcmp(v[i - 1]->sha256_after,
+		    d->sha256_after) == 0) {
+			d->staged = 1;
+			d->stage_off = v[i - 1]->stage_off;
+			d->stage_len = v[i - 1]->stage_len;
+			continue;
+		}
+		rc = diff_stage_one(c, wfd, d);
+	}
+	free(v);
+	return rc;
+}
+
+/*
+ * A text delta of a staged diff: too large to show by its own size, or
+ * its cost (both sides) for ws_show_choose(); diff_stage() keeps the work
+ * side of the chosen ones. len: the work side's bytes in c->file
+ * ((size_t)-1: over the limit).
+ */
+static int
+diff_show_text(struct diff_ctx *c, struct workspace_delta *d, size_t len)
 {
 	struct ws_show_cost	a, b;
 	int			r;
@@ -316,8 +303,6 @@ diff_show_text(struct diff_ctx *c, struct workspace_delta *d,
 		ws_show_cost_add(&b, (const unsigned char *)c->file, len);
 	}
 	ws_show_set(d, &a, &b);
-	if (d->show == WORKSPACE_SHOW_TEXT && d->change != WORKSPACE_DELETED)
-		return diff_stage(c, d, st, len);
 	return 0;
 }
 
@@ -376,7 +361,7 @@ diff_file(struct diff_ctx *c, const struct workspace_walk_entry *we)
 			d->binary = diff_snap_binary(c, we->path);
 	}
 	if (c->o->stage && !d->binary)
-		rc = diff_show_text(c, d, &st, len);
+		rc = diff_show_text(c, d, len);
 out:
 	close(fd);
 	return rc;
@@ -479,7 +464,7 @@ diff_deleted(struct diff_ctx *c)
 		d->size_before = e->f.size;
 		d->binary = diff_snap_binary(c, e->path);
 		if (c->o->stage && !d->binary &&
-		    diff_show_text(c, d, NULL, 0) == -1)
+		    diff_show_text(c, d, 0) == -1)
 			return -1;
 	}
 	return 0;
@@ -526,6 +511,8 @@ workspace_diff(const char *sbxdir, const struct workspace_manifest *m,
 		util_cause(cause, "out of memory");
 		goto out;
 	}
+	if (o->stage && diff_stage(&c, wfd) == -1)
+		goto out;
 	workspace_diff_sort(c.out);
 	workspace_review_digest(c.out, c.out->review);
 	rc = 0;
@@ -536,7 +523,6 @@ out:
 	if (wfd != -1)
 		close(wfd);
 	free(c.seen);
-	free(c.links);
 	free(c.buf);
 	free(c.file);
 	if (rc == -1) {

@@ -100,10 +100,13 @@ int		 ws_is_binary(const unsigned char *, size_t);
  * text takes in the patch or the JSON, its lines and size.
  */
 struct ws_show_cost {
-	off_t		bytes;
+	off_t		bytes;		/* escaped: the patch, JSON text */
+	off_t		raw;		/* unescaped, for the JSON's base64 */
 	size_t		lines;
 	off_t		size;
 	unsigned char	last;
+	unsigned char	need, lo, hi;	/* UTF-8: continuation bytes due */
+	unsigned char	bad;		/* not valid UTF-8 */
 };
 void		 ws_show_cost_add(struct ws_show_cost *,
 		    const unsigned char *, size_t);

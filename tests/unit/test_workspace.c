@@ -23,6 +23,7 @@
 #include "util.h"
 
 #include "workspace.h"
+#include "workspace_int.h"
 
 /* SHA-256 of "hello\n". */
 #define HELLO_SHA \
@@ -892,6 +893,56 @@ test_copy_tree_links(void **state)
 	free(cause);
 }
 
+/*
+ * The show budget charges a text that is not valid UTF-8 as the JSON's
+ * base64 carries it (atk16v F3), its UTF-8 checked across reads.
+ */
+static void
+test_show_utf8(void **state)
+{
+	static const struct {
+		const char	*tail;	/* after 300 'a' bytes */
+		size_t		 cut;	/* fed in two reads, split here */
+		int		 bad;
+	} t[] = {
+		{ "caf\xc3\xa9\n", 4, 0 },	/* split inside U+00E9 */
+		{ "\xf0\x9f\x98\x80\n", 2, 0 },	/* U+1F600 */
+		{ "\xef\xbf\xbd", 1, 0 },	/* U+FFFD, no newline */
+		{ "\xff\n", 0, 1 },
+		{ "\xc0\x80\n", 1, 1 },		/* overlong NUL */
+		{ "\xed\xa0\x80\n", 2, 1 },	/* a surrogate */
+		{ "\xf4\x90\x80\x80\n", 3, 1 },	/* past U+10FFFF */
+		{ "\xe2\x82", 1, 1 },		/* cut off at the end */
+		{ "\x80x\n", 1, 1 },		/* a lone continuation */
+	};
+	struct workspace_delta	d;
+	struct ws_show_cost	a, b;
+	unsigned char		buf[400];
+	size_t			i, len;
+	off_t			esc;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		memset(buf, 'a', 300);
+		len = strlen(t[i].tail);
+		memcpy(buf + 300, t[i].tail, len);
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		ws_show_cost_add(&b, buf, 300 + t[i].cut);
+		ws_show_cost_add(&b, buf + 300 + t[i].cut, len - t[i].cut);
+		memset(&d, 0, sizeof(d));
+		d.path = "p";
+		ws_show_set(&d, &a, &b);
+		assert_int_equal(d.show, WORKSPACE_SHOW_TEXT);
+		esc = 512 + 24 + b.bytes + 16;
+		if (t[i].bad)
+			assert_true(d.show_cost >= 512 + 24 +
+			    (4 * (b.raw + 14) + 2) / 3 && d.show_cost > esc);
+		else
+			assert_int_equal(d.show_cost, esc);
+	}
+}
+
 int
 main(void)
 {
@@ -925,6 +976,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_copy_tree_links, setup,
 		    teardown),
+		cmocka_unit_test(test_show_utf8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
