@@ -138,6 +138,7 @@ static struct bl_ident *bl_ident_first(const struct blocklog *);
 static struct bl_ident *bl_ident_after(const struct blocklog *,
 		    const struct bl_ident *);
 static int	bl_ident_is_reg(const struct blocklog *, const char *);
+static struct bl_ident *bl_ident_find(const struct blocklog *, const char *);
 static void	bl_ident_reclass(struct blocklog *, struct bl_ident *);
 static int	bl_ident_evict(struct blocklog *);
 static int	bl_ident_pending(const struct bl_ident *);
@@ -537,6 +538,19 @@ bl_ident_get(struct blocklog *bl, const char *name, uint64_t now, int create)
 	return id;
 }
 
+/* The identity named name, if the table has it (nothing else changes). */
+static struct bl_ident *
+bl_ident_find(const struct blocklog *bl, const char *name)
+{
+	struct bl_ident	*id;
+
+	for (id = bl->idents[bl_hash(name, NULL, 0, 0) % BL_BUCKETS];
+	    id != NULL; id = id->hnext)
+		if (strcmp(id->name, name) == 0)
+			return id;
+	return NULL;
+}
+
 /* 1 when name is a sandbox the registry holds now (the callback's). */
 static int
 bl_ident_is_reg(const struct blocklog *bl, const char *name)
@@ -624,16 +638,11 @@ blocklog_set_registered(struct blocklog *bl, blocklog_registered_cb cb,
 void
 blocklog_reclass(struct blocklog *bl, const char *identity)
 {
-	uint32_t	 h;
 	struct bl_ident	*id, *next;
 
 	if (identity != NULL) {
-		h = bl_hash(identity, NULL, 0, 0) % BL_BUCKETS;
-		for (id = bl->idents[h]; id != NULL; id = id->hnext)
-			if (strcmp(id->name, identity) == 0) {
-				bl_ident_reclass(bl, id);
-				return;
-			}
+		if ((id = bl_ident_find(bl, identity)) != NULL)
+			bl_ident_reclass(bl, id);
 		return;
 	}
 	for (id = bl->parts[BL_REG].head; id != NULL; id = next) {
@@ -1352,13 +1361,17 @@ bl_credit(struct blocklog *bl, unsigned long long gained)
 int
 blocklog_stopped(const struct blocklog *bl, const char *identity)
 {
-	uint32_t		 h = bl_hash(identity, NULL, 0, 0) % BL_BUCKETS;
-	const struct bl_ident	*id;
+	const struct bl_ident	*id = bl_ident_find(bl, identity);
 
-	for (id = bl->idents[h]; id != NULL; id = id->hnext)
-		if (strcmp(id->name, identity) == 0)
-			return id->stopped;
-	return 0;
+	return id != NULL && id->stopped;
+}
+
+int
+blocklog_registered(const struct blocklog *bl, const char *identity)
+{
+	const struct bl_ident	*id = bl_ident_find(bl, identity);
+
+	return id == NULL ? -1 : id->reg;
 }
 
 void

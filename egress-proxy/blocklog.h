@@ -201,11 +201,16 @@ typedef int	(*blocklog_registered_cb)(void *arg, const char *identity);
 void		 blocklog_set_registered(struct blocklog *,
 		    blocklog_registered_cb, void *arg);
 /*
- * The registry changed: ask again for identity (a sandbox registered),
- * or with NULL for every identity of the registered part (a sandbox or
- * address unregistered).
+ * The registry changed: ask again for identity (a sandbox registered or
+ * unregistered), or with NULL for every identity of the registered part.
  */
 void		 blocklog_reclass(struct blocklog *, const char *identity);
+/*
+ * Which part of the table identity is in: 1 the registered part, 0 the
+ * rest, -1 not in the table.
+ */
+int		 blocklog_registered(const struct blocklog *,
+		    const char *identity);
 
 /*
  * An attempt at now_us (monotonic) and now (wall clock, for summaries).

@@ -1,6 +1,7 @@
 /*
- * execcred.c: the table of exec credentials (execcred.h). A handful of
- * execs run at once, so a list; tokens compare in constant time.
+ * execcred.c: the table of exec credentials (execcred.h). A list (up to
+ * EXECCRED_MAX); tokens compare in constant time. Which sandboxes have
+ * one is counted apart (namecount.h): every new block-log identity asks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <openssl/crypto.h>
 
 #include "execcred.h"
+#include "namecount.h"
 #include "sglimits.h"
 
 /* Blocks of one destination and reason for one exec. */
@@ -35,8 +37,9 @@ struct ecred {
 };
 
 struct execcred {
-	struct ecred	*head;
-	size_t		 n;
+	struct ecred		*head;
+	size_t			 n;
+	struct namecount	*sandboxes;	/* sandbox -> its execs */
 };
 
 static int	ecred_token_ok(const char *);
@@ -48,7 +51,15 @@ static void	ecred_note(struct ecred *, unsigned long long, int,
 struct execcred *
 execcred_new(void)
 {
-	return calloc(1, sizeof(struct execcred));
+	struct execcred	*t;
+
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	if ((t->sandboxes = namecount_new()) == NULL) {
+		free(t);
+		return NULL;
+	}
+	return t;
 }
 
 void
@@ -62,6 +73,7 @@ execcred_free(struct execcred *t)
 		next = e->next;
 		ecred_free(e);
 	}
+	namecount_free(t->sandboxes);
 	free(t);
 }
 
@@ -123,7 +135,8 @@ execcred_add(struct execcred *t, const char *token, const char *sandbox,
 		return -1;
 	}
 	e = calloc(1, sizeof(*e));
-	if (e == NULL) {
+	if (e == NULL || namecount_add(t->sandboxes, sandbox) == -1) {
+		free(e);
 		*cause = "out of memory";
 		return -1;
 	}
@@ -146,6 +159,7 @@ ecred_remove(struct execcred *t, const char *key, int by_sandbox)
 	for (pp = &t->head; (e = *pp) != NULL;) {
 		if (strcmp(by_sandbox ? e->sandbox : e->run, key) == 0) {
 			*pp = e->next;
+			namecount_sub(t->sandboxes, e->sandbox);
 			ecred_free(e);
 			t->n--;
 			n++;
@@ -200,11 +214,19 @@ execcred_running(const struct execcred *t, const char *sandbox,
 {
 	const struct ecred	*e;
 
+	if (run_id == NULL)	/* every new block-log identity asks */
+		return namecount_get(t->sandboxes, sandbox) > 0;
 	for (e = t->head; e != NULL; e = e->next)
-		if ((run_id == NULL || strcmp(e->run, run_id) == 0) &&
+		if (strcmp(e->run, run_id) == 0 &&
 		    strcmp(e->sandbox, sandbox) == 0)
 			return 1;
 	return 0;
+}
+
+void
+execcred_changed(struct execcred *t, namecount_fn fn, void *arg)
+{
+	namecount_changed(t->sandboxes, fn, arg);
 }
 
 json_t *

@@ -14,6 +14,8 @@
 
 #include <jansson.h>
 
+#include "namecount.h"
+
 #define EXECCRED_MAX		4096	/* running execs at once */
 #define EXECCRED_RUN_MAX	64	/* bytes of a run id */
 #define EXECCRED_BLOCKS		64	/* distinct blocks kept per exec */
@@ -72,9 +74,17 @@ json_t		*execcred_blocks_json(const struct execcred *,
 		    const char *sandbox, const char *run_id,
 		    unsigned long long after, int unattributed, int *truncated);
 
-/* 1 when run_id (NULL: any) is a running (registered) exec of sandbox. */
+/*
+ * 1 when run_id (NULL: any, in constant time) is a running (registered)
+ * exec of sandbox.
+ */
 int		 execcred_running(const struct execcred *, const char *sandbox,
 		    const char *run_id);
+/*
+ * fn(arg, sandbox) for each sandbox whose first exec started or last
+ * ended since the last call (namecount_changed).
+ */
+void		 execcred_changed(struct execcred *, namecount_fn, void *arg);
 
 /* [{"sandbox":..,"run_id":..}...], a new reference; no tokens. */
 json_t		*execcred_json(const struct execcred *);

@@ -989,6 +989,7 @@ main_run(struct proxy *px)
 	    policy_digest(px->policy->policy), px->cfg.sets,
 	    eventlog_path(px->seclog));
 	event_base_dispatch(px->base);
+	proxy_refused_flush(px);	/* nor refused connections */
 	proxy_log_flush_blocks(px, 1);	/* counted attempts are not lost */
 	if (main_ckpt != NULL && checkpoint_write(main_ckpt, "close") == -1) {
 		log_warnx("checkpoint: %s; the log is not closed",

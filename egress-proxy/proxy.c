@@ -57,6 +57,9 @@ struct proxy	*proxy_g;
 /* Whose kept lines were not read: no client has this identity. */
 #define PROXY_SEED_NOBODY	"(kept before start)"
 
+/* proxy.conn_refused: at most one line in this long (microseconds). */
+#define PROXY_REFUSED_QUIET_US	1000000ULL
+
 /* A policy.rejected line's errors, in bytes of JSON at most. */
 #define PROXY_REJECTED_MAX	(SG_LOG_LINE_MAX - 4096)
 
@@ -68,7 +71,9 @@ static struct client_slot **proxy_count_slot(struct proxy *,
 static void	proxy_count_remove(struct proxy *, struct client_slot **);
 static int	proxy_emit_summary(void *, const struct blocklog_event *);
 static int	proxy_blocks_registered(void *, const char *);
-static void	proxy_blocks_promote(struct proxy *, json_t *);
+static void	proxy_blocks_reclass(void *, const char *);
+static void	proxy_refused_due(evutil_socket_t, short, void *);
+static void	proxy_refused_say(struct proxy *);
 static json_t	*proxy_rejected_errors(json_t *);
 /* Cut copies of the client-chosen fields of one log line. */
 struct proxy_cuts {
@@ -289,37 +294,104 @@ proxy_refuse_name(enum proxy_refuse why)
 /*
  * A connection from sa refused for want of capacity (why): counted in
  * /metrics, and said on stderr and in the security-event log
- * (proxy.conn_refused) at most once a second with how many were refused
- * meanwhile, however fast clients come: a refusal is never silent
- * (8,192 addresses locked every other client out unseen, atk15r13 F3).
+ * (proxy.conn_refused) however fast clients come: at once when no such
+ * line was written in the last second, else by a timer when that second
+ * is over (or at exit, proxy_refused_flush), in one line with every
+ * refusal since, per reason. So a refusal is never silent (8,192
+ * addresses locked every other client out unseen, atk15r13 F3), and the
+ * lines' counts add up to /metrics' (the refusals of the second after a
+ * line were counted for a next line that no timer wrote: 51 refused, 1
+ * said, atk15r14 F2).
  */
 void
 proxy_refused(struct proxy *px, enum proxy_refuse why,
     const struct sockaddr *sa)
 {
-	uint64_t	 now = util_now_us();
-	char		 a[INET6_ADDRSTRLEN];
-	json_t		*fields;
+	struct proxy_refusals	*r = &px->refused;
+	uint64_t		 now = util_now_us(), wait;
+	struct timeval		 tv;
 
 	px->stats.conns_refused[why]++;
-	px->refused_quiet++;
-	if (px->refused_last_us != 0 && now - px->refused_last_us < 1000000)
+	r->n[why]++;
+	r->why = why;
+	addr_to_string(sa, r->src[why], sizeof(r->src[why]));
+	if (r->last_us == 0 || now - r->last_us >= PROXY_REFUSED_QUIET_US) {
+		proxy_refused_say(px);
 		return;
-	addr_to_string(sa, a, sizeof(a));
+	}
+	/* No timer: said by the next refusal after the second, or at exit. */
+	if (r->timer == NULL && (r->timer = evtimer_new(px->base,
+	    proxy_refused_due, px)) == NULL)
+		return;
+	if (evtimer_pending(r->timer, NULL))
+		return;
+	wait = r->last_us + PROXY_REFUSED_QUIET_US - now;
+	tv.tv_sec = (time_t)(wait / 1000000);
+	tv.tv_usec = (suseconds_t)(wait % 1000000);
+	evtimer_add(r->timer, &tv);
+}
+
+/* The second after a proxy.conn_refused line is over. */
+static void
+proxy_refused_due(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	proxy_refused_say(arg);
+}
+
+void
+proxy_refused_flush(struct proxy *px)
+{
+	proxy_refused_say(px);
+	if (px->refused.timer != NULL)
+		event_free(px->refused.timer);
+	px->refused.timer = NULL;
+}
+
+/*
+ * The refusals counted since the last line, if any, in one: reason and
+ * src of the last of them, refused (all of them), and reasons: for each
+ * reason its refusals and the source of its last.
+ */
+static void
+proxy_refused_say(struct proxy *px)
+{
+	struct proxy_refusals	*r = &px->refused;
+	unsigned long long	 total = 0;
+	json_t			*fields, *reasons = json_object();
+	char			 each[PROXY_REFUSE_MAX * 48] = "";
+	size_t			 i, off = 0;
+
+	for (i = 0; i < PROXY_REFUSE_MAX; i++) {
+		if (r->n[i] == 0)
+			continue;
+		total += r->n[i];
+		json_object_set_new(reasons, proxy_refuse_name(i), json_pack(
+		    "{s:I, s:s}", "refused", (json_int_t)r->n[i], "src",
+		    r->src[i]));
+		off += (size_t)snprintf(each + off, sizeof(each) - off,
+		    "%s%s %llu", off ? ", " : "", proxy_refuse_name(i),
+		    r->n[i]);
+	}
+	if (total == 0) {
+		json_decref(reasons);
+		return;
+	}
 	log_warnx("connection from %s refused: %s (--max-conns %u, "
 	    "--max-conns-per-client %u); %llu refused since the last such "
-	    "line", a, proxy_refuse_name(why), px->cfg.max_conns,
-	    px->cfg.max_conns_per_client, px->refused_quiet);
-	fields = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "event",
-	    "proxy.conn_refused", "reason", proxy_refuse_name(why), "src", a,
-	    "refused", (json_int_t)px->refused_quiet, "max_conns",
-	    (json_int_t)px->cfg.max_conns, "max_conns_per_client",
-	    (json_int_t)px->cfg.max_conns_per_client);
+	    "line (%s)", r->src[r->why], proxy_refuse_name(r->why),
+	    px->cfg.max_conns, px->cfg.max_conns_per_client, total, each);
+	fields = json_pack("{s:s, s:s, s:s, s:I, s:o, s:I, s:I}", "event",
+	    "proxy.conn_refused", "reason", proxy_refuse_name(r->why), "src",
+	    r->src[r->why], "refused", (json_int_t)total, "reasons", reasons,
+	    "max_conns", (json_int_t)px->cfg.max_conns,
+	    "max_conns_per_client", (json_int_t)px->cfg.max_conns_per_client);
 	if (fields == NULL || eventlog_append(px->seclog, fields) == -1)
 		proxy_log_warn(px);
 	json_decref(fields);
-	px->refused_last_us = now;
-	px->refused_quiet = 0;
+	memset(r->n, 0, sizeof(r->n));
+	r->last_us = util_now_us();
 }
 
 void
@@ -623,38 +695,29 @@ proxy_blocks_registered(void *arg, const char *identity)
 }
 
 /*
- * The registry or the execs changed: identities no longer registered
- * leave the block log's registered part, those registered now enter it.
+ * The registry or the execs changed: the sandboxes registered or
+ * unregistered since (registry_changed, execcred_changed), and only
+ * those, move between the block log's parts. Re-checking every
+ * registered identity against the registry stalled the loop ~0.2 s per
+ * /register, /execs and /execs/end at 4,000 sandboxes (atk15r14 F1).
  */
 void
 proxy_log_blocks_registry(struct proxy *px)
 {
-	json_t	*lists[2];
-	size_t	 i;
-
-	if (px->blocks == NULL)
-		return;
-	blocklog_reclass(px->blocks, NULL);
-	lists[0] = registry_json(px->registry);
-	lists[1] = px->execs != NULL ? execcred_json(px->execs) : NULL;
-	for (i = 0; i < 2; i++) {
-		proxy_blocks_promote(px, lists[i]);
-		json_decref(lists[i]);
-	}
+	if (px->registry != NULL)
+		registry_changed(px->registry, proxy_blocks_reclass, px);
+	if (px->execs != NULL)
+		execcred_changed(px->execs, proxy_blocks_reclass, px);
 }
 
-/* Each "sandbox" of list's objects into the registered part. */
+/* sandbox into the part the registry and the execs say now. */
 static void
-proxy_blocks_promote(struct proxy *px, json_t *list)
+proxy_blocks_reclass(void *arg, const char *sandbox)
 {
-	json_t		*e;
-	const char	*sbx;
-	size_t		 i;
+	struct proxy	*px = arg;
 
-	json_array_foreach(list, i, e)
-		if ((sbx = json_string_value(json_object_get(e,
-		    "sandbox"))) != NULL)
-			blocklog_reclass(px->blocks, sbx);
+	if (px->blocks != NULL)
+		blocklog_reclass(px->blocks, sandbox);
 }
 
 /*

@@ -9,6 +9,7 @@
 #define SG_PROXY_H
 
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -182,6 +183,18 @@ enum proxy_refuse {
 	PROXY_REFUSE_MAX
 };
 
+/*
+ * Connections refused (proxy_refused) since the last proxy.conn_refused
+ * line: per reason, with the address of its last, and the last's reason.
+ */
+struct proxy_refusals {
+	uint64_t		 last_us;	/* that line; 0: none yet */
+	unsigned long long	 n[PROXY_REFUSE_MAX];
+	char			 src[PROXY_REFUSE_MAX][INET6_ADDRSTRLEN];
+	enum proxy_refuse	 why;
+	struct event		*timer;		/* the line after the second */
+};
+
 struct proxy_stats {
 	unsigned long long	conns_open;
 	unsigned long long	conns_total;
@@ -232,8 +245,7 @@ struct proxy {
 	struct client_slot	**slots;	/* per client address */
 	size_t			 nslots;	/* addresses with a slot */
 	size_t			 slots_cap;	/* places (a power of 2) */
-	uint64_t		 refused_last_us; /* proxy_refused's line */
-	unsigned long long	 refused_quiet;	/* refused since it */
+	struct proxy_refusals	 refused;	/* proxy_refused's lines */
 	struct registry		*registry;	/* address -> sandbox, sets */
 	struct execcred		*execs;		/* credential -> run id */
 	struct token_keys	*tokens;	/* --token-key; none: no tokens */
@@ -304,9 +316,14 @@ int	proxy_is_self(struct proxy *, const struct sockaddr *, uint16_t port);
  */
 struct client_slot *proxy_client_enter(struct proxy *,
 		    const struct sockaddr *, enum proxy_refuse *why);
-/* A new connection refused (why): counted, said (rate-limited). */
+/*
+ * A new connection refused (why): counted, said at most once a second,
+ * every refusal in some line (proxy.conn_refused).
+ */
 void	proxy_refused(struct proxy *, enum proxy_refuse why,
 	    const struct sockaddr *);
+/* At exit: the refusals not said yet are said; the timer goes. */
+void	proxy_refused_flush(struct proxy *);
 /* "connections", "client_connections", ...: the label in /metrics. */
 const char *proxy_refuse_name(enum proxy_refuse);
 void	proxy_client_leave(struct proxy *, struct client_slot *);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "namecount.h"
 #include "policy.h"
 #include "proxy.h"
 #include "registry.h"
@@ -27,6 +28,7 @@ struct registry_entry {
 struct registry {
 	struct registry_entry	*head;
 	size_t			 n;
+	struct namecount	*sandboxes;	/* sandbox -> its entries */
 	json_t			*gone;	/* {sandbox: unregistered at} */
 };
 
@@ -35,11 +37,20 @@ static int	registry_same(const struct registry *,
 		    const struct registry_entry *);
 static void	registry_canon6(const unsigned char *, char *, size_t);
 static void	registry_remove_session(struct registry *, const char *);
+static void	registry_unlist(struct registry *, struct registry_entry **);
 
 struct registry *
 registry_new(void)
 {
-	return calloc(1, sizeof(struct registry));
+	struct registry	*r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	if ((r->sandboxes = namecount_new()) == NULL) {
+		free(r);
+		return NULL;
+	}
+	return r;
 }
 
 static void
@@ -65,6 +76,7 @@ registry_free(struct registry *r)
 		e->listed = 0;
 		registry_entry_unref(e);
 	}
+	namecount_free(r->sandboxes);
 	json_decref(r->gone);
 	free(r);
 }
@@ -155,6 +167,19 @@ registry_same(const struct registry *r, const struct registry_entry *e)
 	return 0;
 }
 
+/* Take *pp out of the registry (connections may hold it still). */
+static void
+registry_unlist(struct registry *r, struct registry_entry **pp)
+{
+	struct registry_entry	*e = *pp;
+
+	*pp = e->next;
+	e->listed = 0;
+	namecount_sub(r->sandboxes, e->sandbox);
+	registry_entry_unref(e);
+	r->n--;
+}
+
 /* Remove the session address of a sandbox, keeping its extra ones. */
 static void
 registry_remove_session(struct registry *r, const char *sandbox)
@@ -162,12 +187,9 @@ registry_remove_session(struct registry *r, const char *sandbox)
 	struct registry_entry	**pp, *e;
 
 	for (pp = &r->head; (e = *pp) != NULL;) {
-		if (!e->extra && strcmp(e->sandbox, sandbox) == 0) {
-			*pp = e->next;
-			e->listed = 0;
-			registry_entry_unref(e);
-			r->n--;
-		} else
+		if (!e->extra && strcmp(e->sandbox, sandbox) == 0)
+			registry_unlist(r, pp);
+		else
 			pp = &e->next;
 	}
 }
@@ -218,11 +240,17 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 	}
 	snprintf(e->addr, sizeof(e->addr), "%s", addr);
 	e->extra = extra != 0;
+	e->refs = 1;
 	if (registry_same(r, e)) {
 		/* Registered again as it is: connections keep their entry. */
-		e->refs = 1;
 		registry_entry_unref(e);
 		return 0;
+	}
+	/* Counted first: the sandbox never seems unregistered meanwhile. */
+	if (namecount_add(r->sandboxes, e->sandbox) == -1) {
+		registry_entry_unref(e);
+		*cause = "out of memory";
+		return -1;
 	}
 	/*
 	 * Whoever held the address before goes; a session container that
@@ -232,7 +260,6 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 	registry_remove(r, addr);
 	if (!extra)
 		registry_remove_session(r, e->sandbox);
-	e->refs = 1;
 	e->listed = 1;
 	e->next = r->head;
 	r->head = e;
@@ -248,10 +275,7 @@ registry_remove(struct registry *r, const char *key)
 
 	for (pp = &r->head; (e = *pp) != NULL;) {
 		if (strcmp(e->addr, key) == 0 || strcmp(e->sandbox, key) == 0) {
-			*pp = e->next;
-			e->listed = 0;
-			registry_entry_unref(e);
-			r->n--;
+			registry_unlist(r, pp);
 			n++;
 		} else
 			pp = &e->next;
@@ -262,12 +286,13 @@ registry_remove(struct registry *r, const char *key)
 int
 registry_has_sandbox(const struct registry *r, const char *sandbox)
 {
-	const struct registry_entry	*e;
+	return namecount_get(r != NULL ? r->sandboxes : NULL, sandbox) > 0;
+}
 
-	for (e = r != NULL ? r->head : NULL; e != NULL; e = e->next)
-		if (strcmp(e->sandbox, sandbox) == 0)
-			return 1;
-	return 0;
+void
+registry_changed(struct registry *r, namecount_fn fn, void *arg)
+{
+	namecount_changed(r->sandboxes, fn, arg);
 }
 
 size_t

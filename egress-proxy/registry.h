@@ -17,6 +17,8 @@
 
 #include <jansson.h>
 
+#include "namecount.h"
+
 struct proxy_client;
 struct registry;
 struct registry_entry;
@@ -39,9 +41,14 @@ int		 registry_add(struct registry *, const char *addr,
 		    const char **cause);
 /* Remove every address of a sandbox id, or one address; how many. */
 size_t		 registry_remove(struct registry *, const char *sandbox_or_addr);
-/* 1 when some address is registered as sandbox. */
+/* 1 when some address is registered as sandbox (constant time). */
 int		 registry_has_sandbox(const struct registry *,
 		    const char *sandbox);
+/*
+ * fn(arg, sandbox) for each sandbox registered or unregistered since the
+ * last call (namecount_changed): what changed, not the whole registry.
+ */
+void		 registry_changed(struct registry *, namecount_fn, void *arg);
 /* Number of registered addresses. */
 size_t		 registry_count(const struct registry *);
 
