@@ -4138,6 +4138,61 @@ test_torn_inserted(void **state)
 }
 
 /*
+ * A checkpoint line cut by a short write (here RLIMIT_FSIZE; a full
+ * volume alike), the writer going on: the cut line is counted lost, so a
+ * log.outage follows it and verify --key passes the genuine log, which
+ * asks that of every torn line (atk20r18 F1).
+ */
+static void
+test_torn_checkpoint_counted(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	struct rlimit		 was, cut;
+	struct stat		 st;
+	struct lines		 l;
+	void			(*old)(int);
+	char			 pub[160];
+	EVP_PKEY		*k;
+	size_t			 i;
+	int			 torn = 0;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 3);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	cut = was;
+	cut.rlim_cur = (rlim_t)st.st_size + 20;
+	old = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &cut), 0);
+	assert_int_equal(checkpoint_write(ck, "timer"), -1);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, old);
+	append_n(log, 3, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	lines_read(&l, t->path);
+	for (i = 0; i + 1 < l.n; i++)
+		if (l.v[i][0] != '\0' &&
+		    l.v[i][strlen(l.v[i]) - 1] != '}') {	/* cut */
+			torn = 1;
+			if (strstr(l.v[i + 1], "\"event\":\"log.outage\"") == NULL)
+				fail_msg("no log.outage after the cut line: "
+				    "%.200s", l.v[i + 1]);
+		}
+	lines_free(&l);
+	assert_true(torn);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	assert_int_equal(verify(t->path, k, NULL, now_us(), &v), CKVERIFY_OK);
+	EVP_PKEY_free(k);
+}
+
+/*
  * Torn lines put in just before a genuine log.outage: a writer cuts at
  * most as many lines as it counts lost, so more than its count are not
  * its own (atk20r18 F4); as many pass (a real outage may leave them).
@@ -4262,6 +4317,7 @@ main(void)
 		T(test_unanchored_lines_resumed),
 		T(test_torn_inserted),
 		T(test_torn_past_lost),
+		T(test_torn_checkpoint_counted),
 	};
 #undef T
 
