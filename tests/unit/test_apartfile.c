@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "apartfile.h"
+#include "util.h"
 
 /* What a start finds, and what is kept then. */
 static const struct {
@@ -37,7 +38,7 @@ static const struct {
 static char *
 tmpfile_path(void)
 {
-	char	*p = strdup("/tmp/test_apartfile.XXXXXX");
+	char	*p = strdup("/tmp/test_apartfile." UTIL_MKTEMP_SUFFIX);
 	int	 fd;
 
 	assert_non_null(p);

@@ -108,7 +108,7 @@ setup(void **state)
 	    getenv("SANDGATE_TEST_DATA") ? getenv("SANDGATE_TEST_DATA") :
 	    "../data");
 	unit_ca = slurp(path);
-	snprintf(root, sizeof(root), "/tmp/sg-pemfile-XXXXXX");
+	snprintf(root, sizeof(root), "/tmp/sg-pemfile-" UTIL_MKTEMP_SUFFIX);
 	assert_non_null(mkdtemp(root));
 	setenv("SANDGATE_STATE", root, 1);
 	snprintf(path, sizeof(path), "%s/proxy", root);
