@@ -76,8 +76,8 @@ owed_done(const struct owed *o, const char *id)
 }
 
 /*
- * The subject of the kept send id into buf (its first line when the file
- * has two, else id itself). 0, or -1 when it cannot be read.
+ * The subject of the kept send id into buf (its first line when more
+ * follows it, else id itself). 0, or -1 when it cannot be read.
  */
 static int
 owed_subject(const struct owed *o, const char *id, char *buf, size_t size)
@@ -94,7 +94,8 @@ owed_subject(const struct owed *o, const char *id, char *buf, size_t size)
 	if (n < 0)
 		return -1;
 	text[n] = '\0';
-	if ((nl = strchr(text, '\n')) == NULL || strchr(nl + 1, '\n') == NULL)
+	/* a long reason may be cut here: anything after line 1 makes two */
+	if ((nl = strchr(text, '\n')) == NULL || nl[1] == '\0')
 		n = snprintf(buf, size, "%s", id);
 	else {
 		*nl = '\0';
