@@ -1742,6 +1742,9 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    "peak_pids", (json_int_t)r->peak_pids);
 	if (o != NULL && r->network_replicas != NULL)
 		json_object_set(o, "replicas", r->network_replicas);
+	if (o != NULL && r->network_end_owed)
+		json_object_set_new(o, "network_credential_end_owed",
+		    json_true());
 	free(out);
 	free(err);
 	return o;

@@ -132,6 +132,7 @@ struct exec_result {
 	 * JSON); NULL with one proxy.
 	 */
 	json_t			*network_replicas;
+	int			 network_end_owed; /* execend.h */
 };
 
 /* SIGINT/SIGTERM set a flag exec_run() acts on; SIGPIPE is ignored. */
