@@ -9,14 +9,15 @@
  * character that shows nothing or breaks the line (zero-width U+200B-
  * U+200D, U+2060-U+2064, U+FEFF, U+2028, U+2029, soft hyphen, variation
  * selectors, Hangul fillers, tags: a name holding one looks like another
- * name), or a byte that is not part of valid UTF-8. Everything else (printable ASCII and
+ * name), a character that renders blank or as nothing (quote_blank_cp,
+ * by Unicode property: "build.sh" + U+00A0 must not pass for build.sh,
+ * nor "guest" + U+17B4 for "guest" in a file's text), or a byte that is
+ * not part of valid UTF-8. Everything else (printable ASCII and
  * well-formed UTF-8) is shown as it is.
  *
- * In a name, a character that renders blank is unsafe too (quote_blank_cp,
- * by Unicode property: "build.sh" + U+00A0 must not pass for build.sh),
- * and so is one drawn like '/' or '.' (risky_lookalike_cp: U+2215,
- * U+2044, U+FF0F, U+2024, ...: "src" + U+2215 + "app.py" must not pass
- * for src/app.py).
+ * In a name, a character drawn like '/' or '.' is unsafe too
+ * (risky_lookalike_cp: U+2215, U+2044, U+FF0F, U+2024, ...: "src" +
+ * U+2215 + "app.py" must not pass for src/app.py).
  *
  * Names are quoted the way git quotes them (core.quotePath=false): a
  * name with an unsafe byte, '"' or '\\', or whose last character (or a
