@@ -201,21 +201,36 @@ quote_path_dup(const char *name)
 	return out;
 }
 
+/*
+ * How many bytes at s to show as \xHH in text: an unsafe unit, and a
+ * backslash before 'x' (so every \x shown starts an escape); a tab, and
+ * a CR that ends the line when keep_cr, are shown as they are.
+ */
+static size_t
+quote_text_unsafe(const unsigned char *s, size_t n, int keep_cr)
+{
+	size_t	u;
+
+	if (s[0] == '\\')
+		return n > 1 && s[1] == 'x';
+	u = quote_unsafe_len(s, n, 0);
+	if (u == 1 && (s[0] == '\t' || (s[0] == '\r' && n == 1 && keep_cr)))
+		return 0;
+	return u;
+}
+
 int
-quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
+quote_line(FILE *f, const char *line, size_t len, int keep_cr,
+    size_t *escaped)
 {
 	const unsigned char	*s = (const unsigned char *)line;
 	size_t			 i = 0, start = 0, u, k;
+	uint32_t		 cp;
 
 	while (i < len) {
-		u = quote_unsafe_len(s + i, len - i, 0);
-		/* a tab, and the CR of a CRLF line end, are harmless */
-		if (u == 1 && (s[i] == '\t' || (s[i] == '\r' && i + 1 == len)))
-			u = 0;
-		if (u == 0) {
-			uint32_t	cp;
-
-			i += quote_utf8_len(s + i, len - i, &cp);
+		if ((u = quote_text_unsafe(s + i, len - i, keep_cr)) == 0) {
+			k = quote_utf8_len(s + i, len - i, &cp);
+			i += k > 0 ? k : 1;
 			continue;
 		}
 		if (fwrite(s + start, 1, i - start, f) != i - start)
@@ -229,6 +244,12 @@ quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
 		start = i;
 	}
 	return fwrite(s + start, 1, len - start, f) == len - start ? 0 : -1;
+}
+
+int
+quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
+{
+	return quote_line(f, line, len, 1, escaped);
 }
 
 char *

@@ -28,7 +28,9 @@
  *
  * Text (one line of a file, without its newline) is shown with every
  * unsafe byte as \xHH, except a tab and a carriage return at the very end
- * of the line (CRLF line ends).
+ * of the line (CRLF line ends; quote_line can show that one too). A
+ * backslash before 'x' is shown as \x5c, so every "\x" shown starts an
+ * escape: the text "\x0d" reads "\x5cx0d", a CR reads "\x0d".
  *
  * Pure functions: no I/O but the FILE * they are given.
  */
@@ -73,6 +75,13 @@ char	*quote_path_dup(const char *name);
  * Returns -1 on a write error, else 0.
  */
 int	quote_text(FILE *, const char *line, size_t len, size_t *escaped);
+
+/*
+ * quote_text, the CR at the end of the line kept only when keep_cr (a
+ * diff's - and + lines show it, so a line-end change is seen).
+ */
+int	quote_line(FILE *, const char *line, size_t len, int keep_cr,
+	    size_t *escaped);
 
 /*
  * msg shown as text (unsafe bytes as \xHH, so a name inside an error

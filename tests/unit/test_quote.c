@@ -67,6 +67,20 @@ static const struct qcase text_cases[] = {
 	Q("a\xe3\x80\x80" "b", "a\\xe3\\x80\\x80b"),
 	Q("a\xe2\xa0\x80" "b", "a\\xe2\\xa0\\x80b"),
 	Q("snow\xe2\x98\x83", "snow\xe2\x98\x83"),
+	/* a literal "\x0d" is not shown as a CR is (atk16r7 F3) */
+	Q("C:\\x0dimport os", "C:\\x5cx0dimport os"),
+	Q("C:\rimport os", "C:\\x0dimport os"),
+	Q("a\\xb", "a\\x5cxb"),
+	Q("a\\\x1b", "a\\\\x1b"),
+	Q("C:\\dir\\n", "C:\\dir\\n"),
+	Q("end\\", "end\\"),
+};
+
+/* A CR at a line's end: kept on a context line, shown on a - or + line. */
+static const struct qcase line_cr_cases[] = {
+	Q("cd /tmp/build\r", "cd /tmp/build\\x0d"),
+	Q("cd /tmp/build", "cd /tmp/build"),
+	Q("mid\rend\r", "mid\\x0dend\\x0d"),
 };
 
 static char *
@@ -123,6 +137,17 @@ test_text(void **state)
 		assert_int_equal(esc != 0,
 		    strcmp(text_cases[i].in, text_cases[i].want) != 0 ||
 		    text_cases[i].len != strlen(text_cases[i].want));
+		free(s);
+	}
+	for (i = 0; i < sizeof(line_cr_cases) / sizeof(line_cr_cases[0]);
+	    i++) {
+		s = NULL;
+		f = open_memstream(&s, &n);
+		assert_non_null(f);
+		assert_int_equal(quote_line(f, line_cr_cases[i].in,
+		    line_cr_cases[i].len, 0, NULL), 0);
+		fclose(f);
+		assert_string_equal(s, line_cr_cases[i].want);
 		free(s);
 	}
 	/* a cause holding a name the sandbox chose, as cmd_warn_text shows it */
