@@ -159,6 +159,16 @@ int	exec_active_sweep(const char *runs, int dry,
 	    void (*gone)(const char *run_id, void *arg), void *arg);
 
 /*
+ * The runs in progress in the folder runs (a live .active marker) that
+ * execute in the container where ("init PID", its init's host pid, the
+ * marker's second line), but self: a JSON array of run ids, all of them (the
+ * probe's reap spares exactly these; atk16r7 F1, F4). NULL when out of
+ * memory.
+ */
+json_t	*exec_active_runs(const char *runs, const char *where,
+	    const char *self);
+
+/*
  * Print the limit lines to stderr ("sandgate: command timed out after
  * 30 s (--timeout)", "sandgate: command killed: memory limit 1 GiB
  * exceeded", "sandgate: process limit 256 reached").
