@@ -77,6 +77,7 @@ static enum ckverify_result next_writer_verify(struct tmp *, EVP_PKEY *,
 static void	stop_noted(struct tmp *, EVP_PKEY *, struct ckverify *);
 static void	planted_after_close(struct tmp *, EVP_PKEY *);
 static EVP_PKEY	*pubkey(const char *);
+static void	append_raw(const char *, const char *);
 static enum ckverify_result verify(const char *, EVP_PKEY *, EVP_PKEY *,
 		    int64_t, struct ckverify *);
 static void	edit_line(char **, const char *, const char *);
@@ -152,6 +153,16 @@ rm_dir(const char *dir)
 	}
 	closedir(d);
 	rmdir(dir);
+}
+
+/* A new empty log folder and key folder. */
+static void
+tmp_renew(struct tmp *t)
+{
+	rm_dir(t->dir);
+	rm_dir(t->keys);
+	assert_int_equal(mkdir(t->dir, 0750), 0);
+	assert_int_equal(mkdir(t->keys, 0700), 0);
 }
 
 static int
@@ -1259,18 +1270,16 @@ test_resume_after_close(void **state)
 }
 
 /*
- * A writer that stopped without closing: the next one records where its
- * anchored checkpoint was, and verify takes it for what it is (a note).
+ * A writer (a child) that writes its open and 3 events (then, with timer,
+ * a timer checkpoint and 2 more) and stops without closing; torn, if not
+ * NULL, is then appended (it was killed in a write); the next writer
+ * opens and closes the log.
  */
 static void
-test_resume_after_crash(void **state)
+crash_then_close(struct tmp *t, int timer, const char *torn)
 {
-	struct tmp		*t = *state;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct ckverify		 v;
-	EVP_PKEY		*k;
-	char			 pub[160];
 	pid_t			 pid;
 	int			 status;
 
@@ -1279,18 +1288,36 @@ test_resume_after_crash(void **state)
 		if (checkpoint_write(ck, "open") == -1)
 			_exit(1);
 		append_n(log, 0, 3);
-		if (checkpoint_write(ck, "timer") == -1)
+		if (timer && checkpoint_write(ck, "timer") == -1)
 			_exit(2);
-		append_n(log, 3, 2);
+		if (timer)
+			append_n(log, 3, 2);
 		_exit(0);			/* no close: a crash */
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_int_equal(WEXITSTATUS(status), 0);
+	if (torn != NULL)
+		append_raw(t->path, torn);
 	log = open_signed(t, 100, 60, &ck);
 	assert_int_equal(checkpoint_write(ck, "open"), 0);
 	assert_int_equal(checkpoint_write(ck, "close"), 0);
 	checkpoint_free(ck);
 	eventlog_close(log);
+}
+
+/*
+ * A writer that stopped without closing: the next one records where its
+ * anchored checkpoint was, and verify takes it for what it is (a note).
+ */
+static void
+test_resume_after_crash(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	char			 pub[160];
+
+	crash_then_close(t, 1, NULL);
 	snprintf(pub, sizeof(pub), "%s.pub", t->key);
 	k = pubkey(pub);
 	if (verify(t->path, k, NULL, now_us(), &v) != CKVERIFY_OK)
@@ -4285,10 +4312,7 @@ test_short_write(void **state)
 
 	snprintf(pub, sizeof(pub), "%s.pub", t->key);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		rm_dir(t->dir);		/* a new log and key for each */
-		rm_dir(t->keys);
-		assert_int_equal(mkdir(t->dir, 0750), 0);
-		assert_int_equal(mkdir(t->keys, 0700), 0);
+		tmp_renew(t);		/* a new log and key for each */
 		log = open_signed(t, 100, 60, &ck);
 		assert_int_equal(checkpoint_write(ck, "open"), 0);
 		append_n(log, 0, 3);
@@ -4399,37 +4423,16 @@ static void
 test_torn_before_resume(void **state)
 {
 	struct tmp		*t = *state;
-	struct checkpoint	*ck;
-	struct eventlog		*log;
 	struct ckverify		 v;
 	struct lines		 l;
 	char			 pub[160];
 	EVP_PKEY		*k;
 	size_t			 at, n;
-	pid_t			 pid;
-	int			 status, cut;
+	int			 cut;
 
 	for (cut = 0; cut <= 1; cut++) {
-		rm_dir(t->dir);
-		rm_dir(t->keys);
-		assert_int_equal(mkdir(t->dir, 0750), 0);
-		assert_int_equal(mkdir(t->keys, 0700), 0);
-		if ((pid = fork()) == 0) {
-			log = open_signed(t, 100, 60, &ck);
-			if (checkpoint_write(ck, "open") == -1)
-				_exit(1);
-			append_n(log, 0, 3);
-			_exit(0);		/* no close: a crash */
-		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		assert_int_equal(WEXITSTATUS(status), 0);
-		if (cut)		/* ...in a write */
-			append_raw(t->path, forged_torn);
-		log = open_signed(t, 100, 60, &ck);
-		assert_int_equal(checkpoint_write(ck, "open"), 0);
-		assert_int_equal(checkpoint_write(ck, "close"), 0);
-		checkpoint_free(ck);
-		eventlog_close(log);
+		tmp_renew(t);
+		crash_then_close(t, 0, cut ? forged_torn : NULL);
 		lines_read(&l, t->path);
 		for (at = 0; at < l.n && strstr(l.v[at], "log.resume") ==
 		    NULL; at++)
