@@ -1382,11 +1382,13 @@ checkpoint_resume(struct checkpoint *ck)
 
 	if (!ck->resume_due)
 		return 0;
-	f = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I, s:s}", "event",
+	/* torn: the torn lines before it, which verify --key bounds (F4). */
+	f = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I, s:s, s:I}", "event",
 	    CHECKPOINT_RESUME, "anchor_seq", (json_int_t)ck->anchor.seq,
 	    "anchor_hash", ck->anchor.hash, "anchor_reason", ck->anchor.reason,
 	    "anchor_ts", ck->anchor.ts, "found_seq", (json_int_t)ck->found_seq,
-	    "found_hash", ck->found_hash);
+	    "found_hash", ck->found_hash, "torn",
+	    (json_int_t)eventlog_torn_lines(ck->log));
 	if (f == NULL || (ck->anchor.reopened && json_object_set_new(f,
 	    "anchor_reopened", json_true()) == -1) ||
 	    (ck->anchor.tail_seq > 0 && (json_object_set_new(f,

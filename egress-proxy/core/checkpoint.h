@@ -83,9 +83,10 @@
  *
  *   {"ts":..,"seq":..,"event":"log.resume","anchor_seq":S,
  *    "anchor_hash":H,"anchor_reason":R,"anchor_ts":TS,"found_seq":F,
- *    "found_hash":FH,"prev":..,"hash":..}
+ *    "found_hash":FH,"torn":N,"prev":..,"hash":..}
  *
- * (F and FH: the last line it found, before anything it wrote; a writer
+ * (N: the torn lines right before it, eventlog_torn_lines(); F and FH:
+ * the last line it found, before anything it wrote; a writer
  * with no anchor, or an outage-only one, that finds lines writes it too,
  * with anchor_seq 0, hash all zeros, reason open and the time it started:
  * its key vouches for none of them;

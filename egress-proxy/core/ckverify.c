@@ -42,6 +42,7 @@ struct ckverify_resume {
 	int		 reopened;	/* anchor_reopened: true */
 	long long	 tail_seq;	/* anchor_tail_seq, or 0 */
 	const char	*tail_hash;
+	int		 has_torn;	/* torn (a writer since atk20r19) */
 };
 
 static void	ckverify_at(struct ckverify *, struct ckverify_at *);
@@ -73,6 +74,8 @@ static int	ckverify_start(struct ckverify *);
 static int	ckverify_anchor_pass(struct ckverify *);
 static void	ckverify_anchor_tail(struct ckverify *);
 static const char *ckverify_resume_tail(json_t *, struct ckverify_resume *);
+static const char *ckverify_resume_torn(json_t *, struct ckverify_resume *);
+static long long ckverify_torn_bound(json_t *, const char *, long long);
 static int	ckverify_resume_cut(struct ckverify *,
 		    const struct ckverify_resume *, long long);
 static int	ckverify_resume_closed(struct ckverify *,
@@ -544,6 +547,19 @@ ckverify_resume_closed(struct ckverify *v, const struct ckverify_resume *r,
 }
 
 /* Check a log.resume line's members into *r. NULL, or what is wrong. */
+/* A log.resume's torn member: absent (an older writer), or a count. */
+static const char *
+ckverify_resume_torn(json_t *obj, struct ckverify_resume *r)
+{
+	json_t	*torn = json_object_get(obj, "torn");
+
+	r->has_torn = torn != NULL;
+	if (torn != NULL && (!json_is_integer(torn) ||
+	    json_integer_value(torn) < 0))
+		return "torn is not a count";
+	return NULL;
+}
+
 static const char *
 ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 {
@@ -559,8 +575,11 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 		return "anchor_reopened is not true";
 	if ((bad = ckverify_resume_tail(obj, r)) != NULL)
 		return bad;
+	if ((bad = ckverify_resume_torn(obj, r)) != NULL)
+		return bad;
 	if (json_object_size(obj) != CKVERIFY_RESUME_MEMBERS +
-	    (size_t)r->reopened + (r->tail_seq > 0 ? 2 : 0))
+	    (size_t)r->reopened + (r->tail_seq > 0 ? 2 : 0) +
+	    (size_t)r->has_torn)
 		return "members missing or added";
 	if (!json_is_integer(as) || json_integer_value(as) < 0 ||
 	    !json_is_integer(fs) || json_integer_value(fs) < 0)
@@ -833,38 +852,56 @@ ckverify_torn(struct ckverify *v, const char *line, size_t len)
 }
 
 /*
- * The log line after torn lines: a log.resume, or a log.outage counting
- * at least as many lost as there were torn lines (each cut line is one
- * its writer lost, atk20r18 F4), says what became of them; a rotate
- * checkpoint may come first (a new file starts with one). 0, or -1 with
- * the verdict.
+ * How many torn lines may precede a log.outage or log.resume line (obj):
+ * its "torn", the torn lines its writer left or found before it (atk20r19
+ * F4, F5); a line of an older writer, without it, old: its "lost" for a
+ * log.outage (each cut line is one its writer lost, atk20r18 F4), 1 for
+ * a log.resume (the one its writer found at the end).
+ */
+static long long
+ckverify_torn_bound(json_t *obj, const char *member, long long old)
+{
+	json_t	*n = json_object_get(obj, "torn");
+
+	if (n == NULL && member != NULL)
+		n = json_object_get(obj, member);
+	else if (n == NULL)
+		return old;
+	return json_is_integer(n) ? (long long)json_integer_value(n) : 0;
+}
+
+/*
+ * The log line after torn lines: a log.resume or a log.outage counting at
+ * least as many torn lines (ckverify_torn_bound()) says what became of
+ * them; a rotate checkpoint may come first (a new file starts with one).
+ * 0, or -1 with the verdict.
  */
 static int
 ckverify_torn_after(struct ckverify *v, const char *line, size_t len)
 {
-	json_t		*obj, *lost;
-	const char	*reason;
+	json_t		*obj;
+	const char	*reason, *name = "log.outage";
+	long long	 bound;
 	int		 rotate, n = v->torn_event;
 
 	if (!v->torn_event || v->nkeys == 0)
 		return 0;
-	if ((obj = ckverify_named(line, len, CHECKPOINT_RESUME)) != NULL) {
-		json_decref(obj);
-		v->torn_event = 0;
-		return 0;
+	if ((obj = ckverify_named(line, len, name)) != NULL)
+		bound = ckverify_torn_bound(obj, "lost", 0);
+	else if ((obj = ckverify_named(line, len, CHECKPOINT_RESUME)) != NULL) {
+		name = CHECKPOINT_RESUME;
+		bound = ckverify_torn_bound(obj, NULL, 1);
 	}
-	if ((obj = ckverify_named(line, len, "log.outage")) != NULL) {
-		lost = json_object_get(obj, "lost");
-		rotate = json_is_integer(lost) &&
-		    json_integer_value(lost) >= (json_int_t)n;
+	if (obj != NULL) {
 		json_decref(obj);
 		v->torn_event = 0;
-		if (rotate)
+		if (n <= bound)
 			return 0;
-		return ckverify_fail(v, "%s:%zu: %d torn lines (interrupted "
-		    "writes) before the log.outage at seq %lld, which counts "
-		    "fewer lost: lines were put in the log", v->torn_at.file,
-		    v->torn_at.line, n, v->chain.last_seq);
+		return ckverify_fail(v, "%s:%zu: %d torn line(s) (interrupted "
+		    "writes) before the %s at seq %lld, which counts fewer "
+		    "(%lld): lines were put in the log", v->torn_at.file,
+		    v->torn_at.line, n, name, v->chain.last_seq,
+		    bound < 0 ? 0 : bound);
 	}
 	if ((obj = ckverify_named(line, len, CHECKPOINT_EVENT)) != NULL) {
 		reason = json_string_value(json_object_get(obj, "reason"));

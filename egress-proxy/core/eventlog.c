@@ -82,6 +82,13 @@ struct eventlog {
 	int			 foreign;	/* not-log lines end the file */
 	int			 no_end;	/* ...and no event before them */
 	int			 torn;		/* ...or a torn line did */
+	/*
+	 * Torn lines after the last whole line this writer wrote or found
+	 * (0 or 1 found at the end, one per cut line it could not take
+	 * back): the log.outage or log.resume written next counts them.
+	 */
+	unsigned long long	 torn_lines;
+	unsigned long long	 torn_left;	/* cut lines left, in all */
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
 	/* own[i - 1]: the first line of name.i as the writer rotated it. */
@@ -553,7 +560,6 @@ eventlog_load_tail(struct eventlog *log)
 	log->need_nl = 0;
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)
 		return -1;
-	log->torn = torn;
 	if (torn) {
 		if (write(log->fd, "\n", 1) != 1)
 			return -1;
@@ -561,8 +567,13 @@ eventlog_load_tail(struct eventlog *log)
 	}
 	r = eventlog_scan(log->fd, log->size, &l, &all, &found);
 	log->foreign = (found & EVENTLOG_END_FOREIGN) != 0;
-	/* A torn line after the end, with its newline too (atk20r17 F6). */
-	log->torn |= (found & EVENTLOG_END_TORN) != 0;
+	/*
+	 * A torn line after the end, with its newline or not (atk20r17 F6);
+	 * a whole line that only lacked its newline is not one (atk20r19 F1).
+	 */
+	log->torn = (found & EVENTLOG_END_TORN) != 0;
+	if (log->torn && log->torn_lines == 0)
+		log->torn_lines = 1;
 	if (r == 0 && !all && log->opts.no_end_ok) {
 		log->no_end = log->foreign = 1;
 		log->cache_valid = 1;
@@ -1080,7 +1091,34 @@ eventlog_rotate(struct eventlog *log)
 	return eventlog_open_fd(log);
 }
 
-/* One write(2) of the whole line; a short write leaves a torn line. */
+/*
+ * Take back the part of a line a short write of n bytes left at the end
+ * of the file (at its start: size - n), keeping nl, the newline that
+ * ended a torn line before it: the line is then only lost, nothing of it
+ * in the file (atk20r19 F1). Only when the file is as this writer left
+ * it (no one appended after). 0, or -1 (it stays: a torn line).
+ */
+static int
+eventlog_take_back(struct eventlog *log, size_t n, size_t nl)
+{
+	struct stat	st;
+
+	if (fstat(log->fd, &st) == -1 || st.st_size != log->size ||
+	    ftruncate(log->fd, log->size - (off_t)(n - nl)) == -1)
+		return -1;
+	log->size -= (off_t)(n - nl);
+	log->written -= (unsigned long long)(n - nl);
+	return 0;
+}
+
+/*
+ * One write(2) of the whole line. What a short write leaves decides
+ * (atk20r19 F1): part of the line is taken back (nothing of it stays,
+ * the line is lost); where it cannot be (a file that refuses truncation)
+ * a line whole but for its final newline is written (the next write's
+ * leading newline ends it), a shorter part is a torn line. 0 written, or
+ * -1 with errno (the line lost).
+ */
 static int
 eventlog_write(struct eventlog *log, const char *line, size_t len)
 {
@@ -1091,22 +1129,25 @@ eventlog_write(struct eventlog *log, const char *line, size_t len)
 	if (n > 0) {
 		log->size += n;
 		log->written += (unsigned long long)n;
+		log->dirty = 1;
 	}
 	if (n == (ssize_t)len) {
 		log->need_nl = 0;
-		log->dirty = 1;
 		return 0;
 	}
-	if (n >= 0) {
-		/* Part of the line is in the file; the next write ends it. */
-		if ((size_t)n > nl)
-			log->need_nl = 1;
-		else if ((size_t)n == nl)
-			log->need_nl = 0;
-		log->dirty = 1;
-		errno = ENOSPC;
-	}
 	log->cache_valid = 0;
+	if (n < 0)
+		return -1;
+	if ((size_t)n >= nl)
+		log->need_nl = 0;	/* the torn line before it ended */
+	if ((size_t)n > nl && eventlog_take_back(log, (size_t)n, nl) == -1) {
+		log->need_nl = 1;
+		if ((size_t)n == len - 1)
+			return 0;	/* whole but its newline */
+		log->torn_lines++;
+		log->torn_left++;
+	}
+	errno = ENOSPC;
 	return -1;
 }
 
@@ -1249,6 +1290,9 @@ eventlog_put(struct eventlog *log, json_t *fields)
 	}
 	log->healthy = 1;
 	log->error[0] = '\0';
+	/* Torn lines before it are its to count; a new file's first aside. */
+	if (!log->in_first)
+		log->torn_lines = 0;
 	if (fields == NULL)
 		log->told = 0;	/* a checkpoint covers the log.outage lines */
 	if (fields == NULL && log->hook.written != NULL)
@@ -1277,8 +1321,10 @@ eventlog_lost(struct eventlog *log)
 
 /*
  * Before the first line written after an outage: a log.outage line
- * saying how many events were not written (lost), from when (since: its
- * own ts is when the log came back) and why (cause). 0, or -1.
+ * saying how many events were not written (lost), how many torn lines
+ * (cut, with no whole line after them) precede it (torn: verify --key
+ * takes no more, atk20r19 F5), from when (since: its own ts is when the
+ * log came back) and why (cause). 0, or -1.
  */
 static int
 eventlog_put_outage(struct eventlog *log)
@@ -1286,9 +1332,9 @@ eventlog_put_outage(struct eventlog *log)
 	json_t	*f;
 	int	 rc;
 
-	f = json_pack("{s:s, s:I, s:s, s:s}", "event", "log.outage", "lost",
-	    (json_int_t)log->lost, "since", log->lost_since, "cause",
-	    log->lost_why);
+	f = json_pack("{s:s, s:I, s:I, s:s, s:s}", "event", "log.outage",
+	    "lost", (json_int_t)log->lost, "torn", (json_int_t)log->torn_lines,
+	    "since", log->lost_since, "cause", log->lost_why);
 	if (f == NULL) {
 		errno = ENOMEM;
 		return eventlog_fail(log, "cannot format an event for");
@@ -1339,14 +1385,14 @@ eventlog_add_outage(struct eventlog *log, unsigned long long lost,
 int
 eventlog_append(struct eventlog *log, json_t *fields)
 {
-	off_t	size0;
-	int	rc, put = 0;
+	unsigned long long	left;
+	int			rc, put = 0;
 
 	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
 		errno = EINVAL;
 		return eventlog_fail(log, "invalid event for");
 	}
-	size0 = log->size;
+	left = log->torn_left;
 	rc = eventlog_append_one(log, fields, &put);
 	/*
 	 * A hook line (a checkpoint) is counted lost too when it left part
@@ -1354,7 +1400,8 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	 * log.outage counting it, which verify --key asks of a torn line
 	 * (atk20r18 F1, F4).
 	 */
-	if (!put && errno != EINVAL && (fields != NULL || log->size > size0))
+	if (!put && errno != EINVAL && (fields != NULL ||
+	    log->torn_left > left))
 		eventlog_lost(log);
 	return rc;
 }
@@ -1669,6 +1716,12 @@ int
 eventlog_torn_now(const struct eventlog *log)
 {
 	return log->need_nl;
+}
+
+unsigned long long
+eventlog_torn_lines(const struct eventlog *log)
+{
+	return log->lost > 0 ? 0 : log->torn_lines;
 }
 
 const char *

