@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -520,24 +521,51 @@ control_grant_event(struct proxy *px, const struct grant *g,
 	json_decref(o);
 }
 
+/*
+ * o (NULL: out of memory) written whole as path, atomically and durably:
+ * into a file of this process's own name beside it (proxies sharing the
+ * folder must not take it), synced, renamed over path, and the folder
+ * synced, so that what a reply called saved survives a crash or a power
+ * loss (atk1921g F7: a removed sandbox came back). 0, or -1.
+ */
+static int
+control_json_replace(json_t *o, const char *path, mode_t mode)
+{
+	char	*tmp, *dir;
+	int	 fd = -1, dfd, bad;
+
+	util_xasprintf(&tmp, "%s.%ld.tmp", path, (long)getpid());
+	(void)unlink(tmp);
+	bad = o == NULL || (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, mode)) == -1 || json_dumpfd(o, fd, JSON_COMPACT) ==
+	    -1 || fsync(fd) == -1;
+	if (fd != -1 && close(fd) == -1)
+		bad = 1;
+	bad = bad || rename(tmp, path) == -1;
+	if (bad)
+		(void)unlink(tmp);
+	free(tmp);
+	if (bad)
+		return -1;
+	dir = util_xstrdup(path);
+	if ((dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1 || fsync(dfd) == -1)
+		bad = 1;
+	if (dfd != -1)
+		close(dfd);
+	free(dir);
+	return bad ? -1 : 0;
+}
+
 /* grants.json, written whole and atomically, readable by the proxy alone. */
 static int
 control_grants_save(struct proxy *px)
 {
 	json_t	*arr = grants_json(px->grants, NULL);
-	char	*tmp;
-	int	 fd = -1, bad, was = control_grants_unsaved;
+	int	 was = control_grants_unsaved;
 
-	/* Its own name: proxies sharing the folder must not take it. */
-	util_xasprintf(&tmp, "%s.%ld.tmp", control_grants_path,
-	    (long)getpid());
-	(void)unlink(tmp);
-	bad = arr == NULL || (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL |
-	    O_CLOEXEC, 0600)) == -1 || json_dumpfd(arr, fd, JSON_COMPACT) ==
-	    -1 || fsync(fd) == -1;
-	if (fd != -1 && close(fd) == -1)
-		bad = 1;
-	control_grants_unsaved = bad || rename(tmp, control_grants_path) == -1;
+	control_grants_unsaved = control_json_replace(arr, control_grants_path,
+	    0600) == -1;
 	if (!control_grants_unsaved) {
 		apartfile_clear(control_tomb_path);
 		control_taken_retire(&control_grants_taken);
@@ -554,7 +582,6 @@ control_grants_save(struct proxy *px)
 	else if (!control_grants_unsaved && was)
 		log_info("the grants are saved again in %s",
 		    control_grants_path);
-	free(tmp);
 	json_decref(arr);
 	return control_grants_unsaved ? -1 : 0;
 }
@@ -1183,13 +1210,10 @@ control_registry_save(struct proxy *px)
 	json_t	*arr = json_pack("{s:o?, s:o?}", "sandboxes",
 	    registry_json(px->registry), "unregistered",
 	    registry_gone_json(px->registry));
-	char	*tmp;
 	int	 was = control_registry_unsaved;
 
-	util_xasprintf(&tmp, "%s.%ld.tmp", control_registry_path,
-	    (long)getpid());
-	control_registry_unsaved = arr == NULL || json_dump_file(arr, tmp,
-	    JSON_COMPACT) == -1 || rename(tmp, control_registry_path) == -1;
+	control_registry_unsaved = control_json_replace(arr,
+	    control_registry_path, 0644) == -1;
 	if (!control_registry_unsaved) {
 		control_removals_unkept = 0;
 		apartfile_clear(control_registry_removed);
@@ -1202,7 +1226,6 @@ control_registry_save(struct proxy *px)
 	else if (!control_registry_unsaved && was)
 		log_info("the sandbox registry is saved again in %s",
 		    control_registry_path);
-	free(tmp);
 	json_decref(arr);
 	return control_registry_unsaved ? -1 : 0;
 }

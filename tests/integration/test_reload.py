@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -271,6 +272,53 @@ class ReloadTest(unittest.TestCase):
         self.assertEqual(resp.status, status, "%s %s from %s: %r"
                          % (what, host, src, resp))
         return resp
+
+
+# ------------------------------------------------------- durable saves
+
+class T0Durable(ReloadTest):
+    def test_register_saved_means_synced(self):
+        """A /register or /unregister answered saved:true has its
+        registry file synced and renamed into place and the folder synced
+        after the rename, so a crash or power loss cannot bring a removed
+        sandbox back (atk1921g F7: neither was synced). Watched with
+        strace on the running proxy."""
+        if shutil.which("strace") is None:
+            self.skipTest("no strace")
+        run_dir = os.path.dirname(W["sock"])
+        out = os.path.join(W["dir"], "strace-save.txt")
+        tr = subprocess.Popen(["strace", "-f", "-y", "-qq", "-o", out,
+                               "-e", "trace=fsync,rename,renameat,"
+                               "renameat2", "-p", str(self.proxy.pid)],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)     # attached
+            for body, path in (({"address": "127.0.0.2",
+                                 "sandbox": "sbx_durable",
+                                 "sets": "test"}, "/register"),
+                               ({"sandbox": "sbx_durable"}, "/unregister")):
+                status, resp = control("POST", path, body)
+                self.assertEqual(status, 200, resp)
+                self.assertTrue(resp.get("saved"), resp)
+            time.sleep(0.5)
+        finally:
+            tr.terminate()
+            tr.wait(timeout=10)
+        with open(out) as f:
+            calls = f.read().splitlines()
+        renames = [i for i, c in enumerate(calls)
+                   if "rename" in c and "registry" in c]
+        self.assertGreaterEqual(len(renames), 2, "\n".join(calls))
+        for i in renames[-2:]:
+            before = [c for c in calls[max(0, i - 3):i]
+                      if c.split(" ", 1)[-1].startswith("fsync(")]
+            after = [c for c in calls[i + 1:i + 4]
+                     if "fsync(" in c and "<%s>" % run_dir in c]
+            self.assertTrue(before, "no fsync of the file before %s\n%s"
+                            % (calls[i], "\n".join(calls)))
+            self.assertTrue(after, "no fsync of %s after %s\n%s"
+                            % (run_dir, calls[i], "\n".join(calls)))
 
 
 # ---------------------------------------------------------- (a) broken
