@@ -89,7 +89,7 @@ cmd_diff_notes(const struct workspace_write_stats *ws, int raw)
 		    ws->over_total == 1 ? "its" : "their",
 		    ws->over_total == 1 ? "it" : "them");
 	if (ws->escaped > 0 && !raw)
-		log_warnx("note: %zu byte%s of control "
+		log_warnx("note: %zu byte%s of control, invisible or blank "
 		    "characters or invalid UTF-8 in the diff %s shown as \\xHH "
 		    "(--raw shows them as they are)", ws->escaped,
 		    ws->escaped == 1 ? "" : "s", ws->escaped == 1 ? "is" :

@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "docker.h"
 #include "exec.h"
+#include "execend.h"
 #include "log.h"
 #include "netseal.h"
 #include "probe.h"
@@ -293,8 +294,12 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	    (!a->fresh && cmd_exec_seal_holds(m, pid, &cause) == -1))
 		goto out;
 	if (strcmp(m->network, "proxy") == 0) {
-		/* Runs whose sandgate died: their credentials end first. */
-		(void)exec_active_sweep(runs, 0, proxyctl_exec_gone, NULL);
+		/*
+		 * Runs whose sandgate died, and ends a replica did not take:
+		 * their credentials end first.
+		 */
+		(void)exec_active_sweep(runs, 0, proxyctl_exec_gone, m->id);
+		(void)execend_retry(m->id, 0, execend_warn, NULL);
 		proxyctl_exec_begin(&px, m->id, run, m->allow, o.timeout);
 		asked = 1;
 	}
@@ -311,6 +316,7 @@ cmd_exec_in_sandbox(struct docker *d, struct sandbox_meta *m,
 	r.network_blocked = blocks;
 	r.network_blocked_truncated = asked && px.truncated;
 	r.network_replicas = asked ? px.replicas : NULL;
+	r.network_end_owed = asked && px.end_owed;
 	rv = r.exit_code;
 out:
 	json_decref(env);

@@ -47,6 +47,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "execend.h"
 #include "log.h"
 #include "proxyctl.h"
 #include "sandbox.h"
@@ -93,6 +94,8 @@ static void		 gc_markers(struct gc *, const char *);
 static void		 gc_fresh(struct gc *, const char *);
 static void		 gc_uids(struct gc *);
 static void		 gc_unregister_cb(const char *, const char *, void *);
+static void		 gc_execend_cb(const char *, const char *,
+			    const char *, void *);
 static int		 cmd_gc_exec(struct cmd_args *);
 
 static const struct option cmd_gc_options[] = {
@@ -447,7 +450,7 @@ gc_markers(struct gc *g, const char *id)
 
 	if (state_path(runs, sizeof(runs), id, "runs") == -1 ||
 	    (n = exec_active_sweep(runs, g->dry, g->dry ? NULL :
-	    proxyctl_exec_gone, NULL)) <= 0)
+	    proxyctl_exec_gone, (void *)id)) <= 0)
 		return;
 	g->acted += n;
 	printf("%s %d run marker%s of %s whose sandgate process is gone\n",
@@ -495,6 +498,25 @@ gc_unregister_cb(const char *id, const char *why, void *arg)
 	else {
 		log_warnx("%s: removed, but its unregister is still owed: %s",
 		    id, why);
+		g->errors++;
+	}
+}
+
+/* The end of an exec credential kept owed, sent again (execend.h). */
+static void
+gc_execend_cb(const char *run, const char *sandbox, const char *why,
+    void *arg)
+{
+	struct gc	*g = arg;
+
+	g->acted++;
+	if (why == NULL)
+		execend_report(run, sandbox, why, NULL);
+	else if (g->dry)
+		printf("would send again the end of the proxy credential of "
+		    "%s (%s)\n", run, sandbox);
+	else {
+		execend_report(run, sandbox, why, NULL);
 		g->errors++;
 	}
 }
@@ -679,6 +701,7 @@ cmd_gc_exec(struct cmd_args *args)
 	gc_mounts(&g);
 	gc_uids(&g);
 	(void)unregpend_retry(g.dry, gc_unregister_cb, &g);
+	(void)execend_retry(NULL, g.dry, gc_execend_cb, &g);
 	if (g.acted == 0)
 		printf("nothing to remove\n");
 	json_decref(g.containers);

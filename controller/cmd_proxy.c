@@ -18,6 +18,7 @@
 #include "checkpoint.h"
 #include "cmd.h"
 #include "docker.h"
+#include "execend.h"
 #include "log.h"
 #include "proxyctl.h"
 #include "sandbox.h"
@@ -246,8 +247,12 @@ cmd_proxy_start_exec(struct cmd_args *args)
 	else
 		printf("proxy running: %s:%d on %s, upstream side on %s\n",
 		    ip, PROXYCTL_PORT, PROXYCTL_NET_INTERNAL, o.egress);
-	/* what its registry may bring back: the unregisters still owed */
+	/*
+	 * what its registry may bring back: the unregisters and the ends of
+	 * exec credentials still owed
+	 */
 	(void)unregpend_retry(0, unregpend_report, NULL);
+	(void)execend_retry(NULL, 0, execend_report, NULL);
 	return SG_EXIT_OK;
 }
 

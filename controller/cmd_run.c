@@ -26,6 +26,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "execend.h"
 #include "log.h"
 #include "probe.h"
 #include "proxyctl.h"
@@ -262,6 +263,8 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	o.live = !a->json;
 	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	if (strcmp(m->network, "proxy") == 0) {
+		/* ends a replica did not take end first (execend.h) */
+		(void)execend_retry(m->id, 0, execend_warn, NULL);
 		proxyctl_exec_begin(&px, m->id, run, m->allow, o.timeout);
 		asked = 1;
 	}
@@ -275,6 +278,7 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 		r.network_blocked = blocks;
 		r.network_blocked_truncated = asked && px.truncated;
 		r.network_replicas = asked ? px.replicas : NULL;
+		r.network_end_owed = asked && px.end_owed;
 	} else {
 		json_decref(blocks);
 		if (asked)

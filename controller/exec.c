@@ -32,7 +32,6 @@
 #include "util.h"
 
 #define EXEC_KILL_GRACE_US	(5ull * 1000 * 1000)	/* after a kill */
-#define EXEC_REAP_ACTIVE	64	/* other runs' markers passed to reap */
 #define EXEC_OWN_MAX		1024	/* pids remembered per exec */
 #define EXEC_OOM_PIDS		256	/* OOM kills looked at per exec */
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
@@ -117,7 +116,9 @@ static volatile sig_atomic_t	exec_sig;
 static void	exec_on_signal(int);
 static int	exec_init_gone(const struct exec_state *, int);
 static size_t	exec_utf8_seq(const unsigned char *, size_t);
-static int	exec_active_owner(int, const char *);
+static int	exec_active_read(int, const char *, char *, size_t);
+static int	exec_active_in(int, const char *, const char *);
+static void	exec_where(int, char *, size_t);
 static int	exec_active_name(const char *);
 static int	exec_run_active(const char *marker);
 static void	exec_init_read(int, struct exec_init *);
@@ -154,6 +155,13 @@ static void	exec_notices_blocked(json_t *, json_t *);
  * writing some other marker into its environment.
  */
 static const char	*exec_active_dir;
+/*
+ * Where this run executes: "init PID", its container's init (the second
+ * line of each .active file). A process marked with a run that
+ * goes on in another container (a --fresh exec's, or the session's seen
+ * from a fresh one) is no run's of this container: it shields nothing.
+ */
+static char		 exec_active_where[48];
 static int	exec_data(void *, int, const unsigned char *, size_t);
 static int	exec_tick(void *);
 static void	exec_stop(struct exec_state *, int);
@@ -349,28 +357,45 @@ exec_signal_pending(void)
 /*
  * 1 when the owner of the marker file name (in the folder dirfd) still
  * runs: the sandgate process that made it holds it locked (ownmark.h),
- * or the owner it names ("PID START PIDNS BOOT UID") runs
- * (procstat_owner_alive).
+ * or the owner it names on its first line ("PID START PIDNS BOOT UID")
+ * runs (procstat_owner_alive). where (unless NULL) gets its second line,
+ * the container the run executes in ("" when there is none).
  */
 static int
-exec_active_owner(int dirfd, const char *name)
+exec_active_read(int dirfd, const char *name, char *where, size_t wsize)
 {
-	char			 buf[PROCSTAT_OWNER_MAX];
+	char			 buf[PROCSTAT_OWNER_MAX + 64], *nl;
 	ssize_t			 n;
 	int			 fd, held;
 
+	if (where != NULL)
+		where[0] = '\0';
 	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC)) == -1)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
 	held = ownmark_held(fd);
 	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if ((nl = strchr(buf, '\n')) != NULL) {
+		if (where != NULL)
+			snprintf(where, wsize, "%.*s", (int)strcspn(nl + 1,
+			    "\n"), nl + 1);
+		nl[1] = '\0';
+	}
 	if (held == 1)
 		return 1;
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return procstat_owner_alive(buf);
+	return n > 0 && procstat_owner_alive(buf);
+}
+
+/* 1 when the marker file name in dirfd is live and its run is in where. */
+static int
+exec_active_in(int dirfd, const char *name, const char *where)
+{
+	char	here[sizeof(exec_active_where)];
+
+	return exec_active_read(dirfd, name, here, sizeof(here)) &&
+	    here[0] != '\0' && strcmp(here, where) == 0;
 }
 
 /* 1 when name is "<run id>.active" (run ids: run_ and 24 hex digits). */
@@ -390,8 +415,9 @@ exec_active_name(const char *name)
 }
 
 /*
- * 1 when marker names a run of this sandbox that is still going on: its
- * .active file exists and the sandgate process that wrote it still runs.
+ * 1 when marker names a run of this sandbox that is still going on in
+ * this run's container: its .active file exists, the sandgate process
+ * that wrote it still runs, and it names the same container.
  */
 static int
 exec_run_active(const char *marker)
@@ -405,7 +431,7 @@ exec_run_active(const char *marker)
 	if (!exec_active_name(name) || (dfd = open(exec_active_dir,
 	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return 0;
-	rv = exec_active_owner(dfd, name);
+	rv = exec_active_in(dfd, name, exec_active_where);
 	close(dfd);
 	return rv;
 }
@@ -428,7 +454,7 @@ exec_active_sweep(const char *runs, int dry,
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (!exec_active_name(de->d_name) ||
-		    exec_active_owner(fd, de->d_name))
+		    exec_active_read(fd, de->d_name, NULL, 0))
 			continue;
 		if (dry || unlinkat(fd, de->d_name, 0) == 0)
 			n++;
@@ -440,6 +466,48 @@ exec_active_sweep(const char *runs, int dry,
 	}
 	closedir(d);
 	return n;
+}
+
+json_t *
+exec_active_runs(const char *runs, const char *where, const char *self)
+{
+	struct dirent	*de;
+	DIR		*d;
+	json_t		*a;
+	char		 run[STATE_ID_LEN + 1];
+	int		 fd;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	if ((fd = open(runs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return a;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return a;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!exec_active_name(de->d_name))
+			continue;
+		memcpy(run, de->d_name, STATE_ID_LEN);
+		run[STATE_ID_LEN] = '\0';
+		if (strcmp(run, self) != 0 &&
+		    exec_active_in(fd, de->d_name, where))
+			json_array_append_new(a, json_string(run));
+	}
+	closedir(d);
+	return a;
+}
+
+/*
+ * The container a run is in, as its init's host pid (Docker's
+ * State.Pid, the same for every sandgate that asks while it runs; two
+ * containers that run at once never share it).
+ */
+static void
+exec_where(int pid, char *buf, size_t size)
+{
+	snprintf(buf, size, "init %d", pid);
 }
 
 /*
@@ -557,6 +625,8 @@ exec_user(const struct exec_opts *o, char *buf, size_t size)
 
 /*
  * The kill from inside the sandbox: `sandgate-probe reap RUN ACTIVE...`
+ * (every other run in progress in this container, exec_active_runs: no
+ * cap, as a run left out would have its commands killed, atk16r7 F4)
  * as a detached exec, started and waited for within EXEC_REAP_WAIT_MS
  * (its exit status is the count). A container that stops meanwhile
  * (gVisor ends its sandbox when its host process limit is full) leaves
@@ -566,29 +636,19 @@ static int
 exec_kill_inside(struct exec_state *st, char **cause)
 {
 	struct docker_einfo	 ei;
-	struct dirent		*de;
-	DIR			*dir;
-	json_t			*cmd, *spec;
-	char			*eid = NULL, name[STATE_ID_LEN + 1], user[48];
+	json_t			*cmd, *spec, *act;
+	char			*eid = NULL, user[48];
 	const char		*run_id = st->o->run_id;
 	uint64_t		 end = util_now_us() + EXEC_REAP_WAIT_MS * 1000ull;
 	uint64_t		 saved;
-	int			 n = 0, rv = -1;
+	int			 rv = -1;
 
 	memset(&ei, 0, sizeof(ei));
 	cmd = json_pack("[s,s,s]", PROBE_CONTAINER_PATH, "reap", run_id);
-	if (exec_active_dir != NULL && (dir = opendir(exec_active_dir)) != NULL) {
-		while ((de = readdir(dir)) != NULL && n < EXEC_REAP_ACTIVE) {
-			if (!exec_active_name(de->d_name))
-				continue;
-			memcpy(name, de->d_name, STATE_ID_LEN);
-			name[STATE_ID_LEN] = '\0';
-			if (strcmp(name, run_id) != 0 && exec_run_active(name)) {
-				json_array_append_new(cmd, json_string(name));
-				n++;
-			}
-		}
-		closedir(dir);
+	if (exec_active_dir != NULL && (act = exec_active_runs(exec_active_dir,
+	    exec_active_where, run_id)) != NULL) {
+		json_array_extend(cmd, act);
+		json_decref(act);
 	}
 	exec_user(st->o, user, sizeof(user));
 	saved = docker_deadline_within(st->d, EXEC_REAP_WAIT_MS);
@@ -1069,7 +1129,7 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 static int
 exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 {
-	char		 own[PROCSTAT_OWNER_MAX];
+	char		 own[PROCSTAT_OWNER_MAX + sizeof(exec_active_where) + 2];
 	int		 fd, dfd, len;
 
 	path[0] = '\0';
@@ -1078,8 +1138,8 @@ exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 		return -1;
 	exec_active_dir = o->evidence_dir;
 	len = (int)strlen(own);
-	own[len++] = '\n';
-	own[len] = '\0';
+	snprintf(own + len, sizeof(own) - (size_t)len, "\n%s\n",
+	    exec_active_where);
 	snprintf(path, size, "%s.active", o->run_id);
 	if ((dfd = open(o->evidence_dir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
@@ -1537,6 +1597,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	st.kmsg = o->inside ? -1 : oomlog_open();
 	exec_begin(&st, &before);
 	spec = exec_spec(o, st.cmds[0] != '\0');
+	exec_where(pid, exec_active_where, sizeof(exec_active_where));
 	held = exec_mark_active(o, active, sizeof(active));
 	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
 		goto out;
@@ -1742,6 +1803,9 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    "peak_pids", (json_int_t)r->peak_pids);
 	if (o != NULL && r->network_replicas != NULL)
 		json_object_set(o, "replicas", r->network_replicas);
+	if (o != NULL && r->network_end_owed)
+		json_object_set_new(o, "network_credential_end_owed",
+		    json_true());
 	free(out);
 	free(err);
 	return o;

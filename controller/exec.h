@@ -132,6 +132,7 @@ struct exec_result {
 	 * JSON); NULL with one proxy.
 	 */
 	json_t			*network_replicas;
+	int			 network_end_owed; /* execend.h */
 };
 
 /* SIGINT/SIGTERM set a flag exec_run() acts on; SIGPIPE is ignored. */
@@ -156,6 +157,16 @@ void	exec_result_release(struct exec_result *);
  */
 int	exec_active_sweep(const char *runs, int dry,
 	    void (*gone)(const char *run_id, void *arg), void *arg);
+
+/*
+ * The runs in progress in the folder runs (a live .active marker) that
+ * execute in the container where ("init PID", its init's host pid, the
+ * marker's second line), but self: a JSON array of run ids, all of them (the
+ * probe's reap spares exactly these; atk16r7 F1, F4). NULL when out of
+ * memory.
+ */
+json_t	*exec_active_runs(const char *runs, const char *where,
+	    const char *self);
 
 /*
  * Print the limit lines to stderr ("sandgate: command timed out after

@@ -755,6 +755,8 @@ static const struct ocsf_type {
 	{ "sandbox.seal_drift", ocsf_sandbox_finding },
 	{ "sandbox.unregister_pending", ocsf_sandbox_finding },
 	{ "sandbox.unregistered", ocsf_sandbox_finding },
+	{ "sandbox.exec_end_pending", ocsf_sandbox_finding },
+	{ "sandbox.exec_ended", ocsf_sandbox_finding },
 	{ "proxy.conn_refused", ocsf_conn_refused },
 	{ "egress.", ocsf_egress },
 	{ "policy.", ocsf_policy },

@@ -225,7 +225,10 @@ ocsf_started(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
  * run), High; sandbox.unregister_pending: a discard's unregister that a
  * proxy replica did not confirm (its tokens may still be accepted
  * there), Medium; sandbox.unregistered: that unregister confirmed at
- * last, the finding closed, Informational.
+ * last, the finding closed, Informational; sandbox.exec_end_pending: the
+ * end of an exec's credential that a replica did not confirm (the run's
+ * credential and token may still be accepted there, execend.h), Medium;
+ * sandbox.exec_ended: that end confirmed at last, Informational.
  */
 static const struct ocsf_finding {
 	const char	*event;
@@ -240,6 +243,11 @@ static const struct ocsf_finding {
 	    "may still be accepted there" },
 	{ "sandbox.unregistered", 3, 1, "every proxy replica confirmed the "
 	    "unregister of discarded sandbox %s" },
+	{ "sandbox.exec_end_pending", 1, 3, "the end of an exec credential "
+	    "of sandbox %s was not confirmed by every proxy replica; the run's "
+	    "credential may still be accepted there" },
+	{ "sandbox.exec_ended", 3, 1, "every proxy replica confirmed the end "
+	    "of an exec credential of sandbox %s" },
 };
 
 json_t *

@@ -12,6 +12,7 @@
 #include "auditkey.h"
 #include "checkpoint.h"
 #include "docker.h"
+#include "execend.h"
 #include "exectoken.h"
 #include "log.h"
 #include "pending.h"
@@ -709,27 +710,40 @@ proxyctl_unreg_why(const struct proxyctl_ans *a, char *buf, size_t size)
 	return NULL;
 }
 
-int
-proxyctl_unregister(const char *sandbox, char **cause)
+/*
+ * POST path with {key: value} sent to every replica (all at once); 0
+ * when each one confirmed it (why() NULL), else -1 with *cause naming
+ * each replica that did not and why.
+ */
+static int
+proxyctl_confirm_all(const char *path, const char *key, const char *value,
+    const char *(*why)(const struct proxyctl_ans *, char *, size_t),
+    char **cause)
 {
 	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
-	json_t			*body = json_pack("{s:s}", "sandbox", sandbox);
+	json_t			*body = json_pack("{s:s}", key, value);
 	char			*missed = NULL, buf[512];
-	const char		*why;
+	const char		*w;
 	size_t			 i, n = proxyctl_replicas();
 
-	proxyctl_call_all("POST", "/unregister", body, a);
+	proxyctl_call_all("POST", path, body, a);
 	json_decref(body);
 	for (i = 0; i < n; i++)
-		if ((why = proxyctl_unreg_why(&a[i], buf, sizeof(buf))) !=
-		    NULL)
-			proxyctl_missed_add(&missed, i, why, 0);
+		if ((w = why(&a[i], buf, sizeof(buf))) != NULL)
+			proxyctl_missed_add(&missed, i, w, 0);
 	proxyctl_ans_free(a, n);
 	if (missed == NULL)
 		return 0;
 	util_cause(cause, "%s", missed);
 	free(missed);
 	return -1;
+}
+
+int
+proxyctl_unregister(const char *sandbox, char **cause)
+{
+	return proxyctl_confirm_all("/unregister", "sandbox", sandbox,
+	    proxyctl_unreg_why, cause);
 }
 
 /* The block cursor in a GET /status answer. */
@@ -899,33 +913,33 @@ proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
 		snprintf(x->token, sizeof(x->token), "%s", x->cred);
 }
 
+/*
+ * Why replica a did not confirm a POST /execs/end (its cause, or the
+ * status other than 200), or NULL when it did.
+ */
+static const char *
+proxyctl_end_why(const struct proxyctl_ans *a, char *buf, size_t size)
+{
+	if (a->cause != NULL)
+		return a->cause;
+	if (a->status == 200)
+		return NULL;
+	snprintf(buf, size, "HTTP %ld", a->status);
+	return buf;
+}
+
 int
 proxyctl_exec_end(const char *run_id, char **cause)
 {
-	json_t	*body;
-	long	 status = 0;
-	int	 rv;
-
-	body = json_pack("{s:s}", "run_id", run_id);
-	rv = proxyctl_call("POST", "/execs/end", body, &status, NULL, cause);
-	json_decref(body);
-	if (rv == 0 && status != 200) {
-		util_cause(cause, "the proxy answered HTTP %ld", status);
-		rv = -1;
-	}
-	return rv;
+	return proxyctl_confirm_all("/execs/end", "run_id", run_id,
+	    proxyctl_end_why, cause);
 }
 
 void
 proxyctl_exec_gone(const char *run_id, void *arg)
 {
-	char	*cause = NULL;
-
-	(void)arg;
-	if (proxyctl_exec_end(run_id, &cause) == -1)
-		log_warnx("the proxy credential of %s, whose sandgate "
-		    "process is gone, was not ended: %s", run_id, cause);
-	free(cause);
+	/* arg: the sandbox; an end not confirmed is kept (execend.h) */
+	(void)execend_send(arg, run_id, "whose sandgate process is gone");
 }
 
 /*
@@ -995,15 +1009,11 @@ proxyctl_exec_finish(struct proxyctl_exec *x, const char *sandbox,
     const char *run_id)
 {
 	json_t	*blocks = NULL;
-	char	*cause = NULL;
 
 	if (x->asked)
 		blocks = proxyctl_exec_blocks(x, sandbox, run_id);
 	if (x->cred_ok) {
-		if (proxyctl_exec_end(run_id, &cause) == -1)
-			log_warnx("the proxy credential of %s was not ended: "
-			    "%s", run_id, cause);
-		free(cause);
+		x->end_owed = execend_send(sandbox, run_id, NULL) == -1;
 		x->cred_ok = 0;
 	}
 	explicit_bzero(x->cred, sizeof(x->cred));

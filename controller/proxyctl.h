@@ -173,8 +173,9 @@ int	proxyctl_log_seq(long long *seq);
  * else cred; "" when the proxy could not take the credential. finish
  * reads the blocks after the cursor (with a credential: the run's own
  * and those no credential named, each with its run_id or null) and ends
- * the credential, so neither cred nor token names the run any more.
- * finish returns NULL when the proxy could not be asked, and sets
+ * the credential, so neither cred nor token names the run any more
+ * (when a replica did not confirm that, the end is kept and sent again,
+ * execend.h, and end_owed is set). finish returns NULL when the proxy could not be asked, and sets
  * truncated when the proxy kept only some of the blocks.
  *
  * With several replicas, each has its own cursor; finish asks every
@@ -189,6 +190,7 @@ struct proxyctl_exec {
 	int		 asked;		/* some seq is known */
 	int		 cred_ok;	/* a credential is registered */
 	int		 truncated;	/* the blocks read are not all */
+	int		 end_owed;	/* a replica did not take the end */
 	char		 cred[33];
 	char		 token[TOKEN_TEXT_MAX + 1];
 	json_t		*replicas;	/* exec_result's network_replicas */
@@ -201,11 +203,16 @@ json_t	*proxyctl_exec_finish(struct proxyctl_exec *, const char *sandbox,
 /*
  * End the proxy credential of run_id: what proxyctl_exec_finish() does
  * at an exec's end, for a run whose sandgate process died before it
- * could (gc, or the sandbox's next exec, found its marker ownerless).
- * 0, or -1 with *cause (an unknown run id is 0: nothing to end).
+ * could (gc, or the sandbox's next exec, found its marker ownerless),
+ * and for an end kept owed (execend.h). 0 when every replica answered
+ * 200 (an unknown run id is: nothing to end), or -1 with *cause naming
+ * each replica that did not.
  */
 int	proxyctl_exec_end(const char *run_id, char **cause);
-/* exec_active_sweep()'s gone: proxyctl_exec_end(), a warning if it fails. */
+/*
+ * exec_active_sweep()'s gone (arg: the sandbox): execend_send(), which
+ * warns of and keeps an end a replica did not confirm.
+ */
 void	proxyctl_exec_gone(const char *run_id, void *arg);
 
 /*

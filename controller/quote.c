@@ -81,8 +81,10 @@ quote_unsafe_cp(uint32_t cp)
 /*
  * By Unicode property (libunistring): white space and space separators
  * other than U+0020 (U+00A0, U+2000-U+200A, U+3000, ...), default-
- * ignorable code points (they render as nothing), and U+2800 BRAILLE
- * PATTERN BLANK, a symbol that renders as a blank cell.
+ * ignorable code points and format characters (they render as nothing:
+ * U+17B4, U+180B, U+1D173, the Egyptian format controls U+13430-...),
+ * and U+2800 BRAILLE PATTERN BLANK, a symbol that renders as a blank
+ * cell.
  */
 int
 quote_blank_cp(uint32_t cp)
@@ -91,14 +93,15 @@ quote_blank_cp(uint32_t cp)
 		return 0;
 	return cp == 0x2800 || uc_is_property_white_space(cp) ||
 	    uc_is_general_category(cp, UC_SPACE_SEPARATOR) ||
+	    uc_is_general_category(cp, UC_FORMAT) ||
 	    uc_is_property_default_ignorable_code_point(cp);
 }
 
 /*
  * How many bytes at s form one unsafe unit (a control, a bidi character,
- * or a single byte that is not valid UTF-8; in a name, also a character
- * that renders blank or is drawn like '/' or '.': risky_lookalike_cp);
- * 0 if s starts a safe character.
+ * a character that renders blank or as nothing, or a single byte that is
+ * not valid UTF-8; in a name, also a character drawn like '/' or '.':
+ * risky_lookalike_cp); 0 if s starts a safe character.
  */
 static size_t
 quote_unsafe_len(const unsigned char *s, size_t n, int name)
@@ -108,8 +111,9 @@ quote_unsafe_len(const unsigned char *s, size_t n, int name)
 
 	if ((len = quote_utf8_len(s, n, &cp)) == 0)
 		return 1;
-	return quote_unsafe_cp(cp) || (name && (quote_blank_cp(cp) ||
-	    risky_lookalike_cp(cp) != 0)) ? len : 0;
+	if (quote_unsafe_cp(cp) || quote_blank_cp(cp))
+		return len;
+	return name && risky_lookalike_cp(cp) != 0 ? len : 0;
 }
 
 int
@@ -197,21 +201,36 @@ quote_path_dup(const char *name)
 	return out;
 }
 
+/*
+ * How many bytes at s to show as \xHH in text: an unsafe unit, and a
+ * backslash before 'x' (so every \x shown starts an escape); a tab, and
+ * a CR that ends the line when keep_cr, are shown as they are.
+ */
+static size_t
+quote_text_unsafe(const unsigned char *s, size_t n, int keep_cr)
+{
+	size_t	u;
+
+	if (s[0] == '\\')
+		return n > 1 && s[1] == 'x';
+	u = quote_unsafe_len(s, n, 0);
+	if (u == 1 && (s[0] == '\t' || (s[0] == '\r' && n == 1 && keep_cr)))
+		return 0;
+	return u;
+}
+
 int
-quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
+quote_line(FILE *f, const char *line, size_t len, int keep_cr,
+    size_t *escaped)
 {
 	const unsigned char	*s = (const unsigned char *)line;
 	size_t			 i = 0, start = 0, u, k;
+	uint32_t		 cp;
 
 	while (i < len) {
-		u = quote_unsafe_len(s + i, len - i, 0);
-		/* a tab, and the CR of a CRLF line end, are harmless */
-		if (u == 1 && (s[i] == '\t' || (s[i] == '\r' && i + 1 == len)))
-			u = 0;
-		if (u == 0) {
-			uint32_t	cp;
-
-			i += quote_utf8_len(s + i, len - i, &cp);
+		if ((u = quote_text_unsafe(s + i, len - i, keep_cr)) == 0) {
+			k = quote_utf8_len(s + i, len - i, &cp);
+			i += k > 0 ? k : 1;
 			continue;
 		}
 		if (fwrite(s + start, 1, i - start, f) != i - start)
@@ -225,6 +244,12 @@ quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
 		start = i;
 	}
 	return fwrite(s + start, 1, len - start, f) == len - start ? 0 : -1;
+}
+
+int
+quote_text(FILE *f, const char *line, size_t len, size_t *escaped)
+{
+	return quote_line(f, line, len, 1, escaped);
 }
 
 char *

@@ -9,14 +9,15 @@
  * character that shows nothing or breaks the line (zero-width U+200B-
  * U+200D, U+2060-U+2064, U+FEFF, U+2028, U+2029, soft hyphen, variation
  * selectors, Hangul fillers, tags: a name holding one looks like another
- * name), or a byte that is not part of valid UTF-8. Everything else (printable ASCII and
+ * name), a character that renders blank or as nothing (quote_blank_cp,
+ * by Unicode property: "build.sh" + U+00A0 must not pass for build.sh,
+ * nor "guest" + U+17B4 for "guest" in a file's text), or a byte that is
+ * not part of valid UTF-8. Everything else (printable ASCII and
  * well-formed UTF-8) is shown as it is.
  *
- * In a name, a character that renders blank is unsafe too (quote_blank_cp,
- * by Unicode property: "build.sh" + U+00A0 must not pass for build.sh),
- * and so is one drawn like '/' or '.' (risky_lookalike_cp: U+2215,
- * U+2044, U+FF0F, U+2024, ...: "src" + U+2215 + "app.py" must not pass
- * for src/app.py).
+ * In a name, a character drawn like '/' or '.' is unsafe too
+ * (risky_lookalike_cp: U+2215, U+2044, U+FF0F, U+2024, ...: "src" +
+ * U+2215 + "app.py" must not pass for src/app.py).
  *
  * Names are quoted the way git quotes them (core.quotePath=false): a
  * name with an unsafe byte, '"' or '\\', or whose last character (or a
@@ -27,7 +28,9 @@
  *
  * Text (one line of a file, without its newline) is shown with every
  * unsafe byte as \xHH, except a tab and a carriage return at the very end
- * of the line (CRLF line ends).
+ * of the line (CRLF line ends; quote_line can show that one too). A
+ * backslash before 'x' is shown as \x5c, so every "\x" shown starts an
+ * escape: the text "\x0d" reads "\x5cx0d", a CR reads "\x0d".
  *
  * Pure functions: no I/O but the FILE * they are given.
  */
@@ -72,6 +75,13 @@ char	*quote_path_dup(const char *name);
  * Returns -1 on a write error, else 0.
  */
 int	quote_text(FILE *, const char *line, size_t len, size_t *escaped);
+
+/*
+ * quote_text, the CR at the end of the line kept only when keep_cr (a
+ * diff's - and + lines show it, so a line-end change is seen).
+ */
+int	quote_line(FILE *, const char *line, size_t len, int keep_cr,
+	    size_t *escaped);
 
 /*
  * msg shown as text (unsafe bytes as \xHH, so a name inside an error

@@ -22,6 +22,7 @@
 #include "disk.h"
 #include "docker.h"
 #include "exec.h"
+#include "execend.h"
 #include "log.h"
 #include "netseal.h"
 #include "probe.h"
@@ -1007,13 +1008,16 @@ sandbox_remove_containers(struct docker *d, const char *id, char **cause)
  * then kept (unregpend.h) and written as a sandbox.unregister_pending
  * run record. No proxy at all (no socket, no control URL, and no
  * registry a stopped local proxy would load at its start) has nothing to
- * forget; a stopped one has not confirmed it (atk1921g F1).
+ * forget; a stopped one has not confirmed it (atk1921g F1). The ends of
+ * its exec credentials still owed (execend.h) are dropped: the
+ * unregister ends every credential of it.
  */
 static int
 sandbox_unregister(const char *id, char **cause)
 {
 	char	*why = NULL, *c2 = NULL, path[4096];
 
+	execend_drop(id);
 	if (proxyctl_remote() == NULL &&
 	    access(proxyctl_socket_path(), F_OK) == -1 && errno == ENOENT &&
 	    proxyctl_local_registry() == 0)

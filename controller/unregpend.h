@@ -3,8 +3,8 @@
  * another removal through sandbox_destroy) removes a sandbox whose POST
  * /unregister a proxy replica did not confirm (unreachable, refused, or
  * answered saved: false), the sandbox goes here anyway and its
- * unregister is kept in state_root()/unregister/ID (the reason, 0600, in
- * a 0700 folder): the replica that did not take it still lets the
+ * unregister is kept in state_root()/unregister/ID (owed.h: the sandbox
+ * and the reason, 0600, in a 0700 folder): the replica that did not take it still lets the
  * sandbox's token (and address) through, now or after its restart.
  * `sandgate gc`, every `discard` and `proxy start` send each kept
  * unregister again until every replica confirms it, and then forget it.

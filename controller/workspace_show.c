@@ -5,7 +5,7 @@
  * What a diff shows is bounded by the sandbox's --disk, counted as it is
  * written: each delta is charged an upper bound of the bytes its text
  * takes in the patch or in the JSON (a control byte is 4 bytes as \xHH, 6
- * as \u00HH; each line adds its mark, newline and share of the hunk
+ * as \u00HH; a backslash 4, \x5c; each line adds its mark, newline and share of the hunk
  * headers), each name of a hard-linked file charged again. The deltas are
  * shown smallest first: a delta no larger than --disk divided by the
  * number of text deltas is always shown, whatever the others hold, and a
@@ -39,9 +39,9 @@ show_weight(unsigned char ch)
 		return SHOW_LINE_BYTES;
 	if (ch < 0x20 || ch == 0x7f)
 		return 6;		/* \u00HH */
-	if (ch >= 0x80)
-		return 4;		/* \xHH */
-	return ch == '"' || ch == '\\' ? 2 : 1;
+	if (ch >= 0x80 || ch == '\\')
+		return 4;		/* \xHH; a backslash as \x5c */
+	return ch == '"' ? 2 : 1;
 }
 
 /*

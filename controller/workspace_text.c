@@ -109,7 +109,7 @@ text_line_cb(void *arg, char op, const char *text, size_t len, int noeol)
 	if (t->raw) {
 		if (fwrite(text, 1, len, t->f) != len)
 			return -1;
-	} else if (quote_text(t->f, text, len, t->escaped) == -1)
+	} else if (quote_line(t->f, text, len, op == ' ', t->escaped) == -1)
 		return -1;
 	if (fputc('\n', t->f) == EOF ||
 	    (noeol && fputs("\\ No newline at end of file\n", t->f) == EOF))

@@ -26,6 +26,7 @@ struct eblock {
 
 struct ecred {
 	struct ecred	*next;
+	struct ecred	*snext;		/* the sandbox's others */
 	char		 token[65];
 	char		 sandbox[65];
 	char		 run[EXECCRED_RUN_MAX + 1];
@@ -40,6 +41,7 @@ struct execcred {
 	struct ecred		*head;
 	size_t			 n;
 	struct namecount	*sandboxes;	/* sandbox -> its execs */
+	unsigned long long	 visited;	/* entries a block looked at */
 };
 
 static int	ecred_token_ok(const char *);
@@ -113,6 +115,7 @@ execcred_add(struct execcred *t, const char *token, const char *sandbox,
     const char *run_id, const char **cause)
 {
 	struct ecred	*e;
+	void		**slot;
 
 	if (!ecred_token_ok(token)) {
 		*cause = "token must be 32 to 64 lowercase hex digits";
@@ -143,10 +146,29 @@ execcred_add(struct execcred *t, const char *token, const char *sandbox,
 	snprintf(e->token, sizeof(e->token), "%s", token);
 	snprintf(e->sandbox, sizeof(e->sandbox), "%s", sandbox);
 	snprintf(e->run, sizeof(e->run), "%s", run_id);
+	/* the sandbox's own list: a block looks at its execs alone */
+	slot = namecount_slot(t->sandboxes, sandbox);
+	e->snext = *slot;
+	*slot = e;
 	e->next = t->head;
 	t->head = e;
 	t->n++;
 	return 0;
+}
+
+/* Take e out of its sandbox's list. */
+static void
+ecred_unlist(struct execcred *t, struct ecred *e)
+{
+	void		**slot = namecount_slot(t->sandboxes, e->sandbox);
+	struct ecred	 *x, *prev = NULL;
+
+	for (x = *slot; x != NULL && x != e; x = x->snext)
+		prev = x;
+	if (prev == NULL)
+		*slot = e->snext;
+	else
+		prev->snext = e->snext;
 }
 
 /* Remove the entries whose run (by_sandbox: sandbox) is key. */
@@ -159,6 +181,7 @@ ecred_remove(struct execcred *t, const char *key, int by_sandbox)
 	for (pp = &t->head; (e = *pp) != NULL;) {
 		if (strcmp(by_sandbox ? e->sandbox : e->run, key) == 0) {
 			*pp = e->next;
+			ecred_unlist(t, e);
 			namecount_sub(t->sandboxes, e->sandbox);
 			ecred_free(e);
 			t->n--;
@@ -185,6 +208,12 @@ size_t
 execcred_count(const struct execcred *t)
 {
 	return t->n;
+}
+
+unsigned long long
+execcred_visited(const struct execcred *t)
+{
+	return t->visited;
 }
 
 const char *
@@ -294,13 +323,15 @@ execcred_note_block(struct execcred *t, unsigned long long serial,
     const char *reason, const char *message)
 {
 	struct ecred	*e;
+	void		**slot;
 	int		 attributed = run_id != NULL && run_id[0] != '\0';
 
-	if (sandbox == NULL)
+	if (sandbox == NULL ||
+	    (slot = namecount_slot(t->sandboxes, sandbox)) == NULL)
 		return;
-	for (e = t->head; e != NULL; e = e->next) {
-		if (strcmp(e->sandbox, sandbox) != 0 || (attributed &&
-		    strcmp(e->run, run_id) != 0))
+	for (e = *slot; e != NULL; e = e->snext) {
+		t->visited++;
+		if (attributed && strcmp(e->run, run_id) != 0)
 			continue;
 		ecred_note(e, serial, attributed, host ? host : "", port,
 		    reason ? reason : "", message ? message : "");

@@ -40,6 +40,8 @@ size_t		 execcred_remove(struct execcred *, const char *run_id);
 /* Remove every credential of a sandbox (unregistered); how many. */
 size_t		 execcred_remove_sandbox(struct execcred *, const char *);
 size_t		 execcred_count(const struct execcred *);
+/* Entries execcred_note_block() looked at so far: its sandbox's only. */
+unsigned long long execcred_visited(const struct execcred *);
 
 /*
  * The run id token stands for, when it was registered for sandbox;

@@ -12,6 +12,7 @@ struct nc_entry {
 	struct nc_entry	*hnext;		/* hash chain */
 	struct nc_entry	*cnext;		/* changed since asked */
 	size_t		 count;
+	void		*slot;		/* namecount_slot */
 	int		 changed;
 	char		 name[];
 };
@@ -157,6 +158,14 @@ namecount_get(const struct namecount *nc, const char *name)
 	if (nc == NULL || (e = nc_find(nc, name)) == NULL)
 		return 0;
 	return e->count;
+}
+
+void **
+namecount_slot(struct namecount *nc, const char *name)
+{
+	struct nc_entry	*e = nc_find(nc, name);
+
+	return e != NULL && e->count > 0 ? &e->slot : NULL;
 }
 
 /* Unlink e (at 0, asked for) from its chain and free it. */

@@ -24,6 +24,12 @@ int		 namecount_add(struct namecount *, const char *name);
 void		 namecount_sub(struct namecount *, const char *name);
 /* How many name has; NULL table: 0. */
 size_t		 namecount_get(const struct namecount *, const char *name);
+/*
+ * A pointer the caller keeps with name while name has some (the first of
+ * its own list of what it counts, say), NULL before; NULL when name has
+ * none. The caller empties it before the count goes back to 0.
+ */
+void		**namecount_slot(struct namecount *, const char *name);
 
 /*
  * fn(arg, name) once for each name whose count went from 0 to some or

@@ -60,6 +60,12 @@ size_t		 registry_count(const struct registry *);
 int		 registry_lookup(struct registry *, const struct sockaddr *,
 		    struct proxy_client *out);
 void		 registry_client_release(struct proxy_client *);
+/*
+ * Entries looked at by address so far (lookups and re-registers): one
+ * chain of a keyed hash each, whatever the registry holds (the tests
+ * count it).
+ */
+unsigned long long registry_compared(const struct registry *);
 
 /*
  * [{"address":..,"sandbox":..,"sets":[..],"extra":bool}...], a new

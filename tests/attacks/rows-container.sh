@@ -370,6 +370,42 @@ sleep 100'
 	    "processes of the timed-out command alive 2 s after it returned, while the other exec runs: $left"
 }
 
+# --- 7c. a leftover takes a --fresh exec's run marker ---------------------------
+# Where no per-run memory cgroup says whose a process is (gVisor; runc with
+# --memory under 12 MiB) the marker decides. A --fresh exec runs in a
+# container of its own, so its marker must shield nothing in the session
+# container: a timed-out command's child that carries it is killed.
+atk_freshmark() {
+	local label="7c leftover takes a --fresh exec's run marker (--timeout 3)"
+	local sb=$MAIN fpid left i frun
+	if [ "$RUNTIME" != runsc ]; then
+		if ! create FM "$T/project" --network none --memory 10m; then
+			row "$label" NO "create --memory 10m failed" "" ""
+			return
+		fi
+		sb=$FM
+	fi
+	frun="$SANDGATE_STATE/sandboxes/$sb/work/.frun7c"
+	rm -f "$frun"
+	"$SG" exec "$sb" --fresh --timeout 90 -- sh -c 'echo $SANDGATE_RUN > /workspace/.frun7c; sleep 30' >/dev/null 2>&1 &
+	fpid=$!
+	for i in $(seq 1 60); do
+		[ -s "$frun" ] && break
+		sleep 1
+	done
+	x fm "$sb" --timeout 3 -- sh -c 'r=$(cat /workspace/.frun7c); echo "fresh=$r"
+env SANDGATE_RUN=$r setsid sh -c "while :; do sleep 1; done # fresh7c" </dev/null >/dev/null 2>&1 &
+sleep 100'
+	left=$(inproc "$sb" 'fresh7c' | wc -l)
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	verdict "$label" \
+	    '[ "$fm_rc" = 124 ] && [ "$left" = 0 ] && j fm "o[\"stdout\"]" | grep -q "fresh=run_"' \
+	    "exit $fm_rc; $(j fm 'o["stdout"]' | head -1)" "$(rec fm)" \
+	    "processes of the timed-out command alive after it returned, while the --fresh exec runs: $left"
+	[ "$sb" = "$MAIN" ] || "$SG" discard "$sb" >/dev/null 2>&1
+}
+
 # --- 7. a stale .active marker shields a forged one -------------------------------
 atk_stale() {
 	local pid run left marker

@@ -140,6 +140,14 @@ SAMPLES = {
                               "detail": "the unregister kept since "
                               "2026-12-03T10:00:00Z was confirmed"},
                              2004, 1),
+    "sandbox.exec_end_pending": ({"sandbox": SANDBOX,
+                                  "detail": "run_0123456789abcdef01234567: "
+                                  "http://10.0.0.2:3129 (unreachable)"},
+                                 2004, 3),
+    "sandbox.exec_ended": ({"sandbox": SANDBOX,
+                            "detail": "the end of the proxy credential of "
+                            "run_0123456789abcdef01234567 is confirmed"},
+                           2004, 1),
     "proxy.conn_refused": ({"reason": "clients", "src": "10.0.0.9",
                             "refused": 12, "max_conns": 16384,
                             "max_conns_per_client": 256}, 4001, 3),

@@ -555,19 +555,16 @@ def run_records(state):
         return [json.loads(x) for x in f if x.strip()]
 
 
-class DiscardOwed(unittest.TestCase):
-    """atk1921f F3: `sandgate discard` exited 0 and said nothing when its
-    /unregister did not reach a replica, or was answered saved: false:
-    that replica kept letting the discarded sandbox's token and address
-    through. Now discard says so on stderr, exits 125, keeps the
-    unregister in $SANDGATE_STATE/unregister/ID with a
-    sandbox.unregister_pending run record, and gc sends it again until
-    every replica confirms it."""
+class TwoReplicas(unittest.TestCase):
+    """Two replicas d1, d2 of their own (TCP control, one token file)
+    with SBX registered on both at 127.0.0.41; no tests of its own."""
 
     SBX = "sbx_d15ca4d0000000000000000a"
+    PREFIX = "discard-"
+    EXTRA = []
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="discard-", dir=W["dir"])
+        self.dir = tempfile.mkdtemp(prefix=self.PREFIX, dir=W["dir"])
         self.state = os.path.join(self.dir, "state")
         os.makedirs(os.path.join(self.state, "sandboxes"))
         self.socks, self.urls, self.ps = [], [], []
@@ -577,7 +574,9 @@ class DiscardOwed(unittest.TestCase):
             p = proxylib.Proxy(self.dir, W["up"], name=name, extra_args=[
                 "--instance", name, "--control-socket", sock,
                 "--control-listen", "127.0.0.1:%d" % port,
-                "--control-token-file", W["tokfile"]])
+                "--control-token-file", W["tokfile"]] + self.EXTRA)
+            p.log_path = os.path.join(p.log_dir,
+                                      "security-events.%s.jsonl" % name)
             self.addCleanup(p.stop)
             self.ps.append(p.start())
             proxylib.wait_unix_socket(sock)
@@ -597,6 +596,16 @@ class DiscardOwed(unittest.TestCase):
             [os.path.join(proxylib.BIN, "sandgate")] + args,
             capture_output=True, text=True, timeout=120,
             env=proxylib.clean_env(env))
+
+
+class DiscardOwed(TwoReplicas):
+    """atk1921f F3: `sandgate discard` exited 0 and said nothing when its
+    /unregister did not reach a replica, or was answered saved: false:
+    that replica kept letting the discarded sandbox's token and address
+    through. Now discard says so on stderr, exits 125, keeps the
+    unregister in $SANDGATE_STATE/unregister/ID with a
+    sandbox.unregister_pending run record, and gc sends it again until
+    every replica confirms it."""
 
     def owed(self):
         return os.path.join(self.state, "unregister", self.SBX)
@@ -721,6 +730,110 @@ class DiscardLocalStopped(unittest.TestCase):
         self.assertIn("unregistered removed sandbox " + self.SBX, r.stdout)
         self.assertEqual(registered(self.sock), [])
         self.assertFalse(os.path.exists(self.owed()))
+
+
+def run_through(p, password, src):
+    """The run_id the replica p gives one request from src with password
+    (its egress.allowed event), or why it refused it."""
+    auth = base64.b64encode(b"sandgate:" + password.encode()).decode()
+    host = "allowed.test:%d" % W["up"].http_port
+    mark = p.mark()
+    with socket.create_connection(("127.0.0.1", p.port), timeout=10,
+                                  source_address=(src, 0)) as s:
+        s.sendall(proxylib.get_request(
+            "http://%s/t" % host, host, "Proxy-Authorization: Basic %s\r\n"
+            "Connection: close\r\n" % auth))
+        status = int(proxylib.read_until_closed(s).split(b" ", 2)[1])
+    if status != 200:
+        return "refused: HTTP %d" % status
+    ev = p.wait_event(lambda e: e.get("event") in (
+        "egress.allowed", "egress.blocked"), mark)
+    if ev is None:
+        raise AssertionError("no egress event from %s: %r" % (
+            p.dir, p.log_lines()[mark:]))
+    if ev["event"] == "egress.blocked":
+        return "blocked: " + ev.get("reason", "?")
+    return ev.get("run_id")
+
+
+class ExecEndOwed(TwoReplicas):
+    """Issues 19/21: an exec's POST /execs/end that a replica did not
+    confirm was only warned of, and that replica kept accepting the
+    finished run's credential (its attribution, its --exec grants) until
+    the token expired, or for a hex credential until the sandbox was
+    unregistered. Now the end is kept in $SANDGATE_STATE/execend/RUN (the
+    sandbox, why) with a sandbox.exec_end_pending run record, and the
+    sandbox's next exec/run, gc and proxy start send it again until every
+    replica confirms it (sandbox.exec_ended); discard drops it. Here the
+    exec's end reached d1 only and the end is kept as the controller keeps
+    it (the exec itself needs Docker and the proxy container); gc and
+    discard act on it through the same code as an exec's."""
+
+    SBX = "sbx_e0ec0e0d000000000000000b"
+    RUN = "run_e0ec0e0d0000000000000001"
+    CRED = "e0" * 16
+    PREFIX = "execend-"
+    EXTRA = ["--log-allowed"]
+
+    def setUp(self):
+        super().setUp()
+        for sock in self.socks:
+            st, body = proxylib.control(sock, "POST", "/execs", {
+                "token": self.CRED, "sandbox": self.SBX,
+                "run_id": self.RUN})
+            self.assertEqual(st, 200, body)
+        st, body = proxylib.control(self.socks[0], "POST", "/execs/end",
+                                    {"run_id": self.RUN})
+        self.assertEqual((st, body["removed"]), (200, 1), body)
+        os.makedirs(os.path.dirname(self.owed()), mode=0o700)
+        with open(self.owed(), "w") as f:
+            f.write("%s\n%s (unreachable)\n" % (self.SBX, self.urls[1]))
+
+    def owed(self):
+        return os.path.join(self.state, "execend", self.RUN)
+
+    def test_gc_sends_the_kept_end_again(self):
+        self.assertNotEqual(run_through(self.ps[0], self.CRED,
+                                        "127.0.0.41"), self.RUN)
+        self.assertEqual(run_through(self.ps[1], self.CRED, "127.0.0.41"),
+                         self.RUN)
+        r = self.sandgate(["gc", "--dry-run"], self.urls)
+        self.assertIn("would send again the end of the proxy credential "
+                      "of %s (%s)" % (self.RUN, self.SBX), r.stdout)
+        self.assertTrue(os.path.exists(self.owed()))
+        r = self.sandgate(["gc"], self.urls)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ended the proxy credential of " + self.RUN, r.stdout)
+        self.assertFalse(os.path.exists(self.owed()))
+        self.assertNotEqual(run_through(self.ps[1], self.CRED,
+                                        "127.0.0.41"), self.RUN)
+        st, body = proxylib.control(self.socks[1], "POST", "/execs/end",
+                                    {"run_id": self.RUN})
+        self.assertEqual((st, body["removed"]), (200, 0), body)
+        ev = [e for e in run_records(self.state)
+              if e.get("event") == "sandbox.exec_ended"]
+        self.assertEqual([e["sandbox"] for e in ev], [self.SBX])
+        self.assertIn(self.RUN, ev[0]["detail"])
+
+    def test_replica_still_away_keeps_it_and_says_so(self):
+        self.ps[1].stop()
+        r = self.sandgate(["gc"], self.urls)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("the end of the proxy credential of %s (%s) is still "
+                      "owed" % (self.RUN, self.SBX), r.stderr)
+        self.assertIn(self.urls[1], r.stderr)
+        self.assertNotIn(self.urls[0] + " (", r.stderr)
+        with open(self.owed()) as f:
+            sbx, why = f.read().splitlines()
+        self.assertEqual(sbx, self.SBX)
+        self.assertIn(self.urls[1], why)
+
+    def test_discard_drops_it(self):
+        r = self.sandgate(["discard", self.SBX], self.urls)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(self.owed()))
+        self.assertFalse(os.path.exists(os.path.join(
+            self.state, "unregister", self.SBX)))
 
 
 class RegistryApartFull(unittest.TestCase):

@@ -309,6 +309,48 @@ gone_sorted(char *names)
 }
 
 /*
+ * The runs the probe's reap spares: every live run of the same container
+ * (70 of them, past the old cap of 64: atk16r7 F4), not this one, not a
+ * dead one, and none that runs in another container, a --fresh exec's
+ * (atk16r7 F1), nor a marker that names no container.
+ */
+static void
+test_active_runs(void **state)
+{
+	struct procstat	ps;
+	char		dir[32], live[96], text[200], name[64], path[600];
+	json_t		*a;
+	size_t		i;
+	int		seen[80];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/sg-test-runs-" UTIL_MKTEMP_SUFFIX);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(procstat_read((int)getpid(), &ps), 0);
+	snprintf(live, sizeof(live), "%d %llu\n", (int)getpid(), ps.start);
+	for (i = 0; i < 75; i++) {
+		snprintf(name, sizeof(name), "run_%024zu.active", i);
+		snprintf(text, sizeof(text), "%s%s\n", i == 70 ? "2147483646 1\n" :
+		    live, i < 71 ? "init 100" : i < 73 ? "init 200" : "");
+		marker(dir, name, text);
+	}
+	a = exec_active_runs(dir, "init 100", "run_000000000000000000000003");
+	assert_non_null(a);
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < json_array_size(a); i++)
+		seen[atoi(json_string_value(json_array_get(a, i)) + 4)]++;
+	assert_int_equal(json_array_size(a), 69);
+	for (i = 0; i < 75; i++)
+		assert_int_equal(seen[i], i < 70 && i != 3);
+	json_decref(a);
+	a = exec_active_runs(dir, "init 200", "run_000000000000000000000003");
+	assert_int_equal(json_array_size(a), 2);
+	json_decref(a);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
+/*
  * A run marker shields only while its owner runs: ours (this process,
  * its start time) stays; a dead pid, a recycled pid (wrong start time),
  * garbage and a link are stale; other names are left alone.
@@ -416,6 +458,7 @@ main(void)
 		cmocka_unit_test(test_result_json),
 		cmocka_unit_test(test_notice_died_runtime),
 		cmocka_unit_test(test_active_sweep),
+		cmocka_unit_test(test_active_runs),
 		cmocka_unit_test(test_report_blocked_escaped),
 	};
 

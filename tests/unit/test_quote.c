@@ -53,6 +53,34 @@ static const struct qcase text_cases[] = {
 	Q("nul\0x", "nul\\x00x"),
 	Q("csi\xc2\x9b" "31m", "csi\\xc2\\x9b31m"),
 	Q("bidi\xe2\x81\xa6x", "bidi\\xe2\\x81\\xa6x"),
+	/* default-ignorable: nothing on a terminal (atk16r7 F2) */
+	Q("\"guest\xe1\x9e\xb4\"", "\"guest\\xe1\\x9e\\xb4\""),
+	Q("ok\xe1\x9e\xb5", "ok\\xe1\\x9e\\xb5"),
+	Q("is_admin\xe1\xa0\x8b", "is_admin\\xe1\\xa0\\x8b"),
+	Q("m\xe1\xa0\x8f", "m\\xe1\\xa0\\x8f"),
+	Q("d\xf0\x9b\xb2\xa0", "d\\xf0\\x9b\\xb2\\xa0"),
+	Q("n\xf0\x9d\x85\xb3", "n\\xf0\\x9d\\x85\\xb3"),
+	Q("e\xf0\x93\x90\xb0", "e\\xf0\\x93\\x90\\xb0"),
+	/* blank: U+00A0, U+2009, U+3000, U+2800 */
+	Q("a\xc2\xa0" "b", "a\\xc2\\xa0b"),
+	Q("a\xe2\x80\x89" "b", "a\\xe2\\x80\\x89b"),
+	Q("a\xe3\x80\x80" "b", "a\\xe3\\x80\\x80b"),
+	Q("a\xe2\xa0\x80" "b", "a\\xe2\\xa0\\x80b"),
+	Q("snow\xe2\x98\x83", "snow\xe2\x98\x83"),
+	/* a literal "\x0d" is not shown as a CR is (atk16r7 F3) */
+	Q("C:\\x0dimport os", "C:\\x5cx0dimport os"),
+	Q("C:\rimport os", "C:\\x0dimport os"),
+	Q("a\\xb", "a\\x5cxb"),
+	Q("a\\\x1b", "a\\\\x1b"),
+	Q("C:\\dir\\n", "C:\\dir\\n"),
+	Q("end\\", "end\\"),
+};
+
+/* A CR at a line's end: kept on a context line, shown on a - or + line. */
+static const struct qcase line_cr_cases[] = {
+	Q("cd /tmp/build\r", "cd /tmp/build\\x0d"),
+	Q("cd /tmp/build", "cd /tmp/build"),
+	Q("mid\rend\r", "mid\\x0dend\\x0d"),
 };
 
 static char *
@@ -111,6 +139,17 @@ test_text(void **state)
 		    text_cases[i].len != strlen(text_cases[i].want));
 		free(s);
 	}
+	for (i = 0; i < sizeof(line_cr_cases) / sizeof(line_cr_cases[0]);
+	    i++) {
+		s = NULL;
+		f = open_memstream(&s, &n);
+		assert_non_null(f);
+		assert_int_equal(quote_line(f, line_cr_cases[i].in,
+		    line_cr_cases[i].len, 0, NULL), 0);
+		fclose(f);
+		assert_string_equal(s, line_cr_cases[i].want);
+		free(s);
+	}
 	/* a cause holding a name the sandbox chose, as cmd_warn_text shows it */
 	s = quote_text_dup("cannot read 'a\033[2Jb': bad\r\n");
 	assert_non_null(s);
@@ -155,7 +194,8 @@ test_blank(void **state)
 {
 	static const uint32_t	blank[] = { 0x00a0, 0x1680, 0x2000, 0x2009,
 	    0x200a, 0x202f, 0x205f, 0x3000, 0x2800, 0x3164, 0x115f, 0x00ad,
-	    0x200b, 0xfe0f, 0x85 };
+	    0x200b, 0xfe0f, 0x85, 0x17b4, 0x17b5, 0x180b, 0x180f, 0x1bca0,
+	    0x1d173, 0x13430 };
 	static const uint32_t	shown[] = { ' ', 'a', 0xe9, 0x4e2d, 0x2801,
 	    0x0622, 0x212b, 0x0301 };
 	size_t	i;

@@ -731,6 +731,49 @@ test_review(void **state)
 	free(cause);
 }
 
+/*
+ * A CR added at a line's end, and a literal "\x0d", as a reviewer sees
+ * them: each differs from the other and from the line without (atk16r7
+ * F3).
+ */
+static void
+test_diff_shown_cr(void **state)
+{
+	struct fixture			*f = *state;
+	struct workspace_manifest	*m;
+	struct workspace_diff		*d;
+	struct workspace_write_stats	 st;
+	char				 work[256], *cause = NULL, *out = NULL;
+	size_t				 n = 0;
+	FILE				*fp;
+
+	put(f->src, "b.sh", "cd /tmp/build\r\nrm -rf ./*\r\n", 0644);
+	put(f->src, "c.py", "x = 1\n", 0644);
+	put(f->src, "e.py", "x = 1\n", 0644);
+	assert_int_equal(create(f, NULL, &cause), 0);
+	snprintf(work, sizeof(work), "%s/work", f->sbx);
+	put(work, "b.sh", "cd /tmp/build\nrm -rf ./*\r\n", 0644);
+	put(work, "c.py", "x = 1  # C:\rimport os\n", 0644);
+	put(work, "e.py", "x = 1  # C:\\x0dimport os\n", 0644);
+	m = workspace_manifest_load(f->sbx, &cause);
+	d = wdiff(f, m, &cause);
+	assert_non_null(d);
+	memset(&st, 0, sizeof(st));
+	assert_non_null(fp = open_memstream(&out, &n));
+	assert_int_equal(workspace_diff_write(f->sbx, d, 0, fp, &st, &cause),
+	    0);
+	fclose(fp);
+	assert_non_null(strstr(out, "\n-cd /tmp/build\\x0d\n+cd /tmp/build\n"
+	    " rm -rf ./*\r\n"));
+	assert_non_null(strstr(out, "\n+x = 1  # C:\\x0dimport os\n"));
+	assert_non_null(strstr(out, "\n+x = 1  # C:\\x5cx0dimport os\n"));
+	assert_int_equal(st.escaped, 3);
+	free(out);
+	workspace_diff_free(d);
+	workspace_manifest_free(m);
+	free(cause);
+}
+
 /* Sparse files stay sparse; larger than the limit: refused; modes. */
 static void
 test_apply_sparse_modes(void **state)
@@ -958,6 +1001,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_secrets, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_odd_names, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_diff_shown_cr, setup,
 		    teardown),
 		cmocka_unit_test(test_path_valid),
 		cmocka_unit_test_setup_teardown(test_diff_classify, setup,

@@ -1,0 +1,265 @@
+/*
+ * test_owed.c: the sends the proxy still owes (owed.h): kept with their
+ * subject and reason, sent again by owed_retry (forgotten when the send
+ * is confirmed, kept with the new reason when not, left alone with
+ * dry), only those of one subject when asked, dropped per subject, an
+ * older one-line file taken as its own subject, other names ignored.
+ */
+#include <sys/stat.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "owed.h"
+#include "state.h"
+#include "util.h"
+
+#define SA	"sbx_aaaaaaaaaaaaaaaaaaaaaaaa"
+#define SB	"sbx_bbbbbbbbbbbbbbbbbbbbbbbb"
+#define R1	"run_111111111111111111111111"
+#define R2	"run_222222222222222222222222"
+#define R3	"run_333333333333333333333333"
+
+static char	root[64];
+static int	fail_sends;	/* the fake replica refuses every send */
+static char	sent[256];	/* the ids sent, in order met */
+static char	seen[512];	/* what the callback got */
+
+static int
+fake_send(const char *id, const char *subject, char **why)
+{
+	(void)subject;
+	strcat(sent, id);
+	strcat(sent, " ");
+	if (fail_sends) {
+		*why = strdup("http://127.0.0.1:9 (unreachable)");
+		return -1;
+	}
+	return 0;
+}
+
+static const struct owed owed_t = { "owedtest", "run_", fake_send, NULL };
+
+static void
+cb(const char *id, const char *subject, const char *why, void *arg)
+{
+	(void)arg;
+	snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen),
+	    "%s %s %s;", id, subject, why ? why : "done");
+}
+
+static int
+kept(const char *id)
+{
+	char	path[4096];
+
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), id), 0);
+	return access(path, F_OK) == 0;
+}
+
+static char *
+text_of(const char *id)
+{
+	static char	 buf[512];
+	char		 path[4096];
+	FILE		*f;
+	size_t		 n;
+
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), id), 0);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static int
+reset(void **state)
+{
+	char	*cmd;
+
+	(void)state;
+	util_xasprintf(&cmd, "rm -rf '%s/owedtest'", root);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	fail_sends = 0;
+	sent[0] = seen[0] = '\0';
+	return 0;
+}
+
+static void
+add(const char *id, const char *subject)
+{
+	char	*cause = NULL;
+
+	assert_int_equal(owed_add(&owed_t, id, subject, "r (unreachable)",
+	    &cause), 0);
+	assert_null(cause);
+}
+
+/* Kept 0600 in a 0700 folder, two lines: subject, why. */
+static void
+test_add_keeps(void **state)
+{
+	struct stat	st;
+	char		path[4096];
+
+	(void)state;
+	add(R1, SA);
+	assert_string_equal(text_of(R1), SA "\nr (unreachable)\n");
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	*strrchr(path, '/') = '\0';
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+}
+
+static const struct retry_case {
+	const char	*name;
+	const char	*subject;	/* owed_retry's filter */
+	int		 dry, fail;
+	int		 owed;		/* returned */
+	const char	*sent;		/* ids sent (sorted not needed: one) */
+	int		 r1, r3;	/* kept after */
+	const char	*why1;		/* R1's file after */
+} retry_cases[] = {
+	{ "confirmed", SA, 0, 0, 0, R1 " ", 0, 1, NULL },
+	{ "refused", SA, 0, 1, 1, R1 " ", 1, 1,
+	    SA "\nhttp://127.0.0.1:9 (unreachable)\n" },
+	{ "dry", SA, 1, 0, 1, "", 1, 1, SA "\nr (unreachable)\n" },
+	{ "other subject", "sbx_cccccccccccccccccccccccc", 0, 0, 0, "", 1, 1,
+	    SA "\nr (unreachable)\n" },
+};
+
+/* R1 of SA and R3 of SB kept; retry as the case says. */
+static void
+test_retry(void **state)
+{
+	const struct retry_case	*c;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(retry_cases) / sizeof(retry_cases[0]); i++) {
+		c = &retry_cases[i];
+		reset(state);
+		add(R1, SA);
+		add(R3, SB);
+		fail_sends = c->fail;
+		assert_int_equal(owed_retry(&owed_t, c->subject, c->dry, cb,
+		    NULL), c->owed);
+		assert_string_equal(sent, c->sent);
+		assert_int_equal(kept(R1), c->r1);
+		assert_int_equal(kept(R3), c->r3);
+		if (c->why1 != NULL)
+			assert_string_equal(text_of(R1), c->why1);
+		if (c->dry)
+			assert_string_equal(seen, R1 " " SA
+			    " not sent (--dry-run);");
+	}
+}
+
+/* NULL: every subject; names not of the prefix and length ignored. */
+static void
+test_retry_all_ignores_others(void **state)
+{
+	char	path[4096];
+	FILE	*f;
+
+	(void)state;
+	add(R1, SA);
+	add(R3, SB);
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path),
+	    "sbx_111111111111111111111111"), 0);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(SA "\nx\n", f);
+	fclose(f);
+	assert_int_equal(owed_retry(&owed_t, NULL, 0, cb, NULL), 0);
+	assert_int_equal(strlen(sent), 2 * (STATE_ID_LEN + 1));
+	assert_false(kept(R1));
+	assert_false(kept(R3));
+	assert_int_equal(access(path, F_OK), 0);
+}
+
+/* An older file holds the reason alone: its subject is its name. */
+static void
+test_one_line_file(void **state)
+{
+	char	path[4096];
+	FILE	*f;
+
+	(void)state;
+	add(R1, SA);
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R2), 0);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("http://127.0.0.1:9 (unreachable)\n", f);
+	fclose(f);
+	assert_int_equal(owed_retry(&owed_t, R2, 0, cb, NULL), 0);
+	assert_string_equal(sent, R2 " ");
+	assert_string_equal(seen, R2 " " R2 " done;");
+	assert_true(kept(R1));
+}
+
+/* owed_drop forgets a subject's sends unsent, the others stay. */
+static void
+test_drop(void **state)
+{
+	(void)state;
+	add(R1, SA);
+	add(R2, SA);
+	add(R3, SB);
+	owed_drop(&owed_t, SA);
+	assert_string_equal(sent, "");
+	assert_false(kept(R1));
+	assert_false(kept(R2));
+	assert_true(kept(R3));
+	owed_done(&owed_t, R3);
+	owed_done(&owed_t, R3);		/* none kept is fine */
+	assert_false(kept(R3));
+}
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/sg-owed-" UTIL_MKTEMP_SUFFIX);
+	if (mkdtemp(root) == NULL)
+		return -1;
+	setenv("SANDGATE_STATE", root, 1);
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	char	*cmd;
+
+	(void)state;
+	util_xasprintf(&cmd, "rm -rf '%s'", root);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", root);
+	free(cmd);
+	return 0;
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test_setup(f, reset)
+	const struct CMUnitTest tests[] = {
+		T(test_add_keeps),
+		T(test_retry),
+		T(test_retry_all_ignores_others),
+		T(test_one_line_file),
+		T(test_drop),
+	};
+#undef T
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
