@@ -58,6 +58,15 @@ const char	*proxyctl_replica_name(size_t i);
 const char	*proxyctl_socket_path(void);
 
 /*
+ * Whether the local proxy's folder (beside proxyctl_socket_path) holds a
+ * registry its next start would load (registry*.json and what goes with
+ * it): 1, or 1 when the folder cannot be read; 0 when there is none, as
+ * on a host where no proxy ever ran. With the socket missing, a stopped
+ * proxy (1) has not confirmed an unregister; 0 has nothing to forget.
+ */
+int		 proxyctl_local_registry(void);
+
+/*
  * The sandgate CA's certificate on the host (state_root()/proxy/ca/ca.crt)
  * when `proxy start` has made one. The proxy's container writes that
  * folder, so it is read as pemfile_read_certs() reads (no link followed,

@@ -5,6 +5,7 @@
  */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -551,4 +552,23 @@ proxyctl_ca_remove(char **cause)
 		gone++;
 	}
 	return gone == 2 ? 1 : 0;
+}
+
+int
+proxyctl_local_registry(void)
+{
+	const char	*sock = proxyctl_socket_path(), *slash;
+	char		 dir[PATH_MAX];
+	struct dirent	*de;
+	DIR		*dp;
+	int		 found = 0;
+
+	slash = strrchr(sock, '/');
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - sock), sock);
+	if ((dp = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : 1;
+	while (!found && (de = readdir(dp)) != NULL)
+		found = strncmp(de->d_name, "registry", 8) == 0;
+	closedir(dp);
+	return found;
 }

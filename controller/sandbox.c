@@ -1006,9 +1006,11 @@ sandbox_remove_containers(struct docker *d, const char *id, char **cause)
  * id unregistered from every proxy replica: 0, or 1 with *cause when
  * one did not confirm it (unreachable, refused, or not saved), which is
  * then kept (unregpend.h) and written as a sandbox.unregister_pending
- * run record. No proxy at all (no socket, no control URL) has nothing
- * to forget. The ends of its exec credentials still owed (execend.h)
- * are dropped: the unregister ends every credential of it.
+ * run record. No proxy at all (no socket, no control URL, and no
+ * registry a stopped local proxy would load at its start) has nothing to
+ * forget; a stopped one has not confirmed it (atk1921g F1). The ends of
+ * its exec credentials still owed (execend.h) are dropped: the
+ * unregister ends every credential of it.
  */
 static int
 sandbox_unregister(const char *id, char **cause)
@@ -1017,7 +1019,8 @@ sandbox_unregister(const char *id, char **cause)
 
 	execend_drop(id);
 	if (proxyctl_remote() == NULL &&
-	    access(proxyctl_socket_path(), F_OK) == -1 && errno == ENOENT)
+	    access(proxyctl_socket_path(), F_OK) == -1 && errno == ENOENT &&
+	    proxyctl_local_registry() == 0)
 		return 0;
 	if (proxyctl_unregister(id, &why) == 0) {
 		unregpend_done(id);

@@ -1294,21 +1294,20 @@ conn_token_run_ended(const struct conn *c, char *why, size_t size)
 }
 
 /*
- * SG_REASON_TOKEN_SANDBOX_GONE for a token issued at or before its
- * sandbox was unregistered (the controller removed the sandbox: the
- * token must not bring it back), else SG_REASON_NONE. "issued" is the
- * controller's clock, the removal time this replica's: a token may say
- * it was issued up to TOKEN_SKEW ahead of this clock, so every token
- * issued until TOKEN_SKEW after the removal is refused too (atk1921f
- * F5); the controller issues none for a removed sandbox before it
- * registers it again, which forgets the removal.
+ * SG_REASON_TOKEN_SANDBOX_GONE for any token of a sandbox that was
+ * unregistered (the controller removed it: its tokens must not bring it
+ * back), else SG_REASON_NONE. No time is compared: "issued" is the
+ * controller's clock and the removal time this replica's, which may be
+ * any distance apart (atk1921g F3), and none is needed: the controller
+ * issues no token for a removed sandbox (its ids are random and never
+ * given again), and a /register of the sandbox forgets the removal.
  */
 static enum sg_reason
 conn_token_gone(const struct conn *c, char *why, size_t size)
 {
 	time_t	gone = registry_gone_at(c->px->registry, c->tok->sandbox);
 
-	if (gone == 0 || c->tok->issued > (uint64_t)gone + TOKEN_SKEW)
+	if (gone == 0)
 		return SG_REASON_NONE;
 	snprintf(why, size, "token of sandbox %s, unregistered since %lld",
 	    c->tok->sandbox, (long long)gone);

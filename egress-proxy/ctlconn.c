@@ -12,6 +12,8 @@
 
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+
 #include <openssl/ssl.h>
 
 #include "ctltcp.h"
@@ -27,6 +29,7 @@ struct ctlconn {
 	struct event			*start, *deadline;
 	long				 body_max;
 	char				 addr[64];
+	char				 prefix[64];	/* its /24 or /64 */
 	int				 port;
 	int				 stop;	/* the head reader is done */
 	int				 head_lines;
@@ -41,6 +44,7 @@ struct ctlconn {
 	int				 started;	/* checked: counted */
 	int				 tok_waiting;	/* its unread head has it */
 	unsigned long long		 seen;	/* its last progress: a tick */
+	uint64_t			 born_us;	/* accepted (monotonic) */
 };
 
 /* How far a connection's client has got, least first: ctlconn_stage. */
@@ -49,6 +53,15 @@ enum ctlconn_stage {
 	CTLCONN_STALLED,	/* a head or handshake begun, nothing waiting */
 	CTLCONN_SENDING		/* bytes waiting in its socket unread */
 };
+
+/* A candidate for closing: its stage, its address's and network's counts. */
+struct ctlconn_rank {
+	int	stage;
+	size_t	addr_n, net_n;
+};
+
+/* Addresses and networks tallied: two each of CTLCONN_MAX + 2, at most. */
+#define CTLCONN_TALLY	(CTLCONN_MAX * 4 + 8)
 
 static struct ctlconn	*ctlconn_list;
 static size_t		 ctlconn_n;	/* started ones: ctlconn_start */
@@ -61,15 +74,19 @@ static void	ctlconn_expire(evutil_socket_t, short, void *);
 static int	ctlconn_alive(struct ctlconn *);
 static int	ctlconn_evict(struct ctlconn *, const char *);
 static struct ctlconn *ctlconn_victim(struct ctlconn *, const char *, int);
-static int	ctlconn_worse(const struct ctlconn *, int, size_t,
-		    const struct ctlconn *, int, size_t);
+static int	ctlconn_worse(const struct ctlconn *,
+		    const struct ctlconn_rank *, const struct ctlconn *,
+		    const struct ctlconn_rank *);
+static int	ctlconn_shielded(const struct ctlconn *,
+		    const struct ctlconn_rank *, const struct ctlconn *,
+		    const struct ctlconn_rank *);
+static void	ctlconn_prefix(struct ctlconn *);
 static void	ctlconn_refuse(struct ctlconn *, const char *);
 static int	ctlconn_has_token(struct ctlconn *);
 static const char *ctlconn_value(const char *, const char *);
 static enum ctlconn_stage ctlconn_stage(struct ctlconn *);
 static void	ctlconn_tls_step(const SSL *, int, int);
-static size_t	*ctlconn_tally(const struct ctlconn *, const char **,
-		    size_t *);
+static size_t	*ctlconn_tally(const char *, const char **, size_t *);
 static void	ctlconn_read(struct evbuffer *, const struct evbuffer_cb_info *,
 		    void *);
 static void	ctlconn_feed(struct ctlconn *, const char *, size_t);
@@ -221,24 +238,46 @@ ctlconn_tls_step(const SSL *ssl, int where, int ret)
 }
 
 /*
- * The count of o's address in a tally of addresses (addrs and counts,
- * CTLCONN_MAX * 2 slots, open addressing), its slot taken if new.
- * Built once per eviction, so a flood costs O(connections).
+ * The count of key (an address, or a prefix: ctlconn_prefix) in a
+ * tally (keys and counts, CTLCONN_TALLY slots, open addressing), its
+ * slot taken if new. Built once per eviction, so a flood costs
+ * O(connections).
  */
 static size_t *
-ctlconn_tally(const struct ctlconn *o, const char *addrs[], size_t *counts)
+ctlconn_tally(const char *key, const char *keys[], size_t *counts)
 {
 	size_t		 i;
 	unsigned	 h = 2166136261u;
 	const char	*p;
 
-	for (p = o->addr; *p != '\0'; p++)
+	for (p = key; *p != '\0'; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
-	for (i = h % (CTLCONN_MAX * 2); addrs[i] != NULL &&
-	    strcmp(addrs[i], o->addr) != 0; i = (i + 1) % (CTLCONN_MAX * 2))
+	for (i = h % CTLCONN_TALLY; keys[i] != NULL &&
+	    strcmp(keys[i], key) != 0; i = (i + 1) % CTLCONN_TALLY)
 		;
-	addrs[i] = o->addr;
+	keys[i] = key;
 	return &counts[i];
+}
+
+/*
+ * c's address as its network: the /24 of an IPv4 address, the /64 of
+ * an IPv6 one (a single client may hold every address in it), else the
+ * address as given.
+ */
+static void
+ctlconn_prefix(struct ctlconn *c)
+{
+	unsigned char	b[16];
+
+	if (inet_pton(AF_INET, c->addr, b) == 1)
+		snprintf(c->prefix, sizeof(c->prefix), "%u.%u.%u/24", b[0],
+		    b[1], b[2]);
+	else if (inet_pton(AF_INET6, c->addr, b) == 1)
+		snprintf(c->prefix, sizeof(c->prefix), "%02x%02x:%02x%02x:"
+		    "%02x%02x:%02x%02x::/64", b[0], b[1], b[2], b[3], b[4],
+		    b[5], b[6], b[7]);
+	else
+		snprintf(c->prefix, sizeof(c->prefix), "%s", c->addr);
 }
 
 /*
@@ -279,20 +318,48 @@ ctlconn_has_token(struct ctlconn *o)
 }
 
 /*
- * Whether o (its stage, its address's count) is to be closed before the
- * best so far: the least far along (ctlconn_stage), then of the address
- * holding the most unauthenticated connections, then the one stalled
- * longest (its last progress the earliest).
+ * Whether o (its rank) is to be closed before the best so far: the least
+ * far along (ctlconn_stage), then of the address holding the most
+ * unauthenticated connections, then of the network (ctlconn_prefix)
+ * holding the most, then the one stalled longest (its last progress
+ * the earliest).
  */
 static int
-ctlconn_worse(const struct ctlconn *o, int stage, size_t count,
-    const struct ctlconn *best, int best_stage, size_t best_count)
+ctlconn_worse(const struct ctlconn *o, const struct ctlconn_rank *r,
+    const struct ctlconn *best, const struct ctlconn_rank *b)
 {
-	if (best == NULL || stage != best_stage)
-		return best == NULL || stage < best_stage;
-	if (count != best_count)
-		return count > best_count;
+	if (best == NULL || r->stage != b->stage)
+		return best == NULL || r->stage < b->stage;
+	if (r->addr_n != b->addr_n)
+		return r->addr_n > b->addr_n;
+	if (r->net_n != b->net_n)
+		return r->net_n > b->net_n;
 	return o->seen < best->seen;
+}
+
+/*
+ * Whether o (its rank) is shielded from a newcomer ranked cr, its own
+ * counts with it (atk1921g F2): o has progressed (a head or TLS
+ * handshake begun) within CTLCONN_GRACE_US of its accept, a few round
+ * trips of a remote controller mid-handshake, and the newcomer's
+ * address and network hold no fewer than o's (as ctlconn_worse ranks
+ * them). A flood's fresh handshakes then cannot close the controller's
+ * before it shows its token; the controller's newcomer, from an address
+ * or network holding fewer, may close the flood's. A newcomer from o's
+ * own address is not held back (its address's cap decides among one
+ * client's connections, the controller's NAT or node address included).
+ * Past the grace o is ranked as before, so a flood holds no slot longer.
+ */
+static int
+ctlconn_shielded(const struct ctlconn *o, const struct ctlconn_rank *r,
+    const struct ctlconn *c, const struct ctlconn_rank *cr)
+{
+	int	fewer = cr->addr_n < r->addr_n || (cr->addr_n == r->addr_n &&
+		    cr->net_n < r->net_n);
+
+	return r->stage != CTLCONN_IDLE && !fewer &&
+	    strcmp(o->addr, c->addr) != 0 &&
+	    util_now_us() - o->born_us < CTLCONN_GRACE_US;
 }
 
 /*
@@ -302,33 +369,39 @@ ctlconn_worse(const struct ctlconn *o, int stage, size_t count,
  * taken only for a c whose own request carries the token (c_tok): it and
  * c are alike unread, and closing the older for the newer would let a
  * batch of a flood accepted after the controller's TLS connection (its
- * ClientHello not read, no token to see) close it. NULL when there is
+ * ClientHello not read, no token to see) close it; nor, for a c showing
+ * no token, one shielded from it (ctlconn_shielded). NULL when there is
  * none.
  */
 static struct ctlconn *
 ctlconn_victim(struct ctlconn *c, const char *addr, int c_tok)
 {
-	const char	*addrs[CTLCONN_MAX * 2] = { NULL };
-	size_t		 counts[CTLCONN_MAX * 2] = { 0 };
-	struct ctlconn	*o, *best = NULL;
-	size_t		 n, best_n = 0;
-	int		 stage, best_stage = 0;
+	const char		*keys[CTLCONN_TALLY] = { NULL };
+	size_t			 counts[CTLCONN_TALLY] = { 0 };
+	struct ctlconn		*o, *best = NULL;
+	struct ctlconn_rank	 r, b = { 0, 0, 0 }, cr;
 
 	for (o = ctlconn_list; o != NULL; o = o->next)
-		if (o != c && !o->authed && o->evcon != NULL)
-			(*ctlconn_tally(o, addrs, counts))++;
+		if (o == c || (!o->authed && o->evcon != NULL)) {
+			(*ctlconn_tally(o->addr, keys, counts))++;
+			(*ctlconn_tally(o->prefix, keys, counts))++;
+		}
+	cr.addr_n = *ctlconn_tally(c->addr, keys, counts);
+	cr.net_n = *ctlconn_tally(c->prefix, keys, counts);
 	for (o = ctlconn_list; o != NULL; o = o->next) {
 		if (o == c || o->authed || o->tok_waiting || o->evcon == NULL ||
 		    (addr != NULL && strcmp(o->addr, addr) != 0))
 			continue;
-		stage = ctlconn_stage(o);
-		if (stage == CTLCONN_SENDING && !c_tok)
+		r.stage = ctlconn_stage(o);
+		if (r.stage == CTLCONN_SENDING && !c_tok)
 			continue;
-		n = *ctlconn_tally(o, addrs, counts);
-		if (ctlconn_worse(o, stage, n, best, best_stage, best_n)) {
+		r.addr_n = *ctlconn_tally(o->addr, keys, counts);
+		r.net_n = *ctlconn_tally(o->prefix, keys, counts);
+		if (!c_tok && ctlconn_shielded(o, &r, c, &cr))
+			continue;
+		if (ctlconn_worse(o, &r, best, &b)) {
 			best = o;
-			best_stage = stage;
-			best_n = n;
+			b = r;
 		}
 	}
 	return best;
@@ -398,6 +471,8 @@ ctlconn_start(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_set_closecb(c->evcon, ctlconn_closed, c);
 	evhttp_connection_get_peer(c->evcon, &addr, &port);
 	snprintf(c->addr, sizeof(c->addr), "%s", addr ? addr : "?");
+	ctlconn_prefix(c);
+	c->born_us = util_now_us();
 	c->port = port;
 	c->seen = ++ctlconn_ticks;
 	if (ctlconn_from(c->addr) > CTLCONN_PER_ADDR &&

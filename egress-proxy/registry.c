@@ -159,9 +159,9 @@ registry_free(struct registry *r)
 }
 
 /*
- * A sandbox unregistered at t: tokens issued for it until then (and
- * TOKEN_SKEW after, conn_token_gone) are refused. Kept as long as any
- * such token could hold.
+ * A sandbox unregistered at t: its tokens are refused (conn_token_gone).
+ * Kept as long as any token issued before it could hold (with the clock
+ * skew a token's "issued" may have).
  */
 void
 registry_gone_set(struct registry *r, const char *sandbox, time_t t)

@@ -75,8 +75,7 @@ json_t		*registry_json(const struct registry *);
 
 /*
  * Sandboxes unregistered (POST /unregister by sandbox), with the time:
- * a token of the sandbox issued at or before it (or up to TOKEN_SKEW
- * after: the clocks may differ) is refused
+ * every token of the sandbox, whatever its "issued", is refused
  * (token_sandbox_gone); a /register of the sandbox forgets it. Entries
  * go once no token issued before them can hold (TOKEN_TTL_MAX). The
  * json is {"sandbox": time, ...}, a new reference; load merges one.

@@ -671,6 +671,66 @@ class DiscardOwed(TwoReplicas):
                           body["registry_removals_unkept"]), (False, 1))
 
 
+class DiscardLocalStopped(unittest.TestCase):
+    """atk1921g F1: with the local proxy stopped (its control socket at
+    $SANDGATE_STATE/proxy/run/control.sock, which a stop unlinks) discard
+    took the missing socket for "no proxy": exit 0, nothing kept, and the
+    proxy's next start loaded its registry.json and served the discarded
+    sandbox again. A missing socket beside a registry is now "not
+    confirmed": exit 125, the unregister kept and sent again once the
+    proxy is back. A host where no proxy ever ran still discards with 0."""
+
+    SBX = "sbx_d15ca4d0000000000000000b"
+    ADDR = "127.0.0.43"
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="discard-local-", dir=W["dir"])
+        self.state = os.path.join(self.dir, "state")
+        self.run_dir = os.path.join(self.state, "proxy", "run")
+        os.makedirs(self.run_dir)
+        os.makedirs(os.path.join(self.state, "sandboxes"))
+        self.sock = os.path.join(self.run_dir, "control.sock")
+        self.p = proxylib.Proxy(self.dir, W["up"], name="local", extra_args=[
+            "--control-socket", self.sock])
+        self.addCleanup(self.p.stop)
+
+    def sandgate(self, args):
+        return subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate")] + args,
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env({"SANDGATE_STATE": self.state}))
+
+    def owed(self):
+        return os.path.join(self.state, "unregister", self.SBX)
+
+    def test_no_proxy_ever_is_nothing_to_forget(self):
+        r = self.sandgate(["discard", self.SBX])
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertFalse(os.path.exists(self.owed()))
+
+    def test_stopped_proxy_is_not_confirmed(self):
+        self.p.start()
+        proxylib.wait_unix_socket(self.sock)
+        status, body = proxylib.control(self.sock, "POST", "/register", {
+            "address": self.ADDR, "sandbox": self.SBX, "sets": "test"})
+        self.assertEqual(status, 200, body)
+        self.p.stop()
+        self.assertFalse(os.path.exists(self.sock))
+        r = self.sandgate(["discard", self.SBX])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("not every proxy replica confirmed its unregister",
+                      r.stderr)
+        self.assertTrue(os.path.exists(self.owed()), r.stderr)
+        # back with its registry: the sandbox in it, until it is sent
+        self.p.start()
+        proxylib.wait_unix_socket(self.sock)
+        self.assertEqual(registered(self.sock), [self.SBX])
+        r = self.sandgate(["gc"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("unregistered removed sandbox " + self.SBX, r.stdout)
+        self.assertEqual(registered(self.sock), [])
+        self.assertFalse(os.path.exists(self.owed()))
+
 
 def run_through(p, password, src):
     """The run_id the replica p gives one request from src with password

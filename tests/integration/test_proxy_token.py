@@ -365,6 +365,30 @@ class TokenTest(unittest.TestCase):
             status, body = get(W["any"], t)
             self.assertEqual(status, 200, body)
 
+    def test_unregistered_sandbox_token_is_refused_whatever_its_time(self):
+        """atk1921g F3: the removal time is this replica's clock and a
+        token's "issued" the controller's, compared within TOKEN_SKEW: on
+        a replica whose clock is behind by more than 60 s, a token issued
+        just before the discard (issued past gone + 60 on this clock) was
+        let through once this clock reached issued - 60. The controller
+        issues no token for a removed sandbox before it registers it
+        again (which forgets the removal), so every token of a sandbox
+        that is gone is refused, whatever its "issued"."""
+        issued = int(time.time()) + 64   # a controller 64 s ahead
+        ahead = token(W["key"], "sbx_k", issued=issued)
+        st, body = proxylib.control(W["sock"], "POST", "/unregister",
+                                    {"sandbox": "sbx_k"})
+        self.assertEqual(st, 200, body)
+        # this clock reaches issued - 60: the token is valid here now
+        while time.time() < issued - 59:   # not a timing assertion
+            time.sleep(0.2)
+        self.blocked(W["any"], ahead, "token_sandbox_gone")
+        st, body = proxylib.control(W["sock"], "POST", "/register", {
+            "address": "127.0.0.78", "sandbox": "sbx_k", "sets": "test"})
+        self.assertEqual(st, 200, body)
+        status, body = get(W["any"], ahead)
+        self.assertEqual(status, 200, body)
+
     def test_source_bound_without_any_source_flag(self):
         ev = self.blocked(W["bound"], token(W["key"], "sbx_a"),
                           "token_other_sandbox")
