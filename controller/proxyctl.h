@@ -59,12 +59,14 @@ const char	*proxyctl_socket_path(void);
 
 /*
  * Whether the local proxy's folder (beside proxyctl_socket_path) holds a
- * registry its next start would load (registry*.json and what goes with
- * it): 1, or 1 when the folder cannot be read; 0 when there is none, as
- * on a host where no proxy ever ran. With the socket missing, a stopped
- * proxy (1) has not confirmed an unregister; 0 has nothing to forget.
+ * registry or grants file its next start would load that names sandbox
+ * id: 1, or 1 when such a file cannot be read; 0 when none names it (on
+ * a host where no proxy ever ran, or for a sandbox never registered,
+ * such as one of --network none). With the socket missing, a stopped
+ * proxy that names it (1) has not confirmed an unregister; 0 has
+ * nothing to forget.
  */
-int		 proxyctl_local_registry(void);
+int		 proxyctl_local_registry(const char *id);
 
 /*
  * The sandgate CA's certificate on the host (state_root()/proxy/ca/ca.crt)

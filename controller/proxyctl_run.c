@@ -28,6 +28,7 @@
 #include "state.h"
 #include "util.h"
 
+
 /* docker stop: the proxy drains for up to 30 s, then signs and exits. */
 #define PROXYCTL_STOP_SECS	35
 
@@ -554,21 +555,57 @@ proxyctl_ca_remove(char **cause)
 	return gone == 2 ? 1 : 0;
 }
 
+/*
+ * 1 when the registry or grants file name in folder dfd lists sandbox
+ * id (an entry {"sandbox": id} in its "sandboxes" array, or in the
+ * array it is), or cannot be read and parsed; 0 when it lists it not.
+ */
+static int
+proxyctl_file_names(int dfd, const char *name, const char *id)
+{
+	json_t		*root, *arr, *v;
+	json_error_t	 err;
+	size_t		 i;
+	int		 fd, found = 0;
+
+	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
+		return errno == ENOENT ? 0 : 1;
+	root = json_loadfd(fd, 0, &err);
+	close(fd);
+	if (root == NULL)
+		return 1;
+	arr = json_is_array(root) ? root : json_object_get(root, "sandboxes");
+	json_array_foreach(arr, i, v)
+		if (json_is_string(json_object_get(v, "sandbox")) &&
+		    strcmp(json_string_value(json_object_get(v, "sandbox")),
+		    id) == 0)
+			found = 1;
+	json_decref(root);
+	return found;
+}
+
 int
-proxyctl_local_registry(void)
+proxyctl_local_registry(const char *id)
 {
 	const char	*sock = proxyctl_socket_path(), *slash;
 	char		 dir[PATH_MAX];
 	struct dirent	*de;
 	DIR		*dp;
 	int		 found = 0;
+	size_t		 len;
 
 	slash = strrchr(sock, '/');
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - sock), sock);
 	if ((dp = opendir(dir)) == NULL)
 		return errno == ENOENT ? 0 : 1;
-	while (!found && (de = readdir(dp)) != NULL)
-		found = strncmp(de->d_name, "registry", 8) == 0;
+	while (!found && (de = readdir(dp)) != NULL) {
+		len = strlen(de->d_name);
+		if ((strncmp(de->d_name, "registry", 8) == 0 ||
+		    strncmp(de->d_name, "grants", 6) == 0) &&
+		    len > 5 && strcmp(de->d_name + len - 5, ".json") == 0)
+			found = proxyctl_file_names(dirfd(dp), de->d_name, id);
+	}
 	closedir(dp);
 	return found;
 }

@@ -1020,7 +1020,7 @@ sandbox_unregister(const char *id, char **cause)
 	execend_drop(id);
 	if (proxyctl_remote() == NULL &&
 	    access(proxyctl_socket_path(), F_OK) == -1 && errno == ENOENT &&
-	    proxyctl_local_registry() == 0)
+	    proxyctl_local_registry(id) == 0)
 		return 0;
 	if (proxyctl_unregister(id, &why) == 0) {
 		unregpend_done(id);

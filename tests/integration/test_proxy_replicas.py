@@ -731,6 +731,21 @@ class DiscardLocalStopped(unittest.TestCase):
         self.assertEqual(registered(self.sock), [])
         self.assertFalse(os.path.exists(self.owed()))
 
+    def test_stopped_proxy_without_it_is_nothing_to_forget(self):
+        """A stopped proxy whose registry names other sandboxes only (this
+        one never registered: --network none) has nothing to forget of it:
+        discard exits 0 and keeps nothing (CI: test_audit_runs' discard of
+        a --network none sandbox after a proxy stop exited 125)."""
+        self.p.start()
+        proxylib.wait_unix_socket(self.sock)
+        status, body = proxylib.control(self.sock, "POST", "/register", {
+            "address": self.ADDR, "sandbox": self.SBX + "1", "sets": "test"})
+        self.assertEqual(status, 200, body)
+        self.p.stop()
+        r = self.sandgate(["discard", self.SBX])
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertFalse(os.path.exists(self.owed()))
+
 
 def run_through(p, password, src):
     """The run_id the replica p gives one request from src with password
