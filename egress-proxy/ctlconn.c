@@ -54,15 +54,6 @@ enum ctlconn_stage {
 	CTLCONN_SENDING		/* bytes waiting in its socket unread */
 };
 
-/* A candidate for closing: its stage, its address's and network's counts. */
-struct ctlconn_rank {
-	int	stage;
-	size_t	addr_n, net_n;
-};
-
-/* Addresses and networks tallied: two each of CTLCONN_MAX + 2, at most. */
-#define CTLCONN_TALLY	(CTLCONN_MAX * 4 + 8)
-
 static struct ctlconn	*ctlconn_list;
 static size_t		 ctlconn_n;	/* started ones: ctlconn_start */
 static unsigned long long ctlconn_ticks;	/* progress, in order */
@@ -74,19 +65,18 @@ static void	ctlconn_expire(evutil_socket_t, short, void *);
 static int	ctlconn_alive(struct ctlconn *);
 static int	ctlconn_evict(struct ctlconn *, const char *);
 static struct ctlconn *ctlconn_victim(struct ctlconn *, const char *, int);
-static int	ctlconn_worse(const struct ctlconn *,
-		    const struct ctlconn_rank *, const struct ctlconn *,
-		    const struct ctlconn_rank *);
-static int	ctlconn_shielded(const struct ctlconn *,
-		    const struct ctlconn_rank *, const struct ctlconn *,
-		    const struct ctlconn_rank *);
+static int	ctlconn_worse(const struct ctlconn *, int, size_t,
+		    const struct ctlconn *, int, size_t);
+static int	ctlconn_shielded(const struct ctlconn *, int, size_t,
+		    size_t);
 static void	ctlconn_prefix(struct ctlconn *);
 static void	ctlconn_refuse(struct ctlconn *, const char *);
 static int	ctlconn_has_token(struct ctlconn *);
 static const char *ctlconn_value(const char *, const char *);
 static enum ctlconn_stage ctlconn_stage(struct ctlconn *);
 static void	ctlconn_tls_step(const SSL *, int, int);
-static size_t	*ctlconn_tally(const char *, const char **, size_t *);
+static size_t	*ctlconn_tally(const struct ctlconn *, const char **,
+		    size_t *);
 static void	ctlconn_read(struct evbuffer *, const struct evbuffer_cb_info *,
 		    void *);
 static void	ctlconn_feed(struct ctlconn *, const char *, size_t);
@@ -238,24 +228,24 @@ ctlconn_tls_step(const SSL *ssl, int where, int ret)
 }
 
 /*
- * The count of key (an address, or a prefix: ctlconn_prefix) in a
- * tally (keys and counts, CTLCONN_TALLY slots, open addressing), its
- * slot taken if new. Built once per eviction, so a flood costs
+ * The count of o's prefix (ctlconn_prefix) in a tally of prefixes
+ * (addrs and counts, CTLCONN_MAX * 2 slots, open addressing), its slot
+ * taken if new. Built once per eviction, so a flood costs
  * O(connections).
  */
 static size_t *
-ctlconn_tally(const char *key, const char *keys[], size_t *counts)
+ctlconn_tally(const struct ctlconn *o, const char *addrs[], size_t *counts)
 {
 	size_t		 i;
 	unsigned	 h = 2166136261u;
 	const char	*p;
 
-	for (p = key; *p != '\0'; p++)
+	for (p = o->prefix; *p != '\0'; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
-	for (i = h % CTLCONN_TALLY; keys[i] != NULL &&
-	    strcmp(keys[i], key) != 0; i = (i + 1) % CTLCONN_TALLY)
+	for (i = h % (CTLCONN_MAX * 2); addrs[i] != NULL &&
+	    strcmp(addrs[i], o->prefix) != 0; i = (i + 1) % (CTLCONN_MAX * 2))
 		;
-	keys[i] = key;
+	addrs[i] = o->prefix;
 	return &counts[i];
 }
 
@@ -318,47 +308,37 @@ ctlconn_has_token(struct ctlconn *o)
 }
 
 /*
- * Whether o (its rank) is to be closed before the best so far: the least
- * far along (ctlconn_stage), then of the address holding the most
- * unauthenticated connections, then of the network (ctlconn_prefix)
- * holding the most, then the one stalled longest (its last progress
- * the earliest).
+ * Whether o (its stage, its prefix's count) is to be closed before the
+ * best so far: the least far along (ctlconn_stage), then of the prefix
+ * (ctlconn_prefix) holding the most unauthenticated connections, then
+ * the one stalled longest (its last progress the earliest).
  */
 static int
-ctlconn_worse(const struct ctlconn *o, const struct ctlconn_rank *r,
-    const struct ctlconn *best, const struct ctlconn_rank *b)
+ctlconn_worse(const struct ctlconn *o, int stage, size_t count,
+    const struct ctlconn *best, int best_stage, size_t best_count)
 {
-	if (best == NULL || r->stage != b->stage)
-		return best == NULL || r->stage < b->stage;
-	if (r->addr_n != b->addr_n)
-		return r->addr_n > b->addr_n;
-	if (r->net_n != b->net_n)
-		return r->net_n > b->net_n;
+	if (best == NULL || stage != best_stage)
+		return best == NULL || stage < best_stage;
+	if (count != best_count)
+		return count > best_count;
 	return o->seen < best->seen;
 }
 
 /*
- * Whether o (its rank) is shielded from a newcomer ranked cr, its own
- * counts with it (atk1921g F2): o has progressed (a head or TLS
- * handshake begun) within CTLCONN_GRACE_US of its accept, a few round
- * trips of a remote controller mid-handshake, and the newcomer's
- * address and network hold no fewer than o's (as ctlconn_worse ranks
- * them). A flood's fresh handshakes then cannot close the controller's
- * before it shows its token; the controller's newcomer, from an address
- * or network holding fewer, may close the flood's. A newcomer from o's
- * own address is not held back (its address's cap decides among one
- * client's connections, the controller's NAT or node address included).
- * Past the grace o is ranked as before, so a flood holds no slot longer.
+ * Whether o (its stage, n connections of its prefix) is shielded from a
+ * newcomer whose prefix holds cn others (atk1921g F2): it has progressed
+ * (a head or TLS handshake begun) within CTLCONN_GRACE_US of its accept,
+ * a few round trips of a remote controller mid-handshake, and the
+ * newcomer's prefix, counting it, holds no fewer than o's. A flood's
+ * fresh handshakes then cannot close the controller's before it shows
+ * its token; the controller's newcomer, from a prefix holding fewer,
+ * may close the flood's. Once past the grace, o is ranked as before, so
+ * a flood holds no slot for longer.
  */
 static int
-ctlconn_shielded(const struct ctlconn *o, const struct ctlconn_rank *r,
-    const struct ctlconn *c, const struct ctlconn_rank *cr)
+ctlconn_shielded(const struct ctlconn *o, int stage, size_t n, size_t cn)
 {
-	int	fewer = cr->addr_n < r->addr_n || (cr->addr_n == r->addr_n &&
-		    cr->net_n < r->net_n);
-
-	return r->stage != CTLCONN_IDLE && !fewer &&
-	    strcmp(o->addr, c->addr) != 0 &&
+	return stage != CTLCONN_IDLE && cn + 1 >= n &&
 	    util_now_us() - o->born_us < CTLCONN_GRACE_US;
 }
 
@@ -369,39 +349,36 @@ ctlconn_shielded(const struct ctlconn *o, const struct ctlconn_rank *r,
  * taken only for a c whose own request carries the token (c_tok): it and
  * c are alike unread, and closing the older for the newer would let a
  * batch of a flood accepted after the controller's TLS connection (its
- * ClientHello not read, no token to see) close it; nor, for a c showing
- * no token, one shielded from it (ctlconn_shielded). NULL when there is
- * none.
+ * ClientHello not read, no token to see) close it; nor one shielded
+ * (ctlconn_shielded) from c. NULL when there is none.
  */
 static struct ctlconn *
 ctlconn_victim(struct ctlconn *c, const char *addr, int c_tok)
 {
-	const char		*keys[CTLCONN_TALLY] = { NULL };
-	size_t			 counts[CTLCONN_TALLY] = { 0 };
-	struct ctlconn		*o, *best = NULL;
-	struct ctlconn_rank	 r, b = { 0, 0, 0 }, cr;
+	const char	*addrs[CTLCONN_MAX * 2] = { NULL };
+	size_t		 counts[CTLCONN_MAX * 2] = { 0 };
+	struct ctlconn	*o, *best = NULL;
+	size_t		 n, cn, best_n = 0;
+	int		 stage, best_stage = 0;
 
 	for (o = ctlconn_list; o != NULL; o = o->next)
-		if (o == c || (!o->authed && o->evcon != NULL)) {
-			(*ctlconn_tally(o->addr, keys, counts))++;
-			(*ctlconn_tally(o->prefix, keys, counts))++;
-		}
-	cr.addr_n = *ctlconn_tally(c->addr, keys, counts);
-	cr.net_n = *ctlconn_tally(c->prefix, keys, counts);
+		if (o != c && !o->authed && o->evcon != NULL)
+			(*ctlconn_tally(o, addrs, counts))++;
+	cn = *ctlconn_tally(c, addrs, counts);
 	for (o = ctlconn_list; o != NULL; o = o->next) {
 		if (o == c || o->authed || o->tok_waiting || o->evcon == NULL ||
 		    (addr != NULL && strcmp(o->addr, addr) != 0))
 			continue;
-		r.stage = ctlconn_stage(o);
-		if (r.stage == CTLCONN_SENDING && !c_tok)
+		stage = ctlconn_stage(o);
+		if (stage == CTLCONN_SENDING && !c_tok)
 			continue;
-		r.addr_n = *ctlconn_tally(o->addr, keys, counts);
-		r.net_n = *ctlconn_tally(o->prefix, keys, counts);
-		if (!c_tok && ctlconn_shielded(o, &r, c, &cr))
+		n = *ctlconn_tally(o, addrs, counts);
+		if (!c_tok && ctlconn_shielded(o, stage, n, cn))
 			continue;
-		if (ctlconn_worse(o, &r, best, &b)) {
+		if (ctlconn_worse(o, stage, n, best, best_stage, best_n)) {
 			best = o;
-			b = r;
+			best_stage = stage;
+			best_n = n;
 		}
 	}
 	return best;

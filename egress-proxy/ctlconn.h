@@ -7,11 +7,10 @@
  *   the token from one address; at either cap a new connection takes
  *   the place of an unauthenticated one (of its address, at that cap),
  *   the least far along (nothing sent, then a head or TLS handshake
- *   begun), of the address, then the /24 or /64, holding the most,
- *   stalled longest; never one whose request carries the token, nor one
- *   whose bytes wait unread for a newcomer showing no token, nor one
- *   that progressed within CTLCONN_GRACE_US of its accept for a
- *   newcomer from another address whose address and network hold as
+ *   begun), of the /24 or /64 holding the most, stalled longest; never
+ *   one whose request carries the token, nor one whose bytes wait unread
+ *   for a newcomer showing no token, nor one that progressed within
+ *   CTLCONN_GRACE_US of its accept for a newcomer whose prefix holds as
  *   many (a controller mid-handshake); with none to close, the new one
  *   is closed at once (past its address's cap, one carrying the token is
  *   let in);
