@@ -12,8 +12,6 @@
 
 #include <sys/socket.h>
 
-#include <arpa/inet.h>
-
 #include <openssl/ssl.h>
 
 #include "ctltcp.h"
@@ -29,7 +27,6 @@ struct ctlconn {
 	struct event			*start, *deadline;
 	long				 body_max;
 	char				 addr[64];
-	char				 prefix[64];	/* its /24 or /64 */
 	int				 port;
 	int				 stop;	/* the head reader is done */
 	int				 head_lines;
@@ -44,7 +41,6 @@ struct ctlconn {
 	int				 started;	/* checked: counted */
 	int				 tok_waiting;	/* its unread head has it */
 	unsigned long long		 seen;	/* its last progress: a tick */
-	uint64_t			 born_us;	/* accepted (monotonic) */
 };
 
 /* How far a connection's client has got, least first: ctlconn_stage. */
@@ -67,9 +63,6 @@ static int	ctlconn_evict(struct ctlconn *, const char *);
 static struct ctlconn *ctlconn_victim(struct ctlconn *, const char *, int);
 static int	ctlconn_worse(const struct ctlconn *, int, size_t,
 		    const struct ctlconn *, int, size_t);
-static int	ctlconn_shielded(const struct ctlconn *, int, size_t,
-		    size_t);
-static void	ctlconn_prefix(struct ctlconn *);
 static void	ctlconn_refuse(struct ctlconn *, const char *);
 static int	ctlconn_has_token(struct ctlconn *);
 static const char *ctlconn_value(const char *, const char *);
@@ -228,10 +221,9 @@ ctlconn_tls_step(const SSL *ssl, int where, int ret)
 }
 
 /*
- * The count of o's prefix (ctlconn_prefix) in a tally of prefixes
- * (addrs and counts, CTLCONN_MAX * 2 slots, open addressing), its slot
- * taken if new. Built once per eviction, so a flood costs
- * O(connections).
+ * The count of o's address in a tally of addresses (addrs and counts,
+ * CTLCONN_MAX * 2 slots, open addressing), its slot taken if new.
+ * Built once per eviction, so a flood costs O(connections).
  */
 static size_t *
 ctlconn_tally(const struct ctlconn *o, const char *addrs[], size_t *counts)
@@ -240,34 +232,13 @@ ctlconn_tally(const struct ctlconn *o, const char *addrs[], size_t *counts)
 	unsigned	 h = 2166136261u;
 	const char	*p;
 
-	for (p = o->prefix; *p != '\0'; p++)
+	for (p = o->addr; *p != '\0'; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
 	for (i = h % (CTLCONN_MAX * 2); addrs[i] != NULL &&
-	    strcmp(addrs[i], o->prefix) != 0; i = (i + 1) % (CTLCONN_MAX * 2))
+	    strcmp(addrs[i], o->addr) != 0; i = (i + 1) % (CTLCONN_MAX * 2))
 		;
-	addrs[i] = o->prefix;
+	addrs[i] = o->addr;
 	return &counts[i];
-}
-
-/*
- * c's address as its network: the /24 of an IPv4 address, the /64 of
- * an IPv6 one (a single client may hold every address in it), else the
- * address as given.
- */
-static void
-ctlconn_prefix(struct ctlconn *c)
-{
-	unsigned char	b[16];
-
-	if (inet_pton(AF_INET, c->addr, b) == 1)
-		snprintf(c->prefix, sizeof(c->prefix), "%u.%u.%u/24", b[0],
-		    b[1], b[2]);
-	else if (inet_pton(AF_INET6, c->addr, b) == 1)
-		snprintf(c->prefix, sizeof(c->prefix), "%02x%02x:%02x%02x:"
-		    "%02x%02x:%02x%02x::/64", b[0], b[1], b[2], b[3], b[4],
-		    b[5], b[6], b[7]);
-	else
-		snprintf(c->prefix, sizeof(c->prefix), "%s", c->addr);
 }
 
 /*
@@ -308,10 +279,10 @@ ctlconn_has_token(struct ctlconn *o)
 }
 
 /*
- * Whether o (its stage, its prefix's count) is to be closed before the
- * best so far: the least far along (ctlconn_stage), then of the prefix
- * (ctlconn_prefix) holding the most unauthenticated connections, then
- * the one stalled longest (its last progress the earliest).
+ * Whether o (its stage, its address's count) is to be closed before the
+ * best so far: the least far along (ctlconn_stage), then of the address
+ * holding the most unauthenticated connections, then the one stalled
+ * longest (its last progress the earliest).
  */
 static int
 ctlconn_worse(const struct ctlconn *o, int stage, size_t count,
@@ -325,32 +296,14 @@ ctlconn_worse(const struct ctlconn *o, int stage, size_t count,
 }
 
 /*
- * Whether o (its stage, n connections of its prefix) is shielded from a
- * newcomer whose prefix holds cn others (atk1921g F2): it has progressed
- * (a head or TLS handshake begun) within CTLCONN_GRACE_US of its accept,
- * a few round trips of a remote controller mid-handshake, and the
- * newcomer's prefix, counting it, holds no fewer than o's. A flood's
- * fresh handshakes then cannot close the controller's before it shows
- * its token; the controller's newcomer, from a prefix holding fewer,
- * may close the flood's. Once past the grace, o is ranked as before, so
- * a flood holds no slot for longer.
- */
-static int
-ctlconn_shielded(const struct ctlconn *o, int stage, size_t n, size_t cn)
-{
-	return stage != CTLCONN_IDLE && cn + 1 >= n &&
-	    util_now_us() - o->born_us < CTLCONN_GRACE_US;
-}
-
-/*
  * The connection to close for c at a cap (of addr's connections, or all
  * with addr NULL), among the unauthenticated ones that have started and
  * have no token waiting: ctlconn_worse. One whose bytes wait unread is
  * taken only for a c whose own request carries the token (c_tok): it and
  * c are alike unread, and closing the older for the newer would let a
  * batch of a flood accepted after the controller's TLS connection (its
- * ClientHello not read, no token to see) close it; nor one shielded
- * (ctlconn_shielded) from c. NULL when there is none.
+ * ClientHello not read, no token to see) close it. NULL when there is
+ * none.
  */
 static struct ctlconn *
 ctlconn_victim(struct ctlconn *c, const char *addr, int c_tok)
@@ -358,13 +311,12 @@ ctlconn_victim(struct ctlconn *c, const char *addr, int c_tok)
 	const char	*addrs[CTLCONN_MAX * 2] = { NULL };
 	size_t		 counts[CTLCONN_MAX * 2] = { 0 };
 	struct ctlconn	*o, *best = NULL;
-	size_t		 n, cn, best_n = 0;
+	size_t		 n, best_n = 0;
 	int		 stage, best_stage = 0;
 
 	for (o = ctlconn_list; o != NULL; o = o->next)
 		if (o != c && !o->authed && o->evcon != NULL)
 			(*ctlconn_tally(o, addrs, counts))++;
-	cn = *ctlconn_tally(c, addrs, counts);
 	for (o = ctlconn_list; o != NULL; o = o->next) {
 		if (o == c || o->authed || o->tok_waiting || o->evcon == NULL ||
 		    (addr != NULL && strcmp(o->addr, addr) != 0))
@@ -373,8 +325,6 @@ ctlconn_victim(struct ctlconn *c, const char *addr, int c_tok)
 		if (stage == CTLCONN_SENDING && !c_tok)
 			continue;
 		n = *ctlconn_tally(o, addrs, counts);
-		if (!c_tok && ctlconn_shielded(o, stage, n, cn))
-			continue;
 		if (ctlconn_worse(o, stage, n, best, best_stage, best_n)) {
 			best = o;
 			best_stage = stage;
@@ -448,8 +398,6 @@ ctlconn_start(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_set_closecb(c->evcon, ctlconn_closed, c);
 	evhttp_connection_get_peer(c->evcon, &addr, &port);
 	snprintf(c->addr, sizeof(c->addr), "%s", addr ? addr : "?");
-	ctlconn_prefix(c);
-	c->born_us = util_now_us();
 	c->port = port;
 	c->seen = ++ctlconn_ticks;
 	if (ctlconn_from(c->addr) > CTLCONN_PER_ADDR &&

@@ -7,13 +7,10 @@
  *   the token from one address; at either cap a new connection takes
  *   the place of an unauthenticated one (of its address, at that cap),
  *   the least far along (nothing sent, then a head or TLS handshake
- *   begun), of the /24 or /64 holding the most, stalled longest; never
- *   one whose request carries the token, nor one whose bytes wait unread
- *   for a newcomer showing no token, nor one that progressed within
- *   CTLCONN_GRACE_US of its accept for a newcomer whose prefix holds as
- *   many (a controller mid-handshake); with none to close, the new one
- *   is closed at once (past its address's cap, one carrying the token is
- *   let in);
+ *   begun and stalled longest), never one whose request carries the
+ *   token, nor one whose bytes wait unread for a newcomer showing no
+ *   token; with none to close, the new one is closed at once (past its
+ *   address's cap, one carrying the token is let in);
  * - each request (from the accept, or from the end of the previous
  *   request on the connection, so the TLS handshake too) has
  *   CTLTCP_TIMEOUT_S in all to arrive: a deadline, not an idle timeout
@@ -39,7 +36,6 @@ struct proxy;
 #define CTLCONN_PER_ADDR	32
 #define CTLCONN_LINE_MAX	(CTLTCP_TOKEN_MAX + 64)	/* a head line kept */
 #define CTLCONN_PEEK_MAX	4096	/* unread head looked at, eviction */
-#define CTLCONN_GRACE_US	2000000	/* progressed: shielded, ctlconn.c */
 
 /*
  * The bufferevent of a new connection (evhttp_set_bevcb), TLS with tls
