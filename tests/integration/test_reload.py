@@ -312,7 +312,7 @@ class T0Durable(ReloadTest):
         self.assertGreaterEqual(len(renames), 2, "\n".join(calls))
         for i in renames[-2:]:
             before = [c for c in calls[max(0, i - 3):i]
-                      if c.split(" ", 1)[-1].startswith("fsync(")]
+                      if c.split(None, 1)[-1].startswith("fsync(")]
             after = [c for c in calls[i + 1:i + 4]
                      if "fsync(" in c and "<%s>" % run_dir in c]
             self.assertTrue(before, "no fsync of the file before %s\n%s"
