@@ -923,7 +923,7 @@ audit_anchor_bytes(const char *path, char *buf, size_t size)
  * The writer's anchor the log is checked against (keys only): --anchor
  * FILE (an anchor file, or a log copy whose last line is one), or for the
  * live log the writer's own beside its key, read before the log files
- * are listed (the log can only grow after it). A note for the report
+ * are listed and opened (audit_verify_open()). A note for the report
  * goes to note, also when no anchor is used. 0, or -1 after a message.
  */
 static int
