@@ -1,7 +1,8 @@
 /*
  * test_logread.c: the one log reader of audit and policy suggest: RFC
  * 3339 times (Z, +hh:mm, -hh:mm, fractions, bad offsets and fields),
- * durations, rotated files in order, and the line reader.
+ * durations, rotated files in order, the files of a log held open
+ * across a writer's rotation (logset.h), and the line reader.
  */
 #include <sys/stat.h>
 
