@@ -39,6 +39,7 @@
 #include "eventlog.h"
 #include "log.h"
 #include "logread.h"
+#include "logset.h"
 #include "logverify.h"
 #include "ocsf.h"
 #include "policy.h"
@@ -113,16 +114,16 @@ static int	audit_parse_opt(const struct cmd_entry *, struct audit_args *,
 		    int, const char *);
 static int	audit_parse_time(const char *, int64_t *);
 static const char *audit_default_dir(const char *);
-static int	audit_files(const char *, const char *, char ***, int *);
+static struct logset *audit_files(const struct audit_args *, int);
 static int	audit_is_log_line(json_t *);
 static void	audit_each_cb(json_t *, void *);
 static int	audit_match(const struct audit_args *, json_t *);
 static const char *audit_str(json_t *, const char *);
 static void	audit_print(const struct audit_args *, json_t *);
 static void	audit_print_row(json_t *);
-static int	audit_each(const struct audit_args *, char **, int,
-		    void (*)(const struct audit_args *, json_t *, void *),
-		    void *);
+static int	audit_each(const struct audit_args *, const struct logset *,
+		    int, int, void (*)(const struct audit_args *, json_t *,
+		    void *), void *);
 static const char *audit_base(const char *);
 static void	audit_list_cb(const struct audit_args *, json_t *, void *);
 static void	audit_count(json_t *, const char *, json_int_t);
@@ -138,18 +139,24 @@ static int	audit_verify_keys(const struct audit_args *,
 static int	audit_verify_anchor(const struct audit_args *,
 		    struct ckverify *, char **);
 static int	audit_verify_files(const struct audit_args *,
-		    struct ckverify *);
+		    struct ckverify *, struct logset *);
+static int	audit_verify_open(const struct audit_args *,
+		    struct ckverify *, char **, struct logset **);
+static int	audit_anchor_path(const struct audit_args *, char *, size_t);
+static void	audit_anchor_bytes(const char *, char *, size_t);
 static int	audit_anchor_of_log(const char *, struct checkpoint_anchor *);
 static int	audit_live_log(const struct audit_args *);
-static int	audit_verify_file(struct ckverify *, const char *);
+static int	audit_verify_file(struct ckverify *, const struct logset *,
+		    int);
 static void	audit_verify_report(const struct ckverify *);
 static void	audit_verify_notes(const struct ckverify *, const char *);
 static void	audit_export_cb(const struct audit_args *, json_t *, void *);
-static int	audit_export(const struct audit_args *, char **, int);
+static int	audit_export(const struct audit_args *,
+		    const struct logset *);
 static int	audit_key(const struct audit_args *, const struct cmd_entry *,
 		    int, char **);
 static void	audit_ring_cb(const struct audit_args *, json_t *, void *);
-static int	audit_tail(const struct audit_args *, char **, int);
+static int	audit_tail(const struct audit_args *, const struct logset *);
 static void	audit_follow_cb(json_t *, void *);
 
 const struct cmd_entry cmd_audit;
@@ -416,52 +423,32 @@ audit_parse(struct cmd_args *args, enum audit_mode mode, struct audit_args *a)
 	return 0;
 }
 
-/* The files of log dir/name, oldest first; 0, or -1 after a message. */
-static int
-audit_files(const char *dir, const char *name, char ***out, int *nout)
+/*
+ * The files of the logs asked for, opened (logset.h): FILES if any, else
+ * --file's log, or (all) each --instance's one after another (each
+ * oldest first). The set, or NULL after a message.
+ */
+static struct logset *
+audit_files(const struct audit_args *a, int all)
 {
-	char	*cause = NULL;
+	struct logset	*set = logset_new();
+	char		*cause = NULL;
+	int		 i, rc = 0;
 
-	if (logread_files(dir, name, out, nout, &cause) == -1) {
+	if (a->npaths > 0)
+		rc = logset_add_paths(set, a->paths, a->npaths, &cause);
+	else if (!all || a->ninstances < 2)
+		rc = logset_add_log(set, a->dir, a->file, &cause);
+	for (i = 0; rc == 0 && a->npaths == 0 && all && a->ninstances > 1 &&
+	    i < a->ninstances; i++)
+		rc = logset_add_log(set, a->dir, a->instances[i], &cause);
+	if (rc == -1) {
 		log_warnx("%s", cause);
 		free(cause);
-		return -1;
+		logset_free(set);
+		return NULL;
 	}
-	return 0;
-}
-
-/*
- * The files of every log asked for: --file's, or each --instance's one
- * after another (each oldest first). 0, or -1 after a message.
- */
-static int
-audit_files_all(const struct audit_args *a, char ***out, int *nout)
-{
-	char	**all = NULL, **one, **more;
-	int	  i, j, n, total = 0;
-
-	if (a->ninstances < 2)
-		return audit_files(a->dir, a->file, out, nout);
-	for (i = 0; i < a->ninstances; i++) {
-		if (audit_files(a->dir, a->instances[i], &one, &n) == -1) {
-			logread_files_free(all, total);
-			return -1;
-		}
-		if ((more = realloc(all, (size_t)(total + n) *
-		    sizeof(*all))) == NULL) {
-			log_warnx("out of memory");
-			logread_files_free(one, n);
-			logread_files_free(all, total);
-			return -1;
-		}
-		all = more;
-		for (j = 0; j < n; j++)
-			all[total++] = one[j];
-		free(one);
-	}
-	*out = all;
-	*nout = total;
-	return 0;
+	return set;
 }
 
 /*
@@ -610,7 +597,7 @@ audit_print(const struct audit_args *a, json_t *obj)
 	}
 }
 
-/* What audit_each() hands to logread_each(). */
+/* What audit_each() hands to logset_each(). */
 struct audit_each_ctx {
 	const struct audit_args	*a;
 	void			(*cb)(const struct audit_args *, json_t *,
@@ -633,19 +620,21 @@ audit_each_cb(json_t *obj, void *arg)
 }
 
 /*
- * Call cb for every matching event of files, in order. Lines that are not
- * JSON objects are skipped and counted on stderr. Returns 0 or -1.
+ * Call cb for every matching event of files from .. from + n - 1 of set,
+ * in order. Lines that are not JSON objects are skipped and counted on
+ * stderr. Returns 0 or -1.
  */
 static int
-audit_each(const struct audit_args *a, char **files, int n,
-    void (*cb)(const struct audit_args *, json_t *, void *), void *arg)
+audit_each(const struct audit_args *a, const struct logset *set, int from,
+    int n, void (*cb)(const struct audit_args *, json_t *, void *),
+    void *arg)
 {
 	struct audit_each_ctx	c = { a, cb, arg, 0 };
 	struct logread_stats	st = { 0, 0 };
 	char			*cause = NULL;
 	int			 rc;
 
-	rc = logread_each(files, n, audit_each_cb, &c, &st, &cause);
+	rc = logset_each(set, from, n, audit_each_cb, &c, &st, &cause);
 	if (cause != NULL)
 		log_warnx("%s", cause);
 	free(cause);
@@ -774,19 +763,21 @@ audit_summary_print(const struct audit_args *a, struct audit_summary *s)
 	audit_summary_section("reason", s->reason);
 }
 
-/* Feed one file to the verifier; 0, or -1 if it cannot be read. */
+/*
+ * Feed file i of set to the verifier, named as it was when opened; 0, or
+ * -1 if it cannot be read.
+ */
 static int
-audit_verify_file(struct ckverify *v, const char *path)
+audit_verify_file(struct ckverify *v, const struct logset *set, int i)
 {
-	struct logread	*r;
+	struct logread		*r;
+	const char		*path = logset_name(set, i);
 	long long		 size;
 	size_t			 len;
 	int			 fd, got;
 
-	if ((fd = logread_open_warn(path, &size)) == -1) {
-		if (errno == ENOENT)
-			log_warnx("cannot open '%s': %s",
-			    path, strerror(errno));
+	if ((fd = logset_fd(set, i, &size)) == -1) {
+		log_warnx("cannot open '%s': %s", path, strerror(errno));
 		return -1;
 	}
 	r = util_xmalloc(sizeof(*r));
@@ -800,7 +791,6 @@ audit_verify_file(struct ckverify *v, const char *path)
 		log_warnx("cannot read '%s': %s", path,
 		    strerror(errno));
 	free(r);
-	close(fd);
 	return got == -1 ? -1 : 0;
 }
 
@@ -888,10 +878,52 @@ audit_anchor_of_log(const char *path, struct checkpoint_anchor *an)
 }
 
 /*
+ * The anchor file verify reads into path (keys only): --anchor FILE, or
+ * for the live log the writer's own beside its key. 1, or 0 for none.
+ */
+static int
+audit_anchor_path(const struct audit_args *a, char *path, size_t size)
+{
+	char	key[4096];
+
+	if (a->nkeys == 0)
+		return 0;
+	if (a->anchor != NULL) {
+		util_strlcpy(path, a->anchor, size);
+		return 1;
+	}
+	if (!audit_live_log(a) || auditkey_path(a->file, key,
+	    sizeof(key)) == -1)
+		return 0;
+	snprintf(path, size, "%s.anchor", key);
+	return 1;
+}
+
+/*
+ * The anchor file's bytes (at most CHECKPOINT_ANCHOR_MAX) into buf, NUL
+ * ended; "" when it cannot be read.
+ */
+static void
+audit_anchor_bytes(const char *path, char *buf, size_t size)
+{
+	long long	fsize;
+	ssize_t		k = -1;
+	int		fd;
+	char		*cause = NULL;
+
+	if ((fd = logread_open(path, &fsize, &cause)) != -1) {
+		k = read(fd, buf, size - 1);
+		close(fd);
+	}
+	free(cause);
+	buf[k > 0 ? k : 0] = '\0';
+}
+
+/*
  * The writer's anchor the log is checked against (keys only): --anchor
  * FILE (an anchor file, or a log copy whose last line is one), or for the
  * live log the writer's own beside its key, read before the log files
- * are listed (the log can only grow after it). A note for the report
+ * are listed and opened (audit_verify_open()). A note for the report
  * goes to note, also when no anchor is used. 0, or -1 after a message.
  */
 static int
@@ -1025,6 +1057,11 @@ audit_verify_notes(const struct ckverify *v, const char *anchor)
 		    "checkpoint it had signed last, having stopped without "
 		    "closing the log, and recorded it (log.resume, first at "
 		    "%s:%zu)\n", v->crashes, v->crash.file, v->crash.line);
+	if (v->resumes_gone > 0)
+		printf("note: %zu log.resume line(s) name a checkpoint rotated "
+		    "away since, with the files before the chain's start (the "
+		    "first, seq %lld): not compared\n", v->resumes_gone,
+		    v->resume_gone_seq);
 	if (v->reintroduced > 0)
 		printf("note: %zu key hand-over(s) written again by a writer "
 		    "that restarted during a key rotation\n", v->reintroduced);
@@ -1032,25 +1069,61 @@ audit_verify_notes(const struct ckverify *v, const char *anchor)
 		printf("note: the log is now signed by key %s\n", v->good_key);
 }
 
-/* The chain of files (FILES, else the log folder's), fed in order. */
+/*
+ * The anchor (audit_verify_anchor(), its note into *note), then the
+ * files (FILES, else the log folder's, all opened before any is read:
+ * logset.h) into *set. The live log's writer rewrites its anchor, then
+ * deletes the files past its keep it leaves out (eventlog.h): an anchor
+ * that changed while the files were listed and opened may name files
+ * gone since, so both are read again, at most LOGSET_TRIES times. 0, or
+ * -1 after a message.
+ */
 static int
-audit_verify_files(const struct audit_args *a, struct ckverify *v)
+audit_verify_open(const struct audit_args *a, struct ckverify *v,
+    char **note, struct logset **set)
 {
-	struct stat	  st;
-	char		**files = a->paths;
-	int		  i, n = a->npaths, rc = 0;
+	char	path[4096 + 8], was[CHECKPOINT_ANCHOR_MAX + 1];
+	char	now[CHECKPOINT_ANCHOR_MAX + 1];
+	int	try, has = audit_anchor_path(a, path, sizeof(path));
 
-	if (n == 0 && audit_files(a->dir, a->file, &files, &n) == -1)
-		return -1;
+	for (try = 0; try < LOGSET_TRIES; try++) {
+		if (has)
+			audit_anchor_bytes(path, was, sizeof(was));
+		free(*note);
+		*note = NULL;
+		if (audit_verify_anchor(a, v, note) == -1 ||
+		    (*set = audit_files(a, 0)) == NULL)
+			return -1;
+		if (has)
+			audit_anchor_bytes(path, now, sizeof(now));
+		if (!has || strcmp(was, now) == 0)
+			return 0;
+		logset_free(*set);
+		*set = NULL;
+	}
+	log_warnx("the writer rewrote its anchor %s while the log's files "
+	    "were being opened, %d times in a row: nothing was verified; run "
+	    "the check again (the log is not known to be damaged)", path,
+	    LOGSET_TRIES);
+	return -1;
+}
+
+/* The chain of files of set, fed in order. */
+static int
+audit_verify_files(const struct audit_args *a, struct ckverify *v,
+    struct logset *set)
+{
+	long long	 size;
+	int		 i, n, rc = 0;
+
+	n = logset_count(set);
 	for (i = 0; i < n && rc == 0; i++) {
 		/* The current file may not exist yet right after rotation. */
 		if (a->npaths == 0 && i == n - 1 && n > 1 &&
-		    lstat(files[i], &st) == -1 && errno == ENOENT)
+		    logset_fd(set, i, &size) == -1)
 			continue;
-		rc = audit_verify_file(v, files[i]);
+		rc = audit_verify_file(v, set, i);
 	}
-	if (a->npaths == 0)
-		logread_files_free(files, n);
 	return rc;
 }
 
@@ -1059,6 +1132,7 @@ static int
 audit_verify(const struct audit_args *a)
 {
 	struct ckverify		*v = util_xmalloc(sizeof(*v));
+	struct logset		*set = NULL;
 	struct timespec		 now;
 	enum ckverify_result	 r;
 	char			*anchor = NULL;
@@ -1066,8 +1140,8 @@ audit_verify(const struct audit_args *a)
 
 	ckverify_init(v);
 	if (audit_verify_keys(a, v) == -1 ||
-	    audit_verify_anchor(a, v, &anchor) == -1 ||
-	    audit_verify_files(a, v) == -1)
+	    audit_verify_open(a, v, &anchor, &set) == -1 ||
+	    audit_verify_files(a, v, set) == -1)
 		goto out;
 	clock_gettime(CLOCK_REALTIME, &now);
 	r = ckverify_finish(v, (int64_t)now.tv_sec * 1000000 +
@@ -1099,6 +1173,7 @@ audit_verify(const struct audit_args *a)
 	else
 		audit_verify_notes(v, anchor);
 out:
+	logset_free(set);
 	free(anchor);
 	ckverify_release(v);
 	free(v);
@@ -1133,19 +1208,19 @@ audit_export_cb(const struct audit_args *a, json_t *obj, void *arg)
 
 /* `audit export --format ocsf`: every matching event, file by file. */
 static int
-audit_export(const struct audit_args *a, char **files, int n)
+audit_export(const struct audit_args *a, const struct logset *set)
 {
 	struct ocsf_ctx	ctx;
 	char		host[256];
-	int		i;
+	int		i, n = logset_count(set);
 
 	if (gethostname(host, sizeof(host)) == -1)
 		util_strlcpy(host, "unknown", sizeof(host));
 	host[sizeof(host) - 1] = '\0';
 	ctx.hostname = host;
 	for (i = 0; i < n; i++) {
-		ctx.log_name = audit_base(files[i]);
-		if (audit_each(a, files + i, 1, audit_export_cb, &ctx) == -1)
+		ctx.log_name = audit_base(logset_name(set, i));
+		if (audit_each(a, set, i, 1, audit_export_cb, &ctx) == -1)
 			return SG_EXIT_ERROR;
 	}
 	return SG_EXIT_OK;
@@ -1181,7 +1256,7 @@ audit_ring_cb(const struct audit_args *a, json_t *obj, void *arg)
 
 /* `audit tail`: the last events, then (-f) the new ones as they come. */
 static int
-audit_tail(const struct audit_args *a, char **files, int n)
+audit_tail(const struct audit_args *a, const struct logset *set)
 {
 	struct audit_ring	ring;
 	size_t			i, first;
@@ -1190,7 +1265,7 @@ audit_tail(const struct audit_args *a, char **files, int n)
 	ring.size = (size_t)a->lines;
 	ring.count = 0;
 	ring.items = util_xcalloc(ring.size, sizeof(*ring.items));
-	rc = audit_each(a, files, n, audit_ring_cb, &ring);
+	rc = audit_each(a, set, 0, logset_count(set), audit_ring_cb, &ring);
 	first = ring.count > ring.size ? ring.count - ring.size : 0;
 	for (i = first; i < ring.count; i++)
 		audit_print(a, ring.items[i % ring.size]);
@@ -1202,7 +1277,8 @@ audit_tail(const struct audit_args *a, char **files, int n)
 		return SG_EXIT_ERROR;
 	if (!a->follow)
 		return SG_EXIT_OK;
-	logread_follow(files[n - 1], audit_follow_cb, (void *)a);
+	logread_follow(logset_name(set, logset_count(set) - 1),
+	    audit_follow_cb, (void *)a);
 	return SG_EXIT_ERROR;
 }
 
@@ -1274,8 +1350,6 @@ cmd_audit_export_exec(struct cmd_args *args)
 
 	if (audit_parse(args, AUDIT_EXPORT, &a) != 0)
 		return SG_EXIT_USAGE;
-	if (a.npaths > 0)
-		return audit_export(&a, a.paths, a.npaths);
 	return audit_run(&a);
 }
 
@@ -1293,24 +1367,25 @@ static int
 audit_run(struct audit_args *a)
 {
 	struct audit_summary	 s;
-	char			**files = NULL;
-	int			 n, rc;
+	struct logset		*set;
+	int			 rc;
 
-	if (audit_files_all(a, &files, &n) == -1)
+	if ((set = audit_files(a, 1)) == NULL)
 		return SG_EXIT_ERROR;
 	switch (a->mode) {
 	case AUDIT_TAIL:
-		rc = audit_tail(a, files, n);
+		rc = audit_tail(a, set);
 		break;
 	case AUDIT_EXPORT:
-		rc = audit_export(a, files, n);
+		rc = audit_export(a, set);
 		break;
 	case AUDIT_SUMMARY:
 		s.dest = json_object();
 		s.sandbox = json_object();
 		s.reason = json_object();
 		s.total = 0;
-		rc = audit_each(a, files, n, audit_summary_cb, &s) == -1 ?
+		rc = audit_each(a, set, 0, logset_count(set), audit_summary_cb,
+		    &s) == -1 ?
 		    SG_EXIT_ERROR : SG_EXIT_OK;
 		if (rc == SG_EXIT_OK)
 			audit_summary_print(a, &s);
@@ -1324,10 +1399,11 @@ audit_run(struct audit_args *a)
 			printf("%-27s  %-15s  %-28s  %-15s  %-40s  %s\n",
 			    "TIME", "EVENT", "SANDBOX", "SRC", "DESTINATION",
 			    "REASON");
-		rc = audit_each(a, files, n, audit_list_cb, NULL) == -1 ?
+		rc = audit_each(a, set, 0, logset_count(set), audit_list_cb,
+		    NULL) == -1 ?
 		    SG_EXIT_ERROR : SG_EXIT_OK;
 		break;
 	}
-	logread_files_free(files, n);
+	logset_free(set);
 	return rc;
 }

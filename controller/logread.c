@@ -19,8 +19,6 @@ static const char *logread_digits(const char *, int, int *);
 static const char *logread_clock(const char *, struct tm *, int64_t *);
 static int	logread_offset(const char *, int64_t *);
 static int	logread_cmp_rot(const void *, const void *);
-static int	logread_file(const char *, void (*)(json_t *, void *), void *,
-		    struct logread_stats *, struct logread *, char **);
 
 /* n decimal digits at s into *v; the byte after them, or NULL. */
 static const char *
@@ -295,18 +293,15 @@ logread_object(const char *line, size_t len)
 	return obj;
 }
 
-/* Every object of one file to cb; 0, 1 (missing) or -1 with *cause. */
-static int
-logread_file(const char *path, void (*cb)(json_t *, void *), void *arg,
-    struct logread_stats *st, struct logread *r, char **cause)
+int
+logread_fd_each(struct logread *r, int fd, long long size, const char *name,
+    void (*cb)(json_t *, void *), void *arg, struct logread_stats *st,
+    char **cause)
 {
 	json_t		*obj;
-	long long	 size = 0;
 	size_t		 len;
-	int		 fd, got;
+	int		 got;
 
-	if ((fd = logread_open(path, &size, cause)) == -1)
-		return errno == ENOENT ? 1 : -1;
 	logread_init(r, fd, 0, size);
 	while ((got = logread_next(r, &len)) == 1) {
 		if ((obj = logread_object(r->line, len)) == NULL) {
@@ -316,25 +311,11 @@ logread_file(const char *path, void (*cb)(json_t *, void *), void *arg,
 		cb(obj, arg);
 		json_decref(obj);
 	}
-	if (got == -1)
-		util_cause(cause, "cannot read '%s': %s", path,
-		    strerror(errno));
-	close(fd);
 	st->files++;
-	return got == -1 ? -1 : 0;
-}
-
-int
-logread_each(char **files, int n, void (*cb)(json_t *, void *), void *arg,
-    struct logread_stats *st, char **cause)
-{
-	struct logread	*r = util_xmalloc(sizeof(*r));
-	int		 i, rc = 0;
-
-	for (i = 0; i < n && rc != -1; i++)
-		rc = logread_file(files[i], cb, arg, st, r, cause);
-	free(r);
-	return rc == -1 ? -1 : 0;
+	if (got == -1)
+		return util_cause(cause, "cannot read '%s': %s", name,
+		    strerror(errno));
+	return 0;
 }
 
 /* Has the file at path been replaced (rotated) or cut since fd opened? */

@@ -36,7 +36,7 @@ struct logread {
 	int		 partial;	/* some bytes of a line were consumed */
 };
 
-/* What logread_each() met besides events. */
+/* What logread_fd_each() met besides events. */
 struct logread_stats {
 	size_t	skipped;	/* lines that are not a JSON object */
 	int	files;		/* files read (a missing one is not) */
@@ -62,7 +62,8 @@ int64_t	logread_now(void);
 
 /*
  * The files of log dir/name, oldest first: name.N .. name.1, name (the
- * current file may be missing right after a rotation). *out is a heap
+ * current file may be missing right after a rotation), as listed now: a
+ * writer may rotate them before they are opened (logset.h opens them). *out is a heap
  * array of *nout heap strings (logread_files_free). Returns 0, or -1
  * with *cause (heap) when dir cannot be read or holds no file of the log.
  */
@@ -99,13 +100,14 @@ int	logread_next(struct logread *, size_t *len);
 json_t	*logread_object(const char *line, size_t len);
 
 /*
- * Call cb for every JSON object of files, in order (cb borrows it). A
- * missing file is passed over; lines that are not JSON objects are
- * counted in st. Returns 0, or -1 with *cause (heap) when a file cannot
- * be opened or read; the files before it were read.
+ * Call cb for every JSON object of the file open at fd, read from where
+ * it is up to size bytes (cb borrows it; name for messages); lines that
+ * are not JSON objects are counted in st. Returns 0, or -1 with *cause
+ * (heap) when it cannot be read. To read a log's files: logset.h.
  */
-int	logread_each(char **files, int n, void (*cb)(json_t *, void *),
-	    void *arg, struct logread_stats *st, char **cause);
+int	logread_fd_each(struct logread *, int fd, long long size,
+	    const char *name, void (*cb)(json_t *, void *), void *arg,
+	    struct logread_stats *st, char **cause);
 
 /*
  * Call cb for every JSON object appended to the log file path from now

@@ -9,6 +9,7 @@
 #include "host.h"
 #include "log.h"
 #include "logread.h"
+#include "logset.h"
 #include "pending.h"
 #include "reason.h"
 #include "siphash.h"
@@ -323,15 +324,9 @@ pending_cb(json_t *o, void *arg)
 int
 pending_read_log(struct pending *p, const char *dir, char **cause)
 {
-	struct logread_stats	  st = { 0, 0 };
-	char			**files;
-	int			  n, rc;
+	struct logread_stats	st = { 0, 0 };
 
-	if (logread_files(dir, PENDING_LOG, &files, &n, cause) == -1)
-		return -1;
-	rc = logread_each(files, n, pending_cb, p, &st, cause);
-	logread_files_free(files, n);
-	return rc;
+	return logset_read_log(dir, PENDING_LOG, pending_cb, p, &st, cause);
 }
 
 static int

@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "logread.h"
+#include "logset.h"
 #include "policy.h"
 #include "reason.h"
 #include "suggest.h"
@@ -66,14 +67,11 @@ suggest_event_cb(json_t *o, void *arg)
 int
 suggest_read_log(struct suggest *sg, const char *dir, char **cause)
 {
-	struct logread_stats	  st = { 0, 0 };
-	char			**files;
-	int			  n, rc;
+	struct logread_stats	st = { 0, 0 };
+	int			rc;
 
-	if (logread_files(dir, SUGGEST_LOG, &files, &n, cause) == -1)
-		return -1;
-	rc = logread_each(files, n, suggest_event_cb, sg, &st, cause);
-	logread_files_free(files, n);
+	rc = logset_read_log(dir, SUGGEST_LOG, suggest_event_cb, sg, &st,
+	    cause);
 	sg->files = st.files;
 	suggest_sort(sg);
 	return rc;

@@ -67,6 +67,8 @@ static const char *ckverify_resume_parse(json_t *,
 		    struct ckverify_resume *);
 static void	ckverify_untrusted_at(struct ckverify *, long long);
 static int	ckverify_resume(struct ckverify *, json_t *);
+static int	ckverify_resume_anchor(struct ckverify *,
+		    const struct ckverify_resume *, long long);
 static int	ckverify_resume_unanchored(struct ckverify *,
 		    const struct ckverify_resume *, long long);
 static int	ckverify_line(struct ckverify *, const char *, size_t);
@@ -679,6 +681,52 @@ ckverify_resume_unanchored(struct ckverify *v,
 }
 
 /*
+ * The checkpoint a log.resume names (the writer's anchor when it
+ * started) must be in the log as written: a rewrite before it shows.
+ * One rotated away since, with the files before the chain's start, is
+ * past comparing: noted (the chain's first line is a good rotate
+ * checkpoint, and the anchor's first= tells a removal from a rotation),
+ * not taken for a rewrite (atk20r19 F2). 0, or -1 with the verdict.
+ */
+static int
+ckverify_resume_anchor(struct ckverify *v, const struct ckverify_resume *r,
+    long long seq)
+{
+	const struct ckverify_mark	*m;
+
+	m = ckverify_mark_find(v, r->anchor_seq);
+	if (m == NULL && !v->chain.genesis &&
+	    r->anchor_seq < v->chain.first_seq) {
+		if (v->resumes_gone++ == 0)
+			v->resume_gone_seq = r->anchor_seq;
+		return 0;
+	}
+	if (m == NULL && v->nring > CKVERIFY_RING &&
+	    r->anchor_seq < v->ring[v->nring % CKVERIFY_RING].seq) {
+		/* Not kept: say so, do not claim a rewrite. */
+		ckverify_fail(v, "the checkpoint the writer had signed last "
+		    "(seq %lld, %s, %s) is further back than the last %d good "
+		    "checkpoints this check keeps, so it cannot tell whether "
+		    "the log was rewritten before the writer found it ending "
+		    "at seq %lld (log.resume, seq %lld)", r->anchor_seq,
+		    r->anchor_reason, r->anchor_ts, CKVERIFY_RING, r->found_seq,
+		    seq);
+		ckverify_untrusted_at(v, r->found_seq);
+		return -1;
+	}
+	if (m == NULL || strcmp(m->hash, r->anchor_hash) != 0) {
+		ckverify_fail(v, "the checkpoint the writer had signed last "
+		    "(seq %lld, %s, %s) is not in the log as it wrote it: the "
+		    "log was rewritten or replaced before the writer found it "
+		    "ending at seq %lld (log.resume, seq %lld)", r->anchor_seq,
+		    r->anchor_reason, r->anchor_ts, r->found_seq, seq);
+		ckverify_untrusted_at(v, r->found_seq);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * A log.resume line: the writer found the log not ending with the
  * checkpoint it had signed last (its anchor). Fine only when that
  * checkpoint is in the log as it wrote it, was not a close (or a close
@@ -690,7 +738,6 @@ static int
 ckverify_resume(struct ckverify *v, json_t *obj)
 {
 	struct ckverify_resume		 r;
-	const struct ckverify_mark	*m;
 	const char			*bad;
 	long long			 seq = v->chain.last_seq;
 
@@ -708,7 +755,6 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		    "line (seq %lld) that is not before it", seq, r.found_seq);
 	if (r.anchor_seq == 0)
 		return ckverify_resume_unanchored(v, &r, seq);
-	m = ckverify_mark_find(v, r.anchor_seq);
 	if (r.anchor_seq > r.found_seq) {
 		ckverify_fail(v, "the writer found the log ending at seq %lld, "
 		    "but it had signed up to seq %lld (%s, %s): seq %lld to "
@@ -718,29 +764,8 @@ ckverify_resume(struct ckverify *v, json_t *obj)
 		ckverify_untrusted_at(v, r.found_seq);
 		return -1;
 	}
-	if (m == NULL && v->nring > CKVERIFY_RING &&
-	    r.anchor_seq < v->ring[v->nring % CKVERIFY_RING].seq) {
-		/* Not kept: say so, do not claim a rewrite. */
-		ckverify_fail(v, "the checkpoint the writer had signed last "
-		    "(seq %lld, %s, %s) is further back than the last %d good "
-		    "checkpoints this check keeps, so it cannot tell whether "
-		    "the log was rewritten before the writer found it ending "
-		    "at seq %lld (log.resume, seq %lld)", r.anchor_seq,
-		    r.anchor_reason, r.anchor_ts, CKVERIFY_RING, r.found_seq,
-		    seq);
-		ckverify_untrusted_at(v, r.found_seq);
-		return -1;
-	}
-	if (m == NULL || strcmp(m->hash, r.anchor_hash) != 0) {
-		ckverify_fail(v, "the checkpoint the writer had signed last "
-		    "(seq %lld, %s, %s) is not in the log as it wrote it: the "
-		    "log was rewritten or replaced before the writer found it "
-		    "ending at seq %lld (log.resume, seq %lld)", r.anchor_seq,
-		    r.anchor_reason, r.anchor_ts, r.found_seq, seq);
-		ckverify_untrusted_at(v, r.found_seq);
-		return -1;
-	}
-	if (ckverify_resume_cut(v, &r, seq) == -1 ||
+	if (ckverify_resume_anchor(v, &r, seq) == -1 ||
+	    ckverify_resume_cut(v, &r, seq) == -1 ||
 	    ckverify_resume_closed(v, &r, seq) == -1)
 		return -1;
 	if (v->last_close > r.anchor_seq && v->last_close < r.found_seq &&

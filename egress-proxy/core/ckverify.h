@@ -129,6 +129,9 @@ struct ckverify {
 	size_t			 resumes;	/* log.resume lines (all) */
 	size_t			 crashes;	/* ...of a writer that had not closed */
 	struct ckverify_at	 crash;		/* the first of those */
+	/* ...whose anchored checkpoint was rotated away since: the first's */
+	size_t			 resumes_gone;
+	long long		 resume_gone_seq;
 	/* The last good checkpoint. */
 	int			 have_good;
 	struct ckverify_at	 good_at;

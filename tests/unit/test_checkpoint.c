@@ -2540,13 +2540,16 @@ test_rotated_files_restart(void **state)
 	}
 	assert_int_equal(stat(t->path, &st), 0);
 	log = rotating_open(t, &lo, &ck);
-	/* One rotation: the oldest file, past keep, deleted. */
+	/*
+	 * One rotation: the oldest file, past keep, deleted once an anchor
+	 * leaves it out (here the close's).
+	 */
 	for (n = 0; n < 200 && stat(t->path, &now) == 0 &&
 	    now.st_ino == st.st_ino; n++)
 		append_n(log, n, 1);
 	assert_true(n < 200);
-	assert_int_equal(access(rot[3], F_OK), -1);
 	rotating_close(t, log, ck, &a);
+	assert_int_equal(access(rot[3], F_OK), -1);
 	if (a.first != 1)
 		fail_msg("the anchor says first=%lld", a.first);
 	EVP_PKEY_free(k);
@@ -3612,6 +3615,136 @@ test_rotation_gap(void **state)
 	EVP_PKEY_free(k);
 }
 
+/* Events appended one at a time until n rotations happened. */
+static void
+append_rotations(struct tmp *t, struct eventlog *log, int n)
+{
+	struct stat	st;
+	ino_t		ino = 0;
+	int		i, seen = -1;
+
+	for (i = 0; i < 1000 && seen < n; i++) {
+		assert_int_equal(stat(t->path, &st), 0);
+		if (st.st_ino != ino)
+			seen++;
+		ino = st.st_ino;
+		if (seen < n)
+			append_n(log, i, 1);
+	}
+	assert_int_equal(seen, n);
+}
+
+/* The files of the log there now, oldest first, into paths (rot: 8). */
+static size_t
+log_paths(struct tmp *t, char (*rot)[160], const char **paths)
+{
+	size_t	n = 0;
+	int	i;
+
+	for (i = 8; i >= 1; i--)
+		if (access(rot[i - 1], F_OK) == 0)
+			paths[n++] = rot[i - 1];
+	paths[n++] = t->path;
+	return n;
+}
+
+/*
+ * atk20r19 F2: a writer whose rotation deletes files past keep (1),
+ * killed right after a rotation, before its anchor is rewritten (that
+ * happens before its next event): every file the anchor on disk lists is
+ * still there, the one with its checkpoint above all, so the log verifies
+ * against it, and the next writer's log.resume names a checkpoint the log
+ * holds: verify --key passes. Before, the rotation deleted name.2 at once
+ * and the anchor was rewritten only by the next tick: under a burst, the
+ * untampered log failed (its anchored checkpoint gone; after the restart,
+ * as "rewritten"), at every restart under a flood.
+ */
+static void
+test_rotation_keeps_anchored(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 1 };
+	struct checkpoint_anchor a, killed;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct ckverify		 v;
+	char			 rot[8][160];
+	const char		*paths[9];
+	EVP_PKEY		*k;
+	pid_t			 pid;
+	int			 status;
+
+	k = rotating_key(t, rot, 8);
+	if ((pid = fork()) == 0) {
+		log = rotating_open(t, &lo, &ck);
+		append_rotations(t, log, 4);	/* no tick */
+		_exit(0);			/* a kill */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	anchor_of(t, &killed);
+	if (verify_with(paths, log_paths(t, rot, paths), k, &killed, &v) ==
+	    CKVERIFY_CHAIN_BROKEN || v.failed)
+		fail_msg("%s", v.what);
+	log = rotating_open(t, &lo, &ck);
+	rotating_close(t, log, ck, &a);
+	if (verify_with(paths, log_paths(t, rot, paths), k, &a, &v) !=
+	    CKVERIFY_OK)
+		fail_msg("%s", v.what);
+	assert_int_equal(v.crashes, 1);
+	/*
+	 * A run that rotates: the file with that checkpoint goes, the one
+	 * with the log.resume naming it stays. A checkpoint rotated away
+	 * is not a rewrite. (Not with the anchor: the file made after it,
+	 * by the kill in the one event between a rotation and the anchor's
+	 * rewrite, is not vouched for, so its first= stays behind until
+	 * that file is rotated away too: docs/audit.md.)
+	 */
+	log = rotating_open(t, &lo, &ck);
+	append_rotations(t, log, 1);
+	rotating_close(t, log, ck, &a);
+	assert_int_equal(access(rot[1], F_OK), -1);
+	if (verify_with(paths, log_paths(t, rot, paths), k, NULL, &v) !=
+	    CKVERIFY_OK)
+		fail_msg("%s", v.what);
+	assert_int_equal(v.resumes_gone, 1);
+	assert_int_equal(v.resume_gone_seq, killed.seq);
+	EVP_PKEY_free(k);
+}
+
+/*
+ * The file past keep a rotation leaves out goes with the next anchor
+ * (before the next event), not before: all that the anchor on disk lists
+ * stays; the anchor's first and files= move on with it.
+ */
+static void
+test_rotation_drops_when_anchored(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 1 };
+	struct checkpoint_anchor a;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			 rot[4][160];
+	EVP_PKEY		*k;
+
+	k = rotating_key(t, rot, 4);
+	log = rotating_open(t, &lo, &ck);
+	append_rotations(t, log, 2);
+	assert_int_equal(access(rot[1], F_OK), 0);
+	anchor_of(t, &a);
+	assert_int_equal(a.files, 1);	/* before the rotation */
+	append_n(log, 0, 1);
+	assert_int_equal(access(rot[1], F_OK), -1);
+	assert_int_equal(access(rot[0], F_OK), 0);
+	anchor_of(t, &a);
+	assert_string_equal(a.reason, "rotate");
+	assert_true(a.first > 1);
+	assert_int_equal(a.files, 1);
+	rotating_close(t, log, ck, &a);
+	EVP_PKEY_free(k);
+}
+
 /*
  * A writer killed at a crash point (SANDGATE_TEST_CRASH=crash; NULL: it
  * ends without closing on its own) in a child after `events` events of
@@ -4516,6 +4649,8 @@ main(void)
 		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
+		T(test_rotation_keeps_anchored),
+		T(test_rotation_drops_when_anchored),
 		T(test_killed_after_close_reopened),
 		T(test_record_without_close),
 		T(test_killed_at_open_after_close),

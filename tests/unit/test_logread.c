@@ -1,7 +1,8 @@
 /*
  * test_logread.c: the one log reader of audit and policy suggest: RFC
  * 3339 times (Z, +hh:mm, -hh:mm, fractions, bad offsets and fields),
- * durations, rotated files in order, and the line reader.
+ * durations, rotated files in order, the files of a log held open
+ * across a writer's rotation (logset.h), and the line reader.
  */
 #include <sys/stat.h>
 
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "logread.h"
+#include "logset.h"
 #include "util.h"
 
 #define T0	1769860800LL	/* 2026-01-31T12:00:00Z */
@@ -217,8 +219,7 @@ test_each(void **state)
 {
 	struct logread_stats	  st = { 0, 0 };
 	struct seen		  s;
-	char			**files, *cause = NULL, *big;
-	int			  n;
+	char			 *cause = NULL, *big;
 
 	(void)state;
 	memset(&s, 0, sizeof(s));
@@ -232,18 +233,165 @@ test_each(void **state)
 	put("e.jsonl",
 	    "{\"v\":\"b\"}\n\n{\"v\":\"c\",\"v\":\"d\"}\n{\"v\":\"e\"}");
 	free(big);
-	assert_int_equal(logread_files(dir, "e.jsonl", &files, &n, &cause),
-	    0);
-	assert_int_equal(logread_each(files, n, collect, &s, &st, &cause), 0);
+	assert_int_equal(logset_read_log(dir, "e.jsonl", collect, &s, &st,
+	    &cause), 0);
 	assert_string_equal(s.text, "abe");
 	/* not json, [1], the cut line, the empty one, the duplicate key */
 	assert_int_equal(st.skipped, 5);
 	assert_int_equal(st.files, 3);
-	logread_files_free(files, n);
 	assert_null(cause);
 }
 
-/* A FIFO or a symlink in the log folder is not read. */
+/*
+ * A writer's size rotation of log name with rotated files name.1 ..
+ * name.n: name.i -> name.(i+1), name -> name.1, a new name holding text.
+ */
+static void
+rotate(const char *name, int n, const char *text)
+{
+	char	from[128], to[128];
+	int	i;
+
+	for (i = n; i >= 1; i--) {
+		snprintf(from, sizeof(from), "%s/%s.%d", dir, name, i);
+		snprintf(to, sizeof(to), "%s/%s.%d", dir, name, i + 1);
+		assert_int_equal(rename(from, to), 0);
+	}
+	snprintf(from, sizeof(from), "%s/%s", dir, name);
+	snprintf(to, sizeof(to), "%s/%s.1", dir, name);
+	assert_int_equal(rename(from, to), 0);
+	put(name, text);
+}
+
+/* r.jsonl.2 (a b), r.jsonl.1 (c), r.jsonl (d): a, b ... in order. */
+static void
+put_rotated(void)
+{
+	put("r.jsonl.2", "{\"v\":\"a\"}\n{\"v\":\"b\"}\n");
+	put("r.jsonl.1", "{\"v\":\"c\"}\n");
+	put("r.jsonl", "{\"v\":\"d\"}\n");
+}
+
+/* Collects, and at the first event the writer rotates (once). */
+static void
+collect_rotating(json_t *o, void *arg)
+{
+	struct seen	*s = arg;
+
+	if (s->n == 0)
+		rotate("r.jsonl", 2, "{\"v\":\"e\"}\n");
+	collect(o, arg);
+}
+
+/*
+ * atk20r19 F3: a rotation while the files are read moves no file under
+ * the reader: they were all opened first, so the events come as the
+ * files held them then, none skipped (a reader that opened r.jsonl.1
+ * only after it saw "a" read "d" there, then "e": "abde", a gap that
+ * verify reported as removed events). Names stay those at open time.
+ */
+static void
+test_rotation_while_reading(void **state)
+{
+	struct logread_stats	 st = { 0, 0 };
+	struct logset		*set = logset_new();
+	struct seen		 s;
+	char			*cause = NULL, want[128];
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	put_rotated();
+	assert_int_equal(logset_add_log(set, dir, "r.jsonl", &cause), 0);
+	assert_int_equal(logset_count(set), 3);
+	assert_int_equal(logset_each(set, 0, 3, collect_rotating, &s, &st,
+	    &cause), 0);
+	assert_string_equal(s.text, "abcd");
+	snprintf(want, sizeof(want), "%s/r.jsonl.1", dir);
+	assert_string_equal(logset_name(set, 1), want);
+	logset_free(set);
+	assert_null(cause);
+}
+
+/* How many listings the hook saw; it rotates at the first `rotations`. */
+struct rot_hook {
+	int	calls;
+	int	rotations;
+	int	files;		/* rotated files there now */
+};
+
+static void
+rotate_hook(void *arg)
+{
+	struct rot_hook	*h = arg;
+	char		 text[32];
+
+	if (h->calls++ >= h->rotations)
+		return;
+	snprintf(text, sizeof(text), "{\"v\":\"%c\"}\n", 'e' + h->calls - 1);
+	rotate("r.jsonl", h->files++, text);
+}
+
+/*
+ * atk20r19 F3: rotations between the listing and the opens. Each row:
+ * how many listings the writer rotates after, the files then read (in
+ * order, none skipped), or the failure that says so when it rotates
+ * after every one (never a log read with a file missing).
+ */
+static void
+test_rotation_before_open(void **state)
+{
+	static const struct {
+		int		 rotations;
+		const char	*text;	/* NULL: fails */
+		int		 files;
+	} rows[] = {
+		{ 0, "abcd", 3 },
+		{ 1, "abcde", 4 },
+		{ 3, "abcdefg", 6 },
+		{ LOGSET_TRIES, NULL, 0 },
+	};
+	struct logread_stats	 st = { 0, 0 };
+	struct logset		*set;
+	struct rot_hook		 h;
+	struct seen		 s;
+	char			*cause = NULL, cmd[128];
+	size_t			 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "rm -f '%s'/r.jsonl*", dir);
+		assert_int_equal(system(cmd), 0);
+		put_rotated();
+		memset(&s, 0, sizeof(s));
+		memset(&h, 0, sizeof(h));
+		h.rotations = rows[i].rotations;
+		h.files = 2;
+		logset_test_hook(rotate_hook, &h);
+		set = logset_new();
+		if (rows[i].text == NULL) {
+			assert_int_equal(logset_add_log(set, dir, "r.jsonl",
+			    &cause), -1);
+			assert_non_null(strstr(cause, "rotated it while its "
+			    "files were being opened"));
+			assert_int_equal(logset_count(set), 0);
+			assert_int_equal(h.calls, LOGSET_TRIES);
+			free(cause);
+			cause = NULL;
+		} else {
+			assert_int_equal(logset_add_log(set, dir, "r.jsonl",
+			    &cause), 0);
+			assert_int_equal(logset_count(set), rows[i].files);
+			assert_int_equal(logset_each(set, 0, logset_count(set),
+			    collect, &s, &st, &cause), 0);
+			assert_string_equal(s.text, rows[i].text);
+			assert_int_equal(h.calls, rows[i].rotations + 1);
+		}
+		logset_free(set);
+		logset_test_hook(NULL, NULL);
+	}
+	assert_null(cause);
+}
+
 static void
 test_open_refuses(void **state)
 {
@@ -278,6 +426,8 @@ main(void)
 		cmocka_unit_test(test_files_order),
 		cmocka_unit_test(test_files_missing),
 		cmocka_unit_test(test_each),
+		cmocka_unit_test(test_rotation_while_reading),
+		cmocka_unit_test(test_rotation_before_open),
 		cmocka_unit_test(test_open_refuses),
 	};
 
