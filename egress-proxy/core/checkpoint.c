@@ -80,11 +80,6 @@ struct checkpoint {
 	struct checkpoint_anchor making;
 	struct checkpoint_anchor last;
 	int			 anchor_dirty;	/* last is newer than the file */
-	/*
-	 * last is a rotate: anchored before the next event, so that the
-	 * anchor lists the new file and the files past keep go (eventlog.h).
-	 */
-	int			 anchor_rotated;
 	unsigned		 unanchored;	/* checkpoints since it was */
 	/*
 	 * The anchor file names a close without reopened=1 and the log ends
@@ -791,9 +786,8 @@ checkpoint_before(void *arg)
 {
 	struct checkpoint	*ck = arg;
 
-	/* A burst of checkpoints, or a rotation: anchored now. */
-	if ((ck->unanchored >= CHECKPOINT_UNANCHORED_MAX ||
-	    ck->anchor_rotated) && !ck->writing &&
+	/* A burst of checkpoints: anchored now, not at the next tick. */
+	if (ck->unanchored >= CHECKPOINT_UNANCHORED_MAX && !ck->writing &&
 	    checkpoint_anchor_update(ck, 1) == -1)
 		log_warnx("checkpoint: %s", ck->error);
 	if (!ck->open_due || ck->writing)
@@ -814,7 +808,6 @@ checkpoint_written(void *arg, long long seq, const char *hash)
 	if (strcmp(ck->making.reason, "open") == 0)
 		ck->open_due = 0;
 	ck->anchor_dirty = 1;
-	ck->anchor_rotated = strcmp(ck->making.reason, "rotate") == 0;
 	ck->unanchored++;
 }
 
@@ -1152,11 +1145,6 @@ checkpoint_anchor_write(struct checkpoint *ck)
 		return checkpoint_fail(ck, "anchor line too long");
 	if (checkpoint_anchor_put(ck, line, n) == -1)
 		return -1;
-	/* The files past keep it leaves out can go now (eventlog.h). */
-	if (eventlog_anchored(ck->log) == -1)
-		log_warnx("checkpoint: cannot delete \"%s\"'s rotated files "
-		    "past its keep: %s", eventlog_path(ck->log),
-		    strerror(errno));
 	ck->anchor_lost = a.lost;
 	ck->at_close = strcmp(ck->last.reason, "close") == 0 &&
 	    !ck->last.reopened && eventlog_seq(ck->log) == ck->last.seq;
@@ -1233,7 +1221,6 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 		ck->anchor_dirty = 0;
-		ck->anchor_rotated = 0;
 		ck->unanchored = 0;
 	} else if (lost != ck->anchor_lost && (ck->last.seq > 0 || lost > 0)) {
 		/*
@@ -1525,7 +1512,6 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	hook.written = checkpoint_written;
 	hook.rotated = checkpoint_rotated;
 	hook.put = checkpoint_put;
-	hook.anchors = 1;
 	hook.arg = ck;
 	eventlog_set_hook(log, &hook);
 	if (ck->held && checkpoint_resume(ck) == -1) {

@@ -77,9 +77,7 @@
  * only in a process's memory. The anchor
  * is rewritten at once after
  * an open, key, timer or close checkpoint and after any checkpoint of a
- * writer that shares the log, after a rotate checkpoint before the next
- * event (the rotated files past keep are deleted only then, eventlog.h),
- * else by the next checkpoint_tick(). A
+ * writer that shares the log, else by the next checkpoint_tick(). A
  * writer that opens a log whose last line is not its anchor does not sign
  * over it silently: it first writes a log.resume line,
  *

@@ -48,7 +48,6 @@ struct eventlog_own {
 	 * lists it so): first may move on to it.
 	 */
 	int		vouched;
-	int		drop;	/* past keep, its own: to be deleted */
 };
 
 struct eventlog {
@@ -96,11 +95,6 @@ struct eventlog {
 	struct eventlog_own	*own;
 	unsigned		 n_own;
 	unsigned		 own_cap;
-	/*
-	 * The last n_drop of own, past keep, are to be deleted: at once, or
-	 * (hook.anchors) once an anchor that leaves them out is written.
-	 */
-	unsigned		 n_drop;
 	int			 blocked; /* a file not its own in the way */
 	uint64_t		 blocked_us;	/* when that was seen */
 	/* Events not written while the log was unavailable (log.outage). */
@@ -146,8 +140,7 @@ static int	eventlog_rotation_blocked(struct eventlog *, unsigned *);
 static int	eventlog_rotate_files(struct eventlog *, unsigned);
 static long long eventlog_first_of(const char *, struct eventlog_own *);
 static int	eventlog_is_own(const char *, const struct eventlog_own *);
-static void	eventlog_drop_plan(struct eventlog *, unsigned);
-static int	eventlog_drop_planned(struct eventlog *);
+static int	eventlog_drop(struct eventlog *, unsigned);
 static int	eventlog_names_past(const struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *,
 		    const struct eventlog_own *);
@@ -944,7 +937,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 
 	bound = log->cur.seq > 0 ? log->cur.seq : LLONG_MAX;
 	log->own = NULL;
-	log->n_own = log->own_cap = log->n_drop = 0;
+	log->n_own = log->own_cap = 0;
 	while (log->n_own < SG_LOG_ROTATED_MAX) {
 		snprintf(p, sizeof(p), "%s.%u", log->path, log->n_own + 1);
 		if (eventlog_first_of(p, &o) == 0 && gap &&
@@ -972,45 +965,26 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 }
 
 /*
- * Plan to delete name.i, the oldest rotated file the writer keeps and
- * not yet planned, past keep: if it still starts with the line the
- * writer noted for it, it is deleted (eventlog_drop_planned()) and first
+ * Delete name.i, the oldest rotated file the writer keeps and past keep,
+ * if it still starts with the line the writer noted for it: then first
  * moves on to the first seq noted for name.(i-1), the file it keeps
  * next. A file there that does not (put in its place by someone else) is
  * left and first stays: the events the writer kept there are missing,
- * which its anchor then shows. Either way the writer no longer counts it
- * (eventlog_files()) once planned.
+ * which its anchor then shows. 0, or -1 with errno.
  */
-static void
-eventlog_drop_plan(struct eventlog *log, unsigned i)
+static int
+eventlog_drop(struct eventlog *log, unsigned i)
 {
 	char	p[4096];
 
 	snprintf(p, sizeof(p), "%s.%u", log->path, i);
-	log->own[i - 1].drop = eventlog_is_own(p, &log->own[i - 1]);
-	if (log->own[i - 1].drop && log->own[i - 2].vouched &&
-	    log->own[i - 2].seq > log->first)
-		log->first = log->own[i - 2].seq;
-	log->n_drop++;
-}
-
-/*
- * Delete the files planned (eventlog_drop_plan()), oldest first, each
- * only if it still starts with the line noted for it. 0, or -1 with
- * errno (the files not deleted yet stay planned).
- */
-static int
-eventlog_drop_planned(struct eventlog *log)
-{
-	char	p[4096];
-
-	for (; log->n_drop > 0; log->n_drop--, log->n_own--) {
-		snprintf(p, sizeof(p), "%s.%u", log->path, log->n_own);
-		if (log->own[log->n_own - 1].drop &&
-		    eventlog_is_own(p, &log->own[log->n_own - 1]) &&
-		    unlink(p) == -1 && errno != ENOENT)
+	if (eventlog_is_own(p, &log->own[i - 1])) {
+		if (unlink(p) == -1 && errno != ENOENT)
 			return -1;
+		if (log->own[i - 2].vouched && log->own[i - 2].seq > log->first)
+			log->first = log->own[i - 2].seq;
 	}
+	log->n_own = i - 1;
 	return 0;
 }
 
@@ -1050,13 +1024,9 @@ eventlog_rotation_blocked(struct eventlog *log, unsigned *top)
 /*
  * name.top -> name.(top+1) ... name -> name.1 (top: the rotated files the
  * writer keeps; name.(top+1) is free), then the files past keep are
- * planned for deletion, oldest first (eventlog_drop_plan()), but none
- * younger than keep_min_age: that many seconds of history stay whatever
- * the volume of events. They are deleted at once, or, when the hook
- * keeps an anchor (hook.anchors), once it has written one that leaves
- * them out (eventlog_anchored()): a file the anchor on disk lists, the
- * one with its checkpoint above all, is never deleted, so a crash at any
- * time leaves every file that anchor names (atk20r19 F2).
+ * deleted, oldest first (eventlog_drop()), but none younger than
+ * keep_min_age: that many seconds of history stay whatever the volume
+ * of events.
  */
 static int
 eventlog_rotate_files(struct eventlog *log, unsigned top)
@@ -1082,14 +1052,15 @@ eventlog_rotate_files(struct eventlog *log, unsigned top)
 	}
 	memset(&log->cur, 0, sizeof(log->cur));
 	log->cur.vouched = 1;
-	for (i = log->n_own - log->n_drop; i > log->opts.keep; i--) {
+	for (i = log->n_own; i > log->opts.keep; i--) {
 		snprintf(from, sizeof(from), "%s.%u", log->path, i);
 		if (log->opts.keep_min_age > 0 && stat(from, &st) == 0 &&
 		    (long long)(now - st.st_mtime) < log->opts.keep_min_age)
 			break;
-		eventlog_drop_plan(log, i);
+		if (eventlog_drop(log, i) == -1)
+			return -1;
 	}
-	return log->hook.anchors ? 0 : eventlog_drop_planned(log);
+	return 0;
 }
 
 /*
@@ -1674,14 +1645,8 @@ eventlog_own_digest(const struct eventlog_own *c, const struct eventlog_own *o,
 int
 eventlog_files(const struct eventlog *log, unsigned *n, char *hex)
 {
-	*n = log->n_own - log->n_drop;
-	return eventlog_own_digest(&log->cur, log->own, *n, hex);
-}
-
-int
-eventlog_anchored(struct eventlog *log)
-{
-	return eventlog_drop_planned(log);
+	*n = log->n_own;
+	return eventlog_own_digest(&log->cur, log->own, log->n_own, hex);
 }
 
 void
