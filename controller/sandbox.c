@@ -32,6 +32,7 @@
 #include "cspec.h"
 #include "sandbox.h"
 #include "proxyctl.h"
+#include "repset.h"
 #include "runrec.h"
 #include "state.h"
 #include "unregpend.h"
@@ -1003,30 +1004,39 @@ sandbox_remove_containers(struct docker *d, const char *id, char **cause)
 }
 
 /*
- * id unregistered from every proxy replica: 0, or 1 with *cause when
- * one did not confirm it (unreachable, refused, or not saved), which is
- * then kept (unregpend.h) and written as a sandbox.unregister_pending
- * run record. No proxy at all (no socket, no control URL, and no
- * registry a stopped local proxy would load at its start) has nothing to
- * forget; a stopped one has not confirmed it (atk1921g F1). The ends of
- * its exec credentials still owed (execend.h) are dropped: the
- * unregister ends every credential of it.
+ * The replicas id's unregister goes to (heap, NULL: the environment's
+ * alone): those it was registered with (repset.h) and those the ends of
+ * its exec credentials are still owed to.
  */
-static int
+static char *
+sandbox_unregister_to(const char *id)
+{
+	char	*reg = repset_load(id), *ends = execend_to(id), *to;
+
+	if (reg == NULL)
+		return ends;
+	if (ends == NULL)
+		return reg;
+	util_xasprintf(&to, "%s,%s", reg, ends);
+	free(reg);
+	free(ends);
+	return to;
+}
+
+int
 sandbox_unregister(const char *id, char **cause)
 {
-	char	*why = NULL, *c2 = NULL, path[4096];
+	char	*why = NULL, *c2 = NULL, *left = NULL, path[4096];
+	char	*to = sandbox_unregister_to(id);
+	int	 rc = proxyctl_unregister(id, to, &left, &why);
 
-	execend_drop(id);
-	if (proxyctl_remote() == NULL &&
-	    access(proxyctl_socket_path(), F_OK) == -1 && errno == ENOENT &&
-	    proxyctl_local_registry(id) == 0)
-		return 0;
-	if (proxyctl_unregister(id, &why) == 0) {
+	free(to);
+	if (rc == 0) {
 		unregpend_done(id);
+		execend_drop(id);
 		return 0;
 	}
-	if (unregpend_add(id, why, &c2) == -1 || unregpend_path(path,
+	if (unregpend_add(id, left, why, &c2) == -1 || unregpend_path(path,
 	    sizeof(path), id) == -1) {
 		util_cause(cause, "not every proxy replica confirmed its "
 		    "unregister (%s), and it could not be kept to send again "
@@ -1041,6 +1051,7 @@ sandbox_unregister(const char *id, char **cause)
 		log_warnx("warning: run record not written: %s", c2);
 		free(c2);
 	}
+	free(left);
 	free(why);
 	return 1;
 }

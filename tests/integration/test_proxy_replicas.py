@@ -839,8 +839,9 @@ class ExecEndOwed(TwoReplicas):
         self.assertIn(self.urls[1], r.stderr)
         self.assertNotIn(self.urls[0] + " (", r.stderr)
         with open(self.owed()) as f:
-            sbx, why = f.read().splitlines()
+            sbx, to, why = f.read().splitlines()
         self.assertEqual(sbx, self.SBX)
+        self.assertEqual(to, "to " + self.urls[1])
         self.assertIn(self.urls[1], why)
 
     def test_discard_drops_it(self):
@@ -849,6 +850,114 @@ class ExecEndOwed(TwoReplicas):
         self.assertFalse(os.path.exists(self.owed()))
         self.assertFalse(os.path.exists(os.path.join(
             self.state, "unregister", self.SBX)))
+
+
+class OwedToItsReplicas(ExecEndOwed):
+    """atk1921h F3: a kept exec end or unregister was "confirmed" by
+    whatever replicas the retrying command named (a gc with d1 only
+    deleted an end owed to d2, which kept the run's credential), and a
+    discard without SANDGATE_PROXY_CONTROL exited 0, kept nothing and
+    dropped the owed ends while every replica kept the sandbox. Now a
+    sandbox's folder records the replicas it was registered with, a kept
+    send names those that have not confirmed it, and each is cleared only
+    by its own confirmation; one the command cannot reach or authenticate
+    to stays kept, said, exit 125."""
+
+    PREFIX = "owedto-"
+
+    def setUp(self):
+        super().setUp()
+        with open(self.owed(), "w") as f:    # as execend_send keeps it
+            f.write("%s\nto %s\n%s (unreachable)\n" % (
+                self.SBX, self.urls[1], self.urls[1]))
+
+    def unreg(self):
+        return os.path.join(self.state, "unregister", self.SBX)
+
+    def folder(self):
+        """SBX's folder as create leaves it: the replicas it was
+        registered with (no container: the rest is Docker's)."""
+        d = os.path.join(self.state, "sandboxes", self.SBX)
+        os.makedirs(d)
+        with open(os.path.join(d, "replicas"), "w") as f:
+            f.write(",".join(self.urls) + "\n")
+        return d
+
+    def test_exec_end_goes_to_the_replica_that_owes_it(self):
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(self.owed()))
+        self.assertNotEqual(run_through(self.ps[1], self.CRED,
+                                        "127.0.0.41"), self.RUN)
+
+    def test_exec_end_kept_while_its_replica_is_away(self):
+        self.ps[1].stop()
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(self.urls[1], r.stderr)
+        with open(self.owed()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.urls[1])
+
+    def test_unregister_cleared_by_its_own_replica_only(self):
+        self.folder()
+        self.ps[1].stop()
+        r = self.sandgate(["discard", self.SBX], self.urls)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertTrue(os.path.exists(self.unreg()))
+        self.assertTrue(os.path.exists(self.owed()))
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("still owed", r.stderr)
+        with open(self.unreg()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.urls[1])
+        self.ps[1].start()
+        proxylib.wait_unix_socket(self.socks[1])
+        self.assertEqual(registered(self.socks[1]), [self.SBX])
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(registered(self.socks[1]), [])
+        self.assertFalse(os.path.exists(self.unreg()))
+        self.assertFalse(os.path.exists(self.owed()))
+
+    def test_discard_without_the_tier_reaches_its_replicas(self):
+        self.folder()
+        r = self.sandgate(["discard", self.SBX], None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([registered(s) for s in self.socks], [[], []])
+        self.assertFalse(os.path.exists(self.owed()))
+
+    def test_discard_that_cannot_authenticate_keeps_it(self):
+        self.folder()
+        env = {"SANDGATE_STATE": self.state}
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard", self.SBX],
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env(env))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("SANDGATE_PROXY_CONTROL_TOKEN_FILE", r.stderr)
+        self.assertTrue(os.path.exists(self.unreg()))
+        self.assertTrue(os.path.exists(self.owed()))
+        self.assertEqual([registered(s) for s in self.socks],
+                         [[self.SBX], [self.SBX]])
+
+    def test_gc_unregisters_a_folder_without_container(self):
+        """atk1921h F5: gc removed such a folder (and with it the record
+        of its replicas) without unregistering the sandbox."""
+        d = self.folder()
+        self.ps[1].stop()
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("removed sandbox folder " + self.SBX, r.stdout)
+        self.assertFalse(os.path.exists(d))
+        self.assertEqual(registered(self.socks[0]), [])
+        with open(self.unreg()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.urls[1])
+        self.ps[1].start()
+        proxylib.wait_unix_socket(self.socks[1])
+        r = self.sandgate(["gc"], None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(registered(self.socks[1]), [])
+        self.assertFalse(os.path.exists(self.unreg()))
 
 
 class RegistryApartFull(unittest.TestCase):
