@@ -836,21 +836,20 @@ proxyctl_left_add(char **left, const char *name)
 }
 
 /*
- * POST path with {key: value} sent to the replicas of to and of the
- * environment (proxyctl_targets, all at once), but not to the socket
+ * POST path with body (about value) sent to the replicas of to and of
+ * the environment (proxyctl_targets, all at once), but not to the socket
  * when moot(value) says a stopped local proxy has nothing of it; 0 when
  * each one confirmed it (why() NULL), else -1 with *cause naming each
  * replica that did not and why, and *left (heap) those replicas.
  */
 static int
-proxyctl_confirm_all(const char *path, const char *key, const char *value,
+proxyctl_confirm_all(const char *path, json_t *body, const char *value,
     const char *to, int (*moot)(const char *),
     const char *(*why)(const struct proxyctl_ans *, char *, size_t),
     char **left, char **cause)
 {
 	struct proxyctl_ans	 a[PROXYCTL_TARGETS_MAX];
 	const char		*paths[PROXYCTL_TARGETS_MAX] = { NULL }, *w;
-	json_t			*body;
 	char			*missed = NULL, buf[512];
 	size_t			 i, n;
 
@@ -864,9 +863,7 @@ proxyctl_confirm_all(const char *path, const char *key, const char *value,
 		if (paths[i] != NULL && !proxyctl_tcp(i) && moot != NULL &&
 		    moot(value))
 			paths[i] = NULL;
-	body = json_pack("{s:s}", key, value);
 	proxyctl_call_n("POST", paths, n, body, a);
-	json_decref(body);
 	for (i = 0; i < n; i++)
 		if (paths[i] != NULL &&
 		    (w = why(&a[i], buf, sizeof(buf))) != NULL) {
@@ -897,8 +894,14 @@ int
 proxyctl_unregister(const char *sandbox, const char *to, char **left,
     char **cause)
 {
-	return proxyctl_confirm_all("/unregister", "sandbox", sandbox, to,
-	    proxyctl_socket_moot, proxyctl_unreg_why, left, cause);
+	/* our clock: no token of it is issued after (atk1921h F7) */
+	json_t	*body = json_pack("{s:s, s:I}", "sandbox", sandbox,
+		    "issued_before", (json_int_t)time(NULL));
+	int	 rc = proxyctl_confirm_all("/unregister", body, sandbox, to,
+		    proxyctl_socket_moot, proxyctl_unreg_why, left, cause);
+
+	json_decref(body);
+	return rc;
 }
 
 /* The block cursor in a GET /status answer. */
@@ -1087,8 +1090,12 @@ int
 proxyctl_exec_end(const char *run_id, const char *to, char **left,
     char **cause)
 {
-	return proxyctl_confirm_all("/execs/end", "run_id", run_id, to, NULL,
-	    proxyctl_end_why, left, cause);
+	json_t	*body = json_pack("{s:s}", "run_id", run_id);
+	int	 rc = proxyctl_confirm_all("/execs/end", body, run_id, to, NULL,
+		    proxyctl_end_why, left, cause);
+
+	json_decref(body);
+	return rc;
 }
 
 void
