@@ -3,7 +3,10 @@
  * subject and reason, sent again by owed_retry (forgotten when the send
  * is confirmed, kept with the new reason when not, left alone with
  * dry), only those of one subject when asked, dropped per subject, an
- * older one-line file taken as its own subject, other names ignored.
+ * older one-line file taken as its own subject, other names ignored; the
+ * replicas a send is owed to kept with it, given to the send and cut to
+ * those that did not confirm it (atk1921h F3); a FIFO, a folder or too
+ * long a subject said and counted, never waited on (atk1921h F6).
  */
 #include <sys/stat.h>
 
