@@ -960,6 +960,52 @@ class OwedToItsReplicas(ExecEndOwed):
         self.assertFalse(os.path.exists(self.unreg()))
 
 
+class UnregisterSendsItsClock(unittest.TestCase):
+    """atk1921h F7: a replica aged a removed sandbox's entry out by its
+    own clock; the unregister now carries the controller's clock
+    ("issued_before"), from which the replica keeps the entry as long as
+    a token the controller issued could hold (test_proxy_token's
+    GoneEntryLastsTest has the replica's side)."""
+
+    def test_discard_sends_issued_before(self):
+        bodies = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", 0))
+                bodies.append((self.path, json.loads(self.rfile.read(n))))
+                out = json.dumps({"ok": True, "saved": True}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        state = tempfile.mkdtemp(prefix="clock-", dir=W["dir"])
+        os.makedirs(os.path.join(state, "sandboxes"))
+        t0 = int(time.time())
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard", SBX],
+            capture_output=True, text=True, timeout=60,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state,
+                "SANDGATE_PROXY_CONTROL": "http://127.0.0.1:%d" %
+                srv.server_port,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        t1 = int(time.time())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        unreg = [b for p, b in bodies if p == "/unregister"]
+        self.assertEqual([b["sandbox"] for b in unreg], [SBX])
+        self.assertTrue(t0 <= unreg[0].get("issued_before", 0) <= t1,
+                        unreg)
+
+
 class RegistryApartFull(unittest.TestCase):
     """atk1921f F4: with the folder out of data blocks (inodes free) the
     empty registry-r1.json.removed made at start could not take the
