@@ -933,6 +933,32 @@ sandbox_fresh_mark(const char *id, int remove, char **cause)
 	return 0;
 }
 
+/*
+ * The address of the fresh container cid (of sandbox id) forgotten by
+ * the proxy before the container goes: 0, or -1 (said) when the proxy
+ * did not take it; the container is then left to the next sweep, since
+ * removed, its address would stay the sandbox's (a stopped proxy loads
+ * it again at its start, atk1921h F5). No address: nothing to forget.
+ */
+static int
+sandbox_fresh_unregister(struct docker *d, const char *id, const char *cid)
+{
+	char	ip[64], *err = NULL;
+
+	if (docker_container_ip(d, cid, PROXYCTL_NET_INTERNAL, ip, sizeof(ip),
+	    &err) == -1) {
+		free(err);
+		return 0;
+	}
+	if (proxyctl_unregister_container(d, cid, &err) == 0)
+		return 0;
+	log_warnx("warning: the fresh container %.12s of %s is left: the "
+	    "proxy did not forget its address %s (%s); removed by the next "
+	    "gc or exec once it does", cid, id, ip, err);
+	free(err);
+	return -1;
+}
+
 int
 sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
     char **cause)
@@ -949,8 +975,10 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
 		return 0;
 	if (docker_container_list(d, SANDBOX_LABEL, id, &list, cause) == -1)
 		return -1;
+	/* a stopped proxy whose files name it has not forgotten it */
 	proxy = proxyctl_remote() != NULL ||
-	    access(proxyctl_socket_path(), F_OK) == 0;
+	    access(proxyctl_socket_path(), F_OK) == 0 ||
+	    proxyctl_local_registry(id) != 0;
 	/* -1 when it cannot be opened: the marks then go unseen */
 	dfd = state_path(path, sizeof(path), id, NULL) == -1 ? -1 :
 	    open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -958,11 +986,10 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
 		if ((cid = json_string_value(json_object_get(c, "Id"))) ==
 		    NULL || !sandbox_fresh_orphan(dfd, c))
 			continue;
-		/* no address: not on the proxy's network, nothing to forget */
 		if (!dry && proxy &&
-		    proxyctl_unregister_container(d, cid, &err) == -1) {
-			free(err);
-			err = NULL;
+		    sandbox_fresh_unregister(d, id, cid) == -1) {
+			failed = 1;
+			continue;
 		}
 		if (!dry && docker_container_remove(d, cid, &err) == -1) {
 			log_warnx("cannot remove the fresh container %.12s of "

@@ -244,7 +244,9 @@ int	sandbox_unregister(const char *id, char **cause);
  * Remove the sandbox's fresh containers (exec --fresh) whose owner, the
  * sandgate that made them (SANDBOX_LABEL_OWNER), is gone: SIGKILLed
  * mid-exec, it removed nothing. Each one's address is unregistered from
- * the proxy first. SANDBOX_SWEEP_DRY: only counted. SANDBOX_SWEEP_MARKED
+ * the proxy first; one the proxy did not forget (unreachable, or a
+ * stopped local proxy whose files name the sandbox) is said and left to
+ * the next sweep (atk1921h F5). SANDBOX_SWEEP_DRY: only counted. SANDBOX_SWEEP_MARKED
  * (every exec): Docker is asked only when the sandbox folder holds a
  * fresh mark (sandbox_fresh_mark), and the marks of owners that are gone
  * are removed once their containers are; gc asks Docker every time. A
