@@ -161,7 +161,8 @@ registry_free(struct registry *r)
 /*
  * A sandbox unregistered at t: its tokens are refused (conn_token_gone).
  * Kept as long as any token issued before it could hold (with the clock
- * skew a token's "issued" may have).
+ * skew a token's "issued" may have), counted from its time, which
+ * registry_gone_keep moves on to the controller's (atk1921h F7).
  */
 void
 registry_gone_set(struct registry *r, const char *sandbox, time_t t)
@@ -176,6 +177,15 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 		if (json_integer_value(v) + TOKEN_TTL_MAX + 2 * TOKEN_SKEW < t)
 			json_object_del(r->gone, k);
 	json_object_set_new(r->gone, sandbox, json_integer(t));
+}
+
+void
+registry_gone_keep(struct registry *r, const char *sandbox, time_t at)
+{
+	json_t	*v = r->gone ? json_object_get(r->gone, sandbox) : NULL;
+
+	if (v != NULL && json_integer_value(v) < (json_int_t)at)
+		json_integer_set(v, (json_int_t)at);
 }
 
 void

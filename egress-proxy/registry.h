@@ -77,11 +77,19 @@ json_t		*registry_json(const struct registry *);
  * Sandboxes unregistered (POST /unregister by sandbox), with the time:
  * every token of the sandbox, whatever its "issued", is refused
  * (token_sandbox_gone); a /register of the sandbox forgets it. Entries
- * go once no token issued before them can hold (TOKEN_TTL_MAX). The
- * json is {"sandbox": time, ...}, a new reference; load merges one.
+ * go once no token issued before them can hold: TOKEN_TTL_MAX (and twice
+ * TOKEN_SKEW) past their time on this replica's clock. That time is the
+ * latest of the removal's here, the controller's clock it came with,
+ * and the "issued" of every token of it refused since
+ * (registry_gone_keep), so a controller clock ahead of this one does
+ * not let a token outlive its entry (atk1921h F7). The json is
+ * {"sandbox": time, ...}, a new reference; load merges one.
  */
 void		 registry_gone_set(struct registry *, const char *sandbox,
 		    time_t);
+/* The entry of a removed sandbox kept at least from at (none: nothing). */
+void		 registry_gone_keep(struct registry *, const char *sandbox,
+		    time_t at);
 void		 registry_gone_clear(struct registry *, const char *sandbox);
 time_t		 registry_gone_at(const struct registry *, const char *sandbox);
 json_t		*registry_gone_json(const struct registry *);
