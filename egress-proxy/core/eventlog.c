@@ -88,6 +88,8 @@ struct eventlog {
 	 * back): the log.outage or log.resume written next counts them.
 	 */
 	unsigned long long	 torn_lines;
+	/* Their digest, in order (logverify_torn_hash(), atk20r20 F4). */
+	char			 torn_hash[EVENTLOG_HEX];
 	unsigned long long	 torn_left;	/* cut lines left, in all */
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
@@ -99,10 +101,12 @@ struct eventlog {
 	uint64_t		 blocked_us;	/* when that was seen */
 	/* Events not written while the log was unavailable (log.outage). */
 	unsigned long long	 lost;
+	unsigned long long	 lost_events;	/* the attempts they held */
 	char			 lost_since[UTIL_TS_LEN]; /* the first lost */
 	char			 lost_why[256];	/* why it failed */
 	/* Outages in log.outage lines no checkpoint line follows yet. */
 	unsigned long long	 told;
+	unsigned long long	 told_events;
 	char			 told_since[UTIL_TS_LEN];
 	char			 told_why[256];
 };
@@ -112,7 +116,7 @@ struct eventlog_found;
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_append_one(struct eventlog *, json_t *, int *);
 static int	eventlog_before(struct eventlog *);
-static void	eventlog_lost(struct eventlog *);
+static void	eventlog_lost(struct eventlog *, unsigned long long);
 static int	eventlog_put_outage(struct eventlog *);
 static int	eventlog_open_fd(struct eventlog *);
 static int	eventlog_create(struct eventlog *);
@@ -120,16 +124,18 @@ static int	eventlog_move_aside(struct eventlog *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
-		    int *);
+		    int *, off_t *);
 static size_t	eventlog_collect(const char *, size_t, int,
 		    struct eventlog_found *, size_t, size_t *, size_t *);
 static size_t	eventlog_chain_end(struct eventlog_found *, size_t,
 		    int *, int);
 static int	eventlog_scan_window(int, off_t, off_t,
-		    struct logverify_line *, int *, int *);
+		    struct logverify_line *, int *, int *, off_t *);
+static int	eventlog_torn_scan(int, off_t, off_t, unsigned long long *,
+		    char *);
 static int	eventlog_ends_torn(int, off_t);
 static int	eventlog_rotated_tail(struct eventlog *,
-		    struct logverify_line *);
+		    struct logverify_line *, unsigned long long *, char *);
 static int	eventlog_load_tail(struct eventlog *);
 static int	eventlog_same_file(struct eventlog *);
 static int	eventlog_lock(struct eventlog *);
@@ -411,11 +417,13 @@ eventlog_collect(const char *buf, size_t len, int cut,
  * reports the edit). *near says whether every run the window shows ends
  * within SG_LOG_SEQ_ROOM of the bound (then the end is taken from them
  * as before): a larger window may show the writer's own end before
- * them. Returns 1 found, 0 none, -1 read error.
+ * them. *end: where the line found ends in the file (the window's start
+ * when none is, the file's end when that start cut a line). Returns 1
+ * found, 0 none, -1 read error.
  */
 static int
 eventlog_scan_window(int fd, off_t size, off_t window,
-    struct logverify_line *out, int *foreign, int *near)
+    struct logverify_line *out, int *foreign, int *near, off_t *end)
 {
 	struct eventlog_found	*f = NULL;
 	char			*buf;
@@ -439,6 +447,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	n = eventlog_collect(buf, (size_t)window, off > 0, f, cap,
 	    &last_foreign, &last_torn);
 	rc = 0;
+	*end = off > 0 ? size : 0;
 	if (n == 0) {
 		*foreign = (last_foreign > 0 ? EVENTLOG_END_FOREIGN : 0) |
 		    (last_torn > 0 ? EVENTLOG_END_TORN : 0);
@@ -450,6 +459,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		e = eventlog_chain_end(f, n, &skipped, 0);
 	}
 	*out = f[e].l;
+	*end = off + (off_t)f[e].end;
 	*foreign = (skipped || last_foreign > f[e].end ?
 	    EVENTLOG_END_FOREIGN : 0) |
 	    (last_torn > f[e].end ? EVENTLOG_END_TORN : 0);
@@ -479,7 +489,7 @@ out:
  */
 static int
 eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
-    int *foreign)
+    int *foreign, off_t *end)
 {
 	off_t	window = size < EVENTLOG_FIRST_SCAN ? size :
 	    EVENTLOG_FIRST_SCAN;
@@ -487,9 +497,10 @@ eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
 
 	*all = 1;
 	*foreign = 0;
+	*end = 0;
 	if (size == 0)
 		return 0;
-	r = eventlog_scan_window(fd, size, window, out, foreign, &near);
+	r = eventlog_scan_window(fd, size, window, out, foreign, &near, end);
 	if ((r != 0 && !near) || r == -1 || window == size) {
 		*all = window == size;
 		return r;
@@ -497,7 +508,51 @@ eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
 	window = size < SG_LOG_TAIL_SCAN ? size : SG_LOG_TAIL_SCAN;
 	*all = window == size;
 	*foreign = 0;
-	return eventlog_scan_window(fd, size, window, out, foreign, &near);
+	return eventlog_scan_window(fd, size, window, out, foreign, &near,
+	    end);
+}
+
+/*
+ * The torn lines in bytes [from, size) of fd (after the log's last
+ * event, which is at most SG_LOG_TAIL_SCAN back): *n more, their digest
+ * chained into hex in order (logverify_torn_hash()), so that a start
+ * accounts for each torn line with its bytes (atk20r20 F3, F4). 0, or -1.
+ */
+static int
+eventlog_torn_scan(int fd, off_t from, off_t size, unsigned long long *n,
+    char *hex)
+{
+	struct logverify_line	 l;
+	char			*buf, *p, *e;
+	size_t			 len;
+	ssize_t			 got;
+	int			 rc = -1;
+
+	if (size <= from)
+		return 0;
+	len = (size_t)(size - from);
+	if ((buf = malloc(len)) == NULL)
+		return -1;
+	if ((got = pread(fd, buf, len, from)) != (ssize_t)len) {
+		if (got >= 0)
+			errno = EIO;
+		goto out;
+	}
+	for (p = buf; p < buf + len; p = e + 1) {
+		if ((e = memchr(p, '\n', (size_t)(buf + len - p))) == NULL)
+			e = buf + len;
+		if (logverify_line(p, (size_t)(e - p), &l) != LOGVERIFY_TORN)
+			continue;
+		if (logverify_torn_hash(hex, p, (size_t)(e - p)) == -1) {
+			errno = ENOMEM;
+			goto out;
+		}
+		(*n)++;
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
 }
 
 /* 1 if a non-empty file does not end in a newline, 0 if it does, -1. */
@@ -514,15 +569,19 @@ eventlog_ends_torn(int fd, off_t size)
 }
 
 /*
- * The last event of name.1, for a current file with none. 1, 0 or -1.
+ * The last event of name.1, for a current file with none, and the torn
+ * lines after it (*n, hex: eventlog_torn_scan(); a rotation while the
+ * writer was down keeps them its own, atk20r20 F2). 1, 0 or -1.
  * A name.1 that is a symlink, FIFO or device is not read: the chain then
  * starts again, which the signer's anchor shows (checkpoint.h).
  */
 static int
-eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
+eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
+    unsigned long long *n, char *hex)
 {
 	char		 path[4096];
 	struct stat	 st;
+	off_t		 end;
 	int		 fd, r, all, foreign;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
@@ -534,22 +593,47 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?
 		    0 : -1;
 	}
-	r = eventlog_scan(fd, st.st_size, out, &all, &foreign);
+	r = eventlog_scan(fd, st.st_size, out, &all, &foreign, &end);
 	log->foreign |= (foreign & EVENTLOG_END_FOREIGN) != 0;
+	if (r != -1 && (r == 1 || all) &&
+	    eventlog_torn_scan(fd, end, st.st_size, n, hex) == -1)
+		r = -1;
 	close(fd);
 	return r;
 }
 
 /*
+ * The torn lines found after the log's last event (n of them, their
+ * digest hex): the writer's to account for in the log.outage or
+ * log.resume it writes next, unless it counts cut lines of its own.
+ */
+static void
+eventlog_torn_found(struct eventlog *log, unsigned long long n,
+    const char *hex)
+{
+	if (n > 0)
+		log->torn = 1;
+	if (n == 0 || log->torn_lines > 0)
+		return;
+	log->torn_lines = n;
+	util_strlcpy(log->torn_hash, hex, sizeof(log->torn_hash));
+}
+
+/*
  * Read seq and prev from the end of the open file (or of name.1 when the
  * file has no event yet; else keep what is in memory), ending a torn
- * last line with a newline first. Returns 0, or -1 with errno.
+ * last line with a newline first, and the torn lines after that end
+ * (every one, with its bytes: atk20r20 F2, F3). Returns 0, or -1 with
+ * errno.
  */
 static int
 eventlog_load_tail(struct eventlog *log)
 {
 	struct logverify_line	l;
 	struct stat		st;
+	unsigned long long	tn = 0;
+	char			th[EVENTLOG_HEX] = "";
+	off_t			end;
 	int			r, all, torn, found;
 
 	if (fstat(log->fd, &st) == -1)
@@ -565,15 +649,20 @@ eventlog_load_tail(struct eventlog *log)
 			return -1;
 		log->size++;
 	}
-	r = eventlog_scan(log->fd, log->size, &l, &all, &found);
+	r = eventlog_scan(log->fd, log->size, &l, &all, &found, &end);
 	log->foreign = (found & EVENTLOG_END_FOREIGN) != 0;
 	/*
 	 * A torn line after the end, with its newline or not (atk20r17 F6);
 	 * a whole line that only lacked its newline is not one (atk20r19 F1).
+	 * name.1's come first: verify reads it first.
 	 */
 	log->torn = (found & EVENTLOG_END_TORN) != 0;
-	if (log->torn && log->torn_lines == 0)
-		log->torn_lines = 1;
+	if (r == 0 && all && (r = eventlog_rotated_tail(log, &l, &tn,
+	    th)) == -1)
+		return -1;
+	if (eventlog_torn_scan(log->fd, end, log->size, &tn, th) == -1)
+		return -1;
+	eventlog_torn_found(log, tn, th);
 	if (r == 0 && !all && log->opts.no_end_ok) {
 		log->no_end = log->foreign = 1;
 		log->cache_valid = 1;
@@ -583,10 +672,6 @@ eventlog_load_tail(struct eventlog *log)
 		errno = EILSEQ;
 		return -1;
 	}
-	if (r == 0)
-		r = eventlog_rotated_tail(log, &l);
-	if (r == -1)
-		return -1;
 	if (r == 1) {
 		log->seq = l.seq;
 		memcpy(log->prev, l.hash, sizeof(log->prev));
@@ -1144,6 +1229,10 @@ eventlog_write(struct eventlog *log, const char *line, size_t len)
 		log->need_nl = 1;
 		if ((size_t)n == len - 1)
 			return 0;	/* whole but its newline */
+		/* Its own bytes only: anything before them fails verify. */
+		if (logverify_torn_hash(log->torn_hash, line + nl,
+		    (size_t)n - nl) == -1)
+			log->torn_hash[0] = '\0';
 		log->torn_lines++;
 		log->torn_left++;
 	}
@@ -1291,10 +1380,12 @@ eventlog_put(struct eventlog *log, json_t *fields)
 	log->healthy = 1;
 	log->error[0] = '\0';
 	/* Torn lines before it are its to count; a new file's first aside. */
-	if (!log->in_first)
+	if (!log->in_first) {
 		log->torn_lines = 0;
+		log->torn_hash[0] = '\0';
+	}
 	if (fields == NULL)
-		log->told = 0;	/* a checkpoint covers the log.outage lines */
+		log->told = log->told_events = 0; /* a checkpoint covers them */
 	if (fields == NULL && log->hook.written != NULL)
 		log->hook.written(log->hook.arg, log->seq, log->prev);
 	rc = 0;
@@ -1308,10 +1399,11 @@ out:
  * them failed and why, for the log.outage line (eventlog_put_outage()).
  */
 static void
-eventlog_lost(struct eventlog *log)
+eventlog_lost(struct eventlog *log, unsigned long long events)
 {
 	struct timespec	now;
 
+	log->lost_events += events;
 	if (log->lost++ > 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -1323,7 +1415,9 @@ eventlog_lost(struct eventlog *log)
  * Before the first line written after an outage: a log.outage line
  * saying how many events were not written (lost), how many torn lines
  * (cut, with no whole line after them) precede it (torn: verify --key
- * takes no more, atk20r19 F5), from when (since: its own ts is when the
+ * takes no more, atk20r19 F5) with their digest (torn_hash: verify
+ * --key takes only those bytes, atk20r20 F4), how many attempts the
+ * lost lines held (lost_events: a summary line counts many), from when (since: its own ts is when the
  * log came back) and why (cause). 0, or -1.
  */
 static int
@@ -1332,9 +1426,12 @@ eventlog_put_outage(struct eventlog *log)
 	json_t	*f;
 	int	 rc;
 
-	f = json_pack("{s:s, s:I, s:I, s:s, s:s}", "event", "log.outage",
-	    "lost", (json_int_t)log->lost, "torn", (json_int_t)log->torn_lines,
-	    "since", log->lost_since, "cause", log->lost_why);
+	f = json_pack("{s:s, s:I, s:I, s:s, s:I, s:s, s:s}", "event",
+	    "log.outage", "lost", (json_int_t)log->lost, "torn",
+	    (json_int_t)log->torn_lines, "torn_hash", log->torn_hash,
+	    "lost_events", (json_int_t)(log->lost_events > log->lost ?
+	    log->lost_events : log->lost), "since", log->lost_since, "cause",
+	    log->lost_why);
 	if (f == NULL) {
 		errno = ENOMEM;
 		return eventlog_fail(log, "cannot format an event for");
@@ -1350,7 +1447,9 @@ eventlog_put_outage(struct eventlog *log)
 		    sizeof(log->told_why));
 	}
 	log->told += log->lost;
-	log->lost = 0;
+	log->told_events += log->lost_events > log->lost ? log->lost_events :
+	    log->lost;
+	log->lost = log->lost_events = 0;
 	return 0;
 }
 
@@ -1363,6 +1462,15 @@ eventlog_outage(const struct eventlog *log, const char **since,
 	return log->told + log->lost;
 }
 
+unsigned long long
+eventlog_outage_events(const struct eventlog *log)
+{
+	unsigned long long	lost = log->lost_events > log->lost ?
+	    log->lost_events : log->lost;
+
+	return log->told_events + lost;
+}
+
 int
 eventlog_outage_told(const struct eventlog *log)
 {
@@ -1371,15 +1479,32 @@ eventlog_outage_told(const struct eventlog *log)
 
 void
 eventlog_add_outage(struct eventlog *log, unsigned long long lost,
-    const char *since, const char *cause)
+    unsigned long long events, const char *since, const char *cause)
 {
 	if (lost == 0)
 		return;
+	log->lost_events += events > lost ? events : lost;
 	if (log->lost == 0)
 		snprintf(log->lost_why, sizeof(log->lost_why), "%s", cause);
 	/* The earlier outage (a former run's) starts it. */
 	util_strlcpy(log->lost_since, since, sizeof(log->lost_since));
 	log->lost += lost;
+}
+
+/*
+ * How many attempts an event stands for: a summary line's "count" or
+ * "attempts", else 1 (a hook line: 1).
+ */
+static unsigned long long
+eventlog_attempts(json_t *fields)
+{
+	json_t	*n = json_object_get(fields, "count");
+
+	if (!json_is_integer(n))
+		n = json_object_get(fields, "attempts");
+	if (!json_is_integer(n) || json_integer_value(n) < 1)
+		return 1;
+	return (unsigned long long)json_integer_value(n);
 }
 
 int
@@ -1402,7 +1527,7 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	 */
 	if (!put && errno != EINVAL && (fields != NULL ||
 	    log->torn_left > left))
-		eventlog_lost(log);
+		eventlog_lost(log, eventlog_attempts(fields));
 	return rc;
 }
 
@@ -1722,6 +1847,28 @@ unsigned long long
 eventlog_torn_lines(const struct eventlog *log)
 {
 	return log->lost > 0 ? 0 : log->torn_lines;
+}
+
+const char *
+eventlog_torn_hash(const struct eventlog *log)
+{
+	return log->lost > 0 ? "" : log->torn_hash;
+}
+
+unsigned long long
+eventlog_torn_left(const struct eventlog *log, const char **hash)
+{
+	*hash = log->torn_hash;
+	return log->torn_hash[0] != '\0' ? log->torn_lines : 0;
+}
+
+void
+eventlog_torn_set(struct eventlog *log, unsigned long long n,
+    const char *hash)
+{
+	log->torn_lines = n;
+	log->torn = n > 0;
+	util_strlcpy(log->torn_hash, hash, sizeof(log->torn_hash));
 }
 
 const char *

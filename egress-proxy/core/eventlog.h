@@ -140,6 +140,12 @@ int		 eventlog_append(struct eventlog *, json_t *fields);
 unsigned long long eventlog_outage(const struct eventlog *,
 		    const char **since, const char **cause);
 
+/*
+ * How many attempts that outage's lost lines held (a summary line holds
+ * many; at least eventlog_outage()): log.outage's "lost_events".
+ */
+unsigned long long eventlog_outage_events(const struct eventlog *);
+
 /* 1 if all of that outage is in log.outage lines (a checkpoint is due). */
 int		 eventlog_outage_told(const struct eventlog *);
 
@@ -149,7 +155,8 @@ int		 eventlog_outage_told(const struct eventlog *);
  * written next is the log.outage line.
  */
 void		 eventlog_add_outage(struct eventlog *, unsigned long long lost,
-		    const char *since, const char *cause);
+		    unsigned long long events, const char *since,
+		    const char *cause);
 
 /*
  * Append a hook line that is due, then fdatasync(2) if anything was
@@ -253,6 +260,24 @@ int		 eventlog_torn_now(const struct eventlog *);
  * log.outage line that goes first counts them in its "torn").
  */
 unsigned long long eventlog_torn_lines(const struct eventlog *);
+/*
+ * Their digest (logverify_torn_hash(): the bytes of each, in order; ""
+ * for none), for the "torn_hash" of that line (atk20r20 F4).
+ */
+const char	*eventlog_torn_hash(const struct eventlog *);
+/*
+ * The torn lines after the last whole line, events lost or not, and
+ * their digest (*hash): what the anchor's torn=N:H keeps of a writer
+ * that stops after them (checkpoint.h).
+ */
+unsigned long long eventlog_torn_left(const struct eventlog *,
+		    const char **hash);
+/*
+ * Take n torn lines of digest hash as the ones after the end (what the
+ * writer's anchor says it left there, not what is found: atk20r20 F5).
+ */
+void		 eventlog_torn_set(struct eventlog *, unsigned long long n,
+		    const char *hash);
 /*
  * The first seq of the files the writer keeps (0: not known): of the
  * oldest rotated file when the log was opened or reopened (SIGUSR1: the
