@@ -37,7 +37,7 @@
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
 #define EXEC_SETTLE_ROUNDS	100	/* kill rounds after the first ... */
 #define EXEC_SETTLE_MS		30	/* ... this far apart */
-#define EXEC_GONE_MS		500	/* for the init after an exit 137 */
+#define EXEC_GONE_MS		500	/* for the init after an exit 137 (128: gVisor) */
 /*
  * The probe starts the command only once it was moved into its memory
  * cgroup: tick this often until then, for at most EXEC_JOIN_FAST_MS, so
@@ -1543,9 +1543,15 @@ exec_conclude(struct exec_state *st, const struct cgroup_counters *before,
 		ei.running = 0;
 		ei.exit_code = 137;
 	}
-	/* killed with the container (its init gone): the record says so */
-	if (!ei.running && ei.exit_code == 137 && !res->timed_out &&
-	    res->signal == 0 && exec_init_gone(st, EXEC_GONE_MS)) {
+	/*
+	 * killed with the container (its init gone): the record says so.
+	 * gVisor's `runsc exec` may end with 128 instead ("waiting on PID
+	 * N in sandbox: ...") when its sandbox is killed under it, before
+	 * the tick sees the init gone.
+	 */
+	if (!ei.running && (ei.exit_code == 137 || (o->inside &&
+	    ei.exit_code == 128)) && !res->timed_out && res->signal == 0 &&
+	    exec_init_gone(st, EXEC_GONE_MS)) {
 		exec_died(st);
 		exec_finish(st, before, 137);
 		return 0;
