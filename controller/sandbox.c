@@ -1030,24 +1030,32 @@ sandbox_remove_containers(struct docker *d, const char *id, char **cause)
 	return rv;
 }
 
+/* a and b comma-joined (heap, NULL when both are); both freed. */
+static char *
+sandbox_join_to(char *a, char *b)
+{
+	char	*to;
+
+	if (a == NULL || b == NULL)
+		return a != NULL ? a : b;
+	util_xasprintf(&to, "%s,%s", a, b);
+	free(a);
+	free(b);
+	return to;
+}
+
 /*
  * The replicas id's unregister goes to (heap, NULL: the environment's
- * alone): those it was registered with (repset.h) and those the ends of
+ * alone): those it was registered with (repset.h), those an unregister
+ * kept before is still owed to (a second discard of a removed sandbox
+ * has no folder to read them from, atk1921i F1), and those the ends of
  * its exec credentials are still owed to.
  */
 static char *
 sandbox_unregister_to(const char *id)
 {
-	char	*reg = repset_load(id), *ends = execend_to(id), *to;
-
-	if (reg == NULL)
-		return ends;
-	if (ends == NULL)
-		return reg;
-	util_xasprintf(&to, "%s,%s", reg, ends);
-	free(reg);
-	free(ends);
-	return to;
+	return sandbox_join_to(sandbox_join_to(repset_load(id),
+	    unregpend_to(id)), execend_to(id));
 }
 
 int

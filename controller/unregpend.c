@@ -55,6 +55,12 @@ unregpend_add(const char *id, const char *to, const char *why,
 	return owed_add(&unregpend, id, id, to, why, cause);
 }
 
+char *
+unregpend_to(const char *id)
+{
+	return owed_to(&unregpend, id);
+}
+
 void
 unregpend_done(const char *id)
 {

@@ -26,6 +26,12 @@ int	unregpend_path(char *buf, size_t size, const char *id);
 int	unregpend_add(const char *id, const char *to, const char *why,
 	    char **cause);
 
+/*
+ * The replicas id's kept unregister is still owed to, comma-separated
+ * (heap; NULL when none is kept, or it is owed to the environment's).
+ */
+char	*unregpend_to(const char *id);
+
 /* id's unregister is confirmed: forget it (none kept is fine). */
 void	unregpend_done(const char *id);
 

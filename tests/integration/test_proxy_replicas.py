@@ -1067,6 +1067,33 @@ class OwedToItsReplicas(ExecEndOwed):
         self.assertFalse(os.path.exists(self.unreg()))
         self.assertFalse(os.path.exists(self.owed()))
 
+    def test_second_discard_keeps_what_is_owed(self):
+        """atk1921i F1: a second discard of a removed sandbox, run with
+        fewer replicas (here none named), sent its unregister to those,
+        took their answers for every replica's and forgot the unregister
+        kept for the one away: exit 0, and that replica kept serving the
+        sandbox. A discard sends to the replicas a kept send is owed to
+        too."""
+        self.folder()
+        os.remove(self.owed())          # no exec end owed: only this
+        self.ps[1].stop()
+        r = self.sandgate(["discard", self.SBX], self.urls)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertTrue(os.path.exists(self.unreg()))
+        for urls in (self.urls[:1], None):
+            r = self.sandgate(["discard", self.SBX], urls)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertTrue(os.path.exists(self.unreg()), r.stderr)
+            with open(self.unreg()) as f:
+                self.assertEqual(f.read().splitlines()[1],
+                                 "to " + self.urls[1])
+        self.ps[1].start()
+        proxylib.wait_unix_socket(self.socks[1])
+        r = self.sandgate(["discard", self.SBX], None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(registered(self.socks[1]), [])
+        self.assertFalse(os.path.exists(self.unreg()))
+
     def test_discard_without_the_tier_reaches_its_replicas(self):
         self.folder()
         r = self.sandgate(["discard", self.SBX], None)
