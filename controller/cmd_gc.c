@@ -429,6 +429,15 @@ gc_folder(struct gc *g, const char *id)
 		g->errors++;
 		return;
 	}
+	/*
+	 * Unregistered first, from the replicas its folder names (atk1921h
+	 * F5): not confirmed, it is kept for them and the folder goes.
+	 */
+	if (sandbox_unregister(id, &cause) != 0) {
+		log_warnx("%s: removed, but %s", id, cause);
+		free(cause);
+		g->errors++;
+	}
 	if (gc_umount_under(g, dir) == -1 || gc_rmtree(dir) == -1) {
 		log_warnx("cannot remove sandbox folder '%s'",
 		    dir);

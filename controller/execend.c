@@ -6,10 +6,12 @@
 #include "log.h"
 #include "owed.h"
 #include "proxyctl.h"
+#include "repset.h"
 #include "runrec.h"
 #include "util.h"
 
-static int	execend_again(const char *, const char *, char **);
+static int	execend_again(const char *, const char *, const char *,
+		    char **, char **);
 static void	execend_confirmed(const char *, const char *);
 
 static const struct owed execend = {
@@ -18,10 +20,11 @@ static const struct owed execend = {
 
 /* An owed.h send: run's end again (the warning is the caller's). */
 static int
-execend_again(const char *run, const char *sandbox, char **why)
+execend_again(const char *run, const char *sandbox, const char *to,
+    char **left, char **why)
 {
 	(void)sandbox;
-	return proxyctl_exec_end(run, why);
+	return proxyctl_exec_end(run, to, left, why);
 }
 
 static void
@@ -41,8 +44,8 @@ execend_confirmed(const char *run, const char *sandbox)
 	char	*detail;
 
 	util_xasprintf(&detail, "the end of the proxy credential of %s, "
-	    "kept since a replica did not take it, is confirmed by every "
-	    "proxy replica", run);
+	    "kept since a replica did not take it, is confirmed by each "
+	    "replica that had not taken it", run);
 	execend_event("sandbox.exec_ended", sandbox, detail);
 	free(detail);
 }
@@ -50,18 +53,22 @@ execend_confirmed(const char *run, const char *sandbox)
 int
 execend_send(const char *sandbox, const char *run, const char *what)
 {
-	char	*why = NULL, *c2 = NULL, *detail;
+	char	*why = NULL, *c2 = NULL, *detail, *left = NULL;
+	char	*to = repset_load(sandbox);
+	int	 rc = proxyctl_exec_end(run, to, &left, &why);
 
-	if (proxyctl_exec_end(run, &why) == 0)
+	free(to);
+	if (rc == 0)
 		return 0;
 	log_warnx("warning: not every proxy replica took the end of the "
 	    "proxy credential of %s%s%s (it still lets it through there): "
 	    "%s; kept, sent again at the sandbox's next exec, gc and proxy "
 	    "start", run, what ? ", " : "", what ? what : "", why);
-	if (owed_add(&execend, run, sandbox, why, &c2) == -1) {
+	if (owed_add(&execend, run, sandbox, left, why, &c2) == -1) {
 		log_warnx("warning: the end of %s is not kept: %s", run, c2);
 		free(c2);
 	}
+	free(left);
 	util_xasprintf(&detail, "%s: %s", run, why);
 	execend_event("sandbox.exec_end_pending", sandbox, detail);
 	free(detail);
@@ -101,4 +108,10 @@ execend_report(const char *run, const char *sandbox, const char *why,
 		    "replica did not take it\n", run, sandbox);
 	else
 		execend_warn(run, sandbox, why, arg);
+}
+
+char *
+execend_to(const char *sandbox)
+{
+	return owed_to(&execend, sandbox);
 }

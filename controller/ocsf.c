@@ -702,18 +702,26 @@ ocsf_resume(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 /*
  * log.outage: events the writer could not write while its log was
  * unavailable (eventlog.h); Event Log Activity, High, a failure whose
- * detail is the cause.
+ * detail is the cause. With lost_events above lost (summary lines lost),
+ * the message names the attempts those lines held too.
  */
 static json_t *
 ocsf_outage(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 {
 	const char	*since = ocsf_str(ev, "since");
+	long long	 lost = ocsf_count(ev, "lost");
+	long long	 events = ocsf_count(ev, "lost_events");
 	char		*msg;
 	(void)name;
 
-	util_xasprintf(&msg, "%lld event(s) could not be written to the log "
-	    "since %s: it was unavailable", ocsf_count(ev, "lost"),
-	    since ? since : "?");
+	if (events > lost && lost >= 0)
+		util_xasprintf(&msg, "%lld event(s), holding %lld attempt(s), "
+		    "could not be written to the log since %s: it was "
+		    "unavailable", lost, events, since ? since : "?");
+	else
+		util_xasprintf(&msg, "%lld event(s) could not be written to "
+		    "the log since %s: it was unavailable", lost,
+		    since ? since : "?");
 	return ocsf_eventlog_other(ev, ctx, "Outage", 4, 2,
 	    ocsf_str(ev, "cause"), msg);
 }

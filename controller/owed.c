@@ -1,4 +1,6 @@
 /* owed.c: the sends the proxy still owes, kept until confirmed (owed.h). */
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +11,20 @@
 
 #include "log.h"
 #include "owed.h"
+#include "proxyctl.h"
 #include "state.h"
 #include "util.h"
+
+/* The line of a kept send naming the replicas it is still owed to. */
+#define OWED_TO		"to "
+#define OWED_TEXT_MAX	(PROXYCTL_TARGETS_MAX * PROXYCTL_URL_MAX + 1024)
+
+/* A kept send as read: its subject and the replicas it is owed to. */
+struct owed_kept {
+	char		 subject[256];
+	const char	*to;		/* in text, or NULL */
+	char		 text[OWED_TEXT_MAX];
+};
 
 static int
 owed_dir(const struct owed *o, char *buf, size_t size)
@@ -46,7 +60,7 @@ owed_valid(const struct owed *o, const char *name)
 
 int
 owed_add(const struct owed *o, const char *id, const char *subject,
-    const char *why, char **cause)
+    const char *to, const char *why, char **cause)
 {
 	char	dir[4096], path[4096];
 	int	fd, bad;
@@ -58,7 +72,9 @@ owed_add(const struct owed *o, const char *id, const char *subject,
 	    O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
 		return util_cause(cause, "cannot keep it in %s: %s", path,
 		    strerror(errno));
-	bad = dprintf(fd, "%s\n%s\n", subject, why) < 0 || fsync(fd) == -1;
+	bad = (to != NULL ? dprintf(fd, "%s\n" OWED_TO "%s\n%s\n", subject,
+	    to, why) : dprintf(fd, "%s\n%s\n", subject, why)) < 0 ||
+	    fsync(fd) == -1;
 	if (close(fd) == -1 || bad)
 		return util_cause(cause, "cannot keep it in %s: %s", path,
 		    strerror(errno));
@@ -76,46 +92,86 @@ owed_done(const struct owed *o, const char *id)
 }
 
 /*
- * The subject of the kept send id into buf (its first line when more
- * follows it, else id itself). 0, or -1 when it cannot be read.
+ * The text of the kept send id (at most OWED_TEXT_MAX bytes) into buf: a
+ * regular file only, opened without waiting (a FIFO put there would
+ * hang every command that looks, atk1921h F6). 0, or -1 with *cause.
  */
 static int
-owed_subject(const struct owed *o, const char *id, char *buf, size_t size)
+owed_text(const struct owed *o, const char *id, char *buf, size_t size,
+    char **cause)
 {
-	char	path[4096], text[512], *nl;
-	ssize_t	n;
-	int	fd;
+	struct stat	st;
+	char		path[4096];
+	ssize_t		n;
+	int		fd;
 
-	if (owed_path(o, path, sizeof(path), id) == -1 || (fd = open(path,
-	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, text, sizeof(text) - 1);
+	if (owed_path(o, path, sizeof(path), id) == -1)
+		return util_cause(cause, "state path too long");
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
+		return util_cause(cause, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return util_cause(cause, "%s: not a regular file", path);
+	}
+	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n < 0)
+		return util_cause(cause, "%s: %s", path, strerror(errno));
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * The kept send id read into k: its subject (its first line when more
+ * follows it, else id itself) and the replicas it is owed to (the line
+ * OWED_TO names them, else NULL: those of the environment). 0, or -1
+ * with *cause when it cannot be read.
+ */
+static int
+owed_read(const struct owed *o, const char *id, struct owed_kept *k,
+    char **cause)
+{
+	char	*nl, *to;
+	int	 n;
+
+	if (owed_text(o, id, k->text, sizeof(k->text), cause) == -1)
 		return -1;
-	text[n] = '\0';
+	k->to = NULL;
 	/* a long reason may be cut here: anything after line 1 makes two */
-	if ((nl = strchr(text, '\n')) == NULL || nl[1] == '\0')
-		n = snprintf(buf, size, "%s", id);
+	if ((nl = strchr(k->text, '\n')) == NULL || nl[1] == '\0')
+		n = snprintf(k->subject, sizeof(k->subject), "%s", id);
 	else {
 		*nl = '\0';
-		n = snprintf(buf, size, "%s", text);
+		n = snprintf(k->subject, sizeof(k->subject), "%s", k->text);
+		to = nl + 1;
+		if (strncmp(to, OWED_TO, strlen(OWED_TO)) == 0 &&
+		    (nl = strchr(to, '\n')) != NULL) {
+			*nl = '\0';
+			k->to = to + strlen(OWED_TO);
+		}
 	}
-	return n < 0 || (size_t)n >= size ? -1 : 0;
+	if (n < 0 || (size_t)n >= sizeof(k->subject))
+		return util_cause(cause, "%s/%s: its subject is too long",
+		    o->folder, id);
+	return 0;
 }
 
 /* id's kept send (about subject) sent again: 0 done, or -1 with *why. */
 static int
 owed_one(const struct owed *o, const char *id, const char *subject,
-    char **why)
+    const char *to, char **why)
 {
-	char	*c2 = NULL;
+	char	*c2 = NULL, *left = NULL;
 
-	if (o->send(id, subject, why) == -1) {
-		if (owed_add(o, id, subject, *why, &c2) == -1) {
+	if (o->send(id, subject, to, &left, why) == -1) {
+		/* only the replicas that did not confirm it stay owed */
+		if (owed_add(o, id, subject, left ? left : to, *why,
+		    &c2) == -1) {
 			log_warnx("warning: %s", c2);
 			free(c2);
 		}
+		free(left);
 		return -1;
 	}
 	owed_done(o, id);
@@ -126,29 +182,41 @@ owed_one(const struct owed *o, const char *id, const char *subject,
 
 /*
  * fn for each kept send of o (about subject, unless NULL); the number
- * fn returned 1 for.
+ * fn returned 1 for, and of those that cannot be read (said, left
+ * alone: atk1921h F6) unless they are another subject's.
  */
 static int
 owed_each(const struct owed *o, const char *subject,
-    int (*fn)(const struct owed *, const char *, const char *, void *),
-    void *arg)
+    int (*fn)(const struct owed *, const char *, const struct owed_kept *,
+    void *), void *arg)
 {
-	struct dirent	*de;
-	DIR		*dp;
-	char		 dir[4096], subj[256];
-	int		 n = 0;
+	struct owed_kept	*k = util_xcalloc(1, sizeof(*k));
+	struct dirent		*de;
+	DIR			*dp;
+	char			 dir[4096], *cause = NULL;
+	int			 n = 0;
 
 	if (owed_dir(o, dir, sizeof(dir)) == -1 ||
-	    (dp = opendir(dir)) == NULL)
+	    (dp = opendir(dir)) == NULL) {
+		free(k);
 		return 0;
+	}
 	while ((de = readdir(dp)) != NULL) {
-		if (!owed_valid(o, de->d_name) || owed_subject(o, de->d_name,
-		    subj, sizeof(subj)) == -1 || (subject != NULL &&
-		    strcmp(subj, subject) != 0))
+		if (!owed_valid(o, de->d_name))
 			continue;
-		n += fn(o, de->d_name, subj, arg);
+		if (owed_read(o, de->d_name, k, &cause) == -1) {
+			log_warnx("warning: a kept send to the proxy cannot "
+			    "be read, left as it is: %s", cause);
+			free(cause);
+			cause = NULL;
+			n += subject == NULL || strcmp(subject, de->d_name) == 0;
+			continue;
+		}
+		if (subject == NULL || strcmp(k->subject, subject) == 0)
+			n += fn(o, de->d_name, k, arg);
 	}
 	closedir(dp);
+	free(k);
 	return n;
 }
 
@@ -159,16 +227,17 @@ struct owed_retry_arg {
 };
 
 static int
-owed_retry_one(const struct owed *o, const char *id, const char *subject,
-    void *arg)
+owed_retry_one(const struct owed *o, const char *id,
+    const struct owed_kept *k, void *arg)
 {
+	const char		*subject = k->subject;
 	struct owed_retry_arg	*ra = arg;
 	char			*why = NULL;
 	int			 owed = 1;
 
 	if (ra->dry)
 		ra->cb(id, subject, "not sent (--dry-run)", ra->arg);
-	else if (owed_one(o, id, subject, &why) == -1)
+	else if (owed_one(o, id, subject, k->to, &why) == -1)
 		ra->cb(id, subject, why, ra->arg);
 	else {
 		ra->cb(id, subject, NULL, ra->arg);
@@ -188,10 +257,10 @@ owed_retry(const struct owed *o, const char *subject, int dry, owed_cb cb,
 }
 
 static int
-owed_drop_one(const struct owed *o, const char *id, const char *subject,
-    void *arg)
+owed_drop_one(const struct owed *o, const char *id,
+    const struct owed_kept *k, void *arg)
 {
-	(void)subject;
+	(void)k;
 	(void)arg;
 	owed_done(o, id);
 	return 1;
@@ -201,4 +270,29 @@ void
 owed_drop(const struct owed *o, const char *subject)
 {
 	(void)owed_each(o, subject, owed_drop_one, NULL);
+}
+
+/* owed_to()'s fn: k's replicas (those of the environment: "") added. */
+static int
+owed_to_one(const struct owed *o, const char *id, const struct owed_kept *k,
+    void *arg)
+{
+	char	**to = arg, *tmp;
+
+	(void)o;
+	(void)id;
+	util_xasprintf(&tmp, "%s%s%s", *to ? *to : "", *to ? "," : "",
+	    k->to ? k->to : "");
+	free(*to);
+	*to = tmp;
+	return 1;
+}
+
+char *
+owed_to(const struct owed *o, const char *subject)
+{
+	char	*to = NULL;
+
+	(void)owed_each(o, subject, owed_to_one, &to);
+	return to;
 }

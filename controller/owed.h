@@ -4,9 +4,15 @@
  * (unregister/: a removed sandbox's POST /unregister, unregpend.h;
  * execend/: a finished exec's POST /execs/end, execend.h), one file per
  * owed send (0600, in a 0700 folder), named by its id ("<prefix>" and
- * 24 hex digits), holding two lines: its subject (the sandbox it is
- * about) and why it is owed. A file of one line (an unregister kept by
- * an older sandgate) is the reason alone: its subject is its name.
+ * 24 hex digits), holding three lines: its subject (the sandbox it is
+ * about), "to " and the replicas that have not confirmed it (names as
+ * proxyctl_set() gives them, comma-separated), and why it is owed. It is
+ * sent again to those replicas (and those of the environment: it can
+ * add, not remove, atk1921h F3) and each is cleared only by its own
+ * confirmation. A file of two lines (kept by an older sandgate) names
+ * no replicas: the environment's get it. A file of one line is the
+ * reason alone: its subject is its name. A file that is not a regular
+ * one, or cannot be read, is said and left alone (counted as owed).
  */
 #ifndef SG_OWED_H
 #define SG_OWED_H
@@ -16,9 +22,13 @@
 struct owed {
 	const char	*folder;	/* under state_root() */
 	const char	*prefix;	/* of the ids: "sbx_", "run_" */
-	/* send it again: 0 when every replica confirmed, else -1 + *why */
+	/*
+	 * send it again to the replicas of to (NULL: the environment's;
+	 * those of the environment always): 0 when each confirmed, else -1
+	 * with *why, and *left (heap) the replicas that did not
+	 */
 	int		(*send)(const char *id, const char *subject,
-			    char **why);
+			    const char *to, char **left, char **why);
 	/* when confirmed at last (the run record), or NULL */
 	void		(*confirmed)(const char *id, const char *subject);
 };
@@ -34,9 +44,12 @@ typedef void	(*owed_cb)(const char *id, const char *subject,
 /* Fill buf with the file of id; -1 if it won't fit. */
 int	owed_path(const struct owed *, char *buf, size_t size, const char *id);
 
-/* Keep id (about subject; why it is owed). 0, or -1 with *cause. */
+/*
+ * Keep id (about subject; owed to the replicas of to, NULL: whichever
+ * the environment names; why it is owed). 0, or -1 with *cause.
+ */
 int	owed_add(const struct owed *, const char *id, const char *subject,
-	    const char *why, char **cause);
+	    const char *to, const char *why, char **cause);
 
 /* id is confirmed: forget it (none kept is fine). */
 void	owed_done(const struct owed *, const char *id);
@@ -51,5 +64,11 @@ int	owed_retry(const struct owed *, const char *subject, int dry,
 
 /* Forget every kept send about subject, unsent (it is moot). */
 void	owed_drop(const struct owed *, const char *subject);
+
+/*
+ * The replicas the kept sends about subject are owed to, comma-separated
+ * (heap; NULL when none is kept).
+ */
+char	*owed_to(const struct owed *, const char *subject);
 
 #endif

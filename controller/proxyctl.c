@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pending.h"
 #include "proxyctl.h"
+#include "repset.h"
 #include "sglimits.h"
 #include "state.h"
 #include "util.h"
@@ -34,11 +35,15 @@ struct proxyctl_buf {
 	int	 toobig;
 };
 
-/* The replicas of SANDGATE_PROXY_CONTROL, or the socket (url[0] ""). */
+/*
+ * The replicas of SANDGATE_PROXY_CONTROL, or the socket (url[0] ""):
+ * url[0..n-1]; then up to url[total - 1] those that a sandbox or a kept
+ * send names beyond them (proxyctl_target_index), "" the socket.
+ */
 struct proxyctl_reps {
 	int	 parsed;
-	size_t	 n;
-	char	 url[PROXYCTL_REPLICAS_MAX][PROXYCTL_URL_MAX];
+	size_t	 n, total;
+	char	 url[PROXYCTL_TARGETS_MAX][PROXYCTL_URL_MAX];
 	char	 error[PROXYCTL_URL_MAX + 96];
 };
 
@@ -46,6 +51,7 @@ static struct proxyctl_reps	proxyctl_reps;
 
 static size_t	proxyctl_write(char *, size_t, size_t, void *);
 static void	proxyctl_replicas_parse(void);
+static void	proxyctl_replicas_split(struct proxyctl_reps *);
 static int	proxyctl_token(struct curl_slist **, char **);
 static int	proxyctl_target(CURL *, size_t, const char *, char *, size_t,
 		    struct curl_slist **, char **);
@@ -55,6 +61,8 @@ static int	proxyctl_raw(size_t, const char *method, const char *path,
 static void	proxyctl_missed_add(char **, size_t, const char *, long);
 static int	proxyctl_call_first(const char *, const char *, json_t *,
 		    long *, json_t **, char **);
+static void	proxyctl_call_n(const char *, const char *const *, size_t,
+		    json_t *, struct proxyctl_ans *);
 
 const char *
 proxyctl_socket_path(void)
@@ -104,12 +112,20 @@ static void
 proxyctl_replicas_parse(void)
 {
 	struct proxyctl_reps	*r = &proxyctl_reps;
-	const char		*p = proxyctl_remote();
-	size_t			 len, l;
 
 	if (r->parsed)
 		return;
 	r->parsed = 1;
+	proxyctl_replicas_split(r);
+	r->total = r->n;
+}
+
+static void
+proxyctl_replicas_split(struct proxyctl_reps *r)
+{
+	const char		*p = proxyctl_remote();
+	size_t			 len, l;
+
 	r->n = 1;
 	if (p == NULL)
 		return;
@@ -147,9 +163,18 @@ const char *
 proxyctl_replica_name(size_t i)
 {
 	proxyctl_replicas_parse();
-	if (proxyctl_remote() == NULL)
-		return proxyctl_socket_path();
-	return i < proxyctl_reps.n ? proxyctl_reps.url[i] : "?";
+	if (i >= proxyctl_reps.total)
+		return "?";
+	return proxyctl_reps.url[i][0] == '\0' ? proxyctl_socket_path() :
+	    proxyctl_reps.url[i];
+}
+
+/* Replica i over TCP (else the socket). */
+static int
+proxyctl_tcp(size_t i)
+{
+	proxyctl_replicas_parse();
+	return i < proxyctl_reps.total && proxyctl_reps.url[i][0] != '\0';
 }
 
 /*
@@ -192,14 +217,13 @@ static int
 proxyctl_target(CURL *h, size_t i, const char *path, char *url,
     size_t size, struct curl_slist **hdrs, char **cause)
 {
-	const char	*base = proxyctl_remote();
+	const char	*base;
 
 	proxyctl_replicas_parse();
 	if (proxyctl_reps.error[0] != '\0')
 		return util_cause(cause, "%s", proxyctl_reps.error);
-	if (base != NULL)
-		base = proxyctl_reps.url[i < proxyctl_reps.n ? i : 0];
-	if (base == NULL) {
+	base = proxyctl_reps.url[i < proxyctl_reps.total ? i : 0];
+	if (base[0] == '\0') {
 		snprintf(url, size, "http://proxy%s", path);
 		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH,
 		    proxyctl_socket_path());
@@ -294,7 +318,7 @@ proxyctl_req_new(struct proxyctl_req *r, size_t i, const char *method,
 	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, proxyctl_write);
 	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, &r->b);
 	curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
-	if (proxyctl_remote() != NULL) {
+	if (proxyctl_tcp(i)) {
 		curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT,
 		    (long)PROXYCTL_CONNECT_S);
 		curl_easy_setopt(r->h, CURLOPT_TIMEOUT, get ?
@@ -327,7 +351,7 @@ proxyctl_req_end(struct proxyctl_req *r, size_t i, CURLcode rc,
 	if (rc != CURLE_OK) {
 		util_cause(cause, "cannot reach the proxy's control %s %s "
 		    "(%s); start it with `sandgate proxy start`",
-		    proxyctl_remote() ? "API" : "socket",
+		    proxyctl_tcp(i) ? "API" : "socket",
 		    proxyctl_replica_name(i), curl_easy_strerror(rc));
 		free(r->b.p);
 		r->b.p = NULL;
@@ -436,9 +460,17 @@ void
 proxyctl_call_each(const char *method, const char *const *paths,
     json_t *body, struct proxyctl_ans *ans)
 {
-	struct proxyctl_req	 r[PROXYCTL_REPLICAS_MAX];
+	proxyctl_call_n(method, paths, proxyctl_replicas(), body, ans);
+}
+
+/* proxyctl_call_each() to replicas 0..n-1 of those known (paths[n]). */
+static void
+proxyctl_call_n(const char *method, const char *const *paths, size_t n,
+    json_t *body, struct proxyctl_ans *ans)
+{
+	struct proxyctl_req	 r[PROXYCTL_TARGETS_MAX];
 	char			*text = NULL;
-	size_t			 i, n = proxyctl_replicas(), again;
+	size_t			 i, again;
 	int			 try;
 
 	memset(ans, 0, n * sizeof(*ans));
@@ -653,6 +685,11 @@ proxyctl_register(struct docker *d, const char *container,
 		free(csv);
 		csv = tmp;
 	}
+	/* first: an unregister must reach every replica that may hold it */
+	if (repset_record(sandbox, cause) == -1) {
+		free(csv);
+		return -1;
+	}
 	body = json_pack("{s:s, s:s, s:s, s:b}", "address", ip, "sandbox",
 	    sandbox, "sets", csv, "extra", extra);
 	free(csv);
@@ -710,27 +747,129 @@ proxyctl_unreg_why(const struct proxyctl_ans *a, char *buf, size_t size)
 	return NULL;
 }
 
+/* Replica i as a set names it: PROXYCTL_SET_SOCKET or its URL. */
+static const char *
+proxyctl_set_name(size_t i)
+{
+	return proxyctl_tcp(i) ? proxyctl_reps.url[i] : PROXYCTL_SET_SOCKET;
+}
+
+char *
+proxyctl_set(void)
+{
+	char	*set = NULL, *tmp;
+	size_t	 i, n = proxyctl_replicas();
+
+	for (i = 0; i < n; i++) {
+		util_xasprintf(&tmp, "%s%s%s", set ? set : "", set ? "," : "",
+		    proxyctl_set_name(i));
+		free(set);
+		set = tmp;
+	}
+	return set;
+}
+
 /*
- * POST path with {key: value} sent to every replica (all at once); 0
- * when each one confirmed it (why() NULL), else -1 with *cause naming
- * each replica that did not and why.
+ * The replica named name[0..len-1] (PROXYCTL_SET_SOCKET or a URL) into
+ * *i, added beyond those known when new. 0, or -1 when there is no room.
  */
 static int
-proxyctl_confirm_all(const char *path, const char *key, const char *value,
-    const char *(*why)(const struct proxyctl_ans *, char *, size_t),
+proxyctl_target_index(const char *name, size_t len, size_t *i)
+{
+	struct proxyctl_reps	*r = &proxyctl_reps;
+	int			 sock = len == strlen(PROXYCTL_SET_SOCKET) &&
+				    memcmp(name, PROXYCTL_SET_SOCKET, len) == 0;
+
+	if (sock)
+		len = 0;
+	for (*i = 0; *i < r->total; (*i)++)
+		if (strlen(r->url[*i]) == len &&
+		    memcmp(r->url[*i], name, len) == 0)
+			return 0;
+	if (r->total == PROXYCTL_TARGETS_MAX || len >= PROXYCTL_URL_MAX)
+		return -1;
+	memcpy(r->url[r->total], name, len);
+	r->url[r->total][len] = '\0';
+	*i = r->total++;
+	return 0;
+}
+
+/*
+ * paths[i] set to path for each replica to names (comma-separated; NULL:
+ * none) and for those of the environment (unless to names some and the
+ * environment names no URL: the socket is not added then). 0, or -1
+ * with *cause.
+ */
+static int
+proxyctl_targets(const char *to, const char *path, const char **paths,
     char **cause)
 {
-	struct proxyctl_ans	 a[PROXYCTL_REPLICAS_MAX];
-	json_t			*body = json_pack("{s:s}", key, value);
-	char			*missed = NULL, buf[512];
-	const char		*w;
-	size_t			 i, n = proxyctl_replicas();
+	size_t	i, len;
 
-	proxyctl_call_all("POST", path, body, a);
-	json_decref(body);
+	proxyctl_replicas_parse();
+	if (to != NULL && to[strspn(to, ",")] == '\0')
+		to = NULL;		/* names none */
+	if (to == NULL || proxyctl_remote() != NULL)
+		for (i = 0; i < proxyctl_reps.n; i++)
+			paths[i] = path;
+	for (; to != NULL && *to != '\0'; to += len + (to[len] == ',')) {
+		if ((len = strcspn(to, ",")) == 0)
+			continue;
+		if (proxyctl_target_index(to, len, &i) == -1)
+			return util_cause(cause, "too many proxy replicas "
+			    "named (at most %d)", PROXYCTL_TARGETS_MAX);
+		paths[i] = path;
+	}
+	return 0;
+}
+
+/* NAME (the set's) appended to the list *left (heap, "," between). */
+static void
+proxyctl_left_add(char **left, const char *name)
+{
+	char	*tmp;
+
+	util_xasprintf(&tmp, "%s%s%s", *left ? *left : "", *left ? "," : "",
+	    name);
+	free(*left);
+	*left = tmp;
+}
+
+/*
+ * POST path with body (about value) sent to the replicas of to and of
+ * the environment (proxyctl_targets, all at once), but not to the socket
+ * when moot(value) says a stopped local proxy has nothing of it; 0 when
+ * each one confirmed it (why() NULL), else -1 with *cause naming each
+ * replica that did not and why, and *left (heap) those replicas.
+ */
+static int
+proxyctl_confirm_all(const char *path, json_t *body, const char *value,
+    const char *to, int (*moot)(const char *),
+    const char *(*why)(const struct proxyctl_ans *, char *, size_t),
+    char **left, char **cause)
+{
+	struct proxyctl_ans	 a[PROXYCTL_TARGETS_MAX];
+	const char		*paths[PROXYCTL_TARGETS_MAX] = { NULL }, *w;
+	char			*missed = NULL, buf[512];
+	size_t			 i, n;
+
+	*left = NULL;
+	if (proxyctl_targets(to, path, paths, cause) == -1) {
+		*left = to ? util_xstrdup(to) : NULL;
+		return -1;
+	}
+	n = proxyctl_reps.total;
 	for (i = 0; i < n; i++)
-		if ((w = why(&a[i], buf, sizeof(buf))) != NULL)
+		if (paths[i] != NULL && !proxyctl_tcp(i) && moot != NULL &&
+		    moot(value))
+			paths[i] = NULL;
+	proxyctl_call_n("POST", paths, n, body, a);
+	for (i = 0; i < n; i++)
+		if (paths[i] != NULL &&
+		    (w = why(&a[i], buf, sizeof(buf))) != NULL) {
 			proxyctl_missed_add(&missed, i, w, 0);
+			proxyctl_left_add(left, proxyctl_set_name(i));
+		}
 	proxyctl_ans_free(a, n);
 	if (missed == NULL)
 		return 0;
@@ -739,11 +878,30 @@ proxyctl_confirm_all(const char *path, const char *key, const char *value,
 	return -1;
 }
 
-int
-proxyctl_unregister(const char *sandbox, char **cause)
+/*
+ * A stopped local proxy (no socket) whose files name nothing of sandbox
+ * has nothing to forget of it (atk1921g F1: one that names it has not
+ * confirmed it).
+ */
+static int
+proxyctl_socket_moot(const char *sandbox)
 {
-	return proxyctl_confirm_all("/unregister", "sandbox", sandbox,
-	    proxyctl_unreg_why, cause);
+	return access(proxyctl_socket_path(), F_OK) == -1 &&
+	    errno == ENOENT && proxyctl_local_registry(sandbox) == 0;
+}
+
+int
+proxyctl_unregister(const char *sandbox, const char *to, char **left,
+    char **cause)
+{
+	/* our clock: no token of it is issued after (atk1921h F7) */
+	json_t	*body = json_pack("{s:s, s:I}", "sandbox", sandbox,
+		    "issued_before", (json_int_t)time(NULL));
+	int	 rc = proxyctl_confirm_all("/unregister", body, sandbox, to,
+		    proxyctl_socket_moot, proxyctl_unreg_why, left, cause);
+
+	json_decref(body);
+	return rc;
 }
 
 /* The block cursor in a GET /status answer. */
@@ -929,10 +1087,15 @@ proxyctl_end_why(const struct proxyctl_ans *a, char *buf, size_t size)
 }
 
 int
-proxyctl_exec_end(const char *run_id, char **cause)
+proxyctl_exec_end(const char *run_id, const char *to, char **left,
+    char **cause)
 {
-	return proxyctl_confirm_all("/execs/end", "run_id", run_id,
-	    proxyctl_end_why, cause);
+	json_t	*body = json_pack("{s:s}", "run_id", run_id);
+	int	 rc = proxyctl_confirm_all("/execs/end", body, run_id, to, NULL,
+		    proxyctl_end_why, left, cause);
+
+	json_decref(body);
+	return rc;
 }
 
 void

@@ -34,6 +34,13 @@ struct docker;
 
 #define PROXYCTL_REPLICAS_MAX	16	/* URLs in SANDGATE_PROXY_CONTROL */
 #define PROXYCTL_URL_MAX	512
+/*
+ * Replicas one send can go to: those of the environment and those a
+ * sandbox was registered with (repset.h) or a kept send is owed to.
+ */
+#define PROXYCTL_TARGETS_MAX	(2 * PROXYCTL_REPLICAS_MAX)
+/* The control socket as a replica set names it (else a URL). */
+#define PROXYCTL_SET_SOCKET	"socket"
 
 /*
  * SANDGATE_PROXY_CONTROL (http:// or https://HOST:PORT), when set: the
@@ -53,6 +60,13 @@ const char	*proxyctl_remote(void);
 size_t		 proxyctl_replicas(void);
 /* Replica i as named in SANDGATE_PROXY_CONTROL, or the socket's path. */
 const char	*proxyctl_replica_name(size_t i);
+
+/*
+ * The replicas of the environment as a set: their names (each URL of
+ * SANDGATE_PROXY_CONTROL, or PROXYCTL_SET_SOCKET), comma-separated
+ * (heap). A sandbox keeps the set it was registered with (repset.h).
+ */
+char		*proxyctl_set(void);
 
 /* state_root()/proxy/run/control.sock (static storage). */
 const char	*proxyctl_socket_path(void);
@@ -153,11 +167,16 @@ int	proxyctl_address(struct docker *, char *buf, size_t size,
 int	proxyctl_register(struct docker *, const char *container,
 	    const char *sandbox, json_t *sets, int extra, char **cause);
 /*
- * Forget a sandbox (every address) on every replica. 0 once each answered
- * that it holds and saved (or kept apart) the removal; else -1 with
- * *cause naming each replica that did not and why.
+ * Forget a sandbox (every address) on each replica of the set to (NULL:
+ * none; repset.h) and of the environment (atk1921h F3: it can add
+ * replicas, not remove them). 0 once each answered that it holds and
+ * saved (or kept apart) the removal; else -1 with *cause naming each
+ * replica that did not and why, and *left (heap) the set of those. The
+ * socket of a stopped local proxy whose files name nothing of the
+ * sandbox is not asked: it has nothing to forget.
  */
-int	proxyctl_unregister(const char *sandbox, char **cause);
+int	proxyctl_unregister(const char *sandbox, const char *to, char **left,
+	    char **cause);
 /* Forget one container's address (an `exec --fresh` one, at its end). */
 int	proxyctl_unregister_container(struct docker *, const char *container,
 	    char **cause);
@@ -206,11 +225,13 @@ json_t	*proxyctl_exec_finish(struct proxyctl_exec *, const char *sandbox,
  * End the proxy credential of run_id: what proxyctl_exec_finish() does
  * at an exec's end, for a run whose sandgate process died before it
  * could (gc, or the sandbox's next exec, found its marker ownerless),
- * and for an end kept owed (execend.h). 0 when every replica answered
- * 200 (an unknown run id is: nothing to end), or -1 with *cause naming
- * each replica that did not.
+ * and for an end kept owed (execend.h), to the replicas of to and of
+ * the environment (as proxyctl_unregister). 0 when each answered 200 (an
+ * unknown run id is: nothing to end), or -1 with *cause naming each
+ * replica that did not and *left (heap) the set of those.
  */
-int	proxyctl_exec_end(const char *run_id, char **cause);
+int	proxyctl_exec_end(const char *run_id, const char *to, char **left,
+	    char **cause);
 /*
  * exec_active_sweep()'s gone (arg: the sandbox): execend_send(), which
  * warns of and keeps an end a replica did not confirm.

@@ -32,6 +32,7 @@
 #include "cspec.h"
 #include "sandbox.h"
 #include "proxyctl.h"
+#include "repset.h"
 #include "runrec.h"
 #include "state.h"
 #include "unregpend.h"
@@ -932,6 +933,32 @@ sandbox_fresh_mark(const char *id, int remove, char **cause)
 	return 0;
 }
 
+/*
+ * The address of the fresh container cid (of sandbox id) forgotten by
+ * the proxy before the container goes: 0, or -1 (said) when the proxy
+ * did not take it; the container is then left to the next sweep, since
+ * removed, its address would stay the sandbox's (a stopped proxy loads
+ * it again at its start, atk1921h F5). No address: nothing to forget.
+ */
+static int
+sandbox_fresh_unregister(struct docker *d, const char *id, const char *cid)
+{
+	char	ip[64], *err = NULL;
+
+	if (docker_container_ip(d, cid, PROXYCTL_NET_INTERNAL, ip, sizeof(ip),
+	    &err) == -1) {
+		free(err);
+		return 0;
+	}
+	if (proxyctl_unregister_container(d, cid, &err) == 0)
+		return 0;
+	log_warnx("warning: the fresh container %.12s of %s is left: the "
+	    "proxy did not forget its address %s (%s); removed by the next "
+	    "gc or exec once it does", cid, id, ip, err);
+	free(err);
+	return -1;
+}
+
 int
 sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
     char **cause)
@@ -948,8 +975,10 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
 		return 0;
 	if (docker_container_list(d, SANDBOX_LABEL, id, &list, cause) == -1)
 		return -1;
+	/* a stopped proxy whose files name it has not forgotten it */
 	proxy = proxyctl_remote() != NULL ||
-	    access(proxyctl_socket_path(), F_OK) == 0;
+	    access(proxyctl_socket_path(), F_OK) == 0 ||
+	    proxyctl_local_registry(id) != 0;
 	/* -1 when it cannot be opened: the marks then go unseen */
 	dfd = state_path(path, sizeof(path), id, NULL) == -1 ? -1 :
 	    open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -957,11 +986,10 @@ sandbox_fresh_sweep(struct docker *d, const char *id, int flags,
 		if ((cid = json_string_value(json_object_get(c, "Id"))) ==
 		    NULL || !sandbox_fresh_orphan(dfd, c))
 			continue;
-		/* no address: not on the proxy's network, nothing to forget */
 		if (!dry && proxy &&
-		    proxyctl_unregister_container(d, cid, &err) == -1) {
-			free(err);
-			err = NULL;
+		    sandbox_fresh_unregister(d, id, cid) == -1) {
+			failed = 1;
+			continue;
 		}
 		if (!dry && docker_container_remove(d, cid, &err) == -1) {
 			log_warnx("cannot remove the fresh container %.12s of "
@@ -1003,30 +1031,39 @@ sandbox_remove_containers(struct docker *d, const char *id, char **cause)
 }
 
 /*
- * id unregistered from every proxy replica: 0, or 1 with *cause when
- * one did not confirm it (unreachable, refused, or not saved), which is
- * then kept (unregpend.h) and written as a sandbox.unregister_pending
- * run record. No proxy at all (no socket, no control URL, and no
- * registry a stopped local proxy would load at its start) has nothing to
- * forget; a stopped one has not confirmed it (atk1921g F1). The ends of
- * its exec credentials still owed (execend.h) are dropped: the
- * unregister ends every credential of it.
+ * The replicas id's unregister goes to (heap, NULL: the environment's
+ * alone): those it was registered with (repset.h) and those the ends of
+ * its exec credentials are still owed to.
  */
-static int
+static char *
+sandbox_unregister_to(const char *id)
+{
+	char	*reg = repset_load(id), *ends = execend_to(id), *to;
+
+	if (reg == NULL)
+		return ends;
+	if (ends == NULL)
+		return reg;
+	util_xasprintf(&to, "%s,%s", reg, ends);
+	free(reg);
+	free(ends);
+	return to;
+}
+
+int
 sandbox_unregister(const char *id, char **cause)
 {
-	char	*why = NULL, *c2 = NULL, path[4096];
+	char	*why = NULL, *c2 = NULL, *left = NULL, path[4096];
+	char	*to = sandbox_unregister_to(id);
+	int	 rc = proxyctl_unregister(id, to, &left, &why);
 
-	execend_drop(id);
-	if (proxyctl_remote() == NULL &&
-	    access(proxyctl_socket_path(), F_OK) == -1 && errno == ENOENT &&
-	    proxyctl_local_registry(id) == 0)
-		return 0;
-	if (proxyctl_unregister(id, &why) == 0) {
+	free(to);
+	if (rc == 0) {
 		unregpend_done(id);
+		execend_drop(id);
 		return 0;
 	}
-	if (unregpend_add(id, why, &c2) == -1 || unregpend_path(path,
+	if (unregpend_add(id, left, why, &c2) == -1 || unregpend_path(path,
 	    sizeof(path), id) == -1) {
 		util_cause(cause, "not every proxy replica confirmed its "
 		    "unregister (%s), and it could not be kept to send again "
@@ -1041,6 +1078,7 @@ sandbox_unregister(const char *id, char **cause)
 		log_warnx("warning: run record not written: %s", c2);
 		free(c2);
 	}
+	free(left);
 	free(why);
 	return 1;
 }

@@ -228,10 +228,25 @@ json_t	*sandbox_spec(const struct sandbox_meta *,
 int	sandbox_destroy(struct docker *, const char *id, char **cause);
 
 /*
+ * id unregistered from the proxy replicas it was registered with
+ * (repset.h), those its kept exec ends are owed to and those of the
+ * environment: 0, or 1 with *cause when one did not confirm it
+ * (unreachable, refused, not saved, or its URL or token unknown here),
+ * which is then kept for those replicas (unregpend.h) and written as a
+ * sandbox.unregister_pending run record. The ends of its exec
+ * credentials still kept (execend.h) are dropped once it is confirmed:
+ * the unregister ends every credential of it. The socket of a stopped
+ * local proxy whose files name nothing of it is not asked (atk1921g F1).
+ */
+int	sandbox_unregister(const char *id, char **cause);
+
+/*
  * Remove the sandbox's fresh containers (exec --fresh) whose owner, the
  * sandgate that made them (SANDBOX_LABEL_OWNER), is gone: SIGKILLed
  * mid-exec, it removed nothing. Each one's address is unregistered from
- * the proxy first. SANDBOX_SWEEP_DRY: only counted. SANDBOX_SWEEP_MARKED
+ * the proxy first; one the proxy did not forget (unreachable, or a
+ * stopped local proxy whose files name the sandbox) is said and left to
+ * the next sweep (atk1921h F5). SANDBOX_SWEEP_DRY: only counted. SANDBOX_SWEEP_MARKED
  * (every exec): Docker is asked only when the sandbox folder holds a
  * fresh mark (sandbox_fresh_mark), and the marks of owners that are gone
  * are removed once their containers are; gc asks Docker every time. A

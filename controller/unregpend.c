@@ -3,13 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "execend.h"
 #include "log.h"
 #include "owed.h"
 #include "proxyctl.h"
 #include "runrec.h"
 #include "unregpend.h"
 
-static int	unregpend_send(const char *, const char *, char **);
+static int	unregpend_send(const char *, const char *, const char *,
+		    char **, char **);
 static void	unregpend_confirmed(const char *, const char *);
 
 static const struct owed unregpend = {
@@ -17,10 +19,11 @@ static const struct owed unregpend = {
 };
 
 static int
-unregpend_send(const char *id, const char *subject, char **why)
+unregpend_send(const char *id, const char *subject, const char *to,
+    char **left, char **why)
 {
 	(void)subject;
-	return proxyctl_unregister(id, why);
+	return proxyctl_unregister(id, to, left, why);
 }
 
 static void
@@ -29,9 +32,11 @@ unregpend_confirmed(const char *id, const char *subject)
 	char	*c2 = NULL;
 
 	(void)subject;
+	/* it ended every credential of it there: their ends are moot */
+	execend_drop(id);
 	if (runrec_event("sandbox.unregistered", id, "the unregister kept "
-	    "when the sandbox was removed is confirmed by every proxy "
-	    "replica", &c2) == -1) {
+	    "when the sandbox was removed is confirmed by each proxy "
+	    "replica that had not taken it", &c2) == -1) {
 		log_warnx("warning: run record not written: %s", c2);
 		free(c2);
 	}
@@ -44,9 +49,10 @@ unregpend_path(char *buf, size_t size, const char *id)
 }
 
 int
-unregpend_add(const char *id, const char *why, char **cause)
+unregpend_add(const char *id, const char *to, const char *why,
+    char **cause)
 {
-	return owed_add(&unregpend, id, id, why, cause);
+	return owed_add(&unregpend, id, id, to, why, cause);
 }
 
 void

@@ -7,7 +7,9 @@
  * and the reason, 0600, in a 0700 folder): the replica that did not take it still lets the
  * sandbox's token (and address) through, now or after its restart.
  * `sandgate gc`, every `discard` and `proxy start` send each kept
- * unregister again until every replica confirms it, and then forget it.
+ * unregister again to the replicas that have not confirmed it (owed.h)
+ * until each of them does, and then forget it and the ends of its exec
+ * credentials still kept (execend.h).
  */
 #ifndef SG_UNREGPEND_H
 #define SG_UNREGPEND_H
@@ -17,8 +19,12 @@
 /* Fill buf with the file of id's unregister; -1 if it won't fit. */
 int	unregpend_path(char *buf, size_t size, const char *id);
 
-/* Keep id's unregister (why it is owed). 0, or -1 with *cause. */
-int	unregpend_add(const char *id, const char *why, char **cause);
+/*
+ * Keep id's unregister (owed to the replicas of to, NULL: the
+ * environment's; why). 0, or -1 with *cause.
+ */
+int	unregpend_add(const char *id, const char *to, const char *why,
+	    char **cause);
 
 /* id's unregister is confirmed: forget it (none kept is fine). */
 void	unregpend_done(const char *id);

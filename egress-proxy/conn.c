@@ -1302,6 +1302,8 @@ conn_token_run_ended(const struct conn *c, char *why, size_t size)
  * any distance apart (atk1921g F3), and none is needed: the controller
  * issues no token for a removed sandbox (its ids are random and never
  * given again), and a /register of the sandbox forgets the removal.
+ * The entry is kept from this token's "issued" on, so it lasts as long
+ * as the token could (atk1921h F7).
  * Past REGISTRY_GONE_MAX removals the oldest are forgotten: a token of
  * a sandbox not registered here, issued before the latest forgotten
  * removal (the floor, with the skew), is refused too (fails closed).
@@ -1322,6 +1324,9 @@ conn_token_gone(const struct conn *c, char *why, size_t size)
 	}
 	if (gone == 0)
 		return SG_REASON_NONE;
+	/* kept while this token could hold: its clock may be ahead (F7) */
+	registry_gone_keep(c->px->registry, c->tok->sandbox,
+	    (time_t)c->tok->issued);
 	snprintf(why, size, "token of sandbox %s, unregistered since %lld",
 	    c->tok->sandbox, (long long)gone);
 	return SG_REASON_TOKEN_SANDBOX_GONE;

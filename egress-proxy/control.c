@@ -382,6 +382,11 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		if (sandbox) {
 			execcred_remove_sandbox(px->execs, key);
 			registry_gone_set(px->registry, key, now);
+			/* the controller's clock: no token issued after it */
+			registry_gone_keep(px->registry, key, (time_t)
+			    json_integer_value(json_object_get(o,
+			    "issued_before")));
+			now = registry_gone_at(px->registry, key);
 		}
 		if (!(saved = control_registry_save(px) == 0) &&
 		    !(saved = apart = control_registry_apart(key, sandbox,

@@ -72,6 +72,9 @@ static void	registry_remove_session(struct registry *, const char *);
 static void	registry_unlist(struct registry *, struct registry_entry *);
 static void	registry_gone_unlink(struct registry *,
 		    struct registry_gone *);
+static void	registry_gone_out(struct registry *, struct registry_gone *);
+static void	registry_gone_insert(struct registry *,
+		    struct registry_gone *);
 static void	registry_link(struct registry *, struct registry_entry *);
 static void	registry_addr_note(struct registry *, const char *);
 
@@ -137,8 +140,9 @@ registry_free(struct registry *r)
 	free(r);
 }
 
+/* Take g out of the time-ordered list (still in the table). */
 static void
-registry_gone_unlink(struct registry *r, struct registry_gone *g)
+registry_gone_out(struct registry *r, struct registry_gone *g)
 {
 	if (g->prev != NULL)
 		g->prev->next = g->next;
@@ -148,25 +152,32 @@ registry_gone_unlink(struct registry *r, struct registry_gone *g)
 		g->next->prev = g->prev;
 	else
 		r->gone_tail = g->prev;
+	g->next = g->prev = NULL;
+}
+
+static void
+registry_gone_unlink(struct registry *r, struct registry_gone *g)
+{
+	registry_gone_out(r, g);
 	(void)keytab_del(r->gone, g->sandbox);
 	free(g);
 }
 
 /*
  * Forget the unregisters no token can outlast (issued before them, with
- * the clock skew a token's "issued" may have), and past REGISTRY_GONE_MAX the
- * oldest: its time becomes the floor (registry_gone_floor), so a token of
- * a forgotten sandbox is still refused. Oldest first: stops at the first
+ * the clock skew a token's "issued" may have), and past max the oldest:
+ * its time becomes the floor (registry_gone_floor), so a token of a
+ * forgotten sandbox is still refused. Oldest first: stops at the first
  * one kept.
  */
 static void
-registry_gone_prune(struct registry *r, time_t now)
+registry_gone_prune(struct registry *r, time_t now, size_t max)
 {
 	struct registry_gone	*g;
 
 	while ((g = r->gone_head) != NULL) {
 		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now &&
-		    keytab_count(r->gone) <= REGISTRY_GONE_MAX)
+		    keytab_count(r->gone) <= max)
 			break;
 		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now &&
 		    g->at > r->gone_floor)
@@ -203,6 +214,9 @@ registry_gone_insert(struct registry *r, struct registry_gone *g)
 
 /*
  * A sandbox unregistered at t: its tokens are refused (conn_token_gone).
+ * Kept as long as any token issued before it could hold (with the clock
+ * skew a token's "issued" may have), counted from its time, which
+ * registry_gone_keep moves on to the controller's (atk1921h F7).
  */
 void
 registry_gone_set(struct registry *r, const char *sandbox, time_t t)
@@ -211,6 +225,9 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	size_t			 len = strlen(sandbox);
 
 	registry_gone_clear(r, sandbox);
+	/* before: the new one stays until the next (a token may keep it) */
+	registry_gone_prune(r, t > time(NULL) ? t : time(NULL),
+	    REGISTRY_GONE_MAX - 1);
 	if ((g = calloc(1, sizeof(*g) + len + 1)) == NULL)
 		return;
 	memcpy(g->sandbox, sandbox, len + 1);
@@ -221,7 +238,19 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	}
 	registry_gone_insert(r, g);
 	r->gone_dirty = 1;
-	registry_gone_prune(r, t > time(NULL) ? t : time(NULL));
+}
+
+void
+registry_gone_keep(struct registry *r, const char *sandbox, time_t at)
+{
+	struct registry_gone	*g = keytab_get(r->gone, sandbox);
+
+	if (g == NULL || g->at >= at)
+		return;
+	registry_gone_out(r, g);
+	g->at = at;
+	registry_gone_insert(r, g);	/* later: near the tail */
+	r->gone_dirty = 1;
 }
 
 void

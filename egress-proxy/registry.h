@@ -92,7 +92,12 @@ json_t		*registry_json(const struct registry *);
  * Sandboxes unregistered (POST /unregister by sandbox), with the time:
  * every token of the sandbox, whatever its "issued", is refused
  * (token_sandbox_gone); a /register of the sandbox forgets it. Entries
- * go once no token issued before them can hold (TOKEN_TTL_MAX), oldest
+ * go once no token issued before them can hold: TOKEN_TTL_MAX (and twice
+ * TOKEN_SKEW) past their time on this replica's clock. That time is the
+ * latest of the removal's here, the controller's clock it came with,
+ * and the "issued" of every token of it refused since
+ * (registry_gone_keep), so a controller clock ahead of this one does
+ * not let a token outlive its entry (atk1921h F7). They go oldest
  * first, and past REGISTRY_GONE_MAX the oldest goes early: the latest
  * time so forgotten is the floor (registry_gone_floor), and a token of a
  * sandbox not registered, issued before the floor, is refused as well
@@ -105,6 +110,9 @@ json_t		*registry_json(const struct registry *);
 #define REGISTRY_GONE_MAX	4096
 void		 registry_gone_set(struct registry *, const char *sandbox,
 		    time_t);
+/* The entry of a removed sandbox kept at least from at (none: nothing). */
+void		 registry_gone_keep(struct registry *, const char *sandbox,
+		    time_t at);
 void		 registry_gone_clear(struct registry *, const char *sandbox);
 time_t		 registry_gone_at(const struct registry *, const char *sandbox);
 time_t		 registry_gone_floor(const struct registry *);

@@ -80,11 +80,6 @@ struct checkpoint {
 	struct checkpoint_anchor making;
 	struct checkpoint_anchor last;
 	int			 anchor_dirty;	/* last is newer than the file */
-	/*
-	 * last is a rotate: anchored before the next event, so that the
-	 * anchor lists the new file and the files past keep go (eventlog.h).
-	 */
-	int			 anchor_rotated;
 	unsigned		 unanchored;	/* checkpoints since it was */
 	/*
 	 * The anchor file names a close without reopened=1 and the log ends
@@ -204,17 +199,21 @@ checkpoint_printable(const char *s)
 }
 
 /*
- * The anchor's outage at p, the rest of the line: lost=L since=TS
- * cause=TEXT (TEXT to the end). 0, or -1.
+ * The anchor's outage at p, the rest of the line: lost=L [events=E]
+ * since=TS cause=TEXT (TEXT to the end; E: the attempts the L lines
+ * held, L when not said). 0, or -1.
  */
 static int
 checkpoint_anchor_outage(const char *p, struct checkpoint_anchor *a)
 {
-	char		 lost[24];
+	char		 lost[24], events[24] = "";
 	const char	*errstr;
-	long long	 n;
+	long long	 n, e = 0;
 
 	if (checkpoint_anchor_field(&p, "lost", lost, sizeof(lost)) == -1 ||
+	    (strncmp(p, "events=", 7) == 0 && (checkpoint_anchor_field(&p,
+	    "events", events, sizeof(events)) == -1 ||
+	    util_strtonum(events, 1, LLONG_MAX, &e, &errstr) == -1)) ||
 	    checkpoint_anchor_field(&p, "since", a->since,
 	    sizeof(a->since)) == -1 || strncmp(p, "cause=", 6) != 0 ||
 	    p[6] == '\0' || strlen(p + 6) > CHECKPOINT_CAUSE_MAX ||
@@ -222,20 +221,45 @@ checkpoint_anchor_outage(const char *p, struct checkpoint_anchor *a)
 	    util_strtonum(lost, 1, LLONG_MAX, &n, &errstr) == -1)
 		return -1;
 	a->lost = (unsigned long long)n;
+	a->lost_events = (unsigned long long)(e > n ? e : n);
 	util_strlcpy(a->cause, p + 6, sizeof(a->cause));
 	return 0;
 }
 
 /*
+ * An anchor member name=N:HASH at *p (N from 1, HASH 64 lowercase hex)
+ * into *n and hash (CHECKPOINT_HEX + 1 bytes). 0, or -1.
+ */
+static int
+checkpoint_anchor_pair(const char **p, const char *name, long long *n,
+    char *hash)
+{
+	char		 v[CHECKPOINT_HEX + 24], *colon;
+	const char	*errstr;
+
+	if (checkpoint_anchor_field(p, name, v, sizeof(v)) == -1 ||
+	    (colon = strchr(v, ':')) == NULL ||
+	    strlen(colon + 1) != CHECKPOINT_HEX ||
+	    !logverify_is_hex(colon + 1, CHECKPOINT_HEX))
+		return -1;
+	*colon = '\0';
+	if (util_strtonum(v, 1, LLONG_MAX, n, &errstr) == -1)
+		return -1;
+	memcpy(hash, colon + 1, CHECKPOINT_HEX + 1);
+	return 0;
+}
+
+/*
  * The anchor's optional reopened=1 at *p into a, then its optional
- * tail=SEQ:HASH. 0, or -1 with *what set.
+ * tail=SEQ:HASH, then its optional torn=N:HASH (the torn lines its writer
+ * left after the tail, atk20r20 F5). 0, or -1 with *what set.
  */
 static int
 checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
     const char **what)
 {
-	char		 v[2], tail[CHECKPOINT_HEX + 24], *colon;
-	const char	*errstr;
+	char		 v[2];
+	long long	 n;
 
 	if (strncmp(*p, "reopened=", 9) != 0)
 		return 0;
@@ -247,15 +271,14 @@ checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
 	if (strncmp(*p, "tail=", 5) != 0)
 		return 0;
 	*what = "tail is not a seq, a colon and 64 lowercase hex digits";
-	if (checkpoint_anchor_field(p, "tail", tail, sizeof(tail)) == -1 ||
-	    (colon = strchr(tail, ':')) == NULL ||
-	    strlen(colon + 1) != CHECKPOINT_HEX ||
-	    !logverify_is_hex(colon + 1, CHECKPOINT_HEX))
+	if (checkpoint_anchor_pair(p, "tail", &a->tail_seq, a->tail_hash) == -1)
 		return -1;
-	*colon = '\0';
-	if (util_strtonum(tail, 1, LLONG_MAX, &a->tail_seq, &errstr) == -1)
+	if (strncmp(*p, "torn=", 5) != 0)
+		return 0;
+	*what = "torn is not a count, a colon and 64 lowercase hex digits";
+	if (checkpoint_anchor_pair(p, "torn", &n, a->torn_hash) == -1)
 		return -1;
-	memcpy(a->tail_hash, colon + 1, sizeof(a->tail_hash));
+	a->torn = (unsigned long long)n;
 	return 0;
 }
 
@@ -791,9 +814,8 @@ checkpoint_before(void *arg)
 {
 	struct checkpoint	*ck = arg;
 
-	/* A burst of checkpoints, or a rotation: anchored now. */
-	if ((ck->unanchored >= CHECKPOINT_UNANCHORED_MAX ||
-	    ck->anchor_rotated) && !ck->writing &&
+	/* A burst of checkpoints: anchored now, not at the next tick. */
+	if (ck->unanchored >= CHECKPOINT_UNANCHORED_MAX && !ck->writing &&
 	    checkpoint_anchor_update(ck, 1) == -1)
 		log_warnx("checkpoint: %s", ck->error);
 	if (!ck->open_due || ck->writing)
@@ -814,7 +836,6 @@ checkpoint_written(void *arg, long long seq, const char *hash)
 	if (strcmp(ck->making.reason, "open") == 0)
 		ck->open_due = 0;
 	ck->anchor_dirty = 1;
-	ck->anchor_rotated = strcmp(ck->making.reason, "rotate") == 0;
 	ck->unanchored++;
 }
 
@@ -844,6 +865,7 @@ checkpoint_put(void *arg)
 		return 0;
 	ck->last.reopened = 1;
 	ck->last.tail_seq = 0;		/* this writer goes on past it */
+	ck->last.torn = 0;
 	/* Room first: an anchor rewritten in place does not take the line. */
 	if (checkpoint_anchor_reserve(ck) == 0 &&
 	    checkpoint_anchor_write(ck) == 0 &&
@@ -985,8 +1007,8 @@ checkpoint_anchor_format(const struct checkpoint_anchor *a, char *line,
     size_t size)
 {
 	char	 cause[CHECKPOINT_CAUSE_MAX + 1];
-	char	 outage[CHECKPOINT_CAUSE_MAX + 80];
-	char	 reopened[CHECKPOINT_HEX + 40] = "", first[128] = "";
+	char	 outage[CHECKPOINT_CAUSE_MAX + 112];
+	char	 reopened[2 * CHECKPOINT_HEX + 80] = "", first[128] = "";
 	size_t	 n;
 	int	 len;
 
@@ -1000,10 +1022,15 @@ checkpoint_anchor_format(const struct checkpoint_anchor *a, char *line,
 		if (n == 0)
 			cause[n++] = '?';
 		cause[n] = '\0';
-		snprintf(outage, sizeof(outage), " lost=%llu since=%s cause=%s",
-		    a->lost, a->since, cause);
+		snprintf(outage, sizeof(outage), " lost=%llu events=%llu "
+		    "since=%s cause=%s", a->lost, a->lost_events > a->lost ?
+		    a->lost_events : a->lost, a->since, cause);
 	}
-	if (a->reopened && a->tail_seq > 0)
+	if (a->reopened && a->tail_seq > 0 && a->torn > 0)
+		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s "
+		    "torn=%llu:%s", a->tail_seq, a->tail_hash, a->torn,
+		    a->torn_hash);
+	else if (a->reopened && a->tail_seq > 0)
 		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s",
 		    a->tail_seq, a->tail_hash);
 	else if (a->reopened)
@@ -1144,6 +1171,7 @@ checkpoint_anchor_write(struct checkpoint *ck)
 	a.have_files = a.first > 0 && eventlog_files(ck->log, &a.files,
 	    a.files_hash) == 0;
 	a.lost = eventlog_outage(ck->log, &since, &cause);
+	a.lost_events = eventlog_outage_events(ck->log);
 	if (a.lost > 0) {
 		util_strlcpy(a.since, since, sizeof(a.since));
 		util_strlcpy(a.cause, cause, sizeof(a.cause));
@@ -1152,11 +1180,6 @@ checkpoint_anchor_write(struct checkpoint *ck)
 		return checkpoint_fail(ck, "anchor line too long");
 	if (checkpoint_anchor_put(ck, line, n) == -1)
 		return -1;
-	/* The files past keep it leaves out can go now (eventlog.h). */
-	if (eventlog_anchored(ck->log) == -1)
-		log_warnx("checkpoint: cannot delete \"%s\"'s rotated files "
-		    "past its keep: %s", eventlog_path(ck->log),
-		    strerror(errno));
 	ck->anchor_lost = a.lost;
 	ck->at_close = strcmp(ck->last.reason, "close") == 0 &&
 	    !ck->last.reopened && eventlog_seq(ck->log) == ck->last.seq;
@@ -1197,6 +1220,8 @@ checkpoint_anchor_lost(const char *key_path, unsigned long long lost,
 		util_strlcpy(ck.last.reason, "open", sizeof(ck.last.reason));
 		util_strlcpy(ck.last.ts, ck.last.since, sizeof(ck.last.ts));
 	}
+	ck.last.lost_events = (ck.last.lost_events > ck.last.lost ?
+	    ck.last.lost_events : ck.last.lost) + lost;
 	ck.last.lost += lost;
 	if ((n = checkpoint_anchor_format(&ck.last, line, sizeof(line))) == -1)
 		util_xasprintf(cause, "anchor line too long");
@@ -1233,7 +1258,6 @@ checkpoint_anchor_update(struct checkpoint *ck, int again)
 		if (checkpoint_anchor_write(ck) == -1)
 			return -1;
 		ck->anchor_dirty = 0;
-		ck->anchor_rotated = 0;
 		ck->unanchored = 0;
 	} else if (lost != ck->anchor_lost && (ck->last.seq > 0 || lost > 0)) {
 		/*
@@ -1271,6 +1295,14 @@ checkpoint_start_tail(struct checkpoint *ck)
 	}
 	ck->at_close = 1;
 	ck->last.tail_seq = 0;
+	ck->last.torn = 0;
+	/*
+	 * The torn lines it left after the tail are the ones it names, with
+	 * the bytes it wrote: not what is there now (atk20r20 F1, F5).
+	 */
+	if (ck->anchor.torn > 0)
+		eventlog_torn_set(ck->log, ck->anchor.torn,
+		    ck->anchor.torn_hash);
 }
 
 /*
@@ -1325,7 +1357,8 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	if (r == 1 && ck->anchor.seq == 0) {
 		ck->anchor_lost = ck->anchor.lost;
 		eventlog_add_outage(ck->log, ck->anchor.lost,
-		    ck->anchor.since, ck->anchor.cause);
+		    ck->anchor.lost_events, ck->anchor.since,
+		    ck->anchor.cause);
 		checkpoint_start_unanchored(ck);
 		return 0;
 	}
@@ -1338,8 +1371,8 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	ck->last = ck->anchor;
 	ck->read = ck->anchor;
 	ck->anchor_lost = ck->anchor.lost;
-	eventlog_add_outage(ck->log, ck->anchor.lost, ck->anchor.since,
-	    ck->anchor.cause);
+	eventlog_add_outage(ck->log, ck->anchor.lost, ck->anchor.lost_events,
+	    ck->anchor.since, ck->anchor.cause);
 	/* Files removed while the writer was stopped stay missing. */
 	if (ck->anchor.have_files)
 		eventlog_vouch(ck->log, ck->anchor.files,
@@ -1378,7 +1411,7 @@ checkpoint_start(struct checkpoint *ck, char **cause)
 	 * that verify --key can tell such a line from one put in (F5).
 	 */
 	if (!ck->resume_due && eventlog_torn(ck->log) && ck->anchor.lost == 0)
-		eventlog_add_outage(ck->log, 1, ck->anchor.ts, "a torn line "
+		eventlog_add_outage(ck->log, 1, 1, ck->anchor.ts, "a torn line "
 		    "ended the log when its writer started");
 	ck->at_close = !ck->resume_due && !ck->anchor.reopened &&
 	    strcmp(ck->anchor.reason, "close") == 0;
@@ -1402,6 +1435,11 @@ checkpoint_resume(struct checkpoint *ck)
 	    "anchor_ts", ck->anchor.ts, "found_seq", (json_int_t)ck->found_seq,
 	    "found_hash", ck->found_hash, "torn",
 	    (json_int_t)eventlog_torn_lines(ck->log));
+	if (f != NULL && json_object_set_new(f, "torn_hash",
+	    json_string(eventlog_torn_hash(ck->log))) == -1) {
+		json_decref(f);
+		f = NULL;
+	}
 	if (f == NULL || (ck->anchor.reopened && json_object_set_new(f,
 	    "anchor_reopened", json_true()) == -1) ||
 	    (ck->anchor.tail_seq > 0 && (json_object_set_new(f,
@@ -1525,7 +1563,6 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	hook.written = checkpoint_written;
 	hook.rotated = checkpoint_rotated;
 	hook.put = checkpoint_put;
-	hook.anchors = 1;
 	hook.arg = ck;
 	eventlog_set_hook(log, &hook);
 	if (ck->held && checkpoint_resume(ck) == -1) {
@@ -1677,7 +1714,8 @@ checkpoint_error(const struct checkpoint *ck)
 static void
 checkpoint_free_reopened(struct checkpoint *ck)
 {
-	int	own;
+	const char	*h;
+	int		 own;
 
 	if (ck->log == NULL || !ck->last.reopened)
 		return;
@@ -1701,6 +1739,9 @@ checkpoint_free_reopened(struct checkpoint *ck)
 		ck->last.tail_seq = eventlog_seq(ck->log);
 		util_strlcpy(ck->last.tail_hash, eventlog_hash(ck->log),
 		    sizeof(ck->last.tail_hash));
+		/* ...and the torn lines it left after it (atk20r20 F5). */
+		ck->last.torn = eventlog_torn_left(ck->log, &h);
+		util_strlcpy(ck->last.torn_hash, h, sizeof(ck->last.torn_hash));
 	}
 	if (checkpoint_anchor_write(ck) == -1)
 		log_warnx("checkpoint: %s", ck->error);

@@ -42,7 +42,12 @@
  * bytes at most):
  *
  *   sandgate-anchor-v1 seq=S hash=H reason=R ts=TS key=K reopened=1
- *       tail=TS:TH first=F files=N:D lost=L since=TS cause=TEXT
+ *       tail=TS:TH torn=N:TD first=F files=N:D lost=L events=E since=TS
+ *       cause=TEXT
+ *
+ * (torn=N:TD only after a tail: the N torn lines its writer left after
+ * that line, TD their digest, logverify_torn_hash(); events=E: the
+ * attempts the L lost lines held, L when absent.)
  *
  * (all on one line; lost=L since=TS cause=TEXT, only while an outage of
  * the log is not yet covered by a checkpoint after its log.outage line,
@@ -77,9 +82,7 @@
  * only in a process's memory. The anchor
  * is rewritten at once after
  * an open, key, timer or close checkpoint and after any checkpoint of a
- * writer that shares the log, after a rotate checkpoint before the next
- * event (the rotated files past keep are deleted only then, eventlog.h),
- * else by the next checkpoint_tick(). A
+ * writer that shares the log, else by the next checkpoint_tick(). A
  * writer that opens a log whose last line is not its anchor does not sign
  * over it silently: it first writes a log.resume line,
  *
@@ -131,7 +134,7 @@
 #define CHECKPOINT_EVENT	"log.checkpoint"
 #define CHECKPOINT_RESUME	"log.resume"
 #define CHECKPOINT_ANCHOR_HEAD	"sandgate-anchor-v1"
-#define CHECKPOINT_ANCHOR_MAX	640	/* an anchor file's bytes, at most */
+#define CHECKPOINT_ANCHOR_MAX	768	/* an anchor file's bytes, at most */
 #define CHECKPOINT_CAUSE_MAX	120	/* an outage's cause in it, at most */
 #define CHECKPOINT_KEY_RAW	32	/* Ed25519 public key */
 #define CHECKPOINT_KEY_B64	44	/* its base64, with padding */
@@ -178,11 +181,15 @@ struct checkpoint_anchor {
 	int		reopened;	/* a close the writer wrote past */
 	long long	tail_seq;	/* ...and the last line it left: 0 */
 	char		tail_hash[64 + 1];	/* while it still runs */
+	/* torn=N:H: the torn lines it left after the tail, their digest. */
+	unsigned long long torn;
+	char		torn_hash[64 + 1];
 	long long	first;	/* first seq the writer keeps; 0: not said */
 	int		have_files;	/* files=N:H said */
 	unsigned	files;	/* rotated files the writer keeps */
 	char		files_hash[64 + 1];	/* eventlog_files() */
 	unsigned long long lost;	/* events not written (0: none) */
+	unsigned long long lost_events;	/* the attempts they held */
 	char		since[32];	/* the first of them failed */
 	char		cause[CHECKPOINT_CAUSE_MAX + 1];	/* why */
 };

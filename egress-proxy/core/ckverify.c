@@ -43,6 +43,7 @@ struct ckverify_resume {
 	long long	 tail_seq;	/* anchor_tail_seq, or 0 */
 	const char	*tail_hash;
 	int		 has_torn;	/* torn (a writer since atk20r19) */
+	int		 has_torn_hash;	/* torn_hash (since atk20r20) */
 };
 
 static void	ckverify_at(struct ckverify *, struct ckverify_at *);
@@ -90,6 +91,8 @@ static int	ckverify_close_went_on(const struct ckverify *, long long);
 static int	ckverify_feed_line(void *, const char *, size_t);
 static void	ckverify_torn(struct ckverify *, const char *, size_t);
 static int	ckverify_torn_after(struct ckverify *, const char *, size_t);
+static int	ckverify_torn_match(struct ckverify *, json_t *, const char *,
+		    long long);
 static void	ckverify_outage(struct ckverify *, json_t *);
 static void	ckverify_torn_end(struct ckverify *);
 
@@ -549,16 +552,25 @@ ckverify_resume_closed(struct ckverify *v, const struct ckverify_resume *r,
 }
 
 /* Check a log.resume line's members into *r. NULL, or what is wrong. */
-/* A log.resume's torn member: absent (an older writer), or a count. */
+/*
+ * A log.resume's torn member: absent (an older writer), or a count; its
+ * torn_hash: absent (older still), or "" or 64 hex digits with a torn.
+ */
 static const char *
 ckverify_resume_torn(json_t *obj, struct ckverify_resume *r)
 {
-	json_t	*torn = json_object_get(obj, "torn");
+	json_t		*torn = json_object_get(obj, "torn");
+	const char	*h;
 
 	r->has_torn = torn != NULL;
 	if (torn != NULL && (!json_is_integer(torn) ||
 	    json_integer_value(torn) < 0))
 		return "torn is not a count";
+	r->has_torn_hash = json_object_get(obj, "torn_hash") != NULL;
+	h = json_string_value(json_object_get(obj, "torn_hash"));
+	if (r->has_torn_hash && (torn == NULL || h == NULL ||
+	    (h[0] != '\0' && !ckverify_is_hex(h))))
+		return "torn_hash is not 64 hex digits with a torn count";
 	return NULL;
 }
 
@@ -581,7 +593,7 @@ ckverify_resume_parse(json_t *obj, struct ckverify_resume *r)
 		return bad;
 	if (json_object_size(obj) != CKVERIFY_RESUME_MEMBERS +
 	    (size_t)r->reopened + (r->tail_seq > 0 ? 2 : 0) +
-	    (size_t)r->has_torn)
+	    (size_t)r->has_torn + (size_t)r->has_torn_hash)
 		return "members missing or added";
 	if (!json_is_integer(as) || json_integer_value(as) < 0 ||
 	    !json_is_integer(fs) || json_integer_value(fs) < 0)
@@ -861,13 +873,14 @@ ckverify_anchor_pass(struct ckverify *v)
  * A torn line: whatever it seems to hold (an event's name is only bytes
  * in it, spelled as the one who put it there liked, atk20r18 F1), a
  * writer that cut a line puts a log.outage (or a log.resume) after it,
- * counting it lost: the first one's place is kept for the verdict.
+ * counting it lost: the first one's place is kept for the verdict, the
+ * bytes of each go into a digest to match its "torn_hash" (F1, F4).
  */
 static void
 ckverify_torn(struct ckverify *v, const char *line, size_t len)
 {
-	(void)line;
-	(void)len;
+	if (logverify_torn_hash(v->torn_hash, line, len) == -1)
+		util_strlcpy(v->torn_hash, "?", sizeof(v->torn_hash));
 	if (v->torn_event++ == 0) {
 		v->torn_at.seq = v->chain.last_seq + 1;
 		util_strlcpy(v->torn_at.file, v->chain.file,
@@ -896,10 +909,46 @@ ckverify_torn_bound(json_t *obj, const char *member, long long old)
 }
 
 /*
- * The log line after torn lines: a log.resume or a log.outage counting at
- * least as many torn lines (ckverify_torn_bound()) says what became of
- * them; a rotate checkpoint may come first (a new file starts with one).
- * 0, or -1 with the verdict.
+ * The torn lines before a log.outage or log.resume line (name, at seq
+ * last_seq) that counts bound of them. With a "torn_hash" (a writer
+ * since atk20r20) exactly those lines, with the bytes its writer left or
+ * found: none removed, rewritten, or grown by bytes someone put before
+ * the writer's own (F1, F4); without, at most bound. 0, or -1.
+ */
+static int
+ckverify_torn_match(struct ckverify *v, json_t *obj, const char *name,
+    long long bound)
+{
+	const char	*h = json_string_value(json_object_get(obj,
+			    "torn_hash"));
+	int		 n = v->torn_event;
+
+	if (n < bound && h != NULL)
+		return ckverify_fail(v, "%s:%zu: the %s at seq %lld counts "
+		    "%lld torn line(s) (interrupted writes) before it, the "
+		    "log holds %d: a torn line was removed", v->chain.file,
+		    v->chain.lineno, name, v->chain.last_seq, bound, n);
+	if (n > bound)
+		return ckverify_fail(v, "%s:%zu: %d torn line(s) (interrupted "
+		    "writes) before the %s at seq %lld, which counts fewer "
+		    "(%lld): lines were put in the log", v->torn_at.file,
+		    v->torn_at.line, n, name, v->chain.last_seq,
+		    bound < 0 ? 0 : bound);
+	if (h == NULL || strcmp(h, n > 0 ? v->torn_hash : "") == 0)
+		return 0;
+	return ckverify_fail(v, "%s:%zu: the torn line(s) before the %s at "
+	    "seq %lld are not the bytes its writer left or found (its "
+	    "torn_hash): a torn line was rewritten, or bytes were put before "
+	    "the writer's own", v->torn_at.file, v->torn_at.line, name,
+	    v->chain.last_seq);
+}
+
+/*
+ * The log line after torn lines: a log.resume or a log.outage that
+ * accounts for them (ckverify_torn_match(); any such line is matched,
+ * torn lines before it or not) says what became of them; a rotate
+ * checkpoint may come first (a new file starts with one). 0, or -1 with
+ * the verdict.
  */
 static int
 ckverify_torn_after(struct ckverify *v, const char *line, size_t len)
@@ -907,9 +956,9 @@ ckverify_torn_after(struct ckverify *v, const char *line, size_t len)
 	json_t		*obj;
 	const char	*reason, *name = "log.outage";
 	long long	 bound;
-	int		 rotate, n = v->torn_event;
+	int		 rotate, rc;
 
-	if (!v->torn_event || v->nkeys == 0)
+	if (v->nkeys == 0)
 		return 0;
 	if ((obj = ckverify_named(line, len, name)) != NULL)
 		bound = ckverify_torn_bound(obj, "lost", 0);
@@ -918,16 +967,14 @@ ckverify_torn_after(struct ckverify *v, const char *line, size_t len)
 		bound = ckverify_torn_bound(obj, NULL, 1);
 	}
 	if (obj != NULL) {
+		rc = ckverify_torn_match(v, obj, name, bound);
 		json_decref(obj);
 		v->torn_event = 0;
-		if (n <= bound)
-			return 0;
-		return ckverify_fail(v, "%s:%zu: %d torn line(s) (interrupted "
-		    "writes) before the %s at seq %lld, which counts fewer "
-		    "(%lld): lines were put in the log", v->torn_at.file,
-		    v->torn_at.line, n, name, v->chain.last_seq,
-		    bound < 0 ? 0 : bound);
+		v->torn_hash[0] = '\0';
+		return rc;
 	}
+	if (!v->torn_event)
+		return 0;
 	if ((obj = ckverify_named(line, len, CHECKPOINT_EVENT)) != NULL) {
 		reason = json_string_value(json_object_get(obj, "reason"));
 		rotate = reason != NULL && strcmp(reason, "rotate") == 0;
@@ -1124,6 +1171,30 @@ ckverify_keys_used(struct ckverify *v)
 }
 
 /*
+ * Torn lines end the log right after the tail its writer's anchor names
+ * with torn=N:H (the torn lines it left there): exactly those, with
+ * those bytes, while it is stopped (atk20r20 F5). 1 if that failed.
+ */
+static int
+ckverify_torn_tail(struct ckverify *v)
+{
+	if (v->chain.broken || v->failed || v->nkeys == 0 ||
+	    !v->have_anchor || !v->anchor.reopened || v->anchor.torn == 0 ||
+	    v->chain.last_seq != v->anchor.tail_seq ||
+	    strcmp(v->chain.last_hash, v->anchor.tail_hash) != 0 ||
+	    ((unsigned long long)v->torn_event == v->anchor.torn &&
+	    strcmp(v->torn_hash, v->anchor.torn_hash) == 0))
+		return 0;
+	ckverify_fail(v, "the log ends with %d torn line(s) after seq %lld, "
+	    "the last line its writer's anchor names; the writer left %llu, "
+	    "with other bytes (its torn=): torn lines were put in, removed or "
+	    "rewritten", v->torn_event, v->anchor.tail_seq, v->anchor.torn);
+	v->untrusted.seq = v->anchor.tail_seq + 1;
+	v->untrusted.line = 0;
+	return 1;
+}
+
+/*
  * Torn lines end the log, right after the close the anchor names, and the
  * anchor says its writer had not gone on past it (it says so before any
  * line after its close): someone else wrote them (atk20r17 F6).
@@ -1131,7 +1202,7 @@ ckverify_keys_used(struct ckverify *v)
 static void
 ckverify_torn_end(struct ckverify *v)
 {
-	if (v->chain.pending == 0 || v->chain.broken || v->failed ||
+	if (ckverify_torn_tail(v) || v->chain.pending == 0 || v->chain.broken || v->failed ||
 	    v->nkeys == 0 || !v->have_anchor || !v->anchor_seen ||
 	    v->anchor.reopened || strcmp(v->anchor.reason, "close") != 0 ||
 	    v->chain.last_seq != v->anchor.seq)

@@ -166,6 +166,8 @@ struct ckverify {
 	 */
 	int			 torn_event;
 	struct ckverify_at	 torn_at;
+	/* Their digest (logverify_torn_hash()), for a "torn_hash". */
+	char			 torn_hash[LOGVERIFY_HASH_HEX + 1];
 	/* The writer's anchor, if given, and whether the log holds it. */
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;

@@ -48,7 +48,6 @@ struct eventlog_own {
 	 * lists it so): first may move on to it.
 	 */
 	int		vouched;
-	int		drop;	/* past keep, its own: to be deleted */
 };
 
 struct eventlog {
@@ -89,6 +88,8 @@ struct eventlog {
 	 * back): the log.outage or log.resume written next counts them.
 	 */
 	unsigned long long	 torn_lines;
+	/* Their digest, in order (logverify_torn_hash(), atk20r20 F4). */
+	char			 torn_hash[EVENTLOG_HEX];
 	unsigned long long	 torn_left;	/* cut lines left, in all */
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
@@ -96,19 +97,16 @@ struct eventlog {
 	struct eventlog_own	*own;
 	unsigned		 n_own;
 	unsigned		 own_cap;
-	/*
-	 * The last n_drop of own, past keep, are to be deleted: at once, or
-	 * (hook.anchors) once an anchor that leaves them out is written.
-	 */
-	unsigned		 n_drop;
 	int			 blocked; /* a file not its own in the way */
 	uint64_t		 blocked_us;	/* when that was seen */
 	/* Events not written while the log was unavailable (log.outage). */
 	unsigned long long	 lost;
+	unsigned long long	 lost_events;	/* the attempts they held */
 	char			 lost_since[UTIL_TS_LEN]; /* the first lost */
 	char			 lost_why[256];	/* why it failed */
 	/* Outages in log.outage lines no checkpoint line follows yet. */
 	unsigned long long	 told;
+	unsigned long long	 told_events;
 	char			 told_since[UTIL_TS_LEN];
 	char			 told_why[256];
 };
@@ -118,7 +116,7 @@ struct eventlog_found;
 static int	eventlog_fail(struct eventlog *, const char *);
 static int	eventlog_append_one(struct eventlog *, json_t *, int *);
 static int	eventlog_before(struct eventlog *);
-static void	eventlog_lost(struct eventlog *);
+static void	eventlog_lost(struct eventlog *, unsigned long long);
 static int	eventlog_put_outage(struct eventlog *);
 static int	eventlog_open_fd(struct eventlog *);
 static int	eventlog_create(struct eventlog *);
@@ -126,16 +124,18 @@ static int	eventlog_move_aside(struct eventlog *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
-		    int *);
+		    int *, off_t *);
 static size_t	eventlog_collect(const char *, size_t, int,
 		    struct eventlog_found *, size_t, size_t *, size_t *);
 static size_t	eventlog_chain_end(struct eventlog_found *, size_t,
 		    int *, int);
 static int	eventlog_scan_window(int, off_t, off_t,
-		    struct logverify_line *, int *, int *);
+		    struct logverify_line *, int *, int *, off_t *);
+static int	eventlog_torn_scan(int, off_t, off_t, unsigned long long *,
+		    char *);
 static int	eventlog_ends_torn(int, off_t);
 static int	eventlog_rotated_tail(struct eventlog *,
-		    struct logverify_line *);
+		    struct logverify_line *, unsigned long long *, char *);
 static int	eventlog_load_tail(struct eventlog *);
 static int	eventlog_same_file(struct eventlog *);
 static int	eventlog_lock(struct eventlog *);
@@ -146,8 +146,7 @@ static int	eventlog_rotation_blocked(struct eventlog *, unsigned *);
 static int	eventlog_rotate_files(struct eventlog *, unsigned);
 static long long eventlog_first_of(const char *, struct eventlog_own *);
 static int	eventlog_is_own(const char *, const struct eventlog_own *);
-static void	eventlog_drop_plan(struct eventlog *, unsigned);
-static int	eventlog_drop_planned(struct eventlog *);
+static int	eventlog_drop(struct eventlog *, unsigned);
 static int	eventlog_names_past(const struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *,
 		    const struct eventlog_own *);
@@ -418,11 +417,13 @@ eventlog_collect(const char *buf, size_t len, int cut,
  * reports the edit). *near says whether every run the window shows ends
  * within SG_LOG_SEQ_ROOM of the bound (then the end is taken from them
  * as before): a larger window may show the writer's own end before
- * them. Returns 1 found, 0 none, -1 read error.
+ * them. *end: where the line found ends in the file (the window's start
+ * when none is, the file's end when that start cut a line). Returns 1
+ * found, 0 none, -1 read error.
  */
 static int
 eventlog_scan_window(int fd, off_t size, off_t window,
-    struct logverify_line *out, int *foreign, int *near)
+    struct logverify_line *out, int *foreign, int *near, off_t *end)
 {
 	struct eventlog_found	*f = NULL;
 	char			*buf;
@@ -446,6 +447,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 	n = eventlog_collect(buf, (size_t)window, off > 0, f, cap,
 	    &last_foreign, &last_torn);
 	rc = 0;
+	*end = off > 0 ? size : 0;
 	if (n == 0) {
 		*foreign = (last_foreign > 0 ? EVENTLOG_END_FOREIGN : 0) |
 		    (last_torn > 0 ? EVENTLOG_END_TORN : 0);
@@ -457,6 +459,7 @@ eventlog_scan_window(int fd, off_t size, off_t window,
 		e = eventlog_chain_end(f, n, &skipped, 0);
 	}
 	*out = f[e].l;
+	*end = off + (off_t)f[e].end;
 	*foreign = (skipped || last_foreign > f[e].end ?
 	    EVENTLOG_END_FOREIGN : 0) |
 	    (last_torn > f[e].end ? EVENTLOG_END_TORN : 0);
@@ -486,7 +489,7 @@ out:
  */
 static int
 eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
-    int *foreign)
+    int *foreign, off_t *end)
 {
 	off_t	window = size < EVENTLOG_FIRST_SCAN ? size :
 	    EVENTLOG_FIRST_SCAN;
@@ -494,9 +497,10 @@ eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
 
 	*all = 1;
 	*foreign = 0;
+	*end = 0;
 	if (size == 0)
 		return 0;
-	r = eventlog_scan_window(fd, size, window, out, foreign, &near);
+	r = eventlog_scan_window(fd, size, window, out, foreign, &near, end);
 	if ((r != 0 && !near) || r == -1 || window == size) {
 		*all = window == size;
 		return r;
@@ -504,7 +508,51 @@ eventlog_scan(int fd, off_t size, struct logverify_line *out, int *all,
 	window = size < SG_LOG_TAIL_SCAN ? size : SG_LOG_TAIL_SCAN;
 	*all = window == size;
 	*foreign = 0;
-	return eventlog_scan_window(fd, size, window, out, foreign, &near);
+	return eventlog_scan_window(fd, size, window, out, foreign, &near,
+	    end);
+}
+
+/*
+ * The torn lines in bytes [from, size) of fd (after the log's last
+ * event, which is at most SG_LOG_TAIL_SCAN back): *n more, their digest
+ * chained into hex in order (logverify_torn_hash()), so that a start
+ * accounts for each torn line with its bytes (atk20r20 F3, F4). 0, or -1.
+ */
+static int
+eventlog_torn_scan(int fd, off_t from, off_t size, unsigned long long *n,
+    char *hex)
+{
+	struct logverify_line	 l;
+	char			*buf, *p, *e;
+	size_t			 len;
+	ssize_t			 got;
+	int			 rc = -1;
+
+	if (size <= from)
+		return 0;
+	len = (size_t)(size - from);
+	if ((buf = malloc(len)) == NULL)
+		return -1;
+	if ((got = pread(fd, buf, len, from)) != (ssize_t)len) {
+		if (got >= 0)
+			errno = EIO;
+		goto out;
+	}
+	for (p = buf; p < buf + len; p = e + 1) {
+		if ((e = memchr(p, '\n', (size_t)(buf + len - p))) == NULL)
+			e = buf + len;
+		if (logverify_line(p, (size_t)(e - p), &l) != LOGVERIFY_TORN)
+			continue;
+		if (logverify_torn_hash(hex, p, (size_t)(e - p)) == -1) {
+			errno = ENOMEM;
+			goto out;
+		}
+		(*n)++;
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
 }
 
 /* 1 if a non-empty file does not end in a newline, 0 if it does, -1. */
@@ -521,15 +569,19 @@ eventlog_ends_torn(int fd, off_t size)
 }
 
 /*
- * The last event of name.1, for a current file with none. 1, 0 or -1.
+ * The last event of name.1, for a current file with none, and the torn
+ * lines after it (*n, hex: eventlog_torn_scan(); a rotation while the
+ * writer was down keeps them its own, atk20r20 F2). 1, 0 or -1.
  * A name.1 that is a symlink, FIFO or device is not read: the chain then
  * starts again, which the signer's anchor shows (checkpoint.h).
  */
 static int
-eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
+eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
+    unsigned long long *n, char *hex)
 {
 	char		 path[4096];
 	struct stat	 st;
+	off_t		 end;
 	int		 fd, r, all, foreign;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
@@ -541,22 +593,47 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out)
 		return errno == ENOENT || errno == ELOOP || errno == EINVAL ?
 		    0 : -1;
 	}
-	r = eventlog_scan(fd, st.st_size, out, &all, &foreign);
+	r = eventlog_scan(fd, st.st_size, out, &all, &foreign, &end);
 	log->foreign |= (foreign & EVENTLOG_END_FOREIGN) != 0;
+	if (r != -1 && (r == 1 || all) &&
+	    eventlog_torn_scan(fd, end, st.st_size, n, hex) == -1)
+		r = -1;
 	close(fd);
 	return r;
 }
 
 /*
+ * The torn lines found after the log's last event (n of them, their
+ * digest hex): the writer's to account for in the log.outage or
+ * log.resume it writes next, unless it counts cut lines of its own.
+ */
+static void
+eventlog_torn_found(struct eventlog *log, unsigned long long n,
+    const char *hex)
+{
+	if (n > 0)
+		log->torn = 1;
+	if (n == 0 || log->torn_lines > 0)
+		return;
+	log->torn_lines = n;
+	util_strlcpy(log->torn_hash, hex, sizeof(log->torn_hash));
+}
+
+/*
  * Read seq and prev from the end of the open file (or of name.1 when the
  * file has no event yet; else keep what is in memory), ending a torn
- * last line with a newline first. Returns 0, or -1 with errno.
+ * last line with a newline first, and the torn lines after that end
+ * (every one, with its bytes: atk20r20 F2, F3). Returns 0, or -1 with
+ * errno.
  */
 static int
 eventlog_load_tail(struct eventlog *log)
 {
 	struct logverify_line	l;
 	struct stat		st;
+	unsigned long long	tn = 0;
+	char			th[EVENTLOG_HEX] = "";
+	off_t			end;
 	int			r, all, torn, found;
 
 	if (fstat(log->fd, &st) == -1)
@@ -572,15 +649,20 @@ eventlog_load_tail(struct eventlog *log)
 			return -1;
 		log->size++;
 	}
-	r = eventlog_scan(log->fd, log->size, &l, &all, &found);
+	r = eventlog_scan(log->fd, log->size, &l, &all, &found, &end);
 	log->foreign = (found & EVENTLOG_END_FOREIGN) != 0;
 	/*
 	 * A torn line after the end, with its newline or not (atk20r17 F6);
 	 * a whole line that only lacked its newline is not one (atk20r19 F1).
+	 * name.1's come first: verify reads it first.
 	 */
 	log->torn = (found & EVENTLOG_END_TORN) != 0;
-	if (log->torn && log->torn_lines == 0)
-		log->torn_lines = 1;
+	if (r == 0 && all && (r = eventlog_rotated_tail(log, &l, &tn,
+	    th)) == -1)
+		return -1;
+	if (eventlog_torn_scan(log->fd, end, log->size, &tn, th) == -1)
+		return -1;
+	eventlog_torn_found(log, tn, th);
 	if (r == 0 && !all && log->opts.no_end_ok) {
 		log->no_end = log->foreign = 1;
 		log->cache_valid = 1;
@@ -590,10 +672,6 @@ eventlog_load_tail(struct eventlog *log)
 		errno = EILSEQ;
 		return -1;
 	}
-	if (r == 0)
-		r = eventlog_rotated_tail(log, &l);
-	if (r == -1)
-		return -1;
 	if (r == 1) {
 		log->seq = l.seq;
 		memcpy(log->prev, l.hash, sizeof(log->prev));
@@ -944,7 +1022,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 
 	bound = log->cur.seq > 0 ? log->cur.seq : LLONG_MAX;
 	log->own = NULL;
-	log->n_own = log->own_cap = log->n_drop = 0;
+	log->n_own = log->own_cap = 0;
 	while (log->n_own < SG_LOG_ROTATED_MAX) {
 		snprintf(p, sizeof(p), "%s.%u", log->path, log->n_own + 1);
 		if (eventlog_first_of(p, &o) == 0 && gap &&
@@ -972,45 +1050,26 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 }
 
 /*
- * Plan to delete name.i, the oldest rotated file the writer keeps and
- * not yet planned, past keep: if it still starts with the line the
- * writer noted for it, it is deleted (eventlog_drop_planned()) and first
+ * Delete name.i, the oldest rotated file the writer keeps and past keep,
+ * if it still starts with the line the writer noted for it: then first
  * moves on to the first seq noted for name.(i-1), the file it keeps
  * next. A file there that does not (put in its place by someone else) is
  * left and first stays: the events the writer kept there are missing,
- * which its anchor then shows. Either way the writer no longer counts it
- * (eventlog_files()) once planned.
+ * which its anchor then shows. 0, or -1 with errno.
  */
-static void
-eventlog_drop_plan(struct eventlog *log, unsigned i)
+static int
+eventlog_drop(struct eventlog *log, unsigned i)
 {
 	char	p[4096];
 
 	snprintf(p, sizeof(p), "%s.%u", log->path, i);
-	log->own[i - 1].drop = eventlog_is_own(p, &log->own[i - 1]);
-	if (log->own[i - 1].drop && log->own[i - 2].vouched &&
-	    log->own[i - 2].seq > log->first)
-		log->first = log->own[i - 2].seq;
-	log->n_drop++;
-}
-
-/*
- * Delete the files planned (eventlog_drop_plan()), oldest first, each
- * only if it still starts with the line noted for it. 0, or -1 with
- * errno (the files not deleted yet stay planned).
- */
-static int
-eventlog_drop_planned(struct eventlog *log)
-{
-	char	p[4096];
-
-	for (; log->n_drop > 0; log->n_drop--, log->n_own--) {
-		snprintf(p, sizeof(p), "%s.%u", log->path, log->n_own);
-		if (log->own[log->n_own - 1].drop &&
-		    eventlog_is_own(p, &log->own[log->n_own - 1]) &&
-		    unlink(p) == -1 && errno != ENOENT)
+	if (eventlog_is_own(p, &log->own[i - 1])) {
+		if (unlink(p) == -1 && errno != ENOENT)
 			return -1;
+		if (log->own[i - 2].vouched && log->own[i - 2].seq > log->first)
+			log->first = log->own[i - 2].seq;
 	}
+	log->n_own = i - 1;
 	return 0;
 }
 
@@ -1050,13 +1109,9 @@ eventlog_rotation_blocked(struct eventlog *log, unsigned *top)
 /*
  * name.top -> name.(top+1) ... name -> name.1 (top: the rotated files the
  * writer keeps; name.(top+1) is free), then the files past keep are
- * planned for deletion, oldest first (eventlog_drop_plan()), but none
- * younger than keep_min_age: that many seconds of history stay whatever
- * the volume of events. They are deleted at once, or, when the hook
- * keeps an anchor (hook.anchors), once it has written one that leaves
- * them out (eventlog_anchored()): a file the anchor on disk lists, the
- * one with its checkpoint above all, is never deleted, so a crash at any
- * time leaves every file that anchor names (atk20r19 F2).
+ * deleted, oldest first (eventlog_drop()), but none younger than
+ * keep_min_age: that many seconds of history stay whatever the volume
+ * of events.
  */
 static int
 eventlog_rotate_files(struct eventlog *log, unsigned top)
@@ -1082,14 +1137,15 @@ eventlog_rotate_files(struct eventlog *log, unsigned top)
 	}
 	memset(&log->cur, 0, sizeof(log->cur));
 	log->cur.vouched = 1;
-	for (i = log->n_own - log->n_drop; i > log->opts.keep; i--) {
+	for (i = log->n_own; i > log->opts.keep; i--) {
 		snprintf(from, sizeof(from), "%s.%u", log->path, i);
 		if (log->opts.keep_min_age > 0 && stat(from, &st) == 0 &&
 		    (long long)(now - st.st_mtime) < log->opts.keep_min_age)
 			break;
-		eventlog_drop_plan(log, i);
+		if (eventlog_drop(log, i) == -1)
+			return -1;
 	}
-	return log->hook.anchors ? 0 : eventlog_drop_planned(log);
+	return 0;
 }
 
 /*
@@ -1173,6 +1229,10 @@ eventlog_write(struct eventlog *log, const char *line, size_t len)
 		log->need_nl = 1;
 		if ((size_t)n == len - 1)
 			return 0;	/* whole but its newline */
+		/* Its own bytes only: anything before them fails verify. */
+		if (logverify_torn_hash(log->torn_hash, line + nl,
+		    (size_t)n - nl) == -1)
+			log->torn_hash[0] = '\0';
 		log->torn_lines++;
 		log->torn_left++;
 	}
@@ -1320,10 +1380,12 @@ eventlog_put(struct eventlog *log, json_t *fields)
 	log->healthy = 1;
 	log->error[0] = '\0';
 	/* Torn lines before it are its to count; a new file's first aside. */
-	if (!log->in_first)
+	if (!log->in_first) {
 		log->torn_lines = 0;
+		log->torn_hash[0] = '\0';
+	}
 	if (fields == NULL)
-		log->told = 0;	/* a checkpoint covers the log.outage lines */
+		log->told = log->told_events = 0; /* a checkpoint covers them */
 	if (fields == NULL && log->hook.written != NULL)
 		log->hook.written(log->hook.arg, log->seq, log->prev);
 	rc = 0;
@@ -1337,10 +1399,11 @@ out:
  * them failed and why, for the log.outage line (eventlog_put_outage()).
  */
 static void
-eventlog_lost(struct eventlog *log)
+eventlog_lost(struct eventlog *log, unsigned long long events)
 {
 	struct timespec	now;
 
+	log->lost_events += events;
 	if (log->lost++ > 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -1352,7 +1415,9 @@ eventlog_lost(struct eventlog *log)
  * Before the first line written after an outage: a log.outage line
  * saying how many events were not written (lost), how many torn lines
  * (cut, with no whole line after them) precede it (torn: verify --key
- * takes no more, atk20r19 F5), from when (since: its own ts is when the
+ * takes no more, atk20r19 F5) with their digest (torn_hash: verify
+ * --key takes only those bytes, atk20r20 F4), how many attempts the
+ * lost lines held (lost_events: a summary line counts many), from when (since: its own ts is when the
  * log came back) and why (cause). 0, or -1.
  */
 static int
@@ -1361,9 +1426,12 @@ eventlog_put_outage(struct eventlog *log)
 	json_t	*f;
 	int	 rc;
 
-	f = json_pack("{s:s, s:I, s:I, s:s, s:s}", "event", "log.outage",
-	    "lost", (json_int_t)log->lost, "torn", (json_int_t)log->torn_lines,
-	    "since", log->lost_since, "cause", log->lost_why);
+	f = json_pack("{s:s, s:I, s:I, s:s, s:I, s:s, s:s}", "event",
+	    "log.outage", "lost", (json_int_t)log->lost, "torn",
+	    (json_int_t)log->torn_lines, "torn_hash", log->torn_hash,
+	    "lost_events", (json_int_t)(log->lost_events > log->lost ?
+	    log->lost_events : log->lost), "since", log->lost_since, "cause",
+	    log->lost_why);
 	if (f == NULL) {
 		errno = ENOMEM;
 		return eventlog_fail(log, "cannot format an event for");
@@ -1379,7 +1447,9 @@ eventlog_put_outage(struct eventlog *log)
 		    sizeof(log->told_why));
 	}
 	log->told += log->lost;
-	log->lost = 0;
+	log->told_events += log->lost_events > log->lost ? log->lost_events :
+	    log->lost;
+	log->lost = log->lost_events = 0;
 	return 0;
 }
 
@@ -1392,6 +1462,15 @@ eventlog_outage(const struct eventlog *log, const char **since,
 	return log->told + log->lost;
 }
 
+unsigned long long
+eventlog_outage_events(const struct eventlog *log)
+{
+	unsigned long long	lost = log->lost_events > log->lost ?
+	    log->lost_events : log->lost;
+
+	return log->told_events + lost;
+}
+
 int
 eventlog_outage_told(const struct eventlog *log)
 {
@@ -1400,15 +1479,32 @@ eventlog_outage_told(const struct eventlog *log)
 
 void
 eventlog_add_outage(struct eventlog *log, unsigned long long lost,
-    const char *since, const char *cause)
+    unsigned long long events, const char *since, const char *cause)
 {
 	if (lost == 0)
 		return;
+	log->lost_events += events > lost ? events : lost;
 	if (log->lost == 0)
 		snprintf(log->lost_why, sizeof(log->lost_why), "%s", cause);
 	/* The earlier outage (a former run's) starts it. */
 	util_strlcpy(log->lost_since, since, sizeof(log->lost_since));
 	log->lost += lost;
+}
+
+/*
+ * How many attempts an event stands for: a summary line's "count" or
+ * "attempts", else 1 (a hook line: 1).
+ */
+static unsigned long long
+eventlog_attempts(json_t *fields)
+{
+	json_t	*n = json_object_get(fields, "count");
+
+	if (!json_is_integer(n))
+		n = json_object_get(fields, "attempts");
+	if (!json_is_integer(n) || json_integer_value(n) < 1)
+		return 1;
+	return (unsigned long long)json_integer_value(n);
 }
 
 int
@@ -1431,7 +1527,7 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	 */
 	if (!put && errno != EINVAL && (fields != NULL ||
 	    log->torn_left > left))
-		eventlog_lost(log);
+		eventlog_lost(log, eventlog_attempts(fields));
 	return rc;
 }
 
@@ -1674,14 +1770,8 @@ eventlog_own_digest(const struct eventlog_own *c, const struct eventlog_own *o,
 int
 eventlog_files(const struct eventlog *log, unsigned *n, char *hex)
 {
-	*n = log->n_own - log->n_drop;
-	return eventlog_own_digest(&log->cur, log->own, *n, hex);
-}
-
-int
-eventlog_anchored(struct eventlog *log)
-{
-	return eventlog_drop_planned(log);
+	*n = log->n_own;
+	return eventlog_own_digest(&log->cur, log->own, log->n_own, hex);
 }
 
 void
@@ -1757,6 +1847,28 @@ unsigned long long
 eventlog_torn_lines(const struct eventlog *log)
 {
 	return log->lost > 0 ? 0 : log->torn_lines;
+}
+
+const char *
+eventlog_torn_hash(const struct eventlog *log)
+{
+	return log->lost > 0 ? "" : log->torn_hash;
+}
+
+unsigned long long
+eventlog_torn_left(const struct eventlog *log, const char **hash)
+{
+	*hash = log->torn_hash;
+	return log->torn_hash[0] != '\0' ? log->torn_lines : 0;
+}
+
+void
+eventlog_torn_set(struct eventlog *log, unsigned long long n,
+    const char *hash)
+{
+	log->torn_lines = n;
+	log->torn = n > 0;
+	util_strlcpy(log->torn_hash, hash, sizeof(log->torn_hash));
 }
 
 const char *

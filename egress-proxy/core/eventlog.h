@@ -140,6 +140,12 @@ int		 eventlog_append(struct eventlog *, json_t *fields);
 unsigned long long eventlog_outage(const struct eventlog *,
 		    const char **since, const char **cause);
 
+/*
+ * How many attempts that outage's lost lines held (a summary line holds
+ * many; at least eventlog_outage()): log.outage's "lost_events".
+ */
+unsigned long long eventlog_outage_events(const struct eventlog *);
+
 /* 1 if all of that outage is in log.outage lines (a checkpoint is due). */
 int		 eventlog_outage_told(const struct eventlog *);
 
@@ -149,7 +155,8 @@ int		 eventlog_outage_told(const struct eventlog *);
  * written next is the log.outage line.
  */
 void		 eventlog_add_outage(struct eventlog *, unsigned long long lost,
-		    const char *since, const char *cause);
+		    unsigned long long events, const char *since,
+		    const char *cause);
 
 /*
  * Append a hook line that is due, then fdatasync(2) if anything was
@@ -196,11 +203,7 @@ void		 eventlog_release(struct eventlog *);
  * (eventlog_outage()), as when its write fails. put(arg), if set, is
  * called before any line (event, hook line, log.outage) goes into the
  * file; when it returns -1 (errno set) the line is not written, as when
- * its write fails. anchors: the hook keeps an anchor that lists the
- * rotated files (checkpoint.h): files past opts.keep are deleted only
- * once it has written one that leaves them out (eventlog_anchored()),
- * never while the anchor on disk lists them. eventlog_set_hook() with
- * NULL removes the hook.
+ * its write fails. eventlog_set_hook() with NULL removes the hook.
  */
 struct eventlog_hook {
 	int	 (*due)(void *arg);
@@ -210,7 +213,6 @@ struct eventlog_hook {
 	void	 (*written)(void *arg, long long seq, const char *hash);
 	void	 (*rotated)(void *arg);
 	int	 (*put)(void *arg);
-	int	 anchors;
 	void	*arg;
 };
 void		 eventlog_set_hook(struct eventlog *,
@@ -259,11 +261,28 @@ int		 eventlog_torn_now(const struct eventlog *);
  */
 unsigned long long eventlog_torn_lines(const struct eventlog *);
 /*
+ * Their digest (logverify_torn_hash(): the bytes of each, in order; ""
+ * for none), for the "torn_hash" of that line (atk20r20 F4).
+ */
+const char	*eventlog_torn_hash(const struct eventlog *);
+/*
+ * The torn lines after the last whole line, events lost or not, and
+ * their digest (*hash): what the anchor's torn=N:H keeps of a writer
+ * that stops after them (checkpoint.h).
+ */
+unsigned long long eventlog_torn_left(const struct eventlog *,
+		    const char **hash);
+/*
+ * Take n torn lines of digest hash as the ones after the end (what the
+ * writer's anchor says it left there, not what is found: atk20r20 F5).
+ */
+void		 eventlog_torn_set(struct eventlog *, unsigned long long n,
+		    const char *hash);
+/*
  * The first seq of the files the writer keeps (0: not known): of the
  * oldest rotated file when the log was opened or reopened (SIGUSR1: the
  * files another rotated are theirs to delete), then moved on only when
- * the writer itself deletes a file past opts.keep (or is to, once its
- * anchor leaves the file out: eventlog_anchored()) that still starts
+ * the writer itself deletes a file past opts.keep that still starts
  * with the line it noted for it, to the first seq it noted for the file
  * it keeps next, if that note is vouched for: a line the writer wrote
  * as the first line of a file it made, or one its anchor lists
@@ -275,19 +294,11 @@ unsigned long long eventlog_torn_lines(const struct eventlog *);
  */
 long long	 eventlog_first(const struct eventlog *);
 /*
- * The rotated files the writer keeps (*n; not those past opts.keep it is
- * to delete, eventlog_anchored()) and the SHA-256 hex (hex[65])
+ * The rotated files the writer keeps (*n) and the SHA-256 hex (hex[65])
  * of their first lines' seq and hash, the current file's first: what
  * its anchor carries (checkpoint.h). 0, or -1 (no memory).
  */
 int		 eventlog_files(const struct eventlog *, unsigned *n, char *hex);
-/*
- * An anchor that lists the files eventlog_files() and eventlog_first()
- * said is on disk: the files past opts.keep they leave out (each only
- * if it still starts with the line the writer noted for it) are deleted
- * now. 0, or -1 with errno (those not deleted are tried again next time).
- */
-int		 eventlog_anchored(struct eventlog *);
 /*
  * At start, what the previous anchor said of them: the files counted at
  * open are the writer's when their first lines match (as listed, or,

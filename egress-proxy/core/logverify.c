@@ -108,6 +108,27 @@ logverify_hash(const char *line, size_t len, char *hex)
 	return 0;
 }
 
+int
+logverify_torn_hash(char *hex, const char *line, size_t len)
+{
+	unsigned char	 md[EVP_MAX_MD_SIZE];
+	unsigned int	 mdlen = 0;
+	EVP_MD_CTX	*ctx;
+	int		 ok;
+
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(ctx, hex, strlen(hex)) == 1 &&
+	    EVP_DigestUpdate(ctx, line, len) == 1 &&
+	    EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32;
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return -1;
+	util_hex(md, 32, hex);
+	return 0;
+}
+
 /*
  * A line that jansson refuses is torn when it is the start of a line as
  * the writer makes them: it begins with {"ts":" (or a shorter part of

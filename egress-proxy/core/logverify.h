@@ -94,6 +94,14 @@ int		 logverify_is_hex(const char *s, size_t len);
 /* Compute the hash a line should carry into hex[65]; -1 if no suffix. */
 int		 logverify_hash(const char *line, size_t len, char *hex);
 
+/*
+ * The digest of the torn lines before a log.outage or log.resume line
+ * ("torn_hash", atk20r20 F1, F4): hex (LOGVERIFY_HASH_HEX + 1 bytes, ""
+ * before the first) becomes the SHA-256, in hex, of hex's text followed
+ * by the next torn line's bytes (line[0, len), no newline). 0, or -1.
+ */
+int		 logverify_torn_hash(char *hex, const char *line, size_t len);
+
 void		 logverify_init(struct logverify *);
 
 /*

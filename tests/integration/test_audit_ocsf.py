@@ -529,7 +529,8 @@ class OcsfTest(unittest.TestCase):
                   "count", "errors", "run", "command", "argv", "image",
                   "image_id", "start", "end", "exit_code", "cmd_exit",
                   "flags", "key", "next_key", "anchor_seq", "found_seq",
-                  "lost", "since", "cause", "by", "revoked_by",
+                  "lost", "lost_events", "torn", "torn_hash", "since",
+                  "cause", "by", "revoked_by",
                   "rationale", "expires", "client", "client_port", "path",
                   "instance", "detail"]
         lines, logged = [], 0

@@ -747,6 +747,154 @@ class DiscardLocalStopped(unittest.TestCase):
         self.assertFalse(os.path.exists(self.owed()))
 
 
+class FakeDocker:
+    """A Docker API on a unix socket (DOCKER_HOST) that lists the given
+    containers of one sandbox and state (each {"role", "ip"}, a fresh
+    one with an owner label naming a process that does not run),
+    inspects and removes them; calls in self.log."""
+
+    def __init__(self, folder, sandbox, state, ctrs):
+        import re
+        import socketserver
+        self.ctrs, self.log = ctrs, []
+        boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+        owner = "4190000 12345 %d %s 0" % (
+            os.stat("/proc/self/ns/pid").st_ino, boot)
+        fake = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def reply(self, code, obj=None):
+                body = b"" if obj is None else json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Api-Version", "1.43")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def labels(self, c):
+                lab = {"sandgate.sandbox": sandbox, "sandgate.state": state,
+                       "sandgate.role": c["role"]}
+                if c["role"] == "fresh":
+                    lab["sandgate.owner"] = owner
+                return lab
+
+            def one(self, method):
+                path = re.sub(r"^/v1\.\d+", "", self.path)
+                fake.log.append("%s %s" % (method, path.split("?")[0]))
+                if path.startswith("/_ping"):
+                    return self.reply(200, "OK")
+                if path.startswith("/version"):
+                    return self.reply(200, {"ApiVersion": "1.43"})
+                if path.startswith("/containers/json"):
+                    return self.reply(200, [{
+                        "Id": cid, "Names": ["/x" + cid[:6]],
+                        "State": "running", "Labels": self.labels(c)}
+                        for cid, c in fake.ctrs.items()])
+                m = re.match(r"^/containers/([0-9a-f]+)", path)
+                if m and m.group(1) in fake.ctrs:
+                    c = fake.ctrs[m.group(1)]
+                    if method == "DELETE":
+                        del fake.ctrs[m.group(1)]
+                        return self.reply(204)
+                    return self.reply(200, {
+                        "Id": m.group(1), "State": {
+                            "Running": True, "Status": "running", "Pid": 1},
+                        "Config": {"Labels": self.labels(c)},
+                        "NetworkSettings": {"Networks": {
+                            "sandgate-internal": {"IPAddress": c["ip"]}}}})
+                return self.reply(404, {"message": "no such thing"})
+
+            def do_GET(self):
+                self.one("GET")
+
+            def do_DELETE(self):
+                self.one("DELETE")
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.one("POST")
+
+        class U(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+            def get_request(self):
+                return super().get_request()[0], ("local", 0)
+        self.path = os.path.join(folder, "docker.sock")
+        self.srv = U(self.path, H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+class FreshSweepLocalStopped(unittest.TestCase):
+    """atk1921h F5 (the sweep): gc removed a dead `exec --fresh`'s
+    container while the local proxy was stopped (its socket gone, its
+    registry naming the container's address) without a word: the proxy's
+    next start served the address as the sandbox's again. Now a stopped
+    proxy whose files name the sandbox has not forgotten it: the
+    container is left, said, and removed by the sweep once the proxy
+    answers. Docker is a fake API (no container is made)."""
+
+    SBX = "sbx_f5e55e000000000000000001"
+    FRESH = "f" * 64
+
+    def test_left_until_the_proxy_forgets_its_address(self):
+        d = tempfile.mkdtemp(prefix="sweep-", dir=W["dir"])
+        state = os.path.join(d, "state")
+        sdir = os.path.join(state, "sandboxes", self.SBX)
+        os.makedirs(os.path.join(sdir, "runs"))
+        open(os.path.join(sdir, "lock"), "w").close()
+        with open(os.path.join(sdir, "meta.json"), "w") as f:
+            json.dump({"source": d, "image": "test", "container": "c" * 64,
+                       "network": "proxy",
+                       "created": "2026-12-03T00:00:00Z"}, f)
+        run = os.path.join(state, "proxy", "run")
+        os.makedirs(run)
+        sock = os.path.join(run, "control.sock")
+        docker = FakeDocker(d, self.SBX, state, {
+            "c" * 64: {"role": "session", "ip": "127.0.0.44"},
+            self.FRESH: {"role": "fresh", "ip": "127.0.0.45"}})
+        self.addCleanup(docker.close)
+        p = proxylib.Proxy(d, W["up"], name="local",
+                           extra_args=["--control-socket", sock])
+        self.addCleanup(p.stop)
+        p.start()
+        proxylib.wait_unix_socket(sock)
+        for a, extra in (("127.0.0.44", False), ("127.0.0.45", True)):
+            st, body = proxylib.control(sock, "POST", "/register", {
+                "address": a, "sandbox": self.SBX, "sets": "test",
+                "extra": extra})
+            self.assertEqual(st, 200, body)
+        p.stop()
+        env = proxylib.clean_env({
+            "SANDGATE_STATE": state, "DOCKER_HOST": "unix://" + docker.path,
+            "SANDGATE_UID_DIR": os.path.join(d, "uids")})
+        gc = [os.path.join(proxylib.BIN, "sandgate"), "gc"]
+        r = subprocess.run(gc, capture_output=True, text=True, env=env,
+                           timeout=60)
+        self.assertIn("the fresh container ffffffffffff of %s is left"
+                      % self.SBX, r.stderr)
+        self.assertIn(self.FRESH, docker.ctrs)
+        p.start()
+        proxylib.wait_unix_socket(sock)
+        r = subprocess.run(gc, capture_output=True, text=True, env=env,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("removed 1 fresh container of " + self.SBX, r.stdout)
+        self.assertNotIn(self.FRESH, docker.ctrs)
+        st, body = proxylib.control(sock, "GET", "/status")
+        self.assertEqual([e.get("address") for e in body["sandboxes"]],
+                         ["127.0.0.44"])
+
+
 def run_through(p, password, src):
     """The run_id the replica p gives one request from src with password
     (its egress.allowed event), or why it refused it."""
@@ -839,8 +987,9 @@ class ExecEndOwed(TwoReplicas):
         self.assertIn(self.urls[1], r.stderr)
         self.assertNotIn(self.urls[0] + " (", r.stderr)
         with open(self.owed()) as f:
-            sbx, why = f.read().splitlines()
+            sbx, to, why = f.read().splitlines()
         self.assertEqual(sbx, self.SBX)
+        self.assertEqual(to, "to " + self.urls[1])
         self.assertIn(self.urls[1], why)
 
     def test_discard_drops_it(self):
@@ -849,6 +998,160 @@ class ExecEndOwed(TwoReplicas):
         self.assertFalse(os.path.exists(self.owed()))
         self.assertFalse(os.path.exists(os.path.join(
             self.state, "unregister", self.SBX)))
+
+
+class OwedToItsReplicas(ExecEndOwed):
+    """atk1921h F3: a kept exec end or unregister was "confirmed" by
+    whatever replicas the retrying command named (a gc with d1 only
+    deleted an end owed to d2, which kept the run's credential), and a
+    discard without SANDGATE_PROXY_CONTROL exited 0, kept nothing and
+    dropped the owed ends while every replica kept the sandbox. Now a
+    sandbox's folder records the replicas it was registered with, a kept
+    send names those that have not confirmed it, and each is cleared only
+    by its own confirmation; one the command cannot reach or authenticate
+    to stays kept, said, exit 125."""
+
+    PREFIX = "owedto-"
+
+    def setUp(self):
+        super().setUp()
+        with open(self.owed(), "w") as f:    # as execend_send keeps it
+            f.write("%s\nto %s\n%s (unreachable)\n" % (
+                self.SBX, self.urls[1], self.urls[1]))
+
+    def unreg(self):
+        return os.path.join(self.state, "unregister", self.SBX)
+
+    def folder(self):
+        """SBX's folder as create leaves it: the replicas it was
+        registered with (no container: the rest is Docker's)."""
+        d = os.path.join(self.state, "sandboxes", self.SBX)
+        os.makedirs(d)
+        with open(os.path.join(d, "replicas"), "w") as f:
+            f.write(",".join(self.urls) + "\n")
+        return d
+
+    def test_exec_end_goes_to_the_replica_that_owes_it(self):
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(self.owed()))
+        self.assertNotEqual(run_through(self.ps[1], self.CRED,
+                                        "127.0.0.41"), self.RUN)
+
+    def test_exec_end_kept_while_its_replica_is_away(self):
+        self.ps[1].stop()
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(self.urls[1], r.stderr)
+        with open(self.owed()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.urls[1])
+
+    def test_unregister_cleared_by_its_own_replica_only(self):
+        self.folder()
+        self.ps[1].stop()
+        r = self.sandgate(["discard", self.SBX], self.urls)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertTrue(os.path.exists(self.unreg()))
+        self.assertTrue(os.path.exists(self.owed()))
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("still owed", r.stderr)
+        with open(self.unreg()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.urls[1])
+        self.ps[1].start()
+        proxylib.wait_unix_socket(self.socks[1])
+        self.assertEqual(registered(self.socks[1]), [self.SBX])
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(registered(self.socks[1]), [])
+        self.assertFalse(os.path.exists(self.unreg()))
+        self.assertFalse(os.path.exists(self.owed()))
+
+    def test_discard_without_the_tier_reaches_its_replicas(self):
+        self.folder()
+        r = self.sandgate(["discard", self.SBX], None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([registered(s) for s in self.socks], [[], []])
+        self.assertFalse(os.path.exists(self.owed()))
+
+    def test_discard_that_cannot_authenticate_keeps_it(self):
+        self.folder()
+        env = {"SANDGATE_STATE": self.state}
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard", self.SBX],
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env(env))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("SANDGATE_PROXY_CONTROL_TOKEN_FILE", r.stderr)
+        self.assertTrue(os.path.exists(self.unreg()))
+        self.assertTrue(os.path.exists(self.owed()))
+        self.assertEqual([registered(s) for s in self.socks],
+                         [[self.SBX], [self.SBX]])
+
+    def test_gc_unregisters_a_folder_without_container(self):
+        """atk1921h F5: gc removed such a folder (and with it the record
+        of its replicas) without unregistering the sandbox."""
+        d = self.folder()
+        self.ps[1].stop()
+        r = self.sandgate(["gc"], self.urls[:1])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("removed sandbox folder " + self.SBX, r.stdout)
+        self.assertFalse(os.path.exists(d))
+        self.assertEqual(registered(self.socks[0]), [])
+        with open(self.unreg()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.urls[1])
+        self.ps[1].start()
+        proxylib.wait_unix_socket(self.socks[1])
+        r = self.sandgate(["gc"], None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(registered(self.socks[1]), [])
+        self.assertFalse(os.path.exists(self.unreg()))
+
+
+class UnregisterSendsItsClock(unittest.TestCase):
+    """atk1921h F7: a replica aged a removed sandbox's entry out by its
+    own clock; the unregister now carries the controller's clock
+    ("issued_before"), from which the replica keeps the entry as long as
+    a token the controller issued could hold (test_proxy_token's
+    GoneEntryLastsTest has the replica's side)."""
+
+    def test_discard_sends_issued_before(self):
+        bodies = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", 0))
+                bodies.append((self.path, json.loads(self.rfile.read(n))))
+                out = json.dumps({"ok": True, "saved": True}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        state = tempfile.mkdtemp(prefix="clock-", dir=W["dir"])
+        os.makedirs(os.path.join(state, "sandboxes"))
+        t0 = int(time.time())
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard", SBX],
+            capture_output=True, text=True, timeout=60,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state,
+                "SANDGATE_PROXY_CONTROL": "http://127.0.0.1:%d" %
+                srv.server_port,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        t1 = int(time.time())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        unreg = [b for p, b in bodies if p == "/unregister"]
+        self.assertEqual([b["sandbox"] for b in unreg], [SBX])
+        self.assertTrue(t0 <= unreg[0].get("issued_before", 0) <= t1,
+                        unreg)
 
 
 class RegistryApartFull(unittest.TestCase):

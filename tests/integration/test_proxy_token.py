@@ -395,6 +395,69 @@ class TokenTest(unittest.TestCase):
         self.assertIn("registered to no sandbox", ev["message"])
 
 
+class GoneEntryLastsTest(unittest.TestCase):
+    """atk1921h F7: a replica aged its list of removed sandboxes out by
+    its own clock (TOKEN_TTL_MAX + 2 x TOKEN_SKEW past the removal there),
+    while a token's expiry is the controller's clock: with the controller
+    ahead, a long token of a removed sandbox passed once its entry was
+    aged out. An entry is now kept from the latest of the removal's time,
+    the controller's clock sent with the unregister ("issued_before") and
+    the "issued" of every token of it refused since."""
+
+    SBX = "sbx_90e90e000000000000000001"
+    TTL = 30 * 24 * 3600
+
+    def start(self, gone):
+        d = tempfile.mkdtemp(prefix="gone-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        self.sock = os.path.join(run, "control.sock")
+        self.registry = os.path.join(run, "registry.json")
+        with open(self.registry, "w") as f:
+            json.dump({"sandboxes": [], "unregistered": gone}, f)
+        p = proxylib.Proxy(d, W["up"], sets="", name="gone", extra_args=[
+            "--control-socket", self.sock, "--token-key", W["pub"],
+            "--token-any-source"])
+        self.addCleanup(p.stop)
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        return p
+
+    def unregister(self, sandbox, **extra):
+        body = {"sandbox": sandbox}
+        body.update(extra)
+        st, body = proxylib.control(self.sock, "POST", "/unregister", body)
+        self.assertEqual(st, 200, body)
+        # their own file, written when they change (atk15r16 F6)
+        with open(self.registry + ".gone") as f:
+            return json.load(f)["unregistered"]
+
+    def test_a_refused_token_keeps_its_entry(self):
+        """b4: the removal 30 days and 200 s ago here, a 30-day token
+        minted just before it by a controller 1 h ahead."""
+        gone = int(time.time()) - self.TTL - 200
+        p = self.start({self.SBX: gone})
+        tok = token(W["key"], self.SBX, issued=gone + 3600, ttl=self.TTL)
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        # another unregister ages the list out by this clock
+        self.assertIn(self.SBX, self.unregister("sbx_90e90e000000000000000002"))
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+
+    def test_the_controllers_clock_keeps_the_entry(self):
+        p = self.start({})
+        ahead = int(time.time()) + 3600
+        gone = self.unregister(self.SBX, issued_before=ahead)
+        self.assertGreaterEqual(gone[self.SBX], ahead)
+        # a token minted then: refused
+        tok = token(W["key"], self.SBX, issued=ahead - 1, ttl=self.TTL)
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+
+
 class TokenBlockLogTest(unittest.TestCase):
     def test_token_sandbox_keeps_its_block_log_place(self):
         """atk15r13 F2 with a token: one pending count on each of the

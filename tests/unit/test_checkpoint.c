@@ -1182,6 +1182,10 @@ test_anchor_parse_reopened(void **state)
 		{ A_HEAD " reopened=1 tail=6:" A_HASH, "tail is before" },
 		{ A_HEAD " tail=8:" A_HASH, "members missing" },
 		{ A_HEAD " reopened=1 reopened=1", "members missing" },
+		{ A_HEAD " reopened=1 tail=8:" A_HASH " torn=0:" A_HASH,
+		    "torn is not a count" },
+		{ A_HEAD " reopened=1 tail=8:" A_HASH " torn=2", "torn is not" },
+		{ A_HEAD " reopened=1 torn=2:" A_HASH, "members missing" },
 	};
 	struct checkpoint_anchor	 a;
 	const char			*what, *good;
@@ -1202,6 +1206,14 @@ test_anchor_parse_reopened(void **state)
 	assert_int_equal(a.tail_seq, 9);
 	assert_string_equal(a.tail_hash, A_HASH);
 	assert_int_equal(a.first, 3);
+	assert_int_equal(a.torn, 0);
+	/* The torn lines its writer left after the tail (atk20r20 F5). */
+	good = A_HEAD " reopened=1 tail=9:" A_HASH " torn=2:" A_HASH
+	    " first=3";
+	assert_int_equal(checkpoint_anchor_parse(good, strlen(good), &a,
+	    &what), 0);
+	assert_int_equal(a.torn, 2);
+	assert_string_equal(a.torn_hash, A_HASH);
 #undef A_HEAD
 }
 #undef A_HASH
@@ -1275,9 +1287,22 @@ test_resume_after_close(void **state)
  * NULL, is then appended (it was killed in a write); the next writer
  * opens and closes the log.
  */
+static void	crash_rotate_close(struct tmp *, int, const char *, int);
+
 static void
 crash_then_close(struct tmp *t, int timer, const char *torn)
 {
+	crash_rotate_close(t, timer, torn, 0);
+}
+
+/*
+ * crash_then_close(), with the log renamed to name.1 (rotate) while no
+ * writer runs, as logrotate does.
+ */
+static void
+crash_rotate_close(struct tmp *t, int timer, const char *torn, int rotate)
+{
+	char			 rot[200];
 	struct checkpoint	*ck;
 	struct eventlog		*log;
 	pid_t			 pid;
@@ -1298,6 +1323,9 @@ crash_then_close(struct tmp *t, int timer, const char *torn)
 	assert_int_equal(WEXITSTATUS(status), 0);
 	if (torn != NULL)
 		append_raw(t->path, torn);
+	snprintf(rot, sizeof(rot), "%s.1", t->path);
+	if (rotate)
+		assert_int_equal(rename(t->path, rot), 0);
 	log = open_signed(t, 100, 60, &ck);
 	assert_int_equal(checkpoint_write(ck, "open"), 0);
 	assert_int_equal(checkpoint_write(ck, "close"), 0);
@@ -2540,16 +2568,13 @@ test_rotated_files_restart(void **state)
 	}
 	assert_int_equal(stat(t->path, &st), 0);
 	log = rotating_open(t, &lo, &ck);
-	/*
-	 * One rotation: the oldest file, past keep, deleted once an anchor
-	 * leaves it out (here the close's).
-	 */
+	/* One rotation: the oldest file, past keep, deleted. */
 	for (n = 0; n < 200 && stat(t->path, &now) == 0 &&
 	    now.st_ino == st.st_ino; n++)
 		append_n(log, n, 1);
 	assert_true(n < 200);
-	rotating_close(t, log, ck, &a);
 	assert_int_equal(access(rot[3], F_OK), -1);
+	rotating_close(t, log, ck, &a);
 	if (a.first != 1)
 		fail_msg("the anchor says first=%lld", a.first);
 	EVP_PKEY_free(k);
@@ -3649,21 +3674,19 @@ log_paths(struct tmp *t, char (*rot)[160], const char **paths)
 }
 
 /*
- * atk20r19 F2: a writer whose rotation deletes files past keep (1),
- * killed right after a rotation, before its anchor is rewritten (that
- * happens before its next event): every file the anchor on disk lists is
- * still there, the one with its checkpoint above all, so the log verifies
- * against it, and the next writer's log.resume names a checkpoint the log
- * holds: verify --key passes. Before, the rotation deleted name.2 at once
- * and the anchor was rewritten only by the next tick: under a burst, the
- * untampered log failed (its anchored checkpoint gone; after the restart,
- * as "rewritten"), at every restart under a flood.
+ * A writer killed after a rotation, before its anchor was rewritten (the
+ * next tick does that): the anchor names the open checkpoint, in the file
+ * rotated to name.1. The next writer's log.resume names that checkpoint;
+ * later rotations delete its file (keep 3) while the file with the
+ * log.resume stays. A checkpoint rotated away with the files before the
+ * chain's start is not a rewrite: noted (resumes_gone), the log verifies.
+ * Before, verify failed the untampered log as "rewritten or replaced".
  */
 static void
-test_rotation_keeps_anchored(void **state)
+test_resume_anchor_rotated_away(void **state)
 {
 	struct tmp		*t = *state;
-	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 1 };
+	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 3 };
 	struct checkpoint_anchor a, killed;
 	struct checkpoint	*ck;
 	struct eventlog		*log;
@@ -3677,71 +3700,28 @@ test_rotation_keeps_anchored(void **state)
 	k = rotating_key(t, rot, 8);
 	if ((pid = fork()) == 0) {
 		log = rotating_open(t, &lo, &ck);
-		append_rotations(t, log, 4);	/* no tick */
+		append_rotations(t, log, 1);	/* no tick */
 		_exit(0);			/* a kill */
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_int_equal(WEXITSTATUS(status), 0);
 	anchor_of(t, &killed);
-	if (verify_with(paths, log_paths(t, rot, paths), k, &killed, &v) ==
-	    CKVERIFY_CHAIN_BROKEN || v.failed)
-		fail_msg("%s", v.what);
 	log = rotating_open(t, &lo, &ck);
 	rotating_close(t, log, ck, &a);
 	if (verify_with(paths, log_paths(t, rot, paths), k, &a, &v) !=
 	    CKVERIFY_OK)
 		fail_msg("%s", v.what);
 	assert_int_equal(v.crashes, 1);
-	/*
-	 * A run that rotates: the file with that checkpoint goes, the one
-	 * with the log.resume naming it stays. A checkpoint rotated away
-	 * is not a rewrite. (Not with the anchor: the file made after it,
-	 * by the kill in the one event between a rotation and the anchor's
-	 * rewrite, is not vouched for, so its first= stays behind until
-	 * that file is rotated away too: docs/audit.md.)
-	 */
+	/* name.1 (the anchored checkpoint's) goes; the log.resume's stays */
 	log = rotating_open(t, &lo, &ck);
-	append_rotations(t, log, 1);
+	append_rotations(t, log, 3);
 	rotating_close(t, log, ck, &a);
-	assert_int_equal(access(rot[1], F_OK), -1);
+	assert_int_equal(access(rot[3], F_OK), -1);
 	if (verify_with(paths, log_paths(t, rot, paths), k, NULL, &v) !=
 	    CKVERIFY_OK)
 		fail_msg("%s", v.what);
 	assert_int_equal(v.resumes_gone, 1);
 	assert_int_equal(v.resume_gone_seq, killed.seq);
-	EVP_PKEY_free(k);
-}
-
-/*
- * The file past keep a rotation leaves out goes with the next anchor
- * (before the next event), not before: all that the anchor on disk lists
- * stays; the anchor's first and files= move on with it.
- */
-static void
-test_rotation_drops_when_anchored(void **state)
-{
-	struct tmp		*t = *state;
-	struct eventlog_opts	 lo = { .max_size = 3000, .keep = 1 };
-	struct checkpoint_anchor a;
-	struct checkpoint	*ck;
-	struct eventlog		*log;
-	char			 rot[4][160];
-	EVP_PKEY		*k;
-
-	k = rotating_key(t, rot, 4);
-	log = rotating_open(t, &lo, &ck);
-	append_rotations(t, log, 2);
-	assert_int_equal(access(rot[1], F_OK), 0);
-	anchor_of(t, &a);
-	assert_int_equal(a.files, 1);	/* before the rotation */
-	append_n(log, 0, 1);
-	assert_int_equal(access(rot[1], F_OK), -1);
-	assert_int_equal(access(rot[0], F_OK), 0);
-	anchor_of(t, &a);
-	assert_string_equal(a.reason, "rotate");
-	assert_true(a.first > 1);
-	assert_int_equal(a.files, 1);
-	rotating_close(t, log, ck, &a);
 	EVP_PKEY_free(k);
 }
 
@@ -4591,6 +4571,259 @@ test_torn_before_resume(void **state)
 	}
 }
 
+/*
+ * verify --key k --anchor (as on disk) of paths[0, n): passes when ok,
+ * else fails (UNTRUSTED); a wrong verdict names what and case how.
+ */
+static void
+verify_expect(struct tmp *t, const char *const *paths, size_t n,
+    EVP_PKEY *k, int ok, const char *what, int how)
+{
+	struct checkpoint_anchor a;
+	struct ckverify		 v;
+
+	anchor_of(t, &a);
+	if (verify_with(paths, n, k, &a, &v) != (ok ? CKVERIFY_OK :
+	    CKVERIFY_UNTRUSTED))
+		fail_msg("%s, case %d: %s%s", what, how, v.what, v.chain.what);
+}
+
+/*
+ * atk20r20 F1, F4: the log.outage after a line the writer cut and could
+ * not take back names the bytes it wrote (torn_hash). The torn line
+ * removed, rewritten, doubled, or grown by bytes put before the writer's
+ * own (a folder writer's forged prefix the cut write merged into) fails
+ * verify --key; the log as written passes.
+ */
+static void
+test_torn_bytes(void **state)
+{
+	static const struct cut_case c = { "event, 20 short, kept", 0, 20,
+	    1, 0, 1 };
+	static const char prefix[] = "{\"ts\":\"2026-12-03T09:00:00.000000Z\","
+	    "\"seq\":5,\"event\":\"egress.allowed\",\"host\":\"exfil.evil.test\","
+	    "\"note\":";
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	const char		*paths[1] = { t->path };
+	char			 pub[160];
+	EVP_PKEY		*k;
+	size_t			 at, i;
+	int			 how;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 0, 3);
+	assert_true(cut_write(t, log, ck, &c));
+	append_n(log, 6, 2);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	lines_read(&l, t->path);
+	for (at = 0; at < l.n && l.v[at][strlen(l.v[at]) - 1] == '}'; at++)
+		continue;
+	assert_true(at + 1 < l.n);
+	assert_non_null(strstr(l.v[at + 1], "\"torn\":1,\"torn_hash\":\""));
+	for (how = 0; how < 5; how++) {
+		lines_write(&l, t->path, 0, at);
+		if (how == 1)
+			append_raw(t->path, forged_torn);
+		if (how == 2)
+			append_raw(t->path, prefix);
+		if (how >= 2)
+			append_raw(t->path, l.v[at]);
+		if (how == 3)
+			append_raw(t->path, "\n");
+		if (how == 3)
+			append_raw(t->path, l.v[at]);
+		if (how == 4)
+			append_raw(t->path, "x");
+		append_raw(t->path, how == 1 || how >= 2 ? "\n" : "");
+		for (i = at + (how == 0 ? 0 : 1); i < l.n; i++) {
+			append_raw(t->path, l.v[i]);
+			append_raw(t->path, "\n");
+		}
+		verify_expect(t, paths, 1, k, how == 0, "torn bytes", how);
+	}
+	lines_free(&l);
+	EVP_PKEY_free(k);
+}
+
+/* The file at path (under 1 MiB), NUL-terminated; caller frees. */
+static char *
+file_read(const char *path, size_t *len)
+{
+	char	*buf;
+	FILE	*f;
+
+	assert_non_null(f = fopen(path, "rb"));
+	assert_non_null(buf = calloc(1, 1 << 20));
+	*len = fread(buf, 1, (1 << 20) - 1, f);
+	fclose(f);
+	return buf;
+}
+
+/* Remove the torn lines (not ending in '}') from the file at path. */
+static void
+torn_cut(const char *path)
+{
+	char	*buf, *p, *e, *out;
+	size_t	 len, n = 0;
+	FILE	*f;
+
+	buf = file_read(path, &len);
+	assert_non_null(out = malloc(len + 1));
+	for (p = buf; p < buf + len; p = e + 1) {
+		if ((e = memchr(p, '\n', (size_t)(buf + len - p))) == NULL)
+			e = buf + len;
+		if (e > p && e[-1] != '}')
+			continue;
+		memcpy(out + n, p, (size_t)(e - p));
+		n += (size_t)(e - p);
+		if (e < buf + len)
+			out[n++] = '\n';
+	}
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(out, 1, n, f), n);
+	fclose(f);
+	free(out);
+	free(buf);
+}
+
+/*
+ * atk20r20 F2, F3, F4: torn lines a start finds after the log's last
+ * event, however many (a crash loop leaves one per start that died in a
+ * write), in name.1 too when the log was rotated while no writer ran:
+ * the log.resume counts each, with its bytes. verify --key passes the
+ * log as written, and fails it with the torn lines removed.
+ */
+static void
+test_torn_found_at_start(void **state)
+{
+	static const char two[] = "{\"ts\":\"2026-12-03T09:00:00.1\n"
+	    "{\"ts\":\"2026-12-03T09:00:00.2Z\",\"seq";
+	static const struct {
+		const char	*torn;
+		int		 rotate;
+		int		 n;
+	} cases[] = {
+		{ two, 0, 2 },
+		{ "{\"ts\":\"2026-12-03T09:00:00.1", 1, 1 },
+		{ two, 1, 2 },
+	};
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	const char		*paths[2];
+	char			 pub[160], rot[200], want[32], *got;
+	EVP_PKEY		*k;
+	size_t			 i, j, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tmp_renew(t);
+		crash_rotate_close(t, 0, cases[i].torn, cases[i].rotate);
+		snprintf(rot, sizeof(rot), "%s.1", t->path);
+		n = 0;
+		if (cases[i].rotate)	/* for lines_read(): the same line */
+			append_raw(rot, "\n");
+		if (cases[i].rotate)
+			paths[n++] = rot;
+		paths[n++] = t->path;
+		snprintf(pub, sizeof(pub), "%s.pub", t->key);
+		k = pubkey(pub);
+		if (verify_with(paths, n, k, NULL, &v) != CKVERIFY_OK)
+			fail_msg("case %zu: %s%s", i, v.what, v.chain.what);
+		snprintf(want, sizeof(want), "\"torn\":%d,", cases[i].n);
+		got = file_read(t->path, &j);
+		if (strstr(got, want) == NULL)
+			fail_msg("case %zu: no line says %s", i, want);
+		free(got);
+		/* The torn lines removed: the resume names them. */
+		torn_cut(paths[0]);
+		if (verify_with(paths, n, k, NULL, &v) != CKVERIFY_UNTRUSTED)
+			fail_msg("case %zu, torn lines removed: passed", i);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
+ * The writer's first line (an open checkpoint) cut 40 bytes in by a
+ * short write, in a file that refuses truncation: a torn line it left.
+ */
+static void
+cut_first(struct tmp *t, struct checkpoint *ck)
+{
+	struct rlimit	 was, cut;
+	struct stat	 st;
+	void		(*old)(int);
+
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	cut = was;
+	cut.rlim_cur = (rlim_t)st.st_size + 40;
+	old = signal(SIGXFSZ, SIG_IGN);
+	refuse_truncate = t->path;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &cut), 0);
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	refuse_truncate = NULL;
+	signal(SIGXFSZ, old);
+}
+
+/*
+ * atk20r20 F5 (and F1's controller form): a writer that stops with a
+ * torn line it left after its last line names it in its anchor
+ * (tail=..., torn=1:H). Torn lines put after it while it is stopped, or
+ * bytes put before its own, fail verify --key --anchor at once and after
+ * the next start; the log as left passes both times.
+ */
+static void
+test_torn_after_tail(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	const char		*paths[1] = { t->path };
+	char			 anchor[200], *text;
+	EVP_PKEY		*k;
+	size_t			 len;
+	int			 how;
+
+	for (how = 0; how < 3; how++) {
+		tmp_renew(t);
+		k = signed_log(t, 100, 3, "close");
+		log = open_signed(t, 100, 60, &ck);
+		cut_first(t, ck);
+		checkpoint_free(ck);
+		eventlog_close(log);
+		snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+		text = file_read(anchor, &len);
+		if (strstr(text, " torn=1:") == NULL)
+			fail_msg("anchor: %s", text);
+		free(text);
+		if (how == 1)
+			append_raw(t->path, "\n" "{\"ts\":\"2026-12-03T09:00:00.0");
+		if (how == 2) {		/* a prefix before the writer's bytes */
+			append_raw(t->path, "\n");
+			lines_read(&l, t->path);
+			lines_write(&l, t->path, 0, l.n - 1);
+			append_raw(t->path, "{\"ts\":\"2026-12-03T09:00:00.000000Z"
+			    "\",\"seq\":9,\"event\":\"egress.allowed\",\"note\":");
+			append_raw(t->path, l.v[l.n - 1]);
+			lines_free(&l);
+		}
+		append_raw(t->path, "\n");
+		verify_expect(t, paths, 1, k, how == 0, "stopped", how);
+		reopen_and_close(t);
+		verify_expect(t, paths, 1, k, how == 0, "started again", how);
+		EVP_PKEY_free(k);
+	}
+}
+
 int
 main(void)
 {
@@ -4649,8 +4882,7 @@ main(void)
 		T(test_reopen_gap_first),
 		T(test_seq_planted_split),
 		T(test_rotation_gap),
-		T(test_rotation_keeps_anchored),
-		T(test_rotation_drops_when_anchored),
+		T(test_resume_anchor_rotated_away),
 		T(test_killed_after_close_reopened),
 		T(test_record_without_close),
 		T(test_killed_at_open_after_close),
@@ -4666,6 +4898,9 @@ main(void)
 		T(test_unanchored_lines_resumed),
 		T(test_torn_inserted),
 		T(test_torn_past_lost),
+		T(test_torn_bytes),
+		T(test_torn_found_at_start),
+		T(test_torn_after_tail),
 		T(test_short_write),
 		T(test_torn_before_resume),
 	};

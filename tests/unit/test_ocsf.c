@@ -117,6 +117,12 @@ static const struct mapcase cases[] = {
 	  "\"2026-12-02T04:43:53.077115Z\",\"cause\":\"cannot write\"}",
 	  1008, 99, 4, "message", "\"8 event(s) could not be written to the "
 	  "log since 2026-12-02T04:43:53.077115Z: it was unavailable\"" },
+	/* A lost summary line holds many attempts (lost_events). */
+	{ "{\"event\":\"log.outage\",\"lost\":2,\"lost_events\":9,"
+	  "\"since\":\"2026-12-02T04:43:53.077115Z\"}",
+	  1008, 99, 4, "message", "\"2 event(s), holding 9 attempt(s), could "
+	  "not be written to the log since 2026-12-02T04:43:53.077115Z: it "
+	  "was unavailable\"" },
 	{ "{\"event\":\"log.outage\",\"lost\":8,\"since\":\"x\","
 	  "\"cause\":\"cannot write\"}",
 	  1008, 99, 4, "status_detail", "\"cannot write\"" },

@@ -3,7 +3,10 @@
  * subject and reason, sent again by owed_retry (forgotten when the send
  * is confirmed, kept with the new reason when not, left alone with
  * dry), only those of one subject when asked, dropped per subject, an
- * older one-line file taken as its own subject, other names ignored.
+ * older one-line file taken as its own subject, other names ignored; the
+ * replicas a send is owed to kept with it, given to the send and cut to
+ * those that did not confirm it (atk1921h F3); a FIFO, a folder or too
+ * long a subject said and counted, never waited on (atk1921h F6).
  */
 #include <sys/stat.h>
 
@@ -32,15 +35,28 @@ static char	root[64];
 static int	fail_sends;	/* the fake replica refuses every send */
 static char	sent[256];	/* the ids sent, in order met */
 static char	seen[512];	/* what the callback got */
+static char	sent_to[256];	/* the replicas the last send was owed to */
+static char	down[64];	/* one replica of a set that is down */
 
+/*
+ * Refuses every send (fail_sends), or those owed to down: then only it
+ * is left.
+ */
 static int
-fake_send(const char *id, const char *subject, char **why)
+fake_send(const char *id, const char *subject, const char *to, char **left,
+    char **why)
 {
 	(void)subject;
 	strcat(sent, id);
 	strcat(sent, " ");
+	snprintf(sent_to, sizeof(sent_to), "%s", to ? to : "(env)");
 	if (fail_sends) {
 		*why = strdup("http://127.0.0.1:9 (unreachable)");
+		return -1;
+	}
+	if (down[0] != '\0' && to != NULL && strstr(to, down) != NULL) {
+		*left = strdup(down);
+		*why = strdup("down (unreachable)");
 		return -1;
 	}
 	return 0;
@@ -91,7 +107,7 @@ reset(void **state)
 	assert_int_equal(system(cmd), 0);
 	free(cmd);
 	fail_sends = 0;
-	sent[0] = seen[0] = '\0';
+	sent[0] = seen[0] = sent_to[0] = down[0] = '\0';
 	return 0;
 }
 
@@ -100,8 +116,8 @@ add(const char *id, const char *subject)
 {
 	char	*cause = NULL;
 
-	assert_int_equal(owed_add(&owed_t, id, subject, "r (unreachable)",
-	    &cause), 0);
+	assert_int_equal(owed_add(&owed_t, id, subject, NULL,
+	    "r (unreachable)", &cause), 0);
 	assert_null(cause);
 }
 
@@ -207,6 +223,73 @@ test_one_line_file(void **state)
 	assert_true(kept(R1));
 }
 
+/*
+ * atk1921h F3: a kept send names the replicas it is owed to; a retry
+ * sends it to them, and what stays owed is only the replicas that did
+ * not confirm it (never cleared by other replicas' confirmation).
+ */
+static void
+test_owed_to_replicas(void **state)
+{
+	char	*cause = NULL, *to;
+
+	(void)state;
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://a,http://b",
+	    "http://b (unreachable)", &cause), 0);
+	assert_string_equal(text_of(R1),
+	    SA "\nto http://a,http://b\nhttp://b (unreachable)\n");
+	assert_non_null(to = owed_to(&owed_t, SA));
+	assert_string_equal(to, "http://a,http://b");
+	free(to);
+	assert_null(owed_to(&owed_t, SB));
+	snprintf(down, sizeof(down), "http://b");
+	assert_int_equal(owed_retry(&owed_t, SA, 0, cb, NULL), 1);
+	assert_string_equal(sent_to, "http://a,http://b");
+	assert_string_equal(text_of(R1),
+	    SA "\nto http://b\ndown (unreachable)\n");
+	down[0] = '\0';
+	assert_int_equal(owed_retry(&owed_t, SA, 0, cb, NULL), 0);
+	assert_string_equal(sent_to, "http://b");
+	assert_false(kept(R1));
+	/* a two-line file (older) is owed to the environment's */
+	add(R2, SA);
+	assert_int_equal(owed_retry(&owed_t, SA, 0, cb, NULL), 0);
+	assert_string_equal(sent_to, "(env)");
+}
+
+/*
+ * atk1921h F6: a kept send that is a FIFO or a folder (or too long a
+ * subject) is said and counted as owed, never waited on nor skipped
+ * silently; the others are still sent.
+ */
+static void
+test_odd_files(void **state)
+{
+	static const char *const kinds[] = { "fifo", "dir", "long" };
+	char	path[4096];
+	FILE	*f;
+	size_t	i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		reset(state);
+		add(R1, SA);
+		assert_int_equal(owed_path(&owed_t, path, sizeof(path), R2), 0);
+		if (strcmp(kinds[i], "fifo") == 0)
+			assert_int_equal(mkfifo(path, 0600), 0);
+		else if (strcmp(kinds[i], "dir") == 0)
+			assert_int_equal(mkdir(path, 0700), 0);
+		else {
+			assert_non_null(f = fopen(path, "w"));
+			fprintf(f, "sbx_%0300d\nwhy\n", 0);
+			fclose(f);
+		}
+		assert_int_equal(owed_retry(&owed_t, NULL, 0, cb, NULL), 1);
+		assert_string_equal(sent, R1 " ");
+		assert_int_equal(access(path, F_OK), 0);
+		owed_drop(&owed_t, SA);
+	}
+}
+
 /* owed_drop forgets a subject's sends unsent, the others stay. */
 static void
 test_drop(void **state)
@@ -259,6 +342,8 @@ main(void)
 		T(test_retry_all_ignores_others),
 		T(test_one_line_file),
 		T(test_drop),
+		T(test_owed_to_replicas),
+		T(test_odd_files),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
