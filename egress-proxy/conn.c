@@ -30,6 +30,7 @@
  */
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -1303,12 +1304,24 @@ conn_token_run_ended(const struct conn *c, char *why, size_t size)
  * given again), and a /register of the sandbox forgets the removal.
  * The entry is kept from this token's "issued" on, so it lasts as long
  * as the token could (atk1921h F7).
+ * Past REGISTRY_GONE_MAX removals the oldest are forgotten: a token of
+ * a sandbox not registered here, issued before the latest forgotten
+ * removal (the floor, with the skew), is refused too (fails closed).
  */
 static enum sg_reason
 conn_token_gone(const struct conn *c, char *why, size_t size)
 {
 	time_t	gone = registry_gone_at(c->px->registry, c->tok->sandbox);
+	time_t	forgot = registry_gone_floor(c->px->registry);
 
+	if (gone == 0 && forgot != 0 &&
+	    !registry_has_sandbox(c->px->registry, c->tok->sandbox) &&
+	    c->tok->issued <= (uint64_t)forgot + TOKEN_SKEW) {
+		snprintf(why, size, "token of sandbox %s, not registered, "
+		    "issued before the unregisters this proxy no longer "
+		    "lists (%lld)", c->tok->sandbox, (long long)forgot);
+		return SG_REASON_TOKEN_SANDBOX_GONE;
+	}
 	if (gone == 0)
 		return SG_REASON_NONE;
 	/* kept while this token could hold: its clock may be ahead (F7) */
@@ -1396,6 +1409,13 @@ static void
 conn_token_drop(struct conn *c)
 {
 	if (c->tok_adopted) {
+		if (c->adopt_prev != NULL)
+			c->adopt_prev->adopt_next = c->adopt_next;
+		else
+			c->px->adopted = c->adopt_next;
+		if (c->adopt_next != NULL)
+			c->adopt_next->adopt_prev = c->adopt_prev;
+		c->adopt_next = c->adopt_prev = NULL;
 		proxy_client_default(c->px, &c->who);
 		policy_set_list_free(c->tok_sets);
 		c->tok_sets = NULL;
@@ -1415,6 +1435,13 @@ conn_token_adopt(struct conn *c)
 	if (c->tok->sets[0] != '\0' && policy_set_list_parse(c->tok->sets,
 	    &c->tok_sets, &c->tok_nsets, &cause) == -1)
 		return -1;
+	if (!c->tok_adopted) {
+		c->adopt_prev = NULL;
+		c->adopt_next = c->px->adopted;
+		if (c->px->adopted != NULL)
+			c->px->adopted->adopt_prev = c;
+		c->px->adopted = c;
+	}
 	c->tok_adopted = 1;
 	conn_token_note(c);
 	c->who.sandbox = c->tok->sandbox;
@@ -2278,30 +2305,78 @@ conn_revoke(struct proxy *px)
 	return n;
 }
 
+/*
+ * Close c when its address now means another registry entry (or none),
+ * or it acts from a token of gone (NULL: none); 1 when closed.
+ */
+static int
+conn_revoke_if_changed(struct conn *c, const char *gone)
+{
+	struct proxy_client	now;
+	int			same;
+
+	proxy_client_lookup(c->px, (struct sockaddr *)&c->client_addr, &now);
+	same = now.ref == c->who.ref;
+	proxy_client_release(&now);
+	/* An identity taken from a token ends with its sandbox. */
+	if (same && c->tok_adopted && gone != NULL)
+		same = strcmp(c->tok->sandbox, gone) != 0;
+	if (same)
+		return 0;
+	conn_revoked(c, SG_REASON_IDENTITY_CHANGED);
+	return 1;
+}
+
+struct conn_revoke_at {
+	struct proxy	*px;
+	unsigned	 n;
+};
+
+/* The connections of one address the registry changed (its slot's). */
+static void
+conn_revoke_addr(void *arg, const char *addr)
+{
+	struct conn_revoke_at	*at = arg;
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*s6 = (struct sockaddr_in6 *)&ss;
+	struct client_slot	*cs;
+	struct conn		*c, *next;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1)
+		s4->sin_family = AF_INET;
+	else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1)
+		s6->sin6_family = AF_INET6;
+	else
+		return;
+	if ((cs = proxy_client_slot(at->px, (struct sockaddr *)&ss)) == NULL)
+		return;
+	for (c = cs->conns; c != NULL; c = next) {
+		next = c->slot_next;
+		at->n += (unsigned)conn_revoke_if_changed(c, NULL);
+	}
+}
+
+/*
+ * Only the connections of the addresses the change touched
+ * (registry_addr_changed, each address's slot) and, with gone, those
+ * acting from a token: a change of one sandbox visited every open
+ * connection of every client (atk15r16 F5).
+ */
 unsigned
 conn_revoke_identity(struct proxy *px, const char *gone)
 {
-	struct proxy_client	 now;
+	struct conn_revoke_at	 at = { px, 0 };
 	struct conn		*c, *next;
-	unsigned		 n = 0;
-	int			 same;
 
 	conn_upstreams_flush(px);
-	for (c = px->conns; c != NULL; c = next) {
-		next = c->next;
-		proxy_client_lookup(px, (struct sockaddr *)&c->client_addr,
-		    &now);
-		same = now.ref == c->who.ref;
-		proxy_client_release(&now);
-		/* An identity taken from a token ends with its sandbox. */
-		if (same && c->tok_adopted && gone != NULL)
-			same = strcmp(c->tok->sandbox, gone) != 0;
-		if (same)
-			continue;
-		conn_revoked(c, SG_REASON_IDENTITY_CHANGED);
-		n++;
+	registry_addr_changed(px->registry, conn_revoke_addr, &at);
+	for (c = px->adopted; gone != NULL && c != NULL; c = next) {
+		next = c->adopt_next;
+		at.n += (unsigned)conn_revoke_if_changed(c, gone);
 	}
-	return n;
+	return at.n;
 }
 
 unsigned

@@ -125,6 +125,8 @@ struct conn {
 	size_t			 sockbuf_extra;	/* from the pool, each way */
 	struct conn		*slot_next;	/* the slot's connections */
 	struct conn		*slot_prev;
+	struct conn		*adopt_next;	/* px->adopted: acting from */
+	struct conn		*adopt_prev;	/* a token (tok_adopted) */
 	uint64_t		 started_us;
 	uint64_t		 last_activity_us;
 	size_t			 seen_pending;	/* conn_client_moved */

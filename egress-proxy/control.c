@@ -21,6 +21,7 @@
 
 #include "control.h"
 #include "apartfile.h"
+#include "blockring.h"
 #include "conn.h"
 #include "ctltcp.h"
 #include "blocklog.h"
@@ -36,38 +37,7 @@
 
 #define CONTROL_HEADERS_MAX	CTLTCP_HEADERS_MAX
 #define CONTROL_TIMEOUT_S	CTLTCP_TIMEOUT_S
-#define CONTROL_BLOCKS		64	/* block records kept per sandbox */
-#define CONTROL_SANDBOXES	4096	/* sandboxes with records kept */
 #define CONTROL_GRANTS_FILE_MAX	(8 * 1024 * 1024)	/* grants.json */
-
-/*
- * Blocks of one destination and reason, from block serial first to last
- * (proxy.block_serial counts every block attempt). A record takes more
- * attempts only while no cursor handed out by GET /status lies within
- * it, so "the blocks after cursor N" is always a set of whole records.
- */
-struct control_block {
-	unsigned long long	 first;
-	unsigned long long	 last;
-	unsigned long long	 count;
-	char			 host[SG_HOST_MAX + 1];
-	int			 port;
-	char			 run[EXECCRED_RUN_MAX + 1];	/* "": none */
-	char			 reason[32];
-	char			 message[512];
-	char			 first_ts[UTIL_TS_LEN];	/* wall clock */
-	char			 last_ts[UTIL_TS_LEN];
-};
-
-/* The recent blocks of one sandbox: its own ring, so none crowds out. */
-struct control_sbx {
-	struct control_sbx	*next;
-	char			 sandbox[65];
-	struct control_block	 ring[CONTROL_BLOCKS];
-	size_t			 n;		/* records ever added */
-	unsigned long long	 used;		/* block serial of last use */
-	unsigned long long	 lost;		/* last serial overwritten */
-};
 
 static struct evhttp		*control_http;
 static char			*control_path;
@@ -80,13 +50,13 @@ static char			*control_registry_taken;
 /* 1 while the last save of the grants failed: tried again each second. */
 static int		 control_grants_unsaved;
 static char		*control_registry_removed;	/* .removed */
+static char		*control_gone_path;		/* .gone */
 static int		 control_registry_unsaved;
 /* removals neither saved nor kept apart: a restart would undo them */
 static json_int_t	 control_removals_unkept;
 static time_t		 control_grants_unsaved_since;	/* first failure */
 static time_t		 control_grants_failed;		/* last failure */
-static struct control_sbx	*control_sbxs;
-static size_t			 control_nsbxs;
+static struct blockring		*control_rings;	/* recent blocks */
 static unsigned long long	 control_cursor;	/* last one handed out */
 static int			 control_up;
 
@@ -115,6 +85,8 @@ static void	control_taken_done(const char *);
 static void	control_taken_retire(char **);
 static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
+static int	 control_gone_save(struct proxy *);
+static void	 control_gone_load(struct proxy *);
 static int	control_tomb_add(const struct grant *);
 static void	control_removed_load(struct proxy *);
 static void	control_grant_event(struct proxy *, const struct grant *,
@@ -130,17 +102,7 @@ static int	control_registry_save(struct proxy *);
 static int	control_registry_apart(const char *, int, time_t);
 static void	control_registry_load(struct proxy *, const char *);
 static void	control_registry_open(struct proxy *, const char *);
-static struct control_sbx *control_sbx_get(const char *, int);
-static void	control_sbx_drop(const char *);
 static void	control_identities(struct proxy *, const char *);
-static void	control_ring_note(unsigned long long, const char *,
-		    const char *, const char *, int, const char *,
-		    const char *);
-static void	control_ring_add(json_t *, const struct control_sbx *,
-		    unsigned long long, const char *, int, int, int *);
-static json_t	*control_ring_all(unsigned long long, int *);
-static json_t	*control_ring_json(const char *, unsigned long long,
-		    const char *, int, int *);
 
 /* Send a JSON reply (steals the reference). */
 static void
@@ -415,7 +377,8 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 		control_reply(req, 400, json_pack("{s:s}", "error",
 		    "sandbox or address is required"));
 	} else {
-		n = registry_remove(px->registry, key);
+		n = sandbox ? registry_remove_sandbox(px->registry, key) :
+		    registry_remove_address(px->registry, key);
 		if (sandbox) {
 			execcred_remove_sandbox(px->execs, key);
 			registry_gone_set(px->registry, key, now);
@@ -1212,13 +1175,14 @@ control_reload(struct proxy *px, struct evhttp_request *req)
 static int
 control_registry_save(struct proxy *px)
 {
-	json_t	*arr = json_pack("{s:o?, s:o?}", "sandboxes",
-	    registry_json(px->registry), "unregistered",
-	    registry_gone_json(px->registry));
+	json_t	*arr = json_pack("{s:o?}", "sandboxes",
+	    registry_json(px->registry));
 	int	 was = control_registry_unsaved;
 
 	control_registry_unsaved = control_json_replace(arr,
 	    control_registry_path, 0644) == -1;
+	if (control_gone_save(px) == -1)
+		control_registry_unsaved = 1;
 	if (!control_registry_unsaved) {
 		control_removals_unkept = 0;
 		apartfile_clear(control_registry_removed);
@@ -1233,6 +1197,47 @@ control_registry_save(struct proxy *px)
 		    control_registry_path);
 	json_decref(arr);
 	return control_registry_unsaved ? -1 : 0;
+}
+
+/*
+ * The sandboxes unregistered (registry_gone_json) and the floor, in
+ * their own file beside the registry (registry.json.gone), written only
+ * when they changed: a /register or /unregister of another sandbox does
+ * not rewrite every discard of the last 30 days (atk15r16 F6). 0, or -1.
+ */
+static int
+control_gone_save(struct proxy *px)
+{
+	json_t	*o;
+	int	 rc;
+
+	if (!registry_gone_dirty(px->registry))
+		return 0;
+	o = json_pack("{s:o?, s:I}", "unregistered",
+	    registry_gone_json(px->registry), "floor",
+	    (json_int_t)registry_gone_floor(px->registry));
+	if ((rc = control_json_replace(o, control_gone_path, 0644)) == 0)
+		registry_gone_saved(px->registry);
+	json_decref(o);
+	return rc == -1 ? -1 : 0;
+}
+
+/* At start: the sandboxes unregistered, from their own file. */
+static void
+control_gone_load(struct proxy *px)
+{
+	json_error_t	 err;
+	json_t		*top;
+
+	if ((top = json_load_file(control_gone_path, 0, &err)) == NULL) {
+		if (access(control_gone_path, F_OK) == 0)
+			log_warnx("%s: %s", control_gone_path, err.text);
+		return;
+	}
+	registry_gone_load(px->registry, json_object_get(top,
+	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
+	    "floor")));
+	json_decref(top);
 }
 
 /*
@@ -1282,7 +1287,10 @@ control_removed_load(struct proxy *px)
 			json_decref(o);
 			continue;
 		}
-		registry_remove(px->registry, key);
+		if (json_is_true(json_object_get(o, "sandbox")))
+			registry_remove_sandbox(px->registry, key);
+		else
+			registry_remove_address(px->registry, key);
 		if (json_is_true(json_object_get(o, "sandbox")))
 			registry_gone_set(px->registry, key, (time_t)
 			    json_integer_value(json_object_get(o, "at")));
@@ -1315,6 +1323,8 @@ control_registry_open(struct proxy *px, const char *sock)
 	apartfile_create(control_registry_removed, "an unregister");
 	control_registry_load(px, control_registry_taken ?
 	    control_registry_taken : control_registry_path);
+	util_xasprintf(&control_gone_path, "%s.gone", control_registry_path);
+	control_gone_load(px);
 	control_removed_load(px);
 	proxy_log_blocks_registry(px);
 	/* Retired by the first good save, now or at a later change. */
@@ -1340,8 +1350,9 @@ control_registry_load(struct proxy *px, const char *path)
 	}
 	/* an older proxy's file is the array of sandboxes alone */
 	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
+	/* a file of an older proxy keeps them here */
 	registry_gone_load(px->registry, json_object_get(top,
-	    "unregistered"));
+	    "unregistered"), 0);
 	json_array_foreach(arr, i, e) {
 		csv = util_xstrdup("");
 		sets = json_object_get(e, "sets");
@@ -1383,50 +1394,8 @@ control_identities(struct proxy *px, const char *gone)
 	if (n > 0)
 		log_info("%u connections closed: their sandbox registration "
 		    "changed", n);
-	if (gone != NULL)
-		control_sbx_drop(gone);
-}
-
-/* The records of a sandbox, made (evicting the least used) with create. */
-static struct control_sbx *
-control_sbx_get(const char *sandbox, int create)
-{
-	struct control_sbx	*s, **pp, **old = NULL;
-
-	for (pp = &control_sbxs; (s = *pp) != NULL; pp = &s->next) {
-		if (strcmp(s->sandbox, sandbox) == 0)
-			return s;
-		if (old == NULL || s->used < (*old)->used)
-			old = pp;
-	}
-	if (!create)
-		return NULL;
-	if (control_nsbxs >= CONTROL_SANDBOXES && old != NULL) {
-		s = *old;
-		*old = s->next;
-		control_nsbxs--;
-		memset(s, 0, sizeof(*s));
-	} else if ((s = calloc(1, sizeof(*s))) == NULL)
-		return NULL;
-	snprintf(s->sandbox, sizeof(s->sandbox), "%s", sandbox);
-	s->next = control_sbxs;
-	control_sbxs = s;
-	control_nsbxs++;
-	return s;
-}
-
-static void
-control_sbx_drop(const char *sandbox)
-{
-	struct control_sbx	*s, **pp;
-
-	for (pp = &control_sbxs; (s = *pp) != NULL; pp = &s->next)
-		if (strcmp(s->sandbox, sandbox) == 0) {
-			*pp = s->next;
-			control_nsbxs--;
-			free(s);
-			return;
-		}
+	if (gone != NULL && control_rings != NULL)
+		blockring_drop(control_rings, gone);
 }
 
 void
@@ -1442,116 +1411,9 @@ control_note_block(struct proxy *px, unsigned long long serial,
 	util_safe(message ? message : "", safe_msg, sizeof(safe_msg));
 	execcred_note_block(px->execs, serial, sandbox, run_id, safe_host,
 	    port, reason, safe_msg);
-	control_ring_note(serial, sandbox, run_id, safe_host, port,
-	    reason ? reason : "", safe_msg);
-}
-
-/* A block into the sandbox's ring (host and message escaped). */
-static void
-control_ring_note(unsigned long long serial, const char *sandbox,
-    const char *run_id, const char *host, int port, const char *reason,
-    const char *message)
-{
-	struct control_sbx	*s;
-	struct control_block	*b;
-	struct timespec		 now;
-	size_t			 i;
-
-	if ((s = control_sbx_get(sandbox, 1)) == NULL)
-		return;
-	s->used = serial;
-	clock_gettime(CLOCK_REALTIME, &now);
-	/* The same destination and reason since the last cursor: count. */
-	for (i = 0; i < s->n && i < CONTROL_BLOCKS; i++) {
-		b = &s->ring[(s->n - 1 - i) % CONTROL_BLOCKS];
-		if (b->first <= control_cursor)
-			break;
-		if (b->port == port && strcmp(b->reason, reason) == 0 &&
-		    strcmp(b->host, host) == 0 &&
-		    strcmp(b->run, run_id ? run_id : "") == 0) {
-			b->last = serial;
-			b->count++;
-			util_rfc3339(&now, b->last_ts);
-			return;
-		}
-	}
-	b = &s->ring[s->n % CONTROL_BLOCKS];
-	if (s->n++ >= CONTROL_BLOCKS && b->last > s->lost)
-		s->lost = b->last;
-	b->first = b->last = serial;
-	b->count = 1;
-	snprintf(b->host, sizeof(b->host), "%s", host);
-	b->port = port;
-	snprintf(b->run, sizeof(b->run), "%s", run_id ? run_id : "");
-	snprintf(b->reason, sizeof(b->reason), "%s", reason);
-	snprintf(b->message, sizeof(b->message), "%s", message);
-	util_rfc3339(&now, b->first_ts);
-	memcpy(b->last_ts, b->first_ts, sizeof(b->last_ts));
-}
-
-/*
- * The ring's records of s after a cursor into arr, oldest first (with
- * run: only that exec's, and with unattributed also those that named no
- * exec), each naming its sandbox when named; *truncated set when a
- * record after the cursor was overwritten.
- */
-static void
-control_ring_add(json_t *arr, const struct control_sbx *s,
-    unsigned long long after, const char *run, int unattributed,
-    int named, int *truncated)
-{
-	const struct control_block	*b;
-	size_t				 i, n;
-	json_t				*o;
-
-	n = s->n < CONTROL_BLOCKS ? s->n : CONTROL_BLOCKS;
-	if (s->lost > after)
-		*truncated = 1;
-	for (i = 0; i < n; i++) {
-		b = &s->ring[(s->n - n + i) % CONTROL_BLOCKS];
-		if (b->last <= after || (run != NULL &&
-		    strcmp(run, b->run) != 0 && (!unattributed ||
-		    b->run[0] != '\0')))
-			continue;
-		o = json_pack("{s:I, s:s, s:i, s:s, s:s, s:I, s:o, s:s, s:s}",
-		    "seq", (json_int_t)b->last, "host", b->host, "port",
-		    b->port, "reason", b->reason, "message", b->message,
-		    "attempts", (json_int_t)b->count, "run_id", b->run[0] ?
-		    json_string(b->run) : json_null(), "first", b->first_ts,
-		    "last", b->last_ts);
-		if (o != NULL && named)
-			json_object_set_new(o, "sandbox",
-			    json_string(s->sandbox));
-		json_array_append_new(arr, o);
-	}
-}
-
-/* The ring records of sandbox after a cursor (control_ring_add). */
-static json_t *
-control_ring_json(const char *sandbox, unsigned long long after,
-    const char *run, int unattributed, int *truncated)
-{
-	json_t			*arr = json_array();
-	struct control_sbx	*s;
-
-	*truncated = 0;
-	if (arr != NULL && (s = control_sbx_get(sandbox, 0)) != NULL)
-		control_ring_add(arr, s, after, run, unattributed, 0,
-		    truncated);
-	return arr;
-}
-
-/* Every sandbox's ring records after a cursor, each naming its sandbox. */
-static json_t *
-control_ring_all(unsigned long long after, int *truncated)
-{
-	json_t			*arr = json_array();
-	struct control_sbx	*s;
-
-	*truncated = 0;
-	for (s = control_sbxs; s != NULL && arr != NULL; s = s->next)
-		control_ring_add(arr, s, after, NULL, 0, 1, truncated);
-	return arr;
+	if (control_rings != NULL)
+		blockring_note(control_rings, control_cursor, serial, sandbox,
+		    run_id, safe_host, port, reason ? reason : "", safe_msg);
 }
 
 /*
@@ -1586,10 +1448,11 @@ control_blocks(struct proxy *px, struct evhttp_request *req)
 		arr = execcred_blocks_json(px->execs, sbx, run,
 		    (unsigned long long)after, unattributed, &truncated);
 	if (arr == NULL && sbx != NULL)
-		arr = control_ring_json(sbx, (unsigned long long)after, run,
-		    unattributed, &truncated);
+		arr = blockring_json(control_rings, sbx,
+		    (unsigned long long)after, run, unattributed, &truncated);
 	else if (sbx == NULL)
-		arr = control_ring_all((unsigned long long)after, &truncated);
+		arr = blockring_all(control_rings, (unsigned long long)after,
+		    &truncated);
 	evhttp_clear_headers(&q);
 	control_reply(req, 200, json_pack("{s:I, s:I, s:o, s:b}", "log_seq",
 	    (json_int_t)eventlog_seq(px->seclog), "blocks_seq",
@@ -1641,7 +1504,8 @@ control_listen(struct proxy *px, const char *path, char **cause)
 		return -1;
 	}
 	control_up = 1;
-	if ((control_http = evhttp_new(px->base)) == NULL ||
+	if ((control_rings == NULL && (control_rings = blockring_new()) ==
+	    NULL) || (control_http = evhttp_new(px->base)) == NULL ||
 	    evhttp_bind_listener(control_http, l) == NULL) {
 		*cause = util_xstrdup("cannot start the HTTP server");
 		return -1;
@@ -1664,15 +1528,12 @@ control_close(struct proxy *px)
 		unlink(control_path);
 	free(control_path);
 	free(control_registry_path);
+	free(control_gone_path);
+	control_gone_path = NULL;
 	free(control_grants_path);
 	free(control_tomb_path);
-	while (control_sbxs != NULL) {
-		struct control_sbx	*s = control_sbxs;
-
-		control_sbxs = s->next;
-		free(s);
-	}
-	control_nsbxs = 0;
+	blockring_free(control_rings);
+	control_rings = NULL;
 	control_up = 0;
 	control_http = NULL;
 	control_path = NULL;

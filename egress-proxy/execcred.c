@@ -1,7 +1,8 @@
 /*
  * execcred.c: the table of exec credentials (execcred.h). A list (up to
- * EXECCRED_MAX); tokens compare in constant time. Which sandboxes have
- * one is counted apart (namecount.h): every new block-log identity asks.
+ * EXECCRED_MAX), each sandbox's execs listed apart (namecount.h: every
+ * new block-log identity asks which sandboxes have one) and each run's
+ * by run id (keytab.h); tokens compare in constant time.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "execcred.h"
+#include "keytab.h"
 #include "namecount.h"
 #include "sglimits.h"
 
@@ -26,7 +28,9 @@ struct eblock {
 
 struct ecred {
 	struct ecred	*next;
+	struct ecred	*prev;
 	struct ecred	*snext;		/* the sandbox's others */
+	struct ecred	*rnext;		/* the run's others */
 	char		 token[65];
 	char		 sandbox[65];
 	char		 run[EXECCRED_RUN_MAX + 1];
@@ -41,12 +45,14 @@ struct execcred {
 	struct ecred		*head;
 	size_t			 n;
 	struct namecount	*sandboxes;	/* sandbox -> its execs */
-	unsigned long long	 visited;	/* entries a block looked at */
+	struct keytab		*byrun;		/* run id -> its execs */
+	unsigned long long	 visited;	/* entries a lookup looked at */
 };
 
 static int	ecred_token_ok(const char *);
 static int	ecred_id_ok(const char *, size_t);
 static void	ecred_free(struct ecred *);
+static void	ecred_link(struct execcred *, struct ecred *);
 static void	ecred_note(struct ecred *, unsigned long long, int,
 		    const char *, int, const char *, const char *);
 
@@ -57,7 +63,9 @@ execcred_new(void)
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
-	if ((t->sandboxes = namecount_new()) == NULL) {
+	if ((t->sandboxes = namecount_new()) == NULL ||
+	    (t->byrun = keytab_new()) == NULL) {
+		namecount_free(t->sandboxes);
 		free(t);
 		return NULL;
 	}
@@ -76,6 +84,7 @@ execcred_free(struct execcred *t)
 		ecred_free(e);
 	}
 	namecount_free(t->sandboxes);
+	keytab_free(t->byrun);
 	free(t);
 }
 
@@ -115,7 +124,6 @@ execcred_add(struct execcred *t, const char *token, const char *sandbox,
     const char *run_id, const char **cause)
 {
 	struct ecred	*e;
-	void		**slot;
 
 	if (!ecred_token_ok(token)) {
 		*cause = "token must be 32 to 64 lowercase hex digits";
@@ -137,8 +145,10 @@ execcred_add(struct execcred *t, const char *token, const char *sandbox,
 		*cause = "too many running execs";
 		return -1;
 	}
-	e = calloc(1, sizeof(*e));
-	if (e == NULL || namecount_add(t->sandboxes, sandbox) == -1) {
+	if ((e = calloc(1, sizeof(*e))) == NULL ||
+	    (keytab_get(t->byrun, run_id) == NULL &&
+	    keytab_put(t->byrun, run_id, NULL) == -1) ||
+	    namecount_add(t->sandboxes, sandbox) == -1) {
 		free(e);
 		*cause = "out of memory";
 		return -1;
@@ -146,14 +156,29 @@ execcred_add(struct execcred *t, const char *token, const char *sandbox,
 	snprintf(e->token, sizeof(e->token), "%s", token);
 	snprintf(e->sandbox, sizeof(e->sandbox), "%s", sandbox);
 	snprintf(e->run, sizeof(e->run), "%s", run_id);
-	/* the sandbox's own list: a block looks at its execs alone */
-	slot = namecount_slot(t->sandboxes, sandbox);
+	ecred_link(t, e);
+	return 0;
+}
+
+/*
+ * List e, in its sandbox's list (a block or a credential looks at the
+ * sandbox's execs alone) and its run's (room for the key taken ahead).
+ */
+static void
+ecred_link(struct execcred *t, struct ecred *e)
+{
+	void	**slot = namecount_slot(t->sandboxes, e->sandbox);
+
 	e->snext = *slot;
 	*slot = e;
+	e->rnext = keytab_get(t->byrun, e->run);
+	(void)keytab_put(t->byrun, e->run, e);
+	e->prev = NULL;
 	e->next = t->head;
+	if (t->head != NULL)
+		t->head->prev = e;
 	t->head = e;
 	t->n++;
-	return 0;
 }
 
 /* Take e out of its sandbox's list. */
@@ -171,23 +196,58 @@ ecred_unlist(struct execcred *t, struct ecred *e)
 		prev->snext = e->snext;
 }
 
-/* Remove the entries whose run (by_sandbox: sandbox) is key. */
+/* Take e out of its run's list (the key goes with the last). */
+static void
+ecred_unlist_run(struct execcred *t, struct ecred *e)
+{
+	struct ecred	*x = keytab_get(t->byrun, e->run), *prev = NULL;
+
+	for (; x != NULL && x != e; x = x->rnext)
+		prev = x;
+	if (x == NULL)
+		return;
+	if (prev != NULL)
+		prev->rnext = e->rnext;
+	else if (e->rnext != NULL)
+		(void)keytab_put(t->byrun, e->run, e->rnext);
+	else
+		(void)keytab_del(t->byrun, e->run);
+}
+
+/* Take e out of the table and free it. */
+static void
+ecred_remove_one(struct execcred *t, struct ecred *e)
+{
+	if (e->prev != NULL)
+		e->prev->next = e->next;
+	else
+		t->head = e->next;
+	if (e->next != NULL)
+		e->next->prev = e->prev;
+	ecred_unlist(t, e);
+	ecred_unlist_run(t, e);
+	namecount_sub(t->sandboxes, e->sandbox);
+	ecred_free(e);
+	t->n--;
+}
+
+/* Remove the entries of a run (by_sandbox: of a sandbox): their lists. */
 static size_t
 ecred_remove(struct execcred *t, const char *key, int by_sandbox)
 {
-	struct ecred	*e, **pp;
-	size_t		 n = 0;
+	void		**slot;
+	struct ecred	 *e, *next;
+	size_t		  n = 0;
 
-	for (pp = &t->head; (e = *pp) != NULL;) {
-		if (strcmp(by_sandbox ? e->sandbox : e->run, key) == 0) {
-			*pp = e->next;
-			ecred_unlist(t, e);
-			namecount_sub(t->sandboxes, e->sandbox);
-			ecred_free(e);
-			t->n--;
-			n++;
-		} else
-			pp = &e->next;
+	if (by_sandbox) {
+		slot = namecount_slot(t->sandboxes, key);
+		e = slot != NULL ? *slot : NULL;
+	} else
+		e = keytab_get(t->byrun, key);
+	for (; e != NULL; e = next) {
+		next = by_sandbox ? e->snext : e->rnext;
+		ecred_remove_one(t, e);
+		n++;
 	}
 	return n;
 }
@@ -213,24 +273,46 @@ execcred_count(const struct execcred *t)
 unsigned long long
 execcred_visited(const struct execcred *t)
 {
-	return t->visited;
+	return t->visited + keytab_visited(t->byrun);
 }
 
+/*
+ * The exec of run_id of sandbox (the run's list: what it has, not every
+ * running exec), or NULL.
+ */
+static const struct ecred *
+ecred_of_run(const struct execcred *t, const char *sandbox,
+    const char *run_id)
+{
+	const struct ecred	*e;
+
+	for (e = keytab_get(t->byrun, run_id); e != NULL; e = e->rnext)
+		if (strcmp(e->sandbox, sandbox) == 0)
+			return e;
+	return NULL;
+}
+
+/*
+ * Only the sandbox's own execs are compared (constant time each): another
+ * sandbox's token names no run of this one anyway, and a walk of every
+ * running exec cost ~200 us per request with 4,000 of them (atk15r16 F1).
+ */
 const char *
 execcred_run(const struct execcred *t, const char *token,
     const char *sandbox, char *run)
 {
 	const struct ecred	*e;
+	void			**slot;
 	size_t			 n = strlen(token);
 
-	if (sandbox == NULL || n == 0)
+	if (sandbox == NULL || n == 0 || (slot = namecount_slot(
+	    t->sandboxes, sandbox)) == NULL)
 		return NULL;
-	for (e = t->head; e != NULL; e = e->next) {
+	for (e = *slot; e != NULL; e = e->snext) {
+		((struct execcred *)t)->visited++;
 		if (strlen(e->token) != n ||
 		    CRYPTO_memcmp(e->token, token, n) != 0)
 			continue;
-		if (strcmp(e->sandbox, sandbox) != 0)
-			return NULL;	/* another sandbox's: not this one's */
 		snprintf(run, EXECCRED_RUN_MAX + 1, "%s", e->run);
 		return run;
 	}
@@ -241,15 +323,9 @@ int
 execcred_running(const struct execcred *t, const char *sandbox,
     const char *run_id)
 {
-	const struct ecred	*e;
-
 	if (run_id == NULL)	/* every new block-log identity asks */
 		return namecount_get(t->sandboxes, sandbox) > 0;
-	for (e = t->head; e != NULL; e = e->next)
-		if (strcmp(e->run, run_id) == 0 &&
-		    strcmp(e->sandbox, sandbox) == 0)
-			return 1;
-	return 0;
+	return ecred_of_run(t, sandbox, run_id) != NULL;
 }
 
 void
@@ -348,11 +424,8 @@ execcred_blocks_json(const struct execcred *t, const char *sandbox,
 	json_t			*a;
 	size_t			 i;
 
-	for (e = t->head; e != NULL; e = e->next)
-		if (strcmp(e->run, run_id) == 0 &&
-		    strcmp(e->sandbox, sandbox) == 0)
-			break;
-	if (e == NULL || (a = json_array()) == NULL)
+	if ((e = ecred_of_run(t, sandbox, run_id)) == NULL ||
+	    (a = json_array()) == NULL)
 		return NULL;
 	*truncated = e->truncated;
 	for (i = 0; i < e->nblocks; i++) {

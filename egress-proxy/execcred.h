@@ -40,7 +40,10 @@ size_t		 execcred_remove(struct execcred *, const char *run_id);
 /* Remove every credential of a sandbox (unregistered); how many. */
 size_t		 execcred_remove_sandbox(struct execcred *, const char *);
 size_t		 execcred_count(const struct execcred *);
-/* Entries execcred_note_block() looked at so far: its sandbox's only. */
+/*
+ * Entries looked at so far by execcred_note_block, execcred_run and the
+ * lookups by run id: the sandbox's or the run's own (a test hook).
+ */
 unsigned long long execcred_visited(const struct execcred *);
 
 /*

@@ -1,8 +1,8 @@
 /*
  * namecount.h: how many of something each name has (a sandbox id's
- * registered addresses, its running execs), found in constant time under
- * the process's hash key (siphash.h), and which names went from none to
- * some or back since they were last asked for (namecount_changed): so a
+ * registered addresses, its running execs), found in constant time in a
+ * keyed table (keytab.h), and which names went from none to some or back
+ * since they were last asked for (namecount_changed): so a
  * change to one sandbox costs what that sandbox has, not what every
  * registered sandbox has (a /register re-checked the whole registry
  * against every block-log identity, ~0.2 s at 4,000 sandboxes,
@@ -30,6 +30,8 @@ size_t		 namecount_get(const struct namecount *, const char *name);
  * none. The caller empties it before the count goes back to 0.
  */
 void		**namecount_slot(struct namecount *, const char *name);
+/* Entries looked at by name so far (keytab_visited: a test hook). */
+unsigned long long namecount_visited(const struct namecount *);
 
 /*
  * fn(arg, name) once for each name whose count went from 0 to some or

@@ -74,6 +74,8 @@ static int	proxy_blocks_registered(void *, const char *);
 static void	proxy_blocks_reclass(void *, const char *);
 static void	proxy_refused_due(evutil_socket_t, short, void *);
 static void	proxy_refused_say(struct proxy *);
+static void	proxy_refused_count(struct proxy_refusals *,
+		    enum proxy_refuse, const struct sockaddr *);
 static json_t	*proxy_rejected_errors(json_t *);
 /* Cut copies of the client-chosen fields of one log line. */
 struct proxy_cuts {
@@ -280,6 +282,18 @@ proxy_client_enter(struct proxy *px, const struct sockaddr *sa,
 	return cs;
 }
 
+struct client_slot *
+proxy_client_slot(struct proxy *px, const struct sockaddr *sa)
+{
+	unsigned char		  key[17];
+	struct client_slot	**pp;
+
+	if (px->slots == NULL)
+		return NULL;
+	proxy_count_key(sa, key);
+	return (pp = proxy_count_slot(px, key)) != NULL ? *pp : NULL;
+}
+
 static const char *const proxy_refuse_names[PROXY_REFUSE_MAX] = {
 	"connections", "client_connections", "clients", "out_of_memory"
 };
@@ -314,7 +328,7 @@ proxy_refused(struct proxy *px, enum proxy_refuse why,
 	px->stats.conns_refused[why]++;
 	r->n[why]++;
 	r->why = why;
-	addr_to_string(sa, r->src[why], sizeof(r->src[why]));
+	proxy_refused_count(r, why, sa);
 	if (r->last_us == 0 || now - r->last_us >= PROXY_REFUSED_QUIET_US) {
 		proxy_refused_say(px);
 		return;
@@ -354,12 +368,64 @@ proxy_refused_flush(struct proxy *px)
  * src of the last of them, refused (all of them), and reasons: for each
  * reason its refusals and the source of its last.
  */
+/* One more refusal of sa for why: its address's count, or the others'. */
+static void
+proxy_refused_count(struct proxy_refusals *r, enum proxy_refuse why,
+    const struct sockaddr *sa)
+{
+	struct proxy_refused_src	*s = r->src[why];
+	char				 a[INET6_ADDRSTRLEN];
+	size_t				 i;
+
+	addr_to_string(sa, a, sizeof(a));
+	for (i = 0; i < PROXY_REFUSED_SRCS; i++) {
+		if (s[i].n == 0)
+			snprintf(s[i].addr, sizeof(s[i].addr), "%s", a);
+		if (strcmp(s[i].addr, a) == 0) {
+			s[i].n++;
+			return;
+		}
+	}
+	r->others[why]++;
+}
+
+/*
+ * The reason's refusals per address ({"addr": n, ...}, with "others"
+ * past PROXY_REFUSED_SRCS) into o, and the address refused most.
+ */
+static const char *
+proxy_refused_srcs(const struct proxy_refusals *r, size_t why, json_t *o)
+{
+	const struct proxy_refused_src	*s = r->src[why];
+	json_t				*by = json_object();
+	size_t				 i, most = 0;
+
+	for (i = 0; i < PROXY_REFUSED_SRCS && s[i].n > 0; i++) {
+		json_object_set_new(by, s[i].addr, json_integer(
+		    (json_int_t)s[i].n));
+		if (s[i].n > s[most].n)
+			most = i;
+	}
+	json_object_set_new(o, "srcs", by);
+	if (r->others[why] > 0)
+		json_object_set_new(o, "others", json_integer(
+		    (json_int_t)r->others[why]));
+	json_object_set_new(o, "src", json_string(s[most].addr));
+	return s[most].addr;
+}
+
+/*
+ * The line of the refusals since the last one written; when it cannot
+ * be written they stay owed to the next (atk15r15 F3: a log outage lost
+ * them for good), as block summaries do.
+ */
 static void
 proxy_refused_say(struct proxy *px)
 {
 	struct proxy_refusals	*r = &px->refused;
 	unsigned long long	 total = 0;
-	json_t			*fields, *reasons = json_object();
+	json_t			*fields, *reasons = json_object(), *o;
+	const char		*src = "", *s;
 	char			 each[PROXY_REFUSE_MAX * 48] = "";
 	size_t			 i, off = 0;
 
@@ -367,9 +433,10 @@ proxy_refused_say(struct proxy *px)
 		if (r->n[i] == 0)
 			continue;
 		total += r->n[i];
-		json_object_set_new(reasons, proxy_refuse_name(i), json_pack(
-		    "{s:I, s:s}", "refused", (json_int_t)r->n[i], "src",
-		    r->src[i]));
+		o = json_pack("{s:I}", "refused", (json_int_t)r->n[i]);
+		if ((s = proxy_refused_srcs(r, i, o)) != NULL && i == r->why)
+			src = s;
+		json_object_set_new(reasons, proxy_refuse_name(i), o);
 		off += (size_t)snprintf(each + off, sizeof(each) - off,
 		    "%s%s %llu", off ? ", " : "", proxy_refuse_name(i),
 		    r->n[i]);
@@ -380,18 +447,23 @@ proxy_refused_say(struct proxy *px)
 	}
 	log_warnx("connection from %s refused: %s (--max-conns %u, "
 	    "--max-conns-per-client %u); %llu refused since the last such "
-	    "line (%s)", r->src[r->why], proxy_refuse_name(r->why),
+	    "line (%s)", src, proxy_refuse_name(r->why),
 	    px->cfg.max_conns, px->cfg.max_conns_per_client, total, each);
 	fields = json_pack("{s:s, s:s, s:s, s:I, s:o, s:I, s:I}", "event",
 	    "proxy.conn_refused", "reason", proxy_refuse_name(r->why), "src",
-	    r->src[r->why], "refused", (json_int_t)total, "reasons", reasons,
+	    src, "refused", (json_int_t)total, "reasons", reasons,
 	    "max_conns", (json_int_t)px->cfg.max_conns,
 	    "max_conns_per_client", (json_int_t)px->cfg.max_conns_per_client);
-	if (fields == NULL || eventlog_append(px->seclog, fields) == -1)
+	r->last_us = util_now_us();
+	if (fields == NULL || eventlog_append(px->seclog, fields) == -1) {
 		proxy_log_warn(px);
+		json_decref(fields);
+		return;		/* owed: said with the next line written */
+	}
 	json_decref(fields);
 	memset(r->n, 0, sizeof(r->n));
-	r->last_us = util_now_us();
+	memset(r->src, 0, sizeof(r->src));
+	memset(r->others, 0, sizeof(r->others));
 }
 
 void

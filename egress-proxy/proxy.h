@@ -183,14 +183,27 @@ enum proxy_refuse {
 	PROXY_REFUSE_MAX
 };
 
+#define PROXY_REFUSED_SRCS	8	/* addresses counted per reason */
+
+/* Refusals of one address for one reason since the last line. */
+struct proxy_refused_src {
+	char			 addr[INET6_ADDRSTRLEN];
+	unsigned long long	 n;
+};
+
 /*
  * Connections refused (proxy_refused) since the last proxy.conn_refused
- * line: per reason, with the address of its last, and the last's reason.
+ * line written (a line that could not be written leaves them owed to the
+ * next, atk15r15 F3): per reason, and per address for the first
+ * PROXY_REFUSED_SRCS addresses of each reason (the rest counted as
+ * others), so a line names who was refused how often, not a flood's
+ * count under the last address (atk15r15 F4); and the last's reason.
  */
 struct proxy_refusals {
 	uint64_t		 last_us;	/* that line; 0: none yet */
 	unsigned long long	 n[PROXY_REFUSE_MAX];
-	char			 src[PROXY_REFUSE_MAX][INET6_ADDRSTRLEN];
+	struct proxy_refused_src src[PROXY_REFUSE_MAX][PROXY_REFUSED_SRCS];
+	unsigned long long	 others[PROXY_REFUSE_MAX];
 	enum proxy_refuse	 why;
 	struct event		*timer;		/* the line after the second */
 };
@@ -235,6 +248,7 @@ struct proxy {
 	struct proxy_stats	 stats;
 	size_t			 sockbuf_pool;	/* extra taken, see above */
 	struct conn		*conns;		/* every open connection */
+	struct conn		*adopted;	/* of them, acting from a token */
 	int			 draining;	/* SIGTERM: no new work */
 	int			 log_space_ok;	/* see proxy_log_check_space */
 	int			 log_anchor_ok;	/* checkpoint_anchored() */
@@ -327,6 +341,8 @@ void	proxy_refused_flush(struct proxy *);
 /* "connections", "client_connections", ...: the label in /metrics. */
 const char *proxy_refuse_name(enum proxy_refuse);
 void	proxy_client_leave(struct proxy *, struct client_slot *);
+/* The slot of an address with connections open, or NULL. */
+struct client_slot *proxy_client_slot(struct proxy *, const struct sockaddr *);
 
 /*
  * Who a client is for the block log: its sandbox id, else "addr:" and its

@@ -7,18 +7,17 @@
 #include <string.h>
 
 #include "addr.h"
+#include "keytab.h"
 #include "namecount.h"
 #include "policy.h"
 #include "proxy.h"
 #include "registry.h"
-#include "siphash.h"
 #include "token.h"
-
-#define REG_BUCKETS_MIN	64	/* a power of 2; doubled past one an entry */
 
 struct registry_entry {
 	struct registry_entry	*next;
-	struct registry_entry	*anext;		/* address chain */
+	struct registry_entry	*prev;
+	struct registry_entry	*snext;		/* the sandbox's others */
 	unsigned		 refs;
 	int			 listed;	/* still in the registry */
 	int			 extra;		/* not the session's address */
@@ -29,22 +28,40 @@ struct registry_entry {
 	size_t			 nsets;
 };
 
+/* An address whose entry changed (registry_addr_changed). */
+struct registry_addr {
+	struct registry_addr	*next;
+	char			 addr[INET6_ADDRSTRLEN];
+};
+
+/* A sandbox unregistered at a time, in the list oldest first. */
+struct registry_gone {
+	struct registry_gone	*next;
+	struct registry_gone	*prev;
+	time_t			 at;
+	char			 sandbox[];
+};
+
 /*
- * Entries are listed (head) and, since one address has at most one
- * entry, indexed by address in a hash table under the process's key
- * (siphash.h): every connection's lookup, and the check of every open
- * connection at each /register and /unregister, takes one chain, not the
- * whole registry (atk15r15 F1: 4,096 idle connections of an unregistered
+ * Entries are listed (doubly, for a removal in constant time), indexed
+ * by address in a keyed table (keytab.h), and each sandbox's listed
+ * apart (the namecount slot): every connection's lookup, the check of
+ * every open connection at each /register and /unregister, and the
+ * removal of an address or a sandbox take what they touch, not the whole
+ * registry (atk15r15 F1: 4,096 idle connections of an unregistered
  * client made each change walk them times 4,000 entries, 122 ms).
  */
 struct registry {
 	struct registry_entry	*head;
 	size_t			 n;
-	struct registry_entry	**byaddr;
-	size_t			 nbuckets;	/* a power of 2 */
-	unsigned long long	 compared;	/* entries looked at by address */
+	struct keytab		*byaddr;
 	struct namecount	*sandboxes;	/* sandbox -> its entries */
-	json_t			*gone;	/* {sandbox: unregistered at} */
+	struct keytab		*gone;		/* sandbox -> registry_gone */
+	struct registry_gone	*gone_head;	/* oldest first */
+	struct registry_gone	*gone_tail;
+	struct registry_addr	*addr_changed;	/* since last asked */
+	time_t			 gone_floor;	/* latest forgotten */
+	int			 gone_dirty;	/* changed since saved */
 };
 
 static void	registry_entry_unref(struct registry_entry *);
@@ -52,9 +69,14 @@ static int	registry_same(struct registry *,
 		    const struct registry_entry *);
 static void	registry_canon6(const unsigned char *, char *, size_t);
 static void	registry_remove_session(struct registry *, const char *);
-static void	registry_unlist(struct registry *, struct registry_entry **);
-static struct registry_entry *registry_find(struct registry *, const char *);
-static void	registry_index(struct registry *, struct registry_entry *);
+static void	registry_unlist(struct registry *, struct registry_entry *);
+static void	registry_gone_unlink(struct registry *,
+		    struct registry_gone *);
+static void	registry_gone_out(struct registry *, struct registry_gone *);
+static void	registry_gone_insert(struct registry *,
+		    struct registry_gone *);
+static void	registry_link(struct registry *, struct registry_entry *);
+static void	registry_addr_note(struct registry *, const char *);
 
 struct registry *
 registry_new(void)
@@ -63,70 +85,27 @@ registry_new(void)
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
-	r->nbuckets = REG_BUCKETS_MIN;
 	if ((r->sandboxes = namecount_new()) == NULL ||
-	    (r->byaddr = calloc(r->nbuckets, sizeof(*r->byaddr))) == NULL) {
+	    (r->byaddr = keytab_new()) == NULL ||
+	    (r->gone = keytab_new()) == NULL) {
 		namecount_free(r->sandboxes);
+		keytab_free(r->byaddr);
 		free(r);
 		return NULL;
 	}
 	return r;
 }
 
-/* The chain addr hashes to in a table of nb (a power of 2) chains. */
-static struct registry_entry **
-registry_home(struct registry_entry **b, size_t nb, const char *addr)
-{
-	return &b[sg_keyed_hash((const unsigned char *)addr, strlen(addr)) &
-	    (nb - 1)];
-}
-
-static struct registry_entry *
-registry_find(struct registry *r, const char *addr)
-{
-	struct registry_entry	*e;
-
-	for (e = *registry_home(r->byaddr, r->nbuckets, addr); e != NULL;
-	    e = e->anext) {
-		r->compared++;
-		if (strcmp(e->addr, addr) == 0)
-			return e;
-	}
-	return NULL;
-}
-
-/*
- * Index a listed entry by its address. The table doubles once it holds
- * more entries than chains; when that takes more memory than there is,
- * the chains only grow longer.
- */
-static void
-registry_index(struct registry *r, struct registry_entry *e)
-{
-	struct registry_entry	**nb, **home, *x, *next;
-	size_t			  i, n = r->nbuckets * 2;
-
-	if (r->n >= r->nbuckets && (nb = calloc(n, sizeof(*nb))) != NULL) {
-		for (i = 0; i < r->nbuckets; i++)
-			for (x = r->byaddr[i]; x != NULL; x = next) {
-				next = x->anext;
-				home = registry_home(nb, n, x->addr);
-				x->anext = *home;
-				*home = x;
-			}
-		free(r->byaddr);
-		r->byaddr = nb;
-		r->nbuckets = n;
-	}
-	home = registry_home(r->byaddr, r->nbuckets, e->addr);
-	e->anext = *home;
-	*home = e;
-}
-
 unsigned long long
 registry_compared(const struct registry *r)
 {
-	return r->compared;
+	return keytab_visited(r->byaddr);
+}
+
+unsigned long long
+registry_sandbox_visited(const struct registry *r)
+{
+	return namecount_visited(r->sandboxes);
 }
 
 static void
@@ -152,10 +131,85 @@ registry_free(struct registry *r)
 		e->listed = 0;
 		registry_entry_unref(e);
 	}
+	while (r->gone_head != NULL)
+		registry_gone_unlink(r, r->gone_head);
+	registry_addr_changed(r, NULL, NULL);
 	namecount_free(r->sandboxes);
-	json_decref(r->gone);
-	free(r->byaddr);
+	keytab_free(r->byaddr);
+	keytab_free(r->gone);
 	free(r);
+}
+
+/* Take g out of the time-ordered list (still in the table). */
+static void
+registry_gone_out(struct registry *r, struct registry_gone *g)
+{
+	if (g->prev != NULL)
+		g->prev->next = g->next;
+	else
+		r->gone_head = g->next;
+	if (g->next != NULL)
+		g->next->prev = g->prev;
+	else
+		r->gone_tail = g->prev;
+	g->next = g->prev = NULL;
+}
+
+static void
+registry_gone_unlink(struct registry *r, struct registry_gone *g)
+{
+	registry_gone_out(r, g);
+	(void)keytab_del(r->gone, g->sandbox);
+	free(g);
+}
+
+/*
+ * Forget the unregisters no token can outlast (issued before them, with
+ * the clock skew a token's "issued" may have), and past max the oldest:
+ * its time becomes the floor (registry_gone_floor), so a token of a
+ * forgotten sandbox is still refused. Oldest first: stops at the first
+ * one kept.
+ */
+static void
+registry_gone_prune(struct registry *r, time_t now, size_t max)
+{
+	struct registry_gone	*g;
+
+	while ((g = r->gone_head) != NULL) {
+		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now &&
+		    keytab_count(r->gone) <= max)
+			break;
+		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now &&
+		    g->at > r->gone_floor)
+			r->gone_floor = g->at;
+		registry_gone_unlink(r, g);
+		r->gone_dirty = 1;
+	}
+	if (r->gone_floor != 0 &&
+	    r->gone_floor + TOKEN_TTL_MAX + 2 * TOKEN_SKEW < now) {
+		r->gone_floor = 0;
+		r->gone_dirty = 1;
+	}
+}
+
+/* Into the list by time (at the tail, unless loaded out of order). */
+static void
+registry_gone_insert(struct registry *r, struct registry_gone *g)
+{
+	struct registry_gone	*after = r->gone_tail;
+
+	while (after != NULL && after->at > g->at)
+		after = after->prev;
+	g->prev = after;
+	g->next = after != NULL ? after->next : r->gone_head;
+	if (g->next != NULL)
+		g->next->prev = g;
+	else
+		r->gone_tail = g;
+	if (after != NULL)
+		after->next = g;
+	else
+		r->gone_head = g;
 }
 
 /*
@@ -167,53 +221,94 @@ registry_free(struct registry *r)
 void
 registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 {
-	const char	*k;
-	json_t		*v;
-	void		*tmp;
+	struct registry_gone	*g;
+	size_t			 len = strlen(sandbox);
 
-	if (r->gone == NULL && (r->gone = json_object()) == NULL)
+	registry_gone_clear(r, sandbox);
+	/* before: the new one stays until the next (a token may keep it) */
+	registry_gone_prune(r, t > time(NULL) ? t : time(NULL),
+	    REGISTRY_GONE_MAX - 1);
+	if ((g = calloc(1, sizeof(*g) + len + 1)) == NULL)
 		return;
-	json_object_foreach_safe(r->gone, tmp, k, v)
-		if (json_integer_value(v) + TOKEN_TTL_MAX + 2 * TOKEN_SKEW < t)
-			json_object_del(r->gone, k);
-	json_object_set_new(r->gone, sandbox, json_integer(t));
+	memcpy(g->sandbox, sandbox, len + 1);
+	g->at = t;
+	if (keytab_put(r->gone, sandbox, g) == -1) {
+		free(g);
+		return;
+	}
+	registry_gone_insert(r, g);
+	r->gone_dirty = 1;
 }
 
 void
 registry_gone_keep(struct registry *r, const char *sandbox, time_t at)
 {
-	json_t	*v = r->gone ? json_object_get(r->gone, sandbox) : NULL;
+	struct registry_gone	*g = keytab_get(r->gone, sandbox);
 
-	if (v != NULL && json_integer_value(v) < (json_int_t)at)
-		json_integer_set(v, (json_int_t)at);
+	if (g == NULL || g->at >= at)
+		return;
+	registry_gone_out(r, g);
+	g->at = at;
+	registry_gone_insert(r, g);	/* later: near the tail */
+	r->gone_dirty = 1;
 }
 
 void
 registry_gone_clear(struct registry *r, const char *sandbox)
 {
-	if (r->gone != NULL)
-		json_object_del(r->gone, sandbox);
+	struct registry_gone	*g = keytab_get(r->gone, sandbox);
+
+	if (g == NULL)
+		return;
+	registry_gone_unlink(r, g);
+	r->gone_dirty = 1;
 }
 
 time_t
 registry_gone_at(const struct registry *r, const char *sandbox)
 {
-	return r->gone == NULL ? 0 :
-	    (time_t)json_integer_value(json_object_get(r->gone, sandbox));
+	const struct registry_gone	*g = keytab_get(r->gone, sandbox);
+
+	return g != NULL ? g->at : 0;
+}
+
+time_t
+registry_gone_floor(const struct registry *r)
+{
+	return r->gone_floor;
+}
+
+int
+registry_gone_dirty(const struct registry *r)
+{
+	return r->gone_dirty;
+}
+
+void
+registry_gone_saved(struct registry *r)
+{
+	r->gone_dirty = 0;
 }
 
 json_t *
 registry_gone_json(const struct registry *r)
 {
-	return r->gone != NULL ? json_deep_copy(r->gone) : json_object();
+	const struct registry_gone	*g;
+	json_t				*o = json_object();
+
+	for (g = r->gone_head; g != NULL && o != NULL; g = g->next)
+		json_object_set_new(o, g->sandbox, json_integer(g->at));
+	return o;
 }
 
 void
-registry_gone_load(struct registry *r, json_t *o)
+registry_gone_load(struct registry *r, json_t *o, time_t floor)
 {
 	const char	*k;
 	json_t		*v;
 
+	if (floor > r->gone_floor)
+		r->gone_floor = floor;
 	json_object_foreach(o, k, v)
 		if (json_is_integer(v) && registry_gone_at(r, k) <
 		    (time_t)json_integer_value(v))
@@ -244,41 +339,82 @@ registry_canon6(const unsigned char *a, char *out, size_t size)
 static int
 registry_same(struct registry *r, const struct registry_entry *e)
 {
-	const struct registry_entry	*o = registry_find(r, e->addr);
+	const struct registry_entry	*o = keytab_get(r->byaddr, e->addr);
 
 	return o != NULL && strcmp(o->sandbox, e->sandbox) == 0 &&
 	    strcmp(o->sets_text, e->sets_text) == 0 && o->extra == e->extra;
 }
 
-/* Take *pp out of the registry (connections may hold it still). */
+/* Take e out of the registry (connections may hold it still). */
 static void
-registry_unlist(struct registry *r, struct registry_entry **pp)
+registry_unlist(struct registry *r, struct registry_entry *e)
 {
-	struct registry_entry	*e = *pp, **ap;
+	void			**slot = namecount_slot(r->sandboxes,
+				    e->sandbox);
+	struct registry_entry	 *x, *prev = NULL;
 
-	*pp = e->next;
-	for (ap = registry_home(r->byaddr, r->nbuckets, e->addr); *ap != e;
-	    ap = &(*ap)->anext)
-		;
-	*ap = e->anext;
+	if (e->prev != NULL)
+		e->prev->next = e->next;
+	else
+		r->head = e->next;
+	if (e->next != NULL)
+		e->next->prev = e->prev;
+	for (x = slot != NULL ? *slot : NULL; x != NULL && x != e;
+	    x = x->snext)
+		prev = x;
+	if (x != NULL && prev == NULL)
+		*slot = e->snext;
+	else if (x != NULL)
+		prev->snext = e->snext;
+	(void)keytab_del(r->byaddr, e->addr);
+	registry_addr_note(r, e->addr);
 	e->listed = 0;
 	namecount_sub(r->sandboxes, e->sandbox);
 	registry_entry_unref(e);
 	r->n--;
 }
 
-/* Remove the session address of a sandbox, keeping its extra ones. */
+/*
+ * Remove the addresses of a sandbox (all: its session address, or with
+ * session_only the session address alone, keeping its extra ones); how
+ * many. Its own list: what it has, not the registry.
+ */
+static size_t
+registry_remove_of(struct registry *r, const char *sandbox, int session_only)
+{
+	void			**slot = namecount_slot(r->sandboxes, sandbox);
+	struct registry_entry	 *e, *next;
+	size_t			  n = 0;
+
+	for (e = slot != NULL ? *slot : NULL; e != NULL; e = next) {
+		next = e->snext;
+		if (session_only && e->extra)
+			continue;
+		registry_unlist(r, e);
+		n++;
+	}
+	return n;
+}
+
 static void
 registry_remove_session(struct registry *r, const char *sandbox)
 {
-	struct registry_entry	**pp, *e;
+	(void)registry_remove_of(r, sandbox, 1);
+}
 
-	for (pp = &r->head; (e = *pp) != NULL;) {
-		if (!e->extra && strcmp(e->sandbox, sandbox) == 0)
-			registry_unlist(r, pp);
-		else
-			pp = &e->next;
-	}
+/* addr as the registry keeps it in canon[INET6_ADDRSTRLEN]; 0 or -1. */
+static int
+registry_canon(const char *addr, char *canon)
+{
+	unsigned char	buf[16];
+
+	if (inet_pton(AF_INET, addr, buf) == 1)
+		inet_ntop(AF_INET, buf, canon, INET6_ADDRSTRLEN);
+	else if (inet_pton(AF_INET6, addr, buf) == 1)
+		registry_canon6(buf, canon, INET6_ADDRSTRLEN);
+	else
+		return -1;
+	return 0;
 }
 
 int
@@ -286,14 +422,9 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
     const char *sets, int extra, const char **cause)
 {
 	struct registry_entry	*e;
-	unsigned char		 buf[16];
 	char			 canon[INET6_ADDRSTRLEN];
 
-	if (inet_pton(AF_INET, addr, buf) == 1)
-		inet_ntop(AF_INET, buf, canon, sizeof(canon));
-	else if (inet_pton(AF_INET6, addr, buf) == 1)
-		registry_canon6(buf, canon, sizeof(canon));
-	else {
+	if (registry_canon(addr, canon) == -1) {
 		*cause = "invalid address";
 		return -1;
 	}
@@ -344,31 +475,86 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 	 * moved (restarted) leaves its old address, not the sandbox's extra
 	 * ones: `exec --fresh` containers still running.
 	 */
-	registry_remove(r, addr);
+	/* room for its index kept first: a new address needs a node */
+	if (keytab_get(r->byaddr, addr) == NULL &&
+	    keytab_put(r->byaddr, addr, NULL) == -1) {
+		namecount_sub(r->sandboxes, e->sandbox);
+		registry_entry_unref(e);
+		*cause = "out of memory";
+		return -1;
+	}
+	(void)registry_remove_address(r, addr);
 	if (!extra)
 		registry_remove_session(r, e->sandbox);
-	e->listed = 1;
-	e->next = r->head;
-	r->head = e;
-	registry_index(r, e);
-	r->n++;
+	registry_link(r, e);
 	return 0;
 }
 
-size_t
-registry_remove(struct registry *r, const char *key)
+/* List e, index it by address (room made) and in its sandbox's list. */
+static void
+registry_link(struct registry *r, struct registry_entry *e)
 {
-	struct registry_entry	**pp, *e;
-	size_t			  n = 0;
+	void	**slot = namecount_slot(r->sandboxes, e->sandbox);
 
-	for (pp = &r->head; (e = *pp) != NULL;) {
-		if (strcmp(e->addr, key) == 0 || strcmp(e->sandbox, key) == 0) {
-			registry_unlist(r, pp);
-			n++;
-		} else
-			pp = &e->next;
+	registry_addr_note(r, e->addr);
+	e->listed = 1;
+	e->prev = NULL;
+	e->next = r->head;
+	if (r->head != NULL)
+		r->head->prev = e;
+	r->head = e;
+	(void)keytab_put(r->byaddr, e->addr, e);
+	e->snext = *slot;
+	*slot = e;
+	r->n++;
+}
+
+size_t
+registry_remove_address(struct registry *r, const char *addr)
+{
+	char			 canon[INET6_ADDRSTRLEN];
+	struct registry_entry	*e;
+
+	if (registry_canon(addr, canon) == -1 ||
+	    (e = keytab_get(r->byaddr, canon)) == NULL)
+		return 0;
+	registry_unlist(r, e);
+	return 1;
+}
+
+size_t
+registry_remove_sandbox(struct registry *r, const char *sandbox)
+{
+	return registry_remove_of(r, sandbox, 0);
+}
+
+/*
+ * addr's entry changed. Out of memory it is not noted; its connections
+ * then keep the entry they hold (the one the registry had) until closed.
+ */
+static void
+registry_addr_note(struct registry *r, const char *addr)
+{
+	struct registry_addr	*a;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return;
+	snprintf(a->addr, sizeof(a->addr), "%s", addr);
+	a->next = r->addr_changed;
+	r->addr_changed = a;
+}
+
+void
+registry_addr_changed(struct registry *r, registry_addr_fn fn, void *arg)
+{
+	struct registry_addr	*a;
+
+	while ((a = r->addr_changed) != NULL) {
+		r->addr_changed = a->next;
+		if (fn != NULL)
+			fn(arg, a->addr);
+		free(a);
 	}
-	return n;
 }
 
 int
@@ -399,7 +585,7 @@ registry_lookup(struct registry *r, const struct sockaddr *sa,
 	if (r == NULL || r->head == NULL)
 		return -1;
 	addr_to_string(sa, a, sizeof(a));
-	if ((e = registry_find(r, a)) == NULL)
+	if ((e = keytab_get(r->byaddr, a)) == NULL)
 		return -1;
 	e->refs++;
 	out->sandbox = e->sandbox;

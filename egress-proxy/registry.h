@@ -39,8 +39,13 @@ void		 registry_free(struct registry *);	/* NULL ok */
 int		 registry_add(struct registry *, const char *addr,
 		    const char *sandbox, const char *sets, int extra,
 		    const char **cause);
-/* Remove every address of a sandbox id, or one address; how many. */
-size_t		 registry_remove(struct registry *, const char *sandbox_or_addr);
+/*
+ * Remove an address, canonical as registry_add takes it ("::ffff:a.b.c.d"
+ * is a.b.c.d, "FD00::5" is fd00::5); how many (0 or 1). One lookup.
+ */
+size_t		 registry_remove_address(struct registry *, const char *addr);
+/* Remove every address of a sandbox id; how many. Its own list. */
+size_t		 registry_remove_sandbox(struct registry *, const char *sandbox);
 /* 1 when some address is registered as sandbox (constant time). */
 int		 registry_has_sandbox(const struct registry *,
 		    const char *sandbox);
@@ -49,6 +54,14 @@ int		 registry_has_sandbox(const struct registry *,
  * last call (namecount_changed): what changed, not the whole registry.
  */
 void		 registry_changed(struct registry *, namecount_fn, void *arg);
+/*
+ * fn(arg, address) for each address whose entry changed (registered,
+ * taken over, unregistered) since the last call, maybe more than once;
+ * the registry forgets them (fn NULL: only that).
+ */
+typedef void	(*registry_addr_fn)(void *arg, const char *addr);
+void		 registry_addr_changed(struct registry *, registry_addr_fn,
+		    void *arg);
 /* Number of registered addresses. */
 size_t		 registry_count(const struct registry *);
 
@@ -66,6 +79,8 @@ void		 registry_client_release(struct proxy_client *);
  * count it).
  */
 unsigned long long registry_compared(const struct registry *);
+/* Entries looked at by sandbox id so far (namecount_visited). */
+unsigned long long registry_sandbox_visited(const struct registry *);
 
 /*
  * [{"address":..,"sandbox":..,"sets":[..],"extra":bool}...], a new
@@ -82,9 +97,17 @@ json_t		*registry_json(const struct registry *);
  * latest of the removal's here, the controller's clock it came with,
  * and the "issued" of every token of it refused since
  * (registry_gone_keep), so a controller clock ahead of this one does
- * not let a token outlive its entry (atk1921h F7). The json is
- * {"sandbox": time, ...}, a new reference; load merges one.
+ * not let a token outlive its entry (atk1921h F7). They go oldest
+ * first, and past REGISTRY_GONE_MAX the oldest goes early: the latest
+ * time so forgotten is the floor (registry_gone_floor), and a token of a
+ * sandbox not registered, issued before the floor, is refused as well
+ * (fails closed). The json is {"sandbox": time, ...}, a new reference;
+ * load merges one and a floor. registry_gone_dirty says whether the set
+ * or the floor changed since registry_gone_saved: the file that keeps
+ * them is written only then, not at every change of the registry
+ * (atk15r16 F6: 56 ms per /register after 8,000 discards).
  */
+#define REGISTRY_GONE_MAX	4096
 void		 registry_gone_set(struct registry *, const char *sandbox,
 		    time_t);
 /* The entry of a removed sandbox kept at least from at (none: nothing). */
@@ -92,7 +115,10 @@ void		 registry_gone_keep(struct registry *, const char *sandbox,
 		    time_t at);
 void		 registry_gone_clear(struct registry *, const char *sandbox);
 time_t		 registry_gone_at(const struct registry *, const char *sandbox);
+time_t		 registry_gone_floor(const struct registry *);
+int		 registry_gone_dirty(const struct registry *);
+void		 registry_gone_saved(struct registry *);
 json_t		*registry_gone_json(const struct registry *);
-void		 registry_gone_load(struct registry *, json_t *);
+void		 registry_gone_load(struct registry *, json_t *, time_t floor);
 
 #endif

@@ -1460,6 +1460,61 @@ class F10Identity(Case):
         c.close()
         self.assertEqual(r.status, 403, "the old address kept the sets")
 
+    @staticmethod
+    def registered(p):
+        """This test's registrations (the folder's registry.json is
+        shared with the other tests' proxies)."""
+        status, st = proxylib.control(p.ctl, "GET", "/status")
+        return sorted((s["address"], s["sandbox"]) for s in st["sandboxes"]
+                      if s["address"].startswith(("127.0.16.", "fd00::")))
+
+    def test_unregister_by_address_as_registered(self):
+        """atk15r16 F2: /unregister {"address"} compared the raw string,
+        /register the canonical one: "::ffff:127.0.16.5" and "FD00::5"
+        stayed registered ("removed": 0). F3: an address key matched
+        sandbox names: registering 127.0.16.9 removed the sandbox named
+        "127.0.16.9"'s own address."""
+        p = control_proxy("unreg-canon", sets="")
+        register(p, "::ffff:127.0.16.5", "victim")
+        register(p, "FD00::5", "v6")
+        for a in ("::ffff:127.0.16.5", "FD00::5"):
+            status, body = proxylib.control(p.ctl, "POST", "/unregister",
+                                            {"address": a})
+            self.assertEqual((status, body.get("removed")), (200, 1), body)
+        self.assertEqual(self.registered(p), [])
+        register(p, "127.0.16.7", "127.0.16.9")
+        register(p, "127.0.16.9", "other")
+        status, body = proxylib.control(p.ctl, "POST", "/unregister",
+                                        {"address": "127.0.16.9"})
+        self.assertEqual(self.registered(p),
+                         [("127.0.16.7", "127.0.16.9")])
+
+    def test_unregistered_list_written_only_when_changed(self):
+        """atk15r16 F6: every /register and /unregister rewrote the
+        sandboxes unregistered in the last 30 days into registry.json
+        (56 ms per change after 8,000 discards). They have their own
+        file, registry.json.gone, written when they change, not at a
+        change of another sandbox; a restart still refuses them."""
+        p = control_proxy("gone-file", sets="")
+        d = os.path.dirname(p.ctl)
+        for i in range(20):
+            status, body = proxylib.control(p.ctl, "POST", "/unregister",
+                                            {"sandbox": "gone-%d" % i})
+            self.assertEqual(status, 200, body)
+        gone = os.path.join(d, "registry.json.gone")
+        with open(gone) as f:
+            self.assertIn("gone-19", json.load(f)["unregistered"])
+        before = os.stat(gone)
+        register(p, "127.0.16.20", "probe")
+        proxylib.control(p.ctl, "POST", "/unregister",
+                         {"address": "127.0.16.20"})
+        after = os.stat(gone)
+        self.assertEqual((before.st_ino, before.st_mtime_ns),
+                         (after.st_ino, after.st_mtime_ns),
+                         "a change of another sandbox rewrote the list")
+        with open(os.path.join(d, "registry.json")) as f:
+            self.assertNotIn("unregistered", json.load(f))
+
 
 tunnel_closed = proxylib.closed_by_peer
 
@@ -1550,6 +1605,15 @@ class F12Smaller(Case):
             s.close()
         return n
 
+    @classmethod
+    def stop_for_events(cls, p, held):
+        """Close held, stop p: its proxy.conn_refused lines."""
+        for s in held:
+            s.close()
+        p.stop()
+        p.checked = True
+        return cls.refusal_events(p)
+
     @staticmethod
     def refusal_events(p):
         return [json.loads(l) for l in p.log_lines()
@@ -1578,11 +1642,7 @@ class F12Smaller(Case):
             # Right after a line: said at exit if not by the timer.
             refused += self.refuse(p, "127.0.0.5", 5)
         finally:
-            for s in held:
-                s.close()
-        p.stop()
-        p.checked = True
-        events = self.refusal_events(p)
+            events = self.stop_for_events(p, held)
         print("\n  %d refused, %d in %d proxy.conn_refused lines" % (
             refused, sum(e["refused"] for e in events), len(events)),
             file=sys.stderr)
@@ -1598,6 +1658,72 @@ class F12Smaller(Case):
             self.assertTrue(e["src"].startswith("127.0.0.5"))
         self.assertIn("refused: client_connections", p.stderr())
         self.assert_verifies(p.log_dir)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"),
+                         "needs root to mount a small tmpfs")
+    def test_refusals_owed_through_a_log_outage(self):
+        """atk15r15 F3: the counts of a proxy.conn_refused line that could
+        not be written (the log volume full) were cleared anyway: 36
+        refusals in /metrics and in no line. They stay owed to the next
+        line written."""
+        logs = tempfile.mkdtemp(prefix="sg-refused-full-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs",
+                        logs], check=True)
+        try:
+            p = start_proxy("refused-full", extra_args=[
+                "--log-dir", logs, "--max-conns-per-client", "1",
+                "--head-timeout", "300"])
+            p.log_path = os.path.join(logs, "security-events.jsonl")
+            held = [proxylib.bound_socket("127.0.12.4", p.port, timeout=5)]
+            refused = self.refuse(p, "127.0.12.4", 2)
+            time.sleep(1.2)
+            filler = os.path.join(logs, "filler")
+            subprocess.run(["dd", "if=/dev/zero", "of=" + filler,
+                            "bs=64k"], stderr=subprocess.DEVNULL)
+            for i in range(6):	# each a line that cannot be written
+                refused += self.refuse(p, "127.0.12.4", 3)
+                for j in range(4):	# blocked lines fill the last page
+                    try:
+                        proxylib.get_status(p.port, "full%d-%d.test" % (
+                            i, j), src="127.0.12.9", timeout=5)
+                    except OSError:
+                        pass
+                time.sleep(1.1)
+            os.unlink(filler)
+            time.sleep(1.2)
+            refused += self.refuse(p, "127.0.12.4", 1)
+            events = self.stop_for_events(p, held)
+        finally:
+            subprocess.run(["umount", "-l", logs])
+            os.rmdir(logs)
+        self.assertEqual(sum(e["refused"] for e in events), refused,
+                         "refusals lost in the outage: %r" % events)
+
+    def test_refusals_are_charged_to_their_addresses(self):
+        """atk15r15 F4: a line named the whole count under the address
+        refused last, so a flood's 500 refusals were charged to the
+        victim that tried once after it. Each reason's refusals are
+        counted per address ("srcs"), and "src" is the address refused
+        most."""
+        p = start_proxy("refused-src", extra_args=[
+            "--max-conns-per-client", "2", "--head-timeout", "300"])
+        held = [proxylib.bound_socket(a, p.port, timeout=5)
+                for a in ("127.0.12.2", "127.0.12.3") for _ in range(2)]
+        try:
+            refused = self.refuse(p, "127.0.12.2", 1)	# said at once
+            refused += self.refuse(p, "127.0.12.2", 30)
+            refused += self.refuse(p, "127.0.12.3", 1)
+        finally:
+            events = self.stop_for_events(p, held)
+        self.assertEqual(sum(e["refused"] for e in events), refused)
+        per = {}
+        for e in events:
+            srcs = e["reasons"]["client_connections"].get("srcs", {})
+            for a, n in srcs.items():
+                per[a] = per.get(a, 0) + n
+        self.assertEqual(per, {"127.0.12.2": 31, "127.0.12.3": 1},
+                         "refusals per address: %r" % events)
+        self.assertEqual(events[-1]["src"], "127.0.12.2", events[-1])
 
     def test_malformed_server_name_is_sni_invalid(self):
         """SNI_ERROR (two host names, ...) was logged as sni_missing."""

@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "execcred.h"
 #include "proxy.h"
@@ -73,6 +74,20 @@ addr_of(char *buf, size_t size, const char *net, int i)
 	snprintf(buf, size, "%s.%d.%d", net, i / 250, i % 250 + 1);
 }
 
+/* NREG addresses 10.1.x.y, as sandboxes sbx_0.. */
+static void
+fill_registry(struct registry *r)
+{
+	char	a[64], s[64];
+	int	i;
+
+	for (i = 0; i < NREG; i++) {
+		addr_of(a, sizeof(a), "10.1", i);
+		snprintf(s, sizeof(s), "sbx_%d", i);
+		reg(r, a, s, 0);
+	}
+}
+
 static void
 test_lookups_follow_changes(void **state)
 {
@@ -90,7 +105,7 @@ test_lookups_follow_changes(void **state)
 	/* an IPv4-mapped address is registered as the IPv4 one */
 	reg(r, "::ffff:10.0.0.7", "sbx_d", 1);
 	assert_string_equal(who(r, "10.0.0.7"), "sbx_d");
-	assert_int_equal(registry_remove(r, "10.0.0.7"), 1);
+	assert_int_equal(registry_remove_address(r, "10.0.0.7"), 1);
 	/* another sandbox takes the address */
 	reg(r, "10.0.0.2", "sbx_c", 0);
 	assert_string_equal(who(r, "10.0.0.2"), "sbx_c");
@@ -100,9 +115,9 @@ test_lookups_follow_changes(void **state)
 	assert_null(who(r, "10.0.0.1"));
 	assert_string_equal(who(r, "10.0.0.9"), "sbx_a");
 	/* by address, then by sandbox */
-	assert_int_equal(registry_remove(r, "10.0.0.9"), 1);
+	assert_int_equal(registry_remove_address(r, "10.0.0.9"), 1);
 	assert_null(who(r, "10.0.0.9"));
-	assert_int_equal(registry_remove(r, "sbx_c"), 1);
+	assert_int_equal(registry_remove_sandbox(r, "sbx_c"), 1);
 	assert_null(who(r, "10.0.0.2"));
 	assert_string_equal(who(r, "fd00::5"), "sbx_b");
 	assert_int_equal(registry_count(r), 1);
@@ -123,7 +138,7 @@ test_entry_outlives_removal(void **state)
 	inet_pton(AF_INET, "10.0.0.1", &sa.sin_addr);
 	memset(&pc, 0, sizeof(pc));
 	assert_int_equal(registry_lookup(r, (struct sockaddr *)&sa, &pc), 0);
-	assert_int_equal(registry_remove(r, "sbx_a"), 1);
+	assert_int_equal(registry_remove_sandbox(r, "sbx_a"), 1);
 	assert_null(who(r, "10.0.0.1"));
 	assert_string_equal(pc.sandbox, "sbx_a");	/* still held */
 	registry_client_release(&pc);
@@ -139,11 +154,7 @@ test_many_found_each_by_its_chain(void **state)
 	int			 i;
 
 	(void)state;
-	for (i = 0; i < NREG; i++) {
-		addr_of(a, sizeof(a), "10.1", i);
-		snprintf(s, sizeof(s), "sbx_%d", i);
-		reg(r, a, s, 0);
-	}
+	fill_registry(r);
 	assert_int_equal(registry_count(r), NREG);
 	for (i = 0; i < NREG; i++) {
 		addr_of(a, sizeof(a), "10.1", i);
@@ -162,7 +173,7 @@ test_many_found_each_by_its_chain(void **state)
 	/* half removed: the rest still found, the removed not */
 	for (i = 0; i < NREG; i += 2) {
 		snprintf(s, sizeof(s), "sbx_%d", i);
-		assert_int_equal(registry_remove(r, s), 1);
+		assert_int_equal(registry_remove_sandbox(r, s), 1);
 	}
 	for (i = 0; i < NREG; i++) {
 		addr_of(a, sizeof(a), "10.1", i);
@@ -184,6 +195,23 @@ exec_add(struct execcred *t, int i, const char *sbx, const char *run)
 	assert_int_equal(execcred_add(t, tok, sbx, run, &cause), 0);
 }
 
+/* NREG execs of as many sandboxes, then 3 of sbx_f (run_f1..3). */
+static void
+fill_execs(struct execcred *t)
+{
+	char	s[64], r[64];
+	int	i;
+
+	for (i = 0; i < NREG; i++) {
+		snprintf(s, sizeof(s), "sbx_%d", i);
+		snprintf(r, sizeof(r), "run_%d", i);
+		exec_add(t, i, s, r);
+	}
+	exec_add(t, NREG, "sbx_f", "run_f1");
+	exec_add(t, NREG + 1, "sbx_f", "run_f2");
+	exec_add(t, NREG + 2, "sbx_f", "run_f3");
+}
+
 /* How many blocks run of sbx has kept. */
 static size_t
 exec_blocks(struct execcred *t, const char *sbx, const char *run)
@@ -203,19 +231,12 @@ static void
 test_block_looks_at_its_sandbox_execs(void **state)
 {
 	struct execcred		*t = execcred_new();
-	char			 s[64], r[64], host[64];
+	char			 host[64];
 	unsigned long long	 before;
 	int			 i;
 
 	(void)state;
-	for (i = 0; i < NREG; i++) {
-		snprintf(s, sizeof(s), "sbx_%d", i);
-		snprintf(r, sizeof(r), "run_%d", i);
-		exec_add(t, i, s, r);
-	}
-	exec_add(t, NREG, "sbx_f", "run_f1");
-	exec_add(t, NREG + 1, "sbx_f", "run_f2");
-	exec_add(t, NREG + 2, "sbx_f", "run_f3");
+	fill_execs(t);
 	before = execcred_visited(t);
 	for (i = 0; i < NMISS; i++) {
 		snprintf(host, sizeof(host), "h%d.invalid", i % 8);
@@ -249,6 +270,152 @@ test_block_looks_at_its_sandbox_execs(void **state)
 	execcred_free(t);
 }
 
+/* A credential from sandbox sbx_f with 3 execs among NREG others'. */
+static void
+test_credential_looks_at_its_sandbox_execs(void **state)
+{
+	struct execcred		*t = execcred_new();
+	char			 tok[65], run[EXECCRED_RUN_MAX + 1];
+	unsigned long long	 before;
+	int			 i, trunc;
+	json_t			*a;
+
+	(void)state;
+	fill_execs(t);
+	before = execcred_visited(t);
+	memset(tok, 'f', 64);
+	tok[64] = '\0';
+	for (i = 0; i < NMISS; i++)
+		assert_null(execcred_run(t, tok, "sbx_f", run));
+	for (i = 0; i < NMISS; i++) {
+		assert_true(execcred_running(t, "sbx_f", "run_f2"));
+		a = execcred_blocks_json(t, "sbx_f", "run_f1", 0, 1, &trunc);
+		assert_non_null(a);
+		json_decref(a);
+	}
+	if (execcred_visited(t) - before > (unsigned long long)NMISS * 3 *
+	    PER_LOOKUP)
+		fail_msg("%llu execs looked at for %d credentials and run "
+		    "lookups of a sandbox with 3 of %d running",
+		    execcred_visited(t) - before, NMISS, NREG + 3);
+	snprintf(tok, sizeof(tok), "%032x", NREG + 1);
+	assert_string_equal(execcred_run(t, tok, "sbx_f", run), "run_f2");
+	snprintf(tok, sizeof(tok), "%032x", 7);	/* sbx_7's */
+	assert_null(execcred_run(t, tok, "sbx_f", run));
+	assert_string_equal(execcred_run(t, tok, "sbx_7", run), "run_7");
+	assert_false(execcred_running(t, "sbx_f", "run_7"));
+	assert_int_equal(execcred_remove(t, "run_f2"), 1);
+	assert_false(execcred_running(t, "sbx_f", "run_f2"));
+	assert_true(execcred_running(t, "sbx_f", "run_f3"));
+	assert_int_equal(execcred_remove_sandbox(t, "sbx_f"), 2);
+	assert_int_equal(execcred_count(t), NREG);
+	execcred_free(t);
+}
+
+/*
+ * atk15r16 F2: an address unregisters as it registers: "::ffff:a.b.c.d"
+ * and "FD00::5" removed nothing (compared raw). F3: an address key
+ * matched sandbox names, and a sandbox key addresses.
+ */
+static void
+test_address_and_sandbox_keys(void **state)
+{
+	struct registry	*r = registry_new();
+
+	(void)state;
+	reg(r, "::ffff:127.0.16.5", "victim", 0);
+	reg(r, "FD00::5", "v6", 0);
+	assert_int_equal(registry_remove_address(r, "::ffff:127.0.16.5"), 1);
+	assert_int_equal(registry_remove_address(r, "FD00::5"), 1);
+	assert_null(who(r, "127.0.16.5"));
+	assert_null(who(r, "fd00::5"));
+	assert_int_equal(registry_count(r), 0);
+	/* a sandbox named like an address keeps its own */
+	reg(r, "127.0.16.7", "127.0.16.9", 0);
+	reg(r, "127.0.16.9", "other", 0);
+	assert_string_equal(who(r, "127.0.16.7"), "127.0.16.9");
+	assert_int_equal(registry_remove_address(r, "127.0.16.9"), 1);
+	assert_string_equal(who(r, "127.0.16.7"), "127.0.16.9");
+	assert_int_equal(registry_remove_sandbox(r, "127.0.16.7"), 0);
+	assert_int_equal(registry_remove_sandbox(r, "127.0.16.9"), 1);
+	assert_int_equal(registry_count(r), 0);
+	registry_free(r);
+}
+
+/*
+ * atk15r16 F6: the unregistered sandboxes are bounded (the oldest past
+ * REGISTRY_GONE_MAX forgotten, its time the floor that still refuses
+ * tokens issued before it), and marked changed only when they change:
+ * a register or an unregister by address leaves them unwritten.
+ */
+static void
+test_gone_bounded_and_written_when_changed(void **state)
+{
+	struct registry	*r = registry_new();
+	time_t		 t0 = time(NULL) - 3600;
+	char		 s[64];
+	json_t		*o;
+	int		 i;
+
+	(void)state;
+	for (i = 0; i < REGISTRY_GONE_MAX + 100; i++) {
+		snprintf(s, sizeof(s), "gone_%d", i);
+		registry_gone_set(r, s, t0 + i);
+	}
+	o = registry_gone_json(r);
+	assert_int_equal(json_object_size(o), REGISTRY_GONE_MAX);
+	json_decref(o);
+	assert_int_equal(registry_gone_at(r, "gone_99"), 0);
+	assert_int_equal(registry_gone_at(r, "gone_100"), t0 + 100);
+	assert_int_equal(registry_gone_floor(r), t0 + 99);
+	assert_true(registry_gone_dirty(r));
+	registry_gone_saved(r);
+	reg(r, "10.0.0.1", "sbx_a", 0);
+	assert_int_equal(registry_remove_address(r, "10.0.0.1"), 1);
+	registry_gone_clear(r, "never_gone");
+	assert_false(registry_gone_dirty(r));
+	registry_gone_clear(r, "gone_100");
+	assert_true(registry_gone_dirty(r));
+	assert_int_equal(registry_gone_at(r, "gone_100"), 0);
+	registry_free(r);
+}
+
+static void
+note_addr(void *arg, const char *addr)
+{
+	char	*seen = arg;
+	size_t	 len = strlen(seen);
+
+	snprintf(seen + len, 256 - len, "%s%s", len ? " " : "", addr);
+}
+
+/*
+ * atk15r16 F5: a change names the addresses it touched, so the proxy
+ * re-checks their connections only (it visited every open connection of
+ * every client per /register and /unregister).
+ */
+static void
+test_change_names_the_addresses_it_touched(void **state)
+{
+	struct registry	*r = registry_new();
+	char		 seen[256] = "";
+
+	(void)state;
+	fill_registry(r);
+	registry_addr_changed(r, NULL, NULL);
+	reg(r, "10.1.0.1", "sbx_0", 0);		/* as it is: nothing */
+	registry_addr_changed(r, note_addr, seen);
+	assert_string_equal(seen, "");
+	reg(r, "10.9.0.1", "sbx_5", 0);		/* sbx_5 moves */
+	registry_addr_changed(r, note_addr, seen);
+	assert_string_equal(seen, "10.9.0.1 10.1.0.6");
+	seen[0] = '\0';
+	assert_int_equal(registry_remove_address(r, "10.1.0.9"), 1);
+	registry_addr_changed(r, note_addr, seen);
+	assert_string_equal(seen, "10.1.0.9");
+	registry_free(r);
+}
+
 int
 main(void)
 {
@@ -257,6 +424,10 @@ main(void)
 		cmocka_unit_test(test_entry_outlives_removal),
 		cmocka_unit_test(test_many_found_each_by_its_chain),
 		cmocka_unit_test(test_block_looks_at_its_sandbox_execs),
+		cmocka_unit_test(test_credential_looks_at_its_sandbox_execs),
+		cmocka_unit_test(test_address_and_sandbox_keys),
+		cmocka_unit_test(test_gone_bounded_and_written_when_changed),
+		cmocka_unit_test(test_change_names_the_addresses_it_touched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

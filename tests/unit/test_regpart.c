@@ -163,7 +163,8 @@ apply(const struct change *c)
 	} else if (c->addr != NULL)
 		reg(c->addr, c->sbx, c->sets);
 	if (c->unregister != NULL) {
-		assert_int_not_equal(registry_remove(px.registry,
+		assert_int_not_equal(registry_remove_sandbox(px.registry,
+		    c->unregister) + registry_remove_address(px.registry,
 		    c->unregister), 0);
 		execcred_remove_sandbox(px.execs, c->unregister);
 	}
