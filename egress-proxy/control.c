@@ -1128,9 +1128,16 @@ control_grants_tick(struct proxy *px)
 {
 	unsigned	closed;
 
-	/* the registry's save, tried again as the grants' */
+	/*
+	 * the registry's save, tried again as the grants'; and the removed
+	 * sandboxes' once a refused token kept an entry longer (conn.c), so
+	 * a restart does not lose it (atk1921i F4)
+	 */
 	if (control_registry_unsaved && control_registry_path != NULL)
 		(void)control_registry_save(px);
+	else if (control_registry_path != NULL &&
+	    registry_gone_dirty(px->registry))
+		(void)control_gone_save(px);
 	if (px->grants == NULL)
 		return;
 	if (grants_expire(px->grants, grants_clock(), control_expire_cb,

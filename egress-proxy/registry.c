@@ -225,9 +225,13 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	size_t			 len = strlen(sandbox);
 
 	registry_gone_clear(r, sandbox);
-	/* before: the new one stays until the next (a token may keep it) */
-	registry_gone_prune(r, t > time(NULL) ? t : time(NULL),
-	    REGISTRY_GONE_MAX - 1);
+	/*
+	 * before: the new one stays until the next (a token may keep it);
+	 * aged by this clock alone, never by t: one time far ahead (a
+	 * controller's clock wrong for a moment, or a loaded entry) would
+	 * prune every removal before it (atk1921i F2)
+	 */
+	registry_gone_prune(r, time(NULL), REGISTRY_GONE_MAX - 1);
 	if ((g = calloc(1, sizeof(*g) + len + 1)) == NULL)
 		return;
 	memcpy(g->sandbox, sandbox, len + 1);

@@ -457,6 +457,54 @@ class GoneEntryLastsTest(unittest.TestCase):
         status, body = get(p, tok)
         self.assertEqual(status, 403, body)
 
+    def restart(self, p):
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+
+    def test_a_kept_entry_survives_a_restart(self):
+        """atk1921i F4: the later time a refused token gave an entry was
+        kept in memory only; after a restart the entry aged out at the
+        next unregister and the same token passed."""
+        gone = int(time.time()) - self.TTL - 200
+        p = self.start({self.SBX: gone})
+        tok = token(W["key"], self.SBX, issued=gone + 3600, ttl=self.TTL)
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        for _ in range(50):         # saved by the next tick
+            try:
+                with open(self.registry + ".gone") as f:
+                    if json.load(f)["unregistered"].get(self.SBX) == \
+                            gone + 3600:
+                        break
+            except FileNotFoundError:
+                pass
+            time.sleep(0.1)
+        self.restart(p)
+        self.unregister("sbx_90e90e000000000000000002")
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+
+    def test_a_clock_ahead_prunes_nothing(self):
+        """atk1921i F2: an unregister whose issued_before was 40 days
+        ahead (a controller's clock wrong for a moment) made the next
+        start prune every entry older than that time less 30 days: a
+        removed sandbox's token passed. Entries are aged by this
+        replica's clock alone."""
+        p = self.start({})
+        now = int(time.time())
+        self.unregister(self.SBX, issued_before=now)
+        tok = token(W["key"], self.SBX, issued=now - 10, ttl=24 * 3600)
+        self.assertEqual(get(p, tok)[0], 403)
+        gone = self.unregister("sbx_90e90e000000000000000003",
+                               issued_before=now + 40 * 24 * 3600)
+        self.assertIn(self.SBX, gone)
+        self.restart(p)
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+
 
 class TokenBlockLogTest(unittest.TestCase):
     def test_token_sandbox_keeps_its_block_log_place(self):
