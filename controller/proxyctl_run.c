@@ -31,6 +31,8 @@
 
 /* docker stop: the proxy drains for up to 30 s, then signs and exits. */
 #define PROXYCTL_STOP_SECS	35
+/* the largest registry or grants file read (a registry of 4,096: ~1 MiB) */
+#define PROXYCTL_FILE_MAX	(64LL << 20)
 
 static int	proxyctl_build_image(char **);
 static int	proxyctl_subnet_clash(struct docker *, const char *, char **);
@@ -563,14 +565,25 @@ proxyctl_ca_remove(char **cause)
 static int
 proxyctl_file_names(int dfd, const char *name, const char *id)
 {
+	struct stat	 st;
 	json_t		*root, *arr, *v;
 	json_error_t	 err;
 	size_t		 i;
 	int		 fd, found = 0;
 
-	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
-	    -1)
+	/*
+	 * The proxy's own folder (its uid writes it): a FIFO there must not
+	 * hang the command (atk1921i F5), nor a huge file fill its memory.
+	 * What cannot be read as a file names it: not confirmed, said.
+	 */
+	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
 		return errno == ENOENT ? 0 : 1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > PROXYCTL_FILE_MAX) {
+		close(fd);
+		return 1;
+	}
 	root = json_loadfd(fd, 0, &err);
 	close(fd);
 	if (root == NULL)

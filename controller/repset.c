@@ -76,8 +76,8 @@ repset_union(const char *old, const char *add)
 int
 repset_record(const char *id, char **cause)
 {
-	char	path[4096], tmp[4200], *old = repset_load(id), *now, *set;
-	int	fd, bad;
+	char	path[4096], *old = repset_load(id), *now, *set, *line;
+	int	rc;
 
 	now = proxyctl_set();
 	set = repset_union(old ? old : "", now ? now : "");
@@ -87,15 +87,11 @@ repset_record(const char *id, char **cause)
 		free(set);
 		return util_cause(cause, "state path too long");
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	bad = (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1;
-	if (!bad) {
-		bad = dprintf(fd, "%s\n", set) < 0 || fsync(fd) == -1;
-		bad = close(fd) == -1 || bad || rename(tmp, path) == -1;
-	}
+	util_xasprintf(&line, "%s\n", set);
 	free(set);
-	if (bad)
+	rc = state_replace(path, line, 0600);
+	free(line);
+	if (rc == -1)
 		return util_cause(cause, "cannot record the proxy replicas of "
 		    "%s in %s: %s", id, path, strerror(errno));
 	return 0;

@@ -231,3 +231,63 @@ state_mkdirs(const char *path, int mode)
 		return -1;
 	return 0;
 }
+
+/* The folder of path synced (its new entry kept). 0, or -1 with errno. */
+static int
+state_sync_dir(const char *path)
+{
+	char	dir[4096];
+	char	*slash;
+	int	fd, rc;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if ((slash = strrchr(dir, '/')) == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir] = '\0';
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+int
+state_replace(const char *path, const char *text, int mode)
+{
+	char		 tmp[4200];
+	const char	*base = strrchr(path, '/');
+	size_t		 len = strlen(text);
+	int		 fd, bad, saved;
+
+	base = base != NULL ? base + 1 : path;
+	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp.%ld", (int)(base - path),
+	    path, base, (long)getpid()) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	(void)unlink(tmp);	/* one a killed run of this pid left */
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode)) == -1)
+		return -1;
+	errno = ENOSPC;		/* a short write says nothing */
+	bad = write(fd, text, len) != (ssize_t)len || fsync(fd) == -1;
+	saved = errno;
+	if (close(fd) == -1 && !bad) {
+		bad = 1;
+		saved = errno;
+	}
+	if (!bad && rename(tmp, path) == -1) {
+		bad = 1;
+		saved = errno;
+	}
+	if (bad) {
+		(void)unlink(tmp);
+		errno = saved;
+		return -1;
+	}
+	return state_sync_dir(path);
+}

@@ -99,4 +99,13 @@ void		 state_unlock(int fd);
 /* mkdir -p with the given mode; returns 0 or -1. */
 int		 state_mkdirs(const char *path, int mode);
 
+/*
+ * path replaced by text whole (mode): written to a hidden file beside it
+ * (".NAME.tmp.PID", made with O_EXCL, so nothing put at path or at that
+ * name is opened or followed), synced, renamed over path, the folder
+ * synced. A kill or a full volume leaves path as it was, never torn. 0,
+ * or -1 with errno.
+ */
+int		 state_replace(const char *path, const char *text, int mode);
+
 #endif

@@ -746,6 +746,20 @@ class DiscardLocalStopped(unittest.TestCase):
         self.assertEqual((r.returncode, r.stderr), (0, ""))
         self.assertFalse(os.path.exists(self.owed()))
 
+    def test_fifo_in_its_folder_hangs_nothing(self):
+        """atk1921i F5: a FIFO among the stopped proxy's files (its own
+        folder, written by its uid) hung discard and gc: opened to be read
+        as a registry. What cannot be read as a file names the sandbox:
+        not confirmed, kept, said; nothing waits."""
+        os.mkfifo(os.path.join(self.run_dir, "registry-x.json"))
+        for args in (["discard", self.SBX], ["gc"]):
+            r = subprocess.run(
+                [os.path.join(proxylib.BIN, "sandgate")] + args,
+                capture_output=True, text=True, timeout=30,
+                env=proxylib.clean_env({"SANDGATE_STATE": self.state}))
+            self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertTrue(os.path.exists(self.owed()))
+
 
 class FakeDocker:
     """A Docker API on a unix socket (DOCKER_HOST) that lists the given

@@ -6,9 +6,13 @@
  * older one-line file taken as its own subject, other names ignored; the
  * replicas a send is owed to kept with it, given to the send and cut to
  * those that did not confirm it (atk1921h F3); a FIFO, a folder or too
- * long a subject said and counted, never waited on (atk1921h F6).
+ * long a subject said and counted, never waited on (atk1921h F6); a
+ * send kept replaced whole, whatever was at its name (atk1921i F6, F11).
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
+
+#include <signal.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -290,6 +294,52 @@ test_odd_files(void **state)
 	}
 }
 
+/*
+ * atk1921i F11, F6: owed_add replaces the kept file whole: a FIFO at its
+ * name is replaced, not opened (the command hung on it), a symlink there
+ * is replaced, not followed; and a write cut short (RLIMIT_FSIZE, as a
+ * full volume or a kill would) leaves the send kept before, not a torn
+ * one naming no replica (a later command with fewer replicas then
+ * confirmed and dropped it).
+ */
+static void
+test_add_replaces_whole(void **state)
+{
+	struct rlimit	 rl, was;
+	char		 path[4096], *cause = NULL, target[4200], buf[512];
+	FILE		*f;
+	size_t		 n;
+
+	(void)state;
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
+	add(R2, SA);			/* the folder made */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1", "why",
+	    &cause), 0);
+	assert_true(kept(R1));
+	snprintf(target, sizeof(target), "%s.target", root);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1", "why",
+	    &cause), 0);
+	assert_int_equal(access(target, F_OK), -1);
+	/* a write cut short: the send kept before stays whole */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	rl = was;
+	rl.rlim_cur = 8;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1,http://r2",
+	    "a longer reason", &cause), -1);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	free(cause);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	assert_string_equal(buf, SA "\nto http://r1\nwhy\n");
+}
+
 /* owed_drop forgets a subject's sends unsent, the others stay. */
 static void
 test_drop(void **state)
@@ -344,6 +394,7 @@ main(void)
 		T(test_drop),
 		T(test_owed_to_replicas),
 		T(test_odd_files),
+		T(test_add_replaces_whole),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
