@@ -161,7 +161,7 @@ grant_call(const char *method, const char *path, json_t *body,
     json_t **resp, char **missed)
 {
 	char		*cause = NULL;
-	const char	*err;
+	char		*err;
 	long		 status = 0;
 	int		 rc;
 
@@ -179,9 +179,9 @@ grant_call(const char *method, const char *path, json_t *body,
 	}
 	if (status == 200)
 		return SG_EXIT_OK;
-	err = json_string_value(json_object_get(*resp, "error"));
-	log_warnx("%s%s", status == 403 ? "grant refused: " : "",
-	    err ? err : "the proxy refused the request");
+	err = proxyctl_error_of(*resp, "the proxy refused the request");
+	log_warnx("%s%s", status == 403 ? "grant refused: " : "", err);
+	free(err);
 	return status == 403 ? SG_EXIT_REFUSED : status == 404 ?
 	    SG_EXIT_FAIL : SG_EXIT_ERROR;
 }

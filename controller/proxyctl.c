@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pending.h"
 #include "proxyctl.h"
+#include "quote.h"
 #include "repset.h"
 #include "sglimits.h"
 #include "state.h"
@@ -664,7 +665,7 @@ proxyctl_register(struct docker *d, const char *container,
     const char *sandbox, json_t *sets, int extra, char **cause)
 {
 	json_t	*body, *resp = NULL;
-	char	 ip[64], *csv = NULL, *tmp;
+	char	 ip[64], *csv = NULL, *tmp, *err;
 	size_t	 i;
 	long	 status = 0;
 	int	 rc;
@@ -696,9 +697,10 @@ proxyctl_register(struct docker *d, const char *container,
 	rc = proxyctl_call("POST", "/register", body, &status, &resp, cause);
 	json_decref(body);
 	if (rc == 0 && status != 200) {
+		err = proxyctl_error_of(resp, "?");
 		util_cause(cause, "the proxy refused to register %s: %s",
-		    sandbox, json_string_value(json_object_get(resp, "error")) ?
-		    json_string_value(json_object_get(resp, "error")) : "?");
+		    sandbox, err);
+		free(err);
 		rc = -1;
 	}
 	json_decref(resp);
@@ -723,6 +725,19 @@ proxyctl_unregister_container(struct docker *d, const char *container,
 	return rc;
 }
 
+char *
+proxyctl_error_of(json_t *resp, const char *none)
+{
+	const char	*err = json_string_value(json_object_get(resp, "error"));
+	char		 cut[PROXYCTL_ERROR_MAX + 1], *shown;
+
+	/* a replica's words: escaped, cut (atk1921i F13) */
+	snprintf(cut, sizeof(cut), "%s", err != NULL ? err : none);
+	if ((shown = quote_text_dup(cut)) == NULL)
+		shown = util_xstrdup(none);
+	return shown;
+}
+
 /*
  * Why replica i's answer a to an /unregister does not confirm it, or
  * NULL when it does: unanswered, refused, or held but neither saved nor
@@ -731,14 +746,14 @@ proxyctl_unregister_container(struct docker *d, const char *container,
 static const char *
 proxyctl_unreg_why(const struct proxyctl_ans *a, char *buf, size_t size)
 {
-	const char	*err;
+	char	*err;
 
 	if (a->cause != NULL)
 		return a->cause;
 	if (a->status != 200) {
-		err = json_string_value(json_object_get(a->resp, "error"));
-		snprintf(buf, size, "HTTP %ld: %s", a->status, err ? err :
-		    "refused");
+		err = proxyctl_error_of(a->resp, "refused");
+		snprintf(buf, size, "HTTP %ld: %s", a->status, err);
+		free(err);
 		return buf;
 	}
 	if (json_is_false(json_object_get(a->resp, "saved")))

@@ -58,6 +58,14 @@ const char	*proxyctl_remote(void);
  * URL, or the control socket).
  */
 size_t		 proxyctl_replicas(void);
+
+/*
+ * The "error" a replica answered with (none when it gave none) as
+ * shown: cut to PROXYCTL_ERROR_MAX bytes and escaped (quote.h), so its
+ * bytes never reach a terminal or a kept file raw. Heap.
+ */
+#define PROXYCTL_ERROR_MAX	256
+char		*proxyctl_error_of(json_t *resp, const char *none);
 /* Replica i as named in SANDGATE_PROXY_CONTROL, or the socket's path. */
 const char	*proxyctl_replica_name(size_t i);
 

@@ -761,6 +761,58 @@ class DiscardLocalStopped(unittest.TestCase):
         self.assertTrue(os.path.exists(self.owed()))
 
 
+class ReplicaWordsEscaped(unittest.TestCase):
+    """atk1921i F13: a replica's /unregister refusal text reached the
+    operator's terminal raw (an erase-line sequence, a forged
+    `sandgate:` line, a title sequence) and the kept file verbatim. What a
+    replica says is cut and escaped before it is shown or kept."""
+
+    SBX = "sbx_e5c0e5c0000000000000000c"
+    WORDS = ("busy\x1b[2K\r\nsandgate: unregistered %s from every proxy "
+             "replica\x1b]0;pwned\x07" % SBX)
+
+    def setUp(self):
+        words = self.WORDS
+
+        class Refuse(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.dumps({"error": words}).encode()
+                self.send_response(503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST
+
+            def log_message(self, *args):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.addCleanup(self.srv.shutdown)
+        self.state = tempfile.mkdtemp(prefix="words-", dir=W["dir"])
+
+    def test_refusal_is_shown_escaped(self):
+        url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard", self.SBX],
+            capture_output=True, text=True, timeout=60,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": self.state,
+                "SANDGATE_PROXY_CONTROL": url,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("HTTP 503: busy", r.stderr)
+        for bad in ("\x1b", "\x07", "\r", "\nsandgate: unregistered"):
+            self.assertNotIn(bad, r.stderr)
+        with open(os.path.join(self.state, "unregister", self.SBX)) as f:
+            kept = f.read()
+        self.assertNotIn("\x1b", kept)
+        self.assertEqual(len(kept.splitlines()), 3, kept)
+
+
 class FakeDocker:
     """A Docker API on a unix socket (DOCKER_HOST) that lists the given
     containers of one sandbox and state (each {"role", "ip"}, a fresh
