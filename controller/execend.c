@@ -53,11 +53,12 @@ execend_confirmed(const char *run, const char *sandbox)
 int
 execend_send(const char *sandbox, const char *run, const char *what)
 {
-	char	*why = NULL, *c2 = NULL, *detail, *left = NULL;
-	char	*to = repset_load(sandbox);
+	char	*why = NULL, *c2 = NULL, *detail, *left = NULL, *bad;
+	char	*to = repset_load(sandbox, &bad);
 	int	 rc = proxyctl_exec_end(run, to, &left, &why);
 
 	free(to);
+	rc = repset_unknown(bad, rc, &left, &why);
 	if (rc == 0)
 		return 0;
 	log_warnx("warning: not every proxy replica took the end of the "

@@ -707,24 +707,6 @@ proxyctl_register(struct docker *d, const char *container,
 	return rc;
 }
 
-int
-proxyctl_unregister_container(struct docker *d, const char *container,
-    char **cause)
-{
-	json_t	*body;
-	char	 ip[64];
-	long	 status = 0;
-	int	 rc;
-
-	if (docker_container_ip(d, container, PROXYCTL_NET_INTERNAL, ip,
-	    sizeof(ip), cause) == -1)
-		return -1;
-	body = json_pack("{s:s}", "address", ip);
-	rc = proxyctl_call("POST", "/unregister", body, &status, NULL, cause);
-	json_decref(body);
-	return rc;
-}
-
 char *
 proxyctl_error_of(json_t *resp, const char *none)
 {
@@ -809,35 +791,6 @@ proxyctl_target_index(const char *name, size_t len, size_t *i)
 	return 0;
 }
 
-/*
- * paths[i] set to path for each replica to names (comma-separated; NULL:
- * none) and for those of the environment (unless to names some and the
- * environment names no URL: the socket is not added then). 0, or -1
- * with *cause.
- */
-static int
-proxyctl_targets(const char *to, const char *path, const char **paths,
-    char **cause)
-{
-	size_t	i, len;
-
-	proxyctl_replicas_parse();
-	if (to != NULL && to[strspn(to, ",")] == '\0')
-		to = NULL;		/* names none */
-	if (to == NULL || proxyctl_remote() != NULL)
-		for (i = 0; i < proxyctl_reps.n; i++)
-			paths[i] = path;
-	for (; to != NULL && *to != '\0'; to += len + (to[len] == ',')) {
-		if ((len = strcspn(to, ",")) == 0)
-			continue;
-		if (proxyctl_target_index(to, len, &i) == -1)
-			return util_cause(cause, "too many proxy replicas "
-			    "named (at most %d)", PROXYCTL_TARGETS_MAX);
-		paths[i] = path;
-	}
-	return 0;
-}
-
 /* NAME (the set's) appended to the list *left (heap, "," between). */
 static void
 proxyctl_left_add(char **left, const char *name)
@@ -848,6 +801,42 @@ proxyctl_left_add(char **left, const char *name)
 	    name);
 	free(*left);
 	*left = tmp;
+}
+
+/*
+ * paths[i] set to path for each replica to names (comma-separated; NULL:
+ * none) and for those of the environment (unless to names some and the
+ * environment names no URL: the socket is not added then). The slots
+ * beyond the environment's are this send's alone (atk1921i F14); a name
+ * past PROXYCTL_TARGETS_MAX is not sent to but added to *over (heap,
+ * comma-separated), so the rest are (atk1921i F10).
+ */
+static void
+proxyctl_targets(const char *to, const char *path, const char **paths,
+    char **over)
+{
+	char	*name;
+	size_t	 i, len;
+
+	proxyctl_replicas_parse();
+	proxyctl_reps.total = proxyctl_reps.n;
+	*over = NULL;
+	if (to != NULL && to[strspn(to, ",")] == '\0')
+		to = NULL;		/* names none */
+	if (to == NULL || proxyctl_remote() != NULL)
+		for (i = 0; i < proxyctl_reps.n; i++)
+			paths[i] = path;
+	for (; to != NULL && *to != '\0'; to += len + (to[len] == ',')) {
+		if ((len = strcspn(to, ",")) == 0)
+			continue;
+		if (proxyctl_target_index(to, len, &i) == 0) {
+			paths[i] = path;
+			continue;
+		}
+		util_xasprintf(&name, "%.*s", (int)len, to);
+		proxyctl_left_add(over, name);
+		free(name);
+	}
 }
 
 /*
@@ -868,11 +857,10 @@ proxyctl_confirm_all(const char *path, json_t *body, const char *value,
 	char			*missed = NULL, buf[512];
 	size_t			 i, n;
 
-	*left = NULL;
-	if (proxyctl_targets(to, path, paths, cause) == -1) {
-		*left = to ? util_xstrdup(to) : NULL;
-		return -1;
-	}
+	proxyctl_targets(to, path, paths, left);
+	if (*left != NULL)
+		util_xasprintf(&missed, "%s (not sent: more than %d replicas "
+		    "named)", *left, PROXYCTL_TARGETS_MAX);
 	n = proxyctl_reps.total;
 	for (i = 0; i < n; i++)
 		if (paths[i] != NULL && !proxyctl_tcp(i) && moot != NULL &&
@@ -916,6 +904,26 @@ proxyctl_unregister(const char *sandbox, const char *to, char **left,
 		    proxyctl_socket_moot, proxyctl_unreg_why, left, cause);
 
 	json_decref(body);
+	return rc;
+}
+
+int
+proxyctl_unregister_container(struct docker *d, const char *container,
+    const char *sandbox, const char *to, char **cause)
+{
+	json_t	*body;
+	char	 ip[64], *left = NULL;
+	int	 rc;
+
+	if (docker_container_ip(d, container, PROXYCTL_NET_INTERNAL, ip,
+	    sizeof(ip), cause) == -1)
+		return -1;
+	/* each replica must confirm, as for the sandbox (atk1921i F9) */
+	body = json_pack("{s:s}", "address", ip);
+	rc = proxyctl_confirm_all("/unregister", body, sandbox, to,
+	    proxyctl_socket_moot, proxyctl_unreg_why, &left, cause);
+	json_decref(body);
+	free(left);
 	return rc;
 }
 
@@ -1072,6 +1080,13 @@ proxyctl_exec_begin(struct proxyctl_exec *x, const char *sandbox,
 	proxyctl_ans_free(a, proxyctl_replicas());
 	if (!x->asked || RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return;
+	/* its end and unregister go where it goes (atk1921i F3) */
+	if (repset_record(sandbox, &cause) == -1) {
+		log_warnx("the exec's proxy URL carries no credential: %s",
+		    cause);
+		free(cause);
+		return;
+	}
 	util_hex(rnd, sizeof(rnd), x->cred);
 	body = json_pack("{s:s, s:s, s:s}", "token", x->cred, "sandbox",
 	    sandbox, "run_id", run_id);

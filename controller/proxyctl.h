@@ -181,13 +181,20 @@ int	proxyctl_register(struct docker *, const char *container,
  * saved (or kept apart) the removal; else -1 with *cause naming each
  * replica that did not and why, and *left (heap) the set of those. The
  * socket of a stopped local proxy whose files name nothing of the
- * sandbox is not asked: it has nothing to forget.
+ * sandbox is not asked: it has nothing to forget. At most
+ * PROXYCTL_TARGETS_MAX replicas are asked (the environment's first): a
+ * name past them is not, and is in *left (atk1921i F10).
  */
 int	proxyctl_unregister(const char *sandbox, const char *to, char **left,
 	    char **cause);
-/* Forget one container's address (an `exec --fresh` one, at its end). */
+/*
+ * Forget one container's address (an `exec --fresh` one of sandbox, at
+ * its end) on the replicas of to (as proxyctl_unregister) and of the
+ * environment: 0 when each one confirmed it, else -1 with *cause naming
+ * those that did not (atk1921i F9).
+ */
 int	proxyctl_unregister_container(struct docker *, const char *container,
-	    char **cause);
+	    const char *sandbox, const char *to, char **cause);
 
 /* The block cursor of the proxy (replica 0) now; 0, or -1. */
 int	proxyctl_log_seq(long long *seq);
@@ -199,7 +206,10 @@ int	proxyctl_log_seq(long long *seq);
  * URL: with the token key (state_root()/keys/token.key) a sandbox token
  * signed with it (exectoken.h: the sandbox, run_id, the sets in force,
  * the grants digest, expiring timeout + EXECTOKEN_MARGIN s from now),
- * else cred; "" when the proxy could not take the credential. finish
+ * else cred; "" when the proxy could not take the credential, or when
+ * the replicas it would go to cannot be recorded as the sandbox's
+ * first (repset_record: its end and unregister go to them, atk1921i
+ * F3). finish
  * reads the blocks after the cursor (with a credential: the run's own
  * and those no credential named, each with its run_id or null) and ends
  * the credential, so neither cred nor token names the run any more

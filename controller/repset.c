@@ -1,4 +1,7 @@
 /* repset.c: the proxy replicas a sandbox is registered with (repset.h). */
+#include <sys/file.h>
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,27 +17,53 @@
 #define REPSET_FILE	"replicas"
 #define REPSET_MAX	(PROXYCTL_TARGETS_MAX * PROXYCTL_URL_MAX)
 
-char *
-repset_load(const char *id)
+/* The text of fd, a regular file ending in its newline (heap), or NULL. */
+static char *
+repset_text(int fd, const char **why)
 {
-	char	 path[4096], *buf;
-	ssize_t	 n;
-	int	 fd;
+	struct stat	 st;
+	char		*buf;
+	ssize_t		 n;
 
-	if (state_path(path, sizeof(path), id, REPSET_FILE) == -1 ||
-	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC)) == -1)
+	*why = "not a regular file";
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
 		return NULL;
+	*why = "empty, cut or too long";
 	buf = util_xmalloc(REPSET_MAX + 1);
-	n = read(fd, buf, REPSET_MAX);
-	close(fd);
-	if (n <= 0) {
+	if ((n = read(fd, buf, REPSET_MAX)) <= 0 || buf[n - 1] != '\n') {
+		if (n == -1)
+			*why = strerror(errno);
 		free(buf);
 		return NULL;
 	}
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	return buf;
+}
+
+char *
+repset_load(const char *id, char **bad)
+{
+	char		 path[4096] = "", *set = NULL;
+	const char	*why = "state path too long";
+	int		 fd = -1;
+
+	*bad = NULL;
+	if (state_path(path, sizeof(path), id, REPSET_FILE) == 0 &&
+	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)	/* none recorded: an older sandgate */
+			return NULL;
+		why = strerror(errno);
+	}
+	if (fd != -1) {
+		set = repset_text(fd, &why);
+		close(fd);
+	}
+	if (set == NULL)
+		util_xasprintf(bad, "the proxy replicas %s was registered "
+		    "with cannot be read from %s: %s", id, path, why);
+	return set;
 }
 
 /* Whether the comma-separated set holds name. */
@@ -73,16 +102,44 @@ repset_union(const char *old, const char *add)
 	return set;
 }
 
-int
-repset_record(const char *id, char **cause)
+/* How many names the comma-separated set holds. */
+static size_t
+repset_count(const char *set)
 {
-	char	path[4096], *old = repset_load(id), *now, *set, *line;
-	int	rc;
+	size_t	n = 0, len;
 
+	for (; *set != '\0'; set += len + (set[len] == ','))
+		n += (len = strcspn(set, ",")) > 0;
+	return n;
+}
+
+/* repset_record() under the folder's lock. */
+static int
+repset_record_locked(const char *id, char **cause)
+{
+	char	path[4096], *bad, *old = repset_load(id, &bad), *now, *set;
+	char	*line;
+	int	rc, same;
+
+	if (bad != NULL) {	/* not overwritten (atk1921i F8) */
+		util_cause(cause, "%s: not recorded again", bad);
+		free(bad);
+		return -1;
+	}
 	now = proxyctl_set();
 	set = repset_union(old ? old : "", now ? now : "");
-	free(old);
 	free(now);
+	/* unchanged (each exec asks, atk1921i F3): nothing written */
+	same = old != NULL && strcmp(old, set) == 0;
+	free(old);
+	if (same || repset_count(set) > PROXYCTL_TARGETS_MAX) {
+		if (!same)
+			util_cause(cause, "%s would be registered with more "
+			    "than %d proxy replicas (%s): refused", id,
+			    PROXYCTL_TARGETS_MAX, set);
+		free(set);
+		return same ? 0 : -1;
+	}
 	if (state_path(path, sizeof(path), id, REPSET_FILE) == -1) {
 		free(set);
 		return util_cause(cause, "state path too long");
@@ -95,4 +152,41 @@ repset_record(const char *id, char **cause)
 		return util_cause(cause, "cannot record the proxy replicas of "
 		    "%s in %s: %s", id, path, strerror(errno));
 	return 0;
+}
+
+int
+repset_record(const char *id, char **cause)
+{
+	char	dir[4096];
+	int	dfd = -1, rc;
+
+	/* two execs at once (the sandbox lock shared): neither one's lost */
+	if (state_path(dir, sizeof(dir), id, NULL) == 0 &&
+	    (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1)
+		while (flock(dfd, LOCK_EX) == -1 && errno == EINTR)
+			;
+	rc = repset_record_locked(id, cause);
+	if (dfd != -1)
+		close(dfd);
+	return rc;
+}
+
+int
+repset_unknown(char *bad, int rc, char **left, char **why)
+{
+	char	*env, *tmp;
+
+	if (bad == NULL)
+		return rc;
+	env = proxyctl_set();
+	tmp = repset_union(*left ? *left : "", env ? env : "");
+	free(env);
+	free(*left);
+	*left = tmp;
+	util_xasprintf(&tmp, "%s%s%s", bad, *why ? "; " : "",
+	    *why ? *why : "");
+	free(*why);
+	free(bad);
+	*why = tmp;
+	return -1;
 }

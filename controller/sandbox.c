@@ -940,17 +940,24 @@ sandbox_fresh_mark(const char *id, int remove, char **cause)
  * removed, its address would stay the sandbox's (a stopped proxy loads
  * it again at its start, atk1921h F5). No address: nothing to forget.
  */
-static int
+int
 sandbox_fresh_unregister(struct docker *d, const char *id, const char *cid)
 {
-	char	ip[64], *err = NULL;
+	char	ip[64], *err = NULL, *bad, *left = NULL, *to;
+	int	rc;
 
 	if (docker_container_ip(d, cid, PROXYCTL_NET_INTERNAL, ip, sizeof(ip),
 	    &err) == -1) {
 		free(err);
 		return 0;
 	}
-	if (proxyctl_unregister_container(d, cid, &err) == 0)
+	/* every replica the sandbox holds (atk1921i F9) */
+	to = repset_load(id, &bad);
+	rc = repset_unknown(bad, proxyctl_unregister_container(d, cid, id, to,
+	    &err), &left, &err);
+	free(to);
+	free(left);
+	if (rc == 0)
 		return 0;
 	log_warnx("warning: the fresh container %.12s of %s is left: the "
 	    "proxy did not forget its address %s (%s); removed by the next "
@@ -1052,20 +1059,22 @@ sandbox_join_to(char *a, char *b)
  * its exec credentials are still owed to.
  */
 static char *
-sandbox_unregister_to(const char *id)
+sandbox_unregister_to(const char *id, char **bad)
 {
-	return sandbox_join_to(sandbox_join_to(repset_load(id),
+	return sandbox_join_to(sandbox_join_to(repset_load(id, bad),
 	    unregpend_to(id)), execend_to(id));
 }
 
 int
 sandbox_unregister(const char *id, char **cause)
 {
-	char	*why = NULL, *c2 = NULL, *left = NULL, path[4096];
-	char	*to = sandbox_unregister_to(id);
+	char	*why = NULL, *c2 = NULL, *left = NULL, path[4096], *bad;
+	char	*to = sandbox_unregister_to(id, &bad);
 	int	 rc = proxyctl_unregister(id, to, &left, &why);
 
 	free(to);
+	/* unreadable replicas: not known to be confirmed (atk1921i F8) */
+	rc = repset_unknown(bad, rc, &left, &why);
 	if (rc == 0) {
 		unregpend_done(id);
 		execend_drop(id);

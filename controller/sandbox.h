@@ -241,6 +241,15 @@ int	sandbox_destroy(struct docker *, const char *id, char **cause);
 int	sandbox_unregister(const char *id, char **cause);
 
 /*
+ * The address of the fresh container cid of sandbox id forgotten by
+ * every proxy replica the sandbox is registered with (repset.h) and of
+ * the environment: 0, or -1 (said) when one did not confirm it: the
+ * container is then to be left to the next sweep (atk1921i F9).
+ */
+int	sandbox_fresh_unregister(struct docker *, const char *id,
+	    const char *cid);
+
+/*
  * Remove the sandbox's fresh containers (exec --fresh) whose owner, the
  * sandgate that made them (SANDBOX_LABEL_OWNER), is gone: SIGKILLed
  * mid-exec, it removed nothing. Each one's address is unregistered from

@@ -1201,6 +1201,146 @@ class OwedToItsReplicas(ExecEndOwed):
         self.assertFalse(os.path.exists(self.unreg()))
 
 
+class ReplicaSetEdges(TwoReplicas):
+    """atk1921i F8, F10, F14: a sandbox's `replicas` file that cannot be
+    read (a link, a FIFO, a folder, empty, cut before its newline) was
+    taken for "none recorded": discard asked the environment alone and
+    exited 0 while d2 kept the sandbox. Now it is not confirmed: said,
+    kept, exit 125. More than 32 names (recorded, or piled up by the
+    kept sends one command retries) made every send go to none: now a
+    send goes to those that fit and keeps the rest owed."""
+
+    PREFIX = "edges-"
+
+    def unreg(self, sbx=None):
+        return os.path.join(self.state, "unregister", sbx or self.SBX)
+
+    def folder(self, names):
+        d = os.path.join(self.state, "sandboxes", self.SBX)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "replicas"), "w") as f:
+            f.write(",".join(names) + "\n")
+        return os.path.join(d, "replicas")
+
+    def plant(self, kind):
+        rp = self.folder(self.urls)
+        if kind == "symlink":
+            os.rename(rp, rp + ".real")
+            os.symlink("replicas.real", rp)
+        elif kind == "fifo":
+            os.unlink(rp)
+            os.mkfifo(rp)
+        elif kind == "dir":
+            os.unlink(rp)
+            os.mkdir(rp)
+        elif kind == "empty":
+            open(rp, "w").close()
+        else:
+            with open(rp, "w") as f:
+                f.write(",".join(self.urls))
+
+    def test_unreadable_replicas_is_not_none_recorded(self):
+        for kind in ("symlink", "fifo", "dir", "empty", "cut"):
+            with self.subTest(kind=kind):
+                self.plant(kind)
+                r = self.sandgate(["discard", self.SBX], self.urls[:1])
+                self.assertEqual(r.returncode, 125, r.stderr)
+                self.assertIn("cannot be read", r.stderr)
+                self.assertTrue(os.path.exists(self.unreg()), r.stderr)
+                os.unlink(self.unreg())
+                st, body = proxylib.control(self.socks[0], "POST",
+                                            "/register", {
+                    "address": "127.0.0.41", "sandbox": self.SBX,
+                    "sets": "test"})
+                self.assertEqual(st, 200, body)
+
+    def dead(self, n):
+        return ["http://127.0.0.1:%d" % proxylib.free_port()
+                for _ in range(n)]
+
+    def test_more_names_than_a_send_reaches(self):
+        self.folder(self.urls + self.dead(39))
+        r = self.sandgate(["discard", self.SBX], self.urls[:1])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("not sent: more than 32 replicas named", r.stderr)
+        self.assertEqual([registered(s) for s in self.socks], [[], []])
+        with open(self.unreg()) as f:
+            owed = f.read().splitlines()[1][3:].split(",")
+        self.assertEqual(len(owed), 39)
+        self.assertNotIn(self.urls[0], owed)
+
+    def test_kept_sends_do_not_starve_a_later_one(self):
+        for i in range(3):
+            sbx = "sbx_d15ca4d00000000000000%03x" % (0xb00 + i)
+            os.makedirs(os.path.dirname(self.unreg(sbx)), exist_ok=True)
+            with open(self.unreg(sbx), "w") as f:
+                f.write("%s\nto %s\nx (unreachable)\n" % (
+                    sbx, ",".join(self.dead(12))))
+        self.folder(self.urls)
+        r = self.sandgate(["discard", self.SBX], None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("is still owed", r.stderr)
+        self.assertEqual([registered(s) for s in self.socks], [[], []])
+        self.assertFalse(os.path.exists(self.unreg()), r.stderr)
+
+
+class FreshSweepEveryReplica(TwoReplicas):
+    """atk1921i F9: gc's sweep of a dead `exec --fresh` container took
+    its address for forgotten once one replica answered: with d2 away,
+    the container went, nothing was kept, and d2 went on mapping the
+    address (Docker's next container's) to the sandbox. Now every
+    replica the sandbox is registered with must confirm: the container
+    is left, said, and removed by the sweep once d2 has forgotten it.
+    Docker is a fake API (no container is made)."""
+
+    PREFIX = "sweep2-"
+    FRESH = "f" * 64
+
+    def test_left_until_every_replica_forgets(self):
+        sdir = os.path.join(self.state, "sandboxes", self.SBX)
+        os.makedirs(os.path.join(sdir, "runs"))
+        open(os.path.join(sdir, "lock"), "w").close()
+        with open(os.path.join(sdir, "meta.json"), "w") as f:
+            json.dump({"source": self.dir, "image": "test",
+                       "container": "c" * 64, "network": "proxy",
+                       "created": "2026-12-03T00:00:00Z"}, f)
+        with open(os.path.join(sdir, "replicas"), "w") as f:
+            f.write(",".join(self.urls) + "\n")
+        docker = FakeDocker(self.dir, self.SBX, self.state, {
+            "c" * 64: {"role": "session", "ip": "127.0.0.41"},
+            self.FRESH: {"role": "fresh", "ip": "127.0.0.45"}})
+        self.addCleanup(docker.close)
+        for sock in self.socks:
+            st, body = proxylib.control(sock, "POST", "/register", {
+                "address": "127.0.0.45", "sandbox": self.SBX,
+                "sets": "test", "extra": True})
+            self.assertEqual(st, 200, body)
+        self.ps[1].stop()
+        env = proxylib.clean_env({
+            "SANDGATE_STATE": self.state,
+            "SANDGATE_PROXY_CONTROL": ",".join(self.urls[:1]),
+            "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"],
+            "DOCKER_HOST": "unix://" + docker.path,
+            "SANDGATE_UID_DIR": os.path.join(self.dir, "uids")})
+        gc = [os.path.join(proxylib.BIN, "sandgate"), "gc"]
+        r = subprocess.run(gc, capture_output=True, text=True, env=env,
+                           timeout=120)
+        self.assertIn("the fresh container ffffffffffff of %s is left"
+                      % self.SBX, r.stderr)
+        self.assertIn(self.urls[1], r.stderr)
+        self.assertIn(self.FRESH, docker.ctrs)
+        self.ps[1].start()
+        proxylib.wait_unix_socket(self.socks[1])
+        r = subprocess.run(gc, capture_output=True, text=True, env=env,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("removed 1 fresh container of " + self.SBX, r.stdout)
+        self.assertNotIn(self.FRESH, docker.ctrs)
+        st, body = proxylib.control(self.socks[1], "GET", "/status")
+        self.assertEqual([e.get("address") for e in body["sandboxes"]],
+                         ["127.0.0.41"])
+
+
 class UnregisterSendsItsClock(unittest.TestCase):
     """atk1921h F7: a replica aged a removed sandbox's entry out by its
     own clock; the unregister now carries the controller's clock
