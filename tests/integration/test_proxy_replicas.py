@@ -1255,8 +1255,12 @@ class ReplicaSetEdges(TwoReplicas):
                 self.assertEqual(st, 200, body)
 
     def dead(self, n):
-        return ["http://127.0.0.1:%d" % proxylib.free_port()
-                for _ in range(n)]
+        """n distinct URLs nothing listens on (free_port may give a port
+        twice: two URLs that are one replica)."""
+        ports = set()
+        while len(ports) < n:
+            ports.add(proxylib.free_port())
+        return ["http://127.0.0.1:%d" % p for p in sorted(ports)]
 
     def test_more_names_than_a_send_reaches(self):
         self.folder(self.urls + self.dead(39))
