@@ -22,6 +22,7 @@ struct logfollow {
 	dev_t		 dev;
 	ino_t		 ino;
 	struct logread	*r;
+	char		*cause;		/* the last listing's failure, shown */
 };
 
 static int	logfollow_take(struct logfollow *, int, long long);
@@ -94,6 +95,7 @@ logfollow_free(struct logfollow *f)
 	if (f->fd != -1)
 		close(f->fd);
 	free(f->r);
+	free(f->cause);
 	free(f->path);
 	free(f->name);
 	free(f->dir);
@@ -215,11 +217,16 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	}
 	set = logset_new();
 	if (logset_add_log(set, f->dir, f->name, &cause) == -1) {
-		log_warnx("%s", cause);
-		free(cause);
+		/* Its file is still held: try again at the next poll. */
+		if (f->cause == NULL || strcmp(f->cause, cause) != 0)
+			log_warnx("%s (following: trying again)", cause);
+		free(f->cause);
+		f->cause = cause;
 		logset_free(set);
-		return -1;
+		return 0;
 	}
+	free(f->cause);
+	f->cause = NULL;
 	rc = logfollow_newer(f, set, cb, arg);
 	logset_free(set);
 	return rc;

@@ -12,7 +12,9 @@
  * follows the new NAME: more than one rotation between two polls skips
  * nothing. When its file was rotated away (past the writer's keep)
  * before it could be found, it says so on stderr: the files in between
- * are gone.
+ * are gone. A listing that fails (a writer rotating during every try,
+ * logset.h) is said once on stderr and tried again at the next poll:
+ * the file read is still held.
  */
 #ifndef SG_LOGFOLLOW_H
 #define SG_LOGFOLLOW_H

@@ -1,4 +1,5 @@
-"""`sandgate audit tail --follow` misses no event (atk20r21 F2, F3).
+"""`sandgate audit tail --follow` and `sandgate pending --follow` miss no
+event (atk20r21 F2, F3).
 
 No proxy: the log is written here, named and rotated as the proxy's
 writer does (NAME -> NAME.1, NAME.i -> NAME.(i+1), a new NAME). The
@@ -31,21 +32,29 @@ def event(seq):
     return json.dumps({"ts": "2026-12-03T10:00:00Z", "seq": seq,
                        "event": "egress.blocked", "port": 443,
                        "sandbox": "sbx_0123456789abcdef01234567",
-                       "host": "h%d.test" % seq, "reason": "not_allowed",
+                       "host": "h%d.test" % seq, "reason": "denied",
                        "pad": "x" * 120}) + "\n"
 
 
 class Follow(unittest.TestCase):
+    """`audit tail --follow --json`: events, each by its seq."""
+
+    def command(self):
+        return [SANDGATE, "audit", "tail", "--follow", "--json", "--lines",
+                str(HISTORY), "--log-dir", self.dir]
+
+    @staticmethod
+    def seq_of(line):
+        return json.loads(line)["seq"]
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
         self.seq = 0
         self.append(HISTORY)
         self.err = open(os.path.join(self.dir, "stderr"), "w+")
-        self.proc = subprocess.Popen(
-            [SANDGATE, "audit", "tail", "--follow", "--json", "--lines",
-             str(HISTORY), "--log-dir", self.dir],
-            stdout=subprocess.PIPE, stderr=self.err)
+        self.proc = subprocess.Popen(self.command(),
+                                     stdout=subprocess.PIPE, stderr=self.err)
         # Its first line: the history was read (it prints after reading);
         # the pipe is not read further until the writes below are done.
         self.buf = b""
@@ -86,7 +95,7 @@ class Follow(unittest.TestCase):
         fd = self.proc.stdout.fileno()
         while True:
             *lines, buf = buf.split(b"\n")
-            seqs += [json.loads(x)["seq"] for x in lines]
+            seqs += [self.seq_of(x) for x in lines]
             if (seqs and seqs[-1] == last) or time.monotonic() > end:
                 return seqs
             if not select.select([fd], [], [], 1)[0]:
@@ -125,6 +134,25 @@ class Follow(unittest.TestCase):
         self.assertFalse(set(gone) & set(seqs))
         self.err.seek(0)
         self.assertIn("rotated away", self.err.read())
+
+
+class PendingFollow(Follow):
+    """`pending --follow --json` (F3 by code reading in the report): each
+    event blocks a new host, so each is printed once, by its host."""
+
+    def command(self):
+        return [SANDGATE, "pending", "--follow", "--json", "--log-dir",
+                self.dir]
+
+    @staticmethod
+    def seq_of(line):
+        return int(json.loads(line)["host"][1:-len(".test")])
+
+    def printed(self, last):
+        seqs = Follow.printed(self, last)
+        # The history comes sorted by its own order: compare it as a set.
+        self.assertEqual(sorted(seqs[:HISTORY]), list(range(1, HISTORY + 1)))
+        return list(range(1, HISTORY + 1)) + seqs[HISTORY:]
 
 
 if __name__ == "__main__":
