@@ -137,23 +137,28 @@ logset_room(int n, char **cause)
 
 /*
  * How many of names (a listing, oldest first, the current file last) are
- * the writer's: the current file and NAME.m .. NAME.1 numbered on from
- * it with none missing. A name past a gap in the numbers is no file the
- * writer's rotation made or moved (someone else put it there).
+ * the writer's: the current file and NAME.1 .. NAME.m numbered on from
+ * it, one number at most missing at a time (the writer renames NAME.i to
+ * NAME.(i+1) one after another, so a listing in the middle of a rotation,
+ * or after a kill there, lacks one). A name past a wider gap is no file
+ * the writer's rotation made or moved (someone else put it there).
  */
 static int
 logset_run(const char *const *names, int n)
 {
-	const char	*cur = names[n - 1];
+	const char	*cur = names[n - 1], *p;
 	size_t		 len = strlen(cur);
-	char		 want[32];
+	long		 num, last = 0;
 	int		 run;
 
 	for (run = 1; run < n; run++) {
-		snprintf(want, sizeof(want), ".%d", run);
-		if (strncmp(names[n - 1 - run], cur, len) != 0 ||
-		    strcmp(names[n - 1 - run] + len, want) != 0)
+		p = names[n - 1 - run];
+		if (strncmp(p, cur, len) != 0 || p[len] != '.')
 			break;
+		num = strtol(p + len + 1, NULL, 10);
+		if (num != last + 1 && num != last + 2)
+			break;
+		last = num;
 	}
 	return run;
 }
@@ -174,12 +179,13 @@ logset_held_run(const struct logset *s, int from)
 }
 
 /*
- * 1 if names (a second listing) hold the writer's files opened from
- * index from on: as many of the writer's names (logset_run), each
- * holding the file opened under it, or still missing where one was. A
- * difference in other names (put there or taken away by someone else
- * while the files were opened) is not a rotation: the files held open
- * are read as they are, and the chain judges them (atk20r21 F4).
+ * 1 if names (a second listing) hold the files opened from index from
+ * on: as many of the writer's names (logset_run), each holding the file
+ * opened under it, or still missing where one was, and every other name
+ * held that is still there holding its file too. Other names put there or taken away
+ * by someone else while the files were opened are no rotation: the files
+ * held open are read as they are, and the chain judges them (atk20r21
+ * F4).
  */
 static int
 logset_same(const struct logset *s, int from, char **names, int n)
@@ -193,13 +199,16 @@ logset_same(const struct logset *s, int from, char **names, int n)
 	run = logset_held_run(s, from);
 	if (logset_run((const char *const *)names, n) != run)
 		return 0;
-	for (i = 0; i < run; i++) {
-		f = &s->v[s->n - run + i];
-		if (strcmp(names[n - run + i], f->name) != 0)
+	for (i = from; i < s->n; i++) {
+		f = &s->v[i];
+		if (i >= s->n - run && strcmp(names[n - (s->n - i)],
+		    f->name) != 0)
 			return 0;
 		there = lstat(f->name, &st) == 0;
 		if (!there && errno != ENOENT)
 			return 0;
+		if (i < s->n - run && (!there || f->fd == -1))
+			continue;	/* not the writer's, gone */
 		if (there != (f->fd != -1) || (there && (st.st_dev !=
 		    f->dev || st.st_ino != f->ino)))
 			return 0;

@@ -9,8 +9,9 @@
  * then, and skips a file (a gap, reported as removed events). So every
  * file of the listing (logread_files()) is opened first: a rename does
  * not move an open file. A second listing then checks that every one of
- * the writer's names (NAME, NAME.1 .. NAME.m with no number missing; a
- * name past a gap is someone else's and no rotation) is still there and
+ * the writer's names (NAME, NAME.1 .. NAME.m with at most one number
+ * missing at a time, as in the middle of its renames; a name past a
+ * wider gap is someone else's and no rotation) is still there and
  * holds the file opened under it (device and inode; a name that was
  * missing, the current file right after a rotation, still missing):
  * when one does not, a rotation came between the listing and the opens,

@@ -471,6 +471,34 @@ test_follow(void **state)
 	assert_null(cause);
 }
 
+/*
+ * r.jsonl's files read with hook after each listing: the text read, the
+ * listings the hook saw and the files kept, as want_*.
+ */
+static void
+read_hooked(void (*hook)(void *), const char *want, int want_calls,
+    int want_files)
+{
+	struct logread_stats	 st = { 0, 0 };
+	struct logset		*set = logset_new();
+	struct seen		 s;
+	char			*cause = NULL;
+	int			 calls = 0;
+
+	memset(&s, 0, sizeof(s));
+	logset_test_hook(hook, &calls);
+	if (logset_add_log(set, dir, "r.jsonl", &cause) == -1)
+		fail_msg("%s", cause);
+	logset_test_hook(NULL, NULL);
+	assert_int_equal(calls, want_calls);
+	assert_int_equal(logset_count(set), want_files);
+	assert_int_equal(logset_each(set, 0, logset_count(set), collect, &s,
+	    &st, &cause), 0);
+	assert_string_equal(s.text, want);
+	logset_free(set);
+	assert_null(cause);
+}
+
 /* At each listing someone else puts r.jsonl.(9000 + i), removing the last. */
 static void
 plant_hook(void *arg)
@@ -496,30 +524,65 @@ plant_hook(void *arg)
 static void
 test_planted_names(void **state)
 {
-	struct logread_stats	 st = { 0, 0 };
-	struct logset		*set = logset_new();
-	struct seen		 s;
-	char			*cause = NULL, cmd[128];
-	int			 calls = 0;
+	char	cmd[128];
 
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "rm -f '%s'/r.jsonl*", dir);
 	assert_int_equal(system(cmd), 0);
 	put_rotated();
 	put("r.jsonl.8999", "");
-	memset(&s, 0, sizeof(s));
-	logset_test_hook(plant_hook, &calls);
-	if (logset_add_log(set, dir, "r.jsonl", &cause) == -1)
-		fail_msg("%s", cause);
-	logset_test_hook(NULL, NULL);
-	assert_int_equal(calls, 1);
 	/* r.jsonl.8999, listed, was gone when opened: not a file of the log */
-	assert_int_equal(logset_count(set), 3);
-	assert_int_equal(logset_each(set, 0, logset_count(set), collect, &s,
-	    &st, &cause), 0);
-	assert_string_equal(s.text, "abcd");
-	logset_free(set);
-	assert_null(cause);
+	read_hooked(plant_hook, "abcd", 1, 3);
+}
+
+/* Rename dir/from to dir/to. */
+static void
+move(const char *from, const char *to)
+{
+	char	a[128], b[128];
+
+	snprintf(a, sizeof(a), "%s/%s", dir, from);
+	snprintf(b, sizeof(b), "%s/%s", dir, to);
+	assert_int_equal(rename(a, b), 0);
+}
+
+/*
+ * After the first listing, the writer ends the rotation it was in the
+ * middle of (r.jsonl -> .1, a new r.jsonl "e") and goes halfway through
+ * the next (.3 -> .4, .2 -> .3, .1 -> .2): r.jsonl.1 is missing again.
+ */
+static void
+half_rotation_hook(void *arg)
+{
+	int	*calls = arg;
+
+	if ((*calls)++ > 0)
+		return;
+	move("r.jsonl", "r.jsonl.1");
+	put("r.jsonl", "{\"v\":\"e\"}\n");
+	move("r.jsonl.3", "r.jsonl.4");
+	move("r.jsonl.2", "r.jsonl.3");
+	move("r.jsonl.1", "r.jsonl.2");
+}
+
+/*
+ * A listing in the middle of the writer's rotation lacks one number
+ * (r.jsonl.1 between two renames): the names past it are the writer's
+ * still, and their move is a rotation (the log is listed again), not
+ * someone else's names to pass over (a set without "ab").
+ */
+static void
+test_listed_mid_rotation(void **state)
+{
+	char	cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'/r.jsonl*", dir);
+	assert_int_equal(system(cmd), 0);
+	put("r.jsonl.3", "{\"v\":\"a\"}\n{\"v\":\"b\"}\n");
+	put("r.jsonl.2", "{\"v\":\"c\"}\n");
+	put("r.jsonl", "{\"v\":\"d\"}\n");
+	read_hooked(half_rotation_hook, "abcde", 2, 4);
 }
 
 static void
@@ -559,6 +622,7 @@ main(void)
 		cmocka_unit_test(test_rotation_while_reading),
 		cmocka_unit_test(test_rotation_before_open),
 		cmocka_unit_test(test_planted_names),
+		cmocka_unit_test(test_listed_mid_rotation),
 		cmocka_unit_test(test_follow),
 		cmocka_unit_test(test_open_refuses),
 	};
