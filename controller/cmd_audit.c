@@ -39,6 +39,7 @@
 #include "eventlog.h"
 #include "log.h"
 #include "logread.h"
+#include "logfollow.h"
 #include "logset.h"
 #include "logverify.h"
 #include "ocsf.h"
@@ -1258,9 +1259,10 @@ audit_ring_cb(const struct audit_args *a, json_t *obj, void *arg)
 static int
 audit_tail(const struct audit_args *a, const struct logset *set)
 {
-	struct audit_ring	ring;
-	size_t			i, first;
-	int			rc;
+	struct audit_ring	 ring;
+	struct logfollow	*f;
+	size_t			 i, first;
+	int			 rc;
 
 	ring.size = (size_t)a->lines;
 	ring.count = 0;
@@ -1277,8 +1279,9 @@ audit_tail(const struct audit_args *a, const struct logset *set)
 		return SG_EXIT_ERROR;
 	if (!a->follow)
 		return SG_EXIT_OK;
-	logread_follow(logset_name(set, logset_count(set) - 1),
-	    audit_follow_cb, (void *)a);
+	if ((f = logfollow_new(set)) != NULL)
+		logfollow_run(f, audit_follow_cb, (void *)a);
+	logfollow_free(f);
 	return SG_EXIT_ERROR;
 }
 

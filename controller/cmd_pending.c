@@ -11,7 +11,8 @@
 
 #include "cmd.h"
 #include "log.h"
-#include "logread.h"
+#include "logfollow.h"
+#include "logset.h"
 #include "pending.h"
 #include "proxyctl.h"
 #include "state.h"
@@ -174,10 +175,12 @@ cmd_pending_exec(struct cmd_args *args)
 	struct pending_follow	 f;
 	const struct cmd_opt	*opt;
 	struct pending		 p;
+	struct logset		*set = NULL;
+	struct logfollow	*follow;
 	json_t			*reps = NULL;
-	char			*cause = NULL, **files;
+	char			*cause = NULL;
 	size_t			 i;
-	int			 n, rc = SG_EXIT_OK;
+	int			 rc = SG_EXIT_OK;
 
 	while ((opt = cmd_args_next(args)) != NULL) {
 		switch (opt->ch) {
@@ -195,7 +198,8 @@ cmd_pending_exec(struct cmd_args *args)
 		reps = pending_replicas(&p);
 	else if (o.log_dir == NULL)
 		o.log_dir = state_log_dir();
-	if (reps == NULL && pending_read_log(&p, o.log_dir, &cause) == -1) {
+	if (reps == NULL && pending_read_log(&p, o.log_dir, o.follow ? &set :
+	    NULL, &cause) == -1) {
 		log_warnx("%s", cause);
 		free(cause);
 		pending_release(&p);
@@ -218,15 +222,11 @@ cmd_pending_exec(struct cmd_args *args)
 		f.p = &p;
 		f.json = o.json;
 		rc = SG_EXIT_ERROR;
-		if (logread_files(o.log_dir, "security-events.jsonl", &files,
-		    &n, &cause) == -1) {
-			log_warnx("%s", cause);
-			free(cause);
-		} else {
-			logread_follow(files[n - 1], pending_follow_cb, &f);
-			logread_files_free(files, n);
-		}
+		if ((follow = logfollow_new(set)) != NULL)
+			logfollow_run(follow, pending_follow_cb, &f);
+		logfollow_free(follow);
 	}
+	logset_free(set);
 	pending_release(&p);
 	return rc;
 }

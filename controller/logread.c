@@ -18,6 +18,7 @@
 static const char *logread_digits(const char *, int, int *);
 static const char *logread_clock(const char *, struct tm *, int64_t *);
 static int	logread_offset(const char *, int64_t *);
+static int	logread_numeral(const char *);
 static int	logread_cmp_rot(const void *, const void *);
 
 /* n decimal digits at s into *v; the byte after them, or NULL. */
@@ -138,6 +139,17 @@ logread_parse_time(const char *s, int64_t now_us, int64_t *us)
 	return logread_parse_ts(s, us);
 }
 
+/*
+ * 1 if s is a number as the writer names its rotated files: decimal
+ * digits, no leading zero, no sign or space (NAME.01 is not NAME.1).
+ */
+static int
+logread_numeral(const char *s)
+{
+	return s[0] >= '1' && s[0] <= '9' && s[strspn(s, "0123456789")] ==
+	    '\0';
+}
+
 /* Compare rotation numbers for qsort: highest (oldest) first. */
 static int
 logread_cmp_rot(const void *x, const void *y)
@@ -164,8 +176,10 @@ logread_files(const char *dir, const char *name, char ***out, int *nout,
 		    strerror(errno));
 	while ((de = readdir(d)) != NULL && nrot < LOGREAD_FILES_MAX) {
 		if (strncmp(de->d_name, name, len) != 0 ||
-		    de->d_name[len] != '.' || util_strtonum(de->d_name +
-		    len + 1, 1, 1000000, &num, &errstr) == -1)
+		    de->d_name[len] != '.' ||
+		    !logread_numeral(de->d_name + len + 1) ||
+		    util_strtonum(de->d_name + len + 1, 1, 1000000, &num,
+		    &errstr) == -1)
 			continue;
 		rot = realloc(rot, (nrot + 1) * sizeof(*rot));
 		if (rot == NULL)
@@ -318,21 +332,6 @@ logread_fd_each(struct logread *r, int fd, long long size, const char *name,
 	return 0;
 }
 
-/* Has the file at path been replaced (rotated) or cut since fd opened? */
-static int
-logread_rotated(int fd, const char *path)
-{
-	struct stat	st, cur;
-
-	if (fstat(fd, &st) == -1)
-		return 1;
-	if (lstat(path, &cur) == -1)
-		return 0;	/* moved, not yet replaced: keep reading */
-	if (cur.st_dev != st.st_dev || cur.st_ino != st.st_ino)
-		return 1;
-	return lseek(fd, 0, SEEK_CUR) > cur.st_size;
-}
-
 int
 logread_open_warn(const char *path, long long *size)
 {
@@ -347,49 +346,4 @@ logread_open_warn(const char *path, long long *size)
 		errno = saved;
 	}
 	return fd;
-}
-
-int
-logread_follow(const char *path, void (*cb)(json_t *, void *), void *arg)
-{
-	struct timespec	 pause = { 0, LOGREAD_POLL_NS };
-	struct logread	*r = util_xmalloc(sizeof(*r));
-	json_t		*obj;
-	long long	 size;
-	size_t		 len;
-	int		 fd, got;
-
-	if ((fd = logread_open_warn(path, &size)) == -1 ||
-	    lseek(fd, 0, SEEK_END) == -1) {
-		if (errno == ENOENT)
-			log_warnx("cannot open '%s': %s",
-			    path, strerror(errno));
-		if (fd != -1)
-			close(fd);
-		free(r);
-		return -1;
-	}
-	logread_init(r, fd, 1, -1);
-	for (;;) {
-		while ((got = logread_next(r, &len)) == 1) {
-			if ((obj = logread_object(r->line, len)) == NULL)
-				continue;
-			cb(obj, arg);
-			json_decref(obj);
-		}
-		fflush(stdout);
-		if (got == 0 && logread_rotated(fd, path)) {
-			close(fd);
-			while ((fd = logread_open_warn(path, &size)) == -1) {
-				if (errno != ENOENT) {
-					free(r);
-					return -1;
-				}
-				nanosleep(&pause, NULL);
-			}
-			logread_init(r, fd, 1, -1);
-			continue;
-		}
-		nanosleep(&pause, NULL);
-	}
 }

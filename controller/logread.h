@@ -109,15 +109,7 @@ int	logread_fd_each(struct logread *, int fd, long long size,
 	    const char *name, void (*cb)(json_t *, void *), void *arg,
 	    struct logread_stats *st, char **cause);
 
-/*
- * Call cb for every JSON object appended to the log file path from now
- * on (cb borrows it), flushing stdout after each batch; a rotated file is
- * read to its end, then the new file from its start. Polls every
- * LOGREAD_POLL_NS and runs until killed; returns -1 (with the cause on
- * stderr) when the file cannot be opened or read.
- */
+/* How often a follower (logfollow.h) looks for more. */
 #define LOGREAD_POLL_NS	200000000L	/* 5 polls a second */
-int	logread_follow(const char *path, void (*cb)(json_t *, void *),
-	    void *arg);
 
 #endif

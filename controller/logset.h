@@ -8,9 +8,12 @@
  * one after another then opens a name that holds the next-newer file by
  * then, and skips a file (a gap, reported as removed events). So every
  * file of the listing (logread_files()) is opened first: a rename does
- * not move an open file. A second listing then checks that every name
- * still holds the file opened under it (device and inode; a name that
- * was missing, the current file right after a rotation, still missing):
+ * not move an open file. A second listing then checks that every one of
+ * the writer's names (NAME, NAME.1 .. NAME.m with at most one number
+ * missing at a time, as in the middle of its renames; a name past a
+ * wider gap is someone else's and no rotation) is still there and
+ * holds the file opened under it (device and inode; a name that was
+ * missing, the current file right after a rotation, still missing):
  * when one does not, a rotation came between the listing and the opens,
  * and the whole log is listed and opened again, at most LOGSET_TRIES
  * times, after which it fails saying so (the writer keeps rotating).

@@ -322,11 +322,27 @@ pending_cb(json_t *o, void *arg)
 }
 
 int
-pending_read_log(struct pending *p, const char *dir, char **cause)
+pending_read_log(struct pending *p, const char *dir, struct logset **keep,
+    char **cause)
 {
-	struct logread_stats	st = { 0, 0 };
+	struct logread_stats	 st = { 0, 0 };
+	struct logset		*set;
+	int			 rc;
 
-	return logset_read_log(dir, PENDING_LOG, pending_cb, p, &st, cause);
+	if (keep == NULL)
+		return logset_read_log(dir, PENDING_LOG, pending_cb, p, &st,
+		    cause);
+	set = logset_new();
+	rc = logset_add_log(set, dir, PENDING_LOG, cause);
+	if (rc == 0)
+		rc = logset_each(set, 0, logset_count(set), pending_cb, p, &st,
+		    cause);
+	if (rc == -1) {
+		logset_free(set);
+		set = NULL;
+	}
+	*keep = set;
+	return rc;
 }
 
 static int

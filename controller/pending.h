@@ -90,8 +90,14 @@ void	pending_source(struct pending *, size_t share);
  */
 void	pending_evict(struct pending *);
 
-/* Read the log dir/security-events.jsonl and its rotated files. 0 or -1. */
-int	pending_read_log(struct pending *, const char *dir, char **cause);
+/*
+ * Read the log dir/security-events.jsonl and its rotated files. 0 or -1.
+ * keep (may be NULL) gets the files read, still open, for a follower
+ * (logfollow.h) to go on from where the read stopped.
+ */
+struct logset;
+int	pending_read_log(struct pending *, const char *dir,
+	    struct logset **keep, char **cause);
 
 /* Sort by sandbox, then last attempt, newest last. */
 void	pending_sort(struct pending *);
