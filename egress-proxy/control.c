@@ -86,9 +86,9 @@ static void	control_taken_retire(char **);
 static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
 static int	 control_gone_save(struct proxy *);
-static void	 control_gone_load(struct proxy *);
+static void	 control_gone_load(struct proxy *, const char *);
 static int	control_tomb_add(const struct grant *);
-static void	control_removed_load(struct proxy *);
+static void	control_removed_load(struct proxy *, const char *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
 static int	control_peer_by(struct evhttp_request *, const char *, char *,
@@ -1231,14 +1231,14 @@ control_gone_save(struct proxy *px)
 
 /* At start: the sandboxes unregistered, from their own file. */
 static void
-control_gone_load(struct proxy *px)
+control_gone_load(struct proxy *px, const char *path)
 {
 	json_error_t	 err;
 	json_t		*top;
 
-	if ((top = json_load_file(control_gone_path, 0, &err)) == NULL) {
-		if (access(control_gone_path, F_OK) == 0)
-			log_warnx("%s: %s", control_gone_path, err.text);
+	if ((top = json_load_file(path, 0, &err)) == NULL) {
+		if (access(path, F_OK) == 0)
+			log_warnx("%s: %s", path, err.text);
 		return;
 	}
 	registry_gone_load(px->registry, json_object_get(top,
@@ -1275,7 +1275,7 @@ control_registry_apart(const char *key, int sandbox, time_t at)
 
 /* At start: the unregisters kept apart, applied again. */
 static void
-control_removed_load(struct proxy *px)
+control_removed_load(struct proxy *px, const char *path)
 {
 	json_error_t	 err;
 	json_t		*o;
@@ -1283,8 +1283,7 @@ control_removed_load(struct proxy *px)
 	const char	*key;
 	size_t		 len;
 
-	if ((text = control_file_read(control_registry_removed, &len)) ==
-	    NULL)
+	if ((text = control_file_read(path, &len)) == NULL)
 		return;
 	for (p = text; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
 		*nl = '\0';
@@ -1301,8 +1300,7 @@ control_removed_load(struct proxy *px)
 		if (json_is_true(json_object_get(o, "sandbox")))
 			registry_gone_set(px->registry, key, (time_t)
 			    json_integer_value(json_object_get(o, "at")));
-		log_info("%s: %s stays unregistered", control_registry_removed,
-		    key);
+		log_info("%s: %s stays unregistered", path, key);
 		json_decref(o);
 	}
 	free(text);
@@ -1317,22 +1315,39 @@ control_removed_load(struct proxy *px)
 static void
 control_registry_open(struct proxy *px, const char *sock)
 {
-	char	*old;
+	char	*old, *prev;
+	int	 first = 0;
 
 	control_registry_path = control_beside(sock, "registry",
 	    px->cfg.instance);
 	old = control_beside(sock, "registry", NULL);
 	if (strcmp(old, control_registry_path) != 0 &&
-	    access(control_registry_path, F_OK) == -1 && errno == ENOENT)
+	    access(control_registry_path, F_OK) == -1 && errno == ENOENT) {
+		first = 1;
 		control_registry_taken = control_take(old, px->cfg.instance);
+	}
 	util_xasprintf(&control_registry_removed, "%s.removed",
 	    control_registry_path);
 	apartfile_create(control_registry_removed, "an unregister");
 	control_registry_load(px, control_registry_taken ?
 	    control_registry_taken : control_registry_path);
 	util_xasprintf(&control_gone_path, "%s.gone", control_registry_path);
-	control_gone_load(px);
-	control_removed_load(px);
+	control_gone_load(px, control_gone_path);
+	control_removed_load(px, control_registry_removed);
+	/*
+	 * A replica's first start in a folder a single proxy used: that
+	 * proxy's removed sandboxes and removals kept apart too, whoever
+	 * took its registry (atk15r17 F1: their tokens passed again). Only
+	 * refusals are added (fail closed); saved in this replica's files.
+	 */
+	if (first) {
+		util_xasprintf(&prev, "%s.gone", old);
+		control_gone_load(px, prev);
+		free(prev);
+		util_xasprintf(&prev, "%s.removed", old);
+		control_removed_load(px, prev);
+		free(prev);
+	}
 	proxy_log_blocks_registry(px);
 	/* Retired by the first good save, now or at a later change. */
 	if (control_registry_taken != NULL)

@@ -506,6 +506,53 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.assertIn("token_sandbox_gone", body)
 
 
+class ReplicaTakesRemovals(unittest.TestCase):
+    """atk15r17 F1: the first --instance replica in a folder a single
+    proxy used took its registry.json but not its removed sandboxes
+    (registry.json.gone) nor its removals kept apart (.removed): a removed
+    sandbox's token passed again there, and its address was registered
+    again. Every replica's first start loads both (only refusals)."""
+
+    SBX = "sbx_7a4e7a4e0000000000000001"
+
+    def test_replicas_keep_the_single_proxys_removals(self):
+        d = tempfile.mkdtemp(prefix="take-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+
+        def start(sock, instance=None):
+            args = ["--control-socket", os.path.join(run, sock),
+                    "--token-key", W["pub"], "--token-any-source"]
+            if instance:
+                args += ["--instance", instance]
+            p = proxylib.Proxy(d, W["up"], sets="", name=sock,
+                               extra_args=args)
+            self.addCleanup(p.stop)
+            p.start()
+            proxylib.wait_unix_socket(os.path.join(run, sock))
+            return p
+
+        p = start("control.sock")
+        tok = token(W["key"], self.SBX, issued=int(time.time()) - 10,
+                    ttl=24 * 3600)
+        self.assertEqual(get(p, tok)[0], 200)
+        st, body = proxylib.control(os.path.join(run, "control.sock"),
+                                    "POST", "/unregister",
+                                    {"sandbox": self.SBX})
+        self.assertEqual(st, 200, body)
+        p.stop()
+        for inst in ("a", "b"):     # a takes registry.json, b does not
+            r = start("control-%s.sock" % inst, inst)
+            status, body = get(r, tok)
+            self.assertEqual(status, 403, "replica %s: %s" % (inst, body))
+            self.assertIn("token_sandbox_gone", body)
+            r.stop()
+            r.start()               # and from its own file after
+            proxylib.wait_unix_socket(os.path.join(run,
+                                                   "control-%s.sock" % inst))
+            self.assertEqual(get(r, tok)[0], 403, inst)
+
+
 class TokenBlockLogTest(unittest.TestCase):
     def test_token_sandbox_keeps_its_block_log_place(self):
         """atk15r13 F2 with a token: one pending count on each of the
