@@ -1191,17 +1191,20 @@ ckverify_keys_used(struct ckverify *v)
 /*
  * Torn lines end the log right after the tail its writer's anchor names
  * with torn=N:H (the torn lines it left there): exactly those, with
- * those bytes, while it is stopped (atk20r20 F5). 1 if that failed.
+ * those bytes, while it is stopped (atk20r20 F5); none after torn=0
+ * (atk20r22 F1). An older writer's anchor, without torn=, is not judged
+ * here. 1 if that failed.
  */
 static int
 ckverify_torn_tail(struct ckverify *v)
 {
 	if (v->chain.broken || v->failed || v->nkeys == 0 ||
-	    !v->have_anchor || !v->anchor.reopened || v->anchor.torn == 0 ||
+	    !v->have_anchor || !v->anchor.reopened || !v->anchor.have_torn ||
 	    v->chain.last_seq != v->anchor.tail_seq ||
 	    strcmp(v->chain.last_hash, v->anchor.tail_hash) != 0 ||
 	    ((unsigned long long)v->torn_event == v->anchor.torn &&
-	    strcmp(v->torn_hash, v->anchor.torn_hash) == 0))
+	    (v->torn_event == 0 ||
+	    strcmp(v->torn_hash, v->anchor.torn_hash) == 0)))
 		return 0;
 	ckverify_fail(v, "the log ends with %d torn line(s) after seq %lld, "
 	    "the last line its writer's anchor names; the writer left %llu, "
