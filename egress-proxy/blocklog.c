@@ -67,6 +67,7 @@ struct bl_key {
 	unsigned		 written;
 	uint64_t		 last_us;
 	unsigned long long	 count;
+	unsigned long long	 told;	/* of count, in a summary not written */
 	unsigned long long	 bytes_up;	/* sums of what was counted */
 	unsigned long long	 bytes_down;
 	unsigned long long	 large;		/* large transfers counted */
@@ -785,7 +786,7 @@ bl_key_clear(struct bl_key *k)
 static void
 bl_key_zero(struct bl_key *k)
 {
-	k->count = k->bytes_up = k->bytes_down = 0;
+	k->count = k->told = k->bytes_up = k->bytes_down = 0;
 	k->large = k->largest = 0;
 	k->ndests = 0;
 	k->dests_more = 0;
@@ -958,6 +959,7 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.policy_digest = k->digest;
 	ev.report = k->report;
 	ev.count = k->count;
+	ev.told = k->told;
 	ev.bytes_up = k->bytes_up;
 	ev.bytes_down = k->bytes_down;
 	ev.large = k->large;
@@ -967,8 +969,10 @@ bl_summarize(struct blocklog *bl, struct bl_key *k)
 	ev.first = k->first;
 	ev.last = k->last;
 	ev.overflow = k->id == NULL;
-	if ((rc = bl->emit(bl->arg, &ev)) == -1)
+	if ((rc = bl->emit(bl->arg, &ev)) == -1) {
+		k->told = k->count;	/* counted lost once: atk20r22 F6 */
 		return;
+	}
 	bl->summaries++;
 	if (k->id != NULL)
 		bl_wrote(bl, k->id, (unsigned long long)rc,
@@ -1294,6 +1298,7 @@ bl_fold_key(struct bl_key *agg, struct bl_key *k)
 	    k->last.tv_nsec > agg->last.tv_nsec))
 		agg->last = k->last;
 	agg->count += k->count;
+	agg->told += k->told;
 	agg->bytes_up += k->bytes_up;
 	agg->bytes_down += k->bytes_down;
 	agg->large += k->large;

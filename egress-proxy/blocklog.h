@@ -160,6 +160,12 @@ struct blocklog_event {
 	unsigned long long	 largest;
 	/* Summaries only: attempts counted, and when the first and last. */
 	unsigned long long	 count;
+	/*
+	 * Summaries only: how many of count an earlier try of this summary
+	 * held when it could not be written (its emit returned -1), so
+	 * already counted lost then: not to count again (atk20r22 F6).
+	 */
+	unsigned long long	 told;
 	struct timespec		 first;
 	struct timespec		 last;
 	/*

@@ -721,7 +721,7 @@ proxy_emit_summary(void *arg, const struct blocklog_event *be)
 		    (json_int_t)be->largest));
 	}
 	w0 = eventlog_written(px->seclog);
-	rc = eventlog_append(px->seclog, fields);
+	rc = eventlog_append_told(px->seclog, fields, be->told);
 	json_decref(fields);
 	if (rc == -1) {
 		proxy_log_warn(px);

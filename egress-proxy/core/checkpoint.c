@@ -251,14 +251,16 @@ checkpoint_anchor_pair(const char **p, const char *name, long long *n,
 
 /*
  * The anchor's optional reopened=1 at *p into a, then its optional
- * tail=SEQ:HASH, then its optional torn=N:HASH (the torn lines its writer
- * left after the tail, atk20r20 F5). 0, or -1 with *what set.
+ * tail=SEQ:HASH, then its torn=N:HASH (the torn lines its writer left
+ * after the tail, atk20r20 F5; torn=0 and 64 zeros for none, atk20r22 F1;
+ * absent only in an older writer's anchor). 0, or -1 with *what set.
  */
 static int
 checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
     const char **what)
 {
-	char		 v[2];
+	char		 v[2], none[CHECKPOINT_HEX + 8];
+	const char	*q;
 	long long	 n;
 
 	if (strncmp(*p, "reopened=", 9) != 0)
@@ -276,6 +278,13 @@ checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
 	if (strncmp(*p, "torn=", 5) != 0)
 		return 0;
 	*what = "torn is not a count, a colon and 64 lowercase hex digits";
+	a->have_torn = 1;
+	q = *p;
+	if (checkpoint_anchor_field(&q, "torn", none, sizeof(none)) == 0 &&
+	    strcmp(none, CHECKPOINT_TORN_NONE + 5) == 0) {
+		*p = q;
+		return 0;
+	}
 	if (checkpoint_anchor_pair(p, "torn", &n, a->torn_hash) == -1)
 		return -1;
 	a->torn = (unsigned long long)n;
@@ -1030,9 +1039,9 @@ checkpoint_anchor_format(const struct checkpoint_anchor *a, char *line,
 		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s "
 		    "torn=%llu:%s", a->tail_seq, a->tail_hash, a->torn,
 		    a->torn_hash);
-	else if (a->reopened && a->tail_seq > 0)
-		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s",
-		    a->tail_seq, a->tail_hash);
+	else if (a->reopened && a->tail_seq > 0)	/* it left none */
+		snprintf(reopened, sizeof(reopened), " reopened=1 tail=%lld:%s "
+		    "%s", a->tail_seq, a->tail_hash, CHECKPOINT_TORN_NONE);
 	else if (a->reopened)
 		snprintf(reopened, sizeof(reopened), " reopened=1");
 	if (a->first > 0 && a->have_files)
@@ -1298,11 +1307,14 @@ checkpoint_start_tail(struct checkpoint *ck)
 	ck->last.torn = 0;
 	/*
 	 * The torn lines it left after the tail are the ones it names, with
-	 * the bytes it wrote: not what is there now (atk20r20 F1, F5).
+	 * the bytes it wrote: not what is there now (atk20r20 F1, F5), none
+	 * for torn=0 (atk20r22 F1: torn lines a folder writer put after such
+	 * a tail were counted as found and vouched for). An older writer's
+	 * anchor, without torn=, keeps what is found.
 	 */
-	if (ck->anchor.torn > 0)
+	if (ck->anchor.have_torn)
 		eventlog_torn_set(ck->log, ck->anchor.torn,
-		    ck->anchor.torn_hash);
+		    ck->anchor.torn > 0 ? ck->anchor.torn_hash : "");
 }
 
 /*
@@ -1703,6 +1715,40 @@ checkpoint_error(const struct checkpoint *ck)
 }
 
 /*
+ * The writer ends with its log.resume still due (or nothing written): the
+ * anchor is written back as read, so the next writer owes it. If the log
+ * ended at the tail the anchor names, the lines this writer put after it
+ * before its log.resume (its log.outage, whole or cut and kept) are named
+ * too: the tail moves to its last whole line (synced first) and torn= to
+ * the torn lines after it, the anchor's and its own, with their bytes
+ * (eventlog_torn_left()). Else the next writer found the log past the tail
+ * ("cut or rewrite") or more torn lines than torn= said, and verify --key
+ * failed the untouched log for good (atk20r22 F2).
+ */
+static void
+checkpoint_keep_read(struct checkpoint *ck)
+{
+	const char	*h;
+
+	ck->last = ck->read;
+	if (!ck->read.reopened || ck->read.tail_seq == 0 ||
+	    !ck->anchor.reopened)
+		return;
+	if (eventlog_tick(ck->log) == -1) {
+		log_warnx("checkpoint: not naming its own lines after the "
+		    "tail: cannot sync the log: %s", eventlog_error(ck->log));
+		return;
+	}
+	if (eventlog_seq(ck->log) != ck->start_seq) {
+		ck->last.tail_seq = eventlog_seq(ck->log);
+		util_strlcpy(ck->last.tail_hash, eventlog_hash(ck->log),
+		    sizeof(ck->last.tail_hash));
+	}
+	ck->last.torn = eventlog_torn_left(ck->log, &h);
+	util_strlcpy(ck->last.torn_hash, h, sizeof(ck->last.torn_hash));
+}
+
+/*
  * The writer ends past the close its anchor names, without a checkpoint
  * after it. The anchor says which line the writer left last (tail=), so
  * that lines added or changed after it while it is stopped are not taken
@@ -1726,7 +1772,7 @@ checkpoint_free_reopened(struct checkpoint *ck)
 	own = !ck->resume_due && (eventlog_seq(ck->log) != ck->start_seq ||
 	    eventlog_torn_now(ck->log));
 	if (!own)
-		ck->last = ck->read;
+		checkpoint_keep_read(ck);
 	else if (eventlog_seq(ck->log) == ck->last.seq &&
 	    !eventlog_torn_now(ck->log))
 		ck->last.reopened = 0;

@@ -45,9 +45,11 @@
  *       tail=TS:TH torn=N:TD first=F files=N:D lost=L events=E since=TS
  *       cause=TEXT
  *
- * (torn=N:TD only after a tail: the N torn lines its writer left after
- * that line, TD their digest, logverify_torn_hash(); events=E: the
- * attempts the L lost lines held, L when absent.)
+ * (torn=N:TD after every tail: the N torn lines its writer left after
+ * that line, TD their digest, logverify_torn_hash(), CHECKPOINT_TORN_NONE
+ * for none; absent after a tail only in an older writer's anchor, whose
+ * next start takes the torn lines it finds; events=E: the attempts the L
+ * lost lines held, L when absent.)
  *
  * (all on one line; lost=L since=TS cause=TEXT, only while an outage of
  * the log is not yet covered by a checkpoint after its log.outage line,
@@ -135,6 +137,11 @@
 #define CHECKPOINT_RESUME	"log.resume"
 #define CHECKPOINT_ANCHOR_HEAD	"sandgate-anchor-v1"
 #define CHECKPOINT_ANCHOR_MAX	768	/* an anchor file's bytes, at most */
+/* The anchor's torn= after a tail its writer left no torn line after. */
+#define CHECKPOINT_TORN_NONE	"torn=0:" \
+	"00000000000000000000000000000000" \
+	"00000000000000000000000000000000"
+
 #define CHECKPOINT_CAUSE_MAX	120	/* an outage's cause in it, at most */
 #define CHECKPOINT_KEY_RAW	32	/* Ed25519 public key */
 #define CHECKPOINT_KEY_B64	44	/* its base64, with padding */
@@ -183,7 +190,8 @@ struct checkpoint_anchor {
 	char		tail_hash[64 + 1];	/* while it still runs */
 	/* torn=N:H: the torn lines it left after the tail, their digest. */
 	unsigned long long torn;
-	char		torn_hash[64 + 1];
+	char		torn_hash[64 + 1];	/* "" for none */
+	int		have_torn;	/* torn= said (atk20r22 F1) */
 	long long	first;	/* first seq the writer keeps; 0: not said */
 	int		have_files;	/* files=N:H said */
 	unsigned	files;	/* rotated files the writer keeps */

@@ -1510,7 +1510,14 @@ eventlog_attempts(json_t *fields)
 int
 eventlog_append(struct eventlog *log, json_t *fields)
 {
-	unsigned long long	left;
+	return eventlog_append_told(log, fields, 0);
+}
+
+int
+eventlog_append_told(struct eventlog *log, json_t *fields,
+    unsigned long long told)
+{
+	unsigned long long	left, n;
 	int			rc, put = 0;
 
 	if (fields == NULL ? !log->in_hook : !json_is_object(fields)) {
@@ -1526,8 +1533,10 @@ eventlog_append(struct eventlog *log, json_t *fields)
 	 * (atk20r18 F1, F4).
 	 */
 	if (!put && errno != EINVAL && (fields != NULL ||
-	    log->torn_left > left))
-		eventlog_lost(log, eventlog_attempts(fields));
+	    log->torn_left > left)) {
+		n = eventlog_attempts(fields);
+		eventlog_lost(log, n > told ? n - told : 0);
+	}
 	return rc;
 }
 

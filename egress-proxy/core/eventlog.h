@@ -128,6 +128,14 @@ int		 eventlog_open_file(const char *path, int flags,
  * first failed, RFC 3339 UTC) and cause (the error then).
  */
 int		 eventlog_append(struct eventlog *, json_t *fields);
+/*
+ * eventlog_append() of a line an earlier try of which could not be
+ * written (a summary retried with its count grown): of the attempts it
+ * holds, told were counted lost then, and are not again if it fails
+ * (log.outage's lost_events, atk20r22 F6). eventlog_append() is told 0.
+ */
+int		 eventlog_append_told(struct eventlog *, json_t *fields,
+		    unsigned long long told);
 
 /*
  * The outage no checkpoint covers yet: how many events were lost (0:

