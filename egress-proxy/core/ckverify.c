@@ -909,22 +909,6 @@ ckverify_torn_bound(json_t *obj, const char *member, long long old)
 }
 
 /*
- * A log.outage or log.resume right after the rotate checkpoint that starts
- * the oldest file read, with no torn line read before it: the torn lines it
- * counts ended the file before, rotated away with it (deleting files is the
- * anchor's first= to judge). Its count and digest cannot be checked; a
- * torn line read before it (in the same file) keeps them checked
- * (atk20r22 F4: verify failed the untouched log "a torn line was removed"
- * until the next file was rotated away too).
- */
-static int
-ckverify_torn_rotated_away(const struct ckverify *v)
-{
-	return v->torn_event == 0 && v->chain.started && !v->chain.genesis &&
-	    v->chain.last_seq == v->chain.first_seq + 1;
-}
-
-/*
  * The torn lines before a log.outage or log.resume line (name, at seq
  * last_seq) that counts bound of them. With a "torn_hash" (a writer
  * since atk20r20) exactly those lines, with the bytes its writer left or
@@ -939,8 +923,6 @@ ckverify_torn_match(struct ckverify *v, json_t *obj, const char *name,
 			    "torn_hash"));
 	int		 n = v->torn_event;
 
-	if (ckverify_torn_rotated_away(v))
-		return 0;
 	if (n < bound && h != NULL)
 		return ckverify_fail(v, "%s:%zu: the %s at seq %lld counts "
 		    "%lld torn line(s) (interrupted writes) before it, the "
