@@ -242,6 +242,12 @@ proxyctl_target(CURL *h, size_t i, const char *path, char *url,
 			curl_easy_setopt(h, CURLOPT_CAINFO,
 			    getenv("SANDGATE_PROXY_CONTROL_CA"));
 		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+		/*
+		 * straight to the replica: never through a proxy the
+		 * environment names (http_proxy, all_proxy), which would
+		 * get the control token (atk1921j F5)
+		 */
+		curl_easy_setopt(h, CURLOPT_PROXY, "");
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	return 0;

@@ -813,6 +813,48 @@ class ReplicaWordsEscaped(unittest.TestCase):
         self.assertEqual(len(kept.splitlines()), 3, kept)
 
 
+class NoEnvironmentProxy(unittest.TestCase):
+    """atk1921j F5: control calls followed the shell's http_proxy /
+    all_proxy: the bearer control token went in clear text to that proxy
+    instead of to the replica SANDGATE_PROXY_CONTROL names."""
+
+    def test_control_calls_ignore_http_proxy(self):
+        got = []
+
+        class Record(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                got.append((self.path, self.headers.get("Authorization")))
+                self.send_response(502)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST
+
+            def log_message(self, *args):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Record)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        envproxy = "http://127.0.0.1:%d" % srv.server_address[1]
+        state = tempfile.mkdtemp(prefix="envproxy-", dir=W["dir"])
+        env = proxylib.clean_env({
+            "SANDGATE_STATE": state,
+            "SANDGATE_PROXY_CONTROL": "http://127.0.0.1:%d"
+                                      % proxylib.free_port(),
+            "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]})
+        for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+            env[var] = envproxy
+        env.pop("no_proxy", None)
+        env.pop("NO_PROXY", None)
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard",
+             "sbx_e9e9e9e90000000000000001"], capture_output=True,
+            text=True, timeout=60, env=env)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(got, [])
+
+
 class FakeDocker:
     """A Docker API on a unix socket (DOCKER_HOST) that lists the given
     containers of one sandbox and state (each {"role", "ip"}, a fresh
