@@ -281,7 +281,7 @@ checkpoint_anchor_reopened(const char **p, struct checkpoint_anchor *a,
 	a->have_torn = 1;
 	q = *p;
 	if (checkpoint_anchor_field(&q, "torn", none, sizeof(none)) == 0 &&
-	    strcmp(none, CHECKPOINT_TORN_NONE + 5) == 0) {
+	    strcmp(none, &CHECKPOINT_TORN_NONE[5]) == 0) {
 		*p = q;
 		return 0;
 	}
