@@ -99,7 +99,7 @@ setup(void **state)
 	FILE	*f;
 
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/test_repset.XXXXXX");
+	snprintf(root, sizeof(root), "/tmp/test_repset." UTIL_MKTEMP_SUFFIX);
 	assert_non_null(mkdtemp(root));
 	snprintf(tok, sizeof(tok), "%s/control.token", root);
 	assert_non_null(f = fopen(tok, "w"));
