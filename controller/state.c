@@ -232,29 +232,6 @@ state_mkdirs(const char *path, int mode)
 	return 0;
 }
 
-/* The folder of path synced (its new entry kept). 0, or -1 with errno. */
-static int
-state_sync_dir(const char *path)
-{
-	char	dir[4096];
-	char	*slash;
-	int	fd, rc;
-
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	if ((slash = strrchr(dir, '/')) == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		slash[slash == dir] = '\0';
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
 int
 state_replace(const char *path, const char *text, int mode)
 {
@@ -289,5 +266,5 @@ state_replace(const char *path, const char *text, int mode)
 		errno = saved;
 		return -1;
 	}
-	return state_sync_dir(path);
+	return util_sync_dir(path);
 }

@@ -150,22 +150,6 @@ apartfile_blank(const char *path)
 	return blank;
 }
 
-/* The folder of path synced: the rename that saved its neighbour. */
-static void
-apartfile_sync_dir(const char *path)
-{
-	char	*dir = util_xstrdup(path);
-	int	 fd;
-
-	*strrchr(dir, '/') = '\0';
-	if ((fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) != -1) {
-		(void)fsync(fd);
-		close(fd);
-	}
-	free(dir);
-}
-
 void
 apartfile_clear(const char *path)
 {
@@ -183,7 +167,7 @@ apartfile_clear(const char *path)
 		return;
 	}
 	free(t);
-	apartfile_sync_dir(path);
+	(void)util_sync_dir(path);
 	/* in place: what was reserved stays; what grew past it goes */
 	bad = len > APARTFILE_RESERVE ? ftruncate(fd, APARTFILE_RESERVE) ==
 	    -1 || apartfile_pad(fd, 0, APARTFILE_RESERVE) == -1 :

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,8 +498,8 @@ control_grant_event(struct proxy *px, const struct grant *g,
 static int
 control_json_replace(json_t *o, const char *path, mode_t mode)
 {
-	char	*tmp, *dir;
-	int	 fd = -1, dfd, bad;
+	char	*tmp;
+	int	 fd = -1, bad;
 
 	util_xasprintf(&tmp, "%s.%ld.tmp", path, (long)getpid());
 	(void)unlink(tmp);
@@ -515,14 +514,7 @@ control_json_replace(json_t *o, const char *path, mode_t mode)
 	free(tmp);
 	if (bad)
 		return -1;
-	dir = util_xstrdup(path);
-	if ((dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
-	    -1 || fsync(dfd) == -1)
-		bad = 1;
-	if (dfd != -1)
-		close(dfd);
-	free(dir);
-	return bad ? -1 : 0;
+	return util_sync_dir(path);
 }
 
 /* grants.json, written whole and atomically, readable by the proxy alone. */

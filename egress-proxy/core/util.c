@@ -339,3 +339,27 @@ util_add_sat(long long a, long long b)
 		return b > 0 ? LLONG_MAX : LLONG_MIN;
 	return r;
 }
+
+int
+util_sync_dir(const char *path)
+{
+	const char	*slash = strrchr(path, '/');
+	char		*dir;
+	int		 fd, rc, saved;
+
+	if (slash == NULL)
+		dir = util_xstrdup(".");
+	else if (slash == path)
+		dir = util_xstrdup("/");
+	else
+		util_xasprintf(&dir, "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (fd == -1)
+		return -1;
+	rc = fsync(fd);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}

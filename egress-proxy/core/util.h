@@ -22,6 +22,12 @@ int	 util_strtonum(const char *s, long long min, long long max,
 size_t	 util_strlcpy(char *dst, const char *src, size_t size);
 
 /* Allocation that exits on failure: start-up and CLI paths only. */
+/*
+ * The folder holding path synced (a rename or new entry there kept).
+ * 0, or -1 with errno.
+ */
+int	 util_sync_dir(const char *path);
+
 void	*util_xmalloc(size_t);
 void	*util_xcalloc(size_t, size_t);
 char	*util_xstrdup(const char *);
