@@ -142,7 +142,7 @@ size_t
 checkpoint_message(const struct checkpoint_fields *f, char *buf,
     size_t size)
 {
-	int	n;
+	int	n, m;
 
 	n = snprintf(buf, size, CHECKPOINT_MSG_HEAD "seq=%lld\nts=%s\n"
 	    "prev=%s\nreason=%s\nkey=%s\nnext_key=%s\nevery_events=%llu\n"
@@ -150,7 +150,13 @@ checkpoint_message(const struct checkpoint_fields *f, char *buf,
 	    f->next_key ? f->next_key : "", f->every_events, f->every_secs);
 	if (n < 0 || (size_t)n >= size)
 		return 0;
-	return (size_t)n;
+	if (f->torn == 0)
+		return (size_t)n;
+	m = snprintf(buf + n, size - (size_t)n, "torn=%llu\ntorn_hash=%s\n",
+	    f->torn, f->torn_hash);
+	if (m < 0 || (size_t)m >= size - (size_t)n)
+		return 0;
+	return (size_t)(n + m);
 }
 
 int
@@ -761,6 +767,27 @@ checkpoint_due(void *arg)
 	return ck->every_events > 0 && ck->since >= ck->every_events;
 }
 
+/* The members of the checkpoint line of f, signed sig. NULL: ENOMEM. */
+static json_t *
+checkpoint_line(const struct checkpoint_fields *f, const char *sig)
+{
+	json_t	*obj;
+
+	obj = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:I, s:s}", "event",
+	    CHECKPOINT_EVENT, "reason", f->reason, "key", f->key, "next_key",
+	    f->next_key, "every_events", (json_int_t)f->every_events,
+	    "every_secs", (json_int_t)f->every_secs, "sig", sig);
+	if (obj == NULL || f->torn == 0)
+		return obj;
+	if (json_object_set_new(obj, "torn", json_integer(
+	    (json_int_t)f->torn)) == -1 || json_object_set_new(obj,
+	    "torn_hash", json_string(f->torn_hash)) == -1) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
 /*
  * The log's hook: the checkpoint line for this seq, ts and prev. None
  * but a file's first (rotate) line while a log.resume line is due: no
@@ -791,6 +818,8 @@ checkpoint_fields(void *arg, long long seq, const char *ts,
 	    ck->next_id : NULL;
 	f.every_events = ck->every_events;
 	f.every_secs = ck->every_secs;
+	if (strcmp(f.reason, "rotate") == 0)	/* atk20r22 F4 */
+		f.torn = eventlog_torn_left(ck->log, &f.torn_hash);
 	if (ck->resume_due && strcmp(f.reason, "rotate") != 0) {
 		checkpoint_fail(ck, "not signing before the log.resume line");
 		return NULL;
@@ -806,10 +835,7 @@ checkpoint_fields(void *arg, long long seq, const char *ts,
 	util_strlcpy(ck->making.reason, f.reason, sizeof(ck->making.reason));
 	util_strlcpy(ck->making.ts, ts, sizeof(ck->making.ts));
 	util_strlcpy(ck->making.key, ck->key_id, sizeof(ck->making.key));
-	return json_pack("{s:s, s:s, s:s, s:s?, s:I, s:I, s:s}", "event",
-	    CHECKPOINT_EVENT, "reason", f.reason, "key", f.key, "next_key",
-	    f.next_key, "every_events", (json_int_t)f.every_events,
-	    "every_secs", (json_int_t)f.every_secs, "sig", sig);
+	return checkpoint_line(&f, sig);
 }
 
 /*

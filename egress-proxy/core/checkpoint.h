@@ -29,6 +29,16 @@
  *   G  base64 of the 64-byte Ed25519 signature of checkpoint_message():
  *        "sandgate-checkpoint-v1\nseq=S\nts=TS\nprev=P\nreason=R\nkey=K\n"
  *        "next_key=N\nevery_events=E\nevery_secs=T\n"   (N empty if null)
+ *        and, only in a rotate line that declares torn lines,
+ *        "torn=TN\ntorn_hash=TH\n"
+ *
+ * A rotate line whose writer had torn lines at the end of the file it
+ * rotated that no log.outage or log.resume counted yet (the ones the next
+ * such line counts, eventlog_torn_left()) declares them in two members,
+ * "torn":TN,"torn_hash":TH (TN > 0, TH their digest, logverify_torn_hash()).
+ * verify --key matches them against the torn lines it read before the
+ * line, or takes them as read when the chain starts at the line (that
+ * file rotated away: atk20r22 F4). Members absent: none declared.
  *
  * Keys are PEM files (PKCS#8 private, SubjectPublicKeyInfo public), as
  * `openssl genpkey -algorithm ed25519` writes them. A private key must be
@@ -148,7 +158,7 @@
 #define CHECKPOINT_SIG_RAW	64
 #define CHECKPOINT_SIG_B64	88
 /* The longest message checkpoint_message() builds. */
-#define CHECKPOINT_MSG_MAX	512
+#define CHECKPOINT_MSG_MAX	640
 /* Defaults of the proxy's --checkpoint-every and --checkpoint-interval. */
 #define CHECKPOINT_EVERY_DEFAULT	1000
 #define CHECKPOINT_SECS_DEFAULT		60
@@ -166,6 +176,9 @@ struct checkpoint_fields {
 	const char		*next_key;	/* base64, or NULL */
 	unsigned long long	 every_events;
 	unsigned long long	 every_secs;
+	/* A rotate line's declared torn lines (0: none) and their digest. */
+	unsigned long long	 torn;
+	const char		*torn_hash;
 };
 
 /*

@@ -1,4 +1,5 @@
 /* ckverify.c: checks of signed checkpoints; see ckverify.h. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +16,10 @@
 
 /* ts as util_rfc3339() writes it: 2026-11-30T07:57:58.123456Z */
 #define CKVERIFY_TS_FORMAT	"dddd-dd-ddTdd:dd:dd.ddddddZ"
-/* The members of a checkpoint line: ts, seq, 7 signed ones, prev, hash. */
+/*
+ * The members of a checkpoint line: ts, seq, 7 signed ones, prev, hash
+ * (2 more in a rotate line that declares torn lines: torn, torn_hash).
+ */
 #define CKVERIFY_MEMBERS	11
 /*
  * ...and of a log.resume line: ts, seq, event, 6 of its own (7 with
@@ -54,6 +58,9 @@ static int	ckverify_is_hex(const char *);
 static const char *ckverify_str(json_t *, const char *);
 static int	ckverify_num(json_t *, const char *, unsigned long long *);
 static const char *ckverify_parse(json_t *, struct ckverify_cp *);
+static const char *ckverify_parse_torn(json_t *, struct checkpoint_fields *);
+static int	ckverify_rotate_torn(struct ckverify *,
+		    const struct checkpoint_fields *);
 static struct ckverify_key *ckverify_find(struct ckverify *, const char *);
 static int	ckverify_sig_ok(EVP_PKEY *, const struct ckverify_cp *);
 static void	ckverify_event(struct ckverify *);
@@ -274,13 +281,14 @@ ckverify_parse(json_t *obj, struct ckverify_cp *cp)
 	struct checkpoint_fields	*f = &cp->f;
 	unsigned char			 raw[CHECKPOINT_KEY_RAW];
 	json_t				*next = json_object_get(obj, "next_key");
-	const char			*sig;
+	const char			*sig, *bad;
 	int64_t				 us;
 
 	memset(cp, 0, sizeof(*cp));
 	f->seq = json_integer_value(json_object_get(obj, "seq"));
 	f->prev = ckverify_str(obj, "prev");
-	if (json_object_size(obj) != CKVERIFY_MEMBERS)
+	if (json_object_size(obj) != CKVERIFY_MEMBERS && json_object_size(obj)
+	    != CKVERIFY_MEMBERS + 2)
 		return "members missing or added";
 	if ((f->ts = ckverify_str(obj, "ts")) == NULL ||
 	    ckverify_parse_ts(f->ts, &us) == -1)
@@ -288,6 +296,10 @@ ckverify_parse(json_t *obj, struct ckverify_cp *cp)
 	if ((f->reason = ckverify_str(obj, "reason")) == NULL ||
 	    !checkpoint_reason_valid(f->reason))
 		return "unknown reason";
+	if ((bad = ckverify_parse_torn(obj, f)) != NULL)
+		return bad;
+	if (json_object_size(obj) != CKVERIFY_MEMBERS + (f->torn > 0 ? 2 : 0))
+		return "members missing or added";
 	if ((f->key = ckverify_str(obj, "key")) == NULL ||
 	    checkpoint_b64_decode(f->key, raw, sizeof(raw)) == -1)
 		return "key is not a base64 Ed25519 public key";
@@ -304,6 +316,30 @@ ckverify_parse(json_t *obj, struct ckverify_cp *cp)
 	if ((sig = ckverify_str(obj, "sig")) == NULL ||
 	    checkpoint_b64_decode(sig, cp->sig, sizeof(cp->sig)) == -1)
 		return "sig is not a base64 Ed25519 signature";
+	return NULL;
+}
+
+/*
+ * A checkpoint line's torn and torn_hash (into f): absent, or in a rotate
+ * line a count above 0 and 64 hex digits (checkpoint.h). NULL, or what
+ * is wrong.
+ */
+static const char *
+ckverify_parse_torn(json_t *obj, struct checkpoint_fields *f)
+{
+	json_t	*n = json_object_get(obj, "torn");
+	json_t	*h = json_object_get(obj, "torn_hash");
+
+	if (n == NULL && h == NULL)
+		return NULL;
+	f->torn_hash = ckverify_str(obj, "torn_hash");
+	if (!json_is_integer(n) || json_integer_value(n) <= 0 ||
+	    json_integer_value(n) > INT_MAX || f->torn_hash == NULL ||
+	    !ckverify_is_hex(f->torn_hash))
+		return "torn is not a count with a torn_hash of 64 hex digits";
+	if (f->reason == NULL || strcmp(f->reason, "rotate") != 0)
+		return "torn is set but the reason is not rotate";
+	f->torn = (unsigned long long)json_integer_value(n);
 	return NULL;
 }
 
@@ -437,7 +473,39 @@ ckverify_one(struct ckverify *v, json_t *obj)
 		    "key %s, which handed over to key %s at seq %lld",
 		    cp.f.seq, k->id, k->next, k->handover_seq);
 	}
+	if (ckverify_rotate_torn(v, &cp.f) == -1)
+		return -1;
 	return ckverify_good(v, k, &cp);
+}
+
+/*
+ * A good rotate line that declares the torn lines at the end of the file
+ * before it (f->torn, checkpoint.h): when the chain starts at it with no
+ * torn line read (that file rotated away, atk20r22 F4) they are taken as
+ * read, for the log.outage or log.resume after it to count; else the
+ * torn lines read before it must be exactly those (atk20r23 F1). 0, or
+ * -1 with the verdict.
+ */
+static int
+ckverify_rotate_torn(struct ckverify *v, const struct checkpoint_fields *f)
+{
+	if (f->torn == 0)
+		return 0;
+	if (v->chain.events == 1 && v->torn_event == 0) {
+		v->torn_event = (int)f->torn;
+		util_strlcpy(v->torn_hash, f->torn_hash, sizeof(v->torn_hash));
+		ckverify_at(v, &v->torn_at);
+		return 0;
+	}
+	if ((unsigned long long)v->torn_event == f->torn &&
+	    strcmp(v->torn_hash, f->torn_hash) == 0)
+		return 0;
+	return ckverify_fail(v, "%s:%zu: the rotate checkpoint at seq %lld "
+	    "declares %llu torn line(s) (interrupted writes) at the end of the "
+	    "file before it, the log holds %d%s: torn lines were removed, "
+	    "rewritten or put in", v->chain.file, v->chain.lineno, f->seq,
+	    f->torn, v->torn_event, (unsigned long long)v->torn_event ==
+	    f->torn ? " with other bytes" : "");
 }
 
 /* Keep the last good checkpoint's seq and hash in the ring. */

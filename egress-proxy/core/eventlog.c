@@ -27,6 +27,7 @@
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
 #define EVENTLOG_LOCK_TRIES	1024	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
+#define EVENTLOG_ROTATE_LINE_MAX 2048	/* a rotate checkpoint line, at most */
 #define EVENTLOG_END_FOREIGN	1	/* eventlog_scan_window() found */
 #define EVENTLOG_END_TORN	2
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
@@ -603,6 +604,33 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
 }
 
 /*
+ * 1 if the file's bytes up to end (where its last event ends) are one
+ * line, a rotate checkpoint (checkpoint.h's CHECKPOINT_EVENT): a file
+ * started by a writer killed before the log.outage or log.resume that
+ * counts the torn lines at the end of name.1 (atk20r22 F3). 0 else.
+ */
+static int
+eventlog_only_rotate(int fd, off_t end)
+{
+	char		 buf[EVENTLOG_ROTATE_LINE_MAX];
+	const char	*ev, *reason;
+	json_t		*obj;
+	int		 rc;
+
+	if (end <= 0 || end > (off_t)sizeof(buf) ||
+	    pread(fd, buf, (size_t)end, 0) != (ssize_t)end ||
+	    buf[end - 1] != '\n' || memchr(buf, '\n', (size_t)end - 1) != NULL ||
+	    (obj = json_loadb(buf, (size_t)end - 1, 0, NULL)) == NULL)
+		return 0;
+	ev = json_string_value(json_object_get(obj, "event"));
+	reason = json_string_value(json_object_get(obj, "reason"));
+	rc = ev != NULL && reason != NULL &&
+	    strcmp(ev, "log.checkpoint") == 0 && strcmp(reason, "rotate") == 0;
+	json_decref(obj);
+	return rc;
+}
+
+/*
  * The torn lines found after the log's last event (n of them, their
  * digest hex): the writer's to account for in the log.outage or
  * log.resume it writes next, unless it counts cut lines of its own.
@@ -621,7 +649,8 @@ eventlog_torn_found(struct eventlog *log, unsigned long long n,
 
 /*
  * Read seq and prev from the end of the open file (or of name.1 when the
- * file has no event yet; else keep what is in memory), ending a torn
+ * file has no event yet; else keep what is in memory; name.1's torn lines
+ * too when its only event is the rotate line, F3), ending a torn
  * last line with a newline first, and the torn lines after that end
  * (every one, with its bytes: atk20r20 F2, F3). Returns 0, or -1 with
  * errno.
@@ -629,7 +658,7 @@ eventlog_torn_found(struct eventlog *log, unsigned long long n,
 static int
 eventlog_load_tail(struct eventlog *log)
 {
-	struct logverify_line	l;
+	struct logverify_line	l, prev;
 	struct stat		st;
 	unsigned long long	tn = 0;
 	char			th[EVENTLOG_HEX] = "";
@@ -659,6 +688,9 @@ eventlog_load_tail(struct eventlog *log)
 	log->torn = (found & EVENTLOG_END_TORN) != 0;
 	if (r == 0 && all && (r = eventlog_rotated_tail(log, &l, &tn,
 	    th)) == -1)
+		return -1;
+	if (r == 1 && all && eventlog_only_rotate(log->fd, end) &&
+	    eventlog_rotated_tail(log, &prev, &tn, th) == -1)
 		return -1;
 	if (eventlog_torn_scan(log->fd, end, log->size, &tn, th) == -1)
 		return -1;

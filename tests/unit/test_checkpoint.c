@@ -1298,6 +1298,8 @@ test_resume_after_close(void **state)
  * opens and closes the log.
  */
 static void	crash_rotate_close(struct tmp *, int, const char *, int);
+static void	crash_torn(struct tmp *, int, const char *);
+static void	open_close(struct tmp *, int);
 
 static void
 crash_then_close(struct tmp *t, int timer, const char *torn)
@@ -1313,6 +1315,40 @@ static void
 crash_rotate_close(struct tmp *t, int timer, const char *torn, int rotate)
 {
 	char			 rot[200];
+
+	crash_torn(t, timer, torn);
+	snprintf(rot, sizeof(rot), "%s.1", t->path);
+	if (rotate)
+		assert_int_equal(rename(t->path, rot), 0);
+	open_close(t, 0);
+}
+
+/*
+ * A writer that opens the log, signs its open, appends n events and
+ * closes it.
+ */
+static void
+open_close(struct tmp *t, int n)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 70, n);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+}
+
+/*
+ * A writer that opens the log and appends 3 events (a timer checkpoint
+ * and 2 more with timer) and crashes; torn (or NULL): the bytes a write
+ * it was killed in left.
+ */
+static void
+crash_torn(struct tmp *t, int timer, const char *torn)
+{
 	struct checkpoint	*ck;
 	struct eventlog		*log;
 	pid_t			 pid;
@@ -1333,14 +1369,6 @@ crash_rotate_close(struct tmp *t, int timer, const char *torn, int rotate)
 	assert_int_equal(WEXITSTATUS(status), 0);
 	if (torn != NULL)
 		append_raw(t->path, torn);
-	snprintf(rot, sizeof(rot), "%s.1", t->path);
-	if (rotate)
-		assert_int_equal(rename(t->path, rot), 0);
-	log = open_signed(t, 100, 60, &ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
-	assert_int_equal(checkpoint_write(ck, "close"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
 }
 
 /*
@@ -1678,15 +1706,7 @@ plant(struct tmp *t, const char *head, const char *tail)
 static void
 reopen_and_close(struct tmp *t)
 {
-	struct checkpoint	*ck;
-	struct eventlog		*log;
-
-	log = open_signed(t, 100, 60, &ck);
-	assert_int_equal(checkpoint_write(ck, "open"), 0);
-	append_n(log, 70, 2);
-	assert_int_equal(checkpoint_write(ck, "close"), 0);
-	checkpoint_free(ck);
-	eventlog_close(log);
+	open_close(t, 2);
 }
 
 /*
@@ -4760,6 +4780,151 @@ test_torn_found_at_start(void **state)
 }
 
 /*
+ * A start after crash_torn() whose first line rotates the file (its size
+ * limit: what is there and 100 bytes), so the torn line ends name.1 and
+ * the new file starts with the rotate line. kill: the writer is killed
+ * after that line, before any byte (1) or 30 bytes (2) of its
+ * log.resume are on disk (atk20r22 F3); a writer without a size limit
+ * then starts, opens and closes. 0: it opens and closes itself (and may
+ * rotate again: the torn line's file is then name.2).
+ */
+static void
+restart_rotates(struct tmp *t, int kill)
+{
+	struct stat		 st;
+	struct eventlog_opts	 lo = { .keep = 10 };
+	struct checkpoint_opts	 o = { .key_path = t->key,
+				    .every_events = 100, .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	char			*cause = NULL, part[32];
+	pid_t			 pid;
+	int			 status;
+
+	assert_int_equal(stat(t->path, &st), 0);
+	lo.max_size = (unsigned long long)st.st_size + 100;
+	if ((pid = fork()) == 0) {
+		if ((log = eventlog_open(t->dir, NAME, &lo, &cause)) == NULL ||
+		    (ck = checkpoint_new(log, &o, &cause)) == NULL)
+			_exit(1);
+		if (kill ? checkpoint_resume(ck) == -1 :
+		    checkpoint_write(ck, "open") == -1 ||
+		    checkpoint_write(ck, "close") == -1)
+			_exit(2);
+		if (!kill)
+			checkpoint_free(ck);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	if (!kill)
+		return;
+	/* What a kill in the log.resume's write leaves. */
+	lines_read(&l, t->path);
+	snprintf(part, sizeof(part), "%.30s", l.v[1]);
+	lines_write(&l, t->path, 0, 1);
+	lines_free(&l);
+	if (kill == 2)
+		append_raw(t->path, part);
+	open_close(t, 0);
+}
+
+/*
+ * The rotate line that starts the file, in place, with what (same
+ * length) put at the first at (NULL: the hex digit after it changed),
+ * and the chain made whole again: what a folder writer without the key
+ * can do to its torn declaration.
+ */
+static void
+rotate_line_forge(const char *path, const char *at, const char *what)
+{
+	struct lines	 l;
+	char		*p;
+
+	lines_read(&l, path);
+	assert_non_null(p = strstr(l.v[0], at));
+	if (what != NULL)
+		memcpy(p, what, strlen(what));
+	else
+		p[strlen(at)] = p[strlen(at)] == '0' ? '1' : '0';
+	rechain(&l, 0);
+	lines_write(&l, path, 0, l.n);
+	lines_free(&l);
+}
+
+/*
+ * atk20r22 F4, F3: a start that finds a torn line and whose first line
+ * rotates the file declares the torn line in the signed rotate line that
+ * starts the new file. verify --key passes the log as written, killed
+ * after the rotate line or not, with name.1 or once it is rotated away;
+ * it fails it with name.1's torn line removed (atk20r23 F1) and with the
+ * declaration changed without the key.
+ */
+static void
+test_torn_rotated_away(void **state)
+{
+	static const char *const forge[][2] = {
+		{ "\"torn\":1,", "\"torn\":2," },
+		{ "\"torn\":1,", "\"torn\":0," },
+		{ "\"torn_hash\":\"", NULL },
+	};
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	const char		*paths[4];
+	char			 pub[160], name[4][200];
+	EVP_PKEY		*k;
+	size_t			 i, n;
+	int			 kill;
+
+	for (kill = 0; kill < 3; kill++) {
+		tmp_renew(t);
+		crash_torn(t, 0, "{\"ts\":\"2026-12-03T09:00:00.1");
+		restart_rotates(t, kill);
+		snprintf(pub, sizeof(pub), "%s.pub", t->key);
+		k = pubkey(pub);
+		/* Oldest first: the torn line's file, then the rotate line's. */
+		for (n = 1; n < 4; n++)
+			snprintf(name[n], sizeof(name[n]), "%s.%zu", t->path,
+			    n);
+		for (n = 3; n > 0 && access(name[n], F_OK) != 0; n--)
+			;
+		assert_true(n > 0);
+		for (i = 0; i <= n; i++)
+			paths[i] = i < n ? name[n - i] : t->path;
+		verify_expect(t, paths, n + 1, k, 1, "as written", kill);
+		/* The torn line's file rotated away (atk20r22 F4). */
+		if (verify_with(paths + 1, n, k, NULL, &v) != CKVERIFY_OK)
+			fail_msg("case %d, torn line's file rotated away: %s%s",
+			    kill, v.what, v.chain.what);
+		lines_read(&l, paths[1]);
+		if (strstr(l.v[0], "\"reason\":\"rotate\"") == NULL ||
+		    strstr(l.v[0], "\"torn\":1,\"torn_hash\":\"") == NULL)
+			fail_msg("case %d, first line: %s", kill, l.v[0]);
+		lines_free(&l);
+		/* A declaration changed without the key (a whole file). */
+		for (i = 0; kill == 0 && i < sizeof(forge) / sizeof(forge[0]);
+		    i++) {
+			lines_read(&l, paths[1]);
+			rotate_line_forge(paths[1], forge[i][0], forge[i][1]);
+			if (verify_with(paths + 1, 1, k, NULL, &v) !=
+			    CKVERIFY_UNTRUSTED || (strstr(v.what, "does not "
+			    "verify") == NULL && strstr(v.what, "torn is not") ==
+			    NULL))
+				fail_msg("case %d, forged %zu: %s%s", kill, i,
+				    v.what, v.chain.what);
+			lines_write(&l, paths[1], 0, l.n);
+			lines_free(&l);
+		}
+		/* The torn line removed, its file still there (atk20r23 F1). */
+		torn_cut(paths[0]);
+		verify_expect(t, paths, n + 1, k, 0, "torn line removed", kill);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
  * The writer's first line (an open checkpoint) cut 40 bytes in by a
  * short write, in a file that refuses truncation: a torn line it left.
  */
@@ -5063,6 +5228,7 @@ main(void)
 		T(test_torn_past_lost),
 		T(test_torn_bytes),
 		T(test_torn_found_at_start),
+		T(test_torn_rotated_away),
 		T(test_torn_after_tail),
 		T(test_torn_after_bare_tail),
 		T(test_resume_due_names_own),
