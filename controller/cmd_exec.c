@@ -323,8 +323,7 @@ out:
 		log_warnx("%s", cause);
 	if (ran)
 		cmd_exec_output(&r, run, m, o.timeout, a->json);
-	cmd_exec_record(m, a, run, o.timeout, ran ? &r : NULL, clean != NULL ?
-	    clean : r.kill_failed ? "processes may remain" : "ok");
+	cmd_exec_record(m, a, run, o.timeout, ran ? &r : NULL, clean);
 	free(cause);
 	free(clean);
 	free(cid);

@@ -628,7 +628,11 @@ exec_user(const struct exec_opts *o, char *buf, size_t size)
  * (every other run in progress in this container, exec_active_runs: no
  * cap, as a run left out would have its commands killed, atk16r7 F4)
  * as a detached exec, started and waited for within EXEC_REAP_WAIT_MS
- * (its exit status is the count). A container that stops meanwhile
+ * (its exit status is the count). It runs as the init's uid, which no
+ * command has, so that no command can kill it (atk16r7 F6), and
+ * privileged, the only way Docker's exec API gives one exec a
+ * capability: gVisor gives the reaper every capability inside its
+ * kernel, of which it keeps CAP_KILL and CAP_SYS_PTRACE only. A container that stops meanwhile
  * (gVisor ends its sandbox when its host process limit is full) leaves
  * nothing to kill: 0, and exec_run records the stop.
  */
@@ -650,11 +654,12 @@ exec_kill_inside(struct exec_state *st, char **cause)
 		json_array_extend(cmd, act);
 		json_decref(act);
 	}
-	exec_user(st->o, user, sizeof(user));
+	snprintf(user, sizeof(user), "%lu:%lu", st->o->init_uid,
+	    st->o->init_uid);
 	saved = docker_deadline_within(st->d, EXEC_REAP_WAIT_MS);
-	spec = json_pack("{s:b, s:b, s:b, s:b, s:o, s:s}", "AttachStdin", 0,
-	    "AttachStdout", 0, "AttachStderr", 0, "Tty", 0, "Cmd", cmd,
-	    "User", user);
+	spec = json_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:b}", "AttachStdin",
+	    0, "AttachStdout", 0, "AttachStderr", 0, "Tty", 0, "Cmd", cmd,
+	    "User", user, "Privileged", 1);
 	if (docker_exec_create(st->d, st->cid, spec, &eid, cause) == -1 ||
 	    docker_exec_start_detached(st->d, eid, EXEC_REAP_WAIT_MS,
 	    cause) == -1)
@@ -694,7 +699,10 @@ out:
  * with the host process limit full, and dockerd's answers with it): the
  * wall-clock bound is kept from outside, by SIGKILL to every host
  * process of the container's cgroup, which ends the whole sandbox as its
- * memory limit would. 0 when its init is gone, -1 otherwise.
+ * memory limit would. 0 when its init is gone, -1 otherwise. On every
+ * path that calls it (timeout, signal, leftovers after a normal end) the
+ * result then says so: sandbox_killed, and container_died once the init
+ * is gone (atk16r7 F6).
  */
 static int
 exec_kill_sandbox(struct exec_state *st)
@@ -707,9 +715,10 @@ exec_kill_sandbox(struct exec_state *st)
 	for (i = 0; i < n; i++)
 		(void)kill(procs[i], SIGKILL);
 	free(procs);
+	st->res->sandbox_killed = 1;
 	if (!exec_init_gone(st, EXEC_GONE_MS))
 		return -1;
-	st->res->sandbox_killed = 1;
+	st->res->container_died = 1;
 	return 0;
 }
 
@@ -1697,6 +1706,23 @@ exec_notices_blocked(json_t *a, json_t *blocked)
 	}
 }
 
+int
+exec_stopped(const struct exec_result *r)
+{
+	return r->container_died || r->sandbox_killed;
+}
+
+const char *
+exec_cleanup(const struct exec_result *r)
+{
+	if (r->kill_failed)
+		return "processes may remain";
+	if (r->sandbox_killed)
+		return "sandbox stopped from outside (gVisor: the kill inside "
+		    "it did not finish)";
+	return NULL;
+}
+
 /* Why the container stopped, as far as sandgate can tell, by runtime. */
 static const char *
 exec_died_why(const struct exec_result *r)
@@ -1730,7 +1756,7 @@ exec_notices(const struct exec_result *r, long long timeout,
 	}
 	if (r->pids_limit_hit)
 		exec_notice(a, "process limit %lld reached", pids);
-	if (r->container_died)
+	if (exec_stopped(r))
 		exec_notice(a, "the sandbox's container stopped under the "
 		    "command%s; the next exec starts it again",
 		    exec_died_why(r));
@@ -1799,7 +1825,7 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    elen, "duration_ms", (json_int_t)r->duration_ms,
 	    "timed_out", r->timed_out, "oom_killed", r->oom_killed,
 	    "pids_limit_hit", r->pids_limit_hit,
-	    "container_stopped", r->container_died,
+	    "container_stopped", exec_stopped(r),
 	    "output_truncated", r->output_truncated,
 	    "network_blocked", r->network_blocked ? r->network_blocked :
 	    exec_empty_array(), "network_blocked_truncated",
@@ -1807,6 +1833,8 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    "cpu_ms", (json_int_t)r->cpu_ms,
 	    "peak_memory_bytes", (json_int_t)r->peak_memory,
 	    "peak_pids", (json_int_t)r->peak_pids);
+	if (o != NULL && r->sandbox_killed)
+		json_object_set_new(o, "sandbox_killed", json_true());
 	if (o != NULL && r->network_replicas != NULL)
 		json_object_set(o, "replicas", r->network_replicas);
 	if (o != NULL && r->network_end_owed)

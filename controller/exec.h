@@ -90,6 +90,9 @@ struct exec_opts {
 					   limit, counted by gVisor) */
 	unsigned long	 uid;		/* user and group of the command
 					   (the sandbox's); 0: SANDBOX_UID */
+	unsigned long	 init_uid;	/* with inside: the reaper's user
+					   and group, the init's, which no
+					   command has (sandbox_init_uid) */
 };
 
 struct exec_result {
@@ -184,6 +187,12 @@ json_t	*exec_notices(const struct exec_result *, long long timeout,
 	    unsigned long long memory, long long pids);
 /* exec's --json object, docs/agents.md (new reference). */
 json_t	*exec_result_json(const struct exec_result *, const char *run_id);
+/* 1 when the container stopped under the command or sandgate stopped the
+ * whole sandbox (sandbox_killed): the record's container_stopped. */
+int	 exec_stopped(const struct exec_result *);
+/* What the end left undone, for the run record's cleanup: "processes may
+ * remain", the sandbox stopped from outside, or NULL (nothing). */
+const char *exec_cleanup(const struct exec_result *);
 /* "1 GiB", "64 MiB", "1536 KiB", "100 bytes" into buf. */
 void	exec_format_size(unsigned long long, char *buf, size_t size);
 

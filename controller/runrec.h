@@ -10,8 +10,8 @@
  * SG_LOG_FIELD_MAX), argv, limits {cpus, memory, pids, disk, tmp_size,
  * timeout}, image, image_id, start, end, duration_ms, exit_code,
  * cmd_exit, flags {fresh, timed_out, oom_killed, pids_limit_hit,
- * container_stopped, output_truncated, signal}, cleanup ("ok" |
- * "failed: ..."). Each record is followed by a checkpoint signed with
+ * container_stopped, sandbox_killed, output_truncated, signal}, cleanup
+ * ("ok" | "failed: ..." | exec_cleanup's). Each record is followed by a checkpoint signed with
  * the controller's key (auditkey.h), so runs.jsonl always ends signed.
  */
 #ifndef SG_RUNREC_H
@@ -30,7 +30,12 @@ struct runrec {
 	long long			 timeout;	/* as enforced */
 	int				 fresh;
 	const struct exec_result	*res;		/* NULL: never ran */
-	const char			*cleanup;	/* "ok" or why not */
+	const char			*cleanup;	/* why not clean; NULL:
+							   exec_cleanup(res),
+							   else "ok" (a run
+							   passes "ok" once
+							   its sandbox is
+							   gone) */
 };
 
 /* The record's fields (new reference); pure, for tests. */

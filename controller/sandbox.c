@@ -86,6 +86,7 @@ sandbox_exec_opts(struct exec_opts *o, const struct sandbox_meta *m,
 	o->inside = sandbox_gvisor(m);
 	o->nproc = m->pids;
 	o->uid = m->uid;
+	o->init_uid = sandbox_init_uid(m);
 	o->timeout = timeout;
 	o->output_cap = output_cap;
 }
@@ -594,8 +595,9 @@ sandbox_init_user(const struct sandbox_meta *m, char *buf, size_t size)
  * SIGTERM and makes itself not dumpable, so that no process of the
  * sandbox can write its memory or read its environment, and the kill
  * knows it by its executable and start time (exec.h). It runs as the
- * init's uid, which no command has (every exec names the sandbox's uid):
- * no command may signal it or change its limits.
+ * init's uid, which no command has (every command's exec names the
+ * sandbox's uid; only sandgate's own reaper under gVisor runs as the
+ * init's, exec.c): no command may signal it or change its limits.
  */
 json_t *
 sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,

@@ -31,10 +31,13 @@
  *                          it is charged beside the init; exits 126 when
  *                          not moved within JOIN_WAIT_MS
  *   sandgate-probe reap RUN [ACTIVE...]
+ *                          as the init's uid with only CAP_KILL and
+ *                          CAP_SYS_PTRACE (so no command can signal it),
  *                          SIGKILL every process of run RUN, and every
  *                          one with no SANDGATE_RUN marker, a marker that
  *                          can't be read or the marker of a run not in
- *                          ACTIVE (never itself, nor PID 1 while it is
+ *                          ACTIVE (never itself, a process of its own uid,
+ *                          nor PID 1 while it is
  *                          the idle probe sandgate started), in rounds
  *                          until none is left; exits with the number
  *                          killed (at most 100), or 101 when the last
@@ -49,6 +52,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -57,12 +61,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <linux/capability.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +126,8 @@ static const char *seal_dns(void);
 static const char *seal_connect(const char *);
 static void	emit_seal(struct out *, const char *);
 static int	probe_check_main(const char *);
+static int	reap_caps(void);
+static int	reap_own_uid(const char *);
 static int	reap_spare(const char *, int, char **);
 static int	reap_round(const char *, int, char **, int);
 static int	reap_init_is_probe(void);
@@ -720,10 +729,64 @@ reap_init_is_probe(void)
 }
 
 /*
- * 1 when a process must be spared: it carries the marker of a run listed
- * in active (not this one), or it is gone or dead (a zombie with no live
- * thread; a leader that exited while a thread runs is alive). A process
- * whose marker can't be read is not spared.
+ * The reaper runs as the init's uid, which no command has, from a
+ * privileged exec (the only way Docker's exec API gives an exec
+ * capabilities; gVisor hands them to the process it starts even for a
+ * uid other than 0): it keeps CAP_KILL (to signal the command's
+ * processes) and CAP_SYS_PTRACE (to read their markers) and drops every
+ * other one, can't be dumped and gains nothing on exec. 0, or -1 when
+ * CAP_KILL is not there: a reaper that can kill nothing must not say
+ * that nothing was left.
+ */
+static int
+reap_caps(void)
+{
+	struct __user_cap_header_struct	h;
+	struct __user_cap_data_struct	d[2];
+	uint32_t			keep = (1u << CAP_KILL) |
+					    (1u << CAP_SYS_PTRACE);
+
+	memset(&h, 0, sizeof(h));
+	memset(d, 0, sizeof(d));
+	h.version = _LINUX_CAPABILITY_VERSION_3;
+	d[0].effective = d[0].permitted = keep;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+	    syscall(SYS_capset, &h, d) == -1)
+		return -1;
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) == -1)
+		return -1;
+	if ((d[0].effective & keep) != keep) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * 1 when the process's real uid is the reaper's own: the init's uid,
+ * which no command has, so the init or another exec's reaper.
+ */
+static int
+reap_own_uid(const char *pid)
+{
+	char	path[64], status[PROBE_FILE_MAX], uid[64];
+
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
+	if (read_small(path, status, sizeof(status)) == -1)
+		return 0;
+	status_field(status, "Uid", uid, sizeof(uid));
+	return uid[0] != '\0' && strtoul(uid, NULL, 10) ==
+	    (unsigned long)getuid();
+}
+
+/*
+ * 1 when a process must be spared: it has the reaper's uid (the init,
+ * another reaper), it carries the marker of a run listed in active (not
+ * this one), or it is gone or dead (a zombie with no live thread; a
+ * leader that exited while a thread runs is alive). A process whose
+ * marker can't be read is not spared.
  */
 static int
 reap_spare(const char *pid, int nactive, char **active)
@@ -732,7 +795,8 @@ reap_spare(const char *pid, int nactive, char **active)
 	char		 mark[64];
 	int		 k, r;
 
-	if (procstat_read(atoi(pid), &ps) == -1 || procstat_dead(&ps))
+	if (procstat_read(atoi(pid), &ps) == -1 || procstat_dead(&ps) ||
+	    reap_own_uid(pid))
 		return 1;
 	r = procstat_run_marker(atoi(pid), mark, sizeof(mark));
 	for (k = 0; r == 1 && k < nactive; k++)
@@ -774,6 +838,11 @@ probe_reap_main(int argc, char **argv)
 	struct timespec	ts = { 0, 20 * 1000 * 1000 };
 	int		round, n, total = 0, init = reap_init_is_probe();
 
+	if (reap_caps() == -1) {
+		fprintf(stderr, "sandgate-probe: reap: cannot keep CAP_KILL "
+		    "(%s): not run as a privileged exec\n", strerror(errno));
+		return 125;
+	}
 	for (round = 0; round < REAP_ROUNDS; round++) {
 		if ((n = reap_round(argv[0], argc - 1, argv + 1, init)) == -1) {
 			fputs("sandgate-probe: cannot read /proc\n", stderr);

@@ -29,7 +29,8 @@ def lines(path):
 def run_summary(o):
     fl = o.get("flags", {})
     on = [k for k in ("timed_out", "oom_killed", "pids_limit_hit",
-                      "container_stopped", "output_truncated") if fl.get(k)]
+                      "container_stopped", "sandbox_killed",
+                      "output_truncated") if fl.get(k)]
     if fl.get("signal"):
         on.append("signal=%d" % fl["signal"])
     # What tells a kill from outside apart from the command's own end,

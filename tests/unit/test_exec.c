@@ -246,6 +246,44 @@ test_notice_died_runtime(void **state)
 	s = notices_text(&r);
 	assert_null(strstr(s, "gVisor"));
 	free(s);
+	/* stopped from outside after a normal end: nothing else set
+	 * container_died (atk16r7 F6) */
+	memset(&r, 0, sizeof(r));
+	r.gvisor = r.sandbox_killed = 1;
+	s = notices_text(&r);
+	assert_non_null(strstr(s, "container stopped under the command"));
+	assert_non_null(strstr(s, "stopped the whole sandbox from outside"));
+	free(s);
+}
+
+/*
+ * A sandbox stopped from outside after a normal end (the reaper of the
+ * leftovers did not finish, atk16r7 F6): the result says the container
+ * stopped, though nothing else set container_died, and the cleanup is
+ * not clean.
+ */
+static void
+test_sandbox_killed_said(void **state)
+{
+	struct exec_result	 r;
+	json_t			*o;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.sandbox_killed = 1;
+	o = exec_result_json(&r, "run_k");
+	assert_non_null(o);
+	assert_true(json_is_true(json_object_get(o, "container_stopped")));
+	assert_true(json_is_true(json_object_get(o, "sandbox_killed")));
+	json_decref(o);
+	assert_non_null(exec_cleanup(&r));
+	r.sandbox_killed = 0;
+	assert_null(exec_cleanup(&r));
+	o = exec_result_json(&r, "run_k");
+	assert_true(json_is_false(json_object_get(o, "container_stopped")));
+	assert_null(json_object_get(o, "sandbox_killed"));
+	json_decref(o);
+	exec_result_release(&r);
 }
 
 /* Write a marker file dir/name holding text. */
@@ -457,6 +495,7 @@ main(void)
 		cmocka_unit_test(test_format_size),
 		cmocka_unit_test(test_result_json),
 		cmocka_unit_test(test_notice_died_runtime),
+		cmocka_unit_test(test_sandbox_killed_said),
 		cmocka_unit_test(test_active_sweep),
 		cmocka_unit_test(test_active_runs),
 		cmocka_unit_test(test_report_blocked_escaped),

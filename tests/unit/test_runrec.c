@@ -104,6 +104,59 @@ test_ran(void **state)
 	json_decref(o);
 }
 
+/*
+ * What the end left undone is the record's cleanup when the caller has
+ * nothing else to say, and a sandbox stopped from outside is a container
+ * stop (atk16r7 F6: "container_stopped": false, "cleanup": "ok" before).
+ */
+static void
+test_cleanup_from_result(void **state)
+{
+	static const struct {
+		int		 sandbox_killed, kill_failed;
+		const char	*given, *cleanup;
+		int		 stopped;
+	} t[] = {
+		{ 0, 0, NULL, "ok", 0 },
+		{ 1, 0, NULL, "sandbox stopped from outside", 1 },
+		{ 1, 1, NULL, "processes may remain", 1 },
+		{ 0, 1, NULL, "processes may remain", 0 },
+		{ 1, 0, "failed: container remove", "failed: container remove",
+		  1 },
+	};
+	struct sandbox_meta	 m;
+	struct exec_result	 x;
+	struct runrec		 r;
+	char			*argv[] = { "true", NULL };
+	json_t			*o;
+	size_t			 i;
+
+	(void)state;
+	meta_init(&m);
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		memset(&x, 0, sizeof(x));
+		x.gvisor = 1;
+		x.sandbox_killed = t[i].sandbox_killed;
+		x.kill_failed = t[i].kill_failed;
+		memset(&r, 0, sizeof(r));
+		r.kind = "exec";
+		r.run_id = "run_k";
+		r.meta = &m;
+		r.argv = argv;
+		r.res = &x;
+		r.cleanup = t[i].given;
+		o = runrec_fields(&r);
+		assert_non_null(o);
+		assert_non_null(strstr(json_string_value(json_object_get(o,
+		    "cleanup")), t[i].cleanup));
+		assert_int_equal(json_is_true(flag(o, "container_stopped")),
+		    t[i].stopped);
+		assert_int_equal(json_is_true(flag(o, "sandbox_killed")),
+		    t[i].sandbox_killed);
+		json_decref(o);
+	}
+}
+
 /* A command that never ran: exit 125, no times, every flag false. */
 static void
 test_never_ran(void **state)
@@ -359,6 +412,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, state_setup, state_teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ran),
+		cmocka_unit_test(test_cleanup_from_result),
 		cmocka_unit_test(test_never_ran),
 		cmocka_unit_test(test_long_command),
 		T(test_folder_lock_no_wait),
