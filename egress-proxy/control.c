@@ -1212,9 +1212,10 @@ control_gone_save(struct proxy *px)
 
 	if (!registry_gone_dirty(px->registry))
 		return 0;
-	o = json_pack("{s:o?, s:I}", "unregistered",
+	o = json_pack("{s:o?, s:I, s:I}", "unregistered",
 	    registry_gone_json(px->registry), "floor",
-	    (json_int_t)registry_gone_floor(px->registry));
+	    (json_int_t)registry_gone_floor(px->registry), "seen",
+	    (json_int_t)registry_gone_seen(px->registry));
 	if ((rc = control_json_replace(o, control_gone_path, 0644)) == 0)
 		registry_gone_saved(px->registry);
 	json_decref(o);
@@ -1235,7 +1236,8 @@ control_gone_load(struct proxy *px, const char *path)
 	}
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
-	    "floor")));
+	    "floor")), (time_t)json_integer_value(json_object_get(top,
+	    "seen")));
 	json_decref(top);
 }
 
@@ -1366,7 +1368,7 @@ control_registry_load(struct proxy *px, const char *path)
 	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
 	/* a file of an older proxy keeps them here */
 	registry_gone_load(px->registry, json_object_get(top,
-	    "unregistered"), 0);
+	    "unregistered"), 0, 0);
 	json_array_foreach(arr, i, e) {
 		csv = util_xstrdup("");
 		sets = json_object_get(e, "sets");
