@@ -66,6 +66,7 @@ struct registry {
 	registry_clock_fn	 clock;		/* wall and boot time */
 	time_t			 gone_seen;	/* the clock entries age by */
 	time_t			 gone_boot;	/* boot time at gone_seen */
+	unsigned long long	 gone_early;	/* forgotten within their time */
 };
 
 static void	registry_entry_unref(struct registry_entry *);
@@ -234,6 +235,8 @@ registry_gone_prune(struct registry *r, time_t now, size_t max)
 			break;
 		if (g->at > r->gone_floor)
 			r->gone_floor = g->at;
+		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now)
+			r->gone_early++;
 		registry_gone_unlink(r, g);
 		r->gone_dirty = 1;
 	}
@@ -327,6 +330,18 @@ time_t
 registry_gone_floor(const struct registry *r)
 {
 	return r->gone_floor;
+}
+
+unsigned long long
+registry_gone_forgotten(const struct registry *r)
+{
+	return r->gone_early;
+}
+
+size_t
+registry_gone_count(const struct registry *r)
+{
+	return keytab_count(r->gone);
 }
 
 int

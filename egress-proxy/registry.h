@@ -120,6 +120,9 @@ void		 registry_gone_keep(struct registry *, const char *sandbox,
 void		 registry_gone_clear(struct registry *, const char *sandbox);
 time_t		 registry_gone_at(const struct registry *, const char *sandbox);
 time_t		 registry_gone_floor(const struct registry *);
+/* Removals kept, and those forgotten (past the max) within their time. */
+size_t		 registry_gone_count(const struct registry *);
+unsigned long long registry_gone_forgotten(const struct registry *);
 int		 registry_gone_dirty(const struct registry *);
 void		 registry_gone_saved(struct registry *);
 json_t		*registry_gone_json(const struct registry *);

@@ -505,6 +505,45 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.assertEqual(status, 403, body)
         self.assertIn("token_sandbox_gone", body)
 
+    def test_the_floor_is_visible(self):
+        """atk15r17 F8: on a tokens-only replica 4,097 discards of other
+        sandboxes raised the floor, and every live sandbox's older token
+        was refused with nothing saying why: no log line, nothing in
+        /status or /metrics. The floor now shows in /status
+        ("removed_sandboxes") and /metrics, its rise is a
+        registry.removed_floor_raised event, and the refusal names it."""
+        now = int(time.time())
+        gone = {"sbx_f8%022d" % i: now - 300 for i in range(4096)}
+        p = self.start(gone)
+        live = token(W["key"], "sbx_f8live", issued=now - 1000,
+                     ttl=24 * 3600)
+        status, body = get(p, live)
+        self.assertEqual(status, 200, body)
+        self.unregister("sbx_f8one")
+        st, status_body = proxylib.control(self.sock, "GET", "/status")
+        self.assertEqual(st, 200, status_body)
+        rs = status_body["removed_sandboxes"]
+        self.assertEqual((rs["kept"], rs["forgotten"], rs["floor"]),
+                         (4096, 1, now - 300), rs)
+        status, body = get(p, live)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        self.assertIn("removed-sandbox floor (%d" % (now - 300), body)
+        raised = [e for e in p.events()
+                  if e.get("event") == "registry.removed_floor_raised"]
+        self.assertEqual(len(raised), 1, raised)
+        self.assertEqual((raised[0]["floor"], raised[0]["forgotten"],
+                          raised[0]["kept"]), (now - 300, 1, 4096))
+        c = proxylib.UnixHTTPConnection(self.sock)
+        try:
+            c.request("GET", "/metrics")
+            metrics = c.getresponse().read().decode()
+        finally:
+            c.close()
+        self.assertIn("sandgate_proxy_removed_floor_timestamp_seconds %d"
+                      % (now - 300), metrics)
+        self.assertIn("sandgate_proxy_removed_forgotten_total 1", metrics)
+
 
 class ReplicaTakesRemovals(unittest.TestCase):
     """atk15r17 F1: the first --instance replica in a folder a single
