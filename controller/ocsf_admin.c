@@ -229,6 +229,9 @@ ocsf_started(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
  * end of an exec's credential that a replica did not confirm (the run's
  * credential and token may still be accepted there, execend.h), Medium;
  * sandbox.exec_ended: that end confirmed at last, Informational.
+ * registry.removed_floor_raised (the proxy's, no sandbox: detail): a
+ * replica forgot removed sandboxes within their time and refuses older
+ * tokens of every sandbox not registered there, Medium (atk15r17 F8).
  */
 static const struct ocsf_finding {
 	const char	*event;
@@ -248,6 +251,9 @@ static const struct ocsf_finding {
 	    "credential may still be accepted there" },
 	{ "sandbox.exec_ended", 3, 1, "every proxy replica confirmed the end "
 	    "of an exec credential of sandbox %s" },
+	{ "registry.removed_floor_raised", 1, 3, "%.0sa proxy replica "
+	    "forgot removed sandboxes past the most it keeps: it refuses the "
+	    "older tokens of every sandbox not registered there" },
 };
 
 json_t *

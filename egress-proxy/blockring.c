@@ -39,12 +39,14 @@ struct br_sbx {
 	struct br_block		 ring[BLOCKRING_BLOCKS];
 	size_t			 n;		/* records ever added */
 	unsigned long long	 lost;		/* last serial overwritten */
+	unsigned long long	 evicted;	/* the ring's at its making */
 };
 
 struct blockring {
 	struct keytab	*bysandbox;
 	struct br_sbx	*head;		/* the most recently used */
 	struct br_sbx	*tail;		/* the least: evicted first */
+	unsigned long long evicted;	/* last serial of a sandbox evicted */
 };
 
 struct blockring *
@@ -109,6 +111,25 @@ br_push(struct blockring *br, struct br_sbx *s)
 }
 
 /*
+ * s's records go to make room for another's: the last serial they held
+ * is the watermark below which a sandbox made since (or with none) may
+ * have lost records (atk15r17 F9: evicted blocks vanished with
+ * "truncated": false).
+ */
+static void
+br_evict(struct blockring *br, struct br_sbx *s)
+{
+	size_t	i;
+
+	br_unlink(br, s);
+	(void)keytab_del(br->bysandbox, s->sandbox);
+	for (i = 0; i < s->n && i < BLOCKRING_BLOCKS; i++)
+		if (s->ring[i].last > br->evicted)
+			br->evicted = s->ring[i].last;
+	memset(s, 0, sizeof(*s));
+}
+
+/*
  * The records of a sandbox, made when it has none (the least recently
  * blocked sandbox's taken past BLOCKRING_SANDBOXES), moved to the front
  * of the order of use. NULL out of memory.
@@ -124,13 +145,12 @@ br_get(struct blockring *br, const char *sandbox)
 		return s;
 	}
 	if (keytab_count(br->bysandbox) >= BLOCKRING_SANDBOXES &&
-	    (s = br->tail) != NULL) {
-		br_unlink(br, s);
-		(void)keytab_del(br->bysandbox, s->sandbox);
-		memset(s, 0, sizeof(*s));
-	} else if ((s = calloc(1, sizeof(*s))) == NULL)
+	    (s = br->tail) != NULL)
+		br_evict(br, s);
+	else if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	snprintf(s->sandbox, sizeof(s->sandbox), "%s", sandbox);
+	s->evicted = br->evicted;
 	if (keytab_put(br->bysandbox, s->sandbox, s) == -1) {
 		free(s);
 		return NULL;
@@ -195,7 +215,8 @@ blockring_note(struct blockring *br, unsigned long long cursor,
  * The ring's records of s after a cursor into arr, oldest first (with
  * run: only that exec's, and with unattributed also those that named no
  * exec), each naming its sandbox when named; *truncated set when a
- * record after the cursor was overwritten.
+ * record after the cursor was overwritten, or may have been evicted
+ * before the ring was made (br_evict).
  */
 static void
 br_add(json_t *arr, const struct br_sbx *s,
@@ -207,7 +228,7 @@ br_add(json_t *arr, const struct br_sbx *s,
 	json_t				*o;
 
 	n = s->n < BLOCKRING_BLOCKS ? s->n : BLOCKRING_BLOCKS;
-	if (s->lost > after)
+	if (s->lost > after || s->evicted > after)
 		*truncated = 1;
 	for (i = 0; i < n; i++) {
 		b = &s->ring[(s->n - n + i) % BLOCKRING_BLOCKS];
@@ -237,7 +258,9 @@ blockring_json(const struct blockring *br, const char *sandbox,
 	struct br_sbx	*s;
 
 	*truncated = 0;
-	if (arr != NULL && (s = keytab_get(br->bysandbox, sandbox)) != NULL)
+	if ((s = keytab_get(br->bysandbox, sandbox)) == NULL)
+		*truncated = br->evicted > after;	/* maybe evicted */
+	else if (arr != NULL)
 		br_add(arr, s, after, run, unattributed, 0, truncated);
 	return arr;
 }
@@ -249,7 +272,7 @@ blockring_all(const struct blockring *br, unsigned long long after,
 	json_t		*arr = json_array();
 	struct br_sbx	*s;
 
-	*truncated = 0;
+	*truncated = br->evicted > after;	/* some evicted */
 	for (s = br->head; s != NULL && arr != NULL; s = s->next)
 		br_add(arr, s, after, NULL, 0, 1, truncated);
 	return arr;

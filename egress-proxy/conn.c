@@ -1318,8 +1318,9 @@ conn_token_gone(const struct conn *c, char *why, size_t size)
 	    !registry_has_sandbox(c->px->registry, c->tok->sandbox) &&
 	    c->tok->issued <= (uint64_t)forgot + TOKEN_SKEW) {
 		snprintf(why, size, "token of sandbox %s, not registered, "
-		    "issued before the unregisters this proxy no longer "
-		    "lists (%lld)", c->tok->sandbox, (long long)forgot);
+		    "issued before the removed-sandbox floor (%lld, over %d "
+		    "removals): a newer token passes", c->tok->sandbox,
+		    (long long)forgot, REGISTRY_GONE_MAX);
 		return SG_REASON_TOKEN_SANDBOX_GONE;
 	}
 	if (gone == 0)

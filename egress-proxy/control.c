@@ -182,6 +182,16 @@ control_route(struct evhttp_request *req, void *arg)
 		    "unknown endpoint"));
 }
 
+/* /status "removed_sandboxes": kept, forgotten early, and the floor. */
+static json_t *
+control_gone_status(const struct registry *r)
+{
+	return json_pack("{s:I, s:I, s:I, s:i}", "kept",
+	    (json_int_t)registry_gone_count(r), "forgotten",
+	    (json_int_t)registry_gone_forgotten(r), "floor",
+	    (json_int_t)registry_gone_floor(r), "max", REGISTRY_GONE_MAX);
+}
+
 static void
 control_status(struct proxy *px, struct evhttp_request *req)
 {
@@ -196,7 +206,7 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	control_cursor = px->block_serial;
 	control_reply(req, 200, control_grants_saved(json_pack("{s:s, s:s?, "
 	    "s:s, s:s, s:I, s:I, s:I, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:I, "
-	    "s:b, s:b}", "health", healthy ? "ok" : "log_unavailable",
+	    "s:b, s:b, s:o}", "health", healthy ? "ok" : "log_unavailable",
 	    "instance", px->cfg.instance,
 	    "log_error", !px->log_space_ok ? "log folder full or read-only; "
 	    "egress is refused until it has room" : eventlog_error(px->seclog),
@@ -212,7 +222,8 @@ control_status(struct proxy *px, struct evhttp_request *req)
 	    "requests_allowed", (json_int_t)px->stats.requests_allowed,
 	    "requests_blocked", (json_int_t)blocked,
 	    "upstream_errors", (json_int_t)px->stats.upstream_errors,
-	    "draining", px->draining, "log_pressure", px->log_pressure)));
+	    "draining", px->draining, "log_pressure", px->log_pressure,
+	    "removed_sandboxes", control_gone_status(px->registry))));
 }
 
 /* /metrics: the instance, connections, requests and closes, by reason. */
@@ -263,6 +274,30 @@ control_metrics_traffic(struct proxy *px, struct evbuffer *b)
 		    (enum proxy_refuse)i), px->stats.conns_refused[i]);
 }
 
+/* /metrics: the removed sandboxes kept, forgotten early, the floor. */
+static void
+control_metrics_removed(const struct registry *r, struct evbuffer *b)
+{
+	evbuffer_add_printf(b,
+	    "# HELP sandgate_proxy_removed_sandboxes Removed sandboxes whose "
+	    "tokens are refused, kept by name.\n"
+	    "# TYPE sandgate_proxy_removed_sandboxes gauge\n"
+	    "sandgate_proxy_removed_sandboxes %zu\n"
+	    "# HELP sandgate_proxy_removed_forgotten_total Removed sandboxes "
+	    "forgotten within their time (past the most kept); each raised "
+	    "the floor.\n"
+	    "# TYPE sandgate_proxy_removed_forgotten_total counter\n"
+	    "sandgate_proxy_removed_forgotten_total %llu\n"
+	    "# HELP sandgate_proxy_removed_floor_timestamp_seconds Tokens of "
+	    "sandboxes not registered here issued before it are refused "
+	    "(0: none).\n"
+	    "# TYPE sandgate_proxy_removed_floor_timestamp_seconds gauge\n"
+	    "sandgate_proxy_removed_floor_timestamp_seconds %lld\n",
+	    registry_gone_count(r),
+	    registry_gone_forgotten(r),
+	    (long long)registry_gone_floor(r));
+}
+
 /* Prometheus text format 0.0.4. */
 static void
 control_metrics(struct proxy *px, struct evhttp_request *req)
@@ -274,6 +309,7 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 		return;
 	}
 	control_metrics_traffic(px, b);
+	control_metrics_removed(px->registry, b);
 	evbuffer_add_printf(b,
 	    "# HELP sandgate_proxy_blocks_summarized_total Blocked attempts "
 	    "counted into egress.blocked_summary lines.\n"
@@ -357,6 +393,42 @@ control_register(struct proxy *px, struct evhttp_request *req)
 	json_decref(o);
 }
 
+/*
+ * Removals were forgotten within their time (past REGISTRY_GONE_MAX):
+ * the floor rose, and a token of a sandbox not registered here, issued
+ * before it, is refused from now on. Said in the log and the chained
+ * log (registry.removed_floor_raised), not only by the refusals
+ * (atk15r17 F8).
+ */
+static void
+control_gone_floor_note(struct proxy *px, unsigned long long forgotten)
+{
+	struct registry	*r = px->registry;
+	json_t		*f;
+	char		*detail;
+
+	if (registry_gone_forgotten(r) == forgotten)
+		return;
+	util_xasprintf(&detail, "%llu removed sandboxes forgotten past %d "
+	    "kept: tokens of sandboxes not registered here issued before "
+	    "%lld are refused (token_sandbox_gone)",
+	    registry_gone_forgotten(r) - forgotten, REGISTRY_GONE_MAX,
+	    (long long)registry_gone_floor(r));
+	log_warnx("%s", detail);
+	f = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:i}", "event",
+	    "registry.removed_floor_raised", "detail", detail, "floor",
+	    (json_int_t)registry_gone_floor(r), "forgotten",
+	    (json_int_t)(registry_gone_forgotten(r) - forgotten),
+	    "forgotten_total", (json_int_t)registry_gone_forgotten(r),
+	    "kept", (json_int_t)registry_gone_count(r), "max",
+	    REGISTRY_GONE_MAX);
+	if (f == NULL || eventlog_append(px->seclog, f) == -1)
+		log_warnx("registry.removed_floor_raised not logged: %s",
+		    f == NULL ? "out of memory" : eventlog_error(px->seclog));
+	json_decref(f);
+	free(detail);
+}
+
 static void
 control_unregister(struct proxy *px, struct evhttp_request *req)
 {
@@ -365,6 +437,7 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 	size_t		 n;
 	int		 sandbox, saved, apart = 0;
 	time_t		 now = time(NULL);
+	unsigned long long forgotten = registry_gone_forgotten(px->registry);
 
 	if (o == NULL)
 		return;
@@ -386,6 +459,7 @@ control_unregister(struct proxy *px, struct evhttp_request *req)
 			    json_integer_value(json_object_get(o,
 			    "issued_before")));
 			now = registry_gone_at(px->registry, key);
+			control_gone_floor_note(px, forgotten);
 		}
 		if (!(saved = control_registry_save(px) == 0) &&
 		    !(saved = apart = control_registry_apart(key, sandbox,
@@ -1212,9 +1286,10 @@ control_gone_save(struct proxy *px)
 
 	if (!registry_gone_dirty(px->registry))
 		return 0;
-	o = json_pack("{s:o?, s:I}", "unregistered",
+	o = json_pack("{s:o?, s:I, s:I}", "unregistered",
 	    registry_gone_json(px->registry), "floor",
-	    (json_int_t)registry_gone_floor(px->registry));
+	    (json_int_t)registry_gone_floor(px->registry), "seen",
+	    (json_int_t)registry_gone_seen(px->registry));
 	if ((rc = control_json_replace(o, control_gone_path, 0644)) == 0)
 		registry_gone_saved(px->registry);
 	json_decref(o);
@@ -1235,7 +1310,8 @@ control_gone_load(struct proxy *px, const char *path)
 	}
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
-	    "floor")));
+	    "floor")), (time_t)json_integer_value(json_object_get(top,
+	    "seen")));
 	json_decref(top);
 }
 
@@ -1366,7 +1442,7 @@ control_registry_load(struct proxy *px, const char *path)
 	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
 	/* a file of an older proxy keeps them here */
 	registry_gone_load(px->registry, json_object_get(top,
-	    "unregistered"), 0);
+	    "unregistered"), 0, 0);
 	json_array_foreach(arr, i, e) {
 		csv = util_xstrdup("");
 		sets = json_object_get(e, "sets");

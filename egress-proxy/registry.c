@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "addr.h"
 #include "keytab.h"
@@ -62,6 +63,10 @@ struct registry {
 	struct registry_addr	*addr_changed;	/* since last asked */
 	time_t			 gone_floor;	/* latest forgotten */
 	int			 gone_dirty;	/* changed since saved */
+	registry_clock_fn	 clock;		/* wall and boot time */
+	time_t			 gone_seen;	/* the clock entries age by */
+	time_t			 gone_boot;	/* boot time at gone_seen */
+	unsigned long long	 gone_early;	/* forgotten within their time */
 };
 
 static void	registry_entry_unref(struct registry_entry *);
@@ -78,6 +83,52 @@ static void	registry_gone_insert(struct registry *,
 static void	registry_link(struct registry *, struct registry_entry *);
 static void	registry_addr_note(struct registry *, const char *);
 
+/* The wall clock and the time since boot (suspended time too). */
+static void
+registry_clock_real(time_t *wall, time_t *boot)
+{
+	struct timespec	ts;
+
+	*wall = time(NULL);
+	*boot = clock_gettime(CLOCK_BOOTTIME, &ts) == 0 ? ts.tv_sec : 0;
+}
+
+void
+registry_set_clock(struct registry *r, registry_clock_fn fn)
+{
+	r->clock = fn != NULL ? fn : registry_clock_real;
+	r->gone_boot = 0;
+}
+
+/*
+ * The time removed sandboxes age by: the wall clock, but never further
+ * past the last time seen than the boot clock went on since (atk1921j
+ * F2: a wall clock ahead for a moment forgot every removal for good).
+ * A clock stepped on, or time down between runs (the last time seen is
+ * saved with them, registry_gone_load), keeps them longer: fails closed.
+ */
+static time_t
+registry_gone_now(struct registry *r)
+{
+	time_t	wall, boot, lim;
+
+	r->clock(&wall, &boot);
+	if (r->gone_seen != 0 && r->gone_boot == 0)
+		r->gone_boot = boot;	/* seen loaded: from here on */
+	lim = r->gone_seen + (boot > r->gone_boot ? boot - r->gone_boot : 0);
+	if (r->gone_seen != 0 && wall > lim)
+		wall = lim;
+	r->gone_seen = wall;
+	r->gone_boot = boot;
+	return wall;
+}
+
+time_t
+registry_gone_seen(const struct registry *r)
+{
+	return r->gone_seen;
+}
+
 struct registry *
 registry_new(void)
 {
@@ -93,6 +144,7 @@ registry_new(void)
 		free(r);
 		return NULL;
 	}
+	r->clock = registry_clock_real;
 	return r;
 }
 
@@ -165,10 +217,12 @@ registry_gone_unlink(struct registry *r, struct registry_gone *g)
 
 /*
  * Forget the unregisters no token can outlast (issued before them, with
- * the clock skew a token's "issued" may have), and past max the oldest:
- * its time becomes the floor (registry_gone_floor), so a token of a
- * forgotten sandbox is still refused. Oldest first: stops at the first
- * one kept.
+ * the clock skew a token's "issued" may have), and past max the oldest.
+ * Every one forgotten raises the floor to its time (registry_gone_floor),
+ * so a token of a forgotten sandbox is still refused, whatever the clock
+ * did (atk1921j F2); the floor is never lowered: a token issued before
+ * it is past its life on a right clock anyway. Oldest first: stops at
+ * the first one kept.
  */
 static void
 registry_gone_prune(struct registry *r, time_t now, size_t max)
@@ -179,15 +233,11 @@ registry_gone_prune(struct registry *r, time_t now, size_t max)
 		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now &&
 		    keytab_count(r->gone) <= max)
 			break;
-		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now &&
-		    g->at > r->gone_floor)
+		if (g->at > r->gone_floor)
 			r->gone_floor = g->at;
+		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now)
+			r->gone_early++;
 		registry_gone_unlink(r, g);
-		r->gone_dirty = 1;
-	}
-	if (r->gone_floor != 0 &&
-	    r->gone_floor + TOKEN_TTL_MAX + 2 * TOKEN_SKEW < now) {
-		r->gone_floor = 0;
 		r->gone_dirty = 1;
 	}
 }
@@ -231,7 +281,7 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	 * controller's clock wrong for a moment, or a loaded entry) would
 	 * prune every removal before it (atk1921i F2)
 	 */
-	registry_gone_prune(r, time(NULL), REGISTRY_GONE_MAX - 1);
+	registry_gone_prune(r, registry_gone_now(r), REGISTRY_GONE_MAX - 1);
 	if ((g = calloc(1, sizeof(*g) + len + 1)) == NULL)
 		return;
 	memcpy(g->sandbox, sandbox, len + 1);
@@ -282,6 +332,18 @@ registry_gone_floor(const struct registry *r)
 	return r->gone_floor;
 }
 
+unsigned long long
+registry_gone_forgotten(const struct registry *r)
+{
+	return r->gone_early;
+}
+
+size_t
+registry_gone_count(const struct registry *r)
+{
+	return keytab_count(r->gone);
+}
+
 int
 registry_gone_dirty(const struct registry *r)
 {
@@ -306,13 +368,17 @@ registry_gone_json(const struct registry *r)
 }
 
 void
-registry_gone_load(struct registry *r, json_t *o, time_t floor)
+registry_gone_load(struct registry *r, json_t *o, time_t floor, time_t seen)
 {
 	const char	*k;
 	json_t		*v;
 
 	if (floor > r->gone_floor)
 		r->gone_floor = floor;
+	if (seen > r->gone_seen) {
+		r->gone_seen = seen;
+		r->gone_boot = 0;	/* the boot clock: from the next look */
+	}
 	json_object_foreach(o, k, v)
 		if (json_is_integer(v) && registry_gone_at(r, k) <
 		    (time_t)json_integer_value(v))

@@ -93,13 +93,17 @@ json_t		*registry_json(const struct registry *);
  * every token of the sandbox, whatever its "issued", is refused
  * (token_sandbox_gone); a /register of the sandbox forgets it. Entries
  * go once no token issued before them can hold: TOKEN_TTL_MAX (and twice
- * TOKEN_SKEW) past their time on this replica's clock. That time is the
+ * TOKEN_SKEW) past their time on this replica's clock, as far as the boot
+ * clock agrees it went on (a wall clock ahead for a moment forgets
+ * nothing, atk1921j F2; registry_gone_seen is the time they age by,
+ * saved with them and given back to registry_gone_load). That time is the
  * latest of the removal's here, the controller's clock it came with,
  * and the "issued" of every token of it refused since
  * (registry_gone_keep), so a controller clock ahead of this one does
  * not let a token outlive its entry (atk1921h F7). They go oldest
  * first, and past REGISTRY_GONE_MAX the oldest goes early: the latest
- * time so forgotten is the floor (registry_gone_floor), and a token of a
+ * time ever forgotten (by age or count) is the floor (registry_gone_floor,
+ * never lowered), and a token of a
  * sandbox not registered, issued before the floor, is refused as well
  * (fails closed). The json is {"sandbox": time, ...}, a new reference;
  * load merges one and a floor. registry_gone_dirty says whether the set
@@ -116,9 +120,17 @@ void		 registry_gone_keep(struct registry *, const char *sandbox,
 void		 registry_gone_clear(struct registry *, const char *sandbox);
 time_t		 registry_gone_at(const struct registry *, const char *sandbox);
 time_t		 registry_gone_floor(const struct registry *);
+/* Removals kept, and those forgotten (past the max) within their time. */
+size_t		 registry_gone_count(const struct registry *);
+unsigned long long registry_gone_forgotten(const struct registry *);
 int		 registry_gone_dirty(const struct registry *);
 void		 registry_gone_saved(struct registry *);
 json_t		*registry_gone_json(const struct registry *);
-void		 registry_gone_load(struct registry *, json_t *, time_t floor);
+void		 registry_gone_load(struct registry *, json_t *, time_t floor,
+		    time_t seen);
+time_t		 registry_gone_seen(const struct registry *);
+/* The clock removals age by: wall time and time since boot (tests). */
+typedef void	(*registry_clock_fn)(time_t *wall, time_t *boot);
+void		 registry_set_clock(struct registry *, registry_clock_fn);
 
 #endif

@@ -148,6 +148,11 @@ SAMPLES = {
                             "detail": "the end of the proxy credential of "
                             "run_0123456789abcdef01234567 is confirmed"},
                            2004, 1),
+    "registry.removed_floor_raised": ({"detail": "1 removed sandboxes "
+                                       "forgotten past 4096 kept",
+                                       "floor": 1796292000, "forgotten": 1,
+                                       "forgotten_total": 1, "kept": 4096,
+                                       "max": 4096}, 2004, 3),
     "proxy.conn_refused": ({"reason": "clients", "src": "10.0.0.9",
                             "refused": 12, "max_conns": 16384,
                             "max_conns_per_client": 256}, 4001, 3),

@@ -407,7 +407,7 @@ class GoneEntryLastsTest(unittest.TestCase):
     SBX = "sbx_90e90e000000000000000001"
     TTL = 30 * 24 * 3600
 
-    def start(self, gone):
+    def start(self, gone, env=None):
         d = tempfile.mkdtemp(prefix="gone-", dir=W["dir"])
         run = os.path.join(d, "run")
         os.makedirs(run)
@@ -417,7 +417,7 @@ class GoneEntryLastsTest(unittest.TestCase):
             json.dump({"sandboxes": [], "unregistered": gone}, f)
         p = proxylib.Proxy(d, W["up"], sets="", name="gone", extra_args=[
             "--control-socket", self.sock, "--token-key", W["pub"],
-            "--token-any-source"])
+            "--token-any-source"], env=env)
         self.addCleanup(p.stop)
         p.start()
         proxylib.wait_unix_socket(self.sock)
@@ -504,6 +504,90 @@ class GoneEntryLastsTest(unittest.TestCase):
         status, body = get(p, tok)
         self.assertEqual(status, 403, body)
         self.assertIn("token_sandbox_gone", body)
+
+    def test_a_replica_clock_ahead_for_a_while_forgets_nothing(self):
+        """atk1921j F2: this replica's own wall clock 40 days ahead for a
+        moment (a bad RTC, a VM restored from a snapshot) made the next
+        unregister, or a start, drop every removed sandbox by age, with
+        no floor, and saved that: once the clock was right again the
+        discarded sandbox's token passed. Entries now age by the wall
+        clock only as far as CLOCK_BOOTTIME agrees (the shim shifts the
+        wall clock alone)."""
+        import test_grants_clock as gc   # its clock shim
+        shim_c = os.path.join(W["dir"], "clockshift.c")
+        shim = os.path.join(W["dir"], "clockshift.so")
+        with open(shim_c, "w") as f:
+            f.write(gc.SHIM)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", shim, shim_c,
+                        "-ldl"], check=True)
+        shift = os.path.join(W["dir"], "clockshift")
+
+        def set_shift(secs):
+            with open(shift + ".tmp", "w") as f:
+                f.write("%d\n" % secs)
+            os.replace(shift + ".tmp", shift)
+
+        set_shift(0)
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        p = self.start({}, env={
+            "LD_PRELOAD": shim, "SG_TEST_CLOCK_SHIFT": shift,
+            "ASAN_OPTIONS": (asan + ":" if asan else "") +
+            "verify_asan_link_order=0"})
+        now = int(time.time())
+        self.unregister(self.SBX, issued_before=now)
+        tok = token(W["key"], self.SBX, issued=now - 10, ttl=7 * 86400)
+        self.assertEqual(get(p, tok)[0], 403)
+        set_shift(40 * 86400)       # ahead: another discard arrives
+        self.unregister("sbx_90e90e000000000000000004", issued_before=now)
+        set_shift(0)
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        set_shift(40 * 86400)       # ahead: a restart
+        self.restart(p)
+        set_shift(0)
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+
+    def test_the_floor_is_visible(self):
+        """atk15r17 F8: on a tokens-only replica 4,097 discards of other
+        sandboxes raised the floor, and every live sandbox's older token
+        was refused with nothing saying why: no log line, nothing in
+        /status or /metrics. The floor now shows in /status
+        ("removed_sandboxes") and /metrics, its rise is a
+        registry.removed_floor_raised event, and the refusal names it."""
+        now = int(time.time())
+        gone = {"sbx_f8%022d" % i: now - 300 for i in range(4096)}
+        p = self.start(gone)
+        live = token(W["key"], "sbx_f8live", issued=now - 1000,
+                     ttl=24 * 3600)
+        status, body = get(p, live)
+        self.assertEqual(status, 200, body)
+        self.unregister("sbx_f8one")
+        st, status_body = proxylib.control(self.sock, "GET", "/status")
+        self.assertEqual(st, 200, status_body)
+        rs = status_body["removed_sandboxes"]
+        self.assertEqual((rs["kept"], rs["forgotten"], rs["floor"]),
+                         (4096, 1, now - 300), rs)
+        status, body = get(p, live)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        self.assertIn("removed-sandbox floor (%d" % (now - 300), body)
+        raised = [e for e in p.events()
+                  if e.get("event") == "registry.removed_floor_raised"]
+        self.assertEqual(len(raised), 1, raised)
+        self.assertEqual((raised[0]["floor"], raised[0]["forgotten"],
+                          raised[0]["kept"]), (now - 300, 1, 4096))
+        c = proxylib.UnixHTTPConnection(self.sock)
+        try:
+            c.request("GET", "/metrics")
+            metrics = c.getresponse().read().decode()
+        finally:
+            c.close()
+        self.assertIn("sandgate_proxy_removed_floor_timestamp_seconds %d"
+                      % (now - 300), metrics)
+        self.assertIn("sandgate_proxy_removed_forgotten_total 1", metrics)
 
 
 class ReplicaTakesRemovals(unittest.TestCase):

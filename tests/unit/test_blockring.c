@@ -104,12 +104,60 @@ test_least_recently_blocked_goes_first(void **state)
 	blockring_free(br);
 }
 
+/* Whether GET /blocks of sbx after a cursor says "truncated". */
+static int
+truncated(struct blockring *br, const char *sbx, unsigned long long after)
+{
+	json_t	*a;
+	int	 trunc = -1;
+
+	a = sbx != NULL ? blockring_json(br, sbx, after, NULL, 0, &trunc) :
+	    blockring_all(br, after, &trunc);
+	json_decref(a);
+	return trunc;
+}
+
+/*
+ * atk15r17 F9: a sandbox's records evicted by others' blocks after a
+ * cursor are reported truncated, whether it has no records now or new
+ * ones made since; a cursor after the eviction, or a sandbox dropped
+ * (unregistered), is not.
+ */
+static void
+test_evicted_after_cursor_is_truncated(void **state)
+{
+	struct blockring	*br = blockring_new();
+	unsigned long long	 serial = 100, cursor = 100, later;
+	char			 s[64];
+	int			 i;
+
+	(void)state;
+	note(br, ++serial, "sbx_a", "blocked.invalid");
+	note(br, ++serial, "sbx_gone", "x.invalid");
+	blockring_drop(br, "sbx_gone");
+	assert_int_equal(truncated(br, "sbx_a", cursor), 0);
+	for (i = 0; i < BLOCKRING_SANDBOXES; i++) {
+		snprintf(s, sizeof(s), "sbx_%d", i);
+		note(br, ++serial, s, "b.invalid");
+	}
+	later = serial;
+	assert_int_equal(truncated(br, "sbx_a", cursor), 1);
+	assert_int_equal(truncated(br, NULL, cursor), 1);
+	note(br, ++serial, "sbx_a", "blocked.invalid");
+	assert_int_equal(truncated(br, "sbx_a", cursor), 1);
+	assert_int_equal(truncated(br, "sbx_a", later), 0);
+	assert_int_equal(truncated(br, NULL, later), 0);
+	assert_int_equal(truncated(br, "sbx_7", cursor), 0);
+	blockring_free(br);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest	tests[] = {
 		cmocka_unit_test(test_early_sandbox_found_by_key),
 		cmocka_unit_test(test_least_recently_blocked_goes_first),
+		cmocka_unit_test(test_evicted_after_cursor_is_truncated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -380,6 +380,62 @@ test_gone_bounded_and_written_when_changed(void **state)
 	registry_free(r);
 }
 
+static time_t	fake_wall, fake_boot;
+
+static void
+fake_clock(time_t *wall, time_t *boot)
+{
+	*wall = fake_wall;
+	*boot = fake_boot;
+}
+
+/*
+ * atk1921j F2: this replica's wall clock ahead for a moment (40 days,
+ * then right again) forgets no removal, at a removal or at a load; one
+ * forgotten by age (the boot clock went on as well) raises the floor to
+ * its time, and the floor stays: its token is refused all the same.
+ */
+static void
+test_gone_not_forgotten_by_a_clock_jump(void **state)
+{
+	struct registry	*r = registry_new(), *r2 = registry_new();
+	time_t		 t0 = 1800000000, ahead = 40 * 86400;
+	json_t		*o;
+
+	(void)state;
+	registry_set_clock(r, fake_clock);
+	registry_set_clock(r2, fake_clock);
+	fake_wall = t0;
+	fake_boot = 1000;
+	registry_gone_set(r, "sbx_x", t0);
+	fake_wall = t0 + ahead;		/* wall jumps, boot does not */
+	fake_boot = 1010;
+	registry_gone_set(r, "sbx_y", t0 + 10);
+	assert_int_equal(registry_gone_at(r, "sbx_x"), t0);
+	assert_true(registry_gone_seen(r) <= t0 + 10);
+	/* a restart on the clock ahead: loaded, nothing forgotten */
+	o = registry_gone_json(r);
+	registry_gone_load(r2, o, registry_gone_floor(r),
+	    registry_gone_seen(r));
+	json_decref(o);
+	fake_boot = 5;			/* booted again */
+	registry_gone_set(r2, "sbx_z", t0 + 20);
+	assert_int_equal(registry_gone_at(r2, "sbx_x"), t0);
+	assert_int_equal(registry_gone_at(r2, "sbx_y"), t0 + 10);
+	/* time that really passed: forgotten, the floor raised, kept */
+	fake_wall = t0 + ahead + 60;
+	fake_boot = 5 + ahead;
+	registry_gone_set(r, "sbx_w", t0 + ahead);
+	assert_int_equal(registry_gone_at(r, "sbx_x"), 0);
+	assert_int_equal(registry_gone_floor(r), t0 + 10);
+	fake_wall += 2 * ahead;
+	fake_boot += 2 * ahead;
+	registry_gone_set(r, "sbx_v", fake_wall);
+	assert_true(registry_gone_floor(r) >= t0 + 10);
+	registry_free(r);
+	registry_free(r2);
+}
+
 static void
 note_addr(void *arg, const char *addr)
 {
@@ -427,6 +483,7 @@ main(void)
 		cmocka_unit_test(test_credential_looks_at_its_sandbox_execs),
 		cmocka_unit_test(test_address_and_sandbox_keys),
 		cmocka_unit_test(test_gone_bounded_and_written_when_changed),
+		cmocka_unit_test(test_gone_not_forgotten_by_a_clock_jump),
 		cmocka_unit_test(test_change_names_the_addresses_it_touched),
 	};
 
