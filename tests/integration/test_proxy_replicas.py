@@ -1243,6 +1243,118 @@ class OwedToItsReplicas(ExecEndOwed):
         self.assertFalse(os.path.exists(self.unreg()))
 
 
+class HeldReplica:
+    """A replica stand-in whose first POST /unregister is held until
+    release() (self.arrived is set when it comes); every other request
+    is answered at once, saved."""
+
+    def __init__(self):
+        self.arrived, self.go, self.seen = (threading.Event(),
+                                            threading.Event(), [])
+        me = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                me.seen.append(self.path)
+                if len(me.seen) == 1:
+                    me.arrived.set()
+                    me.go.wait(120)
+                body = json.dumps({"ok": True, "removed": 0, "saved": True,
+                                   "saved_apart": False,
+                                   "removals_unkept": 0}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+
+    def release(self):
+        self.go.set()
+
+    def close(self):
+        self.go.set()
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def waiting_on_a_lock(pid):
+    """1 when process pid waits for a flock (/proc/locks "->")."""
+    with open("/proc/locks") as f:
+        return any("->" in x and str(pid) in x.split() for x in f)
+
+
+class KeptSendsLocked(unittest.TestCase):
+    """atk1921j F3: a `gc` whose retry of a kept unregister (to d2) was
+    in flight unlinked the file by name once d2 confirmed, while a
+    concurrent `discard` (d2, d3; d3 down) had just rewritten it to
+    `to d3`: gc exit 0, nothing owed to d3, which kept the sandbox. Now a
+    kept send is read, sent and forgotten or rewritten under one lock
+    (owed.lock) that discard's own send takes too. d2 holds gc's answer
+    until discard has either kept its send (before the fix) or waits for
+    that lock (after)."""
+
+    SBX = "sbx_f3f3f3f30000000000000001"
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="owedlock-", dir=W["dir"])
+        self.state = os.path.join(self.dir, "state")
+        self.d2 = HeldReplica()
+        self.addCleanup(self.d2.close)
+        self.d3 = "http://127.0.0.1:%d" % proxylib.free_port()   # down
+        os.makedirs(os.path.join(self.state, "unregister"), mode=0o700)
+        with open(self.unreg(), "w") as f:      # as discard keeps it
+            f.write("%s\nto %s\n%s (HTTP 503)\n" % (self.SBX, self.d2.url,
+                                                     self.d2.url))
+
+    def unreg(self):
+        return os.path.join(self.state, "unregister", self.SBX)
+
+    def start(self, args, urls):
+        return subprocess.Popen(
+            [os.path.join(proxylib.BIN, "sandgate")] + args,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": self.state,
+                "SANDGATE_PROXY_CONTROL": ",".join(urls),
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+
+    def test_retry_in_flight_keeps_what_discard_kept(self):
+        gc = self.start(["gc"], [self.d2.url])
+        self.addCleanup(gc.kill)
+        self.assertTrue(self.d2.arrived.wait(60))
+        discard = self.start(["discard", self.SBX], [self.d2.url, self.d3])
+        self.addCleanup(discard.kill)
+        for _ in range(6000):
+            if discard.poll() is not None or waiting_on_a_lock(discard.pid):
+                break
+            time.sleep(0.01)
+        self.d2.release()
+        gc.communicate(timeout=120)
+        _, err = discard.communicate(timeout=120)
+        self.assertEqual(discard.returncode, 125, err)
+        self.assertIn(self.d3, err)
+        with open(self.unreg()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.d3)
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "gc"],
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": self.state,
+                "SANDGATE_PROXY_CONTROL": self.d2.url + "," + self.d3,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("still owed", r.stderr)
+
+
 class ReplicaSetEdges(TwoReplicas):
     """atk1921i F8, F10, F14: a sandbox's `replicas` file that cannot be
     read (a link, a FIFO, a folder, empty, cut before its newline) was
