@@ -714,16 +714,22 @@ proxyctl_register(struct docker *d, const char *container,
 }
 
 char *
-proxyctl_error_of(json_t *resp, const char *none)
+proxyctl_words(json_t *v, const char *none)
 {
-	const char	*err = json_string_value(json_object_get(resp, "error"));
+	const char	*s = json_string_value(v);
 	char		 cut[PROXYCTL_ERROR_MAX + 1], *shown;
 
-	/* a replica's words: escaped, cut (atk1921i F13) */
-	snprintf(cut, sizeof(cut), "%s", err != NULL ? err : none);
+	/* a replica's words: escaped, cut (atk1921i F13, atk1921j F1) */
+	snprintf(cut, sizeof(cut), "%s", s != NULL ? s : none);
 	if ((shown = quote_text_dup(cut)) == NULL)
 		shown = util_xstrdup(none);
 	return shown;
+}
+
+char *
+proxyctl_error_of(json_t *resp, const char *none)
+{
+	return proxyctl_words(json_object_get(resp, "error"), none);
 }
 
 /*

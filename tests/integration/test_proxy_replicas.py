@@ -761,6 +761,34 @@ class DiscardLocalStopped(unittest.TestCase):
         self.assertTrue(os.path.exists(self.owed()))
 
 
+def answering(test, answer):
+    """A replica stand-in on loopback answering each GET and POST with
+    answer(method, path) -> (status, JSON object), shut down with test;
+    its URL."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            code, r = answer(self.command, self.path.split("?")[0])
+            body = json.dumps(r).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    test.addCleanup(srv.server_close)
+    test.addCleanup(srv.shutdown)
+    return "http://127.0.0.1:%d" % srv.server_address[1]
+
+
 class ReplicaWordsEscaped(unittest.TestCase):
     """atk1921i F13: a replica's /unregister refusal text reached the
     operator's terminal raw (an erase-line sequence, a forged
@@ -772,30 +800,11 @@ class ReplicaWordsEscaped(unittest.TestCase):
              "replica\x1b]0;pwned\x07" % SBX)
 
     def setUp(self):
-        words = self.WORDS
-
-        class Refuse(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.dumps({"error": words}).encode()
-                self.send_response(503)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST
-
-            def log_message(self, *args):
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.addCleanup(self.srv.shutdown)
+        self.url = answering(self, lambda m, p: (503, {"error": self.WORDS}))
         self.state = tempfile.mkdtemp(prefix="words-", dir=W["dir"])
 
     def test_refusal_is_shown_escaped(self):
-        url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        url = self.url
         r = subprocess.run(
             [os.path.join(proxylib.BIN, "sandgate"), "discard", self.SBX],
             capture_output=True, text=True, timeout=60,
@@ -811,6 +820,54 @@ class ReplicaWordsEscaped(unittest.TestCase):
             kept = f.read()
         self.assertNotIn("\x1b", kept)
         self.assertEqual(len(kept.splitlines()), 3, kept)
+
+
+class ReplicaAnswersEscaped(unittest.TestCase):
+    """atk1921j F1: beside "error", a replica's other words reached the
+    terminal raw: a grant's expiry, grants_unsaved_since, a reload's
+    digest and errors. Every string taken from an answer is cut and
+    escaped as its "error" is."""
+
+    SBX = "sbx_e5c0e5c0000000000000000d"
+    WORDS = ReplicaWordsEscaped.WORDS
+
+    def serve(self, reload_code):
+        words = self.WORDS
+
+        def answer(method, path):
+            if path == "/grants" and method == "POST":
+                return 200, {"grant": {"expires": words}, "saved": True}
+            if path == "/grants":
+                return 200, {"grants": [], "grants_saved": False,
+                             "grants_unsaved_since": words}
+            return reload_code, {"digest": words, "errors": [words]}
+        return answering(self, answer)
+
+    def test_every_word_is_shown_escaped(self):
+        state = tempfile.mkdtemp(prefix="answers-", dir=W["dir"])
+        d = os.path.join(state, "sandboxes", self.SBX)
+        os.makedirs(os.path.join(d, "runs"))
+        open(os.path.join(d, "lock"), "w").close()
+        with open(os.path.join(d, "meta.json"), "w") as f:
+            json.dump({"source": state, "image": "test",
+                       "container": "c" * 64, "network": "proxy",
+                       "created": "2026-12-03T00:00:00Z"}, f)
+        for code, args in (
+                (200, ["grant", self.SBX, "x.test:443", "--for", "5m",
+                       "--rationale", "t"]),
+                (200, ["grants"]), (200, ["proxy", "reload"]),
+                (400, ["proxy", "reload"])):
+            r = subprocess.run(
+                [os.path.join(proxylib.BIN, "sandgate")] + args,
+                capture_output=True, text=True, timeout=60,
+                env=proxylib.clean_env({
+                    "SANDGATE_STATE": state,
+                    "SANDGATE_PROXY_CONTROL": self.serve(code),
+                    "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+            out = r.stdout + r.stderr
+            self.assertIn("busy\\x1b[2K", out, (args, out))
+            for bad in ("\x1b", "\x07", "\r", "\nsandgate: unregistered"):
+                self.assertNotIn(bad, out, (args, out))
 
 
 class NoEnvironmentProxy(unittest.TestCase):
@@ -1246,44 +1303,24 @@ class OwedToItsReplicas(ExecEndOwed):
 class HeldReplica:
     """A replica stand-in whose first POST /unregister is held until
     release() (self.arrived is set when it comes); every other request
-    is answered at once, saved."""
+    is answered at once, saved. Shut down with test."""
 
-    def __init__(self):
+    def __init__(self, test):
         self.arrived, self.go, self.seen = (threading.Event(),
                                             threading.Event(), [])
-        me = self
+        self.url = answering(test, self.answer)
+        test.addCleanup(self.go.set)        # first: the held one ends
 
-        class H(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                me.seen.append(self.path)
-                if len(me.seen) == 1:
-                    me.arrived.set()
-                    me.go.wait(120)
-                body = json.dumps({"ok": True, "removed": 0, "saved": True,
-                                   "saved_apart": False,
-                                   "removals_unkept": 0}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+    def answer(self, method, path):
+        self.seen.append(path)
+        if len(self.seen) == 1:
+            self.arrived.set()
+            self.go.wait(120)
+        return 200, {"ok": True, "removed": 0, "saved": True,
+                     "saved_apart": False, "removals_unkept": 0}
 
     def release(self):
         self.go.set()
-
-    def close(self):
-        self.go.set()
-        self.srv.shutdown()
-        self.srv.server_close()
 
 
 def waiting_on_a_lock(pid):
@@ -1307,8 +1344,7 @@ class KeptSendsLocked(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="owedlock-", dir=W["dir"])
         self.state = os.path.join(self.dir, "state")
-        self.d2 = HeldReplica()
-        self.addCleanup(self.d2.close)
+        self.d2 = HeldReplica(self)
         self.d3 = "http://127.0.0.1:%d" % proxylib.free_port()   # down
         os.makedirs(os.path.join(self.state, "unregister"), mode=0o700)
         with open(self.unreg(), "w") as f:      # as discard keeps it
