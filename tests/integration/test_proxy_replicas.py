@@ -1391,6 +1391,41 @@ class KeptSendsLocked(unittest.TestCase):
         self.assertIn("still owed", r.stderr)
 
 
+class StalledReplicaOncePerCommand(unittest.TestCase):
+    """atk1921j F6: a replica that accepts and never answers cost every
+    discard and gc one send timeout per kept send, one after another
+    (the k-th discard while it stalls ~k x 10 s). Now once it timed out
+    in a command, later sends to it in that command are not made: they
+    stay owed, said. Two kept unregisters and discard's own: one
+    connection reaches it, not three."""
+
+    def test_one_timeout_per_command(self):
+        state = tempfile.mkdtemp(prefix="stalled-", dir=W["dir"])
+        hole = FakeReplica(None)
+        self.addCleanup(hole.close)
+        kept = ["sbx_57a11ed000000000000000%02x" % i for i in (1, 2)]
+        os.makedirs(os.path.join(state, "unregister"), mode=0o700)
+        for sbx in kept:
+            with open(os.path.join(state, "unregister", sbx), "w") as f:
+                f.write("%s\nto %s\nx (unreachable)\n" % (sbx, hole.url))
+        sbx = "sbx_57a11ed00000000000000003"
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard", sbx],
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state,
+                "SANDGATE_PROXY_CONTROL": hole.url,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(len(hole.held), 1, r.stderr)
+        self.assertEqual(r.stderr.count("not sent: it did not answer in "
+                                        "time earlier in this command"), 2,
+                         r.stderr)
+        for x in kept + [sbx]:
+            with open(os.path.join(state, "unregister", x)) as f:
+                self.assertEqual(f.read().splitlines()[1], "to " + hole.url)
+
+
 class ReplicaSetEdges(TwoReplicas):
     """atk1921i F8, F10, F14: a sandbox's `replicas` file that cannot be
     read (a link, a FIFO, a folder, empty, cut before its newline) was
