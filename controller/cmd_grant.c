@@ -193,7 +193,7 @@ cmd_grant_exec(struct cmd_args *args)
 	struct host		 h;
 	json_t			*body, *resp;
 	const char		*why = NULL, *run = NULL, *dur = NULL;
-	char			 who[96], *missed = NULL;
+	char			 who[96], *missed = NULL, *until;
 	long long		 secs;
 	uint16_t		 port;
 	int			 rc;
@@ -221,13 +221,15 @@ cmd_grant_exec(struct cmd_args *args)
 	    args->argv[0], "host", h.name, "port", (int)port, "seconds",
 	    (json_int_t)secs, "rationale", why, "by", who, "run_id", run);
 	rc = grant_call("POST", "/grants", body, &resp, &missed);
-	if (rc == SG_EXIT_OK)
+	if (rc == SG_EXIT_OK) {
+		until = proxyctl_words(json_object_get(json_object_get(resp,
+		    "grant"), "expires"), "?");
 		printf("granted %s%s%s:%u to %s%s%s until %s\n",
 		    strchr(h.name, ':') ? "[" : "", h.name,
 		    strchr(h.name, ':') ? "]" : "", port, args->argv[0],
-		    run ? ", exec " : "", run ? run : "",
-		    json_string_value(json_object_get(json_object_get(resp,
-		    "grant"), "expires")) ?: "?");
+		    run ? ", exec " : "", run ? run : "", until);
+		free(until);
+	}
 	return grant_done(rc, resp, body, missed);
 }
 
@@ -295,7 +297,7 @@ cmd_grants_exec(struct cmd_args *args)
 {
 	const struct cmd_opt	*opt;
 	json_t			*resp, *g;
-	char			 path[128];
+	char			 path[128], *since;
 	size_t			 i;
 	int			 json = 0, rc;
 
@@ -322,13 +324,15 @@ cmd_grants_exec(struct cmd_args *args)
 		grant_put(g, "by", ": ");
 		grant_put(g, "rationale", "\n");
 	}
-	if (json_is_false(json_object_get(resp, "grants_saved")))
+	if (json_is_false(json_object_get(resp, "grants_saved"))) {
+		since = proxyctl_words(json_object_get(resp,
+		    "grants_unsaved_since"), "?");
 		log_warnx("warning: the proxy could not save its grants since "
 		    "%s (grants.json; its folder full or read-only?): a "
 		    "restart now would lose the grants given since, and the "
-		    "revokes `revoke` said it could not save",
-		    json_string_value(json_object_get(resp,
-		    "grants_unsaved_since")) ?: "?");
+		    "revokes `revoke` said it could not save", since);
+		free(since);
+	}
 	json_decref(resp);
 	return rc;
 }

@@ -278,6 +278,34 @@ cmd_proxy_stop_exec(struct cmd_args *args)
 	return SG_EXIT_OK;
 }
 
+/*
+ * fmt, its one %s the string key of a replica's answer obj, escaped
+ * (proxyctl_words: atk1921j F1).
+ */
+static void
+proxy_print(const char *fmt, json_t *obj, const char *key)
+{
+	char	*words = proxyctl_words(json_object_get(obj, key), "?");
+
+	printf(fmt, words);
+	free(words);
+}
+
+/* One sandbox of GET /status, its words escaped (atk1921j F1). */
+static void
+proxy_print_sandbox(json_t *s)
+{
+	char	*id = proxyctl_words(json_object_get(s, "sandbox"), "?");
+	char	*addr = proxyctl_words(json_object_get(s, "address"), "?");
+	char	*sets = json_dumps(json_object_get(s, "sets"), JSON_COMPACT |
+		    JSON_ENSURE_ASCII);
+
+	printf("  %s  %-15s  sets %s\n", id, addr, sets ? sets : "[]");
+	free(sets);
+	free(addr);
+	free(id);
+}
+
 static int
 cmd_proxy_status_exec(struct cmd_args *args)
 {
@@ -301,13 +329,11 @@ cmd_proxy_status_exec(struct cmd_args *args)
 		return SG_EXIT_FAIL;
 	}
 	health = json_string_value(json_object_get(st, "health"));
-	printf("proxy:        %s:%d (%s)\n", ip, PROXYCTL_PORT,
-	    health ? health : "?");
+	printf("proxy:        %s:%d ", ip, PROXYCTL_PORT);
+	proxy_print("(%s)\n", st, "health");
 	if (health != NULL && strcmp(health, "ok") != 0)
-		printf("log error:    %s\n", json_string_value(
-		    json_object_get(st, "log_error")));
-	printf("policy:       %s\n", json_string_value(json_object_get(st,
-	    "policy_digest")));
+		proxy_print("log error:    %s\n", st, "log_error");
+	proxy_print("policy:       %s\n", st, "policy_digest");
 	printf("uptime:       %lld s\n", (long long)json_integer_value(
 	    json_object_get(st, "uptime_s")));
 	printf("connections:  %lld open, %lld total\n",
@@ -324,15 +350,8 @@ cmd_proxy_status_exec(struct cmd_args *args)
 	    json_object_get(st, "log_seq")));
 	printf("sandboxes:    %zu\n", json_array_size(json_object_get(st,
 	    "sandboxes")));
-	json_array_foreach(json_object_get(st, "sandboxes"), i, s) {
-		char	*sets = json_dumps(json_object_get(s, "sets"),
-			    JSON_COMPACT);
-
-		printf("  %s  %-15s  sets %s\n", json_string_value(
-		    json_object_get(s, "sandbox")), json_string_value(
-		    json_object_get(s, "address")), sets ? sets : "[]");
-		free(sets);
-	}
+	json_array_foreach(json_object_get(st, "sandboxes"), i, s)
+		proxy_print_sandbox(s);
 	rc = health != NULL && strcmp(health, "ok") == 0 ? SG_EXIT_OK :
 	    SG_EXIT_FAIL;
 	json_decref(st);
@@ -343,7 +362,7 @@ static int
 cmd_proxy_reload_exec(struct cmd_args *args)
 {
 	json_t	*resp = NULL, *e;
-	char	*cause = NULL;
+	char	*cause = NULL, *words;
 	size_t	 i;
 	long	 status = 0;
 	int	 rc;
@@ -356,8 +375,7 @@ cmd_proxy_reload_exec(struct cmd_args *args)
 		return SG_EXIT_ERROR;
 	}
 	if (status == 200) {
-		printf("policy reloaded: digest %s\n", json_string_value(
-		    json_object_get(resp, "digest")));
+		proxy_print("policy reloaded: digest %s\n", resp, "digest");
 		rc = SG_EXIT_OK;
 		if (json_is_false(json_object_get(resp, "saved"))) {
 			log_warnx("the proxy could not save its grants "
@@ -370,8 +388,11 @@ cmd_proxy_reload_exec(struct cmd_args *args)
 		return rc;
 	}
 	log_warnx("policy reload rejected; the old policy stays in force:");
-	json_array_foreach(json_object_get(resp, "errors"), i, e)
-		fprintf(stderr, "  %s\n", json_string_value(e));
+	json_array_foreach(json_object_get(resp, "errors"), i, e) {
+		words = proxyctl_words(e, "?");
+		fprintf(stderr, "  %s\n", words);
+		free(words);
+	}
 	json_decref(resp);
 	return SG_EXIT_FAIL;
 }

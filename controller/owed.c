@@ -26,6 +26,35 @@ struct owed_kept {
 	char		 text[OWED_TEXT_MAX];
 };
 
+/*
+ * The lock of every kept send (state_root()/owed.lock), held by this
+ * process owed_depth times: a send read, sent again and then forgotten or
+ * rewritten under it is never one a concurrent command rewrote meanwhile
+ * (atk1921j F3). It is taken last (inside a sandbox's lock, never the
+ * other way) and held across sends, each bounded by its timeout.
+ */
+static int	owed_fd = -1;
+static int	owed_depth;
+
+void
+owed_lock(void)
+{
+	if (owed_depth++ > 0)
+		return;
+	if ((owed_fd = state_lock_root("owed.lock", 1)) == -1)
+		log_warn("warning: kept sends to the proxy not locked: "
+		    "%s/owed.lock", state_root());
+}
+
+void
+owed_unlock(void)
+{
+	if (owed_depth > 0 && --owed_depth == 0) {
+		state_unlock(owed_fd);
+		owed_fd = -1;
+	}
+}
+
 static int
 owed_dir(const struct owed *o, char *buf, size_t size)
 {
@@ -81,7 +110,9 @@ owed_add(const struct owed *o, const char *id, const char *subject,
 	 * one naming no replica (atk1921i F6); a FIFO put at its name is
 	 * replaced, never opened (F11)
 	 */
+	owed_lock();
 	rc = state_replace(path, text, 0600);
+	owed_unlock();
 	free(text);
 	if (rc == -1)
 		return util_cause(cause, "cannot keep it in %s: %s", path,
@@ -94,15 +125,18 @@ owed_done(const struct owed *o, const char *id)
 {
 	char	path[4096];
 
+	owed_lock();
 	if (owed_path(o, path, sizeof(path), id) == 0 &&
 	    unlink(path) == -1 && errno != ENOENT)
 		log_warn("cannot remove %s", path);
+	owed_unlock();
 }
 
 /*
  * The text of the kept send id (at most OWED_TEXT_MAX bytes) into buf: a
  * regular file only, opened without waiting (a FIFO put there would
- * hang every command that looks, atk1921h F6). 0, or -1 with *cause.
+ * hang every command that looks, atk1921h F6). 0, 1 when there is none
+ * (forgotten since the folder was listed), or -1 with *cause.
  */
 static int
 owed_text(const struct owed *o, const char *id, char *buf, size_t size,
@@ -117,7 +151,8 @@ owed_text(const struct owed *o, const char *id, char *buf, size_t size,
 		return util_cause(cause, "state path too long");
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC)) == -1)
-		return util_cause(cause, "%s: %s", path, strerror(errno));
+		return errno == ENOENT ? 1 : util_cause(cause, "%s: %s",
+		    path, strerror(errno));
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return util_cause(cause, "%s: not a regular file", path);
@@ -133,8 +168,8 @@ owed_text(const struct owed *o, const char *id, char *buf, size_t size,
 /*
  * The kept send id read into k: its subject (its first line when more
  * follows it, else id itself) and the replicas it is owed to (the line
- * OWED_TO names them, else NULL: those of the environment). 0, or -1
- * with *cause when it cannot be read.
+ * OWED_TO names them, else NULL: those of the environment). 0, 1 when
+ * it is gone, or -1 with *cause when it cannot be read.
  */
 static int
 owed_read(const struct owed *o, const char *id, struct owed_kept *k,
@@ -143,8 +178,8 @@ owed_read(const struct owed *o, const char *id, struct owed_kept *k,
 	char	*nl, *to;
 	int	 n;
 
-	if (owed_text(o, id, k->text, sizeof(k->text), cause) == -1)
-		return -1;
+	if ((n = owed_text(o, id, k->text, sizeof(k->text), cause)) != 0)
+		return n;
 	k->to = NULL;
 	/* a long reason may be cut here: anything after line 1 makes two */
 	if ((nl = strchr(k->text, '\n')) == NULL || nl[1] == '\0')
@@ -188,43 +223,56 @@ owed_one(const struct owed *o, const char *id, const char *subject,
 	return 0;
 }
 
+typedef int	(*owed_fn)(const struct owed *, const char *,
+		    const struct owed_kept *, void *);
+
 /*
- * fn for each kept send of o (about subject, unless NULL); the number
- * fn returned 1 for, and of those that cannot be read (said, left
- * alone: atk1921h F6) unless they are another subject's.
+ * fn for the kept send id of o (about subject, unless NULL), read and
+ * acted on under the lock (atk1921j F3): what fn returned, 0 when it is
+ * gone or another subject's, 1 when it cannot be read (said, left
+ * alone: atk1921h F6) unless it is another subject's.
  */
 static int
-owed_each(const struct owed *o, const char *subject,
-    int (*fn)(const struct owed *, const char *, const struct owed_kept *,
-    void *), void *arg)
+owed_each_one(const struct owed *o, const char *id, const char *subject,
+    owed_fn fn, void *arg)
 {
 	struct owed_kept	*k = util_xcalloc(1, sizeof(*k));
-	struct dirent		*de;
-	DIR			*dp;
-	char			 dir[4096], *cause = NULL;
-	int			 n = 0;
+	char			*cause = NULL;
+	int			 n = 0, rc;
+
+	owed_lock();
+	if ((rc = owed_read(o, id, k, &cause)) == -1) {
+		log_warnx("warning: a kept send to the proxy cannot be read, "
+		    "left as it is: %s", cause);
+		free(cause);
+		n = subject == NULL || strcmp(subject, id) == 0;
+	} else if (rc == 0 && (subject == NULL ||
+	    strcmp(k->subject, subject) == 0))
+		n = fn(o, id, k, arg);
+	owed_unlock();
+	free(k);
+	return n;
+}
+
+/*
+ * fn for each kept send of o (about subject, unless NULL); the number
+ * fn returned 1 for, and of those that cannot be read.
+ */
+static int
+owed_each(const struct owed *o, const char *subject, owed_fn fn, void *arg)
+{
+	struct dirent	*de;
+	DIR		*dp;
+	char		 dir[4096];
+	int		 n = 0;
 
 	if (owed_dir(o, dir, sizeof(dir)) == -1 ||
-	    (dp = opendir(dir)) == NULL) {
-		free(k);
+	    (dp = opendir(dir)) == NULL)
 		return 0;
-	}
-	while ((de = readdir(dp)) != NULL) {
-		if (!owed_valid(o, de->d_name))
-			continue;
-		if (owed_read(o, de->d_name, k, &cause) == -1) {
-			log_warnx("warning: a kept send to the proxy cannot "
-			    "be read, left as it is: %s", cause);
-			free(cause);
-			cause = NULL;
-			n += subject == NULL || strcmp(subject, de->d_name) == 0;
-			continue;
-		}
-		if (subject == NULL || strcmp(k->subject, subject) == 0)
-			n += fn(o, de->d_name, k, arg);
-	}
+	while ((de = readdir(dp)) != NULL)
+		if (owed_valid(o, de->d_name))
+			n += owed_each_one(o, de->d_name, subject, fn, arg);
 	closedir(dp);
-	free(k);
 	return n;
 }
 

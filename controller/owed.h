@@ -41,6 +41,17 @@ struct owed {
 typedef void	(*owed_cb)(const char *id, const char *subject,
 		    const char *why, void *arg);
 
+/*
+ * Hold the lock of every kept send (state_root()/owed.lock; blocks) until
+ * as many owed_unlock() calls: a command that reads whom a send is owed
+ * to, sends it and then keeps or forgets it holds it throughout, so that
+ * no other command's kept send is lost in between (atk1921j F3). The
+ * functions below take it themselves. A lock that cannot be taken is
+ * said and gone without.
+ */
+void	owed_lock(void);
+void	owed_unlock(void);
+
 /* Fill buf with the file of id; -1 if it won't fit. */
 int	owed_path(const struct owed *, char *buf, size_t size, const char *id);
 

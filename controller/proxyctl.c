@@ -64,6 +64,36 @@ static int	proxyctl_call_first(const char *, const char *, json_t *,
 		    long *, json_t **, char **);
 static void	proxyctl_call_n(const char *, const char *const *, size_t,
 		    json_t *, struct proxyctl_ans *);
+static const char *proxyctl_set_name(size_t);
+
+/*
+ * The replicas (as a set names them) whose answer timed out in this
+ * command: each later send to them is skipped and stays owed, so that
+ * one that accepts and never answers costs one timeout per command, not
+ * one per kept send (atk1921j F6).
+ */
+static char	*proxyctl_stalled[PROXYCTL_TARGETS_MAX];
+static size_t	 proxyctl_nstalled;
+
+static int
+proxyctl_stalled_at(size_t i)
+{
+	size_t	k;
+
+	for (k = 0; k < proxyctl_nstalled; k++)
+		if (strcmp(proxyctl_stalled[k], proxyctl_set_name(i)) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+proxyctl_stall(size_t i)
+{
+	if (!proxyctl_stalled_at(i) &&
+	    proxyctl_nstalled < PROXYCTL_TARGETS_MAX)
+		proxyctl_stalled[proxyctl_nstalled++] =
+		    util_xstrdup(proxyctl_set_name(i));
+}
 
 const char *
 proxyctl_socket_path(void)
@@ -351,6 +381,8 @@ proxyctl_req_end(struct proxyctl_req *r, size_t i, CURLcode rc,
 {
 	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, status);
 	r->again = proxyctl_unanswered(r->h, rc);
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		proxyctl_stall(i);
 	curl_slist_free_all(r->hdrs);
 	curl_easy_cleanup(r->h);
 	r->h = NULL;
@@ -714,16 +746,22 @@ proxyctl_register(struct docker *d, const char *container,
 }
 
 char *
-proxyctl_error_of(json_t *resp, const char *none)
+proxyctl_words(json_t *v, const char *none)
 {
-	const char	*err = json_string_value(json_object_get(resp, "error"));
+	const char	*s = json_string_value(v);
 	char		 cut[PROXYCTL_ERROR_MAX + 1], *shown;
 
-	/* a replica's words: escaped, cut (atk1921i F13) */
-	snprintf(cut, sizeof(cut), "%s", err != NULL ? err : none);
+	/* a replica's words: escaped, cut (atk1921i F13, atk1921j F1) */
+	snprintf(cut, sizeof(cut), "%s", s != NULL ? s : none);
 	if ((shown = quote_text_dup(cut)) == NULL)
 		shown = util_xstrdup(none);
 	return shown;
+}
+
+char *
+proxyctl_error_of(json_t *resp, const char *none)
+{
+	return proxyctl_words(json_object_get(resp, "error"), none);
 }
 
 /*
@@ -872,6 +910,12 @@ proxyctl_confirm_all(const char *path, json_t *body, const char *value,
 		if (paths[i] != NULL && !proxyctl_tcp(i) && moot != NULL &&
 		    moot(value))
 			paths[i] = NULL;
+		else if (paths[i] != NULL && proxyctl_stalled_at(i)) {
+			paths[i] = NULL;
+			proxyctl_missed_add(&missed, i, "not sent: it did not "
+			    "answer in time earlier in this command", 0);
+			proxyctl_left_add(left, proxyctl_set_name(i));
+		}
 	proxyctl_call_n("POST", paths, n, body, a);
 	for (i = 0; i < n; i++)
 		if (paths[i] != NULL &&

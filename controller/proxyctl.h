@@ -66,6 +66,12 @@ size_t		 proxyctl_replicas(void);
  */
 #define PROXYCTL_ERROR_MAX	256
 char		*proxyctl_error_of(json_t *resp, const char *none);
+
+/*
+ * Any other string of a replica's answer (v; none when it is not a
+ * string) as shown, as proxyctl_error_of() does (atk1921j F1). Heap.
+ */
+char		*proxyctl_words(json_t *v, const char *none);
 /* Replica i as named in SANDGATE_PROXY_CONTROL, or the socket's path. */
 const char	*proxyctl_replica_name(size_t i);
 

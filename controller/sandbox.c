@@ -24,6 +24,7 @@
 #include "exec.h"
 #include "execend.h"
 #include "log.h"
+#include "owed.h"
 #include "netseal.h"
 #include "probe.h"
 #include "ownmark.h"
@@ -1067,19 +1068,35 @@ sandbox_unregister_to(const char *id, char **bad)
 	    unregpend_to(id)), execend_to(id));
 }
 
-int
-sandbox_unregister(const char *id, char **cause)
+/*
+ * id's unregister sent to the replicas it is owed to (under the lock of
+ * kept sends, held by the caller): 0 when each confirmed it, else -1 with
+ * *left and *why.
+ */
+static int
+sandbox_unregister_send(const char *id, char **left, char **why)
 {
-	char	*why = NULL, *c2 = NULL, *left = NULL, path[4096], *bad;
-	char	*to = sandbox_unregister_to(id, &bad);
-	int	 rc = proxyctl_unregister(id, to, &left, &why);
+	char	*bad, *to = sandbox_unregister_to(id, &bad);
+	int	 rc = proxyctl_unregister(id, to, left, why);
 
 	free(to);
 	/* unreadable replicas: not known to be confirmed (atk1921i F8) */
-	rc = repset_unknown(bad, rc, &left, &why);
+	return repset_unknown(bad, rc, left, why);
+}
+
+int
+sandbox_unregister(const char *id, char **cause)
+{
+	char	*why = NULL, *c2 = NULL, *left = NULL, path[4096];
+	int	 rc;
+
+	/* no gc's retry forgets what this keeps meanwhile (atk1921j F3) */
+	owed_lock();
+	rc = sandbox_unregister_send(id, &left, &why);
 	if (rc == 0) {
 		unregpend_done(id);
 		execend_drop(id);
+		owed_unlock();
 		return 0;
 	}
 	if (unregpend_add(id, left, why, &c2) == -1 || unregpend_path(path,
@@ -1093,6 +1110,7 @@ sandbox_unregister(const char *id, char **cause)
 		    "unregister: %s; its token and address may still act as "
 		    "it there: kept in %s, sent again by `sandgate gc`", why,
 		    path);
+	owed_unlock();
 	if (runrec_event("sandbox.unregister_pending", id, why, &c2) == -1) {
 		log_warnx("warning: run record not written: %s", c2);
 		free(c2);

@@ -171,10 +171,16 @@ state_lock_new(const char *id)
 int
 state_gate(int exclusive)
 {
+	return state_lock_root("create.lock", exclusive);
+}
+
+int
+state_lock_root(const char *name, int exclusive)
+{
 	char	path[4096];
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/create.lock",
-	    state_root()) >= sizeof(path)) {
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", state_root(),
+	    name) >= sizeof(path)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}

@@ -13,6 +13,8 @@
  *   sandboxes/<id>/etc/           passwd and group naming the sandbox's uid
  *   sandboxes/<id>/lock           flock(2) target
  *   create.lock                   the gate between a new folder and its lock
+ *   owed.lock                     held while a kept send is read, sent and
+ *                                 rewritten (owed.h)
  *   records/runs.jsonl            the run records (state_record_dir)
  *   keys/, proxy/keys/            checkpoint keys of the logs (auditkey.h)
  *   probe/                        the probe as sandboxes mount it, 0711
@@ -88,6 +90,12 @@ int		 state_make_locked(const char *id);
  * state_unlock(), or -1 with errno.
  */
 int		 state_gate(int exclusive);
+
+/*
+ * Take the lock file name in the state root (made, and the root, when
+ * missing); blocks. An fd for state_unlock(), or -1 with errno.
+ */
+int		 state_lock_root(const char *name, int exclusive);
 
 /*
  * Take the sandbox's lock (exclusive or shared); blocks. Returns an fd to

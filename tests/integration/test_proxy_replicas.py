@@ -761,6 +761,34 @@ class DiscardLocalStopped(unittest.TestCase):
         self.assertTrue(os.path.exists(self.owed()))
 
 
+def answering(test, answer):
+    """A replica stand-in on loopback answering each GET and POST with
+    answer(method, path) -> (status, JSON object), shut down with test;
+    its URL."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            code, r = answer(self.command, self.path.split("?")[0])
+            body = json.dumps(r).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    test.addCleanup(srv.server_close)
+    test.addCleanup(srv.shutdown)
+    return "http://127.0.0.1:%d" % srv.server_address[1]
+
+
 class ReplicaWordsEscaped(unittest.TestCase):
     """atk1921i F13: a replica's /unregister refusal text reached the
     operator's terminal raw (an erase-line sequence, a forged
@@ -772,30 +800,11 @@ class ReplicaWordsEscaped(unittest.TestCase):
              "replica\x1b]0;pwned\x07" % SBX)
 
     def setUp(self):
-        words = self.WORDS
-
-        class Refuse(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.dumps({"error": words}).encode()
-                self.send_response(503)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST
-
-            def log_message(self, *args):
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.addCleanup(self.srv.shutdown)
+        self.url = answering(self, lambda m, p: (503, {"error": self.WORDS}))
         self.state = tempfile.mkdtemp(prefix="words-", dir=W["dir"])
 
     def test_refusal_is_shown_escaped(self):
-        url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        url = self.url
         r = subprocess.run(
             [os.path.join(proxylib.BIN, "sandgate"), "discard", self.SBX],
             capture_output=True, text=True, timeout=60,
@@ -811,6 +820,54 @@ class ReplicaWordsEscaped(unittest.TestCase):
             kept = f.read()
         self.assertNotIn("\x1b", kept)
         self.assertEqual(len(kept.splitlines()), 3, kept)
+
+
+class ReplicaAnswersEscaped(unittest.TestCase):
+    """atk1921j F1: beside "error", a replica's other words reached the
+    terminal raw: a grant's expiry, grants_unsaved_since, a reload's
+    digest and errors. Every string taken from an answer is cut and
+    escaped as its "error" is."""
+
+    SBX = "sbx_e5c0e5c0000000000000000d"
+    WORDS = ReplicaWordsEscaped.WORDS
+
+    def serve(self, reload_code):
+        words = self.WORDS
+
+        def answer(method, path):
+            if path == "/grants" and method == "POST":
+                return 200, {"grant": {"expires": words}, "saved": True}
+            if path == "/grants":
+                return 200, {"grants": [], "grants_saved": False,
+                             "grants_unsaved_since": words}
+            return reload_code, {"digest": words, "errors": [words]}
+        return answering(self, answer)
+
+    def test_every_word_is_shown_escaped(self):
+        state = tempfile.mkdtemp(prefix="answers-", dir=W["dir"])
+        d = os.path.join(state, "sandboxes", self.SBX)
+        os.makedirs(os.path.join(d, "runs"))
+        open(os.path.join(d, "lock"), "w").close()
+        with open(os.path.join(d, "meta.json"), "w") as f:
+            json.dump({"source": state, "image": "test",
+                       "container": "c" * 64, "network": "proxy",
+                       "created": "2026-12-03T00:00:00Z"}, f)
+        for code, args in (
+                (200, ["grant", self.SBX, "x.test:443", "--for", "5m",
+                       "--rationale", "t"]),
+                (200, ["grants"]), (200, ["proxy", "reload"]),
+                (400, ["proxy", "reload"])):
+            r = subprocess.run(
+                [os.path.join(proxylib.BIN, "sandgate")] + args,
+                capture_output=True, text=True, timeout=60,
+                env=proxylib.clean_env({
+                    "SANDGATE_STATE": state,
+                    "SANDGATE_PROXY_CONTROL": self.serve(code),
+                    "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+            out = r.stdout + r.stderr
+            self.assertIn("busy\\x1b[2K", out, (args, out))
+            for bad in ("\x1b", "\x07", "\r", "\nsandgate: unregistered"):
+                self.assertNotIn(bad, out, (args, out))
 
 
 class NoEnvironmentProxy(unittest.TestCase):
@@ -1241,6 +1298,132 @@ class OwedToItsReplicas(ExecEndOwed):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(registered(self.socks[1]), [])
         self.assertFalse(os.path.exists(self.unreg()))
+
+
+class HeldReplica:
+    """A replica stand-in whose first POST /unregister is held until
+    release() (self.arrived is set when it comes); every other request
+    is answered at once, saved. Shut down with test."""
+
+    def __init__(self, test):
+        self.arrived, self.go, self.seen = (threading.Event(),
+                                            threading.Event(), [])
+        self.url = answering(test, self.answer)
+        test.addCleanup(self.go.set)        # first: the held one ends
+
+    def answer(self, method, path):
+        self.seen.append(path)
+        if len(self.seen) == 1:
+            self.arrived.set()
+            self.go.wait(120)
+        return 200, {"ok": True, "removed": 0, "saved": True,
+                     "saved_apart": False, "removals_unkept": 0}
+
+    def release(self):
+        self.go.set()
+
+
+def waiting_on_a_lock(pid):
+    """1 when process pid waits for a flock (/proc/locks "->")."""
+    with open("/proc/locks") as f:
+        return any("->" in x and str(pid) in x.split() for x in f)
+
+
+class KeptSendsLocked(unittest.TestCase):
+    """atk1921j F3: a `gc` whose retry of a kept unregister (to d2) was
+    in flight unlinked the file by name once d2 confirmed, while a
+    concurrent `discard` (d2, d3; d3 down) had just rewritten it to
+    `to d3`: gc exit 0, nothing owed to d3, which kept the sandbox. Now a
+    kept send is read, sent and forgotten or rewritten under one lock
+    (owed.lock) that discard's own send takes too. d2 holds gc's answer
+    until discard has either kept its send (before the fix) or waits for
+    that lock (after)."""
+
+    SBX = "sbx_f3f3f3f30000000000000001"
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="owedlock-", dir=W["dir"])
+        self.state = os.path.join(self.dir, "state")
+        self.d2 = HeldReplica(self)
+        self.d3 = "http://127.0.0.1:%d" % proxylib.free_port()   # down
+        os.makedirs(os.path.join(self.state, "unregister"), mode=0o700)
+        with open(self.unreg(), "w") as f:      # as discard keeps it
+            f.write("%s\nto %s\n%s (HTTP 503)\n" % (self.SBX, self.d2.url,
+                                                     self.d2.url))
+
+    def unreg(self):
+        return os.path.join(self.state, "unregister", self.SBX)
+
+    def start(self, args, urls):
+        return subprocess.Popen(
+            [os.path.join(proxylib.BIN, "sandgate")] + args,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": self.state,
+                "SANDGATE_PROXY_CONTROL": ",".join(urls),
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+
+    def test_retry_in_flight_keeps_what_discard_kept(self):
+        gc = self.start(["gc"], [self.d2.url])
+        self.addCleanup(gc.kill)
+        self.assertTrue(self.d2.arrived.wait(60))
+        discard = self.start(["discard", self.SBX], [self.d2.url, self.d3])
+        self.addCleanup(discard.kill)
+        for _ in range(6000):
+            if discard.poll() is not None or waiting_on_a_lock(discard.pid):
+                break
+            time.sleep(0.01)
+        self.d2.release()
+        gc.communicate(timeout=120)
+        _, err = discard.communicate(timeout=120)
+        self.assertEqual(discard.returncode, 125, err)
+        self.assertIn(self.d3, err)
+        with open(self.unreg()) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + self.d3)
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "gc"],
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": self.state,
+                "SANDGATE_PROXY_CONTROL": self.d2.url + "," + self.d3,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("still owed", r.stderr)
+
+
+class StalledReplicaOncePerCommand(unittest.TestCase):
+    """atk1921j F6: a replica that accepts and never answers cost every
+    discard and gc one send timeout per kept send, one after another
+    (the k-th discard while it stalls ~k x 10 s). Now once it timed out
+    in a command, later sends to it in that command are not made: they
+    stay owed, said. Two kept unregisters and discard's own: one
+    connection reaches it, not three."""
+
+    def test_one_timeout_per_command(self):
+        state = tempfile.mkdtemp(prefix="stalled-", dir=W["dir"])
+        hole = FakeReplica(None)
+        self.addCleanup(hole.close)
+        kept = ["sbx_57a11ed000000000000000%02x" % i for i in (1, 2)]
+        os.makedirs(os.path.join(state, "unregister"), mode=0o700)
+        for sbx in kept:
+            with open(os.path.join(state, "unregister", sbx), "w") as f:
+                f.write("%s\nto %s\nx (unreachable)\n" % (sbx, hole.url))
+        sbx = "sbx_57a11ed00000000000000003"
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard", sbx],
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state,
+                "SANDGATE_PROXY_CONTROL": hole.url,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(len(hole.held), 1, r.stderr)
+        self.assertEqual(r.stderr.count("not sent: it did not answer in "
+                                        "time earlier in this command"), 2,
+                         r.stderr)
+        for x in kept + [sbx]:
+            with open(os.path.join(state, "unregister", x)) as f:
+                self.assertEqual(f.read().splitlines()[1], "to " + hole.url)
 
 
 class ReplicaSetEdges(TwoReplicas):
