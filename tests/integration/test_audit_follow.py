@@ -1,6 +1,5 @@
 """`sandgate audit tail --follow` and `sandgate pending --follow` miss no
-event (atk20r21 F2, F3) and print none twice (atk20r23 F4: logrotate's
-`create`, a file moved aside).
+event (atk20r21 F2, F3).
 
 No proxy: the log is written here, named and rotated as the proxy's
 writer does (NAME -> NAME.1, NAME.i -> NAME.(i+1), a new NAME). The
@@ -29,10 +28,8 @@ HISTORY = 3000		# lines: far more than a pipe holds
 WAIT = 120		# seconds at most for the expected lines (not timed)
 
 
-def event(seq, chain="a"):
+def event(seq):
     return json.dumps({"ts": "2026-12-03T10:00:00Z", "seq": seq,
-                       "prev": chain * 8 + "%d" % (seq - 1),
-                       "hash": chain * 8 + "%d" % seq,
                        "event": "egress.blocked", "port": 443,
                        "sandbox": "sbx_0123456789abcdef01234567",
                        "host": "h%d.test" % seq, "reason": "denied",
@@ -100,7 +97,6 @@ class Follow(unittest.TestCase):
             *lines, buf = buf.split(b"\n")
             seqs += [self.seq_of(x) for x in lines]
             if (seqs and seqs[-1] == last) or time.monotonic() > end:
-                self.buf = buf
                 return seqs
             if not select.select([fd], [], [], 1)[0]:
                 continue
@@ -139,71 +135,6 @@ class Follow(unittest.TestCase):
         self.err.seek(0)
         self.assertIn("rotated away", self.err.read())
 
-    def holds(self, path):
-        """Wait until the follower has path's file open."""
-        st, end = os.stat(path), time.monotonic() + WAIT
-        fds = "/proc/%d/fd" % self.proc.pid
-        while time.monotonic() < end:
-            for fd in os.listdir(fds):
-                try:
-                    o = os.stat(os.path.join(fds, fd))
-                except OSError:
-                    continue
-                if (o.st_dev, o.st_ino) == (st.st_dev, st.st_ino):
-                    return
-            time.sleep(0.05)
-        self.fail("the follower never opened " + path)
-
-    def no_warning(self):
-        self.err.seek(0)
-        self.assertNotIn("rotated", self.err.read())
-
-    def test_4_logrotate_create(self):
-        """F4: logrotate renames NAME, creates an empty NAME (followed), the
-        writer goes on in NAME.1, then (postrotate) moves that NAME aside
-        to a name outside the listing and starts its own: each event once,
-        in order, and no warning (nothing was rotated away)."""
-        first = self.append(2)
-        self.assertEqual(self.printed(first[-1]), list(range(1, self.seq + 1)))
-        os.rename(self.path(), self.path(1))
-        open(self.path(), "w").close()
-        self.holds(self.path())
-        with open(self.path(1), "a") as f:	# the writer's window
-            for _ in range(3):
-                self.seq += 1
-                f.write(event(self.seq))
-        os.rename(self.path(), self.path() + ".foreign.1.x")
-        new = self.append(2)
-        self.assertEqual(self.printed(new[-1]), list(range(first[-1] + 1,
-                                                          new[-1] + 1)))
-        self.no_warning()
-
-    def test_5_moved_aside_at_once(self):
-        """The file followed moved aside before any new event: the history
-        printed is not printed again (the follower knows its last seq)."""
-        os.rename(self.path(), self.path() + ".foreign.1.x")
-        new = self.append(2)
-        self.assertEqual(self.printed(new[-1]), list(range(1, new[-1] + 1)))
-        self.no_warning()
-
-    def test_6_started_again(self):
-        """Every file deleted, a new chain from seq 1 (the log started
-        again): its events the follower passes over as seen (their seqs
-        were printed) are said, and its next events print."""
-        self.assertEqual(self.printed(HISTORY), list(range(1, HISTORY + 1)))
-        for k in range(0, 3):
-            if os.path.exists(self.path(k)):
-                os.unlink(self.path(k))
-        with open(self.path(), "w") as f:
-            f.write(event(1, "b") + event(2, "b"))
-        self.holds(self.path())
-        with open(self.path(), "a") as f:
-            f.write(event(3, "b") + event(4, "b"))
-        self.seq = 4
-        self.assertEqual(self.printed(4), [3, 4])
-        self.err.seek(0)
-        self.assertIn("the log was started again", self.err.read())
-
 
 class PendingFollow(Follow):
     """`pending --follow --json` (F3 by code reading in the report): each
@@ -219,16 +150,9 @@ class PendingFollow(Follow):
 
     def printed(self, last):
         seqs = Follow.printed(self, last)
-        if getattr(self, "history_seen", False):
-            return seqs
-        self.history_seen = True
         # The history comes sorted by its own order: compare it as a set.
         self.assertEqual(sorted(seqs[:HISTORY]), list(range(1, HISTORY + 1)))
         return list(range(1, HISTORY + 1)) + seqs[HISTORY:]
-
-    def test_6_started_again(self):
-        self.skipTest("pending lists each destination once: a new chain's "
-                      "events name hosts it has shown")
 
 
 if __name__ == "__main__":
