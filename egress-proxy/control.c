@@ -1252,10 +1252,16 @@ control_registry_save(struct proxy *px)
 	    registry_json(px->registry));
 	int	 was = control_registry_unsaved;
 
-	control_registry_unsaved = control_json_replace(arr,
-	    control_registry_path, 0644) == -1;
-	if (control_gone_save(px) == -1)
-		control_registry_unsaved = 1;
+	/*
+	 * The removed list first: a register's clearing reaches the disk
+	 * before its registration, an unregister's entry before the
+	 * registry drops it, so a crash between the two files never leaves
+	 * a registered sandbox gone after a restart; when it cannot be
+	 * written the registry is not either (tried again, a removal kept
+	 * apart meanwhile) (atk15r17 F6).
+	 */
+	control_registry_unsaved = control_gone_save(px) == -1 ||
+	    control_json_replace(arr, control_registry_path, 0644) == -1;
 	if (!control_registry_unsaved) {
 		control_removals_unkept = 0;
 		apartfile_clear(control_registry_removed);
