@@ -86,6 +86,10 @@ static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
 static int	 control_gone_save(struct proxy *);
 static void	 control_gone_load(struct proxy *, const char *);
+static void	 control_gone_unknown(struct proxy *, const char *,
+		    const char *);
+static void	 control_floor_event(struct proxy *, const char *,
+		    unsigned long long);
 static int	control_tomb_add(const struct grant *);
 static void	control_removed_load(struct proxy *, const char *);
 static void	control_grant_event(struct proxy *, const struct grant *,
@@ -404,7 +408,6 @@ static void
 control_gone_floor_note(struct proxy *px, unsigned long long forgotten)
 {
 	struct registry	*r = px->registry;
-	json_t		*f;
 	char		*detail;
 
 	if (registry_gone_forgotten(r) == forgotten)
@@ -414,18 +417,50 @@ control_gone_floor_note(struct proxy *px, unsigned long long forgotten)
 	    "%lld are refused (token_sandbox_gone)",
 	    registry_gone_forgotten(r) - forgotten, REGISTRY_GONE_MAX,
 	    (long long)registry_gone_floor(r));
+	control_floor_event(px, detail, registry_gone_forgotten(r) -
+	    forgotten);
+	free(detail);
+}
+
+/* A rise of the floor: on stderr and as registry.removed_floor_raised. */
+static void
+control_floor_event(struct proxy *px, const char *detail,
+    unsigned long long forgotten)
+{
+	struct registry	*r = px->registry;
+	json_t		*f;
+
 	log_warnx("%s", detail);
 	f = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:i}", "event",
 	    "registry.removed_floor_raised", "detail", detail, "floor",
 	    (json_int_t)registry_gone_floor(r), "forgotten",
-	    (json_int_t)(registry_gone_forgotten(r) - forgotten),
-	    "forgotten_total", (json_int_t)registry_gone_forgotten(r),
-	    "kept", (json_int_t)registry_gone_count(r), "max",
-	    REGISTRY_GONE_MAX);
+	    (json_int_t)forgotten, "forgotten_total",
+	    (json_int_t)registry_gone_forgotten(r), "kept",
+	    (json_int_t)registry_gone_count(r), "max", REGISTRY_GONE_MAX);
 	if (f == NULL || eventlog_append(px->seclog, f) == -1)
 		log_warnx("registry.removed_floor_raised not logged: %s",
 		    f == NULL ? "out of memory" : eventlog_error(px->seclog));
 	json_decref(f);
+}
+
+/*
+ * The removed sandboxes kept in path cannot be read (a damaged file, one
+ * integer out of range, a key twice): not knowing them, the floor rises
+ * to now, said like any rise (atk15r18 F8: every removal was lost and
+ * their tokens passed).
+ */
+static void
+control_gone_unknown(struct proxy *px, const char *path, const char *why)
+{
+	char	*detail;
+
+	registry_gone_unknown(px->registry);
+	util_xasprintf(&detail, "%s cannot be read (%s): the removed "
+	    "sandboxes it kept are not known, so tokens of sandboxes not "
+	    "registered here issued before %lld are refused "
+	    "(token_sandbox_gone)", path, why,
+	    (long long)registry_gone_floor(px->registry));
+	control_floor_event(px, detail, 0);
 	free(detail);
 }
 
@@ -1309,11 +1344,16 @@ control_gone_load(struct proxy *px, const char *path)
 	json_error_t	 err;
 	json_t		*top;
 
-	if ((top = json_load_file(path, 0, &err)) == NULL) {
-		if (access(path, F_OK) == 0)
-			log_warnx("%s: %s", path, err.text);
+	if ((top = json_load_file(path, JSON_REJECT_DUPLICATES, &err)) ==
+	    NULL) {
+		if (access(path, F_OK) == 0 || errno != ENOENT)
+			control_gone_unknown(px, path, err.text);
 		return;
 	}
+	if (!json_is_object(json_object_get(top, "unregistered")) &&
+	    json_object_get(top, "unregistered") != NULL)
+		control_gone_unknown(px, path, "\"unregistered\" is not an "
+		    "object");
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
 	    "floor")), (time_t)json_integer_value(json_object_get(top,
@@ -1356,6 +1396,7 @@ control_removed_load(struct proxy *px, const char *path)
 	char		*text, *p, *nl;
 	const char	*key;
 	size_t		 len;
+	time_t		 at;
 
 	if ((text = control_file_read(path, &len)) == NULL)
 		return;
@@ -1371,9 +1412,11 @@ control_removed_load(struct proxy *px, const char *path)
 			registry_remove_sandbox(px->registry, key);
 		else
 			registry_remove_address(px->registry, key);
-		if (json_is_true(json_object_get(o, "sandbox")))
-			registry_gone_set(px->registry, key, (time_t)
-			    json_integer_value(json_object_get(o, "at")));
+		/* never weakens a removal kept (atk15r18 F6) */
+		if (json_is_true(json_object_get(o, "sandbox")) &&
+		    (at = (time_t)json_integer_value(json_object_get(o,
+		    "at"))) >= registry_gone_at(px->registry, key))
+			registry_gone_set(px->registry, key, at);
 		log_info("%s: %s stays unregistered", path, key);
 		json_decref(o);
 	}
@@ -1389,6 +1432,7 @@ control_removed_load(struct proxy *px, const char *path)
 static void
 control_registry_open(struct proxy *px, const char *sock)
 {
+	unsigned long long forgotten = registry_gone_forgotten(px->registry);
 	char	*old, *prev;
 	int	 first = 0;
 
@@ -1422,6 +1466,8 @@ control_registry_open(struct proxy *px, const char *sock)
 		control_removed_load(px, prev);
 		free(prev);
 	}
+	/* removals forgotten past the max while loading (atk15r18 F2) */
+	control_gone_floor_note(px, forgotten);
 	proxy_log_blocks_registry(px);
 	/* Retired by the first good save, now or at a later change. */
 	if (control_registry_taken != NULL)

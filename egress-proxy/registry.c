@@ -229,13 +229,14 @@ registry_gone_prune(struct registry *r, time_t now, size_t max)
 {
 	struct registry_gone	*g;
 
+	time_t			 old = now - TOKEN_TTL_MAX - 2 * TOKEN_SKEW;
+
 	while ((g = r->gone_head) != NULL) {
-		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now &&
-		    keytab_count(r->gone) <= max)
+		if (g->at >= old && keytab_count(r->gone) <= max)
 			break;
 		if (g->at > r->gone_floor)
 			r->gone_floor = g->at;
-		if (g->at + TOKEN_TTL_MAX + 2 * TOKEN_SKEW >= now)
+		if (g->at >= old)
 			r->gone_early++;
 		registry_gone_unlink(r, g);
 		r->gone_dirty = 1;
@@ -263,6 +264,31 @@ registry_gone_insert(struct registry *r, struct registry_gone *g)
 }
 
 /*
+ * A removal's time as kept: at least 1 (0 reads as "not removed"), at
+ * most as far ahead of now as a token can last (a token issued later is
+ * refused as not yet valid anyway): a time near the largest integer
+ * overflowed the ageing and raised the floor past every token, silently
+ * and for good (atk15r18 F1).
+ */
+/* The wall clock (registry_set_clock). */
+static time_t
+registry_wall(const struct registry *r)
+{
+	time_t	wall, boot;
+
+	r->clock(&wall, &boot);
+	return wall;
+}
+
+static time_t
+registry_gone_bound(time_t t, time_t now)
+{
+	time_t	max = now + TOKEN_TTL_MAX + 2 * TOKEN_SKEW;
+
+	return t < 1 ? 1 : t > max ? max : t;
+}
+
+/*
  * A sandbox unregistered at t: its tokens are refused (conn_token_gone).
  * Kept as long as any token issued before it could hold (with the clock
  * skew a token's "issued" may have), counted from its time, which
@@ -273,6 +299,7 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 {
 	struct registry_gone	*g;
 	size_t			 len = strlen(sandbox);
+	time_t			 now;
 
 	registry_gone_clear(r, sandbox);
 	/*
@@ -281,11 +308,12 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	 * controller's clock wrong for a moment, or a loaded entry) would
 	 * prune every removal before it (atk1921i F2)
 	 */
-	registry_gone_prune(r, registry_gone_now(r), REGISTRY_GONE_MAX - 1);
+	registry_gone_prune(r, now = registry_gone_now(r),
+	    REGISTRY_GONE_MAX - 1);
 	if ((g = calloc(1, sizeof(*g) + len + 1)) == NULL)
 		return;
 	memcpy(g->sandbox, sandbox, len + 1);
-	g->at = t;
+	g->at = registry_gone_bound(t, now);
 	if (keytab_put(r->gone, sandbox, g) == -1) {
 		free(g);
 		return;
@@ -299,7 +327,8 @@ registry_gone_keep(struct registry *r, const char *sandbox, time_t at)
 {
 	struct registry_gone	*g = keytab_get(r->gone, sandbox);
 
-	if (g == NULL || g->at >= at)
+	if (g == NULL || g->at >= (at = registry_gone_bound(at,
+	    registry_wall(r))))
 		return;
 	registry_gone_out(r, g);
 	g->at = at;
@@ -374,7 +403,7 @@ registry_gone_load(struct registry *r, json_t *o, time_t floor, time_t seen)
 	json_t		*v;
 
 	if (floor > r->gone_floor)
-		r->gone_floor = floor;
+		r->gone_floor = registry_gone_bound(floor, registry_wall(r));
 	if (seen > r->gone_seen) {
 		r->gone_seen = seen;
 		r->gone_boot = 0;	/* the boot clock: from the next look */
@@ -383,6 +412,16 @@ registry_gone_load(struct registry *r, json_t *o, time_t floor, time_t seen)
 		if (json_is_integer(v) && registry_gone_at(r, k) <
 		    (time_t)json_integer_value(v))
 			registry_gone_set(r, k, (time_t)json_integer_value(v));
+}
+
+void
+registry_gone_unknown(struct registry *r)
+{
+	time_t	now = registry_gone_now(r);
+
+	if (now > r->gone_floor)
+		r->gone_floor = now;
+	r->gone_dirty = 1;
 }
 
 /*

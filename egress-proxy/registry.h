@@ -128,6 +128,12 @@ void		 registry_gone_saved(struct registry *);
 json_t		*registry_gone_json(const struct registry *);
 void		 registry_gone_load(struct registry *, json_t *, time_t floor,
 		    time_t seen);
+/*
+ * The removals kept could not be read (a damaged file): the floor rises
+ * to now, so no token of a sandbox not registered here issued before
+ * now passes (fails closed, atk15r18 F8).
+ */
+void		 registry_gone_unknown(struct registry *);
 time_t		 registry_gone_seen(const struct registry *);
 /* The clock removals age by: wall time and time since boot (tests). */
 typedef void	(*registry_clock_fn)(time_t *wall, time_t *boot);

@@ -407,7 +407,7 @@ class GoneEntryLastsTest(unittest.TestCase):
     SBX = "sbx_90e90e000000000000000001"
     TTL = 30 * 24 * 3600
 
-    def start(self, gone, env=None):
+    def start(self, gone, env=None, files=None):
         d = tempfile.mkdtemp(prefix="gone-", dir=W["dir"])
         run = os.path.join(d, "run")
         os.makedirs(run)
@@ -415,6 +415,9 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.registry = os.path.join(run, "registry.json")
         with open(self.registry, "w") as f:
             json.dump({"sandboxes": [], "unregistered": gone}, f)
+        for suffix, text in (files or {}).items():
+            with open(self.registry + suffix, "w") as f:
+                f.write(text)
         p = proxylib.Proxy(d, W["up"], sets="", name="gone", extra_args=[
             "--control-socket", self.sock, "--token-key", W["pub"],
             "--token-any-source"], env=env)
@@ -588,6 +591,61 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.assertIn("sandgate_proxy_removed_floor_timestamp_seconds %d"
                       % (now - 300), metrics)
         self.assertIn("sandgate_proxy_removed_forgotten_total 1", metrics)
+
+    def test_a_time_near_the_largest_integer(self):
+        """atk15r18 F1: an unregister's "issued_before" near INT64_MAX
+        overflowed the ageing: the floor rose past every token, silently
+        and for good (the UBSan build aborted). Kept times are bounded."""
+        p = self.start({})
+        self.unregister("sbx_f1big", issued_before=9223372036854774808)
+        self.unregister("sbx_f1next")
+        live = token(W["key"], "sbx_f1live", issued=int(time.time()) - 5)
+        status, body = get(p, live)
+        self.assertEqual(status, 200, body)
+        st, sb = proxylib.control(self.sock, "GET", "/status")
+        self.assertLess(sb["removed_sandboxes"]["floor"],
+                        int(time.time()) + self.TTL + 3600, sb)
+        status, body = get(p, token(W["key"], "sbx_f1big"))
+        self.assertEqual(status, 403, body)
+
+    def test_a_removed_line_never_weakens_a_removal(self):
+        """atk15r18 F6: a registry.json.removed line with "at" missing, 0
+        or a real number cleared the removal kept in .gone: the removed
+        sandbox's token passed."""
+        now = int(time.time())
+        for at in ('', ', "at": 0', ', "at": %d.0' % now):
+            with self.subTest(at=at):
+                p = self.start({}, files={
+                    ".gone": json.dumps({"unregistered":
+                                         {self.SBX: now - 10}}),
+                    ".removed": '{"key": "%s", "sandbox": true%s}\n'
+                    % (self.SBX, at)})
+                tok = token(W["key"], self.SBX, issued=now - 60)
+                status, body = get(p, tok)
+                self.assertEqual(status, 403, body)
+                self.assertIn("token_sandbox_gone", body)
+                p.stop()
+
+    def test_an_unreadable_removed_list_fails_closed(self):
+        """atk15r18 F8: a .gone that does not parse (a key twice, an
+        integer out of range) lost every removal and their tokens passed.
+        Not knowing them, the floor rises to now, said in the log."""
+        now = int(time.time())
+        for text in ('{"unregistered": {"%s": %d, "%s": 5}}' % (
+                         self.SBX, now - 10, self.SBX),
+                     '{"unregistered": {"%s": %d}, "seen": '
+                     '99999999999999999999999}' % (self.SBX, now - 10)):
+            with self.subTest(text=text[:40]):
+                p = self.start({}, files={".gone": text})
+                tok = token(W["key"], self.SBX, issued=now - 60)
+                status, body = get(p, tok)
+                self.assertEqual(status, 403, body)
+                self.assertIn("token_sandbox_gone", body)
+                raised = [e for e in p.events() if e.get("event") ==
+                          "registry.removed_floor_raised"]
+                self.assertEqual(len(raised), 1, raised)
+                self.assertIn("cannot be read", raised[0]["detail"])
+                p.stop()
 
 
 class ReplicaTakesRemovals(unittest.TestCase):
