@@ -31,6 +31,8 @@ struct logset {
 
 static void	(*logset_hook)(void *);
 static void	*logset_hook_arg;
+static void	(*logset_phase_hook)(int, void *);
+static void	*logset_phase_arg;
 
 static int	logset_push(struct logset *, char *, char **);
 static void	logset_truncate(struct logset *, int);
@@ -209,6 +211,9 @@ logset_same(const struct logset *s, int from, char **names, int n)
 			return 0;
 		if (i < s->n - run && (!there || f->fd == -1))
 			continue;	/* not the writer's, gone */
+		if (f->fd == -1 && i != s->n - 1)
+			return 0;	/* a writer's name gone at open, listed
+					   again: moved meanwhile (atk20r23 F2) */
 		if (there != (f->fd != -1) || (there && (st.st_dev !=
 		    f->dev || st.st_ino != f->ino)))
 			return 0;
@@ -268,10 +273,14 @@ logset_try(struct logset *s, const char *dir, const char *name, char **cause)
 		}
 	}
 	free(files);		/* the names are the set's now */
+	if (logset_phase_hook != NULL)
+		logset_phase_hook(1, logset_phase_arg);
 	if (logread_files(dir, name, &again, &m, cause) == -1) {
 		logset_truncate(s, from);
 		return -1;
 	}
+	if (logset_phase_hook != NULL)
+		logset_phase_hook(2, logset_phase_arg);
 	same = logset_same(s, from, again, m);
 	logread_files_free(again, m);
 	if (!same)
@@ -377,4 +386,11 @@ logset_test_hook(void (*fn)(void *), void *arg)
 {
 	logset_hook = fn;
 	logset_hook_arg = arg;
+}
+
+void
+logset_test_phase_hook(void (*fn)(int, void *), void *arg)
+{
+	logset_phase_hook = fn;
+	logset_phase_arg = arg;
 }

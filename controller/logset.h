@@ -80,4 +80,10 @@ int		 logset_read_log(const char *dir, const char *name,
  */
 void		 logset_test_hook(void (*fn)(void *), void *arg);
 
+/*
+ * For tests: fn(phase, arg) runs before the second listing (phase 1) and
+ * after it, before it is compared (phase 2). NULL: none.
+ */
+void		 logset_test_phase_hook(void (*fn)(int, void *), void *arg);
+
 #endif
