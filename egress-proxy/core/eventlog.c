@@ -570,9 +570,50 @@ eventlog_ends_torn(int fd, off_t size)
 }
 
 /*
+ * 1 if the file's bytes up to end (where its last event ends) are one
+ * line, a rotate checkpoint (checkpoint.h's CHECKPOINT_EVENT): a file
+ * started by a writer killed before the log.outage or log.resume that
+ * counts the torn lines before it. *n and hex are then what that signed
+ * line declares ("torn", "torn_hash"; none without them), never what
+ * the older files hold now: a line put at the end of name.1 after the
+ * rotate line is not the writer's to count (atk20r24 F3), and the
+ * declared lines stay counted once their file is rotated again or
+ * deleted (atk20r24 F1). 0 else, *n and hex untouched.
+ */
+static int
+eventlog_only_rotate(int fd, off_t end, unsigned long long *n, char *hex)
+{
+	char		 buf[EVENTLOG_ROTATE_LINE_MAX];
+	const char	*ev, *reason, *h;
+	json_t		*obj, *tn;
+	int		 rc;
+
+	if (end <= 0 || end > (off_t)sizeof(buf) ||
+	    pread(fd, buf, (size_t)end, 0) != (ssize_t)end ||
+	    buf[end - 1] != '\n' || memchr(buf, '\n', (size_t)end - 1) != NULL ||
+	    (obj = json_loadb(buf, (size_t)end - 1, 0, NULL)) == NULL)
+		return 0;
+	ev = json_string_value(json_object_get(obj, "event"));
+	reason = json_string_value(json_object_get(obj, "reason"));
+	rc = ev != NULL && reason != NULL &&
+	    strcmp(ev, "log.checkpoint") == 0 && strcmp(reason, "rotate") == 0;
+	if (rc) {	/* its declaration, not what NAME.1 holds now */
+		tn = json_object_get(obj, "torn");
+		h = json_string_value(json_object_get(obj, "torn_hash"));
+		*n = json_is_integer(tn) && json_integer_value(tn) > 0 &&
+		    h != NULL ? (unsigned long long)json_integer_value(tn) : 0;
+		util_strlcpy(hex, *n > 0 ? h : "", EVENTLOG_HEX);
+	}
+	json_decref(obj);
+	return rc;
+}
+
+/*
  * The last event of name.1, for a current file with none, and the torn
  * lines after it (*n, hex: eventlog_torn_scan(); a rotation while the
- * writer was down keeps them its own, atk20r20 F2). 1, 0 or -1.
+ * writer was down keeps them its own, atk20r20 F2), chained onto what
+ * its rotate line declares when that is its only line
+ * (eventlog_only_rotate()). 1, 0 or -1.
  * A name.1 that is a symlink, FIFO or device is not read: the chain then
  * starts again, which the signer's anchor shows (checkpoint.h).
  */
@@ -596,38 +637,13 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
 	}
 	r = eventlog_scan(fd, st.st_size, out, &all, &foreign, &end);
 	log->foreign |= (foreign & EVENTLOG_END_FOREIGN) != 0;
+	if (r == 1 && all)
+		(void)eventlog_only_rotate(fd, end, n, hex);
 	if (r != -1 && (r == 1 || all) &&
 	    eventlog_torn_scan(fd, end, st.st_size, n, hex) == -1)
 		r = -1;
 	close(fd);
 	return r;
-}
-
-/*
- * 1 if the file's bytes up to end (where its last event ends) are one
- * line, a rotate checkpoint (checkpoint.h's CHECKPOINT_EVENT): a file
- * started by a writer killed before the log.outage or log.resume that
- * counts the torn lines at the end of name.1 (atk20r22 F3). 0 else.
- */
-static int
-eventlog_only_rotate(int fd, off_t end)
-{
-	char		 buf[EVENTLOG_ROTATE_LINE_MAX];
-	const char	*ev, *reason;
-	json_t		*obj;
-	int		 rc;
-
-	if (end <= 0 || end > (off_t)sizeof(buf) ||
-	    pread(fd, buf, (size_t)end, 0) != (ssize_t)end ||
-	    buf[end - 1] != '\n' || memchr(buf, '\n', (size_t)end - 1) != NULL ||
-	    (obj = json_loadb(buf, (size_t)end - 1, 0, NULL)) == NULL)
-		return 0;
-	ev = json_string_value(json_object_get(obj, "event"));
-	reason = json_string_value(json_object_get(obj, "reason"));
-	rc = ev != NULL && reason != NULL &&
-	    strcmp(ev, "log.checkpoint") == 0 && strcmp(reason, "rotate") == 0;
-	json_decref(obj);
-	return rc;
 }
 
 /*
@@ -658,7 +674,7 @@ eventlog_torn_found(struct eventlog *log, unsigned long long n,
 static int
 eventlog_load_tail(struct eventlog *log)
 {
-	struct logverify_line	l, prev;
+	struct logverify_line	l;
 	struct stat		st;
 	unsigned long long	tn = 0;
 	char			th[EVENTLOG_HEX] = "";
@@ -689,9 +705,8 @@ eventlog_load_tail(struct eventlog *log)
 	if (r == 0 && all && (r = eventlog_rotated_tail(log, &l, &tn,
 	    th)) == -1)
 		return -1;
-	if (r == 1 && all && eventlog_only_rotate(log->fd, end) &&
-	    eventlog_rotated_tail(log, &prev, &tn, th) == -1)
-		return -1;
+	if (r == 1 && all && end > 0)	/* this file's own rotate line */
+		(void)eventlog_only_rotate(log->fd, end, &tn, th);
 	if (eventlog_torn_scan(log->fd, end, log->size, &tn, th) == -1)
 		return -1;
 	eventlog_torn_found(log, tn, th);

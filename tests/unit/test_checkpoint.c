@@ -4784,9 +4784,9 @@ test_torn_found_at_start(void **state)
  * limit: what is there and 100 bytes), so the torn line ends name.1 and
  * the new file starts with the rotate line. kill: the writer is killed
  * after that line, before any byte (1) or 30 bytes (2) of its
- * log.resume are on disk (atk20r22 F3); a writer without a size limit
- * then starts, opens and closes. 0: it opens and closes itself (and may
- * rotate again: the torn line's file is then name.2).
+ * log.resume are on disk (atk20r22 F3), and nothing is written after
+ * that. 0: it opens and closes itself (and may rotate again: the torn
+ * line's file is then name.2).
  */
 static void
 restart_rotates(struct tmp *t, int kill)
@@ -4827,7 +4827,6 @@ restart_rotates(struct tmp *t, int kill)
 	lines_free(&l);
 	if (kill == 2)
 		append_raw(t->path, part);
-	open_close(t, 0);
 }
 
 /*
@@ -4882,6 +4881,8 @@ test_torn_rotated_away(void **state)
 		tmp_renew(t);
 		crash_torn(t, 0, "{\"ts\":\"2026-12-03T09:00:00.1");
 		restart_rotates(t, kill);
+		if (kill)	/* a writer without a size limit */
+			open_close(t, 0);
 		snprintf(pub, sizeof(pub), "%s.pub", t->key);
 		k = pubkey(pub);
 		/* Oldest first: the torn line's file, then the rotate line's. */
@@ -4920,6 +4921,93 @@ test_torn_rotated_away(void **state)
 		/* The torn line removed, its file still there (atk20r23 F1). */
 		torn_cut(paths[0]);
 		verify_expect(t, paths, n + 1, k, 0, "torn line removed", kill);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
+ * atk20r24 F3: a start killed after its rotate line (the file's only
+ * line), which declares the crash's torn line (or none); a folder writer
+ * without the key then appends a partial line to name.1, before the
+ * signed rotate line in read order. The next start takes the torn count
+ * from the rotate line, not from what name.1 holds now: its log.resume
+ * does not vouch for the planted line and verify --key fails the log.
+ */
+static void
+test_torn_planted_before_rotate(void **state)
+{
+	static const char *const torn[] = {
+		"{\"ts\":\"2026-12-03T09:00:00.1", NULL,
+	};
+	static const char plant[] = "{\"ts\":\"2026-12-03T22:40:00.000000Z\","
+	    "\"seq\":6,\"event\":\"egress.allowed\",\"host\":\"exfil.test\"";
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	const char		*paths[2];
+	char			 pub[160], rot[200];
+	EVP_PKEY		*k;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(torn) / sizeof(torn[0]); i++) {
+		tmp_renew(t);
+		crash_torn(t, 0, torn[i]);
+		restart_rotates(t, 1);
+		snprintf(rot, sizeof(rot), "%s.1", t->path);
+		append_raw(rot, plant);
+		open_close(t, 0);
+		append_raw(rot, "\n");	/* for lines_read(): the same line */
+		paths[0] = rot;
+		paths[1] = t->path;
+		snprintf(pub, sizeof(pub), "%s.pub", t->key);
+		k = pubkey(pub);
+		if (verify_with(paths, 2, k, NULL, &v) != CKVERIFY_UNTRUSTED)
+			fail_msg("case %zu: the planted line passed: %s%s", i,
+			    v.what, v.chain.what);
+		EVP_PKEY_free(k);
+	}
+}
+
+/*
+ * atk20r24 F1: a start killed after its rotate line, which declares the
+ * crash's torn line; before the next start the files are rotated once
+ * more (name.1 to name.2, name to name.1) or name.1, the torn line's
+ * file, is deleted. The next start takes the torn count from the rotate
+ * line: verify --key passes the untouched log.
+ */
+static void
+test_torn_declared_rotated_again(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	const char		*paths[3];
+	char			 pub[160], one[200], two[200];
+	EVP_PKEY		*k;
+	size_t			 n;
+	int			 del;
+
+	for (del = 0; del < 2; del++) {
+		tmp_renew(t);
+		crash_torn(t, 0, "{\"ts\":\"2026-12-03T09:00:00.1");
+		restart_rotates(t, 1);
+		snprintf(one, sizeof(one), "%s.1", t->path);
+		snprintf(two, sizeof(two), "%s.2", t->path);
+		if (del)
+			assert_int_equal(unlink(one), 0);
+		else {
+			assert_int_equal(rename(one, two), 0);
+			assert_int_equal(rename(t->path, one), 0);
+		}
+		open_close(t, 0);
+		n = 0;
+		if (!del) {
+			paths[n++] = two;
+			paths[n++] = one;
+		}
+		paths[n++] = t->path;
+		snprintf(pub, sizeof(pub), "%s.pub", t->key);
+		k = pubkey(pub);
+		if (verify_with(paths, n, k, NULL, &v) != CKVERIFY_OK)
+			fail_msg("case %d: %s%s", del, v.what, v.chain.what);
 		EVP_PKEY_free(k);
 	}
 }
@@ -5229,6 +5317,8 @@ main(void)
 		T(test_torn_bytes),
 		T(test_torn_found_at_start),
 		T(test_torn_rotated_away),
+		T(test_torn_planted_before_rotate),
+		T(test_torn_declared_rotated_again),
 		T(test_torn_after_tail),
 		T(test_torn_after_bare_tail),
 		T(test_resume_due_names_own),
