@@ -86,6 +86,7 @@ static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
 static int	 control_gone_save(struct proxy *);
 static void	 control_gone_load(struct proxy *, const char *);
+static const char *control_gone_damage(json_t *);
 static void	 control_gone_unknown(struct proxy *, const char *,
 		    const char *);
 static void	 control_floor_event(struct proxy *, const char *,
@@ -1338,11 +1339,35 @@ control_gone_save(struct proxy *px)
 }
 
 /* At start: the sandboxes unregistered, from their own file. */
+/*
+ * What is wrong in a removed-sandbox list the proxy would not have
+ * written (it writes an object of positive integers and an integer
+ * floor), or NULL: a damaged one is not known (atk15r19 F1: parsed but
+ * damaged, its removals were lost without a word).
+ */
+static const char *
+control_gone_damage(json_t *top)
+{
+	json_t		*un = json_object_get(top, "unregistered"), *v;
+	const char	*k;
+
+	if (!json_is_object(top) || !json_is_object(un))
+		return "no \"unregistered\" object";
+	if (json_object_get(top, "floor") != NULL &&
+	    !json_is_integer(json_object_get(top, "floor")))
+		return "\"floor\" is not an integer";
+	json_object_foreach(un, k, v)
+		if (!json_is_integer(v) || json_integer_value(v) < 1)
+			return "a removal's time is not a positive integer";
+	return NULL;
+}
+
 static void
 control_gone_load(struct proxy *px, const char *path)
 {
 	json_error_t	 err;
 	json_t		*top;
+	const char	*why;
 
 	if ((top = json_load_file(path, JSON_REJECT_DUPLICATES, &err)) ==
 	    NULL) {
@@ -1350,10 +1375,8 @@ control_gone_load(struct proxy *px, const char *path)
 			control_gone_unknown(px, path, err.text);
 		return;
 	}
-	if (!json_is_object(json_object_get(top, "unregistered")) &&
-	    json_object_get(top, "unregistered") != NULL)
-		control_gone_unknown(px, path, "\"unregistered\" is not an "
-		    "object");
+	if ((why = control_gone_damage(top)) != NULL)
+		control_gone_unknown(px, path, why);
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
 	    "floor")), (time_t)json_integer_value(json_object_get(top,
@@ -1398,13 +1421,22 @@ control_removed_load(struct proxy *px, const char *path)
 	size_t		 len;
 	time_t		 at;
 
-	if ((text = control_file_read(path, &len)) == NULL)
+	if ((text = control_file_read(path, &len)) == NULL) {
+		if (access(path, F_OK) == 0 || errno != ENOENT)
+			control_gone_unknown(px, path, "cannot be read");
 		return;
+	}
+	if (strlen(text) != len)
+		control_gone_unknown(px, path, "a NUL byte in it");
 	for (p = text; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
 		*nl = '\0';
 		if ((o = json_loads(p, 0, &err)) == NULL ||
 		    (key = json_string_value(json_object_get(o, "key"))) ==
 		    NULL) {
+			/* a removal not known: fails closed (atk15r19 F5) */
+			if (p[strspn(p, " ")] != '\0')	/* not padding */
+				control_gone_unknown(px, path, "a line that "
+				    "is not one of its removals");
 			json_decref(o);
 			continue;
 		}
@@ -1413,9 +1445,12 @@ control_removed_load(struct proxy *px, const char *path)
 		else
 			registry_remove_address(px->registry, key);
 		/* never weakens a removal kept (atk15r18 F6) */
+		/* no time (kept when none was known): now (atk15r19 F2) */
+		if ((at = (time_t)json_integer_value(json_object_get(o,
+		    "at"))) < 1)
+			at = registry_gone_latest(px->registry);
 		if (json_is_true(json_object_get(o, "sandbox")) &&
-		    (at = (time_t)json_integer_value(json_object_get(o,
-		    "at"))) >= registry_gone_at(px->registry, key))
+		    at >= registry_gone_at(px->registry, key))
 			registry_gone_set(px->registry, key, at);
 		log_info("%s: %s stays unregistered", path, key);
 		json_decref(o);

@@ -264,28 +264,18 @@ registry_gone_insert(struct registry *r, struct registry_gone *g)
 }
 
 /*
- * A removal's time as kept: at least 1 (0 reads as "not removed"), at
- * most as far ahead of now as a token can last (a token issued later is
- * refused as not yet valid anyway): a time near the largest integer
- * overflowed the ageing and raised the floor past every token, silently
- * and for good (atk15r18 F1).
+ * A removal's time as kept: at least 1 (0 reads as "not removed") and at
+ * most the last second of year 9999, far from any overflow of the ageing
+ * (atk15r18 F1: a time near the largest integer raised the floor past
+ * every token, silently and for good). No clock bounds it: the ageing
+ * clock lags after time down and cut genuine times short (atk15r19 F8).
  */
-/* The wall clock (registry_set_clock). */
-static time_t
-registry_wall(const struct registry *r)
-{
-	time_t	wall, boot;
-
-	r->clock(&wall, &boot);
-	return wall;
-}
+#define REGISTRY_GONE_LAST	253402300799LL	/* 9999-12-31T23:59:59Z */
 
 static time_t
-registry_gone_bound(time_t t, time_t now)
+registry_gone_bound(time_t t)
 {
-	time_t	max = now + TOKEN_TTL_MAX + 2 * TOKEN_SKEW;
-
-	return t < 1 ? 1 : t > max ? max : t;
+	return t < 1 ? 1 : t > REGISTRY_GONE_LAST ? REGISTRY_GONE_LAST : t;
 }
 
 /*
@@ -299,7 +289,6 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 {
 	struct registry_gone	*g;
 	size_t			 len = strlen(sandbox);
-	time_t			 now;
 
 	registry_gone_clear(r, sandbox);
 	/*
@@ -308,12 +297,11 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	 * controller's clock wrong for a moment, or a loaded entry) would
 	 * prune every removal before it (atk1921i F2)
 	 */
-	registry_gone_prune(r, now = registry_gone_now(r),
-	    REGISTRY_GONE_MAX - 1);
+	registry_gone_prune(r, registry_gone_now(r), REGISTRY_GONE_MAX - 1);
 	if ((g = calloc(1, sizeof(*g) + len + 1)) == NULL)
 		return;
 	memcpy(g->sandbox, sandbox, len + 1);
-	g->at = registry_gone_bound(t, now);
+	g->at = registry_gone_bound(t);
 	if (keytab_put(r->gone, sandbox, g) == -1) {
 		free(g);
 		return;
@@ -327,8 +315,7 @@ registry_gone_keep(struct registry *r, const char *sandbox, time_t at)
 {
 	struct registry_gone	*g = keytab_get(r->gone, sandbox);
 
-	if (g == NULL || g->at >= (at = registry_gone_bound(at,
-	    registry_wall(r))))
+	if (g == NULL || g->at >= (at = registry_gone_bound(at)))
 		return;
 	registry_gone_out(r, g);
 	g->at = at;
@@ -403,7 +390,7 @@ registry_gone_load(struct registry *r, json_t *o, time_t floor, time_t seen)
 	json_t		*v;
 
 	if (floor > r->gone_floor)
-		r->gone_floor = registry_gone_bound(floor, registry_wall(r));
+		r->gone_floor = registry_gone_bound(floor);
 	if (seen > r->gone_seen) {
 		r->gone_seen = seen;
 		r->gone_boot = 0;	/* the boot clock: from the next look */
@@ -414,10 +401,28 @@ registry_gone_load(struct registry *r, json_t *o, time_t floor, time_t seen)
 			registry_gone_set(r, k, (time_t)json_integer_value(v));
 }
 
+/* The wall clock (registry_set_clock). */
+static time_t
+registry_wall(const struct registry *r)
+{
+	time_t	wall, boot;
+
+	r->clock(&wall, &boot);
+	return wall;
+}
+
+time_t
+registry_gone_latest(struct registry *r)
+{
+	time_t	aged = registry_gone_now(r), wall = registry_wall(r);
+
+	return wall > aged ? wall : aged;
+}
+
 void
 registry_gone_unknown(struct registry *r)
 {
-	time_t	now = registry_gone_now(r);
+	time_t	now = registry_gone_latest(r);
 
 	if (now > r->gone_floor)
 		r->gone_floor = now;

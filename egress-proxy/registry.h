@@ -134,6 +134,8 @@ void		 registry_gone_load(struct registry *, json_t *, time_t floor,
  * now passes (fails closed, atk15r18 F8).
  */
 void		 registry_gone_unknown(struct registry *);
+/* The later of the wall clock and the clock removals age by. */
+time_t		 registry_gone_latest(struct registry *);
 time_t		 registry_gone_seen(const struct registry *);
 /* The clock removals age by: wall time and time since boot (tests). */
 typedef void	(*registry_clock_fn)(time_t *wall, time_t *boot);

@@ -634,7 +634,11 @@ class GoneEntryLastsTest(unittest.TestCase):
         for text in ('{"unregistered": {"%s": %d, "%s": 5}}' % (
                          self.SBX, now - 10, self.SBX),
                      '{"unregistered": {"%s": %d}, "seen": '
-                     '99999999999999999999999}' % (self.SBX, now - 10)):
+                     '99999999999999999999999}' % (self.SBX, now - 10),
+                     # parsed but damaged (atk15r19 F1)
+                     '{"unregistered": {"%s": "x"}}' % self.SBX,
+                     '{"unregistered": {"%s": 0}}' % self.SBX,
+                     '[]', '{}'):
             with self.subTest(text=text[:40]):
                 p = self.start({}, files={".gone": text})
                 tok = token(W["key"], self.SBX, issued=now - 60)
@@ -646,6 +650,34 @@ class GoneEntryLastsTest(unittest.TestCase):
                 self.assertEqual(len(raised), 1, raised)
                 self.assertIn("cannot be read", raised[0]["detail"])
                 p.stop()
+
+    def test_removed_lines_without_a_time_or_damaged(self):
+        """atk15r19 F2, F5: a .removed line without "at" kept the removal
+        at time 1, aged out at the next unregister (its token passed); a
+        NUL byte or an undecodable line lost it without a word. No time
+        is now, a damaged file fails closed."""
+        now = int(time.time())
+        line = '{"key": "%s", "sandbox": true}\n' % self.SBX
+        for removed in (line, "\0" + line, line + "{\xff\n"):
+            with self.subTest(removed=removed[:3]):
+                p = self.start({}, files={".removed": removed})
+                self.unregister("sbx_f2other")      # prunes the aged
+                tok = token(W["key"], self.SBX, issued=now - 60)
+                status, body = get(p, tok)
+                self.assertEqual(status, 403, body)
+                self.assertIn("token_sandbox_gone", body)
+                p.stop()
+
+    def test_a_lagging_clock_keeps_the_times(self):
+        """atk15r19 F8: times were bounded by the ageing clock, which lags
+        after time down: a .gone saved 40 days ago had every recent
+        removal cut to 10 days ago. Times are kept as they are."""
+        now = int(time.time())
+        self.start({}, files={".gone": json.dumps({
+            "unregistered": {self.SBX: now - 3 * 3600},
+            "seen": now - 40 * 86400})})
+        gone = self.unregister("sbx_f8other")
+        self.assertEqual(gone[self.SBX], now - 3 * 3600)
 
 
 class ReplicaTakesRemovals(unittest.TestCase):
