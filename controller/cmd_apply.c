@@ -97,7 +97,7 @@ cmd_apply_line(const char *pre, const char *word, const char *path,
 	quote_path(stdout, path, strlen(path));
 	if (why != NULL) {
 		fputs(" (", stdout);
-		quote_text(stdout, why, strlen(why), NULL);
+		quote_line(stdout, why, strlen(why), 0, NULL);
 		putchar(')');
 	}
 	putchar('\n');

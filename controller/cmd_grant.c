@@ -130,7 +130,7 @@ grant_put(json_t *g, const char *key, const char *sep)
 {
 	const char	*s = json_string_value(json_object_get(g, key)) ?: "";
 
-	(void)quote_text(stdout, s, strlen(s), NULL);
+	(void)quote_line(stdout, s, strlen(s), 0, NULL);
 	fputs(sep, stdout);
 }
 

@@ -43,7 +43,21 @@ owed_lock(void)
 		return;
 	if ((owed_fd = state_lock_root("owed.lock", 1)) == -1)
 		log_warn("warning: kept sends to the proxy not locked: "
-		    "%s/owed.lock", state_root());
+		    "%s/owed.lock (they are sent, and kept as they are until "
+		    "it can be taken)", state_root());
+}
+
+/*
+ * 1 when the lock is held. Without it a kept send is never removed nor
+ * rewritten (only added): a concurrent command's rewrite is then never
+ * lost, the send stays owed and is sent again (atk1921k F1: a folder,
+ * a symlink or another user's file at owed.lock made every command go
+ * on unlocked and atk1921j F3's lost send came back).
+ */
+static int
+owed_locked(void)
+{
+	return owed_fd != -1;
 }
 
 void
@@ -126,7 +140,7 @@ owed_done(const struct owed *o, const char *id)
 	char	path[4096];
 
 	owed_lock();
-	if (owed_path(o, path, sizeof(path), id) == 0 &&
+	if (owed_locked() && owed_path(o, path, sizeof(path), id) == 0 &&
 	    unlink(path) == -1 && errno != ENOENT)
 		log_warn("cannot remove %s", path);
 	owed_unlock();
@@ -209,8 +223,8 @@ owed_one(const struct owed *o, const char *id, const char *subject,
 
 	if (o->send(id, subject, to, &left, why) == -1) {
 		/* only the replicas that did not confirm it stay owed */
-		if (owed_add(o, id, subject, left ? left : to, *why,
-		    &c2) == -1) {
+		if (owed_locked() && owed_add(o, id, subject, left ? left :
+		    to, *why, &c2) == -1) {
 			log_warnx("warning: %s", c2);
 			free(c2);
 		}

@@ -261,7 +261,7 @@ quote_text_dup(const char *msg)
 
 	if ((f = open_memstream(&buf, &len)) == NULL)
 		return NULL;
-	if (quote_text(f, msg, strlen(msg), NULL) == -1) {
+	if (quote_line(f, msg, strlen(msg), 0, NULL) == -1) {
 		fclose(f);
 		free(buf);
 		return NULL;

@@ -85,8 +85,8 @@ int	quote_line(FILE *, const char *line, size_t len, int keep_cr,
 
 /*
  * msg shown as text (unsafe bytes as \xHH, so a name inside an error
- * message can't reach the terminal raw), malloc'ed; NULL when out of
- * memory.
+ * message can't reach the terminal raw; a CR at its end too: it is a
+ * value inside a line, atk1921k F3), malloc'ed; NULL when out of memory.
  */
 char	*quote_text_dup(const char *msg);
 

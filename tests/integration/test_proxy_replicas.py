@@ -1364,6 +1364,17 @@ class KeptSendsLocked(unittest.TestCase):
                 "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
 
     def test_retry_in_flight_keeps_what_discard_kept(self):
+        self.race()
+
+    def test_a_lock_that_cannot_be_taken(self):
+        """atk1921k F1: a folder (or a symlink, or another user's file) at
+        owed.lock made every command go on unlocked, and the race above
+        lost the send again. Unlocked, a kept send is never removed nor
+        rewritten: what discard kept for d3 stays."""
+        os.mkdir(os.path.join(self.state, "owed.lock"))
+        self.race()
+
+    def race(self):
         gc = self.start(["gc"], [self.d2.url])
         self.addCleanup(gc.kill)
         self.assertTrue(self.d2.arrived.wait(60))

@@ -155,6 +155,12 @@ test_text(void **state)
 	assert_non_null(s);
 	assert_string_equal(s, "cannot read 'a\\x1b[2Jb': bad\\x0d\\x0a");
 	free(s);
+	/* a value ending in a lone CR, inside the controller's own line
+	   (atk1921k F3: a replica's string overwrote the line) */
+	s = quote_text_dup("ok\r");
+	assert_non_null(s);
+	assert_string_equal(s, "ok\\x0d");
+	free(s);
 }
 
 static void
