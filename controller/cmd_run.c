@@ -238,7 +238,7 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	json_t			*env = NULL, *blocks;
 
 	memset(&r, 0, sizeof(r));
-	memset(&o, 0, sizeof(o));
+	memset(&o, 0, sizeof(o));	/* for an early goto done */
 	state_new_id(run, "run");
 	state_path(work, sizeof(work), m->id, "work");
 	state_path(scratch, sizeof(scratch), m->id, "work/scratch");
@@ -254,14 +254,10 @@ run_go(struct docker *d, struct sandbox_meta *m, const struct run_args *a)
 	if (exec_signal_pending() == 0 &&
 	    sandbox_container_up(d, m, &mt, "run", &cid, &pid, &cause) == -1)
 		goto done;
-	o.argv = a->cmd;
-	o.run_id = run;
-	o.inside = sandbox_gvisor(m);
-	o.nproc = m->pids;
-	o.uid = m->uid;
-	o.timeout = m->timeout;
+	/* as exec's: the reaper's uid is the init's (atk16r8 F3) */
+	sandbox_exec_opts(&o, m, a->cmd, run, m->timeout,
+	    SG_OUTPUT_CAP_DEFAULT);
 	o.live = !a->json;
-	o.output_cap = SG_OUTPUT_CAP_DEFAULT;
 	if (strcmp(m->network, "proxy") == 0) {
 		/* ends a replica did not take end first (execend.h) */
 		(void)execend_retry(m->id, 0, execend_warn, NULL);

@@ -115,6 +115,7 @@ static volatile sig_atomic_t	exec_sig;
 
 static void	exec_on_signal(int);
 static int	exec_init_gone(const struct exec_state *, int);
+static void	exec_died(struct exec_state *);
 static size_t	exec_utf8_seq(const unsigned char *, size_t);
 static int	exec_active_read(int, const char *, char *, size_t);
 static int	exec_active_in(int, const char *, const char *);
@@ -1165,7 +1166,12 @@ exec_mark_active(const struct exec_opts *o, char *path, size_t size)
 	return fd;
 }
 
-/* After a normal end: kill what the command left running. */
+/*
+ * After a normal end: kill what the command left running. A container
+ * that stopped meanwhile (gVisor's sandbox when the leftovers fill its
+ * host process limit during the reap: the kill inside then finds it gone
+ * and returns 0) is recorded as the timeout path does (atk16r8 F2).
+ */
 static void
 exec_stop_leftovers(struct exec_state *st)
 {
@@ -1173,6 +1179,12 @@ exec_stop_leftovers(struct exec_state *st)
 	int	 n;
 
 	n = exec_kill(st, &cause);
+	if (!st->res->container_died && exec_init_gone(st, 0)) {
+		exec_died(st);
+		st->res->kill_failed = 0;
+		free(cause);
+		return;
+	}
 	if (n == -1) {
 		log_warnx("cannot stop the command's leftover processes: %s",
 		    cause);

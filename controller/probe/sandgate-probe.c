@@ -199,31 +199,35 @@ read_small(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-/* The value of "Name:\tvalue" in /proc/self/status text, or "". */
+/*
+ * The value of the LAST "name:\tvalue" line of /proc/PID/status text, or
+ * "". The first would do under Linux, which has each field once and
+ * escapes the process name; gVisor prints the name (the comm, which the
+ * process sets) unescaped and first, so "\nUid:1234" as a name forges
+ * lines that come before the kernel's own (atk16r8 F1).
+ */
 static void
 status_field(const char *status, const char *name, char *val, size_t size)
 {
-	const char	*p = status, *end;
+	const char	*p = status, *end, *last = NULL;
 	size_t		 nlen = strlen(name), vlen;
 
 	val[0] = '\0';
-	while (p != NULL && *p != '\0') {
-		if (strncmp(p, name, nlen) == 0 && p[nlen] == ':') {
-			p += nlen + 1;
-			while (*p == '\t' || *p == ' ')
-				p++;
-			end = strchr(p, '\n');
-			vlen = end ? (size_t)(end - p) : strlen(p);
-			if (vlen >= size)
-				vlen = size - 1;
-			memcpy(val, p, vlen);
-			val[vlen] = '\0';
-			return;
-		}
-		p = strchr(p, '\n');
-		if (p != NULL)
-			p++;
+	for (; p != NULL && *p != '\0'; p = end ? end + 1 : NULL) {
+		if (strncmp(p, name, nlen) == 0 && p[nlen] == ':')
+			last = p + nlen + 1;
+		end = strchr(p, '\n');
 	}
+	if (last == NULL)
+		return;
+	while (*last == '\t' || *last == ' ')
+		last++;
+	end = strchr(last, '\n');
+	vlen = end ? (size_t)(end - last) : strlen(last);
+	if (vlen >= size)
+		vlen = size - 1;
+	memcpy(val, last, vlen);
+	val[vlen] = '\0';
 }
 
 /* 1 if the comma-separated list opts has the option opt. */

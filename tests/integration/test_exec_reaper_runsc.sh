@@ -17,11 +17,7 @@ set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/lib/common.sh"
 
-sg_require_docker
-if ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
-	echo "skip: gVisor (runsc) is not registered with dockerd here"
-	exit 77
-fi
+sg_require_runsc
 sg_setup
 export SANDGATE_DATA_DIR=$SRC
 sg_base_image

@@ -33,6 +33,15 @@ sg_require_docker() {
 	fi
 }
 
+# Docker with gVisor's runsc registered with dockerd, else skip (77).
+sg_require_runsc() {
+	sg_require_docker
+	if ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
+		echo "skip: gVisor (runsc) is not registered with dockerd here"
+		exit 77
+	fi
+}
+
 sg_base_image() {
 	"$SG" image build >/dev/null 2>"$SG_TMP/image.err" && return 0
 	cat "$SG_TMP/image.err"
