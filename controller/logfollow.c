@@ -14,48 +14,83 @@
 #include "logset.h"
 #include "util.h"
 
-struct logfollow {
-	char		*dir;
-	char		*name;
-	char		*path;		/* dir/name: the current file */
-	int		 fd;		/* the file read; -1: none yet */
+/*
+ * Files followed before the current one that are still read as they grow
+ * (logfollow_earlier), at most: the last ones a writer not yet told to
+ * reopen can still be writing.
+ */
+#define LOGFOLLOW_EARLIER	3
+
+/* A file of the log held, and how far its lines were given. */
+struct logfollow_file {
+	int		 fd;
 	dev_t		 dev;
 	ino_t		 ino;
-	struct logread	*r;
-	char		*cause;		/* the last listing's failure, shown */
+	long long	 off;		/* where the next line starts */
+	char		*name;		/* its name when last listed */
+	int		 followed;	/* it was the file followed once */
 };
 
-static int	logfollow_take(struct logfollow *, int, long long);
-static int	logfollow_lines(struct logfollow *,
-		    void (*)(json_t *, void *), void *);
+struct logfollow {
+	char			*dir;
+	char			*name;
+	char			*path;	/* dir/name: the current file */
+	struct logfollow_file	*v;	/* the files held, oldest first */
+	int			 n;
+	int			 cur;	/* the file followed; -1: none yet */
+	struct logread		*r;
+	char			*cause;	/* the last listing's failure, shown */
+};
+
+static int	logfollow_hold(struct logfollow_file *, int, long long,
+		    const char *);
+static void	logfollow_drop(struct logfollow_file *);
+static int	logfollow_read(struct logfollow *, struct logfollow_file *,
+		    int, void (*)(json_t *, void *), void *);
 static int	logfollow_moved(struct logfollow *);
-static int	logfollow_find(const struct logset *, dev_t, ino_t);
-static int	logfollow_newer(struct logfollow *, const struct logset *,
+static int	logfollow_find(const struct logfollow *, const char *,
+		    dev_t, ino_t);
+static int	logfollow_adopt(struct logfollow *, const struct logset *,
+		    struct logfollow_file *, char *, int *);
+static int	logfollow_leave(struct logfollow *, const char *, int,
 		    void (*)(json_t *, void *), void *);
 static int	logfollow_rotated(struct logfollow *,
 		    void (*)(json_t *, void *), void *);
+static int	logfollow_earlier(struct logfollow *,
+		    void (*)(json_t *, void *), void *);
+static void	logfollow_watch(struct logfollow *);
 
-/* Follow a duplicate of fd from offset on. 0, or -1 (cause on stderr). */
+/* Hold a duplicate of fd, its lines given up to off. 0, or -1 (shown). */
 static int
-logfollow_take(struct logfollow *f, int fd, long long offset)
+logfollow_hold(struct logfollow_file *lf, int fd, long long off,
+    const char *name)
 {
 	struct stat	st;
 	int		nfd;
 
-	if ((nfd = dup(fd)) == -1 || fstat(nfd, &st) == -1 ||
-	    lseek(nfd, (off_t)offset, SEEK_SET) == -1) {
-		log_warnx("cannot follow '%s': %s", f->path, strerror(errno));
+	if ((nfd = dup(fd)) == -1 || fstat(nfd, &st) == -1) {
+		log_warnx("cannot follow '%s': %s", name, strerror(errno));
 		if (nfd != -1)
 			close(nfd);
 		return -1;
 	}
-	if (f->fd != -1)
-		close(f->fd);
-	f->fd = nfd;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	logread_init(f->r, nfd, 1, -1);
+	lf->fd = nfd;
+	lf->dev = st.st_dev;
+	lf->ino = st.st_ino;
+	lf->off = off;
+	lf->name = util_xstrdup(name);
+	lf->followed = 0;
 	return 0;
+}
+
+static void
+logfollow_drop(struct logfollow_file *lf)
+{
+	if (lf->fd != -1)
+		close(lf->fd);
+	lf->fd = -1;
+	free(lf->name);
+	lf->name = NULL;
 }
 
 struct logfollow *
@@ -74,26 +109,33 @@ logfollow_new(const struct logset *set)
 	f->name = util_xstrdup(slash != NULL ? slash + 1 : last);
 	util_xasprintf(&f->path, "%s/%s", f->dir, f->name);
 	f->r = util_xmalloc(sizeof(*f->r));
-	f->fd = -1;
-	for (i = logset_count(set) - 1; i >= 0; i--) {
+	f->v = util_xcalloc((size_t)logset_count(set) + 1, sizeof(*f->v));
+	/* Every file the history read, at the size it was read to. */
+	for (i = 0; i < logset_count(set); i++) {
 		if ((fd = logset_fd(set, i, &size)) == -1)
 			continue;
-		if (logfollow_take(f, fd, size) == -1) {
+		if (logfollow_hold(&f->v[f->n], fd, size,
+		    logset_name(set, i)) == -1) {
 			logfollow_free(f);
 			return NULL;
 		}
-		break;
+		f->n++;
 	}
+	if ((f->cur = f->n - 1) != -1)
+		f->v[f->cur].followed = 1;
 	return f;
 }
 
 void
 logfollow_free(struct logfollow *f)
 {
+	int	i;
+
 	if (f == NULL)
 		return;
-	if (f->fd != -1)
-		close(f->fd);
+	for (i = 0; i < f->n; i++)
+		logfollow_drop(&f->v[i]);
+	free(f->v);
 	free(f->r);
 	free(f->cause);
 	free(f->path);
@@ -102,122 +144,167 @@ logfollow_free(struct logfollow *f)
 	free(f);
 }
 
-/* Every whole line read so far to cb. 0 at the end, -1 (cause shown). */
+/*
+ * Every whole line of lf from its offset on to cb, the offset moved past
+ * them; follow keeps a partial last line for later (the writer may still
+ * be writing it), else it is given too. A file now shorter than its
+ * offset was cut: read again from its start, saying so, and 1 returned.
+ * 0, or -1 (shown).
+ */
 static int
-logfollow_lines(struct logfollow *f, void (*cb)(json_t *, void *), void *arg)
+logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
+    void (*cb)(json_t *, void *), void *arg)
 {
-	json_t	*obj;
-	size_t	 len;
-	int	 got;
+	struct stat	 st;
+	json_t		*obj;
+	size_t		 len;
+	int		 got, cut = 0;
 
+	if (fstat(lf->fd, &st) == 0 && lf->off > (long long)st.st_size) {
+		log_warnx("'%s' was cut while followed: reading it again from "
+		    "its start", lf->name);
+		lf->off = 0;
+		cut = 1;
+	}
+	if (lseek(lf->fd, (off_t)lf->off, SEEK_SET) == -1)
+		goto fail;
+	logread_init(f->r, lf->fd, follow, -1);
 	while ((got = logread_next(f->r, &len)) == 1) {
 		if ((obj = logread_object(f->r->line, len)) == NULL)
 			continue;
 		cb(obj, arg);
 		json_decref(obj);
 	}
-	if (got == -1)
-		log_warnx("cannot read '%s' (followed): %s", f->path,
-		    strerror(errno));
-	return got;
+	lf->off += f->r->consumed;
+	if (got == 0)
+		return cut;
+fail:
+	log_warnx("cannot read '%s' (followed): %s", lf->name,
+	    strerror(errno));
+	return -1;
 }
 
 /*
- * 1 when the name no longer holds the file read (the writer rotated it),
- * 0 when it does or is missing (moved, not yet replaced); a file cut
- * under the reader is read again from its start, saying so.
+ * 1 when the name no longer holds the file followed (the writer rotated
+ * it), 0 when it does or is missing (moved, not yet replaced).
  */
 static int
 logfollow_moved(struct logfollow *f)
 {
-	struct stat	cur;
+	struct logfollow_file	*lf = &f->v[f->cur];
+	struct stat		 cur;
 
 	if (lstat(f->path, &cur) == -1)
 		return 0;
-	if (cur.st_dev != f->dev || cur.st_ino != f->ino)
-		return 1;
-	if (lseek(f->fd, 0, SEEK_CUR) > cur.st_size) {
-		log_warnx("'%s' was cut while followed: reading it again from "
-		    "its start", f->path);
-		(void)lseek(f->fd, 0, SEEK_SET);
-		logread_init(f->r, f->fd, 1, -1);
-	}
-	return 0;
+	return cur.st_dev != lf->dev || cur.st_ino != lf->ino;
 }
 
-/* The index of the file dev/ino in set, or -1. */
+/* The index of the held file dev/ino not yet taken, or -1. */
 static int
-logfollow_find(const struct logset *set, dev_t dev, ino_t ino)
+logfollow_find(const struct logfollow *f, const char *taken, dev_t dev,
+    ino_t ino)
 {
-	struct stat	st;
-	long long	size;
-	int		i, fd;
+	int	i;
 
-	for (i = 0; i < logset_count(set); i++)
-		if ((fd = logset_fd(set, i, &size)) != -1 &&
-		    fstat(fd, &st) == 0 && st.st_dev == dev &&
-		    st.st_ino == ino)
+	for (i = 0; i < f->n; i++)
+		if (!taken[i] && f->v[i].dev == dev && f->v[i].ino == ino)
 			return i;
 	return -1;
 }
 
 /*
- * Read the files of set newer than the one followed (all when it is not
- * there), oldest first, to their ends, and follow the newest. 0 or -1.
+ * Into nv, the files of set, oldest first: a file held moves there and
+ * goes on from its offset (marked in taken, counted in *kept), any other
+ * is read from its start. Returns how many, or -1 (shown).
  */
 static int
-logfollow_newer(struct logfollow *f, const struct logset *set,
+logfollow_adopt(struct logfollow *f, const struct logset *set,
+    struct logfollow_file *nv, char *taken, int *kept)
+{
+	struct stat	st;
+	long long	size;
+	int		i, k, fd, nn = 0;
+
+	*kept = 0;
+	for (i = 0; i < logset_count(set); i++) {
+		if ((fd = logset_fd(set, i, &size)) == -1 ||
+		    fstat(fd, &st) == -1)
+			continue;
+		if ((k = logfollow_find(f, taken, st.st_dev, st.st_ino)) ==
+		    -1) {
+			if (logfollow_hold(&nv[nn], fd, 0,
+			    logset_name(set, i)) == -1) {
+				while (nn > 0)
+					logfollow_drop(&nv[--nn]);
+				return -1;
+			}
+		} else {
+			taken[k] = 1;
+			(*kept)++;
+			nv[nn] = f->v[k];
+			f->v[k].fd = -1;
+			f->v[k].name = NULL;
+			free(nv[nn].name);
+			nv[nn].name = util_xstrdup(logset_name(set, i));
+		}
+		nn++;
+	}
+	return nn;
+}
+
+/*
+ * The files held that the new listing lacks: their rest to cb (nobody
+ * appends to them as the log) and dropped. The file followed gone from
+ * a listing that holds none of the files read: the files rotated in
+ * between may be gone too, said on stderr; gone from one that does, it
+ * left the log out of turn (moved away or deleted, not rotated): said
+ * when it held events, since lines written to it later are not shown.
+ * An empty one is logrotate's `create` file, which the proxy moves
+ * aside. 0, or -1 (shown).
+ */
+static int
+logfollow_leave(struct logfollow *f, const char *taken, int kept,
     void (*cb)(json_t *, void *), void *arg)
 {
-	struct logread_stats	 st = { 0, 0 };
-	char			*cause = NULL;
-	long long		 size;
-	int			 i, fd, k = -1, last = -1;
+	int	i, rc = 0;
 
-	if (f->fd != -1 && (k = logfollow_find(set, f->dev, f->ino)) == -1)
+	if (f->cur != -1 && kept == 0)
 		log_warnx("warning: '%s' rotated faster than it was followed: "
 		    "the file read was rotated away before its newer files "
 		    "were found; events in files rotated away in between are "
 		    "not shown", f->path);
-	for (i = k + 1; i < logset_count(set); i++)
-		if (logset_fd(set, i, &size) != -1)
-			last = i;
-	for (i = k + 1; i < last; i++) {
-		if ((fd = logset_fd(set, i, &size)) == -1)
+	else if (f->cur != -1 && !taken[f->cur] && f->v[f->cur].off > 0)
+		log_warnx("warning: the file followed at '%s' left the log "
+		    "without being rotated (moved away or deleted): events "
+		    "written to it from now on are not shown",
+		    f->v[f->cur].name);
+	for (i = 0; i < f->n; i++) {
+		if (taken[i])
 			continue;
-		if (lseek(fd, 0, SEEK_SET) == -1 || logread_fd_each(f->r, fd,
-		    -1, logset_name(set, i), cb, arg, &st, &cause) == -1) {
-			log_warnx("%s", cause != NULL ? cause :
-			    strerror(errno));
-			free(cause);
-			return -1;
-		}
+		if (rc == 0 && logfollow_read(f, &f->v[i], 0, cb, arg) == -1)
+			rc = -1;	/* the others dropped all the same */
+		logfollow_drop(&f->v[i]);
 	}
-	if (last == -1)
-		return 0;	/* nothing newer yet */
-	if (logfollow_take(f, logset_fd(set, last, &size), 0) == -1)
-		return -1;
-	return logfollow_lines(f, cb, arg) == -1 ? -1 : 0;
+	return rc;
 }
 
-/* The writer rotated: the rest of the file read, then the newer ones. */
+/*
+ * The name holds another file: the log listed again, the files held and
+ * still listed read on from their offsets, the others from their start,
+ * oldest first; the newest is followed. Nothing is skipped by what a
+ * line says: only by which file it is and how far it was read.
+ */
 static int
 logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
     void *arg)
 {
-	struct logset	*set;
-	char		*cause = NULL;
-	int		 rc;
+	struct logfollow_file	*nv;
+	struct logset		*set = logset_new();
+	char			*cause = NULL, *taken;
+	int			 i, nn = 0, kept, rc = -1;
 
-	if (f->fd != -1) {
-		f->r->follow = 0;	/* it no longer grows: a cut last line too */
-		if (logfollow_lines(f, cb, arg) == -1)
-			return -1;
-		f->r->follow = 1;
-	}
-	set = logset_new();
 	if (logset_add_log(set, f->dir, f->name, &cause) == -1) {
-		/* Its file is still held: try again at the next poll. */
+		/* The file followed is still held: try again next poll. */
 		if (f->cause == NULL || strcmp(f->cause, cause) != 0)
 			log_warnx("%s (following: trying again)", cause);
 		free(f->cause);
@@ -227,21 +314,86 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	}
 	free(f->cause);
 	f->cause = NULL;
-	rc = logfollow_newer(f, set, cb, arg);
+	nv = util_xcalloc((size_t)logset_count(set) + 1, sizeof(*nv));
+	taken = util_xcalloc((size_t)f->n + 1, 1);
+	if ((nn = logfollow_adopt(f, set, nv, taken, &kept)) == -1)
+		goto out;
+	if ((rc = logfollow_leave(f, taken, kept, cb, arg)) == -1)
+		goto out;
+	free(f->v);
+	f->v = nv;
+	f->n = nn;
+	f->cur = nn - 1;
+	logfollow_watch(f);
+	nv = NULL;
+	nn = 0;
+	for (i = 0; i < f->n && rc != -1; i++)
+		rc = logfollow_read(f, &f->v[i], 1, cb, arg);
+	rc = rc == -1 ? -1 : 0;
+out:
+	for (i = 0; i < nn; i++)
+		logfollow_drop(&nv[i]);
+	free(nv);
+	free(taken);
 	logset_free(set);
 	return rc;
+}
+
+/* The current file marked followed; the older marks past the limit cut. */
+static void
+logfollow_watch(struct logfollow *f)
+{
+	int	i, left = LOGFOLLOW_EARLIER;
+
+	if (f->cur == -1)
+		return;
+	f->v[f->cur].followed = 1;
+	for (i = f->cur - 1; i >= 0; i--)
+		if (f->v[i].followed && left-- <= 0)
+			f->v[i].followed = 0;
+}
+
+/*
+ * The lines added to the last files followed before the current one,
+ * still listed: logrotate renames the file to NAME.1 and makes a new NAME
+ * before the writer is told to reopen (or when telling it fails), so
+ * the writer goes on in NAME.1 meanwhile. 0, or -1 (shown).
+ */
+static int
+logfollow_earlier(struct logfollow *f, void (*cb)(json_t *, void *),
+    void *arg)
+{
+	struct stat	st;
+	int		i;
+
+	for (i = 0; i < f->n; i++) {
+		if (i == f->cur || !f->v[i].followed ||
+		    fstat(f->v[i].fd, &st) == -1 ||
+		    (long long)st.st_size <= f->v[i].off)
+			continue;
+		if (logfollow_read(f, &f->v[i], 1, cb, arg) == -1)
+			return -1;
+	}
+	return 0;
 }
 
 int
 logfollow_step(struct logfollow *f, void (*cb)(json_t *, void *), void *arg)
 {
-	if (f->fd == -1) {
+	if (f->cur == -1) {
 		if (access(f->path, F_OK) == -1)
 			return 0;	/* no file yet */
 		return logfollow_rotated(f, cb, arg);
 	}
-	if (logfollow_lines(f, cb, arg) == -1)
+	if (logfollow_earlier(f, cb, arg) == -1)
 		return -1;
+	switch (logfollow_read(f, &f->v[f->cur], 1, cb, arg)) {
+	case -1:
+		return -1;
+	case 1:
+		/* Cut (copytruncate): a copy of what was cut may be listed. */
+		return logfollow_rotated(f, cb, arg);
+	}
 	if (logfollow_moved(f))
 		return logfollow_rotated(f, cb, arg);
 	return 0;

@@ -3,18 +3,31 @@
  * `sandgate audit tail --follow` and `sandgate pending --follow`.
  *
  * The follower starts where a history read of a logset (logset.h)
- * stopped: the set's own fd of its newest file, at the size it was read
- * to, so nothing written while the history was read is lost (no second
- * open by name). When the name no longer holds the file it reads (the
- * writer rotated), it reads that file to its end, lists and opens the
- * log again (logset_add_log), finds its file there by device and inode
- * (NAME.k) and reads the newer files NAME.(k-1) .. NAME.1 before it
- * follows the new NAME: more than one rotation between two polls skips
- * nothing. When its file was rotated away (past the writer's keep)
- * before it could be found, it says so on stderr: the files in between
- * are gone. A listing that fails (a writer rotating during every try,
- * logset.h) is said once on stderr and tried again at the next poll:
- * the file read is still held.
+ * stopped: it holds every file of the set (duplicated fds), each at the
+ * size it was read to, so nothing written while the history was read is
+ * lost (no second open by name). It knows the files it read only by
+ * device and inode, and how far (the start of the next whole line); it
+ * never goes by what a line says (seq, hash: anyone who can write into
+ * the log folder can copy those). When the name no longer holds the
+ * file it follows (a rotation), it lists and opens the log again
+ * (logset_add_log): every listed file it holds goes on from its offset,
+ * every other is read from its start, oldest first, and the newest is
+ * followed. So any number of rotations between two polls skips nothing,
+ * and logrotate's `create` (the file renamed to NAME.1, an empty NAME
+ * the follower takes, moved aside by the proxy when it reopens) repeats
+ * nothing. The last 3 files followed before the current one that are
+ * still listed are read on as they grow (a writer not yet told to
+ * reopen writes into NAME.1). A file held that leaves the listing is
+ * read to its end and dropped; when the
+ * file followed left and none of the files read is listed, the files
+ * rotated in between may be gone: said on stderr; when it left out of
+ * turn (moved away or deleted, not rotated) holding events, that is
+ * said too: what is written to it later is not shown. The file followed
+ * cut shorter than read (copytruncate) is read again from its start and
+ * the log listed again: the copy, a file never read, is read whole
+ * (events repeated, never hidden). A listing that fails (a writer
+ * rotating during every try, logset.h) is said once on stderr and tried
+ * again at the next poll: the file read is still held.
  */
 #ifndef SG_LOGFOLLOW_H
 #define SG_LOGFOLLOW_H
@@ -26,9 +39,11 @@
 struct logfollow;
 
 /*
- * A follower that goes on from the newest file of set, read up to the
- * size it had when opened (its fd is duplicated: the set may be freed).
- * The log is the name the set's last file had (its folder and base name).
+ * A follower that goes on from the newest file of set, each file read up
+ * to the size it had when opened (their fds are duplicated: the set may
+ * be freed; the follower holds as many files as the log has). The log
+ * is the name the set's last file had (its folder and base name). NULL
+ * when a file cannot be held (said on stderr).
  */
 struct logfollow	*logfollow_new(const struct logset *set);
 void			 logfollow_free(struct logfollow *);

@@ -246,6 +246,7 @@ logread_init(struct logread *r, int fd, int follow, long long left)
 	r->left = left;
 	r->off = r->end = r->n = 0;
 	r->partial = 0;
+	r->taken = r->consumed = 0;
 }
 
 int
@@ -281,6 +282,7 @@ logread_next(struct logread *r, size_t *len)
 		memcpy(r->line + r->n, p, take < room ? take : room);
 		r->n += take < room ? take : room;
 		r->off += take + (nl ? 1 : 0);
+		r->taken += (long long)(take + (nl ? 1 : 0));
 		if (nl)
 			break;
 	}
@@ -288,6 +290,8 @@ logread_next(struct logread *r, size_t *len)
 	*len = r->n;
 	r->n = 0;
 	r->partial = 0;
+	r->consumed += r->taken;
+	r->taken = 0;
 	return 1;
 }
 

@@ -34,6 +34,8 @@ struct logread {
 	char		 line[SG_LOG_LINE_MAX + 2];
 	size_t		 n;		/* bytes of the current line kept */
 	int		 partial;	/* some bytes of a line were consumed */
+	long long	 taken;		/* bytes of the current line consumed */
+	long long	 consumed;	/* bytes of the lines returned */
 };
 
 /* What logread_fd_each() met besides events. */

@@ -9,10 +9,16 @@ what a follower that opened the current file again by name, at its end,
 lost (F3: appended while the history was read), and more than one
 rotation before its first poll (F2: the files rotated in between were
 never read). No timing: every step waits on the pipe, not on a clock.
+
+Then logrotate's `create` and `copytruncate`, a planted copy of the
+latest line renamed in, the file followed moved aside (atk20r23 F4,
+h20ac): the follower goes by each file's device, inode and offset, so it
+repeats nothing it read and hides nothing it did not.
 """
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,8 +34,8 @@ HISTORY = 3000		# lines: far more than a pipe holds
 WAIT = 120		# seconds at most for the expected lines (not timed)
 
 
-def event(seq):
-    return json.dumps({"ts": "2026-12-03T10:00:00Z", "seq": seq,
+def event(seq, **more):
+    return json.dumps({"ts": "2026-12-03T10:00:00Z", "seq": seq, **more,
                        "event": "egress.blocked", "port": 443,
                        "sandbox": "sbx_0123456789abcdef01234567",
                        "host": "h%d.test" % seq, "reason": "denied",
@@ -57,7 +63,7 @@ class Follow(unittest.TestCase):
                                      stdout=subprocess.PIPE, stderr=self.err)
         # Its first line: the history was read (it prints after reading);
         # the pipe is not read further until the writes below are done.
-        self.buf = b""
+        self.buf, self.got = b"", []
         while b"\n" not in self.buf:
             chunk = os.read(self.proc.stdout.fileno(), 4096)
             self.assertTrue(chunk, "the tail printed no history")
@@ -81,29 +87,76 @@ class Follow(unittest.TestCase):
         return list(range(self.seq - n + 1, self.seq + 1))
 
     def rotate(self):
+        self.shift()
+        open(self.path(), "w").close()
+
+    def printed(self, last):
+        """The seqs printed so far, until seq last is (or WAIT runs out)."""
+        return self.printed_all([last], last)
+
+    def printed_all(self, want, last=None, wait=WAIT):
+        """The seqs printed so far, until every seq of want is, and last
+        is the last one when given (or wait runs out)."""
+        seqs, end = self.got, time.monotonic() + wait
+        fd = self.proc.stdout.fileno()
+        while True:
+            *lines, self.buf = self.buf.split(b"\n")
+            seqs += [self.seq_of(x) for x in lines]
+            if ((set(want) <= set(seqs) and
+                 (last is None or (seqs and seqs[-1] == last))) or
+                    time.monotonic() > end):
+                return list(seqs)
+            if not select.select([fd], [], [], 1)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return list(seqs)
+            self.buf += chunk
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def write(self, w, n):
+        """n events through the writer's own fd w (it has not reopened)."""
+        for _ in range(n):
+            self.seq += 1
+            w.write(event(self.seq))
+        w.flush()
+        return list(range(self.seq - n + 1, self.seq + 1))
+
+    def shift(self):
+        """NAME.i -> NAME.(i+1), NAME -> NAME.1: a rotation's renames."""
         k = 1
         while os.path.exists(self.path(k)):
             k += 1
         for i in range(k - 1, 0, -1):
             os.rename(self.path(i), self.path(i + 1))
         os.rename(self.path(), self.path(1))
-        open(self.path(), "w").close()
 
-    def printed(self, last):
-        """The seqs printed, until seq last is (or WAIT runs out)."""
-        seqs, buf, end = [], self.buf, time.monotonic() + WAIT
-        fd = self.proc.stdout.fileno()
-        while True:
-            *lines, buf = buf.split(b"\n")
-            seqs += [self.seq_of(x) for x in lines]
-            if (seqs and seqs[-1] == last) or time.monotonic() > end:
-                return seqs
-            if not select.select([fd], [], [], 1)[0]:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return seqs
-            buf += chunk
+    def reopen(self, w):
+        """The proxy's SIGUSR1 when NAME is not its file (logrotate's
+        `create`): that file moved aside, its own made with O_EXCL."""
+        w.close()
+        os.rename(self.path(), self.path() + ".foreign.%d.%016x" %
+                  (self.seq, 0))
+        return open(self.path(), "x")
+
+    def logrotate_create(self, real):
+        """logrotate's `create`: NAME renamed to NAME.1, a new empty NAME
+        made; the writer is told later (postrotate), so it goes on
+        writing into NAME.1 meanwhile."""
+        if not real:
+            self.shift()
+            open(self.path(), "x").close()
+            return
+        conf = os.path.join(self.dir, "logrotate.conf")
+        with open(conf, "w") as f:
+            f.write("%s {\n    rotate 52\n    create\n    missingok\n}\n"
+                    % self.path())
+        subprocess.run(["logrotate", "-f", "-s",
+                        os.path.join(self.dir, "logrotate.state"), conf],
+                       check=True)
 
     def test_1_appended_while_history_read(self):
         """F3: the events written while the history printed follow it."""
@@ -132,8 +185,115 @@ class Follow(unittest.TestCase):
         seqs = self.printed(new[-1])
         self.assertEqual(seqs, list(range(1, mine[-1] + 1)) + new)
         self.assertFalse(set(gone) & set(seqs))
-        self.err.seek(0)
-        self.assertIn("rotated away", self.err.read())
+        self.assertIn("rotated away", self.stderr())
+
+    def create_rotations(self, real):
+        """logrotate `create`, twice: the follower takes logrotate's empty
+        NAME, the writer goes on in NAME.1 until told, then moves that
+        NAME aside and makes its own. Before (h20ac), the follower met a
+        file it followed gone from the listing and printed every listed
+        file again (the history twice), with the "rotated away" warning;
+        and the events written into NAME.1 after the rename came only
+        with that repeat."""
+        w = open(self.path(), "a")
+        for _ in range(2):
+            before = self.write(w, 3)
+            self.logrotate_create(real)
+            after = self.write(w, 3)	# still into NAME.1
+            # Printed in the step that takes logrotate's empty NAME.
+            self.printed(after[-1])
+            late = self.write(w, 2)	# NAME.1 still, the follower on NAME
+            w = self.reopen(w)
+            new = self.write(w, 3)
+            seqs = self.printed_all(before + after + late + new, new[-1])
+        w.close()
+        self.assertEqual(seqs, list(range(1, self.seq + 1)))
+        self.assertNotIn("rotated", self.stderr())
+        self.assertNotIn("left the log", self.stderr())
+
+    def test_4_logrotate_create(self):
+        """logrotate's `create`, by its file operations."""
+        self.create_rotations(False)
+
+    @unittest.skipUnless(shutil.which("logrotate"), "no logrotate")
+    def test_5_logrotate_create_real(self):
+        """The same with logrotate itself (`create`, no `nocreate`)."""
+        self.create_rotations(True)
+
+    def test_9_logrotate_create_not_told(self):
+        """logrotate's `create` and the writer not told (postrotate
+        failed, or not yet run): it goes on in NAME.1, and its events
+        show as they come, the follower on logrotate's empty NAME.
+        Before (h20ac), they showed only at the next rotation, if any."""
+        w = open(self.path(), "a")
+        before = self.write(w, 3)
+        self.logrotate_create(False)
+        self.printed(before[-1])
+        for _ in range(3):
+            late = self.write(w, 2)
+            # Polled 5 times a second: seconds are ample.
+            seqs = self.printed_all(late, late[-1], wait=20)
+            self.assertEqual(seqs[-len(late):], late)
+        w.close()
+        self.assertEqual(seqs, list(range(1, self.seq + 1)))
+
+    def test_6_copytruncate(self):
+        """logrotate's `copytruncate`: NAME copied to NAME.1 (a file the
+        follower never read) and cut. Events written after the point
+        the follower had read to are in the copy only: the copy is read
+        from its start (the history again: repeated, never hidden).
+        Before (h20ac), the cut NAME was read again from its start and
+        the copy never: those events were lost."""
+        copied = self.append(4)
+        shutil.copyfile(self.path(), self.path(1))
+        os.truncate(self.path(), 0)
+        new = self.append(2)
+        seqs = self.printed_all(range(1, self.seq + 1))
+        self.assertEqual(set(seqs), set(range(1, self.seq + 1)))
+        self.assertTrue(set(copied + new) <= set(seqs))
+        self.assertIn("was cut", self.stderr())
+
+    def test_7_planted_copy_and_rename(self):
+        """A folder writer plants a file whose line copies the latest
+        event (its seq and hash) and renames it in as NAME, the writer's
+        file shifted to NAME.1, where it goes on writing: every genuine
+        event is shown (the planted copy may show too). What the lines
+        say decides nothing (atk20r25 F1: a follower that skipped up to
+        the last seq printed hid the events after the plant)."""
+        w = open(self.path(), "a")
+        genuine = self.write(w, 3)
+        last = {"ts": "2026-12-03T10:00:00Z", "hash": "ab" * 32}
+        plant = os.path.join(self.dir, "plant")
+        with open(plant, "w") as f:
+            f.write(event(self.seq, **last))
+        self.shift()
+        os.rename(plant, self.path())
+        genuine += self.write(w, 3)	# the writer's file: NAME.1 now
+        w.close()
+        seqs = self.printed_all(range(1, self.seq + 1))
+        self.assertEqual(set(seqs), set(range(1, self.seq + 1)))
+        self.assertTrue(set(genuine) <= set(seqs))
+
+    def test_8_followed_file_moved_aside(self):
+        """The file followed moved out of the log and a planted copy of
+        its last line put at NAME: every event written to it before the
+        follower saw the move is shown, and stderr says the file left
+        the log (events written to it later are not shown): moving the
+        live file aside never silences the warning (atk20r25 F2)."""
+        self.rotate()
+        first = self.append(2)
+        self.printed(first[-1])	# now following the new NAME
+        w = open(self.path(), "a")
+        genuine = self.write(w, 3)
+        plant = os.path.join(self.dir, "plant")
+        with open(plant, "w") as f:
+            f.write(event(self.seq, hash="cd" * 32))
+        os.rename(self.path(), os.path.join(self.dir, "aside"))
+        os.rename(plant, self.path())
+        w.close()
+        seqs = self.printed_all(genuine)
+        self.assertTrue(set(genuine) <= set(seqs))
+        self.assertRegex(self.stderr(), "left the log|rotated away")
 
 
 class PendingFollow(Follow):
@@ -148,8 +308,8 @@ class PendingFollow(Follow):
     def seq_of(line):
         return int(json.loads(line)["host"][1:-len(".test")])
 
-    def printed(self, last):
-        seqs = Follow.printed(self, last)
+    def printed_all(self, want, last=None, wait=WAIT):
+        seqs = Follow.printed_all(self, want, last, wait)
         # The history comes sorted by its own order: compare it as a set.
         self.assertEqual(sorted(seqs[:HISTORY]), list(range(1, HISTORY + 1)))
         return list(range(1, HISTORY + 1)) + seqs[HISTORY:]
