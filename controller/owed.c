@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -17,10 +18,16 @@
 
 /* The line of a kept send naming the replicas it is still owed to. */
 #define OWED_TO		"to "
+/* The kind of the second id in the name of a send added unlocked. */
+#define OWED_ADDED	"add"
+/* A command's time for sending kept sends again (owed_spent). */
+#define OWED_BUDGET_S		20
+#define OWED_BUDGET_TEXT	"20 s"
 #define OWED_TEXT_MAX	(PROXYCTL_TARGETS_MAX * PROXYCTL_URL_MAX + 1024)
 
 /* A kept send as read: its subject and the replicas it is owed to. */
 struct owed_kept {
+	char		 name[2 * STATE_ID_LEN + 2];	/* its file's */
 	char		 subject[256];
 	const char	*to;		/* in text, or NULL */
 	char		 text[OWED_TEXT_MAX];
@@ -57,7 +64,27 @@ owed_lock(void)
 static int
 owed_locked(void)
 {
-	return owed_fd != -1;
+	static int	told;
+	struct stat	held, at;
+	char		path[4096];
+
+	if (owed_fd == -1)
+		return 0;
+	/*
+	 * the lock held must still be the file at its name: one swapped for
+	 * a folder (or another file) meanwhile lets a command take no lock
+	 * and add a send this one would then lose (atk1921l F4)
+	 */
+	if (fstat(owed_fd, &held) == 0 && (size_t)snprintf(path,
+	    sizeof(path), "%s/owed.lock", state_root()) < sizeof(path) &&
+	    lstat(path, &at) == 0 && held.st_nlink > 0 &&
+	    held.st_dev == at.st_dev && held.st_ino == at.st_ino)
+		return 1;
+	if (!told++)
+		log_warnx("warning: %s/owed.lock is no longer the lock this "
+		    "command holds: kept sends to the proxy are only added "
+		    "from now on, none removed nor rewritten", state_root());
+	return 0;
 }
 
 void
@@ -86,19 +113,80 @@ owed_path(const struct owed *o, char *buf, size_t size, const char *id)
 	return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-/* 1 when name is one of o's ids: its prefix, then hex to STATE_ID_LEN. */
+/* 1 when name[0..STATE_ID_LEN-1] is prefix, then hex digits. */
 static int
-owed_valid(const struct owed *o, const char *name)
+owed_valid_id(const char *prefix, const char *name)
 {
-	size_t	i, p = strlen(o->prefix);
+	size_t	i, p = strlen(prefix);
 
-	if (strncmp(name, o->prefix, p) != 0 || strlen(name) != STATE_ID_LEN)
+	if (strncmp(name, prefix, p) != 0 || strlen(name) < STATE_ID_LEN)
 		return 0;
 	for (i = p; i < STATE_ID_LEN; i++)
 		if (!((name[i] >= '0' && name[i] <= '9') ||
 		    (name[i] >= 'a' && name[i] <= 'f')))
 			return 0;
 	return 1;
+}
+
+/*
+ * 1 when name is a kept send of o: one of o's ids, or (added without
+ * the lock, owed_add) an id, "." and OWED_ADDED's kind of id.
+ */
+static int
+owed_valid(const struct owed *o, const char *name)
+{
+	if (!owed_valid_id(o->prefix, name))
+		return 0;
+	if (name[STATE_ID_LEN] == '\0')
+		return 1;
+	return name[STATE_ID_LEN] == '.' &&
+	    owed_valid_id(OWED_ADDED "_", name + STATE_ID_LEN + 1) &&
+	    strlen(name) == 2 * STATE_ID_LEN + 1;
+}
+
+/* The text of a kept send: subject, the replicas (if named), why. */
+static char *
+owed_format(const char *subject, const char *to, const char *why)
+{
+	char	*text;
+
+	if (to != NULL)
+		util_xasprintf(&text, "%s\n" OWED_TO "%s\n%s\n", subject, to,
+		    why);
+	else
+		util_xasprintf(&text, "%s\n%s\n", subject, why);
+	return text;
+}
+
+/*
+ * text kept in a new file of its own: at id when nothing is there, else
+ * at "id.add_<hex>" (path: the one made). Without the lock (or with one
+ * no longer at its name) a kept send is only ever added, never replaced:
+ * a replace could undo a locked command's rewrite, or be undone by its
+ * removal once it confirmed what it read (atk1921l F4).
+ */
+static int
+owed_create(const struct owed *o, const char *id, const char *text,
+    char *path, size_t size)
+{
+	char	added[STATE_ID_LEN + 1], name[2 * STATE_ID_LEN + 2];
+	int	tries;
+
+	if (state_create(path, text, 0600) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -1;
+	for (tries = 0; tries < 8; tries++) {
+		state_new_id(added, OWED_ADDED);
+		(void)snprintf(name, sizeof(name), "%s.%s", id, added);
+		if (owed_path(o, path, size, name) == -1)
+			return -1;
+		if (state_create(path, text, 0600) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
 }
 
 int
@@ -114,18 +202,17 @@ owed_add(const struct owed *o, const char *id, const char *subject,
 	if (state_mkdirs(dir, 0700) == -1)
 		return util_cause(cause, "cannot keep it in %s: %s", dir,
 		    strerror(errno));
-	if (to != NULL)
-		util_xasprintf(&text, "%s\n" OWED_TO "%s\n%s\n", subject, to,
-		    why);
-	else
-		util_xasprintf(&text, "%s\n%s\n", subject, why);
+	text = owed_format(subject, to, why);
 	/*
 	 * replaced whole: a kill mid-write leaves the send kept before, not
 	 * one naming no replica (atk1921i F6); a FIFO put at its name is
 	 * replaced, never opened (F11)
 	 */
 	owed_lock();
-	rc = state_replace(path, text, 0600);
+	if (owed_locked())
+		rc = state_replace(path, text, 0600);
+	else
+		rc = owed_create(o, id, text, path, sizeof(path));
 	owed_unlock();
 	free(text);
 	if (rc == -1)
@@ -134,26 +221,15 @@ owed_add(const struct owed *o, const char *id, const char *subject,
 	return 0;
 }
 
-void
-owed_done(const struct owed *o, const char *id)
-{
-	char	path[4096];
-
-	owed_lock();
-	if (owed_locked() && owed_path(o, path, sizeof(path), id) == 0 &&
-	    unlink(path) == -1 && errno != ENOENT)
-		log_warn("cannot remove %s", path);
-	owed_unlock();
-}
-
 /*
- * The text of the kept send id (at most OWED_TEXT_MAX bytes) into buf: a
- * regular file only, opened without waiting (a FIFO put there would
- * hang every command that looks, atk1921h F6). 0, 1 when there is none
- * (forgotten since the folder was listed), or -1 with *cause.
+ * The text of the kept send in the file name (at most OWED_TEXT_MAX
+ * bytes) into buf: a regular file only, opened without waiting (a FIFO
+ * put there would hang every command that looks, atk1921h F6). 0, 1
+ * when there is none (forgotten since the folder was listed), or -1
+ * with *cause.
  */
 static int
-owed_text(const struct owed *o, const char *id, char *buf, size_t size,
+owed_text(const struct owed *o, const char *name, char *buf, size_t size,
     char **cause)
 {
 	struct stat	st;
@@ -161,7 +237,7 @@ owed_text(const struct owed *o, const char *id, char *buf, size_t size,
 	ssize_t		n;
 	int		fd;
 
-	if (owed_path(o, path, sizeof(path), id) == -1)
+	if (owed_path(o, path, sizeof(path), name) == -1)
 		return util_cause(cause, "state path too long");
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC)) == -1)
@@ -180,24 +256,26 @@ owed_text(const struct owed *o, const char *id, char *buf, size_t size,
 }
 
 /*
- * The kept send id read into k: its subject (its first line when more
- * follows it, else id itself) and the replicas it is owed to (the line
- * OWED_TO names them, else NULL: those of the environment). 0, 1 when
- * it is gone, or -1 with *cause when it cannot be read.
+ * The kept send in the file name read into k: its subject (its first
+ * line when more follows it, else its id) and the replicas it is owed to
+ * (the line OWED_TO names them, else NULL: those of the environment). 0,
+ * 1 when it is gone, or -1 with *cause when it cannot be read.
  */
 static int
-owed_read(const struct owed *o, const char *id, struct owed_kept *k,
+owed_read(const struct owed *o, const char *name, struct owed_kept *k,
     char **cause)
 {
 	char	*nl, *to;
 	int	 n;
 
-	if ((n = owed_text(o, id, k->text, sizeof(k->text), cause)) != 0)
+	(void)snprintf(k->name, sizeof(k->name), "%s", name);
+	if ((n = owed_text(o, name, k->text, sizeof(k->text), cause)) != 0)
 		return n;
 	k->to = NULL;
 	/* a long reason may be cut here: anything after line 1 makes two */
 	if ((nl = strchr(k->text, '\n')) == NULL || nl[1] == '\0')
-		n = snprintf(k->subject, sizeof(k->subject), "%s", id);
+		n = snprintf(k->subject, sizeof(k->subject), "%.*s",
+		    STATE_ID_LEN, name);
 	else {
 		*nl = '\0';
 		n = snprintf(k->subject, sizeof(k->subject), "%s", k->text);
@@ -210,30 +288,65 @@ owed_read(const struct owed *o, const char *id, struct owed_kept *k,
 	}
 	if (n < 0 || (size_t)n >= sizeof(k->subject))
 		return util_cause(cause, "%s/%s: its subject is too long",
-		    o->folder, id);
+		    o->folder, name);
 	return 0;
 }
 
-/* id's kept send (about subject) sent again: 0 done, or -1 with *why. */
-static int
-owed_one(const struct owed *o, const char *id, const char *subject,
-    const char *to, char **why)
+/* The file of the kept send k, read under the lock, removed (if held). */
+static void
+owed_forget(const struct owed *o, const struct owed_kept *k)
 {
-	char	*c2 = NULL, *left = NULL;
+	char	path[4096];
 
-	if (o->send(id, subject, to, &left, why) == -1) {
-		/* only the replicas that did not confirm it stay owed */
-		if (owed_locked() && owed_add(o, id, subject, left ? left :
-		    to, *why, &c2) == -1) {
-			log_warnx("warning: %s", c2);
-			free(c2);
-		}
+	if (owed_locked() && owed_path(o, path, sizeof(path), k->name) == 0 &&
+	    unlink(path) == -1 && errno != ENOENT)
+		log_warn("cannot remove %s", path);
+}
+
+int
+owed_done(const struct owed *o, const char *id)
+{
+	struct owed_kept	*k = util_xcalloc(1, sizeof(*k));
+	char			*cause = NULL;
+	int			 rc;
+
+	owed_lock();
+	/* one that cannot be read is never removed unread (atk1921k F5) */
+	if ((rc = owed_read(o, id, k, &cause)) == -1) {
+		log_warnx("warning: a kept send to the proxy cannot be read, "
+		    "left as it is: %s", cause);
+		free(cause);
+	} else if (rc == 0)
+		owed_forget(o, k);
+	owed_unlock();
+	free(k);
+	return rc == -1 ? -1 : 0;
+}
+
+/*
+ * The kept send k sent again: 0 done (forgotten), or -1 with *why (only
+ * the replicas that did not confirm it stay owed, when the lock is held;
+ * else it stays as it is).
+ */
+static int
+owed_one(const struct owed *o, const char *id, const struct owed_kept *k,
+    char **why)
+{
+	char	*left = NULL, *text, path[4096];
+
+	if (o->send(id, k->subject, k->to, &left, why) == -1) {
+		text = owed_format(k->subject, left ? left : k->to, *why);
+		if (owed_locked() && (owed_path(o, path, sizeof(path),
+		    k->name) == -1 || state_replace(path, text, 0600) == -1))
+			log_warn("warning: cannot rewrite %s/%s", o->folder,
+			    k->name);
+		free(text);
 		free(left);
 		return -1;
 	}
-	owed_done(o, id);
+	owed_forget(o, k);
 	if (o->confirmed != NULL)
-		o->confirmed(id, subject);
+		o->confirmed(id, k->subject);
 	return 0;
 }
 
@@ -241,21 +354,23 @@ typedef int	(*owed_fn)(const struct owed *, const char *,
 		    const struct owed_kept *, void *);
 
 /*
- * fn for the kept send id of o (about subject, unless NULL), read and
+ * fn for the kept send in the file name of o (its id: name up to
+ * STATE_ID_LEN; about subject, unless NULL), read and
  * acted on under the lock (atk1921j F3): what fn returned, 0 when it is
  * gone or another subject's, 1 when it cannot be read (said, left
  * alone: atk1921h F6) unless it is another subject's.
  */
 static int
-owed_each_one(const struct owed *o, const char *id, const char *subject,
+owed_each_one(const struct owed *o, const char *name, const char *subject,
     owed_fn fn, void *arg)
 {
 	struct owed_kept	*k = util_xcalloc(1, sizeof(*k));
-	char			*cause = NULL;
+	char			*cause = NULL, id[STATE_ID_LEN + 1];
 	int			 n = 0, rc;
 
+	(void)snprintf(id, sizeof(id), "%s", name);
 	owed_lock();
-	if ((rc = owed_read(o, id, k, &cause)) == -1) {
+	if ((rc = owed_read(o, name, k, &cause)) == -1) {
 		log_warnx("warning: a kept send to the proxy cannot be read, "
 		    "left as it is: %s", cause);
 		free(cause);
@@ -290,6 +405,24 @@ owed_each(const struct owed *o, const char *subject, owed_fn fn, void *arg)
 	return n;
 }
 
+/*
+ * 1 once this command has spent OWED_BUDGET_S sending kept sends again:
+ * the rest stay kept, said, not sent (atk1921k F2: a replica that closed
+ * each request unanswered just before its timeout held every command,
+ * and owed.lock, for ~38 s a kept send). Counted from its first retry.
+ */
+static int
+owed_spent(void)
+{
+	static struct timespec	began;
+	struct timespec		now;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &now);
+	if (began.tv_sec == 0 && began.tv_nsec == 0)
+		began = now;
+	return now.tv_sec - began.tv_sec >= OWED_BUDGET_S;
+}
+
 struct owed_retry_arg {
 	int	 dry;
 	owed_cb	 cb;
@@ -307,7 +440,11 @@ owed_retry_one(const struct owed *o, const char *id,
 
 	if (ra->dry)
 		ra->cb(id, subject, "not sent (--dry-run)", ra->arg);
-	else if (owed_one(o, id, subject, k->to, &why) == -1)
+	else if (owed_spent())
+		ra->cb(id, subject, "not sent: this command's time for "
+		    "sending kept sends again (" OWED_BUDGET_TEXT ") is spent",
+		    ra->arg);
+	else if (owed_one(o, id, k, &why) == -1)
 		ra->cb(id, subject, why, ra->arg);
 	else {
 		ra->cb(id, subject, NULL, ra->arg);
@@ -330,9 +467,9 @@ static int
 owed_drop_one(const struct owed *o, const char *id,
     const struct owed_kept *k, void *arg)
 {
-	(void)k;
+	(void)id;
 	(void)arg;
-	owed_done(o, id);
+	owed_forget(o, k);
 	return 1;
 }
 

@@ -13,6 +13,12 @@
  * no replicas: the environment's get it. A file of one line is the
  * reason alone: its subject is its name. A file that is not a regular
  * one, or cannot be read, is said and left alone (counted as owed).
+ *
+ * Only a command that holds owed.lock (and whose lock is still the file
+ * at that name) removes or rewrites a kept send; one without it only
+ * adds: at the id's name when nothing is there, else at "ID.add_" and
+ * 24 hex digits, a send of its own (atk1921l F4). A command sends kept
+ * sends again for 20 s at most; the rest stay kept, said (atk1921k F2).
  */
 #ifndef SG_OWED_H
 #define SG_OWED_H
@@ -62,8 +68,12 @@ int	owed_path(const struct owed *, char *buf, size_t size, const char *id);
 int	owed_add(const struct owed *, const char *id, const char *subject,
 	    const char *to, const char *why, char **cause);
 
-/* id is confirmed: forget it (none kept is fine). */
-void	owed_done(const struct owed *, const char *id);
+/*
+ * id is confirmed: forget it (none kept is fine; without the lock it
+ * stays). -1 when the one kept cannot be read: it stays, said, never
+ * removed unread (atk1921k F5).
+ */
+int	owed_done(const struct owed *, const char *id);
 
 /*
  * Every kept send (only those about subject, unless it is NULL) sent

@@ -67,32 +67,68 @@ static void	proxyctl_call_n(const char *, const char *const *, size_t,
 static const char *proxyctl_set_name(size_t);
 
 /*
- * The replicas (as a set names them) whose answer timed out in this
- * command: each later send to them is skipped and stays owed, so that
- * one that accepts and never answers costs one timeout per command, not
- * one per kept send (atk1921j F6).
+ * The replicas (as a set names them) that failed to answer in this
+ * command, and how often: one whose answer timed out or took
+ * PROXYCTL_SLOW_S or more to fail (closed unanswered just before its
+ * timeout), or whose answer failed PROXYCTL_FAILS_MAX times in all
+ * (closed unanswered, or not the proxy's answer; a refused connection
+ * is no answer, and costs nothing to wait for), is stalled: each
+ * later send to it is skipped and stays owed, and a failed one is not
+ * tried again, so that it costs one slow failure per command, not one
+ * per try of each kept send (atk1921j F6, atk1921k F2).
  */
-static char	*proxyctl_stalled[PROXYCTL_TARGETS_MAX];
-static size_t	 proxyctl_nstalled;
+#define PROXYCTL_SLOW_S		2
+#define PROXYCTL_FAILS_MAX	8
+static struct {
+	char	*name;
+	int	 fails;
+	int	 stalled;
+} proxyctl_failed[PROXYCTL_TARGETS_MAX];
+static size_t	 proxyctl_nfailed;
+
+/*
+ * The failures of replica i in proxyctl_failed (added when new; *stalled
+ * its mark), or NULL when it is full.
+ */
+static int *
+proxyctl_fails(size_t i, int **stalled)
+{
+	size_t	k;
+
+	for (k = 0; k < proxyctl_nfailed; k++)
+		if (strcmp(proxyctl_failed[k].name, proxyctl_set_name(i)) == 0)
+			break;
+	if (k == proxyctl_nfailed) {
+		if (k == PROXYCTL_TARGETS_MAX)
+			return NULL;
+		proxyctl_failed[k].name = util_xstrdup(proxyctl_set_name(i));
+		proxyctl_nfailed++;
+	}
+	*stalled = &proxyctl_failed[k].stalled;
+	return &proxyctl_failed[k].fails;
+}
 
 static int
 proxyctl_stalled_at(size_t i)
 {
 	size_t	k;
 
-	for (k = 0; k < proxyctl_nstalled; k++)
-		if (strcmp(proxyctl_stalled[k], proxyctl_set_name(i)) == 0)
-			return 1;
+	for (k = 0; k < proxyctl_nfailed; k++)
+		if (strcmp(proxyctl_failed[k].name, proxyctl_set_name(i)) == 0)
+			return proxyctl_failed[k].stalled;
 	return 0;
 }
 
+/* A failed answer of replica i (slow: it took PROXYCTL_SLOW_S or more). */
 static void
-proxyctl_stall(size_t i)
+proxyctl_fail(size_t i, int slow)
 {
-	if (!proxyctl_stalled_at(i) &&
-	    proxyctl_nstalled < PROXYCTL_TARGETS_MAX)
-		proxyctl_stalled[proxyctl_nstalled++] =
-		    util_xstrdup(proxyctl_set_name(i));
+	int	*fails, *stalled;
+
+	if ((fails = proxyctl_fails(i, &stalled)) == NULL)
+		return;
+	if (slow || ++*fails >= PROXYCTL_FAILS_MAX)
+		*stalled = 1;
 }
 
 const char *
@@ -379,10 +415,21 @@ static int
 proxyctl_req_end(struct proxyctl_req *r, size_t i, CURLcode rc,
     long *status, char **cause)
 {
+	curl_off_t	took = 0;
+
 	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, status);
-	r->again = proxyctl_unanswered(r->h, rc);
-	if (rc == CURLE_OPERATION_TIMEDOUT)
-		proxyctl_stall(i);
+	if (rc != CURLE_OK && rc != CURLE_COULDNT_CONNECT &&
+	    rc != CURLE_COULDNT_RESOLVE_HOST) {
+		(void)curl_easy_getinfo(r->h, CURLINFO_TOTAL_TIME_T, &took);
+		proxyctl_fail(i, rc == CURLE_OPERATION_TIMEDOUT ||
+		    took >= (curl_off_t)PROXYCTL_SLOW_S * 1000000);
+	}
+	/*
+	 * one stalled is not tried again, but for a request a flood kept
+	 * from going out at all (timed out before it was sent: as before)
+	 */
+	r->again = proxyctl_unanswered(r->h, rc) &&
+	    (rc == CURLE_OPERATION_TIMEDOUT || !proxyctl_stalled_at(i));
 	curl_slist_free_all(r->hdrs);
 	curl_easy_cleanup(r->h);
 	r->h = NULL;
@@ -765,6 +812,27 @@ proxyctl_error_of(json_t *resp, const char *none)
 }
 
 /*
+ * 1 when a (HTTP 200) is not the proxy's answer to a change: a JSON
+ * object with "ok": true, an integer "removed" and an integer (a
+ * boolean when bool) named field (egress-proxy/control.c). Anything
+ * else answering 200 (a stand-in, a captive page) has confirmed
+ * nothing (atk1921k F7).
+ */
+static int
+proxyctl_not_ours(const struct proxyctl_ans *a, const char *field, int bool)
+{
+	json_t	*v = json_object_get(a->resp, field);
+
+	return !json_is_object(a->resp) ||
+	    !json_is_true(json_object_get(a->resp, "ok")) ||
+	    !json_is_integer(json_object_get(a->resp, "removed")) ||
+	    !(bool ? json_is_boolean(v) : json_is_integer(v));
+}
+
+static const char	proxyctl_not_ours_why[] = "HTTP 200, but not the "
+			    "proxy's answer: not taken for confirmed";
+
+/*
  * Why replica i's answer a to an /unregister does not confirm it, or
  * NULL when it does: unanswered, refused, or held but neither saved nor
  * kept apart (saved: false), which a restart of the replica would undo.
@@ -782,6 +850,8 @@ proxyctl_unreg_why(const struct proxyctl_ans *a, char *buf, size_t size)
 		free(err);
 		return buf;
 	}
+	if (proxyctl_not_ours(a, "saved", 1))
+		return proxyctl_not_ours_why;
 	if (json_is_false(json_object_get(a->resp, "saved")))
 		return "it holds the removal but could not save it nor keep "
 		    "it apart: a restart would undo it";
@@ -920,6 +990,9 @@ proxyctl_confirm_all(const char *path, json_t *body, const char *value,
 	for (i = 0; i < n; i++)
 		if (paths[i] != NULL &&
 		    (w = why(&a[i], buf, sizeof(buf))) != NULL) {
+			/* a failed answer: closed, timed out, or not ours */
+			if (w == proxyctl_not_ours_why)
+				proxyctl_fail(i, 0);
 			proxyctl_missed_add(&missed, i, w, 0);
 			proxyctl_left_add(left, proxyctl_set_name(i));
 		}
@@ -1161,7 +1234,8 @@ proxyctl_end_why(const struct proxyctl_ans *a, char *buf, size_t size)
 	if (a->cause != NULL)
 		return a->cause;
 	if (a->status == 200)
-		return NULL;
+		return proxyctl_not_ours(a, "closed", 0) ? proxyctl_not_ours_why :
+		    NULL;
 	snprintf(buf, size, "HTTP %ld", a->status);
 	return buf;
 }

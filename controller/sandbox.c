@@ -1094,10 +1094,19 @@ sandbox_unregister(const char *id, char **cause)
 	owed_lock();
 	rc = sandbox_unregister_send(id, &left, &why);
 	if (rc == 0) {
-		unregpend_done(id);
+		rc = unregpend_done(id);
 		execend_drop(id);
 		owed_unlock();
-		return 0;
+		if (rc == 0)
+			return 0;
+		/* never removed unread: whom it names is not known (F5) */
+		if (unregpend_path(path, sizeof(path), id) == -1)
+			(void)snprintf(path, sizeof(path), "unregister/%s", id);
+		util_cause(cause, "every proxy replica asked confirmed its "
+		    "unregister, but the one kept in %s cannot be read: left "
+		    "as it is, the replicas it names may still let it through",
+		    path);
+		return 1;
 	}
 	if (unregpend_add(id, left, why, &c2) == -1 || unregpend_path(path,
 	    sizeof(path), id) == -1) {

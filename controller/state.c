@@ -238,8 +238,13 @@ state_mkdirs(const char *path, int mode)
 	return 0;
 }
 
-int
-state_replace(const char *path, const char *text, int mode)
+/*
+ * path made to hold text whole (mode) from a hidden file beside it:
+ * renamed over it (replace), or linked to it, which fails with EEXIST
+ * when something is there (new: nothing there is ever replaced).
+ */
+static int
+state_put(const char *path, const char *text, int mode, int replace)
 {
 	char		 tmp[4200];
 	const char	*base = strrchr(path, '/');
@@ -263,14 +268,27 @@ state_replace(const char *path, const char *text, int mode)
 		bad = 1;
 		saved = errno;
 	}
-	if (!bad && rename(tmp, path) == -1) {
+	if (!bad && (replace ? rename(tmp, path) : link(tmp, path)) == -1) {
 		bad = 1;
 		saved = errno;
 	}
-	if (bad) {
+	if (bad || !replace) {
 		(void)unlink(tmp);
 		errno = saved;
-		return -1;
+		if (bad)
+			return -1;
 	}
 	return util_sync_dir(path);
+}
+
+int
+state_replace(const char *path, const char *text, int mode)
+{
+	return state_put(path, text, mode, 1);
+}
+
+int
+state_create(const char *path, const char *text, int mode)
+{
+	return state_put(path, text, mode, 0);
 }

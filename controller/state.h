@@ -116,4 +116,11 @@ int		 state_mkdirs(const char *path, int mode);
  */
 int		 state_replace(const char *path, const char *text, int mode);
 
+/*
+ * path made to hold text whole as state_replace() does, but only when
+ * nothing is there: -1 with EEXIST when something is (it is left as it
+ * is, never replaced). 0, or -1 with errno.
+ */
+int		 state_create(const char *path, const char *text, int mode);
+
 #endif

@@ -61,10 +61,10 @@ unregpend_to(const char *id)
 	return owed_to(&unregpend, id);
 }
 
-void
+int
 unregpend_done(const char *id)
 {
-	owed_done(&unregpend, id);
+	return owed_done(&unregpend, id);
 }
 
 struct unregpend_arg {

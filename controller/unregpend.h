@@ -32,8 +32,11 @@ int	unregpend_add(const char *id, const char *to, const char *why,
  */
 char	*unregpend_to(const char *id);
 
-/* id's unregister is confirmed: forget it (none kept is fine). */
-void	unregpend_done(const char *id);
+/*
+ * id's unregister is confirmed: forget it (none kept is fine). -1 when
+ * the one kept cannot be read: it stays, said (owed_done()).
+ */
+int	unregpend_done(const char *id);
 
 /*
  * Called by unregpend_retry for each kept unregister: why NULL when

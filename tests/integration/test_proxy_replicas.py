@@ -1370,14 +1370,36 @@ class KeptSendsLocked(unittest.TestCase):
         """atk1921k F1: a folder (or a symlink, or another user's file) at
         owed.lock made every command go on unlocked, and the race above
         lost the send again. Unlocked, a kept send is never removed nor
-        rewritten: what discard kept for d3 stays."""
+        rewritten: what discard kept for d3 stays (added beside it)."""
         os.mkdir(os.path.join(self.state, "owed.lock"))
         self.race()
 
-    def race(self):
+    def test_a_lock_swapped_while_held(self):
+        """atk1921l F4: gc held owed.lock, then it was swapped for a
+        folder; discard went on unlocked and replaced the kept file with
+        `to d3`, which gc, confirmed by d2, then removed: nothing owed to
+        d3. Now unlocked discard only adds a file of its own, and gc sees
+        that its lock is no longer at owed.lock and removes nothing."""
+        self.race(swap=True)
+
+    def kept_to(self):
+        """The `to` lines of every kept unregister of SBX."""
+        d = os.path.dirname(self.unreg())
+        out = []
+        for name in sorted(os.listdir(d)):
+            if name.startswith(self.SBX):
+                with open(os.path.join(d, name)) as f:
+                    out.append(f.read().splitlines()[1])
+        return out
+
+    def race(self, swap=False):
         gc = self.start(["gc"], [self.d2.url])
         self.addCleanup(gc.kill)
         self.assertTrue(self.d2.arrived.wait(60))
+        if swap:
+            lock = os.path.join(self.state, "owed.lock")
+            os.rename(lock, lock + ".held")
+            os.mkdir(lock)
         discard = self.start(["discard", self.SBX], [self.d2.url, self.d3])
         self.addCleanup(discard.kill)
         for _ in range(6000):
@@ -1389,8 +1411,7 @@ class KeptSendsLocked(unittest.TestCase):
         _, err = discard.communicate(timeout=120)
         self.assertEqual(discard.returncode, 125, err)
         self.assertIn(self.d3, err)
-        with open(self.unreg()) as f:
-            self.assertEqual(f.read().splitlines()[1], "to " + self.d3)
+        self.assertIn("to " + self.d3, self.kept_to())
         r = subprocess.run(
             [os.path.join(proxylib.BIN, "sandgate"), "gc"],
             capture_output=True, text=True, timeout=120,
@@ -1435,6 +1456,156 @@ class StalledReplicaOncePerCommand(unittest.TestCase):
         for x in kept + [sbx]:
             with open(os.path.join(state, "unregister", x)) as f:
                 self.assertEqual(f.read().splitlines()[1], "to " + hole.url)
+
+
+class SlowCloser:
+    """A replica stand-in that reads each request and closes it
+    unanswered after delay seconds; self.conns counts the connections.
+    Shut down with test."""
+
+    def __init__(self, test, delay):
+        self.delay, self.conns = delay, 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+        test.addCleanup(self.sock.close)
+
+    def accept(self):
+        while True:
+            try:
+                c = self.sock.accept()[0]
+            except OSError:
+                return
+            self.conns += 1
+            threading.Thread(target=self.close_late, args=(c,),
+                             daemon=True).start()
+
+    def close_late(self, c):
+        try:
+            c.recv(65536)
+            time.sleep(self.delay)
+        finally:
+            c.close()
+
+
+def discard_with(test, state, sbx, urls):
+    """`sandgate discard sbx` with state and urls; (result, seconds)."""
+    t = time.monotonic()
+    r = subprocess.run(
+        [os.path.join(proxylib.BIN, "sandgate"), "discard", sbx],
+        capture_output=True, text=True, timeout=150,
+        env=proxylib.clean_env({
+            "SANDGATE_STATE": state,
+            "SANDGATE_PROXY_CONTROL": ",".join(urls),
+            "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+    return r, time.monotonic() - t
+
+
+def keep_unregister(state, sbx, to):
+    os.makedirs(os.path.join(state, "unregister"), mode=0o700,
+                exist_ok=True)
+    with open(os.path.join(state, "unregister", sbx), "w") as f:
+        f.write("%s\nto %s\nx (unreachable)\n" % (sbx, to))
+
+
+class SlowClosingReplica(unittest.TestCase):
+    """atk1921k F2: a replica that took each request and closed it
+    unanswered just before the send timeout was tried 4 times a send and
+    never marked stalled: ~38 s a kept send, all under owed.lock. Now a
+    failed answer that took 2 s or more (or 8 failed answers) marks it
+    stalled for the command, and a command sends kept sends again for
+    20 s at most; the rest stay kept, said."""
+
+    def test_one_slow_failure_per_command(self):
+        state = tempfile.mkdtemp(prefix="slowclose-", dir=W["dir"])
+        slow = SlowCloser(self, 3)
+        kept = ["sbx_5c105ed000000000000000%02x" % i for i in (1, 2)]
+        for sbx in kept:
+            keep_unregister(state, sbx, slow.url)
+        sbx = "sbx_5c105ed00000000000000003"
+        r, took = discard_with(self, state, sbx, [slow.url])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(slow.conns, 1, r.stderr)
+        self.assertLess(took, 10, r.stderr)
+        self.assertEqual(r.stderr.count("not sent: it did not answer in "
+                                        "time earlier in this command"), 2,
+                         r.stderr)
+        for x in kept + [sbx]:
+            with open(os.path.join(state, "unregister", x)) as f:
+                self.assertEqual(f.read().splitlines()[1], "to " + slow.url)
+
+    def test_kept_sends_have_a_budget(self):
+        state = tempfile.mkdtemp(prefix="slowbudget-", dir=W["dir"])
+        ok = answering(self, lambda m, p: (200, {
+            "ok": True, "removed": 0, "saved": True, "saved_apart": False,
+            "removals_unkept": 0}))
+        kept = ["sbx_b0d9e7000000000000000a%02x" % i for i in range(8)]
+        for sbx in kept:
+            keep_unregister(state, sbx, SlowCloser(self, 3).url)
+        r, took = discard_with(self, state,
+                               "sbx_b0d9e7000000000000000b00", [ok])
+        self.assertLess(took, 30, r.stderr)
+        self.assertEqual(r.stderr.count("time for sending kept sends "
+                                        "again (20 s) is spent"), 1,
+                         r.stderr)
+        for sbx in kept:
+            self.assertTrue(os.path.exists(
+                os.path.join(state, "unregister", sbx)), sbx)
+
+
+class KeptSendUnread(TwoReplicas):
+    """atk1921k F5: a kept unregister that cannot be read (damaged:
+    here its subject is too long) was unlinked unread by a later
+    `discard ID` that every replica confirmed. Now it stays, said, and
+    discard exits 125."""
+
+    SBX = "sbx_0b0b0b0b000000000000000e"
+    PREFIX = "unread-"
+
+    def test_kept_send_not_removed_unread(self):
+        path = os.path.join(self.state, "unregister", self.SBX)
+        os.makedirs(os.path.dirname(path), mode=0o700)
+        with open(path, "w") as f:
+            f.write("s" * 300 + "\nto http://127.0.0.1:9\nx\n")
+        r = self.sandgate(["discard", self.SBX], self.urls)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("cannot be read", r.stderr)
+        self.assertEqual([registered(s) for s in self.socks], [[], []])
+        self.assertTrue(os.path.exists(path), r.stderr)
+
+
+class NotTheProxysAnswer(unittest.TestCase):
+    """atk1921k F7: any HTTP 200 was taken for a replica's confirmation
+    of an /unregister or /execs/end. Now only the proxy's own answer
+    ("ok": true, "removed", and "saved" or "closed") confirms; anything
+    else keeps the send."""
+
+    SBX = "sbx_0a0a0a0a000000000000000f"
+    RUN = "run_0a0a0a0a0000000000000001"
+
+    def test_a_bare_200_confirms_nothing(self):
+        state = tempfile.mkdtemp(prefix="notours-", dir=W["dir"])
+        url = answering(self, lambda m, p: (200, {"ok": True}))
+        r, _ = discard_with(self, state, self.SBX, [url])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("not the proxy's answer", r.stderr)
+        with open(os.path.join(state, "unregister", self.SBX)) as f:
+            self.assertEqual(f.read().splitlines()[1], "to " + url)
+        os.makedirs(os.path.join(state, "execend"), mode=0o700)
+        end = os.path.join(state, "execend", self.RUN)
+        with open(end, "w") as f:
+            f.write("%s\nto %s\nx (unreachable)\n" % (self.SBX, url))
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "gc"],
+            capture_output=True, text=True, timeout=120,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state, "SANDGATE_PROXY_CONTROL": url,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("not the proxy's answer", r.stderr)
+        self.assertTrue(os.path.exists(end), r.stderr)
 
 
 class ReplicaSetEdges(TwoReplicas):
@@ -1598,7 +1769,9 @@ class UnregisterSendsItsClock(unittest.TestCase):
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", 0))
                 bodies.append((self.path, json.loads(self.rfile.read(n))))
-                out = json.dumps({"ok": True, "saved": True}).encode()
+                out = json.dumps({"ok": True, "removed": 0, "saved": True,
+                                  "saved_apart": False,
+                                  "removals_unkept": 0}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(out)))

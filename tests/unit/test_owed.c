@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <signal.h>
 
 #include <setjmp.h>
@@ -358,6 +359,75 @@ test_drop(void **state)
 	assert_false(kept(R3));
 }
 
+/* The number of files in the folder of owed_t whose name starts id. */
+static int
+files_of(const char *id)
+{
+	struct dirent	*de;
+	char		 dir[4096];
+	DIR		*dp;
+	int		 n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/owedtest", root);
+	assert_non_null(dp = opendir(dir));
+	while ((de = readdir(dp)) != NULL)
+		n += strncmp(de->d_name, id, strlen(id)) == 0;
+	closedir(dp);
+	return n;
+}
+
+/*
+ * Without the lock (a folder at owed.lock) a send is only added: a
+ * second one of the same id beside the first, which stays as it was;
+ * both are sent again, neither removed nor rewritten (atk1921l F4).
+ */
+static void
+test_unlocked_only_adds(void **state)
+{
+	char	lock[4096], *cause = NULL, *to;
+
+	(void)state;
+	add(R1, SA);
+	snprintf(lock, sizeof(lock), "%s/owed.lock", root);
+	(void)unlink(lock);		/* the file an earlier test locked */
+	assert_int_equal(mkdir(lock, 0700), 0);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r2", "why",
+	    &cause), 0);
+	assert_string_equal(text_of(R1), SA "\nr (unreachable)\n");
+	assert_int_equal(files_of(R1), 2);
+	assert_non_null(to = owed_to(&owed_t, SA));
+	assert_non_null(strstr(to, "http://r2"));
+	free(to);
+	assert_int_equal(owed_retry(&owed_t, SA, 0, cb, NULL), 0);
+	assert_string_equal(sent, R1 " " R1 " ");
+	assert_int_equal(files_of(R1), 2);
+	assert_int_equal(owed_done(&owed_t, R1), 0);
+	owed_drop(&owed_t, SA);
+	assert_int_equal(files_of(R1), 2);
+	assert_int_equal(rmdir(lock), 0);
+	assert_int_equal(owed_retry(&owed_t, SA, 0, cb, NULL), 0);
+	assert_int_equal(files_of(R1), 0);
+}
+
+/* One that cannot be read is not removed by owed_done (atk1921k F5). */
+static void
+test_done_keeps_unread(void **state)
+{
+	char	 path[4096], subject[400];
+	FILE	*f;
+
+	(void)state;
+	add(R1, SA);
+	memset(subject, 's', sizeof(subject) - 1);
+	subject[sizeof(subject) - 1] = '\0';
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
+	assert_non_null(f = fopen(path, "w"));
+	fprintf(f, "%s\nwhy\n", subject);
+	fclose(f);
+	assert_int_equal(owed_done(&owed_t, R1), -1);
+	assert_true(kept(R1));
+}
+
 static int
 group_setup(void **state)
 {
@@ -395,6 +465,8 @@ main(void)
 		T(test_owed_to_replicas),
 		T(test_odd_files),
 		T(test_add_replaces_whole),
+		T(test_unlocked_only_adds),
+		T(test_done_keeps_unread),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
