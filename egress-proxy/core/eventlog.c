@@ -67,6 +67,12 @@ struct eventlog {
 	unsigned long long	 written; /* bytes this process appended */
 	int			 need_nl; /* a torn line ends the file */
 	int			 dirty;	/* written since last sync */
+	/*
+	 * A rotation (the writer's, or one it found at its start with torn
+	 * lines in name.1) is not yet durable in the folder: synced before
+	 * the rotate line that declares what the older file holds.
+	 */
+	int			 dir_unsynced;
 	uint64_t		 last_sync_us;
 	int			 healthy;
 	char			 error[256];
@@ -162,6 +168,7 @@ static int	eventlog_own_digest(const struct eventlog_own *,
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
 static int	eventlog_sync(struct eventlog *);
+static int	eventlog_sync_dir(struct eventlog *);
 static size_t	eventlog_utf8_len(const unsigned char *);
 static int	eventlog_set_str(json_t *, const char *, const char *);
 
@@ -621,10 +628,11 @@ static int
 eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
     unsigned long long *n, char *hex)
 {
-	char		 path[4096];
-	struct stat	 st;
-	off_t		 end;
-	int		 fd, r, all, foreign;
+	char			 path[4096];
+	struct stat		 st;
+	off_t			 end;
+	unsigned long long	 was;
+	int			 fd, r, all, foreign;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
@@ -639,9 +647,19 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
 	log->foreign |= (foreign & EVENTLOG_END_FOREIGN) != 0;
 	if (r == 1 && all)
 		(void)eventlog_only_rotate(fd, end, n, hex);
+	was = *n;
 	if (r != -1 && (r == 1 || all) &&
 	    eventlog_torn_scan(fd, end, st.st_size, n, hex) == -1)
 		r = -1;
+	/*
+	 * Torn lines there, which the next file's rotate line declares: on
+	 * disk before that line is (atk20r24 F1), like a rotation's own.
+	 */
+	if (r != -1 && *n > was) {
+		if (fdatasync(fd) == -1 && errno != EINVAL)
+			r = -1;
+		log->dir_unsynced = 1;
+	}
 	close(fd);
 	return r;
 }
@@ -1208,11 +1226,18 @@ eventlog_rotate(struct eventlog *log)
 
 	if (eventlog_rotation_blocked(log, &top))
 		return 0;
-	if (log->dirty && fdatasync(log->fd) == -1)
+	/*
+	 * Always: the file may end with torn lines a killed writer left (or
+	 * this start's newline after them), bytes this process never marked
+	 * dirty; the new file's rotate line declares them, so they are on
+	 * disk first (atk20r24 F1). EINVAL: a file that cannot sync.
+	 */
+	if (fdatasync(log->fd) == -1 && errno != EINVAL)
 		return -1;
 	log->dirty = 0;
 	if (eventlog_rotate_files(log, top) == -1)
 		return -1;
+	log->dir_unsynced = 1;	/* eventlog_first_line() */
 	close(log->fd);		/* drops the lock in shared mode */
 	log->fd = -1;
 	log->need_nl = 0;
@@ -1297,6 +1322,29 @@ eventlog_sync(struct eventlog *log)
 	return 0;
 }
 
+/*
+ * fsync(2) the log's folder: the renames of a rotation and the new file
+ * are on disk, so a power loss cannot keep the new file's rotate line
+ * and lose the older file it declares torn lines of, or its name.
+ * EINVAL: a folder that cannot sync. 0, or -1 with errno.
+ */
+static int
+eventlog_sync_dir(struct eventlog *log)
+{
+	int	fd, rc, saved;
+
+	fd = open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	rc = fsync(fd) == -1 && errno != EINVAL ? -1 : 0;
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (rc == 0)
+		log->dir_unsynced = 0;
+	return rc;
+}
+
 struct eventlog *
 eventlog_open(const char *dir, const char *filename,
     const struct eventlog_opts *opts, char **cause)
@@ -1368,6 +1416,9 @@ eventlog_first_line(struct eventlog *log)
 	if (log->hook.rotated == NULL || log->in_first || log->size > 0 ||
 	    log->seq == 0)
 		return 0;
+	/* The renames and the new file, before the line that says so. */
+	if (log->dir_unsynced && eventlog_sync_dir(log) == -1)
+		return eventlog_fail(log, "cannot sync the folder of");
 	log->hook.rotated(log->hook.arg);
 	log->in_first = 1;
 	rc = eventlog_put(log, NULL);

@@ -136,6 +136,101 @@ ftruncate(int fd, off_t len)
 	return real(fd, len);
 }
 
+/*
+ * While trace_on, the write(2), fdatasync(2), fsync(2) and rename(2)
+ * calls made (rename(2): trace_rename()), in order, each with the inode it touched: what a power
+ * loss depends on (atk20r24 F1), which no test can cut. And, while
+ * kill_rotate_at > 0, a write of a rotate checkpoint line puts only that
+ * many bytes of it in the file and the process dies there: a writer
+ * killed inside its rotate line (atk20r24 F2).
+ */
+struct trace_op {
+	char	op;	/* 'w' write, 's' sync, 'r' rename */
+	ino_t	ino;
+};
+static struct trace_op	trace[512];
+static size_t		ntrace;
+static int		trace_on;
+static size_t		kill_rotate_at;
+
+static void
+trace_fd(char op, int fd)
+{
+	struct stat	st;
+
+	if (trace_on && ntrace < sizeof(trace) / sizeof(trace[0]) &&
+	    fstat(fd, &st) == 0) {
+		trace[ntrace].op = op;
+		trace[ntrace++].ino = st.st_ino;
+	}
+}
+
+ssize_t
+write(int fd, const void *buf, size_t len)
+{
+	static ssize_t	(*real)(int, const void *, size_t);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "write");
+	trace_fd('w', fd);
+	if (kill_rotate_at > 0 && len > kill_rotate_at &&
+	    memmem(buf, len, "\"reason\":\"rotate\"", 17) != NULL) {
+		(void)real(fd, buf, kill_rotate_at);
+		_exit(0);
+	}
+	return real(fd, buf, len);
+}
+
+int
+fdatasync(int fd)
+{
+	static int	(*real)(int);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "fdatasync");
+	trace_fd('s', fd);
+	return real(fd);
+}
+
+int
+fsync(int fd)
+{
+	static int	(*real)(int);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "fsync");
+	trace_fd('s', fd);
+	return real(fd);
+}
+
+/* rename(2): below (it plants lines too); trace_rename() records it. */
+static void
+trace_rename(const char *from)
+{
+	struct stat	st;
+
+	if (trace_on && ntrace < sizeof(trace) / sizeof(trace[0]) &&
+	    lstat(from, &st) == 0) {
+		trace[ntrace].op = 'r';
+		trace[ntrace++].ino = st.st_ino;
+	}
+}
+
+/* The index of the first (last: from the end) op on ino at or after from. */
+static size_t
+trace_find(char op, ino_t ino, size_t from, int last)
+{
+	size_t	i, found = ntrace;
+
+	for (i = from; i < ntrace; i++)
+		if (trace[i].op == op && trace[i].ino == ino) {
+			found = i;
+			if (!last)
+				break;
+		}
+	return found;
+}
+
 static void
 rm_dir(const char *dir)
 {
@@ -2696,6 +2791,7 @@ rename(const char *from, const char *to)
 
 	if (real == NULL)
 		*(void **)&real = dlsym(RTLD_NEXT, "rename");
+	trace_rename(from);
 	rc = real(from, to);
 	if (rc == 0 && plant_from != NULL && strcmp(from, plant_from) == 0) {
 		plant_from = NULL;
@@ -5013,6 +5109,75 @@ test_torn_declared_rotated_again(void **state)
 }
 
 /*
+ * atk20r24 F1: the torn line a crash left, then a start whose first line
+ * starts a new file, rotated by the writer (size) or while it was down
+ * (logrotate: name.1 ends with the torn line). The new file's rotate
+ * line declares it, so before that line is written: the old file synced
+ * after its last write (the start ends the torn line with a newline)
+ * and, after the rename, the folder. Else a power loss can keep the
+ * rotate line and lose the torn line it declares.
+ */
+static void
+test_torn_rotate_durable(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .keep = 10 };
+	struct checkpoint_opts	 o = { .every_events = 100,
+				    .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct stat		 old, cur, dir;
+	char			*cause = NULL, rot[200];
+	size_t			 ren, w, wrote, sync, dsync;
+	int			 logrotate;
+
+	o.key_path = t->key;
+	for (logrotate = 0; logrotate < 2; logrotate++) {
+		tmp_renew(t);
+		crash_torn(t, 0, "{\"ts\":\"2026-12-03T09:00:00.1");
+		assert_int_equal(stat(t->path, &old), 0);
+		assert_int_equal(stat(t->dir, &dir), 0);
+		snprintf(rot, sizeof(rot), "%s.1", t->path);
+		if (logrotate)
+			assert_int_equal(rename(t->path, rot), 0);
+		lo.max_size = (unsigned long long)old.st_size + 100;
+		ntrace = 0;
+		trace_on = 1;
+		assert_non_null(log = eventlog_open(t->dir, NAME, &lo,
+		    &cause));
+		assert_non_null(ck = checkpoint_new(log, &o, &cause));
+		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		trace_on = 0;
+		assert_int_equal(stat(t->path, &cur), 0);
+		assert_true(cur.st_ino != old.st_ino);
+		/* The new file's first write: its rotate line. */
+		w = trace_find('w', cur.st_ino, 0, 0);
+		assert_true(w < ntrace);
+		ren = logrotate ? 0 : trace_find('r', old.st_ino, 0, 0);
+		wrote = trace_find('w', old.st_ino, 0, 1);
+		sync = trace_find('s', old.st_ino, wrote == ntrace ? 0 :
+		    wrote, 0);
+		dsync = trace_find('s', dir.st_ino, ren, 0);
+		if (!logrotate && ren >= w)
+			fail_msg("case %d: not renamed before the new file's "
+			    "first line", logrotate);
+		if (sync >= w || (!logrotate && sync >= ren))
+			fail_msg("case %d: the torn line's file is not synced "
+			    "before the rotate line (op %zu, the rotate line "
+			    "at %zu)", logrotate, sync, w);
+		if (dsync >= w)
+			fail_msg("case %d: the folder is not synced after the "
+			    "rename, before the rotate line (op %zu, the "
+			    "rotate line at %zu)", logrotate, dsync, w);
+		/* And the rotate line is synced before its anchor names it. */
+		assert_true(trace_find('s', cur.st_ino, w, 0) < ntrace);
+		assert_int_equal(checkpoint_write(ck, "close"), 0);
+		checkpoint_free(ck);
+		eventlog_close(log);
+	}
+}
+
+/*
  * The writer's first line (an open checkpoint) cut 40 bytes in by a
  * short write, in a file that refuses truncation: a torn line it left.
  */
@@ -5319,6 +5484,7 @@ main(void)
 		T(test_torn_rotated_away),
 		T(test_torn_planted_before_rotate),
 		T(test_torn_declared_rotated_again),
+		T(test_torn_rotate_durable),
 		T(test_torn_after_tail),
 		T(test_torn_after_bare_tail),
 		T(test_resume_due_names_own),
