@@ -98,6 +98,14 @@ struct eventlog {
 	/* Their digest, in order (logverify_torn_hash(), atk20r20 F4). */
 	char			 torn_hash[EVENTLOG_HEX];
 	unsigned long long	 torn_left;	/* cut lines left, in all */
+	/*
+	 * Torn lines but no log line in the file: its first log line is
+	 * still the rotate line, which declares only name.1's torn lines
+	 * (eventlog_torn_head()).
+	 */
+	int			 torn_head;
+	unsigned long long	 head_declares;
+	char			 head_hash[EVENTLOG_HEX];
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
 	/* own[i - 1]: the first line of name.i as the writer rotated it. */
@@ -682,6 +690,23 @@ eventlog_torn_found(struct eventlog *log, unsigned long long n,
 }
 
 /*
+ * The current file holds torn lines and no log line while name.1 holds
+ * the chain: a start killed inside the rotate line it began the file
+ * with (atk20r24 F2). The file still starts its part of the chain with a
+ * signed rotate line, after those torn lines, declaring only the n torn
+ * lines (digest hex) at the end of name.1, the file before it; the
+ * log.outage or log.resume after it counts them and this file's own.
+ */
+static void
+eventlog_torn_head(struct eventlog *log, unsigned long long n,
+    const char *hex)
+{
+	log->torn_head = 1;
+	log->head_declares = n;
+	util_strlcpy(log->head_hash, n > 0 ? hex : "", sizeof(log->head_hash));
+}
+
+/*
  * Read seq and prev from the end of the open file (or of name.1 when the
  * file has no event yet; else keep what is in memory; name.1's torn lines
  * too when its only event is the rotate line, F3), ending a torn
@@ -694,8 +719,8 @@ eventlog_load_tail(struct eventlog *log)
 {
 	struct logverify_line	l;
 	struct stat		st;
-	unsigned long long	tn = 0;
-	char			th[EVENTLOG_HEX] = "";
+	unsigned long long	tn = 0, dn;
+	char			th[EVENTLOG_HEX] = "", dh[EVENTLOG_HEX];
 	off_t			end;
 	int			r, all, torn, found;
 
@@ -725,9 +750,13 @@ eventlog_load_tail(struct eventlog *log)
 		return -1;
 	if (r == 1 && all && end > 0)	/* this file's own rotate line */
 		(void)eventlog_only_rotate(log->fd, end, &tn, th);
+	dn = tn;
+	util_strlcpy(dh, th, sizeof(dh));
 	if (eventlog_torn_scan(log->fd, end, log->size, &tn, th) == -1)
 		return -1;
 	eventlog_torn_found(log, tn, th);
+	if (r == 1 && all && end == 0 && tn > dn)
+		eventlog_torn_head(log, dn, dh);
 	if (r == 0 && !all && log->opts.no_end_ok) {
 		log->no_end = log->foreign = 1;
 		log->cache_valid = 1;
@@ -1413,8 +1442,8 @@ eventlog_first_line(struct eventlog *log)
 {
 	int	rc;
 
-	if (log->hook.rotated == NULL || log->in_first || log->size > 0 ||
-	    log->seq == 0)
+	if (log->hook.rotated == NULL || log->in_first ||
+	    (log->size > 0 && !log->torn_head) || log->seq == 0)
 		return 0;
 	/* The renames and the new file, before the line that says so. */
 	if (log->dir_unsynced && eventlog_sync_dir(log) == -1)
@@ -1423,6 +1452,8 @@ eventlog_first_line(struct eventlog *log)
 	log->in_first = 1;
 	rc = eventlog_put(log, NULL);
 	log->in_first = 0;
+	if (rc == 0)
+		log->torn_head = 0;
 	return rc;
 }
 
@@ -1446,7 +1477,12 @@ eventlog_put(struct eventlog *log, json_t *fields)
 		return -1;
 	if (eventlog_build(log, fields, &line, &len, hash) == -1)
 		return eventlog_fail(log, "cannot format an event for");
-	if (log->opts.max_size > 0 && log->size > 0 &&
+	/*
+	 * A file with a torn head takes its rotate line whatever its size:
+	 * rotated away first, its torn lines would end a file whose rotate
+	 * line no longer follows them in the same file (eventlog_torn_head()).
+	 */
+	if (log->opts.max_size > 0 && log->size > 0 && !log->torn_head &&
 	    (unsigned long long)log->size + len > log->opts.max_size) {
 		free(line);
 		line = NULL;
@@ -1965,6 +2001,10 @@ eventlog_torn_hash(const struct eventlog *log)
 unsigned long long
 eventlog_torn_left(const struct eventlog *log, const char **hash)
 {
+	if (log->torn_head) {	/* name.1's: the file before the line */
+		*hash = log->head_hash;
+		return log->head_hash[0] != '\0' ? log->head_declares : 0;
+	}
 	*hash = log->torn_hash;
 	return log->torn_hash[0] != '\0' ? log->torn_lines : 0;
 }

@@ -5178,6 +5178,133 @@ test_torn_rotate_durable(void **state)
 }
 
 /*
+ * atk20r24 F2: a start whose first line rotates the file is killed
+ * inside that rotate line (at bytes in): the new file holds only a torn
+ * rotate line. crash: the torn line a crash left ends name.1 too (the
+ * line declares it), else name.1 ends whole.
+ */
+static void
+rotate_line_killed(struct tmp *t, int crash, size_t at)
+{
+	struct stat		 st;
+	struct eventlog_opts	 lo = { .keep = 10 };
+	struct checkpoint_opts	 o = { .every_events = 100,
+				    .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			*cause = NULL;
+	pid_t			 pid;
+	int			 status;
+
+	o.key_path = t->key;
+	crash_torn(t, 0, crash ? "{\"ts\":\"2026-12-03T09:00:00.1" : NULL);
+	assert_int_equal(stat(t->path, &st), 0);
+	lo.max_size = (unsigned long long)st.st_size + 100;
+	if ((pid = fork()) == 0) {
+		kill_rotate_at = at;
+		if ((log = eventlog_open(t->dir, NAME, &lo, &cause)) == NULL ||
+		    (ck = checkpoint_new(log, &o, &cause)) == NULL)
+			_exit(1);
+		(void)checkpoint_write(ck, "open");
+		_exit(2);		/* not killed in it */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The log (name.1 unless del, name) as verify --key, with its anchor. */
+static enum ckverify_result
+rotate_killed_verify(struct tmp *t, int del, int anchored, struct ckverify *v)
+{
+	struct checkpoint_anchor a;
+	const char		*paths[2];
+	char			 pub[160], one[200];
+	EVP_PKEY		*k;
+	enum ckverify_result	 r;
+
+	snprintf(one, sizeof(one), "%s.1", t->path);
+	paths[0] = one;
+	paths[1] = t->path;
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	if (anchored)
+		anchor_of(t, &a);
+	r = verify_with(paths + del, 2 - (size_t)del, k, anchored ? &a : NULL,
+	    v);
+	EVP_PKEY_free(k);
+	return r;
+}
+
+/*
+ * atk20r24 F2 (and F3: torn lines at the end of name.1 and in the
+ * current file, name.1 then deleted): a start killed inside the rotate
+ * line it begins a new file with, at several byte counts, after a crash
+ * left a torn line in name.1 or not. The next start ends the torn rotate
+ * line, signs a rotate line after it that declares only name.1's torn
+ * line, and its log.resume counts both. verify --key passes the log as
+ * written, with name.1 and once it is deleted (before: "the chain starts
+ * at seq 5, not ... with a rotation checkpoint", or "counts 2 torn
+ * line(s) ..., the log holds 1"); a torn line put before the rotate line
+ * fails it, and so does name.1's torn line rewritten.
+ */
+static void
+test_rotate_line_killed(void **state)
+{
+	static const size_t	 cut[] = { 1, 7, 60, 200 };
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	char			 one[200];
+	size_t			 i;
+	int			 crash, del;
+
+	snprintf(one, sizeof(one), "%s.1", t->path);
+	for (crash = 0; crash < 2; crash++)
+	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
+	for (del = 0; del < 2; del++) {
+		tmp_renew(t);
+		rotate_line_killed(t, crash, cut[i]);
+		snprintf(one, sizeof(one), "%s.1", t->path);
+		open_close(t, 2);
+		lines_read(&l, t->path);
+		if (l.n < 3 || strncmp(l.v[1], "{\"ts\":\"", 7) != 0 ||
+		    strstr(l.v[1], "\"reason\":\"rotate\"") == NULL ||
+		    (strstr(l.v[1], "\"torn\":1,") != NULL) != crash ||
+		    strstr(l.v[2], "\"log.resume\"") == NULL ||
+		    strstr(l.v[2], crash ? "\"torn\":2" : "\"torn\":1") ==
+		    NULL)
+			fail_msg("crash %d cut %zu: %s\n%s", crash, cut[i],
+			    l.v[1], l.n > 2 ? l.v[2] : "");
+		if (del)
+			assert_int_equal(unlink(one), 0);
+		if (rotate_killed_verify(t, del, !del, &v) != CKVERIFY_OK)
+			fail_msg("crash %d cut %zu del %d: %s%s", crash, cut[i],
+			    del, v.what, v.chain.what);
+		/* A torn line put before the rotate line. */
+		lines_write(&l, t->path, 0, 1);
+		append_raw(t->path, "{\"ts\":\"2026-12-03T22:40:00.0\n");
+		lines_write(&l, t->path, 1, l.n);
+		lines_free(&l);
+		lines_read(&l, t->path);
+		if (rotate_killed_verify(t, del, 0, &v) != CKVERIFY_UNTRUSTED)
+			fail_msg("crash %d cut %zu del %d: a torn line put "
+			    "before the rotate line passed", crash, cut[i],
+			    del);
+		lines_free(&l);
+		if (!crash || del)
+			continue;
+		/* name.1's torn line rewritten (the tool wrote both back). */
+		lines_read(&l, one);
+		l.v[l.n - 1][10] ^= 1;
+		lines_write(&l, one, 0, l.n);
+		lines_free(&l);
+		if (rotate_killed_verify(t, 0, 0, &v) != CKVERIFY_UNTRUSTED)
+			fail_msg("cut %zu: name.1's torn line rewritten passed",
+			    cut[i]);
+	}
+}
+
+/*
  * The writer's first line (an open checkpoint) cut 40 bytes in by a
  * short write, in a file that refuses truncation: a torn line it left.
  */
@@ -5485,6 +5612,7 @@ main(void)
 		T(test_torn_planted_before_rotate),
 		T(test_torn_declared_rotated_again),
 		T(test_torn_rotate_durable),
+		T(test_rotate_line_killed),
 		T(test_torn_after_tail),
 		T(test_torn_after_bare_tail),
 		T(test_resume_due_names_own),
