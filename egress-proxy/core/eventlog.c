@@ -27,7 +27,6 @@
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
 #define EVENTLOG_LOCK_TRIES	1024	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
-#define EVENTLOG_ROTATE_LINE_MAX 2048	/* a rotate checkpoint line, at most */
 #define EVENTLOG_END_FOREIGN	1	/* eventlog_scan_window() found */
 #define EVENTLOG_END_TORN	2
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
@@ -149,6 +148,9 @@ static int	eventlog_scan_window(int, off_t, off_t,
 static int	eventlog_torn_scan(int, off_t, off_t, unsigned long long *,
 		    char *);
 static int	eventlog_ends_torn(int, off_t);
+static char	*eventlog_torn_before(char *, size_t);
+static int	eventlog_rotate_declares(const char *, const char *,
+		    const char *, unsigned long long *, char *);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *, unsigned long long *, char *);
 static int	eventlog_load_tail(struct eventlog *);
@@ -586,27 +588,65 @@ eventlog_ends_torn(int fd, off_t size)
 
 /*
  * 1 if the file's bytes up to end (where its last event ends) are one
- * line, a rotate checkpoint (checkpoint.h's CHECKPOINT_EVENT): a file
- * started by a writer killed before the log.outage or log.resume that
- * counts the torn lines before it. *n and hex are then what that signed
- * line declares ("torn", "torn_hash"; none without them), never what
- * the older files hold now: a line put at the end of name.1 after the
- * rotate line is not the writer's to count (atk20r24 F3), and the
- * declared lines stay counted once their file is rotated again or
- * deleted (atk20r24 F1). 0 else, *n and hex untouched.
+ * line, a rotate checkpoint (checkpoint.h's CHECKPOINT_EVENT), after
+ * nothing but torn lines (those of a start killed inside its rotate
+ * line, eventlog_torn_head()): a file started by a writer killed before
+ * the log.outage or log.resume that counts the torn lines before it.
+ * *n and hex are then what that signed line declares ("torn",
+ * "torn_hash"; none without them), never what the older files hold now:
+ * a line put at the end of name.1 after the rotate line is not the
+ * writer's to count (atk20r24 F3), and the declared lines stay counted
+ * once their file is rotated again or deleted (atk20r24 F1); then the
+ * torn lines of this file before it, chained after them, as verify --key
+ * does (atk20r24 F2). 0 else, *n and hex untouched.
  */
 static int
 eventlog_only_rotate(int fd, off_t end, unsigned long long *n, char *hex)
 {
-	char		 buf[EVENTLOG_ROTATE_LINE_MAX];
-	const char	*ev, *reason, *h;
+	char		*buf, *line;
+	int		 rc = 0;
+
+	if (end <= 0 || end > SG_LOG_TAIL_SCAN || (buf = malloc((size_t)end)) ==
+	    NULL)
+		return 0;
+	if (pread(fd, buf, (size_t)end, 0) == (ssize_t)end &&
+	    buf[end - 1] == '\n' && (line = eventlog_torn_before(buf,
+	    (size_t)end - 1)) != NULL)
+		rc = eventlog_rotate_declares(buf, line, buf + end - 1, n, hex);
+	free(buf);
+	return rc;
+}
+
+/*
+ * The last line of buf (len bytes, no final newline) if every line
+ * before it is a torn line, else NULL.
+ */
+static char *
+eventlog_torn_before(char *buf, size_t len)
+{
+	struct logverify_line	 l;
+	char			*p, *e;
+
+	for (p = buf; (e = memchr(p, '\n', (size_t)(buf + len - p))) != NULL;
+	    p = e + 1)
+		if (logverify_line(p, (size_t)(e - p), &l) != LOGVERIFY_TORN)
+			return NULL;
+	return p;
+}
+
+/*
+ * 1 if line (to end) is a rotate checkpoint: *n and hex what it declares,
+ * then the torn lines in buf before it chained after them. 0 else.
+ */
+static int
+eventlog_rotate_declares(const char *buf, const char *line, const char *end,
+    unsigned long long *n, char *hex)
+{
+	const char	*ev, *reason, *h, *p, *e;
 	json_t		*obj, *tn;
 	int		 rc;
 
-	if (end <= 0 || end > (off_t)sizeof(buf) ||
-	    pread(fd, buf, (size_t)end, 0) != (ssize_t)end ||
-	    buf[end - 1] != '\n' || memchr(buf, '\n', (size_t)end - 1) != NULL ||
-	    (obj = json_loadb(buf, (size_t)end - 1, 0, NULL)) == NULL)
+	if ((obj = json_loadb(line, (size_t)(end - line), 0, NULL)) == NULL)
 		return 0;
 	ev = json_string_value(json_object_get(obj, "event"));
 	reason = json_string_value(json_object_get(obj, "reason"));
@@ -618,6 +658,11 @@ eventlog_only_rotate(int fd, off_t end, unsigned long long *n, char *hex)
 		*n = json_is_integer(tn) && json_integer_value(tn) > 0 &&
 		    h != NULL ? (unsigned long long)json_integer_value(tn) : 0;
 		util_strlcpy(hex, *n > 0 ? h : "", EVENTLOG_HEX);
+		for (p = buf; p < line; p = e + 1, (*n)++) {
+			e = memchr(p, '\n', (size_t)(line - p));
+			if (logverify_torn_hash(hex, p, (size_t)(e - p)) == -1)
+				hex[0] = '\0';	/* fails verify: seen */
+		}
 	}
 	json_decref(obj);
 	return rc;

@@ -5241,12 +5241,41 @@ rotate_killed_verify(struct tmp *t, int del, int anchored, struct ckverify *v)
  * line it begins a new file with, at several byte counts, after a crash
  * left a torn line in name.1 or not. The next start ends the torn rotate
  * line, signs a rotate line after it that declares only name.1's torn
- * line, and its log.resume counts both. verify --key passes the log as
+ * line, and its log.resume counts both (also when that start is killed
+ * after its rotate line: the next one takes the count from that line and
+ * the torn line before it). verify --key passes the log as
  * written, with name.1 and once it is deleted (before: "the chain starts
  * at seq 5, not ... with a rotation checkpoint", or "counts 2 torn
  * line(s) ..., the log holds 1"); a torn line put before the rotate line
  * fails it, and so does name.1's torn line rewritten.
  */
+/*
+ * After rotate_line_killed(), a start killed after its rotate line (the
+ * one after the torn rotate line), before its log.resume: the file holds
+ * the torn line and that rotate line.
+ */
+static void
+rotate_line_then_killed(struct tmp *t)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	pid_t			 pid;
+	int			 status;
+
+	if ((pid = fork()) == 0) {
+		log = open_signed(t, 100, 60, &ck);
+		_exit(log == NULL || checkpoint_resume(ck) == -1 ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	lines_read(&l, t->path);
+	assert_true(l.n >= 2);
+	assert_non_null(strstr(l.v[1], "\"reason\":\"rotate\""));
+	lines_write(&l, t->path, 0, 2);
+	lines_free(&l);
+}
+
 static void
 test_rotate_line_killed(void **state)
 {
@@ -5256,15 +5285,17 @@ test_rotate_line_killed(void **state)
 	struct lines		 l;
 	char			 one[200];
 	size_t			 i;
-	int			 crash, del;
+	int			 again, crash, del;
 
 	snprintf(one, sizeof(one), "%s.1", t->path);
+	for (again = 0; again < 2; again++)
 	for (crash = 0; crash < 2; crash++)
 	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
 	for (del = 0; del < 2; del++) {
 		tmp_renew(t);
 		rotate_line_killed(t, crash, cut[i]);
-		snprintf(one, sizeof(one), "%s.1", t->path);
+		if (again)
+			rotate_line_then_killed(t);
 		open_close(t, 2);
 		lines_read(&l, t->path);
 		if (l.n < 3 || strncmp(l.v[1], "{\"ts\":\"", 7) != 0 ||
@@ -5278,8 +5309,8 @@ test_rotate_line_killed(void **state)
 		if (del)
 			assert_int_equal(unlink(one), 0);
 		if (rotate_killed_verify(t, del, !del, &v) != CKVERIFY_OK)
-			fail_msg("crash %d cut %zu del %d: %s%s", crash, cut[i],
-			    del, v.what, v.chain.what);
+			fail_msg("again %d crash %d cut %zu del %d: %s%s",
+			    again, crash, cut[i], del, v.what, v.chain.what);
 		/* A torn line put before the rotate line. */
 		lines_write(&l, t->path, 0, 1);
 		append_raw(t->path, "{\"ts\":\"2026-12-03T22:40:00.0\n");
