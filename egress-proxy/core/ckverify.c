@@ -59,6 +59,8 @@ static const char *ckverify_str(json_t *, const char *);
 static int	ckverify_num(json_t *, const char *, unsigned long long *);
 static const char *ckverify_parse(json_t *, struct ckverify_cp *);
 static const char *ckverify_parse_torn(json_t *, struct checkpoint_fields *);
+static int	ckverify_torn_declared(struct ckverify *,
+		    const struct checkpoint_fields *);
 static int	ckverify_rotate_torn(struct ckverify *,
 		    const struct checkpoint_fields *);
 static struct ckverify_key *ckverify_find(struct ckverify *, const char *);
@@ -140,6 +142,9 @@ void
 ckverify_file(struct ckverify *v, const char *name)
 {
 	logverify_file(&v->chain, name);
+	v->torn_prior = v->torn_event;
+	util_strlcpy(v->torn_prior_hash, v->torn_hash,
+	    sizeof(v->torn_prior_hash));
 }
 
 void
@@ -150,6 +155,9 @@ ckverify_release(struct ckverify *v)
 	for (i = 0; i < v->nkeys; i++)
 		EVP_PKEY_free(v->keys[i].pkey);
 	v->nkeys = 0;
+	free(v->head_torn);
+	v->head_torn = NULL;
+	v->head_len = 0;
 }
 
 int
@@ -491,21 +499,44 @@ ckverify_rotate_torn(struct ckverify *v, const struct checkpoint_fields *f)
 {
 	if (f->torn == 0)
 		return 0;
-	if (v->chain.events == 1 && v->torn_event == 0) {
-		v->torn_event = (int)f->torn;
-		util_strlcpy(v->torn_hash, f->torn_hash, sizeof(v->torn_hash));
-		ckverify_at(v, &v->torn_at);
-		return 0;
-	}
-	if ((unsigned long long)v->torn_event == f->torn &&
-	    strcmp(v->torn_hash, f->torn_hash) == 0)
+	if (v->chain.events == 1 && v->torn_prior == 0)
+		return ckverify_torn_declared(v, f);
+	if ((unsigned long long)v->torn_prior == f->torn &&
+	    strcmp(v->torn_prior_hash, f->torn_hash) == 0)
 		return 0;
 	return ckverify_fail(v, "%s:%zu: the rotate checkpoint at seq %lld "
 	    "declares %llu torn line(s) (interrupted writes) at the end of the "
 	    "file before it, the log holds %d%s: torn lines were removed, "
 	    "rewritten or put in", v->chain.file, v->chain.lineno, f->seq,
-	    f->torn, v->torn_event, (unsigned long long)v->torn_event ==
+	    f->torn, v->torn_prior, (unsigned long long)v->torn_prior ==
 	    f->torn ? " with other bytes" : "");
+}
+
+/*
+ * The chain starts at a rotate line that declares torn lines, none read
+ * in a file before its own (rotated away): they are taken as read, and
+ * the torn lines read in its own file before it (a start killed inside
+ * the rotate line it began that file with, atk20r24 F2) follow them, as
+ * their writer counted them. 0, or -1 with the verdict.
+ */
+static int
+ckverify_torn_declared(struct ckverify *v, const struct checkpoint_fields *f)
+{
+	const char	*p, *e, *end = v->head_torn + v->head_len;
+
+	v->torn_event = (int)f->torn;
+	util_strlcpy(v->torn_hash, f->torn_hash, sizeof(v->torn_hash));
+	for (p = v->head_torn; p != NULL && p < end; p = e + 1) {
+		e = memchr(p, '\n', (size_t)(end - p));
+		if (logverify_torn_hash(v->torn_hash, p, (size_t)(e - p)) == -1)
+			util_strlcpy(v->torn_hash, "?", sizeof(v->torn_hash));
+		v->torn_event++;
+	}
+	if (v->head_lost)
+		util_strlcpy(v->torn_hash, "?", sizeof(v->torn_hash));
+	if (v->head_len == 0)
+		ckverify_at(v, &v->torn_at);
+	return 0;
 }
 
 /* Keep the last good checkpoint's seq and hash in the ring. */
@@ -947,8 +978,22 @@ ckverify_anchor_pass(struct ckverify *v)
 static void
 ckverify_torn(struct ckverify *v, const char *line, size_t len)
 {
+	char	*p;
+
 	if (logverify_torn_hash(v->torn_hash, line, len) == -1)
 		util_strlcpy(v->torn_hash, "?", sizeof(v->torn_hash));
+	if (v->chain.events == 0) {
+		/* Before the first event: kept (ckverify_torn_declared()). */
+		if ((p = realloc(v->head_torn, v->head_len + len + 1)) ==
+		    NULL)
+			v->head_lost = 1;	/* no digest matches */
+		else {
+			memcpy(p + v->head_len, line, len);
+			p[v->head_len + len] = '\n';
+			v->head_torn = p;
+			v->head_len += len + 1;
+		}
+	}
 	if (v->torn_event++ == 0) {
 		v->torn_at.seq = v->chain.last_seq + 1;
 		util_strlcpy(v->torn_at.file, v->chain.file,

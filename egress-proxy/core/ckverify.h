@@ -168,6 +168,22 @@ struct ckverify {
 	struct ckverify_at	 torn_at;
 	/* Their digest (logverify_torn_hash()), for a "torn_hash". */
 	char			 torn_hash[LOGVERIFY_HASH_HEX + 1];
+	/*
+	 * Those read before the current file (ckverify_file()): what a
+	 * rotate line there declares of the file before it; torn lines in
+	 * its own file before it are the log.outage's or log.resume's after
+	 * it to count (atk20r24 F2).
+	 */
+	int			 torn_prior;
+	char			 torn_prior_hash[LOGVERIFY_HASH_HEX + 1];
+	/*
+	 * The bytes of the torn lines read before the chain's first event,
+	 * each ended by a newline: a rotate line the chain starts at chains
+	 * them onto the torn lines it declares (its file before is gone).
+	 */
+	char			*head_torn;
+	size_t			 head_len;
+	int			 head_lost;	/* out of memory */
 	/* The writer's anchor, if given, and whether the log holds it. */
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;

@@ -27,7 +27,6 @@
 #define EVENTLOG_SYNC_US	1000000u	/* fdatasync at most 1 s late */
 #define EVENTLOG_LOCK_TRIES	1024	/* renamed under us: reopen */
 #define EVENTLOG_FIRST_SCAN	8192		/* first tail read */
-#define EVENTLOG_ROTATE_LINE_MAX 2048	/* a rotate checkpoint line, at most */
 #define EVENTLOG_END_FOREIGN	1	/* eventlog_scan_window() found */
 #define EVENTLOG_END_TORN	2
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
@@ -67,6 +66,12 @@ struct eventlog {
 	unsigned long long	 written; /* bytes this process appended */
 	int			 need_nl; /* a torn line ends the file */
 	int			 dirty;	/* written since last sync */
+	/*
+	 * A rotation (the writer's, or one it found at its start with torn
+	 * lines in name.1) is not yet durable in the folder: synced before
+	 * the rotate line that declares what the older file holds.
+	 */
+	int			 dir_unsynced;
 	uint64_t		 last_sync_us;
 	int			 healthy;
 	char			 error[256];
@@ -92,6 +97,14 @@ struct eventlog {
 	/* Their digest, in order (logverify_torn_hash(), atk20r20 F4). */
 	char			 torn_hash[EVENTLOG_HEX];
 	unsigned long long	 torn_left;	/* cut lines left, in all */
+	/*
+	 * Torn lines but no log line in the file: its first log line is
+	 * still the rotate line, which declares only name.1's torn lines
+	 * (eventlog_torn_head()).
+	 */
+	int			 torn_head;
+	unsigned long long	 head_declares;
+	char			 head_hash[EVENTLOG_HEX];
 	long long		 first;	/* first seq of the files it keeps */
 	struct eventlog_own	 cur;	/* the current file's first line */
 	/* own[i - 1]: the first line of name.i as the writer rotated it. */
@@ -135,6 +148,9 @@ static int	eventlog_scan_window(int, off_t, off_t,
 static int	eventlog_torn_scan(int, off_t, off_t, unsigned long long *,
 		    char *);
 static int	eventlog_ends_torn(int, off_t);
+static char	*eventlog_torn_before(char *, size_t);
+static int	eventlog_rotate_declares(const char *, const char *,
+		    const char *, unsigned long long *, char *);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *, unsigned long long *, char *);
 static int	eventlog_load_tail(struct eventlog *);
@@ -162,6 +178,7 @@ static int	eventlog_own_digest(const struct eventlog_own *,
 static int	eventlog_rotate(struct eventlog *);
 static int	eventlog_write(struct eventlog *, const char *, size_t);
 static int	eventlog_sync(struct eventlog *);
+static int	eventlog_sync_dir(struct eventlog *);
 static size_t	eventlog_utf8_len(const unsigned char *);
 static int	eventlog_set_str(json_t *, const char *, const char *);
 
@@ -571,27 +588,65 @@ eventlog_ends_torn(int fd, off_t size)
 
 /*
  * 1 if the file's bytes up to end (where its last event ends) are one
- * line, a rotate checkpoint (checkpoint.h's CHECKPOINT_EVENT): a file
- * started by a writer killed before the log.outage or log.resume that
- * counts the torn lines before it. *n and hex are then what that signed
- * line declares ("torn", "torn_hash"; none without them), never what
- * the older files hold now: a line put at the end of name.1 after the
- * rotate line is not the writer's to count (atk20r24 F3), and the
- * declared lines stay counted once their file is rotated again or
- * deleted (atk20r24 F1). 0 else, *n and hex untouched.
+ * line, a rotate checkpoint (checkpoint.h's CHECKPOINT_EVENT), after
+ * nothing but torn lines (those of a start killed inside its rotate
+ * line, eventlog_torn_head()): a file started by a writer killed before
+ * the log.outage or log.resume that counts the torn lines before it.
+ * *n and hex are then what that signed line declares ("torn",
+ * "torn_hash"; none without them), never what the older files hold now:
+ * a line put at the end of name.1 after the rotate line is not the
+ * writer's to count (atk20r24 F3), and the declared lines stay counted
+ * once their file is rotated again or deleted (atk20r24 F1); then the
+ * torn lines of this file before it, chained after them, as verify --key
+ * does (atk20r24 F2). 0 else, *n and hex untouched.
  */
 static int
 eventlog_only_rotate(int fd, off_t end, unsigned long long *n, char *hex)
 {
-	char		 buf[EVENTLOG_ROTATE_LINE_MAX];
-	const char	*ev, *reason, *h;
+	char		*buf, *line;
+	int		 rc = 0;
+
+	if (end <= 0 || end > SG_LOG_TAIL_SCAN || (buf = malloc((size_t)end)) ==
+	    NULL)
+		return 0;
+	if (pread(fd, buf, (size_t)end, 0) == (ssize_t)end &&
+	    buf[end - 1] == '\n' && (line = eventlog_torn_before(buf,
+	    (size_t)end - 1)) != NULL)
+		rc = eventlog_rotate_declares(buf, line, buf + end - 1, n, hex);
+	free(buf);
+	return rc;
+}
+
+/*
+ * The last line of buf (len bytes, no final newline) if every line
+ * before it is a torn line, else NULL.
+ */
+static char *
+eventlog_torn_before(char *buf, size_t len)
+{
+	struct logverify_line	 l;
+	char			*p, *e;
+
+	for (p = buf; (e = memchr(p, '\n', (size_t)(buf + len - p))) != NULL;
+	    p = e + 1)
+		if (logverify_line(p, (size_t)(e - p), &l) != LOGVERIFY_TORN)
+			return NULL;
+	return p;
+}
+
+/*
+ * 1 if line (to end) is a rotate checkpoint: *n and hex what it declares,
+ * then the torn lines in buf before it chained after them. 0 else.
+ */
+static int
+eventlog_rotate_declares(const char *buf, const char *line, const char *end,
+    unsigned long long *n, char *hex)
+{
+	const char	*ev, *reason, *h, *p, *e;
 	json_t		*obj, *tn;
 	int		 rc;
 
-	if (end <= 0 || end > (off_t)sizeof(buf) ||
-	    pread(fd, buf, (size_t)end, 0) != (ssize_t)end ||
-	    buf[end - 1] != '\n' || memchr(buf, '\n', (size_t)end - 1) != NULL ||
-	    (obj = json_loadb(buf, (size_t)end - 1, 0, NULL)) == NULL)
+	if ((obj = json_loadb(line, (size_t)(end - line), 0, NULL)) == NULL)
 		return 0;
 	ev = json_string_value(json_object_get(obj, "event"));
 	reason = json_string_value(json_object_get(obj, "reason"));
@@ -603,6 +658,11 @@ eventlog_only_rotate(int fd, off_t end, unsigned long long *n, char *hex)
 		*n = json_is_integer(tn) && json_integer_value(tn) > 0 &&
 		    h != NULL ? (unsigned long long)json_integer_value(tn) : 0;
 		util_strlcpy(hex, *n > 0 ? h : "", EVENTLOG_HEX);
+		for (p = buf; p < line; p = e + 1, (*n)++) {
+			e = memchr(p, '\n', (size_t)(line - p));
+			if (logverify_torn_hash(hex, p, (size_t)(e - p)) == -1)
+				hex[0] = '\0';	/* fails verify: seen */
+		}
 	}
 	json_decref(obj);
 	return rc;
@@ -621,10 +681,11 @@ static int
 eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
     unsigned long long *n, char *hex)
 {
-	char		 path[4096];
-	struct stat	 st;
-	off_t		 end;
-	int		 fd, r, all, foreign;
+	char			 path[4096];
+	struct stat		 st;
+	off_t			 end;
+	unsigned long long	 was;
+	int			 fd, r, all, foreign;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.1", log->path) >=
 	    sizeof(path))
@@ -639,9 +700,19 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
 	log->foreign |= (foreign & EVENTLOG_END_FOREIGN) != 0;
 	if (r == 1 && all)
 		(void)eventlog_only_rotate(fd, end, n, hex);
+	was = *n;
 	if (r != -1 && (r == 1 || all) &&
 	    eventlog_torn_scan(fd, end, st.st_size, n, hex) == -1)
 		r = -1;
+	/*
+	 * Torn lines there, which the next file's rotate line declares: on
+	 * disk before that line is (atk20r24 F1), like a rotation's own.
+	 */
+	if (r != -1 && *n > was) {
+		if (fdatasync(fd) == -1 && errno != EINVAL)
+			r = -1;
+		log->dir_unsynced = 1;
+	}
 	close(fd);
 	return r;
 }
@@ -664,6 +735,23 @@ eventlog_torn_found(struct eventlog *log, unsigned long long n,
 }
 
 /*
+ * The current file holds torn lines and no log line while name.1 holds
+ * the chain: a start killed inside the rotate line it began the file
+ * with (atk20r24 F2). The file still starts its part of the chain with a
+ * signed rotate line, after those torn lines, declaring only the n torn
+ * lines (digest hex) at the end of name.1, the file before it; the
+ * log.outage or log.resume after it counts them and this file's own.
+ */
+static void
+eventlog_torn_head(struct eventlog *log, unsigned long long n,
+    const char *hex)
+{
+	log->torn_head = 1;
+	log->head_declares = n;
+	util_strlcpy(log->head_hash, n > 0 ? hex : "", sizeof(log->head_hash));
+}
+
+/*
  * Read seq and prev from the end of the open file (or of name.1 when the
  * file has no event yet; else keep what is in memory; name.1's torn lines
  * too when its only event is the rotate line, F3), ending a torn
@@ -676,8 +764,8 @@ eventlog_load_tail(struct eventlog *log)
 {
 	struct logverify_line	l;
 	struct stat		st;
-	unsigned long long	tn = 0;
-	char			th[EVENTLOG_HEX] = "";
+	unsigned long long	tn = 0, dn;
+	char			th[EVENTLOG_HEX] = "", dh[EVENTLOG_HEX];
 	off_t			end;
 	int			r, all, torn, found;
 
@@ -707,9 +795,13 @@ eventlog_load_tail(struct eventlog *log)
 		return -1;
 	if (r == 1 && all && end > 0)	/* this file's own rotate line */
 		(void)eventlog_only_rotate(log->fd, end, &tn, th);
+	dn = tn;
+	util_strlcpy(dh, th, sizeof(dh));
 	if (eventlog_torn_scan(log->fd, end, log->size, &tn, th) == -1)
 		return -1;
 	eventlog_torn_found(log, tn, th);
+	if (r == 1 && all && end == 0 && tn > dn)
+		eventlog_torn_head(log, dn, dh);
 	if (r == 0 && !all && log->opts.no_end_ok) {
 		log->no_end = log->foreign = 1;
 		log->cache_valid = 1;
@@ -1208,11 +1300,18 @@ eventlog_rotate(struct eventlog *log)
 
 	if (eventlog_rotation_blocked(log, &top))
 		return 0;
-	if (log->dirty && fdatasync(log->fd) == -1)
+	/*
+	 * Always: the file may end with torn lines a killed writer left (or
+	 * this start's newline after them), bytes this process never marked
+	 * dirty; the new file's rotate line declares them, so they are on
+	 * disk first (atk20r24 F1). EINVAL: a file that cannot sync.
+	 */
+	if (fdatasync(log->fd) == -1 && errno != EINVAL)
 		return -1;
 	log->dirty = 0;
 	if (eventlog_rotate_files(log, top) == -1)
 		return -1;
+	log->dir_unsynced = 1;	/* eventlog_first_line() */
 	close(log->fd);		/* drops the lock in shared mode */
 	log->fd = -1;
 	log->need_nl = 0;
@@ -1297,6 +1396,29 @@ eventlog_sync(struct eventlog *log)
 	return 0;
 }
 
+/*
+ * fsync(2) the log's folder: the renames of a rotation and the new file
+ * are on disk, so a power loss cannot keep the new file's rotate line
+ * and lose the older file it declares torn lines of, or its name.
+ * EINVAL: a folder that cannot sync. 0, or -1 with errno.
+ */
+static int
+eventlog_sync_dir(struct eventlog *log)
+{
+	int	fd, rc, saved;
+
+	fd = open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	rc = fsync(fd) == -1 && errno != EINVAL ? -1 : 0;
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (rc == 0)
+		log->dir_unsynced = 0;
+	return rc;
+}
+
 struct eventlog *
 eventlog_open(const char *dir, const char *filename,
     const struct eventlog_opts *opts, char **cause)
@@ -1365,13 +1487,18 @@ eventlog_first_line(struct eventlog *log)
 {
 	int	rc;
 
-	if (log->hook.rotated == NULL || log->in_first || log->size > 0 ||
-	    log->seq == 0)
+	if (log->hook.rotated == NULL || log->in_first ||
+	    (log->size > 0 && !log->torn_head) || log->seq == 0)
 		return 0;
+	/* The renames and the new file, before the line that says so. */
+	if (log->dir_unsynced && eventlog_sync_dir(log) == -1)
+		return eventlog_fail(log, "cannot sync the folder of");
 	log->hook.rotated(log->hook.arg);
 	log->in_first = 1;
 	rc = eventlog_put(log, NULL);
 	log->in_first = 0;
+	if (rc == 0)
+		log->torn_head = 0;
 	return rc;
 }
 
@@ -1395,7 +1522,12 @@ eventlog_put(struct eventlog *log, json_t *fields)
 		return -1;
 	if (eventlog_build(log, fields, &line, &len, hash) == -1)
 		return eventlog_fail(log, "cannot format an event for");
-	if (log->opts.max_size > 0 && log->size > 0 &&
+	/*
+	 * A file with a torn head takes its rotate line whatever its size:
+	 * rotated away first, its torn lines would end a file whose rotate
+	 * line no longer follows them in the same file (eventlog_torn_head()).
+	 */
+	if (log->opts.max_size > 0 && log->size > 0 && !log->torn_head &&
 	    (unsigned long long)log->size + len > log->opts.max_size) {
 		free(line);
 		line = NULL;
@@ -1914,6 +2046,10 @@ eventlog_torn_hash(const struct eventlog *log)
 unsigned long long
 eventlog_torn_left(const struct eventlog *log, const char **hash)
 {
+	if (log->torn_head) {	/* name.1's: the file before the line */
+		*hash = log->head_hash;
+		return log->head_hash[0] != '\0' ? log->head_declares : 0;
+	}
 	*hash = log->torn_hash;
 	return log->torn_hash[0] != '\0' ? log->torn_lines : 0;
 }

@@ -136,6 +136,101 @@ ftruncate(int fd, off_t len)
 	return real(fd, len);
 }
 
+/*
+ * While trace_on, the write(2), fdatasync(2), fsync(2) and rename(2)
+ * calls made (rename(2): trace_rename()), in order, each with the inode it touched: what a power
+ * loss depends on (atk20r24 F1), which no test can cut. And, while
+ * kill_rotate_at > 0, a write of a rotate checkpoint line puts only that
+ * many bytes of it in the file and the process dies there: a writer
+ * killed inside its rotate line (atk20r24 F2).
+ */
+struct trace_op {
+	char	op;	/* 'w' write, 's' sync, 'r' rename */
+	ino_t	ino;
+};
+static struct trace_op	trace[512];
+static size_t		ntrace;
+static int		trace_on;
+static size_t		kill_rotate_at;
+
+static void
+trace_fd(char op, int fd)
+{
+	struct stat	st;
+
+	if (trace_on && ntrace < sizeof(trace) / sizeof(trace[0]) &&
+	    fstat(fd, &st) == 0) {
+		trace[ntrace].op = op;
+		trace[ntrace++].ino = st.st_ino;
+	}
+}
+
+ssize_t
+write(int fd, const void *buf, size_t len)
+{
+	static ssize_t	(*real)(int, const void *, size_t);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "write");
+	trace_fd('w', fd);
+	if (kill_rotate_at > 0 && len > kill_rotate_at &&
+	    memmem(buf, len, "\"reason\":\"rotate\"", 17) != NULL) {
+		(void)real(fd, buf, kill_rotate_at);
+		_exit(0);
+	}
+	return real(fd, buf, len);
+}
+
+int
+fdatasync(int fd)
+{
+	static int	(*real)(int);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "fdatasync");
+	trace_fd('s', fd);
+	return real(fd);
+}
+
+int
+fsync(int fd)
+{
+	static int	(*real)(int);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "fsync");
+	trace_fd('s', fd);
+	return real(fd);
+}
+
+/* rename(2): below (it plants lines too); trace_rename() records it. */
+static void
+trace_rename(const char *from)
+{
+	struct stat	st;
+
+	if (trace_on && ntrace < sizeof(trace) / sizeof(trace[0]) &&
+	    lstat(from, &st) == 0) {
+		trace[ntrace].op = 'r';
+		trace[ntrace++].ino = st.st_ino;
+	}
+}
+
+/* The index of the first (last: from the end) op on ino at or after from. */
+static size_t
+trace_find(char op, ino_t ino, size_t from, int last)
+{
+	size_t	i, found = ntrace;
+
+	for (i = from; i < ntrace; i++)
+		if (trace[i].op == op && trace[i].ino == ino) {
+			found = i;
+			if (!last)
+				break;
+		}
+	return found;
+}
+
 static void
 rm_dir(const char *dir)
 {
@@ -2696,6 +2791,7 @@ rename(const char *from, const char *to)
 
 	if (real == NULL)
 		*(void **)&real = dlsym(RTLD_NEXT, "rename");
+	trace_rename(from);
 	rc = real(from, to);
 	if (rc == 0 && plant_from != NULL && strcmp(from, plant_from) == 0) {
 		plant_from = NULL;
@@ -5013,6 +5109,233 @@ test_torn_declared_rotated_again(void **state)
 }
 
 /*
+ * atk20r24 F1: the torn line a crash left, then a start whose first line
+ * starts a new file, rotated by the writer (size) or while it was down
+ * (logrotate: name.1 ends with the torn line). The new file's rotate
+ * line declares it, so before that line is written: the old file synced
+ * after its last write (the start ends the torn line with a newline)
+ * and, after the rename, the folder. Else a power loss can keep the
+ * rotate line and lose the torn line it declares.
+ */
+static void
+test_torn_rotate_durable(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog_opts	 lo = { .keep = 10 };
+	struct checkpoint_opts	 o = { .every_events = 100,
+				    .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct stat		 old, cur, dir;
+	char			*cause = NULL, rot[200];
+	size_t			 ren, w, wrote, sync, dsync;
+	int			 logrotate;
+
+	o.key_path = t->key;
+	for (logrotate = 0; logrotate < 2; logrotate++) {
+		tmp_renew(t);
+		crash_torn(t, 0, "{\"ts\":\"2026-12-03T09:00:00.1");
+		assert_int_equal(stat(t->path, &old), 0);
+		assert_int_equal(stat(t->dir, &dir), 0);
+		snprintf(rot, sizeof(rot), "%s.1", t->path);
+		if (logrotate)
+			assert_int_equal(rename(t->path, rot), 0);
+		lo.max_size = (unsigned long long)old.st_size + 100;
+		ntrace = 0;
+		trace_on = 1;
+		assert_non_null(log = eventlog_open(t->dir, NAME, &lo,
+		    &cause));
+		assert_non_null(ck = checkpoint_new(log, &o, &cause));
+		assert_int_equal(checkpoint_write(ck, "open"), 0);
+		trace_on = 0;
+		assert_int_equal(stat(t->path, &cur), 0);
+		assert_true(cur.st_ino != old.st_ino);
+		/* The new file's first write: its rotate line. */
+		w = trace_find('w', cur.st_ino, 0, 0);
+		assert_true(w < ntrace);
+		ren = logrotate ? 0 : trace_find('r', old.st_ino, 0, 0);
+		wrote = trace_find('w', old.st_ino, 0, 1);
+		sync = trace_find('s', old.st_ino, wrote == ntrace ? 0 :
+		    wrote, 0);
+		dsync = trace_find('s', dir.st_ino, ren, 0);
+		if (!logrotate && ren >= w)
+			fail_msg("case %d: not renamed before the new file's "
+			    "first line", logrotate);
+		if (sync >= w || (!logrotate && sync >= ren))
+			fail_msg("case %d: the torn line's file is not synced "
+			    "before the rotate line (op %zu, the rotate line "
+			    "at %zu)", logrotate, sync, w);
+		if (dsync >= w)
+			fail_msg("case %d: the folder is not synced after the "
+			    "rename, before the rotate line (op %zu, the "
+			    "rotate line at %zu)", logrotate, dsync, w);
+		/* And the rotate line is synced before its anchor names it. */
+		assert_true(trace_find('s', cur.st_ino, w, 0) < ntrace);
+		assert_int_equal(checkpoint_write(ck, "close"), 0);
+		checkpoint_free(ck);
+		eventlog_close(log);
+	}
+}
+
+/*
+ * atk20r24 F2: a start whose first line rotates the file is killed
+ * inside that rotate line (at bytes in): the new file holds only a torn
+ * rotate line. crash: the torn line a crash left ends name.1 too (the
+ * line declares it), else name.1 ends whole.
+ */
+static void
+rotate_line_killed(struct tmp *t, int crash, size_t at)
+{
+	struct stat		 st;
+	struct eventlog_opts	 lo = { .keep = 10 };
+	struct checkpoint_opts	 o = { .every_events = 100,
+				    .every_secs = 60 };
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	char			*cause = NULL;
+	pid_t			 pid;
+	int			 status;
+
+	o.key_path = t->key;
+	crash_torn(t, 0, crash ? "{\"ts\":\"2026-12-03T09:00:00.1" : NULL);
+	assert_int_equal(stat(t->path, &st), 0);
+	lo.max_size = (unsigned long long)st.st_size + 100;
+	if ((pid = fork()) == 0) {
+		kill_rotate_at = at;
+		if ((log = eventlog_open(t->dir, NAME, &lo, &cause)) == NULL ||
+		    (ck = checkpoint_new(log, &o, &cause)) == NULL)
+			_exit(1);
+		(void)checkpoint_write(ck, "open");
+		_exit(2);		/* not killed in it */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The log (name.1 unless del, name) as verify --key, with its anchor. */
+static enum ckverify_result
+rotate_killed_verify(struct tmp *t, int del, int anchored, struct ckverify *v)
+{
+	struct checkpoint_anchor a;
+	const char		*paths[2];
+	char			 pub[160], one[200];
+	EVP_PKEY		*k;
+	enum ckverify_result	 r;
+
+	snprintf(one, sizeof(one), "%s.1", t->path);
+	paths[0] = one;
+	paths[1] = t->path;
+	snprintf(pub, sizeof(pub), "%s.pub", t->key);
+	k = pubkey(pub);
+	if (anchored)
+		anchor_of(t, &a);
+	r = verify_with(paths + del, 2 - (size_t)del, k, anchored ? &a : NULL,
+	    v);
+	EVP_PKEY_free(k);
+	return r;
+}
+
+/*
+ * atk20r24 F2 (and F3: torn lines at the end of name.1 and in the
+ * current file, name.1 then deleted): a start killed inside the rotate
+ * line it begins a new file with, at several byte counts, after a crash
+ * left a torn line in name.1 or not. The next start ends the torn rotate
+ * line, signs a rotate line after it that declares only name.1's torn
+ * line, and its log.resume counts both (also when that start is killed
+ * after its rotate line: the next one takes the count from that line and
+ * the torn line before it). verify --key passes the log as
+ * written, with name.1 and once it is deleted (before: "the chain starts
+ * at seq 5, not ... with a rotation checkpoint", or "counts 2 torn
+ * line(s) ..., the log holds 1"); a torn line put before the rotate line
+ * fails it, and so does name.1's torn line rewritten.
+ */
+/*
+ * After rotate_line_killed(), a start killed after its rotate line (the
+ * one after the torn rotate line), before its log.resume: the file holds
+ * the torn line and that rotate line.
+ */
+static void
+rotate_line_then_killed(struct tmp *t)
+{
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct lines		 l;
+	pid_t			 pid;
+	int			 status;
+
+	if ((pid = fork()) == 0) {
+		log = open_signed(t, 100, 60, &ck);
+		_exit(log == NULL || checkpoint_resume(ck) == -1 ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	lines_read(&l, t->path);
+	assert_true(l.n >= 2);
+	assert_non_null(strstr(l.v[1], "\"reason\":\"rotate\""));
+	lines_write(&l, t->path, 0, 2);
+	lines_free(&l);
+}
+
+static void
+test_rotate_line_killed(void **state)
+{
+	static const size_t	 cut[] = { 1, 7, 60, 200 };
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	char			 one[200];
+	size_t			 i;
+	int			 again, crash, del;
+
+	snprintf(one, sizeof(one), "%s.1", t->path);
+	for (again = 0; again < 2; again++)
+	for (crash = 0; crash < 2; crash++)
+	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
+	for (del = 0; del < 2; del++) {
+		tmp_renew(t);
+		rotate_line_killed(t, crash, cut[i]);
+		if (again)
+			rotate_line_then_killed(t);
+		open_close(t, 2);
+		lines_read(&l, t->path);
+		if (l.n < 3 || strncmp(l.v[1], "{\"ts\":\"", 7) != 0 ||
+		    strstr(l.v[1], "\"reason\":\"rotate\"") == NULL ||
+		    (strstr(l.v[1], "\"torn\":1,") != NULL) != crash ||
+		    strstr(l.v[2], "\"log.resume\"") == NULL ||
+		    strstr(l.v[2], crash ? "\"torn\":2" : "\"torn\":1") ==
+		    NULL)
+			fail_msg("crash %d cut %zu: %s\n%s", crash, cut[i],
+			    l.v[1], l.n > 2 ? l.v[2] : "");
+		if (del)
+			assert_int_equal(unlink(one), 0);
+		if (rotate_killed_verify(t, del, !del, &v) != CKVERIFY_OK)
+			fail_msg("again %d crash %d cut %zu del %d: %s%s",
+			    again, crash, cut[i], del, v.what, v.chain.what);
+		/* A torn line put before the rotate line. */
+		lines_write(&l, t->path, 0, 1);
+		append_raw(t->path, "{\"ts\":\"2026-12-03T22:40:00.0\n");
+		lines_write(&l, t->path, 1, l.n);
+		lines_free(&l);
+		lines_read(&l, t->path);
+		if (rotate_killed_verify(t, del, 0, &v) != CKVERIFY_UNTRUSTED)
+			fail_msg("crash %d cut %zu del %d: a torn line put "
+			    "before the rotate line passed", crash, cut[i],
+			    del);
+		lines_free(&l);
+		if (!crash || del)
+			continue;
+		/* name.1's torn line rewritten (the tool wrote both back). */
+		lines_read(&l, one);
+		l.v[l.n - 1][10] ^= 1;
+		lines_write(&l, one, 0, l.n);
+		lines_free(&l);
+		if (rotate_killed_verify(t, 0, 0, &v) != CKVERIFY_UNTRUSTED)
+			fail_msg("cut %zu: name.1's torn line rewritten passed",
+			    cut[i]);
+	}
+}
+
+/*
  * The writer's first line (an open checkpoint) cut 40 bytes in by a
  * short write, in a file that refuses truncation: a torn line it left.
  */
@@ -5319,6 +5642,8 @@ main(void)
 		T(test_torn_rotated_away),
 		T(test_torn_planted_before_rotate),
 		T(test_torn_declared_rotated_again),
+		T(test_torn_rotate_durable),
+		T(test_rotate_line_killed),
 		T(test_torn_after_tail),
 		T(test_torn_after_bare_tail),
 		T(test_resume_due_names_own),
