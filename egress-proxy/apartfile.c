@@ -81,14 +81,21 @@ apartfile_create(const char *path, const char *what)
 	struct stat	st;
 	int		fd;
 
-	if ((fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0600)) == -1) {
+	if ((fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC, 0600)) == -1) {
 		log_warn("%s: %s that cannot be saved will not be kept", path,
 		    what);
 		return;
 	}
+	/* not a FIFO or a device a write would stall on (h15m F3) */
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		log_warnx("%s: not a regular file: %s that cannot be saved "
+		    "will not be kept", path, what);
+		close(fd);
+		return;
+	}
 	/* empty, or blank but short of the room (grown from empty) */
-	if (fstat(fd, &st) == 0 && st.st_size < APARTFILE_RESERVE &&
+	if (st.st_size < APARTFILE_RESERVE &&
 	    apartfile_blank(path) && (apartfile_pad(fd, 0,
 	    APARTFILE_RESERVE) == -1 || fdatasync(fd) == -1)) {
 		log_warn("%s: cannot reserve room for %s that cannot be saved "
@@ -108,7 +115,7 @@ apartfile_add(const char *path, const char *line)
 	int	 fd, bad;
 
 	if (line == NULL || path == NULL || (fd = open(path, O_RDWR |
-	    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
+	    O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)) == -1)
 		return -1;
 	n = strlen(line);
 	if ((t = apartfile_read(fd, &len)) == NULL) {
@@ -141,7 +148,8 @@ apartfile_blank(const char *path)
 	size_t	 len;
 	int	 fd, blank = 1;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
 		return 1;
 	if ((t = apartfile_read(fd, &len)) != NULL)
 		blank = apartfile_text_blank(t, len);
@@ -158,7 +166,7 @@ apartfile_clear(const char *path)
 	int	 fd, bad;
 
 	if (path == NULL || strchr(path, '/') == NULL || (fd = open(path,
-	    O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1)
 		return;
 	if ((t = apartfile_read(fd, &len)) == NULL ||
 	    apartfile_text_blank(t, len)) {

@@ -84,6 +84,11 @@ static void	control_taken_done(const char *);
 static void	control_taken_retire(char **);
 static char	*control_tombs_read(const char *, size_t *);
 static char	*control_file_read(const char *, size_t *);
+static char	*control_state_read(const char *, size_t *, const char **);
+static const char *control_removed_line(struct proxy *, const char *,
+		    const char *);
+static const char *control_gone_list_damage(json_t *);
+static json_t	*control_registry_read(struct proxy *, const char *);
 static int	 control_gone_save(struct proxy *);
 static void	 control_gone_load(struct proxy *, const char *);
 static const char *control_gone_damage(json_t *);
@@ -1338,6 +1343,62 @@ control_gone_save(struct proxy *px)
 	return rc == -1 ? -1 : 0;
 }
 
+/*
+ * The whole of a state file of the removed sandboxes (registry.json,
+ * .gone, .removed: at most 8 MiB, NUL-terminated), or NULL with *why
+ * saying what is wrong, *why NULL when there is no file. Opened without
+ * following a link and without blocking, and refused unless a regular
+ * file: a FIFO planted there stalled the event loop at the open, and
+ * what cannot be read is not passed over (h15m F3).
+ */
+static char *
+control_state_read(const char *path, size_t *len, const char **why)
+{
+	struct stat	 st;
+	char		*text;
+	ssize_t		 n;
+	int		 fd;
+
+	*len = 0;
+	*why = NULL;
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno == ELOOP)
+			*why = "a symbolic link";
+		else if (errno != ENOENT) {
+			log_warn("%s", path);
+			*why = "cannot be opened";
+		}
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		close(fd);
+		return NULL;
+	}
+	text = util_xmalloc(CONTROL_GRANTS_FILE_MAX + 1);
+	while (*len <= CONTROL_GRANTS_FILE_MAX && (n = read(fd, text + *len,
+	    CONTROL_GRANTS_FILE_MAX + 1 - *len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			*why = "cannot read it";
+			break;
+		}
+		*len += (size_t)n;
+	}
+	close(fd);
+	if (*why == NULL && *len > CONTROL_GRANTS_FILE_MAX)
+		*why = "larger than 8 MiB";
+	if (*why != NULL) {
+		free(text);
+		*len = 0;
+		return NULL;
+	}
+	text[*len] = '\0';
+	return text;
+}
+
 /* At start: the sandboxes unregistered, from their own file. */
 /*
  * What is wrong in a removed-sandbox list the proxy would not have
@@ -1348,14 +1409,25 @@ control_gone_save(struct proxy *px)
 static const char *
 control_gone_damage(json_t *top)
 {
-	json_t		*un = json_object_get(top, "unregistered"), *v;
-	const char	*k;
-
-	if (!json_is_object(top) || !json_is_object(un))
+	if (!json_is_object(top) ||
+	    json_object_get(top, "unregistered") == NULL)
 		return "no \"unregistered\" object";
 	if (json_object_get(top, "floor") != NULL &&
 	    !json_is_integer(json_object_get(top, "floor")))
 		return "\"floor\" is not an integer";
+	return control_gone_list_damage(json_object_get(top,
+	    "unregistered"));
+}
+
+/* What is wrong in an "unregistered" object (sandbox: time), or NULL. */
+static const char *
+control_gone_list_damage(json_t *un)
+{
+	json_t		*v;
+	const char	*k;
+
+	if (!json_is_object(un))
+		return "no \"unregistered\" object";
 	json_object_foreach(un, k, v)
 		if (!json_is_integer(v) || json_integer_value(v) < 1)
 			return "a removal's time is not a positive integer";
@@ -1368,11 +1440,18 @@ control_gone_load(struct proxy *px, const char *path)
 	json_error_t	 err;
 	json_t		*top;
 	const char	*why;
+	char		*text;
+	size_t		 len;
 
-	if ((top = json_load_file(path, JSON_REJECT_DUPLICATES, &err)) ==
-	    NULL) {
-		if (access(path, F_OK) == 0 || errno != ENOENT)
-			control_gone_unknown(px, path, err.text);
+	if ((text = control_state_read(path, &len, &why)) == NULL) {
+		if (why != NULL)
+			control_gone_unknown(px, path, why);
+		return;
+	}
+	top = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+	free(text);
+	if (top == NULL) {
+		control_gone_unknown(px, path, err.text);
 		return;
 	}
 	if ((why = control_gone_damage(top)) != NULL)
@@ -1410,50 +1489,80 @@ control_registry_apart(const char *key, int sandbox, time_t at)
 	return bad;
 }
 
-/* At start: the unregisters kept apart, applied again. */
-static void
-control_removed_load(struct proxy *px, const char *path)
+/*
+ * One line of a .removed file applied again, or what is wrong with it
+ * (NULL for a removal or a line of padding). Only refusals are added: a
+ * removal never weakens one kept (atk15r18 F6).
+ */
+static const char *
+control_removed_line(struct proxy *px, const char *path, const char *line)
 {
-	json_error_t	 err;
-	json_t		*o;
-	char		*text, *p, *nl;
+	json_t		*o, *kind;
 	const char	*key;
-	size_t		 len;
 	time_t		 at;
+	int		 known;
 
-	if ((text = control_file_read(path, &len)) == NULL) {
-		if (access(path, F_OK) == 0 || errno != ENOENT)
-			control_gone_unknown(px, path, "cannot be read");
-		return;
+	if (line[strspn(line, " ")] == '\0')
+		return NULL;		/* padding */
+	if ((o = json_loads(line, 0, NULL)) == NULL ||
+	    (key = json_string_value(json_object_get(o, "key"))) == NULL) {
+		json_decref(o);		/* not known: atk15r19 F5 */
+		return "a line that is not one of its removals";
 	}
-	if (strlen(text) != len)
-		control_gone_unknown(px, path, "a NUL byte in it");
-	for (p = text; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
-		*nl = '\0';
-		if ((o = json_loads(p, 0, &err)) == NULL ||
-		    (key = json_string_value(json_object_get(o, "key"))) ==
-		    NULL) {
-			/* a removal not known: fails closed (atk15r19 F5) */
-			if (p[strspn(p, " ")] != '\0')	/* not padding */
-				control_gone_unknown(px, path, "a line that "
-				    "is not one of its removals");
-			json_decref(o);
-			continue;
-		}
-		if (json_is_true(json_object_get(o, "sandbox")))
-			registry_remove_sandbox(px->registry, key);
-		else
-			registry_remove_address(px->registry, key);
-		/* never weakens a removal kept (atk15r18 F6) */
+	log_info("%s: %s stays unregistered", path, key);
+	/* neither true nor false: not known, applied as both (h15m F2) */
+	kind = json_object_get(o, "sandbox");
+	known = json_is_boolean(kind);
+	if (!json_is_true(kind))
+		registry_remove_address(px->registry, key);
+	if (!json_is_false(kind)) {
+		registry_remove_sandbox(px->registry, key);
 		/* no time (kept when none was known): now (atk15r19 F2) */
 		if ((at = (time_t)json_integer_value(json_object_get(o,
 		    "at"))) < 1)
 			at = registry_gone_latest(px->registry);
-		if (json_is_true(json_object_get(o, "sandbox")) &&
-		    at >= registry_gone_at(px->registry, key))
+		if (at >= registry_gone_at(px->registry, key))
 			registry_gone_set(px->registry, key, at);
-		log_info("%s: %s stays unregistered", path, key);
-		json_decref(o);
+	}
+	json_decref(o);
+	return known ? NULL :
+	    "a line whose \"sandbox\" is neither true nor false";
+}
+
+/*
+ * At start: the unregisters kept apart, applied again. What cannot be
+ * read fails closed (control_gone_unknown), a line at a time.
+ */
+static void
+control_removed_load(struct proxy *px, const char *path)
+{
+	char		*text, *p, *nl;
+	const char	*why;
+	size_t		 len;
+
+	if ((text = control_state_read(path, &len, &why)) == NULL) {
+		if (why != NULL)
+			control_gone_unknown(px, path, why);
+		return;
+	}
+	if (strlen(text) != len)
+		control_gone_unknown(px, path, "a NUL byte in it");
+	for (p = text; *p != '\0'; p = nl + 1) {
+		/*
+		 * Lines are written whole, newline last: a last one without
+		 * it is torn or not the proxy's (h15m F1), applied if it
+		 * reads, not known all the same.
+		 */
+		if ((nl = strchr(p, '\n')) == NULL) {
+			(void)control_removed_line(px, path, p);
+			if (p[strspn(p, " ")] != '\0')
+				control_gone_unknown(px, path, "a last line "
+				    "with no newline");
+			break;
+		}
+		*nl = '\0';
+		if ((why = control_removed_line(px, path, p)) != NULL)
+			control_gone_unknown(px, path, why);
 	}
 	free(text);
 }
@@ -1510,24 +1619,48 @@ control_registry_open(struct proxy *px, const char *sock)
 	free(old);
 }
 
+/*
+ * The registry file, parsed, or NULL. One that exists but cannot be read
+ * or parsed starts with no sandboxes and fails closed: the file of an
+ * older proxy held the removed sandboxes too (h15m F4: they were lost).
+ */
+static json_t *
+control_registry_read(struct proxy *px, const char *path)
+{
+	json_error_t	 err;
+	json_t		*top = NULL;
+	const char	*why;
+	char		*text;
+	size_t		 len;
+
+	if ((text = control_state_read(path, &len, &why)) != NULL &&
+	    (top = json_loadb(text, len, 0, &err)) == NULL)
+		why = err.text;
+	if (why != NULL) {
+		log_warnx("%s: %s; starting with no sandboxes", path, why);
+		control_gone_unknown(px, path, why);
+	}
+	free(text);
+	return top;
+}
+
 static void
 control_registry_load(struct proxy *px, const char *path)
 {
-	json_error_t	 err;
 	json_t		*top, *arr, *e, *sets, *v;
 	const char	*cause;
 	char		*csv, *tmp;
 	size_t		 i, j, n = 0;
 
-	if ((top = json_load_file(path, 0, &err)) == NULL) {
-		if (access(path, F_OK) == 0)
-			log_warnx("%s: %s; starting with no sandboxes", path,
-			    err.text);
+	if ((top = control_registry_read(px, path)) == NULL)
 		return;
-	}
 	/* an older proxy's file is the array of sandboxes alone */
 	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
-	/* a file of an older proxy keeps them here */
+	/* a file of an older proxy keeps them here; damaged: not known */
+	if (json_object_get(top, "unregistered") != NULL &&
+	    (cause = control_gone_list_damage(json_object_get(top,
+	    "unregistered"))) != NULL)
+		control_gone_unknown(px, path, cause);
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), 0, 0);
 	json_array_foreach(arr, i, e) {

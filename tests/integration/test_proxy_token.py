@@ -407,17 +407,24 @@ class GoneEntryLastsTest(unittest.TestCase):
     SBX = "sbx_90e90e000000000000000001"
     TTL = 30 * 24 * 3600
 
-    def start(self, gone, env=None, files=None):
+    def start(self, gone, env=None, files=None, fifos=(), sandboxes=()):
+        """files: suffix of registry.json ("" for itself) -> its text;
+        fifos: suffixes where a FIFO is planted instead."""
         d = tempfile.mkdtemp(prefix="gone-", dir=W["dir"])
         run = os.path.join(d, "run")
         os.makedirs(run)
         self.sock = os.path.join(run, "control.sock")
         self.registry = os.path.join(run, "registry.json")
         with open(self.registry, "w") as f:
-            json.dump({"sandboxes": [], "unregistered": gone}, f)
+            json.dump({"sandboxes": list(sandboxes), "unregistered": gone},
+                      f)
         for suffix, text in (files or {}).items():
             with open(self.registry + suffix, "w") as f:
                 f.write(text)
+        for suffix in fifos:
+            if os.path.exists(self.registry + suffix):
+                os.unlink(self.registry + suffix)
+            os.mkfifo(self.registry + suffix)
         p = proxylib.Proxy(d, W["up"], sets="", name="gone", extra_args=[
             "--control-socket", self.sock, "--token-key", W["pub"],
             "--token-any-source"], env=env)
@@ -666,6 +673,89 @@ class GoneEntryLastsTest(unittest.TestCase):
                 status, body = get(p, tok)
                 self.assertEqual(status, 403, body)
                 self.assertIn("token_sandbox_gone", body)
+                p.stop()
+
+    def assert_fails_closed(self, p, sandbox, why):
+        """A token of sandbox issued a minute ago is refused, and the
+        floor's rise says why (registry.removed_floor_raised)."""
+        tok = token(W["key"], sandbox, issued=int(time.time()) - 60)
+        status, body = get(p, tok)
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        raised = [e["detail"] for e in p.events() if e.get("event") ==
+                  "registry.removed_floor_raised"]
+        self.assertTrue(any("cannot be read" in d and why in d
+                            for d in raised), raised)
+
+    def test_a_removed_last_line_without_a_newline(self):
+        """h15m F1: a .removed whose last line had no newline (a torn
+        write, or crafted) was skipped without a word: the sandbox's
+        token passed. Damage like the rest: fails closed (the line is
+        still applied when it reads); blank padding is no damage."""
+        line = '{"key": "%s", "sandbox": true' % self.SBX
+        for removed in (line, line + "}", "   \n" + line + "}"):
+            with self.subTest(removed=removed):
+                p = self.start({}, files={".removed": removed})
+                self.assert_fails_closed(p, self.SBX, "no newline")
+                p.stop()
+        p = self.start({}, files={".removed": line + "}\n    "})
+        status, body = get(p, token(W["key"], self.SBX,
+                                    issued=int(time.time()) - 60))
+        self.assertEqual(status, 403, body)
+        self.assertEqual([e for e in p.events() if e.get("event") ==
+                          "registry.removed_floor_raised"], [])
+
+    def test_a_removed_line_of_neither_kind(self):
+        """h15m F2: a .removed line whose "sandbox" was neither true nor
+        false was read as an address: the sandbox's token passed. It
+        fails closed, and is applied as both: the registration goes
+        whichever it was, and the sandbox is kept by name."""
+        addr = "127.0.0.9"
+        at = int(time.time()) + 3600
+        for kind in ('1', '"true"', 'null', '{}', None):
+            for key in (self.SBX, addr):
+                with self.subTest(kind=kind, key=key):
+                    field = ', "sandbox": %s' % kind if kind else ''
+                    p = self.start({}, sandboxes=[{
+                        "address": addr, "sandbox": "sbx_f2reg",
+                        "sets": []}], files={".removed":
+                        '{"key": "%s"%s, "at": %d}\n' % (
+                            key, field, at)})
+                    self.assert_fails_closed(p, self.SBX, "neither true")
+                    st, sb = proxylib.control(self.sock, "GET", "/status")
+                    self.assertEqual(addr in json.dumps(sb["sandboxes"]),
+                                     key != addr, sb["sandboxes"])
+                    if key == self.SBX:     # kept by name, at its time
+                        gone = self.unregister("sbx_f2other")
+                        self.assertGreaterEqual(gone.get(self.SBX, 0),
+                                                at, gone)
+                    p.stop()
+
+    def test_a_fifo_at_the_removed_lists(self):
+        """h15m F3: a FIFO planted at .gone or .removed (or the registry)
+        hung the proxy's start in the open. Opened without blocking and
+        refused unless a regular file: the start goes on, fails closed."""
+        for suffix in (".gone", ".removed", ""):
+            with self.subTest(suffix=suffix):
+                p = self.start({}, fifos=[suffix])
+                self.assert_fails_closed(p, self.SBX,
+                                         "not a regular file")
+                self.unregister("sbx_f3other")      # a save: not stuck
+                p.stop()
+
+    def test_an_unreadable_registry_fails_closed(self):
+        """h15m F4: a registry.json that did not parse was passed over
+        (no sandboxes): the removed sandboxes an older proxy's file kept
+        in it were lost and their tokens passed. It fails closed like
+        .gone, as does a damaged "unregistered" in it."""
+        for text in ('{"sandboxes": [], "unregistered": {"%s": 5' %
+                     self.SBX,
+                     '{"sandboxes": [], "unregistered": {"%s": "x"}}' %
+                     self.SBX,
+                     '{"sandboxes": [], "unregistered": []}', ''):
+            with self.subTest(text=text[:40]):
+                p = self.start({}, files={"": text})
+                self.assert_fails_closed(p, self.SBX, "registry.json")
                 p.stop()
 
     def test_a_lagging_clock_keeps_the_times(self):
