@@ -87,7 +87,7 @@ apartfile_create(const char *path, const char *what)
 		    what);
 		return;
 	}
-	/* not a FIFO or a device a write would stall on (h15m F3) */
+	/* not a FIFO or a device a write would stall on (atk1921l F5) */
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		log_warnx("%s: not a regular file: %s that cannot be saved "
 		    "will not be kept", path, what);

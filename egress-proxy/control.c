@@ -82,8 +82,9 @@ static void	control_grants_take(struct proxy *, const char *);
 static char	*control_take(const char *, const char *);
 static void	control_taken_done(const char *);
 static void	control_taken_retire(char **);
-static char	*control_tombs_read(const char *, size_t *);
-static char	*control_file_read(const char *, size_t *);
+static char	*control_tombs_read(const char *, size_t *, int *);
+static char	*control_file_read(const char *, size_t *, int *);
+static char	*control_read(const char *, int, size_t *, const char **);
 static char	*control_state_read(const char *, size_t *, const char **);
 static const char *control_removed_line(struct proxy *, const char *,
 		    const char *);
@@ -742,30 +743,22 @@ control_tomb_add(const struct grant *g)
 	return bad;
 }
 
-/* A whole file of at most 8 MiB (NUL-terminated), or NULL, a warning. */
+/*
+ * A grants file (grants.json, its revokes): control_state_read, but a
+ * link is followed (an admin may keep them elsewhere). NULL when there
+ * is none; NULL with *bad set, and a warning, when one is there but
+ * cannot be used: a FIFO planted there stalled the start (atk1921l F5).
+ */
 static char *
-control_file_read(const char *path, size_t *len)
+control_file_read(const char *path, size_t *len, int *bad)
 {
-	FILE	*f;
-	char	*text;
+	const char	*why;
+	char		*text;
 
-	*len = 0;
-	if ((f = fopen(path, "re")) == NULL) {
-		if (errno != ENOENT)
-			log_warn("%s", path);
-		return NULL;
+	if ((text = control_read(path, 0, len, &why)) == NULL && why != NULL) {
+		log_warnx("%s: %s", path, why);
+		*bad = 1;
 	}
-	text = util_xmalloc(CONTROL_GRANTS_FILE_MAX + 1);
-	*len = fread(text, 1, CONTROL_GRANTS_FILE_MAX + 1, f);
-	if (ferror(f) || *len > CONTROL_GRANTS_FILE_MAX) {
-		log_warnx("%s: %s", path, ferror(f) ? "cannot read it" :
-		    "larger than 8 MiB");
-		free(text);
-		text = NULL;
-		*len = 0;
-	} else
-		text[*len] = '\0';
-	fclose(f);
 	return text;
 }
 
@@ -902,14 +895,14 @@ control_grants_take(struct proxy *px, const char *old)
  * *len 0) when there are none.
  */
 static char *
-control_tombs_read(const char *tomb, size_t *len)
+control_tombs_read(const char *tomb, size_t *len, int *bad)
 {
 	char	*a, *b, *both;
 	size_t	 alen, blen;
 
-	a = control_file_read(tomb, &alen);
+	a = control_file_read(tomb, &alen, bad);
 	if (strcmp(tomb, control_tomb_path) == 0 ||
-	    (b = control_file_read(control_tomb_path, &blen)) == NULL) {
+	    (b = control_file_read(control_tomb_path, &blen, bad)) == NULL) {
 		*len = a != NULL ? alen : 0;
 		return a;
 	}
@@ -933,7 +926,10 @@ control_tombs_read(const char *tomb, size_t *len)
  * fuzzed reader), each logged as grant.restored, less those a revoke in
  * the revokes file ends (saved at once into grants.json, which empties
  * that file), then the floors of the policy in force
- * (control_grants_floor); those expired since go at the tick.
+ * (control_grants_floor); those expired since go at the tick. A revokes
+ * file that is there but cannot be used (not a regular file, unreadable,
+ * too large) fails closed: no grant is restored, as a revoke in it
+ * would be lost.
  */
 static void
 control_grants_load(struct proxy *px, const char *path, const char *tomb)
@@ -942,9 +938,19 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 	char			*text, err[256];
 	size_t			 len;
 	long			 n = 0;
+	int			 bad = 0;
 
-	l.tomb = control_tombs_read(tomb, &l.len);
-	if ((text = control_file_read(path, &len)) != NULL &&
+	l.tomb = control_tombs_read(tomb, &l.len, &bad);
+	if (bad) {
+		log_warnx("%s: revokes that cannot be read; starting with no "
+		    "grants", tomb);
+		free(l.tomb);
+		control_grants_floor(px);
+		return;
+	}
+	if ((text = control_file_read(path, &len, &bad)) == NULL && bad)
+		log_warnx("%s: starting with no grants", path);
+	else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) == -1)
 		log_warnx("%s: %s; starting with no grants", path, err);
@@ -1349,10 +1355,17 @@ control_gone_save(struct proxy *px)
  * saying what is wrong, *why NULL when there is no file. Opened without
  * following a link and without blocking, and refused unless a regular
  * file: a FIFO planted there stalled the event loop at the open, and
- * what cannot be read is not passed over (h15m F3).
+ * what cannot be read is not passed over (atk1921l F5).
  */
 static char *
 control_state_read(const char *path, size_t *len, const char **why)
+{
+	return control_read(path, O_NOFOLLOW, len, why);
+}
+
+/* control_state_read, opened with flags added (O_NOFOLLOW or 0). */
+static char *
+control_read(const char *path, int flags, size_t *len, const char **why)
 {
 	struct stat	 st;
 	char		*text;
@@ -1361,7 +1374,7 @@ control_state_read(const char *path, size_t *len, const char **why)
 
 	*len = 0;
 	*why = NULL;
-	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | flags |
 	    O_CLOEXEC)) == -1) {
 		if (errno == ELOOP)
 			*why = "a symbolic link";
@@ -1510,7 +1523,7 @@ control_removed_line(struct proxy *px, const char *path, const char *line)
 		return "a line that is not one of its removals";
 	}
 	log_info("%s: %s stays unregistered", path, key);
-	/* neither true nor false: not known, applied as both (h15m F2) */
+	/* neither true nor false: not known, applied as both (atk1921l F2, atk15r19 F6) */
 	kind = json_object_get(o, "sandbox");
 	known = json_is_boolean(kind);
 	if (!json_is_true(kind))
@@ -1550,7 +1563,7 @@ control_removed_load(struct proxy *px, const char *path)
 	for (p = text; *p != '\0'; p = nl + 1) {
 		/*
 		 * Lines are written whole, newline last: a last one without
-		 * it is torn or not the proxy's (h15m F1), applied if it
+		 * it is torn or not the proxy's (atk1921l F1), applied if it
 		 * reads, not known all the same.
 		 */
 		if ((nl = strchr(p, '\n')) == NULL) {
@@ -1622,7 +1635,7 @@ control_registry_open(struct proxy *px, const char *sock)
 /*
  * The registry file, parsed, or NULL. One that exists but cannot be read
  * or parsed starts with no sandboxes and fails closed: the file of an
- * older proxy held the removed sandboxes too (h15m F4: they were lost).
+ * older proxy held the removed sandboxes too (atk15r19 F7: they were lost).
  */
 static json_t *
 control_registry_read(struct proxy *px, const char *path)

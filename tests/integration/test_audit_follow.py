@@ -12,7 +12,7 @@ never read). No timing: every step waits on the pipe, not on a clock.
 
 Then logrotate's `create` and `copytruncate`, a planted copy of the
 latest line renamed in, the file followed moved aside (atk20r23 F4,
-h20ac): the follower goes by each file's device, inode and offset, so it
+atk20r25 F1): the follower goes by each file's device, inode and offset, so it
 repeats nothing it read and hides nothing it did not.
 """
 import json
@@ -190,7 +190,7 @@ class Follow(unittest.TestCase):
     def create_rotations(self, real):
         """logrotate `create`, twice: the follower takes logrotate's empty
         NAME, the writer goes on in NAME.1 until told, then moves that
-        NAME aside and makes its own. Before (h20ac), the follower met a
+        NAME aside and makes its own. Before, the follower met a
         file it followed gone from the listing and printed every listed
         file again (the history twice), with the "rotated away" warning;
         and the events written into NAME.1 after the rename came only
@@ -224,7 +224,7 @@ class Follow(unittest.TestCase):
         """logrotate's `create` and the writer not told (postrotate
         failed, or not yet run): it goes on in NAME.1, and its events
         show as they come, the follower on logrotate's empty NAME.
-        Before (h20ac), they showed only at the next rotation, if any."""
+        Before, they showed only at the next rotation, if any."""
         w = open(self.path(), "a")
         before = self.write(w, 3)
         self.logrotate_create(False)
@@ -242,7 +242,7 @@ class Follow(unittest.TestCase):
         follower never read) and cut. Events written after the point
         the follower had read to are in the copy only: the copy is read
         from its start (the history again: repeated, never hidden).
-        Before (h20ac), the cut NAME was read again from its start and
+        Before, the cut NAME was read again from its start and
         the copy never: those events were lost."""
         copied = self.append(4)
         shutil.copyfile(self.path(), self.path(1))

@@ -798,6 +798,40 @@ class F02BlockLog(Case):
         self.victim_blocks(p, "the replay charged the grant lines to the "
                            "sandbox's floor")
 
+    def test_grants_files_not_regular(self):
+        """A FIFO at the grants file or at its revokes stalled the start
+        at the open (left open by the fix of the removed lists); a
+        revokes file that cannot be used must not bring a revoked grant
+        back: the start goes on, with no grant restored."""
+        for n, name in enumerate(("grants-gfifo0.json",
+                                  "grants-gfifo1.json.revoked")):
+            p = control_proxy("grants-fifo-%d" % n, grants=True,
+                              extra_args=["--instance", "gfifo%d" % n])
+            register(p, "127.0.0.3", SBX_B)
+            status, body = proxylib.control(p.ctl, "POST", "/grants", {
+                "sandbox": SBX_B, "host": "g.grant.test", "port": 80,
+                "by": "op", "seconds": 600, "rationale": "test"})
+            self.assertEqual(status, 200, body)
+            p.stop()
+            path = os.path.join(os.path.dirname(p.ctl), name)
+            if os.path.lexists(path):
+                os.unlink(path)
+            os.mkfifo(path)
+            try:
+                try:
+                    p.start()
+                except proxylib.ProxyError as e:
+                    self.fail("%s a FIFO: the proxy did not start: %s"
+                              % (name, e))
+                proxylib.wait_unix_socket(p.ctl)
+                status, body = proxylib.control(p.ctl, "GET", "/grants")
+                self.assertEqual(status, 200, body)
+                self.assertEqual(body.get("grants"), [], "%s a FIFO: %r"
+                                 % (name, body))
+                self.assertIn("not a regular file", p.stderr())
+            finally:
+                os.unlink(path)
+
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")
         register(p, "127.0.0.2", SBX_A)

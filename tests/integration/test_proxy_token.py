@@ -688,7 +688,7 @@ class GoneEntryLastsTest(unittest.TestCase):
                             for d in raised), raised)
 
     def test_a_removed_last_line_without_a_newline(self):
-        """h15m F1: a .removed whose last line had no newline (a torn
+        """atk1921l F1: a .removed whose last line had no newline (a torn
         write, or crafted) was skipped without a word: the sandbox's
         token passed. Damage like the rest: fails closed (the line is
         still applied when it reads); blank padding is no damage."""
@@ -706,7 +706,7 @@ class GoneEntryLastsTest(unittest.TestCase):
                           "registry.removed_floor_raised"], [])
 
     def test_a_removed_line_of_neither_kind(self):
-        """h15m F2: a .removed line whose "sandbox" was neither true nor
+        """atk1921l F2, atk15r19 F6: a .removed line whose "sandbox" was neither true nor
         false was read as an address: the sandbox's token passed. It
         fails closed, and is applied as both: the registration goes
         whichever it was, and the sandbox is kept by name."""
@@ -732,7 +732,7 @@ class GoneEntryLastsTest(unittest.TestCase):
                     p.stop()
 
     def test_a_fifo_at_the_removed_lists(self):
-        """h15m F3: a FIFO planted at .gone or .removed (or the registry)
+        """atk1921l F5: a FIFO planted at .gone or .removed (or the registry)
         hung the proxy's start in the open. Opened without blocking and
         refused unless a regular file: the start goes on, fails closed."""
         for suffix in (".gone", ".removed", ""):
@@ -744,7 +744,7 @@ class GoneEntryLastsTest(unittest.TestCase):
                 p.stop()
 
     def test_an_unreadable_registry_fails_closed(self):
-        """h15m F4: a registry.json that did not parse was passed over
+        """atk15r19 F7: a registry.json that did not parse was passed over
         (no sandboxes): the removed sandboxes an older proxy's file kept
         in it were lost and their tokens passed. It fails closed like
         .gone, as does a damaged "unregistered" in it."""
