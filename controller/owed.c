@@ -31,6 +31,8 @@ struct owed_kept {
 	char		 subject[256];
 	const char	*to;		/* in text, or NULL */
 	char		 text[OWED_TEXT_MAX];
+	dev_t		 dev;		/* of the file read */
+	ino_t		 ino;
 };
 
 /*
@@ -43,11 +45,62 @@ struct owed_kept {
 static int	owed_fd = -1;
 static int	owed_depth;
 
+/*
+ * The kept files (dev/inode) whose replicas this command read under the
+ * lock it holds now (owed_to, or one read to send again): only those does
+ * it remove or replace. One at an id's name it did not read (added by a
+ * command without the lock while this one sent) names replicas this one
+ * never sent to: it stays (atk1921m F1).
+ */
+struct owed_seen {
+	const struct owed	*o;
+	dev_t			 dev;
+	ino_t			 ino;
+};
+static struct owed_seen	*owed_seen_list;
+static size_t		 owed_nseen, owed_seen_cap;
+
+static void
+owed_seen_add(const struct owed *o, const struct owed_kept *k)
+{
+	struct owed_seen	*l;
+
+	if (owed_nseen == owed_seen_cap) {
+		owed_seen_cap = owed_seen_cap ? 2 * owed_seen_cap : 16;
+		if ((l = realloc(owed_seen_list, owed_seen_cap *
+		    sizeof(*l))) == NULL)
+			fatalx("out of memory");
+		owed_seen_list = l;
+	}
+	owed_seen_list[owed_nseen].o = o;
+	owed_seen_list[owed_nseen].dev = k->dev;
+	owed_seen_list[owed_nseen].ino = k->ino;
+	owed_nseen++;
+}
+
+/* 1 when the file at path is one of o's read under this lock. */
+static int
+owed_seen(const struct owed *o, const char *path)
+{
+	struct stat	st;
+	size_t		i;
+
+	if (lstat(path, &st) == -1)
+		return 0;
+	for (i = 0; i < owed_nseen; i++)
+		if (owed_seen_list[i].o == o &&
+		    owed_seen_list[i].dev == st.st_dev &&
+		    owed_seen_list[i].ino == st.st_ino)
+			return 1;
+	return 0;
+}
+
 void
 owed_lock(void)
 {
 	if (owed_depth++ > 0)
 		return;
+	owed_nseen = 0;		/* what a lock held before read is moot */
 	if ((owed_fd = state_lock_root("owed.lock", 1)) == -1)
 		log_warn("warning: kept sends to the proxy not locked: "
 		    "%s/owed.lock (they are sent, and kept as they are until "
@@ -189,6 +242,28 @@ owed_create(const struct owed *o, const char *id, const char *text,
 	return -1;
 }
 
+/*
+ * text kept for id (path: the file written): in place of the file name
+ * when it is one this command read under the lock (replaced whole: a
+ * kill mid-write leaves the send kept before, not one naming no replica,
+ * atk1921i F6; a FIFO there is replaced, never opened, F11); else in a
+ * new file of its own (owed_create): whatever else is at name (added
+ * by a command without the lock meanwhile, atk1921m F1) stays.
+ */
+static int
+owed_put(const struct owed *o, const char *id, const char *name,
+    const char *text, char *path, size_t size)
+{
+	if (owed_path(o, path, size, name) == 0 && owed_locked() &&
+	    owed_seen(o, path))
+		return state_replace(path, text, 0600);
+	if (owed_path(o, path, size, id) == -1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return owed_create(o, id, text, path, size);
+}
+
 int
 owed_add(const struct owed *o, const char *id, const char *subject,
     const char *to, const char *why, char **cause)
@@ -203,16 +278,8 @@ owed_add(const struct owed *o, const char *id, const char *subject,
 		return util_cause(cause, "cannot keep it in %s: %s", dir,
 		    strerror(errno));
 	text = owed_format(subject, to, why);
-	/*
-	 * replaced whole: a kill mid-write leaves the send kept before, not
-	 * one naming no replica (atk1921i F6); a FIFO put at its name is
-	 * replaced, never opened (F11)
-	 */
 	owed_lock();
-	if (owed_locked())
-		rc = state_replace(path, text, 0600);
-	else
-		rc = owed_create(o, id, text, path, sizeof(path));
+	rc = owed_put(o, id, id, text, path, sizeof(path));
 	owed_unlock();
 	free(text);
 	if (rc == -1)
@@ -230,7 +297,7 @@ owed_add(const struct owed *o, const char *id, const char *subject,
  */
 static int
 owed_text(const struct owed *o, const char *name, char *buf, size_t size,
-    char **cause)
+    struct stat *st_out, char **cause)
 {
 	struct stat	st;
 	char		path[4096];
@@ -247,6 +314,7 @@ owed_text(const struct owed *o, const char *name, char *buf, size_t size,
 		close(fd);
 		return util_cause(cause, "%s: not a regular file", path);
 	}
+	*st_out = st;
 	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n < 0)
@@ -265,12 +333,16 @@ static int
 owed_read(const struct owed *o, const char *name, struct owed_kept *k,
     char **cause)
 {
-	char	*nl, *to;
-	int	 n;
+	struct stat	 st;
+	char		*nl, *to;
+	int		 n;
 
 	(void)snprintf(k->name, sizeof(k->name), "%s", name);
-	if ((n = owed_text(o, name, k->text, sizeof(k->text), cause)) != 0)
+	if ((n = owed_text(o, name, k->text, sizeof(k->text), &st,
+	    cause)) != 0)
 		return n;
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
 	k->to = NULL;
 	/* a long reason may be cut here: anything after line 1 makes two */
 	if ((nl = strchr(k->text, '\n')) == NULL || nl[1] == '\0')
@@ -292,15 +364,22 @@ owed_read(const struct owed *o, const char *name, struct owed_kept *k,
 	return 0;
 }
 
-/* The file of the kept send k, read under the lock, removed (if held). */
-static void
+/*
+ * The file of the kept send k removed, when the lock is held and it is
+ * one whose replicas this command read under it (owed_seen): 0, or 1
+ * when it is left.
+ */
+static int
 owed_forget(const struct owed *o, const struct owed_kept *k)
 {
 	char	path[4096];
 
-	if (owed_locked() && owed_path(o, path, sizeof(path), k->name) == 0 &&
-	    unlink(path) == -1 && errno != ENOENT)
+	if (!owed_locked() || owed_path(o, path, sizeof(path), k->name) == -1 ||
+	    !owed_seen(o, path))
+		return 1;
+	if (unlink(path) == -1 && errno != ENOENT)
 		log_warn("cannot remove %s", path);
+	return 0;
 }
 
 int
@@ -316,8 +395,10 @@ owed_done(const struct owed *o, const char *id)
 		log_warnx("warning: a kept send to the proxy cannot be read, "
 		    "left as it is: %s", cause);
 		free(cause);
-	} else if (rc == 0)
-		owed_forget(o, k);
+	} else if (rc == 0 && owed_locked() && owed_forget(o, k) == 1)
+		log_warnx("warning: %s/%s was kept by another command after "
+		    "this one read whom it is owed to: left as it is, sent "
+		    "again by `sandgate gc`", o->folder, k->name);
 	owed_unlock();
 	free(k);
 	return rc == -1 ? -1 : 0;
@@ -334,10 +415,11 @@ owed_one(const struct owed *o, const char *id, const struct owed_kept *k,
 {
 	char	*left = NULL, *text, path[4096];
 
+	owed_seen_add(o, k);	/* sent to its replicas: it may be rewritten */
 	if (o->send(id, k->subject, k->to, &left, why) == -1) {
 		text = owed_format(k->subject, left ? left : k->to, *why);
-		if (owed_locked() && (owed_path(o, path, sizeof(path),
-		    k->name) == -1 || state_replace(path, text, 0600) == -1))
+		if (owed_locked() && owed_put(o, id, k->name, text, path,
+		    sizeof(path)) == -1)
 			log_warn("warning: cannot rewrite %s/%s", o->folder,
 			    k->name);
 		free(text);
@@ -486,8 +568,8 @@ owed_to_one(const struct owed *o, const char *id, const struct owed_kept *k,
 {
 	char	**to = arg, *tmp;
 
-	(void)o;
 	(void)id;
+	owed_seen_add(o, k);
 	util_xasprintf(&tmp, "%s%s%s", *to ? *to : "", *to ? "," : "",
 	    k->to ? k->to : "");
 	free(*to);

@@ -17,7 +17,10 @@
  * Only a command that holds owed.lock (and whose lock is still the file
  * at that name) removes or rewrites a kept send; one without it only
  * adds: at the id's name when nothing is there, else at "ID.add_" and
- * 24 hex digits, a send of its own (atk1921l F4). A command sends kept
+ * 24 hex digits, a send of its own (atk1921l F4). One that holds it
+ * removes or rewrites only a kept file it read under it (owed_to, or
+ * read to send again): one at the name it did not read stays, and its
+ * own send is added beside it (atk1921m F1). A command sends kept
  * sends again for 20 s at most; the rest stay kept, said (atk1921k F2).
  */
 #ifndef SG_OWED_H
@@ -69,8 +72,9 @@ int	owed_add(const struct owed *, const char *id, const char *subject,
 	    const char *to, const char *why, char **cause);
 
 /*
- * id is confirmed: forget it (none kept is fine; without the lock it
- * stays). -1 when the one kept cannot be read: it stays, said, never
+ * id is confirmed: forget it (none kept is fine; without the lock, or
+ * when this command did not read it under the lock by owed_to, it stays,
+ * said). -1 when the one kept cannot be read: it stays, said, never
  * removed unread (atk1921k F5).
  */
 int	owed_done(const struct owed *, const char *id);
@@ -83,7 +87,10 @@ int	owed_done(const struct owed *, const char *id);
 int	owed_retry(const struct owed *, const char *subject, int dry,
 	    owed_cb cb, void *arg);
 
-/* Forget every kept send about subject, unsent (it is moot). */
+/*
+ * Forget every kept send about subject, unsent (it is moot): those read
+ * by owed_to under the lock held; any other stays, sent again later.
+ */
 void	owed_drop(const struct owed *, const char *subject);
 
 /*

@@ -70,12 +70,13 @@ static const char *proxyctl_set_name(size_t);
  * The replicas (as a set names them) that failed to answer in this
  * command, and how often: one whose answer timed out or took
  * PROXYCTL_SLOW_S or more to fail (closed unanswered just before its
- * timeout), or whose answer failed PROXYCTL_FAILS_MAX times in all
- * (closed unanswered, or not the proxy's answer; a refused connection
- * is no answer, and costs nothing to wait for), is stalled: each
- * later send to it is skipped and stays owed, and a failed one is not
- * tried again, so that it costs one slow failure per command, not one
- * per try of each kept send (atk1921j F6, atk1921k F2).
+ * timeout, or any answer that does not confirm: an HTTP error, not the
+ * proxy's answer, atk1921m F2, F3), or whose answer failed
+ * PROXYCTL_FAILS_MAX times in all (a refused connection is no answer,
+ * and costs nothing to wait for), is stalled: each later send to it in
+ * the command (its own as well as kept ones) is skipped and stays owed,
+ * and a failed one is not tried again, so that it costs one slow failure
+ * per command, not one per try of each send (atk1921j F6, atk1921k F2).
  */
 #define PROXYCTL_SLOW_S		2
 #define PROXYCTL_FAILS_MAX	8
@@ -325,6 +326,7 @@ struct proxyctl_req {
 	struct curl_slist	*hdrs;
 	struct proxyctl_buf	 b;
 	int			 again;	/* closed unanswered: send again */
+	long			 took_ms;	/* set by proxyctl_req_end */
 };
 
 /*
@@ -418,12 +420,12 @@ proxyctl_req_end(struct proxyctl_req *r, size_t i, CURLcode rc,
 	curl_off_t	took = 0;
 
 	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, status);
+	(void)curl_easy_getinfo(r->h, CURLINFO_TOTAL_TIME_T, &took);
+	r->took_ms = (long)(took / 1000);
 	if (rc != CURLE_OK && rc != CURLE_COULDNT_CONNECT &&
-	    rc != CURLE_COULDNT_RESOLVE_HOST) {
-		(void)curl_easy_getinfo(r->h, CURLINFO_TOTAL_TIME_T, &took);
+	    rc != CURLE_COULDNT_RESOLVE_HOST)
 		proxyctl_fail(i, rc == CURLE_OPERATION_TIMEDOUT ||
-		    took >= (curl_off_t)PROXYCTL_SLOW_S * 1000000);
-	}
+		    r->took_ms >= PROXYCTL_SLOW_S * 1000L);
 	/*
 	 * one stalled is not tried again, but for a request a flood kept
 	 * from going out at all (timed out before it was sent: as before)
@@ -531,6 +533,7 @@ proxyctl_multi(struct proxyctl_req *r, size_t n, struct proxyctl_ans *ans)
 		if (proxyctl_req_end(&r[i], i, msg->data.result,
 		    &ans[i].status, &ans[i].cause) == 0)
 			proxyctl_parse(&r[i].b, &ans[i].resp);
+		ans[i].took_ms = r[i].took_ms;
 	}
 	for (i = 0; i < n; i++) {
 		if (r[i].h == NULL)
@@ -538,6 +541,7 @@ proxyctl_multi(struct proxyctl_req *r, size_t n, struct proxyctl_ans *ans)
 		curl_multi_remove_handle(m, r[i].h);
 		(void)proxyctl_req_end(&r[i], i, CURLE_RECV_ERROR,
 		    &ans[i].status, &ans[i].cause);
+		ans[i].took_ms = r[i].took_ms;
 	}
 	curl_multi_cleanup(m);
 }
@@ -990,9 +994,16 @@ proxyctl_confirm_all(const char *path, json_t *body, const char *value,
 	for (i = 0; i < n; i++)
 		if (paths[i] != NULL &&
 		    (w = why(&a[i], buf, sizeof(buf))) != NULL) {
-			/* a failed answer: closed, timed out, or not ours */
-			if (w == proxyctl_not_ours_why)
-				proxyctl_fail(i, 0);
+			/*
+			 * an answer that does not confirm (an HTTP error,
+			 * not ours, not saved) is a failed one, stalling the
+			 * replica when it took PROXYCTL_SLOW_S or more
+			 * (atk1921m F2, F3); one unanswered is counted by
+			 * proxyctl_req_end
+			 */
+			if (a[i].cause == NULL)
+				proxyctl_fail(i, a[i].took_ms >=
+				    PROXYCTL_SLOW_S * 1000L);
 			proxyctl_missed_add(&missed, i, w, 0);
 			proxyctl_left_add(left, proxyctl_set_name(i));
 		}

@@ -146,6 +146,7 @@ struct proxyctl_ans {
 	long	 status;
 	json_t	*resp;
 	char	*cause;
+	long	 took_ms;	/* its last try's, from start to end */
 };
 
 /*

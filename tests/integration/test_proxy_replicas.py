@@ -1555,6 +1555,52 @@ class SlowClosingReplica(unittest.TestCase):
                 os.path.join(state, "unregister", sbx)), sbx)
 
 
+class SlowFailedAnswer(unittest.TestCase):
+    """atk1921m F2, F3: a replica answering an HTTP error (503) or a 200
+    that is not the proxy's answer, each after seconds, was never marked
+    stalled (only a transfer error was timed; a "not ours" 200 counted as
+    a fast failure): every send of a command waited for it, all under
+    owed.lock (`discard` of 3 ids: 27 s). Now any answer that does not
+    confirm is timed, and one taking 2 s or more stalls the replica for
+    the command: its later sends, the command's own ones too, are kept
+    unsent."""
+
+    def discard3(self, answer):
+        state = tempfile.mkdtemp(prefix="slowans-", dir=W["dir"])
+        asked = []
+
+        def slow(m, p):
+            asked.append(p)
+            time.sleep(3)
+            return answer
+
+        url = answering(self, slow)
+        ids = ["sbx_5a0e0000000000000000000%d" % i for i in (1, 2, 3)]
+        t = time.monotonic()
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard"] + ids,
+            capture_output=True, text=True, timeout=150,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state, "SANDGATE_PROXY_CONTROL": url,
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        took = time.monotonic() - t
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(len(asked), 1, r.stderr)
+        self.assertLess(took, 7, r.stderr)
+        self.assertEqual(r.stderr.count("not sent: it did not answer in "
+                                        "time earlier in this command"), 2,
+                         r.stderr)
+        for x in ids:
+            with open(os.path.join(state, "unregister", x)) as f:
+                self.assertEqual(f.read().splitlines()[1], "to " + url)
+
+    def test_slow_http_error_stalls(self):
+        self.discard3((503, {"error": "busy"}))
+
+    def test_slow_answer_not_ours_stalls(self):
+        self.discard3((200, {"ok": True}))
+
+
 class KeptSendUnread(TwoReplicas):
     """atk1921k F5: a kept unregister that cannot be read (damaged:
     here its subject is too long) was unlinked unread by a later

@@ -295,70 +295,6 @@ test_odd_files(void **state)
 	}
 }
 
-/*
- * atk1921i F11, F6: owed_add replaces the kept file whole: a FIFO at its
- * name is replaced, not opened (the command hung on it), a symlink there
- * is replaced, not followed; and a write cut short (RLIMIT_FSIZE, as a
- * full volume or a kill would) leaves the send kept before, not a torn
- * one naming no replica (a later command with fewer replicas then
- * confirmed and dropped it).
- */
-static void
-test_add_replaces_whole(void **state)
-{
-	struct rlimit	 rl, was;
-	char		 path[4096], *cause = NULL, target[4200], buf[512];
-	FILE		*f;
-	size_t		 n;
-
-	(void)state;
-	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
-	add(R2, SA);			/* the folder made */
-	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1", "why",
-	    &cause), 0);
-	assert_true(kept(R1));
-	snprintf(target, sizeof(target), "%s.target", root);
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(symlink(target, path), 0);
-	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1", "why",
-	    &cause), 0);
-	assert_int_equal(access(target, F_OK), -1);
-	/* a write cut short: the send kept before stays whole */
-	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
-	signal(SIGXFSZ, SIG_IGN);
-	rl = was;
-	rl.rlim_cur = 8;
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
-	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1,http://r2",
-	    "a longer reason", &cause), -1);
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
-	free(cause);
-	assert_non_null(f = fopen(path, "r"));
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	assert_string_equal(buf, SA "\nto http://r1\nwhy\n");
-}
-
-/* owed_drop forgets a subject's sends unsent, the others stay. */
-static void
-test_drop(void **state)
-{
-	(void)state;
-	add(R1, SA);
-	add(R2, SA);
-	add(R3, SB);
-	owed_drop(&owed_t, SA);
-	assert_string_equal(sent, "");
-	assert_false(kept(R1));
-	assert_false(kept(R2));
-	assert_true(kept(R3));
-	owed_done(&owed_t, R3);
-	owed_done(&owed_t, R3);		/* none kept is fine */
-	assert_false(kept(R3));
-}
-
 /* The number of files in the folder of owed_t whose name starts id. */
 static int
 files_of(const char *id)
@@ -374,6 +310,91 @@ files_of(const char *id)
 		n += strncmp(de->d_name, id, strlen(id)) == 0;
 	closedir(dp);
 	return n;
+}
+
+/*
+ * atk1921i F11, F6: a FIFO at a kept send's name is not opened (the
+ * command hung on it), a symlink there is not followed: since atk1921m F1
+ * neither is replaced (this command did not read them), the send is kept
+ * beside them; and owed_add replaces a kept file it read whole: a write
+ * cut short (RLIMIT_FSIZE, as a full volume or a kill would) leaves the
+ * send kept before, not a torn one naming no replica (a later command
+ * with fewer replicas then confirmed and dropped it).
+ */
+static void
+test_add_replaces_whole(void **state)
+{
+	struct rlimit	 rl, was;
+	char		 path[4096], *cause = NULL, target[4200], buf[512];
+	FILE		*f;
+	size_t		 n;
+
+	(void)state;
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
+	add(R2, SA);			/* the folder made */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1", "why",
+	    &cause), 0);
+	assert_int_equal(files_of(R1), 2);	/* beside it, not opened */
+	assert_int_equal(unlink(path), 0);
+	snprintf(target, sizeof(target), "%s.target", root);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1", "why",
+	    &cause), 0);
+	assert_int_equal(access(target, F_OK), -1);	/* not followed */
+	assert_int_equal(files_of(R1), 3);
+	reset(NULL);
+	/* a write cut short: the send kept before (and read) stays whole */
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1", "why",
+	    &cause), 0);
+	owed_lock();
+	free(owed_to(&owed_t, SA));
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	rl = was;
+	rl.rlim_cur = 8;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://r1,http://r2",
+	    "a longer reason", &cause), -1);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	owed_unlock();
+	free(cause);
+	assert_int_equal(files_of(R1), 1);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	assert_string_equal(buf, SA "\nto http://r1\nwhy\n");
+}
+
+/*
+ * owed_drop forgets a subject's sends unsent, the others stay; it and
+ * owed_done forget only those whose replicas this command read (owed_to)
+ * under the lock it holds: one not read stays (atk1921m F1).
+ */
+static void
+test_drop(void **state)
+{
+	(void)state;
+	add(R1, SA);
+	add(R2, SA);
+	add(R3, SB);
+	owed_drop(&owed_t, SA);		/* not read: they stay (atk1921m F1) */
+	assert_true(kept(R1));
+	owed_done(&owed_t, R3);
+	assert_true(kept(R3));
+	owed_lock();
+	free(owed_to(&owed_t, SA));
+	free(owed_to(&owed_t, SB));
+	owed_drop(&owed_t, SA);
+	assert_string_equal(sent, "");
+	assert_false(kept(R1));
+	assert_false(kept(R2));
+	assert_true(kept(R3));
+	owed_done(&owed_t, R3);
+	owed_done(&owed_t, R3);		/* none kept is fine */
+	assert_false(kept(R3));
+	owed_unlock();
 }
 
 /*
@@ -428,6 +449,43 @@ test_done_keeps_unread(void **state)
 	assert_true(kept(R1));
 }
 
+/*
+ * atk1921m F1: a locked command read whom id is owed to (nothing kept),
+ * and while it sent, one without the lock kept id at its name for another
+ * replica. The locked one's send, kept after, goes beside it, and its
+ * confirmation removes nothing: the other replica's send is never lost.
+ * Likewise one added after a kept send was read and before it is rewritten.
+ */
+static void
+test_locked_keeps_what_it_did_not_read(void **state)
+{
+	char	path[4096], *cause = NULL;
+	FILE	*f;
+
+	(void)state;
+	add(R2, SA);			/* the folder made */
+	owed_lock();
+	free(owed_to(&owed_t, SA));	/* R1: none kept */
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
+	assert_non_null(f = fopen(path, "w"));	/* the unlocked command's */
+	fprintf(f, SA "\nto http://other\nwhy\n");
+	fclose(f);
+	assert_int_equal(owed_add(&owed_t, R1, SA, "http://mine", "why",
+	    &cause), 0);
+	assert_string_equal(text_of(R1), SA "\nto http://other\nwhy\n");
+	assert_int_equal(files_of(R1), 2);
+	assert_int_equal(owed_done(&owed_t, R1), 0);
+	assert_string_equal(text_of(R1), SA "\nto http://other\nwhy\n");
+	owed_unlock();
+	/* a locked retry rewrites only the file it read */
+	reset(NULL);
+	fail_sends = 1;
+	add(R1, SA);
+	assert_int_equal(owed_retry(&owed_t, SA, 0, cb, NULL), 1);
+	assert_int_equal(files_of(R1), 1);
+	assert_non_null(strstr(text_of(R1), "127.0.0.1:9"));
+}
+
 static int
 group_setup(void **state)
 {
@@ -467,6 +525,7 @@ main(void)
 		T(test_add_replaces_whole),
 		T(test_unlocked_only_adds),
 		T(test_done_keeps_unread),
+		T(test_locked_keeps_what_it_did_not_read),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
