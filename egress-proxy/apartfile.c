@@ -12,6 +12,8 @@
 
 #define APARTFILE_MAX	(8 * 1024 * 1024)	/* read at most */
 
+static void	apartfile_undo(int, size_t, size_t, size_t);
+
 /* The whole text of fd (at most APARTFILE_MAX), NUL-terminated, or NULL. */
 static char *
 apartfile_read(int fd, size_t *len)
@@ -126,12 +128,50 @@ apartfile_add(const char *path, const char *line)
 	/* over the padding while its final newline stays; else appended */
 	if (at == len || at + n > len - 1)
 		at = len;
+	/*
+	 * A torn last line (a crash in a write) is never continued: the
+	 * line goes on a line of its own, so it reads even if that one does
+	 * not (atk15r20 F2).
+	 */
+	if (at == len && len > 0 && t[len - 1] != '\n') {
+		if (pwrite(fd, "\n", 1, (off_t)len) != 1) {
+			free(t);
+			close(fd);
+			return -1;
+		}
+		at = ++len;
+	}
 	free(t);
 	bad = pwrite(fd, line, n, (off_t)at) != (ssize_t)n ||
 	    fdatasync(fd) == -1;
+	if (bad)
+		apartfile_undo(fd, at, n, len);
 	if (close(fd) == -1)
 		bad = 1;
 	return bad ? -1 : 0;
+}
+
+/*
+ * A line that could not be written whole (a short write: the folder
+ * filled) is taken back, so no fragment is left that the next line (the
+ * controller's retry) would merge into and that a restart could not read
+ * (atk15r20 F2): an append is cut off at len, a line over the padding
+ * blanked again (it was spaces there).
+ */
+static void
+apartfile_undo(int fd, size_t at, size_t n, size_t len)
+{
+	char	*p;
+
+	if (at == len) {
+		(void)ftruncate(fd, (off_t)len);
+	} else {
+		p = util_xmalloc(n);
+		memset(p, ' ', n);
+		(void)pwrite(fd, p, n, (off_t)at);
+		free(p);
+	}
+	(void)fdatasync(fd);
 }
 
 /* 1 when t holds only spaces and newlines. */

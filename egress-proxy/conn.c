@@ -1306,7 +1306,9 @@ conn_token_run_ended(const struct conn *c, char *why, size_t size)
  * as the token could (atk1921h F7).
  * Past REGISTRY_GONE_MAX removals the oldest are forgotten: a token of
  * a sandbox not registered here, issued before the latest forgotten
- * removal (the floor, with the skew), is refused too (fails closed).
+ * removal (the floor, with the skew), is refused too (fails closed);
+ * so is one of a sandbox restored at a start whose removal files were
+ * damaged, until it is registered again (registry_unsure_all).
  */
 static enum sg_reason
 conn_token_gone(const struct conn *c, char *why, size_t size)
@@ -1314,13 +1316,28 @@ conn_token_gone(const struct conn *c, char *why, size_t size)
 	time_t	gone = registry_gone_at(c->px->registry, c->tok->sandbox);
 	time_t	forgot = registry_gone_floor(c->px->registry);
 
+	/*
+	 * A sandbox restored from the registry file at a start whose
+	 * removal files were damaged may be a removed one whose removal was
+	 * in the damaged part (atk15r20 F1): the floor holds for it too
+	 * until it is registered again.
+	 */
 	if (gone == 0 && forgot != 0 &&
-	    !registry_has_sandbox(c->px->registry, c->tok->sandbox) &&
+	    (!registry_has_sandbox(c->px->registry, c->tok->sandbox) ||
+	    registry_sandbox_unsure(c->px->registry, c->tok->sandbox)) &&
 	    c->tok->issued <= (uint64_t)forgot + TOKEN_SKEW) {
-		snprintf(why, size, "token of sandbox %s, not registered, "
-		    "issued before the removed-sandbox floor (%lld, over %d "
-		    "removals): a newer token passes", c->tok->sandbox,
-		    (long long)forgot, REGISTRY_GONE_MAX);
+		if (registry_has_sandbox(c->px->registry, c->tok->sandbox))
+			snprintf(why, size, "token of sandbox %s, restored "
+			    "while removals were not known, issued before the "
+			    "removed-sandbox floor (%lld): a newer token or a "
+			    "register passes", c->tok->sandbox,
+			    (long long)forgot);
+		else
+			snprintf(why, size, "token of sandbox %s, not "
+			    "registered, issued before the removed-sandbox "
+			    "floor (%lld, over %d removals): a newer token "
+			    "passes", c->tok->sandbox, (long long)forgot,
+			    REGISTRY_GONE_MAX);
 		return SG_REASON_TOKEN_SANDBOX_GONE;
 	}
 	if (gone == 0)

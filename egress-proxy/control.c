@@ -53,6 +53,8 @@ static char		*control_gone_path;		/* .gone */
 static int		 control_registry_unsaved;
 /* removals neither saved nor kept apart: a restart would undo them */
 static json_int_t	 control_removals_unkept;
+/* a removal file was damaged at start (control_registry_unsure) */
+static int		 control_removals_damaged;
 static time_t		 control_grants_unsaved_since;	/* first failure */
 static time_t		 control_grants_failed;		/* last failure */
 static struct blockring		*control_rings;	/* recent blocks */
@@ -93,6 +95,7 @@ static json_t	*control_registry_read(struct proxy *, const char *);
 static int	 control_gone_save(struct proxy *);
 static void	 control_gone_load(struct proxy *, const char *);
 static const char *control_gone_damage(json_t *);
+static void	 control_registry_unsure(struct proxy *);
 static void	 control_gone_unknown(struct proxy *, const char *,
 		    const char *);
 static void	 control_floor_event(struct proxy *, const char *,
@@ -462,9 +465,11 @@ control_gone_unknown(struct proxy *px, const char *path, const char *why)
 	char	*detail;
 
 	registry_gone_unknown(px->registry);
+	control_removals_damaged = 1;
 	util_xasprintf(&detail, "%s cannot be read (%s): the removed "
 	    "sandboxes it kept are not known, so tokens of sandboxes not "
-	    "registered here issued before %lld are refused "
+	    "registered here, or restored from the registry file and not "
+	    "registered since, issued before %lld are refused "
 	    "(token_sandbox_gone)", path, why,
 	    (long long)registry_gone_floor(px->registry));
 	control_floor_event(px, detail, 0);
@@ -1428,6 +1433,10 @@ control_gone_damage(json_t *top)
 	if (json_object_get(top, "floor") != NULL &&
 	    !json_is_integer(json_object_get(top, "floor")))
 		return "\"floor\" is not an integer";
+	/* the clock the entries age by (atk1921j F2): checked too (atk15r20 F3) */
+	if (json_object_get(top, "seen") != NULL &&
+	    !json_is_integer(json_object_get(top, "seen")))
+		return "\"seen\" is not an integer";
 	return control_gone_list_damage(json_object_get(top,
 	    "unregistered"));
 }
@@ -1517,7 +1526,8 @@ control_removed_line(struct proxy *px, const char *path, const char *line)
 
 	if (line[strspn(line, " ")] == '\0')
 		return NULL;		/* padding */
-	if ((o = json_loads(line, 0, NULL)) == NULL ||
+	/* a key twice is not a line the proxy wrote (atk15r20 F3) */
+	if ((o = json_loads(line, JSON_REJECT_DUPLICATES, NULL)) == NULL ||
 	    (key = json_string_value(json_object_get(o, "key"))) == NULL) {
 		json_decref(o);		/* not known: atk15r19 F5 */
 		return "a line that is not one of its removals";
@@ -1558,15 +1568,20 @@ control_removed_load(struct proxy *px, const char *path)
 			control_gone_unknown(px, path, why);
 		return;
 	}
-	if (strlen(text) != len)
-		control_gone_unknown(px, path, "a NUL byte in it");
-	for (p = text; *p != '\0'; p = nl + 1) {
+	/*
+	 * Every line of the whole text, a NUL damaging its own line only:
+	 * the lines after one were never applied (atk15r20 F1).
+	 */
+	for (p = text; p < text + len; p = nl + 1) {
 		/*
 		 * Lines are written whole, newline last: a last one without
 		 * it is torn or not the proxy's (atk1921l F1), applied if it
 		 * reads, not known all the same.
 		 */
-		if ((nl = strchr(p, '\n')) == NULL) {
+		if ((nl = memchr(p, '\n', (size_t)(text + len - p))) == NULL) {
+			if (strlen(p) != (size_t)(text + len - p))
+				control_gone_unknown(px, path,
+				    "a NUL byte in it");
 			(void)control_removed_line(px, path, p);
 			if (p[strspn(p, " ")] != '\0')
 				control_gone_unknown(px, path, "a last line "
@@ -1574,6 +1589,8 @@ control_removed_load(struct proxy *px, const char *path)
 			break;
 		}
 		*nl = '\0';
+		if (strlen(p) != (size_t)(nl - p))
+			control_gone_unknown(px, path, "a NUL byte in it");
 		if ((why = control_removed_line(px, path, p)) != NULL)
 			control_gone_unknown(px, path, why);
 	}
@@ -1625,11 +1642,43 @@ control_registry_open(struct proxy *px, const char *sock)
 	}
 	/* removals forgotten past the max while loading (atk15r18 F2) */
 	control_gone_floor_note(px, forgotten);
+	if (control_removals_damaged)
+		control_registry_unsure(px);
 	proxy_log_blocks_registry(px);
 	/* Retired by the first good save, now or at a later change. */
 	if (control_registry_taken != NULL)
 		(void)control_registry_save(px);
 	free(old);
+}
+
+/*
+ * A removal file was damaged at this start: a removed sandbox whose
+ * removal was in the damaged part may be among those just restored from
+ * the registry file (a full folder kept the removal apart, or a crash
+ * came between the two saves), and its token passed (atk15r20 F1).
+ * Every restored sandbox is marked unsure: its tokens issued before the
+ * floor are refused until it is registered again (conn.c). The marks
+ * are saved in the registry file before the damaged file is rewritten
+ * or blanked, so a crash between the saves still finds one of the two.
+ */
+static void
+control_registry_unsure(struct proxy *px)
+{
+	json_t	*arr;
+	size_t	 n;
+
+	if ((n = registry_unsure_all(px->registry)) == 0)
+		return;
+	log_warnx("%zu sandbox registrations restored while removals were "
+	    "not known: their tokens issued before %lld are refused until "
+	    "each is registered again", n,
+	    (long long)registry_gone_floor(px->registry));
+	arr = json_pack("{s:o?}", "sandboxes", registry_json(px->registry));
+	if (control_json_replace(arr, control_registry_path, 0644) == 0)
+		(void)control_registry_save(px);
+	else
+		control_registry_unsaved = 1;
+	json_decref(arr);
 }
 
 /*
@@ -1647,7 +1696,8 @@ control_registry_read(struct proxy *px, const char *path)
 	size_t		 len;
 
 	if ((text = control_state_read(path, &len, &why)) != NULL &&
-	    (top = json_loadb(text, len, 0, &err)) == NULL)
+	    (top = json_loadb(text, len, JSON_REJECT_DUPLICATES,
+	    &err)) == NULL)
 		why = err.text;
 	if (why != NULL) {
 		log_warnx("%s: %s; starting with no sandboxes", path, why);
@@ -1697,6 +1747,11 @@ control_registry_load(struct proxy *px, const char *path)
 			    i, cause);
 		free(csv);
 	}
+	/* marked after all are added: registry_add clears a sandbox's */
+	json_array_foreach(arr, i, e)
+		if (json_is_true(json_object_get(e, "unsure")))
+			registry_unsure_set(px->registry, json_string_value(
+			    json_object_get(e, "sandbox")) ?: "", 1);
 	json_decref(top);
 	log_info("%zu sandboxes registered again from %s", n,
 	    path);

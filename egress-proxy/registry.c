@@ -22,6 +22,7 @@ struct registry_entry {
 	unsigned		 refs;
 	int			 listed;	/* still in the registry */
 	int			 extra;		/* not the session's address */
+	int			 unsure;	/* restored while removals were not known */
 	char			 addr[INET6_ADDRSTRLEN];
 	char			*sandbox;
 	char			*sets_text;
@@ -575,6 +576,7 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 	e->refs = 1;
 	if (registry_same(r, e)) {
 		/* Registered again as it is: connections keep their entry. */
+		registry_unsure_set(r, sandbox, 0);
 		registry_entry_unref(e);
 		return 0;
 	}
@@ -601,6 +603,8 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 	if (!extra)
 		registry_remove_session(r, e->sandbox);
 	registry_link(r, e);
+	/* registered (again): no longer a restored one (registry_unsure_all) */
+	registry_unsure_set(r, e->sandbox, 0);
 	return 0;
 }
 
@@ -671,6 +675,44 @@ registry_addr_changed(struct registry *r, registry_addr_fn fn, void *arg)
 	}
 }
 
+void
+registry_unsure_set(struct registry *r, const char *sandbox, int unsure)
+{
+	struct registry_entry	*e;
+	void			**slot;
+
+	if ((slot = namecount_slot(r->sandboxes, sandbox)) == NULL)
+		return;
+	for (e = *slot; e != NULL; e = e->snext)
+		e->unsure = unsure;
+}
+
+size_t
+registry_unsure_all(struct registry *r)
+{
+	struct registry_entry	*e;
+	size_t			 n = 0;
+
+	for (e = r->head; e != NULL; e = e->next, n++)
+		e->unsure = 1;
+	return n;
+}
+
+int
+registry_sandbox_unsure(const struct registry *r, const char *sandbox)
+{
+	const struct registry_entry	*e;
+	void				**slot;
+
+	if (r == NULL || (slot = namecount_slot(r->sandboxes,
+	    sandbox)) == NULL)
+		return 0;
+	for (e = *slot; e != NULL; e = e->snext)
+		if (e->unsure)
+			return 1;
+	return 0;
+}
+
 int
 registry_has_sandbox(const struct registry *r, const char *sandbox)
 {
@@ -730,6 +772,8 @@ registry_json(const struct registry *r)
 			json_array_append_new(sets, json_string(e->sets[i]));
 		o = json_pack("{s:s, s:s, s:o, s:b}", "address", e->addr,
 		    "sandbox", e->sandbox, "sets", sets, "extra", e->extra);
+		if (o != NULL && e->unsure)
+			json_object_set_new(o, "unsure", json_true());
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -50,6 +50,19 @@ size_t		 registry_remove_sandbox(struct registry *, const char *sandbox);
 int		 registry_has_sandbox(const struct registry *,
 		    const char *sandbox);
 /*
+ * Sandboxes restored from the registry file at a start whose removals
+ * were not all known (a damaged removal file): a removed one may be among
+ * them, so their tokens issued before the floor are refused (conn.c)
+ * until a /register of the sandbox (registry_add clears the mark).
+ * registry_unsure_all marks every entry (how many); registry_json saves
+ * the mark ("unsure": true) so a later start keeps it.
+ */
+size_t		 registry_unsure_all(struct registry *);
+void		 registry_unsure_set(struct registry *, const char *sandbox,
+		    int unsure);
+int		 registry_sandbox_unsure(const struct registry *,
+		    const char *sandbox);
+/*
  * fn(arg, sandbox) for each sandbox registered or unregistered since the
  * last call (namecount_changed): what changed, not the whole registry.
  */

@@ -65,6 +65,13 @@ class FullFolder(unittest.TestCase):
         self.key, self.pub = T.make_key(W["dir"], "k")
         self.sock = os.path.join(self.run_dir, "control.sock")
         self.n = 0
+        # each test has the small folder to itself
+        for name in os.listdir(self.run_dir):
+            path = os.path.join(self.run_dir, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
 
     def tearDown(self):
         proxylib.teardown(W, W.get("proxies", []))
@@ -117,6 +124,56 @@ class FullFolder(unittest.TestCase):
         self.assertFalse("sbx_x" in registered and code == 403,
                          "registered and removed after the crash: %s" %
                          text[:200])
+
+    def unregister(self, sandbox):
+        st, body = self.ctl("/unregister", {"sandbox": sandbox})
+        self.assertEqual(st, 200, body)
+        return body
+
+    def test_a_short_write_kept_apart_then_the_retry(self):
+        """atk15r20 F2: on a full folder an unregister kept apart in
+        .removed past its reserved room was written short (the line cut
+        at the end of the last page), answered "saved": false, and the
+        fragment left in the file; the controller's retry was appended
+        onto it, answered saved, and at a restart the merged line did not
+        read: its removal lost (the floor rose). The short write is now
+        taken back and a line never continues a torn one: after the
+        restart every line reads (no floor event) and the retried
+        sandbox's token is refused by its own removal."""
+        p = self.start()
+        filler = os.path.join(self.run_dir, "filler")
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while os.write(fd, b"\0" * 4096) == 4096:
+                pass
+        except OSError:
+            pass
+        os.close(fd)
+
+        def free_page():
+            os.truncate(filler, os.path.getsize(filler) - 4096)
+
+        def until_unsaved(i):
+            while self.unregister("sbx_f2_%04d" % i)["saved"]:
+                i += 1
+            return i
+        i = until_unsaved(0)          # the reserved room is full
+        free_page()
+        torn = until_unsaved(i + 1)   # the line across the page end
+        free_page()
+        body = self.unregister("sbx_f2_%04d" % torn)    # the retry
+        self.assertTrue(body["saved"] and body["saved_apart"], body)
+        p.proc.send_signal(signal.SIGKILL)
+        p.proc.wait()
+        W["proxies"].remove(p)
+        os.unlink(filler)
+        p = self.start()
+        code, text = T.get(p, T.token(self.key, "sbx_f2_%04d" % torn))
+        self.assertEqual(code, 403, text)
+        self.assertIn("unregistered since", text)
+        raised = [e["detail"] for e in p.events()
+                  if e.get("event") == "registry.removed_floor_raised"]
+        self.assertEqual(raised, [])
 
 
 if __name__ == "__main__":

@@ -705,6 +705,67 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.assertEqual([e for e in p.events() if e.get("event") ==
                           "registry.removed_floor_raised"], [])
 
+    def test_a_damaged_removal_of_a_registered_sandbox(self):
+        """atk15r20 F1, F3: a removed sandbox can still be in registry.json
+        (its unregister kept apart on a full folder, or a crash between
+        the two saves). With its removal in a damaged file the floor rose
+        but applied only to sandboxes not registered: its token passed.
+        Now every sandbox restored at such a start is unsure: its tokens
+        issued before the floor are refused, also after a later restart
+        (the mark is saved), until it is registered again; a newer token
+        passes. A key twice in a .removed line or in registry.json is
+        damage too (F3), as is a "seen" that is not an integer."""
+        reg = [{"address": "127.0.0.5", "sandbox": self.SBX, "sets": []}]
+        now = int(time.time())
+        good = '{"key":"%s","sandbox":true,"at":%d}\n' % (self.SBX, now)
+        cases = {
+            "torn": ({".removed": good[:-2] + "\n"}, "a line that is not"),
+            "torn-last": ({".removed": good[:-4]}, "no newline"),
+            "nul": ({".removed": "\0\n" + good}, "NUL"),
+            "bom": ({".removed": "\ufeff" + good}, "a line that is not"),
+            "dup-removed": ({".removed": good[:-2] + ',"key":"zz"}\n'},
+                            "a line that is not"),
+            "dup-gone": ({".gone": '{"unregistered":{"%s":%d,"%s":%d},'
+                          '"floor":0}' % (self.SBX, now, self.SBX, now)},
+                         "duplicate"),
+            "seen": ({".gone": '{"unregistered":{},"seen":"x"}'},
+                     "seen"),
+        }
+        for name, (files, why) in cases.items():
+            with self.subTest(name):
+                p = self.start({}, files=files, sandboxes=reg)
+                if name in ("nul", "bom"):
+                    tok = token(W["key"], self.SBX, issued=now - 60)
+                    status, body = get(p, tok)
+                    self.assertIn("token_sandbox_gone", body)
+                    if name == "nul":   # the line after a NUL applies
+                        self.assertIn("unregistered since", body)
+                    p.stop()
+                    continue
+                self.assert_fails_closed(p, self.SBX, why)
+                with open(self.registry) as f:
+                    saved = json.load(f)["sandboxes"]
+                self.assertTrue(all(e.get("unsure") for e in saved), saved)
+                # the mark holds after a restart on the same folder
+                p.stop()
+                p.start()
+                proxylib.wait_unix_socket(self.sock)
+                status, body = get(p, token(W["key"], self.SBX,
+                                            issued=now - 60))
+                self.assertIn("token_sandbox_gone", body)
+                # a newer token passes; a register clears the mark
+                status, body = get(p, token(W["key"], self.SBX,
+                                            issued=int(time.time()) + 120))
+                self.assertNotIn("token_sandbox_gone", body)
+                st, b = proxylib.control(self.sock, "POST", "/register", {
+                    "address": "127.0.0.5", "sandbox": self.SBX,
+                    "sets": ""})
+                self.assertEqual(st, 200, b)
+                status, body = get(p, token(W["key"], self.SBX,
+                                            issued=now - 60))
+                self.assertNotIn("token_sandbox_gone", body)
+                p.stop()
+
     def test_a_removed_line_of_neither_kind(self):
         """atk1921l F2, atk15r19 F6: a .removed line whose "sandbox" was neither true nor
         false was read as an address: the sandbox's token passed. It
