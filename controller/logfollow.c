@@ -15,11 +15,10 @@
 #include "util.h"
 
 /*
- * Files followed before the current one that are still read as they grow
- * (logfollow_earlier), at most: the last ones a writer not yet told to
- * reopen can still be writing.
+ * Files held that left the listing, kept and read as they grow, at most:
+ * a writer may still write a file moved or renamed out of the log.
  */
-#define LOGFOLLOW_EARLIER	3
+#define LOGFOLLOW_GONE	64
 
 /* A file of the log held, and how far its lines were given. */
 struct logfollow_file {
@@ -28,7 +27,9 @@ struct logfollow_file {
 	ino_t		 ino;
 	long long	 off;		/* where the next line starts */
 	char		*name;		/* its name when last listed */
-	int		 followed;	/* it was the file followed once */
+	int		 gone;		/* it left the listing */
+	char		 tail[4096];	/* the bytes just before off, as read */
+	int		 ntail;
 };
 
 struct logfollow {
@@ -45,6 +46,10 @@ struct logfollow {
 static int	logfollow_hold(struct logfollow_file *, int, long long,
 		    const char *);
 static void	logfollow_drop(struct logfollow_file *);
+static void	logfollow_mark(struct logfollow_file *);
+static int	logfollow_cut(struct logfollow_file *);
+static void	logfollow_line(struct logfollow_file *, const char *, size_t,
+		    long long);
 static int	logfollow_read(struct logfollow *, struct logfollow_file *,
 		    int, void (*)(json_t *, void *), void *);
 static int	logfollow_moved(struct logfollow *);
@@ -58,7 +63,8 @@ static int	logfollow_rotated(struct logfollow *,
 		    void (*)(json_t *, void *), void *);
 static int	logfollow_earlier(struct logfollow *,
 		    void (*)(json_t *, void *), void *);
-static void	logfollow_watch(struct logfollow *);
+static int	logfollow_keep(struct logfollow *, const char *,
+		    struct logfollow_file *, int);
 
 /* Hold a duplicate of fd, its lines given up to off. 0, or -1 (shown). */
 static int
@@ -79,7 +85,8 @@ logfollow_hold(struct logfollow_file *lf, int fd, long long off,
 	lf->ino = st.st_ino;
 	lf->off = off;
 	lf->name = util_xstrdup(name);
-	lf->followed = 0;
+	lf->gone = 0;
+	logfollow_mark(lf);
 	return 0;
 }
 
@@ -121,8 +128,7 @@ logfollow_new(const struct logset *set)
 		}
 		f->n++;
 	}
-	if ((f->cur = f->n - 1) != -1)
-		f->v[f->cur].followed = 1;
+	f->cur = f->n - 1;
 	return f;
 }
 
@@ -145,6 +151,64 @@ logfollow_free(struct logfollow *f)
 }
 
 /*
+ * The bytes before lf's offset kept (up to sizeof(lf->tail)): file
+ * content the follower itself read, to tell a cut later (no line's
+ * claim is trusted).
+ */
+static void
+logfollow_mark(struct logfollow_file *lf)
+{
+	lf->ntail = lf->off < (long long)sizeof(lf->tail) ? (int)lf->off :
+	    (int)sizeof(lf->tail);
+	if (lf->ntail > 0 && pread(lf->fd, lf->tail, (size_t)lf->ntail,
+	    (off_t)(lf->off - lf->ntail)) != lf->ntail)
+		lf->ntail = 0;
+}
+
+/*
+ * The bytes of a line just read (len, took bytes of the file) as the
+ * ones before lf's next offset: taken from what was read, not read again
+ * (the file may be cut and rewritten meanwhile). A line longer than kept
+ * (its middle skipped by logread) leaves nothing to compare.
+ */
+static void
+logfollow_line(struct logfollow_file *lf, const char *line, size_t len,
+    long long took)
+{
+	size_t	nl = took == (long long)len + 1, keep;
+
+	if (took != (long long)(len + nl)) {
+		lf->ntail = 0;
+		return;
+	}
+	keep = len + nl < sizeof(lf->tail) ? len + nl : sizeof(lf->tail);
+	memcpy(lf->tail, line + len + nl - keep, keep - nl);
+	if (nl)
+		lf->tail[keep - 1] = '\n';
+	lf->ntail = (int)keep;
+}
+
+/*
+ * 1 when lf was cut since read: shorter than its offset, or grown back
+ * past it (copytruncate, then writes before the next look) so that the
+ * bytes before the offset are no longer those read.
+ */
+static int
+logfollow_cut(struct logfollow_file *lf)
+{
+	struct stat	st;
+	char		now[sizeof(lf->tail)];
+
+	if (fstat(lf->fd, &st) == 0 && lf->off > (long long)st.st_size)
+		return 1;
+	if (lf->ntail == 0)
+		return 0;
+	return pread(lf->fd, now, (size_t)lf->ntail,
+	    (off_t)(lf->off - lf->ntail)) != lf->ntail ||
+	    memcmp(now, lf->tail, (size_t)lf->ntail) != 0;
+}
+
+/*
  * Every whole line of lf from its offset on to cb, the offset moved past
  * them; follow keeps a partial last line for later (the writer may still
  * be writing it), else it is given too. A file now shorter than its
@@ -155,21 +219,25 @@ static int
 logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
     void (*cb)(json_t *, void *), void *arg)
 {
-	struct stat	 st;
 	json_t		*obj;
 	size_t		 len;
+	long long	 done = 0;
 	int		 got, cut = 0;
 
-	if (fstat(lf->fd, &st) == 0 && lf->off > (long long)st.st_size) {
+	if (logfollow_cut(lf)) {
 		log_warnx("'%s' was cut while followed: reading it again from "
 		    "its start", lf->name);
 		lf->off = 0;
 		cut = 1;
 	}
+	if (cut)
+		lf->ntail = 0;
 	if (lseek(lf->fd, (off_t)lf->off, SEEK_SET) == -1)
 		goto fail;
 	logread_init(f->r, lf->fd, follow, -1);
 	while ((got = logread_next(f->r, &len)) == 1) {
+		logfollow_line(lf, f->r->line, len, f->r->consumed - done);
+		done = f->r->consumed;
 		if ((obj = logread_object(f->r->line, len)) == NULL)
 			continue;
 		cb(obj, arg);
@@ -242,6 +310,7 @@ logfollow_adopt(struct logfollow *f, const struct logset *set,
 			taken[k] = 1;
 			(*kept)++;
 			nv[nn] = f->v[k];
+			nv[nn].gone = 0;	/* listed again */
 			f->v[k].fd = -1;
 			f->v[k].name = NULL;
 			free(nv[nn].name);
@@ -275,15 +344,14 @@ logfollow_leave(struct logfollow *f, const char *taken, int kept,
 		    "not shown", f->path);
 	else if (f->cur != -1 && !taken[f->cur] && f->v[f->cur].off > 0)
 		log_warnx("warning: the file followed at '%s' left the log "
-		    "without being rotated (moved away or deleted): events "
-		    "written to it from now on are not shown",
+		    "without being rotated (moved away or deleted): it is "
+		    "still read as it grows, while held",
 		    f->v[f->cur].name);
 	for (i = 0; i < f->n; i++) {
 		if (taken[i])
 			continue;
-		if (rc == 0 && logfollow_read(f, &f->v[i], 0, cb, arg) == -1)
-			rc = -1;	/* the others dropped all the same */
-		logfollow_drop(&f->v[i]);
+		if (rc == 0 && logfollow_read(f, &f->v[i], 1, cb, arg) == -1)
+			rc = -1;
 	}
 	return rc;
 }
@@ -304,9 +372,15 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	int			 i, nn = 0, kept, rc = -1;
 
 	if (logset_add_log(set, f->dir, f->name, &cause) == -1) {
-		/* The file followed is still held: try again next poll. */
+		/*
+		 * The files held are still read as they grow; a newer file
+		 * the writer made is not, until a listing works.
+		 */
 		if (f->cause == NULL || strcmp(f->cause, cause) != 0)
-			log_warnx("%s (following: trying again)", cause);
+			log_warnx("warning: %s: the log cannot be listed, so "
+			    "events in its newer files may not be shown until "
+			    "it can (following: the files held are still read; "
+			    "trying again)", cause);
 		free(f->cause);
 		f->cause = cause;
 		logset_free(set);
@@ -314,17 +388,16 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	}
 	free(f->cause);
 	f->cause = NULL;
-	nv = util_xcalloc((size_t)logset_count(set) + 1, sizeof(*nv));
+	nv = util_xcalloc((size_t)logset_count(set) + f->n + 1, sizeof(*nv));
 	taken = util_xcalloc((size_t)f->n + 1, 1);
 	if ((nn = logfollow_adopt(f, set, nv, taken, &kept)) == -1)
 		goto out;
 	if ((rc = logfollow_leave(f, taken, kept, cb, arg)) == -1)
 		goto out;
+	nn = logfollow_keep(f, taken, nv, nn);
 	free(f->v);
 	f->v = nv;
-	f->n = nn;
-	f->cur = nn - 1;
-	logfollow_watch(f);
+	f->cur = nn > 0 ? f->n - 1 : -1;
 	nv = NULL;
 	nn = 0;
 	for (i = 0; i < f->n && rc != -1; i++)
@@ -339,25 +412,51 @@ out:
 	return rc;
 }
 
-/* The current file marked followed; the older marks past the limit cut. */
-static void
-logfollow_watch(struct logfollow *f)
+/*
+ * The files held that left the listing (not taken) put before the nn
+ * listed ones of nv, read to their end already and held on, as a writer
+ * may still write them (a file renamed or moved out of the log); past
+ * LOGFOLLOW_GONE the oldest gone are dropped, said when they held
+ * events. f->n set to the total. Returns nn.
+ */
+static int
+logfollow_keep(struct logfollow *f, const char *taken,
+    struct logfollow_file *nv, int nn)
 {
-	int	i, left = LOGFOLLOW_EARLIER;
+	int	i, ng = 0, skip;
 
-	if (f->cur == -1)
-		return;
-	f->v[f->cur].followed = 1;
-	for (i = f->cur - 1; i >= 0; i--)
-		if (f->v[i].followed && left-- <= 0)
-			f->v[i].followed = 0;
+	for (i = 0; i < f->n; i++)
+		ng += !taken[i];
+	skip = ng > LOGFOLLOW_GONE ? ng - LOGFOLLOW_GONE : 0;
+	memmove(&nv[ng - skip], &nv[0], (size_t)nn * sizeof(*nv));
+	for (i = 0, ng = 0; i < f->n; i++) {
+		if (taken[i])
+			continue;
+		if (skip > 0) {
+			skip--;
+			if (f->v[i].off > 0)
+				log_warnx("warning: '%s' left the log holding "
+				    "events and is no longer watched: events "
+				    "written to it from now on are not shown",
+				    f->v[i].name);
+			logfollow_drop(&f->v[i]);
+			continue;
+		}
+		if (!f->v[i].gone)
+			f->v[i].gone = 1;
+		nv[ng++] = f->v[i];
+	}
+	f->n = ng + nn;
+	return nn;
 }
 
 /*
- * The lines added to the last files followed before the current one,
- * still listed: logrotate renames the file to NAME.1 and makes a new NAME
- * before the writer is told to reopen (or when telling it fails), so
- * the writer goes on in NAME.1 meanwhile. 0, or -1 (shown).
+ * The lines added to every other file held, listed or not, as it grows:
+ * logrotate renames the file to NAME.1 and makes a new NAME before the
+ * writer is told to reopen (or when telling it fails), so the writer
+ * goes on in NAME.1 meanwhile; and a folder writer may rename or move
+ * the writer's file anywhere. One fstat per file and poll. 0, or -1
+ * (shown).
  */
 static int
 logfollow_earlier(struct logfollow *f, void (*cb)(json_t *, void *),
@@ -367,10 +466,17 @@ logfollow_earlier(struct logfollow *f, void (*cb)(json_t *, void *),
 	int		i;
 
 	for (i = 0; i < f->n; i++) {
-		if (i == f->cur || !f->v[i].followed ||
+		if (i == f->cur || f->v[i].fd == -1 ||
 		    fstat(f->v[i].fd, &st) == -1 ||
 		    (long long)st.st_size <= f->v[i].off)
 			continue;
+		if (f->v[i].gone == 1) {
+			/* A writer writes outside the log: said once. */
+			log_warnx("warning: '%s' left the log but is still "
+			    "written: its events are shown while it is held",
+			    f->v[i].name);
+			f->v[i].gone = 2;
+		}
 		if (logfollow_read(f, &f->v[i], 1, cb, arg) == -1)
 			return -1;
 	}

@@ -15,19 +15,22 @@
  * followed. So any number of rotations between two polls skips nothing,
  * and logrotate's `create` (the file renamed to NAME.1, an empty NAME
  * the follower takes, moved aside by the proxy when it reopens) repeats
- * nothing. The last 3 files followed before the current one that are
- * still listed are read on as they grow (a writer not yet told to
- * reopen writes into NAME.1). A file held that leaves the listing is
- * read to its end and dropped; when the
+ * nothing. Every file held is read on as it grows (a writer not yet
+ * told to reopen writes into NAME.1; a folder writer may rename the
+ * writer's file anywhere). A file held that leaves the listing is read
+ * to its end and still held (the last 64; one let go is said on stderr
+ * when it held events); when the
  * file followed left and none of the files read is listed, the files
  * rotated in between may be gone: said on stderr; when it left out of
  * turn (moved away or deleted, not rotated) holding events, that is
- * said too: what is written to it later is not shown. The file followed
- * cut shorter than read (copytruncate) is read again from its start and
+ * said too. The file followed cut shorter than read, or whose bytes
+ * before the offset are no longer those read (cut and grown back,
+ * copytruncate) is read again from its start and
  * the log listed again: the copy, a file never read, is read whole
  * (events repeated, never hidden). A listing that fails (a writer
- * rotating during every try, logset.h) is said once on stderr and tried
- * again at the next poll: the file read is still held.
+ * rotating during every try, logset.h; a name that is no regular file;
+ * the fd limit) is said once on stderr, with that newer files may not be
+ * shown, and tried again: the files held are still read.
  */
 #ifndef SG_LOGFOLLOW_H
 #define SG_LOGFOLLOW_H

@@ -19,6 +19,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -294,6 +295,66 @@ class Follow(unittest.TestCase):
         seqs = self.printed_all(genuine)
         self.assertTrue(set(genuine) <= set(seqs))
         self.assertRegex(self.stderr(), "left the log|rotated away")
+
+    def plant_name(self, to):
+        """A folder writer renames NAME to to and makes an empty NAME,
+        then waits for the follower to see it (a few polls)."""
+        os.rename(self.path(), to)
+        open(self.path(), "x").close()
+        time.sleep(0.6)
+
+    def test_10_renames_age_the_writer_out(self):
+        """atk20r27 F2: the writer's file renamed to NAME.100 and four
+        empty NAMEs planted and renamed away: the writer's file, still
+        listed, is read as it grows. Before (h20ac), only the last 3
+        files followed were: its later events were hidden, silently."""
+        w = open(self.path(), "a")
+        self.printed(self.write(w, 3)[-1])
+        for k in (100, 99, 98, 97):
+            self.plant_name(self.path(k))
+        late = self.write(w, 5)
+        w.close()
+        seqs = self.printed_all(late, wait=10)
+        self.assertTrue(set(late) <= set(seqs))
+
+    def test_11_moved_aside_in_two_steps(self):
+        """atk20r27 F4: the writer's file renamed to NAME.1 (an empty NAME
+        planted), then moved out of the log (NAME.1 and NAME planted
+        again): it is still held and read as it grows, and stderr says a
+        file out of the log is written. Before (h20ac), it was dropped
+        silently and its later events hidden."""
+        w = open(self.path(), "a")
+        self.printed(self.write(w, 3)[-1])
+        self.plant_name(self.path(1))
+        os.rename(self.path(1), os.path.join(self.dir, "aside"))
+        self.plant_name(self.path(1))
+        late = self.write(w, 5)
+        w.close()
+        seqs = self.printed_all(late, wait=10)
+        self.assertTrue(set(late) <= set(seqs))
+        self.assertIn("left the log", self.stderr())
+
+    def test_12_cut_and_grown_back(self):
+        """atk20r27 F3: the file followed cut (copytruncate) and written
+        past the follower's offset before its next look (the follower
+        stopped): the cut is seen by the bytes before the offset, which
+        are no longer those it read; the file is read again from its
+        start. Before (h20ac), it read on from its offset: the events
+        written after the cut up to there were hidden, silently."""
+        self.printed(self.append(1)[-1])	# read by the follower
+        size = os.path.getsize(self.path())
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            os.truncate(self.path(), 0)
+            new = []
+            while os.path.getsize(self.path()) <= size + 1000:
+                new += self.append(100)
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        seqs = self.printed_all(new, wait=20)
+        self.assertTrue(set(new) <= set(seqs),
+                        (sorted(set(new) - set(seqs))[:5], self.stderr()))
+        self.assertIn("was cut", self.stderr())
 
 
 class PendingFollow(Follow):
