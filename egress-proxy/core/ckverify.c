@@ -98,6 +98,9 @@ static void	ckverify_keys_used(struct ckverify *);
 static void	ckverify_tail(struct ckverify *, int64_t);
 static int	ckverify_close_went_on(const struct ckverify *, long long);
 static int	ckverify_feed_line(void *, const char *, size_t);
+static void	ckverify_keep(char **, size_t *, int *, const char *, size_t);
+static size_t	ckverify_cut_rotates(const struct ckverify *, const char *,
+		    size_t);
 static void	ckverify_torn(struct ckverify *, const char *, size_t);
 static int	ckverify_torn_after(struct ckverify *, const char *, size_t);
 static int	ckverify_torn_match(struct ckverify *, json_t *, const char *,
@@ -142,6 +145,8 @@ void
 ckverify_file(struct ckverify *v, const char *name)
 {
 	logverify_file(&v->chain, name);
+	v->file_len = 0;
+	v->file_lost = 0;
 	v->torn_prior = v->torn_event;
 	util_strlcpy(v->torn_prior_hash, v->torn_hash,
 	    sizeof(v->torn_prior_hash));
@@ -158,6 +163,9 @@ ckverify_release(struct ckverify *v)
 	free(v->head_torn);
 	v->head_torn = NULL;
 	v->head_len = 0;
+	free(v->file_torn);
+	v->file_torn = NULL;
+	v->file_len = 0;
 }
 
 int
@@ -968,6 +976,47 @@ ckverify_anchor_pass(struct ckverify *v)
 	    v->anchor.hash);
 }
 
+/* Append line (len bytes) and a newline to *buf (*blen); *lost if not. */
+static void
+ckverify_keep(char **buf, size_t *blen, int *lost, const char *line,
+    size_t len)
+{
+	char	*p;
+
+	if ((p = realloc(*buf, *blen + len + 1)) == NULL) {
+		*lost = 1;	/* no digest or rotate line matches */
+		return;
+	}
+	memcpy(p + *blen, line, len);
+	p[*blen + len] = '\n';
+	*buf = p;
+	*blen += len + 1;
+}
+
+/*
+ * 0 if every torn line read in this file since its last log line is the
+ * rotate line (line, len bytes) cut short, as a start killed inside it
+ * leaves it (logverify_cut_rotate()); else how many lines back from the
+ * rotate line the first other one is: it was put there.
+ */
+static size_t
+ckverify_cut_rotates(const struct ckverify *v, const char *line, size_t len)
+{
+	const char	*p, *e, *end = v->file_torn + v->file_len;
+	size_t		 n = 0, bad = 0;
+
+	for (p = v->file_torn; p != NULL && p < end; p = e + 1) {
+		e = memchr(p, '\n', (size_t)(end - p));
+		n++;
+		if (bad == 0 && !logverify_cut_rotate(p, (size_t)(e - p),
+		    line, len))
+			bad = n;
+	}
+	if (bad == 0 && v->file_lost)
+		return 1;
+	return bad == 0 ? 0 : n - bad + 1;
+}
+
 /*
  * A torn line: whatever it seems to hold (an event's name is only bytes
  * in it, spelled as the one who put it there liked, atk20r18 F1), a
@@ -978,22 +1027,13 @@ ckverify_anchor_pass(struct ckverify *v)
 static void
 ckverify_torn(struct ckverify *v, const char *line, size_t len)
 {
-	char	*p;
-
 	if (logverify_torn_hash(v->torn_hash, line, len) == -1)
 		util_strlcpy(v->torn_hash, "?", sizeof(v->torn_hash));
-	if (v->chain.events == 0) {
-		/* Before the first event: kept (ckverify_torn_declared()). */
-		if ((p = realloc(v->head_torn, v->head_len + len + 1)) ==
-		    NULL)
-			v->head_lost = 1;	/* no digest matches */
-		else {
-			memcpy(p + v->head_len, line, len);
-			p[v->head_len + len] = '\n';
-			v->head_torn = p;
-			v->head_len += len + 1;
-		}
-	}
+	/* Before the first event: kept (ckverify_torn_declared()). */
+	if (v->chain.events == 0)
+		ckverify_keep(&v->head_torn, &v->head_len, &v->head_lost, line,
+		    len);
+	ckverify_keep(&v->file_torn, &v->file_len, &v->file_lost, line, len);
 	if (v->torn_event++ == 0) {
 		v->torn_at.seq = v->chain.last_seq + 1;
 		util_strlcpy(v->torn_at.file, v->chain.file,
@@ -1069,6 +1109,7 @@ ckverify_torn_after(struct ckverify *v, const char *line, size_t len)
 	json_t		*obj;
 	const char	*reason, *name = "log.outage";
 	long long	 bound;
+	size_t		 back;
 	int		 rotate, rc;
 
 	if (v->nkeys == 0)
@@ -1092,8 +1133,16 @@ ckverify_torn_after(struct ckverify *v, const char *line, size_t len)
 		reason = json_string_value(json_object_get(obj, "reason"));
 		rotate = reason != NULL && strcmp(reason, "rotate") == 0;
 		json_decref(obj);
-		if (rotate)
+		if (rotate && (back = ckverify_cut_rotates(v, line, len)) == 0)
 			return 0;
+		if (rotate)
+			return ckverify_fail(v, "%s:%zu looks like a torn line "
+			    "(an interrupted write) before the rotate line at "
+			    "seq %lld in its file, but it is not that line cut "
+			    "short, the only torn line a writer leaves there: "
+			    "it was put in the log", v->chain.file,
+			    v->chain.lineno > back ? v->chain.lineno - back : 0,
+			    v->chain.last_seq);
 	}
 	return ckverify_fail(v, "%s:%zu looks like a torn line (an "
 	    "interrupted write), but the log line after it (seq %lld) is not "
@@ -1132,6 +1181,8 @@ ckverify_feed(struct ckverify *v, const char *line, size_t len)
 		ckverify_at(v, &v->first_at);
 	if (ckverify_torn_after(v, line, len) == -1)
 		return -1;
+	v->file_len = 0;	/* torn lines in this file after this line */
+	v->file_lost = 0;
 	rc = ckverify_line(v, line, len);
 	if (rc == 0 && before == 0)
 		rc = ckverify_start(v);

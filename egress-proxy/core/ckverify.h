@@ -184,6 +184,14 @@ struct ckverify {
 	char			*head_torn;
 	size_t			 head_len;
 	int			 head_lost;	/* out of memory */
+	/*
+	 * The bytes of the torn lines read in the current file since its
+	 * last log line, each ended by a newline: before a rotate line, each
+	 * must be that line cut short (atk20r28 F1).
+	 */
+	char			*file_torn;
+	size_t			 file_len;
+	int			 file_lost;	/* out of memory */
 	/* The writer's anchor, if given, and whether the log holds it. */
 	int			 have_anchor;
 	struct checkpoint_anchor anchor;

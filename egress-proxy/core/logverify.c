@@ -1,4 +1,5 @@
 /* logverify.c: hash-chain checks of eventlog lines; see logverify.h. */
+#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -127,6 +128,75 @@ logverify_torn_hash(char *hex, const char *line, size_t len)
 		return -1;
 	util_hex(md, 32, hex);
 	return 0;
+}
+
+/* The members whose values a later start's rotate line writes anew. */
+static const char *const logverify_renewed[] = {
+	"\"ts\":\"", "\"key\":\"", "\"sig\":\"", "\"torn_hash\":\"", "\"hash\":\"",
+	"\"every_events\":", "\"every_secs\":", "\"torn\":", NULL
+};
+
+/* The renewed member whose name starts r (at a member's start), or NULL. */
+static const char *
+logverify_renewed_at(const char *r, size_t rl)
+{
+	size_t	i, n;
+
+	for (i = 0; logverify_renewed[i] != NULL; i++) {
+		n = strlen(logverify_renewed[i]);
+		if (rl >= n && memcmp(r, logverify_renewed[i], n) == 0)
+			return logverify_renewed[i];
+	}
+	return NULL;
+}
+
+/* Bytes at s (up to n) a renewed value may hold: digits, or a string's. */
+static size_t
+logverify_value_len(const char *s, size_t n, int string)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]) && (!string ||
+		    (!isalpha((unsigned char)s[i]) && strchr("+/=:.-", s[i]) ==
+		    NULL)))
+			break;
+	return i;
+}
+
+int
+logverify_cut_rotate(const char *t, size_t tl, const char *r, size_t rl)
+{
+	const char	*m;
+	size_t		 i = 0, j = 0, n, tv, rv;
+	int		 string;
+
+	while (i < tl) {
+		if (j >= rl)
+			return 0;
+		m = j > 0 && (r[j - 1] == '{' || r[j - 1] == ',') ?
+		    logverify_renewed_at(r + j, rl - j) : NULL;
+		if (m == NULL) {
+			if (t[i++] != r[j++])
+				return 0;
+			continue;
+		}
+		n = strlen(m);
+		if (tl - i < n)
+			return memcmp(t + i, m, tl - i) == 0;
+		if (memcmp(t + i, m, n) != 0)
+			return 0;
+		i += n;
+		j += n;
+		string = m[n - 1] == '"';
+		tv = logverify_value_len(t + i, tl - i, string);
+		rv = logverify_value_len(r + j, rl - j, string);
+		i += tv;
+		j += rv;
+		if (!string && (tv == 0) != (rv == 0))
+			return 0;	/* a number, or not, in both */
+	}
+	return 1;
 }
 
 /*

@@ -102,6 +102,18 @@ int		 logverify_hash(const char *line, size_t len, char *hex);
  */
 int		 logverify_torn_hash(char *hex, const char *line, size_t len);
 
+/*
+ * 1 if the torn line t (tl bytes) can be the rotate checkpoint line r (rl
+ * bytes, no newline) as a start killed inside it left it: a byte prefix
+ * of r but for the values a later start writes anew (the string values
+ * of "ts", "key", "sig", "torn_hash" and "hash", of base64, hex and time
+ * characters only; the numbers "every_events", "every_secs" and "torn").
+ * "seq", "event", "reason", "next_key" and "prev" are r's, byte for byte.
+ * 0 else: the line was put before r (atk20r28 F1).
+ */
+int		 logverify_cut_rotate(const char *t, size_t tl, const char *r,
+		    size_t rl);
+
 void		 logverify_init(struct logverify *);
 
 /*

@@ -5178,6 +5178,54 @@ test_torn_rotate_durable(void **state)
 }
 
 /*
+ * atk20r28 F3: a SIGUSR1 reopen after logrotate renamed the file, with
+ * nothing written since the last sync: the old file is synced and, after
+ * the rename, the folder, before the new file's rotate line (which may
+ * declare torn lines the old file ends with), as a rotation does. Before,
+ * the old file was synced only if written since, the folder never.
+ */
+static void
+test_reopen_durable(void **state)
+{
+	struct tmp		*t = *state;
+	struct checkpoint	*ck;
+	struct eventlog		*log;
+	struct stat		 old, cur, dir;
+	char			 rot[200];
+	size_t			 w, sync, dsync;
+
+	tmp_renew(t);
+	log = open_signed(t, 100, 60, &ck);
+	assert_int_equal(checkpoint_write(ck, "open"), 0);
+	append_n(log, 70, 1);
+	assert_int_equal(eventlog_tick(log), 0);	/* synced: not dirty */
+	assert_int_equal(stat(t->path, &old), 0);
+	assert_int_equal(stat(t->dir, &dir), 0);
+	snprintf(rot, sizeof(rot), "%s.1", t->path);
+	assert_int_equal(rename(t->path, rot), 0);
+	ntrace = 0;
+	trace_on = 1;
+	assert_int_equal(eventlog_reopen(log), 0);
+	append_n(log, 71, 1);
+	trace_on = 0;
+	assert_int_equal(stat(t->path, &cur), 0);
+	assert_true(cur.st_ino != old.st_ino);
+	w = trace_find('w', cur.st_ino, 0, 0);	/* the rotate line */
+	assert_true(w < ntrace);
+	sync = trace_find('s', old.st_ino, 0, 0);
+	dsync = trace_find('s', dir.st_ino, 0, 0);
+	if (sync >= w)
+		fail_msg("the old file is not synced before the new file's "
+		    "rotate line (op %zu, the line at %zu)", sync, w);
+	if (dsync >= w)
+		fail_msg("the folder is not synced before the new file's "
+		    "rotate line (op %zu, the line at %zu)", dsync, w);
+	assert_int_equal(checkpoint_write(ck, "close"), 0);
+	checkpoint_free(ck);
+	eventlog_close(log);
+}
+
+/*
  * atk20r24 F2: a start whose first line rotates the file is killed
  * inside that rotate line (at bytes in): the new file holds only a torn
  * rotate line. crash: the torn line a crash left ends name.1 too (the
@@ -5332,6 +5380,74 @@ test_rotate_line_killed(void **state)
 		if (rotate_killed_verify(t, 0, 0, &v) != CKVERIFY_UNTRUSTED)
 			fail_msg("cut %zu: name.1's torn line rewritten passed",
 			    cut[i]);
+	}
+}
+
+/*
+ * atk20r28 F1: a torn line before a rotate line is the writer's only as
+ * that rotate line cut short (a start killed inside it). The start that
+ * signed the rotate line after it was killed before its log.resume
+ * (shape 0: [X][rotate]), or a start was killed inside its rotate line
+ * (shape 1: [X] alone, the next start signs its rotate line after it).
+ * X: how 0 the genuine cut rotate line; 1 a line put there; 2 a rotate
+ * line of the same seq but another prev. Only the genuine one passes
+ * verify --key --anchor, before the next start and after it, and only it
+ * is counted in that start's log.resume (before, 1 and 2 passed and were
+ * counted and signed).
+ */
+static void
+test_rotate_line_planted(void **state)
+{
+	static const char plant[] = "{\"ts\":\"2026-12-04T03:00:00.000000Z\","
+	    "\"seq\":99,\"event\":\"egress.allowed\",\"host\":\"evil.test\","
+	    "\"message\":\"";
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	enum ckverify_result	 want;
+	char			*p;
+	FILE			*f;
+	int			 shape, how;
+
+	for (shape = 0; shape < 2; shape++)
+	for (how = 0; how < 3 - shape; how++) {
+		tmp_renew(t);
+		want = how == 0 ? CKVERIFY_OK : CKVERIFY_UNTRUSTED;
+		rotate_line_killed(t, 0, 60);
+		if (shape == 0) {
+			rotate_line_then_killed(t);
+			lines_read(&l, t->path);
+			if (how == 1) {
+				free(l.v[0]);
+				l.v[0] = strdup(plant);
+			} else if (how == 2) {
+				free(l.v[0]);
+				l.v[0] = strdup(l.v[1]);
+				p = strstr(l.v[0], "\"prev\":\"") + 8;
+				*p = *p == '0' ? '1' : '0';
+				*strstr(l.v[0], ",\"hash\":\"") = '\0';
+			}
+			lines_write(&l, t->path, 0, 2);
+			lines_free(&l);
+			if (rotate_killed_verify(t, 0, 1, &v) != want)
+				fail_msg("shape %d how %d, writer down: %s%s",
+				    shape, how, v.what, v.chain.what);
+		} else if (how == 1) {
+			assert_non_null(f = fopen(t->path, "wb"));
+			fputs(plant, f);
+			fclose(f);
+		}
+		open_close(t, 1);
+		lines_read(&l, t->path);
+		if (l.n < 3 || strstr(l.v[2], "\"log.resume\"") == NULL ||
+		    strstr(l.v[2], how == 0 ? "\"torn\":1," : "\"torn\":0,") ==
+		    NULL)
+			fail_msg("shape %d how %d: %s", shape, how,
+			    l.n > 2 ? l.v[2] : "");
+		lines_free(&l);
+		if (rotate_killed_verify(t, 0, 1, &v) != want)
+			fail_msg("shape %d how %d, started again: %s%s", shape,
+			    how, v.what, v.chain.what);
 	}
 }
 
@@ -5644,6 +5760,8 @@ main(void)
 		T(test_torn_declared_rotated_again),
 		T(test_torn_rotate_durable),
 		T(test_rotate_line_killed),
+		T(test_rotate_line_planted),
+		T(test_reopen_durable),
 		T(test_torn_after_tail),
 		T(test_torn_after_bare_tail),
 		T(test_resume_due_names_own),
