@@ -306,7 +306,7 @@ class Follow(unittest.TestCase):
     def test_10_renames_age_the_writer_out(self):
         """atk20r27 F2: the writer's file renamed to NAME.100 and four
         empty NAMEs planted and renamed away: the writer's file, still
-        listed, is read as it grows. Before (h20ac), only the last 3
+        listed, is read as it grows. Before, only the last 3
         files followed were: its later events were hidden, silently."""
         w = open(self.path(), "a")
         self.printed(self.write(w, 3)[-1])
@@ -321,7 +321,7 @@ class Follow(unittest.TestCase):
         """atk20r27 F4: the writer's file renamed to NAME.1 (an empty NAME
         planted), then moved out of the log (NAME.1 and NAME planted
         again): it is still held and read as it grows, and stderr says a
-        file out of the log is written. Before (h20ac), it was dropped
+        file out of the log is written. Before, it was dropped
         silently and its later events hidden."""
         w = open(self.path(), "a")
         self.printed(self.write(w, 3)[-1])
@@ -339,7 +339,7 @@ class Follow(unittest.TestCase):
         past the follower's offset before its next look (the follower
         stopped): the cut is seen by the bytes before the offset, which
         are no longer those it read; the file is read again from its
-        start. Before (h20ac), it read on from its offset: the events
+        start. Before, it read on from its offset: the events
         written after the cut up to there were hidden, silently."""
         self.printed(self.append(1)[-1])	# read by the follower
         size = os.path.getsize(self.path())
