@@ -9,6 +9,9 @@
 #   4. registers gVisor (Debian's runsc) with dockerd and runs all tests,
 #      unit and integration, on the normal build; the attack suite runs
 #      twice, under runc and under runsc.
+# ctest runs two tests at a time: the tests that use Docker take turns, and
+# beside one of them runs a test of proxies on loopback only (their
+# RESOURCE_LOCKs in tests/CMakeLists.txt); the attack suite runs alone.
 # Exits non-zero when anything fails, and then the last lines are ctest's
 # summary; when all pass, the attack tables (runc and runsc) follow it.
 set -euo pipefail
@@ -27,7 +30,7 @@ sg_log "integration tests on the sanitizer build"
 ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	ctest --test-dir "$SG_ROOT/build-asan" -L integration -E test_attacks \
-	--output-on-failure -j1
+	--output-on-failure -j2
 
 sg_log "clang build of every target (warnings are errors there too)"
 sg_build "$SG_ROOT/build-clang" -DCMAKE_C_COMPILER=clang
@@ -42,7 +45,7 @@ sg_build "$SG_BUILD"
 # gVisor, so that the attack suite also runs under --runtime runsc
 sg_install_gvisor ||
 	sg_log "runsc is not registered: integration.test_attacks_runsc will skip"
-ctest --test-dir "$SG_BUILD" --output-on-failure -j1
+ctest --test-dir "$SG_BUILD" --output-on-failure -j2
 # ctest shows a passing test's output only in its log: the attack tables
 awk '/^sandgate attack suite \(/ { on = 1 } on { print }
     on && /^runtime |^gVisor / { on = 0; print "" }' \
