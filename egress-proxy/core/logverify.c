@@ -130,27 +130,49 @@ logverify_torn_hash(char *hex, const char *line, size_t len)
 	return 0;
 }
 
-/* The members whose values a later start's rotate line writes anew. */
-static const char *const logverify_renewed[] = {
-	"\"ts\":\"", "\"key\":\"", "\"sig\":\"", "\"torn_hash\":\"", "\"hash\":\"",
-	"\"every_events\":", "\"every_secs\":", "\"torn\":", NULL
+/*
+ * The members whose values a later start's rotate line writes anew, each
+ * with the exact form the writer gives it (atk20r30 F1): a string's
+ * characters by class ('9' a digit, 'b' base64, 'x' lowercase hex, any
+ * other itself), or, for a number (form NULL), its largest value.
+ */
+static const struct logverify_renewed {
+	const char		*member;
+	const char		*form;
+	unsigned long long	 max;
+} logverify_renewed[] = {
+	/* util's timestamp: 2026-12-04T03:31:05.401684Z */
+	{ "\"ts\":\"", "9999-99-99T99:99:99.999999Z", 0 },
+	/* checkpoint_key_id(): base64 of a SHA-256 */
+	{ "\"key\":\"", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb=", 0 },
+	/* An Ed25519 signature, base64 (CHECKPOINT_SIG_B64) */
+	{ "\"sig\":\"", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	    "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb==", 0 },
+	{ "\"torn_hash\":\"", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	    "xxxxxxxxxxxxxxxx", 0 },
+	{ "\"hash\":\"", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	    "xxxxxxxxxxxxxxxx", 0 },
+	{ "\"every_events\":", NULL, LOGVERIFY_EVERY_MAX },
+	{ "\"every_secs\":", NULL, LOGVERIFY_EVERY_MAX },
+	{ "\"torn\":", NULL, SG_LOG_SEQ_MAX },
+	{ NULL, NULL, 0 }
 };
 
 /* The renewed member whose name starts r (at a member's start), or NULL. */
-static const char *
+static const struct logverify_renewed *
 logverify_renewed_at(const char *r, size_t rl)
 {
 	size_t	i, n;
 
-	for (i = 0; logverify_renewed[i] != NULL; i++) {
-		n = strlen(logverify_renewed[i]);
-		if (rl >= n && memcmp(r, logverify_renewed[i], n) == 0)
-			return logverify_renewed[i];
+	for (i = 0; logverify_renewed[i].member != NULL; i++) {
+		n = strlen(logverify_renewed[i].member);
+		if (rl >= n && memcmp(r, logverify_renewed[i].member, n) == 0)
+			return &logverify_renewed[i];
 	}
 	return NULL;
 }
 
-/* Bytes at s (up to n) a renewed value may hold: digits, or a string's. */
+/* Bytes at s (up to n) the rotate line's own renewed value holds. */
 static size_t
 logverify_value_len(const char *s, size_t n, int string)
 {
@@ -164,12 +186,56 @@ logverify_value_len(const char *s, size_t n, int string)
 	return i;
 }
 
+/* Does c fit the form character f (logverify_renewed)? */
+static int
+logverify_form_char(char f, char c)
+{
+	switch (f) {
+	case '9':
+		return isdigit((unsigned char)c);
+	case 'b':
+		return isalnum((unsigned char)c) || c == '+' || c == '/';
+	case 'x':
+		return isdigit((unsigned char)c) || (c >= 'a' && c <= 'f');
+	default:
+		return c == f;
+	}
+}
+
+/*
+ * How many bytes of s (n of them) are the renewed value of m as the
+ * writer writes it: all of the form, or, when s ends first, a prefix of
+ * it (the line was cut there). A number is written without leading
+ * zeros, at most m->max. 0 if s is neither (also an empty whole value).
+ */
+static size_t
+logverify_renewed_len(const struct logverify_renewed *m, const char *s,
+    size_t n)
+{
+	unsigned long long	v = 0;
+	size_t			i;
+
+	if (m->form != NULL) {
+		for (i = 0; m->form[i] != '\0'; i++)
+			if (i == n)
+				return n;	/* cut inside it */
+			else if (!logverify_form_char(m->form[i], s[i]))
+				return 0;
+		return i;
+	}
+	for (i = 0; i < n && isdigit((unsigned char)s[i]); i++) {
+		if ((i > 0 && v == 0) || (v = v * 10 + (unsigned)(s[i] - '0')) >
+		    m->max)
+			return 0;	/* a leading zero, or too large */
+	}
+	return i;
+}
+
 int
 logverify_cut_rotate(const char *t, size_t tl, const char *r, size_t rl)
 {
-	const char	*m;
-	size_t		 i = 0, j = 0, n, tv, rv;
-	int		 string;
+	const struct logverify_renewed	*m;
+	size_t				 i = 0, j = 0, n, tv;
 
 	while (i < tl) {
 		if (j >= rl)
@@ -181,20 +247,19 @@ logverify_cut_rotate(const char *t, size_t tl, const char *r, size_t rl)
 				return 0;
 			continue;
 		}
-		n = strlen(m);
+		n = strlen(m->member);
 		if (tl - i < n)
-			return memcmp(t + i, m, tl - i) == 0;
-		if (memcmp(t + i, m, n) != 0)
+			return memcmp(t + i, m->member, tl - i) == 0;
+		if (memcmp(t + i, m->member, n) != 0)
 			return 0;
 		i += n;
 		j += n;
-		string = m[n - 1] == '"';
-		tv = logverify_value_len(t + i, tl - i, string);
-		rv = logverify_value_len(r + j, rl - j, string);
+		if (i == tl)
+			return 1;	/* cut right before the value */
+		if ((tv = logverify_renewed_len(m, t + i, tl - i)) == 0)
+			return 0;
 		i += tv;
-		j += rv;
-		if (!string && (tv == 0) != (rv == 0))
-			return 0;	/* a number, or not, in both */
+		j += logverify_value_len(r + j, rl - j, m->form != NULL);
 	}
 	return 1;
 }
