@@ -87,6 +87,7 @@ static void	control_taken_done(const char *);
 static void	control_taken_retire(char **);
 static int	control_taken_again(const char *, const char *);
 static char	*control_tombs_read(const char *, size_t *, int *);
+static char	*control_tomb_read(const char *, size_t *, int *);
 static char	*control_file_read(const char *, size_t *, int *);
 static char	*control_read(const char *, int, size_t *, const char **);
 static char	*control_state_read(const char *, size_t *, const char **);
@@ -920,6 +921,26 @@ control_grants_take(struct proxy *px, const char *old)
 }
 
 /*
+ * A revokes file (control_file_read), whose every line must be a revoke
+ * the proxy writes: one that is damaged (torn, a NUL, a key twice, not
+ * a revoke) may be the revoke of any grant, so the file is not usable
+ * (*bad set, a warning) and no grant is restored (atk15r21 F3: the line
+ * was passed over and the grant it revoked came back).
+ */
+static char *
+control_tomb_read(const char *path, size_t *len, int *bad)
+{
+	char		*text = control_file_read(path, len, bad);
+	const char	*why;
+
+	if (text != NULL && (why = grants_tomb_damage(text, *len)) != NULL) {
+		log_warnx("%s: %s", path, why);
+		*bad = 1;
+	}
+	return text;
+}
+
+/*
  * The revokes to apply to grants loaded at start: those of tomb (the
  * file loaded's) and those this replica kept apart itself
  * (control_tomb_path: a revoke made while the save of a taken file
@@ -932,9 +953,9 @@ control_tombs_read(const char *tomb, size_t *len, int *bad)
 	char	*a, *b, *both;
 	size_t	 alen, blen;
 
-	a = control_file_read(tomb, &alen, bad);
+	a = control_tomb_read(tomb, &alen, bad);
 	if (strcmp(tomb, control_tomb_path) == 0 ||
-	    (b = control_file_read(control_tomb_path, &blen, bad)) == NULL) {
+	    (b = control_tomb_read(control_tomb_path, &blen, bad)) == NULL) {
 		*len = a != NULL ? alen : 0;
 		return a;
 	}
