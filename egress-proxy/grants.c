@@ -384,6 +384,45 @@ grants_tomb_one(const struct grant *g, const char *s, size_t len)
 	return hit;
 }
 
+/* 1 when [s, end) is padding: spaces alone (apartfile.h). */
+static int
+grants_tomb_blank(const char *s, const char *end)
+{
+	for (; s < end; s++)
+		if (*s != ' ')
+			return 0;
+	return 1;
+}
+
+const char *
+grants_tomb_damage(const char *text, size_t len)
+{
+	const char	*end = text + len, *nl, *sbx, *host;
+	json_int_t	 port, at, granted;
+	json_t		*o;
+	int		 ok;
+
+	if (memchr(text, '\0', len) != NULL)
+		return "a NUL byte in it";
+	for (; text < end; text = nl + 1) {
+		if ((nl = memchr(text, '\n', (size_t)(end - text))) == NULL)
+			nl = end;
+		if (grants_tomb_blank(text, nl))
+			continue;
+		if (nl == end)
+			return "a last line with no newline";
+		o = json_loadb(text, (size_t)(nl - text),
+		    JSON_REJECT_DUPLICATES, NULL);
+		ok = o != NULL && json_unpack(o, "{s:s, s:s, s:I, s:I, s?I}",
+		    "sandbox", &sbx, "host", &host, "port", &port, "revoked",
+		    &at, "granted", &granted) == 0;
+		json_decref(o);
+		if (!ok)
+			return "a line that is not one of its revokes";
+	}
+	return NULL;
+}
+
 int
 grants_tomb_ends(const struct grant *g, const char *text, size_t len)
 {
