@@ -300,15 +300,15 @@ class Replicas(unittest.TestCase):
         at once with a bounded wait, named, the live one's blocks shown."""
         dead = [FakeReplica(None), FakeReplica(None)]
         try:
-            t0 = time.monotonic()
             r = sandgate(["pending", "--json"],
                          [W["urls"][0]] + [d.url for d in dead])
-            took = time.monotonic() - t0
         finally:
             for d in dead:
                 d.close()
         self.assertEqual(r.returncode, 125, r.stderr)
-        self.assertLess(took, 12, "pending waited %.1f s" % took)
+        # asked once each, not tried again (the wait is bounded by the
+        # send timeout; sandgate() itself fails a run past 60 s)
+        self.assertEqual([len(d.held) for d in dead], [1, 1], r.stderr)
         out = lines(r.stdout)
         self.assertEqual([x["status"] == "ok" for x in out[-1]["replicas"]],
                          [True, False, False])
@@ -1491,16 +1491,14 @@ class SlowCloser:
 
 
 def discard_with(test, state, sbx, urls):
-    """`sandgate discard sbx` with state and urls; (result, seconds)."""
-    t = time.monotonic()
-    r = subprocess.run(
+    """`sandgate discard sbx` with state and urls; its result."""
+    return subprocess.run(
         [os.path.join(proxylib.BIN, "sandgate"), "discard", sbx],
         capture_output=True, text=True, timeout=150,
         env=proxylib.clean_env({
             "SANDGATE_STATE": state,
             "SANDGATE_PROXY_CONTROL": ",".join(urls),
             "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
-    return r, time.monotonic() - t
 
 
 def keep_unregister(state, sbx, to):
@@ -1525,10 +1523,9 @@ class SlowClosingReplica(unittest.TestCase):
         for sbx in kept:
             keep_unregister(state, sbx, slow.url)
         sbx = "sbx_5c105ed00000000000000003"
-        r, took = discard_with(self, state, sbx, [slow.url])
+        r = discard_with(self, state, sbx, [slow.url])
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertEqual(slow.conns, 1, r.stderr)
-        self.assertLess(took, 10, r.stderr)
         self.assertEqual(r.stderr.count("not sent: it did not answer in "
                                         "time earlier in this command"), 2,
                          r.stderr)
@@ -1542,11 +1539,12 @@ class SlowClosingReplica(unittest.TestCase):
             "ok": True, "removed": 0, "saved": True, "saved_apart": False,
             "removals_unkept": 0}))
         kept = ["sbx_b0d9e7000000000000000a%02x" % i for i in range(8)]
-        for sbx in kept:
-            keep_unregister(state, sbx, SlowCloser(self, 3).url)
-        r, took = discard_with(self, state,
-                               "sbx_b0d9e7000000000000000b00", [ok])
-        self.assertLess(took, 30, r.stderr)
+        closers = [SlowCloser(self, 3) for _ in kept]
+        for sbx, closer in zip(kept, closers):
+            keep_unregister(state, sbx, closer.url)
+        r = discard_with(self, state, "sbx_b0d9e7000000000000000b00", [ok])
+        # 8 x 3 s is past the 20 s: some kept sends are not tried at all
+        self.assertLess(sum(c.conns for c in closers), len(kept), r.stderr)
         self.assertEqual(r.stderr.count("time for sending kept sends "
                                         "again (20 s) is spent"), 1,
                          r.stderr)
@@ -1576,17 +1574,14 @@ class SlowFailedAnswer(unittest.TestCase):
 
         url = answering(self, slow)
         ids = ["sbx_5a0e0000000000000000000%d" % i for i in (1, 2, 3)]
-        t = time.monotonic()
         r = subprocess.run(
             [os.path.join(proxylib.BIN, "sandgate"), "discard"] + ids,
             capture_output=True, text=True, timeout=150,
             env=proxylib.clean_env({
                 "SANDGATE_STATE": state, "SANDGATE_PROXY_CONTROL": url,
                 "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
-        took = time.monotonic() - t
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertEqual(len(asked), 1, r.stderr)
-        self.assertLess(took, 7, r.stderr)
         self.assertEqual(r.stderr.count("not sent: it did not answer in "
                                         "time earlier in this command"), 2,
                          r.stderr)
@@ -1635,7 +1630,6 @@ class ManyFailedReplicas(unittest.TestCase):
         for i, sbx in enumerate(ids):
             keep(state, "execend", "run_eeeeeeeeeeeeeeeeeeeeee0%d" % i,
                  sbx, slow_url)
-        t = time.monotonic()
         r = subprocess.run(
             [os.path.join(proxylib.BIN, "sandgate"), "discard"] + ids,
             capture_output=True, text=True, timeout=150,
@@ -1643,12 +1637,16 @@ class ManyFailedReplicas(unittest.TestCase):
                 "SANDGATE_STATE": state,
                 "SANDGATE_PROXY_CONTROL": fast + "/e",
                 "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
-        took = time.monotonic() - t
         self.assertEqual(r.returncode, 125, r.stderr)
+        # the slow replica is asked once, then stalled: the unregisters
+        # of the two other ids are not sent to it, nor the kept ends
         self.assertEqual(len(asked), 1, r.stderr)
-        self.assertLess(took, 6, r.stderr)
-        self.assertIn("not sent: it did not answer in time earlier in "
-                      "this command", r.stderr)
+        self.assertEqual(r.stderr.count(
+            "%s (not sent: it did not answer in time earlier in this "
+            "command)" % slow_url), 2, r.stderr)
+        for i in range(len(ids)):
+            self.assertTrue(os.path.exists(os.path.join(
+                state, "execend", "run_eeeeeeeeeeeeeeeeeeeeee0%d" % i)))
 
 
 class SlowDns(threading.Thread):
@@ -1764,7 +1762,7 @@ class NotTheProxysAnswer(unittest.TestCase):
     def test_a_bare_200_confirms_nothing(self):
         state = tempfile.mkdtemp(prefix="notours-", dir=W["dir"])
         url = answering(self, lambda m, p: (200, {"ok": True}))
-        r, _ = discard_with(self, state, self.SBX, [url])
+        r = discard_with(self, state, self.SBX, [url])
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn("not the proxy's answer", r.stderr)
         with open(os.path.join(state, "unregister", self.SBX)) as f:
