@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "checkpoint.h"
 #include "logverify.h"
 #include "util.h"
 
@@ -131,31 +132,44 @@ logverify_torn_hash(char *hex, const char *line, size_t len)
 }
 
 /*
+ * The forms of the values a later start's rotate line writes anew: a
+ * number, util's timestamp (LOGVERIFY_TIME_FORM: '0' a digit, any other
+ * character itself), or a string of one class of characters.
+ */
+enum logverify_form {
+	LOGVERIFY_NUMBER,
+	LOGVERIFY_TIME,
+	LOGVERIFY_BASE64,	/* A-Z a-z 0-9 + /, then its '=' padding */
+	LOGVERIFY_HEX		/* 0-9 a-f */
+};
+
+/* util_rfc3339(): 2026-12-04T03:31:05.401684Z */
+#define LOGVERIFY_TIME_FORM	"0000-00-00T00:00:00.000000Z"
+
+/*
  * The members whose values a later start's rotate line writes anew, each
- * with the exact form the writer gives it (atk20r30 F1): a string's
- * characters by class ('9' a digit, 'b' base64, 'x' lowercase hex, any
- * other itself), or, for a number (form NULL), its largest value.
+ * with the exact form the writer gives it (atk20r30 F1): a string of len
+ * characters of its class, the last pad of them '=', or, for a number,
+ * its largest value.
  */
 static const struct logverify_renewed {
 	const char		*member;
-	const char		*form;
-	unsigned long long	 max;
+	enum logverify_form	 form;
+	size_t			 len;	/* a string's, exactly */
+	size_t			 pad;	/* base64: its '=' at the end */
+	unsigned long long	 max;	/* a number's */
 } logverify_renewed[] = {
-	/* util's timestamp: 2026-12-04T03:31:05.401684Z */
-	{ "\"ts\":\"", "9999-99-99T99:99:99.999999Z", 0 },
-	/* checkpoint_key_id(): base64 of a SHA-256 */
-	{ "\"key\":\"", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb=", 0 },
-	/* An Ed25519 signature, base64 (CHECKPOINT_SIG_B64) */
-	{ "\"sig\":\"", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-	    "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb==", 0 },
-	{ "\"torn_hash\":\"", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	    "xxxxxxxxxxxxxxxx", 0 },
-	{ "\"hash\":\"", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	    "xxxxxxxxxxxxxxxx", 0 },
-	{ "\"every_events\":", NULL, LOGVERIFY_EVERY_MAX },
-	{ "\"every_secs\":", NULL, LOGVERIFY_EVERY_MAX },
-	{ "\"torn\":", NULL, SG_LOG_SEQ_MAX },
-	{ NULL, NULL, 0 }
+	{ "\"ts\":\"", LOGVERIFY_TIME, sizeof(LOGVERIFY_TIME_FORM) - 1, 0, 0 },
+	/* checkpoint_key_id(): base64 of 32 bytes, one '=' */
+	{ "\"key\":\"", LOGVERIFY_BASE64, CHECKPOINT_KEY_B64, 1, 0 },
+	/* an Ed25519 signature: base64 of 64 bytes, two '=' */
+	{ "\"sig\":\"", LOGVERIFY_BASE64, CHECKPOINT_SIG_B64, 2, 0 },
+	{ "\"torn_hash\":\"", LOGVERIFY_HEX, LOGVERIFY_HASH_HEX, 0, 0 },
+	{ "\"hash\":\"", LOGVERIFY_HEX, LOGVERIFY_HASH_HEX, 0, 0 },
+	{ "\"every_events\":", LOGVERIFY_NUMBER, 0, 0, LOGVERIFY_EVERY_MAX },
+	{ "\"every_secs\":", LOGVERIFY_NUMBER, 0, 0, LOGVERIFY_EVERY_MAX },
+	{ "\"torn\":", LOGVERIFY_NUMBER, 0, 0, SG_LOG_SEQ_MAX },
+	{ NULL, LOGVERIFY_NUMBER, 0, 0, 0 }
 };
 
 /* The renewed member whose name starts r (at a member's start), or NULL. */
@@ -186,19 +200,22 @@ logverify_value_len(const char *s, size_t n, int string)
 	return i;
 }
 
-/* Does c fit the form character f (logverify_renewed)? */
+/* Does c fit character i of the string form of m (logverify_renewed)? */
 static int
-logverify_form_char(char f, char c)
+logverify_form_char(const struct logverify_renewed *m, size_t i, char c)
 {
-	switch (f) {
-	case '9':
-		return isdigit((unsigned char)c);
-	case 'b':
+	switch (m->form) {
+	case LOGVERIFY_TIME:
+		return LOGVERIFY_TIME_FORM[i] == '0' ?
+		    isdigit((unsigned char)c) != 0 : c == LOGVERIFY_TIME_FORM[i];
+	case LOGVERIFY_BASE64:
+		if (i >= m->len - m->pad)
+			return c == '=';
 		return isalnum((unsigned char)c) || c == '+' || c == '/';
-	case 'x':
+	case LOGVERIFY_HEX:
 		return isdigit((unsigned char)c) || (c >= 'a' && c <= 'f');
 	default:
-		return c == f;
+		return 0;
 	}
 }
 
@@ -215,11 +232,11 @@ logverify_renewed_len(const struct logverify_renewed *m, const char *s,
 	unsigned long long	v = 0;
 	size_t			i;
 
-	if (m->form != NULL) {
-		for (i = 0; m->form[i] != '\0'; i++)
+	if (m->form != LOGVERIFY_NUMBER) {
+		for (i = 0; i < m->len; i++)
 			if (i == n)
 				return n;	/* cut inside it */
-			else if (!logverify_form_char(m->form[i], s[i]))
+			else if (!logverify_form_char(m, i, s[i]))
 				return 0;
 		return i;
 	}
@@ -259,7 +276,7 @@ logverify_cut_rotate(const char *t, size_t tl, const char *r, size_t rl)
 		if ((tv = logverify_renewed_len(m, t + i, tl - i)) == 0)
 			return 0;
 		i += tv;
-		j += logverify_value_len(r + j, rl - j, m->form != NULL);
+		j += logverify_value_len(r + j, rl - j, m->form != LOGVERIFY_NUMBER);
 	}
 	return 1;
 }
