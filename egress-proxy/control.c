@@ -92,8 +92,9 @@ static char	*control_file_read(const char *, size_t *, int *);
 static char	*control_read(const char *, int, size_t *, const char **);
 static char	*control_state_read(const char *, size_t *, const char **);
 static const char *control_removed_line(struct proxy *, const char *,
-		    const char *);
+		    const char *, size_t);
 static const char *control_gone_list_damage(json_t *);
+static const char *control_gone_clocks_damage(json_t *);
 static json_t	*control_registry_read(struct proxy *, const char *);
 static int	 control_gone_save(struct proxy *);
 static void	 control_gone_load(struct proxy *, const char *);
@@ -1519,18 +1520,32 @@ control_read(const char *path, int flags, size_t *len, const char **why)
 static const char *
 control_gone_damage(json_t *top)
 {
+	const char	*why;
+
 	if (!json_is_object(top) ||
 	    json_object_get(top, "unregistered") == NULL)
 		return "no \"unregistered\" object";
+	if ((why = control_gone_clocks_damage(top)) != NULL)
+		return why;
+	return control_gone_list_damage(json_object_get(top,
+	    "unregistered"));
+}
+
+/*
+ * What is wrong in the floor and the clock the removals age by (atk1921j
+ * F2) of a .gone or registry file object, or NULL: either one, when
+ * there, is an integer (atk15r20 F3).
+ */
+static const char *
+control_gone_clocks_damage(json_t *top)
+{
 	if (json_object_get(top, "floor") != NULL &&
 	    !json_is_integer(json_object_get(top, "floor")))
 		return "\"floor\" is not an integer";
-	/* the clock the entries age by (atk1921j F2): checked too (atk15r20 F3) */
 	if (json_object_get(top, "seen") != NULL &&
 	    !json_is_integer(json_object_get(top, "seen")))
 		return "\"seen\" is not an integer";
-	return control_gone_list_damage(json_object_get(top,
-	    "unregistered"));
+	return NULL;
 }
 
 /* What is wrong in an "unregistered" object (sandbox: time), or NULL. */
@@ -1605,21 +1620,27 @@ control_registry_apart(const char *key, int sandbox, time_t at)
 
 /*
  * One line of a .removed file applied again, or what is wrong with it
- * (NULL for a removal or a line of padding). Only refusals are added: a
- * removal never weakens one kept (atk15r18 F6).
+ * (NULL for a removal or padding). Only refusals are added: a removal never weakens
+ * one kept (atk15r18 F6). A line with a NUL is read up to it.
  */
 static const char *
-control_removed_line(struct proxy *px, const char *path, const char *line)
+control_removed_line(struct proxy *px, const char *path, const char *line,
+    size_t len)
 {
 	json_t		*o, *kind;
 	const char	*key;
 	time_t		 at;
+	size_t		 i;
 	int		 known;
 
-	if (line[strspn(line, " ")] == '\0')
-		return NULL;		/* padding */
+	len = strnlen(line, len);
+	for (i = 0; i < len && line[i] == ' '; i++)
+		;
+	if (i == len)
+		return NULL;		/* padding (before a NUL) */
 	/* a key twice is not a line the proxy wrote (atk15r20 F3) */
-	if ((o = json_loads(line, JSON_REJECT_DUPLICATES, NULL)) == NULL ||
+	if ((o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL)) ==
+	    NULL ||
 	    (key = json_string_value(json_object_get(o, "key"))) == NULL) {
 		json_decref(o);		/* not known: atk15r19 F5 */
 		return "a line that is not one of its removals";
@@ -1644,6 +1665,35 @@ control_removed_line(struct proxy *px, const char *path, const char *line)
 	    "a line whose \"sandbox\" is neither true nor false";
 }
 
+struct control_removed_file {
+	struct proxy	*px;
+	const char	*path;
+};
+
+/*
+ * apartfile_lines(): every line of the whole text applied, a NUL
+ * damaging its own line only (the lines after one were never applied:
+ * atk15r20 F1). A last line with no newline is torn or not the proxy's
+ * (atk1921l F1): applied if it reads, not known all the same. Damage
+ * fails closed (control_gone_unknown).
+ */
+static int
+control_removed_each(const char *s, size_t n, int damage, void *arg)
+{
+	struct control_removed_file	*f = arg;
+	const char			*why;
+
+	if (damage & APARTFILE_NUL)
+		control_gone_unknown(f->px, f->path,
+		    apartfile_damage(APARTFILE_NUL));
+	why = control_removed_line(f->px, f->path, s, n);
+	if (damage & APARTFILE_TORN)
+		why = apartfile_damage(APARTFILE_TORN);
+	if (why != NULL)
+		control_gone_unknown(f->px, f->path, why);
+	return 0;
+}
+
 /*
  * At start: the unregisters kept apart, applied again. What cannot be
  * read fails closed (control_gone_unknown), a line at a time.
@@ -1651,41 +1701,17 @@ control_removed_line(struct proxy *px, const char *path, const char *line)
 static void
 control_removed_load(struct proxy *px, const char *path)
 {
-	char		*text, *p, *nl;
-	const char	*why;
-	size_t		 len;
+	struct control_removed_file	 f = { px, path };
+	char				*text;
+	const char			*why;
+	size_t				 len;
 
 	if ((text = control_state_read(path, &len, &why)) == NULL) {
 		if (why != NULL)
 			control_gone_unknown(px, path, why);
 		return;
 	}
-	/*
-	 * Every line of the whole text, a NUL damaging its own line only:
-	 * the lines after one were never applied (atk15r20 F1).
-	 */
-	for (p = text; p < text + len; p = nl + 1) {
-		/*
-		 * Lines are written whole, newline last: a last one without
-		 * it is torn or not the proxy's (atk1921l F1), applied if it
-		 * reads, not known all the same.
-		 */
-		if ((nl = memchr(p, '\n', (size_t)(text + len - p))) == NULL) {
-			if (strlen(p) != (size_t)(text + len - p))
-				control_gone_unknown(px, path,
-				    "a NUL byte in it");
-			(void)control_removed_line(px, path, p);
-			if (p[strspn(p, " ")] != '\0')
-				control_gone_unknown(px, path, "a last line "
-				    "with no newline");
-			break;
-		}
-		*nl = '\0';
-		if (strlen(p) != (size_t)(nl - p))
-			control_gone_unknown(px, path, "a NUL byte in it");
-		if ((why = control_removed_line(px, path, p)) != NULL)
-			control_gone_unknown(px, path, why);
-	}
+	apartfile_lines(text, len, control_removed_each, &f);
 	free(text);
 }
 
@@ -1813,14 +1839,12 @@ control_registry_read(struct proxy *px, const char *path)
 static const char *
 control_registry_damage(json_t *top)
 {
+	const char	*why;
+
 	if (!json_is_object(top))
 		return NULL;		/* an older proxy's array */
-	if (json_object_get(top, "floor") != NULL &&
-	    !json_is_integer(json_object_get(top, "floor")))
-		return "\"floor\" is not an integer";
-	if (json_object_get(top, "seen") != NULL &&
-	    !json_is_integer(json_object_get(top, "seen")))
-		return "\"seen\" is not an integer";
+	if ((why = control_gone_clocks_damage(top)) != NULL)
+		return why;
 	if (json_object_get(top, "unregistered") != NULL)
 		return control_gone_list_damage(json_object_get(top,
 		    "unregistered"));
