@@ -20,6 +20,13 @@
  */
 #define LOGFOLLOW_GONE	64
 
+/*
+ * Bytes read from one file in one call, at most: a file of the log that
+ * is huge (or sparse: a hole reads as zeros) is read on at the next poll,
+ * so that the others, the file followed first, are read meanwhile.
+ */
+#define LOGFOLLOW_WORK	(64LL * 1024 * 1024)
+
 /* A file of the log held, and how far its lines were given. */
 struct logfollow_file {
 	int		 fd;
@@ -30,6 +37,9 @@ struct logfollow_file {
 	int		 gone;		/* it left the listing */
 	char		 tail[4096];	/* the bytes just before off, as read */
 	int		 ntail;
+	int		 skip;		/* off is inside a line longer than
+					   SG_LOG_LINE_MAX: its rest is skipped */
+	int		 damaged;	/* such a line was said */
 };
 
 struct logfollow {
@@ -41,8 +51,11 @@ struct logfollow {
 	int			 cur;	/* the file followed; -1: none yet */
 	struct logread		*r;
 	char			*cause;	/* the last listing's failure, shown */
+	long long		 seq;	/* the last event's seq given; 0: none */
 };
 
+static void	logfollow_own(struct logfollow_file *, int,
+		    const struct stat *, long long, const char *);
 static int	logfollow_hold(struct logfollow_file *, int, long long,
 		    const char *);
 static void	logfollow_drop(struct logfollow_file *);
@@ -50,13 +63,16 @@ static void	logfollow_mark(struct logfollow_file *);
 static int	logfollow_cut(struct logfollow_file *);
 static void	logfollow_line(struct logfollow_file *, const char *, size_t,
 		    long long);
+static void	logfollow_long(struct logfollow_file *, long long);
+static void	logfollow_gap(struct logfollow *, const char *, json_t *);
 static int	logfollow_read(struct logfollow *, struct logfollow_file *,
 		    int, void (*)(json_t *, void *), void *);
 static int	logfollow_moved(struct logfollow *);
 static int	logfollow_find(const struct logfollow *, const char *,
 		    dev_t, ino_t);
-static int	logfollow_adopt(struct logfollow *, const struct logset *,
+static int	logfollow_adopt(struct logfollow *, struct logset *,
 		    struct logfollow_file *, char *, int *);
+static int	logfollow_faster(const struct logfollow *, const char *, int);
 static int	logfollow_leave(struct logfollow *, const char *, int,
 		    void (*)(json_t *, void *), void *);
 static int	logfollow_rotated(struct logfollow *,
@@ -65,6 +81,23 @@ static int	logfollow_earlier(struct logfollow *,
 		    void (*)(json_t *, void *), void *);
 static int	logfollow_keep(struct logfollow *, const char *,
 		    struct logfollow_file *, int);
+
+/*
+ * Hold fd (the caller's: now lf's), file st, its lines given up to off.
+ * Cannot fail: no fd is made.
+ */
+static void
+logfollow_own(struct logfollow_file *lf, int fd, const struct stat *st,
+    long long off, const char *name)
+{
+	memset(lf, 0, sizeof(*lf));
+	lf->fd = fd;
+	lf->dev = st->st_dev;
+	lf->ino = st->st_ino;
+	lf->off = off;
+	lf->name = util_xstrdup(name);
+	logfollow_mark(lf);
+}
 
 /* Hold a duplicate of fd, its lines given up to off. 0, or -1 (shown). */
 static int
@@ -80,13 +113,7 @@ logfollow_hold(struct logfollow_file *lf, int fd, long long off,
 			close(nfd);
 		return -1;
 	}
-	lf->fd = nfd;
-	lf->dev = st.st_dev;
-	lf->ino = st.st_ino;
-	lf->off = off;
-	lf->name = util_xstrdup(name);
-	lf->gone = 0;
-	logfollow_mark(lf);
+	logfollow_own(lf, nfd, &st, off, name);
 	return 0;
 }
 
@@ -209,9 +236,50 @@ logfollow_cut(struct logfollow_file *lf)
 }
 
 /*
+ * A line of lf longer than any the writer writes (SG_LOG_LINE_MAX), at
+ * offset at: damage or a planted file, not an event; said once a file.
+ */
+static void
+logfollow_long(struct logfollow_file *lf, long long at)
+{
+	if (lf->damaged)
+		return;
+	lf->damaged = 1;
+	log_warnx("warning: '%s' holds more than %d bytes without a newline "
+	    "at offset %lld: not a log line (damaged or not written by the "
+	    "log's writer); skipped up to its next newline", lf->name,
+	    SG_LOG_LINE_MAX, at);
+}
+
+/*
+ * The writer numbers its events one by one (seq) and never skips one:
+ * an event whose seq is past the one given last by more than one says
+ * that the events in between were in a file that left the log before it
+ * was read. Only said, never used to skip or drop a line: a planted line
+ * can at worst add a warning.
+ */
+static void
+logfollow_gap(struct logfollow *f, const char *name, json_t *obj)
+{
+	json_t		*v = json_object_get(obj, "seq");
+	long long	 seq;
+
+	if (!json_is_integer(v) || (seq = json_integer_value(v)) <= 0)
+		return;
+	if (f->seq > 0 && seq > f->seq + 1)
+		log_warnx("warning: events seq %lld to %lld of '%s' were not "
+		    "seen: a file of the log moved away or deleted before it "
+		    "was read (they are not shown); read on at '%s'",
+		    f->seq + 1, seq - 1, f->path, name);
+	f->seq = seq;
+}
+
+/*
  * Every whole line of lf from its offset on to cb, the offset moved past
  * them; follow keeps a partial last line for later (the writer may still
- * be writing it), else it is given too. A file now shorter than its
+ * be writing it), else it is given too. At most LOGFOLLOW_WORK bytes are
+ * read (the rest at the next call); a line longer than SG_LOG_LINE_MAX is
+ * said and skipped, its holes not read. A file now shorter than its
  * offset was cut: read again from its start, saying so, and 1 returned.
  * 0, or -1 (shown).
  */
@@ -228,6 +296,7 @@ logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
 		log_warnx("'%s' was cut while followed: reading it again from "
 		    "its start", lf->name);
 		lf->off = 0;
+		lf->skip = 0;
 		cut = 1;
 	}
 	if (cut)
@@ -235,15 +304,32 @@ logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
 	if (lseek(lf->fd, (off_t)lf->off, SEEK_SET) == -1)
 		goto fail;
 	logread_init(f->r, lf->fd, follow, -1);
+	f->r->work = LOGFOLLOW_WORK;
+	if (lf->skip) {
+		/* The rest of a line too long: not kept, holes skipped. */
+		f->r->n = SG_LOG_LINE_MAX + 1;
+		f->r->partial = 1;
+	}
 	while ((got = logread_next(f->r, &len)) == 1) {
 		logfollow_line(lf, f->r->line, len, f->r->consumed - done);
+		if (len > SG_LOG_LINE_MAX)
+			logfollow_long(lf, lf->off + done);
 		done = f->r->consumed;
+		lf->skip = 0;
 		if ((obj = logread_object(f->r->line, len)) == NULL)
 			continue;
+		logfollow_gap(f, lf->name, obj);
 		cb(obj, arg);
 		json_decref(obj);
 	}
 	lf->off += f->r->consumed;
+	if (got == 0 && f->r->n > SG_LOG_LINE_MAX) {
+		/* Inside a line too long: what was read of it is passed. */
+		logfollow_long(lf, lf->off);
+		lf->off += f->r->taken;
+		lf->skip = 1;
+		logfollow_mark(lf);
+	}
 	if (got == 0)
 		return cut;
 fail:
@@ -283,15 +369,15 @@ logfollow_find(const struct logfollow *f, const char *taken, dev_t dev,
 /*
  * Into nv, the files of set, oldest first: a file held moves there and
  * goes on from its offset (marked in taken, counted in *kept), any other
- * is read from its start. Returns how many, or -1 (shown).
+ * is read from its start, its fd taken from set. Returns how many.
  */
 static int
-logfollow_adopt(struct logfollow *f, const struct logset *set,
+logfollow_adopt(struct logfollow *f, struct logset *set,
     struct logfollow_file *nv, char *taken, int *kept)
 {
 	struct stat	st;
 	long long	size;
-	int		i, k, fd, nn = 0;
+	int		i, k, fd, nn = 0, run = logset_writer_run(set);
 
 	*kept = 0;
 	for (i = 0; i < logset_count(set); i++) {
@@ -300,15 +386,18 @@ logfollow_adopt(struct logfollow *f, const struct logset *set,
 			continue;
 		if ((k = logfollow_find(f, taken, st.st_dev, st.st_ino)) ==
 		    -1) {
-			if (logfollow_hold(&nv[nn], fd, 0,
-			    logset_name(set, i)) == -1) {
-				while (nn > 0)
-					logfollow_drop(&nv[--nn]);
-				return -1;
-			}
+			/* The listing's fd moved here, not duplicated: a
+			   listing needs as many fds as files, not twice. */
+			logfollow_own(&nv[nn], logset_take(set, i, &size),
+			    &st, 0, logset_name(set, i));
 		} else {
-			taken[k] = 1;
-			(*kept)++;
+			/*
+			 * Only the writer's names tell that nothing was
+			 * rotated away unread: a planted NAME.500 or a link
+			 * of a file read does not (2: held there).
+			 */
+			taken[k] = i >= logset_count(set) - run ? 2 : 1;
+			*kept += taken[k] == 2;
 			nv[nn] = f->v[k];
 			nv[nn].gone = 0;	/* listed again */
 			f->v[k].fd = -1;
@@ -322,14 +411,33 @@ logfollow_adopt(struct logfollow *f, const struct logset *set,
 }
 
 /*
+ * 1 when the file followed left the log by being deleted (no link left:
+ * the writer rotated it away past what it keeps, or someone deleted it),
+ * or the new listing holds none of the files read under the writer's
+ * names: the files rotated in between may be gone too.
+ */
+static int
+logfollow_faster(const struct logfollow *f, const char *taken, int kept)
+{
+	struct stat	st;
+
+	if (kept == 0)
+		return 1;
+	if (taken[f->cur] == 2)
+		return 0;
+	return fstat(f->v[f->cur].fd, &st) == 0 && st.st_nlink == 0;
+}
+
+/*
  * The files held that the new listing lacks: their rest to cb (nobody
- * appends to them as the log) and dropped. The file followed gone from
- * a listing that holds none of the files read: the files rotated in
- * between may be gone too, said on stderr; gone from one that does, it
- * left the log out of turn (moved away or deleted, not rotated): said
+ * appends to them as the log) and dropped. The file followed rotated
+ * away (logfollow_faster): events in files rotated away in between may
+ * be lost, said on stderr; not under the writer's names but still
+ * linked, it left the log out of turn (moved away, not rotated): said
  * when it held events, since lines written to it later are not shown.
  * An empty one is logrotate's `create` file, which the proxy moves
- * aside. 0, or -1 (shown).
+ * aside. What decides is the file itself and the writer's names, never
+ * another name in the folder (a planted NAME.500). 0, or -1 (shown).
  */
 static int
 logfollow_leave(struct logfollow *f, const char *taken, int kept,
@@ -337,16 +445,15 @@ logfollow_leave(struct logfollow *f, const char *taken, int kept,
 {
 	int	i, rc = 0;
 
-	if (f->cur != -1 && kept == 0)
+	if (f->cur != -1 && logfollow_faster(f, taken, kept))
 		log_warnx("warning: '%s' rotated faster than it was followed: "
 		    "the file read was rotated away before its newer files "
 		    "were found; events in files rotated away in between are "
 		    "not shown", f->path);
-	else if (f->cur != -1 && !taken[f->cur] && f->v[f->cur].off > 0)
+	else if (f->cur != -1 && taken[f->cur] != 2 && f->v[f->cur].off > 0)
 		log_warnx("warning: the file followed at '%s' left the log "
-		    "without being rotated (moved away or deleted): it is "
-		    "still read as it grows, while held",
-		    f->v[f->cur].name);
+		    "without being rotated (moved away): it is still read as "
+		    "it grows, while held", f->v[f->cur].name);
 	for (i = 0; i < f->n; i++) {
 		if (taken[i])
 			continue;
@@ -371,6 +478,7 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	char			*cause = NULL, *taken;
 	int			 i, nn = 0, kept, rc = -1;
 
+	logset_hold_besides(set, f->n);
 	if (logset_add_log(set, f->dir, f->name, &cause) == -1) {
 		/*
 		 * The files held are still read as they grow; a newer file
@@ -390,8 +498,7 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	f->cause = NULL;
 	nv = util_xcalloc((size_t)logset_count(set) + f->n + 1, sizeof(*nv));
 	taken = util_xcalloc((size_t)f->n + 1, 1);
-	if ((nn = logfollow_adopt(f, set, nv, taken, &kept)) == -1)
-		goto out;
+	nn = logfollow_adopt(f, set, nv, taken, &kept);
 	if ((rc = logfollow_leave(f, taken, kept, cb, arg)) == -1)
 		goto out;
 	nn = logfollow_keep(f, taken, nv, nn);

@@ -20,6 +20,7 @@ static const char *logread_clock(const char *, struct tm *, int64_t *);
 static int	logread_offset(const char *, int64_t *);
 static int	logread_numeral(const char *);
 static int	logread_cmp_rot(const void *, const void *);
+static int	logread_hole(struct logread *);
 
 /* n decimal digits at s into *v; the byte after them, or NULL. */
 static const char *
@@ -244,29 +245,69 @@ logread_init(struct logread *r, int fd, int follow, long long left)
 	r->fd = fd;
 	r->follow = follow;
 	r->left = left;
+	r->work = -1;
 	r->off = r->end = r->n = 0;
 	r->partial = 0;
 	r->taken = r->consumed = 0;
+}
+
+/*
+ * In the part of a line past SG_LOG_LINE_MAX (not kept), at the end of
+ * the bytes read: skip the hole the file has from here on, if any (its
+ * zeros hold no newline), within r->left; counted as taken. 0, or -1
+ * (errno set).
+ */
+static int
+logread_hole(struct logread *r)
+{
+	off_t	here, data;
+
+	if ((here = lseek(r->fd, 0, SEEK_CUR)) == -1)
+		return errno == ESPIPE ? 0 : -1;
+	if ((data = lseek(r->fd, here, SEEK_DATA)) == -1) {
+		if (errno != ENXIO) {
+			/* No hole support here: read on. */
+			return lseek(r->fd, here, SEEK_SET) == -1 ? -1 : 0;
+		}
+		/* No data up to the end: all of it a hole. */
+		if ((data = lseek(r->fd, 0, SEEK_END)) == -1)
+			return -1;
+	}
+	if (r->left >= 0 && data - here > r->left)
+		data = here + (off_t)r->left;
+	if (data != here && lseek(r->fd, data, SEEK_SET) == -1)
+		return -1;
+	if (r->left > 0)
+		r->left -= (long long)(data - here);
+	r->taken += (long long)(data - here);
+	return 0;
 }
 
 int
 logread_next(struct logread *r, size_t *len)
 {
 	const char	*p, *nl;
-	size_t		 take, room;
+	size_t		 take, room, want;
 	ssize_t		 k;
 
 	for (;;) {
 		if (r->off == r->end) {
-			k = r->left == 0 ? 0 : read(r->fd, r->blk,
-			    r->left > 0 && r->left < (long long)sizeof(r->blk) ?
-			    (size_t)r->left : sizeof(r->blk));
+			if (r->n > SG_LOG_LINE_MAX && logread_hole(r) == -1)
+				return -1;
+			want = sizeof(r->blk);
+			if (r->left >= 0 && r->left < (long long)want)
+				want = (size_t)r->left;
+			if (r->work >= 0 && r->work < (long long)want)
+				want = (size_t)r->work;
+			k = want == 0 ? 0 : read(r->fd, r->blk, want);
 			if (k == -1 && errno == EINTR)
 				continue;
 			if (k == -1)
 				return -1;
 			if (r->left > 0)
 				r->left -= k;
+			if (r->work > 0)
+				r->work -= k;
 			if (k == 0 && (!r->partial || r->follow))
 				return 0;
 			if (k == 0)

@@ -29,6 +29,9 @@ struct logread {
 	int		 fd;
 	int		 follow;	/* keep a partial last line for later */
 	long long	 left;		/* bytes still to read; -1: no end */
+	long long	 work;		/* bytes read() may still give, when
+					   following (logfollow.h: a bound
+					   per poll); -1: no bound */
 	char		 blk[16384];
 	size_t		 off, end;
 	char		 line[SG_LOG_LINE_MAX + 2];
@@ -83,15 +86,20 @@ int	logread_open(const char *path, long long *size, char **cause);
 /* logread_open(), the cause on stderr; -1 with errno kept. */
 int	logread_open_warn(const char *path, long long *size);
 
-/* Read fd: follow keeps a partial last line; left: -1 for no end. */
+/*
+ * Read fd: follow keeps a partial last line; left: -1 for no end. No
+ * bound on work (r->work -1): a follower sets one after this.
+ */
 void	logread_init(struct logread *, int fd, int follow, long long left);
 
 /*
  * The next line (without its newline) into r->line, NUL-terminated;
  * *len is its length, or SG_LOG_LINE_MAX + 1 for a longer line. At end of
  * file a last line without newline is returned, except when following,
- * where it is kept until the rest arrives. Returns 1, 0 (end) or -1
- * (errno set).
+ * where it is kept until the rest arrives (and when r->work runs out).
+ * The part of a line past SG_LOG_LINE_MAX is not kept, and its holes
+ * (SEEK_DATA) are skipped, not read: a sparse file of zeros costs no
+ * reading. Returns 1, 0 (end) or -1 (errno set).
  */
 int	logread_next(struct logread *, size_t *len);
 

@@ -27,6 +27,7 @@ struct logset {
 	struct logset_file	*v;
 	int			 n;
 	int			 cap;
+	int			 held;	/* fds the caller holds besides */
 };
 
 static void	(*logset_hook)(void *);
@@ -257,7 +258,7 @@ logset_try(struct logset *s, const char *dir, const char *name, char **cause)
 
 	if (logread_files(dir, name, &files, &n, cause) == -1)
 		return -1;
-	if (logset_room(s->n + n, cause) == -1) {
+	if (logset_room(s->held + s->n + n, cause) == -1) {
 		logread_files_free(files, n);
 		return -1;
 	}
@@ -314,12 +315,33 @@ logset_add_paths(struct logset *s, char **paths, int n, char **cause)
 {
 	int	i;
 
-	if (logset_room(s->n + n, cause) == -1)
+	if (logset_room(s->held + s->n + n, cause) == -1)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (logset_push(s, util_xstrdup(paths[i]), cause) == -1)
 			return -1;
 	return 0;
+}
+
+int
+logset_writer_run(const struct logset *s)
+{
+	return s->n == 0 ? 0 : logset_held_run(s, 0);
+}
+
+void
+logset_hold_besides(struct logset *s, int n)
+{
+	s->held = n;
+}
+
+int
+logset_take(struct logset *s, int i, long long *size)
+{
+	int	fd = logset_fd(s, i, size);
+
+	s->v[i].fd = -1;
+	return fd;
 }
 
 int

@@ -51,7 +51,17 @@ int		 logset_add_log(struct logset *, const char *dir,
 int		 logset_add_paths(struct logset *, char **paths, int n,
 		    char **cause);
 
+/*
+ * n files the caller holds open besides the set's: the open-file limit
+ * is raised for them too, or the listing fails saying so, before a file
+ * is opened (a follower holds every file of the log while it lists the
+ * log again).
+ */
+void		 logset_hold_besides(struct logset *, int n);
+
 int		 logset_count(const struct logset *);
+/* How many of the last files (the current one last) are the writer's run. */
+int		 logset_writer_run(const struct logset *);
 /* The name file i had when it was opened. */
 const char	*logset_name(const struct logset *, int i);
 /*
@@ -59,6 +69,8 @@ const char	*logset_name(const struct logset *, int i);
  * when it was missing then (errno ENOENT).
  */
 int		 logset_fd(const struct logset *, int i, long long *size);
+/* logset_fd(), the fd then the caller's (the set holds it no longer). */
+int		 logset_take(struct logset *, int i, long long *size);
 
 /*
  * Call cb for every JSON object of files from .. from + n - 1, in order

@@ -24,6 +24,18 @@
 #define OWED_BUDGET_S		20
 #define OWED_BUDGET_TEXT	"20 s"
 #define OWED_TEXT_MAX	(PROXYCTL_TARGETS_MAX * PROXYCTL_URL_MAX + 1024)
+#define OWED_TEXT_S	"17407"		/* OWED_TEXT_MAX - 1 */
+/*
+ * The most a kept file's line OWED_TO holds, in names and bytes: more
+ * are kept in files of their own (owed_keep), so that its subject and
+ * that line always fit in OWED_TEXT_MAX and are read whole (atk1921n F2).
+ */
+#define OWED_TO_NAMES	PROXYCTL_TARGETS_MAX
+#define OWED_TO_BYTES	(PROXYCTL_TARGETS_MAX * PROXYCTL_URL_MAX)
+_Static_assert(OWED_TEXT_MAX - 1 == 17407, "OWED_TEXT_S");
+/* a subject (struct owed_kept), "\n", "to ", OWED_TO_BYTES and "\n" */
+_Static_assert(255 + 1 + 3 + OWED_TO_BYTES + 1 < OWED_TEXT_MAX,
+    "the line OWED_TO is read whole");
 
 /* A kept send as read: its subject and the replicas it is owed to. */
 struct owed_kept {
@@ -33,7 +45,25 @@ struct owed_kept {
 	char		 text[OWED_TEXT_MAX];
 	dev_t		 dev;		/* of the file read */
 	ino_t		 ino;
+	int		 fd;		/* the file read, open; or -1 */
 };
+
+static struct owed_kept *
+owed_kept_new(void)
+{
+	struct owed_kept	*k = util_xcalloc(1, sizeof(*k));
+
+	k->fd = -1;
+	return k;
+}
+
+static void
+owed_kept_free(struct owed_kept *k)
+{
+	if (k->fd != -1)
+		close(k->fd);
+	free(k);
+}
 
 /*
  * The lock of every kept send (state_root()/owed.lock), held by this
@@ -50,21 +80,48 @@ static int	owed_depth;
  * lock it holds now (owed_to, or one read to send again): only those does
  * it remove or replace. One at an id's name it did not read (added by a
  * command without the lock while this one sent) names replicas this one
- * never sent to: it stays (atk1921m F1).
+ * never sent to: it stays (atk1921m F1). Each is held open until the lock
+ * is let go: a number alone is no identity, a freed inode's number is
+ * given at once to the next file made (ext4), and a kept file rewritten
+ * twice by another command (state_replace: a new file, renamed over)
+ * came back at the number read, naming other replicas (atk1921n F1).
+ * An inode held open is never freed, so its number is never reused.
  */
 struct owed_seen {
 	const struct owed	*o;
 	dev_t			 dev;
 	ino_t			 ino;
+	int			 fd;	/* the file read, held open */
 };
 static struct owed_seen	*owed_seen_list;
 static size_t		 owed_nseen, owed_seen_cap;
+
+/* The record of kept files read let go (the lock is, or was, let go). */
+static void
+owed_seen_clear(void)
+{
+	while (owed_nseen > 0)
+		close(owed_seen_list[--owed_nseen].fd);
+}
 
 static void
 owed_seen_add(const struct owed *o, const struct owed_kept *k)
 {
 	struct owed_seen	*l;
+	int			 fd;
 
+	/*
+	 * the very file read (its fd from owed_text), not one opened again
+	 * by name; one that cannot be held is not recorded: it is then
+	 * never removed nor replaced, and its new text goes beside it
+	 */
+	if (k->fd == -1)
+		return;
+	if ((fd = fcntl(k->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		log_warn("warning: %s/%s cannot be held open: it is kept as it "
+		    "is, not removed nor rewritten", o->folder, k->name);
+		return;
+	}
 	if (owed_nseen == owed_seen_cap) {
 		owed_seen_cap = owed_seen_cap ? 2 * owed_seen_cap : 16;
 		if ((l = realloc(owed_seen_list, owed_seen_cap *
@@ -75,10 +132,14 @@ owed_seen_add(const struct owed *o, const struct owed_kept *k)
 	owed_seen_list[owed_nseen].o = o;
 	owed_seen_list[owed_nseen].dev = k->dev;
 	owed_seen_list[owed_nseen].ino = k->ino;
+	owed_seen_list[owed_nseen].fd = fd;
 	owed_nseen++;
 }
 
-/* 1 when the file at path is one of o's read under this lock. */
+/*
+ * 1 when the file at path is one of o's read under this lock (held open:
+ * the same inode, not a new one given its number).
+ */
 static int
 owed_seen(const struct owed *o, const char *path)
 {
@@ -100,7 +161,7 @@ owed_lock(void)
 {
 	if (owed_depth++ > 0)
 		return;
-	owed_nseen = 0;		/* what a lock held before read is moot */
+	owed_seen_clear();	/* what a lock held before read is moot */
 	if ((owed_fd = state_lock_root("owed.lock", 1)) == -1)
 		log_warn("warning: kept sends to the proxy not locked: "
 		    "%s/owed.lock (they are sent, and kept as they are until "
@@ -144,6 +205,7 @@ void
 owed_unlock(void)
 {
 	if (owed_depth > 0 && --owed_depth == 0) {
+		owed_seen_clear();
 		state_unlock(owed_fd);
 		owed_fd = -1;
 	}
@@ -264,11 +326,70 @@ owed_put(const struct owed *o, const char *id, const char *name,
 	return owed_create(o, id, text, path, size);
 }
 
+/*
+ * The length of the first part of the names to (comma-separated) that
+ * one kept file holds: OWED_TO_NAMES names and OWED_TO_BYTES at most, or
+ * its first name alone (one read whole from a kept file, so it fits).
+ */
+static size_t
+owed_to_part(const char *to)
+{
+	size_t	len = strcspn(to, ","), name, names = 1;
+
+	while (to[len] != '\0') {	/* at a comma */
+		name = strcspn(to + len + 1, ",");
+		if (names == OWED_TO_NAMES || len + 1 + name > OWED_TO_BYTES)
+			break;
+		len += 1 + name;
+		names++;
+	}
+	return len;
+}
+
+/*
+ * The send of subject (why) kept for id, owed to the replicas of to
+ * (NULL: the environment's), at name when it is one this command read
+ * (owed_put; path: the file written). More names than one file holds
+ * (OWED_TO_NAMES, OWED_TO_BYTES) go on in files of their own beside it:
+ * a line too long to be read whole would lose them (atk1921n F2).
+ */
+static int
+owed_keep(const struct owed *o, const char *id, const char *name,
+    const char *subject, const char *to, const char *why, char *path,
+    size_t size)
+{
+	char	*part = NULL, *text, other[4096];
+	size_t	 len;
+	int	 rc, first = 1;
+
+	do {
+		if (to != NULL) {
+			len = owed_to_part(to);
+			util_xasprintf(&part, "%.*s", (int)len, to);
+			to += len;
+			to += strspn(to, ",");
+			if (*to == '\0')
+				to = NULL;
+		}
+		text = owed_format(subject, part, why);
+		if (first)
+			rc = owed_put(o, id, name, text, path, size);
+		else if ((rc = owed_path(o, other, sizeof(other), id)) == 0 &&
+		    (rc = owed_create(o, id, text, other, sizeof(other))) == -1)
+			(void)snprintf(path, size, "%s", other);
+		free(text);
+		free(part);
+		part = NULL;
+		first = 0;
+	} while (rc == 0 && to != NULL);
+	return rc;
+}
+
 int
 owed_add(const struct owed *o, const char *id, const char *subject,
     const char *to, const char *why, char **cause)
 {
-	char	dir[4096], path[4096], *text;
+	char	dir[4096], path[4096];
 	int	rc;
 
 	if (owed_dir(o, dir, sizeof(dir)) == -1 ||
@@ -277,11 +398,9 @@ owed_add(const struct owed *o, const char *id, const char *subject,
 	if (state_mkdirs(dir, 0700) == -1)
 		return util_cause(cause, "cannot keep it in %s: %s", dir,
 		    strerror(errno));
-	text = owed_format(subject, to, why);
 	owed_lock();
-	rc = owed_put(o, id, id, text, path, sizeof(path));
+	rc = owed_keep(o, id, id, subject, to, why, path, sizeof(path));
 	owed_unlock();
-	free(text);
 	if (rc == -1)
 		return util_cause(cause, "cannot keep it in %s: %s", path,
 		    strerror(errno));
@@ -289,18 +408,19 @@ owed_add(const struct owed *o, const char *id, const char *subject,
 }
 
 /*
- * The text of the kept send in the file name (at most OWED_TEXT_MAX
- * bytes) into buf: a regular file only, opened without waiting (a FIFO
- * put there would hang every command that looks, atk1921h F6). 0, 1
- * when there is none (forgotten since the folder was listed), or -1
- * with *cause.
+ * The text of the kept send in the file name (at most size - 1 bytes)
+ * into k->text, *cut when there was more, k->fd left open on it (see
+ * owed_seen): a regular file only, opened without waiting (a FIFO put
+ * there would hang every command that looks, atk1921h F6). 0, 1 when
+ * there is none (forgotten since the folder was listed), or -1 with
+ * *cause.
  */
 static int
-owed_text(const struct owed *o, const char *name, char *buf, size_t size,
-    struct stat *st_out, char **cause)
+owed_text(const struct owed *o, const char *name, struct owed_kept *k,
+    int *cut, char **cause)
 {
 	struct stat	st;
-	char		path[4096];
+	char		path[4096], more;
 	ssize_t		n;
 	int		fd;
 
@@ -314,12 +434,15 @@ owed_text(const struct owed *o, const char *name, char *buf, size_t size,
 		close(fd);
 		return util_cause(cause, "%s: not a regular file", path);
 	}
-	*st_out = st;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
+	if ((n = read(fd, k->text, sizeof(k->text) - 1)) < 0) {
+		close(fd);
 		return util_cause(cause, "%s: %s", path, strerror(errno));
-	buf[n] = '\0';
+	}
+	k->text[n] = '\0';
+	*cut = (size_t)n == sizeof(k->text) - 1 && read(fd, &more, 1) != 0;
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
+	k->fd = fd;
 	return 0;
 }
 
@@ -327,23 +450,28 @@ owed_text(const struct owed *o, const char *name, char *buf, size_t size,
  * The kept send in the file name read into k: its subject (its first
  * line when more follows it, else its id) and the replicas it is owed to
  * (the line OWED_TO names them, else NULL: those of the environment). 0,
- * 1 when it is gone, or -1 with *cause when it cannot be read.
+ * 1 when it is gone, or -1 with *cause when it cannot be read: also when
+ * it is longer than k->text and its subject or its line OWED_TO is cut
+ * (never taken as a file naming no replica: those it names would be
+ * lost, atk1921n F2; only its reason, last, may be cut).
  */
 static int
 owed_read(const struct owed *o, const char *name, struct owed_kept *k,
     char **cause)
 {
-	struct stat	 st;
-	char		*nl, *to;
-	int		 n;
+	char	*nl, *to;
+	int	 n, cut;
 
 	(void)snprintf(k->name, sizeof(k->name), "%s", name);
-	if ((n = owed_text(o, name, k->text, sizeof(k->text), &st,
-	    cause)) != 0)
+	if ((n = owed_text(o, name, k, &cut, cause)) != 0)
 		return n;
-	k->dev = st.st_dev;
-	k->ino = st.st_ino;
 	k->to = NULL;
+	nl = strchr(k->text, '\n');
+	if ((cut && nl == NULL) || (nl != NULL && strncmp(nl + 1, OWED_TO,
+	    strlen(OWED_TO)) == 0 && strchr(nl + 1, '\n') == NULL))
+		return util_cause(cause, "%s/%s: %s: whom it is owed to is not "
+		    "known", o->folder, name, cut ? "longer than " OWED_TEXT_S
+		    " bytes" : "its replicas' line is cut");
 	/* a long reason may be cut here: anything after line 1 makes two */
 	if ((nl = strchr(k->text, '\n')) == NULL || nl[1] == '\0')
 		n = snprintf(k->subject, sizeof(k->subject), "%.*s",
@@ -385,7 +513,7 @@ owed_forget(const struct owed *o, const struct owed_kept *k)
 int
 owed_done(const struct owed *o, const char *id)
 {
-	struct owed_kept	*k = util_xcalloc(1, sizeof(*k));
+	struct owed_kept	*k = owed_kept_new();
 	char			*cause = NULL;
 	int			 rc;
 
@@ -400,7 +528,7 @@ owed_done(const struct owed *o, const char *id)
 		    "this one read whom it is owed to: left as it is, sent "
 		    "again by `sandgate gc`", o->folder, k->name);
 	owed_unlock();
-	free(k);
+	owed_kept_free(k);
 	return rc == -1 ? -1 : 0;
 }
 
@@ -413,16 +541,14 @@ static int
 owed_one(const struct owed *o, const char *id, const struct owed_kept *k,
     char **why)
 {
-	char	*left = NULL, *text, path[4096];
+	char	*left = NULL, path[4096];
 
 	owed_seen_add(o, k);	/* sent to its replicas: it may be rewritten */
 	if (o->send(id, k->subject, k->to, &left, why) == -1) {
-		text = owed_format(k->subject, left ? left : k->to, *why);
-		if (owed_locked() && owed_put(o, id, k->name, text, path,
-		    sizeof(path)) == -1)
-			log_warn("warning: cannot rewrite %s/%s", o->folder,
-			    k->name);
-		free(text);
+		if (owed_locked() && owed_keep(o, id, k->name, k->subject,
+		    left ? left : k->to, *why, path, sizeof(path)) == -1)
+			log_warn("warning: cannot rewrite %s/%s (%s)",
+			    o->folder, k->name, path);
 		free(left);
 		return -1;
 	}
@@ -446,7 +572,7 @@ static int
 owed_each_one(const struct owed *o, const char *name, const char *subject,
     owed_fn fn, void *arg)
 {
-	struct owed_kept	*k = util_xcalloc(1, sizeof(*k));
+	struct owed_kept	*k = owed_kept_new();
 	char			*cause = NULL, id[STATE_ID_LEN + 1];
 	int			 n = 0, rc;
 
@@ -461,7 +587,7 @@ owed_each_one(const struct owed *o, const char *name, const char *subject,
 	    strcmp(k->subject, subject) == 0))
 		n = fn(o, id, k, arg);
 	owed_unlock();
-	free(k);
+	owed_kept_free(k);
 	return n;
 }
 

@@ -6,7 +6,10 @@
  * owed send (0600, in a 0700 folder), named by its id ("<prefix>" and
  * 24 hex digits), holding three lines: its subject (the sandbox it is
  * about), "to " and the replicas that have not confirmed it (names as
- * proxyctl_set() gives them, comma-separated), and why it is owed. It is
+ * proxyctl_set() gives them, comma-separated; at most 32 and 16 KiB of
+ * them, more go on in files of their own beside it, so the line is
+ * always read whole: one cut where it is read is not read, atk1921n F2),
+ * and why it is owed. It is
  * sent again to those replicas (and those of the environment: it can
  * add, not remove, atk1921h F3) and each is cleared only by its own
  * confirmation. A file of two lines (kept by an older sandgate) names
@@ -20,7 +23,9 @@
  * 24 hex digits, a send of its own (atk1921l F4). One that holds it
  * removes or rewrites only a kept file it read under it (owed_to, or
  * read to send again): one at the name it did not read stays, and its
- * own send is added beside it (atk1921m F1). A command sends kept
+ * own send is added beside it (atk1921m F1); each file read is held open
+ * until the lock is let go, so no other file gets its inode number
+ * meanwhile (atk1921n F1). A command sends kept
  * sends again for 20 s at most; the rest stay kept, said (atk1921k F2).
  */
 #ifndef SG_OWED_H

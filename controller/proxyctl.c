@@ -72,37 +72,51 @@ static const char *proxyctl_set_name(size_t);
  * PROXYCTL_SLOW_S or more to fail (closed unanswered just before its
  * timeout, or any answer that does not confirm: an HTTP error, not the
  * proxy's answer, atk1921m F2, F3), or whose answer failed
- * PROXYCTL_FAILS_MAX times in all (a refused connection is no answer,
- * and costs nothing to wait for), is stalled: each later send to it in
+ * PROXYCTL_FAILS_MAX times in all, is stalled: each later send to it in
  * the command (its own as well as kept ones) is skipped and stays owed,
  * and a failed one is not tried again, so that it costs one slow failure
  * per command, not one per try of each send (atk1921j F6, atk1921k F2).
+ * A name that did not resolve, or a connection that failed, counts too
+ * once it took PROXYCTL_INSTANT_MS or more (a slow resolver's NXDOMAIN,
+ * an unreachable host: atk1921n F3); only one refused at once costs
+ * nothing to wait for and is not counted. Every replica named is kept
+ * here, however many a command meets (kept sends name any number):
+ * none goes uncounted (atk1921n F4: past 32 names, a slow one was never
+ * stalled).
  */
 #define PROXYCTL_SLOW_S		2
+#define PROXYCTL_INSTANT_MS	200
 #define PROXYCTL_FAILS_MAX	8
-static struct {
+static struct proxyctl_failed {
 	char	*name;
 	int	 fails;
 	int	 stalled;
-} proxyctl_failed[PROXYCTL_TARGETS_MAX];
-static size_t	 proxyctl_nfailed;
+} *proxyctl_failed;
+static size_t	 proxyctl_nfailed, proxyctl_failed_cap;
 
 /*
  * The failures of replica i in proxyctl_failed (added when new; *stalled
- * its mark), or NULL when it is full.
+ * its mark).
  */
 static int *
 proxyctl_fails(size_t i, int **stalled)
 {
-	size_t	k;
+	struct proxyctl_failed	*l;
+	size_t			 k;
 
 	for (k = 0; k < proxyctl_nfailed; k++)
 		if (strcmp(proxyctl_failed[k].name, proxyctl_set_name(i)) == 0)
 			break;
 	if (k == proxyctl_nfailed) {
-		if (k == PROXYCTL_TARGETS_MAX)
-			return NULL;
+		if (k == proxyctl_failed_cap) {
+			proxyctl_failed_cap = k ? 2 * k : 16;
+			if ((l = realloc(proxyctl_failed, proxyctl_failed_cap *
+			    sizeof(*l))) == NULL)
+				fatalx("out of memory");
+			proxyctl_failed = l;
+		}
 		proxyctl_failed[k].name = util_xstrdup(proxyctl_set_name(i));
+		proxyctl_failed[k].fails = proxyctl_failed[k].stalled = 0;
 		proxyctl_nfailed++;
 	}
 	*stalled = &proxyctl_failed[k].stalled;
@@ -126,8 +140,7 @@ proxyctl_fail(size_t i, int slow)
 {
 	int	*fails, *stalled;
 
-	if ((fails = proxyctl_fails(i, &stalled)) == NULL)
-		return;
+	fails = proxyctl_fails(i, &stalled);
 	if (slow || ++*fails >= PROXYCTL_FAILS_MAX)
 		*stalled = 1;
 }
@@ -327,6 +340,7 @@ struct proxyctl_req {
 	struct proxyctl_buf	 b;
 	int			 again;	/* closed unanswered: send again */
 	long			 took_ms;	/* set by proxyctl_req_end */
+	struct timespec		 began;		/* by proxyctl_req_new */
 };
 
 /*
@@ -380,6 +394,7 @@ proxyctl_req_new(struct proxyctl_req *r, size_t i, const char *method,
 	int	get = strcmp(method, "GET") == 0;
 
 	memset(r, 0, sizeof(*r));
+	(void)clock_gettime(CLOCK_MONOTONIC, &r->began);
 	if ((r->h = curl_easy_init()) == NULL)
 		return util_cause(cause, "out of memory");
 	if (proxyctl_target(r->h, i, path, url, sizeof(url), &r->hdrs,
@@ -417,13 +432,21 @@ static int
 proxyctl_req_end(struct proxyctl_req *r, size_t i, CURLcode rc,
     long *status, char **cause)
 {
+	struct timespec	now;
 	curl_off_t	took = 0;
 
 	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, status);
 	(void)curl_easy_getinfo(r->h, CURLINFO_TOTAL_TIME_T, &took);
 	r->took_ms = (long)(took / 1000);
-	if (rc != CURLE_OK && rc != CURLE_COULDNT_CONNECT &&
-	    rc != CURLE_COULDNT_RESOLVE_HOST)
+	(void)clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((now.tv_sec - r->began.tv_sec) * 1000L + (now.tv_nsec -
+	    r->began.tv_nsec) / 1000000L > r->took_ms)
+		r->took_ms = (now.tv_sec - r->began.tv_sec) * 1000L +
+		    (now.tv_nsec - r->began.tv_nsec) / 1000000L;
+	/* not resolved, not connected: counted once it took time (F3) */
+	if (rc != CURLE_OK && ((rc != CURLE_COULDNT_CONNECT &&
+	    rc != CURLE_COULDNT_RESOLVE_HOST) ||
+	    r->took_ms >= PROXYCTL_INSTANT_MS))
 		proxyctl_fail(i, rc == CURLE_OPERATION_TIMEDOUT ||
 		    r->took_ms >= PROXYCTL_SLOW_S * 1000L);
 	/*

@@ -224,3 +224,47 @@ apartfile_clear(const char *path)
 		log_warn("%s: cannot empty it", path);
 	close(fd);
 }
+
+/* 1 when [s, s + n) is padding: spaces alone (written by apartfile_create). */
+static int
+apartfile_padding(const char *s, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] != ' ')
+			return 0;
+	return 1;
+}
+
+void
+apartfile_lines(const char *text, size_t len, apartfile_line_fn line,
+    void *arg)
+{
+	const char	*end = text + len, *nl;
+	int		 damage;
+
+	for (; text < end; text = nl + 1) {
+		damage = 0;
+		if ((nl = memchr(text, '\n', (size_t)(end - text))) == NULL) {
+			nl = end;
+			damage |= APARTFILE_TORN;
+		}
+		if (apartfile_padding(text, (size_t)(nl - text)))
+			continue;
+		if (memchr(text, '\0', (size_t)(nl - text)) != NULL)
+			damage |= APARTFILE_NUL;
+		if (line(text, (size_t)(nl - text), damage, arg) == -1)
+			return;
+	}
+}
+
+const char *
+apartfile_damage(int damage)
+{
+	if (damage & APARTFILE_NUL)
+		return "a NUL byte in it";
+	if (damage & APARTFILE_TORN)
+		return "a last line with no newline";
+	return NULL;
+}

@@ -15,6 +15,8 @@
 #ifndef SG_APARTFILE_H
 #define SG_APARTFILE_H
 
+#include <stddef.h>
+
 #define APARTFILE_RESERVE	16384	/* room for about 150 removals */
 
 /*
@@ -35,5 +37,21 @@ void	apartfile_clear(const char *path);
 
 /* 1 when path holds no change (blank, empty or missing). */
 int	apartfile_blank(const char *path);
+
+/*
+ * Each line of text (len bytes, a file of apartfile_add's lines) that is
+ * not padding, to line(s, n, damage, arg) in order until it returns -1.
+ * damage: 0, or what makes the line not one written whole, APARTFILE_NUL
+ * (a NUL byte in it) and APARTFILE_TORN (the last line, with no newline;
+ * s still holds what there is). Each caller decides how a damaged line
+ * fails closed; apartfile_damage() says the damage in words.
+ */
+#define APARTFILE_NUL	0x1
+#define APARTFILE_TORN	0x2
+typedef int	(*apartfile_line_fn)(const char *s, size_t n, int damage,
+		    void *arg);
+void		 apartfile_lines(const char *text, size_t len,
+		    apartfile_line_fn line, void *arg);
+const char	*apartfile_damage(int damage);
 
 #endif

@@ -1332,12 +1332,13 @@ conn_token_gone(const struct conn *c, char *why, size_t size)
 			    "removed-sandbox floor (%lld): a newer token or a "
 			    "register passes", c->tok->sandbox,
 			    (long long)forgot);
-		else
+		else	/* either cause: the floor is kept, not why it rose */
 			snprintf(why, size, "token of sandbox %s, not "
 			    "registered, issued before the removed-sandbox "
-			    "floor (%lld, over %d removals): a newer token "
-			    "passes", c->tok->sandbox, (long long)forgot,
-			    REGISTRY_GONE_MAX);
+			    "floor (%lld: removals past %d or unreadable, "
+			    "see registry.removed_floor_raised): a newer "
+			    "token passes", c->tok->sandbox,
+			    (long long)forgot, REGISTRY_GONE_MAX);
 		return SG_REASON_TOKEN_SANDBOX_GONE;
 	}
 	if (gone == 0)

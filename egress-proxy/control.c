@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,13 +85,16 @@ static void	control_grants_take(struct proxy *, const char *);
 static char	*control_take(const char *, const char *);
 static void	control_taken_done(const char *);
 static void	control_taken_retire(char **);
+static int	control_taken_again(const char *, const char *);
 static char	*control_tombs_read(const char *, size_t *, int *);
+static char	*control_tomb_read(const char *, size_t *, int *);
 static char	*control_file_read(const char *, size_t *, int *);
 static char	*control_read(const char *, int, size_t *, const char **);
 static char	*control_state_read(const char *, size_t *, const char **);
 static const char *control_removed_line(struct proxy *, const char *,
-		    const char *);
+		    const char *, size_t);
 static const char *control_gone_list_damage(json_t *);
+static const char *control_gone_clocks_damage(json_t *);
 static json_t	*control_registry_read(struct proxy *, const char *);
 static int	 control_gone_save(struct proxy *);
 static void	 control_gone_load(struct proxy *, const char *);
@@ -112,8 +116,11 @@ static int	control_grant_read(struct evhttp_request *, json_t *,
 		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static int	control_registry_save(struct proxy *);
+static json_t	*control_registry_json(struct proxy *, int);
+static void	control_crash_point(const char *, const char *);
 static int	control_registry_apart(const char *, int, time_t);
 static void	control_registry_load(struct proxy *, const char *);
+static const char *control_registry_damage(json_t *);
 static void	control_registry_open(struct proxy *, const char *);
 static void	control_identities(struct proxy *, const char *);
 
@@ -872,6 +879,28 @@ control_taken_retire(char **taken)
 }
 
 /*
+ * A replica's registry file exists but the file it took (old, as
+ * NAME.json.taken-by-INSTANCE) is still there: no good save since the
+ * take, so the old .gone and .removed may be in no file of its own yet
+ * (atk15r21 F1: its own file was written, its .gone was not, and the
+ * next start, no longer its first, lost every removal of the single
+ * proxy). 1, the taken file then retired by the next good save, or 0.
+ */
+static int
+control_taken_again(const char *old, const char *instance)
+{
+	char	*taken;
+
+	util_xasprintf(&taken, "%s.taken-by-%s", old, instance);
+	if (access(taken, F_OK) == 0) {
+		control_registry_taken = taken;
+		return 1;
+	}
+	free(taken);
+	return 0;
+}
+
+/*
  * A replica with no grants file of its own takes grants.json, retired
  * by the first good save of grants-NAME.json (control_grants_save).
  */
@@ -893,6 +922,26 @@ control_grants_take(struct proxy *px, const char *old)
 }
 
 /*
+ * A revokes file (control_file_read), whose every line must be a revoke
+ * the proxy writes: one that is damaged (torn, a NUL, a key twice, not
+ * a revoke) may be the revoke of any grant, so the file is not usable
+ * (*bad set, a warning) and no grant is restored (atk15r21 F3: the line
+ * was passed over and the grant it revoked came back).
+ */
+static char *
+control_tomb_read(const char *path, size_t *len, int *bad)
+{
+	char		*text = control_file_read(path, len, bad);
+	const char	*why;
+
+	if (text != NULL && (why = grants_tomb_damage(text, *len)) != NULL) {
+		log_warnx("%s: %s", path, why);
+		*bad = 1;
+	}
+	return text;
+}
+
+/*
  * The revokes to apply to grants loaded at start: those of tomb (the
  * file loaded's) and those this replica kept apart itself
  * (control_tomb_path: a revoke made while the save of a taken file
@@ -905,9 +954,9 @@ control_tombs_read(const char *tomb, size_t *len, int *bad)
 	char	*a, *b, *both;
 	size_t	 alen, blen;
 
-	a = control_file_read(tomb, &alen, bad);
+	a = control_tomb_read(tomb, &alen, bad);
 	if (strcmp(tomb, control_tomb_path) == 0 ||
-	    (b = control_file_read(control_tomb_path, &blen, bad)) == NULL) {
+	    (b = control_tomb_read(control_tomb_path, &blen, bad)) == NULL) {
 		*len = a != NULL ? alen : 0;
 		return a;
 	}
@@ -1292,6 +1341,48 @@ control_reload(struct proxy *px, struct evhttp_request *req)
 }
 
 /*
+ * For tests: SANDGATE_TEST_CRASH=registry:WHAT kills the proxy there, as
+ * SIGKILL or a power loss would: registry:marked once the unsure marks
+ * are written (control_registry_unsure), registry:gone-saved between the
+ * .gone and the registry file of a save.
+ */
+static void
+control_crash_point(const char *where, const char *what)
+{
+	const char	*want = getenv("SANDGATE_TEST_CRASH");
+	size_t		 n = strlen(where);
+
+	if (want != NULL && strncmp(want, where, n) == 0 && want[n] == ':' &&
+	    strcmp(want + n + 1, what) == 0)
+		raise(SIGKILL);
+}
+
+/*
+ * What the registry file holds: the sandboxes (with their unsure marks)
+ * and the floor, and with removals the removed sandboxes and the clock
+ * they age by too, as in .gone. The floor is always there, so the marks
+ * and the floor they need are in one atomic write; the removals when
+ * that file must stand alone, written before .gone (atk15r21 F1, F2: a
+ * crash or a full folder between the two writes lost the floor and the
+ * removals, and removed sandboxes' tokens passed). NULL: out of memory.
+ */
+static json_t *
+control_registry_json(struct proxy *px, int removals)
+{
+	struct registry	*r = px->registry;
+	json_t		*o = json_pack("{s:o?, s:I}", "sandboxes",
+	    registry_json(r), "floor", (json_int_t)registry_gone_floor(r));
+
+	if (o != NULL && removals && (json_object_set_new(o, "unregistered",
+	    registry_gone_json(r)) == -1 || json_object_set_new(o, "seen",
+	    json_integer((json_int_t)registry_gone_seen(r))) == -1)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
  * The registry survives a restart of the proxy (a crash brought back by
  * the container's restart policy, or `sandgate proxy start` with a new
  * configuration): it is kept beside the socket, in the folder the
@@ -1300,8 +1391,7 @@ control_reload(struct proxy *px, struct evhttp_request *req)
 static int
 control_registry_save(struct proxy *px)
 {
-	json_t	*arr = json_pack("{s:o?}", "sandboxes",
-	    registry_json(px->registry));
+	json_t	*arr = control_registry_json(px, 0);
 	int	 was = control_registry_unsaved;
 
 	/*
@@ -1312,8 +1402,11 @@ control_registry_save(struct proxy *px)
 	 * written the registry is not either (tried again, a removal kept
 	 * apart meanwhile) (atk15r17 F6).
 	 */
-	control_registry_unsaved = control_gone_save(px) == -1 ||
-	    control_json_replace(arr, control_registry_path, 0644) == -1;
+	if (!(control_registry_unsaved = control_gone_save(px) == -1)) {
+		control_crash_point("registry", "gone-saved");
+		control_registry_unsaved = control_json_replace(arr,
+		    control_registry_path, 0644) == -1;
+	}
 	if (!control_registry_unsaved) {
 		control_removals_unkept = 0;
 		apartfile_clear(control_registry_removed);
@@ -1427,18 +1520,32 @@ control_read(const char *path, int flags, size_t *len, const char **why)
 static const char *
 control_gone_damage(json_t *top)
 {
+	const char	*why;
+
 	if (!json_is_object(top) ||
 	    json_object_get(top, "unregistered") == NULL)
 		return "no \"unregistered\" object";
+	if ((why = control_gone_clocks_damage(top)) != NULL)
+		return why;
+	return control_gone_list_damage(json_object_get(top,
+	    "unregistered"));
+}
+
+/*
+ * What is wrong in the floor and the clock the removals age by (atk1921j
+ * F2) of a .gone or registry file object, or NULL: either one, when
+ * there, is an integer (atk15r20 F3).
+ */
+static const char *
+control_gone_clocks_damage(json_t *top)
+{
 	if (json_object_get(top, "floor") != NULL &&
 	    !json_is_integer(json_object_get(top, "floor")))
 		return "\"floor\" is not an integer";
-	/* the clock the entries age by (atk1921j F2): checked too (atk15r20 F3) */
 	if (json_object_get(top, "seen") != NULL &&
 	    !json_is_integer(json_object_get(top, "seen")))
 		return "\"seen\" is not an integer";
-	return control_gone_list_damage(json_object_get(top,
-	    "unregistered"));
+	return NULL;
 }
 
 /* What is wrong in an "unregistered" object (sandbox: time), or NULL. */
@@ -1513,21 +1620,27 @@ control_registry_apart(const char *key, int sandbox, time_t at)
 
 /*
  * One line of a .removed file applied again, or what is wrong with it
- * (NULL for a removal or a line of padding). Only refusals are added: a
- * removal never weakens one kept (atk15r18 F6).
+ * (NULL for a removal or padding). Only refusals are added: a removal never weakens
+ * one kept (atk15r18 F6). A line with a NUL is read up to it.
  */
 static const char *
-control_removed_line(struct proxy *px, const char *path, const char *line)
+control_removed_line(struct proxy *px, const char *path, const char *line,
+    size_t len)
 {
 	json_t		*o, *kind;
 	const char	*key;
 	time_t		 at;
+	size_t		 i;
 	int		 known;
 
-	if (line[strspn(line, " ")] == '\0')
-		return NULL;		/* padding */
+	len = strnlen(line, len);
+	for (i = 0; i < len && line[i] == ' '; i++)
+		;
+	if (i == len)
+		return NULL;		/* padding (before a NUL) */
 	/* a key twice is not a line the proxy wrote (atk15r20 F3) */
-	if ((o = json_loads(line, JSON_REJECT_DUPLICATES, NULL)) == NULL ||
+	if ((o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL)) ==
+	    NULL ||
 	    (key = json_string_value(json_object_get(o, "key"))) == NULL) {
 		json_decref(o);		/* not known: atk15r19 F5 */
 		return "a line that is not one of its removals";
@@ -1552,6 +1665,35 @@ control_removed_line(struct proxy *px, const char *path, const char *line)
 	    "a line whose \"sandbox\" is neither true nor false";
 }
 
+struct control_removed_file {
+	struct proxy	*px;
+	const char	*path;
+};
+
+/*
+ * apartfile_lines(): every line of the whole text applied, a NUL
+ * damaging its own line only (the lines after one were never applied:
+ * atk15r20 F1). A last line with no newline is torn or not the proxy's
+ * (atk1921l F1): applied if it reads, not known all the same. Damage
+ * fails closed (control_gone_unknown).
+ */
+static int
+control_removed_each(const char *s, size_t n, int damage, void *arg)
+{
+	struct control_removed_file	*f = arg;
+	const char			*why;
+
+	if (damage & APARTFILE_NUL)
+		control_gone_unknown(f->px, f->path,
+		    apartfile_damage(APARTFILE_NUL));
+	why = control_removed_line(f->px, f->path, s, n);
+	if (damage & APARTFILE_TORN)
+		why = apartfile_damage(APARTFILE_TORN);
+	if (why != NULL)
+		control_gone_unknown(f->px, f->path, why);
+	return 0;
+}
+
 /*
  * At start: the unregisters kept apart, applied again. What cannot be
  * read fails closed (control_gone_unknown), a line at a time.
@@ -1559,41 +1701,17 @@ control_removed_line(struct proxy *px, const char *path, const char *line)
 static void
 control_removed_load(struct proxy *px, const char *path)
 {
-	char		*text, *p, *nl;
-	const char	*why;
-	size_t		 len;
+	struct control_removed_file	 f = { px, path };
+	char				*text;
+	const char			*why;
+	size_t				 len;
 
 	if ((text = control_state_read(path, &len, &why)) == NULL) {
 		if (why != NULL)
 			control_gone_unknown(px, path, why);
 		return;
 	}
-	/*
-	 * Every line of the whole text, a NUL damaging its own line only:
-	 * the lines after one were never applied (atk15r20 F1).
-	 */
-	for (p = text; p < text + len; p = nl + 1) {
-		/*
-		 * Lines are written whole, newline last: a last one without
-		 * it is torn or not the proxy's (atk1921l F1), applied if it
-		 * reads, not known all the same.
-		 */
-		if ((nl = memchr(p, '\n', (size_t)(text + len - p))) == NULL) {
-			if (strlen(p) != (size_t)(text + len - p))
-				control_gone_unknown(px, path,
-				    "a NUL byte in it");
-			(void)control_removed_line(px, path, p);
-			if (p[strspn(p, " ")] != '\0')
-				control_gone_unknown(px, path, "a last line "
-				    "with no newline");
-			break;
-		}
-		*nl = '\0';
-		if (strlen(p) != (size_t)(nl - p))
-			control_gone_unknown(px, path, "a NUL byte in it");
-		if ((why = control_removed_line(px, path, p)) != NULL)
-			control_gone_unknown(px, path, why);
-	}
+	apartfile_lines(text, len, control_removed_each, &f);
 	free(text);
 }
 
@@ -1608,7 +1726,7 @@ control_registry_open(struct proxy *px, const char *sock)
 {
 	unsigned long long forgotten = registry_gone_forgotten(px->registry);
 	char	*old, *prev;
-	int	 first = 0;
+	int	 first = 0, again = 0;
 
 	control_registry_path = control_beside(sock, "registry",
 	    px->cfg.instance);
@@ -1617,11 +1735,12 @@ control_registry_open(struct proxy *px, const char *sock)
 	    access(control_registry_path, F_OK) == -1 && errno == ENOENT) {
 		first = 1;
 		control_registry_taken = control_take(old, px->cfg.instance);
-	}
+	} else if (strcmp(old, control_registry_path) != 0)
+		again = control_taken_again(old, px->cfg.instance);
 	util_xasprintf(&control_registry_removed, "%s.removed",
 	    control_registry_path);
 	apartfile_create(control_registry_removed, "an unregister");
-	control_registry_load(px, control_registry_taken ?
+	control_registry_load(px, control_registry_taken != NULL && !again ?
 	    control_registry_taken : control_registry_path);
 	util_xasprintf(&control_gone_path, "%s.gone", control_registry_path);
 	control_gone_load(px, control_gone_path);
@@ -1632,7 +1751,7 @@ control_registry_open(struct proxy *px, const char *sock)
 	 * took its registry (atk15r17 F1: their tokens passed again). Only
 	 * refusals are added (fail closed); saved in this replica's files.
 	 */
-	if (first) {
+	if (first || again) {
 		util_xasprintf(&prev, "%s.gone", old);
 		control_gone_load(px, prev);
 		free(prev);
@@ -1658,8 +1777,9 @@ control_registry_open(struct proxy *px, const char *sock)
  * came between the two saves), and its token passed (atk15r20 F1).
  * Every restored sandbox is marked unsure: its tokens issued before the
  * floor are refused until it is registered again (conn.c). The marks
- * are saved in the registry file before the damaged file is rewritten
- * or blanked, so a crash between the saves still finds one of the two.
+ * are saved in the registry file, with the floor and the removals,
+ * before any other file is rewritten or blanked, so a crash between any
+ * two writes still finds all of them in one file or the other.
  */
 static void
 control_registry_unsure(struct proxy *px)
@@ -1673,10 +1793,18 @@ control_registry_unsure(struct proxy *px)
 	    "not known: their tokens issued before %lld are refused until "
 	    "each is registered again", n,
 	    (long long)registry_gone_floor(px->registry));
-	arr = json_pack("{s:o?}", "sandboxes", registry_json(px->registry));
-	if (control_json_replace(arr, control_registry_path, 0644) == 0)
+	/*
+	 * One write holding all that is in force: the marks, the floor and
+	 * the removals (the damaged file may be this one, an older proxy's
+	 * "unregistered"; or, at a replica's first start, the only file of
+	 * its own, which makes the next start no longer its first). Only
+	 * then .gone and the registry file again (control_registry_save).
+	 */
+	arr = control_registry_json(px, 1);
+	if (control_json_replace(arr, control_registry_path, 0644) == 0) {
+		control_crash_point("registry", "marked");
 		(void)control_registry_save(px);
-	else
+	} else
 		control_registry_unsaved = 1;
 	json_decref(arr);
 }
@@ -1707,6 +1835,22 @@ control_registry_read(struct proxy *px, const char *path)
 	return top;
 }
 
+/* What is wrong in the removals a registry file keeps, or NULL. */
+static const char *
+control_registry_damage(json_t *top)
+{
+	const char	*why;
+
+	if (!json_is_object(top))
+		return NULL;		/* an older proxy's array */
+	if ((why = control_gone_clocks_damage(top)) != NULL)
+		return why;
+	if (json_object_get(top, "unregistered") != NULL)
+		return control_gone_list_damage(json_object_get(top,
+		    "unregistered"));
+	return NULL;
+}
+
 static void
 control_registry_load(struct proxy *px, const char *path)
 {
@@ -1719,13 +1863,17 @@ control_registry_load(struct proxy *px, const char *path)
 		return;
 	/* an older proxy's file is the array of sandboxes alone */
 	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
-	/* a file of an older proxy keeps them here; damaged: not known */
-	if (json_object_get(top, "unregistered") != NULL &&
-	    (cause = control_gone_list_damage(json_object_get(top,
-	    "unregistered"))) != NULL)
+	/*
+	 * A file of an older proxy keeps the removals here, as does one
+	 * written with unsure marks; damaged: not known. The floor and the
+	 * clock too (control_registry_json).
+	 */
+	if ((cause = control_registry_damage(top)) != NULL)
 		control_gone_unknown(px, path, cause);
 	registry_gone_load(px->registry, json_object_get(top,
-	    "unregistered"), 0, 0);
+	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
+	    "floor")), (time_t)json_integer_value(json_object_get(top,
+	    "seen")));
 	json_array_foreach(arr, i, e) {
 		csv = util_xstrdup("");
 		sets = json_object_get(e, "sets");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apartfile.h"
 #include "grants.h"
 #include "host.h"
 
@@ -384,16 +385,55 @@ grants_tomb_one(const struct grant *g, const char *s, size_t len)
 	return hit;
 }
 
+/* apartfile_lines(): what is wrong in the line, in *(const char **)arg. */
+static int
+grants_tomb_check(const char *s, size_t n, int damage, void *arg)
+{
+	const char	**why = arg, *sbx, *host;
+	json_int_t	  port, at, granted;
+	json_t		 *o;
+
+	if ((*why = apartfile_damage(damage)) != NULL)
+		return -1;
+	o = json_loadb(s, n, JSON_REJECT_DUPLICATES, NULL);
+	if (o == NULL || json_unpack(o, "{s:s, s:s, s:I, s:I, s?I}",
+	    "sandbox", &sbx, "host", &host, "port", &port, "revoked", &at,
+	    "granted", &granted) != 0)
+		*why = "a line that is not one of its revokes";
+	json_decref(o);
+	return *why != NULL ? -1 : 0;
+}
+
+const char *
+grants_tomb_damage(const char *text, size_t len)
+{
+	const char	*why = NULL;
+
+	apartfile_lines(text, len, grants_tomb_check, &why);
+	return why;
+}
+
+struct grants_tomb_hit {
+	const struct grant	*g;
+	int			 hit;
+};
+
+/* apartfile_lines(): stops at a revoke of the grant (damage passed over). */
+static int
+grants_tomb_match(const char *s, size_t n, int damage, void *arg)
+{
+	struct grants_tomb_hit	*h = arg;
+
+	(void)damage;
+	h->hit = grants_tomb_one(h->g, s, n);
+	return h->hit ? -1 : 0;
+}
+
 int
 grants_tomb_ends(const struct grant *g, const char *text, size_t len)
 {
-	const char	*end = text + len, *nl;
+	struct grants_tomb_hit	h = { g, 0 };
 
-	for (; text < end; text = nl + 1) {
-		if ((nl = memchr(text, '\n', (size_t)(end - text))) == NULL)
-			nl = end;
-		if (nl > text && grants_tomb_one(g, text, (size_t)(nl - text)))
-			return 1;
-	}
-	return 0;
+	apartfile_lines(text, len, grants_tomb_match, &h);
+	return h.hit;
 }

@@ -126,11 +126,16 @@ size_t		 grants_drop(struct grants *,
  * grants_tomb_ends: 1 when a line of text (that file's) revokes g (same
  * sandbox, host and port, g granted at or before the newest grant the
  * revoke removed, g->granted of grants_tomb_line's g: the grants' own
- * record, not the wall clock at the revoke); lines that are not such (a
- * torn end) are passed over.
+ * record, not the wall clock at the revoke); lines that are not such
+ * are passed over, so a text is first checked by grants_tomb_damage:
+ * what is wrong in it (a NUL, a non-blank last line with no newline, a
+ * line that is not a revoke grants_tomb_line writes, a key twice), or
+ * NULL. A damaged line may be the revoke of any grant: the revokes file
+ * is then not usable (atk15r21 F3: the grant it revoked was restored).
  */
 char		*grants_tomb_line(const struct grant *g, time_t revoked);
 int		 grants_tomb_ends(const struct grant *g, const char *text,
 		    size_t len);
+const char	*grants_tomb_damage(const char *text, size_t len);
 
 #endif

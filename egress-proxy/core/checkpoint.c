@@ -1550,6 +1550,13 @@ checkpoint_new(struct eventlog *log, const struct checkpoint_opts *o,
 	struct checkpoint	*ck;
 	struct eventlog_hook	 hook;
 
+	/* Larger intervals would make its rotate lines, cut, fail verify. */
+	if (o->every_events > LOGVERIFY_EVERY_MAX ||
+	    o->every_secs > LOGVERIFY_EVERY_MAX) {
+		util_xasprintf(cause, "checkpoint interval past %llu",
+		    LOGVERIFY_EVERY_MAX);
+		return NULL;
+	}
 	if ((ck = calloc(1, sizeof(*ck))) == NULL) {
 		util_xasprintf(cause, "out of memory");
 		return NULL;

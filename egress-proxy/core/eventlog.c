@@ -154,7 +154,9 @@ static int	eventlog_torn_scan(int, off_t, off_t, unsigned long long *,
 		    char *);
 static int	eventlog_ends_torn(int, off_t);
 static char	*eventlog_torn_before(char *, size_t);
+static void	eventlog_torn_past_scan(const char *, int);
 static int	eventlog_rotate_declares(const char *, const char *,
+		    const char *,
 		    const char *, unsigned long long *, char *);
 static int	eventlog_cut_rotates(const char *, size_t, const char *,
 		    size_t);
@@ -611,20 +613,47 @@ eventlog_ends_torn(int fd, off_t size)
  * does (atk20r24 F2). 0 else, *n and hex untouched.
  */
 static int
-eventlog_only_rotate(int fd, off_t end, unsigned long long *n, char *hex)
+eventlog_only_rotate(const char *path, int fd, off_t end,
+    unsigned long long *n, char *hex)
 {
 	char		*buf, *line;
 	int		 rc = 0;
 
+	if (end > SG_LOG_TAIL_SCAN)
+		eventlog_torn_past_scan(path, fd);
 	if (end <= 0 || end > SG_LOG_TAIL_SCAN || (buf = malloc((size_t)end)) ==
 	    NULL)
 		return 0;
 	if (pread(fd, buf, (size_t)end, 0) == (ssize_t)end &&
 	    buf[end - 1] == '\n' && (line = eventlog_torn_before(buf,
 	    (size_t)end - 1)) != NULL)
-		rc = eventlog_rotate_declares(buf, line, buf + end - 1, n, hex);
+		rc = eventlog_rotate_declares(path, buf, line, buf + end - 1,
+		    n, hex);
 	free(buf);
 	return rc;
+}
+
+/*
+ * A file whose last event ends past SG_LOG_TAIL_SCAN: if the bytes a
+ * start reads of it hold only torn lines, more of them come before its
+ * first log line than the cut rotate lines of a crash loop make (one a
+ * start, a few hundred bytes each): put there, not counted, so verify
+ * --key fails them (atk20r30 F2). Said on stderr.
+ */
+static void
+eventlog_torn_past_scan(const char *path, int fd)
+{
+	char	*buf, *e;
+
+	if ((buf = malloc(SG_LOG_TAIL_SCAN)) == NULL)
+		return;
+	if (pread(fd, buf, SG_LOG_TAIL_SCAN, 0) == SG_LOG_TAIL_SCAN &&
+	    (e = memrchr(buf, '\n', SG_LOG_TAIL_SCAN)) != NULL &&
+	    eventlog_torn_before(buf, (size_t)(e + 1 - buf)) != NULL)
+		log_warnx("\"%s\" begins with more than %d bytes of torn "
+		    "lines: put in the log, not counted", path,
+		    SG_LOG_TAIL_SCAN);
+	free(buf);
 }
 
 /*
@@ -649,8 +678,8 @@ eventlog_torn_before(char *buf, size_t len)
  * then the torn lines in buf before it chained after them. 0 else.
  */
 static int
-eventlog_rotate_declares(const char *buf, const char *line, const char *end,
-    unsigned long long *n, char *hex)
+eventlog_rotate_declares(const char *path, const char *buf, const char *line,
+    const char *end, unsigned long long *n, char *hex)
 {
 	const char	*ev, *reason, *h, *p, *e;
 	json_t		*obj, *tn;
@@ -676,6 +705,10 @@ eventlog_rotate_declares(const char *buf, const char *line, const char *end,
 				    (size_t)(e - p)) == -1)
 					hex[0] = '\0';	/* fails verify: seen */
 			}
+		else	/* atk20r30 F3 */
+			log_warnx("\"%s\": torn line(s) before its rotate line "
+			    "that are not it cut short: lines put in the log, "
+			    "not counted", path);
 	}
 	json_decref(obj);
 	return rc;
@@ -733,8 +766,8 @@ eventlog_rotated_tail(struct eventlog *log, struct logverify_line *out,
 	}
 	r = eventlog_scan(fd, st.st_size, out, &all, &foreign, &end);
 	log->foreign |= (foreign & EVENTLOG_END_FOREIGN) != 0;
-	if (r == 1 && all)
-		(void)eventlog_only_rotate(fd, end, n, hex);
+	if (r == 1)	/* its rotate line: also past the first window */
+		(void)eventlog_only_rotate(path, fd, end, n, hex);
 	was = *n;
 	if (r != -1 && (r == 1 || all) &&
 	    eventlog_torn_scan(fd, end, st.st_size, n, hex) == -1)
@@ -828,8 +861,12 @@ eventlog_load_tail(struct eventlog *log)
 	if (r == 0 && all && (r = eventlog_rotated_tail(log, &l, &tn,
 	    th)) == -1)
 		return -1;
-	if (r == 1 && all && end > 0)	/* this file's own rotate line */
-		(void)eventlog_only_rotate(log->fd, end, &tn, th);
+	/*
+	 * This file's own rotate line, also when the torn lines before it
+	 * pass the first window the scan read (atk20r30 F2).
+	 */
+	if (r == 1 && end > 0)
+		(void)eventlog_only_rotate(log->path, log->fd, end, &tn, th);
 	dn = tn;
 	util_strlcpy(dh, th, sizeof(dh));
 	if (eventlog_torn_scan(log->fd, end, log->size, &tn, th) == -1)

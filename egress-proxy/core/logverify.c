@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "checkpoint.h"
 #include "logverify.h"
 #include "util.h"
 
@@ -130,27 +131,62 @@ logverify_torn_hash(char *hex, const char *line, size_t len)
 	return 0;
 }
 
-/* The members whose values a later start's rotate line writes anew. */
-static const char *const logverify_renewed[] = {
-	"\"ts\":\"", "\"key\":\"", "\"sig\":\"", "\"torn_hash\":\"", "\"hash\":\"",
-	"\"every_events\":", "\"every_secs\":", "\"torn\":", NULL
+/*
+ * The forms of the values a later start's rotate line writes anew: a
+ * number, util's timestamp (LOGVERIFY_TIME_FORM: '0' a digit, any other
+ * character itself), or a string of one class of characters.
+ */
+enum logverify_form {
+	LOGVERIFY_NUMBER,
+	LOGVERIFY_TIME,
+	LOGVERIFY_BASE64,	/* A-Z a-z 0-9 + /, then its '=' padding */
+	LOGVERIFY_HEX		/* 0-9 a-f */
+};
+
+/* util_rfc3339(): 2026-12-04T03:31:05.401684Z */
+#define LOGVERIFY_TIME_FORM	"0000-00-00T00:00:00.000000Z"
+
+/*
+ * The members whose values a later start's rotate line writes anew, each
+ * with the exact form the writer gives it (atk20r30 F1): a string of len
+ * characters of its class, the last pad of them '=', or, for a number,
+ * its largest value.
+ */
+static const struct logverify_renewed {
+	const char		*member;
+	enum logverify_form	 form;
+	size_t			 len;	/* a string's, exactly */
+	size_t			 pad;	/* base64: its '=' at the end */
+	unsigned long long	 max;	/* a number's */
+} logverify_renewed[] = {
+	{ "\"ts\":\"", LOGVERIFY_TIME, sizeof(LOGVERIFY_TIME_FORM) - 1, 0, 0 },
+	/* checkpoint_key_id(): base64 of 32 bytes, one '=' */
+	{ "\"key\":\"", LOGVERIFY_BASE64, CHECKPOINT_KEY_B64, 1, 0 },
+	/* an Ed25519 signature: base64 of 64 bytes, two '=' */
+	{ "\"sig\":\"", LOGVERIFY_BASE64, CHECKPOINT_SIG_B64, 2, 0 },
+	{ "\"torn_hash\":\"", LOGVERIFY_HEX, LOGVERIFY_HASH_HEX, 0, 0 },
+	{ "\"hash\":\"", LOGVERIFY_HEX, LOGVERIFY_HASH_HEX, 0, 0 },
+	{ "\"every_events\":", LOGVERIFY_NUMBER, 0, 0, LOGVERIFY_EVERY_MAX },
+	{ "\"every_secs\":", LOGVERIFY_NUMBER, 0, 0, LOGVERIFY_EVERY_MAX },
+	{ "\"torn\":", LOGVERIFY_NUMBER, 0, 0, SG_LOG_SEQ_MAX },
+	{ NULL, LOGVERIFY_NUMBER, 0, 0, 0 }
 };
 
 /* The renewed member whose name starts r (at a member's start), or NULL. */
-static const char *
+static const struct logverify_renewed *
 logverify_renewed_at(const char *r, size_t rl)
 {
 	size_t	i, n;
 
-	for (i = 0; logverify_renewed[i] != NULL; i++) {
-		n = strlen(logverify_renewed[i]);
-		if (rl >= n && memcmp(r, logverify_renewed[i], n) == 0)
-			return logverify_renewed[i];
+	for (i = 0; logverify_renewed[i].member != NULL; i++) {
+		n = strlen(logverify_renewed[i].member);
+		if (rl >= n && memcmp(r, logverify_renewed[i].member, n) == 0)
+			return &logverify_renewed[i];
 	}
 	return NULL;
 }
 
-/* Bytes at s (up to n) a renewed value may hold: digits, or a string's. */
+/* Bytes at s (up to n) the rotate line's own renewed value holds. */
 static size_t
 logverify_value_len(const char *s, size_t n, int string)
 {
@@ -164,12 +200,59 @@ logverify_value_len(const char *s, size_t n, int string)
 	return i;
 }
 
+/* Does c fit character i of the string form of m (logverify_renewed)? */
+static int
+logverify_form_char(const struct logverify_renewed *m, size_t i, char c)
+{
+	switch (m->form) {
+	case LOGVERIFY_TIME:
+		return LOGVERIFY_TIME_FORM[i] == '0' ?
+		    isdigit((unsigned char)c) != 0 : c == LOGVERIFY_TIME_FORM[i];
+	case LOGVERIFY_BASE64:
+		if (i >= m->len - m->pad)
+			return c == '=';
+		return isalnum((unsigned char)c) || c == '+' || c == '/';
+	case LOGVERIFY_HEX:
+		return isdigit((unsigned char)c) || (c >= 'a' && c <= 'f');
+	default:
+		return 0;
+	}
+}
+
+/*
+ * How many bytes of s (n of them) are the renewed value of m as the
+ * writer writes it: all of the form, or, when s ends first, a prefix of
+ * it (the line was cut there). A number is written without leading
+ * zeros, at most m->max. 0 if s is neither (also an empty whole value).
+ */
+static size_t
+logverify_renewed_len(const struct logverify_renewed *m, const char *s,
+    size_t n)
+{
+	unsigned long long	v = 0;
+	size_t			i;
+
+	if (m->form != LOGVERIFY_NUMBER) {
+		for (i = 0; i < m->len; i++)
+			if (i == n)
+				return n;	/* cut inside it */
+			else if (!logverify_form_char(m, i, s[i]))
+				return 0;
+		return i;
+	}
+	for (i = 0; i < n && isdigit((unsigned char)s[i]); i++) {
+		if ((i > 0 && v == 0) || (v = v * 10 + (unsigned)(s[i] - '0')) >
+		    m->max)
+			return 0;	/* a leading zero, or too large */
+	}
+	return i;
+}
+
 int
 logverify_cut_rotate(const char *t, size_t tl, const char *r, size_t rl)
 {
-	const char	*m;
-	size_t		 i = 0, j = 0, n, tv, rv;
-	int		 string;
+	const struct logverify_renewed	*m;
+	size_t				 i = 0, j = 0, n, tv;
 
 	while (i < tl) {
 		if (j >= rl)
@@ -181,20 +264,19 @@ logverify_cut_rotate(const char *t, size_t tl, const char *r, size_t rl)
 				return 0;
 			continue;
 		}
-		n = strlen(m);
+		n = strlen(m->member);
 		if (tl - i < n)
-			return memcmp(t + i, m, tl - i) == 0;
-		if (memcmp(t + i, m, n) != 0)
+			return memcmp(t + i, m->member, tl - i) == 0;
+		if (memcmp(t + i, m->member, n) != 0)
 			return 0;
 		i += n;
 		j += n;
-		string = m[n - 1] == '"';
-		tv = logverify_value_len(t + i, tl - i, string);
-		rv = logverify_value_len(r + j, rl - j, string);
+		if (i == tl)
+			return 1;	/* cut right before the value */
+		if ((tv = logverify_renewed_len(m, t + i, tl - i)) == 0)
+			return 0;
 		i += tv;
-		j += rv;
-		if (!string && (tv == 0) != (rv == 0))
-			return 0;	/* a number, or not, in both */
+		j += logverify_value_len(r + j, rl - j, m->form != LOGVERIFY_NUMBER);
 	}
 	return 1;
 }

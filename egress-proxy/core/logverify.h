@@ -103,13 +103,22 @@ int		 logverify_hash(const char *line, size_t len, char *hex);
 int		 logverify_torn_hash(char *hex, const char *line, size_t len);
 
 /*
+ * The largest checkpoint interval a writer takes (events or seconds; the
+ * proxy's --checkpoint-every and --checkpoint-interval, checkpoint_open()).
+ */
+#define LOGVERIFY_EVERY_MAX	10000000ULL
+
+/*
  * 1 if the torn line t (tl bytes) can be the rotate checkpoint line r (rl
  * bytes, no newline) as a start killed inside it left it: a byte prefix
- * of r but for the values a later start writes anew (the string values
- * of "ts", "key", "sig", "torn_hash" and "hash", of base64, hex and time
- * characters only; the numbers "every_events", "every_secs" and "torn").
- * "seq", "event", "reason", "next_key" and "prev" are r's, byte for byte.
- * 0 else: the line was put before r (atk20r28 F1).
+ * of r but for the values a later start writes anew, each exactly as the
+ * writer writes it (atk20r30 F1): "ts" a timestamp of the writer's format
+ * (27 bytes), "key" a key id (44 base64), "sig" an Ed25519 signature (88
+ * base64), "torn_hash" and "hash" a digest (64 lowercase hex), the numbers
+ * "every_events" and "every_secs" up to LOGVERIFY_EVERY_MAX and "torn" up
+ * to SG_LOG_SEQ_MAX, with no leading zero; only the value where t ends may
+ * be a prefix of its form. "seq", "event", "reason", "next_key" and "prev"
+ * are r's, byte for byte. 0 else: the line was put before r (atk20r28 F1).
  */
 int		 logverify_cut_rotate(const char *t, size_t tl, const char *r,
 		    size_t rl);

@@ -356,6 +356,92 @@ class Follow(unittest.TestCase):
                         (sorted(set(new) - set(seqs))[:5], self.stderr()))
         self.assertIn("was cut", self.stderr())
 
+    def test_13_planted_file_and_rotated_away(self):
+        """atk20r29 F1: an empty NAME.500 planted (a name past the
+        writer's numbers), then the file followed and its successor
+        rotated away while the follower was stopped: stderr says events
+        were rotated away. Before, the planted file, held and listed,
+        counted as "a file read still there": stderr said instead that
+        the file followed "is still read as it grows"."""
+        open(self.path(500), "x").close()
+        self.rotate()
+        self.printed(self.append(2)[-1])	# NAME.500 listed and held
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            self.rotate()
+            gone = self.append(2)
+            self.rotate()
+            for k in (1, 2, 3):
+                os.unlink(self.path(k))
+            new = self.append(2)
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        seqs = self.printed_all(new, wait=20)
+        self.assertTrue(set(new) <= set(seqs))
+        self.assertFalse(set(gone) & set(seqs))
+        self.assertIn("rotated away", self.stderr())
+
+    def test_14_sparse_file_planted(self):
+        """atk20r29 F4: a sparse NAME.777 of 16 TiB (no disk used) planted,
+        then a rotation: the events after it show within seconds, and
+        stderr says NAME.777 holds no log line. Before, the follower
+        read its zeros as one line, for hours, printing nothing."""
+        with open(self.path(777), "x") as f:
+            f.truncate((16 << 40) - 4096)
+        self.rotate()
+        new = self.append(3)
+        seqs = self.printed_all(new, wait=20)
+        self.assertTrue(set(new) <= set(seqs), self.stderr())
+        self.assertIn("not a log line", self.stderr())
+        more = self.append(2)
+        seqs = self.printed_all(more, wait=20)
+        self.assertTrue(set(more) <= set(seqs))
+
+    def test_15_new_file_moved_out_between_polls(self):
+        """atk20r29 F3: right after a rotation, the new NAME (events in
+        it) moved out of the folder and the file rotated put back at
+        NAME, all between two polls: no listing can see that file, but
+        the writer's seqs jump, and stderr says which events were not
+        seen. Before, nothing was said."""
+        self.printed(self.append(1)[-1])
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            self.rotate()
+            lost = self.append(3)
+            os.rename(self.path(), os.path.join(self.dir, "aside"))
+            os.rename(self.path(1), self.path())
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        time.sleep(0.6)
+        new = self.append(2)
+        seqs = self.printed_all(new, wait=20)
+        self.assertTrue(set(new) <= set(seqs))
+        self.assertRegex(self.stderr(), "events seq %d to %d .* not seen"
+                         % (lost[0], lost[-1]))
+
+    def test_16_many_planted_files(self):
+        """atk20r29 F2: 600 empty NAME.k planted under an open-file limit
+        of 1024, then rotations: the follower lists them (one fd each,
+        not two) and shows the events after the first; at the next, when
+        they no longer fit, it says so and keeps running. Before, it
+        asked room for the listing only, then duplicated every fd: it
+        exited at the first rotation ("Too many open files")."""
+        import resource
+        resource.prlimit(self.proc.pid, resource.RLIMIT_NOFILE,
+                         (1024, 1024))
+        for k in range(1000, 1600):
+            open(self.path(k), "x").close()
+        self.rotate()
+        first = self.append(2)
+        seqs = self.printed_all(first, wait=20)
+        self.assertTrue(set(first) <= set(seqs), self.stderr())
+        self.rotate()
+        second = self.append(2)
+        seqs = self.printed_all(second, wait=3)
+        self.assertIsNone(self.proc.poll(), self.stderr())
+        if not set(second) <= set(seqs):
+            self.assertIn("cannot be listed", self.stderr())
+
 
 class PendingFollow(Follow):
     """`pending --follow --json` (F3 by code reading in the report): each

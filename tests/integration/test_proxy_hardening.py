@@ -805,32 +805,71 @@ class F02BlockLog(Case):
         back: the start goes on, with no grant restored."""
         for n, name in enumerate(("grants-gfifo0.json",
                                   "grants-gfifo1.json.revoked")):
-            p = control_proxy("grants-fifo-%d" % n, grants=True,
-                              extra_args=["--instance", "gfifo%d" % n])
-            register(p, "127.0.0.3", SBX_B)
-            status, body = proxylib.control(p.ctl, "POST", "/grants", {
-                "sandbox": SBX_B, "host": "g.grant.test", "port": 80,
-                "by": "op", "seconds": 600, "rationale": "test"})
-            self.assertEqual(status, 200, body)
-            p.stop()
+            p = self.granted_then_stopped("grants-fifo-%d" % n,
+                                          "gfifo%d" % n)
             path = os.path.join(os.path.dirname(p.ctl), name)
             if os.path.lexists(path):
                 os.unlink(path)
             os.mkfifo(path)
             try:
-                try:
-                    p.start()
-                except proxylib.ProxyError as e:
-                    self.fail("%s a FIFO: the proxy did not start: %s"
-                              % (name, e))
-                proxylib.wait_unix_socket(p.ctl)
-                status, body = proxylib.control(p.ctl, "GET", "/grants")
-                self.assertEqual(status, 200, body)
-                self.assertEqual(body.get("grants"), [], "%s a FIFO: %r"
-                                 % (name, body))
+                self.assert_restarts_with_no_grant(p, name + " a FIFO")
                 self.assertIn("not a regular file", p.stderr())
             finally:
                 os.unlink(path)
+
+    def granted_then_stopped(self, name, inst):
+        """A proxy of --instance inst that granted SBX_B g.grant.test:80,
+        stopped: its grants files are there to damage before a start."""
+        p = control_proxy(name, grants=True,
+                          extra_args=["--instance", inst])
+        register(p, "127.0.0.3", SBX_B)
+        status, body = proxylib.control(p.ctl, "POST", "/grants", {
+            "sandbox": SBX_B, "host": "g.grant.test", "port": 80,
+            "by": "op", "seconds": 600, "rationale": "test"})
+        self.assertEqual(status, 200, body)
+        p.stop()
+        return p
+
+    def assert_restarts_with_no_grant(self, p, what):
+        """p started again (what: its files' damage) runs, no grant
+        restored."""
+        try:
+            p.start()
+        except proxylib.ProxyError as e:
+            self.fail("%s: the proxy did not start: %s" % (what, e))
+        proxylib.wait_unix_socket(p.ctl)
+        status, body = proxylib.control(p.ctl, "GET", "/grants")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body.get("grants"), [], "%s: %r" % (what, body))
+
+    def test_a_damaged_revoke_restores_no_grant(self):
+        """atk15r21 F3: a line of the revokes file that did not read (a
+        NUL, torn, a BOM, a key twice) was passed over as "not a revoke
+        of this grant": the grant it revoked was restored, nothing said,
+        and the file was then blanked. Such a line may revoke any grant:
+        the file is not usable, no grant is restored, stderr says why,
+        and the file is left as it is."""
+        now = int(time.time())
+        line = ('{"sandbox":"%s","host":"g.grant.test","port":80,'
+                '"revoked":%d,"granted":%d}\n' % (SBX_B, now + 5, now + 5))
+        cases = {
+            "nul": (line[:10] + "\0" + line[11:], "a NUL byte"),
+            "torn": (line[:-4], "a last line with no newline"),
+            "bom": ("\ufeff" + line, "not one of its revokes"),
+            "dup": (line[:-2] + ',"port":81}\n', "not one of its revokes"),
+        }
+        for n, (name, (text, why)) in enumerate(sorted(cases.items())):
+            with self.subTest(name):
+                inst = "gdmg%d" % n
+                p = self.granted_then_stopped("grants-damage-%d" % n, inst)
+                path = os.path.join(os.path.dirname(p.ctl),
+                                    "grants-%s.json.revoked" % inst)
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write("\n" + text)
+                self.assert_restarts_with_no_grant(p, "a revoke " + name)
+                self.assertIn(why, p.stderr())
+                with open(path, encoding="utf-8") as f:
+                    self.assertIn(text.strip("\n"), f.read())
 
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")

@@ -300,15 +300,15 @@ class Replicas(unittest.TestCase):
         at once with a bounded wait, named, the live one's blocks shown."""
         dead = [FakeReplica(None), FakeReplica(None)]
         try:
-            t0 = time.monotonic()
             r = sandgate(["pending", "--json"],
                          [W["urls"][0]] + [d.url for d in dead])
-            took = time.monotonic() - t0
         finally:
             for d in dead:
                 d.close()
         self.assertEqual(r.returncode, 125, r.stderr)
-        self.assertLess(took, 12, "pending waited %.1f s" % took)
+        # asked once each, not tried again (the wait is bounded by the
+        # send timeout; sandgate() itself fails a run past 60 s)
+        self.assertEqual([len(d.held) for d in dead], [1, 1], r.stderr)
         out = lines(r.stdout)
         self.assertEqual([x["status"] == "ok" for x in out[-1]["replicas"]],
                          [True, False, False])
@@ -1491,16 +1491,14 @@ class SlowCloser:
 
 
 def discard_with(test, state, sbx, urls):
-    """`sandgate discard sbx` with state and urls; (result, seconds)."""
-    t = time.monotonic()
-    r = subprocess.run(
+    """`sandgate discard sbx` with state and urls; its result."""
+    return subprocess.run(
         [os.path.join(proxylib.BIN, "sandgate"), "discard", sbx],
         capture_output=True, text=True, timeout=150,
         env=proxylib.clean_env({
             "SANDGATE_STATE": state,
             "SANDGATE_PROXY_CONTROL": ",".join(urls),
             "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
-    return r, time.monotonic() - t
 
 
 def keep_unregister(state, sbx, to):
@@ -1525,10 +1523,9 @@ class SlowClosingReplica(unittest.TestCase):
         for sbx in kept:
             keep_unregister(state, sbx, slow.url)
         sbx = "sbx_5c105ed00000000000000003"
-        r, took = discard_with(self, state, sbx, [slow.url])
+        r = discard_with(self, state, sbx, [slow.url])
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertEqual(slow.conns, 1, r.stderr)
-        self.assertLess(took, 10, r.stderr)
         self.assertEqual(r.stderr.count("not sent: it did not answer in "
                                         "time earlier in this command"), 2,
                          r.stderr)
@@ -1542,11 +1539,12 @@ class SlowClosingReplica(unittest.TestCase):
             "ok": True, "removed": 0, "saved": True, "saved_apart": False,
             "removals_unkept": 0}))
         kept = ["sbx_b0d9e7000000000000000a%02x" % i for i in range(8)]
-        for sbx in kept:
-            keep_unregister(state, sbx, SlowCloser(self, 3).url)
-        r, took = discard_with(self, state,
-                               "sbx_b0d9e7000000000000000b00", [ok])
-        self.assertLess(took, 30, r.stderr)
+        closers = [SlowCloser(self, 3) for _ in kept]
+        for sbx, closer in zip(kept, closers):
+            keep_unregister(state, sbx, closer.url)
+        r = discard_with(self, state, "sbx_b0d9e7000000000000000b00", [ok])
+        # 8 x 3 s is past the 20 s: some kept sends are not tried at all
+        self.assertLess(sum(c.conns for c in closers), len(kept), r.stderr)
         self.assertEqual(r.stderr.count("time for sending kept sends "
                                         "again (20 s) is spent"), 1,
                          r.stderr)
@@ -1576,17 +1574,14 @@ class SlowFailedAnswer(unittest.TestCase):
 
         url = answering(self, slow)
         ids = ["sbx_5a0e0000000000000000000%d" % i for i in (1, 2, 3)]
-        t = time.monotonic()
         r = subprocess.run(
             [os.path.join(proxylib.BIN, "sandgate"), "discard"] + ids,
             capture_output=True, text=True, timeout=150,
             env=proxylib.clean_env({
                 "SANDGATE_STATE": state, "SANDGATE_PROXY_CONTROL": url,
                 "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
-        took = time.monotonic() - t
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertEqual(len(asked), 1, r.stderr)
-        self.assertLess(took, 7, r.stderr)
         self.assertEqual(r.stderr.count("not sent: it did not answer in "
                                         "time earlier in this command"), 2,
                          r.stderr)
@@ -1599,6 +1594,139 @@ class SlowFailedAnswer(unittest.TestCase):
 
     def test_slow_answer_not_ours_stalls(self):
         self.discard3((200, {"ok": True}))
+
+
+def keep(state, folder, name, subject, to):
+    """A kept send written as commands write it (0600 in a 0700 folder)."""
+    os.makedirs(os.path.join(state, folder), mode=0o700, exist_ok=True)
+    path = os.path.join(state, folder, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("%s\nto %s\nkept\n" % (subject, to))
+
+
+class ManyFailedReplicas(unittest.TestCase):
+    """atk1921n F4: the replicas that failed in a command were kept in 32
+    slots; past them a failure was not recorded, so a replica answering
+    503 after seconds was never stalled: each send waited for it (one per
+    id of a `discard`, all under owed.lock). A kept unregister naming 32
+    replicas (each a fast 503) filled them. Now every name is kept: the
+    slow one is asked once, its other kept ends stay, unsent, said."""
+
+    def test_slow_replica_past_32_failed_ones_stalls(self):
+        state = tempfile.mkdtemp(prefix="manyfailed-", dir=W["dir"])
+        fast = answering(self, lambda m, p: (503, {"error": "busy"}))
+        asked = []
+
+        def slow(m, p):
+            asked.append(p)
+            time.sleep(2.5)
+            return (503, {"error": "busy"})
+
+        slow_url = answering(self, slow)
+        keep(state, "unregister", "sbx_cccccccccccccccccccccccc",
+             "sbx_cccccccccccccccccccccccc",
+             ",".join("%s/a%d" % (fast, k) for k in range(1, 33)))
+        ids = ["sbx_dddddddddddddddddddddd0%d" % i for i in (1, 2, 3)]
+        for i, sbx in enumerate(ids):
+            keep(state, "execend", "run_eeeeeeeeeeeeeeeeeeeeee0%d" % i,
+                 sbx, slow_url)
+        r = subprocess.run(
+            [os.path.join(proxylib.BIN, "sandgate"), "discard"] + ids,
+            capture_output=True, text=True, timeout=150,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state,
+                "SANDGATE_PROXY_CONTROL": fast + "/e",
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        # the slow replica is asked once, then stalled: the unregisters
+        # of the two other ids are not sent to it, nor the kept ends
+        self.assertEqual(len(asked), 1, r.stderr)
+        self.assertEqual(r.stderr.count(
+            "%s (not sent: it did not answer in time earlier in this "
+            "command)" % slow_url), 2, r.stderr)
+        for i in range(len(ids)):
+            self.assertTrue(os.path.exists(os.path.join(
+                state, "execend", "run_eeeeeeeeeeeeeeeeeeeeee0%d" % i)))
+
+
+class SlowDns(threading.Thread):
+    """A DNS server on 127.0.0.77:53 answering every query NXDOMAIN after
+    delay seconds; queries counts them."""
+
+    def __init__(self, delay):
+        super().__init__(daemon=True)
+        self.delay = delay
+        self.queries = 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.77", 53))
+
+    def answer(self, q, a):
+        time.sleep(self.delay)
+        # the query's id, QR RD RA, rcode 3, one question (copied), no more
+        try:
+            self.sock.sendto(q[:2] + bytes([0x81, 0x83]) + q[4:6] +
+                             bytes(6) + q[12:], a)
+        except OSError:
+            pass
+
+    def run(self):
+        while True:
+            try:
+                q, a = self.sock.recvfrom(2048)
+            except OSError:
+                return
+            self.queries += 1
+            threading.Thread(target=self.answer, args=(q, a),
+                             daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+
+class SlowNameResolution(unittest.TestCase):
+    """atk1921n F3: a replica whose name failed to resolve (or whose
+    connection failed) was never counted, however long that took: a
+    resolver answering NXDOMAIN after ~2 s cost every send that long,
+    without the bound of 8 failures (a discard of N ids: N x 1.8 s under
+    owed.lock). Now one that took 200 ms or more counts as a failed
+    answer: after 8 the name is stalled for the command. sandgate runs
+    in a mount namespace whose /etc/resolv.conf names the slow server."""
+
+    def test_slow_resolve_failures_count(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root for a mount namespace")
+        try:
+            dns = SlowDns(0.5)
+        except OSError as e:
+            self.skipTest("cannot serve DNS on 127.0.0.77:53: %s" % e)
+        dns.start()
+        self.addCleanup(dns.close)
+        state = tempfile.mkdtemp(prefix="slowdns-", dir=W["dir"])
+        resolv = os.path.join(state, "resolv.conf")
+        with open(resolv, "w") as f:
+            f.write("nameserver 127.0.0.77\noptions attempts:1\n")
+        ids = ["sbx_d5d5d5d5000000000000%04d" % i for i in range(10)]
+        r = subprocess.run(
+            ["unshare", "-m", "sh", "-c",
+             'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolv,
+             os.path.join(proxylib.BIN, "sandgate"), "discard"] + ids,
+            capture_output=True, text=True, timeout=150,
+            env=proxylib.clean_env({
+                "SANDGATE_STATE": state,
+                "SANDGATE_PROXY_CONTROL": "http://r1.slow-dns.test:9",
+                "SANDGATE_PROXY_CONTROL_TOKEN_FILE": W["tokfile"]}))
+        if dns.queries == 0:
+            self.skipTest("the name was not asked of the test's server: "
+                          + r.stderr[-300:])
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(r.stderr.count("resolve host"), 8, r.stderr)
+        self.assertEqual(r.stderr.count("not sent: it did not answer in "
+                                        "time earlier in this command"), 2,
+                         r.stderr)
+        for x in ids:
+            with open(os.path.join(state, "unregister", x)) as f:
+                self.assertEqual(f.read().splitlines()[1],
+                                 "to http://r1.slow-dns.test:9")
 
 
 class KeptSendUnread(TwoReplicas):
@@ -1634,7 +1762,7 @@ class NotTheProxysAnswer(unittest.TestCase):
     def test_a_bare_200_confirms_nothing(self):
         state = tempfile.mkdtemp(prefix="notours-", dir=W["dir"])
         url = answering(self, lambda m, p: (200, {"ok": True}))
-        r, _ = discard_with(self, state, self.SBX, [url])
+        r = discard_with(self, state, self.SBX, [url])
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn("not the proxy's answer", r.stderr)
         with open(os.path.join(state, "unregister", self.SBX)) as f:
@@ -1721,8 +1849,17 @@ class ReplicaSetEdges(TwoReplicas):
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn("not sent: more than 32 replicas named", r.stderr)
         self.assertEqual([registered(s) for s in self.socks], [[], []])
-        with open(self.unreg()) as f:
-            owed = f.read().splitlines()[1][3:].split(",")
+        # 32 names a file at most, the rest beside it (atk1921n F2)
+        kept = sorted(x for x in os.listdir(os.path.dirname(self.unreg()))
+                      if x.startswith(self.SBX))
+        self.assertEqual(len(kept), 2, kept)
+        owed = []
+        for x in kept:
+            with open(self.unreg(x)) as f:
+                names = f.read().splitlines()[1][3:].split(",")
+            self.assertLessEqual(len(names), 32)
+            owed += names
+        self.assertEqual(sorted(owed), sorted(set(owed)))
         self.assertEqual(len(owed), 39)
         self.assertNotIn(self.urls[0], owed)
 

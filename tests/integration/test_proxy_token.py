@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -407,9 +408,12 @@ class GoneEntryLastsTest(unittest.TestCase):
     SBX = "sbx_90e90e000000000000000001"
     TTL = 30 * 24 * 3600
 
-    def start(self, gone, env=None, files=None, fifos=(), sandboxes=()):
+    def start(self, gone, env=None, files=None, fifos=(), sandboxes=(),
+              dirs=(), crash=None):
         """files: suffix of registry.json ("" for itself) -> its text;
-        fifos: suffixes where a FIFO is planted instead."""
+        fifos: suffixes where a FIFO is planted instead; dirs: where a
+        directory that is not empty is (no file is saved there); crash:
+        SANDGATE_TEST_CRASH, the proxy killed there while it starts."""
         d = tempfile.mkdtemp(prefix="gone-", dir=W["dir"])
         run = os.path.join(d, "run")
         os.makedirs(run)
@@ -425,12 +429,27 @@ class GoneEntryLastsTest(unittest.TestCase):
             if os.path.exists(self.registry + suffix):
                 os.unlink(self.registry + suffix)
             os.mkfifo(self.registry + suffix)
+        for suffix in dirs:
+            os.makedirs(os.path.join(self.registry + suffix, "x"))
+        if crash:
+            env = dict(env or {}, SANDGATE_TEST_CRASH=crash)
         p = proxylib.Proxy(d, W["up"], sets="", name="gone", extra_args=[
             "--control-socket", self.sock, "--token-key", W["pub"],
             "--token-any-source"], env=env)
         self.addCleanup(p.stop)
+        if crash:
+            return self.killed(p)
         p.start()
         proxylib.wait_unix_socket(self.sock)
+        return p
+
+    def killed(self, p):
+        """p started, killed at its crash point (SIGKILL) before it
+        listens."""
+        with self.assertRaises(proxylib.ProxyError):
+            p.start()
+        self.assertEqual(p.proc.wait(), -signal.SIGKILL, p.stderr())
+        p.env.pop("SANDGATE_TEST_CRASH", None)
         return p
 
     def unregister(self, sandbox, **extra):
@@ -766,6 +785,39 @@ class GoneEntryLastsTest(unittest.TestCase):
                 self.assertNotIn("token_sandbox_gone", body)
                 p.stop()
 
+    def test_no_write_at_start_loses_what_was_in_force(self):
+        """atk15r21 F2: at a start where a removal file was damaged, the
+        unsure marks were written to registry.json BEFORE .gone (the
+        floor): with registry.json an older proxy's file whose damaged
+        "unregistered" was the damage, that write dropped the removals,
+        and a crash or a failed .gone save before the floor was on disk
+        left marks with no floor: after a restart the removed sandboxes'
+        tokens and the marked one's passed. The marks, the floor and the
+        removals are now written in one file first. Checked for a .gone
+        save that fails (a directory at its name, as a full folder) and a
+        kill after each write."""
+        sbb, sbd = "sbx_f2b000000000000000000001", "sbx_f2d000000000000000001"
+        reg = [{"address": "127.0.0.6", "sandbox": sbb, "sets": []}]
+        for where in ("full", "marked", "gone-saved"):
+            with self.subTest(where=where):
+                now = int(time.time()) - 2
+                p = self.start({self.SBX: now, sbd: str(now)},
+                               sandboxes=reg, dirs=[".gone"] if where ==
+                               "full" else (), crash=None if where ==
+                               "full" else "registry:" + where)
+                p.stop()
+                shutil.rmtree(self.registry + ".gone", ignore_errors=True)
+                p.start()
+                proxylib.wait_unix_socket(self.sock)
+                for sbx, why in ((self.SBX, "unregistered since"),
+                                 (sbd, "removed-sandbox floor"),
+                                 (sbb, "restored while removals")):
+                    status, body = get(p, token(W["key"], sbx,
+                                                issued=now - 60))
+                    self.assertEqual(status, 403, "%s: %s" % (sbx, body))
+                    self.assertIn(why, body)
+                p.stop()
+
     def test_a_removed_line_of_neither_kind(self):
         """atk1921l F2, atk15r19 F6: a .removed line whose "sandbox" was neither true nor
         false was read as an address: the sandbox's token passed. It
@@ -876,6 +928,85 @@ class ReplicaTakesRemovals(unittest.TestCase):
             proxylib.wait_unix_socket(os.path.join(run,
                                                    "control-%s.sock" % inst))
             self.assertEqual(get(r, tok)[0], 403, inst)
+
+
+class ReplicaFirstStartCutShort(unittest.TestCase):
+    """atk15r21 F1: at a replica's first start with a damaged removal file
+    of the single proxy (a torn last line in registry.json.removed), the
+    unsure marks were written to registry-NAME.json before its .gone:
+    with that save failing (a full folder) or a crash between the two,
+    the next start was no longer a first one, never read the old .gone
+    and .removed again, had no floor: every removal of the single proxy
+    was lost and a removed sandbox's token passed. The first write now
+    holds the marks, the floor and the removals, and while the taken
+    registry.json.taken-by-NAME is still there (no good save since) the
+    old files are read again."""
+
+    SBX = "sbx_f1a000000000000000000001"
+    SBB = "sbx_f1b000000000000000000001"
+
+    def test_no_write_at_a_first_start_loses_the_removals(self):
+        for where in ("full", "marked", "gone-saved"):
+            with self.subTest(where=where):
+                self.cut_short(where)
+
+    def cut_short(self, where):
+        d = tempfile.mkdtemp(prefix="cut-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+
+        def proxy(sock, instance=None, env=None):
+            args = ["--control-socket", os.path.join(run, sock),
+                    "--token-key", W["pub"], "--token-any-source"]
+            if instance:
+                args += ["--instance", instance]
+            p = proxylib.Proxy(d, W["up"], sets="", name=sock,
+                               extra_args=args, env=env)
+            self.addCleanup(p.stop)
+            return p
+
+        single = proxy("control.sock").start()
+        sock = os.path.join(run, "control.sock")
+        proxylib.wait_unix_socket(sock)
+        for sbx, addr in ((self.SBX, "127.0.0.5"), (self.SBB, "127.0.0.6")):
+            st, body = proxylib.control(sock, "POST", "/register", {
+                "address": addr, "sandbox": sbx, "sets": ""})
+            self.assertEqual(st, 200, body)
+        st, body = proxylib.control(sock, "POST", "/unregister",
+                                    {"sandbox": self.SBX})
+        self.assertEqual(st, 200, body)
+        single.stop()
+        with open(os.path.join(run, "registry.json.removed"), "a") as f:
+            f.write('{"key":"sbx_f1c","sandbox":tr')
+        gone = os.path.join(run, "registry-r1.json.gone")
+        if where == "full":
+            os.makedirs(os.path.join(gone, "x"))
+        r = proxy("control-r1.sock", "r1", env=None if where == "full" else
+                  {"SANDGATE_TEST_CRASH": "registry:" + where})
+        if where == "full":     # the .gone save fails: runs on
+            r.start()
+            proxylib.wait_unix_socket(os.path.join(run, "control-r1.sock"))
+            r.kill()
+        else:                   # killed at the crash point
+            with self.assertRaises(proxylib.ProxyError):
+                r.start()
+        self.assertEqual(r.proc.wait(), -signal.SIGKILL, r.stderr())
+        r.stop()
+        shutil.rmtree(gone, ignore_errors=True)
+        r.env.pop("SANDGATE_TEST_CRASH", None)
+        r.start()
+        proxylib.wait_unix_socket(os.path.join(run, "control-r1.sock"))
+        issued = int(time.time()) - 60
+        status, body = get(r, token(W["key"], self.SBX, issued=issued))
+        self.assertEqual(status, 403, body)
+        self.assertIn("unregistered since", body)
+        status, body = get(r, token(W["key"], self.SBB, issued=issued))
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        # the taken file is retired once this replica's files are saved
+        self.assertFalse(os.path.exists(os.path.join(
+            run, "registry.json.taken-by-r1")))
+        r.stop()
 
 
 class TokenBlockLogTest(unittest.TestCase):

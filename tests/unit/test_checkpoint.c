@@ -5452,6 +5452,146 @@ test_rotate_line_planted(void **state)
 }
 
 /*
+ * r with the value of member (e.g. "\"sig\":\"") replaced by val, cut to
+ * its first cut bytes (0: whole). Caller frees.
+ */
+static char *
+rotate_renewed(const char *r, const char *member, const char *val, size_t cut)
+{
+	const char	*v = strstr(r, member), *e;
+	char		*s;
+	size_t		 n;
+
+	assert_non_null(v);
+	v += strlen(member);
+	e = v + strcspn(v, member[strlen(member) - 1] == '"' ? "\"" : ",}");
+	n = (size_t)(v - r) + strlen(val) + strlen(e);
+	assert_non_null(s = malloc(n + 1));
+	snprintf(s, n + 1, "%.*s%s%s", (int)(v - r), r, val, e);
+	if (cut > 0 && cut < n)
+		s[cut] = '\0';
+	return s;
+}
+
+static void
+start_once(void *arg)
+{
+	open_close(arg, 1);
+}
+
+/*
+ * atk20r30 F1, F3: a torn line before a rotate line in its file passes
+ * as that line cut short only with each renewed value of the form the
+ * writer writes (a timestamp, a key id, a signature, a digest, a number
+ * in bounds), the last one maybe cut; free text in one is put there:
+ * verify --key fails it, and the next start counts none and says so
+ * (before: any run of base64, hex and time characters passed, and the
+ * start counted and signed the planted lines silently).
+ */
+static void
+test_rotate_line_free_text(void **state)
+{
+	static const char sig[] = "ALLOWED-egress-to-evil.test-by-root";
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	char			*p, *r, *big, *err;
+	size_t			 rl, i;
+
+	rotate_line_killed(t, 0, 60);
+	rotate_line_then_killed(t);
+	lines_read(&l, t->path);
+	r = l.v[1];
+	rl = strlen(r);
+	/* A later start's own values, cut anywhere: its cut line. */
+	p = rotate_renewed(r, "\"ts\":\"", "2027-01-02T03:04:05.060708Z", 0);
+	for (i = 1; i < rl; i += 7) {
+		p[i] = '\0';
+		assert_int_equal(logverify_cut_rotate(p, i, r, rl), 1);
+		free(p);
+		p = rotate_renewed(r, "\"ts\":\"",
+		    "2027-01-02T03:04:05.060708Z", 0);
+	}
+	free(p);
+	p = rotate_renewed(r, "\"sig\":\"", sig, 0);
+	assert_int_equal(logverify_cut_rotate(p, strlen(p) - 2, r, rl), 0);
+	free(p);
+	p = rotate_renewed(r, "\"ts\":\"", "run.exec:cmd=curl:user=root", 0);
+	assert_int_equal(logverify_cut_rotate(p, strlen(p), r, rl), 0);
+	free(p);
+	assert_non_null(big = malloc(601));
+	memset(big, 'a', 600);
+	big[600] = '\0';
+	p = rotate_renewed(r, "\"hash\":\"", big, 0);
+	assert_int_equal(logverify_cut_rotate(p, strlen(p) - 2, r, rl), 0);
+	free(p);
+	free(big);
+	p = rotate_renewed(r, "\"every_events\":", "99999999", 0);
+	assert_int_equal(logverify_cut_rotate(p, strlen(p), r, rl), 0);
+	free(p);
+	p = rotate_renewed(r, "\"every_secs\":", "060", 0);
+	assert_int_equal(logverify_cut_rotate(p, strlen(p), r, rl), 0);
+	free(p);
+	/* The attacker's line before the rotate line, writer down. */
+	free(l.v[0]);
+	l.v[0] = rotate_renewed(r, "\"sig\":\"", sig, 0);
+	l.v[0][strlen(l.v[0]) - 2] = '\0';	/* cut: "} */
+	lines_write(&l, t->path, 0, 2);
+	lines_free(&l);
+	if (rotate_killed_verify(t, 0, 1, &v) != CKVERIFY_UNTRUSTED)
+		fail_msg("writer down: %s%s", v.what, v.chain.what);
+	err = stderr_of(start_once, t);
+	if (strstr(err, "not it cut short") == NULL)
+		fail_msg("start said: %s", err);
+	free(err);
+	lines_read(&l, t->path);
+	assert_true(l.n > 2 && strstr(l.v[2], "\"torn\":0,") != NULL);
+	lines_free(&l);
+	if (rotate_killed_verify(t, 0, 1, &v) != CKVERIFY_UNTRUSTED)
+		fail_msg("started again: %s%s", v.what, v.chain.what);
+}
+
+/*
+ * atk20r30 F2: a crash loop's cut rotate lines, more than the 8 KiB a
+ * start's scan reads first, before the rotate line of a start killed
+ * after it: the next start counts them all and verify --key passes the
+ * untouched log (before: it counted none, "N torn line(s) ... which
+ * counts fewer (0)" for good).
+ */
+static void
+test_rotate_line_torn_past_window(void **state)
+{
+	struct tmp		*t = *state;
+	struct ckverify		 v;
+	struct lines		 l;
+	char			 want[40];
+	FILE			*f;
+	int			 i;
+
+	rotate_line_killed(t, 0, 300);
+	rotate_line_then_killed(t);
+	lines_read(&l, t->path);
+	assert_true(strlen(l.v[0]) == 300);
+	assert_non_null(f = fopen(t->path, "wb"));
+	for (i = 0; i < 30; i++)
+		fprintf(f, "%s\n", l.v[0]);
+	fprintf(f, "%s\n", l.v[1]);
+	fclose(f);
+	lines_free(&l);
+	if (rotate_killed_verify(t, 0, 1, &v) != CKVERIFY_OK)
+		fail_msg("writer down: %s%s", v.what, v.chain.what);
+	open_close(t, 1);
+	lines_read(&l, t->path);
+	snprintf(want, sizeof(want), "\"torn\":%d,", 30);
+	if (l.n < 32 || strstr(l.v[31], "\"log.resume\"") == NULL ||
+	    strstr(l.v[31], want) == NULL)
+		fail_msg("after the start: %s", l.n > 31 ? l.v[31] : "");
+	lines_free(&l);
+	if (rotate_killed_verify(t, 0, 1, &v) != CKVERIFY_OK)
+		fail_msg("started again: %s%s", v.what, v.chain.what);
+}
+
+/*
  * The writer's first line (an open checkpoint) cut 40 bytes in by a
  * short write, in a file that refuses truncation: a torn line it left.
  */
@@ -5761,6 +5901,8 @@ main(void)
 		T(test_torn_rotate_durable),
 		T(test_rotate_line_killed),
 		T(test_rotate_line_planted),
+		T(test_rotate_line_free_text),
+		T(test_rotate_line_torn_past_window),
 		T(test_reopen_durable),
 		T(test_torn_after_tail),
 		T(test_torn_after_bare_tail),

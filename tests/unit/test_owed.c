@@ -486,6 +486,136 @@ test_locked_keeps_what_it_did_not_read(void **state)
 	assert_non_null(strstr(text_of(R1), "127.0.0.1:9"));
 }
 
+/* text written into a new file at path; its inode number. */
+static ino_t
+make_file(const char *path, const char *text)
+{
+	struct stat	 st;
+	FILE		*f;
+
+	assert_non_null(f = fopen(path, "wx"));
+	fputs(text, f);
+	assert_int_equal(fstat(fileno(f), &st), 0);
+	fclose(f);
+	return st.st_ino;
+}
+
+/*
+ * 1 when the file system of the state root gives a freed inode's number
+ * to the next file made (ext4 does at once): else the case below cannot
+ * be made.
+ */
+static int
+inodes_reused(void)
+{
+	char	path[4096];
+	ino_t	ino;
+	int	tries, reused = 0;
+
+	snprintf(path, sizeof(path), "%s/probe", root);
+	ino = make_file(path, "x");
+	for (tries = 0; tries < 64 && !reused; tries++) {
+		assert_int_equal(unlink(path), 0);
+		reused = make_file(path, "x") == ino;
+	}
+	assert_int_equal(unlink(path), 0);
+	return reused;
+}
+
+/*
+ * atk1921n F1: a locked command read R1 (owed_to); meanwhile another
+ * rewrote it (a new file, the old one freed) naming other replicas, and
+ * the new file was given the old one's inode number. The first one's
+ * confirmation must not remove it: the file read is held open, so its
+ * number is never given to another while this command may act on it.
+ */
+static void
+test_seen_is_the_file_read(void **state)
+{
+	struct stat	 st;
+	char		 path[4096];
+	const char	*other = SA "\nto http://other\nwhy\n";
+	int		 tries, same = 0;
+
+	(void)state;
+	if (!inodes_reused())
+		skip();
+	add(R1, SA);
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
+	owed_lock();
+	free(owed_to(&owed_t, SA));		/* R1 read */
+	assert_int_equal(stat(path, &st), 0);
+	for (tries = 0; tries < 64 && !same; tries++) {
+		assert_int_equal(unlink(path), 0);	/* rewritten */
+		same = make_file(path, other) == st.st_ino;
+	}
+	assert_int_equal(owed_done(&owed_t, R1), 0);
+	assert_true(kept(R1));
+	assert_string_equal(text_of(R1), other);
+	assert_false(same);		/* its number was never free */
+	owed_unlock();
+}
+
+/*
+ * n names of replicas (http://127.0.0.1:PORT/ and a path of 470 bytes,
+ * 494 bytes each) from port first on, comma-separated (heap).
+ */
+static char *
+long_names(int first, int n)
+{
+	char	*to = NULL, *tmp, pad[471];
+	int	 i;
+
+	memset(pad, 'p', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	for (i = 0; i < n; i++) {
+		util_xasprintf(&tmp, "%s%shttp://127.0.0.1:%d/%s", to ? to :
+		    "", to ? "," : "", first + i, pad);
+		free(to);
+		to = tmp;
+	}
+	return to;
+}
+
+/*
+ * atk1921n F2: a kept file whose line of replicas is longer than what is
+ * read of it is not taken as one naming none (the environment's): it is
+ * not sent, nor removed, and counted as owed. And none is written so:
+ * 48 names are kept in two files, each read whole, naming all 48.
+ */
+static void
+test_long_to_line(void **state)
+{
+	char	 path[4096], *to, *got, *cause = NULL, *name;
+	FILE	*f;
+	int	 i;
+
+	(void)state;
+	to = long_names(21001, 48);
+	add(R2, SA);			/* the folder made */
+	assert_int_equal(owed_path(&owed_t, path, sizeof(path), R1), 0);
+	assert_non_null(f = fopen(path, "w"));
+	fprintf(f, SA "\nto %s\nwhy\n", to);
+	fclose(f);
+	assert_int_equal(owed_retry(&owed_t, NULL, 0, cb, NULL), 1);
+	assert_null(strstr(sent, R1));	/* not sent to the environment's */
+	assert_true(kept(R1));
+	assert_int_equal(owed_done(&owed_t, R1), -1);
+	assert_true(kept(R1));
+	reset(NULL);
+
+	assert_int_equal(owed_add(&owed_t, R1, SA, to, "why", &cause), 0);
+	assert_int_equal(files_of(R1), 2);
+	assert_non_null(got = owed_to(&owed_t, SA));
+	for (i = 0; i < 48; i++) {
+		name = long_names(21001 + i, 1);
+		assert_non_null(strstr(got, name));
+		free(name);
+	}
+	free(got);
+	free(to);
+}
+
 static int
 group_setup(void **state)
 {
@@ -526,6 +656,8 @@ main(void)
 		T(test_unlocked_only_adds),
 		T(test_done_keeps_unread),
 		T(test_locked_keeps_what_it_did_not_read),
+		T(test_seen_is_the_file_read),
+		T(test_long_to_line),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
