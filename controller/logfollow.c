@@ -12,6 +12,7 @@
 #include "logfollow.h"
 #include "logread.h"
 #include "logset.h"
+#include "logverify.h"
 #include "util.h"
 
 /*
@@ -26,6 +27,37 @@
  * so that the others, the file followed first, are read meanwhile.
  */
 #define LOGFOLLOW_WORK	(64LL * 1024 * 1024)
+
+/*
+ * Polls with NAME missing and the file followed at NAME.1 before it is
+ * said (the writer's new file moved out right after its rotation): not
+ * at the first, as a writer renames NAME to NAME.1 just before it makes
+ * its new NAME. Any NAME missing is said after LOGFOLLOW_MISSING polls.
+ */
+#define LOGFOLLOW_MISSING_ROTATED	2
+#define LOGFOLLOW_MISSING		10
+
+/* Bytes before the history's end searched for its last log line. */
+#define LOGFOLLOW_SEED	(4 * SG_LOG_LINE_MAX)
+
+/* 128 bits of a hash given. */
+struct logchain_key {
+	unsigned long long	hi, lo;
+};
+
+/* A set of keys: open addressing, half full at most; {0, 0}: empty. */
+struct logchain_gen {
+	struct logchain_key	*slot;
+	size_t			 n, cap;
+};
+
+struct logchain {
+	int			started;	/* a line was given */
+	long long		seq;		/* the last one's */
+	char			hash[LOGVERIFY_HASH_HEX + 1];
+	struct logchain_gen	gen[2];		/* [0] the newer */
+	int			forgot;		/* gen[1] was let go once */
+};
 
 /* A file of the log held, and how far its lines were given. */
 struct logfollow_file {
@@ -51,7 +83,9 @@ struct logfollow {
 	int			 cur;	/* the file followed; -1: none yet */
 	struct logread		*r;
 	char			*cause;	/* the last listing's failure, shown */
-	long long		 seq;	/* the last event's seq given; 0: none */
+	struct logchain		*chain;	/* the lines given */
+	int			 missing; /* polls NAME was missing in a row */
+	int			 missing_said;
 };
 
 static void	logfollow_own(struct logfollow_file *, int,
@@ -64,7 +98,10 @@ static int	logfollow_cut(struct logfollow_file *);
 static void	logfollow_line(struct logfollow_file *, const char *, size_t,
 		    long long);
 static void	logfollow_long(struct logfollow_file *, long long);
-static void	logfollow_gap(struct logfollow *, const char *, json_t *);
+static void	logfollow_gap(struct logfollow *, const char *, const char *,
+		    size_t);
+static void	logfollow_seed(struct logfollow *);
+static int	logfollow_missing(struct logfollow *);
 static int	logfollow_read(struct logfollow *, struct logfollow_file *,
 		    int, void (*)(json_t *, void *), void *);
 static int	logfollow_moved(struct logfollow *);
@@ -156,6 +193,8 @@ logfollow_new(const struct logset *set)
 		f->n++;
 	}
 	f->cur = f->n - 1;
+	f->chain = logchain_new();
+	logfollow_seed(f);
 	return f;
 }
 
@@ -171,6 +210,7 @@ logfollow_free(struct logfollow *f)
 	free(f->v);
 	free(f->r);
 	free(f->cause);
+	logchain_free(f->chain);
 	free(f->path);
 	free(f->name);
 	free(f->dir);
@@ -251,27 +291,249 @@ logfollow_long(struct logfollow_file *lf, long long at)
 	    SG_LOG_LINE_MAX, at);
 }
 
+struct logchain *
+logchain_new(void)
+{
+	return util_xcalloc(1, sizeof(struct logchain));
+}
+
+void
+logchain_free(struct logchain *c)
+{
+	if (c == NULL)
+		return;
+	free(c->gen[0].slot);
+	free(c->gen[1].slot);
+	free(c);
+}
+
+int
+logchain_forgot(const struct logchain *c)
+{
+	return c->forgot;
+}
+
+/* The first 128 bits of a hash in hex (64 lowercase hex digits). */
+static struct logchain_key
+logchain_key(const char *hex)
+{
+	struct logchain_key	k = { 0, 0 };
+	int			i, d;
+
+	for (i = 0; i < 32; i++) {
+		d = hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10;
+		if (i < 16)
+			k.hi = k.hi << 4 | (unsigned)d;
+		else
+			k.lo = k.lo << 4 | (unsigned)d;
+	}
+	if (k.hi == 0 && k.lo == 0)
+		k.lo = 1;	/* {0, 0} marks an empty slot */
+	return k;
+}
+
+/* The slot of k in g: where it is, or the empty one where it goes. */
+static size_t
+logchain_slot(const struct logchain_gen *g, struct logchain_key k)
+{
+	size_t	i = (size_t)(k.lo ^ k.hi) & (g->cap - 1);
+
+	while ((g->slot[i].hi != 0 || g->slot[i].lo != 0) &&
+	    (g->slot[i].hi != k.hi || g->slot[i].lo != k.lo))
+		i = (i + 1) & (g->cap - 1);
+	return i;
+}
+
+static int
+logchain_in(const struct logchain_gen *g, struct logchain_key k)
+{
+	size_t	i;
+
+	if (g->cap == 0)
+		return 0;
+	i = logchain_slot(g, k);
+	return g->slot[i].hi == k.hi && g->slot[i].lo == k.lo;
+}
+
+static int
+logchain_known(const struct logchain *c, const char *hex)
+{
+	struct logchain_key	k = logchain_key(hex);
+
+	return logchain_in(&c->gen[0], k) || logchain_in(&c->gen[1], k);
+}
+
+/* Add k to g (not in it), doubling g to stay at most half full. */
+static void
+logchain_add(struct logchain_gen *g, struct logchain_key k)
+{
+	struct logchain_gen	old = *g;
+	size_t			i;
+
+	if (2 * (g->n + 1) > g->cap) {
+		g->cap = old.cap == 0 ? 1024 : old.cap * 2;
+		g->slot = util_xcalloc(g->cap, sizeof(*g->slot));
+		for (i = 0; i < old.cap; i++)
+			if (old.slot[i].hi != 0 || old.slot[i].lo != 0)
+				g->slot[logchain_slot(g, old.slot[i])] =
+				    old.slot[i];
+		free(old.slot);
+	}
+	g->slot[logchain_slot(g, k)] = k;
+	g->n++;
+}
+
 /*
- * The writer numbers its events one by one (seq) and never skips one:
- * an event whose seq is past the one given last by more than one says
- * that the events in between were in a file that left the log before it
- * was read. Only said, never used to skip or drop a line: a planted line
- * can at worst add a warning.
+ * Remember a hash given. The newer generation full (LOGCHAIN_KEEP), the
+ * older is let go and the newer becomes it: memory stays bounded, and a
+ * hash forgotten can only make a line a gap (said), never hide one.
  */
 static void
-logfollow_gap(struct logfollow *f, const char *name, json_t *obj)
+logchain_remember(struct logchain *c, const char *hex)
 {
-	json_t		*v = json_object_get(obj, "seq");
-	long long	 seq;
+	struct logchain_key	k = logchain_key(hex);
 
-	if (!json_is_integer(v) || (seq = json_integer_value(v)) <= 0)
+	if (logchain_in(&c->gen[0], k))
 		return;
-	if (f->seq > 0 && seq > f->seq + 1)
+	if (c->gen[0].n >= LOGCHAIN_KEEP) {
+		free(c->gen[1].slot);
+		c->gen[1] = c->gen[0];
+		memset(&c->gen[0], 0, sizeof(c->gen[0]));
+		c->forgot = 1;
+	}
+	logchain_add(&c->gen[0], k);
+}
+
+enum logchain_verdict
+logchain_line(struct logchain *c, const char *line, size_t len,
+    long long *seq, long long *last)
+{
+	static const char	zeros[LOGVERIFY_HASH_HEX + 1] =
+	    "0000000000000000000000000000000000000000000000000000000000000000";
+	struct logverify_line	l;
+	int			gap;
+
+	/* A seq past SG_LOG_SEQ_MAX, or no hash of its own: not counted. */
+	if (logverify_line(line, len, &l) != LOGVERIFY_OK)
+		return LOGCHAIN_NONE;
+	gap = c->started && strcmp(l.prev, c->hash) != 0 &&
+	    strcmp(l.prev, zeros) != 0 && !logchain_known(c, l.prev);
+	*seq = l.seq;
+	*last = c->seq;
+	c->started = 1;
+	c->seq = l.seq;
+	memcpy(c->hash, l.hash, sizeof(c->hash));
+	logchain_remember(c, l.hash);
+	return gap ? LOGCHAIN_GAP : LOGCHAIN_OK;
+}
+
+/*
+ * A line given that follows no line given (logchain_line): the lines
+ * before it were in a file that left the log before it was read, or
+ * never came into it. Only said, never used to skip or drop a line; a
+ * planted line can at worst add a warning (atk20r31 F1: a `seq` tracker
+ * was bridged by planted lines).
+ */
+static void
+logfollow_gap(struct logfollow *f, const char *name, const char *line,
+    size_t len)
+{
+	long long	seq, last;
+
+	if (logchain_line(f->chain, line, len, &seq, &last) != LOGCHAIN_GAP)
+		return;
+	if (seq > last + 1)
 		log_warnx("warning: events seq %lld to %lld of '%s' were not "
 		    "seen: a file of the log moved away or deleted before it "
-		    "was read (they are not shown); read on at '%s'",
-		    f->seq + 1, seq - 1, f->path, name);
-	f->seq = seq;
+		    "was read (they are not shown); read on at '%s'%s",
+		    last + 1, seq - 1, f->path, name, logchain_forgot(f->chain) ?
+		    " (or the line before it was given too long ago to be "
+		    "remembered)" : "");
+	else
+		log_warnx("warning: events before seq %lld of '%s' were not "
+		    "seen (it follows no line read; the last line read was "
+		    "seq %lld): a file of the log moved away or deleted before it "
+		    "was read (they are not shown); read on at '%s'%s", seq,
+		    f->path, last, name, logchain_forgot(f->chain) ?
+		    " (or the line before it was given too long ago to be "
+		    "remembered)" : "");
+}
+
+/*
+ * The chain goes on from the last log line the history read (the end of
+ * the newest file held that has one, within LOGFOLLOW_SEED bytes of its
+ * end), so the first line followed is judged too (atk20r31 F5).
+ */
+static void
+logfollow_seed(struct logfollow *f)
+{
+	char		*buf = util_xmalloc(LOGFOLLOW_SEED);
+	long long	 want, seq, last;
+	ssize_t		 got;
+	size_t		 end, start;
+	int		 i;
+
+	for (i = f->n - 1; i >= 0; i--) {
+		want = f->v[i].off < LOGFOLLOW_SEED ? f->v[i].off :
+		    LOGFOLLOW_SEED;
+		if (want == 0 || (got = pread(f->v[i].fd, buf, (size_t)want,
+		    (off_t)(f->v[i].off - want))) != want)
+			continue;
+		/* Whole lines only, last first: off is a line's start. */
+		for (end = (size_t)got; end > 0; end = start) {
+			start = end - 1;
+			while (start > 0 && buf[start - 1] != '\n')
+				start--;
+			if (start == 0 && want != f->v[i].off)
+				break;	/* a line's tail: not whole */
+			if (end - 1 > start && logchain_line(f->chain,
+			    buf + start, end - 1 - start, &seq, &last) !=
+			    LOGCHAIN_NONE)
+				goto out;
+		}
+		break;
+	}
+out:
+	free(buf);
+}
+
+/*
+ * NAME missing (lstat ENOENT). A writer renames NAME to NAME.1 and makes
+ * its new NAME right after; if NAME.1 still holds the file followed at
+ * the next poll, that new file left the folder before it was read: the
+ * writer's events go there, out of reach (atk20r31 F3). Said, and the
+ * log listed again (1): a file moved to another of the log's names is
+ * found so. NAME missing LOGFOLLOW_MISSING polls in a row is said too.
+ * Once a time NAME is missing.
+ */
+static int
+logfollow_missing(struct logfollow *f)
+{
+	struct logfollow_file	*lf = &f->v[f->cur];
+	struct stat		 st;
+	char			*one;
+	int			 rotated;
+
+	if (f->missing_said || ++f->missing < LOGFOLLOW_MISSING_ROTATED)
+		return 0;
+	util_xasprintf(&one, "%s.1", f->path);
+	rotated = lstat(one, &st) == 0 && st.st_dev == lf->dev &&
+	    st.st_ino == lf->ino;
+	if (rotated)
+		log_warnx("warning: '%s' is missing and the file followed was "
+		    "rotated to '%s': the writer's new file left the folder "
+		    "right after the rotation, so events written there are "
+		    "not shown (listing the log again)", f->path, one);
+	else if (f->missing >= LOGFOLLOW_MISSING)
+		log_warnx("warning: the log has had no current file '%s' for "
+		    "%d polls: events its writer wrote meanwhile to a file "
+		    "outside the folder are not shown (listing the log "
+		    "again)", f->path, f->missing);
+	free(one);
+	if (!rotated && f->missing < LOGFOLLOW_MISSING)
+		return 0;
+	f->missing_said = 1;
+	return 1;
 }
 
 /*
@@ -318,7 +580,7 @@ logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
 		lf->skip = 0;
 		if ((obj = logread_object(f->r->line, len)) == NULL)
 			continue;
-		logfollow_gap(f, lf->name, obj);
+		logfollow_gap(f, lf->name, f->r->line, len);
 		cb(obj, arg);
 		json_decref(obj);
 	}
@@ -340,7 +602,8 @@ fail:
 
 /*
  * 1 when the name no longer holds the file followed (the writer rotated
- * it), 0 when it does or is missing (moved, not yet replaced).
+ * it), 0 when it does or is missing (moved, not yet replaced), but for
+ * logfollow_missing().
  */
 static int
 logfollow_moved(struct logfollow *f)
@@ -349,7 +612,9 @@ logfollow_moved(struct logfollow *f)
 	struct stat		 cur;
 
 	if (lstat(f->path, &cur) == -1)
-		return 0;
+		return errno == ENOENT ? logfollow_missing(f) : 0;
+	f->missing = 0;
+	f->missing_said = 0;
 	return cur.st_dev != lf->dev || cur.st_ino != lf->ino;
 }
 

@@ -31,9 +31,17 @@
  * rotating during every try, logset.h; a name that is no regular file;
  * the fd limit) is said once on stderr, with that newer files may not be
  * shown, and tried again: the files held are still read.
+ *
+ * What a line says decides nothing read or skipped; it only warns. Events
+ * a file took out of the folder before it was read are told by the hash
+ * chain (struct logchain below): a line given whose prev is the hash of
+ * no line given is said on stderr. The name missing for some polls (the
+ * writer's new file moved out) is said, and the log listed again.
  */
 #ifndef SG_LOGFOLLOW_H
 #define SG_LOGFOLLOW_H
+
+#include <stddef.h>
 
 #include <jansson.h>
 
@@ -64,5 +72,44 @@ int			 logfollow_step(struct logfollow *,
  */
 int			 logfollow_run(struct logfollow *,
 			    void (*cb)(json_t *, void *), void *arg);
+
+/*
+ * The hash chain of the lines given, to tell events never seen (atk20r31
+ * F1). Only a line whose hash is its own (logverify_line()) counts, so a
+ * planted line moves it only by being a whole log line. A line after a
+ * lost stretch has prev = the hash of the last line lost: no line given
+ * carries that hash unless it is that very line (shown). A line whose
+ * prev is the hash of the last line given, of an older one (a repeat, a
+ * copy read again), or all zeros (a chain's start) is no gap.
+ *
+ * The hashes given are remembered in two generations of at most
+ * LOGCHAIN_KEEP each (128 bits of each hash, 16 bytes; at most 16 MiB):
+ * when the newer is full the older is forgotten, so the last
+ * LOGCHAIN_KEEP lines given at least are known. A line whose prev is the
+ * hash of a line forgotten is said as a gap (a warning, never silence).
+ */
+#define LOGCHAIN_KEEP	(1 << 18)
+
+struct logchain;
+
+struct logchain	*logchain_new(void);
+void		 logchain_free(struct logchain *);
+
+/*
+ * A line given (len bytes, no newline). LOGCHAIN_GAP when it verifies and
+ * follows no line given (lines before it were not seen; *last is the seq
+ * of the line given last), LOGCHAIN_OK when it verifies and chains, or is
+ * the first; LOGCHAIN_NONE when it does not verify (not counted).
+ */
+enum logchain_verdict {
+	LOGCHAIN_NONE = 0,
+	LOGCHAIN_OK,
+	LOGCHAIN_GAP
+};
+enum logchain_verdict logchain_line(struct logchain *, const char *line,
+		    size_t len, long long *seq, long long *last);
+
+/* 1 when hashes were forgotten (LOGCHAIN_KEEP reached). */
+int		 logchain_forgot(const struct logchain *);
 
 #endif

@@ -15,6 +15,7 @@ latest line renamed in, the file followed moved aside (atk20r23 F4,
 atk20r25 F1): the follower goes by each file's device, inode and offset, so it
 repeats nothing it read and hides nothing it did not.
 """
+import hashlib
 import json
 import os
 import select
@@ -22,7 +23,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import socket
 import tempfile
+import threading
 import time
 import unittest
 
@@ -43,6 +46,19 @@ def event(seq, **more):
                        "pad": "x" * 120}) + "\n"
 
 
+def chained(seq, prev):
+    """An event as the writer writes it: prev, and its own hash last (the
+    SHA-256 of the line's bytes before ,"hash":" followed by })."""
+    body = json.dumps({"ts": "2026-12-03T10:00:00Z", "seq": seq,
+                       "event": "egress.blocked", "port": 443,
+                       "sandbox": "sbx_0123456789abcdef01234567",
+                       "host": "h%d.test" % seq, "reason": "denied",
+                       "pad": "x" * 120, "prev": prev},
+                      separators=(",", ":"))
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    return body[:-1] + ',"hash":"%s"}\n' % digest, digest
+
+
 class Follow(unittest.TestCase):
     """`audit tail --follow --json`: events, each by its seq."""
 
@@ -58,6 +74,7 @@ class Follow(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
         self.seq = 0
+        self.prev = "0" * 64
         self.append(HISTORY)
         self.err = open(os.path.join(self.dir, "stderr"), "w+")
         self.proc = subprocess.Popen(self.command(),
@@ -83,9 +100,14 @@ class Follow(unittest.TestCase):
     def append(self, n):
         with open(self.path(), "a") as f:
             for _ in range(n):
-                self.seq += 1
-                f.write(event(self.seq))
+                f.write(self.next_event())
         return list(range(self.seq - n + 1, self.seq + 1))
+
+    def next_event(self):
+        """The writer's next event, chained to the one before."""
+        self.seq += 1
+        line, self.prev = chained(self.seq, self.prev)
+        return line
 
     def rotate(self):
         self.shift()
@@ -121,8 +143,7 @@ class Follow(unittest.TestCase):
     def write(self, w, n):
         """n events through the writer's own fd w (it has not reopened)."""
         for _ in range(n):
-            self.seq += 1
-            w.write(event(self.seq))
+            w.write(self.next_event())
         w.flush()
         return list(range(self.seq - n + 1, self.seq + 1))
 
@@ -419,6 +440,104 @@ class Follow(unittest.TestCase):
         self.assertRegex(self.stderr(), "events seq %d to %d .* not seen"
                          % (lost[0], lost[-1]))
 
+    def bridge(self, chain):
+        """A folder writer's NAME.999: lines of consecutive seq from 1 to
+        past the writer's, checkpoints (not printed by the tail), with a hash chain of
+        their own from zeros when chain."""
+        prev = "0" * 64
+        with open(self.path(999), "x") as f:
+            for k in range(1, self.seq + 100):
+                if not chain:
+                    f.write('{"event":"log.checkpoint","seq":%d}\n' % k)
+                    continue
+                body = '{"ts":"2026-12-03T10:00:00Z","seq":%d,"event":' \
+                    '"log.checkpoint","prev":"%s"}' % (k, prev)
+                prev = hashlib.sha256(body.encode()).hexdigest()
+                f.write(body[:-1] + ',"hash":"%s"}\n' % prev)
+
+    def bridged(self, chain):
+        """atk20r31 F1: test_15's move, a planted run of seq lines that
+        covers the gap, then a rotation (the listing reads it before the
+        writer's new file): stderr still says events were not seen (the
+        line after the gap follows no line shown). Before, the seq
+        tracker went along the planted lines: nothing was said."""
+        self.printed(self.append(1)[-1])
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            self.rotate()
+            lost = self.append(3)
+            os.rename(self.path(), os.path.join(self.dir, "aside"))
+            os.rename(self.path(1), self.path())
+            self.bridge(chain)
+            # The next rotation: the listing reads NAME.999 first.
+            self.rotate()
+            new = self.append(2)
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        seqs = self.printed_all(new, wait=20)
+        self.assertTrue(set(new) <= set(seqs))
+        self.assertFalse(set(lost) & set(seqs))
+        self.assertRegex(self.stderr(), "events (seq %d to %d|before seq "
+                         "%d) .* not seen" % (lost[0], lost[-1], new[0]))
+
+    def test_17_planted_seq_bridge(self):
+        """atk20r31 F1: planted checkpoint lines {"seq":1..N}."""
+        self.bridged(False)
+
+    def test_18_planted_chain_bridge(self):
+        """atk20r31 F1: planted lines with a hash chain of their own."""
+        self.bridged(True)
+
+    def first_line_lost(self, plant):
+        """atk20r31 F5: the first file the writer made after the history
+        moved out before the follower looked, (plant: and a line of seq
+        2^63-1 planted): the line after it is judged against the
+        history's last (seeded), and said. Before, the tracker started
+        empty after the history (nothing said), and a planted seq of
+        2^63-1 overflowed into `events seq -9223372036854775808`."""
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            if plant:
+                with open(self.path(999), "x") as f:
+                    f.write('{"event":"log.checkpoint",'
+                            '"seq":9223372036854775807}\n')
+            self.rotate()
+            lost = self.append(1)
+            os.rename(self.path(), os.path.join(self.dir, "aside"))
+            open(self.path(), "x").close()
+            new = self.append(2)
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        seqs = self.printed_all(new, wait=20)
+        self.assertTrue(set(new) <= set(seqs))
+        self.assertRegex(self.stderr(), "events seq %d to %d .* not seen"
+                         % (lost[0], lost[-1]))
+        self.assertNotIn("-9223372036854775808", self.stderr())
+
+    def test_19_first_line_judged(self):
+        self.first_line_lost(False)
+
+    def test_20_seq_max_planted(self):
+        self.first_line_lost(True)
+
+    def test_21_new_file_gone_after_rotation(self):
+        """atk20r31 F3: NAME renamed to NAME.1 and the writer's new NAME
+        moved out at once (none left): stderr says so within polls, and
+        events the writer adds to NAME.1 still show. Before, nothing was
+        said, for good."""
+        w = open(self.path(), "a")
+        self.printed(self.write(w, 1)[-1])
+        self.shift()
+        late = self.write(w, 2)
+        w.close()
+        seqs = self.printed_all(late, wait=20)
+        self.assertTrue(set(late) <= set(seqs))
+        end = time.monotonic() + 10
+        while "is missing" not in self.stderr() and time.monotonic() < end:
+            time.sleep(0.2)
+        self.assertIn("is missing and the file followed was rotated",
+                      self.stderr())
+
     def test_16_many_planted_files(self):
         """atk20r29 F2: 600 empty NAME.k planted under an open-file limit
         of 1024, then rotations: the follower lists them (one fd each,
@@ -460,6 +579,156 @@ class PendingFollow(Follow):
         # The history comes sorted by its own order: compare it as a set.
         self.assertEqual(sorted(seqs[:HISTORY]), list(range(1, HISTORY + 1)))
         return list(range(1, HISTORY + 1)) + seqs[HISTORY:]
+
+
+class ProxyFollow(unittest.TestCase):
+    """The proxy itself writing and rotating (loopback only, every
+    request blocked: an empty policy folder), a folder writer moving its
+    files (atk20r31 F1, F3): what the tail does not print, its stderr
+    says."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = os.path.join(self.tmp.name, "log")
+        self.aside = os.path.join(self.tmp.name, "aside")
+        self.policy = os.path.join(self.tmp.name, "policy")
+        for d in (self.dir, self.aside, self.policy):
+            os.makedirs(d)
+        self.proxy = None
+        self.perr = open(os.path.join(self.tmp.name, "proxy.err"), "w")
+        self.out = open(os.path.join(self.tmp.name, "out"), "w+")
+        self.err = open(os.path.join(self.tmp.name, "err"), "w+")
+        self.tail = None
+
+    def start(self, args):
+        """The proxy, logging into self.dir, args its log options."""
+        self.port = proxylib.free_port()
+        self.sent = 0
+        self.proxy = subprocess.Popen(
+            [proxylib.PROXY_BIN, "--listen", "127.0.0.1:%d" % self.port,
+             "--policy-dir", self.policy, "--log-dir", self.dir,
+             "--block-burst", "1000000", "--block-budget", "1000000"] +
+            args, stdin=subprocess.DEVNULL, stdout=self.perr,
+            stderr=self.perr, env=proxylib.clean_env())
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            try:
+                socket.create_connection(("127.0.0.1", self.port)).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+    def follow(self):
+        self.tail = subprocess.Popen(
+            [SANDGATE, "audit", "tail", "-f", "-n", "10000", "--json",
+             "--log-dir", self.dir], stdout=self.out, stderr=self.err)
+        time.sleep(0.5)
+
+    def tearDown(self):
+        for p in (self.tail, self.proxy):
+            if p is not None:
+                p.kill()
+                p.wait()
+        for f in (self.out, self.err, self.perr):
+            f.close()
+        self.tmp.cleanup()
+
+    def events(self, n):
+        for _ in range(n):
+            self.sent += 1
+            host = "x%d.blocked.test" % self.sent
+            c = socket.create_connection(("127.0.0.1", self.port))
+            c.sendall(("GET http://%s/ HTTP/1.1\r\nHost: %s\r\n"
+                       "Connection: close\r\n\r\n" % (host, host)).encode())
+            while c.recv(65536):
+                pass
+            c.close()
+
+    def printed(self):
+        self.out.seek(0)
+        got = set()
+        for line in self.out:
+            host = json.loads(line).get("host", "")
+            if host.startswith("x") and host.endswith(".blocked.test"):
+                got.add(int(host[1:].split(".")[0]))
+        return got
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def path(self, name=NAME):
+        return os.path.join(self.dir, name)
+
+    def test_1_moved_out_and_back_and_bridged(self):
+        """atk20r31 F1 (t1, bridgeck): the file followed moved out of the
+        folder right after its rotation while the tail was stopped, the
+        files after it rotated away, then put back under the next writer
+        name, and 100,000 planted checkpoints of seq 1.. as NAME.999: the
+        events rotated away are not printed, and stderr says so. Before,
+        stderr was empty."""
+        self.start(["--log-max-size", "4k", "--log-keep", "3",
+                    "--log-keep-min-age", "0"])
+        self.follow()
+        self.events(3)
+        time.sleep(0.6)
+        followed = os.stat(self.path()).st_ino
+        self.tail.send_signal(signal.SIGSTOP)
+        while os.stat(self.path()).st_ino == followed:
+            self.events(1)
+        for name in os.listdir(self.dir):
+            if os.stat(self.path(name)).st_ino == followed:
+                os.rename(self.path(name), os.path.join(self.aside, "A"))
+        self.events(60)
+        nums = [int(x.rsplit(".", 1)[1]) for x in os.listdir(self.dir)
+                if x.startswith(NAME + ".") and x.rsplit(".", 1)[1].isdigit()]
+        os.rename(os.path.join(self.aside, "A"),
+                  self.path("%s.%d" % (NAME, max(nums + [0]) + 1)))
+        with open(self.path(NAME + ".999"), "w") as f:
+            for k in range(1, 100001):
+                f.write('{"event":"log.checkpoint","seq":%d}\n' % k)
+        self.tail.send_signal(signal.SIGCONT)
+        time.sleep(2)
+        missing = set(range(1, self.sent + 1)) - self.printed()
+        self.assertTrue(missing, "nothing rotated away: no test")
+        self.assertRegex(self.stderr(), "not seen|rotated faster")
+
+    def test_2_new_file_moved_out(self):
+        """atk20r31 F3 (t3): the proxy's new file moved out of the folder
+        right after its rotation, NAME left missing: the proxy writes on
+        there, out of reach; stderr says so. Before, every later event
+        went unprinted with stderr empty, for good."""
+        self.start(["--log-max-size", "8k", "--log-keep", "10"])
+        self.follow()
+        self.events(3)
+        time.sleep(0.5)
+        first = os.stat(self.path()).st_ino
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                try:
+                    if os.lstat(self.path()).st_ino != first:
+                        os.rename(self.path(),
+                                  os.path.join(self.aside, "N0"))
+                        return
+                except FileNotFoundError:
+                    pass
+                time.sleep(0.0005)
+        t = threading.Thread(target=watch)
+        t.start()
+        for _ in range(60):
+            self.events(1)
+            time.sleep(0.02)
+        time.sleep(2)
+        done.set()
+        t.join()
+        self.assertTrue(os.listdir(self.aside), "no rotation: no test")
+        self.assertLess(len(self.printed()), self.sent)
+        # The proxy's next rotation tries move the file followed on to
+        # NAME.2: then the missing NAME is said at the 10th poll.
+        self.assertRegex(self.stderr(), "is missing and the file followed "
+                         "was rotated|no current file")
 
 
 if __name__ == "__main__":
