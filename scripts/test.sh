@@ -9,9 +9,9 @@
 #   4. registers gVisor (Debian's runsc) with dockerd and runs all tests,
 #      unit and integration, on the normal build; the attack suite runs
 #      twice, under runc and under runsc.
-# ctest runs two tests at a time: the tests that use Docker take turns, and
-# beside one of them runs a test of proxies on loopback only (their
-# RESOURCE_LOCKs in tests/CMakeLists.txt); the attack suite runs alone.
+# ctest runs two tests at a time: the tests that use Docker take turns (a
+# RESOURCE_LOCK), the tests of proxies on loopback only run beside any
+# other, and the attack suite runs alone (tests/CMakeLists.txt).
 # Exits non-zero when anything fails, and then the last lines are ctest's
 # summary; when all pass, the attack tables (runc and runsc) follow it.
 set -euo pipefail
