@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <dirent.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -97,7 +99,7 @@ static const char *control_gone_list_damage(json_t *);
 static const char *control_gone_clocks_damage(json_t *);
 static json_t	*control_registry_read(struct proxy *, const char *);
 static int	 control_gone_save(struct proxy *);
-static void	 control_gone_load(struct proxy *, const char *);
+static void	 control_gone_load(struct proxy *, const char *, json_int_t);
 static const char *control_gone_damage(json_t *);
 static void	 control_registry_unsure(struct proxy *);
 static void	 control_gone_unknown(struct proxy *, const char *,
@@ -118,9 +120,14 @@ static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static int	control_registry_save(struct proxy *);
 static json_t	*control_registry_json(struct proxy *, int);
 static void	control_crash_point(const char *, const char *);
+static int	control_replica_file(const struct dirent *);
 static int	control_registry_apart(const char *, int, time_t);
-static void	control_registry_load(struct proxy *, const char *);
-static const char *control_registry_damage(json_t *);
+static json_int_t control_registry_load(struct proxy *, const char *);
+static const char *control_registry_damage(json_t *, json_t *);
+static const char *control_registry_marks_damage(json_t *, json_t *);
+static int	control_replicas_load(struct proxy *, const char *);
+static int	control_others_load(struct proxy *, const char *,
+		    json_int_t);
 static void	control_registry_open(struct proxy *, const char *);
 static void	control_identities(struct proxy *, const char *);
 
@@ -1361,7 +1368,9 @@ control_crash_point(const char *where, const char *what)
  * What the registry file holds: the sandboxes (with their unsure marks)
  * and the floor, and with removals the removed sandboxes and the clock
  * they age by too, as in .gone. The floor is always there, so the marks
- * and the floor they need are in one atomic write; the removals when
+ * and the floor they need are in one atomic write, and so is how many
+ * removals .gone keeps ("kept"), so a start finding none there knows
+ * one was lost (atk15r22 F1); the removals when
  * that file must stand alone, written before .gone (atk15r21 F1, F2: a
  * crash or a full folder between the two writes lost the floor and the
  * removals, and removed sandboxes' tokens passed). NULL: out of memory.
@@ -1370,8 +1379,9 @@ static json_t *
 control_registry_json(struct proxy *px, int removals)
 {
 	struct registry	*r = px->registry;
-	json_t		*o = json_pack("{s:o?, s:I}", "sandboxes",
-	    registry_json(r), "floor", (json_int_t)registry_gone_floor(r));
+	json_t		*o = json_pack("{s:o?, s:I, s:I}", "sandboxes",
+	    registry_json(r), "floor", (json_int_t)registry_gone_floor(r),
+	    "kept", (json_int_t)registry_gone_count(r));
 
 	if (o != NULL && removals && (json_object_set_new(o, "unregistered",
 	    registry_gone_json(r)) == -1 || json_object_set_new(o, "seen",
@@ -1563,18 +1573,33 @@ control_gone_list_damage(json_t *un)
 	return NULL;
 }
 
+/*
+ * At start: the removed sandboxes of a .gone file. kept: how many the
+ * registry file written after it says it holds (0: none, or not known).
+ * A registry file is only written once its .gone holds what it counts
+ * (control_registry_save), so with kept > 0 a .gone that is not there
+ * was lost (deleted, not restored, left in lost+found): its removals
+ * are not known (atk15r22 F1: read as none, their tokens passed).
+ */
 static void
-control_gone_load(struct proxy *px, const char *path)
+control_gone_load(struct proxy *px, const char *path, json_int_t kept)
 {
 	json_error_t	 err;
 	json_t		*top;
 	const char	*why;
-	char		*text;
+	char		*text, *missing;
 	size_t		 len;
 
 	if ((text = control_state_read(path, &len, &why)) == NULL) {
 		if (why != NULL)
 			control_gone_unknown(px, path, why);
+		else if (kept > 0) {
+			util_xasprintf(&missing, "not there, though the "
+			    "registry file says it keeps %lld removals",
+			    (long long)kept);
+			control_gone_unknown(px, path, missing);
+			free(missing);
+		}
 		return;
 	}
 	top = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
@@ -1725,49 +1750,123 @@ static void
 control_registry_open(struct proxy *px, const char *sock)
 {
 	unsigned long long forgotten = registry_gone_forgotten(px->registry);
-	char	*old, *prev;
-	int	 first = 0, again = 0;
+	json_int_t kept;
+	char	*old;
+	int	 again = 0, taken, others;
 
 	control_registry_path = control_beside(sock, "registry",
 	    px->cfg.instance);
 	old = control_beside(sock, "registry", NULL);
 	if (strcmp(old, control_registry_path) != 0 &&
-	    access(control_registry_path, F_OK) == -1 && errno == ENOENT) {
-		first = 1;
+	    access(control_registry_path, F_OK) == -1 && errno == ENOENT)
 		control_registry_taken = control_take(old, px->cfg.instance);
-	} else if (strcmp(old, control_registry_path) != 0)
+	else if (strcmp(old, control_registry_path) != 0)
 		again = control_taken_again(old, px->cfg.instance);
 	util_xasprintf(&control_registry_removed, "%s.removed",
 	    control_registry_path);
 	apartfile_create(control_registry_removed, "an unregister");
-	control_registry_load(px, control_registry_taken != NULL && !again ?
-	    control_registry_taken : control_registry_path);
+	/* the taken file's "kept" counts the single proxy's .gone */
+	taken = control_registry_taken != NULL && !again;
+	kept = control_registry_load(px, taken ? control_registry_taken :
+	    control_registry_path);
 	util_xasprintf(&control_gone_path, "%s.gone", control_registry_path);
-	control_gone_load(px, control_gone_path);
+	control_gone_load(px, control_gone_path, taken ? 0 : kept);
 	control_removed_load(px, control_registry_removed);
-	/*
-	 * A replica's first start in a folder a single proxy used: that
-	 * proxy's removed sandboxes and removals kept apart too, whoever
-	 * took its registry (atk15r17 F1: their tokens passed again). Only
-	 * refusals are added (fail closed); saved in this replica's files.
-	 */
-	if (first || again) {
-		util_xasprintf(&prev, "%s.gone", old);
-		control_gone_load(px, prev);
-		free(prev);
-		util_xasprintf(&prev, "%s.removed", old);
-		control_removed_load(px, prev);
-		free(prev);
-	}
+	if (px->cfg.instance != NULL)
+		others = control_others_load(px, old, taken ? kept : 0);
+	else
+		others = control_replicas_load(px, sock);
 	/* removals forgotten past the max while loading (atk15r18 F2) */
 	control_gone_floor_note(px, forgotten);
 	if (control_removals_damaged)
 		control_registry_unsure(px);
 	proxy_log_blocks_registry(px);
-	/* Retired by the first good save, now or at a later change. */
-	if (control_registry_taken != NULL)
+	/*
+	 * The taken file is retired by the first good save, now or at a
+	 * later change; others' removals are kept in this proxy's files.
+	 */
+	if (control_registry_taken != NULL || others)
 		(void)control_registry_save(px);
 	free(old);
+}
+
+/*
+ * A replica's start in a folder a single proxy used: that proxy's
+ * removed sandboxes (base.gone, kept: what the taken registry file
+ * counts there) and removals kept apart (base.removed), at every start,
+ * not only the first (atk15r17 F1: their tokens passed again; atk15r22
+ * F3: a single proxy that ran between two runs of the replica removed
+ * sandboxes this one never read). Only refusals are added (fail
+ * closed). 1 when either file is there (to be saved in this replica's
+ * own files), else 0.
+ */
+static int
+control_others_load(struct proxy *px, const char *base, json_int_t kept)
+{
+	char	*path;
+	int	 there;
+
+	util_xasprintf(&path, "%s.gone", base);
+	there = access(path, F_OK) == 0;
+	control_gone_load(px, path, kept);
+	free(path);
+	util_xasprintf(&path, "%s.removed", base);
+	there |= access(path, F_OK) == 0;
+	control_removed_load(px, path);
+	free(path);
+	return there;
+}
+
+/* 1 for registry-NAME.json.gone or registry-NAME.json.removed. */
+static int
+control_replica_file(const struct dirent *d)
+{
+	const char	*s = d->d_name, *dot;
+
+	if (strncmp(s, "registry-", 9) != 0 || (dot = strstr(s + 9,
+	    ".json.")) == NULL || dot == s + 9)
+		return 0;
+	return strcmp(dot, ".json.gone") == 0 ||
+	    strcmp(dot, ".json.removed") == 0;
+}
+
+/*
+ * A single proxy's start (no --instance) in a folder replicas used: the
+ * removed sandboxes and removals kept apart of each of them
+ * (registry-NAME.json.gone, .removed; atk15r22 F3: a scale-down to one
+ * proxy read none, and their removed sandboxes' tokens passed). Only
+ * refusals are added; what cannot be read fails closed. 1 when one was
+ * there (saved in this proxy's own files), else 0.
+ */
+static int
+control_replicas_load(struct proxy *px, const char *sock)
+{
+	struct dirent	**names;
+	const char	*slash = strrchr(sock, '/');
+	char		*dir, *path;
+	int		 i, n;
+
+	util_xasprintf(&dir, "%.*s", slash ? (int)(slash - sock) : 1,
+	    slash ? sock : ".");
+	if ((n = scandir(dir, &names, control_replica_file, alphasort)) ==
+	    -1) {
+		log_warn("%s", dir);
+		control_gone_unknown(px, dir, "its files cannot be listed");
+		free(dir);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		util_xasprintf(&path, "%s/%s", dir, names[i]->d_name);
+		if (strstr(names[i]->d_name, ".json.gone") != NULL)
+			control_gone_load(px, path, 0);
+		else
+			control_removed_load(px, path);
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+	free(dir);
+	return n > 0;
 }
 
 /*
@@ -1835,32 +1934,72 @@ control_registry_read(struct proxy *px, const char *path)
 	return top;
 }
 
-/* What is wrong in the removals a registry file keeps, or NULL. */
+/*
+ * What is wrong in the removals a registry file keeps, its count of
+ * those .gone keeps and its sandboxes' marks (arr), or NULL.
+ */
 static const char *
-control_registry_damage(json_t *top)
+control_registry_damage(json_t *top, json_t *arr)
 {
+	json_t		*kept = json_object_get(top, "kept");
 	const char	*why;
 
+	if ((why = control_registry_marks_damage(top, arr)) != NULL)
+		return why;
 	if (!json_is_object(top))
 		return NULL;		/* an older proxy's array */
 	if ((why = control_gone_clocks_damage(top)) != NULL)
 		return why;
+	if (kept != NULL && (!json_is_integer(kept) ||
+	    json_integer_value(kept) < 0))
+		return "\"kept\" is not an integer of at least 0";
 	if (json_object_get(top, "unregistered") != NULL)
 		return control_gone_list_damage(json_object_get(top,
 		    "unregistered"));
 	return NULL;
 }
 
-static void
+/*
+ * What is wrong in the unsure marks, or NULL. The proxy writes a mark
+ * as true, and only with a floor of at least 1 (the floor is what makes
+ * a mark refuse anything, conn.c): a mark that is not a boolean, or one
+ * with no floor, was lost as damage goes (atk15r22 F2: such a mark
+ * refused nothing, without a word).
+ */
+static const char *
+control_registry_marks_damage(json_t *top, json_t *arr)
+{
+	json_t	*e, *mark;
+	size_t	 i;
+	int	 marked = 0;
+
+	json_array_foreach(arr, i, e) {
+		if ((mark = json_object_get(e, "unsure")) == NULL)
+			continue;
+		if (!json_is_boolean(mark))
+			return "an \"unsure\" mark that is not true or false";
+		marked |= json_is_true(mark);
+	}
+	if (marked && json_integer_value(json_object_get(top, "floor")) < 1)
+		return "\"unsure\" marks with no floor";
+	return NULL;
+}
+
+/*
+ * The registry file at path loaded. How many removals it says its .gone
+ * keeps (0 when none, or when it holds them itself: "unregistered").
+ */
+static json_int_t
 control_registry_load(struct proxy *px, const char *path)
 {
 	json_t		*top, *arr, *e, *sets, *v;
 	const char	*cause;
 	char		*csv, *tmp;
 	size_t		 i, j, n = 0;
+	json_int_t	 kept;
 
 	if ((top = control_registry_read(px, path)) == NULL)
-		return;
+		return 0;
 	/* an older proxy's file is the array of sandboxes alone */
 	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
 	/*
@@ -1868,8 +2007,10 @@ control_registry_load(struct proxy *px, const char *path)
 	 * written with unsure marks; damaged: not known. The floor and the
 	 * clock too (control_registry_json).
 	 */
-	if ((cause = control_registry_damage(top)) != NULL)
+	if ((cause = control_registry_damage(top, arr)) != NULL)
 		control_gone_unknown(px, path, cause);
+	kept = json_object_get(top, "unregistered") != NULL ? 0 :
+	    json_integer_value(json_object_get(top, "kept"));
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
 	    "floor")), (time_t)json_integer_value(json_object_get(top,
@@ -1903,6 +2044,7 @@ control_registry_load(struct proxy *px, const char *path)
 	json_decref(top);
 	log_info("%zu sandboxes registered again from %s", n,
 	    path);
+	return kept;
 }
 
 /*

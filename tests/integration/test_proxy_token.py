@@ -871,6 +871,84 @@ class GoneEntryLastsTest(unittest.TestCase):
                 self.assert_fails_closed(p, self.SBX, "registry.json")
                 p.stop()
 
+    def test_a_lost_gone_fails_closed(self):
+        """atk15r22 F1: a .gone deleted while the proxy was down (lost to
+        lost+found, a copy of the folder that missed it) read as no
+        removals: the removed sandbox's token passed, where an emptied one
+        failed closed. Every registry save now says how many removals
+        .gone keeps ("kept"); a start finding none there fails closed. A
+        kill between the .gone and the registry write (gone-saved) leaves
+        no false alarm: the registry file is only written after .gone."""
+        sbb = "sbx_f1b0000000000000000000001"
+        reg = [{"address": "127.0.0.6", "sandbox": sbb, "sets": []}]
+        for case in ("lost", "kept", "crash"):
+            with self.subTest(case=case):
+                p = self.start({}, sandboxes=reg)
+                self.unregister("sbx_f1c0000000000000000000001")
+                if case == "crash":     # killed between .gone and registry
+                    p.stop()
+                    p.env["SANDGATE_TEST_CRASH"] = "registry:gone-saved"
+                    p.start()
+                    proxylib.wait_unix_socket(self.sock)
+                    self.assertRaises(Exception, proxylib.control,
+                                      self.sock, "POST", "/unregister",
+                                      {"sandbox": self.SBX})
+                    self.assertEqual(p.proc.wait(), -signal.SIGKILL)
+                    p.env.pop("SANDGATE_TEST_CRASH")
+                else:
+                    self.unregister(self.SBX)
+                    p.kill()
+                if case == "lost":
+                    os.unlink(self.registry + ".gone")
+                p.stop()
+                p.start()
+                proxylib.wait_unix_socket(self.sock)
+                issued = int(time.time()) - 60
+                status, body = get(p, token(W["key"], self.SBX,
+                                            issued=issued))
+                self.assertEqual(status, 403, body)
+                self.assertIn("token_sandbox_gone", body)
+                raised = [e["detail"] for e in p.events() if e.get(
+                    "event") == "registry.removed_floor_raised"]
+                if case != "lost":      # no false alarm
+                    self.assertIn("unregistered since", body)
+                    self.assertEqual(raised, [])
+                    p.stop()
+                    continue
+                self.assertTrue(any("registry.json.gone cannot be read "
+                                    "(not there" in d for d in raised),
+                                raised)
+                # the restored sandbox may be the lost one: unsure
+                status, body = get(p, token(W["key"], sbb, issued=issued))
+                self.assertIn("restored while removals", body)
+                # and the floor is kept: a restart raises nothing new
+                p.stop()
+                p.start()
+                proxylib.wait_unix_socket(self.sock)
+                status, body = get(p, token(W["key"], self.SBX,
+                                            issued=issued))
+                self.assertIn("token_sandbox_gone", body)
+                self.assertEqual(len([e for e in p.events() if e.get(
+                    "event") == "registry.removed_floor_raised"]),
+                    len(raised))
+                p.stop()
+
+    def test_marks_that_cannot_work_are_damage(self):
+        """atk15r22 F2: an "unsure" mark that was not a boolean, or marks
+        with no floor (or floor 0), refused nothing, without a word. The
+        proxy writes true marks only with a floor of at least 1: anything
+        else is damage and fails closed."""
+        now = int(time.time())
+        for mark, floor in (("1", ', "floor": %d' % now), ('"yes"', ""),
+                            ("true", ""), ("true", ', "floor": 0')):
+            with self.subTest(mark=mark, floor=floor):
+                p = self.start({}, files={"": '{"sandboxes": [{"address": '
+                                          '"127.0.0.5", "sandbox": "%s", '
+                                          '"sets": [], "unsure": %s}]%s}'
+                                          % (self.SBX, mark, floor)})
+                self.assert_fails_closed(p, self.SBX, "unsure")
+                p.stop()
+
     def test_a_lagging_clock_keeps_the_times(self):
         """atk15r19 F8: times were bounded by the ageing clock, which lags
         after time down: a .gone saved 40 days ago had every recent
@@ -928,6 +1006,76 @@ class ReplicaTakesRemovals(unittest.TestCase):
             proxylib.wait_unix_socket(os.path.join(run,
                                                    "control-%s.sock" % inst))
             self.assertEqual(get(r, tok)[0], 403, inst)
+
+
+class SingleProxyAfterReplicas(unittest.TestCase):
+    """atk15r22 F3: a single proxy (no --instance) started in a folder
+    replicas used read none of their registry-NAME.json.gone or .removed:
+    their removed sandboxes' tokens passed (a scale-down to one proxy).
+    And back and forth: a replica that ran before the single proxy never
+    read the single proxy's later removals again. A start without
+    --instance now loads every replica's, a replica's start the single
+    proxy's at every start (only refusals), each kept in its own files."""
+
+    SBX = "sbx_f3a000000000000000000001"
+    SBC = "sbx_f3c000000000000000000001"
+
+    def proxy(self, run, sock, instance=None):
+        args = ["--control-socket", os.path.join(run, sock),
+                "--token-key", W["pub"], "--token-any-source"]
+        if instance:
+            args += ["--instance", instance]
+        p = proxylib.Proxy(os.path.dirname(run), W["up"], sets="",
+                           name=sock, extra_args=args)
+        self.addCleanup(p.stop)
+        p.start()
+        proxylib.wait_unix_socket(os.path.join(run, sock))
+        return p
+
+    def refused(self, p, sandbox, issued):
+        status, body = get(p, token(W["key"], sandbox, issued=issued))
+        self.assertEqual(status, 403, body)
+        self.assertIn("unregistered since", body)
+
+    def replica_then_single(self, removed):
+        """A folder where replica r1 ran, removed a sandbox (so its
+        registry file is written), was killed, then a single proxy
+        started: (run, r1, the single proxy)."""
+        d = tempfile.mkdtemp(prefix="down-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        r = self.proxy(run, "control-r1.sock", "r1")
+        st, body = proxylib.control(os.path.join(run, "control-r1.sock"),
+                                    "POST", "/unregister",
+                                    {"sandbox": removed})
+        self.assertEqual(st, 200, body)
+        r.kill()
+        r.stop()
+        return run, r, self.proxy(run, "control.sock")
+
+    def test_replicas_removals_after_a_scale_down(self):
+        issued = int(time.time()) - 60
+        run, r, single = self.replica_then_single(self.SBX)
+        self.refused(single, self.SBX, issued)
+        # kept in its own files
+        with open(os.path.join(run, "registry.json.gone")) as f:
+            self.assertIn(self.SBX, json.load(f)["unregistered"])
+        single.stop()
+
+    def test_back_and_forth(self):
+        """r1, then the single proxy, then r1 again: the single proxy's
+        removal reaches r1 (its own file exists, nothing was taken)."""
+        issued = int(time.time()) - 60
+        run, r, single = self.replica_then_single("sbx_f3other")
+        st, body = proxylib.control(os.path.join(run, "control.sock"),
+                                    "POST", "/unregister",
+                                    {"sandbox": self.SBC})
+        self.assertEqual(st, 200, body)
+        single.stop()
+        r.start()
+        proxylib.wait_unix_socket(os.path.join(run, "control-r1.sock"))
+        self.refused(r, self.SBC, issued)
+        r.stop()
 
 
 class ReplicaFirstStartCutShort(unittest.TestCase):
