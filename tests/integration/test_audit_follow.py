@@ -650,9 +650,19 @@ class ProxyFollow(unittest.TestCase):
             c.close()
 
     def printed(self):
+        """The events printed, once the tail's output has stopped growing
+        for a second (it may still be printing when its warning is out);
+        a last line still being written is not one."""
+        end, size = time.monotonic() + 30, -1
+        while time.monotonic() < end and size != os.path.getsize(
+                self.out.name):
+            size = os.path.getsize(self.out.name)
+            time.sleep(1)
         self.out.seek(0)
         got = set()
         for line in self.out:
+            if not line.endswith("\n"):
+                break
             host = json.loads(line).get("host", "")
             if host.startswith("x") and host.endswith(".blocked.test"):
                 got.add(int(host[1:].split(".")[0]))
