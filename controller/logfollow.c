@@ -438,25 +438,24 @@ static void
 logfollow_gap(struct logfollow *f, const char *name, const char *line,
     size_t len)
 {
-	long long	seq, last;
+	long long	 seq, last;
+	const char	*forgot;
 
 	if (logchain_line(f->chain, line, len, &seq, &last) != LOGCHAIN_GAP)
 		return;
+	forgot = logchain_forgot(f->chain) ? " (or the line before it was "
+	    "given too long ago to be remembered)" : "";
 	if (seq > last + 1)
 		log_warnx("warning: events seq %lld to %lld of '%s' were not "
 		    "seen: a file of the log moved away or deleted before it "
 		    "was read (they are not shown); read on at '%s'%s",
-		    last + 1, seq - 1, f->path, name, logchain_forgot(f->chain) ?
-		    " (or the line before it was given too long ago to be "
-		    "remembered)" : "");
+		    last + 1, seq - 1, f->path, name, forgot);
 	else
 		log_warnx("warning: events before seq %lld of '%s' were not "
 		    "seen (it follows no line read; the last line read was "
 		    "seq %lld): a file of the log moved away or deleted before it "
 		    "was read (they are not shown); read on at '%s'%s", seq,
-		    f->path, last, name, logchain_forgot(f->chain) ?
-		    " (or the line before it was given too long ago to be "
-		    "remembered)" : "");
+		    f->path, last, name, forgot);
 }
 
 /*
