@@ -361,79 +361,154 @@ grants_tomb_line(const struct grant *g, time_t revoked)
 	return line;
 }
 
-/*
- * One line: 1 when it is a revoke of g. "granted" is the newest grant
- * it removed, in the grants' own record, so a wall clock stepped back
- * between grant and revoke changes nothing (atk1921c F8); a line
- * without it (an older proxy's) has only the revoke's time.
- */
-static int
-grants_tomb_one(const struct grant *g, const char *s, size_t len)
-{
-	json_t		*o = json_loadb(s, len, 0, NULL);
-	const char	*sbx, *host;
-	json_int_t	 port, at, granted = -1;
-	int		 hit = 0;
+/* A destination's revokes: the newest grant they ended. */
+struct grants_tomb {
+	char		*mem;		/* holds sandbox and host */
+	const char	*sandbox, *host;
+	json_int_t	 port;
+	json_int_t	 granted;
+};
 
-	if (o != NULL && json_unpack(o, "{s:s, s:s, s:I, s:I, s?I}",
-	    "sandbox", &sbx, "host", &host, "port", &port, "revoked", &at,
-	    "granted", &granted) == 0)
-		hit = strcmp(sbx, g->sandbox) == 0 && strcmp(host, g->host) ==
-		    0 && port == g->port && (json_int_t)g->granted <=
-		    (granted != -1 ? granted : at);
-	json_decref(o);
-	return hit;
+/* Sorted by destination (grants_tomb_cmp), one entry each. */
+struct grants_tombs {
+	struct grants_tomb	*v;
+	size_t			 n, cap;
+	const char		*why;	/* what is wrong in the text added */
+};
+
+struct grants_tombs *
+grants_tombs_new(void)
+{
+	return calloc(1, sizeof(struct grants_tombs));
 }
 
-/* apartfile_lines(): what is wrong in the line, in *(const char **)arg. */
-static int
-grants_tomb_check(const char *s, size_t n, int damage, void *arg)
+void
+grants_tombs_free(struct grants_tombs *t)
 {
-	const char	**why = arg, *sbx, *host;
-	json_int_t	  port, at, granted;
-	json_t		 *o;
+	size_t	i;
 
-	if ((*why = apartfile_damage(damage)) != NULL)
+	if (t == NULL)
+		return;
+	for (i = 0; i < t->n; i++)
+		free(t->v[i].mem);
+	free(t->v);
+	free(t);
+}
+
+size_t
+grants_tombs_count(const struct grants_tombs *t)
+{
+	return t->n;
+}
+
+static int
+grants_tomb_cmp(const void *a, const void *b)
+{
+	const struct grants_tomb	*x = a, *y = b;
+	int				 c;
+
+	if ((c = strcmp(x->sandbox, y->sandbox)) != 0 ||
+	    (c = strcmp(x->host, y->host)) != 0)
+		return c;
+	return (x->port > y->port) - (x->port < y->port);
+}
+
+/* One revoke appended (unsorted until grants_tombs_sort): 0, or -1. */
+static int
+grants_tombs_push(struct grants_tombs *t, const char *sbx, const char *host,
+    json_int_t port, json_int_t granted)
+{
+	struct grants_tomb	*v;
+	size_t			 ls = strlen(sbx), lh = strlen(host);
+	char			*s;
+
+	if (t->n == t->cap) {
+		if ((v = reallocarray(t->v, t->cap ? t->cap * 2 : 64,
+		    sizeof(*v))) == NULL)
+			return -1;
+		t->v = v;
+		t->cap = t->cap ? t->cap * 2 : 64;
+	}
+	if ((s = malloc(ls + lh + 2)) == NULL)
+		return -1;
+	memcpy(s, sbx, ls + 1);
+	memcpy(s + ls + 1, host, lh + 1);
+	v = &t->v[t->n++];
+	v->mem = s;
+	v->sandbox = s;
+	v->host = s + ls + 1;
+	v->port = port;
+	v->granted = granted;
+	return 0;
+}
+
+/* Sorted, the revokes of one destination merged into the newest. */
+static void
+grants_tombs_sort(struct grants_tombs *t)
+{
+	size_t	i, k = 0;
+
+	if (t->n == 0)
+		return;
+	qsort(t->v, t->n, sizeof(*t->v), grants_tomb_cmp);
+	for (i = 1; i < t->n; i++) {
+		if (grants_tomb_cmp(&t->v[k], &t->v[i]) != 0) {
+			t->v[++k] = t->v[i];
+			continue;
+		}
+		if (t->v[i].granted > t->v[k].granted)
+			t->v[k].granted = t->v[i].granted;
+		free(t->v[i].mem);
+	}
+	t->n = k + 1;
+}
+
+/*
+ * apartfile_lines(): one line, a revoke added, or what is wrong in it in
+ * t->why (then the walk stops). "granted" is the newest grant it
+ * removed, in the grants' own record, so a wall clock stepped back
+ * between grant and revoke changes nothing (atk1921c F8); a line without
+ * it (an older proxy's) has only the revoke's time.
+ */
+static int
+grants_tombs_line(const char *s, size_t n, int damage, void *arg)
+{
+	struct grants_tombs	*t = arg;
+	const char		*sbx, *host;
+	json_int_t		 port, at, granted = -1;
+	json_t			*o;
+
+	if ((t->why = apartfile_damage(damage)) != NULL)
 		return -1;
 	o = json_loadb(s, n, JSON_REJECT_DUPLICATES, NULL);
 	if (o == NULL || json_unpack(o, "{s:s, s:s, s:I, s:I, s?I}",
 	    "sandbox", &sbx, "host", &host, "port", &port, "revoked", &at,
 	    "granted", &granted) != 0)
-		*why = "a line that is not one of its revokes";
+		t->why = "a line that is not one of its revokes";
+	else if (grants_tombs_push(t, sbx, host, port, granted != -1 ?
+	    granted : at) == -1)
+		t->why = "out of memory";
 	json_decref(o);
-	return *why != NULL ? -1 : 0;
+	return t->why != NULL ? -1 : 0;
 }
 
 const char *
-grants_tomb_damage(const char *text, size_t len)
+grants_tombs_add(struct grants_tombs *t, const char *text, size_t len)
 {
-	const char	*why = NULL;
-
-	apartfile_lines(text, len, grants_tomb_check, &why);
-	return why;
-}
-
-struct grants_tomb_hit {
-	const struct grant	*g;
-	int			 hit;
-};
-
-/* apartfile_lines(): stops at a revoke of the grant (damage passed over). */
-static int
-grants_tomb_match(const char *s, size_t n, int damage, void *arg)
-{
-	struct grants_tomb_hit	*h = arg;
-
-	(void)damage;
-	h->hit = grants_tomb_one(h->g, s, n);
-	return h->hit ? -1 : 0;
+	t->why = NULL;
+	apartfile_lines(text, len, grants_tombs_line, t);
+	grants_tombs_sort(t);
+	return t->why;
 }
 
 int
-grants_tomb_ends(const struct grant *g, const char *text, size_t len)
+grants_tombs_ends(const struct grants_tombs *t, const struct grant *g)
 {
-	struct grants_tomb_hit	h = { g, 0 };
+	struct grants_tomb	 k = { NULL, g->sandbox, g->host, g->port, 0 };
+	struct grants_tomb	*e;
 
-	apartfile_lines(text, len, grants_tomb_match, &h);
-	return h.hit;
+	if (t->n == 0 || (e = bsearch(&k, t->v, t->n, sizeof(*t->v),
+	    grants_tomb_cmp)) == NULL)
+		return 0;
+	return (json_int_t)g->granted <= e->granted;
 }

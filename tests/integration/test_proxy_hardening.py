@@ -14,6 +14,7 @@ Clients play sandboxes from 127.0.0.2 and 127.0.0.3. The root-only case
 (a log folder on a small tmpfs) is skipped without root.
 """
 
+import calendar
 import contextlib
 import json
 import os
@@ -870,6 +871,52 @@ class F02BlockLog(Case):
                 self.assertIn(why, p.stderr())
                 with open(path, encoding="utf-8") as f:
                     self.assertIn(text.strip("\n"), f.read())
+
+    def test_a_large_revokes_file_is_read_once(self):
+        """atk35a F2: each grant restored at start walked the whole
+        revokes file, twice: 300 grants and 8 MiB of revokes (84,107
+        lines, none of them theirs) took 99 s before the proxy listened,
+        the 4,096 grants it may hold about 20 minutes. The file is read
+        once into a table: 4,096 grants and 8 MiB of revokes start within
+        the start's own wait, the grant revoked stays revoked, a revoke
+        older than its grant ends nothing."""
+        inst = "gmany"
+        p = self.granted_then_stopped("grants-many", inst)
+        folder = os.path.dirname(p.ctl)
+        path = os.path.join(folder, "grants-%s.json" % inst)
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        self.assertEqual(len(saved), 1, saved)
+        hosts = ["h%d.grant.test" % i for i in range(4095)]
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(saved + [dict(saved[0], host=h) for h in hosts], f)
+        granted = calendar.timegm(time.strptime(saved[0]["granted"],
+                                                "%Y-%m-%dT%H:%M:%SZ"))
+        line = ('{"sandbox":"%s","host":"%s","port":80,"revoked":%d,'
+                '"granted":%d}\n')
+        text = (line % (SBX_B, "g.grant.test", granted, granted) +
+                line % (SBX_B, hosts[1], granted - 60, granted - 60))
+        lines, size, i = [text], len(text), 0
+        while size < 8 * 1024 * 1024 - 1024:
+            other = line % ("other%06d" % i, "x%06d.grant.test" % i,
+                            granted, granted)
+            lines.append(other)
+            size += len(other)
+            i += 1
+        with open(path + ".revoked", "w", encoding="utf-8") as f:
+            f.write("".join(lines))
+        try:
+            p.start()
+        except proxylib.ProxyError as e:
+            self.fail("4,096 grants and %d revokes: the proxy did not "
+                      "start: %s" % (len(lines), str(e)[:300]))
+        proxylib.wait_unix_socket(p.ctl)
+        status, body = proxylib.control(p.ctl, "GET", "/grants")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(sorted(g["host"] for g in body["grants"]),
+                         sorted(hosts))
+        self.assertIn("grant of g.grant.test:80 to %s stays revoked"
+                      % SBX_B, p.stderr())
 
     def test_blocks_kept_per_sandbox(self):
         p = control_proxy("blocks-per-sandbox")

@@ -265,15 +265,31 @@ test_text(void **state)
 }
 
 /*
+ * The revokes of text, read into a table (grants_tombs_add): 1 when they
+ * end g, 0 when not, -1 when text is damaged.
+ */
+static int
+test_ends(const struct grant *g, const char *text, size_t len)
+{
+	struct grants_tombs	*t = grants_tombs_new();
+	int			 r;
+
+	assert_non_null(t);
+	r = grants_tombs_add(t, text, len) != NULL ? -1 :
+	    grants_tombs_ends(t, g);
+	grants_tombs_free(t);
+	return r;
+}
+
+/*
  * The revokes file: a line ends the grants of its sandbox, host and port
- * given at or before it, whatever lies around it (the torn end of a
- * crash, a line of another grant).
+ * given at or before it; a line of another grant does not.
  */
 static void
 test_tomb(void **state)
 {
 	struct grant	 g, other;
-	char		*line, text[1024];
+	char		*line;
 
 	(void)state;
 	test_fill(&g, "a.corp.test", "", 60);
@@ -281,21 +297,104 @@ test_tomb(void **state)
 	assert_non_null(line = grants_tomb_line(&g, T0 + 5));
 	assert_int_equal(line[0], '\n');
 	assert_int_equal(line[strlen(line) - 1], '\n');
-	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 1);
-	assert_int_equal(grants_tomb_ends(&other, line, strlen(line)), 0);
-	/* After a torn line, and cut short itself: only whole lines count. */
-	snprintf(text, sizeof(text), "{\"sandbox\":\"sb%s", line);
-	assert_int_equal(grants_tomb_ends(&g, text, strlen(text)), 1);
-	assert_int_equal(grants_tomb_ends(&g, text, strlen(text) - 3), 0);
+	assert_int_equal(test_ends(&g, line, strlen(line)), 1);
+	assert_int_equal(test_ends(&other, line, strlen(line)), 0);
 	/* A grant given again after the revoke is not ended by it. */
 	g.granted = T0 + 6;
-	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 0);
+	assert_int_equal(test_ends(&g, line, strlen(line)), 0);
 	g.granted = T0;
 	g.port = 80;
-	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 0);
-	assert_int_equal(grants_tomb_ends(&g, "", 0), 0);
-	assert_int_equal(grants_tomb_ends(&g, "[1]\n{}\n", 7), 0);
+	assert_int_equal(test_ends(&g, line, strlen(line)), 0);
+	assert_int_equal(test_ends(&g, "", 0), 0);
+	assert_int_equal(test_ends(&g, "  \n\n   \n", 8), 0);	/* padding */
 	free(line);
+}
+
+/*
+ * A damaged line may be the revoke of any grant (atk15r21 F3): the
+ * torn end of a crash, a NUL, a line that is no revoke, a key twice,
+ * wherever it is, makes the text unusable, and says why.
+ */
+static void
+test_tomb_damage(void **state)
+{
+	struct grants_tombs	*t;
+	struct grant		 g;
+	char			*line, text[1024];
+	size_t			 n;
+
+	(void)state;
+	test_fill(&g, "a.corp.test", "", 60);
+	assert_non_null(line = grants_tomb_line(&g, T0 + 5));
+	snprintf(text, sizeof(text), "{\"sandbox\":\"sb%s", line);
+	assert_int_equal(test_ends(&g, text, strlen(text)), -1);
+	snprintf(text, sizeof(text), "%s", line);
+	assert_int_equal(test_ends(&g, text, strlen(text) - 3), -1);
+	assert_int_equal(test_ends(&g, "[1]\n{}\n", 7), -1);
+	n = (size_t)snprintf(text, sizeof(text), "%s%s", line, line);
+	text[n / 2 + 4] = '\0';
+	assert_int_equal(test_ends(&g, text, n), -1);
+	snprintf(text, sizeof(text), "%.*s,\"port\":80}\n",
+	    (int)strlen(line) - 2, line);
+	assert_non_null(t = grants_tombs_new());
+	assert_string_equal(grants_tombs_add(t, text, strlen(text)),
+	    "a line that is not one of its revokes");
+	grants_tombs_free(t);
+	assert_non_null(t = grants_tombs_new());
+	assert_string_equal(grants_tombs_add(t, line, strlen(line) - 1),
+	    "a last line with no newline");
+	grants_tombs_free(t);
+	free(line);
+}
+
+/*
+ * The table (atk35a F2: the file was walked again for each grant): the
+ * revokes of a destination kept as the newest grant they ended, across
+ * lines and the texts added (the file loaded's and the replica's own),
+ * one entry each, looked up by sandbox, host and port.
+ */
+static void
+test_tombs_table(void **state)
+{
+	struct grants_tombs	*t;
+	struct grant		 g, h;
+	char			*a, *b, *c, text[1024];
+
+	(void)state;
+	test_fill(&g, "a.corp.test", "", 60);
+	test_fill(&h, "a.corp.test", "", 60);
+	snprintf(h.sandbox, sizeof(h.sandbox), "sbx_b");
+	assert_non_null(a = grants_tomb_line(&g, T0 + 5));
+	g.granted = T0 + 100;
+	assert_non_null(b = grants_tomb_line(&g, T0 + 105));
+	g.granted = T0 + 50;
+	assert_non_null(c = grants_tomb_line(&g, T0 + 55));
+	assert_non_null(t = grants_tombs_new());
+	snprintf(text, sizeof(text), "%s%s", a, b);
+	assert_null(grants_tombs_add(t, text, strlen(text)));
+	assert_null(grants_tombs_add(t, c, strlen(c)));	/* older: kept */
+	assert_int_equal(grants_tombs_count(t), 1);
+	g.granted = T0 + 100;
+	assert_int_equal(grants_tombs_ends(t, &g), 1);
+	g.granted = T0 + 101;
+	assert_int_equal(grants_tombs_ends(t, &g), 0);
+	assert_int_equal(grants_tombs_ends(t, &h), 0);	/* another sandbox */
+	h.granted = T0 - 50;
+	assert_null(grants_tombs_add(t, a, strlen(a)));	/* again */
+	snprintf(text, sizeof(text), "\n{\"sandbox\":\"sbx_b\",\"host\":"
+	    "\"a.corp.test\",\"port\":443,\"revoked\":%lld}\n",
+	    (long long)T0);
+	assert_null(grants_tombs_add(t, text, strlen(text)));
+	assert_int_equal(grants_tombs_count(t), 2);
+	assert_int_equal(grants_tombs_ends(t, &h), 1);
+	g.granted = T0 + 100;
+	assert_int_equal(grants_tombs_ends(t, &g), 1);
+	h.port = 80;
+	assert_int_equal(grants_tombs_ends(t, &h), 0);
+	grants_tombs_free(t);
+	free(a);
+	free(b);
+	free(c);
 }
 
 /*
@@ -313,17 +412,17 @@ test_tomb_clock_step(void **state)
 	(void)state;
 	test_fill(&g, "a.corp.test", "", 60);
 	assert_non_null(line = grants_tomb_line(&g, g.granted - 20));
-	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 1);
+	assert_int_equal(test_ends(&g, line, strlen(line)), 1);
 	g.granted += 1;		/* given again since: not ended */
-	assert_int_equal(grants_tomb_ends(&g, line, strlen(line)), 0);
+	assert_int_equal(test_ends(&g, line, strlen(line)), 0);
 	free(line);
 	/* An older proxy's line, with only the revoke's time. */
 	snprintf(text, sizeof(text), "\n{\"sandbox\":\"%s\",\"host\":"
 	    "\"%s\",\"port\":%d,\"revoked\":%lld}\n", g.sandbox, g.host,
 	    g.port, (long long)g.granted);
-	assert_int_equal(grants_tomb_ends(&g, text, strlen(text)), 1);
+	assert_int_equal(test_ends(&g, text, strlen(text)), 1);
 	g.granted += 1;
-	assert_int_equal(grants_tomb_ends(&g, text, strlen(text)), 0);
+	assert_int_equal(test_ends(&g, text, strlen(text)), 0);
 }
 
 int
@@ -337,6 +436,8 @@ main(void)
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_tomb),
+		cmocka_unit_test(test_tomb_damage),
+		cmocka_unit_test(test_tombs_table),
 		cmocka_unit_test(test_tomb_clock_step),
 	};
 
