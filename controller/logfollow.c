@@ -13,6 +13,7 @@
 #include "logread.h"
 #include "logset.h"
 #include "logverify.h"
+#include "siphash.h"
 #include "util.h"
 
 /*
@@ -45,7 +46,14 @@ struct logchain_key {
 	unsigned long long	hi, lo;
 };
 
-/* A set of keys: open addressing, half full at most; {0, 0}: empty. */
+/*
+ * A set of keys: open addressing, half full at most; {0, 0}: empty.
+ * Linear probing from a keyed slot, at most LOGCHAIN_PROBES slots a
+ * lookup (LOGCHAIN_FULL: none found within them).
+ */
+#define LOGCHAIN_PROBES	64
+#define LOGCHAIN_FULL	((size_t)-1)
+
 struct logchain_gen {
 	struct logchain_key	*slot;
 	size_t			 n, cap;
@@ -57,6 +65,8 @@ struct logchain {
 	char			hash[LOGVERIFY_HASH_HEX + 1];
 	struct logchain_gen	gen[2];		/* [0] the newer */
 	int			forgot;		/* gen[1] was let go once */
+	int			capped;		/* a probe run was cut short */
+	unsigned		probes_max;	/* the longest probe run */
 };
 
 /* A file of the log held, and how far its lines were given. */
@@ -310,7 +320,13 @@ logchain_free(struct logchain *c)
 int
 logchain_forgot(const struct logchain *c)
 {
-	return c->forgot;
+	return c->forgot || c->capped;
+}
+
+unsigned
+logchain_probes(const struct logchain *c)
+{
+	return c->probes_max;
 }
 
 /* The first 128 bits of a hash in hex (64 lowercase hex digits). */
@@ -332,54 +348,100 @@ logchain_key(const char *hex)
 	return k;
 }
 
-/* The slot of k in g: where it is, or the empty one where it goes. */
+/*
+ * Where k's probe run starts in g: keyed by this process's secret
+ * (sg_keyed_hash(), SipHash), so lines ground to share a slot (hashes
+ * chosen by whoever can write in the folder) spread like any others
+ * (atk35b F2: an unkeyed (lo ^ hi) let planted lines pack one run).
+ */
 static size_t
-logchain_slot(const struct logchain_gen *g, struct logchain_key k)
+logchain_home(const struct logchain_gen *g, struct logchain_key k)
 {
-	size_t	i = (size_t)(k.lo ^ k.hi) & (g->cap - 1);
+	unsigned char	m[16];
+
+	memcpy(m, &k.hi, 8);
+	memcpy(m + 8, &k.lo, 8);
+	return (size_t)sg_keyed_hash(m, sizeof(m)) & (g->cap - 1);
+}
+
+/*
+ * The slot of k in g: where it is, or the empty one where it goes; or
+ * LOGCHAIN_FULL past LOGCHAIN_PROBES slots looked at (never with a
+ * secret slot but by a chance too small to count; if ever, a key not
+ * found is a gap said and a key not added is one forgotten: a warning,
+ * never silence). The probes are counted (c->probes_max).
+ */
+static size_t
+logchain_slot(struct logchain *c, const struct logchain_gen *g,
+    struct logchain_key k)
+{
+	size_t		i = logchain_home(g, k);
+	unsigned	probes = 1;
 
 	while ((g->slot[i].hi != 0 || g->slot[i].lo != 0) &&
-	    (g->slot[i].hi != k.hi || g->slot[i].lo != k.lo))
+	    (g->slot[i].hi != k.hi || g->slot[i].lo != k.lo)) {
+		if (probes == LOGCHAIN_PROBES) {
+			c->capped = 1;
+			i = LOGCHAIN_FULL;
+			break;
+		}
 		i = (i + 1) & (g->cap - 1);
+		probes++;
+	}
+	if (probes > c->probes_max)
+		c->probes_max = probes;
 	return i;
 }
 
 static int
-logchain_in(const struct logchain_gen *g, struct logchain_key k)
+logchain_in(struct logchain *c, const struct logchain_gen *g,
+    struct logchain_key k)
 {
 	size_t	i;
 
 	if (g->cap == 0)
 		return 0;
-	i = logchain_slot(g, k);
-	return g->slot[i].hi == k.hi && g->slot[i].lo == k.lo;
+	i = logchain_slot(c, g, k);
+	return i != LOGCHAIN_FULL && g->slot[i].hi == k.hi &&
+	    g->slot[i].lo == k.lo;
 }
 
 static int
-logchain_known(const struct logchain *c, const char *hex)
+logchain_known(struct logchain *c, const char *hex)
 {
 	struct logchain_key	k = logchain_key(hex);
 
-	return logchain_in(&c->gen[0], k) || logchain_in(&c->gen[1], k);
+	return logchain_in(c, &c->gen[0], k) || logchain_in(c, &c->gen[1], k);
 }
 
-/* Add k to g (not in it), doubling g to stay at most half full. */
+/*
+ * Add k to g (not in it), doubling g to stay at most half full. A key
+ * with no slot within LOGCHAIN_PROBES is left out (forgotten: a line
+ * after it is said as a gap).
+ */
 static void
-logchain_add(struct logchain_gen *g, struct logchain_key k)
+logchain_add(struct logchain *c, struct logchain_gen *g,
+    struct logchain_key k)
 {
 	struct logchain_gen	old = *g;
-	size_t			i;
+	size_t			i, j;
 
 	if (2 * (g->n + 1) > g->cap) {
 		g->cap = old.cap == 0 ? 1024 : old.cap * 2;
 		g->slot = util_xcalloc(g->cap, sizeof(*g->slot));
+		g->n = 0;
 		for (i = 0; i < old.cap; i++)
-			if (old.slot[i].hi != 0 || old.slot[i].lo != 0)
-				g->slot[logchain_slot(g, old.slot[i])] =
-				    old.slot[i];
+			if ((old.slot[i].hi != 0 || old.slot[i].lo != 0) &&
+			    (j = logchain_slot(c, g, old.slot[i])) !=
+			    LOGCHAIN_FULL) {
+				g->slot[j] = old.slot[i];
+				g->n++;
+			}
 		free(old.slot);
 	}
-	g->slot[logchain_slot(g, k)] = k;
+	if ((j = logchain_slot(c, g, k)) == LOGCHAIN_FULL)
+		return;
+	g->slot[j] = k;
 	g->n++;
 }
 
@@ -393,7 +455,7 @@ logchain_remember(struct logchain *c, const char *hex)
 {
 	struct logchain_key	k = logchain_key(hex);
 
-	if (logchain_in(&c->gen[0], k))
+	if (logchain_in(c, &c->gen[0], k))
 		return;
 	if (c->gen[0].n >= LOGCHAIN_KEEP) {
 		free(c->gen[1].slot);
@@ -401,7 +463,7 @@ logchain_remember(struct logchain *c, const char *hex)
 		memset(&c->gen[0], 0, sizeof(c->gen[0]));
 		c->forgot = 1;
 	}
-	logchain_add(&c->gen[0], k);
+	logchain_add(c, &c->gen[0], k);
 }
 
 enum logchain_verdict

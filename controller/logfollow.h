@@ -87,6 +87,9 @@ int			 logfollow_run(struct logfollow *,
  * when the newer is full the older is forgotten, so the last
  * LOGCHAIN_KEEP lines given at least are known. A line whose prev is the
  * hash of a line forgotten is said as a gap (a warning, never silence).
+ * The slot of a hash is keyed by a per-process secret (SipHash) and a
+ * lookup looks at a bounded number of slots; one that finds none counts
+ * the hash as not known (a gap said, atk35b F2).
  */
 #define LOGCHAIN_KEEP	(1 << 18)
 
@@ -109,7 +112,17 @@ enum logchain_verdict {
 enum logchain_verdict logchain_line(struct logchain *, const char *line,
 		    size_t len, long long *seq, long long *last);
 
-/* 1 when hashes were forgotten (LOGCHAIN_KEEP reached). */
+/*
+ * 1 when hashes were forgotten (LOGCHAIN_KEEP reached, or one found no
+ * slot within the probes a lookup may take).
+ */
 int		 logchain_forgot(const struct logchain *);
+
+/*
+ * The most slots one lookup or insert looked at (the set's slots are
+ * keyed by a per-process secret and a lookup looks at 64 at most:
+ * lines ground to collide cannot make each lookup walk long runs).
+ */
+unsigned	 logchain_probes(const struct logchain *);
 
 #endif

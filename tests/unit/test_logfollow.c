@@ -193,6 +193,63 @@ test_bound(void **state)
 	logchain_free(c);
 }
 
+/* The slot the set used before atk35b F2: (lo ^ hi) of the hash's first
+ * 128 bits, masked. */
+static unsigned long long
+unkeyed_home(const char *hex)
+{
+	unsigned long long	hi = 0, lo = 0;
+	int			i, d;
+
+	for (i = 0; i < 32; i++) {
+		d = hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10;
+		if (i < 16)
+			hi = hi << 4 | (unsigned)d;
+		else
+			lo = lo << 4 | (unsigned)d;
+	}
+	return hi ^ lo;
+}
+
+/*
+ * atk35b F2: lines ground so that their hashes all share the first 32
+ * slots of a 4096-slot set under an unkeyed slot, then a line whose prev
+ * (never given) starts there too. Each lookup walked the whole run
+ * (~COLLIDE probes); with the keyed slot and the probe bound no lookup
+ * or insert looks at more than 64, and the unknown prev is still a gap.
+ */
+#define COLLIDE	1500
+static void
+test_collide(void **state)
+{
+	struct logchain	*c = logchain_new();
+	char		line[512], ev[64], x[65], probe[65];
+	long long	seq, last;
+	unsigned	nonce = 0;
+	int		k = 0;
+	size_t		len;
+
+	(void)state;
+	while (k < COLLIDE) {
+		snprintf(ev, sizeof(ev), "log.checkpoint.%u", nonce++);
+		len = make_line(line, sizeof(line), 1, ev, ZEROS, x);
+		if ((unkeyed_home(x) & 4095) >= 32)
+			continue;
+		assert_int_equal(logchain_line(c, line, len, &seq, &last),
+		    LOGCHAIN_OK);
+		k++;
+	}
+	/* A prev never given, its unkeyed slot in the run. */
+	do {
+		snprintf(ev, sizeof(ev), "egress.blocked.%u", nonce++);
+		make_line(line, sizeof(line), 1, ev, ZEROS, probe);
+	} while ((unkeyed_home(probe) & 4095) >= 32);
+	assert_int_equal(give(c, 5, "egress.blocked", probe, x, &last),
+	    LOGCHAIN_GAP);
+	assert_in_range(logchain_probes(c), 1, 64);
+	logchain_free(c);
+}
+
 int
 main(void)
 {
@@ -202,6 +259,7 @@ main(void)
 		cmocka_unit_test(test_repeat),
 		cmocka_unit_test(test_seq_max),
 		cmocka_unit_test(test_bound),
+		cmocka_unit_test(test_collide),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
