@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "control.h"
 #include "apartfile.h"
@@ -58,6 +60,19 @@ static int		 control_registry_unsaved;
 static json_int_t	 control_removals_unkept;
 /* a removal file was damaged at start (control_registry_unsure) */
 static int		 control_removals_damaged;
+/*
+ * Damage in another proxy's removal files (it is not rewritten here,
+ * so it stays): file name -> what the file was, saved in this proxy's
+ * registry file with the floor that damage raised (control_registry_json)
+ * and read back at the next start, where an unchanged file raises
+ * nothing again (atk35c F2: it raised the floor at every start).
+ */
+static json_t		*control_counted_then;	/* as saved before */
+static json_t		*control_counted;	/* found at this start */
+static struct {
+	const char	*path;		/* another proxy's file being read */
+	char		 id[192];	/* what it is (control_other_begin) */
+} control_other;
 static time_t		 control_grants_unsaved_since;	/* first failure */
 static time_t		 control_grants_failed;		/* last failure */
 static struct blockring		*control_rings;	/* recent blocks */
@@ -127,7 +142,16 @@ static json_int_t control_registry_load(struct proxy *, const char *);
 static const char *control_registry_damage(json_t *, json_t *);
 static const char *control_registry_marks_damage(json_t *, json_t *);
 static int	control_replicas_load(struct proxy *, const char *);
-static int	control_others_load(struct proxy *, const char *,
+static void	control_other_begin(const char *, const char *,
+		    const char *);
+static void	control_other_text(const char *, size_t);
+static void	control_other_end(void);
+static int	control_other_counted(struct proxy *, const char *,
+		    const char *);
+static json_int_t control_other_registry(struct proxy *, const char *);
+static void	control_other_gone(struct proxy *, const char *,
+		    json_int_t, const char *);
+static int	control_others_load(struct proxy *, const char *, int,
 		    json_int_t);
 static void	control_registry_open(struct proxy *, const char *);
 static void	control_identities(struct proxy *, const char *);
@@ -479,6 +503,8 @@ control_gone_unknown(struct proxy *px, const char *path, const char *why)
 {
 	char	*detail;
 
+	if (control_other_counted(px, path, why))
+		return;
 	registry_gone_unknown(px->registry);
 	control_removals_damaged = 1;
 	util_xasprintf(&detail, "%s cannot be read (%s): the removed "
@@ -1376,6 +1402,12 @@ control_registry_json(struct proxy *px, int removals)
 	    registry_json(r), "floor", (json_int_t)registry_gone_floor(r),
 	    "kept", (json_int_t)registry_gone_count(r));
 
+	/* with the floor it raised, in one write (control_other_counted) */
+	if (o != NULL && json_object_size(control_counted) > 0 &&
+	    json_object_set(o, "others_damaged", control_counted) == -1) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o != NULL && removals && (json_object_set_new(o, "unregistered",
 	    registry_gone_json(r)) == -1 || json_object_set_new(o, "seen",
 	    json_integer((json_int_t)registry_gone_seen(r))) == -1)) {
@@ -1595,6 +1627,7 @@ control_gone_load(struct proxy *px, const char *path, json_int_t kept)
 		}
 		return;
 	}
+	control_other_text(text, len);
 	top = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
 	free(text);
 	if (top == NULL) {
@@ -1686,14 +1719,24 @@ control_removed_line(struct proxy *px, const char *path, const char *line,
 struct control_removed_file {
 	struct proxy	*px;
 	const char	*path;
+	size_t		 bad;		/* lines damaged or not known */
+	const char	*first;		/* what was wrong with the first */
 };
+
+/* A damaged line counted (one floor rise for the file: atk35c F3). */
+static void
+control_removed_bad(struct control_removed_file *f, const char *why)
+{
+	if (f->bad++ == 0)
+		f->first = why;
+}
 
 /*
  * apartfile_lines(): every line of the whole text applied, a NUL
  * damaging its own line only (the lines after one were never applied:
  * atk15r20 F1). A last line with no newline is torn or not the proxy's
  * (atk1921l F1): applied if it reads, not known all the same. Damage
- * fails closed (control_gone_unknown).
+ * is counted, to fail closed once for the file (control_removed_load).
  */
 static int
 control_removed_each(const char *s, size_t n, int damage, void *arg)
@@ -1702,25 +1745,26 @@ control_removed_each(const char *s, size_t n, int damage, void *arg)
 	const char			*why;
 
 	if (damage & APARTFILE_NUL)
-		control_gone_unknown(f->px, f->path,
-		    apartfile_damage(APARTFILE_NUL));
+		control_removed_bad(f, apartfile_damage(APARTFILE_NUL));
 	why = control_removed_line(f->px, f->path, s, n);
 	if (damage & APARTFILE_TORN)
 		why = apartfile_damage(APARTFILE_TORN);
 	if (why != NULL)
-		control_gone_unknown(f->px, f->path, why);
+		control_removed_bad(f, why);
 	return 0;
 }
 
 /*
  * At start: the unregisters kept apart, applied again. What cannot be
- * read fails closed (control_gone_unknown), a line at a time.
+ * read fails closed (control_gone_unknown) once for the file, however
+ * many of its lines are damaged: one floor rise, one event naming the
+ * count (atk35c F3: one per line flooded the logs and stalled the start).
  */
 static void
 control_removed_load(struct proxy *px, const char *path)
 {
-	struct control_removed_file	 f = { px, path };
-	char				*text;
+	struct control_removed_file	 f = { px, path, 0, NULL };
+	char				*text, *why_n;
 	const char			*why;
 	size_t				 len;
 
@@ -1729,8 +1773,17 @@ control_removed_load(struct proxy *px, const char *path)
 			control_gone_unknown(px, path, why);
 		return;
 	}
+	control_other_text(text, len);
 	apartfile_lines(text, len, control_removed_each, &f);
 	free(text);
+	if (f.bad == 1)
+		control_gone_unknown(px, path, f.first);
+	else if (f.bad > 1) {
+		util_xasprintf(&why_n, "%zu damaged lines, the first: %s",
+		    f.bad, f.first);
+		control_gone_unknown(px, path, why_n);
+		free(why_n);
+	}
 }
 
 /*
@@ -1744,8 +1797,14 @@ control_registry_open(struct proxy *px, const char *sock)
 {
 	unsigned long long forgotten = registry_gone_forgotten(px->registry);
 	json_int_t kept;
+	time_t	 own;
 	char	*old;
 	int	 again = 0, taken, others;
+
+	json_decref(control_counted_then);
+	json_decref(control_counted);
+	control_counted_then = NULL;
+	control_counted = json_object();
 
 	control_registry_path = control_beside(sock, "registry",
 	    px->cfg.instance);
@@ -1765,12 +1824,21 @@ control_registry_open(struct proxy *px, const char *sock)
 	util_xasprintf(&control_gone_path, "%s.gone", control_registry_path);
 	control_gone_load(px, control_gone_path, taken ? 0 : kept);
 	control_removed_load(px, control_registry_removed);
+	own = registry_gone_floor(px->registry);
 	if (px->cfg.instance != NULL)
-		others = control_others_load(px, old, taken ? kept : 0);
+		others = control_others_load(px, old, taken, kept);
 	else
 		others = control_replicas_load(px, sock);
 	/* removals forgotten past the max while loading (atk15r18 F2) */
 	control_gone_floor_note(px, forgotten);
+	/*
+	 * A floor the other proxy raised (removals it forgot or could not
+	 * read) above this one's: a sandbox restored here may be one it
+	 * removed, as with damage here (atk35c F1). Once saved, the next
+	 * start finds its own floor as high and marks nothing.
+	 */
+	if (registry_gone_floor(px->registry) > own)
+		control_removals_damaged = 1;
 	if (control_removals_damaged)
 		control_registry_unsure(px);
 	proxy_log_blocks_registry(px);
@@ -1784,58 +1852,238 @@ control_registry_open(struct proxy *px, const char *sock)
 }
 
 /*
- * A replica's start in a folder a single proxy used: that proxy's
- * removed sandboxes (base.gone, kept: what the taken registry file
- * counts there) and removals kept apart (base.removed), at every start,
- * not only the first (atk15r17 F1: their tokens passed again; atk15r22
- * F3: a single proxy that ran between two runs of the replica removed
- * sandboxes this one never read). Only refusals are added (fail
- * closed). 1 when either file is there (to be saved in this replica's
- * own files), else 0.
+ * Another proxy's file, path, is read from here to control_other_end():
+ * its damage is counted once (control_other_counted). What it is: the
+ * stat of idpath (the file itself, or for a .gone that is not there
+ * the registry file saying it keeps removals), taken before it is
+ * read, then the digest of the text read (control_other_text). A file
+ * changed since, in any way, is another: its damage is counted again.
+ */
+static void
+control_other_begin(const char *path, const char *idpath, const char *what)
+{
+	struct stat	st;
+
+	control_other.path = path;
+	if (lstat(idpath, &st) == -1)
+		snprintf(control_other.id, sizeof(control_other.id), "%s-",
+		    what);
+	else
+		snprintf(control_other.id, sizeof(control_other.id),
+		    "%s%ju:%ju:%jd:%lld.%09ld:%lld.%09ld", what,
+		    (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+		    (intmax_t)st.st_size, (long long)st.st_mtim.tv_sec,
+		    st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+		    st.st_ctim.tv_nsec);
+}
+
+/* The text of the other proxy's file read: its digest, in what it is. */
+static void
+control_other_text(const char *text, size_t len)
+{
+	unsigned char	md[EVP_MAX_MD_SIZE];
+	unsigned int	n, i;
+	size_t		at;
+
+	if (control_other.path == NULL ||
+	    EVP_Digest(text, len, md, &n, EVP_sha256(), NULL) != 1)
+		return;
+	at = strlen(control_other.id);
+	for (i = 0; i < n && at + 3 < sizeof(control_other.id); i++, at += 2)
+		snprintf(control_other.id + at, 3, "%02x", md[i]);
+}
+
+static void
+control_other_end(void)
+{
+	control_other.path = NULL;
+}
+
+/*
+ * Damage (why) in the other proxy's file being read: kept in what this
+ * start found (saved with the floor), and 1 when the same file, unchanged,
+ * was counted at an earlier start whose save holds the floor it raised:
+ * every removal it hid is older than that floor, so nothing is raised
+ * again (said on stderr at each start). 0: not another's file, or new.
  */
 static int
-control_others_load(struct proxy *px, const char *base, json_int_t kept)
+control_other_counted(struct proxy *px, const char *path, const char *why)
 {
-	char	*path;
-	int	 there;
+	const char	*name;
+	int		 then;
 
-	util_xasprintf(&path, "%s.gone", base);
-	there = access(path, F_OK) == 0;
+	if (control_other.path == NULL || strcmp(path,
+	    control_other.path) != 0)
+		return 0;
+	name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	then = json_is_string(json_object_get(control_counted_then, name)) &&
+	    strcmp(json_string_value(json_object_get(control_counted_then,
+	    name)), control_other.id) == 0;
+	if (control_counted != NULL)
+		(void)json_object_set_new(control_counted, name,
+		    json_string(control_other.id));
+	if (then)
+		log_warnx("%s cannot be read (%s), unchanged since a start "
+		    "that raised the removed-sandbox floor for it (now %lld): "
+		    "not raised again", path, why,
+		    (long long)registry_gone_floor(px->registry));
+	return then;
+}
+
+/*
+ * The registry file of another proxy (the single proxy's, or a
+ * replica's): how many removals it says its .gone keeps (atk35c F1: read
+ * only for this proxy's own, a lost .gone of the other's read as none),
+ * and its floor, its clock and the removals it may hold itself (a marks
+ * write, an older proxy's file): only refusals are added; its
+ * registrations are its own. Damaged: not known (fails closed).
+ */
+static json_int_t
+control_other_registry(struct proxy *px, const char *path)
+{
+	json_error_t	 err;
+	json_t		*top = NULL, *arr;
+	const char	*why;
+	char		*text;
+	size_t		 len;
+	json_int_t	 kept = 0;
+
+	control_other_begin(path, path, "");
+	if ((text = control_state_read(path, &len, &why)) != NULL) {
+		control_other_text(text, len);
+		if ((top = json_loadb(text, len, JSON_REJECT_DUPLICATES,
+		    &err)) == NULL)
+			why = err.text;
+		free(text);
+	}
+	arr = json_is_array(top) ? top : json_object_get(top, "sandboxes");
+	if (why == NULL && top != NULL)
+		why = control_registry_damage(top, arr);
+	if (why != NULL)
+		control_gone_unknown(px, path, why);
+	control_other_end();
+	if (json_is_object(top)) {
+		if (json_object_get(top, "unregistered") == NULL)
+			kept = json_integer_value(json_object_get(top, "kept"));
+		registry_gone_load(px->registry, json_object_get(top,
+		    "unregistered"), (time_t)json_integer_value(
+		    json_object_get(top, "floor")), (time_t)json_integer_value(
+		    json_object_get(top, "seen")));
+	}
+	json_decref(top);
+	return kept;
+}
+
+/*
+ * The other proxy's .gone (path), kept: how many removals its registry
+ * file (reg, NULL: none) says it keeps; with kept > 0 one that is not
+ * there was lost, what the registry file is naming the loss.
+ */
+static void
+control_other_gone(struct proxy *px, const char *path, json_int_t kept,
+    const char *reg)
+{
+	if (access(path, F_OK) == -1 && errno == ENOENT)
+		control_other_begin(path, reg ? reg : path, "none, by ");
+	else
+		control_other_begin(path, path, "");
 	control_gone_load(px, path, kept);
+	control_other_end();
+}
+
+/* The other proxy's .removed, path. */
+static void
+control_other_removed(struct proxy *px, const char *path)
+{
+	control_other_begin(path, path, "");
+	control_removed_load(px, path);
+	control_other_end();
+}
+
+/*
+ * A replica's start in a folder a single proxy used: that proxy's
+ * removed sandboxes (base.gone, with the count its registry file keeps:
+ * the taken file's when taken at this start, else base's, or the taken
+ * file left by a start cut short) and removals kept apart (base.removed),
+ * at every start, not only the first (atk15r17 F1: their tokens passed
+ * again; atk15r22 F3: a single proxy that ran between two runs of the
+ * replica removed sandboxes this one never read). Only refusals are
+ * added (fail closed). 1 when one of its files is there (to be saved in
+ * this replica's own files), else 0.
+ */
+static int
+control_others_load(struct proxy *px, const char *base, int taken,
+    json_int_t kept)
+{
+	const char	*reg = control_registry_taken;
+	char		*path;
+	int		 there = 0;
+
+	if (!taken) {
+		if ((there = access(base, F_OK) == 0 || errno != ENOENT))
+			reg = base;
+		kept = reg != NULL ? control_other_registry(px, reg) : 0;
+	}
+	util_xasprintf(&path, "%s.gone", base);
+	there |= access(path, F_OK) == 0;
+	control_other_gone(px, path, kept, reg);
 	free(path);
 	util_xasprintf(&path, "%s.removed", base);
 	there |= access(path, F_OK) == 0;
-	control_removed_load(px, path);
+	control_other_removed(px, path);
 	free(path);
 	return there;
 }
 
-/* 1 for registry-NAME.json.gone or registry-NAME.json.removed. */
+/* 1 for registry-NAME.json, or its .json.gone or .json.removed. */
 static int
 control_replica_file(const struct dirent *d)
 {
 	const char	*s = d->d_name, *dot;
+	size_t		 n = strlen(s);
 
-	if (strncmp(s, "registry-", 9) != 0 || (dot = strstr(s + 9,
-	    ".json.")) == NULL || dot == s + 9)
+	if (strncmp(s, "registry-", 9) != 0 || n < 15)
+		return 0;
+	if (strcmp(s + n - 5, ".json") == 0)
+		return 1;
+	if ((dot = strstr(s + 9, ".json.")) == NULL || dot == s + 9)
 		return 0;
 	return strcmp(dot, ".json.gone") == 0 ||
 	    strcmp(dot, ".json.removed") == 0;
 }
 
 /*
+ * A replica's registry file (path), read by a single proxy: its count,
+ * floor and removals (control_other_registry), and with kept > 0 a .gone
+ * that is not there fails closed (atk35c F1); one that is there is read
+ * as the folder's other files are.
+ */
+static void
+control_replica_registry(struct proxy *px, const char *path)
+{
+	json_int_t	 kept = control_other_registry(px, path);
+	char		*gone;
+
+	util_xasprintf(&gone, "%s.gone", path);
+	if (kept > 0 && access(gone, F_OK) == -1 && errno == ENOENT)
+		control_other_gone(px, gone, kept, path);
+	free(gone);
+}
+
+/*
  * A single proxy's start (no --instance) in a folder replicas used: the
  * removed sandboxes and removals kept apart of each of them
- * (registry-NAME.json.gone, .removed; atk15r22 F3: a scale-down to one
- * proxy read none, and their removed sandboxes' tokens passed). Only
- * refusals are added; what cannot be read fails closed. 1 when one was
- * there (saved in this proxy's own files), else 0.
+ * (registry-NAME.json.gone, .removed, and the count, floor and removals
+ * of registry-NAME.json; atk15r22 F3: a scale-down to one proxy read
+ * none, and their removed sandboxes' tokens passed). Only refusals are
+ * added; what cannot be read fails closed. 1 when one was there (saved
+ * in this proxy's own files), else 0.
  */
 static int
 control_replicas_load(struct proxy *px, const char *sock)
 {
 	struct dirent	**names;
-	const char	*slash = strrchr(sock, '/');
+	const char	*slash = strrchr(sock, '/'), *name;
 	char		*dir, *path;
 	int		 i, n;
 
@@ -1849,11 +2097,14 @@ control_replicas_load(struct proxy *px, const char *sock)
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		util_xasprintf(&path, "%s/%s", dir, names[i]->d_name);
-		if (strstr(names[i]->d_name, ".json.gone") != NULL)
-			control_gone_load(px, path, 0);
+		name = names[i]->d_name;
+		util_xasprintf(&path, "%s/%s", dir, name);
+		if (strcmp(name + strlen(name) - 5, ".json") == 0)
+			control_replica_registry(px, path);
+		else if (strstr(name, ".json.gone") != NULL)
+			control_other_gone(px, path, 0, NULL);
 		else
-			control_removed_load(px, path);
+			control_other_removed(px, path);
 		free(path);
 		free(names[i]);
 	}
@@ -2004,6 +2255,11 @@ control_registry_load(struct proxy *px, const char *path)
 		control_gone_unknown(px, path, cause);
 	kept = json_object_get(top, "unregistered") != NULL ? 0 :
 	    json_integer_value(json_object_get(top, "kept"));
+	/* the other proxies' damage its floor holds (not a taken file's) */
+	if (strcmp(path, control_registry_path) == 0 && json_is_object(
+	    json_object_get(top, "others_damaged")))
+		control_counted_then = json_incref(json_object_get(top,
+		    "others_damaged"));
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
 	    "floor")), (time_t)json_integer_value(json_object_get(top,
@@ -2191,6 +2447,9 @@ control_close(struct proxy *px)
 	free(control_registry_path);
 	free(control_gone_path);
 	control_gone_path = NULL;
+	json_decref(control_counted_then);
+	json_decref(control_counted);
+	control_counted_then = control_counted = NULL;
 	free(control_grants_path);
 	free(control_tomb_path);
 	blockring_free(control_rings);

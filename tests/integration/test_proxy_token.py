@@ -1027,6 +1027,9 @@ class SingleProxyAfterReplicas(unittest.TestCase):
             args += ["--instance", instance]
         p = proxylib.Proxy(os.path.dirname(run), W["up"], sets="",
                            name=sock, extra_args=args)
+        if instance:            # a replica's log is named after it
+            p.log_path = os.path.join(p.log_dir, "security-events.%s.jsonl"
+                                      % instance)
         self.addCleanup(p.stop)
         p.start()
         proxylib.wait_unix_socket(os.path.join(run, sock))
@@ -1037,10 +1040,10 @@ class SingleProxyAfterReplicas(unittest.TestCase):
         self.assertEqual(status, 403, body)
         self.assertIn("unregistered since", body)
 
-    def replica_then_single(self, removed):
+    def replica_then_single(self, removed, between=None):
         """A folder where replica r1 ran, removed a sandbox (so its
-        registry file is written), was killed, then a single proxy
-        started: (run, r1, the single proxy)."""
+        registry file is written), was killed, then (after between(run,
+        r1)) a single proxy started: (run, r1, the single proxy)."""
         d = tempfile.mkdtemp(prefix="down-", dir=W["dir"])
         run = os.path.join(d, "run")
         os.makedirs(run)
@@ -1051,6 +1054,8 @@ class SingleProxyAfterReplicas(unittest.TestCase):
         self.assertEqual(st, 200, body)
         r.kill()
         r.stop()
+        if between is not None:
+            between(run, r)
         return run, r, self.proxy(run, "control.sock")
 
     def test_replicas_removals_after_a_scale_down(self):
@@ -1076,6 +1081,174 @@ class SingleProxyAfterReplicas(unittest.TestCase):
         proxylib.wait_unix_socket(os.path.join(run, "control-r1.sock"))
         self.refused(r, self.SBC, issued)
         r.stop()
+
+    def floor_refused(self, p, sandbox, issued):
+        """sandbox's token refused by the floor (its removal not known)."""
+        status, body = get(p, token(W["key"], sandbox, issued=issued))
+        self.assertEqual(status, 403, body)
+        self.assertIn("removed-sandbox floor", body)
+
+    def test_a_replicas_lost_gone_after_a_scale_down(self):
+        """atk35c F1: the "kept" count was checked only for the proxy's
+        own files: a replica's registry-r1.json.gone lost, read by the
+        single proxy after a scale-down, was no removals; so was one
+        lost again after r1 restarted once (its raised floor in
+        registry-r1.json, which the single proxy never read). The single
+        proxy now reads each replica's registry file too: its count, its
+        floor and removals."""
+        issued = int(time.time()) - 60
+        for case in ("lost", "lost after a restart"):
+            with self.subTest(case=case):
+                def between(run, r):
+                    gone = os.path.join(run, "registry-r1.json.gone")
+                    os.unlink(gone)
+                    if case == "lost":
+                        return
+                    r.start()       # fails closed, raises its floor
+                    proxylib.wait_unix_socket(os.path.join(
+                        run, "control-r1.sock"))
+                    r.stop()
+                    os.unlink(gone)
+                run, r, single = self.replica_then_single(self.SBX, between)
+                self.floor_refused(single, self.SBX, issued)
+                single.stop()
+
+    def test_back_and_forth_with_a_lost_gone(self):
+        """atk35c F1: the single proxy's registry.json.gone lost before
+        r1 starts again: r1 read registry.json's "kept" only while it
+        was its taken file, and the single proxy's removal passed."""
+        issued = int(time.time()) - 60
+        run, r, single = self.replica_then_single("sbx_f3other")
+        st, body = proxylib.control(os.path.join(run, "control.sock"),
+                                    "POST", "/unregister",
+                                    {"sandbox": self.SBC})
+        self.assertEqual(st, 200, body)
+        single.stop()
+        os.unlink(os.path.join(run, "registry.json.gone"))
+        r.start()
+        proxylib.wait_unix_socket(os.path.join(run, "control-r1.sock"))
+        self.floor_refused(r, self.SBC, issued)
+        self.assertTrue(any("registry.json.gone cannot be read (not there"
+                            in e.get("detail", "") for e in r.events()))
+        r.stop()
+
+
+class OthersDamageCountedOnce(unittest.TestCase):
+    """atk35c F2: a damaged file of the other proxy (a replica's read by
+    the single proxy, the single proxy's read by a replica) is never
+    rewritten by the proxy reading it: the floor rose to "now" at every
+    start, and every live sandbox's tokens issued before were refused
+    after each restart. The damage is counted once: what the file was is
+    saved in the reader's registry file with the floor it raised, and an
+    unchanged file raises nothing again. A kill at either write of the
+    start that counts it loses neither the floor nor the marks.
+    F3: a .removed of many damaged lines raised the floor (an event and
+    a log line) once per line: now once per file, naming the count."""
+
+    SBX = "sbx_f2x000000000000000000001"
+    SBL = "sbx_f2l000000000000000000001"
+
+    def proxy(self, run, instance):
+        sock = "control-%s.sock" % instance if instance else "control.sock"
+        args = ["--control-socket", os.path.join(run, sock),
+                "--token-key", W["pub"], "--token-any-source"]
+        if instance:
+            args += ["--instance", instance]
+        p = proxylib.Proxy(os.path.dirname(run), W["up"], sets="",
+                           name=sock, extra_args=args)
+        if instance:            # a replica's log is named after it
+            p.log_path = os.path.join(p.log_dir, "security-events.%s.jsonl"
+                                      % instance)
+        self.addCleanup(p.stop)
+        p.sock = os.path.join(run, sock)
+        return p
+
+    def up(self, p, crash=None):
+        """p started (killed at crash, SANDGATE_TEST_CRASH, if given)."""
+        if crash:
+            p.env["SANDGATE_TEST_CRASH"] = crash
+            with self.assertRaises(proxylib.ProxyError):
+                p.start()
+            self.assertEqual(p.proc.wait(), -signal.SIGKILL, p.stderr())
+            p.stop()
+            p.env.pop("SANDGATE_TEST_CRASH")
+            return
+        p.start()
+        proxylib.wait_unix_socket(p.sock)
+
+    def raised(self, p):
+        return [e["detail"] for e in p.events() if e.get("event") ==
+                "registry.removed_floor_raised"]
+
+    def test_the_others_damage_raises_the_floor_once(self):
+        for instance, other in ((None, "registry-r2.json.removed"),
+                                ("r1", "registry.json.removed")):
+            for crash in (None, "registry:marked", "registry:gone-saved"):
+                with self.subTest(instance=instance, crash=crash):
+                    self.counted_once(instance, other, crash)
+
+    def counted_once(self, instance, other, crash):
+        d = tempfile.mkdtemp(prefix="others-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        p = self.proxy(run, instance)
+        self.up(p)
+        st, body = proxylib.control(p.sock, "POST", "/register", {
+            "address": "127.0.0.5", "sandbox": self.SBX, "sets": ""})
+        self.assertEqual(st, 200, body)
+        p.stop()
+        # the other proxy's removal of SBX, torn: not known
+        with open(os.path.join(run, other), "w") as f:
+            f.write('{"key":"%s","sandbox":tr' % self.SBX)
+        issued = int(time.time()) - 60
+        self.up(p, crash)
+        if crash:
+            self.up(p)
+        # SBX may be the removed one: refused; a sandbox registered now
+        # is live
+        status, body = get(p, token(W["key"], self.SBX, issued=issued))
+        self.assertIn("restored while removals", body)
+        st, body = proxylib.control(p.sock, "POST", "/register", {
+            "address": "127.0.0.6", "sandbox": self.SBL, "sets": ""})
+        self.assertEqual(st, 200, body)
+        raised = self.raised(p)
+        self.assertTrue(raised and other in raised[-1], raised)
+        for _ in range(2):      # the same damage: nothing raised again
+            p.stop()
+            time.sleep(1.1)
+            self.up(p)
+            self.assertEqual(self.raised(p), raised)
+            status, body = get(p, token(W["key"], self.SBL, issued=issued))
+            self.assertNotIn("token_sandbox_gone", body)
+            status, body = get(p, token(W["key"], self.SBX, issued=issued))
+            self.assertIn("restored while removals", body)
+        # the file changed: its damage is counted again
+        p.stop()
+        with open(os.path.join(run, other), "a") as f:
+            f.write("x")
+        self.up(p)
+        self.assertEqual(len(self.raised(p)), len(raised) + 1)
+        p.stop()
+
+    def test_many_damaged_lines_one_rise(self):
+        d = tempfile.mkdtemp(prefix="lines-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        with open(os.path.join(run, "registry-zz.json.removed"), "w") as f:
+            f.write("x\n" * 5000 + '{"key": "%s", "sandbox": true}\n'
+                    % self.SBX + "y\n")
+        p = self.proxy(run, None)
+        self.up(p)
+        raised = self.raised(p)
+        self.assertEqual(len(raised), 1, raised[:3])
+        self.assertIn("5001 damaged lines, the first: a line that is not "
+                      "one of its removals", raised[0])
+        self.assertLess(len(p.stderr()), 20000)
+        # the good line is applied all the same
+        status, body = get(p, token(W["key"], self.SBX,
+                                    issued=int(time.time()) - 60))
+        self.assertIn("unregistered since", body)
+        p.stop()
 
 
 class ReplicaFirstStartCutShort(unittest.TestCase):
