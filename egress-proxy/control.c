@@ -46,6 +46,8 @@
 static struct evhttp		*control_http;
 static char			*control_path;
 static char			*control_registry_path;	/* registry.json */
+/* registry.json, the single proxy's, beside a replica's own */
+static char			*control_registry_old;
 static char			*control_grants_path;	/* grants.json */
 static char			*control_tomb_path;	/* .revoked */
 /* A legacy file taken (control_take), until a save holds what it held. */
@@ -62,13 +64,18 @@ static json_int_t	 control_removals_unkept;
 static int		 control_removals_damaged;
 /*
  * Damage in another proxy's removal files (it is not rewritten here,
- * so it stays): file name -> what the file was, saved in this proxy's
- * registry file with the floor that damage raised (control_registry_json)
- * and read back at the next start, where an unchanged file raises
- * nothing again (atk35c F2: it raised the floor at every start).
+ * so it stays): file name -> what the file was, found at this start; one
+ * SHA-256 over all of them is saved in this proxy's registry file with
+ * the floor that damage raised (control_registry_json) and read back at
+ * the next start, where the same damaged files, all unchanged, raise
+ * nothing again (atk35c F2: they raised the floor at every start). One
+ * digest, not an entry a file: 25,000 damaged files made a registry
+ * file the proxy could not read back (atk36a F1).
  */
-static json_t		*control_counted_then;	/* as saved before */
+static json_t		*control_counted_then;	/* digest saved before */
 static json_t		*control_counted;	/* found at this start */
+static json_t		*control_counted_saved;	/* {digest, files} */
+static json_t		*control_counted_why;	/* [[path, why]...] */
 static struct {
 	const char	*path;		/* another proxy's file being read */
 	char		 id[192];	/* what it is (control_other_begin) */
@@ -118,6 +125,11 @@ static int	 control_gone_save(struct proxy *);
 static void	 control_gone_load(struct proxy *, const char *, json_int_t);
 static const char *control_gone_damage(json_t *);
 static void	 control_registry_unsure(struct proxy *);
+static void	 control_gone_raise(struct proxy *, const char *,
+		    const char *);
+static void	 control_others_settle(struct proxy *);
+static void	 control_registry_retire(struct proxy *);
+static void	 control_registry_save_failed(void);
 static void	 control_gone_unknown(struct proxy *, const char *,
 		    const char *);
 static void	 control_floor_event(struct proxy *, const char *,
@@ -501,10 +513,16 @@ control_floor_event(struct proxy *px, const char *detail,
 static void
 control_gone_unknown(struct proxy *px, const char *path, const char *why)
 {
+	if (!control_other_counted(px, path, why))
+		control_gone_raise(px, path, why);
+}
+
+/* control_gone_unknown: what (a file, or files) cannot be read (why). */
+static void
+control_gone_raise(struct proxy *px, const char *path, const char *why)
+{
 	char	*detail;
 
-	if (control_other_counted(px, path, why))
-		return;
 	registry_gone_unknown(px->registry);
 	control_removals_damaged = 1;
 	util_xasprintf(&detail, "%s cannot be read (%s): the removed "
@@ -651,32 +669,100 @@ control_grant_event(struct proxy *px, const struct grant *g,
 }
 
 /*
- * o (NULL: out of memory) written whole as path, atomically and durably:
- * into a file of this process's own name beside it (proxies sharing the
- * folder must not take it), synced, renamed over path, and the folder
- * synced, so that what a reply called saved survives a crash or a power
- * loss (atk1921g F7: a removed sandbox came back). 0, or -1.
+ * o (NULL: out of memory) written whole into a file of this process's
+ * own name beside path (proxies sharing the folder must not take it) and
+ * synced: that name, to be renamed or linked to path, or NULL with
+ * errno. A text over CONTROL_GRANTS_FILE_MAX is not written (EFBIG): the
+ * proxy reads no more back (control_read), and a registry file it wrote
+ * but could not read lost every registration at the next start and
+ * raised the floor at every start (atk36a F1, atk15r21 F4).
+ */
+static char *
+control_json_tmp(json_t *o, const char *path, mode_t mode)
+{
+	char	*tmp, *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	size_t	 len = text != NULL ? strlen(text) : 0, at = 0;
+	ssize_t	 n;
+	int	 fd = -1, bad, saved;
+
+	util_xasprintf(&tmp, "%s.%ld.tmp", path, (long)getpid());
+	(void)unlink(tmp);
+	if ((bad = text == NULL))
+		errno = ENOMEM;
+	else if ((bad = len > CONTROL_GRANTS_FILE_MAX))
+		errno = EFBIG;
+	else
+		bad = (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    mode)) == -1;
+	while (!bad && at < len) {
+		if ((n = write(fd, text + at, len - at)) == -1 &&
+		    errno == EINTR)
+			continue;
+		if ((bad = n <= 0) && n == 0)
+			errno = EIO;
+		at += n > 0 ? (size_t)n : 0;
+	}
+	bad = bad || fsync(fd) == -1;
+	saved = errno;
+	if (fd != -1 && close(fd) == -1 && !bad) {
+		bad = 1;
+		saved = errno;
+	}
+	free(text);
+	if (bad) {
+		(void)unlink(tmp);
+		free(tmp);
+		errno = saved;
+		return NULL;
+	}
+	return tmp;
+}
+
+/*
+ * o written whole as path, atomically and durably (control_json_tmp,
+ * renamed over path, and the folder synced), so that what a reply called
+ * saved survives a crash or a power loss (atk1921g F7: a removed sandbox
+ * came back). 0, or -1 with errno (EFBIG: too large to be read back).
  */
 static int
 control_json_replace(json_t *o, const char *path, mode_t mode)
 {
-	char	*tmp;
-	int	 fd = -1, bad;
+	char	*tmp = control_json_tmp(o, path, mode);
+	int	 saved;
 
-	util_xasprintf(&tmp, "%s.%ld.tmp", path, (long)getpid());
-	(void)unlink(tmp);
-	bad = o == NULL || (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL |
-	    O_CLOEXEC, mode)) == -1 || json_dumpfd(o, fd, JSON_COMPACT) ==
-	    -1 || fsync(fd) == -1;
-	if (fd != -1 && close(fd) == -1)
-		bad = 1;
-	bad = bad || rename(tmp, path) == -1;
-	if (bad)
-		(void)unlink(tmp);
-	free(tmp);
-	if (bad)
+	if (tmp == NULL)
 		return -1;
+	if (rename(tmp, path) == -1) {
+		saved = errno;
+		(void)unlink(tmp);
+		free(tmp);
+		errno = saved;
+		return -1;
+	}
+	free(tmp);
 	return util_sync_dir(path);
+}
+
+/*
+ * o written as path unless a file is there already (linked, never
+ * renamed over it), durably: 0 written, 1 one was there, -1 with errno.
+ */
+static int
+control_json_create(json_t *o, const char *path, mode_t mode)
+{
+	char	*tmp = control_json_tmp(o, path, mode);
+	int	 rc, saved;
+
+	if (tmp == NULL)
+		return -1;
+	rc = link(tmp, path) == -1 ? (errno == EEXIST ? 1 : -1) : 0;
+	saved = errno;
+	(void)unlink(tmp);
+	free(tmp);
+	errno = saved;
+	if (rc == 0 && util_sync_dir(path) == -1)
+		return -1;
+	return rc;
 }
 
 /* grants.json, written whole and atomically, readable by the proxy alone. */
@@ -1384,8 +1470,8 @@ control_crash_point(const char *where, const char *what)
 }
 
 /*
- * What the registry file holds: the sandboxes (with their unsure marks)
- * and the floor, and with removals the removed sandboxes and the clock
+ * What the registry file holds: the sandboxes (the unsure ones first,
+ * "unsure_first" counting them) and the floor, and with removals the removed sandboxes and the clock
  * they age by too, as in .gone. The floor is always there, so the marks
  * and the floor they need are in one atomic write, and so is how many
  * removals .gone keeps ("kept"), so a start finding none there knows
@@ -1398,13 +1484,26 @@ static json_t *
 control_registry_json(struct proxy *px, int removals)
 {
 	struct registry	*r = px->registry;
+	size_t		 unsure;
 	json_t		*o = json_pack("{s:o?, s:I, s:I}", "sandboxes",
-	    registry_json(r), "floor", (json_int_t)registry_gone_floor(r),
-	    "kept", (json_int_t)registry_gone_count(r));
+	    registry_json_saved(r, &unsure), "floor",
+	    (json_int_t)registry_gone_floor(r), "kept",
+	    (json_int_t)registry_gone_count(r));
 
-	/* with the floor it raised, in one write (control_other_counted) */
-	if (o != NULL && json_object_size(control_counted) > 0 &&
-	    json_object_set(o, "others_damaged", control_counted) == -1) {
+	/*
+	 * The marks as one count of the entries written first, not a mark
+	 * in each (atk15r21 F4: 14 bytes an entry took a file the proxy
+	 * read past what it reads back).
+	 */
+	if (o != NULL && unsure > 0 && json_object_set_new(o, "unsure_first",
+	    json_integer((json_int_t)unsure)) == -1) {
+		json_decref(o);
+		return NULL;
+	}
+	/* with the floor it raised, in one write (control_others_settle) */
+	if (o != NULL && control_counted_saved != NULL &&
+	    json_object_set(o, "others_damaged", control_counted_saved) ==
+	    -1) {
 		json_decref(o);
 		return NULL;
 	}
@@ -1445,17 +1544,97 @@ control_registry_save(struct proxy *px)
 	if (!control_registry_unsaved) {
 		control_removals_unkept = 0;
 		apartfile_clear(control_registry_removed);
-		control_taken_retire(&control_registry_taken);
+		control_registry_retire(px);
 	}
 	if (control_registry_unsaved && !was)
-		log_warn("cannot save the sandbox registry %s (tried again "
-		    "every second; a removal is kept apart in %s)",
-		    control_registry_path, control_registry_removed);
+		control_registry_save_failed();
 	else if (!control_registry_unsaved && was)
 		log_info("the sandbox registry is saved again in %s",
 		    control_registry_path);
 	json_decref(arr);
 	return control_registry_unsaved ? -1 : 0;
+}
+
+/*
+ * The "kept" and "floor" of the taken registry.json (what it says the
+ * single proxy's .gone keeps), as a file with no sandboxes: the floor
+ * now and 0 when it cannot be read (its damage was counted at start).
+ */
+static json_t *
+control_registry_stub(struct proxy *px)
+{
+	json_t		*top = NULL;
+	json_int_t	 kept = 0, floor;
+	const char	*why;
+	char		*text;
+	size_t		 len;
+
+	floor = (json_int_t)registry_gone_floor(px->registry);
+	if ((text = control_state_read(control_registry_taken, &len,
+	    &why)) != NULL)
+		top = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
+	if (json_is_object(top) && control_registry_damage(top,
+	    json_object_get(top, "sandboxes")) == NULL) {
+		floor = json_integer_value(json_object_get(top, "floor"));
+		if (json_object_get(top, "unregistered") == NULL)
+			kept = json_integer_value(json_object_get(top, "kept"));
+	}
+	json_decref(top);
+	return json_pack("{s:[], s:I, s:I}", "sandboxes", "floor", floor,
+	    "kept", kept);
+}
+
+/*
+ * The first good save of a replica retires the registry.json it took
+ * (control_taken_retire), leaving first at that name a file with no
+ * sandboxes that keeps its "kept" and "floor": a replica's later first
+ * start (a scale-up) takes that one, and the single proxy's .gone lost
+ * by then fails closed (atk36a F2: with nothing at registry.json, a lost
+ * .gone was read as no removals and a removed sandbox's token passed
+ * at the new replica). One there already (another proxy's) is kept;
+ * with none written the taken file stays, retired at a later save.
+ */
+static void
+control_registry_retire(struct proxy *px)
+{
+	json_t	*stub;
+	int	 rc;
+
+	if (control_registry_taken == NULL)
+		return;
+	stub = control_registry_stub(px);
+	if ((rc = control_json_create(stub, control_registry_old, 0644)) ==
+	    -1)
+		log_warn("%s: cannot leave the count of its removals there; "
+		    "%s is kept until it can", control_registry_old,
+		    control_registry_taken);
+	json_decref(stub);
+	if (rc != -1)
+		control_taken_retire(&control_registry_taken);
+}
+
+/*
+ * Said once, when the registry saves start failing: the last file saved
+ * is kept, a removal is kept apart (control_registry_apart), and until a
+ * save works the registrations since are not on disk. A registry too
+ * large to be read back (EFBIG) is named as such: the proxy never writes
+ * a file it would refuse at its next start (atk36a F1).
+ */
+static void
+control_registry_save_failed(void)
+{
+	if (errno == EFBIG)
+		log_warnx("cannot save the sandbox registry %s: its text is "
+		    "over the %d bytes the proxy reads back, so it is not "
+		    "written and the last file saved is kept (tried again "
+		    "every second; a removal is kept apart in %s)",
+		    control_registry_path, CONTROL_GRANTS_FILE_MAX,
+		    control_registry_removed);
+	else
+		log_warn("cannot save the sandbox registry %s (tried again "
+		    "every second; a removal is kept apart in %s)",
+		    control_registry_path, control_registry_removed);
 }
 
 /*
@@ -1803,12 +1982,16 @@ control_registry_open(struct proxy *px, const char *sock)
 
 	json_decref(control_counted_then);
 	json_decref(control_counted);
-	control_counted_then = NULL;
+	json_decref(control_counted_saved);
+	json_decref(control_counted_why);
+	control_counted_then = control_counted_saved = NULL;
 	control_counted = json_object();
+	control_counted_why = json_array();
 
 	control_registry_path = control_beside(sock, "registry",
 	    px->cfg.instance);
-	old = control_beside(sock, "registry", NULL);
+	free(control_registry_old);
+	control_registry_old = old = control_beside(sock, "registry", NULL);
 	if (strcmp(old, control_registry_path) != 0 &&
 	    access(control_registry_path, F_OK) == -1 && errno == ENOENT)
 		control_registry_taken = control_take(old, px->cfg.instance);
@@ -1829,6 +2012,7 @@ control_registry_open(struct proxy *px, const char *sock)
 		others = control_others_load(px, old, taken, kept);
 	else
 		others = control_replicas_load(px, sock);
+	control_others_settle(px);
 	/* removals forgotten past the max while loading (atk15r18 F2) */
 	control_gone_floor_note(px, forgotten);
 	/*
@@ -1848,7 +2032,6 @@ control_registry_open(struct proxy *px, const char *sock)
 	 */
 	if (control_registry_taken != NULL || others)
 		(void)control_registry_save(px);
-	free(old);
 }
 
 /*
@@ -1900,34 +2083,110 @@ control_other_end(void)
 }
 
 /*
- * Damage (why) in the other proxy's file being read: kept in what this
- * start found (saved with the floor), and 1 when the same file, unchanged,
- * was counted at an earlier start whose save holds the floor it raised:
- * every removal it hid is older than that floor, so nothing is raised
- * again (said on stderr at each start). 0: not another's file, or new.
+ * Damage (why) in the other proxy's file being read: what the file is
+ * kept in what this start found, and the damage weighed once all are
+ * read (control_others_settle). 1 then, 0: not another's file.
  */
 static int
 control_other_counted(struct proxy *px, const char *path, const char *why)
 {
 	const char	*name;
-	int		 then;
 
+	(void)px;
 	if (control_other.path == NULL || strcmp(path,
-	    control_other.path) != 0)
+	    control_other.path) != 0 || control_counted == NULL ||
+	    control_counted_why == NULL)
 		return 0;
 	name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	then = json_is_string(json_object_get(control_counted_then, name)) &&
-	    strcmp(json_string_value(json_object_get(control_counted_then,
-	    name)), control_other.id) == 0;
-	if (control_counted != NULL)
-		(void)json_object_set_new(control_counted, name,
-		    json_string(control_other.id));
-	if (then)
+	if (json_object_set_new(control_counted, name,
+	    json_string(control_other.id)) == -1 ||
+	    json_array_append_new(control_counted_why, json_pack("[s, s]",
+	    path, why)) == -1)
+		return 0;		/* out of memory: raised now */
+	return 1;
+}
+
+static int
+control_counted_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * The SHA-256 (hex, into out of 65) of every damaged file of the other
+ * proxies found at this start, by name, sorted: (name, what it is) each.
+ * "" when it cannot be computed (then it matches nothing: raised).
+ */
+static void
+control_counted_digest(char out[65])
+{
+	unsigned char	 md[EVP_MAX_MD_SIZE];
+	unsigned int	 n = 0, i;
+	size_t		 count = json_object_size(control_counted), k = 0;
+	const char	**names, *name;
+	EVP_MD_CTX	*ctx = EVP_MD_CTX_new();
+	json_t		*v;
+	int		 ok;
+
+	names = util_xcalloc(count + 1, sizeof(*names));
+	json_object_foreach(control_counted, name, v)
+		names[k++] = name;
+	qsort(names, k, sizeof(*names), control_counted_cmp);
+	ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+	for (k = 0; ok && k < count; k++) {
+		name = json_string_value(json_object_get(control_counted,
+		    names[k]));
+		ok = EVP_DigestUpdate(ctx, names[k], strlen(names[k]) + 1) ==
+		    1 && EVP_DigestUpdate(ctx, name, strlen(name) + 1) == 1;
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &n) == 1 && n == 32;
+	out[0] = '\0';
+	for (i = 0; ok && i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	EVP_MD_CTX_free(ctx);
+	free(names);
+}
+
+/*
+ * The other proxies' damaged files found at this start, weighed once all
+ * are read: the same files, every one unchanged, as counted at an
+ * earlier start whose save holds the floor they raised: every removal
+ * they hid is older than that floor, so nothing is raised again (said on
+ * stderr). Otherwise (a file new, changed or gone) all of them are
+ * counted again: the floor rises once, one event naming how many and the
+ * first (fails closed; atk35c F3: one per file flooded the log).
+ */
+static void
+control_others_settle(struct proxy *px)
+{
+	size_t		 n = json_array_size(control_counted_why);
+	const char	*path, *why;
+	char		 digest[65], *detail;
+
+	if (n == 0)
+		return;
+	control_counted_digest(digest);
+	path = json_string_value(json_array_get(json_array_get(
+	    control_counted_why, 0), 0));
+	why = json_string_value(json_array_get(json_array_get(
+	    control_counted_why, 0), 1));
+	if (n == 1)
+		detail = util_xstrdup(path);
+	else
+		util_xasprintf(&detail, "%zu files of the other proxies, the "
+		    "first %s,", n, path);
+	if (digest[0] != '\0' && json_is_string(control_counted_then) &&
+	    strcmp(json_string_value(control_counted_then), digest) == 0)
 		log_warnx("%s cannot be read (%s), unchanged since a start "
-		    "that raised the removed-sandbox floor for it (now %lld): "
-		    "not raised again", path, why,
+		    "that raised the removed-sandbox floor for them (now "
+		    "%lld): not raised again", detail, why,
 		    (long long)registry_gone_floor(px->registry));
-	return then;
+	else
+		control_gone_raise(px, detail, why);
+	free(detail);
+	json_decref(control_counted_saved);
+	control_counted_saved = digest[0] == '\0' ? NULL : json_pack(
+	    "{s:s, s:I}", "digest", digest, "files", (json_int_t)n);
 }
 
 /*
@@ -2035,20 +2294,27 @@ control_others_load(struct proxy *px, const char *base, int taken,
 	return there;
 }
 
-/* 1 for registry-NAME.json, or its .json.gone or .json.removed. */
+/*
+ * 1 for registry-NAME.json, or its .json.gone or .json.removed, NAME a
+ * name --instance takes (policy_set_name_valid): no other name is a
+ * replica's (atk36a F1: names of any length were read as one).
+ */
 static int
 control_replica_file(const struct dirent *d)
 {
 	const char	*s = d->d_name, *dot;
-	size_t		 n = strlen(s);
+	char		 name[SG_POLICY_SET_NAME_MAX + 1];
+	size_t		 n;
 
-	if (strncmp(s, "registry-", 9) != 0 || n < 15)
+	if (strncmp(s, "registry-", 9) != 0 ||
+	    (dot = strchr(s + 9, '.')) == NULL ||
+	    (n = (size_t)(dot - (s + 9))) == 0 || n >= sizeof(name))
 		return 0;
-	if (strcmp(s + n - 5, ".json") == 0)
-		return 1;
-	if ((dot = strstr(s + 9, ".json.")) == NULL || dot == s + 9)
+	memcpy(name, s + 9, n);
+	name[n] = '\0';
+	if (!policy_set_name_valid(name))
 		return 0;
-	return strcmp(dot, ".json.gone") == 0 ||
+	return strcmp(dot, ".json") == 0 || strcmp(dot, ".json.gone") == 0 ||
 	    strcmp(dot, ".json.removed") == 0;
 }
 
@@ -2083,12 +2349,10 @@ static int
 control_replicas_load(struct proxy *px, const char *sock)
 {
 	struct dirent	**names;
-	const char	*slash = strrchr(sock, '/'), *name;
-	char		*dir, *path;
+	const char	*name;
+	char		*dir = util_dirname(sock), *path;
 	int		 i, n;
 
-	util_xasprintf(&dir, "%.*s", slash ? (int)(slash - sock) : 1,
-	    slash ? sock : ".");
 	if ((n = scandir(dir, &names, control_replica_file, alphasort)) ==
 	    -1) {
 		log_warn("%s", dir);
@@ -2098,7 +2362,8 @@ control_replicas_load(struct proxy *px, const char *sock)
 	}
 	for (i = 0; i < n; i++) {
 		name = names[i]->d_name;
-		util_xasprintf(&path, "%s/%s", dir, name);
+		util_xasprintf(&path, "%s%s%s", dir, strcmp(dir, "/") == 0 ?
+		    "" : "/", name);
 		if (strcmp(name + strlen(name) - 5, ".json") == 0)
 			control_replica_registry(px, path);
 		else if (strstr(name, ".json.gone") != NULL)
@@ -2147,8 +2412,10 @@ control_registry_unsure(struct proxy *px)
 	if (control_json_replace(arr, control_registry_path, 0644) == 0) {
 		control_crash_point("registry", "marked");
 		(void)control_registry_save(px);
-	} else
+	} else {
 		control_registry_unsaved = 1;
+		control_registry_save_failed();
+	}
 	json_decref(arr);
 }
 
@@ -2213,7 +2480,7 @@ control_registry_damage(json_t *top, json_t *arr)
 static const char *
 control_registry_marks_damage(json_t *top, json_t *arr)
 {
-	json_t	*e, *mark;
+	json_t	*e, *mark, *first = json_object_get(top, "unsure_first");
 	size_t	 i;
 	int	 marked = 0;
 
@@ -2224,6 +2491,11 @@ control_registry_marks_damage(json_t *top, json_t *arr)
 			return "an \"unsure\" mark that is not true or false";
 		marked |= json_is_true(mark);
 	}
+	if (first != NULL && (!json_is_integer(first) ||
+	    json_integer_value(first) < 0 || (json_int_t)json_array_size(arr) <
+	    json_integer_value(first)))
+		return "\"unsure_first\" is not a count of its sandboxes";
+	marked |= json_integer_value(first) > 0;
 	if (marked && json_integer_value(json_object_get(top, "floor")) < 1)
 		return "\"unsure\" marks with no floor";
 	return NULL;
@@ -2240,7 +2512,7 @@ control_registry_load(struct proxy *px, const char *path)
 	const char	*cause;
 	char		*csv, *tmp;
 	size_t		 i, j, n = 0;
-	json_int_t	 kept;
+	json_int_t	 kept, first;
 
 	if ((top = control_registry_read(px, path)) == NULL)
 		return 0;
@@ -2256,10 +2528,10 @@ control_registry_load(struct proxy *px, const char *path)
 	kept = json_object_get(top, "unregistered") != NULL ? 0 :
 	    json_integer_value(json_object_get(top, "kept"));
 	/* the other proxies' damage its floor holds (not a taken file's) */
-	if (strcmp(path, control_registry_path) == 0 && json_is_object(
-	    json_object_get(top, "others_damaged")))
-		control_counted_then = json_incref(json_object_get(top,
-		    "others_damaged"));
+	if (strcmp(path, control_registry_path) == 0 && json_is_string(
+	    json_object_get(json_object_get(top, "others_damaged"), "digest")))
+		control_counted_then = json_incref(json_object_get(
+		    json_object_get(top, "others_damaged"), "digest"));
 	registry_gone_load(px->registry, json_object_get(top,
 	    "unregistered"), (time_t)json_integer_value(json_object_get(top,
 	    "floor")), (time_t)json_integer_value(json_object_get(top,
@@ -2285,9 +2557,18 @@ control_registry_load(struct proxy *px, const char *path)
 			    i, cause);
 		free(csv);
 	}
-	/* marked after all are added: registry_add clears a sandbox's */
+	/*
+	 * Marked after all are added: registry_add clears a sandbox's. The
+	 * first "unsure_first" entries, or (an older proxy's file) a mark in
+	 * each; a damaged count marks every one (fails closed).
+	 */
+	first = json_integer_value(json_object_get(top, "unsure_first"));
+	if (!json_is_integer(json_object_get(top, "unsure_first")) &&
+	    json_object_get(top, "unsure_first") != NULL)
+		first = (json_int_t)json_array_size(arr);
 	json_array_foreach(arr, i, e)
-		if (json_is_true(json_object_get(e, "unsure")))
+		if ((json_int_t)i < first ||
+		    json_is_true(json_object_get(e, "unsure")))
 			registry_unsure_set(px->registry, json_string_value(
 			    json_object_get(e, "sandbox")) ?: "", 1);
 	json_decref(top);
@@ -2449,7 +2730,12 @@ control_close(struct proxy *px)
 	control_gone_path = NULL;
 	json_decref(control_counted_then);
 	json_decref(control_counted);
+	json_decref(control_counted_saved);
+	json_decref(control_counted_why);
 	control_counted_then = control_counted = NULL;
+	control_counted_saved = control_counted_why = NULL;
+	free(control_registry_old);
+	control_registry_old = NULL;
 	free(control_grants_path);
 	free(control_tomb_path);
 	blockring_free(control_rings);

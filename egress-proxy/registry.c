@@ -759,22 +759,47 @@ registry_client_release(struct proxy_client *pc)
 	pc->ref = NULL;
 }
 
+/* One entry as saved and shown, with its mark when mark is set. */
+static json_t *
+registry_entry_json(const struct registry_entry *e, int mark)
+{
+	json_t	*sets = json_array(), *o;
+	size_t	 i;
+
+	for (i = 0; i < e->nsets; i++)
+		json_array_append_new(sets, json_string(e->sets[i]));
+	o = json_pack("{s:s, s:s, s:o, s:b}", "address", e->addr,
+	    "sandbox", e->sandbox, "sets", sets, "extra", e->extra);
+	if (o != NULL && mark && e->unsure)
+		json_object_set_new(o, "unsure", json_true());
+	return o;
+}
+
 json_t *
 registry_json(const struct registry *r)
 {
 	struct registry_entry	*e;
-	json_t			*arr = json_array(), *o, *sets;
-	size_t			 i;
+	json_t			*arr = json_array();
 
-	for (e = r->head; arr != NULL && e != NULL; e = e->next) {
-		sets = json_array();
-		for (i = 0; i < e->nsets; i++)
-			json_array_append_new(sets, json_string(e->sets[i]));
-		o = json_pack("{s:s, s:s, s:o, s:b}", "address", e->addr,
-		    "sandbox", e->sandbox, "sets", sets, "extra", e->extra);
-		if (o != NULL && e->unsure)
-			json_object_set_new(o, "unsure", json_true());
-		json_array_append_new(arr, o);
-	}
+	for (e = r->head; arr != NULL && e != NULL; e = e->next)
+		json_array_append_new(arr, registry_entry_json(e, 1));
+	return arr;
+}
+
+json_t *
+registry_json_saved(const struct registry *r, size_t *unsure)
+{
+	struct registry_entry	*e;
+	json_t			*arr = json_array();
+	int			 pass;
+
+	*unsure = 0;
+	for (pass = 1; pass >= 0; pass--)
+		for (e = r->head; arr != NULL && e != NULL; e = e->next) {
+			if ((e->unsure != 0) != pass)
+				continue;
+			json_array_append_new(arr, registry_entry_json(e, 0));
+			*unsure += (size_t)pass;
+		}
 	return arr;
 }

@@ -54,8 +54,10 @@ int		 registry_has_sandbox(const struct registry *,
  * were not all known (a damaged removal file): a removed one may be among
  * them, so their tokens issued before the floor are refused (conn.c)
  * until a /register of the sandbox (registry_add clears the mark).
- * registry_unsure_all marks every entry (how many); registry_json saves
- * the mark ("unsure": true) so a later start keeps it.
+ * registry_unsure_all marks every entry (how many); registry_json shows
+ * the mark in each entry ("unsure": true), registry_json_saved writes
+ * the marked entries first and counts them (*unsure), so the registry
+ * file keeps the marks in one number, not a mark in each entry.
  */
 size_t		 registry_unsure_all(struct registry *);
 void		 registry_unsure_set(struct registry *, const char *sandbox,
@@ -100,6 +102,7 @@ unsigned long long registry_sandbox_visited(const struct registry *);
  * reference.
  */
 json_t		*registry_json(const struct registry *);
+json_t		*registry_json_saved(const struct registry *, size_t *unsure);
 
 /*
  * Sandboxes unregistered (POST /unregister by sandbox), with the time:

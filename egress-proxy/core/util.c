@@ -340,12 +340,11 @@ util_add_sat(long long a, long long b)
 	return r;
 }
 
-int
-util_sync_dir(const char *path)
+char *
+util_dirname(const char *path)
 {
 	const char	*slash = strrchr(path, '/');
 	char		*dir;
-	int		 fd, rc, saved;
 
 	if (slash == NULL)
 		dir = util_xstrdup(".");
@@ -353,6 +352,15 @@ util_sync_dir(const char *path)
 		dir = util_xstrdup("/");
 	else
 		util_xasprintf(&dir, "%.*s", (int)(slash - path), path);
+	return dir;
+}
+
+int
+util_sync_dir(const char *path)
+{
+	char		*dir = util_dirname(path);
+	int		 fd, rc, saved;
+
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(dir);
 	if (fd == -1)

@@ -27,6 +27,11 @@ size_t	 util_strlcpy(char *dst, const char *src, size_t size);
  * 0, or -1 with errno.
  */
 int	 util_sync_dir(const char *path);
+/*
+ * The folder holding path, allocated: "." for a bare name, "/" for a
+ * name at the root ("/x": its folder is "/", not "").
+ */
+char	*util_dirname(const char *path);
 
 void	*util_xmalloc(size_t);
 void	*util_xcalloc(size_t, size_t);

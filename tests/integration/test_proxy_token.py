@@ -763,8 +763,10 @@ class GoneEntryLastsTest(unittest.TestCase):
                     continue
                 self.assert_fails_closed(p, self.SBX, why)
                 with open(self.registry) as f:
-                    saved = json.load(f)["sandboxes"]
-                self.assertTrue(all(e.get("unsure") for e in saved), saved)
+                    saved = json.load(f)
+                # the marks as one count, not one in each entry
+                self.assertEqual(saved.get("unsure_first"),
+                                 len(saved["sandboxes"]), saved)
                 # the mark holds after a restart on the same folder
                 p.stop()
                 p.start()
@@ -1113,6 +1115,37 @@ class SingleProxyAfterReplicas(unittest.TestCase):
                 self.floor_refused(single, self.SBX, issued)
                 single.stop()
 
+    def test_scale_up_after_a_lost_gone(self):
+        """atk36a F2: the single proxy removed SBC; r1 took registry.json
+        and its first good save retired it; registry.json.gone was then
+        lost: r2's first start had nothing saying .gone held removals,
+        and SBC's token passed. r1 now leaves a registry.json with no
+        sandboxes that keeps the count and the floor: r2 fails closed."""
+        issued = int(time.time()) - 60
+        d = tempfile.mkdtemp(prefix="up-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        single = self.proxy(run, "control.sock")
+        st, body = proxylib.control(os.path.join(run, "control.sock"),
+                                    "POST", "/unregister",
+                                    {"sandbox": self.SBC})
+        self.assertEqual(st, 200, body)
+        single.stop()
+        r1 = self.proxy(run, "control-r1.sock", "r1")
+        self.refused(r1, self.SBC, issued)
+        r1.stop()
+        self.assertFalse(os.path.exists(os.path.join(
+            run, "registry.json.taken-by-r1")))
+        with open(os.path.join(run, "registry.json")) as f:
+            stub = json.load(f)
+        self.assertEqual((stub["sandboxes"], stub["kept"]), ([], 1), stub)
+        os.unlink(os.path.join(run, "registry.json.gone"))
+        r2 = self.proxy(run, "control-r2.sock", "r2")
+        self.floor_refused(r2, self.SBC, issued)
+        self.assertTrue(any("registry.json.gone cannot be read (not there"
+                            in e.get("detail", "") for e in r2.events()))
+        r2.stop()
+
     def test_back_and_forth_with_a_lost_gone(self):
         """atk35c F1: the single proxy's registry.json.gone lost before
         r1 starts again: r1 read registry.json's "kept" only while it
@@ -1248,6 +1281,169 @@ class OthersDamageCountedOnce(unittest.TestCase):
         status, body = get(p, token(W["key"], self.SBX,
                                     issued=int(time.time()) - 60))
         self.assertIn("unregistered since", body)
+        p.stop()
+
+
+def status(sock):
+    st, body = proxylib.control(sock, "GET", "/status")
+    assert st == 200, body
+    return body
+
+
+class RegistryReadBack(unittest.TestCase):
+    """atk36a F1, atk15r21 F4: the proxy wrote registry files its own
+    reader refuses (over 8 MiB): an entry per damaged file of the other
+    proxies ("others_damaged", any name starting "registry-" read as a
+    replica's), or an "unsure" mark in each entry, took the file past
+    the limit; at the next start every registration was lost and the
+    floor rose again, at every start. Now the damage is one digest, only
+    replica names are a replica's, the marks one count, and a save over
+    the limit is refused (the last file kept, said)."""
+
+    SBX = "sbx_rb0000000000000000000001"
+    LIMIT = 8 * 1024 * 1024
+
+    def proxy(self, run):
+        sock = os.path.join(run, "control.sock")
+        p = proxylib.Proxy(os.path.dirname(run), W["up"], sets="",
+                           name="control.sock", extra_args=[
+                               "--control-socket", sock, "--token-key",
+                               W["pub"], "--token-any-source"])
+        self.addCleanup(p.stop)
+        p.sock = sock
+        return p
+
+    def up(self, p):
+        """p started (a start reading 8 MiB files on a loaded machine
+        may take a while: no timing is asserted), how long it took."""
+        t0 = time.monotonic()
+        p.start(timeout=180)
+        proxylib.wait_unix_socket(p.sock, timeout=60)
+        return time.monotonic() - t0
+
+    def raised(self, p):
+        return [e["detail"] for e in p.events() if e.get("event") ==
+                "registry.removed_floor_raised"]
+
+    def folder(self):
+        d = tempfile.mkdtemp(prefix="readback-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        return run
+
+    def registered(self, p):
+        return {e["sandbox"] for e in status(p.sock)["sandboxes"]}
+
+    def test_many_damaged_files_of_other_proxies(self):
+        run = self.folder()
+        p = self.proxy(run)
+        self.up(p)
+        st, body = proxylib.control(p.sock, "POST", "/register", {
+            "address": "127.0.0.5", "sandbox": self.SBX, "sets": ""})
+        self.assertEqual(st, 200, body)
+        p.stop()
+        # names no replica has (230 letters): 375 bytes each in
+        # "others_damaged" took registry.json past 8 MiB
+        for i in range(24000):
+            with open(os.path.join(run, "registry-%s%06d.json"
+                                   % ("a" * 230, i)), "w") as f:
+                f.write("x")
+        # and damaged files of replica names: counted, once
+        for i in range(2000):
+            with open(os.path.join(run, "registry-r%05d.json" % i),
+                      "w") as f:
+                f.write("x")
+        took = self.up(p)
+        print("start with 26000 damaged files: %.1fs" % took,
+              file=sys.stderr)
+        raised = self.raised(p)
+        self.assertEqual(len(raised), 1, raised[:3])
+        self.assertIn("2000 files of the other proxies", raised[0])
+        p.stop()
+        reg = os.path.join(run, "registry.json")
+        self.assertLess(os.path.getsize(reg), 64 * 1024)
+        for _ in range(2):      # unchanged: read back, nothing raised
+            self.up(p)
+            self.assertEqual(self.raised(p), raised)
+            self.assertIn(self.SBX, self.registered(p))
+            self.assertNotIn("larger than 8 MiB", p.stderr())
+            p.stop()
+        with open(os.path.join(run, "registry-r00007.json"), "a") as f:
+            f.write("y")        # one changed: all counted again
+        self.up(p)
+        self.assertEqual(len(self.raised(p)), len(raised) + 1)
+        p.stop()
+
+    def entries(self, n, size=None):
+        """n registry entries (size: as many as fit in size bytes)."""
+        out, total, i = [], 60, 0
+        while (size is None and i < n) or (size is not None and
+                                           total < size):
+            e = {"address": "10.%d.%d.%d" % (i >> 16 & 255, i >> 8 & 255,
+                                             i & 255),
+                 "sandbox": "sb%06d" % i, "sets": [], "extra": True}
+            total += len(json.dumps(e, separators=(",", ":"))) + 1
+            out.append(e)
+            i += 1
+        return out
+
+    def test_unsure_marks_keep_it_readable(self):
+        """atk15r21 F4: 7.7 MB of entries, a torn .removed: the marks
+        took the file to 9.2 MB, every registration lost at the next
+        start."""
+        run = self.folder()
+        ents = self.entries(0, size=self.LIMIT - 500 * 1024)
+        with open(os.path.join(run, "registry.json"), "w") as f:
+            json.dump({"sandboxes": ents}, f, separators=(",", ":"))
+        with open(os.path.join(run, "registry.json.removed"), "w") as f:
+            f.write('{"key":"x","sandbox":tr')
+        p = self.proxy(run)
+        print("start with %d entries and a torn .removed: %.1fs"
+              % (len(ents), self.up(p)), file=sys.stderr)
+        self.assertTrue(status(p.sock)["registry_saved"])
+        p.stop()
+        reg = os.path.join(run, "registry.json")
+        self.assertLessEqual(os.path.getsize(reg), self.LIMIT)
+        with open(reg) as f:
+            self.assertEqual(json.load(f)["unsure_first"], len(ents))
+        self.up(p)
+        self.assertNotIn("larger than 8 MiB", p.stderr())
+        self.assertEqual(len(self.registered(p)), len(ents))
+        # still unsure: an older token of a restored one refused
+        status_, body = get(p, token(W["key"], "sb000007",
+                                     issued=int(time.time()) - 60))
+        self.assertIn("restored while removals", body)
+        p.stop()
+
+    def test_a_save_past_the_limit_is_refused(self):
+        """Writer and reader agree: registrations that take the registry
+        past 8 MiB are not written (the last file kept, said), and the
+        next start reads every registration of that file."""
+        run = self.folder()
+        ents = self.entries(0, size=self.LIMIT - 3000)
+        reg = os.path.join(run, "registry.json")
+        with open(reg, "w") as f:
+            json.dump({"sandboxes": ents, "floor": 0, "kept": 0}, f,
+                      separators=(",", ":"))
+        p = self.proxy(run)
+        self.up(p)
+        saved = []
+        for i in range(100):
+            st, body = proxylib.control(p.sock, "POST", "/register", {
+                "address": "127.1.%d.%d" % (i >> 8, i & 255),
+                "sandbox": "sbx_over%020d" % i, "sets": ""})
+            self.assertEqual(st, 200, body)
+            saved.append(body["saved"])
+        self.assertIn(False, saved)
+        self.assertFalse(status(p.sock)["registry_saved"])
+        self.assertIn("over the 8388608 bytes the proxy reads back",
+                      p.stderr())
+        self.assertLessEqual(os.path.getsize(reg), self.LIMIT)
+        last = saved.index(False)
+        p.stop()
+        self.up(p)
+        self.assertNotIn("larger than 8 MiB", p.stderr())
+        self.assertEqual(len(self.registered(p)), len(ents) + last)
         p.stop()
 
 

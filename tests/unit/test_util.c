@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -79,6 +80,25 @@ test_add_sat(void **state)
 	assert_true(util_add_sat(LLONG_MAX, LLONG_MIN) == -1);
 }
 
+/* the folder of a name at the root is "/" (atk35c: it was "") */
+static void
+test_dirname(void **state)
+{
+	const char	*cases[][2] = {
+		{ "/control.sock", "/" }, { "control.sock", "." },
+		{ "/run/sg/control.sock", "/run/sg" }, { "run/c", "run" },
+	};
+	char		*d;
+	size_t		 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		d = util_dirname(cases[i][0]);
+		assert_string_equal(d, cases[i][1]);
+		free(d);
+	}
+}
+
 int
 main(void)
 {
@@ -87,6 +107,7 @@ main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_time_and_hex),
 		cmocka_unit_test(test_add_sat),
+		cmocka_unit_test(test_dirname),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
