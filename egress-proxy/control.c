@@ -51,6 +51,12 @@ static char			*control_tomb_path;	/* .revoked */
 /* A legacy file taken (control_take), until a save holds what it held. */
 static char			*control_grants_taken;
 static char			*control_registry_taken;
+/*
+ * The generation of the newest save of grants.json tried (grants.h): one
+ * more for each, so a revoke kept apart names the saves it postdates;
+ * at start, the highest of grants.json's and the revokes file's.
+ */
+static json_int_t	 control_grants_gen;
 /* 1 while the last save of the grants failed: tried again each second. */
 static int		 control_grants_unsaved;
 static char		*control_registry_removed;	/* .removed */
@@ -679,16 +685,23 @@ control_json_replace(json_t *o, const char *path, mode_t mode)
 	return util_sync_dir(path);
 }
 
-/* grants.json, written whole and atomically, readable by the proxy alone. */
+/*
+ * grants.json, written whole and atomically, readable by the proxy alone,
+ * numbered one above any save tried before (a failed one may have
+ * reached the disk). A good save holds every revoke, so empties the
+ * revokes file; a crash between the two (SANDGATE_TEST_CRASH=
+ * grants:saved) leaves revokes that the generation shows older.
+ */
 static int
 control_grants_save(struct proxy *px)
 {
-	json_t	*arr = grants_json(px->grants, NULL);
+	json_t	*arr = grants_save_json(px->grants, ++control_grants_gen);
 	int	 was = control_grants_unsaved;
 
 	control_grants_unsaved = control_json_replace(arr, control_grants_path,
 	    0600) == -1;
 	if (!control_grants_unsaved) {
+		control_crash_point("grants", "saved");
 		apartfile_clear(control_tomb_path);
 		control_taken_retire(&control_grants_taken);
 	}
@@ -747,6 +760,8 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 {
 	struct control_load	*l = arg;
 
+	if (g->generation > control_grants_gen)
+		control_grants_gen = g->generation;
 	if (cause == NULL && !grants_tombs_ends(l->tombs, g))
 		control_grant_event(l->px, g, "grant.restored", NULL, NULL);
 	else if (cause != NULL)
@@ -777,7 +792,7 @@ control_tomb_cb(const struct grant *g, void *arg)
 static int
 control_tomb_add(const struct grant *g)
 {
-	char	*line = grants_tomb_line(g, time(NULL));
+	char	*line = grants_tomb_line(g, time(NULL), control_grants_gen);
 	int	 bad = apartfile_add(control_tomb_path, line);
 
 	if (bad)
@@ -1028,6 +1043,8 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		control_grants_floor(px);
 		return;
 	}
+	if (grants_tombs_after(l.tombs) > control_grants_gen)
+		control_grants_gen = grants_tombs_after(l.tombs);
 	if ((text = control_file_read(path, &len, &bad)) == NULL && bad)
 		log_warnx("%s: starting with no grants", path);
 	else if (text != NULL &&
@@ -1241,7 +1258,7 @@ out:
 struct control_revoke {
 	struct proxy	*px;
 	const char	*by;
-	time_t		 granted;	/* the newest removed: the tomb's */
+	time_t		 granted;	/* the newest removed (for older readers) */
 };
 
 static void
@@ -1370,7 +1387,8 @@ control_reload(struct proxy *px, struct evhttp_request *req)
  * For tests: SANDGATE_TEST_CRASH=registry:WHAT kills the proxy there, as
  * SIGKILL or a power loss would: registry:marked once the unsure marks
  * are written (control_registry_unsure), registry:gone-saved between the
- * .gone and the registry file of a save.
+ * .gone and the registry file of a save; grants:saved between a good
+ * save of grants.json and the emptying of its revokes file.
  */
 static void
 control_crash_point(const char *where, const char *what)

@@ -42,7 +42,19 @@ struct grant {
 	time_t		 granted;	/* wall clock: the record */
 	time_t		 expires;
 	time_t		 deadline;	/* grants_clock(): what ends it */
+	json_int_t	 generation;	/* of the grants.json read, or 0 */
 };
+
+/*
+ * Each save of grants.json is numbered, one more than any before it
+ * (its "generation", written in each grant saved): what tells a revoke
+ * kept apart whether grants.json was saved before or after it, where
+ * the wall clock cannot (grants_tombs). In each grant, not around the
+ * array, so grants.json stays an array an older proxy reads. At most
+ * GRANTS_GEN_MAX (2^53 - 1, exact in any JSON reader); a value that is
+ * not a whole number in 0..GRANTS_GEN_MAX is damage.
+ */
+#define GRANTS_GEN_MAX		((json_int_t)9007199254740991LL)
 
 struct grants;
 
@@ -87,9 +99,14 @@ const struct grant *grants_match(const struct grants *, const char *sandbox,
 json_t		*grants_one_json(const struct grant *);
 /* The grants (of sandbox, unless NULL), a new array. */
 json_t		*grants_json(const struct grants *, const char *sandbox);
+/* What grants.json holds: grants_json(), each with "generation". */
+json_t		*grants_save_json(const struct grants *,
+		    json_int_t generation);
 /*
- * Add the grants of an array made by grants_json(), those given before
- * now (wall clock) and ending at most GRANTS_SECS_MAX after it, each
+ * Add the grants of an array made by grants_json() or grants_save_json()
+ * (g->generation: theirs, 0 when they have none; a damaged one is
+ * refused), those given before now (wall clock) and ending at most
+ * GRANTS_SECS_MAX after it, each
  * with its deadline at clock (grants_clock()) plus what is left of it
  * (an expired one: clock, so the next expiry check ends it); cb (unless
  * NULL) is called with each entry and NULL when it was added, or why it
@@ -122,25 +139,38 @@ size_t		 grants_drop(struct grants *,
  * reads after grants.json, so an answered revoke is never undone, and
  * that is emptied at the next good save of grants.json.
  * grants_tomb_line: the line (a new string, with a newline before it, so
- * the torn end of a crash never runs into the next line).
+ * the torn end of a crash never runs into the next line), "after" the
+ * generation of the newest save of grants.json tried so far (the
+ * revoke's own, which failed): any save numbered above it was made
+ * after the grants were removed, so holds the revoke.
  * grants_tombs: the revokes of such files read once, at start, into a
- * table by destination (sandbox, host and port) holding the newest grant
- * each ended, so a grant restored is one look-up (one walk of the file
- * per grant made a start of 300 grants and an 8 MiB file take 99 s,
- * atk35a F2).
+ * table by destination (sandbox, host and port), so a grant restored is
+ * one look-up (one walk of the file per grant made a start of 300
+ * grants and an 8 MiB file take 99 s, atk35a F2).
  * grants_tombs_add: the revokes of a text (that file's) added; NULL, or
  * what is wrong in it (a NUL, a non-blank last line with no newline, a
- * line that is not a revoke grants_tomb_line writes, a key twice, out of
- * memory): a damaged line may be the revoke of any grant, so the table
- * is then not usable (atk15r21 F3: the grant it revoked was restored).
+ * line that is not a revoke grants_tomb_line writes, a key twice, an
+ * "after" that is no generation, out of memory): a damaged line may be
+ * the revoke of any grant, so the table is then not usable (atk15r21
+ * F3: the grant it revoked was restored).
  * grants_tombs_ends: 1 when a revoke added ends g (same sandbox, host
- * and port, g granted at or before the newest grant the revoke removed,
- * g->granted of grants_tomb_line's g: the grants' own record, not the
- * wall clock at the revoke).
+ * and port), read from grants.json: g->generation at or below the
+ * line's "after" (the save g came from was made before the revoke; a
+ * grants.json saved after it, whose emptying of the revokes file did
+ * not happen, holds a grant given again since, not ended). No clock
+ * takes part, so a wall clock stepped back or forth between saves,
+ * grants and revokes changes nothing (atk35d F1: a grant re-given after
+ * a step back, then revoked while saves failed, came back). A line
+ * without "after" (an older proxy's) ends g given at or before its
+ * "granted" (the newest grant it removed) or, without that, its
+ * "revoked" time.
+ * grants_tombs_after: the highest "after" added (0: none), so saves
+ * after a restart are numbered above every revoke still in the file.
  */
 struct grants_tombs;
 
-char		*grants_tomb_line(const struct grant *g, time_t revoked);
+char		*grants_tomb_line(const struct grant *g, time_t revoked,
+		    json_int_t after);
 struct grants_tombs *grants_tombs_new(void);
 void		 grants_tombs_free(struct grants_tombs *);	/* NULL ok */
 const char	*grants_tombs_add(struct grants_tombs *, const char *text,
@@ -149,5 +179,6 @@ int		 grants_tombs_ends(const struct grants_tombs *,
 		    const struct grant *g);
 /* How many destinations have a revoke. */
 size_t		 grants_tombs_count(const struct grants_tombs *);
+json_int_t	 grants_tombs_after(const struct grants_tombs *);
 
 #endif
