@@ -54,7 +54,8 @@ static char			*control_registry_taken;
 /*
  * The generation of the newest save of grants.json tried (grants.h): one
  * more for each, so a revoke kept apart names the saves it postdates;
- * at start, the highest of grants.json's and the revokes file's.
+ * at start, the highest of grants.json's (kept by a save of no grants
+ * too) and the revokes file's, never lower. At GRANTS_GEN_MAX saves fail.
  */
 static json_int_t	 control_grants_gen;
 /* 1 while the last save of the grants failed: tried again each second. */
@@ -110,6 +111,8 @@ static void	control_taken_done(const char *);
 static void	control_taken_retire(char **);
 static int	control_taken_again(const char *, const char *);
 static struct grants_tombs *control_tombs_read(const char *, int *);
+static void	control_grants_resume(const struct grants_tombs *,
+		    const char *, size_t);
 static void	 control_tomb_read(const char *, struct grants_tombs *,
 		    int *);
 static char	*control_file_read(const char *, size_t *, int *);
@@ -690,12 +693,16 @@ control_json_replace(json_t *o, const char *path, mode_t mode)
  * numbered one above any save tried before (a failed one may have
  * reached the disk). A good save holds every revoke, so empties the
  * revokes file; a crash between the two (SANDGATE_TEST_CRASH=
- * grants:saved) leaves revokes that the generation shows older.
+ * grants:saved) leaves revokes that the generation shows older. At the
+ * bound no save is made (one numbered above it would be refused at the
+ * next start, every grant with it, atk36b F2): it fails as a save does.
  */
 static int
 control_grants_save(struct proxy *px)
 {
-	json_t	*arr = grants_save_json(px->grants, ++control_grants_gen);
+	int	 bound = control_grants_gen >= GRANTS_GEN_MAX;
+	json_t	*arr = bound ? NULL : grants_save_json(px->grants,
+		    ++control_grants_gen);
 	int	 was = control_grants_unsaved;
 
 	control_grants_unsaved = control_json_replace(arr, control_grants_path,
@@ -710,7 +717,13 @@ control_grants_save(struct proxy *px)
 		if (!was)
 			control_grants_unsaved_since = control_grants_failed;
 	}
-	if (control_grants_unsaved && !was)
+	if (control_grants_unsaved && !was && bound)
+		log_warnx("cannot save the grants in %s: its saves are "
+		    "numbered up to 2^53 - 1, a number a file of its folder "
+		    "gave; revokes are kept in %s; remove both files and give "
+		    "the grants again", control_grants_path,
+		    control_tomb_path);
+	else if (control_grants_unsaved && !was)
 		log_warn("cannot save the grants %s (tried again every "
 		    "second; until then a restart would bring back the grants "
 		    "of the last save)", control_grants_path);
@@ -760,8 +773,6 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 {
 	struct control_load	*l = arg;
 
-	if (g->generation > control_grants_gen)
-		control_grants_gen = g->generation;
 	if (cause == NULL && !grants_tombs_ends(l->tombs, g))
 		control_grant_event(l->px, g, "grant.restored", NULL, NULL);
 	else if (cause != NULL)
@@ -1017,6 +1028,24 @@ control_tombs_read(const char *tomb, int *bad)
 }
 
 /*
+ * The save counter at start: above every number the files hold (a
+ * revokes file or grants.json damaged past them too, as far as they can
+ * be read), never lower (atk36b F1).
+ */
+static void
+control_grants_resume(const struct grants_tombs *tombs, const char *text,
+    size_t len)
+{
+	json_int_t	gen;
+
+	if (tombs != NULL && grants_tombs_after(tombs) > control_grants_gen)
+		control_grants_gen = grants_tombs_after(tombs);
+	if (text != NULL && (gen = grants_text_generation(text, len)) >
+	    control_grants_gen)
+		control_grants_gen = gen;
+}
+
+/*
  * The grants saved before a restart in path (grants_load_text, the
  * fuzzed reader), each logged as grant.restored, less those a revoke in
  * the revokes file ends (saved at once into grants.json, which empties
@@ -1031,21 +1060,22 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
 	struct control_load	 l = { px, path, NULL };
 	char			*text, err[256];
-	size_t			 len;
+	size_t			 len = 0;
 	long			 n = 0;
-	int			 bad = 0;
+	int			 bad = 0, badtext = 0;
 
 	l.tombs = control_tombs_read(tomb, &bad);
+	text = control_file_read(path, &len, &badtext);
+	control_grants_resume(l.tombs, text, len);
 	if (bad) {
 		log_warnx("%s: revokes that cannot be read; starting with no "
 		    "grants", tomb);
+		free(text);
 		grants_tombs_free(l.tombs);
 		control_grants_floor(px);
 		return;
 	}
-	if (grants_tombs_after(l.tombs) > control_grants_gen)
-		control_grants_gen = grants_tombs_after(l.tombs);
-	if ((text = control_file_read(path, &len, &bad)) == NULL && bad)
+	if (text == NULL && badtext)
 		log_warnx("%s: starting with no grants", path);
 	else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),

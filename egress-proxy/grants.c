@@ -22,6 +22,10 @@ static int	grants_restorable(const struct grant *, time_t,
 		    const char **);
 static int	grants_parse_time(const char *, time_t *);
 static int	grants_parse_gen(const json_t *, json_int_t *);
+static size_t	grants_load_arr(struct grants *, json_t *, json_int_t,
+		    const char *, time_t, time_t,
+		    void (*)(const struct grant *, const char *, void *),
+		    void *);
 static int	grants_pick_dest(const struct grant *, const void *);
 static int	grants_pick_expired(const struct grant *, const void *);
 
@@ -266,33 +270,30 @@ grants_json(const struct grants *t, const char *sandbox)
 	return a;
 }
 
+/*
+ * The number first, so a file torn after it still gives it
+ * (grants_text_generation); none above what the reader takes.
+ */
 json_t *
 grants_save_json(const struct grants *t, json_int_t generation)
 {
-	json_t	*a = grants_json(t, NULL), *o;
-	size_t	 i;
+	json_t	*a;
 
-	json_array_foreach(a, i, o) {
-		if (json_object_set_new(o, "generation",
-		    json_integer(generation)) == -1) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
+	if (generation < 0 || generation > GRANTS_GEN_MAX ||
+	    (a = grants_json(t, NULL)) == NULL)
+		return NULL;
+	return json_pack("{s:I, s:o}", "generation", generation, "grants", a);
 }
 
 /*
- * A grant's "generation" (GRANTS_GEN_MAX) into *out, 0 when absent (a
- * file of an older proxy, or written by hand): 0, or -1 when it is no
- * whole number in range (null, a real, a string, negative, too large).
+ * A "generation" or "after" (GRANTS_GEN_MAX) into *out: 0, or -1 when it
+ * is no whole number in range (absent, null, a real, a string, negative,
+ * too large).
  */
 static int
 grants_parse_gen(const json_t *v, json_int_t *out)
 {
 	*out = 0;
-	if (v == NULL)
-		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    json_integer_value(v) > GRANTS_GEN_MAX)
 		return -1;
@@ -323,6 +324,19 @@ size_t
 grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
     void (*cb)(const struct grant *, const char *, void *), void *arg)
 {
+	return grants_load_arr(t, arr, GRANTS_GEN_NONE, NULL, now, clock, cb,
+	    arg);
+}
+
+/*
+ * The grants of arr, of a save numbered gen; each refused with refuse
+ * when it is not NULL (the file's number is damaged).
+ */
+static size_t
+grants_load_arr(struct grants *t, json_t *arr, json_int_t gen,
+    const char *refuse, time_t now, time_t clock,
+    void (*cb)(const struct grant *, const char *, void *), void *arg)
+{
 	struct grant	 g;
 	json_t		*o;
 	const char	*cause;
@@ -330,6 +344,7 @@ grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
 
 	json_array_foreach(arr, i, o) {
 		memset(&g, 0, sizeof(g));
+		g.generation = gen;
 		snprintf(g.sandbox, sizeof(g.sandbox), "%s",
 		    json_string_value(json_object_get(o, "sandbox")) ?: "");
 		snprintf(g.host, sizeof(g.host), "%s",
@@ -346,10 +361,8 @@ grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
 		    grants_parse_time(json_string_value(json_object_get(o,
 		    "expires")), &g.expires) == -1)
 			cause = "granted and expires must be UTC times";
-		else if (grants_parse_gen(json_object_get(o, "generation"),
-		    &g.generation) == -1)
-			cause = "generation must be a whole number from 0 to "
-			    "2^53 - 1";
+		else if ((cause = refuse) != NULL)
+			;
 		else if (grants_restorable(&g, now, &cause) == 0) {
 			/* What the wall clock leaves of it, on our clock. */
 			g.deadline = clock + (g.expires > now ? g.expires -
@@ -371,18 +384,57 @@ grants_load_text(struct grants *t, const char *text, size_t len,
     const char *, void *), void *arg, char *err, size_t errsize)
 {
 	json_error_t	 je;
-	json_t		*arr;
+	json_t		*top, *arr;
+	json_int_t	 gen = GRANTS_GEN_NONE;
+	const char	*refuse = NULL;
 	long		 n = -1;
 
-	if ((arr = json_loadb(text, len, 0, &je)) == NULL)
+	if ((top = json_loadb(text, len, 0, &je)) == NULL) {
 		snprintf(err, errsize, "line %d column %d: %s", je.line,
 		    je.column, je.text);
-	else if (!json_is_array(arr))
-		snprintf(err, errsize, "not a JSON array");
-	else
-		n = (long)grants_load_json(t, arr, now, clock, cb, arg);
-	json_decref(arr);
+		return -1;
+	}
+	arr = json_is_array(top) ? top : json_object_get(top, "grants");
+	if (!json_is_array(arr))
+		snprintf(err, errsize, "neither an array nor an object with "
+		    "\"grants\", an array");
+	else {
+		if (arr != top && grants_parse_gen(json_object_get(top,
+		    "generation"), &gen) == -1)
+			refuse = "the file's generation is not a whole number "
+			    "from 0 to 2^53 - 1";
+		n = (long)grants_load_arr(t, arr, gen, refuse, now, clock,
+		    cb, arg);
+	}
+	json_decref(top);
 	return n;
+}
+
+json_int_t
+grants_text_generation(const char *text, size_t len)
+{
+	static const char	 head[] = "{\"generation\":";
+	json_t			*top;
+	json_int_t		 gen = 0;
+	size_t			 i;
+
+	if ((top = json_loadb(text, len, 0, NULL)) != NULL) {
+		if (json_is_object(top))
+			(void)grants_parse_gen(json_object_get(top,
+			    "generation"), &gen);
+		json_decref(top);
+		return gen;
+	}
+	if (len < sizeof(head) - 1 || memcmp(text, head, sizeof(head) - 1))
+		return 0;
+	/* 16 digits at most: 2^53 - 1 has 16 */
+	for (i = sizeof(head) - 1; i < len && i < sizeof(head) + 15 &&
+	    text[i] >= '0' && text[i] <= '9'; i++)
+		gen = gen * 10 + (text[i] - '0');
+	if (i == sizeof(head) - 1 || (i < len && text[i] >= '0' &&
+	    text[i] <= '9') || gen > GRANTS_GEN_MAX)
+		return 0;
+	return gen;
 }
 
 char *
@@ -404,8 +456,9 @@ grants_tomb_line(const struct grant *g, time_t revoked, json_int_t after)
 
 /*
  * A destination's revokes: the newest save of grants.json they postdate
- * (-1: none said), and of the lines that do not say (an older proxy's),
- * the newest grant they ended (GRANTS_NONE: none).
+ * (-1: none said); of the lines that do not say (an older proxy's), the
+ * newest grant they ended (GRANTS_NONE: none); of every line, the newest
+ * grant ended (for a grants.json with no number).
  */
 struct grants_tomb {
 	char		*mem;		/* holds sandbox and host */
@@ -413,6 +466,7 @@ struct grants_tomb {
 	json_int_t	 port;
 	json_int_t	 after;
 	json_int_t	 granted;
+	json_int_t	 granted_any;
 };
 
 #define GRANTS_NONE	LLONG_MIN	/* ends no grant: no time is this */
@@ -473,6 +527,7 @@ static int
 grants_tombs_push(struct grants_tombs *t, const char *sbx, const char *host,
     json_int_t port, json_int_t after, json_int_t granted)
 {
+	json_int_t		 any = granted;
 	struct grants_tomb	*v;
 	size_t			 ls = strlen(sbx), lh = strlen(host);
 	char			*s;
@@ -494,7 +549,8 @@ grants_tombs_push(struct grants_tombs *t, const char *sbx, const char *host,
 	v->host = s + ls + 1;
 	v->port = port;
 	v->after = after;
-	v->granted = granted;
+	v->granted = after != -1 ? GRANTS_NONE : granted;
+	v->granted_any = any;
 	if (after > t->after)
 		t->after = after;
 	return 0;
@@ -521,6 +577,8 @@ grants_tombs_sort(struct grants_tombs *t)
 			t->v[k].after = t->v[i].after;
 		if (t->v[i].granted > t->v[k].granted)
 			t->v[k].granted = t->v[i].granted;
+		if (t->v[i].granted_any > t->v[k].granted_any)
+			t->v[k].granted_any = t->v[i].granted_any;
 		free(t->v[i].mem);
 	}
 	t->n = k + 1;
@@ -552,7 +610,7 @@ grants_tombs_line(const char *s, size_t n, int damage, void *arg)
 		t->why = "a revoke whose \"after\" is no generation (a whole "
 		    "number from 0 to 2^53 - 1)";
 	else if (grants_tombs_push(t, sbx, host, port, a != NULL ? after : -1,
-	    a != NULL ? GRANTS_NONE : granted != -1 ? granted : at) == -1)
+	    granted != -1 ? granted : at) == -1)
 		t->why = "out of memory";
 	json_decref(o);
 	return t->why != NULL ? -1 : 0;
@@ -571,12 +629,14 @@ int
 grants_tombs_ends(const struct grants_tombs *t, const struct grant *g)
 {
 	struct grants_tomb	 k = { NULL, g->sandbox, g->host, g->port, 0,
-				    0 };
+				    0, 0 };
 	struct grants_tomb	*e;
 
 	if (t->n == 0 || (e = bsearch(&k, t->v, t->n, sizeof(*t->v),
 	    grants_tomb_cmp)) == NULL)
 		return 0;
+	if (g->generation == GRANTS_GEN_NONE)
+		return (json_int_t)g->granted <= e->granted_any;
 	if (e->after != -1 && g->generation <= e->after)
 		return 1;
 	return (json_int_t)g->granted <= e->granted;

@@ -42,19 +42,27 @@ struct grant {
 	time_t		 granted;	/* wall clock: the record */
 	time_t		 expires;
 	time_t		 deadline;	/* grants_clock(): what ends it */
-	json_int_t	 generation;	/* of the grants.json read, or 0 */
+	json_int_t	 generation;	/* of the grants.json read (below) */
 };
 
 /*
- * Each save of grants.json is numbered, one more than any before it
- * (its "generation", written in each grant saved): what tells a revoke
- * kept apart whether grants.json was saved before or after it, where
- * the wall clock cannot (grants_tombs). In each grant, not around the
- * array, so grants.json stays an array an older proxy reads. At most
- * GRANTS_GEN_MAX (2^53 - 1, exact in any JSON reader); a value that is
- * not a whole number in 0..GRANTS_GEN_MAX is damage.
+ * Each save of grants.json is numbered, one more than any before it,
+ * in this lifetime or an earlier one (the proxy resumes above the
+ * numbers its files hold): what tells a revoke kept apart whether
+ * grants.json was saved before or after it, where the wall clock cannot
+ * (grants_tombs). grants.json is {"generation": N, "grants": [...]},
+ * written whole in one atomic save, so the number is kept by a save of
+ * no grants too (a number in each grant was lost with the last grant,
+ * and the next lifetime numbered from 1 again, atk36b F1). A bare array
+ * (an older proxy's file) has no number: GRANTS_GEN_NONE, judged by the
+ * time rule (grants_tombs_ends). At most GRANTS_GEN_MAX (2^53 - 1, exact
+ * in any JSON reader): the proxy never saves above it (a save at the
+ * bound fails, atk36b F2); a value that is not a whole number in
+ * 0..GRANTS_GEN_MAX is damage. g->generation: the number of the
+ * grants.json g was read from, GRANTS_GEN_NONE for a bare array.
  */
 #define GRANTS_GEN_MAX		((json_int_t)9007199254740991LL)
+#define GRANTS_GEN_NONE		((json_int_t)-1)
 
 struct grants;
 
@@ -99,31 +107,40 @@ const struct grant *grants_match(const struct grants *, const char *sandbox,
 json_t		*grants_one_json(const struct grant *);
 /* The grants (of sandbox, unless NULL), a new array. */
 json_t		*grants_json(const struct grants *, const char *sandbox);
-/* What grants.json holds: grants_json(), each with "generation". */
+/* What grants.json holds: {"generation": N, "grants": grants_json()}. */
 json_t		*grants_save_json(const struct grants *,
 		    json_int_t generation);
 /*
- * Add the grants of an array made by grants_json() or grants_save_json()
- * (g->generation: theirs, 0 when they have none; a damaged one is
- * refused), those given before now (wall clock) and ending at most
- * GRANTS_SECS_MAX after it, each
- * with its deadline at clock (grants_clock()) plus what is left of it
- * (an expired one: clock, so the next expiry check ends it); cb (unless
- * NULL) is called with each entry and NULL when it was added, or why it
- * was refused. How many were added.
+ * Add the grants of an array made by grants_json() (g->generation:
+ * GRANTS_GEN_NONE), those given before now (wall clock) and ending at
+ * most GRANTS_SECS_MAX after it, each with its deadline at clock
+ * (grants_clock()) plus what is left of it (an expired one: clock, so
+ * the next expiry check ends it); cb (unless NULL) is called with each
+ * entry and NULL when it was added, or why it was refused. How many were
+ * added.
  */
 size_t		 grants_load_json(struct grants *, json_t *, time_t now,
 		    time_t clock, void (*cb)(const struct grant *,
 		    const char *cause, void *), void *arg);
 /*
- * grants.json's text (what the proxy reads at start): parsed, then
- * grants_load_json(). -1 with err (a line, column and cause) when it is
- * not a JSON array; else how many were added.
+ * grants.json's text (what the proxy reads at start): parsed, then its
+ * grants as grants_load_json() does, each with the file's generation
+ * (GRANTS_GEN_NONE: a bare array). A damaged "generation" refuses each
+ * grant (cb names it): a revoke kept apart could not be weighed against
+ * it. -1 with err (a line, column and cause) when it is neither an
+ * array nor {"generation", "grants": array}; else how many were added.
  */
 long		 grants_load_text(struct grants *, const char *text,
 		    size_t len, time_t now, time_t clock,
 		    void (*cb)(const struct grant *, const char *cause,
 		    void *), void *arg, char *err, size_t errsize);
+/*
+ * The save number grants.json's text holds, as far as it can be read: a
+ * file that is no JSON but starts as the proxy writes it,
+ * {"generation":N, still gives N (the counter must not go below a
+ * number once saved, atk36b F1). 0 when none can be read.
+ */
+json_int_t	 grants_text_generation(const char *text, size_t len);
 /*
  * Remove the grants pick(g, key) says (grants a floor loaded later no
  * longer allows, say), calling cb with each. How many.
@@ -163,7 +180,11 @@ size_t		 grants_drop(struct grants *,
  * a step back, then revoked while saves failed, came back). A line
  * without "after" (an older proxy's) ends g given at or before its
  * "granted" (the newest grant it removed) or, without that, its
- * "revoked" time.
+ * "revoked" time. g from a grants.json with no number (GRANTS_GEN_NONE:
+ * an older proxy wrote it, after a roll back, say) is judged by that time
+ * rule against every line, "after" or not, as the older proxy did: its
+ * own grant given again after a line of this version was written is kept
+ * (atk36b F3: it was ended as "stays revoked").
  * grants_tombs_after: the highest "after" added (0: none), so saves
  * after a restart are numbered above every revoke still in the file.
  */

@@ -254,7 +254,12 @@ test_text(void **state)
 	    M0 + 59));
 	assert_int_equal(grants_load_text(u, "{}", 2, T0, M0, NULL, NULL,
 	    err, sizeof(err)), -1);
-	assert_string_equal(err, "not a JSON array");
+	assert_string_equal(err, "neither an array nor an object with "
+	    "\"grants\", an array");
+	assert_int_equal(grants_load_text(u, "{\"generation\":1,\"grants\":"
+	    "{}}", 29, T0, M0, NULL, NULL, err, sizeof(err)), -1);
+	assert_int_equal(grants_load_text(u, "7", 1, T0, M0, NULL, NULL,
+	    err, sizeof(err)), -1);
 	assert_int_equal(grants_load_text(u, "[1,", 3, T0, M0, NULL, NULL,
 	    err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "line 1"));
@@ -447,7 +452,8 @@ test_restore_grant(const struct grant *g, const char *cause, void *arg)
 
 /*
  * grants.json holding sbx_a's grant of a.corp.test:443, granted at
- * T0 + granted, in a save of generation gen (none: NULL), read back as
+ * T0 + granted, in a save of generation gen ({"generation": gen,
+ * "grants": [...]}; NULL: a bare array, an older proxy's), read back as
  * a start reads it into test_loaded: 0, or -1 when it was refused.
  */
 static int
@@ -459,10 +465,11 @@ test_load_one(const char *gen, long granted)
 
 	grants_time(T0 + granted, at, sizeof(at));
 	grants_time(T0 + granted + 3600, end, sizeof(end));
-	snprintf(text, sizeof(text), "[{\"sandbox\":\"sbx_a\",\"host\":"
-	    "\"a.corp.test\",\"port\":443,\"by\":\"root\",\"rationale\":"
-	    "\"r\",\"granted\":\"%s\",\"expires\":\"%s\"%s%s}]", at, end,
-	    gen ? ",\"generation\":" : "", gen ? gen : "");
+	snprintf(text, sizeof(text), "%s%s%s[{\"sandbox\":\"sbx_a\","
+	    "\"host\":\"a.corp.test\",\"port\":443,\"by\":\"root\","
+	    "\"rationale\":\"r\",\"granted\":\"%s\",\"expires\":\"%s\"}]%s",
+	    gen ? "{\"generation\":" : "", gen ? gen : "",
+	    gen ? ",\"grants\":" : "", at, end, gen ? "}" : "");
 	test_loaded_cause = "not called";
 	n = grants_load_text(u, text, strlen(text), T0 + 60, M0,
 	    test_restore_grant, NULL, err, sizeof(err));
@@ -509,11 +516,19 @@ test_restore_generation(void **state)
 	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
 	test_line(line, sizeof(line), 30, "0");
 	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
-	/* A grants.json without generation (an older proxy's) is older. */
+	/*
+	 * atk36b F3: a grants.json with no number (an older proxy's, after a
+	 * roll back): by the granted time against every line, as that proxy
+	 * judged them; its grant given again after the line stays.
+	 */
 	assert_int_equal(test_load_one(NULL, 5), 0);
-	assert_int_equal(test_loaded.generation, 0);
-	test_line(line, sizeof(line), 0, "0");
+	assert_int_equal(test_loaded.generation, GRANTS_GEN_NONE);
+	test_line(line, sizeof(line), 5, "0");
 	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 1);
+	test_line(line, sizeof(line), 4, "99");
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
+	test_line(line, sizeof(line), 4, NULL);
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
 	/* A line without "after" (an older proxy's): by the grant's time. */
 	assert_int_equal(test_load_one("7", 5), 0);
 	test_line(line, sizeof(line), 4, NULL);
@@ -523,9 +538,10 @@ test_restore_generation(void **state)
 }
 
 /*
- * A damaged generation is damage as any other field: in grants.json the
- * grant is refused; in a revoke line "after" makes the revokes file
- * unusable (no grant restored).
+ * A damaged generation is damage as any other field: in grants.json each
+ * grant is refused (named: a revoke could not be weighed against it),
+ * as in a file with "grants" and no number; in a revoke line "after"
+ * makes the revokes file unusable (no grant restored).
  */
 static void
 test_generation_damage(void **state)
@@ -533,11 +549,30 @@ test_generation_damage(void **state)
 	static const char	*bad[] = { "-1", "1.5", "7.0", "\"7\"", "null",
 				    "true", "[7]", "9007199254740992",
 				    "9223372036854775807" };
-	char			 line[512];
+	static const char	 nonum[] = "{\"grants\":[{\"sandbox\":"
+				    "\"sbx_a\",\"host\":\"a.corp.test\","
+				    "\"port\":443,\"by\":\"root\","
+				    "\"rationale\":\"r\",\"granted\":"
+				    "\"2026-06-01T00:00:00Z\",\"expires\":"
+				    "\"2026-06-01T01:00:00Z\"}]}";
+	struct grants		*u;
+	char			 line[512], err[256];
 	size_t			 i;
 
 	(void)state;
 	assert_int_equal(test_load_one("9007199254740991", 5), 0);
+	assert_int_equal(test_load_one("1,\"x\":1", 5), 0);	/* more: ok */
+	assert_int_equal(test_load_one("1,\"generation\":2", 5), 0);
+	assert_int_equal(test_load_one("null", 5), -1);
+	assert_string_equal(test_loaded_cause, "the file's generation is not "
+	    "a whole number from 0 to 2^53 - 1");
+	/* "grants" and no number: as damaged */
+	assert_non_null(u = grants_new());
+	test_loaded_cause = NULL;
+	assert_int_equal(grants_load_text(u, nonum, strlen(nonum), T0 + 60,
+	    M0, test_restore_grant, NULL, err, sizeof(err)), 0);
+	assert_non_null(test_loaded_cause);
+	grants_free(u);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(test_load_one(bad[i], 5), -1);
 		assert_int_equal(test_load_one("1", 5), 0);
@@ -548,8 +583,10 @@ test_generation_damage(void **state)
 }
 
 /*
- * grants.json as saved: each grant with the save's generation, read
- * back with it; grants_tombs_after the highest a revokes text names.
+ * grants.json as saved: {"generation", "grants"}, the number first, read
+ * back with it; none is saved above GRANTS_GEN_MAX (atk36b F2: 2^53 was
+ * written, then refused with every grant); grants_tombs_after the highest
+ * a revokes text names.
  */
 static void
 test_save_generation(void **state)
@@ -559,18 +596,23 @@ test_save_generation(void **state)
 	struct grant		 g;
 	json_t			*a;
 	const char		*cause;
-	char			 line[512];
+	char			 line[512], *text, err[256];
 
 	(void)state;
 	test_fill(&g, "a.corp.test", "", 60);
 	assert_int_equal(grants_add(t, &g, &cause), 0);
 	assert_non_null(a = grants_save_json(t, 42));
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(a,
-	    0), "generation")), 42);
-	assert_int_equal(grants_load_json(u, a, T0 + 1, M0, test_restore_grant,
-	    NULL), 1);
+	assert_non_null(text = json_dumps(a, JSON_COMPACT));
+	assert_memory_equal(text, "{\"generation\":42,\"grants\":[{", 28);
+	assert_int_equal(grants_load_text(u, text, strlen(text), T0 + 1, M0,
+	    test_restore_grant, NULL, err, sizeof(err)), 1);
 	assert_int_equal(test_loaded.generation, 42);
+	free(text);
 	json_decref(a);
+	assert_non_null(a = grants_save_json(t, GRANTS_GEN_MAX));
+	json_decref(a);
+	assert_null(grants_save_json(t, GRANTS_GEN_MAX + 1));
+	assert_null(grants_save_json(t, -1));
 	assert_int_equal(grants_tombs_after(tb), 0);
 	test_line(line, sizeof(line), 0, NULL);
 	assert_null(grants_tombs_add(tb, line, strlen(line)));
@@ -583,6 +625,39 @@ test_save_generation(void **state)
 	grants_tombs_free(tb);
 	grants_free(t);
 	grants_free(u);
+}
+
+/*
+ * atk36b F1: the number a grants.json holds, a save of no grants too, as
+ * far as it can be read (the counter at start must not go below it): a
+ * file torn after the number still gives it; an older proxy's array, or
+ * text that does not start as the proxy writes, none (0).
+ */
+static void
+test_text_generation(void **state)
+{
+	static const struct {
+		const char	*text;
+		json_int_t	 gen;
+	} c[] = {
+		{ "{\"generation\":5,\"grants\":[]}", 5 },
+		{ " { \"grants\": [], \"generation\": 6 } ", 6 },
+		{ "{\"generation\":7,\"grants\":[{\"sandb", 7 },
+		{ "{\"generation\":9007199254740991,\"gr", GRANTS_GEN_MAX },
+		{ "{\"generation\":9007199254740992,\"gr", 0 },
+		{ "{\"generation\":12345678901234567890", 0 },
+		{ "{\"generation\":", 0 },
+		{ "{\"generation\":-3,", 0 },
+		{ "{\"generation\":\"5\",\"grants\":[]}", 0 },
+		{ "[]", 0 },
+		{ "", 0 },
+	};
+	size_t	i;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		assert_int_equal(grants_text_generation(c[i].text,
+		    strlen(c[i].text)), c[i].gen);
 }
 
 int
@@ -602,6 +677,7 @@ main(void)
 		cmocka_unit_test(test_restore_generation),
 		cmocka_unit_test(test_generation_damage),
 		cmocka_unit_test(test_save_generation),
+		cmocka_unit_test(test_text_generation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
