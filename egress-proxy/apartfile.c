@@ -205,9 +205,15 @@ apartfile_clear(const char *path)
 	size_t	 len;
 	int	 fd, bad;
 
-	if (path == NULL || strchr(path, '/') == NULL || (fd = open(path,
-	    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1)
+	if (path == NULL || strchr(path, '/') == NULL)
 		return;
+	/* none there: nothing to empty; else its lines would stay unsaid */
+	if ((fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			log_warn("%s: cannot empty it", path);
+		return;
+	}
 	if ((t = apartfile_read(fd, &len)) == NULL ||
 	    apartfile_text_blank(t, len)) {
 		free(t);

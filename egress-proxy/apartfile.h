@@ -32,6 +32,7 @@ int	apartfile_add(const char *path, const char *line);
  * The file it stands beside now holds every change: path is blanked in
  * place (its padding kept), once the rename that put that file in place
  * is on disk, else a crash could leave the old file and no changes.
+ * When it is there but cannot be opened or emptied, a warning says so.
  */
 void	apartfile_clear(const char *path);
 

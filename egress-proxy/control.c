@@ -53,6 +53,13 @@ static char			*control_tomb_path;	/* .revoked */
 /* A legacy file taken (control_take), until a save holds what it held. */
 static char			*control_grants_taken;
 static char			*control_registry_taken;
+/*
+ * The generation of the newest save of grants.json tried (grants.h): one
+ * more for each, so a revoke kept apart names the saves it postdates;
+ * at start, the highest of grants.json's (kept by a save of no grants
+ * too) and the revokes file's, never lower. At GRANTS_GEN_MAX saves fail.
+ */
+static json_int_t	 control_grants_gen;
 /* 1 while the last save of the grants failed: tried again each second. */
 static int		 control_grants_unsaved;
 static char		*control_registry_removed;	/* .removed */
@@ -111,6 +118,8 @@ static void	control_taken_done(const char *);
 static void	control_taken_retire(char **);
 static int	control_taken_again(const char *, const char *);
 static struct grants_tombs *control_tombs_read(const char *, int *);
+static void	control_grants_resume(const struct grants_tombs *,
+		    const char *, size_t);
 static void	 control_tomb_read(const char *, struct grants_tombs *,
 		    int *);
 static char	*control_file_read(const char *, size_t *, int *);
@@ -765,16 +774,27 @@ control_json_create(json_t *o, const char *path, mode_t mode)
 	return rc;
 }
 
-/* grants.json, written whole and atomically, readable by the proxy alone. */
+/*
+ * grants.json, written whole and atomically, readable by the proxy alone,
+ * numbered one above any save tried before (a failed one may have
+ * reached the disk). A good save holds every revoke, so empties the
+ * revokes file; a crash between the two (SANDGATE_TEST_CRASH=
+ * grants:saved) leaves revokes that the generation shows older. At the
+ * bound no save is made (one numbered above it would be refused at the
+ * next start, every grant with it, atk36b F2): it fails as a save does.
+ */
 static int
 control_grants_save(struct proxy *px)
 {
-	json_t	*arr = grants_json(px->grants, NULL);
+	int	 bound = control_grants_gen >= GRANTS_GEN_MAX;
+	json_t	*arr = bound ? NULL : grants_save_json(px->grants,
+		    ++control_grants_gen);
 	int	 was = control_grants_unsaved;
 
 	control_grants_unsaved = control_json_replace(arr, control_grants_path,
 	    0600) == -1;
 	if (!control_grants_unsaved) {
+		control_crash_point("grants", "saved");
 		apartfile_clear(control_tomb_path);
 		control_taken_retire(&control_grants_taken);
 	}
@@ -783,7 +803,13 @@ control_grants_save(struct proxy *px)
 		if (!was)
 			control_grants_unsaved_since = control_grants_failed;
 	}
-	if (control_grants_unsaved && !was)
+	if (control_grants_unsaved && !was && bound)
+		log_warnx("cannot save the grants in %s: its saves are "
+		    "numbered up to 2^53 - 1, a number a file of its folder "
+		    "gave; revokes are kept in %s; remove both files and give "
+		    "the grants again", control_grants_path,
+		    control_tomb_path);
+	else if (control_grants_unsaved && !was)
 		log_warn("cannot save the grants %s (tried again every "
 		    "second; until then a restart would bring back the grants "
 		    "of the last save)", control_grants_path);
@@ -863,7 +889,7 @@ control_tomb_cb(const struct grant *g, void *arg)
 static int
 control_tomb_add(const struct grant *g)
 {
-	char	*line = grants_tomb_line(g, time(NULL));
+	char	*line = grants_tomb_line(g, time(NULL), control_grants_gen);
 	int	 bad = apartfile_add(control_tomb_path, line);
 
 	if (bad)
@@ -1088,6 +1114,24 @@ control_tombs_read(const char *tomb, int *bad)
 }
 
 /*
+ * The save counter at start: above every number the files hold (a
+ * revokes file or grants.json damaged past them too, as far as they can
+ * be read), never lower (atk36b F1).
+ */
+static void
+control_grants_resume(const struct grants_tombs *tombs, const char *text,
+    size_t len)
+{
+	json_int_t	gen;
+
+	if (tombs != NULL && grants_tombs_after(tombs) > control_grants_gen)
+		control_grants_gen = grants_tombs_after(tombs);
+	if (text != NULL && (gen = grants_text_generation(text, len)) >
+	    control_grants_gen)
+		control_grants_gen = gen;
+}
+
+/*
  * The grants saved before a restart in path (grants_load_text, the
  * fuzzed reader), each logged as grant.restored, less those a revoke in
  * the revokes file ends (saved at once into grants.json, which empties
@@ -1102,19 +1146,22 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
 	struct control_load	 l = { px, path, NULL };
 	char			*text, err[256];
-	size_t			 len;
+	size_t			 len = 0;
 	long			 n = 0;
-	int			 bad = 0;
+	int			 bad = 0, badtext = 0;
 
 	l.tombs = control_tombs_read(tomb, &bad);
+	text = control_file_read(path, &len, &badtext);
+	control_grants_resume(l.tombs, text, len);
 	if (bad) {
 		log_warnx("%s: revokes that cannot be read; starting with no "
 		    "grants", tomb);
+		free(text);
 		grants_tombs_free(l.tombs);
 		control_grants_floor(px);
 		return;
 	}
-	if ((text = control_file_read(path, &len, &bad)) == NULL && bad)
+	if (text == NULL && badtext)
 		log_warnx("%s: starting with no grants", path);
 	else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
@@ -1327,7 +1374,7 @@ out:
 struct control_revoke {
 	struct proxy	*px;
 	const char	*by;
-	time_t		 granted;	/* the newest removed: the tomb's */
+	time_t		 granted;	/* the newest removed (for older readers) */
 };
 
 static void
@@ -1456,7 +1503,8 @@ control_reload(struct proxy *px, struct evhttp_request *req)
  * For tests: SANDGATE_TEST_CRASH=registry:WHAT kills the proxy there, as
  * SIGKILL or a power loss would: registry:marked once the unsure marks
  * are written (control_registry_unsure), registry:gone-saved between the
- * .gone and the registry file of a save.
+ * .gone and the registry file of a save; grants:saved between a good
+ * save of grants.json and the emptying of its revokes file.
  */
 static void
 control_crash_point(const char *where, const char *what)

@@ -2,6 +2,7 @@
  * grants.c: the table of grants (grants.h). A person gives a handful at a
  * time, so a list.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,11 @@ static int	grants_valid(const struct grant *, const char **);
 static int	grants_restorable(const struct grant *, time_t,
 		    const char **);
 static int	grants_parse_time(const char *, time_t *);
+static int	grants_parse_gen(const json_t *, json_int_t *);
+static size_t	grants_load_arr(struct grants *, json_t *, json_int_t,
+		    const char *, time_t, time_t,
+		    void (*)(const struct grant *, const char *, void *),
+		    void *);
 static int	grants_pick_dest(const struct grant *, const void *);
 static int	grants_pick_expired(const struct grant *, const void *);
 
@@ -265,6 +271,37 @@ grants_json(const struct grants *t, const char *sandbox)
 }
 
 /*
+ * The number first, so a file torn after it still gives it
+ * (grants_text_generation); none above what the reader takes.
+ */
+json_t *
+grants_save_json(const struct grants *t, json_int_t generation)
+{
+	json_t	*a;
+
+	if (generation < 0 || generation > GRANTS_GEN_MAX ||
+	    (a = grants_json(t, NULL)) == NULL)
+		return NULL;
+	return json_pack("{s:I, s:o}", "generation", generation, "grants", a);
+}
+
+/*
+ * A "generation" or "after" (GRANTS_GEN_MAX) into *out: 0, or -1 when it
+ * is no whole number in range (absent, null, a real, a string, negative,
+ * too large).
+ */
+static int
+grants_parse_gen(const json_t *v, json_int_t *out)
+{
+	*out = 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > GRANTS_GEN_MAX)
+		return -1;
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/*
  * A saved grant given before now and ending at most GRANTS_SECS_MAX
  * after now (a hand-edited file can claim anything); 0 or -1 with
  * *cause static.
@@ -287,6 +324,19 @@ size_t
 grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
     void (*cb)(const struct grant *, const char *, void *), void *arg)
 {
+	return grants_load_arr(t, arr, GRANTS_GEN_NONE, NULL, now, clock, cb,
+	    arg);
+}
+
+/*
+ * The grants of arr, of a save numbered gen; each refused with refuse
+ * when it is not NULL (the file's number is damaged).
+ */
+static size_t
+grants_load_arr(struct grants *t, json_t *arr, json_int_t gen,
+    const char *refuse, time_t now, time_t clock,
+    void (*cb)(const struct grant *, const char *, void *), void *arg)
+{
 	struct grant	 g;
 	json_t		*o;
 	const char	*cause;
@@ -294,6 +344,7 @@ grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
 
 	json_array_foreach(arr, i, o) {
 		memset(&g, 0, sizeof(g));
+		g.generation = gen;
 		snprintf(g.sandbox, sizeof(g.sandbox), "%s",
 		    json_string_value(json_object_get(o, "sandbox")) ?: "");
 		snprintf(g.host, sizeof(g.host), "%s",
@@ -310,6 +361,8 @@ grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
 		    grants_parse_time(json_string_value(json_object_get(o,
 		    "expires")), &g.expires) == -1)
 			cause = "granted and expires must be UTC times";
+		else if ((cause = refuse) != NULL)
+			;
 		else if (grants_restorable(&g, now, &cause) == 0) {
 			/* What the wall clock leaves of it, on our clock. */
 			g.deadline = clock + (g.expires > now ? g.expires -
@@ -331,26 +384,66 @@ grants_load_text(struct grants *t, const char *text, size_t len,
     const char *, void *), void *arg, char *err, size_t errsize)
 {
 	json_error_t	 je;
-	json_t		*arr;
+	json_t		*top, *arr;
+	json_int_t	 gen = GRANTS_GEN_NONE;
+	const char	*refuse = NULL;
 	long		 n = -1;
 
-	if ((arr = json_loadb(text, len, 0, &je)) == NULL)
+	if ((top = json_loadb(text, len, 0, &je)) == NULL) {
 		snprintf(err, errsize, "line %d column %d: %s", je.line,
 		    je.column, je.text);
-	else if (!json_is_array(arr))
-		snprintf(err, errsize, "not a JSON array");
-	else
-		n = (long)grants_load_json(t, arr, now, clock, cb, arg);
-	json_decref(arr);
+		return -1;
+	}
+	arr = json_is_array(top) ? top : json_object_get(top, "grants");
+	if (!json_is_array(arr))
+		snprintf(err, errsize, "neither an array nor an object with "
+		    "\"grants\", an array");
+	else {
+		if (arr != top && grants_parse_gen(json_object_get(top,
+		    "generation"), &gen) == -1)
+			refuse = "the file's generation is not a whole number "
+			    "from 0 to 2^53 - 1";
+		n = (long)grants_load_arr(t, arr, gen, refuse, now, clock,
+		    cb, arg);
+	}
+	json_decref(top);
 	return n;
 }
 
-char *
-grants_tomb_line(const struct grant *g, time_t revoked)
+json_int_t
+grants_text_generation(const char *text, size_t len)
 {
-	json_t	*o = json_pack("{s:s, s:s, s:i, s:I, s:I}", "sandbox",
+	static const char	 head[] = "{\"generation\":";
+	json_t			*top;
+	json_int_t		 gen = 0;
+	size_t			 i;
+
+	if ((top = json_loadb(text, len, 0, NULL)) != NULL) {
+		if (json_is_object(top))
+			(void)grants_parse_gen(json_object_get(top,
+			    "generation"), &gen);
+		json_decref(top);
+		return gen;
+	}
+	if (len < sizeof(head) - 1 || memcmp(text, head, sizeof(head) - 1))
+		return 0;
+	/* 16 digits at most: 2^53 - 1 has 16 */
+	for (i = sizeof(head) - 1; i < len && i < sizeof(head) + 15 &&
+	    text[i] >= '0' && text[i] <= '9'; i++)
+		gen = gen * 10 + (text[i] - '0');
+	if (i == sizeof(head) - 1 || (i < len && text[i] >= '0' &&
+	    text[i] <= '9') || gen > GRANTS_GEN_MAX)
+		return 0;
+	return gen;
+}
+
+char *
+grants_tomb_line(const struct grant *g, time_t revoked, json_int_t after)
+{
+	json_t	*o = json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}", "sandbox",
 		    g->sandbox, "host", g->host, "port", g->port, "revoked",
-		    (json_int_t)revoked, "granted", (json_int_t)g->granted);
+		    (json_int_t)revoked, "granted", (json_int_t)g->granted,
+		    "after", after);
 	char	*text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	char	*line = text ? malloc(strlen(text) + 3) : NULL;
 
@@ -361,18 +454,28 @@ grants_tomb_line(const struct grant *g, time_t revoked)
 	return line;
 }
 
-/* A destination's revokes: the newest grant they ended. */
+/*
+ * A destination's revokes: the newest save of grants.json they postdate
+ * (-1: none said); of the lines that do not say (an older proxy's), the
+ * newest grant they ended (GRANTS_NONE: none); of every line, the newest
+ * grant ended (for a grants.json with no number).
+ */
 struct grants_tomb {
 	char		*mem;		/* holds sandbox and host */
 	const char	*sandbox, *host;
 	json_int_t	 port;
+	json_int_t	 after;
 	json_int_t	 granted;
+	json_int_t	 granted_any;
 };
+
+#define GRANTS_NONE	LLONG_MIN	/* ends no grant: no time is this */
 
 /* Sorted by destination (grants_tomb_cmp), one entry each. */
 struct grants_tombs {
 	struct grants_tomb	*v;
 	size_t			 n, cap;
+	json_int_t		 after;	/* the highest "after" (0: none) */
 	const char		*why;	/* what is wrong in the text added */
 };
 
@@ -401,6 +504,12 @@ grants_tombs_count(const struct grants_tombs *t)
 	return t->n;
 }
 
+json_int_t
+grants_tombs_after(const struct grants_tombs *t)
+{
+	return t->after;
+}
+
 static int
 grants_tomb_cmp(const void *a, const void *b)
 {
@@ -416,8 +525,9 @@ grants_tomb_cmp(const void *a, const void *b)
 /* One revoke appended (unsorted until grants_tombs_sort): 0, or -1. */
 static int
 grants_tombs_push(struct grants_tombs *t, const char *sbx, const char *host,
-    json_int_t port, json_int_t granted)
+    json_int_t port, json_int_t after, json_int_t granted)
 {
+	json_int_t		 any = granted;
 	struct grants_tomb	*v;
 	size_t			 ls = strlen(sbx), lh = strlen(host);
 	char			*s;
@@ -438,11 +548,18 @@ grants_tombs_push(struct grants_tombs *t, const char *sbx, const char *host,
 	v->sandbox = s;
 	v->host = s + ls + 1;
 	v->port = port;
-	v->granted = granted;
+	v->after = after;
+	v->granted = after != -1 ? GRANTS_NONE : granted;
+	v->granted_any = any;
+	if (after > t->after)
+		t->after = after;
 	return 0;
 }
 
-/* Sorted, the revokes of one destination merged into the newest. */
+/*
+ * Sorted, the revokes of one destination merged into the newest: a grant
+ * any of them ends, the merged one ends.
+ */
 static void
 grants_tombs_sort(struct grants_tombs *t)
 {
@@ -456,8 +573,12 @@ grants_tombs_sort(struct grants_tombs *t)
 			t->v[++k] = t->v[i];
 			continue;
 		}
+		if (t->v[i].after > t->v[k].after)
+			t->v[k].after = t->v[i].after;
 		if (t->v[i].granted > t->v[k].granted)
 			t->v[k].granted = t->v[i].granted;
+		if (t->v[i].granted_any > t->v[k].granted_any)
+			t->v[k].granted_any = t->v[i].granted_any;
 		free(t->v[i].mem);
 	}
 	t->n = k + 1;
@@ -465,28 +586,31 @@ grants_tombs_sort(struct grants_tombs *t)
 
 /*
  * apartfile_lines(): one line, a revoke added, or what is wrong in it in
- * t->why (then the walk stops). "granted" is the newest grant it
- * removed, in the grants' own record, so a wall clock stepped back
- * between grant and revoke changes nothing (atk1921c F8); a line without
- * it (an older proxy's) has only the revoke's time.
+ * t->why (then the walk stops). "after" is the save of grants.json it
+ * postdates (grants_tombs_ends); a line without it (an older proxy's)
+ * has "granted", the newest grant it removed in the grants' own record
+ * (atk1921c F8), or only the revoke's time.
  */
 static int
 grants_tombs_line(const char *s, size_t n, int damage, void *arg)
 {
 	struct grants_tombs	*t = arg;
 	const char		*sbx, *host;
-	json_int_t		 port, at, granted = -1;
-	json_t			*o;
+	json_int_t		 port, at, granted = -1, after = -1;
+	json_t			*o, *a = NULL;
 
 	if ((t->why = apartfile_damage(damage)) != NULL)
 		return -1;
 	o = json_loadb(s, n, JSON_REJECT_DUPLICATES, NULL);
-	if (o == NULL || json_unpack(o, "{s:s, s:s, s:I, s:I, s?I}",
+	if (o == NULL || json_unpack(o, "{s:s, s:s, s:I, s:I, s?I, s?o}",
 	    "sandbox", &sbx, "host", &host, "port", &port, "revoked", &at,
-	    "granted", &granted) != 0)
+	    "granted", &granted, "after", &a) != 0)
 		t->why = "a line that is not one of its revokes";
-	else if (grants_tombs_push(t, sbx, host, port, granted != -1 ?
-	    granted : at) == -1)
+	else if (a != NULL && grants_parse_gen(a, &after) == -1)
+		t->why = "a revoke whose \"after\" is no generation (a whole "
+		    "number from 0 to 2^53 - 1)";
+	else if (grants_tombs_push(t, sbx, host, port, a != NULL ? after : -1,
+	    granted != -1 ? granted : at) == -1)
 		t->why = "out of memory";
 	json_decref(o);
 	return t->why != NULL ? -1 : 0;
@@ -504,11 +628,16 @@ grants_tombs_add(struct grants_tombs *t, const char *text, size_t len)
 int
 grants_tombs_ends(const struct grants_tombs *t, const struct grant *g)
 {
-	struct grants_tomb	 k = { NULL, g->sandbox, g->host, g->port, 0 };
+	struct grants_tomb	 k = { NULL, g->sandbox, g->host, g->port, 0,
+				    0, 0 };
 	struct grants_tomb	*e;
 
 	if (t->n == 0 || (e = bsearch(&k, t->v, t->n, sizeof(*t->v),
 	    grants_tomb_cmp)) == NULL)
 		return 0;
+	if (g->generation == GRANTS_GEN_NONE)
+		return (json_int_t)g->granted <= e->granted_any;
+	if (e->after != -1 && g->generation <= e->after)
+		return 1;
 	return (json_int_t)g->granted <= e->granted;
 }

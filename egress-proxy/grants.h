@@ -42,7 +42,27 @@ struct grant {
 	time_t		 granted;	/* wall clock: the record */
 	time_t		 expires;
 	time_t		 deadline;	/* grants_clock(): what ends it */
+	json_int_t	 generation;	/* of the grants.json read (below) */
 };
+
+/*
+ * Each save of grants.json is numbered, one more than any before it,
+ * in this lifetime or an earlier one (the proxy resumes above the
+ * numbers its files hold): what tells a revoke kept apart whether
+ * grants.json was saved before or after it, where the wall clock cannot
+ * (grants_tombs). grants.json is {"generation": N, "grants": [...]},
+ * written whole in one atomic save, so the number is kept by a save of
+ * no grants too (a number in each grant was lost with the last grant,
+ * and the next lifetime numbered from 1 again, atk36b F1). A bare array
+ * (an older proxy's file) has no number: GRANTS_GEN_NONE, judged by the
+ * time rule (grants_tombs_ends). At most GRANTS_GEN_MAX (2^53 - 1, exact
+ * in any JSON reader): the proxy never saves above it (a save at the
+ * bound fails, atk36b F2); a value that is not a whole number in
+ * 0..GRANTS_GEN_MAX is damage. g->generation: the number of the
+ * grants.json g was read from, GRANTS_GEN_NONE for a bare array.
+ */
+#define GRANTS_GEN_MAX		((json_int_t)9007199254740991LL)
+#define GRANTS_GEN_NONE		((json_int_t)-1)
 
 struct grants;
 
@@ -87,26 +107,40 @@ const struct grant *grants_match(const struct grants *, const char *sandbox,
 json_t		*grants_one_json(const struct grant *);
 /* The grants (of sandbox, unless NULL), a new array. */
 json_t		*grants_json(const struct grants *, const char *sandbox);
+/* What grants.json holds: {"generation": N, "grants": grants_json()}. */
+json_t		*grants_save_json(const struct grants *,
+		    json_int_t generation);
 /*
- * Add the grants of an array made by grants_json(), those given before
- * now (wall clock) and ending at most GRANTS_SECS_MAX after it, each
- * with its deadline at clock (grants_clock()) plus what is left of it
- * (an expired one: clock, so the next expiry check ends it); cb (unless
- * NULL) is called with each entry and NULL when it was added, or why it
- * was refused. How many were added.
+ * Add the grants of an array made by grants_json() (g->generation:
+ * GRANTS_GEN_NONE), those given before now (wall clock) and ending at
+ * most GRANTS_SECS_MAX after it, each with its deadline at clock
+ * (grants_clock()) plus what is left of it (an expired one: clock, so
+ * the next expiry check ends it); cb (unless NULL) is called with each
+ * entry and NULL when it was added, or why it was refused. How many were
+ * added.
  */
 size_t		 grants_load_json(struct grants *, json_t *, time_t now,
 		    time_t clock, void (*cb)(const struct grant *,
 		    const char *cause, void *), void *arg);
 /*
- * grants.json's text (what the proxy reads at start): parsed, then
- * grants_load_json(). -1 with err (a line, column and cause) when it is
- * not a JSON array; else how many were added.
+ * grants.json's text (what the proxy reads at start): parsed, then its
+ * grants as grants_load_json() does, each with the file's generation
+ * (GRANTS_GEN_NONE: a bare array). A damaged "generation" refuses each
+ * grant (cb names it): a revoke kept apart could not be weighed against
+ * it. -1 with err (a line, column and cause) when it is neither an
+ * array nor {"generation", "grants": array}; else how many were added.
  */
 long		 grants_load_text(struct grants *, const char *text,
 		    size_t len, time_t now, time_t clock,
 		    void (*cb)(const struct grant *, const char *cause,
 		    void *), void *arg, char *err, size_t errsize);
+/*
+ * The save number grants.json's text holds, as far as it can be read: a
+ * file that is no JSON but starts as the proxy writes it,
+ * {"generation":N, still gives N (the counter must not go below a
+ * number once saved, atk36b F1). 0 when none can be read.
+ */
+json_int_t	 grants_text_generation(const char *text, size_t len);
 /*
  * Remove the grants pick(g, key) says (grants a floor loaded later no
  * longer allows, say), calling cb with each. How many.
@@ -122,25 +156,42 @@ size_t		 grants_drop(struct grants *,
  * reads after grants.json, so an answered revoke is never undone, and
  * that is emptied at the next good save of grants.json.
  * grants_tomb_line: the line (a new string, with a newline before it, so
- * the torn end of a crash never runs into the next line).
+ * the torn end of a crash never runs into the next line), "after" the
+ * generation of the newest save of grants.json tried so far (the
+ * revoke's own, which failed): any save numbered above it was made
+ * after the grants were removed, so holds the revoke.
  * grants_tombs: the revokes of such files read once, at start, into a
- * table by destination (sandbox, host and port) holding the newest grant
- * each ended, so a grant restored is one look-up (one walk of the file
- * per grant made a start of 300 grants and an 8 MiB file take 99 s,
- * atk35a F2).
+ * table by destination (sandbox, host and port), so a grant restored is
+ * one look-up (one walk of the file per grant made a start of 300
+ * grants and an 8 MiB file take 99 s, atk35a F2).
  * grants_tombs_add: the revokes of a text (that file's) added; NULL, or
  * what is wrong in it (a NUL, a non-blank last line with no newline, a
- * line that is not a revoke grants_tomb_line writes, a key twice, out of
- * memory): a damaged line may be the revoke of any grant, so the table
- * is then not usable (atk15r21 F3: the grant it revoked was restored).
+ * line that is not a revoke grants_tomb_line writes, a key twice, an
+ * "after" that is no generation, out of memory): a damaged line may be
+ * the revoke of any grant, so the table is then not usable (atk15r21
+ * F3: the grant it revoked was restored).
  * grants_tombs_ends: 1 when a revoke added ends g (same sandbox, host
- * and port, g granted at or before the newest grant the revoke removed,
- * g->granted of grants_tomb_line's g: the grants' own record, not the
- * wall clock at the revoke).
+ * and port), read from grants.json: g->generation at or below the
+ * line's "after" (the save g came from was made before the revoke; a
+ * grants.json saved after it, whose emptying of the revokes file did
+ * not happen, holds a grant given again since, not ended). No clock
+ * takes part, so a wall clock stepped back or forth between saves,
+ * grants and revokes changes nothing (atk35d F1: a grant re-given after
+ * a step back, then revoked while saves failed, came back). A line
+ * without "after" (an older proxy's) ends g given at or before its
+ * "granted" (the newest grant it removed) or, without that, its
+ * "revoked" time. g from a grants.json with no number (GRANTS_GEN_NONE:
+ * an older proxy wrote it, after a roll back, say) is judged by that time
+ * rule against every line, "after" or not, as the older proxy did: its
+ * own grant given again after a line of this version was written is kept
+ * (atk36b F3: it was ended as "stays revoked").
+ * grants_tombs_after: the highest "after" added (0: none), so saves
+ * after a restart are numbered above every revoke still in the file.
  */
 struct grants_tombs;
 
-char		*grants_tomb_line(const struct grant *g, time_t revoked);
+char		*grants_tomb_line(const struct grant *g, time_t revoked,
+		    json_int_t after);
 struct grants_tombs *grants_tombs_new(void);
 void		 grants_tombs_free(struct grants_tombs *);	/* NULL ok */
 const char	*grants_tombs_add(struct grants_tombs *, const char *text,
@@ -149,5 +200,6 @@ int		 grants_tombs_ends(const struct grants_tombs *,
 		    const struct grant *g);
 /* How many destinations have a revoke. */
 size_t		 grants_tombs_count(const struct grants_tombs *);
+json_int_t	 grants_tombs_after(const struct grants_tombs *);
 
 #endif

@@ -6,11 +6,22 @@ the number of seconds in a file the test writes, so the proxy sees its
 wall clock set back or forward while this machine's clock is never
 touched. The clock that ends grants (CLOCK_BOOTTIME) is not shifted.
 
+Restarts (ClockStepsAcrossRestart, SaveNumbers): a revoke grants.json could not take
+is kept in grants.json.revoked; whatever the wall clock did between the
+saves, grants and revokes, a restart never brings the grant back
+(atk35d F1), and a grants.json saved after such a revoke keeps what was
+given since. Saves fail while a folder sits where the proxy writes its
+temporary grants file. SaveNumbers: the number of each save of
+grants.json outlives a save of no grants (atk36b F1), never passes what
+the reader takes (F2), and a grants.json of an older proxy (a bare
+array, no number) is judged by the granted time (F3).
+
 Run: python3 tests/integration/test_grants_clock.py [-v]
 Env: SANDGATE_BIN, SANDGATE_SRC; SANDGATE_KEEP=1 keeps the folder.
 Everything is on loopback; the client plays sandbox sbx_g from 127.0.0.2.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -202,6 +213,254 @@ class ClockSteps(unittest.TestCase):
         status, body = control("GET", "/grants?sandbox=sbx_g")
         self.assertEqual([g["host"] for g in body["grants"]],
                          ["g2.grant.test"])
+
+
+def revoke(host):
+    return control("POST", "/grants/revoke", {
+        "sandbox": "sbx_g", "host": host, "port": W["up"].http_port,
+        "by": "tester"})
+
+
+def grants_path():
+    return os.path.join(os.path.dirname(W["sock"]), "grants.json")
+
+
+def saved_grants():
+    """The grants grants.json holds ({"generation", "grants"}; a bare
+    array is an older proxy's)."""
+    with open(grants_path()) as f:
+        saved = json.load(f)
+    return saved["grants"] if isinstance(saved, dict) else saved
+
+
+def block_saves():
+    """No save of grants.json can succeed while this folder is there."""
+    block = "%s.%d.tmp" % (grants_path(), W["proxy"].pid)
+    os.mkdir(block)
+    return block
+
+
+def restart(crash=None):
+    """Start the proxy again (it was killed), with SANDGATE_TEST_CRASH
+    set to crash, or not."""
+    p = W["proxy"]
+    p.kill()
+    p.stop()
+    p.env.pop("SANDGATE_TEST_CRASH", None)
+    if crash is not None:
+        p.env["SANDGATE_TEST_CRASH"] = crash
+    p.start()
+    status, body = control("POST", "/register", {
+        "address": "127.0.0.2", "sandbox": "sbx_g", "sets": "test"})
+    assert status == 200, body
+
+
+class ClockStepsAcrossRestart(unittest.TestCase):
+    def setUp(self):
+        set_shift(0)
+        restart()
+
+    def tearDown(self):
+        set_shift(0)
+        if not W["proxy"].alive():
+            restart()
+        for h in ("g1.grant.test", "g2.grant.test"):
+            revoke(h)
+        self.assertTrue(W["proxy"].alive(), W["proxy"].stderr()[-3000:])
+
+    def listed(self):
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual(status, 200, body)
+        return sorted(g["host"] for g in body["grants"])
+
+    def test_revoke_after_clock_step_back_survives_a_crash(self):
+        """atk35d F1: saved, the wall clock set back 5 s, given again
+        (unsaved: saves fail), revoked (kept apart), killed: the revoke's
+        line named the newest grant in memory (5 s older than the one
+        grants.json held), so a restart brought the grant back, and its
+        save then emptied the revokes file."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        status, body = grant("g2.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        set_shift(-5)
+        block = block_saves()
+        try:
+            status, body = grant("g1.grant.test", 300)
+            self.assertEqual((status, body.get("saved")), (200, False),
+                             body)
+            status, body = revoke("g1.grant.test")
+            self.assertEqual((status, body.get("saved_apart")),
+                             (200, True), body)
+            W["proxy"].kill()
+        finally:
+            os.rmdir(block)
+        self.assertEqual(sorted(g["host"] for g in saved_grants()),
+                         ["g1.grant.test", "g2.grant.test"])
+        set_shift(0)        # set right again, or not: the same
+        restart()
+        self.assertEqual(self.listed(), ["g2.grant.test"])
+        self.assertEqual(get_status("g1.grant.test"), 403)
+        self.assertEqual(get_status("g2.grant.test"), 200)
+        with open(grants_path() + ".revoked") as f:
+            self.assertEqual(f.read().strip(), "")
+        # Stays so across one more restart, the revokes file emptied.
+        restart()
+        self.assertEqual(self.listed(), ["g2.grant.test"])
+
+    def test_grant_saved_after_a_kept_revoke_is_restored(self):
+        """A grants.json saved after a revoke kept apart holds what was
+        given since; a crash before the save emptied the revokes file
+        (SANDGATE_TEST_CRASH=grants:saved) leaves the line, which must not
+        end the grant given again, whatever the wall clock said (here set
+        back 5 s: the grant's time was before the revoke's)."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        restart(crash="grants:saved")
+        set_shift(-5)
+        block = block_saves()
+        try:
+            status, body = revoke("g1.grant.test")
+            self.assertEqual((status, body.get("saved_apart")),
+                             (200, True), body)
+            status, body = grant("g1.grant.test", 300)
+            self.assertEqual((status, body.get("saved")), (200, False),
+                             body)
+        finally:
+            os.rmdir(block)
+        # The retry (each second) saves it, and the proxy dies there.
+        deadline = time.monotonic() + 10
+        while W["proxy"].alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(W["proxy"].alive(), "no crash at grants:saved")
+        with open(grants_path() + ".revoked") as f:
+            self.assertIn('"g1.grant.test"', f.read())
+        restart()
+        self.assertEqual(self.listed(), ["g1.grant.test"])
+        self.assertEqual(get_status("g1.grant.test"), 200)
+        with open(grants_path() + ".revoked") as f:
+            self.assertEqual(f.read().strip(), "")
+
+
+class SaveNumbers(unittest.TestCase):
+    def setUp(self):
+        set_shift(0)
+        restart()
+
+    def tearDown(self):
+        set_shift(0)
+        if not W["proxy"].alive():
+            restart()
+        for h in ("g1.grant.test", "g2.grant.test"):
+            revoke(h)
+        self.assertTrue(W["proxy"].alive(), W["proxy"].stderr()[-3000:])
+
+    def listed(self):
+        status, body = control("GET", "/grants?sandbox=sbx_g")
+        self.assertEqual(status, 200, body)
+        return sorted(g["host"] for g in body["grants"])
+
+    def revoke_apart(self, *hosts):
+        """Revoked while saves fail (kept in the revokes file), killed."""
+        block = block_saves()
+        try:
+            for host in hosts:
+                status, body = revoke(host)
+                self.assertEqual((status, body.get("saved_apart")),
+                                 (200, True), body)
+            W["proxy"].kill()
+        finally:
+            os.rmdir(block)
+
+    def test_number_outlives_a_save_of_no_grants(self):
+        """atk36b F1: a save of no grants held no number and a good save
+        emptied the revokes file, so the next lifetime numbered saves from
+        1 again: an older grants.json put back (a backup, number 5)
+        outlived a later revoke's line (after 2) and the grant came
+        back."""
+        for _ in range(5):
+            status, body = grant("g1.grant.test", 300)
+            self.assertEqual((status, body.get("saved")), (200, True), body)
+        with open(grants_path()) as f:
+            backup = f.read()
+        status, body = revoke("g1.grant.test")
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        self.assertEqual(saved_grants(), [])
+        restart()
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        self.revoke_apart("g1.grant.test")
+        with open(grants_path(), "w") as f:
+            f.write(backup)         # the folder's backup put back
+        restart()
+        self.assertEqual(self.listed(), [])
+        self.assertEqual(get_status("g1.grant.test"), 403)
+        self.assertIn("grant of g1.grant.test:%d to sbx_g stays revoked"
+                      % W["up"].http_port, W["proxy"].stderr())
+
+    def test_no_save_above_what_the_reader_takes(self):
+        """atk36b F2: a revoke line (another destination) with "after"
+        2^53 - 1 made the next save write 2^53, which the next start
+        refused with every grant in it. Now the save at the bound fails
+        and says so; the grant stays, across starts."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        W["proxy"].kill()
+        with open(grants_path() + ".revoked", "a") as f:
+            f.write('\n{"sandbox":"sbZ","host":"z.grant.test","port":443,'
+                    '"revoked":1,"granted":1,"after":9007199254740991}\n')
+        try:
+            for _ in range(2):
+                restart()
+                self.assertEqual(self.listed(), ["g1.grant.test"])
+            self.assertNotIn("refused", W["proxy"].stderr())
+            self.assertIn("numbered up to 2^53 - 1", W["proxy"].stderr())
+        finally:
+            W["proxy"].kill()
+            os.unlink(grants_path())
+            os.unlink(grants_path() + ".revoked")
+            restart()
+
+    def test_older_proxys_file_judged_by_time(self):
+        """atk36b F3: rolled back to an older proxy and forward again: the
+        older proxy gave the grant again after a line of this version and
+        saved grants.json as an array (no number); its grant was ended
+        "stays revoked". A file with no number is judged by the granted
+        time, as the older proxy does: one granted after the line's stays,
+        one granted at or before it ends."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        status, body = grant("g2.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        old = {g["host"]: g for g in saved_grants()}
+        self.revoke_apart("g1.grant.test", "g2.grant.test")
+        time.sleep(1.1)
+        now = time.time()
+        # The older proxy: g1 as saved before the lines, g2 given again.
+        g2 = dict(old["g2.grant.test"], granted=time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), expires=time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 300)))
+        with open(grants_path(), "w") as f:
+            json.dump([old["g1.grant.test"], g2], f)
+        restart()
+        self.assertEqual(self.listed(), ["g2.grant.test"])
+        self.assertIn("grant of g1.grant.test:%d to sbx_g stays revoked"
+                      % W["up"].http_port, W["proxy"].stderr())
+
+    def test_revokes_file_not_emptied_warns(self):
+        """atk36b F3: a revokes file that could not be opened to be
+        emptied after a good save was passed over without a word."""
+        tomb = grants_path() + ".revoked"
+        os.rename(tomb, tomb + ".away")
+        os.mkdir(tomb)
+        try:
+            status, body = grant("g1.grant.test", 300)
+            self.assertEqual((status, body.get("saved")), (200, True),
+                             body)
+            self.assertIn("%s: cannot empty it" % tomb, W["proxy"].stderr())
+        finally:
+            os.rmdir(tomb)
+            os.rename(tomb + ".away", tomb)
 
 
 if __name__ == "__main__":

@@ -885,11 +885,13 @@ class F02BlockLog(Case):
         folder = os.path.dirname(p.ctl)
         path = os.path.join(folder, "grants-%s.json" % inst)
         with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
+            top = json.load(f)
+        saved = top["grants"]
         self.assertEqual(len(saved), 1, saved)
         hosts = ["h%d.grant.test" % i for i in range(4095)]
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(saved + [dict(saved[0], host=h) for h in hosts], f)
+            json.dump(dict(top, grants=saved + [dict(saved[0], host=h)
+                                                for h in hosts]), f)
         granted = calendar.timegm(time.strptime(saved[0]["granted"],
                                                 "%Y-%m-%dT%H:%M:%SZ"))
         line = ('{"sandbox":"%s","host":"%s","port":80,"revoked":%d,'

@@ -365,7 +365,7 @@ class Replicas(unittest.TestCase):
         self.assertEqual(self.restart_r1(), {"own-r1.grant.test"})
         # No file of its own yet: grants.json is taken and saved as one.
         with open(own) as f:
-            saved = json.load(f)
+            saved = json.load(f)["grants"]
         W["proxies"][0].stop()
         os.unlink(own)
         with open(os.path.join(W["dir"], "grants.json"), "w") as f:
@@ -373,7 +373,7 @@ class Replicas(unittest.TestCase):
                        if g["host"] == "own-r1.grant.test"], f)
         self.assertEqual(self.restart_r1(), {"old.grant.test"})
         with open(own) as f:
-            self.assertEqual([g["host"] for g in json.load(f)],
+            self.assertEqual([g["host"] for g in json.load(f)["grants"]],
                              ["old.grant.test"])
 
     def test_9a_grants_json_is_taken_once(self):

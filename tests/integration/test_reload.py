@@ -1165,7 +1165,7 @@ class T11Grants(ReloadTest):
                              body)
             self.assert_get("g1.grant.test", 403, src="127.0.0.2")
             with open(path) as f:
-                self.assertEqual([g["host"] for g in json.load(f)],
+                self.assertEqual([g["host"] for g in json.load(f)["grants"]],
                                  ["g1.grant.test"])
             self.assertIn("cannot save the grants", self.proxy.stderr())
             self.assertIn("cannot keep the revoke", self.proxy.stderr())
@@ -1190,11 +1190,11 @@ class T11Grants(ReloadTest):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with open(path) as f:
-                if json.load(f) == []:
+                if json.load(f)["grants"] == []:
                     break
             time.sleep(0.2)
         with open(path) as f:
-            self.assertEqual(json.load(f), [], "not saved again")
+            self.assertEqual(json.load(f)["grants"], [], "not saved again")
         self.restart()
         self.assert_get("g1.grant.test", 403, src="127.0.0.2")
 
@@ -1219,7 +1219,8 @@ class T11Grants(ReloadTest):
                               body.get("grants_saved")),
                              (200, True, True, False), body)
             with open(path) as f:
-                self.assertEqual(len(json.load(f)), 2, "grants.json taken")
+                self.assertEqual(len(json.load(f)["grants"]), 2,
+                                 "grants.json taken")
             self.proxy.kill()
         finally:
             os.rmdir(block)
@@ -1250,13 +1251,14 @@ class T11Grants(ReloadTest):
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
         self.proxy.stop()
         with open(path) as f:
-            saved = json.load(f)
+            top = json.load(f)
+        saved = top["grants"]
         planted = dict(saved[0], host="g2.grant.test", by="nobody",
                        rationale="hand-added",
                        granted="2099-01-01T00:00:00Z",
                        expires="2099-01-07T00:00:00Z")
         with open(path, "w") as f:
-            json.dump(saved + [planted], f)
+            json.dump(dict(top, grants=saved + [planted]), f)
         mark = self.proxy.mark()
         status, body = self.restart()
         self.assertEqual([g["host"] for g in body["grants"]],

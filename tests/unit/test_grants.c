@@ -254,7 +254,12 @@ test_text(void **state)
 	    M0 + 59));
 	assert_int_equal(grants_load_text(u, "{}", 2, T0, M0, NULL, NULL,
 	    err, sizeof(err)), -1);
-	assert_string_equal(err, "not a JSON array");
+	assert_string_equal(err, "neither an array nor an object with "
+	    "\"grants\", an array");
+	assert_int_equal(grants_load_text(u, "{\"generation\":1,\"grants\":"
+	    "{}}", 29, T0, M0, NULL, NULL, err, sizeof(err)), -1);
+	assert_int_equal(grants_load_text(u, "7", 1, T0, M0, NULL, NULL,
+	    err, sizeof(err)), -1);
 	assert_int_equal(grants_load_text(u, "[1,", 3, T0, M0, NULL, NULL,
 	    err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "line 1"));
@@ -283,7 +288,8 @@ test_ends(const struct grant *g, const char *text, size_t len)
 
 /*
  * The revokes file: a line ends the grants of its sandbox, host and port
- * given at or before it; a line of another grant does not.
+ * read from a grants.json saved at or before the save it postdates
+ * ("after"); one saved after it, or a line of another grant, does not.
  */
 static void
 test_tomb(void **state)
@@ -294,15 +300,17 @@ test_tomb(void **state)
 	(void)state;
 	test_fill(&g, "a.corp.test", "", 60);
 	test_fill(&other, "b.corp.test", "", 60);
-	assert_non_null(line = grants_tomb_line(&g, T0 + 5));
+	g.generation = other.generation = 3;
+	assert_non_null(line = grants_tomb_line(&g, T0 + 5, 3));
 	assert_int_equal(line[0], '\n');
 	assert_int_equal(line[strlen(line) - 1], '\n');
+	assert_non_null(strstr(line, "\"after\":3"));
 	assert_int_equal(test_ends(&g, line, strlen(line)), 1);
 	assert_int_equal(test_ends(&other, line, strlen(line)), 0);
-	/* A grant given again after the revoke is not ended by it. */
-	g.granted = T0 + 6;
+	/* Saved after the revoke: a grant given again, not ended by it. */
+	g.generation = 4;
 	assert_int_equal(test_ends(&g, line, strlen(line)), 0);
-	g.granted = T0;
+	g.generation = 3;
 	g.port = 80;
 	assert_int_equal(test_ends(&g, line, strlen(line)), 0);
 	assert_int_equal(test_ends(&g, "", 0), 0);
@@ -325,7 +333,7 @@ test_tomb_damage(void **state)
 
 	(void)state;
 	test_fill(&g, "a.corp.test", "", 60);
-	assert_non_null(line = grants_tomb_line(&g, T0 + 5));
+	assert_non_null(line = grants_tomb_line(&g, T0 + 5, 1));
 	snprintf(text, sizeof(text), "{\"sandbox\":\"sb%s", line);
 	assert_int_equal(test_ends(&g, text, strlen(text)), -1);
 	snprintf(text, sizeof(text), "%s", line);
@@ -349,9 +357,10 @@ test_tomb_damage(void **state)
 
 /*
  * The table (atk35a F2: the file was walked again for each grant): the
- * revokes of a destination kept as the newest grant they ended, across
+ * revokes of a destination kept as the newest save they postdate, across
  * lines and the texts added (the file loaded's and the replica's own),
- * one entry each, looked up by sandbox, host and port.
+ * one entry each, looked up by sandbox, host and port; an older proxy's
+ * line (no "after") by the newest grant it ended.
  */
 static void
 test_tombs_table(void **state)
@@ -364,19 +373,19 @@ test_tombs_table(void **state)
 	test_fill(&g, "a.corp.test", "", 60);
 	test_fill(&h, "a.corp.test", "", 60);
 	snprintf(h.sandbox, sizeof(h.sandbox), "sbx_b");
-	assert_non_null(a = grants_tomb_line(&g, T0 + 5));
-	g.granted = T0 + 100;
-	assert_non_null(b = grants_tomb_line(&g, T0 + 105));
-	g.granted = T0 + 50;
-	assert_non_null(c = grants_tomb_line(&g, T0 + 55));
+	h.generation = 1;
+	assert_non_null(a = grants_tomb_line(&g, T0 + 5, 5));
+	assert_non_null(b = grants_tomb_line(&g, T0 + 105, 100));
+	assert_non_null(c = grants_tomb_line(&g, T0 + 55, 50));
 	assert_non_null(t = grants_tombs_new());
 	snprintf(text, sizeof(text), "%s%s", a, b);
 	assert_null(grants_tombs_add(t, text, strlen(text)));
 	assert_null(grants_tombs_add(t, c, strlen(c)));	/* older: kept */
 	assert_int_equal(grants_tombs_count(t), 1);
-	g.granted = T0 + 100;
+	assert_int_equal(grants_tombs_after(t), 100);
+	g.generation = 100;
 	assert_int_equal(grants_tombs_ends(t, &g), 1);
-	g.granted = T0 + 101;
+	g.generation = 101;
 	assert_int_equal(grants_tombs_ends(t, &g), 0);
 	assert_int_equal(grants_tombs_ends(t, &h), 0);	/* another sandbox */
 	h.granted = T0 - 50;
@@ -387,10 +396,11 @@ test_tombs_table(void **state)
 	assert_null(grants_tombs_add(t, text, strlen(text)));
 	assert_int_equal(grants_tombs_count(t), 2);
 	assert_int_equal(grants_tombs_ends(t, &h), 1);
-	g.granted = T0 + 100;
+	g.generation = 100;
 	assert_int_equal(grants_tombs_ends(t, &g), 1);
 	h.port = 80;
 	assert_int_equal(grants_tombs_ends(t, &h), 0);
+	assert_int_equal(grants_tombs_after(t), 100);
 	grants_tombs_free(t);
 	free(a);
 	free(b);
@@ -398,31 +408,256 @@ test_tombs_table(void **state)
 }
 
 /*
- * A wall clock stepped back between grant and revoke: the line's revoke
- * time is before the grant's, and a match on "granted at or before the
- * revoke" missed it, so a restart brought it back (atk1921c F8). The
- * line names the grants it removed by their own granted time.
+ * An older proxy's lines (no "after"): a wall clock stepped back between
+ * grant and revoke made the revoke time earlier than the grant's, so
+ * they name the grants removed by their own granted time (atk1921c F8),
+ * or have only the revoke's time.
  */
 static void
-test_tomb_clock_step(void **state)
+test_tomb_old_lines(void **state)
 {
 	struct grant	 g;
-	char		*line, text[1024];
+	char		 text[1024];
 
 	(void)state;
 	test_fill(&g, "a.corp.test", "", 60);
-	assert_non_null(line = grants_tomb_line(&g, g.granted - 20));
-	assert_int_equal(test_ends(&g, line, strlen(line)), 1);
+	g.generation = 7;	/* any: these lines do not say */
+	snprintf(text, sizeof(text), "\n{\"sandbox\":\"%s\",\"host\":"
+	    "\"%s\",\"port\":%d,\"revoked\":%lld,\"granted\":%lld}\n",
+	    g.sandbox, g.host, g.port, (long long)g.granted - 20,
+	    (long long)g.granted);
+	assert_int_equal(test_ends(&g, text, strlen(text)), 1);
 	g.granted += 1;		/* given again since: not ended */
-	assert_int_equal(test_ends(&g, line, strlen(line)), 0);
-	free(line);
-	/* An older proxy's line, with only the revoke's time. */
+	assert_int_equal(test_ends(&g, text, strlen(text)), 0);
+	g.granted -= 1;
 	snprintf(text, sizeof(text), "\n{\"sandbox\":\"%s\",\"host\":"
 	    "\"%s\",\"port\":%d,\"revoked\":%lld}\n", g.sandbox, g.host,
 	    g.port, (long long)g.granted);
 	assert_int_equal(test_ends(&g, text, strlen(text)), 1);
 	g.granted += 1;
 	assert_int_equal(test_ends(&g, text, strlen(text)), 0);
+}
+
+/* The grant read from grants.json text (test_restore_grant). */
+static struct grant	test_loaded;
+static const char	*test_loaded_cause;
+
+static void
+test_restore_grant(const struct grant *g, const char *cause, void *arg)
+{
+	(void)arg;
+	test_loaded = *g;
+	test_loaded_cause = cause;
+}
+
+/*
+ * grants.json holding sbx_a's grant of a.corp.test:443, granted at
+ * T0 + granted, in a save of generation gen ({"generation": gen,
+ * "grants": [...]}; NULL: a bare array, an older proxy's), read back as
+ * a start reads it into test_loaded: 0, or -1 when it was refused.
+ */
+static int
+test_load_one(const char *gen, long granted)
+{
+	struct grants	*u = grants_new();
+	char		 text[1024], at[32], end[32], err[256];
+	long		 n;
+
+	grants_time(T0 + granted, at, sizeof(at));
+	grants_time(T0 + granted + 3600, end, sizeof(end));
+	snprintf(text, sizeof(text), "%s%s%s[{\"sandbox\":\"sbx_a\","
+	    "\"host\":\"a.corp.test\",\"port\":443,\"by\":\"root\","
+	    "\"rationale\":\"r\",\"granted\":\"%s\",\"expires\":\"%s\"}]%s",
+	    gen ? "{\"generation\":" : "", gen ? gen : "",
+	    gen ? ",\"grants\":" : "", at, end, gen ? "}" : "");
+	test_loaded_cause = "not called";
+	n = grants_load_text(u, text, strlen(text), T0 + 60, M0,
+	    test_restore_grant, NULL, err, sizeof(err));
+	assert_int_equal(n, test_loaded_cause == NULL ? 1 : 0);
+	grants_free(u);
+	return test_loaded_cause == NULL ? 0 : -1;
+}
+
+/* A revoke line of that grant's destination, as a proxy writes it. */
+static const char *
+test_line(char *buf, size_t size, long granted, const char *after)
+{
+	snprintf(buf, size, "\n{\"sandbox\":\"sbx_a\",\"host\":"
+	    "\"a.corp.test\",\"port\":443,\"revoked\":%lld,\"granted\":%lld"
+	    "%s%s}\n", (long long)T0 + granted, (long long)T0 + granted,
+	    after ? ",\"after\":" : "", after ? after : "");
+	return buf;
+}
+
+/*
+ * atk35d F1: saved at T0 + 5 in generation 7; the wall clock stepped
+ * back 5 s, the grant was given again (at T0, unsaved: the folder was
+ * full) and revoked; the line's "granted" (T0) was older than the saved
+ * grant's, so a restart brought it back. The rule is by generation,
+ * whatever the clocks: grants.json of the generation the revoke
+ * postdates (equal) or older is ended; one saved after the revoke
+ * (newer: the emptying of the revokes file did not happen) is not,
+ * whatever the times say.
+ */
+static void
+test_restore_generation(void **state)
+{
+	char	line[512];
+
+	(void)state;
+	assert_int_equal(test_load_one("7", 5), 0);
+	assert_int_equal(test_loaded.generation, 7);
+	test_line(line, sizeof(line), 0, "7");		/* equal */
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 1);
+	test_line(line, sizeof(line), 0, "9");		/* grants.json older */
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 1);
+	/* grants.json newer: the line is stale, even if its time is later. */
+	test_line(line, sizeof(line), 30, "6");
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
+	test_line(line, sizeof(line), 30, "0");
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
+	/*
+	 * atk36b F3: a grants.json with no number (an older proxy's, after a
+	 * roll back): by the granted time against every line, as that proxy
+	 * judged them; its grant given again after the line stays.
+	 */
+	assert_int_equal(test_load_one(NULL, 5), 0);
+	assert_int_equal(test_loaded.generation, GRANTS_GEN_NONE);
+	test_line(line, sizeof(line), 5, "0");
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 1);
+	test_line(line, sizeof(line), 4, "99");
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
+	test_line(line, sizeof(line), 4, NULL);
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
+	/* A line without "after" (an older proxy's): by the grant's time. */
+	assert_int_equal(test_load_one("7", 5), 0);
+	test_line(line, sizeof(line), 4, NULL);
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 0);
+	test_line(line, sizeof(line), 5, NULL);
+	assert_int_equal(test_ends(&test_loaded, line, strlen(line)), 1);
+}
+
+/*
+ * A damaged generation is damage as any other field: in grants.json each
+ * grant is refused (named: a revoke could not be weighed against it),
+ * as in a file with "grants" and no number; in a revoke line "after"
+ * makes the revokes file unusable (no grant restored).
+ */
+static void
+test_generation_damage(void **state)
+{
+	static const char	*bad[] = { "-1", "1.5", "7.0", "\"7\"", "null",
+				    "true", "[7]", "9007199254740992",
+				    "9223372036854775807" };
+	static const char	 nonum[] = "{\"grants\":[{\"sandbox\":"
+				    "\"sbx_a\",\"host\":\"a.corp.test\","
+				    "\"port\":443,\"by\":\"root\","
+				    "\"rationale\":\"r\",\"granted\":"
+				    "\"2026-06-01T00:00:00Z\",\"expires\":"
+				    "\"2026-06-01T01:00:00Z\"}]}";
+	struct grants		*u;
+	char			 line[512], err[256];
+	size_t			 i;
+
+	(void)state;
+	assert_int_equal(test_load_one("9007199254740991", 5), 0);
+	assert_int_equal(test_load_one("1,\"x\":1", 5), 0);	/* more: ok */
+	assert_int_equal(test_load_one("1,\"generation\":2", 5), 0);
+	assert_int_equal(test_load_one("null", 5), -1);
+	assert_string_equal(test_loaded_cause, "the file's generation is not "
+	    "a whole number from 0 to 2^53 - 1");
+	/* "grants" and no number: as damaged */
+	assert_non_null(u = grants_new());
+	test_loaded_cause = NULL;
+	assert_int_equal(grants_load_text(u, nonum, strlen(nonum), T0 + 60,
+	    M0, test_restore_grant, NULL, err, sizeof(err)), 0);
+	assert_non_null(test_loaded_cause);
+	grants_free(u);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(test_load_one(bad[i], 5), -1);
+		assert_int_equal(test_load_one("1", 5), 0);
+		test_line(line, sizeof(line), 5, bad[i]);
+		assert_int_equal(test_ends(&test_loaded, line, strlen(line)),
+		    -1);
+	}
+}
+
+/*
+ * grants.json as saved: {"generation", "grants"}, the number first, read
+ * back with it; none is saved above GRANTS_GEN_MAX (atk36b F2: 2^53 was
+ * written, then refused with every grant); grants_tombs_after the highest
+ * a revokes text names.
+ */
+static void
+test_save_generation(void **state)
+{
+	struct grants		*t = grants_new(), *u = grants_new();
+	struct grants_tombs	*tb = grants_tombs_new();
+	struct grant		 g;
+	json_t			*a;
+	const char		*cause;
+	char			 line[512], *text, err[256];
+
+	(void)state;
+	test_fill(&g, "a.corp.test", "", 60);
+	assert_int_equal(grants_add(t, &g, &cause), 0);
+	assert_non_null(a = grants_save_json(t, 42));
+	assert_non_null(text = json_dumps(a, JSON_COMPACT));
+	assert_memory_equal(text, "{\"generation\":42,\"grants\":[{", 28);
+	assert_int_equal(grants_load_text(u, text, strlen(text), T0 + 1, M0,
+	    test_restore_grant, NULL, err, sizeof(err)), 1);
+	assert_int_equal(test_loaded.generation, 42);
+	free(text);
+	json_decref(a);
+	assert_non_null(a = grants_save_json(t, GRANTS_GEN_MAX));
+	json_decref(a);
+	assert_null(grants_save_json(t, GRANTS_GEN_MAX + 1));
+	assert_null(grants_save_json(t, -1));
+	assert_int_equal(grants_tombs_after(tb), 0);
+	test_line(line, sizeof(line), 0, NULL);
+	assert_null(grants_tombs_add(tb, line, strlen(line)));
+	assert_int_equal(grants_tombs_after(tb), 0);
+	test_line(line, sizeof(line), 0, "12");
+	assert_null(grants_tombs_add(tb, line, strlen(line)));
+	test_line(line, sizeof(line), 0, "3");
+	assert_null(grants_tombs_add(tb, line, strlen(line)));
+	assert_int_equal(grants_tombs_after(tb), 12);
+	grants_tombs_free(tb);
+	grants_free(t);
+	grants_free(u);
+}
+
+/*
+ * atk36b F1: the number a grants.json holds, a save of no grants too, as
+ * far as it can be read (the counter at start must not go below it): a
+ * file torn after the number still gives it; an older proxy's array, or
+ * text that does not start as the proxy writes, none (0).
+ */
+static void
+test_text_generation(void **state)
+{
+	static const struct {
+		const char	*text;
+		json_int_t	 gen;
+	} c[] = {
+		{ "{\"generation\":5,\"grants\":[]}", 5 },
+		{ " { \"grants\": [], \"generation\": 6 } ", 6 },
+		{ "{\"generation\":7,\"grants\":[{\"sandb", 7 },
+		{ "{\"generation\":9007199254740991,\"gr", GRANTS_GEN_MAX },
+		{ "{\"generation\":9007199254740992,\"gr", 0 },
+		{ "{\"generation\":12345678901234567890", 0 },
+		{ "{\"generation\":", 0 },
+		{ "{\"generation\":-3,", 0 },
+		{ "{\"generation\":\"5\",\"grants\":[]}", 0 },
+		{ "[]", 0 },
+		{ "", 0 },
+	};
+	size_t	i;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		assert_int_equal(grants_text_generation(c[i].text,
+		    strlen(c[i].text)), c[i].gen);
 }
 
 int
@@ -438,7 +673,11 @@ main(void)
 		cmocka_unit_test(test_tomb),
 		cmocka_unit_test(test_tomb_damage),
 		cmocka_unit_test(test_tombs_table),
-		cmocka_unit_test(test_tomb_clock_step),
+		cmocka_unit_test(test_tomb_old_lines),
+		cmocka_unit_test(test_restore_generation),
+		cmocka_unit_test(test_generation_damage),
+		cmocka_unit_test(test_save_generation),
+		cmocka_unit_test(test_text_generation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
