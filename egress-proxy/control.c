@@ -775,9 +775,28 @@ control_json_create(json_t *o, const char *path, mode_t mode)
 }
 
 /*
+ * The number of the next save of grants.json: above every save tried
+ * before (a failed one may have reached the disk), and at least the wall
+ * clock in microseconds, so that a start which could read no number (a
+ * torn grants.json, one an older proxy wrote) still numbers its saves
+ * above those of an earlier life, unless the clock stepped back past them
+ * (atk36d F1, F2). A clock past the bound falls back to one above.
+ */
+static json_int_t
+control_grants_next(void)
+{
+	struct timespec	ts;
+	json_int_t	us = -1;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && ts.tv_sec > 0 &&
+	    ts.tv_sec < GRANTS_GEN_MAX / 1000000 - 1)
+		us = (json_int_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return us > control_grants_gen ? us : control_grants_gen + 1;
+}
+
+/*
  * grants.json, written whole and atomically, readable by the proxy alone,
- * numbered one above any save tried before (a failed one may have
- * reached the disk). A good save holds every revoke, so empties the
+ * numbered by control_grants_next(). A good save holds every revoke, so empties the
  * revokes file; a crash between the two (SANDGATE_TEST_CRASH=
  * grants:saved) leaves revokes that the generation shows older. At the
  * bound no save is made (one numbered above it would be refused at the
@@ -788,7 +807,7 @@ control_grants_save(struct proxy *px)
 {
 	int	 bound = control_grants_gen >= GRANTS_GEN_MAX;
 	json_t	*arr = bound ? NULL : grants_save_json(px->grants,
-		    ++control_grants_gen);
+		    control_grants_gen = control_grants_next());
 	int	 was = control_grants_unsaved;
 
 	control_grants_unsaved = control_json_replace(arr, control_grants_path,

@@ -431,8 +431,9 @@ grants_text_generation(const char *text, size_t len)
 	for (i = sizeof(head) - 1; i < len && i < sizeof(head) + 15 &&
 	    text[i] >= '0' && text[i] <= '9'; i++)
 		gen = gen * 10 + (text[i] - '0');
-	if (i == sizeof(head) - 1 || (i < len && text[i] >= '0' &&
-	    text[i] <= '9') || gen > GRANTS_GEN_MAX)
+	/* the proxy writes "," after it: a number torn short is no number */
+	if (i == sizeof(head) - 1 || i >= len || text[i] != ',' ||
+	    gen > GRANTS_GEN_MAX)
 		return 0;
 	return gen;
 }

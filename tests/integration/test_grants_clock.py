@@ -372,6 +372,36 @@ class SaveNumbers(unittest.TestCase):
         finally:
             os.rmdir(block)
 
+    def test_a_torn_number_does_not_lower_the_count(self):
+        """atk36d F1: a grants.json torn inside its number
+        ('{"generation":1' of 13) made the count resume at 1; a later
+        revoke's line (after 3) was then older than a put back save
+        (12) and the grant came back. A number torn short is no number,
+        and saves are numbered at least by the wall clock."""
+        for _ in range(12):   # a number of two digits or more
+            status, body = grant("g1.grant.test", 300)
+            self.assertEqual((status, body.get("saved")), (200, True), body)
+        with open(grants_path()) as f:
+            backup = f.read()
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        with open(grants_path()) as f:
+            text = f.read()
+        self.assertTrue(text.startswith('{"generation":'), text[:40])
+        with open(grants_path(), "w") as f:
+            f.write(text[:len('{"generation":') + 1])   # torn in it
+        restart()
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        self.revoke_apart("g1.grant.test")
+        with open(grants_path(), "w") as f:
+            f.write(backup)         # an older save put back
+        restart()
+        self.assertEqual(self.listed(), [])
+        self.assertEqual(get_status("g1.grant.test"), 403)
+        self.assertIn("grant of g1.grant.test:%d to sbx_g stays revoked"
+                      % W["up"].http_port, W["proxy"].stderr())
+
     def test_number_outlives_a_save_of_no_grants(self):
         """atk36b F1: a save of no grants held no number and a good save
         emptied the revokes file, so the next lifetime numbered saves from

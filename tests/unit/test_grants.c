@@ -647,6 +647,9 @@ test_text_generation(void **state)
 		{ "{\"generation\":9007199254740992,\"gr", 0 },
 		{ "{\"generation\":12345678901234567890", 0 },
 		{ "{\"generation\":", 0 },
+		/* torn inside the number (13 cut to 1): no number, atk36d F1 */
+		{ "{\"generation\":1", 0 },
+		{ "{\"generation\":13", 0 },
 		{ "{\"generation\":-3,", 0 },
 		{ "{\"generation\":\"5\",\"grants\":[]}", 0 },
 		{ "[]", 0 },
