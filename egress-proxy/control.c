@@ -65,6 +65,12 @@ static int		 control_grants_unsaved;
 static char		*control_registry_removed;	/* .removed */
 static char		*control_gone_path;		/* .gone */
 static int		 control_registry_unsaved;
+/*
+ * The unsure marks' write failed (control_registry_unsure): until it
+ * works no file saying a removal happened (.gone, .removed) is
+ * rewritten or blanked (atk36e F2).
+ */
+static int		 control_marks_unsaved;
 /* removals neither saved nor kept apart: a restart would undo them */
 static json_int_t	 control_removals_unkept;
 /* a removal file was damaged at start (control_registry_unsure) */
@@ -155,6 +161,7 @@ static int	control_grant_read(struct evhttp_request *, json_t *,
 		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
 static int	control_registry_save(struct proxy *);
+static int	control_registry_marks_save(struct proxy *);
 static json_t	*control_registry_json(struct proxy *, int);
 static void	control_crash_point(const char *, const char *);
 static int	control_replica_file(const struct dirent *);
@@ -678,31 +685,28 @@ control_grant_event(struct proxy *px, const struct grant *g,
 }
 
 /*
- * o (NULL: out of memory) written whole into a file of this process's
- * own name beside path (proxies sharing the folder must not take it) and
- * synced: that name, to be renamed or linked to path, or NULL with
- * errno. A text over CONTROL_GRANTS_FILE_MAX is not written (EFBIG): the
+ * o (NULL: out of memory) written whole as file, a name that must not
+ * be there (O_EXCL), and synced: 0, or -1 with errno and nothing left
+ * there. A text over CONTROL_GRANTS_FILE_MAX is not written (EFBIG): the
  * proxy reads no more back (control_read), and a registry file it wrote
  * but could not read lost every registration at the next start and
  * raised the floor at every start (atk36a F1, atk15r21 F4).
  */
-static char *
-control_json_tmp(json_t *o, const char *path, mode_t mode)
+static int
+control_json_write(json_t *o, const char *file, mode_t mode)
 {
-	char	*tmp, *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	char	*text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
 	size_t	 len = text != NULL ? strlen(text) : 0, at = 0;
 	ssize_t	 n;
 	int	 fd = -1, bad, saved;
 
-	util_xasprintf(&tmp, "%s.%ld.tmp", path, (long)getpid());
-	(void)unlink(tmp);
 	if ((bad = text == NULL))
 		errno = ENOMEM;
 	else if ((bad = len > CONTROL_GRANTS_FILE_MAX))
 		errno = EFBIG;
 	else
-		bad = (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-		    mode)) == -1;
+		bad = (fd = open(file, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, mode)) == -1;
 	while (!bad && at < len) {
 		if ((n = write(fd, text + at, len - at)) == -1 &&
 		    errno == EINTR)
@@ -718,10 +722,26 @@ control_json_tmp(json_t *o, const char *path, mode_t mode)
 		saved = errno;
 	}
 	free(text);
-	if (bad) {
-		(void)unlink(tmp);
+	if (bad && fd != -1)
+		(void)unlink(file);	/* made here: O_EXCL */
+	errno = saved;
+	return bad ? -1 : 0;
+}
+
+/*
+ * o written into a file of this process's own name beside path (proxies
+ * sharing the folder must not take it), control_json_write: that name,
+ * to be renamed or linked to path, or NULL with errno.
+ */
+static char *
+control_json_tmp(json_t *o, const char *path, mode_t mode)
+{
+	char	*tmp;
+
+	util_xasprintf(&tmp, "%s.%ld.tmp", path, (long)getpid());
+	(void)unlink(tmp);
+	if (control_json_write(o, tmp, mode) == -1) {
 		free(tmp);
-		errno = saved;
 		return NULL;
 	}
 	return tmp;
@@ -755,20 +775,31 @@ control_json_replace(json_t *o, const char *path, mode_t mode)
 /*
  * o written as path unless a file is there already (linked, never
  * renamed over it), durably: 0 written, 1 one was there, -1 with errno.
+ * On a volume without hard links (link: EPERM, ENOTSUP) it is created
+ * at path itself with O_EXCL and written in place (atk36e F3: the
+ * replica's stub was never written, the taken file never retired): a
+ * crash midway leaves a torn file, which the proxy reads as damage and
+ * fails closed (control_registry_read).
  */
 static int
 control_json_create(json_t *o, const char *path, mode_t mode)
 {
 	char	*tmp = control_json_tmp(o, path, mode);
-	int	 rc, saved;
+	int	 rc, saved, nolink;
 
 	if (tmp == NULL)
 		return -1;
 	rc = link(tmp, path) == -1 ? (errno == EEXIST ? 1 : -1) : 0;
 	saved = errno;
+	nolink = rc == -1 && (saved == EPERM || saved == ENOTSUP ||
+	    saved == EOPNOTSUPP);
 	(void)unlink(tmp);
 	free(tmp);
-	errno = saved;
+	if (nolink && (rc = control_json_write(o, path, mode)) == -1 &&
+	    errno == EEXIST)
+		rc = 1;
+	else if (!nolink)
+		errno = saved;
 	if (rc == 0 && util_sync_dir(path) == -1)
 		return -1;
 	return rc;
@@ -1596,6 +1627,15 @@ control_registry_save(struct proxy *px)
 	int	 was = control_registry_unsaved;
 
 	/*
+	 * The unsure marks first while their write has not worked: .gone
+	 * rewritten (its damage repaired) or .removed blanked with the marks
+	 * in memory alone, the next start found no damage and restored a
+	 * removed sandbox as sure (atk36e F2). Until then the damaged files
+	 * stay as they are, and each start judges the same damage again.
+	 */
+	if (control_marks_unsaved && control_registry_marks_save(px) == -1)
+		control_registry_unsaved = 1;
+	/*
 	 * The removed list first: a register's clearing reaches the disk
 	 * before its registration, an unregister's entry before the
 	 * registry drops it, so a crash between the two files never leaves
@@ -1603,7 +1643,7 @@ control_registry_save(struct proxy *px)
 	 * written the registry is not either (tried again, a removal kept
 	 * apart meanwhile) (atk15r17 F6).
 	 */
-	if (!(control_registry_unsaved = control_gone_save(px) == -1)) {
+	else if (!(control_registry_unsaved = control_gone_save(px) == -1)) {
 		control_crash_point("registry", "gone-saved");
 		control_registry_unsaved = control_json_replace(arr,
 		    control_registry_path, 0644) == -1;
@@ -1623,14 +1663,39 @@ control_registry_save(struct proxy *px)
 }
 
 /*
+ * The unsure marks, the floor and the removals in one write of the
+ * registry file (control_registry_unsure): 0 once on disk, else -1 with
+ * errno, control_marks_unsaved set while it has not worked.
+ */
+static int
+control_registry_marks_save(struct proxy *px)
+{
+	json_t	*arr = control_registry_json(px, 1);
+	int	 rc, saved;
+
+	rc = control_json_replace(arr, control_registry_path, 0644);
+	saved = errno;
+	json_decref(arr);
+	control_marks_unsaved = rc == -1;
+	if (rc == 0)
+		control_crash_point("registry", "marked");
+	errno = saved;
+	return rc;
+}
+
+/*
  * The "kept" and "floor" of the taken registry.json (what it says the
  * single proxy's .gone keeps), as a file with no sandboxes: the floor
  * now and 0 when it cannot be read (its damage was counted at start).
+ * The removals the taken file holds itself ("unregistered", "seen": an
+ * older proxy's file, or one holding unsure marks) are carried whole:
+ * a stub without them was read as no removals at a later replica's
+ * first start, and a removed sandbox's token passed there (atk36e F1).
  */
 static json_t *
 control_registry_stub(struct proxy *px)
 {
-	json_t		*top = NULL;
+	json_t		*top = NULL, *stub, *un = NULL, *seen = NULL;
 	json_int_t	 kept = 0, floor;
 	const char	*why;
 	char		*text;
@@ -1644,12 +1709,21 @@ control_registry_stub(struct proxy *px)
 	if (json_is_object(top) && control_registry_damage(top,
 	    json_object_get(top, "sandboxes")) == NULL) {
 		floor = json_integer_value(json_object_get(top, "floor"));
-		if (json_object_get(top, "unregistered") == NULL)
+		un = json_object_get(top, "unregistered");
+		seen = json_object_get(top, "seen");
+		if (un == NULL)
 			kept = json_integer_value(json_object_get(top, "kept"));
 	}
-	json_decref(top);
-	return json_pack("{s:[], s:I, s:I}", "sandboxes", "floor", floor,
+	stub = json_pack("{s:[], s:I, s:I}", "sandboxes", "floor", floor,
 	    "kept", kept);
+	if (stub != NULL && un != NULL && (json_object_set(stub,
+	    "unregistered", un) == -1 || (seen != NULL &&
+	    json_object_set(stub, "seen", seen) == -1))) {
+		json_decref(stub);
+		stub = NULL;
+	}
+	json_decref(top);
+	return stub;
 }
 
 /*
@@ -2459,7 +2533,6 @@ control_replicas_load(struct proxy *px, const char *sock)
 static void
 control_registry_unsure(struct proxy *px)
 {
-	json_t	*arr;
 	size_t	 n;
 
 	if ((n = registry_unsure_all(px->registry)) == 0)
@@ -2475,15 +2548,12 @@ control_registry_unsure(struct proxy *px)
 	 * its own, which makes the next start no longer its first). Only
 	 * then .gone and the registry file again (control_registry_save).
 	 */
-	arr = control_registry_json(px, 1);
-	if (control_json_replace(arr, control_registry_path, 0644) == 0) {
-		control_crash_point("registry", "marked");
+	if (control_registry_marks_save(px) == 0)
 		(void)control_registry_save(px);
-	} else {
+	else {
 		control_registry_unsaved = 1;
 		control_registry_save_failed();
 	}
-	json_decref(arr);
 }
 
 /*

@@ -1146,6 +1146,81 @@ class SingleProxyAfterReplicas(unittest.TestCase):
                             in e.get("detail", "") for e in r2.events()))
         r2.stop()
 
+    def test_scale_up_keeps_the_taken_files_own_removals(self):
+        """atk36e F1: registry.json of an older proxy keeps its removals
+        itself ("unregistered", no .gone). r1 took it and its first good
+        save left a stub with neither them nor a floor above them: r2's
+        first start took the stub and SBC's token passed there, with no
+        file lost. The stub carries them."""
+        issued = int(time.time()) - 60
+        d = tempfile.mkdtemp(prefix="up-", dir=W["dir"])
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        with open(os.path.join(run, "registry.json"), "w") as f:
+            json.dump({"sandboxes": [{"address": "127.0.0.6",
+                                      "sandbox": "sbx_f1other",
+                                      "sets": [], "extra": False}],
+                       "unregistered": {self.SBC: issued + 30}}, f)
+        r1 = self.proxy(run, "control-r1.sock", "r1")
+        self.refused(r1, self.SBC, issued)
+        r1.stop()
+        self.assertFalse(os.path.exists(os.path.join(
+            run, "registry.json.taken-by-r1")))
+        with open(os.path.join(run, "registry.json")) as f:
+            stub = json.load(f)
+        r2 = self.proxy(run, "control-r2.sock", "r2")
+        self.refused(r2, self.SBC, issued)
+        r2.stop()
+        self.assertEqual(stub["sandboxes"], [], stub)
+        self.assertIn(self.SBC, stub["unregistered"], stub)
+
+
+    def test_scale_up_on_a_volume_without_hard_links(self):
+        """atk36e F3: the stub was linked into place; where link() fails
+        (EPERM: some SMB or FUSE volumes; here a preloaded link() that
+        always does) it was never written, the taken file never retired,
+        and a warning came at every save. It is now created in place."""
+        cc = shutil.which("cc")
+        if cc is None:
+            self.skipTest("no C compiler for the link() shim")
+        d = tempfile.mkdtemp(prefix="nolink-", dir=W["dir"])
+        shim = os.path.join(d, "nolink.so")
+        with open(os.path.join(d, "nolink.c"), "w") as f:
+            f.write("#include <errno.h>\nint link(const char *a, "
+                    "const char *b) { (void)a; (void)b; errno = EPERM; "
+                    "return -1; }\n")
+        subprocess.run([cc, "-shared", "-fPIC", "-o", shim,
+                        os.path.join(d, "nolink.c")], check=True)
+        issued = int(time.time()) - 60
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        single = self.proxy(run, "control.sock")
+        st, body = proxylib.control(os.path.join(run, "control.sock"),
+                                    "POST", "/unregister",
+                                    {"sandbox": self.SBC})
+        self.assertEqual(st, 200, body)
+        single.stop()
+        args = ["--control-socket", os.path.join(run, "control-r1.sock"),
+                "--token-key", W["pub"], "--token-any-source",
+                "--instance", "r1"]
+        r1 = proxylib.Proxy(d, W["up"], sets="", name="control-r1.sock",
+                            extra_args=args, env={
+                                "LD_PRELOAD": shim,
+                                "ASAN_OPTIONS": "verify_asan_link_order=0"})
+        r1.log_path = os.path.join(r1.log_dir, "security-events.r1.jsonl")
+        self.addCleanup(r1.stop)
+        r1.start()
+        proxylib.wait_unix_socket(os.path.join(run, "control-r1.sock"))
+        self.refused(r1, self.SBC, issued)
+        r1.stop()
+        self.assertNotIn("cannot leave the count", r1.stderr())
+        self.assertFalse(os.path.exists(os.path.join(
+            run, "registry.json.taken-by-r1")))
+        with open(os.path.join(run, "registry.json")) as f:
+            stub = json.load(f)
+        self.assertEqual((stub["sandboxes"], stub["kept"]), ([], 1), stub)
+
+
     def test_back_and_forth_with_a_lost_gone(self):
         """atk35c F1: the single proxy's registry.json.gone lost before
         r1 starts again: r1 read registry.json's "kept" only while it
@@ -1445,6 +1520,63 @@ class RegistryReadBack(unittest.TestCase):
         self.assertNotIn("larger than 8 MiB", p.stderr())
         self.assertEqual(len(self.registered(p)), len(ents) + last)
         p.stop()
+
+
+    def near_the_limit(self, first, slack):
+        """A compact registry text of exactly LIMIT - slack bytes, its
+        first entry first (names padded to reach the size)."""
+        ents = [first] + self.entries(0, size=self.LIMIT - slack - 3000)
+
+        def text():
+            return json.dumps({"sandboxes": ents, "floor": 0, "kept": 0},
+                              separators=(",", ":"))
+        need, i = self.LIMIT - slack - len(text()), 1
+        while need > 0:
+            add = min(40, need)
+            ents[i]["sandbox"] += "p" * add
+            need -= add
+            i += 1
+        t = text()
+        self.assertEqual(len(t), self.LIMIT - slack)
+        return t
+
+    def test_marks_over_the_limit_leave_the_damage_in_place(self):
+        """atk36e F2: registry.json 10 bytes under 8 MiB restores SBX,
+        whose removal is only in a torn .gone: the unsure marks' write
+        (with the removals) is over the limit and refused; the retry a
+        second later rewrote .gone first (its damage gone) while the
+        marks were in memory alone, and after a restart SBX was restored
+        as sure and its token passed. The removal files now stay as they
+        are until the marks are on disk: each start judges the same
+        damage again."""
+        run = self.folder()
+        removed = int(time.time()) - 60
+        reg = os.path.join(run, "registry.json")
+        with open(reg, "w") as f:
+            f.write(self.near_the_limit({"address": "127.0.0.5",
+                                         "sandbox": self.SBX, "sets": [],
+                                         "extra": True}, 10))
+        torn = '{"unregistered":{"%s":%d},"floor":0,"se' % (self.SBX,
+                                                           removed)
+        gone = os.path.join(run, "registry.json.gone")
+        with open(gone, "w") as f:
+            f.write(torn)
+        tok = token(W["key"], self.SBX, issued=removed - 100)
+        p = self.proxy(run)
+        seen = []
+        for start in ("first", "after a restart"):
+            self.up(p)
+            body = get(p, tok)[1]
+            time.sleep(2.5)             # the save retried every second
+            with open(gone) as f:
+                seen.append((start, body, f.read(), p.stderr()))
+            p.stop()
+        for start, body, text, err in seen:
+            self.assertIn("restored while removals", body, start)
+            self.assertEqual(text, torn, start)
+            self.assertIn("over the 8388608 bytes the proxy reads back",
+                          err, start)
+        self.assertLessEqual(os.path.getsize(reg), self.LIMIT)
 
 
 class ReplicaFirstStartCutShort(unittest.TestCase):
