@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -32,6 +33,13 @@
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_CREATE_TRIES	4	/* a name taken again and again */
 #define EVENTLOG_ASIDE_TRIES	8	/* random aside names taken in a row */
+#define EVENTLOG_PLACE_TRIES	16	/* NAME appearing and going in turn */
+#define EVENTLOG_FOREIGN_MAX	16	/* NAME.foreign.* one process makes */
+#define EVENTLOG_WARN_US	1000000u	/* a warning a second at most */
+#define EVENTLOG_SAY_MOVED	0	/* ... of each kind: the name swapped */
+#define EVENTLOG_SAY_ASIDE	1	/* a foreign file moved aside */
+#define EVENTLOG_SAY_FAILED	2	/* no new file could be put there */
+#define EVENTLOG_SAY_KINDS	3
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
 				    JSON_ENSURE_ASCII)
@@ -82,9 +90,6 @@ struct eventlog {
 	int			 in_first;	/* writing a file's first hook line */
 	int			 held;		/* shared: locked until released */
 	int			 not_reg;	/* the path is not a regular file */
-	/* The next open makes the file (O_EXCL): after a rotation, a reopen. */
-	int			 must_create;
-	int			 may_keep;	/* ... or keeps the file it had */
 	int			 foreign;	/* not-log lines end the file */
 	int			 no_end;	/* ...and no event before them */
 	int			 torn;		/* ...or a torn line did */
@@ -118,6 +123,20 @@ struct eventlog {
 	unsigned		 own_cap;
 	int			 blocked; /* a file not its own in the way */
 	uint64_t		 blocked_us;	/* when that was seen */
+	/*
+	 * The file it wrote left the name (moved out or replaced, found by
+	 * eventlog_check_name(), or a reopen): the log.moved line that says
+	 * so is due first in the new file.
+	 */
+	int			 left_due;
+	dev_t			 left_dev;
+	ino_t			 left_ino;
+	long long		 left_seq;
+	int			 in_left;	/* writing that line */
+	unsigned		 foreign_made;	/* NAME.foreign.* made */
+	/* Warnings a folder writer can cause: one a second each kind. */
+	uint64_t		 said_us[EVENTLOG_SAY_KINDS];
+	unsigned long long	 unsaid[EVENTLOG_SAY_KINDS];
 	/* Events not written while the log was unavailable (log.outage). */
 	unsigned long long	 lost;
 	unsigned long long	 lost_events;	/* the attempts they held */
@@ -139,7 +158,16 @@ static void	eventlog_lost(struct eventlog *, unsigned long long);
 static int	eventlog_put_outage(struct eventlog *);
 static int	eventlog_open_fd(struct eventlog *);
 static int	eventlog_create(struct eventlog *);
-static int	eventlog_move_aside(struct eventlog *);
+static int	eventlog_make_new(struct eventlog *, char *, size_t,
+		    struct stat *);
+static int	eventlog_place(struct eventlog *, const char *);
+static void	eventlog_put_aside(struct eventlog *, const char *);
+static void	eventlog_say(struct eventlog *, int, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+static int	eventlog_still_own(struct eventlog *, int);
+static int	eventlog_replace(struct eventlog *, int);
+static int	eventlog_check_name(struct eventlog *);
+static int	eventlog_put_left(struct eventlog *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
@@ -229,16 +257,14 @@ eventlog_open_file(const char *path, int flags, struct stat *st)
 /*
  * Open the path for appending and note which file it is: at start (and
  * in shared mode) the file there, its first line noted as found (the
- * anchor says whether it is the writer's, eventlog_vouch()); after a
- * rotation or a reopen a file the writer makes (eventlog_create()).
+ * anchor says whether it is the writer's, eventlog_vouch()). A rotation
+ * or a reopen puts a file the writer makes there (eventlog_create()).
  */
 static int
 eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
 
-	if (log->must_create)
-		return eventlog_create(log);
 	log->fd = eventlog_open_file(log->path, O_RDWR | O_APPEND | O_CREAT,
 	    &st);
 	if (log->fd == -1) {
@@ -257,92 +283,181 @@ eventlog_open_fd(struct eventlog *log)
 }
 
 /*
- * Make a new file at the path (O_EXCL: never one that someone else put
- * there, a symlink or a FIFO included); its first line will be the
- * writer's own. A file at the name is moved aside (eventlog_move_aside())
- * and the writer tries again, a few times; on a reopen the file it had
- * is kept if it is still there and has no other name (nobody rotated
- * it; a hard link to it put back at the name after a rotation is moved
- * aside like any other file). 0, or -1 with errno.
+ * Say a warning a folder writer can cause as often as it likes (a file
+ * swapped at the name, one moved aside): one line a second at most of
+ * each kind, the ones not said counted in the next.
+ */
+static void
+eventlog_say(struct eventlog *log, int kind, const char *fmt, ...)
+{
+	char		msg[1024];
+	va_list		ap;
+	uint64_t	now = util_now_us();
+
+	if (log->said_us[kind] != 0 &&
+	    now - log->said_us[kind] < EVENTLOG_WARN_US) {
+		log->unsaid[kind]++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (log->unsaid[kind] > 0)
+		log_warnx("%s (%llu more such in the last second)", msg,
+		    log->unsaid[kind]);
+	else
+		log_warnx("%s", msg);
+	log->said_us[kind] = now;
+	log->unsaid[kind] = 0;
+}
+
+/*
+ * A new empty file under a private name in the folder (.NAME.new.R, R 16
+ * random hex digits: nobody can take it ahead of the writer, and no
+ * reader takes it for the log): O_EXCL, never a symlink or a file someone
+ * else put there. Its name into tmp. The fd, or -1 with errno.
+ */
+static int
+eventlog_make_new(struct eventlog *log, char *tmp, size_t size,
+    struct stat *st)
+{
+	uint64_t	r;
+	unsigned	i;
+	int		fd, saved;
+
+	for (i = 0; i < EVENTLOG_ASIDE_TRIES; i++) {
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return -1;
+		snprintf(tmp, size, "%s/.%s.new.%016llx", log->dir, log->name,
+		    (unsigned long long)r);
+		fd = open(tmp, O_RDWR | O_APPEND | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+		if (fd == -1 && errno == EEXIST)
+			continue;
+		if (fd == -1)
+			return -1;
+		if (fstat(fd, st) == 0)
+			return fd;
+		saved = errno;
+		(void)unlink(tmp);
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/*
+ * Put the file at tmp at the path in one step: renameat2(2)
+ * RENAME_NOREPLACE when the name is free, RENAME_EXCHANGE when a file is
+ * there (it ends at tmp, then moved aside: eventlog_put_aside()). Never
+ * a moment with a name for someone else to take: a folder writer linking
+ * a file at the name again and again only makes the exchange take that
+ * one. 0, or -1 with errno (tmp still the writer's file).
+ */
+static int
+eventlog_place(struct eventlog *log, const char *tmp)
+{
+	unsigned	i;
+
+	for (i = 0; i < EVENTLOG_PLACE_TRIES; i++) {
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, log->path,
+		    RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -1;
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, log->path,
+		    RENAME_EXCHANGE) == 0) {
+			eventlog_put_aside(log, tmp);
+			return 0;
+		}
+		if (errno != ENOENT)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/*
+ * The file that was at the path, now at the private name at (a file the
+ * writer did not make): moved to name.foreign.SEQ.R (SEQ the writer's
+ * last, R random), never over another file, while this process made
+ * fewer than EVENTLOG_FOREIGN_MAX of those; past that an empty one (all
+ * that a swap loop or logrotate's `create` leaves) is deleted, nothing of
+ * the log in it, and one with content is left at its private name, so
+ * that a folder writer cannot make the writer fill the folder. Said on
+ * stderr, a line a second at most.
+ */
+static void
+eventlog_put_aside(struct eventlog *log, const char *at)
+{
+	char		to[4096];
+	struct stat	st;
+	uint64_t	r;
+	unsigned	i;
+
+	for (i = 0; log->foreign_made < EVENTLOG_FOREIGN_MAX &&
+	    i < EVENTLOG_ASIDE_TRIES; i++) {
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			break;
+		snprintf(to, sizeof(to), "%s.foreign.%lld.%016llx", log->path,
+		    log->seq, (unsigned long long)r);
+		if (renameat2(AT_FDCWD, at, AT_FDCWD, to,
+		    RENAME_NOREPLACE) == 0) {
+			log->foreign_made++;
+			eventlog_say(log, EVENTLOG_SAY_ASIDE, "not writing "
+			    "to \"%s\": the writer did not create that file; "
+			    "moved to \"%s\", writing in a new one",
+			    log->path, to);
+			return;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	if (lstat(at, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+	    unlink(at) == 0) {
+		eventlog_say(log, EVENTLOG_SAY_ASIDE, "not writing to \"%s\": "
+		    "the writer did not create that file (empty, deleted: %u "
+		    "files moved aside already); writing in a new one",
+		    log->path, log->foreign_made);
+		return;
+	}
+	eventlog_say(log, EVENTLOG_SAY_ASIDE, "not writing to \"%s\": the "
+	    "writer did not create that file; left at \"%s\", writing in a "
+	    "new one", log->path, at);
+}
+
+/*
+ * Make a new file and put it at the path (eventlog_make_new(),
+ * eventlog_place()): its first line will be the writer's own. The fd it
+ * had is left as it is (the caller closes it once this worked). 0, or -1
+ * with errno, nothing changed.
  */
 static int
 eventlog_create(struct eventlog *log)
 {
 	struct stat	st;
-	unsigned	i;
-	int		fd;
+	char		tmp[4096];
+	int		fd, saved;
 
-	for (i = 0; i < EVENTLOG_CREATE_TRIES; i++) {
-		fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
-		if (fd != -1) {
-			memset(&log->cur, 0, sizeof(log->cur));
-			break;
-		}
-		if (errno != EEXIST)
-			return -1;
-		if (log->may_keep && (fd = eventlog_open_file(log->path,
-		    O_RDWR | O_APPEND, &st)) != -1) {
-			/* Another name (a hard link at name.1): rotated. */
-			if (st.st_dev == log->dev && st.st_ino == log->ino &&
-			    st.st_nlink == 1)
-				break;
-			close(fd);
-			fd = -1;
-		}
-		if (eventlog_move_aside(log) == -1)
-			return -1;
-	}
-	if (fd == -1) {
-		errno = EEXIST;
+	if ((fd = eventlog_make_new(log, tmp, sizeof(tmp), &st)) == -1)
 		return -1;
-	}
-	if (fstat(fd, &st) == -1) {
+	if (eventlog_place(log, tmp) == -1) {
+		saved = errno;
+		(void)unlink(tmp);
 		close(fd);
+		errno = saved;
 		return -1;
 	}
 	log->fd = fd;
-	log->must_create = log->may_keep = log->not_reg = 0;
+	log->not_reg = 0;
 	log->dev = st.st_dev;
 	log->ino = st.st_ino;
 	log->size = st.st_size;
 	log->cache_valid = 0;
+	memset(&log->cur, 0, sizeof(log->cur));
 	return 0;
-}
-
-/*
- * Move the file at the path, which the writer did not make, to
- * name.foreign.SEQ.R (SEQ the writer's last, R 16 random hex digits from
- * getrandom(2): a name nobody can guess or use up ahead of it), never
- * over another file, and say so on stderr. 0 (also when it is gone), or
- * -1 with errno.
- */
-static int
-eventlog_move_aside(struct eventlog *log)
-{
-	char		to[4096];
-	uint64_t	r;
-	unsigned	i;
-
-	for (i = 0; i < EVENTLOG_ASIDE_TRIES; i++) {
-		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-			return -1;
-		snprintf(to, sizeof(to), "%s.foreign.%lld.%016llx", log->path,
-		    log->seq, (unsigned long long)r);
-		if (renameat2(AT_FDCWD, log->path, AT_FDCWD, to,
-		    RENAME_NOREPLACE) == 0) {
-			log_warnx("not writing to \"%s\": the writer did not "
-			    "create that file; moved to \"%s\", writing in a "
-			    "new one", log->path, to);
-			return 0;
-		}
-		if (errno == ENOENT)
-			return 0;
-		if (errno != EEXIST)
-			return -1;
-	}
-	errno = EEXIST;
-	return -1;
 }
 
 /* One log line found by the tail scan, and where it ends in the window. */
@@ -1369,7 +1484,12 @@ static int
 eventlog_rotate(struct eventlog *log)
 {
 	unsigned	top;
+	int		held;
 
+	/* Not its file at the name (swapped since the last tick): no
+	   rotation of a file it did not make, a new one instead. */
+	if (!log->opts.shared && !eventlog_still_own(log, 0))
+		return eventlog_check_name(log);
 	if (eventlog_rotation_blocked(log, &top))
 		return 0;
 	/*
@@ -1384,14 +1504,24 @@ eventlog_rotate(struct eventlog *log)
 	if (eventlog_rotate_files(log, top) == -1)
 		return -1;
 	log->dir_unsynced = 1;	/* eventlog_first_line() */
-	close(log->fd);		/* drops the lock in shared mode */
-	log->fd = -1;
-	log->need_nl = 0;
-	if (log->opts.shared)
+	if (log->opts.shared) {
+		close(log->fd);		/* drops the lock */
+		log->fd = -1;
+		log->need_nl = 0;
 		return eventlog_lock(log);
-	log->must_create = 1;
-	log->may_keep = 0;
-	return eventlog_open_fd(log);
+	}
+	held = log->fd;
+	if (eventlog_create(log) == -1) {
+		/* Nothing lost: on in the file rotated; the tick tries again. */
+		eventlog_say(log, EVENTLOG_SAY_FAILED, "cannot put a new file "
+		    "at \"%s\" after its rotation (%s): writing on in the "
+		    "file rotated",
+		    log->path, strerror(errno));
+		return 0;
+	}
+	close(held);
+	log->need_nl = 0;
+	return 0;
 }
 
 /*
@@ -1657,7 +1787,8 @@ eventlog_put(struct eventlog *log, json_t *fields)
 			eventlog_fail(log, "cannot rotate");
 			goto out;
 		}
-		if (eventlog_first_line(log) == -1)
+		if (eventlog_first_line(log) == -1 ||
+		    eventlog_put_left(log) == -1)
 			goto out;
 		if (eventlog_build(log, fields, &line, &len, hash) == -1) {
 			eventlog_fail(log, "cannot format an event for");
@@ -1889,6 +2020,8 @@ eventlog_append_one(struct eventlog *log, json_t *fields, int *put)
 			    "file was put, while held, at" : "cannot lock");
 	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot open");
+	if (log->left_due && eventlog_put_left(log) == -1)
+		goto out;
 	if (log->lost > 0 && eventlog_put_outage(log) == -1)
 		goto out;
 	if (eventlog_put(log, fields) == -1)
@@ -1955,6 +2088,11 @@ eventlog_append_hook(struct eventlog *log)
 int
 eventlog_tick(struct eventlog *log)
 {
+	/* A file moved out after the last event: said within a tick. */
+	if (!log->opts.shared && log->fd != -1 && !log->in_hook &&
+	    (eventlog_check_name(log) == -1 || (log->left_due &&
+	    eventlog_before(log) == 0 && eventlog_put_left(log) == -1)))
+		return -1;
 	if (log->hook_due)
 		(void)eventlog_append_hook(log);
 	if (!log->dirty || log->fd == -1)
@@ -1962,10 +2100,131 @@ eventlog_tick(struct eventlog *log)
 	return eventlog_sync(log);
 }
 
+/*
+ * 1 if the path names the file the writer writes (nlink1: and it has no
+ * other name, which a rotation by a hard link gives it), else 0.
+ */
+static int
+eventlog_still_own(struct eventlog *log, int nlink1)
+{
+	struct stat	st;
+
+	return lstat(log->path, &st) == 0 && st.st_dev == log->dev &&
+	    st.st_ino == log->ino && (!nlink1 || st.st_nlink == 1);
+}
+
+/*
+ * The file the writer writes is not at the path (or has to be left, on
+ * SIGUSR1): a new file is put there (eventlog_create(): never a moment
+ * without a file of its own to write to), then the old fd closed; until
+ * that works, the writer goes on in the fd it holds, said on stderr, so
+ * no event is lost. The log.moved line is due first in the new file.
+ * Only SIGUSR1 (usr1) recounts the rotated files and may move first
+ * (eventlog_find_first(): files another tool rotated are its to delete);
+ * a folder writer's swap changes neither, the file that left being the
+ * writer's current one, never one of its rotated files (atk35e F2).
+ * 0, or -1 (log marked unavailable: no fd to write on in).
+ */
+static int
+eventlog_replace(struct eventlog *log, int usr1)
+{
+	struct eventlog_own	was = log->cur;
+	int			held = log->fd;
+
+	if (held != -1 && !log->left_due) {
+		log->left_due = 1;
+		log->left_dev = log->dev;
+		log->left_ino = log->ino;
+		log->left_seq = log->seq;
+	}
+	if (held != -1) {
+		(void)fdatasync(held);
+		log->dirty = 0;
+	}
+	if (eventlog_create(log) == -1) {
+		if (held == -1)
+			return eventlog_fail(log, "cannot reopen");
+		eventlog_say(log, EVENTLOG_SAY_FAILED, "cannot put a new file "
+		    "at \"%s\" (%s): writing on in the file it had, which "
+		    "left that name",
+		    log->path, strerror(errno));
+		return 0;
+	}
+	if (held != -1)
+		close(held);
+	log->dir_unsynced = 1;
+	log->need_nl = 0;
+	if (usr1)
+		eventlog_find_first(log, &was);
+	return 0;
+}
+
+/*
+ * Not shared: the path still names the file the writer writes; else (a
+ * folder writer moved it out, or renamed another file onto the name:
+ * atk35b F1) a new file is put there (eventlog_replace()), whose first
+ * line, log.moved, has for prev the hash of the last line written in the
+ * file that left: whoever follows the folder sees the gap at once.
+ * Looked at once a tick and at a rotation, not at each line: at most one
+ * new file a second, whatever a folder writer does, and nothing per
+ * event; the lines of up to a second go to the file that left, none is
+ * lost. 0, or -1 (log marked unavailable).
+ */
+static int
+eventlog_check_name(struct eventlog *log)
+{
+	if (log->opts.shared || log->fd == -1 || eventlog_still_own(log, 0))
+		return 0;
+	eventlog_say(log, EVENTLOG_SAY_MOVED, "\"%s\" is no longer the file "
+	    "the writer writes (moved away or replaced; device %lu inode "
+	    "%lu, its last line seq %lld): writing in a new one, which says "
+	    "so (log.moved)",
+	    log->path, (unsigned long)log->dev, (unsigned long)log->ino,
+	    log->seq);
+	return eventlog_replace(log, 0);
+}
+
+/*
+ * The log.moved line, first in the file made after the one written left
+ * the name (after its rotate line, when signed): which file left and the
+ * last seq written there. Not while the writer still writes that file
+ * (no new one could be put at the name). The next checkpoint signs it.
+ * 0, or -1 (log marked unavailable).
+ */
+static int
+eventlog_put_left(struct eventlog *log)
+{
+	json_t	*f;
+	char	 file[64];
+	int	 rc;
+
+	if (!log->left_due || log->in_left || (log->dev == log->left_dev &&
+	    log->ino == log->left_ino))
+		return 0;
+	snprintf(file, sizeof(file), "%lu:%lu", (unsigned long)log->left_dev,
+	    (unsigned long)log->left_ino);
+	f = json_pack("{s:s, s:s, s:I}", "event", "log.moved", "file", file,
+	    "last_seq", (json_int_t)log->left_seq);
+	if (f == NULL) {
+		errno = ENOMEM;
+		return eventlog_fail(log, "cannot format an event for");
+	}
+	log->in_left = 1;
+	rc = eventlog_put(log, f);
+	log->in_left = 0;
+	json_decref(f);
+	if (rc == 0) {
+		log->left_due = 0;
+		log->hook_due = log->hook.fields != NULL;
+	}
+	return rc;
+}
+
 int
 eventlog_reopen(struct eventlog *log)
 {
-	struct eventlog_own	was;
+	struct eventlog_own	was = log->cur;
+	struct stat		st;
 	int			torn;
 
 	/*
@@ -1977,18 +2236,20 @@ eventlog_reopen(struct eventlog *log)
 	if (log->fd != -1) {
 		(void)fdatasync(log->fd);
 		log->dirty = 0;
-		close(log->fd);
-		log->fd = -1;
 	}
 	log->dir_unsynced = 1;
 	log->cache_valid = 0;
-	if (log->opts.shared)
+	if (log->opts.shared) {
+		if (log->fd != -1)
+			close(log->fd);
+		log->fd = -1;
 		return 0;	/* the next append locks and re-reads */
-	was = log->cur;
-	/* Its own file if nobody moved it, else one it makes. */
-	log->must_create = log->may_keep = 1;
-	if (eventlog_open_fd(log) == -1)
-		return eventlog_fail(log, "cannot reopen");
+	}
+	if (log->fd == -1 || !eventlog_still_own(log, 1) ||
+	    fstat(log->fd, &st) == -1)
+		return eventlog_replace(log, 1);
+	/* Its own file, nobody moved it: kept, as it is now. */
+	log->size = st.st_size;
 	/* Rotated by others: their choice; vouched only as it noted them. */
 	eventlog_find_first(log, &was);
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)

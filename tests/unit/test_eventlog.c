@@ -435,11 +435,59 @@ test_reopen(void **state)
 	eventlog_close(log);
 	buf = read_file(t->path, &len);
 	assert_non_null(buf);
+	/* The new file says first which file left the name, and where. */
 	assert_non_null(strstr(buf, "\"seq\":4,"));
+	assert_non_null(strstr(buf, "\"event\":\"log.moved\""));
+	assert_non_null(strstr(buf, "\"last_seq\":3"));
 	free(buf);
 	assert_int_equal(verify_log(t->dir, NAME, &v), 0);
-	assert_int_equal(v.events, 5);
+	assert_int_equal(v.events, 6);
 	assert_int_equal(v.genesis, 1);
+}
+
+/*
+ * atk35b F1: a folder writer moves the file out and renames an empty file
+ * onto the name. The next tick puts a new file of the writer's there in
+ * one step (the planted one moved aside), whose first line says which
+ * file left and its last seq; nothing is lost, first does not move.
+ */
+static void
+test_name_swapped(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	struct dirent		*de;
+	DIR			*d;
+	char			*cause = NULL, p[512], *buf;
+	size_t			 len;
+	int			 fd, aside = 0;
+
+	log = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log);
+	append_n(log, 0, 3);
+	snprintf(p, sizeof(p), "%s/out", t->dir);
+	assert_int_equal(rename(t->path, p), 0);
+	assert_true((fd = open(t->path, O_CREAT | O_WRONLY, 0600)) != -1);
+	close(fd);
+	assert_int_equal(eventlog_tick(log), 0);
+	append_n(log, 3, 1);
+	assert_int_equal(eventlog_first(log), 1);
+	eventlog_close(log);
+	buf = read_file(t->path, &len);
+	assert_non_null(buf);
+	assert_non_null(strstr(buf, "\"seq\":4,"));
+	assert_non_null(strstr(buf, "\"event\":\"log.moved\""));
+	assert_non_null(strstr(buf, "\"last_seq\":3"));
+	assert_non_null(strstr(buf, "\"seq\":5,"));
+	free(buf);
+	assert_non_null(d = opendir(t->dir));
+	while ((de = readdir(d)) != NULL) {
+		aside += strstr(de->d_name, ".foreign.") != NULL;
+		/* No private name left behind. */
+		assert_null(strstr(de->d_name, ".new."));
+	}
+	closedir(d);
+	assert_int_equal(aside, 1);
 }
 
 static void
@@ -818,6 +866,7 @@ main(void)
 		T(test_fail_recover),
 		T(test_concurrent),
 		T(test_concurrent_rotation),
+		T(test_name_swapped),
 		T(test_format),
 		T(test_bad_fields),
 		T(test_str),
