@@ -35,6 +35,8 @@
 #define EVENTLOG_ASIDE_TRIES	8	/* random aside names taken in a row */
 #define EVENTLOG_PLACE_TRIES	16	/* NAME appearing and going in turn */
 #define EVENTLOG_FOREIGN_MAX	16	/* NAME.foreign.* one process makes */
+#define EVENTLOG_LEFT_NOTES	4	/* files that left at a swap, noted */
+#define EVENTLOG_RECOUNT_US	3000000u /* ticks that count again after USR1 */
 #define EVENTLOG_WARN_US	1000000u	/* a warning a second at most */
 #define EVENTLOG_SAY_MOVED	0	/* ... of each kind: the name swapped */
 #define EVENTLOG_SAY_ASIDE	1	/* a foreign file moved aside */
@@ -133,6 +135,21 @@ struct eventlog {
 	ino_t			 left_ino;
 	long long		 left_seq;
 	int			 in_left;	/* writing that line */
+	/*
+	 * The first lines of the last files the writer made and wrote that
+	 * left the name at a swap (a tick, not SIGUSR1; atk36c F1): logrotate
+	 * may have renamed one to name.1 before the tick, its SIGUSR1 coming
+	 * later. Only a SIGUSR1's count (eventlog_find_first()) vouches for
+	 * them; a tick never counts (atk35e F2).
+	 */
+	struct eventlog_own	 left_notes[EVENTLOG_LEFT_NOTES];
+	unsigned		 n_left_notes;
+	/*
+	 * Until then, each tick counts the rotated files again as that
+	 * SIGUSR1 did: logrotate deletes its oldest after its postrotate
+	 * script (the signal), so a count at the signal still finds it.
+	 */
+	uint64_t		 recount_until_us;
 	unsigned		 foreign_made;	/* NAME.foreign.* made */
 	/* Warnings a folder writer can cause: one a second each kind. */
 	uint64_t		 said_us[EVENTLOG_SAY_KINDS];
@@ -207,6 +224,11 @@ static int	eventlog_drop(struct eventlog *, unsigned);
 static int	eventlog_names_past(const struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *,
 		    const struct eventlog_own *);
+static int	eventlog_left_noted(const struct eventlog *,
+		    const struct eventlog_own *);
+static void	eventlog_note_left(struct eventlog *,
+		    const struct eventlog_own *);
+static void	eventlog_clean_new(struct eventlog *);
 static int	eventlog_noted(const struct eventlog_own *,
 		    const struct eventlog_own *, unsigned,
 		    const struct eventlog_own *);
@@ -346,6 +368,43 @@ eventlog_make_new(struct eventlog *log, char *tmp, size_t size,
 	}
 	errno = EEXIST;
 	return -1;
+}
+
+/*
+ * The writer's new files left empty at their private name by a crash
+ * between eventlog_make_new() and eventlog_place() (atk36c F4): deleted
+ * at open, only a regular file with one link and nothing in it, named
+ * exactly .NAME.new.R: nothing of the log is lost with it. Anything
+ * else there is left as it is.
+ */
+static void
+eventlog_clean_new(struct eventlog *log)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	size_t		 len = strlen(log->name);
+	const char	*r;
+
+	if ((d = opendir(log->dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] != '.' ||
+		    strncmp(de->d_name + 1, log->name, len) != 0 ||
+		    strncmp(de->d_name + 1 + len, ".new.", 5) != 0)
+			continue;
+		r = de->d_name + 1 + len + 5;
+		if (strlen(r) != 16 || strspn(r, "0123456789abcdef") != 16)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_nlink == 1 && st.st_size == 0 &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			log_warnx("\"%s/%s\": an empty new file a writer left "
+			    "(stopped before putting it at \"%s\"): deleted",
+			    log->dir, de->d_name, log->name);
+	}
+	closedir(d);
 }
 
 /*
@@ -1257,6 +1316,19 @@ eventlog_noted(const struct eventlog_own *was, const struct eventlog_own *own,
 	return 0;
 }
 
+/* 1 if o is the first line of a file that left the name at a swap. */
+static int
+eventlog_left_noted(const struct eventlog *log, const struct eventlog_own *o)
+{
+	unsigned	i;
+
+	for (i = 0; i < log->n_left_notes; i++)
+		if (log->left_notes[i].seq == o->seq &&
+		    strcmp(log->left_notes[i].hash, o->hash) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * A rotation cut short (a crash between name.i -> name.(i+1) and
  * name -> name.1) leaves a gap at name.i: name.(i+1) ... move down one
@@ -1343,7 +1415,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 	struct eventlog_own	o, *old = log->own;
 	unsigned		n_old = log->n_own;
 	char			p[4096];
-	long long		bound, first = 0;
+	long long		bound, first = 0, before = log->first;
 	int			gap = was == NULL;
 
 	bound = log->cur.seq > 0 ? log->cur.seq : LLONG_MAX;
@@ -1358,7 +1430,8 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 		}
 		if (o.seq == 0 || o.seq >= bound)
 			break;
-		o.vouched = was == NULL || eventlog_noted(was, old, n_old, &o);
+		o.vouched = was == NULL || eventlog_noted(was, old, n_old, &o) ||
+		    eventlog_left_noted(log, &o);
 		if (eventlog_own_push(log, &o, 0) == -1)
 			break;
 		if (o.vouched)
@@ -1366,6 +1439,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 		bound = o.seq;
 	}
 	free(old);
+	log->n_left_notes = 0;	/* those found are in own now */
 	if (was == NULL)
 		log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
 		    log->cur.seq;
@@ -1373,6 +1447,9 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 		log->first = first;
 	else if (log->first == 0 && log->cur.vouched)
 		log->first = log->cur.seq;
+	/* A checkpoint soon, which the anchor then follows (atk36c F1). */
+	if (was != NULL && log->first != before)
+		log->hook_due = log->hook.fields != NULL;
 }
 
 /*
@@ -1655,8 +1732,11 @@ eventlog_open(const char *dir, const char *filename,
 	if (log->opts.shared) {
 		if ((rc = eventlog_lock(log)) == 0)
 			eventlog_unlock(log);
-	} else if ((rc = eventlog_open_fd(log)) == 0)
-		rc = eventlog_load_tail(log);
+	} else {
+		eventlog_clean_new(log);
+		if ((rc = eventlog_open_fd(log)) == 0)
+			rc = eventlog_load_tail(log);
+	}
 	if (rc == 0)
 		eventlog_find_first(log, NULL);
 	if (rc == -1) {
@@ -2093,6 +2173,12 @@ eventlog_tick(struct eventlog *log)
 	    (eventlog_check_name(log) == -1 || (log->left_due &&
 	    eventlog_before(log) == 0 && eventlog_put_left(log) == -1)))
 		return -1;
+	if (log->recount_until_us != 0) {
+		if (util_now_us() < log->recount_until_us)
+			eventlog_find_first(log, &log->cur);
+		else
+			log->recount_until_us = 0;
+	}
 	if (log->hook_due)
 		(void)eventlog_append_hook(log);
 	if (!log->dirty || log->fd == -1)
@@ -2122,13 +2208,18 @@ eventlog_still_own(struct eventlog *log, int nlink1)
  * Only SIGUSR1 (usr1) recounts the rotated files and may move first
  * (eventlog_find_first(): files another tool rotated are its to delete);
  * a folder writer's swap changes neither, the file that left being the
- * writer's current one, never one of its rotated files (atk35e F2).
+ * writer's current one, never one of its rotated files (atk35e F2): its
+ * first line is only noted for the next SIGUSR1 (eventlog_note_left()).
+ * log.moved's last_seq is the last line written in the file that left,
+ * set once the new file is in place (atk36c F2).
  * 0, or -1 (log marked unavailable: no fd to write on in).
  */
 static int
 eventlog_replace(struct eventlog *log, int usr1)
 {
 	struct eventlog_own	was = log->cur;
+	dev_t			held_dev = log->dev;
+	ino_t			held_ino = log->ino;
 	int			held = log->fd;
 
 	if (held != -1 && !log->left_due) {
@@ -2150,13 +2241,37 @@ eventlog_replace(struct eventlog *log, int usr1)
 		    log->path, strerror(errno));
 		return 0;
 	}
-	if (held != -1)
+	if (held != -1) {
 		close(held);
+		/* What it wrote there until now (atk36c F2). */
+		if (log->left_dev == held_dev && log->left_ino == held_ino)
+			log->left_seq = log->seq;
+	}
 	log->dir_unsynced = 1;
 	log->need_nl = 0;
 	if (usr1)
 		eventlog_find_first(log, &was);
+	else
+		eventlog_note_left(log, &was);
 	return 0;
+}
+
+/*
+ * Keep the note of the file that left at a swap (its first line, when the
+ * writer wrote it there) for the next SIGUSR1's count; the oldest note
+ * goes when there are EVENTLOG_LEFT_NOTES.
+ */
+static void
+eventlog_note_left(struct eventlog *log, const struct eventlog_own *was)
+{
+	if (was->seq <= 0 || !was->vouched)
+		return;
+	if (log->n_left_notes == EVENTLOG_LEFT_NOTES) {
+		memmove(log->left_notes, log->left_notes + 1,
+		    (EVENTLOG_LEFT_NOTES - 1) * sizeof(*was));
+		log->n_left_notes--;
+	}
+	log->left_notes[log->n_left_notes++] = *was;
 }
 
 /*
@@ -2245,6 +2360,7 @@ eventlog_reopen(struct eventlog *log)
 		log->fd = -1;
 		return 0;	/* the next append locks and re-reads */
 	}
+	log->recount_until_us = util_now_us() + EVENTLOG_RECOUNT_US;
 	if (log->fd == -1 || !eventlog_still_own(log, 1) ||
 	    fstat(log->fd, &st) == -1)
 		return eventlog_replace(log, 1);

@@ -783,11 +783,12 @@ class ProxyFollow(unittest.TestCase):
         self.assertTrue(os.listdir(self.aside), "no rotation: no test")
         self.assertLess(len(self.printed()), self.sent)
         # The proxy's next rotation tries move the file followed on to
-        # NAME.2: then the missing NAME is said at the 10th poll.
-        self.assertRegex(self.said("is missing and the file followed was "
-                                   "rotated|no current file"),
-                         "is missing and the file followed "
-                         "was rotated|no current file")
+        # NAME.2: then the missing NAME is said at the 10th poll; or the
+        # proxy's tick put a new file at NAME first, then the follower
+        # names the events it did not see. Either says they were not seen.
+        said = "is missing and the file followed was rotated|" \
+            "no current file|were not seen"
+        self.assertRegex(self.said(said), said)
 
     def swapper(self, done, planted_fresh):
         """A folder writer: every file at NAME it did not put there is
@@ -867,6 +868,18 @@ class ProxyFollow(unittest.TestCase):
         self.assertEqual(self.written(self.dir, self.aside),
                          set(range(1, self.sent + 1)))
         self.assertEqual(set(self.statuses), {b"403"})
+        # NAME the proxy's file again (the swapper's last empty one
+        # replaced at the proxy's next tick): it holds the last event.
+        last = "x%d.blocked.test" % self.sent
+        end = time.monotonic() + WAIT
+        while time.monotonic() < end:
+            try:
+                with open(self.path(), "rb") as f:
+                    if last.encode() in f.read():
+                        break
+            except FileNotFoundError:
+                pass
+            time.sleep(0.1)
         # atk35e F5: verify notes the log.moved line that breaks the
         # chain (unsigned: it is the breaking line itself).
         r = subprocess.run([SANDGATE, "audit", "verify", "--log-dir",
@@ -953,6 +966,60 @@ class ProxyFollow(unittest.TestCase):
         r = verify()
         self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout + r.stderr, "were removed")
+
+    def test_6_late_usr1_moves_first(self):
+        """atk36c F1 (t6 C): logrotate's `create` (rotate 2) by its file
+        operations, its SIGUSR1 coming after the proxy's tick has put a new
+        file at NAME in place of logrotate's empty one, and its oldest
+        file deleted after that signal (logrotate deletes after its
+        postrotate script). verify --key --anchor passes after each
+        rotation: the proxy counts the file that left at the tick when the
+        signal finds it at NAME.1, and counts again at the ticks after the
+        signal, and writes a checkpoint (and so its anchor) when first
+        moves. Before, the anchor's first stayed at seq 1 for good and
+        verify said seq 1 to ... were removed from the third rotation on."""
+        keys = os.path.join(self.tmp.name, "keys")
+        key = os.path.join(keys, "checkpoint.key")
+        r = subprocess.run([SANDGATE, "audit", "key", "create", key],
+                           capture_output=True)
+        self.assertEqual(r.returncode, 0, r)
+        self.start(["--log-keep", "10", "--checkpoint-key", key])
+
+        def verify():
+            return subprocess.run(
+                [SANDGATE, "audit", "verify", "--key", key + ".pub",
+                 "--anchor", key + ".anchor", "--log-dir", self.dir],
+                capture_output=True, text=True)
+        for run in range(4):
+            self.events(5)
+            for i in (2, 1):
+                if os.path.exists(self.path("%s.%d" % (NAME, i))):
+                    os.rename(self.path("%s.%d" % (NAME, i)),
+                              self.path("%s.%d" % (NAME, i + 1)))
+            os.rename(self.path(), self.path(NAME + ".1"))
+            open(self.path(), "w").close()
+            created = os.stat(self.path()).st_ino
+            self.events(2)
+            end = time.monotonic() + WAIT	# the tick's new file
+            while os.stat(self.path()).st_ino == created and \
+                    time.monotonic() < end:
+                time.sleep(0.05)
+            self.assertNotEqual(os.stat(self.path()).st_ino, created)
+            self.proxy.send_signal(signal.SIGUSR1)
+            time.sleep(0.05)	# postrotate's kill returns, then:
+            if os.path.exists(self.path(NAME + ".3")):
+                os.unlink(self.path(NAME + ".3"))
+            # The checkpoint the proxy writes when first moves, and its
+            # anchor: a tick or two (the timer's is 60 s away).
+            end = time.monotonic() + 20
+            while True:
+                self.events(1)
+                r = verify()
+                if r.returncode == 0 or time.monotonic() > end:
+                    break
+                time.sleep(0.5)
+            self.assertEqual(r.returncode, 0, "rotation %d: %s" % (
+                run, r.stdout + r.stderr))
 
 
 if __name__ == "__main__":
