@@ -150,6 +150,7 @@ static int	audit_live_log(const struct audit_args *);
 static int	audit_verify_file(struct ckverify *, const struct logset *,
 		    int);
 static void	audit_verify_report(const struct ckverify *);
+static void	audit_verify_moved(const char *, size_t, const char *, size_t);
 static void	audit_verify_notes(const struct ckverify *, const char *);
 static void	audit_export_cb(const struct audit_args *, json_t *, void *);
 static int	audit_export(const struct audit_args *,
@@ -765,6 +766,33 @@ audit_summary_print(const struct audit_args *a, struct audit_summary *s)
 }
 
 /*
+ * A log.moved line (path, line n): the writer found that the file it
+ * wrote had left the log's name (moved out or replaced: atk35b F1, or
+ * rotated by another tool before a reopen) and put a new one there; the
+ * lines it wrote last are in that file, not in these unless it was put
+ * back. Said as a note; the chain and the anchor judge what is missing.
+ */
+static void
+audit_verify_moved(const char *path, size_t n, const char *line, size_t len)
+{
+	json_t		*o;
+	const char	*file = NULL;
+	json_int_t	 seq = 0, last = 0;
+
+	if (memmem(line, len, "\"event\":\"log.moved\"", 19) == NULL ||
+	    (o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL)) == NULL)
+		return;
+	if (json_unpack(o, "{s:I, s:s, s:I}", "seq", &seq, "file", &file,
+	    "last_seq", &last) == 0)
+		printf("note: %s:%zu (seq %lld): the file the writer wrote "
+		    "(device:inode %s) left the log's name (moved out, replaced "
+		    "or rotated by another tool); it wrote up to seq %lld there, "
+		    "and put a new file at the name\n", path, n, (long long)seq,
+		    file, (long long)last);
+	json_decref(o);
+}
+
+/*
  * Feed file i of set to the verifier, named as it was when opened; 0, or
  * -1 if it cannot be read.
  */
@@ -774,7 +802,7 @@ audit_verify_file(struct ckverify *v, const struct logset *set, int i)
 	struct logread		*r;
 	const char		*path = logset_name(set, i);
 	long long		 size;
-	size_t			 len;
+	size_t			 len, n;
 	int			 fd, got;
 
 	if ((fd = logset_fd(set, i, &size)) == -1) {
@@ -784,9 +812,15 @@ audit_verify_file(struct ckverify *v, const struct logset *set, int i)
 	r = util_xmalloc(sizeof(*r));
 	logread_init(r, fd, 0, size);
 	ckverify_file(v, path);
-	while ((got = logread_next(r, &len)) == 1) {
-		if (ckverify_feed(v, r->line, len) == -1 && v->chain.broken)
+	for (n = 1; (got = logread_next(r, &len)) == 1; n++) {
+		/* The line that breaks the chain may be the log.moved (atk35e
+		   F5), or the rotate line before it (signed). */
+		audit_verify_moved(path, n, r->line, len);
+		if (ckverify_feed(v, r->line, len) == -1 && v->chain.broken) {
+			if (logread_next(r, &len) == 1)
+				audit_verify_moved(path, n + 1, r->line, len);
 			break;
+		}
 	}
 	if (got == -1)
 		log_warnx("cannot read '%s': %s", path,

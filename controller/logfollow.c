@@ -603,7 +603,8 @@ logfollow_missing(struct logfollow *f)
  * be writing it), else it is given too. At most LOGFOLLOW_WORK bytes are
  * read (the rest at the next call); a line longer than SG_LOG_LINE_MAX is
  * said and skipped, its holes not read. A file now shorter than its
- * offset was cut: read again from its start, saying so, and 1 returned.
+ * offset was cut: said, its offset set back to 0 and 1 returned, nothing
+ * read (the caller lists the log again, the copy first).
  * 0, or -1 (shown).
  */
 static int
@@ -613,17 +614,22 @@ logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
 	json_t		*obj;
 	size_t		 len;
 	long long	 done = 0;
-	int		 got, cut = 0;
+	int		 got;
 
 	if (logfollow_cut(lf)) {
 		log_warnx("'%s' was cut while followed: reading it again from "
 		    "its start", lf->name);
 		lf->off = 0;
 		lf->skip = 0;
-		cut = 1;
-	}
-	if (cut)
 		lf->ntail = 0;
+		/*
+		 * Not read yet: the copy (copytruncate's NAME.1) holds the
+		 * lines before those the cut file starts with, and is read
+		 * first by the listing the caller makes; read here first, the
+		 * cut file's lines would be said not seen (atk35e F4).
+		 */
+		return 1;
+	}
 	if (lseek(lf->fd, (off_t)lf->off, SEEK_SET) == -1)
 		goto fail;
 	logread_init(f->r, lf->fd, follow, -1);
@@ -654,7 +660,7 @@ logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
 		logfollow_mark(lf);
 	}
 	if (got == 0)
-		return cut;
+		return 0;
 fail:
 	log_warnx("cannot read '%s' (followed): %s", lf->name,
 	    strerror(errno));

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -32,6 +33,15 @@
 #define EVENTLOG_VOUCH_SHIFT	16	/* rotations an anchor may lag */
 #define EVENTLOG_CREATE_TRIES	4	/* a name taken again and again */
 #define EVENTLOG_ASIDE_TRIES	8	/* random aside names taken in a row */
+#define EVENTLOG_PLACE_TRIES	16	/* NAME appearing and going in turn */
+#define EVENTLOG_FOREIGN_MAX	16	/* NAME.foreign.* one process makes */
+#define EVENTLOG_LEFT_NOTES	4	/* files that left at a swap, noted */
+#define EVENTLOG_RECOUNT_US	3000000u /* ticks that count again after USR1 */
+#define EVENTLOG_WARN_US	1000000u	/* a warning a second at most */
+#define EVENTLOG_SAY_MOVED	0	/* ... of each kind: the name swapped */
+#define EVENTLOG_SAY_ASIDE	1	/* a foreign file moved aside */
+#define EVENTLOG_SAY_FAILED	2	/* no new file could be put there */
+#define EVENTLOG_SAY_KINDS	3
 #define EVENTLOG_PREV_LEN	(sizeof(",\"prev\":\"") - 1)
 #define EVENTLOG_DUMP_FLAGS	(JSON_COMPACT | JSON_PRESERVE_ORDER | \
 				    JSON_ENSURE_ASCII)
@@ -82,9 +92,6 @@ struct eventlog {
 	int			 in_first;	/* writing a file's first hook line */
 	int			 held;		/* shared: locked until released */
 	int			 not_reg;	/* the path is not a regular file */
-	/* The next open makes the file (O_EXCL): after a rotation, a reopen. */
-	int			 must_create;
-	int			 may_keep;	/* ... or keeps the file it had */
 	int			 foreign;	/* not-log lines end the file */
 	int			 no_end;	/* ...and no event before them */
 	int			 torn;		/* ...or a torn line did */
@@ -118,6 +125,35 @@ struct eventlog {
 	unsigned		 own_cap;
 	int			 blocked; /* a file not its own in the way */
 	uint64_t		 blocked_us;	/* when that was seen */
+	/*
+	 * The file it wrote left the name (moved out or replaced, found by
+	 * eventlog_check_name(), or a reopen): the log.moved line that says
+	 * so is due first in the new file.
+	 */
+	int			 left_due;
+	dev_t			 left_dev;
+	ino_t			 left_ino;
+	long long		 left_seq;
+	int			 in_left;	/* writing that line */
+	/*
+	 * The first lines of the last files the writer made and wrote that
+	 * left the name at a swap (a tick, not SIGUSR1; atk36c F1): logrotate
+	 * may have renamed one to name.1 before the tick, its SIGUSR1 coming
+	 * later. Only a SIGUSR1's count (eventlog_find_first()) vouches for
+	 * them; a tick never counts (atk35e F2).
+	 */
+	struct eventlog_own	 left_notes[EVENTLOG_LEFT_NOTES];
+	unsigned		 n_left_notes;
+	/*
+	 * Until then, each tick counts the rotated files again as that
+	 * SIGUSR1 did: logrotate deletes its oldest after its postrotate
+	 * script (the signal), so a count at the signal still finds it.
+	 */
+	uint64_t		 recount_until_us;
+	unsigned		 foreign_made;	/* NAME.foreign.* made */
+	/* Warnings a folder writer can cause: one a second each kind. */
+	uint64_t		 said_us[EVENTLOG_SAY_KINDS];
+	unsigned long long	 unsaid[EVENTLOG_SAY_KINDS];
 	/* Events not written while the log was unavailable (log.outage). */
 	unsigned long long	 lost;
 	unsigned long long	 lost_events;	/* the attempts they held */
@@ -139,7 +175,16 @@ static void	eventlog_lost(struct eventlog *, unsigned long long);
 static int	eventlog_put_outage(struct eventlog *);
 static int	eventlog_open_fd(struct eventlog *);
 static int	eventlog_create(struct eventlog *);
-static int	eventlog_move_aside(struct eventlog *);
+static int	eventlog_make_new(struct eventlog *, char *, size_t,
+		    struct stat *);
+static int	eventlog_place(struct eventlog *, const char *);
+static void	eventlog_put_aside(struct eventlog *, const char *);
+static void	eventlog_say(struct eventlog *, int, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+static int	eventlog_still_own(struct eventlog *, int);
+static int	eventlog_replace(struct eventlog *, int);
+static int	eventlog_check_name(struct eventlog *);
+static int	eventlog_put_left(struct eventlog *);
 static int	eventlog_put(struct eventlog *, json_t *);
 static int	eventlog_first_line(struct eventlog *);
 static int	eventlog_scan(int, off_t, struct logverify_line *, int *,
@@ -179,6 +224,11 @@ static int	eventlog_drop(struct eventlog *, unsigned);
 static int	eventlog_names_past(const struct eventlog *, unsigned);
 static void	eventlog_find_first(struct eventlog *,
 		    const struct eventlog_own *);
+static int	eventlog_left_noted(const struct eventlog *,
+		    const struct eventlog_own *);
+static void	eventlog_note_left(struct eventlog *,
+		    const struct eventlog_own *);
+static void	eventlog_clean_new(struct eventlog *);
 static int	eventlog_noted(const struct eventlog_own *,
 		    const struct eventlog_own *, unsigned,
 		    const struct eventlog_own *);
@@ -229,16 +279,14 @@ eventlog_open_file(const char *path, int flags, struct stat *st)
 /*
  * Open the path for appending and note which file it is: at start (and
  * in shared mode) the file there, its first line noted as found (the
- * anchor says whether it is the writer's, eventlog_vouch()); after a
- * rotation or a reopen a file the writer makes (eventlog_create()).
+ * anchor says whether it is the writer's, eventlog_vouch()). A rotation
+ * or a reopen puts a file the writer makes there (eventlog_create()).
  */
 static int
 eventlog_open_fd(struct eventlog *log)
 {
 	struct stat	st;
 
-	if (log->must_create)
-		return eventlog_create(log);
 	log->fd = eventlog_open_file(log->path, O_RDWR | O_APPEND | O_CREAT,
 	    &st);
 	if (log->fd == -1) {
@@ -257,92 +305,218 @@ eventlog_open_fd(struct eventlog *log)
 }
 
 /*
- * Make a new file at the path (O_EXCL: never one that someone else put
- * there, a symlink or a FIFO included); its first line will be the
- * writer's own. A file at the name is moved aside (eventlog_move_aside())
- * and the writer tries again, a few times; on a reopen the file it had
- * is kept if it is still there and has no other name (nobody rotated
- * it; a hard link to it put back at the name after a rotation is moved
- * aside like any other file). 0, or -1 with errno.
+ * Say a warning a folder writer can cause as often as it likes (a file
+ * swapped at the name, one moved aside): one line a second at most of
+ * each kind, the ones not said counted in the next.
+ */
+static void
+eventlog_say(struct eventlog *log, int kind, const char *fmt, ...)
+{
+	char		msg[1024];
+	va_list		ap;
+	uint64_t	now = util_now_us();
+
+	if (log->said_us[kind] != 0 &&
+	    now - log->said_us[kind] < EVENTLOG_WARN_US) {
+		log->unsaid[kind]++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (log->unsaid[kind] > 0)
+		log_warnx("%s (%llu more such in the last second)", msg,
+		    log->unsaid[kind]);
+	else
+		log_warnx("%s", msg);
+	log->said_us[kind] = now;
+	log->unsaid[kind] = 0;
+}
+
+/*
+ * A new empty file under a private name in the folder (.NAME.new.R, R 16
+ * random hex digits: nobody can take it ahead of the writer, and no
+ * reader takes it for the log): O_EXCL, never a symlink or a file someone
+ * else put there. Its name into tmp. The fd, or -1 with errno.
+ */
+static int
+eventlog_make_new(struct eventlog *log, char *tmp, size_t size,
+    struct stat *st)
+{
+	uint64_t	r;
+	unsigned	i;
+	int		fd, saved;
+
+	for (i = 0; i < EVENTLOG_ASIDE_TRIES; i++) {
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return -1;
+		snprintf(tmp, size, "%s/.%s.new.%016llx", log->dir, log->name,
+		    (unsigned long long)r);
+		fd = open(tmp, O_RDWR | O_APPEND | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+		if (fd == -1 && errno == EEXIST)
+			continue;
+		if (fd == -1)
+			return -1;
+		if (fstat(fd, st) == 0)
+			return fd;
+		saved = errno;
+		(void)unlink(tmp);
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/*
+ * The writer's new files left empty at their private name by a crash
+ * between eventlog_make_new() and eventlog_place() (atk36c F4): deleted
+ * at open, only a regular file with one link and nothing in it, named
+ * exactly .NAME.new.R: nothing of the log is lost with it. Anything
+ * else there is left as it is.
+ */
+static void
+eventlog_clean_new(struct eventlog *log)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	size_t		 len = strlen(log->name);
+	const char	*r;
+
+	if ((d = opendir(log->dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] != '.' ||
+		    strncmp(de->d_name + 1, log->name, len) != 0 ||
+		    strncmp(de->d_name + 1 + len, ".new.", 5) != 0)
+			continue;
+		r = de->d_name + 1 + len + 5;
+		if (strlen(r) != 16 || strspn(r, "0123456789abcdef") != 16)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_nlink == 1 && st.st_size == 0 &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			log_warnx("\"%s/%s\": an empty new file a writer left "
+			    "(stopped before putting it at \"%s\"): deleted",
+			    log->dir, de->d_name, log->name);
+	}
+	closedir(d);
+}
+
+/*
+ * Put the file at tmp at the path in one step: renameat2(2)
+ * RENAME_NOREPLACE when the name is free, RENAME_EXCHANGE when a file is
+ * there (it ends at tmp, then moved aside: eventlog_put_aside()). Never
+ * a moment with a name for someone else to take: a folder writer linking
+ * a file at the name again and again only makes the exchange take that
+ * one. 0, or -1 with errno (tmp still the writer's file).
+ */
+static int
+eventlog_place(struct eventlog *log, const char *tmp)
+{
+	unsigned	i;
+
+	for (i = 0; i < EVENTLOG_PLACE_TRIES; i++) {
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, log->path,
+		    RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -1;
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, log->path,
+		    RENAME_EXCHANGE) == 0) {
+			eventlog_put_aside(log, tmp);
+			return 0;
+		}
+		if (errno != ENOENT)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/*
+ * The file that was at the path, now at the private name at (a file the
+ * writer did not make): moved to name.foreign.SEQ.R (SEQ the writer's
+ * last, R random), never over another file, while this process made
+ * fewer than EVENTLOG_FOREIGN_MAX of those; past that an empty one (all
+ * that a swap loop or logrotate's `create` leaves) is deleted, nothing of
+ * the log in it, and one with content is left at its private name, so
+ * that a folder writer cannot make the writer fill the folder. Said on
+ * stderr, a line a second at most.
+ */
+static void
+eventlog_put_aside(struct eventlog *log, const char *at)
+{
+	char		to[4096];
+	struct stat	st;
+	uint64_t	r;
+	unsigned	i;
+
+	for (i = 0; log->foreign_made < EVENTLOG_FOREIGN_MAX &&
+	    i < EVENTLOG_ASIDE_TRIES; i++) {
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			break;
+		snprintf(to, sizeof(to), "%s.foreign.%lld.%016llx", log->path,
+		    log->seq, (unsigned long long)r);
+		if (renameat2(AT_FDCWD, at, AT_FDCWD, to,
+		    RENAME_NOREPLACE) == 0) {
+			log->foreign_made++;
+			eventlog_say(log, EVENTLOG_SAY_ASIDE, "not writing "
+			    "to \"%s\": the writer did not create that file; "
+			    "moved to \"%s\", writing in a new one",
+			    log->path, to);
+			return;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	if (lstat(at, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+	    unlink(at) == 0) {
+		eventlog_say(log, EVENTLOG_SAY_ASIDE, "not writing to \"%s\": "
+		    "the writer did not create that file (empty, deleted: %u "
+		    "files moved aside already); writing in a new one",
+		    log->path, log->foreign_made);
+		return;
+	}
+	eventlog_say(log, EVENTLOG_SAY_ASIDE, "not writing to \"%s\": the "
+	    "writer did not create that file; left at \"%s\", writing in a "
+	    "new one", log->path, at);
+}
+
+/*
+ * Make a new file and put it at the path (eventlog_make_new(),
+ * eventlog_place()): its first line will be the writer's own. The fd it
+ * had is left as it is (the caller closes it once this worked). 0, or -1
+ * with errno, nothing changed.
  */
 static int
 eventlog_create(struct eventlog *log)
 {
 	struct stat	st;
-	unsigned	i;
-	int		fd;
+	char		tmp[4096];
+	int		fd, saved;
 
-	for (i = 0; i < EVENTLOG_CREATE_TRIES; i++) {
-		fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
-		if (fd != -1) {
-			memset(&log->cur, 0, sizeof(log->cur));
-			break;
-		}
-		if (errno != EEXIST)
-			return -1;
-		if (log->may_keep && (fd = eventlog_open_file(log->path,
-		    O_RDWR | O_APPEND, &st)) != -1) {
-			/* Another name (a hard link at name.1): rotated. */
-			if (st.st_dev == log->dev && st.st_ino == log->ino &&
-			    st.st_nlink == 1)
-				break;
-			close(fd);
-			fd = -1;
-		}
-		if (eventlog_move_aside(log) == -1)
-			return -1;
-	}
-	if (fd == -1) {
-		errno = EEXIST;
+	if ((fd = eventlog_make_new(log, tmp, sizeof(tmp), &st)) == -1)
 		return -1;
-	}
-	if (fstat(fd, &st) == -1) {
+	if (eventlog_place(log, tmp) == -1) {
+		saved = errno;
+		(void)unlink(tmp);
 		close(fd);
+		errno = saved;
 		return -1;
 	}
 	log->fd = fd;
-	log->must_create = log->may_keep = log->not_reg = 0;
+	log->not_reg = 0;
 	log->dev = st.st_dev;
 	log->ino = st.st_ino;
 	log->size = st.st_size;
 	log->cache_valid = 0;
+	memset(&log->cur, 0, sizeof(log->cur));
 	return 0;
-}
-
-/*
- * Move the file at the path, which the writer did not make, to
- * name.foreign.SEQ.R (SEQ the writer's last, R 16 random hex digits from
- * getrandom(2): a name nobody can guess or use up ahead of it), never
- * over another file, and say so on stderr. 0 (also when it is gone), or
- * -1 with errno.
- */
-static int
-eventlog_move_aside(struct eventlog *log)
-{
-	char		to[4096];
-	uint64_t	r;
-	unsigned	i;
-
-	for (i = 0; i < EVENTLOG_ASIDE_TRIES; i++) {
-		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-			return -1;
-		snprintf(to, sizeof(to), "%s.foreign.%lld.%016llx", log->path,
-		    log->seq, (unsigned long long)r);
-		if (renameat2(AT_FDCWD, log->path, AT_FDCWD, to,
-		    RENAME_NOREPLACE) == 0) {
-			log_warnx("not writing to \"%s\": the writer did not "
-			    "create that file; moved to \"%s\", writing in a "
-			    "new one", log->path, to);
-			return 0;
-		}
-		if (errno == ENOENT)
-			return 0;
-		if (errno != EEXIST)
-			return -1;
-	}
-	errno = EEXIST;
-	return -1;
 }
 
 /* One log line found by the tail scan, and where it ends in the window. */
@@ -1142,6 +1316,19 @@ eventlog_noted(const struct eventlog_own *was, const struct eventlog_own *own,
 	return 0;
 }
 
+/* 1 if o is the first line of a file that left the name at a swap. */
+static int
+eventlog_left_noted(const struct eventlog *log, const struct eventlog_own *o)
+{
+	unsigned	i;
+
+	for (i = 0; i < log->n_left_notes; i++)
+		if (log->left_notes[i].seq == o->seq &&
+		    strcmp(log->left_notes[i].hash, o->hash) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * A rotation cut short (a crash between name.i -> name.(i+1) and
  * name -> name.1) leaves a gap at name.i: name.(i+1) ... move down one
@@ -1228,7 +1415,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 	struct eventlog_own	o, *old = log->own;
 	unsigned		n_old = log->n_own;
 	char			p[4096];
-	long long		bound, first = 0;
+	long long		bound, first = 0, before = log->first;
 	int			gap = was == NULL;
 
 	bound = log->cur.seq > 0 ? log->cur.seq : LLONG_MAX;
@@ -1243,7 +1430,8 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 		}
 		if (o.seq == 0 || o.seq >= bound)
 			break;
-		o.vouched = was == NULL || eventlog_noted(was, old, n_old, &o);
+		o.vouched = was == NULL || eventlog_noted(was, old, n_old, &o) ||
+		    eventlog_left_noted(log, &o);
 		if (eventlog_own_push(log, &o, 0) == -1)
 			break;
 		if (o.vouched)
@@ -1251,6 +1439,7 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 		bound = o.seq;
 	}
 	free(old);
+	log->n_left_notes = 0;	/* those found are in own now */
 	if (was == NULL)
 		log->first = log->n_own > 0 ? log->own[log->n_own - 1].seq :
 		    log->cur.seq;
@@ -1258,6 +1447,9 @@ eventlog_find_first(struct eventlog *log, const struct eventlog_own *was)
 		log->first = first;
 	else if (log->first == 0 && log->cur.vouched)
 		log->first = log->cur.seq;
+	/* A checkpoint soon, which the anchor then follows (atk36c F1). */
+	if (was != NULL && log->first != before)
+		log->hook_due = log->hook.fields != NULL;
 }
 
 /*
@@ -1369,7 +1561,12 @@ static int
 eventlog_rotate(struct eventlog *log)
 {
 	unsigned	top;
+	int		held;
 
+	/* Not its file at the name (swapped since the last tick): no
+	   rotation of a file it did not make, a new one instead. */
+	if (!log->opts.shared && !eventlog_still_own(log, 0))
+		return eventlog_check_name(log);
 	if (eventlog_rotation_blocked(log, &top))
 		return 0;
 	/*
@@ -1384,14 +1581,24 @@ eventlog_rotate(struct eventlog *log)
 	if (eventlog_rotate_files(log, top) == -1)
 		return -1;
 	log->dir_unsynced = 1;	/* eventlog_first_line() */
-	close(log->fd);		/* drops the lock in shared mode */
-	log->fd = -1;
-	log->need_nl = 0;
-	if (log->opts.shared)
+	if (log->opts.shared) {
+		close(log->fd);		/* drops the lock */
+		log->fd = -1;
+		log->need_nl = 0;
 		return eventlog_lock(log);
-	log->must_create = 1;
-	log->may_keep = 0;
-	return eventlog_open_fd(log);
+	}
+	held = log->fd;
+	if (eventlog_create(log) == -1) {
+		/* Nothing lost: on in the file rotated; the tick tries again. */
+		eventlog_say(log, EVENTLOG_SAY_FAILED, "cannot put a new file "
+		    "at \"%s\" after its rotation (%s): writing on in the "
+		    "file rotated",
+		    log->path, strerror(errno));
+		return 0;
+	}
+	close(held);
+	log->need_nl = 0;
+	return 0;
 }
 
 /*
@@ -1525,8 +1732,11 @@ eventlog_open(const char *dir, const char *filename,
 	if (log->opts.shared) {
 		if ((rc = eventlog_lock(log)) == 0)
 			eventlog_unlock(log);
-	} else if ((rc = eventlog_open_fd(log)) == 0)
-		rc = eventlog_load_tail(log);
+	} else {
+		eventlog_clean_new(log);
+		if ((rc = eventlog_open_fd(log)) == 0)
+			rc = eventlog_load_tail(log);
+	}
 	if (rc == 0)
 		eventlog_find_first(log, NULL);
 	if (rc == -1) {
@@ -1657,7 +1867,8 @@ eventlog_put(struct eventlog *log, json_t *fields)
 			eventlog_fail(log, "cannot rotate");
 			goto out;
 		}
-		if (eventlog_first_line(log) == -1)
+		if (eventlog_first_line(log) == -1 ||
+		    eventlog_put_left(log) == -1)
 			goto out;
 		if (eventlog_build(log, fields, &line, &len, hash) == -1) {
 			eventlog_fail(log, "cannot format an event for");
@@ -1889,6 +2100,8 @@ eventlog_append_one(struct eventlog *log, json_t *fields, int *put)
 			    "file was put, while held, at" : "cannot lock");
 	} else if (log->fd == -1 && eventlog_open_fd(log) == -1)
 		return eventlog_fail(log, "cannot open");
+	if (log->left_due && eventlog_put_left(log) == -1)
+		goto out;
 	if (log->lost > 0 && eventlog_put_outage(log) == -1)
 		goto out;
 	if (eventlog_put(log, fields) == -1)
@@ -1955,6 +2168,17 @@ eventlog_append_hook(struct eventlog *log)
 int
 eventlog_tick(struct eventlog *log)
 {
+	/* A file moved out after the last event: said within a tick. */
+	if (!log->opts.shared && log->fd != -1 && !log->in_hook &&
+	    (eventlog_check_name(log) == -1 || (log->left_due &&
+	    eventlog_before(log) == 0 && eventlog_put_left(log) == -1)))
+		return -1;
+	if (log->recount_until_us != 0) {
+		if (util_now_us() < log->recount_until_us)
+			eventlog_find_first(log, &log->cur);
+		else
+			log->recount_until_us = 0;
+	}
 	if (log->hook_due)
 		(void)eventlog_append_hook(log);
 	if (!log->dirty || log->fd == -1)
@@ -1962,10 +2186,160 @@ eventlog_tick(struct eventlog *log)
 	return eventlog_sync(log);
 }
 
+/*
+ * 1 if the path names the file the writer writes (nlink1: and it has no
+ * other name, which a rotation by a hard link gives it), else 0.
+ */
+static int
+eventlog_still_own(struct eventlog *log, int nlink1)
+{
+	struct stat	st;
+
+	return lstat(log->path, &st) == 0 && st.st_dev == log->dev &&
+	    st.st_ino == log->ino && (!nlink1 || st.st_nlink == 1);
+}
+
+/*
+ * The file the writer writes is not at the path (or has to be left, on
+ * SIGUSR1): a new file is put there (eventlog_create(): never a moment
+ * without a file of its own to write to), then the old fd closed; until
+ * that works, the writer goes on in the fd it holds, said on stderr, so
+ * no event is lost. The log.moved line is due first in the new file.
+ * Only SIGUSR1 (usr1) recounts the rotated files and may move first
+ * (eventlog_find_first(): files another tool rotated are its to delete);
+ * a folder writer's swap changes neither, the file that left being the
+ * writer's current one, never one of its rotated files (atk35e F2): its
+ * first line is only noted for the next SIGUSR1 (eventlog_note_left()).
+ * log.moved's last_seq is the last line written in the file that left,
+ * set once the new file is in place (atk36c F2).
+ * 0, or -1 (log marked unavailable: no fd to write on in).
+ */
+static int
+eventlog_replace(struct eventlog *log, int usr1)
+{
+	struct eventlog_own	was = log->cur;
+	dev_t			held_dev = log->dev;
+	ino_t			held_ino = log->ino;
+	int			held = log->fd;
+
+	if (held != -1 && !log->left_due) {
+		log->left_due = 1;
+		log->left_dev = log->dev;
+		log->left_ino = log->ino;
+		log->left_seq = log->seq;
+	}
+	if (held != -1) {
+		(void)fdatasync(held);
+		log->dirty = 0;
+	}
+	if (eventlog_create(log) == -1) {
+		if (held == -1)
+			return eventlog_fail(log, "cannot reopen");
+		eventlog_say(log, EVENTLOG_SAY_FAILED, "cannot put a new file "
+		    "at \"%s\" (%s): writing on in the file it had, which "
+		    "left that name",
+		    log->path, strerror(errno));
+		return 0;
+	}
+	if (held != -1) {
+		close(held);
+		/* What it wrote there until now (atk36c F2). */
+		if (log->left_dev == held_dev && log->left_ino == held_ino)
+			log->left_seq = log->seq;
+	}
+	log->dir_unsynced = 1;
+	log->need_nl = 0;
+	if (usr1)
+		eventlog_find_first(log, &was);
+	else
+		eventlog_note_left(log, &was);
+	return 0;
+}
+
+/*
+ * Keep the note of the file that left at a swap (its first line, when the
+ * writer wrote it there) for the next SIGUSR1's count; the oldest note
+ * goes when there are EVENTLOG_LEFT_NOTES.
+ */
+static void
+eventlog_note_left(struct eventlog *log, const struct eventlog_own *was)
+{
+	if (was->seq <= 0 || !was->vouched)
+		return;
+	if (log->n_left_notes == EVENTLOG_LEFT_NOTES) {
+		memmove(log->left_notes, log->left_notes + 1,
+		    (EVENTLOG_LEFT_NOTES - 1) * sizeof(*was));
+		log->n_left_notes--;
+	}
+	log->left_notes[log->n_left_notes++] = *was;
+}
+
+/*
+ * Not shared: the path still names the file the writer writes; else (a
+ * folder writer moved it out, or renamed another file onto the name:
+ * atk35b F1) a new file is put there (eventlog_replace()), whose first
+ * line, log.moved, has for prev the hash of the last line written in the
+ * file that left: whoever follows the folder sees the gap at once.
+ * Looked at once a tick and at a rotation, not at each line: at most one
+ * new file a second, whatever a folder writer does, and nothing per
+ * event; the lines of up to a second go to the file that left, none is
+ * lost. 0, or -1 (log marked unavailable).
+ */
+static int
+eventlog_check_name(struct eventlog *log)
+{
+	if (log->opts.shared || log->fd == -1 || eventlog_still_own(log, 0))
+		return 0;
+	eventlog_say(log, EVENTLOG_SAY_MOVED, "\"%s\" is no longer the file "
+	    "the writer writes (moved away or replaced; device %lu inode "
+	    "%lu, its last line seq %lld): writing in a new one, which says "
+	    "so (log.moved)",
+	    log->path, (unsigned long)log->dev, (unsigned long)log->ino,
+	    log->seq);
+	return eventlog_replace(log, 0);
+}
+
+/*
+ * The log.moved line, first in the file made after the one written left
+ * the name (after its rotate line, when signed): which file left and the
+ * last seq written there. Not while the writer still writes that file
+ * (no new one could be put at the name). The next checkpoint signs it.
+ * 0, or -1 (log marked unavailable).
+ */
+static int
+eventlog_put_left(struct eventlog *log)
+{
+	json_t	*f;
+	char	 file[64];
+	int	 rc;
+
+	if (!log->left_due || log->in_left || (log->dev == log->left_dev &&
+	    log->ino == log->left_ino))
+		return 0;
+	snprintf(file, sizeof(file), "%lu:%lu", (unsigned long)log->left_dev,
+	    (unsigned long)log->left_ino);
+	f = json_pack("{s:s, s:s, s:I}", "event", "log.moved", "file", file,
+	    "last_seq", (json_int_t)log->left_seq);
+	if (f == NULL) {
+		errno = ENOMEM;
+		return eventlog_fail(log, "cannot format an event for");
+	}
+	log->in_left = 1;
+	rc = eventlog_put(log, f);
+	log->in_left = 0;
+	json_decref(f);
+	if (rc == 0) {
+		log->left_due = 0;
+		log->hook_due = log->hook.fields != NULL;
+	}
+	return rc;
+}
+
 int
 eventlog_reopen(struct eventlog *log)
 {
-	struct eventlog_own	was;
+	struct eventlog_own	was = log->cur;
+	struct stat		st;
 	int			torn;
 
 	/*
@@ -1977,18 +2351,21 @@ eventlog_reopen(struct eventlog *log)
 	if (log->fd != -1) {
 		(void)fdatasync(log->fd);
 		log->dirty = 0;
-		close(log->fd);
-		log->fd = -1;
 	}
 	log->dir_unsynced = 1;
 	log->cache_valid = 0;
-	if (log->opts.shared)
+	if (log->opts.shared) {
+		if (log->fd != -1)
+			close(log->fd);
+		log->fd = -1;
 		return 0;	/* the next append locks and re-reads */
-	was = log->cur;
-	/* Its own file if nobody moved it, else one it makes. */
-	log->must_create = log->may_keep = 1;
-	if (eventlog_open_fd(log) == -1)
-		return eventlog_fail(log, "cannot reopen");
+	}
+	log->recount_until_us = util_now_us() + EVENTLOG_RECOUNT_US;
+	if (log->fd == -1 || !eventlog_still_own(log, 1) ||
+	    fstat(log->fd, &st) == -1)
+		return eventlog_replace(log, 1);
+	/* Its own file, nobody moved it: kept, as it is now. */
+	log->size = st.st_size;
 	/* Rotated by others: their choice; vouched only as it noted them. */
 	eventlog_find_first(log, &was);
 	if ((torn = eventlog_ends_torn(log->fd, log->size)) == -1)

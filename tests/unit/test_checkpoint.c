@@ -3137,28 +3137,33 @@ test_reopen_aside_names_taken(void **state)
 }
 
 /*
- * SIGUSR1's reopen with no file descriptor left to open the log with,
- * then n events appended: each fails (counted as lost).
+ * SIGUSR1's reopen, then n events appended with no room left to write
+ * (RLIMIT_FSIZE 0: write(2) fails with EFBIG, SIGXFSZ ignored): each
+ * fails (counted as lost). The reopen keeps the file it has, so no fd
+ * shortage can fail it: a write that fails stands for the outage.
  */
 static void
 appends_fail(struct eventlog *log, int n)
 {
 	struct rlimit	 was, low;
 	json_t		*f;
+	void		(*xfsz)(int);
 	int		 i, failed = 0;
 
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	(void)eventlog_reopen(log);
+	xfsz = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
 	low = was;
 	low.rlim_cur = 0;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-	(void)eventlog_reopen(log);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
 	for (i = 0; i < n; i++) {
 		f = json_pack("{s:s, s:s}", "event", "egress.blocked", "host",
 		    "lost.evil.test");
 		failed += eventlog_append(log, f) == -1;
 		json_decref(f);
 	}
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, xfsz);
 	assert_int_equal(failed, n);
 }
 
@@ -3174,7 +3179,7 @@ assert_outage_of_5(struct tmp *t)
 		continue;
 	if (i == l.n || strstr(l.v[i], "\"lost\":5") == NULL ||
 	    strstr(l.v[i], "\"since\":") == NULL ||
-	    strstr(l.v[i], "\"cause\":\"cannot open") == NULL)
+	    strstr(l.v[i], "\"cause\":\"cannot write") == NULL)
 		fail_msg("no log.outage line for the 5 events (%zu lines, "
 		    "the last %.200s)", l.n, l.n > 0 ? l.v[l.n - 1] : "");
 	lines_free(&l);

@@ -435,11 +435,138 @@ test_reopen(void **state)
 	eventlog_close(log);
 	buf = read_file(t->path, &len);
 	assert_non_null(buf);
+	/* The new file says first which file left the name, and where. */
 	assert_non_null(strstr(buf, "\"seq\":4,"));
+	assert_non_null(strstr(buf, "\"event\":\"log.moved\""));
+	assert_non_null(strstr(buf, "\"last_seq\":3"));
 	free(buf);
 	assert_int_equal(verify_log(t->dir, NAME, &v), 0);
-	assert_int_equal(v.events, 5);
+	assert_int_equal(v.events, 6);
 	assert_int_equal(v.genesis, 1);
+}
+
+/*
+ * atk35b F1: a folder writer moves the file out and renames an empty file
+ * onto the name. The next tick puts a new file of the writer's there in
+ * one step (the planted one moved aside), whose first line says which
+ * file left and its last seq; nothing is lost, first does not move.
+ */
+static void
+test_name_swapped(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	struct dirent		*de;
+	DIR			*d;
+	char			*cause = NULL, p[512], *buf;
+	size_t			 len;
+	int			 fd, aside = 0;
+
+	log = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log);
+	append_n(log, 0, 3);
+	snprintf(p, sizeof(p), "%s/out", t->dir);
+	assert_int_equal(rename(t->path, p), 0);
+	assert_true((fd = open(t->path, O_CREAT | O_WRONLY, 0600)) != -1);
+	close(fd);
+	assert_int_equal(eventlog_tick(log), 0);
+	append_n(log, 3, 1);
+	assert_int_equal(eventlog_first(log), 1);
+	eventlog_close(log);
+	buf = read_file(t->path, &len);
+	assert_non_null(buf);
+	assert_non_null(strstr(buf, "\"seq\":4,"));
+	assert_non_null(strstr(buf, "\"event\":\"log.moved\""));
+	assert_non_null(strstr(buf, "\"last_seq\":3"));
+	assert_non_null(strstr(buf, "\"seq\":5,"));
+	free(buf);
+	assert_non_null(d = opendir(t->dir));
+	while ((de = readdir(d)) != NULL) {
+		aside += strstr(de->d_name, ".foreign.") != NULL;
+		/* No private name left behind. */
+		assert_null(strstr(de->d_name, ".new."));
+	}
+	closedir(d);
+	assert_int_equal(aside, 1);
+}
+
+/*
+ * atk36c F2: no new file can be put at the name for a while (no fd left):
+ * the writer writes on in the file that left; log.moved's last_seq is the
+ * last seq written there, not the seq when it first tried.
+ */
+static void
+test_name_swapped_no_fd(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	struct rlimit		 rl, low;
+	char			*cause = NULL, p[512], *buf;
+	size_t			 len;
+	int			 fd;
+
+	log = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log);
+	append_n(log, 0, 3);
+	snprintf(p, sizeof(p), "%s/out", t->dir);
+	assert_int_equal(rename(t->path, p), 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	assert_true((fd = dup(0)) != -1);
+	close(fd);
+	low = rl;
+	low.rlim_cur = (rlim_t)fd;	/* no fd above those open */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_int_equal(eventlog_tick(log), 0);
+	append_n(log, 3, 2);		/* seq 4, 5: on in "out" */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	assert_int_equal(eventlog_tick(log), 0);
+	eventlog_close(log);
+	buf = read_file(p, &len);
+	assert_non_null(buf);
+	assert_non_null(strstr(buf, "\"seq\":5,"));
+	free(buf);
+	buf = read_file(t->path, &len);
+	assert_non_null(buf);
+	assert_non_null(strstr(buf, "\"event\":\"log.moved\""));
+	assert_non_null(strstr(buf, "\"last_seq\":5"));
+	free(buf);
+}
+
+/*
+ * atk36c F4: an empty .NAME.new.R a writer left (stopped between making
+ * it and putting it at the name) is deleted at open; a file with content,
+ * a symlink, or another name are left.
+ */
+static void
+test_stale_new_cleaned(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	struct stat		 st;
+	char			*cause = NULL, e[512], full[512], l[512],
+				 other[512];
+	int			 fd;
+
+	snprintf(e, sizeof(e), "%s/." NAME ".new.0123456789abcdef", t->dir);
+	snprintf(full, sizeof(full), "%s/." NAME ".new.fedcba9876543210",
+	    t->dir);
+	snprintf(l, sizeof(l), "%s/." NAME ".new.00000000000000aa", t->dir);
+	snprintf(other, sizeof(other), "%s/." NAME ".new.0123", t->dir);
+	assert_true((fd = open(e, O_CREAT | O_WRONLY, 0600)) != -1);
+	close(fd);
+	assert_true((fd = open(other, O_CREAT | O_WRONLY, 0600)) != -1);
+	close(fd);
+	assert_true((fd = open(full, O_CREAT | O_WRONLY, 0600)) != -1);
+	assert_int_equal(write(fd, "x\n", 2), 2);
+	close(fd);
+	assert_int_equal(symlink(other, l), 0);
+	log = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log);
+	eventlog_close(log);
+	assert_int_equal(lstat(e, &st), -1);
+	assert_int_equal(lstat(full, &st), 0);
+	assert_int_equal(lstat(l, &st), 0);
+	assert_int_equal(lstat(other, &st), 0);
 }
 
 static void
@@ -818,6 +945,9 @@ main(void)
 		T(test_fail_recover),
 		T(test_concurrent),
 		T(test_concurrent_rotation),
+		T(test_name_swapped),
+		T(test_name_swapped_no_fd),
+		T(test_stale_new_cleaned),
 		T(test_format),
 		T(test_bad_fields),
 		T(test_str),
