@@ -728,6 +728,26 @@ ocsf_outage(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 }
 
 /*
+ * log.moved: the file the writer wrote left the log's name without a
+ * rotation of its own (moved out or replaced by a folder writer); this is
+ * the first line of the file it made in its place (eventlog.c). Event Log
+ * Activity, Medium: the events after last_seq in the file that left are
+ * where it went.
+ */
+static json_t *
+ocsf_moved(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
+{
+	const char	*file = ocsf_str(ev, "file");
+	char		*msg;
+	(void)name;
+
+	util_xasprintf(&msg, "the file the writer wrote (%s) left the log's "
+	    "name without a rotation of its own after seq %lld; the writer "
+	    "made a new one", file ? file : "?", ocsf_count(ev, "last_seq"));
+	return ocsf_eventlog_other(ev, ctx, "Moved", 3, 0, NULL, msg);
+}
+
+/*
  * Every event type the project writes (tests/integration/test_audit_ocsf.py
  * finds them in the source and fails on one that maps to no class), then
  * the families: a member no version writes yet still gets its class.
@@ -753,6 +773,7 @@ static const struct ocsf_type {
 	{ CHECKPOINT_EVENT, ocsf_checkpoint },
 	{ CHECKPOINT_RESUME, ocsf_resume },
 	{ "log.outage", ocsf_outage },
+	{ "log.moved", ocsf_moved },
 	{ "grant.added", ocsf_grant },
 	{ "grant.restored", ocsf_grant },
 	{ "grant.revoked", ocsf_grant },

@@ -115,6 +115,7 @@ SAMPLES = {
     "log.resume": ({"anchor_seq": 4, "found_seq": 6}, 1008, 3),
     "log.outage": ({"lost": 2, "since": "2026-12-03T10:00:00.000000Z",
                     "cause": "cannot write"}, 1008, 4),
+    "log.moved": ({"file": "2049:1234", "last_seq": 14}, 1008, 3),
     "grant.added": (GRANT, 3004, 3),
     "grant.restored": (GRANT, 3004, 2),
     "grant.revoked": (dict(GRANT, revoked_by="bob"), 3004, 1),
