@@ -777,7 +777,7 @@ control_json_replace(json_t *o, const char *path, mode_t mode)
  * renamed over it), durably: 0 written, 1 one was there, -1 with errno.
  * On a volume without hard links (link: EPERM, ENOTSUP) it is created
  * at path itself with O_EXCL and written in place (atk36e F3: the
- * replica's stub was never written, the taken file never retired): a
+ * replica's remnant was never written, the taken file never retired): a
  * crash midway leaves a torn file, which the proxy reads as damage and
  * fails closed (control_registry_read).
  */
@@ -1689,13 +1689,13 @@ control_registry_marks_save(struct proxy *px)
  * now and 0 when it cannot be read (its damage was counted at start).
  * The removals the taken file holds itself ("unregistered", "seen": an
  * older proxy's file, or one holding unsure marks) are carried whole:
- * a stub without them was read as no removals at a later replica's
+ * a remnant without them was read as no removals at a later replica's
  * first start, and a removed sandbox's token passed there (atk36e F1).
  */
 static json_t *
-control_registry_stub(struct proxy *px)
+control_registry_remnant(struct proxy *px)
 {
-	json_t		*top = NULL, *stub, *un = NULL, *seen = NULL;
+	json_t		*top = NULL, *remnant, *un = NULL, *seen = NULL;
 	json_int_t	 kept = 0, floor;
 	const char	*why;
 	char		*text;
@@ -1714,16 +1714,16 @@ control_registry_stub(struct proxy *px)
 		if (un == NULL)
 			kept = json_integer_value(json_object_get(top, "kept"));
 	}
-	stub = json_pack("{s:[], s:I, s:I}", "sandboxes", "floor", floor,
+	remnant = json_pack("{s:[], s:I, s:I}", "sandboxes", "floor", floor,
 	    "kept", kept);
-	if (stub != NULL && un != NULL && (json_object_set(stub,
+	if (remnant != NULL && un != NULL && (json_object_set(remnant,
 	    "unregistered", un) == -1 || (seen != NULL &&
-	    json_object_set(stub, "seen", seen) == -1))) {
-		json_decref(stub);
-		stub = NULL;
+	    json_object_set(remnant, "seen", seen) == -1))) {
+		json_decref(remnant);
+		remnant = NULL;
 	}
 	json_decref(top);
-	return stub;
+	return remnant;
 }
 
 /*
@@ -1739,18 +1739,18 @@ control_registry_stub(struct proxy *px)
 static void
 control_registry_retire(struct proxy *px)
 {
-	json_t	*stub;
+	json_t	*remnant;
 	int	 rc;
 
 	if (control_registry_taken == NULL)
 		return;
-	stub = control_registry_stub(px);
-	if ((rc = control_json_create(stub, control_registry_old, 0644)) ==
+	remnant = control_registry_remnant(px);
+	if ((rc = control_json_create(remnant, control_registry_old, 0644)) ==
 	    -1)
 		log_warn("%s: cannot leave the count of its removals there; "
 		    "%s is kept until it can", control_registry_old,
 		    control_registry_taken);
-	json_decref(stub);
+	json_decref(remnant);
 	if (rc != -1)
 		control_taken_retire(&control_registry_taken);
 }

@@ -1137,8 +1137,8 @@ class SingleProxyAfterReplicas(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(
             run, "registry.json.taken-by-r1")))
         with open(os.path.join(run, "registry.json")) as f:
-            stub = json.load(f)
-        self.assertEqual((stub["sandboxes"], stub["kept"]), ([], 1), stub)
+            remnant = json.load(f)
+        self.assertEqual((remnant["sandboxes"], remnant["kept"]), ([], 1), remnant)
         os.unlink(os.path.join(run, "registry.json.gone"))
         r2 = self.proxy(run, "control-r2.sock", "r2")
         self.floor_refused(r2, self.SBC, issued)
@@ -1149,9 +1149,9 @@ class SingleProxyAfterReplicas(unittest.TestCase):
     def test_scale_up_keeps_the_taken_files_own_removals(self):
         """atk36e F1: registry.json of an older proxy keeps its removals
         itself ("unregistered", no .gone). r1 took it and its first good
-        save left a stub with neither them nor a floor above them: r2's
-        first start took the stub and SBC's token passed there, with no
-        file lost. The stub carries them."""
+        save left a remnant with neither them nor a floor above them: r2's
+        first start took the remnant and SBC's token passed there, with no
+        file lost. The remnant carries them."""
         issued = int(time.time()) - 60
         d = tempfile.mkdtemp(prefix="up-", dir=W["dir"])
         run = os.path.join(d, "run")
@@ -1167,16 +1167,16 @@ class SingleProxyAfterReplicas(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(
             run, "registry.json.taken-by-r1")))
         with open(os.path.join(run, "registry.json")) as f:
-            stub = json.load(f)
+            remnant = json.load(f)
         r2 = self.proxy(run, "control-r2.sock", "r2")
         self.refused(r2, self.SBC, issued)
         r2.stop()
-        self.assertEqual(stub["sandboxes"], [], stub)
-        self.assertIn(self.SBC, stub["unregistered"], stub)
+        self.assertEqual(remnant["sandboxes"], [], remnant)
+        self.assertIn(self.SBC, remnant["unregistered"], remnant)
 
 
     def test_scale_up_on_a_volume_without_hard_links(self):
-        """atk36e F3: the stub was linked into place; where link() fails
+        """atk36e F3: the remnant was linked into place; where link() fails
         (EPERM: some SMB or FUSE volumes; here a preloaded link() that
         always does) it was never written, the taken file never retired,
         and a warning came at every save. It is now created in place."""
@@ -1217,8 +1217,8 @@ class SingleProxyAfterReplicas(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(
             run, "registry.json.taken-by-r1")))
         with open(os.path.join(run, "registry.json")) as f:
-            stub = json.load(f)
-        self.assertEqual((stub["sandboxes"], stub["kept"]), ([], 1), stub)
+            remnant = json.load(f)
+        self.assertEqual((remnant["sandboxes"], remnant["kept"]), ([], 1), remnant)
 
 
     def test_back_and_forth_with_a_lost_gone(self):
