@@ -255,7 +255,9 @@ def restart(crash=None):
     assert status == 200, body
 
 
-class ClockStepsAcrossRestart(unittest.TestCase):
+class Restarted(unittest.TestCase):
+    """Each test on a proxy started again, the clock as it is; the
+    grants it gave revoked after it."""
     def setUp(self):
         set_shift(0)
         restart()
@@ -273,6 +275,8 @@ class ClockStepsAcrossRestart(unittest.TestCase):
         self.assertEqual(status, 200, body)
         return sorted(g["host"] for g in body["grants"])
 
+
+class ClockStepsAcrossRestart(Restarted):
     def test_revoke_after_clock_step_back_survives_a_crash(self):
         """atk35d F1: saved, the wall clock set back 5 s, given again
         (unsaved: saves fail), revoked (kept apart), killed: the revoke's
@@ -342,24 +346,7 @@ class ClockStepsAcrossRestart(unittest.TestCase):
             self.assertEqual(f.read().strip(), "")
 
 
-class SaveNumbers(unittest.TestCase):
-    def setUp(self):
-        set_shift(0)
-        restart()
-
-    def tearDown(self):
-        set_shift(0)
-        if not W["proxy"].alive():
-            restart()
-        for h in ("g1.grant.test", "g2.grant.test"):
-            revoke(h)
-        self.assertTrue(W["proxy"].alive(), W["proxy"].stderr()[-3000:])
-
-    def listed(self):
-        status, body = control("GET", "/grants?sandbox=sbx_g")
-        self.assertEqual(status, 200, body)
-        return sorted(g["host"] for g in body["grants"])
-
+class SaveNumbers(Restarted):
     def revoke_apart(self, *hosts):
         """Revoked while saves fail (kept in the revokes file), killed."""
         block = block_saves()
