@@ -36,7 +36,8 @@
 #define EVENTLOG_PLACE_TRIES	16	/* NAME appearing and going in turn */
 #define EVENTLOG_FOREIGN_MAX	16	/* NAME.foreign.* one process makes */
 #define EVENTLOG_LEFT_NOTES	4	/* files that left at a swap, noted */
-#define EVENTLOG_RECOUNT_US	3000000u /* ticks that count again after USR1 */
+#define EVENTLOG_RECOUNT_US	60000000u /* USR1's recount window, at most */
+#define EVENTLOG_SETTLE_US	3000000u /* ... once the count held still */
 #define EVENTLOG_WARN_US	1000000u	/* a warning a second at most */
 #define EVENTLOG_SAY_MOVED	0	/* ... of each kind: the name swapped */
 #define EVENTLOG_SAY_ASIDE	1	/* a foreign file moved aside */
@@ -145,11 +146,14 @@ struct eventlog {
 	struct eventlog_own	 left_notes[EVENTLOG_LEFT_NOTES];
 	unsigned		 n_left_notes;
 	/*
-	 * Until then, each tick counts the rotated files again as that
-	 * SIGUSR1 did: logrotate deletes its oldest after its postrotate
-	 * script (the signal), so a count at the signal still finds it.
+	 * From the last SIGUSR1 (0: no window open), each tick counts the
+	 * rotated files again as that signal did (eventlog_recount_tick()):
+	 * logrotate deletes its oldest after its whole postrotate script,
+	 * so a count at the signal still finds it. changed: the last tick
+	 * whose count differed from the one before (0: none yet).
 	 */
-	uint64_t		 recount_until_us;
+	uint64_t		 recount_from_us;
+	uint64_t		 recount_changed_us;
 	unsigned		 foreign_made;	/* NAME.foreign.* made */
 	/* Warnings a folder writer can cause: one a second each kind. */
 	uint64_t		 said_us[EVENTLOG_SAY_KINDS];
@@ -208,6 +212,7 @@ static int	eventlog_cut_rotates(const char *, size_t, const char *,
 static void	eventlog_head_planted(struct eventlog *, const char *,
 		    size_t);
 static void	eventlog_recount(struct eventlog *, json_t *);
+static void	eventlog_recount_tick(struct eventlog *);
 static int	eventlog_rotated_tail(struct eventlog *,
 		    struct logverify_line *, unsigned long long *, char *);
 static int	eventlog_load_tail(struct eventlog *);
@@ -371,17 +376,70 @@ eventlog_make_new(struct eventlog *log, char *tmp, size_t size,
 }
 
 /*
+ * 1 if st is what eventlog_make_new() leaves when the writer stops
+ * before putting it at the name: a regular file with one link, nothing
+ * in it, the writer's user's, no permission bit past the 0640 it creates
+ * with (the umask may take some away).
+ */
+static int
+eventlog_new_left(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_nlink == 1 &&
+	    st->st_size == 0 && st->st_uid == geteuid() &&
+	    (st->st_mode & 07777 & ~(mode_t)0640) == 0;
+}
+
+/*
+ * Delete the file at name in the folder at dfd if it is a new file the
+ * writer left (eventlog_new_left()), only as it was checked (atk36g F2):
+ * opened without following a link, checked by its fd, and the name still
+ * that file right before unlinkat(). A folder writer can still rename
+ * another file onto the name in the microseconds between that look and
+ * the unlink (no call unlinks by inode): the fd then still has its link,
+ * which stderr says. Each deletion said on stderr.
+ */
+static void
+eventlog_drop_new(struct eventlog *log, int dfd, const char *name)
+{
+	struct stat	st, now;
+	int		fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !eventlog_new_left(&st))
+		return;	/* not opened: a FIFO or device never is */
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_NOCTTY | O_CLOEXEC);
+	if (fd == -1)
+		return;
+	if (fstat(fd, &st) == 0 && eventlog_new_left(&st) &&
+	    fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
+	    unlinkat(dfd, name, 0) == 0) {
+		if (fstat(fd, &now) == 0 && now.st_nlink != 0)
+			log_warnx("\"%s/%s\": deleted, but another file was "
+			    "put at that name after the writer checked the "
+			    "empty new file it left there (device %lu inode "
+			    "%lu, kept)", log->dir, name,
+			    (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+		else
+			log_warnx("\"%s/%s\": an empty new file a writer "
+			    "left (stopped before putting it at \"%s\"): "
+			    "deleted", log->dir, name, log->name);
+	}
+	close(fd);
+}
+
+/*
  * The writer's new files left empty at their private name by a crash
  * between eventlog_make_new() and eventlog_place() (atk36c F4): deleted
- * at open, only a regular file with one link and nothing in it, named
- * exactly .NAME.new.R: nothing of the log is lost with it. Anything
- * else there is left as it is.
+ * at open, only the writer's own (eventlog_drop_new()), named exactly
+ * .NAME.new.R: nothing of the log is lost with it. Anything else there
+ * is left as it is.
  */
 static void
 eventlog_clean_new(struct eventlog *log)
 {
 	struct dirent	*de;
-	struct stat	 st;
 	DIR		*d;
 	size_t		 len = strlen(log->name);
 	const char	*r;
@@ -396,13 +454,7 @@ eventlog_clean_new(struct eventlog *log)
 		r = de->d_name + 1 + len + 5;
 		if (strlen(r) != 16 || strspn(r, "0123456789abcdef") != 16)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_nlink == 1 && st.st_size == 0 &&
-		    unlinkat(dirfd(d), de->d_name, 0) == 0)
-			log_warnx("\"%s/%s\": an empty new file a writer left "
-			    "(stopped before putting it at \"%s\"): deleted",
-			    log->dir, de->d_name, log->name);
+		eventlog_drop_new(log, dirfd(d), de->d_name);
 	}
 	closedir(d);
 }
@@ -2173,17 +2225,47 @@ eventlog_tick(struct eventlog *log)
 	    (eventlog_check_name(log) == -1 || (log->left_due &&
 	    eventlog_before(log) == 0 && eventlog_put_left(log) == -1)))
 		return -1;
-	if (log->recount_until_us != 0) {
-		if (util_now_us() < log->recount_until_us)
-			eventlog_find_first(log, &log->cur);
-		else
-			log->recount_until_us = 0;
-	}
+	eventlog_recount_tick(log);
 	if (log->hook_due)
 		(void)eventlog_append_hook(log);
 	if (!log->dirty || log->fd == -1)
 		return 0;
 	return eventlog_sync(log);
+}
+
+/*
+ * After a SIGUSR1 (atk36g F1), the rotated files counted again at each
+ * tick as the signal did, while its window is open. logrotate deletes
+ * its oldest file only once its whole postrotate script ended: the
+ * signal may come first, then reloads of other services, a compression,
+ * for any time, which no fixed guess covers. So the window stays open
+ * until the count (how many files, the oldest's first seq, first) has
+ * changed and then held still for EVENTLOG_SETTLE_US (the deletion
+ * seen), or EVENTLOG_RECOUNT_US after the signal when it never changes
+ * (nothing deleted: fewer files than logrotate keeps, or compressed
+ * ones, which are not counted). A longer window gives a folder writer
+ * nothing: deleting the oldest file just before the signal has the same
+ * effect. Costs a count a tick, only inside the window.
+ */
+static void
+eventlog_recount_tick(struct eventlog *log)
+{
+	uint64_t	now;
+	unsigned	n = log->n_own;
+	long long	oldest = n > 0 ? log->own[n - 1].seq : 0;
+	long long	first = log->first;
+
+	if (log->recount_from_us == 0)
+		return;
+	now = util_now_us();
+	eventlog_find_first(log, &log->cur);
+	if (log->n_own != n || log->first != first ||
+	    (n > 0 && log->own[n - 1].seq != oldest))
+		log->recount_changed_us = now;
+	if (now - log->recount_from_us >= EVENTLOG_RECOUNT_US ||
+	    (log->recount_changed_us != 0 &&
+	    now - log->recount_changed_us >= EVENTLOG_SETTLE_US))
+		log->recount_from_us = 0;
 }
 
 /*
@@ -2360,7 +2442,8 @@ eventlog_reopen(struct eventlog *log)
 		log->fd = -1;
 		return 0;	/* the next append locks and re-reads */
 	}
-	log->recount_until_us = util_now_us() + EVENTLOG_RECOUNT_US;
+	log->recount_from_us = util_now_us();
+	log->recount_changed_us = 0;
 	if (log->fd == -1 || !eventlog_still_own(log, 1) ||
 	    fstat(log->fd, &st) == -1)
 		return eventlog_replace(log, 1);

@@ -1023,6 +1023,56 @@ class ProxyFollow(unittest.TestCase):
             self.assertEqual(r.returncode, 0, "rotation %d: %s" % (
                 run, r.stdout + r.stderr))
 
+    def test_7_delete_long_after_usr1(self):
+        """atk36g F1 (t1 D): logrotate's `create` (rotate 2) whose
+        postrotate goes on after its `kill -USR1` (`sharedscripts`
+        reloading other services): logrotate deletes its oldest file only
+        once the whole script ended, here LATE seconds after the signal.
+        verify --key --anchor passes after each rotation: the proxy
+        counts its rotated files again at each tick until the folder has
+        changed and then held still, or 60 s after the signal. Before, it
+        counted for 3 s only: the anchor's first stayed a rotation behind
+        for good and verify said seq 1 to ... were removed from the third
+        rotation on."""
+        late = 4.5	# seconds: past the 3 s the proxy counted before
+        keys = os.path.join(self.tmp.name, "keys")
+        key = os.path.join(keys, "checkpoint.key")
+        r = subprocess.run([SANDGATE, "audit", "key", "create", key],
+                           capture_output=True)
+        self.assertEqual(r.returncode, 0, r)
+        self.start(["--log-keep", "10", "--checkpoint-key", key])
+
+        def verify():
+            return subprocess.run(
+                [SANDGATE, "audit", "verify", "--key", key + ".pub",
+                 "--anchor", key + ".anchor", "--log-dir", self.dir],
+                capture_output=True, text=True)
+        for run in range(4):
+            self.events(5)
+            for i in (2, 1):
+                if os.path.exists(self.path("%s.%d" % (NAME, i))):
+                    os.rename(self.path("%s.%d" % (NAME, i)),
+                              self.path("%s.%d" % (NAME, i + 1)))
+            os.rename(self.path(), self.path(NAME + ".1"))
+            open(self.path(), "w").close()
+            self.proxy.send_signal(signal.SIGUSR1)	# postrotate, then:
+            signalled = time.monotonic()
+            self.events(2)
+            time.sleep(max(0, signalled + late - time.monotonic()))
+            if os.path.exists(self.path(NAME + ".3")):
+                os.unlink(self.path(NAME + ".3"))
+            # The checkpoint the proxy writes when first moves, and its
+            # anchor: a tick or two (the timer's is 60 s away).
+            end = time.monotonic() + 20
+            while True:
+                self.events(1)
+                r = verify()
+                if r.returncode == 0 or time.monotonic() > end:
+                    break
+                time.sleep(0.5)
+            self.assertEqual(r.returncode, 0, "rotation %d: %s" % (
+                run, r.stdout + r.stderr))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

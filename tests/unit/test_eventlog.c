@@ -569,6 +569,47 @@ test_stale_new_cleaned(void **state)
 	assert_int_equal(lstat(other, &st), 0);
 }
 
+/*
+ * atk36g F2: the start cleanup deletes only the writer's own empty new
+ * file: owned by its user, no permission bit beyond the 0640 it creates
+ * with. An empty one at such a name owned by another user, or with a
+ * mode the writer never gives, is left. Before, both were deleted.
+ */
+static void
+test_stale_new_not_ours(void **state)
+{
+	struct tmp		*t = *state;
+	struct eventlog		*log;
+	struct stat		 st;
+	char			*cause = NULL, own[512], other[512], wide[512];
+	int			 fd, chowned;
+
+	snprintf(own, sizeof(own), "%s/." NAME ".new.0000000000000001",
+	    t->dir);
+	snprintf(other, sizeof(other), "%s/." NAME ".new.0000000000000007",
+	    t->dir);
+	snprintf(wide, sizeof(wide), "%s/." NAME ".new.00000000000000ff",
+	    t->dir);
+	assert_true((fd = open(own, O_CREAT | O_WRONLY, 0640)) != -1);
+	close(fd);
+	assert_true((fd = open(other, O_CREAT | O_WRONLY, 0640)) != -1);
+	close(fd);
+	/* Another user's (root can give it away; else not tested). */
+	chowned = chown(other, 65534, 65534) == 0;
+	if (!chowned)
+		assert_int_equal(unlink(other), 0);
+	assert_true((fd = open(wide, O_CREAT | O_WRONLY, 0600)) != -1);
+	assert_int_equal(fchmod(fd, 0666), 0);
+	close(fd);
+	log = eventlog_open(t->dir, NAME, NULL, &cause);
+	assert_non_null(log);
+	eventlog_close(log);
+	assert_int_equal(lstat(own, &st), -1);
+	assert_int_equal(lstat(wide, &st), 0);
+	if (chowned)
+		assert_int_equal(lstat(other, &st), 0);
+}
+
 static void
 test_torn_tail(void **state)
 {
@@ -948,6 +989,7 @@ main(void)
 		T(test_name_swapped),
 		T(test_name_swapped_no_fd),
 		T(test_stale_new_cleaned),
+		T(test_stale_new_not_ours),
 		T(test_format),
 		T(test_bad_fields),
 		T(test_str),
