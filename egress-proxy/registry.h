@@ -40,6 +40,21 @@ int		 registry_add(struct registry *, const char *addr,
 		    const char *sandbox, const char *sets, int extra,
 		    const char **cause);
 /*
+ * registry_add, refused (-1, *cause registry_full) when it would take the
+ * text of the saved entries (registry_text) past max bytes; one that
+ * takes no more room (registered as it is, or replacing entries as large)
+ * never is.
+ */
+extern const char registry_full[];
+int		 registry_add_within(struct registry *, const char *addr,
+		    const char *sandbox, const char *sets, int extra,
+		    size_t max, const char **cause);
+/*
+ * The bytes the entries take in the saved registry (registry_json_saved
+ * written compact, a comma after each), kept as they change.
+ */
+size_t		 registry_text(const struct registry *);
+/*
  * Remove an address, canonical as registry_add takes it ("::ffff:a.b.c.d"
  * is a.b.c.d, "FD00::5" is fd00::5); how many (0 or 1). One lookup.
  */

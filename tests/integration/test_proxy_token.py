@@ -935,6 +935,129 @@ class GoneEntryLastsTest(unittest.TestCase):
                     len(raised))
                 p.stop()
 
+    def test_a_marks_write_keeps_its_count(self):
+        """atk36f F1: a registry.json that is a marks write (its removals
+        inline) had its "kept" read as 0, so a .gone written after it and
+        then lost was not seen as lost: a sandbox removed then came back
+        and its token passed. Run 1 starts with damage (a torn .gone): the
+        marks write, then .gone, killed before the registry write
+        (gone-saved). Run 2 removes sbz (restored unsure; its token newer
+        than the floor) and is killed at the same point: .gone holds the
+        removal, the registry still the marks write. .gone is lost: run 3
+        must fail closed."""
+        sbz = "sbx_f1z0000000000000000000001"
+        reg = [{"address": "127.0.0.6", "sandbox": sbz, "sets": []}]
+        p = self.start({self.SBX: int(time.time()) - 2}, sandboxes=reg,
+                       files={".gone": "{"}, crash="registry:gone-saved")
+        with open(self.registry) as f:
+            marks = json.load(f)
+        self.assertIn("unregistered", marks)
+        self.assertEqual(marks.get("kept"), 1, marks)
+        # sbz's token newer than run 1's floor (past its skew); run 3's
+        # floor, at least a second later, above it again
+        issued = marks["floor"] + 61
+        time.sleep(1.1)
+        p.stop()
+        p.env["SANDGATE_TEST_CRASH"] = "registry:gone-saved"
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        self.assertRaises(Exception, proxylib.control, self.sock, "POST",
+                          "/unregister", {"sandbox": sbz})
+        self.assertEqual(p.proc.wait(), -signal.SIGKILL)
+        p.env.pop("SANDGATE_TEST_CRASH")
+        with open(self.registry + ".gone") as f:
+            self.assertIn(sbz, json.load(f)["unregistered"])
+        os.unlink(self.registry + ".gone")      # lost
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        status, body = get(p, token(W["key"], sbz, issued=issued))
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        raised = [e["detail"] for e in p.events()
+                  if e.get("event") == "registry.removed_floor_raised"]
+        self.assertTrue(any("registry.json.gone cannot be read (not there"
+                            in d for d in raised), raised)
+        p.stop()
+
+    def test_a_full_registry_is_always_saved(self):
+        """atk36f F2: a registry whose marks write could not fit under the
+        8 MiB the proxy reads back was never saved again, and the
+        registrations since were lost at each restart. A /register is
+        refused (507, registry.full) once the entries would take more than
+        7 MiB, room kept for the 4,096 removals a marks write also holds.
+        A registry filled to just under it, 4,096 removals of 64-byte ids
+        inline, and a torn .gone: registrations are refused with the
+        limit named; after a kill and damage again (a .removed line of
+        neither kind, the removals read from .gone) the marks write, all
+        entries and removals, fits, and a restart keeps every
+        registration."""
+        limit = 7 * 1024 * 1024
+        now = int(time.time()) - 2
+
+        def enc(o):
+            return json.dumps(o, separators=(",", ":"))
+
+        def entry(i, name):
+            return {"address": "10.%d.%d.%d" % (i >> 16 & 255,
+                                                i >> 8 & 255, i & 255),
+                    "sandbox": name, "sets": [], "extra": False}
+        ents, text = [], 0
+        while True:
+            e = entry(len(ents), "sbx_full_%06d_%s" % (len(ents),
+                                                      "p" * 48))
+            if text + len(enc(e)) + 1 > limit - 250:
+                break
+            ents.append(e)
+            text += len(enc(e)) + 1
+        gone = {"g%s%04d" % ("x" * 59, i): now for i in range(4096)}
+        big = enc({"sandboxes": ents, "unregistered": gone})
+        p = self.start({}, files={"": big, ".gone": "{"})
+        added, refused = [], None
+        for i in range(8):
+            sbx = "sbx_new_%06d" % i
+            st, b = proxylib.control(self.sock, "POST", "/register", {
+                "address": "127.0.1.%d" % (i + 1), "sandbox": sbx,
+                "sets": ""})
+            if st != 200:
+                refused = (st, b)
+                break
+            self.assertTrue(b["saved"], b)
+            added.append(sbx)
+        self.assertIsNotNone(refused, "no registration refused")
+        self.assertEqual(refused[0], 507, refused)
+        self.assertIn("registry is full", refused[1]["error"])
+        self.assertIn(str(limit), refused[1]["error"])
+        self.assertTrue(added, "none registered before the limit")
+        full = [e for e in p.events() if e.get("event") == "registry.full"]
+        self.assertEqual([e["sandbox"] for e in full],
+                         ["sbx_new_%06d" % len(added)])
+        # an unregister always works
+        st, b = proxylib.control(self.sock, "POST", "/unregister",
+                                 {"sandbox": ents[0]["sandbox"]})
+        self.assertEqual(st, 200, b)
+        self.assertTrue(b["saved"], b)
+        p.kill()
+        with open(self.registry + ".removed", "w") as f:   # damage again,
+            f.write('{"key": "%s", "sandbox": 1, "at": %d}\n' % (  # .gone
+                self.SBX, now))                             # read whole
+        p.stop()
+        p.env["SANDGATE_TEST_CRASH"] = "registry:marked"
+        self.killed(p)                  # the marks write on disk, as it is
+        self.assertLessEqual(os.path.getsize(self.registry), 8 << 20)
+        with open(self.registry) as f:
+            saved = json.load(f)
+        self.assertEqual(saved["unsure_first"], len(saved["sandboxes"]))
+        self.assertGreaterEqual(len(saved["unregistered"]), 4096)
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        st, status = proxylib.control(self.sock, "GET", "/status")
+        have = set(e["sandbox"] for e in status["sandboxes"])
+        want = set(e["sandbox"] for e in ents[1:]) | set(added)
+        self.assertEqual(want - have, set())
+        p.stop()
+
     def test_marks_that_cannot_work_are_damage(self):
         """atk15r22 F2: an "unsure" mark that was not a boolean, or marks
         with no floor (or floor 0), refused nothing, without a word. The

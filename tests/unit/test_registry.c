@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -472,6 +473,66 @@ test_change_names_the_addresses_it_touched(void **state)
 	registry_free(r);
 }
 
+/* The compact text of the saved entries, as the registry file has it. */
+static size_t
+saved_text(struct registry *r)
+{
+	size_t	 unsure, n;
+	json_t	*arr = registry_json_saved(r, &unsure);
+	char	*text = json_dumps(arr, JSON_COMPACT);
+
+	/* "[a,b]": each entry and a comma, less one, and the brackets */
+	n = strlen(text) - 2 + (json_array_size(arr) > 0);
+	free(text);
+	json_decref(arr);
+	return n;
+}
+
+/*
+ * atk36f F2: registry_text is the saved entries' text as it changes, and
+ * registry_add_within refuses what would take it past the limit, never
+ * what takes no more room (registered again as it is, a session moved
+ * to another address); removals are kept only for token ids, whose text
+ * a marks write keeps room for.
+ */
+static void
+test_text_bounded(void **state)
+{
+	struct registry	*r = registry_new();
+	const char	*cause = NULL;
+	size_t		 max;
+
+	(void)state;
+	reg(r, "10.0.0.1", "sb_a", 0);
+	reg(r, "10.0.0.2", "sb_b", 0);
+	reg(r, "10.0.0.3", "sb_b", 1);
+	assert_int_equal(registry_text(r), saved_text(r));
+	max = registry_text(r);
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_c", "test",
+	    0, max, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_null(who(r, "10.0.0.4"));
+	/* the same again, and the session moved: no more room taken */
+	assert_int_equal(registry_add_within(r, "10.0.0.1", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_int_equal(registry_add_within(r, "10.0.0.9", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_string_equal(who(r, "10.0.0.9"), "sb_a");
+	assert_null(who(r, "10.0.0.1"));
+	assert_int_equal(registry_text(r), saved_text(r));
+	/* an unregister makes room */
+	assert_int_equal(registry_remove_sandbox(r, "sb_b"), 2);
+	assert_int_equal(registry_text(r), saved_text(r));
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_c", "test",
+	    0, max, &cause), 0);
+	assert_int_equal(registry_text(r), saved_text(r));
+	/* a name no token carries is not kept as a removal */
+	registry_gone_set(r, "sb d\n", 100);
+	registry_gone_set(r, "sb_d", 100);
+	assert_int_equal(registry_gone_count(r), 1);
+	registry_free(r);
+}
+
 int
 main(void)
 {
@@ -485,6 +546,7 @@ main(void)
 		cmocka_unit_test(test_gone_bounded_and_written_when_changed),
 		cmocka_unit_test(test_gone_not_forgotten_by_a_clock_jump),
 		cmocka_unit_test(test_change_names_the_addresses_it_touched),
+		cmocka_unit_test(test_text_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
