@@ -52,15 +52,18 @@
  * one count, not a mark in each), every removal kept, at most
  * REGISTRY_GONE_MAX of "id":time, (a token id, 1-64 of [A-Za-z0-9_-],
  * never escaped; a time of at most 20 digits: 88 bytes, 352 KiB in all),
- * and a tail of counts and a digest under 1 KiB. 7 MiB leaves those and
- * over 600 KiB besides, so a field added later does not make the worst
- * case pass the limit unseen (the assertion below).
+ * and a tail of counts and a digest under 1 KiB. Sessions moving to a
+ * longer address may take the entries past 7 MiB by REGISTRY_MOVE_ROOM
+ * (128 KiB) in all (atk37b F2). 7 MiB leaves those and over 500 KiB
+ * besides, so a field added later does not make the worst case pass the
+ * limit unseen (the assertion below).
  */
 #define CONTROL_REGISTRY_TEXT_MAX (7 * 1024 * 1024)
 #define CONTROL_GONE_TEXT_MAX	(REGISTRY_GONE_MAX * (TOKEN_ID_MAX + 4 + 20))
 #define CONTROL_REGISTRY_TAIL_MAX 1024
-_Static_assert(CONTROL_REGISTRY_TEXT_MAX + CONTROL_GONE_TEXT_MAX +
-    CONTROL_REGISTRY_TAIL_MAX <= CONTROL_GRANTS_FILE_MAX - 512 * 1024,
+_Static_assert(CONTROL_REGISTRY_TEXT_MAX + REGISTRY_MOVE_ROOM +
+    CONTROL_GONE_TEXT_MAX + CONTROL_REGISTRY_TAIL_MAX <=
+    CONTROL_GRANTS_FILE_MAX - 512 * 1024,
     "a marks write of a full registry must fit under the read limit "
     "with room to spare");
 
@@ -190,6 +193,7 @@ static void	control_crash_point(const char *, const char *);
 static int	control_replica_file(const struct dirent *);
 static int	control_registry_apart(const char *, int, time_t);
 static json_int_t control_registry_load(struct proxy *, const char *);
+static void	control_registry_over(struct proxy *, const char *);
 static const char *control_registry_damage(json_t *, json_t *);
 static const char *control_registry_marks_damage(json_t *, json_t *);
 static int	control_replicas_load(struct proxy *, const char *);
@@ -2779,7 +2783,29 @@ control_registry_load(struct proxy *px, const char *path)
 	json_decref(top);
 	log_info("%zu sandboxes registered again from %s", n,
 	    path);
+	control_registry_over(px, path);
 	return kept;
+}
+
+/*
+ * Said once at start: the registry loaded takes more than a registration
+ * may take it to (an older proxy's file: it saved entries up to the read
+ * limit, and an array-only one's entries each gain "extra" when saved
+ * again, so its text may even pass the read limit). Every registration
+ * is kept, none dropped (each is a sandbox reachable now); new ones are
+ * refused (registry.full each time) and unregisters make room. While the
+ * text is over what the proxy reads back, saves fail (EFBIG): the file
+ * loaded stays as it is, readable, and unregisters are kept apart.
+ */
+static void
+control_registry_over(struct proxy *px, const char *path)
+{
+	if (registry_text(px->registry) <= CONTROL_REGISTRY_TEXT_MAX)
+		return;
+	log_warnx("%s: its sandboxes take %zu bytes saved, over the %d a "
+	    "registration may take them to: every one is kept, new "
+	    "registrations are refused until unregisters make room",
+	    path, registry_text(px->registry), CONTROL_REGISTRY_TEXT_MAX);
 }
 
 /*

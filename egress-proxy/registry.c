@@ -90,6 +90,10 @@ static json_t	*registry_entry_json(const struct registry_entry *, int);
 static size_t	registry_entry_text(const struct registry_entry *);
 static long long registry_add_growth(struct registry *,
 		    const struct registry_entry *);
+static int	registry_room(const struct registry *,
+		    const struct registry_entry *, long long, size_t);
+static int	registry_is_move(const struct registry *,
+		    const struct registry_entry *);
 
 const char	registry_full[] = "the registry is full";
 
@@ -609,8 +613,7 @@ registry_add_within(struct registry *r, const char *addr,
 	}
 	e->text = registry_entry_text(e);
 	growth = registry_add_growth(r, e);
-	if (e->text == 0 || (growth > 0 &&
-	    (unsigned long long)growth > max - r->text)) {
+	if (e->text == 0 || !registry_room(r, e, growth, max)) {
 		*cause = e->text == 0 ? "out of memory" : registry_full;
 		registry_entry_unref(e);
 		return -1;
@@ -701,6 +704,52 @@ registry_add_growth(struct registry *r, const struct registry_entry *e)
 		if (!x->extra && x != at)
 			growth -= (long long)x->text;
 	return growth;
+}
+
+/*
+ * Whether e, growing the text by growth, fits: what takes no more room
+ * always does; else the text stays within max, or for a move of a
+ * sandbox's session to another address (its sets as they are) within
+ * max and REGISTRY_MOVE_ROOM (atk37b F2: a session restarted with a
+ * longer address was cut off at the bound). The text may be over both
+ * already (an older proxy's file, loaded with no bound): then nothing
+ * grows it (atk37b F1: max - text wrapped and every /register passed).
+ */
+static int
+registry_room(const struct registry *r, const struct registry_entry *e,
+    long long growth, size_t max)
+{
+	if (growth <= 0)
+		return 1;
+	if (max <= SIZE_MAX - REGISTRY_MOVE_ROOM && registry_is_move(r, e))
+		max += REGISTRY_MOVE_ROOM;
+	return r->text < max && (unsigned long long)growth <= max - r->text;
+}
+
+/*
+ * e moves its sandbox's session: not an extra address, and the sandbox
+ * has a session entry with the same sets (more sets is not a move).
+ */
+static int
+registry_is_move(const struct registry *r, const struct registry_entry *e)
+{
+	void				**slot;
+	const struct registry_entry	*x;
+	size_t				 i;
+
+	if (e->extra || (slot = namecount_slot(r->sandboxes,
+	    e->sandbox)) == NULL)
+		return 0;
+	for (x = *slot; x != NULL; x = x->snext) {
+		if (x->extra || x->nsets != e->nsets)
+			continue;
+		for (i = 0; i < e->nsets; i++)
+			if (strcmp(x->sets[i], e->sets[i]) != 0)
+				break;
+		if (i == e->nsets)
+			return 1;
+	}
+	return 0;
 }
 
 size_t

@@ -1058,6 +1058,49 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.assertEqual(want - have, set())
         p.stop()
 
+    def test_a_registry_over_the_bound_at_start_stays_bounded(self):
+        """atk37b F1: a registry.json whose entries take more than 7 MiB
+        (an older proxy's, which saved them up to 8 MiB) made the bound
+        wrap: every /register passed and was saved past it. Loaded whole,
+        it takes no new registration (507, registry.full); an unregister
+        works, and a restart keeps every registration."""
+        limit = 7 * 1024 * 1024
+
+        def enc(o):
+            return json.dumps(o, separators=(",", ":"))
+
+        ents, text = [], 0
+        while text < limit + 512 * 1024:
+            i = len(ents)
+            e = {"address": "10.%d.%d.%d" % (i >> 16 & 255, i >> 8 & 255,
+                                             i & 255),
+                 "sandbox": "sbx_over_%06d_%s" % (i, "p" * 48),
+                 "sets": [], "extra": False}
+            ents.append(e)
+            text += len(enc(e)) + 1
+        p = self.start({}, files={"": enc({"sandboxes": ents})})
+        st, b = proxylib.control(self.sock, "POST", "/register", {
+            "address": "127.0.1.1", "sandbox": "sbx_over_new",
+            "sets": ""})
+        self.assertEqual(st, 507, b)
+        self.assertEqual(b["reason"], "registry_full", b)
+        full = [e for e in p.events() if e.get("event") == "registry.full"]
+        self.assertEqual([e["sandbox"] for e in full], ["sbx_over_new"])
+        self.assertEqual(p.stderr().count("new registrations are refused "
+                                          "until unregisters"), 1)
+        st, b = proxylib.control(self.sock, "POST", "/unregister",
+                                 {"sandbox": ents[0]["sandbox"]})
+        self.assertEqual(st, 200, b)
+        self.assertTrue(b["saved"], b)
+        self.assertLessEqual(os.path.getsize(self.registry), 8 << 20)
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        st, status = proxylib.control(self.sock, "GET", "/status")
+        have = set(e["sandbox"] for e in status["sandboxes"])
+        self.assertEqual(have, set(e["sandbox"] for e in ents[1:]))
+        p.stop()
+
     def test_marks_that_cannot_work_are_damage(self):
         """atk15r22 F2: an "unsure" mark that was not a boolean, or marks
         with no floor (or floor 0), refused nothing, without a word. The

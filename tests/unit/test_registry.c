@@ -533,6 +533,90 @@ test_text_bounded(void **state)
 	registry_free(r);
 }
 
+/*
+ * atk37b F1: a registry over the limit already (an older proxy's file,
+ * loaded with no bound) let every registration pass (max - text wrapped).
+ * Nothing that grows it is taken; what takes no more room still is.
+ */
+static void
+test_text_over_the_limit_grows_no_more(void **state)
+{
+	struct registry	*r = registry_new();
+	const char	*cause = NULL;
+	size_t		 max;
+
+	(void)state;
+	reg(r, "10.0.0.1", "sb_a", 0);
+	reg(r, "10.0.0.2", "sb_b", 0);
+	max = registry_text(r) / 2;
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_c", "test",
+	    0, max, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_int_equal(registry_add_within(r, "10.0.0.5", "sb_a", "test",
+	    1, max, &cause), -1);
+	assert_null(who(r, "10.0.0.4"));
+	assert_null(who(r, "10.0.0.5"));
+	/* registered as it is, or moved to an address as long: taken */
+	assert_int_equal(registry_add_within(r, "10.0.0.1", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_int_equal(registry_add_within(r, "10.0.0.9", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_string_equal(who(r, "10.0.0.9"), "sb_a");
+	assert_int_equal(registry_text(r), saved_text(r));
+	registry_free(r);
+}
+
+/*
+ * atk37b F2: a session moving to a longer address was refused at the
+ * bound. A move (the sandbox's session, its sets as they are) may take
+ * the text past max by REGISTRY_MOVE_ROOM in all; more sets, a new
+ * sandbox or an extra address may not.
+ */
+static void
+test_a_move_may_pass_the_limit_within_its_room(void **state)
+{
+	struct registry	*r = registry_new();
+	const char	*cause = NULL;
+	char		 addr[32], sbx[32];
+	size_t		 max, i;
+
+	(void)state;
+	/* more than REGISTRY_MOVE_ROOM, for a limit below it */
+	for (i = 0; registry_text(r) <= REGISTRY_MOVE_ROOM; i++) {
+		snprintf(addr, sizeof(addr), "10.1.%zu.%zu", i / 250, i % 250);
+		snprintf(sbx, sizeof(sbx), "sb_fill%zu", i);
+		reg(r, addr, sbx, 0);
+	}
+	reg(r, "10.0.0.1", "sb_a", 0);
+	reg(r, "10.0.0.2", "sb_b", 0);
+	max = registry_text(r);
+	assert_int_equal(registry_add_within(r,
+	    "fd00:1234:5678:9abc:def0:1234:5678:9abc", "sb_a", "test", 0, max,
+	    &cause), 0);
+	assert_string_equal(who(r, "fd00:1234:5678:9abc:def0:1234:5678:9abc"),
+	    "sb_a");
+	assert_null(who(r, "10.0.0.1"));
+	assert_true(registry_text(r) > max);
+	assert_int_equal(registry_text(r), saved_text(r));
+	/* not a move: more sets, an extra address, a new sandbox */
+	assert_int_equal(registry_add_within(r, "10.0.0.3", "sb_b",
+	    "test,more", 0, max, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_b", "test",
+	    1, max, &cause), -1);
+	assert_int_equal(registry_add_within(r, "10.0.0.5", "sb_c", "test",
+	    0, max, &cause), -1);
+	/* the room is bounded: past max and REGISTRY_MOVE_ROOM, refused */
+	assert_int_equal(registry_add_within(r,
+	    "fd00:1234:5678:9abc:def0:1234:5678:9abd", "sb_b", "test", 0,
+	    registry_text(r) - REGISTRY_MOVE_ROOM, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_int_equal(registry_add_within(r,
+	    "fd00:1234:5678:9abc:def0:1234:5678:9abd", "sb_b", "test", 0,
+	    registry_text(r) - REGISTRY_MOVE_ROOM + 32, &cause), 0);
+	registry_free(r);
+}
+
 int
 main(void)
 {
@@ -547,6 +631,8 @@ main(void)
 		cmocka_unit_test(test_gone_not_forgotten_by_a_clock_jump),
 		cmocka_unit_test(test_change_names_the_addresses_it_touched),
 		cmocka_unit_test(test_text_bounded),
+		cmocka_unit_test(test_text_over_the_limit_grows_no_more),
+		cmocka_unit_test(test_a_move_may_pass_the_limit_within_its_room),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
