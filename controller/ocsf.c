@@ -788,6 +788,7 @@ static const struct ocsf_type {
 	{ "sandbox.exec_end_pending", ocsf_sandbox_finding },
 	{ "sandbox.exec_ended", ocsf_sandbox_finding },
 	{ "registry.removed_floor_raised", ocsf_sandbox_finding },
+	{ "registry.full", ocsf_sandbox_finding },
 	{ "proxy.conn_refused", ocsf_conn_refused },
 	{ "egress.", ocsf_egress },
 	{ "policy.", ocsf_policy },

@@ -232,6 +232,9 @@ ocsf_started(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
  * registry.removed_floor_raised (the proxy's, no sandbox: detail): a
  * replica forgot removed sandboxes within their time and refuses older
  * tokens of every sandbox not registered there, Medium (atk15r17 F8).
+ * registry.full (the proxy's, with the sandbox refused): a replica's
+ * registry was full and a sandbox was not registered there, Medium
+ * (atk36f F2).
  */
 static const struct ocsf_finding {
 	const char	*event;
@@ -254,6 +257,8 @@ static const struct ocsf_finding {
 	{ "registry.removed_floor_raised", 1, 3, "%.0sa proxy replica "
 	    "forgot removed sandboxes past the most it keeps: it refuses the "
 	    "older tokens of every sandbox not registered there" },
+	{ "registry.full", 1, 3, "sandbox %s was not registered at a proxy "
+	    "replica: its sandbox registry is full" },
 };
 
 json_t *

@@ -37,11 +37,35 @@
 #include "policy.h"
 #include "proxy.h"
 #include "registry.h"
+#include "token.h"
 #include "util.h"
 
 #define CONTROL_HEADERS_MAX	CTLTCP_HEADERS_MAX
 #define CONTROL_TIMEOUT_S	CTLTCP_TIMEOUT_S
 #define CONTROL_GRANTS_FILE_MAX	(8 * 1024 * 1024)	/* grants.json */
+/*
+ * The most the saved registry's entries may take (registry_text): a
+ * /register past it is refused (atk36f F2: a registry whose marks write
+ * never fit under the 8 MiB a file is read back was never saved again,
+ * and registrations since were lost at each restart). A marks write
+ * (control_registry_json with removals) is those entries (the marks are
+ * one count, not a mark in each), every removal kept, at most
+ * REGISTRY_GONE_MAX of "id":time, (a token id, 1-64 of [A-Za-z0-9_-],
+ * never escaped; a time of at most 20 digits: 88 bytes, 352 KiB in all),
+ * and a tail of counts and a digest under 1 KiB. Sessions moving to a
+ * longer address may take the entries past 7 MiB by REGISTRY_MOVE_ROOM
+ * (128 KiB) in all (atk37b F2). 7 MiB leaves those and over 500 KiB
+ * besides, so a field added later does not make the worst case pass the
+ * limit unseen (the assertion below).
+ */
+#define CONTROL_REGISTRY_TEXT_MAX (7 * 1024 * 1024)
+#define CONTROL_GONE_TEXT_MAX	(REGISTRY_GONE_MAX * (TOKEN_ID_MAX + 4 + 20))
+#define CONTROL_REGISTRY_TAIL_MAX 1024
+_Static_assert(CONTROL_REGISTRY_TEXT_MAX + REGISTRY_MOVE_ROOM +
+    CONTROL_GONE_TEXT_MAX + CONTROL_REGISTRY_TAIL_MAX <=
+    CONTROL_GRANTS_FILE_MAX - 512 * 1024,
+    "a marks write of a full registry must fit under the read limit "
+    "with room to spare");
 
 static struct evhttp		*control_http;
 static char			*control_path;
@@ -106,6 +130,8 @@ static void	control_metrics(struct proxy *, struct evhttp_request *);
 static void	control_metrics_traffic(struct proxy *, struct evbuffer *);
 static void	control_register(struct proxy *, struct evhttp_request *);
 static void	control_unregister(struct proxy *, struct evhttp_request *);
+static void	control_registry_full(struct proxy *, struct evhttp_request *,
+		    const char *, const char *);
 static void	control_reload(struct proxy *, struct evhttp_request *);
 static void	control_blocks(struct proxy *, struct evhttp_request *);
 static void	control_exec_add(struct proxy *, struct evhttp_request *);
@@ -167,6 +193,7 @@ static void	control_crash_point(const char *, const char *);
 static int	control_replica_file(const struct dirent *);
 static int	control_registry_apart(const char *, int, time_t);
 static json_int_t control_registry_load(struct proxy *, const char *);
+static void	control_registry_over(struct proxy *, const char *);
 static const char *control_registry_damage(json_t *, json_t *);
 static const char *control_registry_marks_damage(json_t *, json_t *);
 static int	control_replicas_load(struct proxy *, const char *);
@@ -459,9 +486,14 @@ control_register(struct proxy *px, struct evhttp_request *req)
 	if (addr == NULL || sbx == NULL) {
 		control_reply(req, 400, json_pack("{s:s}", "error",
 		    "address and sandbox are required"));
-	} else if (registry_add(px->registry, addr, sbx, sets,
-	    json_is_true(json_object_get(o, "extra")), &cause) == -1) {
-		control_reply(req, 400, json_pack("{s:s}", "error", cause));
+	} else if (registry_add_within(px->registry, addr, sbx, sets,
+	    json_is_true(json_object_get(o, "extra")),
+	    CONTROL_REGISTRY_TEXT_MAX, &cause) == -1) {
+		if (cause == registry_full)
+			control_registry_full(px, req, addr, sbx);
+		else
+			control_reply(req, 400, json_pack("{s:s}", "error",
+			    cause));
 	} else {
 		log_info("registered %s as %s (sets \"%s\")", addr, sbx,
 		    sets ? sets : "");
@@ -472,6 +504,40 @@ control_register(struct proxy *px, struct evhttp_request *req)
 		    "saved", saved));
 	}
 	json_decref(o);
+}
+
+/*
+ * A registration refused, the registry full (CONTROL_REGISTRY_TEXT_MAX):
+ * said to the controller, on stderr and as registry.full, each time (the
+ * sandbox it was for is not reachable through this proxy). Those
+ * registered stay, and an /unregister always works and makes room.
+ */
+static void
+control_registry_full(struct proxy *px, struct evhttp_request *req,
+    const char *addr, const char *sbx)
+{
+	char	*detail;
+	json_t	*ev;
+
+	util_xasprintf(&detail, "%s was not registered as %s: the sandbox "
+	    "registry is full (its entries take %zu bytes, at most %d are "
+	    "taken so that it is always saved with its removals and marks "
+	    "under the %d bytes the proxy reads back); unregister sandboxes "
+	    "first", addr, sbx, registry_text(px->registry),
+	    CONTROL_REGISTRY_TEXT_MAX, CONTROL_GRANTS_FILE_MAX);
+	log_warnx("%s", detail);
+	ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:I}", "event",
+	    "registry.full", "sandbox", sbx, "address", addr, "detail",
+	    detail, "text", (json_int_t)registry_text(px->registry), "max",
+	    CONTROL_REGISTRY_TEXT_MAX, "registered",
+	    (json_int_t)registry_count(px->registry));
+	if (ev == NULL || eventlog_append(px->seclog, ev) == -1)
+		log_warnx("registry.full not logged: %s", ev == NULL ?
+		    "out of memory" : eventlog_error(px->seclog));
+	json_decref(ev);
+	control_reply(req, 507, json_pack("{s:s, s:s}", "error", detail,
+	    "reason", "registry_full"));
+	free(detail);
 }
 
 /*
@@ -1691,6 +1757,8 @@ control_registry_marks_save(struct proxy *px)
  * older proxy's file, or one holding unsure marks) are carried whole:
  * a remnant without them was read as no removals at a later replica's
  * first start, and a removed sandbox's token passed there (atk36e F1).
+ * Its "kept" goes with them: a marks write's .gone written after it
+ * and lost fails closed there too (atk36f F1: it was written as 0).
  */
 static json_t *
 control_registry_remnant(struct proxy *px)
@@ -1711,8 +1779,7 @@ control_registry_remnant(struct proxy *px)
 		floor = json_integer_value(json_object_get(top, "floor"));
 		un = json_object_get(top, "unregistered");
 		seen = json_object_get(top, "seen");
-		if (un == NULL)
-			kept = json_integer_value(json_object_get(top, "kept"));
+		kept = json_integer_value(json_object_get(top, "kept"));
 	}
 	remnant = json_pack("{s:[], s:I, s:I}", "sandboxes", "floor", floor,
 	    "kept", kept);
@@ -2363,8 +2430,8 @@ control_other_registry(struct proxy *px, const char *path)
 		control_gone_unknown(px, path, why);
 	control_other_end();
 	if (json_is_object(top)) {
-		if (json_object_get(top, "unregistered") == NULL)
-			kept = json_integer_value(json_object_get(top, "kept"));
+		/* a marks write's too (atk36f F1) */
+		kept = json_integer_value(json_object_get(top, "kept"));
 		registry_gone_load(px->registry, json_object_get(top,
 		    "unregistered"), (time_t)json_integer_value(
 		    json_object_get(top, "floor")), (time_t)json_integer_value(
@@ -2640,7 +2707,8 @@ control_registry_marks_damage(json_t *top, json_t *arr)
 
 /*
  * The registry file at path loaded. How many removals it says its .gone
- * keeps (0 when none, or when it holds them itself: "unregistered").
+ * keeps (0 when none: an older proxy's file has no "kept"), also when
+ * it holds removals itself (a marks write).
  */
 static json_int_t
 control_registry_load(struct proxy *px, const char *path)
@@ -2662,8 +2730,12 @@ control_registry_load(struct proxy *px, const char *path)
 	 */
 	if ((cause = control_registry_damage(top, arr)) != NULL)
 		control_gone_unknown(px, path, cause);
-	kept = json_object_get(top, "unregistered") != NULL ? 0 :
-	    json_integer_value(json_object_get(top, "kept"));
+	/*
+	 * Also with "unregistered" here (a marks write): a .gone written
+	 * after it and lost is lost all the same (atk36f F1). An older
+	 * proxy's file has no "kept": 0.
+	 */
+	kept = json_integer_value(json_object_get(top, "kept"));
 	/* the other proxies' damage its floor holds (not a taken file's) */
 	if (strcmp(path, control_registry_path) == 0 && json_is_string(
 	    json_object_get(json_object_get(top, "others_damaged"), "digest")))
@@ -2711,7 +2783,29 @@ control_registry_load(struct proxy *px, const char *path)
 	json_decref(top);
 	log_info("%zu sandboxes registered again from %s", n,
 	    path);
+	control_registry_over(px, path);
 	return kept;
+}
+
+/*
+ * Said once at start: the registry loaded takes more than a registration
+ * may take it to (an older proxy's file: it saved entries up to the read
+ * limit, and an array-only one's entries each gain "extra" when saved
+ * again, so its text may even pass the read limit). Every registration
+ * is kept, none dropped (each is a sandbox reachable now); new ones are
+ * refused (registry.full each time) and unregisters make room. While the
+ * text is over what the proxy reads back, saves fail (EFBIG): the file
+ * loaded stays as it is, readable, and unregisters are kept apart.
+ */
+static void
+control_registry_over(struct proxy *px, const char *path)
+{
+	if (registry_text(px->registry) <= CONTROL_REGISTRY_TEXT_MAX)
+		return;
+	log_warnx("%s: its sandboxes take %zu bytes saved, over the %d a "
+	    "registration may take them to: every one is kept, new "
+	    "registrations are refused until unregisters make room",
+	    path, registry_text(px->registry), CONTROL_REGISTRY_TEXT_MAX);
 }
 
 /*

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ struct registry_entry {
 	int			 listed;	/* still in the registry */
 	int			 extra;		/* not the session's address */
 	int			 unsure;	/* restored while removals were not known */
+	size_t			 text;		/* bytes it takes saved (registry_text) */
 	char			 addr[INET6_ADDRSTRLEN];
 	char			*sandbox;
 	char			*sets_text;
@@ -56,6 +58,7 @@ struct registry_gone {
 struct registry {
 	struct registry_entry	*head;
 	size_t			 n;
+	size_t			 text;		/* the entries' saved text */
 	struct keytab		*byaddr;
 	struct namecount	*sandboxes;	/* sandbox -> its entries */
 	struct keytab		*gone;		/* sandbox -> registry_gone */
@@ -83,6 +86,16 @@ static void	registry_gone_insert(struct registry *,
 		    struct registry_gone *);
 static void	registry_link(struct registry *, struct registry_entry *);
 static void	registry_addr_note(struct registry *, const char *);
+static json_t	*registry_entry_json(const struct registry_entry *, int);
+static size_t	registry_entry_text(const struct registry_entry *);
+static long long registry_add_growth(struct registry *,
+		    const struct registry_entry *);
+static int	registry_room(const struct registry *,
+		    const struct registry_entry *, long long, size_t);
+static int	registry_is_move(const struct registry *,
+		    const struct registry_entry *);
+
+const char	registry_full[] = "the registry is full";
 
 /* The wall clock and the time since boot (suspended time too). */
 static void
@@ -291,6 +304,13 @@ registry_gone_set(struct registry *r, const char *sandbox, time_t t)
 	struct registry_gone	*g;
 	size_t			 len = strlen(sandbox);
 
+	/*
+	 * Only a name a token can carry: no other is ever refused, and the
+	 * list's text stays within what a marks write keeps room for
+	 * (control_register, atk36f F2).
+	 */
+	if (!token_id_ok(sandbox, len, 1))
+		return;
 	registry_gone_clear(r, sandbox);
 	/*
 	 * before: the new one stays until the next (a token may keep it);
@@ -485,6 +505,7 @@ registry_unlist(struct registry *r, struct registry_entry *e)
 	registry_addr_note(r, e->addr);
 	e->listed = 0;
 	namecount_sub(r->sandboxes, e->sandbox);
+	r->text -= e->text;
 	registry_entry_unref(e);
 	r->n--;
 }
@@ -536,8 +557,18 @@ int
 registry_add(struct registry *r, const char *addr, const char *sandbox,
     const char *sets, int extra, const char **cause)
 {
+	return registry_add_within(r, addr, sandbox, sets, extra, SIZE_MAX,
+	    cause);
+}
+
+int
+registry_add_within(struct registry *r, const char *addr,
+    const char *sandbox, const char *sets, int extra, size_t max,
+    const char **cause)
+{
 	struct registry_entry	*e;
 	char			 canon[INET6_ADDRSTRLEN];
+	long long		 growth;
 
 	if (registry_canon(addr, canon) == -1) {
 		*cause = "invalid address";
@@ -579,6 +610,13 @@ registry_add(struct registry *r, const char *addr, const char *sandbox,
 		registry_unsure_set(r, sandbox, 0);
 		registry_entry_unref(e);
 		return 0;
+	}
+	e->text = registry_entry_text(e);
+	growth = registry_add_growth(r, e);
+	if (e->text == 0 || !registry_room(r, e, growth, max)) {
+		*cause = e->text == 0 ? "out of memory" : registry_full;
+		registry_entry_unref(e);
+		return -1;
 	}
 	/* Counted first: the sandbox never seems unregistered meanwhile. */
 	if (namecount_add(r->sandboxes, e->sandbox) == -1) {
@@ -625,6 +663,99 @@ registry_link(struct registry *r, struct registry_entry *e)
 	e->snext = *slot;
 	*slot = e;
 	r->n++;
+	r->text += e->text;
+}
+
+/*
+ * The bytes e takes in the saved registry (registry_json_saved, written
+ * compact): its text and the comma before the next; 0: out of memory.
+ */
+static size_t
+registry_entry_text(const struct registry_entry *e)
+{
+	json_t	*o = registry_entry_json(e, 0);
+	char	*text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	size_t	 n = text != NULL ? strlen(text) + 1 : 0;
+
+	free(text);
+	json_decref(o);
+	return n;
+}
+
+/*
+ * How much e, added, grows the saved text: its own less the entries it
+ * replaces (the one at its address, and for a session address the
+ * sandbox's session entry at another).
+ */
+static long long
+registry_add_growth(struct registry *r, const struct registry_entry *e)
+{
+	const struct registry_entry	*at = keytab_get(r->byaddr, e->addr);
+	void				**slot;
+	const struct registry_entry	*x;
+	long long			 growth = (long long)e->text;
+
+	if (at != NULL)
+		growth -= (long long)at->text;
+	if (e->extra || (slot = namecount_slot(r->sandboxes,
+	    e->sandbox)) == NULL)
+		return growth;
+	for (x = *slot; x != NULL; x = x->snext)
+		if (!x->extra && x != at)
+			growth -= (long long)x->text;
+	return growth;
+}
+
+/*
+ * Whether e, growing the text by growth, fits: what takes no more room
+ * always does; else the text stays within max, or for a move of a
+ * sandbox's session to another address (its sets as they are) within
+ * max and REGISTRY_MOVE_ROOM (atk37b F2: a session restarted with a
+ * longer address was cut off at the bound). The text may be over both
+ * already (an older proxy's file, loaded with no bound): then nothing
+ * grows it (atk37b F1: max - text wrapped and every /register passed).
+ */
+static int
+registry_room(const struct registry *r, const struct registry_entry *e,
+    long long growth, size_t max)
+{
+	if (growth <= 0)
+		return 1;
+	if (max <= SIZE_MAX - REGISTRY_MOVE_ROOM && registry_is_move(r, e))
+		max += REGISTRY_MOVE_ROOM;
+	return r->text < max && (unsigned long long)growth <= max - r->text;
+}
+
+/*
+ * e moves its sandbox's session: not an extra address, and the sandbox
+ * has a session entry with the same sets (more sets is not a move).
+ */
+static int
+registry_is_move(const struct registry *r, const struct registry_entry *e)
+{
+	void				**slot;
+	const struct registry_entry	*x;
+	size_t				 i;
+
+	if (e->extra || (slot = namecount_slot(r->sandboxes,
+	    e->sandbox)) == NULL)
+		return 0;
+	for (x = *slot; x != NULL; x = x->snext) {
+		if (x->extra || x->nsets != e->nsets)
+			continue;
+		for (i = 0; i < e->nsets; i++)
+			if (strcmp(x->sets[i], e->sets[i]) != 0)
+				break;
+		if (i == e->nsets)
+			return 1;
+	}
+	return 0;
+}
+
+size_t
+registry_text(const struct registry *r)
+{
+	return r->text;
 }
 
 size_t

@@ -40,6 +40,27 @@ int		 registry_add(struct registry *, const char *addr,
 		    const char *sandbox, const char *sets, int extra,
 		    const char **cause);
 /*
+ * registry_add, refused (-1, *cause registry_full) when it would take the
+ * text of the saved entries (registry_text) past max bytes; one that
+ * takes no more room (registered as it is, or replacing entries as large)
+ * never is. A sandbox's session moving to another address with its sets
+ * as they are (a restarted session container; at most 32 bytes more, the
+ * shortest IPv4 address to the longest IPv6 one) may take it past max by
+ * up to REGISTRY_MOVE_ROOM in all: 4,096 such moves at the least. A text
+ * over the limit already (an older proxy's file, loaded by registry_add)
+ * grows no more: anything that would grow it is refused.
+ */
+#define REGISTRY_MOVE_ROOM	(128 * 1024)
+extern const char registry_full[];
+int		 registry_add_within(struct registry *, const char *addr,
+		    const char *sandbox, const char *sets, int extra,
+		    size_t max, const char **cause);
+/*
+ * The bytes the entries take in the saved registry (registry_json_saved
+ * written compact, a comma after each), kept as they change.
+ */
+size_t		 registry_text(const struct registry *);
+/*
  * Remove an address, canonical as registry_add takes it ("::ffff:a.b.c.d"
  * is a.b.c.d, "FD00::5" is fd00::5); how many (0 or 1). One lookup.
  */

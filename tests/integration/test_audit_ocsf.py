@@ -154,6 +154,10 @@ SAMPLES = {
                                        "floor": 1796292000, "forgotten": 1,
                                        "forgotten_total": 1, "kept": 4096,
                                        "max": 4096}, 2004, 3),
+    "registry.full": ({"sandbox": SANDBOX, "address": "10.0.0.5",
+                       "detail": "10.0.0.5 was not registered: the "
+                       "sandbox registry is full", "text": 7340000,
+                       "max": 7340032, "registered": 61000}, 2004, 3),
     "proxy.conn_refused": ({"reason": "clients", "src": "10.0.0.9",
                             "refused": 12, "max_conns": 16384,
                             "max_conns_per_client": 256}, 4001, 3),

@@ -935,6 +935,172 @@ class GoneEntryLastsTest(unittest.TestCase):
                     len(raised))
                 p.stop()
 
+    def test_a_marks_write_keeps_its_count(self):
+        """atk36f F1: a registry.json that is a marks write (its removals
+        inline) had its "kept" read as 0, so a .gone written after it and
+        then lost was not seen as lost: a sandbox removed then came back
+        and its token passed. Run 1 starts with damage (a torn .gone): the
+        marks write, then .gone, killed before the registry write
+        (gone-saved). Run 2 removes sbz (restored unsure; its token newer
+        than the floor) and is killed at the same point: .gone holds the
+        removal, the registry still the marks write. .gone is lost: run 3
+        must fail closed."""
+        sbz = "sbx_f1z0000000000000000000001"
+        reg = [{"address": "127.0.0.6", "sandbox": sbz, "sets": []}]
+        p = self.start({self.SBX: int(time.time()) - 2}, sandboxes=reg,
+                       files={".gone": "{"}, crash="registry:gone-saved")
+        with open(self.registry) as f:
+            marks = json.load(f)
+        self.assertIn("unregistered", marks)
+        self.assertEqual(marks.get("kept"), 1, marks)
+        # sbz's token newer than run 1's floor (past its skew); run 3's
+        # floor, at least a second later, above it again
+        issued = marks["floor"] + 61
+        time.sleep(1.1)
+        p.stop()
+        p.env["SANDGATE_TEST_CRASH"] = "registry:gone-saved"
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        self.assertRaises(Exception, proxylib.control, self.sock, "POST",
+                          "/unregister", {"sandbox": sbz})
+        self.assertEqual(p.proc.wait(), -signal.SIGKILL)
+        p.env.pop("SANDGATE_TEST_CRASH")
+        with open(self.registry + ".gone") as f:
+            self.assertIn(sbz, json.load(f)["unregistered"])
+        os.unlink(self.registry + ".gone")      # lost
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        status, body = get(p, token(W["key"], sbz, issued=issued))
+        self.assertEqual(status, 403, body)
+        self.assertIn("token_sandbox_gone", body)
+        raised = [e["detail"] for e in p.events()
+                  if e.get("event") == "registry.removed_floor_raised"]
+        self.assertTrue(any("registry.json.gone cannot be read (not there"
+                            in d for d in raised), raised)
+        p.stop()
+
+    def test_a_full_registry_is_always_saved(self):
+        """atk36f F2: a registry whose marks write could not fit under the
+        8 MiB the proxy reads back was never saved again, and the
+        registrations since were lost at each restart. A /register is
+        refused (507, registry.full) once the entries would take more than
+        7 MiB, room kept for the 4,096 removals a marks write also holds.
+        A registry filled to just under it, 4,096 removals of 64-byte ids
+        inline, and a torn .gone: registrations are refused with the
+        limit named; after a kill and damage again (a .removed line of
+        neither kind, the removals read from .gone) the marks write, all
+        entries and removals, fits, and a restart keeps every
+        registration."""
+        limit = 7 * 1024 * 1024
+        now = int(time.time()) - 2
+
+        def enc(o):
+            return json.dumps(o, separators=(",", ":"))
+
+        def entry(i, name):
+            return {"address": "10.%d.%d.%d" % (i >> 16 & 255,
+                                                i >> 8 & 255, i & 255),
+                    "sandbox": name, "sets": [], "extra": False}
+        ents, text = [], 0
+        while True:
+            e = entry(len(ents), "sbx_full_%06d_%s" % (len(ents),
+                                                      "p" * 48))
+            if text + len(enc(e)) + 1 > limit - 250:
+                break
+            ents.append(e)
+            text += len(enc(e)) + 1
+        gone = {"g%s%04d" % ("x" * 59, i): now for i in range(4096)}
+        big = enc({"sandboxes": ents, "unregistered": gone})
+        p = self.start({}, files={"": big, ".gone": "{"})
+        added, refused = [], None
+        for i in range(8):
+            sbx = "sbx_new_%06d" % i
+            st, b = proxylib.control(self.sock, "POST", "/register", {
+                "address": "127.0.1.%d" % (i + 1), "sandbox": sbx,
+                "sets": ""})
+            if st != 200:
+                refused = (st, b)
+                break
+            self.assertTrue(b["saved"], b)
+            added.append(sbx)
+        self.assertIsNotNone(refused, "no registration refused")
+        self.assertEqual(refused[0], 507, refused)
+        self.assertIn("registry is full", refused[1]["error"])
+        self.assertIn(str(limit), refused[1]["error"])
+        self.assertTrue(added, "none registered before the limit")
+        full = [e for e in p.events() if e.get("event") == "registry.full"]
+        self.assertEqual([e["sandbox"] for e in full],
+                         ["sbx_new_%06d" % len(added)])
+        # an unregister always works
+        st, b = proxylib.control(self.sock, "POST", "/unregister",
+                                 {"sandbox": ents[0]["sandbox"]})
+        self.assertEqual(st, 200, b)
+        self.assertTrue(b["saved"], b)
+        p.kill()
+        with open(self.registry + ".removed", "w") as f:   # damage again,
+            f.write('{"key": "%s", "sandbox": 1, "at": %d}\n' % (  # .gone
+                self.SBX, now))                             # read whole
+        p.stop()
+        p.env["SANDGATE_TEST_CRASH"] = "registry:marked"
+        self.killed(p)                  # the marks write on disk, as it is
+        self.assertLessEqual(os.path.getsize(self.registry), 8 << 20)
+        with open(self.registry) as f:
+            saved = json.load(f)
+        self.assertEqual(saved["unsure_first"], len(saved["sandboxes"]))
+        self.assertGreaterEqual(len(saved["unregistered"]), 4096)
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        st, status = proxylib.control(self.sock, "GET", "/status")
+        have = set(e["sandbox"] for e in status["sandboxes"])
+        want = set(e["sandbox"] for e in ents[1:]) | set(added)
+        self.assertEqual(want - have, set())
+        p.stop()
+
+    def test_a_registry_over_the_bound_at_start_stays_bounded(self):
+        """atk37b F1: a registry.json whose entries take more than 7 MiB
+        (an older proxy's, which saved them up to 8 MiB) made the bound
+        wrap: every /register passed and was saved past it. Loaded whole,
+        it takes no new registration (507, registry.full); an unregister
+        works, and a restart keeps every registration."""
+        limit = 7 * 1024 * 1024
+
+        def enc(o):
+            return json.dumps(o, separators=(",", ":"))
+
+        ents, text = [], 0
+        while text < limit + 512 * 1024:
+            i = len(ents)
+            e = {"address": "10.%d.%d.%d" % (i >> 16 & 255, i >> 8 & 255,
+                                             i & 255),
+                 "sandbox": "sbx_over_%06d_%s" % (i, "p" * 48),
+                 "sets": [], "extra": False}
+            ents.append(e)
+            text += len(enc(e)) + 1
+        p = self.start({}, files={"": enc({"sandboxes": ents})})
+        st, b = proxylib.control(self.sock, "POST", "/register", {
+            "address": "127.0.1.1", "sandbox": "sbx_over_new",
+            "sets": ""})
+        self.assertEqual(st, 507, b)
+        self.assertEqual(b["reason"], "registry_full", b)
+        full = [e for e in p.events() if e.get("event") == "registry.full"]
+        self.assertEqual([e["sandbox"] for e in full], ["sbx_over_new"])
+        self.assertEqual(p.stderr().count("new registrations are refused "
+                                          "until unregisters"), 1)
+        st, b = proxylib.control(self.sock, "POST", "/unregister",
+                                 {"sandbox": ents[0]["sandbox"]})
+        self.assertEqual(st, 200, b)
+        self.assertTrue(b["saved"], b)
+        self.assertLessEqual(os.path.getsize(self.registry), 8 << 20)
+        p.stop()
+        p.start()
+        proxylib.wait_unix_socket(self.sock)
+        st, status = proxylib.control(self.sock, "GET", "/status")
+        have = set(e["sandbox"] for e in status["sandboxes"])
+        self.assertEqual(have, set(e["sandbox"] for e in ents[1:]))
+        p.stop()
+
     def test_marks_that_cannot_work_are_damage(self):
         """atk15r22 F2: an "unsure" mark that was not a boolean, or marks
         with no floor (or floor 0), refused nothing, without a word. The
@@ -1491,34 +1657,42 @@ class RegistryReadBack(unittest.TestCase):
         p.stop()
 
     def test_a_save_past_the_limit_is_refused(self):
-        """Writer and reader agree: registrations that take the registry
-        past 8 MiB are not written (the last file kept, said), and the
-        next start reads every registration of that file."""
+        """Writer and reader agree: a registry whose text would pass 8 MiB
+        is not written (the last file kept, said), and the next start
+        reads every registration of that file. Registrations no longer
+        take it there (none is taken past 7 MiB, atk37b F1: they did
+        while the bound wrapped); an older proxy's array-only file can,
+        each entry gaining "extra" when saved again. Loaded whole, it
+        takes no new registration; an unregister is kept apart."""
         run = self.folder()
-        ents = self.entries(0, size=self.LIMIT - 3000)
+        ents = self.entries(0, size=self.LIMIT + 512 * 1024)
+        for e in ents:
+            del e["extra"]
+        text = json.dumps(ents, separators=(",", ":"))
+        self.assertLess(len(text), self.LIMIT)
         reg = os.path.join(run, "registry.json")
         with open(reg, "w") as f:
-            json.dump({"sandboxes": ents, "floor": 0, "kept": 0}, f,
-                      separators=(",", ":"))
+            f.write(text)
         p = self.proxy(run)
         self.up(p)
-        saved = []
-        for i in range(100):
-            st, body = proxylib.control(p.sock, "POST", "/register", {
-                "address": "127.1.%d.%d" % (i >> 8, i & 255),
-                "sandbox": "sbx_over%020d" % i, "sets": ""})
-            self.assertEqual(st, 200, body)
-            saved.append(body["saved"])
-        self.assertIn(False, saved)
+        self.assertIn("new registrations are refused", p.stderr())
+        st, body = proxylib.control(p.sock, "POST", "/register", {
+            "address": "127.1.0.1", "sandbox": "sbx_over_new", "sets": ""})
+        self.assertEqual(st, 507, body)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": ents[0]["sandbox"]})
+        self.assertEqual(st, 200, body)
+        self.assertTrue(body["saved_apart"], body)    # .removed
         self.assertFalse(status(p.sock)["registry_saved"])
         self.assertIn("over the 8388608 bytes the proxy reads back",
                       p.stderr())
-        self.assertLessEqual(os.path.getsize(reg), self.LIMIT)
-        last = saved.index(False)
+        with open(reg) as f:
+            self.assertEqual(f.read(), text)
         p.stop()
         self.up(p)
         self.assertNotIn("larger than 8 MiB", p.stderr())
-        self.assertEqual(len(self.registered(p)), len(ents) + last)
+        self.assertEqual(self.registered(p),
+                         {e["sandbox"] for e in ents[1:]})
         p.stop()
 
 

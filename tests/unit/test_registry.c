@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -472,6 +473,150 @@ test_change_names_the_addresses_it_touched(void **state)
 	registry_free(r);
 }
 
+/* The compact text of the saved entries, as the registry file has it. */
+static size_t
+saved_text(struct registry *r)
+{
+	size_t	 unsure, n;
+	json_t	*arr = registry_json_saved(r, &unsure);
+	char	*text = json_dumps(arr, JSON_COMPACT);
+
+	/* "[a,b]": each entry and a comma, less one, and the brackets */
+	n = strlen(text) - 2 + (json_array_size(arr) > 0);
+	free(text);
+	json_decref(arr);
+	return n;
+}
+
+/*
+ * atk36f F2: registry_text is the saved entries' text as it changes, and
+ * registry_add_within refuses what would take it past the limit, never
+ * what takes no more room (registered again as it is, a session moved
+ * to another address); removals are kept only for token ids, whose text
+ * a marks write keeps room for.
+ */
+static void
+test_text_bounded(void **state)
+{
+	struct registry	*r = registry_new();
+	const char	*cause = NULL;
+	size_t		 max;
+
+	(void)state;
+	reg(r, "10.0.0.1", "sb_a", 0);
+	reg(r, "10.0.0.2", "sb_b", 0);
+	reg(r, "10.0.0.3", "sb_b", 1);
+	assert_int_equal(registry_text(r), saved_text(r));
+	max = registry_text(r);
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_c", "test",
+	    0, max, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_null(who(r, "10.0.0.4"));
+	/* the same again, and the session moved: no more room taken */
+	assert_int_equal(registry_add_within(r, "10.0.0.1", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_int_equal(registry_add_within(r, "10.0.0.9", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_string_equal(who(r, "10.0.0.9"), "sb_a");
+	assert_null(who(r, "10.0.0.1"));
+	assert_int_equal(registry_text(r), saved_text(r));
+	/* an unregister makes room */
+	assert_int_equal(registry_remove_sandbox(r, "sb_b"), 2);
+	assert_int_equal(registry_text(r), saved_text(r));
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_c", "test",
+	    0, max, &cause), 0);
+	assert_int_equal(registry_text(r), saved_text(r));
+	/* a name no token carries is not kept as a removal */
+	registry_gone_set(r, "sb d\n", 100);
+	registry_gone_set(r, "sb_d", 100);
+	assert_int_equal(registry_gone_count(r), 1);
+	registry_free(r);
+}
+
+/*
+ * atk37b F1: a registry over the limit already (an older proxy's file,
+ * loaded with no bound) let every registration pass (max - text wrapped).
+ * Nothing that grows it is taken; what takes no more room still is.
+ */
+static void
+test_text_over_the_limit_grows_no_more(void **state)
+{
+	struct registry	*r = registry_new();
+	const char	*cause = NULL;
+	size_t		 max;
+
+	(void)state;
+	reg(r, "10.0.0.1", "sb_a", 0);
+	reg(r, "10.0.0.2", "sb_b", 0);
+	max = registry_text(r) / 2;
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_c", "test",
+	    0, max, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_int_equal(registry_add_within(r, "10.0.0.5", "sb_a", "test",
+	    1, max, &cause), -1);
+	assert_null(who(r, "10.0.0.4"));
+	assert_null(who(r, "10.0.0.5"));
+	/* registered as it is, or moved to an address as long: taken */
+	assert_int_equal(registry_add_within(r, "10.0.0.1", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_int_equal(registry_add_within(r, "10.0.0.9", "sb_a", "test",
+	    0, max, &cause), 0);
+	assert_string_equal(who(r, "10.0.0.9"), "sb_a");
+	assert_int_equal(registry_text(r), saved_text(r));
+	registry_free(r);
+}
+
+/*
+ * atk37b F2: a session moving to a longer address was refused at the
+ * bound. A move (the sandbox's session, its sets as they are) may take
+ * the text past max by REGISTRY_MOVE_ROOM in all; more sets, a new
+ * sandbox or an extra address may not.
+ */
+static void
+test_a_move_may_pass_the_limit_within_its_room(void **state)
+{
+	struct registry	*r = registry_new();
+	const char	*cause = NULL;
+	char		 addr[32], sbx[32];
+	size_t		 max, i;
+
+	(void)state;
+	/* more than REGISTRY_MOVE_ROOM, for a limit below it */
+	for (i = 0; registry_text(r) <= REGISTRY_MOVE_ROOM; i++) {
+		snprintf(addr, sizeof(addr), "10.1.%zu.%zu", i / 250, i % 250);
+		snprintf(sbx, sizeof(sbx), "sb_fill%zu", i);
+		reg(r, addr, sbx, 0);
+	}
+	reg(r, "10.0.0.1", "sb_a", 0);
+	reg(r, "10.0.0.2", "sb_b", 0);
+	max = registry_text(r);
+	assert_int_equal(registry_add_within(r,
+	    "fd00:1234:5678:9abc:def0:1234:5678:9abc", "sb_a", "test", 0, max,
+	    &cause), 0);
+	assert_string_equal(who(r, "fd00:1234:5678:9abc:def0:1234:5678:9abc"),
+	    "sb_a");
+	assert_null(who(r, "10.0.0.1"));
+	assert_true(registry_text(r) > max);
+	assert_int_equal(registry_text(r), saved_text(r));
+	/* not a move: more sets, an extra address, a new sandbox */
+	assert_int_equal(registry_add_within(r, "10.0.0.3", "sb_b",
+	    "test,more", 0, max, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_int_equal(registry_add_within(r, "10.0.0.4", "sb_b", "test",
+	    1, max, &cause), -1);
+	assert_int_equal(registry_add_within(r, "10.0.0.5", "sb_c", "test",
+	    0, max, &cause), -1);
+	/* the room is bounded: past max and REGISTRY_MOVE_ROOM, refused */
+	assert_int_equal(registry_add_within(r,
+	    "fd00:1234:5678:9abc:def0:1234:5678:9abd", "sb_b", "test", 0,
+	    registry_text(r) - REGISTRY_MOVE_ROOM, &cause), -1);
+	assert_ptr_equal(cause, registry_full);
+	assert_int_equal(registry_add_within(r,
+	    "fd00:1234:5678:9abc:def0:1234:5678:9abd", "sb_b", "test", 0,
+	    registry_text(r) - REGISTRY_MOVE_ROOM + 32, &cause), 0);
+	registry_free(r);
+}
+
 int
 main(void)
 {
@@ -485,6 +630,9 @@ main(void)
 		cmocka_unit_test(test_gone_bounded_and_written_when_changed),
 		cmocka_unit_test(test_gone_not_forgotten_by_a_clock_jump),
 		cmocka_unit_test(test_change_names_the_addresses_it_touched),
+		cmocka_unit_test(test_text_bounded),
+		cmocka_unit_test(test_text_over_the_limit_grows_no_more),
+		cmocka_unit_test(test_a_move_may_pass_the_limit_within_its_room),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
