@@ -36,7 +36,13 @@
  * a file took out of the folder before it was read are told by the hash
  * chain (struct logchain below): a line given whose prev is the hash of
  * no line given is said on stderr. The name missing for some polls (the
- * writer's new file moved out) is said, and the log listed again.
+ * writer's new file moved out) is said, and the log listed again. Once
+ * the file followed left the name out of turn (moved away, deleted or
+ * replaced, not rotated), a name that holds no line of the writer's (one
+ * whose hash is its own) for 2 s is said, again every 2 s while it lasts
+ * with the count of swaps seen, and its end too (a swap loop: every file
+ * the writer puts there moved out before it is read, atk35e F3); an idle
+ * log, logrotate's `create` and copytruncate are not said.
  */
 #ifndef SG_LOGFOLLOW_H
 #define SG_LOGFOLLOW_H

@@ -1073,6 +1073,86 @@ class ProxyFollow(unittest.TestCase):
             self.assertEqual(r.returncode, 0, "rotation %d: %s" % (
                 run, r.stdout + r.stderr))
 
+    DRY = r"%s' has held no line of the writer's for \d+ s since the " \
+        r"file followed left \((\d+) swap" % re.escape(NAME)
+
+    def test_8_swap_loop_said_while_it_lasts(self):
+        """atk35e F3 (t1 repeat): a folder writer moves every file the
+        proxy puts at NAME out of the folder before the follower opens it
+        and renames an empty one onto NAME, for as long as it likes. The
+        follower says so on stderr while it goes on (NAME has held no line
+        of the writer's since the file followed left, with the swaps seen),
+        again while it lasts, and when it ends. Before, its stderr said
+        nothing of it until the swapping stopped."""
+        self.start(["--log-max-size", "8k", "--log-keep", "10"])
+        self.follow()
+        self.events(3)
+        done = threading.Event()
+        t = self.swapper(done, True)
+        try:
+            # Events flow meanwhile (hidden); said twice, swaps counted.
+            end = time.monotonic() + WAIT
+            while len(re.findall(self.DRY, self.stderr())) < 2 and \
+                    time.monotonic() < end:
+                self.events(1)
+                time.sleep(0.1)
+            during = self.stderr()
+            self.assertTrue(self.swaps, "nothing swapped: no test")
+        finally:
+            done.set()
+            t.join()
+        said = re.findall(self.DRY, during)
+        self.assertGreaterEqual(len(said), 2, during)
+        self.assertGreaterEqual(int(said[-1]), 2, during)
+        # Stopped: the proxy's next file stays at NAME, its log.moved read.
+        self.events(3)
+        self.assertRegex(self.said("holds a line of the writer's again"),
+                         "holds a line of the writer's again")
+        self.assertRegex(self.stderr(), "were not seen|events before seq")
+
+    def test_9_logrotate_and_idle_quiet(self):
+        """logrotate's `create` with its SIGUSR1 at once and 2 s late
+        (a slow postrotate: the proxy's tick replaces logrotate's file
+        first), then `copytruncate`, events flowing, then an idle proxy:
+        the follower never says NAME held no line of the writer's (no
+        swap: logrotate's file leaves NAME, the proxy's own file is there
+        with its first line at once; an idle log is no swap)."""
+        self.start(["--log-keep", "10"])
+        self.follow()
+        self.events(3)
+        conf = os.path.join(self.tmp.name, "logrotate.conf")
+        bodies = ["create\n    postrotate\n        kill -USR1 %d\n"
+                  "    endscript\n" % self.proxy.pid,
+                  "create\n    postrotate\n        sleep 2; kill -USR1 "
+                  "%d\n    endscript\n" % self.proxy.pid,
+                  "copytruncate\n"]
+        stop = threading.Event()
+
+        def flow():
+            while not stop.is_set():
+                self.events(1)
+                time.sleep(0.02)
+        t = threading.Thread(target=flow)
+        t.start()
+        try:
+            for body in bodies:
+                with open(conf, "w") as f:
+                    f.write("%s {\n    rotate 5\n    missingok\n    %s}\n"
+                            % (self.path(), body))
+                subprocess.run(["logrotate", "-f", "-s",
+                                os.path.join(self.tmp.name, "lr.state"),
+                                conf], check=True)
+                # Longer than the follower's 2 s before it says so.
+                time.sleep(3)
+        finally:
+            stop.set()
+            t.join()
+        time.sleep(5)	# idle: no event at all
+        self.assertNotRegex(self.stderr(), "held no line")
+        rotated = [x for x in os.listdir(self.dir)
+                   if re.fullmatch(re.escape(NAME) + r"\.\d+", x)]
+        self.assertGreaterEqual(len(rotated), 3, "nothing rotated: no test")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
