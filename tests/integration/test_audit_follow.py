@@ -280,6 +280,34 @@ class Follow(unittest.TestCase):
         # ... were not seen" for the copy printed right after.
         self.assertNotIn("not seen", self.stderr())
 
+    def test_22_copytruncate_while_followed(self):
+        """atk35e F4 (t3 B): the real logrotate's `copytruncate` while
+        the file is followed (the follower stopped between two polls):
+        the events written after its last read are in the copy NAME.1
+        only, those after the cut in NAME. Nothing printed is said not
+        seen. Before, the cut NAME was read from its start before the
+        copy, and the events in the copy were said not seen though
+        printed right after. (test_6 cuts before the follower started:
+        no line of the history to judge by then.)"""
+        self.printed(self.append(1)[-1])	# following, the chain seeded
+        conf = os.path.join(self.dir, "logrotate.conf")
+        with open(conf, "w") as f:
+            f.write("%s {\n    rotate 52\n    copytruncate\n"
+                    "    missingok\n}\n" % self.path())
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            copied = self.append(4)
+            subprocess.run(["logrotate", "-f", "-s",
+                            os.path.join(self.dir, "logrotate.state"),
+                            conf], check=True)
+            new = self.append(2)
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        seqs = self.printed_all(copied + new, wait=20)
+        self.assertTrue(set(copied + new) <= set(seqs), self.stderr())
+        self.assertIn("was cut", self.stderr())
+        self.assertNotIn("not seen", self.stderr())
+
     def test_7_planted_copy_and_rename(self):
         """A folder writer plants a file whose line copies the latest
         event (its seq and hash) and renames it in as NAME, the writer's
