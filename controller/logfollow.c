@@ -73,6 +73,7 @@ struct logchain_gen {
 
 struct logchain {
 	int			started;	/* a line was given */
+	int			continued;	/* see logchain_continued() */
 	long long		seq;		/* the last one's */
 	char			hash[LOGVERIFY_HASH_HEX + 1];
 	struct logchain_gen	gen[2];		/* [0] the newer */
@@ -94,6 +95,9 @@ struct logfollow_file {
 	int		 skip;		/* off is inside a line longer than
 					   SG_LOG_LINE_MAX: its rest is skipped */
 	int		 damaged;	/* such a line was said */
+	uid_t		 uid;		/* its owner */
+	int		 fresh;		/* a fresh line of the writer's was
+					   read from it (logfollow_fresh) */
 };
 
 struct logfollow {
@@ -119,6 +123,16 @@ struct logfollow {
 	long long		 dry_since, dry_said;
 	int			 swaps;
 	int			 leaving;
+	/*
+	 * The writer's uid: the owner of the file at NAME when following
+	 * began; none then, of the first file a fresh line was read from.
+	 * wuid_known: it is learnt. replays: copies of lines given read
+	 * since replay_said (when last said).
+	 */
+	uid_t			 wuid;
+	int			 wuid_known;
+	int			 replays;
+	long long		 replay_said;
 };
 
 static void	logfollow_own(struct logfollow_file *, int,
@@ -137,6 +151,9 @@ static long long logfollow_now(void);
 static void	logfollow_dry_start(struct logfollow *);
 static void	logfollow_dry_end(struct logfollow *);
 static void	logfollow_dry_check(struct logfollow *);
+static int	logfollow_fresh(struct logfollow *, struct logfollow_file *,
+		    enum logchain_verdict);
+static void	logfollow_replay_check(struct logfollow *);
 static int	logfollow_poll(struct logfollow *,
 		    void (*)(json_t *, void *), void *);
 static void	logfollow_seed(struct logfollow *);
@@ -170,6 +187,7 @@ logfollow_own(struct logfollow_file *lf, int fd, const struct stat *st,
 	lf->fd = fd;
 	lf->dev = st->st_dev;
 	lf->ino = st->st_ino;
+	lf->uid = st->st_uid;
 	lf->off = off;
 	lf->name = util_xstrdup(name);
 	logfollow_mark(lf);
@@ -232,6 +250,12 @@ logfollow_new(const struct logset *set)
 		f->n++;
 	}
 	f->cur = f->n - 1;
+	if (f->cur != -1) {
+		/* The writer's file, its lines those of the history. */
+		f->wuid = f->v[f->cur].uid;
+		f->wuid_known = 1;
+		f->v[f->cur].fresh = f->v[f->cur].off > 0;
+	}
 	f->chain = logchain_new();
 	logfollow_seed(f);
 	return f;
@@ -507,6 +531,9 @@ logchain_line(struct logchain *c, const char *line, size_t len,
 	/* A seq past SG_LOG_SEQ_MAX, or no hash of its own: not counted. */
 	if (logverify_line(line, len, &l) != LOGVERIFY_OK)
 		return LOGCHAIN_NONE;
+	if (logchain_known(c, l.hash))
+		return LOGCHAIN_REPLAY;
+	c->continued = !c->started || strcmp(l.prev, zeros) != 0;
 	gap = c->started && strcmp(l.prev, c->hash) != 0 &&
 	    strcmp(l.prev, zeros) != 0 && !logchain_known(c, l.prev);
 	*seq = l.seq;
@@ -516,6 +543,12 @@ logchain_line(struct logchain *c, const char *line, size_t len,
 	memcpy(c->hash, l.hash, sizeof(c->hash));
 	logchain_remember(c, l.hash);
 	return gap ? LOGCHAIN_GAP : LOGCHAIN_OK;
+}
+
+int
+logchain_continued(const struct logchain *c)
+{
+	return c->continued;
 }
 
 /*
@@ -577,7 +610,8 @@ logfollow_dry_start(struct logfollow *f)
 	f->dry_said = 0;
 }
 
-/* A line of the writer's read at NAME: said when the dry spell was. */
+/* A fresh line of the writer's read at NAME (logfollow_fresh): said
+   when the dry spell was. */
 static void
 logfollow_dry_end(struct logfollow *f)
 {
@@ -616,6 +650,51 @@ logfollow_dry_check(struct logfollow *f)
 	    "since the file followed left (%d swap(s) of the file at that "
 	    "name seen): events written meanwhile are not shown", f->path,
 	    (now - f->dry_since) / 1000, f->swaps);
+}
+
+/*
+ * 1 when the line read from lf (its verdict v) is a fresh line of the
+ * writer's, lf then marked: it verifies, copies no line given (a copy of
+ * a genuine line is no sign the writer still writes here: atk37a F2),
+ * goes on from a line given (a chain begun from zeros after the start is
+ * anyone's), and lf is owned by the writer's uid (a folder writer of
+ * another uid cannot give its files away). The hash is not keyed: a
+ * folder writer of the writer's own uid can make such lines.
+ */
+static int
+logfollow_fresh(struct logfollow *f, struct logfollow_file *lf,
+    enum logchain_verdict v)
+{
+	if (v == LOGCHAIN_NONE || v == LOGCHAIN_REPLAY ||
+	    !logchain_continued(f->chain))
+		return 0;
+	if (!f->wuid_known) {
+		f->wuid = lf->uid;
+		f->wuid_known = 1;
+	}
+	if (lf->uid != f->wuid)
+		return 0;
+	lf->fresh = 1;
+	return 1;
+}
+
+/*
+ * Copies of lines given read: said, at most once every LOGFOLLOW_DRY_MS.
+ * logrotate's `copytruncate` makes them (the copy is read from its
+ * start); so does a folder writer planting a copy of a genuine line.
+ */
+static void
+logfollow_replay_check(struct logfollow *f)
+{
+	if (f->replays == 0 || (f->replay_said != 0 && logfollow_now() -
+	    f->replay_said < LOGFOLLOW_DRY_MS))
+		return;
+	f->replay_said = logfollow_now();
+	log_warnx("'%s': %d line(s) read that copy a line already read "
+	    "(the same hash): not shown again; logrotate's copytruncate "
+	    "makes such copies, and so can anyone who writes the folder",
+	    f->path, f->replays);
+	f->replays = 0;
 }
 
 /*
@@ -709,10 +788,11 @@ static int
 logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
     void (*cb)(json_t *, void *), void *arg)
 {
-	json_t		*obj;
-	size_t		 len;
-	long long	 done = 0;
-	int		 got;
+	enum logchain_verdict	 v;
+	json_t			*obj;
+	size_t			 len;
+	long long		 done = 0;
+	int			 got;
 
 	if (logfollow_cut(lf)) {
 		log_warnx("'%s' was cut while followed: reading it again from "
@@ -745,10 +825,16 @@ logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
 		lf->skip = 0;
 		if ((obj = logread_object(f->r->line, len)) == NULL)
 			continue;
-		if (logfollow_gap(f, lf->name, f->r->line, len) !=
-		    LOGCHAIN_NONE && !f->leaving && f->cur != -1 &&
-		    lf == &f->v[f->cur])
+		v = logfollow_gap(f, lf->name, f->r->line, len);
+		if (logfollow_fresh(f, lf, v) && !f->leaving &&
+		    f->cur != -1 && lf == &f->v[f->cur])
 			logfollow_dry_end(f);
+		if (v == LOGCHAIN_REPLAY) {
+			/* The same bytes as a line given: nothing hidden. */
+			f->replays++;
+			json_decref(obj);
+			continue;
+		}
 		cb(obj, arg);
 		json_decref(obj);
 	}
@@ -885,8 +971,11 @@ logfollow_leave(struct logfollow *f, const char *taken, int kept,
 		    "not shown", f->path);
 	else if (f->cur != -1 && taken[f->cur] != 2 && f->v[f->cur].off > 0)
 		log_warnx("warning: the file followed at '%s' left the log "
-		    "without being rotated (moved away): it is still read as "
-		    "it grows, while held", f->v[f->cur].name);
+		    "without being rotated (moved away or deleted): lines "
+		    "written to it from now on are shown only while it is "
+		    "held, and a file put at the name after it and moved out "
+		    "before it was read is not shown at all",
+		    f->v[f->cur].name);
 	f->leaving = 1;
 	for (i = 0; i < f->n; i++) {
 		if (taken[i])
@@ -936,8 +1025,13 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	nn = logfollow_adopt(f, set, nv, taken, &kept);
 	if ((rc = logfollow_leave(f, taken, kept, cb, arg)) == -1)
 		goto out;
-	/* Left NAME out of turn: not at a name the writer rotates to. */
-	out = f->cur != -1 && taken[f->cur] != 2;
+	/*
+	 * Left NAME out of turn: not at a name the writer rotates to; or
+	 * at one but with no fresh line of the writer's ever read from it:
+	 * anyone who can write the folder can rename a file to NAME.1, the
+	 * writer only rotates files it wrote (atk37a F1).
+	 */
+	out = f->cur != -1 && (taken[f->cur] != 2 || !f->v[f->cur].fresh);
 	nn = logfollow_keep(f, taken, nv, nn);
 	free(f->v);
 	f->v = nv;
@@ -1035,6 +1129,7 @@ logfollow_step(struct logfollow *f, void (*cb)(json_t *, void *), void *arg)
 	if (logfollow_poll(f, cb, arg) == -1)
 		return -1;
 	logfollow_dry_check(f);
+	logfollow_replay_check(f);
 	return 0;
 }
 

@@ -108,13 +108,20 @@ void		 logchain_free(struct logchain *);
  * A line given (len bytes, no newline). LOGCHAIN_GAP when it verifies and
  * follows no line given (lines before it were not seen; *last is the seq
  * of the line given last), LOGCHAIN_OK when it verifies and chains, or is
- * the first; LOGCHAIN_NONE when it does not verify (not counted).
+ * the first; LOGCHAIN_REPLAY when its own hash was given before (a copy of
+ * a line given: the chain is left as it was); LOGCHAIN_NONE when it does
+ * not verify (not counted).
  */
 enum logchain_verdict {
 	LOGCHAIN_NONE = 0,
 	LOGCHAIN_OK,
-	LOGCHAIN_GAP
+	LOGCHAIN_GAP,
+	LOGCHAIN_REPLAY
 };
+
+/* 1 when the line given last went on from a line given, or was the first
+   (not a chain of its own begun from zeros after the start). */
+int		 logchain_continued(const struct logchain *);
 enum logchain_verdict logchain_line(struct logchain *, const char *line,
 		    size_t len, long long *seq, long long *last);
 

@@ -15,6 +15,7 @@ latest line renamed in, the file followed moved aside (atk20r23 F4,
 atk20r25 F1): the follower goes by each file's device, inode and offset, so it
 repeats nothing it read and hides nothing it did not.
 """
+import ctypes
 import hashlib
 import json
 import os
@@ -37,6 +38,17 @@ SANDGATE = os.path.join(proxylib.BIN, "sandgate")
 NAME = "security-events.jsonl"
 HISTORY = 3000		# lines: far more than a pipe holds
 WAIT = 120		# seconds at most for the expected lines (not timed)
+
+
+def inotify(folder):
+    """An fd that reads ready when a file is made or moved into folder."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    in_create, in_moved_to = 0x100, 0x80
+    if fd < 0 or libc.inotify_add_watch(fd, folder.encode(),
+                                        in_create | in_moved_to) < 0:
+        raise OSError(ctypes.get_errno(), "inotify on " + folder)
+    return fd
 
 
 def event(seq, **more):
@@ -1137,6 +1149,125 @@ class ProxyFollow(unittest.TestCase):
         self.assertRegex(self.said("holds a line of the writer's again"),
                          "holds a line of the writer's again")
         self.assertRegex(self.stderr(), "were not seen|events before seq")
+
+    def inturn(self, done, body, in_turn):
+        """A folder writer (atk37a inturn.c): NAME's file shifted to
+        NAME.1 at once; then every file at NAME it did not put there is
+        moved to self.aside and a file of its own holding body renamed
+        onto NAME; in_turn: every file of its own the proxy moves aside
+        is renamed to NAME.1 (NAME.<n> shifted up), as if rotated.
+        Returns the thread; its count of swaps in self.swaps."""
+        self.swaps = 0
+        mine, k, rotated = set(), [0], re.compile(re.escape(NAME) +
+                                                  r"\.(\d+)$")
+
+        def shift_in(src):
+            nums = sorted((int(m.group(1)) for m in map(
+                rotated.match, os.listdir(self.dir)) if m), reverse=True)
+            for n in nums:
+                os.rename(self.path("%s.%d" % (NAME, n)),
+                          self.path("%s.%d" % (NAME, n + 1)))
+            os.rename(src, self.path(NAME + ".1"))
+
+        def plant():
+            k[0] += 1
+            p = os.path.join(self.dir, ".q%d" % k[0])
+            with open(p, "wb") as f:
+                f.write(body)
+            mine.add(os.stat(p).st_ino)
+            os.rename(p, self.path())
+
+        def run():
+            shift_in(self.path())
+            plant()
+            watch = inotify(self.dir)
+            while not done.is_set():
+                # At once: a file the proxy moves is found in the folder
+                # for a moment only (atk37a inturn.c waits the same way).
+                if select.select([watch], [], [], 0.05)[0]:
+                    os.read(watch, 65536)
+                try:
+                    st = os.lstat(self.path())
+                    if st.st_ino not in mine:
+                        os.rename(self.path(), os.path.join(
+                            self.aside, "P%d" % self.swaps))
+                        self.swaps += 1
+                        plant()
+                except FileNotFoundError:
+                    plant()
+                for name in os.listdir(self.dir) if in_turn else ():
+                    if name == NAME or rotated.match(name) or \
+                            name.startswith(".q"):
+                        continue
+                    try:
+                        if os.lstat(self.path(name)).st_ino in mine:
+                            shift_in(self.path(name))
+                    except FileNotFoundError:
+                        pass
+            os.close(watch)
+        t = threading.Thread(target=run)
+        t.start()
+        return t
+
+    def swapped_while_said(self, body, in_turn):
+        """The inturn() folder writer runs, events flowing, until the dry
+        warning is said twice (or WAIT s); stopped, the proxy's next
+        file stays at NAME. body None: a copy of the last line written
+        before. Returns body."""
+        self.start(["--log-max-size", "10m"])
+        self.follow()
+        self.events(5)
+        end = time.monotonic() + WAIT
+        while len(self.printed()) < 5 and time.monotonic() < end:
+            time.sleep(0.2)
+        if body is None:
+            with open(self.path(), "rb") as f:
+                body = f.read().splitlines()[-1] + b"\n"
+        done = threading.Event()
+        t = self.inturn(done, body, in_turn)
+        try:
+            # Said within 4 s; a race the writer loses (the follower
+            # lists the folder while a file of its own is at no name of
+            # the log) makes even a follower without the fix say it.
+            end = time.monotonic() + 30
+            while len(re.findall(self.DRY, self.stderr())) < 2 and \
+                    time.monotonic() < end:
+                self.events(1)
+                time.sleep(0.05)
+            during = self.stderr()
+            self.assertTrue(self.swaps, "nothing swapped: no test")
+        finally:
+            done.set()
+            t.join()
+        said = re.findall(self.DRY, during)
+        self.assertGreaterEqual(len(said), 2, during)
+        self.events(3)
+        self.assertRegex(self.said("holds a line of the writer's again"),
+                         "holds a line of the writer's again")
+        return body
+
+    def test_10_planted_files_renamed_in_turn(self):
+        """atk37a F1 (t2 C): the inturn() folder writer puts every file
+        the proxy moves aside (its own, planted at NAME, one byte, no
+        line) at NAME.1 as if rotated: NAME has held no line of the
+        writer's since, said while it lasts. Before, the follower said
+        nothing while it went on (the file followed left "in turn")."""
+        self.swapped_while_said(b"{", True)
+
+    def test_11_planted_copies_of_a_line(self):
+        """atk37a F2 (t3): every file the proxy puts at NAME moved out
+        and a file holding a copy of the last genuine line put there:
+        the copies are replays, said, not shown as events again, and end
+        no dry spell (said while it lasts). Before, each copy ended it
+        (never said) and was shown as a new event at every swap."""
+        copied = self.swapped_while_said(None, False)
+        self.assertRegex(self.stderr(), r"line\(s\) read that copy a "
+                         r"line already read")
+        host = json.loads(copied)["host"]
+        self.out.seek(0)
+        shown = [x for x in self.out if x.endswith("\n") and
+                 json.loads(x).get("host") == host]
+        self.assertEqual(len(shown), 1, self.stderr())
 
     def test_9_logrotate_and_idle_quiet(self):
         """logrotate's `create` with its SIGUSR1 at once and 2 s late
