@@ -38,6 +38,18 @@
 #define LOGFOLLOW_MISSING_ROTATED	2
 #define LOGFOLLOW_MISSING		10
 
+/*
+ * How long NAME may hold no line of the writer's, once the file followed
+ * left it out of turn, before that is said (a swap loop: every file the
+ * writer puts at NAME moved out before it is read), and how often it is
+ * said again while it lasts. The proxy puts a file of its own at NAME, its
+ * first line (log.moved) written at once, within a tick (1 s) of finding
+ * another file there; logrotate's `create` file is the one that leaves,
+ * and the proxy's is at NAME then. Twice the tick: a tick late under
+ * load is not a swap, and a loop is said within 2 s of its start.
+ */
+#define LOGFOLLOW_DRY_MS	2000LL
+
 /* Bytes before the history's end searched for its last log line. */
 #define LOGFOLLOW_SEED	(4 * SG_LOG_LINE_MAX)
 
@@ -61,6 +73,7 @@ struct logchain_gen {
 
 struct logchain {
 	int			started;	/* a line was given */
+	int			continued;	/* see logchain_continued() */
 	long long		seq;		/* the last one's */
 	char			hash[LOGVERIFY_HASH_HEX + 1];
 	struct logchain_gen	gen[2];		/* [0] the newer */
@@ -82,6 +95,9 @@ struct logfollow_file {
 	int		 skip;		/* off is inside a line longer than
 					   SG_LOG_LINE_MAX: its rest is skipped */
 	int		 damaged;	/* such a line was said */
+	uid_t		 uid;		/* its owner */
+	int		 fresh;		/* a fresh line of the writer's was
+					   read from it (logfollow_fresh) */
 };
 
 struct logfollow {
@@ -96,6 +112,27 @@ struct logfollow {
 	struct logchain		*chain;	/* the lines given */
 	int			 missing; /* polls NAME was missing in a row */
 	int			 missing_said;
+	/*
+	 * NAME has held no line of the writer's since the file followed
+	 * left it out of turn (dry): since when (ms, monotonic), when it
+	 * was last said (0: not yet), the files at NAME that left out of
+	 * turn meanwhile (swaps). leaving: the files that left are being
+	 * read to their end (their lines are not NAME's).
+	 */
+	int			 dry;
+	long long		 dry_since, dry_said;
+	int			 swaps;
+	int			 leaving;
+	/*
+	 * The writer's uid: the owner of the file at NAME when following
+	 * began; none then, of the first file a fresh line was read from.
+	 * wuid_known: it is learnt. replays: copies of lines given read
+	 * since replay_said (when last said).
+	 */
+	uid_t			 wuid;
+	int			 wuid_known;
+	int			 replays;
+	long long		 replay_said;
 };
 
 static void	logfollow_own(struct logfollow_file *, int,
@@ -108,8 +145,17 @@ static int	logfollow_cut(struct logfollow_file *);
 static void	logfollow_line(struct logfollow_file *, const char *, size_t,
 		    long long);
 static void	logfollow_long(struct logfollow_file *, long long);
-static void	logfollow_gap(struct logfollow *, const char *, const char *,
-		    size_t);
+static enum logchain_verdict logfollow_gap(struct logfollow *, const char *,
+		    const char *, size_t);
+static long long logfollow_now(void);
+static void	logfollow_dry_start(struct logfollow *);
+static void	logfollow_dry_end(struct logfollow *);
+static void	logfollow_dry_check(struct logfollow *);
+static int	logfollow_fresh(struct logfollow *, struct logfollow_file *,
+		    enum logchain_verdict);
+static void	logfollow_replay_check(struct logfollow *);
+static int	logfollow_poll(struct logfollow *,
+		    void (*)(json_t *, void *), void *);
 static void	logfollow_seed(struct logfollow *);
 static int	logfollow_missing(struct logfollow *);
 static int	logfollow_read(struct logfollow *, struct logfollow_file *,
@@ -141,6 +187,7 @@ logfollow_own(struct logfollow_file *lf, int fd, const struct stat *st,
 	lf->fd = fd;
 	lf->dev = st->st_dev;
 	lf->ino = st->st_ino;
+	lf->uid = st->st_uid;
 	lf->off = off;
 	lf->name = util_xstrdup(name);
 	logfollow_mark(lf);
@@ -203,6 +250,12 @@ logfollow_new(const struct logset *set)
 		f->n++;
 	}
 	f->cur = f->n - 1;
+	if (f->cur != -1) {
+		/* The writer's file, its lines those of the history. */
+		f->wuid = f->v[f->cur].uid;
+		f->wuid_known = 1;
+		f->v[f->cur].fresh = f->v[f->cur].off > 0;
+	}
 	f->chain = logchain_new();
 	logfollow_seed(f);
 	return f;
@@ -478,6 +531,9 @@ logchain_line(struct logchain *c, const char *line, size_t len,
 	/* A seq past SG_LOG_SEQ_MAX, or no hash of its own: not counted. */
 	if (logverify_line(line, len, &l) != LOGVERIFY_OK)
 		return LOGCHAIN_NONE;
+	if (logchain_known(c, l.hash))
+		return LOGCHAIN_REPLAY;
+	c->continued = !c->started || strcmp(l.prev, zeros) != 0;
 	gap = c->started && strcmp(l.prev, c->hash) != 0 &&
 	    strcmp(l.prev, zeros) != 0 && !logchain_known(c, l.prev);
 	*seq = l.seq;
@@ -489,6 +545,12 @@ logchain_line(struct logchain *c, const char *line, size_t len,
 	return gap ? LOGCHAIN_GAP : LOGCHAIN_OK;
 }
 
+int
+logchain_continued(const struct logchain *c)
+{
+	return c->continued;
+}
+
 /*
  * A line given that follows no line given (logchain_line): the lines
  * before it were in a file that left the log before it was read, or
@@ -496,15 +558,17 @@ logchain_line(struct logchain *c, const char *line, size_t len,
  * planted line can at worst add a warning (atk20r31 F1: a `seq` tracker
  * was bridged by planted lines).
  */
-static void
+static enum logchain_verdict
 logfollow_gap(struct logfollow *f, const char *name, const char *line,
     size_t len)
 {
-	long long	 seq, last;
-	const char	*forgot;
+	enum logchain_verdict	 v;
+	long long		 seq, last;
+	const char		*forgot;
 
-	if (logchain_line(f->chain, line, len, &seq, &last) != LOGCHAIN_GAP)
-		return;
+	if ((v = logchain_line(f->chain, line, len, &seq, &last)) !=
+	    LOGCHAIN_GAP)
+		return v;
 	forgot = logchain_forgot(f->chain) ? " (or the line before it was "
 	    "given too long ago to be remembered)" : "";
 	if (seq > last + 1)
@@ -518,6 +582,119 @@ logfollow_gap(struct logfollow *f, const char *name, const char *line,
 		    "seq %lld): a file of the log moved away or deleted before it "
 		    "was read (they are not shown); read on at '%s'%s", seq,
 		    f->path, last, name, forgot);
+	return v;
+}
+
+static long long
+logfollow_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The file followed left NAME out of turn (moved away, deleted, or
+ * replaced: not rotated to the writer's names): from now on NAME is dry
+ * until a line of the writer's is read there; one more swap counted.
+ */
+static void
+logfollow_dry_start(struct logfollow *f)
+{
+	f->swaps++;
+	if (f->dry)
+		return;
+	f->dry = 1;
+	f->dry_since = logfollow_now();
+	f->dry_said = 0;
+}
+
+/* A fresh line of the writer's read at NAME (logfollow_fresh): said
+   when the dry spell was. */
+static void
+logfollow_dry_end(struct logfollow *f)
+{
+	if (!f->dry)
+		return;
+	if (f->dry_said != 0)
+		log_warnx("'%s' holds a line of the writer's again, after %lld "
+		    "s without one and %d swap(s) of the file at that name; "
+		    "events written meanwhile and not shown are said above or "
+		    "below as not seen", f->path,
+		    (logfollow_now() - f->dry_since) / 1000, f->swaps);
+	f->dry = 0;
+	f->swaps = 0;
+}
+
+/*
+ * NAME dry for LOGFOLLOW_DRY_MS: said while it lasts, at most once every
+ * LOGFOLLOW_DRY_MS (atk35e F3: a folder writer moving every file the
+ * writer puts at NAME out before it is read hides what is written there
+ * for as long as it goes on). Silence alone never makes NAME dry: only
+ * the file followed leaving it out of turn does, so an idle log is not
+ * said; logrotate's `create` file leaves it too, but the writer's own
+ * file, its first line written, is at NAME at once.
+ */
+static void
+logfollow_dry_check(struct logfollow *f)
+{
+	long long	now;
+
+	if (!f->dry || (now = logfollow_now()) - f->dry_since <
+	    LOGFOLLOW_DRY_MS || (f->dry_said != 0 && now - f->dry_said <
+	    LOGFOLLOW_DRY_MS))
+		return;
+	f->dry_said = now;
+	log_warnx("warning: '%s' has held no line of the writer's for %lld s "
+	    "since the file followed left (%d swap(s) of the file at that "
+	    "name seen): events written meanwhile are not shown", f->path,
+	    (now - f->dry_since) / 1000, f->swaps);
+}
+
+/*
+ * 1 when the line read from lf (its verdict v) is a fresh line of the
+ * writer's, lf then marked: it verifies, copies no line given (a copy of
+ * a genuine line is no sign the writer still writes here: atk37a F2),
+ * goes on from a line given (a chain begun from zeros after the start is
+ * anyone's), and lf is owned by the writer's uid (a folder writer of
+ * another uid cannot give its files away). The hash is not keyed: a
+ * folder writer of the writer's own uid can make such lines.
+ */
+static int
+logfollow_fresh(struct logfollow *f, struct logfollow_file *lf,
+    enum logchain_verdict v)
+{
+	if (v == LOGCHAIN_NONE || v == LOGCHAIN_REPLAY ||
+	    !logchain_continued(f->chain))
+		return 0;
+	if (!f->wuid_known) {
+		f->wuid = lf->uid;
+		f->wuid_known = 1;
+	}
+	if (lf->uid != f->wuid)
+		return 0;
+	lf->fresh = 1;
+	return 1;
+}
+
+/*
+ * Copies of lines given read: said, at most once every LOGFOLLOW_DRY_MS.
+ * logrotate's `copytruncate` makes them (the copy is read from its
+ * start); so does a folder writer planting a copy of a genuine line.
+ */
+static void
+logfollow_replay_check(struct logfollow *f)
+{
+	if (f->replays == 0 || (f->replay_said != 0 && logfollow_now() -
+	    f->replay_said < LOGFOLLOW_DRY_MS))
+		return;
+	f->replay_said = logfollow_now();
+	log_warnx("'%s': %d line(s) read that copy a line already read "
+	    "(the same hash): not shown again; logrotate's copytruncate "
+	    "makes such copies, and so can anyone who writes the folder",
+	    f->path, f->replays);
+	f->replays = 0;
 }
 
 /*
@@ -611,10 +788,11 @@ static int
 logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
     void (*cb)(json_t *, void *), void *arg)
 {
-	json_t		*obj;
-	size_t		 len;
-	long long	 done = 0;
-	int		 got;
+	enum logchain_verdict	 v;
+	json_t			*obj;
+	size_t			 len;
+	long long		 done = 0;
+	int			 got;
 
 	if (logfollow_cut(lf)) {
 		log_warnx("'%s' was cut while followed: reading it again from "
@@ -647,7 +825,16 @@ logfollow_read(struct logfollow *f, struct logfollow_file *lf, int follow,
 		lf->skip = 0;
 		if ((obj = logread_object(f->r->line, len)) == NULL)
 			continue;
-		logfollow_gap(f, lf->name, f->r->line, len);
+		v = logfollow_gap(f, lf->name, f->r->line, len);
+		if (logfollow_fresh(f, lf, v) && !f->leaving &&
+		    f->cur != -1 && lf == &f->v[f->cur])
+			logfollow_dry_end(f);
+		if (v == LOGCHAIN_REPLAY) {
+			/* The same bytes as a line given: nothing hidden. */
+			f->replays++;
+			json_decref(obj);
+			continue;
+		}
 		cb(obj, arg);
 		json_decref(obj);
 	}
@@ -784,14 +971,19 @@ logfollow_leave(struct logfollow *f, const char *taken, int kept,
 		    "not shown", f->path);
 	else if (f->cur != -1 && taken[f->cur] != 2 && f->v[f->cur].off > 0)
 		log_warnx("warning: the file followed at '%s' left the log "
-		    "without being rotated (moved away): it is still read as "
-		    "it grows, while held", f->v[f->cur].name);
+		    "without being rotated (moved away or deleted): lines "
+		    "written to it from now on are shown only while it is "
+		    "held, and a file put at the name after it and moved out "
+		    "before it was read is not shown at all",
+		    f->v[f->cur].name);
+	f->leaving = 1;
 	for (i = 0; i < f->n; i++) {
 		if (taken[i])
 			continue;
 		if (rc == 0 && logfollow_read(f, &f->v[i], 1, cb, arg) == -1)
 			rc = -1;
 	}
+	f->leaving = 0;
 	return rc;
 }
 
@@ -808,7 +1000,7 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	struct logfollow_file	*nv;
 	struct logset		*set = logset_new();
 	char			*cause = NULL, *taken;
-	int			 i, nn = 0, kept, rc = -1;
+	int			 i, nn = 0, kept, out, rc = -1;
 
 	logset_hold_besides(set, f->n);
 	if (logset_add_log(set, f->dir, f->name, &cause) == -1) {
@@ -833,10 +1025,19 @@ logfollow_rotated(struct logfollow *f, void (*cb)(json_t *, void *),
 	nn = logfollow_adopt(f, set, nv, taken, &kept);
 	if ((rc = logfollow_leave(f, taken, kept, cb, arg)) == -1)
 		goto out;
+	/*
+	 * Left NAME out of turn: not at a name the writer rotates to; or
+	 * at one but with no fresh line of the writer's ever read from it:
+	 * anyone who can write the folder can rename a file to NAME.1, the
+	 * writer only rotates files it wrote (atk37a F1).
+	 */
+	out = f->cur != -1 && (taken[f->cur] != 2 || !f->v[f->cur].fresh);
 	nn = logfollow_keep(f, taken, nv, nn);
 	free(f->v);
 	f->v = nv;
 	f->cur = nn > 0 ? f->n - 1 : -1;
+	if (out)
+		logfollow_dry_start(f);
 	nv = NULL;
 	nn = 0;
 	for (i = 0; i < f->n && rc != -1; i++)
@@ -924,6 +1125,17 @@ logfollow_earlier(struct logfollow *f, void (*cb)(json_t *, void *),
 
 int
 logfollow_step(struct logfollow *f, void (*cb)(json_t *, void *), void *arg)
+{
+	if (logfollow_poll(f, cb, arg) == -1)
+		return -1;
+	logfollow_dry_check(f);
+	logfollow_replay_check(f);
+	return 0;
+}
+
+/* One look at the log: logfollow_step() but for a dry NAME. */
+static int
+logfollow_poll(struct logfollow *f, void (*cb)(json_t *, void *), void *arg)
 {
 	if (f->cur == -1) {
 		if (access(f->path, F_OK) == -1)

@@ -36,7 +36,13 @@
  * a file took out of the folder before it was read are told by the hash
  * chain (struct logchain below): a line given whose prev is the hash of
  * no line given is said on stderr. The name missing for some polls (the
- * writer's new file moved out) is said, and the log listed again.
+ * writer's new file moved out) is said, and the log listed again. Once
+ * the file followed left the name out of turn (moved away, deleted or
+ * replaced, not rotated), a name that holds no line of the writer's (one
+ * whose hash is its own) for 2 s is said, again every 2 s while it lasts
+ * with the count of swaps seen, and its end too (a swap loop: every file
+ * the writer puts there moved out before it is read, atk35e F3); an idle
+ * log, logrotate's `create` and copytruncate are not said.
  */
 #ifndef SG_LOGFOLLOW_H
 #define SG_LOGFOLLOW_H
@@ -102,13 +108,20 @@ void		 logchain_free(struct logchain *);
  * A line given (len bytes, no newline). LOGCHAIN_GAP when it verifies and
  * follows no line given (lines before it were not seen; *last is the seq
  * of the line given last), LOGCHAIN_OK when it verifies and chains, or is
- * the first; LOGCHAIN_NONE when it does not verify (not counted).
+ * the first; LOGCHAIN_REPLAY when its own hash was given before (a copy of
+ * a line given: the chain is left as it was); LOGCHAIN_NONE when it does
+ * not verify (not counted).
  */
 enum logchain_verdict {
 	LOGCHAIN_NONE = 0,
 	LOGCHAIN_OK,
-	LOGCHAIN_GAP
+	LOGCHAIN_GAP,
+	LOGCHAIN_REPLAY
 };
+
+/* 1 when the line given last went on from a line given, or was the first
+   (not a chain of its own begun from zeros after the start). */
+int		 logchain_continued(const struct logchain *);
 enum logchain_verdict logchain_line(struct logchain *, const char *line,
 		    size_t len, long long *seq, long long *last);
 

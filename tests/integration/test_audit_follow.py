@@ -15,6 +15,7 @@ latest line renamed in, the file followed moved aside (atk20r23 F4,
 atk20r25 F1): the follower goes by each file's device, inode and offset, so it
 repeats nothing it read and hides nothing it did not.
 """
+import ctypes
 import hashlib
 import json
 import os
@@ -37,6 +38,17 @@ SANDGATE = os.path.join(proxylib.BIN, "sandgate")
 NAME = "security-events.jsonl"
 HISTORY = 3000		# lines: far more than a pipe holds
 WAIT = 120		# seconds at most for the expected lines (not timed)
+
+
+def inotify(folder):
+    """An fd that reads ready when a file is made or moved into folder."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    in_create, in_moved_to = 0x100, 0x80
+    if fd < 0 or libc.inotify_add_watch(fd, folder.encode(),
+                                        in_create | in_moved_to) < 0:
+        raise OSError(ctypes.get_errno(), "inotify on " + folder)
+    return fd
 
 
 def event(seq, **more):
@@ -278,6 +290,34 @@ class Follow(unittest.TestCase):
         # atk35e F4: the copy is read before the cut file, so nothing
         # printed is said not seen. Before: "events seq 3001 to 3004
         # ... were not seen" for the copy printed right after.
+        self.assertNotIn("not seen", self.stderr())
+
+    def test_22_copytruncate_while_followed(self):
+        """atk35e F4 (t3 B): the real logrotate's `copytruncate` while
+        the file is followed (the follower stopped between two polls):
+        the events written after its last read are in the copy NAME.1
+        only, those after the cut in NAME. Nothing printed is said not
+        seen. Before, the cut NAME was read from its start before the
+        copy, and the events in the copy were said not seen though
+        printed right after. (test_6 cuts before the follower started:
+        no line of the history to judge by then.)"""
+        self.printed(self.append(1)[-1])	# following, the chain seeded
+        conf = os.path.join(self.dir, "logrotate.conf")
+        with open(conf, "w") as f:
+            f.write("%s {\n    rotate 52\n    copytruncate\n"
+                    "    missingok\n}\n" % self.path())
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            copied = self.append(4)
+            subprocess.run(["logrotate", "-f", "-s",
+                            os.path.join(self.dir, "logrotate.state"),
+                            conf], check=True)
+            new = self.append(2)
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        seqs = self.printed_all(copied + new, wait=20)
+        self.assertTrue(set(copied + new) <= set(seqs), self.stderr())
+        self.assertIn("was cut", self.stderr())
         self.assertNotIn("not seen", self.stderr())
 
     def test_7_planted_copy_and_rename(self):
@@ -1072,6 +1112,205 @@ class ProxyFollow(unittest.TestCase):
                 time.sleep(0.5)
             self.assertEqual(r.returncode, 0, "rotation %d: %s" % (
                 run, r.stdout + r.stderr))
+
+    DRY = r"%s' has held no line of the writer's for \d+ s since the " \
+        r"file followed left \((\d+) swap" % re.escape(NAME)
+
+    def test_8_swap_loop_said_while_it_lasts(self):
+        """atk35e F3 (t1 repeat): a folder writer moves every file the
+        proxy puts at NAME out of the folder before the follower opens it
+        and renames an empty one onto NAME, for as long as it likes. The
+        follower says so on stderr while it goes on (NAME has held no line
+        of the writer's since the file followed left, with the swaps seen),
+        again while it lasts, and when it ends. Before, its stderr said
+        nothing of it until the swapping stopped."""
+        self.start(["--log-max-size", "8k", "--log-keep", "10"])
+        self.follow()
+        self.events(3)
+        done = threading.Event()
+        t = self.swapper(done, True)
+        try:
+            # Events flow meanwhile (hidden); said twice, swaps counted.
+            end = time.monotonic() + WAIT
+            while len(re.findall(self.DRY, self.stderr())) < 2 and \
+                    time.monotonic() < end:
+                self.events(1)
+                time.sleep(0.1)
+            during = self.stderr()
+            self.assertTrue(self.swaps, "nothing swapped: no test")
+        finally:
+            done.set()
+            t.join()
+        said = re.findall(self.DRY, during)
+        self.assertGreaterEqual(len(said), 2, during)
+        self.assertGreaterEqual(int(said[-1]), 2, during)
+        # Stopped: the proxy's next file stays at NAME, its log.moved read.
+        self.events(3)
+        self.assertRegex(self.said("holds a line of the writer's again"),
+                         "holds a line of the writer's again")
+        self.assertRegex(self.stderr(), "were not seen|events before seq")
+
+    def inturn(self, done, body, in_turn):
+        """A folder writer (atk37a inturn.c): NAME's file shifted to
+        NAME.1 at once; then every file at NAME it did not put there is
+        moved to self.aside and a file of its own holding body renamed
+        onto NAME; in_turn: every file of its own the proxy moves aside
+        is renamed to NAME.1 (NAME.<n> shifted up), as if rotated.
+        Returns the thread; its count of swaps in self.swaps."""
+        self.swaps = 0
+        mine, k, rotated = set(), [0], re.compile(re.escape(NAME) +
+                                                  r"\.(\d+)$")
+
+        def shift_in(src):
+            nums = sorted((int(m.group(1)) for m in map(
+                rotated.match, os.listdir(self.dir)) if m), reverse=True)
+            for n in nums:
+                os.rename(self.path("%s.%d" % (NAME, n)),
+                          self.path("%s.%d" % (NAME, n + 1)))
+            os.rename(src, self.path(NAME + ".1"))
+
+        def plant():
+            k[0] += 1
+            p = os.path.join(self.dir, ".q%d" % k[0])
+            with open(p, "wb") as f:
+                f.write(body)
+            mine.add(os.stat(p).st_ino)
+            os.rename(p, self.path())
+
+        def run():
+            shift_in(self.path())
+            plant()
+            watch = inotify(self.dir)
+            while not done.is_set():
+                # At once: a file the proxy moves is found in the folder
+                # for a moment only (atk37a inturn.c waits the same way).
+                if select.select([watch], [], [], 0.05)[0]:
+                    os.read(watch, 65536)
+                try:
+                    st = os.lstat(self.path())
+                    if st.st_ino not in mine:
+                        os.rename(self.path(), os.path.join(
+                            self.aside, "P%d" % self.swaps))
+                        self.swaps += 1
+                        plant()
+                except FileNotFoundError:
+                    plant()
+                for name in os.listdir(self.dir) if in_turn else ():
+                    if name == NAME or rotated.match(name) or \
+                            name.startswith(".q"):
+                        continue
+                    try:
+                        if os.lstat(self.path(name)).st_ino in mine:
+                            shift_in(self.path(name))
+                    except FileNotFoundError:
+                        pass
+            os.close(watch)
+        t = threading.Thread(target=run)
+        t.start()
+        return t
+
+    def swapped_while_said(self, body, in_turn):
+        """The inturn() folder writer runs, events flowing, until the dry
+        warning is said twice (or WAIT s); stopped, the proxy's next
+        file stays at NAME. body None: a copy of the last line written
+        before. Returns body."""
+        self.start(["--log-max-size", "10m"])
+        self.follow()
+        self.events(5)
+        end = time.monotonic() + WAIT
+        while len(self.printed()) < 5 and time.monotonic() < end:
+            time.sleep(0.2)
+        if body is None:
+            with open(self.path(), "rb") as f:
+                body = f.read().splitlines()[-1] + b"\n"
+        done = threading.Event()
+        t = self.inturn(done, body, in_turn)
+        try:
+            # Said within 4 s; a race the writer loses (the follower
+            # lists the folder while a file of its own is at no name of
+            # the log) makes even a follower without the fix say it.
+            end = time.monotonic() + 30
+            while len(re.findall(self.DRY, self.stderr())) < 2 and \
+                    time.monotonic() < end:
+                self.events(1)
+                time.sleep(0.05)
+            during = self.stderr()
+            self.assertTrue(self.swaps, "nothing swapped: no test")
+        finally:
+            done.set()
+            t.join()
+        said = re.findall(self.DRY, during)
+        self.assertGreaterEqual(len(said), 2, during)
+        self.events(3)
+        self.assertRegex(self.said("holds a line of the writer's again"),
+                         "holds a line of the writer's again")
+        return body
+
+    def test_10_planted_files_renamed_in_turn(self):
+        """atk37a F1 (t2 C): the inturn() folder writer puts every file
+        the proxy moves aside (its own, planted at NAME, one byte, no
+        line) at NAME.1 as if rotated: NAME has held no line of the
+        writer's since, said while it lasts. Before, the follower said
+        nothing while it went on (the file followed left "in turn")."""
+        self.swapped_while_said(b"{", True)
+
+    def test_11_planted_copies_of_a_line(self):
+        """atk37a F2 (t3): every file the proxy puts at NAME moved out
+        and a file holding a copy of the last genuine line put there:
+        the copies are replays, said, not shown as events again, and end
+        no dry spell (said while it lasts). Before, each copy ended it
+        (never said) and was shown as a new event at every swap."""
+        copied = self.swapped_while_said(None, False)
+        self.assertRegex(self.stderr(), r"line\(s\) read that copy a "
+                         r"line already read")
+        host = json.loads(copied)["host"]
+        self.out.seek(0)
+        shown = [x for x in self.out if x.endswith("\n") and
+                 json.loads(x).get("host") == host]
+        self.assertEqual(len(shown), 1, self.stderr())
+
+    def test_9_logrotate_and_idle_quiet(self):
+        """logrotate's `create` with its SIGUSR1 at once and 2 s late
+        (a slow postrotate: the proxy's tick replaces logrotate's file
+        first), then `copytruncate`, events flowing, then an idle proxy:
+        the follower never says NAME held no line of the writer's (no
+        swap: logrotate's file leaves NAME, the proxy's own file is there
+        with its first line at once; an idle log is no swap)."""
+        self.start(["--log-keep", "10"])
+        self.follow()
+        self.events(3)
+        conf = os.path.join(self.tmp.name, "logrotate.conf")
+        bodies = ["create\n    postrotate\n        kill -USR1 %d\n"
+                  "    endscript\n" % self.proxy.pid,
+                  "create\n    postrotate\n        sleep 2; kill -USR1 "
+                  "%d\n    endscript\n" % self.proxy.pid,
+                  "copytruncate\n"]
+        stop = threading.Event()
+
+        def flow():
+            while not stop.is_set():
+                self.events(1)
+                time.sleep(0.02)
+        t = threading.Thread(target=flow)
+        t.start()
+        try:
+            for body in bodies:
+                with open(conf, "w") as f:
+                    f.write("%s {\n    rotate 5\n    missingok\n    %s}\n"
+                            % (self.path(), body))
+                subprocess.run(["logrotate", "-f", "-s",
+                                os.path.join(self.tmp.name, "lr.state"),
+                                conf], check=True)
+                # Longer than the follower's 2 s before it says so.
+                time.sleep(3)
+        finally:
+            stop.set()
+            t.join()
+        time.sleep(5)	# idle: no event at all
+        self.assertNotRegex(self.stderr(), "held no line")
+        rotated = [x for x in os.listdir(self.dir)
+                   if re.fullmatch(re.escape(NAME) + r"\.\d+", x)]
+        self.assertGreaterEqual(len(rotated), 3, "nothing rotated: no test")
 
 
 if __name__ == "__main__":
