@@ -89,7 +89,8 @@
 #define PROBE_DNS_IP	"127.0.0.11"	/* Docker's embedded resolver */
 #define REAP_ROUNDS	50		/* kill rounds, 20 ms apart */
 #define JOIN_WAIT_MS	30000		/* for the host to move us */
-#define JOIN_POLL_MS	2
+#define JOIN_POLL_MIN_US	200	/* first poll for the move, */
+#define JOIN_POLL_MAX_US	2000	/* doubled up to this */
 
 struct out {
 	char	buf[PROBE_OUT_MAX];
@@ -978,19 +979,29 @@ join_in(const char *name)
 static int
 probe_join_main(const char *name, char **argv)
 {
-	struct timespec	ts = { 0, JOIN_POLL_MS * 1000000L };
-	int		waited;
+	struct timespec	ts = { 0, 0 };
+	long		poll_us = JOIN_POLL_MIN_US, waited_us = 0;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
 		return 126;
-	for (waited = 0; !join_in(name); waited += JOIN_POLL_MS) {
-		if (waited >= JOIN_WAIT_MS) {
+	/*
+	 * The host moves us about a millisecond after we start: short
+	 * polls first, so the command does not wait a whole 2 ms poll for
+	 * it, then longer ones while the host is slow.
+	 */
+	while (!join_in(name)) {
+		if (waited_us >= JOIN_WAIT_MS * 1000L) {
 			fprintf(stderr, "sandgate-probe: not moved into the "
 			    "commands' memory cgroup '%s' within %d ms\n",
 			    name, JOIN_WAIT_MS);
 			return 126;
 		}
+		ts.tv_nsec = poll_us * 1000L;
 		nanosleep(&ts, NULL);
+		waited_us += poll_us;
+		if (poll_us < JOIN_POLL_MAX_US)
+			poll_us = poll_us * 2 > JOIN_POLL_MAX_US ?
+			    JOIN_POLL_MAX_US : poll_us * 2;
 	}
 	return run_exec(argv);
 }
