@@ -10,7 +10,6 @@
 #include "log.h"
 #include "util.h"
 
-#define APARTFILE_MAX	(8 * 1024 * 1024)	/* read at most */
 
 static void	apartfile_undo(int, size_t, size_t, size_t);
 
@@ -128,6 +127,17 @@ apartfile_add(const char *path, const char *line)
 	/* over the padding while its final newline stays; else appended */
 	if (at == len || at + n > len - 1)
 		at = len;
+	/*
+	 * Never past what is read back (apartfile_read): a file grown over
+	 * APARTFILE_MAX cannot be read at the next start and every line in
+	 * it is lost (atk37d F1). + 1: the newline a torn last line gets.
+	 */
+	if (at == len && (n > APARTFILE_MAX || len + 1 > APARTFILE_MAX - n)) {
+		free(t);
+		close(fd);
+		errno = EFBIG;
+		return -1;
+	}
 	/*
 	 * A torn last line (a crash in a write) is never continued: the
 	 * line goes on a line of its own, so it reads even if that one does

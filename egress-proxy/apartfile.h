@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #define APARTFILE_RESERVE	16384	/* room for about 150 removals */
+#define APARTFILE_MAX		(8 * 1024 * 1024)	/* read at most */
 
 /*
  * Made at start (what: the change it keeps, for the warning when it
@@ -25,7 +26,11 @@
  */
 void	apartfile_create(const char *path, const char *what);
 
-/* line (NULL: out of memory) kept in path and synced: 0, or -1. */
+/*
+ * line (NULL: out of memory) kept in path and synced: 0, or -1 (errno
+ * EFBIG when the file would grow past APARTFILE_MAX, which it could not
+ * be read back from).
+ */
 int	apartfile_add(const char *path, const char *line);
 
 /*

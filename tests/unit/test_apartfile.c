@@ -1,5 +1,7 @@
 /* test_apartfile.c: changes kept apart, in room reserved at start. */
 #include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -160,12 +162,48 @@ test_clear_keeps_the_room(void **state)
 	}
 }
 
+/*
+ * A line that would take the file past what is read back is refused
+ * (EFBIG), the file left as it was and readable; one that fits is kept
+ * (atk37d F1: a file grown past 8 MiB lost every line at the next start).
+ */
+static void
+test_never_past_the_read_limit(void **state)
+{
+	struct stat	 st;
+	char		*path = tmpfile_path(), line[256];
+	int		 fd;
+	off_t		 size = APARTFILE_MAX - 30;
+
+	(void)state;
+	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)) != -1);
+	assert_int_equal(ftruncate(fd, size - 1), 0);
+	assert_int_equal(pwrite(fd, "\n", 1, size - 1), 1);
+	close(fd);
+	line_of(0, 100, line);
+	errno = 0;
+	assert_int_equal(apartfile_add(path, line), -1);
+	assert_int_equal(errno, EFBIG);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, size);
+	line_of(1, 20, line);
+	assert_int_equal(apartfile_add(path, line), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, size + 20);
+	assert_true(st.st_size <= APARTFILE_MAX);
+	/* still read whole: not blank, so a start would read its lines */
+	assert_false(apartfile_blank(path));
+	unlink(path);
+	free(path);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest	tests[] = {
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_clear_keeps_the_room),
+		cmocka_unit_test(test_never_past_the_read_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
