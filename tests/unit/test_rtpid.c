@@ -11,10 +11,11 @@
 #include <cmocka.h>
 
 #include "rtpid.h"
+#include "util.h"
 
 #define EID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-static char	dir[] = "/tmp/test_rtpid.XXXXXX";
+static char	dir[] = "/tmp/test_rtpid." UTIL_MKTEMP_SUFFIX;
 
 static void
 put(const char *name, const char *text)
