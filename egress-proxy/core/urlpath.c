@@ -214,7 +214,7 @@ static size_t
 urlpath_char(const char *p, const char *end, char *out, const char **cause)
 {
 	unsigned long	cp;
-	unsigned char	b;
+	unsigned char	b = 0;	/* each escape was decoded by urlpath_utf8 */
 	size_t		n, i;
 
 	if (urlpath_utf8(p, end, &n, &cp) == -1) {
