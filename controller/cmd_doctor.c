@@ -536,7 +536,8 @@ static int
 doctor_probe_exec(struct doctor *dr, const char *cid, const char *seal,
     struct doctor_buf *b, char **cause)
 {
-	struct docker_stream_cb	 cb = { doctor_collect, NULL, b, NULL };
+	struct docker_stream_cb	 cb = { doctor_collect, NULL, b, NULL,
+				    NULL };
 	json_t			*espec;
 	char			*eid = NULL;
 	int			 rc = -1;

@@ -1011,12 +1011,12 @@ docker_stream_resume(struct docker *d, struct curl_waitfd *wfd)
 static int
 docker_stream_pump(struct docker *d)
 {
-	struct curl_waitfd	wfd;
+	struct curl_waitfd	wfd[2];
 	uint64_t		next = util_now_us(), now;
-	int			running, nw, rc;
+	int			running, nw, rc, wake;
 
 	for (;;) {
-		nw = docker_stream_resume(d, &wfd);
+		nw = docker_stream_resume(d, &wfd[0]);
 		curl_multi_perform(d->multi, &running);
 		docker_collect(d);
 		if (d->stream_done || d->sstop)
@@ -1034,8 +1034,17 @@ docker_stream_pump(struct docker *d)
 			next = now + (uint64_t)rc * 1000;
 			continue;	/* the tick may have run transfers */
 		}
-		curl_multi_poll(d->multi, nw ? &wfd : NULL, (unsigned)nw,
+		wake = -1;
+		if (d->scb->wakefd != NULL &&
+		    (wfd[nw].fd = d->scb->wakefd(d->scb->arg)) != -1) {
+			wfd[nw].events = CURL_WAIT_POLLIN;
+			wfd[nw].revents = 0;
+			wake = nw++;
+		}
+		curl_multi_poll(d->multi, nw ? wfd : NULL, (unsigned)nw,
 		    (int)((next - now) / 1000) + 1, NULL);
+		if (wake != -1 && (wfd[wake].revents & CURL_WAIT_POLLIN))
+			next = 0;	/* tick now: what it waits for came */
 	}
 	return d->stream_done && !d->sstop ? 0 : 1;
 }

@@ -173,7 +173,10 @@ int	docker_exec_start_detached(struct docker *, const char *id,
  * docker_exec_start then returns 1. ready (may be NULL) is asked before
  * each piece of output: 0 holds the stream back (curl keeps the piece;
  * *fd names a descriptor whose writability is worth waiting for, or -1)
- * until a later call returns 1; ticks go on meanwhile.
+ * until a later call returns 1; ticks go on meanwhile. wakefd (may be
+ * NULL) is asked before each wait: a descriptor (or -1) whose
+ * readability runs tick at once, not at its time; tick must read it
+ * empty, or the pump spins.
  */
 struct docker_stream_cb {
 	int	(*data)(void *arg, int stream, const unsigned char *,
@@ -181,6 +184,7 @@ struct docker_stream_cb {
 	int	(*tick)(void *arg);
 	void	*arg;
 	int	(*ready)(void *arg, int *fd);
+	int	(*wakefd)(void *arg);
 };
 
 /*

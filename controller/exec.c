@@ -1,4 +1,6 @@
 /* exec.c: one command in a sandbox container, accounted for; see exec.h. */
+#include <sys/inotify.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -42,9 +44,15 @@
 /*
  * The probe starts the command only once it was moved into its memory
  * cgroup: tick this often until then, for at most EXEC_JOIN_FAST_MS, so
- * an exec does not wait a whole DOCKER_TICK_MS for its start.
+ * an exec does not wait a whole DOCKER_TICK_MS for its start. While a
+ * watch on runc's bundle (exec_join_watch) waits for the exec's pid
+ * file, which wakes the stream's pump when it comes, the tick keeps only
+ * the marker's fallback going and runs every EXEC_JOIN_WATCH_MS: ticking
+ * every 2 ms there took CPU from runc, containerd and dockerd, which do
+ * the exec's work meanwhile.
  */
 #define EXEC_JOIN_TICK_MS	2
+#define EXEC_JOIN_WATCH_MS	15
 #define EXEC_JOIN_FAST_MS	2000
 /*
  * With the runtime's pid files (rtpid.h), how long after the join was
@@ -117,6 +125,9 @@ struct exec_state {
 	char			 bundle[PATH_MAX]; /* runc's (rtpid.h), or "" */
 	uint64_t		 join_seen;	/* when its marker was (µs) */
 	uint64_t		 join_fast;	/* fast ticks until then (µs) */
+	int			 join_watch;	/* exec_watch_fd, or -1 */
+	int			 join_wd;	/* its watch of bundle, or -1 */
+	uint64_t		 tick_due;	/* the next tick's time (µs) */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -171,8 +182,22 @@ static const char	*exec_active_dir;
  * from a fresh one) is no run's of this container: it shields nothing.
  */
 static char		 exec_active_where[48];
+/*
+ * The inotify descriptor of the bundle watches (exec_join_watch), made
+ * once and kept for the process's life: closing one waits for the
+ * kernel's fsnotify grace period (flush of its mark reaper; up to 14 ms
+ * measured), which in the middle of an exec holds up its stream and its
+ * record. A watch removed once the join was moved is freed in the
+ * background, long before the process exits.
+ */
+static int		 exec_watch_fd = -1;
 static int	exec_data(void *, int, const unsigned char *, size_t);
 static int	exec_tick(void *);
+static int	exec_wakefd(void *);
+static int	exec_tick_next(const struct exec_state *);
+static void	exec_join_watch(struct exec_state *);
+static void	exec_join_unwatch(struct exec_state *);
+static int	exec_join_woken(struct exec_state *);
 static void	exec_stop(struct exec_state *, int);
 static json_t	*exec_spec(const struct exec_opts *, int);
 static void	exec_sink_open(struct exec_sink *, const struct exec_opts *,
@@ -1301,12 +1326,21 @@ exec_join_rtpid(const struct exec_state *st)
  * marker was seen) when the runtime's file did not say, with a bundle
  * once it did not for EXEC_RTPID_WAIT_MS: runc may write it just after
  * the process started.
+ *
+ * Once moved, the join gets PROCSTAT_JOIN_WAKE, so it starts the command
+ * now rather than at its next poll. The signal goes through a pidfd
+ * opened before the marker was read: to the process that was checked
+ * and moved, never to one that took its pid since. It only wakes the
+ * probe, which execs once it sees itself in the cgroup (a process of the
+ * sandbox can send the same signal: sandgate-probe.c, probe_join_main);
+ * without a pidfd the probe's own poll finds the move.
  */
 static void
 exec_join_move(struct exec_state *st, int ask)
 {
 	struct docker_einfo	 ei;
 	char			 mark[64], *cause = NULL;
+	int			 pidfd;
 
 	if (st->join_pid == 0)
 		st->join_pid = exec_join_rtpid(st);
@@ -1326,10 +1360,91 @@ exec_join_move(struct exec_state *st, int ask)
 			return;		/* not started yet, or over */
 		st->join_pid = ei.pid;
 	}
+	pidfd = pidfd_open(st->join_pid, 0);
 	if (procstat_run_marker(st->join_pid, mark, sizeof(mark)) == 1 &&
 	    strcmp(mark, st->o->run_id) == 0 &&
-	    cgroup_cmds_move(st->cmds, st->join_pid) == 0)
+	    cgroup_cmds_move(st->cmds, st->join_pid) == 0) {
 		st->moved = 1;
+		if (pidfd != -1)
+			pidfd_send_signal(pidfd, PROCSTAT_JOIN_WAKE, NULL, 0);
+	}
+	if (pidfd != -1)
+		close(pidfd);
+	if (st->moved)
+		exec_join_unwatch(st);
+}
+
+/*
+ * runc: watch the bundle for the exec's pid file (exec_join_rtpid), so
+ * that the stream's pump wakes the tick when runc renames it in (about
+ * 40 ms after the exec's start) and the join is moved at once, instead
+ * of a tick every EXEC_JOIN_TICK_MS reading the folder for it. The
+ * watch only says when to look: the pid is read and checked as before
+ * (its parent outside the container, the run's marker). Only root may
+ * watch the bundle; without a watch the fast ticks find the file.
+ */
+static void
+exec_join_watch(struct exec_state *st)
+{
+	if (st->bundle[0] == '\0' || st->cmds[0] == '\0')
+		return;
+	if (exec_watch_fd == -1 && (exec_watch_fd = inotify_init1(IN_NONBLOCK |
+	    IN_CLOEXEC)) == -1)
+		return;
+	st->join_watch = exec_watch_fd;
+	exec_join_woken(st);		/* an earlier exec's leftovers */
+	if ((st->join_wd = inotify_add_watch(st->join_watch, st->bundle,
+	    IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE | IN_ONLYDIR |
+	    IN_DONT_FOLLOW)) == -1)
+		st->join_watch = -1;
+}
+
+/* The bundle's watch is no longer needed: removed (not the descriptor). */
+static void
+exec_join_unwatch(struct exec_state *st)
+{
+	if (st->join_wd == -1)
+		return;
+	inotify_rm_watch(st->join_watch, st->join_wd);
+	st->join_wd = -1;
+}
+
+/*
+ * Read the watch empty: 1 when one of its events names this exec's pid
+ * file ("<exec id>.pid"), or the queue overflowed; 0 for the other
+ * files of the bundle (other execs', runc's log) and an earlier watch's.
+ */
+static int
+exec_join_woken(struct exec_state *st)
+{
+	char				 buf[4096]
+				    __attribute__((aligned(__alignof__(
+				    struct inotify_event))));
+	const struct inotify_event	*ev;
+	char				 want[NAME_MAX + 1];
+	ssize_t				 n, off;
+	int				 ours = 0;
+
+	snprintf(want, sizeof(want), "%s.pid", st->eid ? st->eid : "");
+	while ((n = read(st->join_watch, buf, sizeof(buf))) > 0) {
+		for (off = 0; off < n; off += (ssize_t)sizeof(*ev) + ev->len) {
+			ev = (const struct inotify_event *)(buf + off);
+			if ((ev->mask & IN_Q_OVERFLOW) || (ev->wd ==
+			    st->join_wd && ev->len > 0 &&
+			    strcmp(ev->name, want) == 0))
+				ours = 1;
+		}
+	}
+	return ours;
+}
+
+/* The stream pump's wake (docker_stream_cb): the bundle's watch. */
+static int
+exec_wakefd(void *arg)
+{
+	const struct exec_state	*st = arg;
+
+	return st->join_wd != -1 ? st->join_watch : -1;
 }
 
 /*
@@ -1416,8 +1531,10 @@ exec_own_oom(struct exec_state *st, const struct cgroup_counters *before,
 }
 
 /*
- * Every DOCKER_TICK_MS (every EXEC_JOIN_TICK_MS while the command waits to
- * be moved into its memory cgroup): deadline, signals, pids sampling.
+ * Every DOCKER_TICK_MS (more often while the command waits to be moved
+ * into its memory cgroup: exec_tick_next), and when the bundle's watch
+ * wakes the pump: deadline, signals, pids sampling. A wake for another
+ * file of the bundle only empties the watch.
  */
 static int
 exec_tick(void *arg)
@@ -1426,6 +1543,11 @@ exec_tick(void *arg)
 	unsigned long long	 cur;
 	uint64_t		 now = util_now_us();
 
+	/* the pump's own clock runs a little ahead of tick_due: 1 ms slack */
+	if (st->join_wd != -1 && !exec_join_woken(st) &&
+	    now + 1000 < st->tick_due)
+		return (int)((st->tick_due - now) / 1000);
+	st->tick_due = now + exec_tick_next(st) * 1000ULL;
 	exec_own_sample(st);
 
 	if (cgroup_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
@@ -1450,9 +1572,26 @@ exec_tick(void *arg)
 		exec_stop(st, exec_sig);
 	else if (now >= st->deadline)
 		exec_stop(st, 0);
-	if (st->cmds[0] != '\0' && !st->moved && now < st->join_fast)
-		return EXEC_JOIN_TICK_MS;
-	return 0;
+	st->tick_due = now + exec_tick_next(st) * 1000ULL;
+	return exec_tick_next(st);
+}
+
+/*
+ * Milliseconds to the next tick: until the join was moved (for at most
+ * EXEC_JOIN_FAST_MS), EXEC_JOIN_TICK_MS, or EXEC_JOIN_WATCH_MS while the
+ * bundle's watch waits for runc's pid file; then DOCKER_TICK_MS. Once
+ * the pid is known the fast ticks come back: the move waits for the
+ * probe's execve (the run's marker), just after runc wrote the file.
+ */
+static int
+exec_tick_next(const struct exec_state *st)
+{
+	if (st->cmds[0] == '\0' || st->moved ||
+	    util_now_us() >= st->join_fast)
+		return DOCKER_TICK_MS;
+	if (st->join_wd != -1 && st->join_pid == 0)
+		return EXEC_JOIN_WATCH_MS;
+	return EXEC_JOIN_TICK_MS;
 }
 
 static void
@@ -1593,6 +1732,7 @@ exec_begin(struct exec_state *st, struct cgroup_counters *before)
 	    sizeof(st->cmds)) == 0 && rtpid_bundle(st->pid, st->bundle,
 	    sizeof(st->bundle)) == -1)
 		st->bundle[0] = '\0';
+	exec_join_watch(st);
 	st->join_fast = util_now_us() + EXEC_JOIN_FAST_MS * 1000ULL;
 	exec_sink_open(&st->sink[1], st->o, 1);
 	exec_sink_open(&st->sink[2], st->o, 2);
@@ -1671,7 +1811,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	struct exec_state	 st;
 	struct cgroup_counters	 before;
 	struct docker_stream_cb	 cb = { exec_data, exec_tick, NULL,
-				    exec_ready };
+				    exec_ready, exec_wakefd };
 	json_t			*spec;
 	char			*eid = NULL, active[PATH_MAX];
 	int			 rv = -1, held = -1;
@@ -1685,6 +1825,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	st.pid = pid;
 	st.o = o;
 	st.res = res;
+	st.join_watch = st.join_wd = -1;
 	cb.arg = &st;
 	st.kmsg = o->inside ? -1 : oomlog_open();
 	exec_begin(&st, &before);
@@ -1702,6 +1843,7 @@ out:
 	docker_deadline(d, 0);
 	if (st.kmsg != -1)
 		close(st.kmsg);
+	exec_join_unwatch(&st);
 	cgroup_cmds_remove(st.cmds);
 	if (active[0] != '\0')
 		unlink(active);

@@ -10,6 +10,7 @@
 #ifndef SG_PROCSTAT_H
 #define SG_PROCSTAT_H
 
+#include <signal.h>
 #include <stddef.h>
 
 struct procstat {
@@ -53,6 +54,17 @@ int	procstat_owner_alive(const char *text);
 
 /* The variable every exec of a run carries: SANDGATE_RUN=<run id>. */
 #define PROCSTAT_RUN_VAR	"SANDGATE_RUN"
+
+/*
+ * The signal sandgate sends an exec's waiting `sandgate-probe join` once
+ * it moved it into its memory cgroup, so the probe looks at once instead
+ * of at its next poll. A hint only: a process of the sandbox (the same
+ * uid) can send it too, so the probe checks its cgroup on every wake.
+ * Its default action is to be ignored, so one that comes before the
+ * probe blocked it, or after it started the command, does nothing
+ * (programs that catch it, Go's runtime, expect spurious ones).
+ */
+#define PROCSTAT_JOIN_WAKE	SIGURG
 
 /*
  * 1 when the process is dead for good: a zombie with no live thread. A

@@ -28,8 +28,10 @@
  *                          container's), then exec CMD: how a command
  *                          starts under runc when sandgate made the
  *                          commands' cgroup (cgroup.h), so that none of
- *                          it is charged beside the init; exits 126 when
- *                          not moved within JOIN_WAIT_MS
+ *                          it is charged beside the init; looks again
+ *                          at once on PROCSTAT_JOIN_WAKE (a hint the host
+ *                          sends after the move); exits 126 when not
+ *                          moved within JOIN_WAIT_MS
  *   sandgate-probe reap RUN [ACTIVE...]
  *                          as the init's uid with only CAP_KILL and
  *                          CAP_SYS_PTRACE (so no command can signal it),
@@ -135,6 +137,9 @@ static int	reap_init_is_probe(void);
 static int	probe_reap_main(int, char **);
 static int	run_filter_rules(scmp_filter_ctx);
 static int	probe_run_main(long, char **);
+static int	join_in(const char *);
+static long long join_now_us(void);
+static int	probe_join_main(const char *, char **);
 static void	idle_term(int, siginfo_t *, void *);
 static void	idle_chld(int);
 static void	probe_idle_main(void) __attribute__((noreturn));
@@ -969,40 +974,72 @@ join_in(const char *name)
 	return 0;
 }
 
+/* The monotonic clock in microseconds. */
+static long long
+join_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /*
  * Wait to be moved into the memory cgroup name, then exec argv. Not
  * dumpable while it waits: it runs as the sandbox user in the
  * container's own memory cgroup, beside the init, and a payload another
  * exec wrote through /proc/PID/mem would fill that cgroup (atk16s F3).
  * The execve of the command makes it dumpable again, as any command.
+ *
+ * sandgate sends PROCSTAT_JOIN_WAKE right after the move, so the wait
+ * ends then rather than at the next poll. The signal is blocked and
+ * taken with sigtimedwait(2), the poll's interval its timeout: a process
+ * of the sandbox runs as the same uid and can send it too, so a wake
+ * only makes the probe look again. It execs only once /proc/self/cgroup
+ * shows the move, a spoofed wake cannot kill it (blocked, and ignored by
+ * default before it is blocked), and the 30 s limit runs on the
+ * monotonic clock, so a flood of wakes does not end the wait sooner.
+ * The mask is put back before execve (a blocked mask is inherited
+ * across it), after a pending wake was taken, so the command starts as
+ * it would without the join.
  */
 static int
 probe_join_main(const char *name, char **argv)
 {
 	struct timespec	ts = { 0, 0 };
-	long		poll_us = JOIN_POLL_MIN_US, waited_us = 0;
+	sigset_t	wake, saved;
+	long		poll_us = JOIN_POLL_MIN_US;
+	long long	end;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
 		return 126;
+	sigemptyset(&wake);
+	sigaddset(&wake, PROCSTAT_JOIN_WAKE);
+	if (sigprocmask(SIG_BLOCK, &wake, &saved) == -1)
+		return 126;
+	end = join_now_us() + JOIN_WAIT_MS * 1000LL;
 	/*
 	 * The host moves us about a millisecond after we start: short
 	 * polls first, so the command does not wait a whole 2 ms poll for
-	 * it, then longer ones while the host is slow.
+	 * it when no wake comes, then longer ones while the host is slow.
 	 */
 	while (!join_in(name)) {
-		if (waited_us >= JOIN_WAIT_MS * 1000L) {
+		if (join_now_us() >= end) {
 			fprintf(stderr, "sandgate-probe: not moved into the "
 			    "commands' memory cgroup '%s' within %d ms\n",
 			    name, JOIN_WAIT_MS);
 			return 126;
 		}
 		ts.tv_nsec = poll_us * 1000L;
-		nanosleep(&ts, NULL);
-		waited_us += poll_us;
+		sigtimedwait(&wake, NULL, &ts);
 		if (poll_us < JOIN_POLL_MAX_US)
 			poll_us = poll_us * 2 > JOIN_POLL_MAX_US ?
 			    JOIN_POLL_MAX_US : poll_us * 2;
 	}
+	ts.tv_nsec = 0;
+	sigtimedwait(&wake, NULL, &ts);
+	if (sigprocmask(SIG_SETMASK, &saved, NULL) == -1)
+		return 126;
 	return run_exec(argv);
 }
 
