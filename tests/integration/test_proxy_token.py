@@ -608,12 +608,7 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.assertEqual(len(raised), 1, raised)
         self.assertEqual((raised[0]["floor"], raised[0]["forgotten"],
                           raised[0]["kept"]), (now - 300, 1, 4096))
-        c = proxylib.UnixHTTPConnection(self.sock)
-        try:
-            c.request("GET", "/metrics")
-            metrics = c.getresponse().read().decode()
-        finally:
-            c.close()
+        metrics = get_metrics(self.sock)
         self.assertIn("sandgate_proxy_removed_floor_timestamp_seconds %d"
                       % (now - 300), metrics)
         self.assertIn("sandgate_proxy_removed_forgotten_total 1", metrics)
@@ -1525,6 +1520,16 @@ class OthersDamageCountedOnce(unittest.TestCase):
         p.stop()
 
 
+def get_metrics(sock):
+    """The text of GET /metrics on the control socket."""
+    c = proxylib.UnixHTTPConnection(sock)
+    try:
+        c.request("GET", "/metrics")
+        return c.getresponse().read().decode()
+    finally:
+        c.close()
+
+
 def status(sock):
     st, body = proxylib.control(sock, "GET", "/status")
     assert st == 200, body
@@ -1809,12 +1814,7 @@ class RegistryReadBack(unittest.TestCase):
     def built(self, p):
         """sandgate_proxy_registry_built_total: the registry file's text
         built, to save or measure it."""
-        c = proxylib.UnixHTTPConnection(p.sock)
-        try:
-            c.request("GET", "/metrics")
-            m = c.getresponse().read().decode()
-        finally:
-            c.close()
+        m = get_metrics(p.sock)
         return int(re.search(r"^sandgate_proxy_registry_built_total (\d+)$",
                              m, re.M).group(1))
 

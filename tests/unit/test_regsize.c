@@ -48,27 +48,25 @@ static void
 test_each_count_makes_it_stale(void **state)
 {
 	struct regsize		rs;
-	struct regsize_key	k = key(), c;
-	int			i;
+	struct regsize_key	k = key(), c[6];
+	size_t			i;
 
 	(void)state;
+	for (i = 0; i < 6; i++)
+		c[i] = key();
+	c[0].text--;
+	c[1].unsure = 0;
+	c[2].gone++;
+	c[3].gone_text += 10;
+	c[4].floor++;
+	c[5].removals = 1;
 	regsize_init(&rs);
 	regsize_note(&rs, &k, 8500000);
-	for (i = 0; i < 6; i++) {
-		c = key();
-		switch (i) {
-		case 0: c.text--; break;
-		case 1: c.unsure = 0; break;
-		case 2: c.gone++; break;
-		case 3: c.gone_text += 10; break;
-		case 4: c.floor++; break;
-		case 5: c.removals = 1; break;
-		}
-		assert_true(regsize_stale(&rs, &c));
-	}
+	for (i = 0; i < 6; i++)
+		assert_true(regsize_stale(&rs, &c[i]));
 	/* measured again: the new key stands, the old one no longer */
-	regsize_note(&rs, &c, 9000000);
-	assert_false(regsize_stale(&rs, &c));
+	regsize_note(&rs, &c[5], 9000000);
+	assert_false(regsize_stale(&rs, &c[5]));
 	assert_true(regsize_stale(&rs, &k));
 	assert_int_equal(regsize_len(&rs), 9000000);
 }
