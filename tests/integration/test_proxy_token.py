@@ -1843,49 +1843,6 @@ class RegistryReadBack(unittest.TestCase):
         self.assertEqual(self.built(p), n + 1)      # measured at once
         p.stop()
 
-    def test_marks_too_large_for_the_removals_still_written(self):
-        """atk37d F3: the unsure marks' write (with the removals) over
-        the limit: an unregister was only kept apart (.removed, which
-        fills), never in .gone. Now the removals are written on their
-        own (.gone, saying the marks are not saved, then .removed
-        blanked): after a restart the removed sandbox's token is still
-        refused, and so is the older token of one restored while
-        removals were not known."""
-        run = self.folder()
-        removed = int(time.time()) - 60
-        other = {"address": "127.0.0.6", "sandbox": self.SBX[:-1] + "2",
-                 "sets": [], "extra": True}
-        reg = os.path.join(run, "registry.json")
-        with open(reg, "w") as f:
-            f.write(self.near_the_limit([{"address": "127.0.0.5",
-                                          "sandbox": self.SBX, "sets": [],
-                                          "extra": True}, other], 10))
-        gone = os.path.join(run, "registry.json.gone")
-        with open(gone, "w") as f:
-            f.write('{"unregistered":{"%s":%d},"floor":0,"se'
-                    % (self.SBX, removed))
-        p = self.proxy(run)
-        self.up(p)
-        self.assertIn("over the 8388608 bytes the proxy reads back",
-                      p.stderr())
-        st, body = proxylib.control(p.sock, "POST", "/unregister",
-                                    {"sandbox": other["sandbox"]})
-        self.assertEqual(st, 200, body)
-        self.assertTrue(body["saved"], body)
-        self.assertFalse(body["saved_apart"], body)
-        with open(gone) as f:
-            self.assertIn(other["sandbox"], json.load(f)["unregistered"])
-        with open(os.path.join(run, "registry.json.removed")) as f:
-            self.assertEqual(f.read().strip(), "")
-        p.stop()
-        self.up(p)
-        body = get(p, token(W["key"], other["sandbox"]))[1]
-        self.assertIn("token_sandbox_gone", body)
-        body = get(p, token(W["key"], self.SBX, issued=removed - 100))[1]
-        self.assertIn("restored while removals", body)
-        p.stop()
-        self.assertLessEqual(os.path.getsize(reg), self.LIMIT)
-
 
 class ReplicaFirstStartCutShort(unittest.TestCase):
     """atk15r21 F1: at a replica's first start with a damaged removal file
