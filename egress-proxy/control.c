@@ -37,6 +37,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "registry.h"
+#include "regsize.h"
 #include "token.h"
 #include "util.h"
 
@@ -90,6 +91,15 @@ static char		*control_registry_removed;	/* .removed */
 static char		*control_gone_path;		/* .gone */
 static int		 control_registry_unsaved;
 /*
+ * The length of the registry file's text, measured for what it depends
+ * on (regsize.h): a save that cannot fit is not built again until that
+ * changed (atk37f F1), and a registration is refused while it cannot
+ * (atk37d F2).
+ */
+static struct regsize	 control_regsize;
+/* times the registry file's text was built (to save or measure it) */
+static unsigned long long control_registry_built;
+/*
  * The unsure marks' write failed (control_registry_unsure): until it
  * works no file saying a removal happened (.gone, .removed) is
  * rewritten or blanked (atk36e F2).
@@ -131,7 +141,8 @@ static void	control_metrics_traffic(struct proxy *, struct evbuffer *);
 static void	control_register(struct proxy *, struct evhttp_request *);
 static void	control_unregister(struct proxy *, struct evhttp_request *);
 static void	control_registry_full(struct proxy *, struct evhttp_request *,
-		    const char *, const char *);
+		    const char *, const char *, int);
+static int	control_registry_fits(struct proxy *, int);
 static void	control_reload(struct proxy *, struct evhttp_request *);
 static void	control_blocks(struct proxy *, struct evhttp_request *);
 static void	control_exec_add(struct proxy *, struct evhttp_request *);
@@ -457,14 +468,18 @@ control_metrics(struct proxy *px, struct evhttp_request *req)
 	    "# HELP sandgate_proxy_registry_unsaved 1 while the sandbox "
 	    "registry is not saved (a removal is then kept apart).\n"
 	    "# TYPE sandgate_proxy_registry_unsaved gauge\n"
-	    "sandgate_proxy_registry_unsaved %d\n",
+	    "sandgate_proxy_registry_unsaved %d\n"
+	    "# HELP sandgate_proxy_registry_built_total Times the sandbox "
+	    "registry's file text was built, to save or measure it.\n"
+	    "# TYPE sandgate_proxy_registry_built_total counter\n"
+	    "sandgate_proxy_registry_built_total %llu\n",
 	    px->stats.upstream_errors, px->stats.upstream_reused,
 	    px->stats.bytes_up, px->stats.bytes_down, px->stats.log_failures,
 	    proxy_log_healthy(px, NULL, NULL),
 	    policy_digest(px->policy->policy),
 	    (long long)px->policy_loaded, px->policy_load_us / 1e6,
 	    registry_count(px->registry), control_grants_unsaved,
-	    control_registry_unsaved);
+	    control_registry_unsaved, control_registry_built);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
@@ -486,11 +501,19 @@ control_register(struct proxy *px, struct evhttp_request *req)
 	if (addr == NULL || sbx == NULL) {
 		control_reply(req, 400, json_pack("{s:s}", "error",
 		    "address and sandbox are required"));
+	} else if (!registry_registered(px->registry, addr, sbx, sets,
+	    json_is_true(json_object_get(o, "extra"))) &&
+	    !control_registry_fits(px, control_marks_unsaved)) {
+		/*
+		 * Too large to be saved (EFBIG): a change would live in
+		 * memory alone and be lost at the next restart (atk37d F2).
+		 */
+		control_registry_full(px, req, addr, sbx, 1);
 	} else if (registry_add_within(px->registry, addr, sbx, sets,
 	    json_is_true(json_object_get(o, "extra")),
 	    CONTROL_REGISTRY_TEXT_MAX, &cause) == -1) {
 		if (cause == registry_full)
-			control_registry_full(px, req, addr, sbx);
+			control_registry_full(px, req, addr, sbx, 0);
 		else
 			control_reply(req, 400, json_pack("{s:s}", "error",
 			    cause));
@@ -507,24 +530,35 @@ control_register(struct proxy *px, struct evhttp_request *req)
 }
 
 /*
- * A registration refused, the registry full (CONTROL_REGISTRY_TEXT_MAX):
- * said to the controller, on stderr and as registry.full, each time (the
- * sandbox it was for is not reachable through this proxy). Those
- * registered stay, and an /unregister always works and makes room.
+ * A registration refused, the registry full (CONTROL_REGISTRY_TEXT_MAX),
+ * or (unsaveable) its file too large to be saved at all: said to the
+ * controller, on stderr and as registry.full, each time (the sandbox it
+ * was for is not reachable through this proxy). Those registered stay,
+ * and an /unregister always works and makes room.
  */
 static void
 control_registry_full(struct proxy *px, struct evhttp_request *req,
-    const char *addr, const char *sbx)
+    const char *addr, const char *sbx, int unsaveable)
 {
 	char	*detail;
 	json_t	*ev;
 
-	util_xasprintf(&detail, "%s was not registered as %s: the sandbox "
-	    "registry is full (its entries take %zu bytes, at most %d are "
-	    "taken so that it is always saved with its removals and marks "
-	    "under the %d bytes the proxy reads back); unregister sandboxes "
-	    "first", addr, sbx, registry_text(px->registry),
-	    CONTROL_REGISTRY_TEXT_MAX, CONTROL_GRANTS_FILE_MAX);
+	if (unsaveable)
+		util_xasprintf(&detail, "%s was not registered as %s: the "
+		    "sandbox registry cannot be saved (its file would take "
+		    "%zu bytes, over the %d the proxy reads back), so a "
+		    "change would be lost at the next restart; only a "
+		    "registration that changes nothing is taken until "
+		    "unregisters make room", addr, sbx,
+		    regsize_len(&control_regsize), CONTROL_GRANTS_FILE_MAX);
+	else
+		util_xasprintf(&detail, "%s was not registered as %s: the "
+		    "sandbox registry is full (its entries take %zu bytes, "
+		    "at most %d are taken so that it is always saved with "
+		    "its removals and marks under the %d bytes the proxy "
+		    "reads back); unregister sandboxes first", addr, sbx,
+		    registry_text(px->registry), CONTROL_REGISTRY_TEXT_MAX,
+		    CONTROL_GRANTS_FILE_MAX);
 	log_warnx("%s", detail);
 	ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:I}", "event",
 	    "registry.full", "sandbox", sbx, "address", addr, "detail",
@@ -1649,7 +1683,10 @@ control_registry_json(struct proxy *px, int removals)
 {
 	struct registry	*r = px->registry;
 	size_t		 unsure;
-	json_t		*o = json_pack("{s:o?, s:I, s:I}", "sandboxes",
+	json_t		*o;
+
+	control_registry_built++;
+	o = json_pack("{s:o?, s:I, s:I}", "sandboxes",
 	    registry_json_saved(r, &unsure), "floor",
 	    (json_int_t)registry_gone_floor(r), "kept",
 	    (json_int_t)registry_gone_count(r));
@@ -1689,7 +1726,7 @@ control_registry_json(struct proxy *px, int removals)
 static int
 control_registry_save(struct proxy *px)
 {
-	json_t	*arr = control_registry_json(px, 0);
+	json_t	*arr = NULL;
 	int	 was = control_registry_unsaved;
 
 	/*
@@ -1711,8 +1748,16 @@ control_registry_save(struct proxy *px)
 	 */
 	else if (!(control_registry_unsaved = control_gone_save(px) == -1)) {
 		control_crash_point("registry", "gone-saved");
-		control_registry_unsaved = control_json_replace(arr,
-		    control_registry_path, 0644) == -1;
+		if ((control_registry_unsaved = !control_registry_fits(px,
+		    0)))
+			errno = EFBIG;
+		else if ((arr = control_registry_json(px, 0)) != NULL)
+			control_registry_unsaved = control_json_replace(arr,
+			    control_registry_path, 0644) == -1;
+		else {
+			control_registry_unsaved = 1;
+			errno = ENOMEM;
+		}
 	}
 	if (!control_registry_unsaved) {
 		control_removals_unkept = 0;
@@ -1736,10 +1781,16 @@ control_registry_save(struct proxy *px)
 static int
 control_registry_marks_save(struct proxy *px)
 {
-	json_t	*arr = control_registry_json(px, 1);
+	json_t	*arr = NULL;
 	int	 rc, saved;
 
-	rc = control_json_replace(arr, control_registry_path, 0644);
+	if (!control_registry_fits(px, 1)) {
+		rc = -1;
+		errno = EFBIG;
+	} else {
+		arr = control_registry_json(px, 1);
+		rc = control_json_replace(arr, control_registry_path, 0644);
+	}
 	saved = errno;
 	json_decref(arr);
 	control_marks_unsaved = rc == -1;
@@ -1747,6 +1798,43 @@ control_registry_marks_save(struct proxy *px)
 		control_crash_point("registry", "marked");
 	errno = saved;
 	return rc;
+}
+
+/*
+ * 1 when the registry file's text (with removals: a marks write) fits
+ * under what the proxy reads back. The entries, the removals and a tail
+ * of counts under CONTROL_REGISTRY_TAIL_MAX sure to fit are not built;
+ * else the text is built to be measured only when what its length
+ * depends on changed since it was last (regsize.h): a registry too
+ * large to save is not built again each second to find it still is
+ * (atk37f F1: 16.8 % of a CPU idle, the event loop held 673 ms).
+ */
+static int
+control_registry_fits(struct proxy *px, int removals)
+{
+	struct registry		*r = px->registry;
+	struct regsize_key	 k;
+	json_t			*arr;
+	size_t			 len;
+
+	memset(&k, 0, sizeof(k));
+	k.text = registry_text(r);
+	k.unsure = registry_unsure_count(r);
+	k.floor = registry_gone_floor(r);
+	k.removals = removals;
+	k.gone = registry_gone_count(r);
+	k.gone_text = removals ? registry_gone_text(r) : 0;
+	if (k.text + k.gone_text + CONTROL_REGISTRY_TAIL_MAX <=
+	    CONTROL_GRANTS_FILE_MAX)
+		return 1;
+	if (regsize_stale(&control_regsize, &k)) {
+		if ((arr = control_registry_json(px, removals)) == NULL)
+			return 1;	/* the save says: out of memory */
+		len = json_dumpb(arr, NULL, 0, JSON_COMPACT);
+		json_decref(arr);
+		regsize_note(&control_regsize, &k, len);
+	}
+	return regsize_len(&control_regsize) <= CONTROL_GRANTS_FILE_MAX;
 }
 
 /*
@@ -2196,6 +2284,7 @@ control_registry_open(struct proxy *px, const char *sock)
 	control_counted = json_object();
 	control_counted_why = json_array();
 
+	regsize_init(&control_regsize);
 	control_registry_path = control_beside(sock, "registry",
 	    px->cfg.instance);
 	free(control_registry_old);

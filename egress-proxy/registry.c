@@ -59,6 +59,8 @@ struct registry {
 	struct registry_entry	*head;
 	size_t			 n;
 	size_t			 text;		/* the entries' saved text */
+	size_t			 unsure;	/* entries marked */
+	size_t			 gone_text;	/* registry_gone_text */
 	struct keytab		*byaddr;
 	struct namecount	*sandboxes;	/* sandbox -> its entries */
 	struct keytab		*gone;		/* sandbox -> registry_gone */
@@ -76,6 +78,7 @@ struct registry {
 static void	registry_entry_unref(struct registry_entry *);
 static int	registry_same(struct registry *,
 		    const struct registry_entry *);
+static int	registry_canon(const char *, char *);
 static void	registry_canon6(const unsigned char *, char *, size_t);
 static void	registry_remove_session(struct registry *, const char *);
 static void	registry_unlist(struct registry *, struct registry_entry *);
@@ -84,6 +87,9 @@ static void	registry_gone_unlink(struct registry *,
 static void	registry_gone_out(struct registry *, struct registry_gone *);
 static void	registry_gone_insert(struct registry *,
 		    struct registry_gone *);
+static size_t	registry_gone_size(const struct registry_gone *);
+static int	registry_entry_is(const struct registry_entry *,
+		    const char *, const char *, int);
 static void	registry_link(struct registry *, struct registry_entry *);
 static void	registry_addr_note(struct registry *, const char *);
 static json_t	*registry_entry_json(const struct registry_entry *, int);
@@ -210,6 +216,7 @@ registry_free(struct registry *r)
 static void
 registry_gone_out(struct registry *r, struct registry_gone *g)
 {
+	r->gone_text -= registry_gone_size(g);
 	if (g->prev != NULL)
 		g->prev->next = g->next;
 	else
@@ -263,6 +270,7 @@ registry_gone_insert(struct registry *r, struct registry_gone *g)
 {
 	struct registry_gone	*after = r->gone_tail;
 
+	r->gone_text += registry_gone_size(g);
 	while (after != NULL && after->at > g->at)
 		after = after->prev;
 	g->prev = after;
@@ -275,6 +283,25 @@ registry_gone_insert(struct registry *r, struct registry_gone *g)
 		after->next = g;
 	else
 		r->gone_head = g;
+}
+
+/* The bytes g takes in registry_gone_json written compact: "id":time, */
+static size_t
+registry_gone_size(const struct registry_gone *g)
+{
+	size_t		n = strlen(g->sandbox) + 4;
+	long long	t = (long long)g->at;
+
+	do
+		n++;
+	while ((t /= 10) != 0);
+	return n;
+}
+
+size_t
+registry_gone_text(const struct registry *r)
+{
+	return r->gone_text;
 }
 
 /*
@@ -474,10 +501,29 @@ registry_canon6(const unsigned char *a, char *out, size_t size)
 static int
 registry_same(struct registry *r, const struct registry_entry *e)
 {
-	const struct registry_entry	*o = keytab_get(r->byaddr, e->addr);
+	return registry_entry_is(keytab_get(r->byaddr, e->addr), e->sandbox,
+	    e->sets_text, e->extra);
+}
 
-	return o != NULL && strcmp(o->sandbox, e->sandbox) == 0 &&
-	    strcmp(o->sets_text, e->sets_text) == 0 && o->extra == e->extra;
+/* o (NULL: none) is sandbox's with the sets text and kind given. */
+static int
+registry_entry_is(const struct registry_entry *o, const char *sandbox,
+    const char *sets, int extra)
+{
+	return o != NULL && strcmp(o->sandbox, sandbox) == 0 &&
+	    strcmp(o->sets_text, sets) == 0 && o->extra == (extra != 0);
+}
+
+int
+registry_registered(struct registry *r, const char *addr,
+    const char *sandbox, const char *sets, int extra)
+{
+	char	canon[INET6_ADDRSTRLEN];
+
+	if (sandbox == NULL || registry_canon(addr, canon) == -1)
+		return 0;
+	return registry_entry_is(keytab_get(r->byaddr, canon), sandbox,
+	    sets != NULL ? sets : "", extra);
 }
 
 /* Take e out of the registry (connections may hold it still). */
@@ -506,6 +552,7 @@ registry_unlist(struct registry *r, struct registry_entry *e)
 	e->listed = 0;
 	namecount_sub(r->sandboxes, e->sandbox);
 	r->text -= e->text;
+	r->unsure -= e->unsure != 0;
 	registry_entry_unref(e);
 	r->n--;
 }
@@ -814,8 +861,10 @@ registry_unsure_set(struct registry *r, const char *sandbox, int unsure)
 
 	if ((slot = namecount_slot(r->sandboxes, sandbox)) == NULL)
 		return;
-	for (e = *slot; e != NULL; e = e->snext)
-		e->unsure = unsure;
+	for (e = *slot; e != NULL; e = e->snext) {
+		r->unsure += (unsure != 0) - (e->unsure != 0);
+		e->unsure = unsure != 0;
+	}
 }
 
 size_t
@@ -826,7 +875,14 @@ registry_unsure_all(struct registry *r)
 
 	for (e = r->head; e != NULL; e = e->next, n++)
 		e->unsure = 1;
+	r->unsure = n;
 	return n;
+}
+
+size_t
+registry_unsure_count(const struct registry *r)
+{
+	return r->unsure;
 }
 
 int

@@ -56,6 +56,12 @@ int		 registry_add_within(struct registry *, const char *addr,
 		    const char *sandbox, const char *sets, int extra,
 		    size_t max, const char **cause);
 /*
+ * 1 when registry_add of these would change nothing: addr is registered
+ * as sandbox with the same sets text and kind (registered as it is).
+ */
+int		 registry_registered(struct registry *, const char *addr,
+		    const char *sandbox, const char *sets, int extra);
+/*
  * The bytes the entries take in the saved registry (registry_json_saved
  * written compact, a comma after each), kept as they change.
  */
@@ -81,6 +87,8 @@ int		 registry_has_sandbox(const struct registry *,
  * file keeps the marks in one number, not a mark in each entry.
  */
 size_t		 registry_unsure_all(struct registry *);
+/* Entries marked now (kept as marks change). */
+size_t		 registry_unsure_count(const struct registry *);
 void		 registry_unsure_set(struct registry *, const char *sandbox,
 		    int unsure);
 int		 registry_sandbox_unsure(const struct registry *,
@@ -160,6 +168,11 @@ time_t		 registry_gone_floor(const struct registry *);
 /* Removals kept, and those forgotten (past the max) within their time. */
 size_t		 registry_gone_count(const struct registry *);
 unsigned long long registry_gone_forgotten(const struct registry *);
+/*
+ * The bytes the removals kept take in registry_gone_json written compact
+ * ("id":time and a comma each), kept as they change.
+ */
+size_t		 registry_gone_text(const struct registry *);
 int		 registry_gone_dirty(const struct registry *);
 void		 registry_gone_saved(struct registry *);
 json_t		*registry_gone_json(const struct registry *);

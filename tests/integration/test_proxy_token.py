@@ -608,12 +608,7 @@ class GoneEntryLastsTest(unittest.TestCase):
         self.assertEqual(len(raised), 1, raised)
         self.assertEqual((raised[0]["floor"], raised[0]["forgotten"],
                           raised[0]["kept"]), (now - 300, 1, 4096))
-        c = proxylib.UnixHTTPConnection(self.sock)
-        try:
-            c.request("GET", "/metrics")
-            metrics = c.getresponse().read().decode()
-        finally:
-            c.close()
+        metrics = get_metrics(self.sock)
         self.assertIn("sandgate_proxy_removed_floor_timestamp_seconds %d"
                       % (now - 300), metrics)
         self.assertIn("sandgate_proxy_removed_forgotten_total 1", metrics)
@@ -1525,6 +1520,16 @@ class OthersDamageCountedOnce(unittest.TestCase):
         p.stop()
 
 
+def get_metrics(sock):
+    """The text of GET /metrics on the control socket."""
+    c = proxylib.UnixHTTPConnection(sock)
+    try:
+        c.request("GET", "/metrics")
+        return c.getresponse().read().decode()
+    finally:
+        c.close()
+
+
 def status(sock):
     st, body = proxylib.control(sock, "GET", "/status")
     assert st == 200, body
@@ -1699,12 +1704,13 @@ class RegistryReadBack(unittest.TestCase):
     def near_the_limit(self, first, slack):
         """A compact registry text of exactly LIMIT - slack bytes, its
         first entry first (names padded to reach the size)."""
-        ents = [first] + self.entries(0, size=self.LIMIT - slack - 3000)
+        first = first if isinstance(first, list) else [first]
+        ents = first + self.entries(0, size=self.LIMIT - slack - 3000)
 
         def text():
             return json.dumps({"sandboxes": ents, "floor": 0, "kept": 0},
                               separators=(",", ":"))
-        need, i = self.LIMIT - slack - len(text()), 1
+        need, i = self.LIMIT - slack - len(text()), len(first)
         while need > 0:
             add = min(40, need)
             ents[i]["sandbox"] += "p" * add
@@ -1751,6 +1757,91 @@ class RegistryReadBack(unittest.TestCase):
             self.assertIn("over the 8388608 bytes the proxy reads back",
                           err, start)
         self.assertLessEqual(os.path.getsize(reg), self.LIMIT)
+
+
+    def over_the_limit(self, run):
+        """An older proxy's array-only registry file whose entries take
+        the save past 8 MiB (each gains "extra"): loaded whole, it
+        cannot be saved (EFBIG). Its entries."""
+        ents = self.entries(0, size=self.LIMIT + 512 * 1024)
+        for e in ents:
+            del e["extra"]
+        with open(os.path.join(run, "registry.json"), "w") as f:
+            f.write(json.dumps(ents, separators=(",", ":")))
+        return ents
+
+    def addresses(self, p):
+        return {e["address"]: e["sandbox"] for e in
+                status(p.sock)["sandboxes"]}
+
+    def test_no_change_taken_while_it_cannot_be_saved(self):
+        """atk37d F2: with the registry too large to be saved, a
+        /register that grows nothing (another sandbox at an address,
+        with a shorter name) was answered 200, saved: false, and lost at
+        the next restart. Now only one that changes nothing passes;
+        the others are refused (507, registry.full saying why), and an
+        unregister still works."""
+        run = self.folder()
+        ents = self.over_the_limit(run)
+        p = self.proxy(run)
+        self.up(p)
+        mark = p.mark()
+        st, body = proxylib.control(p.sock, "POST", "/register", {
+            "address": ents[0]["address"], "sandbox": "sbx_a",
+            "sets": "", "extra": True})
+        self.assertEqual(st, 507, body)
+        self.assertEqual(body["reason"], "registry_full", body)
+        ev = p.wait_event(lambda e: e.get("event") == "registry.full",
+                          mark)
+        self.assertIsNotNone(ev, "no registry.full event")
+        self.assertIn("cannot be saved", ev["detail"])
+        # registered again as it is: nothing to save, it passes
+        st, body = proxylib.control(p.sock, "POST", "/register", {
+            "address": ents[1]["address"], "sandbox": ents[1]["sandbox"],
+            "sets": "", "extra": True})
+        self.assertEqual(st, 200, body)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": ents[2]["sandbox"]})
+        self.assertEqual(st, 200, body)
+        self.assertTrue(body["saved"], body)
+        before = self.addresses(p)
+        self.assertEqual(before[ents[0]["address"]], ents[0]["sandbox"])
+        p.stop()
+        self.up(p)
+        self.assertEqual(self.addresses(p), before)
+        p.stop()
+
+    def built(self, p):
+        """sandgate_proxy_registry_built_total: the registry file's text
+        built, to save or measure it."""
+        m = get_metrics(p.sock)
+        return int(re.search(r"^sandgate_proxy_registry_built_total (\d+)$",
+                             m, re.M).group(1))
+
+    def test_no_rebuild_while_it_cannot_be_saved(self):
+        """atk37f F1: with the registry too large to save, each second's
+        retry built its 8 MiB text again to find it still too large
+        (16.8 % of a CPU idle, requests held up to 673 ms). Now it is
+        built again only once what its size depends on changed: an
+        unregister measures it at once, the seconds after do not."""
+        run = self.folder()
+        ents = self.over_the_limit(run)
+        p = self.proxy(run)
+        self.up(p)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": ents[0]["sandbox"]})
+        self.assertEqual(st, 200, body)
+        self.assertFalse(status(p.sock)["registry_saved"])
+        n = self.built(p)
+        # not a synchronisation: the window in which a retry each
+        # second would have built it three times
+        time.sleep(3.5)
+        self.assertEqual(self.built(p), n)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": ents[1]["sandbox"]})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n + 1)      # measured at once
+        p.stop()
 
 
 class ReplicaFirstStartCutShort(unittest.TestCase):

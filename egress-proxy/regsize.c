@@ -1,0 +1,37 @@
+/*
+ * regsize.c: the registry file's text measured once for what its size
+ * depends on (regsize.h).
+ */
+#include <string.h>
+
+#include "regsize.h"
+
+void
+regsize_init(struct regsize *rs)
+{
+	memset(rs, 0, sizeof(*rs));
+}
+
+int
+regsize_stale(const struct regsize *rs, const struct regsize_key *k)
+{
+	const struct regsize_key	*o = &rs->key;
+
+	return !rs->known || o->text != k->text || o->unsure != k->unsure ||
+	    o->gone != k->gone || o->gone_text != k->gone_text ||
+	    o->floor != k->floor || o->removals != k->removals;
+}
+
+void
+regsize_note(struct regsize *rs, const struct regsize_key *k, size_t len)
+{
+	rs->key = *k;
+	rs->len = len;
+	rs->known = 1;
+}
+
+size_t
+regsize_len(const struct regsize *rs)
+{
+	return rs->len;
+}
