@@ -21,13 +21,7 @@ SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sg_require_docker
 sg_setup
 sg_test_image || { echo "cannot build the test image"; exit 1; }
-mkdir -p "$SG_TMP/src"
-echo stop >"$SG_TMP/src/a.txt"
-sg_run r "$SG" create "$SG_TMP/src" --image "$SG_TEST_IMAGE" --network none
-assert_eq "create" 0 "$r_rc"
-[ "$r_rc" = 0 ] || { echo "$r_err"; sg_summary; }
-SBX=$r_out
-sg_on_exit "'$SG' discard $SBX"
+sg_test_sandbox
 CID=$(docker ps -q --no-trunc -f "name=sandgate-$SBX")
 RUNS=$SANDGATE_STATE/sandboxes/$SBX/runs
 
