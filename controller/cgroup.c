@@ -99,6 +99,7 @@ cgroup_line(struct cgroup *cg, const char *ctrl, const char *rel)
 		util_strlcpy(cg->mem, cg->pids, sizeof(cg->mem));
 		util_strlcpy(cg->cpu, cg->pids, sizeof(cg->cpu));
 		util_strlcpy(cg->cpuctl, cg->pids, sizeof(cg->cpuctl));
+		util_strlcpy(cg->freezer, cg->pids, sizeof(cg->freezer));
 		return;
 	}
 	if (cg->v2) {
@@ -111,6 +112,9 @@ cgroup_line(struct cgroup *cg, const char *ctrl, const char *rel)
 	else if (strstr(ctrl, "pids") != NULL)
 		cgroup_dir(ctrl, rel, "/sys/fs/cgroup", cg->pids,
 		    sizeof(cg->pids));
+	else if (strcmp(ctrl, "freezer") == 0)
+		cgroup_dir(ctrl, rel, "/sys/fs/cgroup", cg->freezer,
+		    sizeof(cg->freezer));
 	if (strstr(ctrl, "cpuacct") != NULL)
 		cgroup_dir(ctrl, rel, "/sys/fs/cgroup", cg->cpu,
 		    sizeof(cg->cpu));
@@ -186,6 +190,67 @@ cgroup_write(const char *dir, const char *file, const char *value)
 	if (write(fd, value, strlen(value)) == -1)
 		(void)0;	/* a peak we cannot reset is only less exact */
 	close(fd);
+}
+
+int
+cgroup_frozen(const struct cgroup *cg)
+{
+	char	path[PATH_MAX + 64], buf[64];
+
+	if (cg->freezer[0] == '\0')
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", cg->freezer, cg->v2 ?
+	    "cgroup.freeze" : "freezer.state");
+	if (cgroup_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	if (cg->v2)
+		return buf[0] == '1';
+	return strncmp(buf, "THAWED", 6) != 0;
+}
+
+int
+cgroup_freeze(const struct cgroup *cg, int on, int wait_ms)
+{
+	char			 path[PATH_MAX + 64], buf[64];
+	const char		*val;
+	unsigned long long	 frozen;
+	int			 fd, done, waited;
+	ssize_t			 n;
+
+	if (cg->freezer[0] == '\0') {
+		errno = ENOENT;
+		return -1;
+	}
+	if (cg->v2)
+		val = on ? "1" : "0";
+	else
+		val = on ? "FROZEN" : "THAWED";
+	snprintf(path, sizeof(path), "%s/%s", cg->freezer, cg->v2 ?
+	    "cgroup.freeze" : "freezer.state");
+	for (waited = 0;; waited++) {
+		/* v1: each write of FROZEN tries the tasks left again */
+		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+			return -1;
+		n = write(fd, val, strlen(val));
+		close(fd);
+		if (n != (ssize_t)strlen(val))
+			return -1;
+		if (!on)
+			return 0;
+		if (cg->v2)
+			done = cgroup_read_key(cg->freezer, "cgroup.events",
+			    "frozen", &frozen) == 0 && frozen == 1;
+		else
+			done = cgroup_read_file(path, buf, sizeof(buf)) > 0 &&
+			    strncmp(buf, "FROZEN", 6) == 0;
+		if (done)
+			return 0;
+		if (waited >= wait_ms) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		usleep(1000);
+	}
 }
 
 /* Write the number v to dir/file. 0 or -1. */

@@ -20,6 +20,7 @@ struct cgroup {
 	char	pids[PATH_MAX];
 	char	cpu[PATH_MAX];		/* cpuacct (usage) */
 	char	cpuctl[PATH_MAX];	/* cpu (CFS quota) */
+	char	freezer[PATH_MAX];	/* v1 freezer, v2 the one folder */
 	int	v2;
 };
 
@@ -102,6 +103,27 @@ void	cgroup_cmds_remove(const char *dir);
  * one), -1 when /proc does not say.
  */
 int	cgroup_cmds_run(int pid, char *run, size_t size);
+
+/*
+ * The freezer of the cgroup (v1 freezer.state, v2 cgroup.freeze), read
+ * and written on cgroupfs, not through the runtime: no lock of dockerd,
+ * containerd or runc is taken, so a freeze never waits behind an exec
+ * that runc is starting (nor that exec behind it for longer than the
+ * freeze lasts).
+ *
+ * cgroup_frozen: 1 when the cgroup is frozen or freezing (v1 FROZEN or
+ * FREEZING, v2 cgroup.freeze 1), 0 when thawed, -1 when it has no
+ * freezer that can be read.
+ *
+ * cgroup_freeze: freeze (on) or thaw the cgroup, and wait up to wait_ms
+ * for the kernel to have done it (v1 freezer.state FROZEN, v2
+ * cgroup.events "frozen 1"; a thaw is at once). 0, or -1 with errno
+ * (ETIMEDOUT: the freeze did not finish in time, tasks in the kernel's
+ * uninterruptible sleep hold it up; the cgroup is then left freezing,
+ * for the caller to thaw).
+ */
+int	cgroup_frozen(const struct cgroup *);
+int	cgroup_freeze(const struct cgroup *, int on, int wait_ms);
 
 /* Write value to dir/file; a failure is ignored (best effort). */
 void	cgroup_write(const char *dir, const char *file, const char *value);

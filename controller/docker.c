@@ -660,6 +660,23 @@ docker_container_pause(struct docker *d, const char *id, int pause,
 	return rv;
 }
 
+int
+docker_container_lock(struct docker *d, const char *id, char **cause)
+{
+	if (d->lockfd != -1) {
+		util_cause(cause, "docker: container %.12s is frozen by this "
+		    "process; cannot lock %.12s too", d->lockid, id);
+		return -1;
+	}
+	return docker_lock(d, id, cause);
+}
+
+void
+docker_container_unlock(struct docker *d)
+{
+	docker_unlock(d);
+}
+
 static void
 docker_on_signal(int sig)
 {

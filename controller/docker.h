@@ -101,6 +101,15 @@ int	docker_container_remove(struct docker *, const char *id,
 int	docker_container_pause(struct docker *, const char *id, int pause,
 	    char **cause);
 /*
+ * The same freeze lock of container id without a pause, for a freeze
+ * that sandgate makes on the container's freezer cgroup itself (an
+ * exec's kill, exec.c): it waits for another sandgate process's pause
+ * or freeze to end, and keeps the next one out until the unlock. -1
+ * with *cause when this struct docker holds a lock already.
+ */
+int	docker_container_lock(struct docker *, const char *id, char **cause);
+void	docker_container_unlock(struct docker *);
+/*
  * Freeze container id for a critical section (diff reading the working
  * copy, apply copying it out): pause it as above, with SIGINT, SIGTERM
  * and SIGHUP caught meanwhile (docker_freeze_signal() says which came,

@@ -59,6 +59,7 @@
  * seen exec inspect waits for runc's file before Docker is asked.
  */
 #define EXEC_RTPID_WAIT_MS	100
+#define EXEC_FREEZE_MS		200	/* for the kill's freeze to finish */
 #define EXEC_DIED_WAIT_MS	3000	/* for Docker to record a memory kill */
 #define EXEC_DIED_POLL_MS	100
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
@@ -154,6 +155,8 @@ static int	exec_kill_inside(struct exec_state *, char **);
 static int	exec_kill_round(struct exec_state *, const int *, size_t,
 		    size_t *, char **);
 static int	exec_kill_settle(struct exec_state *, int *, char **);
+static int	exec_freeze(struct exec_state *);
+static int	exec_thaw(struct exec_state *, char **);
 static int	exec_kill(struct exec_state *, char **);
 static void	exec_live_open(struct exec_sink *, int);
 static ssize_t	exec_live_write(struct exec_sink *, const unsigned char *,
@@ -822,16 +825,70 @@ exec_kill_settle(struct exec_state *st, int *killed, char **cause)
 }
 
 /*
+ * Freeze the container for the kill, on its freezer cgroup (cgroup.h),
+ * under its freeze lock (docker_container_lock: one freeze at a time,
+ * a diff's pause included). Not with Docker's pause (atk38b F1): a
+ * freeze that lands while runc starts an exec of the container (this
+ * exec stopped in its first milliseconds, or another exec starting as
+ * this one times out) catches that exec's `runc init` inside the
+ * container's cgroups; runc exec then waits for it, dockerd's unpause
+ * waited behind that exec (about 300 s, then failed), and the container
+ * stayed paused with every later exec hung. The freezer's own thaw
+ * waits for nothing: the caught `runc init` goes on (or dies, when the
+ * kill took it), and dockerd never learns of the freeze, which lasts one
+ * kill round. A sandgate killed in between leaves the container frozen
+ * behind Docker's back: the next exec finds and thaws it
+ * (sandbox_ensure_running). 1 when frozen (lock held), 0 when the kill
+ * must go without the freeze (lock released).
+ */
+static int
+exec_freeze(struct exec_state *st)
+{
+	char	*why = NULL;
+
+	if (docker_container_lock(st->d, st->cid, &why) == -1) {
+		log_warnx("cannot freeze the container for the kill (%s): "
+		    "killing without the freeze", why);
+		free(why);
+		return 0;
+	}
+	if (cgroup_freeze(&st->cg, 1, EXEC_FREEZE_MS) == 0)
+		return 1;
+	log_warn("cannot freeze the container for the kill (freezer "
+	    "cgroup '%s'): killing without the freeze", st->cg.freezer);
+	(void)cgroup_freeze(&st->cg, 0, 0);	/* a freeze left half-way */
+	docker_container_unlock(st->d);
+	return 0;
+}
+
+/* Thaw what exec_freeze froze and release the lock. 0, or -1 (cause). */
+static int
+exec_thaw(struct exec_state *st, char **cause)
+{
+	int	rv = 0;
+
+	if (cgroup_freeze(&st->cg, 0, 0) == -1) {
+		if (cause != NULL)
+			util_cause(cause, "cannot thaw the container after the "
+			    "kill (freezer cgroup '%s'): %s", st->cg.freezer,
+			    strerror(errno));
+		rv = -1;
+	}
+	docker_container_unlock(st->d);
+	return rv;
+}
+
+/*
  * Kill the run's processes (exec.h): from the host (freeze, SIGKILL,
  * thaw, then SIGKILL rounds until none is left), or from inside under
  * gVisor. When the freeze is refused (tasks in uninterruptible sleep
- * keep the freezer from finishing), the rounds run without it. The
- * number killed, or -1 when something of the run may still be running.
+ * keep the freezer from finishing within EXEC_FREEZE_MS), the rounds run
+ * without it. The number killed, or -1 when something of the run may
+ * still be running.
  */
 static int
 exec_kill(struct exec_state *st, char **cause)
 {
-	char	*why = NULL;
 	int	 killed = 0, frozen, n;
 	size_t	 left;
 
@@ -849,16 +906,9 @@ exec_kill(struct exec_state *st, char **cause)
 		    "init %d", st->pid);
 		return -1;
 	}
-	frozen = docker_container_pause(st->d, st->cid, 1, &why) == 0;
-	if (!frozen) {
-		log_warnx("cannot freeze the container for the kill (%s): "
-		    "killing without the freeze", why);
-		free(why);
-		why = NULL;
-	}
+	frozen = exec_freeze(st);
 	n = exec_kill_round(st, NULL, 0, &left, cause);
-	if (frozen && docker_container_pause(st->d, st->cid, 0,
-	    n == -1 ? NULL : cause) == -1 && n != -1)
+	if (frozen && exec_thaw(st, n == -1 ? NULL : cause) == -1 && n != -1)
 		return -1;
 	if (n == -1)
 		return -1;

@@ -69,6 +69,8 @@ static int	sandbox_probe(struct docker *, const struct sandbox_meta *,
 		    const char *, int, char **);
 static int	sandbox_instance(pid_t, char *, size_t);
 static int	sandbox_checked(const struct sandbox_meta *, pid_t);
+static int	sandbox_thaw_left(struct docker *, const char *, pid_t,
+		    char **);
 static void	sandbox_checked_save(const struct sandbox_meta *, pid_t);
 
 int
@@ -1235,6 +1237,39 @@ sandbox_checked_save(const struct sandbox_meta *m, pid_t pid)
 		unlink(tmp);
 }
 
+/*
+ * A running container that Docker has not paused but whose freezer
+ * cgroup is frozen was left so by a sandgate that died between an exec
+ * kill's freeze and its thaw (exec.c, exec_freeze): every exec would
+ * fail in it (runc: "cannot exec in a paused container"). Under the
+ * container's freeze lock, which waits for a freeze still in progress
+ * (another exec's kill), it is thawed if still frozen. 0, or -1 with
+ * *cause.
+ */
+static int
+sandbox_thaw_left(struct docker *d, const char *cid, pid_t pid, char **cause)
+{
+	struct cgroup	cg;
+	int		rv = 0;
+
+	if (cgroup_find((int)pid, &cg) == -1 || cgroup_frozen(&cg) != 1)
+		return 0;
+	if (docker_container_lock(d, cid, cause) == -1)
+		return -1;
+	if (cgroup_frozen(&cg) == 1) {
+		if (cgroup_freeze(&cg, 0, 0) == -1) {
+			util_cause(cause, "container %.12s is left frozen "
+			    "(freezer cgroup '%s') and cannot be thawed: %s",
+			    cid, cg.freezer, strerror(errno));
+			rv = -1;
+		} else
+			log_warnx("container %.12s was left frozen by a "
+			    "sandgate stopped during a kill: thawed", cid);
+	}
+	docker_container_unlock(d);
+	return rv;
+}
+
 int
 sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
     struct docker_cinfo *ci, char **cause)
@@ -1254,6 +1289,9 @@ sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
 		return -1;
 	}
 	if (docker_container_inspect(d, m->container, ci, cause) == -1)
+		return -1;
+	if (ci->running && !ci->paused &&
+	    sandbox_thaw_left(d, m->container, ci->pid, cause) == -1)
 		return -1;
 	if (ci->running && !ci->paused && sandbox_checked(m, ci->pid))
 		return 0;

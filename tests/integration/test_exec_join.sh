@@ -16,12 +16,7 @@ SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sg_require_docker
 sg_setup
 sg_test_image || { echo "cannot build the test image"; exit 1; }
-mkdir -p "$SG_TMP/src"
-echo join >"$SG_TMP/src/a.txt"
-sg_run r "$SG" create "$SG_TMP/src" --image "$SG_TEST_IMAGE" --network none
-assert_eq "create" 0 "$r_rc"
-SBX=$r_out
-sg_on_exit "'$SG' discard $SBX"
+sg_test_sandbox
 
 TAP=$SG_TMP/docker.sock LOG=$SG_TMP/requests
 python3 "$SRC/tests/integration/dockertap.py" "$TAP" /var/run/docker.sock \

@@ -8,6 +8,9 @@
 #                           and exit
 #   sg_setup                temp state/log/record folders ($SG_TMP), $SG
 #                           (the binary)
+#   sg_test_sandbox         a sandbox of the test image (--network none,
+#                           one file in $SG_TMP/src) as $SBX, discarded at
+#                           exit; a create that fails ends the test
 #   sg_run VAR_PREFIX CMD.. run CMD, keep stdout/stderr/rc in
 #                           ${PREFIX}_out, ${PREFIX}_err, ${PREFIX}_rc
 #   ok / fail NAME [WHY]    record one result
@@ -124,6 +127,17 @@ sg_setup() {
 	export SANDGATE_RECORD_DIR="$SG_TMP/records"
 	mkdir -p "$SANDGATE_STATE" "$SANDGATE_LOG_DIR" "$SANDGATE_RECORD_DIR"
 	trap sg_teardown EXIT
+}
+
+sg_test_sandbox() {
+	mkdir -p "$SG_TMP/src"
+	echo test >"$SG_TMP/src/a.txt"
+	sg_run r "$SG" create "$SG_TMP/src" --image "$SG_TEST_IMAGE" \
+	    --network none
+	assert_eq "create" 0 "$r_rc"
+	[ "$r_rc" = 0 ] || { echo "$r_err"; sg_summary; }
+	SBX=$r_out
+	sg_on_exit "'$SG' discard $SBX"
 }
 
 # Run at exit: registered cleanups, then the temp folder.
