@@ -1592,6 +1592,7 @@ exec_tick(void *arg)
 	struct exec_state	*st = arg;
 	unsigned long long	 cur;
 	uint64_t		 now = util_now_us();
+	int			 next;
 
 	/* the pump's own clock runs a little ahead of tick_due: 1 ms slack */
 	if (st->join_wd != -1 && !exec_join_woken(st) &&
@@ -1622,8 +1623,9 @@ exec_tick(void *arg)
 		exec_stop(st, exec_sig);
 	else if (now >= st->deadline)
 		exec_stop(st, 0);
-	st->tick_due = now + exec_tick_next(st) * 1000ULL;
-	return exec_tick_next(st);
+	next = exec_tick_next(st);
+	st->tick_due = now + (uint64_t)next * 1000ULL;
+	return next;
 }
 
 /*
