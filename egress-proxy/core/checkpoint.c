@@ -560,6 +560,21 @@ checkpoint_key_bytes(const char *path, int secret, unsigned char *buf,
 }
 
 /*
+ * pem_password_cb: no passphrase. OpenSSL's default asks for one on the
+ * terminal or stdin, and the key is read while a command starts (atk39p
+ * F1: the exec's time ran out waiting for it); an encrypted key fails.
+ */
+static int
+checkpoint_no_pass(char *buf, int size, int rwflag, void *arg)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)arg;
+	return -1;
+}
+
+/*
  * Read an Ed25519 key from a PEM file: the private key (secret), or the
  * public key, taken from a private key file too. NULL with *cause.
  */
@@ -595,12 +610,17 @@ checkpoint_read_key(const char *path, int secret, char **cause)
 		(void)BIO_reset(b);
 	}
 	if (pkey == NULL)
-		pkey = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+		pkey = PEM_read_bio_PrivateKey(b, NULL, checkpoint_no_pass,
+		    NULL);
 	BIO_free(b);
 	if (pkey == NULL) {
-		OPENSSL_cleanse(buf, len);
 		util_xasprintf(cause, "%s \"%s\": %s", what, path,
+		    memmem(buf, len, "ENCRYPTED", 9) != NULL ?
+		    "encrypted (sandgate asks no passphrase: keep the key "
+		    "unencrypted, readable by its writer alone)" :
 		    util_ssl_error("not a key in PEM form"));
+		ERR_clear_error();
+		OPENSSL_cleanse(buf, len);
 		return NULL;
 	}
 	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {

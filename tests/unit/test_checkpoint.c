@@ -571,6 +571,42 @@ test_key_warm(void **state)
 	assert_int_equal(rename(link, t->key), 0);
 }
 
+/*
+ * An encrypted key is refused, its passphrase never asked (atk39p F1:
+ * OpenSSL's prompt read the terminal or stdin while a command started):
+ * here the passphrase waits on stdin, which the default prompt reads.
+ */
+static void
+test_key_encrypted(void **state)
+{
+	struct tmp	*t = *state;
+	EVP_PKEY	*k;
+	FILE		*f;
+	char		*cause = NULL;
+	int		 p[2], saved;
+
+	assert_non_null(k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"));
+	assert_non_null(f = fopen(t->key, "w"));
+	assert_int_equal(chmod(t->key, 0600), 0);
+	assert_int_equal(PEM_write_PrivateKey(f, k, EVP_aes_256_cbc(),
+	    (unsigned char *)"secret", 6, NULL, NULL), 1);
+	fclose(f);
+	EVP_PKEY_free(k);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "secret\nsecret\n", 14), 14);
+	close(p[1]);
+	saved = dup(0);
+	assert_int_equal(dup2(p[0], 0), 0);
+	close(p[0]);
+	checkpoint_key_warm(t->key);
+	k = checkpoint_key_load(t->key, &cause);
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+	assert_null(k);
+	assert_non_null(strstr(cause, "encrypted"));
+	free(cause);
+}
+
 /* Keys: made once, private part closed to others, never replaced. */
 static void
 test_keys(void **state)
@@ -5891,6 +5927,7 @@ main(void)
 		cmocka_unit_test(test_message),
 		cmocka_unit_test(test_b64_ts),
 		T(test_key_warm),
+		T(test_key_encrypted),
 		T(test_keys),
 		T(test_sign_verify),
 		T(test_seq_after_append),
