@@ -201,6 +201,15 @@ auditkey_runs_lost(const char *why)
 }
 
 void
+auditkey_runs_warm(void)
+{
+	char	path[4096];
+
+	if (auditkey_path("runs.jsonl", path, sizeof(path)) == 0)
+		checkpoint_key_warm(path);
+}
+
+void
 auditkey_runs_close(struct checkpoint *ck)
 {
 	if (ck == NULL)

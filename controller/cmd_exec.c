@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "auditkey.h"
 #include "cmd.h"
 #include "docker.h"
 #include "exec.h"
@@ -205,6 +206,7 @@ cmd_exec_opts(struct exec_opts *o, const struct sandbox_meta *m,
 	o->live = !a->json;
 	o->evidence_dir = runs;
 	o->evidence_max = m->disk;
+	o->idle = auditkey_runs_warm;	/* the record's key, see exec.h */
 }
 
 /* The exec's run record; res NULL when the command did not run. */

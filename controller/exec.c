@@ -129,6 +129,7 @@ struct exec_state {
 	int			 join_watch;	/* exec_watch_fd, or -1 */
 	int			 join_wd;	/* its watch of bundle, or -1 */
 	uint64_t		 tick_due;	/* the next tick's time (µs) */
+	int			 idled;		/* o->idle was called */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -1594,6 +1595,14 @@ exec_tick(void *arg)
 	uint64_t		 now = util_now_us();
 	int			 next;
 
+	/*
+	 * The first tick comes as the start is asked: Docker, containerd
+	 * and runc take tens of milliseconds before the command runs.
+	 */
+	if (st->o->idle != NULL && !st->idled) {
+		st->idled = 1;
+		st->o->idle();
+	}
 	/* the pump's own clock runs a little ahead of tick_due: 1 ms slack */
 	if (st->join_wd != -1 && !exec_join_woken(st) &&
 	    now + 1000 < st->tick_due)

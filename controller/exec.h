@@ -93,6 +93,10 @@ struct exec_opts {
 	unsigned long	 init_uid;	/* with inside: the reaper's user
 					   and group, the init's, which no
 					   command has (sandbox_init_uid) */
+	void		(*idle)(void);	/* called once while the command
+					   starts (runc's work), for work
+					   that need not wait for its end;
+					   NULL: none */
 };
 
 struct exec_result {

@@ -130,7 +130,6 @@ static void	checkpoint_start_tail(struct checkpoint *);
 static void	checkpoint_start_unanchored(struct checkpoint *);
 static int	checkpoint_resolve(const char *, char *);
 static int	checkpoint_sign(EVP_PKEY *, const char *, size_t, char *);
-static FILE	*checkpoint_open_key(const char *, int, char **);
 static EVP_PKEY	*checkpoint_read_key(const char *, int, char **);
 static int	checkpoint_pem_private(FILE *, void *);
 static int	checkpoint_pem_public(FILE *, void *);
@@ -497,25 +496,82 @@ checkpoint_key_from_id(const char *id)
 }
 
 /*
- * Open a key file for reading, refusing symlinks and anything but a
- * regular file; a private key (secret) must also be ours and closed to
- * group and others.
+ * The private key last read, with the bytes of its file: a key file read
+ * again with the same bytes at the same path is the same key, taken
+ * without parsing the PEM again. The first parse in a process also loads
+ * OpenSSL's providers, about 1.7 ms that a run record waited for after
+ * its command ended: checkpoint_key_warm reads the key while the command
+ * starts, and the record's load, under the key's lock, checks the bytes.
  */
-static FILE *
-checkpoint_open_key(const char *path, int secret, char **cause)
+static struct {
+	char		*path;
+	unsigned char	*bytes;
+	size_t		 len;
+	EVP_PKEY	*key;
+} checkpoint_cache;
+
+static void
+checkpoint_cache_drop(void)
 {
-	FILE	*f;
-	int	 fd;
+	free(checkpoint_cache.path);
+	if (checkpoint_cache.bytes != NULL)
+		OPENSSL_cleanse(checkpoint_cache.bytes, checkpoint_cache.len);
+	free(checkpoint_cache.bytes);
+	EVP_PKEY_free(checkpoint_cache.key);
+	memset(&checkpoint_cache, 0, sizeof(checkpoint_cache));
+}
+
+/*
+ * Read a key file whole: a regular file (no symlink) of at most
+ * CHECKPOINT_KEY_MAX bytes; a private key (secret) must also be ours and
+ * closed to group and others. Its bytes in buf, their count in *len.
+ */
+static int
+checkpoint_key_bytes(const char *path, int secret, unsigned char *buf,
+    size_t *len, char **cause)
+{
+	ssize_t	n;
+	int	fd;
 
 	if ((fd = util_open_private(path, "key", CHECKPOINT_KEY_MAX, secret,
 	    cause)) == -1)
-		return NULL;
-	if ((f = fdopen(fd, "r")) == NULL) {
-		util_xasprintf(cause, "cannot read key \"%s\": %s", path,
-		    strerror(errno));
-		close(fd);
+		return -1;
+	*len = 0;
+	/* one byte past the limit: a file grown since its fstat */
+	while (*len <= CHECKPOINT_KEY_MAX && (n = read(fd, buf + *len,
+	    CHECKPOINT_KEY_MAX + 1 - *len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			util_xasprintf(cause, "cannot read key \"%s\": %s",
+			    path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		*len += (size_t)n;
 	}
-	return f;
+	close(fd);
+	if (*len > CHECKPOINT_KEY_MAX) {
+		util_xasprintf(cause, "key \"%s\" is not a regular file of at "
+		    "most %d bytes", path, CHECKPOINT_KEY_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * pem_password_cb: no passphrase. OpenSSL's default asks for one on the
+ * terminal or stdin, and the key is read while a command starts (atk39p
+ * F1: the exec's time ran out waiting for it); an encrypted key fails.
+ */
+static int
+checkpoint_no_pass(char *buf, int size, int rwflag, void *arg)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)arg;
+	return -1;
 }
 
 /*
@@ -526,30 +582,78 @@ static EVP_PKEY *
 checkpoint_read_key(const char *path, int secret, char **cause)
 {
 	const char	*what = secret ? "key" : "public key";
+	unsigned char	 buf[CHECKPOINT_KEY_MAX + 1];
 	EVP_PKEY	*pkey = NULL;
-	FILE		*f;
+	BIO		*b;
+	size_t		 len;
 
-	if ((f = checkpoint_open_key(path, secret, cause)) == NULL)
+	if (checkpoint_key_bytes(path, secret, buf, &len, cause) == -1)
 		return NULL;
-	if (!secret && (pkey = PEM_read_PUBKEY(f, NULL, NULL, NULL)) == NULL) {
+	if (secret && checkpoint_cache.key != NULL &&
+	    strcmp(checkpoint_cache.path, path) == 0 &&
+	    checkpoint_cache.len == len &&
+	    memcmp(checkpoint_cache.bytes, buf, len) == 0) {
+		OPENSSL_cleanse(buf, len);
+		if (EVP_PKEY_up_ref(checkpoint_cache.key) == 1)
+			return checkpoint_cache.key;
+		util_xasprintf(cause, "out of memory");
+		return NULL;
+	}
+	if ((b = BIO_new_mem_buf(buf, (int)len)) == NULL) {
+		OPENSSL_cleanse(buf, len);
+		util_xasprintf(cause, "out of memory");
+		return NULL;
+	}
+	if (!secret && (pkey = PEM_read_bio_PUBKEY(b, NULL, NULL, NULL)) ==
+	    NULL) {
 		ERR_clear_error();
-		rewind(f);
+		(void)BIO_reset(b);
 	}
 	if (pkey == NULL)
-		pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-	fclose(f);
+		pkey = PEM_read_bio_PrivateKey(b, NULL, checkpoint_no_pass,
+		    NULL);
+	BIO_free(b);
 	if (pkey == NULL) {
 		util_xasprintf(cause, "%s \"%s\": %s", what, path,
+		    memmem(buf, len, "ENCRYPTED", 9) != NULL ?
+		    "encrypted (sandgate asks no passphrase: keep the key "
+		    "unencrypted, readable by its writer alone)" :
 		    util_ssl_error("not a key in PEM form"));
+		ERR_clear_error();
+		OPENSSL_cleanse(buf, len);
 		return NULL;
 	}
 	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
+		OPENSSL_cleanse(buf, len);
 		util_xasprintf(cause, "%s \"%s\" is not an Ed25519 key", what,
 		    path);
 		EVP_PKEY_free(pkey);
 		return NULL;
 	}
+	if (secret) {
+		checkpoint_cache_drop();
+		if ((checkpoint_cache.bytes = malloc(len > 0 ? len : 1)) !=
+		    NULL && (checkpoint_cache.path = strdup(path)) != NULL &&
+		    EVP_PKEY_up_ref(pkey) == 1) {
+			memcpy(checkpoint_cache.bytes, buf, len);
+			checkpoint_cache.len = len;
+			checkpoint_cache.key = pkey;
+		} else
+			checkpoint_cache_drop();
+	}
+	OPENSSL_cleanse(buf, len);
 	return pkey;
+}
+
+void
+checkpoint_key_warm(const char *path)
+{
+	EVP_PKEY	*k;
+	char		*cause = NULL;
+
+	if ((k = checkpoint_key_load(path, &cause)) == NULL)
+		free(cause);		/* said by the load that counts */
+	EVP_PKEY_free(k);
 }
 
 EVP_PKEY *

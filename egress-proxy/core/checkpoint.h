@@ -266,6 +266,13 @@ EVP_PKEY	*checkpoint_key_from_id(const char *id);
 EVP_PKEY	*checkpoint_key_load(const char *path, char **cause);
 
 /*
+ * Read the private key at path ahead of its use (errors are left to the
+ * load that uses it): a later checkpoint_key_load of the same bytes is
+ * not parsed again, and OpenSSL is ready by then.
+ */
+void		 checkpoint_key_warm(const char *path);
+
+/*
  * Load a public key from a PEM file (a public key, or a private key whose
  * public half is taken). NULL with *cause set if it is not Ed25519.
  */

@@ -512,6 +512,101 @@ test_b64_ts(void **state)
 	assert_false(checkpoint_reason_valid("closed"));
 }
 
+/*
+ * A key read ahead (checkpoint_key_warm) is taken again only for the
+ * same bytes at the same path: a key replaced, rewritten or swapped for
+ * a symlink since is read as it is now, with every check.
+ */
+static void
+test_key_warm(void **state)
+{
+	struct tmp	*t = *state;
+	EVP_PKEY	*k;
+	char		*cause = NULL, other[160], id1[64], id2[64], link[160];
+	FILE		*f;
+
+	snprintf(other, sizeof(other), "%s/other.key", t->keys);
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	assert_int_equal(checkpoint_key_create(other, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	checkpoint_key_warm(t->key);
+	k = checkpoint_key_load(t->key, &cause);
+	assert_non_null(k);
+	assert_int_equal(checkpoint_key_id(k, id1), 0);
+	EVP_PKEY_free(k);
+	/* another key moved onto the path: the new one */
+	assert_int_equal(rename(other, t->key), 0);
+	k = checkpoint_key_load(t->key, &cause);
+	assert_non_null(k);
+	assert_int_equal(checkpoint_key_id(k, id2), 0);
+	EVP_PKEY_free(k);
+	assert_string_not_equal(id1, id2);
+	/* rewritten in place with no key: refused, not the one read ahead */
+	checkpoint_key_warm(t->key);
+	assert_non_null(f = fopen(t->key, "w"));
+	fputs("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+	    f);
+	fclose(f);
+	assert_null(checkpoint_key_load(t->key, &cause));
+	assert_non_null(strstr(cause, t->key));
+	free(cause);
+	/* the same bytes, now group-readable: refused */
+	assert_int_equal(unlink(t->key), 0);
+	assert_int_equal(checkpoint_key_create(t->key, (uid_t)-1, (gid_t)-1,
+	    &cause), 0);
+	checkpoint_key_warm(t->key);
+	assert_int_equal(chmod(t->key, 0640), 0);
+	assert_null(checkpoint_key_load(t->key, &cause));
+	assert_non_null(strstr(cause, "readable by it alone"));
+	free(cause);
+	assert_int_equal(chmod(t->key, 0600), 0);
+	/* a symlink put at the path to the key read ahead: refused */
+	snprintf(link, sizeof(link), "%s/real.key", t->keys);
+	assert_int_equal(rename(t->key, link), 0);
+	assert_int_equal(symlink(link, t->key), 0);
+	assert_null(checkpoint_key_load(t->key, &cause));
+	free(cause);
+	assert_int_equal(unlink(t->key), 0);
+	assert_int_equal(rename(link, t->key), 0);
+}
+
+/*
+ * An encrypted key is refused, its passphrase never asked (atk39p F1:
+ * OpenSSL's prompt read the terminal or stdin while a command started):
+ * here the passphrase waits on stdin, which the default prompt reads.
+ */
+static void
+test_key_encrypted(void **state)
+{
+	struct tmp	*t = *state;
+	EVP_PKEY	*k;
+	FILE		*f;
+	char		*cause = NULL;
+	int		 p[2], saved;
+
+	assert_non_null(k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"));
+	assert_non_null(f = fopen(t->key, "w"));
+	assert_int_equal(chmod(t->key, 0600), 0);
+	assert_int_equal(PEM_write_PrivateKey(f, k, EVP_aes_256_cbc(),
+	    (unsigned char *)"secret", 6, NULL, NULL), 1);
+	fclose(f);
+	EVP_PKEY_free(k);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "secret\nsecret\n", 14), 14);
+	close(p[1]);
+	saved = dup(0);
+	assert_int_equal(dup2(p[0], 0), 0);
+	close(p[0]);
+	checkpoint_key_warm(t->key);
+	k = checkpoint_key_load(t->key, &cause);
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+	assert_null(k);
+	assert_non_null(strstr(cause, "encrypted"));
+	free(cause);
+}
+
 /* Keys: made once, private part closed to others, never replaced. */
 static void
 test_keys(void **state)
@@ -5831,6 +5926,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_message),
 		cmocka_unit_test(test_b64_ts),
+		T(test_key_warm),
+		T(test_key_encrypted),
 		T(test_keys),
 		T(test_sign_verify),
 		T(test_seq_after_append),
