@@ -9,7 +9,9 @@
 # told to dockerd's log only) and 137 when the kill took the starting
 # exec's `runc init` (no run marker yet, outside every run's cgroup).
 # Now every starter ends 0, or fails saying why on stderr
-# ("sandgate: the exec could not start"); every killer ends 124, and
+# ("sandgate: the exec could not start: ..."; a start runc refused or a
+# kill took is started once more, "... starting it again" on stderr);
+# every killer ends 124, and
 # nothing of the killers is left in the container.
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -69,7 +71,7 @@ for f in "$OUT"/s*.rc; do
 	[ "$rc" = 0 ] && continue
 	err=$(cat "${f%.rc}.err")
 	case $err in
-	*"sandgate: the exec could not start"*)
+	*"sandgate: the exec could not start: "*)
 		told=$((told + 1))
 		;;
 	*)
@@ -78,7 +80,11 @@ for f in "$OUT"/s*.rc; do
 		;;
 	esac
 done
-echo "$starts starts beside the kills, $told refused with the message"
+again=$(cat "$OUT"/*.err | grep -c 'starting it again')
+echo "$starts starts beside the kills, $again started again," \
+    "$told refused with the message"
+cat "$OUT"/*.err | grep 'could not start' | sed 's/[0-9a-f]\{12,\}/ID/g' |
+    sort | uniq -c
 [ "$starts" -gt 0 ] || fail "starters ran"
 assert_eq "no starter failed silently" 0 "$bad"
 
@@ -88,7 +94,7 @@ for f in "$OUT"/k*.rc; do
 	[ "$rc" = 124 ] && continue
 	err=$(cat "${f%.rc}.err")
 	case $err in
-	*"sandgate: the exec could not start"*) ;;
+	*"sandgate: the exec could not start: "*) ;;
 	*)
 		kbad=$((kbad + 1))
 		echo "killer ${f##*/}: exit $rc, stderr: $(printf %.300s "$err")"
