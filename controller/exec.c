@@ -73,6 +73,12 @@
  */
 #define EXEC_REFUSED_PREFIX	"OCI runtime exec failed: "
 #define EXEC_HEAD_MAX		1024
+/*
+ * A start made once more holds the container's freeze lock until its
+ * process runs (its pid known), its stream ends, or this long: kills
+ * of other execs wait that long at most for their freeze.
+ */
+#define EXEC_START_HOLD_MS	1000
 #define EXEC_DIED_WAIT_MS	3000	/* for Docker to record a memory kill */
 #define EXEC_DIED_POLL_MS	100
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
@@ -146,6 +152,8 @@ struct exec_state {
 	char			 head[EXEC_HEAD_MAX]; /* stdout held back */
 	size_t			 headlen;
 	int			 headdone;	/* output was passed on */
+	int			 start_held;	/* the freeze lock, for a start */
+	uint64_t		 start_hold_end; /* held until then (µs) */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -186,6 +194,7 @@ static void	exec_head_flush(struct exec_state *);
 static const char *exec_start_failed(struct exec_state *);
 static int	exec_start_again(struct exec_state *, const char *, int,
 		    char **);
+static void	exec_start_release(struct exec_state *);
 static void	exec_live_open(struct exec_sink *, int);
 static ssize_t	exec_live_write(struct exec_sink *, const unsigned char *,
 		    size_t);
@@ -1436,6 +1445,7 @@ exec_stop(struct exec_state *st, int sig)
 		st->res->timed_out = 1;
 	else
 		st->res->signal = sig;
+	exec_start_release(st);
 	n = exec_kill(st, &cause);
 	if (n == -1) {
 		log_warnx("cannot stop the command: %s", cause);
@@ -1748,6 +1758,9 @@ exec_tick(void *arg)
 		return (int)((st->tick_due - now) / 1000);
 	st->tick_due = now + exec_tick_next(st) * 1000ULL;
 	exec_own_sample(st);
+	if (st->start_held && (st->join_pid != 0 || st->moved ||
+	    now >= st->start_hold_end))
+		exec_start_release(st);
 
 	if (cgroup_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
 	    cur > st->res->peak_pids)
@@ -2050,7 +2063,9 @@ exec_start_failed(struct exec_state *st)
  * After exec_start_failed: say so, wait out a freeze in progress (the
  * container's freeze lock, held by a kill from its freeze to its thaw)
  * and start it once more (0), or after the second such failure, -1 with
- * *cause.
+ * *cause. The lock stays held for the new start (exec_start_release),
+ * so that no kill's freeze lands on it: the execs of a sandbox that time
+ * out together freeze it one after the other.
  */
 static int
 exec_start_again(struct exec_state *st, const char *why, int tries,
@@ -2065,8 +2080,11 @@ exec_start_again(struct exec_state *st, const char *why, int tries,
 	}
 	log_warnx("the exec could not start (%s; its command did not run): "
 	    "starting it again", why);
-	if (docker_container_lock(st->d, st->cid, &why_lock) == 0)
-		docker_container_unlock(st->d);
+	if (docker_container_lock(st->d, st->cid, &why_lock) == 0) {
+		st->start_held = 1;
+		st->start_hold_end = util_now_us() + EXEC_START_HOLD_MS *
+		    1000ULL;
+	}
 	free(why_lock);
 	st->headlen = 0;
 	st->headdone = 0;
@@ -2074,6 +2092,16 @@ exec_start_again(struct exec_state *st, const char *why, int tries,
 	st->join_seen = 0;
 	st->join_fast = util_now_us() + EXEC_JOIN_FAST_MS * 1000ULL;
 	return 0;
+}
+
+/* The freeze lock exec_start_again held for a start goes. */
+static void
+exec_start_release(struct exec_state *st)
+{
+	if (!st->start_held)
+		return;
+	docker_container_unlock(st->d);
+	st->start_held = 0;
 }
 
 int
@@ -2087,7 +2115,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 	json_t			*spec;
 	char			*eid = NULL, active[PATH_MAX];
 	const char		*why;
-	int			 rv = -1, held = -1, tries;
+	int			 rv = -1, held = -1, tries, started;
 
 	active[0] = '\0';
 	memset(res, 0, sizeof(*res));
@@ -2109,7 +2137,9 @@ exec_run(struct docker *d, const char *cid, int pid,
 		if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
 			goto out;
 		st.eid = eid;
-		if (docker_exec_start(d, eid, &cb, cause) == -1)
+		started = docker_exec_start(d, eid, &cb, cause);
+		exec_start_release(&st);
+		if (started == -1)
 			goto out;
 		if ((why = exec_start_failed(&st)) == NULL)
 			break;
@@ -2124,6 +2154,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 		goto out;
 	rv = 0;
 out:
+	exec_start_release(&st);
 	docker_deadline(d, 0);
 	if (st.kmsg != -1)
 		close(st.kmsg);

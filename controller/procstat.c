@@ -41,23 +41,37 @@ procstat_parse(const char *text, struct procstat *ps)
 	return 0;
 }
 
-int
-procstat_read(int pid, struct procstat *ps)
+/*
+ * /proc/<pid>/<file> into buf, NUL-terminated, in one read (the kernel
+ * makes such a file whole for one read of its size). 0, or -1.
+ */
+static int
+procstat_text(int pid, const char *file, char *buf, size_t size)
 {
-	char	path[64], buf[PROCSTAT_MAX];
+	char	path[64];
 	ssize_t	n;
 	int	fd;
 
 	if (pid <= 0)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
+	return 0;
+}
+
+int
+procstat_read(int pid, struct procstat *ps)
+{
+	char	buf[PROCSTAT_MAX];
+
+	if (procstat_text(pid, "stat", buf, sizeof(buf)) == -1)
+		return -1;
 	return procstat_parse(buf, ps);
 }
 
@@ -113,20 +127,10 @@ procstat_parse_status(const char *text, struct procstatus *ps)
 int
 procstat_status(int pid, struct procstatus *ps)
 {
-	char	path[64], buf[4096];
-	ssize_t	n;
-	int	fd;
+	char	buf[4096];
 
-	if (pid <= 0)
+	if (procstat_text(pid, "status", buf, sizeof(buf)) == -1)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	return procstat_parse_status(buf, ps);
 }
 
