@@ -115,7 +115,7 @@ struct exec_init {
 	dev_t			dev;
 	ino_t			ino;
 	int			known;
-	int			filtered;	/* it has a seccomp filter */
+	int			filtered;	/* has a seccomp filter */
 };
 
 /* State of one exec while its output streams. */
@@ -152,7 +152,7 @@ struct exec_state {
 	char			 head[EXEC_HEAD_MAX]; /* stdout held back */
 	size_t			 headlen;
 	int			 headdone;	/* output was passed on */
-	int			 start_held;	/* the freeze lock, for a start */
+	int			 start_held;	/* freeze lock, for a start */
 	uint64_t		 start_hold_end; /* held until then (µs) */
 };
 
@@ -1307,7 +1307,8 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 static int
 exec_head_hold(struct exec_state *st, const unsigned char *p, size_t n)
 {
-	size_t	len = st->headlen + n, plen = strlen(EXEC_REFUSED_PREFIX), i;
+	size_t	len = st->headlen + n, i;
+	size_t	plen = strlen(EXEC_REFUSED_PREFIX);
 
 	if (n > sizeof(st->head) - st->headlen)
 		return 0;
