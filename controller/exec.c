@@ -68,10 +68,16 @@
 #define EXEC_START_SPARE_MS	1000
 /*
  * dockerd's words on an exec's stdout when the runtime did not start it
- * (its exit code 126, its Pid 0); the stream's first bytes are held back
- * while they may be that line (exec_head_hold), at most EXEC_HEAD_MAX.
+ * (its exit code 126, its Pid 0): runc's refusal, or containerd's while
+ * Docker has the container paused (a diff's or an apply's freeze: atk39d
+ * F1 found that one passed on as the command's output). The stream's
+ * first bytes are held back while they may be such a line
+ * (exec_head_hold), at most EXEC_HEAD_MAX.
  */
-#define EXEC_REFUSED_PREFIX	"OCI runtime exec failed: "
+static const char *const exec_refused[] = {
+	"OCI runtime exec failed: ",
+	"cannot exec in a paused state",
+};
 #define EXEC_HEAD_MAX		1024
 /*
  * A start made once more holds the container's freeze lock until its
@@ -1300,20 +1306,25 @@ exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 
 /*
  * 1 when p (n bytes) joined the held head: with what came before it is
- * still one line that begins as EXEC_REFUSED_PREFIX does (a command's
+ * still one line that begins as a line of exec_refused does (a command's
  * output that begins so is held until its next line, or the stream's
  * end).
  */
 static int
 exec_head_hold(struct exec_state *st, const unsigned char *p, size_t n)
 {
-	size_t	len = st->headlen + n, i;
-	size_t	plen = strlen(EXEC_REFUSED_PREFIX);
+	size_t	len = st->headlen + n, i, plen, k;
 
 	if (n > sizeof(st->head) - st->headlen)
 		return 0;
 	memcpy(st->head + st->headlen, p, n);
-	if (memcmp(st->head, EXEC_REFUSED_PREFIX, len < plen ? len : plen) != 0)
+	for (k = 0; k < sizeof(exec_refused) / sizeof(exec_refused[0]); k++) {
+		plen = strlen(exec_refused[k]);
+		if (memcmp(st->head, exec_refused[k], len < plen ? len : plen) ==
+		    0)
+			break;
+	}
+	if (k == sizeof(exec_refused) / sizeof(exec_refused[0]))
 		return 0;
 	for (i = 0; i + 1 < len; i++)
 		if (st->head[i] == '\n')
@@ -2051,6 +2062,10 @@ exec_start_failed(struct exec_state *st)
 		    "container", 33) != NULL)
 			return "runc refused it: another exec's kill had the "
 			    "container frozen";
+		if (memmem(st->head, st->headlen, "cannot exec in a paused "
+		    "state", 29) != NULL)
+			return "containerd refused it: Docker had the "
+			    "container paused (a diff or an apply)";
 		if (memmem(st->head, st->headlen, "init-p", 6) != NULL)
 			return "a kill took runc's process that starts it";
 		return NULL;

@@ -110,4 +110,20 @@ assert_eq "the container is not paused" false \
 sg_run n "$SG" exec "$SBX" --timeout 30 -- echo next
 assert_eq "the exec after the kills ran" "0 next" "$n_rc $n_out"
 
+# A command whose output begins as dockerd's refusals do, exiting 126:
+# its own, run once, its output whole (the start's retry is only for a
+# start whose process never ran: Pid 0).
+for line in "OCI runtime exec failed: exec failed: cannot exec in a paused container" \
+    "cannot exec in a paused state: unknown"; do
+	sg_run r "$SG" exec "$SBX" --timeout 30 -- sh -c \
+	    'echo x >>/workspace/ran.txt; printf "%s\nmore\n" "$1"; exit 126' \
+	    sh "$line"
+	assert_eq "a command printing a refusal ends with its own 126" 126 \
+	    "$r_rc"
+	assert_eq "its output whole" "$line
+more" "$r_out"
+done
+sg_run c "$SG" exec "$SBX" -- wc -l /workspace/ran.txt
+assert_eq "each such command ran once" "2 /workspace/ran.txt" "$c_out"
+
 sg_summary
