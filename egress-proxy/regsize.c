@@ -35,3 +35,15 @@ regsize_len(const struct regsize *rs)
 {
 	return rs->len;
 }
+
+int
+regsize_still_over(const struct regsize *rs, const struct regsize_key *k,
+    size_t max)
+{
+	const struct regsize_key	*o = &rs->key;
+
+	return rs->known && rs->len > max && o->text == k->text &&
+	    o->unsure == k->unsure && o->floor == k->floor &&
+	    o->removals == k->removals && k->gone >= o->gone &&
+	    k->gone_text >= o->gone_text;
+}

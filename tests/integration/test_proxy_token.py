@@ -1841,6 +1841,17 @@ class RegistryReadBack(unittest.TestCase):
                                     {"sandbox": ents[1]["sandbox"]})
         self.assertEqual(st, 200, body)
         self.assertEqual(self.built(p), n + 1)      # measured at once
+        # atk38a F4: removals of names never registered can only grow
+        # it: not built (each held the event loop ~0.3 s)
+        for i in range(5):
+            st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                        {"sandbox": "sbx_absent%05d" % i})
+            self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n + 1)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": ents[2]["sandbox"]})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n + 2)      # it may fit now
         p.stop()
 
 
