@@ -1854,6 +1854,35 @@ class RegistryReadBack(unittest.TestCase):
         self.assertEqual(self.built(p), n + 2)      # it may fit now
         p.stop()
 
+    def test_no_rebuild_with_the_removals_full(self):
+        """atk39f F1: with the 4,096 removals kept full (a proxy that
+        has run a while), each unregister of a name not registered
+        forgets the oldest and raises the floor to its time: the text
+        was built again each time (~0.3 s with the event loop held),
+        though a floor of as many digits makes it no shorter."""
+        run = self.folder()
+        self.over_the_limit(run)
+        now = int(time.time())
+        with open(os.path.join(run, "registry.json.gone"), "w") as f:
+            json.dump({"unregistered": {"sbx_g%05d" % i: now - 4200 + i
+                                        for i in range(4096)},
+                       "seen": now, "floor": 0}, f)
+        p = self.proxy(run)
+        self.up(p)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": "sbx_absent_first"})
+        self.assertEqual(st, 200, body)
+        self.assertFalse(status(p.sock)["registry_saved"])
+        n = self.built(p)
+        for i in range(5):
+            st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                        {"sandbox": "sbx_absent%05d" % i})
+            self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n)
+        kept = status(p.sock)["removed_sandboxes"]
+        self.assertEqual((kept["kept"], kept["forgotten"]), (4096, 6))
+        p.stop()
+
 
 class ReplicaFirstStartCutShort(unittest.TestCase):
     """atk15r21 F1: at a replica's first start with a damaged removal file
