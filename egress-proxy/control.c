@@ -1827,6 +1827,9 @@ control_registry_fits(struct proxy *px, int removals)
 	if (k.text + k.gone_text + CONTROL_REGISTRY_TAIL_MAX <=
 	    CONTROL_GRANTS_FILE_MAX)
 		return 1;
+	if (regsize_still_over(&control_regsize, &k,
+	    CONTROL_GRANTS_FILE_MAX))
+		return 0;
 	if (regsize_stale(&control_regsize, &k)) {
 		if ((arr = control_registry_json(px, removals)) == NULL)
 			return 1;	/* the save says: out of memory */

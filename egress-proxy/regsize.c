@@ -35,3 +35,33 @@ regsize_len(const struct regsize *rs)
 {
 	return rs->len;
 }
+
+/* The digits of a floor written in decimal. */
+static int
+regsize_digits(time_t t)
+{
+	int	n = 1;
+
+	while (t >= 10 || t <= -10) {
+		t /= 10;
+		n++;
+	}
+	return n + (t < 0);
+}
+
+int
+regsize_still_over(const struct regsize *rs, const struct regsize_key *k,
+    size_t max)
+{
+	const struct regsize_key	*o = &rs->key;
+
+	/*
+	 * The floor only by its digits: with the removals full each new one
+	 * forgets the oldest and raises the floor to its time (atk39f F1).
+	 */
+	return rs->known && rs->len > max && o->text == k->text &&
+	    o->unsure == k->unsure &&
+	    regsize_digits(k->floor) >= regsize_digits(o->floor) &&
+	    o->removals == k->removals && k->gone >= o->gone &&
+	    k->gone_text >= o->gone_text;
+}

@@ -43,5 +43,15 @@ void	regsize_note(struct regsize *, const struct regsize_key *,
 	    size_t len);
 /* The last length measured (regsize_stale 0: the current one). */
 size_t	regsize_len(const struct regsize *);
+/*
+ * 1 when the last length measured was over max and k differs from its
+ * key only by more removals (their count and text no smaller, a floor of
+ * no fewer digits, all else the same): a text that can only have grown
+ * is over max too, and is
+ * not built to find that out (atk38a F4: each /unregister of a name not
+ * registered built an 8 MiB text, holding the event loop ~0.3 s).
+ */
+int	regsize_still_over(const struct regsize *, const struct regsize_key *,
+	    size_t max);
 
 #endif

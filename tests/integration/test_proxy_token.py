@@ -1841,6 +1841,46 @@ class RegistryReadBack(unittest.TestCase):
                                     {"sandbox": ents[1]["sandbox"]})
         self.assertEqual(st, 200, body)
         self.assertEqual(self.built(p), n + 1)      # measured at once
+        # atk38a F4: removals of names never registered can only grow
+        # it: not built (each held the event loop ~0.3 s)
+        for i in range(5):
+            st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                        {"sandbox": "sbx_absent%05d" % i})
+            self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n + 1)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": ents[2]["sandbox"]})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n + 2)      # it may fit now
+        p.stop()
+
+    def test_no_rebuild_with_the_removals_full(self):
+        """atk39f F1: with the 4,096 removals kept full (a proxy that
+        has run a while), each unregister of a name not registered
+        forgets the oldest and raises the floor to its time: the text
+        was built again each time (~0.3 s with the event loop held),
+        though a floor of as many digits makes it no shorter."""
+        run = self.folder()
+        self.over_the_limit(run)
+        now = int(time.time())
+        with open(os.path.join(run, "registry.json.gone"), "w") as f:
+            json.dump({"unregistered": {"sbx_g%05d" % i: now - 4200 + i
+                                        for i in range(4096)},
+                       "seen": now, "floor": 0}, f)
+        p = self.proxy(run)
+        self.up(p)
+        st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                    {"sandbox": "sbx_absent_first"})
+        self.assertEqual(st, 200, body)
+        self.assertFalse(status(p.sock)["registry_saved"])
+        n = self.built(p)
+        for i in range(5):
+            st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                        {"sandbox": "sbx_absent%05d" % i})
+            self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n)
+        kept = status(p.sock)["removed_sandboxes"]
+        self.assertEqual((kept["kept"], kept["forgotten"]), (4096, 6))
         p.stop()
 
 

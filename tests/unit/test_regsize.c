@@ -71,6 +71,51 @@ test_each_count_makes_it_stale(void **state)
 	assert_int_equal(regsize_len(&rs), 9000000);
 }
 
+static void
+test_more_removals_stay_over(void **state)
+{
+	struct regsize		rs;
+	struct regsize_key	k = key(), more = key(), c[6];
+	size_t			i;
+
+	(void)state;
+	regsize_init(&rs);
+	assert_false(regsize_still_over(&rs, &k, 8u << 20));
+	regsize_note(&rs, &k, (8u << 20) + 1);
+	assert_true(regsize_still_over(&rs, &k, 8u << 20));
+	more.gone++;
+	more.gone_text += 28;
+	assert_true(regsize_still_over(&rs, &more, 8u << 20));
+	/* anything that may shrink it is measured again */
+	for (i = 0; i < 6; i++)
+		c[i] = more;
+	c[0].text--;
+	c[1].unsure--;
+	c[2].gone = k.gone - 1;
+	c[3].gone_text = k.gone_text - 1;
+	c[4].floor = 99;			/* fewer digits */
+	c[5].removals = 1;
+	for (i = 0; i < 6; i++)
+		assert_false(regsize_still_over(&rs, &c[i], 8u << 20));
+	/*
+	 * atk39f F1: removals full, each new one forgets the oldest and
+	 * raises the floor: a floor of as many digits is no shorter
+	 */
+	c[0] = more;
+	c[0].floor += 3600;
+	assert_true(regsize_still_over(&rs, &c[0], 8u << 20));
+	c[1] = more;
+	c[1].floor = 999999999;			/* one digit fewer */
+	assert_false(regsize_still_over(&rs, &c[1], 8u << 20));
+	regsize_note(&rs, &c[1], (8u << 20) + 1);
+	c[2] = c[1];
+	c[2].floor = 0;				/* none: one digit */
+	assert_false(regsize_still_over(&rs, &c[2], 8u << 20));
+	/* a length that fitted says nothing of a larger key */
+	regsize_note(&rs, &k, 8u << 20);
+	assert_false(regsize_still_over(&rs, &more, 8u << 20));
+}
+
 int
 main(void)
 {
@@ -78,6 +123,7 @@ main(void)
 		cmocka_unit_test(test_nothing_measured_is_stale),
 		cmocka_unit_test(test_same_key_reuses_the_length),
 		cmocka_unit_test(test_each_count_makes_it_stale),
+		cmocka_unit_test(test_more_removals_stay_over),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
