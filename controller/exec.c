@@ -60,31 +60,6 @@
  */
 #define EXEC_RTPID_WAIT_MS	100
 #define EXEC_FREEZE_MS		200	/* for the kill's freeze to finish */
-/*
- * How long a kill spares the runtime's processes that start an exec
- * (exec_starting) for them to become their run's: runc's take tens of
- * ms; one still starting after this is killed.
- */
-#define EXEC_START_SPARE_MS	1000
-/*
- * dockerd's words on an exec's stdout when the runtime did not start it
- * (its exit code 126, its Pid 0): runc's refusal, or containerd's while
- * Docker has the container paused (a diff's or an apply's freeze: atk39d
- * F1 found that one passed on as the command's output). The stream's
- * first bytes are held back while they may be such a line
- * (exec_head_hold), at most EXEC_HEAD_MAX.
- */
-static const char *const exec_refused[] = {
-	"OCI runtime exec failed: ",
-	"cannot exec in a paused state",
-};
-#define EXEC_HEAD_MAX		1024
-/*
- * A start made once more holds the container's freeze lock until its
- * process runs (its pid known), its stream ends, or this long: kills
- * of other execs wait that long at most for their freeze.
- */
-#define EXEC_START_HOLD_MS	1000
 #define EXEC_DIED_WAIT_MS	3000	/* for Docker to record a memory kill */
 #define EXEC_DIED_POLL_MS	100
 #define EXEC_LIVE_HIGH		(256 * 1024)	/* held for a reader: pause */
@@ -121,7 +96,6 @@ struct exec_init {
 	dev_t			dev;
 	ino_t			ino;
 	int			known;
-	int			filtered;	/* has a seccomp filter */
 };
 
 /* State of one exec while its output streams. */
@@ -156,11 +130,6 @@ struct exec_state {
 	int			 join_wd;	/* its watch of bundle, or -1 */
 	uint64_t		 tick_due;	/* the next tick's time (µs) */
 	int			 idled;		/* o->idle was called */
-	char			 head[EXEC_HEAD_MAX]; /* stdout held back */
-	size_t			 headlen;
-	int			 headdone;	/* output was passed on */
-	int			 start_held;	/* freeze lock, for a start */
-	uint64_t		 start_hold_end; /* held until then (µs) */
 };
 
 static volatile sig_atomic_t	exec_sig;
@@ -176,32 +145,20 @@ static int	exec_active_name(const char *);
 static int	exec_run_active(const char *marker);
 static void	exec_init_read(int, struct exec_init *);
 static int	exec_is_init(const struct exec_init *, int);
-static int	exec_parent_outside(int, int);
-static int	exec_starting(const struct exec_init *, int);
 static int	exec_doomed(const struct cgroup *, const struct exec_init *,
-		    const char *, size_t *, int **, size_t *);
+		    const char *, int **, size_t *);
 static int	exec_has_leftovers(const struct cgroup *,
 		    const struct exec_init *, const char *);
 static int	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
 static void	exec_user(const struct exec_opts *, char *, size_t);
 static int	exec_kill_inside(struct exec_state *, char **);
-static int	exec_kill_round(struct exec_state *, const int *, size_t, int,
-		    size_t *, size_t *, char **);
-static int	exec_kill_settle(struct exec_state *, uint64_t, int *,
-		    char **);
+static int	exec_kill_round(struct exec_state *, const int *, size_t,
+		    size_t *, char **);
+static int	exec_kill_settle(struct exec_state *, int *, char **);
 static int	exec_freeze(struct exec_state *);
 static int	exec_thaw(struct exec_state *, char **);
 static int	exec_kill(struct exec_state *, char **);
-static int	exec_out(struct exec_state *, int, const unsigned char *,
-		    size_t);
-static int	exec_head_hold(struct exec_state *, const unsigned char *,
-		    size_t);
-static void	exec_head_flush(struct exec_state *);
-static const char *exec_start_failed(struct exec_state *);
-static int	exec_start_again(struct exec_state *, const char *, int,
-		    char **);
-static void	exec_start_release(struct exec_state *);
 static void	exec_live_open(struct exec_sink *, int);
 static ssize_t	exec_live_write(struct exec_sink *, const unsigned char *,
 		    size_t);
@@ -603,11 +560,8 @@ exec_init_read(int pid, struct exec_init *in)
 	struct stat	st;
 	char		path[PATH_MAX];
 
-	struct procstatus	pst;
-
 	memset(in, 0, sizeof(*in));
 	in->pid = pid;
-	in->filtered = procstat_status(pid, &pst) == 0 && pst.seccomp == 2;
 	snprintf(path, sizeof(path), "/proc/%d/root%s", pid,
 	    PROBE_CONTAINER_PATH);
 	if (procstat_read(pid, &ps) == -1 || stat(path, &st) == -1)
@@ -639,48 +593,6 @@ exec_is_init(const struct exec_init *in, int pid)
 }
 
 /*
- * 1 when pid is the runtime's, starting an exec of the container (`runc
- * init` before it runs that exec's command; atk38d F1: a kill that took
- * it failed that exec with 137, its command never run). Its parent is
- * outside the container's pid namespace, and it is root, or has no
- * seccomp filter in a container whose init has one, or runs its
- * parent's binary: runc drops root, then loads the container's filter,
- * then executes the command. Not by its name, command line or binary
- * path, which a process of the sandbox sets as it likes. No process of
- * the sandbox is root (no command runs as uid 0, none can become it:
- * no-new-privileges, no setuid files, no capabilities), none is without
- * the filter (the kernel keeps a filter for life and passes it on), and
- * none runs the binary of a parent outside (the runtime's and the shim's
- * are not in the container, and are not its user's to open through
- * /proc); the kernel says each, not the owner of its /proc files. Left:
- * runc's last moment before the exec once its own parent has ended
- * (the shim is its parent then): taken as any unmarked process.
- */
-static int
-exec_starting(const struct exec_init *init, int pid)
-{
-	struct procstatus	pst;
-	struct procstat		ps;
-	struct stat		a, b;
-	char			path[64];
-
-	if (init->pid <= 0 || procstat_status(pid, &pst) == -1 ||
-	    !exec_parent_outside(init->pid, pid))
-		return 0;
-	if (pst.root || (pst.seccomp == 0 && init->filtered))
-		return 1;
-	if (procstat_read(pid, &ps) == -1 || ps.ppid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	if (stat(path, &a) == -1)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/exe", ps.ppid);
-	if (stat(path, &b) == -1)
-		return 0;
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-/*
  * The processes a kill of run_id takes, into *out (malloc'd): every live
  * one that is not proven spared. Spared are only the init that sandgate
  * started (exec_is_init) and a process of another run that is in
@@ -688,16 +600,13 @@ exec_starting(const struct exec_init *init, int pid)
  * cgroup v1), whatever marker it carries, else by its marker; the run's
  * own, the unmarked ones, those marked with a run that is not in
  * progress (a forged or stale marker shields nothing) and those whose
- * marker can't be read are taken. With starting set, the runtime's
- * processes that start an exec (exec_starting) are left out too, and
- * counted in *starting: whose exec it is shows only once it runs the
- * command (the kill waits for that, exec_kill_settle). A zombie with no
- * live thread is dead already (procstat_dead); a leader that exited
- * while a thread runs is not. -1 on error.
+ * marker can't be read are taken. A zombie with no live
+ * thread is dead already (procstat_dead); a leader that exited while a
+ * thread runs is not. -1 on error.
  */
 static int
 exec_doomed(const struct cgroup *cg, const struct exec_init *init,
-    const char *run_id, size_t *starting, int **out, size_t *count)
+    const char *run_id, int **out, size_t *count)
 {
 	struct procstat	 ps;
 	char		 mark[64];
@@ -717,13 +626,8 @@ exec_doomed(const struct cgroup *cg, const struct exec_init *init,
 		 * of the sandbox can move itself out), else the marker it
 		 * carries, which any process of the sandbox may forge.
 		 */
-		if ((r = cgroup_cmds_run(procs[i], mark, sizeof(mark))) != 1) {
-			if (starting != NULL && exec_starting(init, procs[i])) {
-				(*starting)++;
-				continue;
-			}
+		if ((r = cgroup_cmds_run(procs[i], mark, sizeof(mark))) != 1)
 			r = procstat_run_marker(procs[i], mark, sizeof(mark));
-		}
 		if (r == 1 && strcmp(mark, run_id) != 0 &&
 		    exec_run_active(mark))
 			continue;
@@ -733,20 +637,16 @@ exec_doomed(const struct cgroup *cg, const struct exec_init *init,
 	return 0;
 }
 
-/*
- * 1 when a kill of run_id would take a process (without pausing). An
- * exec that is starting is not this run's leftover: this run's own
- * started before its end.
- */
+/* 1 when a kill of run_id would take a process (without pausing). */
 static int
 exec_has_leftovers(const struct cgroup *cg, const struct exec_init *init,
     const char *run_id)
 {
 	int	*procs = NULL;
-	size_t	 n = 0, starting = 0;
+	size_t	 n = 0;
 
-	if (cg->pids[0] == '\0' || exec_doomed(cg, init, run_id, &starting,
-	    &procs, &n) == -1)
+	if (cg->pids[0] == '\0' || exec_doomed(cg, init, run_id, &procs,
+	    &n) == -1)
 		return 0;
 	free(procs);
 	return n > 0;
@@ -861,21 +761,18 @@ exec_kill_sandbox(struct exec_state *st)
 }
 
 /*
- * SIGKILL to what exec_doomed lists now, the runtime's processes that
- * start an exec spared (counted in *starting) when spare is set; pids in
- * seen (n_seen of them) were counted before. The number of new processes
- * signalled, or -1.
+ * SIGKILL to what exec_doomed lists now; pids in seen (n_seen of them)
+ * were counted before. The number of new processes signalled, or -1.
  */
 static int
 exec_kill_round(struct exec_state *st, const int *seen, size_t n_seen,
-    int spare, size_t *left, size_t *starting, char **cause)
+    size_t *left, char **cause)
 {
 	int	*procs = NULL, killed = 0;
 	size_t	 n = 0, i, k;
 
-	*starting = 0;
-	if (exec_doomed(&st->cg, &st->init, st->o->run_id, spare ? starting :
-	    NULL, &procs, &n) == -1) {
+	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &procs, &n) ==
+	    -1) {
 		util_cause(cause, "cannot read the container's processes: "
 		    "%s", strerror(errno));
 		return -1;
@@ -895,34 +792,28 @@ exec_kill_round(struct exec_state *st, const int *seen, size_t n_seen,
 
 /*
  * After the kill, until nothing that exec_doomed lists is left (the
- * killed die, what forked meanwhile is killed again) and no exec is
- * starting: a starting one becomes its run's process (another run's is
- * spared, this run's killed, one that started as this exec was stopped
- * included), and one still starting at spare_until (util_now_us) is
- * killed as any. 0, or -1 with a cause naming how many still run.
- * *killed grows by the new ones.
+ * killed die, what forked meanwhile is killed again): 0, or -1 with a
+ * cause naming how many still run. *killed grows by the new ones.
  */
 static int
-exec_kill_settle(struct exec_state *st, uint64_t spare_until, int *killed,
-    char **cause)
+exec_kill_settle(struct exec_state *st, int *killed, char **cause)
 {
 	int	*first = NULL, n = 0;
-	size_t	 nfirst = 0, left = 0, starting = 0;
+	size_t	 nfirst = 0, left = 0;
 	int	 round;
 
-	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &starting,
-	    &first, &nfirst) == -1)
+	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &first,
+	    &nfirst) == -1)
 		nfirst = 0;
 	for (round = 0; round < EXEC_SETTLE_ROUNDS; round++) {
-		if ((n = exec_kill_round(st, first, nfirst, util_now_us() <
-		    spare_until, &left, &starting, cause)) == -1)
+		if ((n = exec_kill_round(st, first, nfirst, &left, cause)) ==
+		    -1)
 			break;
 		*killed += n;
-		if (left == 0 && starting == 0)
+		if (left == 0)
 			break;
 		usleep(EXEC_SETTLE_MS * 1000);
 	}
-	left += starting;
 	free(first);
 	if (n == -1)
 		return -1;
@@ -999,9 +890,8 @@ exec_thaw(struct exec_state *st, char **cause)
 static int
 exec_kill(struct exec_state *st, char **cause)
 {
-	uint64_t	 spare_until;
-	int		 killed = 0, frozen, n;
-	size_t		 left, starting;
+	int	 killed = 0, frozen, n;
+	size_t	 left;
 
 	if (st->o->inside) {
 		if ((n = exec_kill_inside(st, cause)) == -1 &&
@@ -1017,15 +907,14 @@ exec_kill(struct exec_state *st, char **cause)
 		    "init %d", st->pid);
 		return -1;
 	}
-	spare_until = util_now_us() + EXEC_START_SPARE_MS * 1000ull;
 	frozen = exec_freeze(st);
-	n = exec_kill_round(st, NULL, 0, 1, &left, &starting, cause);
+	n = exec_kill_round(st, NULL, 0, &left, cause);
 	if (frozen && exec_thaw(st, n == -1 ? NULL : cause) == -1 && n != -1)
 		return -1;
 	if (n == -1)
 		return -1;
 	killed = n;
-	if (exec_kill_settle(st, spare_until, &killed, cause) == -1)
+	if (exec_kill_settle(st, &killed, cause) == -1)
 		return -1;
 	return killed;
 }
@@ -1287,69 +1176,11 @@ exec_evidence_room(struct exec_sink *s, size_t *ev)
 	}
 }
 
-/*
- * Output from the container. Until the first byte goes on, stdout is
- * held back while it may be dockerd's line saying the runtime did not
- * start the exec (exec_start_failed): that line is not the command's.
- */
+/* Output from the container: live copy, capture, evidence. */
 static int
 exec_data(void *arg, int stream, const unsigned char *p, size_t n)
 {
 	struct exec_state	*st = arg;
-
-	if (!st->headdone) {
-		if (stream != 2 && exec_head_hold(st, p, n))
-			return 0;
-		exec_head_flush(st);
-	}
-	return exec_out(st, stream, p, n);
-}
-
-/*
- * 1 when p (n bytes) joined the held head: with what came before it is
- * still one line that begins as a line of exec_refused does (a command's
- * output that begins so is held until its next line, or the stream's
- * end).
- */
-static int
-exec_head_hold(struct exec_state *st, const unsigned char *p, size_t n)
-{
-	size_t	len = st->headlen + n, i, plen, k;
-
-	if (n > sizeof(st->head) - st->headlen)
-		return 0;
-	memcpy(st->head + st->headlen, p, n);
-	for (k = 0; k < sizeof(exec_refused) / sizeof(exec_refused[0]); k++) {
-		plen = strlen(exec_refused[k]);
-		if (memcmp(st->head, exec_refused[k], len < plen ? len : plen) ==
-		    0)
-			break;
-	}
-	if (k == sizeof(exec_refused) / sizeof(exec_refused[0]))
-		return 0;
-	for (i = 0; i + 1 < len; i++)
-		if (st->head[i] == '\n')
-			return 0;
-	st->headlen = len;
-	return 1;
-}
-
-/* What was held back goes on as the command's output. */
-static void
-exec_head_flush(struct exec_state *st)
-{
-	size_t	n = st->headlen;
-
-	st->headdone = 1;
-	st->headlen = 0;
-	if (n > 0)
-		exec_out(st, 1, (const unsigned char *)st->head, n);
-}
-
-/* Output of the command: live copy, capture, evidence. */
-static int
-exec_out(struct exec_state *st, int stream, const unsigned char *p, size_t n)
-{
 	struct exec_sink	*s = &st->sink[stream == 2 ? 2 : 1];
 	size_t			 ev;
 	ssize_t			 w = 0;
@@ -1458,7 +1289,6 @@ exec_stop(struct exec_state *st, int sig)
 		st->res->timed_out = 1;
 	else
 		st->res->signal = sig;
-	exec_start_release(st);
 	n = exec_kill(st, &cause);
 	if (n == -1) {
 		log_warnx("cannot stop the command: %s", cause);
@@ -1495,9 +1325,9 @@ exec_own_add(struct exec_state *st, int pid)
 		st->own_full = 1;
 }
 
-/* 1 when pid's parent is outside the pid namespace of the init initpid. */
+/* 1 when pid's parent is outside the pid namespace of the init (st->pid). */
 static int
-exec_parent_outside(int initpid, int pid)
+exec_parent_outside(const struct exec_state *st, int pid)
 {
 	struct procstat	ps;
 	struct stat	a, b;
@@ -1508,7 +1338,7 @@ exec_parent_outside(int initpid, int pid)
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", ps.ppid);
 	if (stat(path, &a) == -1)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", initpid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", st->pid);
 	if (stat(path, &b) == -1)
 		return 0;
 	return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
@@ -1530,7 +1360,7 @@ exec_join_rtpid(const struct exec_state *st)
 	if (st->bundle[0] == '\0' || st->eid == NULL ||
 	    (pid = rtpid_read(st->bundle, st->eid)) == 0)
 		return 0;
-	return exec_parent_outside(st->pid, pid) ? pid : 0;
+	return exec_parent_outside(st, pid) ? pid : 0;
 }
 
 /*
@@ -1779,9 +1609,6 @@ exec_tick(void *arg)
 		return (int)((st->tick_due - now) / 1000);
 	st->tick_due = now + exec_tick_next(st) * 1000ULL;
 	exec_own_sample(st);
-	if (st->start_held && (st->join_pid != 0 || st->moved ||
-	    now >= st->start_hold_end))
-		exec_start_release(st);
 
 	if (cgroup_read_key(st->cg.pids, "pids.current", NULL, &cur) == 0 &&
 	    cur > st->res->peak_pids)
@@ -2038,97 +1865,6 @@ exec_conclude(struct exec_state *st, const struct cgroup_counters *before,
 	return 0;
 }
 
-/*
- * Why the exec's command never ran, when the runtime failed to start it
- * as another exec's kill makes it fail (atk38d F1), else NULL: runc
- * refused it, the kill's freeze making the container read as paused
- * (dockerd's line on stdout, exit 126, no Pid); the kill took runc's
- * process that starts it (the same, its pipe "init-p" broken); or, with
- * the run's memory cgroup, it ended by SIGKILL, nothing said, before its
- * join was moved (the command starts only once moved). Never a command's
- * own 126 or 137: Docker gives an exec that started its Pid, and a
- * command that ran was moved first.
- */
-static const char *
-exec_start_failed(struct exec_state *st)
-{
-	struct docker_einfo	 ei;
-	char			*cause = NULL;
-
-	if (st->grace != 0 || st->died || st->moved || (st->headlen == 0 &&
-	    (st->cmds[0] == '\0' || st->headdone)))
-		return NULL;
-	if (docker_exec_inspect(st->d, st->eid, &ei, &cause) == -1) {
-		free(cause);
-		return NULL;
-	}
-	if (ei.running)
-		return NULL;
-	if (st->headlen > 0) {
-		if (ei.pid != 0 || ei.exit_code != 126)
-			return NULL;
-		if (memmem(st->head, st->headlen, "cannot exec in a paused "
-		    "container", 33) != NULL)
-			return "runc refused it: another exec's kill had the "
-			    "container frozen";
-		if (memmem(st->head, st->headlen, "cannot exec in a paused "
-		    "state", 29) != NULL)
-			return "containerd refused it: Docker had the "
-			    "container paused (a diff or an apply)";
-		if (memmem(st->head, st->headlen, "init-p", 6) != NULL)
-			return "a kill took runc's process that starts it";
-		return NULL;
-	}
-	if (ei.exit_code == 137 && !exec_init_gone(st, 0))
-		return "a kill took its process before its command started";
-	return NULL;
-}
-
-/*
- * After exec_start_failed: say so, wait out a freeze in progress (the
- * container's freeze lock, held by a kill from its freeze to its thaw)
- * and start it once more (0), or after the second such failure, -1 with
- * *cause. The lock stays held for the new start (exec_start_release),
- * so that no kill's freeze lands on it: the execs of a sandbox that time
- * out together freeze it one after the other.
- */
-static int
-exec_start_again(struct exec_state *st, const char *why, int tries,
-    char **cause)
-{
-	char	*why_lock = NULL;
-
-	if (tries > 0) {
-		util_cause(cause, "the exec could not start: %s, and again "
-		    "when started once more; its command did not run", why);
-		return -1;
-	}
-	log_warnx("the exec could not start (%s; its command did not run): "
-	    "starting it again", why);
-	if (docker_container_lock(st->d, st->cid, &why_lock) == 0) {
-		st->start_held = 1;
-		st->start_hold_end = util_now_us() + EXEC_START_HOLD_MS *
-		    1000ULL;
-	}
-	free(why_lock);
-	st->headlen = 0;
-	st->headdone = 0;
-	st->join_pid = 0;
-	st->join_seen = 0;
-	st->join_fast = util_now_us() + EXEC_JOIN_FAST_MS * 1000ULL;
-	return 0;
-}
-
-/* The freeze lock exec_start_again held for a start goes. */
-static void
-exec_start_release(struct exec_state *st)
-{
-	if (!st->start_held)
-		return;
-	docker_container_unlock(st->d);
-	st->start_held = 0;
-}
-
 int
 exec_run(struct docker *d, const char *cid, int pid,
     const struct exec_opts *o, struct exec_result *res, char **cause)
@@ -2139,8 +1875,7 @@ exec_run(struct docker *d, const char *cid, int pid,
 				    exec_ready, exec_wakefd };
 	json_t			*spec;
 	char			*eid = NULL, active[PATH_MAX];
-	const char		*why;
-	int			 rv = -1, held = -1, tries, started;
+	int			 rv = -1, held = -1;
 
 	active[0] = '\0';
 	memset(res, 0, sizeof(*res));
@@ -2158,28 +1893,14 @@ exec_run(struct docker *d, const char *cid, int pid,
 	spec = exec_spec(o, st.cmds[0] != '\0');
 	exec_where(pid, exec_active_where, sizeof(exec_active_where));
 	held = exec_mark_active(o, active, sizeof(active));
-	for (tries = 0;; tries++) {
-		if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
-			goto out;
-		st.eid = eid;
-		started = docker_exec_start(d, eid, &cb, cause);
-		exec_start_release(&st);
-		if (started == -1)
-			goto out;
-		if ((why = exec_start_failed(&st)) == NULL)
-			break;
-		if (exec_start_again(&st, why, tries, cause) == -1)
-			goto out;
-		st.eid = NULL;
-		free(eid);
-		eid = NULL;
-	}
-	exec_head_flush(&st);
-	if (exec_conclude(&st, &before, eid, cause) == -1)
+	if (docker_exec_create(d, cid, spec, &eid, cause) == -1)
+		goto out;
+	st.eid = eid;
+	if (docker_exec_start(d, eid, &cb, cause) == -1 ||
+	    exec_conclude(&st, &before, eid, cause) == -1)
 		goto out;
 	rv = 0;
 out:
-	exec_start_release(&st);
 	docker_deadline(d, 0);
 	if (st.kmsg != -1)
 		close(st.kmsg);

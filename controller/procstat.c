@@ -41,97 +41,24 @@ procstat_parse(const char *text, struct procstat *ps)
 	return 0;
 }
 
-/*
- * /proc/<pid>/<file> into buf, NUL-terminated, in one read (the kernel
- * makes such a file whole for one read of its size). 0, or -1.
- */
-static int
-procstat_text(int pid, const char *file, char *buf, size_t size)
+int
+procstat_read(int pid, struct procstat *ps)
 {
-	char	path[64];
+	char	path[64], buf[PROCSTAT_MAX];
 	ssize_t	n;
 	int	fd;
 
 	if (pid <= 0)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
-	n = read(fd, buf, size - 1);
+	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	return 0;
-}
-
-int
-procstat_read(int pid, struct procstat *ps)
-{
-	char	buf[PROCSTAT_MAX];
-
-	if (procstat_text(pid, "stat", buf, sizeof(buf)) == -1)
-		return -1;
 	return procstat_parse(buf, ps);
-}
-
-/* The text after "KEY:" at the start of a line of text, or NULL. */
-static const char *
-procstat_status_line(const char *text, const char *key)
-{
-	const char	*p = text;
-	size_t		 len = strlen(key);
-
-	while (strncmp(p, key, len) != 0 || p[len] != ':') {
-		if ((p = strchr(p, '\n')) == NULL)
-			return NULL;
-		p++;
-	}
-	return p + len + 1;
-}
-
-int
-procstat_parse_status(const char *text, struct procstatus *ps)
-{
-	const char	*p;
-	char		*end;
-	long		 v;
-	int		 i;
-
-	memset(ps, 0, sizeof(*ps));
-	if ((p = procstat_status_line(text, "Uid")) == NULL)
-		return -1;
-	ps->root = 1;
-	for (i = 0; i < 4; i++) {
-		if (*p != ' ' && *p != '\t')
-			return -1;
-		v = strtol(p, &end, 10);
-		if (end == p || v < 0)
-			return -1;
-		if (v != 0)
-			ps->root = 0;
-		p = end;
-	}
-	if (*p != '\n' && *p != '\0')
-		return -1;
-	if ((p = procstat_status_line(text, "Seccomp")) == NULL ||
-	    (*p != ' ' && *p != '\t'))
-		return -1;
-	v = strtol(p, &end, 10);
-	if (end == p || v < 0 || v > 2)
-		return -1;
-	ps->seccomp = (int)v;
-	return 0;
-}
-
-int
-procstat_status(int pid, struct procstatus *ps)
-{
-	char	buf[4096];
-
-	if (procstat_text(pid, "status", buf, sizeof(buf)) == -1)
-		return -1;
-	return procstat_parse_status(buf, ps);
 }
 
 /*

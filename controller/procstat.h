@@ -82,21 +82,4 @@ int	procstat_dead(const struct procstat *);
  */
 int	procstat_run_marker(int pid, char *out, size_t len);
 
-/*
- * Of /proc/PID/status: root is 1 when every uid of its "Uid:" line
- * (real, effective, saved, filesystem) is 0, seccomp its "Seccomp:" mode
- * (0 none, 1 strict, 2 filter). The kernel's own view: a process cannot
- * forge it as it can its name, command line or environment, and a
- * non-dumpable process's files, which show as root's, do not change it.
- */
-struct procstatus {
-	int	root;
-	int	seccomp;
-};
-
-/* Parse the text of /proc/PID/status. 0, or -1 (a line missing). */
-int	procstat_parse_status(const char *text, struct procstatus *);
-/* Read and parse /proc/<pid>/status. 0, or -1 (gone, unreadable). */
-int	procstat_status(int pid, struct procstatus *);
-
 #endif

@@ -103,50 +103,6 @@ test_read_self(void **state)
 	assert_int_equal(procstat_read(0x3fffffff, &ps), -1);
 }
 
-/*
- * /proc/PID/status: root only when all four uids are 0 (runc's process
- * that starts an exec, before it drops root), the seccomp mode by its
- * own line, not "Seccomp_filters:"; a process's name, which it sets, is
- * on the first line and read as nothing else.
- */
-static void
-test_status(void **state)
-{
-	struct procstatus	ps;
-	const char		*runc = "Name:\trunc:[2:INIT]\nUmask:\t0022\n"
-				    "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
-				    "Seccomp:\t0\nSeccomp_filters:\t0\n";
-	const char		*cmd = "Name:\tUid:\t0\t0\t0\t0\n"
-				    "Uid:\t1000\t1000\t1000\t1000\n"
-				    "Seccomp_filters:\t0\nSeccomp:\t2\n";
-	const char		*saved = "Uid:\t0\t0\t1000\t0\nSeccomp:\t2\n";
-	const char *const	 bad[] = {
-		"Uid:\t0\t0\t0\nSeccomp:\t0\n",
-		"Uid:\t0\t0\t0\t0\t0\nSeccomp:\t0\n",
-		"Uid:\t0\t0\t0\t0\n",
-		"Uid:\t0\t0\t0\t0\nSeccomp:\t3\n",
-		"Uid:\t-1\t0\t0\t0\nSeccomp:\t0\n",
-		"Name:\tx\nSeccomp:\t0\n",
-		"",
-	};
-	size_t			 i;
-
-	assert_int_equal(procstat_parse_status(runc, &ps), 0);
-	assert_int_equal(ps.root, 1);
-	assert_int_equal(ps.seccomp, 0);
-	assert_int_equal(procstat_parse_status(cmd, &ps), 0);
-	assert_int_equal(ps.root, 0);
-	assert_int_equal(ps.seccomp, 2);
-	assert_int_equal(procstat_parse_status(saved, &ps), 0);
-	assert_int_equal(ps.root, 0);
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (procstat_parse_status(bad[i], &ps) != -1)
-			fail_msg("status %zu parsed", i);
-	assert_int_equal(procstat_status((int)getpid(), &ps), 0);
-	assert_int_equal(ps.root, getuid() == 0 && geteuid() == 0);
-	assert_int_equal(procstat_status(0x3fffffff, &ps), -1);
-}
-
 /* An owner text with pid, start, pid namespace and boot id. */
 static void
 owner_text(char *buf, size_t size, int pid, unsigned long long start,
@@ -527,7 +483,6 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_read_self),
-		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_owner),
 		cmocka_unit_test(test_owner_hidden),
 		cmocka_unit_test(test_run_marker),
