@@ -77,17 +77,22 @@ fz_freeze() {
 # other (exec A runs `sleep 30`; exec B starts; A is stopped). The stop
 # goes DELAY_MS after the starting exec's .active marker appeared. Prints
 # "rcA rcB" (rcB "-" in self mode; "hung" for an exec still running 30 s
-# after the stop; the hung one is thawed by hand so the test goes on).
+# after the stop; the hung one is thawed by hand so the test goes on,
+# after what it waited for is shown on stderr: the freezer's state, the
+# processes of sandgate and the runtime with their kernel stacks, and
+# then the hung exec's own stderr).
 cat >"$SG_TMP/stop.py" <<'EOF'
 import os, signal, subprocess, sys, time
 sg, sbx, runs, mode, delay = sys.argv[1:6]
 delay = float(delay) / 1000
-thaw = sys.argv[6]
+thaw, diag, tmp = sys.argv[6:9]
 
 def exec_(argv):
-    return subprocess.Popen([sg, "exec", sbx, "--timeout", "60", "--"] + argv,
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    err = open(os.path.join(tmp, "stop-%d.err" % time.monotonic_ns()), "w+")
+    p = subprocess.Popen([sg, "exec", sbx, "--timeout", "60", "--"] + argv,
+                         stdout=subprocess.DEVNULL, stderr=err)
+    p.err = err
+    return p
 
 def actives():
     return set(n for n in os.listdir(runs) if n.endswith(".active"))
@@ -103,8 +108,11 @@ def ended(proc):
     try:
         return str(proc.wait(timeout=30))
     except subprocess.TimeoutExpired:
+        subprocess.run(["bash", diag], stdout=sys.stderr)
         subprocess.run(["sh", "-c", thaw])
         proc.wait()
+        proc.err.seek(0)
+        sys.stderr.write("the hung exec's stderr:\n" + proc.err.read())
         return "hung"
 
 a = None
@@ -124,6 +132,17 @@ else:
     print(ended(a), ended(b))
 EOF
 
+cat >"$SG_TMP/diag.sh" <<EOF
+echo "an exec hung: the freezer $FZDIR"
+cat "$FZDIR/freezer.state" "$FZDIR/cgroup.freeze" 2>/dev/null
+ps -eo pid,ppid,stat,wchan:24,etimes,comm,args |
+    awk '\$6 == "sandgate" || \$6 ~ /^(runc|containerd-shim|sleep|true)/' | cut -c1-200
+for p in \$(pgrep -f 'sandgate exec'); do
+	echo "sandgate exec \$p:"
+	cat /proc/\$p/stack 2>/dev/null
+	ls -l /proc/\$p/fd | grep -F freeze
+done
+EOF
 if [ "$FZV" = v1 ]; then
 	THAW="echo THAWED >$FZDIR/freezer.state"
 else
@@ -134,7 +153,7 @@ for mode in self other; do
 	for d in 0 2 4 6 8 10 12 14 16 18 20 24 28 32 40 50; do
 		runs=$((runs + 1))
 		read -r rca rcb <<<"$(python3 "$SG_TMP/stop.py" "$SG" "$SBX" \
-		    "$RUNS" "$mode" "$d" "$THAW")"
+		    "$RUNS" "$mode" "$d" "$THAW" "$SG_TMP/diag.sh" "$SG_TMP")"
 		[ "$rca" = hung ] || [ "$rcb" = hung ] && {
 			hung=$((hung + 1))
 			echo "$mode delay $d ms: an exec still ran 30 s after" \
