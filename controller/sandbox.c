@@ -1307,12 +1307,21 @@ sandbox_unpause(struct docker *d, const struct sandbox_meta *m, char **cause)
 	}
 	if (!sandbox_gvisor(m) && cgroup_find((int)ci.pid, &cg) == 0 &&
 	    cgroup_frozen(&cg) == 0) {
-		if (cgroup_freeze(&cg, 1, SANDBOX_REFREEZE_MS) == -1)
+		if (cgroup_freeze(&cg, 1, SANDBOX_REFREEZE_MS) == -1) {
 			(void)cgroup_freeze(&cg, 0, 0);	/* half-way */
-		else
-			log_warnx("container %.12s was paused by Docker but "
-			    "thawed behind its back: frozen again for Docker "
-			    "to unpause it", m->container);
+			util_cause(cause, "container %.12s is paused by "
+			    "Docker but was thawed behind its back, and could "
+			    "not be frozen again within %d ms for Docker to "
+			    "unpause it (freezer cgroup '%s': a process in "
+			    "uninterruptible sleep?); the next exec tries "
+			    "again", m->container, SANDBOX_REFREEZE_MS,
+			    cg.freezer);
+			docker_container_unlock(d);
+			return -1;
+		}
+		log_warnx("container %.12s was paused by Docker but thawed "
+		    "behind its back: frozen again for Docker to unpause it",
+		    m->container);
 	}
 	return docker_container_pause(d, m->container, 0, cause);
 }
