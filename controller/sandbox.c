@@ -40,6 +40,9 @@
 #include "util.h"
 #include "workspace.h"
 
+/* For a freezer cgroup frozen again for Docker's unpause (sandbox_unpause). */
+#define SANDBOX_REFREEZE_MS	1000
+
 static int	sandbox_get_str(json_t *, const char *, char **);
 static int	sandbox_get_u64(json_t *, const char *, unsigned long long *);
 static void	sandbox_spec_mount(json_t *, const char *, const char *, int);
@@ -70,6 +73,8 @@ static int	sandbox_probe(struct docker *, const struct sandbox_meta *,
 static int	sandbox_instance(pid_t, char *, size_t);
 static int	sandbox_checked(const struct sandbox_meta *, pid_t);
 static int	sandbox_thaw_left(struct docker *, const char *, pid_t,
+		    char **);
+static int	sandbox_unpause(struct docker *, const struct sandbox_meta *,
 		    char **);
 static void	sandbox_checked_save(const struct sandbox_meta *, pid_t);
 
@@ -1270,6 +1275,57 @@ sandbox_thaw_left(struct docker *d, const char *cid, pid_t pid, char **cause)
 	return rv;
 }
 
+/*
+ * Unpause a container Docker has paused: a diff or an apply stopped
+ * between its pause and its unpause leaves it so, and whoever comes next
+ * takes it over (docker_container_pause). Docker's pause is runc's freeze
+ * of the freezer cgroup. When that cgroup was thawed behind Docker's back
+ * (a diff's unpause that timed out, after which another exec's kill froze
+ * and thawed the cgroup: atk39d F1), runc refuses the unpause ("container
+ * not paused") and Docker every exec: every exec failed with 125 until
+ * the sandbox was discarded. Under the container's freeze lock (no
+ * freeze of sandgate's in progress), a container Docker still has paused
+ * whose cgroup is thawed is frozen again, so that Docker's unpause finds
+ * what it paused. Not under gVisor, whose pause is its own, not the
+ * cgroup's. 0, or -1 with *cause.
+ */
+static int
+sandbox_unpause(struct docker *d, const struct sandbox_meta *m, char **cause)
+{
+	struct docker_cinfo	ci;
+	struct cgroup		cg;
+
+	if (docker_container_lock(d, m->container, cause) == -1)
+		return -1;
+	if (docker_container_inspect(d, m->container, &ci, cause) == -1) {
+		docker_container_unlock(d);
+		return -1;
+	}
+	if (!ci.paused) {	/* unpaused while we waited for the lock */
+		docker_container_unlock(d);
+		return 0;
+	}
+	if (!sandbox_gvisor(m) && cgroup_find((int)ci.pid, &cg) == 0 &&
+	    cgroup_frozen(&cg) == 0) {
+		if (cgroup_freeze(&cg, 1, SANDBOX_REFREEZE_MS) == -1) {
+			(void)cgroup_freeze(&cg, 0, 0);	/* half-way */
+			util_cause(cause, "container %.12s is paused by "
+			    "Docker but was thawed behind its back, and could "
+			    "not be frozen again within %d ms for Docker to "
+			    "unpause it (freezer cgroup '%s': a process in "
+			    "uninterruptible sleep?); the next exec tries "
+			    "again", m->container, SANDBOX_REFREEZE_MS,
+			    cg.freezer);
+			docker_container_unlock(d);
+			return -1;
+		}
+		log_warnx("container %.12s was paused by Docker but thawed "
+		    "behind its back: frozen again for Docker to unpause it",
+		    m->container);
+	}
+	return docker_container_pause(d, m->container, 0, cause);
+}
+
 int
 sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
     struct docker_cinfo *ci, char **cause)
@@ -1295,8 +1351,7 @@ sandbox_ensure_running(struct docker *d, const struct sandbox_meta *m,
 		return -1;
 	if (ci->running && !ci->paused && sandbox_checked(m, ci->pid))
 		return 0;
-	if (ci->paused &&
-	    docker_container_pause(d, m->container, 0, cause) == -1)
+	if (ci->paused && sandbox_unpause(d, m, cause) == -1)
 		return -1;
 	if (!ci->running &&
 	    docker_container_start(d, m->container, cause) == -1)

@@ -196,4 +196,20 @@ assert_eq "an exec after a freeze left behind: exit 0" 0 "$n_rc"
 assert_eq "an exec after a freeze left behind: its output" thawed "$n_out"
 assert_eq "the container is thawed" thawed "$(fz_state)"
 
+# The other way round (atk39d F1): Docker has the container paused but
+# its freezer was thawed behind Docker's back (a diff's unpause that
+# timed out, then another exec's kill froze and thawed the cgroup).
+# Docker refuses every exec of a paused container and runc refuses its
+# unpause ("container not paused"): every exec failed with 125 until the
+# sandbox was discarded. The next exec unpauses it.
+timeout 60 docker pause "$CID" >/dev/null
+fz_recover
+sg_run n timeout 60 "$SG" exec "$SBX" --timeout 30 -- echo unpaused
+assert_eq "an exec after a pause thawed behind Docker: exit 0" 0 "$n_rc"
+assert_eq "an exec after a pause thawed behind Docker: its output" \
+    unpaused "$n_out"
+assert_eq "Docker has the container running" false \
+    "$(docker inspect -f '{{.State.Paused}}' "$CID")"
+assert_eq "the container is thawed, as Docker has it" thawed "$(fz_state)"
+
 sg_summary
