@@ -67,11 +67,11 @@ regsize_known(const struct regsize_key *k)
 }
 
 int
-regsize_still_over(const struct regsize *rs, const struct regsize_key *k,
+regsize_still_over(struct regsize *rs, const struct regsize_key *k,
     size_t max)
 {
 	const struct regsize_key	*o = &rs->key;
-	long long			 len;
+	long long			 len, margin;
 
 	/*
 	 * The entries and the marks are the same, so the text differs only
@@ -83,5 +83,15 @@ regsize_still_over(const struct regsize *rs, const struct regsize_key *k,
 	    o->removals != k->removals)
 		return 0;
 	len = (long long)rs->len + regsize_known(k) - regsize_known(o);
-	return len > (long long)max + REGSIZE_MARGIN;
+	/* the plain write has no "seen": its length is exact (atk40f F2) */
+	margin = k->removals ? REGSIZE_MARGIN : 0;
+	if (len <= (long long)max + margin)
+		return 0;
+	/*
+	 * Kept as k's length: what a refusal says it would take (atk40f
+	 * F1: the last one measured was said, stale after shrinks, even
+	 * one that fit), and the next change's base.
+	 */
+	regsize_note(rs, k, (size_t)len);
+	return 1;
 }

@@ -41,8 +41,8 @@ struct regsize_key {
 
 struct regsize {
 	struct regsize_key	 key;
-	size_t			 len;		/* measured for key */
-	int			 known;		/* len was measured */
+	size_t			 len;		/* measured or worked out */
+	int			 known;		/* len was */
 };
 
 void	regsize_init(struct regsize *);
@@ -53,11 +53,16 @@ int	regsize_stale(const struct regsize *, const struct regsize_key *);
 /* The length measured for key, to be reused while it holds. */
 void	regsize_note(struct regsize *, const struct regsize_key *,
 	    size_t len);
-/* The last length measured (regsize_stale 0: the current one). */
+/*
+ * The last length measured, or worked out by regsize_still_over
+ * (regsize_stale 0: the current one).
+ */
 size_t	regsize_len(const struct regsize *);
 /*
  * 1 when the length of k's text, worked out without building it, is over
- * max by more than REGSIZE_MARGIN: k differs from the key last measured
+ * max (in a marks write by more than REGSIZE_MARGIN, for "seen"; the
+ * plain write's is exact), and then kept as k's length (regsize_len,
+ * what a refusal says: atk40f F1): k differs from the key last known
  * only in parts whose length follows from it (the removals' count and,
  * in a marks write, their text; the floor by its digits), so the length
  * is the one measured plus what those changed by. 0 when anything else
@@ -67,7 +72,7 @@ size_t	regsize_len(const struct regsize *);
  * event loop ~0.3 s (atk38a F4), also with the removals full, each new
  * one forgetting the oldest (atk39f F1) and shorter than it (atk39f2 F1).
  */
-int	regsize_still_over(const struct regsize *, const struct regsize_key *,
+int	regsize_still_over(struct regsize *, const struct regsize_key *,
 	    size_t max);
 
 #endif

@@ -186,12 +186,69 @@ test_the_length_follows_the_key(void **state)
 	c.floor = 1700000000;
 	assert_true(regsize_still_over(&rs, &c, max + 30));
 	assert_false(regsize_still_over(&rs, &c, max + 31));
-	/* the plain write holds no removals: only their count */
+	/*
+	 * the plain write holds no removals, only their count, and no
+	 * "seen": its length is exact, over by one byte is over
+	 */
 	k.removals = c.removals = 0;
 	k.gone_text = c.gone_text = 0;
-	regsize_note(&rs, &k, over - 10);
+	regsize_note(&rs, &k, max - 9);
 	assert_true(regsize_still_over(&rs, &c, max));
-	assert_false(regsize_still_over(&rs, &c, max + 1));
+	assert_int_equal(regsize_len(&rs), max + 1);
+	regsize_note(&rs, &k, max - 10);
+	assert_false(regsize_still_over(&rs, &c, max));
+}
+
+/*
+ * atk40f F1: a refusal said the length last measured, stale after the
+ * removals' text shrank, even one that fit; the length worked out is
+ * the one kept.
+ */
+static void
+test_the_length_worked_out_is_kept(void **state)
+{
+	struct regsize		rs;
+	struct regsize_key	k = full(), shorter = full(), c;
+	size_t			max = 8u << 20;
+
+	(void)state;
+	shorter.gone_text -= 12;
+	regsize_init(&rs);
+	regsize_note(&rs, &k, max + 300000);
+	assert_true(regsize_still_over(&rs, &shorter, max));
+	assert_int_equal(regsize_len(&rs), max + 300000 - 12);
+	assert_false(regsize_stale(&rs, &shorter));
+	/* the next change counts from it */
+	c = shorter;
+	c.gone_text -= 12;
+	assert_true(regsize_still_over(&rs, &c, max));
+	assert_int_equal(regsize_len(&rs), max + 300000 - 24);
+	/* measured as fitting (its save failed), then over by a longer one */
+	regsize_note(&rs, &k, max - 10);
+	c = k;
+	c.gone_text += 78;
+	assert_true(regsize_still_over(&rs, &c, max));
+	assert_int_equal(regsize_len(&rs), max + 68);
+}
+
+/*
+ * atk40f F2: a plain write over by 1 to 20 bytes was built again on
+ * each unregister that changed the removals' count or the floor.
+ */
+static void
+test_plain_write_near_the_limit_stays_over(void **state)
+{
+	struct regsize		rs;
+	struct regsize_key	k = key(), c = key();
+	size_t			max = 8u << 20;
+
+	(void)state;
+	c.gone++;
+	c.floor += 60;
+	regsize_init(&rs);
+	regsize_note(&rs, &k, max + 10);
+	assert_true(regsize_still_over(&rs, &c, max));
+	assert_int_equal(regsize_len(&rs), max + 10);
 }
 
 int
@@ -204,6 +261,8 @@ main(void)
 		cmocka_unit_test(test_more_removals_stay_over),
 		cmocka_unit_test(test_shorter_removal_at_the_cap),
 		cmocka_unit_test(test_the_length_follows_the_key),
+		cmocka_unit_test(test_the_length_worked_out_is_kept),
+		cmocka_unit_test(test_plain_write_near_the_limit_stays_over),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
