@@ -14,6 +14,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "registry.h"
+#include "regsize.h"
 #include "token.h"
 
 struct registry_entry {
@@ -289,13 +290,8 @@ registry_gone_insert(struct registry *r, struct registry_gone *g)
 static size_t
 registry_gone_size(const struct registry_gone *g)
 {
-	size_t		n = strlen(g->sandbox) + 4;
-	long long	t = (long long)g->at;
-
-	do
-		n++;
-	while ((t /= 10) != 0);
-	return n;
+	return strlen(g->sandbox) + 4 +
+	    (size_t)regsize_digits((long long)g->at);
 }
 
 size_t

@@ -36,32 +36,62 @@ regsize_len(const struct regsize *rs)
 	return rs->len;
 }
 
-/* The digits of a floor written in decimal. */
-static int
-regsize_digits(time_t t)
+long long
+regsize_digits(long long n)
 {
-	int	n = 1;
+	long long	d = 1;
 
-	while (t >= 10 || t <= -10) {
-		t /= 10;
-		n++;
+	while (n >= 10 || n <= -10) {
+		n /= 10;
+		d++;
 	}
-	return n + (t < 0);
+	return d + (n < 0);
+}
+
+/*
+ * The bytes of the parts of the text whose length follows from the key
+ * alone: "floor" and "kept" by their digits, and in a marks write the
+ * removals' object, {"id":time,...}: their text (registry_gone_text, a
+ * comma each) less the last one's comma, in braces.
+ */
+static long long
+regsize_known(const struct regsize_key *k)
+{
+	long long	n;
+
+	n = regsize_digits((long long)k->floor) +
+	    regsize_digits((long long)k->gone);
+	if (k->removals)
+		n += 2 + (long long)k->gone_text - (k->gone > 0);
+	return n;
 }
 
 int
-regsize_still_over(const struct regsize *rs, const struct regsize_key *k,
+regsize_still_over(struct regsize *rs, const struct regsize_key *k,
     size_t max)
 {
 	const struct regsize_key	*o = &rs->key;
+	long long			 len, margin;
 
 	/*
-	 * The floor only by its digits: with the removals full each new one
-	 * forgets the oldest and raises the floor to its time (atk39f F1).
+	 * The entries and the marks are the same, so the text differs only
+	 * in the parts known: the last length measured and what those
+	 * changed by (atk39f2 F1: at the removals' cap a shorter new one
+	 * than the one forgotten built the text again each time).
 	 */
-	return rs->known && rs->len > max && o->text == k->text &&
-	    o->unsure == k->unsure &&
-	    regsize_digits(k->floor) >= regsize_digits(o->floor) &&
-	    o->removals == k->removals && k->gone >= o->gone &&
-	    k->gone_text >= o->gone_text;
+	if (!rs->known || o->text != k->text || o->unsure != k->unsure ||
+	    o->removals != k->removals)
+		return 0;
+	len = (long long)rs->len + regsize_known(k) - regsize_known(o);
+	/* the plain write has no "seen": its length is exact (atk40f F2) */
+	margin = k->removals ? REGSIZE_MARGIN : 0;
+	if (len <= (long long)max + margin)
+		return 0;
+	/*
+	 * Kept as k's length: what a refusal says it would take (atk40f
+	 * F1: the last one measured was said, stale after shrinks, even
+	 * one that fit), and the next change's base.
+	 */
+	regsize_note(rs, k, (size_t)len);
+	return 1;
 }

@@ -1759,13 +1759,17 @@ class RegistryReadBack(unittest.TestCase):
         self.assertLessEqual(os.path.getsize(reg), self.LIMIT)
 
 
-    def over_the_limit(self, run):
+    def over_the_limit(self, run, unsure=False):
         """An older proxy's array-only registry file whose entries take
         the save past 8 MiB (each gains "extra"): loaded whole, it
-        cannot be saved (EFBIG). Its entries."""
+        cannot be saved (EFBIG). unsure: its last entry marked unsure,
+        so each save is the marks write, with the removals. Its
+        entries."""
         ents = self.entries(0, size=self.LIMIT + 512 * 1024)
         for e in ents:
             del e["extra"]
+        if unsure:
+            ents[-1]["unsure"] = True
         with open(os.path.join(run, "registry.json"), "w") as f:
             f.write(json.dumps(ents, separators=(",", ":")))
         return ents
@@ -1854,21 +1858,28 @@ class RegistryReadBack(unittest.TestCase):
         self.assertEqual(self.built(p), n + 2)      # it may fit now
         p.stop()
 
+    def removals_full(self, name, unsure=False):
+        """A proxy started on a registry over the limit (over_the_limit)
+        with the 4,096 removals kept full, named name % i, all in the
+        past and the oldest first."""
+        run = self.folder()
+        self.over_the_limit(run, unsure)
+        now = int(time.time())
+        with open(os.path.join(run, "registry.json.gone"), "w") as f:
+            json.dump({"unregistered": {name % i: now - 4200 + i
+                                        for i in range(4096)},
+                       "seen": now, "floor": 0}, f)
+        p = self.proxy(run)
+        self.up(p)
+        return p
+
     def test_no_rebuild_with_the_removals_full(self):
         """atk39f F1: with the 4,096 removals kept full (a proxy that
         has run a while), each unregister of a name not registered
         forgets the oldest and raises the floor to its time: the text
         was built again each time (~0.3 s with the event loop held),
         though a floor of as many digits makes it no shorter."""
-        run = self.folder()
-        self.over_the_limit(run)
-        now = int(time.time())
-        with open(os.path.join(run, "registry.json.gone"), "w") as f:
-            json.dump({"unregistered": {"sbx_g%05d" % i: now - 4200 + i
-                                        for i in range(4096)},
-                       "seen": now, "floor": 0}, f)
-        p = self.proxy(run)
-        self.up(p)
+        p = self.removals_full("sbx_g%05d")
         st, body = proxylib.control(p.sock, "POST", "/unregister",
                                     {"sandbox": "sbx_absent_first"})
         self.assertEqual(st, 200, body)
@@ -1878,6 +1889,28 @@ class RegistryReadBack(unittest.TestCase):
             st, body = proxylib.control(p.sock, "POST", "/unregister",
                                         {"sandbox": "sbx_absent%05d" % i})
             self.assertEqual(st, 200, body)
+        self.assertEqual(self.built(p), n)
+        kept = status(p.sock)["removed_sandboxes"]
+        self.assertEqual((kept["kept"], kept["forgotten"]), (4096, 6))
+        p.stop()
+
+    def test_no_rebuild_with_shorter_removals_at_the_cap(self):
+        """atk39f2 F1: in the marks write (an unsure mark not yet saved)
+        with the 4,096 removals full of 40-character names, each
+        unregister of a 28-character name (the controller's) forgets a
+        longer one: the text was 12 bytes shorter, so built again each
+        time (~0.25 s with the event loop held), though its length
+        follows from what changed and is over by far."""
+        p = self.removals_full("sbx_%036x", unsure=True)
+        self.assertIn("restored while removals were not known",
+                      p.stderr())
+        n = self.built(p)
+        for i in range(6):
+            st, body = proxylib.control(p.sock, "POST", "/unregister",
+                                        {"sandbox": "sbx_%024x" % i})
+            self.assertEqual(st, 200, body)
+            self.assertTrue(body["saved_apart"], body)
+        self.assertFalse(status(p.sock)["registry_saved"])
         self.assertEqual(self.built(p), n)
         kept = status(p.sock)["removed_sandboxes"]
         self.assertEqual((kept["kept"], kept["forgotten"]), (4096, 6))
