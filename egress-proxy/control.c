@@ -1388,7 +1388,11 @@ control_grant_read(struct evhttp_request *req, json_t *o, struct grant *g,
 	*ok = 0;
 	memset(g, 0, sizeof(*g));
 	s = json_string_value(json_object_get(o, "sandbox"));
-	snprintf(g->sandbox, sizeof(g->sandbox), "%s", s ? s : "");
+	if (util_strlcpy(g->sandbox, s ? s : "", sizeof(g->sandbox)) >=
+	    sizeof(g->sandbox)) {
+		*cause = "sandbox is longer than 64 bytes";
+		return -1;
+	}
 	s = json_string_value(json_object_get(o, "host"));
 	port = json_integer_value(json_object_get(o, "port"));
 	if (s == NULL || host_normalize(s, strlen(s), &h, cause) == -1)
@@ -1494,7 +1498,11 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 	}
 	secs = json_integer_value(json_object_get(o, "seconds"));
 	s = json_string_value(json_object_get(o, "run_id"));
-	snprintf(g.run, sizeof(g.run), "%s", s ? s : "");
+	if (util_strlcpy(g.run, s ? s : "", sizeof(g.run)) >= sizeof(g.run)) {
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "run_id is longer than 64 bytes"));
+		goto out;
+	}
 	s = json_string_value(json_object_get(o, "rationale"));
 	if (s != NULL && strlen(s) <= GRANTS_TEXT_MAX)
 		snprintf(g.rationale, sizeof(g.rationale), "%s", s);

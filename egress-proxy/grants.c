@@ -10,6 +10,7 @@
 #include "apartfile.h"
 #include "grants.h"
 #include "host.h"
+#include "util.h"
 
 struct grants {
 	struct grant	*head;
@@ -22,6 +23,7 @@ static int	grants_restorable(const struct grant *, time_t,
 		    const char **);
 static int	grants_parse_time(const char *, time_t *);
 static int	grants_parse_gen(const json_t *, json_int_t *);
+static const char *grants_read_text(const json_t *, struct grant *);
 static size_t	grants_load_arr(struct grants *, json_t *, json_int_t,
 		    const char *, time_t, time_t,
 		    void (*)(const struct grant *, const char *, void *),
@@ -329,6 +331,47 @@ grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
 }
 
 /*
+ * The text members of a saved grant o into g, each whole: NULL, or a
+ * static cause naming the first longer than its field. Never cut to fit:
+ * a cut sandbox or run_id names another, and a "by" or rationale cut
+ * inside a character is no UTF-8, so the grant could be neither listed
+ * nor saved again (fuzz_grants).
+ */
+_Static_assert(SG_HOST_MAX == 253 && EXECCRED_RUN_MAX == 64 &&
+    GRANTS_TEXT_MAX == 512, "grants_read_text's causes name the sizes");
+
+static const char *
+grants_read_text(const json_t *o, struct grant *g)
+{
+	const struct {
+		const char	*key;
+		char		*buf;
+		size_t		 size;
+		const char	*cause;
+	} m[] = {
+		{ "sandbox", g->sandbox, sizeof(g->sandbox),
+		    "sandbox is longer than 64 bytes" },
+		{ "host", g->host, sizeof(g->host),
+		    "host is longer than 253 bytes" },
+		{ "run_id", g->run, sizeof(g->run),
+		    "run_id is longer than 64 bytes" },
+		{ "by", g->by, sizeof(g->by), "by is longer than 64 bytes" },
+		{ "rationale", g->rationale, sizeof(g->rationale),
+		    "rationale is longer than 512 bytes" },
+	};
+	const char	*s;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		s = json_string_value(json_object_get(o, m[i].key));
+		if (util_strlcpy(m[i].buf, s != NULL ? s : "", m[i].size) >=
+		    m[i].size)
+			return m[i].cause;
+	}
+	return NULL;
+}
+
+/*
  * The grants of arr, of a save numbered gen; each refused with refuse
  * when it is not NULL (the file's number is damaged).
  */
@@ -345,18 +388,10 @@ grants_load_arr(struct grants *t, json_t *arr, json_int_t gen,
 	json_array_foreach(arr, i, o) {
 		memset(&g, 0, sizeof(g));
 		g.generation = gen;
-		snprintf(g.sandbox, sizeof(g.sandbox), "%s",
-		    json_string_value(json_object_get(o, "sandbox")) ?: "");
-		snprintf(g.host, sizeof(g.host), "%s",
-		    json_string_value(json_object_get(o, "host")) ?: "");
 		g.port = (int)json_integer_value(json_object_get(o, "port"));
-		snprintf(g.run, sizeof(g.run), "%s",
-		    json_string_value(json_object_get(o, "run_id")) ?: "");
-		snprintf(g.by, sizeof(g.by), "%s",
-		    json_string_value(json_object_get(o, "by")) ?: "");
-		snprintf(g.rationale, sizeof(g.rationale), "%s",
-		    json_string_value(json_object_get(o, "rationale")) ?: "");
-		if (grants_parse_time(json_string_value(json_object_get(o,
+		if ((cause = grants_read_text(o, &g)) != NULL)
+			;
+		else if (grants_parse_time(json_string_value(json_object_get(o,
 		    "granted")), &g.granted) == -1 ||
 		    grants_parse_time(json_string_value(json_object_get(o,
 		    "expires")), &g.expires) == -1)

@@ -238,6 +238,21 @@ class Auth(unittest.TestCase):
             "by": "alice"})
         self.assertEqual(status, 200, body)
 
+    def test_grant_members_too_long_are_refused_not_cut(self):
+        """A sandbox or run_id longer than 64 bytes is refused naming it:
+        cut to fit, it named another sandbox or another exec."""
+        tok = W["token"]
+        base = {"sandbox": SBX, "host": "long.grant.test", "port": 80,
+                "seconds": 60, "rationale": "test", "by": "alice"}
+        for key, value in (("sandbox", SBX + "x" * 64),
+                           ("run_id", "run_" + "7" * 61)):
+            status, body, _ = tcp("POST", "/grants", tok,
+                                  dict(base, **{key: value}))
+            self.assertEqual(status, 400, body)
+            self.assertIn(key + " is longer than 64 bytes", body["error"])
+        _, listed, _ = tcp("GET", "/grants", tok)
+        self.assertNotIn("long.grant.test", json.dumps(listed))
+
     def test_controller_uses_the_api(self):
         """`sandgate proxy reload` with SANDGATE_PROXY_CONTROL goes to
         the TCP API with the token; without the token file it refuses."""

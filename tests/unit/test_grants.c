@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "execcred.h"
 #include "grants.h"
 
 #define T0	((time_t)1780272000)	/* 2026-06-01T00:00:00Z */
@@ -663,6 +664,96 @@ test_text_generation(void **state)
 		    strlen(c[i].text)), c[i].gen);
 }
 
+static char	test_cause[128];
+
+static void
+test_cause_cb(const struct grant *g, const char *cause, void *arg)
+{
+	(void)g;
+	(void)arg;
+	snprintf(test_cause, sizeof(test_cause), "%s", cause ? cause : "");
+}
+
+/*
+ * One saved grant whose member key is value (the rest fit): what
+ * grants_load_text takes of it, the cause in test_cause, and how many
+ * grants the table then lists.
+ */
+static long
+test_load_member(const char *key, const char *value, size_t *listed)
+{
+	struct grants	*u = grants_new();
+	json_t		*o, *a;
+	char		*text, err[256];
+	long		 n;
+
+	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "sandbox",
+	    "sbx_a", "host", "a.corp.test", "port", 443, "by",
+	    "alice (uid 1000)", "rationale", "the task needs it", "granted",
+	    "2026-06-01T00:00:00Z", "expires", "2026-06-01T01:00:00Z");
+	assert_non_null(o);
+	assert_int_equal(json_object_set_new(o, key, json_string(value)), 0);
+	a = json_pack("[o]", o);
+	text = json_dumps(a, JSON_COMPACT);
+	assert_non_null(text);
+	json_decref(a);
+	test_cause[0] = '\0';
+	n = grants_load_text(u, text, strlen(text), T0 + 60, M0,
+	    test_cause_cb, NULL, err, sizeof(err));
+	a = grants_json(u, NULL);
+	*listed = json_array_size(a);
+	json_decref(a);
+	free(text);
+	grants_free(u);
+	return n;
+}
+
+/*
+ * A saved member longer than its field is refused, naming the member,
+ * never cut to fit: a "by" cut inside a character could not be listed
+ * or saved again (the fuzz target's finding), a cut sandbox or run_id
+ * names another one. One that fits exactly is taken and listed.
+ */
+static void
+test_load_too_long(void **state)
+{
+	static const struct {
+		const char	*key;
+		size_t		 max;
+	} m[] = {
+		{ "sandbox", 64 },
+		{ "run_id", EXECCRED_RUN_MAX },
+		{ "by", 64 },
+		{ "rationale", GRANTS_TEXT_MAX },
+	};
+	char	v[GRANTS_TEXT_MAX + 8];
+	size_t	i, listed;
+
+	(void)state;
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		memset(v, 'a', m[i].max);
+		v[m[i].max] = '\0';
+		assert_int_equal(test_load_member(m[i].key, v, &listed), 1);
+		assert_int_equal(listed, 1);
+		/* one byte over */
+		v[m[i].max] = 'a';
+		v[m[i].max + 1] = '\0';
+		assert_int_equal(test_load_member(m[i].key, v, &listed), 0);
+		assert_int_equal(listed, 0);
+		assert_non_null(strstr(test_cause, m[i].key));
+		/* a two-byte character across the end */
+		v[m[i].max - 1] = '\xc3';
+		v[m[i].max] = '\xa9';
+		if (strcmp(m[i].key, "by") == 0 ||
+		    strcmp(m[i].key, "rationale") == 0) {
+			assert_int_equal(test_load_member(m[i].key, v,
+			    &listed), 0);
+			assert_int_equal(listed, 0);
+			assert_non_null(strstr(test_cause, m[i].key));
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -681,6 +772,7 @@ main(void)
 		cmocka_unit_test(test_generation_damage),
 		cmocka_unit_test(test_save_generation),
 		cmocka_unit_test(test_text_generation),
+		cmocka_unit_test(test_load_too_long),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
