@@ -1408,6 +1408,10 @@ control_grant_read(struct evhttp_request *req, json_t *o, struct grant *g,
 	return 0;
 }
 
+/* the longest by: a 32-byte name and a peer address of 63 (atk41g F1) */
+_Static_assert(32 + sizeof(" (control API, )") - 1 + 63 <= GRANTS_BY_MAX,
+    "who gave a grant over the TCP control API fits whole in its by");
+
 /*
  * Who gives or revokes a grant: the uid is the control-socket peer's
  * (SO_PEERCRED), never what the client says; the name is the client's
@@ -1504,8 +1508,12 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 		goto out;
 	}
 	s = json_string_value(json_object_get(o, "rationale"));
-	if (s != NULL && strlen(s) <= GRANTS_TEXT_MAX)
-		snprintf(g.rationale, sizeof(g.rationale), "%s", s);
+	if (s != NULL && util_strlcpy(g.rationale, s, sizeof(g.rationale)) >=
+	    sizeof(g.rationale)) {
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "rationale is longer than 512 bytes"));
+		goto out;
+	}
 	if (secs < 1 || secs > GRANTS_SECS_MAX)
 		secs = 0;	/* refused by grants_add */
 	g.granted = time(NULL);
@@ -1563,8 +1571,8 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		return;
 	if (control_grant_read(req, o, &g, &ok, &cause) == -1 ||
 	    g.by[0] == '\0') {
-		control_reply(req, 400, json_pack("{s:s}", "error", g.by[0] ?
-		    cause : "host and by are required"));
+		control_reply(req, 400, json_pack("{s:s}", "error", !ok ?
+		    cause : "by is required"));
 		goto out;
 	}
 	r.px = px;

@@ -107,9 +107,13 @@ grants_valid(const struct grant *g, const char **cause)
 		*cause = "a grant needs a rationale: one line of text";
 		return -1;
 	}
-	if (g->by[0] == '\0' || strcspn(g->by, "\"\\\n\r\t") !=
-	    strlen(g->by)) {
-		*cause = "a grant needs who gave it";
+	for (i = 0; g->by[i] != '\0'; i++)
+		if ((unsigned char)g->by[i] < 0x20 || g->by[i] == 0x7f ||
+		    g->by[i] == '"' || g->by[i] == '\\')
+			break;
+	if (g->by[0] == '\0' || g->by[i] != '\0') {
+		*cause = "a grant needs who gave it: one line, no quotes or "
+		    "backslashes";
 		return -1;
 	}
 	return 0;
@@ -338,7 +342,8 @@ grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
  * nor saved again (fuzz_grants).
  */
 _Static_assert(SG_HOST_MAX == 253 && EXECCRED_RUN_MAX == 64 &&
-    GRANTS_TEXT_MAX == 512, "grants_read_text's causes name the sizes");
+    GRANTS_TEXT_MAX == 512 && GRANTS_BY_MAX == 127,
+    "grants_read_text's causes name the sizes");
 
 static const char *
 grants_read_text(const json_t *o, struct grant *g)
@@ -355,7 +360,7 @@ grants_read_text(const json_t *o, struct grant *g)
 		    "host is longer than 253 bytes" },
 		{ "run_id", g->run, sizeof(g->run),
 		    "run_id is longer than 64 bytes" },
-		{ "by", g->by, sizeof(g->by), "by is longer than 64 bytes" },
+		{ "by", g->by, sizeof(g->by), "by is longer than 127 bytes" },
 		{ "rationale", g->rationale, sizeof(g->rationale),
 		    "rationale is longer than 512 bytes" },
 	};
@@ -365,8 +370,11 @@ grants_read_text(const json_t *o, struct grant *g)
 	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		s = json_string_value(json_object_get(o, m[i].key));
 		if (util_strlcpy(m[i].buf, s != NULL ? s : "", m[i].size) >=
-		    m[i].size)
+		    m[i].size) {
+			/* what a warning names: not a cut value (another) */
+			util_strlcpy(m[i].buf, "(too long)", m[i].size);
 			return m[i].cause;
+		}
 	}
 	return NULL;
 }
@@ -382,13 +390,16 @@ grants_load_arr(struct grants *t, json_t *arr, json_int_t gen,
 {
 	struct grant	 g;
 	json_t		*o;
+	json_int_t	 port;
 	const char	*cause;
 	size_t		 i, n = 0;
 
 	json_array_foreach(arr, i, o) {
 		memset(&g, 0, sizeof(g));
 		g.generation = gen;
-		g.port = (int)json_integer_value(json_object_get(o, "port"));
+		port = json_integer_value(json_object_get(o, "port"));
+		/* out of range: 0, refused (never narrowed into range) */
+		g.port = port >= 1 && port <= 65535 ? (int)port : 0;
 		if ((cause = grants_read_text(o, &g)) != NULL)
 			;
 		else if (grants_parse_time(json_string_value(json_object_get(o,

@@ -35,11 +35,13 @@ SBX = "c0ffee0000000000000000000000000000000000000000000000000000000001"
 W = {}
 
 
-def tcp(method, path, token=None, body=None, port=None, raw_auth=None):
+def tcp(method, path, token=None, body=None, port=None, raw_auth=None,
+        source=None):
     """(status, parsed JSON or text, headers) of one request to the TCP
-    control API."""
-    c = http.client.HTTPConnection("127.0.0.1", port or W["cport"],
-                                   timeout=10)
+    control API (from the address source when given)."""
+    c = http.client.HTTPConnection(
+        "127.0.0.1", port or W["cport"], timeout=10,
+        source_address=(source, 0) if source else None)
     try:
         headers = {}
         if token is not None:
@@ -244,14 +246,42 @@ class Auth(unittest.TestCase):
         tok = W["token"]
         base = {"sandbox": SBX, "host": "long.grant.test", "port": 80,
                 "seconds": 60, "rationale": "test", "by": "alice"}
-        for key, value in (("sandbox", SBX + "x" * 64),
-                           ("run_id", "run_" + "7" * 61)):
+        for key, value, limit in (("sandbox", SBX + "x" * 64, 64),
+                                  ("run_id", "run_" + "7" * 61, 64),
+                                  ("rationale", "r" * 513, 512)):
             status, body, _ = tcp("POST", "/grants", tok,
                                   dict(base, **{key: value}))
             self.assertEqual(status, 400, body)
-            self.assertIn(key + " is longer than 64 bytes", body["error"])
+            self.assertIn("%s is longer than %d bytes" % (key, limit),
+                          body["error"])
         _, listed, _ = tcp("GET", "/grants", tok)
         self.assertNotIn("long.grant.test", json.dumps(listed))
+        # a revoke names it too (atk41g F3: "host and by are required")
+        status, body, _ = tcp("POST", "/grants/revoke", tok, dict(
+            base, sandbox=SBX + "x" * 64))
+        self.assertEqual(status, 400, body)
+        self.assertIn("sandbox is longer than 64 bytes", body["error"])
+
+    @unittest.skipUnless(proxylib.ipv6_loopback_available(),
+                         "no IPv6 on this host")
+    def test_grant_by_keeps_the_whole_client_address(self):
+        """Who gave a grant over TCP keeps the client's whole address,
+        the part the proxy knows itself (atk41g F1: a 32-byte name from
+        ::ffff:127.0.0.123 was cut to ...127.0.0.12, another address)."""
+        port = proxylib.free_port()
+        start_proxy("v6api", [
+            "--control-socket", os.path.join(W["dir"], "v6api.sock"),
+            "--control-listen", "[::]:%d" % port,
+            "--control-token-file", W["tokfile"]],
+            policy_dir=W["proxy"].policy_dir)
+        name = "a" * 32
+        status, body, _ = tcp("POST", "/grants", W["token"], {
+            "sandbox": SBX, "host": "v6.grant.test", "port": 80,
+            "seconds": 60, "rationale": "test", "by": name},
+            port=port, source="127.0.0.123")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["grant"]["by"],
+                         name + " (control API, ::ffff:127.0.0.123)")
 
     def test_controller_uses_the_api(self):
         """`sandgate proxy reload` with SANDGATE_PROXY_CONTROL goes to
