@@ -18,6 +18,7 @@ struct grants {
 };
 
 static int	grants_id_ok(const char *, size_t, int);
+static int	grants_line_ok(const char *, const char *);
 static int	grants_valid(const struct grant *, const char **);
 static int	grants_restorable(const struct grant *, time_t,
 		    const char **);
@@ -73,12 +74,23 @@ grants_id_ok(const char *s, size_t max, int empty_ok)
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
+/* s is one line of text: not empty, no control bytes, none of also. */
+static int
+grants_line_ok(const char *s, const char *also)
+{
+	const unsigned char	*p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++)
+		if (*p < 0x20 || *p == 0x7f || strchr(also, *p) != NULL)
+			return 0;
+	return s[0] != '\0';
+}
+
 static int
 grants_valid(const struct grant *g, const char **cause)
 {
 	struct host	 h;
 	const char	*hc;
-	size_t		 i;
 
 	if (!grants_id_ok(g->sandbox, 64, 0) ||
 	    !grants_id_ok(g->run, EXECCRED_RUN_MAX, 1)) {
@@ -99,19 +111,11 @@ grants_valid(const struct grant *g, const char **cause)
 		*cause = "a grant lasts from 1 second to 7 days";
 		return -1;
 	}
-	for (i = 0; g->rationale[i] != '\0'; i++)
-		if ((unsigned char)g->rationale[i] < 0x20 ||
-		    g->rationale[i] == 0x7f)
-			break;
-	if (g->rationale[0] == '\0' || g->rationale[i] != '\0') {
+	if (!grants_line_ok(g->rationale, "")) {
 		*cause = "a grant needs a rationale: one line of text";
 		return -1;
 	}
-	for (i = 0; g->by[i] != '\0'; i++)
-		if ((unsigned char)g->by[i] < 0x20 || g->by[i] == 0x7f ||
-		    g->by[i] == '"' || g->by[i] == '\\')
-			break;
-	if (g->by[0] == '\0' || g->by[i] != '\0') {
+	if (!grants_line_ok(g->by, "\"\\")) {
 		*cause = "a grant needs who gave it: one line, no quotes or "
 		    "backslashes";
 		return -1;
