@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <dirent.h>
 
 #include <errno.h>
@@ -192,8 +195,7 @@ static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
 static int	control_peer_by(struct evhttp_request *, const char *, char *,
 		    size_t);
-static int	control_peer_tcp(struct evhttp_request *, int, char *,
-		    size_t);
+static int	control_peer_tcp(int, char *, size_t);
 static int	control_grant_read(struct evhttp_request *, json_t *,
 		    struct grant *, int *, const char **);
 static void	control_exec_end(struct proxy *, struct evhttp_request *);
@@ -1388,7 +1390,11 @@ control_grant_read(struct evhttp_request *req, json_t *o, struct grant *g,
 	*ok = 0;
 	memset(g, 0, sizeof(*g));
 	s = json_string_value(json_object_get(o, "sandbox"));
-	snprintf(g->sandbox, sizeof(g->sandbox), "%s", s ? s : "");
+	if (util_strlcpy(g->sandbox, s ? s : "", sizeof(g->sandbox)) >=
+	    sizeof(g->sandbox)) {
+		*cause = "sandbox is longer than 64 bytes";
+		return -1;
+	}
 	s = json_string_value(json_object_get(o, "host"));
 	port = json_integer_value(json_object_get(o, "port"));
 	if (s == NULL || host_normalize(s, strlen(s), &h, cause) == -1)
@@ -1403,6 +1409,10 @@ control_grant_read(struct evhttp_request *req, json_t *o, struct grant *g,
 	*ok = 1;
 	return 0;
 }
+
+/* the longest by: a 32-byte name and a peer address of 63 (atk41g F1) */
+_Static_assert(32 + sizeof(" (control API, )") - 1 + 63 <= GRANTS_BY_MAX,
+    "who gave a grant over the TCP control API fits whole in its by");
 
 /*
  * Who gives or revokes a grant: the uid is the control-socket peer's
@@ -1426,7 +1436,7 @@ control_peer_by(struct evhttp_request *req, const char *claim, char *by,
 	    evhttp_request_get_connection(req));
 	if (bev == NULL)
 		return -1;
-	if (control_peer_tcp(req, bufferevent_getfd(bev), peer,
+	if (control_peer_tcp(bufferevent_getfd(bev), peer,
 	    sizeof(peer)) == 0)
 		cr.uid = (uid_t)-1;
 	else if (getsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_PEERCRED,
@@ -1448,25 +1458,35 @@ control_peer_by(struct evhttp_request *req, const char *claim, char *by,
 }
 
 /*
- * A peer of the TCP control API (ctltcp.h): its address into peer, 0; -1
- * (peer "") on the unix socket, where SO_PEERCRED says who asks.
+ * A peer of the TCP control API (ctltcp.h): its address into peer
+ * (at least 57 bytes), 0; -1 (peer "") on the unix socket, where
+ * SO_PEERCRED says who asks. Numeric, an IPv6 zone by its index: an
+ * interface's name is any bytes, which would have to be escaped, and
+ * then it was cut or refused in a grant's by (atk41g2 F1).
  */
 static int
-control_peer_tcp(struct evhttp_request *req, int fd, char *peer,
-    size_t size)
+control_peer_tcp(int fd, char *peer, size_t size)
 {
 	struct sockaddr_storage	 ss;
+	struct sockaddr_in6	*s6 = (struct sockaddr_in6 *)&ss;
 	socklen_t		 len = sizeof(ss);
-	char			*addr = NULL;
-	ev_uint16_t		 port = 0;
+	char			 a[INET6_ADDRSTRLEN];
 
 	peer[0] = '\0';
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1 ||
 	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
 		return -1;
-	evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr,
-	    &port);
-	util_safe(addr != NULL ? addr : "?", peer, size);
+	len = sizeof(ss);
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) == -1 ||
+	    inet_ntop(ss.ss_family, ss.ss_family == AF_INET ?
+	    (void *)&((struct sockaddr_in *)&ss)->sin_addr :
+	    (void *)&s6->sin6_addr, a, sizeof(a)) == NULL)
+		snprintf(peer, size, "?");
+	else if (ss.ss_family == AF_INET6 && s6->sin6_scope_id != 0)
+		snprintf(peer, size, "%s%%%u", a,
+		    (unsigned)s6->sin6_scope_id);
+	else
+		snprintf(peer, size, "%s", a);
 	return 0;
 }
 
@@ -1494,10 +1514,18 @@ control_grant_add(struct proxy *px, struct evhttp_request *req)
 	}
 	secs = json_integer_value(json_object_get(o, "seconds"));
 	s = json_string_value(json_object_get(o, "run_id"));
-	snprintf(g.run, sizeof(g.run), "%s", s ? s : "");
+	if (util_strlcpy(g.run, s ? s : "", sizeof(g.run)) >= sizeof(g.run)) {
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "run_id is longer than 64 bytes"));
+		goto out;
+	}
 	s = json_string_value(json_object_get(o, "rationale"));
-	if (s != NULL && strlen(s) <= GRANTS_TEXT_MAX)
-		snprintf(g.rationale, sizeof(g.rationale), "%s", s);
+	if (s != NULL && util_strlcpy(g.rationale, s, sizeof(g.rationale)) >=
+	    sizeof(g.rationale)) {
+		control_reply(req, 400, json_pack("{s:s}", "error",
+		    "rationale is longer than 512 bytes"));
+		goto out;
+	}
 	if (secs < 1 || secs > GRANTS_SECS_MAX)
 		secs = 0;	/* refused by grants_add */
 	g.granted = time(NULL);
@@ -1555,8 +1583,8 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		return;
 	if (control_grant_read(req, o, &g, &ok, &cause) == -1 ||
 	    g.by[0] == '\0') {
-		control_reply(req, 400, json_pack("{s:s}", "error", g.by[0] ?
-		    cause : "host and by are required"));
+		control_reply(req, 400, json_pack("{s:s}", "error", !ok ?
+		    cause : "by is required"));
 		goto out;
 	}
 	r.px = px;

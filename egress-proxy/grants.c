@@ -10,6 +10,7 @@
 #include "apartfile.h"
 #include "grants.h"
 #include "host.h"
+#include "util.h"
 
 struct grants {
 	struct grant	*head;
@@ -17,11 +18,13 @@ struct grants {
 };
 
 static int	grants_id_ok(const char *, size_t, int);
+static int	grants_line_ok(const char *, const char *);
 static int	grants_valid(const struct grant *, const char **);
 static int	grants_restorable(const struct grant *, time_t,
 		    const char **);
 static int	grants_parse_time(const char *, time_t *);
 static int	grants_parse_gen(const json_t *, json_int_t *);
+static const char *grants_read_text(const json_t *, struct grant *);
 static size_t	grants_load_arr(struct grants *, json_t *, json_int_t,
 		    const char *, time_t, time_t,
 		    void (*)(const struct grant *, const char *, void *),
@@ -71,12 +74,23 @@ grants_id_ok(const char *s, size_t max, int empty_ok)
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
+/* s is one line of text: not empty, no control bytes, none of also. */
+static int
+grants_line_ok(const char *s, const char *also)
+{
+	const unsigned char	*p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++)
+		if (*p < 0x20 || *p == 0x7f || strchr(also, *p) != NULL)
+			return 0;
+	return s[0] != '\0';
+}
+
 static int
 grants_valid(const struct grant *g, const char **cause)
 {
 	struct host	 h;
 	const char	*hc;
-	size_t		 i;
 
 	if (!grants_id_ok(g->sandbox, 64, 0) ||
 	    !grants_id_ok(g->run, EXECCRED_RUN_MAX, 1)) {
@@ -97,17 +111,13 @@ grants_valid(const struct grant *g, const char **cause)
 		*cause = "a grant lasts from 1 second to 7 days";
 		return -1;
 	}
-	for (i = 0; g->rationale[i] != '\0'; i++)
-		if ((unsigned char)g->rationale[i] < 0x20 ||
-		    g->rationale[i] == 0x7f)
-			break;
-	if (g->rationale[0] == '\0' || g->rationale[i] != '\0') {
+	if (!grants_line_ok(g->rationale, "")) {
 		*cause = "a grant needs a rationale: one line of text";
 		return -1;
 	}
-	if (g->by[0] == '\0' || strcspn(g->by, "\"\\\n\r\t") !=
-	    strlen(g->by)) {
-		*cause = "a grant needs who gave it";
+	if (!grants_line_ok(g->by, "\"\\")) {
+		*cause = "a grant needs who gave it: one line, no quotes or "
+		    "backslashes";
 		return -1;
 	}
 	return 0;
@@ -329,6 +339,51 @@ grants_load_json(struct grants *t, json_t *arr, time_t now, time_t clock,
 }
 
 /*
+ * The text members of a saved grant o into g, each whole: NULL, or a
+ * static cause naming the first longer than its field. Never cut to fit:
+ * a cut sandbox or run_id names another, and a "by" or rationale cut
+ * inside a character is no UTF-8, so the grant could be neither listed
+ * nor saved again (fuzz_grants).
+ */
+_Static_assert(SG_HOST_MAX == 253 && EXECCRED_RUN_MAX == 64 &&
+    GRANTS_TEXT_MAX == 512 && GRANTS_BY_MAX == 127,
+    "grants_read_text's causes name the sizes");
+
+static const char *
+grants_read_text(const json_t *o, struct grant *g)
+{
+	const struct {
+		const char	*key;
+		char		*buf;
+		size_t		 size;
+		const char	*cause;
+	} m[] = {
+		{ "sandbox", g->sandbox, sizeof(g->sandbox),
+		    "sandbox is longer than 64 bytes" },
+		{ "host", g->host, sizeof(g->host),
+		    "host is longer than 253 bytes" },
+		{ "run_id", g->run, sizeof(g->run),
+		    "run_id is longer than 64 bytes" },
+		{ "by", g->by, sizeof(g->by), "by is longer than 127 bytes" },
+		{ "rationale", g->rationale, sizeof(g->rationale),
+		    "rationale is longer than 512 bytes" },
+	};
+	const char	*s;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		s = json_string_value(json_object_get(o, m[i].key));
+		if (util_strlcpy(m[i].buf, s != NULL ? s : "", m[i].size) >=
+		    m[i].size) {
+			/* what a warning names: not a cut value (another) */
+			util_strlcpy(m[i].buf, "(too long)", m[i].size);
+			return m[i].cause;
+		}
+	}
+	return NULL;
+}
+
+/*
  * The grants of arr, of a save numbered gen; each refused with refuse
  * when it is not NULL (the file's number is damaged).
  */
@@ -339,24 +394,19 @@ grants_load_arr(struct grants *t, json_t *arr, json_int_t gen,
 {
 	struct grant	 g;
 	json_t		*o;
+	json_int_t	 port;
 	const char	*cause;
 	size_t		 i, n = 0;
 
 	json_array_foreach(arr, i, o) {
 		memset(&g, 0, sizeof(g));
 		g.generation = gen;
-		snprintf(g.sandbox, sizeof(g.sandbox), "%s",
-		    json_string_value(json_object_get(o, "sandbox")) ?: "");
-		snprintf(g.host, sizeof(g.host), "%s",
-		    json_string_value(json_object_get(o, "host")) ?: "");
-		g.port = (int)json_integer_value(json_object_get(o, "port"));
-		snprintf(g.run, sizeof(g.run), "%s",
-		    json_string_value(json_object_get(o, "run_id")) ?: "");
-		snprintf(g.by, sizeof(g.by), "%s",
-		    json_string_value(json_object_get(o, "by")) ?: "");
-		snprintf(g.rationale, sizeof(g.rationale), "%s",
-		    json_string_value(json_object_get(o, "rationale")) ?: "");
-		if (grants_parse_time(json_string_value(json_object_get(o,
+		port = json_integer_value(json_object_get(o, "port"));
+		/* out of range: 0, refused (never narrowed into range) */
+		g.port = port >= 1 && port <= 65535 ? (int)port : 0;
+		if ((cause = grants_read_text(o, &g)) != NULL)
+			;
+		else if (grants_parse_time(json_string_value(json_object_get(o,
 		    "granted")), &g.granted) == -1 ||
 		    grants_parse_time(json_string_value(json_object_get(o,
 		    "expires")), &g.expires) == -1)

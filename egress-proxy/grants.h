@@ -30,6 +30,11 @@
 #define GRANTS_MAX		4096
 #define GRANTS_SECS_MAX		(7 * 24 * 60 * 60)	/* --for at most */
 #define GRANTS_TEXT_MAX		512			/* rationale bytes */
+/*
+ * bytes of who gave it: a login name (32) and what the proxy adds, the
+ * TCP control API's client address the longest (control_peer_by)
+ */
+#define GRANTS_BY_MAX		127
 
 struct grant {
 	struct grant	*next;
@@ -37,7 +42,7 @@ struct grant {
 	char		 host[SG_HOST_MAX + 1];
 	int		 port;
 	char		 run[EXECCRED_RUN_MAX + 1];	/* "": every exec */
-	char		 by[65];
+	char		 by[GRANTS_BY_MAX + 1];
 	char		 rationale[GRANTS_TEXT_MAX + 1];
 	time_t		 granted;	/* wall clock: the record */
 	time_t		 expires;

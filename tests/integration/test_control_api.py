@@ -35,11 +35,13 @@ SBX = "c0ffee0000000000000000000000000000000000000000000000000000000001"
 W = {}
 
 
-def tcp(method, path, token=None, body=None, port=None, raw_auth=None):
+def tcp(method, path, token=None, body=None, port=None, raw_auth=None,
+        source=None):
     """(status, parsed JSON or text, headers) of one request to the TCP
-    control API."""
-    c = http.client.HTTPConnection("127.0.0.1", port or W["cport"],
-                                   timeout=10)
+    control API (from the address source when given)."""
+    c = http.client.HTTPConnection(
+        "127.0.0.1", port or W["cport"], timeout=10,
+        source_address=(source, 0) if source else None)
     try:
         headers = {}
         if token is not None:
@@ -237,6 +239,108 @@ class Auth(unittest.TestCase):
             "sandbox": SBX, "host": "g.grant.test", "port": 80,
             "by": "alice"})
         self.assertEqual(status, 200, body)
+
+    def test_grant_members_too_long_are_refused_not_cut(self):
+        """A sandbox or run_id longer than 64 bytes is refused naming it:
+        cut to fit, it named another sandbox or another exec."""
+        tok = W["token"]
+        base = {"sandbox": SBX, "host": "long.grant.test", "port": 80,
+                "seconds": 60, "rationale": "test", "by": "alice"}
+        for key, value, limit in (("sandbox", SBX + "x" * 64, 64),
+                                  ("run_id", "run_" + "7" * 61, 64),
+                                  ("rationale", "r" * 513, 512)):
+            status, body, _ = tcp("POST", "/grants", tok,
+                                  dict(base, **{key: value}))
+            self.assertEqual(status, 400, body)
+            self.assertIn("%s is longer than %d bytes" % (key, limit),
+                          body["error"])
+        _, listed, _ = tcp("GET", "/grants", tok)
+        self.assertNotIn("long.grant.test", json.dumps(listed))
+        # a revoke names it too (atk41g F3: "host and by are required")
+        status, body, _ = tcp("POST", "/grants/revoke", tok, dict(
+            base, sandbox=SBX + "x" * 64))
+        self.assertEqual(status, 400, body)
+        self.assertIn("sandbox is longer than 64 bytes", body["error"])
+
+    @unittest.skipUnless(proxylib.ipv6_loopback_available(),
+                         "no IPv6 on this host")
+    def test_grant_by_keeps_the_whole_client_address(self):
+        """Who gave a grant over TCP keeps the client's whole address,
+        the part the proxy knows itself (atk41g F1: a 32-byte name from
+        ::ffff:127.0.0.123 was cut to ...127.0.0.12, another address)."""
+        port = proxylib.free_port()
+        start_proxy("v6api", [
+            "--control-socket", os.path.join(W["dir"], "v6api.sock"),
+            "--control-listen", "[::]:%d" % port,
+            "--control-token-file", W["tokfile"]],
+            policy_dir=W["proxy"].policy_dir)
+        name = "a" * 32
+        status, body, _ = tcp("POST", "/grants", W["token"], {
+            "sandbox": SBX, "host": "v6.grant.test", "port": 80,
+            "seconds": 60, "rationale": "test", "by": name},
+            port=port, source="127.0.0.123")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["grant"]["by"],
+                         name + " (control API, ::ffff:127.0.0.123)")
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("ip"),
+                         "needs root and ip(8) for a network namespace")
+    def test_grant_by_of_a_link_local_client(self):
+        """A link-local client's zone is its interface's index, not the
+        interface's name (any bytes: escaped, it was cut in a grant's by,
+        or refused as "no quotes or backslashes", atk41g2 F1). The proxy
+        and the client in a network namespace of the test's own."""
+        ns = "sgctl%d" % os.getpid()
+        ifname = 'q"x\\y'
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        self.addCleanup(subprocess.run, ["ip", "netns", "del", ns])
+        subprocess.run(["ip", "netns", "exec", ns, "sh", "-ec",
+                        'ip link set lo up; '
+                        'ip link add name "$1" type veth peer name sgp; '
+                        'ip link set "$1" up; ip link set sgp up; '
+                        'ip -6 addr add fe80::5:1/64 dev "$1" nodad',
+                        "sh", ifname], check=True)
+        port = 18765
+        p = proxylib.Proxy(W["dir"], W["up"], name="llapi", extra_args=[
+            "--control-socket", os.path.join(W["dir"], "llapi.sock"),
+            "--control-listen", "[::]:%d" % port,
+            "--control-token-file", W["tokfile"],
+            "--policy-dir", W["proxy"].policy_dir])
+        inner = p.argv
+        p.argv = lambda: ["ip", "netns", "exec", ns] + inner()
+        W.setdefault("proxies", []).append(p)
+        p.start()
+        client = (
+            "import json, socket, sys\n"
+            "ifn, port, tok, body = sys.argv[1:]\n"
+            "i = socket.if_nametoindex(ifn)\n"
+            "s = socket.socket(socket.AF_INET6)\n"
+            "s.bind(('fe80::5:1', 0, 0, i))\n"
+            "s.connect(('fe80::5:1', int(port), 0, i))\n"
+            "s.sendall(('POST /grants HTTP/1.1\\r\\nHost: x\\r\\n'\n"
+            "    'Authorization: Bearer %s\\r\\nContent-Length: %d\\r\\n'\n"
+            "    'Connection: close\\r\\n\\r\\n%s' % (tok, len(body), body))\n"
+            "    .encode())\n"
+            "out = b''\n"
+            "while True:\n"
+            "    d = s.recv(65536)\n"
+            "    if not d: break\n"
+            "    out += d\n"
+            "print(i)\n"
+            "print(out.partition(b'\\r\\n\\r\\n')[2].decode())\n")
+        name = "n" * 32
+        r = subprocess.run(
+            ["ip", "netns", "exec", ns, sys.executable, "-c", client,
+             ifname, str(port), W["token"], json.dumps({
+                 "sandbox": SBX, "host": "ll.grant.test", "port": 80,
+                 "seconds": 60, "rationale": "test", "by": name})],
+            capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        index, body = r.stdout.split("\n", 1)
+        grant = json.loads(body).get("grant")
+        self.assertIsNotNone(grant, body)
+        self.assertEqual(grant["by"], "%s (control API, fe80::5:1%%%s)"
+                         % (name, index))
 
     def test_controller_uses_the_api(self):
         """`sandgate proxy reload` with SANDGATE_PROXY_CONTROL goes to

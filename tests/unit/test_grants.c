@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "execcred.h"
 #include "grants.h"
 
 #define T0	((time_t)1780272000)	/* 2026-06-01T00:00:00Z */
@@ -663,6 +664,143 @@ test_text_generation(void **state)
 		    strlen(c[i].text)), c[i].gen);
 }
 
+static char	test_cause[128];
+static char	test_named[512];	/* sandbox, host and run of it */
+
+static void
+test_cause_cb(const struct grant *g, const char *cause, void *arg)
+{
+	(void)arg;
+	snprintf(test_cause, sizeof(test_cause), "%s", cause ? cause : "");
+	snprintf(test_named, sizeof(test_named), "%s %s %s", g->sandbox,
+	    g->host, g->run);
+}
+
+/*
+ * One saved grant whose member key is value (the rest fit): what
+ * grants_load_text takes of it, the cause in test_cause, and how many
+ * grants the table then lists.
+ */
+static long
+test_load_member(const char *key, const char *value, size_t *listed)
+{
+	struct grants	*u = grants_new();
+	json_t		*o, *a;
+	char		*text, err[256];
+	long		 n;
+
+	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "sandbox",
+	    "sbx_a", "host", "a.corp.test", "port", 443, "by",
+	    "alice (uid 1000)", "rationale", "the task needs it", "granted",
+	    "2026-06-01T00:00:00Z", "expires", "2026-06-01T01:00:00Z");
+	assert_non_null(o);
+	assert_int_equal(json_object_set_new(o, key, json_string(value)), 0);
+	a = json_pack("[o]", o);
+	text = json_dumps(a, JSON_COMPACT);
+	assert_non_null(text);
+	json_decref(a);
+	test_cause[0] = '\0';
+	n = grants_load_text(u, text, strlen(text), T0 + 60, M0,
+	    test_cause_cb, NULL, err, sizeof(err));
+	a = grants_json(u, NULL);
+	*listed = json_array_size(a);
+	json_decref(a);
+	free(text);
+	grants_free(u);
+	return n;
+}
+
+/*
+ * A saved member longer than its field is refused, naming the member,
+ * never cut to fit: a "by" cut inside a character could not be listed
+ * or saved again (the fuzz target's finding), a cut sandbox or run_id
+ * names another one. One that fits exactly is taken and listed.
+ */
+static void
+test_load_too_long(void **state)
+{
+	static const struct {
+		const char	*key;
+		size_t		 max;
+	} m[] = {
+		{ "sandbox", 64 },
+		{ "run_id", EXECCRED_RUN_MAX },
+		{ "by", GRANTS_BY_MAX },
+		{ "rationale", GRANTS_TEXT_MAX },
+	};
+	char	v[GRANTS_TEXT_MAX + 8];
+	size_t	i, listed;
+
+	(void)state;
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		memset(v, 'a', m[i].max);
+		v[m[i].max] = '\0';
+		assert_int_equal(test_load_member(m[i].key, v, &listed), 1);
+		assert_int_equal(listed, 1);
+		/* one byte over */
+		v[m[i].max] = 'a';
+		v[m[i].max + 1] = '\0';
+		assert_int_equal(test_load_member(m[i].key, v, &listed), 0);
+		assert_int_equal(listed, 0);
+		assert_non_null(strstr(test_cause, m[i].key));
+		/* what a warning names is no cut value (atk41g F4) */
+		assert_null(strstr(test_named, "aaaa"));
+		/* a two-byte character across the end */
+		v[m[i].max - 1] = '\xc3';
+		v[m[i].max] = '\xa9';
+		if (strcmp(m[i].key, "by") == 0 ||
+		    strcmp(m[i].key, "rationale") == 0) {
+			assert_int_equal(test_load_member(m[i].key, v,
+			    &listed), 0);
+			assert_int_equal(listed, 0);
+			assert_non_null(strstr(test_cause, m[i].key));
+		}
+	}
+}
+
+/*
+ * A saved port outside int is refused, never narrowed into range
+ * (atk41g F2: 4294967376 was restored as port 80); who gave it is one
+ * line without control bytes, so its save never grows by escapes.
+ */
+static void
+test_load_odd_members(void **state)
+{
+	static const char *const bad[] = {
+	    "{\"port\":4294967376}", "{\"port\":-4294967216}",
+	    "{\"by\":\"alice\\u0001\"}", "{\"by\":\"al\\u007fice\"}",
+	};
+	struct grants	*u;
+	json_t		*o, *patch;
+	char		*text, err[256];
+	size_t		 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		u = grants_new();
+		o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "sandbox",
+		    "sbx_a", "host", "a.corp.test", "port", 80, "by", "alice",
+		    "rationale", "the task needs it", "granted",
+		    "2026-06-01T00:00:00Z", "expires", "2026-06-01T01:00:00Z");
+		patch = json_loads(bad[i], 0, NULL);
+		assert_non_null(patch);
+		assert_int_equal(json_object_update(o, patch), 0);
+		json_decref(patch);
+		patch = json_pack("[o]", o);
+		text = json_dumps(patch, JSON_COMPACT);
+		assert_non_null(text);
+		test_cause[0] = '\0';
+		assert_int_equal(grants_load_text(u, text, strlen(text),
+		    T0 + 60, M0, test_cause_cb, NULL, err, sizeof(err)), 0);
+		assert_string_not_equal(test_cause, "");
+		assert_null(grants_match(u, "sbx_a", "", "a.corp.test", 80,
+		    M0));
+		json_decref(patch);
+		free(text);
+		grants_free(u);
+	}
+}
+
 int
 main(void)
 {
@@ -681,6 +819,8 @@ main(void)
 		cmocka_unit_test(test_generation_damage),
 		cmocka_unit_test(test_save_generation),
 		cmocka_unit_test(test_text_generation),
+		cmocka_unit_test(test_load_too_long),
+		cmocka_unit_test(test_load_odd_members),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
