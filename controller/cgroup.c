@@ -283,8 +283,10 @@ cgroup_cmds_limit(const char *parent, const char *child, const char *file,
 	if (cgroup_read_key(parent, file, NULL, &lim) == -1 ||
 	    lim >= (1ULL << 62))
 		return 1;
-	if (lim < 2 * less)
+	if (lim < 2 * less) {
+		errno = ERANGE;		/* the parent's limit is too small */
 		return -1;
+	}
 	return cgroup_set(child, file, lim - less);
 }
 

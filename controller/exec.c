@@ -1793,6 +1793,17 @@ exec_begin(struct exec_state *st, struct cgroup_counters *before)
 	    sizeof(st->cmds)) == 0 && rtpid_bundle(st->pid, st->bundle,
 	    sizeof(st->bundle)) == -1)
 		st->bundle[0] = '\0';
+	/*
+	 * Where runs have memory cgroups of their own (cgroup v1), a run
+	 * without one is told: its command shares the container's limit,
+	 * and its processes are told apart from the other runs' by their
+	 * markers alone (exec_doomed).
+	 */
+	if (!st->o->inside && !st->cg.v2 && st->cg.mem[0] != '\0' &&
+	    st->cmds[0] == '\0')
+		log_warnx("cannot make this run's memory cgroup under %s/%s "
+		    "(%s): the command runs in the container's", st->cg.mem,
+		    CGROUP_CMDS, strerror(errno));
 	exec_join_watch(st);
 	st->join_fast = util_now_us() + EXEC_JOIN_FAST_MS * 1000ULL;
 	exec_sink_open(&st->sink[1], st->o, 1);

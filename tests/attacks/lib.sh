@@ -32,6 +32,12 @@ row() {
 	    tr '\n\t' '  ' | cut -c1-110)" "$4" "$(printf '%s' "$5" |
 	    tr '\n\t' '  ' | cut -c1-200)" >>"$ROWS"
 	printf '  %-44s %s\n' "$1" "$2" >&2
+	# a row that fails says why where a log's tail shows it
+	case $2 in
+	NO | UNDETECTED)
+		printf '      saw: %s\n      record: %s\n      evidence: %s\n' \
+		    "$3" "$4" "$5" >&2 ;;
+	esac
 }
 
 verdict() {

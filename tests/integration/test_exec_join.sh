@@ -35,6 +35,24 @@ for n in 1 2 3 4 5; do
 	    "/sandgate-cmds/run_"
 	inspects=$(grep -cE '^GET /v[0-9.]+/exec/[0-9a-f]+/json$' "$LOG")
 	assert_eq "exec $n: one exec inspect (after the end)" 1 "$inspects"
+	assert_not_contains "exec $n: no word of a missing cgroup" "$r_err" \
+	    "memory cgroup"
 done
+
+# A run that gets no memory cgroup of its own says so: under --memory 6m
+# there is no room for one (the commands' cgroup keeps 4 MiB for the init,
+# each run's 4 MiB of slack), so the command runs in the container's, and
+# its processes are told from the other runs' by their markers alone.
+sg_run r "$SG" create "$SG_TMP/src" --image "$SG_TEST_IMAGE" \
+    --network none --memory 6m
+assert_eq "create --memory 6m" 0 "$r_rc"
+TINY=$r_out
+sg_on_exit "'$SG' discard $TINY"
+sg_run r "$SG" exec "$TINY" -- cat /proc/self/cgroup
+assert_eq "exec in 6 MiB: exit 0" 0 "$r_rc"
+assert_not_contains "exec in 6 MiB: not in a run's cgroup" "$r_out" \
+    "/sandgate-cmds/run_"
+assert_contains "exec in 6 MiB: says it has no memory cgroup of its own" \
+    "$r_err" "cannot make this run's memory cgroup"
 
 sg_summary

