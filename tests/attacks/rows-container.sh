@@ -589,8 +589,8 @@ oom_filler() {
 # memory (dumpable as any command, already in the victim's cgroup), and
 # is shown apart. Six victims or more (up to 20, until A saw six joins)
 # run one after the other: each must run in its own run's cgroup, and A
-# in none of theirs. A failing row names each
-# victim that was not, with its exit and its last words.
+# in none of theirs. A failing row names each victim that was not, with
+# its exit and its last words.
 # runc only (gVisor runs no join: one host process for the sandbox).
 atk_markforge() {
 	local label="1h another exec's memory cgroup by a forged run marker"

@@ -174,7 +174,7 @@ main(int argc, char **argv)
 	char	*mark = NULL, own[128], run[128], last[128] = "";
 	double	 end, t;
 	size_t	 len;
-	int	 i, pid, fd, seen = 0, moved = 0, writable = 0, late = 0, victims;
+	int	 i, pid, held, seen = 0, moved = 0, writable = 0, late = 0, victims;
 
 	if (argc != 3)
 		return 2;
@@ -189,9 +189,9 @@ main(int argc, char **argv)
 	while (seen < victims && now() < end) {
 		if ((pid = find_join(own, last, len, run)) == 0)
 			continue;
-		if ((fd = join_mem(pid, run)) == 1)
+		if ((held = join_mem(pid, run)) == 1)
 			writable++;
-		else if (fd == 2)
+		else if (held == 2)
 			late++;
 		memcpy(mark, run, len);		/* the forged marker */
 		memcpy(last, run, len + 1);
