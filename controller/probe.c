@@ -177,6 +177,52 @@ probe_mount_path(int gvisor, char **cause)
 	return path;
 }
 
+int
+probe_statx_paths(const char **lib, const char **preload)
+{
+	static char		 libp[PATH_MAX], filep[PATH_MAX];
+	static const char	 want[] = PROBE_STATX_CONTAINER_PATH "\n";
+	char			 dir[PATH_MAX], tmp[PATH_MAX + 16];
+	char			 have[sizeof(want)];
+	const char		*probe, *slash;
+	struct stat		 st;
+	ssize_t			 n = -1;
+	int			 fd;
+
+	if ((probe = probe_path()) == NULL ||
+	    (slash = strrchr(probe, '/')) == NULL ||
+	    snprintf(libp, sizeof(libp), "%.*s/sandgate-statx.so",
+	    (int)(slash - probe), probe) >= (int)sizeof(libp) ||
+	    stat(libp, &st) == -1 || !S_ISREG(st.st_mode))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/probe", state_root());
+	if (snprintf(filep, sizeof(filep), "%s/ld.so.preload", dir) >=
+	    (int)sizeof(filep))
+		return -1;
+	if ((fd = open(filep, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		n = read(fd, have, sizeof(have));
+		close(fd);
+	}
+	if (n != (ssize_t)sizeof(want) - 1 ||
+	    memcmp(have, want, sizeof(want) - 1) != 0) {
+		snprintf(tmp, sizeof(tmp), "%s.%ld", filep, (long)getpid());
+		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+			return -1;
+		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		    O_CLOEXEC, 0644)) == -1)
+			return -1;
+		if (write(fd, want, sizeof(want) - 1) !=
+		    (ssize_t)sizeof(want) - 1 || fchmod(fd, 0644) == -1 ||
+		    close(fd) == -1 || rename(tmp, filep) == -1) {
+			unlink(tmp);
+			return -1;
+		}
+	}
+	*lib = libp;
+	*preload = filep;
+	return 0;
+}
+
 /* "128 MiB" when the value is a whole number of MiB, else bytes. */
 static void
 probe_fmt_bytes(unsigned long long v, char *buf, size_t size)
