@@ -189,11 +189,13 @@ probe_statx_paths(const char **lib, const char **preload)
 	ssize_t			 n = -1;
 	int			 fd;
 
+	/* readable by all, or ld.so would complain in every process */
 	if ((probe = probe_path()) == NULL ||
 	    (slash = strrchr(probe, '/')) == NULL ||
 	    snprintf(libp, sizeof(libp), "%.*s/sandgate-statx.so",
 	    (int)(slash - probe), probe) >= (int)sizeof(libp) ||
-	    stat(libp, &st) == -1 || !S_ISREG(st.st_mode))
+	    stat(libp, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & S_IROTH) == 0)
 		return -1;
 	snprintf(dir, sizeof(dir), "%s/probe", state_root());
 	if (snprintf(filep, sizeof(filep), "%s/ld.so.preload", dir) >=

@@ -122,7 +122,9 @@ const char	*probe_mount_path(int gvisor, char **cause);
  * of a file naming PROBE_STATX_CONTAINER_PATH, state_root()/probe/
  * ld.so.preload, written when missing or different. 0 with both set
  * (static storage); -1 when the library is not there or the file cannot
- * be written: the sandbox is then made without them (coreutils' statx
+ * be written, or the library is not readable by all (the sandbox's uid
+ * is not its owner's, and ld.so would complain in every process): the
+ * sandbox is then made without them (coreutils' statx
  * fails with EINVAL inside, as under gVisor alone).
  */
 int		 probe_statx_paths(const char **lib, const char **preload);
