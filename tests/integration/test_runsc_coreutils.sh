@@ -5,7 +5,9 @@
 # /.sandgate/statx.so and named in a read-only /etc/ld.so.preload, gVisor
 # sandboxes only) `ls -l` said "Invalid argument" for every file. Errors
 # other than that one stay the kernel's; the preload holds under `env -i`;
-# the sandbox user cannot change it; runc sandboxes get neither file.
+# the sandbox user cannot change it; a library the sandbox cannot read is
+# not mounted (ld.so would complain in every command); runc sandboxes get
+# neither file.
 # Where runsc is not registered with dockerd the test skips (77).
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -47,6 +49,23 @@ sg_run w "$SG" exec "$SBX" -- sh -c 'cat /etc/ld.so.preload;
 	umount /etc/ld.so.preload 2>/dev/null && echo UNMOUNTED; true'
 assert_eq "the preload names the library, and the sandbox cannot change either" \
     "/.sandgate/statx.so" "$w_out"
+
+# a library the sandbox's uid may not read is not mounted: ld.so would
+# otherwise complain on every command's stderr
+mkdir -p "$SG_TMP/probe"
+cp "$SANDGATE_PROBE" "$(dirname "$SANDGATE_PROBE")/sandgate-statx.so" "$SG_TMP/probe/"
+chmod 0700 "$SG_TMP/probe/sandgate-statx.so"
+sg_run u env SANDGATE_PROBE="$SG_TMP/probe/sandgate-probe" \
+    "$SG" create "$SG_TMP/src" --runtime runsc --network none
+assert_eq "gVisor sandbox with an unreadable library created" 0 "$u_rc"
+if [ "$u_rc" = 0 ]; then
+	sg_on_exit "'$SG' discard $u_out"
+	sg_run v env SANDGATE_PROBE="$SG_TMP/probe/sandgate-probe" \
+	    "$SG" exec "$u_out" -- sh -c 'for f in /.sandgate/*; do echo "${f##*/}"; done
+	    test -e /etc/ld.so.preload && echo PRELOAD; echo end'
+	assert_eq "unreadable library: neither file mounted" "$(printf 'probe\nend')" "$v_out"
+	assert_eq "and ld.so says nothing" "" "$v_err"
+fi
 
 sg_run r "$SG" create "$SG_TMP/src" --network none
 assert_eq "runc sandbox created" 0 "$r_rc"
