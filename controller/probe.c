@@ -201,16 +201,29 @@ probe_statx_paths(const char **lib, const char **preload)
 	if (snprintf(filep, sizeof(filep), "%s/ld.so.preload", dir) >=
 	    (int)sizeof(filep))
 		return -1;
-	if ((fd = open(filep, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+	/* only this uid may change what the folder holds */
+	if ((mkdir(dir, 0755) == -1 && errno != EEXIST) ||
+	    lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+		return -1;
+	/*
+	 * Used as it is only when it is this uid's regular file, 0644, of
+	 * the content: a file another could write would change what every
+	 * gVisor sandbox loads, even those running (atk43g F1); a FIFO
+	 * would hang the open (F2). Anything else is replaced.
+	 */
+	if (lstat(filep, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == geteuid() && (st.st_mode & 07777) == 0644 &&
+	    st.st_size == (off_t)sizeof(want) - 1 && (fd = open(filep,
+	    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) != -1) {
 		n = read(fd, have, sizeof(have));
 		close(fd);
 	}
 	if (n != (ssize_t)sizeof(want) - 1 ||
 	    memcmp(have, want, sizeof(want) - 1) != 0) {
 		snprintf(tmp, sizeof(tmp), "%s.%ld", filep, (long)getpid());
-		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
-			return -1;
-		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		(void)unlink(tmp);
+		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 		    O_CLOEXEC, 0644)) == -1)
 			return -1;
 		if (write(fd, want, sizeof(want) - 1) !=

@@ -32,10 +32,14 @@ statx(int dirfd, const char *path, int flags, unsigned int mask,
     struct statx *buf)
 {
 	long	r;
+	int	saved = errno;
 
 	r = syscall(SYS_statx, dirfd, path, flags, mask, buf);
-	if (r == -1 && errno == EINVAL && (flags & AT_NO_AUTOMOUNT))
+	if (r == -1 && errno == EINVAL && (flags & AT_NO_AUTOMOUNT)) {
 		r = syscall(SYS_statx, dirfd, path, flags & ~AT_NO_AUTOMOUNT,
 		    mask, buf);
+		if (r == 0)	/* errno as the call that succeeds leaves it */
+			errno = saved;
+	}
 	return (int)r;
 }

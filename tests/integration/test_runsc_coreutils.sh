@@ -6,8 +6,9 @@
 # sandboxes only) `ls -l` said "Invalid argument" for every file. Errors
 # other than that one stay the kernel's; the preload holds under `env -i`;
 # the sandbox user cannot change it; a library the sandbox cannot read is
-# not mounted (ld.so would complain in every command); runc sandboxes get
-# neither file.
+# not mounted (ld.so would complain in every command); the host's preload
+# file is this uid's, 0644, or replaced (a FIFO, another's file); runc
+# sandboxes get neither file.
 # Where runsc is not registered with dockerd the test skips (77).
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -20,7 +21,11 @@ sg_base_image
 mkdir -p "$SG_TMP/src"
 printf 'hello\n' >"$SG_TMP/src/a.txt"
 
-sg_run c "$SG" create "$SG_TMP/src" --runtime runsc --network none
+# a FIFO where the preload file goes: replaced, never waited on (atk43g
+# F2: the create hung in open)
+mkdir -p "$SANDGATE_STATE/probe"
+mkfifo "$SANDGATE_STATE/probe/ld.so.preload"
+sg_run c timeout 120 "$SG" create "$SG_TMP/src" --runtime runsc --network none
 assert_eq "gVisor sandbox created" 0 "$c_rc"
 [ "$c_rc" = 0 ] || { echo "$c_err"; sg_summary; }
 SBX=$c_out
@@ -49,6 +54,20 @@ sg_run w "$SG" exec "$SBX" -- sh -c 'cat /etc/ld.so.preload;
 	umount /etc/ld.so.preload 2>/dev/null && echo UNMOUNTED; true'
 assert_eq "the preload names the library, and the sandbox cannot change either" \
     "/.sandgate/statx.so" "$w_out"
+
+# a preload file of the right content that another uid owns, or others
+# may write, is replaced before it is bound (atk43g F1: it was bound as
+# it was, and its owner changed what every gVisor sandbox loads)
+P=$SANDGATE_STATE/probe/ld.so.preload
+assert_eq "the FIFO was replaced by a regular file, 0644" "regular file 644" \
+    "$(stat -c '%F %a' "$P")"
+chown 12345 "$P"
+chmod 0666 "$P"
+sg_run f timeout 120 "$SG" create "$SG_TMP/src" --runtime runsc --network none
+assert_eq "gVisor sandbox created beside a foreign preload file" 0 "$f_rc"
+[ "$f_rc" = 0 ] && sg_on_exit "'$SG' discard $f_out"
+assert_eq "the foreign file was replaced: this uid's, 0644" "$(id -u) 644" \
+    "$(stat -c '%u %a' "$P")"
 
 # a library the sandbox's uid may not read is not mounted: ld.so would
 # otherwise complain on every command's stderr
