@@ -358,7 +358,7 @@ cmd_exec_lock(struct cmd_exec_args *a, long long *timeout)
 	    errno != ETIMEDOUT)
 		return lock;
 	if (*timeout <= 0) {
-		sandbox_meta_init(&m);
+		/* load inits m, and m is released whatever it says */
 		if (sandbox_meta_load(a->id, &m, NULL) == 0)
 			*timeout = m.timeout;
 		sandbox_meta_release(&m);
@@ -385,7 +385,6 @@ cmd_exec_unrun(struct cmd_exec_args *a, long long timeout, int sig)
 	char			*cause = NULL;
 	uint64_t		 ns;
 
-	sandbox_meta_init(&m);
 	if (sandbox_meta_load(a->id, &m, &cause) == -1) {
 		log_warnx("%s", cause);
 		free(cause);
