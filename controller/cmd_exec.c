@@ -349,7 +349,7 @@ static int
 cmd_exec_lock(struct cmd_exec_args *a, long long *timeout)
 {
 	struct sandbox_meta	 m;
-	uint64_t		 t0 = util_now_us();
+	uint64_t		 t0 = util_now_us(), until;
 	int			 lock;
 
 	*timeout = a->timeout;
@@ -363,9 +363,19 @@ cmd_exec_lock(struct cmd_exec_args *a, long long *timeout)
 			*timeout = m.timeout;
 		sandbox_meta_release(&m);
 	}
-	lock = state_lock_wait(a->id, 0, *timeout > 0 ? t0 +
-	    (uint64_t)*timeout * 1000000 : 0, exec_signal_pending);
+	until = *timeout > 0 ? t0 + (uint64_t)*timeout * 1000000 : 0;
+	lock = state_lock_wait(a->id, 0, until, exec_signal_pending);
 	a->waited_us = util_now_us() - t0;
+	/*
+	 * Granted at or past the deadline (the wait's last nap, or this
+	 * process not scheduled meanwhile): let go unused, the command
+	 * must not start after its --timeout (atk43f F1).
+	 */
+	if (lock != -1 && until != 0 && t0 + a->waited_us >= until) {
+		state_unlock(lock);
+		errno = ETIMEDOUT;
+		return -1;
+	}
 	return lock;
 }
 

@@ -13,6 +13,8 @@
 # 5. with --json the agent gets the usual object (exit_code 124,
 #    timed_out) and the run has its record.
 # 6. a lock that is free: the command runs, as always.
+# 7. a lock granted after the exec's deadline (the exec was stopped past
+#    it) is let go unused: 124, the command never runs (atk43f F1).
 set -u
 SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/lib/common.sh"
@@ -102,6 +104,21 @@ rec=$(grep -F "\"$rid\"" "$SANDGATE_RECORD_DIR/runs.jsonl" | python3 -c 'import 
 assert_eq "5: its run record says 124, timed out" "124 True" "$rec"
 wait "$HOLDER"
 ran m6 && fail "5: the command never ran" "m6 exists" || ok "5: the command never ran"
+
+# 7. granted after its deadline (the exec stopped past it, as a process
+#    not scheduled): let go unused, the command never runs (atk43f F1)
+hold 1.5
+"$SG" exec "$SBX" --timeout 1 -- touch /workspace/m7 >"$SG_TMP/7.out" 2>"$SG_TMP/7.err" &
+E=$!
+sleep 0.5
+kill -STOP "$E"
+sleep 2.5
+kill -CONT "$E"
+wait "$E"
+rc=$?
+assert_eq "7: a grant past the deadline: 124" 124 "$rc"
+assert_contains "7: stderr says nothing ran" "$(cat "$SG_TMP/7.err")" "nothing ran"
+ran m7 && fail "7: the command never ran" "m7 exists" || ok "7: the command never ran"
 
 sg_run r "$SG" exec "$SBX" --timeout 5 -- echo free
 assert_eq "6: a free lock: the command runs" "0 free" "$r_rc $r_out"
