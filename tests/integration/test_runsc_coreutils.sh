@@ -91,4 +91,19 @@ assert_eq "runc sandbox created" 0 "$r_rc"
 [ "$r_rc" = 0 ] && sg_on_exit "'$SG' discard $r_out"
 sg_run n "$SG" exec "$r_out" -- sh -c 'ls -A /.sandgate; test -e /etc/ld.so.preload && echo PRELOAD; ls -ld / >/dev/null && echo ls-ok'
 assert_eq "runc: no library, no preload" "$(printf 'probe\nls-ok')" "$n_out"
+
+# the probe folder another uid owns: runc sandboxes are refused (their init
+# is the copy made there; atk43g2 G1: its owner swapped it), gVisor ones
+# are made without the library
+chown 12345 "$SANDGATE_STATE/probe"
+sg_run x "$SG" create "$SG_TMP/src" --network none
+assert_eq "runc: a foreign probe folder refuses the create" 125 "$x_rc"
+assert_contains "and says why" "$x_err" "not a folder of this user that only it may write"
+[ "$x_rc" = 0 ] && sg_on_exit "'$SG' discard $x_out"
+chown "$(id -u)" "$SANDGATE_STATE/probe"
+chmod 0775 "$SANDGATE_STATE/probe"
+sg_run x "$SG" create "$SG_TMP/src" --network none
+assert_eq "runc: a group-writable probe folder refuses it too" 125 "$x_rc"
+[ "$x_rc" = 0 ] && sg_on_exit "'$SG' discard $x_out"
+chmod 0755 "$SANDGATE_STATE/probe"
 sg_summary
