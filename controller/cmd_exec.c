@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -30,6 +31,7 @@ struct cmd_exec_args {
 	int		 fresh;
 	int		 json;
 	long long	 timeout;	/* 0: the sandbox's */
+	uint64_t	 waited_us;	/* for the sandbox's lock */
 	const char	*workdir;
 	struct sandbox_meta env;	/* only .env is used */
 };
@@ -203,6 +205,7 @@ cmd_exec_opts(struct exec_opts *o, const struct sandbox_meta *m,
 	sandbox_exec_opts(o, m, a->cmd, run, a->timeout > 0 ? a->timeout :
 	    m->timeout, SG_OUTPUT_CAP_DEFAULT);
 	o->workdir = a->workdir;
+	o->waited_us = a->waited_us;
 	o->live = !a->json;
 	o->evidence_dir = runs;
 	o->evidence_max = m->disk;
@@ -333,6 +336,91 @@ out:
 	return rv;
 }
 
+/*
+ * The sandbox's lock, shared. An apply or a discard holds it exclusive
+ * for as long as it takes: an exec then waits within its --timeout (the
+ * agent's bound is wall clock, from outside) and ends at SIGINT/SIGTERM,
+ * nothing run (atk42l F2: it waited unbounded, deaf to Ctrl-C, and ran
+ * the command after). The timeout when not given is the sandbox's, read
+ * without the lock (meta.json is replaced whole). The fd; -1 with errno
+ * (ETIMEDOUT, EINTR, ENOENT: no sandbox) and *timeout the bound.
+ */
+static int
+cmd_exec_lock(struct cmd_exec_args *a, long long *timeout)
+{
+	struct sandbox_meta	 m;
+	uint64_t		 t0 = util_now_us(), until;
+	int			 lock;
+
+	*timeout = a->timeout;
+	/* an until_us already past: one try */
+	if ((lock = state_lock_wait(a->id, 0, 1, NULL)) != -1 ||
+	    errno != ETIMEDOUT)
+		return lock;
+	if (*timeout <= 0) {
+		/* load inits m, and m is released whatever it says */
+		if (sandbox_meta_load(a->id, &m, NULL) == 0)
+			*timeout = m.timeout;
+		sandbox_meta_release(&m);
+	}
+	until = *timeout > 0 ? t0 + (uint64_t)*timeout * 1000000 : 0;
+	lock = state_lock_wait(a->id, 0, until, exec_signal_pending);
+	a->waited_us = util_now_us() - t0;
+	/*
+	 * Granted at or past the deadline (the wait's last nap, or this
+	 * process not scheduled meanwhile): let go unused, the command
+	 * must not start after its --timeout (atk43f F1).
+	 */
+	if (lock != -1 && until != 0 && t0 + a->waited_us >= until) {
+		state_unlock(lock);
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	return lock;
+}
+
+/*
+ * The lock was not had within the timeout (sig 0) or a signal ended the
+ * wait: the command did not run. Its result is said as any run's (the
+ * JSON object with timed_out, the run record) from the sandbox's meta
+ * read without the lock; 124 or 128 + sig. Without meta (the sandbox went
+ * meanwhile), 125.
+ */
+static int
+cmd_exec_unrun(struct cmd_exec_args *a, long long timeout, int sig)
+{
+	struct sandbox_meta	 m;
+	struct exec_result	 r;
+	char			 run[STATE_ID_LEN + 1];
+	char			*cause = NULL;
+	uint64_t		 ns;
+
+	if (sandbox_meta_load(a->id, &m, &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		sandbox_meta_release(&m);
+		return SG_EXIT_ERROR;
+	}
+	memset(&r, 0, sizeof(r));
+	r.cmd_exit = -1;
+	r.timed_out = sig == 0;
+	r.signal = sig;
+	r.exit_code = sig != 0 ? 128 + sig : SG_EXIT_TIMEOUT;
+	r.duration_ms = a->waited_us / 1000;
+	clock_gettime(CLOCK_REALTIME, &r.end);
+	ns = (uint64_t)r.end.tv_sec * 1000000000u + (uint64_t)r.end.tv_nsec -
+	    a->waited_us * 1000u;
+	r.start.tv_sec = (time_t)(ns / 1000000000u);
+	r.start.tv_nsec = (long)(ns % 1000000000u);
+	state_new_id(run, "run");
+	cmd_exec_output(&r, run, &m, timeout, a->json);
+	log_warnx("an apply or a discard held the sandbox %s; nothing ran",
+	    sig != 0 ? "until the signal" : "all that time");
+	cmd_exec_record(&m, a, run, (int)timeout, &r, NULL);
+	sandbox_meta_release(&m);
+	return r.exit_code;
+}
+
 static int
 cmd_exec_exec(struct cmd_args *args)
 {
@@ -340,6 +428,7 @@ cmd_exec_exec(struct cmd_args *args)
 	struct sandbox_meta	 m;
 	struct docker		*d = NULL;
 	char			*cause = NULL;
+	long long		 timeout;
 	int			 rv, lock;
 
 	memset(&a, 0, sizeof(a));
@@ -350,19 +439,22 @@ cmd_exec_exec(struct cmd_args *args)
 	}
 	sandbox_meta_init(&m);
 	rv = SG_EXIT_ERROR;
-	if ((lock = state_lock(a.id, 0)) == -1) {
-		log_warnx("no sandbox '%s'%s%s", a.id,
-		    errno == ENOENT ? "" : ": ",
-		    errno == ENOENT ? "" : strerror(errno));
+	exec_signals_install();
+	if ((lock = cmd_exec_lock(&a, &timeout)) == -1) {
+		if (errno == ETIMEDOUT || errno == EINTR)
+			rv = cmd_exec_unrun(&a, timeout, errno == EINTR ?
+			    exec_signal_pending() : 0);
+		else
+			log_warnx("no sandbox '%s'%s%s", a.id,
+			    errno == ENOENT ? "" : ": ",
+			    errno == ENOENT ? "" : strerror(errno));
 		goto out;
 	}
 	sandbox_meta_release(&m);
 	if (sandbox_meta_load(a.id, &m, &cause) == -1)
 		log_warnx("%s", cause);
-	else if ((d = sandbox_docker()) != NULL) {
-		exec_signals_install();
+	else if ((d = sandbox_docker()) != NULL)
 		rv = cmd_exec_in_sandbox(d, &m, &a);
-	}
 	state_unlock(lock);
 out:
 	free(cause);

@@ -1811,6 +1811,8 @@ exec_begin(struct exec_state *st, struct cgroup_counters *before)
 	clock_gettime(CLOCK_REALTIME, &st->res->start);
 	st->t0 = util_now_us();
 	st->deadline = st->t0 + (uint64_t)st->o->timeout * 1000000;
+	st->deadline -= st->o->waited_us < st->deadline - st->t0 ?
+	    st->o->waited_us : st->deadline - st->t0;
 }
 
 /*

@@ -34,6 +34,7 @@
 #define SG_EXEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -76,6 +77,9 @@ struct exec_opts {
 	const char	*workdir;	/* NULL: /workspace */
 	const char	*run_id;	/* "run_<hex>" */
 	long long	 timeout;	/* seconds, > 0 */
+	uint64_t	 waited_us;	/* spent waiting for the sandbox
+					   before (an apply or a discard held
+					   it): counts against timeout */
 	int		 live;		/* copy output to fds 1 and 2 */
 	size_t		 output_cap;	/* per stream */
 	const char	*evidence_dir;	/* <sbxdir>/runs, NULL: none */

@@ -28,6 +28,7 @@
 #define PROBE_UNLIMITED	(1ull << 60)
 
 static int	 probe_exists(const char *);
+static int	 probe_dir(const char *);
 static void	 probe_fmt_bytes(unsigned long long, char *, size_t);
 static int	 probe_caps(json_t *, const struct probe_expect *, char **);
 static int	 probe_privs(json_t *, const struct probe_expect *, char **);
@@ -120,6 +121,29 @@ probe_copy(const char *src, int fd)
 }
 
 /*
+ * dir (state_root()/probe), made 0755 when missing: 0 when it is a folder
+ * of this uid that no other may write, else -1 with errno (EPERM for a
+ * folder another could change: what it holds is what sandboxes bind,
+ * atk43g2 G1).
+ */
+static int
+probe_dir(const char *dir)
+{
+	struct stat	st;
+
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		return -1;
+	if (lstat(dir, &st) == -1)
+		return -1;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022) != 0) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The probe as sandboxes mount it: a copy in state_root()/probe, this
  * uid's, mode 0711, named by the original's inode, size and time. A
  * process that executes a file it may not read is not dumpable from its
@@ -156,16 +180,19 @@ probe_mount_path(int gvisor, char **cause)
 		util_cause(cause, "%s: path too long", dir);
 		return NULL;
 	}
+	if (probe_dir(dir) == -1) {
+		util_cause(cause, "%s: %s", dir, errno == EPERM ? "not a "
+		    "folder of this user that only it may write (the probe "
+		    "sandboxes run is copied there)" : strerror(errno));
+		return NULL;
+	}
 	if (lstat(path, &cp) == 0 && S_ISREG(cp.st_mode) &&
 	    cp.st_uid == geteuid() && ((cp.st_mode & 07777) == 0711 ||
 	    (cp.st_mode & 07777) == 0755) && cp.st_size == st.st_size)
 		return path;
-	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
-		util_cause(cause, "%s: %s", dir, strerror(errno));
-		return NULL;
-	}
 	snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	(void)unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0700)) == -1 || (mode = probe_copy(src, fd)) == -1 ||
 	    fchmod(fd, (mode_t)mode) == -1 || close(fd) == -1 ||
 	    rename(tmp, path) == -1) {
@@ -175,6 +202,64 @@ probe_mount_path(int gvisor, char **cause)
 		return NULL;
 	}
 	return path;
+}
+
+int
+probe_statx_paths(const char **lib, const char **preload)
+{
+	static char		 libp[PATH_MAX], filep[PATH_MAX];
+	static const char	 want[] = PROBE_STATX_CONTAINER_PATH "\n";
+	char			 dir[PATH_MAX], tmp[PATH_MAX + 16];
+	char			 have[sizeof(want)];
+	const char		*probe, *slash;
+	struct stat		 st;
+	ssize_t			 n = -1;
+	int			 fd;
+
+	/* readable by all, or ld.so would complain in every process */
+	if ((probe = probe_path()) == NULL ||
+	    (slash = strrchr(probe, '/')) == NULL ||
+	    snprintf(libp, sizeof(libp), "%.*s/sandgate-statx.so",
+	    (int)(slash - probe), probe) >= (int)sizeof(libp) ||
+	    stat(libp, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & S_IROTH) == 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/probe", state_root());
+	if (snprintf(filep, sizeof(filep), "%s/ld.so.preload", dir) >=
+	    (int)sizeof(filep))
+		return -1;
+	if (probe_dir(dir) == -1)	/* only this uid may change it */
+		return -1;
+	/*
+	 * Used as it is only when it is this uid's regular file, 0644, of
+	 * the content: a file another could write would change what every
+	 * gVisor sandbox loads, even those running (atk43g F1); a FIFO
+	 * would hang the open (F2). Anything else is replaced.
+	 */
+	if (lstat(filep, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == geteuid() && (st.st_mode & 07777) == 0644 &&
+	    st.st_size == (off_t)sizeof(want) - 1 && (fd = open(filep,
+	    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) != -1) {
+		n = read(fd, have, sizeof(have));
+		close(fd);
+	}
+	if (n != (ssize_t)sizeof(want) - 1 ||
+	    memcmp(have, want, sizeof(want) - 1) != 0) {
+		snprintf(tmp, sizeof(tmp), "%s.%ld", filep, (long)getpid());
+		(void)unlink(tmp);
+		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0644)) == -1)
+			return -1;
+		if (write(fd, want, sizeof(want) - 1) !=
+		    (ssize_t)sizeof(want) - 1 || fchmod(fd, 0644) == -1 ||
+		    close(fd) == -1 || rename(tmp, filep) == -1) {
+			unlink(tmp);
+			return -1;
+		}
+	}
+	*lib = libp;
+	*preload = filep;
+	return 0;
 }
 
 /* "128 MiB" when the value is a whole number of MiB, else bytes. */

@@ -112,6 +112,23 @@ const char	*probe_path(void);
  */
 const char	*probe_mount_path(int gvisor, char **cause);
 
+/* Where gVisor sandboxes find the statx library and the preload file. */
+#define PROBE_STATX_CONTAINER_PATH	"/.sandgate/statx.so"
+#define PROBE_PRELOAD_CONTAINER_PATH	"/etc/ld.so.preload"
+
+/*
+ * gVisor sandboxes only: the host paths of sandgate-statx.so (beside
+ * probe_path()'s binary; controller/probe/sandgate-statx.c says why) and
+ * of a file naming PROBE_STATX_CONTAINER_PATH, state_root()/probe/
+ * ld.so.preload, written when missing or different. 0 with both set
+ * (static storage); -1 when the library is not there or the file cannot
+ * be written, or the library is not readable by all (the sandbox's uid
+ * is not its owner's, and ld.so would complain in every process): the
+ * sandbox is then made without them (coreutils' statx
+ * fails with EINVAL inside, as under gVisor alone).
+ */
+int		 probe_statx_paths(const char **lib, const char **preload);
+
 /*
  * Compare the probe's JSON output (a NUL-terminated string of at most
  * PROBE_OUTPUT_MAX bytes; longer is a failure) with what is expected.

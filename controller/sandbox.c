@@ -479,12 +479,19 @@ static json_t *
 sandbox_spec_mounts(const struct sandbox_meta *m,
     const struct sandbox_mounts *mt)
 {
-	json_t	*mounts;
-	char	 path[PATH_MAX];
+	json_t		*mounts;
+	const char	*lib, *preload;
+	char		 path[PATH_MAX];
 
 	mounts = json_array();
 	sandbox_spec_mount(mounts, mt->work, SANDBOX_WORKDIR, 0);
 	sandbox_spec_mount(mounts, mt->probe, "/.sandgate/probe", 1);
+	/* gVisor refuses coreutils' statx flags: probe.h */
+	if (sandbox_gvisor(m) && probe_statx_paths(&lib, &preload) == 0) {
+		sandbox_spec_mount(mounts, lib, PROBE_STATX_CONTAINER_PATH, 1);
+		sandbox_spec_mount(mounts, preload,
+		    PROBE_PRELOAD_CONTAINER_PATH, 1);
+	}
 	/* a uid of its own comes with a passwd that names it */
 	if (m->uid != SANDBOX_UID &&
 	    state_path(path, sizeof(path), m->id, "etc/passwd") == 0) {

@@ -15,7 +15,7 @@
 #include "state.h"
 #include "util.h"
 
-static int	state_flock(const char *, int, int);
+static int	state_flock(const char *, int, int, uint64_t, int (*)(void));
 
 const char *
 state_root(void)
@@ -126,15 +126,20 @@ state_valid_id(const char *id)
 	return 0;
 }
 
-/* Open path (with flags) and flock it; the fd, or -1 with errno. */
+/*
+ * Open path (with flags) and flock it, waiting as util_flock_wait does;
+ * the fd, or -1 with errno.
+ */
 static int
-state_flock(const char *path, int flags, int exclusive)
+state_flock(const char *path, int flags, int exclusive, uint64_t until_us,
+    int (*stop)(void))
 {
 	int	fd, saved;
 
 	if ((fd = open(path, O_RDWR | O_CLOEXEC | flags, 0600)) == -1)
 		return -1;
-	if (flock(fd, exclusive ? LOCK_EX : LOCK_SH) == -1) {
+	if (util_flock_wait(fd, exclusive ? LOCK_EX : LOCK_SH, until_us,
+	    stop) == -1) {
 		saved = errno;
 		close(fd);
 		errno = saved;
@@ -146,13 +151,20 @@ state_flock(const char *path, int flags, int exclusive)
 int
 state_lock(const char *id, int exclusive)
 {
+	return state_lock_wait(id, exclusive, 0, NULL);
+}
+
+int
+state_lock_wait(const char *id, int exclusive, uint64_t until_us,
+    int (*stop)(void))
+{
 	char	path[4096];
 
 	if (state_path(path, sizeof(path), id, "lock") == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	return state_flock(path, 0, exclusive);
+	return state_flock(path, 0, exclusive, until_us, stop);
 }
 
 int
@@ -165,7 +177,8 @@ state_lock_new(const char *id)
 		return -1;
 	}
 	/* The fd stays open: the lock lasts as long as we do. */
-	return state_flock(path, O_CREAT | O_NOFOLLOW, 1) == -1 ? -1 : 0;
+	return state_flock(path, O_CREAT | O_NOFOLLOW, 1, 0, NULL) == -1 ?
+	    -1 : 0;
 }
 
 int
@@ -186,7 +199,7 @@ state_lock_root(const char *name, int exclusive)
 	}
 	if (state_mkdirs(state_root(), 0700) == -1)
 		return -1;
-	return state_flock(path, O_CREAT | O_NOFOLLOW, exclusive);
+	return state_flock(path, O_CREAT | O_NOFOLLOW, exclusive, 0, NULL);
 }
 
 int

@@ -24,6 +24,7 @@
 #define SG_STATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define STATE_ID_LEN	28	/* "sbx_" + 24 hex digits */
 
@@ -102,6 +103,13 @@ int		 state_lock_root(const char *name, int exclusive);
  * pass to state_unlock(), or -1 with errno set (ENOENT: no such sandbox).
  */
 int		 state_lock(const char *id, int exclusive);
+/*
+ * state_lock, waiting as util_flock_wait does: until until_us (0: no
+ * bound; one already past tries once) or until stop says to end. -1 with
+ * errno ETIMEDOUT or EINTR then.
+ */
+int		 state_lock_wait(const char *id, int exclusive, uint64_t until_us,
+		    int (*stop)(void));
 void		 state_unlock(int fd);
 
 /* mkdir -p with the given mode; returns 0 or -1. */

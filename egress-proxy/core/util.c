@@ -1,4 +1,5 @@
 /* util.c: small shared helpers; see util.h. */
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <ctype.h>
@@ -212,6 +213,31 @@ util_now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int
+util_flock_wait(int fd, int how, uint64_t until_us, int (*stop)(void))
+{
+	useconds_t	nap = 500;
+
+	if (until_us == 0 && stop == NULL)
+		return flock(fd, how);
+	while (flock(fd, how | LOCK_NB) == -1) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (stop != NULL && stop()) {
+			errno = EINTR;
+			return -1;
+		}
+		if (until_us != 0 && util_now_us() >= until_us) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		usleep(nap);
+		if (nap < 10000)
+			nap *= 2;
+	}
+	return 0;
 }
 
 char *

@@ -97,6 +97,15 @@ char	*util_safe(const char *s, char *out, size_t size);
 uint64_t util_now_us(void);
 
 /*
+ * flock(2) fd as how (LOCK_SH or LOCK_EX). With until_us 0 and stop NULL
+ * it blocks; otherwise it polls (LOCK_NB, naps of 0.5 to 10 ms) until the
+ * lock is taken, until_us passes (util_now_us()'s clock; 0: no bound;
+ * an until_us already past tries once) or stop (may be NULL) says to end.
+ * 0, or -1 with errno ETIMEDOUT, EINTR (stop) or flock's own.
+ */
+int	 util_flock_wait(int fd, int how, uint64_t until_us, int (*stop)(void));
+
+/*
  * Open a key or secret file for reading: a regular file (never through a
  * symlink) of at most max bytes; with secret, also owned by the
  * effective uid and closed to group and others. what names it in

@@ -1,4 +1,12 @@
-/* test_util.c: number, size and duration parsing, time formatting. */
+/*
+ * test_util.c: number, size and duration parsing, time formatting, the
+ * bounded flock wait.
+ */
+#include <sys/file.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -99,6 +108,60 @@ test_dirname(void **state)
 	}
 }
 
+static int
+stop_now(void)
+{
+	return 1;
+}
+
+/* util_flock_wait: held by a child, a bound ends it, so does stop. */
+static void
+test_flock_wait(void **state)
+{
+	char		 path[] = "/tmp/sg-test-flock.XXXXXX";
+	int		 fd, fd2, up[2], down[2], st;
+	pid_t		 pid;
+	char		 c;
+	uint64_t	 t0;
+
+	assert_int_not_equal(fd = mkstemp(path), -1);
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	if ((pid = fork()) == 0) {
+		int	cfd = open(path, O_RDWR);
+
+		if (cfd == -1 || flock(cfd, LOCK_EX) == -1)
+			_exit(1);
+		if (write(up[1], "x", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	assert_int_equal(read(up[0], &c, 1), 1);
+	assert_int_not_equal(fd2 = open(path, O_RDWR), -1);
+	/* an until_us already past: one try */
+	assert_int_equal(util_flock_wait(fd2, LOCK_SH, 1, NULL), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+	t0 = util_now_us();
+	assert_int_equal(util_flock_wait(fd2, LOCK_SH, t0 + 200000, NULL), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+	assert_true(util_now_us() - t0 >= 200000);
+	assert_int_equal(util_flock_wait(fd2, LOCK_EX, 0, stop_now), -1);
+	assert_int_equal(errno, EINTR);
+	assert_int_equal(write(down[1], "y", 1), 1);	/* the child lets go */
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* free: taken, even with a stop that says end */
+	assert_int_equal(util_flock_wait(fd2, LOCK_EX, 1, stop_now), 0);
+	close(fd2);
+	assert_int_equal(util_flock_wait(fd, LOCK_SH, 0, NULL), 0);
+	close(fd);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -108,6 +171,7 @@ main(void)
 		cmocka_unit_test(test_time_and_hex),
 		cmocka_unit_test(test_add_sat),
 		cmocka_unit_test(test_dirname),
+		cmocka_unit_test(test_flock_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
