@@ -1777,6 +1777,8 @@ exec_finish(struct exec_state *st, const struct cgroup_counters *before,
 static void
 exec_begin(struct exec_state *st, struct cgroup_counters *before)
 {
+	uint64_t	budget;
+
 	if (cgroup_find(st->pid, &st->cg) == -1)
 		log_warnx("cannot find the cgroup of container init %d; "
 		    "limits are not reported", st->pid);
@@ -1810,9 +1812,10 @@ exec_begin(struct exec_state *st, struct cgroup_counters *before)
 	exec_sink_open(&st->sink[2], st->o, 2);
 	clock_gettime(CLOCK_REALTIME, &st->res->start);
 	st->t0 = util_now_us();
-	st->deadline = st->t0 + (uint64_t)st->o->timeout * 1000000;
-	st->deadline -= st->o->waited_us < st->deadline - st->t0 ?
-	    st->o->waited_us : st->deadline - st->t0;
+	budget = (uint64_t)st->o->timeout * 1000000;
+	/* a wait for the sandbox's lock before counts against it */
+	st->deadline = st->t0 + budget - (st->o->waited_us < budget ?
+	    st->o->waited_us : budget);
 }
 
 /*

@@ -209,8 +209,7 @@ probe_statx_paths(const char **lib, const char **preload)
 {
 	static char		 libp[PATH_MAX], filep[PATH_MAX];
 	static const char	 want[] = PROBE_STATX_CONTAINER_PATH "\n";
-	char			 dir[PATH_MAX], tmp[PATH_MAX + 16];
-	char			 have[sizeof(want)];
+	char			 dir[PATH_MAX], have[sizeof(want)];
 	const char		*probe, *slash;
 	struct stat		 st;
 	ssize_t			 n = -1;
@@ -243,20 +242,12 @@ probe_statx_paths(const char **lib, const char **preload)
 		n = read(fd, have, sizeof(have));
 		close(fd);
 	}
-	if (n != (ssize_t)sizeof(want) - 1 ||
-	    memcmp(have, want, sizeof(want) - 1) != 0) {
-		snprintf(tmp, sizeof(tmp), "%s.%ld", filep, (long)getpid());
-		(void)unlink(tmp);
-		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, 0644)) == -1)
-			return -1;
-		if (write(fd, want, sizeof(want) - 1) !=
-		    (ssize_t)sizeof(want) - 1 || fchmod(fd, 0644) == -1 ||
-		    close(fd) == -1 || rename(tmp, filep) == -1) {
-			unlink(tmp);
-			return -1;
-		}
-	}
+	/* 0644 whatever the umask: the sandbox's uid reads it */
+	if ((n != (ssize_t)sizeof(want) - 1 ||
+	    memcmp(have, want, sizeof(want) - 1) != 0) &&
+	    (state_replace(filep, want, 0644) == -1 ||
+	    chmod(filep, 0644) == -1))
+		return -1;
 	*lib = libp;
 	*preload = filep;
 	return 0;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,13 +119,16 @@ stop_now(void)
 static void
 test_flock_wait(void **state)
 {
-	char		 path[] = "/tmp/sg-test-flock.XXXXXX";
+	char		 path[64];
 	int		 fd, fd2, up[2], down[2], st;
 	pid_t		 pid;
 	char		 c;
 	uint64_t	 t0;
 
-	assert_int_not_equal(fd = mkstemp(path), -1);
+	snprintf(path, sizeof(path), "/tmp/sg-test-flock.%ld", (long)getpid());
+	(void)unlink(path);
+	assert_int_not_equal(fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600),
+	    -1);
 	assert_int_equal(pipe(up), 0);
 	assert_int_equal(pipe(down), 0);
 	if ((pid = fork()) == 0) {
