@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,106 @@
 #include "util.h"
 
 static int	state_flock(const char *, int, int, uint64_t, int (*)(void));
+
+/*
+ * Why st, a folder sandgate keeps what it acts on in (self) or a folder
+ * above one, lets a uid other than this one or root change what is
+ * there: NULL when it does not. A folder above may be writable by others
+ * when sticky (/tmp): they can neither rename nor replace what is not
+ * theirs in it.
+ */
+static const char *
+state_dir_why(const struct stat *st, int self, char *buf, size_t size)
+{
+	if (self && !S_ISDIR(st->st_mode))
+		return "is not a folder";
+	if (st->st_uid != geteuid() && st->st_uid != 0) {
+		snprintf(buf, size, "is owned by uid %ld",
+		    (long)st->st_uid);
+		return buf;
+	}
+	if ((st->st_mode & 022) != 0 && (self ||
+	    (st->st_mode & S_ISVTX) == 0)) {
+		snprintf(buf, size, "is writable by %s (mode %04o%s)",
+		    (st->st_mode & 002) != 0 ? "anyone" : "its group",
+		    (unsigned)(st->st_mode & 07777),
+		    self ? "" : ", not sticky");
+		return buf;
+	}
+	return NULL;
+}
+
+int
+state_dir_private(const char *path)
+{
+	struct stat	st;
+	char		buf[64];
+
+	if (lstat(path, &st) == -1)
+		return -1;
+	if (state_dir_why(&st, 1, buf, sizeof(buf)) != NULL) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The state root holds what sandgate acts on as its user: the host paths
+ * apply writes to, the disk images it mounts, the probe each runc sandbox
+ * runs as its init. Another uid able to change it could turn any of them
+ * against this one, so it is used only when it is a private folder and
+ * so is every folder above it (state_dir_why). A missing root is made
+ * first (0700), so that what is checked is what is used, and root is
+ * replaced by its real path: a link that another could point elsewhere
+ * is followed once, here. Anything else stops sandgate, naming the
+ * folder (atk43g2 G2).
+ */
+static void
+state_root_check(char *root, size_t size)
+{
+	struct stat	 st;
+	char		 real[PATH_MAX], buf[64], owner[40];
+	const char	*dir, *why;
+	int		 self;
+
+	if (state_mkdirs(root, 0700) == -1 && errno != EACCES &&
+	    errno != EROFS)
+		fatal("state folder %s", root);
+	if (realpath(root, real) == NULL) {
+		if (errno == ENOENT)	/* none, and none can be made */
+			return;
+		fatal("state folder %s", root);
+	}
+	if (util_strlcpy(root, real, size) >= size)
+		fatalx("state folder %s: too long", real);
+	if (geteuid() == 0)
+		snprintf(owner, sizeof(owner), "root");
+	else
+		snprintf(owner, sizeof(owner), "uid %ld or root",
+		    (long)geteuid());
+	for (self = 1;; self = 0) {
+		dir = real[0] != '\0' ? real : "/";
+		if (lstat(dir, &st) == -1)
+			fatal("state folder %s: %s", root, dir);
+		if (self && !S_ISDIR(st.st_mode))
+			fatalx("state folder %s is not a folder", root);
+		if ((why = state_dir_why(&st, self, buf, sizeof(buf))) !=
+		    NULL && self)
+			fatalx("state folder %s %s: another user could change "
+			    "what sandgate keeps there; it must be a folder "
+			    "owned by %s that no one else may write", root,
+			    why, owner);
+		if (why != NULL)
+			fatalx("state folder %s: the folder above it, %s, %s: "
+			    "another user could replace it; every folder "
+			    "above must be owned by %s, and sticky where "
+			    "others may write", root, dir, why, owner);
+		if (real[0] == '\0')
+			break;
+		*strrchr(real, '/') = '\0';
+	}
+}
 
 const char *
 state_root(void)
@@ -36,6 +137,7 @@ state_root(void)
 		snprintf(root, sizeof(root), "%s/.local/state/sandgate",
 		    home ? home : "/tmp");
 	}
+	state_root_check(root, sizeof(root));
 	return root;
 }
 
@@ -55,8 +157,9 @@ state_record_dir(void)
 
 	if (env != NULL && *env != '\0')
 		return env;
-	if (dir[0] == '\0')
-		snprintf(dir, sizeof(dir), "%s/records", state_root());
+	if (dir[0] == '\0' && (size_t)snprintf(dir, sizeof(dir),
+	    "%s/records", state_root()) >= sizeof(dir))
+		fatalx("state folder %s: too long", state_root());
 	return dir;
 }
 

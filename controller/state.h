@@ -31,6 +31,9 @@
 /*
  * The state root: $SANDGATE_STATE, else /var/lib/sandgate for root, else
  * $XDG_STATE_HOME/sandgate or ~/.local/state/sandgate. Static storage.
+ * The first call makes it (0700) if missing and stops sandgate (fatalx)
+ * when another uid could change it or a folder above it
+ * (state_dir_private; a folder above may be others' to write if sticky).
  */
 const char	*state_root(void);
 /*
@@ -114,6 +117,12 @@ void		 state_unlock(int fd);
 
 /* mkdir -p with the given mode; returns 0 or -1. */
 int		 state_mkdirs(const char *path, int mode);
+/*
+ * 0 when path is a folder only this uid (or root) may change: its owner
+ * is one of them, no group or other write bit, not a link; -1 and errno
+ * EPERM otherwise (or lstat's errno).
+ */
+int		 state_dir_private(const char *path);
 
 /*
  * path replaced by text whole (mode): written to a hidden file beside it

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test_state_owner.sh: sandgate uses a state root only when no other uid
+# can change it. The root holds what sandgate acts on as its user (the
+# host path apply writes to, the disk image it mounts, the probe each runc
+# sandbox runs as its init), so it must be a folder owned by sandgate's
+# uid (or root) that no one else may write, and so must every folder
+# above it, one others may write allowed only when sticky (/tmp). Else
+# every command stops at once with 125, naming the folder, before it reads
+# or runs anything (atk43g2 G2: a group-writable root, or one below a
+# folder another uid owns, was used as it was).
+set -u
+SRC=${SANDGATE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$SRC/tests/lib/common.sh"
+
+sg_require_docker
+sg_setup
+sg_base_image
+[ "$(id -u)" = 0 ] || { echo "skip: needs root to play another uid"; exit 77; }
+mkdir -p "$SG_TMP/src"
+printf 'hello\n' >"$SG_TMP/src/a.txt"
+chmod 0700 "$SANDGATE_STATE"
+
+sg_run c "$SG" create "$SG_TMP/src" --network none
+assert_eq "a sandbox is made in a private state root" 0 "$c_rc"
+[ "$c_rc" = 0 ] || { echo "$c_err"; sg_summary; exit 1; }
+SBX=$c_out
+sg_on_exit "chmod 0700 '$SANDGATE_STATE'; chown root '$SANDGATE_STATE'; '$SG' discard $SBX"
+WORK=$SANDGATE_STATE/sandboxes/$SBX/work
+
+# refused: every command class, 125, the folder named, nothing run
+refused() {	# LABEL WHAT-STDERR-SAYS
+	local label=$1 says=$2
+	sg_run x "$SG" exec "$SBX" -- touch /workspace/ran
+	assert_eq "$label: exec refused" 125 "$x_rc"
+	assert_contains "$label: exec names the folder" "$x_err" "$says"
+	[ -e "$WORK/ran" ] && fail "$label: the command did not run" ||
+	    ok "$label: the command did not run"
+	sg_run l "$SG" list
+	assert_eq "$label: list refused" 125 "$l_rc"
+	assert_not_contains "$label: list shows nothing" "$l_out" "$SBX"
+	sg_run d "$SG" diff "$SBX"
+	assert_eq "$label: diff refused" 125 "$d_rc"
+	sg_run a "$SG" apply --all "$SBX"
+	assert_eq "$label: apply refused" 125 "$a_rc"
+	sg_run g "$SG" discard "$SBX"
+	assert_eq "$label: discard refused" 125 "$g_rc"
+	[ -d "$SANDGATE_STATE/sandboxes/$SBX" ] && ok "$label: the sandbox is kept" ||
+	    fail "$label: the sandbox is kept"
+}
+
+for mode in 0770 0707 0755; do
+	chmod "$mode" "$SANDGATE_STATE"
+	if [ "$mode" = 0755 ]; then
+		sg_run x "$SG" exec "$SBX" -- true
+		assert_eq "a root of mode 0755 is used" 0 "$x_rc"
+	else
+		refused "mode $mode" "state folder $SANDGATE_STATE is writable by"
+	fi
+done
+chmod 0700 "$SANDGATE_STATE"
+
+chown 65534 "$SANDGATE_STATE"
+refused "owned by uid 65534" "state folder $SANDGATE_STATE is owned by uid 65534"
+chown root "$SANDGATE_STATE"
+
+# a folder above: another uid's, or others' to write without the sticky bit
+chown 65534 "$SG_TMP"
+refused "the folder above is uid 65534's" "the folder above it, $SG_TMP, is owned by uid 65534"
+chown root "$SG_TMP"
+chmod 0777 "$SG_TMP"
+refused "the folder above is 0777" "the folder above it, $SG_TMP, is writable by anyone (mode 0777, not sticky)"
+chmod 1777 "$SG_TMP"
+sg_run x "$SG" exec "$SBX" -- true
+assert_eq "a sticky folder above (as /tmp) is fine" 0 "$x_rc"
+chmod 0700 "$SG_TMP"
+
+# the root's own folder is made private when missing, and a link to a
+# private root is followed once: the real path is what is used
+sg_run n env SANDGATE_STATE="$SG_TMP/new/state" "$SG" list
+assert_eq "a missing root is made" 0 "$n_rc"
+assert_eq "made 0700" "700" "$(stat -c %a "$SG_TMP/new/state")"
+ln -s "$SANDGATE_STATE" "$SG_TMP/link"
+sg_run k env SANDGATE_STATE="$SG_TMP/link" "$SG" list
+assert_eq "a link to the private root works" 0 "$k_rc"
+assert_contains "and finds its sandbox" "$k_out" "$SBX"
+: >"$SG_TMP/file"
+sg_run f env SANDGATE_STATE="$SG_TMP/file" "$SG" list
+assert_eq "a file as the root is refused" 125 "$f_rc"
+assert_contains "and said so" "$f_err" "is not a folder"
+
+# still the sandbox it was: nothing ran in any refused command
+sg_run x "$SG" exec "$SBX" -- sh -c 'ls /workspace; echo alive'
+assert_eq "the sandbox works again once private" "0 a.txt alive" "$x_rc $(echo $x_out)"
+sg_summary
