@@ -999,6 +999,7 @@ struct control_load {
 	struct proxy		*px;
 	const char		*path;
 	struct grants_tombs	*tombs;
+	size_t			 refused;
 };
 
 /*
@@ -1013,9 +1014,11 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 
 	if (cause == NULL && !grants_tombs_ends(l->tombs, g))
 		control_grant_event(l->px, g, "grant.restored", NULL, NULL);
-	else if (cause != NULL)
+	else if (cause != NULL) {
 		log_warnx("%s: grant of %s:%d to %s refused: %s", l->path,
 		    g->host, g->port, g->sandbox, cause);
+		l->refused++;
+	}
 }
 
 static int
@@ -1284,6 +1287,26 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
 }
 
 /*
+ * A grants.json (path) a start could not use whole, renamed
+ * PATH.unused-SECONDS (why in the warning) before a save writes over it:
+ * no grant it held is lost to an admin, though those refused are not in
+ * force.
+ */
+static void
+control_grants_aside(const char *path, const char *why)
+{
+	char	*to;
+
+	util_xasprintf(&to, "%s.unused-%lld", path, (long long)time(NULL));
+	if (rename(path, to) == 0)
+		log_warnx("%s: kept as %s (%s)", path, to, why);
+	else if (errno != ENOENT)
+		log_warn("%s: cannot keep it as %s, the next save of grants "
+		    "replaces it", path, to);
+	free(to);
+}
+
+/*
  * The grants saved before a restart in path (grants_load_text, the
  * fuzzed reader), each logged as grant.restored, less those a revoke in
  * the revokes file ends (saved at once into grants.json, which empties
@@ -1296,7 +1319,7 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
 static void
 control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
-	struct control_load	 l = { px, path, NULL };
+	struct control_load	 l = { px, path, NULL, 0 };
 	char			*text, err[256];
 	size_t			 len = 0;
 	long			 n = 0;
@@ -1308,19 +1331,29 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 	if (bad) {
 		log_warnx("%s: revokes that cannot be read; starting with no "
 		    "grants", tomb);
+		if (text != NULL || badtext)
+			control_grants_aside(path, "none of its grants in "
+			    "force");
 		free(text);
 		grants_tombs_free(l.tombs);
 		control_grants_floor(px);
 		return;
 	}
-	if (text == NULL && badtext)
+	if (text == NULL && badtext) {
 		log_warnx("%s: starting with no grants", path);
-	else if (text != NULL &&
+		control_grants_aside(path, "none of its grants in force");
+	} else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
-	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) == -1)
+	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) ==
+	    -1) {
 		log_warnx("%s: %s; starting with no grants", path, err);
-	else if (text != NULL && n > 0)
+		control_grants_aside(path, "none of its grants in force");
+	} else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
+	if (l.refused > 0) {	/* what is in force saved again, alone */
+		control_grants_aside(path, "some of its grants refused");
+		(void)control_grants_save(px);
+	}
 	/* the padding of the revokes file is no revoke (apartfile.h) */
 	if (grants_tombs_count(l.tombs) > 0) {
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
