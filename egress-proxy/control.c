@@ -1350,16 +1350,15 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		control_grants_aside(path, "none of its grants in force");
 	} else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
-	if (l.refused > 0) {	/* what is in force saved again, alone */
+	if (l.refused > 0)	/* what is in force is saved again below */
 		control_grants_aside(path, "some of its grants refused");
-		(void)control_grants_save(px);
-	}
 	/* the padding of the revokes file is no revoke (apartfile.h) */
-	if (grants_tombs_count(l.tombs) > 0) {
+	if (grants_tombs_count(l.tombs) > 0)
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
 		    control_tomb_cb, (void *)tomb);
+	/* after the drop: a save empties the revokes file */
+	if (l.refused > 0 || grants_tombs_count(l.tombs) > 0)
 		(void)control_grants_save(px);
-	}
 	free(text);
 	grants_tombs_free(l.tombs);
 	control_grants_floor(px);
