@@ -2,6 +2,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,28 +20,33 @@
 static int	state_flock(const char *, int, int, uint64_t, int (*)(void));
 
 /*
- * Why st, a folder sandgate keeps what it acts on in (self) or a folder
- * above one, lets a uid other than this one or root change what is
- * there: NULL when it does not. A folder above may be writable by others
- * when sticky (/tmp): they can neither rename nor replace what is not
- * theirs in it.
+ * Why st lets a uid other than this one or root change what sandgate
+ * keeps there: NULL when it does not. kind says what st is: STATE_ROOT
+ * the root (a folder), STATE_ABOVE a folder above it (writable by others
+ * only when sticky, as /tmp: they can neither rename nor replace what is
+ * not theirs in it), STATE_INSIDE an entry of the root or of sandboxes/
+ * (no link).
  */
+enum { STATE_ROOT, STATE_ABOVE, STATE_INSIDE };
+
 static const char *
-state_dir_why(const struct stat *st, int self, char *buf, size_t size)
+state_why(const struct stat *st, int kind, char *buf, size_t size)
 {
-	if (self && !S_ISDIR(st->st_mode))
+	if (kind == STATE_ROOT && !S_ISDIR(st->st_mode))
 		return "is not a folder";
+	if (kind == STATE_INSIDE && S_ISLNK(st->st_mode))
+		return "is a link";
 	if (st->st_uid != geteuid() && st->st_uid != 0) {
 		snprintf(buf, size, "is owned by uid %ld",
 		    (long)st->st_uid);
 		return buf;
 	}
-	if ((st->st_mode & 022) != 0 && (self ||
-	    (st->st_mode & S_ISVTX) == 0)) {
+	if ((st->st_mode & 022) != 0 && !S_ISLNK(st->st_mode) &&
+	    (kind != STATE_ABOVE || (st->st_mode & S_ISVTX) == 0)) {
 		snprintf(buf, size, "is writable by %s (mode %04o%s)",
 		    (st->st_mode & 002) != 0 ? "anyone" : "its group",
 		    (unsigned)(st->st_mode & 07777),
-		    self ? "" : ", not sticky");
+		    kind == STATE_ABOVE ? ", not sticky" : "");
 		return buf;
 	}
 	return NULL;
@@ -54,11 +60,104 @@ state_dir_private(const char *path)
 
 	if (lstat(path, &st) == -1)
 		return -1;
-	if (state_dir_why(&st, 1, buf, sizeof(buf)) != NULL) {
+	if (state_why(&st, STATE_ROOT, buf, sizeof(buf)) != NULL) {
 		errno = EPERM;
 		return -1;
 	}
 	return 0;
+}
+
+/* "root", or "uid N or root": who may own what the root holds. */
+static const char *
+state_owner(void)
+{
+	static char	owner[40];
+
+	if (owner[0] == '\0' && geteuid() == 0)
+		snprintf(owner, sizeof(owner), "root");
+	else if (owner[0] == '\0')
+		snprintf(owner, sizeof(owner), "uid %ld or root",
+		    (long)geteuid());
+	return owner;
+}
+
+/*
+ * Every link on the way to root, as given, must be this uid's or root's:
+ * in a sticky folder only a link's owner can point it elsewhere, and the
+ * real path checked is where the links point now (atk44a F4: a link of
+ * another uid chose which folder became the root).
+ */
+static void
+state_root_links(const char *root)
+{
+	struct stat	 st;
+	char		 buf[PATH_MAX], *p, c;
+
+	if (util_strlcpy(buf, root, sizeof(buf)) >= sizeof(buf))
+		fatalx("state folder %s: too long", root);
+	for (p = buf + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		c = *p;
+		*p = '\0';
+		if (lstat(buf, &st) == 0 && S_ISLNK(st.st_mode) &&
+		    st.st_uid != geteuid() && st.st_uid != 0)
+			fatalx("state folder %s: the link %s on the way is "
+			    "owned by uid %ld, who could point it elsewhere; "
+			    "links on the way must be owned by %s", root, buf,
+			    (long)st.st_uid, state_owner());
+		if (c == '\0')
+			break;
+		*p = c;
+	}
+}
+
+/*
+ * What the root holds, and each sandbox's folder in sandboxes/: this
+ * uid's or root's, no link, writable by no one else. A root others could
+ * once write may hold what they planted there, a link or a folder of
+ * theirs, which a chmod of the root does not undo (atk44a F1); deeper
+ * than that sandgate opens what it reads without following links.
+ */
+static void
+state_root_entries(const char *root, const char *sub)
+{
+	struct stat	 st;
+	struct dirent	*e;
+	DIR		*d;
+	char		 dir[PATH_MAX], path[PATH_MAX], buf[64];
+	const char	*why;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s%s%s", root, sub ? "/" : "",
+	    sub ? sub : "") >= sizeof(dir))
+		fatalx("state folder %s: too long", root);
+	if ((d = opendir(dir)) == NULL) {
+		if (sub != NULL && errno == ENOENT)
+			return;
+		fatal("state folder %s", dir);
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+		    e->d_name) >= sizeof(path))
+			fatalx("state folder %s: %s/%s: too long", root, dir,
+			    e->d_name);
+		if (lstat(path, &st) == -1) {
+			if (errno == ENOENT)	/* gone since the readdir */
+				continue;
+			fatal("state folder %s: %s", root, path);
+		}
+		if ((why = state_why(&st, STATE_INSIDE, buf, sizeof(buf))) !=
+		    NULL)
+			fatalx("state folder %s: %s %s: another user could "
+			    "have put it there; what the state folder holds "
+			    "must be owned by %s, writable by no one else, "
+			    "and no link (a state folder others could write "
+			    "is best moved away whole: sandgate makes a new "
+			    "one)", root, path, why, state_owner());
+	}
+	closedir(d);
 }
 
 /*
@@ -66,56 +165,57 @@ state_dir_private(const char *path)
  * apply writes to, the disk images it mounts, the probe each runc sandbox
  * runs as its init. Another uid able to change it could turn any of them
  * against this one, so it is used only when it is a private folder and
- * so is every folder above it (state_dir_why). A missing root is made
- * first (0700), so that what is checked is what is used, and root is
- * replaced by its real path: a link that another could point elsewhere
- * is followed once, here. Anything else stops sandgate, naming the
- * folder (atk43g2 G2).
+ * so is every folder above it (state_why), a link on the way to it is
+ * this uid's or root's, and what it holds is too (state_root_entries). A
+ * missing root is made first (0700), so that what is checked is what is
+ * used, and root is replaced by its real path, which every later use
+ * goes through. A root that cannot be resolved is refused (atk44a F2: a
+ * link to another mount namespace's folder resolved to nothing, and the
+ * check was skipped). Anything else stops sandgate, naming the folder
+ * (atk43g2 G2).
  */
 static void
 state_root_check(char *root, size_t size)
 {
 	struct stat	 st;
-	char		 real[PATH_MAX], buf[64], owner[40];
+	char		 real[PATH_MAX], buf[64];
 	const char	*dir, *why;
-	int		 self;
+	int		 kind;
 
+	state_root_links(root);
 	if (state_mkdirs(root, 0700) == -1 && errno != EACCES &&
 	    errno != EROFS)
 		fatal("state folder %s", root);
-	if (realpath(root, real) == NULL) {
-		if (errno == ENOENT)	/* none, and none can be made */
-			return;
+	state_root_links(root);
+	if (realpath(root, real) == NULL)
 		fatal("state folder %s", root);
-	}
 	if (util_strlcpy(root, real, size) >= size)
 		fatalx("state folder %s: too long", real);
-	if (geteuid() == 0)
-		snprintf(owner, sizeof(owner), "root");
-	else
-		snprintf(owner, sizeof(owner), "uid %ld or root",
-		    (long)geteuid());
-	for (self = 1;; self = 0) {
+	for (kind = STATE_ROOT;; kind = STATE_ABOVE) {
 		dir = real[0] != '\0' ? real : "/";
 		if (lstat(dir, &st) == -1)
 			fatal("state folder %s: %s", root, dir);
-		if (self && !S_ISDIR(st.st_mode))
+		if (kind == STATE_ROOT && !S_ISDIR(st.st_mode))
 			fatalx("state folder %s is not a folder", root);
-		if ((why = state_dir_why(&st, self, buf, sizeof(buf))) !=
-		    NULL && self)
+		if ((why = state_why(&st, kind, buf, sizeof(buf))) != NULL &&
+		    kind == STATE_ROOT)
 			fatalx("state folder %s %s: another user could change "
 			    "what sandgate keeps there; it must be a folder "
-			    "owned by %s that no one else may write", root,
-			    why, owner);
+			    "owned by %s that no one else may write (one "
+			    "others could write is best moved away whole: "
+			    "sandgate makes a new one)", root, why,
+			    state_owner());
 		if (why != NULL)
 			fatalx("state folder %s: the folder above it, %s, %s: "
 			    "another user could replace it; every folder "
 			    "above must be owned by %s, and sticky where "
-			    "others may write", root, dir, why, owner);
+			    "others may write", root, dir, why, state_owner());
 		if (real[0] == '\0')
 			break;
 		*strrchr(real, '/') = '\0';
 	}
+	state_root_entries(root, NULL);
+	state_root_entries(root, "sandboxes");
 }
 
 const char *

@@ -88,6 +88,53 @@ sg_run f env SANDGATE_STATE="$SG_TMP/file" "$SG" list
 assert_eq "a file as the root is refused" 125 "$f_rc"
 assert_contains "and said so" "$f_err" "is not a folder"
 
+# a root that cannot be resolved is refused, never used unchecked
+# (atk44a F2: a link to a folder of another mount namespace resolved to
+# nothing and the check was skipped; a dangling link takes the same path)
+ln -s "$SG_TMP/nowhere/at/all" "$SG_TMP/dangling"
+mkdir -p "$SG_TMP/nowhere"
+chmod 0500 "$SG_TMP/nowhere"
+sg_run f env SANDGATE_STATE="$SG_TMP/dangling" "$SG" list
+assert_eq "a root that does not resolve is refused" 125 "$f_rc"
+assert_contains "naming it" "$f_err" "state folder $SG_TMP/dangling"
+chmod 0700 "$SG_TMP/nowhere"
+
+# a link on the way owned by another uid (who could point it elsewhere)
+# is refused, though what it points to is private (atk44a F4)
+ln -s "$SANDGATE_STATE" "$SG_TMP/theirs"
+chown -h 65534 "$SG_TMP/theirs"
+sg_run f env SANDGATE_STATE="$SG_TMP/theirs" "$SG" list
+assert_eq "another uid's link on the way is refused" 125 "$f_rc"
+assert_contains "and named" "$f_err" "the link $SG_TMP/theirs on the way is owned by uid 65534"
+
+# what another uid planted inside while the root was open stays refused
+# after a chmod of the root (atk44a F1: a planted sandboxes link held the
+# next sandbox, whose meta its owner then forged)
+planted() {	# LABEL PATH WHAT-STDERR-SAYS
+	sg_run x "$SG" exec "$SBX" -- touch /workspace/ran
+	assert_eq "$1: exec refused" 125 "$x_rc"
+	assert_contains "$1: named" "$x_err" "$2 $3"
+	sg_run c "$SG" create "$SG_TMP/src" --network none
+	assert_eq "$1: create refused" 125 "$c_rc"
+	[ -e "$WORK/ran" ] && fail "$1: the command did not run" ||
+	    ok "$1: the command did not run"
+}
+mkdir "$SG_TMP/theirs.d"
+chown 65534 "$SG_TMP/theirs.d"
+ln -s "$SG_TMP/theirs.d" "$SANDGATE_STATE/execend"
+planted "a link planted in the root" "$SANDGATE_STATE/execend" "is a link"
+rm "$SANDGATE_STATE/execend"
+mkdir "$SANDGATE_STATE/records"
+chown 65534 "$SANDGATE_STATE/records"
+planted "a folder of uid 65534 in the root" "$SANDGATE_STATE/records" "is owned by uid 65534"
+chown root "$SANDGATE_STATE/records"
+chmod 0777 "$SANDGATE_STATE/records"
+planted "a folder anyone may write in the root" "$SANDGATE_STATE/records" "is writable by anyone (mode 0777)"
+rmdir "$SANDGATE_STATE/records"
+ln -s "$SG_TMP/theirs.d" "$SANDGATE_STATE/sandboxes/sbx_000000000000000000000000"
+planted "a sandbox folder planted as a link" "$SANDGATE_STATE/sandboxes/sbx_000000000000000000000000" "is a link"
+rm "$SANDGATE_STATE/sandboxes/sbx_000000000000000000000000"
+
 # still the sandbox it was: nothing ran in any refused command
 sg_run x "$SG" exec "$SBX" -- sh -c 'ls /workspace; echo alive'
 assert_eq "the sandbox works again once private" "0 a.txt alive" "$x_rc $(echo $x_out)"
