@@ -2046,6 +2046,8 @@ exec_notices(const struct exec_result *r, long long timeout,
 	if (r->timed_out)
 		exec_notice(a, "command timed out after %lld s (--timeout)",
 		    timeout);
+	if (r->unstarted != NULL)
+		exec_notice(a, "%s; nothing ran", r->unstarted);
 	if (r->oom_killed) {
 		exec_format_size(memory, sz, sizeof(sz));
 		exec_notice(a, "command killed: memory limit %s exceeded", sz);
@@ -2131,6 +2133,8 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    "peak_pids", (json_int_t)r->peak_pids);
 	if (o != NULL && r->sandbox_killed)
 		json_object_set_new(o, "sandbox_killed", json_true());
+	if (o != NULL && r->unstarted != NULL)
+		json_object_set_new(o, "not_started", json_true());
 	if (o != NULL && r->network_replicas != NULL)
 		json_object_set(o, "replicas", r->network_replicas);
 	if (o != NULL && r->network_end_owed)
