@@ -116,8 +116,11 @@ state_root_links(const char *root)
  * What the root holds, and each sandbox's folder in sandboxes/: this
  * uid's or root's, no link, writable by no one else. A root others could
  * once write may hold what they planted there, a link or a folder of
- * theirs, which a chmod of the root does not undo (atk44a F1); deeper
- * than that sandgate opens what it reads without following links.
+ * theirs, which a chmod of the root does not undo (atk44a F1). Deeper
+ * entries are not looked at: they are in folders this check found only
+ * this uid or root may write, but a root once open and then fixed by a
+ * recursive chown and chmod may still hold planted files there, which
+ * is why the messages say to move such a root away whole.
  */
 static void
 state_root_entries(const char *root, const char *sub)
