@@ -1032,8 +1032,9 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 	if (cause == NULL && !grants_tombs_ends(l->tombs, g))
 		control_grant_event(l->px, g, "grant.restored", NULL, NULL);
 	else if (cause != NULL) {
-		log_warnx("%s: grant of %s:%d to %s refused: %s", l->path,
-		    g->host, g->port, g->sandbox, cause);
+		log_warnx("%s: grant of %s%s%.0d to %s refused: %s", l->path,
+		    g->host, g->port != 0 ? ":" : "", g->port, g->sandbox,
+		    cause);
 		l->refused++;
 	}
 }
