@@ -1830,9 +1830,13 @@ class T06SecretCommand(unittest.TestCase):
             write_policy(p)
             shutil.copy(W["sgca"], os.path.join(top, "ca.pem"))
             shutil.copy(W["sgkey"], os.path.join(top, "ca.key"))
+            # the proxy's own files; the state root, and the folders
+            # above it and in it that the controller keeps, stay root's
+            # (sandgate refuses a state root another uid could change)
+            roots = (top, state, os.path.join(state, "proxy"))
             for d, _, files in os.walk(top):
                 for n in [d] + [os.path.join(d, f) for f in files]:
-                    if not n.startswith(sdir):
+                    if not n.startswith(sdir) and n not in roots:
                         os.chown(n, PROXY_UID, PROXY_UID)
             W["proxies"].append(p)
             p.start()
