@@ -32,7 +32,7 @@ sg_log() { printf '[setup] %s\n' "$*" >&2; }
 # of the review commands, nodejs for a client and server that send and
 # parse chunked trailers (test_proxy_terminate.py), strace to see which
 # Docker requests an exec makes (test_exec_fresh_owner.sh).
-SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog python3-jsonschema
+SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog logrotate python3-jsonschema
 	python3-yaml time nodejs strace)
 
 sg_install_packages() {
