@@ -35,6 +35,8 @@
 #include "util.h"
 
 #define EXEC_KILL_GRACE_US	(5ull * 1000 * 1000)	/* after a kill */
+#define EXEC_REKILL_US		(250ull * 1000)	/* kills in the grace: runc */
+#define EXEC_REKILL_INSIDE_US	(1000ull * 1000)	/* gVisor: a docker exec */
 #define EXEC_OWN_MAX		1024	/* pids remembered per exec */
 #define EXEC_OOM_PIDS		256	/* OOM kills looked at per exec */
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
@@ -111,6 +113,7 @@ struct exec_state {
 	uint64_t		 t0;
 	uint64_t		 deadline;
 	uint64_t		 grace;		/* 0 until a kill happened */
+	uint64_t		 rekill_due;	/* the next kill in the grace */
 	int			 died;		/* the container's init is gone */
 	int			 kmsg;		/* oomlog_open(), or -1 */
 	int			 own[EXEC_OWN_MAX]; /* runc: pids seen as
@@ -1297,9 +1300,36 @@ exec_stop(struct exec_state *st, int sig)
 	} else
 		st->res->killed += n;
 	st->grace = util_now_us() + EXEC_KILL_GRACE_US;
+	st->rekill_due = util_now_us() + EXEC_REKILL_US;
 	/* what is left to ask Docker after the grace is bounded too */
 	docker_deadline(st->d, st->grace +
 	    (EXEC_DIED_WAIT_MS + EXEC_GONE_MS) * 1000ull);
+}
+
+/*
+ * In the grace after exec_stop: the kill again, every EXEC_REKILL_US
+ * (EXEC_REKILL_INSIDE_US under gVisor, where a kill is a docker exec;
+ * under runc one freezes the container a moment). A command
+ * that runc started after the first kill (SIGTERM a few milliseconds into
+ * the exec, or --timeout run out while the exec waited for a lock and
+ * runc not done yet) was never killed: it ran on to its end, past
+ * sandgate's exit (atk44d X1). A failure here is not one more warning:
+ * the first kill's is said.
+ */
+static void
+exec_stop_again(struct exec_state *st)
+{
+	char		*cause = NULL;
+	uint64_t	 now = util_now_us();
+	int		 n;
+
+	if (now < st->rekill_due)
+		return;
+	st->rekill_due = now + (st->o->inside ? EXEC_REKILL_INSIDE_US :
+	    EXEC_REKILL_US);
+	if ((n = exec_kill(st, &cause)) > 0)
+		st->res->killed += n;
+	free(cause);
 }
 
 /* 1 when pid is in the exec's own set. */
@@ -1616,8 +1646,12 @@ exec_tick(void *arg)
 	/* kept: the cgroup goes with a container that dies under the command */
 	if (cgroup_read_key(st->cg.pids, "pids.events", "max", &cur) == 0)
 		st->pids_max_seen = cur;
-	if (st->grace != 0)
+	if (st->grace != 0) {
+		if (now > st->grace)
+			st->rekill_due = 0;	/* one more as it ends */
+		exec_stop_again(st);
 		return now > st->grace ? -1 : 0;
+	}
 	/*
 	 * The whole container stopped under the command (gVisor ends its
 	 * sandbox when the memory cgroup's OOM killer takes its kernel, or
