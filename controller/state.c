@@ -82,30 +82,39 @@ state_owner(void)
 }
 
 /*
- * Every link on the way to root, as given, must be this uid's or root's:
- * in a sticky folder only a link's owner can point it elsewhere, and the
- * real path checked is where the links point now (atk44a F4: a link of
- * another uid chose which folder became the root).
+ * Every folder or link on the way to path, as given, that is there: this
+ * uid's or root's, and a folder others may write only when sticky. Run
+ * before path is resolved and after: a folder of another uid on the way
+ * could be swapped for a link of theirs to any folder while it resolves,
+ * and the real path checked would be that folder's (atk44a F4, atk44c
+ * E5: a link of another uid, or a folder of theirs raced with one, chose
+ * which folder became the root). A link that this uid or root made is
+ * followed: where it points is checked as the real path is.
  */
 static void
-state_root_links(const char *root)
+state_given_check(const char *given, const char *what)
 {
 	struct stat	 st;
-	char		 buf[PATH_MAX], *p, c;
+	char		 buf[PATH_MAX], why[64], *p, c;
+	const char	*w;
 
-	if (util_strlcpy(buf, root, sizeof(buf)) >= sizeof(buf))
-		fatalx("state folder %s: too long", root);
+	if (util_strlcpy(buf, given, sizeof(buf)) >= sizeof(buf))
+		fatalx("%s %s: too long", what, given);
 	for (p = buf + 1;; p++) {
 		if (*p != '/' && *p != '\0')
 			continue;
 		c = *p;
 		*p = '\0';
-		if (lstat(buf, &st) == 0 && S_ISLNK(st.st_mode) &&
-		    st.st_uid != geteuid() && st.st_uid != 0)
-			fatalx("state folder %s: the link %s on the way is "
-			    "owned by uid %ld, who could point it elsewhere; "
-			    "links on the way must be owned by %s", root, buf,
-			    (long)st.st_uid, state_owner());
+		if (lstat(buf, &st) == -1) {
+			if (errno != ENOENT)
+				fatal("%s %s: %s", what, given, buf);
+			break;	/* the rest is made by this uid */
+		}
+		if ((w = state_why(&st, STATE_ABOVE, why, sizeof(why))) != NULL)
+			fatalx("%s %s: %s on the way %s, who could point it "
+			    "elsewhere; what is on the way must be owned by %s, "
+			    "and sticky where others may write", what, given,
+			    buf, w, state_owner());
 		if (c == '\0')
 			break;
 		*p = c;
@@ -113,112 +122,153 @@ state_root_links(const char *root)
 }
 
 /*
- * What the root holds, and each sandbox's folder in sandboxes/: this
- * uid's or root's, no link, writable by no one else. A root others could
- * once write may hold what they planted there, a link or a folder of
- * theirs, which a chmod of the root does not undo (atk44a F1). Deeper
- * entries are not looked at: they are in folders this check found only
- * this uid or root may write, but a root once open and then fixed by a
- * recursive chown and chmod may still hold planted files there, which
- * is why the messages say to move such a root away whole.
+ * The entries of folder dir (and of dir/sub when sub is not NULL): this
+ * uid's or root's, writable by no one else, and no link unless links is
+ * set. A folder others could once write may hold what they planted
+ * there, a link or a folder of theirs, which a chmod does not undo
+ * (atk44a F1). Deeper entries are not looked at: they are in folders
+ * this check found only this uid or root may write, but one once open
+ * and then fixed by a recursive chown and chmod may still hold planted
+ * files, which is why the messages say to move such a folder away whole
+ * (and the JSON sandgate reads there is opened with state_json_load).
  */
-static void
-state_root_entries(const char *root, const char *sub)
+void
+state_entries_check(const char *dir, const char *sub, int links,
+    const char *what)
 {
 	struct stat	 st;
 	struct dirent	*e;
 	DIR		*d;
-	char		 dir[PATH_MAX], path[PATH_MAX], buf[64];
+	char		 in[PATH_MAX], path[PATH_MAX], buf[64];
 	const char	*why;
 
-	if ((size_t)snprintf(dir, sizeof(dir), "%s%s%s", root, sub ? "/" : "",
-	    sub ? sub : "") >= sizeof(dir))
-		fatalx("state folder %s: too long", root);
-	if ((d = opendir(dir)) == NULL) {
+	if ((size_t)snprintf(in, sizeof(in), "%s%s%s", dir, sub ? "/" : "",
+	    sub ? sub : "") >= sizeof(in))
+		fatalx("%s %s: too long", what, dir);
+	if ((d = opendir(in)) == NULL) {
 		if (sub != NULL && errno == ENOENT)
 			return;
-		fatal("state folder %s", dir);
+		fatal("%s %s", what, in);
 	}
 	while ((e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", in,
 		    e->d_name) >= sizeof(path))
-			fatalx("state folder %s: %s/%s: too long", root, dir,
+			fatalx("%s %s: %s/%s: too long", what, dir, in,
 			    e->d_name);
 		if (lstat(path, &st) == -1) {
 			if (errno == ENOENT)	/* gone since the readdir */
 				continue;
-			fatal("state folder %s: %s", root, path);
+			fatal("%s %s: %s", what, dir, path);
 		}
-		if ((why = state_why(&st, STATE_INSIDE, buf, sizeof(buf))) !=
-		    NULL)
-			fatalx("state folder %s: %s %s: another user could "
-			    "have put it there; what the state folder holds "
-			    "must be owned by %s, writable by no one else, "
-			    "and no link (a state folder others could write "
-			    "is best moved away whole: sandgate makes a new "
-			    "one)", root, path, why, state_owner());
+		if ((why = state_why(&st, links && S_ISLNK(st.st_mode) ?
+		    STATE_ABOVE : STATE_INSIDE, buf, sizeof(buf))) != NULL)
+			fatalx("%s %s: %s %s: another user could have put it "
+			    "there; what it holds must be owned by %s, "
+			    "writable by no one else%s (a folder others could "
+			    "write is best moved away whole: sandgate makes a "
+			    "new one)", what, dir, path, why, state_owner(),
+			    links ? "" : ", and no link");
 	}
 	closedir(d);
 }
 
-/*
- * The state root holds what sandgate acts on as its user: the host paths
- * apply writes to, the disk images it mounts, the probe each runc sandbox
- * runs as its init. Another uid able to change it could turn any of them
- * against this one, so it is used only when it is a private folder and
- * so is every folder above it (state_why), a link on the way to it is
- * this uid's or root's, and what it holds is too (state_root_entries). A
- * missing root is made first (0700), so that what is checked is what is
- * used, and root is replaced by its real path, which every later use
- * goes through. A root that cannot be resolved is refused (atk44a F2: a
- * link to another mount namespace's folder resolved to nothing, and the
- * check was skipped). Anything else stops sandgate, naming the folder
- * (atk43g2 G2).
- */
-static void
-state_root_check(char *root, size_t size)
+void
+state_private_dir(char *path, size_t size, int mode, const char *what)
 {
 	struct stat	 st;
 	char		 real[PATH_MAX], buf[64];
 	const char	*dir, *why;
 	int		 kind;
 
-	state_root_links(root);
-	if (state_mkdirs(root, 0700) == -1 && errno != EACCES &&
+	state_given_check(path, what);
+	if (state_mkdirs(path, mode) == -1 && errno != EACCES &&
 	    errno != EROFS)
-		fatal("state folder %s", root);
-	state_root_links(root);
-	if (realpath(root, real) == NULL)
-		fatal("state folder %s", root);
-	if (util_strlcpy(root, real, size) >= size)
-		fatalx("state folder %s: too long", real);
+		fatal("%s %s", what, path);
+	if (realpath(path, real) == NULL)
+		fatal("%s %s", what, path);
+	state_given_check(path, what);
+	if (util_strlcpy(path, real, size) >= size)
+		fatalx("%s %s: too long", what, real);
 	for (kind = STATE_ROOT;; kind = STATE_ABOVE) {
 		dir = real[0] != '\0' ? real : "/";
 		if (lstat(dir, &st) == -1)
-			fatal("state folder %s: %s", root, dir);
+			fatal("%s %s: %s", what, path, dir);
 		if (kind == STATE_ROOT && !S_ISDIR(st.st_mode))
-			fatalx("state folder %s is not a folder", root);
+			fatalx("%s %s is not a folder", what, path);
 		if ((why = state_why(&st, kind, buf, sizeof(buf))) != NULL &&
 		    kind == STATE_ROOT)
-			fatalx("state folder %s %s: another user could change "
-			    "what sandgate keeps there; it must be a folder "
-			    "owned by %s that no one else may write (one "
-			    "others could write is best moved away whole: "
-			    "sandgate makes a new one)", root, why,
+			fatalx("%s %s %s: another user could change what "
+			    "sandgate keeps there; it must be a folder owned "
+			    "by %s that no one else may write (one others "
+			    "could write is best moved away whole: sandgate "
+			    "makes a new one)", what, path, why,
 			    state_owner());
 		if (why != NULL)
-			fatalx("state folder %s: the folder above it, %s, %s: "
-			    "another user could replace it; every folder "
-			    "above must be owned by %s, and sticky where "
-			    "others may write", root, dir, why, state_owner());
+			fatalx("%s %s: the folder above it, %s, %s: another "
+			    "user could replace it; every folder above must "
+			    "be owned by %s, and sticky where others may "
+			    "write", what, path, dir, why, state_owner());
 		if (real[0] == '\0')
 			break;
 		*strrchr(real, '/') = '\0';
 	}
-	state_root_entries(root, NULL);
-	state_root_entries(root, "sandboxes");
+}
+
+/*
+ * The state root holds what sandgate acts on as its user: the host paths
+ * apply writes to, the disk images it mounts, the probe each runc sandbox
+ * runs as its init. Another uid able to change it could turn any of them
+ * against this one, so it is used only when it is a private folder
+ * (state_private_dir: made 0700 if missing, resolved, which every later
+ * use goes through, a root that does not resolve refused: atk44a F2, a
+ * link to another mount namespace's folder resolved to nothing and the
+ * check was skipped) and what it holds, and each sandbox's folder, is
+ * this uid's (state_entries_check). Anything else stops sandgate, naming
+ * the folder (atk43g2 G2).
+ */
+static void
+state_root_check(char *root, size_t size)
+{
+	state_private_dir(root, size, 0700, "state folder");
+	state_entries_check(root, NULL, 0, "state folder");
+	state_entries_check(root, "sandboxes", 0, "state folder");
+}
+
+json_t *
+state_json_load(const char *path, size_t flags, json_error_t *err)
+{
+	struct stat	 st;
+	json_t		*o;
+	char		 buf[64];
+	const char	*why;
+	int		 fd, saved;
+
+	memset(err, 0, sizeof(*err));
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
+		saved = errno;
+		snprintf(err->text, sizeof(err->text), "%s",
+		    saved == ELOOP ? "a link (not followed)" :
+		    strerror(saved));
+		errno = saved;
+		return NULL;
+	}
+	why = fstat(fd, &st) == -1 ? strerror(errno) : !S_ISREG(st.st_mode) ?
+	    "not a regular file" : st.st_nlink != 1 ? "linked elsewhere too" :
+	    state_why(&st, STATE_INSIDE, buf, sizeof(buf));
+	if (why != NULL) {
+		snprintf(err->text, sizeof(err->text), "%s", why);
+		close(fd);
+		errno = EPERM;
+		return NULL;
+	}
+	o = json_loadfd(fd, flags, err);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return o;
 }
 
 const char *

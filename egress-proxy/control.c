@@ -1315,9 +1315,11 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
  * failed). The copy is to read, not to put back: a grant in it may have
  * been revoked since (guarantees.md G22, an older file put back). With
  * no text (not a regular file, unreadable, too large) path itself is
- * moved there, which also lets saves replace it.
+ * moved there, which also lets saves replace it. 0, or -1 when nothing
+ * could be kept (then no save is made at once: atk44d E2, a save that
+ * fit where the copy did not lost what the file held).
  */
-static void
+static int
 control_grants_aside(const char *path, const char *text, size_t len,
     const char *why)
 {
@@ -1348,6 +1350,7 @@ control_grants_aside(const char *path, const char *text, size_t len,
 		log_warn("%s: cannot keep it as %s, the next save of grants "
 		    "replaces it", path, to);
 	free(to);
+	return rv;
 }
 
 /*
@@ -1386,24 +1389,20 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 	}
 	if (text == NULL && badtext) {
 		log_warnx("%s: starting with no grants", path);
-		control_grants_aside(path, NULL, 0, "none of its grants in "
-		    "force");
-		aside = 1;
+		aside = control_grants_aside(path, NULL, 0, "none of its "
+		    "grants in force") == 0;
 	} else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) ==
 	    -1) {
 		log_warnx("%s: %s; starting with no grants", path, err);
-		control_grants_aside(path, text, len, "none of its grants in "
-		    "force");
-		aside = 1;
+		aside = control_grants_aside(path, text, len, "none of its "
+		    "grants in force") == 0;
 	} else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
-	if (l.refused > 0) {
-		control_grants_aside(path, text, len, "some of its grants "
-		    "refused");
-		aside = 1;
-	}
+	if (l.refused > 0)
+		aside = control_grants_aside(path, text, len, "some of its "
+		    "grants refused") == 0;
 	/* the padding of the revokes file is no revoke (apartfile.h) */
 	if (grants_tombs_count(l.tombs) > 0)
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
