@@ -166,8 +166,8 @@ proxyctl_socket_path(void)
  * proxy's uid owns the folder it is in and could make the name a link to
  * another unix socket on the host, which the controller, as root, would
  * then speak to (atk44a F5). Opened again for each request (a proxy
- * started again made a new socket); the path itself when there is
- * nothing there (curl then says it cannot connect); NULL with *cause
+ * started again made a new socket); a name that cannot exist when there
+ * is nothing there (curl then says it cannot connect); NULL with *cause
  * when what is there is no socket.
  */
 static const char *
@@ -182,8 +182,13 @@ proxyctl_socket_fd_path(char **cause)
 	if (fd != -1)
 		close(fd);
 	if ((fd = open(sock, O_PATH | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		/*
+		 * Nothing there: a name nobody can make, so that curl says
+		 * it cannot connect. Not sock: a link put there after this
+		 * open would be followed (atk44c E3).
+		 */
 		if (errno == ENOENT)
-			return sock;
+			return "/proc/self/fd/-1";
 		util_cause(cause, "control socket %s: %s", sock,
 		    strerror(errno));
 		return NULL;

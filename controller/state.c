@@ -82,13 +82,33 @@ state_owner(void)
 }
 
 /*
- * Every folder or link on the way to path, as given, that is there: this
- * uid's or root's, and a folder others may write only when sticky. Run
- * before path is resolved and after: a folder of another uid on the way
- * could be swapped for a link of theirs to any folder while it resolves,
- * and the real path checked would be that folder's (atk44a F4, atk44c
- * E5: a link of another uid, or a folder of theirs raced with one, chose
- * which folder became the root). A link that this uid or root made is
+ * Stop sandgate: path (what, e.g. "state folder") refused for dir, itself
+ * (kind STATE_ROOT) or a folder above it (STATE_ABOVE), for why.
+ */
+static void
+state_refuse(const char *what, const char *path, const char *dir, int kind,
+    const char *why)
+{
+	if (kind == STATE_ROOT)
+		fatalx("%s %s %s: another user could change what sandgate "
+		    "keeps there; it must be a folder owned by %s that no one "
+		    "else may write (one others could write is best moved "
+		    "away whole: sandgate makes a new one)", what, path, why,
+		    state_owner());
+	fatalx("%s %s: the folder above it, %s, %s: another user could "
+	    "replace it; every folder above must be owned by %s, and sticky "
+	    "where others may write", what, path, dir, why, state_owner());
+}
+
+/*
+ * Every folder or link on the way to path, as given, that is there: a
+ * link this uid's or root's, a folder as the real path's are (the last
+ * one as the folder itself, the others as folders above it). Run before
+ * path is resolved and after: a folder of another uid on the way could
+ * be swapped for a link of theirs to any folder while it resolves, and
+ * the real path checked would be that folder's (atk44a F4, atk44c E5: a
+ * link of another uid, or a folder of theirs raced with one, chose which
+ * folder became the root). A link that this uid or root made is
  * followed: where it points is checked as the real path is.
  */
 static void
@@ -97,6 +117,7 @@ state_given_check(const char *given, const char *what)
 	struct stat	 st;
 	char		 buf[PATH_MAX], why[64], *p, c;
 	const char	*w;
+	int		 kind;
 
 	if (util_strlcpy(buf, given, sizeof(buf)) >= sizeof(buf))
 		fatalx("%s %s: too long", what, given);
@@ -110,11 +131,16 @@ state_given_check(const char *given, const char *what)
 				fatal("%s %s: %s", what, given, buf);
 			break;	/* the rest is made by this uid */
 		}
-		if ((w = state_why(&st, STATE_ABOVE, why, sizeof(why))) != NULL)
-			fatalx("%s %s: %s on the way %s, who could point it "
-			    "elsewhere; what is on the way must be owned by %s, "
-			    "and sticky where others may write", what, given,
-			    buf, w, state_owner());
+		kind = c == '\0' || p[1] == '\0' ? STATE_ROOT : STATE_ABOVE;
+		if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() &&
+		    st.st_uid != 0)
+			fatalx("%s %s: the link %s on the way is owned by uid "
+			    "%ld, who could point it elsewhere; links on the "
+			    "way must be owned by %s", what, given, buf,
+			    (long)st.st_uid, state_owner());
+		if (S_ISDIR(st.st_mode) && (w = state_why(&st, kind, why,
+		    sizeof(why))) != NULL)
+			state_refuse(what, given, buf, kind, w);
 		if (c == '\0')
 			break;
 		*p = c;
@@ -197,19 +223,8 @@ state_private_dir(char *path, size_t size, int mode, const char *what)
 			fatal("%s %s: %s", what, path, dir);
 		if (kind == STATE_ROOT && !S_ISDIR(st.st_mode))
 			fatalx("%s %s is not a folder", what, path);
-		if ((why = state_why(&st, kind, buf, sizeof(buf))) != NULL &&
-		    kind == STATE_ROOT)
-			fatalx("%s %s %s: another user could change what "
-			    "sandgate keeps there; it must be a folder owned "
-			    "by %s that no one else may write (one others "
-			    "could write is best moved away whole: sandgate "
-			    "makes a new one)", what, path, why,
-			    state_owner());
-		if (why != NULL)
-			fatalx("%s %s: the folder above it, %s, %s: another "
-			    "user could replace it; every folder above must "
-			    "be owned by %s, and sticky where others may "
-			    "write", what, path, dir, why, state_owner());
+		if ((why = state_why(&st, kind, buf, sizeof(buf))) != NULL)
+			state_refuse(what, path, dir, kind, why);
 		if (real[0] == '\0')
 			break;
 		*strrchr(real, '/') = '\0';
@@ -256,8 +271,10 @@ state_json_load(const char *path, size_t flags, json_error_t *err)
 		return NULL;
 	}
 	why = fstat(fd, &st) == -1 ? strerror(errno) : !S_ISREG(st.st_mode) ?
-	    "not a regular file" : st.st_nlink != 1 ? "linked elsewhere too" :
-	    state_why(&st, STATE_INSIDE, buf, sizeof(buf));
+	    "not a regular file" : state_why(&st, STATE_INSIDE, buf,
+	    sizeof(buf));
+	if (why == NULL && st.st_nlink != 1)
+		why = "linked elsewhere too";
 	if (why != NULL) {
 		snprintf(err->text, sizeof(err->text), "%s", why);
 		close(fd);

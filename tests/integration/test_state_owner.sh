@@ -135,6 +135,54 @@ ln -s "$SG_TMP/theirs.d" "$SANDGATE_STATE/sandboxes/sbx_000000000000000000000000
 planted "a sandbox folder planted as a link" "$SANDGATE_STATE/sandboxes/sbx_000000000000000000000000" "is a link"
 rm "$SANDGATE_STATE/sandboxes/sbx_000000000000000000000000"
 
+# a folder of another uid on the way, as given, though the real path
+# passes by it (atk44c E5: such a folder, swapped for a link of its
+# owner's while the path resolved, chose which folder became the root)
+mkdir "$SG_TMP/theirs.w"
+chown 65534 "$SG_TMP/theirs.w"
+sg_run f env SANDGATE_STATE="$SG_TMP/theirs.w/../state" "$SG" list
+assert_eq "another uid's folder on the way is refused" 125 "$f_rc"
+assert_contains "and named" "$f_err" "the folder above it, $SG_TMP/theirs.w, is owned by uid 65534"
+
+# the sandbox's meta.json, what apply takes its host path from, read
+# only as a file of this uid with no other name, never through a link
+# (atk44c E1, E2: planted while the folders were open, a link or a hard
+# link of the attacker's, kept after they were chmod'ed)
+META=$SANDGATE_STATE/sandboxes/$SBX/meta.json
+cp "$META" "$SG_TMP/meta.theirs"
+chown 65534 "$SG_TMP/meta.theirs"
+mv "$META" "$SG_TMP/meta.real"
+ln -s "$SG_TMP/meta.theirs" "$META"
+sg_run x "$SG" apply --all "$SBX"
+assert_eq "meta.json a link: apply refused" 125 "$x_rc"
+assert_contains "and why" "$x_err" "a link (not followed)"
+rm "$META"
+ln "$SG_TMP/meta.theirs" "$META"
+sg_run x "$SG" apply --all "$SBX"
+assert_eq "meta.json another uid's (a hard link): apply refused" 125 "$x_rc"
+assert_contains "and why" "$x_err" "is owned by uid 65534"
+rm "$META"
+cp "$SG_TMP/meta.real" "$META"
+ln "$META" "$SG_TMP/meta.second"
+sg_run x "$SG" exec "$SBX" -- true
+assert_eq "meta.json with a second name: exec refused" 125 "$x_rc"
+assert_contains "and why" "$x_err" "linked elsewhere too"
+rm "$SG_TMP/meta.second"
+chmod 0666 "$META"
+sg_run x "$SG" exec "$SBX" -- true
+assert_eq "meta.json anyone may write: exec refused" 125 "$x_rc"
+chmod 0600 "$META"
+
+# the uid claims folder ($SANDGATE_UID_DIR): checked as the root is
+# (atk44c E4: one another uid made first let it take every uid, and two
+# sandboxes got one)
+mkdir "$SG_TMP/uids"
+chown 65534 "$SG_TMP/uids"
+sg_run u env SANDGATE_UID_DIR="$SG_TMP/uids" "$SG" create "$SG_TMP/src" --network none
+assert_eq "a claims folder of another uid: create refused" 125 "$u_rc"
+assert_contains "and named" "$u_err" "uid claims folder $SG_TMP/uids is owned by uid 65534"
+[ "$u_rc" = 0 ] && sg_on_exit "'$SG' discard $u_out"
+
 # still the sandbox it was: nothing ran in any refused command
 sg_run x "$SG" exec "$SBX" -- sh -c 'ls /workspace; echo alive'
 assert_eq "the sandbox works again once private" "0 a.txt alive" "$x_rc $(echo $x_out)"
