@@ -152,11 +152,16 @@ state_given_check(const char *given, const char *what)
  * uid's or root's, writable by no one else, and no link unless links is
  * set. A folder others could once write may hold what they planted
  * there, a link or a folder of theirs, which a chmod does not undo
- * (atk44a F1). Deeper entries are not looked at: they are in folders
- * this check found only this uid or root may write, but one once open
- * and then fixed by a recursive chown and chmod may still hold planted
- * files, which is why the messages say to move such a folder away whole
- * (and the JSON sandgate reads there is opened with state_json_load).
+ * (atk44a F1). A folder mounted there (a sandbox's work/, its disk,
+ * mounted by root) is passed over. The root's check runs this on the
+ * root, sandboxes/ and each sandbox's folder (atk44f: disk.img, work,
+ * checked and lock planted as links there made root mount, unmount,
+ * overwrite and lock what the planter chose); deeper entries are in
+ * folders this check found only this uid or root may write, but one
+ * once open and then fixed by a recursive chown and chmod may still hold
+ * planted files, which is why the messages say to move such a folder
+ * away whole (and what sandgate reads there that names a host path or a
+ * URL is opened with state_open_private).
  */
 void
 state_entries_check(const char *dir, const char *sub, int links,
@@ -165,6 +170,7 @@ state_entries_check(const char *dir, const char *sub, int links,
 	struct stat	 st;
 	struct dirent	*e;
 	DIR		*d;
+	dev_t		 dev;
 	char		 in[PATH_MAX], path[PATH_MAX], buf[64];
 	const char	*why;
 
@@ -176,6 +182,9 @@ state_entries_check(const char *dir, const char *sub, int links,
 			return;
 		fatal("%s %s", what, in);
 	}
+	if (fstat(dirfd(d), &st) == -1)
+		fatal("%s %s", what, in);
+	dev = st.st_dev;
 	while ((e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
@@ -188,6 +197,10 @@ state_entries_check(const char *dir, const char *sub, int links,
 				continue;
 			fatal("%s %s: %s", what, dir, path);
 		}
+		/* a sandbox's work/, its disk mounted there by root: the
+		   disk's root folder is the sandbox's (no uid can mount) */
+		if (S_ISDIR(st.st_mode) && st.st_dev != dev)
+			continue;
 		if ((why = state_why(&st, links && S_ISLNK(st.st_mode) ?
 		    STATE_ABOVE : STATE_INSIDE, buf, sizeof(buf))) != NULL)
 			fatalx("%s %s: %s %s: another user could have put it "
@@ -246,41 +259,72 @@ state_private_dir(char *path, size_t size, int mode, const char *what)
 static void
 state_root_check(char *root, size_t size)
 {
+	struct dirent	*e;
+	DIR		*d;
+	char		 sub[PATH_MAX];
+
 	state_private_dir(root, size, 0700, "state folder");
 	state_entries_check(root, NULL, 0, "state folder");
 	state_entries_check(root, "sandboxes", 0, "state folder");
+	if ((size_t)snprintf(sub, sizeof(sub), "%s/sandboxes", root) >=
+	    sizeof(sub))
+		fatalx("state folder %s: too long", root);
+	if ((d = opendir(sub)) == NULL) {
+		if (errno == ENOENT)
+			return;
+		fatal("state folder %s", sub);
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "sandboxes/%s",
+		    e->d_name) >= sizeof(sub))
+			fatalx("state folder %s: too long", root);
+		state_entries_check(root, sub, 0, "state folder");
+	}
+	closedir(d);
+}
+
+int
+state_open_private(const char *path, char *why, size_t size)
+{
+	struct stat	 st;
+	char		 buf[64];
+	const char	*w;
+	int		 fd, saved;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
+		saved = errno;
+		snprintf(why, size, "%s", saved == ELOOP ?
+		    "a link (not followed)" : strerror(saved));
+		errno = saved;
+		return -1;
+	}
+	w = fstat(fd, &st) == -1 ? strerror(errno) : !S_ISREG(st.st_mode) ?
+	    "not a regular file" : state_why(&st, STATE_INSIDE, buf,
+	    sizeof(buf));
+	if (w == NULL && st.st_nlink != 1)
+		w = "linked elsewhere too";
+	if (w != NULL) {
+		snprintf(why, size, "%s", w);
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
 }
 
 json_t *
 state_json_load(const char *path, size_t flags, json_error_t *err)
 {
-	struct stat	 st;
-	json_t		*o;
-	char		 buf[64];
-	const char	*why;
-	int		 fd, saved;
+	json_t	*o;
+	int	 fd, saved;
 
 	memset(err, 0, sizeof(*err));
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC)) == -1) {
-		saved = errno;
-		snprintf(err->text, sizeof(err->text), "%s",
-		    saved == ELOOP ? "a link (not followed)" :
-		    strerror(saved));
-		errno = saved;
+	if ((fd = state_open_private(path, err->text,
+	    sizeof(err->text))) == -1)
 		return NULL;
-	}
-	why = fstat(fd, &st) == -1 ? strerror(errno) : !S_ISREG(st.st_mode) ?
-	    "not a regular file" : state_why(&st, STATE_INSIDE, buf,
-	    sizeof(buf));
-	if (why == NULL && st.st_nlink != 1)
-		why = "linked elsewhere too";
-	if (why != NULL) {
-		snprintf(err->text, sizeof(err->text), "%s", why);
-		close(fd);
-		errno = EPERM;
-		return NULL;
-	}
 	o = json_loadfd(fd, flags, err);
 	saved = errno;
 	close(fd);

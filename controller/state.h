@@ -150,6 +150,13 @@ void		 state_entries_check(const char *dir, const char *sub,
  */
 json_t		*state_json_load(const char *path, size_t flags,
 		    json_error_t *err);
+/*
+ * path opened read-only as state_json_load takes it (no link, a regular
+ * file of this uid or root, writable by no one else, no other name): the
+ * descriptor, or -1 with errno (EPERM for such a file) and why (size
+ * bytes) saying what was wrong.
+ */
+int		 state_open_private(const char *path, char *why, size_t size);
 
 /*
  * path replaced by text whole (mode): written to a hidden file beside it

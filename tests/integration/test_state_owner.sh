@@ -155,7 +155,7 @@ mv "$META" "$SG_TMP/meta.real"
 ln -s "$SG_TMP/meta.theirs" "$META"
 sg_run x "$SG" apply --all "$SBX"
 assert_eq "meta.json a link: apply refused" 125 "$x_rc"
-assert_contains "and why" "$x_err" "a link (not followed)"
+assert_contains "and why" "$x_err" "meta.json is a link"
 rm "$META"
 ln "$SG_TMP/meta.theirs" "$META"
 sg_run x "$SG" apply --all "$SBX"
@@ -172,6 +172,29 @@ chmod 0666 "$META"
 sg_run x "$SG" exec "$SBX" -- true
 assert_eq "meta.json anyone may write: exec refused" 125 "$x_rc"
 chmod 0600 "$META"
+
+# what each sandbox's folder holds: this uid's, no link (atk44f: disk.img
+# and work planted as links made root mount the planter's image over a
+# folder of their choosing; checked and checked.tmp.PID links, lock link,
+# a replicas file naming a listener of theirs that got the control token)
+SDIR=$SANDGATE_STATE/sandboxes/$SBX
+for e in checked lock disk.img replicas; do
+	if [ -e "$SDIR/$e" ]; then
+		mv "$SDIR/$e" "$SG_TMP/$e.real"
+	fi
+	ln -s "$SG_TMP/theirs.d/$e" "$SDIR/$e"
+	sg_run x "$SG" exec "$SBX" -- true
+	assert_eq "$e planted as a link: exec refused" 125 "$x_rc"
+	assert_contains "and named" "$x_err" "$SDIR/$e is a link"
+	rm "$SDIR/$e"
+	[ -e "$SG_TMP/$e.real" ] && mv "$SG_TMP/$e.real" "$SDIR/$e"
+done
+: >"$SDIR/checked.tmp.4242"
+chown 65534 "$SDIR/checked.tmp.4242"
+sg_run x "$SG" exec "$SBX" -- true
+assert_eq "a file of another uid in the sandbox folder: exec refused" 125 "$x_rc"
+assert_contains "and named" "$x_err" "$SDIR/checked.tmp.4242 is owned by uid 65534"
+rm "$SDIR/checked.tmp.4242"
 
 # the uid claims folder ($SANDGATE_UID_DIR): checked as the root is
 # (atk44c E4: one another uid made first let it take every uid, and two
