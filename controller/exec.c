@@ -1307,9 +1307,11 @@ exec_stop(struct exec_state *st, int sig)
 }
 
 /*
- * In the grace after exec_stop: the kill again, every EXEC_REKILL_US
- * (EXEC_REKILL_INSIDE_US under gVisor, where a kill is a docker exec;
- * under runc one freezes the container a moment). A command
+ * In the grace after exec_stop, under gVisor or runc without a join
+ * (no memory cgroup of the run's own): the kill again, every
+ * EXEC_REKILL_US (EXEC_REKILL_INSIDE_US under gVisor, where a kill is a
+ * docker exec). With a join, a late one is killed instead of moved, and
+ * its command never starts (exec_join_move). A command
  * that runc started after the first kill (SIGTERM a few milliseconds into
  * the exec, or --timeout run out while the exec waited for a lock and
  * runc not done yet) was never killed: it ran on to its end, past
@@ -1323,7 +1325,8 @@ exec_stop_again(struct exec_state *st)
 	uint64_t	 now = util_now_us();
 	int		 n;
 
-	if (now < st->rekill_due)
+	/* runc with a join: a late one is killed unmoved (exec_join_move) */
+	if (now < st->rekill_due || (!st->o->inside && st->cmds[0] != '\0'))
 		return;
 	st->rekill_due = now + (st->o->inside ? EXEC_REKILL_INSIDE_US :
 	    EXEC_REKILL_US);
@@ -1443,7 +1446,22 @@ exec_join_move(struct exec_state *st, int ask)
 	}
 	pidfd = pidfd_open(st->join_pid, 0);
 	if (procstat_run_marker(st->join_pid, mark, sizeof(mark)) == 1 &&
-	    strcmp(mark, st->o->run_id) == 0 &&
+	    strcmp(mark, st->o->run_id) == 0 && st->grace != 0) {
+		/*
+		 * Seen only after the exec was stopped (a timeout or a
+		 * signal before runc started it): never moved, so its
+		 * command never starts (the join gives up unmoved), and
+		 * killed, this process alone (atk44d X1, atk44e F1: moved
+		 * and woken in the grace, the command ran until the next
+		 * kill, and kills repeated over the whole container broke
+		 * other execs starting meanwhile).
+		 */
+		if (pidfd != -1)
+			pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+		st->moved = 1;		/* nothing more to move */
+		st->res->killed++;
+	} else if (procstat_run_marker(st->join_pid, mark, sizeof(mark)) ==
+	    1 && strcmp(mark, st->o->run_id) == 0 &&
 	    cgroup_cmds_move(st->cmds, st->join_pid) == 0) {
 		st->moved = 1;
 		if (pidfd != -1)

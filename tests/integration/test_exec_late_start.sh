@@ -53,6 +53,25 @@ for i in 1 2 3 4 5 6; do
 	still "SIGTERM ${delay}s into exec $i" "$M"
 done
 
+# another exec of the sandbox that starts while one is stopped late is
+# neither killed nor refused (atk44e F1: kills repeated over the whole
+# container killed its runc init, 137 with no notice, or froze it, 126
+# "cannot exec in a paused container")
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	M=a$i
+	"$SG" exec "$SBX" --timeout 30 -- env M=$M sh -c "$CMD" >/dev/null 2>&1 &
+	E=$!
+	sleep 0.03
+	kill -TERM "$E"
+	# about when the first repeated kill came (250 ms on)
+	d=$(printf '0.%02d' $((18 + i % 4 * 3)))
+	sleep "$d"
+	sg_run b "$SG" exec "$SBX" -- echo ok
+	wait "$E"
+	assert_eq "an exec started ${d}s after another's SIGTERM: unharmed" "0 ok" "$b_rc $b_out"
+	still "SIGTERM into exec a$i" "$M"
+done
+
 for i in 1 2 3 4; do
 	hold=$(printf '2.%02d' $((i * 3)))
 	M=lock$i
