@@ -1307,16 +1307,16 @@ exec_stop(struct exec_state *st, int sig)
 }
 
 /*
- * In the grace after exec_stop, under gVisor or runc without a join
- * (no memory cgroup of the run's own): the kill again, every
+ * A command that runc started after exec_stop's kill (SIGTERM a few
+ * milliseconds into the exec, or --timeout run out while the exec waited
+ * for a lock and runc not done yet) was never killed: it ran on to its
+ * end, past sandgate's exit (atk44d X1). With a join (runc, a memory
+ * cgroup of the run's own) a late one is killed instead of moved, and
+ * its command never starts (exec_join_move). Otherwise (gVisor, runc
+ * without a join) the kill is repeated through the grace, every
  * EXEC_REKILL_US (EXEC_REKILL_INSIDE_US under gVisor, where a kill is a
- * docker exec). With a join, a late one is killed instead of moved, and
- * its command never starts (exec_join_move). A command
- * that runc started after the first kill (SIGTERM a few milliseconds into
- * the exec, or --timeout run out while the exec waited for a lock and
- * runc not done yet) was never killed: it ran on to its end, past
- * sandgate's exit (atk44d X1). A failure here is not one more warning:
- * the first kill's is said.
+ * docker exec). A failure here is not one more warning: the first
+ * kill's is said.
  */
 static void
 exec_stop_again(struct exec_state *st)
