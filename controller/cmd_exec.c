@@ -407,6 +407,9 @@ cmd_exec_unrun(struct cmd_exec_args *a, long long timeout, int sig)
 	r.signal = sig;
 	r.exit_code = sig != 0 ? 128 + sig : SG_EXIT_TIMEOUT;
 	r.duration_ms = a->waited_us / 1000;
+	r.unstarted = sig != 0 ? "an apply or a discard held the sandbox "
+	    "until the signal" : "an apply or a discard held the sandbox all "
+	    "that time";
 	clock_gettime(CLOCK_REALTIME, &r.end);
 	ns = (uint64_t)r.end.tv_sec * 1000000000u + (uint64_t)r.end.tv_nsec -
 	    a->waited_us * 1000u;
@@ -414,8 +417,6 @@ cmd_exec_unrun(struct cmd_exec_args *a, long long timeout, int sig)
 	r.start.tv_nsec = (long)(ns % 1000000000u);
 	state_new_id(run, "run");
 	cmd_exec_output(&r, run, &m, timeout, a->json);
-	log_warnx("an apply or a discard held the sandbox %s; nothing ran",
-	    sig != 0 ? "until the signal" : "all that time");
 	cmd_exec_record(&m, a, run, (int)timeout, &r, NULL);
 	sandbox_meta_release(&m);
 	return r.exit_code;

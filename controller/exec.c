@@ -35,6 +35,8 @@
 #include "util.h"
 
 #define EXEC_KILL_GRACE_US	(5ull * 1000 * 1000)	/* after a kill */
+#define EXEC_REKILL_US		(250ull * 1000)	/* kills in the grace: runc */
+#define EXEC_REKILL_INSIDE_US	(1000ull * 1000)	/* gVisor: a docker exec */
 #define EXEC_OWN_MAX		1024	/* pids remembered per exec */
 #define EXEC_OOM_PIDS		256	/* OOM kills looked at per exec */
 #define EXEC_REAP_WAIT_MS	10000	/* for the reaper inside gVisor */
@@ -111,6 +113,7 @@ struct exec_state {
 	uint64_t		 t0;
 	uint64_t		 deadline;
 	uint64_t		 grace;		/* 0 until a kill happened */
+	uint64_t		 rekill_due;	/* the next kill in the grace */
 	int			 died;		/* the container's init is gone */
 	int			 kmsg;		/* oomlog_open(), or -1 */
 	int			 own[EXEC_OWN_MAX]; /* runc: pids seen as
@@ -1297,9 +1300,39 @@ exec_stop(struct exec_state *st, int sig)
 	} else
 		st->res->killed += n;
 	st->grace = util_now_us() + EXEC_KILL_GRACE_US;
+	st->rekill_due = util_now_us() + EXEC_REKILL_US;
 	/* what is left to ask Docker after the grace is bounded too */
 	docker_deadline(st->d, st->grace +
 	    (EXEC_DIED_WAIT_MS + EXEC_GONE_MS) * 1000ull);
+}
+
+/*
+ * A command that runc started after exec_stop's kill (SIGTERM a few
+ * milliseconds into the exec, or --timeout run out while the exec waited
+ * for a lock and runc not done yet) was never killed: it ran on to its
+ * end, past sandgate's exit (atk44d X1). With a join (runc, a memory
+ * cgroup of the run's own) a late one is killed instead of moved, and
+ * its command never starts (exec_join_move). Otherwise (gVisor, runc
+ * without a join) the kill is repeated through the grace, every
+ * EXEC_REKILL_US (EXEC_REKILL_INSIDE_US under gVisor, where a kill is a
+ * docker exec). A failure here is not one more warning: the first
+ * kill's is said.
+ */
+static void
+exec_stop_again(struct exec_state *st)
+{
+	char		*cause = NULL;
+	uint64_t	 now = util_now_us();
+	int		 n;
+
+	/* runc with a join: a late one is killed unmoved (exec_join_move) */
+	if (now < st->rekill_due || (!st->o->inside && st->cmds[0] != '\0'))
+		return;
+	st->rekill_due = now + (st->o->inside ? EXEC_REKILL_INSIDE_US :
+	    EXEC_REKILL_US);
+	if ((n = exec_kill(st, &cause)) > 0)
+		st->res->killed += n;
+	free(cause);
 }
 
 /* 1 when pid is in the exec's own set. */
@@ -1413,7 +1446,22 @@ exec_join_move(struct exec_state *st, int ask)
 	}
 	pidfd = pidfd_open(st->join_pid, 0);
 	if (procstat_run_marker(st->join_pid, mark, sizeof(mark)) == 1 &&
-	    strcmp(mark, st->o->run_id) == 0 &&
+	    strcmp(mark, st->o->run_id) == 0 && st->grace != 0) {
+		/*
+		 * Seen only after the exec was stopped (a timeout or a
+		 * signal before runc started it): never moved, so its
+		 * command never starts (the join gives up unmoved), and
+		 * killed, this process alone (atk44d X1, atk44e F1: moved
+		 * and woken in the grace, the command ran until the next
+		 * kill, and kills repeated over the whole container broke
+		 * other execs starting meanwhile).
+		 */
+		if (pidfd != -1)
+			pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+		st->moved = 1;		/* nothing more to move */
+		st->res->killed++;
+	} else if (procstat_run_marker(st->join_pid, mark, sizeof(mark)) ==
+	    1 && strcmp(mark, st->o->run_id) == 0 &&
 	    cgroup_cmds_move(st->cmds, st->join_pid) == 0) {
 		st->moved = 1;
 		if (pidfd != -1)
@@ -1616,8 +1664,12 @@ exec_tick(void *arg)
 	/* kept: the cgroup goes with a container that dies under the command */
 	if (cgroup_read_key(st->cg.pids, "pids.events", "max", &cur) == 0)
 		st->pids_max_seen = cur;
-	if (st->grace != 0)
+	if (st->grace != 0) {
+		if (now > st->grace)
+			st->rekill_due = 0;	/* one more as it ends */
+		exec_stop_again(st);
 		return now > st->grace ? -1 : 0;
+	}
 	/*
 	 * The whole container stopped under the command (gVisor ends its
 	 * sandbox when the memory cgroup's OOM killer takes its kernel, or
@@ -2046,6 +2098,8 @@ exec_notices(const struct exec_result *r, long long timeout,
 	if (r->timed_out)
 		exec_notice(a, "command timed out after %lld s (--timeout)",
 		    timeout);
+	if (r->unstarted != NULL)
+		exec_notice(a, "%s; nothing ran", r->unstarted);
 	if (r->oom_killed) {
 		exec_format_size(memory, sz, sizeof(sz));
 		exec_notice(a, "command killed: memory limit %s exceeded", sz);
@@ -2131,6 +2185,8 @@ exec_result_json(const struct exec_result *r, const char *run_id)
 	    "peak_pids", (json_int_t)r->peak_pids);
 	if (o != NULL && r->sandbox_killed)
 		json_object_set_new(o, "sandbox_killed", json_true());
+	if (o != NULL && r->unstarted != NULL)
+		json_object_set_new(o, "not_started", json_true());
 	if (o != NULL && r->network_replicas != NULL)
 		json_object_set(o, "replicas", r->network_replicas);
 	if (o != NULL && r->network_end_owed)

@@ -116,6 +116,9 @@ struct exec_result {
 	int			 killed;	/* processes killed */
 	int			 kill_failed;	/* the kill could not finish */
 	int			 sandbox_killed; /* gVisor: stopped from outside */
+	const char		*unstarted;	/* why the command never
+						   started (static); NULL: it
+						   was started */
 	int			 container_died; /* the container stopped under
 						    the command */
 	unsigned long long	 live_dropped;	/* live output a reader did not

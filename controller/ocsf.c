@@ -569,7 +569,7 @@ ocsf_run(json_t *ev, const struct ocsf_ctx *ctx, const char *name)
 {
 	static const char *const flags[] = { "timed_out", "oom_killed",
 	    "pids_limit_hit", "container_stopped", "sandbox_killed",
-	    "output_truncated", NULL };
+	    "output_truncated", "not_started", NULL };
 	json_t		*o, *fl = json_object_get(ev, "flags");
 	json_t		*code = json_object_get(ev, "exit_code");
 	long long	 start = ocsf_ms(ocsf_str(ev, "start"));

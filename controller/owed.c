@@ -420,19 +420,19 @@ owed_text(const struct owed *o, const char *name, struct owed_kept *k,
     int *cut, char **cause)
 {
 	struct stat	st;
-	char		path[4096], more;
+	char		path[4096], more, why[128];
 	ssize_t		n;
 	int		fd;
 
 	if (owed_path(o, path, sizeof(path), name) == -1)
 		return util_cause(cause, "state path too long");
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC)) == -1)
+	/* this uid's alone: a send kept names where the token goes */
+	if ((fd = state_open_private(path, why, sizeof(why))) == -1)
 		return errno == ENOENT ? 1 : util_cause(cause, "%s: %s",
-		    path, strerror(errno));
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		    path, why);
+	if (fstat(fd, &st) == -1) {
 		close(fd);
-		return util_cause(cause, "%s: not a regular file", path);
+		return util_cause(cause, "%s: %s", path, strerror(errno));
 	}
 	if ((n = read(fd, k->text, sizeof(k->text) - 1)) < 0) {
 		close(fd);

@@ -121,26 +121,17 @@ probe_copy(const char *src, int fd)
 }
 
 /*
- * dir (state_root()/probe), made 0755 when missing: 0 when it is a folder
- * of this uid that no other may write, else -1 with errno (EPERM for a
- * folder another could change: what it holds is what sandboxes bind,
- * atk43g2 G1).
+ * dir (state_root()/probe), made 0755 when missing: 0 when it is a
+ * folder of this uid (or root) that no other may write
+ * (state_dir_private), else -1 with errno (EPERM for a folder another
+ * could change: what it holds is what sandboxes bind, atk43g2 G1).
  */
 static int
 probe_dir(const char *dir)
 {
-	struct stat	st;
-
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
 		return -1;
-	if (lstat(dir, &st) == -1)
-		return -1;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022) != 0) {
-		errno = EPERM;
-		return -1;
-	}
-	return 0;
+	return state_dir_private(dir);
 }
 
 /*

@@ -1,5 +1,8 @@
 /* proxyctl.c: the proxy's control socket, from the controller; proxyctl.h. */
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +159,53 @@ proxyctl_socket_path(void)
 	return path;
 }
 
+/*
+ * The local control socket as curl is given it: /proc/self/fd/N of an
+ * O_PATH descriptor of proxyctl_socket_path() opened without following
+ * a link, so the controller speaks to that socket or to none. The
+ * proxy's uid owns the folder it is in and could make the name a link to
+ * another unix socket on the host, which the controller, as root, would
+ * then speak to (atk44a F5). Opened again for each request (a proxy
+ * started again made a new socket); a name that cannot exist when there
+ * is nothing there (curl then says it cannot connect); NULL with *cause
+ * when what is there is no socket.
+ */
+static const char *
+proxyctl_socket_fd_path(char **cause)
+{
+	static int	 fd = -1;
+	static char	 path[64];
+	struct stat	 st;
+	const char	*sock = proxyctl_socket_path();
+
+	memset(&st, 0, sizeof(st));
+	if (fd != -1)
+		close(fd);
+	if ((fd = open(sock, O_PATH | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		/*
+		 * Nothing there: a name nobody can make, so that curl says
+		 * it cannot connect. Not sock: a link put there after this
+		 * open would be followed (atk44c E3).
+		 */
+		if (errno == ENOENT)
+			return "/proc/self/fd/-1";
+		util_cause(cause, "control socket %s: %s", sock,
+		    strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode)) {
+		util_cause(cause, "control socket %s is %s; refusing to use "
+		    "it", sock, S_ISLNK(st.st_mode) ? "a link (the proxy's "
+		    "folder is its own: a link there is not followed)" :
+		    "not a socket");
+		close(fd);
+		fd = -1;
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return path;
+}
+
 static size_t
 proxyctl_write(char *data, size_t size, size_t n, void *arg)
 {
@@ -298,16 +348,17 @@ static int
 proxyctl_target(CURL *h, size_t i, const char *path, char *url,
     size_t size, struct curl_slist **hdrs, char **cause)
 {
-	const char	*base;
+	const char	*base, *sock;
 
 	proxyctl_replicas_parse();
 	if (proxyctl_reps.error[0] != '\0')
 		return util_cause(cause, "%s", proxyctl_reps.error);
 	base = proxyctl_reps.url[i < proxyctl_reps.total ? i : 0];
 	if (base[0] == '\0') {
+		if ((sock = proxyctl_socket_fd_path(cause)) == NULL)
+			return -1;
 		snprintf(url, size, "http://proxy%s", path);
-		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH,
-		    proxyctl_socket_path());
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock);
 	} else {
 		if (strncmp(base, "http://", 7) != 0 &&
 		    strncmp(base, "https://", 8) != 0)

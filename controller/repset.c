@@ -44,17 +44,18 @@ repset_text(int fd, const char **why)
 char *
 repset_load(const char *id, char **bad)
 {
-	char		 path[4096] = "", *set = NULL;
+	char		 path[4096] = "", *set = NULL, whybuf[128];
 	const char	*why = "state path too long";
 	int		 fd = -1;
 
 	*bad = NULL;
+	/* this uid's alone (atk44f T1: one planted named a listener of
+	   another uid's, which got the control token) */
 	if (state_path(path, sizeof(path), id, REPSET_FILE) == 0 &&
-	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC)) == -1) {
+	    (fd = state_open_private(path, whybuf, sizeof(whybuf))) == -1) {
 		if (errno == ENOENT)	/* none recorded: an older sandgate */
 			return NULL;
-		why = strerror(errno);
+		why = whybuf;
 	}
 	if (fd != -1) {
 		set = repset_text(fd, &why);

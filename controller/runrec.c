@@ -91,13 +91,14 @@ runrec_fields(const struct runrec *r)
 	json_object_set_new(o, "cmd_exit", x && x->cmd_exit >= 0 ?
 	    json_integer(x->cmd_exit) : json_null());
 	json_object_set_new(o, "flags", json_pack("{s:b, s:b, s:b, s:b, s:b, "
-	    "s:b, s:b, s:i}", "fresh", r->fresh,
+	    "s:b, s:b, s:b, s:i}", "fresh", r->fresh,
 	    "timed_out", x ? x->timed_out : 0,
 	    "oom_killed", x ? x->oom_killed : 0,
 	    "pids_limit_hit", x ? x->pids_limit_hit : 0,
 	    "container_stopped", x ? exec_stopped(x) : 0,
 	    "sandbox_killed", x ? x->sandbox_killed : 0,
 	    "output_truncated", x ? x->output_truncated : 0,
+	    "not_started", x ? x->unstarted != NULL : 0,
 	    "signal", x ? x->signal : 0));
 	if (cleanup == NULL && x != NULL)
 		cleanup = exec_cleanup(x);

@@ -295,8 +295,8 @@ sandbox_meta_load(const char *id, struct sandbox_meta *m, char **cause)
 		return -1;
 	}
 	if (state_path(path, sizeof(path), id, "meta.json") == -1 ||
-	    (o = json_load_file(path, 0, &jerr)) == NULL) {
-		if (access(path, F_OK) == -1) {
+	    (o = state_json_load(path, 0, &jerr)) == NULL) {
+		if (access(path, F_OK) == -1 && errno == ENOENT) {
 			util_cause(cause, "no sandbox '%s'", id);
 			errno = ENOENT;
 		} else {
@@ -643,13 +643,26 @@ sandbox_spec(const struct sandbox_meta *m, const struct sandbox_mounts *mt,
 	    "Labels", labels, "HostConfig", sandbox_spec_host(m, mt)));
 }
 
-/* The claims folder: $SANDGATE_UID_DIR or SANDBOX_UID_DIR. */
+/*
+ * The claims folder: $SANDGATE_UID_DIR or SANDBOX_UID_DIR, made and
+ * checked as the state root is at its first use (state_private_dir: a
+ * folder another uid could write let it take every uid and give two
+ * sandboxes one, atk44c E4), the claims in it this uid's or root's.
+ */
 static const char *
 sandbox_uid_dir(void)
 {
+	static char	 dir[PATH_MAX];
 	const char	*env = getenv("SANDGATE_UID_DIR");
 
-	return env != NULL && *env != '\0' ? env : SANDBOX_UID_DIR;
+	if (dir[0] != '\0')
+		return dir;
+	if (util_strlcpy(dir, env != NULL && *env != '\0' ? env :
+	    SANDBOX_UID_DIR, sizeof(dir)) >= sizeof(dir))
+		fatalx("uid claims folder %s: too long", env);
+	state_private_dir(dir, sizeof(dir), 0700, "uid claims folder");
+	state_entries_check(dir, NULL, 1, "uid claims folder");
+	return dir;
 }
 
 /*
@@ -685,7 +698,12 @@ sandbox_uid_claim(const char *dir, unsigned long *uid, char **cause)
 		u = SANDBOX_UID_BASE + (start + i) % SANDBOX_UID_COUNT;
 		if (sandbox_uid_taken(u))
 			continue;
-		snprintf(link, sizeof(link), "%s/%lu", sandbox_uid_dir(), u);
+		if ((size_t)snprintf(link, sizeof(link), "%s/%lu",
+		    sandbox_uid_dir(), u) >= sizeof(link)) {
+			util_cause(cause, "'%s': name too long",
+			    sandbox_uid_dir());
+			return -1;
+		}
 		if (symlink(dir, link) == 0) {
 			*uid = u;
 			return 0;

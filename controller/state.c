@@ -2,8 +2,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,319 @@
 #include "util.h"
 
 static int	state_flock(const char *, int, int, uint64_t, int (*)(void));
+
+/*
+ * Why st lets a uid other than this one or root change what sandgate
+ * keeps there: NULL when it does not. kind says what st is: STATE_ROOT
+ * the root (a folder), STATE_ABOVE a folder above it (writable by others
+ * only when sticky, as /tmp: they can neither rename nor replace what is
+ * not theirs in it), STATE_INSIDE an entry of the root or of sandboxes/
+ * (no link).
+ */
+enum { STATE_ROOT, STATE_ABOVE, STATE_INSIDE };
+
+static const char *
+state_why(const struct stat *st, int kind, char *buf, size_t size)
+{
+	if (kind == STATE_ROOT && !S_ISDIR(st->st_mode))
+		return "is not a folder";
+	if (kind == STATE_INSIDE && S_ISLNK(st->st_mode))
+		return "is a link";
+	if (st->st_uid != geteuid() && st->st_uid != 0) {
+		snprintf(buf, size, "is owned by uid %ld",
+		    (long)st->st_uid);
+		return buf;
+	}
+	if ((st->st_mode & 022) != 0 && !S_ISLNK(st->st_mode) &&
+	    (kind != STATE_ABOVE || (st->st_mode & S_ISVTX) == 0)) {
+		snprintf(buf, size, "is writable by %s (mode %04o%s)",
+		    (st->st_mode & 002) != 0 ? "anyone" : "its group",
+		    (unsigned)(st->st_mode & 07777),
+		    kind == STATE_ABOVE ? ", not sticky" : "");
+		return buf;
+	}
+	return NULL;
+}
+
+int
+state_dir_private(const char *path)
+{
+	struct stat	st;
+	char		buf[64];
+
+	if (lstat(path, &st) == -1)
+		return -1;
+	if (state_why(&st, STATE_ROOT, buf, sizeof(buf)) != NULL) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+/* "root", or "uid N or root": who may own what the root holds. */
+static const char *
+state_owner(void)
+{
+	static char	owner[40];
+
+	if (owner[0] == '\0' && geteuid() == 0)
+		snprintf(owner, sizeof(owner), "root");
+	else if (owner[0] == '\0')
+		snprintf(owner, sizeof(owner), "uid %ld or root",
+		    (long)geteuid());
+	return owner;
+}
+
+/*
+ * Stop sandgate: path (what, e.g. "state folder") refused for dir, itself
+ * (kind STATE_ROOT) or a folder above it (STATE_ABOVE), for why.
+ */
+static void
+state_refuse(const char *what, const char *path, const char *dir, int kind,
+    const char *why)
+{
+	if (kind == STATE_ROOT)
+		fatalx("%s %s %s: another user could change what sandgate "
+		    "keeps there; it must be a folder owned by %s that no one "
+		    "else may write (one others could write is best moved "
+		    "away whole: sandgate makes a new one)", what, path, why,
+		    state_owner());
+	fatalx("%s %s: the folder above it, %s, %s: another user could "
+	    "replace it; every folder above must be owned by %s, and sticky "
+	    "where others may write", what, path, dir, why, state_owner());
+}
+
+/*
+ * Every folder or link on the way to path, as given, that is there: a
+ * link this uid's or root's, a folder as the real path's are (the last
+ * one as the folder itself, the others as folders above it). Run before
+ * path is resolved and after: a folder of another uid on the way could
+ * be swapped for a link of theirs to any folder while it resolves, and
+ * the real path checked would be that folder's (atk44a F4, atk44c E5: a
+ * link of another uid, or a folder of theirs raced with one, chose which
+ * folder became the root). A link that this uid or root made is
+ * followed: where it points is checked as the real path is.
+ */
+static void
+state_given_check(const char *given, const char *what)
+{
+	struct stat	 st;
+	char		 buf[PATH_MAX], why[64], *p, c;
+	const char	*w;
+	int		 kind;
+
+	if (util_strlcpy(buf, given, sizeof(buf)) >= sizeof(buf))
+		fatalx("%s %s: too long", what, given);
+	for (p = buf + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		c = *p;
+		*p = '\0';
+		if (lstat(buf, &st) == -1) {
+			if (errno != ENOENT)
+				fatal("%s %s: %s", what, given, buf);
+			break;	/* the rest is made by this uid */
+		}
+		kind = c == '\0' || p[1] == '\0' ? STATE_ROOT : STATE_ABOVE;
+		if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() &&
+		    st.st_uid != 0)
+			fatalx("%s %s: the link %s on the way is owned by uid "
+			    "%ld, who could point it elsewhere; links on the "
+			    "way must be owned by %s", what, given, buf,
+			    (long)st.st_uid, state_owner());
+		if (S_ISDIR(st.st_mode) && (w = state_why(&st, kind, why,
+		    sizeof(why))) != NULL)
+			state_refuse(what, given, buf, kind, w);
+		if (c == '\0')
+			break;
+		*p = c;
+	}
+}
+
+/*
+ * The entries of folder dir (and of dir/sub when sub is not NULL): this
+ * uid's or root's, writable by no one else, and no link unless links is
+ * set. A folder others could once write may hold what they planted
+ * there, a link or a folder of theirs, which a chmod does not undo
+ * (atk44a F1). A folder mounted there (a sandbox's work/, its disk,
+ * mounted by root) is passed over. The root's check runs this on the
+ * root, sandboxes/ and each sandbox's folder (atk44f: disk.img, work,
+ * checked and lock planted as links there made root mount, unmount,
+ * overwrite and lock what the planter chose); deeper entries are in
+ * folders this check found only this uid or root may write, but one
+ * once open and then fixed by a recursive chown and chmod may still hold
+ * planted files, which is why the messages say to move such a folder
+ * away whole (and what sandgate reads there that names a host path or a
+ * URL is opened with state_open_private).
+ */
+void
+state_entries_check(const char *dir, const char *sub, int links,
+    const char *what)
+{
+	struct stat	 st;
+	struct dirent	*e;
+	DIR		*d;
+	dev_t		 dev;
+	char		 in[PATH_MAX], path[PATH_MAX], buf[64];
+	const char	*why;
+
+	if ((size_t)snprintf(in, sizeof(in), "%s%s%s", dir, sub ? "/" : "",
+	    sub ? sub : "") >= sizeof(in))
+		fatalx("%s %s: too long", what, dir);
+	if ((d = opendir(in)) == NULL) {
+		if (sub != NULL && errno == ENOENT)
+			return;
+		fatal("%s %s", what, in);
+	}
+	if (fstat(dirfd(d), &st) == -1)
+		fatal("%s %s", what, in);
+	dev = st.st_dev;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", in,
+		    e->d_name) >= sizeof(path))
+			fatalx("%s %s: %s/%s: too long", what, dir, in,
+			    e->d_name);
+		if (lstat(path, &st) == -1) {
+			if (errno == ENOENT)	/* gone since the readdir */
+				continue;
+			fatal("%s %s: %s", what, dir, path);
+		}
+		/* a sandbox's work/, its disk mounted there by root: the
+		   disk's root folder is the sandbox's (no uid can mount) */
+		if (S_ISDIR(st.st_mode) && st.st_dev != dev)
+			continue;
+		if ((why = state_why(&st, links && S_ISLNK(st.st_mode) ?
+		    STATE_ABOVE : STATE_INSIDE, buf, sizeof(buf))) != NULL)
+			fatalx("%s %s: %s %s: another user could have put it "
+			    "there; what it holds must be owned by %s, "
+			    "writable by no one else%s (a folder others could "
+			    "write is best moved away whole: sandgate makes a "
+			    "new one)", what, dir, path, why, state_owner(),
+			    links ? "" : ", and no link");
+	}
+	closedir(d);
+}
+
+void
+state_private_dir(char *path, size_t size, int mode, const char *what)
+{
+	struct stat	 st;
+	char		 real[PATH_MAX], buf[64];
+	const char	*dir, *why;
+	int		 kind;
+
+	state_given_check(path, what);
+	if (state_mkdirs(path, mode) == -1 && errno != EACCES &&
+	    errno != EROFS)
+		fatal("%s %s", what, path);
+	if (realpath(path, real) == NULL)
+		fatal("%s %s", what, path);
+	state_given_check(path, what);
+	if (util_strlcpy(path, real, size) >= size)
+		fatalx("%s %s: too long", what, real);
+	for (kind = STATE_ROOT;; kind = STATE_ABOVE) {
+		dir = real[0] != '\0' ? real : "/";
+		if (lstat(dir, &st) == -1)
+			fatal("%s %s: %s", what, path, dir);
+		if (kind == STATE_ROOT && !S_ISDIR(st.st_mode))
+			fatalx("%s %s is not a folder", what, path);
+		if ((why = state_why(&st, kind, buf, sizeof(buf))) != NULL)
+			state_refuse(what, path, dir, kind, why);
+		if (real[0] == '\0')
+			break;
+		*strrchr(real, '/') = '\0';
+	}
+}
+
+/*
+ * The state root holds what sandgate acts on as its user: the host paths
+ * apply writes to, the disk images it mounts, the probe each runc sandbox
+ * runs as its init. Another uid able to change it could turn any of them
+ * against this one, so it is used only when it is a private folder
+ * (state_private_dir: made 0700 if missing, resolved, which every later
+ * use goes through, a root that does not resolve refused: atk44a F2, a
+ * link to another mount namespace's folder resolved to nothing and the
+ * check was skipped) and what it holds, and each sandbox's folder, is
+ * this uid's (state_entries_check). Anything else stops sandgate, naming
+ * the folder (atk43g2 G2).
+ */
+static void
+state_root_check(char *root, size_t size)
+{
+	struct dirent	*e;
+	DIR		*d;
+	char		 sub[PATH_MAX];
+
+	state_private_dir(root, size, 0700, "state folder");
+	state_entries_check(root, NULL, 0, "state folder");
+	state_entries_check(root, "sandboxes", 0, "state folder");
+	if ((size_t)snprintf(sub, sizeof(sub), "%s/sandboxes", root) >=
+	    sizeof(sub))
+		fatalx("state folder %s: too long", root);
+	if ((d = opendir(sub)) == NULL) {
+		if (errno == ENOENT)
+			return;
+		fatal("state folder %s", sub);
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "sandboxes/%s",
+		    e->d_name) >= sizeof(sub))
+			fatalx("state folder %s: too long", root);
+		state_entries_check(root, sub, 0, "state folder");
+	}
+	closedir(d);
+}
+
+int
+state_open_private(const char *path, char *why, size_t size)
+{
+	struct stat	 st;
+	char		 buf[64];
+	const char	*w;
+	int		 fd, saved;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
+		saved = errno;
+		snprintf(why, size, "%s", saved == ELOOP ?
+		    "a link (not followed)" : strerror(saved));
+		errno = saved;
+		return -1;
+	}
+	w = fstat(fd, &st) == -1 ? strerror(errno) : !S_ISREG(st.st_mode) ?
+	    "not a regular file" : state_why(&st, STATE_INSIDE, buf,
+	    sizeof(buf));
+	if (w == NULL && st.st_nlink != 1)
+		w = "linked elsewhere too";
+	if (w != NULL) {
+		snprintf(why, size, "%s", w);
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
+}
+
+json_t *
+state_json_load(const char *path, size_t flags, json_error_t *err)
+{
+	json_t	*o;
+	int	 fd, saved;
+
+	memset(err, 0, sizeof(*err));
+	if ((fd = state_open_private(path, err->text,
+	    sizeof(err->text))) == -1)
+		return NULL;
+	o = json_loadfd(fd, flags, err);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return o;
+}
 
 const char *
 state_root(void)
@@ -36,6 +351,7 @@ state_root(void)
 		snprintf(root, sizeof(root), "%s/.local/state/sandgate",
 		    home ? home : "/tmp");
 	}
+	state_root_check(root, sizeof(root));
 	return root;
 }
 
@@ -55,8 +371,9 @@ state_record_dir(void)
 
 	if (env != NULL && *env != '\0')
 		return env;
-	if (dir[0] == '\0')
-		snprintf(dir, sizeof(dir), "%s/records", state_root());
+	if (dir[0] == '\0' && (size_t)snprintf(dir, sizeof(dir),
+	    "%s/records", state_root()) >= sizeof(dir))
+		fatalx("state folder %s: too long", state_root());
 	return dir;
 }
 

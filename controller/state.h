@@ -26,11 +26,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #define STATE_ID_LEN	28	/* "sbx_" + 24 hex digits */
 
 /*
  * The state root: $SANDGATE_STATE, else /var/lib/sandgate for root, else
  * $XDG_STATE_HOME/sandgate or ~/.local/state/sandgate. Static storage.
+ * The first call makes it (0700) if missing and stops sandgate (fatalx)
+ * when another uid could change it or a folder above it
+ * (state_dir_private; a folder above may be others' to write if sticky).
  */
 const char	*state_root(void);
 /*
@@ -114,6 +119,44 @@ void		 state_unlock(int fd);
 
 /* mkdir -p with the given mode; returns 0 or -1. */
 int		 state_mkdirs(const char *path, int mode);
+/*
+ * 0 when path is a folder only this uid (or root) may change: its owner
+ * is one of them, no group or other write bit, not a link; -1 and errno
+ * EPERM otherwise (or lstat's errno).
+ */
+int		 state_dir_private(const char *path);
+/*
+ * path (a buffer of size), as given: made (mode) if missing, resolved
+ * into path, and checked as the state root is (state_root): a folder
+ * owned by this uid or root, writable by no one else, as every folder
+ * above it is (unless sticky), and so is what is on the way as given.
+ * Else sandgate stops (fatalx) naming what and the folder.
+ */
+void		 state_private_dir(char *path, size_t size, int mode,
+		    const char *what);
+/*
+ * Each entry of dir (and of dir/sub, when there): owned by this uid or
+ * root, writable by no one else, no link unless links; else sandgate
+ * stops (fatalx) naming what and the entry.
+ */
+void		 state_entries_check(const char *dir, const char *sub,
+		    int links, const char *what);
+/*
+ * json_load_file of a file sandgate keeps (meta.json, manifest.json):
+ * never through a link, only a regular file of this uid or root that no
+ * one else may write and that has no other name (a hard link of another
+ * uid's file planted while a folder was open: atk44c E1, E2). NULL with
+ * err->text and errno (EPERM for such a file) otherwise.
+ */
+json_t		*state_json_load(const char *path, size_t flags,
+		    json_error_t *err);
+/*
+ * path opened read-only as state_json_load takes it (no link, a regular
+ * file of this uid or root, writable by no one else, no other name): the
+ * descriptor, or -1 with errno (EPERM for such a file) and why (size
+ * bytes) saying what was wrong.
+ */
+int		 state_open_private(const char *path, char *why, size_t size);
 
 /*
  * path replaced by text whole (mode): written to a hidden file beside it

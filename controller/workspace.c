@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 
 #include "quote.h"
+#include "state.h"
 #include "util.h"
 #include "workspace.h"
 #include "workspace_int.h"
@@ -561,7 +562,7 @@ workspace_manifest_load(const char *sbxdir, char **cause)
 		util_cause(cause, "sandbox folder name too long");
 		return NULL;
 	}
-	if ((root = json_load_file(path, JSON_REJECT_DUPLICATES,
+	if ((root = state_json_load(path, JSON_REJECT_DUPLICATES,
 	    &jerr)) == NULL) {
 		util_cause(cause, "cannot read '%s': %s", path, jerr.text);
 		return NULL;
@@ -807,7 +808,7 @@ workspace_meta_source(const char *sbxdir, char **cause)
 	char		 path[4096], *src = NULL;
 
 	snprintf(path, sizeof(path), "%s/meta.json", sbxdir);
-	if ((root = json_load_file(path, 0, &jerr)) == NULL) {
+	if ((root = state_json_load(path, 0, &jerr)) == NULL) {
 		util_cause(cause, "cannot read '%s': %s", path, jerr.text);
 		return NULL;
 	}
@@ -831,7 +832,7 @@ workspace_meta_limits(const char *sbxdir, char **container,
 	*container = NULL;
 	*disk = 0;
 	snprintf(path, sizeof(path), "%s/meta.json", sbxdir);
-	if ((root = json_load_file(path, 0, &jerr)) == NULL)
+	if ((root = state_json_load(path, 0, &jerr)) == NULL)
 		return util_cause(cause, "cannot read '%s': %s", path,
 		    jerr.text);
 	v = json_object_get(root, "container");

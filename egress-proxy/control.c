@@ -787,29 +787,21 @@ control_grant_event(struct proxy *px, const struct grant *g,
 }
 
 /*
- * o (NULL: out of memory) written whole as file, a name that must not
- * be there (O_EXCL), and synced: 0, or -1 with errno and nothing left
- * there. A text over CONTROL_GRANTS_FILE_MAX is not written (EFBIG): the
- * proxy reads no more back (control_read), and a registry file it wrote
- * but could not read lost every registration at the next start and
- * raised the floor at every start (atk36a F1, atk15r21 F4).
+ * text (len bytes) written whole as file, a name that must not be there
+ * (O_EXCL), and synced: 0, or -1 with errno and nothing left there.
  */
 static int
-control_json_write(json_t *o, const char *file, mode_t mode)
+control_bytes_write(const char *text, size_t len, const char *file,
+    mode_t mode)
 {
-	char	*text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
-	size_t	 len = text != NULL ? strlen(text) : 0, at = 0;
+	size_t	 at = 0;
 	ssize_t	 n;
-	int	 fd = -1, bad, saved;
+	int	 fd, bad, saved;
 
-	if ((bad = text == NULL))
-		errno = ENOMEM;
-	else if ((bad = len > CONTROL_GRANTS_FILE_MAX))
-		errno = EFBIG;
-	else
-		bad = (fd = open(file, O_WRONLY | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_CLOEXEC, mode)) == -1;
-	while (!bad && at < len) {
+	if ((fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode)) == -1)
+		return -1;
+	for (bad = 0; !bad && at < len; ) {
 		if ((n = write(fd, text + at, len - at)) == -1 &&
 		    errno == EINTR)
 			continue;
@@ -819,15 +811,40 @@ control_json_write(json_t *o, const char *file, mode_t mode)
 	}
 	bad = bad || fsync(fd) == -1;
 	saved = errno;
-	if (fd != -1 && close(fd) == -1 && !bad) {
+	if (close(fd) == -1 && !bad) {
 		bad = 1;
 		saved = errno;
 	}
-	free(text);
-	if (bad && fd != -1)
+	if (bad)
 		(void)unlink(file);	/* made here: O_EXCL */
 	errno = saved;
 	return bad ? -1 : 0;
+}
+
+/*
+ * o (NULL: out of memory) written whole as file (control_bytes_write). A
+ * text over CONTROL_GRANTS_FILE_MAX is not written (EFBIG): the proxy
+ * reads no more back (control_read), and a registry file it wrote but
+ * could not read lost every registration at the next start and raised
+ * the floor at every start (atk36a F1, atk15r21 F4).
+ */
+static int
+control_json_write(json_t *o, const char *file, mode_t mode)
+{
+	char	*text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	size_t	 len = text != NULL ? strlen(text) : 0;
+	int	 rv = -1, saved;
+
+	if (text == NULL)
+		errno = ENOMEM;
+	else if (len > CONTROL_GRANTS_FILE_MAX)
+		errno = EFBIG;
+	else
+		rv = control_bytes_write(text, len, file, mode);
+	saved = errno;
+	free(text);
+	errno = saved;
+	return rv;
 }
 
 /*
@@ -999,6 +1016,7 @@ struct control_load {
 	struct proxy		*px;
 	const char		*path;
 	struct grants_tombs	*tombs;
+	size_t			 refused;
 };
 
 /*
@@ -1013,9 +1031,12 @@ control_restore_cb(const struct grant *g, const char *cause, void *arg)
 
 	if (cause == NULL && !grants_tombs_ends(l->tombs, g))
 		control_grant_event(l->px, g, "grant.restored", NULL, NULL);
-	else if (cause != NULL)
-		log_warnx("%s: grant of %s:%d to %s refused: %s", l->path,
-		    g->host, g->port, g->sandbox, cause);
+	else if (cause != NULL) {
+		log_warnx("%s: grant of %s%s%.0d to %s refused: %s", l->path,
+		    g->host, g->port != 0 ? ":" : "", g->port, g->sandbox,
+		    cause);
+		l->refused++;
+	}
 }
 
 static int
@@ -1284,6 +1305,55 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
 }
 
 /*
+ * A grants.json (path, text) a start could not use whole, kept beside
+ * it as PATH.unused-SECONDS (-N added when that name is taken; why in
+ * the warning) before a save writes over it, so that no grant it held is
+ * lost to an admin, though those refused are not in force. A copy is
+ * kept, and path left as it is until a save replaces it: a grant in
+ * force is never only in memory, and the file's save number stays on
+ * disk (atk44b F1, F3: a rename before the save lost both when the save
+ * failed). The copy is to read, not to put back: a grant in it may have
+ * been revoked since (guarantees.md G22, an older file put back). With
+ * no text (not a regular file, unreadable, too large) path itself is
+ * moved there, which also lets saves replace it. 0, or -1 when nothing
+ * could be kept (then no save is made at once: atk44d E2, a save that
+ * fit where the copy did not lost what the file held).
+ */
+static int
+control_grants_aside(const char *path, const char *text, size_t len,
+    const char *why)
+{
+	char	*to = NULL;
+	time_t	 now = time(NULL);
+	int	 i, rv = -1;
+
+	for (i = 0; i < 100 && rv == -1; i++) {
+		free(to);
+		if (i == 0)
+			util_xasprintf(&to, "%s.unused-%lld", path,
+			    (long long)now);
+		else
+			util_xasprintf(&to, "%s.unused-%lld-%d", path,
+			    (long long)now, i);
+		if (text == NULL)
+			rv = renameat2(AT_FDCWD, path, AT_FDCWD, to,
+			    RENAME_NOREPLACE);
+		else
+			rv = control_bytes_write(text, len, to, 0600);
+		if (rv == -1 && errno != EEXIST)
+			break;
+	}
+	if (rv == 0)
+		log_warnx("%s: %s %s (%s)", path, text != NULL ?
+		    "a copy kept as" : "kept as", to, why);
+	else if (errno != ENOENT)
+		log_warn("%s: cannot keep it as %s, the next save of grants "
+		    "replaces it", path, to);
+	free(to);
+	return rv;
+}
+
+/*
  * The grants saved before a restart in path (grants_load_text, the
  * fuzzed reader), each logged as grant.restored, less those a revoke in
  * the revokes file ends (saved at once into grants.json, which empties
@@ -1296,37 +1366,51 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
 static void
 control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
-	struct control_load	 l = { px, path, NULL };
+	struct control_load	 l = { px, path, NULL, 0 };
 	char			*text, err[256];
 	size_t			 len = 0;
 	long			 n = 0;
-	int			 bad = 0, badtext = 0;
+	int			 bad = 0, badtext = 0, aside = 0;
 
 	l.tombs = control_tombs_read(tomb, &bad);
 	text = control_file_read(path, &len, &badtext);
 	control_grants_resume(l.tombs, text, len);
 	if (bad) {
+		/* no save: it would empty the revokes file */
 		log_warnx("%s: revokes that cannot be read; starting with no "
 		    "grants", tomb);
+		if (text != NULL || badtext)
+			control_grants_aside(path, text, len, "none of its "
+			    "grants in force");
 		free(text);
 		grants_tombs_free(l.tombs);
 		control_grants_floor(px);
 		return;
 	}
-	if (text == NULL && badtext)
+	if (text == NULL && badtext) {
 		log_warnx("%s: starting with no grants", path);
-	else if (text != NULL &&
+		aside = control_grants_aside(path, NULL, 0, "none of its "
+		    "grants in force") == 0;
+	} else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
-	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) == -1)
+	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) ==
+	    -1) {
 		log_warnx("%s: %s; starting with no grants", path, err);
-	else if (text != NULL && n > 0)
+		aside = control_grants_aside(path, text, len, "none of its "
+		    "grants in force") == 0;
+	} else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
+	if (l.refused > 0)
+		aside = control_grants_aside(path, text, len, "some of its "
+		    "grants refused") == 0;
 	/* the padding of the revokes file is no revoke (apartfile.h) */
-	if (grants_tombs_count(l.tombs) > 0) {
+	if (grants_tombs_count(l.tombs) > 0)
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
 		    control_tomb_cb, (void *)tomb);
+	/* after the drop (a save empties the revokes file): what is in
+	 * force saved at once over what was kept aside */
+	if (aside || grants_tombs_count(l.tombs) > 0)
 		(void)control_grants_save(px);
-	}
 	free(text);
 	grants_tombs_free(l.tombs);
 	control_grants_floor(px);

@@ -384,6 +384,26 @@ grants_read_text(const json_t *o, struct grant *g)
 }
 
 /*
+ * Why a saved port v is refused, naming it as saved (the grant's port
+ * is 0 then, which a warning would show instead): static storage.
+ */
+static const char *
+grants_port_cause(const json_t *v)
+{
+	static char	 buf[96];
+	char		*text;
+
+	if (v == NULL)
+		return "port is missing";
+	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	snprintf(buf, sizeof(buf), "port %.40s%s is not from 1 to 65535",
+	    text != NULL ? text : "?", text != NULL && strlen(text) > 40 ?
+	    "..." : "");
+	free(text);
+	return buf;
+}
+
+/*
  * The grants of arr, of a save numbered gen; each refused with refuse
  * when it is not NULL (the file's number is damaged).
  */
@@ -406,6 +426,8 @@ grants_load_arr(struct grants *t, json_t *arr, json_int_t gen,
 		g.port = port >= 1 && port <= 65535 ? (int)port : 0;
 		if ((cause = grants_read_text(o, &g)) != NULL)
 			;
+		else if (g.port == 0)	/* the warning names what was saved */
+			cause = grants_port_cause(json_object_get(o, "port"));
 		else if (grants_parse_time(json_string_value(json_object_get(o,
 		    "granted")), &g.granted) == -1 ||
 		    grants_parse_time(json_string_value(json_object_get(o,

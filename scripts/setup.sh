@@ -26,13 +26,15 @@ sg_log() { printf '[setup] %s\n' "$*" >&2; }
 # Only the tests need these: clang and its compiler-rt runtimes (libFuzzer,
 # ASan, UBSan; Debian's clang only recommends them) for the fuzz targets,
 # valgrind for leak checks, rsyslog for the log shipper test (run with its
-# own config, never the system's), python3-jsonschema to check the OCSF
+# own config, never the system's), logrotate for the rotations the log
+# followers are tested under (rsyslog only recommends it, and packages go
+# in without recommends), python3-jsonschema to check the OCSF
 # export against its schema and (with python3-yaml) the Kubernetes
 # manifests of deploy/kubernetes, time (/usr/bin/time) for the peak memory
 # of the review commands, nodejs for a client and server that send and
 # parse chunked trailers (test_proxy_terminate.py), strace to see which
 # Docker requests an exec makes (test_exec_fresh_owner.sh).
-SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog python3-jsonschema
+SG_TEST_PACKAGES=(clang libclang-rt-14-dev valgrind rsyslog logrotate python3-jsonschema
 	python3-yaml time nodejs strace)
 
 sg_install_packages() {

@@ -11,7 +11,7 @@
 # 4. a lock held 3 s: the command runs after it, and the wait counts
 #    against --timeout 5 (a `sleep 10` ends timed out at ~5 s, not 8).
 # 5. with --json the agent gets the usual object (exit_code 124,
-#    timed_out) and the run has its record.
+#    timed_out, and not_started) and the run has its record.
 # 6. a lock that is free: the command runs, as always.
 # 7. a lock granted after the exec's deadline (the exec was stopped past
 #    it) is let go unused: 124, the command never runs (atk43f F1).
@@ -99,9 +99,15 @@ sg_run r "$SG" exec "$SBX" --timeout 1 --json -- touch /workspace/m6
 assert_eq "5: --json: exit 124" 124 "$r_rc"
 v=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(o["exit_code"], o["timed_out"], o["run_id"][:4])' "$r_out" 2>&1)
 assert_eq "5: --json: one object, exit_code 124, timed_out" "124 True run_" "$v"
+# told apart from a command that ran and timed out (atk43f F3: the
+# objects were the same): not_started, and a notice only sandgate writes
+v=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(o.get("not_started"), any("nothing ran" in n for n in o["notices"]))' "$r_out" 2>&1)
+assert_eq "5: --json: not_started, and the notice says nothing ran" "True True" "$v"
 rid=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$r_out" 2>/dev/null)
 rec=$(grep -F "\"$rid\"" "$SANDGATE_RECORD_DIR/runs.jsonl" | python3 -c 'import json,sys; o=json.loads(sys.stdin.readline()); print(o.get("exit_code"), o.get("timed_out", (o.get("flags") or {}).get("timed_out")))' 2>&1)
 assert_eq "5: its run record says 124, timed out" "124 True" "$rec"
+rec=$(grep -F "\"$rid\"" "$SANDGATE_RECORD_DIR/runs.jsonl" | python3 -c 'import json,sys; o=json.loads(sys.stdin.readline()); print(o["flags"].get("not_started"))' 2>&1)
+assert_eq "5: and not_started" "True" "$rec"
 wait "$HOLDER"
 ran m6 && fail "5: the command never ran" "m6 exists" || ok "5: the command never ran"
 

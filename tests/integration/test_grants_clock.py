@@ -480,5 +480,144 @@ class SaveNumbers(Restarted):
             os.rename(tomb + ".away", tomb)
 
 
+class DamagedFile(Restarted):
+    """A grants.json a start cannot use whole is kept beside it
+    (grants.json.unused-SECONDS) before a save writes over it: a torn
+    file, a number past what the reader takes, a grant refused were
+    overwritten by the next save, what they held lost."""
+    def kept(self):
+        d = os.path.dirname(grants_path())
+        return sorted(os.path.join(d, n) for n in os.listdir(d)
+                      if n.startswith("grants.json.unused-"))
+
+    def tearDown(self):
+        for k in self.kept():
+            os.unlink(k)
+        super().tearDown()
+
+    def check_kept(self, data, why):
+        kept = self.kept()
+        self.assertEqual(len(kept), 1, kept)
+        with open(kept[0], "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.assertIn("grants.json: a copy kept as %s (%s)" % (kept[0], why),
+                      W["proxy"].stderr())
+
+    def test_torn_file_kept(self):
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual(status, 200, body)
+        with open(grants_path(), "rb") as f:
+            data = f.read()[:-7]
+        with open(grants_path(), "wb") as f:
+            f.write(data)
+        restart()
+        self.assertEqual(self.listed(), [])
+        self.check_kept(data, "none of its grants in force")
+        status, body = grant("g2.grant.test", 300)
+        self.assertEqual((status, body.get("saved")), (200, True), body)
+        self.check_kept(data, "none of its grants in force")
+        self.assertEqual([g["host"] for g in saved_grants()],
+                         ["g2.grant.test"])
+
+    def test_number_past_the_reader_kept(self):
+        """atk41g2: a port past 2^63 refuses the whole file (the JSON
+        reader takes no such number)."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual(status, 200, body)
+        with open(grants_path(), "rb") as f:
+            data = f.read().replace(
+                b'"port":%d' % W["up"].http_port,
+                b'"port":99999999999999999999')
+        self.assertIn(b"99999999999999999999", data)
+        with open(grants_path(), "wb") as f:
+            f.write(data)
+        restart()
+        self.assertEqual(self.listed(), [])
+        self.check_kept(data, "none of its grants in force")
+
+    def test_refused_grant_kept(self):
+        """One grant refused (granted in the future), one restored: the
+        file kept whole, grants.json saved again with the one in force."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual(status, 200, body)
+        status, body = grant("g2.grant.test", 300)
+        self.assertEqual(status, 200, body)
+        with open(grants_path()) as f:
+            top = json.load(f)
+        for g in top["grants"]:
+            if g["host"] == "g2.grant.test":
+                g["granted"] = "2099-01-01T00:00:00Z"
+        data = json.dumps(top).encode()
+        with open(grants_path(), "wb") as f:
+            f.write(data)
+        restart()
+        self.assertEqual(self.listed(), ["g1.grant.test"])
+        self.check_kept(data, "some of its grants refused")
+        self.assertEqual([g["host"] for g in saved_grants()],
+                         ["g1.grant.test"])
+
+    def test_grant_in_force_kept_when_saves_fail(self):
+        """atk44b F1: the file was renamed away before the save that
+        replaces it; with saves failing (here: the file's number at
+        2^53 - 1, past which no save is made), the grant in force was
+        then in memory only, and the next start had none."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual(status, 200, body)
+        status, body = grant("g2.grant.test", 300)
+        self.assertEqual(status, 200, body)
+        with open(grants_path()) as f:
+            top = json.load(f)
+        top["generation"] = 2 ** 53 - 1
+        for g in top["grants"]:
+            if g["host"] == "g2.grant.test":
+                g["granted"] = "2099-01-01T00:00:00Z"
+        data = json.dumps(top).encode()
+        with open(grants_path(), "wb") as f:
+            f.write(data)
+        try:
+            restart()
+            self.assertEqual(self.listed(), ["g1.grant.test"])
+            self.check_kept(data, "some of its grants refused")
+            with open(grants_path(), "rb") as f:
+                self.assertEqual(f.read(), data,
+                                 "grants.json left as it was")
+            restart()
+            self.assertEqual(self.listed(), ["g1.grant.test"])
+        finally:    # no number left at the bound: saves work again
+            W["proxy"].kill()
+            os.unlink(grants_path())
+            if os.path.exists(grants_path() + ".revoked"):
+                os.unlink(grants_path() + ".revoked")
+            restart()
+
+    def test_kept_copy_never_replaces_another(self):
+        """atk44b F2: a second copy kept in the same second replaced the
+        first (rename over it). Names that are taken (an earlier copy of
+        this second, or an admin's file) are left alone."""
+        d = os.path.dirname(grants_path())
+        now = int(time.time())
+        taken = [os.path.join(d, "grants.json.unused-%d" % t)
+                 for t in range(now - 1, now + 30)]
+        for t in taken:
+            with open(t, "wb") as f:
+                f.write(b"older")
+        try:
+            data = b'{"generation": 1, "grants": [{"host": '
+            with open(grants_path(), "wb") as f:
+                f.write(data)
+            restart()
+            for t in taken:
+                with open(t, "rb") as f:
+                    self.assertEqual(f.read(), b"older", t)
+            kept = [k for k in self.kept() if k not in taken]
+            self.assertEqual(len(kept), 1, kept)
+            self.assertRegex(kept[0], r"\.unused-\d+-1$")
+            with open(kept[0], "rb") as f:
+                self.assertEqual(f.read(), data)
+        finally:
+            for t in taken:
+                os.unlink(t)
+
+
 if __name__ == "__main__":
     sys.exit(proxylib.run_tests(sys.modules[__name__]))

@@ -1830,10 +1830,18 @@ class T06SecretCommand(unittest.TestCase):
             write_policy(p)
             shutil.copy(W["sgca"], os.path.join(top, "ca.pem"))
             shutil.copy(W["sgkey"], os.path.join(top, "ca.key"))
+            # the proxy's own files; the state root, and the folders
+            # above it and in it that the controller keeps, stay root's
+            # (sandgate refuses a state root another uid could change)
+            # (searchable, so that the proxy, run here on the host
+            # rather than in its container, reaches its folders)
+            roots = (top, state, os.path.join(state, "proxy"))
             for d, _, files in os.walk(top):
                 for n in [d] + [os.path.join(d, f) for f in files]:
-                    if not n.startswith(sdir):
+                    if not n.startswith(sdir) and n not in roots:
                         os.chown(n, PROXY_UID, PROXY_UID)
+            for n in roots[1:]:
+                os.chmod(n, 0o711)
             W["proxies"].append(p)
             p.start()
             url = "https://cred.test:%d/simple/" % W["reg_port"]

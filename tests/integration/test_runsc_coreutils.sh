@@ -93,12 +93,12 @@ sg_run n "$SG" exec "$r_out" -- sh -c 'ls -A /.sandgate; test -e /etc/ld.so.prel
 assert_eq "runc: no library, no preload" "$(printf 'probe\nls-ok')" "$n_out"
 
 # the probe folder another uid owns: runc sandboxes are refused (their init
-# is the copy made there; atk43g2 G1: its owner swapped it), gVisor ones
-# are made without the library
+# is the copy made there; atk43g2 G1: its owner swapped it); the state
+# root's check of what it holds refuses it before anything else
 chown 12345 "$SANDGATE_STATE/probe"
 sg_run x "$SG" create "$SG_TMP/src" --network none
 assert_eq "runc: a foreign probe folder refuses the create" 125 "$x_rc"
-assert_contains "and says why" "$x_err" "not a folder of this user that only it may write"
+assert_contains "and says why" "$x_err" "$SANDGATE_STATE/probe is owned by uid 12345"
 [ "$x_rc" = 0 ] && sg_on_exit "'$SG' discard $x_out"
 chown "$(id -u)" "$SANDGATE_STATE/probe"
 chmod 0775 "$SANDGATE_STATE/probe"

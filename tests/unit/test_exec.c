@@ -286,6 +286,42 @@ test_sandbox_killed_said(void **state)
 	exec_result_release(&r);
 }
 
+/*
+ * An exec whose command never started (an apply or a discard held the
+ * sandbox for its whole --timeout): `not_started` and a notice say so,
+ * so a harness can tell it from a command that ran and timed out
+ * (atk43f F3: the two objects were the same).
+ */
+static void
+test_not_started_said(void **state)
+{
+	struct exec_result	 r;
+	json_t			*o;
+	char			*s;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.timed_out = 1;
+	r.exit_code = 124;
+	o = exec_result_json(&r, "run_n");
+	assert_null(json_object_get(o, "not_started"));
+	json_decref(o);
+	s = notices_text(&r);
+	assert_null(strstr(s, "nothing ran"));
+	free(s);
+	r.unstarted = "an apply or a discard held the sandbox all that time";
+	o = exec_result_json(&r, "run_n");
+	assert_true(json_is_true(json_object_get(o, "not_started")));
+	assert_true(json_is_true(json_object_get(o, "timed_out")));
+	json_decref(o);
+	s = notices_text(&r);
+	assert_non_null(strstr(s, "timed out"));
+	assert_non_null(strstr(s, "an apply or a discard held the sandbox all "
+	    "that time; nothing ran"));
+	free(s);
+	exec_result_release(&r);
+}
+
 /* Write a marker file dir/name holding text. */
 static void
 marker(const char *dir, const char *name, const char *text)
@@ -496,6 +532,7 @@ main(void)
 		cmocka_unit_test(test_result_json),
 		cmocka_unit_test(test_notice_died_runtime),
 		cmocka_unit_test(test_sandbox_killed_said),
+		cmocka_unit_test(test_not_started_said),
 		cmocka_unit_test(test_active_sweep),
 		cmocka_unit_test(test_active_runs),
 		cmocka_unit_test(test_report_blocked_escaped),

@@ -183,8 +183,46 @@ test_never_ran(void **state)
 	assert_true(json_is_null(json_object_get(o, "start")));
 	assert_true(json_is_null(json_object_get(o, "cmd_exit")));
 	assert_true(json_is_false(flag(o, "container_stopped")));
+	assert_true(json_is_false(flag(o, "not_started")));
 	assert_string_equal(json_string_value(json_object_get(o, "cleanup")),
 	    "failed: container remove");
+	json_decref(o);
+}
+
+/*
+ * A command that never started though sandgate gave a result (the
+ * sandbox's lock held all its --timeout): flags.not_started.
+ */
+static void
+test_not_started(void **state)
+{
+	struct sandbox_meta	 m;
+	struct runrec		 r;
+	struct exec_result	 x;
+	char			*argv[] = { "true", NULL };
+	json_t			*o;
+
+	(void)state;
+	meta_init(&m);
+	memset(&x, 0, sizeof(x));
+	x.timed_out = 1;
+	x.exit_code = 124;
+	x.cmd_exit = -1;
+	x.unstarted = "an apply or a discard held the sandbox all that time";
+	memset(&r, 0, sizeof(r));
+	r.kind = "exec";
+	r.run_id = "run_n";
+	r.meta = &m;
+	r.argv = argv;
+	r.res = &x;
+	o = runrec_fields(&r);
+	assert_non_null(o);
+	assert_true(json_is_true(flag(o, "not_started")));
+	assert_true(json_is_true(flag(o, "timed_out")));
+	json_decref(o);
+	x.unstarted = NULL;
+	o = runrec_fields(&r);
+	assert_true(json_is_false(flag(o, "not_started")));
 	json_decref(o);
 }
 
@@ -414,6 +452,7 @@ main(void)
 		cmocka_unit_test(test_ran),
 		cmocka_unit_test(test_cleanup_from_result),
 		cmocka_unit_test(test_never_ran),
+		cmocka_unit_test(test_not_started),
 		cmocka_unit_test(test_long_command),
 		T(test_folder_lock_no_wait),
 		T(test_key_refused_counted),
