@@ -17,6 +17,8 @@
 #include "state.h"
 #include "util.h"
 
+#define STATE_JSON_MAX	(1024LL * 1024 * 1024)	/* state_json_load */
+
 static int	state_flock(const char *, int, int, uint64_t, int (*)(void));
 
 /*
@@ -318,15 +320,42 @@ state_open_private(const char *path, char *why, size_t size)
 json_t *
 state_json_load(const char *path, size_t flags, json_error_t *err)
 {
-	json_t	*o;
-	int	 fd, saved;
+	struct stat	 st;
+	json_t		*o = NULL;
+	char		*buf = NULL;
+	size_t		 len = 0;
+	ssize_t		 n;
+	int		 fd, saved;
 
 	memset(err, 0, sizeof(*err));
 	if ((fd = state_open_private(path, err->text,
 	    sizeof(err->text))) == -1)
 		return NULL;
-	o = json_loadfd(fd, flags, err);
+	/* read whole, then parsed: json_loadfd reads a byte a call */
+	if (fstat(fd, &st) == -1 || st.st_size > STATE_JSON_MAX) {
+		saved = st.st_size > STATE_JSON_MAX ? EFBIG : errno;
+		snprintf(err->text, sizeof(err->text), "%s", strerror(saved));
+		close(fd);
+		errno = saved;
+		return NULL;
+	}
+	buf = util_xmalloc((size_t)st.st_size + 1);
+	while (len <= (size_t)st.st_size && (n = read(fd, buf + len,
+	    (size_t)st.st_size + 1 - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			break;
+		len += (size_t)n;
+	}
 	saved = errno;
+	if (n == -1 || len > (size_t)st.st_size)
+		snprintf(err->text, sizeof(err->text), "%s", n == -1 ?
+		    strerror(saved) : "grew while read");
+	else
+		o = json_loadb(buf, len, flags, err);
+	saved = errno;
+	free(buf);
 	close(fd);
 	errno = saved;
 	return o;
