@@ -116,6 +116,7 @@ planted() {	# LABEL PATH WHAT-STDERR-SAYS
 	assert_contains "$1: named" "$x_err" "$2 $3"
 	sg_run c "$SG" create "$SG_TMP/src" --network none
 	assert_eq "$1: create refused" 125 "$c_rc"
+	[ "$c_rc" = 0 ] && sg_on_exit "'$SG' discard $c_out"
 	[ -e "$WORK/ran" ] && fail "$1: the command did not run" ||
 	    ok "$1: the command did not run"
 }
