@@ -1109,6 +1109,31 @@ control_beside(const char *path, const char *name, const char *instance)
 }
 
 /*
+ * A replica's own grants file exists, yet the file it took
+ * (NAME.json.taken-by-INSTANCE) is still there: a start stopped between
+ * the save of its own file, which holds what the taken one held, and
+ * the removal (atk44d E3). Left there, a later start that finds no file
+ * of its own would take it again, with grants revoked since. It goes
+ * at the next good save, made now.
+ */
+static void
+control_grants_taken_left(struct proxy *px, const char *old)
+{
+	char	*taken;
+
+	util_xasprintf(&taken, "%s.taken-by-%s", old, px->cfg.instance);
+	if (access(taken, F_OK) == -1) {
+		free(taken);
+		return;
+	}
+	log_warnx("%s: left by a start that stopped before removing it; %s "
+	    "holds what it held", taken, control_grants_path);
+	free(control_grants_taken);
+	control_grants_taken = taken;
+	(void)control_grants_save(px);
+}
+
+/*
  * grants.json, or grants-NAME.json with --instance NAME: replicas whose
  * control sockets share a folder each keep their own, where one file
  * held only the grants of the last replica to save. A replica with no
@@ -1127,9 +1152,12 @@ control_grants_open(struct proxy *px, const char *sock)
 	if (strcmp(old, control_grants_path) != 0 &&
 	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
 		control_grants_take(px, old);
-	else
+	else {
 		control_grants_load(px, control_grants_path,
 		    control_tomb_path);
+		if (strcmp(old, control_grants_path) != 0)
+			control_grants_taken_left(px, old);
+	}
 	free(old);
 }
 
@@ -1305,6 +1333,55 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
 }
 
 /*
+ * A copy of path's text kept before (PATH.unused-*, this uid's regular
+ * file, the same bytes), as a malloc'd name, or NULL. A start that keeps
+ * failing the same way (a revokes file that stays unreadable: no save
+ * replaces path) would otherwise add a copy at every start.
+ */
+static char *
+control_grants_kept(const char *path, const char *text, size_t len)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	const char	*slash = strrchr(path, '/'), *base, *why;
+	char		*dir, *name = NULL, *kept;
+	size_t		 blen, klen;
+	int		 fd;
+
+	base = slash != NULL ? slash + 1 : path;
+	blen = strlen(base);
+	util_xasprintf(&dir, "%.*s", slash != NULL ? (int)(slash - path) : 1,
+	    slash != NULL ? path : ".");
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		free(dir);
+		return NULL;
+	}
+	while (name == NULL && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, base, blen) != 0 ||
+		    strncmp(de->d_name + blen, ".unused-", 8) != 0 ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+		    (size_t)st.st_size != len)
+			continue;
+		util_xasprintf(&name, "%s/%s", dir, de->d_name);
+		kept = control_read(name, O_NOFOLLOW, &klen, &why);
+		if (kept == NULL || klen != len || memcmp(kept, text,
+		    len) != 0) {
+			free(name);
+			name = NULL;
+		}
+		free(kept);
+	}
+	closedir(d);
+	free(dir);
+	return name;
+}
+
+/*
  * A grants.json (path, text) a start could not use whole, kept beside
  * it as PATH.unused-SECONDS (-N added when that name is taken; why in
  * the warning) before a save writes over it, so that no grant it held is
@@ -1327,6 +1404,13 @@ control_grants_aside(const char *path, const char *text, size_t len,
 	time_t	 now = time(NULL);
 	int	 i, rv = -1;
 
+	if (text != NULL && (to = control_grants_kept(path, text,
+	    len)) != NULL) {
+		log_warnx("%s: its copy is kept already as %s (%s)", path, to,
+		    why);
+		free(to);
+		return 0;
+	}
 	for (i = 0; i < 100 && rv == -1; i++) {
 		free(to);
 		if (i == 0)

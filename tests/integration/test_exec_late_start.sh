@@ -40,10 +40,29 @@ still() {	# LABEL MARKER
 	assert_eq "$1: nothing of the command runs after sandgate's exit ($a then $b lines)" "$a" "$b"
 }
 
+# not_started in the JSON object: the command never ran (its file is not
+# there, nor made later). Stopped before runc started the command, an
+# exec said nothing of it (atk44g X2): counted, at least one must say so.
+NSTART=0
+not_started() {	# LABEL JSONFILE MARKER
+	local ns
+	ns=$(python3 -c 'import json, sys
+try:
+    print(json.load(open(sys.argv[1])).get("not_started", False))
+except ValueError:
+    print("no JSON object")' "$2")
+	case $ns in
+	True)	NSTART=$((NSTART + 1))
+		assert_eq "$1: not_started, and nothing ran" 0 "$(lines "$3")" ;;
+	False)	;;
+	*)	fail "$1: the JSON object" "$ns: $(head -c 300 "$2")" ;;
+	esac
+}
+
 for i in 1 2 3 4 5 6; do
 	delay=$(printf '0.0%d' $((i % 3 * 2 + 1)))
 	M=sig$i
-	"$SG" exec "$SBX" --timeout 30 -- env M=$M sh -c "$CMD" >/dev/null 2>&1 &
+	"$SG" exec "$SBX" --json --timeout 30 -- env M=$M sh -c "$CMD" >"$SG_TMP/sig$i.json" 2>/dev/null &
 	E=$!
 	sleep "$delay"
 	kill -TERM "$E"
@@ -51,6 +70,7 @@ for i in 1 2 3 4 5 6; do
 	rc=$?
 	assert_eq "SIGTERM ${delay}s into exec $i: 143" 143 "$rc"
 	still "SIGTERM ${delay}s into exec $i" "$M"
+	not_started "SIGTERM ${delay}s into exec $i" "$SG_TMP/sig$i.json" "$M"
 done
 
 # another exec of the sandbox that starts while one is stopped late is
@@ -83,4 +103,25 @@ for i in 1 2 3 4; do
 	assert_eq "lock let go at ${hold}s, --timeout 2, exec $i: 124" 124 "$r_rc"
 	still "lock let go at ${hold}s, exec $i" "$M"
 done
+
+# the lock let go with tens of milliseconds of --timeout left: the exec
+# starts and is stopped before runc has started its command
+for i in 1 2 3 4; do
+	hold=$(printf '1.%02d' $((93 + i * 1)))
+	M=late$i
+	flock -x "$LOCK" sleep "$hold" &
+	H=$!
+	sleep 0.1
+	"$SG" exec "$SBX" --json --timeout 2 -- env M=$M sh -c "$CMD" >"$SG_TMP/late$i.json" 2>/dev/null
+	rc=$?
+	wait "$H"
+	assert_eq "lock let go at ${hold}s, --timeout 2, exec $i: 124" 124 "$rc"
+	still "lock let go at ${hold}s, exec $i" "$M"
+	not_started "lock let go at ${hold}s, exec $i" "$SG_TMP/late$i.json" "$M"
+done
+# runc (gVisor's commands start without a join: it cannot tell)
+if [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("runtime") or "runc")' "$SANDGATE_STATE/sandboxes/$SBX/meta.json")" != runsc ]; then
+	[ "$NSTART" -ge 1 ] && ok "an exec stopped before its command started says not_started ($NSTART of 10)" ||
+		fail "an exec stopped before its command started says not_started" "0 of 10 said so"
+fi
 sg_summary

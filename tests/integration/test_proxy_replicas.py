@@ -418,6 +418,53 @@ class Replicas(unittest.TestCase):
         self.assertEqual(sorted(f for f in os.listdir(W["dir"])
                                 if f.startswith("grants.json")), [])
 
+    def test_9bb_taken_file_left_by_a_crash(self):
+        """atk44d E3: a start killed after the save of its own file and
+        before the removal of the file it took (SANDGATE_TEST_CRASH=
+        grants:saved) left grants.json.taken-by-r1 for good; a later
+        start with no file of its own (here: lost) took it again, and a
+        grant revoked since was in force again. The next start removes
+        it: its own file holds what the taken one held."""
+        p = W["proxies"][0]
+        p.stop()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        if os.path.exists(own):
+            os.unlink(own)
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
+        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
+                 "expires": until, "by": "test", "rationale": "old"}
+        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
+            json.dump([dict(grant, host="old-a.grant.test"),
+                       dict(grant, host="old-b.grant.test")], f)
+        p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
+        try:
+            with self.assertRaises(proxylib.ProxyError):
+                p.start()
+        finally:
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+        self.assertTrue(os.path.exists(own), "no save before the crash")
+        self.assertTrue(os.path.exists(taken), "no taken file left")
+        self.assertEqual(self.restart(0),
+                         {"old-a.grant.test", "old-b.grant.test"})
+        self.assertFalse(os.path.exists(taken),
+                         "the taken file left by the crash is still there")
+        self.assertIn("grants.json.taken-by-r1: left by a start that "
+                      "stopped before removing it", p.stderr())
+        status, body = proxylib.control(
+            os.path.join(W["dir"], "r1.sock"), "POST", "/grants/revoke", {
+                "sandbox": SBX, "host": "old-b.grant.test", "port": 443,
+                "by": "test"})
+        self.assertEqual(status, 200, body)
+        p.stop()
+        os.unlink(own)
+        self.assertEqual(self.restart(0), set(),
+                         "a grant revoked since came back")
+        self.assertEqual(sorted(f for f in os.listdir(W["dir"])
+                                if f.startswith("grants.json")), [])
+
     def test_9c_each_replica_keeps_its_own_registry(self):
         """registry.json was one file for the replicas of a folder, the
         last saver's: r1 restarted with r3's registrations and not its
