@@ -47,6 +47,7 @@
 #define CONTROL_HEADERS_MAX	CTLTCP_HEADERS_MAX
 #define CONTROL_TIMEOUT_S	CTLTCP_TIMEOUT_S
 #define CONTROL_GRANTS_FILE_MAX	(8 * 1024 * 1024)	/* grants.json */
+#define CONTROL_KEPT_LOOK	8	/* kept copies compared at a start */
 /*
  * The most the saved registry's entries may take (registry_text): a
  * /register past it is refused (atk36f F2: a registry whose marks write
@@ -156,7 +157,7 @@ static int	control_grants_save(struct proxy *);
 static json_t	*control_grants_saved(json_t *);
 static char	*control_beside(const char *, const char *, const char *);
 static void	control_grants_open(struct proxy *, const char *);
-static void	control_grants_load(struct proxy *, const char *,
+static int	control_grants_load(struct proxy *, const char *,
 	    const char *);
 static void	control_grants_take(struct proxy *, const char *);
 static char	*control_take(const char *, const char *);
@@ -1109,12 +1110,15 @@ control_beside(const char *path, const char *name, const char *instance)
 }
 
 /*
- * A replica's own grants file exists, yet the file it took
- * (NAME.json.taken-by-INSTANCE) is still there: a start stopped between
- * the save of its own file, which holds what the taken one held, and
- * the removal (atk44d E3). Left there, a later start that finds no file
- * of its own would take it again, with grants revoked since. It goes
- * at the next good save, made now.
+ * A replica's own grants file was used whole (control_grants_load), yet
+ * the file it took (NAME.json.taken-by-INSTANCE) is still there: a start
+ * stopped between the save of its own file, which holds what the taken
+ * one held, and the removal (atk44d E3). Left there, a later start that
+ * finds no file of its own would take it again, with grants revoked
+ * since. It goes at the next good save, made now. Not when the own file
+ * could not be used whole (torn, its revokes unreadable: atk45a F1, F2),
+ * where the taken file may be the one good record and a save is not
+ * what the start may make.
  */
 static void
 control_grants_taken_left(struct proxy *px, const char *old)
@@ -1152,12 +1156,9 @@ control_grants_open(struct proxy *px, const char *sock)
 	if (strcmp(old, control_grants_path) != 0 &&
 	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
 		control_grants_take(px, old);
-	else {
-		control_grants_load(px, control_grants_path,
-		    control_tomb_path);
-		if (strcmp(old, control_grants_path) != 0)
-			control_grants_taken_left(px, old);
-	}
+	else if (control_grants_load(px, control_grants_path,
+	    control_tomb_path) && strcmp(old, control_grants_path) != 0)
+		control_grants_taken_left(px, old);
 	free(old);
 }
 
@@ -1262,8 +1263,14 @@ control_grants_take(struct proxy *px, const char *old)
 		return;
 	}
 	util_xasprintf(&tomb, "%s.revoked", control_grants_taken);
-	control_grants_load(px, control_grants_taken, tomb);
-	(void)control_grants_save(px);
+	/*
+	 * A file used whole is saved as the replica's own at once, which
+	 * retires the taken one; otherwise (its revokes unreadable, a copy
+	 * that could not be kept) it stays for the next start to take
+	 * again (atk45a F3: saved, and so retired, it was lost).
+	 */
+	if (control_grants_load(px, control_grants_taken, tomb))
+		(void)control_grants_save(px);
 	free(tomb);
 }
 
@@ -1336,7 +1343,9 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
  * A copy of path's text kept before (PATH.unused-*, this uid's regular
  * file, the same bytes), as a malloc'd name, or NULL. A start that keeps
  * failing the same way (a revokes file that stays unreadable: no save
- * replaces path) would otherwise add a copy at every start.
+ * replaces path) would otherwise add a copy at every start. At most
+ * CONTROL_KEPT_LOOK files of the same size are read (atk45a G1: 300 of
+ * 8 MiB added 2 s to a start); past them a copy is made.
  */
 static char *
 control_grants_kept(const char *path, const char *text, size_t len)
@@ -1347,7 +1356,7 @@ control_grants_kept(const char *path, const char *text, size_t len)
 	const char	*slash = strrchr(path, '/'), *base, *why;
 	char		*dir, *name = NULL, *kept;
 	size_t		 blen, klen;
-	int		 fd;
+	int		 fd, looked = 0;
 
 	base = slash != NULL ? slash + 1 : path;
 	blen = strlen(base);
@@ -1360,13 +1369,15 @@ control_grants_kept(const char *path, const char *text, size_t len)
 		free(dir);
 		return NULL;
 	}
-	while (name == NULL && (de = readdir(d)) != NULL) {
+	while (name == NULL && looked < CONTROL_KEPT_LOOK &&
+	    (de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, base, blen) != 0 ||
 		    strncmp(de->d_name + blen, ".unused-", 8) != 0 ||
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 		    (size_t)st.st_size != len)
 			continue;
+		looked++;
 		util_xasprintf(&name, "%s/%s", dir, de->d_name);
 		kept = control_read(name, O_NOFOLLOW, &klen, &why);
 		if (kept == NULL || klen != len || memcmp(kept, text,
@@ -1447,14 +1458,14 @@ control_grants_aside(const char *path, const char *text, size_t len,
  * too large, a damaged line) fails closed: no grant is restored, as a
  * revoke in it would be lost.
  */
-static void
+static int
 control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
 	struct control_load	 l = { px, path, NULL, 0 };
 	char			*text, err[256];
 	size_t			 len = 0;
 	long			 n = 0;
-	int			 bad = 0, badtext = 0, aside = 0;
+	int			 bad = 0, badtext = 0, aside = 0, whole = 1;
 
 	l.tombs = control_tombs_read(tomb, &bad);
 	text = control_file_read(path, &len, &badtext);
@@ -1469,12 +1480,13 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		free(text);
 		grants_tombs_free(l.tombs);
 		control_grants_floor(px);
-		return;
+		return 0;
 	}
 	if (text == NULL && badtext) {
 		log_warnx("%s: starting with no grants", path);
 		aside = control_grants_aside(path, NULL, 0, "none of its "
 		    "grants in force") == 0;
+		whole = 0;
 	} else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) ==
@@ -1482,11 +1494,14 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		log_warnx("%s: %s; starting with no grants", path, err);
 		aside = control_grants_aside(path, text, len, "none of its "
 		    "grants in force") == 0;
+		whole = 0;
 	} else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
-	if (l.refused > 0)
+	if (l.refused > 0) {
 		aside = control_grants_aside(path, text, len, "some of its "
 		    "grants refused") == 0;
+		whole = 0;
+	}
 	/* the padding of the revokes file is no revoke (apartfile.h) */
 	if (grants_tombs_count(l.tombs) > 0)
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
@@ -1498,6 +1513,7 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 	free(text);
 	grants_tombs_free(l.tombs);
 	control_grants_floor(px);
+	return whole;
 }
 
 struct control_floor {

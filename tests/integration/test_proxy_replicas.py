@@ -465,6 +465,148 @@ class Replicas(unittest.TestCase):
         self.assertEqual(sorted(f for f in os.listdir(W["dir"])
                                 if f.startswith("grants.json")), [])
 
+    def crash_after_take(self):
+        """r1 with no file of its own takes grants.json (old-a, old-b)
+        and is killed between the save of grants-r1.json and the removal
+        of grants.json.taken-by-r1: both files are left."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
+        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
+                 "expires": until, "by": "test", "rationale": "old"}
+        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
+            json.dump([dict(grant, host="old-a.grant.test"),
+                       dict(grant, host="old-b.grant.test")], f)
+        p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
+        try:
+            with self.assertRaises(proxylib.ProxyError):
+                p.start()
+        finally:
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        self.assertTrue(os.path.exists(taken), "no taken file left")
+        with open(taken, "rb") as f:
+            return p, f.read()
+
+    def clean_r1(self):
+        """No grants file of r1's, taken or kept, nor grants.json."""
+        for f in os.listdir(W["dir"]):
+            path = os.path.join(W["dir"], f)
+            if f.startswith(("grants-r1.json", "grants.json")):
+                if os.path.isdir(path):
+                    os.rmdir(path)
+                else:
+                    os.unlink(path)
+
+    def test_9bc_taken_file_kept_while_revokes_are_damaged(self):
+        """atk45a F1: a start whose own revokes file has a damaged line
+        uses no grant and saves nothing (a save would empty that file);
+        the removal of a taken file left by a crash saved anyway: the
+        revokes were emptied, grants-r1.json written with no grant, and
+        after the revokes file was repaired no grant came back."""
+        p, _ = self.crash_after_take()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        with open(own, "rb") as f:
+            saved = f.read()
+        tomb = own + ".revoked"
+        with open(tomb, "ab") as f:
+            f.write(b'{"damaged revoke line\n')
+        try:
+            self.assertEqual(self.restart(0), set())
+            with open(own, "rb") as f:
+                self.assertEqual(f.read(), saved, "grants-r1.json saved")
+            self.assertTrue(os.path.exists(os.path.join(
+                W["dir"], "grants.json.taken-by-r1")))
+            p.stop()
+            with open(tomb, "wb") as f:     # an admin repairs it
+                f.write(b"")
+            self.assertEqual(self.restart(0),
+                             {"old-a.grant.test", "old-b.grant.test"})
+            self.assertFalse(os.path.exists(os.path.join(
+                W["dir"], "grants.json.taken-by-r1")))
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bd_taken_file_kept_when_the_own_file_is_damaged(self):
+        """atk45a F2: the taken file was removed because grants-r1.json
+        was there, though it was empty and no grant of it was used: the
+        one whole record of the grants went. It stays, and a start with
+        no own file takes it again."""
+        p, data = self.crash_after_take()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        with open(own, "wb"):
+            pass
+        try:
+            self.assertEqual(self.restart(0), set())
+            self.assertTrue(os.path.exists(taken),
+                            "the taken file went with the own file empty")
+            with open(taken, "rb") as f:
+                self.assertEqual(f.read(), data)
+            p.stop()
+            os.unlink(own)
+            self.assertEqual(self.restart(0),
+                             {"old-a.grant.test", "old-b.grant.test"})
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9be_take_kept_while_its_revokes_are_damaged(self):
+        """atk45a F3: a replica taking grants.json whose revokes file has
+        a damaged line uses no grant of it; when no copy of it could be
+        kept either, the take saved at once, which removed the taken file
+        and its revokes: the grants were on no file. The taken file now
+        stays until a start can use it."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
+        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
+                 "expires": until, "by": "test", "rationale": "old"}
+        old = json.dumps([dict(grant, host="old-a.grant.test"),
+                          dict(grant, host="old-b.grant.test")]).encode()
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old)
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
+            f.write(b'{"damaged revoke line\n')
+        t0 = int(time.time())
+        planted = []
+        for t in range(t0, t0 + 20):    # no copy can be kept meanwhile
+            for i in range(100):
+                planted.append(os.path.join(
+                    W["dir"], "grants.json.taken-by-r1.unused-%d%s" %
+                    (t, "-%d" % i if i else "")))
+                os.mkdir(planted[-1])
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        try:
+            self.assertEqual(self.restart(0), set())
+            self.assertTrue(os.path.exists(taken), "the taken file is lost")
+            with open(taken, "rb") as f:
+                self.assertEqual(f.read(), old)
+            p.stop()
+            for d in planted:
+                os.rmdir(d)
+            planted = []
+            with open(taken + ".revoked", "wb") as f:   # repaired
+                f.write(b"")
+            self.assertEqual(self.restart(0),
+                             {"old-a.grant.test", "old-b.grant.test"})
+            self.assertFalse(os.path.exists(taken))
+        finally:
+            p.stop()
+            for d in planted:
+                os.rmdir(d)
+            self.clean_r1()
+            self.restart(0)
+
     def test_9c_each_replica_keeps_its_own_registry(self):
         """registry.json was one file for the replicas of a folder, the
         last saver's: r1 restarted with r3's registrations and not its
