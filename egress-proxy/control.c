@@ -157,6 +157,8 @@ static int	control_grants_save(struct proxy *);
 static json_t	*control_grants_saved(json_t *);
 static char	*control_beside(const char *, const char *, const char *);
 static void	control_grants_open(struct proxy *, const char *);
+static int	control_grants_aside(const char *, const char *, size_t,
+		    const char *);
 static int	control_grants_load(struct proxy *, const char *,
 	    const char *);
 static void	control_grants_take(struct proxy *, const char *);
@@ -1110,23 +1112,38 @@ control_beside(const char *path, const char *name, const char *instance)
 }
 
 /*
- * A replica's own grants file was used whole (control_grants_load), yet
- * the file it took (NAME.json.taken-by-INSTANCE) is still there: a start
- * stopped between the save of its own file, which holds what the taken
- * one held, and the removal (atk44d E3). Left there, a later start that
- * finds no file of its own would take it again, with grants revoked
- * since. It goes at the next good save, made now. Not when the own file
- * could not be used whole (torn, its revokes unreadable: atk45a F1, F2),
- * where the taken file may be the one good record and a save is not
- * what the start may make.
+ * A replica's own grants file is there, yet the file it took
+ * (NAME.json.taken-by-INSTANCE) is still there too: a start stopped
+ * between the save of its own file, which holds what the taken one held,
+ * and the removal (atk44d E3). Left there, a later start that finds no
+ * file of its own would take it again, with grants revoked since. With
+ * the own file used whole (control_grants_load) it goes at the next good
+ * save, made now. Otherwise (torn, its revokes unreadable, a grant
+ * refused) the start may not save and the taken file may be the one
+ * good record (atk45a F1, F2): it is kept as a copy to read
+ * (control_grants_aside, a rename), never taken again (atk45c N1: left
+ * in place, the next start, its own file saved whole meanwhile, removed
+ * it; N2: a later start with its own file lost took it again, with a
+ * grant revoked since); where even that rename fails it stays.
  */
 static void
-control_grants_taken_left(struct proxy *px, const char *old)
+control_grants_taken_left(struct proxy *px, const char *old, int whole)
 {
-	char	*taken;
+	char	*taken, *tomb;
 
 	util_xasprintf(&taken, "%s.taken-by-%s", old, px->cfg.instance);
 	if (access(taken, F_OK) == -1) {
+		free(taken);
+		return;
+	}
+	if (!whole) {
+		util_xasprintf(&tomb, "%s.revoked", taken);
+		if (control_grants_aside(taken, NULL, 0, "left by a start "
+		    "that stopped before removing it, beside an own file "
+		    "this start could not use whole") == 0 &&
+		    unlink(tomb) == -1 && errno != ENOENT)
+			log_warn("%s: cannot remove it", tomb);
+		free(tomb);
 		free(taken);
 		return;
 	}
@@ -1147,6 +1164,7 @@ static void
 control_grants_open(struct proxy *px, const char *sock)
 {
 	char	*old;
+	int	 whole;
 
 	control_grants_path = control_beside(sock, "grants",
 	    px->cfg.instance);
@@ -1156,9 +1174,12 @@ control_grants_open(struct proxy *px, const char *sock)
 	if (strcmp(old, control_grants_path) != 0 &&
 	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
 		control_grants_take(px, old);
-	else if (control_grants_load(px, control_grants_path,
-	    control_tomb_path) && strcmp(old, control_grants_path) != 0)
-		control_grants_taken_left(px, old);
+	else {
+		whole = control_grants_load(px, control_grants_path,
+		    control_tomb_path);
+		if (strcmp(old, control_grants_path) != 0)
+			control_grants_taken_left(px, old, whole);
+	}
 	free(old);
 }
 

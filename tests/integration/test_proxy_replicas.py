@@ -119,6 +119,17 @@ def record(sandbox, host, attempts=1, port=443):
             "last": "2026-12-02T00:00:01Z", "run_id": None}
 
 
+def old_grants(*hosts):
+    """The text of a grants.json an older proxy wrote (a bare array):
+    SBX's grants of hosts on port 443, given 5 s ago for 10 minutes."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
+    grant = {"sandbox": SBX, "port": 443, "granted": stamp,
+             "expires": until, "by": "test", "rationale": "old"}
+    return json.dumps([dict(grant, host=h) for h in hosts]).encode()
+
+
 def setUpModule():
     for k in proxylib.PROXY_ENV:
         os.environ.pop(k, None)
@@ -402,13 +413,8 @@ class Replicas(unittest.TestCase):
         W["proxies"][0].stop()
         os.unlink(os.path.join(W["dir"], "grants-r1.json"))
         now = time.time()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
-        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
-                 "expires": until, "by": "test", "rationale": "old"}
-        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
-            json.dump([dict(grant, host="old.grant.test"),
-                       dict(grant, host="old-kept.grant.test")], f)
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old_grants("old.grant.test", "old-kept.grant.test"))
         with open(os.path.join(W["dir"], "grants.json.revoked"), "w") as f:
             f.write("\n" + json.dumps({"sandbox": SBX,
                                        "host": "old.grant.test",
@@ -425,28 +431,10 @@ class Replicas(unittest.TestCase):
         start with no file of its own (here: lost) took it again, and a
         grant revoked since was in force again. The next start removes
         it: its own file holds what the taken one held."""
-        p = W["proxies"][0]
-        p.stop()
+        p, _ = self.crash_after_take()
         own = os.path.join(W["dir"], "grants-r1.json")
         taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
-        if os.path.exists(own):
-            os.unlink(own)
-        now = time.time()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
-        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
-                 "expires": until, "by": "test", "rationale": "old"}
-        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
-            json.dump([dict(grant, host="old-a.grant.test"),
-                       dict(grant, host="old-b.grant.test")], f)
-        p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
-        try:
-            with self.assertRaises(proxylib.ProxyError):
-                p.start()
-        finally:
-            p.env.pop("SANDGATE_TEST_CRASH", None)
         self.assertTrue(os.path.exists(own), "no save before the crash")
-        self.assertTrue(os.path.exists(taken), "no taken file left")
         self.assertEqual(self.restart(0),
                          {"old-a.grant.test", "old-b.grant.test"})
         self.assertFalse(os.path.exists(taken),
@@ -472,14 +460,8 @@ class Replicas(unittest.TestCase):
         p = W["proxies"][0]
         p.stop()
         self.clean_r1()
-        now = time.time()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
-        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
-                 "expires": until, "by": "test", "rationale": "old"}
-        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
-            json.dump([dict(grant, host="old-a.grant.test"),
-                       dict(grant, host="old-b.grant.test")], f)
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
         p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
         try:
             with self.assertRaises(proxylib.ProxyError):
@@ -507,7 +489,7 @@ class Replicas(unittest.TestCase):
         the removal of a taken file left by a crash saved anyway: the
         revokes were emptied, grants-r1.json written with no grant, and
         after the revokes file was repaired no grant came back."""
-        p, _ = self.crash_after_take()
+        p, data = self.crash_after_take()
         own = os.path.join(W["dir"], "grants-r1.json")
         with open(own, "rb") as f:
             saved = f.read()
@@ -518,8 +500,7 @@ class Replicas(unittest.TestCase):
             self.assertEqual(self.restart(0), set())
             with open(own, "rb") as f:
                 self.assertEqual(f.read(), saved, "grants-r1.json saved")
-            self.assertTrue(os.path.exists(os.path.join(
-                W["dir"], "grants.json.taken-by-r1")))
+            self.assertEqual(self.taken_kept(), [data])
             p.stop()
             with open(tomb, "wb") as f:     # an admin repairs it
                 f.write(b"")
@@ -539,23 +520,64 @@ class Replicas(unittest.TestCase):
         no own file takes it again."""
         p, data = self.crash_after_take()
         own = os.path.join(W["dir"], "grants-r1.json")
-        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
         with open(own, "wb"):
             pass
         try:
             self.assertEqual(self.restart(0), set())
-            self.assertTrue(os.path.exists(taken),
-                            "the taken file went with the own file empty")
-            with open(taken, "rb") as f:
-                self.assertEqual(f.read(), data)
-            p.stop()
-            os.unlink(own)
-            self.assertEqual(self.restart(0),
-                             {"old-a.grant.test", "old-b.grant.test"})
+            self.assertEqual(self.taken_kept(), [data],
+                             "the taken file went with the own file empty")
+            # atk45c N1: the start after (its own file saved whole
+            # meanwhile) removed a taken file left in place
+            self.assertEqual(self.restart(0), set())
+            self.assertEqual(self.taken_kept(), [data])
         finally:
             p.stop()
             self.clean_r1()
             self.restart(0)
+
+    def test_9bf_taken_file_kept_is_not_taken_again(self):
+        """atk45c N2: a start that could not use its own file whole (a
+        grant of it refused) left the taken file in place; a grant
+        revoked later, then the own file lost, and the next start took
+        the taken file again: the revoked grant was in force."""
+        p, data = self.crash_after_take()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        with open(own) as f:
+            top = json.load(f)
+        for g in top["grants"]:
+            if g["host"] == "old-b.grant.test":
+                g["granted"] = "2099-01-01T00:00:00Z"
+        with open(own, "w") as f:
+            json.dump(top, f)
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            status, body = proxylib.control(
+                os.path.join(W["dir"], "r1.sock"), "POST",
+                "/grants/revoke", {"sandbox": SBX,
+                                   "host": "old-a.grant.test", "port": 443,
+                                   "by": "test"})
+            self.assertEqual(status, 200, body)
+            p.stop()
+            os.unlink(own)
+            self.assertEqual(self.restart(0), set(),
+                             "a grant revoked since came back")
+            self.assertEqual(self.taken_kept(), [data])
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def taken_kept(self):
+        """The bytes of each copy of grants.json.taken-by-r1 kept (none
+        of them is taken again), and no taken file left."""
+        self.assertFalse(os.path.exists(os.path.join(
+            W["dir"], "grants.json.taken-by-r1")), "the taken file stays")
+        kept = []
+        for f in sorted(os.listdir(W["dir"])):
+            if f.startswith("grants.json.taken-by-r1.unused-"):
+                with open(os.path.join(W["dir"], f), "rb") as fh:
+                    kept.append(fh.read())
+        return kept
 
     def test_9be_take_kept_while_its_revokes_are_damaged(self):
         """atk45a F3: a replica taking grants.json whose revokes file has
@@ -566,13 +588,7 @@ class Replicas(unittest.TestCase):
         p = W["proxies"][0]
         p.stop()
         self.clean_r1()
-        now = time.time()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
-        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
-                 "expires": until, "by": "test", "rationale": "old"}
-        old = json.dumps([dict(grant, host="old-a.grant.test"),
-                          dict(grant, host="old-b.grant.test")]).encode()
+        old = old_grants("old-a.grant.test", "old-b.grant.test")
         with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
             f.write(old)
         with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
@@ -2223,14 +2239,8 @@ class TakenRevokes(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="taken-", dir=W["dir"])
         self.sock = os.path.join(self.dir, "r1.sock")
-        now = time.time()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
-        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
-                 "expires": until, "by": "test", "rationale": "old"}
-        with open(os.path.join(self.dir, "grants.json"), "w") as f:
-            json.dump([dict(grant, host="old.grant.test"),
-                       dict(grant, host="kept.grant.test")], f)
+        with open(os.path.join(self.dir, "grants.json"), "wb") as f:
+            f.write(old_grants("old.grant.test", "kept.grant.test"))
         p = SaveBlocked(self.dir, W["up"], name="p", extra_args=[
             "--instance", "r1", "--control-socket", self.sock])
         p.sock_dir = self.dir
