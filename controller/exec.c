@@ -124,6 +124,8 @@ struct exec_state {
 	unsigned long long	 pids_max_seen;	/* pids.events max, last read */
 	char			 cmds[PATH_MAX]; /* cgroup_cmds_setup's, or "" */
 	int			 moved;		/* the first process is in cmds */
+	int			 released;	/* ...moved there by the move that
+						   lets its command start */
 	const char		*eid;		/* the exec's id (Docker's) */
 	int			 join_pid;	/* its first process, 0: not known */
 	char			 bundle[PATH_MAX]; /* runc's (rtpid.h), or "" */
@@ -1464,6 +1466,7 @@ exec_join_move(struct exec_state *st, int ask)
 	    1 && strcmp(mark, st->o->run_id) == 0 &&
 	    cgroup_cmds_move(st->cmds, st->join_pid) == 0) {
 		st->moved = 1;
+		st->released = 1;
 		if (pidfd != -1)
 			pidfd_send_signal(pidfd, PROCSTAT_JOIN_WAKE, NULL, 0);
 	}
@@ -1884,6 +1887,17 @@ exec_conclude(struct exec_state *st, const struct cgroup_counters *before,
 	struct docker_einfo	 ei;
 
 	memset(&ei, 0, sizeof(ei));
+	/*
+	 * Stopped before its join was moved (runc with a memory cgroup of
+	 * the run's own): the join starts the command only once moved, and
+	 * after the stop it is killed instead (exec_join_move), so the
+	 * command never ran, and the result says so (not_started), as for
+	 * an exec that never had the lock: a harness may run it again.
+	 */
+	if ((res->timed_out || res->signal != 0) && !o->inside &&
+	    st->cmds[0] != '\0' && !st->released)
+		res->unstarted = "the exec was stopped before runc started its "
+		    "command";
 	if (st->died) {
 		exec_died(st);
 		exec_finish(st, before, 137);

@@ -47,6 +47,7 @@
 #define CONTROL_HEADERS_MAX	CTLTCP_HEADERS_MAX
 #define CONTROL_TIMEOUT_S	CTLTCP_TIMEOUT_S
 #define CONTROL_GRANTS_FILE_MAX	(8 * 1024 * 1024)	/* grants.json */
+#define CONTROL_KEPT_LOOK	8	/* kept copies compared at a start */
 /*
  * The most the saved registry's entries may take (registry_text): a
  * /register past it is refused (atk36f F2: a registry whose marks write
@@ -156,7 +157,9 @@ static int	control_grants_save(struct proxy *);
 static json_t	*control_grants_saved(json_t *);
 static char	*control_beside(const char *, const char *, const char *);
 static void	control_grants_open(struct proxy *, const char *);
-static void	control_grants_load(struct proxy *, const char *,
+static int	control_grants_aside(const char *, const char *, size_t,
+		    const char *);
+static int	control_grants_load(struct proxy *, const char *,
 	    const char *);
 static void	control_grants_take(struct proxy *, const char *);
 static char	*control_take(const char *, const char *);
@@ -1109,6 +1112,49 @@ control_beside(const char *path, const char *name, const char *instance)
 }
 
 /*
+ * A replica's own grants file is there, yet the file it took
+ * (NAME.json.taken-by-INSTANCE) is still there too: a start stopped
+ * between the save of its own file, which holds what the taken one held,
+ * and the removal (atk44d E3). Left there, a later start that finds no
+ * file of its own would take it again, with grants revoked since. With
+ * the own file used whole (control_grants_load) it goes at the next good
+ * save, made now. Otherwise (torn, its revokes unreadable, a grant
+ * refused) the start may not save and the taken file may be the one
+ * good record (atk45a F1, F2): it is kept as a copy to read
+ * (control_grants_aside, a rename), never taken again (atk45c N1: left
+ * in place, the next start, its own file saved whole meanwhile, removed
+ * it; N2: a later start with its own file lost took it again, with a
+ * grant revoked since); where even that rename fails it stays.
+ */
+static void
+control_grants_taken_left(struct proxy *px, const char *old, int whole)
+{
+	char	*taken, *tomb;
+
+	util_xasprintf(&taken, "%s.taken-by-%s", old, px->cfg.instance);
+	if (access(taken, F_OK) == -1) {
+		free(taken);
+		return;
+	}
+	if (!whole) {
+		util_xasprintf(&tomb, "%s.revoked", taken);
+		if (control_grants_aside(taken, NULL, 0, "left by a start "
+		    "that stopped before removing it, beside an own file "
+		    "this start could not use whole") == 0 &&
+		    unlink(tomb) == -1 && errno != ENOENT)
+			log_warn("%s: cannot remove it", tomb);
+		free(tomb);
+		free(taken);
+		return;
+	}
+	log_warnx("%s: left by a start that stopped before removing it; %s "
+	    "holds what it held", taken, control_grants_path);
+	free(control_grants_taken);
+	control_grants_taken = taken;
+	(void)control_grants_save(px);
+}
+
+/*
  * grants.json, or grants-NAME.json with --instance NAME: replicas whose
  * control sockets share a folder each keep their own, where one file
  * held only the grants of the last replica to save. A replica with no
@@ -1118,6 +1164,7 @@ static void
 control_grants_open(struct proxy *px, const char *sock)
 {
 	char	*old;
+	int	 whole;
 
 	control_grants_path = control_beside(sock, "grants",
 	    px->cfg.instance);
@@ -1127,9 +1174,12 @@ control_grants_open(struct proxy *px, const char *sock)
 	if (strcmp(old, control_grants_path) != 0 &&
 	    access(control_grants_path, F_OK) == -1 && errno == ENOENT)
 		control_grants_take(px, old);
-	else
-		control_grants_load(px, control_grants_path,
+	else {
+		whole = control_grants_load(px, control_grants_path,
 		    control_tomb_path);
+		if (strcmp(old, control_grants_path) != 0)
+			control_grants_taken_left(px, old, whole);
+	}
 	free(old);
 }
 
@@ -1234,8 +1284,14 @@ control_grants_take(struct proxy *px, const char *old)
 		return;
 	}
 	util_xasprintf(&tomb, "%s.revoked", control_grants_taken);
-	control_grants_load(px, control_grants_taken, tomb);
-	(void)control_grants_save(px);
+	/*
+	 * A file used whole is saved as the replica's own at once, which
+	 * retires the taken one; otherwise (its revokes unreadable, a copy
+	 * that could not be kept) it stays for the next start to take
+	 * again (atk45a F3: saved, and so retired, it was lost).
+	 */
+	if (control_grants_load(px, control_grants_taken, tomb))
+		(void)control_grants_save(px);
 	free(tomb);
 }
 
@@ -1305,6 +1361,59 @@ control_grants_resume(const struct grants_tombs *tombs, const char *text,
 }
 
 /*
+ * A copy of path's text kept before (PATH.unused-*, this uid's regular
+ * file, the same bytes), as a malloc'd name, or NULL. A start that keeps
+ * failing the same way (a revokes file that stays unreadable: no save
+ * replaces path) would otherwise add a copy at every start. At most
+ * CONTROL_KEPT_LOOK files of the same size are read (atk45a G1: 300 of
+ * 8 MiB added 2 s to a start); past them a copy is made.
+ */
+static char *
+control_grants_kept(const char *path, const char *text, size_t len)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	const char	*slash = strrchr(path, '/'), *base, *why;
+	char		*dir, *name = NULL, *kept;
+	size_t		 blen, klen;
+	int		 fd, looked = 0;
+
+	base = slash != NULL ? slash + 1 : path;
+	blen = strlen(base);
+	util_xasprintf(&dir, "%.*s", slash != NULL ? (int)(slash - path) : 1,
+	    slash != NULL ? path : ".");
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		free(dir);
+		return NULL;
+	}
+	while (name == NULL && looked < CONTROL_KEPT_LOOK &&
+	    (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, base, blen) != 0 ||
+		    strncmp(de->d_name + blen, ".unused-", 8) != 0 ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+		    (size_t)st.st_size != len)
+			continue;
+		looked++;
+		util_xasprintf(&name, "%s/%s", dir, de->d_name);
+		kept = control_read(name, O_NOFOLLOW, &klen, &why);
+		if (kept == NULL || klen != len || memcmp(kept, text,
+		    len) != 0) {
+			free(name);
+			name = NULL;
+		}
+		free(kept);
+	}
+	closedir(d);
+	free(dir);
+	return name;
+}
+
+/*
  * A grants.json (path, text) a start could not use whole, kept beside
  * it as PATH.unused-SECONDS (-N added when that name is taken; why in
  * the warning) before a save writes over it, so that no grant it held is
@@ -1327,6 +1436,13 @@ control_grants_aside(const char *path, const char *text, size_t len,
 	time_t	 now = time(NULL);
 	int	 i, rv = -1;
 
+	if (text != NULL && (to = control_grants_kept(path, text,
+	    len)) != NULL) {
+		log_warnx("%s: its copy is kept already as %s (%s)", path, to,
+		    why);
+		free(to);
+		return 0;
+	}
 	for (i = 0; i < 100 && rv == -1; i++) {
 		free(to);
 		if (i == 0)
@@ -1363,14 +1479,14 @@ control_grants_aside(const char *path, const char *text, size_t len,
  * too large, a damaged line) fails closed: no grant is restored, as a
  * revoke in it would be lost.
  */
-static void
+static int
 control_grants_load(struct proxy *px, const char *path, const char *tomb)
 {
 	struct control_load	 l = { px, path, NULL, 0 };
 	char			*text, err[256];
 	size_t			 len = 0;
 	long			 n = 0;
-	int			 bad = 0, badtext = 0, aside = 0;
+	int			 bad = 0, badtext = 0, aside = 0, whole = 1;
 
 	l.tombs = control_tombs_read(tomb, &bad);
 	text = control_file_read(path, &len, &badtext);
@@ -1385,12 +1501,13 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		free(text);
 		grants_tombs_free(l.tombs);
 		control_grants_floor(px);
-		return;
+		return 0;
 	}
 	if (text == NULL && badtext) {
 		log_warnx("%s: starting with no grants", path);
 		aside = control_grants_aside(path, NULL, 0, "none of its "
 		    "grants in force") == 0;
+		whole = 0;
 	} else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) ==
@@ -1398,11 +1515,14 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		log_warnx("%s: %s; starting with no grants", path, err);
 		aside = control_grants_aside(path, text, len, "none of its "
 		    "grants in force") == 0;
+		whole = 0;
 	} else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
-	if (l.refused > 0)
+	if (l.refused > 0) {
 		aside = control_grants_aside(path, text, len, "some of its "
 		    "grants refused") == 0;
+		whole = 0;
+	}
 	/* the padding of the revokes file is no revoke (apartfile.h) */
 	if (grants_tombs_count(l.tombs) > 0)
 		(void)grants_drop(px->grants, control_tomb_pick, &l,
@@ -1414,6 +1534,7 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 	free(text);
 	grants_tombs_free(l.tombs);
 	control_grants_floor(px);
+	return whole;
 }
 
 struct control_floor {

@@ -590,6 +590,39 @@ class DamagedFile(Restarted):
                 os.unlink(grants_path() + ".revoked")
             restart()
 
+    def test_one_copy_while_the_revokes_stay_unreadable(self):
+        """A revokes file that cannot be read makes a start use no grant
+        and save nothing (a save would empty it), so grants.json stays as
+        it was and each start kept another copy of it: one copy now,
+        whatever the number of starts."""
+        status, body = grant("g1.grant.test", 300)
+        self.assertEqual(status, 200, body)
+        with open(grants_path(), "rb") as f:
+            data = f.read()
+        tomb = grants_path() + ".revoked"
+        os.rename(tomb, tomb + ".away")
+        os.mkdir(tomb)
+        try:
+            for _ in range(3):
+                restart()
+                self.assertEqual(self.listed(), [])
+            kept = self.kept()
+            self.assertEqual(len(kept), 1, kept)
+            with open(kept[0], "rb") as f:
+                self.assertEqual(f.read(), data)
+            self.assertIn("grants.json: its copy is kept already as %s "
+                          "(none of its grants in force)" % kept[0],
+                          W["proxy"].stderr())
+            # A copy of other bytes is no copy of this file.
+            with open(kept[0], "wb") as f:
+                f.write(data + b" ")
+            restart()
+            self.assertEqual(len(self.kept()), 2, self.kept())
+        finally:
+            os.rmdir(tomb)
+            os.rename(tomb + ".away", tomb)
+            restart()   # g1 in force again: tearDown revokes it
+
     def test_kept_copy_never_replaces_another(self):
         """atk44b F2: a second copy kept in the same second replaced the
         first (rename over it). Names that are taken (an earlier copy of

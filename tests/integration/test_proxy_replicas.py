@@ -119,6 +119,17 @@ def record(sandbox, host, attempts=1, port=443):
             "last": "2026-12-02T00:00:01Z", "run_id": None}
 
 
+def old_grants(*hosts):
+    """The text of a grants.json an older proxy wrote (a bare array):
+    SBX's grants of hosts on port 443, given 5 s ago for 10 minutes."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
+    grant = {"sandbox": SBX, "port": 443, "granted": stamp,
+             "expires": until, "by": "test", "rationale": "old"}
+    return json.dumps([dict(grant, host=h) for h in hosts]).encode()
+
+
 def setUpModule():
     for k in proxylib.PROXY_ENV:
         os.environ.pop(k, None)
@@ -402,13 +413,8 @@ class Replicas(unittest.TestCase):
         W["proxies"][0].stop()
         os.unlink(os.path.join(W["dir"], "grants-r1.json"))
         now = time.time()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
-        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
-                 "expires": until, "by": "test", "rationale": "old"}
-        with open(os.path.join(W["dir"], "grants.json"), "w") as f:
-            json.dump([dict(grant, host="old.grant.test"),
-                       dict(grant, host="old-kept.grant.test")], f)
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old_grants("old.grant.test", "old-kept.grant.test"))
         with open(os.path.join(W["dir"], "grants.json.revoked"), "w") as f:
             f.write("\n" + json.dumps({"sandbox": SBX,
                                        "host": "old.grant.test",
@@ -417,6 +423,205 @@ class Replicas(unittest.TestCase):
         self.assertEqual(self.restart(0), {"old-kept.grant.test"})
         self.assertEqual(sorted(f for f in os.listdir(W["dir"])
                                 if f.startswith("grants.json")), [])
+
+    def test_9bb_taken_file_left_by_a_crash(self):
+        """atk44d E3: a start killed after the save of its own file and
+        before the removal of the file it took (SANDGATE_TEST_CRASH=
+        grants:saved) left grants.json.taken-by-r1 for good; a later
+        start with no file of its own (here: lost) took it again, and a
+        grant revoked since was in force again. The next start removes
+        it: its own file holds what the taken one held."""
+        p, _ = self.crash_after_take()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        self.assertTrue(os.path.exists(own), "no save before the crash")
+        self.assertEqual(self.restart(0),
+                         {"old-a.grant.test", "old-b.grant.test"})
+        self.assertFalse(os.path.exists(taken),
+                         "the taken file left by the crash is still there")
+        self.assertIn("grants.json.taken-by-r1: left by a start that "
+                      "stopped before removing it", p.stderr())
+        status, body = proxylib.control(
+            os.path.join(W["dir"], "r1.sock"), "POST", "/grants/revoke", {
+                "sandbox": SBX, "host": "old-b.grant.test", "port": 443,
+                "by": "test"})
+        self.assertEqual(status, 200, body)
+        p.stop()
+        os.unlink(own)
+        self.assertEqual(self.restart(0), set(),
+                         "a grant revoked since came back")
+        self.assertEqual(sorted(f for f in os.listdir(W["dir"])
+                                if f.startswith("grants.json")), [])
+
+    def crash_after_take(self):
+        """r1 with no file of its own takes grants.json (old-a, old-b)
+        and is killed between the save of grants-r1.json and the removal
+        of grants.json.taken-by-r1: both files are left."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
+        try:
+            with self.assertRaises(proxylib.ProxyError):
+                p.start()
+        finally:
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        self.assertTrue(os.path.exists(taken), "no taken file left")
+        with open(taken, "rb") as f:
+            return p, f.read()
+
+    def clean_r1(self):
+        """No grants file of r1's, taken or kept, nor grants.json."""
+        for f in os.listdir(W["dir"]):
+            path = os.path.join(W["dir"], f)
+            if f.startswith(("grants-r1.json", "grants.json")):
+                if os.path.isdir(path):
+                    os.rmdir(path)
+                else:
+                    os.unlink(path)
+
+    def test_9bc_taken_file_kept_while_revokes_are_damaged(self):
+        """atk45a F1: a start whose own revokes file has a damaged line
+        uses no grant and saves nothing (a save would empty that file);
+        the removal of a taken file left by a crash saved anyway: the
+        revokes were emptied, grants-r1.json written with no grant, and
+        after the revokes file was repaired no grant came back."""
+        p, data = self.crash_after_take()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        with open(own, "rb") as f:
+            saved = f.read()
+        tomb = own + ".revoked"
+        with open(tomb, "ab") as f:
+            f.write(b'{"damaged revoke line\n')
+        try:
+            self.assertEqual(self.restart(0), set())
+            with open(own, "rb") as f:
+                self.assertEqual(f.read(), saved, "grants-r1.json saved")
+            self.assertEqual(self.taken_kept(), [data])
+            p.stop()
+            with open(tomb, "wb") as f:     # an admin repairs it
+                f.write(b"")
+            self.assertEqual(self.restart(0),
+                             {"old-a.grant.test", "old-b.grant.test"})
+            self.assertFalse(os.path.exists(os.path.join(
+                W["dir"], "grants.json.taken-by-r1")))
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bd_taken_file_kept_when_the_own_file_is_damaged(self):
+        """atk45a F2: the taken file was removed because grants-r1.json
+        was there, though it was empty and no grant of it was used: the
+        one whole record of the grants went. It stays, and a start with
+        no own file takes it again."""
+        p, data = self.crash_after_take()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        with open(own, "wb"):
+            pass
+        try:
+            self.assertEqual(self.restart(0), set())
+            self.assertEqual(self.taken_kept(), [data],
+                             "the taken file went with the own file empty")
+            # atk45c N1: the start after (its own file saved whole
+            # meanwhile) removed a taken file left in place
+            self.assertEqual(self.restart(0), set())
+            self.assertEqual(self.taken_kept(), [data])
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bf_taken_file_kept_is_not_taken_again(self):
+        """atk45c N2: a start that could not use its own file whole (a
+        grant of it refused) left the taken file in place; a grant
+        revoked later, then the own file lost, and the next start took
+        the taken file again: the revoked grant was in force."""
+        p, data = self.crash_after_take()
+        own = os.path.join(W["dir"], "grants-r1.json")
+        with open(own) as f:
+            top = json.load(f)
+        for g in top["grants"]:
+            if g["host"] == "old-b.grant.test":
+                g["granted"] = "2099-01-01T00:00:00Z"
+        with open(own, "w") as f:
+            json.dump(top, f)
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            status, body = proxylib.control(
+                os.path.join(W["dir"], "r1.sock"), "POST",
+                "/grants/revoke", {"sandbox": SBX,
+                                   "host": "old-a.grant.test", "port": 443,
+                                   "by": "test"})
+            self.assertEqual(status, 200, body)
+            p.stop()
+            os.unlink(own)
+            self.assertEqual(self.restart(0), set(),
+                             "a grant revoked since came back")
+            self.assertEqual(self.taken_kept(), [data])
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def taken_kept(self):
+        """The bytes of each copy of grants.json.taken-by-r1 kept (none
+        of them is taken again), and no taken file left."""
+        self.assertFalse(os.path.exists(os.path.join(
+            W["dir"], "grants.json.taken-by-r1")), "the taken file stays")
+        kept = []
+        for f in sorted(os.listdir(W["dir"])):
+            if f.startswith("grants.json.taken-by-r1.unused-"):
+                with open(os.path.join(W["dir"], f), "rb") as fh:
+                    kept.append(fh.read())
+        return kept
+
+    def test_9be_take_kept_while_its_revokes_are_damaged(self):
+        """atk45a F3: a replica taking grants.json whose revokes file has
+        a damaged line uses no grant of it; when no copy of it could be
+        kept either, the take saved at once, which removed the taken file
+        and its revokes: the grants were on no file. The taken file now
+        stays until a start can use it."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        old = old_grants("old-a.grant.test", "old-b.grant.test")
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old)
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
+            f.write(b'{"damaged revoke line\n')
+        t0 = int(time.time())
+        planted = []
+        for t in range(t0, t0 + 20):    # no copy can be kept meanwhile
+            for i in range(100):
+                planted.append(os.path.join(
+                    W["dir"], "grants.json.taken-by-r1.unused-%d%s" %
+                    (t, "-%d" % i if i else "")))
+                os.mkdir(planted[-1])
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        try:
+            self.assertEqual(self.restart(0), set())
+            self.assertTrue(os.path.exists(taken), "the taken file is lost")
+            with open(taken, "rb") as f:
+                self.assertEqual(f.read(), old)
+            p.stop()
+            for d in planted:
+                os.rmdir(d)
+            planted = []
+            with open(taken + ".revoked", "wb") as f:   # repaired
+                f.write(b"")
+            self.assertEqual(self.restart(0),
+                             {"old-a.grant.test", "old-b.grant.test"})
+            self.assertFalse(os.path.exists(taken))
+        finally:
+            p.stop()
+            for d in planted:
+                os.rmdir(d)
+            self.clean_r1()
+            self.restart(0)
 
     def test_9c_each_replica_keeps_its_own_registry(self):
         """registry.json was one file for the replicas of a folder, the
@@ -1826,6 +2031,17 @@ class ReplicaSetEdges(TwoReplicas):
                 self.plant(kind)
                 r = self.sandgate(["discard", self.SBX], self.urls[:1])
                 self.assertEqual(r.returncode, 125, r.stderr)
+                if kind == "symlink":
+                    # a link in a sandbox folder: the state folder is
+                    # refused whole before anything is done
+                    # (guarantees.md item 33)
+                    self.assertIn("replicas is a link", r.stderr)
+                    self.assertFalse(os.path.exists(self.unreg()))
+                    rp = os.path.join(self.state, "sandboxes", self.SBX,
+                                      "replicas")
+                    os.unlink(rp)
+                    os.rename(rp + ".real", rp)
+                    continue
                 self.assertIn("cannot be read", r.stderr)
                 self.assertTrue(os.path.exists(self.unreg()), r.stderr)
                 os.unlink(self.unreg())
@@ -2034,14 +2250,8 @@ class TakenRevokes(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="taken-", dir=W["dir"])
         self.sock = os.path.join(self.dir, "r1.sock")
-        now = time.time()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 5))
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))
-        grant = {"sandbox": SBX, "port": 443, "granted": stamp,
-                 "expires": until, "by": "test", "rationale": "old"}
-        with open(os.path.join(self.dir, "grants.json"), "w") as f:
-            json.dump([dict(grant, host="old.grant.test"),
-                       dict(grant, host="kept.grant.test")], f)
+        with open(os.path.join(self.dir, "grants.json"), "wb") as f:
+            f.write(old_grants("old.grant.test", "kept.grant.test"))
         p = SaveBlocked(self.dir, W["up"], name="p", extra_args=[
             "--instance", "r1", "--control-socket", self.sock])
         p.sock_dir = self.dir
