@@ -1477,7 +1477,9 @@ control_grants_aside(const char *path, const char *text, size_t len,
  * (control_grants_floor); those expired since go at the tick. A revokes
  * file that is there but cannot be used (not a regular file, unreadable,
  * too large, a damaged line) fails closed: no grant is restored, as a
- * revoke in it would be lost.
+ * revoke in it would be lost. 1 when the file and its revokes were used
+ * whole; 0 when any of it was not (damaged, a grant refused), and then
+ * no save is for the caller to make: the load made the one it may.
  */
 static int
 control_grants_load(struct proxy *px, const char *path, const char *tomb)
