@@ -495,6 +495,19 @@ class DamagedFile(Restarted):
             os.unlink(k)
         super().tearDown()
 
+    def g2_refused(self):
+        """g1 and g2 granted; what grants.json holds, with g2's grant
+        made one a start refuses (granted in the future)."""
+        for host in ("g1.grant.test", "g2.grant.test"):
+            status, body = grant(host, 300)
+            self.assertEqual(status, 200, body)
+        with open(grants_path()) as f:
+            top = json.load(f)
+        for g in top["grants"]:
+            if g["host"] == "g2.grant.test":
+                g["granted"] = "2099-01-01T00:00:00Z"
+        return top
+
     def check_kept(self, data, why):
         kept = self.kept()
         self.assertEqual(len(kept), 1, kept)
@@ -538,15 +551,7 @@ class DamagedFile(Restarted):
     def test_refused_grant_kept(self):
         """One grant refused (granted in the future), one restored: the
         file kept whole, grants.json saved again with the one in force."""
-        status, body = grant("g1.grant.test", 300)
-        self.assertEqual(status, 200, body)
-        status, body = grant("g2.grant.test", 300)
-        self.assertEqual(status, 200, body)
-        with open(grants_path()) as f:
-            top = json.load(f)
-        for g in top["grants"]:
-            if g["host"] == "g2.grant.test":
-                g["granted"] = "2099-01-01T00:00:00Z"
+        top = self.g2_refused()
         data = json.dumps(top).encode()
         with open(grants_path(), "wb") as f:
             f.write(data)
@@ -561,16 +566,8 @@ class DamagedFile(Restarted):
         replaces it; with saves failing (here: the file's number at
         2^53 - 1, past which no save is made), the grant in force was
         then in memory only, and the next start had none."""
-        status, body = grant("g1.grant.test", 300)
-        self.assertEqual(status, 200, body)
-        status, body = grant("g2.grant.test", 300)
-        self.assertEqual(status, 200, body)
-        with open(grants_path()) as f:
-            top = json.load(f)
+        top = self.g2_refused()
         top["generation"] = 2 ** 53 - 1
-        for g in top["grants"]:
-            if g["host"] == "g2.grant.test":
-                g["granted"] = "2099-01-01T00:00:00Z"
         data = json.dumps(top).encode()
         with open(grants_path(), "wb") as f:
             f.write(data)

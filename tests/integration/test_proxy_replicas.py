@@ -441,15 +441,7 @@ class Replicas(unittest.TestCase):
                          "the taken file left by the crash is still there")
         self.assertIn("grants.json.taken-by-r1: left by a start that "
                       "stopped before removing it", p.stderr())
-        status, body = proxylib.control(
-            os.path.join(W["dir"], "r1.sock"), "POST", "/grants/revoke", {
-                "sandbox": SBX, "host": "old-b.grant.test", "port": 443,
-                "by": "test"})
-        self.assertEqual(status, 200, body)
-        p.stop()
-        os.unlink(own)
-        self.assertEqual(self.restart(0), set(),
-                         "a grant revoked since came back")
+        self.revoke_then_lose_own(p, "old-b.grant.test")
         self.assertEqual(sorted(f for f in os.listdir(W["dir"])
                                 if f.startswith("grants.json")), [])
 
@@ -551,21 +543,24 @@ class Replicas(unittest.TestCase):
             json.dump(top, f)
         try:
             self.assertEqual(self.restart(0), {"old-a.grant.test"})
-            status, body = proxylib.control(
-                os.path.join(W["dir"], "r1.sock"), "POST",
-                "/grants/revoke", {"sandbox": SBX,
-                                   "host": "old-a.grant.test", "port": 443,
-                                   "by": "test"})
-            self.assertEqual(status, 200, body)
-            p.stop()
-            os.unlink(own)
-            self.assertEqual(self.restart(0), set(),
-                             "a grant revoked since came back")
+            self.revoke_then_lose_own(p, "old-a.grant.test")
             self.assertEqual(self.taken_kept(), [data])
         finally:
             p.stop()
             self.clean_r1()
             self.restart(0)
+
+    def revoke_then_lose_own(self, p, host):
+        """r1 (p, running) revokes SBX's grant of host; then stopped, its
+        grants-r1.json lost and started again, it has no grant."""
+        status, body = proxylib.control(
+            os.path.join(W["dir"], "r1.sock"), "POST", "/grants/revoke", {
+                "sandbox": SBX, "host": host, "port": 443, "by": "test"})
+        self.assertEqual(status, 200, body)
+        p.stop()
+        os.unlink(os.path.join(W["dir"], "grants-r1.json"))
+        self.assertEqual(self.restart(0), set(),
+                         "a grant revoked since came back")
 
     def taken_kept(self):
         """The bytes of each copy of grants.json.taken-by-r1 kept (none
