@@ -46,6 +46,18 @@ meta_init(struct sandbox_meta *m)
 	m->tmp_size = 64ULL << 20;
 }
 
+/* A record of kind for run_id, of m's sandbox, running argv. */
+static void
+rec_init(struct runrec *r, const char *kind, const char *run_id,
+    struct sandbox_meta *m, char **argv)
+{
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->run_id = run_id;
+	r->meta = m;
+	r->argv = argv;
+}
+
 static json_t *
 flag(json_t *o, const char *name)
 {
@@ -72,11 +84,7 @@ test_ran(void **state)
 	x.duration_ms = 420;
 	x.start.tv_sec = 1700000000;
 	x.end.tv_sec = 1700000001;
-	memset(&r, 0, sizeof(r));
-	r.kind = "exec";
-	r.run_id = "run_x";
-	r.meta = &m;
-	r.argv = argv;
+	rec_init(&r, "exec", "run_x", &m, argv);
 	r.timeout = 600;
 	r.res = &x;
 	o = runrec_fields(&r);
@@ -138,11 +146,7 @@ test_cleanup_from_result(void **state)
 		x.gvisor = 1;
 		x.sandbox_killed = t[i].sandbox_killed;
 		x.kill_failed = t[i].kill_failed;
-		memset(&r, 0, sizeof(r));
-		r.kind = "exec";
-		r.run_id = "run_k";
-		r.meta = &m;
-		r.argv = argv;
+		rec_init(&r, "exec", "run_k", &m, argv);
 		r.res = &x;
 		r.cleanup = t[i].given;
 		o = runrec_fields(&r);
@@ -168,11 +172,7 @@ test_never_ran(void **state)
 
 	(void)state;
 	meta_init(&m);
-	memset(&r, 0, sizeof(r));
-	r.kind = "run";
-	r.run_id = "run_y";
-	r.meta = &m;
-	r.argv = argv;
+	rec_init(&r, "run", "run_y", &m, argv);
 	r.cleanup = "failed: container remove";
 	o = runrec_fields(&r);
 	assert_non_null(o);
@@ -209,11 +209,7 @@ test_not_started(void **state)
 	x.exit_code = 124;
 	x.cmd_exit = -1;
 	x.unstarted = "an apply or a discard held the sandbox all that time";
-	memset(&r, 0, sizeof(r));
-	r.kind = "exec";
-	r.run_id = "run_n";
-	r.meta = &m;
-	r.argv = argv;
+	rec_init(&r, "exec", "run_n", &m, argv);
 	r.res = &x;
 	o = runrec_fields(&r);
 	assert_non_null(o);
@@ -244,11 +240,7 @@ test_long_command(void **state)
 	argv[0] = "echo";
 	argv[1] = big;
 	argv[2] = NULL;
-	memset(&r, 0, sizeof(r));
-	r.kind = "exec";
-	r.run_id = "run_z";
-	r.meta = &m;
-	r.argv = argv;
+	rec_init(&r, "exec", "run_z", &m, argv);
 	o = runrec_fields(&r);
 	assert_non_null(o);
 	assert_true(strlen(json_string_value(json_object_get(o, "command"))) <
