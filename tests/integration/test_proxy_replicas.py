@@ -533,14 +533,7 @@ class Replicas(unittest.TestCase):
         revoked later, then the own file lost, and the next start took
         the taken file again: the revoked grant was in force."""
         p, data = self.crash_after_take()
-        own = os.path.join(W["dir"], "grants-r1.json")
-        with open(own) as f:
-            top = json.load(f)
-        for g in top["grants"]:
-            if g["host"] == "old-b.grant.test":
-                g["granted"] = "2099-01-01T00:00:00Z"
-        with open(own, "w") as f:
-            json.dump(top, f)
+        self.refuse_in_own("old-b.grant.test")
         try:
             self.assertEqual(self.restart(0), {"old-a.grant.test"})
             self.revoke_then_lose_own(p, "old-a.grant.test")
@@ -550,16 +543,29 @@ class Replicas(unittest.TestCase):
             self.clean_r1()
             self.restart(0)
 
-    def revoke_then_lose_own(self, p, host):
+    def refuse_in_own(self, host):
+        """grants-r1.json's grant of host made one the next start
+        refuses (given in 2099)."""
+        own = os.path.join(W["dir"], "grants-r1.json")
+        with open(own) as f:
+            top = json.load(f)
+        for g in top["grants"]:
+            if g["host"] == host:
+                g["granted"] = "2099-01-01T00:00:00Z"
+        with open(own, "w") as f:
+            json.dump(top, f)
+
+    def revoke_then_lose_own(self, p, host, left=frozenset()):
         """r1 (p, running) revokes SBX's grant of host; then stopped, its
-        grants-r1.json lost and started again, it has no grant."""
+        grants-r1.json lost and started again, it has the grants left
+        (none unless said)."""
         status, body = proxylib.control(
             os.path.join(W["dir"], "r1.sock"), "POST", "/grants/revoke", {
                 "sandbox": SBX, "host": host, "port": 443, "by": "test"})
         self.assertEqual(status, 200, body)
         p.stop()
         os.unlink(os.path.join(W["dir"], "grants-r1.json"))
-        self.assertEqual(self.restart(0), set(),
+        self.assertEqual(self.restart(0), set(left),
                          "a grant revoked since came back")
 
     def taken_kept(self):
@@ -588,14 +594,7 @@ class Replicas(unittest.TestCase):
             f.write(old)
         with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
             f.write(b'{"damaged revoke line\n')
-        t0 = int(time.time())
-        planted = []
-        for t in range(t0, t0 + 20):    # no copy can be kept meanwhile
-            for i in range(100):
-                planted.append(os.path.join(
-                    W["dir"], "grants.json.taken-by-r1.unused-%d%s" %
-                    (t, "-%d" % i if i else "")))
-                os.mkdir(planted[-1])
+        planted = self.plant_unused()
         taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
         try:
             self.assertEqual(self.restart(0), set())
@@ -603,9 +602,7 @@ class Replicas(unittest.TestCase):
             with open(taken, "rb") as f:
                 self.assertEqual(f.read(), old)
             p.stop()
-            for d in planted:
-                os.rmdir(d)
-            planted = []
+            planted = self.unplant(planted)
             with open(taken + ".revoked", "wb") as f:   # repaired
                 f.write(b"")
             self.assertEqual(self.restart(0),
@@ -613,8 +610,177 @@ class Replicas(unittest.TestCase):
             self.assertFalse(os.path.exists(taken))
         finally:
             p.stop()
-            for d in planted:
-                os.rmdir(d)
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def plant_unused(self):
+        """A folder at each name a copy of grants.json.taken-by-r1 could
+        take for the next 20 s: none can be kept (the list, to unplant)."""
+        t0 = int(time.time())
+        planted = []
+        for t in range(t0, t0 + 20):
+            for i in range(100):
+                planted.append(os.path.join(
+                    W["dir"], "grants.json.taken-by-r1.unused-%d%s" %
+                    (t, "-%d" % i if i else "")))
+                os.mkdir(planted[-1])
+        return planted
+
+    def unplant(self, planted):
+        for d in planted:
+            os.rmdir(d)
+        return []
+
+    def revoke_line(self, host):
+        """A line of a revokes file the single proxy kept: SBX's grant of
+        host on port 443 revoked now."""
+        return "\n" + json.dumps({"sandbox": SBX, "host": host,
+                                  "port": 443,
+                                  "revoked": int(time.time())}) + "\n"
+
+    def test_9bg_take_reads_revokes_it_cannot_move(self):
+        """atk45d K4: a take whose grants.json.revoked could not be
+        renamed beside the taken file (here immutable; any EPERM, EBUSY)
+        loaded the grants without those revokes and saved them: a grant
+        revoked by the single proxy was in force again for good. The
+        revokes are read where they are."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        tomb = os.path.join(W["dir"], "grants.json.revoked")
+        with open(tomb, "w") as f:
+            f.write(self.revoke_line("old-a.grant.test"))
+        if subprocess.run(["chattr", "+i", tomb], stderr=subprocess.DEVNULL
+                          ).returncode != 0:
+            self.restart(0)
+            self.skipTest("chattr +i is refused here")
+        try:
+            self.assertEqual(self.restart(0), {"old-b.grant.test"})
+            self.assertEqual(self.restart(0), {"old-b.grant.test"},
+                             "the revoked grant was saved")
+        finally:
+            subprocess.run(["chattr", "-i", tomb])
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bh_taken_file_beside_revokes_not_moved(self):
+        """atk45d K5: a start killed between the rename of grants.json
+        and that of its revokes left grants.json.taken-by-r1 with
+        grants.json.revoked; the next start took the file with no
+        revokes, and a revoked grant was in force again for good."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        with open(os.path.join(W["dir"], "grants.json.taken-by-r1"),
+                  "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "w") as f:
+            f.write(self.revoke_line("old-a.grant.test"))
+        try:
+            self.assertEqual(self.restart(0), {"old-b.grant.test"})
+            self.assertEqual(self.restart(0), {"old-b.grant.test"})
+            self.assertEqual(sorted(f for f in os.listdir(W["dir"])
+                                    if f.startswith("grants.json")), [])
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bi_taken_file_that_stays_keeps_later_revokes(self):
+        """atk45d K1: where the taken file could be neither removed nor
+        kept as a copy it stayed, a later revoke went to the own file
+        alone, and once that was lost the next start took the taken file
+        again: the revoked grant was in force. Each revoke is now kept
+        beside the taken file too."""
+        p, data = self.crash_after_take()
+        self.refuse_in_own("old-b.grant.test")
+        planted = self.plant_unused()
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            planted = self.unplant(planted)
+            self.revoke_then_lose_own(p, "old-a.grant.test",
+                                      {"old-b.grant.test"})
+        finally:
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bj_taken_file_not_kept_outlives_a_grant(self):
+        """atk45d K2: a take that could use nothing of grants.json (its
+        revokes damaged) and keep no copy of it left the file in place,
+        but the first grant's save removed it with its revokes: the
+        grants were on no file. It stays until a start can keep it."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        old = old_grants("old-a.grant.test", "old-b.grant.test")
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old)
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
+            f.write(b'{"damaged revoke line\n')
+        planted = self.plant_unused()
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        try:
+            self.assertEqual(self.restart(0), set())
+            status, body = proxylib.control(
+                os.path.join(W["dir"], "r1.sock"), "POST", "/grants", {
+                    "sandbox": SBX, "host": "own-c.grant.test",
+                    "port": 443, "seconds": 600, "rationale": "after",
+                    "by": "test"})
+            self.assertEqual(status, 200, body)
+            self.assertTrue(os.path.exists(taken),
+                            "the grant's save removed the taken file")
+            planted = self.unplant(planted)
+            self.assertEqual(self.restart(0), {"own-c.grant.test"})
+            self.assertEqual(self.taken_kept(), [old])
+        finally:
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bk_taken_file_kept_past_a_crash_in_the_own_files_save(self):
+        """atk45d K3: a start that found its own file damaged saved what
+        was in force over it and was killed before it set the taken file
+        aside; the next start found a whole own file and removed the
+        taken file, the one record of its grants. A taken file goes only
+        beside an own file that says it took it."""
+        p, data = self.crash_after_take()
+        with open(os.path.join(W["dir"], "grants-r1.json"), "wb"):
+            pass
+        p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
+        try:
+            with self.assertRaises(proxylib.ProxyError):
+                p.start()
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+            self.assertEqual(self.restart(0), set())
+            self.assertEqual(self.taken_kept(), [data])
+        finally:
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bl_taken_file_kept_past_a_failed_rename(self):
+        """atk45d K3b: the same when the taken file's rename to a copy
+        failed once: it stayed, and the next start removed it."""
+        p, data = self.crash_after_take()
+        with open(os.path.join(W["dir"], "grants-r1.json"), "wb"):
+            pass
+        planted = self.plant_unused()
+        try:
+            self.assertEqual(self.restart(0), set())
+            planted = self.unplant(planted)
+            self.assertEqual(self.restart(0), set())
+            self.assertEqual(self.taken_kept(), [data])
+        finally:
+            p.stop()
+            self.unplant(planted)
             self.clean_r1()
             self.restart(0)
 
