@@ -586,15 +586,7 @@ class Replicas(unittest.TestCase):
         kept either, the take saved at once, which removed the taken file
         and its revokes: the grants were on no file. The taken file now
         stays until a start can use it."""
-        p = W["proxies"][0]
-        p.stop()
-        self.clean_r1()
-        old = old_grants("old-a.grant.test", "old-b.grant.test")
-        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
-            f.write(old)
-        with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
-            f.write(b'{"damaged revoke line\n')
-        planted = self.plant_unused()
+        p, old, planted = self.damaged_take()
         taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
         try:
             self.assertEqual(self.restart(0), set())
@@ -613,6 +605,20 @@ class Replicas(unittest.TestCase):
             self.unplant(planted)
             self.clean_r1()
             self.restart(0)
+
+    def damaged_take(self):
+        """r1 stopped with no file of its own, grants.json (old-a, old-b)
+        with a damaged line in its revokes, and no copy of the taken file
+        can be kept (plant_unused): r1, the old bytes, what was planted."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        old = old_grants("old-a.grant.test", "old-b.grant.test")
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old)
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
+            f.write(b'{"damaged revoke line\n')
+        return p, old, self.plant_unused()
 
     def plant_unused(self):
         """A folder at each name a copy of grants.json.taken-by-r1 could
@@ -715,15 +721,7 @@ class Replicas(unittest.TestCase):
         revokes damaged) and keep no copy of it left the file in place,
         but the first grant's save removed it with its revokes: the
         grants were on no file. It stays until a start can keep it."""
-        p = W["proxies"][0]
-        p.stop()
-        self.clean_r1()
-        old = old_grants("old-a.grant.test", "old-b.grant.test")
-        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
-            f.write(old)
-        with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
-            f.write(b'{"damaged revoke line\n')
-        planted = self.plant_unused()
+        p, old, planted = self.damaged_take()
         taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
         try:
             self.assertEqual(self.restart(0), set())
