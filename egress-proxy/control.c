@@ -176,7 +176,7 @@ static int	control_grants_load(struct proxy *, const char *,
 		    const char *, const char *, char *);
 static void	control_grants_take(struct proxy *, const char *);
 static char	*control_take(const char *, const char *);
-static void	control_taken_done(const char *);
+static int	control_taken_any(const char *);
 static void	control_taken_retire(char **);
 static int	control_taken_again(const char *, const char *);
 static struct grants_tombs *control_tombs_read(const char *, const char *,
@@ -986,7 +986,9 @@ control_grants_save(struct proxy *px)
 	    0600) == -1;
 	if (!control_grants_unsaved) {
 		control_crash_point("grants", "saved");
-		apartfile_clear(control_tomb_path);
+		if (px->cfg.instance != NULL ||
+		    !control_taken_any(control_grants_path))
+			apartfile_clear(control_tomb_path);
 		control_taken_retire(&control_grants_taken);
 	}
 	if (control_grants_unsaved) {
@@ -1185,10 +1187,16 @@ control_file_digest(const char *path, char *out)
 static void
 control_grants_stay(char *taken, const char *why)
 {
+	char	*tomb;
+
 	log_warnx("%s: it stays (%s); no save removes it, and each revoke is "
 	    "kept in %s.revoked too", taken, why, taken);
 	free(control_grants_stays);
 	control_grants_stays = taken;
+	/* room for them made now, as for every revokes file (apartfile.h) */
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	apartfile_create(tomb, "a revoke");
+	free(tomb);
 }
 
 /*
@@ -1269,53 +1277,39 @@ control_grants_open(struct proxy *px, const char *sock)
 
 /*
  * old (NAME.json, what a proxy before replicas wrote) is taken once, by
- * the first replica to rename it to NAME.json.taken-by-INSTANCE, with
- * its NAME.json.revoked beside it: it is never written again, so a
- * replica taking it later (a scale-up, or one whose own file was lost)
- * would bring back what was revoked or unregistered since. Replicas
- * starting together race for the rename; one wins, the others start
- * without it (the controller sends every change to each). The revokes
- * are moved whenever the taken file is there and they are not beside it
- * yet (a start killed between the two renames left them: atk45d K5);
- * revokes that cannot be moved are read where they are (K4:
- * control_grants_take). The taken path, to be removed once the
- * replica's own file is saved (one a crash left is taken again by the
- * same replica), or NULL.
+ * the first replica to rename it to NAME.json.taken-by-INSTANCE: it is
+ * never written again, so a replica taking it later (a scale-up, or one
+ * whose own file was lost) would bring back what was revoked or
+ * unregistered since. Replicas starting together race for the rename;
+ * one wins, the others start without it (the controller sends every
+ * change to each). The rename never replaces a taken file already there
+ * (one a crash left, or one that stays: atk46a L2): that one is taken
+ * again and old left for a later take. Its revokes (NAME.json.revoked)
+ * are not moved: a second rename could fail, or be killed, or move the
+ * revokes of one file beside another (atk45d K4, K5; atk46a L3, L3b);
+ * they are read where they are (control_grants_take), and a proxy
+ * without --instance keeps them while a taken file is there
+ * (control_taken_any). The taken path, to be removed once the
+ * replica's own file is saved, or NULL.
  */
 static char *
 control_take(const char *old, const char *instance)
 {
-	char	*taken, *tomb, *oldtomb;
+	char	*taken;
 
 	util_xasprintf(&taken, "%s.taken-by-%s", old, instance);
-	util_xasprintf(&tomb, "%s.revoked", taken);
-	util_xasprintf(&oldtomb, "%s.revoked", old);
-	if (rename(old, taken) == 0)
+	if (renameat2(AT_FDCWD, old, AT_FDCWD, taken, RENAME_NOREPLACE) == 0)
 		log_info("%s is taken as %s", old, taken);
+	else if (errno == EEXIST)
+		log_warnx("%s: left by a start that stopped before it was "
+		    "saved as this replica's own, or that stays: taken "
+		    "again; %s is left for a later take", taken, old);
 	else if (errno != ENOENT)
 		log_warn("%s: cannot take it as %s", old, taken);
-	if (access(taken, F_OK) == 0 && renameat2(AT_FDCWD, oldtomb,
-	    AT_FDCWD, tomb, RENAME_NOREPLACE) == -1 && errno != ENOENT)
-		log_warn("%s: cannot take it as %s; read where it is",
-		    oldtomb, tomb);
-	free(tomb);
-	free(oldtomb);
 	if (access(taken, F_OK) == 0)
 		return taken;
 	free(taken);
 	return NULL;
-}
-
-/* The file taken (control_take) and its revokes, once no longer needed. */
-static void
-control_taken_done(const char *taken)
-{
-	char	*tomb;
-
-	util_xasprintf(&tomb, "%s.revoked", taken);
-	if (unlink(taken) == -1 || (unlink(tomb) == -1 && errno != ENOENT))
-		log_warn("%s: cannot remove it", taken);
-	free(tomb);
 }
 
 /*
@@ -1323,16 +1317,68 @@ control_taken_done(const char *taken)
  * (*taken, NULL when none is left): it goes, with its revokes, and is
  * forgotten. Called by the first good save, at start or later (a save
  * failing at start is tried again every second): until then a restart
- * takes it again.
+ * takes it again. One that cannot be removed stays (control_grants_stay:
+ * atk46a L1, forgotten, a later revoke did not reach it).
  */
 static void
 control_taken_retire(char **taken)
 {
+	char	*tomb;
+
 	if (*taken == NULL)
 		return;
-	control_taken_done(*taken);
+	if (unlink(*taken) == -1 && errno != ENOENT) {
+		log_warn("%s: cannot remove it", *taken);
+		control_grants_took[0] = '\0';
+		control_grants_stay(*taken, "it could not be removed");
+		*taken = NULL;
+		return;
+	}
+	util_xasprintf(&tomb, "%s.revoked", *taken);
+	if (unlink(tomb) == -1 && errno != ENOENT)
+		log_warn("%s: cannot remove it", tomb);
+	free(tomb);
 	free(*taken);
 	*taken = NULL;
+	control_grants_took[0] = '\0';
+}
+
+/*
+ * 1 when a replica's taken file (control_take) is in the folder of
+ * path: a proxy without --instance then keeps the revokes of grants.json
+ * (path's), which that file's next take reads (atk46a L6: a start of the
+ * single proxy between a replica's take and its save emptied them, and
+ * that replica then took its file with a revoked grant in force).
+ */
+static int
+control_taken_any(const char *path)
+{
+	struct dirent	*de;
+	DIR		*d;
+	const char	*slash = strrchr(path, '/'), *base, *rest;
+	char		*dir;
+	size_t		 blen;
+	int		 any = 0;
+
+	base = slash != NULL ? slash + 1 : path;
+	blen = strlen(base);
+	util_xasprintf(&dir, "%.*s", slash != NULL ? (int)(slash - path) : 1,
+	    slash != NULL ? path : ".");
+	if ((d = opendir(dir)) == NULL)
+		any = 1;	/* cannot tell: kept */
+	while (d != NULL && !any && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, base, blen) != 0 ||
+		    strncmp(de->d_name + blen, ".taken-by-", 10) != 0)
+			continue;
+		rest = de->d_name + blen + 10;
+		any = strstr(rest, ".unused-") == NULL &&
+		    (strlen(rest) < 8 || strcmp(rest + strlen(rest) - 8,
+		    ".revoked") != 0);
+	}
+	if (d != NULL)
+		closedir(d);
+	free(dir);
+	return any;
 }
 
 /*
@@ -1358,14 +1404,18 @@ control_taken_again(const char *old, const char *instance)
 }
 
 /*
- * A replica with no grants file of its own takes grants.json, with the
- * revokes beside it and those of old (NAME.json.revoked) still there
- * (atk45d K4, K5). A file used whole is saved as the replica's own at
- * once, the save saying it took it, which retires the taken one; one
- * not used whole but kept as a copy goes at the first good save. One
- * neither used whole nor kept stays (control_grants_stay: atk45a F3,
- * saved and so retired at the take it was lost; atk45d K2, retired at
- * the first grant's save, the same).
+ * A replica with no grants file of its own takes grants.json, read with
+ * the revokes beside it (those this replica kept there while it stayed)
+ * and those of grants.json (NAME.json.revoked, where they are). The
+ * file is the replica's, to retire, only once the load has decided (a
+ * save made inside it, the floors' included, retired it before: atk46a
+ * L4). A file used whole is saved as the replica's own at once, the save
+ * saying it took it ("took"), which retires the taken one; one not used
+ * whole but kept as a copy goes at the next good save (none is made
+ * now: with revokes unreadable it would empty them). One neither used
+ * whole nor kept stays (control_grants_stay: atk45a F3, saved and so
+ * retired at the take it was lost; atk45d K2, retired at the first
+ * grant's save, the same).
  */
 static void
 control_grants_take(struct proxy *px, const char *old)
@@ -1380,19 +1430,18 @@ control_grants_take(struct proxy *px, const char *old)
 	}
 	util_xasprintf(&tomb, "%s.revoked", taken);
 	util_xasprintf(&oldtomb, "%s.revoked", old);
-	control_grants_taken = util_xstrdup(taken);
-	(void)control_file_digest(taken, control_grants_took);
 	got = control_grants_load(px, taken, tomb, oldtomb, NULL);
-	if (got == 1 && control_grants_taken != NULL)
-		(void)control_grants_save(px);
-	else if (got == -1) {
-		free(control_grants_taken);
-		control_grants_taken = NULL;
+	if (got == -1)
 		control_grants_stay(taken, "it could not be used whole nor "
 		    "kept as a copy");
-		taken = NULL;
+	else if (got == 0)
+		control_grants_taken = taken;	/* the load saved if it may */
+	else {
+		if (control_file_digest(taken, control_grants_took) == -1)
+			control_grants_took[0] = '\0';
+		control_grants_taken = taken;
+		(void)control_grants_save(px);
 	}
-	free(taken);
 	free(tomb);
 	free(oldtomb);
 }
@@ -1935,9 +1984,10 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		goto out;
 	}
 	g.granted = r.granted;
+	/* first: a kill after the own file's save lost it there (atk46a L5) */
+	control_stays_revoke(&g);
 	if (!(saved = control_grants_save(px) == 0))
 		saved = apart = control_tomb_add(&g) == 0;
-	control_stays_revoke(&g);
 	closed = conn_revoke(px);
 	control_reply(req, 200, control_grants_saved(json_pack("{s:b, s:I, "
 	    "s:I, s:b, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
