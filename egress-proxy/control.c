@@ -207,7 +207,7 @@ static void	 control_gone_unknown(struct proxy *, const char *,
 static void	 control_floor_event(struct proxy *, const char *,
 		    unsigned long long);
 static int	control_tomb_add(const struct grant *);
-static void	control_stays_revoke(const struct grant *);
+static int	control_stays_revoke(const struct grant *);
 static void	control_removed_load(struct proxy *, const char *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
@@ -1099,24 +1099,28 @@ control_tomb_add(const struct grant *g)
 
 /*
  * A revoke (g) kept in the revokes file of a taken file that stays too
- * (control_grants_stay), synced before the revoke is answered.
+ * (control_grants_stay), synced before the revoke is answered: 0, or -1
+ * with a warning, and the answer says it is not saved (atk46c M2: it
+ * said saved, and a start with the own file lost had it in force).
  */
-static void
+static int
 control_stays_revoke(const struct grant *g)
 {
 	char	*tomb, *line;
+	int	 rv;
 
 	if (control_grants_stays == NULL)
-		return;
+		return 0;
 	util_xasprintf(&tomb, "%s.revoked", control_grants_stays);
 	line = grants_tomb_line(g, time(NULL), control_grants_gen);
-	if (apartfile_add(tomb, line) == -1)
+	if ((rv = apartfile_add(tomb, line)) == -1)
 		log_warn("%s: cannot keep the revoke of %s:%d to %s: a start "
 		    "that takes %s again (this replica's own file lost) "
 		    "would bring it back", tomb, g->host, g->port,
 		    g->sandbox, control_grants_stays);
 	free(line);
 	free(tomb);
+	return rv;
 }
 
 /*
@@ -1963,7 +1967,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	const char		*cause = "host is required";
 	size_t			 n;
 	unsigned		 closed;
-	int			 ok, saved, apart = 0;
+	int			 ok, saved, apart = 0, beside;
 
 	if (o == NULL)
 		return;
@@ -1985,13 +1989,14 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	}
 	g.granted = r.granted;
 	/* first: a kill after the own file's save lost it there (atk46a L5) */
-	control_stays_revoke(&g);
+	beside = control_stays_revoke(&g) == 0;
 	if (!(saved = control_grants_save(px) == 0))
 		saved = apart = control_tomb_add(&g) == 0;
 	closed = conn_revoke(px);
 	control_reply(req, 200, control_grants_saved(json_pack("{s:b, s:I, "
-	    "s:I, s:b, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
-	    (json_int_t)closed, "saved", saved, "saved_apart", apart)));
+	    "s:I, s:b, s:b, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
+	    (json_int_t)closed, "saved", saved && beside, "saved_apart", apart,
+	    "saved_beside_taken", beside)));
 out:
 	json_decref(o);
 }

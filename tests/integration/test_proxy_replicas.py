@@ -969,6 +969,34 @@ class Replicas(unittest.TestCase):
             self.clean_r1()
             self.restart(0)
 
+    def test_9bs_revoke_not_kept_beside_the_taken_file_is_unsaved(self):
+        """atk46c M2: a revoke that could not be recorded beside a taken
+        file that stays (its revokes file immutable here) was answered
+        saved, and a start with the own file lost had it in force. The
+        answer says it is not saved."""
+        p, data = self.crash_after_take()
+        self.refuse_in_own("old-b.grant.test")
+        planted = self.plant_unused()
+        tomb = os.path.join(W["dir"], "grants.json.taken-by-r1.revoked")
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            planted = self.unplant(planted)
+            self.assertTrue(os.path.exists(tomb), "no room made beside it")
+            self.chattr("+i", tomb)
+            status, body = proxylib.control(
+                os.path.join(W["dir"], "r1.sock"), "POST",
+                "/grants/revoke", {"sandbox": SBX, "host": "old-a.grant.test",
+                                   "port": 443, "by": "test"})
+            self.assertEqual((status, body.get("saved"),
+                              body.get("saved_beside_taken")),
+                             (200, False, False), body)
+        finally:
+            subprocess.run(["chattr", "-i", tomb])
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
     def test_9c_each_replica_keeps_its_own_registry(self):
         """registry.json was one file for the replicas of a folder, the
         last saver's: r1 restarted with r3's registrations and not its
