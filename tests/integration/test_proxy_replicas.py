@@ -671,7 +671,7 @@ class Replicas(unittest.TestCase):
             self.assertEqual(self.restart(0), {"old-b.grant.test"},
                              "the revoked grant was saved")
         finally:
-            subprocess.run(["chattr", "-i", tomb])
+            subprocess.run(["chattr", "-i", tomb], stderr=subprocess.DEVNULL)
             p.stop()
             self.clean_r1()
             self.restart(0)
@@ -817,7 +817,7 @@ class Replicas(unittest.TestCase):
             self.revoke_then_lose_own(p, "old-a.grant.test",
                                       {"old-b.grant.test"})
         finally:
-            subprocess.run(["chattr", "-i", taken])
+            subprocess.run(["chattr", "-i", taken], stderr=subprocess.DEVNULL)
             p.stop()
             self.clean_r1()
             self.restart(0)
@@ -873,12 +873,12 @@ class Replicas(unittest.TestCase):
         try:
             self.assertEqual(self.restart(0), {"old-1.grant.test"})
             p.stop()
-            subprocess.run(["chattr", "-i", old])
+            subprocess.run(["chattr", "-i", old], stderr=subprocess.DEVNULL)
             os.unlink(os.path.join(W["dir"], "grants-r1.json"))
             self.assertEqual(self.restart(0), {"old-b.grant.test"},
                              "grants.json was taken without its revokes")
         finally:
-            subprocess.run(["chattr", "-i", old])
+            subprocess.run(["chattr", "-i", old], stderr=subprocess.DEVNULL)
             p.stop()
             self.clean_r1()
             self.restart(0)
@@ -991,7 +991,7 @@ class Replicas(unittest.TestCase):
                               body.get("saved_beside_taken")),
                              (200, False, False), body)
         finally:
-            subprocess.run(["chattr", "-i", tomb])
+            subprocess.run(["chattr", "-i", tomb], stderr=subprocess.DEVNULL)
             p.stop()
             self.unplant(planted)
             self.clean_r1()
