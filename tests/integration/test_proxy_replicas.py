@@ -130,6 +130,16 @@ def old_grants(*hosts):
     return json.dumps([dict(grant, host=h) for h in hosts]).encode()
 
 
+def chattr(flag, path):
+    """chattr FLAG path (quiet): True when done; False where it is refused
+    or not installed."""
+    try:
+        return subprocess.run(["chattr", flag, path],
+                              stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:
+        return False
+
+
 def setUpModule():
     for k in proxylib.PROXY_ENV:
         os.environ.pop(k, None)
@@ -662,8 +672,7 @@ class Replicas(unittest.TestCase):
         tomb = os.path.join(W["dir"], "grants.json.revoked")
         with open(tomb, "w") as f:
             f.write(self.revoke_line("old-a.grant.test"))
-        if subprocess.run(["chattr", "+i", tomb], stderr=subprocess.DEVNULL
-                          ).returncode != 0:
+        if not chattr("+i", tomb):
             self.restart(0)
             self.skipTest("chattr +i is refused here")
         try:
@@ -671,7 +680,7 @@ class Replicas(unittest.TestCase):
             self.assertEqual(self.restart(0), {"old-b.grant.test"},
                              "the revoked grant was saved")
         finally:
-            subprocess.run(["chattr", "-i", tomb], stderr=subprocess.DEVNULL)
+            chattr("-i", tomb)
             p.stop()
             self.clean_r1()
             self.restart(0)
@@ -797,10 +806,9 @@ class Replicas(unittest.TestCase):
                         found.append(f)
         return found
 
-    def chattr(self, flag, path):
+    def chattr_or_skip(self, flag, path):
         """chattr FLAG path; the test skipped where it is refused."""
-        if subprocess.run(["chattr", flag, path], stderr=subprocess.DEVNULL
-                          ).returncode != 0:
+        if not chattr(flag, path):
             self.skipTest("chattr %s is refused here" % flag)
 
     def test_9bm_taken_file_that_cannot_be_removed_stays(self):
@@ -810,14 +818,14 @@ class Replicas(unittest.TestCase):
         revoked grant was in force. It stays instead."""
         p, data = self.crash_after_take()
         taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
-        self.chattr("+i", taken)
+        self.chattr_or_skip("+i", taken)
         try:
             self.assertEqual(self.restart(0),
                              {"old-a.grant.test", "old-b.grant.test"})
             self.revoke_then_lose_own(p, "old-a.grant.test",
                                       {"old-b.grant.test"})
         finally:
-            subprocess.run(["chattr", "-i", taken], stderr=subprocess.DEVNULL)
+            chattr("-i", taken)
             p.stop()
             self.clean_r1()
             self.restart(0)
@@ -869,16 +877,16 @@ class Replicas(unittest.TestCase):
             f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
         with open(old + ".revoked", "w") as f:
             f.write(self.revoke_line("old-a.grant.test"))
-        self.chattr("+i", old)
+        self.chattr_or_skip("+i", old)
         try:
             self.assertEqual(self.restart(0), {"old-1.grant.test"})
             p.stop()
-            subprocess.run(["chattr", "-i", old], stderr=subprocess.DEVNULL)
+            chattr("-i", old)
             os.unlink(os.path.join(W["dir"], "grants-r1.json"))
             self.assertEqual(self.restart(0), {"old-b.grant.test"},
                              "grants.json was taken without its revokes")
         finally:
-            subprocess.run(["chattr", "-i", old], stderr=subprocess.DEVNULL)
+            chattr("-i", old)
             p.stop()
             self.clean_r1()
             self.restart(0)
@@ -982,7 +990,7 @@ class Replicas(unittest.TestCase):
             self.assertEqual(self.restart(0), {"old-a.grant.test"})
             planted = self.unplant(planted)
             self.assertTrue(os.path.exists(tomb), "no room made beside it")
-            self.chattr("+i", tomb)
+            self.chattr_or_skip("+i", tomb)
             status, body = proxylib.control(
                 os.path.join(W["dir"], "r1.sock"), "POST",
                 "/grants/revoke", {"sandbox": SBX, "host": "old-a.grant.test",
@@ -991,7 +999,7 @@ class Replicas(unittest.TestCase):
                               body.get("saved_beside_taken")),
                              (200, False, False), body)
         finally:
-            subprocess.run(["chattr", "-i", tomb], stderr=subprocess.DEVNULL)
+            chattr("-i", tomb)
             p.stop()
             self.unplant(planted)
             self.clean_r1()
