@@ -163,7 +163,7 @@ static int	exec_has_leftovers(const struct cgroup *,
 static int	exec_parent_outside(int, int);
 static int	exec_starts(const struct exec_state *);
 static int	exec_other_start(const struct exec_init *, int,
-		    unsigned long long, const char *, int *);
+		    const struct procstat *, const char *, int *);
 static int	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
 static void	exec_user(const struct exec_opts *, char *, size_t);
@@ -612,7 +612,8 @@ exec_is_init(const struct exec_init *in, int pid)
  * run cgroups, starts set): in no run's memory cgroup, with no marker,
  * its parent outside the container's pid namespace, while another run
  * of the container is in progress (*others: -1 not yet asked), started
- * (start, in clock ticks since boot) less than EXEC_START_SPARE_MS ago.
+ * less than EXEC_START_SPARE_MS ago (ps: its /proc/PID/stat), not a
+ * leader that exited.
  * That is `runc init` before it runs the other exec's join (atk44g F1:
  * the first kill of a stop took it, and that exec failed with 137). No
  * process of the sandbox is all of that: every command runs in its
@@ -625,14 +626,17 @@ exec_is_init(const struct exec_init *in, int pid)
  */
 static int
 exec_other_start(const struct exec_init *init, int pid,
-    unsigned long long start, const char *run_id, int *others)
+    const struct procstat *ps, const char *run_id, int *others)
 {
+	unsigned long long	 start = ps->start;
 	struct timespec	 ts;
 	char		 mark[64];
 	json_t		*act;
 	long		 hz = sysconf(_SC_CLK_TCK);
 
-	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) == -1 ||
+	/* a leader that exited (its threads run on) is no start */
+	if (ps->state == 'Z' || hz <= 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &ts) == -1 ||
 	    (unsigned long long)ts.tv_sec * hz + (unsigned long long)
 	    ts.tv_nsec / (1000000000 / hz) > start + (unsigned long long)hz *
 	    EXEC_START_SPARE_MS / 1000 ||
@@ -689,8 +693,8 @@ exec_doomed(const struct cgroup *cg, const struct exec_init *init,
 		if (r == 1 && strcmp(mark, run_id) != 0 &&
 		    exec_run_active(mark))
 			continue;
-		if (r != 1 && starts && exec_other_start(init, procs[i],
-		    ps.start, run_id, &others))
+		if (r != 1 && starts && exec_other_start(init, procs[i], &ps,
+		    run_id, &others))
 			continue;
 		procs[(*count)++] = procs[i];
 	}

@@ -73,6 +73,60 @@ atk_zleader() {
 	"$SG" discard "$ZL" >/dev/null 2>&1
 }
 
+# --- 1d'. the same as an exec's first process, its marker erased or forged -----
+# inside/zforge.c (built static here), run as the exec itself (its parent
+# the runtime's, outside the container), blanks its SANDGATE_RUN or writes
+# another exec's in place, then ends its main thread: the kernel shows such
+# a leader in the root cgroups, its live thread still in its run's memory
+# cgroup. With another exec of the sandbox in progress, a --timeout 1 kill
+# spared it (atk46b F1: erased, it looked like the runtime's start of
+# another exec; F2: forged, like that exec's process, on main too), and it
+# ran on after sandgate exited. runc only (under gVisor the marker decides,
+# a documented limitation).
+zf_lines() {
+	{ wc -l <"$SANDGATE_STATE/sandboxes/$ZF/work/$1"; } 2>/dev/null || echo 0
+}
+atk_zforge() {
+	local label="1d' leader exited, marker erased or forged, another exec running"
+	local bpid a b de df
+	if [ "$RUNTIME" = runsc ]; then
+		row "$label" "n/a (gVisor)" "under gVisor the marker decides whose a process is (documented)" "" ""
+		return
+	fi
+	if ! gcc -O2 -static -pthread -o "$T/zforge" "$HERE/inside/zforge.c" 2>"$T/zforge.err"; then
+		row "$label" NO "cannot build zforge.c: $(head -c 200 "$T/zforge.err")" "" ""
+		return
+	fi
+	if ! create ZF "$T/project" --network none; then
+		row "$label" NO "create failed" "" ""
+		return
+	fi
+	install -m 0755 "$T/zforge" "$SANDGATE_STATE/sandboxes/$ZF/work/.zforge"
+	x zfb "$ZF" --timeout 60 -- sleep 40 &
+	bpid=$!
+	sleep 1
+	x zfe "$ZF" --timeout 1 -- /workspace/.zforge erase /workspace/.zfe
+	sleep 1.5
+	a=$(zf_lines .zfe)
+	sleep 2.5
+	b=$(zf_lines .zfe)
+	de=$((b - a))
+	x zff "$ZF" --timeout 1 -- /workspace/.zforge forge /workspace/.zff
+	sleep 1.5
+	a=$(zf_lines .zff)
+	sleep 2.5
+	b=$(zf_lines .zff)
+	df=$((b - a))
+	kill -INT "$bpid" 2>/dev/null
+	wait "$bpid"
+	verdict "$label" \
+	    '[ "$zfe_rc" = 124 ] && [ "$zff_rc" = 124 ] && [ "$de" = 0 ] && [ "$df" = 0 ]' \
+	    "exit $zfe_rc, $zff_rc; $(j zfe 'o["stdout"].strip()'); $(j zff 'o["stdout"].strip()' | cut -c1-60)" \
+	    "$(rec zfe); $(rec zff)" \
+	    "lines in the 2.5 s after each exec ended, another exec running: erased $de, forged $df"
+	"$SG" discard "$ZF" >/dev/null 2>&1
+}
+
 # --- 1e. a command signals the container's init ---------------------------------
 # The init accepts SIGTERM/SIGINT only from outside (docker stop): a command
 # that sends them must not stop the container under the other execs.
