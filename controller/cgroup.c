@@ -374,7 +374,7 @@ cgroup_cmds_name(const struct cgroup *cg, char *run, size_t size)
  * a thread runs, and the kernel shows an exited task in the root
  * cgroups (atk46b F1, F2: a leader's pthread_exit made a command of a
  * run look like none's, so its forged marker, or none, decided). Any
- * live thread in a run's memory cgroup makes it that run's: none of the
+ * thread in a run's memory cgroup makes it that run's: none of the
  * sandbox can move a thread (cgroupfs is the host's), and the host
  * moves whole processes (cgroup.procs).
  */
@@ -397,8 +397,8 @@ cgroup_cmds_run(int pid, char *run, size_t size)
 	if ((d = opendir(path)) == NULL)
 		return rv;
 	while (rv == 0 && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
-		    atoi(de->d_name) == pid)
+		/* the leader's own entry too: a thread that exec'd took it */
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/cgroup", pid,
 		    de->d_name);
