@@ -738,12 +738,7 @@ class Replicas(unittest.TestCase):
         taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
         try:
             self.assertEqual(self.restart(0), set())
-            status, body = proxylib.control(
-                os.path.join(W["dir"], "r1.sock"), "POST", "/grants", {
-                    "sandbox": SBX, "host": "own-c.grant.test",
-                    "port": 443, "seconds": 600, "rationale": "after",
-                    "by": "test"})
-            self.assertEqual(status, 200, body)
+            self.grant_own_c()
             self.assertTrue(os.path.exists(taken),
                             "the grant's save removed the taken file")
             planted = self.unplant(planted)
@@ -806,6 +801,29 @@ class Replicas(unittest.TestCase):
                         found.append(f)
         return found
 
+    def grant_own_c(self):
+        """r1 (running) grants SBX own-c.grant.test for 10 minutes."""
+        status, body = proxylib.control(
+            os.path.join(W["dir"], "r1.sock"), "POST", "/grants", {
+                "sandbox": SBX, "host": "own-c.grant.test", "port": 443,
+                "seconds": 600, "rationale": "after", "by": "test"})
+        self.assertEqual(status, 200, body)
+
+    def refused_take(self, *hosts):
+        """r1 stopped with no file of its own, grants.json holding hosts,
+        the second given in 2099 (refused at the take), and no copy of the
+        taken file can be kept (plant_unused): r1, the bytes, what was
+        planted."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        top = json.loads(old_grants(*hosts))
+        top[1]["granted"] = "2099-01-01T00:00:00Z"
+        data = json.dumps(top).encode()
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(data)
+        return p, data, self.plant_unused()
+
     def chattr_or_skip(self, flag, path):
         """chattr FLAG path; the test skipped where it is refused."""
         if not chattr(flag, path):
@@ -835,15 +853,8 @@ class Replicas(unittest.TestCase):
         copy kept) was replaced by the next take of a newer grants.json
         (a single proxy ran between): its bytes were on no file. The
         take takes the file already there again, and leaves grants.json."""
-        p = W["proxies"][0]
-        p.stop()
-        self.clean_r1()
-        top = json.loads(old_grants("old-a.grant.test", "old-b.grant.test"))
-        top[1]["granted"] = "2099-01-01T00:00:00Z"
-        data = json.dumps(top).encode()
-        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
-            f.write(data)
-        planted = self.plant_unused()
+        p, data, planted = self.refused_take("old-a.grant.test",
+                                             "old-b.grant.test")
         try:
             self.assertEqual(self.restart(0), {"old-a.grant.test"})
             p.stop()
@@ -896,16 +907,8 @@ class Replicas(unittest.TestCase):
         load (a grant the policy no longer allows, ended) removed the
         taken file that was to stay (a grant refused, no copy kept): its
         bytes were on no file."""
-        p = W["proxies"][0]
-        p.stop()
-        self.clean_r1()
-        top = json.loads(old_grants("old-a.grant.test", "old-b.grant.test",
-                                    "old-p.other.test"))
-        top[1]["granted"] = "2099-01-01T00:00:00Z"
-        data = json.dumps(top).encode()
-        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
-            f.write(data)
-        planted = self.plant_unused()
+        p, data, planted = self.refused_take(
+            "old-a.grant.test", "old-b.grant.test", "old-p.other.test")
         try:
             self.assertEqual(self.restart(0), {"old-a.grant.test"})
             self.assertEqual(self.held(data), ["grants.json.taken-by-r1"])
@@ -965,12 +968,7 @@ class Replicas(unittest.TestCase):
             f.write(damaged)
         try:
             self.assertEqual(self.restart(0), set())
-            status, body = proxylib.control(
-                os.path.join(W["dir"], "r1.sock"), "POST", "/grants", {
-                    "sandbox": SBX, "host": "own-c.grant.test",
-                    "port": 443, "seconds": 600, "rationale": "after",
-                    "by": "test"})
-            self.assertEqual(status, 200, body)
+            self.grant_own_c()
             self.assertEqual(self.held(damaged), ["grants.json.revoked"])
         finally:
             p.stop()
