@@ -1,6 +1,7 @@
 /* cgroup.c: a container's cgroups on the host; cgroup.h. */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +19,8 @@
 static void	cgroup_dir(const char *, const char *, const char *, char *,
 		    size_t);
 static void	cgroup_line(struct cgroup *, const char *, const char *);
+static int	cgroup_find_at(const char *, struct cgroup *);
+static int	cgroup_cmds_name(const struct cgroup *, char *, size_t);
 static json_t	*cgroup_value(const char *, const char *, int);
 static int	cgroup_cat_dir(char *, size_t, const char *);
 static int	cgroup_set(const char *, const char *, unsigned long long);
@@ -64,10 +67,19 @@ cgroup_dir(const char *hier, const char *rel, const char *root, char *out,
 int
 cgroup_find(int pid, struct cgroup *cg)
 {
-	char	path[64], buf[CGROUP_FILE_MAX], *line, *next, *c1, *c2;
+	char	path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	return cgroup_find_at(path, cg);
+}
+
+/* cgroup_find of a /proc/.../cgroup file (path). */
+static int
+cgroup_find_at(const char *path, struct cgroup *cg)
+{
+	char	buf[CGROUP_FILE_MAX], *line, *next, *c1, *c2;
 
 	memset(cg, 0, sizeof(*cg));
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
 	if (cgroup_read_file(path, buf, sizeof(buf)) <= 0)
 		return -1;
 	for (line = buf; line != NULL && *line != '\0'; line = next) {
@@ -339,24 +351,62 @@ cgroup_cmds_remove(const char *dir)
 	}
 }
 
-int
-cgroup_cmds_run(int pid, char *run, size_t size)
+/* The run of a memory cgroup path (cg->mem) into run: 1, or 0. */
+static int
+cgroup_cmds_name(const struct cgroup *cg, char *run, size_t size)
 {
-	struct cgroup	 cg;
 	const char	*p, *name = NULL;
 	size_t		 len;
 
-	if (cgroup_find(pid, &cg) == -1)
-		return -1;
-	if (cg.v2)
+	if (cg->v2)
 		return 0;
-	for (p = cg.mem; (p = strstr(p, "/" CGROUP_CMDS "/")) != NULL; p++)
+	for (p = cg->mem; (p = strstr(p, "/" CGROUP_CMDS "/")) != NULL; p++)
 		name = p + sizeof(CGROUP_CMDS) + 1;
 	if (name == NULL || (len = strcspn(name, "/")) == 0 || len >= size)
 		return 0;
 	memcpy(run, name, len);
 	run[len] = '\0';
 	return 1;
+}
+
+/*
+ * The process's own file says no run: its leader may have exited while
+ * a thread runs, and the kernel shows an exited task in the root
+ * cgroups (atk46b F1, F2: a leader's pthread_exit made a command of a
+ * run look like none's, so its forged marker, or none, decided). Any
+ * thread in a run's memory cgroup makes it that run's: none of the
+ * sandbox can move a thread (cgroupfs is the host's), and the host
+ * moves whole processes (cgroup.procs).
+ */
+int
+cgroup_cmds_run(int pid, char *run, size_t size)
+{
+	struct cgroup	 cg;
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[96];
+	int		 rv = 0;
+
+	if (cgroup_find(pid, &cg) == -1)
+		return -1;
+	if (cg.v2)
+		return 0;
+	if (cgroup_cmds_name(&cg, run, size) == 1)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if ((d = opendir(path)) == NULL)
+		return rv;
+	while (rv == 0 && (de = readdir(d)) != NULL) {
+		/* the leader's own entry too: a thread that exec'd took it */
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/cgroup", pid,
+		    de->d_name);
+		if (cgroup_find_at(path, &cg) == 0)
+			rv = cgroup_cmds_name(&cg, run, size);
+	}
+	closedir(d);
+	return rv;
 }
 
 int

@@ -98,7 +98,8 @@ void	cgroup_cmds_remove(const char *dir);
 /*
  * The run whose memory cgroup (CGROUP_CMDS/<run id>) process pid is in,
  * as the host sees it: what no process of the sandbox can change (it
- * cannot write the cgroupfs). 1 with the run id in run, 0 when pid is
+ * cannot write the cgroupfs). A leader that exited shows the root
+ * cgroups: its live threads then say. 1 with the run id in run, 0 when pid is
  * in none (cgroup v2, the container's own, a --memory too small for
  * one), -1 when /proc does not say.
  */

@@ -113,9 +113,14 @@ cmd_diff_run(const char *sbx, int mode, int raw)
 	int				 sig, rc = SG_EXIT_ERROR;
 
 	memset(&fz, 0, sizeof(fz));
-	if ((m = workspace_manifest_load(sbx, &cause)) == NULL ||
-	    freeze_begin(&fz, sbx, 1, &cause) == -1)
+	if ((m = workspace_manifest_load(sbx, &cause)) == NULL)
 		goto out;
+	if (freeze_begin(&fz, sbx, 1, &cause) == -1) {
+		/* a signal while it waited for another's freeze */
+		if ((sig = freeze_interrupted()) != 0)
+			rc = 128 + sig;
+		goto out;
+	}
 	memset(&o, 0, sizeof(o));
 	o.stage = mode != 's';
 	o.size_max = (off_t)fz.disk;

@@ -244,6 +244,13 @@ static int
 grant_done(int rc, json_t *resp, json_t *body, char *missed)
 {
 	if (rc == SG_EXIT_OK && json_is_false(json_object_get(resp,
+	    "saved_beside_taken"))) {
+		log_warnx("the proxy holds this revoke and saved it, but "
+		    "could not record it beside the grants file it took "
+		    "(see its output): if its own grants file is lost, a "
+		    "restart would undo it");
+		rc = SG_EXIT_ERROR;
+	} else if (rc == SG_EXIT_OK && json_is_false(json_object_get(resp,
 	    "saved"))) {
 		log_warnx("the proxy holds this now but could not save its "
 		    "grants (grants.json%s; it tries again every second, see "

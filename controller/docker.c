@@ -546,19 +546,28 @@ docker_container_remove(struct docker *d, const char *id, char **cause)
 	return docker_simple(d, "DELETE", path, NULL, 404, NULL, cause);
 }
 
+/* A freeze's wait for the lock ends at the signals it catches. */
+static int
+docker_lock_stop(void)
+{
+	return docker_sig != 0;
+}
+
 /*
  * The container's freeze lock: <state root>/freeze/<id>, flock'ed, so a
  * pause and its unpause by one sandgate process are never interleaved
  * with another's (a diff's freeze and an exec's kill). The file is
  * removed on release; a waiter that got the lock on a removed file
- * tries again.
+ * tries again. A freeze (docker_freeze: a diff's, an apply's) waiting
+ * for it stops at SIGINT, SIGTERM or SIGHUP, errno EINTR: its handlers
+ * caught them and the wait went on while another held the lock.
  */
 static int
 docker_lock(struct docker *d, const char *id, char **cause)
 {
 	struct stat	a, b;
 	char		dir[4096];
-	int		fd;
+	int		fd, rv;
 
 	snprintf(dir, sizeof(dir), "%s/freeze", state_root());
 	if (strlen(id) > DOCKER_ID_MAX || strchr(id, '/') != NULL ||
@@ -580,8 +589,25 @@ docker_lock(struct docker *d, const char *id, char **cause)
 			    strerror(errno));
 			return -1;
 		}
-		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
-			;
+		if (d->frozen[0] != '\0')
+			rv = util_flock_wait(fd, LOCK_EX, 0, docker_lock_stop);
+		else
+			while ((rv = flock(fd, LOCK_EX)) == -1 &&
+			    errno == EINTR)
+				;
+		if (rv == -1) {
+			rv = errno;
+			if (rv == EINTR)
+				util_cause(cause, "interrupted while waiting "
+				    "for the container's freeze lock (another "
+				    "sandgate command holds it)");
+			else
+				util_cause(cause, "cannot lock '%s': %s",
+				    d->lockpath, strerror(rv));
+			close(fd);
+			errno = rv;
+			return -1;
+		}
 		if (fstat(fd, &a) == 0 && stat(d->lockpath, &b) == 0 &&
 		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
 			break;

@@ -100,6 +100,12 @@ struct exec_init {
 	int			known;
 };
 
+/*
+ * How long after it started another exec's `runc init` is spared by a
+ * kill (exec_other_start): runc's take tens of ms; one older is taken.
+ */
+#define EXEC_START_SPARE_MS	2000
+
 /* State of one exec while its output streams. */
 struct exec_state {
 	struct docker		*d;
@@ -150,10 +156,14 @@ static int	exec_active_name(const char *);
 static int	exec_run_active(const char *marker);
 static void	exec_init_read(int, struct exec_init *);
 static int	exec_is_init(const struct exec_init *, int);
-static int	exec_doomed(const struct cgroup *, const struct exec_init *,
+static int	exec_doomed(const struct cgroup *, const struct exec_init *, int,
 		    const char *, int **, size_t *);
 static int	exec_has_leftovers(const struct cgroup *,
-		    const struct exec_init *, const char *);
+		    const struct exec_init *, int, const char *);
+static int	exec_parent_outside(int, int);
+static int	exec_starts(const struct exec_state *);
+static int	exec_other_start(const struct exec_init *, int,
+		    const struct procstat *, const char *, int *);
 static int	exec_mark_active(const struct exec_opts *, char *, size_t);
 static void	exec_stop_leftovers(struct exec_state *);
 static void	exec_user(const struct exec_opts *, char *, size_t);
@@ -598,24 +608,71 @@ exec_is_init(const struct exec_init *in, int pid)
 }
 
 /*
+ * 1 when pid is the runtime's start of another run's exec (runc with
+ * run cgroups, starts set): in no run's memory cgroup, with no marker,
+ * its parent outside the container's pid namespace, while another run
+ * of the container is in progress (*others: -1 not yet asked), started
+ * less than EXEC_START_SPARE_MS ago (ps: its /proc/PID/stat), not a
+ * leader that exited.
+ * That is `runc init` before it runs the other exec's join (atk44g F1:
+ * the first kill of a stop took it, and that exec failed with 137). No
+ * process of the sandbox is all of that: every command runs in its
+ * run's memory cgroup, which it cannot leave (the join starts it only
+ * once moved there), and an orphan goes to the container's init, inside.
+ * The age bounds what an exec with no run cgroup (its command's first
+ * process, once unmarked) could be spared as. A start of this run's own
+ * exec spared so is harmless: its join is killed unmoved when seen, and
+ * one never moved starts nothing (item 35).
+ */
+static int
+exec_other_start(const struct exec_init *init, int pid,
+    const struct procstat *ps, const char *run_id, int *others)
+{
+	unsigned long long	 start = ps->start;
+	struct timespec	 ts;
+	char		 mark[64];
+	json_t		*act;
+	long		 hz = sysconf(_SC_CLK_TCK);
+
+	/* a leader that exited (its threads run on) is no start */
+	if (ps->state == 'Z' || hz <= 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &ts) == -1 ||
+	    (unsigned long long)ts.tv_sec * hz + (unsigned long long)
+	    ts.tv_nsec / (1000000000 / hz) > start + (unsigned long long)hz *
+	    EXEC_START_SPARE_MS / 1000 ||
+	    cgroup_cmds_run(pid, mark, sizeof(mark)) != 0 ||
+	    procstat_run_marker(pid, mark, sizeof(mark)) != 0 ||
+	    init->pid <= 0 || !exec_parent_outside(init->pid, pid))
+		return 0;
+	if (*others == -1) {
+		act = exec_active_dir != NULL ? exec_active_runs(
+		    exec_active_dir, exec_active_where, run_id) : NULL;
+		*others = act != NULL && json_array_size(act) > 0;
+		json_decref(act);
+	}
+	return *others;
+}
+
+/*
  * The processes a kill of run_id takes, into *out (malloc'd): every live
  * one that is not proven spared. Spared are only the init that sandgate
- * started (exec_is_init) and a process of another run that is in
+ * started (exec_is_init), a process of another run that is in
  * progress: by the memory cgroup it is in where runs have one (runc,
- * cgroup v1), whatever marker it carries, else by its marker; the run's
- * own, the unmarked ones, those marked with a run that is not in
- * progress (a forged or stale marker shields nothing) and those whose
- * marker can't be read are taken. A zombie with no live
- * thread is dead already (procstat_dead); a leader that exited while a
- * thread runs is not. -1 on error.
+ * cgroup v1), whatever marker it carries, else by its marker; and with
+ * starts (runc with run cgroups) the runtime's start of another run's
+ * exec (exec_other_start). The run's own, the other unmarked ones, those
+ * marked with a run that is not in progress (a forged or stale marker
+ * shields nothing) and those whose marker can't be read are taken. A
+ * zombie with no live thread is dead already (procstat_dead); a leader
+ * that exited while a thread runs is not. -1 on error.
  */
 static int
 exec_doomed(const struct cgroup *cg, const struct exec_init *init,
-    const char *run_id, int **out, size_t *count)
+    int starts, const char *run_id, int **out, size_t *count)
 {
 	struct procstat	 ps;
 	char		 mark[64];
-	int		*procs = NULL, r;
+	int		*procs = NULL, r, others = -1;
 	size_t		 n = 0, i;
 
 	if (cgroup_procs(cg, &procs, &n) == -1)
@@ -636,6 +693,9 @@ exec_doomed(const struct cgroup *cg, const struct exec_init *init,
 		if (r == 1 && strcmp(mark, run_id) != 0 &&
 		    exec_run_active(mark))
 			continue;
+		if (r != 1 && starts && exec_other_start(init, procs[i], &ps,
+		    run_id, &others))
+			continue;
 		procs[(*count)++] = procs[i];
 	}
 	*out = procs;
@@ -645,13 +705,13 @@ exec_doomed(const struct cgroup *cg, const struct exec_init *init,
 /* 1 when a kill of run_id would take a process (without pausing). */
 static int
 exec_has_leftovers(const struct cgroup *cg, const struct exec_init *init,
-    const char *run_id)
+    int starts, const char *run_id)
 {
 	int	*procs = NULL;
 	size_t	 n = 0;
 
-	if (cg->pids[0] == '\0' || exec_doomed(cg, init, run_id, &procs,
-	    &n) == -1)
+	if (cg->pids[0] == '\0' || exec_doomed(cg, init, starts, run_id,
+	    &procs, &n) == -1)
 		return 0;
 	free(procs);
 	return n > 0;
@@ -766,6 +826,16 @@ exec_kill_sandbox(struct exec_state *st)
 }
 
 /*
+ * 1 when the run's commands are in its own memory cgroup (runc, cgroup
+ * v1), so a kill may spare another exec's start (exec_other_start).
+ */
+static int
+exec_starts(const struct exec_state *st)
+{
+	return !st->o->inside && st->cmds[0] != '\0';
+}
+
+/*
  * SIGKILL to what exec_doomed lists now; pids in seen (n_seen of them)
  * were counted before. The number of new processes signalled, or -1.
  */
@@ -776,8 +846,8 @@ exec_kill_round(struct exec_state *st, const int *seen, size_t n_seen,
 	int	*procs = NULL, killed = 0;
 	size_t	 n = 0, i, k;
 
-	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &procs, &n) ==
-	    -1) {
+	if (exec_doomed(&st->cg, &st->init, exec_starts(st), st->o->run_id,
+	    &procs, &n) == -1) {
 		util_cause(cause, "cannot read the container's processes: "
 		    "%s", strerror(errno));
 		return -1;
@@ -807,8 +877,8 @@ exec_kill_settle(struct exec_state *st, int *killed, char **cause)
 	size_t	 nfirst = 0, left = 0;
 	int	 round;
 
-	if (exec_doomed(&st->cg, &st->init, st->o->run_id, &first,
-	    &nfirst) == -1)
+	if (exec_doomed(&st->cg, &st->init, exec_starts(st), st->o->run_id,
+	    &first, &nfirst) == -1)
 		nfirst = 0;
 	for (round = 0; round < EXEC_SETTLE_ROUNDS; round++) {
 		if ((n = exec_kill_round(st, first, nfirst, &left, cause)) ==
@@ -1360,9 +1430,9 @@ exec_own_add(struct exec_state *st, int pid)
 		st->own_full = 1;
 }
 
-/* 1 when pid's parent is outside the pid namespace of the init (st->pid). */
+/* 1 when pid's parent is outside the pid namespace of the init (initpid). */
 static int
-exec_parent_outside(const struct exec_state *st, int pid)
+exec_parent_outside(int initpid, int pid)
 {
 	struct procstat	ps;
 	struct stat	a, b;
@@ -1373,7 +1443,7 @@ exec_parent_outside(const struct exec_state *st, int pid)
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", ps.ppid);
 	if (stat(path, &a) == -1)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", st->pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", initpid);
 	if (stat(path, &b) == -1)
 		return 0;
 	return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
@@ -1395,7 +1465,7 @@ exec_join_rtpid(const struct exec_state *st)
 	if (st->bundle[0] == '\0' || st->eid == NULL ||
 	    (pid = rtpid_read(st->bundle, st->eid)) == 0)
 		return 0;
-	return exec_parent_outside(st, pid) ? pid : 0;
+	return exec_parent_outside(st->pid, pid) ? pid : 0;
 }
 
 /*
@@ -1940,7 +2010,8 @@ exec_conclude(struct exec_state *st, const struct cgroup_counters *before,
 	 * (a fork bomb's, a daemon's) are killed like a timed-out run's.
 	 */
 	if (!res->timed_out && res->signal == 0 && (o->inside ||
-	    exec_has_leftovers(&st->cg, &st->init, o->run_id)))
+	    exec_has_leftovers(&st->cg, &st->init, exec_starts(st),
+	    o->run_id)))
 		exec_stop_leftovers(st);
 	exec_own_add(st, ei.pid);
 	exec_finish(st, before, ei.running ? -1 : ei.exit_code);

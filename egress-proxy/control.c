@@ -81,6 +81,19 @@ static char			*control_grants_path;	/* grants.json */
 static char			*control_tomb_path;	/* .revoked */
 /* A legacy file taken (control_take), until a save holds what it held. */
 static char			*control_grants_taken;
+/*
+ * The digest of the taken file (SHA-256, hex) while control_grants_taken
+ * is set: each save says in "took" that it holds what that file held, so
+ * a start that finds the taken file still there knows it may go
+ * (control_grants_taken_left).
+ */
+static char			 control_grants_took[65];
+/*
+ * A taken file this replica could neither use whole nor keep as a copy:
+ * it stays, no save retires it, and each revoke is kept in its revokes
+ * file too, for a start that takes it again (control_grants_stay).
+ */
+static char			*control_grants_stays;
 static char			*control_registry_taken;
 /*
  * The generation of the newest save of grants.json tried (grants.h): one
@@ -160,13 +173,14 @@ static void	control_grants_open(struct proxy *, const char *);
 static int	control_grants_aside(const char *, const char *, size_t,
 		    const char *);
 static int	control_grants_load(struct proxy *, const char *,
-	    const char *);
+		    const char *, const char *, char *);
 static void	control_grants_take(struct proxy *, const char *);
 static char	*control_take(const char *, const char *);
-static void	control_taken_done(const char *);
+static int	control_taken_any(const char *);
 static void	control_taken_retire(char **);
 static int	control_taken_again(const char *, const char *);
-static struct grants_tombs *control_tombs_read(const char *, int *);
+static struct grants_tombs *control_tombs_read(const char *, const char *,
+		    int *);
 static void	control_grants_resume(const struct grants_tombs *,
 		    const char *, size_t);
 static void	 control_tomb_read(const char *, struct grants_tombs *,
@@ -193,6 +207,7 @@ static void	 control_gone_unknown(struct proxy *, const char *,
 static void	 control_floor_event(struct proxy *, const char *,
 		    unsigned long long);
 static int	control_tomb_add(const struct grant *);
+static int	control_stays_revoke(const struct grant *);
 static void	control_removed_load(struct proxy *, const char *);
 static void	control_grant_event(struct proxy *, const struct grant *,
 		    const char *, const char *, const char *);
@@ -963,11 +978,17 @@ control_grants_save(struct proxy *px)
 		    control_grants_gen = control_grants_next());
 	int	 was = control_grants_unsaved;
 
+	if (arr != NULL && control_grants_taken != NULL &&
+	    control_grants_took[0] != '\0')
+		json_object_set_new(arr, "took",
+		    json_string(control_grants_took));
 	control_grants_unsaved = control_json_replace(arr, control_grants_path,
 	    0600) == -1;
 	if (!control_grants_unsaved) {
 		control_crash_point("grants", "saved");
-		apartfile_clear(control_tomb_path);
+		if (px->cfg.instance != NULL ||
+		    !control_taken_any(control_grants_path))
+			apartfile_clear(control_tomb_path);
 		control_taken_retire(&control_grants_taken);
 	}
 	if (control_grants_unsaved) {
@@ -1077,6 +1098,32 @@ control_tomb_add(const struct grant *g)
 }
 
 /*
+ * A revoke (g) kept in the revokes file of a taken file that stays too
+ * (control_grants_stay), synced before the revoke is answered: 0, or -1
+ * with a warning, and the answer says it is not saved (atk46c M2: it
+ * said saved, and a start with the own file lost had it in force).
+ */
+static int
+control_stays_revoke(const struct grant *g)
+{
+	char	*tomb, *line;
+	int	 rv;
+
+	if (control_grants_stays == NULL)
+		return 0;
+	util_xasprintf(&tomb, "%s.revoked", control_grants_stays);
+	line = grants_tomb_line(g, time(NULL), control_grants_gen);
+	if ((rv = apartfile_add(tomb, line)) == -1)
+		log_warn("%s: cannot keep the revoke of %s:%d to %s: a start "
+		    "that takes %s again (this replica's own file lost) "
+		    "would bring it back", tomb, g->host, g->port,
+		    g->sandbox, control_grants_stays);
+	free(line);
+	free(tomb);
+	return rv;
+}
+
+/*
  * A grants file (grants.json, its revokes): control_state_read, but a
  * link is followed (an admin may keep them elsewhere). NULL when there
  * is none; NULL with *bad set, and a warning, when one is there but
@@ -1112,39 +1159,88 @@ control_beside(const char *path, const char *name, const char *instance)
 }
 
 /*
- * A replica's own grants file is there, yet the file it took
- * (NAME.json.taken-by-INSTANCE) is still there too: a start stopped
- * between the save of its own file, which holds what the taken one held,
- * and the removal (atk44d E3). Left there, a later start that finds no
- * file of its own would take it again, with grants revoked since. With
- * the own file used whole (control_grants_load) it goes at the next good
- * save, made now. Otherwise (torn, its revokes unreadable, a grant
- * refused) the start may not save and the taken file may be the one
- * good record (atk45a F1, F2): it is kept as a copy to read
- * (control_grants_aside, a rename), never taken again (atk45c N1: left
- * in place, the next start, its own file saved whole meanwhile, removed
- * it; N2: a later start with its own file lost took it again, with a
- * grant revoked since); where even that rename fails it stays.
+ * The SHA-256 of path's bytes in hex into out (65 bytes): 0, or -1 (out
+ * empty) when it cannot be read.
+ */
+static int
+control_file_digest(const char *path, char *out)
+{
+	unsigned char	 md[EVP_MAX_MD_SIZE];
+	unsigned int	 n = 0, i;
+	size_t		 len;
+	int		 bad = 0;
+	char		*text = control_file_read(path, &len, &bad);
+
+	out[0] = '\0';
+	if (text == NULL || EVP_Digest(text, len, md, &n, EVP_sha256(),
+	    NULL) != 1 || n != 32)
+		n = 0;
+	for (i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	free(text);
+	return n == 32 ? 0 : -1;
+}
+
+/*
+ * A taken file (taken) that stays where it is: no save retires it, and
+ * each revoke made from now on is also kept in its revokes file, so a
+ * start that takes it again (this replica's own file lost) keeps them
+ * revoked (atk45d K1: the revoke, saved in the own file alone, came
+ * back). Its grants stay in force only through the own file.
  */
 static void
-control_grants_taken_left(struct proxy *px, const char *old, int whole)
+control_grants_stay(char *taken, const char *why)
 {
-	char	*taken, *tomb;
+	char	*tomb;
+
+	log_warnx("%s: it stays (%s); no save removes it, and each revoke is "
+	    "kept in %s.revoked too", taken, why, taken);
+	free(control_grants_stays);
+	control_grants_stays = taken;
+	/* room for them made now, as for every revokes file (apartfile.h) */
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	apartfile_create(tomb, "a revoke");
+	free(tomb);
+}
+
+/*
+ * A replica's own grants file is there, yet the file it took
+ * (NAME.json.taken-by-INSTANCE) is still there too. When the own file
+ * was used whole and says it took that very file ("took", its digest,
+ * which only the save of a take used whole writes), the start stopped
+ * between that save and the removal (atk44d E3): it goes at the next
+ * good save, made now. Otherwise the own file may not hold what the
+ * taken one held (torn, its revokes unreadable, a grant refused, or made
+ * whole since by a save of a start that could not use it: atk45d K3,
+ * K3b), so the taken file may be the one good record (atk45a F1, F2):
+ * it is kept as a copy to read (control_grants_aside, a rename), never
+ * taken again (atk45c N1, N2); where even that rename fails it stays
+ * (control_grants_stay).
+ */
+static void
+control_grants_taken_left(struct proxy *px, const char *old, int whole,
+    const char *took)
+{
+	char	*taken, *tomb, digest[65];
 
 	util_xasprintf(&taken, "%s.taken-by-%s", old, px->cfg.instance);
 	if (access(taken, F_OK) == -1) {
 		free(taken);
 		return;
 	}
-	if (!whole) {
+	if (whole != 1 || took[0] == '\0' || control_file_digest(taken,
+	    digest) == -1 || strcmp(took, digest) != 0) {
 		util_xasprintf(&tomb, "%s.revoked", taken);
 		if (control_grants_aside(taken, NULL, 0, "left by a start "
 		    "that stopped before removing it, beside an own file "
-		    "this start could not use whole") == 0 &&
-		    unlink(tomb) == -1 && errno != ENOENT)
-			log_warn("%s: cannot remove it", tomb);
+		    "that does not hold it whole") == 0) {
+			if (unlink(tomb) == -1 && errno != ENOENT)
+				log_warn("%s: cannot remove it", tomb);
+			free(taken);
+		} else
+			control_grants_stay(taken, "it could not be kept as "
+			    "a copy");
 		free(tomb);
-		free(taken);
 		return;
 	}
 	log_warnx("%s: left by a start that stopped before removing it; %s "
@@ -1163,7 +1259,7 @@ control_grants_taken_left(struct proxy *px, const char *old, int whole)
 static void
 control_grants_open(struct proxy *px, const char *sock)
 {
-	char	*old;
+	char	*old, took[65] = "";
 	int	 whole;
 
 	control_grants_path = control_beside(sock, "grants",
@@ -1176,57 +1272,48 @@ control_grants_open(struct proxy *px, const char *sock)
 		control_grants_take(px, old);
 	else {
 		whole = control_grants_load(px, control_grants_path,
-		    control_tomb_path);
+		    control_tomb_path, NULL, took);
 		if (strcmp(old, control_grants_path) != 0)
-			control_grants_taken_left(px, old, whole);
+			control_grants_taken_left(px, old, whole, took);
 	}
 	free(old);
 }
 
 /*
  * old (NAME.json, what a proxy before replicas wrote) is taken once, by
- * the first replica to rename it to NAME.json.taken-by-INSTANCE, with
- * its NAME.json.revoked beside it: it is never written again, so a
- * replica taking it later (a scale-up, or one whose own file was lost)
- * would bring back what was revoked or unregistered since. Replicas
- * starting together race for the rename; one wins, the others start
- * without it (the controller sends every change to each). The taken
- * path, to be removed once the replica's own file is saved (one a crash
- * left is taken again by the same replica), or NULL.
+ * the first replica to rename it to NAME.json.taken-by-INSTANCE: it is
+ * never written again, so a replica taking it later (a scale-up, or one
+ * whose own file was lost) would bring back what was revoked or
+ * unregistered since. Replicas starting together race for the rename;
+ * one wins, the others start without it (the controller sends every
+ * change to each). The rename never replaces a taken file already there
+ * (one a crash left, or one that stays: atk46a L2): that one is taken
+ * again and old left for a later take. Its revokes (NAME.json.revoked)
+ * are not moved: a second rename could fail, or be killed, or move the
+ * revokes of one file beside another (atk45d K4, K5; atk46a L3, L3b);
+ * they are read where they are (control_grants_take), and a proxy
+ * without --instance keeps them while a taken file is there
+ * (control_taken_any). The taken path, to be removed once the
+ * replica's own file is saved, or NULL.
  */
 static char *
 control_take(const char *old, const char *instance)
 {
-	char	*taken, *tomb, *oldtomb;
+	char	*taken;
 
 	util_xasprintf(&taken, "%s.taken-by-%s", old, instance);
-	util_xasprintf(&tomb, "%s.revoked", taken);
-	util_xasprintf(&oldtomb, "%s.revoked", old);
-	if (rename(old, taken) == 0) {
+	if (renameat2(AT_FDCWD, old, AT_FDCWD, taken, RENAME_NOREPLACE) == 0)
 		log_info("%s is taken as %s", old, taken);
-		/* Its revokes with it: only the taker may move them. */
-		if (rename(oldtomb, tomb) == -1 && errno != ENOENT)
-			log_warn("%s: cannot take it as %s", oldtomb, tomb);
-	} else if (errno != ENOENT)
+	else if (errno == EEXIST)
+		log_warnx("%s: left by a start that stopped before it was "
+		    "saved as this replica's own, or that stays: taken "
+		    "again; %s is left for a later take", taken, old);
+	else if (errno != ENOENT)
 		log_warn("%s: cannot take it as %s", old, taken);
-	free(tomb);
-	free(oldtomb);
 	if (access(taken, F_OK) == 0)
 		return taken;
 	free(taken);
 	return NULL;
-}
-
-/* The file taken (control_take) and its revokes, once no longer needed. */
-static void
-control_taken_done(const char *taken)
-{
-	char	*tomb;
-
-	util_xasprintf(&tomb, "%s.revoked", taken);
-	if (unlink(taken) == -1 || (unlink(tomb) == -1 && errno != ENOENT))
-		log_warn("%s: cannot remove it", taken);
-	free(tomb);
 }
 
 /*
@@ -1234,16 +1321,68 @@ control_taken_done(const char *taken)
  * (*taken, NULL when none is left): it goes, with its revokes, and is
  * forgotten. Called by the first good save, at start or later (a save
  * failing at start is tried again every second): until then a restart
- * takes it again.
+ * takes it again. One that cannot be removed stays (control_grants_stay:
+ * atk46a L1, forgotten, a later revoke did not reach it).
  */
 static void
 control_taken_retire(char **taken)
 {
+	char	*tomb;
+
 	if (*taken == NULL)
 		return;
-	control_taken_done(*taken);
+	if (unlink(*taken) == -1 && errno != ENOENT) {
+		log_warn("%s: cannot remove it", *taken);
+		control_grants_took[0] = '\0';
+		control_grants_stay(*taken, "it could not be removed");
+		*taken = NULL;
+		return;
+	}
+	util_xasprintf(&tomb, "%s.revoked", *taken);
+	if (unlink(tomb) == -1 && errno != ENOENT)
+		log_warn("%s: cannot remove it", tomb);
+	free(tomb);
 	free(*taken);
 	*taken = NULL;
+	control_grants_took[0] = '\0';
+}
+
+/*
+ * 1 when a replica's taken file (control_take) is in the folder of
+ * path: a proxy without --instance then keeps the revokes of grants.json
+ * (path's), which that file's next take reads (atk46a L6: a start of the
+ * single proxy between a replica's take and its save emptied them, and
+ * that replica then took its file with a revoked grant in force).
+ */
+static int
+control_taken_any(const char *path)
+{
+	struct dirent	*de;
+	DIR		*d;
+	const char	*slash = strrchr(path, '/'), *base, *rest;
+	char		*dir;
+	size_t		 blen;
+	int		 any = 0;
+
+	base = slash != NULL ? slash + 1 : path;
+	blen = strlen(base);
+	util_xasprintf(&dir, "%.*s", slash != NULL ? (int)(slash - path) : 1,
+	    slash != NULL ? path : ".");
+	if ((d = opendir(dir)) == NULL)
+		any = 1;	/* cannot tell: kept */
+	while (d != NULL && !any && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, base, blen) != 0 ||
+		    strncmp(de->d_name + blen, ".taken-by-", 10) != 0)
+			continue;
+		rest = de->d_name + blen + 10;
+		any = strstr(rest, ".unused-") == NULL &&
+		    (strlen(rest) < 8 || strcmp(rest + strlen(rest) - 8,
+		    ".revoked") != 0);
+	}
+	if (d != NULL)
+		closedir(d);
+	free(dir);
+	return any;
 }
 
 /*
@@ -1269,30 +1408,46 @@ control_taken_again(const char *old, const char *instance)
 }
 
 /*
- * A replica with no grants file of its own takes grants.json, retired
- * by the first good save of grants-NAME.json (control_grants_save).
+ * A replica with no grants file of its own takes grants.json, read with
+ * the revokes beside it (those this replica kept there while it stayed)
+ * and those of grants.json (NAME.json.revoked, where they are). The
+ * file is the replica's, to retire, only once the load has decided (a
+ * save made inside it, the floors' included, retired it before: atk46a
+ * L4). A file used whole is saved as the replica's own at once, the save
+ * saying it took it ("took"), which retires the taken one; one not used
+ * whole but kept as a copy goes at the next good save (none is made
+ * now: with revokes unreadable it would empty them). One neither used
+ * whole nor kept stays (control_grants_stay: atk45a F3, saved and so
+ * retired at the take it was lost; atk45d K2, retired at the first
+ * grant's save, the same).
  */
 static void
 control_grants_take(struct proxy *px, const char *old)
 {
-	char	*tomb;
+	char	*taken, *tomb, *oldtomb;
+	int	 got;
 
-	if ((control_grants_taken = control_take(old,
-	    px->cfg.instance)) == NULL) {
+	if ((taken = control_take(old, px->cfg.instance)) == NULL) {
 		control_grants_load(px, control_grants_path,
-		    control_tomb_path);
+		    control_tomb_path, NULL, NULL);
 		return;
 	}
-	util_xasprintf(&tomb, "%s.revoked", control_grants_taken);
-	/*
-	 * A file used whole is saved as the replica's own at once, which
-	 * retires the taken one; otherwise (its revokes unreadable, a copy
-	 * that could not be kept) it stays for the next start to take
-	 * again (atk45a F3: saved, and so retired, it was lost).
-	 */
-	if (control_grants_load(px, control_grants_taken, tomb))
+	util_xasprintf(&tomb, "%s.revoked", taken);
+	util_xasprintf(&oldtomb, "%s.revoked", old);
+	got = control_grants_load(px, taken, tomb, oldtomb, NULL);
+	if (got == -1)
+		control_grants_stay(taken, "it could not be used whole nor "
+		    "kept as a copy");
+	else if (got == 0)
+		control_grants_taken = taken;	/* the load saved if it may */
+	else {
+		if (control_file_digest(taken, control_grants_took) == -1)
+			control_grants_took[0] = '\0';
+		control_grants_taken = taken;
 		(void)control_grants_save(px);
+	}
 	free(tomb);
+	free(oldtomb);
 }
 
 /*
@@ -1322,12 +1477,13 @@ control_tomb_read(const char *path, struct grants_tombs *tombs, int *bad)
  * The revokes to apply to grants loaded at start, read once into a
  * table (a walk of the files per grant made a start of 300 grants and
  * 8 MiB of revokes take 99 s, atk35a F2): those of tomb (the file
- * loaded's) and those this replica kept apart itself (control_tomb_path:
+ * loaded's), also's (NULL: none; where a taken file's could not be moved)
+ * and those this replica kept apart itself (control_tomb_path:
  * a revoke made while the save of a taken file failed went there),
  * whatever file the grants come from. *bad set when one cannot be used.
  */
 static struct grants_tombs *
-control_tombs_read(const char *tomb, int *bad)
+control_tombs_read(const char *tomb, const char *also, int *bad)
 {
 	struct grants_tombs	*tombs;
 
@@ -1337,6 +1493,8 @@ control_tombs_read(const char *tomb, int *bad)
 		return NULL;
 	}
 	control_tomb_read(tomb, tombs, bad);
+	if (also != NULL)
+		control_tomb_read(also, tombs, bad);
 	if (strcmp(tomb, control_tomb_path) != 0)
 		control_tomb_read(control_tomb_path, tombs, bad);
 	return tombs;
@@ -1470,59 +1628,84 @@ control_grants_aside(const char *path, const char *text, size_t len,
 }
 
 /*
+ * "took" of a grants file's text (control_grants_save) into took (65
+ * bytes), or empty.
+ */
+static void
+control_text_took(const char *text, size_t len, char *took)
+{
+	json_t		*top = json_loadb(text, len, 0, NULL);
+	const char	*s = json_string_value(json_object_get(top, "took"));
+
+	took[0] = '\0';
+	if (s != NULL && strlen(s) == 64)
+		memcpy(took, s, 65);
+	json_decref(top);
+}
+
+/*
  * The grants saved before a restart in path (grants_load_text, the
  * fuzzed reader), each logged as grant.restored, less those a revoke in
- * the revokes file ends (saved at once into grants.json, which empties
- * that file), then the floors of the policy in force
- * (control_grants_floor); those expired since go at the tick. A revokes
- * file that is there but cannot be used (not a regular file, unreadable,
- * too large, a damaged line) fails closed: no grant is restored, as a
- * revoke in it would be lost. 1 when the file and its revokes were used
- * whole; 0 when any of it was not (damaged, a grant refused), and then
- * no save is for the caller to make: the load made the one it may.
+ * the revokes files (tomb, also: control_tombs_read) ends (saved at once
+ * into grants.json, which empties that file), then the floors of the
+ * policy in force (control_grants_floor); those expired since go at the
+ * tick. A revokes file that is there but cannot be used (not a regular
+ * file, unreadable, too large, a damaged line) fails closed: no grant is
+ * restored, as a revoke in it would be lost. took (65 bytes, or NULL):
+ * the file's "took". 1 when the file and its revokes were used whole; 0
+ * when any of it was not (damaged, a grant refused) and a copy of the
+ * file is kept (control_grants_aside); -1 when not and no copy could be
+ * kept. Either way no save is for the caller to make: the load made the
+ * one it may, none when no copy was kept (atk44d E2: a save that fit
+ * where the copy did not lost what the file held).
  */
 static int
-control_grants_load(struct proxy *px, const char *path, const char *tomb)
+control_grants_load(struct proxy *px, const char *path, const char *tomb,
+    const char *also, char *took)
 {
 	struct control_load	 l = { px, path, NULL, 0 };
 	char			*text, err[256];
 	size_t			 len = 0;
 	long			 n = 0;
-	int			 bad = 0, badtext = 0, aside = 0, whole = 1;
+	int			 bad = 0, badtext = 0, whole = 1, lost = 0;
 
-	l.tombs = control_tombs_read(tomb, &bad);
+	if (took != NULL)
+		took[0] = '\0';
+	l.tombs = control_tombs_read(tomb, also, &bad);
 	text = control_file_read(path, &len, &badtext);
 	control_grants_resume(l.tombs, text, len);
+	if (text != NULL && took != NULL)
+		control_text_took(text, len, took);
 	if (bad) {
 		/* no save: it would empty the revokes file */
 		log_warnx("%s: revokes that cannot be read; starting with no "
 		    "grants", tomb);
 		if (text != NULL || badtext)
-			control_grants_aside(path, text, len, "none of its "
-			    "grants in force");
+			lost = control_grants_aside(path, text, len, "none of "
+			    "its grants in force") == -1;
 		free(text);
 		grants_tombs_free(l.tombs);
 		control_grants_floor(px);
-		return 0;
+		return lost ? -1 : 0;
 	}
 	if (text == NULL && badtext) {
 		log_warnx("%s: starting with no grants", path);
-		aside = control_grants_aside(path, NULL, 0, "none of its "
-		    "grants in force") == 0;
+		lost = control_grants_aside(path, NULL, 0, "none of its "
+		    "grants in force") == -1;
 		whole = 0;
 	} else if (text != NULL &&
 	    (n = grants_load_text(px->grants, text, len, time(NULL),
 	    grants_clock(), control_restore_cb, &l, err, sizeof(err))) ==
 	    -1) {
 		log_warnx("%s: %s; starting with no grants", path, err);
-		aside = control_grants_aside(path, text, len, "none of its "
-		    "grants in force") == 0;
+		lost = control_grants_aside(path, text, len, "none of its "
+		    "grants in force") == -1;
 		whole = 0;
 	} else if (text != NULL && n > 0)
 		log_info("%ld grants in force again from %s", n, path);
 	if (l.refused > 0) {
-		aside = control_grants_aside(path, text, len, "some of its "
-		    "grants refused") == 0;
+		lost = control_grants_aside(path, text, len, "some of its "
+		    "grants refused") == -1;
 		whole = 0;
 	}
 	/* the padding of the revokes file is no revoke (apartfile.h) */
@@ -1531,12 +1714,12 @@ control_grants_load(struct proxy *px, const char *path, const char *tomb)
 		    control_tomb_cb, (void *)tomb);
 	/* after the drop (a save empties the revokes file): what is in
 	 * force saved at once over what was kept aside */
-	if (aside || grants_tombs_count(l.tombs) > 0)
+	if (!lost && (!whole || grants_tombs_count(l.tombs) > 0))
 		(void)control_grants_save(px);
 	free(text);
 	grants_tombs_free(l.tombs);
 	control_grants_floor(px);
-	return whole;
+	return whole ? 1 : lost ? -1 : 0;
 }
 
 struct control_floor {
@@ -1784,7 +1967,7 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 	const char		*cause = "host is required";
 	size_t			 n;
 	unsigned		 closed;
-	int			 ok, saved, apart = 0;
+	int			 ok, saved, apart = 0, beside;
 
 	if (o == NULL)
 		return;
@@ -1805,12 +1988,15 @@ control_grant_revoke(struct proxy *px, struct evhttp_request *req)
 		goto out;
 	}
 	g.granted = r.granted;
+	/* first: a kill after the own file's save lost it there (atk46a L5) */
+	beside = control_stays_revoke(&g) == 0;
 	if (!(saved = control_grants_save(px) == 0))
 		saved = apart = control_tomb_add(&g) == 0;
 	closed = conn_revoke(px);
 	control_reply(req, 200, control_grants_saved(json_pack("{s:b, s:I, "
-	    "s:I, s:b, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
-	    (json_int_t)closed, "saved", saved, "saved_apart", apart)));
+	    "s:I, s:b, s:b, s:b}", "ok", 1, "removed", (json_int_t)n, "closed",
+	    (json_int_t)closed, "saved", saved && beside, "saved_apart", apart,
+	    "saved_beside_taken", beside)));
 out:
 	json_decref(o);
 }
@@ -3296,6 +3482,9 @@ control_close(struct proxy *px)
 	control_registry_old = NULL;
 	free(control_grants_path);
 	free(control_tomb_path);
+	free(control_grants_taken);
+	free(control_grants_stays);
+	control_grants_taken = control_grants_stays = NULL;
 	blockring_free(control_rings);
 	control_rings = NULL;
 	control_up = 0;

@@ -73,6 +73,67 @@ atk_zleader() {
 	"$SG" discard "$ZL" >/dev/null 2>&1
 }
 
+# inside/NAME.c built static, a sandbox made (--network none) into VAR and
+# the program put at /workspace/.NAME; 1 with LABEL's row said when not.
+inside_static() {	# NAME LABEL VAR
+	if ! gcc -O2 -static -pthread -o "$T/$1" "$HERE/inside/$1.c" 2>"$T/$1.err"; then
+		row "$2" NO "cannot build $1.c: $(head -c 200 "$T/$1.err")" "" ""
+		return 1
+	fi
+	if ! create "$3" "$T/project" --network none; then
+		row "$2" NO "create failed" "" ""
+		return 1
+	fi
+	install -m 0755 "$T/$1" "$SANDGATE_STATE/sandboxes/${!3}/work/.$1"
+}
+
+# --- 1d'. the same as an exec's first process, its marker erased or forged -----
+# inside/zforge.c (built static here), run as the exec itself (its parent
+# the runtime's, outside the container), blanks its SANDGATE_RUN or writes
+# another exec's in place, then ends its main thread: the kernel shows such
+# a leader in the root cgroups, its live thread still in its run's memory
+# cgroup. With another exec of the sandbox in progress, a --timeout 1 kill
+# spared it (atk46b F1: erased, it looked like the runtime's start of
+# another exec; F2: forged, like that exec's process, on main too), and it
+# ran on after sandgate exited. runc only (under gVisor the marker decides,
+# a documented limitation).
+zf_lines() {
+	{ wc -l <"$SANDGATE_STATE/sandboxes/$ZF/work/$1"; } 2>/dev/null || echo 0
+}
+# zforge as exec P (--timeout 1) in MODE: into VAR, the lines its thread
+# wrote in the 2.5 s after sandgate exited (1.5 s on).
+zf_run() {	# P MODE VAR
+	local a b
+	x "$1" "$ZF" --timeout 1 -- /workspace/.zforge "$2" "/workspace/.$1"
+	sleep 1.5
+	a=$(zf_lines ".$1")
+	sleep 2.5
+	b=$(zf_lines ".$1")
+	printf -v "$3" '%s' $((b - a))
+}
+atk_zforge() {
+	local label="1d' leader exited, marker erased or forged, another exec running"
+	local bpid de df
+	if [ "$RUNTIME" = runsc ]; then
+		row "$label" "n/a (gVisor)" "under gVisor the marker decides whose a process is (documented)" "" ""
+		return
+	fi
+	inside_static zforge "$label" ZF || return
+	x zfb "$ZF" --timeout 60 -- sleep 40 &
+	bpid=$!
+	sleep 1
+	zf_run zfe erase de
+	zf_run zff forge df
+	kill -INT "$bpid" 2>/dev/null
+	wait "$bpid"
+	verdict "$label" \
+	    '[ "$zfe_rc" = 124 ] && [ "$zff_rc" = 124 ] && [ "$de" = 0 ] && [ "$df" = 0 ]' \
+	    "exit $zfe_rc, $zff_rc; $(j zfe 'o["stdout"].strip()'); $(j zff 'o["stdout"].strip()' | cut -c1-60)" \
+	    "$(rec zfe); $(rec zff)" \
+	    "lines in the 2.5 s after each exec ended, another exec running: erased $de, forged $df"
+	"$SG" discard "$ZF" >/dev/null 2>&1
+}
+
 # --- 1e. a command signals the container's init ---------------------------------
 # The init accepts SIGTERM/SIGINT only from outside (docker stop): a command
 # that sends them must not stop the container under the other execs.
@@ -285,15 +346,7 @@ atk_backpressure() {
 # whether the container stopped, as docker inspect sees it.
 atk_pidsfull() {
 	local t0 wall state stopped settle
-	if ! gcc -O2 -static -o "$T/hydra" "$HERE/inside/hydra.c" 2>"$T/hydra.err"; then
-		row "6d process limit full at the timeout" NO "cannot build hydra.c: $(head -c 200 "$T/hydra.err")" "" ""
-		return
-	fi
-	if ! create PF "$T/project" --network none; then
-		row "6d process limit full at the timeout" NO "create failed" "" ""
-		return
-	fi
-	install -m 0755 "$T/hydra" "$SANDGATE_STATE/sandboxes/$PF/work/.hydra"
+	inside_static hydra "6d process limit full at the timeout" PF || return
 	t0=$(date +%s%N)
 	x pf "$PF" --timeout 4 -- sh -c '/workspace/.hydra 24; sleep 60'
 	wall=$((($(date +%s%N) - t0) / 1000000))

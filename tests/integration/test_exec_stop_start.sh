@@ -212,4 +212,34 @@ assert_eq "Docker has the container running" false \
     "$(docker inspect -f '{{.State.Paused}}' "$CID")"
 assert_eq "the container is thawed, as Docker has it" thawed "$(fz_state)"
 
+# A diff waiting for the container's freeze lock, which another sandgate
+# command holds (an apply copying, an exec's kill), stops at SIGINT with
+# 130: its freeze had caught the signal and waited on until the lock was
+# let go.
+FZC=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["container"])' "$SANDGATE_STATE/sandboxes/$SBX/meta.json")
+mkdir -p "$SANDGATE_STATE/freeze"
+flock -x "$SANDGATE_STATE/freeze/$FZC" sleep 30 &
+H=$!
+sleep 0.3
+"$SG" diff "$SBX" >/dev/null 2>"$SG_TMP/diff-int.err" &
+D=$!
+sleep 1
+kill -INT "$D"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	kill -0 "$D" 2>/dev/null || break
+	sleep 0.3
+done
+if kill -0 "$D" 2>/dev/null; then
+	fail "a diff waiting for the freeze lock stops at SIGINT" "it still waits 3 s later"
+	kill "$H"
+	wait "$D"
+else
+	wait "$D"
+	assert_eq "a diff waiting for the freeze lock stops at SIGINT: 130" 130 "$?"
+	kill "$H"
+fi
+wait "$H" 2>/dev/null
+sg_run n timeout 60 "$SG" diff "$SBX"
+assert_eq "the next diff runs" 0 "$n_rc"
+
 sg_summary

@@ -130,6 +130,16 @@ def old_grants(*hosts):
     return json.dumps([dict(grant, host=h) for h in hosts]).encode()
 
 
+def chattr(flag, path):
+    """chattr FLAG path (quiet): True when done; False where it is refused
+    or not installed."""
+    try:
+        return subprocess.run(["chattr", flag, path],
+                              stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:
+        return False
+
+
 def setUpModule():
     for k in proxylib.PROXY_ENV:
         os.environ.pop(k, None)
@@ -408,8 +418,8 @@ class Replicas(unittest.TestCase):
     def test_9b_taken_grants_keep_their_revokes(self):
         """A revoke grants.json could not take, kept in
         grants.json.revoked, was dropped when a replica took grants.json:
-        it read its own revokes file instead. The revokes file goes with
-        the grants it revokes."""
+        it read its own revokes file instead. The take reads them where
+        they are (they stay there, for the file's next take)."""
         W["proxies"][0].stop()
         os.unlink(os.path.join(W["dir"], "grants-r1.json"))
         now = time.time()
@@ -422,7 +432,9 @@ class Replicas(unittest.TestCase):
                                        "revoked": int(now)}) + "\n")
         self.assertEqual(self.restart(0), {"old-kept.grant.test"})
         self.assertEqual(sorted(f for f in os.listdir(W["dir"])
-                                if f.startswith("grants.json")), [])
+                                if f.startswith("grants.json")),
+                         ["grants.json.revoked"])
+        os.unlink(os.path.join(W["dir"], "grants.json.revoked"))
 
     def test_9bb_taken_file_left_by_a_crash(self):
         """atk44d E3: a start killed after the save of its own file and
@@ -533,14 +545,7 @@ class Replicas(unittest.TestCase):
         revoked later, then the own file lost, and the next start took
         the taken file again: the revoked grant was in force."""
         p, data = self.crash_after_take()
-        own = os.path.join(W["dir"], "grants-r1.json")
-        with open(own) as f:
-            top = json.load(f)
-        for g in top["grants"]:
-            if g["host"] == "old-b.grant.test":
-                g["granted"] = "2099-01-01T00:00:00Z"
-        with open(own, "w") as f:
-            json.dump(top, f)
+        self.refuse_in_own("old-b.grant.test")
         try:
             self.assertEqual(self.restart(0), {"old-a.grant.test"})
             self.revoke_then_lose_own(p, "old-a.grant.test")
@@ -550,16 +555,29 @@ class Replicas(unittest.TestCase):
             self.clean_r1()
             self.restart(0)
 
-    def revoke_then_lose_own(self, p, host):
+    def refuse_in_own(self, host):
+        """grants-r1.json's grant of host made one the next start
+        refuses (given in 2099)."""
+        own = os.path.join(W["dir"], "grants-r1.json")
+        with open(own) as f:
+            top = json.load(f)
+        for g in top["grants"]:
+            if g["host"] == host:
+                g["granted"] = "2099-01-01T00:00:00Z"
+        with open(own, "w") as f:
+            json.dump(top, f)
+
+    def revoke_then_lose_own(self, p, host, left=frozenset()):
         """r1 (p, running) revokes SBX's grant of host; then stopped, its
-        grants-r1.json lost and started again, it has no grant."""
+        grants-r1.json lost and started again, it has the grants left
+        (none unless said)."""
         status, body = proxylib.control(
             os.path.join(W["dir"], "r1.sock"), "POST", "/grants/revoke", {
                 "sandbox": SBX, "host": host, "port": 443, "by": "test"})
         self.assertEqual(status, 200, body)
         p.stop()
         os.unlink(os.path.join(W["dir"], "grants-r1.json"))
-        self.assertEqual(self.restart(0), set(),
+        self.assertEqual(self.restart(0), set(left),
                          "a grant revoked since came back")
 
     def taken_kept(self):
@@ -580,6 +598,31 @@ class Replicas(unittest.TestCase):
         kept either, the take saved at once, which removed the taken file
         and its revokes: the grants were on no file. The taken file now
         stays until a start can use it."""
+        p, old, planted = self.damaged_take()
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        try:
+            self.assertEqual(self.restart(0), set())
+            self.assertTrue(os.path.exists(taken), "the taken file is lost")
+            with open(taken, "rb") as f:
+                self.assertEqual(f.read(), old)
+            p.stop()
+            planted = self.unplant(planted)
+            with open(os.path.join(W["dir"], "grants.json.revoked"),
+                      "wb") as f:   # repaired
+                f.write(b"")
+            self.assertEqual(self.restart(0),
+                             {"old-a.grant.test", "old-b.grant.test"})
+            self.assertFalse(os.path.exists(taken))
+        finally:
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def damaged_take(self):
+        """r1 stopped with no file of its own, grants.json (old-a, old-b)
+        with a damaged line in its revokes, and no copy of the taken file
+        can be kept (plant_unused): r1, the old bytes, what was planted."""
         p = W["proxies"][0]
         p.stop()
         self.clean_r1()
@@ -588,33 +631,375 @@ class Replicas(unittest.TestCase):
             f.write(old)
         with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
             f.write(b'{"damaged revoke line\n')
+        return p, old, self.plant_unused()
+
+    def plant_unused(self, base="grants.json.taken-by-r1"):
+        """A folder at each name a copy of base could take for the next
+        20 s: none can be kept (the list, to unplant)."""
         t0 = int(time.time())
         planted = []
-        for t in range(t0, t0 + 20):    # no copy can be kept meanwhile
+        for t in range(t0, t0 + 20):
             for i in range(100):
                 planted.append(os.path.join(
-                    W["dir"], "grants.json.taken-by-r1.unused-%d%s" %
-                    (t, "-%d" % i if i else "")))
+                    W["dir"], "%s.unused-%d%s" %
+                    (base, t, "-%d" % i if i else "")))
                 os.mkdir(planted[-1])
+        return planted
+
+    def unplant(self, planted):
+        for d in planted:
+            os.rmdir(d)
+        return []
+
+    def revoke_line(self, host):
+        """A line of a revokes file the single proxy kept: SBX's grant of
+        host on port 443 revoked now."""
+        return "\n" + json.dumps({"sandbox": SBX, "host": host,
+                                  "port": 443,
+                                  "revoked": int(time.time())}) + "\n"
+
+    def test_9bg_take_reads_revokes_it_cannot_move(self):
+        """atk45d K4: a take whose grants.json.revoked could not be
+        renamed beside the taken file (here immutable; any EPERM, EBUSY)
+        loaded the grants without those revokes and saved them: a grant
+        revoked by the single proxy was in force again for good. The
+        revokes are read where they are."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        tomb = os.path.join(W["dir"], "grants.json.revoked")
+        with open(tomb, "w") as f:
+            f.write(self.revoke_line("old-a.grant.test"))
+        if not chattr("+i", tomb):
+            self.restart(0)
+            self.skipTest("chattr +i is refused here")
+        try:
+            self.assertEqual(self.restart(0), {"old-b.grant.test"})
+            self.assertEqual(self.restart(0), {"old-b.grant.test"},
+                             "the revoked grant was saved")
+        finally:
+            chattr("-i", tomb)
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bh_taken_file_beside_revokes_not_moved(self):
+        """atk45d K5: a start killed between the rename of grants.json
+        and that of its revokes left grants.json.taken-by-r1 with
+        grants.json.revoked; the next start took the file with no
+        revokes, and a revoked grant was in force again for good."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        with open(os.path.join(W["dir"], "grants.json.taken-by-r1"),
+                  "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "w") as f:
+            f.write(self.revoke_line("old-a.grant.test"))
+        try:
+            self.assertEqual(self.restart(0), {"old-b.grant.test"})
+            self.assertEqual(self.restart(0), {"old-b.grant.test"})
+            self.assertEqual(sorted(f for f in os.listdir(W["dir"])
+                                    if f.startswith("grants.json")),
+                             ["grants.json.revoked"])
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bi_taken_file_that_stays_keeps_later_revokes(self):
+        """atk45d K1: where the taken file could be neither removed nor
+        kept as a copy it stayed, a later revoke went to the own file
+        alone, and once that was lost the next start took the taken file
+        again: the revoked grant was in force. Each revoke is now kept
+        beside the taken file too."""
+        p, data = self.crash_after_take()
+        self.refuse_in_own("old-b.grant.test")
+        planted = self.plant_unused()
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            planted = self.unplant(planted)
+            self.revoke_then_lose_own(p, "old-a.grant.test",
+                                      {"old-b.grant.test"})
+        finally:
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bj_taken_file_not_kept_outlives_a_grant(self):
+        """atk45d K2: a take that could use nothing of grants.json (its
+        revokes damaged) and keep no copy of it left the file in place,
+        but the first grant's save removed it with its revokes: the
+        grants were on no file. It stays until a start can keep it."""
+        p, old, planted = self.damaged_take()
         taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
         try:
             self.assertEqual(self.restart(0), set())
-            self.assertTrue(os.path.exists(taken), "the taken file is lost")
-            with open(taken, "rb") as f:
-                self.assertEqual(f.read(), old)
-            p.stop()
-            for d in planted:
-                os.rmdir(d)
-            planted = []
-            with open(taken + ".revoked", "wb") as f:   # repaired
-                f.write(b"")
-            self.assertEqual(self.restart(0),
-                             {"old-a.grant.test", "old-b.grant.test"})
-            self.assertFalse(os.path.exists(taken))
+            self.grant_own_c()
+            self.assertTrue(os.path.exists(taken),
+                            "the grant's save removed the taken file")
+            planted = self.unplant(planted)
+            self.assertEqual(self.restart(0), {"own-c.grant.test"})
+            self.assertEqual(self.taken_kept(), [old])
         finally:
             p.stop()
-            for d in planted:
-                os.rmdir(d)
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bk_taken_file_kept_past_a_crash_in_the_own_files_save(self):
+        """atk45d K3: a start that found its own file damaged saved what
+        was in force over it and was killed before it set the taken file
+        aside; the next start found a whole own file and removed the
+        taken file, the one record of its grants. A taken file goes only
+        beside an own file that says it took it."""
+        p, data = self.crash_after_take()
+        with open(os.path.join(W["dir"], "grants-r1.json"), "wb"):
+            pass
+        p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
+        try:
+            with self.assertRaises(proxylib.ProxyError):
+                p.start()
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+            self.assertEqual(self.restart(0), set())
+            self.assertEqual(self.taken_kept(), [data])
+        finally:
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bl_taken_file_kept_past_a_failed_rename(self):
+        """atk45d K3b: the same when the taken file's rename to a copy
+        failed once: it stayed, and the next start removed it."""
+        p, data = self.crash_after_take()
+        with open(os.path.join(W["dir"], "grants-r1.json"), "wb"):
+            pass
+        planted = self.plant_unused()
+        try:
+            self.assertEqual(self.restart(0), set())
+            planted = self.unplant(planted)
+            self.assertEqual(self.restart(0), set())
+            self.assertEqual(self.taken_kept(), [data])
+        finally:
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def held(self, data):
+        """The names of the files in the folder holding data."""
+        found = []
+        for f in sorted(os.listdir(W["dir"])):
+            path = os.path.join(W["dir"], f)
+            if os.path.isfile(path):
+                with open(path, "rb") as fh:
+                    if fh.read() == data:
+                        found.append(f)
+        return found
+
+    def grant_own_c(self):
+        """r1 (running) grants SBX own-c.grant.test for 10 minutes."""
+        status, body = proxylib.control(
+            os.path.join(W["dir"], "r1.sock"), "POST", "/grants", {
+                "sandbox": SBX, "host": "own-c.grant.test", "port": 443,
+                "seconds": 600, "rationale": "after", "by": "test"})
+        self.assertEqual(status, 200, body)
+
+    def refused_take(self, *hosts):
+        """r1 stopped with no file of its own, grants.json holding hosts,
+        the second given in 2099 (refused at the take), and no copy of the
+        taken file can be kept (plant_unused): r1, the bytes, what was
+        planted."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        top = json.loads(old_grants(*hosts))
+        top[1]["granted"] = "2099-01-01T00:00:00Z"
+        data = json.dumps(top).encode()
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(data)
+        return p, data, self.plant_unused()
+
+    def chattr_or_skip(self, flag, path):
+        """chattr FLAG path; the test skipped where it is refused."""
+        if not chattr(flag, path):
+            self.skipTest("chattr %s is refused here" % flag)
+
+    def test_9bm_taken_file_that_cannot_be_removed_stays(self):
+        """atk46a L1: when the removal of the taken file after the save
+        failed (here immutable), it was forgotten, a later revoke did not
+        reach it, and a start with the own file lost took it again: the
+        revoked grant was in force. It stays instead."""
+        p, data = self.crash_after_take()
+        taken = os.path.join(W["dir"], "grants.json.taken-by-r1")
+        self.chattr_or_skip("+i", taken)
+        try:
+            self.assertEqual(self.restart(0),
+                             {"old-a.grant.test", "old-b.grant.test"})
+            self.revoke_then_lose_own(p, "old-a.grant.test",
+                                      {"old-b.grant.test"})
+        finally:
+            chattr("-i", taken)
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bn_taken_file_is_not_replaced_by_a_later_take(self):
+        """atk46a L2: a taken file that stays (a grant of it refused, no
+        copy kept) was replaced by the next take of a newer grants.json
+        (a single proxy ran between): its bytes were on no file. The
+        take takes the file already there again, and leaves grants.json."""
+        p, data, planted = self.refused_take("old-a.grant.test",
+                                             "old-b.grant.test")
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            p.stop()
+            planted = self.unplant(planted)
+            newer = old_grants("old-n.grant.test")
+            with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+                f.write(newer)
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            self.assertNotEqual(self.held(data), [],
+                                "the taken file's bytes are on no file")
+            self.assertEqual(self.held(newer), ["grants.json"])
+        finally:
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bo_revokes_of_a_file_not_taken_stay_with_it(self):
+        """atk46a L3: a start that found its old taken file moved the
+        revokes of grants.json beside it though grants.json itself could
+        not be taken (immutable), and removed them with that file: a
+        later take of grants.json had the revoked grant in force."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        with open(os.path.join(W["dir"], "grants.json.taken-by-r1"),
+                  "wb") as f:
+            f.write(old_grants("old-1.grant.test"))
+        old = os.path.join(W["dir"], "grants.json")
+        with open(old, "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        with open(old + ".revoked", "w") as f:
+            f.write(self.revoke_line("old-a.grant.test"))
+        self.chattr_or_skip("+i", old)
+        try:
+            self.assertEqual(self.restart(0), {"old-1.grant.test"})
+            p.stop()
+            chattr("-i", old)
+            os.unlink(os.path.join(W["dir"], "grants-r1.json"))
+            self.assertEqual(self.restart(0), {"old-b.grant.test"},
+                             "grants.json was taken without its revokes")
+        finally:
+            chattr("-i", old)
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bp_floor_save_keeps_a_taken_file_that_stays(self):
+        """atk46a L4: the save the policy's floor made inside the take's
+        load (a grant the policy no longer allows, ended) removed the
+        taken file that was to stay (a grant refused, no copy kept): its
+        bytes were on no file."""
+        p, data, planted = self.refused_take(
+            "old-a.grant.test", "old-b.grant.test", "old-p.other.test")
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            self.assertEqual(self.held(data), ["grants.json.taken-by-r1"])
+        finally:
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bq_revoke_kept_beside_the_taken_file_before_the_save(self):
+        """atk46a L5: a revoke was kept beside a taken file that stays
+        only after the own file's save, so a kill between the two (here
+        SANDGATE_TEST_CRASH=grants:saved at the revoke's save, the start
+        making none: no copy of either file can be kept) and the own
+        file lost brought the revoked grant back."""
+        p, data = self.crash_after_take()
+        self.refuse_in_own("old-b.grant.test")
+        planted = self.plant_unused() + self.plant_unused("grants-r1.json")
+        sock = os.path.join(W["dir"], "r1.sock")
+        try:
+            p.env["SANDGATE_TEST_CRASH"] = "grants:saved"
+            p.stop()
+            p.start()
+            proxylib.wait_unix_socket(sock)
+            try:
+                proxylib.control(sock, "POST", "/grants/revoke", {
+                    "sandbox": SBX, "host": "old-a.grant.test",
+                    "port": 443, "by": "test"})
+            except (OSError, ValueError):
+                pass            # killed before it answered
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+            p.stop()
+            planted = self.unplant(planted)
+            os.unlink(os.path.join(W["dir"], "grants-r1.json"))
+            self.assertEqual(self.restart(0), {"old-b.grant.test"},
+                             "a revoke saved came back")
+        finally:
+            p.env.pop("SANDGATE_TEST_CRASH", None)
+            p.stop()
+            self.unplant(planted)
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9br_damaged_revokes_of_a_taken_file_are_kept(self):
+        """atk46a L7: a take whose revokes were damaged kept a copy of
+        grants.json, and the first grant's save removed the taken file
+        with the revokes, moved beside it: no file held them. They are
+        never moved now, and stay for an admin to repair."""
+        p = W["proxies"][0]
+        p.stop()
+        self.clean_r1()
+        with open(os.path.join(W["dir"], "grants.json"), "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        damaged = self.revoke_line("old-a.grant.test").encode() + \
+            b'{"damaged revoke line\n'
+        with open(os.path.join(W["dir"], "grants.json.revoked"), "wb") as f:
+            f.write(damaged)
+        try:
+            self.assertEqual(self.restart(0), set())
+            self.grant_own_c()
+            self.assertEqual(self.held(damaged), ["grants.json.revoked"])
+        finally:
+            p.stop()
+            self.clean_r1()
+            self.restart(0)
+
+    def test_9bs_revoke_not_kept_beside_the_taken_file_is_unsaved(self):
+        """atk46c M2: a revoke that could not be recorded beside a taken
+        file that stays (its revokes file immutable here) was answered
+        saved, and a start with the own file lost had it in force. The
+        answer says it is not saved."""
+        p, data = self.crash_after_take()
+        self.refuse_in_own("old-b.grant.test")
+        planted = self.plant_unused()
+        tomb = os.path.join(W["dir"], "grants.json.taken-by-r1.revoked")
+        try:
+            self.assertEqual(self.restart(0), {"old-a.grant.test"})
+            planted = self.unplant(planted)
+            self.assertTrue(os.path.exists(tomb), "no room made beside it")
+            self.chattr_or_skip("+i", tomb)
+            status, body = proxylib.control(
+                os.path.join(W["dir"], "r1.sock"), "POST",
+                "/grants/revoke", {"sandbox": SBX, "host": "old-a.grant.test",
+                                   "port": 443, "by": "test"})
+            self.assertEqual((status, body.get("saved"),
+                              body.get("saved_beside_taken")),
+                             (200, False, False), body)
+        finally:
+            chattr("-i", tomb)
+            p.stop()
+            self.unplant(planted)
             self.clean_r1()
             self.restart(0)
 
@@ -2300,6 +2685,50 @@ class TakenRevokes(unittest.TestCase):
         os.unlink(own)
         self.restart()
         self.assertEqual(self.grants(), [])
+
+
+
+class SingleBetweenTakes(unittest.TestCase):
+    """atk46a L6: a replica killed between its take of grants.json and
+    its save left grants.json.taken-by-r1; a proxy without --instance
+    started before r1 did again (a scale-down) found no grants.json, saved
+    none, and emptied grants.json.revoked; a replica taking that empty
+    file (a scale-up) took the empty revokes too, and r1 then took its
+    file again with a grant the single proxy had revoked in force. The
+    single proxy keeps its revokes while a taken file is there, and no
+    take moves them."""
+
+    def start(self, name, instance=None):
+        sock = os.path.join(self.dir, name + ".sock")
+        p = proxylib.Proxy(self.dir, W["up"], name=name, extra_args=(
+            ["--instance", instance] if instance else []) + [
+            "--control-socket", sock])
+        with open(os.path.join(p.policy_dir, "grants.yaml"), "w") as f:
+            f.write("description: grants of the replica tests\n"
+                    "grants:\n  under: [grant.test]\n")
+        try:
+            p.start()
+            proxylib.wait_unix_socket(sock)
+            status, body = proxylib.control(sock, "GET", "/grants")
+        finally:
+            p.stop()
+        self.assertEqual(status, 200, body)
+        return sorted(g["host"] for g in body["grants"])
+
+    def test_single_proxy_between_keeps_the_revokes(self):
+        self.dir = tempfile.mkdtemp(prefix="single-", dir=W["dir"])
+        with open(os.path.join(self.dir, "grants.json.taken-by-r1"),
+                  "wb") as f:
+            f.write(old_grants("old-a.grant.test", "old-b.grant.test"))
+        with open(os.path.join(self.dir, "grants.json.revoked"), "w") as f:
+            f.write("\n" + json.dumps({"sandbox": SBX,
+                                       "host": "old-a.grant.test",
+                                       "port": 443,
+                                       "revoked": int(time.time())}) + "\n")
+        self.assertEqual(self.start("single"), [])
+        self.assertEqual(self.start("second", "r2"), [])
+        self.assertEqual(self.start("first", "r1"), ["old-b.grant.test"],
+                         "a grant the single proxy revoked came back")
 
 
 if __name__ == "__main__":
