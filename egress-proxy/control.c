@@ -1158,6 +1158,22 @@ control_beside(const char *path, const char *name, const char *instance)
 	return s;
 }
 
+/* The SHA-256 of text in hex into out (65 bytes): 0, or -1 (out empty). */
+static int
+control_sha256_hex(const char *text, size_t len, char *out)
+{
+	unsigned char	md[EVP_MAX_MD_SIZE];
+	unsigned int	n = 0, i;
+
+	out[0] = '\0';
+	if (EVP_Digest(text, len, md, &n, EVP_sha256(), NULL) != 1 ||
+	    n != 32)
+		return -1;
+	for (i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
 /*
  * The SHA-256 of path's bytes in hex into out (65 bytes): 0, or -1 (out
  * empty) when it cannot be read.
@@ -1165,20 +1181,15 @@ control_beside(const char *path, const char *name, const char *instance)
 static int
 control_file_digest(const char *path, char *out)
 {
-	unsigned char	 md[EVP_MAX_MD_SIZE];
-	unsigned int	 n = 0, i;
-	size_t		 len;
-	int		 bad = 0;
-	char		*text = control_file_read(path, &len, &bad);
+	size_t	 len;
+	int	 bad = 0, rv = -1;
+	char	*text = control_file_read(path, &len, &bad);
 
 	out[0] = '\0';
-	if (text == NULL || EVP_Digest(text, len, md, &n, EVP_sha256(),
-	    NULL) != 1 || n != 32)
-		n = 0;
-	for (i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	if (text != NULL)
+		rv = control_sha256_hex(text, len, out);
 	free(text);
-	return n == 32 ? 0 : -1;
+	return rv;
 }
 
 /*
@@ -2785,16 +2796,18 @@ control_other_begin(const char *path, const char *idpath, const char *what)
 static void
 control_other_text(const char *text, size_t len)
 {
-	unsigned char	md[EVP_MAX_MD_SIZE];
-	unsigned int	n, i;
-	size_t		at;
+	char	hex[65];
+	size_t	at, i;
 
 	if (control_other.path == NULL ||
-	    EVP_Digest(text, len, md, &n, EVP_sha256(), NULL) != 1)
+	    control_sha256_hex(text, len, hex) == -1)
 		return;
+	/* whole bytes, as many as fit */
 	at = strlen(control_other.id);
-	for (i = 0; i < n && at + 3 < sizeof(control_other.id); i++, at += 2)
-		snprintf(control_other.id + at, 3, "%02x", md[i]);
+	for (i = 0; hex[i] != '\0' && at + 3 < sizeof(control_other.id);
+	    i += 2, at += 2)
+		memcpy(control_other.id + at, hex + i, 2);
+	control_other.id[at] = '\0';
 }
 
 static void
